@@ -1,0 +1,68 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Version and GitHash identify the build; the Makefile overrides them.
+var (
+	Version = "0.1.0-dev"
+	GitHash = "unknown"
+)
+
+// Info is the body of /status.
+type Info struct {
+	Role          string    `json:"role"`
+	Version       string    `json:"version"`
+	GitHash       string    `json:"git_hash"`
+	StartTime     time.Time `json:"start_time"`
+	UptimeSeconds float64   `json:"uptime_seconds"`
+}
+
+// Serve listens on addr and serves the status endpoints until ctx is
+// cancelled. It returns the bound address (useful with port 0) once the
+// listener is open; serving continues in a background goroutine.
+func Serve(ctx context.Context, addr, role string) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("status: listen %s: %w", addr, err)
+	}
+	start := time.Now()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(Info{
+			Role: role, Version: Version, GitHash: GitHash,
+			StartTime: start, UptimeSeconds: time.Since(start).Seconds(),
+		})
+	})
+	mux.Handle("/metrics", promhttp.Handler())
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("status server stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutCtx)
+	}()
+	return ln.Addr(), nil
+}
