@@ -1,0 +1,258 @@
+package localcluster
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Config describes a local cluster.
+type Config struct {
+	BinDir   string // holds pd, storenode, sqlnode
+	DataDir  string // data and logs; reused across runs
+	Stores   int    // default 3
+	SQLNodes int    // default 1
+	// FreePorts picks unused loopback ports (tests). Otherwise the TiDB
+	// defaults are used: PD 2379-2382, stores 20160+i / 20180+i, SQL nodes
+	// 4000+i / 10080+i.
+	FreePorts bool
+	// StoreArgs are extra flags for every store node (e.g. a faster raft tick).
+	StoreArgs []string
+}
+
+// Cluster is a running (or stopped) set of processes.
+type Cluster struct {
+	cfg    Config
+	PD     *Proc
+	Stores []*Proc
+	SQL    []*Proc
+	pdAddr string
+	// SQLAddrs are the MySQL addresses, one per SQL node.
+	SQLAddrs []string
+}
+
+// New lays out the processes of a cluster without starting them.
+func New(cfg Config) (*Cluster, error) {
+	if cfg.Stores == 0 {
+		cfg.Stores = 3
+	}
+	if cfg.SQLNodes == 0 {
+		cfg.SQLNodes = 1
+	}
+	binDir, err := filepath.Abs(cfg.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range []string{"pd", "storenode", "sqlnode"} {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			return nil, fmt.Errorf("localcluster: binary %s missing in %s (run `make build`): %w", b, binDir, err)
+		}
+	}
+	// With FreePorts, every port is chosen in one call so none repeats.
+	var free []int
+	if cfg.FreePorts {
+		if free, err = FreePorts(4 + 2*cfg.Stores + 2*cfg.SQLNodes); err != nil {
+			return nil, err
+		}
+	}
+	ports := func(defaults ...int) ([]int, error) {
+		if !cfg.FreePorts {
+			return defaults, nil
+		}
+		out := free[:len(defaults)]
+		free = free[len(defaults):]
+		return out, nil
+	}
+	logDir := filepath.Join(dataDir, "logs")
+	c := &Cluster{cfg: cfg}
+
+	pp, err := ports(2379, 2380, 2381, 2382)
+	if err != nil {
+		return nil, err
+	}
+	c.pdAddr = addr(pp[0])
+	c.PD = &Proc{
+		Name: "pd", Bin: filepath.Join(binDir, "pd"), LogPath: filepath.Join(logDir, "pd.log"),
+		Args: []string{
+			"--name", "pd", "--data-dir", filepath.Join(dataDir, "pd"),
+			"--addr", c.pdAddr,
+			"--peer-url", "http://" + addr(pp[1]),
+			"--etcd-client-url", "http://" + addr(pp[2]),
+			"--status-addr", addr(pp[3]),
+			"--replicas", strconv.Itoa(min(3, cfg.Stores)),
+		},
+	}
+	for i := 0; i < cfg.Stores; i++ {
+		sp, err := ports(20160+i, 20180+i)
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("store%d", i+1)
+		args := []string{
+			"--pd", c.pdAddr, "--addr", addr(sp[0]), "--status-addr", addr(sp[1]),
+			"--data-dir", filepath.Join(dataDir, name),
+		}
+		c.Stores = append(c.Stores, &Proc{
+			Name: name, Bin: filepath.Join(binDir, "storenode"), LogPath: filepath.Join(logDir, name+".log"),
+			Args: append(args, cfg.StoreArgs...),
+		})
+	}
+	for i := 0; i < cfg.SQLNodes; i++ {
+		qp, err := ports(4000+i, 10080+i)
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("sql%d", i+1)
+		c.SQLAddrs = append(c.SQLAddrs, addr(qp[0]))
+		c.SQL = append(c.SQL, &Proc{
+			Name: name, Bin: filepath.Join(binDir, "sqlnode"), LogPath: filepath.Join(logDir, name+".log"),
+			Args: []string{"--pd", c.pdAddr, "--addr", addr(qp[0]), "--status-addr", addr(qp[1])},
+		})
+	}
+	return c, nil
+}
+
+// PDAddr is PD's gRPC address.
+func (c *Cluster) PDAddr() string { return c.pdAddr }
+
+// Procs lists every process, PD first.
+func (c *Cluster) Procs() []*Proc {
+	all := []*Proc{c.PD}
+	all = append(all, c.Stores...)
+	return append(all, c.SQL...)
+}
+
+// Start starts every process that is not running.
+func (c *Cluster) Start() error {
+	for _, p := range c.Procs() {
+		if p.Running() {
+			continue
+		}
+		if err := p.Start(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitReady waits until SQL node i answers a statement that reads the
+// catalog from the stores (so PD, a region leader and the SQL node are all
+// serving), or ctx ends.
+func (c *Cluster) WaitReady(ctx context.Context, i int) error {
+	db, err := sql.Open("mysql", c.DSN(i, ""))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var last error
+	for {
+		if err := c.exitedEarly(); err != nil {
+			return err
+		}
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		rows, err := db.QueryContext(qctx, "SHOW DATABASES")
+		if err == nil {
+			err = rows.Close()
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("localcluster: SQL node %d not ready (logs in %s): %w (last error: %v)",
+				i+1, filepath.Join(c.cfg.DataDir, "logs"), ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// exitedEarly reports a process that was started and has exited with an
+// error: waiting longer for readiness would be pointless.
+func (c *Cluster) exitedEarly() error {
+	for _, p := range c.Procs() {
+		if err := p.ExitErr(); err != nil {
+			return fmt.Errorf("localcluster: %s exited: %v (see %s)", p.Name, err, p.LogPath)
+		}
+	}
+	return nil
+}
+
+// DSN is a go-sql-driver DSN for SQL node i as root, with db selected.
+func (c *Cluster) DSN(i int, db string) string {
+	cfg := mysql.NewConfig()
+	cfg.User = "root"
+	cfg.Net = "tcp"
+	cfg.Addr = c.SQLAddrs[i]
+	cfg.DBName = db
+	cfg.Timeout = 5 * time.Second
+	return cfg.FormatDSN()
+}
+
+// Stop stops every running process with SIGTERM, SQL nodes first, PD last.
+func (c *Cluster) Stop(grace time.Duration) {
+	all := c.Procs()
+	for i := len(all) - 1; i >= 0; i-- {
+		_ = all[i].Stop(grace)
+	}
+}
+
+// Kill sends SIGKILL to every running process.
+func (c *Cluster) Kill() {
+	for _, p := range c.Procs() {
+		_ = p.Kill()
+	}
+}
+
+// Logs returns the last n bytes of every process log, for failure reports.
+func (c *Cluster) Logs(n int64) string {
+	var b strings.Builder
+	for _, p := range c.Procs() {
+		data, err := os.ReadFile(p.LogPath)
+		if err != nil {
+			continue
+		}
+		if int64(len(data)) > n {
+			data = data[int64(len(data))-n:]
+		}
+		fmt.Fprintf(&b, "==== %s (%s)\n%s\n", p.Name, p.LogPath, data)
+	}
+	return b.String()
+}
+
+// FreePorts returns n distinct loopback TCP ports that were free a moment
+// ago (the listeners are held until all n are chosen).
+func FreePorts(n int) ([]int, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	out := make([]int, 0, n)
+	for len(out) < n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, errors.Join(errors.New("localcluster: no free port"), err)
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

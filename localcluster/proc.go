@@ -1,0 +1,110 @@
+package localcluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Proc is one Strata process (pd, storenode or sqlnode) and how to start it
+// again with the same arguments and data.
+type Proc struct {
+	Name    string   // e.g. "store2"; also the log file name
+	Bin     string   // absolute path of the binary
+	Args    []string // command-line flags
+	LogPath string
+
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the running process has exited
+	err  error         // exit status, valid after done is closed
+}
+
+// Start launches the process. It fails if the process is already running.
+func (p *Proc) Start() error {
+	if p.Running() {
+		return fmt.Errorf("localcluster: %s is already running (pid %d)", p.Name, p.cmd.Process.Pid)
+	}
+	if err := os.MkdirAll(filepath.Dir(p.LogPath), 0o755); err != nil {
+		return fmt.Errorf("localcluster: %w", err)
+	}
+	logf, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("localcluster: open log of %s: %w", p.Name, err)
+	}
+	cmd := exec.Command(p.Bin, p.Args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("localcluster: start %s: %w", p.Name, err)
+	}
+	p.cmd, p.done = cmd, make(chan struct{})
+	go func(done chan struct{}) {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(done)
+	}(p.done)
+	return nil
+}
+
+// Running reports whether the process was started and has not exited.
+func (p *Proc) Running() bool {
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Pid is the process id of the running process, or 0.
+func (p *Proc) Pid() int {
+	if !p.Running() {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Exited is closed when the current process exits (nil before Start).
+func (p *Proc) Exited() <-chan struct{} { return p.done }
+
+// Kill sends SIGKILL (a crash: nothing is flushed) and waits for the exit.
+func (p *Proc) Kill() error { return p.signalAndWait(syscall.SIGKILL, 0) }
+
+// Stop sends SIGTERM and waits up to grace for a clean exit, then SIGKILL.
+func (p *Proc) Stop(grace time.Duration) error { return p.signalAndWait(syscall.SIGTERM, grace) }
+
+func (p *Proc) signalAndWait(sig syscall.Signal, grace time.Duration) error {
+	if !p.Running() {
+		return nil
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("localcluster: signal %s: %w", p.Name, err)
+	}
+	if sig != syscall.SIGKILL {
+		select {
+		case <-p.done:
+			return nil
+		case <-time.After(grace):
+			_ = p.cmd.Process.Kill()
+		}
+	}
+	<-p.done
+	return nil
+}
+
+// ExitErr is the exit status of the last run (nil while running or on a
+// clean exit).
+func (p *Proc) ExitErr() error {
+	if p.Running() || p.cmd == nil {
+		return nil
+	}
+	return p.err
+}
