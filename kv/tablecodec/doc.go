@@ -1,0 +1,35 @@
+// Package tablecodec maps SQL rows onto KV keys and values.
+//
+// # Keys
+//
+// Every table owns the key range that starts with 't' + codec.EncodeInt(tableID).
+// Row keys are
+//
+//	't' + EncodeInt(tableID) + "_r" + EncodeInt(handle)
+//
+// so a table's rows are contiguous and sorted by handle, and RecordRange gives
+// the [start, end) range a full scan covers. Index keys will live under "_i".
+// Catalog metadata lives under the single byte prefix 'm' (MetaPrefix), which
+// sorts before every table.
+//
+// # Row values
+//
+// A row value is a version byte (RowFormatV1) followed, per stored column, by
+// the column id (uvarint), a one-byte type tag and the value:
+//
+//	tagNull  : nothing
+//	tagInt   : zigzag varint
+//	tagUint  : uvarint
+//	tagFloat : 8 bytes, little-endian IEEE-754 bits
+//	tagBytes : uvarint length + bytes
+//
+// NULL is stored explicitly; a column absent from a value (added later by a
+// schema change) decodes as absent so the caller can apply its default.
+//
+// # Ownership
+//
+// Encoders append into a caller-owned buffer and return it. Decoders never
+// copy: byte values returned in a Datum alias the input, which the caller must
+// keep alive and unmodified for as long as it uses the Datum. A RowDecoder is
+// immutable after construction and safe for concurrent use.
+package tablecodec

@@ -1,0 +1,134 @@
+package tablecodec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// RowFormatV1 is the first byte of every row value written by this package.
+const RowFormatV1 byte = 1
+
+const (
+	tagNull  byte = 0
+	tagInt   byte = 1
+	tagUint  byte = 2
+	tagFloat byte = 3
+	tagBytes byte = 4
+)
+
+// ErrCorruptRow is returned when a row value cannot be decoded.
+var ErrCorruptRow = errors.New("tablecodec: corrupt row value")
+
+// EncodeRow appends the row value for the given columns to buf and returns it.
+// colIDs and vals are parallel; KindAbsent values are skipped.
+func EncodeRow(buf []byte, colIDs []int64, vals []Datum) []byte {
+	buf = append(buf, RowFormatV1)
+	for i, d := range vals {
+		if d.k == KindAbsent {
+			continue
+		}
+		buf = binary.AppendUvarint(buf, uint64(colIDs[i]))
+		switch d.k {
+		case KindNull:
+			buf = append(buf, tagNull)
+		case KindInt64:
+			buf = append(buf, tagInt)
+			buf = binary.AppendVarint(buf, int64(d.n))
+		case KindUint64:
+			buf = append(buf, tagUint)
+			buf = binary.AppendUvarint(buf, d.n)
+		case KindFloat64:
+			buf = append(buf, tagFloat)
+			buf = binary.LittleEndian.AppendUint64(buf, d.n)
+		case KindBytes:
+			buf = append(buf, tagBytes)
+			buf = binary.AppendUvarint(buf, uint64(len(d.b)))
+			buf = append(buf, d.b...)
+		}
+	}
+	return buf
+}
+
+// RowDecoder decodes the requested columns of row values. It is immutable
+// and safe for concurrent use.
+type RowDecoder struct {
+	pos []int32 // column id -> output position, -1 when not requested
+	n   int
+}
+
+// NewRowDecoder returns a decoder that writes column colIDs[i] to out[i].
+// Column ids must be non-negative and small (they index a slice).
+func NewRowDecoder(colIDs []int64) *RowDecoder {
+	maxID := int64(0)
+	for _, id := range colIDs {
+		maxID = max(maxID, id)
+	}
+	pos := make([]int32, maxID+1)
+	for i := range pos {
+		pos[i] = -1
+	}
+	for i, id := range colIDs {
+		pos[id] = int32(i)
+	}
+	return &RowDecoder{pos: pos, n: len(colIDs)}
+}
+
+// Decode fills out[:n] (n = number of requested columns) from row. Columns
+// missing from the value are KindAbsent. Byte values alias row. It does not
+// allocate.
+func (rd *RowDecoder) Decode(row []byte, out []Datum) error {
+	if len(out) < rd.n {
+		return fmt.Errorf("tablecodec: output has %d slots, decoder needs %d", len(out), rd.n)
+	}
+	for i := 0; i < rd.n; i++ {
+		out[i] = Datum{k: KindAbsent}
+	}
+	if len(row) == 0 || row[0] != RowFormatV1 {
+		return fmt.Errorf("%w: bad version", ErrCorruptRow)
+	}
+	b := row[1:]
+	for len(b) > 0 {
+		id, n := binary.Uvarint(b)
+		if n <= 0 || len(b) <= n {
+			return fmt.Errorf("%w: column id", ErrCorruptRow)
+		}
+		tag := b[n]
+		b = b[n+1:]
+		var d Datum
+		switch tag {
+		case tagNull:
+		case tagInt:
+			v, m := binary.Varint(b)
+			if m <= 0 {
+				return fmt.Errorf("%w: int", ErrCorruptRow)
+			}
+			d, b = Datum{k: KindInt64, n: uint64(v)}, b[m:]
+		case tagUint:
+			v, m := binary.Uvarint(b)
+			if m <= 0 {
+				return fmt.Errorf("%w: uint", ErrCorruptRow)
+			}
+			d, b = Datum{k: KindUint64, n: v}, b[m:]
+		case tagFloat:
+			if len(b) < 8 {
+				return fmt.Errorf("%w: float", ErrCorruptRow)
+			}
+			d, b = Datum{k: KindFloat64, n: binary.LittleEndian.Uint64(b)}, b[8:]
+		case tagBytes:
+			l, m := binary.Uvarint(b)
+			if m <= 0 || l > uint64(len(b)-m) {
+				return fmt.Errorf("%w: bytes", ErrCorruptRow)
+			}
+			d, b = Datum{k: KindBytes, b: b[m : m+int(l) : m+int(l)]}, b[m+int(l):]
+		default:
+			return fmt.Errorf("%w: tag %d", ErrCorruptRow, tag)
+		}
+		if id < uint64(len(rd.pos)) {
+			if p := rd.pos[id]; p >= 0 {
+				out[p] = d
+			}
+		}
+	}
+	return nil
+}
