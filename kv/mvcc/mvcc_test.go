@@ -134,7 +134,6 @@ func pairsString(ps []Pair) []string {
 	return out
 }
 
-
 func TestScan(t *testing.T) {
 	db := openMem(t, fixture)
 	r := NewReader(db)
