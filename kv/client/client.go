@@ -1,0 +1,251 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/stratadb/strata/kv/client/locate"
+	"github.com/stratadb/strata/proto/errorpb"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/proto/storepb"
+)
+
+// PD is what the client needs from the placement driver; *pdclient.Client
+// satisfies it. GetRegion's leader may be nil when unknown.
+type PD interface {
+	GetRegion(ctx context.Context, key []byte) (*metapb.Region, *metapb.Peer, error)
+	GetRegionByID(ctx context.Context, id uint64) (*metapb.Region, *metapb.Peer, error)
+	GetStore(ctx context.Context, id uint64) (*metapb.Store, error)
+}
+
+// Config tunes a Client. Zero fields take their defaults.
+type Config struct {
+	// BackoffBudget bounds the total time one call may sleep in backoff
+	// before failing with ErrRegionUnavailable. Default 20s.
+	BackoffBudget time.Duration
+	// RPCTimeout bounds each store RPC attempt. Default 5s.
+	RPCTimeout time.Duration
+}
+
+const (
+	defaultBackoffBudget = 20 * time.Second
+	defaultRPCTimeout    = 5 * time.Second
+)
+
+// Client sends KV requests to store nodes. It is safe for concurrent use.
+type Client struct {
+	cfg    Config
+	cache  *locate.RegionCache
+	stores storeResolver
+	conns  connPool
+	closed atomic.Bool
+}
+
+// New returns a client that routes through pd. It does no I/O.
+func New(pd PD, cfg Config) *Client {
+	if cfg.BackoffBudget <= 0 {
+		cfg.BackoffBudget = defaultBackoffBudget
+	}
+	if cfg.RPCTimeout <= 0 {
+		cfg.RPCTimeout = defaultRPCTimeout
+	}
+	return &Client{
+		cfg:    cfg,
+		cache:  locate.NewRegionCache(pd),
+		stores: storeResolver{pd: pd, addrs: make(map[uint64]string)},
+		conns:  connPool{conns: make(map[string]*storeConn)},
+	}
+}
+
+// Close closes every store connection. Calls in flight fail; later calls
+// return ErrClosed.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	return c.conns.close()
+}
+
+// locate returns the region of key, backing off while PD cannot answer (for
+// example before the cluster is bootstrapped).
+func (c *Client) locate(ctx context.Context, bo *backoffer, key []byte) (*locate.Region, error) {
+	for {
+		if c.closed.Load() {
+			return nil, ErrClosed
+		}
+		r, err := c.cache.Locate(ctx, key)
+		if err == nil {
+			return r, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("kv/client: locate key %q: %w", key, ctx.Err())
+		}
+		slog.Debug("kv/client: locate failed", "key", key, "err", err)
+		if err := bo.backoff(ctx, boPDRegion, 0, err); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// rpcCall performs one RPC on sc and returns the response's region error.
+// It must pass opts to the gRPC method.
+type rpcCall func(ctx context.Context, sc storepb.StoreClient, opts ...grpc.CallOption) (*errorpb.Error, error)
+
+// sendToRegion makes one attempt of a request on r's believed leader. rctx is
+// the request's Context, owned by the caller; it is filled in here. On
+// success it returns (false, nil) and the response is whatever call stored.
+// On a retryable failure it returns (true, nil) after any backoff: the
+// caller must locate again (the region may have changed) and resend. Any
+// other failure is returned as an error.
+func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Region, kind rpcKind, rctx *kvrpcpb.Context, call rpcCall) (bool, error) {
+	idx, p := r.Leader()
+	addr, err := c.stores.addr(ctx, p.StoreId)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, err
+		}
+		r.SwitchPeer(idx)
+		return true, bo.backoff(ctx, boPDStore, r.ID(), err)
+	}
+	sc, err := c.conns.get(addr)
+	if err != nil {
+		return false, err
+	}
+	rctx.RegionId = r.ID()
+	rctx.RegionEpoch = r.Epoch()
+	rctx.Peer = p
+
+	tctx, cancel := context.WithTimeout(ctx, c.cfg.RPCTimeout)
+	start := time.Now()
+	var rerr *errorpb.Error
+	var sent bool
+	if kind.isWrite() {
+		// Whether a stream was created tells whether the request may have
+		// reached the store.
+		var pr peer.Peer
+		rerr, err = call(tctx, sc.client, grpc.Peer(&pr))
+		sent = pr.Addr != nil
+	} else {
+		rerr, err = call(tctx, sc.client)
+	}
+	cancel()
+	elapsed := time.Since(start).Seconds()
+
+	switch {
+	case err != nil:
+		rpcErr[kind].Observe(elapsed)
+		return c.onSendError(ctx, bo, r, idx, p, addr, kind, sent, err)
+	case rerr != nil:
+		rpcRegionErr[kind].Observe(elapsed)
+		return c.onRegionError(ctx, bo, r, idx, p, kind, rerr)
+	default:
+		rpcOK[kind].Observe(elapsed)
+		return false, nil
+	}
+}
+
+func (c *Client) onSendError(ctx context.Context, bo *backoffer, r *locate.Region, idx int, p *metapb.Peer, addr string, kind rpcKind, sent bool, err error) (bool, error) {
+	write := kind.isWrite()
+	if ctx.Err() != nil {
+		if write && sent {
+			return false, c.undetermined(r, kind, err)
+		}
+		return false, fmt.Errorf("kv/client: %s on region %d: %w", kind, r.ID(), ctx.Err())
+	}
+	if c.closed.Load() {
+		return false, ErrClosed
+	}
+	code := status.Code(err)
+	if write && sent {
+		return false, c.undetermined(r, kind, err)
+	}
+	switch code {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		reason := boStoreUnreachable
+		if code == codes.DeadlineExceeded {
+			reason = boRPCTimeout
+		} else {
+			// The store may have moved: ask PD again next time.
+			c.stores.invalidate(p.StoreId)
+		}
+		slog.Warn("kv/client: store unreachable, trying next peer",
+			"region", r.ID(), "store", p.StoreId, "addr", addr, "rpc", kind, "err", err)
+		r.SwitchPeer(idx)
+		return true, bo.backoff(ctx, reason, r.ID(), fmt.Errorf("store %d (%s): %w", p.StoreId, addr, err))
+	default:
+		return false, fmt.Errorf("kv/client: %s on region %d store %d: %w", kind, r.ID(), p.StoreId, err)
+	}
+}
+
+func (c *Client) undetermined(r *locate.Region, kind rpcKind, err error) error {
+	undetermined.Inc()
+	slog.Warn("kv/client: write outcome undetermined", "region", r.ID(), "rpc", kind, "err", err)
+	return fmt.Errorf("%w: %s on region %d: %w", ErrUndetermined, kind, r.ID(), err)
+}
+
+// regionError is a store region error as a Go error, for wrapping.
+type regionError struct{ e *errorpb.Error }
+
+func (e regionError) Error() string { return "region error: " + e.e.String() }
+
+var errMsgOnly = errors.New("kv/client: unclassified region error")
+
+func (c *Client) onRegionError(ctx context.Context, bo *backoffer, r *locate.Region, idx int, p *metapb.Peer, kind rpcKind, re *errorpb.Error) (bool, error) {
+	cause := regionError{re}
+	id := r.ID()
+	switch {
+	case re.NotLeader != nil:
+		regionErrors.WithLabelValues("not_leader").Inc()
+		if h := re.NotLeader.Leader; h != nil && h.Id != 0 && h.Id != p.Id {
+			if r.UpdateLeader(h) {
+				return true, bo.retryNow(ctx, id, cause)
+			}
+			// The hinted leader is a peer we do not know: membership
+			// changed, reload the region.
+			c.cache.Invalidate(r)
+			return true, bo.backoff(ctx, boRegionMiss, id, cause)
+		}
+		r.SwitchPeer(idx)
+		return true, bo.backoff(ctx, boNotLeader, id, cause)
+	case re.EpochNotMatch != nil:
+		regionErrors.WithLabelValues("epoch_not_match").Inc()
+		if c.cache.OnEpochNotMatch(r, re.EpochNotMatch.CurrentRegions, p.StoreId) {
+			return true, bo.retryNow(ctx, id, cause)
+		}
+		return true, bo.backoff(ctx, boRegionMiss, id, cause)
+	case re.RegionNotFound != nil, re.KeyNotInRegion != nil:
+		if re.RegionNotFound != nil {
+			regionErrors.WithLabelValues("region_not_found").Inc()
+		} else {
+			regionErrors.WithLabelValues("key_not_in_region").Inc()
+		}
+		c.cache.Invalidate(r)
+		return true, bo.backoff(ctx, boRegionMiss, id, cause)
+	case re.ServerIsBusy != nil:
+		regionErrors.WithLabelValues("server_is_busy").Inc()
+		return true, bo.backoff(ctx, boServerBusy, id, cause)
+	case re.StaleCommand != nil:
+		regionErrors.WithLabelValues("stale_command").Inc()
+		if kind.isWrite() {
+			return false, c.undetermined(r, kind, cause)
+		}
+		return true, bo.backoff(ctx, boStaleCommand, id, cause)
+	default:
+		regionErrors.WithLabelValues("other").Inc()
+		if kind.isWrite() {
+			return false, c.undetermined(r, kind, fmt.Errorf("%w: %w", errMsgOnly, cause))
+		}
+		c.cache.Invalidate(r)
+		return true, bo.backoff(ctx, boRegionMiss, id, cause)
+	}
+}

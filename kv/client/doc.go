@@ -1,0 +1,69 @@
+// Package client is the SQL node's client for store nodes: it routes reads,
+// writes and coprocessor requests to the leader of the region that holds each
+// key, and rides through region errors (leader changes, splits, busy or dead
+// stores) within a backoff budget.
+//
+// # Usage
+//
+//	c := client.New(pd, client.Config{})
+//	defer c.Close()
+//	v, found, err := c.Get(ctx, key, startTS)
+//	err = c.Commit(ctx, mutations, startTS, commitTS)
+//
+// # Routing and retries
+//
+// Regions come from a cache (package kv/client/locate) loaded from PD with
+// single-flight. Every request carries the region id, epoch and peer it was
+// routed with; the store answers region errors, which the client handles:
+//
+//   - NotLeader with a leader hint: switch leader, retry at once.
+//   - NotLeader without hint, store unreachable, RPC timeout (reads): try the
+//     region's next peer (round robin) after a backoff.
+//   - EpochNotMatch: replace the cached regions with the current ones the
+//     store sent, retry at once (no PD round trip).
+//   - RegionNotFound, KeyNotInRegion: drop the region, reload it from PD.
+//   - ServerIsBusy, StaleCommand (reads): back off and retry.
+//
+// Backoff is exponential with jitter (2ms doubling to 500ms, per reason) and
+// bounded per call by Config.BackoffBudget, counted in time slept; the caller's
+// ctx bounds wall time. When the budget is spent the call fails with
+// ErrRegionUnavailable wrapping the last error.
+//
+// # Writes
+//
+// Commit groups mutations by region and sends one KvOnePC per region, regions
+// in parallel. It is atomic within one region only: when mutations span
+// regions, some regions may commit while another fails (cross-region 2PC is a
+// later issue; until then the SQL layer should keep multi-region writes to
+// statements that tolerate it, or retry idempotently).
+//
+// A OnePC is retried only when its outcome is known not to have been applied:
+// region errors NotLeader, RegionNotFound, EpochNotMatch, KeyNotInRegion,
+// ServerIsBusy, and transport failures before the request reached a
+// connection (no HTTP/2 stream was created, e.g. connection refused). Any
+// other failure (RPC timeout, connection lost after sending, StaleCommand,
+// unknown region errors, ctx cancelled in flight) returns an error wrapping
+// ErrUndetermined: the write may or may not have been applied.
+//
+// A retried OnePC whose earlier attempt was in fact applied comes back as a
+// WriteConflict whose ConflictTS equals our commitTS (the key now holds our
+// own version, committed after startTS). Commit recognises that case and
+// treats it as success; timestamps from TSO are unique, so no other writer
+// can have committed at our commitTS. If yet another writer committed on top
+// of ours before the retry, the conflict reports their commit ts and the
+// client reports a WriteConflictError although our write landed; that needs a
+// store that applies a write and still answers a "not applied" region error,
+// which the store contract forbids.
+//
+// # Connections
+//
+// One grpc.ClientConn per store address, created lazily and shared by all
+// requests; addresses come from PD (GetStore), cached, and dropped when the
+// store is unreachable so a moved store is found again.
+//
+// # Concurrency and ownership
+//
+// Client is safe for concurrent use. Keys and mutations passed in are not
+// retained after a call returns and are never modified. Returned values and
+// pairs are owned by the caller.
+package client

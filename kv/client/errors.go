@@ -1,0 +1,65 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/stratadb/strata/proto/kvrpcpb"
+)
+
+var (
+	// ErrRegionUnavailable is returned (wrapped, with the region id and the
+	// last error) when the backoff budget of a call is spent on region
+	// errors, unreachable stores or PD failures.
+	ErrRegionUnavailable = errors.New("kv/client: region unavailable")
+	// ErrUndetermined is returned (wrapped) when a write failed in a way that
+	// leaves its outcome unknown: it may or may not have been applied.
+	ErrUndetermined = errors.New("kv/client: write outcome undetermined")
+	// ErrAborted is returned (wrapped, with the store's reason) for a
+	// KeyError the store marked unretryable.
+	ErrAborted = errors.New("kv/client: aborted by store")
+	// ErrCoprocessor is returned (wrapped) when a store fails a coprocessor
+	// request (other_error) or returns data that does not decode.
+	ErrCoprocessor = errors.New("kv/client: coprocessor")
+	// ErrClosed is returned by calls on a closed Client.
+	ErrClosed = errors.New("kv/client: client closed")
+)
+
+// AlreadyExistError is returned when an Insert mutation hits a key that has a
+// live version.
+type AlreadyExistError struct {
+	Key []byte
+}
+
+func (e *AlreadyExistError) Error() string {
+	return fmt.Sprintf("kv/client: key %q already exists", e.Key)
+}
+
+// WriteConflictError is returned when a key was committed by another
+// transaction after StartTS (at ConflictTS).
+type WriteConflictError struct {
+	StartTS, ConflictTS uint64
+	Key                 []byte
+}
+
+func (e *WriteConflictError) Error() string {
+	return fmt.Sprintf("kv/client: write conflict on key %q: start_ts %d, committed at %d",
+		e.Key, e.StartTS, e.ConflictTS)
+}
+
+// keyError converts a store KeyError to a client error.
+func keyError(ke *kvrpcpb.KeyError) error {
+	switch {
+	case ke.GetAlreadyExist() != nil:
+		return &AlreadyExistError{Key: ke.AlreadyExist.GetKey()}
+	case ke.GetConflict() != nil:
+		c := ke.Conflict
+		return &WriteConflictError{StartTS: c.GetStartTs(), ConflictTS: c.GetConflictTs(), Key: c.GetKey()}
+	case ke.GetAbort() != "":
+		return fmt.Errorf("%w: %s", ErrAborted, ke.Abort)
+	default:
+		return fmt.Errorf("%w: unknown key error %v", ErrAborted, ke)
+	}
+}
+
+func isUndetermined(err error) bool { return errors.Is(err, ErrUndetermined) }

@@ -1,0 +1,371 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stratadb/strata/kv/client/locate"
+	"github.com/stratadb/strata/proto/coprocessorpb"
+	"github.com/stratadb/strata/proto/errorpb"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/storepb"
+)
+
+// getState is the per-call request memory of Get, pooled: gRPC has marshalled
+// the request by the time the call returns, so it can be reused.
+type getState struct {
+	req  kvrpcpb.GetRequest
+	rctx kvrpcpb.Context
+}
+
+var getPool = sync.Pool{New: func() any { return new(getState) }}
+
+// Get reads the newest version of key committed at or before ts. The
+// returned value is owned by the caller. found is false when the key has no
+// live version at ts.
+func (c *Client) Get(ctx context.Context, key []byte, ts uint64) (value []byte, found bool, err error) {
+	st := getPool.Get().(*getState)
+	defer func() {
+		st.req.Key, st.req.Context = nil, nil
+		st.rctx.RegionEpoch, st.rctx.Peer = nil, nil
+		getPool.Put(st)
+	}()
+	st.req.Key, st.req.Version, st.req.Context = key, ts, &st.rctx
+
+	var resp *kvrpcpb.GetResponse
+	call := func(ctx context.Context, sc storepb.StoreClient, opts ...grpc.CallOption) (*errorpb.Error, error) {
+		var err error
+		resp, err = sc.KvGet(ctx, &st.req, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return resp.RegionError, nil
+	}
+	bo := newBackoffer(c.cfg.BackoffBudget)
+	for {
+		r, err := c.locate(ctx, &bo, key)
+		if err != nil {
+			return nil, false, err
+		}
+		retry, err := c.sendToRegion(ctx, &bo, r, kindGet, &st.rctx, call)
+		if err != nil {
+			return nil, false, err
+		}
+		if retry {
+			continue
+		}
+		if resp.Error != nil {
+			return nil, false, fmt.Errorf("kv/client: get %q: %w", key, keyError(resp.Error))
+		}
+		if resp.NotFound {
+			return nil, false, nil
+		}
+		return resp.Value, true, nil
+	}
+}
+
+// Scan returns the pairs in [start, end) visible at ts, in key order, across
+// regions. end nil or empty means +infinity; limit 0 means no limit. The
+// returned pairs are owned by the caller.
+func (c *Client) Scan(ctx context.Context, start, end []byte, ts uint64, limit int) ([]*kvrpcpb.KvPair, error) {
+	if limit < 0 {
+		return nil, fmt.Errorf("kv/client: scan: negative limit %d", limit)
+	}
+	if len(end) != 0 && bytes.Compare(start, end) >= 0 {
+		return nil, nil
+	}
+	var (
+		out  []*kvrpcpb.KvPair
+		rctx kvrpcpb.Context
+		req  = kvrpcpb.ScanRequest{Context: &rctx, Version: ts}
+		resp *kvrpcpb.ScanResponse
+	)
+	call := func(ctx context.Context, sc storepb.StoreClient, opts ...grpc.CallOption) (*errorpb.Error, error) {
+		var err error
+		resp, err = sc.KvScan(ctx, &req, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return resp.RegionError, nil
+	}
+	bo := newBackoffer(c.cfg.BackoffBudget)
+	cur := start
+	for {
+		r, err := c.locate(ctx, &bo, cur)
+		if err != nil {
+			return nil, err
+		}
+		regionEnd := r.EndKey()
+		req.StartKey, req.EndKey = cur, end
+		if len(regionEnd) != 0 && (len(end) == 0 || bytes.Compare(regionEnd, end) < 0) {
+			req.EndKey = regionEnd
+		}
+		req.Limit = 0
+		if limit > 0 {
+			req.Limit = uint32(min(limit-len(out), math.MaxUint32))
+		}
+		retry, err := c.sendToRegion(ctx, &bo, r, kindScan, &rctx, call)
+		if err != nil {
+			return nil, err
+		}
+		if retry {
+			continue
+		}
+		if resp.Error != nil {
+			return nil, fmt.Errorf("kv/client: scan [%q, %q) region %d: %w", cur, req.EndKey, r.ID(), keyError(resp.Error))
+		}
+		out = append(out, resp.Pairs...)
+		if limit > 0 && len(out) >= limit {
+			return out[:limit], nil
+		}
+		if len(regionEnd) == 0 || (len(end) != 0 && bytes.Compare(regionEnd, end) >= 0) {
+			return out, nil
+		}
+		cur = regionEnd
+	}
+}
+
+// Commit writes muts at commitTS, failing on keys committed by others after
+// startTS. Mutations are grouped by region and each group is committed with
+// one KvOnePC, groups in parallel. Atomic within a region only: see the
+// package documentation for partial commits across regions, for
+// ErrUndetermined, and for how a retried write that had landed is
+// recognised. Key errors come back as *AlreadyExistError or
+// *WriteConflictError (wrapped). muts is not modified.
+func (c *Client) Commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) error {
+	if len(muts) == 0 {
+		return nil
+	}
+	if len(muts) > 1 {
+		muts = slices.Clone(muts)
+		slices.SortFunc(muts, func(a, b *kvrpcpb.Mutation) int { return bytes.Compare(a.Key, b.Key) })
+	}
+	bo := newBackoffer(c.cfg.BackoffBudget)
+	return c.commitMutations(ctx, &bo, muts, startTS, commitTS)
+}
+
+// batch is the mutations (sorted by key) of one region.
+type batch struct {
+	r    *locate.Region
+	muts []*kvrpcpb.Mutation
+}
+
+// groupMutations splits sorted muts by region.
+func (c *Client) groupMutations(ctx context.Context, bo *backoffer, muts []*kvrpcpb.Mutation) ([]batch, error) {
+	var out []batch
+	for i := 0; i < len(muts); {
+		r, err := c.locate(ctx, bo, muts[i].Key)
+		if err != nil {
+			return nil, err
+		}
+		j := len(muts)
+		if end := r.EndKey(); len(end) != 0 {
+			j = i + 1
+			for j < len(muts) && bytes.Compare(muts[j].Key, end) < 0 {
+				j++
+			}
+		}
+		out = append(out, batch{r: r, muts: muts[i:j]})
+		i = j
+	}
+	return out, nil
+}
+
+func (c *Client) commitMutations(ctx context.Context, bo *backoffer, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) error {
+	batches, err := c.groupMutations(ctx, bo, muts)
+	if err != nil {
+		return err
+	}
+	if len(batches) == 1 {
+		return c.commitBatch(ctx, bo, batches[0], startTS, commitTS)
+	}
+	errs := make([]error, len(batches))
+	var wg sync.WaitGroup
+	for i := 1; i < len(batches); i++ {
+		sub := bo.fork()
+		wg.Go(func() { errs[i] = c.commitBatch(ctx, sub, batches[i], startTS, commitTS) })
+	}
+	errs[0] = c.commitBatch(ctx, bo.fork(), batches[0], startTS, commitTS)
+	wg.Wait()
+	return mergeBatchErrors(errs, commitTS)
+}
+
+// commitBatch commits one region's mutations; when routing changed it
+// regroups them (they may now span regions) and goes on.
+func (c *Client) commitBatch(ctx context.Context, bo *backoffer, b batch, startTS, commitTS uint64) error {
+	retry, err := c.commitRegion(ctx, bo, b.r, b.muts, startTS, commitTS)
+	if err != nil || !retry {
+		return err
+	}
+	return c.commitMutations(ctx, bo, b.muts, startTS, commitTS)
+}
+
+func (c *Client) commitRegion(ctx context.Context, bo *backoffer, r *locate.Region, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) (bool, error) {
+	var (
+		rctx kvrpcpb.Context
+		req  = kvrpcpb.OnePCRequest{Context: &rctx, Mutations: muts, StartTs: startTS, CommitTs: commitTS}
+		resp *kvrpcpb.OnePCResponse
+	)
+	call := func(ctx context.Context, sc storepb.StoreClient, opts ...grpc.CallOption) (*errorpb.Error, error) {
+		var err error
+		resp, err = sc.KvOnePC(ctx, &req, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return resp.RegionError, nil
+	}
+	retry, err := c.sendToRegion(ctx, bo, r, kindOnePC, &rctx, call)
+	if err != nil || retry {
+		return retry, err
+	}
+	return false, onePCKeyErrors(resp.Errors, r.ID(), commitTS)
+}
+
+// onePCKeyErrors maps a OnePC response's key errors. A conflict at our own
+// commitTS means an earlier attempt of this very write was applied (the
+// region writes atomically), so the write succeeded.
+func onePCKeyErrors(kes []*kvrpcpb.KeyError, regionID, commitTS uint64) error {
+	if len(kes) == 0 {
+		return nil
+	}
+	for _, ke := range kes {
+		if ke.GetConflict().GetConflictTs() == commitTS {
+			slog.Info("kv/client: retried one-pc found its own write, treating as committed",
+				"region", regionID, "commit_ts", commitTS, "key", ke.Conflict.Key)
+			return nil
+		}
+	}
+	return fmt.Errorf("kv/client: commit region %d: %w", regionID, keyError(kes[0]))
+}
+
+// mergeBatchErrors picks the error of a multi-region commit: an undetermined
+// outcome first (it is the one the caller must not take as a clean failure),
+// else the first error. Other errors are logged.
+func mergeBatchErrors(errs []error, commitTS uint64) error {
+	var first, undet error
+	failed := 0
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		failed++
+		if first == nil {
+			first = err
+		}
+		if undet == nil && isUndetermined(err) {
+			undet = err
+		}
+	}
+	if failed == 0 {
+		return nil
+	}
+	if failed < len(errs) {
+		slog.Warn("kv/client: commit partially applied across regions",
+			"commit_ts", commitTS, "regions", len(errs), "failed", failed, "err", first)
+	}
+	if undet != nil {
+		return undet
+	}
+	return first
+}
+
+// Coprocessor sends dag once per region overlapping ranges, each time with
+// the ranges clipped to that region, in key order, and returns the decoded
+// responses in region order. ranges should not overlap; they are sorted by
+// start key here (the caller's slice is not modified). A range with an empty
+// end extends to +infinity.
+func (c *Client) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error) {
+	data, err := proto.Marshal(dag)
+	if err != nil {
+		return nil, fmt.Errorf("%w: marshal dag: %w", ErrCoprocessor, err)
+	}
+	rs := make([]*kvrpcpb.KeyRange, 0, len(ranges))
+	for _, kr := range ranges {
+		if len(kr.End) == 0 || bytes.Compare(kr.Start, kr.End) < 0 {
+			rs = append(rs, kr)
+		}
+	}
+	slices.SortFunc(rs, func(a, b *kvrpcpb.KeyRange) int { return bytes.Compare(a.Start, b.Start) })
+
+	var (
+		out  []*coprocessorpb.SelectResponse
+		rctx kvrpcpb.Context
+		req  = kvrpcpb.CoprocessorRequest{Context: &rctx, Data: data, StartTs: ts}
+		resp *kvrpcpb.CoprocessorResponse
+	)
+	call := func(ctx context.Context, sc storepb.StoreClient, opts ...grpc.CallOption) (*errorpb.Error, error) {
+		var err error
+		resp, err = sc.Coprocessor(ctx, &req, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return resp.RegionError, nil
+	}
+	bo := newBackoffer(c.cfg.BackoffBudget)
+	for len(rs) > 0 {
+		r, err := c.locate(ctx, &bo, rs[0].Start)
+		if err != nil {
+			return nil, err
+		}
+		in, rest := clipRanges(r.EndKey(), rs)
+		req.Ranges = in
+		retry, err := c.sendToRegion(ctx, &bo, r, kindCop, &rctx, call)
+		if err != nil {
+			return nil, err
+		}
+		if retry {
+			continue
+		}
+		sr, err := decodeCopResponse(resp, r.ID())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sr)
+		rs = rest
+	}
+	return out, nil
+}
+
+// clipRanges splits sorted ranges rs, the first of which starts in a region
+// ending at end (empty = +infinity), into the parts inside that region and
+// the rest. It allocates new KeyRanges for split ranges and never modifies rs
+// or its elements.
+func clipRanges(end []byte, rs []*kvrpcpb.KeyRange) (in, rest []*kvrpcpb.KeyRange) {
+	if len(end) == 0 {
+		return rs, nil
+	}
+	for i, kr := range rs {
+		if bytes.Compare(kr.Start, end) >= 0 {
+			return rs[:i:i], rs[i:]
+		}
+		if len(kr.End) != 0 && bytes.Compare(kr.End, end) <= 0 {
+			continue
+		}
+		in = append(slices.Clip(rs[:i]), &kvrpcpb.KeyRange{Start: kr.Start, End: end})
+		rest = append([]*kvrpcpb.KeyRange{{Start: end, End: kr.End}}, rs[i+1:]...)
+		return in, rest
+	}
+	return rs, nil
+}
+
+func decodeCopResponse(resp *kvrpcpb.CoprocessorResponse, regionID uint64) (*coprocessorpb.SelectResponse, error) {
+	if resp.Locked != nil {
+		return nil, fmt.Errorf("%w: region %d: %w", ErrCoprocessor, regionID, keyError(resp.Locked))
+	}
+	if resp.OtherError != "" {
+		return nil, fmt.Errorf("%w: region %d: %s", ErrCoprocessor, regionID, resp.OtherError)
+	}
+	sr := new(coprocessorpb.SelectResponse)
+	if err := proto.Unmarshal(resp.Data, sr); err != nil {
+		return nil, fmt.Errorf("%w: region %d: decode response: %w", ErrCoprocessor, regionID, err)
+	}
+	return sr, nil
+}

@@ -1,0 +1,260 @@
+package locate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/proto/metapb"
+)
+
+func region(id uint64, start, end string, ver uint64, stores ...uint64) *metapb.Region {
+	m := &metapb.Region{
+		Id:          id,
+		StartKey:    []byte(start),
+		EndKey:      []byte(end),
+		RegionEpoch: &metapb.RegionEpoch{ConfVer: 1, Version: ver},
+	}
+	for _, s := range stores {
+		m.Peers = append(m.Peers, &metapb.Peer{Id: id*100 + s, StoreId: s})
+	}
+	return m
+}
+
+// fakePD serves a fixed set of regions; GetRegion blocks while gate is
+// non-nil and open.
+type fakePD struct {
+	mu      sync.Mutex
+	regions []*metapb.Region
+	calls   atomic.Int32
+	gate    chan struct{}
+	err     error
+}
+
+func (p *fakePD) GetRegion(ctx context.Context, key []byte) (*metapb.Region, *metapb.Peer, error) {
+	p.calls.Add(1)
+	if p.gate != nil {
+		select {
+		case <-p.gate:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return nil, nil, p.err
+	}
+	for _, r := range p.regions {
+		if contains(r, key) {
+			if len(r.Peers) == 0 {
+				return r, nil, nil
+			}
+			return r, r.Peers[len(r.Peers)-1], nil
+		}
+	}
+	return nil, nil, errors.New("fake pd: no region")
+}
+
+func cachedRanges(c *RegionCache) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []string
+	for _, r := range c.sorted {
+		out = append(out, string(r.meta.StartKey)+"-"+string(r.meta.EndKey))
+	}
+	return out
+}
+
+func TestInsertEvictsOverlaps(t *testing.T) {
+	tests := []struct {
+		name   string
+		insert []*metapb.Region
+		want   []string
+	}{
+		{"single", []*metapb.Region{region(1, "", "", 1, 1)}, []string{"-"}},
+		{"disjoint out of order", []*metapb.Region{
+			region(2, "m", "", 1, 1), region(1, "", "c", 1, 1), region(3, "c", "m", 1, 1),
+		}, []string{"-c", "c-m", "m-"}},
+		{"split replaces whole", []*metapb.Region{
+			region(1, "", "", 1, 1), region(1, "", "m", 2, 1), region(2, "m", "", 2, 1),
+		}, []string{"-m", "m-"}},
+		{"merge replaces many", []*metapb.Region{
+			region(1, "", "c", 1, 1), region(2, "c", "m", 1, 1), region(3, "m", "", 1, 1),
+			region(4, "b", "n", 3, 1),
+		}, []string{"b-n"}},
+		{"stale epoch ignored", []*metapb.Region{
+			region(1, "", "m", 2, 1), region(1, "", "", 1, 1),
+		}, []string{"-m"}},
+		{"touching end not evicted", []*metapb.Region{
+			region(1, "a", "c", 1, 1), region(2, "c", "e", 1, 1), region(3, "e", "g", 1, 1),
+			region(4, "c", "e", 2, 1),
+		}, []string{"a-c", "c-e", "e-g"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewRegionCache(&fakePD{})
+			for _, m := range tt.insert {
+				c.Insert(m, nil)
+			}
+			require.Equal(t, tt.want, cachedRanges(c))
+			require.Len(t, c.byID, len(tt.want))
+		})
+	}
+}
+
+func TestLookup(t *testing.T) {
+	c := NewRegionCache(&fakePD{})
+	c.Insert(region(1, "b", "d", 1, 1), nil)
+	c.Insert(region(2, "d", "f", 1, 1), nil)
+	c.Insert(region(3, "h", "", 1, 1), nil)
+	tests := []struct {
+		key  string
+		want uint64 // 0 = miss
+	}{
+		{"a", 0}, {"b", 1}, {"c", 1}, {"d", 2}, {"e\xff", 2}, {"f", 0}, {"g", 0}, {"h", 3}, {"zzz", 3},
+	}
+	for _, tt := range tests {
+		r := c.lookup([]byte(tt.key))
+		if tt.want == 0 {
+			require.Nil(t, r, tt.key)
+			continue
+		}
+		require.NotNil(t, r, tt.key)
+		require.Equal(t, tt.want, r.ID(), tt.key)
+	}
+}
+
+func TestLocateLoadsAndInvalidates(t *testing.T) {
+	pd := &fakePD{regions: []*metapb.Region{region(1, "", "m", 1, 1, 2, 3), region(2, "m", "", 1, 1, 2, 3)}}
+	c := NewRegionCache(pd)
+	ctx := context.Background()
+	r, err := c.Locate(ctx, []byte("a"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), r.ID())
+	_, leader := r.Leader()
+	require.Equal(t, uint64(3), leader.StoreId, "leader from PD")
+	r2, err := c.Locate(ctx, []byte("b"))
+	require.NoError(t, err)
+	require.Same(t, r, r2)
+	require.Equal(t, int32(1), pd.calls.Load())
+
+	c.Invalidate(r)
+	require.False(t, r.Valid())
+	require.Equal(t, 0, c.Len())
+	r3, err := c.Locate(ctx, []byte("b"))
+	require.NoError(t, err)
+	require.NotSame(t, r, r3)
+	require.Equal(t, int32(2), pd.calls.Load())
+}
+
+func TestLeaderSwitching(t *testing.T) {
+	c := NewRegionCache(&fakePD{})
+	r := c.Insert(region(1, "", "", 1, 1, 2, 3), nil)
+	i, p := r.Leader()
+	require.Equal(t, 0, i)
+	require.Equal(t, uint64(1), p.StoreId)
+	r.SwitchPeer(0)
+	r.SwitchPeer(0) // a second request that saw the same leader does not skip a peer
+	i, p = r.Leader()
+	require.Equal(t, 1, i)
+	require.Equal(t, uint64(2), p.StoreId)
+	r.SwitchPeer(1)
+	r.SwitchPeer(2)
+	i, _ = r.Leader()
+	require.Equal(t, 0, i, "wraps around")
+	require.True(t, r.UpdateLeader(&metapb.Peer{Id: 103, StoreId: 3}))
+	_, p = r.Leader()
+	require.Equal(t, uint64(3), p.StoreId)
+	require.False(t, r.UpdateLeader(&metapb.Peer{Id: 999, StoreId: 9}))
+}
+
+func TestOnEpochNotMatch(t *testing.T) {
+	c := NewRegionCache(&fakePD{})
+	stale := c.Insert(region(1, "", "", 1, 1, 2, 3), nil)
+	ok := c.OnEpochNotMatch(stale, []*metapb.Region{region(1, "", "m", 2, 1, 2, 3), region(5, "m", "", 2, 1, 2, 3)}, 2)
+	require.True(t, ok)
+	require.False(t, stale.Valid())
+	require.Equal(t, []string{"-m", "m-"}, cachedRanges(c))
+	r := c.lookup([]byte("z"))
+	require.Equal(t, uint64(5), r.ID())
+	_, p := r.Leader()
+	require.Equal(t, uint64(2), p.StoreId, "leader guessed on the answering store")
+
+	require.False(t, c.OnEpochNotMatch(r, nil, 2))
+	require.Equal(t, []string{"-m"}, cachedRanges(c))
+}
+
+func TestLocateSingleFlight(t *testing.T) {
+	const n = 32
+	pd := &fakePD{regions: []*metapb.Region{region(1, "", "", 1, 1)}, gate: make(chan struct{})}
+	c := NewRegionCache(pd)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := c.Locate(context.Background(), []byte("k"))
+			if err == nil && r.ID() != 1 {
+				err = errors.New("wrong region")
+			}
+			errs <- err
+		}()
+	}
+	// Wait until one caller is in PD and all others wait on it.
+	require.Eventually(t, func() bool {
+		c.sfMu.Lock()
+		defer c.sfMu.Unlock()
+		call := c.inflight["k"]
+		return call != nil && call.waiters.Load() == n-1
+	}, 5*time.Second, time.Millisecond)
+	close(pd.gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, int32(1), pd.calls.Load())
+}
+
+func TestLocateWaiterSurvivesLoaderCancel(t *testing.T) {
+	pd := &fakePD{regions: []*metapb.Region{region(1, "", "", 1, 1)}, gate: make(chan struct{})}
+	c := NewRegionCache(pd)
+	loaderCtx, cancel := context.WithCancel(context.Background())
+	loaderDone := make(chan error, 1)
+	go func() {
+		_, err := c.Locate(loaderCtx, []byte("k"))
+		loaderDone <- err
+	}()
+	require.Eventually(t, func() bool { return pd.calls.Load() == 1 }, 5*time.Second, time.Millisecond)
+	waiterDone := make(chan error, 1)
+	go func() {
+		_, err := c.Locate(context.Background(), []byte("k"))
+		waiterDone <- err
+	}()
+	require.Eventually(t, func() bool {
+		c.sfMu.Lock()
+		defer c.sfMu.Unlock()
+		call := c.inflight["k"]
+		return call != nil && call.waiters.Load() == 1
+	}, 5*time.Second, time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-loaderDone, context.Canceled)
+	close(pd.gate) // the waiter's own load now goes through
+	require.NoError(t, <-waiterDone)
+}
+
+func TestLocateRejectsBadRegion(t *testing.T) {
+	pd := &fakePD{regions: []*metapb.Region{region(1, "", "", 1)}} // no peers
+	c := NewRegionCache(pd)
+	_, err := c.Locate(context.Background(), []byte("k"))
+	require.ErrorIs(t, err, ErrBadRegion)
+	require.True(t, bytes.Contains([]byte(err.Error()), []byte("no peers")))
+}

@@ -1,0 +1,70 @@
+package client
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// rpcKind is the type of a store RPC, used as a metric label.
+type rpcKind uint8
+
+const (
+	kindGet rpcKind = iota
+	kindScan
+	kindOnePC
+	kindCop
+	numKinds
+)
+
+var kindNames = [numKinds]string{"get", "scan", "one_pc", "coprocessor"}
+
+func (k rpcKind) String() string { return kindNames[k] }
+
+func (k rpcKind) isWrite() bool { return k == kindOnePC }
+
+var (
+	rpcDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "strata",
+		Subsystem: "kvclient",
+		Name:      "rpc_duration_seconds",
+		Help:      "Latency of store RPCs sent by the KV client, by type and result (ok, region_error, rpc_error).",
+		Buckets:   prometheus.ExponentialBuckets(50e-6, 2, 18), // 50µs .. 6.5s
+	}, []string{"type", "result"})
+	regionErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata",
+		Subsystem: "kvclient",
+		Name:      "region_errors_total",
+		Help:      "Region errors received from stores, by type.",
+	}, []string{"type"})
+	backoffs = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata",
+		Subsystem: "kvclient",
+		Name:      "backoff_total",
+		Help:      "Backoff sleeps by reason.",
+	}, []string{"reason"})
+	backoffSeconds = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata",
+		Subsystem: "kvclient",
+		Name:      "backoff_seconds_total",
+		Help:      "Time slept in backoff, by reason.",
+	}, []string{"reason"})
+	undetermined = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata",
+		Subsystem: "kvclient",
+		Name:      "undetermined_writes_total",
+		Help:      "Writes that failed with an unknown outcome.",
+	})
+)
+
+// Observers resolved once so the hot path does no label lookup.
+var (
+	rpcOK, rpcRegionErr, rpcErr [numKinds]prometheus.Observer
+)
+
+func init() {
+	for k := range numKinds {
+		rpcOK[k] = rpcDuration.WithLabelValues(kindNames[k], "ok")
+		rpcRegionErr[k] = rpcDuration.WithLabelValues(kindNames[k], "region_error")
+		rpcErr[k] = rpcDuration.WithLabelValues(kindNames[k], "rpc_error")
+	}
+}
