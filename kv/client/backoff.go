@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -86,6 +87,8 @@ func (b *backoffer) backoff(ctx context.Context, reason boReason, regionID uint6
 	// Equal jitter: half fixed, half random.
 	d = d/2 + rand.N(d/2+1)
 	if b.slept+d > b.budget {
+		slog.Warn("kv/client: backoff budget spent", "region", regionID,
+			"budget", b.budget, "reason", reason.String(), "err", cause)
 		return fmt.Errorf("%w: region %d: backoff budget %v spent (last %s): %w",
 			ErrRegionUnavailable, regionID, b.budget, reason, cause)
 	}

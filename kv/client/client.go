@@ -62,7 +62,7 @@ func New(pd PD, cfg Config) *Client {
 	return &Client{
 		cfg:    cfg,
 		cache:  locate.NewRegionCache(pd),
-		stores: storeResolver{pd: pd, addrs: make(map[uint64]string)},
+		stores: storeResolver{pd: pd, addrs: make(map[uint64]storeAddr)},
 		conns:  connPool{conns: make(map[string]*storeConn)},
 	}
 }
@@ -125,7 +125,12 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 	rctx.RegionEpoch = r.Epoch()
 	rctx.Peer = p
 
-	tctx, cancel := context.WithTimeout(ctx, c.cfg.RPCTimeout)
+	// Skip the timer context (allocations) when the caller's deadline is
+	// sooner anyway.
+	tctx, cancel := ctx, context.CancelFunc(nil)
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > c.cfg.RPCTimeout {
+		tctx, cancel = context.WithTimeout(ctx, c.cfg.RPCTimeout)
+	}
 	start := time.Now()
 	var rerr *errorpb.Error
 	var sent bool
@@ -138,7 +143,9 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 	} else {
 		rerr, err = call(tctx, sc.client)
 	}
-	cancel()
+	if cancel != nil {
+		cancel()
+	}
 	elapsed := time.Since(start).Seconds()
 
 	switch {
@@ -158,7 +165,7 @@ func (c *Client) onSendError(ctx context.Context, bo *backoffer, r *locate.Regio
 	write := kind.isWrite()
 	if ctx.Err() != nil {
 		if write && sent {
-			return false, c.undetermined(r, kind, err)
+			return false, c.undetermined(r, kind, fmt.Errorf("%w: %w", ctx.Err(), err))
 		}
 		return false, fmt.Errorf("kv/client: %s on region %d: %w", kind, r.ID(), ctx.Err())
 	}
@@ -178,7 +185,7 @@ func (c *Client) onSendError(ctx context.Context, bo *backoffer, r *locate.Regio
 			// The store may have moved: ask PD again next time.
 			c.stores.invalidate(p.StoreId)
 		}
-		slog.Warn("kv/client: store unreachable, trying next peer",
+		slog.Debug("kv/client: store unreachable, trying next peer",
 			"region", r.ID(), "store", p.StoreId, "addr", addr, "rpc", kind, "err", err)
 		r.SwitchPeer(idx)
 		return true, bo.backoff(ctx, reason, r.ID(), fmt.Errorf("store %d (%s): %w", p.StoreId, addr, err))

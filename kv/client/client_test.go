@@ -540,3 +540,83 @@ func TestConcurrentClients(t *testing.T) {
 	}
 	require.LessOrEqual(t, cl.pdCalls.Load(), int32(16*2), "single-flight bounds PD calls")
 }
+
+func TestCoprocessorManyRegionsWithSplit(t *testing.T) {
+	cl := newFakeCluster(t, 3)
+	for i := range 40 {
+		cl.put(key(i), "v", 10)
+	}
+	for i := 4; i < 40; i += 4 {
+		id := cl.split(key(i))
+		cl.setLeader(id, uint64(i%3+1))
+	}
+	c := cl.client(Config{})
+	all := []*kvrpcpb.KeyRange{{Start: []byte("")}}
+	count := &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{
+		{Tp: coprocessorpb.ExecType_TypeTableScan},
+		{Tp: coprocessorpb.ExecType_TypeAggregation, Aggregation: &coprocessorpb.Aggregation{}},
+	}}
+	resps, err := c.Coprocessor(bg, count, all, 20)
+	require.NoError(t, err)
+	require.Len(t, resps, 10)
+	// Split two cached regions: their tasks meet EpochNotMatch and are
+	// re-split; results stay in key order.
+	cl.split(key(6))
+	cl.split(key(33))
+	scan := &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeTableScan}}}
+	resps, err = c.Coprocessor(bg, scan, all, 20)
+	require.NoError(t, err)
+	require.Len(t, resps, 12)
+	var got []int
+	for _, sr := range resps {
+		for _, row := range sr.Rows {
+			var i int
+			_, err := fmt.Sscanf(string(row.Key), "k%02d", &i)
+			require.NoError(t, err)
+			got = append(got, i)
+		}
+	}
+	require.Equal(t, seq(0, 40), got)
+}
+
+func TestCoprocessorError(t *testing.T) {
+	cl := newFakeCluster(t, 2)
+	r2 := cl.split(key(10))
+	cl.setLeader(r2, 2)
+	c := cl.client(Config{})
+	_, err := c.Coprocessor(bg, &coprocessorpb.DAGRequest{}, []*kvrpcpb.KeyRange{{Start: []byte(key(5)), End: []byte(key(15))}}, 20)
+	require.NoError(t, err)
+	// A range past its region's end (the fake rejects it) can't happen via
+	// the client; use a store failure instead.
+	cl.setHook(2, func(context.Context, string, bool) *errorpb.Error {
+		return &errorpb.Error{ServerIsBusy: &errorpb.ServerIsBusy{}}
+	})
+	c2 := cl.client(Config{BackoffBudget: 50 * time.Millisecond})
+	_, err = c2.Coprocessor(bg, &coprocessorpb.DAGRequest{}, []*kvrpcpb.KeyRange{{Start: []byte(key(5)), End: []byte(key(15))}}, 20)
+	require.ErrorIs(t, err, ErrRegionUnavailable)
+	require.Contains(t, err.Error(), fmt.Sprintf("region %d", r2))
+}
+
+func TestCallerDeadlineWithHungStore(t *testing.T) {
+	cl := newFakeCluster(t, 1)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // before the servers stop
+	cl.setHook(1, func(ctx context.Context, _ string, after bool) *errorpb.Error {
+		if !after {
+			<-ctx.Done()
+			<-release
+		}
+		return nil
+	})
+	c := cl.client(Config{RPCTimeout: time.Minute})
+	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+	defer cancel()
+	_, _, err := c.Get(ctx, []byte("a"), 10)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotErrorIs(t, err, ErrUndetermined)
+
+	ctx2, cancel2 := context.WithTimeout(bg, 50*time.Millisecond)
+	defer cancel2()
+	err = c.Commit(ctx2, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a")}}, 10, 11)
+	require.ErrorIs(t, err, ErrUndetermined, "the write was sent and may apply")
+}

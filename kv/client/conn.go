@@ -23,15 +23,25 @@ var errStoreUnusable = errors.New("kv/client: store unusable")
 type storeResolver struct {
 	pd    PD
 	mu    sync.RWMutex
-	addrs map[uint64]string
+	addrs map[uint64]storeAddr
 }
+
+type storeAddr struct {
+	addr       string
+	resolvedAt time.Time
+}
+
+// minReresolve is how long an address stays cached after it was resolved
+// even when the store is unreachable: while a store is down, requests must
+// not turn into a stream of PD calls.
+const minReresolve = time.Second
 
 func (s *storeResolver) addr(ctx context.Context, id uint64) (string, error) {
 	s.mu.RLock()
 	a, ok := s.addrs[id]
 	s.mu.RUnlock()
 	if ok {
-		return a, nil
+		return a.addr, nil
 	}
 	st, err := s.pd.GetStore(ctx, id)
 	if err != nil {
@@ -41,14 +51,18 @@ func (s *storeResolver) addr(ctx context.Context, id uint64) (string, error) {
 		return "", fmt.Errorf("%w: store %d state %v address %q", errStoreUnusable, id, st.GetState(), st.GetAddress())
 	}
 	s.mu.Lock()
-	s.addrs[id] = st.Address
+	s.addrs[id] = storeAddr{addr: st.Address, resolvedAt: time.Now()}
 	s.mu.Unlock()
 	return st.Address, nil
 }
 
+// invalidate forgets the address of an unreachable store, unless it was
+// resolved less than minReresolve ago.
 func (s *storeResolver) invalidate(id uint64) {
 	s.mu.Lock()
-	delete(s.addrs, id)
+	if a, ok := s.addrs[id]; ok && time.Since(a.resolvedAt) >= minReresolve {
+		delete(s.addrs, id)
+	}
 	s.mu.Unlock()
 }
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -277,11 +278,16 @@ func mergeBatchErrors(errs []error, commitTS uint64) error {
 	return first
 }
 
+// copConcurrency bounds the regions one Coprocessor call queries at once.
+const copConcurrency = 8
+
 // Coprocessor sends dag once per region overlapping ranges, each time with
-// the ranges clipped to that region, in key order, and returns the decoded
-// responses in region order. ranges should not overlap; they are sorted by
-// start key here (the caller's slice is not modified). A range with an empty
-// end extends to +infinity.
+// the ranges clipped to that region, and returns the decoded responses in
+// region (key) order. Regions are queried in parallel, at most
+// copConcurrency at a time, the caller's goroutine being one of the workers;
+// the first error cancels the others and is returned. ranges should not
+// overlap; they are sorted by start key here (the caller's slice and ranges
+// are not modified). A range with an empty end extends to +infinity.
 func (c *Client) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error) {
 	data, err := proto.Marshal(dag)
 	if err != nil {
@@ -295,8 +301,73 @@ func (c *Client) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest,
 	}
 	slices.SortFunc(rs, func(a, b *kvrpcpb.KeyRange) int { return bytes.Compare(a.Start, b.Start) })
 
+	bo := newBackoffer(c.cfg.BackoffBudget)
+	// Split the ranges by region up front: one task per region.
+	var tasks [][]*kvrpcpb.KeyRange
+	for rest := rs; len(rest) > 0; {
+		r, err := c.locate(ctx, &bo, rest[0].Start)
+		if err != nil {
+			return nil, err
+		}
+		var in []*kvrpcpb.KeyRange
+		in, rest = clipRanges(r.EndKey(), rest)
+		tasks = append(tasks, in)
+	}
+	switch len(tasks) {
+	case 0:
+		return nil, nil
+	case 1:
+		return c.copRanges(ctx, &bo, data, ts, tasks[0], nil)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var (
-		out  []*coprocessorpb.SelectResponse
+		results  = make([][]*coprocessorpb.SelectResponse, len(tasks))
+		next     atomic.Int32
+		errOnce  sync.Once
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	worker := func(bo *backoffer) {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(tasks) || ctx.Err() != nil {
+				return
+			}
+			out, err := c.copRanges(ctx, bo, data, ts, tasks[i], results[i][:0])
+			if err != nil {
+				errOnce.Do(func() { firstErr = err; cancel() })
+				return
+			}
+			results[i] = out
+		}
+	}
+	for range min(len(tasks), copConcurrency) - 1 {
+		sub := bo.fork()
+		wg.Go(func() { worker(sub) })
+	}
+	worker(bo.fork())
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	n := 0
+	for _, r := range results {
+		n += len(r)
+	}
+	out := make([]*coprocessorpb.SelectResponse, 0, n)
+	for _, r := range results {
+		out = append(out, r...)
+	}
+	return out, nil
+}
+
+// copRanges runs the coprocessor request over sorted rs, one region at a
+// time in key order (usually rs lies in one region; after a split it may
+// not), and appends the responses to out.
+func (c *Client) copRanges(ctx context.Context, bo *backoffer, data []byte, ts uint64, rs []*kvrpcpb.KeyRange, out []*coprocessorpb.SelectResponse) ([]*coprocessorpb.SelectResponse, error) {
+	var (
 		rctx kvrpcpb.Context
 		req  = kvrpcpb.CoprocessorRequest{Context: &rctx, Data: data, StartTs: ts}
 		resp *kvrpcpb.CoprocessorResponse
@@ -309,15 +380,14 @@ func (c *Client) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest,
 		}
 		return resp.RegionError, nil
 	}
-	bo := newBackoffer(c.cfg.BackoffBudget)
 	for len(rs) > 0 {
-		r, err := c.locate(ctx, &bo, rs[0].Start)
+		r, err := c.locate(ctx, bo, rs[0].Start)
 		if err != nil {
 			return nil, err
 		}
 		in, rest := clipRanges(r.EndKey(), rs)
 		req.Ranges = in
-		retry, err := c.sendToRegion(ctx, &bo, r, kindCop, &rctx, call)
+		retry, err := c.sendToRegion(ctx, bo, r, kindCop, &rctx, call)
 		if err != nil {
 			return nil, err
 		}
