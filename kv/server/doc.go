@@ -1,0 +1,17 @@
+// Package server is a store node: the storepb.Store gRPC service (KV reads,
+// 1PC writes, coprocessor, raft transport) wired onto a raftstore.Store, and
+// the Server that owns the listener, the PD client and the store's lifetime.
+//
+// Request flow: reads (KvGet, KvScan, Coprocessor) first pass
+// raftstore.ReadIndex, which returns only on the region's leader once a
+// ReadIndex round and apply caught up (linearizable); the handler goroutine
+// then checks the keys against the region and reads MVCC data straight from
+// the engine. Writes (KvOnePC) are proposed through the Ready loop and the
+// handler returns once the entry is applied. Region problems come back as
+// errorpb.Error in the response's region_error, per-key problems as
+// kvrpcpb.KeyError; gRPC status errors are only used for a stopped store or
+// a cancelled request.
+//
+// Concurrency: handlers run on gRPC's goroutines; none is started per
+// request. Everything persistent belongs to the raftstore (see its doc).
+package server

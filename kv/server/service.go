@@ -1,0 +1,181 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stratadb/strata/coprocessor"
+	"github.com/stratadb/strata/kv/mvcc"
+	"github.com/stratadb/strata/proto/coprocessorpb"
+	"github.com/stratadb/strata/proto/errorpb"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/proto/storepb"
+	"github.com/stratadb/strata/raftstore"
+)
+
+var rpcSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+	Namespace: "strata", Subsystem: "store", Name: "rpc_seconds",
+	Help:    "Latency of store gRPC requests by method and outcome (ok, region_error, key_error, error).",
+	Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18),
+}, []string{"method", "result"})
+
+func observe(method string, start time.Time, result *string) {
+	rpcSeconds.WithLabelValues(method, *result).Observe(time.Since(start).Seconds())
+}
+
+// Service implements storepb.StoreServer on a raftstore.Store.
+type Service struct {
+	storepb.UnimplementedStoreServer
+	store *raftstore.Store
+}
+
+// NewService returns the gRPC service of store.
+func NewService(store *raftstore.Store) *Service { return &Service{store: store} }
+
+var _ storepb.StoreServer = (*Service)(nil)
+
+func grpcError(err error) error {
+	switch {
+	case errors.Is(err, raftstore.ErrStopped):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	default:
+		return status.Error(codes.Internal, err.Error())
+	}
+}
+
+// read waits for a linearizable read of the request's region.
+func (s *Service) read(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
+	region, rerr, err := s.store.ReadIndex(ctx, rctx)
+	if err != nil {
+		return nil, nil, grpcError(err)
+	}
+	return region, rerr, nil
+}
+
+// KvGet implements storepb.StoreServer.
+func (s *Service) KvGet(ctx context.Context, req *kvrpcpb.GetRequest) (_ *kvrpcpb.GetResponse, err error) {
+	start, result := time.Now(), "ok"
+	defer observe("kv_get", start, &result)
+	region, rerr, err := s.read(ctx, req.GetContext())
+	if err != nil {
+		result = "error"
+		return nil, err
+	}
+	if rerr == nil {
+		rerr = raftstore.CheckKeyInRegion(req.GetKey(), region)
+	}
+	if rerr != nil {
+		result = "region_error"
+		return &kvrpcpb.GetResponse{RegionError: rerr}, nil
+	}
+	v, found, err := mvcc.NewReader(s.store.Engine()).Get(req.GetKey(), req.GetVersion())
+	if err != nil {
+		result = "error"
+		return nil, grpcError(err)
+	}
+	return &kvrpcpb.GetResponse{Value: v, NotFound: !found}, nil
+}
+
+// KvScan implements storepb.StoreServer. The end key is clamped to the
+// region's end.
+func (s *Service) KvScan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.ScanResponse, error) {
+	start, result := time.Now(), "ok"
+	defer observe("kv_scan", start, &result)
+	region, rerr, err := s.read(ctx, req.GetContext())
+	if err != nil {
+		result = "error"
+		return nil, err
+	}
+	if rerr == nil {
+		rerr = raftstore.CheckKeyInRegion(req.GetStartKey(), region)
+	}
+	if rerr != nil {
+		result = "region_error"
+		return &kvrpcpb.ScanResponse{RegionError: rerr}, nil
+	}
+	end := raftstore.ClampEnd(req.GetEndKey(), region)
+	pairs, err := mvcc.NewReader(s.store.Engine()).Scan(req.GetStartKey(), end, req.GetVersion(), int(req.GetLimit()), req.GetKeyOnly())
+	if err != nil {
+		result = "error"
+		return nil, grpcError(err)
+	}
+	resp := &kvrpcpb.ScanResponse{Pairs: make([]*kvrpcpb.KvPair, len(pairs))}
+	for i, p := range pairs {
+		resp.Pairs[i] = &kvrpcpb.KvPair{Key: p.Key, Value: p.Value}
+	}
+	return resp, nil
+}
+
+// KvOnePC implements storepb.StoreServer.
+func (s *Service) KvOnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
+	start, result := time.Now(), "ok"
+	defer observe("kv_one_pc", start, &result)
+	resp, err := s.store.OnePC(ctx, req)
+	switch {
+	case err != nil:
+		result = "error"
+		return nil, grpcError(err)
+	case resp.GetRegionError() != nil:
+		result = "region_error"
+	case len(resp.GetErrors()) > 0:
+		result = "key_error"
+	}
+	return resp, nil
+}
+
+// Coprocessor implements storepb.StoreServer.
+func (s *Service) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
+	start, result := time.Now(), "ok"
+	defer observe("coprocessor", start, &result)
+	dag := &coprocessorpb.DAGRequest{}
+	if err := proto.Unmarshal(req.GetData(), dag); err != nil {
+		result = "error"
+		return &kvrpcpb.CoprocessorResponse{OtherError: "coprocessor: bad DAG request: " + err.Error()}, nil
+	}
+	region, rerr, err := s.read(ctx, req.GetContext())
+	if err != nil {
+		result = "error"
+		return nil, err
+	}
+	ranges := coprocessor.RangesFromProto(req.GetRanges())
+	for i := range ranges {
+		if rerr != nil {
+			break
+		}
+		rerr = raftstore.CheckRangeInRegion(ranges[i].Start, ranges[i].End, region)
+		ranges[i].End = raftstore.ClampEnd(ranges[i].End, region)
+	}
+	if rerr != nil {
+		result = "region_error"
+		return &kvrpcpb.CoprocessorResponse{RegionError: rerr}, nil
+	}
+	sel, err := coprocessor.Execute(mvcc.NewReader(s.store.Engine()), dag, ranges, req.GetStartTs())
+	if err != nil {
+		result = "error"
+		return &kvrpcpb.CoprocessorResponse{OtherError: err.Error()}, nil
+	}
+	data, err := proto.Marshal(sel)
+	if err != nil {
+		result = "error"
+		return nil, grpcError(err)
+	}
+	return &kvrpcpb.CoprocessorResponse{Data: data}, nil
+}
+
+// Raft implements storepb.StoreServer: the receiving end of another store's
+// raft transport.
+func (s *Service) Raft(stream storepb.Store_RaftServer) error {
+	return s.store.ServeRaftStream(stream)
+}

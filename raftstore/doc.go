@@ -1,0 +1,90 @@
+// Package raftstore is the multi-raft engine of a store node: one Pebble
+// instance, one peer per local region (a go.etcd.io/raft RawNode), one
+// store-wide Ready loop, the raft transport between stores and the
+// heartbeats to PD.
+//
+// # Engine layout (one Pebble per store, key spaces by first byte)
+//
+//	0x01 0x01                      store ident: store id (8 bytes BE)
+//	0x01 0x02 regionID             region local state: peer state byte
+//	                               (0 normal, 1 tombstone) | metapb.Region
+//	0x02 regionID 0x01             raft hard state (raftpb.HardState)
+//	0x02 regionID 0x02 index       raft log entry (raftpb.Entry)
+//	0x03 regionID                  apply state: applied index, truncated
+//	                               index, truncated term (3 x 8 bytes BE)
+//	'z'  ...                       MVCC data (see kv/mvcc)
+//
+// All integers are big-endian so keys sort numerically.
+//
+// # Regions and peers
+//
+// A store learns the regions it must host from PD (StoreHeartbeatResponse
+// create_regions). A new region's local state and initial raft state are
+// written in one synced batch before its peer exists. Every replica of a
+// region starts from the same state (like TiKV): log truncated at index 5,
+// term 5, commit 5, applied 5, voters = the region's peer ids (ConfState is
+// derived from the region; there are no conf changes yet), so no snapshot or
+// conf-change entry is needed to form the group. The first peer of a fresh
+// region campaigns at once.
+//
+// # The Ready loop (one goroutine per store)
+//
+// Request goroutines never touch a RawNode: proposals, reads, received raft
+// messages, unreachable reports and new regions go into a mutex-guarded
+// inbox that the loop swaps out whole. Each iteration:
+//
+//  1. ticks every peer when the raft tick is due;
+//  2. steps received messages, proposes writes (leader only, after epoch
+//     and key checks; raft proposal forwarding is off) and puts all reads
+//     that arrived for a region behind one ReadIndex with a unique context;
+//  3. collects a Ready from every peer that has one;
+//  4. writes all their entries (deleting an overwritten log tail) and hard
+//     states in ONE Pebble batch committed with Sync (group commit, one fsync
+//     per iteration across regions);
+//  5. sends all messages, one BatchRaftMessage per destination store;
+//  6. applies all committed entries in one indexed batch together with each
+//     region's applied index, committed with NoSync; answers proposals;
+//  7. clears reads whose ReadState index is applied; Advance.
+//
+// Durability: an entry is acknowledged only once a quorum persisted it
+// (fsync in step 4 on each replica) and it was applied locally. The apply
+// batch is not synced: after a crash, Pebble's WAL order guarantees the
+// applied index never runs ahead of the synced log, and the entries after
+// the persisted applied index are re-applied on restart (apply is
+// deterministic and a 1PC re-applied over its own write leaves the same
+// versions). Store ident and region creation are synced before use.
+//
+// # Writes
+//
+// A 1PC write becomes one raft entry (kind byte, proposal id, marshalled
+// request). After the Ready containing it is persisted the proposal knows its
+// (index, term); it is answered when the entry at that index applies with
+// that term, or with StaleCommand when another entry takes the index. At
+// apply time each mutation is checked deterministically on every replica:
+// WriteConflict when the key's newest commit_ts > start_ts, AlreadyExist for
+// an Insert over a live version; any failure writes nothing.
+//
+// # Reads
+//
+// Only the leader serves reads. ReadIndex returns once raft confirmed
+// leadership for a read index (ReadOnlySafe, CheckQuorum, PreVote) and the
+// applied index reached it; a leader that has not committed an entry in its
+// term yet holds ReadIndex back, so nothing is read before replay after a
+// restart. Reads then run on the caller's goroutine straight from Pebble.
+// Pending reads fail with NotLeader when the peer steps down.
+//
+// # Transport
+//
+// One goroutine, gRPC connection and client stream (storepb Raft) per
+// destination store, fed by a bounded queue the loop never blocks on; a full
+// queue or a broken stream drops messages and reports the peers unreachable
+// to raft. Addresses are resolved through PD on every (re)connect, with
+// exponential backoff. Messages for a region this store does not know yet
+// trigger an early store heartbeat.
+//
+// # Not yet
+//
+// The raft log is never compacted (no log GC, no snapshots); the newest
+// entries are cached in memory. No splits, conf changes, leader leases,
+// hibernation of idle regions, or async apply pool: apply runs in the loop.
+package raftstore

@@ -1,0 +1,236 @@
+package raftstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stratadb/strata/proto/errorpb"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/metapb"
+)
+
+// entryKindOnePC marks a raft entry carrying a 1PC write:
+// kind (1 byte) | proposal id (8 bytes) | marshalled kvrpcpb.OnePCRequest
+// (context stripped).
+const entryKindOnePC byte = 1
+
+func encodeOnePCEntry(id uint64, req *kvrpcpb.OnePCRequest) ([]byte, error) {
+	body, err := proto.Marshal(&kvrpcpb.OnePCRequest{Mutations: req.GetMutations(), StartTs: req.GetStartTs(), CommitTs: req.GetCommitTs()})
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: marshal proposal: %w", err)
+	}
+	out := make([]byte, 9, 9+len(body))
+	out[0] = entryKindOnePC
+	binary.BigEndian.PutUint64(out[1:], id)
+	return append(out, body...), nil
+}
+
+func entryProposalID(data []byte) (uint64, bool) {
+	if len(data) < 9 || data[0] != entryKindOnePC {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(data[1:9]), true
+}
+
+func decodeOnePCEntry(data []byte) (*kvrpcpb.OnePCRequest, error) {
+	if _, ok := entryProposalID(data); !ok {
+		return nil, fmt.Errorf("%w: unknown entry kind", ErrCorrupt)
+	}
+	req := &kvrpcpb.OnePCRequest{}
+	if err := proto.Unmarshal(data[9:], req); err != nil {
+		return nil, fmt.Errorf("%w: 1pc entry: %v", ErrCorrupt, err)
+	}
+	return req, nil
+}
+
+// proposal is a write waiting for its entry to be applied. index and term are
+// known once the entry is in a persisted Ready; the proposal is answered when
+// the entry at (index, term) applies, or StaleCommand when another entry
+// takes that index.
+type proposal struct {
+	id          uint64
+	req         *kvrpcpb.OnePCRequest
+	index, term uint64
+	start       time.Time
+	done        chan proposalResult // cap 1
+}
+
+type proposalResult struct {
+	resp *kvrpcpb.OnePCResponse
+	err  error
+}
+
+func (p *proposal) respond(resp *kvrpcpb.OnePCResponse, err error, outcome string) {
+	proposals.WithLabelValues(outcome).Inc()
+	proposeSeconds.Observe(time.Since(p.start).Seconds())
+	p.done <- proposalResult{resp: resp, err: err}
+}
+
+func (p *proposal) regionError(e *errorpb.Error, outcome string) {
+	p.respond(&kvrpcpb.OnePCResponse{RegionError: e}, nil, outcome)
+}
+
+// readRequest is a linearizable read waiting for ReadIndex + apply.
+type readRequest struct {
+	rctx  *kvrpcpb.Context
+	start time.Time
+	done  chan readResult // cap 1
+}
+
+type readResult struct {
+	region *metapb.Region
+	rerr   *errorpb.Error
+	err    error
+}
+
+func (r *readRequest) respond(res readResult) {
+	readIndexSeconds.Observe(time.Since(r.start).Seconds())
+	r.done <- res
+}
+
+// readBatch is every read that arrived in one loop iteration, behind one
+// ReadIndex call with a unique context.
+type readBatch struct {
+	ctx    []byte
+	index  uint64 // 0 until the ReadState arrives
+	reqs   []*readRequest
+	issued time.Time
+}
+
+// peer is this store's replica of one region. Owned by the Ready loop.
+type peer struct {
+	meta   *metapb.Peer
+	region *metapb.Region
+	rn     *raft.RawNode
+	ps     *peerStorage
+
+	isLeader bool
+	leaderID uint64
+
+	unassigned  map[uint64]*proposal // proposed, index not yet known
+	pending     []*proposal          // ordered by index
+	reads       []*readRequest       // not yet behind a ReadIndex
+	readBatches []*readBatch         // behind a ReadIndex, in issue order
+
+	ticksSinceHeartbeat int
+}
+
+func (p *peer) leaderPeer() *metapb.Peer {
+	for _, pp := range p.region.GetPeers() {
+		if pp.GetId() == p.leaderID {
+			return proto.Clone(pp).(*metapb.Peer)
+		}
+	}
+	return nil
+}
+
+func (p *peer) storeOf(peerID uint64) uint64 {
+	for _, pp := range p.region.GetPeers() {
+		if pp.GetId() == peerID {
+			return pp.GetStoreId()
+		}
+	}
+	return 0
+}
+
+// trackProposals runs after ents were persisted: proposals whose index was
+// overwritten with another entry are stale; new proposals learn their
+// (index, term).
+func (p *peer) trackProposals(ents []*raftpb.Entry) {
+	if len(ents) == 0 {
+		return
+	}
+	first, last := ents[0].GetIndex(), ents[len(ents)-1].GetIndex()
+	kept := p.pending[:0]
+	for _, pr := range p.pending {
+		if pr.index >= first && (pr.index > last || ents[pr.index-first].GetTerm() != pr.term) {
+			pr.regionError(errStaleCommand(), "stale")
+			continue
+		}
+		kept = append(kept, pr)
+	}
+	for i := len(kept); i < len(p.pending); i++ {
+		p.pending[i] = nil
+	}
+	p.pending = kept
+	if len(p.unassigned) == 0 {
+		return
+	}
+	for _, e := range ents {
+		id, ok := entryProposalID(e.GetData())
+		if !ok {
+			continue
+		}
+		if pr, ok := p.unassigned[id]; ok {
+			delete(p.unassigned, id)
+			pr.index, pr.term = e.GetIndex(), e.GetTerm()
+			p.pending = append(p.pending, pr)
+		}
+	}
+	// Anything left did not make it into the log.
+	for id, pr := range p.unassigned {
+		delete(p.unassigned, id)
+		pr.regionError(errStaleCommand(), "dropped")
+	}
+}
+
+// ackApplied answers the proposal of the entry (index, term) that was just
+// applied with resp, and any older proposal as stale.
+func (p *peer) ackApplied(index, term uint64, resp *kvrpcpb.OnePCResponse, out *[]appliedProposal) {
+	for len(p.pending) > 0 && p.pending[0].index <= index {
+		pr := p.pending[0]
+		p.pending[0] = nil
+		p.pending = p.pending[1:]
+		if pr.index == index && pr.term == term && resp != nil {
+			*out = append(*out, appliedProposal{pr: pr, resp: resp})
+			continue
+		}
+		*out = append(*out, appliedProposal{pr: pr, resp: &kvrpcpb.OnePCResponse{RegionError: errStaleCommand()}, stale: true})
+	}
+}
+
+type appliedProposal struct {
+	pr    *proposal
+	resp  *kvrpcpb.OnePCResponse
+	stale bool
+}
+
+// failReads answers every waiting read with e.
+func (p *peer) failReads(e *errorpb.Error, err error) {
+	for _, r := range p.reads {
+		r.respond(readResult{rerr: e, err: err})
+	}
+	p.reads = nil
+	for _, b := range p.readBatches {
+		for _, r := range b.reqs {
+			r.respond(readResult{rerr: e, err: err})
+		}
+	}
+	p.readBatches = nil
+}
+
+// serveReads clears every read batch whose ReadState index is applied.
+func (p *peer) serveReads() {
+	applied := p.ps.apply.applied
+	n := 0
+	for _, b := range p.readBatches {
+		if b.index == 0 || b.index > applied {
+			p.readBatches[n] = b
+			n++
+			continue
+		}
+		region := proto.Clone(p.region).(*metapb.Region)
+		for _, r := range b.reqs {
+			r.respond(readResult{region: region})
+		}
+	}
+	for i := n; i < len(p.readBatches); i++ {
+		p.readBatches[i] = nil
+	}
+	p.readBatches = p.readBatches[:n]
+}

@@ -1,0 +1,886 @@
+package raftstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stratadb/strata/kv/mvcc"
+	"github.com/stratadb/strata/proto/errorpb"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/proto/pdpb"
+	"github.com/stratadb/strata/proto/raft_serverpb"
+)
+
+// PDClient is the part of the placement driver client the store uses.
+// *pdclient.Client implements it.
+type PDClient interface {
+	AllocID(ctx context.Context, count uint32) (uint64, error)
+	PutStore(ctx context.Context, store *metapb.Store) error
+	GetStore(ctx context.Context, id uint64) (*metapb.Store, error)
+	StoreHeartbeat(ctx context.Context, req *pdpb.StoreHeartbeatRequest) (*pdpb.StoreHeartbeatResponse, error)
+	RegionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbeatRequest) error
+}
+
+// Config configures a Store.
+type Config struct {
+	// DataDir holds the store's Pebble instance.
+	DataDir string
+	// Addr and StatusAddr are advertised to PD (other stores and clients dial
+	// Addr).
+	Addr       string
+	StatusAddr string
+	// RaftTick is the raft logical clock period; ElectionTicks and
+	// HeartbeatTicks are counted in ticks.
+	RaftTick       time.Duration
+	ElectionTicks  int
+	HeartbeatTicks int
+	// StoreHeartbeatInterval is the period of store heartbeats to PD (which
+	// also deliver new regions); RegionHeartbeatInterval the period of
+	// region heartbeats from leaders.
+	StoreHeartbeatInterval  time.Duration
+	RegionHeartbeatInterval time.Duration
+	// SendQueue is the per-destination-store queue of message batches;
+	// batches are dropped (and reported unreachable) when it is full.
+	SendQueue int
+	Logger    *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.RaftTick <= 0 {
+		c.RaftTick = 100 * time.Millisecond
+	}
+	if c.ElectionTicks <= 0 {
+		c.ElectionTicks = 10
+	}
+	if c.HeartbeatTicks <= 0 {
+		c.HeartbeatTicks = 2
+	}
+	if c.StoreHeartbeatInterval <= 0 {
+		c.StoreHeartbeatInterval = time.Second
+	}
+	if c.RegionHeartbeatInterval <= 0 {
+		c.RegionHeartbeatInterval = c.StoreHeartbeatInterval
+	}
+	if c.SendQueue <= 0 {
+		c.SendQueue = 1024
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Store is one store node's multi-raft engine: it owns the Pebble instance,
+// every local region peer and the single Ready loop driving them.
+type Store struct {
+	cfg Config
+	pd  PDClient
+	db  *pebble.DB
+	id  uint64
+	log *slog.Logger
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+	done     chan struct{} // closed when the Ready loop has exited
+
+	inbox inbox
+	trans *transport
+
+	// Owned by the Ready loop goroutine.
+	peers     map[uint64]*peer
+	readSeq   uint64
+	propSeq   uint64
+	readies   []peerReady
+	applyBufs []appliedProposal
+
+	// mu guards the shared view of regions and leadership (for the PD
+	// heartbeat loop, the KV service and tests).
+	mu      sync.RWMutex
+	regions map[uint64]*metapb.Region
+	leaders map[uint64]bool
+
+	regionHeartbeats chan *pdpb.RegionHeartbeatRequest
+	hbNudge          chan struct{}
+}
+
+// Open opens (or creates) the store in cfg.DataDir, registers it with PD and
+// starts the Ready loop, the transport and the heartbeat loops. The store
+// serves nothing until its peers are created; reads of a region wait for
+// replay of its committed log (ReadIndex + applied index).
+func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
+	cfg.setDefaults()
+	db, err := pebble.Open(cfg.DataDir, &pebble.Options{Logger: pebbleLogger{l: cfg.Logger}})
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: open engine %s: %w", cfg.DataDir, err)
+	}
+	s := &Store{
+		cfg: cfg, pd: pd, db: db, log: cfg.Logger,
+		done:             make(chan struct{}),
+		peers:            map[uint64]*peer{},
+		regions:          map[uint64]*metapb.Region{},
+		leaders:          map[uint64]bool{},
+		regionHeartbeats: make(chan *pdpb.RegionHeartbeatRequest, 256),
+		hbNudge:          make(chan struct{}, 1),
+	}
+	s.inbox.signal = make(chan struct{}, 1)
+	s.propSeq = rand.Uint64() // proposal ids only need to be unique among this store's in-flight proposals
+	if err := s.bootstrap(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.log = s.log.With("store", s.id)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.trans = newTransport(s)
+	regions, err := s.loadRegions()
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	for _, r := range regions {
+		if err := s.createPeer(r); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	s.wg.Add(3)
+	go s.run()
+	go s.storeHeartbeatLoop()
+	go s.regionHeartbeatLoop()
+	s.log.Info("raftstore started", "regions", len(regions), "addr", cfg.Addr)
+	return s, nil
+}
+
+// bootstrap loads or allocates the store id and registers the store.
+func (s *Store) bootstrap(ctx context.Context) error {
+	v, closer, err := s.db.Get(storeIdentKey())
+	switch {
+	case err == nil:
+		if len(v) != 8 {
+			closer.Close()
+			return fmt.Errorf("%w: store ident of %d bytes", ErrCorrupt, len(v))
+		}
+		s.id = binary.BigEndian.Uint64(v)
+		closer.Close()
+	case errors.Is(err, pebble.ErrNotFound):
+		id, err := s.pd.AllocID(ctx, 1)
+		if err != nil {
+			return fmt.Errorf("raftstore: alloc store id: %w", err)
+		}
+		if id == 0 {
+			return ErrNoStoreID
+		}
+		if err := s.db.Set(storeIdentKey(), binary.BigEndian.AppendUint64(nil, id), pebble.Sync); err != nil {
+			return fmt.Errorf("raftstore: persist store ident: %w", err)
+		}
+		s.id = id
+	default:
+		return fmt.Errorf("raftstore: read store ident: %w", err)
+	}
+	st := &metapb.Store{Id: s.id, Address: s.cfg.Addr, StatusAddress: s.cfg.StatusAddr, State: metapb.StoreState_Up}
+	if err := s.pd.PutStore(ctx, st); err != nil {
+		return fmt.Errorf("raftstore: put store %d: %w", s.id, err)
+	}
+	return nil
+}
+
+func (s *Store) loadRegions() ([]*metapb.Region, error) {
+	lo, hi := regionStateRange()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []*metapb.Region
+	for valid := it.First(); valid; valid = it.Next() {
+		state, r, err := decodeRegionState(it.Value())
+		if err != nil {
+			return nil, err
+		}
+		if state == peerStateTombstone {
+			continue
+		}
+		out = append(out, r)
+		s.regions[r.GetId()] = r
+	}
+	return out, it.Error()
+}
+
+// ID returns the store id.
+func (s *Store) ID() uint64 { return s.id }
+
+// Engine returns the store's Pebble instance. Readers may read MVCC data from
+// it (after ReadIndex); only the Ready loop writes.
+func (s *Store) Engine() *pebble.DB { return s.db }
+
+// Regions returns copies of the regions this store hosts.
+func (s *Store) Regions() []*metapb.Region {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*metapb.Region, 0, len(s.regions))
+	for _, r := range s.regions {
+		out = append(out, proto.Clone(r).(*metapb.Region))
+	}
+	slices.SortFunc(out, func(a, b *metapb.Region) int { return bytes.Compare(a.GetStartKey(), b.GetStartKey()) })
+	return out
+}
+
+// IsLeader reports whether this store's peer of regionID is the raft leader.
+func (s *Store) IsLeader(regionID uint64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.leaders[regionID]
+}
+
+func (s *Store) hasRegion(id uint64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.regions[id]
+	return ok
+}
+
+// Stop stops the Ready loop, the transport and the heartbeat loops and
+// answers waiting requests with ErrStopped. The engine stays open for
+// readers still running; Close closes it. Idempotent.
+func (s *Store) Stop() {
+	s.stopOnce.Do(func() {
+		s.cancel()
+		s.wg.Wait()
+		s.trans.close()
+	})
+}
+
+// Close stops the store and closes the engine. The raft log is already
+// durable; the last applies were written without sync and are re-applied
+// from the log after a crash. No reader may use Engine() after Close.
+func (s *Store) Close() error {
+	s.Stop()
+	if err := s.db.Flush(); err != nil {
+		s.log.Warn("flush on close", "err", err)
+	}
+	return s.db.Close()
+}
+
+// OnePC replicates a single-region atomic write and returns once its entry
+// is applied (or a region error says why it was not executed). It is safe
+// for concurrent use.
+func (s *Store) OnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
+	pr := &proposal{req: req, start: time.Now(), done: make(chan proposalResult, 1)}
+	if !s.inbox.push(func(m *inboxMsgs) { m.proposals = append(m.proposals, pr) }) {
+		return nil, ErrStopped
+	}
+	select {
+	case res := <-pr.done:
+		return res.resp, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.done:
+		return nil, ErrStopped
+	}
+}
+
+// ReadIndex waits until a linearizable read of the region in rctx may be
+// served from the engine: this peer is leader, a ReadIndex round confirmed
+// it and its applied index reached the read index. It returns the region at
+// that point (shared, do not modify) or a region error. The caller then
+// checks keys against the region and reads Engine().
+func (s *Store) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
+	rr := &readRequest{rctx: rctx, start: time.Now(), done: make(chan readResult, 1)}
+	if !s.inbox.push(func(m *inboxMsgs) { m.reads = append(m.reads, rr) }) {
+		return nil, nil, ErrStopped
+	}
+	select {
+	case res := <-rr.done:
+		return res.region, res.rerr, res.err
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	case <-s.done:
+		return nil, nil, ErrStopped
+	}
+}
+
+// HandleRaftMessages queues raft messages received from another store for
+// the Ready loop. It does not block on the loop.
+func (s *Store) HandleRaftMessages(msgs []*raft_serverpb.RaftMessage) {
+	s.inbox.push(func(m *inboxMsgs) { m.raft = append(m.raft, msgs...) })
+}
+
+// createPeer builds the raft node of a region whose state is persisted.
+// Called from Open (before the loop starts) and then only by the loop.
+func (s *Store) createPeer(region *metapb.Region) error {
+	var meta *metapb.Peer
+	for _, p := range region.GetPeers() {
+		if p.GetStoreId() == s.id {
+			meta = p
+		}
+	}
+	if meta == nil {
+		return fmt.Errorf("raftstore: region %d has no peer on store %d", region.GetId(), s.id)
+	}
+	ps, err := loadPeerStorage(s.db, region)
+	if err != nil {
+		return err
+	}
+	rn, err := raft.NewRawNode(&raft.Config{
+		ID:                        meta.GetId(),
+		ElectionTick:              s.cfg.ElectionTicks,
+		HeartbeatTick:             s.cfg.HeartbeatTicks,
+		Storage:                   ps,
+		Applied:                   ps.apply.applied,
+		MaxSizePerMsg:             1 << 20,
+		MaxInflightMsgs:           256,
+		MaxUncommittedEntriesSize: 256 << 20,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		ReadOnlyOption:            raft.ReadOnlySafe,
+		DisableProposalForwarding: true,
+		Logger:                    newRaftLogger(s.log.With("region", region.GetId(), "peer", meta.GetId())),
+	})
+	if err != nil {
+		return fmt.Errorf("raftstore: new raft node for region %d: %w", region.GetId(), err)
+	}
+	p := &peer{meta: meta, region: region, rn: rn, ps: ps, unassigned: map[uint64]*proposal{}}
+	s.peers[region.GetId()] = p
+	// A brand-new region: its first peer campaigns at once instead of
+	// waiting for an election timeout.
+	fresh := ps.lastIndex == initIndex && ps.hardState.GetTerm() == initTerm && ps.hardState.GetVote() == 0
+	if fresh && len(region.GetPeers()) > 0 && region.GetPeers()[0].GetId() == meta.GetId() {
+		if err := rn.Campaign(); err != nil {
+			s.log.Warn("campaign", "region", region.GetId(), "err", err)
+		}
+	}
+	s.log.Info("peer created", "region", region.GetId(), "peer", meta.GetId(),
+		"applied", ps.apply.applied, "last_index", ps.lastIndex, "commit", ps.hardState.GetCommit())
+	return nil
+}
+
+// inbox hands requests and messages to the Ready loop: producers append
+// under a mutex and signal; the loop swaps the whole batch out at once.
+type inbox struct {
+	mu     sync.Mutex
+	cur    inboxMsgs
+	spare  inboxMsgs
+	closed bool
+	signal chan struct{} // cap 1
+}
+
+type inboxMsgs struct {
+	raft        []*raft_serverpb.RaftMessage
+	proposals   []*proposal
+	reads       []*readRequest
+	creates     []*metapb.Region
+	unreachable []unreachable
+}
+
+type unreachable struct{ regionID, peerID uint64 }
+
+func (m *inboxMsgs) reset() {
+	clear(m.raft)
+	clear(m.proposals)
+	clear(m.reads)
+	clear(m.creates)
+	m.raft, m.proposals, m.reads, m.creates, m.unreachable = m.raft[:0], m.proposals[:0], m.reads[:0], m.creates[:0], m.unreachable[:0]
+}
+
+func (in *inbox) push(f func(*inboxMsgs)) bool {
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		return false
+	}
+	f(&in.cur)
+	in.mu.Unlock()
+	select {
+	case in.signal <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take swaps out everything queued; the returned batch is valid until the
+// next take.
+func (in *inbox) take() *inboxMsgs {
+	in.mu.Lock()
+	in.spare.reset()
+	in.cur, in.spare = in.spare, in.cur
+	in.mu.Unlock()
+	return &in.spare
+}
+
+func (in *inbox) close() *inboxMsgs {
+	in.mu.Lock()
+	in.closed = true
+	in.mu.Unlock()
+	return in.take()
+}
+
+type peerReady struct {
+	p  *peer
+	rd raft.Ready
+}
+
+// run is the store-wide Ready loop.
+func (s *Store) run() {
+	defer s.wg.Done()
+	defer close(s.done)
+	ticker := time.NewTicker(s.cfg.RaftTick)
+	defer ticker.Stop()
+	again := false
+	for {
+		tick := false
+		if again {
+			select {
+			case <-s.ctx.Done():
+				s.shutdown()
+				return
+			case <-ticker.C:
+				tick = true
+			default:
+			}
+		} else {
+			select {
+			case <-s.ctx.Done():
+				s.shutdown()
+				return
+			case <-s.inbox.signal:
+			case <-ticker.C:
+				tick = true
+			}
+		}
+		again = s.iterate(tick)
+	}
+}
+
+func (s *Store) shutdown() {
+	m := s.inbox.close()
+	for _, pr := range m.proposals {
+		pr.respond(nil, ErrStopped, "stopped")
+	}
+	for _, r := range m.reads {
+		r.respond(readResult{err: ErrStopped})
+	}
+	for _, p := range s.peers {
+		for _, pr := range p.unassigned {
+			pr.respond(nil, ErrStopped, "stopped")
+		}
+		for _, pr := range p.pending {
+			pr.respond(nil, ErrStopped, "stopped")
+		}
+		p.unassigned, p.pending = nil, nil
+		p.failReads(nil, ErrStopped)
+	}
+}
+
+// iterate runs one loop iteration and reports whether some peer still has
+// a Ready (so the loop must run again without waiting).
+func (s *Store) iterate(tick bool) bool {
+	if tick {
+		s.tick()
+	}
+	m := s.inbox.take()
+	for _, r := range m.creates {
+		if _, ok := s.peers[r.GetId()]; ok {
+			continue
+		}
+		if err := s.createPeer(r); err != nil {
+			s.log.Error("create peer", "region", r.GetId(), "err", err)
+		}
+	}
+	for _, rm := range m.raft {
+		s.stepRaftMessage(rm)
+	}
+	for _, u := range m.unreachable {
+		if p := s.peers[u.regionID]; p != nil {
+			p.rn.ReportUnreachable(u.peerID)
+		}
+	}
+	for _, pr := range m.proposals {
+		s.propose(pr)
+	}
+	for _, rr := range m.reads {
+		s.queueRead(rr)
+	}
+	for _, p := range s.peers {
+		if len(p.reads) > 0 {
+			s.issueReadIndex(p)
+		}
+	}
+
+	readies := s.readies[:0]
+	for _, p := range s.peers {
+		if p.rn.HasReady() {
+			readies = append(readies, peerReady{p: p, rd: p.rn.Ready()})
+		}
+	}
+	if len(readies) == 0 {
+		return false
+	}
+	start := time.Now()
+	readyRegions.Observe(float64(len(readies)))
+	s.handleSoftState(readies)
+	s.persist(readies)
+	s.sendMessages(readies)
+	s.apply(readies)
+	again := false
+	for i := range readies {
+		r := &readies[i]
+		for _, rs := range r.rd.ReadStates {
+			for _, b := range r.p.readBatches {
+				if bytes.Equal(b.ctx, rs.RequestCtx) {
+					b.index = rs.Index
+				}
+			}
+		}
+		r.p.serveReads()
+		r.p.rn.Advance(r.rd)
+		if r.p.rn.HasReady() {
+			again = true
+		}
+		readies[i] = peerReady{}
+	}
+	s.readies = readies[:0]
+	readyLoopSeconds.Observe(time.Since(start).Seconds())
+	return again
+}
+
+func (s *Store) tick() {
+	hbTicks := int(s.cfg.RegionHeartbeatInterval / s.cfg.RaftTick)
+	readTimeout := 4 * time.Duration(s.cfg.ElectionTicks) * s.cfg.RaftTick
+	for _, p := range s.peers {
+		p.rn.Tick()
+		if p.isLeader {
+			p.ticksSinceHeartbeat++
+			if p.ticksSinceHeartbeat >= hbTicks {
+				s.queueRegionHeartbeat(p)
+			}
+		}
+		// Safety net: a ReadIndex that never completes (lost leadership
+		// without noticing) is failed so its callers can retry.
+		if len(p.readBatches) > 0 && time.Since(p.readBatches[0].issued) > readTimeout {
+			p.failReads(errStaleCommand(), nil)
+		}
+	}
+}
+
+func (s *Store) stepRaftMessage(rm *raft_serverpb.RaftMessage) {
+	p := s.peers[rm.GetRegionId()]
+	if p == nil {
+		// PD has not told us about this region yet: ask now.
+		select {
+		case s.hbNudge <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if rm.GetToPeer().GetId() != p.meta.GetId() {
+		return
+	}
+	msg := &raftpb.Message{}
+	if err := proto.Unmarshal(rm.GetMessage(), msg); err != nil {
+		s.log.Warn("bad raft message", "region", rm.GetRegionId(), "err", err)
+		return
+	}
+	if err := p.rn.Step(msg); err != nil && !errors.Is(err, raft.ErrStepPeerNotFound) && !errors.Is(err, raft.ErrStepLocalMsg) {
+		s.log.Debug("step raft message", "region", rm.GetRegionId(), "err", err)
+	}
+}
+
+func (s *Store) propose(pr *proposal) {
+	rctx := pr.req.GetContext()
+	p := s.peers[rctx.GetRegionId()]
+	if p == nil {
+		pr.regionError(errRegionNotFound(rctx.GetRegionId()), "region_not_found")
+		return
+	}
+	if !p.isLeader {
+		pr.regionError(errNotLeader(p.region.GetId(), p.leaderPeer()), "not_leader")
+		return
+	}
+	if !epochMatches(rctx.GetRegionEpoch(), p.region) {
+		pr.regionError(errEpochNotMatch(p.region), "epoch_not_match")
+		return
+	}
+	for _, mu := range pr.req.GetMutations() {
+		if e := CheckKeyInRegion(mu.GetKey(), p.region); e != nil {
+			pr.regionError(e, "key_not_in_region")
+			return
+		}
+	}
+	s.propSeq++
+	pr.id = s.propSeq
+	data, err := encodeOnePCEntry(pr.id, pr.req)
+	if err != nil {
+		pr.respond(nil, err, "error")
+		return
+	}
+	if err := p.rn.Propose(data); err != nil {
+		pr.regionError(errNotLeader(p.region.GetId(), p.leaderPeer()), "dropped")
+		return
+	}
+	p.unassigned[pr.id] = pr
+}
+
+func (s *Store) queueRead(rr *readRequest) {
+	p := s.peers[rr.rctx.GetRegionId()]
+	switch {
+	case p == nil:
+		rr.respond(readResult{rerr: errRegionNotFound(rr.rctx.GetRegionId())})
+	case !p.isLeader:
+		rr.respond(readResult{rerr: errNotLeader(p.region.GetId(), p.leaderPeer())})
+	case !epochMatches(rr.rctx.GetRegionEpoch(), p.region):
+		rr.respond(readResult{rerr: errEpochNotMatch(p.region)})
+	default:
+		p.reads = append(p.reads, rr)
+	}
+}
+
+func (s *Store) issueReadIndex(p *peer) {
+	s.readSeq++
+	ctx := binary.BigEndian.AppendUint64(make([]byte, 0, 8), s.readSeq)
+	p.rn.ReadIndex(ctx)
+	p.readBatches = append(p.readBatches, &readBatch{ctx: ctx, reqs: p.reads, issued: time.Now()})
+	p.reads = nil
+}
+
+func (s *Store) handleSoftState(readies []peerReady) {
+	for _, r := range readies {
+		ss := r.rd.SoftState
+		if ss == nil {
+			continue
+		}
+		p := r.p
+		wasLeader := p.isLeader
+		p.leaderID = ss.Lead
+		p.isLeader = ss.RaftState == raft.StateLeader
+		if p.isLeader != wasLeader {
+			s.mu.Lock()
+			s.leaders[p.region.GetId()] = p.isLeader
+			s.mu.Unlock()
+			s.log.Info("leadership changed", "region", p.region.GetId(), "leader", p.isLeader, "lead", ss.Lead)
+		}
+		if p.isLeader && !wasLeader {
+			s.queueRegionHeartbeat(p)
+		}
+		if !p.isLeader {
+			p.failReads(errNotLeader(p.region.GetId(), p.leaderPeer()), nil)
+		}
+	}
+}
+
+// persist writes every Ready's entries and hard state in one batch with one
+// fsync (group commit across regions).
+func (s *Store) persist(readies []peerReady) {
+	b := s.db.NewBatch()
+	defer b.Close()
+	nEntries := 0
+	for _, r := range readies {
+		if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {
+			s.fatal("unexpected raft snapshot", fmt.Errorf("region %d", r.p.region.GetId()))
+		}
+		if err := r.p.ps.appendEntries(b, r.rd.Entries); err != nil {
+			s.fatal("append raft entries", err)
+		}
+		nEntries += len(r.rd.Entries)
+		if r.rd.HardState != nil {
+			data, err := proto.Marshal(r.rd.HardState)
+			if err != nil {
+				s.fatal("marshal hard state", err)
+			}
+			if err := b.Set(hardStateKey(r.p.region.GetId()), data, nil); err != nil {
+				s.fatal("write hard state", err)
+			}
+		}
+	}
+	if !b.Empty() {
+		start := time.Now()
+		if err := b.Commit(pebble.Sync); err != nil {
+			s.fatal("commit raft batch", err)
+		}
+		raftLogFsyncSeconds.Observe(time.Since(start).Seconds())
+		appendedEntries.Observe(float64(nEntries))
+	}
+	for _, r := range readies {
+		r.p.ps.entriesPersisted(r.rd.Entries, r.rd.HardState)
+		r.p.trackProposals(r.rd.Entries)
+	}
+}
+
+// sendMessages hands every Ready's messages to the transport, one batch per
+// destination store.
+func (s *Store) sendMessages(readies []peerReady) {
+	var byStore map[uint64]*raft_serverpb.BatchRaftMessage
+	for _, r := range readies {
+		p := r.p
+		for _, m := range r.rd.Messages {
+			to := p.storeOf(m.GetTo())
+			if to == 0 {
+				continue
+			}
+			data, err := proto.Marshal(m)
+			if err != nil {
+				s.fatal("marshal raft message", err)
+			}
+			if byStore == nil {
+				byStore = map[uint64]*raft_serverpb.BatchRaftMessage{}
+			}
+			b := byStore[to]
+			if b == nil {
+				b = &raft_serverpb.BatchRaftMessage{}
+				byStore[to] = b
+			}
+			b.Msgs = append(b.Msgs, &raft_serverpb.RaftMessage{
+				RegionId:    p.region.GetId(),
+				FromPeer:    p.meta,
+				ToPeer:      &metapb.Peer{Id: m.GetTo(), StoreId: to},
+				RegionEpoch: p.region.GetRegionEpoch(),
+				StartKey:    p.region.GetStartKey(),
+				EndKey:      p.region.GetEndKey(),
+				Message:     data,
+			})
+		}
+	}
+	for storeID, b := range byStore {
+		if s.trans.send(storeID, b) {
+			raftMessagesSent.Add(float64(len(b.Msgs)))
+			continue
+		}
+		raftMessagesDropped.Add(float64(len(b.Msgs)))
+		for _, m := range b.Msgs {
+			if p := s.peers[m.GetRegionId()]; p != nil {
+				p.rn.ReportUnreachable(m.GetToPeer().GetId())
+			}
+		}
+	}
+}
+
+// apply executes every Ready's committed entries against one indexed batch
+// (so later entries see earlier ones), records each region's applied index
+// in the same batch, commits it without fsync (the raft log is synced and is
+// re-applied from the applied index after a crash), then answers proposals.
+func (s *Store) apply(readies []peerReady) {
+	var b *pebble.Batch
+	var reader *mvcc.Reader
+	results := s.applyBufs[:0]
+	start := time.Now()
+	for _, r := range readies {
+		ents := r.rd.CommittedEntries
+		if len(ents) == 0 {
+			continue
+		}
+		if b == nil {
+			b = s.db.NewIndexedBatch()
+			reader = mvcc.NewReader(b)
+		}
+		p := r.p
+		for _, e := range ents {
+			if e.GetIndex() <= p.ps.apply.applied {
+				continue
+			}
+			var resp *kvrpcpb.OnePCResponse
+			switch e.GetType() {
+			case raftpb.EntryType_EntryNormal:
+				if len(e.GetData()) == 0 {
+					break // a new leader's empty entry
+				}
+				req, err := decodeOnePCEntry(e.GetData())
+				if err != nil {
+					s.fatal("decode entry", err)
+				}
+				resp, err = applyOnePC(b, reader, req)
+				if err != nil {
+					s.fatal("apply 1pc", err)
+				}
+			default:
+				s.log.Warn("ignoring conf change entry", "region", p.region.GetId(), "index", e.GetIndex())
+			}
+			p.ackApplied(e.GetIndex(), e.GetTerm(), resp, &results)
+		}
+		last := ents[len(ents)-1].GetIndex()
+		as := p.ps.apply
+		as.applied = max(as.applied, last)
+		if err := b.Set(applyStateKey(p.region.GetId()), as.encode(), nil); err != nil {
+			s.fatal("write apply state", err)
+		}
+	}
+	if b == nil {
+		return
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		s.fatal("commit apply batch", err)
+	}
+	b.Close()
+	for _, r := range readies {
+		if n := len(r.rd.CommittedEntries); n > 0 {
+			r.p.ps.apply.applied = max(r.p.ps.apply.applied, r.rd.CommittedEntries[n-1].GetIndex())
+		}
+	}
+	applySeconds.Observe(time.Since(start).Seconds())
+	for i, ap := range results {
+		switch {
+		case ap.stale:
+			ap.pr.respond(ap.resp, nil, "stale")
+		case len(ap.resp.GetErrors()) > 0:
+			ap.pr.respond(ap.resp, nil, "key_error")
+		default:
+			ap.pr.respond(ap.resp, nil, "ok")
+		}
+		results[i] = appliedProposal{}
+	}
+	s.applyBufs = results[:0]
+}
+
+// applyOnePC checks and writes one 1PC request into b. It is deterministic
+// given the engine state, so every replica reaches the same outcome.
+func applyOnePC(b *pebble.Batch, reader *mvcc.Reader, req *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
+	resp := &kvrpcpb.OnePCResponse{}
+	for _, m := range req.GetMutations() {
+		ts, deleted, found, err := reader.Newest(m.GetKey())
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case found && ts > req.GetStartTs():
+			resp.Errors = append(resp.Errors, &kvrpcpb.KeyError{Conflict: &kvrpcpb.WriteConflict{
+				StartTs: req.GetStartTs(), ConflictTs: ts, Key: m.GetKey(),
+			}})
+		case m.GetOp() == kvrpcpb.Op_Insert && found && !deleted:
+			resp.Errors = append(resp.Errors, &kvrpcpb.KeyError{AlreadyExist: &kvrpcpb.AlreadyExist{Key: m.GetKey()}})
+		}
+	}
+	if len(resp.Errors) > 0 {
+		return resp, nil
+	}
+	for _, m := range req.GetMutations() {
+		var err error
+		if m.GetOp() == kvrpcpb.Op_Del {
+			err = mvcc.Delete(b, m.GetKey(), req.GetCommitTs())
+		} else {
+			err = mvcc.Put(b, m.GetKey(), req.GetCommitTs(), m.GetValue())
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return resp, nil
+}
+
+// fatal stops the process: the engine or state machine is in a state the
+// store cannot continue from safely (replicas would diverge).
+func (s *Store) fatal(what string, err error) {
+	s.log.Error("raftstore fatal: "+what, "err", err)
+	panic(fmt.Sprintf("raftstore: %s: %v", what, err))
+}

@@ -1,0 +1,198 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/stratadb/strata/proto/raft_serverpb"
+	"github.com/stratadb/strata/proto/storepb"
+)
+
+// Limits of the raft transport.
+const (
+	maxMsgsPerSend = 4096
+	minBackoff     = 20 * time.Millisecond
+	maxBackoff     = time.Second
+)
+
+// transport sends raft messages to other stores: one goroutine, one gRPC
+// connection and one client stream per destination store, fed by a bounded
+// queue. The Ready loop only enqueues (never blocks); a full queue drops.
+type transport struct {
+	s       *Store
+	mu      sync.Mutex
+	senders map[uint64]*storeSender
+	wg      sync.WaitGroup
+	closed  bool
+}
+
+type storeSender struct {
+	storeID uint64
+	ch      chan *raft_serverpb.BatchRaftMessage
+}
+
+func newTransport(s *Store) *transport {
+	return &transport{s: s, senders: map[uint64]*storeSender{}}
+}
+
+// send enqueues b for storeID; false means it was dropped.
+func (t *transport) send(storeID uint64, b *raft_serverpb.BatchRaftMessage) bool {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return false
+	}
+	ss := t.senders[storeID]
+	if ss == nil {
+		ss = &storeSender{storeID: storeID, ch: make(chan *raft_serverpb.BatchRaftMessage, t.s.cfg.SendQueue)}
+		t.senders[storeID] = ss
+		t.wg.Add(1)
+		go t.runSender(ss)
+	}
+	t.mu.Unlock()
+	select {
+	case ss.ch <- b:
+		return true
+	default:
+		return false
+	}
+}
+
+func (t *transport) close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.wg.Wait()
+}
+
+// reportUnreachable tells the raft groups that messages were lost.
+func (t *transport) reportUnreachable(batches ...*raft_serverpb.BatchRaftMessage) {
+	var us []unreachable
+	for _, b := range batches {
+		for _, m := range b.GetMsgs() {
+			us = append(us, unreachable{regionID: m.GetRegionId(), peerID: m.GetToPeer().GetId()})
+		}
+		raftMessagesDropped.Add(float64(len(b.GetMsgs())))
+	}
+	if len(us) > 0 {
+		t.s.inbox.push(func(m *inboxMsgs) { m.unreachable = append(m.unreachable, us...) })
+	}
+}
+
+// drain drops everything queued for ss.
+func (t *transport) drain(ss *storeSender) {
+	var dropped []*raft_serverpb.BatchRaftMessage
+	for {
+		select {
+		case b := <-ss.ch:
+			dropped = append(dropped, b)
+		default:
+			t.reportUnreachable(dropped...)
+			return
+		}
+	}
+}
+
+func (t *transport) runSender(ss *storeSender) {
+	defer t.wg.Done()
+	ctx := t.s.ctx
+	log := t.s.log.With("to_store", ss.storeID)
+	backoff := minBackoff
+	wait := func() bool {
+		t.drain(ss)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+		return true
+	}
+	for ctx.Err() == nil {
+		// Resolve the address on every (re)connect: a restarted store may
+		// have moved.
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		st, err := t.s.pd.GetStore(rctx, ss.storeID)
+		cancel()
+		if err != nil || st.GetAddress() == "" {
+			log.Debug("resolve store", "err", err)
+			if !wait() {
+				return
+			}
+			continue
+		}
+		err = t.stream(ctx, ss, st.GetAddress(), func() { backoff = minBackoff })
+		if ctx.Err() != nil {
+			return
+		}
+		log.Debug("raft stream broken", "addr", st.GetAddress(), "err", err)
+		if !wait() {
+			return
+		}
+	}
+}
+
+// stream sends queued batches on one connection until an error.
+func (t *transport) stream(ctx context.Context, ss *storeSender, addr string, ok func()) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := storepb.NewStoreClient(conn).Raft(sctx)
+	if err != nil {
+		return err
+	}
+	for {
+		var b *raft_serverpb.BatchRaftMessage
+		select {
+		case <-ctx.Done():
+			_, _ = stream.CloseAndRecv()
+			return ctx.Err()
+		case b = <-ss.ch:
+		}
+		// Coalesce whatever else is queued into one send.
+	coalesce:
+		for len(b.Msgs) < maxMsgsPerSend {
+			select {
+			case more := <-ss.ch:
+				b.Msgs = append(b.Msgs, more.Msgs...)
+			default:
+				break coalesce
+			}
+		}
+		start := time.Now()
+		if err := stream.Send(b); err != nil {
+			t.reportUnreachable(b)
+			if errors.Is(err, io.EOF) {
+				_, err = stream.CloseAndRecv()
+			}
+			return err
+		}
+		raftSendBatchSeconds.Observe(time.Since(start).Seconds())
+		ok()
+	}
+}
+
+// ServeRaftStream receives batches from another store's transport until the
+// stream ends. Call it from the storepb.Store Raft RPC handler.
+func (s *Store) ServeRaftStream(stream storepb.Store_RaftServer) error {
+	for {
+		b, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return stream.SendAndClose(&raft_serverpb.Done{})
+		}
+		if err != nil {
+			return err
+		}
+		s.HandleRaftMessages(b.GetMsgs())
+	}
+}
