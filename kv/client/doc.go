@@ -61,6 +61,15 @@
 // requests; addresses come from PD (GetStore), cached, and dropped when the
 // store is unreachable so a moved store is found again.
 //
+// # Metrics
+//
+// strata_kvclient_rpc_duration_seconds{type,result} (per store RPC attempt),
+// strata_kvclient_region_errors_total{type}, strata_kvclient_backoff_total
+// and strata_kvclient_backoff_seconds_total{reason},
+// strata_kvclient_undetermined_writes_total, and from kv/client/locate
+// strata_kvclient_region_cache_lookups_total{result=hit|miss} and
+// strata_kvclient_pd_region_loads_total{result}.
+//
 // # Concurrency and ownership
 //
 // Client is safe for concurrent use. Keys and mutations passed in are not

@@ -251,8 +251,15 @@ func (c *RegionCache) loadFromPD(ctx context.Context, key []byte) (*Region, erro
 		pdLoadErr.Inc()
 		return nil, fmt.Errorf("%w: key %q not in region %d [%q, %q)", ErrBadRegion, key, meta.GetId(), meta.GetStartKey(), meta.GetEndKey())
 	}
+	r := c.Insert(meta, leader)
+	if !r.Contains(key) {
+		// PD is behind a split we already know about: Insert kept our
+		// newer region, which does not hold key.
+		pdLoadErr.Inc()
+		return nil, fmt.Errorf("%w: key %q: PD returned region %d with an older epoch than cached", ErrBadRegion, key, meta.GetId())
+	}
 	pdLoadOK.Inc()
-	return c.Insert(meta, leader), nil
+	return r, nil
 }
 
 // Insert puts meta in the cache with leader (nil = unknown, first peer),

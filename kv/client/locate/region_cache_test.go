@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -257,4 +258,46 @@ func TestLocateRejectsBadRegion(t *testing.T) {
 	_, err := c.Locate(context.Background(), []byte("k"))
 	require.ErrorIs(t, err, ErrBadRegion)
 	require.True(t, bytes.Contains([]byte(err.Error()), []byte("no peers")))
+}
+
+func TestLocateStalePDRegion(t *testing.T) {
+	// We know region 1 was split to [, m) at version 2; PD still reports
+	// the whole space at version 1.
+	pd := &fakePD{regions: []*metapb.Region{region(1, "", "", 1, 1)}}
+	c := NewRegionCache(pd)
+	c.Insert(region(1, "", "m", 2, 1), nil)
+	_, err := c.Locate(context.Background(), []byte("x"))
+	require.ErrorIs(t, err, ErrBadRegion)
+	require.Equal(t, []string{"-m"}, cachedRanges(c))
+}
+
+func BenchmarkLocateHit(b *testing.B) {
+	c := NewRegionCache(&fakePD{})
+	const n = 10000
+	for i := range n {
+		start, end := fmt.Sprintf("k%06d", i*10), fmt.Sprintf("k%06d", (i+1)*10)
+		if i == 0 {
+			start = ""
+		}
+		if i == n-1 {
+			end = ""
+		}
+		c.Insert(region(uint64(i+1), start, end, 1, 1, 2, 3), nil)
+	}
+	keys := make([][]byte, 1024)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("k%06d", i*97%(n*10)))
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := c.Locate(ctx, keys[i%len(keys)]); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
 }
