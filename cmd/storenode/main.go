@@ -1,0 +1,109 @@
+// Command storenode runs one Strata store node: Raft-replicated regions on
+// Pebble, the Store gRPC service (KV, coprocessor, raft transport) and the
+// HTTP status endpoints (/status, /metrics, /debug/pprof).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/stratadb/strata/config"
+	"github.com/stratadb/strata/kv/server"
+	"github.com/stratadb/strata/status"
+)
+
+// fileConfig is the TOML/flag configuration of a store node.
+type fileConfig struct {
+	PD                string        `toml:"pd"`
+	Addr              string        `toml:"addr"`
+	AdvertiseAddr     string        `toml:"advertise-addr"`
+	StatusAddr        string        `toml:"status-addr"`
+	DataDir           string        `toml:"data-dir"`
+	RaftTick          time.Duration `toml:"raft-tick"`
+	ElectionTicks     int           `toml:"election-ticks"`
+	HeartbeatTicks    int           `toml:"heartbeat-ticks"`
+	HeartbeatInterval time.Duration `toml:"heartbeat-interval"`
+	LogLevel          string        `toml:"log-level"`
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "storenode:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	cfg := fileConfig{
+		PD: "127.0.0.1:2379", Addr: "127.0.0.1:20160", StatusAddr: "127.0.0.1:20180",
+		DataDir: "data/store", RaftTick: 100 * time.Millisecond, ElectionTicks: 10, HeartbeatTicks: 2,
+		HeartbeatInterval: time.Second, LogLevel: "info",
+	}
+	fs := flag.NewFlagSet("storenode", flag.ContinueOnError)
+	fs.StringVar(&cfg.PD, "pd", cfg.PD, "comma-separated PD gRPC addresses")
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "gRPC listen address")
+	fs.StringVar(&cfg.AdvertiseAddr, "advertise-addr", cfg.AdvertiseAddr, "gRPC address other nodes dial (default: --addr)")
+	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the store's Pebble instance")
+	fs.DurationVar(&cfg.RaftTick, "raft-tick", cfg.RaftTick, "raft tick period")
+	fs.IntVar(&cfg.ElectionTicks, "election-ticks", cfg.ElectionTicks, "raft election timeout, in ticks")
+	fs.IntVar(&cfg.HeartbeatTicks, "heartbeat-ticks", cfg.HeartbeatTicks, "raft heartbeat period, in ticks")
+	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "store heartbeat period to PD")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
+	if err := config.Parse(fs, args, &cfg); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(logger)
+	if cfg.AdvertiseAddr == "" {
+		cfg.AdvertiseAddr = cfg.Addr
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	statusBound, err := status.Serve(ctx, cfg.StatusAddr, "storenode")
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{
+		PDEndpoints:       splitList(cfg.PD),
+		Addr:              cfg.Addr,
+		AdvertiseAddr:     cfg.AdvertiseAddr,
+		StatusAddr:        statusBound.String(),
+		DataDir:           cfg.DataDir,
+		RaftTick:          cfg.RaftTick,
+		ElectionTicks:     cfg.ElectionTicks,
+		HeartbeatTicks:    cfg.HeartbeatTicks,
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		Logger:            logger,
+	})
+	if err != nil {
+		return err
+	}
+	return srv.Run(ctx)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
