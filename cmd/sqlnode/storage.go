@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	kvclient "github.com/stratadb/strata/kv/client"
+	"github.com/stratadb/strata/pd/pdclient"
+	"github.com/stratadb/strata/proto/coprocessorpb"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/sql"
+)
+
+// kvStorage is the production sql.Storage: timestamps and ids from PD, data
+// through the KV client. It translates the KV client's errors into the ones
+// sql.Storage documents.
+type kvStorage struct {
+	pd *pdclient.Client
+	kv *kvclient.Client
+}
+
+var _ sql.Storage = (*kvStorage)(nil)
+
+func (s *kvStorage) GetTS(ctx context.Context) (uint64, error) {
+	ts, err := s.pd.GetTS(ctx)
+	return ts, translate(err)
+}
+
+func (s *kvStorage) AllocID(ctx context.Context, count uint32) (uint64, error) {
+	id, err := s.pd.AllocID(ctx, count)
+	return id, translate(err)
+}
+
+func (s *kvStorage) Get(ctx context.Context, key []byte, ts uint64) ([]byte, bool, error) {
+	v, ok, err := s.kv.Get(ctx, key, ts)
+	return v, ok, translate(err)
+}
+
+func (s *kvStorage) Scan(ctx context.Context, start, end []byte, ts uint64, limit int) ([]*kvrpcpb.KvPair, error) {
+	pairs, err := s.kv.Scan(ctx, start, end, ts, limit)
+	return pairs, translate(err)
+}
+
+func (s *kvStorage) Commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) error {
+	return translate(s.kv.Commit(ctx, muts, startTS, commitTS))
+}
+
+func (s *kvStorage) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error) {
+	resps, err := s.kv.Coprocessor(ctx, dag, ranges, ts)
+	return resps, translate(err)
+}
+
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *kvclient.AlreadyExistError
+	if errors.As(err, &ae) {
+		return &sql.KeyExistsError{Key: ae.Key}
+	}
+	var wc *kvclient.WriteConflictError
+	if errors.As(err, &wc) {
+		return &sql.WriteConflictError{StartTS: wc.StartTS, ConflictCommitTS: wc.ConflictTS, Key: wc.Key}
+	}
+	switch {
+	case errors.Is(err, kvclient.ErrUndetermined):
+		return fmt.Errorf("%w: %v", sql.ErrUndetermined, err)
+	case errors.Is(err, kvclient.ErrRegionUnavailable):
+		return fmt.Errorf("%w: %v", sql.ErrRegionUnavailable, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return err
+	}
+	return err
+}

@@ -1,0 +1,140 @@
+package catalog
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// DBInfo describes a database.
+type DBInfo struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+// ColumnInfo describes a column.
+type ColumnInfo struct {
+	ID     int64           `json:"id"` // unique within the table, >= 1, never reused
+	Name   string          `json:"name"`
+	Offset int             `json:"offset"` // position in the table's row
+	Type   types.FieldType `json:"type"`
+	// Default: HasDefault false means "no DEFAULT clause"; DefaultNull means
+	// DEFAULT NULL; otherwise Default holds the value in its canonical text
+	// form (already converted to the column type), or DefaultNow is set for
+	// DEFAULT CURRENT_TIMESTAMP.
+	HasDefault    bool   `json:"has_default,omitempty"`
+	DefaultNull   bool   `json:"default_null,omitempty"`
+	Default       string `json:"default,omitempty"`
+	DefaultNow    bool   `json:"default_now,omitempty"`
+	AutoIncrement bool   `json:"auto_increment,omitempty"`
+}
+
+// HandleColumnName is the name of the hidden row handle of tables without an
+// integer primary key.
+const HandleColumnName = "_tidb_rowid"
+
+// TableInfo describes a table. Published TableInfos are immutable.
+type TableInfo struct {
+	ID      int64         `json:"id"`
+	DBID    int64         `json:"db_id"`
+	Name    string        `json:"name"`
+	Columns []*ColumnInfo `json:"columns"`
+	// PKIsHandle: the single integer PRIMARY KEY column (HandleOffset) is the
+	// row handle and is not stored in the row value. Otherwise rows get a
+	// hidden _tidb_rowid handle from AllocID.
+	PKIsHandle    bool   `json:"pk_is_handle"`
+	HandleOffset  int    `json:"handle_offset"`   // -1 without PKIsHandle
+	AutoIncOffset int    `json:"auto_inc_offset"` // -1 without AUTO_INCREMENT
+	Comment       string `json:"comment,omitempty"`
+
+	// Derived on load.
+	storedIDs []int64                // ids of columns stored in the value, in offset order
+	storedOff []int                  // their offsets
+	decoder   *tablecodec.RowDecoder // decodes all columns (by offset)
+	byName    map[string]int
+}
+
+// Init computes the derived fields; call it once before publishing.
+func (t *TableInfo) Init() {
+	t.storedIDs, t.storedOff = nil, nil
+	ids := make([]int64, len(t.Columns))
+	t.byName = make(map[string]int, len(t.Columns))
+	for i, c := range t.Columns {
+		c.Offset = i
+		ids[i] = c.ID
+		t.byName[strings.ToLower(c.Name)] = i
+		if t.PKIsHandle && i == t.HandleOffset {
+			continue
+		}
+		t.storedIDs = append(t.storedIDs, c.ID)
+		t.storedOff = append(t.storedOff, i)
+	}
+	t.decoder = tablecodec.NewRowDecoder(ids)
+}
+
+// FindColumn returns the offset of the named column, or -1.
+func (t *TableInfo) FindColumn(name string) int {
+	if i, ok := t.byName[strings.ToLower(name)]; ok {
+		return i
+	}
+	return -1
+}
+
+// RowWidth is the number of datums a decoded row needs: every column plus
+// the handle in the last slot.
+func (t *TableInfo) RowWidth() int { return len(t.Columns) + 1 }
+
+// EncodeRow appends the value for row (len(Columns) datums, by offset),
+// using scratch (len >= len(Columns)) to avoid allocation.
+func (t *TableInfo) EncodeRow(buf []byte, row []types.Datum, scratch []types.Datum) []byte {
+	scratch = scratch[:0]
+	for _, off := range t.storedOff {
+		scratch = append(scratch, row[off])
+	}
+	return tablecodec.EncodeRow(buf, t.storedIDs, scratch)
+}
+
+// DecodeRow decodes key/value into out (len >= RowWidth): out[i] is column
+// i, out[len(Columns)] is the handle. Byte values alias value.
+func (t *TableInfo) DecodeRow(key, value []byte, out []types.Datum) error {
+	_, handle, err := tablecodec.DecodeRowKey(key)
+	if err != nil {
+		return err
+	}
+	if err := t.decoder.Decode(value, out); err != nil {
+		return err
+	}
+	for i, c := range t.Columns {
+		if out[i].Kind() == tablecodec.KindAbsent {
+			out[i] = c.DefaultDatum()
+		}
+	}
+	hd := tablecodec.NewInt(handle)
+	if t.PKIsHandle {
+		if t.Columns[t.HandleOffset].Type.Unsigned() {
+			out[t.HandleOffset] = tablecodec.NewUint(uint64(handle))
+		} else {
+			out[t.HandleOffset] = hd
+		}
+	}
+	out[len(t.Columns)] = hd
+	return nil
+}
+
+// DefaultDatum is the stored default (NULL when there is none); DEFAULT
+// CURRENT_TIMESTAMP is resolved by the caller.
+func (c *ColumnInfo) DefaultDatum() types.Datum {
+	if !c.HasDefault || c.DefaultNull || c.DefaultNow {
+		return tablecodec.NullDatum
+	}
+	d, err := c.Type.Convert(tablecodec.NewString(c.Default))
+	if err != nil {
+		return tablecodec.NullDatum
+	}
+	return d
+}
+
+// IsPrimaryKey reports whether the column is the primary key.
+func (c *ColumnInfo) IsPrimaryKey() bool { return c.Type.Flag&mysql.PriKeyFlag != 0 }

@@ -1,0 +1,136 @@
+package errno
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stratadb/strata/sql"
+)
+
+// MySQL and TiDB error codes used by Strata.
+const (
+	ErrDBCreateExists      uint16 = 1007
+	ErrDBDropExists        uint16 = 1008
+	ErrAccessDenied        uint16 = 1045
+	ErrNoDB                uint16 = 1046
+	ErrUnknownCom          uint16 = 1047
+	ErrBadNull             uint16 = 1048
+	ErrBadDB               uint16 = 1049
+	ErrTableExists         uint16 = 1050
+	ErrBadTable            uint16 = 1051
+	ErrNonUniq             uint16 = 1052
+	ErrBadField            uint16 = 1054
+	ErrDupFieldName        uint16 = 1060
+	ErrDupEntry            uint16 = 1062
+	ErrParse               uint16 = 1064
+	ErrMultiplePriKey      uint16 = 1068
+	ErrWrongAutoKey        uint16 = 1075
+	ErrUnknown             uint16 = 1105
+	ErrTableMustHaveCols   uint16 = 1113
+	ErrWrongValueCount     uint16 = 1136
+	ErrNetPacketTooLarge   uint16 = 1153
+	ErrNoSuchTable         uint16 = 1146
+	ErrUnknownSystemVar    uint16 = 1193
+	ErrNotSupportedYet     uint16 = 1235
+	ErrWarnDataOutOfRange  uint16 = 1264
+	ErrTruncatedWrongValue uint16 = 1292
+	ErrQueryInterrupted    uint16 = 1317
+	ErrNoDefaultForField   uint16 = 1364
+	ErrTruncatedWrongField uint16 = 1366
+	ErrDataTooLong         uint16 = 1406
+	ErrWrongFieldSpec      uint16 = 1063
+	ErrTooBigDisplayWidth  uint16 = 1439
+	ErrInvalidDefault      uint16 = 1067
+	ErrWrongDBName         uint16 = 1102
+	ErrRegionUnavailable   uint16 = 9005
+	ErrWriteConflict       uint16 = 9007
+	ErrResultUndetermined  uint16 = 8110
+)
+
+var sqlStates = map[uint16]string{
+	ErrAccessDenied:        "28000",
+	ErrNoDB:                "3D000",
+	ErrUnknownCom:          "08S01",
+	ErrBadNull:             "23000",
+	ErrBadDB:               "42000",
+	ErrTableExists:         "42S01",
+	ErrBadTable:            "42S02",
+	ErrNonUniq:             "23000",
+	ErrBadField:            "42S22",
+	ErrDupFieldName:        "42S21",
+	ErrDupEntry:            "23000",
+	ErrParse:               "42000",
+	ErrMultiplePriKey:      "42000",
+	ErrWrongAutoKey:        "42000",
+	ErrTableMustHaveCols:   "42000",
+	ErrWrongValueCount:     "21S01",
+	ErrNetPacketTooLarge:   "08S01",
+	ErrNoSuchTable:         "42S02",
+	ErrNotSupportedYet:     "42000",
+	ErrWarnDataOutOfRange:  "22003",
+	ErrTruncatedWrongValue: "22007",
+	ErrQueryInterrupted:    "70100",
+	ErrDataTooLong:         "22001",
+	ErrWrongFieldSpec:      "42000",
+	ErrTooBigDisplayWidth:  "42000",
+	ErrInvalidDefault:      "42000",
+	ErrWrongDBName:         "42000",
+}
+
+// State returns the SQLSTATE of code (HY000 when MySQL has no specific one).
+func State(code uint16) string {
+	if s, ok := sqlStates[code]; ok {
+		return s
+	}
+	return "HY000"
+}
+
+// Error is an error as the MySQL client sees it.
+type Error struct {
+	Code  uint16
+	State string
+	Msg   string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("ERROR %d (%s): %s", e.Code, e.State, e.Msg) }
+
+// New returns an Error with code's SQLSTATE and a formatted message.
+func New(code uint16, format string, args ...any) *Error {
+	msg := format
+	if len(args) > 0 {
+		msg = fmt.Sprintf(format, args...)
+	}
+	return &Error{Code: code, State: State(code), Msg: msg}
+}
+
+// NotSupported is ERROR 1235 for a feature Strata does not have yet.
+func NotSupported(what string) *Error {
+	return New(ErrNotSupportedYet, "This version of Strata doesn't yet support '%s'", what)
+}
+
+// FromError converts any error into the Error the client should see.
+func FromError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var wc *sql.WriteConflictError
+	if errors.As(err, &wc) {
+		return New(ErrWriteConflict, "Write conflict, txnStartTS=%d, conflictStartTS=%d, conflictCommitTS=%d, key=%x [try again later]",
+			wc.StartTS, wc.ConflictStartTS, wc.ConflictCommitTS, wc.Key)
+	}
+	var ke *sql.KeyExistsError
+	if errors.As(err, &ke) {
+		return New(ErrDupEntry, "Duplicate entry for key %x", ke.Key)
+	}
+	switch {
+	case errors.Is(err, sql.ErrRegionUnavailable):
+		return New(ErrRegionUnavailable, "Region is unavailable; the data's replicas have no reachable leader right now, try again later")
+	case errors.Is(err, sql.ErrUndetermined):
+		return New(ErrResultUndetermined, "Execution result undetermined: the commit was sent but its outcome is unknown; check whether the change was applied before retrying")
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return New(ErrQueryInterrupted, "Query execution was interrupted")
+	}
+	return New(ErrUnknown, "%s", err.Error())
+}

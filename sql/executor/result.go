@@ -1,0 +1,24 @@
+package executor
+
+import (
+	"github.com/stratadb/strata/sql/types"
+)
+
+// ResultColumn describes one column of a result set.
+type ResultColumn struct {
+	DB, Table, OrgTable, Name, OrgName string
+	Type                               types.FieldType
+}
+
+// Result is what one statement produced: a result set (Columns != nil) or
+// an OK with counters.
+type Result struct {
+	Columns      []ResultColumn
+	Rows         [][]types.Datum
+	AffectedRows uint64
+	LastInsertID uint64
+	Info         string
+}
+
+// IsQuery reports whether the result is a result set.
+func (r *Result) IsQuery() bool { return r.Columns != nil }

@@ -1,0 +1,435 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// convertColumn converts v for column c of row rowNum (1-based), mapping
+// failures to the MySQL errors strict mode raises.
+func convertColumn(c *catalog.ColumnInfo, v datum, rowNum int) (datum, error) {
+	if v.IsNull() {
+		if c.Type.NotNull() {
+			return v, errno.New(errno.ErrBadNull, "Column '%s' cannot be null", c.Name)
+		}
+		return tablecodec.NullDatum, nil
+	}
+	d, err := c.Type.Convert(v)
+	if err == nil {
+		return d, nil
+	}
+	var ce *types.ConvError
+	if !errors.As(err, &ce) {
+		return v, err
+	}
+	switch ce.Kind {
+	case types.ConvOutOfRange:
+		return v, errno.New(errno.ErrWarnDataOutOfRange, "Out of range value for column '%s' at row %d", c.Name, rowNum)
+	case types.ConvTooLong:
+		return v, errno.New(errno.ErrDataTooLong, "Data too long for column '%s' at row %d", c.Name, rowNum)
+	}
+	if c.Type.Class() == types.ClassTime {
+		return v, errno.New(errno.ErrTruncatedWrongValue, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
+	}
+	return v, errno.New(errno.ErrTruncatedWrongField, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
+}
+
+func defaultValue(c *catalog.ColumnInfo, env expr.Env, rowNum int) (datum, error) {
+	switch {
+	case c.DefaultNow:
+		return tablecodec.NewString(types.FormatTime(env.Now(), c.Type.Tp, c.Type.Decimal)), nil
+	case c.HasDefault:
+		return c.DefaultDatum(), nil
+	case c.AutoIncrement:
+		return tablecodec.NullDatum, nil
+	case c.Type.NotNull():
+		return tablecodec.NullDatum, errno.New(errno.ErrNoDefaultForField, "Field '%s' doesn't have a default value", c.Name)
+	}
+	return tablecodec.NullDatum, nil
+}
+
+// Insert runs INSERT ... VALUES / INSERT ... SET.
+func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env) (*Result, error) {
+	switch {
+	case s.IsReplace:
+		return nil, errno.NotSupported("REPLACE")
+	case s.Select != nil:
+		return nil, errno.NotSupported("INSERT ... SELECT")
+	case len(s.OnDuplicate) > 0:
+		return nil, errno.NotSupported("INSERT ... ON DUPLICATE KEY UPDATE")
+	case s.IgnoreErr:
+		return nil, errno.NotSupported("INSERT IGNORE")
+	}
+	src, err := e.resolveTable(ctx, s.Table, env, "INSERT")
+	if err != nil {
+		return nil, err
+	}
+	tbl := src.tbl
+	// Map value positions to column offsets.
+	var offs []int
+	if len(s.Columns) == 0 {
+		for i := range tbl.Columns {
+			offs = append(offs, i)
+		}
+	} else {
+		seen := make(map[int]bool, len(s.Columns))
+		for _, cn := range s.Columns {
+			off := tbl.FindColumn(cn.Name.O)
+			if off < 0 {
+				return nil, errno.New(errno.ErrBadField, "Unknown column '%s' in 'field list'", cn.Name.O)
+			}
+			if seen[off] {
+				return nil, errno.New(1110, "Column '%s' specified twice", cn.Name.O)
+			}
+			seen[off] = true
+			offs = append(offs, off)
+		}
+	}
+	nrows := len(s.Lists)
+	ncols := len(tbl.Columns)
+	slab := make([]datum, nrows*ncols)
+	given := make([]bool, ncols)
+	handles := make([]int64, nrows)
+	var autoIDs []int64 // rows needing an AUTO_INCREMENT value, by index
+	var autoRows []int
+	needRowID := !tbl.PKIsHandle
+	constCtx := &expr.Ctx{Env: env, Clause: "field list"}
+	for ri, list := range s.Lists {
+		rowNum := ri + 1
+		if len(list) != len(offs) {
+			return nil, errno.New(errno.ErrWrongValueCount, "Column count doesn't match value count at row %d", rowNum)
+		}
+		row := slab[ri*ncols : (ri+1)*ncols : (ri+1)*ncols]
+		clear(given)
+		for vi, n := range list {
+			c := tbl.Columns[offs[vi]]
+			var v datum
+			if _, isDef := n.(*ast.DefaultExpr); isDef {
+				if v, err = defaultValue(c, env, rowNum); err != nil {
+					return nil, err
+				}
+			} else {
+				ve, err := expr.Compile(n, constCtx)
+				if err != nil {
+					return nil, err
+				}
+				if v, err = ve.Eval(nil); err != nil {
+					return nil, err
+				}
+			}
+			row[offs[vi]] = v
+			given[offs[vi]] = true
+		}
+		for i, c := range tbl.Columns {
+			if !given[i] {
+				if row[i], err = defaultValue(c, env, rowNum); err != nil {
+					return nil, err
+				}
+			}
+			if c.AutoIncrement && (row[i].IsNull() || isZero(row[i])) {
+				autoRows = append(autoRows, ri)
+				row[i] = tablecodec.NullDatum
+				continue
+			}
+			if row[i], err = convertColumn(c, row[i], rowNum); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(autoRows) > 0 {
+		autoIDs = make([]int64, len(autoRows))
+		if err := e.IDs.Alloc(ctx, autoIDs); err != nil {
+			return nil, err
+		}
+		ac := tbl.Columns[tbl.AutoIncOffset]
+		for i, ri := range autoRows {
+			d, err := convertColumn(ac, tablecodec.NewInt(autoIDs[i]), ri+1)
+			if err != nil {
+				return nil, fmt.Errorf("%w (AUTO_INCREMENT ran out of values for the column type)", err)
+			}
+			slab[ri*ncols+tbl.AutoIncOffset] = d
+		}
+	}
+	if needRowID {
+		if err := e.IDs.Alloc(ctx, handles); err != nil {
+			return nil, err
+		}
+	} else {
+		seen := make(map[int64]struct{}, nrows)
+		for ri := range nrows {
+			h := slab[ri*ncols+tbl.HandleOffset].Int64()
+			if _, dup := seen[h]; dup {
+				return nil, dupEntry(src, h)
+			}
+			seen[h] = struct{}{}
+			handles[ri] = h
+		}
+	}
+	muts := make([]*kvrpcpb.Mutation, nrows)
+	mutSlab := make([]kvrpcpb.Mutation, nrows)
+	scratch := make([]datum, ncols)
+	keys := make([]byte, 0, nrows*tablecodec.RowKeyLen)
+	var vals []byte
+	for ri := range nrows {
+		start := len(keys)
+		keys = tablecodec.AppendRowKey(keys, tbl.ID, handles[ri])
+		vstart := len(vals)
+		vals = tbl.EncodeRow(vals, slab[ri*ncols:(ri+1)*ncols], scratch)
+		mutSlab[ri].Op = kvrpcpb.Op_Insert
+		mutSlab[ri].Key = keys[start:len(keys):len(keys)]
+		mutSlab[ri].Value = vals[vstart:len(vals):len(vals)]
+		muts[ri] = &mutSlab[ri]
+	}
+	if err := e.commit(ctx, muts, 0, src); err != nil {
+		return nil, err
+	}
+	res := &Result{AffectedRows: uint64(nrows)}
+	if len(autoIDs) > 0 {
+		res.LastInsertID = uint64(autoIDs[0])
+	}
+	return res, nil
+}
+
+func isZero(d datum) bool {
+	switch d.Kind() {
+	case tablecodec.KindInt64, tablecodec.KindUint64:
+		return d.Uint64() == 0
+	}
+	return false
+}
+
+func dupEntry(src *source, handle int64) error {
+	v := strconv.FormatInt(handle, 10)
+	if src.tbl.PKIsHandle && src.tbl.Columns[src.tbl.HandleOffset].Type.Flag&mysql.UnsignedFlag != 0 {
+		v = strconv.FormatUint(uint64(handle), 10)
+	}
+	return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.PRIMARY'", v, src.tbl.Name)
+}
+
+// commit writes muts in one transaction. startTS 0 takes a fresh one.
+func (e *Executor) commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS uint64, src *source) error {
+	var err error
+	if startTS == 0 {
+		if startTS, err = e.Store.GetTS(ctx); err != nil {
+			return fmt.Errorf("get start ts: %w", err)
+		}
+	}
+	commitTS, err := e.Store.GetTS(ctx)
+	if err != nil {
+		return fmt.Errorf("get commit ts: %w", err)
+	}
+	err = e.Store.Commit(ctx, muts, startTS, commitTS)
+	var ke *sql.KeyExistsError
+	if errors.As(err, &ke) {
+		if _, h, derr := tablecodec.DecodeRowKey(ke.Key); derr == nil {
+			return dupEntry(src, h)
+		}
+	}
+	return err
+}
+
+// readForWrite returns the rows of src matching where, read at ts.
+func (e *Executor) readForWrite(ctx context.Context, src *source, where ast.ExprNode, env expr.Env, ts uint64) ([][]datum, error) {
+	var rows [][]datum
+	var err error
+	var w expr.Expr
+	if where != nil {
+		if w, err = expr.Compile(where, &expr.Ctx{Columns: src.cols, Env: env, Clause: "where clause"}); err != nil {
+			return nil, err
+		}
+		if ok, h := pointHandle(where, src, env); ok {
+			rows, err = e.pointGet(ctx, src, h, ts)
+		} else {
+			rows, err = e.scanRows(ctx, src, ts, 0)
+		}
+	} else {
+		rows, err = e.scanRows(ctx, src, ts, 0)
+	}
+	if err != nil || w == nil {
+		return rows, err
+	}
+	kept := rows[:0]
+	for _, r := range rows {
+		ok, err := cond(w, r)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			kept = append(kept, r)
+		}
+	}
+	return kept, nil
+}
+
+func checkSingleTableDML(what string, order *ast.OrderByClause, limit *ast.Limit, with *ast.WithClause) error {
+	switch {
+	case order != nil:
+		return errno.NotSupported(what + " ... ORDER BY")
+	case limit != nil:
+		return errno.NotSupported(what + " ... LIMIT")
+	case with != nil:
+		return errno.NotSupported("WITH")
+	}
+	return nil
+}
+
+// Delete runs a single-table DELETE.
+func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env) (*Result, error) {
+	if s.IsMultiTable {
+		return nil, errno.NotSupported("multi-table DELETE")
+	}
+	if err := checkSingleTableDML("DELETE", s.Order, s.Limit, s.With); err != nil {
+		return nil, err
+	}
+	src, err := e.resolveTable(ctx, s.TableRefs, env, "DELETE")
+	if err != nil {
+		return nil, err
+	}
+	ts, err := e.Store.GetTS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("get start ts: %w", err)
+	}
+	rows, err := e.readForWrite(ctx, src, s.Where, env, ts)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return &Result{}, nil
+	}
+	hOff := len(src.tbl.Columns)
+	muts := make([]*kvrpcpb.Mutation, len(rows))
+	for i, r := range rows {
+		muts[i] = &kvrpcpb.Mutation{Op: kvrpcpb.Op_Del, Key: tablecodec.RowKey(src.tbl.ID, r[hOff].Int64())}
+	}
+	if err := e.commit(ctx, muts, ts, src); err != nil {
+		return nil, err
+	}
+	return &Result{AffectedRows: uint64(len(rows))}, nil
+}
+
+// Update runs a single-table UPDATE. Changing the integer primary key moves
+// the row (delete + insert, failing with 1062 if the new key exists).
+func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env) (*Result, error) {
+	if s.MultipleTable {
+		return nil, errno.NotSupported("multi-table UPDATE")
+	}
+	if err := checkSingleTableDML("UPDATE", s.Order, s.Limit, s.With); err != nil {
+		return nil, err
+	}
+	src, err := e.resolveTable(ctx, s.TableRefs, env, "UPDATE")
+	if err != nil {
+		return nil, err
+	}
+	tbl := src.tbl
+	type assign struct {
+		off int
+		e   expr.Expr
+		def bool
+	}
+	var as []assign
+	ectx := &expr.Ctx{Columns: src.cols, Env: env, Clause: "field list"}
+	for _, a := range s.List {
+		if a.Column.Table.L != "" && a.Column.Table.L != src.alias {
+			return nil, errno.New(errno.ErrBadField, "Unknown column '%s.%s' in 'field list'", a.Column.Table.O, a.Column.Name.O)
+		}
+		off := tbl.FindColumn(a.Column.Name.O)
+		if off < 0 {
+			return nil, errno.New(errno.ErrBadField, "Unknown column '%s' in 'field list'", a.Column.Name.O)
+		}
+		if _, isDef := a.Expr.(*ast.DefaultExpr); isDef {
+			as = append(as, assign{off: off, def: true})
+			continue
+		}
+		ae, err := expr.Compile(a.Expr, ectx)
+		if err != nil {
+			return nil, err
+		}
+		as = append(as, assign{off: off, e: ae})
+	}
+	ts, err := e.Store.GetTS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("get start ts: %w", err)
+	}
+	rows, err := e.readForWrite(ctx, src, s.Where, env, ts)
+	if err != nil {
+		return nil, err
+	}
+	ncols := len(tbl.Columns)
+	hOff := ncols
+	var muts []*kvrpcpb.Mutation
+	scratch := make([]datum, ncols)
+	newRow := make([]datum, tbl.RowWidth())
+	changed := 0
+	for ri, r := range rows {
+		copy(newRow, r)
+		// MySQL evaluates assignments left to right, each seeing earlier ones.
+		for _, a := range as {
+			var v datum
+			if a.def {
+				if v, err = defaultValue(tbl.Columns[a.off], env, ri+1); err != nil {
+					return nil, err
+				}
+			} else if v, err = a.e.Eval(newRow); err != nil {
+				return nil, err
+			}
+			if newRow[a.off], err = convertColumn(tbl.Columns[a.off], v, ri+1); err != nil {
+				return nil, err
+			}
+		}
+		same := true
+		for i := 0; i < ncols; i++ {
+			if !sameDatum(r[i], newRow[i]) {
+				same = false
+				break
+			}
+		}
+		if same {
+			continue
+		}
+		changed++
+		oldH := r[hOff].Int64()
+		newH := oldH
+		if tbl.PKIsHandle {
+			newH = newRow[tbl.HandleOffset].Int64()
+		}
+		val := tbl.EncodeRow(nil, newRow[:ncols], scratch)
+		if newH != oldH {
+			muts = append(muts,
+				&kvrpcpb.Mutation{Op: kvrpcpb.Op_Del, Key: tablecodec.RowKey(tbl.ID, oldH)},
+				&kvrpcpb.Mutation{Op: kvrpcpb.Op_Insert, Key: tablecodec.RowKey(tbl.ID, newH), Value: val})
+		} else {
+			muts = append(muts, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: tablecodec.RowKey(tbl.ID, oldH), Value: val})
+		}
+	}
+	if len(muts) > 0 {
+		if err := e.commit(ctx, muts, ts, src); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{AffectedRows: uint64(changed), Info: fmt.Sprintf("Rows matched: %d  Changed: %d  Warnings: 0", len(rows), changed)}, nil
+}
+
+func sameDatum(a, b datum) bool {
+	if a.IsNull() || b.IsNull() {
+		return a.IsNull() == b.IsNull()
+	}
+	if a.Kind() != b.Kind() {
+		return false
+	}
+	if a.Kind() == tablecodec.KindBytes {
+		return string(a.Bytes()) == string(b.Bytes())
+	}
+	return a.Uint64() == b.Uint64()
+}

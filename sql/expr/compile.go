@@ -1,0 +1,503 @@
+package expr
+
+import (
+	"strings"
+	"time"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// Env supplies session values that compile to constants.
+type Env interface {
+	CurrentDB() string
+	User() string
+	ConnectionID() uint64
+	LastInsertID() uint64
+	// SysVar returns a system variable's value and type, or ERROR 1193.
+	SysVar(name string, global bool) (Datum, types.FieldType, error)
+	// UserVar returns a user variable (@name); NULL when unset.
+	UserVar(name string) Datum
+	Now() time.Time
+}
+
+// SchemaColumn is one slot of the row an expression is evaluated on.
+type SchemaColumn struct {
+	Table  string // lower-case table name or alias
+	Name   string
+	Type   types.FieldType
+	Hidden bool // not expanded by *
+}
+
+// Ctx carries what compilation needs.
+type Ctx struct {
+	Columns []SchemaColumn
+	Env     Env
+	// Clause names the clause for "Unknown column 'x' in '<Clause>'".
+	Clause string
+	// Agg, when set, compiles an aggregate function call (the planner
+	// returns a reference to the aggregate's output slot).
+	Agg func(*ast.AggregateFuncExpr) (Expr, error)
+}
+
+// Compile turns n into an Expr.
+func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
+	switch x := n.(type) {
+	case *driver.ValueExpr:
+		return constantFromValue(x)
+	case *ast.ParenthesesExpr:
+		return Compile(x.Expr, c)
+	case *ast.ColumnNameExpr:
+		return c.resolve(x.Name)
+	case *ast.BinaryOperationExpr:
+		l, err := Compile(x.L, c)
+		if err != nil {
+			return nil, err
+		}
+		r, err := Compile(x.R, c)
+		if err != nil {
+			return nil, err
+		}
+		switch x.Op {
+		case opcode.EQ, opcode.NE, opcode.LT, opcode.LE, opcode.GT, opcode.GE, opcode.NullEQ:
+			return &compareExpr{op: x.Op, l: l, r: r, byBytes: stringish(l.Type()) && stringish(r.Type())}, nil
+		case opcode.LogicAnd, opcode.LogicOr, opcode.LogicXor:
+			return &logicExpr{op: x.Op, l: l, r: r}, nil
+		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.IntDiv, opcode.Mod:
+			ft := types.DoubleType
+			if x.Op == opcode.IntDiv || (x.Op != opcode.Div && l.Type().Class() == types.ClassInt && r.Type().Class() == types.ClassInt) {
+				ft = types.Int64Type
+			}
+			return &arithExpr{op: x.Op, l: l, r: r, ft: ft}, nil
+		}
+		return nil, errno.NotSupported("operator " + x.Op.String())
+	case *ast.UnaryOperationExpr:
+		e, err := Compile(x.V, c)
+		if err != nil {
+			return nil, err
+		}
+		switch x.Op {
+		case opcode.Not, opcode.Not2:
+			return &notExpr{e: e}, nil
+		case opcode.Minus:
+			return &negExpr{e: e}, nil
+		case opcode.Plus:
+			return e, nil
+		}
+		return nil, errno.NotSupported("operator " + x.Op.String())
+	case *ast.IsNullExpr:
+		e, err := Compile(x.Expr, c)
+		if err != nil {
+			return nil, err
+		}
+		return &isNullExpr{e: e, not: x.Not}, nil
+	case *ast.IsTruthExpr:
+		e, err := Compile(x.Expr, c)
+		if err != nil {
+			return nil, err
+		}
+		return &isTruthExpr{e: e, not: x.Not, truth: x.True > 0}, nil
+	case *ast.PatternInExpr:
+		if x.Sel != nil {
+			return nil, errno.NotSupported("subqueries")
+		}
+		e, err := Compile(x.Expr, c)
+		if err != nil {
+			return nil, err
+		}
+		in := &inExpr{e: e, not: x.Not, byBytes: stringish(e.Type())}
+		for _, item := range x.List {
+			ie, err := Compile(item, c)
+			if err != nil {
+				return nil, err
+			}
+			in.byBytes = in.byBytes && stringish(ie.Type())
+			in.list = append(in.list, ie)
+		}
+		return in, nil
+	case *ast.BetweenExpr:
+		e, err := Compile(x.Expr, c)
+		if err != nil {
+			return nil, err
+		}
+		lo, err := Compile(x.Left, c)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := Compile(x.Right, c)
+		if err != nil {
+			return nil, err
+		}
+		bb := stringish(e.Type()) && stringish(lo.Type()) && stringish(hi.Type())
+		var res Expr = &logicExpr{op: opcode.LogicAnd,
+			l: &compareExpr{op: opcode.GE, l: e, r: lo, byBytes: bb},
+			r: &compareExpr{op: opcode.LE, l: e, r: hi, byBytes: bb}}
+		if x.Not {
+			res = &notExpr{e: res}
+		}
+		return res, nil
+	case *ast.PatternLikeOrIlikeExpr:
+		if !x.IsLike {
+			return nil, errno.NotSupported("ILIKE")
+		}
+		e, err := Compile(x.Expr, c)
+		if err != nil {
+			return nil, err
+		}
+		p, err := Compile(x.Pattern, c)
+		if err != nil {
+			return nil, err
+		}
+		return &likeExpr{e: e, pat: p, escape: x.Escape, not: x.Not}, nil
+	case *ast.VariableExpr:
+		if x.Value != nil {
+			return nil, errno.NotSupported("assignment in expressions")
+		}
+		if !x.IsSystem {
+			return &Constant{Value: c.Env.UserVar(strings.ToLower(x.Name)), Ft: types.VarcharType}, nil
+		}
+		d, ft, err := c.Env.SysVar(strings.ToLower(x.Name), x.IsGlobal)
+		if err != nil {
+			return nil, err
+		}
+		return &Constant{Value: d, Ft: ft}, nil
+	case *ast.CaseExpr:
+		return c.compileCase(x)
+	case *ast.FuncCallExpr:
+		return c.compileFunc(x)
+	case *ast.FuncCastExpr:
+		e, err := Compile(x.Expr, c)
+		if err != nil {
+			return nil, err
+		}
+		return compileCast(e, x)
+	case *ast.AggregateFuncExpr:
+		if c.Agg == nil {
+			return nil, errno.New(1111, "Invalid use of group function")
+		}
+		return c.Agg(x)
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		return nil, errno.NotSupported("subqueries")
+	case *ast.DefaultExpr:
+		return nil, errno.NotSupported("DEFAULT outside INSERT VALUES")
+	case *ast.RowExpr:
+		return nil, errno.NotSupported("row constructors")
+	case *ast.WindowFuncExpr:
+		return nil, errno.NotSupported("window functions")
+	case *driver.ParamMarkerExpr:
+		return nil, errno.NotSupported("parameter markers")
+	}
+	return nil, errno.NotSupported("expression " + strings.TrimPrefix(typeName(n), "*ast."))
+}
+
+func typeName(n ast.Node) string {
+	s := strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(fmtT(n), "*"), "ast."), "test_driver.")
+	return s
+}
+
+func constantFromValue(v *driver.ValueExpr) (Expr, error) {
+	d := &v.Datum
+	switch d.Kind() {
+	case driver.KindNull:
+		return &Constant{Value: tablecodec.NullDatum, Ft: types.NullType}, nil
+	case driver.KindInt64:
+		return &Constant{Value: tablecodec.NewInt(d.GetInt64()), Ft: types.Int64Type}, nil
+	case driver.KindUint64:
+		return &Constant{Value: tablecodec.NewUint(d.GetUint64()), Ft: types.Uint64Type}, nil
+	case driver.KindFloat32, driver.KindFloat64:
+		return &Constant{Value: tablecodec.NewFloat(d.GetFloat64()), Ft: types.DoubleType}, nil
+	case driver.KindString, driver.KindBytes:
+		s := d.GetString()
+		ft := types.VarcharType
+		ft.Flen = len(s)
+		return &Constant{Value: tablecodec.NewString(s), Ft: ft}, nil
+	case driver.KindMysqlDecimal:
+		s := d.GetMysqlDecimal().String()
+		scale := 0
+		if i := strings.IndexByte(s, '.'); i >= 0 {
+			scale = len(s) - i - 1
+		}
+		return &Constant{Value: tablecodec.NewString(s), Ft: types.DecimalType(len(s), scale)}, nil
+	case driver.KindBinaryLiteral, driver.KindMysqlBit:
+		b := []byte(d.GetBinaryLiteral())
+		ft := types.VarcharType
+		ft.Flag |= mysql.BinaryFlag
+		ft.Flen = len(b)
+		return &Constant{Value: tablecodec.NewBytes(b), Ft: ft}, nil
+	}
+	return nil, errno.NotSupported("literal of this kind")
+}
+
+func (c *Ctx) resolve(n *ast.ColumnName) (Expr, error) {
+	tbl := n.Table.L
+	found := -1
+	for i, sc := range c.Columns {
+		if !strings.EqualFold(sc.Name, n.Name.O) || (tbl != "" && sc.Table != tbl) {
+			continue
+		}
+		if found >= 0 {
+			return nil, errno.New(errno.ErrNonUniq, "Column '%s' in %s is ambiguous", n.Name.O, c.clause())
+		}
+		found = i
+	}
+	if found < 0 {
+		name := n.Name.O
+		if n.Table.O != "" {
+			name = n.Table.O + "." + name
+		}
+		return nil, errno.New(errno.ErrBadField, "Unknown column '%s' in '%s'", name, c.clause())
+	}
+	sc := c.Columns[found]
+	return &Column{Offset: found, Ft: sc.Type, Name: sc.Name}, nil
+}
+
+func (c *Ctx) clause() string {
+	if c.Clause == "" {
+		return "field list"
+	}
+	return c.Clause
+}
+
+func (c *Ctx) compileCase(x *ast.CaseExpr) (Expr, error) {
+	ce := &caseExpr{}
+	var err error
+	if x.Value != nil {
+		if ce.value, err = Compile(x.Value, c); err != nil {
+			return nil, err
+		}
+		ce.byBytes = stringish(ce.value.Type())
+	}
+	var resTypes []types.FieldType
+	for _, w := range x.WhenClauses {
+		we, err := Compile(w.Expr, c)
+		if err != nil {
+			return nil, err
+		}
+		te, err := Compile(w.Result, c)
+		if err != nil {
+			return nil, err
+		}
+		if ce.value != nil {
+			ce.byBytes = ce.byBytes && stringish(we.Type())
+		}
+		ce.whens, ce.thens = append(ce.whens, we), append(ce.thens, te)
+		resTypes = append(resTypes, te.Type())
+	}
+	if x.ElseClause != nil {
+		if ce.els, err = Compile(x.ElseClause, c); err != nil {
+			return nil, err
+		}
+		resTypes = append(resTypes, ce.els.Type())
+	}
+	ce.ft = unify(resTypes)
+	return ce, nil
+}
+
+// unify picks a result type for values of several types.
+func unify(ts []types.FieldType) types.FieldType {
+	var res *types.FieldType
+	for i := range ts {
+		t := ts[i]
+		if t.Class() == types.ClassNull {
+			continue
+		}
+		if res == nil {
+			res = &t
+			continue
+		}
+		if res.Class() == t.Class() {
+			if t.Flen > res.Flen {
+				res.Flen = t.Flen
+			}
+			continue
+		}
+		if res.Numeric() && t.Numeric() {
+			d := types.DoubleType
+			res = &d
+			continue
+		}
+		v := types.VarcharType
+		res = &v
+	}
+	if res == nil {
+		return types.NullType
+	}
+	return *res
+}
+
+func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
+	name := x.FnName.L
+	str := func(s string) (Expr, error) {
+		ft := types.VarcharType
+		ft.Flen = max(len(s), 1)
+		return &Constant{Value: tablecodec.NewString(s), Ft: ft}, nil
+	}
+	args := make([]Expr, 0, len(x.Args))
+	for _, a := range x.Args {
+		e, err := Compile(a, c)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, e)
+	}
+	nargs := func(lo, hi int) error {
+		if len(args) < lo || len(args) > hi {
+			return errno.New(1582, "Incorrect parameter count in the call to native function '%s'", x.FnName.O)
+		}
+		return nil
+	}
+	switch name {
+	case "database", "schema":
+		if db := c.Env.CurrentDB(); db != "" {
+			return str(db)
+		}
+		return &Constant{Value: tablecodec.NullDatum, Ft: types.VarcharType}, nil
+	case "version":
+		d, _, err := c.Env.SysVar("version", false)
+		if err != nil {
+			return nil, err
+		}
+		return str(d.String())
+	case "user", "current_user", "session_user", "system_user":
+		return str(c.Env.User())
+	case "connection_id":
+		return &Constant{Value: tablecodec.NewUint(c.Env.ConnectionID()), Ft: types.Uint64Type}, nil
+	case "last_insert_id":
+		if len(args) == 0 {
+			return &Constant{Value: tablecodec.NewUint(c.Env.LastInsertID()), Ft: types.Uint64Type}, nil
+		}
+	case "now", "current_timestamp", "sysdate", "localtime", "localtimestamp":
+		t := c.Env.Now()
+		fsp := 0
+		if len(args) == 1 {
+			if k, ok := args[0].(*Constant); ok && k.Value.Kind() == tablecodec.KindInt64 && k.Value.Int64() >= 0 && k.Value.Int64() <= 6 {
+				fsp = int(k.Value.Int64())
+			}
+		}
+		ft := types.FieldType{Tp: mysql.TypeDatetime, Flen: 19, Decimal: fsp, Flag: mysql.BinaryFlag}
+		return &Constant{Value: tablecodec.NewString(types.FormatTime(t, mysql.TypeDatetime, fsp)), Ft: ft}, nil
+	case "curdate", "current_date":
+		ft := types.FieldType{Tp: mysql.TypeDate, Flen: 10, Flag: mysql.BinaryFlag}
+		return &Constant{Value: tablecodec.NewString(types.FormatTime(c.Env.Now(), mysql.TypeDate, 0)), Ft: ft}, nil
+	case "concat":
+		if err := nargs(1, 1<<16); err != nil {
+			return nil, err
+		}
+		return &funcExpr{name: name, args: args, ft: types.VarcharType, fn: concatFn}, nil
+	case "lower", "lcase", "upper", "ucase":
+		if err := nargs(1, 1); err != nil {
+			return nil, err
+		}
+		return &funcExpr{name: name, args: args, ft: types.VarcharType, fn: lowerUpper(name == "upper" || name == "ucase")}, nil
+	case "length", "octet_length", "char_length", "character_length":
+		if err := nargs(1, 1); err != nil {
+			return nil, err
+		}
+		chars := name == "char_length" || name == "character_length"
+		return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+			if a[0].IsNull() {
+				return tablecodec.NullDatum, nil
+			}
+			s := types.AppendText(nil, a[0], nil)
+			if chars {
+				return tablecodec.NewInt(int64(len([]rune(string(s))))), nil
+			}
+			return tablecodec.NewInt(int64(len(s))), nil
+		}}, nil
+	case "abs":
+		if err := nargs(1, 1); err != nil {
+			return nil, err
+		}
+		return &funcExpr{name: name, args: args, ft: args[0].Type(), fn: func(a []Datum) (Datum, error) {
+			switch a[0].Kind() {
+			case tablecodec.KindInt64:
+				if v := a[0].Int64(); v < 0 {
+					return tablecodec.NewInt(-v), nil
+				}
+				return a[0], nil
+			case tablecodec.KindUint64, tablecodec.KindNull:
+				return a[0], nil
+			}
+			f, _ := types.ToFloat(a[0])
+			if f < 0 {
+				f = -f
+			}
+			return tablecodec.NewFloat(f), nil
+		}}, nil
+	case "coalesce", "ifnull":
+		if err := nargs(1, 1<<16); err != nil {
+			return nil, err
+		}
+		ts := make([]types.FieldType, len(args))
+		for i, a := range args {
+			ts[i] = a.Type()
+		}
+		return &funcExpr{name: name, args: args, ft: unify(ts), fn: func(a []Datum) (Datum, error) {
+			for _, v := range a {
+				if !v.IsNull() {
+					return v, nil
+				}
+			}
+			return tablecodec.NullDatum, nil
+		}}, nil
+	case "if":
+		if err := nargs(3, 3); err != nil {
+			return nil, err
+		}
+		return &caseExpr{whens: args[:1], thens: args[1:2], els: args[2], ft: unify([]types.FieldType{args[1].Type(), args[2].Type()})}, nil
+	case "nullif":
+		if err := nargs(2, 2); err != nil {
+			return nil, err
+		}
+		bb := stringish(args[0].Type()) && stringish(args[1].Type())
+		return &funcExpr{name: name, args: args, ft: args[0].Type(), fn: func(a []Datum) (Datum, error) {
+			if !a[0].IsNull() && !a[1].IsNull() && Compare(a[0], a[1], bb) == 0 {
+				return tablecodec.NullDatum, nil
+			}
+			return a[0], nil
+		}}, nil
+	}
+	return nil, errno.NotSupported("function " + x.FnName.O)
+}
+
+func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
+	pt := x.Tp
+	var ft types.FieldType
+	switch pt.GetType() {
+	case mysql.TypeLonglong:
+		ft = types.Int64Type
+		if pt.GetFlag()&mysql.UnsignedFlag != 0 {
+			ft = types.Uint64Type
+		}
+	case mysql.TypeVarString, mysql.TypeString, mysql.TypeVarchar:
+		ft = types.VarcharType
+		ft.Flen = -1
+	case mysql.TypeNewDecimal, mysql.TypeDate, mysql.TypeDatetime, mysql.TypeDouble, mysql.TypeFloat:
+		var err error
+		if ft, err = types.FromAST(pt); err != nil {
+			return nil, errno.NotSupported("CAST to " + err.Error())
+		}
+	default:
+		return nil, errno.NotSupported("CAST to this type")
+	}
+	return &funcExpr{name: "cast", args: []Expr{e}, ft: ft, fn: func(a []Datum) (Datum, error) {
+		if a[0].IsNull() {
+			return a[0], nil
+		}
+		if ft.Class() == types.ClassInt && a[0].Kind() == tablecodec.KindBytes {
+			// CAST('12abc' AS SIGNED) takes the numeric prefix.
+			f, _ := types.ToFloat(a[0])
+			a[0] = tablecodec.NewFloat(f)
+		}
+		d, err := ft.Convert(a[0])
+		if err != nil {
+			return tablecodec.NullDatum, nil // MySQL: NULL with a warning
+		}
+		return d, nil
+	}}, nil
+}

@@ -1,0 +1,590 @@
+package expr
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// Datum is a SQL value.
+type Datum = tablecodec.Datum
+
+// Expr is a compiled expression.
+type Expr interface {
+	// Eval computes the value for one row.
+	Eval(row []Datum) (Datum, error)
+	// Type is the static result type.
+	Type() types.FieldType
+}
+
+var (
+	trueD  = tablecodec.NewInt(1)
+	falseD = tablecodec.NewInt(0)
+	boolT  = types.FieldType{Tp: mysql.TypeLonglong, Flen: 1, Flag: mysql.BinaryFlag}
+)
+
+func boolDatum(b bool) Datum {
+	if b {
+		return trueD
+	}
+	return falseD
+}
+
+// Constant is a literal or a folded session value.
+type Constant struct {
+	Value Datum
+	Ft    types.FieldType
+}
+
+// Eval implements Expr.
+func (c *Constant) Eval([]Datum) (Datum, error) { return c.Value, nil }
+
+// Type implements Expr.
+func (c *Constant) Type() types.FieldType { return c.Ft }
+
+// Column reads row[Offset].
+type Column struct {
+	Offset int
+	Ft     types.FieldType
+	Name   string
+}
+
+// Eval implements Expr.
+func (c *Column) Eval(row []Datum) (Datum, error) { return row[c.Offset], nil }
+
+// Type implements Expr.
+func (c *Column) Type() types.FieldType { return c.Ft }
+
+// IsTrue evaluates d as a condition: (value, isNull).
+func IsTrue(d Datum) (bool, bool) {
+	switch d.Kind() {
+	case tablecodec.KindInt64, tablecodec.KindUint64:
+		return d.Uint64() != 0, false
+	case tablecodec.KindFloat64:
+		return d.Float64() != 0, false
+	case tablecodec.KindBytes:
+		f, _ := types.ToFloat(d)
+		return f != 0, false
+	}
+	return false, true
+}
+
+func stringish(ft types.FieldType) bool {
+	c := ft.Class()
+	return c == types.ClassString || c == types.ClassTime || c == types.ClassNull
+}
+
+// Compare compares two non-NULL values. byBytes selects bytewise comparison.
+func Compare(a, b Datum, byBytes bool) int {
+	if byBytes && a.Kind() == tablecodec.KindBytes && b.Kind() == tablecodec.KindBytes {
+		return bytes.Compare(a.Bytes(), b.Bytes())
+	}
+	ak, bk := a.Kind(), b.Kind()
+	switch {
+	case ak == tablecodec.KindInt64 && bk == tablecodec.KindInt64:
+		return cmp3(a.Int64() < b.Int64(), a.Int64() > b.Int64())
+	case ak == tablecodec.KindUint64 && bk == tablecodec.KindUint64:
+		return cmp3(a.Uint64() < b.Uint64(), a.Uint64() > b.Uint64())
+	case ak == tablecodec.KindInt64 && bk == tablecodec.KindUint64:
+		if a.Int64() < 0 {
+			return -1
+		}
+		return cmp3(uint64(a.Int64()) < b.Uint64(), uint64(a.Int64()) > b.Uint64())
+	case ak == tablecodec.KindUint64 && bk == tablecodec.KindInt64:
+		return -Compare(b, a, byBytes)
+	}
+	fa, _ := types.ToFloat(a)
+	fb, _ := types.ToFloat(b)
+	return cmp3(fa < fb, fa > fb)
+}
+
+func cmp3(lt, gt bool) int {
+	if lt {
+		return -1
+	}
+	if gt {
+		return 1
+	}
+	return 0
+}
+
+// Compare is a comparison operator.
+type compareExpr struct {
+	op      opcode.Op
+	l, r    Expr
+	byBytes bool
+}
+
+func (e *compareExpr) Type() types.FieldType { return boolT }
+
+func (e *compareExpr) Eval(row []Datum) (Datum, error) {
+	a, err := e.l.Eval(row)
+	if err != nil {
+		return a, err
+	}
+	b, err := e.r.Eval(row)
+	if err != nil {
+		return b, err
+	}
+	if a.IsNull() || b.IsNull() {
+		if e.op == opcode.NullEQ {
+			return boolDatum(a.IsNull() && b.IsNull()), nil
+		}
+		return tablecodec.NullDatum, nil
+	}
+	c := Compare(a, b, e.byBytes)
+	switch e.op {
+	case opcode.EQ, opcode.NullEQ:
+		return boolDatum(c == 0), nil
+	case opcode.NE:
+		return boolDatum(c != 0), nil
+	case opcode.LT:
+		return boolDatum(c < 0), nil
+	case opcode.LE:
+		return boolDatum(c <= 0), nil
+	case opcode.GT:
+		return boolDatum(c > 0), nil
+	case opcode.GE:
+		return boolDatum(c >= 0), nil
+	}
+	return tablecodec.NullDatum, fmt.Errorf("expr: bad comparison %s", e.op)
+}
+
+type logicExpr struct {
+	op   opcode.Op
+	l, r Expr
+}
+
+func (e *logicExpr) Type() types.FieldType { return boolT }
+
+func (e *logicExpr) Eval(row []Datum) (Datum, error) {
+	a, err := e.l.Eval(row)
+	if err != nil {
+		return a, err
+	}
+	av, an := IsTrue(a)
+	switch e.op {
+	case opcode.LogicAnd:
+		if !an && !av {
+			return falseD, nil
+		}
+	case opcode.LogicOr:
+		if !an && av {
+			return trueD, nil
+		}
+	}
+	b, err := e.r.Eval(row)
+	if err != nil {
+		return b, err
+	}
+	bv, bn := IsTrue(b)
+	switch e.op {
+	case opcode.LogicAnd:
+		if !bn && !bv {
+			return falseD, nil
+		}
+		if an || bn {
+			return tablecodec.NullDatum, nil
+		}
+		return trueD, nil
+	case opcode.LogicOr:
+		if !bn && bv {
+			return trueD, nil
+		}
+		if an || bn {
+			return tablecodec.NullDatum, nil
+		}
+		return falseD, nil
+	default: // xor
+		if an || bn {
+			return tablecodec.NullDatum, nil
+		}
+		return boolDatum(av != bv), nil
+	}
+}
+
+type notExpr struct{ e Expr }
+
+func (e *notExpr) Type() types.FieldType { return boolT }
+
+func (e *notExpr) Eval(row []Datum) (Datum, error) {
+	a, err := e.e.Eval(row)
+	if err != nil {
+		return a, err
+	}
+	v, n := IsTrue(a)
+	if n {
+		return tablecodec.NullDatum, nil
+	}
+	return boolDatum(!v), nil
+}
+
+type isNullExpr struct {
+	e   Expr
+	not bool
+}
+
+func (e *isNullExpr) Type() types.FieldType { return boolT }
+
+func (e *isNullExpr) Eval(row []Datum) (Datum, error) {
+	a, err := e.e.Eval(row)
+	if err != nil {
+		return a, err
+	}
+	return boolDatum(a.IsNull() != e.not), nil
+}
+
+type isTruthExpr struct {
+	e     Expr
+	not   bool
+	truth bool
+}
+
+func (e *isTruthExpr) Type() types.FieldType { return boolT }
+
+func (e *isTruthExpr) Eval(row []Datum) (Datum, error) {
+	a, err := e.e.Eval(row)
+	if err != nil {
+		return a, err
+	}
+	v, n := IsTrue(a)
+	res := !n && v == e.truth
+	return boolDatum(res != e.not), nil
+}
+
+type inExpr struct {
+	e       Expr
+	list    []Expr
+	not     bool
+	byBytes bool
+}
+
+func (e *inExpr) Type() types.FieldType { return boolT }
+
+func (e *inExpr) Eval(row []Datum) (Datum, error) {
+	a, err := e.e.Eval(row)
+	if err != nil || a.IsNull() {
+		return tablecodec.NullDatum, err
+	}
+	sawNull := false
+	for _, x := range e.list {
+		b, err := x.Eval(row)
+		if err != nil {
+			return b, err
+		}
+		if b.IsNull() {
+			sawNull = true
+			continue
+		}
+		if Compare(a, b, e.byBytes) == 0 {
+			return boolDatum(!e.not), nil
+		}
+	}
+	if sawNull {
+		return tablecodec.NullDatum, nil
+	}
+	return boolDatum(e.not), nil
+}
+
+type arithExpr struct {
+	op   opcode.Op
+	l, r Expr
+	ft   types.FieldType
+}
+
+func (e *arithExpr) Type() types.FieldType { return e.ft }
+
+func isInt(d Datum) bool {
+	return d.Kind() == tablecodec.KindInt64 || d.Kind() == tablecodec.KindUint64
+}
+
+func (e *arithExpr) Eval(row []Datum) (Datum, error) {
+	a, err := e.l.Eval(row)
+	if err != nil {
+		return a, err
+	}
+	b, err := e.r.Eval(row)
+	if err != nil {
+		return b, err
+	}
+	if a.IsNull() || b.IsNull() {
+		return tablecodec.NullDatum, nil
+	}
+	if isInt(a) && isInt(b) && e.op != opcode.Div {
+		x, y := a.Int64(), b.Int64()
+		if a.Kind() == tablecodec.KindInt64 && b.Kind() == tablecodec.KindInt64 {
+			switch e.op {
+			case opcode.Plus:
+				if s := x + y; (s > x) == (y > 0) {
+					return tablecodec.NewInt(s), nil
+				}
+			case opcode.Minus:
+				if s := x - y; (s < x) == (y > 0) {
+					return tablecodec.NewInt(s), nil
+				}
+			case opcode.Mul:
+				if x == 0 || y == 0 {
+					return tablecodec.NewInt(0), nil
+				}
+				if s := x * y; s/y == x && !(x == -1 && y == math.MinInt64) && !(y == -1 && x == math.MinInt64) {
+					return tablecodec.NewInt(s), nil
+				}
+			case opcode.IntDiv:
+				if y == 0 {
+					return tablecodec.NullDatum, nil
+				}
+				if !(x == math.MinInt64 && y == -1) {
+					return tablecodec.NewInt(x / y), nil
+				}
+			case opcode.Mod:
+				if y == 0 {
+					return tablecodec.NullDatum, nil
+				}
+				if y == -1 {
+					return tablecodec.NewInt(0), nil
+				}
+				return tablecodec.NewInt(x % y), nil
+			}
+			return tablecodec.NullDatum, outOfRange(e, a, b)
+		}
+	}
+	fa, _ := types.ToFloat(a)
+	fb, _ := types.ToFloat(b)
+	var r float64
+	switch e.op {
+	case opcode.Plus:
+		r = fa + fb
+	case opcode.Minus:
+		r = fa - fb
+	case opcode.Mul:
+		r = fa * fb
+	case opcode.Div:
+		if fb == 0 {
+			return tablecodec.NullDatum, nil
+		}
+		r = fa / fb
+	case opcode.IntDiv:
+		if fb == 0 {
+			return tablecodec.NullDatum, nil
+		}
+		q := math.Trunc(fa / fb)
+		if q > math.MaxInt64 || q < math.MinInt64 {
+			return tablecodec.NullDatum, outOfRange(e, a, b)
+		}
+		return tablecodec.NewInt(int64(q)), nil
+	case opcode.Mod:
+		if fb == 0 {
+			return tablecodec.NullDatum, nil
+		}
+		r = math.Mod(fa, fb)
+	}
+	if math.IsInf(r, 0) || math.IsNaN(r) {
+		return tablecodec.NullDatum, outOfRange(e, a, b)
+	}
+	if e.ft.Class() == types.ClassInt {
+		return tablecodec.NewInt(int64(r)), nil
+	}
+	return tablecodec.NewFloat(r), nil
+}
+
+type negExpr struct{ e Expr }
+
+func (e *negExpr) Type() types.FieldType { return e.e.Type() }
+
+func (e *negExpr) Eval(row []Datum) (Datum, error) {
+	a, err := e.e.Eval(row)
+	if err != nil || a.IsNull() {
+		return a, err
+	}
+	switch a.Kind() {
+	case tablecodec.KindInt64:
+		if a.Int64() == math.MinInt64 {
+			return tablecodec.NullDatum, outOfRange(e, a, a)
+		}
+		return tablecodec.NewInt(-a.Int64()), nil
+	case tablecodec.KindUint64:
+		if a.Uint64() <= 1<<63 {
+			return tablecodec.NewInt(-int64(a.Uint64())), nil
+		}
+		return tablecodec.NullDatum, outOfRange(e, a, a)
+	}
+	f, _ := types.ToFloat(a)
+	return tablecodec.NewFloat(-f), nil
+}
+
+type likeExpr struct {
+	e, pat Expr
+	escape byte
+	not    bool
+}
+
+func (e *likeExpr) Type() types.FieldType { return boolT }
+
+func (e *likeExpr) Eval(row []Datum) (Datum, error) {
+	a, err := e.e.Eval(row)
+	if err != nil || a.IsNull() {
+		return tablecodec.NullDatum, err
+	}
+	p, err := e.pat.Eval(row)
+	if err != nil || p.IsNull() {
+		return tablecodec.NullDatum, err
+	}
+	s := types.AppendText(nil, a, nil)
+	pat := types.AppendText(nil, p, nil)
+	return boolDatum(Like(s, pat, e.escape) != e.not), nil
+}
+
+// Like matches s against a LIKE pattern (% and _, with escape), bytewise.
+func Like(s, p []byte, escape byte) bool {
+	for len(p) > 0 {
+		c := p[0]
+		switch {
+		case c == escape && len(p) > 1:
+			if len(s) == 0 || s[0] != p[1] {
+				return false
+			}
+			s, p = s[1:], p[2:]
+		case c == '%':
+			p = p[1:]
+			for len(p) > 0 && p[0] == '%' {
+				p = p[1:]
+			}
+			if len(p) == 0 {
+				return true
+			}
+			for i := 0; i <= len(s); i++ {
+				if Like(s[i:], p, escape) {
+					return true
+				}
+			}
+			return false
+		case c == '_':
+			if len(s) == 0 {
+				return false
+			}
+			_, n := decodeRune(s)
+			s, p = s[n:], p[1:]
+		default:
+			if len(s) == 0 || s[0] != c {
+				return false
+			}
+			s, p = s[1:], p[1:]
+		}
+	}
+	return len(s) == 0
+}
+
+func decodeRune(s []byte) (rune, int) {
+	if s[0] < 0x80 {
+		return rune(s[0]), 1
+	}
+	r := []rune(string(s[:min(len(s), 4)]))
+	n := len(string(r[0]))
+	return r[0], n
+}
+
+func outOfRange(e Expr, a, b Datum) error {
+	return &RangeError{Msg: fmt.Sprintf("BIGINT value is out of range in '(%s, %s)'", a.String(), b.String())}
+}
+
+// RangeError is an arithmetic overflow (ERROR 1690).
+type RangeError struct{ Msg string }
+
+func (e *RangeError) Error() string { return e.Msg }
+
+type caseExpr struct {
+	value   Expr // nil for searched CASE
+	whens   []Expr
+	thens   []Expr
+	els     Expr
+	ft      types.FieldType
+	byBytes bool
+}
+
+func (e *caseExpr) Type() types.FieldType { return e.ft }
+
+func (e *caseExpr) Eval(row []Datum) (Datum, error) {
+	var v Datum
+	var err error
+	if e.value != nil {
+		if v, err = e.value.Eval(row); err != nil {
+			return v, err
+		}
+	}
+	for i, w := range e.whens {
+		c, err := w.Eval(row)
+		if err != nil {
+			return c, err
+		}
+		var hit bool
+		if e.value != nil {
+			hit = !v.IsNull() && !c.IsNull() && Compare(v, c, e.byBytes) == 0
+		} else {
+			t, n := IsTrue(c)
+			hit = t && !n
+		}
+		if hit {
+			return e.thens[i].Eval(row)
+		}
+	}
+	if e.els != nil {
+		return e.els.Eval(row)
+	}
+	return tablecodec.NullDatum, nil
+}
+
+// funcExpr is a scalar function evaluated per row.
+type funcExpr struct {
+	name string
+	args []Expr
+	ft   types.FieldType
+	fn   func(args []Datum) (Datum, error)
+}
+
+func (e *funcExpr) Type() types.FieldType { return e.ft }
+
+func (e *funcExpr) Eval(row []Datum) (Datum, error) {
+	var buf [4]Datum
+	vals := buf[:0]
+	for _, a := range e.args {
+		v, err := a.Eval(row)
+		if err != nil {
+			return v, err
+		}
+		vals = append(vals, v)
+	}
+	return e.fn(vals)
+}
+
+func concatFn(args []Datum) (Datum, error) {
+	var b []byte
+	for _, a := range args {
+		if a.IsNull() {
+			return tablecodec.NullDatum, nil
+		}
+		b = types.AppendText(b, a, nil)
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return tablecodec.NewBytes(b), nil
+}
+
+func lowerUpper(upper bool) func([]Datum) (Datum, error) {
+	return func(args []Datum) (Datum, error) {
+		if args[0].IsNull() {
+			return tablecodec.NullDatum, nil
+		}
+		s := string(types.AppendText(nil, args[0], nil))
+		if upper {
+			return tablecodec.NewString(strings.ToUpper(s)), nil
+		}
+		return tablecodec.NewString(strings.ToLower(s)), nil
+	}
+}

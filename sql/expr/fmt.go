@@ -1,0 +1,5 @@
+package expr
+
+import "fmt"
+
+func fmtT(v any) string { return fmt.Sprintf("%T", v) }

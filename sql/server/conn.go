@@ -1,0 +1,512 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/executor"
+	"github.com/stratadb/strata/sql/session"
+	"github.com/stratadb/strata/sql/types"
+)
+
+const nativePassword = "mysql_native_password"
+
+// serverCaps is what the server advertises in the handshake.
+const serverCaps = mysql.ClientLongPassword | mysql.ClientFoundRows | mysql.ClientLongFlag | mysql.ClientConnectWithDB |
+	mysql.ClientProtocol41 | mysql.ClientInteractive | mysql.ClientTransactions | mysql.ClientSecureConnection |
+	mysql.ClientMultiStatements | mysql.ClientMultiResults | mysql.ClientPluginAuth | mysql.ClientConnectAtts |
+	mysql.ClientPluginAuthLenencClientData | mysql.ClientDeprecateEOF
+
+// clientConn serves one client connection.
+type clientConn struct {
+	srv   *Server
+	id    uint64
+	pkt   *packetIO
+	log   *slog.Logger
+	caps  uint32
+	sess  *session.Session
+	user  string
+	salt  [20]byte
+	wbuf  []byte // reused for building packets
+	start time.Time
+
+	mu       sync.Mutex
+	busy     bool
+	closing  bool
+	stmtType string
+}
+
+// shutdown asks the connection to close: now when idle, else after the
+// running command. Called with srv.mu held.
+func (c *clientConn) shutdown() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing = true
+	if !c.busy {
+		_ = c.pkt.conn.Close()
+	}
+}
+
+func (c *clientConn) serve(ctx context.Context) {
+	defer c.srv.removeConn(c)
+	defer func() { _ = c.pkt.conn.Close() }()
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("panic while serving connection; closing it", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			_ = c.writeError(errno.New(errno.ErrUnknown, "internal error (the server logged it); the connection will be closed"))
+			_ = c.pkt.flush()
+		}
+	}()
+	if err := c.handshake(ctx); err != nil {
+		if !isClosed(err) {
+			c.log.Info("handshake failed", "err", err)
+		}
+		return
+	}
+	c.log.Debug("connection open", "user", c.user)
+	for {
+		c.pkt.seq = 0
+		data, err := c.pkt.readPacket()
+		if err != nil {
+			if errors.Is(err, errPacketTooLarge) {
+				_ = c.writeError(errno.New(errno.ErrNetPacketTooLarge, "Got a packet bigger than 'max_allowed_packet' bytes"))
+				_ = c.pkt.flush()
+			} else if errors.Is(err, errMalformed) {
+				_ = c.writeError(errno.New(errno.ErrUnknownCom, "Malformed packet: %v", err))
+				_ = c.pkt.flush()
+			}
+			if !isClosed(err) && !errors.Is(err, errPacketTooLarge) {
+				c.log.Debug("read failed; closing connection", "err", err)
+			}
+			return
+		}
+		c.mu.Lock()
+		if c.closing {
+			c.mu.Unlock()
+			return
+		}
+		c.busy = true
+		c.mu.Unlock()
+		quit, err := c.dispatch(ctx, data)
+		if err == nil {
+			err = c.pkt.flush()
+		}
+		c.mu.Lock()
+		c.busy = false
+		closing := c.closing
+		c.mu.Unlock()
+		if quit || err != nil || closing {
+			if err != nil && !isClosed(err) {
+				c.log.Info("closing connection", "err", err)
+			}
+			return
+		}
+	}
+}
+
+func isClosed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "connection reset")
+}
+
+// --- handshake ---------------------------------------------------------
+
+func (c *clientConn) handshake(ctx context.Context) error {
+	if _, err := rand.Read(c.salt[:]); err != nil {
+		return err
+	}
+	for i := range c.salt { // printable, never NUL
+		c.salt[i] = c.salt[i]%94 + 33
+	}
+	b := c.wbuf[:0]
+	b = append(b, 10)
+	b = append(b, session.ServerVersion...)
+	b = append(b, 0)
+	b = binary.LittleEndian.AppendUint32(b, uint32(c.id))
+	b = append(b, c.salt[:8]...)
+	b = append(b, 0)
+	b = binary.LittleEndian.AppendUint16(b, uint16(serverCaps&0xffff))
+	b = append(b, byte(types.CollationUTF8MB4))
+	b = binary.LittleEndian.AppendUint16(b, mysql.ServerStatusAutocommit)
+	b = binary.LittleEndian.AppendUint16(b, uint16(serverCaps>>16))
+	b = append(b, byte(len(c.salt)+1))
+	b = append(b, make([]byte, 10)...)
+	b = append(b, c.salt[8:]...)
+	b = append(b, 0)
+	b = append(b, nativePassword...)
+	b = append(b, 0)
+	c.wbuf = b
+	if err := c.pkt.writePacket(b); err != nil {
+		return err
+	}
+	if err := c.pkt.flush(); err != nil {
+		return err
+	}
+	_ = c.pkt.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer func() { _ = c.pkt.conn.SetReadDeadline(time.Time{}) }()
+	data, err := c.pkt.readPacket()
+	if err != nil {
+		return err
+	}
+	resp, err := parseHandshakeResponse(data)
+	if err != nil {
+		_ = c.writeError(errno.New(1043, "Bad handshake"))
+		_ = c.pkt.flush()
+		return err
+	}
+	c.caps = resp.caps & serverCaps
+	c.user = resp.user
+	authData := resp.auth
+	if resp.plugin != "" && resp.plugin != nativePassword {
+		// Ask the client to redo auth with mysql_native_password.
+		b := append(c.wbuf[:0], 0xfe)
+		b = append(b, nativePassword...)
+		b = append(b, 0)
+		b = append(b, c.salt[:]...)
+		b = append(b, 0)
+		c.wbuf = b
+		if err := c.pkt.writePacket(b); err != nil {
+			return err
+		}
+		if err := c.pkt.flush(); err != nil {
+			return err
+		}
+		if authData, err = c.pkt.readPacket(); err != nil {
+			return err
+		}
+	}
+	host := "%"
+	if ta, ok := c.pkt.conn.RemoteAddr().(*net.TCPAddr); ok {
+		host = ta.IP.String()
+	}
+	pw, known := c.srv.cfg.Users[c.user]
+	if !known || !checkNativePassword(pw, c.salt[:], authData) {
+		using := "NO"
+		if len(authData) > 0 {
+			using = "YES"
+		}
+		e := errno.New(errno.ErrAccessDenied, "Access denied for user '%s'@'%s' (using password: %s)", c.user, host, using)
+		countError(e.Code)
+		_ = c.writeError(e)
+		_ = c.pkt.flush()
+		return fmt.Errorf("auth failed for user %q", c.user)
+	}
+	c.sess = session.New(c.srv.exec, c.id, c.user, host)
+	if resp.db != "" && c.caps&mysql.ClientConnectWithDB != 0 {
+		if err := c.sess.UseDB(ctx, resp.db); err != nil {
+			e := errno.FromError(err)
+			countError(e.Code)
+			_ = c.writeError(e)
+			_ = c.pkt.flush()
+			return fmt.Errorf("connect with db %q: %w", resp.db, err)
+		}
+	}
+	if err := c.writeOK(0, 0, 0, ""); err != nil {
+		return err
+	}
+	return c.pkt.flush()
+}
+
+type handshakeResponse struct {
+	caps   uint32
+	user   string
+	auth   []byte
+	db     string
+	plugin string
+}
+
+func parseHandshakeResponse(b []byte) (handshakeResponse, error) {
+	var r handshakeResponse
+	if len(b) < 32 {
+		return r, fmt.Errorf("%w: handshake response of %d bytes", errMalformed, len(b))
+	}
+	r.caps = binary.LittleEndian.Uint32(b)
+	if r.caps&mysql.ClientProtocol41 == 0 {
+		return r, fmt.Errorf("%w: client lacks CLIENT_PROTOCOL_41", errMalformed)
+	}
+	if r.caps&mysql.ClientSSL != 0 && len(b) == 32 {
+		return r, fmt.Errorf("%w: client requested TLS, which this server does not offer", errMalformed)
+	}
+	b = b[32:]
+	user, b, ok := readNulString(b)
+	if !ok {
+		return r, fmt.Errorf("%w: user name", errMalformed)
+	}
+	r.user = string(user)
+	switch {
+	case r.caps&mysql.ClientPluginAuthLenencClientData != 0:
+		n, rest, ok := readLenEncInt(b)
+		if !ok || uint64(len(rest)) < n {
+			return r, fmt.Errorf("%w: auth data", errMalformed)
+		}
+		r.auth, b = rest[:n], rest[n:]
+	case r.caps&mysql.ClientSecureConnection != 0:
+		if len(b) < 1 || len(b) < 1+int(b[0]) {
+			return r, fmt.Errorf("%w: auth data", errMalformed)
+		}
+		r.auth, b = b[1:1+int(b[0])], b[1+int(b[0]):]
+	default:
+		var a []byte
+		if a, b, ok = readNulString(b); !ok {
+			return r, fmt.Errorf("%w: auth data", errMalformed)
+		}
+		r.auth = a
+	}
+	r.auth = append([]byte(nil), r.auth...)
+	if r.caps&mysql.ClientConnectWithDB != 0 && len(b) > 0 {
+		db, rest, ok := readNulString(b)
+		if !ok {
+			return r, fmt.Errorf("%w: database name", errMalformed)
+		}
+		r.db, b = string(db), rest
+	}
+	if r.caps&mysql.ClientPluginAuth != 0 && len(b) > 0 {
+		p, rest, ok := readNulString(b)
+		if !ok {
+			p, rest = b, nil // some clients omit the final NUL
+		}
+		r.plugin, b = string(p), rest
+	}
+	_ = b // connection attributes are ignored
+	return r, nil
+}
+
+// checkNativePassword verifies a mysql_native_password scramble:
+// SHA1(pw) XOR SHA1(salt + SHA1(SHA1(pw))).
+func checkNativePassword(password string, salt, resp []byte) bool {
+	if password == "" {
+		return len(resp) == 0
+	}
+	if len(resp) != sha1.Size {
+		return false
+	}
+	h1 := sha1.Sum([]byte(password))
+	h2 := sha1.Sum(h1[:])
+	h := sha1.New()
+	h.Write(salt)
+	h.Write(h2[:])
+	h3 := h.Sum(nil)
+	want := make([]byte, sha1.Size)
+	for i := range want {
+		want[i] = h1[i] ^ h3[i]
+	}
+	return subtle.ConstantTimeCompare(want, resp) == 1
+}
+
+// --- commands ----------------------------------------------------------
+
+func (c *clientConn) dispatch(ctx context.Context, data []byte) (quit bool, err error) {
+	if len(data) == 0 {
+		_ = c.writeError(errno.New(errno.ErrUnknownCom, "Malformed packet: empty command"))
+		return true, nil
+	}
+	cmd, arg := data[0], data[1:]
+	switch cmd {
+	case mysql.ComQuit:
+		return true, nil
+	case mysql.ComQuery:
+		return false, c.handleQuery(ctx, string(arg))
+	case mysql.ComPing:
+		return false, c.writeOK(0, 0, 0, "")
+	case mysql.ComInitDB:
+		if err := c.sess.UseDB(ctx, string(bytes.TrimRight(arg, "\x00"))); err != nil {
+			return false, c.writeError(err)
+		}
+		return false, c.writeOK(0, 0, 0, "")
+	case mysql.ComFieldList:
+		table, _, _ := readNulString(append(arg, 0))
+		cols, err := c.sess.FieldList(ctx, string(table))
+		if err != nil {
+			return false, c.writeError(err)
+		}
+		for i := range cols {
+			if err := c.writeColumnDef(&cols[i]); err != nil {
+				return false, err
+			}
+		}
+		return false, c.writeEOF(c.status())
+	case mysql.ComStatistics:
+		s := fmt.Sprintf("Uptime: %d  Threads: %d  Questions: 0  Slow queries: 0  Opens: 0  Open tables: 0  Queries per second avg: 0.000",
+			int(time.Since(c.srv.startTime()).Seconds()), c.srv.connCount())
+		return false, c.pkt.writePacket([]byte(s))
+	case mysql.ComResetConnection:
+		c.sess = session.New(c.srv.exec, c.id, c.user, c.sessHost())
+		return false, c.writeOK(0, 0, 0, "")
+	case mysql.ComStmtClose, mysql.ComStmtSendLongData:
+		return false, nil // these commands have no response
+	}
+	return false, c.writeError(errno.New(errno.ErrUnknownCom, "Unknown command %d: this server supports the text protocol (COM_QUERY); prepared statements are not supported yet", cmd))
+}
+
+func (c *clientConn) sessHost() string {
+	if ta, ok := c.pkt.conn.RemoteAddr().(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	return "%"
+}
+
+func (c *clientConn) status() uint16 { return mysql.ServerStatusAutocommit }
+
+func (c *clientConn) handleQuery(ctx context.Context, q string) error {
+	start := time.Now()
+	stmts, err := c.sess.Parse(q)
+	if err != nil {
+		durationFor("ParseError").Observe(time.Since(start).Seconds())
+		return c.writeError(err)
+	}
+	if len(stmts) == 0 {
+		return c.writeError(errno.New(1065, "Query was empty"))
+	}
+	if len(stmts) > 1 && c.caps&mysql.ClientMultiStatements == 0 {
+		return c.writeError(errno.New(errno.ErrParse, "You have an error in your SQL syntax: several statements in one query need the CLIENT_MULTI_STATEMENTS capability"))
+	}
+	for i, stmt := range stmts {
+		if i > 0 {
+			start = time.Now()
+		}
+		label := session.StmtLabel(stmt)
+		res, err := c.sess.Execute(ctx, stmt)
+		if err != nil {
+			e := errno.FromError(err)
+			if e.Code == errno.ErrUnknown {
+				c.log.Error("statement failed", "stmt", label, "err", err)
+			}
+			durationFor(label).Observe(time.Since(start).Seconds())
+			return c.writeError(e)
+		}
+		st := c.status()
+		if i < len(stmts)-1 {
+			st |= mysql.ServerMoreResultsExists
+		}
+		if res.IsQuery() {
+			err = c.writeResultSet(res, st)
+		} else {
+			err = c.writeOK(res.AffectedRows, res.LastInsertID, st, res.Info)
+		}
+		durationFor(label).Observe(time.Since(start).Seconds())
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// --- responses ---------------------------------------------------------
+
+func (c *clientConn) writeOK(affected, lastID uint64, status uint16, info string) error {
+	b := append(c.wbuf[:0], 0x00)
+	b = appendLenEncInt(b, affected)
+	b = appendLenEncInt(b, lastID)
+	b = binary.LittleEndian.AppendUint16(b, status)
+	b = binary.LittleEndian.AppendUint16(b, 0)
+	b = append(b, info...)
+	c.wbuf = b
+	return c.pkt.writePacket(b)
+}
+
+// writeEOF ends a result set: an OK packet with the 0xFE header when the
+// client set DEPRECATE_EOF, else a classic EOF packet.
+func (c *clientConn) writeEOF(status uint16) error {
+	b := append(c.wbuf[:0], 0xfe)
+	if c.caps&mysql.ClientDeprecateEOF != 0 {
+		b = append(b, 0, 0) // affected rows, last insert id
+		b = binary.LittleEndian.AppendUint16(b, status)
+		b = binary.LittleEndian.AppendUint16(b, 0)
+	} else {
+		b = binary.LittleEndian.AppendUint16(b, 0) // warnings
+		b = binary.LittleEndian.AppendUint16(b, status)
+	}
+	c.wbuf = b
+	return c.pkt.writePacket(b)
+}
+
+func (c *clientConn) writeError(err error) error {
+	e := errno.FromError(err)
+	countError(e.Code)
+	b := append(c.wbuf[:0], 0xff)
+	b = binary.LittleEndian.AppendUint16(b, e.Code)
+	b = append(b, '#')
+	b = append(b, e.State...)
+	b = append(b, e.Msg...)
+	c.wbuf = b
+	return c.pkt.writePacket(b)
+}
+
+func wireType(ft types.FieldType) byte {
+	if ft.Tp == mysql.TypeVarchar {
+		return mysql.TypeVarString
+	}
+	return ft.Tp
+}
+
+func (c *clientConn) writeColumnDef(col *executor.ResultColumn) error {
+	b := appendLenEncString(c.wbuf[:0], "def")
+	b = appendLenEncString(b, col.DB)
+	b = appendLenEncString(b, col.Table)
+	b = appendLenEncString(b, col.OrgTable)
+	b = appendLenEncString(b, col.Name)
+	b = appendLenEncString(b, col.OrgName)
+	b = append(b, 0x0c)
+	b = binary.LittleEndian.AppendUint16(b, col.Type.Charset())
+	b = binary.LittleEndian.AppendUint32(b, col.Type.ColumnLength())
+	b = append(b, wireType(col.Type))
+	b = binary.LittleEndian.AppendUint16(b, col.Type.WireFlags())
+	b = append(b, col.Type.WireDecimals(), 0, 0)
+	c.wbuf = b
+	return c.pkt.writePacket(b)
+}
+
+func (c *clientConn) writeResultSet(res *executor.Result, status uint16) error {
+	if err := c.pkt.writePacket(appendLenEncInt(c.wbuf[:0], uint64(len(res.Columns)))); err != nil {
+		return err
+	}
+	for i := range res.Columns {
+		if err := c.writeColumnDef(&res.Columns[i]); err != nil {
+			return err
+		}
+	}
+	if c.caps&mysql.ClientDeprecateEOF == 0 {
+		if err := c.writeEOF(status); err != nil {
+			return err
+		}
+	}
+	for _, row := range res.Rows {
+		b := c.wbuf[:0]
+		for j, d := range row {
+			if d.IsNull() {
+				b = append(b, 0xfb)
+				continue
+			}
+			// Reserve a 1-byte length and fix it up when the value is longer.
+			start := len(b)
+			b = append(b, 0)
+			b = types.AppendText(b, d, &res.Columns[j].Type)
+			if n := len(b) - start - 1; n < 251 {
+				b[start] = byte(n)
+			} else {
+				val := append([]byte(nil), b[start+1:]...)
+				b = appendLenEncBytes(b[:start], val)
+			}
+		}
+		c.wbuf = b
+		if err := c.pkt.writePacket(b); err != nil {
+			return err
+		}
+	}
+	return c.writeEOF(status)
+}

@@ -1,0 +1,21 @@
+// Package server is the MySQL protocol front end of a Strata SQL node.
+//
+// One goroutine per client connection reads a command, runs it through the
+// connection's session and writes the response; nothing else runs per
+// request. Each connection reuses its read and write buffers across
+// commands. Supported: handshake v10 with mysql_native_password (clients
+// asking for another plugin are switched to it), capability negotiation
+// (PROTOCOL_41, SECURE_CONNECTION, PLUGIN_AUTH[_LENENC_CLIENT_DATA],
+// CONNECT_WITH_DB, CONNECT_ATTRS, TRANSACTIONS, MULTI_STATEMENTS,
+// MULTI_RESULTS, DEPRECATE_EOF), COM_QUERY (text protocol, multi-statement),
+// COM_INIT_DB, COM_PING, COM_FIELD_LIST, COM_STATISTICS,
+// COM_RESET_CONNECTION, COM_QUIT. Other commands get ERROR 1047; the
+// connection stays usable. Packets larger than 16 MB (split on the wire) are
+// reassembled, up to max_allowed_packet.
+//
+// Invariants: a malformed packet is answered with an ERR packet and the
+// connection is closed; a panic while serving a connection is recovered,
+// logged with its stack, and closes only that connection. On shutdown the
+// listener closes at once, idle connections are closed, running statements
+// may finish within Config.ShutdownTimeout, then everything is cut.
+package server

@@ -1,0 +1,42 @@
+package server
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+var (
+	queryDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "query_duration_seconds",
+		Help:    "Statement latency by statement type (parse to last packet written).",
+		Buckets: prometheus.ExponentialBuckets(50e-6, 2, 20),
+	}, []string{"type"})
+	connectionsGauge = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "connections",
+		Help: "Open client connections.",
+	})
+	queryErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "errors_total",
+		Help: "Errors returned to clients, by MySQL error code.",
+	}, []string{"code"})
+)
+
+// observers caches per-label histogram children so the hot path does no
+// label hashing.
+var observers sync.Map // string -> prometheus.Observer
+
+func durationFor(label string) prometheus.Observer {
+	if o, ok := observers.Load(label); ok {
+		return o.(prometheus.Observer)
+	}
+	o := queryDuration.WithLabelValues(label)
+	observers.Store(label, o)
+	return o
+}
+
+func countError(code uint16) {
+	queryErrors.WithLabelValues(strconv.Itoa(int(code))).Inc()
+}

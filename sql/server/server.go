@@ -1,0 +1,202 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/executor"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Addr is the MySQL listen address (host:port; port 0 picks one).
+	Addr string
+	// Store is the KV layer (production: PD + KV client).
+	Store sql.Storage
+	// Users maps user name to plaintext password. Nil means {"root": ""}.
+	Users map[string]string
+	// ShutdownTimeout bounds how long running statements may finish after
+	// Run's context is cancelled. Zero means 10s.
+	ShutdownTimeout time.Duration
+	// MaxPacket is max_allowed_packet for client packets. Zero means 64 MB.
+	MaxPacket int
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// CreateDefaultDB creates database "test" on start when missing.
+	CreateDefaultDB bool
+}
+
+// Server accepts MySQL connections and serves them.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	exec   *executor.Executor
+	nextID atomic.Uint64
+
+	ready    chan struct{}
+	addr     net.Addr
+	mu       sync.Mutex
+	conns    map[*clientConn]struct{}
+	wg       sync.WaitGroup
+	stopping bool
+}
+
+// New validates cfg and returns a Server; call Run to serve.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: Config.Store is required")
+	}
+	if cfg.Users == nil {
+		cfg.Users = map[string]string{"root": ""}
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	if cfg.MaxPacket == 0 {
+		cfg.MaxPacket = 64 << 20
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:4000"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{
+		cfg:   cfg,
+		log:   log.With("component", "sql"),
+		exec:  executor.New(cfg.Store, catalog.New(cfg.Store)),
+		ready: make(chan struct{}),
+		conns: map[*clientConn]struct{}{},
+	}, nil
+}
+
+// Addr returns the listen address once Ready is closed.
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Ready is closed once the server listens.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Run listens and serves until ctx is cancelled, then shuts down gracefully
+// (see the package doc) and returns nil; or returns a listen error.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("server: listen %s: %w", s.cfg.Addr, err)
+	}
+	s.addr = ln.Addr()
+	// Statements run under stmtCtx, which outlives ctx by ShutdownTimeout.
+	stmtCtx, cancelStmts := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelStmts()
+	s.log.Info("sql ready", "addr", s.addr.String())
+	close(s.ready)
+	if s.cfg.CreateDefaultDB {
+		go s.ensureDefaultDB(ctx)
+	}
+
+	acceptDone := make(chan struct{})
+	go func() {
+		defer close(acceptDone)
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Error("accept failed; no longer accepting connections", "err", err)
+				}
+				return
+			}
+			c := s.newConn(nc)
+			if c == nil {
+				continue
+			}
+			go c.serve(stmtCtx)
+		}
+	}()
+	<-ctx.Done()
+	_ = ln.Close()
+	<-acceptDone
+	s.mu.Lock()
+	s.stopping = true
+	for c := range s.conns {
+		c.shutdown()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(s.cfg.ShutdownTimeout):
+		s.log.Warn("shutdown timeout: cancelling running statements", "timeout", s.cfg.ShutdownTimeout)
+		cancelStmts()
+		s.mu.Lock()
+		for c := range s.conns {
+			_ = c.pkt.conn.Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	s.log.Info("sql stopped")
+	return nil
+}
+
+func (s *Server) newConn(nc net.Conn) *clientConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		_ = nc.Close()
+		return nil
+	}
+	c := &clientConn{srv: s, id: s.nextID.Add(1), pkt: newPacketIO(nc, s.cfg.MaxPacket)}
+	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	connectionsGauge.Inc()
+	return c
+}
+
+func (s *Server) removeConn(c *clientConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	connectionsGauge.Dec()
+	s.wg.Done()
+}
+
+var processStart = time.Now()
+
+func (s *Server) startTime() time.Time { return processStart }
+
+func (s *Server) connCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// ensureDefaultDB creates database "test" if missing, retrying while the
+// cluster comes up.
+func (s *Server) ensureDefaultDB(ctx context.Context) {
+	wait := 100 * time.Millisecond
+	for {
+		err := s.exec.Catalog.CreateDB(ctx, "test", true)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("default database test not created yet; retrying", "err", err, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}

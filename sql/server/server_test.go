@@ -1,0 +1,466 @@
+package server_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+
+	strsql "github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/server"
+)
+
+type testServer struct {
+	addr  string
+	store *memStore
+}
+
+func startServer(t testing.TB) *testServer {
+	t.Helper()
+	store := newMemStore()
+	srv, err := server.New(server.Config{
+		Addr:            "127.0.0.1:0",
+		Store:           store,
+		Users:           map[string]string{"root": "", "alice": "s3cret"},
+		CreateDefaultDB: true,
+		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	select {
+	case <-srv.Ready():
+	case err := <-done:
+		t.Fatalf("server did not start: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return &testServer{addr: srv.Addr().String(), store: store}
+}
+
+func (ts *testServer) dsn(user, pass, db string, params string) string {
+	d := fmt.Sprintf("%s:%s@tcp(%s)/%s", user, pass, ts.addr, db)
+	if params != "" {
+		d += "?" + params
+	}
+	return d
+}
+
+func (ts *testServer) open(t testing.TB, db string, params string) *sql.DB {
+	t.Helper()
+	conn, err := sql.Open("mysql", ts.dsn("root", "", db, params))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func mysqlCode(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+func queryStrings(t *testing.T, db *sql.DB, q string) [][]string {
+	t.Helper()
+	rows, err := db.Query(q)
+	require.NoError(t, err, q)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	var out [][]string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		require.NoError(t, rows.Scan(ptrs...))
+		row := make([]string, len(cols))
+		for i, v := range vals {
+			if v.Valid {
+				row[i] = v.String
+			} else {
+				row[i] = "NULL"
+			}
+		}
+		out = append(out, row)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+func TestEndToEnd(t *testing.T) {
+	ts := startServer(t)
+	db := ts.open(t, "", "")
+	db.SetMaxOpenConns(1) // USE must stick to the connection
+
+	steps := []string{
+		"CREATE DATABASE shop",
+		"CREATE DATABASE IF NOT EXISTS shop",
+		"USE shop",
+		"CREATE TABLE items (id BIGINT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(20) NOT NULL, price DECIMAL(8,2) DEFAULT 1.5, qty INT UNSIGNED, note TEXT, created DATETIME DEFAULT CURRENT_TIMESTAMP, f DOUBLE)",
+		"CREATE TABLE IF NOT EXISTS items (x INT)",
+		"CREATE TABLE logs (msg VARCHAR(10), lvl TINYINT)",
+		"INSERT INTO items (id, name, price, qty) VALUES (1, 'apple', 0.5, 10), (2, 'pear', 1.25, 0), (5, 'fig', 3, NULL)",
+		"INSERT INTO items (name, qty, f) VALUES ('kiwi', 7, 2.5)",
+		"INSERT INTO logs VALUES ('a', 1), ('b', 2), (NULL, 3), ('d', NULL), ('e', 5)",
+		"INSERT INTO logs SET msg = 'f', lvl = 6",
+	}
+	for _, s := range steps {
+		_, err := db.Exec(s)
+		require.NoError(t, err, s)
+	}
+	cases := []struct {
+		q    string
+		want [][]string
+	}{
+		{"SELECT id, name, price, qty FROM items WHERE id = 2", [][]string{{"2", "pear", "1.25", "0"}}},
+		{"SELECT name FROM items WHERE id = 99", nil},
+		{"SELECT name, price FROM items WHERE id = 5 AND price > 100", nil},
+		{"SELECT name FROM items WHERE price >= 1 ORDER BY name", [][]string{{"fig"}, {"kiwi"}, {"pear"}}},
+		{"SELECT name FROM items WHERE qty IS NULL", [][]string{{"fig"}}},
+		{"SELECT name FROM items WHERE name IN ('fig', 'apple') OR qty > 5 ORDER BY id DESC", [][]string{{"kiwi"}, {"fig"}, {"apple"}}},
+		{"SELECT name FROM items WHERE NOT (qty <> 0)", [][]string{{"pear"}}},
+		{"SELECT COUNT(*) FROM items", [][]string{{"4"}}},
+		{"SELECT COUNT(*) FROM logs", [][]string{{"6"}}},
+		{"SELECT COUNT(*) FROM logs WHERE lvl > 2", [][]string{{"3"}}},
+		{"SELECT COUNT(msg), SUM(lvl), MIN(msg), MAX(lvl) FROM logs", [][]string{{"5", "17", "a", "6"}}},
+		{"SELECT msg FROM logs ORDER BY lvl DESC LIMIT 2", [][]string{{"f"}, {"e"}}},
+		{"SELECT msg FROM logs LIMIT 1, 2", [][]string{{"b"}, {"NULL"}}},
+		{"SELECT * FROM logs WHERE lvl = 2", [][]string{{"b", "2"}}},
+		{"SELECT lvl * 2 + 1 AS x FROM logs WHERE msg LIKE 'a%'", [][]string{{"3"}}},
+		{"SELECT price FROM shop.items WHERE name = 'kiwi'", [][]string{{"1.50"}}},
+		{"SELECT f FROM items WHERE id > 5", [][]string{{"2.5"}}},
+		{"SELECT lvl % 2 AS odd, COUNT(*) FROM logs WHERE lvl IS NOT NULL GROUP BY odd ORDER BY odd", [][]string{{"0", "2"}, {"1", "3"}}},
+		{"SELECT DISTINCT lvl > 2 FROM logs WHERE lvl IS NOT NULL ORDER BY 1", [][]string{{"0"}, {"1"}}},
+		{"SELECT 1", [][]string{{"1"}}},
+		{"SELECT @@version_comment LIMIT 1", [][]string{{"Strata 0.1.0, MySQL-compatible distributed SQL (https://github.com/stratadb/strata)"}}},
+		{"SELECT DATABASE()", [][]string{{"shop"}}},
+		{"SELECT VERSION()", [][]string{{"8.0.11-Strata-0.1.0"}}},
+		{"SELECT @@session.auto_increment_increment, @@max_allowed_packet", [][]string{{"1", "67108864"}}},
+		{"SHOW DATABASES", [][]string{{"shop"}, {"test"}}},
+		{"SHOW TABLES", [][]string{{"items"}, {"logs"}}},
+		{"SHOW FULL TABLES WHERE Table_type NOT LIKE 'VIEW'", [][]string{{"items", "BASE TABLE"}, {"logs", "BASE TABLE"}}},
+		{"SELECT _tidb_rowid > 0 FROM logs WHERE msg = 'a'", [][]string{{"1"}}},
+	}
+	for _, c := range cases {
+		require.Equal(t, c.want, queryStrings(t, db, c.q), c.q)
+	}
+	// AUTO_INCREMENT id is reported to the client.
+	res, err := db.Exec("INSERT INTO items (name) VALUES ('plum')")
+	require.NoError(t, err)
+	id, err := res.LastInsertId()
+	require.NoError(t, err)
+	require.NotZero(t, id)
+	require.Equal(t, [][]string{{"plum"}}, queryStrings(t, db, fmt.Sprintf("SELECT name FROM items WHERE id = %d", id)))
+	require.Equal(t, [][]string{{fmt.Sprint(id)}}, queryStrings(t, db, "SELECT LAST_INSERT_ID()"))
+
+	// UPDATE and DELETE.
+	res, err = db.Exec("UPDATE items SET qty = qty + 1 WHERE id = 1")
+	require.NoError(t, err)
+	n, _ := res.RowsAffected()
+	require.EqualValues(t, 1, n)
+	require.Equal(t, [][]string{{"11"}}, queryStrings(t, db, "SELECT qty FROM items WHERE id = 1"))
+	res, err = db.Exec("DELETE FROM logs WHERE lvl < 3")
+	require.NoError(t, err)
+	n, _ = res.RowsAffected()
+	require.EqualValues(t, 2, n)
+	require.Equal(t, [][]string{{"4"}}, queryStrings(t, db, "SELECT COUNT(*) FROM logs"))
+
+	// Typed scan through the driver.
+	var name string
+	var price float64
+	require.NoError(t, db.QueryRow("SELECT name, price FROM items WHERE id = 2").Scan(&name, &price))
+	require.Equal(t, "pear", name)
+	require.Equal(t, 1.25, price)
+}
+
+func TestErrors(t *testing.T) {
+	ts := startServer(t)
+	db := ts.open(t, "test", "")
+	db.SetMaxOpenConns(1)
+	for _, s := range []string{
+		"CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(3) NOT NULL, n TINYINT, d DATE)",
+		"INSERT INTO t VALUES (5, 'x', 1, '2024-01-02')",
+	} {
+		_, err := db.Exec(s)
+		require.NoError(t, err, s)
+	}
+	cases := []struct {
+		q    string
+		code uint16
+		msg  string
+	}{
+		{"INSERT INTO t VALUES (5, 'y', 1, NULL)", 1062, "Duplicate entry '5' for key 't.PRIMARY'"},
+		{"INSERT INTO t VALUES (6, 'y', 1, NULL), (6, 'z', 1, NULL)", 1062, "Duplicate entry '6' for key 't.PRIMARY'"},
+		{"SELEC 1", 1064, "You have an error in your SQL syntax"},
+		{"INSERT INTO t VALUES (7, NULL, 1, NULL)", 1048, "Column 'v' cannot be null"},
+		{"INSERT INTO t VALUES (7, 'x', 300, NULL)", 1264, "Out of range value for column 'n' at row 1"},
+		{"INSERT INTO t VALUES (7, 'long', 1, NULL)", 1406, "Data too long for column 'v' at row 1"},
+		{"INSERT INTO t VALUES (7, 'x')", 1136, "Column count doesn't match value count at row 1"},
+		{"INSERT INTO t (id, nope) VALUES (7, 1)", 1054, "Unknown column 'nope' in 'field list'"},
+		{"INSERT INTO t (id) VALUES (7)", 1364, "Field 'v' doesn't have a default value"},
+		{"INSERT INTO t VALUES (7, 'x', 'abc', NULL)", 1366, "Incorrect integer value"},
+		{"INSERT INTO t VALUES (7, 'x', 1, 'notadate')", 1292, "Incorrect date value"},
+		{"SELECT nope FROM t", 1054, "Unknown column 'nope' in 'field list'"},
+		{"SELECT * FROM missing", 1146, "Table 'test.missing' doesn't exist"},
+		{"CREATE TABLE t (x INT)", 1050, "Table 't' already exists"},
+		{"CREATE DATABASE test", 1007, "Can't create database 'test'; database exists"},
+		{"USE nosuchdb", 1049, "Unknown database 'nosuchdb'"},
+		{"SELECT * FROM t a JOIN t b ON a.id = b.id", 1235, "doesn't yet support 'JOIN'"},
+		{"SELECT * FROM t WHERE id IN (SELECT id FROM t)", 1235, "doesn't yet support 'subqueries'"},
+		{"BEGIN", 1235, "doesn't yet support"},
+		{"CREATE TABLE u (id VARCHAR(10) PRIMARY KEY)", 1235, "non-integer PRIMARY KEY"},
+		{"CREATE TABLE u (id INT, KEY (id))", 1235, "secondary indexes"},
+		{"CREATE TABLE u (j JSON)", 1235, "column type JSON"},
+		{"SET autocommit = 0", 1235, "autocommit=0"},
+		{"SELECT @@nosuchvar", 1193, "Unknown system variable 'nosuchvar'"},
+	}
+	for _, c := range cases {
+		_, err := db.Exec(c.q)
+		require.Error(t, err, c.q)
+		require.Equal(t, c.code, mysqlCode(err), "%s: %v", c.q, err)
+		require.Contains(t, err.Error(), c.msg, c.q)
+	}
+	// The failed statements changed nothing and the connection still works.
+	require.Equal(t, [][]string{{"1"}}, queryStrings(t, db, "SELECT COUNT(*) FROM t"))
+	// Statements accepted for compatibility.
+	for _, s := range []string{"SET NAMES utf8mb4", "SET autocommit = 1", "SET @@session.sql_mode = 'STRICT_TRANS_TABLES'", "COMMIT", "ROLLBACK", "SET @x = 5"} {
+		_, err := db.Exec(s)
+		require.NoError(t, err, s)
+	}
+	require.Equal(t, [][]string{{"5"}}, queryStrings(t, db, "SELECT @x"))
+}
+
+func TestKVErrorsMapToMySQLCodes(t *testing.T) {
+	ts := startServer(t)
+	db := ts.open(t, "test", "")
+	db.SetMaxOpenConns(1)
+	_, err := db.Exec("CREATE TABLE t (id INT PRIMARY KEY)")
+	require.NoError(t, err)
+	cases := []struct {
+		err  error
+		code uint16
+		msg  string
+	}{
+		{&strsql.WriteConflictError{StartTS: 10, ConflictCommitTS: 12, Key: []byte("k")}, 9007, "Write conflict, txnStartTS=10"},
+		{fmt.Errorf("wrapped: %w", strsql.ErrRegionUnavailable), 9005, "Region is unavailable"},
+		{strsql.ErrUndetermined, 8110, "undetermined"},
+		{context.DeadlineExceeded, 1317, "Query execution was interrupted"},
+	}
+	for _, c := range cases {
+		ts.store.mu.Lock()
+		ts.store.failCommit = c.err
+		ts.store.mu.Unlock()
+		_, err := db.Exec("INSERT INTO t VALUES (1)")
+		require.Equal(t, c.code, mysqlCode(err), "%v", err)
+		require.Contains(t, err.Error(), c.msg)
+	}
+}
+
+func TestAuth(t *testing.T) {
+	ts := startServer(t)
+	cases := []struct {
+		user, pass, db string
+		code           uint16
+	}{
+		{"root", "", "", 0},
+		{"alice", "s3cret", "test", 0},
+		{"alice", "wrong", "", 1045},
+		{"root", "notempty", "", 1045},
+		{"mallory", "", "", 1045},
+		{"root", "", "nosuchdb", 1049},
+	}
+	for _, c := range cases {
+		db, err := sql.Open("mysql", ts.dsn(c.user, c.pass, c.db, ""))
+		require.NoError(t, err)
+		err = db.Ping()
+		require.Equal(t, c.code, mysqlCode(err), "%+v: %v", c, err)
+		db.Close()
+	}
+}
+
+func TestMultiStatementAndPing(t *testing.T) {
+	ts := startServer(t)
+	db := ts.open(t, "test", "multiStatements=true")
+	db.SetMaxOpenConns(1)
+	require.NoError(t, db.Ping())
+	_, err := db.Exec("CREATE TABLE m (id INT PRIMARY KEY, v INT); INSERT INTO m VALUES (1, 10); INSERT INTO m VALUES (2, 20)")
+	require.NoError(t, err)
+	rows, err := db.Query("SELECT v FROM m WHERE id = 1; SELECT COUNT(*) FROM m")
+	require.NoError(t, err)
+	var got []int
+	for {
+		for rows.Next() {
+			var v int
+			require.NoError(t, rows.Scan(&v))
+			got = append(got, v)
+		}
+		if !rows.NextResultSet() {
+			break
+		}
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+	require.Equal(t, []int{10, 2}, got)
+	// An error in the middle stops the batch; the connection stays usable.
+	_, err = db.Exec("INSERT INTO m VALUES (3, 30); INSERT INTO m VALUES (3, 31); INSERT INTO m VALUES (4, 40)")
+	require.Equal(t, uint16(1062), mysqlCode(err))
+	require.NoError(t, db.Ping())
+	require.Equal(t, [][]string{{"3"}}, queryStrings(t, db, "SELECT COUNT(*) FROM m"))
+}
+
+func TestLargePacket(t *testing.T) {
+	ts := startServer(t)
+	db := ts.open(t, "test", "")
+	db.SetMaxOpenConns(1)
+	_, err := db.Exec("CREATE TABLE big (id INT PRIMARY KEY, b LONGBLOB)")
+	require.NoError(t, err)
+	payload := strings.Repeat("x", 17<<20) // > 16 MB: split into several packets
+	_, err = db.Exec("INSERT INTO big VALUES (1, '" + payload + "')")
+	require.NoError(t, err)
+	var got string
+	require.NoError(t, db.QueryRow("SELECT b FROM big WHERE id = 1").Scan(&got))
+	require.Equal(t, len(payload), len(got))
+	require.Equal(t, [][]string{{fmt.Sprint(len(payload))}}, queryStrings(t, db, "SELECT LENGTH(b) FROM big"))
+}
+
+// rawConn speaks just enough of the protocol to send arbitrary bytes.
+type rawConn struct {
+	t  *testing.T
+	c  net.Conn
+	sq byte
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	r := &rawConn{t: t, c: c}
+	greeting := r.read()
+	require.Equal(t, byte(10), greeting[0])
+	return r
+}
+
+func (r *rawConn) read() []byte {
+	var hdr [4]byte
+	_, err := io.ReadFull(r.c, hdr[:])
+	require.NoError(r.t, err)
+	n := int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16
+	r.sq = hdr[3] + 1
+	b := make([]byte, n)
+	_, err = io.ReadFull(r.c, b)
+	require.NoError(r.t, err)
+	return b
+}
+
+func (r *rawConn) write(seq byte, payload []byte) {
+	hdr := []byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), seq}
+	_, err := r.c.Write(append(hdr, payload...))
+	require.NoError(r.t, err)
+}
+
+// login sends a minimal HandshakeResponse41 for root without password.
+func (r *rawConn) login() {
+	caps := uint32(1<<9 | 1<<15 | 1<<19 | 1<<16) // PROTOCOL_41, SECURE_CONNECTION, PLUGIN_AUTH, MULTI_STATEMENTS
+	b := binary.LittleEndian.AppendUint32(nil, caps)
+	b = binary.LittleEndian.AppendUint32(b, 1<<24)
+	b = append(b, 45)
+	b = append(b, make([]byte, 23)...)
+	b = append(b, "root\x00"...)
+	b = append(b, 0) // empty auth response
+	b = append(b, "mysql_native_password\x00"...)
+	r.write(1, b)
+	ok := r.read()
+	require.Equal(r.t, byte(0), ok[0], "auth OK")
+}
+
+func (r *rawConn) expectErrThenClose(code uint16) {
+	p := r.read()
+	require.Equal(r.t, byte(0xff), p[0], "ERR packet")
+	require.Equal(r.t, code, binary.LittleEndian.Uint16(p[1:]))
+	_, err := r.c.Read(make([]byte, 1))
+	require.Error(r.t, err, "connection closed after the error")
+}
+
+func TestMalformedPackets(t *testing.T) {
+	ts := startServer(t)
+
+	t.Run("garbage handshake", func(t *testing.T) {
+		r := dialRaw(t, ts.addr)
+		r.write(1, []byte{1, 2, 3})
+		r.expectErrThenClose(1043)
+	})
+	t.Run("handshake response with truncated user", func(t *testing.T) {
+		r := dialRaw(t, ts.addr)
+		b := binary.LittleEndian.AppendUint32(nil, 1<<9|1<<15)
+		b = append(b, make([]byte, 28)...)
+		b = append(b, "roo"...) // no NUL
+		r.write(1, b)
+		r.expectErrThenClose(1043)
+	})
+	t.Run("wrong sequence id", func(t *testing.T) {
+		r := dialRaw(t, ts.addr)
+		r.login()
+		r.write(7, []byte{0x03, 'S', 'E', 'L', 'E', 'C', 'T', ' ', '1'})
+		r.expectErrThenClose(1047)
+	})
+	t.Run("empty command", func(t *testing.T) {
+		r := dialRaw(t, ts.addr)
+		r.login()
+		r.write(0, nil)
+		r.expectErrThenClose(1047)
+	})
+	t.Run("unknown command keeps the connection", func(t *testing.T) {
+		r := dialRaw(t, ts.addr)
+		r.login()
+		r.write(0, []byte{0x16, 'S', 'E', 'L', 'E', 'C', 'T', ' ', '1'}) // COM_STMT_PREPARE
+		p := r.read()
+		require.Equal(t, byte(0xff), p[0])
+		require.Equal(t, uint16(1047), binary.LittleEndian.Uint16(p[1:]))
+		r.write(0, []byte{0x0e}) // COM_PING
+		require.Equal(t, byte(0), r.read()[0])
+	})
+	// The server is still healthy for well-behaved clients.
+	require.NoError(t, ts.open(t, "", "").Ping())
+}
+
+func BenchmarkPointSelect(b *testing.B) {
+	ts := startServer(b)
+	db := ts.open(b, "test", "")
+	db.SetMaxOpenConns(1)
+	_, err := db.Exec("CREATE TABLE sbtest (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)")
+	require.NoError(b, err)
+	for i := 1; i <= 100; i++ {
+		_, err := db.Exec(fmt.Sprintf("INSERT INTO sbtest VALUES (%d, %d, '%s', '%s')", i, i*7, strings.Repeat("c", 119), strings.Repeat("p", 59)))
+		require.NoError(b, err)
+	}
+	queries := make([]string, 100)
+	for i := range queries {
+		queries[i] = fmt.Sprintf("SELECT c FROM sbtest WHERE id = %d", i+1)
+	}
+	var c string
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if err := db.QueryRow(queries[i%100]).Scan(&c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package session
+
+import (
+	"strconv"
+
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// ServerVersion is the version string in the handshake and @@version.
+const ServerVersion = "8.0.11-Strata-0.1.0"
+
+// VersionComment is @@version_comment (the mysql CLI prints it on connect).
+const VersionComment = "Strata 0.1.0, MySQL-compatible distributed SQL (https://github.com/stratadb/strata)"
+
+type sysVar struct {
+	value   string
+	numeric bool
+}
+
+// defaultSysVars are the variables drivers and tools read. Values are the
+// session defaults; SET changes the session copy.
+var defaultSysVars = map[string]sysVar{
+	"autocommit":                      {"1", true},
+	"auto_increment_increment":        {"1", true},
+	"auto_increment_offset":           {"1", true},
+	"max_allowed_packet":              {"67108864", true},
+	"wait_timeout":                    {"28800", true},
+	"interactive_timeout":             {"28800", true},
+	"net_write_timeout":               {"60", true},
+	"net_read_timeout":                {"30", true},
+	"net_buffer_length":               {"16384", true},
+	"lower_case_table_names":          {"2", true},
+	"sql_select_limit":                {"18446744073709551615", true},
+	"sql_safe_updates":                {"0", true},
+	"foreign_key_checks":              {"1", true},
+	"unique_checks":                   {"1", true},
+	"sql_auto_is_null":                {"0", true},
+	"transaction_read_only":           {"0", true},
+	"tx_read_only":                    {"0", true},
+	"performance_schema":              {"0", true},
+	"query_cache_size":                {"0", true},
+	"div_precision_increment":         {"4", true},
+	"group_concat_max_len":            {"1024", true},
+	"max_execution_time":              {"0", true},
+	"warning_count":                   {"0", true},
+	"error_count":                     {"0", true},
+	"innodb_lock_wait_timeout":        {"50", true},
+	"lock_wait_timeout":               {"31536000", true},
+	"explicit_defaults_for_timestamp": {"1", true},
+	"max_connections":                 {"0", true},
+	"port":                            {"4000", true},
+	"sql_quote_show_create":           {"1", true},
+	"big_tables":                      {"0", true},
+	"sql_big_selects":                 {"1", true},
+	"default_week_format":             {"0", true},
+	"version":                         {ServerVersion, false},
+	"version_comment":                 {VersionComment, false},
+	"version_compile_os":              {"Linux", false},
+	"version_compile_machine":         {"x86_64", false},
+	"character_set_client":            {"utf8mb4", false},
+	"character_set_connection":        {"utf8mb4", false},
+	"character_set_results":           {"utf8mb4", false},
+	"character_set_server":            {"utf8mb4", false},
+	"character_set_database":          {"utf8mb4", false},
+	"character_set_system":            {"utf8", false},
+	"character_set_filesystem":        {"binary", false},
+	"collation_connection":            {"utf8mb4_bin", false},
+	"collation_server":                {"utf8mb4_bin", false},
+	"collation_database":              {"utf8mb4_bin", false},
+	"sql_mode":                        {"ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION", false},
+	"transaction_isolation":           {"REPEATABLE-READ", false},
+	"tx_isolation":                    {"REPEATABLE-READ", false},
+	"time_zone":                       {"SYSTEM", false},
+	"system_time_zone":                {"UTC", false},
+	"license":                         {"Apache-2.0", false},
+	"init_connect":                    {"", false},
+	"have_ssl":                        {"DISABLED", false},
+	"have_openssl":                    {"DISABLED", false},
+	"default_storage_engine":          {"InnoDB", false},
+	"storage_engine":                  {"InnoDB", false},
+	"query_cache_type":                {"OFF", false},
+	"socket":                          {"", false},
+	"hostname":                        {"localhost", false},
+	"default_authentication_plugin":   {"mysql_native_password", false},
+	"tidb_txn_mode":                   {"optimistic", false},
+}
+
+func (v sysVar) datum() (types.Datum, types.FieldType) {
+	if v.numeric {
+		if n, err := strconv.ParseInt(v.value, 10, 64); err == nil {
+			return tablecodec.NewInt(n), types.Int64Type
+		}
+		if n, err := strconv.ParseUint(v.value, 10, 64); err == nil {
+			return tablecodec.NewUint(n), types.Uint64Type
+		}
+	}
+	ft := types.VarcharType
+	ft.Flen = max(len(v.value), 1)
+	return tablecodec.NewString(v.value), ft
+}

@@ -1,0 +1,66 @@
+package sql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stratadb/strata/proto/coprocessorpb"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+)
+
+// Storage is what the SQL layer needs from PD and the KV client.
+//
+// All methods are safe for concurrent use. Byte slices passed in are not
+// retained after the call returns; slices returned belong to the caller.
+// Errors: a Storage reports the outcomes the SQL layer must tell apart with
+// the types and sentinels below (wrapped is fine; they are matched with
+// errors.As / errors.Is). Any other error is reported to the client as an
+// internal error. A done ctx yields an error wrapping ctx.Err().
+type Storage interface {
+	// GetTS returns a fresh timestamp, greater than every timestamp
+	// returned before it anywhere in the cluster.
+	GetTS(ctx context.Context) (uint64, error)
+	// AllocID reserves count cluster-unique ids and returns the first;
+	// the reserved ids are [first, first+count).
+	AllocID(ctx context.Context, count uint32) (uint64, error)
+	// Get reads the newest version of key committed at or before ts.
+	Get(ctx context.Context, key []byte, ts uint64) (value []byte, found bool, err error)
+	// Scan reads up to limit (0: no limit) pairs in [start, end) at ts, in
+	// key order. An empty end means no upper bound.
+	Scan(ctx context.Context, start, end []byte, ts uint64, limit int) ([]*kvrpcpb.KvPair, error)
+	// Commit atomically applies muts with the given timestamps. An Insert of
+	// a live key fails with *KeyExistsError; a key written after startTS
+	// fails with *WriteConflictError; nothing is written in either case.
+	Commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) error
+	// Coprocessor runs dag over ranges at ts and returns one response per
+	// region touched, in key order.
+	Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error)
+}
+
+// KeyExistsError reports an Insert mutation on a key that has a live value.
+type KeyExistsError struct{ Key []byte }
+
+func (e *KeyExistsError) Error() string { return fmt.Sprintf("sql: key %x already exists", e.Key) }
+
+// WriteConflictError reports that Key was committed by another transaction
+// after StartTS.
+type WriteConflictError struct {
+	StartTS          uint64
+	ConflictStartTS  uint64 // 0 when unknown
+	ConflictCommitTS uint64
+	Key              []byte
+}
+
+func (e *WriteConflictError) Error() string {
+	return fmt.Sprintf("sql: write conflict on key %x: txn start_ts %d, conflicting commit_ts %d", e.Key, e.StartTS, e.ConflictCommitTS)
+}
+
+var (
+	// ErrRegionUnavailable: the KV layer exhausted its retries finding a
+	// leader for a region. Nothing was written.
+	ErrRegionUnavailable = errors.New("sql: region unavailable")
+	// ErrUndetermined: a commit was sent but its outcome is unknown (the
+	// connection to the store broke after the request left).
+	ErrUndetermined = errors.New("sql: commit result undetermined")
+)

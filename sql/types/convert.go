@@ -1,0 +1,349 @@
+package types
+
+import (
+	"bytes"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/kv/tablecodec"
+)
+
+// Datum is the value type shared with the row codec.
+type Datum = tablecodec.Datum
+
+// ConvErrKind says why a value does not fit a column.
+type ConvErrKind uint8
+
+// Conversion failures; the caller adds the column name and row number.
+const (
+	ConvOutOfRange ConvErrKind = iota // 1264
+	ConvTooLong                       // 1406
+	ConvBadValue                      // 1366 (numbers) / 1292 (dates)
+)
+
+// ConvError is returned by Convert.
+type ConvError struct {
+	Kind  ConvErrKind
+	Value string // the offending value as text
+	What  string // "integer", "double", "decimal", "datetime", "date"
+}
+
+func (e *ConvError) Error() string { return "cannot convert '" + e.Value + "' to " + e.What }
+
+func intBounds(tp byte, unsigned bool) (lo int64, hi uint64) {
+	var bits uint
+	switch tp {
+	case mysql.TypeTiny:
+		bits = 8
+	case mysql.TypeShort:
+		bits = 16
+	case mysql.TypeInt24:
+		bits = 24
+	case mysql.TypeLong:
+		bits = 32
+	default:
+		bits = 64
+	}
+	if unsigned {
+		if bits == 64 {
+			return 0, math.MaxUint64
+		}
+		return 0, 1<<bits - 1
+	}
+	return -1 << (bits - 1), 1<<(bits-1) - 1
+}
+
+// Convert converts a non-NULL value into the column's storage form, applying
+// strict-mode checks.
+func (ft FieldType) Convert(d Datum) (Datum, error) {
+	switch ft.Class() {
+	case ClassInt:
+		return ft.convertInt(d)
+	case ClassFloat:
+		f, ok := ToFloat(d)
+		if !ok {
+			return d, &ConvError{Kind: ConvBadValue, Value: d.String(), What: "double"}
+		}
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return d, &ConvError{Kind: ConvOutOfRange, Value: d.String(), What: "double"}
+		}
+		if ft.Tp == mysql.TypeFloat {
+			if math.Abs(f) > math.MaxFloat32 {
+				return d, &ConvError{Kind: ConvOutOfRange, Value: d.String(), What: "float"}
+			}
+			f = float64(float32(f))
+		}
+		if ft.Unsigned() && f < 0 {
+			return d, &ConvError{Kind: ConvOutOfRange, Value: d.String(), What: "double"}
+		}
+		return tablecodec.NewFloat(f), nil
+	case ClassDecimal:
+		return ft.convertDecimal(d)
+	case ClassTime:
+		return ft.convertTime(d)
+	}
+	// Strings and blobs.
+	var b []byte
+	if d.Kind() == tablecodec.KindBytes {
+		b = d.Bytes()
+	} else {
+		b = AppendText(nil, d, nil)
+	}
+	if ft.Tp == mysql.TypeString && !ft.Binary() {
+		b = bytes.TrimRight(b, " ")
+	}
+	n := len(b)
+	if !ft.Binary() {
+		n = utf8.RuneCount(b)
+	}
+	if ft.Flen >= 0 && n > ft.Flen {
+		return d, &ConvError{Kind: ConvTooLong, Value: string(b)}
+	}
+	return tablecodec.NewBytes(b), nil
+}
+
+func (ft FieldType) convertInt(d Datum) (Datum, error) {
+	lo, hi := intBounds(ft.Tp, ft.Unsigned())
+	bad := func() (Datum, error) { return d, &ConvError{Kind: ConvBadValue, Value: d.String(), What: "integer"} }
+	oor := func() (Datum, error) { return d, &ConvError{Kind: ConvOutOfRange, Value: d.String(), What: "integer"} }
+	var neg bool
+	var mag uint64 // absolute value
+	switch d.Kind() {
+	case tablecodec.KindInt64:
+		v := d.Int64()
+		neg = v < 0
+		if neg {
+			mag = uint64(-(v + 1)) + 1
+		} else {
+			mag = uint64(v)
+		}
+	case tablecodec.KindUint64:
+		mag = d.Uint64()
+	case tablecodec.KindFloat64:
+		f := math.Round(d.Float64())
+		if math.IsNaN(f) || f >= 18446744073709551616.0 || f < -9223372036854775808.0 {
+			return oor()
+		}
+		neg = f < 0
+		if neg {
+			mag = uint64(-f)
+		} else {
+			mag = uint64(f)
+		}
+	case tablecodec.KindBytes:
+		s := strings.TrimSpace(string(d.Bytes()))
+		if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return ft.convertInt(tablecodec.NewInt(v))
+		}
+		if v, err := strconv.ParseUint(s, 10, 64); err == nil {
+			return ft.convertInt(tablecodec.NewUint(v))
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+				return oor()
+			}
+			return bad()
+		}
+		return ft.convertInt(tablecodec.NewFloat(f))
+	default:
+		return bad()
+	}
+	if neg {
+		if mag > uint64(-(lo+1))+1 || (lo == 0 && mag > 0) {
+			return oor()
+		}
+		return tablecodec.NewInt(-int64(mag-1) - 1), nil
+	}
+	if mag > hi {
+		return oor()
+	}
+	if ft.Unsigned() {
+		return tablecodec.NewUint(mag), nil
+	}
+	return tablecodec.NewInt(int64(mag)), nil
+}
+
+// ToRat parses a numeric value exactly.
+func ToRat(d Datum) (*big.Rat, bool) {
+	r := new(big.Rat)
+	switch d.Kind() {
+	case tablecodec.KindInt64:
+		return r.SetInt64(d.Int64()), true
+	case tablecodec.KindUint64:
+		return r.SetUint64(d.Uint64()), true
+	case tablecodec.KindFloat64:
+		if math.IsInf(d.Float64(), 0) || math.IsNaN(d.Float64()) {
+			return nil, false
+		}
+		return r.SetFloat64(d.Float64()), true
+	case tablecodec.KindBytes:
+		s := strings.TrimSpace(string(d.Bytes()))
+		if s == "" || len(s) > 200 {
+			return nil, false
+		}
+		if _, ok := r.SetString(s); !ok {
+			return nil, false
+		}
+		return r, true
+	}
+	return nil, false
+}
+
+func (ft FieldType) convertDecimal(d Datum) (Datum, error) {
+	r, ok := ToRat(d)
+	if !ok {
+		return d, &ConvError{Kind: ConvBadValue, Value: d.String(), What: "decimal"}
+	}
+	s := r.FloatString(ft.Decimal)
+	digits := strings.TrimPrefix(s, "-")
+	if i := strings.IndexByte(digits, '.'); i >= 0 {
+		digits = digits[:i]
+	}
+	digits = strings.TrimLeft(digits, "0")
+	if len(digits) > ft.Flen-ft.Decimal || (ft.Unsigned() && r.Sign() < 0) {
+		return d, &ConvError{Kind: ConvOutOfRange, Value: d.String(), What: "decimal"}
+	}
+	if strings.HasPrefix(s, "-") && strings.Trim(s, "-0.") == "" {
+		s = s[1:] // no negative zero
+	}
+	return tablecodec.NewString(s), nil
+}
+
+var timeLayouts = []string{
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05",
+	"2006-01-02T15:04:05",
+	"2006-01-02 15:04",
+	"2006-01-02",
+	"20060102150405",
+	"20060102",
+}
+
+// ParseTime parses the date/datetime literals MySQL accepts most often.
+func ParseTime(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	for _, l := range timeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// FormatTime renders t as a DATE, or a DATETIME with fsp fractional digits.
+func FormatTime(t time.Time, tp byte, fsp int) string {
+	if tp == mysql.TypeDate || tp == mysql.TypeNewDate {
+		return t.Format("2006-01-02")
+	}
+	if fsp <= 0 {
+		return t.Format("2006-01-02 15:04:05")
+	}
+	return t.Format("2006-01-02 15:04:05." + strings.Repeat("0", fsp))
+}
+
+func (ft FieldType) convertTime(d Datum) (Datum, error) {
+	what := "datetime"
+	if ft.Tp == mysql.TypeDate {
+		what = "date"
+	}
+	var s string
+	switch d.Kind() {
+	case tablecodec.KindBytes:
+		s = string(d.Bytes())
+	case tablecodec.KindInt64, tablecodec.KindUint64:
+		s = d.String()
+	default:
+		return d, &ConvError{Kind: ConvBadValue, Value: d.String(), What: what}
+	}
+	t, ok := ParseTime(s)
+	if !ok {
+		return d, &ConvError{Kind: ConvBadValue, Value: s, What: what}
+	}
+	if ft.Decimal > 0 {
+		t = t.Round(time.Duration(math.Pow10(9 - ft.Decimal)))
+	} else {
+		t = t.Round(time.Second)
+	}
+	return tablecodec.NewString(FormatTime(t, ft.Tp, ft.Decimal)), nil
+}
+
+// ToFloat converts a numeric-ish value to float64 the way MySQL does in a
+// numeric context (strings: the longest numeric prefix; ok=false if none).
+func ToFloat(d Datum) (float64, bool) {
+	switch d.Kind() {
+	case tablecodec.KindInt64:
+		return float64(d.Int64()), true
+	case tablecodec.KindUint64:
+		return float64(d.Uint64()), true
+	case tablecodec.KindFloat64:
+		return d.Float64(), true
+	case tablecodec.KindBytes:
+		s := strings.TrimSpace(string(d.Bytes()))
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return f, true
+		}
+		// Longest numeric prefix, as MySQL does for '12abc'.
+		end := 0
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if (c >= '0' && c <= '9') || c == '.' || ((c == '-' || c == '+') && i == 0) || c == 'e' || c == 'E' {
+				if _, err := strconv.ParseFloat(s[:i+1], 64); err == nil {
+					end = i + 1
+				}
+				continue
+			}
+			break
+		}
+		if end == 0 {
+			return 0, false
+		}
+		f, _ := strconv.ParseFloat(s[:end], 64)
+		return f, true
+	}
+	return 0, false
+}
+
+// AppendText appends the text-protocol form of d (ft may be nil). NULL
+// appends nothing; the caller encodes NULL separately.
+func AppendText(b []byte, d Datum, ft *FieldType) []byte {
+	switch d.Kind() {
+	case tablecodec.KindInt64:
+		return strconv.AppendInt(b, d.Int64(), 10)
+	case tablecodec.KindUint64:
+		return strconv.AppendUint(b, d.Uint64(), 10)
+	case tablecodec.KindFloat64:
+		bits := 64
+		if ft != nil && ft.Tp == mysql.TypeFloat {
+			bits = 32
+		}
+		if ft != nil && ft.Decimal > 0 && ft.Decimal < 31 {
+			return strconv.AppendFloat(b, d.Float64(), 'f', ft.Decimal, bits)
+		}
+		return AppendFloat(b, d.Float64(), bits)
+	case tablecodec.KindBytes:
+		return append(b, d.Bytes()...)
+	}
+	return b
+}
+
+// AppendFloat formats f like MySQL: plain notation for moderate magnitudes,
+// exponent form (without '+') for very large or small ones.
+func AppendFloat(b []byte, f float64, bits int) []byte {
+	a := math.Abs(f)
+	if a == 0 || (a >= 1e-4 && a < 1e15) {
+		return strconv.AppendFloat(b, f, 'f', -1, bits)
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, f, 'g', -1, bits)
+	if i := bytes.IndexByte(b[start:], '+'); i >= 0 {
+		b = append(b[:start+i], b[start+i+1:]...)
+	}
+	return b
+}

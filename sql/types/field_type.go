@@ -1,0 +1,287 @@
+package types
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/charset"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	ptypes "github.com/pingcap/tidb/pkg/parser/types"
+)
+
+// Class groups types by how their values compare and compute.
+type Class uint8
+
+// Type classes.
+const (
+	ClassNull Class = iota
+	ClassInt
+	ClassFloat
+	ClassDecimal
+	ClassString
+	ClassTime
+)
+
+// Collation ids sent in column definitions.
+const (
+	CollationBinary  uint16 = 63
+	CollationUTF8MB4 uint16 = 46 // utf8mb4_bin: Strata compares strings bytewise
+)
+
+// FieldType is a column's (or an expression's) type.
+type FieldType struct {
+	Tp      byte `json:"tp"`      // mysql.TypeXxx, as sent on the wire
+	Flen    int  `json:"flen"`    // display width / max chars; -1 unknown
+	Decimal int  `json:"decimal"` // scale for DECIMAL, fsp for DATETIME
+	Flag    uint `json:"flag"`    // mysql.XxxFlag bits (NotNull, Unsigned, PriKey, AutoIncrement, Binary)
+}
+
+// Unsigned reports whether the type is an unsigned integer.
+func (ft FieldType) Unsigned() bool { return ft.Flag&mysql.UnsignedFlag != 0 }
+
+// NotNull reports whether NULL is rejected.
+func (ft FieldType) NotNull() bool { return ft.Flag&mysql.NotNullFlag != 0 }
+
+// Binary reports whether a string type holds bytes rather than text.
+func (ft FieldType) Binary() bool { return ft.Flag&mysql.BinaryFlag != 0 }
+
+// Class returns the type's class.
+func (ft FieldType) Class() Class {
+	switch ft.Tp {
+	case mysql.TypeTiny, mysql.TypeShort, mysql.TypeInt24, mysql.TypeLong, mysql.TypeLonglong, mysql.TypeYear, mysql.TypeBit:
+		return ClassInt
+	case mysql.TypeFloat, mysql.TypeDouble:
+		return ClassFloat
+	case mysql.TypeNewDecimal:
+		return ClassDecimal
+	case mysql.TypeDate, mysql.TypeDatetime, mysql.TypeTimestamp, mysql.TypeNewDate:
+		return ClassTime
+	case mysql.TypeNull:
+		return ClassNull
+	}
+	return ClassString
+}
+
+// Numeric reports whether values of the type compare as numbers.
+func (ft FieldType) Numeric() bool {
+	c := ft.Class()
+	return c == ClassInt || c == ClassFloat || c == ClassDecimal
+}
+
+// Charset returns the collation id for column definitions.
+func (ft FieldType) Charset() uint16 {
+	if ft.Class() == ClassString && !ft.Binary() {
+		return CollationUTF8MB4
+	}
+	return CollationBinary
+}
+
+// ColumnLength is the column length sent in column definitions.
+func (ft FieldType) ColumnLength() uint32 {
+	if ft.Flen < 0 {
+		return 0
+	}
+	if ft.Class() == ClassString && !ft.Binary() {
+		n := uint64(ft.Flen) * 4
+		if n > 0xFFFFFFFF {
+			n = 0xFFFFFFFF
+		}
+		return uint32(n)
+	}
+	return uint32(ft.Flen)
+}
+
+// WireDecimals is the "decimals" byte of a column definition.
+func (ft FieldType) WireDecimals() byte {
+	switch ft.Class() {
+	case ClassFloat:
+		if ft.Decimal > 0 {
+			return byte(ft.Decimal)
+		}
+		return 0x1f
+	case ClassDecimal, ClassTime:
+		return byte(ft.Decimal)
+	case ClassString:
+		if ft.Tp == mysql.TypeNull {
+			return 0
+		}
+		return 0x1f
+	}
+	return 0
+}
+
+// WireFlags is the "flags" field of a column definition.
+func (ft FieldType) WireFlags() uint16 {
+	f := ft.Flag
+	if ft.Numeric() {
+		f |= mysql.NumFlag
+	}
+	switch ft.Tp {
+	case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
+		f |= mysql.BlobFlag
+	}
+	return uint16(f)
+}
+
+// Common expression result types.
+var (
+	Int64Type   = FieldType{Tp: mysql.TypeLonglong, Flen: 21, Flag: mysql.BinaryFlag}
+	Uint64Type  = FieldType{Tp: mysql.TypeLonglong, Flen: 20, Flag: mysql.BinaryFlag | mysql.UnsignedFlag}
+	DoubleType  = FieldType{Tp: mysql.TypeDouble, Flen: 22, Decimal: -1, Flag: mysql.BinaryFlag}
+	VarcharType = FieldType{Tp: mysql.TypeVarString, Flen: 255}
+	NullType    = FieldType{Tp: mysql.TypeNull, Flen: 0, Flag: mysql.BinaryFlag}
+)
+
+// DecimalType returns an expression DECIMAL type of the given width.
+func DecimalType(flen, scale int) FieldType {
+	return FieldType{Tp: mysql.TypeNewDecimal, Flen: flen, Decimal: scale, Flag: mysql.BinaryFlag}
+}
+
+// ErrUnsupportedType is returned by FromAST for a column type Strata lacks;
+// its text names the type.
+type ErrUnsupportedType struct{ Name string }
+
+func (e ErrUnsupportedType) Error() string { return "column type " + e.Name }
+
+// FromAST converts a parsed column type (CREATE TABLE) into a FieldType with
+// MySQL's default widths filled in.
+func FromAST(pt *ptypes.FieldType) (FieldType, error) {
+	ft := FieldType{Tp: pt.GetType(), Flen: pt.GetFlen(), Decimal: pt.GetDecimal(), Flag: pt.GetFlag() & (mysql.UnsignedFlag | mysql.BinaryFlag)}
+	unsigned := ft.Unsigned()
+	def := func(v int) {
+		if ft.Flen == ptypes.UnspecifiedLength || ft.Flen <= 0 {
+			ft.Flen = v
+		}
+	}
+	switch ft.Tp {
+	case mysql.TypeTiny:
+		def(map[bool]int{false: 4, true: 3}[unsigned])
+	case mysql.TypeShort:
+		def(map[bool]int{false: 6, true: 5}[unsigned])
+	case mysql.TypeInt24:
+		def(map[bool]int{false: 9, true: 8}[unsigned])
+	case mysql.TypeLong:
+		def(map[bool]int{false: 11, true: 10}[unsigned])
+	case mysql.TypeLonglong:
+		def(20)
+	case mysql.TypeDouble:
+		ft.Flen, ft.Decimal = 22, -1
+		if pt.GetDecimal() > 0 {
+			ft.Decimal = pt.GetDecimal()
+		}
+	case mysql.TypeFloat:
+		if ft.Flen > 24 { // FLOAT(p) with p > 24 is DOUBLE
+			ft.Tp = mysql.TypeDouble
+			ft.Flen = 22
+		} else {
+			ft.Flen = 12
+		}
+		if ft.Decimal <= 0 {
+			ft.Decimal = -1
+		}
+	case mysql.TypeNewDecimal:
+		def(10)
+		if ft.Decimal == ptypes.UnspecifiedLength || ft.Decimal < 0 {
+			ft.Decimal = 0
+		}
+		if ft.Flen > 65 || ft.Decimal > 30 || ft.Decimal > ft.Flen {
+			return ft, ErrUnsupportedType{Name: "DECIMAL(" + strconv.Itoa(ft.Flen) + "," + strconv.Itoa(ft.Decimal) + ")"}
+		}
+	case mysql.TypeVarchar, mysql.TypeVarString:
+		ft.Tp = mysql.TypeVarchar
+		if ft.Flen < 0 {
+			return ft, ErrUnsupportedType{Name: "VARCHAR without a length"}
+		}
+	case mysql.TypeString:
+		def(1)
+	case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
+		switch ft.Tp {
+		case mysql.TypeTinyBlob:
+			ft.Flen = 255
+		case mysql.TypeBlob:
+			ft.Flen = 65535
+		case mysql.TypeMediumBlob:
+			ft.Flen = 16777215
+		default:
+			ft.Flen = 4294967295
+		}
+	case mysql.TypeDate:
+		ft.Flen, ft.Decimal = 10, 0
+	case mysql.TypeDatetime, mysql.TypeTimestamp:
+		fsp := pt.GetDecimal()
+		if fsp < 0 {
+			fsp = 0
+		}
+		if fsp > 6 {
+			return ft, ErrUnsupportedType{Name: "fractional seconds precision above 6"}
+		}
+		ft.Decimal, ft.Flen = fsp, 19
+		if fsp > 0 {
+			ft.Flen += 1 + fsp
+		}
+	default:
+		return ft, ErrUnsupportedType{Name: strings.ToUpper(ptypes.TypeToStr(pt.GetType(), pt.GetCharset()))}
+	}
+	if ft.Class() == ClassString && pt.GetCharset() == charset.CharsetBin {
+		ft.Flag |= mysql.BinaryFlag
+	}
+	if ft.Class() != ClassString {
+		ft.Flag |= mysql.BinaryFlag
+	}
+	return ft, nil
+}
+
+// SQLName renders the type as SHOW CREATE TABLE / DESCRIBE would.
+func (ft FieldType) SQLName() string {
+	var s string
+	switch ft.Tp {
+	case mysql.TypeTiny:
+		s = "tinyint"
+	case mysql.TypeShort:
+		s = "smallint"
+	case mysql.TypeInt24:
+		s = "mediumint"
+	case mysql.TypeLong:
+		s = "int"
+	case mysql.TypeLonglong:
+		s = "bigint"
+	case mysql.TypeFloat:
+		s = "float"
+	case mysql.TypeDouble:
+		s = "double"
+	case mysql.TypeNewDecimal:
+		s = "decimal(" + strconv.Itoa(ft.Flen) + "," + strconv.Itoa(ft.Decimal) + ")"
+	case mysql.TypeVarchar, mysql.TypeVarString:
+		if ft.Binary() {
+			s = "varbinary(" + strconv.Itoa(ft.Flen) + ")"
+		} else {
+			s = "varchar(" + strconv.Itoa(ft.Flen) + ")"
+		}
+	case mysql.TypeString:
+		if ft.Binary() {
+			s = "binary(" + strconv.Itoa(ft.Flen) + ")"
+		} else {
+			s = "char(" + strconv.Itoa(ft.Flen) + ")"
+		}
+	case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
+		prefix := map[byte]string{mysql.TypeTinyBlob: "tiny", mysql.TypeBlob: "", mysql.TypeMediumBlob: "medium", mysql.TypeLongBlob: "long"}[ft.Tp]
+		if ft.Binary() {
+			s = prefix + "blob"
+		} else {
+			s = prefix + "text"
+		}
+	case mysql.TypeDate:
+		s = "date"
+	case mysql.TypeDatetime, mysql.TypeTimestamp:
+		s = map[bool]string{true: "timestamp", false: "datetime"}[ft.Tp == mysql.TypeTimestamp]
+		if ft.Decimal > 0 {
+			s += "(" + strconv.Itoa(ft.Decimal) + ")"
+		}
+	default:
+		s = "unknown"
+	}
+	if ft.Unsigned() {
+		s += " unsigned"
+	}
+	return s
+}
