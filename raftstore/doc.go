@@ -48,11 +48,14 @@
 //
 // Durability: an entry is acknowledged only once a quorum persisted it
 // (fsync in step 4 on each replica) and it was applied locally. The apply
-// batch is not synced: after a crash, Pebble's WAL order guarantees the
-// applied index never runs ahead of the synced log, and the entries after
-// the persisted applied index are re-applied on restart (apply is
-// deterministic and a 1PC re-applied over its own write leaves the same
-// versions). Store ident and region creation are synced before use.
+// batch is not synced: it carries the applied index atomically with the
+// data, so after a crash either both survive or neither does; Pebble's
+// single WAL means a surviving apply batch implies the earlier synced log
+// batch survived too (applied never exceeds the persisted log), and entries
+// after the persisted applied index are simply applied again on restart
+// (apply is deterministic). Store ident and region creation are synced
+// before use. The hard state is written in the same batch as (never before)
+// the entries it covers.
 //
 // # Writes
 //

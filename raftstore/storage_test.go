@@ -1,0 +1,217 @@
+package raftstore
+
+import (
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stratadb/strata/kv/mvcc"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/metapb"
+)
+
+func testRegion() *metapb.Region {
+	return &metapb.Region{
+		Id: 7, RegionEpoch: &metapb.RegionEpoch{ConfVer: 1, Version: 1},
+		Peers: []*metapb.Peer{{Id: 8, StoreId: 1}, {Id: 9, StoreId: 2}, {Id: 10, StoreId: 3}},
+	}
+}
+
+func memDB(t *testing.T) *pebble.DB {
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func ents(term uint64, from, to uint64) []*raftpb.Entry {
+	var out []*raftpb.Entry
+	for i := from; i <= to; i++ {
+		out = append(out, &raftpb.Entry{Index: new(i), Term: new(term), Type: raftpb.EntryType_EntryNormal.Enum(), Data: []byte{byte(i)}})
+	}
+	return out
+}
+
+// persist mimics one Ready iteration for a single peer.
+func persist(t *testing.T, ps *peerStorage, es []*raftpb.Entry, hs *raftpb.HardState) {
+	b := ps.db.NewBatch()
+	require.NoError(t, ps.appendEntries(b, es))
+	if hs != nil {
+		data, err := proto.Marshal(hs)
+		require.NoError(t, err)
+		require.NoError(t, b.Set(hardStateKey(ps.regionID), data, nil))
+	}
+	require.NoError(t, b.Commit(pebble.Sync))
+	ps.entriesPersisted(es, hs)
+}
+
+func TestPeerStorageInitialState(t *testing.T) {
+	db := memDB(t)
+	b := db.NewBatch()
+	require.NoError(t, writeInitialState(b, testRegion()))
+	require.NoError(t, b.Commit(pebble.Sync))
+	ps, err := loadPeerStorage(db, testRegion())
+	require.NoError(t, err)
+	hs, cs, err := ps.InitialState()
+	require.NoError(t, err)
+	require.Equal(t, initTerm, hs.GetTerm())
+	require.Equal(t, initIndex, hs.GetCommit())
+	require.Equal(t, []uint64{8, 9, 10}, cs.Voters)
+	first, _ := ps.FirstIndex()
+	last, _ := ps.LastIndex()
+	require.Equal(t, initIndex+1, first)
+	require.Equal(t, initIndex, last)
+	term, err := ps.Term(initIndex)
+	require.NoError(t, err)
+	require.Equal(t, initTerm, term)
+	_, err = ps.Term(initIndex - 1)
+	require.ErrorIs(t, err, raft.ErrCompacted)
+	_, err = ps.Term(initIndex + 1)
+	require.ErrorIs(t, err, raft.ErrUnavailable)
+	_, err = ps.Snapshot()
+	require.ErrorIs(t, err, raft.ErrSnapshotTemporarilyUnavailable)
+}
+
+func TestPeerStorageAppendOverwriteReload(t *testing.T) {
+	db := memDB(t)
+	b := db.NewBatch()
+	require.NoError(t, writeInitialState(b, testRegion()))
+	require.NoError(t, b.Commit(pebble.Sync))
+	ps, err := loadPeerStorage(db, testRegion())
+	require.NoError(t, err)
+
+	persist(t, ps, ents(6, 6, 20), &raftpb.HardState{Term: new(uint64(6)), Commit: new(uint64(10))})
+	// A new leader overwrites the tail from 15 with a shorter one.
+	persist(t, ps, ents(7, 15, 16), &raftpb.HardState{Term: new(uint64(7)), Commit: new(uint64(12))})
+
+	check := func(ps *peerStorage) {
+		last, _ := ps.LastIndex()
+		require.Equal(t, uint64(16), last)
+		for _, tc := range []struct{ i, term uint64 }{{6, 6}, {14, 6}, {15, 7}, {16, 7}} {
+			term, err := ps.Term(tc.i)
+			require.NoError(t, err)
+			require.Equal(t, tc.term, term, "term of %d", tc.i)
+		}
+		_, err := ps.Term(17)
+		require.ErrorIs(t, err, raft.ErrUnavailable)
+		es, err := ps.Entries(6, 17, ^uint64(0))
+		require.NoError(t, err)
+		require.Len(t, es, 11)
+		for i, e := range es {
+			require.Equal(t, uint64(6+i), e.GetIndex())
+		}
+		es, err = ps.Entries(6, 17, 1) // maxSize: at least one entry
+		require.NoError(t, err)
+		require.Len(t, es, 1)
+		_, err = ps.Entries(5, 7, ^uint64(0))
+		require.ErrorIs(t, err, raft.ErrCompacted)
+		_, err = ps.Entries(6, 18, ^uint64(0))
+		require.ErrorIs(t, err, raft.ErrUnavailable)
+	}
+	check(ps)
+
+	// Reload from the engine only (no cache): the deleted tail stays gone.
+	ps2, err := loadPeerStorage(db, testRegion())
+	require.NoError(t, err)
+	require.Empty(t, ps2.cache)
+	hs, _, err := ps2.InitialState()
+	require.NoError(t, err)
+	require.Equal(t, uint64(12), hs.GetCommit())
+	require.Equal(t, uint64(7), hs.GetTerm())
+	check(ps2)
+}
+
+func TestPeerStorageCacheBounded(t *testing.T) {
+	db := memDB(t)
+	b := db.NewBatch()
+	require.NoError(t, writeInitialState(b, testRegion()))
+	require.NoError(t, b.Commit(pebble.Sync))
+	ps, err := loadPeerStorage(db, testRegion())
+	require.NoError(t, err)
+	for i := uint64(6); i < 6+3*entryCacheSize; i += 100 {
+		persist(t, ps, ents(6, i, i+99), nil)
+	}
+	require.LessOrEqual(t, len(ps.cache), entryCacheSize)
+	// Old entries come from Pebble, recent ones from the cache.
+	es, err := ps.Entries(6, 6+2*entryCacheSize, ^uint64(0))
+	require.NoError(t, err)
+	require.Len(t, es, 2*entryCacheSize)
+	require.Equal(t, uint64(6+2*entryCacheSize-1), es[len(es)-1].GetIndex())
+}
+
+func TestEntryEncoding(t *testing.T) {
+	req := &kvrpcpb.OnePCRequest{
+		Context:   &kvrpcpb.Context{RegionId: 3},
+		Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: []byte("k"), Value: []byte("v")}},
+		StartTs:   10, CommitTs: 11,
+	}
+	data, err := encodeOnePCEntry(42, req)
+	require.NoError(t, err)
+	id, ok := entryProposalID(data)
+	require.True(t, ok)
+	require.Equal(t, uint64(42), id)
+	got, err := decodeOnePCEntry(data)
+	require.NoError(t, err)
+	require.Nil(t, got.GetContext(), "context is not replicated")
+	require.Equal(t, uint64(11), got.GetCommitTs())
+	require.Equal(t, []byte("k"), got.GetMutations()[0].GetKey())
+	_, ok = entryProposalID(nil)
+	require.False(t, ok)
+}
+
+func TestApplyOnePC(t *testing.T) {
+	put := func(k, v string) *kvrpcpb.Mutation {
+		return &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: []byte(k), Value: []byte(v)}
+	}
+	ins := func(k, v string) *kvrpcpb.Mutation {
+		return &kvrpcpb.Mutation{Op: kvrpcpb.Op_Insert, Key: []byte(k), Value: []byte(v)}
+	}
+	del := func(k string) *kvrpcpb.Mutation { return &kvrpcpb.Mutation{Op: kvrpcpb.Op_Del, Key: []byte(k)} }
+
+	// Applied in order against one indexed batch: later requests see earlier
+	// ones (as entries of one Ready do).
+	steps := []struct {
+		name     string
+		muts     []*kvrpcpb.Mutation
+		start    uint64
+		commit   uint64
+		conflict []string
+		exists   []string
+	}{
+		{name: "put", muts: []*kvrpcpb.Mutation{put("a", "1"), put("b", "1")}, start: 5, commit: 10},
+		{name: "conflict", muts: []*kvrpcpb.Mutation{put("a", "2"), put("c", "2")}, start: 9, commit: 12, conflict: []string{"a"}},
+		{name: "insert-live", muts: []*kvrpcpb.Mutation{ins("b", "2"), ins("c", "2")}, start: 15, commit: 16, exists: []string{"b"}},
+		{name: "delete", muts: []*kvrpcpb.Mutation{del("b")}, start: 15, commit: 17},
+		{name: "insert-after-delete", muts: []*kvrpcpb.Mutation{ins("b", "3")}, start: 18, commit: 19},
+		{name: "equal-ts-is-not-conflict", muts: []*kvrpcpb.Mutation{put("b", "4")}, start: 19, commit: 20},
+	}
+	db := memDB(t)
+	b := db.NewIndexedBatch()
+	r := mvcc.NewReader(b)
+	for _, s := range steps {
+		resp, err := applyOnePC(b, r, &kvrpcpb.OnePCRequest{Mutations: s.muts, StartTs: s.start, CommitTs: s.commit})
+		require.NoError(t, err, s.name)
+		var conflict, exists []string
+		for _, e := range resp.GetErrors() {
+			if c := e.GetConflict(); c != nil {
+				conflict = append(conflict, string(c.GetKey()))
+				require.Equal(t, s.start, c.GetStartTs())
+			}
+			if a := e.GetAlreadyExist(); a != nil {
+				exists = append(exists, string(a.GetKey()))
+			}
+		}
+		require.Equal(t, s.conflict, conflict, s.name)
+		require.Equal(t, s.exists, exists, s.name)
+	}
+	require.NoError(t, b.Commit(pebble.NoSync))
+	got, err := mvcc.NewReader(db).Scan(nil, nil, 100, 0, false)
+	require.NoError(t, err)
+	require.Equal(t, []mvcc.Pair{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("4")}}, got,
+		"failed requests (conflict, insert-live) wrote nothing, not even their other keys")
+}
