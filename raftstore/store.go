@@ -532,8 +532,13 @@ func (s *Store) iterate(tick bool) bool {
 	start := time.Now()
 	readyRegions.Observe(float64(len(readies)))
 	s.handleSoftState(readies)
+	// A leader's appends go out before its own fsync (raft thesis 10.2.1):
+	// the leader's disk write overlaps the followers' round trip. A leader
+	// only counts itself for commit once persisted (raft self-acks after
+	// Advance), and everything else waits for the fsync.
+	s.sendMessages(readies, true)
 	s.persist(readies)
-	s.sendMessages(readies)
+	s.sendMessages(readies, false)
 	s.apply(readies)
 	again := false
 	for i := range readies {
@@ -687,7 +692,9 @@ func (s *Store) persist(readies []peerReady) {
 	b := s.db.NewBatch()
 	defer b.Close()
 	nEntries := 0
+	mustSync := false
 	for _, r := range readies {
+		mustSync = mustSync || r.rd.MustSync
 		if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {
 			s.fatal("unexpected raft snapshot", fmt.Errorf("region %d", r.p.region.GetId()))
 		}
@@ -705,13 +712,20 @@ func (s *Store) persist(readies []peerReady) {
 			}
 		}
 	}
-	if !b.Empty() {
+	switch {
+	case mustSync:
 		start := time.Now()
 		if err := b.Commit(pebble.Sync); err != nil {
 			s.fatal("commit raft batch", err)
 		}
 		raftLogFsyncSeconds.Observe(time.Since(start).Seconds())
 		appendedEntries.Observe(float64(nEntries))
+	case !b.Empty():
+		// Only the commit index moved: losing it in a crash is harmless
+		// (it is learnt again), so no fsync.
+		if err := b.Commit(pebble.NoSync); err != nil {
+			s.fatal("commit raft batch", err)
+		}
 	}
 	for _, r := range readies {
 		r.p.ps.entriesPersisted(r.rd.Entries, r.rd.HardState)
@@ -719,13 +733,30 @@ func (s *Store) persist(readies []peerReady) {
 	}
 }
 
-// sendMessages hands every Ready's messages to the transport, one batch per
-// destination store.
-func (s *Store) sendMessages(readies []peerReady) {
+// earlySendable reports whether m may be sent before this Ready is
+// persisted: only a leader's appends and heartbeats (their term is already
+// durable since the election).
+func earlySendable(p *peer, m *raftpb.Message) bool {
+	if !p.isLeader {
+		return false
+	}
+	switch m.GetType() {
+	case raftpb.MessageType_MsgApp, raftpb.MessageType_MsgHeartbeat:
+		return true
+	}
+	return false
+}
+
+// sendMessages hands the Ready's messages that may go early (early) or the
+// rest (!early) to the transport, one batch per destination store.
+func (s *Store) sendMessages(readies []peerReady, early bool) {
 	var byStore map[uint64]*raft_serverpb.BatchRaftMessage
 	for _, r := range readies {
 		p := r.p
 		for _, m := range r.rd.Messages {
+			if earlySendable(p, m) != early {
+				continue
+			}
 			to := p.storeOf(m.GetTo())
 			if to == 0 {
 				continue

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -68,8 +69,27 @@ func BenchmarkOnePCWrite(b *testing.B) {
 			b.ReportMetric(float64(pct(0.50).Microseconds()), "p50-µs")
 			b.ReportMetric(float64(pct(0.99).Microseconds()), "p99-µs")
 			b.ReportMetric(float64(pct(0.999).Microseconds()), "p999-µs")
+			logStageMeans(b)
 			b.Logf("writers=%d n=%d ops/s=%.0f p50=%v p99=%v p999=%v max=%v",
 				writers, len(all), float64(len(all))/elapsed.Seconds(), pct(0.50), pct(0.99), pct(0.999), all[len(all)-1])
 		})
+	}
+}
+
+// logStageMeans logs the mean of the raftstore stage histograms (cumulative
+// over the process, all three stores) to show where write latency goes.
+func logStageMeans(b *testing.B) {
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	require.NoError(b, err)
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "strata_raftstore_raft_log_fsync_seconds", "strata_raftstore_apply_seconds",
+			"strata_raftstore_ready_loop_seconds", "strata_raftstore_propose_wait_seconds",
+			"strata_raftstore_appended_entries_per_fsync", "strata_raftstore_raft_send_seconds":
+			h := mf.GetMetric()[0].GetHistogram()
+			if h.GetSampleCount() > 0 {
+				b.Logf("%s: count=%d mean=%.6g", mf.GetName(), h.GetSampleCount(), h.GetSampleSum()/float64(h.GetSampleCount()))
+			}
+		}
 	}
 }
