@@ -32,6 +32,7 @@ func BenchmarkOnePCWrite(b *testing.B) {
 			lat := make([][]time.Duration, writers)
 			value := make([]byte, 100)
 			var wg sync.WaitGroup
+			before := stageSnapshot(b)
 			b.ResetTimer()
 			start := time.Now()
 			for w := 0; w < writers; w++ {
@@ -69,27 +70,45 @@ func BenchmarkOnePCWrite(b *testing.B) {
 			b.ReportMetric(float64(pct(0.50).Microseconds()), "p50-µs")
 			b.ReportMetric(float64(pct(0.99).Microseconds()), "p99-µs")
 			b.ReportMetric(float64(pct(0.999).Microseconds()), "p999-µs")
-			logStageMeans(b)
+			logStageMeans(b, before)
 			b.Logf("writers=%d n=%d ops/s=%.0f p50=%v p99=%v p999=%v max=%v",
 				writers, len(all), float64(len(all))/elapsed.Seconds(), pct(0.50), pct(0.99), pct(0.999), all[len(all)-1])
 		})
 	}
 }
 
-// logStageMeans logs the mean of the raftstore stage histograms (cumulative
-// over the process, all three stores) to show where write latency goes.
-func logStageMeans(b *testing.B) {
+type stageStat struct {
+	count uint64
+	sum   float64
+}
+
+var stageNames = []string{
+	"strata_raftstore_raft_log_fsync_seconds", "strata_raftstore_apply_seconds",
+	"strata_raftstore_ready_loop_seconds", "strata_raftstore_propose_wait_seconds",
+	"strata_raftstore_appended_entries_per_fsync", "strata_raftstore_ready_regions",
+}
+
+func stageSnapshot(b *testing.B) map[string]stageStat {
 	mfs, err := prometheus.DefaultGatherer.Gather()
 	require.NoError(b, err)
+	out := map[string]stageStat{}
 	for _, mf := range mfs {
-		switch mf.GetName() {
-		case "strata_raftstore_raft_log_fsync_seconds", "strata_raftstore_apply_seconds",
-			"strata_raftstore_ready_loop_seconds", "strata_raftstore_propose_wait_seconds",
-			"strata_raftstore_appended_entries_per_fsync", "strata_raftstore_raft_send_seconds":
+		if slices.Contains(stageNames, mf.GetName()) {
 			h := mf.GetMetric()[0].GetHistogram()
-			if h.GetSampleCount() > 0 {
-				b.Logf("%s: count=%d mean=%.6g", mf.GetName(), h.GetSampleCount(), h.GetSampleSum()/float64(h.GetSampleCount()))
-			}
+			out[mf.GetName()] = stageStat{count: h.GetSampleCount(), sum: h.GetSampleSum()}
+		}
+	}
+	return out
+}
+
+// logStageMeans logs the mean of the raftstore stage histograms since before
+// (all three stores together) to show where write latency goes.
+func logStageMeans(b *testing.B, before map[string]stageStat) {
+	after := stageSnapshot(b)
+	for _, name := range stageNames {
+		d := stageStat{count: after[name].count - before[name].count, sum: after[name].sum - before[name].sum}
+		if d.count > 0 {
+			b.Logf("%s: count=%d mean=%.4g", name, d.count, d.sum/float64(d.count))
 		}
 	}
 }

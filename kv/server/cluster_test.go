@@ -12,10 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/kv/mvcc"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/pd/pdtest"
+	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
@@ -291,6 +293,37 @@ func TestClusterWriteReadFailover(t *testing.T) {
 		resp, err = c.nodes[l].client.KvGet(context.Background(), &kvrpcpb.GetRequest{Context: &kvrpcpb.Context{RegionId: 9999}, Key: []byte("k001"), Version: 1})
 		require.NoError(t, err)
 		require.NotNil(t, resp.GetRegionError().GetRegionNotFound())
+	})
+
+	t.Run("coprocessor", func(t *testing.T) {
+		scan := &coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeTableScan, TblScan: &coprocessorpb.TableScan{TableId: 1}}
+		count := &coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeAggregation, Aggregation: &coprocessorpb.Aggregation{AggFunc: []coprocessorpb.AggFuncType{coprocessorpb.AggFuncType_Count}}}
+		limit := &coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeLimit, Limit: &coprocessorpb.Limit{Limit: 2}}
+		run := func(execs ...*coprocessorpb.Executor) *coprocessorpb.SelectResponse {
+			data, err := proto.Marshal(&coprocessorpb.DAGRequest{Executors: execs})
+			require.NoError(t, err)
+			var sel *coprocessorpb.SelectResponse
+			c.retry(func(n *testNode) bool {
+				resp, err := n.client.Coprocessor(context.Background(), &kvrpcpb.CoprocessorRequest{
+					Context: c.reqCtx(), Data: data, StartTs: ^uint64(0),
+					Ranges: []*kvrpcpb.KeyRange{{Start: []byte("k000"), End: []byte("k010")}, {Start: []byte("k015"), End: []byte("k017")}},
+				})
+				if err != nil || retryable(resp.GetRegionError()) {
+					return false
+				}
+				require.Nil(t, resp.GetRegionError())
+				require.Empty(t, resp.GetOtherError())
+				sel = &coprocessorpb.SelectResponse{}
+				require.NoError(t, proto.Unmarshal(resp.GetData(), sel))
+				return true
+			})
+			return sel
+		}
+		require.Equal(t, []int64{12}, run(scan, count).GetAggValues())
+		rows := run(scan, limit).GetRows()
+		require.Len(t, rows, 2)
+		require.Equal(t, "k000", string(rows[0].GetKey()))
+		require.Equal(t, "v0", string(rows[0].GetValue()))
 	})
 
 	t.Run("pd-routes-to-leader", func(t *testing.T) {
