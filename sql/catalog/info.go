@@ -5,6 +5,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -54,6 +55,7 @@ type TableInfo struct {
 	storedOff []int                  // their offsets
 	decoder   *tablecodec.RowDecoder // decodes all columns (by offset)
 	byName    map[string]int
+	schema    []expr.SchemaColumn
 }
 
 // Init computes the derived fields; call it once before publishing.
@@ -72,7 +74,22 @@ func (t *TableInfo) Init() {
 		t.storedOff = append(t.storedOff, i)
 	}
 	t.decoder = tablecodec.NewRowDecoder(ids)
+	t.schema = t.BuildSchema(strings.ToLower(t.Name))
 }
+
+// BuildSchema returns the row layout expressions resolve against: every
+// column, then the hidden handle, qualified by alias.
+func (t *TableInfo) BuildSchema(alias string) []expr.SchemaColumn {
+	cols := make([]expr.SchemaColumn, 0, len(t.Columns)+1)
+	for _, c := range t.Columns {
+		cols = append(cols, expr.SchemaColumn{Table: alias, Name: c.Name, Type: c.Type})
+	}
+	return append(cols, expr.SchemaColumn{Table: alias, Name: HandleColumnName, Type: types.Int64Type, Hidden: true})
+}
+
+// Schema is BuildSchema(lower(Name)), computed once. Callers must not
+// modify it.
+func (t *TableInfo) Schema() []expr.SchemaColumn { return t.schema }
 
 // FindColumn returns the offset of the named column, or -1.
 func (t *TableInfo) FindColumn(name string) int {

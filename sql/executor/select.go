@@ -87,11 +87,10 @@ func (e *Executor) openTable(ctx context.Context, tn *ast.TableName, alias strin
 	if alias == "" {
 		alias = strings.ToLower(tn.Name.O)
 	}
-	s := &source{db: db, tbl: tbl, alias: alias}
-	for _, c := range tbl.Columns {
-		s.cols = append(s.cols, expr.SchemaColumn{Table: alias, Name: c.Name, Type: c.Type})
+	s := &source{db: db, tbl: tbl, alias: alias, cols: tbl.Schema()}
+	if alias != strings.ToLower(tbl.Name) {
+		s.cols = tbl.BuildSchema(alias)
 	}
-	s.cols = append(s.cols, expr.SchemaColumn{Table: alias, Name: catalog.HandleColumnName, Type: types.Int64Type, Hidden: true})
 	return s, nil
 }
 

@@ -1,0 +1,154 @@
+package expr_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/types"
+)
+
+type env struct{}
+
+func (env) CurrentDB() string         { return "db1" }
+func (env) User() string              { return "root@127.0.0.1" }
+func (env) ConnectionID() uint64      { return 7 }
+func (env) LastInsertID() uint64      { return 42 }
+func (env) Now() time.Time            { return time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC) }
+func (env) UserVar(string) expr.Datum { return tablecodec.NullDatum }
+func (env) SysVar(name string, _ bool) (expr.Datum, types.FieldType, error) {
+	if name == "autocommit" {
+		return tablecodec.NewInt(1), types.Int64Type, nil
+	}
+	return tablecodec.NullDatum, types.FieldType{}, errno.New(errno.ErrUnknownSystemVar, "Unknown system variable '%s'", name)
+}
+
+var schema = []expr.SchemaColumn{
+	{Table: "t", Name: "i", Type: types.FieldType{Tp: mysql.TypeLong}},
+	{Table: "t", Name: "s", Type: types.FieldType{Tp: mysql.TypeVarchar, Flen: 10}},
+	{Table: "t", Name: "d", Type: types.FieldType{Tp: mysql.TypeNewDecimal, Flen: 8, Decimal: 2}},
+	{Table: "t", Name: "n", Type: types.FieldType{Tp: mysql.TypeLong}},
+	{Table: "t", Name: "u", Type: types.FieldType{Tp: mysql.TypeLonglong, Flag: mysql.UnsignedFlag}},
+}
+
+var row = []expr.Datum{tablecodec.NewInt(5), tablecodec.NewString("abc"), tablecodec.NewString("10.50"), tablecodec.NullDatum, tablecodec.NewUint(1 << 63)}
+
+func parseExpr(t *testing.T, s string) ast.ExprNode {
+	stmt, err := parser.New().ParseOneStmt("SELECT "+s+" FROM t", "", "")
+	require.NoError(t, err, s)
+	return stmt.(*ast.SelectStmt).Fields.Fields[0].Expr
+}
+
+func TestEval(t *testing.T) {
+	cases := []struct {
+		expr string
+		want string // Datum.String(); "NULL" for NULL
+	}{
+		{"i = 5", "1"},
+		{"i <> 5", "0"},
+		{"i > 4 AND s = 'abc'", "1"},
+		{"i < 4 OR s >= 'abd'", "0"},
+		{"NOT i", "0"},
+		{"n IS NULL", "1"},
+		{"n IS NOT NULL", "0"},
+		{"n = 1", "NULL"},
+		{"n = 1 AND 0", "0"},
+		{"n = 1 OR 1", "1"},
+		{"n <=> NULL", "1"},
+		{"i IN (1, 5)", "1"},
+		{"i NOT IN (1, 2)", "1"},
+		{"i IN (1, NULL)", "NULL"},
+		{"d > 9", "1"},      // decimal compares numerically, not as text
+		{"d > '9.00'", "1"}, // decimal vs string: numeric
+		{"s > 'ab'", "1"},   // two strings: bytewise
+		{"'10' < '9'", "1"}, // strings bytewise
+		{"10 < '9'", "0"},   // number vs string: numeric
+		{"u > i", "1"},      // uint64 above int64 range
+		{"i + 1", "6"},
+		{"i - 10", "-5"},
+		{"i * 2", "10"},
+		{"i / 2", "2.5"},
+		{"i DIV 2", "2"},
+		{"i % 3", "2"},
+		{"i / 0", "NULL"},
+		{"-i", "-5"},
+		{"i BETWEEN 1 AND 5", "1"},
+		{"i NOT BETWEEN 1 AND 5", "0"},
+		{"s LIKE 'a%'", "1"},
+		{"s LIKE '_b_'", "1"},
+		{"s LIKE 'b%'", "0"},
+		{"s NOT LIKE '%c'", "0"},
+		{"CASE WHEN i > 3 THEN 'big' ELSE 'small' END", "big"},
+		{"CASE i WHEN 1 THEN 'one' WHEN 5 THEN 'five' END", "five"},
+		{"IF(n IS NULL, 'x', 'y')", "x"},
+		{"COALESCE(n, i)", "5"},
+		{"IFNULL(n, 'z')", "z"},
+		{"CONCAT(s, '-', i)", "abc-5"},
+		{"UPPER(s)", "ABC"},
+		{"LENGTH(s)", "3"},
+		{"ABS(-3)", "3"},
+		{"DATABASE()", "db1"},
+		{"LAST_INSERT_ID()", "42"},
+		{"CONNECTION_ID()", "7"},
+		{"@@autocommit", "1"},
+		{"NOW()", "2024-01-02 03:04:05"},
+		{"CAST('12' AS SIGNED) + 1", "13"},
+		{"1.5 + 1", "2.5"},
+		{"i IS TRUE", "1"},
+	}
+	for _, c := range cases {
+		e, err := expr.Compile(parseExpr(t, c.expr), &expr.Ctx{Columns: schema, Env: env{}})
+		require.NoError(t, err, c.expr)
+		d, err := e.Eval(row)
+		require.NoError(t, err, c.expr)
+		require.Equal(t, c.want, d.String(), c.expr)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	cases := []struct {
+		expr string
+		code uint16
+	}{
+		{"nope", errno.ErrBadField},
+		{"t2.i", errno.ErrBadField},
+		{"@@nosuch", errno.ErrUnknownSystemVar},
+		{"(SELECT 1)", errno.ErrNotSupportedYet},
+		{"NOSUCHFUNC(1)", errno.ErrNotSupportedYet},
+		{"COUNT(*)", 1111},
+	}
+	for _, c := range cases {
+		_, err := expr.Compile(parseExpr(t, c.expr), &expr.Ctx{Columns: schema, Env: env{}})
+		require.Error(t, err, c.expr)
+		require.Equal(t, c.code, errno.FromError(err).Code, "%s: %v", c.expr, err)
+	}
+}
+
+func TestArithmeticOverflow(t *testing.T) {
+	e, err := expr.Compile(parseExpr(t, "9223372036854775807 + i"), &expr.Ctx{Columns: schema, Env: env{}})
+	require.NoError(t, err)
+	_, err = e.Eval(row)
+	var re *expr.RangeError
+	require.ErrorAs(t, err, &re)
+}
+
+func TestLike(t *testing.T) {
+	cases := []struct {
+		s, p string
+		want bool
+	}{
+		{"", "", true}, {"", "%", true}, {"a", "", false}, {"abc", "a%c", true}, {"abc", "%%b%", true},
+		{"abc", "a_", false}, {"a%c", `a\%c`, true}, {"abc", `a\%c`, false}, {"héllo", "h_llo", true},
+	}
+	for _, c := range cases {
+		require.Equal(t, c.want, expr.Like([]byte(c.s), []byte(c.p), '\\'), "%q LIKE %q", c.s, c.p)
+	}
+}

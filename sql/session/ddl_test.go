@@ -1,0 +1,59 @@
+package session
+
+import (
+	"testing"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/sql/errno"
+)
+
+func TestBuildTableInfo(t *testing.T) {
+	cases := []struct {
+		sql        string
+		code       uint16 // 0: ok
+		pkIsHandle bool
+		autoInc    int
+	}{
+		{"CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", 0, true, -1},
+		{"CREATE TABLE t (id BIGINT UNSIGNED AUTO_INCREMENT, v TEXT, PRIMARY KEY (id))", 0, true, 0},
+		{"CREATE TABLE t (a INT, b DOUBLE, c DECIMAL(10,2), d DATETIME, e DATE, f TIMESTAMP, g CHAR(3), h TINYINT, i SMALLINT, j MEDIUMINT, k FLOAT, l BLOB)", 0, false, -1},
+		{"CREATE TABLE t (a INT NOT NULL DEFAULT 3, d DATETIME DEFAULT CURRENT_TIMESTAMP)", 0, false, -1},
+		{"CREATE TABLE t (s VARCHAR(5) PRIMARY KEY)", errno.ErrNotSupportedYet, false, -1},
+		{"CREATE TABLE t (a INT, b INT, PRIMARY KEY (a, b))", errno.ErrNotSupportedYet, false, -1},
+		{"CREATE TABLE t (a INT UNIQUE)", errno.ErrNotSupportedYet, false, -1},
+		{"CREATE TABLE t (a INT, INDEX (a))", errno.ErrNotSupportedYet, false, -1},
+		{"CREATE TABLE t (a INT PRIMARY KEY, b INT PRIMARY KEY)", errno.ErrMultiplePriKey, false, -1},
+		{"CREATE TABLE t (a INT, a INT)", errno.ErrDupFieldName, false, -1},
+		{"CREATE TABLE t (a INT AUTO_INCREMENT)", errno.ErrWrongAutoKey, false, -1},
+		{"CREATE TABLE t (a TINYINT DEFAULT 300)", errno.ErrInvalidDefault, false, -1},
+		{"CREATE TABLE t (a INT NOT NULL DEFAULT NULL)", errno.ErrInvalidDefault, false, -1},
+		{"CREATE TABLE t (a INT DEFAULT CURRENT_TIMESTAMP)", errno.ErrInvalidDefault, false, -1},
+		{"CREATE TABLE t (j JSON)", errno.ErrNotSupportedYet, false, -1},
+		{"CREATE TABLE t (_tidb_rowid INT)", errno.ErrWrongFieldSpec, false, -1},
+	}
+	for _, c := range cases {
+		stmt, err := parser.New().ParseOneStmt(c.sql, "", "")
+		require.NoError(t, err, c.sql)
+		ti, err := BuildTableInfo(stmt.(*ast.CreateTableStmt), &Session{})
+		if c.code != 0 {
+			require.Error(t, err, c.sql)
+			require.Equal(t, c.code, errno.FromError(err).Code, "%s: %v", c.sql, err)
+			continue
+		}
+		require.NoError(t, err, c.sql)
+		require.Equal(t, c.pkIsHandle, ti.PKIsHandle, c.sql)
+		require.Equal(t, c.autoInc, ti.AutoIncOffset, c.sql)
+		if ti.PKIsHandle {
+			pk := ti.Columns[ti.HandleOffset]
+			require.NotZero(t, pk.Type.Flag&mysql.PriKeyFlag)
+			require.True(t, pk.Type.NotNull())
+		}
+		for i, col := range ti.Columns {
+			require.Equal(t, int64(i+1), col.ID)
+		}
+	}
+}
