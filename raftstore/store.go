@@ -83,6 +83,11 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// maxQueuedRequests bounds the writes (and, separately, the reads) waiting
+// for one Ready loop iteration; beyond it requests get ServerIsBusy instead
+// of queueing without bound.
+const maxQueuedRequests = 20000
+
 // Store is one store node's multi-raft engine: it owns the Pebble instance,
 // every local region peer and the single Ready loop driving them.
 type Store struct {
@@ -280,8 +285,17 @@ func (s *Store) Close() error {
 // for concurrent use.
 func (s *Store) OnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
 	pr := &proposal{req: req, start: time.Now(), done: make(chan proposalResult, 1)}
-	if !s.inbox.push(func(m *inboxMsgs) { m.proposals = append(m.proposals, pr) }) {
+	busy := false
+	if !s.inbox.push(func(m *inboxMsgs) {
+		if busy = len(m.proposals) >= maxQueuedRequests; !busy {
+			m.proposals = append(m.proposals, pr)
+		}
+	}) {
 		return nil, ErrStopped
+	}
+	if busy {
+		proposals.WithLabelValues("busy").Inc()
+		return &kvrpcpb.OnePCResponse{RegionError: ErrServerIsBusy("too many queued writes")}, nil
 	}
 	select {
 	case res := <-pr.done:
@@ -300,8 +314,16 @@ func (s *Store) OnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.
 // checks keys against the region and reads Engine().
 func (s *Store) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
 	rr := &readRequest{rctx: rctx, start: time.Now(), done: make(chan readResult, 1)}
-	if !s.inbox.push(func(m *inboxMsgs) { m.reads = append(m.reads, rr) }) {
+	busy := false
+	if !s.inbox.push(func(m *inboxMsgs) {
+		if busy = len(m.reads) >= maxQueuedRequests; !busy {
+			m.reads = append(m.reads, rr)
+		}
+	}) {
 		return nil, nil, ErrStopped
+	}
+	if busy {
+		return nil, ErrServerIsBusy("too many queued reads"), nil
 	}
 	select {
 	case res := <-rr.done:
