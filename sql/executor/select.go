@@ -136,14 +136,27 @@ type selectPlan struct {
 
 // Select runs a SELECT.
 func (e *Executor) Select(ctx context.Context, s *ast.SelectStmt, env expr.Env) (*Result, error) {
-	p, err := e.planSelect(ctx, s, env)
+	p, err := e.planSelect(ctx, s, env, false)
 	if err != nil {
 		return nil, err
 	}
 	return e.runSelect(ctx, p)
 }
 
-func (e *Executor) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.Env) (*selectPlan, error) {
+// SelectColumns plans s (with whatever parameters env binds) and returns its
+// result columns without reading any rows; used to describe prepared
+// statements.
+func (e *Executor) SelectColumns(ctx context.Context, s *ast.SelectStmt, env expr.Env) ([]ResultColumn, error) {
+	p, err := e.planSelect(ctx, s, env, true)
+	if err != nil {
+		return nil, err
+	}
+	return p.cols, nil
+}
+
+// describe: only the result columns are needed (prepare time, parameters
+// unbound), so LIMIT values are not checked.
+func (e *Executor) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.Env, describe bool) (*selectPlan, error) {
 	switch {
 	case s.With != nil:
 		return nil, errno.NotSupported("WITH")
@@ -266,7 +279,7 @@ func (e *Executor) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 	if p.having != nil && !p.agg {
 		p.agg = true // HAVING without aggregates: one group over everything
 	}
-	if s.Limit != nil {
+	if s.Limit != nil && !describe {
 		var err error
 		p.hasLimit = true
 		if p.count, err = limitValue(s.Limit.Count, env); err != nil {

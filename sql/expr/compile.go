@@ -24,6 +24,9 @@ type Env interface {
 	// UserVar returns a user variable (@name); NULL when unset.
 	UserVar(name string) Datum
 	Now() time.Time
+	// Param returns the value bound to the i-th (0-based) parameter marker
+	// of the prepared statement being executed; ok=false when none is.
+	Param(i int) (d Datum, ok bool)
 }
 
 // SchemaColumn is one slot of the row an expression is evaluated on.
@@ -48,6 +51,12 @@ type Ctx struct {
 // Compile turns n into an Expr.
 func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 	switch x := n.(type) {
+	case *driver.ParamMarkerExpr:
+		d, ok := c.Env.Param(x.Order)
+		if !ok {
+			return nil, errno.New(1210, "Incorrect arguments to EXECUTE: parameter %d is not bound", x.Order+1)
+		}
+		return &Constant{Value: d, Ft: ParamType(d)}, nil
 	case *driver.ValueExpr:
 		return constantFromValue(x)
 	case *ast.ParenthesesExpr:
@@ -189,8 +198,6 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		return nil, errno.NotSupported("row constructors")
 	case *ast.WindowFuncExpr:
 		return nil, errno.NotSupported("window functions")
-	case *driver.ParamMarkerExpr:
-		return nil, errno.NotSupported("parameter markers")
 	}
 	return nil, errno.NotSupported("expression " + strings.TrimPrefix(typeName(n), "*ast."))
 }
@@ -500,4 +507,21 @@ func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
 		}
 		return d, nil
 	}}, nil
+}
+
+// ParamType is the static type of a bound parameter value.
+func ParamType(d Datum) types.FieldType {
+	switch d.Kind() {
+	case tablecodec.KindInt64:
+		return types.Int64Type
+	case tablecodec.KindUint64:
+		return types.Uint64Type
+	case tablecodec.KindFloat64:
+		return types.DoubleType
+	case tablecodec.KindBytes:
+		ft := types.VarcharType
+		ft.Flen = max(len(d.Bytes()), 1)
+		return ft
+	}
+	return types.NullType
 }

@@ -347,10 +347,20 @@ func (c *clientConn) dispatch(ctx context.Context, data []byte) (quit bool, err 
 	case mysql.ComResetConnection:
 		c.sess = session.New(c.srv.exec, c.id, c.user, c.sessHost())
 		return false, c.writeOK(0, 0, 0, "")
-	case mysql.ComStmtClose, mysql.ComStmtSendLongData:
-		return false, nil // these commands have no response
+	case mysql.ComStmtPrepare:
+		return false, c.handleStmtPrepare(ctx, string(arg))
+	case mysql.ComStmtExecute:
+		return false, c.handleStmtExecute(ctx, arg)
+	case mysql.ComStmtSendLongData:
+		c.handleStmtSendLongData(arg) // no response
+		return false, nil
+	case mysql.ComStmtClose:
+		c.handleStmtClose(arg) // no response
+		return false, nil
+	case mysql.ComStmtReset:
+		return false, c.handleStmtReset(arg)
 	}
-	return false, c.writeError(errno.New(errno.ErrUnknownCom, "Unknown command %d: this server supports the text protocol (COM_QUERY); prepared statements are not supported yet", cmd))
+	return false, c.writeError(errno.New(errno.ErrUnknownCom, "Unknown command %d: not supported by this server (cursors, replication and COM_CHANGE_USER are not implemented)", cmd))
 }
 
 func (c *clientConn) sessHost() string {

@@ -430,7 +430,7 @@ func TestMalformedPackets(t *testing.T) {
 	t.Run("unknown command keeps the connection", func(t *testing.T) {
 		r := dialRaw(t, ts.addr)
 		r.login()
-		r.write(0, []byte{0x16, 'S', 'E', 'L', 'E', 'C', 'T', ' ', '1'}) // COM_STMT_PREPARE
+		r.write(0, []byte{0x1c, 1, 0, 0, 0, 1, 0, 0, 0}) // COM_STMT_FETCH (no cursors)
 		p := r.read()
 		require.Equal(t, byte(0xff), p[0])
 		require.Equal(t, uint16(1047), binary.LittleEndian.Uint16(p[1:]))
@@ -439,6 +439,78 @@ func TestMalformedPackets(t *testing.T) {
 	})
 	// The server is still healthy for well-behaved clients.
 	require.NoError(t, ts.open(t, "", "").Ping())
+}
+
+func TestPreparedStatements(t *testing.T) {
+	ts := startServer(t)
+	db := ts.open(t, "test", "")
+	db.SetMaxOpenConns(1)
+	_, err := db.Exec("CREATE TABLE p (id BIGINT PRIMARY KEY, t TINYINT, s SMALLINT, i INT UNSIGNED, d DECIMAL(6,2), f FLOAT, g DOUBLE, v VARCHAR(20), dt DATETIME, dd DATE, n INT)")
+	require.NoError(t, err)
+	ins, err := db.Prepare("INSERT INTO p VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	require.NoError(t, err)
+	defer ins.Close()
+	when := time.Date(2024, 3, 4, 5, 6, 7, 0, time.UTC)
+	for i := int64(1); i <= 3; i++ {
+		_, err := ins.Exec(i, -int8(i), 300*i, uint32(4000000000), "12.5", 1.5, 2.25, fmt.Sprintf("v%d", i), when, "2024-01-02", nil)
+		require.NoError(t, err)
+	}
+	_, err = ins.Exec(1, 0, 0, 0, 0, 0, 0, "", when, "2024-01-02", nil)
+	require.Equal(t, uint16(1062), mysqlCode(err))
+
+	sel, err := db.Prepare("SELECT id, t, s, i, d, f, g, v, dt, dd, n FROM p WHERE id = ?")
+	require.NoError(t, err)
+	defer sel.Close()
+	var (
+		id           int64
+		tt           int8
+		ss           int16
+		ii           uint32
+		d, v, dt, dd string
+		f            float32
+		g            float64
+		n            sql.NullInt64
+	)
+	require.NoError(t, sel.QueryRow(2).Scan(&id, &tt, &ss, &ii, &d, &f, &g, &v, &dt, &dd, &n))
+	require.Equal(t, int64(2), id)
+	require.Equal(t, int8(-2), tt)
+	require.Equal(t, int16(600), ss)
+	require.Equal(t, uint32(4000000000), ii)
+	require.Equal(t, "12.50", d)
+	require.Equal(t, float32(1.5), f)
+	require.Equal(t, 2.25, g)
+	require.Equal(t, "v2", v)
+	require.Equal(t, "2024-03-04 05:06:07", dt)
+	require.Equal(t, "2024-01-02", dd)
+	require.False(t, n.Valid)
+	require.ErrorIs(t, sel.QueryRow(99).Scan(&id), sql.ErrNoRows)
+
+	// Parameters in WHERE / LIMIT and a string parameter for an int column.
+	var cnt int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM p WHERE v IN (?, ?) AND id > ?", "v1", "v3", "0").Scan(&cnt))
+	require.Equal(t, 2, cnt)
+	rows, err := db.Query("SELECT id FROM p ORDER BY id DESC LIMIT ?", 2)
+	require.NoError(t, err)
+	var ids []int64
+	for rows.Next() {
+		require.NoError(t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	require.NoError(t, rows.Close())
+	require.Equal(t, []int64{3, 2}, ids)
+
+	upd, err := db.Exec("UPDATE p SET v = ? WHERE id = ?", "changed", 3)
+	require.NoError(t, err)
+	aff, _ := upd.RowsAffected()
+	require.EqualValues(t, 1, aff)
+	require.NoError(t, db.QueryRow("SELECT v FROM p WHERE id = ?", 3).Scan(&v))
+	require.Equal(t, "changed", v)
+
+	// Errors at prepare time.
+	_, err = db.Prepare("SELECT * FROM nosuch WHERE id = ?")
+	require.Equal(t, uint16(1146), mysqlCode(err))
+	_, err = db.Prepare("SELEC ?")
+	require.Equal(t, uint16(1064), mysqlCode(err))
 }
 
 func BenchmarkPointSelect(b *testing.B) {
@@ -456,11 +528,23 @@ func BenchmarkPointSelect(b *testing.B) {
 		queries[i] = fmt.Sprintf("SELECT c FROM sbtest WHERE id = %d", i+1)
 	}
 	var c string
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		if err := db.QueryRow(queries[i%100]).Scan(&c); err != nil {
-			b.Fatal(err)
+	b.Run("text", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if err := db.QueryRow(queries[i%100]).Scan(&c); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
+	b.Run("prepared", func(b *testing.B) {
+		stmt, err := db.Prepare("SELECT c FROM sbtest WHERE id = ?")
+		require.NoError(b, err)
+		defer stmt.Close()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if err := stmt.QueryRow(i%100 + 1).Scan(&c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -32,6 +32,9 @@ type Session struct {
 	vars     map[string]sysVar // session overrides of defaultSysVars
 	userVars map[string]types.Datum
 	lastID   uint64
+	params   []types.Datum // bound while a prepared statement executes
+	stmts    map[uint32]*Prepared
+	nextStmt uint32
 }
 
 // New returns a session for connection connID of user@host.
@@ -54,6 +57,14 @@ func (s *Session) LastInsertID() uint64 { return s.lastID }
 
 // Now implements expr.Env.
 func (s *Session) Now() time.Time { return time.Now() }
+
+// Param implements expr.Env.
+func (s *Session) Param(i int) (types.Datum, bool) {
+	if i < 0 || i >= len(s.params) {
+		return tablecodec.NullDatum, false
+	}
+	return s.params[i], true
+}
 
 // UserVar implements expr.Env.
 func (s *Session) UserVar(name string) types.Datum { return s.userVars[name] }
