@@ -17,8 +17,11 @@ import (
 // Limits of the raft transport.
 const (
 	maxMsgsPerSend = 4096
-	minBackoff     = 20 * time.Millisecond
-	maxBackoff     = time.Second
+	// maxBytesPerSend stops coalescing queued batches; a single Ready's batch
+	// may still be larger (the server accepts up to MaxRaftBatchBytes).
+	maxBytesPerSend = 4 << 20
+	minBackoff      = 20 * time.Millisecond
+	maxBackoff      = time.Second
 )
 
 // transport sends raft messages to other stores: one goroutine, one gRPC
@@ -160,11 +163,13 @@ func (t *transport) stream(ctx context.Context, ss *storeSender, addr string, ok
 		case b = <-ss.ch:
 		}
 		// Coalesce whatever else is queued into one send.
+		size := batchBytes(b)
 	coalesce:
-		for len(b.Msgs) < maxMsgsPerSend {
+		for len(b.Msgs) < maxMsgsPerSend && size < maxBytesPerSend {
 			select {
 			case more := <-ss.ch:
 				b.Msgs = append(b.Msgs, more.Msgs...)
+				size += batchBytes(more)
 			default:
 				break coalesce
 			}
@@ -180,6 +185,18 @@ func (t *transport) stream(ctx context.Context, ss *storeSender, addr string, ok
 		raftSendBatchSeconds.Observe(time.Since(start).Seconds())
 		ok()
 	}
+}
+
+// MaxRaftBatchBytes is the largest BatchRaftMessage a store must accept
+// (configure the gRPC server's MaxRecvMsgSize with it).
+const MaxRaftBatchBytes = 256 << 20
+
+func batchBytes(b *raft_serverpb.BatchRaftMessage) int {
+	n := 0
+	for _, m := range b.GetMsgs() {
+		n += len(m.GetMessage()) + len(m.GetStartKey()) + len(m.GetEndKey()) + 64
+	}
+	return n
 }
 
 // ServeRaftStream receives batches from another store's transport until the

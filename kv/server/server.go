@@ -116,7 +116,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.store = store
 	s.mu.Unlock()
 
-	gs := grpc.NewServer(grpc.WaitForHandlers(true))
+	gs := grpc.NewServer(grpc.WaitForHandlers(true), grpc.MaxRecvMsgSize(raftstore.MaxRaftBatchBytes))
 	storepb.RegisterStoreServer(gs, NewService(store))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(s.lis) }()
