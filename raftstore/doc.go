@@ -38,16 +38,21 @@
 //     and key checks; raft proposal forwarding is off) and puts all reads
 //     that arrived for a region behind one ReadIndex with a unique context;
 //  3. collects a Ready from every peer that has one;
-//  4. writes all their entries (deleting an overwritten log tail) and hard
-//     states in ONE Pebble batch committed with Sync (group commit, one fsync
-//     per iteration across regions);
-//  5. sends all messages, one BatchRaftMessage per destination store;
-//  6. applies all committed entries in one indexed batch together with each
+//  4. sends leaders' MsgApp/MsgHeartbeat at once (raft thesis 10.2.1: the
+//     leader's fsync overlaps the followers'; raft only counts the leader's
+//     own copy for commit after it is persisted);
+//  5. writes all their entries (deleting an overwritten log tail) and hard
+//     states in ONE Pebble batch, committed with Sync when any Ready has
+//     MustSync (group commit, at most one fsync per iteration across
+//     regions; a commit-index-only change is not synced);
+//  6. sends every other message (votes, append responses, ...), one
+//     BatchRaftMessage per destination store;
+//  7. applies all committed entries in one indexed batch together with each
 //     region's applied index, committed with NoSync; answers proposals;
-//  7. clears reads whose ReadState index is applied; Advance.
+//  8. clears reads whose ReadState index is applied; Advance.
 //
 // Durability: an entry is acknowledged only once a quorum persisted it
-// (fsync in step 4 on each replica) and it was applied locally. The apply
+// (fsync in step 5 on each replica) and it was applied locally. The apply
 // batch is not synced: it carries the applied index atomically with the
 // data, so after a crash either both survive or neither does; Pebble's
 // single WAL means a surviving apply batch implies the earlier synced log
@@ -88,6 +93,9 @@
 // # Not yet
 //
 // The raft log is never compacted (no log GC, no snapshots); the newest
-// entries are cached in memory. No splits, conf changes, leader leases,
+// entries are cached in memory. A proposal whose leader stepped down stays
+// pending until its index is applied (answered with its result) or
+// overwritten (StaleCommand); a request that gives up earlier (context,
+// ErrStopped) has an undetermined outcome. No splits, conf changes, leader leases,
 // hibernation of idle regions, or async apply pool: apply runs in the loop.
 package raftstore
