@@ -16,6 +16,9 @@ type Result struct {
 	Columns      []ResultColumn
 	Rows         [][]types.Datum
 	AffectedRows uint64
+	// FoundRows is the rows an UPDATE matched (reported instead of
+	// AffectedRows to clients that set CLIENT_FOUND_ROWS).
+	FoundRows    uint64
 	LastInsertID uint64
 	Info         string
 }

@@ -418,7 +418,7 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env) 
 			return nil, err
 		}
 	}
-	return &Result{AffectedRows: uint64(changed), Info: fmt.Sprintf("Rows matched: %d  Changed: %d  Warnings: 0", len(rows), changed)}, nil
+	return &Result{AffectedRows: uint64(changed), FoundRows: uint64(len(rows)), Info: fmt.Sprintf("Rows matched: %d  Changed: %d  Warnings: 0", len(rows), changed)}, nil
 }
 
 func sameDatum(a, b datum) bool {

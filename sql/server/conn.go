@@ -207,6 +207,7 @@ func (c *clientConn) handshake(ctx context.Context) error {
 		return fmt.Errorf("auth failed for user %q", c.user)
 	}
 	c.sess = session.New(c.srv.exec, c.id, c.user, host)
+	c.sess.SetClientCollation(int(resp.coll))
 	if resp.db != "" && c.caps&mysql.ClientConnectWithDB != 0 {
 		if err := c.sess.UseDB(ctx, resp.db); err != nil {
 			e := errno.FromError(err)
@@ -224,6 +225,7 @@ func (c *clientConn) handshake(ctx context.Context) error {
 
 type handshakeResponse struct {
 	caps   uint32
+	coll   byte
 	user   string
 	auth   []byte
 	db     string
@@ -236,6 +238,7 @@ func parseHandshakeResponse(b []byte) (handshakeResponse, error) {
 		return r, fmt.Errorf("%w: handshake response of %d bytes", errMalformed, len(b))
 	}
 	r.caps = binary.LittleEndian.Uint32(b)
+	r.coll = b[8]
 	if r.caps&mysql.ClientProtocol41 == 0 {
 		return r, fmt.Errorf("%w: client lacks CLIENT_PROTOCOL_41", errMalformed)
 	}
@@ -372,6 +375,14 @@ func (c *clientConn) sessHost() string {
 
 func (c *clientConn) status() uint16 { return mysql.ServerStatusAutocommit }
 
+// affected is the OK packet's row count: matched rows for CLIENT_FOUND_ROWS.
+func (c *clientConn) affected(res *executor.Result) uint64 {
+	if c.caps&mysql.ClientFoundRows != 0 && res.FoundRows > res.AffectedRows {
+		return res.FoundRows
+	}
+	return res.AffectedRows
+}
+
 func (c *clientConn) handleQuery(ctx context.Context, q string) error {
 	start := time.Now()
 	stmts, err := c.sess.Parse(q)
@@ -380,7 +391,10 @@ func (c *clientConn) handleQuery(ctx context.Context, q string) error {
 		return c.writeError(err)
 	}
 	if len(stmts) == 0 {
-		return c.writeError(errno.New(1065, "Query was empty"))
+		if strings.TrimSpace(q) == "" || strings.TrimSpace(q) == ";" {
+			return c.writeError(errno.New(1065, "Query was empty"))
+		}
+		return c.writeOK(0, 0, c.status(), "") // only comments
 	}
 	if len(stmts) > 1 && c.caps&mysql.ClientMultiStatements == 0 {
 		return c.writeError(errno.New(errno.ErrParse, "You have an error in your SQL syntax: several statements in one query need the CLIENT_MULTI_STATEMENTS capability"))
@@ -406,7 +420,7 @@ func (c *clientConn) handleQuery(ctx context.Context, q string) error {
 		if res.IsQuery() {
 			err = c.writeResultSet(res, st)
 		} else {
-			err = c.writeOK(res.AffectedRows, res.LastInsertID, st, res.Info)
+			err = c.writeOK(c.affected(res), res.LastInsertID, st, res.Info)
 		}
 		durationFor(label).Observe(time.Since(start).Seconds())
 		if err != nil {

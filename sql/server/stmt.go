@@ -126,7 +126,7 @@ func (c *clientConn) handleStmtExecute(ctx context.Context, data []byte) error {
 	if res.IsQuery() {
 		err = c.writeBinaryResultSet(res, c.status())
 	} else {
-		err = c.writeOK(res.AffectedRows, res.LastInsertID, c.status(), res.Info)
+		err = c.writeOK(c.affected(res), res.LastInsertID, c.status(), res.Info)
 	}
 	durationFor(label).Observe(time.Since(start).Seconds())
 	return err

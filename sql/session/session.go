@@ -88,6 +88,20 @@ func (s *Session) SysVar(name string, global bool) (types.Datum, types.FieldType
 
 var _ expr.Env = (*Session)(nil)
 
+// SetClientCollation records the collation a client announced in its
+// handshake (character_set_* and collation_connection report it; Strata
+// stores and compares everything as utf8mb4 bytes). Unknown ids are ignored.
+func (s *Session) SetClientCollation(id int) {
+	coll, err := charset.GetCollationByID(id)
+	if err != nil || coll == nil {
+		return
+	}
+	for _, n := range []string{"character_set_client", "character_set_connection", "character_set_results"} {
+		s.vars[n] = sysVar{value: coll.CharsetName}
+	}
+	s.vars["collation_connection"] = sysVar{value: coll.Name}
+}
+
 // UseDB switches the current database (USE, COM_INIT_DB, CONNECT_WITH_DB).
 func (s *Session) UseDB(ctx context.Context, name string) error {
 	db, err := s.cat.GetDB(ctx, name)
@@ -177,7 +191,16 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		// No transaction is ever open: every statement has committed already.
 		return &executor.Result{}, nil
 	case *ast.DoStmt:
-		return nil, errno.NotSupported("DO")
+		for _, e := range x.Exprs {
+			ce, err := expr.Compile(e, &expr.Ctx{Env: s})
+			if err != nil {
+				return nil, err
+			}
+			if _, err := ce.Eval(nil); err != nil {
+				return nil, err
+			}
+		}
+		return &executor.Result{}, nil
 	case *ast.SetOprStmt:
 		return nil, errno.NotSupported("UNION / INTERSECT / EXCEPT")
 	}
@@ -187,18 +210,28 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 func (s *Session) set(ctx context.Context, x *ast.SetStmt) error {
 	for _, v := range x.Variables {
 		name := strings.ToLower(v.Name)
-		switch name {
-		case ast.SetNames, ast.SetCharset:
+		if v.Name == ast.SetNames || v.Name == ast.SetCharset {
 			cs := "utf8mb4"
-			if ve, ok := v.Value.(ast.ValueExpr); ok {
+			if ve, ok := v.Value.(ast.ValueExpr); ok && ve.GetValue() != nil {
 				cs = strings.ToLower(fmt.Sprint(ve.GetValue()))
 			}
-			if _, err := charset.GetCharsetInfo(cs); err != nil {
+			info, err := charset.GetCharsetInfo(cs)
+			if err != nil {
 				return errno.New(1115, "Unknown character set: '%s'", cs)
 			}
-			for _, n := range []string{"character_set_client", "character_set_connection", "character_set_results"} {
-				s.vars[n] = sysVar{value: cs}
+			coll := info.DefaultCollation
+			if ve, ok := v.ExtendValue.(ast.ValueExpr); ok && ve.GetValue() != nil {
+				coll = strings.ToLower(fmt.Sprint(ve.GetValue()))
+				if _, err := charset.GetCollationByName(coll); err != nil {
+					return errno.New(1273, "Unknown collation: '%s'", coll)
+				}
 			}
+			// Recorded for clients that read them back; Strata itself
+			// stores and compares everything as utf8mb4 bytes.
+			for _, n := range []string{"character_set_client", "character_set_connection", "character_set_results"} {
+				s.vars[n] = sysVar{value: info.Name}
+			}
+			s.vars["collation_connection"] = sysVar{value: coll}
 			continue
 		}
 		var val types.Datum

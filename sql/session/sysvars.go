@@ -51,6 +51,8 @@ var defaultSysVars = map[string]sysVar{
 	"max_connections":                 {"0", true},
 	"port":                            {"4000", true},
 	"sql_quote_show_create":           {"1", true},
+	"sql_notes":                       {"1", true},
+	"sql_warnings":                    {"0", true},
 	"big_tables":                      {"0", true},
 	"sql_big_selects":                 {"1", true},
 	"default_week_format":             {"0", true},
