@@ -46,6 +46,7 @@ const (
 	ErrRegionUnavailable   uint16 = 9005
 	ErrWriteConflict       uint16 = 9007
 	ErrResultUndetermined  uint16 = 8110
+	ErrEntryTooLarge       uint16 = 8025
 )
 
 var sqlStates = map[uint16]string{

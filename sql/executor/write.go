@@ -17,6 +17,18 @@ import (
 	"github.com/stratadb/strata/sql/types"
 )
 
+// MaxEntrySize bounds one row (key + value), like TiDB's
+// txn-entry-size-limit: a single huge Raft entry stalls every other write of
+// its region.
+const MaxEntrySize = 6 << 20
+
+func checkEntrySize(key, value []byte) error {
+	if n := len(key) + len(value); n > MaxEntrySize {
+		return errno.New(errno.ErrEntryTooLarge, "entry too large, the max entry size is %d, the size of data is %d; store large values outside the database or split them", MaxEntrySize, n)
+	}
+	return nil
+}
+
 // convertColumn converts v for column c of row rowNum (1-based), mapping
 // failures to the MySQL errors strict mode raises.
 func convertColumn(c *catalog.ColumnInfo, v datum, rowNum int) (datum, error) {
@@ -187,6 +199,9 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env) 
 		keys = tablecodec.AppendRowKey(keys, tbl.ID, handles[ri])
 		vstart := len(vals)
 		vals = tbl.EncodeRow(vals, slab[ri*ncols:(ri+1)*ncols], scratch)
+		if err := checkEntrySize(keys[start:], vals[vstart:]); err != nil {
+			return nil, err
+		}
 		mutSlab[ri].Op = kvrpcpb.Op_Insert
 		mutSlab[ri].Key = keys[start:len(keys):len(keys)]
 		mutSlab[ri].Value = vals[vstart:len(vals):len(vals)]
@@ -405,6 +420,9 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env) 
 			newH = newRow[tbl.HandleOffset].Int64()
 		}
 		val := tbl.EncodeRow(nil, newRow[:ncols], scratch)
+		if err := checkEntrySize(nil, val); err != nil {
+			return nil, err
+		}
 		if newH != oldH {
 			muts = append(muts,
 				&kvrpcpb.Mutation{Op: kvrpcpb.Op_Del, Key: tablecodec.RowKey(tbl.ID, oldH)},

@@ -329,15 +329,22 @@ func TestLargePacket(t *testing.T) {
 	ts := startServer(t)
 	db := ts.open(t, "test", "")
 	db.SetMaxOpenConns(1)
+	// A 17 MB query arrives as two packets; its 17 MB result leaves as two.
+	payload := strings.Repeat("x", 17<<20)
+	var got string
+	require.NoError(t, db.QueryRow("SELECT '"+payload+"'").Scan(&got))
+	require.Equal(t, len(payload), len(got))
+	require.Equal(t, [][]string{{fmt.Sprint(len(payload))}}, queryStrings(t, db, "SELECT LENGTH('"+payload+"')"))
+
+	// Rows are bounded (one Raft entry each); a bigger one is refused cleanly.
 	_, err := db.Exec("CREATE TABLE big (id INT PRIMARY KEY, b LONGBLOB)")
 	require.NoError(t, err)
-	payload := strings.Repeat("x", 17<<20) // > 16 MB: split into several packets
 	_, err = db.Exec("INSERT INTO big VALUES (1, '" + payload + "')")
+	require.Equal(t, uint16(8025), mysqlCode(err), "%v", err)
+	mid := strings.Repeat("y", 5<<20)
+	_, err = db.Exec("INSERT INTO big VALUES (2, '" + mid + "')")
 	require.NoError(t, err)
-	var got string
-	require.NoError(t, db.QueryRow("SELECT b FROM big WHERE id = 1").Scan(&got))
-	require.Equal(t, len(payload), len(got))
-	require.Equal(t, [][]string{{fmt.Sprint(len(payload))}}, queryStrings(t, db, "SELECT LENGTH(b) FROM big"))
+	require.Equal(t, [][]string{{fmt.Sprint(len(mid))}}, queryStrings(t, db, "SELECT LENGTH(b) FROM big WHERE id = 2"))
 }
 
 // rawConn speaks just enough of the protocol to send arbitrary bytes.
