@@ -42,23 +42,8 @@ func main() {
 }
 
 func run(args []string) error {
-	cfg := fileConfig{
-		PD: "127.0.0.1:2379", Addr: "127.0.0.1:20160", StatusAddr: "127.0.0.1:20180",
-		DataDir: "data/store", RaftTick: 100 * time.Millisecond, ElectionTicks: 10, HeartbeatTicks: 2,
-		HeartbeatInterval: time.Second, LogLevel: "info",
-	}
-	fs := flag.NewFlagSet("storenode", flag.ContinueOnError)
-	fs.StringVar(&cfg.PD, "pd", cfg.PD, "comma-separated PD gRPC addresses")
-	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "gRPC listen address")
-	fs.StringVar(&cfg.AdvertiseAddr, "advertise-addr", cfg.AdvertiseAddr, "gRPC address other nodes dial (default: --addr)")
-	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
-	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the store's Pebble instance")
-	fs.DurationVar(&cfg.RaftTick, "raft-tick", cfg.RaftTick, "raft tick period")
-	fs.IntVar(&cfg.ElectionTicks, "election-ticks", cfg.ElectionTicks, "raft election timeout, in ticks")
-	fs.IntVar(&cfg.HeartbeatTicks, "heartbeat-ticks", cfg.HeartbeatTicks, "raft heartbeat period, in ticks")
-	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "store heartbeat period to PD")
-	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
-	if err := config.Parse(fs, args, &cfg); err != nil {
+	cfg, err := parseFlags(args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -70,9 +55,6 @@ func run(args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
-	if cfg.AdvertiseAddr == "" {
-		cfg.AdvertiseAddr = cfg.Addr
-	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -96,6 +78,33 @@ func run(args []string) error {
 		return err
 	}
 	return srv.Run(ctx)
+}
+
+// parseFlags applies defaults, then the --config TOML file, then flags.
+func parseFlags(args []string) (fileConfig, error) {
+	cfg := fileConfig{
+		PD: "127.0.0.1:2379", Addr: "127.0.0.1:20160", StatusAddr: "127.0.0.1:20180",
+		DataDir: "data/store", RaftTick: 100 * time.Millisecond, ElectionTicks: 10, HeartbeatTicks: 2,
+		HeartbeatInterval: time.Second, LogLevel: "info",
+	}
+	fs := flag.NewFlagSet("storenode", flag.ContinueOnError)
+	fs.StringVar(&cfg.PD, "pd", cfg.PD, "comma-separated PD gRPC addresses")
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "gRPC listen address")
+	fs.StringVar(&cfg.AdvertiseAddr, "advertise-addr", cfg.AdvertiseAddr, "gRPC address other nodes dial (default: --addr)")
+	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the store's Pebble instance")
+	fs.DurationVar(&cfg.RaftTick, "raft-tick", cfg.RaftTick, "raft tick period")
+	fs.IntVar(&cfg.ElectionTicks, "election-ticks", cfg.ElectionTicks, "raft election timeout, in ticks")
+	fs.IntVar(&cfg.HeartbeatTicks, "heartbeat-ticks", cfg.HeartbeatTicks, "raft heartbeat period, in ticks")
+	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "store heartbeat period to PD")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
+	if err := config.Parse(fs, args, &cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.AdvertiseAddr == "" {
+		cfg.AdvertiseAddr = cfg.Addr
+	}
+	return cfg, nil
 }
 
 func splitList(s string) []string {
