@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -41,35 +42,51 @@ func testSource(pkHandle bool) *source {
 	return &source{db: &catalog.DBInfo{ID: 1, Name: "db"}, tbl: t, alias: "t", cols: t.Schema()}
 }
 
-func TestPointHandle(t *testing.T) {
+func TestRangeOfHandle(t *testing.T) {
+	const lo, hi = math.MinInt64, math.MaxInt64
 	cases := []struct {
 		where    string
 		pkHandle bool
-		point    bool
-		handle   int64
+		lo, hi   int64
 	}{
-		{"id = 5", true, true, 5},
-		{"5 = id", true, true, 5},
-		{"id = -3", true, true, -3},
-		{"id = '7'", true, true, 7},
-		{"v = 'x' AND (id = 8)", true, true, 8},
-		{"id = 1 + 1", true, true, 2},
-		{"id = 1.5", true, false, 0},         // never equal to an integer handle: scan (finds nothing)
-		{"id = 99999999999", true, false, 0}, // out of INT range
-		{"id = 5 OR id = 6", true, false, 0},
-		{"id > 5", true, false, 0},
-		{"id = v", true, false, 0},
-		{"id = NULL", true, false, 0},
-		{"id = 5", false, false, 0}, // id is not the handle
-		{"_tidb_rowid = 4", false, true, 4},
+		{"id = 5", true, 5, 5},
+		{"5 = id", true, 5, 5},
+		{"id = -3", true, -3, -3},
+		{"id = '7'", true, 7, 7},
+		{"v = 'x' AND (id = 8)", true, 8, 8},
+		{"id = 1 + 1", true, 2, 2},
+		{"id = 1.5", true, hi, lo}, // no integer equals it: empty
+		{"id = 5 AND id = 6", true, 6, 5},
+		{"id BETWEEN 10 AND 20", true, 10, 20},
+		{"id NOT BETWEEN 10 AND 20", true, lo, hi},
+		{"id > 10 AND id <= 20", true, 11, 20},
+		{"id >= 10.5 AND id < 20.5", true, 11, 20},
+		{"10 < id AND 20 >= id", true, 11, 20},
+		{"id > 9223372036854775807", true, hi, lo},
+		{"id < -9223372036854775808", true, hi, lo},
+		{"id = 5 OR id = 6", true, lo, hi},
+		{"id = v", true, lo, hi},
+		{"id = NULL", true, lo, hi},
+		{"id = 5", false, lo, hi}, // id is not the handle
+		{"_tidb_rowid = 4", false, 4, 4},
+		{"_tidb_rowid BETWEEN 1 AND 3 AND id = 2", false, 1, 3},
 	}
 	for _, c := range cases {
 		stmt, err := parser.New().ParseOneStmt("SELECT * FROM t WHERE "+c.where, "", "")
 		require.NoError(t, err)
-		point, h := pointHandle(stmt.(*ast.SelectStmt).Where, testSource(c.pkHandle), nullEnv{})
-		require.Equal(t, c.point, point, c.where)
-		require.Equal(t, c.handle, h, c.where)
+		r := rangeOfHandle(stmt.(*ast.SelectStmt).Where, testSource(c.pkHandle), nullEnv{})
+		require.Equal(t, handleRange{lo: c.lo, hi: c.hi}, r, c.where)
 	}
+}
+
+func TestHandleRangeKeys(t *testing.T) {
+	start, end := handleRange{lo: 3, hi: 7}.keys(9)
+	require.Equal(t, tablecodec.RowKey(9, 3), start)
+	require.Equal(t, tablecodec.RowKey(9, 8), end)
+	fs, fe := fullRange.keys(9)
+	rs, re := tablecodec.RecordRange(9)
+	require.Equal(t, rs, fs)
+	require.Equal(t, re, fe)
 }
 
 func TestRowKeyForDistinct(t *testing.T) {

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -120,6 +118,7 @@ type selectPlan struct {
 	where     expr.Expr
 	point     bool
 	handle    int64
+	hr        handleRange // valid when !point
 	agg       bool
 	groupBy   []expr.Expr
 	aggs      []aggSpec
@@ -169,7 +168,7 @@ func (e *Executor) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 	case s.GroupBy != nil && s.GroupBy.Rollup:
 		return nil, errno.NotSupported("WITH ROLLUP")
 	}
-	p := &selectPlan{distinct: s.Distinct}
+	p := &selectPlan{distinct: s.Distinct, hr: fullRange}
 	var srcCols []expr.SchemaColumn
 	if s.From != nil {
 		src, err := e.resolveTable(ctx, s.From, env, "SELECT")
@@ -186,7 +185,8 @@ func (e *Executor) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 		}
 		p.where = w
 		if p.src != nil {
-			p.point, p.handle = pointHandle(s.Where, p.src, env)
+			p.hr = rangeOfHandle(s.Where, p.src, env)
+			p.point, p.handle = p.hr.point()
 		}
 	}
 	// Aggregates: any aggregate call in the fields, HAVING or ORDER BY (or
@@ -408,61 +408,6 @@ func compileAgg(a *ast.AggregateFuncExpr, cols []expr.SchemaColumn, env expr.Env
 	return spec, nil
 }
 
-// pointHandle finds a conjunct "handle = constant" in where.
-func pointHandle(where ast.ExprNode, src *source, env expr.Env) (bool, int64) {
-	var conj []ast.ExprNode
-	var split func(n ast.ExprNode)
-	split = func(n ast.ExprNode) {
-		n = unparen(n)
-		if b, ok := n.(*ast.BinaryOperationExpr); ok && b.Op == opcode.LogicAnd {
-			split(b.L)
-			split(b.R)
-			return
-		}
-		conj = append(conj, n)
-	}
-	split(where)
-	hOff := src.handleOffset()
-	hType := src.cols[hOff].Type
-	for _, c := range conj {
-		b, ok := c.(*ast.BinaryOperationExpr)
-		if !ok || b.Op != opcode.EQ {
-			continue
-		}
-		for _, side := range [2][2]ast.ExprNode{{b.L, b.R}, {b.R, b.L}} {
-			col, other := side[0], side[1]
-			cn, ok := unparen(col).(*ast.ColumnNameExpr)
-			if !ok {
-				continue
-			}
-			ce, err := expr.Compile(cn, &expr.Ctx{Columns: src.cols, Env: env})
-			if err != nil || ce.(*expr.Column).Offset != hOff {
-				continue
-			}
-			k, err := expr.Compile(other, &expr.Ctx{Env: env}) // fails on column references
-			if err != nil {
-				continue
-			}
-			v, err := k.Eval(nil)
-			if err != nil || v.IsNull() {
-				continue
-			}
-			if v.Kind() == tablecodec.KindBytes || v.Kind() == tablecodec.KindFloat64 {
-				f, ok := types.ToFloat(v)
-				if !ok || f != math.Trunc(f) {
-					continue
-				}
-			}
-			h, err := hType.Convert(v)
-			if err != nil {
-				continue
-			}
-			return true, h.Int64()
-		}
-	}
-	return false, 0
-}
-
 func (e *Executor) runSelect(ctx context.Context, p *selectPlan) (*Result, error) {
 	var rows [][]datum
 	if p.src == nil {
@@ -488,7 +433,7 @@ func (e *Executor) runSelect(ctx context.Context, p *selectPlan) (*Result, error
 			if p.hasLimit && p.where == nil && !p.agg && len(p.order) == 0 && !p.distinct {
 				limit = p.offset + p.count
 			}
-			rows, err = e.scanRows(ctx, p.src, ts, limit)
+			rows, err = e.scanRows(ctx, p.src, p.hr, ts, limit)
 		}
 		if err != nil {
 			return nil, err
@@ -676,14 +621,17 @@ func (e *Executor) pointGet(ctx context.Context, src *source, handle int64, ts u
 	return [][]datum{row}, nil
 }
 
-func (e *Executor) scanRows(ctx context.Context, src *source, ts uint64, limit uint64) ([][]datum, error) {
+func (e *Executor) scanRows(ctx context.Context, src *source, hr handleRange, ts uint64, limit uint64) ([][]datum, error) {
+	if hr.empty() {
+		return nil, nil
+	}
 	dag := &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{{
 		Tp: coprocessorpb.ExecType_TypeTableScan, TblScan: &coprocessorpb.TableScan{TableId: src.tbl.ID},
 	}}}
 	if limit > 0 {
 		dag.Executors = append(dag.Executors, &coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeLimit, Limit: &coprocessorpb.Limit{Limit: limit}})
 	}
-	start, end := tablecodec.RecordRange(src.tbl.ID)
+	start, end := hr.keys(src.tbl.ID)
 	resps, err := e.Store.Coprocessor(ctx, dag, []*kvrpcpb.KeyRange{{Start: start, End: end}}, ts)
 	if err != nil {
 		return nil, err

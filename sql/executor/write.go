@@ -264,13 +264,14 @@ func (e *Executor) readForWrite(ctx context.Context, src *source, where ast.Expr
 		if w, err = expr.Compile(where, &expr.Ctx{Columns: src.cols, Env: env, Clause: "where clause"}); err != nil {
 			return nil, err
 		}
-		if ok, h := pointHandle(where, src, env); ok {
+		hr := rangeOfHandle(where, src, env)
+		if ok, h := hr.point(); ok {
 			rows, err = e.pointGet(ctx, src, h, ts)
 		} else {
-			rows, err = e.scanRows(ctx, src, ts, 0)
+			rows, err = e.scanRows(ctx, src, hr, ts, 0)
 		}
 	} else {
-		rows, err = e.scanRows(ctx, src, ts, 0)
+		rows, err = e.scanRows(ctx, src, fullRange, ts, 0)
 	}
 	if err != nil || w == nil {
 		return rows, err
