@@ -438,7 +438,9 @@ func (c *clientConn) writeOK(affected, lastID uint64, status uint16, info string
 	b = appendLenEncInt(b, lastID)
 	b = binary.LittleEndian.AppendUint16(b, status)
 	b = binary.LittleEndian.AppendUint16(b, 0)
-	b = append(b, info...)
+	if info != "" {
+		b = appendLenEncString(b, info) // as MySQL's net_send_ok: libmysql/libmariadb read a length
+	}
 	c.wbuf = b
 	return c.pkt.writePacket(b)
 }

@@ -452,6 +452,25 @@ func TestMalformedPackets(t *testing.T) {
 	require.NoError(t, ts.open(t, "", "").Ping())
 }
 
+// TestOKPacketInfo checks the OK packet layout libmysql and libmariadb
+// parse: the info string is length-encoded (the mysql CLI reported
+// "malformed packet" when it was not).
+func TestOKPacketInfo(t *testing.T) {
+	ts := startServer(t)
+	r := dialRaw(t, ts.addr)
+	r.login()
+	for _, q := range []string{"CREATE TABLE test.ok_t (id INT PRIMARY KEY, v INT)", "INSERT INTO test.ok_t VALUES (1, 1)"} {
+		r.write(0, append([]byte{0x03}, q...))
+		require.Equal(t, byte(0), r.read()[0], q)
+	}
+	r.write(0, append([]byte{0x03}, "UPDATE test.ok_t SET v = 2 WHERE id = 1"...))
+	ok := r.read()
+	require.Equal(t, []byte{0x00, 1, 0}, ok[:3], "header, affected rows, last insert id")
+	info := ok[7:]
+	require.Equal(t, "Rows matched: 1  Changed: 1  Warnings: 0", string(info[1:]))
+	require.Equal(t, len(info)-1, int(info[0]), "info is length-encoded")
+}
+
 func TestPreparedStatements(t *testing.T) {
 	ts := startServer(t)
 	db := ts.open(t, "test", "")
