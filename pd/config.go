@@ -1,0 +1,89 @@
+package pd
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// Config configures one PD member.
+type Config struct {
+	// Name is this member's unique name in the etcd cluster.
+	Name string
+	// DataDir holds the embedded etcd data.
+	DataDir string
+	// Addr is the PD gRPC listen address ("host:port"; port 0 picks one).
+	Addr string
+	// AdvertiseAddr is the gRPC address other processes should dial; empty
+	// means the bound listen address.
+	AdvertiseAddr string
+	// PeerURL is the etcd peer URL (listened on and advertised).
+	PeerURL string
+	// ClientURL is the etcd client URL (listened on and advertised).
+	ClientURL string
+	// InitialCluster is the etcd initial cluster, "name=peerURL,...";
+	// empty means "<Name>=<PeerURL>".
+	InitialCluster string
+	// InitialClusterState is "new" (default) or "existing".
+	InitialClusterState string
+	// Replicas is how many stores the first region is placed on; bootstrap
+	// waits until that many stores are registered.
+	Replicas int
+	// LeaderLease is the TTL of the PD leader's etcd session (default 3s).
+	LeaderLease time.Duration
+	// TSOWindow is how far ahead the TSO bound is persisted (default 3s).
+	TSOWindow time.Duration
+	// EtcdLogLevel is the embedded etcd's zap level (default "warn").
+	EtcdLogLevel string
+}
+
+func (c *Config) setDefaults() {
+	if c.Name == "" {
+		c.Name = "pd"
+	}
+	if c.InitialCluster == "" {
+		c.InitialCluster = c.Name + "=" + c.PeerURL
+	}
+	if c.InitialClusterState == "" {
+		c.InitialClusterState = "new"
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 3
+	}
+	if c.LeaderLease == 0 {
+		c.LeaderLease = 3 * time.Second
+	}
+	if c.TSOWindow == 0 {
+		c.TSOWindow = 3 * time.Second
+	}
+	if c.EtcdLogLevel == "" {
+		c.EtcdLogLevel = "warn"
+	}
+}
+
+// Validate fills defaults and checks the configuration.
+func (c *Config) Validate() error {
+	c.setDefaults()
+	if c.DataDir == "" {
+		return fmt.Errorf("%w: data dir is required", ErrBadConfig)
+	}
+	if c.Addr == "" {
+		return fmt.Errorf("%w: addr is required", ErrBadConfig)
+	}
+	for _, u := range []struct{ name, v string }{{"peer url", c.PeerURL}, {"etcd client url", c.ClientURL}} {
+		p, err := url.Parse(u.v)
+		if err != nil || p.Host == "" || (p.Scheme != "http" && p.Scheme != "https") {
+			return fmt.Errorf("%w: %s %q must be an http(s) URL", ErrBadConfig, u.name, u.v)
+		}
+	}
+	if c.Replicas < 1 {
+		return fmt.Errorf("%w: replicas must be >= 1, got %d", ErrBadConfig, c.Replicas)
+	}
+	if c.InitialClusterState != "new" && c.InitialClusterState != "existing" {
+		return fmt.Errorf("%w: initial cluster state %q", ErrBadConfig, c.InitialClusterState)
+	}
+	if c.LeaderLease < time.Second {
+		return fmt.Errorf("%w: leader lease must be >= 1s", ErrBadConfig)
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+// Package pd is the placement driver server: it hands out timestamps and ids,
+// registers stores, bootstraps the first region and routes keys to regions.
+//
+// # Ownership and persistence
+//
+// Every member embeds an etcd member (go.etcd.io/etcd/server/v3/embed); all
+// metadata lives in etcd under /strata/ (see storage.go for the key layout):
+// cluster id, bootstrap flag, stores, regions, the id allocator's persisted
+// end and the TSO window bound. Members register themselves under
+// /strata/members/ and campaign in an etcd election on /strata/leader.
+//
+// Only the leader serves: TSO, AllocID, stores, heartbeats, routing and
+// bootstrap. A non-leader answers those with a NOT_LEADER header error
+// (GetMembers is served by everyone). Leadership state is one *term value
+// (cluster view, id allocator, TSO allocator) swapped atomically; when the
+// etcd session ends or ctx is cancelled, the term is dropped, its TSO
+// allocator reset, and the member resigns and campaigns again.
+//
+// # Invariants
+//
+//   - Every etcd write of a term is a transaction guarded by "our leader key
+//     still has the create revision we won with" (fencedKV), so a deposed
+//     leader cannot overwrite its successor's state.
+//   - TSO: the window bound is persisted before any timestamp under it is
+//     handed out; a new term starts above the saved bound (package tso).
+//   - Ids: the allocator's end is persisted before ids below it are used; a
+//     new term starts at the persisted end. Ids are unique and increasing.
+//   - Bootstrap happens once: region 1 (ids from the allocator) and the
+//     bootstrap flag are written in one transaction guarded by the flag's
+//     absence, after Replicas stores registered; peers go on the first
+//     Replicas stores by id.
+//   - A region heartbeat is applied only if its epoch is not older than PD's
+//     record and no overlapping region has a newer version; changed region
+//     metadata is persisted before the in-memory index is updated. The leader
+//     peer is kept in memory only.
+//
+// # Concurrency
+//
+// Read RPCs (GetRegion, GetStore, ...) take a read lock on the in-memory
+// view and never wait on etcd. Persisting updates are serialised by a write
+// mutex and do their etcd I/O outside the read/write lock. Each Tso stream is
+// served by its own goroutine (one per stream, not per request).
+package pd

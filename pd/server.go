@@ -1,0 +1,305 @@
+package pd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stratadb/strata/proto/pdpb"
+	"github.com/stratadb/strata/tso"
+)
+
+// Server is one PD member. Create it with NewServer and drive it with Run.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	ready    chan struct{} // closed once gRPC serves
+	quit     chan struct{} // closed when shutdown starts (ends Tso streams)
+	addr     net.Addr
+	etcd     *embed.Etcd
+	cli      *clientv3.Client
+	member   *pdpb.Member
+	memberV  string // marshalled member, the election value
+	grpcSrv  *grpc.Server
+	leader   atomic.Pointer[term] // nil when not leader
+	stopping atomic.Bool          // set when shutdown starts (quiets etcd)
+}
+
+// term is the state of one leadership term. Everything that may only be done
+// by the leader hangs off it; it is dropped (and its TSO allocator reset) when
+// the term ends.
+type term struct {
+	kv      *fencedKV
+	tso     *tso.Allocator
+	ids     *idAllocator
+	cluster *cluster
+}
+
+// NewServer validates cfg; nothing is started until Run.
+func NewServer(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Server{
+		cfg:   cfg,
+		log:   slog.Default().With("component", "pd", "name", cfg.Name),
+		ready: make(chan struct{}),
+		quit:  make(chan struct{}),
+	}, nil
+}
+
+// Ready is closed once the gRPC service is listening (not necessarily leader).
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Addr is the bound gRPC address; valid after Ready.
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Config returns the effective configuration (defaults filled in).
+func (s *Server) Config() Config { return s.cfg }
+
+// IsLeader reports whether this member currently serves as PD leader.
+func (s *Server) IsLeader() bool { return s.leader.Load() != nil }
+
+// Run starts embedded etcd and the gRPC service, campaigns for leadership and
+// serves until ctx is cancelled; then it resigns and shuts down gracefully.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.startEtcd(ctx); err != nil {
+		return err
+	}
+	defer s.etcd.Close()
+	s.cli = v3client.New(s.etcd.Server)
+	defer s.cli.Close()
+
+	lis, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("pd: listen %s: %w", s.cfg.Addr, err)
+	}
+	s.addr = lis.Addr()
+	adv := s.cfg.AdvertiseAddr
+	if adv == "" {
+		adv = s.addr.String()
+	}
+	s.member = &pdpb.Member{
+		Name:       s.cfg.Name,
+		MemberId:   uint64(s.etcd.Server.MemberID()),
+		ClientUrls: []string{adv},
+		PeerUrls:   []string{s.cfg.PeerURL},
+	}
+	s.memberV = mustMarshal(s.member)
+	if _, err := s.cli.Put(ctx, prefixMembers+s.cfg.Name, s.memberV); err != nil {
+		lis.Close()
+		return fmt.Errorf("pd: register member: %w", err)
+	}
+
+	s.grpcSrv = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(unaryMetrics),
+		// pdclient pings every 10s; allow it.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	)
+	pdpb.RegisterPDServer(s.grpcSrv, &service{s: s})
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- s.grpcSrv.Serve(lis) }()
+	close(s.ready)
+
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	loopDone := make(chan struct{})
+	go func() { defer close(loopDone); s.leaderLoop(loopCtx) }()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		runErr = fmt.Errorf("pd: grpc serve: %w", err)
+	case err := <-s.etcd.Err():
+		runErr = fmt.Errorf("pd: etcd: %w", err)
+	}
+	s.log.Info("pd shutting down")
+	s.stopping.Store(true)
+	stopLoop()
+	<-loopDone // resigned
+	close(s.quit)
+	s.grpcSrv.GracefulStop()
+	s.log.Info("pd stopped")
+	return runErr
+}
+
+func (s *Server) startEtcd(ctx context.Context) error {
+	ec := embed.NewConfig()
+	ec.Name = s.cfg.Name
+	ec.Dir = s.cfg.DataDir
+	pu, err := url.Parse(s.cfg.PeerURL)
+	if err != nil {
+		return fmt.Errorf("%w: peer url: %v", ErrBadConfig, err)
+	}
+	cu, err := url.Parse(s.cfg.ClientURL)
+	if err != nil {
+		return fmt.Errorf("%w: client url: %v", ErrBadConfig, err)
+	}
+	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
+	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
+	ec.InitialCluster = s.cfg.InitialCluster
+	ec.ClusterState = s.cfg.InitialClusterState
+	ec.InitialClusterToken = "strata-pd"
+	ec.LogLevel = s.cfg.EtcdLogLevel
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newEtcdZapLogger(slog.Default().With("component", "etcd"), s.cfg.EtcdLogLevel, &s.stopping))
+	ec.EnableGRPCGateway = false
+	ec.AutoCompactionMode = embed.CompactorModePeriodic
+	ec.AutoCompactionRetention = "1h"
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return fmt.Errorf("pd: start etcd: %w", err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return fmt.Errorf("pd: etcd: %w", err)
+	case <-ctx.Done():
+		e.Close()
+		return ctx.Err()
+	}
+	s.etcd = e
+	return nil
+}
+
+// leaderLoop campaigns, leads while it can, and campaigns again.
+func (s *Server) leaderLoop(ctx context.Context) {
+	s.clearOwnStaleLeaderKey(ctx)
+	for ctx.Err() == nil {
+		if err := s.campaignAndLead(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("leadership term ended", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// clearOwnStaleLeaderKey deletes a leader key left by this member's previous
+// incarnation (killed without resigning), so restart does not wait for its
+// lease to expire. The data-dir lock guarantees that incarnation is gone.
+func (s *Server) clearOwnStaleLeaderKey(ctx context.Context) {
+	resp, err := s.cli.Get(ctx, prefixLeader+"/", clientv3.WithPrefix())
+	if err != nil {
+		return
+	}
+	for _, kv := range resp.Kvs {
+		m := &pdpb.Member{}
+		if proto.Unmarshal(kv.Value, m) != nil || m.Name != s.cfg.Name {
+			continue
+		}
+		_, err := s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
+			Then(clientv3.OpDelete(string(kv.Key))).Commit()
+		s.log.Info("removed own stale leader key", "key", string(kv.Key), "err", err)
+	}
+}
+
+func (s *Server) campaignAndLead(ctx context.Context) error {
+	sess, err := concurrency.NewSession(s.cli, concurrency.WithTTL(int(s.cfg.LeaderLease/time.Second)))
+	if err != nil {
+		return fmt.Errorf("new session: %w", err)
+	}
+	defer sess.Close() // revokes the lease: our leader key disappears
+	el := concurrency.NewElection(sess, prefixLeader)
+	if err := el.Campaign(ctx, s.memberV); err != nil {
+		return fmt.Errorf("campaign: %w", err)
+	}
+	kv := &fencedKV{cli: s.cli, fence: clientv3.Compare(clientv3.CreateRevision(el.Key()), "=", el.Rev())}
+	t := &term{kv: kv, ids: &idAllocator{kv: kv}}
+	t.tso = tso.NewAllocator(tsoWindowStore{kv}, tso.Options{Window: s.cfg.TSOWindow, Logger: slog.Default().With("component", "tso", "name", s.cfg.Name)})
+	t.cluster = newCluster(kv, t.ids, s.cfg.Replicas, s.log)
+	defer t.tso.Reset()
+	if err := s.startTerm(ctx, t); err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = el.Resign(rctx)
+		cancel()
+		return err
+	}
+	s.setLeader(t)
+	isLeaderGauge.Set(1)
+	s.log.Info("became pd leader", "cluster_id", t.cluster.id(), "leader_key", el.Key())
+
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var endErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-sess.Done():
+			endErr = errors.New("etcd session expired")
+			break loop
+		case <-tick.C:
+			if err := t.tso.Tick(ctx); err != nil && ctx.Err() == nil {
+				if errors.Is(err, ErrNotLeader) {
+					endErr = err
+					break loop
+				}
+				s.log.Warn("tso window extension failed", "err", err)
+			}
+		}
+	}
+	s.setLeader(nil)
+	isLeaderGauge.Set(0)
+	t.tso.Reset()
+	rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	_ = el.Resign(rctx)
+	cancel()
+	s.log.Info("pd leadership ended", "reason", endErr)
+	return endErr
+}
+
+func (s *Server) startTerm(ctx context.Context, t *term) error {
+	if err := t.cluster.load(ctx); err != nil {
+		return err
+	}
+	if err := t.ids.load(ctx); err != nil {
+		return err
+	}
+	if err := t.tso.Sync(ctx); err != nil {
+		return err
+	}
+	return t.cluster.maybeBootstrap(ctx)
+}
+
+func (s *Server) setLeader(t *term) { s.leader.Store(t) }
+
+// leaderTerm returns the current term, or nil when not leader.
+func (s *Server) leaderTerm() *term { return s.leader.Load() }
+
+// members lists the registered PD members and the current leader.
+func (s *Server) members(ctx context.Context) ([]*pdpb.Member, *pdpb.Member, error) {
+	ms, err := loadPrefix(ctx, s.cli, prefixMembers, func() *pdpb.Member { return &pdpb.Member{} })
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := s.cli.Get(ctx, prefixLeader+"/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pd: get leader: %w", err)
+	}
+	var leader *pdpb.Member
+	if len(resp.Kvs) > 0 {
+		leader = &pdpb.Member{}
+		if err := proto.Unmarshal(resp.Kvs[0].Value, leader); err != nil {
+			return nil, nil, fmt.Errorf("pd: decode leader: %w", err)
+		}
+	}
+	return ms, leader, nil
+}
