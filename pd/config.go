@@ -33,6 +33,9 @@ type Config struct {
 	LeaderLease time.Duration
 	// TSOWindow is how far ahead the TSO bound is persisted (default 3s).
 	TSOWindow time.Duration
+	// EtcdTick is the embedded etcd's raft tick (default 100ms); the election
+	// timeout is 10 ticks. Tests shorten it.
+	EtcdTick time.Duration
 	// EtcdLogLevel is the embedded etcd's zap level (default "warn").
 	EtcdLogLevel string
 }

@@ -157,6 +157,10 @@ func (s *Server) startEtcd(ctx context.Context) error {
 	ec.LogLevel = s.cfg.EtcdLogLevel
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newEtcdZapLogger(slog.Default().With("component", "etcd"), s.cfg.EtcdLogLevel, &s.stopping))
 	ec.EnableGRPCGateway = false
+	if s.cfg.EtcdTick > 0 {
+		ec.TickMs = uint(s.cfg.EtcdTick.Milliseconds())
+		ec.ElectionMs = uint(10 * s.cfg.EtcdTick.Milliseconds())
+	}
 	ec.AutoCompactionMode = embed.CompactorModePeriodic
 	ec.AutoCompactionRetention = "1h"
 	e, err := embed.StartEtcd(ec)
@@ -215,7 +219,14 @@ func (s *Server) campaignAndLead(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("new session: %w", err)
 	}
-	defer sess.Close() // revokes the lease: our leader key disappears
+	defer func() {
+		// Revoke the lease so our leader key disappears at once; bounded so
+		// shutdown does not hang when quorum is already gone.
+		sess.Orphan()
+		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, _ = s.cli.Revoke(rctx, sess.Lease())
+		cancel()
+	}()
 	el := concurrency.NewElection(sess, prefixLeader)
 	if err := el.Campaign(ctx, s.memberV); err != nil {
 		return fmt.Errorf("campaign: %w", err)
@@ -226,10 +237,7 @@ func (s *Server) campaignAndLead(ctx context.Context) error {
 	t.cluster = newCluster(kv, t.ids, s.cfg.Replicas, s.log)
 	defer t.tso.Reset()
 	if err := s.startTerm(ctx, t); err != nil {
-		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = el.Resign(rctx)
-		cancel()
-		return err
+		return err // the deferred revoke resigns
 	}
 	s.setLeader(t)
 	isLeaderGauge.Set(1)
@@ -259,9 +267,6 @@ loop:
 	s.setLeader(nil)
 	isLeaderGauge.Set(0)
 	t.tso.Reset()
-	rctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	_ = el.Resign(rctx)
-	cancel()
 	s.log.Info("pd leadership ended", "reason", endErr)
 	return endErr
 }

@@ -233,6 +233,7 @@ func BenchmarkGetTS(b *testing.B) {
 	c := newClient(b, addr)
 	ctx := context.Background()
 	b.ReportAllocs()
+	b.SetParallelism(32) // many concurrent callers, as in a busy SQL node
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 
 	"github.com/stratadb/strata/pd"
 )
+
+const startTimeout = 30 * time.Second
 
 // Server is one in-process PD member.
 type Server struct {
@@ -23,9 +27,9 @@ type Server struct {
 	Addr string
 }
 
-// Start starts a PD server whose bootstrap waits for replicas stores, waits
-// until it serves as leader and returns its gRPC address. It is stopped in
-// t.Cleanup.
+// Start starts a single-member PD whose bootstrap waits for replicas stores,
+// waits until it serves as leader and returns its gRPC address. It is stopped
+// in t.Cleanup.
 func Start(t testing.TB, replicas int) (addr string) {
 	return New(t, replicas).Addr
 }
@@ -33,45 +37,83 @@ func Start(t testing.TB, replicas int) (addr string) {
 // New is Start returning a handle that can Stop and Restart the server.
 func New(t testing.TB, replicas int) *Server {
 	t.Helper()
-	s := &Server{t: t, cfg: pd.Config{
-		Name:         "pd",
-		DataDir:      t.TempDir(),
-		Addr:         "127.0.0.1:0",
-		PeerURL:      "http://" + freeAddr(t),
-		ClientURL:    "http://" + freeAddr(t),
-		Replicas:     replicas,
-		EtcdLogLevel: "error",
-	}}
-	s.start()
-	t.Cleanup(s.Stop)
-	return s
+	return NewCluster(t, 1, replicas)[0]
+}
+
+// NewCluster starts members PD members forming one etcd cluster and waits
+// until one of them leads. All are stopped in t.Cleanup.
+func NewCluster(t testing.TB, members, replicas int) []*Server {
+	t.Helper()
+	ss := make([]*Server, members)
+	var initial []string
+	for i := range ss {
+		ln := listen(t) // the gRPC address is reserved by binding it now
+		ss[i] = &Server{t: t, cfg: pd.Config{
+			Name:         fmt.Sprintf("pd%d", i+1),
+			DataDir:      t.TempDir(),
+			Addr:         ln,
+			PeerURL:      "http://" + listen(t),
+			ClientURL:    "http://" + listen(t),
+			Replicas:     replicas,
+			EtcdLogLevel: "error",
+			EtcdTick:     50 * time.Millisecond,
+		}, Addr: ln}
+		initial = append(initial, ss[i].cfg.Name+"="+ss[i].cfg.PeerURL)
+	}
+	for _, s := range ss {
+		s.cfg.InitialCluster = strings.Join(initial, ",")
+		s.launch()
+	}
+	t.Cleanup(func() { // concurrently: the last member alone has no quorum
+		var wg sync.WaitGroup
+		for _, s := range ss {
+			wg.Add(1)
+			go func() { defer wg.Done(); s.Stop() }()
+		}
+		wg.Wait()
+	})
+	for _, s := range ss {
+		s.waitReady()
+	}
+	require.Eventually(t, func() bool { return Leader(ss) != nil }, startTimeout, 5*time.Millisecond, "no pd leader")
+	return ss
+}
+
+// Leader returns the member currently leading, or nil.
+func Leader(ss []*Server) *Server {
+	for _, s := range ss {
+		if s.srv != nil && s.srv.IsLeader() {
+			return s
+		}
+	}
+	return nil
 }
 
 // Server returns the running pd.Server (nil when stopped).
 func (s *Server) Server() *pd.Server { return s.srv }
 
-func (s *Server) start() {
-	t := s.t
-	t.Helper()
+func (s *Server) launch() {
 	srv, err := pd.NewServer(s.cfg)
-	require.NoError(t, err)
+	require.NoError(s.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
+	s.srv, s.cancel, s.done = srv, cancel, done
+}
+
+func (s *Server) waitReady() {
+	t := s.t
+	t.Helper()
 	select {
-	case <-srv.Ready():
-	case err := <-done:
-		cancel()
+	case <-s.srv.Ready():
+	case err := <-s.done:
+		s.srv = nil
 		require.NoError(t, err, "pd server failed to start")
 		require.FailNow(t, "pd server exited before ready")
-	case <-time.After(30 * time.Second):
-		cancel()
-		require.FailNow(t, "pd server not ready after 30s")
+	case <-time.After(startTimeout):
+		require.FailNow(t, "pd server not ready in time")
 	}
-	s.srv, s.cancel, s.done = srv, cancel, done
-	s.Addr = srv.Addr().String()
-	s.cfg.Addr = s.Addr // restart on the same address
-	require.Eventually(t, srv.IsLeader, 30*time.Second, 5*time.Millisecond, "pd did not become leader")
+	require.Equal(t, s.Addr, s.srv.Addr().String())
 }
 
 // Stop stops the server gracefully and waits for it; no-op when stopped.
@@ -83,26 +125,33 @@ func (s *Server) Stop() {
 	select {
 	case err := <-s.done:
 		if err != nil {
-			s.t.Errorf("pd server: %v", err)
+			s.t.Errorf("pd server %s: %v", s.cfg.Name, err)
 		}
-	case <-time.After(30 * time.Second):
-		s.t.Errorf("pd server did not stop within 30s")
+	case <-time.After(startTimeout):
+		s.t.Errorf("pd server %s did not stop in time", s.cfg.Name)
 	}
 	s.srv = nil
 }
 
-// Restart stops the server (if running) and starts it again on the same
-// data dir and addresses.
+// Restart stops the server (if running) and starts it again on the same data
+// dir and addresses. A single-member cluster is waited for until it leads;
+// a member of a larger cluster only until it serves.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
-	s.start()
+	s.launch()
+	s.waitReady()
+	if !strings.Contains(s.cfg.InitialCluster, ",") {
+		require.Eventually(s.t, s.srv.IsLeader, startTimeout, 5*time.Millisecond, "pd did not become leader")
+	}
 }
 
-func freeAddr(t testing.TB) string {
+// listen returns a free loopback "host:port". The port is released before
+// returning, so another process could take it in between; tests accept that.
+func listen(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer l.Close()
-	return fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
+	return l.Addr().String()
 }
