@@ -43,6 +43,7 @@ type Server struct {
 // by the leader hangs off it; it is dropped (and its TSO allocator reset) when
 // the term ends.
 type term struct {
+	hdr     *pdpb.ResponseHeader // shared, read-only once the term starts
 	kv      *fencedKV
 	tso     *tso.Allocator
 	ids     *idAllocator
@@ -281,6 +282,7 @@ func (s *Server) startTerm(ctx context.Context, t *term) error {
 	if err := t.tso.Sync(ctx); err != nil {
 		return err
 	}
+	t.hdr = &pdpb.ResponseHeader{ClusterId: t.cluster.id()}
 	return t.cluster.maybeBootstrap(ctx)
 }
 

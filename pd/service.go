@@ -36,16 +36,19 @@ func unaryMetrics(ctx context.Context, req any, info *grpc.UnaryServerInfo, h gr
 	return resp, err
 }
 
+// header returns the term's shared success header; callers must not modify it.
 func header(t *term) *pdpb.ResponseHeader {
 	if t == nil {
 		return &pdpb.ResponseHeader{}
 	}
-	return &pdpb.ResponseHeader{ClusterId: t.cluster.id()}
+	return t.hdr
 }
 
 func errHeader(t *term, typ pdpb.ErrorType, err error) *pdpb.ResponseHeader {
-	h := header(t)
-	h.Error = &pdpb.Error{Type: typ, Message: err.Error()}
+	h := &pdpb.ResponseHeader{Error: &pdpb.Error{Type: typ, Message: err.Error()}}
+	if t != nil {
+		h.ClusterId = t.hdr.GetClusterId()
+	}
 	return h
 }
 

@@ -104,7 +104,7 @@ func (c *Client) tsoLoop() {
 			bo = min(bo*2, maxBackoff)
 			continue
 		}
-		bo = minBackoff
+		opened := time.Now()
 		err = c.tsoServe(stream, cancel, free, &lastTS)
 		select {
 		case <-c.closing:
@@ -114,6 +114,19 @@ func (c *Client) tsoLoop() {
 		}
 		c.log.Warn("tso stream broken, reconnecting", "endpoint", c.endpoints[idx], "err", err)
 		c.rotate(idx)
+		// A stream that breaks at once (e.g. the member is not leader yet)
+		// must not turn into a busy reconnect loop.
+		if time.Since(opened) > time.Second {
+			bo = minBackoff
+			continue
+		}
+		select {
+		case <-c.closing:
+			c.failQueued(ErrClosed)
+			return
+		case <-time.After(bo):
+		}
+		bo = min(bo*2, maxBackoff)
 	}
 }
 
