@@ -10,6 +10,12 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
+// etcdNoise are etcd startup warnings about choices PD makes on purpose.
+var etcdNoise = []string{
+	"Running http and grpc server on single port",
+	"simple token is not cryptographically signed",
+}
+
 // slogCore forwards the embedded etcd's zap logs to slog, at or above level,
 // so PD emits one structured log stream. While the server shuts down it drops
 // warnings and the listener-closed errors etcd reports for its own serving
@@ -43,6 +49,11 @@ func (c *slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Che
 	}
 	if c.stopping.Load() && (e.Level < zapcore.ErrorLevel || strings.Contains(e.Message, "serving from embedded etcd failed")) {
 		return ce
+	}
+	for _, m := range etcdNoise {
+		if strings.Contains(e.Message, m) {
+			return ce
+		}
 	}
 	return ce.AddCore(e, c)
 }

@@ -243,3 +243,32 @@ func BenchmarkGetTS(b *testing.B) {
 		}
 	})
 }
+
+func TestClientErrors(t *testing.T) {
+	// No PD listening: New gives up when ctx is done.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := pdclient.New(ctx, []string{"127.0.0.1:1"})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	// A dead endpoint first: calls move on to the live one.
+	addr := pdtest.Start(t, 1)
+	c := newClient(t, "127.0.0.1:1", addr)
+	ctx = testCtx(t)
+	_, err = c.AllocID(ctx, 1)
+	require.NoError(t, err)
+	_, err = getTSRetry(ctx, c)
+	require.NoError(t, err)
+
+	// Cancelled caller.
+	cctx, ccancel := context.WithCancel(ctx)
+	ccancel()
+	_, err = c.GetTS(cctx)
+	require.ErrorIs(t, err, context.Canceled)
+
+	require.NoError(t, c.Close())
+	_, err = c.GetTS(ctx)
+	require.ErrorIs(t, err, pdclient.ErrClosed)
+	_, err = c.AllocID(ctx, 1)
+	require.ErrorIs(t, err, pdclient.ErrClosed)
+}

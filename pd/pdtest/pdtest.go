@@ -47,17 +47,16 @@ func NewCluster(t testing.TB, members, replicas int) []*Server {
 	ss := make([]*Server, members)
 	var initial []string
 	for i := range ss {
-		ln := listen(t) // the gRPC address is reserved by binding it now
 		ss[i] = &Server{t: t, cfg: pd.Config{
 			Name:         fmt.Sprintf("pd%d", i+1),
 			DataDir:      t.TempDir(),
-			Addr:         ln,
+			Addr:         "127.0.0.1:0", // fixed after the first start
 			PeerURL:      "http://" + listen(t),
 			ClientURL:    "http://" + listen(t),
 			Replicas:     replicas,
 			EtcdLogLevel: "error",
 			EtcdTick:     50 * time.Millisecond,
-		}, Addr: ln}
+		}}
 		initial = append(initial, ss[i].cfg.Name+"="+ss[i].cfg.PeerURL)
 	}
 	for _, s := range ss {
@@ -113,7 +112,8 @@ func (s *Server) waitReady() {
 	case <-time.After(startTimeout):
 		require.FailNow(t, "pd server not ready in time")
 	}
-	require.Equal(t, s.Addr, s.srv.Addr().String())
+	s.Addr = s.srv.Addr().String()
+	s.cfg.Addr = s.Addr // a restart binds the same address
 }
 
 // Stop stops the server gracefully and waits for it; no-op when stopped.
