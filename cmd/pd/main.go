@@ -1,6 +1,9 @@
 // Command pd runs one placement-driver member: embedded etcd for metadata and
 // leader election, the PD gRPC service (TSO, ids, stores, regions) and the
 // HTTP status endpoints (/status, /metrics, /debug/pprof).
+//
+// Configuration comes from flags, optionally on top of a TOML file given with
+// --config (keys are the flag names). SIGINT/SIGTERM shut down gracefully.
 package main
 
 import (
@@ -13,59 +16,91 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/stratadb/strata/config"
 	"github.com/stratadb/strata/pd"
 	"github.com/stratadb/strata/status"
 )
 
+// fileConfig is the flag / TOML configuration of a PD member.
+type fileConfig struct {
+	Name                string `toml:"name"`
+	DataDir             string `toml:"data-dir"`
+	Addr                string `toml:"addr"`
+	AdvertiseAddr       string `toml:"advertise-addr"`
+	PeerURL             string `toml:"peer-url"`
+	EtcdClientURL       string `toml:"etcd-client-url"`
+	StatusAddr          string `toml:"status-addr"`
+	InitialCluster      string `toml:"initial-cluster"`
+	InitialClusterState string `toml:"initial-cluster-state"`
+	Replicas            int    `toml:"replicas"`
+	LogLevel            string `toml:"log-level"`
+	EtcdLogLevel        string `toml:"etcd-log-level"`
+}
+
 func main() {
 	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
+		fmt.Fprintln(os.Stderr, "pd:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+func parseFlags(args []string) (fileConfig, error) {
+	cfg := fileConfig{
+		Name: "pd", DataDir: "data/pd", Addr: "127.0.0.1:2379",
+		PeerURL: "http://127.0.0.1:2380", EtcdClientURL: "http://127.0.0.1:2381",
+		StatusAddr: "127.0.0.1:2382", InitialClusterState: "new", Replicas: 3,
+		LogLevel: "info", EtcdLogLevel: "warn",
+	}
 	fs := flag.NewFlagSet("pd", flag.ContinueOnError)
-	var (
-		name           = fs.String("name", "pd", "member name, unique in the PD cluster")
-		dataDir        = fs.String("data-dir", "data/pd", "directory for the embedded etcd data")
-		addr           = fs.String("addr", "127.0.0.1:2379", "PD gRPC listen address")
-		advertiseAddr  = fs.String("advertise-addr", "", "PD gRPC address clients should dial (default: --addr)")
-		peerURL        = fs.String("peer-url", "http://127.0.0.1:2380", "etcd peer URL")
-		clientURL      = fs.String("etcd-client-url", "http://127.0.0.1:2381", "etcd client URL")
-		statusAddr     = fs.String("status-addr", "127.0.0.1:2382", "HTTP status address (/status, /metrics, /debug/pprof)")
-		initialCluster = fs.String("initial-cluster", "", `etcd initial cluster "name=peer-url,..." (default "<name>=<peer-url>")`)
-		clusterState   = fs.String("initial-cluster-state", "new", `etcd initial cluster state: "new" or "existing"`)
-		replicas       = fs.Int("replicas", 3, "replicas of the first region; bootstrap waits for this many stores")
-		etcdLogLevel   = fs.String("etcd-log-level", "warn", "embedded etcd log level")
-	)
-	if err := fs.Parse(args); err != nil {
+	fs.StringVar(&cfg.Name, "name", cfg.Name, "member name, unique in the PD cluster")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded etcd data")
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "PD gRPC listen address")
+	fs.StringVar(&cfg.AdvertiseAddr, "advertise-addr", cfg.AdvertiseAddr, "PD gRPC address clients dial (default: the bound --addr)")
+	fs.StringVar(&cfg.PeerURL, "peer-url", cfg.PeerURL, "etcd peer URL (listened on and advertised)")
+	fs.StringVar(&cfg.EtcdClientURL, "etcd-client-url", cfg.EtcdClientURL, "etcd client URL (listened on and advertised)")
+	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
+	fs.StringVar(&cfg.InitialCluster, "initial-cluster", cfg.InitialCluster, `etcd initial cluster "name=peer-url,..." (default "<name>=<peer-url>")`)
+	fs.StringVar(&cfg.InitialClusterState, "initial-cluster-state", cfg.InitialClusterState, `etcd initial cluster state: "new" or "existing"`)
+	fs.IntVar(&cfg.Replicas, "replicas", cfg.Replicas, "replicas of the first region; bootstrap waits for this many stores")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
+	fs.StringVar(&cfg.EtcdLogLevel, "etcd-log-level", cfg.EtcdLogLevel, "embedded etcd log level: debug, info, warn, error")
+	if err := config.Parse(fs, args, &cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.Replicas < 1 {
+		return cfg, fmt.Errorf("--replicas must be >= 1, got %d", cfg.Replicas)
+	}
+	return cfg, nil
+}
+
+func run(args []string) error {
+	fc, err := parseFlags(args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(fc.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
 	}
-	if *replicas < 1 {
-		return fmt.Errorf("--replicas must be >= 1, got %d", *replicas)
-	}
-	cfg := pd.Config{
-		Name: *name, DataDir: *dataDir, Addr: *addr, AdvertiseAddr: *advertiseAddr,
-		PeerURL: *peerURL, ClientURL: *clientURL,
-		InitialCluster: *initialCluster, InitialClusterState: *clusterState,
-		Replicas: *replicas, EtcdLogLevel: *etcdLogLevel,
-	}
-	srv, err := pd.NewServer(cfg)
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+
+	srv, err := pd.NewServer(pd.Config{
+		Name: fc.Name, DataDir: fc.DataDir, Addr: fc.Addr, AdvertiseAddr: fc.AdvertiseAddr,
+		PeerURL: fc.PeerURL, ClientURL: fc.EtcdClientURL,
+		InitialCluster: fc.InitialCluster, InitialClusterState: fc.InitialClusterState,
+		Replicas: fc.Replicas, EtcdLogLevel: fc.EtcdLogLevel,
+	})
 	if err != nil {
 		return err
 	}
-	cfg = srv.Config() // defaults filled in
+	cfg := srv.Config() // defaults filled in
+
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-
-	statusBound, err := status.Serve(ctx, *statusAddr, "pd")
+	statusBound, err := status.Serve(ctx, fc.StatusAddr, "pd")
 	if err != nil {
 		return err
 	}
@@ -75,9 +110,13 @@ func run(args []string) error {
 	case <-srv.Ready():
 		slog.Info("pd ready", "name", cfg.Name, "addr", srv.Addr().String(), "peer_url", cfg.PeerURL,
 			"etcd_client_url", cfg.ClientURL, "status_addr", statusBound.String(), "data_dir", cfg.DataDir,
-			"replicas", cfg.Replicas)
+			"initial_cluster", cfg.InitialCluster, "replicas", cfg.Replicas)
 	case err := <-done:
 		return err
 	}
-	return <-done
+	if err := <-done; err != nil {
+		return err
+	}
+	slog.Info("pd exited")
+	return nil
 }
