@@ -173,6 +173,12 @@ func (c *Client) onSendError(ctx context.Context, bo *backoffer, r *locate.Regio
 		return false, ErrClosed
 	}
 	code := status.Code(err)
+	if code == codes.ResourceExhausted {
+		// The request exceeded a message size limit: gRPC rejects it before
+		// the handler runs, so nothing was applied, and a retry would fail
+		// the same way.
+		return false, fmt.Errorf("kv/client: %s on region %d store %d: request too large: %w", kind, r.ID(), p.StoreId, err)
+	}
 	if write && sent {
 		return false, c.undetermined(r, kind, err)
 	}
@@ -242,10 +248,11 @@ func (c *Client) onRegionError(ctx context.Context, bo *backoffer, r *locate.Reg
 		regionErrors.WithLabelValues("server_is_busy").Inc()
 		return true, bo.backoff(ctx, boServerBusy, id, cause)
 	case re.StaleCommand != nil:
+		// The store answers StaleCommand only when the proposal never made
+		// it into the log or another entry took its index, so a write was
+		// not applied and can be sent again; if leadership moved, the
+		// retry is redirected by NotLeader.
 		regionErrors.WithLabelValues("stale_command").Inc()
-		if kind.isWrite() {
-			return false, c.undetermined(r, kind, cause)
-		}
 		return true, bo.backoff(ctx, boStaleCommand, id, cause)
 	default:
 		regionErrors.WithLabelValues("other").Inc()

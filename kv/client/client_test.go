@@ -324,17 +324,30 @@ func TestCommitRetryFindsOwnWrite(t *testing.T) {
 	require.Equal(t, 1, cl.appliedOnePCs(1))
 }
 
+func TestCommitRetriesStaleCommand(t *testing.T) {
+	cl := newFakeCluster(t, 1)
+	var once sync.Once
+	// StaleCommand means the proposal was dropped or overwritten before it
+	// applied: the write is sent again and lands exactly once.
+	cl.setHook(1, func(_ context.Context, method string, after bool) *errorpb.Error {
+		var re *errorpb.Error
+		if method == "KvOnePC" && !after {
+			once.Do(func() { re = &errorpb.Error{StaleCommand: &errorpb.StaleCommand{}} })
+		}
+		return re
+	})
+	c := cl.client(Config{})
+	err := c.Commit(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("v")}}, 10, 11)
+	require.NoError(t, err)
+	require.Equal(t, 2, cl.calls(1, "KvOnePC"))
+	require.Equal(t, 1, cl.appliedOnePCs(1))
+}
+
 func TestCommitUndetermined(t *testing.T) {
 	tests := []struct {
 		name string
 		hook hookFn
 	}{
-		{"stale command", func(_ context.Context, method string, after bool) *errorpb.Error {
-			if method == "KvOnePC" && after {
-				return &errorpb.Error{StaleCommand: &errorpb.StaleCommand{}}
-			}
-			return nil
-		}},
 		{"rpc timeout", func(ctx context.Context, method string, after bool) *errorpb.Error {
 			if method == "KvOnePC" && after {
 				<-ctx.Done()

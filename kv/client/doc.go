@@ -22,7 +22,9 @@
 //   - EpochNotMatch: replace the cached regions with the current ones the
 //     store sent, retry at once (no PD round trip).
 //   - RegionNotFound, KeyNotInRegion: drop the region, reload it from PD.
-//   - ServerIsBusy, StaleCommand (reads): back off and retry.
+//   - ServerIsBusy, StaleCommand: back off and retry (StaleCommand means the
+//     proposal was dropped or its log index taken by another entry, so even
+//     a write was not applied).
 //
 // Backoff is exponential with jitter (2ms doubling to 500ms, per reason) and
 // bounded per call by Config.BackoffBudget, counted in time slept; the caller's
@@ -39,9 +41,9 @@
 //
 // A OnePC is retried only when its outcome is known not to have been applied:
 // region errors NotLeader, RegionNotFound, EpochNotMatch, KeyNotInRegion,
-// ServerIsBusy, and transport failures before the request reached a
+// ServerIsBusy, StaleCommand, and transport failures before the request reached a
 // connection (no HTTP/2 stream was created, e.g. connection refused). Any
-// other failure (RPC timeout, connection lost after sending, StaleCommand,
+// other failure (RPC timeout, connection lost after sending,
 // unknown region errors, ctx cancelled in flight) returns an error wrapping
 // ErrUndetermined: the write may or may not have been applied.
 //
