@@ -41,12 +41,14 @@ type Server struct {
 	exec   *executor.Executor
 	nextID atomic.Uint64
 
-	ready    chan struct{}
-	addr     net.Addr
-	mu       sync.Mutex
-	conns    map[*clientConn]struct{}
-	wg       sync.WaitGroup
-	stopping bool
+	ready chan struct{}
+	// defaultDB is closed once database "test" exists (CreateDefaultDB).
+	defaultDB chan struct{}
+	addr      net.Addr
+	mu        sync.Mutex
+	conns     map[*clientConn]struct{}
+	wg        sync.WaitGroup
+	stopping  bool
 }
 
 // New validates cfg and returns a Server; call Run to serve.
@@ -71,11 +73,12 @@ func New(cfg Config) (*Server, error) {
 		log = slog.Default()
 	}
 	return &Server{
-		cfg:   cfg,
-		log:   log.With("component", "sql"),
-		exec:  executor.New(cfg.Store, catalog.New(cfg.Store)),
-		ready: make(chan struct{}),
-		conns: map[*clientConn]struct{}{},
+		cfg:       cfg,
+		log:       log.With("component", "sql"),
+		exec:      executor.New(cfg.Store, catalog.New(cfg.Store)),
+		ready:     make(chan struct{}),
+		defaultDB: make(chan struct{}),
+		conns:     map[*clientConn]struct{}{},
 	}, nil
 }
 
@@ -84,6 +87,10 @@ func (s *Server) Addr() net.Addr { return s.addr }
 
 // Ready is closed once the server listens.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// DefaultDBReady is closed once database "test" exists; it never closes
+// when Config.CreateDefaultDB is false.
+func (s *Server) DefaultDBReady() <-chan struct{} { return s.defaultDB }
 
 // Run listens and serves until ctx is cancelled, then shuts down gracefully
 // (see the package doc) and returns nil; or returns a listen error.
@@ -186,7 +193,11 @@ func (s *Server) ensureDefaultDB(ctx context.Context) {
 	wait := 100 * time.Millisecond
 	for {
 		err := s.exec.Catalog.CreateDB(ctx, "test", true)
-		if err == nil || ctx.Err() != nil {
+		if err == nil {
+			close(s.defaultDB)
+			return
+		}
+		if ctx.Err() != nil {
 			return
 		}
 		s.log.Warn("default database test not created yet; retrying", "err", err, "retry_in", wait)

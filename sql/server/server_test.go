@@ -39,8 +39,9 @@ func startServer(t testing.TB) *testServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
+	// Tests use database "test", which the server creates in the background.
 	select {
-	case <-srv.Ready():
+	case <-srv.DefaultDBReady():
 	case err := <-done:
 		t.Fatalf("server did not start: %v", err)
 	}
