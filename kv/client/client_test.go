@@ -366,7 +366,12 @@ func TestCommitUndetermined(t *testing.T) {
 			cl := newFakeCluster(t, 1)
 			cl.setHook(1, tt.hook)
 			c := cl.client(Config{RPCTimeout: 100 * time.Millisecond})
-			err := c.Commit(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a")}}, 10, 11)
+			// Connect first: a dial slower than the RPC timeout (as under
+			// -race on a loaded machine) fails before sending, which is
+			// rightly retried and is not the case under test.
+			_, _, err := c.Get(bg, []byte("warm-up"), 10)
+			require.NoError(t, err)
+			err = c.Commit(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a")}}, 10, 11)
 			require.ErrorIs(t, err, ErrUndetermined)
 			require.Equal(t, 1, cl.calls(1, "KvOnePC"), "an ambiguous write is not retried")
 		})
