@@ -346,25 +346,32 @@ func TestCommitRetriesStaleCommand(t *testing.T) {
 func TestCommitUndetermined(t *testing.T) {
 	tests := []struct {
 		name string
-		hook hookFn
+		hook func(release <-chan struct{}) hookFn
 	}{
-		{"rpc timeout", func(ctx context.Context, method string, after bool) *errorpb.Error {
-			if method == "KvOnePC" && after {
-				<-ctx.Done()
+		{"rpc timeout", func(release <-chan struct{}) hookFn {
+			return func(_ context.Context, method string, after bool) *errorpb.Error {
+				if method == "KvOnePC" && after {
+					// Applied, but the answer never arrives in time.
+					<-release
+				}
+				return nil
 			}
-			return nil
 		}},
-		{"unknown region error", func(_ context.Context, method string, after bool) *errorpb.Error {
-			if method == "KvOnePC" {
-				return &errorpb.Error{Message: "something"}
+		{"unknown region error", func(<-chan struct{}) hookFn {
+			return func(_ context.Context, method string, after bool) *errorpb.Error {
+				if method == "KvOnePC" {
+					return &errorpb.Error{Message: "something"}
+				}
+				return nil
 			}
-			return nil
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cl := newFakeCluster(t, 1)
-			cl.setHook(1, tt.hook)
+			release := make(chan struct{})
+			t.Cleanup(func() { close(release) }) // runs before the cluster stops
+			cl.setHook(1, tt.hook(release))
 			c := cl.client(Config{RPCTimeout: 100 * time.Millisecond})
 			// Connect first: a dial slower than the RPC timeout (as under
 			// -race on a loaded machine) fails before sending, which is
