@@ -313,7 +313,32 @@ func checkNativePassword(password string, salt, resp []byte) bool {
 
 // --- commands ----------------------------------------------------------
 
+// dispatch runs one command. A panic in it (a bug) is answered with ERROR
+// 1105 and logged with its stack; the connection stays open, since the
+// session holds no state a failed statement can leave half-changed.
 func (c *clientConn) dispatch(ctx context.Context, data []byte) (quit bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicsTotal.Inc()
+			c.log.Error("panic while running a command; answered with ERROR 1105",
+				"panic", fmt.Sprint(r), "command", commandSummary(data), "stack", string(debug.Stack()))
+			quit, err = false, c.writeError(errno.New(errno.ErrUnknown,
+				"internal error while running this statement (the server logged it; please report it)"))
+		}
+	}()
+	return c.runCommand(ctx, data)
+}
+
+// commandSummary is a short, loggable description of a command packet.
+func commandSummary(data []byte) string {
+	const max = 200
+	if len(data) > max {
+		return fmt.Sprintf("%q... (%d bytes)", data[:max], len(data))
+	}
+	return fmt.Sprintf("%q", data)
+}
+
+func (c *clientConn) runCommand(ctx context.Context, data []byte) (quit bool, err error) {
 	if len(data) == 0 {
 		_ = c.writeError(errno.New(errno.ErrUnknownCom, "Malformed packet: empty command"))
 		return true, nil

@@ -22,6 +22,10 @@ var (
 		Namespace: "strata", Subsystem: "sql", Name: "errors_total",
 		Help: "Errors returned to clients, by MySQL error code.",
 	}, []string{"code"})
+	panicsTotal = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "panics_total",
+		Help: "Commands that panicked (bugs); each was answered with ERROR 1105 and logged.",
+	})
 )
 
 // observers caches per-label histogram children so the hot path does no
