@@ -81,6 +81,30 @@
 // restart. Reads then run on the caller's goroutine straight from Pebble.
 // Pending reads fail with NotLeader when the peer steps down.
 //
+// # Graceful stop (leader transfer)
+//
+// TransferLeaders (called by the store node on SIGTERM before Stop) puts the
+// store in draining mode: every iteration, each region it leads with no
+// transfer in progress gets a raft leader transfer to the voter with the
+// highest match index among the recently active ones, and a region it wins
+// again later is handed away again. Raft refuses proposals while a transfer
+// is in progress; those writes are parked on the peer (never proposed) and,
+// when the transfer ends, answered NotLeader with the new leader as hint, or
+// proposed after all if raft aborted the transfer (after an election timeout
+// without success). Writes already in the log are answered with their result
+// when they apply: the transferee receives every entry before it campaigns,
+// so they are committed in its term. Reads are unaffected (ReadIndex needs a
+// quorum in the leader's term; reads waiting when it steps down get
+// NotLeader). There is no lease that would have to be dropped: leases are not
+// built, and when they are, a transfer must end the lease before the
+// MsgTimeoutNow goes out. The store keeps stepping raft messages all along,
+// which is what lets the transfer finish; TransferLeaders returns once no
+// local peer leads and no accepted write is unanswered.
+//
+// Stop then answers what is left: writes still in the inbox or parked (never
+// proposed) with NotLeader, which clients retry elsewhere; proposed but
+// unapplied writes with ErrStopped (undetermined: the entry may still commit).
+//
 // # Transport
 //
 // One goroutine, gRPC connection and client stream (storepb Raft) per

@@ -34,6 +34,16 @@ func errNotLeader(regionID uint64, leader *metapb.Peer) *errorpb.Error {
 	}
 }
 
+// errStopping answers a write this store refused without proposing it
+// because it is shutting down: NotLeader without a hint, so the client tries
+// another replica (and knows nothing was written).
+func errStopping(regionID uint64) *errorpb.Error {
+	return &errorpb.Error{
+		Message:   fmt.Sprintf("store is stopping; region %d is served by another replica", regionID),
+		NotLeader: &errorpb.NotLeader{RegionId: regionID},
+	}
+}
+
 func errRegionNotFound(regionID uint64) *errorpb.Error {
 	return &errorpb.Error{
 		Message:        fmt.Sprintf("region %d not found", regionID),

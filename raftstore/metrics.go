@@ -48,6 +48,10 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "proposals_total",
 		Help: "Write proposals by outcome.",
 	}, []string{"result"})
+	leaderTransfers = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "leader_transfers_total",
+		Help: "Leader transfers started by this store (graceful shutdown).",
+	})
 	raftMessagesSent = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "raft_messages_sent_total",
 		Help: "Raft messages handed to the transport.",

@@ -117,12 +117,35 @@ type peer struct {
 	reads       []*readRequest       // not yet behind a ReadIndex
 	readBatches []*readBatch         // behind a ReadIndex, in issue order
 
+	// parked are writes raft refused because a leader transfer is in
+	// progress. They were never proposed: when the transfer ends they are
+	// proposed again (still leader) or answered NotLeader naming the new
+	// leader. transferee is the target of the last transfer seen, the
+	// leader hint while the new leader is not known yet.
+	parked     []*proposal
+	transferee uint64
+
 	ticksSinceHeartbeat int
 }
 
-func (p *peer) leaderPeer() *metapb.Peer {
+func (p *peer) leaderPeer() *metapb.Peer { return p.peerMeta(p.leaderID) }
+
+// leaderHint is the peer a request refused here should try next: the
+// leader, or while none is known right after a leader transfer, the
+// transfer's target (the one that campaigns). nil when unknown.
+func (p *peer) leaderHint() *metapb.Peer {
+	if p.leaderID == 0 && !p.isLeader && p.transferee != 0 {
+		return p.peerMeta(p.transferee)
+	}
+	return p.leaderPeer()
+}
+
+func (p *peer) peerMeta(id uint64) *metapb.Peer {
+	if id == 0 {
+		return nil
+	}
 	for _, pp := range p.region.GetPeers() {
-		if pp.GetId() == p.leaderID {
+		if pp.GetId() == id {
 			return proto.Clone(pp).(*metapb.Peer)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/kv/mvcc"
@@ -112,6 +113,11 @@ type Store struct {
 	propSeq   uint64
 	readies   []peerReady
 	applyBufs []appliedProposal
+	// draining is set by TransferLeaders: every region this store leads is
+	// handed to another replica, now and whenever it leads again.
+	draining     bool
+	drainWaiters []chan struct{}
+	nParked      int // proposals parked across peers (see peer.parked)
 
 	// mu guards the shared view of regions and leadership (for the PD
 	// heartbeat loop, the KV service and tests).
@@ -291,7 +297,9 @@ func (s *Store) OnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.
 			m.proposals = append(m.proposals, pr)
 		}
 	}) {
-		return nil, ErrStopped
+		// Never proposed: safe for the client to retry elsewhere.
+		proposals.WithLabelValues("stopping").Inc()
+		return &kvrpcpb.OnePCResponse{RegionError: errStopping(req.GetContext().GetRegionId())}, nil
 	}
 	if busy {
 		proposals.WithLabelValues("busy").Inc()
@@ -303,7 +311,13 @@ func (s *Store) OnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-s.done:
-		return nil, ErrStopped
+		// The loop answered everything it held before exiting.
+		select {
+		case res := <-pr.done:
+			return res.resp, res.err
+		default:
+			return nil, ErrStopped
+		}
 	}
 }
 
@@ -331,7 +345,43 @@ func (s *Store) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.R
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	case <-s.done:
-		return nil, nil, ErrStopped
+		select {
+		case res := <-rr.done:
+			return res.region, res.rerr, res.err
+		default:
+			return nil, nil, ErrStopped
+		}
+	}
+}
+
+// TransferLeaders prepares a graceful stop: it hands the leadership of every
+// region this store leads to another replica (raft leader transfer, to the
+// up-to-date follower with the highest match index) and returns once no local
+// peer leads and every write this store accepted has been answered, or when
+// ctx is done (ctx.Err(); transfers may still be under way). The store keeps
+// serving raft messages and requests meanwhile and afterwards, and transfers
+// away any leadership it wins again until Stop.
+//
+// Writes that arrive while a transfer is in progress (raft refuses them) are
+// held and answered, once the transfer ends, with NotLeader naming the new
+// leader, or proposed here if the transfer was aborted. Writes already in
+// the log are answered with their result when they apply (the transferee
+// has every entry before it campaigns, so none is lost). Reads keep going
+// through ReadIndex, which needs a quorum in the current term, so a read
+// served during the transfer is linearizable; reads waiting when leadership
+// moves are answered NotLeader. There is no leader lease to revoke.
+func (s *Store) TransferLeaders(ctx context.Context) error {
+	done := make(chan struct{})
+	if !s.inbox.push(func(m *inboxMsgs) { m.drains = append(m.drains, done) }) {
+		return ErrStopped
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.done:
+		return ErrStopped
 	}
 }
 
@@ -406,6 +456,7 @@ type inboxMsgs struct {
 	reads       []*readRequest
 	creates     []*metapb.Region
 	unreachable []unreachable
+	drains      []chan struct{} // TransferLeaders waiters
 }
 
 type unreachable struct{ regionID, peerID uint64 }
@@ -415,7 +466,9 @@ func (m *inboxMsgs) reset() {
 	clear(m.proposals)
 	clear(m.reads)
 	clear(m.creates)
+	clear(m.drains)
 	m.raft, m.proposals, m.reads, m.creates, m.unreachable = m.raft[:0], m.proposals[:0], m.reads[:0], m.creates[:0], m.unreachable[:0]
+	m.drains = m.drains[:0]
 }
 
 func (in *inbox) push(f func(*inboxMsgs)) bool {
@@ -484,27 +537,48 @@ func (s *Store) run() {
 			}
 		}
 		again = s.iterate(tick)
+		if len(s.drainWaiters) > 0 && s.drained() {
+			for _, w := range s.drainWaiters {
+				close(w)
+			}
+			s.drainWaiters = nil
+			s.log.Info("leaders transferred away")
+		}
 	}
 }
 
+// shutdown answers everything the loop holds. Writes that were never
+// proposed get a retryable region error; proposed ones ErrStopped (their
+// outcome is unknown: the entry may still commit elsewhere).
 func (s *Store) shutdown() {
 	m := s.inbox.close()
 	for _, pr := range m.proposals {
-		pr.respond(nil, ErrStopped, "stopped")
+		pr.regionError(errStopping(pr.req.GetContext().GetRegionId()), "stopping")
 	}
 	for _, r := range m.reads {
 		r.respond(readResult{err: ErrStopped})
 	}
+	for _, d := range m.drains {
+		close(d) // nothing leads here any more
+	}
+	for _, d := range s.drainWaiters {
+		close(d)
+	}
+	s.drainWaiters = nil
 	for _, p := range s.peers {
+		for _, pr := range p.parked {
+			pr.regionError(errNotLeader(p.region.GetId(), p.leaderHint()), "stopping")
+		}
 		for _, pr := range p.unassigned {
 			pr.respond(nil, ErrStopped, "stopped")
 		}
 		for _, pr := range p.pending {
 			pr.respond(nil, ErrStopped, "stopped")
 		}
-		p.unassigned, p.pending = nil, nil
+		p.parked, p.unassigned, p.pending = nil, nil, nil
 		p.failReads(nil, ErrStopped)
 	}
+	s.nParked = 0
 }
 
 // iterate runs one loop iteration and reports whether some peer still has
@@ -529,6 +603,19 @@ func (s *Store) iterate(tick bool) bool {
 		if p := s.peers[u.regionID]; p != nil {
 			p.rn.ReportUnreachable(u.peerID)
 		}
+	}
+	if len(m.drains) > 0 {
+		if !s.draining {
+			s.log.Info("transferring leaders away", "regions", len(s.peers))
+		}
+		s.draining = true
+		s.drainWaiters = append(s.drainWaiters, m.drains...)
+	}
+	if s.draining {
+		s.transferLeaders()
+	}
+	if s.nParked > 0 {
+		s.unparkAborted()
 	}
 	for _, pr := range m.proposals {
 		s.propose(pr)
@@ -634,7 +721,7 @@ func (s *Store) propose(pr *proposal) {
 		return
 	}
 	if !p.isLeader {
-		pr.regionError(errNotLeader(p.region.GetId(), p.leaderPeer()), "not_leader")
+		pr.regionError(errNotLeader(p.region.GetId(), p.leaderHint()), "not_leader")
 		return
 	}
 	if !epochMatches(rctx.GetRegionEpoch(), p.region) {
@@ -655,10 +742,129 @@ func (s *Store) propose(pr *proposal) {
 		return
 	}
 	if err := p.rn.Propose(data); err != nil {
-		pr.regionError(errNotLeader(p.region.GetId(), p.leaderPeer()), "dropped")
+		st := p.rn.BasicStatus()
+		if st.RaftState == raft.StateLeader && st.LeadTransferee != 0 {
+			// Raft refuses proposals while leadership is being transferred:
+			// hold the write until the transfer ends (see peer.parked).
+			p.transferee = st.LeadTransferee
+			p.parked = append(p.parked, pr)
+			s.nParked++
+			return
+		}
+		// Raft stepped down earlier in this iteration (p.isLeader catches up
+		// after the Ready): name raft's current leader, or the transfer
+		// target while the new leader is not known yet.
+		hint := p.peerMeta(st.Lead)
+		if hint == nil || st.Lead == p.meta.GetId() {
+			hint = p.peerMeta(p.transferee)
+		}
+		pr.regionError(errNotLeader(p.region.GetId(), hint), "not_leader")
 		return
 	}
 	p.unassigned[pr.id] = pr
+}
+
+// transferLeaders starts a leader transfer for every region this store
+// leads that has none in progress (raft aborts a transfer that did not
+// finish within an election timeout; the next iteration starts another).
+func (s *Store) transferLeaders() {
+	for _, p := range s.peers {
+		if !p.isLeader {
+			continue
+		}
+		// Raft's own state: p.isLeader lags a step-down within this
+		// iteration, and a follower would forward the request to the leader.
+		if st := p.rn.BasicStatus(); st.RaftState != raft.StateLeader || st.LeadTransferee != 0 {
+			continue
+		}
+		target := transferTarget(p.rn, p.meta.GetId())
+		if target == 0 {
+			continue // no other voter: keep serving until stopped
+		}
+		p.transferee = target
+		p.rn.TransferLeader(target)
+		leaderTransfers.Inc()
+		s.log.Info("transferring leader", "region", p.region.GetId(), "to_peer", target)
+	}
+}
+
+// transferTarget picks the target of a leader transfer among rn's voters
+// (see betterTransferee); 0 when there is none.
+func transferTarget(rn *raft.RawNode, self uint64) uint64 {
+	var best transferCandidate
+	rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
+		c := transferCandidate{id: id, match: pr.Match, active: pr.RecentActive}
+		if id != self && typ == raft.ProgressTypePeer && !pr.IsLearner && betterTransferee(c, best) {
+			best = c
+		}
+	})
+	return best.id
+}
+
+type transferCandidate struct {
+	id, match uint64
+	active    bool // raft heard from it within the last election timeout
+}
+
+// betterTransferee orders transfer targets: recently active first, then the
+// highest match index (least to catch up before the transfer can finish),
+// then the lowest id (deterministic). The zero candidate loses to any.
+func betterTransferee(c, best transferCandidate) bool {
+	switch {
+	case best.id == 0:
+		return true
+	case c.active != best.active:
+		return c.active
+	case c.match != best.match:
+		return c.match > best.match
+	default:
+		return c.id < best.id
+	}
+}
+
+// unparkAborted proposes again the parked writes of peers that are still
+// leader with no transfer in progress (the transfer was aborted).
+func (s *Store) unparkAborted() {
+	for _, p := range s.peers {
+		if len(p.parked) == 0 {
+			continue
+		}
+		if st := p.rn.BasicStatus(); st.RaftState != raft.StateLeader || st.LeadTransferee != 0 {
+			continue // still transferring, or stepped down (answered after the Ready)
+		}
+		parked := p.parked
+		p.parked = nil
+		s.nParked -= len(parked)
+		for _, pr := range parked {
+			s.propose(pr)
+		}
+	}
+}
+
+// answerParked answers a peer's parked writes with NotLeader and the best
+// leader hint, once it has stepped down.
+func (s *Store) answerParked(p *peer) {
+	if len(p.parked) == 0 {
+		return
+	}
+	hint := p.leaderHint()
+	for _, pr := range p.parked {
+		pr.regionError(errNotLeader(p.region.GetId(), hint), "transfer_not_leader")
+	}
+	s.nParked -= len(p.parked)
+	clear(p.parked)
+	p.parked = p.parked[:0]
+}
+
+// drained reports whether no local peer leads and no accepted write is
+// waiting for its result.
+func (s *Store) drained() bool {
+	for _, p := range s.peers {
+		if p.isLeader || len(p.parked) > 0 || len(p.unassigned) > 0 || len(p.pending) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Store) queueRead(rr *readRequest) {
@@ -667,7 +873,7 @@ func (s *Store) queueRead(rr *readRequest) {
 	case p == nil:
 		rr.respond(readResult{rerr: errRegionNotFound(rr.rctx.GetRegionId())})
 	case !p.isLeader:
-		rr.respond(readResult{rerr: errNotLeader(p.region.GetId(), p.leaderPeer())})
+		rr.respond(readResult{rerr: errNotLeader(p.region.GetId(), p.leaderHint())})
 	case !epochMatches(rr.rctx.GetRegionEpoch(), p.region):
 		rr.respond(readResult{rerr: errEpochNotMatch(p.region)})
 	default:
@@ -700,10 +906,15 @@ func (s *Store) handleSoftState(readies []peerReady) {
 			s.log.Info("leadership changed", "region", p.region.GetId(), "leader", p.isLeader, "lead", ss.Lead)
 		}
 		if p.isLeader && !wasLeader {
+			p.transferee = 0
 			s.queueRegionHeartbeat(p)
 		}
 		if !p.isLeader {
-			p.failReads(errNotLeader(p.region.GetId(), p.leaderPeer()), nil)
+			p.failReads(errNotLeader(p.region.GetId(), p.leaderHint()), nil)
+			s.answerParked(p)
+			if ss.Lead != 0 {
+				p.transferee = 0 // the real leader is known now
+			}
 		}
 	}
 }

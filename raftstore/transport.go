@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/stratadb/strata/proto/raft_serverpb"
 	"github.com/stratadb/strata/proto/storepb"
@@ -200,16 +202,27 @@ func batchBytes(b *raft_serverpb.BatchRaftMessage) int {
 }
 
 // ServeRaftStream receives batches from another store's transport until the
-// stream ends. Call it from the storepb.Store Raft RPC handler.
+// stream ends or the store stops (so a graceful gRPC stop need not wait for
+// peers to hang up). Call it from the storepb.Store Raft RPC handler.
 func (s *Store) ServeRaftStream(stream storepb.Store_RaftServer) error {
-	for {
-		b, err := stream.Recv()
+	recvErr := make(chan error, 1)
+	go func() {
+		for {
+			b, err := stream.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			s.HandleRaftMessages(b.GetMsgs())
+		}
+	}()
+	select {
+	case err := <-recvErr:
 		if errors.Is(err, io.EOF) {
 			return stream.SendAndClose(&raft_serverpb.Done{})
 		}
-		if err != nil {
-			return err
-		}
-		s.HandleRaftMessages(b.GetMsgs())
+		return err
+	case <-s.done:
+		return status.Error(codes.Unavailable, ErrStopped.Error())
 	}
 }

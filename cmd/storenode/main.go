@@ -1,6 +1,12 @@
 // Command storenode runs one Strata store node: Raft-replicated regions on
 // Pebble, the Store gRPC service (KV, coprocessor, raft transport) and the
 // HTTP status endpoints (/status, /metrics, /debug/pprof).
+//
+// Configuration comes from flags, optionally on top of a TOML file given with
+// --config (keys are the flag names; unknown keys and wrong types are
+// rejected). SIGINT/SIGTERM shut down gracefully: region leaders move to
+// other stores first (bounded by --leader-transfer-timeout), then the store
+// stops accepting requests and closes its engine.
 package main
 
 import (
@@ -31,7 +37,9 @@ type fileConfig struct {
 	ElectionTicks     int           `toml:"election-ticks"`
 	HeartbeatTicks    int           `toml:"heartbeat-ticks"`
 	HeartbeatInterval time.Duration `toml:"heartbeat-interval"`
-	LogLevel          string        `toml:"log-level"`
+	// LeaderTransferTimeout bounds the leader hand-off on SIGTERM; 0 skips it.
+	LeaderTransferTimeout time.Duration `toml:"leader-transfer-timeout"`
+	LogLevel              string        `toml:"log-level"`
 }
 
 func main() {
@@ -58,21 +66,28 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// A second signal kills at once instead of waiting for the graceful stop.
+	go func() { <-ctx.Done(); stop() }()
 	statusBound, err := status.Serve(ctx, cfg.StatusAddr, "storenode")
 	if err != nil {
 		return err
 	}
+	transfer := cfg.LeaderTransferTimeout
+	if transfer == 0 {
+		transfer = -1 // server.Config: negative skips the transfer
+	}
 	srv, err := server.New(server.Config{
-		PDEndpoints:       splitList(cfg.PD),
-		Addr:              cfg.Addr,
-		AdvertiseAddr:     cfg.AdvertiseAddr,
-		StatusAddr:        statusBound.String(),
-		DataDir:           cfg.DataDir,
-		RaftTick:          cfg.RaftTick,
-		ElectionTicks:     cfg.ElectionTicks,
-		HeartbeatTicks:    cfg.HeartbeatTicks,
-		HeartbeatInterval: cfg.HeartbeatInterval,
-		Logger:            logger,
+		LeaderTransferTimeout: transfer,
+		PDEndpoints:           splitList(cfg.PD),
+		Addr:                  cfg.Addr,
+		AdvertiseAddr:         cfg.AdvertiseAddr,
+		StatusAddr:            statusBound.String(),
+		DataDir:               cfg.DataDir,
+		RaftTick:              cfg.RaftTick,
+		ElectionTicks:         cfg.ElectionTicks,
+		HeartbeatTicks:        cfg.HeartbeatTicks,
+		HeartbeatInterval:     cfg.HeartbeatInterval,
+		Logger:                logger,
 	})
 	if err != nil {
 		return err
@@ -85,7 +100,7 @@ func parseFlags(args []string) (fileConfig, error) {
 	cfg := fileConfig{
 		PD: "127.0.0.1:2379", Addr: "127.0.0.1:20160", StatusAddr: "127.0.0.1:20180",
 		DataDir: "data/store", RaftTick: 100 * time.Millisecond, ElectionTicks: 10, HeartbeatTicks: 2,
-		HeartbeatInterval: time.Second, LogLevel: "info",
+		HeartbeatInterval: time.Second, LeaderTransferTimeout: server.DefaultLeaderTransferTimeout, LogLevel: "info",
 	}
 	fs := flag.NewFlagSet("storenode", flag.ContinueOnError)
 	fs.StringVar(&cfg.PD, "pd", cfg.PD, "comma-separated PD gRPC addresses")
@@ -97,12 +112,17 @@ func parseFlags(args []string) (fileConfig, error) {
 	fs.IntVar(&cfg.ElectionTicks, "election-ticks", cfg.ElectionTicks, "raft election timeout, in ticks")
 	fs.IntVar(&cfg.HeartbeatTicks, "heartbeat-ticks", cfg.HeartbeatTicks, "raft heartbeat period, in ticks")
 	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "store heartbeat period to PD")
+	fs.DurationVar(&cfg.LeaderTransferTimeout, "leader-transfer-timeout", cfg.LeaderTransferTimeout,
+		"on SIGTERM, how long to wait for region leaders to move to other stores before stopping (0: stop at once)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	if err := config.Parse(fs, args, &cfg); err != nil {
 		return cfg, err
 	}
 	if cfg.AdvertiseAddr == "" {
 		cfg.AdvertiseAddr = cfg.Addr
+	}
+	if cfg.LeaderTransferTimeout < 0 {
+		return cfg, fmt.Errorf("--leader-transfer-timeout must be >= 0, got %v", cfg.LeaderTransferTimeout)
 	}
 	return cfg, nil
 }

@@ -11,12 +11,17 @@ import (
 
 func TestParseFlags(t *testing.T) {
 	toml := filepath.Join(t.TempDir(), "store.toml")
-	require.NoError(t, os.WriteFile(toml, []byte("data-dir = \"/from/file\"\nraft-tick = \"50ms\"\nelection-ticks = 20\n"), 0o600))
+	require.NoError(t, os.WriteFile(toml, []byte("data-dir = \"/from/file\"\nraft-tick = \"50ms\"\nelection-ticks = 20\nleader-transfer-timeout = \"2s\"\n"), 0o600))
+	file := func(body string) string {
+		p := filepath.Join(t.TempDir(), "bad.toml")
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
 	tests := []struct {
 		name string
 		args []string
 		want func(c *fileConfig)
-		err  bool
+		err  string // substring of the error; "" means success
 	}{
 		{name: "defaults", want: func(c *fileConfig) {}},
 		{name: "flags", args: []string{"--pd", "a:1, b:2", "--addr", "127.0.0.1:9", "--raft-tick", "10ms", "--heartbeat-interval", "2s"},
@@ -24,14 +29,22 @@ func TestParseFlags(t *testing.T) {
 				c.PD, c.Addr, c.AdvertiseAddr, c.RaftTick, c.HeartbeatInterval = "a:1, b:2", "127.0.0.1:9", "127.0.0.1:9", 10*time.Millisecond, 2*time.Second
 			}},
 		{name: "file-then-flags", args: []string{"--config", toml, "--election-ticks", "30"},
-			want: func(c *fileConfig) { c.DataDir, c.RaftTick, c.ElectionTicks = "/from/file", 50*time.Millisecond, 30 }},
-		{name: "unknown-flag", args: []string{"--nope"}, err: true},
+			want: func(c *fileConfig) {
+				c.DataDir, c.RaftTick, c.ElectionTicks, c.LeaderTransferTimeout = "/from/file", 50*time.Millisecond, 30, 2*time.Second
+			}},
+		{name: "no-leader-transfer", args: []string{"--leader-transfer-timeout", "0"},
+			want: func(c *fileConfig) { c.LeaderTransferTimeout = 0 }},
+		{name: "unknown-flag", args: []string{"--nope"}, err: "nope"},
+		{name: "negative-transfer-timeout", args: []string{"--leader-transfer-timeout", "-1s"}, err: "--leader-transfer-timeout"},
+		{name: "file-unknown-key", args: []string{"--config", file("raft_tick = \"1s\"\n")}, err: "unknown key raft_tick"},
+		{name: "file-wrong-type", args: []string{"--config", file("election-ticks = \"ten\"\n")}, err: "election-ticks"},
+		{name: "file-bad-duration", args: []string{"--config", file("leader-transfer-timeout = \"soon\"\n")}, err: "leader-transfer-timeout"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseFlags(tc.args)
-			if tc.err {
-				require.Error(t, err)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
 				return
 			}
 			require.NoError(t, err)

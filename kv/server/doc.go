@@ -12,6 +12,15 @@
 // kvrpcpb.KeyError; gRPC status errors are only used for a stopped store or
 // a cancelled request.
 //
+// Shutdown (Server.Run after its context is cancelled): first the store hands
+// the leadership of its regions to other replicas (raftstore
+// TransferLeaders, bounded by Config.LeaderTransferTimeout) while it keeps
+// serving raft messages and requests, so clients are redirected by NotLeader
+// hints within milliseconds instead of waiting for an election timeout; then
+// gRPC stops accepting, the raft loop stops (waiting requests are answered,
+// raft streams from other stores end) and, once every handler has returned,
+// Pebble is closed.
+//
 // Concurrency: handlers run on gRPC's goroutines; none is started per
 // request. Everything persistent belongs to the raftstore (see its doc).
 package server

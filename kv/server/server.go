@@ -33,10 +33,18 @@ type Config struct {
 	HeartbeatTicks int
 	// HeartbeatInterval is the store heartbeat period to PD.
 	HeartbeatInterval time.Duration
+	// LeaderTransferTimeout bounds the first step of a graceful stop:
+	// handing every region this store leads to another replica (see
+	// raftstore.Store.TransferLeaders). Zero means 5s; negative skips the
+	// transfer (the store stops as if it crashed, for comparisons in tests).
+	LeaderTransferTimeout time.Duration
 	// PD, when set, is used instead of dialling PDEndpoints (tests).
 	PD     raftstore.PDClient
 	Logger *slog.Logger
 }
+
+// DefaultLeaderTransferTimeout is Config.LeaderTransferTimeout's default.
+const DefaultLeaderTransferTimeout = 5 * time.Second
 
 // ErrNoPD is returned when neither PD endpoints nor a PD client are set.
 var ErrNoPD = errors.New("server: no PD endpoints")
@@ -62,6 +70,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.LeaderTransferTimeout == 0 {
+		cfg.LeaderTransferTimeout = DefaultLeaderTransferTimeout
+	}
 	lis, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("server: listen %s: %w", cfg.Addr, err)
@@ -86,8 +97,17 @@ func (s *Server) Store() *raftstore.Store {
 }
 
 // Run opens the store, serves until ctx is cancelled, then shuts down
-// gracefully: stop accepting, drain in-flight RPCs (bounded), stop the raft
-// loop, close Pebble.
+// gracefully:
+//
+//  1. transfer the leadership of every region it leads to another replica
+//     and wait for that (bounded by LeaderTransferTimeout), still serving
+//     raft messages and KV requests (which now get NotLeader with the new
+//     leader as hint, so clients move at once instead of waiting for an
+//     election timeout);
+//  2. stop accepting connections and RPCs and stop the raft loop: requests
+//     still waiting are answered (a write never proposed with a retryable
+//     NotLeader, a proposed one with Unavailable: its outcome is unknown);
+//  3. once every handler has returned, close Pebble.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.lis.Close()
 	pd := s.cfg.PD
@@ -128,16 +148,28 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case runErr = <-serveErr:
 	}
-	// Stop accepting; stop the raft loop so waiting requests return
-	// ErrStopped (Unavailable) at once; raft streams from other stores never
-	// end on their own, so after a short grace period force the rest.
-	// Handlers have all returned before Pebble is closed.
+	if runErr == nil && s.cfg.LeaderTransferTimeout > 0 {
+		start := time.Now()
+		tctx, cancel := context.WithTimeout(context.Background(), s.cfg.LeaderTransferTimeout)
+		err := store.TransferLeaders(tctx)
+		cancel()
+		if err != nil {
+			s.log.Warn("leader transfer before stop did not finish; stopping anyway",
+				"store", store.ID(), "timeout", s.cfg.LeaderTransferTimeout, "err", err)
+		} else {
+			s.log.Info("leaders transferred before stop", "store", store.ID(), "took", time.Since(start))
+		}
+	}
+	// Stop accepting and stop the raft loop: waiting requests are answered
+	// at once and raft streams from other stores end. Handlers have all
+	// returned before Pebble is closed; a handler stuck elsewhere is cut off
+	// after a grace period.
 	stopped := make(chan struct{})
 	go func() { gs.GracefulStop(); close(stopped) }()
 	store.Stop()
 	select {
 	case <-stopped:
-	case <-time.After(500 * time.Millisecond):
+	case <-time.After(2 * time.Second):
 		gs.Stop()
 		<-stopped
 	}
