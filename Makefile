@@ -93,3 +93,14 @@ cluster-clean:
 # random ports (tests/e2e); needs Docker.
 e2e:
 	$(GO) test -tags e2e -count=1 -v -timeout 20m ./tests/e2e/
+
+# sysbench against a fresh local cluster on free loopback ports (never 4000);
+# figures, raw output and profiles go to bench/results/ (see bench/README.md).
+# Installs sysbench (and mariadb-server when SYSBENCH_ARGS names mariadb).
+#   make bench-sysbench SYSBENCH_ARGS='--workload oltp_point_select,oltp_insert --targets strata,mariadb --runs 2'
+SYSBENCH_ARGS ?= --workload oltp_point_select --threads 8 --time 60 --table-size 10000
+.PHONY: bench-sysbench
+bench-sysbench: build
+	@command -v sysbench >/dev/null || { apt-get update -qq && apt-get install -y -qq sysbench; }
+	@case "$(SYSBENCH_ARGS)" in *mariadb*) command -v mariadbd >/dev/null || { apt-get update -qq && apt-get install -y -qq mariadb-server; };; esac
+	$(GO) run ./bench/sysbench $(SYSBENCH_ARGS)

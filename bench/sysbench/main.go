@@ -1,0 +1,359 @@
+// Command sysbench measures Strata with sysbench: for each workload it starts
+// a fresh local cluster (package localcluster, binaries from ./bin, free
+// loopback ports, a temp data dir), runs `sysbench <workload> prepare`, an
+// unmeasured warm-up, and the measured `run` with --histogram, computes
+// p50/p95/p99/p999 from the histogram, accounts CPU and heap allocations per
+// query for every server process, and writes JSON and markdown under
+// bench/results/. With --targets strata,mariadb it runs the same workloads
+// against a private mariadbd (started on a free port, stopped by PID)
+// interleaved with Strata, and reports Strata/MariaDB ratios.
+//
+//	make build
+//	go run ./bench/sysbench --workload oltp_point_select --threads 8 --time 60 --table-size 10000
+//
+// A workload may carry extra sysbench options after colons, e.g.
+// oltp_read_only:skip_trx=on (passed as --skip_trx=on).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	Workloads      []string      `json:"workloads"`
+	Targets        []string      `json:"targets"`
+	Threads        int           `json:"threads"`
+	TimeSec        int           `json:"time_s"`
+	WarmupSec      int           `json:"warmup_s"`
+	TableSize      int           `json:"table_size"`
+	Tables         int           `json:"tables"`
+	Runs           int           `json:"runs"`
+	Stores         int           `json:"stores"`
+	ProfileSec     int           `json:"profile_s"`
+	BinDir         string        `json:"bin_dir"`
+	BaseBinDir     string        `json:"base_bin_dir,omitempty"`
+	Baseline       string        `json:"baseline,omitempty"`
+	ResultsDir     string        `json:"-"`
+	Sysbench       string        `json:"-"`
+	Mariadbd       string        `json:"-"`
+	KeepData       bool          `json:"-"`
+	Label          string        `json:"label,omitempty"`
+	Note           string        `json:"note,omitempty"`
+	ExtraArgs      []string      `json:"extra_sysbench_args,omitempty"`
+	StoreArgs      []string      `json:"store_args,omitempty"`
+	PrepareTimeout time.Duration `json:"-"`
+	Probe          bool          `json:"-"`
+}
+
+func main() {
+	var cfg config
+	var workloads, targets, extra, storeArgs string
+	var render bool
+	flag.StringVar(&workloads, "workload", "oltp_point_select", "comma-separated sysbench workloads; options after colons (oltp_read_only:skip_trx=on)")
+	flag.StringVar(&targets, "targets", "strata", "comma-separated: strata (--bin-dir), strata-base (--base-bin-dir: another build to compare with), mariadb")
+	flag.StringVar(&cfg.BaseBinDir, "base-bin-dir", "", "binaries of the strata-base target (e.g. a build of the previous commit)")
+	flag.StringVar(&cfg.Baseline, "baseline", "", "target the ratios are computed against (default: mariadb if measured, else strata-base)")
+	flag.IntVar(&cfg.Threads, "threads", 8, "sysbench --threads")
+	flag.IntVar(&cfg.TimeSec, "time", 60, "measured seconds per run")
+	flag.IntVar(&cfg.WarmupSec, "warmup", 10, "unmeasured sysbench run before each measured run (seconds, 0 = none)")
+	flag.IntVar(&cfg.TableSize, "table-size", 10000, "sysbench --table-size")
+	flag.IntVar(&cfg.Tables, "tables", 1, "sysbench --tables")
+	flag.IntVar(&cfg.Runs, "runs", 1, "repetitions of every workload on every target (interleaved)")
+	flag.IntVar(&cfg.Stores, "stores", 3, "Strata store nodes")
+	flag.IntVar(&cfg.ProfileSec, "profile", 0, "if > 0, take CPU and allocation profiles of this many seconds from the SQL node and every store during run 1 of each workload (that run is marked profiled)")
+	flag.StringVar(&cfg.BinDir, "bin-dir", "bin", "directory with pd, storenode, sqlnode (from `make build`)")
+	flag.StringVar(&cfg.ResultsDir, "results", "bench/results", "where JSON, markdown, raw outputs and profiles go")
+	flag.StringVar(&cfg.Sysbench, "sysbench", "sysbench", "sysbench binary")
+	flag.StringVar(&cfg.Mariadbd, "mariadbd", "/usr/sbin/mariadbd", "mariadbd binary for --targets mariadb")
+	flag.BoolVar(&cfg.KeepData, "keep-data", false, "keep each Strata cluster's temp dir (data and logs)")
+	flag.StringVar(&cfg.Label, "label", "", "added to result file names")
+	flag.StringVar(&cfg.Note, "note", "", "free text recorded in the results")
+	flag.StringVar(&extra, "sysbench-args", "", "extra sysbench options for every command, space-separated")
+	flag.StringVar(&storeArgs, "store-args", "", "extra storenode flags, space-separated")
+	flag.BoolVar(&render, "render", false, "re-write the markdown of the session JSON files given as arguments (after a report format change)")
+	flag.BoolVar(&cfg.Probe, "probe", false, "instead of benchmarking, send every statement shape sysbench uses once to each target and write which ones fail")
+	flag.Parse()
+	cfg.Workloads = splitList(workloads)
+	cfg.Targets = splitList(targets)
+	cfg.ExtraArgs = strings.Fields(extra)
+	cfg.StoreArgs = strings.Fields(storeArgs)
+	cfg.PrepareTimeout = 10 * time.Minute
+	if cfg.ProfileSec > 0 && cfg.ProfileSec > cfg.TimeSec-2 {
+		log.Fatalf("--profile %d must be at most --time minus 2", cfg.ProfileSec)
+	}
+	if render {
+		if err := renderJSON(cfg.ResultsDir, flag.Args()); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	if _, err := exec.LookPath(cfg.Sysbench); err != nil {
+		log.Fatalf("sysbench not found (apt-get install -y sysbench, or `make bench-sysbench`): %v", err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func run(ctx context.Context, cfg config) error {
+	if err := os.MkdirAll(filepath.Join(cfg.ResultsDir, "raw"), 0o755); err != nil {
+		return err
+	}
+	var tgts []target
+	for _, name := range cfg.Targets {
+		switch name {
+		case "strata", "strata-base":
+			src := cfg.BinDir
+			if name == "strata-base" {
+				if src = cfg.BaseBinDir; src == "" {
+					return fmt.Errorf("target strata-base needs --base-bin-dir")
+				}
+			}
+			// Snapshot the binaries: ./bin is shared, and a `make build`
+			// by someone else mid-session must not change what is measured.
+			binDir, err := snapshotBins(src)
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(binDir)
+			tgts = append(tgts, &strataTarget{name: name, binDir: binDir, stores: cfg.Stores, keepData: cfg.KeepData, storeArgs: cfg.StoreArgs, log: logf})
+		case "mariadb":
+			tgts = append(tgts, &mariadbTarget{mariadbd: cfg.Mariadbd, log: logf})
+		default:
+			return fmt.Errorf("%w: %q", errNoTarget, name)
+		}
+	}
+	defer func() {
+		for _, t := range tgts {
+			t.Close()
+		}
+	}()
+
+	if cfg.Baseline == "" {
+		for _, b := range []string{"mariadb", "strata-base"} {
+			if slices.Contains(cfg.Targets, b) {
+				cfg.Baseline = b
+				break
+			}
+		}
+	}
+	sess := newSession(cfg)
+	if cfg.Probe {
+		return probe(ctx, cfg, sess, tgts)
+	}
+	logf("session %s: workloads %v, targets %v, %d run(s), %d threads, %ds (+%ds warm-up), table size %d",
+		sess.Stamp, cfg.Workloads, cfg.Targets, cfg.Runs, cfg.Threads, cfg.TimeSec, cfg.WarmupSec, cfg.TableSize)
+	for _, wl := range cfg.Workloads {
+		for r := 1; r <= cfg.Runs; r++ {
+			for _, t := range tgts {
+				if ctx.Err() != nil {
+					break
+				}
+				res := runOne(ctx, cfg, sess, t, wl, r)
+				sess.Results = append(sess.Results, res)
+				logf("%s %s run %d: %s", t.Name(), wl, r, res.oneLine())
+				if err := sess.write(cfg); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, t := range tgts {
+		sess.Versions[t.Name()] = t.Version()
+	}
+	if err := sess.write(cfg); err != nil {
+		return err
+	}
+	for _, f := range sess.files(cfg) {
+		logf("wrote %s", f)
+	}
+	return ctx.Err()
+}
+
+// workloadSpec splits "oltp_read_only:skip_trx=on" into the script name and
+// sysbench options.
+func workloadSpec(wl string) (script string, opts []string) {
+	parts := strings.Split(wl, ":")
+	for _, o := range parts[1:] {
+		opts = append(opts, "--"+o)
+	}
+	return parts[0], opts
+}
+
+// runOne prepares a fresh database on t, warms up, and measures one run.
+func runOne(ctx context.Context, cfg config, sess *session, t target, wl string, runNo int) Result {
+	script, opts := workloadSpec(wl)
+	res := Result{Target: t.Name(), Workload: wl, Run: runNo, Threads: cfg.Threads, TimeSec: cfg.TimeSec,
+		TableSize: cfg.TableSize, Started: time.Now().UTC()}
+	defer t.Teardown()
+	if err := t.Setup(ctx); err != nil {
+		res.Status, res.Error = "setup_failed", err.Error()
+		return res
+	}
+	common := []string{script,
+		"--db-driver=mysql", "--mysql-host=127.0.0.1", fmt.Sprintf("--mysql-port=%d", t.Port()),
+		"--mysql-user=root", "--mysql-db=sbtest",
+		fmt.Sprintf("--tables=%d", cfg.Tables), fmt.Sprintf("--table-size=%d", cfg.TableSize),
+		"--create_secondary=off"}
+	common = append(common, opts...)
+	common = append(common, cfg.ExtraArgs...)
+	stem := fmt.Sprintf("%s-%s-%s-run%d", sess.Stamp, safe(wl), t.Name(), runNo)
+	rawPath := filepath.Join(cfg.ResultsDir, "raw", stem+".txt")
+	raw, err := os.Create(rawPath)
+	if err != nil {
+		res.Status, res.Error = "setup_failed", err.Error()
+		return res
+	}
+	defer raw.Close()
+	res.RawOutput = filepath.Join("raw", stem+".txt")
+
+	// prepare
+	prep := append(append([]string{}, common...), fmt.Sprintf("--threads=%d", cfg.Threads), "prepare")
+	t0 := time.Now()
+	out, err := runSysbench(ctx, cfg.Sysbench, prep, cfg.PrepareTimeout, raw)
+	res.PrepareSec = time.Since(t0).Seconds()
+	if err != nil {
+		res.Status, res.Error = "prepare_failed", failure(out, err)
+		return res
+	}
+
+	// warm-up
+	if cfg.WarmupSec > 0 {
+		wu := append(append([]string{}, common...), fmt.Sprintf("--threads=%d", cfg.Threads),
+			fmt.Sprintf("--time=%d", cfg.WarmupSec), "run")
+		out, err := runSysbench(ctx, cfg.Sysbench, wu, time.Duration(cfg.WarmupSec+120)*time.Second, raw)
+		if err != nil {
+			res.Status, res.Error = "run_failed", failure(out, err)
+			return res
+		}
+	}
+
+	// measured run
+	args := append(append([]string{}, common...), fmt.Sprintf("--threads=%d", cfg.Threads),
+		fmt.Sprintf("--time=%d", cfg.TimeSec), "--histogram=on", "--percentile=99", "--report-interval=5", "run")
+	res.Command = cfg.Sysbench + " " + strings.Join(args, " ")
+	procs := t.Procs()
+	before := make([]sample, len(procs))
+	for i, p := range procs {
+		before[i] = takeSample(ctx, p)
+	}
+	busy0, total0 := machineCPUBusy()
+	res.LoadAvgBefore = loadAvg()
+	var profDone chan []Profile
+	if cfg.ProfileSec > 0 && runNo == 1 && len(procs) > 0 && procs[0].Status != "" {
+		res.Profiled = true
+		profDone = make(chan []Profile, 1)
+		go func() {
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+			profDone <- captureProfiles(ctx, procs, cfg.ProfileSec, cfg.ResultsDir, stem)
+		}()
+	}
+	start := time.Now()
+	out, cpu, err := runSysbenchCPU(ctx, cfg.Sysbench, args, time.Duration(cfg.TimeSec+120)*time.Second, raw)
+	wall := time.Since(start).Seconds()
+	busy1, total1 := machineCPUBusy()
+	res.LoadAvgAfter = loadAvg()
+	if profDone != nil {
+		res.Profiles = <-profDone
+	}
+	o := ParseOutput(out)
+	res.fill(o)
+	res.SysbenchCPUSec = cpu
+	if err != nil || len(o.Fatal) > 0 || o.Events == 0 {
+		res.Status, res.Error = "run_failed", failure(out, err)
+		if o.Events == 0 {
+			return res
+		}
+	} else {
+		res.Status = "ok"
+	}
+	queries := float64(o.Queries)
+	var ours float64
+	for i, p := range procs {
+		st := procStats(p, before[i], takeSample(ctx, p), queries, wall)
+		ours += st.CPUSec
+		res.Procs = append(res.Procs, st)
+	}
+	ours += cpu
+	if total1 > total0 {
+		elapsed := (total1 - total0) / float64(runtime.NumCPU()) // wall seconds as /proc/stat saw them
+		res.MachineBusyCores = (busy1 - busy0) / elapsed
+		res.OursCores = ours / elapsed
+		res.OtherCores = max(0, res.MachineBusyCores-res.OursCores)
+	}
+	res.Leader = leaderOf(res.Procs)
+	return res
+}
+
+// leaderOf names the store that served the reads or writes (only the leader
+// does: it has the ReadIndex or propose samples).
+func leaderOf(ps []ProcStats) string {
+	best, bestN := "", 0.0
+	for _, p := range ps {
+		if p.Role != "store" {
+			continue
+		}
+		if n := p.ReadIndexCount + p.ProposeCount; n > bestN {
+			best, bestN = p.Name, n
+		}
+	}
+	return best
+}
+
+func safe(s string) string {
+	r := strings.NewReplacer(":", "+", "=", "-", "/", "_", " ", "_")
+	return r.Replace(s)
+}
+
+// snapshotBins copies pd, storenode and sqlnode from dir into a new temp
+// dir and returns it.
+func snapshotBins(dir string) (string, error) {
+	tmp, err := os.MkdirTemp("", "strata-sysbench-bin-")
+	if err != nil {
+		return "", err
+	}
+	for _, b := range []string{"pd", "storenode", "sqlnode"} {
+		data, err := os.ReadFile(filepath.Join(dir, b))
+		if err != nil {
+			os.RemoveAll(tmp)
+			return "", fmt.Errorf("binary %s missing in %s (run `make build`): %w", b, dir, err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, b), data, 0o755); err != nil {
+			os.RemoveAll(tmp)
+			return "", err
+		}
+	}
+	return tmp, nil
+}

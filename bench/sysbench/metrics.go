@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sample is what one process looked like at one instant.
+type sample struct {
+	cpuSec  float64            // utime+stime from /proc/<pid>/stat
+	metrics map[string]float64 // Prometheus series summed over labels (nil for non-Go processes)
+}
+
+// ProcStats is one server process's cost over the measured run.
+type ProcStats struct {
+	Name       string  `json:"name"`
+	Role       string  `json:"role"`
+	PID        int     `json:"pid"`
+	CPUSec     float64 `json:"cpu_s"`
+	CPUPercent float64 `json:"cpu_pct"` // of one core, averaged over the run
+	// CPUUsPerQuery is CPU microseconds this process burned per sysbench query.
+	CPUUsPerQuery float64 `json:"cpu_us_per_query"`
+	// Mallocs and MallocsPerQuery come from go_memstats_mallocs_total (Go
+	// processes only): heap allocations over the run, and per query.
+	Mallocs         float64 `json:"mallocs,omitempty"`
+	MallocsPerQuery float64 `json:"mallocs_per_query,omitempty"`
+	// AllocBytesPerQuery is heap bytes allocated per query.
+	AllocBytesPerQuery float64 `json:"alloc_bytes_per_query,omitempty"`
+	// Means of Strata's own histograms over the run (ms), where present.
+	ReadIndexWaitMs float64 `json:"read_index_wait_mean_ms,omitempty"`
+	ReadIndexCount  float64 `json:"read_index_count,omitempty"`
+	ProposeWaitMs   float64 `json:"propose_wait_mean_ms,omitempty"`
+	ProposeCount    float64 `json:"propose_count,omitempty"`
+	FsyncMs         float64 `json:"raft_fsync_mean_ms,omitempty"`
+	FsyncCount      float64 `json:"raft_fsync_count,omitempty"`
+	SQLQueryMs      float64 `json:"sql_query_mean_ms,omitempty"`
+	// RaftMsgsPerQuery and ReadyLoopsPerQuery: raft messages this store
+	// sent and Ready loop iterations it ran, per query (ReadIndex and
+	// replication traffic).
+	RaftMsgsPerQuery   float64 `json:"raft_msgs_per_query,omitempty"`
+	ReadyLoopsPerQuery float64 `json:"ready_loops_per_query,omitempty"`
+	SQLErrors          float64 `json:"sql_errors,omitempty"`
+}
+
+func takeSample(ctx context.Context, p proc) sample {
+	s := sample{cpuSec: procCPU(p.PID)}
+	if p.Status != "" {
+		s.metrics, _ = scrape(ctx, p.Status)
+	}
+	return s
+}
+
+// procCPU is the user+system CPU seconds of pid (NaN-free: 0 if unreadable).
+func procCPU(pid int) float64 {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may contain spaces) start at
+	// field 3 (state); utime and stime are fields 14 and 15.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / clkTck
+}
+
+// clkTck is USER_HZ, 100 on every Linux this runs on.
+const clkTck = 100
+
+// scrape fetches /metrics and sums every series over its labels (histogram
+// buckets are skipped).
+func scrape(ctx context.Context, hostport string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+hostport+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return parseProm(resp.Body), nil
+}
+
+func parseProm(r io.Reader) map[string]float64 {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, rest, ok := strings.Cut(line, " ")
+		if i := strings.IndexByte(line, '{'); i >= 0 {
+			name = line[:i]
+			j := strings.LastIndexByte(line, '}')
+			if j < 0 {
+				continue
+			}
+			rest, ok = strings.TrimSpace(line[j+1:]), true
+		}
+		if !ok || strings.HasSuffix(name, "_bucket") {
+			continue
+		}
+		valStr, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
+		v, err := strconv.ParseFloat(valStr, 64)
+		if err != nil {
+			continue
+		}
+		out[name] += v
+	}
+	return out
+}
+
+// procStats turns two samples into the run's cost, given the query count
+// and run length.
+func procStats(p proc, before, after sample, queries float64, seconds float64) ProcStats {
+	st := ProcStats{Name: p.Name, Role: p.Role, PID: p.PID, CPUSec: after.cpuSec - before.cpuSec}
+	if seconds > 0 {
+		st.CPUPercent = 100 * st.CPUSec / seconds
+	}
+	if queries > 0 {
+		st.CPUUsPerQuery = 1e6 * st.CPUSec / queries
+	}
+	if before.metrics == nil || after.metrics == nil {
+		return st
+	}
+	d := func(name string) float64 { return after.metrics[name] - before.metrics[name] }
+	mean := func(prefix string) (ms, n float64) {
+		n = d(prefix + "_count")
+		if n > 0 {
+			ms = 1e3 * d(prefix+"_sum") / n
+		}
+		return ms, n
+	}
+	st.Mallocs = d("go_memstats_mallocs_total")
+	if queries > 0 {
+		st.MallocsPerQuery = st.Mallocs / queries
+		st.AllocBytesPerQuery = d("go_memstats_alloc_bytes_total") / queries
+	}
+	st.ReadIndexWaitMs, st.ReadIndexCount = mean("strata_raftstore_read_index_wait_seconds")
+	st.ProposeWaitMs, st.ProposeCount = mean("strata_raftstore_propose_wait_seconds")
+	st.FsyncMs, st.FsyncCount = mean("strata_raftstore_raft_log_fsync_seconds")
+	st.SQLQueryMs, _ = mean("strata_sql_query_duration_seconds")
+	st.SQLErrors = d("strata_sql_errors_total")
+	if queries > 0 {
+		st.RaftMsgsPerQuery = d("strata_raftstore_raft_messages_sent_total") / queries
+		st.ReadyLoopsPerQuery = d("strata_raftstore_ready_loop_seconds_count") / queries
+	}
+	return st
+}
+
+// loadAvg is the 1-minute load average (0 if unreadable).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+// machineCPUBusy reads the aggregate "cpu" line of /proc/stat: busy and
+// total jiffies, to tell how much of the machine others used during a run.
+func machineCPUBusy() (busy, total float64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, x := range f[1:] {
+		v, _ := strconv.ParseFloat(x, 64)
+		total += v
+		if i != 3 && i != 4 { // idle, iowait
+			busy += v
+		}
+	}
+	return busy / clkTck, total / clkTck
+}
