@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -136,7 +137,11 @@ func (s *Server) Run(ctx context.Context) error {
 	s.store = store
 	s.mu.Unlock()
 
-	gs := grpc.NewServer(grpc.WaitForHandlers(true), grpc.MaxRecvMsgSize(raftstore.MaxRaftBatchBytes))
+	gs := grpc.NewServer(grpc.WaitForHandlers(true), grpc.MaxRecvMsgSize(raftstore.MaxRaftBatchBytes),
+		// Reuse a fixed pool of goroutines for incoming streams instead of
+		// one new goroutine (and stack growth) per RPC; gRPC still spawns
+		// one when every worker is busy, so a slow request never blocks others.
+		grpc.NumStreamWorkers(uint32(4*runtime.GOMAXPROCS(0))))
 	storepb.RegisterStoreServer(gs, NewService(store))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(s.lis) }()
