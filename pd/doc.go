@@ -16,6 +16,17 @@
 // etcd session ends or ctx is cancelled, the term is dropped, its TSO
 // allocator reset, and the member resigns and campaigns again.
 //
+// # Shutdown
+//
+// On ctx cancel a member hands over before it goes (Server.shutdown): the
+// PD leader first moves etcd's raft leadership to another member if it holds
+// it (bounded), while still serving; then its term ends (TSO stops) and its
+// session lease is revoked, deleting its election key, so the next
+// campaigner takes over within milliseconds rather than after LeaderLease;
+// then Tso streams end with Unavailable, which clients treat as retryable
+// (pdclient finds the new leader through GetMembers and resends), and gRPC
+// and etcd stop. A killed leader is replaced only when its lease expires.
+//
 // # Invariants
 //
 //   - Every etcd write of a term is a transaction guarded by "our leader key

@@ -116,7 +116,9 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { serveErr <- s.grpcSrv.Serve(lis) }()
 	close(s.ready)
 
-	loopCtx, stopLoop := context.WithCancel(ctx)
+	// The leader loop outlives ctx: on shutdown the member first hands over
+	// etcd leadership while still serving, then resigns (shutdown below).
+	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
 	loopDone := make(chan struct{})
 	go func() { defer close(loopDone); s.leaderLoop(loopCtx) }()
 
@@ -128,14 +130,51 @@ func (s *Server) Run(ctx context.Context) error {
 	case err := <-s.etcd.Err():
 		runErr = fmt.Errorf("pd: etcd: %w", err)
 	}
-	s.log.Info("pd shutting down")
+	s.log.Info("pd shutting down", "leader", s.IsLeader())
 	s.stopping.Store(true)
+	s.shutdown(stopLoop, loopDone)
+	s.log.Info("pd stopped")
+	return runErr
+}
+
+// etcdTransferTimeout bounds the etcd leadership hand-over on shutdown (a
+// transfer takes about one etcd election; a member whose peers are gone
+// would otherwise wait out etcd's request timeout).
+const etcdTransferTimeout = 2 * time.Second
+
+// shutdown stops serving in the order that lets another member take over at
+// once:
+//
+//  1. If this member leads PD and its etcd is the etcd raft leader, move
+//     the etcd leadership to another member first (bounded), while PD keeps
+//     serving: otherwise the next PD leader's first etcd requests would race
+//     the transfer that etcd's own Close does, fail with "leader changed"
+//     and retry. (A member that does not lead PD leaves that to etcd.)
+//  2. Stop the leader loop: the term ends (TSO stops at once), and the
+//     session lease is revoked, which deletes our election key, so the next
+//     campaigner wins now instead of after the lease TTL.
+//  3. End every Tso stream with Unavailable (clients treat it as retryable
+//     and reconnect to the new leader) and stop gRPC.
+func (s *Server) shutdown(stopLoop context.CancelFunc, loopDone <-chan struct{}) {
+	if es := s.etcd.Server; s.IsLeader() && es.Leader() == es.MemberID() && len(es.Cluster().Members()) > 1 {
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- es.TryTransferLeadershipOnShutdown() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				s.log.Warn("etcd leadership transfer failed", "err", err)
+			} else {
+				s.log.Info("etcd leadership handed over", "took", time.Since(start))
+			}
+		case <-time.After(etcdTransferTimeout):
+			s.log.Warn("etcd leadership transfer still running; resigning anyway", "timeout", etcdTransferTimeout)
+		}
+	}
 	stopLoop()
 	<-loopDone // resigned
 	close(s.quit)
 	s.grpcSrv.GracefulStop()
-	s.log.Info("pd stopped")
-	return runErr
 }
 
 func (s *Server) startEtcd(ctx context.Context) error {
@@ -181,17 +220,25 @@ func (s *Server) startEtcd(ctx context.Context) error {
 	return nil
 }
 
-// leaderLoop campaigns, leads while it can, and campaigns again.
+// leaderLoop campaigns, leads while it can, and campaigns again. After a
+// failed attempt it waits 20ms, doubling up to 1s while attempts keep failing
+// (a transient etcd error, e.g. an etcd leader change, costs little).
 func (s *Server) leaderLoop(ctx context.Context) {
 	s.clearOwnStaleLeaderKey(ctx)
+	const minWait, maxWait = 20 * time.Millisecond, time.Second
+	wait := minWait
 	for ctx.Err() == nil {
-		if err := s.campaignAndLead(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("leadership term ended", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
+		err := s.campaignAndLead(ctx)
+		if err == nil || ctx.Err() != nil {
+			wait = minWait
+			continue
 		}
+		s.log.Warn("leadership term ended", "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxWait)
 	}
 }
 

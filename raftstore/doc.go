@@ -99,7 +99,9 @@
 // built, and when they are, a transfer must end the lease before the
 // MsgTimeoutNow goes out. The store keeps stepping raft messages all along,
 // which is what lets the transfer finish; TransferLeaders returns once no
-// local peer leads and no accepted write is unanswered.
+// local peer leads, every region it handed off has a new leader known here
+// (the transferee's election may need this store's vote, which must reach
+// it before the store stops), and no accepted write is unanswered.
 //
 // Stop then answers what is left: writes still in the inbox or parked (never
 // proposed) with NotLeader, which clients retry elsewhere; proposed but
@@ -111,7 +113,9 @@
 // destination store, fed by a bounded queue the loop never blocks on; a full
 // queue or a broken stream drops messages and reports the peers unreachable
 // to raft. Addresses are resolved through PD on every (re)connect, with
-// exponential backoff. Messages for a region this store does not know yet
+// exponential backoff (20ms doubling to 250ms), cut short once when the
+// destination store sends us raft messages (it is up again, e.g. restarted),
+// so a restarted store rejoins the quorum quickly. Messages for a region this store does not know yet
 // trigger an early store heartbeat.
 //
 // # Not yet

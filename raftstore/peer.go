@@ -124,6 +124,14 @@ type peer struct {
 	// leader hint while the new leader is not known yet.
 	parked     []*proposal
 	transferee uint64
+	// handedOff is set when this store started a transfer of the region
+	// while draining: the drain then also waits until the new leader is
+	// known here, which means the election finished (it may need this
+	// peer's vote, which must go out before the store stops), or until an
+	// election timeout passed since stepping down (steppedDown) without
+	// one: then there is no election to help (e.g. no quorum left).
+	handedOff   bool
+	steppedDown time.Time
 
 	ticksSinceHeartbeat int
 }

@@ -357,8 +357,9 @@ func (s *Store) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.R
 // TransferLeaders prepares a graceful stop: it hands the leadership of every
 // region this store leads to another replica (raft leader transfer, to the
 // up-to-date follower with the highest match index) and returns once no local
-// peer leads and every write this store accepted has been answered, or when
-// ctx is done (ctx.Err(); transfers may still be under way). The store keeps
+// peer leads, each region it handed off has a new leader known here (the
+// election is over, so this store's vote is not needed any more) and every
+// write this store accepted has been answered, or when ctx is done (ctx.Err(); transfers may still be under way). The store keeps
 // serving raft messages and requests meanwhile and afterwards, and transfers
 // away any leadership it wins again until Stop.
 //
@@ -781,7 +782,7 @@ func (s *Store) transferLeaders() {
 		if target == 0 {
 			continue // no other voter: keep serving until stopped
 		}
-		p.transferee = target
+		p.transferee, p.handedOff = target, true
 		p.rn.TransferLeader(target)
 		leaderTransfers.Inc()
 		s.log.Info("transferring leader", "region", p.region.GetId(), "to_peer", target)
@@ -856,15 +857,23 @@ func (s *Store) answerParked(p *peer) {
 	p.parked = p.parked[:0]
 }
 
-// drained reports whether no local peer leads and no accepted write is
-// waiting for its result.
+// drained reports whether no local peer leads, every region handed off has
+// a known new leader, and no accepted write is waiting for its result.
 func (s *Store) drained() bool {
 	for _, p := range s.peers {
 		if p.isLeader || len(p.parked) > 0 || len(p.unassigned) > 0 || len(p.pending) > 0 {
 			return false
 		}
+		electing := p.leaderID == 0 || p.leaderID == p.meta.GetId()
+		if p.handedOff && electing && time.Since(p.steppedDown) < s.electionTimeout() {
+			return false
+		}
 	}
 	return true
+}
+
+func (s *Store) electionTimeout() time.Duration {
+	return time.Duration(s.cfg.ElectionTicks) * s.cfg.RaftTick
 }
 
 func (s *Store) queueRead(rr *readRequest) {
@@ -899,6 +908,9 @@ func (s *Store) handleSoftState(readies []peerReady) {
 		wasLeader := p.isLeader
 		p.leaderID = ss.Lead
 		p.isLeader = ss.RaftState == raft.StateLeader
+		if wasLeader && !p.isLeader {
+			p.steppedDown = time.Now()
+		}
 		if p.isLeader != wasLeader {
 			s.mu.Lock()
 			s.leaders[p.region.GetId()] = p.isLeader

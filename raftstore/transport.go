@@ -23,7 +23,9 @@ const (
 	// may still be larger (the server accepts up to MaxRaftBatchBytes).
 	maxBytesPerSend = 4 << 20
 	minBackoff      = 20 * time.Millisecond
-	maxBackoff      = time.Second
+	// maxBackoff bounds how long a restarted store may wait for our
+	// reconnect (it is also woken early when the store talks to us).
+	maxBackoff = 250 * time.Millisecond
 )
 
 // transport sends raft messages to other stores: one goroutine, one gRPC
@@ -40,6 +42,9 @@ type transport struct {
 type storeSender struct {
 	storeID uint64
 	ch      chan *raft_serverpb.BatchRaftMessage
+	// wake ends a reconnect backoff early: the store just sent us raft
+	// messages, so it is up (e.g. restarted) and worth dialling now.
+	wake chan struct{} // cap 1
 }
 
 func newTransport(s *Store) *transport {
@@ -55,7 +60,7 @@ func (t *transport) send(storeID uint64, b *raft_serverpb.BatchRaftMessage) bool
 	}
 	ss := t.senders[storeID]
 	if ss == nil {
-		ss = &storeSender{storeID: storeID, ch: make(chan *raft_serverpb.BatchRaftMessage, t.s.cfg.SendQueue)}
+		ss = &storeSender{storeID: storeID, ch: make(chan *raft_serverpb.BatchRaftMessage, t.s.cfg.SendQueue), wake: make(chan struct{}, 1)}
 		t.senders[storeID] = ss
 		t.wg.Add(1)
 		go t.runSender(ss)
@@ -66,6 +71,21 @@ func (t *transport) send(storeID uint64, b *raft_serverpb.BatchRaftMessage) bool
 		return true
 	default:
 		return false
+	}
+}
+
+// heardFrom notes that storeID sent us raft messages: a sender to it that
+// is backing off after a failure reconnects at once.
+func (t *transport) heardFrom(storeID uint64) {
+	t.mu.Lock()
+	ss := t.senders[storeID]
+	t.mu.Unlock()
+	if ss == nil {
+		return
+	}
+	select {
+	case ss.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -109,12 +129,20 @@ func (t *transport) runSender(ss *storeSender) {
 	ctx := t.s.ctx
 	log := t.s.log.With("to_store", ss.storeID)
 	backoff := minBackoff
+	woken := false // the last retry was cut short by a wake-up
 	wait := func() bool {
 		t.drain(ss)
+		wake := ss.wake
+		if woken {
+			wake = nil // that did not help: sleep the whole backoff this time
+		}
 		select {
 		case <-ctx.Done():
 			return false
 		case <-time.After(backoff):
+			woken = false
+		case <-wake:
+			woken = true
 		}
 		backoff = min(2*backoff, maxBackoff)
 		return true
@@ -132,7 +160,12 @@ func (t *transport) runSender(ss *storeSender) {
 			}
 			continue
 		}
-		err = t.stream(ctx, ss, st.GetAddress(), func() { backoff = minBackoff })
+		// A wake-up from before this attempt is stale.
+		select {
+		case <-ss.wake:
+		default:
+		}
+		err = t.stream(ctx, ss, st.GetAddress(), func() { backoff, woken = minBackoff, false })
 		if ctx.Err() != nil {
 			return
 		}
@@ -213,7 +246,10 @@ func (s *Store) ServeRaftStream(stream storepb.Store_RaftServer) error {
 				recvErr <- err
 				return
 			}
-			s.HandleRaftMessages(b.GetMsgs())
+			if msgs := b.GetMsgs(); len(msgs) > 0 {
+				s.trans.heardFrom(msgs[0].GetFromPeer().GetStoreId()) // one stream per sending store
+				s.HandleRaftMessages(msgs)
+			}
 		}
 	}()
 	select {

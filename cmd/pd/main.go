@@ -3,7 +3,10 @@
 // HTTP status endpoints (/status, /metrics, /debug/pprof).
 //
 // Configuration comes from flags, optionally on top of a TOML file given with
-// --config (keys are the flag names). SIGINT/SIGTERM shut down gracefully.
+// --config (keys are the flag names; unknown keys and wrong types are
+// rejected). SIGINT/SIGTERM shut down gracefully: a leader hands etcd
+// leadership over and resigns at once, so another member serves within
+// milliseconds; a second signal exits at once.
 package main
 
 import (
@@ -51,19 +54,7 @@ func parseFlags(args []string) (fileConfig, error) {
 		StatusAddr: "127.0.0.1:2382", InitialClusterState: "new", Replicas: 3,
 		LogLevel: "info", EtcdLogLevel: "warn",
 	}
-	fs := flag.NewFlagSet("pd", flag.ContinueOnError)
-	fs.StringVar(&cfg.Name, "name", cfg.Name, "member name, unique in the PD cluster")
-	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded etcd data")
-	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "PD gRPC listen address")
-	fs.StringVar(&cfg.AdvertiseAddr, "advertise-addr", cfg.AdvertiseAddr, "PD gRPC address clients dial (default: the bound --addr)")
-	fs.StringVar(&cfg.PeerURL, "peer-url", cfg.PeerURL, "etcd peer URL (listened on and advertised)")
-	fs.StringVar(&cfg.EtcdClientURL, "etcd-client-url", cfg.EtcdClientURL, "etcd client URL (listened on and advertised)")
-	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
-	fs.StringVar(&cfg.InitialCluster, "initial-cluster", cfg.InitialCluster, `etcd initial cluster "name=peer-url,..." (default "<name>=<peer-url>")`)
-	fs.StringVar(&cfg.InitialClusterState, "initial-cluster-state", cfg.InitialClusterState, `etcd initial cluster state: "new" or "existing"`)
-	fs.IntVar(&cfg.Replicas, "replicas", cfg.Replicas, "replicas of the first region; bootstrap waits for this many stores")
-	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
-	fs.StringVar(&cfg.EtcdLogLevel, "etcd-log-level", cfg.EtcdLogLevel, "embedded etcd log level: debug, info, warn, error")
+	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
 		return cfg, err
 	}
@@ -100,6 +91,8 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// A second signal kills at once instead of waiting for the graceful stop.
+	go func() { <-ctx.Done(); stop() }()
 	statusBound, err := status.Serve(ctx, fc.StatusAddr, "pd")
 	if err != nil {
 		return err
@@ -119,4 +112,22 @@ func run(args []string) error {
 	}
 	slog.Info("pd exited")
 	return nil
+}
+
+// newFlagSet binds one flag per configuration key (TOML key = flag name).
+func newFlagSet(cfg *fileConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("pd", flag.ContinueOnError)
+	fs.StringVar(&cfg.Name, "name", cfg.Name, "member name, unique in the PD cluster")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded etcd data")
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "PD gRPC listen address")
+	fs.StringVar(&cfg.AdvertiseAddr, "advertise-addr", cfg.AdvertiseAddr, "PD gRPC address clients dial (default: the bound --addr)")
+	fs.StringVar(&cfg.PeerURL, "peer-url", cfg.PeerURL, "etcd peer URL (listened on and advertised)")
+	fs.StringVar(&cfg.EtcdClientURL, "etcd-client-url", cfg.EtcdClientURL, "etcd client URL (listened on and advertised)")
+	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
+	fs.StringVar(&cfg.InitialCluster, "initial-cluster", cfg.InitialCluster, `etcd initial cluster "name=peer-url,..." (default "<name>=<peer-url>")`)
+	fs.StringVar(&cfg.InitialClusterState, "initial-cluster-state", cfg.InitialClusterState, `etcd initial cluster state: "new" or "existing"`)
+	fs.IntVar(&cfg.Replicas, "replicas", cfg.Replicas, "replicas of the first region; bootstrap waits for this many stores")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
+	fs.StringVar(&cfg.EtcdLogLevel, "etcd-log-level", cfg.EtcdLogLevel, "embedded etcd log level: debug, info, warn, error")
+	return fs
 }

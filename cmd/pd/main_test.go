@@ -1,8 +1,10 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,6 +33,8 @@ func TestParseFlags(t *testing.T) {
 			require.Equal(t, "127.0.0.1:9", c.Addr)
 		}},
 		{"bad replicas", []string{"--replicas", "0"}, true, nil},
+		{"file unknown key", []string{"--config", badFile(t, "data_dir = \"x\"\n")}, true, nil},
+		{"file wrong type", []string{"--config", badFile(t, "replicas = \"three\"\n")}, true, nil},
 		{"unknown flag", []string{"--nope"}, true, nil},
 		{"stray argument", []string{"x"}, true, nil},
 	} {
@@ -44,4 +48,41 @@ func TestParseFlags(t *testing.T) {
 			tc.check(t, c)
 		})
 	}
+}
+
+func badFile(t *testing.T, body string) string {
+	p := filepath.Join(t.TempDir(), "bad.toml")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	return p
+}
+
+// TestConfigErrorsNameTheKey: a bad config file is rejected at start with a
+// message naming the offending key.
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	for body, key := range map[string]string{
+		"data_dir = \"x\"\n":       "data_dir",
+		"replicas = \"three\"\n":   "replicas",
+		"name = 1\n":               "name",
+		"log-level = [\"info\"]\n": "log-level",
+	} {
+		_, err := parseFlags([]string{"--config", badFile(t, body)})
+		require.ErrorContains(t, err, key, body)
+	}
+}
+
+// TestEveryKeyHasAFlag: --help lists every configuration key (TOML keys are
+// the flag names) with a description.
+func TestEveryKeyHasAFlag(t *testing.T) {
+	var cfg fileConfig
+	fs := newFlagSet(&cfg)
+	rt := reflect.TypeOf(cfg)
+	for i := range rt.NumField() {
+		key := rt.Field(i).Tag.Get("toml")
+		f := fs.Lookup(key)
+		require.NotNil(t, f, "key %q has no flag", key)
+		require.NotEmpty(t, f.Usage, "flag --%s has no description", key)
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	require.Equal(t, rt.NumField(), n, "every flag is a configuration key")
 }

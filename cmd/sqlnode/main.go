@@ -2,8 +2,13 @@
 // server (sql/server) backed by PD (timestamps, ids, routing) and the KV
 // client, plus the HTTP status endpoints (/status, /metrics, /debug/pprof).
 //
+// Configuration comes from flags, optionally on top of a TOML file given with
+// --config (keys are the flag names; unknown keys and wrong types are
+// rejected).
+//
 // SIGINT/SIGTERM: stop accepting, close idle connections, let running
-// statements finish (bounded by --shutdown-timeout), exit.
+// statements finish (bounded by --shutdown-timeout), exit. A second signal
+// exits at once.
 package main
 
 import (
@@ -42,16 +47,22 @@ func main() {
 	}
 }
 
-func run(args []string) error {
+// parseFlags applies defaults, then the --config TOML file, then flags.
+func parseFlags(args []string) (Config, error) {
 	cfg := Config{PD: "127.0.0.1:2379", Addr: "127.0.0.1:4000", StatusAddr: "127.0.0.1:10080", ShutdownTimeout: 10 * time.Second, LogLevel: "info"}
-	fs := flag.NewFlagSet("sqlnode", flag.ContinueOnError)
-	fs.StringVar(&cfg.PD, "pd", cfg.PD, "comma-separated PD addresses")
-	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "MySQL protocol listen address")
-	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
-	fs.StringVar(&cfg.RootPassword, "root-password", cfg.RootPassword, "password of user root (empty: no password)")
-	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long running statements may finish on SIGTERM")
-	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
+	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		return cfg, fmt.Errorf("--shutdown-timeout must be > 0, got %v", cfg.ShutdownTimeout)
+	}
+	return cfg, nil
+}
+
+func run(args []string) error {
+	cfg, err := parseFlags(args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -65,6 +76,8 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// A second signal kills at once instead of waiting for the graceful stop.
+	go func() { <-ctx.Done(); stop() }()
 
 	statusBound, err := status.Serve(ctx, cfg.StatusAddr, "sql")
 	if err != nil {
@@ -97,4 +110,16 @@ func run(args []string) error {
 	}
 	slog.Info("sql node starting", "addr", cfg.Addr, "status_addr", statusBound.String(), "pd", endpoints)
 	return srv.Run(ctx)
+}
+
+// newFlagSet binds one flag per configuration key (TOML key = flag name).
+func newFlagSet(cfg *Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("sqlnode", flag.ContinueOnError)
+	fs.StringVar(&cfg.PD, "pd", cfg.PD, "comma-separated PD addresses")
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "MySQL protocol listen address")
+	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
+	fs.StringVar(&cfg.RootPassword, "root-password", cfg.RootPassword, "password of user root (empty: no password)")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long running statements may finish on SIGTERM")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
+	return fs
 }

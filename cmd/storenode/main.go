@@ -102,19 +102,7 @@ func parseFlags(args []string) (fileConfig, error) {
 		DataDir: "data/store", RaftTick: 100 * time.Millisecond, ElectionTicks: 10, HeartbeatTicks: 2,
 		HeartbeatInterval: time.Second, LeaderTransferTimeout: server.DefaultLeaderTransferTimeout, LogLevel: "info",
 	}
-	fs := flag.NewFlagSet("storenode", flag.ContinueOnError)
-	fs.StringVar(&cfg.PD, "pd", cfg.PD, "comma-separated PD gRPC addresses")
-	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "gRPC listen address")
-	fs.StringVar(&cfg.AdvertiseAddr, "advertise-addr", cfg.AdvertiseAddr, "gRPC address other nodes dial (default: --addr)")
-	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
-	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the store's Pebble instance")
-	fs.DurationVar(&cfg.RaftTick, "raft-tick", cfg.RaftTick, "raft tick period")
-	fs.IntVar(&cfg.ElectionTicks, "election-ticks", cfg.ElectionTicks, "raft election timeout, in ticks")
-	fs.IntVar(&cfg.HeartbeatTicks, "heartbeat-ticks", cfg.HeartbeatTicks, "raft heartbeat period, in ticks")
-	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "store heartbeat period to PD")
-	fs.DurationVar(&cfg.LeaderTransferTimeout, "leader-transfer-timeout", cfg.LeaderTransferTimeout,
-		"on SIGTERM, how long to wait for region leaders to move to other stores before stopping (0: stop at once)")
-	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
+	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
 		return cfg, err
 	}
@@ -135,4 +123,22 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// newFlagSet binds one flag per configuration key (TOML key = flag name).
+func newFlagSet(cfg *fileConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("storenode", flag.ContinueOnError)
+	fs.StringVar(&cfg.PD, "pd", cfg.PD, "comma-separated PD gRPC addresses")
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "gRPC listen address")
+	fs.StringVar(&cfg.AdvertiseAddr, "advertise-addr", cfg.AdvertiseAddr, "gRPC address other nodes dial (default: --addr)")
+	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the store's Pebble instance")
+	fs.DurationVar(&cfg.RaftTick, "raft-tick", cfg.RaftTick, "raft tick period")
+	fs.IntVar(&cfg.ElectionTicks, "election-ticks", cfg.ElectionTicks, "raft election timeout, in ticks")
+	fs.IntVar(&cfg.HeartbeatTicks, "heartbeat-ticks", cfg.HeartbeatTicks, "raft heartbeat period, in ticks")
+	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "store heartbeat period to PD")
+	fs.DurationVar(&cfg.LeaderTransferTimeout, "leader-transfer-timeout", cfg.LeaderTransferTimeout,
+		"on SIGTERM, how long to wait for region leaders to move to other stores before stopping (0: stop at once)")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
+	return fs
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -55,4 +57,21 @@ func TestParseFlags(t *testing.T) {
 		})
 	}
 	require.Equal(t, []string{"a:1", "b:2"}, splitList("a:1, b:2,"))
+}
+
+// TestEveryKeyHasAFlag: --help lists every configuration key (TOML keys are
+// the flag names) with a description.
+func TestEveryKeyHasAFlag(t *testing.T) {
+	var cfg fileConfig
+	fs := newFlagSet(&cfg)
+	rt := reflect.TypeOf(cfg)
+	for i := range rt.NumField() {
+		key := rt.Field(i).Tag.Get("toml")
+		f := fs.Lookup(key)
+		require.NotNil(t, f, "key %q has no flag", key)
+		require.NotEmpty(t, f.Usage, "flag --%s has no description", key)
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	require.Equal(t, rt.NumField(), n, "every flag is a configuration key")
 }

@@ -127,15 +127,50 @@ func (c *Client) waitMember(ctx context.Context) error {
 	}
 }
 
-func (c *Client) pointAtLeader(leader *pdpb.Member) {
+// pointAtLeader points cur at leader when it is one of our endpoints.
+func (c *Client) pointAtLeader(leader *pdpb.Member) bool {
 	for _, u := range leader.GetClientUrls() {
 		for i, ep := range c.endpoints {
 			if ep == u {
 				c.cur.Store(int32(i))
-				return
+				return true
 			}
 		}
 	}
+	return false
+}
+
+// findLeaderTimeout bounds one round of findLeader.
+const findLeaderTimeout = time.Second
+
+// findLeader asks every endpoint at once who leads (any member answers
+// GetMembers from etcd) and points cur at the first leader named that is one
+// of our endpoints. It reports whether it found one; the caller falls back
+// to trying the next endpoint. Used after a leader failure so the client
+// goes straight to the new leader instead of walking the endpoint list.
+func (c *Client) findLeader() bool {
+	if len(c.clis) == 1 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, findLeaderTimeout)
+	defer cancel()
+	leaders := make(chan *pdpb.Member, len(c.clis)) // never blocks a sender
+	for _, cli := range c.clis {
+		go func() {
+			resp, err := cli.GetMembers(ctx, &pdpb.GetMembersRequest{})
+			if err != nil || resp.GetHeader().GetError() != nil {
+				leaders <- nil
+				return
+			}
+			leaders <- resp.GetLeader()
+		}()
+	}
+	for range c.clis {
+		if l := <-leaders; l != nil && c.pointAtLeader(l) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Client) closeConns() {
@@ -229,7 +264,11 @@ func (c *Client) call(ctx context.Context, method string, f func(ctx context.Con
 		if ctx.Err() != nil {
 			return fmt.Errorf("pdclient: %s: %w (last error: %v)", method, ctx.Err(), lastErr)
 		}
-		c.rotate(idx)
+		// First failure: go to the member etcd names as leader; after that,
+		// or when nobody is named, walk the endpoints.
+		if tried > 1 || !c.findLeader() {
+			c.rotate(idx)
+		}
 		if tried%len(c.clis) == 0 {
 			if err := sleepCtx(ctx, bo); err != nil {
 				return fmt.Errorf("pdclient: %s: %w (last error: %v)", method, err, lastErr)

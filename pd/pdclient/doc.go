@@ -19,16 +19,21 @@
 //
 // The client checks that timestamps are strictly increasing across all
 // batches and reconnections; a violation is logged and returned as
-// ErrTSOBackwards, never handed out. When the stream fails, the batches in
-// flight fail with an error matching ErrTSOUnavailable (retryable: retrying is
-// always safe for timestamps) and the client reconnects, to the next endpoint
-// when several are configured.
+// ErrTSOBackwards, never handed out. When the stream fails (leader change,
+// leader stopped), the batches in flight fail internally with
+// ErrTSOUnavailable and GetTS sends them again on the next stream (retrying
+// is always safe for timestamps), so callers ride through a PD leader change;
+// only after tsoRetryTimeout (or when ctx ends) does GetTS return the error.
+// The client reconnects to the member etcd names as leader (GetMembers asked
+// of every endpoint at once), else to the next endpoint, with a short
+// backoff (5ms doubling to 200ms) while reconnects keep failing.
 //
 // # Unary calls
 //
-// Unary calls go to the endpoint believed to be the leader and move on to the
-// next endpoint on connection errors and NOT_LEADER answers, backing off once
-// all endpoints were tried, until ctx is done. Each attempt is bounded by
+// Unary calls go to the endpoint believed to be the leader; on a connection
+// error or NOT_LEADER answer they go to the leader named by GetMembers, then
+// walk the endpoints, backing off once all endpoints were tried, until ctx is
+// done. Each attempt is bounded by
 // attemptTimeout so a hung member does not stall the caller forever.
 //
 // # Concurrency

@@ -2,6 +2,7 @@ package pdclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,6 +12,11 @@ import (
 )
 
 const (
+	// tsoMinBackoff and tsoMaxBackoff pace TSO reconnects: short, because
+	// after a leader change findLeader usually points at the new leader and
+	// only its first milliseconds (before its term starts) are waited out.
+	tsoMinBackoff = 5 * time.Millisecond
+	tsoMaxBackoff = 200 * time.Millisecond
 	// maxBatch caps the callers served by one TsoRequest.
 	maxBatch = 4096
 	// maxInflight caps TsoRequests outstanding on the stream.
@@ -45,10 +51,35 @@ func (b *tsoBatch) fail(err error) {
 	b.reqs = b.reqs[:0]
 }
 
+// tsoRetryTimeout bounds how long GetTS keeps retrying while the TSO stream
+// is down (PD leader change, PD unreachable).
+const tsoRetryTimeout = 10 * time.Second
+
 // GetTS returns a timestamp larger than every timestamp this client returned
-// before, from the PD leader. Errors matching ErrTSOUnavailable are
-// retryable.
+// before, from the PD leader. It rides through PD leader changes: a request
+// whose stream broke is sent again on the next stream, until ctx is done or
+// tsoRetryTimeout passed; then the error matches ErrTSOUnavailable (still
+// retryable).
 func (c *Client) GetTS(ctx context.Context) (uint64, error) {
+	var deadline time.Time
+	for {
+		ts, err := c.getTS(ctx)
+		if err == nil || !errors.Is(err, ErrTSOUnavailable) || ctx.Err() != nil {
+			return ts, err
+		}
+		// Retrying is paced by tsoLoop: the request waits in tsoCh while
+		// the loop reconnects.
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(tsoRetryTimeout)
+		} else if now.After(deadline) {
+			return 0, err
+		}
+	}
+}
+
+// getTS is one attempt of GetTS.
+func (c *Client) getTS(ctx context.Context) (uint64, error) {
 	r := tsoReqPool.Get().(*tsoReq)
 	select {
 	case c.tsoCh <- r:
@@ -82,7 +113,7 @@ func (c *Client) tsoLoop() {
 		free <- &tsoBatch{reqs: make([]*tsoReq, 0, 64)}
 	}
 	var lastTS uint64 // only touched by the (single, sequential) receive goroutine
-	bo := minBackoff
+	bo := tsoMinBackoff
 	for {
 		stream, cancel, idx, err := c.openTSO()
 		if err != nil {
@@ -101,7 +132,7 @@ func (c *Client) tsoLoop() {
 				return
 			case <-time.After(bo):
 			}
-			bo = min(bo*2, maxBackoff)
+			bo = min(bo*2, tsoMaxBackoff)
 			continue
 		}
 		opened := time.Now()
@@ -112,12 +143,23 @@ func (c *Client) tsoLoop() {
 			return
 		default:
 		}
-		c.log.Warn("tso stream broken, reconnecting", "endpoint", c.endpoints[idx], "err", err)
-		c.rotate(idx)
+		// Warn once per outage: while no leader serves, every reconnect
+		// fails at once and is only worth a debug line.
+		if time.Since(opened) > time.Second {
+			c.log.Warn("tso stream broken, reconnecting", "endpoint", c.endpoints[idx], "err", err)
+		} else {
+			c.log.Debug("tso stream failed, reconnecting", "endpoint", c.endpoints[idx], "err", err, "backoff", bo)
+		}
+		// Go to the member etcd names as leader, even the one that just
+		// failed (it may be finishing the start of its term); walk the
+		// endpoints only when nobody is named.
+		if !c.findLeader() {
+			c.rotate(idx)
+		}
 		// A stream that breaks at once (e.g. the member is not leader yet)
 		// must not turn into a busy reconnect loop.
 		if time.Since(opened) > time.Second {
-			bo = minBackoff
+			bo = tsoMinBackoff
 			continue
 		}
 		select {
@@ -126,7 +168,7 @@ func (c *Client) tsoLoop() {
 			return
 		case <-time.After(bo):
 		}
-		bo = min(bo*2, maxBackoff)
+		bo = min(bo*2, tsoMaxBackoff)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -63,13 +62,19 @@ func NewCluster(t testing.TB, members, replicas int) []*Server {
 		s.cfg.InitialCluster = strings.Join(initial, ",")
 		s.launch()
 	}
-	t.Cleanup(func() { // concurrently: the last member alone has no quorum
-		var wg sync.WaitGroup
+	t.Cleanup(func() {
+		// One at a time, the leader last: every member but the last stops
+		// with a quorum behind it (its resignation and etcd hand-over are
+		// quick), and no leadership moves needlessly. Stopping them all at
+		// once made etcd members wait out leader transfers to each other.
 		for _, s := range ss {
-			wg.Add(1)
-			go func() { defer wg.Done(); s.Stop() }()
+			if !s.leading() {
+				s.Stop()
+			}
 		}
-		wg.Wait()
+		for _, s := range ss {
+			s.Stop()
+		}
 	})
 	for _, s := range ss {
 		s.waitReady()
@@ -87,6 +92,8 @@ func Leader(ss []*Server) *Server {
 	}
 	return nil
 }
+
+func (s *Server) leading() bool { return s.srv != nil && s.srv.IsLeader() }
 
 // Server returns the running pd.Server (nil when stopped).
 func (s *Server) Server() *pd.Server { return s.srv }

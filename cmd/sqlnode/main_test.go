@@ -1,0 +1,70 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseFlags(t *testing.T) {
+	file := func(body string) string {
+		p := filepath.Join(t.TempDir(), "sql.toml")
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
+	good := file("pd = \"a:1,b:2\"\nshutdown-timeout = \"3s\"\nroot-password = \"pw\"\n")
+	tests := []struct {
+		name string
+		args []string
+		want func(c *Config)
+		err  string // substring of the error; "" means success
+	}{
+		{name: "defaults", want: func(c *Config) {}},
+		{name: "flags", args: []string{"--addr", "127.0.0.1:4001", "--shutdown-timeout", "1m"},
+			want: func(c *Config) { c.Addr, c.ShutdownTimeout = "127.0.0.1:4001", time.Minute }},
+		{name: "file-then-flags", args: []string{"--config", good, "--root-password", "flag"},
+			want: func(c *Config) { c.PD, c.ShutdownTimeout, c.RootPassword = "a:1,b:2", 3*time.Second, "flag" }},
+		{name: "unknown-flag", args: []string{"--nope"}, err: "nope"},
+		{name: "stray-argument", args: []string{"x"}, err: "unexpected argument"},
+		{name: "zero-shutdown-timeout", args: []string{"--shutdown-timeout", "0s"}, err: "--shutdown-timeout"},
+		{name: "file-unknown-key", args: []string{"--config", file("shutdown_timeout = \"1s\"\n")}, err: "unknown key shutdown_timeout"},
+		{name: "file-wrong-type", args: []string{"--config", file("addr = 4000\n")}, err: "addr"},
+		{name: "file-bad-duration", args: []string{"--config", file("shutdown-timeout = \"later\"\n")}, err: "shutdown-timeout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseFlags(tc.args)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			want, err := parseFlags(nil)
+			require.NoError(t, err)
+			tc.want(&want)
+			require.Equal(t, want, got)
+		})
+	}
+}
+
+// TestEveryKeyHasAFlag: --help lists every configuration key (TOML keys are
+// the flag names) with a description.
+func TestEveryKeyHasAFlag(t *testing.T) {
+	var cfg Config
+	fs := newFlagSet(&cfg)
+	rt := reflect.TypeOf(cfg)
+	for i := range rt.NumField() {
+		key := rt.Field(i).Tag.Get("toml")
+		f := fs.Lookup(key)
+		require.NotNil(t, f, "key %q has no flag", key)
+		require.NotEmpty(t, f.Usage, "flag --%s has no description", key)
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	require.Equal(t, rt.NumField(), n, "every flag is a configuration key")
+}
