@@ -17,10 +17,18 @@ type Config struct {
 	// AdvertiseAddr is the gRPC address other processes should dial; empty
 	// means the bound listen address.
 	AdvertiseAddr string
-	// PeerURL is the etcd peer URL (listened on and advertised).
+	// PeerURL is the etcd peer URL advertised to the other members (and
+	// listened on unless ListenPeerURL is set).
 	PeerURL string
-	// ClientURL is the etcd client URL (listened on and advertised).
+	// ClientURL is the etcd client URL advertised (and listened on unless
+	// ListenClientURL is set).
 	ClientURL string
+	// ListenPeerURL and ListenClientURL are the URLs etcd binds; empty means
+	// PeerURL / ClientURL. etcd binds IP addresses only, so a member that
+	// advertises a host name (a container's service name) listens on e.g.
+	// "http://0.0.0.0:2380".
+	ListenPeerURL   string
+	ListenClientURL string
 	// InitialCluster is the etcd initial cluster, "name=peerURL,...";
 	// empty means "<Name>=<PeerURL>".
 	InitialCluster string
@@ -50,6 +58,12 @@ func (c *Config) setDefaults() {
 	if c.InitialClusterState == "" {
 		c.InitialClusterState = "new"
 	}
+	if c.ListenPeerURL == "" {
+		c.ListenPeerURL = c.PeerURL
+	}
+	if c.ListenClientURL == "" {
+		c.ListenClientURL = c.ClientURL
+	}
 	if c.Replicas == 0 {
 		c.Replicas = 3
 	}
@@ -73,7 +87,10 @@ func (c *Config) Validate() error {
 	if c.Addr == "" {
 		return fmt.Errorf("%w: addr is required", ErrBadConfig)
 	}
-	for _, u := range []struct{ name, v string }{{"peer url", c.PeerURL}, {"etcd client url", c.ClientURL}} {
+	for _, u := range []struct{ name, v string }{
+		{"peer url", c.PeerURL}, {"etcd client url", c.ClientURL},
+		{"listen peer url", c.ListenPeerURL}, {"listen etcd client url", c.ListenClientURL},
+	} {
 		p, err := url.Parse(u.v)
 		if err != nil || p.Host == "" || (p.Scheme != "http" && p.Scheme != "https") {
 			return fmt.Errorf("%w: %s %q must be an http(s) URL", ErrBadConfig, u.name, u.v)
@@ -89,4 +106,24 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: leader lease must be >= 1s", ErrBadConfig)
 	}
 	return nil
+}
+
+// etcdURLs returns the parsed listen and advertise URLs of the embedded etcd.
+func (c *Config) etcdURLs() (listenPeer, advPeer, listenClient, advClient url.URL, err error) {
+	for _, u := range []struct {
+		dst  *url.URL
+		name string
+		v    string
+	}{
+		{&listenPeer, "listen peer url", c.ListenPeerURL}, {&advPeer, "peer url", c.PeerURL},
+		{&listenClient, "listen etcd client url", c.ListenClientURL}, {&advClient, "etcd client url", c.ClientURL},
+	} {
+		p, perr := url.Parse(u.v)
+		if perr != nil {
+			err = fmt.Errorf("%w: %s: %v", ErrBadConfig, u.name, perr)
+			return
+		}
+		*u.dst = *p
+	}
+	return
 }

@@ -181,16 +181,12 @@ func (s *Server) startEtcd(ctx context.Context) error {
 	ec := embed.NewConfig()
 	ec.Name = s.cfg.Name
 	ec.Dir = s.cfg.DataDir
-	pu, err := url.Parse(s.cfg.PeerURL)
+	lpu, pu, lcu, cu, err := s.cfg.etcdURLs()
 	if err != nil {
-		return fmt.Errorf("%w: peer url: %v", ErrBadConfig, err)
+		return err
 	}
-	cu, err := url.Parse(s.cfg.ClientURL)
-	if err != nil {
-		return fmt.Errorf("%w: client url: %v", ErrBadConfig, err)
-	}
-	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
-	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
+	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{lpu}, []url.URL{pu}
+	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{lcu}, []url.URL{cu}
 	ec.InitialCluster = s.cfg.InitialCluster
 	ec.ClusterState = s.cfg.InitialClusterState
 	ec.InitialClusterToken = "strata-pd"

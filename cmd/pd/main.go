@@ -32,6 +32,8 @@ type fileConfig struct {
 	AdvertiseAddr       string `toml:"advertise-addr"`
 	PeerURL             string `toml:"peer-url"`
 	EtcdClientURL       string `toml:"etcd-client-url"`
+	ListenPeerURL       string `toml:"listen-peer-url"`
+	ListenEtcdClientURL string `toml:"listen-etcd-client-url"`
 	StatusAddr          string `toml:"status-addr"`
 	InitialCluster      string `toml:"initial-cluster"`
 	InitialClusterState string `toml:"initial-cluster-state"`
@@ -81,6 +83,7 @@ func run(args []string) error {
 	srv, err := pd.NewServer(pd.Config{
 		Name: fc.Name, DataDir: fc.DataDir, Addr: fc.Addr, AdvertiseAddr: fc.AdvertiseAddr,
 		PeerURL: fc.PeerURL, ClientURL: fc.EtcdClientURL,
+		ListenPeerURL: fc.ListenPeerURL, ListenClientURL: fc.ListenEtcdClientURL,
 		InitialCluster: fc.InitialCluster, InitialClusterState: fc.InitialClusterState,
 		Replicas: fc.Replicas, EtcdLogLevel: fc.EtcdLogLevel,
 	})
@@ -121,8 +124,10 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded etcd data")
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "PD gRPC listen address")
 	fs.StringVar(&cfg.AdvertiseAddr, "advertise-addr", cfg.AdvertiseAddr, "PD gRPC address clients dial (default: the bound --addr)")
-	fs.StringVar(&cfg.PeerURL, "peer-url", cfg.PeerURL, "etcd peer URL (listened on and advertised)")
-	fs.StringVar(&cfg.EtcdClientURL, "etcd-client-url", cfg.EtcdClientURL, "etcd client URL (listened on and advertised)")
+	fs.StringVar(&cfg.PeerURL, "peer-url", cfg.PeerURL, "etcd peer URL advertised to other members (also listened on unless --listen-peer-url)")
+	fs.StringVar(&cfg.EtcdClientURL, "etcd-client-url", cfg.EtcdClientURL, "etcd client URL advertised (also listened on unless --listen-etcd-client-url)")
+	fs.StringVar(&cfg.ListenPeerURL, "listen-peer-url", cfg.ListenPeerURL, `etcd peer URL to bind, an IP address (e.g. "http://0.0.0.0:2380"; default: --peer-url)`)
+	fs.StringVar(&cfg.ListenEtcdClientURL, "listen-etcd-client-url", cfg.ListenEtcdClientURL, "etcd client URL to bind, an IP address (default: --etcd-client-url)")
 	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
 	fs.StringVar(&cfg.InitialCluster, "initial-cluster", cfg.InitialCluster, `etcd initial cluster "name=peer-url,..." (default "<name>=<peer-url>")`)
 	fs.StringVar(&cfg.InitialClusterState, "initial-cluster-state", cfg.InitialClusterState, `etcd initial cluster state: "new" or "existing"`)

@@ -32,6 +32,13 @@ func TestParseFlags(t *testing.T) {
 			require.Equal(t, 1, c.Replicas)
 			require.Equal(t, "127.0.0.1:9", c.Addr)
 		}},
+		{"listen vs advertise", []string{"--peer-url", "http://pd1:2380", "--listen-peer-url", "http://0.0.0.0:2380",
+			"--etcd-client-url", "http://pd1:2381", "--listen-etcd-client-url", "http://0.0.0.0:2381"}, false, func(t *testing.T, c fileConfig) {
+			require.Equal(t, "http://pd1:2380", c.PeerURL)
+			require.Equal(t, "http://0.0.0.0:2380", c.ListenPeerURL)
+			require.Equal(t, "http://pd1:2381", c.EtcdClientURL)
+			require.Equal(t, "http://0.0.0.0:2381", c.ListenEtcdClientURL)
+		}},
 		{"bad replicas", []string{"--replicas", "0"}, true, nil},
 		{"file unknown key", []string{"--config", badFile(t, "data_dir = \"x\"\n")}, true, nil},
 		{"file wrong type", []string{"--config", badFile(t, "replicas = \"three\"\n")}, true, nil},
