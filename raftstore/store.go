@@ -356,12 +356,13 @@ func (s *Store) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.R
 
 // TransferLeaders prepares a graceful stop: it hands the leadership of every
 // region this store leads to another replica (raft leader transfer, to the
-// up-to-date follower with the highest match index) and returns once no local
-// peer leads, each region it handed off has a new leader known here (the
-// election is over, so this store's vote is not needed any more) and every
-// write this store accepted has been answered, or when ctx is done (ctx.Err(); transfers may still be under way). The store keeps
-// serving raft messages and requests meanwhile and afterwards, and transfers
-// away any leadership it wins again until Stop.
+// up-to-date follower with the highest match index) and returns once no
+// local peer leads, each region it handed off has a new leader known here
+// (the election is over, so this store's vote is not needed any more) and
+// every write this store accepted has been answered; or when ctx is done
+// (ctx.Err(); transfers may still be under way). The store keeps serving
+// raft messages and requests meanwhile and afterwards, and transfers away
+// any leadership it wins again until Stop.
 //
 // Writes that arrive while a transfer is in progress (raft refuses them) are
 // held and answered, once the transfer ends, with NotLeader naming the new
