@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/storepb"
@@ -56,6 +57,14 @@ func (s *storeResolver) addr(ctx context.Context, id uint64) (string, error) {
 	return st.Address, nil
 }
 
+// cached returns the address of store id if it is cached (no I/O).
+func (s *storeResolver) cached(id uint64) (string, bool) {
+	s.mu.RLock()
+	a, ok := s.addrs[id]
+	s.mu.RUnlock()
+	return a.addr, ok
+}
+
 // invalidate forgets the address of an unreachable store, unless it was
 // resolved less than minReresolve ago.
 func (s *storeResolver) invalidate(id uint64) {
@@ -92,6 +101,31 @@ var dialOptions = []grpc.DialOption{
 		MinConnectTimeout: 2 * time.Second,
 	}),
 	grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256 << 20)),
+	// A store cut off by a partition (no RST, no FIN) is noticed within
+	// Time+Timeout instead of at each request's RPC timeout: the connection
+	// fails, its requests fail over to other peers. The store permits pings
+	// this often (kv/server keepalive enforcement).
+	grpc.WithKeepaliveParams(keepalive.ClientParameters{
+		Time:                KeepaliveTime,
+		Timeout:             time.Second,
+		PermitWithoutStream: true,
+	}),
+}
+
+// KeepaliveTime is how often an idle store connection is pinged; servers
+// must allow pings at least this often.
+const KeepaliveTime = 2 * time.Second
+
+// resetBackoff lets the connection to addr, if one exists and is waiting to
+// reconnect, try again at once: a NotLeader hint names a store that is
+// serving now, even if it was down a moment ago.
+func (p *connPool) resetBackoff(addr string) {
+	p.mu.RLock()
+	c, ok := p.conns[addr]
+	p.mu.RUnlock()
+	if ok {
+		c.cc.ResetConnectBackoff()
+	}
 }
 
 // get returns the connection to addr, creating it (without I/O: grpc dials

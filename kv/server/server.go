@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/proto/storepb"
@@ -141,7 +142,10 @@ func (s *Server) Run(ctx context.Context) error {
 		// Reuse a fixed pool of goroutines for incoming streams instead of
 		// one new goroutine (and stack growth) per RPC; gRPC still spawns
 		// one when every worker is busy, so a slow request never blocks others.
-		grpc.NumStreamWorkers(uint32(4*runtime.GOMAXPROCS(0))))
+		grpc.NumStreamWorkers(uint32(4*runtime.GOMAXPROCS(0))),
+		// SQL nodes and other stores ping idle connections to notice
+		// partitions (kv/client.KeepaliveTime); allow it.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}))
 	storepb.RegisterStoreServer(gs, NewService(store))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(s.lis) }()
