@@ -49,7 +49,8 @@
 //     BatchRaftMessage per destination store;
 //  7. applies all committed entries in one indexed batch together with each
 //     region's applied index, committed with NoSync; answers proposals;
-//  8. clears reads whose ReadState index is applied; Advance.
+//  8. clears reads whose ReadState index is applied (renewing the lease);
+//     Advance.
 //
 // Durability: an entry is acknowledged only once a quorum persisted it
 // (fsync in step 5 on each replica) and it was applied locally. The apply
@@ -74,12 +75,49 @@
 //
 // # Reads
 //
-// Only the leader serves reads. ReadIndex returns once raft confirmed
-// leadership for a read index (ReadOnlySafe, CheckQuorum, PreVote) and the
+// Only the leader serves reads, under its lease or else through ReadIndex;
+// either way they then run on the caller's goroutine straight from Pebble.
+// Pending reads fail with NotLeader when the peer steps down.
+//
+// ReadIndex: every read that arrived in one iteration goes behind one raft
+// ReadIndex (ReadOnlySafe, CheckQuorum, PreVote) with a unique context and
+// is served once raft confirmed leadership for the read index and the
 // applied index reached it; a leader that has not committed an entry in its
 // term yet holds ReadIndex back, so nothing is read before replay after a
-// restart. Reads then run on the caller's goroutine straight from Pebble.
-// Pending reads fail with NotLeader when the peer steps down.
+// restart.
+//
+// Leader lease (leaderLease, TiKV's design, not raft's ReadOnlyLeaseBased):
+// a read that finds the lease valid is served as soon as the applied index
+// reaches raft's commit index at that moment, with no raft message. The
+// lease is renewed only by evidence that a quorum heard from this leader at
+// or after a known local monotonic time start: a ReadIndex whose ReadState
+// arrived (start = when the batch was issued, before the heartbeat carrying
+// its context went out) or an own proposal of the current term that
+// committed (start = when it was proposed). It then lasts until start +
+// maxLease, where maxLease (Config.MaxLeaderLease) defaults to 0.8x the
+// election timeout and is capped at (ElectionTicks-2) x RaftTick: a
+// follower that acknowledged the leader reset its election timer and, with
+// CheckQuorum, rejects (pre-)votes until ElectionTicks of its own ticks
+// passed, which takes at least (ElectionTicks-2) ticks of real time (one
+// tick may fire right after the reset and one late tick may be buffered);
+// any quorum electing a new leader contains such a follower. Only clock-rate
+// drift matters, never wall-clock time. The lease is valid only in the term
+// it was renewed in, while raft's state is leader, after an entry of that
+// term committed (the leader's no-op: before it the leader may not know
+// every committed entry), and while raft has no leader transfer in
+// progress. It is dropped on step-down or term change, and when a transfer
+// begins (MsgTimeoutNow forces votes past CheckQuorum) — decided in
+// transferLeaders before raft can send MsgTimeoutNow — and then cannot be
+// renewed for the rest of that term (the transferee may still campaign
+// after raft aborted the transfer here). There are no conf changes yet;
+// one must drop the lease too. A lease read past half the lease issues a
+// ReadIndex without reads so the lease is renewed before it runs out
+// (one quorum round per half lease under steady reads instead of one per
+// batch). A restarted peer (persisted term above the initial one) drops
+// vote requests for an election timeout: raft restarts it with no known
+// leader, so CheckQuorum would not protect a lease it acknowledged just
+// before the restart. Metrics: strata_raftstore_reads_total{path=lease|
+// read_index}, strata_raftstore_lease_remaining_seconds.
 //
 // # Graceful stop (leader transfer)
 //
@@ -93,11 +131,10 @@
 // proposed after all if raft aborted the transfer (after an election timeout
 // without success). Writes already in the log are answered with their result
 // when they apply: the transferee receives every entry before it campaigns,
-// so they are committed in its term. Reads are unaffected (ReadIndex needs a
-// quorum in the leader's term; reads waiting when it steps down get
-// NotLeader). There is no lease that would have to be dropped: leases are not
-// built, and when they are, a transfer must end the lease before the
-// MsgTimeoutNow goes out. The store keeps stepping raft messages all along,
+// so they are committed in its term. The leader lease ends when the transfer
+// starts, before the MsgTimeoutNow goes out, and is not renewed in that term;
+// reads then go through ReadIndex (which needs a quorum in the leader's
+// term; reads waiting when it steps down get NotLeader). The store keeps stepping raft messages all along,
 // which is what lets the transfer finish; TransferLeaders returns once no
 // local peer leads, every region it handed off has a new leader known here
 // (the transferee's election may need this store's vote, which must reach
@@ -124,6 +161,6 @@
 // entries are cached in memory. A proposal whose leader stepped down stays
 // pending until its index is applied (answered with its result) or
 // overwritten (StaleCommand); a request that gives up earlier (context,
-// ErrStopped) has an undetermined outcome. No splits, conf changes, leader leases,
+// ErrStopped) has an undetermined outcome. No splits, conf changes,
 // hibernation of idle regions, or async apply pool: apply runs in the loop.
 package raftstore

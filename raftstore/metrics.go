@@ -41,13 +41,22 @@ var (
 	})
 	readIndexSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "read_index_wait_seconds",
-		Help:    "From a read reaching the store to it being cleared by ReadIndex and apply.",
+		Help:    "From a read reaching the store to it being cleared (leader lease or ReadIndex, then apply).",
 		Buckets: latencyBuckets,
 	})
 	proposals = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "proposals_total",
 		Help: "Write proposals by outcome.",
 	}, []string{"result"})
+	readsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "reads_total",
+		Help: "Leader reads by path: lease (no raft round) or read_index.",
+	}, []string{"path"})
+	leaseRemainingSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "lease_remaining_seconds",
+		Help:    "Lease time left when a read was served under the leader lease.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 12), // 1ms .. ~2s
+	})
 	leaderTransfers = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "leader_transfers_total",
 		Help: "Leader transfers started by this store (graceful shutdown).",

@@ -57,7 +57,10 @@ type proposal struct {
 	req         *kvrpcpb.OnePCRequest
 	index, term uint64
 	start       time.Time
-	done        chan proposalResult // cap 1
+	// proposed is when the entry was handed to raft (before any MsgApp
+	// carrying it was sent): its commit renews the lease from there.
+	proposed time.Time
+	done     chan proposalResult // cap 1
 }
 
 type proposalResult struct {
@@ -95,11 +98,14 @@ func (r *readRequest) respond(res readResult) {
 
 // readBatch is every read that arrived in one loop iteration, behind one
 // ReadIndex call with a unique context.
+// A batch with a nil ctx holds lease reads waiting for apply to reach index
+// (the commit index when they were accepted).
 type readBatch struct {
 	ctx    []byte
 	index  uint64 // 0 until the ReadState arrives
 	reqs   []*readRequest
 	issued time.Time
+	term   uint64 // raft term when issued; its ReadState renews the lease of that term only
 }
 
 // peer is this store's replica of one region. Owned by the Ready loop.
@@ -134,6 +140,48 @@ type peer struct {
 	steppedDown time.Time
 
 	ticksSinceHeartbeat int
+
+	// lease lets the leader serve reads without ReadIndex (see leaderLease).
+	lease leaderLease
+	// created is when this peer was built; mayHaveAcked says its persisted
+	// state shows it may have followed a leader before (see createPeer).
+	created      time.Time
+	mayHaveAcked bool
+	// renewLease asks the loop for a ReadIndex round (with or without reads)
+	// because a lease read found the lease past half its length.
+	renewLease bool
+	// st caches raft's status for the read-queueing phase of iteration stIter.
+	st     raft.BasicStatus
+	stIter uint64
+}
+
+// syncLease aligns the lease with raft's state st: a new term starts
+// without a lease, stepping down drops it, and a transfer in progress (also
+// one raft started on a follower's MsgTransferLeader) ends it for the term.
+func (p *peer) syncLease(st *raft.BasicStatus) {
+	switch {
+	case st.RaftState != raft.StateLeader:
+		if p.lease.term != 0 {
+			p.lease.expire()
+		}
+		return
+	case st.GetTerm() != p.lease.term:
+		p.lease.becomeLeader(st.GetTerm())
+	}
+	if st.LeadTransferee != 0 && !p.lease.transferred {
+		p.lease.transferStarted()
+	}
+}
+
+// readIndexInFlight reports whether a ReadIndex (not a lease read waiting
+// for apply) is outstanding.
+func (p *peer) readIndexInFlight() bool {
+	for _, b := range p.readBatches {
+		if b.ctx != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *peer) leaderPeer() *metapb.Peer { return p.peerMeta(p.leaderID) }
@@ -218,6 +266,8 @@ func (p *peer) ackApplied(index, term uint64, resp *kvrpcpb.OnePCResponse, out *
 		p.pending[0] = nil
 		p.pending = p.pending[1:]
 		if pr.index == index && pr.term == term && resp != nil {
+			// A quorum stored the entry, so heard from us after pr.proposed.
+			p.lease.renew(term, pr.proposed)
 			*out = append(*out, appliedProposal{pr: pr, resp: resp})
 			continue
 		}

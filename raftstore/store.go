@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -57,7 +58,12 @@ type Config struct {
 	// SendQueue is the per-destination-store queue of message batches;
 	// batches are dropped (and reported unreachable) when it is full.
 	SendQueue int
-	Logger    *slog.Logger
+	// MaxLeaderLease caps how long a leader serves reads without a ReadIndex
+	// round after a quorum confirmed it (see leaderLease). 0 means 0.8x the
+	// election timeout; any value is capped at (ElectionTicks-2) x RaftTick;
+	// negative disables leases (every read uses ReadIndex).
+	MaxLeaderLease time.Duration
+	Logger         *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -110,6 +116,7 @@ type Store struct {
 	// Owned by the Ready loop goroutine.
 	peers     map[uint64]*peer
 	readSeq   uint64
+	iter      uint64
 	propSeq   uint64
 	readies   []peerReady
 	applyBufs []appliedProposal
@@ -118,6 +125,15 @@ type Store struct {
 	draining     bool
 	drainWaiters []chan struct{}
 	nParked      int // proposals parked across peers (see peer.parked)
+	maxLease     time.Duration
+	// leaseHook, when set (tests), sees every lease read and transfer start.
+	leaseHook atomic.Pointer[func(LeaseEvent)]
+	// raftFilter, when set (tests), drops raft messages to and from the
+	// stores it returns true for.
+	raftFilter atomic.Pointer[func(storeID uint64) bool]
+	// ticksPaused (tests) stops raft's logical clock, as a stalled process
+	// would: no CheckQuorum step-down, no election timeout.
+	ticksPaused atomic.Bool
 
 	// mu guards the shared view of regions and leadership (for the PD
 	// heartbeat loop, the KV service and tests).
@@ -149,6 +165,9 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 		hbNudge:          make(chan struct{}, 1),
 	}
 	s.inbox.signal = make(chan struct{}, 1)
+	if cfg.MaxLeaderLease >= 0 {
+		s.maxLease = leaseFor(cfg.ElectionTicks, cfg.RaftTick, cfg.MaxLeaderLease)
+	}
 	s.propSeq = rand.Uint64() // proposal ids only need to be unique among this store's in-flight proposals
 	if err := s.bootstrap(ctx); err != nil {
 		db.Close()
@@ -322,8 +341,9 @@ func (s *Store) OnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.
 }
 
 // ReadIndex waits until a linearizable read of the region in rctx may be
-// served from the engine: this peer is leader, a ReadIndex round confirmed
-// it and its applied index reached the read index. It returns the region at
+// served from the engine: this peer is leader, its lease is valid or a
+// ReadIndex round confirmed it, and its applied index reached the commit
+// index of that moment (the read index). It returns the region at
 // that point (shared, do not modify) or a region error. The caller then
 // checks keys against the region and reads Engine().
 func (s *Store) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
@@ -368,10 +388,11 @@ func (s *Store) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.R
 // held and answered, once the transfer ends, with NotLeader naming the new
 // leader, or proposed here if the transfer was aborted. Writes already in
 // the log are answered with their result when they apply (the transferee
-// has every entry before it campaigns, so none is lost). Reads keep going
-// through ReadIndex, which needs a quorum in the current term, so a read
-// served during the transfer is linearizable; reads waiting when leadership
-// moves are answered NotLeader. There is no leader lease to revoke.
+// has every entry before it campaigns, so none is lost). The leader lease
+// of each region ends when its transfer starts; reads then go through
+// ReadIndex, which needs a quorum in the current term, so a read served
+// during the transfer is linearizable; reads waiting when leadership moves
+// are answered NotLeader.
 func (s *Store) TransferLeaders(ctx context.Context) error {
 	done := make(chan struct{})
 	if !s.inbox.push(func(m *inboxMsgs) { m.drains = append(m.drains, done) }) {
@@ -390,6 +411,15 @@ func (s *Store) TransferLeaders(ctx context.Context) error {
 // HandleRaftMessages queues raft messages received from another store for
 // the Ready loop. It does not block on the loop.
 func (s *Store) HandleRaftMessages(msgs []*raft_serverpb.RaftMessage) {
+	if f := s.raftFilter.Load(); f != nil {
+		kept := make([]*raft_serverpb.RaftMessage, 0, len(msgs))
+		for _, m := range msgs {
+			if !(*f)(m.GetFromPeer().GetStoreId()) {
+				kept = append(kept, m)
+			}
+		}
+		msgs = kept
+	}
 	s.inbox.push(func(m *inboxMsgs) { m.raft = append(m.raft, msgs...) })
 }
 
@@ -427,7 +457,13 @@ func (s *Store) createPeer(region *metapb.Region) error {
 	if err != nil {
 		return fmt.Errorf("raftstore: new raft node for region %d: %w", region.GetId(), err)
 	}
-	p := &peer{meta: meta, region: region, rn: rn, ps: ps, unassigned: map[uint64]*proposal{}}
+	p := &peer{meta: meta, region: region, rn: rn, ps: ps, unassigned: map[uint64]*proposal{}, created: time.Now()}
+	p.lease.maxLease = s.maxLease
+	// A replica that may have acknowledged a leader before a restart lost
+	// the memory of it (raft restarts with no leader, so CheckQuorum's vote
+	// rejection does not apply): it refuses votes for an election timeout,
+	// or that leader's lease could overlap a new leader.
+	p.mayHaveAcked = ps.hardState.GetTerm() > initTerm || ps.lastIndex > initIndex
 	s.peers[region.GetId()] = p
 	// A brand-new region: its first peer campaigns at once instead of
 	// waiting for an election timeout.
@@ -586,7 +622,8 @@ func (s *Store) shutdown() {
 // iterate runs one loop iteration and reports whether some peer still has
 // a Ready (so the loop must run again without waiting).
 func (s *Store) iterate(tick bool) bool {
-	if tick {
+	s.iter++
+	if tick && !s.ticksPaused.Load() {
 		s.tick()
 	}
 	m := s.inbox.take()
@@ -626,9 +663,10 @@ func (s *Store) iterate(tick bool) bool {
 		s.queueRead(rr)
 	}
 	for _, p := range s.peers {
-		if len(p.reads) > 0 {
+		if len(p.reads) > 0 || (p.renewLease && p.isLeader && !p.readIndexInFlight()) {
 			s.issueReadIndex(p)
 		}
+		p.renewLease = false
 	}
 
 	readies := s.readies[:0]
@@ -656,8 +694,10 @@ func (s *Store) iterate(tick bool) bool {
 		r := &readies[i]
 		for _, rs := range r.rd.ReadStates {
 			for _, b := range r.p.readBatches {
-				if bytes.Equal(b.ctx, rs.RequestCtx) {
+				if b.ctx != nil && bytes.Equal(b.ctx, rs.RequestCtx) {
 					b.index = rs.Index
+					// A quorum acknowledged a heartbeat sent after b.issued.
+					r.p.lease.renew(b.term, b.issued)
 				}
 			}
 		}
@@ -710,6 +750,14 @@ func (s *Store) stepRaftMessage(rm *raft_serverpb.RaftMessage) {
 		s.log.Warn("bad raft message", "region", rm.GetRegionId(), "err", err)
 		return
 	}
+	if t := msg.GetType(); (t == raftpb.MessageType_MsgVote || t == raftpb.MessageType_MsgPreVote) &&
+		p.mayHaveAcked && time.Since(p.created) < s.electionTimeout() {
+		// Restarted without knowing the leader it may have acknowledged
+		// just before: voting now could elect a leader while the old one
+		// still holds a lease (see createPeer). Dropping a vote request is
+		// always safe for raft; the candidate retries.
+		return
+	}
 	if err := p.rn.Step(msg); err != nil && !errors.Is(err, raft.ErrStepPeerNotFound) && !errors.Is(err, raft.ErrStepLocalMsg) {
 		s.log.Debug("step raft message", "region", rm.GetRegionId(), "err", err)
 	}
@@ -743,6 +791,7 @@ func (s *Store) propose(pr *proposal) {
 		pr.respond(nil, err, "error")
 		return
 	}
+	pr.proposed = time.Now()
 	if err := p.rn.Propose(data); err != nil {
 		st := p.rn.BasicStatus()
 		if st.RaftState == raft.StateLeader && st.LeadTransferee != 0 {
@@ -784,7 +833,16 @@ func (s *Store) transferLeaders() {
 			continue // no other voter: keep serving until stopped
 		}
 		p.transferee, p.handedOff = target, true
+		// The MsgTimeoutNow this may send lets the target win an election
+		// with forced votes that ignore CheckQuorum: no lease read from here
+		// on in this term, decided before the message can go out.
+		p.lease.transferStarted()
 		p.rn.TransferLeader(target)
+		if h := s.leaseHook.Load(); h != nil {
+			st := p.rn.BasicStatus()
+			(*h)(LeaseEvent{Transfer: true, RegionID: p.region.GetId(), Term: st.GetTerm(), LeadTransferee: st.LeadTransferee,
+				LeaseValid: p.lease.valid(time.Now(), st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee)})
+		}
 		leaderTransfers.Inc()
 		s.log.Info("transferring leader", "region", p.region.GetId(), "to_peer", target)
 	}
@@ -887,20 +945,74 @@ func (s *Store) queueRead(rr *readRequest) {
 	case !epochMatches(rr.rctx.GetRegionEpoch(), p.region):
 		rr.respond(readResult{rerr: errEpochNotMatch(p.region)})
 	default:
+		if s.maxLease > 0 && s.leaseRead(p, rr) {
+			return
+		}
 		p.reads = append(p.reads, rr)
 	}
 }
 
+// status returns raft's status of p, computed once per iteration: reads are
+// queued after every message, transfer and proposal of the iteration was
+// stepped, and nothing in between changes raft's term, state or transferee.
+func (s *Store) status(p *peer) *raft.BasicStatus {
+	if p.stIter != s.iter {
+		p.st, p.stIter = p.rn.BasicStatus(), s.iter
+	}
+	return &p.st
+}
+
+// leaseRead serves rr under p's lease if it is valid now: at once when the
+// applied index has reached raft's commit index, else once it does (as a
+// ReadIndex would). It reports false when the read needs a ReadIndex.
+func (s *Store) leaseRead(p *peer, rr *readRequest) bool {
+	st := s.status(p)
+	p.syncLease(st)
+	now := time.Now()
+	if !p.lease.valid(now, st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee) {
+		return false
+	}
+	rem := p.lease.remaining(now)
+	readsTotal.WithLabelValues("lease").Inc()
+	leaseRemainingSeconds.Observe(rem.Seconds())
+	if h := s.leaseHook.Load(); h != nil {
+		(*h)(LeaseEvent{RegionID: p.region.GetId(), Term: st.GetTerm(), LeadTransferee: st.LeadTransferee, LeaseValid: true, Remaining: rem})
+	}
+	if rem < s.maxLease/2 {
+		p.renewLease = true // renew in the background, before it runs out
+	}
+	commit := st.GetCommit()
+	if p.ps.apply.applied >= commit {
+		rr.respond(readResult{region: proto.Clone(p.region).(*metapb.Region)})
+		return true
+	}
+	if n := len(p.readBatches); n > 0 && p.readBatches[n-1].ctx == nil && p.readBatches[n-1].index == commit {
+		p.readBatches[n-1].reqs = append(p.readBatches[n-1].reqs, rr)
+		return true
+	}
+	p.readBatches = append(p.readBatches, &readBatch{index: commit, reqs: []*readRequest{rr}, issued: now, term: st.GetTerm()})
+	return true
+}
+
+// issueReadIndex puts p's queued reads (possibly none: a lease renewal)
+// behind one ReadIndex with a unique context.
 func (s *Store) issueReadIndex(p *peer) {
 	s.readSeq++
 	ctx := binary.BigEndian.AppendUint64(make([]byte, 0, 8), s.readSeq)
+	readsTotal.WithLabelValues("read_index").Add(float64(len(p.reads)))
+	// issued is taken before raft can send the heartbeat carrying ctx, so
+	// the lease this ReadIndex renews starts no later than that send.
+	issued := time.Now()
+	term := p.rn.BasicStatus().GetTerm()
 	p.rn.ReadIndex(ctx)
-	p.readBatches = append(p.readBatches, &readBatch{ctx: ctx, reqs: p.reads, issued: time.Now()})
+	p.readBatches = append(p.readBatches, &readBatch{ctx: ctx, reqs: p.reads, issued: issued, term: term})
 	p.reads = nil
 }
 
 func (s *Store) handleSoftState(readies []peerReady) {
 	for _, r := range readies {
+		st := r.p.rn.BasicStatus()
+		r.p.syncLease(&st)
 		ss := r.rd.SoftState
 		if ss == nil {
 			continue
@@ -1030,7 +1142,11 @@ func (s *Store) sendMessages(readies []peerReady, early bool) {
 			})
 		}
 	}
+	filter := s.raftFilter.Load()
 	for storeID, b := range byStore {
+		if filter != nil && (*filter)(storeID) {
+			continue // partitioned by a test
+		}
 		if s.trans.send(storeID, b) {
 			raftMessagesSent.Add(float64(len(b.Msgs)))
 			continue
@@ -1067,6 +1183,9 @@ func (s *Store) apply(readies []peerReady) {
 			if e.GetIndex() <= p.ps.apply.applied {
 				continue
 			}
+			// An entry of the lease's term committed: the leader's no-op
+			// (or a later entry) proves it knows every committed entry.
+			p.lease.committedInTerm(e.GetTerm())
 			var resp *kvrpcpb.OnePCResponse
 			switch e.GetType() {
 			case raftpb.EntryType_EntryNormal:

@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -49,3 +50,42 @@ func ForgetAppliedForTest(dataDir string) error {
 	}
 	return db.Close()
 }
+
+// LeaseEvent is what a lease hook sees (tests): a read served under the
+// leader lease, or (Transfer) a leader transfer that just started, with
+// raft's term and transferee and whether the lease was valid right after.
+type LeaseEvent struct {
+	Transfer       bool
+	RegionID       uint64
+	Term           uint64
+	LeadTransferee uint64
+	LeaseValid     bool
+	Remaining      time.Duration
+}
+
+// SetLeaseHookForTest installs f, called from the Ready loop on every lease
+// read and transfer start (nil removes it). Tests only; f must not block.
+func (s *Store) SetLeaseHookForTest(f func(LeaseEvent)) {
+	if f == nil {
+		s.leaseHook.Store(nil)
+		return
+	}
+	s.leaseHook.Store(&f)
+}
+
+// SetRaftFilterForTest makes the store drop every raft message it would
+// send to, or receives from, a store for which drop returns true: a network
+// partition of the raft traffic only (clients still reach the store). nil
+// heals it. Tests only.
+func (s *Store) SetRaftFilterForTest(drop func(storeID uint64) bool) {
+	if drop == nil {
+		s.raftFilter.Store(nil)
+		return
+	}
+	s.raftFilter.Store(&drop)
+}
+
+// PauseTicksForTest stops (or restarts) the raft ticks of every local peer,
+// like a process whose raft clock stalled: a leader then never notices it
+// lost its quorum. Wall-clock lease expiry is unaffected. Tests only.
+func (s *Store) PauseTicksForTest(paused bool) { s.ticksPaused.Store(paused) }

@@ -1,0 +1,252 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/raftstore"
+)
+
+// leaseEvents records a store's lease hook events.
+type leaseEvents struct {
+	mu     sync.Mutex
+	events []raftstore.LeaseEvent
+}
+
+func (e *leaseEvents) add(ev raftstore.LeaseEvent) {
+	e.mu.Lock()
+	e.events = append(e.events, ev)
+	e.mu.Unlock()
+}
+
+func (e *leaseEvents) snapshot() []raftstore.LeaseEvent {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]raftstore.LeaseEvent(nil), e.events...)
+}
+
+// TestLeaseReads: steady reads on the leader are mostly lease reads; a
+// leader cut off from its followers (clients still reach it) whose raft
+// clock stalled (so it never steps down) never returns a value older than a
+// write acknowledged by the new leader before the read started; the new
+// leader, and the next one after a crash-stop, serve every acknowledged
+// write.
+func TestLeaseReads(t *testing.T) {
+	c := newTestCluster(t)
+	c.put("k", "v0")
+
+	// Steady sequential reads on the leader.
+	lease0 := counterValue(t, "strata_raftstore_reads_total", "path", "lease")
+	ri0 := counterValue(t, "strata_raftstore_reads_total", "path", "read_index")
+	const reads = 300
+	for i := range reads {
+		if i%50 == 0 {
+			c.put("k", fmt.Sprintf("v%d", i))
+		}
+		require.Equal(t, fmt.Sprintf("v%d", i/50*50), string(c.get("k", ^uint64(0)).GetValue()))
+	}
+	lease := counterValue(t, "strata_raftstore_reads_total", "path", "lease") - lease0
+	ri := counterValue(t, "strata_raftstore_reads_total", "path", "read_index") - ri0
+	t.Logf("steady reads: %v lease, %v read_index", lease, ri)
+	require.GreaterOrEqual(t, lease+ri, float64(reads))
+	require.Greater(t, lease, float64(reads)*0.8, "most steady reads are lease reads")
+
+	// Partition the leader's raft traffic (clients still reach it) and stall
+	// its raft clock, so it never steps down by CheckQuorum: only the lease's
+	// own expiry stops it from serving reads once the others elect a leader.
+	old := c.leader()
+	oldStore := c.nodes[old].srv.Store()
+	oldStore.PauseTicksForTest(true)
+	oldStore.SetRaftFilterForTest(func(uint64) bool { return true })
+	defer oldStore.SetRaftFilterForTest(nil)
+	defer oldStore.PauseTicksForTest(false)
+
+	var acked atomic.Int64 // highest value acknowledged by a new leader
+	acked.Store(250)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var stale, served, refused atomic.Int64
+	var staleMsg atomic.Value
+	// Readers hammer the old leader directly.
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				before := acked.Load()
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				resp, err := c.nodes[old].client.KvGet(ctx, &kvrpcpb.GetRequest{Context: c.reqCtx(), Key: []byte("k"), Version: ^uint64(0)})
+				cancel()
+				if err != nil || resp.GetRegionError() != nil {
+					refused.Add(1)
+					continue
+				}
+				served.Add(1)
+				got, _ := strconv.Atoi(string(resp.GetValue()[1:]))
+				if int64(got) < before {
+					stale.Add(1)
+					staleMsg.Store(fmt.Sprintf("read v%d after v%d was acknowledged", got, before))
+				}
+			}
+		})
+	}
+	// A writer commits increasing values through whichever other store leads.
+	newLeader := -1
+	deadline := time.Now().Add(waitFor)
+	for nAcked := 0; nAcked < 20; {
+		require.True(t, time.Now().Before(deadline), "no new leader took writes")
+		i := acked.Load() + 1
+		for j, n := range c.nodes {
+			if j == old || !n.srv.Store().IsLeader(c.region().GetId()) {
+				continue
+			}
+			ts := c.nextTS()
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			resp, err := n.client.KvOnePC(ctx, &kvrpcpb.OnePCRequest{Context: c.reqCtx(), StartTs: ts - 5, CommitTs: ts,
+				Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k"), Value: fmt.Appendf(nil, "v%d", i)}}})
+			cancel()
+			if err == nil && resp.GetRegionError() == nil && len(resp.GetErrors()) == 0 {
+				acked.Store(i)
+				newLeader = j
+				nAcked++
+				break
+			}
+		}
+		if acked.Load() < i {
+			time.Sleep(2 * time.Millisecond) // backoff while no new leader is known, not synchronisation
+		}
+	}
+	// Keep reading a little after the last acknowledgement: readers that
+	// started after it must see it too.
+	for n := served.Load() + refused.Load(); served.Load()+refused.Load() < n+20; {
+		time.Sleep(time.Millisecond) // waiting for readers' progress, not synchronisation of state
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("old leader under partition: %d reads served, %d refused; new leader %d", served.Load(), refused.Load(), newLeader)
+	require.Zero(t, stale.Load(), "stale read from the partitioned old leader: %v", staleMsg.Load())
+	require.NotEqual(t, -1, newLeader)
+
+	// The new leader serves the newest acknowledged write.
+	resp, err := c.nodes[newLeader].client.KvGet(context.Background(), &kvrpcpb.GetRequest{Context: c.reqCtx(), Key: []byte("k"), Version: ^uint64(0)})
+	require.NoError(t, err)
+	require.Nil(t, resp.GetRegionError())
+	got, _ := strconv.Atoi(string(resp.GetValue()[1:]))
+	require.GreaterOrEqual(t, int64(got), acked.Load())
+	oldStore.PauseTicksForTest(false)
+	oldStore.SetRaftFilterForTest(nil)
+
+	// Crash-stop the new leader's raft loop (no transfer): the next leader
+	// too serves every acknowledged write.
+	c.put("k", "v900")
+	l := c.leader()
+	c.nodes[l].srv.Store().Stop()
+	// Ask the other stores until one leads and answers (the stopped store
+	// still reports itself leader, so c.get cannot be used).
+	deadline = time.Now().Add(waitFor)
+	for {
+		require.True(t, time.Now().Before(deadline), "no new leader answered")
+		answered := false
+		for j, n := range c.nodes {
+			if j == l || n.srv == nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			r, err := n.client.KvGet(ctx, &kvrpcpb.GetRequest{Context: c.reqCtx(), Key: []byte("k"), Version: ^uint64(0)})
+			cancel()
+			if err == nil && r.GetRegionError() == nil {
+				require.Equal(t, "v900", string(r.GetValue()))
+				answered = true
+			}
+		}
+		if answered {
+			break
+		}
+		time.Sleep(5 * time.Millisecond) // backoff between retries, not synchronisation
+	}
+	stopRaft(c)
+}
+
+// TestLeaseDroppedOnTransfer: under read load, a graceful leader transfer
+// ends the old leader's lease before raft can send MsgTimeoutNow, and no read
+// is served from that lease once the transfer began.
+func TestLeaseDroppedOnTransfer(t *testing.T) {
+	c := newTestCluster(t)
+	c.put("k", "v")
+	l := c.leader()
+	store := c.nodes[l].srv.Store()
+	var ev leaseEvents
+	store.SetLeaseHookForTest(ev.add)
+	defer store.SetLeaseHookForTest(nil)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var reads atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r := c.get("k", ^uint64(0))
+				if string(r.GetValue()) != "v" {
+					panic("wrong value " + string(r.GetValue()))
+				}
+				reads.Add(1)
+			}
+		})
+	}
+	require.Eventually(t, func() bool { return len(ev.snapshot()) >= 50 }, waitFor, time.Millisecond, "no lease reads")
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	t0 := time.Now()
+	require.NoError(t, store.TransferLeaders(ctx))
+	cancel()
+	t.Logf("transfer took %v", time.Since(t0))
+	before := reads.Load()
+	require.Eventually(t, func() bool { return reads.Load() >= before+50 }, waitFor, time.Millisecond, "reads stopped after the transfer")
+	close(stop)
+	wg.Wait()
+
+	transferred := map[uint64]bool{} // terms in which a transfer began
+	nTransfers, nLease := 0, 0
+	for _, e := range ev.snapshot() {
+		if e.Transfer {
+			nTransfers++
+			require.NotZero(t, e.LeadTransferee, "raft has the transfer in progress")
+			require.False(t, e.LeaseValid, "lease still valid once LeadTransferee is set")
+			transferred[e.Term] = true
+			continue
+		}
+		nLease++
+		require.Zero(t, e.LeadTransferee, "lease read during a transfer")
+		require.False(t, transferred[e.Term], "lease read after the transfer began in term %d", e.Term)
+		require.Positive(t, e.Remaining)
+	}
+	t.Logf("%d lease reads on the old leader, %d transfers, %d reads in all", nLease, nTransfers, reads.Load())
+	require.Positive(t, nTransfers)
+	require.False(t, store.IsLeader(c.region().GetId()))
+	stopRaft(c)
+}
+
+// stopRaft stops every store's raft loop, so the cleanup's graceful stops
+// do not wait for leader transfers to stores already stopped.
+func stopRaft(c *testCluster) {
+	for _, n := range c.nodes {
+		if n.srv != nil {
+			n.srv.Store().Stop()
+		}
+	}
+}
