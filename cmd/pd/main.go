@@ -74,11 +74,9 @@ func run(args []string) error {
 		}
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(fc.LogLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	if _, err := config.SetupLogger(fc.LogLevel); err != nil {
+		return err
 	}
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 
 	srv, err := pd.NewServer(pd.Config{
 		Name: fc.Name, DataDir: fc.DataDir, Addr: fc.Addr, AdvertiseAddr: fc.AdvertiseAddr,

@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -68,11 +67,9 @@ func run(args []string) error {
 		}
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	if _, err := config.SetupLogger(cfg.LogLevel); err != nil {
+		return err
 	}
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -83,12 +80,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	var endpoints []string
-	for _, e := range strings.Split(cfg.PD, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			endpoints = append(endpoints, e)
-		}
-	}
+	endpoints := config.SplitList(cfg.PD)
 	slog.Info("connecting to pd", "pd", endpoints)
 	pd, err := pdclient.New(ctx, endpoints)
 	if err != nil {

@@ -14,10 +14,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -57,12 +55,10 @@ func run(args []string) error {
 		}
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	logger, err := config.SetupLogger(cfg.LogLevel)
+	if err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	slog.SetDefault(logger)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -78,7 +74,7 @@ func run(args []string) error {
 	}
 	srv, err := server.New(server.Config{
 		LeaderTransferTimeout: transfer,
-		PDEndpoints:           splitList(cfg.PD),
+		PDEndpoints:           config.SplitList(cfg.PD),
 		Addr:                  cfg.Addr,
 		AdvertiseAddr:         cfg.AdvertiseAddr,
 		StatusAddr:            statusBound.String(),
@@ -113,16 +109,6 @@ func parseFlags(args []string) (fileConfig, error) {
 		return cfg, fmt.Errorf("--leader-transfer-timeout must be >= 0, got %v", cfg.LeaderTransferTimeout)
 	}
 	return cfg, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // newFlagSet binds one flag per configuration key (TOML key = flag name).

@@ -56,7 +56,6 @@ func TestParseFlags(t *testing.T) {
 			require.Equal(t, want, got)
 		})
 	}
-	require.Equal(t, []string{"a:1", "b:2"}, splitList("a:1, b:2,"))
 }
 
 // TestEveryKeyHasAFlag: --help lists every configuration key (TOML keys are
