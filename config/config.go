@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -52,4 +53,34 @@ func Parse(fs *flag.FlagSet, args []string, cfg any) error {
 		}
 	}
 	return nil
+}
+
+// CheckFlags reports a mismatch between cfg's TOML keys and fs's flags:
+// every key must have a flag of the same name with a description (so
+// --help documents the whole configuration), and every flag but --config
+// must be a key. The mains' tests call it.
+func CheckFlags(fs *flag.FlagSet, cfg any) error {
+	rt := reflect.TypeOf(cfg)
+	if rt.Kind() == reflect.Pointer {
+		rt = rt.Elem()
+	}
+	keys := map[string]bool{}
+	for i := range rt.NumField() {
+		key := rt.Field(i).Tag.Get("toml")
+		keys[key] = true
+		f := fs.Lookup(key)
+		if f == nil {
+			return fmt.Errorf("config: key %q has no flag", key)
+		}
+		if f.Usage == "" {
+			return fmt.Errorf("config: flag --%s has no description", key)
+		}
+	}
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "config" && !keys[f.Name] && err == nil {
+			err = fmt.Errorf("config: flag --%s is not a configuration key", f.Name)
+		}
+	})
+	return err
 }

@@ -20,9 +20,9 @@ type testConfig struct {
 func newFlags(cfg *testConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "")
-	fs.IntVar(&cfg.Replicas, "replicas", cfg.Replicas, "")
-	fs.DurationVar(&cfg.Tick, "raft-tick", cfg.Tick, "")
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address")
+	fs.IntVar(&cfg.Replicas, "replicas", cfg.Replicas, "replica count")
+	fs.DurationVar(&cfg.Tick, "raft-tick", cfg.Tick, "tick")
 	return fs
 }
 
@@ -72,4 +72,23 @@ func TestParseRejects(t *testing.T) {
 	var cfg testConfig
 	require.ErrorContains(t, Parse(newFlags(&cfg), []string{"--config", "/nonexistent.toml"}, &cfg), "nonexistent")
 	require.ErrorContains(t, Parse(newFlags(&cfg), []string{"stray"}, &cfg), "unexpected argument")
+}
+
+func TestCheckFlags(t *testing.T) {
+	var cfg testConfig
+	require.NoError(t, CheckFlags(newFlags(&cfg), &cfg))
+
+	fs := newFlags(&cfg)
+	fs.String("extra", "", "not a key")
+	require.ErrorContains(t, CheckFlags(fs, &cfg), "--extra is not a configuration key")
+
+	fs = flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.StringVar(&cfg.Addr, "addr", "", "")
+	require.ErrorContains(t, CheckFlags(fs, &cfg), "no description")
+
+	type withMissing struct {
+		Addr    string `toml:"addr"`
+		Missing string `toml:"missing"`
+	}
+	require.ErrorContains(t, CheckFlags(newFlags(&cfg), &withMissing{}), `key "missing" has no flag`)
 }

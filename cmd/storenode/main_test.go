@@ -1,14 +1,14 @@
 package main
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/config"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -62,15 +62,5 @@ func TestParseFlags(t *testing.T) {
 // the flag names) with a description.
 func TestEveryKeyHasAFlag(t *testing.T) {
 	var cfg fileConfig
-	fs := newFlagSet(&cfg)
-	rt := reflect.TypeOf(cfg)
-	for i := range rt.NumField() {
-		key := rt.Field(i).Tag.Get("toml")
-		f := fs.Lookup(key)
-		require.NotNil(t, f, "key %q has no flag", key)
-		require.NotEmpty(t, f.Usage, "flag --%s has no description", key)
-	}
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	require.Equal(t, rt.NumField(), n, "every flag is a configuration key")
+	require.NoError(t, config.CheckFlags(newFlagSet(&cfg), &cfg))
 }
