@@ -55,6 +55,11 @@ func translate(err error) error {
 	if err == nil {
 		return nil
 	}
+	if errors.Is(err, kvclient.ErrPartialCommit) {
+		// Some regions committed: not a clean failure the statement could
+		// be retried after, whatever the failing region said.
+		return fmt.Errorf("%w: %v", sql.ErrUndetermined, err)
+	}
 	var ae *kvclient.AlreadyExistError
 	if errors.As(err, &ae) {
 		return &sql.KeyExistsError{Key: ae.Key}

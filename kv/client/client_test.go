@@ -256,6 +256,28 @@ func TestCommitGroupsByRegion(t *testing.T) {
 	requireGet(t, c, key(1), 12, "b")
 }
 
+func TestCommitPartialAcrossRegions(t *testing.T) {
+	cl := newFakeCluster(t, 2)
+	r2 := cl.split(key(10))
+	cl.setLeader(r2, 2)
+	cl.put(key(15), "newer", 50) // region 2 conflicts, region 1 commits
+	c := cl.client(Config{})
+	err := c.Commit(bg, []*kvrpcpb.Mutation{
+		{Op: kvrpcpb.Op_Put, Key: []byte(key(1)), Value: []byte("a")},
+		{Op: kvrpcpb.Op_Put, Key: []byte(key(15)), Value: []byte("b")},
+	}, 20, 60)
+	require.ErrorIs(t, err, ErrPartialCommit, "a conflict after another region committed is not a clean failure")
+	var wc *WriteConflictError
+	require.ErrorAs(t, err, &wc, "the failing region's error is kept")
+	requireGet(t, c, key(1), 61, "a")
+	requireGet(t, c, key(15), 61, "newer")
+
+	// Every region failing is a clean failure.
+	err = c.Commit(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte(key(15)), Value: []byte("c")}}, 20, 70)
+	require.ErrorAs(t, err, &wc)
+	require.NotErrorIs(t, err, ErrPartialCommit)
+}
+
 func TestCommitRegroupsAfterSplit(t *testing.T) {
 	cl := newFakeCluster(t, 1)
 	c := cl.client(Config{})

@@ -15,6 +15,12 @@ var (
 	// ErrUndetermined is returned (wrapped) when a write failed in a way that
 	// leaves its outcome unknown: it may or may not have been applied.
 	ErrUndetermined = errors.New("kv/client: write outcome undetermined")
+
+	// ErrPartialCommit is returned (wrapping the failing region's error) when
+	// a commit spanning regions was applied in some regions and failed in
+	// others: the write is neither done nor undone, and must not be retried
+	// as if nothing had been written.
+	ErrPartialCommit = errors.New("kv/client: commit applied in some regions only")
 	// ErrAborted is returned (wrapped, with the store's reason) for a
 	// KeyError the store marked unretryable.
 	ErrAborted = errors.New("kv/client: aborted by store")

@@ -268,14 +268,16 @@ func mergeBatchErrors(errs []error, commitTS uint64) error {
 	if failed == 0 {
 		return nil
 	}
+	err := first
+	if undet != nil {
+		err = undet
+	}
 	if failed < len(errs) {
 		slog.Warn("kv/client: commit partially applied across regions",
-			"commit_ts", commitTS, "regions", len(errs), "failed", failed, "err", first)
+			"commit_ts", commitTS, "regions", len(errs), "failed", failed, "err", err)
+		return fmt.Errorf("%w (%d of %d regions failed): %w", ErrPartialCommit, failed, len(errs), err)
 	}
-	if undet != nil {
-		return undet
-	}
-	return first
+	return err
 }
 
 // copConcurrency bounds the regions one Coprocessor call queries at once.

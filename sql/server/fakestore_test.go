@@ -23,6 +23,8 @@ type memStore struct {
 	data       map[string][]version // newest last
 	regionRows int
 	failCommit error // returned by the next Commit when set
+	// failCommitTimes makes failCommit stick for that many Commits (0: once).
+	failCommitTimes int
 }
 
 type version struct {
@@ -99,7 +101,9 @@ func (m *memStore) Commit(_ context.Context, muts []*kvrpcpb.Mutation, startTS, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.failCommit; err != nil {
-		m.failCommit = nil
+		if m.failCommitTimes--; m.failCommitTimes <= 0 {
+			m.failCommit = nil
+		}
 		return err
 	}
 	for _, mu := range muts {

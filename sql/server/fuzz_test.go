@@ -52,12 +52,16 @@ func FuzzCommand(f *testing.F) {
 	})
 }
 
-// panics reads the server's panic counter from the default registry.
-func panics(t *testing.T) float64 {
+// panics reads the server's panic counter.
+func panics(t *testing.T) float64 { return counter(t, "strata_sql_panics_total") }
+
+// counter reads an unlabelled counter from the default registry (0 when
+// it was never incremented).
+func counter(t *testing.T, name string) float64 {
 	mfs, err := prometheus.DefaultGatherer.Gather()
 	require.NoError(t, err)
 	for _, mf := range mfs {
-		if mf.GetName() == "strata_sql_panics_total" {
+		if mf.GetName() == name {
 			return mf.GetMetric()[0].GetCounter().GetValue()
 		}
 	}

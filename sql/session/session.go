@@ -153,11 +153,11 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	case *ast.SelectStmt:
 		return s.exec.Select(ctx, x, s)
 	case *ast.InsertStmt:
-		return s.exec.Insert(ctx, x, s)
+		return retryOnConflict(ctx, func() (*executor.Result, error) { return s.exec.Insert(ctx, x, s) })
 	case *ast.UpdateStmt:
-		return s.exec.Update(ctx, x, s)
+		return retryOnConflict(ctx, func() (*executor.Result, error) { return s.exec.Update(ctx, x, s) })
 	case *ast.DeleteStmt:
-		return s.exec.Delete(ctx, x, s)
+		return retryOnConflict(ctx, func() (*executor.Result, error) { return s.exec.Delete(ctx, x, s) })
 	case *ast.UseStmt:
 		return &executor.Result{}, s.UseDB(ctx, x.DBName)
 	case *ast.CreateDatabaseStmt:

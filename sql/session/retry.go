@@ -1,0 +1,53 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/executor"
+)
+
+// maxStatementRetries bounds how often an autocommit INSERT, UPDATE or
+// DELETE that lost a write conflict is run again before the client sees
+// ERROR 9007.
+const maxStatementRetries = 10
+
+var statementRetries = promauto.NewCounter(prometheus.CounterOpts{
+	Namespace: "strata", Subsystem: "sql", Name: "statement_retries_total",
+	Help: "Autocommit write statements run again after a write conflict.",
+})
+
+// retryOnConflict runs an autocommit write statement, and runs it again from
+// the start (new start_ts, fresh reads) when its commit lost a write
+// conflict, with exponential backoff. This is not the silent transaction
+// retry that gave TiDB 2.1.7 read skew: the statement is the whole
+// transaction, nothing of the failed attempt was written (a conflict
+// rejects the whole commit, and a commit that applied in some regions
+// comes back as undetermined, never as a conflict), and every read the
+// statement's writes depend on is made again at the new timestamp, exactly
+// as if the client had sent the statement a moment later.
+func retryOnConflict(ctx context.Context, run func() (*executor.Result, error)) (*executor.Result, error) {
+	wait := time.Millisecond
+	for attempt := 0; ; attempt++ {
+		res, err := run()
+		var wc *sql.WriteConflictError
+		if err == nil || !errors.As(err, &wc) || attempt == maxStatementRetries {
+			return res, err
+		}
+		statementRetries.Inc()
+		t := time.NewTimer(wait/2 + rand.N(wait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
