@@ -140,6 +140,8 @@ type Store struct {
 	mu      sync.RWMutex
 	regions map[uint64]*metapb.Region
 	leaders map[uint64]bool
+	// leaderGen counts the times a peer of this store became leader.
+	leaderGen atomic.Uint64
 
 	regionHeartbeats chan *pdpb.RegionHeartbeatRequest
 	hbNudge          chan struct{}
@@ -268,6 +270,10 @@ func (s *Store) Regions() []*metapb.Region {
 	slices.SortFunc(out, func(a, b *metapb.Region) int { return bytes.Compare(a.GetStartKey(), b.GetStartKey()) })
 	return out
 }
+
+// LeaderGeneration increases whenever a peer of this store becomes leader;
+// the KV service syncs its max read timestamp with PD when it changes.
+func (s *Store) LeaderGeneration() uint64 { return s.leaderGen.Load() }
 
 // IsLeader reports whether this store's peer of regionID is the raft leader.
 func (s *Store) IsLeader(regionID uint64) bool {
@@ -1031,6 +1037,7 @@ func (s *Store) handleSoftState(readies []peerReady) {
 			s.log.Info("leadership changed", "region", p.region.GetId(), "leader", p.isLeader, "lead", ss.Lead)
 		}
 		if p.isLeader && !wasLeader {
+			s.leaderGen.Add(1)
 			p.transferee = 0
 			s.queueRegionHeartbeat(p)
 		}

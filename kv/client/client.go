@@ -220,9 +220,6 @@ func (c *Client) onRegionError(ctx context.Context, bo *backoffer, r *locate.Reg
 	case re.NotLeader != nil:
 		regionErrors.WithLabelValues("not_leader").Inc()
 		if h := re.NotLeader.Leader; h != nil && h.Id != 0 && h.Id != p.Id {
-			if addr, ok := c.stores.cached(h.StoreId); ok {
-				c.conns.resetBackoff(addr)
-			}
 			if r.UpdateLeader(h) {
 				return true, bo.retryNow(ctx, id, cause)
 			}

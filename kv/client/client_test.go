@@ -327,25 +327,6 @@ func TestCommitKeyErrors(t *testing.T) {
 	}
 }
 
-func TestCommitRetryFindsOwnWrite(t *testing.T) {
-	cl := newFakeCluster(t, 1)
-	var once sync.Once
-	// The first OnePC is applied but answered with ServerIsBusy (a store
-	// that breaks its contract); the retry then conflicts with our own write.
-	cl.setHook(1, func(_ context.Context, method string, after bool) *errorpb.Error {
-		var re *errorpb.Error
-		if method == "KvOnePC" && after {
-			once.Do(func() { re = &errorpb.Error{ServerIsBusy: &errorpb.ServerIsBusy{}} })
-		}
-		return re
-	})
-	c := cl.client(Config{})
-	err := c.Commit(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("v")}}, 10, 11)
-	require.NoError(t, err)
-	require.Equal(t, 2, cl.calls(1, "KvOnePC"))
-	require.Equal(t, 1, cl.appliedOnePCs(1))
-}
-
 func TestCommitRetriesStaleCommand(t *testing.T) {
 	cl := newFakeCluster(t, 1)
 	var once sync.Once

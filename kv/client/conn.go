@@ -57,14 +57,6 @@ func (s *storeResolver) addr(ctx context.Context, id uint64) (string, error) {
 	return st.Address, nil
 }
 
-// cached returns the address of store id if it is cached (no I/O).
-func (s *storeResolver) cached(id uint64) (string, bool) {
-	s.mu.RLock()
-	a, ok := s.addrs[id]
-	s.mu.RUnlock()
-	return a.addr, ok
-}
-
 // invalidate forgets the address of an unreachable store, unless it was
 // resolved less than minReresolve ago.
 func (s *storeResolver) invalidate(id uint64) {
@@ -115,18 +107,6 @@ var dialOptions = []grpc.DialOption{
 // KeepaliveTime is how often an idle store connection is pinged; servers
 // must allow pings at least this often.
 const KeepaliveTime = 2 * time.Second
-
-// resetBackoff lets the connection to addr, if one exists and is waiting to
-// reconnect, try again at once: a NotLeader hint names a store that is
-// serving now, even if it was down a moment ago.
-func (p *connPool) resetBackoff(addr string) {
-	p.mu.RLock()
-	c, ok := p.conns[addr]
-	p.mu.RUnlock()
-	if ok {
-		c.cc.ResetConnectBackoff()
-	}
-}
 
 // get returns the connection to addr, creating it (without I/O: grpc dials
 // lazily) on first use.

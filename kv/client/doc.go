@@ -47,15 +47,12 @@
 // unknown region errors, ctx cancelled in flight) returns an error wrapping
 // ErrUndetermined: the write may or may not have been applied.
 //
-// A retried OnePC whose earlier attempt was in fact applied comes back as a
-// WriteConflict whose ConflictTS equals our commitTS (the key now holds our
-// own version, committed after startTS). Commit recognises that case and
-// treats it as success; timestamps from TSO are unique, so no other writer
-// can have committed at our commitTS. If yet another writer committed on top
-// of ours before the retry, the conflict reports their commit ts and the
-// client reports a WriteConflictError although our write landed; that needs a
-// store that applies a write and still answers a "not applied" region error,
-// which the store contract forbids.
+// A conflict is always reported as a WriteConflictError. The store may
+// raise a write's commit_ts above the reads it already served (package
+// kv/concurrency), so the commit_ts of a conflicting version cannot tell an
+// earlier attempt of our own write from another writer's; resending only
+// writes that certainly did not apply is what keeps a resend from
+// conflicting with itself.
 //
 // # Connections
 //

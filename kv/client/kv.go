@@ -227,22 +227,17 @@ func (c *Client) commitRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 	if err != nil || retry {
 		return retry, err
 	}
-	return false, onePCKeyErrors(resp.Errors, r.ID(), commitTS)
+	return false, onePCKeyErrors(resp.Errors, r.ID())
 }
 
-// onePCKeyErrors maps a OnePC response's key errors. A conflict at our own
-// commitTS means an earlier attempt of this very write was applied (the
-// region writes atomically), so the write succeeded.
-func onePCKeyErrors(kes []*kvrpcpb.KeyError, regionID, commitTS uint64) error {
+// onePCKeyErrors maps a OnePC response's key errors. A conflict is always
+// reported as one: the store may raise a write's commit_ts above reads it
+// served (kv/concurrency), so a conflicting version's commit_ts cannot tell
+// our own earlier attempt from another writer, and a OnePC is resent only
+// when its earlier attempt certainly did not apply.
+func onePCKeyErrors(kes []*kvrpcpb.KeyError, regionID uint64) error {
 	if len(kes) == 0 {
 		return nil
-	}
-	for _, ke := range kes {
-		if ke.GetConflict().GetConflictTs() == commitTS {
-			slog.Info("kv/client: retried one-pc found its own write, treating as committed",
-				"region", regionID, "commit_ts", commitTS, "key", ke.Conflict.Key)
-			return nil
-		}
 	}
 	return fmt.Errorf("kv/client: commit region %d: %w", regionID, keyError(kes[0]))
 }

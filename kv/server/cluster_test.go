@@ -80,6 +80,8 @@ func (c *testCluster) start(i int) {
 		HeartbeatTicks:    2,
 		HeartbeatInterval: 100 * time.Millisecond,
 		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// These tests use their own small timestamps (nextTS), not PD's.
+		TSO: syntheticTSO{},
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -112,6 +114,13 @@ func (c *testCluster) stop(i int) {
 	}
 	n.srv = nil
 }
+
+// syntheticTSO leaves the max read timestamp to the reads themselves: the
+// tests' timestamps come from nextTS, so a PD timestamp would be far above
+// all of them.
+type syntheticTSO struct{}
+
+func (syntheticTSO) GetTS(context.Context) (uint64, error) { return 0, nil }
 
 func (c *testCluster) nextTS() uint64 {
 	c.tsMu.Lock()

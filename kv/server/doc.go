@@ -5,9 +5,13 @@
 // Request flow: reads (KvGet, KvScan, Coprocessor) first pass
 // raftstore.ReadIndex, which returns only on the region's leader once a
 // ReadIndex round and apply caught up (linearizable); the handler goroutine
-// then checks the keys against the region and reads MVCC data straight from
-// the engine. Writes (KvOnePC) are proposed through the Ready loop and the
-// handler returns once the entry is applied. Region problems come back as
+// then checks the keys against the region, records its timestamp and waits
+// for in-flight writes it must see (kv/concurrency), and reads MVCC data
+// straight from the engine. Writes (KvOnePC) lock their keys in memory, get
+// a commit_ts above every read served so far (synced to a fresh PD
+// timestamp after each leadership this store gains), are proposed through
+// the Ready loop, and the handler returns once the entry is applied; the
+// keys stay locked until then even if the client has gone. Region problems come back as
 // errorpb.Error in the response's region_error, per-key problems as
 // kvrpcpb.KeyError; gRPC status errors are only used for a stopped store or
 // a cancelled request.

@@ -41,12 +41,23 @@ type Config struct {
 	// transfer (the store stops as if it crashed, for comparisons in tests).
 	LeaderTransferTimeout time.Duration
 	// PD, when set, is used instead of dialling PDEndpoints (tests).
-	PD     raftstore.PDClient
+	PD PD
+	// TSO, when set, replaces PD as the source of the timestamps the max
+	// read timestamp is synced to on leadership changes. Only tests that
+	// drive the store with their own synthetic timestamps (not PD's) set it.
+	TSO    TSO
 	Logger *slog.Logger
 }
 
 // DefaultLeaderTransferTimeout is Config.LeaderTransferTimeout's default.
 const DefaultLeaderTransferTimeout = 5 * time.Second
+
+// PD is what a store node needs from the placement driver (*pdclient.Client
+// is one).
+type PD interface {
+	raftstore.PDClient
+	TSO
+}
 
 // ErrNoPD is returned when neither PD endpoints nor a PD client are set.
 var ErrNoPD = errors.New("server: no PD endpoints")
@@ -146,7 +157,11 @@ func (s *Server) Run(ctx context.Context) error {
 		// SQL nodes and other stores ping idle connections to notice
 		// partitions (kv/client.KeepaliveTime); allow it.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}))
-	storepb.RegisterStoreServer(gs, NewService(store))
+	tso := s.cfg.TSO
+	if tso == nil {
+		tso = pd
+	}
+	storepb.RegisterStoreServer(gs, NewService(store, tso))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(s.lis) }()
 	s.log.Info("store ready", "store", store.ID(), "addr", s.cfg.AdvertiseAddr, "listen", s.lis.Addr().String(), "status_addr", s.cfg.StatusAddr)

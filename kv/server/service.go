@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/coprocessor"
+	"github.com/stratadb/strata/kv/concurrency"
 	"github.com/stratadb/strata/kv/mvcc"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/errorpb"
@@ -31,14 +33,45 @@ func observe(method string, start time.Time, result *string) {
 	rpcSeconds.WithLabelValues(method, *result).Observe(time.Since(start).Seconds())
 }
 
+// TSO hands out PD timestamps.
+type TSO interface {
+	GetTS(ctx context.Context) (uint64, error)
+}
+
 // Service implements storepb.StoreServer on a raftstore.Store.
 type Service struct {
 	storepb.UnimplementedStoreServer
 	store *raftstore.Store
+	tso   TSO
+	// cm orders 1PC writes after the reads served before them (package
+	// concurrency); syncedGen is the store's leader generation for which
+	// cm's max read timestamp was last raised to a fresh PD timestamp.
+	cm        *concurrency.Manager
+	syncedGen atomic.Uint64
 }
 
-// NewService returns the gRPC service of store.
-func NewService(store *raftstore.Store) *Service { return &Service{store: store} }
+// NewService returns the gRPC service of store; tso is used to sync the max
+// read timestamp whenever this store gains a region leadership.
+func NewService(store *raftstore.Store, tso TSO) *Service {
+	return &Service{store: store, tso: tso, cm: concurrency.New()}
+}
+
+// syncMaxTS raises the max read timestamp to a fresh PD timestamp once
+// after every leadership this store gained: reads the previous leader
+// served all had smaller timestamps, so writes here commit after them.
+func (s *Service) syncMaxTS(ctx context.Context) error {
+	gen := s.store.LeaderGeneration()
+	if s.syncedGen.Load() == gen {
+		return nil
+	}
+	ts, err := s.tso.GetTS(ctx)
+	if err != nil {
+		return err
+	}
+	s.cm.SyncMaxTS(ts)
+	s.syncedGen.Store(gen)
+	return nil
+}
 
 var _ storepb.StoreServer = (*Service)(nil)
 
@@ -80,6 +113,10 @@ func (s *Service) KvGet(ctx context.Context, req *kvrpcpb.GetRequest) (_ *kvrpcp
 		result = "region_error"
 		return &kvrpcpb.GetResponse{RegionError: rerr}, nil
 	}
+	if err := s.cm.ReadKey(ctx, req.GetKey(), req.GetVersion()); err != nil {
+		result = "error"
+		return nil, grpcError(err)
+	}
 	v, found, err := mvcc.NewReader(s.store.Engine()).Get(req.GetKey(), req.GetVersion())
 	if err != nil {
 		result = "error"
@@ -106,6 +143,10 @@ func (s *Service) KvScan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcp
 		return &kvrpcpb.ScanResponse{RegionError: rerr}, nil
 	}
 	end := raftstore.ClampEnd(req.GetEndKey(), region)
+	if err := s.cm.ReadRange(ctx, req.GetStartKey(), end, req.GetVersion()); err != nil {
+		result = "error"
+		return nil, grpcError(err)
+	}
 	pairs, err := mvcc.NewReader(s.store.Engine()).Scan(req.GetStartKey(), end, req.GetVersion(), int(req.GetLimit()), req.GetKeyOnly())
 	if err != nil {
 		result = "error"
@@ -122,7 +163,25 @@ func (s *Service) KvScan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcp
 func (s *Service) KvOnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
 	start, result := time.Now(), "ok"
 	defer observe("kv_one_pc", start, &result)
-	resp, err := s.store.OnePC(ctx, req)
+	if err := s.syncMaxTS(ctx); err != nil {
+		result = "region_error"
+		return &kvrpcpb.OnePCResponse{RegionError: raftstore.ErrServerIsBusy("syncing max timestamp with PD: " + err.Error())}, nil
+	}
+	keys := make([][]byte, len(req.GetMutations()))
+	for i, m := range req.GetMutations() {
+		keys[i] = m.GetKey()
+	}
+	commitTS, release, err := s.cm.LockKeys(ctx, keys, req.GetCommitTs())
+	if err != nil {
+		result = "error"
+		return nil, grpcError(err) // nothing proposed
+	}
+	req.CommitTs = commitTS
+	// The keys stay locked until the outcome is known, even if the client
+	// gives up: the store answers every proposal (applied, overwritten, or
+	// stopped), so the call does not follow the client's cancellation.
+	resp, err := s.store.OnePC(context.WithoutCancel(ctx), req)
+	release()
 	switch {
 	case err != nil:
 		result = "error"
@@ -160,6 +219,12 @@ func (s *Service) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 	if rerr != nil {
 		result = "region_error"
 		return &kvrpcpb.CoprocessorResponse{RegionError: rerr}, nil
+	}
+	for _, r := range ranges {
+		if err := s.cm.ReadRange(ctx, r.Start, r.End, req.GetStartTs()); err != nil {
+			result = "error"
+			return nil, grpcError(err)
+		}
 	}
 	sel, err := coprocessor.Execute(mvcc.NewReader(s.store.Engine()), dag, ranges, req.GetStartTs())
 	if err != nil {
