@@ -81,4 +81,3 @@ func openDB(t *testing.T, c *localcluster.Cluster, i int, db string) *sql.DB {
 	t.Cleanup(func() { conn.Close() })
 	return conn
 }
-
