@@ -315,7 +315,16 @@ func (s *Store) Close() error {
 // is applied (or a region error says why it was not executed). It is safe
 // for concurrent use.
 func (s *Store) OnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
-	pr := &proposal{req: req, start: time.Now(), done: make(chan proposalResult, 1)}
+	return s.OnePCAtLeaderGen(ctx, req, 0)
+}
+
+// OnePCAtLeaderGen is OnePC for a write whose commit_ts was chosen while the
+// store's LeaderGeneration was gen: if a peer of this store has become
+// leader since, the write is not proposed and gets ServerIsBusy (retryable),
+// so the caller can order it after the reads the previous leader served.
+// gen 0 skips the check.
+func (s *Store) OnePCAtLeaderGen(ctx context.Context, req *kvrpcpb.OnePCRequest, gen uint64) (*kvrpcpb.OnePCResponse, error) {
+	pr := &proposal{req: req, leaderGen: gen, start: time.Now(), done: make(chan proposalResult, 1)}
 	busy := false
 	if !s.inbox.push(func(m *inboxMsgs) {
 		if busy = len(m.proposals) >= maxQueuedRequests; !busy {
@@ -778,6 +787,10 @@ func (s *Store) propose(pr *proposal) {
 	}
 	if !p.isLeader {
 		pr.regionError(errNotLeader(p.region.GetId(), p.leaderHint()), "not_leader")
+		return
+	}
+	if pr.leaderGen != 0 && pr.leaderGen != s.leaderGen.Load() {
+		pr.regionError(ErrServerIsBusy("leadership changed while the write was prepared"), "leader_changed")
 		return
 	}
 	if !epochMatches(rctx.GetRegionEpoch(), p.region) {

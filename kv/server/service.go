@@ -59,18 +59,21 @@ func NewService(store *raftstore.Store, tso TSO) *Service {
 // syncMaxTS raises the max read timestamp to a fresh PD timestamp once
 // after every leadership this store gained: reads the previous leader
 // served all had smaller timestamps, so writes here commit after them.
-func (s *Service) syncMaxTS(ctx context.Context) error {
+// It returns the leader generation the max read timestamp now covers; a
+// write whose commit_ts is chosen after this call is proposed only if the
+// store is still at that generation (raftstore.OnePCAtLeaderGen).
+func (s *Service) syncMaxTS(ctx context.Context) (uint64, error) {
 	gen := s.store.LeaderGeneration()
 	if s.syncedGen.Load() == gen {
-		return nil
+		return gen, nil
 	}
 	ts, err := s.tso.GetTS(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	s.cm.SyncMaxTS(ts)
 	s.syncedGen.Store(gen)
-	return nil
+	return gen, nil
 }
 
 var _ storepb.StoreServer = (*Service)(nil)
@@ -163,7 +166,8 @@ func (s *Service) KvScan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcp
 func (s *Service) KvOnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
 	start, result := time.Now(), "ok"
 	defer observe("kv_one_pc", start, &result)
-	if err := s.syncMaxTS(ctx); err != nil {
+	gen, err := s.syncMaxTS(ctx)
+	if err != nil {
 		result = "region_error"
 		return &kvrpcpb.OnePCResponse{RegionError: raftstore.ErrServerIsBusy("syncing max timestamp with PD: " + err.Error())}, nil
 	}
@@ -180,7 +184,7 @@ func (s *Service) KvOnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrp
 	// The keys stay locked until the outcome is known, even if the client
 	// gives up: the store answers every proposal (applied, overwritten, or
 	// stopped), so the call does not follow the client's cancellation.
-	resp, err := s.store.OnePC(context.WithoutCancel(ctx), req)
+	resp, err := s.store.OnePCAtLeaderGen(context.WithoutCancel(ctx), req, gen)
 	release()
 	switch {
 	case err != nil:
