@@ -53,12 +53,12 @@ func decodeOnePCEntry(data []byte) (*kvrpcpb.OnePCRequest, error) {
 // the entry at (index, term) applies, or StaleCommand when another entry
 // takes that index.
 type proposal struct {
-	id          uint64
-	req         *kvrpcpb.OnePCRequest
+	id  uint64
+	req *kvrpcpb.OnePCRequest
 	// leaderGen, when not 0, is the store's LeaderGeneration the write was
 	// prepared under; it is refused (retryably) if the store has gained a
 	// leadership since.
-	leaderGen uint64
+	leaderGen   uint64
 	index, term uint64
 	start       time.Time
 	// proposed is when the entry was handed to raft (before any MsgApp
