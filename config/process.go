@@ -1,11 +1,24 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 )
+
+// ShutdownContext is cancelled by the first SIGINT or SIGTERM, which starts
+// a process's graceful stop; a second signal then kills the process at once
+// (the default action), instead of waiting for that stop. Call stop when
+// done with it.
+func ShutdownContext() (ctx context.Context, stop context.CancelFunc) {
+	ctx, stop = signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	go func() { <-ctx.Done(); stop() }()
+	return ctx, stop
+}
 
 // SetupLogger makes a structured text logger on stderr at level ("debug",
 // "info", "warn", "error") the process default, and returns it.

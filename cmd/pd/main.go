@@ -10,14 +10,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/stratadb/strata/config"
 	"github.com/stratadb/strata/pd"
@@ -90,10 +87,8 @@ func run(args []string) error {
 	}
 	cfg := srv.Config() // defaults filled in
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := config.ShutdownContext()
 	defer stop()
-	// A second signal kills at once instead of waiting for the graceful stop.
-	go func() { <-ctx.Done(); stop() }()
 	statusBound, err := status.Serve(ctx, fc.StatusAddr, "pd")
 	if err != nil {
 		return err

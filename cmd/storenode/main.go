@@ -10,13 +10,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/stratadb/strata/config"
@@ -60,10 +57,8 @@ func run(args []string) error {
 		return err
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := config.ShutdownContext()
 	defer stop()
-	// A second signal kills at once instead of waiting for the graceful stop.
-	go func() { <-ctx.Done(); stop() }()
 	statusBound, err := status.Serve(ctx, cfg.StatusAddr, "storenode")
 	if err != nil {
 		return err
