@@ -123,14 +123,19 @@ type compareExpr struct {
 
 func (e *compareExpr) Type() types.FieldType { return boolT }
 
-func (e *compareExpr) Eval(row []Datum) (Datum, error) {
-	a, err := e.l.Eval(row)
-	if err != nil {
-		return a, err
+// evalOperands evaluates both operands of a binary operator, left first.
+func evalOperands(l, r Expr, row []Datum) (a, b Datum, err error) {
+	if a, err = l.Eval(row); err != nil {
+		return a, b, err
 	}
-	b, err := e.r.Eval(row)
+	b, err = r.Eval(row)
+	return a, b, err
+}
+
+func (e *compareExpr) Eval(row []Datum) (Datum, error) {
+	a, b, err := evalOperands(e.l, e.r, row)
 	if err != nil {
-		return b, err
+		return tablecodec.NullDatum, err
 	}
 	if a.IsNull() || b.IsNull() {
 		if e.op == opcode.NullEQ {
@@ -305,13 +310,9 @@ func isInt(d Datum) bool {
 }
 
 func (e *arithExpr) Eval(row []Datum) (Datum, error) {
-	a, err := e.l.Eval(row)
+	a, b, err := evalOperands(e.l, e.r, row)
 	if err != nil {
-		return a, err
-	}
-	b, err := e.r.Eval(row)
-	if err != nil {
-		return b, err
+		return tablecodec.NullDatum, err
 	}
 	if a.IsNull() || b.IsNull() {
 		return tablecodec.NullDatum, nil
