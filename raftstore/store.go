@@ -1271,7 +1271,7 @@ func applyOnePC(b *pebble.Batch, reader *mvcc.Reader, req *kvrpcpb.OnePCRequest)
 		switch {
 		case found && ts > req.GetStartTs():
 			resp.Errors = append(resp.Errors, &kvrpcpb.KeyError{Conflict: &kvrpcpb.WriteConflict{
-				StartTs: req.GetStartTs(), ConflictTs: ts, Key: m.GetKey(),
+				StartTs: req.GetStartTs(), ConflictCommitTs: ts, Key: m.GetKey(),
 			}})
 		case m.GetOp() == kvrpcpb.Op_Insert && found && !deleted:
 			resp.Errors = append(resp.Errors, &kvrpcpb.KeyError{AlreadyExist: &kvrpcpb.AlreadyExist{Key: m.GetKey()}})

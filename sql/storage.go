@@ -64,3 +64,25 @@ var (
 	// connection to the store broke after the request left).
 	ErrUndetermined = errors.New("sql: commit result undetermined")
 )
+
+var (
+	// ErrLockWaitTimeout: a pessimistic lock waited longer than
+	// innodb_lock_wait_timeout (MySQL 1205).
+	ErrLockWaitTimeout = errors.New("sql: lock wait timeout exceeded")
+)
+
+// DeadlockError: waiting for Key would close a cycle of lock waits; this
+// transaction is the victim (MySQL 1213).
+type DeadlockError struct{ Key []byte }
+
+func (e *DeadlockError) Error() string {
+	return fmt.Sprintf("sql: deadlock found when locking key %x", e.Key)
+}
+
+// LockConflictError: Key is locked by another transaction and the lock was
+// asked not to wait (NOWAIT; MySQL 3572).
+type LockConflictError struct{ Key []byte }
+
+func (e *LockConflictError) Error() string {
+	return fmt.Sprintf("sql: key %x is locked and NOWAIT was given", e.Key)
+}

@@ -60,7 +60,7 @@ func keyError(ke *kvrpcpb.KeyError) error {
 		return &AlreadyExistError{Key: ke.AlreadyExist.GetKey()}
 	case ke.GetConflict() != nil:
 		c := ke.Conflict
-		return &WriteConflictError{StartTS: c.GetStartTs(), ConflictTS: c.GetConflictTs(), Key: c.GetKey()}
+		return &WriteConflictError{StartTS: c.GetStartTs(), ConflictTS: c.GetConflictCommitTs(), Key: c.GetKey()}
 	case ke.GetAbort() != "":
 		return fmt.Errorf("%w: %s", ErrAborted, ke.Abort)
 	default:

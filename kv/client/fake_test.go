@@ -375,7 +375,7 @@ func (s *fakeStore) KvOnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kv
 		vs := cl.data[string(m.Key)]
 		if n := len(vs); n > 0 && vs[n-1].commitTS > req.StartTs {
 			kes = append(kes, &kvrpcpb.KeyError{Conflict: &kvrpcpb.WriteConflict{
-				StartTs: req.StartTs, ConflictTs: vs[n-1].commitTS, Key: m.Key}})
+				StartTs: req.StartTs, ConflictCommitTs: vs[n-1].commitTS, Key: m.Key}})
 			continue
 		}
 		if _, live := cl.visible(string(m.Key), req.StartTs); live && m.Op == kvrpcpb.Op_Insert {

@@ -23,6 +23,52 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type IsolationLevel int32
+
+const (
+	IsolationLevel_SI IsolationLevel = 0 // snapshot isolation (MySQL REPEATABLE-READ)
+	IsolationLevel_RC IsolationLevel = 1 // read committed: reads ignore locks of other transactions' pessimistic locks and see the latest committed version
+)
+
+// Enum value maps for IsolationLevel.
+var (
+	IsolationLevel_name = map[int32]string{
+		0: "SI",
+		1: "RC",
+	}
+	IsolationLevel_value = map[string]int32{
+		"SI": 0,
+		"RC": 1,
+	}
+)
+
+func (x IsolationLevel) Enum() *IsolationLevel {
+	p := new(IsolationLevel)
+	*p = x
+	return p
+}
+
+func (x IsolationLevel) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (IsolationLevel) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvrpcpb_proto_enumTypes[0].Descriptor()
+}
+
+func (IsolationLevel) Type() protoreflect.EnumType {
+	return &file_kvrpcpb_proto_enumTypes[0]
+}
+
+func (x IsolationLevel) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use IsolationLevel.Descriptor instead.
+func (IsolationLevel) EnumDescriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{0}
+}
+
 type Op int32
 
 const (
@@ -30,7 +76,11 @@ const (
 	Op_Del Op = 1
 	// Insert is a Put that fails with AlreadyExist if the key has a live
 	// version.
-	Op_Insert Op = 2
+	Op_Insert          Op = 2
+	Op_Lock            Op = 3 // lock the key, write nothing (SELECT ... FOR UPDATE)
+	Op_Rollback        Op = 4
+	Op_CheckNotExists  Op = 5 // assert absence, write nothing
+	Op_PessimisticLock Op = 6 // lock type of a pessimistic lock
 )
 
 // Enum value maps for Op.
@@ -39,11 +89,19 @@ var (
 		0: "Put",
 		1: "Del",
 		2: "Insert",
+		3: "Lock",
+		4: "Rollback",
+		5: "CheckNotExists",
+		6: "PessimisticLock",
 	}
 	Op_value = map[string]int32{
-		"Put":    0,
-		"Del":    1,
-		"Insert": 2,
+		"Put":             0,
+		"Del":             1,
+		"Insert":          2,
+		"Lock":            3,
+		"Rollback":        4,
+		"CheckNotExists":  5,
+		"PessimisticLock": 6,
 	}
 )
 
@@ -58,11 +116,11 @@ func (x Op) String() string {
 }
 
 func (Op) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvrpcpb_proto_enumTypes[0].Descriptor()
+	return file_kvrpcpb_proto_enumTypes[1].Descriptor()
 }
 
 func (Op) Type() protoreflect.EnumType {
-	return &file_kvrpcpb_proto_enumTypes[0]
+	return &file_kvrpcpb_proto_enumTypes[1]
 }
 
 func (x Op) Number() protoreflect.EnumNumber {
@@ -71,17 +129,190 @@ func (x Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Op.Descriptor instead.
 func (Op) EnumDescriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{0}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{1}
+}
+
+// PessimisticAction says what prewrite does with a key in a pessimistic
+// transaction.
+type PessimisticAction int32
+
+const (
+	PessimisticAction_SkipPessimisticCheck PessimisticAction = 0 // not locked pessimistically (optimistic key)
+	PessimisticAction_DoPessimisticCheck   PessimisticAction = 1 // must hold this txn's pessimistic lock
+	PessimisticAction_DoConstraintCheck    PessimisticAction = 2 // not locked; check write conflicts as optimistic
+)
+
+// Enum value maps for PessimisticAction.
+var (
+	PessimisticAction_name = map[int32]string{
+		0: "SkipPessimisticCheck",
+		1: "DoPessimisticCheck",
+		2: "DoConstraintCheck",
+	}
+	PessimisticAction_value = map[string]int32{
+		"SkipPessimisticCheck": 0,
+		"DoPessimisticCheck":   1,
+		"DoConstraintCheck":    2,
+	}
+)
+
+func (x PessimisticAction) Enum() *PessimisticAction {
+	p := new(PessimisticAction)
+	*p = x
+	return p
+}
+
+func (x PessimisticAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PessimisticAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvrpcpb_proto_enumTypes[2].Descriptor()
+}
+
+func (PessimisticAction) Type() protoreflect.EnumType {
+	return &file_kvrpcpb_proto_enumTypes[2]
+}
+
+func (x PessimisticAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PessimisticAction.Descriptor instead.
+func (PessimisticAction) EnumDescriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{2}
+}
+
+type Action int32
+
+const (
+	Action_NoAction                     Action = 0
+	Action_TTLExpireRollback            Action = 1
+	Action_LockNotExistRollback         Action = 2
+	Action_MinCommitTSPushed            Action = 3
+	Action_TTLExpirePessimisticRollback Action = 4
+	Action_LockNotExistDoNothing        Action = 5
+)
+
+// Enum value maps for Action.
+var (
+	Action_name = map[int32]string{
+		0: "NoAction",
+		1: "TTLExpireRollback",
+		2: "LockNotExistRollback",
+		3: "MinCommitTSPushed",
+		4: "TTLExpirePessimisticRollback",
+		5: "LockNotExistDoNothing",
+	}
+	Action_value = map[string]int32{
+		"NoAction":                     0,
+		"TTLExpireRollback":            1,
+		"LockNotExistRollback":         2,
+		"MinCommitTSPushed":            3,
+		"TTLExpirePessimisticRollback": 4,
+		"LockNotExistDoNothing":        5,
+	}
+)
+
+func (x Action) Enum() *Action {
+	p := new(Action)
+	*p = x
+	return p
+}
+
+func (x Action) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Action) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvrpcpb_proto_enumTypes[3].Descriptor()
+}
+
+func (Action) Type() protoreflect.EnumType {
+	return &file_kvrpcpb_proto_enumTypes[3]
+}
+
+func (x Action) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Action.Descriptor instead.
+func (Action) EnumDescriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{3}
+}
+
+type WriteConflict_Reason int32
+
+const (
+	WriteConflict_Unknown          WriteConflict_Reason = 0
+	WriteConflict_Optimistic       WriteConflict_Reason = 1 // prewrite found a newer commit
+	WriteConflict_PessimisticRetry WriteConflict_Reason = 2 // pessimistic lock found a commit after for_update_ts
+	WriteConflict_SelfRolledBack   WriteConflict_Reason = 3
+)
+
+// Enum value maps for WriteConflict_Reason.
+var (
+	WriteConflict_Reason_name = map[int32]string{
+		0: "Unknown",
+		1: "Optimistic",
+		2: "PessimisticRetry",
+		3: "SelfRolledBack",
+	}
+	WriteConflict_Reason_value = map[string]int32{
+		"Unknown":          0,
+		"Optimistic":       1,
+		"PessimisticRetry": 2,
+		"SelfRolledBack":   3,
+	}
+)
+
+func (x WriteConflict_Reason) Enum() *WriteConflict_Reason {
+	p := new(WriteConflict_Reason)
+	*p = x
+	return p
+}
+
+func (x WriteConflict_Reason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WriteConflict_Reason) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvrpcpb_proto_enumTypes[4].Descriptor()
+}
+
+func (WriteConflict_Reason) Type() protoreflect.EnumType {
+	return &file_kvrpcpb_proto_enumTypes[4]
+}
+
+func (x WriteConflict_Reason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WriteConflict_Reason.Descriptor instead.
+func (WriteConflict_Reason) EnumDescriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{6, 0}
 }
 
 // Context routes a request to one region's peer.
 type Context struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RegionId      uint64                 `protobuf:"varint,1,opt,name=region_id,json=regionId,proto3" json:"region_id,omitempty"`
-	RegionEpoch   *metapb.RegionEpoch    `protobuf:"bytes,2,opt,name=region_epoch,json=regionEpoch,proto3" json:"region_epoch,omitempty"`
-	Peer          *metapb.Peer           `protobuf:"bytes,3,opt,name=peer,proto3" json:"peer,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RegionId       uint64                 `protobuf:"varint,1,opt,name=region_id,json=regionId,proto3" json:"region_id,omitempty"`
+	RegionEpoch    *metapb.RegionEpoch    `protobuf:"bytes,2,opt,name=region_epoch,json=regionEpoch,proto3" json:"region_epoch,omitempty"`
+	Peer           *metapb.Peer           `protobuf:"bytes,3,opt,name=peer,proto3" json:"peer,omitempty"`
+	IsolationLevel IsolationLevel         `protobuf:"varint,4,opt,name=isolation_level,json=isolationLevel,proto3,enum=kvrpcpb.IsolationLevel" json:"isolation_level,omitempty"`
+	// resolved_locks: start_ts of transactions the reader knows are rolled
+	// back or committed after its snapshot; their locks are skipped.
+	ResolvedLocks []uint64 `protobuf:"varint,5,rep,packed,name=resolved_locks,json=resolvedLocks,proto3" json:"resolved_locks,omitempty"`
+	// committed_locks: start_ts of transactions known committed; a read that
+	// meets such a lock reads through it (commit is not in the snapshot).
+	CommittedLocks []uint64 `protobuf:"varint,6,rep,packed,name=committed_locks,json=committedLocks,proto3" json:"committed_locks,omitempty"`
+	// replica_read: serve on a follower after a ReadIndex from the leader.
+	ReplicaRead bool `protobuf:"varint,7,opt,name=replica_read,json=replicaRead,proto3" json:"replica_read,omitempty"`
+	// stale_read: serve at version from any replica whose safe ts covers it.
+	StaleRead              bool   `protobuf:"varint,8,opt,name=stale_read,json=staleRead,proto3" json:"stale_read,omitempty"`
+	MaxExecutionDurationMs uint64 `protobuf:"varint,9,opt,name=max_execution_duration_ms,json=maxExecutionDurationMs,proto3" json:"max_execution_duration_ms,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *Context) Reset() {
@@ -135,10 +366,53 @@ func (x *Context) GetPeer() *metapb.Peer {
 	return nil
 }
 
+func (x *Context) GetIsolationLevel() IsolationLevel {
+	if x != nil {
+		return x.IsolationLevel
+	}
+	return IsolationLevel_SI
+}
+
+func (x *Context) GetResolvedLocks() []uint64 {
+	if x != nil {
+		return x.ResolvedLocks
+	}
+	return nil
+}
+
+func (x *Context) GetCommittedLocks() []uint64 {
+	if x != nil {
+		return x.CommittedLocks
+	}
+	return nil
+}
+
+func (x *Context) GetReplicaRead() bool {
+	if x != nil {
+		return x.ReplicaRead
+	}
+	return false
+}
+
+func (x *Context) GetStaleRead() bool {
+	if x != nil {
+		return x.StaleRead
+	}
+	return false
+}
+
+func (x *Context) GetMaxExecutionDurationMs() uint64 {
+	if x != nil {
+		return x.MaxExecutionDurationMs
+	}
+	return 0
+}
+
 type KvPair struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Error         *KeyError              `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -173,6 +447,13 @@ func (*KvPair) Descriptor() ([]byte, []int) {
 	return file_kvrpcpb_proto_rawDescGZIP(), []int{1}
 }
 
+func (x *KvPair) GetError() *KeyError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 func (x *KvPair) GetKey() []byte {
 	if x != nil {
 		return x.Key
@@ -187,19 +468,211 @@ func (x *KvPair) GetValue() []byte {
 	return nil
 }
 
-// KeyError is a per-key transactional error; the request reached the data.
-type KeyError struct {
+type Mutation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	AlreadyExist  *AlreadyExist          `protobuf:"bytes,1,opt,name=already_exist,json=alreadyExist,proto3" json:"already_exist,omitempty"`
-	Conflict      *WriteConflict         `protobuf:"bytes,2,opt,name=conflict,proto3" json:"conflict,omitempty"`
-	Abort         string                 `protobuf:"bytes,3,opt,name=abort,proto3" json:"abort,omitempty"` // unretryable, human-readable
+	Op            Op                     `protobuf:"varint,1,opt,name=op,proto3,enum=kvrpcpb.Op" json:"op,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
+func (x *Mutation) Reset() {
+	*x = Mutation{}
+	mi := &file_kvrpcpb_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Mutation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Mutation) ProtoMessage() {}
+
+func (x *Mutation) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Mutation.ProtoReflect.Descriptor instead.
+func (*Mutation) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Mutation) GetOp() Op {
+	if x != nil {
+		return x.Op
+	}
+	return Op_Put
+}
+
+func (x *Mutation) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *Mutation) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+// LockInfo describes a lock met by a read or a write.
+type LockInfo struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	PrimaryLock     []byte                 `protobuf:"bytes,1,opt,name=primary_lock,json=primaryLock,proto3" json:"primary_lock,omitempty"`
+	LockVersion     uint64                 `protobuf:"varint,2,opt,name=lock_version,json=lockVersion,proto3" json:"lock_version,omitempty"` // start_ts of the locking transaction
+	Key             []byte                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	LockTtl         uint64                 `protobuf:"varint,4,opt,name=lock_ttl,json=lockTtl,proto3" json:"lock_ttl,omitempty"` // ms, from the physical time of lock_version
+	TxnSize         uint64                 `protobuf:"varint,5,opt,name=txn_size,json=txnSize,proto3" json:"txn_size,omitempty"` // keys in the transaction (or this region's part)
+	LockType        Op                     `protobuf:"varint,6,opt,name=lock_type,json=lockType,proto3,enum=kvrpcpb.Op" json:"lock_type,omitempty"`
+	LockForUpdateTs uint64                 `protobuf:"varint,7,opt,name=lock_for_update_ts,json=lockForUpdateTs,proto3" json:"lock_for_update_ts,omitempty"`
+	UseAsyncCommit  bool                   `protobuf:"varint,8,opt,name=use_async_commit,json=useAsyncCommit,proto3" json:"use_async_commit,omitempty"`
+	MinCommitTs     uint64                 `protobuf:"varint,9,opt,name=min_commit_ts,json=minCommitTs,proto3" json:"min_commit_ts,omitempty"`
+	Secondaries     [][]byte               `protobuf:"bytes,10,rep,name=secondaries,proto3" json:"secondaries,omitempty"` // async commit: on the primary's lock
+	UseOnePc        bool                   `protobuf:"varint,11,opt,name=use_one_pc,json=useOnePc,proto3" json:"use_one_pc,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *LockInfo) Reset() {
+	*x = LockInfo{}
+	mi := &file_kvrpcpb_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockInfo) ProtoMessage() {}
+
+func (x *LockInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockInfo.ProtoReflect.Descriptor instead.
+func (*LockInfo) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *LockInfo) GetPrimaryLock() []byte {
+	if x != nil {
+		return x.PrimaryLock
+	}
+	return nil
+}
+
+func (x *LockInfo) GetLockVersion() uint64 {
+	if x != nil {
+		return x.LockVersion
+	}
+	return 0
+}
+
+func (x *LockInfo) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *LockInfo) GetLockTtl() uint64 {
+	if x != nil {
+		return x.LockTtl
+	}
+	return 0
+}
+
+func (x *LockInfo) GetTxnSize() uint64 {
+	if x != nil {
+		return x.TxnSize
+	}
+	return 0
+}
+
+func (x *LockInfo) GetLockType() Op {
+	if x != nil {
+		return x.LockType
+	}
+	return Op_Put
+}
+
+func (x *LockInfo) GetLockForUpdateTs() uint64 {
+	if x != nil {
+		return x.LockForUpdateTs
+	}
+	return 0
+}
+
+func (x *LockInfo) GetUseAsyncCommit() bool {
+	if x != nil {
+		return x.UseAsyncCommit
+	}
+	return false
+}
+
+func (x *LockInfo) GetMinCommitTs() uint64 {
+	if x != nil {
+		return x.MinCommitTs
+	}
+	return 0
+}
+
+func (x *LockInfo) GetSecondaries() [][]byte {
+	if x != nil {
+		return x.Secondaries
+	}
+	return nil
+}
+
+func (x *LockInfo) GetUseOnePc() bool {
+	if x != nil {
+		return x.UseOnePc
+	}
+	return false
+}
+
+// KeyError is a per-key transactional error; the request reached the data.
+type KeyError struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	AlreadyExist    *AlreadyExist          `protobuf:"bytes,1,opt,name=already_exist,json=alreadyExist,proto3" json:"already_exist,omitempty"`
+	Conflict        *WriteConflict         `protobuf:"bytes,2,opt,name=conflict,proto3" json:"conflict,omitempty"`
+	Abort           string                 `protobuf:"bytes,3,opt,name=abort,proto3" json:"abort,omitempty"`         // unretryable, human-readable
+	Locked          *LockInfo              `protobuf:"bytes,4,opt,name=locked,proto3" json:"locked,omitempty"`       // resolve the lock, then retry
+	Retryable       string                 `protobuf:"bytes,5,opt,name=retryable,proto3" json:"retryable,omitempty"` // retry the transaction
+	Deadlock        *Deadlock              `protobuf:"bytes,6,opt,name=deadlock,proto3" json:"deadlock,omitempty"`
+	TxnNotFound     *TxnNotFound           `protobuf:"bytes,7,opt,name=txn_not_found,json=txnNotFound,proto3" json:"txn_not_found,omitempty"`
+	CommitTsExpired *CommitTsExpired       `protobuf:"bytes,8,opt,name=commit_ts_expired,json=commitTsExpired,proto3" json:"commit_ts_expired,omitempty"`
+	TxnLockNotFound *TxnLockNotFound       `protobuf:"bytes,9,opt,name=txn_lock_not_found,json=txnLockNotFound,proto3" json:"txn_lock_not_found,omitempty"`
+	LockWaitTimeout *LockWaitTimeout       `protobuf:"bytes,10,opt,name=lock_wait_timeout,json=lockWaitTimeout,proto3" json:"lock_wait_timeout,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
 func (x *KeyError) Reset() {
 	*x = KeyError{}
-	mi := &file_kvrpcpb_proto_msgTypes[2]
+	mi := &file_kvrpcpb_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -211,7 +684,7 @@ func (x *KeyError) String() string {
 func (*KeyError) ProtoMessage() {}
 
 func (x *KeyError) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[2]
+	mi := &file_kvrpcpb_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -224,7 +697,7 @@ func (x *KeyError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyError.ProtoReflect.Descriptor instead.
 func (*KeyError) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{2}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *KeyError) GetAlreadyExist() *AlreadyExist {
@@ -248,6 +721,55 @@ func (x *KeyError) GetAbort() string {
 	return ""
 }
 
+func (x *KeyError) GetLocked() *LockInfo {
+	if x != nil {
+		return x.Locked
+	}
+	return nil
+}
+
+func (x *KeyError) GetRetryable() string {
+	if x != nil {
+		return x.Retryable
+	}
+	return ""
+}
+
+func (x *KeyError) GetDeadlock() *Deadlock {
+	if x != nil {
+		return x.Deadlock
+	}
+	return nil
+}
+
+func (x *KeyError) GetTxnNotFound() *TxnNotFound {
+	if x != nil {
+		return x.TxnNotFound
+	}
+	return nil
+}
+
+func (x *KeyError) GetCommitTsExpired() *CommitTsExpired {
+	if x != nil {
+		return x.CommitTsExpired
+	}
+	return nil
+}
+
+func (x *KeyError) GetTxnLockNotFound() *TxnLockNotFound {
+	if x != nil {
+		return x.TxnLockNotFound
+	}
+	return nil
+}
+
+func (x *KeyError) GetLockWaitTimeout() *LockWaitTimeout {
+	if x != nil {
+		return x.LockWaitTimeout
+	}
+	return nil
+}
+
 type AlreadyExist struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -257,7 +779,7 @@ type AlreadyExist struct {
 
 func (x *AlreadyExist) Reset() {
 	*x = AlreadyExist{}
-	mi := &file_kvrpcpb_proto_msgTypes[3]
+	mi := &file_kvrpcpb_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -269,7 +791,7 @@ func (x *AlreadyExist) String() string {
 func (*AlreadyExist) ProtoMessage() {}
 
 func (x *AlreadyExist) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[3]
+	mi := &file_kvrpcpb_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -282,7 +804,7 @@ func (x *AlreadyExist) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlreadyExist.ProtoReflect.Descriptor instead.
 func (*AlreadyExist) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{3}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AlreadyExist) GetKey() []byte {
@@ -293,17 +815,20 @@ func (x *AlreadyExist) GetKey() []byte {
 }
 
 type WriteConflict struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	StartTs       uint64                 `protobuf:"varint,1,opt,name=start_ts,json=startTs,proto3" json:"start_ts,omitempty"`
-	ConflictTs    uint64                 `protobuf:"varint,2,opt,name=conflict_ts,json=conflictTs,proto3" json:"conflict_ts,omitempty"` // commit ts of the newer version
-	Key           []byte                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	StartTs          uint64                 `protobuf:"varint,1,opt,name=start_ts,json=startTs,proto3" json:"start_ts,omitempty"`
+	ConflictTs       uint64                 `protobuf:"varint,2,opt,name=conflict_ts,json=conflictTs,proto3" json:"conflict_ts,omitempty"` // start_ts of the conflicting transaction
+	Key              []byte                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	Primary          []byte                 `protobuf:"bytes,4,opt,name=primary,proto3" json:"primary,omitempty"`
+	ConflictCommitTs uint64                 `protobuf:"varint,5,opt,name=conflict_commit_ts,json=conflictCommitTs,proto3" json:"conflict_commit_ts,omitempty"` // commit ts of the newer version
+	Reason           WriteConflict_Reason   `protobuf:"varint,6,opt,name=reason,proto3,enum=kvrpcpb.WriteConflict_Reason" json:"reason,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *WriteConflict) Reset() {
 	*x = WriteConflict{}
-	mi := &file_kvrpcpb_proto_msgTypes[4]
+	mi := &file_kvrpcpb_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -315,7 +840,7 @@ func (x *WriteConflict) String() string {
 func (*WriteConflict) ProtoMessage() {}
 
 func (x *WriteConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[4]
+	mi := &file_kvrpcpb_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -328,7 +853,7 @@ func (x *WriteConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteConflict.ProtoReflect.Descriptor instead.
 func (*WriteConflict) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{4}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WriteConflict) GetStartTs() uint64 {
@@ -352,7 +877,383 @@ func (x *WriteConflict) GetKey() []byte {
 	return nil
 }
 
-// GetRequest reads the newest version of key with commit_ts <= version.
+func (x *WriteConflict) GetPrimary() []byte {
+	if x != nil {
+		return x.Primary
+	}
+	return nil
+}
+
+func (x *WriteConflict) GetConflictCommitTs() uint64 {
+	if x != nil {
+		return x.ConflictCommitTs
+	}
+	return 0
+}
+
+func (x *WriteConflict) GetReason() WriteConflict_Reason {
+	if x != nil {
+		return x.Reason
+	}
+	return WriteConflict_Unknown
+}
+
+type WaitForEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Txn           uint64                 `protobuf:"varint,1,opt,name=txn,proto3" json:"txn,omitempty"`
+	WaitForTxn    uint64                 `protobuf:"varint,2,opt,name=wait_for_txn,json=waitForTxn,proto3" json:"wait_for_txn,omitempty"`
+	KeyHash       uint64                 `protobuf:"varint,3,opt,name=key_hash,json=keyHash,proto3" json:"key_hash,omitempty"`
+	Key           []byte                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitForEntry) Reset() {
+	*x = WaitForEntry{}
+	mi := &file_kvrpcpb_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitForEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitForEntry) ProtoMessage() {}
+
+func (x *WaitForEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitForEntry.ProtoReflect.Descriptor instead.
+func (*WaitForEntry) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *WaitForEntry) GetTxn() uint64 {
+	if x != nil {
+		return x.Txn
+	}
+	return 0
+}
+
+func (x *WaitForEntry) GetWaitForTxn() uint64 {
+	if x != nil {
+		return x.WaitForTxn
+	}
+	return 0
+}
+
+func (x *WaitForEntry) GetKeyHash() uint64 {
+	if x != nil {
+		return x.KeyHash
+	}
+	return 0
+}
+
+func (x *WaitForEntry) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+type Deadlock struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	LockTs          uint64                 `protobuf:"varint,1,opt,name=lock_ts,json=lockTs,proto3" json:"lock_ts,omitempty"`
+	LockKey         []byte                 `protobuf:"bytes,2,opt,name=lock_key,json=lockKey,proto3" json:"lock_key,omitempty"`
+	DeadlockKeyHash uint64                 `protobuf:"varint,3,opt,name=deadlock_key_hash,json=deadlockKeyHash,proto3" json:"deadlock_key_hash,omitempty"`
+	WaitChain       []*WaitForEntry        `protobuf:"bytes,4,rep,name=wait_chain,json=waitChain,proto3" json:"wait_chain,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Deadlock) Reset() {
+	*x = Deadlock{}
+	mi := &file_kvrpcpb_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Deadlock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Deadlock) ProtoMessage() {}
+
+func (x *Deadlock) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Deadlock.ProtoReflect.Descriptor instead.
+func (*Deadlock) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Deadlock) GetLockTs() uint64 {
+	if x != nil {
+		return x.LockTs
+	}
+	return 0
+}
+
+func (x *Deadlock) GetLockKey() []byte {
+	if x != nil {
+		return x.LockKey
+	}
+	return nil
+}
+
+func (x *Deadlock) GetDeadlockKeyHash() uint64 {
+	if x != nil {
+		return x.DeadlockKeyHash
+	}
+	return 0
+}
+
+func (x *Deadlock) GetWaitChain() []*WaitForEntry {
+	if x != nil {
+		return x.WaitChain
+	}
+	return nil
+}
+
+type TxnNotFound struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StartTs       uint64                 `protobuf:"varint,1,opt,name=start_ts,json=startTs,proto3" json:"start_ts,omitempty"`
+	PrimaryKey    []byte                 `protobuf:"bytes,2,opt,name=primary_key,json=primaryKey,proto3" json:"primary_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnNotFound) Reset() {
+	*x = TxnNotFound{}
+	mi := &file_kvrpcpb_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnNotFound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnNotFound) ProtoMessage() {}
+
+func (x *TxnNotFound) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnNotFound.ProtoReflect.Descriptor instead.
+func (*TxnNotFound) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TxnNotFound) GetStartTs() uint64 {
+	if x != nil {
+		return x.StartTs
+	}
+	return 0
+}
+
+func (x *TxnNotFound) GetPrimaryKey() []byte {
+	if x != nil {
+		return x.PrimaryKey
+	}
+	return nil
+}
+
+type TxnLockNotFound struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnLockNotFound) Reset() {
+	*x = TxnLockNotFound{}
+	mi := &file_kvrpcpb_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnLockNotFound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnLockNotFound) ProtoMessage() {}
+
+func (x *TxnLockNotFound) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnLockNotFound.ProtoReflect.Descriptor instead.
+func (*TxnLockNotFound) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *TxnLockNotFound) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+type CommitTsExpired struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	StartTs           uint64                 `protobuf:"varint,1,opt,name=start_ts,json=startTs,proto3" json:"start_ts,omitempty"`
+	AttemptedCommitTs uint64                 `protobuf:"varint,2,opt,name=attempted_commit_ts,json=attemptedCommitTs,proto3" json:"attempted_commit_ts,omitempty"`
+	Key               []byte                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	MinCommitTs       uint64                 `protobuf:"varint,4,opt,name=min_commit_ts,json=minCommitTs,proto3" json:"min_commit_ts,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *CommitTsExpired) Reset() {
+	*x = CommitTsExpired{}
+	mi := &file_kvrpcpb_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitTsExpired) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitTsExpired) ProtoMessage() {}
+
+func (x *CommitTsExpired) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitTsExpired.ProtoReflect.Descriptor instead.
+func (*CommitTsExpired) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CommitTsExpired) GetStartTs() uint64 {
+	if x != nil {
+		return x.StartTs
+	}
+	return 0
+}
+
+func (x *CommitTsExpired) GetAttemptedCommitTs() uint64 {
+	if x != nil {
+		return x.AttemptedCommitTs
+	}
+	return 0
+}
+
+func (x *CommitTsExpired) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CommitTsExpired) GetMinCommitTs() uint64 {
+	if x != nil {
+		return x.MinCommitTs
+	}
+	return 0
+}
+
+type LockWaitTimeout struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	LockTs        uint64                 `protobuf:"varint,2,opt,name=lock_ts,json=lockTs,proto3" json:"lock_ts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LockWaitTimeout) Reset() {
+	*x = LockWaitTimeout{}
+	mi := &file_kvrpcpb_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockWaitTimeout) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockWaitTimeout) ProtoMessage() {}
+
+func (x *LockWaitTimeout) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockWaitTimeout.ProtoReflect.Descriptor instead.
+func (*LockWaitTimeout) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *LockWaitTimeout) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *LockWaitTimeout) GetLockTs() uint64 {
+	if x != nil {
+		return x.LockTs
+	}
+	return 0
+}
+
+// GetRequest reads the newest version of key with commit_ts <= version;
+// a lock of another transaction with lock_version <= version gives
+// KeyError.locked (not for RC). version = max uint64 reads the latest
+// committed value (a point get outside a transaction).
 type GetRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
@@ -364,7 +1265,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[5]
+	mi := &file_kvrpcpb_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -376,7 +1277,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[5]
+	mi := &file_kvrpcpb_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -389,7 +1290,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{5}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetRequest) GetContext() *Context {
@@ -425,7 +1326,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[6]
+	mi := &file_kvrpcpb_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +1338,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[6]
+	mi := &file_kvrpcpb_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +1351,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{6}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetResponse) GetRegionError() *errorpb.Error {
@@ -481,8 +1382,130 @@ func (x *GetResponse) GetNotFound() bool {
 	return false
 }
 
+type BatchGetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	Keys          [][]byte               `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
+	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchGetRequest) Reset() {
+	*x = BatchGetRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchGetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchGetRequest) ProtoMessage() {}
+
+func (x *BatchGetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchGetRequest.ProtoReflect.Descriptor instead.
+func (*BatchGetRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *BatchGetRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *BatchGetRequest) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *BatchGetRequest) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+type BatchGetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Pairs         []*KvPair              `protobuf:"bytes,2,rep,name=pairs,proto3" json:"pairs,omitempty"` // found keys; a pair with error is a lock
+	Error         *KeyError              `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchGetResponse) Reset() {
+	*x = BatchGetResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchGetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchGetResponse) ProtoMessage() {}
+
+func (x *BatchGetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchGetResponse.ProtoReflect.Descriptor instead.
+func (*BatchGetResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *BatchGetResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *BatchGetResponse) GetPairs() []*KvPair {
+	if x != nil {
+		return x.Pairs
+	}
+	return nil
+}
+
+func (x *BatchGetResponse) GetError() *KeyError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 // ScanRequest reads keys in [start_key, end_key) at version, at most limit
-// pairs (0 = no limit). end_key empty means the region's end.
+// pairs (0 = no limit). end_key empty means the region's end. A reverse
+// scan returns keys below end_key (the region's end when empty) down to
+// start_key, descending.
 type ScanRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
@@ -491,13 +1514,14 @@ type ScanRequest struct {
 	Limit         uint32                 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
 	Version       uint64                 `protobuf:"varint,5,opt,name=version,proto3" json:"version,omitempty"`
 	KeyOnly       bool                   `protobuf:"varint,6,opt,name=key_only,json=keyOnly,proto3" json:"key_only,omitempty"`
+	Reverse       bool                   `protobuf:"varint,7,opt,name=reverse,proto3" json:"reverse,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[7]
+	mi := &file_kvrpcpb_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -509,7 +1533,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[7]
+	mi := &file_kvrpcpb_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -522,7 +1546,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{7}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ScanRequest) GetContext() *Context {
@@ -567,18 +1591,25 @@ func (x *ScanRequest) GetKeyOnly() bool {
 	return false
 }
 
+func (x *ScanRequest) GetReverse() bool {
+	if x != nil {
+		return x.Reverse
+	}
+	return false
+}
+
 type ScanResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
 	Pairs         []*KvPair              `protobuf:"bytes,2,rep,name=pairs,proto3" json:"pairs,omitempty"`
-	Error         *KeyError              `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Error         *KeyError              `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"` // first lock met; pairs before it are valid
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[8]
+	mi := &file_kvrpcpb_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -590,7 +1621,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[8]
+	mi := &file_kvrpcpb_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -603,7 +1634,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{8}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ScanResponse) GetRegionError() *errorpb.Error {
@@ -627,30 +1658,41 @@ func (x *ScanResponse) GetError() *KeyError {
 	return nil
 }
 
-type Mutation struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Op            Op                     `protobuf:"varint,1,opt,name=op,proto3,enum=kvrpcpb.Op" json:"op,omitempty"`
-	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+type PrewriteRequest struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Context             *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	Mutations           []*Mutation            `protobuf:"bytes,2,rep,name=mutations,proto3" json:"mutations,omitempty"`
+	PrimaryLock         []byte                 `protobuf:"bytes,3,opt,name=primary_lock,json=primaryLock,proto3" json:"primary_lock,omitempty"`
+	StartVersion        uint64                 `protobuf:"varint,4,opt,name=start_version,json=startVersion,proto3" json:"start_version,omitempty"`
+	LockTtl             uint64                 `protobuf:"varint,5,opt,name=lock_ttl,json=lockTtl,proto3" json:"lock_ttl,omitempty"`
+	SkipConstraintCheck bool                   `protobuf:"varint,6,opt,name=skip_constraint_check,json=skipConstraintCheck,proto3" json:"skip_constraint_check,omitempty"`
+	PessimisticActions  []PessimisticAction    `protobuf:"varint,7,rep,packed,name=pessimistic_actions,json=pessimisticActions,proto3,enum=kvrpcpb.PessimisticAction" json:"pessimistic_actions,omitempty"` // empty: optimistic
+	TxnSize             uint64                 `protobuf:"varint,8,opt,name=txn_size,json=txnSize,proto3" json:"txn_size,omitempty"`
+	ForUpdateTs         uint64                 `protobuf:"varint,9,opt,name=for_update_ts,json=forUpdateTs,proto3" json:"for_update_ts,omitempty"`
+	MinCommitTs         uint64                 `protobuf:"varint,10,opt,name=min_commit_ts,json=minCommitTs,proto3" json:"min_commit_ts,omitempty"`
+	UseAsyncCommit      bool                   `protobuf:"varint,11,opt,name=use_async_commit,json=useAsyncCommit,proto3" json:"use_async_commit,omitempty"`
+	Secondaries         [][]byte               `protobuf:"bytes,12,rep,name=secondaries,proto3" json:"secondaries,omitempty"` // async commit, on the primary's region
+	TryOnePc            bool                   `protobuf:"varint,13,opt,name=try_one_pc,json=tryOnePc,proto3" json:"try_one_pc,omitempty"`
+	MaxCommitTs         uint64                 `protobuf:"varint,14,opt,name=max_commit_ts,json=maxCommitTs,proto3" json:"max_commit_ts,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
-func (x *Mutation) Reset() {
-	*x = Mutation{}
-	mi := &file_kvrpcpb_proto_msgTypes[9]
+func (x *PrewriteRequest) Reset() {
+	*x = PrewriteRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *Mutation) String() string {
+func (x *PrewriteRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*Mutation) ProtoMessage() {}
+func (*PrewriteRequest) ProtoMessage() {}
 
-func (x *Mutation) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[9]
+func (x *PrewriteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -661,37 +1703,1637 @@ func (x *Mutation) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use Mutation.ProtoReflect.Descriptor instead.
-func (*Mutation) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{9}
+// Deprecated: Use PrewriteRequest.ProtoReflect.Descriptor instead.
+func (*PrewriteRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{19}
 }
 
-func (x *Mutation) GetOp() Op {
+func (x *PrewriteRequest) GetContext() *Context {
 	if x != nil {
-		return x.Op
+		return x.Context
 	}
-	return Op_Put
+	return nil
 }
 
-func (x *Mutation) GetKey() []byte {
+func (x *PrewriteRequest) GetMutations() []*Mutation {
+	if x != nil {
+		return x.Mutations
+	}
+	return nil
+}
+
+func (x *PrewriteRequest) GetPrimaryLock() []byte {
+	if x != nil {
+		return x.PrimaryLock
+	}
+	return nil
+}
+
+func (x *PrewriteRequest) GetStartVersion() uint64 {
+	if x != nil {
+		return x.StartVersion
+	}
+	return 0
+}
+
+func (x *PrewriteRequest) GetLockTtl() uint64 {
+	if x != nil {
+		return x.LockTtl
+	}
+	return 0
+}
+
+func (x *PrewriteRequest) GetSkipConstraintCheck() bool {
+	if x != nil {
+		return x.SkipConstraintCheck
+	}
+	return false
+}
+
+func (x *PrewriteRequest) GetPessimisticActions() []PessimisticAction {
+	if x != nil {
+		return x.PessimisticActions
+	}
+	return nil
+}
+
+func (x *PrewriteRequest) GetTxnSize() uint64 {
+	if x != nil {
+		return x.TxnSize
+	}
+	return 0
+}
+
+func (x *PrewriteRequest) GetForUpdateTs() uint64 {
+	if x != nil {
+		return x.ForUpdateTs
+	}
+	return 0
+}
+
+func (x *PrewriteRequest) GetMinCommitTs() uint64 {
+	if x != nil {
+		return x.MinCommitTs
+	}
+	return 0
+}
+
+func (x *PrewriteRequest) GetUseAsyncCommit() bool {
+	if x != nil {
+		return x.UseAsyncCommit
+	}
+	return false
+}
+
+func (x *PrewriteRequest) GetSecondaries() [][]byte {
+	if x != nil {
+		return x.Secondaries
+	}
+	return nil
+}
+
+func (x *PrewriteRequest) GetTryOnePc() bool {
+	if x != nil {
+		return x.TryOnePc
+	}
+	return false
+}
+
+func (x *PrewriteRequest) GetMaxCommitTs() uint64 {
+	if x != nil {
+		return x.MaxCommitTs
+	}
+	return 0
+}
+
+type PrewriteResponse struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	RegionError *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Errors      []*KeyError            `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
+	// async commit / 1PC: the smallest commit_ts this region accepts
+	// (max of min_commit_ts and the store's max read ts + 1).
+	MinCommitTs uint64 `protobuf:"varint,3,opt,name=min_commit_ts,json=minCommitTs,proto3" json:"min_commit_ts,omitempty"`
+	// set when try_one_pc succeeded: committed at this ts.
+	OnePcCommitTs uint64 `protobuf:"varint,4,opt,name=one_pc_commit_ts,json=onePcCommitTs,proto3" json:"one_pc_commit_ts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrewriteResponse) Reset() {
+	*x = PrewriteResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrewriteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrewriteResponse) ProtoMessage() {}
+
+func (x *PrewriteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrewriteResponse.ProtoReflect.Descriptor instead.
+func (*PrewriteResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PrewriteResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *PrewriteResponse) GetErrors() []*KeyError {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+func (x *PrewriteResponse) GetMinCommitTs() uint64 {
+	if x != nil {
+		return x.MinCommitTs
+	}
+	return 0
+}
+
+func (x *PrewriteResponse) GetOnePcCommitTs() uint64 {
+	if x != nil {
+		return x.OnePcCommitTs
+	}
+	return 0
+}
+
+type CommitRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	StartVersion  uint64                 `protobuf:"varint,2,opt,name=start_version,json=startVersion,proto3" json:"start_version,omitempty"`
+	Keys          [][]byte               `protobuf:"bytes,3,rep,name=keys,proto3" json:"keys,omitempty"`
+	CommitVersion uint64                 `protobuf:"varint,4,opt,name=commit_version,json=commitVersion,proto3" json:"commit_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitRequest) Reset() {
+	*x = CommitRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitRequest) ProtoMessage() {}
+
+func (x *CommitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
+func (*CommitRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *CommitRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *CommitRequest) GetStartVersion() uint64 {
+	if x != nil {
+		return x.StartVersion
+	}
+	return 0
+}
+
+func (x *CommitRequest) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *CommitRequest) GetCommitVersion() uint64 {
+	if x != nil {
+		return x.CommitVersion
+	}
+	return 0
+}
+
+type CommitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error         *KeyError              `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	CommitVersion uint64                 `protobuf:"varint,3,opt,name=commit_version,json=commitVersion,proto3" json:"commit_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitResponse) Reset() {
+	*x = CommitResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitResponse) ProtoMessage() {}
+
+func (x *CommitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
+func (*CommitResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *CommitResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *CommitResponse) GetError() *KeyError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *CommitResponse) GetCommitVersion() uint64 {
+	if x != nil {
+		return x.CommitVersion
+	}
+	return 0
+}
+
+type BatchRollbackRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	StartVersion  uint64                 `protobuf:"varint,2,opt,name=start_version,json=startVersion,proto3" json:"start_version,omitempty"`
+	Keys          [][]byte               `protobuf:"bytes,3,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRollbackRequest) Reset() {
+	*x = BatchRollbackRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRollbackRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRollbackRequest) ProtoMessage() {}
+
+func (x *BatchRollbackRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRollbackRequest.ProtoReflect.Descriptor instead.
+func (*BatchRollbackRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *BatchRollbackRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *BatchRollbackRequest) GetStartVersion() uint64 {
+	if x != nil {
+		return x.StartVersion
+	}
+	return 0
+}
+
+func (x *BatchRollbackRequest) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type BatchRollbackResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error         *KeyError              `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRollbackResponse) Reset() {
+	*x = BatchRollbackResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRollbackResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRollbackResponse) ProtoMessage() {}
+
+func (x *BatchRollbackResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRollbackResponse.ProtoReflect.Descriptor instead.
+func (*BatchRollbackResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *BatchRollbackResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *BatchRollbackResponse) GetError() *KeyError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// CleanupRequest rolls back key's lock of start_version if its TTL expired
+// (current_ts), or reports the commit.
+type CleanupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	StartVersion  uint64                 `protobuf:"varint,3,opt,name=start_version,json=startVersion,proto3" json:"start_version,omitempty"`
+	CurrentTs     uint64                 `protobuf:"varint,4,opt,name=current_ts,json=currentTs,proto3" json:"current_ts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CleanupRequest) Reset() {
+	*x = CleanupRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleanupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleanupRequest) ProtoMessage() {}
+
+func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
+func (*CleanupRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CleanupRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *CleanupRequest) GetKey() []byte {
 	if x != nil {
 		return x.Key
 	}
 	return nil
 }
 
-func (x *Mutation) GetValue() []byte {
+func (x *CleanupRequest) GetStartVersion() uint64 {
 	if x != nil {
-		return x.Value
+		return x.StartVersion
+	}
+	return 0
+}
+
+func (x *CleanupRequest) GetCurrentTs() uint64 {
+	if x != nil {
+		return x.CurrentTs
+	}
+	return 0
+}
+
+type CleanupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error         *KeyError              `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	CommitVersion uint64                 `protobuf:"varint,3,opt,name=commit_version,json=commitVersion,proto3" json:"commit_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CleanupResponse) Reset() {
+	*x = CleanupResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleanupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleanupResponse) ProtoMessage() {}
+
+func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
+func (*CleanupResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CleanupResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *CleanupResponse) GetError() *KeyError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *CleanupResponse) GetCommitVersion() uint64 {
+	if x != nil {
+		return x.CommitVersion
+	}
+	return 0
+}
+
+// CheckTxnStatusRequest asks the primary's region for a transaction's state,
+// rolling back an expired primary lock and pushing min_commit_ts of a live
+// one above caller_start_ts.
+type CheckTxnStatusRequest struct {
+	state                    protoimpl.MessageState `protogen:"open.v1"`
+	Context                  *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	PrimaryKey               []byte                 `protobuf:"bytes,2,opt,name=primary_key,json=primaryKey,proto3" json:"primary_key,omitempty"`
+	LockTs                   uint64                 `protobuf:"varint,3,opt,name=lock_ts,json=lockTs,proto3" json:"lock_ts,omitempty"`
+	CallerStartTs            uint64                 `protobuf:"varint,4,opt,name=caller_start_ts,json=callerStartTs,proto3" json:"caller_start_ts,omitempty"`
+	CurrentTs                uint64                 `protobuf:"varint,5,opt,name=current_ts,json=currentTs,proto3" json:"current_ts,omitempty"`
+	RollbackIfNotExist       bool                   `protobuf:"varint,6,opt,name=rollback_if_not_exist,json=rollbackIfNotExist,proto3" json:"rollback_if_not_exist,omitempty"`
+	ForceSyncCommit          bool                   `protobuf:"varint,7,opt,name=force_sync_commit,json=forceSyncCommit,proto3" json:"force_sync_commit,omitempty"`
+	ResolvingPessimisticLock bool                   `protobuf:"varint,8,opt,name=resolving_pessimistic_lock,json=resolvingPessimisticLock,proto3" json:"resolving_pessimistic_lock,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
+}
+
+func (x *CheckTxnStatusRequest) Reset() {
+	*x = CheckTxnStatusRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckTxnStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckTxnStatusRequest) ProtoMessage() {}
+
+func (x *CheckTxnStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckTxnStatusRequest.ProtoReflect.Descriptor instead.
+func (*CheckTxnStatusRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *CheckTxnStatusRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *CheckTxnStatusRequest) GetPrimaryKey() []byte {
+	if x != nil {
+		return x.PrimaryKey
+	}
+	return nil
+}
+
+func (x *CheckTxnStatusRequest) GetLockTs() uint64 {
+	if x != nil {
+		return x.LockTs
+	}
+	return 0
+}
+
+func (x *CheckTxnStatusRequest) GetCallerStartTs() uint64 {
+	if x != nil {
+		return x.CallerStartTs
+	}
+	return 0
+}
+
+func (x *CheckTxnStatusRequest) GetCurrentTs() uint64 {
+	if x != nil {
+		return x.CurrentTs
+	}
+	return 0
+}
+
+func (x *CheckTxnStatusRequest) GetRollbackIfNotExist() bool {
+	if x != nil {
+		return x.RollbackIfNotExist
+	}
+	return false
+}
+
+func (x *CheckTxnStatusRequest) GetForceSyncCommit() bool {
+	if x != nil {
+		return x.ForceSyncCommit
+	}
+	return false
+}
+
+func (x *CheckTxnStatusRequest) GetResolvingPessimisticLock() bool {
+	if x != nil {
+		return x.ResolvingPessimisticLock
+	}
+	return false
+}
+
+type CheckTxnStatusResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error         *KeyError              `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	LockTtl       uint64                 `protobuf:"varint,3,opt,name=lock_ttl,json=lockTtl,proto3" json:"lock_ttl,omitempty"`                   // > 0: still locked
+	CommitVersion uint64                 `protobuf:"varint,4,opt,name=commit_version,json=commitVersion,proto3" json:"commit_version,omitempty"` // > 0: committed; both 0: rolled back
+	Action        Action                 `protobuf:"varint,5,opt,name=action,proto3,enum=kvrpcpb.Action" json:"action,omitempty"`
+	LockInfo      *LockInfo              `protobuf:"bytes,6,opt,name=lock_info,json=lockInfo,proto3" json:"lock_info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckTxnStatusResponse) Reset() {
+	*x = CheckTxnStatusResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckTxnStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckTxnStatusResponse) ProtoMessage() {}
+
+func (x *CheckTxnStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckTxnStatusResponse.ProtoReflect.Descriptor instead.
+func (*CheckTxnStatusResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *CheckTxnStatusResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *CheckTxnStatusResponse) GetError() *KeyError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *CheckTxnStatusResponse) GetLockTtl() uint64 {
+	if x != nil {
+		return x.LockTtl
+	}
+	return 0
+}
+
+func (x *CheckTxnStatusResponse) GetCommitVersion() uint64 {
+	if x != nil {
+		return x.CommitVersion
+	}
+	return 0
+}
+
+func (x *CheckTxnStatusResponse) GetAction() Action {
+	if x != nil {
+		return x.Action
+	}
+	return Action_NoAction
+}
+
+func (x *CheckTxnStatusResponse) GetLockInfo() *LockInfo {
+	if x != nil {
+		return x.LockInfo
+	}
+	return nil
+}
+
+type CheckSecondaryLocksRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	Keys          [][]byte               `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
+	StartVersion  uint64                 `protobuf:"varint,3,opt,name=start_version,json=startVersion,proto3" json:"start_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckSecondaryLocksRequest) Reset() {
+	*x = CheckSecondaryLocksRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckSecondaryLocksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckSecondaryLocksRequest) ProtoMessage() {}
+
+func (x *CheckSecondaryLocksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckSecondaryLocksRequest.ProtoReflect.Descriptor instead.
+func (*CheckSecondaryLocksRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *CheckSecondaryLocksRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *CheckSecondaryLocksRequest) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *CheckSecondaryLocksRequest) GetStartVersion() uint64 {
+	if x != nil {
+		return x.StartVersion
+	}
+	return 0
+}
+
+type CheckSecondaryLocksResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error         *KeyError              `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Locks         []*LockInfo            `protobuf:"bytes,3,rep,name=locks,proto3" json:"locks,omitempty"`                        // locks still present (all keys locked)
+	CommitTs      uint64                 `protobuf:"varint,4,opt,name=commit_ts,json=commitTs,proto3" json:"commit_ts,omitempty"` // > 0 when a key is committed
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckSecondaryLocksResponse) Reset() {
+	*x = CheckSecondaryLocksResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckSecondaryLocksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckSecondaryLocksResponse) ProtoMessage() {}
+
+func (x *CheckSecondaryLocksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckSecondaryLocksResponse.ProtoReflect.Descriptor instead.
+func (*CheckSecondaryLocksResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *CheckSecondaryLocksResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *CheckSecondaryLocksResponse) GetError() *KeyError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *CheckSecondaryLocksResponse) GetLocks() []*LockInfo {
+	if x != nil {
+		return x.Locks
+	}
+	return nil
+}
+
+func (x *CheckSecondaryLocksResponse) GetCommitTs() uint64 {
+	if x != nil {
+		return x.CommitTs
+	}
+	return 0
+}
+
+type TxnInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Txn           uint64                 `protobuf:"varint,1,opt,name=txn,proto3" json:"txn,omitempty"`
+	Status        uint64                 `protobuf:"varint,2,opt,name=status,proto3" json:"status,omitempty"` // commit ts; 0 = rolled back
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnInfo) Reset() {
+	*x = TxnInfo{}
+	mi := &file_kvrpcpb_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnInfo) ProtoMessage() {}
+
+func (x *TxnInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnInfo.ProtoReflect.Descriptor instead.
+func (*TxnInfo) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *TxnInfo) GetTxn() uint64 {
+	if x != nil {
+		return x.Txn
+	}
+	return 0
+}
+
+func (x *TxnInfo) GetStatus() uint64 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+// ResolveLockRequest commits (commit_version > 0) or rolls back the locks
+// of start_version in the region, or only at keys when given.
+type ResolveLockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	StartVersion  uint64                 `protobuf:"varint,2,opt,name=start_version,json=startVersion,proto3" json:"start_version,omitempty"`
+	CommitVersion uint64                 `protobuf:"varint,3,opt,name=commit_version,json=commitVersion,proto3" json:"commit_version,omitempty"`
+	TxnInfos      []*TxnInfo             `protobuf:"bytes,4,rep,name=txn_infos,json=txnInfos,proto3" json:"txn_infos,omitempty"`
+	Keys          [][]byte               `protobuf:"bytes,5,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolveLockRequest) Reset() {
+	*x = ResolveLockRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveLockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveLockRequest) ProtoMessage() {}
+
+func (x *ResolveLockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveLockRequest.ProtoReflect.Descriptor instead.
+func (*ResolveLockRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ResolveLockRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *ResolveLockRequest) GetStartVersion() uint64 {
+	if x != nil {
+		return x.StartVersion
+	}
+	return 0
+}
+
+func (x *ResolveLockRequest) GetCommitVersion() uint64 {
+	if x != nil {
+		return x.CommitVersion
+	}
+	return 0
+}
+
+func (x *ResolveLockRequest) GetTxnInfos() []*TxnInfo {
+	if x != nil {
+		return x.TxnInfos
+	}
+	return nil
+}
+
+func (x *ResolveLockRequest) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type ResolveLockResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error         *KeyError              `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolveLockResponse) Reset() {
+	*x = ResolveLockResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveLockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveLockResponse) ProtoMessage() {}
+
+func (x *ResolveLockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveLockResponse.ProtoReflect.Descriptor instead.
+func (*ResolveLockResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ResolveLockResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *ResolveLockResponse) GetError() *KeyError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+type TxnHeartBeatRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	PrimaryLock   []byte                 `protobuf:"bytes,2,opt,name=primary_lock,json=primaryLock,proto3" json:"primary_lock,omitempty"`
+	StartVersion  uint64                 `protobuf:"varint,3,opt,name=start_version,json=startVersion,proto3" json:"start_version,omitempty"`
+	AdviseLockTtl uint64                 `protobuf:"varint,4,opt,name=advise_lock_ttl,json=adviseLockTtl,proto3" json:"advise_lock_ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnHeartBeatRequest) Reset() {
+	*x = TxnHeartBeatRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnHeartBeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnHeartBeatRequest) ProtoMessage() {}
+
+func (x *TxnHeartBeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnHeartBeatRequest.ProtoReflect.Descriptor instead.
+func (*TxnHeartBeatRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *TxnHeartBeatRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *TxnHeartBeatRequest) GetPrimaryLock() []byte {
+	if x != nil {
+		return x.PrimaryLock
+	}
+	return nil
+}
+
+func (x *TxnHeartBeatRequest) GetStartVersion() uint64 {
+	if x != nil {
+		return x.StartVersion
+	}
+	return 0
+}
+
+func (x *TxnHeartBeatRequest) GetAdviseLockTtl() uint64 {
+	if x != nil {
+		return x.AdviseLockTtl
+	}
+	return 0
+}
+
+type TxnHeartBeatResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error         *KeyError              `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	LockTtl       uint64                 `protobuf:"varint,3,opt,name=lock_ttl,json=lockTtl,proto3" json:"lock_ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnHeartBeatResponse) Reset() {
+	*x = TxnHeartBeatResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnHeartBeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnHeartBeatResponse) ProtoMessage() {}
+
+func (x *TxnHeartBeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnHeartBeatResponse.ProtoReflect.Descriptor instead.
+func (*TxnHeartBeatResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *TxnHeartBeatResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *TxnHeartBeatResponse) GetError() *KeyError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *TxnHeartBeatResponse) GetLockTtl() uint64 {
+	if x != nil {
+		return x.LockTtl
+	}
+	return 0
+}
+
+type PessimisticLockRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Context      *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	Mutations    []*Mutation            `protobuf:"bytes,2,rep,name=mutations,proto3" json:"mutations,omitempty"` // op PessimisticLock
+	PrimaryLock  []byte                 `protobuf:"bytes,3,opt,name=primary_lock,json=primaryLock,proto3" json:"primary_lock,omitempty"`
+	StartVersion uint64                 `protobuf:"varint,4,opt,name=start_version,json=startVersion,proto3" json:"start_version,omitempty"`
+	LockTtl      uint64                 `protobuf:"varint,5,opt,name=lock_ttl,json=lockTtl,proto3" json:"lock_ttl,omitempty"`
+	ForUpdateTs  uint64                 `protobuf:"varint,6,opt,name=for_update_ts,json=forUpdateTs,proto3" json:"for_update_ts,omitempty"`
+	IsFirstLock  bool                   `protobuf:"varint,7,opt,name=is_first_lock,json=isFirstLock,proto3" json:"is_first_lock,omitempty"`
+	// wait_timeout in ms: < 0 no wait (NOWAIT), 0 the store's default,
+	// > 0 wait that long for a conflicting lock's release.
+	WaitTimeout      int64  `protobuf:"varint,8,opt,name=wait_timeout,json=waitTimeout,proto3" json:"wait_timeout,omitempty"`
+	ReturnValues     bool   `protobuf:"varint,9,opt,name=return_values,json=returnValues,proto3" json:"return_values,omitempty"`
+	MinCommitTs      uint64 `protobuf:"varint,10,opt,name=min_commit_ts,json=minCommitTs,proto3" json:"min_commit_ts,omitempty"`
+	CheckExistence   bool   `protobuf:"varint,11,opt,name=check_existence,json=checkExistence,proto3" json:"check_existence,omitempty"`
+	LockOnlyIfExists bool   `protobuf:"varint,12,opt,name=lock_only_if_exists,json=lockOnlyIfExists,proto3" json:"lock_only_if_exists,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PessimisticLockRequest) Reset() {
+	*x = PessimisticLockRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PessimisticLockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PessimisticLockRequest) ProtoMessage() {}
+
+func (x *PessimisticLockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PessimisticLockRequest.ProtoReflect.Descriptor instead.
+func (*PessimisticLockRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *PessimisticLockRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *PessimisticLockRequest) GetMutations() []*Mutation {
+	if x != nil {
+		return x.Mutations
+	}
+	return nil
+}
+
+func (x *PessimisticLockRequest) GetPrimaryLock() []byte {
+	if x != nil {
+		return x.PrimaryLock
+	}
+	return nil
+}
+
+func (x *PessimisticLockRequest) GetStartVersion() uint64 {
+	if x != nil {
+		return x.StartVersion
+	}
+	return 0
+}
+
+func (x *PessimisticLockRequest) GetLockTtl() uint64 {
+	if x != nil {
+		return x.LockTtl
+	}
+	return 0
+}
+
+func (x *PessimisticLockRequest) GetForUpdateTs() uint64 {
+	if x != nil {
+		return x.ForUpdateTs
+	}
+	return 0
+}
+
+func (x *PessimisticLockRequest) GetIsFirstLock() bool {
+	if x != nil {
+		return x.IsFirstLock
+	}
+	return false
+}
+
+func (x *PessimisticLockRequest) GetWaitTimeout() int64 {
+	if x != nil {
+		return x.WaitTimeout
+	}
+	return 0
+}
+
+func (x *PessimisticLockRequest) GetReturnValues() bool {
+	if x != nil {
+		return x.ReturnValues
+	}
+	return false
+}
+
+func (x *PessimisticLockRequest) GetMinCommitTs() uint64 {
+	if x != nil {
+		return x.MinCommitTs
+	}
+	return 0
+}
+
+func (x *PessimisticLockRequest) GetCheckExistence() bool {
+	if x != nil {
+		return x.CheckExistence
+	}
+	return false
+}
+
+func (x *PessimisticLockRequest) GetLockOnlyIfExists() bool {
+	if x != nil {
+		return x.LockOnlyIfExists
+	}
+	return false
+}
+
+type PessimisticLockResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Errors        []*KeyError            `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
+	Values        [][]byte               `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`                                // return_values, one per mutation
+	NotFounds     []bool                 `protobuf:"varint,4,rep,packed,name=not_founds,json=notFounds,proto3" json:"not_founds,omitempty"` // return_values / check_existence
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PessimisticLockResponse) Reset() {
+	*x = PessimisticLockResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PessimisticLockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PessimisticLockResponse) ProtoMessage() {}
+
+func (x *PessimisticLockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PessimisticLockResponse.ProtoReflect.Descriptor instead.
+func (*PessimisticLockResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *PessimisticLockResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *PessimisticLockResponse) GetErrors() []*KeyError {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+func (x *PessimisticLockResponse) GetValues() [][]byte {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *PessimisticLockResponse) GetNotFounds() []bool {
+	if x != nil {
+		return x.NotFounds
+	}
+	return nil
+}
+
+type PessimisticRollbackRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	StartVersion  uint64                 `protobuf:"varint,2,opt,name=start_version,json=startVersion,proto3" json:"start_version,omitempty"`
+	ForUpdateTs   uint64                 `protobuf:"varint,3,opt,name=for_update_ts,json=forUpdateTs,proto3" json:"for_update_ts,omitempty"`
+	Keys          [][]byte               `protobuf:"bytes,4,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PessimisticRollbackRequest) Reset() {
+	*x = PessimisticRollbackRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PessimisticRollbackRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PessimisticRollbackRequest) ProtoMessage() {}
+
+func (x *PessimisticRollbackRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PessimisticRollbackRequest.ProtoReflect.Descriptor instead.
+func (*PessimisticRollbackRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *PessimisticRollbackRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *PessimisticRollbackRequest) GetStartVersion() uint64 {
+	if x != nil {
+		return x.StartVersion
+	}
+	return 0
+}
+
+func (x *PessimisticRollbackRequest) GetForUpdateTs() uint64 {
+	if x != nil {
+		return x.ForUpdateTs
+	}
+	return 0
+}
+
+func (x *PessimisticRollbackRequest) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type PessimisticRollbackResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Errors        []*KeyError            `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PessimisticRollbackResponse) Reset() {
+	*x = PessimisticRollbackResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PessimisticRollbackResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PessimisticRollbackResponse) ProtoMessage() {}
+
+func (x *PessimisticRollbackResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PessimisticRollbackResponse.ProtoReflect.Descriptor instead.
+func (*PessimisticRollbackResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *PessimisticRollbackResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *PessimisticRollbackResponse) GetErrors() []*KeyError {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+// ScanLockRequest lists locks with lock_version <= max_version (GC).
+type ScanLockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	MaxVersion    uint64                 `protobuf:"varint,2,opt,name=max_version,json=maxVersion,proto3" json:"max_version,omitempty"`
+	StartKey      []byte                 `protobuf:"bytes,3,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	Limit         uint32                 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	EndKey        []byte                 `protobuf:"bytes,5,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanLockRequest) Reset() {
+	*x = ScanLockRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanLockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanLockRequest) ProtoMessage() {}
+
+func (x *ScanLockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanLockRequest.ProtoReflect.Descriptor instead.
+func (*ScanLockRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ScanLockRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *ScanLockRequest) GetMaxVersion() uint64 {
+	if x != nil {
+		return x.MaxVersion
+	}
+	return 0
+}
+
+func (x *ScanLockRequest) GetStartKey() []byte {
+	if x != nil {
+		return x.StartKey
+	}
+	return nil
+}
+
+func (x *ScanLockRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ScanLockRequest) GetEndKey() []byte {
+	if x != nil {
+		return x.EndKey
+	}
+	return nil
+}
+
+type ScanLockResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error         *KeyError              `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Locks         []*LockInfo            `protobuf:"bytes,3,rep,name=locks,proto3" json:"locks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanLockResponse) Reset() {
+	*x = ScanLockResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanLockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanLockResponse) ProtoMessage() {}
+
+func (x *ScanLockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanLockResponse.ProtoReflect.Descriptor instead.
+func (*ScanLockResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ScanLockResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *ScanLockResponse) GetError() *KeyError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *ScanLockResponse) GetLocks() []*LockInfo {
+	if x != nil {
+		return x.Locks
 	}
 	return nil
 }
 
 // OnePCRequest atomically writes all mutations (all in one region) at
-// commit_ts. It fails with WriteConflict if any key has a version committed
-// after start_ts, and with AlreadyExist for an Insert of a live key. Nothing is
-// written when any key fails. The response is sent only after the write is
-// committed by a Raft quorum (fsynced) and applied.
+// commit_ts. Kept while the SQL node's autocommit path moves to Prewrite
+// with try_one_pc; removed after.
 type OnePCRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
@@ -704,7 +3346,7 @@ type OnePCRequest struct {
 
 func (x *OnePCRequest) Reset() {
 	*x = OnePCRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[10]
+	mi := &file_kvrpcpb_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +3358,7 @@ func (x *OnePCRequest) String() string {
 func (*OnePCRequest) ProtoMessage() {}
 
 func (x *OnePCRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[10]
+	mi := &file_kvrpcpb_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +3371,7 @@ func (x *OnePCRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OnePCRequest.ProtoReflect.Descriptor instead.
 func (*OnePCRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{10}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *OnePCRequest) GetContext() *Context {
@@ -770,7 +3412,7 @@ type OnePCResponse struct {
 
 func (x *OnePCResponse) Reset() {
 	*x = OnePCResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[11]
+	mi := &file_kvrpcpb_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -782,7 +3424,7 @@ func (x *OnePCResponse) String() string {
 func (*OnePCResponse) ProtoMessage() {}
 
 func (x *OnePCResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[11]
+	mi := &file_kvrpcpb_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -795,7 +3437,7 @@ func (x *OnePCResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OnePCResponse.ProtoReflect.Descriptor instead.
 func (*OnePCResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{11}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *OnePCResponse) GetRegionError() *errorpb.Error {
@@ -822,7 +3464,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_kvrpcpb_proto_msgTypes[12]
+	mi := &file_kvrpcpb_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +3476,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[12]
+	mi := &file_kvrpcpb_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -847,7 +3489,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{12}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *KeyRange) GetStart() []byte {
@@ -878,7 +3520,7 @@ type CoprocessorRequest struct {
 
 func (x *CoprocessorRequest) Reset() {
 	*x = CoprocessorRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[13]
+	mi := &file_kvrpcpb_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +3532,7 @@ func (x *CoprocessorRequest) String() string {
 func (*CoprocessorRequest) ProtoMessage() {}
 
 func (x *CoprocessorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[13]
+	mi := &file_kvrpcpb_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +3545,7 @@ func (x *CoprocessorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoprocessorRequest.ProtoReflect.Descriptor instead.
 func (*CoprocessorRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{13}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CoprocessorRequest) GetContext() *Context {
@@ -946,7 +3588,7 @@ type CoprocessorResponse struct {
 
 func (x *CoprocessorResponse) Reset() {
 	*x = CoprocessorResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[14]
+	mi := &file_kvrpcpb_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +3600,7 @@ func (x *CoprocessorResponse) String() string {
 func (*CoprocessorResponse) ProtoMessage() {}
 
 func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[14]
+	mi := &file_kvrpcpb_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,7 +3613,7 @@ func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoprocessorResponse.ProtoReflect.Descriptor instead.
 func (*CoprocessorResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{14}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CoprocessorResponse) GetRegionError() *errorpb.Error {
@@ -1006,25 +3648,94 @@ var File_kvrpcpb_proto protoreflect.FileDescriptor
 
 const file_kvrpcpb_proto_rawDesc = "" +
 	"\n" +
-	"\rkvrpcpb.proto\x12\akvrpcpb\x1a\fmetapb.proto\x1a\rerrorpb.proto\"\x80\x01\n" +
+	"\rkvrpcpb.proto\x12\akvrpcpb\x1a\fmetapb.proto\x1a\rerrorpb.proto\"\x8f\x03\n" +
 	"\aContext\x12\x1b\n" +
 	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x126\n" +
 	"\fregion_epoch\x18\x02 \x01(\v2\x13.metapb.RegionEpochR\vregionEpoch\x12 \n" +
-	"\x04peer\x18\x03 \x01(\v2\f.metapb.PeerR\x04peer\"0\n" +
-	"\x06KvPair\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\x90\x01\n" +
+	"\x04peer\x18\x03 \x01(\v2\f.metapb.PeerR\x04peer\x12@\n" +
+	"\x0fisolation_level\x18\x04 \x01(\x0e2\x17.kvrpcpb.IsolationLevelR\x0eisolationLevel\x12%\n" +
+	"\x0eresolved_locks\x18\x05 \x03(\x04R\rresolvedLocks\x12'\n" +
+	"\x0fcommitted_locks\x18\x06 \x03(\x04R\x0ecommittedLocks\x12!\n" +
+	"\freplica_read\x18\a \x01(\bR\vreplicaRead\x12\x1d\n" +
+	"\n" +
+	"stale_read\x18\b \x01(\bR\tstaleRead\x129\n" +
+	"\x19max_execution_duration_ms\x18\t \x01(\x04R\x16maxExecutionDurationMs\"Y\n" +
+	"\x06KvPair\x12'\n" +
+	"\x05error\x18\x01 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"O\n" +
+	"\bMutation\x12\x1b\n" +
+	"\x02op\x18\x01 \x01(\x0e2\v.kvrpcpb.OpR\x02op\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"\xfd\x02\n" +
+	"\bLockInfo\x12!\n" +
+	"\fprimary_lock\x18\x01 \x01(\fR\vprimaryLock\x12!\n" +
+	"\flock_version\x18\x02 \x01(\x04R\vlockVersion\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12\x19\n" +
+	"\block_ttl\x18\x04 \x01(\x04R\alockTtl\x12\x19\n" +
+	"\btxn_size\x18\x05 \x01(\x04R\atxnSize\x12(\n" +
+	"\tlock_type\x18\x06 \x01(\x0e2\v.kvrpcpb.OpR\blockType\x12+\n" +
+	"\x12lock_for_update_ts\x18\a \x01(\x04R\x0flockForUpdateTs\x12(\n" +
+	"\x10use_async_commit\x18\b \x01(\bR\x0euseAsyncCommit\x12\"\n" +
+	"\rmin_commit_ts\x18\t \x01(\x04R\vminCommitTs\x12 \n" +
+	"\vsecondaries\x18\n" +
+	" \x03(\fR\vsecondaries\x12\x1c\n" +
+	"\n" +
+	"use_one_pc\x18\v \x01(\bR\buseOnePc\"\x95\x04\n" +
 	"\bKeyError\x12:\n" +
 	"\ralready_exist\x18\x01 \x01(\v2\x15.kvrpcpb.AlreadyExistR\falreadyExist\x122\n" +
 	"\bconflict\x18\x02 \x01(\v2\x16.kvrpcpb.WriteConflictR\bconflict\x12\x14\n" +
-	"\x05abort\x18\x03 \x01(\tR\x05abort\" \n" +
+	"\x05abort\x18\x03 \x01(\tR\x05abort\x12)\n" +
+	"\x06locked\x18\x04 \x01(\v2\x11.kvrpcpb.LockInfoR\x06locked\x12\x1c\n" +
+	"\tretryable\x18\x05 \x01(\tR\tretryable\x12-\n" +
+	"\bdeadlock\x18\x06 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock\x128\n" +
+	"\rtxn_not_found\x18\a \x01(\v2\x14.kvrpcpb.TxnNotFoundR\vtxnNotFound\x12D\n" +
+	"\x11commit_ts_expired\x18\b \x01(\v2\x18.kvrpcpb.CommitTsExpiredR\x0fcommitTsExpired\x12E\n" +
+	"\x12txn_lock_not_found\x18\t \x01(\v2\x18.kvrpcpb.TxnLockNotFoundR\x0ftxnLockNotFound\x12D\n" +
+	"\x11lock_wait_timeout\x18\n" +
+	" \x01(\v2\x18.kvrpcpb.LockWaitTimeoutR\x0flockWaitTimeout\" \n" +
 	"\fAlreadyExist\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\fR\x03key\"]\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\"\xad\x02\n" +
 	"\rWriteConflict\x12\x19\n" +
 	"\bstart_ts\x18\x01 \x01(\x04R\astartTs\x12\x1f\n" +
 	"\vconflict_ts\x18\x02 \x01(\x04R\n" +
 	"conflictTs\x12\x10\n" +
-	"\x03key\x18\x03 \x01(\fR\x03key\"d\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12\x18\n" +
+	"\aprimary\x18\x04 \x01(\fR\aprimary\x12,\n" +
+	"\x12conflict_commit_ts\x18\x05 \x01(\x04R\x10conflictCommitTs\x125\n" +
+	"\x06reason\x18\x06 \x01(\x0e2\x1d.kvrpcpb.WriteConflict.ReasonR\x06reason\"O\n" +
+	"\x06Reason\x12\v\n" +
+	"\aUnknown\x10\x00\x12\x0e\n" +
+	"\n" +
+	"Optimistic\x10\x01\x12\x14\n" +
+	"\x10PessimisticRetry\x10\x02\x12\x12\n" +
+	"\x0eSelfRolledBack\x10\x03\"o\n" +
+	"\fWaitForEntry\x12\x10\n" +
+	"\x03txn\x18\x01 \x01(\x04R\x03txn\x12 \n" +
+	"\fwait_for_txn\x18\x02 \x01(\x04R\n" +
+	"waitForTxn\x12\x19\n" +
+	"\bkey_hash\x18\x03 \x01(\x04R\akeyHash\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\fR\x03key\"\xa0\x01\n" +
+	"\bDeadlock\x12\x17\n" +
+	"\alock_ts\x18\x01 \x01(\x04R\x06lockTs\x12\x19\n" +
+	"\block_key\x18\x02 \x01(\fR\alockKey\x12*\n" +
+	"\x11deadlock_key_hash\x18\x03 \x01(\x04R\x0fdeadlockKeyHash\x124\n" +
+	"\n" +
+	"wait_chain\x18\x04 \x03(\v2\x15.kvrpcpb.WaitForEntryR\twaitChain\"I\n" +
+	"\vTxnNotFound\x12\x19\n" +
+	"\bstart_ts\x18\x01 \x01(\x04R\astartTs\x12\x1f\n" +
+	"\vprimary_key\x18\x02 \x01(\fR\n" +
+	"primaryKey\"#\n" +
+	"\x0fTxnLockNotFound\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\"\x92\x01\n" +
+	"\x0fCommitTsExpired\x12\x19\n" +
+	"\bstart_ts\x18\x01 \x01(\x04R\astartTs\x12.\n" +
+	"\x13attempted_commit_ts\x18\x02 \x01(\x04R\x11attemptedCommitTs\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12\"\n" +
+	"\rmin_commit_ts\x18\x04 \x01(\x04R\vminCommitTs\"<\n" +
+	"\x0fLockWaitTimeout\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x17\n" +
+	"\alock_ts\x18\x02 \x01(\x04R\x06lockTs\"d\n" +
 	"\n" +
 	"GetRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x10\n" +
@@ -1034,22 +3745,162 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
 	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x12\x14\n" +
 	"\x05value\x18\x03 \x01(\fR\x05value\x12\x1b\n" +
-	"\tnot_found\x18\x04 \x01(\bR\bnotFound\"\xba\x01\n" +
+	"\tnot_found\x18\x04 \x01(\bR\bnotFound\"k\n" +
+	"\x0fBatchGetRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x12\n" +
+	"\x04keys\x18\x02 \x03(\fR\x04keys\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\"\x95\x01\n" +
+	"\x10BatchGetResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12%\n" +
+	"\x05pairs\x18\x02 \x03(\v2\x0f.kvrpcpb.KvPairR\x05pairs\x12'\n" +
+	"\x05error\x18\x03 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\"\xd4\x01\n" +
 	"\vScanRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x1b\n" +
 	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
 	"\aend_key\x18\x03 \x01(\fR\x06endKey\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x18\n" +
 	"\aversion\x18\x05 \x01(\x04R\aversion\x12\x19\n" +
-	"\bkey_only\x18\x06 \x01(\bR\akeyOnly\"\x91\x01\n" +
+	"\bkey_only\x18\x06 \x01(\bR\akeyOnly\x12\x18\n" +
+	"\areverse\x18\a \x01(\bR\areverse\"\x91\x01\n" +
 	"\fScanResponse\x121\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12%\n" +
 	"\x05pairs\x18\x02 \x03(\v2\x0f.kvrpcpb.KvPairR\x05pairs\x12'\n" +
-	"\x05error\x18\x03 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\"O\n" +
-	"\bMutation\x12\x1b\n" +
-	"\x02op\x18\x01 \x01(\x0e2\v.kvrpcpb.OpR\x02op\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"\xa3\x01\n" +
+	"\x05error\x18\x03 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\"\xc3\x04\n" +
+	"\x0fPrewriteRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12/\n" +
+	"\tmutations\x18\x02 \x03(\v2\x11.kvrpcpb.MutationR\tmutations\x12!\n" +
+	"\fprimary_lock\x18\x03 \x01(\fR\vprimaryLock\x12#\n" +
+	"\rstart_version\x18\x04 \x01(\x04R\fstartVersion\x12\x19\n" +
+	"\block_ttl\x18\x05 \x01(\x04R\alockTtl\x122\n" +
+	"\x15skip_constraint_check\x18\x06 \x01(\bR\x13skipConstraintCheck\x12K\n" +
+	"\x13pessimistic_actions\x18\a \x03(\x0e2\x1a.kvrpcpb.PessimisticActionR\x12pessimisticActions\x12\x19\n" +
+	"\btxn_size\x18\b \x01(\x04R\atxnSize\x12\"\n" +
+	"\rfor_update_ts\x18\t \x01(\x04R\vforUpdateTs\x12\"\n" +
+	"\rmin_commit_ts\x18\n" +
+	" \x01(\x04R\vminCommitTs\x12(\n" +
+	"\x10use_async_commit\x18\v \x01(\bR\x0euseAsyncCommit\x12 \n" +
+	"\vsecondaries\x18\f \x03(\fR\vsecondaries\x12\x1c\n" +
+	"\n" +
+	"try_one_pc\x18\r \x01(\bR\btryOnePc\x12\"\n" +
+	"\rmax_commit_ts\x18\x0e \x01(\x04R\vmaxCommitTs\"\xbd\x01\n" +
+	"\x10PrewriteResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12)\n" +
+	"\x06errors\x18\x02 \x03(\v2\x11.kvrpcpb.KeyErrorR\x06errors\x12\"\n" +
+	"\rmin_commit_ts\x18\x03 \x01(\x04R\vminCommitTs\x12'\n" +
+	"\x10one_pc_commit_ts\x18\x04 \x01(\x04R\ronePcCommitTs\"\x9b\x01\n" +
+	"\rCommitRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12#\n" +
+	"\rstart_version\x18\x02 \x01(\x04R\fstartVersion\x12\x12\n" +
+	"\x04keys\x18\x03 \x03(\fR\x04keys\x12%\n" +
+	"\x0ecommit_version\x18\x04 \x01(\x04R\rcommitVersion\"\x93\x01\n" +
+	"\x0eCommitResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
+	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x12%\n" +
+	"\x0ecommit_version\x18\x03 \x01(\x04R\rcommitVersion\"{\n" +
+	"\x14BatchRollbackRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12#\n" +
+	"\rstart_version\x18\x02 \x01(\x04R\fstartVersion\x12\x12\n" +
+	"\x04keys\x18\x03 \x03(\fR\x04keys\"s\n" +
+	"\x15BatchRollbackResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
+	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\"\x92\x01\n" +
+	"\x0eCleanupRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12#\n" +
+	"\rstart_version\x18\x03 \x01(\x04R\fstartVersion\x12\x1d\n" +
+	"\n" +
+	"current_ts\x18\x04 \x01(\x04R\tcurrentTs\"\x94\x01\n" +
+	"\x0fCleanupResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
+	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x12%\n" +
+	"\x0ecommit_version\x18\x03 \x01(\x04R\rcommitVersion\"\xe1\x02\n" +
+	"\x15CheckTxnStatusRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x1f\n" +
+	"\vprimary_key\x18\x02 \x01(\fR\n" +
+	"primaryKey\x12\x17\n" +
+	"\alock_ts\x18\x03 \x01(\x04R\x06lockTs\x12&\n" +
+	"\x0fcaller_start_ts\x18\x04 \x01(\x04R\rcallerStartTs\x12\x1d\n" +
+	"\n" +
+	"current_ts\x18\x05 \x01(\x04R\tcurrentTs\x121\n" +
+	"\x15rollback_if_not_exist\x18\x06 \x01(\bR\x12rollbackIfNotExist\x12*\n" +
+	"\x11force_sync_commit\x18\a \x01(\bR\x0fforceSyncCommit\x12<\n" +
+	"\x1aresolving_pessimistic_lock\x18\b \x01(\bR\x18resolvingPessimisticLock\"\x8f\x02\n" +
+	"\x16CheckTxnStatusResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
+	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x12\x19\n" +
+	"\block_ttl\x18\x03 \x01(\x04R\alockTtl\x12%\n" +
+	"\x0ecommit_version\x18\x04 \x01(\x04R\rcommitVersion\x12'\n" +
+	"\x06action\x18\x05 \x01(\x0e2\x0f.kvrpcpb.ActionR\x06action\x12.\n" +
+	"\tlock_info\x18\x06 \x01(\v2\x11.kvrpcpb.LockInfoR\blockInfo\"\x81\x01\n" +
+	"\x1aCheckSecondaryLocksRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x12\n" +
+	"\x04keys\x18\x02 \x03(\fR\x04keys\x12#\n" +
+	"\rstart_version\x18\x03 \x01(\x04R\fstartVersion\"\xbf\x01\n" +
+	"\x1bCheckSecondaryLocksResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
+	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x12'\n" +
+	"\x05locks\x18\x03 \x03(\v2\x11.kvrpcpb.LockInfoR\x05locks\x12\x1b\n" +
+	"\tcommit_ts\x18\x04 \x01(\x04R\bcommitTs\"3\n" +
+	"\aTxnInfo\x12\x10\n" +
+	"\x03txn\x18\x01 \x01(\x04R\x03txn\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\x04R\x06status\"\xcf\x01\n" +
+	"\x12ResolveLockRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12#\n" +
+	"\rstart_version\x18\x02 \x01(\x04R\fstartVersion\x12%\n" +
+	"\x0ecommit_version\x18\x03 \x01(\x04R\rcommitVersion\x12-\n" +
+	"\ttxn_infos\x18\x04 \x03(\v2\x10.kvrpcpb.TxnInfoR\btxnInfos\x12\x12\n" +
+	"\x04keys\x18\x05 \x03(\fR\x04keys\"q\n" +
+	"\x13ResolveLockResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
+	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\"\xb1\x01\n" +
+	"\x13TxnHeartBeatRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12!\n" +
+	"\fprimary_lock\x18\x02 \x01(\fR\vprimaryLock\x12#\n" +
+	"\rstart_version\x18\x03 \x01(\x04R\fstartVersion\x12&\n" +
+	"\x0fadvise_lock_ttl\x18\x04 \x01(\x04R\radviseLockTtl\"\x8d\x01\n" +
+	"\x14TxnHeartBeatResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
+	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x12\x19\n" +
+	"\block_ttl\x18\x03 \x01(\x04R\alockTtl\"\xe4\x03\n" +
+	"\x16PessimisticLockRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12/\n" +
+	"\tmutations\x18\x02 \x03(\v2\x11.kvrpcpb.MutationR\tmutations\x12!\n" +
+	"\fprimary_lock\x18\x03 \x01(\fR\vprimaryLock\x12#\n" +
+	"\rstart_version\x18\x04 \x01(\x04R\fstartVersion\x12\x19\n" +
+	"\block_ttl\x18\x05 \x01(\x04R\alockTtl\x12\"\n" +
+	"\rfor_update_ts\x18\x06 \x01(\x04R\vforUpdateTs\x12\"\n" +
+	"\ris_first_lock\x18\a \x01(\bR\visFirstLock\x12!\n" +
+	"\fwait_timeout\x18\b \x01(\x03R\vwaitTimeout\x12#\n" +
+	"\rreturn_values\x18\t \x01(\bR\freturnValues\x12\"\n" +
+	"\rmin_commit_ts\x18\n" +
+	" \x01(\x04R\vminCommitTs\x12'\n" +
+	"\x0fcheck_existence\x18\v \x01(\bR\x0echeckExistence\x12-\n" +
+	"\x13lock_only_if_exists\x18\f \x01(\bR\x10lockOnlyIfExists\"\xae\x01\n" +
+	"\x17PessimisticLockResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12)\n" +
+	"\x06errors\x18\x02 \x03(\v2\x11.kvrpcpb.KeyErrorR\x06errors\x12\x16\n" +
+	"\x06values\x18\x03 \x03(\fR\x06values\x12\x1d\n" +
+	"\n" +
+	"not_founds\x18\x04 \x03(\bR\tnotFounds\"\xa5\x01\n" +
+	"\x1aPessimisticRollbackRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12#\n" +
+	"\rstart_version\x18\x02 \x01(\x04R\fstartVersion\x12\"\n" +
+	"\rfor_update_ts\x18\x03 \x01(\x04R\vforUpdateTs\x12\x12\n" +
+	"\x04keys\x18\x04 \x03(\fR\x04keys\"{\n" +
+	"\x1bPessimisticRollbackResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12)\n" +
+	"\x06errors\x18\x02 \x03(\v2\x11.kvrpcpb.KeyErrorR\x06errors\"\xaa\x01\n" +
+	"\x0fScanLockRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x1f\n" +
+	"\vmax_version\x18\x02 \x01(\x04R\n" +
+	"maxVersion\x12\x1b\n" +
+	"\tstart_key\x18\x03 \x01(\fR\bstartKey\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x17\n" +
+	"\aend_key\x18\x05 \x01(\fR\x06endKey\"\x97\x01\n" +
+	"\x10ScanLockResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
+	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x12'\n" +
+	"\x05locks\x18\x03 \x03(\v2\x11.kvrpcpb.LockInfoR\x05locks\"\xa3\x01\n" +
 	"\fOnePCRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12/\n" +
 	"\tmutations\x18\x02 \x03(\v2\x11.kvrpcpb.MutationR\tmutations\x12\x19\n" +
@@ -1071,12 +3922,30 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\x06locked\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x06locked\x12\x1f\n" +
 	"\vother_error\x18\x03 \x01(\tR\n" +
 	"otherError\x12\x12\n" +
-	"\x04data\x18\x04 \x01(\fR\x04data*\"\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data* \n" +
+	"\x0eIsolationLevel\x12\x06\n" +
+	"\x02SI\x10\x00\x12\x06\n" +
+	"\x02RC\x10\x01*c\n" +
 	"\x02Op\x12\a\n" +
 	"\x03Put\x10\x00\x12\a\n" +
 	"\x03Del\x10\x01\x12\n" +
 	"\n" +
-	"\x06Insert\x10\x02B*Z(github.com/stratadb/strata/proto/kvrpcpbb\x06proto3"
+	"\x06Insert\x10\x02\x12\b\n" +
+	"\x04Lock\x10\x03\x12\f\n" +
+	"\bRollback\x10\x04\x12\x12\n" +
+	"\x0eCheckNotExists\x10\x05\x12\x13\n" +
+	"\x0fPessimisticLock\x10\x06*\\\n" +
+	"\x11PessimisticAction\x12\x18\n" +
+	"\x14SkipPessimisticCheck\x10\x00\x12\x16\n" +
+	"\x12DoPessimisticCheck\x10\x01\x12\x15\n" +
+	"\x11DoConstraintCheck\x10\x02*\x9b\x01\n" +
+	"\x06Action\x12\f\n" +
+	"\bNoAction\x10\x00\x12\x15\n" +
+	"\x11TTLExpireRollback\x10\x01\x12\x18\n" +
+	"\x14LockNotExistRollback\x10\x02\x12\x15\n" +
+	"\x11MinCommitTSPushed\x10\x03\x12 \n" +
+	"\x1cTTLExpirePessimisticRollback\x10\x04\x12\x19\n" +
+	"\x15LockNotExistDoNothing\x10\x05B*Z(github.com/stratadb/strata/proto/kvrpcpbb\x06proto3"
 
 var (
 	file_kvrpcpb_proto_rawDescOnce sync.Once
@@ -1090,55 +3959,147 @@ func file_kvrpcpb_proto_rawDescGZIP() []byte {
 	return file_kvrpcpb_proto_rawDescData
 }
 
-var file_kvrpcpb_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_kvrpcpb_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_kvrpcpb_proto_goTypes = []any{
-	(Op)(0),                     // 0: kvrpcpb.Op
-	(*Context)(nil),             // 1: kvrpcpb.Context
-	(*KvPair)(nil),              // 2: kvrpcpb.KvPair
-	(*KeyError)(nil),            // 3: kvrpcpb.KeyError
-	(*AlreadyExist)(nil),        // 4: kvrpcpb.AlreadyExist
-	(*WriteConflict)(nil),       // 5: kvrpcpb.WriteConflict
-	(*GetRequest)(nil),          // 6: kvrpcpb.GetRequest
-	(*GetResponse)(nil),         // 7: kvrpcpb.GetResponse
-	(*ScanRequest)(nil),         // 8: kvrpcpb.ScanRequest
-	(*ScanResponse)(nil),        // 9: kvrpcpb.ScanResponse
-	(*Mutation)(nil),            // 10: kvrpcpb.Mutation
-	(*OnePCRequest)(nil),        // 11: kvrpcpb.OnePCRequest
-	(*OnePCResponse)(nil),       // 12: kvrpcpb.OnePCResponse
-	(*KeyRange)(nil),            // 13: kvrpcpb.KeyRange
-	(*CoprocessorRequest)(nil),  // 14: kvrpcpb.CoprocessorRequest
-	(*CoprocessorResponse)(nil), // 15: kvrpcpb.CoprocessorResponse
-	(*metapb.RegionEpoch)(nil),  // 16: metapb.RegionEpoch
-	(*metapb.Peer)(nil),         // 17: metapb.Peer
-	(*errorpb.Error)(nil),       // 18: errorpb.Error
+	(IsolationLevel)(0),                 // 0: kvrpcpb.IsolationLevel
+	(Op)(0),                             // 1: kvrpcpb.Op
+	(PessimisticAction)(0),              // 2: kvrpcpb.PessimisticAction
+	(Action)(0),                         // 3: kvrpcpb.Action
+	(WriteConflict_Reason)(0),           // 4: kvrpcpb.WriteConflict.Reason
+	(*Context)(nil),                     // 5: kvrpcpb.Context
+	(*KvPair)(nil),                      // 6: kvrpcpb.KvPair
+	(*Mutation)(nil),                    // 7: kvrpcpb.Mutation
+	(*LockInfo)(nil),                    // 8: kvrpcpb.LockInfo
+	(*KeyError)(nil),                    // 9: kvrpcpb.KeyError
+	(*AlreadyExist)(nil),                // 10: kvrpcpb.AlreadyExist
+	(*WriteConflict)(nil),               // 11: kvrpcpb.WriteConflict
+	(*WaitForEntry)(nil),                // 12: kvrpcpb.WaitForEntry
+	(*Deadlock)(nil),                    // 13: kvrpcpb.Deadlock
+	(*TxnNotFound)(nil),                 // 14: kvrpcpb.TxnNotFound
+	(*TxnLockNotFound)(nil),             // 15: kvrpcpb.TxnLockNotFound
+	(*CommitTsExpired)(nil),             // 16: kvrpcpb.CommitTsExpired
+	(*LockWaitTimeout)(nil),             // 17: kvrpcpb.LockWaitTimeout
+	(*GetRequest)(nil),                  // 18: kvrpcpb.GetRequest
+	(*GetResponse)(nil),                 // 19: kvrpcpb.GetResponse
+	(*BatchGetRequest)(nil),             // 20: kvrpcpb.BatchGetRequest
+	(*BatchGetResponse)(nil),            // 21: kvrpcpb.BatchGetResponse
+	(*ScanRequest)(nil),                 // 22: kvrpcpb.ScanRequest
+	(*ScanResponse)(nil),                // 23: kvrpcpb.ScanResponse
+	(*PrewriteRequest)(nil),             // 24: kvrpcpb.PrewriteRequest
+	(*PrewriteResponse)(nil),            // 25: kvrpcpb.PrewriteResponse
+	(*CommitRequest)(nil),               // 26: kvrpcpb.CommitRequest
+	(*CommitResponse)(nil),              // 27: kvrpcpb.CommitResponse
+	(*BatchRollbackRequest)(nil),        // 28: kvrpcpb.BatchRollbackRequest
+	(*BatchRollbackResponse)(nil),       // 29: kvrpcpb.BatchRollbackResponse
+	(*CleanupRequest)(nil),              // 30: kvrpcpb.CleanupRequest
+	(*CleanupResponse)(nil),             // 31: kvrpcpb.CleanupResponse
+	(*CheckTxnStatusRequest)(nil),       // 32: kvrpcpb.CheckTxnStatusRequest
+	(*CheckTxnStatusResponse)(nil),      // 33: kvrpcpb.CheckTxnStatusResponse
+	(*CheckSecondaryLocksRequest)(nil),  // 34: kvrpcpb.CheckSecondaryLocksRequest
+	(*CheckSecondaryLocksResponse)(nil), // 35: kvrpcpb.CheckSecondaryLocksResponse
+	(*TxnInfo)(nil),                     // 36: kvrpcpb.TxnInfo
+	(*ResolveLockRequest)(nil),          // 37: kvrpcpb.ResolveLockRequest
+	(*ResolveLockResponse)(nil),         // 38: kvrpcpb.ResolveLockResponse
+	(*TxnHeartBeatRequest)(nil),         // 39: kvrpcpb.TxnHeartBeatRequest
+	(*TxnHeartBeatResponse)(nil),        // 40: kvrpcpb.TxnHeartBeatResponse
+	(*PessimisticLockRequest)(nil),      // 41: kvrpcpb.PessimisticLockRequest
+	(*PessimisticLockResponse)(nil),     // 42: kvrpcpb.PessimisticLockResponse
+	(*PessimisticRollbackRequest)(nil),  // 43: kvrpcpb.PessimisticRollbackRequest
+	(*PessimisticRollbackResponse)(nil), // 44: kvrpcpb.PessimisticRollbackResponse
+	(*ScanLockRequest)(nil),             // 45: kvrpcpb.ScanLockRequest
+	(*ScanLockResponse)(nil),            // 46: kvrpcpb.ScanLockResponse
+	(*OnePCRequest)(nil),                // 47: kvrpcpb.OnePCRequest
+	(*OnePCResponse)(nil),               // 48: kvrpcpb.OnePCResponse
+	(*KeyRange)(nil),                    // 49: kvrpcpb.KeyRange
+	(*CoprocessorRequest)(nil),          // 50: kvrpcpb.CoprocessorRequest
+	(*CoprocessorResponse)(nil),         // 51: kvrpcpb.CoprocessorResponse
+	(*metapb.RegionEpoch)(nil),          // 52: metapb.RegionEpoch
+	(*metapb.Peer)(nil),                 // 53: metapb.Peer
+	(*errorpb.Error)(nil),               // 54: errorpb.Error
 }
 var file_kvrpcpb_proto_depIdxs = []int32{
-	16, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
-	17, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
-	4,  // 2: kvrpcpb.KeyError.already_exist:type_name -> kvrpcpb.AlreadyExist
-	5,  // 3: kvrpcpb.KeyError.conflict:type_name -> kvrpcpb.WriteConflict
-	1,  // 4: kvrpcpb.GetRequest.context:type_name -> kvrpcpb.Context
-	18, // 5: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
-	3,  // 6: kvrpcpb.GetResponse.error:type_name -> kvrpcpb.KeyError
-	1,  // 7: kvrpcpb.ScanRequest.context:type_name -> kvrpcpb.Context
-	18, // 8: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
-	2,  // 9: kvrpcpb.ScanResponse.pairs:type_name -> kvrpcpb.KvPair
-	3,  // 10: kvrpcpb.ScanResponse.error:type_name -> kvrpcpb.KeyError
-	0,  // 11: kvrpcpb.Mutation.op:type_name -> kvrpcpb.Op
-	1,  // 12: kvrpcpb.OnePCRequest.context:type_name -> kvrpcpb.Context
-	10, // 13: kvrpcpb.OnePCRequest.mutations:type_name -> kvrpcpb.Mutation
-	18, // 14: kvrpcpb.OnePCResponse.region_error:type_name -> errorpb.Error
-	3,  // 15: kvrpcpb.OnePCResponse.errors:type_name -> kvrpcpb.KeyError
-	1,  // 16: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
-	13, // 17: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
-	18, // 18: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
-	3,  // 19: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	52, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
+	53, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
+	0,  // 2: kvrpcpb.Context.isolation_level:type_name -> kvrpcpb.IsolationLevel
+	9,  // 3: kvrpcpb.KvPair.error:type_name -> kvrpcpb.KeyError
+	1,  // 4: kvrpcpb.Mutation.op:type_name -> kvrpcpb.Op
+	1,  // 5: kvrpcpb.LockInfo.lock_type:type_name -> kvrpcpb.Op
+	10, // 6: kvrpcpb.KeyError.already_exist:type_name -> kvrpcpb.AlreadyExist
+	11, // 7: kvrpcpb.KeyError.conflict:type_name -> kvrpcpb.WriteConflict
+	8,  // 8: kvrpcpb.KeyError.locked:type_name -> kvrpcpb.LockInfo
+	13, // 9: kvrpcpb.KeyError.deadlock:type_name -> kvrpcpb.Deadlock
+	14, // 10: kvrpcpb.KeyError.txn_not_found:type_name -> kvrpcpb.TxnNotFound
+	16, // 11: kvrpcpb.KeyError.commit_ts_expired:type_name -> kvrpcpb.CommitTsExpired
+	15, // 12: kvrpcpb.KeyError.txn_lock_not_found:type_name -> kvrpcpb.TxnLockNotFound
+	17, // 13: kvrpcpb.KeyError.lock_wait_timeout:type_name -> kvrpcpb.LockWaitTimeout
+	4,  // 14: kvrpcpb.WriteConflict.reason:type_name -> kvrpcpb.WriteConflict.Reason
+	12, // 15: kvrpcpb.Deadlock.wait_chain:type_name -> kvrpcpb.WaitForEntry
+	5,  // 16: kvrpcpb.GetRequest.context:type_name -> kvrpcpb.Context
+	54, // 17: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
+	9,  // 18: kvrpcpb.GetResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 19: kvrpcpb.BatchGetRequest.context:type_name -> kvrpcpb.Context
+	54, // 20: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
+	6,  // 21: kvrpcpb.BatchGetResponse.pairs:type_name -> kvrpcpb.KvPair
+	9,  // 22: kvrpcpb.BatchGetResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 23: kvrpcpb.ScanRequest.context:type_name -> kvrpcpb.Context
+	54, // 24: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
+	6,  // 25: kvrpcpb.ScanResponse.pairs:type_name -> kvrpcpb.KvPair
+	9,  // 26: kvrpcpb.ScanResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 27: kvrpcpb.PrewriteRequest.context:type_name -> kvrpcpb.Context
+	7,  // 28: kvrpcpb.PrewriteRequest.mutations:type_name -> kvrpcpb.Mutation
+	2,  // 29: kvrpcpb.PrewriteRequest.pessimistic_actions:type_name -> kvrpcpb.PessimisticAction
+	54, // 30: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
+	9,  // 31: kvrpcpb.PrewriteResponse.errors:type_name -> kvrpcpb.KeyError
+	5,  // 32: kvrpcpb.CommitRequest.context:type_name -> kvrpcpb.Context
+	54, // 33: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
+	9,  // 34: kvrpcpb.CommitResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 35: kvrpcpb.BatchRollbackRequest.context:type_name -> kvrpcpb.Context
+	54, // 36: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
+	9,  // 37: kvrpcpb.BatchRollbackResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 38: kvrpcpb.CleanupRequest.context:type_name -> kvrpcpb.Context
+	54, // 39: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
+	9,  // 40: kvrpcpb.CleanupResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 41: kvrpcpb.CheckTxnStatusRequest.context:type_name -> kvrpcpb.Context
+	54, // 42: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
+	9,  // 43: kvrpcpb.CheckTxnStatusResponse.error:type_name -> kvrpcpb.KeyError
+	3,  // 44: kvrpcpb.CheckTxnStatusResponse.action:type_name -> kvrpcpb.Action
+	8,  // 45: kvrpcpb.CheckTxnStatusResponse.lock_info:type_name -> kvrpcpb.LockInfo
+	5,  // 46: kvrpcpb.CheckSecondaryLocksRequest.context:type_name -> kvrpcpb.Context
+	54, // 47: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
+	9,  // 48: kvrpcpb.CheckSecondaryLocksResponse.error:type_name -> kvrpcpb.KeyError
+	8,  // 49: kvrpcpb.CheckSecondaryLocksResponse.locks:type_name -> kvrpcpb.LockInfo
+	5,  // 50: kvrpcpb.ResolveLockRequest.context:type_name -> kvrpcpb.Context
+	36, // 51: kvrpcpb.ResolveLockRequest.txn_infos:type_name -> kvrpcpb.TxnInfo
+	54, // 52: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
+	9,  // 53: kvrpcpb.ResolveLockResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 54: kvrpcpb.TxnHeartBeatRequest.context:type_name -> kvrpcpb.Context
+	54, // 55: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
+	9,  // 56: kvrpcpb.TxnHeartBeatResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 57: kvrpcpb.PessimisticLockRequest.context:type_name -> kvrpcpb.Context
+	7,  // 58: kvrpcpb.PessimisticLockRequest.mutations:type_name -> kvrpcpb.Mutation
+	54, // 59: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
+	9,  // 60: kvrpcpb.PessimisticLockResponse.errors:type_name -> kvrpcpb.KeyError
+	5,  // 61: kvrpcpb.PessimisticRollbackRequest.context:type_name -> kvrpcpb.Context
+	54, // 62: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
+	9,  // 63: kvrpcpb.PessimisticRollbackResponse.errors:type_name -> kvrpcpb.KeyError
+	5,  // 64: kvrpcpb.ScanLockRequest.context:type_name -> kvrpcpb.Context
+	54, // 65: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
+	9,  // 66: kvrpcpb.ScanLockResponse.error:type_name -> kvrpcpb.KeyError
+	8,  // 67: kvrpcpb.ScanLockResponse.locks:type_name -> kvrpcpb.LockInfo
+	5,  // 68: kvrpcpb.OnePCRequest.context:type_name -> kvrpcpb.Context
+	7,  // 69: kvrpcpb.OnePCRequest.mutations:type_name -> kvrpcpb.Mutation
+	54, // 70: kvrpcpb.OnePCResponse.region_error:type_name -> errorpb.Error
+	9,  // 71: kvrpcpb.OnePCResponse.errors:type_name -> kvrpcpb.KeyError
+	5,  // 72: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
+	49, // 73: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
+	54, // 74: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
+	9,  // 75: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
+	76, // [76:76] is the sub-list for method output_type
+	76, // [76:76] is the sub-list for method input_type
+	76, // [76:76] is the sub-list for extension type_name
+	76, // [76:76] is the sub-list for extension extendee
+	0,  // [0:76] is the sub-list for field type_name
 }
 
 func init() { file_kvrpcpb_proto_init() }
@@ -1151,8 +4112,8 @@ func file_kvrpcpb_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvrpcpb_proto_rawDesc), len(file_kvrpcpb_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   15,
+			NumEnums:      5,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -12,6 +12,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
+	sync "sync"
 	unsafe "unsafe"
 )
 
@@ -22,46 +23,937 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type BatchCommandsRequest struct {
+	state         protoimpl.MessageState          `protogen:"open.v1"`
+	Requests      []*BatchCommandsRequest_Request `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	RequestIds    []uint64                        `protobuf:"varint,2,rep,packed,name=request_ids,json=requestIds,proto3" json:"request_ids,omitempty"` // one per request
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchCommandsRequest) Reset() {
+	*x = BatchCommandsRequest{}
+	mi := &file_storepb_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchCommandsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchCommandsRequest) ProtoMessage() {}
+
+func (x *BatchCommandsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_storepb_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchCommandsRequest.ProtoReflect.Descriptor instead.
+func (*BatchCommandsRequest) Descriptor() ([]byte, []int) {
+	return file_storepb_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *BatchCommandsRequest) GetRequests() []*BatchCommandsRequest_Request {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest) GetRequestIds() []uint64 {
+	if x != nil {
+		return x.RequestIds
+	}
+	return nil
+}
+
+type BatchCommandsResponse struct {
+	state         protoimpl.MessageState            `protogen:"open.v1"`
+	Responses     []*BatchCommandsResponse_Response `protobuf:"bytes,1,rep,name=responses,proto3" json:"responses,omitempty"`
+	RequestIds    []uint64                          `protobuf:"varint,2,rep,packed,name=request_ids,json=requestIds,proto3" json:"request_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchCommandsResponse) Reset() {
+	*x = BatchCommandsResponse{}
+	mi := &file_storepb_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchCommandsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchCommandsResponse) ProtoMessage() {}
+
+func (x *BatchCommandsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_storepb_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchCommandsResponse.ProtoReflect.Descriptor instead.
+func (*BatchCommandsResponse) Descriptor() ([]byte, []int) {
+	return file_storepb_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *BatchCommandsResponse) GetResponses() []*BatchCommandsResponse_Response {
+	if x != nil {
+		return x.Responses
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse) GetRequestIds() []uint64 {
+	if x != nil {
+		return x.RequestIds
+	}
+	return nil
+}
+
+type BatchCommandsRequest_Request struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Cmd:
+	//
+	//	*BatchCommandsRequest_Request_Get
+	//	*BatchCommandsRequest_Request_BatchGet
+	//	*BatchCommandsRequest_Request_Scan
+	//	*BatchCommandsRequest_Request_Prewrite
+	//	*BatchCommandsRequest_Request_Commit
+	//	*BatchCommandsRequest_Request_BatchRollback
+	//	*BatchCommandsRequest_Request_Cleanup
+	//	*BatchCommandsRequest_Request_CheckTxnStatus
+	//	*BatchCommandsRequest_Request_CheckSecondaryLocks
+	//	*BatchCommandsRequest_Request_ResolveLock
+	//	*BatchCommandsRequest_Request_TxnHeartBeat
+	//	*BatchCommandsRequest_Request_PessimisticLock
+	//	*BatchCommandsRequest_Request_PessimisticRollback
+	//	*BatchCommandsRequest_Request_ScanLock
+	//	*BatchCommandsRequest_Request_Coprocessor
+	//	*BatchCommandsRequest_Request_OnePc
+	Cmd           isBatchCommandsRequest_Request_Cmd `protobuf_oneof:"cmd"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchCommandsRequest_Request) Reset() {
+	*x = BatchCommandsRequest_Request{}
+	mi := &file_storepb_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchCommandsRequest_Request) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchCommandsRequest_Request) ProtoMessage() {}
+
+func (x *BatchCommandsRequest_Request) ProtoReflect() protoreflect.Message {
+	mi := &file_storepb_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchCommandsRequest_Request.ProtoReflect.Descriptor instead.
+func (*BatchCommandsRequest_Request) Descriptor() ([]byte, []int) {
+	return file_storepb_proto_rawDescGZIP(), []int{0, 0}
+}
+
+func (x *BatchCommandsRequest_Request) GetCmd() isBatchCommandsRequest_Request_Cmd {
+	if x != nil {
+		return x.Cmd
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetGet() *kvrpcpb.GetRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_Get); ok {
+			return x.Get
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetBatchGet() *kvrpcpb.BatchGetRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_BatchGet); ok {
+			return x.BatchGet
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetScan() *kvrpcpb.ScanRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_Scan); ok {
+			return x.Scan
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetPrewrite() *kvrpcpb.PrewriteRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_Prewrite); ok {
+			return x.Prewrite
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetCommit() *kvrpcpb.CommitRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_Commit); ok {
+			return x.Commit
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetBatchRollback() *kvrpcpb.BatchRollbackRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_BatchRollback); ok {
+			return x.BatchRollback
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetCleanup() *kvrpcpb.CleanupRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_Cleanup); ok {
+			return x.Cleanup
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetCheckTxnStatus() *kvrpcpb.CheckTxnStatusRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_CheckTxnStatus); ok {
+			return x.CheckTxnStatus
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetCheckSecondaryLocks() *kvrpcpb.CheckSecondaryLocksRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_CheckSecondaryLocks); ok {
+			return x.CheckSecondaryLocks
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetResolveLock() *kvrpcpb.ResolveLockRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_ResolveLock); ok {
+			return x.ResolveLock
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetTxnHeartBeat() *kvrpcpb.TxnHeartBeatRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_TxnHeartBeat); ok {
+			return x.TxnHeartBeat
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetPessimisticLock() *kvrpcpb.PessimisticLockRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_PessimisticLock); ok {
+			return x.PessimisticLock
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetPessimisticRollback() *kvrpcpb.PessimisticRollbackRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_PessimisticRollback); ok {
+			return x.PessimisticRollback
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetScanLock() *kvrpcpb.ScanLockRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_ScanLock); ok {
+			return x.ScanLock
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetCoprocessor() *kvrpcpb.CoprocessorRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_Coprocessor); ok {
+			return x.Coprocessor
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetOnePc() *kvrpcpb.OnePCRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_OnePc); ok {
+			return x.OnePc
+		}
+	}
+	return nil
+}
+
+type isBatchCommandsRequest_Request_Cmd interface {
+	isBatchCommandsRequest_Request_Cmd()
+}
+
+type BatchCommandsRequest_Request_Get struct {
+	Get *kvrpcpb.GetRequest `protobuf:"bytes,1,opt,name=get,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_BatchGet struct {
+	BatchGet *kvrpcpb.BatchGetRequest `protobuf:"bytes,2,opt,name=batch_get,json=batchGet,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_Scan struct {
+	Scan *kvrpcpb.ScanRequest `protobuf:"bytes,3,opt,name=scan,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_Prewrite struct {
+	Prewrite *kvrpcpb.PrewriteRequest `protobuf:"bytes,4,opt,name=prewrite,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_Commit struct {
+	Commit *kvrpcpb.CommitRequest `protobuf:"bytes,5,opt,name=commit,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_BatchRollback struct {
+	BatchRollback *kvrpcpb.BatchRollbackRequest `protobuf:"bytes,6,opt,name=batch_rollback,json=batchRollback,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_Cleanup struct {
+	Cleanup *kvrpcpb.CleanupRequest `protobuf:"bytes,7,opt,name=cleanup,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_CheckTxnStatus struct {
+	CheckTxnStatus *kvrpcpb.CheckTxnStatusRequest `protobuf:"bytes,8,opt,name=check_txn_status,json=checkTxnStatus,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_CheckSecondaryLocks struct {
+	CheckSecondaryLocks *kvrpcpb.CheckSecondaryLocksRequest `protobuf:"bytes,9,opt,name=check_secondary_locks,json=checkSecondaryLocks,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_ResolveLock struct {
+	ResolveLock *kvrpcpb.ResolveLockRequest `protobuf:"bytes,10,opt,name=resolve_lock,json=resolveLock,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_TxnHeartBeat struct {
+	TxnHeartBeat *kvrpcpb.TxnHeartBeatRequest `protobuf:"bytes,11,opt,name=txn_heart_beat,json=txnHeartBeat,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_PessimisticLock struct {
+	PessimisticLock *kvrpcpb.PessimisticLockRequest `protobuf:"bytes,12,opt,name=pessimistic_lock,json=pessimisticLock,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_PessimisticRollback struct {
+	PessimisticRollback *kvrpcpb.PessimisticRollbackRequest `protobuf:"bytes,13,opt,name=pessimistic_rollback,json=pessimisticRollback,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_ScanLock struct {
+	ScanLock *kvrpcpb.ScanLockRequest `protobuf:"bytes,14,opt,name=scan_lock,json=scanLock,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_Coprocessor struct {
+	Coprocessor *kvrpcpb.CoprocessorRequest `protobuf:"bytes,15,opt,name=coprocessor,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_OnePc struct {
+	OnePc *kvrpcpb.OnePCRequest `protobuf:"bytes,16,opt,name=one_pc,json=onePc,proto3,oneof"`
+}
+
+func (*BatchCommandsRequest_Request_Get) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_BatchGet) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_Scan) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_Prewrite) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_Commit) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_BatchRollback) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_Cleanup) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_CheckTxnStatus) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_CheckSecondaryLocks) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_ResolveLock) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_TxnHeartBeat) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_PessimisticLock) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_PessimisticRollback) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_ScanLock) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_Coprocessor) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_OnePc) isBatchCommandsRequest_Request_Cmd() {}
+
+type BatchCommandsResponse_Response struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Cmd:
+	//
+	//	*BatchCommandsResponse_Response_Get
+	//	*BatchCommandsResponse_Response_BatchGet
+	//	*BatchCommandsResponse_Response_Scan
+	//	*BatchCommandsResponse_Response_Prewrite
+	//	*BatchCommandsResponse_Response_Commit
+	//	*BatchCommandsResponse_Response_BatchRollback
+	//	*BatchCommandsResponse_Response_Cleanup
+	//	*BatchCommandsResponse_Response_CheckTxnStatus
+	//	*BatchCommandsResponse_Response_CheckSecondaryLocks
+	//	*BatchCommandsResponse_Response_ResolveLock
+	//	*BatchCommandsResponse_Response_TxnHeartBeat
+	//	*BatchCommandsResponse_Response_PessimisticLock
+	//	*BatchCommandsResponse_Response_PessimisticRollback
+	//	*BatchCommandsResponse_Response_ScanLock
+	//	*BatchCommandsResponse_Response_Coprocessor
+	//	*BatchCommandsResponse_Response_OnePc
+	Cmd isBatchCommandsResponse_Response_Cmd `protobuf_oneof:"cmd"`
+	// error: the request could not be run at all (store stopping, bad
+	// request); the caller treats it as a transport error for this one.
+	Error         string `protobuf:"bytes,100,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchCommandsResponse_Response) Reset() {
+	*x = BatchCommandsResponse_Response{}
+	mi := &file_storepb_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchCommandsResponse_Response) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchCommandsResponse_Response) ProtoMessage() {}
+
+func (x *BatchCommandsResponse_Response) ProtoReflect() protoreflect.Message {
+	mi := &file_storepb_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchCommandsResponse_Response.ProtoReflect.Descriptor instead.
+func (*BatchCommandsResponse_Response) Descriptor() ([]byte, []int) {
+	return file_storepb_proto_rawDescGZIP(), []int{1, 0}
+}
+
+func (x *BatchCommandsResponse_Response) GetCmd() isBatchCommandsResponse_Response_Cmd {
+	if x != nil {
+		return x.Cmd
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetGet() *kvrpcpb.GetResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_Get); ok {
+			return x.Get
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetBatchGet() *kvrpcpb.BatchGetResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_BatchGet); ok {
+			return x.BatchGet
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetScan() *kvrpcpb.ScanResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_Scan); ok {
+			return x.Scan
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetPrewrite() *kvrpcpb.PrewriteResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_Prewrite); ok {
+			return x.Prewrite
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetCommit() *kvrpcpb.CommitResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_Commit); ok {
+			return x.Commit
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetBatchRollback() *kvrpcpb.BatchRollbackResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_BatchRollback); ok {
+			return x.BatchRollback
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetCleanup() *kvrpcpb.CleanupResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_Cleanup); ok {
+			return x.Cleanup
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetCheckTxnStatus() *kvrpcpb.CheckTxnStatusResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_CheckTxnStatus); ok {
+			return x.CheckTxnStatus
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetCheckSecondaryLocks() *kvrpcpb.CheckSecondaryLocksResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_CheckSecondaryLocks); ok {
+			return x.CheckSecondaryLocks
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetResolveLock() *kvrpcpb.ResolveLockResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_ResolveLock); ok {
+			return x.ResolveLock
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetTxnHeartBeat() *kvrpcpb.TxnHeartBeatResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_TxnHeartBeat); ok {
+			return x.TxnHeartBeat
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetPessimisticLock() *kvrpcpb.PessimisticLockResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_PessimisticLock); ok {
+			return x.PessimisticLock
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetPessimisticRollback() *kvrpcpb.PessimisticRollbackResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_PessimisticRollback); ok {
+			return x.PessimisticRollback
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetScanLock() *kvrpcpb.ScanLockResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_ScanLock); ok {
+			return x.ScanLock
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetCoprocessor() *kvrpcpb.CoprocessorResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_Coprocessor); ok {
+			return x.Coprocessor
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetOnePc() *kvrpcpb.OnePCResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_OnePc); ok {
+			return x.OnePc
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type isBatchCommandsResponse_Response_Cmd interface {
+	isBatchCommandsResponse_Response_Cmd()
+}
+
+type BatchCommandsResponse_Response_Get struct {
+	Get *kvrpcpb.GetResponse `protobuf:"bytes,1,opt,name=get,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_BatchGet struct {
+	BatchGet *kvrpcpb.BatchGetResponse `protobuf:"bytes,2,opt,name=batch_get,json=batchGet,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_Scan struct {
+	Scan *kvrpcpb.ScanResponse `protobuf:"bytes,3,opt,name=scan,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_Prewrite struct {
+	Prewrite *kvrpcpb.PrewriteResponse `protobuf:"bytes,4,opt,name=prewrite,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_Commit struct {
+	Commit *kvrpcpb.CommitResponse `protobuf:"bytes,5,opt,name=commit,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_BatchRollback struct {
+	BatchRollback *kvrpcpb.BatchRollbackResponse `protobuf:"bytes,6,opt,name=batch_rollback,json=batchRollback,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_Cleanup struct {
+	Cleanup *kvrpcpb.CleanupResponse `protobuf:"bytes,7,opt,name=cleanup,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_CheckTxnStatus struct {
+	CheckTxnStatus *kvrpcpb.CheckTxnStatusResponse `protobuf:"bytes,8,opt,name=check_txn_status,json=checkTxnStatus,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_CheckSecondaryLocks struct {
+	CheckSecondaryLocks *kvrpcpb.CheckSecondaryLocksResponse `protobuf:"bytes,9,opt,name=check_secondary_locks,json=checkSecondaryLocks,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_ResolveLock struct {
+	ResolveLock *kvrpcpb.ResolveLockResponse `protobuf:"bytes,10,opt,name=resolve_lock,json=resolveLock,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_TxnHeartBeat struct {
+	TxnHeartBeat *kvrpcpb.TxnHeartBeatResponse `protobuf:"bytes,11,opt,name=txn_heart_beat,json=txnHeartBeat,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_PessimisticLock struct {
+	PessimisticLock *kvrpcpb.PessimisticLockResponse `protobuf:"bytes,12,opt,name=pessimistic_lock,json=pessimisticLock,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_PessimisticRollback struct {
+	PessimisticRollback *kvrpcpb.PessimisticRollbackResponse `protobuf:"bytes,13,opt,name=pessimistic_rollback,json=pessimisticRollback,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_ScanLock struct {
+	ScanLock *kvrpcpb.ScanLockResponse `protobuf:"bytes,14,opt,name=scan_lock,json=scanLock,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_Coprocessor struct {
+	Coprocessor *kvrpcpb.CoprocessorResponse `protobuf:"bytes,15,opt,name=coprocessor,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_OnePc struct {
+	OnePc *kvrpcpb.OnePCResponse `protobuf:"bytes,16,opt,name=one_pc,json=onePc,proto3,oneof"`
+}
+
+func (*BatchCommandsResponse_Response_Get) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_BatchGet) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_Scan) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_Prewrite) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_Commit) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_BatchRollback) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_Cleanup) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_CheckTxnStatus) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_CheckSecondaryLocks) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_ResolveLock) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_TxnHeartBeat) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_PessimisticLock) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_PessimisticRollback) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_ScanLock) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_Coprocessor) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_OnePc) isBatchCommandsResponse_Response_Cmd() {}
+
 var File_storepb_proto protoreflect.FileDescriptor
 
 const file_storepb_proto_rawDesc = "" +
 	"\n" +
-	"\rstorepb.proto\x12\astorepb\x1a\rkvrpcpb.proto\x1a\x13raft_serverpb.proto2\xc0\x02\n" +
+	"\rstorepb.proto\x12\astorepb\x1a\rkvrpcpb.proto\x1a\x13raft_serverpb.proto\"\x83\t\n" +
+	"\x14BatchCommandsRequest\x12A\n" +
+	"\brequests\x18\x01 \x03(\v2%.storepb.BatchCommandsRequest.RequestR\brequests\x12\x1f\n" +
+	"\vrequest_ids\x18\x02 \x03(\x04R\n" +
+	"requestIds\x1a\x86\b\n" +
+	"\aRequest\x12'\n" +
+	"\x03get\x18\x01 \x01(\v2\x13.kvrpcpb.GetRequestH\x00R\x03get\x127\n" +
+	"\tbatch_get\x18\x02 \x01(\v2\x18.kvrpcpb.BatchGetRequestH\x00R\bbatchGet\x12*\n" +
+	"\x04scan\x18\x03 \x01(\v2\x14.kvrpcpb.ScanRequestH\x00R\x04scan\x126\n" +
+	"\bprewrite\x18\x04 \x01(\v2\x18.kvrpcpb.PrewriteRequestH\x00R\bprewrite\x120\n" +
+	"\x06commit\x18\x05 \x01(\v2\x16.kvrpcpb.CommitRequestH\x00R\x06commit\x12F\n" +
+	"\x0ebatch_rollback\x18\x06 \x01(\v2\x1d.kvrpcpb.BatchRollbackRequestH\x00R\rbatchRollback\x123\n" +
+	"\acleanup\x18\a \x01(\v2\x17.kvrpcpb.CleanupRequestH\x00R\acleanup\x12J\n" +
+	"\x10check_txn_status\x18\b \x01(\v2\x1e.kvrpcpb.CheckTxnStatusRequestH\x00R\x0echeckTxnStatus\x12Y\n" +
+	"\x15check_secondary_locks\x18\t \x01(\v2#.kvrpcpb.CheckSecondaryLocksRequestH\x00R\x13checkSecondaryLocks\x12@\n" +
+	"\fresolve_lock\x18\n" +
+	" \x01(\v2\x1b.kvrpcpb.ResolveLockRequestH\x00R\vresolveLock\x12D\n" +
+	"\x0etxn_heart_beat\x18\v \x01(\v2\x1c.kvrpcpb.TxnHeartBeatRequestH\x00R\ftxnHeartBeat\x12L\n" +
+	"\x10pessimistic_lock\x18\f \x01(\v2\x1f.kvrpcpb.PessimisticLockRequestH\x00R\x0fpessimisticLock\x12X\n" +
+	"\x14pessimistic_rollback\x18\r \x01(\v2#.kvrpcpb.PessimisticRollbackRequestH\x00R\x13pessimisticRollback\x127\n" +
+	"\tscan_lock\x18\x0e \x01(\v2\x18.kvrpcpb.ScanLockRequestH\x00R\bscanLock\x12?\n" +
+	"\vcoprocessor\x18\x0f \x01(\v2\x1b.kvrpcpb.CoprocessorRequestH\x00R\vcoprocessor\x12.\n" +
+	"\x06one_pc\x18\x10 \x01(\v2\x15.kvrpcpb.OnePCRequestH\x00R\x05onePcB\x05\n" +
+	"\x03cmd\"\xaf\t\n" +
+	"\x15BatchCommandsResponse\x12E\n" +
+	"\tresponses\x18\x01 \x03(\v2'.storepb.BatchCommandsResponse.ResponseR\tresponses\x12\x1f\n" +
+	"\vrequest_ids\x18\x02 \x03(\x04R\n" +
+	"requestIds\x1a\xad\b\n" +
+	"\bResponse\x12(\n" +
+	"\x03get\x18\x01 \x01(\v2\x14.kvrpcpb.GetResponseH\x00R\x03get\x128\n" +
+	"\tbatch_get\x18\x02 \x01(\v2\x19.kvrpcpb.BatchGetResponseH\x00R\bbatchGet\x12+\n" +
+	"\x04scan\x18\x03 \x01(\v2\x15.kvrpcpb.ScanResponseH\x00R\x04scan\x127\n" +
+	"\bprewrite\x18\x04 \x01(\v2\x19.kvrpcpb.PrewriteResponseH\x00R\bprewrite\x121\n" +
+	"\x06commit\x18\x05 \x01(\v2\x17.kvrpcpb.CommitResponseH\x00R\x06commit\x12G\n" +
+	"\x0ebatch_rollback\x18\x06 \x01(\v2\x1e.kvrpcpb.BatchRollbackResponseH\x00R\rbatchRollback\x124\n" +
+	"\acleanup\x18\a \x01(\v2\x18.kvrpcpb.CleanupResponseH\x00R\acleanup\x12K\n" +
+	"\x10check_txn_status\x18\b \x01(\v2\x1f.kvrpcpb.CheckTxnStatusResponseH\x00R\x0echeckTxnStatus\x12Z\n" +
+	"\x15check_secondary_locks\x18\t \x01(\v2$.kvrpcpb.CheckSecondaryLocksResponseH\x00R\x13checkSecondaryLocks\x12A\n" +
+	"\fresolve_lock\x18\n" +
+	" \x01(\v2\x1c.kvrpcpb.ResolveLockResponseH\x00R\vresolveLock\x12E\n" +
+	"\x0etxn_heart_beat\x18\v \x01(\v2\x1d.kvrpcpb.TxnHeartBeatResponseH\x00R\ftxnHeartBeat\x12M\n" +
+	"\x10pessimistic_lock\x18\f \x01(\v2 .kvrpcpb.PessimisticLockResponseH\x00R\x0fpessimisticLock\x12Y\n" +
+	"\x14pessimistic_rollback\x18\r \x01(\v2$.kvrpcpb.PessimisticRollbackResponseH\x00R\x13pessimisticRollback\x128\n" +
+	"\tscan_lock\x18\x0e \x01(\v2\x19.kvrpcpb.ScanLockResponseH\x00R\bscanLock\x12@\n" +
+	"\vcoprocessor\x18\x0f \x01(\v2\x1c.kvrpcpb.CoprocessorResponseH\x00R\vcoprocessor\x12/\n" +
+	"\x06one_pc\x18\x10 \x01(\v2\x16.kvrpcpb.OnePCResponseH\x00R\x05onePc\x12\x14\n" +
+	"\x05error\x18d \x01(\tR\x05errorB\x05\n" +
+	"\x03cmd2\xd6\n" +
+	"\n" +
 	"\x05Store\x124\n" +
-	"\x05KvGet\x12\x13.kvrpcpb.GetRequest\x1a\x14.kvrpcpb.GetResponse\"\x00\x127\n" +
-	"\x06KvScan\x12\x14.kvrpcpb.ScanRequest\x1a\x15.kvrpcpb.ScanResponse\"\x00\x12:\n" +
+	"\x05KvGet\x12\x13.kvrpcpb.GetRequest\x1a\x14.kvrpcpb.GetResponse\"\x00\x12C\n" +
+	"\n" +
+	"KvBatchGet\x12\x18.kvrpcpb.BatchGetRequest\x1a\x19.kvrpcpb.BatchGetResponse\"\x00\x127\n" +
+	"\x06KvScan\x12\x14.kvrpcpb.ScanRequest\x1a\x15.kvrpcpb.ScanResponse\"\x00\x12C\n" +
+	"\n" +
+	"KvPrewrite\x12\x18.kvrpcpb.PrewriteRequest\x1a\x19.kvrpcpb.PrewriteResponse\"\x00\x12=\n" +
+	"\bKvCommit\x12\x16.kvrpcpb.CommitRequest\x1a\x17.kvrpcpb.CommitResponse\"\x00\x12R\n" +
+	"\x0fKvBatchRollback\x12\x1d.kvrpcpb.BatchRollbackRequest\x1a\x1e.kvrpcpb.BatchRollbackResponse\"\x00\x12@\n" +
+	"\tKvCleanup\x12\x17.kvrpcpb.CleanupRequest\x1a\x18.kvrpcpb.CleanupResponse\"\x00\x12U\n" +
+	"\x10KvCheckTxnStatus\x12\x1e.kvrpcpb.CheckTxnStatusRequest\x1a\x1f.kvrpcpb.CheckTxnStatusResponse\"\x00\x12d\n" +
+	"\x15KvCheckSecondaryLocks\x12#.kvrpcpb.CheckSecondaryLocksRequest\x1a$.kvrpcpb.CheckSecondaryLocksResponse\"\x00\x12L\n" +
+	"\rKvResolveLock\x12\x1b.kvrpcpb.ResolveLockRequest\x1a\x1c.kvrpcpb.ResolveLockResponse\"\x00\x12O\n" +
+	"\x0eKvTxnHeartBeat\x12\x1c.kvrpcpb.TxnHeartBeatRequest\x1a\x1d.kvrpcpb.TxnHeartBeatResponse\"\x00\x12X\n" +
+	"\x11KvPessimisticLock\x12\x1f.kvrpcpb.PessimisticLockRequest\x1a .kvrpcpb.PessimisticLockResponse\"\x00\x12d\n" +
+	"\x15KvPessimisticRollback\x12#.kvrpcpb.PessimisticRollbackRequest\x1a$.kvrpcpb.PessimisticRollbackResponse\"\x00\x12C\n" +
+	"\n" +
+	"KvScanLock\x12\x18.kvrpcpb.ScanLockRequest\x1a\x19.kvrpcpb.ScanLockResponse\"\x00\x12:\n" +
 	"\aKvOnePC\x12\x15.kvrpcpb.OnePCRequest\x1a\x16.kvrpcpb.OnePCResponse\"\x00\x12J\n" +
-	"\vCoprocessor\x12\x1b.kvrpcpb.CoprocessorRequest\x1a\x1c.kvrpcpb.CoprocessorResponse\"\x00\x12@\n" +
+	"\vCoprocessor\x12\x1b.kvrpcpb.CoprocessorRequest\x1a\x1c.kvrpcpb.CoprocessorResponse\"\x00\x12T\n" +
+	"\rBatchCommands\x12\x1d.storepb.BatchCommandsRequest\x1a\x1e.storepb.BatchCommandsResponse\"\x00(\x010\x01\x12@\n" +
 	"\x04Raft\x12\x1f.raft_serverpb.BatchRaftMessage\x1a\x13.raft_serverpb.Done\"\x00(\x01B*Z(github.com/stratadb/strata/proto/storepbb\x06proto3"
 
+var (
+	file_storepb_proto_rawDescOnce sync.Once
+	file_storepb_proto_rawDescData []byte
+)
+
+func file_storepb_proto_rawDescGZIP() []byte {
+	file_storepb_proto_rawDescOnce.Do(func() {
+		file_storepb_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_storepb_proto_rawDesc), len(file_storepb_proto_rawDesc)))
+	})
+	return file_storepb_proto_rawDescData
+}
+
+var file_storepb_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_storepb_proto_goTypes = []any{
-	(*kvrpcpb.GetRequest)(nil),             // 0: kvrpcpb.GetRequest
-	(*kvrpcpb.ScanRequest)(nil),            // 1: kvrpcpb.ScanRequest
-	(*kvrpcpb.OnePCRequest)(nil),           // 2: kvrpcpb.OnePCRequest
-	(*kvrpcpb.CoprocessorRequest)(nil),     // 3: kvrpcpb.CoprocessorRequest
-	(*raft_serverpb.BatchRaftMessage)(nil), // 4: raft_serverpb.BatchRaftMessage
-	(*kvrpcpb.GetResponse)(nil),            // 5: kvrpcpb.GetResponse
-	(*kvrpcpb.ScanResponse)(nil),           // 6: kvrpcpb.ScanResponse
-	(*kvrpcpb.OnePCResponse)(nil),          // 7: kvrpcpb.OnePCResponse
-	(*kvrpcpb.CoprocessorResponse)(nil),    // 8: kvrpcpb.CoprocessorResponse
-	(*raft_serverpb.Done)(nil),             // 9: raft_serverpb.Done
+	(*BatchCommandsRequest)(nil),                // 0: storepb.BatchCommandsRequest
+	(*BatchCommandsResponse)(nil),               // 1: storepb.BatchCommandsResponse
+	(*BatchCommandsRequest_Request)(nil),        // 2: storepb.BatchCommandsRequest.Request
+	(*BatchCommandsResponse_Response)(nil),      // 3: storepb.BatchCommandsResponse.Response
+	(*kvrpcpb.GetRequest)(nil),                  // 4: kvrpcpb.GetRequest
+	(*kvrpcpb.BatchGetRequest)(nil),             // 5: kvrpcpb.BatchGetRequest
+	(*kvrpcpb.ScanRequest)(nil),                 // 6: kvrpcpb.ScanRequest
+	(*kvrpcpb.PrewriteRequest)(nil),             // 7: kvrpcpb.PrewriteRequest
+	(*kvrpcpb.CommitRequest)(nil),               // 8: kvrpcpb.CommitRequest
+	(*kvrpcpb.BatchRollbackRequest)(nil),        // 9: kvrpcpb.BatchRollbackRequest
+	(*kvrpcpb.CleanupRequest)(nil),              // 10: kvrpcpb.CleanupRequest
+	(*kvrpcpb.CheckTxnStatusRequest)(nil),       // 11: kvrpcpb.CheckTxnStatusRequest
+	(*kvrpcpb.CheckSecondaryLocksRequest)(nil),  // 12: kvrpcpb.CheckSecondaryLocksRequest
+	(*kvrpcpb.ResolveLockRequest)(nil),          // 13: kvrpcpb.ResolveLockRequest
+	(*kvrpcpb.TxnHeartBeatRequest)(nil),         // 14: kvrpcpb.TxnHeartBeatRequest
+	(*kvrpcpb.PessimisticLockRequest)(nil),      // 15: kvrpcpb.PessimisticLockRequest
+	(*kvrpcpb.PessimisticRollbackRequest)(nil),  // 16: kvrpcpb.PessimisticRollbackRequest
+	(*kvrpcpb.ScanLockRequest)(nil),             // 17: kvrpcpb.ScanLockRequest
+	(*kvrpcpb.CoprocessorRequest)(nil),          // 18: kvrpcpb.CoprocessorRequest
+	(*kvrpcpb.OnePCRequest)(nil),                // 19: kvrpcpb.OnePCRequest
+	(*kvrpcpb.GetResponse)(nil),                 // 20: kvrpcpb.GetResponse
+	(*kvrpcpb.BatchGetResponse)(nil),            // 21: kvrpcpb.BatchGetResponse
+	(*kvrpcpb.ScanResponse)(nil),                // 22: kvrpcpb.ScanResponse
+	(*kvrpcpb.PrewriteResponse)(nil),            // 23: kvrpcpb.PrewriteResponse
+	(*kvrpcpb.CommitResponse)(nil),              // 24: kvrpcpb.CommitResponse
+	(*kvrpcpb.BatchRollbackResponse)(nil),       // 25: kvrpcpb.BatchRollbackResponse
+	(*kvrpcpb.CleanupResponse)(nil),             // 26: kvrpcpb.CleanupResponse
+	(*kvrpcpb.CheckTxnStatusResponse)(nil),      // 27: kvrpcpb.CheckTxnStatusResponse
+	(*kvrpcpb.CheckSecondaryLocksResponse)(nil), // 28: kvrpcpb.CheckSecondaryLocksResponse
+	(*kvrpcpb.ResolveLockResponse)(nil),         // 29: kvrpcpb.ResolveLockResponse
+	(*kvrpcpb.TxnHeartBeatResponse)(nil),        // 30: kvrpcpb.TxnHeartBeatResponse
+	(*kvrpcpb.PessimisticLockResponse)(nil),     // 31: kvrpcpb.PessimisticLockResponse
+	(*kvrpcpb.PessimisticRollbackResponse)(nil), // 32: kvrpcpb.PessimisticRollbackResponse
+	(*kvrpcpb.ScanLockResponse)(nil),            // 33: kvrpcpb.ScanLockResponse
+	(*kvrpcpb.CoprocessorResponse)(nil),         // 34: kvrpcpb.CoprocessorResponse
+	(*kvrpcpb.OnePCResponse)(nil),               // 35: kvrpcpb.OnePCResponse
+	(*raft_serverpb.BatchRaftMessage)(nil),      // 36: raft_serverpb.BatchRaftMessage
+	(*raft_serverpb.Done)(nil),                  // 37: raft_serverpb.Done
 }
 var file_storepb_proto_depIdxs = []int32{
-	0, // 0: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
-	1, // 1: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
-	2, // 2: storepb.Store.KvOnePC:input_type -> kvrpcpb.OnePCRequest
-	3, // 3: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
-	4, // 4: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
-	5, // 5: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
-	6, // 6: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
-	7, // 7: storepb.Store.KvOnePC:output_type -> kvrpcpb.OnePCResponse
-	8, // 8: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
-	9, // 9: storepb.Store.Raft:output_type -> raft_serverpb.Done
-	5, // [5:10] is the sub-list for method output_type
-	0, // [0:5] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	2,  // 0: storepb.BatchCommandsRequest.requests:type_name -> storepb.BatchCommandsRequest.Request
+	3,  // 1: storepb.BatchCommandsResponse.responses:type_name -> storepb.BatchCommandsResponse.Response
+	4,  // 2: storepb.BatchCommandsRequest.Request.get:type_name -> kvrpcpb.GetRequest
+	5,  // 3: storepb.BatchCommandsRequest.Request.batch_get:type_name -> kvrpcpb.BatchGetRequest
+	6,  // 4: storepb.BatchCommandsRequest.Request.scan:type_name -> kvrpcpb.ScanRequest
+	7,  // 5: storepb.BatchCommandsRequest.Request.prewrite:type_name -> kvrpcpb.PrewriteRequest
+	8,  // 6: storepb.BatchCommandsRequest.Request.commit:type_name -> kvrpcpb.CommitRequest
+	9,  // 7: storepb.BatchCommandsRequest.Request.batch_rollback:type_name -> kvrpcpb.BatchRollbackRequest
+	10, // 8: storepb.BatchCommandsRequest.Request.cleanup:type_name -> kvrpcpb.CleanupRequest
+	11, // 9: storepb.BatchCommandsRequest.Request.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusRequest
+	12, // 10: storepb.BatchCommandsRequest.Request.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksRequest
+	13, // 11: storepb.BatchCommandsRequest.Request.resolve_lock:type_name -> kvrpcpb.ResolveLockRequest
+	14, // 12: storepb.BatchCommandsRequest.Request.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatRequest
+	15, // 13: storepb.BatchCommandsRequest.Request.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockRequest
+	16, // 14: storepb.BatchCommandsRequest.Request.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackRequest
+	17, // 15: storepb.BatchCommandsRequest.Request.scan_lock:type_name -> kvrpcpb.ScanLockRequest
+	18, // 16: storepb.BatchCommandsRequest.Request.coprocessor:type_name -> kvrpcpb.CoprocessorRequest
+	19, // 17: storepb.BatchCommandsRequest.Request.one_pc:type_name -> kvrpcpb.OnePCRequest
+	20, // 18: storepb.BatchCommandsResponse.Response.get:type_name -> kvrpcpb.GetResponse
+	21, // 19: storepb.BatchCommandsResponse.Response.batch_get:type_name -> kvrpcpb.BatchGetResponse
+	22, // 20: storepb.BatchCommandsResponse.Response.scan:type_name -> kvrpcpb.ScanResponse
+	23, // 21: storepb.BatchCommandsResponse.Response.prewrite:type_name -> kvrpcpb.PrewriteResponse
+	24, // 22: storepb.BatchCommandsResponse.Response.commit:type_name -> kvrpcpb.CommitResponse
+	25, // 23: storepb.BatchCommandsResponse.Response.batch_rollback:type_name -> kvrpcpb.BatchRollbackResponse
+	26, // 24: storepb.BatchCommandsResponse.Response.cleanup:type_name -> kvrpcpb.CleanupResponse
+	27, // 25: storepb.BatchCommandsResponse.Response.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusResponse
+	28, // 26: storepb.BatchCommandsResponse.Response.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksResponse
+	29, // 27: storepb.BatchCommandsResponse.Response.resolve_lock:type_name -> kvrpcpb.ResolveLockResponse
+	30, // 28: storepb.BatchCommandsResponse.Response.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatResponse
+	31, // 29: storepb.BatchCommandsResponse.Response.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockResponse
+	32, // 30: storepb.BatchCommandsResponse.Response.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackResponse
+	33, // 31: storepb.BatchCommandsResponse.Response.scan_lock:type_name -> kvrpcpb.ScanLockResponse
+	34, // 32: storepb.BatchCommandsResponse.Response.coprocessor:type_name -> kvrpcpb.CoprocessorResponse
+	35, // 33: storepb.BatchCommandsResponse.Response.one_pc:type_name -> kvrpcpb.OnePCResponse
+	4,  // 34: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
+	5,  // 35: storepb.Store.KvBatchGet:input_type -> kvrpcpb.BatchGetRequest
+	6,  // 36: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
+	7,  // 37: storepb.Store.KvPrewrite:input_type -> kvrpcpb.PrewriteRequest
+	8,  // 38: storepb.Store.KvCommit:input_type -> kvrpcpb.CommitRequest
+	9,  // 39: storepb.Store.KvBatchRollback:input_type -> kvrpcpb.BatchRollbackRequest
+	10, // 40: storepb.Store.KvCleanup:input_type -> kvrpcpb.CleanupRequest
+	11, // 41: storepb.Store.KvCheckTxnStatus:input_type -> kvrpcpb.CheckTxnStatusRequest
+	12, // 42: storepb.Store.KvCheckSecondaryLocks:input_type -> kvrpcpb.CheckSecondaryLocksRequest
+	13, // 43: storepb.Store.KvResolveLock:input_type -> kvrpcpb.ResolveLockRequest
+	14, // 44: storepb.Store.KvTxnHeartBeat:input_type -> kvrpcpb.TxnHeartBeatRequest
+	15, // 45: storepb.Store.KvPessimisticLock:input_type -> kvrpcpb.PessimisticLockRequest
+	16, // 46: storepb.Store.KvPessimisticRollback:input_type -> kvrpcpb.PessimisticRollbackRequest
+	17, // 47: storepb.Store.KvScanLock:input_type -> kvrpcpb.ScanLockRequest
+	19, // 48: storepb.Store.KvOnePC:input_type -> kvrpcpb.OnePCRequest
+	18, // 49: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
+	0,  // 50: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
+	36, // 51: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
+	20, // 52: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
+	21, // 53: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
+	22, // 54: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
+	23, // 55: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
+	24, // 56: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
+	25, // 57: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
+	26, // 58: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
+	27, // 59: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
+	28, // 60: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
+	29, // 61: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
+	30, // 62: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
+	31, // 63: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
+	32, // 64: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
+	33, // 65: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
+	35, // 66: storepb.Store.KvOnePC:output_type -> kvrpcpb.OnePCResponse
+	34, // 67: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
+	1,  // 68: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
+	37, // 69: storepb.Store.Raft:output_type -> raft_serverpb.Done
+	52, // [52:70] is the sub-list for method output_type
+	34, // [34:52] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_storepb_proto_init() }
@@ -69,18 +961,55 @@ func file_storepb_proto_init() {
 	if File_storepb_proto != nil {
 		return
 	}
+	file_storepb_proto_msgTypes[2].OneofWrappers = []any{
+		(*BatchCommandsRequest_Request_Get)(nil),
+		(*BatchCommandsRequest_Request_BatchGet)(nil),
+		(*BatchCommandsRequest_Request_Scan)(nil),
+		(*BatchCommandsRequest_Request_Prewrite)(nil),
+		(*BatchCommandsRequest_Request_Commit)(nil),
+		(*BatchCommandsRequest_Request_BatchRollback)(nil),
+		(*BatchCommandsRequest_Request_Cleanup)(nil),
+		(*BatchCommandsRequest_Request_CheckTxnStatus)(nil),
+		(*BatchCommandsRequest_Request_CheckSecondaryLocks)(nil),
+		(*BatchCommandsRequest_Request_ResolveLock)(nil),
+		(*BatchCommandsRequest_Request_TxnHeartBeat)(nil),
+		(*BatchCommandsRequest_Request_PessimisticLock)(nil),
+		(*BatchCommandsRequest_Request_PessimisticRollback)(nil),
+		(*BatchCommandsRequest_Request_ScanLock)(nil),
+		(*BatchCommandsRequest_Request_Coprocessor)(nil),
+		(*BatchCommandsRequest_Request_OnePc)(nil),
+	}
+	file_storepb_proto_msgTypes[3].OneofWrappers = []any{
+		(*BatchCommandsResponse_Response_Get)(nil),
+		(*BatchCommandsResponse_Response_BatchGet)(nil),
+		(*BatchCommandsResponse_Response_Scan)(nil),
+		(*BatchCommandsResponse_Response_Prewrite)(nil),
+		(*BatchCommandsResponse_Response_Commit)(nil),
+		(*BatchCommandsResponse_Response_BatchRollback)(nil),
+		(*BatchCommandsResponse_Response_Cleanup)(nil),
+		(*BatchCommandsResponse_Response_CheckTxnStatus)(nil),
+		(*BatchCommandsResponse_Response_CheckSecondaryLocks)(nil),
+		(*BatchCommandsResponse_Response_ResolveLock)(nil),
+		(*BatchCommandsResponse_Response_TxnHeartBeat)(nil),
+		(*BatchCommandsResponse_Response_PessimisticLock)(nil),
+		(*BatchCommandsResponse_Response_PessimisticRollback)(nil),
+		(*BatchCommandsResponse_Response_ScanLock)(nil),
+		(*BatchCommandsResponse_Response_Coprocessor)(nil),
+		(*BatchCommandsResponse_Response_OnePc)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_storepb_proto_rawDesc), len(file_storepb_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   0,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_storepb_proto_goTypes,
 		DependencyIndexes: file_storepb_proto_depIdxs,
+		MessageInfos:      file_storepb_proto_msgTypes,
 	}.Build()
 	File_storepb_proto = out.File
 	file_storepb_proto_goTypes = nil

@@ -21,24 +21,55 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Store_KvGet_FullMethodName       = "/storepb.Store/KvGet"
-	Store_KvScan_FullMethodName      = "/storepb.Store/KvScan"
-	Store_KvOnePC_FullMethodName     = "/storepb.Store/KvOnePC"
-	Store_Coprocessor_FullMethodName = "/storepb.Store/Coprocessor"
-	Store_Raft_FullMethodName        = "/storepb.Store/Raft"
+	Store_KvGet_FullMethodName                 = "/storepb.Store/KvGet"
+	Store_KvBatchGet_FullMethodName            = "/storepb.Store/KvBatchGet"
+	Store_KvScan_FullMethodName                = "/storepb.Store/KvScan"
+	Store_KvPrewrite_FullMethodName            = "/storepb.Store/KvPrewrite"
+	Store_KvCommit_FullMethodName              = "/storepb.Store/KvCommit"
+	Store_KvBatchRollback_FullMethodName       = "/storepb.Store/KvBatchRollback"
+	Store_KvCleanup_FullMethodName             = "/storepb.Store/KvCleanup"
+	Store_KvCheckTxnStatus_FullMethodName      = "/storepb.Store/KvCheckTxnStatus"
+	Store_KvCheckSecondaryLocks_FullMethodName = "/storepb.Store/KvCheckSecondaryLocks"
+	Store_KvResolveLock_FullMethodName         = "/storepb.Store/KvResolveLock"
+	Store_KvTxnHeartBeat_FullMethodName        = "/storepb.Store/KvTxnHeartBeat"
+	Store_KvPessimisticLock_FullMethodName     = "/storepb.Store/KvPessimisticLock"
+	Store_KvPessimisticRollback_FullMethodName = "/storepb.Store/KvPessimisticRollback"
+	Store_KvScanLock_FullMethodName            = "/storepb.Store/KvScanLock"
+	Store_KvOnePC_FullMethodName               = "/storepb.Store/KvOnePC"
+	Store_Coprocessor_FullMethodName           = "/storepb.Store/Coprocessor"
+	Store_BatchCommands_FullMethodName         = "/storepb.Store/BatchCommands"
+	Store_Raft_FullMethodName                  = "/storepb.Store/Raft"
 )
 
 // StoreClient is the client API for Store service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// Store is the gRPC service of a store node: KV reads and writes from SQL
-// nodes, coprocessor requests, and the raft transport between stores.
+// Store is the gRPC service of a store node: KV reads and transaction
+// commands from SQL nodes, coprocessor requests, and the raft transport
+// between stores.
 type StoreClient interface {
 	KvGet(ctx context.Context, in *kvrpcpb.GetRequest, opts ...grpc.CallOption) (*kvrpcpb.GetResponse, error)
+	KvBatchGet(ctx context.Context, in *kvrpcpb.BatchGetRequest, opts ...grpc.CallOption) (*kvrpcpb.BatchGetResponse, error)
 	KvScan(ctx context.Context, in *kvrpcpb.ScanRequest, opts ...grpc.CallOption) (*kvrpcpb.ScanResponse, error)
+	KvPrewrite(ctx context.Context, in *kvrpcpb.PrewriteRequest, opts ...grpc.CallOption) (*kvrpcpb.PrewriteResponse, error)
+	KvCommit(ctx context.Context, in *kvrpcpb.CommitRequest, opts ...grpc.CallOption) (*kvrpcpb.CommitResponse, error)
+	KvBatchRollback(ctx context.Context, in *kvrpcpb.BatchRollbackRequest, opts ...grpc.CallOption) (*kvrpcpb.BatchRollbackResponse, error)
+	KvCleanup(ctx context.Context, in *kvrpcpb.CleanupRequest, opts ...grpc.CallOption) (*kvrpcpb.CleanupResponse, error)
+	KvCheckTxnStatus(ctx context.Context, in *kvrpcpb.CheckTxnStatusRequest, opts ...grpc.CallOption) (*kvrpcpb.CheckTxnStatusResponse, error)
+	KvCheckSecondaryLocks(ctx context.Context, in *kvrpcpb.CheckSecondaryLocksRequest, opts ...grpc.CallOption) (*kvrpcpb.CheckSecondaryLocksResponse, error)
+	KvResolveLock(ctx context.Context, in *kvrpcpb.ResolveLockRequest, opts ...grpc.CallOption) (*kvrpcpb.ResolveLockResponse, error)
+	KvTxnHeartBeat(ctx context.Context, in *kvrpcpb.TxnHeartBeatRequest, opts ...grpc.CallOption) (*kvrpcpb.TxnHeartBeatResponse, error)
+	KvPessimisticLock(ctx context.Context, in *kvrpcpb.PessimisticLockRequest, opts ...grpc.CallOption) (*kvrpcpb.PessimisticLockResponse, error)
+	KvPessimisticRollback(ctx context.Context, in *kvrpcpb.PessimisticRollbackRequest, opts ...grpc.CallOption) (*kvrpcpb.PessimisticRollbackResponse, error)
+	KvScanLock(ctx context.Context, in *kvrpcpb.ScanLockRequest, opts ...grpc.CallOption) (*kvrpcpb.ScanLockResponse, error)
 	KvOnePC(ctx context.Context, in *kvrpcpb.OnePCRequest, opts ...grpc.CallOption) (*kvrpcpb.OnePCResponse, error)
 	Coprocessor(ctx context.Context, in *kvrpcpb.CoprocessorRequest, opts ...grpc.CallOption) (*kvrpcpb.CoprocessorResponse, error)
+	// BatchCommands multiplexes KV and coprocessor requests from one SQL
+	// node to this store on one stream (client-go's BatchCommands):
+	// requests from concurrent callers travel together, responses are
+	// matched by request id and may come back in any order.
+	BatchCommands(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[BatchCommandsRequest, BatchCommandsResponse], error)
 	// Raft is a client stream of batches of raft messages from one store to
 	// another; the stream lives as long as the connection.
 	Raft(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[raft_serverpb.BatchRaftMessage, raft_serverpb.Done], error)
@@ -62,10 +93,130 @@ func (c *storeClient) KvGet(ctx context.Context, in *kvrpcpb.GetRequest, opts ..
 	return out, nil
 }
 
+func (c *storeClient) KvBatchGet(ctx context.Context, in *kvrpcpb.BatchGetRequest, opts ...grpc.CallOption) (*kvrpcpb.BatchGetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.BatchGetResponse)
+	err := c.cc.Invoke(ctx, Store_KvBatchGet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storeClient) KvScan(ctx context.Context, in *kvrpcpb.ScanRequest, opts ...grpc.CallOption) (*kvrpcpb.ScanResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(kvrpcpb.ScanResponse)
 	err := c.cc.Invoke(ctx, Store_KvScan_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeClient) KvPrewrite(ctx context.Context, in *kvrpcpb.PrewriteRequest, opts ...grpc.CallOption) (*kvrpcpb.PrewriteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.PrewriteResponse)
+	err := c.cc.Invoke(ctx, Store_KvPrewrite_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeClient) KvCommit(ctx context.Context, in *kvrpcpb.CommitRequest, opts ...grpc.CallOption) (*kvrpcpb.CommitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.CommitResponse)
+	err := c.cc.Invoke(ctx, Store_KvCommit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeClient) KvBatchRollback(ctx context.Context, in *kvrpcpb.BatchRollbackRequest, opts ...grpc.CallOption) (*kvrpcpb.BatchRollbackResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.BatchRollbackResponse)
+	err := c.cc.Invoke(ctx, Store_KvBatchRollback_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeClient) KvCleanup(ctx context.Context, in *kvrpcpb.CleanupRequest, opts ...grpc.CallOption) (*kvrpcpb.CleanupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.CleanupResponse)
+	err := c.cc.Invoke(ctx, Store_KvCleanup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeClient) KvCheckTxnStatus(ctx context.Context, in *kvrpcpb.CheckTxnStatusRequest, opts ...grpc.CallOption) (*kvrpcpb.CheckTxnStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.CheckTxnStatusResponse)
+	err := c.cc.Invoke(ctx, Store_KvCheckTxnStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeClient) KvCheckSecondaryLocks(ctx context.Context, in *kvrpcpb.CheckSecondaryLocksRequest, opts ...grpc.CallOption) (*kvrpcpb.CheckSecondaryLocksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.CheckSecondaryLocksResponse)
+	err := c.cc.Invoke(ctx, Store_KvCheckSecondaryLocks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeClient) KvResolveLock(ctx context.Context, in *kvrpcpb.ResolveLockRequest, opts ...grpc.CallOption) (*kvrpcpb.ResolveLockResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.ResolveLockResponse)
+	err := c.cc.Invoke(ctx, Store_KvResolveLock_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeClient) KvTxnHeartBeat(ctx context.Context, in *kvrpcpb.TxnHeartBeatRequest, opts ...grpc.CallOption) (*kvrpcpb.TxnHeartBeatResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.TxnHeartBeatResponse)
+	err := c.cc.Invoke(ctx, Store_KvTxnHeartBeat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeClient) KvPessimisticLock(ctx context.Context, in *kvrpcpb.PessimisticLockRequest, opts ...grpc.CallOption) (*kvrpcpb.PessimisticLockResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.PessimisticLockResponse)
+	err := c.cc.Invoke(ctx, Store_KvPessimisticLock_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeClient) KvPessimisticRollback(ctx context.Context, in *kvrpcpb.PessimisticRollbackRequest, opts ...grpc.CallOption) (*kvrpcpb.PessimisticRollbackResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.PessimisticRollbackResponse)
+	err := c.cc.Invoke(ctx, Store_KvPessimisticRollback_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeClient) KvScanLock(ctx context.Context, in *kvrpcpb.ScanLockRequest, opts ...grpc.CallOption) (*kvrpcpb.ScanLockResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.ScanLockResponse)
+	err := c.cc.Invoke(ctx, Store_KvScanLock_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -92,9 +243,22 @@ func (c *storeClient) Coprocessor(ctx context.Context, in *kvrpcpb.CoprocessorRe
 	return out, nil
 }
 
+func (c *storeClient) BatchCommands(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[BatchCommandsRequest, BatchCommandsResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Store_ServiceDesc.Streams[0], Store_BatchCommands_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[BatchCommandsRequest, BatchCommandsResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Store_BatchCommandsClient = grpc.BidiStreamingClient[BatchCommandsRequest, BatchCommandsResponse]
+
 func (c *storeClient) Raft(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[raft_serverpb.BatchRaftMessage, raft_serverpb.Done], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Store_ServiceDesc.Streams[0], Store_Raft_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Store_ServiceDesc.Streams[1], Store_Raft_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -109,13 +273,31 @@ type Store_RaftClient = grpc.ClientStreamingClient[raft_serverpb.BatchRaftMessag
 // All implementations must embed UnimplementedStoreServer
 // for forward compatibility.
 //
-// Store is the gRPC service of a store node: KV reads and writes from SQL
-// nodes, coprocessor requests, and the raft transport between stores.
+// Store is the gRPC service of a store node: KV reads and transaction
+// commands from SQL nodes, coprocessor requests, and the raft transport
+// between stores.
 type StoreServer interface {
 	KvGet(context.Context, *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, error)
+	KvBatchGet(context.Context, *kvrpcpb.BatchGetRequest) (*kvrpcpb.BatchGetResponse, error)
 	KvScan(context.Context, *kvrpcpb.ScanRequest) (*kvrpcpb.ScanResponse, error)
+	KvPrewrite(context.Context, *kvrpcpb.PrewriteRequest) (*kvrpcpb.PrewriteResponse, error)
+	KvCommit(context.Context, *kvrpcpb.CommitRequest) (*kvrpcpb.CommitResponse, error)
+	KvBatchRollback(context.Context, *kvrpcpb.BatchRollbackRequest) (*kvrpcpb.BatchRollbackResponse, error)
+	KvCleanup(context.Context, *kvrpcpb.CleanupRequest) (*kvrpcpb.CleanupResponse, error)
+	KvCheckTxnStatus(context.Context, *kvrpcpb.CheckTxnStatusRequest) (*kvrpcpb.CheckTxnStatusResponse, error)
+	KvCheckSecondaryLocks(context.Context, *kvrpcpb.CheckSecondaryLocksRequest) (*kvrpcpb.CheckSecondaryLocksResponse, error)
+	KvResolveLock(context.Context, *kvrpcpb.ResolveLockRequest) (*kvrpcpb.ResolveLockResponse, error)
+	KvTxnHeartBeat(context.Context, *kvrpcpb.TxnHeartBeatRequest) (*kvrpcpb.TxnHeartBeatResponse, error)
+	KvPessimisticLock(context.Context, *kvrpcpb.PessimisticLockRequest) (*kvrpcpb.PessimisticLockResponse, error)
+	KvPessimisticRollback(context.Context, *kvrpcpb.PessimisticRollbackRequest) (*kvrpcpb.PessimisticRollbackResponse, error)
+	KvScanLock(context.Context, *kvrpcpb.ScanLockRequest) (*kvrpcpb.ScanLockResponse, error)
 	KvOnePC(context.Context, *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error)
 	Coprocessor(context.Context, *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error)
+	// BatchCommands multiplexes KV and coprocessor requests from one SQL
+	// node to this store on one stream (client-go's BatchCommands):
+	// requests from concurrent callers travel together, responses are
+	// matched by request id and may come back in any order.
+	BatchCommands(grpc.BidiStreamingServer[BatchCommandsRequest, BatchCommandsResponse]) error
 	// Raft is a client stream of batches of raft messages from one store to
 	// another; the stream lives as long as the connection.
 	Raft(grpc.ClientStreamingServer[raft_serverpb.BatchRaftMessage, raft_serverpb.Done]) error
@@ -132,14 +314,53 @@ type UnimplementedStoreServer struct{}
 func (UnimplementedStoreServer) KvGet(context.Context, *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method KvGet not implemented")
 }
+func (UnimplementedStoreServer) KvBatchGet(context.Context, *kvrpcpb.BatchGetRequest) (*kvrpcpb.BatchGetResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvBatchGet not implemented")
+}
 func (UnimplementedStoreServer) KvScan(context.Context, *kvrpcpb.ScanRequest) (*kvrpcpb.ScanResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method KvScan not implemented")
+}
+func (UnimplementedStoreServer) KvPrewrite(context.Context, *kvrpcpb.PrewriteRequest) (*kvrpcpb.PrewriteResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvPrewrite not implemented")
+}
+func (UnimplementedStoreServer) KvCommit(context.Context, *kvrpcpb.CommitRequest) (*kvrpcpb.CommitResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvCommit not implemented")
+}
+func (UnimplementedStoreServer) KvBatchRollback(context.Context, *kvrpcpb.BatchRollbackRequest) (*kvrpcpb.BatchRollbackResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvBatchRollback not implemented")
+}
+func (UnimplementedStoreServer) KvCleanup(context.Context, *kvrpcpb.CleanupRequest) (*kvrpcpb.CleanupResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvCleanup not implemented")
+}
+func (UnimplementedStoreServer) KvCheckTxnStatus(context.Context, *kvrpcpb.CheckTxnStatusRequest) (*kvrpcpb.CheckTxnStatusResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvCheckTxnStatus not implemented")
+}
+func (UnimplementedStoreServer) KvCheckSecondaryLocks(context.Context, *kvrpcpb.CheckSecondaryLocksRequest) (*kvrpcpb.CheckSecondaryLocksResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvCheckSecondaryLocks not implemented")
+}
+func (UnimplementedStoreServer) KvResolveLock(context.Context, *kvrpcpb.ResolveLockRequest) (*kvrpcpb.ResolveLockResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvResolveLock not implemented")
+}
+func (UnimplementedStoreServer) KvTxnHeartBeat(context.Context, *kvrpcpb.TxnHeartBeatRequest) (*kvrpcpb.TxnHeartBeatResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvTxnHeartBeat not implemented")
+}
+func (UnimplementedStoreServer) KvPessimisticLock(context.Context, *kvrpcpb.PessimisticLockRequest) (*kvrpcpb.PessimisticLockResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvPessimisticLock not implemented")
+}
+func (UnimplementedStoreServer) KvPessimisticRollback(context.Context, *kvrpcpb.PessimisticRollbackRequest) (*kvrpcpb.PessimisticRollbackResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvPessimisticRollback not implemented")
+}
+func (UnimplementedStoreServer) KvScanLock(context.Context, *kvrpcpb.ScanLockRequest) (*kvrpcpb.ScanLockResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvScanLock not implemented")
 }
 func (UnimplementedStoreServer) KvOnePC(context.Context, *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method KvOnePC not implemented")
 }
 func (UnimplementedStoreServer) Coprocessor(context.Context, *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Coprocessor not implemented")
+}
+func (UnimplementedStoreServer) BatchCommands(grpc.BidiStreamingServer[BatchCommandsRequest, BatchCommandsResponse]) error {
+	return status.Errorf(codes.Unimplemented, "method BatchCommands not implemented")
 }
 func (UnimplementedStoreServer) Raft(grpc.ClientStreamingServer[raft_serverpb.BatchRaftMessage, raft_serverpb.Done]) error {
 	return status.Errorf(codes.Unimplemented, "method Raft not implemented")
@@ -183,6 +404,24 @@ func _Store_KvGet_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Store_KvBatchGet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.BatchGetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvBatchGet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvBatchGet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvBatchGet(ctx, req.(*kvrpcpb.BatchGetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Store_KvScan_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(kvrpcpb.ScanRequest)
 	if err := dec(in); err != nil {
@@ -197,6 +436,204 @@ func _Store_KvScan_Handler(srv interface{}, ctx context.Context, dec func(interf
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(StoreServer).KvScan(ctx, req.(*kvrpcpb.ScanRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Store_KvPrewrite_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.PrewriteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvPrewrite(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvPrewrite_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvPrewrite(ctx, req.(*kvrpcpb.PrewriteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Store_KvCommit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.CommitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvCommit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvCommit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvCommit(ctx, req.(*kvrpcpb.CommitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Store_KvBatchRollback_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.BatchRollbackRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvBatchRollback(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvBatchRollback_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvBatchRollback(ctx, req.(*kvrpcpb.BatchRollbackRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Store_KvCleanup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.CleanupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvCleanup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvCleanup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvCleanup(ctx, req.(*kvrpcpb.CleanupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Store_KvCheckTxnStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.CheckTxnStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvCheckTxnStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvCheckTxnStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvCheckTxnStatus(ctx, req.(*kvrpcpb.CheckTxnStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Store_KvCheckSecondaryLocks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.CheckSecondaryLocksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvCheckSecondaryLocks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvCheckSecondaryLocks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvCheckSecondaryLocks(ctx, req.(*kvrpcpb.CheckSecondaryLocksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Store_KvResolveLock_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.ResolveLockRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvResolveLock(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvResolveLock_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvResolveLock(ctx, req.(*kvrpcpb.ResolveLockRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Store_KvTxnHeartBeat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.TxnHeartBeatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvTxnHeartBeat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvTxnHeartBeat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvTxnHeartBeat(ctx, req.(*kvrpcpb.TxnHeartBeatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Store_KvPessimisticLock_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.PessimisticLockRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvPessimisticLock(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvPessimisticLock_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvPessimisticLock(ctx, req.(*kvrpcpb.PessimisticLockRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Store_KvPessimisticRollback_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.PessimisticRollbackRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvPessimisticRollback(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvPessimisticRollback_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvPessimisticRollback(ctx, req.(*kvrpcpb.PessimisticRollbackRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Store_KvScanLock_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.ScanLockRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvScanLock(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvScanLock_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvScanLock(ctx, req.(*kvrpcpb.ScanLockRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -237,6 +674,13 @@ func _Store_Coprocessor_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Store_BatchCommands_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(StoreServer).BatchCommands(&grpc.GenericServerStream[BatchCommandsRequest, BatchCommandsResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Store_BatchCommandsServer = grpc.BidiStreamingServer[BatchCommandsRequest, BatchCommandsResponse]
+
 func _Store_Raft_Handler(srv interface{}, stream grpc.ServerStream) error {
 	return srv.(StoreServer).Raft(&grpc.GenericServerStream[raft_serverpb.BatchRaftMessage, raft_serverpb.Done]{ServerStream: stream})
 }
@@ -256,8 +700,56 @@ var Store_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Store_KvGet_Handler,
 		},
 		{
+			MethodName: "KvBatchGet",
+			Handler:    _Store_KvBatchGet_Handler,
+		},
+		{
 			MethodName: "KvScan",
 			Handler:    _Store_KvScan_Handler,
+		},
+		{
+			MethodName: "KvPrewrite",
+			Handler:    _Store_KvPrewrite_Handler,
+		},
+		{
+			MethodName: "KvCommit",
+			Handler:    _Store_KvCommit_Handler,
+		},
+		{
+			MethodName: "KvBatchRollback",
+			Handler:    _Store_KvBatchRollback_Handler,
+		},
+		{
+			MethodName: "KvCleanup",
+			Handler:    _Store_KvCleanup_Handler,
+		},
+		{
+			MethodName: "KvCheckTxnStatus",
+			Handler:    _Store_KvCheckTxnStatus_Handler,
+		},
+		{
+			MethodName: "KvCheckSecondaryLocks",
+			Handler:    _Store_KvCheckSecondaryLocks_Handler,
+		},
+		{
+			MethodName: "KvResolveLock",
+			Handler:    _Store_KvResolveLock_Handler,
+		},
+		{
+			MethodName: "KvTxnHeartBeat",
+			Handler:    _Store_KvTxnHeartBeat_Handler,
+		},
+		{
+			MethodName: "KvPessimisticLock",
+			Handler:    _Store_KvPessimisticLock_Handler,
+		},
+		{
+			MethodName: "KvPessimisticRollback",
+			Handler:    _Store_KvPessimisticRollback_Handler,
+		},
+		{
+			MethodName: "KvScanLock",
+			Handler:    _Store_KvScanLock_Handler,
 		},
 		{
 			MethodName: "KvOnePC",
@@ -269,6 +761,12 @@ var Store_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "BatchCommands",
+			Handler:       _Store_BatchCommands_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
 		{
 			StreamName:    "Raft",
 			Handler:       _Store_Raft_Handler,
