@@ -24,12 +24,13 @@ const (
 	boServerBusy                       // ServerIsBusy
 	boStaleCommand                     // StaleCommand on a read
 	boImmediate                        // too many immediate retries in a row
+	boTxnLock                          // a lock of another transaction is not resolvable yet
 	numReasons
 )
 
 var reasonNames = [numReasons]string{
 	"pd_region", "pd_store", "store_unreachable", "rpc_timeout", "not_leader",
-	"region_miss", "server_busy", "stale_command", "immediate_retry_storm",
+	"region_miss", "server_busy", "stale_command", "immediate_retry_storm", "txn_lock",
 }
 
 func (r boReason) String() string { return reasonNames[r] }

@@ -169,18 +169,20 @@ func (c *Client) onSendError(ctx context.Context, bo *backoffer, r *locate.Regio
 		}
 		return false, fmt.Errorf("kv/client: %s on region %d: %w", kind, r.ID(), ctx.Err())
 	}
+	// A write that left for the store may have been applied whatever
+	// happened next (the client closed under it, a limit was hit on the
+	// way back): that check comes before any other classification.
+	if write && sent {
+		return false, c.undetermined(r, kind, err)
+	}
 	if c.closed.Load() {
 		return false, ErrClosed
 	}
 	code := status.Code(err)
 	if code == codes.ResourceExhausted {
-		// The request exceeded a message size limit: gRPC rejects it before
-		// the handler runs, so nothing was applied, and a retry would fail
-		// the same way.
+		// The request exceeded a message size limit before it was sent:
+		// nothing was applied, and a retry would fail the same way.
 		return false, fmt.Errorf("kv/client: %s on region %d store %d: request too large: %w", kind, r.ID(), p.StoreId, err)
-	}
-	if write && sent {
-		return false, c.undetermined(r, kind, err)
 	}
 	switch code {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:

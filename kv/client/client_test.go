@@ -648,3 +648,32 @@ func TestCallerDeadlineWithHungStore(t *testing.T) {
 	err = c.Commit(ctx2, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a")}}, 10, 11)
 	require.ErrorIs(t, err, ErrUndetermined, "the write was sent and may apply")
 }
+
+// A write in flight when the client closes may have been applied: it is
+// undetermined, not a plain ErrClosed failure (issue 6).
+func TestCloseDuringWriteIsUndetermined(t *testing.T) {
+	cl := newFakeCluster(t, 1)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	cl.setHook(1, func(ctx context.Context, method string, after bool) *errorpb.Error {
+		if method == "KvOnePC" && after {
+			select { // applied; the answer is held back
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	})
+	c := cl.client(Config{})
+	_, _, err := c.Get(bg, []byte("warm-up"), 10)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Commit(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a")}}, 10, 11)
+	}()
+	require.Eventually(t, func() bool { return cl.appliedOnePCs(1) == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, c.Close())
+	err = <-done
+	require.ErrorIs(t, err, ErrUndetermined)
+	require.NotErrorIs(t, err, ErrClosed)
+}

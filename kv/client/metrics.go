@@ -13,14 +13,37 @@ const (
 	kindScan
 	kindOnePC
 	kindCop
+	kindBatchGet
+	kindPrewrite
+	kindCommit
+	kindBatchRollback
+	kindCleanup
+	kindCheckTxnStatus
+	kindCheckSecondaryLocks
+	kindResolveLock
+	kindTxnHeartBeat
+	kindPessimisticLock
+	kindPessimisticRollback
+	kindScanLock
 	numKinds
 )
 
-var kindNames = [numKinds]string{"get", "scan", "one_pc", "coprocessor"}
+var kindNames = [numKinds]string{"get", "scan", "one_pc", "coprocessor", "batch_get",
+	"prewrite", "commit", "batch_rollback", "cleanup", "check_txn_status",
+	"check_secondary_locks", "resolve_lock", "txn_heart_beat", "pessimistic_lock",
+	"pessimistic_rollback", "scan_lock"}
 
 func (k rpcKind) String() string { return kindNames[k] }
 
-func (k rpcKind) isWrite() bool { return k == kindOnePC }
+// isWrite: the command may change store state, so an answer lost after it
+// was sent leaves its outcome unknown.
+func (k rpcKind) isWrite() bool {
+	switch k {
+	case kindGet, kindScan, kindCop, kindBatchGet, kindCheckSecondaryLocks, kindScanLock:
+		return false
+	}
+	return true
+}
 
 var (
 	rpcDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
