@@ -36,6 +36,9 @@ type Storage interface {
 	// Coprocessor runs dag over ranges at ts and returns one response per
 	// region touched, in key order.
 	Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error)
+	// Begin starts a transaction (see Txn) with a fresh start_ts, or
+	// opts.StartTS when set.
+	Begin(ctx context.Context, opts TxnOptions) (Txn, error)
 }
 
 // KeyExistsError reports an Insert mutation on a key that has a live value.

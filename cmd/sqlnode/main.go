@@ -21,6 +21,7 @@ import (
 
 	"github.com/stratadb/strata/config"
 	kvclient "github.com/stratadb/strata/kv/client"
+	"github.com/stratadb/strata/kv/client/txn"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/sql/server"
 	"github.com/stratadb/strata/status"
@@ -87,7 +88,7 @@ func run(args []string) error {
 
 	srv, err := server.New(server.Config{
 		Addr:            cfg.Addr,
-		Store:           &kvStorage{pd: pd, kv: kv},
+		Store:           &kvStorage{pd: pd, kv: kv, txn: txn.NewClient(kv, pd, txn.Config{})},
 		Users:           map[string]string{"root": cfg.RootPassword},
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		CreateDefaultDB: true,

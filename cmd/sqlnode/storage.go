@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	kvclient "github.com/stratadb/strata/kv/client"
+	"github.com/stratadb/strata/kv/client/txn"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -16,8 +17,9 @@ import (
 // through the KV client. It translates the KV client's errors into the ones
 // sql.Storage documents.
 type kvStorage struct {
-	pd *pdclient.Client
-	kv *kvclient.Client
+	pd  *pdclient.Client
+	kv  *kvclient.Client
+	txn *txn.Client
 }
 
 var _ sql.Storage = (*kvStorage)(nil)
@@ -49,6 +51,16 @@ func (s *kvStorage) Commit(ctx context.Context, muts []*kvrpcpb.Mutation, startT
 func (s *kvStorage) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error) {
 	resps, err := s.kv.Coprocessor(ctx, dag, ranges, ts)
 	return resps, translate(err)
+}
+
+// Begin starts a transaction through kv/client/txn (its errors already
+// are the sql package's).
+func (s *kvStorage) Begin(ctx context.Context, opts sql.TxnOptions) (sql.Txn, error) {
+	t, err := s.txn.Begin(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 func translate(err error) error {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"sort"
 	"sync"
 
@@ -162,4 +163,10 @@ func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGReques
 		resps = append(resps, resp)
 	}
 	return resps, nil
+}
+
+// Begin is not supported by the fake yet (the SQL session work replaces
+// this fake).
+func (m *memStore) Begin(context.Context, sql.TxnOptions) (sql.Txn, error) {
+	return nil, errors.New("memStore: transactions not supported")
 }

@@ -1,0 +1,75 @@
+package txn
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/stratadb/strata/kv/client"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/sql"
+)
+
+var (
+	// ErrTxnAborted: the store aborted the transaction (its locks were
+	// rolled back by another transaction's lock resolution, or the store
+	// refused the command); nothing of it was committed.
+	ErrTxnAborted = errors.New("kv/txn: transaction aborted")
+	// ErrTxnTooLarge: the write buffer passed Config.MaxTxnSize.
+	ErrTxnTooLarge = errors.New("kv/txn: transaction too large")
+	// ErrFinished: the transaction was already committed or rolled back.
+	ErrFinished = errors.New("kv/txn: transaction already finished")
+	// ErrReadOnly: a write in a read-only transaction.
+	ErrReadOnly = errors.New("kv/txn: transaction is read-only")
+	// ErrNoSavepoint: ROLLBACK TO / RELEASE of an unknown savepoint.
+	ErrNoSavepoint = errors.New("kv/txn: savepoint does not exist")
+)
+
+// keyError converts a store KeyError (not Locked, which callers resolve)
+// into the sql package's error types.
+func keyError(ke *kvrpcpb.KeyError, startTS uint64) error {
+	switch {
+	case ke.AlreadyExist != nil:
+		return &sql.KeyExistsError{Key: ke.AlreadyExist.Key}
+	case ke.Conflict != nil:
+		c := ke.Conflict
+		return &sql.WriteConflictError{StartTS: startTS, ConflictStartTS: c.ConflictTs,
+			ConflictCommitTS: c.ConflictCommitTs, Key: c.Key}
+	case ke.Deadlock != nil:
+		return &sql.DeadlockError{Key: ke.Deadlock.LockKey}
+	case ke.LockWaitTimeout != nil:
+		return fmt.Errorf("%w: key %x locked by txn %d", sql.ErrLockWaitTimeout, ke.LockWaitTimeout.Key, ke.LockWaitTimeout.LockTs)
+	case ke.TxnLockNotFound != nil:
+		return fmt.Errorf("%w: lock of key %x not found (rolled back by another transaction)", ErrTxnAborted, ke.TxnLockNotFound.Key)
+	case ke.TxnNotFound != nil:
+		return fmt.Errorf("%w: txn %d not found", ErrTxnAborted, ke.TxnNotFound.StartTs)
+	case ke.Abort != "":
+		return fmt.Errorf("%w: %s", ErrTxnAborted, ke.Abort)
+	case ke.Retryable != "":
+		return fmt.Errorf("%w: %s (retryable)", ErrTxnAborted, ke.Retryable)
+	case ke.CommitTsExpired != nil:
+		return fmt.Errorf("%w: commit ts %d expired (min %d)", ErrTxnAborted, ke.CommitTsExpired.AttemptedCommitTs, ke.CommitTsExpired.MinCommitTs)
+	case ke.Locked != nil:
+		return fmt.Errorf("kv/txn: key %x locked by txn %d", ke.Locked.Key, ke.Locked.LockVersion)
+	}
+	return fmt.Errorf("%w: unknown key error %v", ErrTxnAborted, ke)
+}
+
+// mapErr converts a kv/client error into the sql package's sentinels
+// (wrapping both, so errors.Is works for either).
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrUndetermined), errors.Is(err, sql.ErrRegionUnavailable):
+		return err
+	case errors.Is(err, client.ErrUndetermined):
+		return fmt.Errorf("%w: %w", sql.ErrUndetermined, err)
+	case errors.Is(err, client.ErrRegionUnavailable):
+		return fmt.Errorf("%w: %w", sql.ErrRegionUnavailable, err)
+	}
+	return err
+}
+
+func isUndetermined(err error) bool {
+	return errors.Is(err, client.ErrUndetermined) || errors.Is(err, sql.ErrUndetermined)
+}

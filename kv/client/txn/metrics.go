@@ -1,0 +1,36 @@
+package txn
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+var (
+	txnTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "transactions_total",
+		Help: "Finished transactions by commit mode (read_only, one_pc, async_commit, two_pc, rollback) and outcome (committed, aborted, conflict, undetermined, error).",
+	}, []string{"mode", "outcome"})
+	phaseSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "commit_phase_seconds",
+		Help:    "Latency of commit phases: prewrite, commit (primary), one_pc, async_commit (prewrites until the client is answered), pessimistic_lock.",
+		Buckets: prometheus.ExponentialBuckets(100e-6, 2, 17), // 100µs .. 6.5s
+	}, []string{"phase"})
+	lockResolves = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "lock_resolves_total",
+		Help: "Locks of other transactions met, by what was done: committed, rolled_back, pushed (skipped by the reader), wait, cached.",
+	}, []string{"result"})
+)
+
+var (
+	phasePrewrite = phaseSeconds.WithLabelValues("prewrite")
+	phaseCommit   = phaseSeconds.WithLabelValues("commit")
+	phaseOnePC    = phaseSeconds.WithLabelValues("one_pc")
+	phaseAsync    = phaseSeconds.WithLabelValues("async_commit")
+	phaseLock     = phaseSeconds.WithLabelValues("pessimistic_lock")
+
+	resolveCommitted  = lockResolves.WithLabelValues("committed")
+	resolveRolledBack = lockResolves.WithLabelValues("rolled_back")
+	resolvePushed     = lockResolves.WithLabelValues("pushed")
+	resolveWait       = lockResolves.WithLabelValues("wait")
+	resolveCached     = lockResolves.WithLabelValues("cached")
+)

@@ -1,0 +1,420 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stratadb/strata/kv/client"
+	"github.com/stratadb/strata/kv/client/locate"
+	"github.com/stratadb/strata/kv/client/txn/memdb"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/storepb"
+	"github.com/stratadb/strata/sql"
+)
+
+// defaultLockWait is the wait for a conflicting lock when the caller gives
+// none (innodb_lock_wait_timeout's default).
+const defaultLockWait = 50 * time.Second
+
+// errRetryLock: the key was committed after for_update_ts; lock again at a
+// newer one.
+var errRetryLock = errors.New("kv/txn: pessimistic lock must retry at a newer for_update_ts")
+
+// LockKeys takes pessimistic locks on keys at a fresh for_update_ts (see
+// sql.Txn). The first key ever locked becomes the primary. In optimistic
+// mode the keys are only marked, to be checked for conflicts at commit.
+// values (opts.ReturnValues) are the latest committed values, nil when
+// absent, in the order of keys.
+func (t *Txn) LockKeys(ctx context.Context, opts sql.LockOptions, keys ...[]byte) ([][]byte, error) {
+	if err := t.checkWrite(); err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	if !t.opts.Pessimistic {
+		for _, k := range keys {
+			t.mem.Lock(k, 0)
+		}
+		if !opts.ReturnValues {
+			return nil, nil
+		}
+		m, err := t.BatchGet(ctx, keys)
+		if err != nil {
+			return nil, err
+		}
+		values := make([][]byte, len(keys))
+		for i, k := range keys {
+			values[i] = m[string(k)]
+		}
+		return values, nil
+	}
+
+	var need [][]byte
+	for _, k := range keys {
+		if e, ok := t.mem.Get(k); ok && e.Flags&memdb.Locked != 0 {
+			continue
+		}
+		need = append(need, k)
+	}
+	slices.SortFunc(need, compareBytes)
+	need = slices.CompactFunc(need, func(a, b []byte) bool { return compareBytes(a, b) == 0 })
+
+	got := make(map[string][]byte)
+	if len(need) > 0 {
+		start := time.Now()
+		if err := t.lockPessimistic(ctx, opts, need, got); err != nil {
+			return nil, err
+		}
+		phaseLock.Observe(time.Since(start).Seconds())
+	}
+	if !opts.ReturnValues {
+		return nil, nil
+	}
+	values := make([][]byte, len(keys))
+	for i, k := range keys {
+		if v, ok := got[string(k)]; ok {
+			values[i] = v
+			continue
+		}
+		// Locked before by this transaction: nobody committed it since,
+		// so the buffer or the latest version answers.
+		if e, ok := t.mem.Get(k); ok && e.HasValue() {
+			if !e.Deleted() {
+				values[i] = slices.Clone(e.Value)
+			}
+			continue
+		}
+		v, found, err := t.snapshotGet(ctx, k, t.forUpdateTS)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		if found {
+			values[i] = v
+		}
+	}
+	return values, nil
+}
+
+// lockPessimistic locks sorted keys (none held yet), the primary's first.
+func (t *Txn) lockPessimistic(ctx context.Context, opts sql.LockOptions, keys [][]byte, got map[string][]byte) error {
+	wait := defaultLockWait
+	if opts.WaitTimeoutMs > 0 {
+		wait = time.Duration(opts.WaitTimeoutMs) * time.Millisecond
+	}
+	deadline := time.Now().Add(wait)
+	if t.locked == 0 {
+		t.primary = slices.Clone(keys[0])
+	}
+	bo := t.c.kv.NewBackoffer()
+	var mu sync.Mutex
+	for {
+		keys = slices.DeleteFunc(keys, func(k []byte) bool {
+			e, ok := t.mem.Get(k)
+			return ok && e.Flags&memdb.Locked != 0
+		})
+		if len(keys) == 0 {
+			return nil
+		}
+		forUpdateTS, err := t.c.oracle.GetTS(ctx)
+		if err != nil {
+			return fmt.Errorf("kv/txn: for_update_ts: %w", mapErr(err))
+		}
+		lock := func(bo *client.Backoffer, ks [][]byte, first bool) error {
+			return t.c.kv.OnSorted(ctx, bo, len(ks), func(i int) []byte { return ks[i] },
+				func(r *locate.Region, lo, hi int) (bool, error) {
+					vals, retry, err := t.lockRegion(ctx, bo, r, opts, ks[lo:hi], forUpdateTS, first, deadline)
+					if err != nil || retry {
+						return retry, err
+					}
+					mu.Lock()
+					for i, k := range ks[lo:hi] {
+						if i < len(vals) && vals[i] != nil {
+							got[string(k)] = vals[i]
+						}
+					}
+					mu.Unlock()
+					return false, nil
+				})
+		}
+		rest := keys
+		if t.locked == 0 {
+			// The primary is locked before any secondary, so a resolver
+			// that finds a secondary can always find the primary.
+			if err = lock(bo, [][]byte{t.primary}, true); err == nil {
+				t.mem.Lock(t.primary, memdb.Locked)
+				t.locked++
+				rest = slices.DeleteFunc(slices.Clone(keys), func(k []byte) bool { return compareBytes(k, t.primary) == 0 })
+				t.startHeartbeat(t.primary)
+			}
+		}
+		if err == nil && len(rest) > 0 {
+			err = t.lockParallel(ctx, bo, rest, lock)
+		}
+		if errors.Is(err, errRetryLock) {
+			continue
+		}
+		if err != nil {
+			t.asyncPessimisticRollback(keys, forUpdateTS)
+			return mapErr(err)
+		}
+		t.forUpdateTS = max(t.forUpdateTS, forUpdateTS)
+		for _, k := range rest {
+			t.mem.Lock(k, memdb.Locked)
+		}
+		t.locked += len(rest)
+		return nil
+	}
+}
+
+func (t *Txn) lockParallel(ctx context.Context, bo *client.Backoffer, keys [][]byte, lock func(*client.Backoffer, [][]byte, bool) error) error {
+	groups, err := t.c.kv.GroupSorted(ctx, bo, len(keys), func(i int) []byte { return keys[i] })
+	if err != nil {
+		return err
+	}
+	if len(groups) == 1 {
+		return lock(bo, keys, false)
+	}
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for i, g := range groups[1:] {
+		sub := bo.Fork()
+		wg.Go(func() { errs[i+1] = lock(sub, keys[g.Lo:g.Hi], false) })
+	}
+	errs[0] = lock(bo.Fork(), keys[groups[0].Lo:groups[0].Hi], false)
+	wg.Wait()
+	for _, err := range errs {
+		if errors.Is(err, errRetryLock) {
+			return err
+		}
+	}
+	return firstErr(errs)
+}
+
+// lockRegion locks keys of region r, waiting for conflicting locks until
+// deadline.
+func (t *Txn) lockRegion(ctx context.Context, bo *client.Backoffer, r *locate.Region, opts sql.LockOptions,
+	keys [][]byte, forUpdateTS uint64, first bool, deadline time.Time) ([][]byte, bool, error) {
+	muts := make([]*kvrpcpb.Mutation, len(keys))
+	for i, k := range keys {
+		muts[i] = &kvrpcpb.Mutation{Op: kvrpcpb.Op_PessimisticLock, Key: k}
+	}
+	for {
+		// The store waits at most this long per request, below the RPC
+		// timeout (a lock request timing out in flight is undetermined);
+		// longer waits are several requests.
+		wait := min(time.Until(deadline), t.c.kv.RPCTimeout()/2)
+		waitMs := wait.Milliseconds()
+		if opts.NoWait {
+			waitMs = -1
+		} else if waitMs <= 0 {
+			return nil, false, fmt.Errorf("%w: key %x", sql.ErrLockWaitTimeout, keys[0])
+		}
+		req := &kvrpcpb.PessimisticLockRequest{
+			Mutations:    muts,
+			PrimaryLock:  t.primary,
+			StartVersion: t.startTS,
+			LockTtl:      uint64(t.c.cfg.LockTTL.Milliseconds()) + uint64(time.Since(t.began).Milliseconds()),
+			ForUpdateTs:  forUpdateTS,
+			IsFirstLock:  first,
+			WaitTimeout:  waitMs,
+			ReturnValues: opts.ReturnValues,
+		}
+		resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_PessimisticLock{PessimisticLock: req}})
+		if err != nil || retry {
+			return nil, retry, err
+		}
+		pr := resp.GetPessimisticLock()
+		var locks []*kvrpcpb.LockInfo
+		for _, ke := range pr.GetErrors() {
+			switch {
+			case ke.Locked != nil:
+				locks = append(locks, ke.Locked)
+			case ke.Conflict != nil && ke.Conflict.Reason == kvrpcpb.WriteConflict_PessimisticRetry:
+				return nil, false, errRetryLock
+			case ke.LockWaitTimeout != nil:
+				if opts.NoWait {
+					return nil, false, &sql.LockConflictError{Key: ke.LockWaitTimeout.Key}
+				}
+				if time.Now().Before(deadline) {
+					locks = append(locks, nil) // waited one slice: try again
+					continue
+				}
+				return nil, false, keyError(ke, t.startTS)
+			default:
+				return nil, false, keyError(ke, t.startTS)
+			}
+		}
+		if len(locks) == 0 {
+			if !opts.ReturnValues {
+				return nil, false, nil
+			}
+			vals := make([][]byte, len(keys))
+			for i := range keys {
+				if i < len(pr.Values) && (i >= len(pr.NotFounds) || !pr.NotFounds[i]) {
+					vals[i] = pr.Values[i]
+				}
+			}
+			return vals, false, nil
+		}
+		real := slices.DeleteFunc(locks, func(l *kvrpcpb.LockInfo) bool { return l == nil })
+		if opts.NoWait && len(real) > 0 {
+			return nil, false, &sql.LockConflictError{Key: real[0].Key}
+		}
+		if len(real) > 0 {
+			res, err := t.c.resolver.Resolve(ctx, bo, 0, real)
+			if err != nil {
+				return nil, false, err
+			}
+			if res.Wait {
+				if time.Now().After(deadline) {
+					return nil, false, fmt.Errorf("%w: key %x locked by txn %d", sql.ErrLockWaitTimeout, real[0].Key, real[0].LockVersion)
+				}
+				if err := bo.Backoff(ctx, fmt.Errorf("%w: txn %d", errLocked, real[0].LockVersion)); err != nil {
+					return nil, false, err
+				}
+			}
+		}
+	}
+}
+
+// asyncPessimisticRollback releases, in the background, the locks a failed
+// LockKeys may have taken on keys (never the ones held before it).
+func (t *Txn) asyncPessimisticRollback(keys [][]byte, forUpdateTS uint64) {
+	var rel [][]byte
+	for _, k := range keys {
+		if e, ok := t.mem.Get(k); ok && e.Flags&memdb.Locked != 0 {
+			continue
+		}
+		rel = append(rel, k)
+	}
+	if len(rel) == 0 {
+		return
+	}
+	startTS := t.startTS
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), secondaryCommitTimeout)
+		defer cancel()
+		if err := t.pessimisticRollback(ctx, rel, forUpdateTS); err != nil {
+			slog.Debug("kv/txn: release locks of failed lock request", "txn", startTS, "err", err)
+		}
+	}()
+}
+
+// pessimisticRollback releases this transaction's pessimistic locks on
+// sorted keys.
+func (t *Txn) pessimisticRollback(ctx context.Context, keys [][]byte, forUpdateTS uint64) error {
+	bo := t.c.kv.NewBackoffer()
+	return t.c.kv.OnSorted(ctx, bo, len(keys), func(i int) []byte { return keys[i] },
+		func(r *locate.Region, lo, hi int) (bool, error) {
+			req := &kvrpcpb.PessimisticRollbackRequest{StartVersion: t.startTS, ForUpdateTs: forUpdateTS, Keys: keys[lo:hi]}
+			resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_PessimisticRollback{PessimisticRollback: req}})
+			if err != nil || retry {
+				return retry, err
+			}
+			if kes := resp.GetPessimisticRollback().GetErrors(); len(kes) > 0 {
+				return false, keyError(kes[0], t.startTS)
+			}
+			return false, nil
+		})
+}
+
+// Rollback discards the transaction and releases its pessimistic locks.
+func (t *Txn) Rollback(ctx context.Context) error {
+	if t.finished {
+		return nil
+	}
+	t.finished = true
+	t.stopHeartbeat()
+	txnTotal.WithLabelValues(string(modeRollback), "rolled_back").Inc()
+	if t.locked == 0 {
+		return nil
+	}
+	var keys [][]byte
+	for k, e := range t.mem.Iter(nil, nil, false) {
+		if e.Flags&memdb.Locked != 0 {
+			keys = append(keys, k)
+		}
+	}
+	if err := t.pessimisticRollback(ctx, keys, t.forUpdateTS); err != nil {
+		// The locks expire with their TTL (no more heartbeats).
+		slog.Debug("kv/txn: pessimistic rollback", "txn", t.startTS, "err", err)
+	}
+	return nil
+}
+
+// startHeartbeat keeps the transaction's locks alive (TxnHeartBeat on the
+// primary every HeartbeatInterval) until stopHeartbeat.
+func (t *Txn) startHeartbeat(primary []byte) {
+	t.hbMu.Lock()
+	defer t.hbMu.Unlock()
+	if t.hbStop != nil {
+		return
+	}
+	stop := make(chan struct{})
+	t.hbStop = stop
+	primary = slices.Clone(primary)
+	c, startTS := t.c, t.startTS
+	go func() {
+		tick := time.NewTicker(c.cfg.HeartbeatInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			ttl := uint64(time.Now().UnixMilli()-physicalMs(startTS)) + uint64(c.cfg.LockTTL.Milliseconds())
+			ctx, cancel := context.WithTimeout(context.Background(), c.kv.RPCTimeout())
+			err := c.heartbeat(ctx, primary, startTS, ttl)
+			cancel()
+			if err != nil {
+				slog.Debug("kv/txn: heartbeat", "txn", startTS, "err", err)
+				var ke *heartbeatKeyError
+				if errors.As(err, &ke) {
+					return // the lock is gone: nothing left to keep alive
+				}
+			}
+		}
+	}()
+}
+
+func (t *Txn) stopHeartbeat() {
+	t.hbMu.Lock()
+	defer t.hbMu.Unlock()
+	if t.hbStop != nil {
+		close(t.hbStop)
+		t.hbStop = nil
+	}
+}
+
+type heartbeatKeyError struct{ err error }
+
+func (e *heartbeatKeyError) Error() string { return e.err.Error() }
+
+func (c *Client) heartbeat(ctx context.Context, primary []byte, startTS, ttl uint64) error {
+	bo := c.kv.NewBackoffer()
+	for {
+		r, err := c.kv.Locate(ctx, bo, primary)
+		if err != nil {
+			return err
+		}
+		req := &kvrpcpb.TxnHeartBeatRequest{PrimaryLock: primary, StartVersion: startTS, AdviseLockTtl: ttl}
+		resp, retry, err := c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_TxnHeartBeat{TxnHeartBeat: req}})
+		if err != nil {
+			return err
+		}
+		if retry {
+			continue
+		}
+		if ke := resp.GetTxnHeartBeat().GetError(); ke != nil {
+			return &heartbeatKeyError{keyError(ke, startTS)}
+		}
+		return nil
+	}
+}
