@@ -1,0 +1,410 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/tso"
+)
+
+var bg = context.Background()
+
+func begin(t *testing.T, c *Client, opts sql.TxnOptions) *Txn {
+	t.Helper()
+	tx, err := c.Begin(bg, opts)
+	require.NoError(t, err)
+	return tx
+}
+
+func requireRead(t *testing.T, tx *Txn, key, want string) {
+	t.Helper()
+	v, found, err := tx.Get(bg, []byte(key))
+	require.NoError(t, err)
+	if want == "" {
+		require.False(t, found, key)
+		return
+	}
+	require.True(t, found, key)
+	require.Equal(t, want, string(v))
+}
+
+func TestCommitModes(t *testing.T) {
+	tests := []struct {
+		name        string
+		opts        sql.TxnOptions
+		keys        []string
+		wantCommits int // Commit RPCs the answer waits for
+	}{
+		{"2pc one region", sql.TxnOptions{}, []string{"a1", "a2"}, 1},
+		{"2pc two regions", sql.TxnOptions{}, []string{"a1", "m1", "m2"}, 1},
+		{"1pc", sql.TxnOptions{OnePC: true}, []string{"a1", "a2"}, 0},
+		{"1pc not possible across regions", sql.TxnOptions{OnePC: true}, []string{"a1", "m1"}, 1},
+		{"async commit", sql.TxnOptions{AsyncCommit: true}, []string{"a1", "m1", "m2"}, 0},
+		{"pessimistic async", sql.TxnOptions{Pessimistic: true, AsyncCommit: true, OnePC: true}, []string{"a1", "m1"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeKV(t, "m")
+			c := f.newClient(Config{})
+			tx := begin(t, c, tt.opts)
+			for _, k := range tt.keys {
+				require.NoError(t, tx.Set([]byte(k), []byte("v-"+k)))
+			}
+			if tt.opts.Pessimistic {
+				keys := make([][]byte, len(tt.keys))
+				for i, k := range tt.keys {
+					keys[i] = []byte(k)
+				}
+				_, err := tx.LockKeys(bg, sql.LockOptions{}, keys...)
+				require.NoError(t, err)
+			}
+			// A reader at a later ts pushes max_ts in region 2 so async
+			// commit must pick a commit ts above it.
+			readTS := f.ts() + 1000
+			f.mu.Lock()
+			f.maxTS = max(f.maxTS, readTS)
+			f.mu.Unlock()
+
+			if tt.wantCommits == 0 {
+				// The answer must not wait for any Commit RPC: hold them
+				// all until Commit has returned.
+				release := make(chan struct{})
+				f.setHook(func(method string, _ any) time.Duration {
+					if method == "Commit" {
+						<-release
+					}
+					return 0
+				})
+				require.NoError(t, tx.Commit(bg))
+				close(release)
+			} else {
+				require.NoError(t, tx.Commit(bg))
+				require.GreaterOrEqual(t, f.count("Commit"), 1, "primary committed before the answer")
+			}
+			// Every key committed (secondaries in the background) at one
+			// commit ts.
+			require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond)
+			var commitTS uint64
+			for _, k := range tt.keys {
+				ts := f.commitTSOf(k, tx.StartTS())
+				require.NotZero(t, ts, k)
+				if commitTS == 0 {
+					commitTS = ts
+				}
+				require.Equal(t, commitTS, ts, "one commit ts for the whole transaction")
+			}
+			if tt.opts.AsyncCommit || tt.opts.OnePC {
+				if tt.wantCommits == 0 {
+					require.Greater(t, commitTS, readTS, "commit ts above every read the stores served")
+				}
+			}
+			rd := begin(t, c, sql.TxnOptions{})
+			for _, k := range tt.keys {
+				requireRead(t, rd, k, "v-"+k)
+			}
+		})
+	}
+}
+
+func TestOptimisticConflict(t *testing.T) {
+	f := newFakeKV(t, "m")
+	c := f.newClient(Config{})
+	tx := begin(t, c, sql.TxnOptions{})
+	require.NoError(t, tx.Set([]byte("a"), []byte("mine")))
+	require.NoError(t, tx.Set([]byte("z"), []byte("mine")))
+	f.put("z", "theirs")
+	err := tx.Commit(bg)
+	var wc *sql.WriteConflictError
+	require.ErrorAs(t, err, &wc)
+	require.Equal(t, "z", string(wc.Key))
+	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond, "prewritten keys rolled back")
+	rd := begin(t, c, sql.TxnOptions{})
+	requireRead(t, rd, "a", "")
+	requireRead(t, rd, "z", "theirs")
+}
+
+func TestInsertExists(t *testing.T) {
+	f := newFakeKV(t)
+	c := f.newClient(Config{})
+	f.put("a", "1")
+	tx := begin(t, c, sql.TxnOptions{})
+	require.NoError(t, tx.Insert([]byte("a"), []byte("2")))
+	var ke *sql.KeyExistsError
+	require.ErrorAs(t, tx.Commit(bg), &ke)
+
+	tx = begin(t, c, sql.TxnOptions{})
+	require.NoError(t, tx.Insert([]byte("b"), []byte("1")))
+	require.ErrorAs(t, tx.Insert([]byte("b"), []byte("2")), &ke, "buffered value exists")
+	require.NoError(t, tx.Commit(bg))
+}
+
+func TestSnapshotAndOwnWrites(t *testing.T) {
+	f := newFakeKV(t, "c", "f")
+	c := f.newClient(Config{})
+	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+		f.put(k, "old-"+k)
+	}
+	tx := begin(t, c, sql.TxnOptions{})
+	f.put("d", "newer") // after start_ts: invisible
+	require.NoError(t, tx.Set([]byte("b"), []byte("mine")))
+	require.NoError(t, tx.Delete([]byte("e")))
+	require.NoError(t, tx.Set([]byte("ee"), []byte("mine")))
+	requireRead(t, tx, "d", "old-d")
+	requireRead(t, tx, "e", "")
+	m, err := tx.BatchGet(bg, [][]byte{[]byte("a"), []byte("b"), []byte("d"), []byte("e"), []byte("g"), []byte("zz")})
+	require.NoError(t, err)
+	require.Equal(t, map[string][]byte{"a": []byte("old-a"), "b": []byte("mine"), "d": []byte("old-d"), "g": []byte("old-g")}, m)
+
+	render := func(ps []sql.KvPair) string {
+		s := ""
+		for _, p := range ps {
+			s += fmt.Sprintf("%s=%s ", p.Key, p.Value)
+		}
+		return s
+	}
+	tests := []struct {
+		start, end string
+		limit      int
+		reverse    bool
+		want       string
+	}{
+		{"", "", 0, false, "a=old-a b=mine c=old-c d=old-d ee=mine f=old-f g=old-g "},
+		{"b", "f", 0, false, "b=mine c=old-c d=old-d ee=mine "},
+		{"", "", 3, false, "a=old-a b=mine c=old-c "},
+		{"", "", 0, true, "g=old-g f=old-f ee=mine d=old-d c=old-c b=mine a=old-a "},
+		{"b", "f", 2, true, "ee=mine d=old-d "},
+		{"a", "c", 0, true, "b=mine a=old-a "},
+		{"d", "e", 0, false, "d=old-d "},
+	}
+	for _, tt := range tests {
+		ps, err := tx.Scan(bg, []byte(tt.start), []byte(tt.end), tt.limit, tt.reverse)
+		require.NoError(t, err)
+		require.Equal(t, tt.want, render(ps), "%+v", tt)
+	}
+}
+
+func TestStatementRollbackAndSavepoints(t *testing.T) {
+	f := newFakeKV(t)
+	c := f.newClient(Config{})
+	tx := begin(t, c, sql.TxnOptions{Pessimistic: true})
+	tx.StmtBegin()
+	require.NoError(t, tx.Set([]byte("a"), []byte("1")))
+	tx.StmtCommit()
+	tx.Savepoint("s1")
+	tx.StmtBegin()
+	_, err := tx.LockKeys(bg, sql.LockOptions{}, []byte("b"))
+	require.NoError(t, err)
+	require.NoError(t, tx.Set([]byte("b"), []byte("1")))
+	tx.StmtRollback()
+	requireRead(t, tx, "b", "")
+	require.NoError(t, tx.Set([]byte("c"), []byte("1")))
+	require.NoError(t, tx.RollbackToSavepoint("S1"))
+	requireRead(t, tx, "c", "")
+	requireRead(t, tx, "a", "1")
+	require.ErrorIs(t, tx.ReleaseSavepoint("nope"), ErrNoSavepoint)
+	require.NoError(t, tx.Commit(bg))
+	// b's lock, kept after its statement failed, was released by commit.
+	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond)
+	rd := begin(t, c, sql.TxnOptions{})
+	requireRead(t, rd, "a", "1")
+	requireRead(t, rd, "b", "")
+}
+
+func TestResolveAbandonedTxn(t *testing.T) {
+	tests := []struct {
+		name      string
+		committed bool // the primary was committed before the client died
+	}{{"rolled back", false}, {"committed", true}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeKV(t, "m")
+			c := f.newClient(Config{})
+			f.put("a", "old")
+			f.put("z", "old")
+			start := f.ts() - tso.ComposeTS(1000, 0) // a second ago
+			f.lock("a", "a", start, 100, "new")      // ttl 100ms: expired
+			f.lock("z", "a", start, 100, "new")
+			want := "old"
+			if tt.committed {
+				f.mu.Lock()
+				require.Nil(t, f.finish([]byte("a"), start, f.lastTS.Add(1)))
+				f.mu.Unlock()
+				want = "new"
+			}
+			rd := begin(t, c, sql.TxnOptions{})
+			// Waits (backs off) until the TTL expires, then resolves.
+			requireRead(t, rd, "z", want)
+			requireRead(t, rd, "a", want)
+			require.Equal(t, 0, f.lockCount())
+			ps, err := rd.Scan(bg, nil, nil, 0, false)
+			require.NoError(t, err)
+			require.Len(t, ps, 2)
+		})
+	}
+}
+
+func TestReaderPushesLiveLock(t *testing.T) {
+	f := newFakeKV(t)
+	c := f.newClient(Config{})
+	f.put("a", "old")
+	start := f.ts()
+	f.lock("a", "a", start, 60_000, "new") // alive for a minute
+	rd := begin(t, c, sql.TxnOptions{})
+	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
+	defer cancel()
+	v, found, err := rd.Get(ctx, []byte("a"))
+	require.NoError(t, err, "the reader pushes min_commit_ts instead of waiting")
+	require.True(t, found)
+	require.Equal(t, "old", string(v))
+	f.mu.Lock()
+	require.Greater(t, f.locks["a"].info.MinCommitTs, rd.StartTS())
+	f.mu.Unlock()
+}
+
+func TestResolveExpiredAsyncCommit(t *testing.T) {
+	f := newFakeKV(t, "m")
+	c := f.newClient(Config{})
+	start := f.ts() - tso.ComposeTS(1000, 0)
+	f.lock("a", "a", start, 50, "v")
+	f.lock("z", "a", start, 50, "v")
+	f.mu.Lock()
+	for _, k := range []string{"a", "z"} {
+		f.locks[k].info.UseAsyncCommit = true
+		f.locks[k].info.MinCommitTs = start + 10
+	}
+	f.locks["z"].info.MinCommitTs = start + 20
+	f.locks["a"].info.Secondaries = [][]byte{[]byte("z")}
+	f.mu.Unlock()
+	rd := begin(t, c, sql.TxnOptions{})
+	requireRead(t, rd, "z", "v") // all prewrites there: committed at max min_commit_ts
+	require.Equal(t, start+20, f.commitTSOf("a", start))
+	require.Equal(t, start+20, f.commitTSOf("z", start))
+}
+
+func TestPessimisticLocks(t *testing.T) {
+	f := newFakeKV(t, "m")
+	c := f.newClient(Config{})
+	f.put("a", "1")
+	t1 := begin(t, c, sql.TxnOptions{Pessimistic: true})
+	vals, err := t1.LockKeys(bg, sql.LockOptions{ReturnValues: true}, []byte("z"), []byte("a"))
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{[]byte(nil), []byte("1")}, vals)
+
+	t2 := begin(t, c, sql.TxnOptions{Pessimistic: true})
+	_, err = t2.LockKeys(bg, sql.LockOptions{NoWait: true}, []byte("a"))
+	var lc *sql.LockConflictError
+	require.ErrorAs(t, err, &lc)
+	start := time.Now()
+	_, err = t2.LockKeys(bg, sql.LockOptions{WaitTimeoutMs: 200}, []byte("a"))
+	require.ErrorIs(t, err, sql.ErrLockWaitTimeout)
+	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+
+	// t2 waits; t1 commits a new value; t2's lock then meets a commit after
+	// its for_update_ts... it took a fresh one, so it sees the new value.
+	done := make(chan error, 1)
+	var got [][]byte
+	go func() {
+		var err error
+		got, err = t2.LockKeys(bg, sql.LockOptions{ReturnValues: true, WaitTimeoutMs: 5000}, []byte("a"))
+		done <- err
+	}()
+	require.NoError(t, t1.Set([]byte("a"), []byte("2")))
+	require.NoError(t, t1.Commit(bg))
+	require.NoError(t, <-done)
+	require.Equal(t, "2", string(got[0]))
+	require.NoError(t, t2.Set([]byte("a"), []byte("3")))
+	require.NoError(t, t2.Commit(bg))
+	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond)
+	requireRead(t, begin(t, c, sql.TxnOptions{}), "a", "3")
+}
+
+func TestPessimisticRetryAtNewForUpdateTS(t *testing.T) {
+	f := newFakeKV(t)
+	c := f.newClient(Config{})
+	tx := begin(t, c, sql.TxnOptions{Pessimistic: true})
+	var once bool
+	f.setHook(func(method string, req any) time.Duration {
+		if method == "PessimisticLock" && !once {
+			once = true
+			f.put("a", "late") // committed after the first for_update_ts
+		}
+		return 0
+	})
+	vals, err := tx.LockKeys(bg, sql.LockOptions{ReturnValues: true}, []byte("a"))
+	require.NoError(t, err)
+	require.Equal(t, "late", string(vals[0]))
+	require.Equal(t, 2, f.count("PessimisticLock"))
+	require.NoError(t, tx.Rollback(bg))
+	require.Equal(t, 0, f.lockCount(), "rollback released the lock")
+}
+
+func TestPrimaryCommitLostIsUndetermined(t *testing.T) {
+	f := newFakeKV(t, "m")
+	kvCfg := Config{}
+	c := f.newClient(kvCfg)
+	tx := begin(t, c, sql.TxnOptions{})
+	require.NoError(t, tx.Set([]byte("a"), []byte("1")))
+	require.NoError(t, tx.Set([]byte("z"), []byte("1")))
+	f.setHook(func(method string, req any) time.Duration {
+		if method == "Commit" {
+			return 3 * time.Second // past the 2s RPC timeout
+		}
+		return 0
+	})
+	err := tx.Commit(bg)
+	require.ErrorIs(t, err, sql.ErrUndetermined)
+	require.Equal(t, 0, f.count("BatchRollback"), "never rolled back")
+}
+
+func TestReadOnlyAndFinished(t *testing.T) {
+	f := newFakeKV(t)
+	c := f.newClient(Config{})
+	ts := f.put("a", "1")
+	f.put("a", "2")
+	tx := begin(t, c, sql.TxnOptions{ReadOnly: true, StartTS: ts})
+	requireRead(t, tx, "a", "1")
+	require.ErrorIs(t, tx.Set([]byte("a"), nil), ErrReadOnly)
+	require.NoError(t, tx.Commit(bg))
+	_, _, err := tx.Get(bg, []byte("a"))
+	require.ErrorIs(t, err, ErrFinished)
+	_, err = c.Begin(bg, sql.TxnOptions{StartTS: ts})
+	require.Error(t, err)
+}
+
+func TestReadCommittedFreshSnapshotPerStatement(t *testing.T) {
+	f := newFakeKV(t)
+	c := f.newClient(Config{})
+	f.put("a", "1")
+	tx := begin(t, c, sql.TxnOptions{Isolation: sql.ReadCommitted})
+	tx.StmtBegin()
+	requireRead(t, tx, "a", "1")
+	tx.StmtCommit()
+	f.put("a", "2")
+	requireRead(t, tx, "a", "1") // same statement snapshot until the next statement
+	tx.StmtBegin()
+	requireRead(t, tx, "a", "2")
+	tx.StmtCommit()
+}
+
+func TestTxnTooLarge(t *testing.T) {
+	f := newFakeKV(t)
+	c := f.newClient(Config{MaxTxnSize: 100})
+	tx := begin(t, c, sql.TxnOptions{})
+	require.NoError(t, tx.Set([]byte("a"), make([]byte, 50)))
+	require.ErrorIs(t, tx.Set([]byte("b"), make([]byte, 60)), ErrTxnTooLarge)
+}
+
+func TestKeyErrorMapping(t *testing.T) {
+	var dl *sql.DeadlockError
+	require.ErrorAs(t, keyError(&kvrpcpb.KeyError{Deadlock: &kvrpcpb.Deadlock{LockKey: []byte("k")}}, 1), &dl)
+	require.ErrorIs(t, keyError(&kvrpcpb.KeyError{LockWaitTimeout: &kvrpcpb.LockWaitTimeout{Key: []byte("k")}}, 1), sql.ErrLockWaitTimeout)
+	require.ErrorIs(t, keyError(&kvrpcpb.KeyError{TxnLockNotFound: &kvrpcpb.TxnLockNotFound{}}, 1), ErrTxnAborted)
+	require.True(t, errors.Is(mapErr(fmt.Errorf("x: %w", errFake)), errFake))
+}
