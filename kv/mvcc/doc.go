@@ -1,28 +1,40 @@
-// Package mvcc stores multi-versioned user data in Pebble and reads it at a
-// timestamp.
+// Package mvcc is Percolator's multi-version storage on a store: the record
+// formats of the three key spaces of kv/keys, readers with lock checks, and
+// the write buffer that turns a command's effects into raft_cmdpb requests.
 //
 // # Layout
 //
-// Every version of a user key is one Pebble key in the data key space:
+//	LOCK    enc(key)             -> Lock   (type, primary, start_ts, ttl, ...)
+//	WRITE   enc(key) ^commit_ts  -> Write  (kind, start_ts, short value)
+//	DEFAULT enc(key) ^start_ts   -> value longer than ShortValueMaxLen
 //
-//	DataPrefix | codec.EncodeBytes(userKey) | codec.EncodeUintDesc(commitTS)
+// A transaction's prewrite puts a Lock (a short value inline, a long one in
+// DEFAULT); commit replaces it with a Write record at commit_ts (moving the
+// short value into it); a rollback deletes the lock and writes a Rollback
+// record at commit_ts = start_ts, so a late prewrite of the same transaction
+// fails. Rollback records are always kept ("protected"); when another
+// transaction's commit record already occupies that position its
+// OverlappedRollback flag carries the rollback instead.
 //
-// The memcomparable EncodeBytes makes all versions of a key contiguous and
-// ordered like the user keys; the descending timestamp puts the newest version
-// of a key first. The value is one flag byte (FlagPut or FlagDelete) followed
-// by the user value (empty for a delete).
+// # Reads
 //
-// This is the 1PC-only layout (no lock or write column yet): a version exists
-// only once it is committed. Percolator's lock/write/data key spaces will sit
-// next to it under other prefix bytes.
+// A read at ts sees the newest Put or Delete with commit_ts <= ts (Lock and
+// Rollback records are skipped). Under snapshot isolation a Put/Delete lock
+// with start_ts <= ts and min_commit_ts <= ts stops the read with a Locked
+// KeyError unless the reader was told the transaction is resolved
+// (ResolvedLocks: skip) or committed (CommittedLocks: read the lock's
+// value). ts = MaxTS (latest) checks locks the same way. Read committed
+// ignores locks.
 //
-// # Concurrency and ownership
+// # Ownership and concurrency
 //
-// Reader is a read-only view over anything that can make a Pebble iterator (a
-// *pebble.DB, *pebble.Snapshot or an indexed *pebble.Batch). It is not safe
-// for concurrent use; make one per request. Slices it returns are copies owned
-// by the caller. The writer helpers (Put, Delete) only append to a caller-owned
-// *pebble.Batch; the caller decides when and how it is committed (the
-// raftstore applies a Raft entry's writes together with the region's applied
-// index in one batch).
+// Readers work over a Snapshot (a *pebble.Snapshot for consistency across
+// keys and key spaces), are not safe for concurrent use and must be
+// closed. Values and records they return are copies owned by the caller
+// unless a method says otherwise. Txn only collects writes; applying them
+// (through raft, or ApplyWrites on a plain batch in tests) is the caller's.
+// The package knows nothing of raft or regions.
+//
+// legacy.go still holds the 1PC-only layout that raftstore's apply and
+// kv/server read today; it goes away when they move to this one.
 package mvcc

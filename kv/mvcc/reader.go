@@ -1,0 +1,286 @@
+package mvcc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/stratadb/strata/kv/codec"
+	"github.com/stratadb/strata/kv/keys"
+	"github.com/stratadb/strata/proto/raft_cmdpb"
+)
+
+// Snapshot is the part of a consistent Pebble view the readers need.
+// *pebble.Snapshot, *pebble.DB and an indexed *pebble.Batch implement it;
+// only a *pebble.Snapshot (or a batch) is consistent across calls.
+type Snapshot interface {
+	Get(key []byte) (value []byte, closer io.Closer, err error)
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+// TxnReader is the low-level reader Percolator commands evaluate with: locks,
+// write records and values of single keys over one Snapshot. It is not safe
+// for concurrent use; Close releases its iterators. Returned records and
+// values are copies owned by the caller.
+type TxnReader struct {
+	snap    Snapshot
+	writeIt *pebble.Iterator
+	dataIt  *pebble.Iterator
+	buf     []byte
+	wbuf    []byte
+}
+
+// NewTxnReader returns a reader over snap; snap must outlive it.
+func NewTxnReader(snap Snapshot) *TxnReader { return &TxnReader{snap: snap} }
+
+// Close releases the reader's iterators (not the snapshot).
+func (r *TxnReader) Close() error {
+	var err error
+	if r.writeIt != nil {
+		err = r.writeIt.Close()
+		r.writeIt = nil
+	}
+	if r.dataIt != nil {
+		err = errors.Join(err, r.dataIt.Close())
+		r.dataIt = nil
+	}
+	return err
+}
+
+func cfIter(snap Snapshot, cf raft_cmdpb.CF) (*pebble.Iterator, error) {
+	p := keys.Prefix(cf)
+	return snap.NewIter(&pebble.IterOptions{LowerBound: []byte{p}, UpperBound: []byte{p + 1}})
+}
+
+// LoadLock returns key's lock, or nil.
+func (r *TxnReader) LoadLock(key []byte) (*Lock, error) {
+	r.buf = keys.Encode(append(r.buf[:0], keys.PrefixLock), key)
+	v, closer, err := r.snap.Get(r.buf)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mvcc: load lock: %w", err)
+	}
+	defer closer.Close()
+	l, err := DecodeLock(bytes.Clone(v))
+	if err != nil {
+		return nil, fmt.Errorf("lock of %q: %w", key, err)
+	}
+	return l, nil
+}
+
+func (r *TxnReader) writeIter() (*pebble.Iterator, error) {
+	if r.writeIt == nil {
+		it, err := cfIter(r.snap, raft_cmdpb.CF_WRITE)
+		if err != nil {
+			return nil, fmt.Errorf("mvcc: write iterator: %w", err)
+		}
+		r.writeIt = it
+	}
+	return r.writeIt, nil
+}
+
+// writePrefix sets r.wbuf to the WRITE engine prefix of key's versions.
+func (r *TxnReader) writePrefix(key []byte) []byte {
+	r.wbuf = keys.Encode(append(r.wbuf[:0], keys.PrefixWrite), key)
+	return r.wbuf
+}
+
+// SeekWrite returns the newest write record of key with commit_ts <= ts,
+// or a nil Write.
+func (r *TxnReader) SeekWrite(key []byte, ts uint64) (commitTS uint64, w *Write, err error) {
+	it, err := r.writeIter()
+	if err != nil {
+		return 0, nil, err
+	}
+	prefix := r.writePrefix(key)
+	return seekWrite(it, prefix, ts)
+}
+
+// seekWrite positions it at prefix's newest version <= ts and decodes it.
+func seekWrite(it *pebble.Iterator, prefix []byte, ts uint64) (uint64, *Write, error) {
+	seek := codec.EncodeUintDesc(prefix, ts)
+	if !it.SeekGE(seek) {
+		return 0, nil, it.Error()
+	}
+	return curWrite(it, prefix[:len(prefix):len(prefix)])
+}
+
+// curWrite decodes the write record under it if it is a version of prefix.
+func curWrite(it *pebble.Iterator, prefix []byte) (uint64, *Write, error) {
+	k := it.Key()
+	if len(k) != len(prefix)+8 || !bytes.HasPrefix(k, prefix) {
+		return 0, nil, nil
+	}
+	_, commitTS, err := codec.DecodeUintDesc(k[len(prefix):])
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: write key %x", ErrCorruptRecord, k)
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return 0, nil, fmt.Errorf("mvcc: read write record: %w", err)
+	}
+	w, err := DecodeWrite(bytes.Clone(v))
+	if err != nil {
+		return 0, nil, fmt.Errorf("write record %x: %w", k, err)
+	}
+	return commitTS, w, nil
+}
+
+// GetWrite returns the newest Put or Delete record of key with commit_ts
+// <= ts, skipping Lock and Rollback records, or a nil Write.
+func (r *TxnReader) GetWrite(key []byte, ts uint64) (commitTS uint64, w *Write, err error) {
+	it, err := r.writeIter()
+	if err != nil {
+		return 0, nil, err
+	}
+	prefix := r.writePrefix(key)
+	commitTS, w, err = seekWrite(it, prefix, ts)
+	for err == nil && w != nil && (w.Kind == WriteLock || w.Kind == WriteRollback) {
+		if !it.Next() {
+			return 0, nil, it.Error()
+		}
+		commitTS, w, err = curWrite(it, prefix)
+	}
+	return commitTS, w, err
+}
+
+// LoadData returns the long value a transaction with startTS wrote to key.
+func (r *TxnReader) LoadData(key []byte, startTS uint64) ([]byte, error) {
+	if r.dataIt == nil {
+		it, err := cfIter(r.snap, raft_cmdpb.CF_DEFAULT)
+		if err != nil {
+			return nil, fmt.Errorf("mvcc: data iterator: %w", err)
+		}
+		r.dataIt = it
+	}
+	r.buf = keys.EncodeVersioned(append(r.buf[:0], keys.PrefixDefault), key, startTS)
+	if !r.dataIt.SeekGE(r.buf) || !bytes.Equal(r.dataIt.Key(), r.buf) {
+		if err := r.dataIt.Error(); err != nil {
+			return nil, fmt.Errorf("mvcc: load data: %w", err)
+		}
+		return nil, fmt.Errorf("%w: value of %q at %d missing", ErrCorruptRecord, key, startTS)
+	}
+	v, err := r.dataIt.ValueAndErr()
+	if err != nil {
+		return nil, fmt.Errorf("mvcc: load data: %w", err)
+	}
+	return bytes.Clone(v), nil
+}
+
+// WriteValue returns the value a Put record carries (inline or in DEFAULT).
+func (r *TxnReader) WriteValue(key []byte, w *Write) ([]byte, error) {
+	if w.HasShortValue {
+		return w.ShortValue, nil
+	}
+	return r.LoadData(key, w.StartTS)
+}
+
+// LockValue returns the value a Put lock carries (inline or in DEFAULT).
+func (r *TxnReader) LockValue(key []byte, l *Lock) ([]byte, error) {
+	if l.HasShortValue {
+		return l.ShortValue, nil
+	}
+	return r.LoadData(key, l.StartTS)
+}
+
+// Get returns key's committed value visible at ts (ignoring locks).
+func (r *TxnReader) Get(key []byte, ts uint64) (value []byte, found bool, err error) {
+	_, w, err := r.GetWrite(key, ts)
+	if err != nil || w == nil || w.Kind != WritePut {
+		return nil, false, err
+	}
+	v, err := r.WriteValue(key, w)
+	return v, err == nil, err
+}
+
+// CommitRecordKind classifies what WRITE says about one transaction on one
+// key.
+type CommitRecordKind int
+
+// Commit record kinds.
+const (
+	// RecordNone: neither a commit nor a rollback of the transaction.
+	RecordNone CommitRecordKind = iota
+	// RecordCommitted: committed at CommitTS with Write.
+	RecordCommitted
+	// RecordRolledBack: a rollback record or an overlapped rollback flag.
+	RecordRolledBack
+)
+
+// CommitRecord is the outcome of TxnCommitRecord.
+type CommitRecord struct {
+	Kind     CommitRecordKind
+	CommitTS uint64
+	Write    *Write
+	// Overlapped is, for RecordNone, another transaction's record at
+	// commit_ts == start_ts, where this transaction's rollback record
+	// would go; a rollback then sets its OverlappedRollback flag instead.
+	Overlapped *Write
+}
+
+// TxnCommitRecord looks for the commit or rollback of the transaction
+// startTS on key: every record with commit_ts >= startTS.
+func (r *TxnReader) TxnCommitRecord(key []byte, startTS uint64) (CommitRecord, error) {
+	it, err := r.writeIter()
+	if err != nil {
+		return CommitRecord{}, err
+	}
+	prefix := r.writePrefix(key)
+	commitTS, w, err := seekWrite(it, prefix, math.MaxUint64)
+	for err == nil && w != nil && commitTS >= startTS {
+		if w.StartTS == startTS {
+			if w.Kind == WriteRollback {
+				return CommitRecord{Kind: RecordRolledBack, CommitTS: commitTS, Write: w}, nil
+			}
+			return CommitRecord{Kind: RecordCommitted, CommitTS: commitTS, Write: w}, nil
+		}
+		if commitTS == startTS {
+			if w.OverlappedRollback {
+				return CommitRecord{Kind: RecordRolledBack, CommitTS: commitTS, Write: w}, nil
+			}
+			return CommitRecord{Kind: RecordNone, Overlapped: w}, nil
+		}
+		if !it.Next() {
+			return CommitRecord{}, it.Error()
+		}
+		commitTS, w, err = curWrite(it, prefix)
+	}
+	return CommitRecord{}, err
+}
+
+// ScanLocks calls fn for each lock with a user key in [start, end) (empty
+// end: no bound) in key order until fn returns false. key and l are owned
+// by fn.
+func (r *TxnReader) ScanLocks(start, end []byte, fn func(key []byte, l *Lock) bool) error {
+	lo, hi := keys.CFBounds(raft_cmdpb.CF_LOCK, start, end)
+	it, err := r.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("mvcc: scan locks: %w", err)
+	}
+	defer it.Close()
+	for valid := it.First(); valid; valid = it.Next() {
+		k := it.Key()
+		_, key, err := codec.DecodeBytes(k[1:], nil)
+		if err != nil {
+			return fmt.Errorf("%w: lock key %x", ErrCorruptRecord, k)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("mvcc: scan locks: %w", err)
+		}
+		l, err := DecodeLock(bytes.Clone(v))
+		if err != nil {
+			return fmt.Errorf("lock of %q: %w", key, err)
+		}
+		if !fn(key, l) {
+			return nil
+		}
+	}
+	return it.Error()
+}

@@ -1,0 +1,152 @@
+package txn
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stratadb/strata/proto/kvrpcpb"
+)
+
+// lockWaits queues pessimistic lock requests per key while another
+// transaction holds the key's lock (TiKV's lock manager waiter table).
+// Waiters of a key are ordered by arrival (a waiter that retries keeps its
+// place); a release wakes the first, and a woken waiter that does not get
+// to wait again (it took the lock, or failed) wakes the next. Safe for
+// concurrent use; no goroutine per waiter beyond the caller's.
+type lockWaits struct {
+	mu   sync.Mutex
+	seq  uint64
+	keys map[string][]*lockWaiter
+}
+
+type lockWaiter struct {
+	key     []byte
+	startTS uint64
+	lock    *kvrpcpb.LockInfo // the lock waited for
+	seq     uint64
+	ch      chan struct{} // closed-once signal: woken
+	queued  bool          // under lockWaits.mu
+}
+
+type waitOutcome int
+
+const (
+	waitWoken    waitOutcome = iota // the holder released the key
+	waitExpired                     // the holder's TTL ran out: evaluate again
+	waitTimeout                     // wait_timeout passed
+	waitCanceled                    // the request's context ended
+)
+
+func newLockWaits() *lockWaits { return &lockWaits{keys: map[string][]*lockWaiter{}} }
+
+// add queues a waiter for key; prev (may be nil) is the same request's
+// earlier waiter, whose place it keeps.
+func (q *lockWaits) add(key []byte, startTS uint64, lock *kvrpcpb.LockInfo, prev *lockWaiter) *lockWaiter {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	w := &lockWaiter{key: key, startTS: startTS, lock: lock, ch: make(chan struct{}), queued: true}
+	if prev != nil {
+		w.seq = prev.seq
+	} else {
+		q.seq++
+		w.seq = q.seq
+	}
+	ws := q.keys[string(key)]
+	i, _ := slices.BinarySearchFunc(ws, w.seq, func(x *lockWaiter, s uint64) int {
+		switch {
+		case x.seq < s:
+			return -1
+		case x.seq > s:
+			return 1
+		}
+		return 0
+	})
+	q.keys[string(key)] = slices.Insert(ws, i, w)
+	return w
+}
+
+// remove takes w out of its queue; it reports false if w was woken first.
+func (q *lockWaits) remove(w *lockWaiter) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !w.queued {
+		return false
+	}
+	w.queued = false
+	ws := q.keys[string(w.key)]
+	if i := slices.Index(ws, w); i >= 0 {
+		ws = slices.Delete(ws, i, i+1)
+	}
+	if len(ws) == 0 {
+		delete(q.keys, string(w.key))
+	} else {
+		q.keys[string(w.key)] = ws
+	}
+	return true
+}
+
+// wakeNext wakes the first waiter of key, if any.
+func (q *lockWaits) wakeNext(key []byte) {
+	q.mu.Lock()
+	ws := q.keys[string(key)]
+	if len(ws) == 0 {
+		q.mu.Unlock()
+		return
+	}
+	w := ws[0]
+	w.queued = false
+	if len(ws) == 1 {
+		delete(q.keys, string(key))
+	} else {
+		q.keys[string(key)] = ws[1:]
+	}
+	q.mu.Unlock()
+	close(w.ch)
+}
+
+// waiters is the number of queued waiters (tests, metrics).
+func (q *lockWaits) waiters() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, ws := range q.keys {
+		n += len(ws)
+	}
+	return n
+}
+
+// wait blocks until w is woken, the deadline passes, the held lock's TTL
+// runs out (by this store's clock) or ctx ends. Unless woken, w leaves
+// its queue; a waiter woken at the moment it gives up passes the wake-up
+// on.
+func (q *lockWaits) wait(ctx context.Context, w *lockWaiter, deadline time.Time) waitOutcome {
+	outcome := waitTimeout
+	until := time.Until(deadline)
+	expiry := time.UnixMilli(int64(physical(w.lock.GetLockVersion()) + w.lock.GetLockTtl()))
+	if d := time.Until(expiry); d < until {
+		until, outcome = d, waitExpired
+	}
+	if until < time.Millisecond {
+		until = time.Millisecond
+	}
+	t := time.NewTimer(until)
+	defer t.Stop()
+	select {
+	case <-w.ch:
+		return waitWoken
+	case <-t.C:
+	case <-ctx.Done():
+		outcome = waitCanceled
+	}
+	if !q.remove(w) {
+		// Woken meanwhile.
+		if outcome == waitCanceled {
+			q.wakeNext(w.key)
+			return waitCanceled
+		}
+		return waitWoken
+	}
+	return outcome
+}
