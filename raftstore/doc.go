@@ -12,7 +12,8 @@
 //	0x02 regionID 0x02 index       raft log entry (raftpb.Entry)
 //	0x03 regionID                  apply state: applied index, truncated
 //	                               index, truncated term (3 x 8 bytes BE)
-//	'z'  ...                       MVCC data (see kv/mvcc)
+//	'l' 'w' 'z' ...                user data: lock, write and default key
+//	                               spaces (see kv/keys)
 //
 // All integers are big-endian so keys sort numerically.
 //
@@ -65,13 +66,31 @@
 //
 // # Writes
 //
-// A 1PC write becomes one raft entry (kind byte, proposal id, marshalled
-// request). After the Ready containing it is persisted the proposal knows its
-// (index, term); it is answered when the entry at that index applies with
-// that term, or with StaleCommand when another entry takes the index. At
-// apply time each mutation is checked deterministically on every replica:
-// WriteConflict when the key's newest commit_ts > start_ts, AlreadyExist for
-// an Insert over a live version; any failure writes nothing.
+// The raft log carries raft_cmdpb.RaftCmdRequest (a normal entry's data is
+// the marshalled command; an empty entry is a leader's no-op): a header
+// (region id, epoch, term, proposal id) and plain writes per key space
+// (Put/Delete/DeleteRange of cf keys; the engine key is kv/keys.EngineKey(cf,
+// key)), or an admin command (none is accepted yet). raftstore knows nothing
+// of transactions: the layer above (kv/server's 1PC today, kv/txn next)
+// evaluates against the engine on the leader under its own per-key latches
+// and proposes the resulting writes through Store.Propose.
+//
+// Propose checks leadership, the caller's leader generation, the epoch, the
+// term (when given) and that every key lies in the region, then proposes.
+// After the Ready containing the entry is persisted the proposal knows its
+// (index, term); it is answered when an entry at that index applies on this
+// store: the command's response if the terms match, else StaleCommand
+// (another entry committed there, so this one never will); also, for now,
+// StaleCommand when a persisted Ready overwrites its index. The answer
+// comes after the apply batch is committed, so a caller that releases its
+// latches once Propose returns orders later evaluations after the write.
+//
+// Apply re-checks each command's epoch against the region at that index
+// (the same on every replica): a data command needs the current version, an
+// admin command the current conf_ver too. A mismatch writes nothing and
+// answers EpochNotMatch with the current region (an entry proposed before a
+// split must not write keys that now belong to the sibling). Otherwise the
+// requests go into the apply batch, which also carries the applied index.
 //
 // # Reads
 //

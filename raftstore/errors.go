@@ -19,6 +19,17 @@ var (
 	ErrStopped = errors.New("raftstore: store stopped")
 	// ErrNoStoreID means PD did not hand out a store id.
 	ErrNoStoreID = errors.New("raftstore: no store id")
+	// ErrUndetermined is returned (possibly wrapping the cause, e.g.
+	// ErrStopped) for a proposal whose entry may or may not be applied:
+	// it reached raft, and the store cannot tell whether it will commit.
+	// Callers must not report it as "not written" (clients map it to an
+	// undetermined outcome).
+	ErrUndetermined = errors.New("raftstore: proposal outcome undetermined")
+	// ErrAdminNotSupported is returned by Propose for admin commands (not
+	// implemented yet).
+	ErrAdminNotSupported = errors.New("raftstore: admin commands are not supported by Propose")
+
+	errStoppedUndetermined = fmt.Errorf("%w: %w", ErrUndetermined, ErrStopped)
 )
 
 // RegionError wraps a protobuf region error as a Go error, for callers that

@@ -74,4 +74,8 @@ var (
 		Help:    "Duration of one stream Send of a batch of raft messages.",
 		Buckets: latencyBuckets,
 	})
+	applyEpochNotMatch = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "apply_epoch_not_match_total",
+		Help: "Committed commands that wrote nothing because the region's epoch changed after they were proposed.",
+	})
 )

@@ -1,8 +1,6 @@
 package raftstore
 
 import (
-	"encoding/binary"
-	"fmt"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -12,49 +10,18 @@ import (
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/proto/raft_cmdpb"
 )
 
-// entryKindOnePC marks a raft entry carrying a 1PC write:
-// kind (1 byte) | proposal id (8 bytes) | marshalled kvrpcpb.OnePCRequest
-// (context stripped).
-const entryKindOnePC byte = 1
-
-func encodeOnePCEntry(id uint64, req *kvrpcpb.OnePCRequest) ([]byte, error) {
-	body, err := proto.Marshal(&kvrpcpb.OnePCRequest{Mutations: req.GetMutations(), StartTs: req.GetStartTs(), CommitTs: req.GetCommitTs()})
-	if err != nil {
-		return nil, fmt.Errorf("raftstore: marshal proposal: %w", err)
-	}
-	out := make([]byte, 9, 9+len(body))
-	out[0] = entryKindOnePC
-	binary.BigEndian.PutUint64(out[1:], id)
-	return append(out, body...), nil
-}
-
-func entryProposalID(data []byte) (uint64, bool) {
-	if len(data) < 9 || data[0] != entryKindOnePC {
-		return 0, false
-	}
-	return binary.BigEndian.Uint64(data[1:9]), true
-}
-
-func decodeOnePCEntry(data []byte) (*kvrpcpb.OnePCRequest, error) {
-	if _, ok := entryProposalID(data); !ok {
-		return nil, fmt.Errorf("%w: unknown entry kind", ErrCorrupt)
-	}
-	req := &kvrpcpb.OnePCRequest{}
-	if err := proto.Unmarshal(data[9:], req); err != nil {
-		return nil, fmt.Errorf("%w: 1pc entry: %v", ErrCorrupt, err)
-	}
-	return req, nil
-}
-
-// proposal is a write waiting for its entry to be applied. index and term are
-// known once the entry is in a persisted Ready; the proposal is answered when
-// the entry at (index, term) applies, or StaleCommand when another entry
-// takes that index.
+// proposal is a command waiting for its entry to be applied. index and term
+// are known once the entry is in a persisted Ready; the proposal is answered
+// when an entry at index applies here: with the command's response if it
+// has term, else with StaleCommand (another entry committed at the index,
+// so this one never will). An overwrite of the index in the local log alone
+// decides nothing (the entry may still commit through another peer).
 type proposal struct {
 	id  uint64
-	req *kvrpcpb.OnePCRequest
+	cmd *raft_cmdpb.RaftCmdRequest
 	// leaderGen, when not 0, is the store's LeaderGeneration the write was
 	// prepared under; it is refused (retryably) if the store has gained a
 	// leadership since.
@@ -68,18 +35,20 @@ type proposal struct {
 }
 
 type proposalResult struct {
-	resp *kvrpcpb.OnePCResponse
+	resp *raft_cmdpb.RaftCmdResponse
 	err  error
 }
 
-func (p *proposal) respond(resp *kvrpcpb.OnePCResponse, err error, outcome string) {
+func (p *proposal) regionID() uint64 { return p.cmd.GetHeader().GetRegionId() }
+
+func (p *proposal) respond(resp *raft_cmdpb.RaftCmdResponse, err error, outcome string) {
 	proposals.WithLabelValues(outcome).Inc()
 	proposeSeconds.Observe(time.Since(p.start).Seconds())
 	p.done <- proposalResult{resp: resp, err: err}
 }
 
 func (p *proposal) regionError(e *errorpb.Error, outcome string) {
-	p.respond(&kvrpcpb.OnePCResponse{RegionError: e}, nil, outcome)
+	p.respond(&raft_cmdpb.RaftCmdResponse{RegionError: e}, nil, outcome)
 }
 
 // readRequest is a linearizable read waiting for ReadIndex + apply.
@@ -264,7 +233,7 @@ func (p *peer) trackProposals(ents []*raftpb.Entry) {
 
 // ackApplied answers the proposal of the entry (index, term) that was just
 // applied with resp, and any older proposal as stale.
-func (p *peer) ackApplied(index, term uint64, resp *kvrpcpb.OnePCResponse, out *[]appliedProposal) {
+func (p *peer) ackApplied(index, term uint64, resp *raft_cmdpb.RaftCmdResponse, out *[]appliedProposal) {
 	for len(p.pending) > 0 && p.pending[0].index <= index {
 		pr := p.pending[0]
 		p.pending[0] = nil
@@ -275,13 +244,13 @@ func (p *peer) ackApplied(index, term uint64, resp *kvrpcpb.OnePCResponse, out *
 			*out = append(*out, appliedProposal{pr: pr, resp: resp})
 			continue
 		}
-		*out = append(*out, appliedProposal{pr: pr, resp: &kvrpcpb.OnePCResponse{RegionError: errStaleCommand()}, stale: true})
+		*out = append(*out, appliedProposal{pr: pr, resp: &raft_cmdpb.RaftCmdResponse{RegionError: errStaleCommand()}, stale: true})
 	}
 }
 
 type appliedProposal struct {
 	pr    *proposal
-	resp  *kvrpcpb.OnePCResponse
+	resp  *raft_cmdpb.RaftCmdResponse
 	stale bool
 }
 

@@ -10,8 +10,6 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stratadb/strata/kv/mvcc"
-	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
 )
 
@@ -142,76 +140,4 @@ func TestPeerStorageCacheBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, es, 2*entryCacheSize)
 	require.Equal(t, uint64(6+2*entryCacheSize-1), es[len(es)-1].GetIndex())
-}
-
-func TestEntryEncoding(t *testing.T) {
-	req := &kvrpcpb.OnePCRequest{
-		Context:   &kvrpcpb.Context{RegionId: 3},
-		Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: []byte("k"), Value: []byte("v")}},
-		StartTs:   10, CommitTs: 11,
-	}
-	data, err := encodeOnePCEntry(42, req)
-	require.NoError(t, err)
-	id, ok := entryProposalID(data)
-	require.True(t, ok)
-	require.Equal(t, uint64(42), id)
-	got, err := decodeOnePCEntry(data)
-	require.NoError(t, err)
-	require.Nil(t, got.GetContext(), "context is not replicated")
-	require.Equal(t, uint64(11), got.GetCommitTs())
-	require.Equal(t, []byte("k"), got.GetMutations()[0].GetKey())
-	_, ok = entryProposalID(nil)
-	require.False(t, ok)
-}
-
-func TestApplyOnePC(t *testing.T) {
-	put := func(k, v string) *kvrpcpb.Mutation {
-		return &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: []byte(k), Value: []byte(v)}
-	}
-	ins := func(k, v string) *kvrpcpb.Mutation {
-		return &kvrpcpb.Mutation{Op: kvrpcpb.Op_Insert, Key: []byte(k), Value: []byte(v)}
-	}
-	del := func(k string) *kvrpcpb.Mutation { return &kvrpcpb.Mutation{Op: kvrpcpb.Op_Del, Key: []byte(k)} }
-
-	// Applied in order against one indexed batch: later requests see earlier
-	// ones (as entries of one Ready do).
-	steps := []struct {
-		name     string
-		muts     []*kvrpcpb.Mutation
-		start    uint64
-		commit   uint64
-		conflict []string
-		exists   []string
-	}{
-		{name: "put", muts: []*kvrpcpb.Mutation{put("a", "1"), put("b", "1")}, start: 5, commit: 10},
-		{name: "conflict", muts: []*kvrpcpb.Mutation{put("a", "2"), put("c", "2")}, start: 9, commit: 12, conflict: []string{"a"}},
-		{name: "insert-live", muts: []*kvrpcpb.Mutation{ins("b", "2"), ins("c", "2")}, start: 15, commit: 16, exists: []string{"b"}},
-		{name: "delete", muts: []*kvrpcpb.Mutation{del("b")}, start: 15, commit: 17},
-		{name: "insert-after-delete", muts: []*kvrpcpb.Mutation{ins("b", "3")}, start: 18, commit: 19},
-		{name: "equal-ts-is-not-conflict", muts: []*kvrpcpb.Mutation{put("b", "4")}, start: 19, commit: 20},
-	}
-	db := memDB(t)
-	b := db.NewIndexedBatch()
-	r := mvcc.NewReader(b)
-	for _, s := range steps {
-		resp, err := applyOnePC(b, r, &kvrpcpb.OnePCRequest{Mutations: s.muts, StartTs: s.start, CommitTs: s.commit})
-		require.NoError(t, err, s.name)
-		var conflict, exists []string
-		for _, e := range resp.GetErrors() {
-			if c := e.GetConflict(); c != nil {
-				conflict = append(conflict, string(c.GetKey()))
-				require.Equal(t, s.start, c.GetStartTs())
-			}
-			if a := e.GetAlreadyExist(); a != nil {
-				exists = append(exists, string(a.GetKey()))
-			}
-		}
-		require.Equal(t, s.conflict, conflict, s.name)
-		require.Equal(t, s.exists, exists, s.name)
-	}
-	require.NoError(t, b.Commit(pebble.NoSync))
-	got, err := mvcc.NewReader(db).Scan(nil, nil, 100, 0, false)
-	require.NoError(t, err)
-	require.Equal(t, []mvcc.Pair{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("4")}}, got,
-		"failed requests (conflict, insert-live) wrote nothing, not even their other keys")
 }

@@ -19,11 +19,11 @@ import (
 	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stratadb/strata/kv/mvcc"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/pdpb"
+	"github.com/stratadb/strata/proto/raft_cmdpb"
 	"github.com/stratadb/strata/proto/raft_serverpb"
 )
 
@@ -120,6 +120,7 @@ type Store struct {
 	propSeq   uint64
 	readies   []peerReady
 	applyBufs []appliedProposal
+	keyBuf    []byte // engine key scratch for apply
 	// draining is set by TransferLeaders: every region this store leads is
 	// handed to another replica, now and whenever it leads again.
 	draining     bool
@@ -311,20 +312,47 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// OnePC replicates a single-region atomic write and returns once its entry
-// is applied (or a region error says why it was not executed). It is safe
-// for concurrent use.
-func (s *Store) OnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
-	return s.OnePCAtLeaderGen(ctx, req, 0)
-}
-
-// OnePCAtLeaderGen is OnePC for a write whose commit_ts was chosen while the
-// store's LeaderGeneration was gen: if a peer of this store has become
-// leader since, the write is not proposed and gets ServerIsBusy (retryable),
-// so the caller can order it after the reads the previous leader served.
-// gen 0 skips the check.
-func (s *Store) OnePCAtLeaderGen(ctx context.Context, req *kvrpcpb.OnePCRequest, gen uint64) (*kvrpcpb.OnePCResponse, error) {
-	pr := &proposal{req: req, leaderGen: gen, start: time.Now(), done: make(chan proposalResult, 1)}
+// Propose replicates cmd through the raft group of its region and answers
+// once the entry carrying it has been applied on this store (this store's
+// peer must lead the region), or with a region error saying why nothing was
+// written. It is the only way to write user data, and it evaluates nothing:
+// cmd.requests are plain writes per key space (keys are cf keys; raftstore
+// adds the key-space prefix, see kv/keys), decided by the caller beforehand.
+//
+// Contract for callers that evaluate against the engine (kv/txn, kv/server):
+// a nil error and no region error mean every request of cmd was applied on
+// this store, in one batch with the applied index, before Propose returned;
+// so a caller that read the engine (after ReadIndex) under its own per-key
+// latches and releases them after Propose returns orders the next
+// evaluation on those keys after this write. A region error means nothing
+// was written, now or later: NotLeader (with a hint when known),
+// RegionNotFound, EpochNotMatch (at propose or at apply: the region changed
+// since the caller looked; the current region is attached), KeyNotInRegion,
+// ServerIsBusy (too many queued writes, a raft refusal, or leaderGen
+// mismatch; retry), StaleCommand (another entry was committed at the
+// proposal's index). An error means the outcome is unknown: ErrUndetermined
+// (wrapping ErrStopped when the store stopped with the proposal in flight)
+// or ctx's error. The entry may still apply later, so a caller holding
+// latches should pass a ctx without cancellation (context.WithoutCancel):
+// the store answers every proposal it accepted.
+//
+// cmd.header needs region_id and region_epoch (the epoch the caller
+// evaluated under: a mismatch at propose or apply time is EpochNotMatch);
+// header.term, when not 0, must be the leader's current term (else
+// StaleCommand: nothing was proposed). Propose takes ownership of cmd (it
+// sets header.proposal_id); the caller must not use it afterwards.
+// admin_request is not supported yet (refused with an error).
+//
+// leaderGen, when not 0, is the store's LeaderGeneration at which the caller
+// prepared the write (e.g. chose a commit timestamp above every read served
+// so far): if a peer of this store has become leader since, the command is
+// not proposed and gets ServerIsBusy, so the caller can prepare it again.
+// Safe for concurrent use.
+func (s *Store) Propose(ctx context.Context, cmd *raft_cmdpb.RaftCmdRequest, leaderGen uint64) (*raft_cmdpb.RaftCmdResponse, error) {
+	if cmd.GetAdminRequest() != nil {
+		return nil, ErrAdminNotSupported
+	}
+	pr := &proposal{cmd: cmd, leaderGen: leaderGen, start: time.Now(), done: make(chan proposalResult, 1)}
 	busy := false
 	if !s.inbox.push(func(m *inboxMsgs) {
 		if busy = len(m.proposals) >= maxQueuedRequests; !busy {
@@ -333,11 +361,11 @@ func (s *Store) OnePCAtLeaderGen(ctx context.Context, req *kvrpcpb.OnePCRequest,
 	}) {
 		// Never proposed: safe for the client to retry elsewhere.
 		proposals.WithLabelValues("stopping").Inc()
-		return &kvrpcpb.OnePCResponse{RegionError: errStopping(req.GetContext().GetRegionId())}, nil
+		return &raft_cmdpb.RaftCmdResponse{RegionError: errStopping(pr.regionID())}, nil
 	}
 	if busy {
 		proposals.WithLabelValues("busy").Inc()
-		return &kvrpcpb.OnePCResponse{RegionError: ErrServerIsBusy("too many queued writes")}, nil
+		return &raft_cmdpb.RaftCmdResponse{RegionError: ErrServerIsBusy("too many queued writes")}, nil
 	}
 	select {
 	case res := <-pr.done:
@@ -350,7 +378,7 @@ func (s *Store) OnePCAtLeaderGen(ctx context.Context, req *kvrpcpb.OnePCRequest,
 		case res := <-pr.done:
 			return res.resp, res.err
 		default:
-			return nil, ErrStopped
+			return nil, fmt.Errorf("%w: %w", ErrUndetermined, ErrStopped)
 		}
 	}
 }
@@ -606,7 +634,7 @@ func (s *Store) run() {
 func (s *Store) shutdown() {
 	m := s.inbox.close()
 	for _, pr := range m.proposals {
-		pr.regionError(errStopping(pr.req.GetContext().GetRegionId()), "stopping")
+		pr.regionError(errStopping(pr.regionID()), "stopping")
 	}
 	for _, r := range m.reads {
 		r.respond(readResult{err: ErrStopped})
@@ -623,10 +651,10 @@ func (s *Store) shutdown() {
 			pr.regionError(errNotLeader(p.region.GetId(), p.leaderHint()), "stopping")
 		}
 		for _, pr := range p.unassigned {
-			pr.respond(nil, ErrStopped, "stopped")
+			pr.respond(nil, errStoppedUndetermined, "stopped")
 		}
 		for _, pr := range p.pending {
-			pr.respond(nil, ErrStopped, "stopped")
+			pr.respond(nil, errStoppedUndetermined, "stopped")
 		}
 		p.parked, p.unassigned, p.pending = nil, nil, nil
 		p.failReads(nil, ErrStopped)
@@ -779,10 +807,10 @@ func (s *Store) stepRaftMessage(rm *raft_serverpb.RaftMessage) {
 }
 
 func (s *Store) propose(pr *proposal) {
-	rctx := pr.req.GetContext()
-	p := s.peers[rctx.GetRegionId()]
+	h := pr.cmd.GetHeader()
+	p := s.peers[h.GetRegionId()]
 	if p == nil {
-		pr.regionError(errRegionNotFound(rctx.GetRegionId()), "region_not_found")
+		pr.regionError(errRegionNotFound(h.GetRegionId()), "region_not_found")
 		return
 	}
 	if !p.isLeader {
@@ -793,19 +821,22 @@ func (s *Store) propose(pr *proposal) {
 		pr.regionError(ErrServerIsBusy("leadership changed while the write was prepared"), "leader_changed")
 		return
 	}
-	if !epochMatches(rctx.GetRegionEpoch(), p.region) {
+	if h.GetRegionEpoch() == nil || checkCmdEpoch(pr.cmd, p.region) != nil {
 		pr.regionError(errEpochNotMatch(p.region), "epoch_not_match")
 		return
 	}
-	for _, mu := range pr.req.GetMutations() {
-		if e := CheckKeyInRegion(mu.GetKey(), p.region); e != nil {
-			pr.regionError(e, "key_not_in_region")
-			return
-		}
+	if t := h.GetTerm(); t != 0 && t != p.rn.BasicStatus().GetTerm() {
+		pr.regionError(errStaleCommand(), "stale_term")
+		return
+	}
+	if e := checkCmdKeys(pr.cmd, p.region); e != nil {
+		pr.regionError(e, "key_not_in_region")
+		return
 	}
 	s.propSeq++
 	pr.id = s.propSeq
-	data, err := encodeOnePCEntry(pr.id, pr.req)
+	h.ProposalId = pr.id
+	data, err := encodeCmd(pr.cmd)
 	if err != nil {
 		pr.respond(nil, err, "error")
 		return
@@ -1180,13 +1211,15 @@ func (s *Store) sendMessages(readies []peerReady, early bool) {
 	}
 }
 
-// apply executes every Ready's committed entries against one indexed batch
-// (so later entries see earlier ones), records each region's applied index
-// in the same batch, commits it without fsync (the raft log is synced and is
-// re-applied from the applied index after a crash), then answers proposals.
+// apply writes every Ready's committed entries into one batch, records
+// each region's applied index in the same batch, commits it without fsync
+// (the raft log is synced and is re-applied from the applied index after a
+// crash), then answers proposals. Each command's epoch is re-checked
+// against the region at its index: a command proposed before the region
+// changed writes nothing and is answered EpochNotMatch (on every replica
+// alike, so they stay identical).
 func (s *Store) apply(readies []peerReady) {
 	var b *pebble.Batch
-	var reader *mvcc.Reader
 	results := s.applyBufs[:0]
 	start := time.Now()
 	for _, r := range readies {
@@ -1195,8 +1228,7 @@ func (s *Store) apply(readies []peerReady) {
 			continue
 		}
 		if b == nil {
-			b = s.db.NewIndexedBatch()
-			reader = mvcc.NewReader(b)
+			b = s.db.NewBatch()
 		}
 		p := r.p
 		for _, e := range ents {
@@ -1206,20 +1238,17 @@ func (s *Store) apply(readies []peerReady) {
 			// An entry of the lease's term committed: the leader's no-op
 			// (or a later entry) proves it knows every committed entry.
 			p.lease.committedInTerm(e.GetTerm())
-			var resp *kvrpcpb.OnePCResponse
+			var resp *raft_cmdpb.RaftCmdResponse
 			switch e.GetType() {
 			case raftpb.EntryType_EntryNormal:
 				if len(e.GetData()) == 0 {
 					break // a new leader's empty entry
 				}
-				req, err := decodeOnePCEntry(e.GetData())
+				cmd, err := decodeCmd(e.GetData())
 				if err != nil {
 					s.fatal("decode entry", err)
 				}
-				resp, err = applyOnePC(b, reader, req)
-				if err != nil {
-					s.fatal("apply 1pc", err)
-				}
+				resp = s.applyCmd(b, p, cmd, e.GetIndex())
 			default:
 				s.log.Warn("ignoring conf change entry", "region", p.region.GetId(), "index", e.GetIndex())
 			}
@@ -1249,8 +1278,8 @@ func (s *Store) apply(readies []peerReady) {
 		switch {
 		case ap.stale:
 			ap.pr.respond(ap.resp, nil, "stale")
-		case len(ap.resp.GetErrors()) > 0:
-			ap.pr.respond(ap.resp, nil, "key_error")
+		case ap.resp.GetRegionError() != nil:
+			ap.pr.respond(ap.resp, nil, "apply_region_error")
 		default:
 			ap.pr.respond(ap.resp, nil, "ok")
 		}
@@ -1259,39 +1288,27 @@ func (s *Store) apply(readies []peerReady) {
 	s.applyBufs = results[:0]
 }
 
-// applyOnePC checks and writes one 1PC request into b. It is deterministic
-// given the engine state, so every replica reaches the same outcome.
-func applyOnePC(b *pebble.Batch, reader *mvcc.Reader, req *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
-	resp := &kvrpcpb.OnePCResponse{}
-	for _, m := range req.GetMutations() {
-		ts, deleted, found, err := reader.Newest(m.GetKey())
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case found && ts > req.GetStartTs():
-			resp.Errors = append(resp.Errors, &kvrpcpb.KeyError{Conflict: &kvrpcpb.WriteConflict{
-				StartTs: req.GetStartTs(), ConflictCommitTs: ts, Key: m.GetKey(),
-			}})
-		case m.GetOp() == kvrpcpb.Op_Insert && found && !deleted:
-			resp.Errors = append(resp.Errors, &kvrpcpb.KeyError{AlreadyExist: &kvrpcpb.AlreadyExist{Key: m.GetKey()}})
-		}
+// applyCmd executes one committed command of p at index into b and returns
+// its response. Deterministic given the region state, so every replica
+// reaches the same outcome.
+func (s *Store) applyCmd(b *pebble.Batch, p *peer, cmd *raft_cmdpb.RaftCmdRequest, index uint64) *raft_cmdpb.RaftCmdResponse {
+	if rid := cmd.GetHeader().GetRegionId(); rid != p.region.GetId() {
+		s.fatal("apply", fmt.Errorf("%w: command for region %d in the log of region %d", ErrCorrupt, rid, p.region.GetId()))
 	}
-	if len(resp.Errors) > 0 {
-		return resp, nil
+	if e := checkCmdEpoch(cmd, p.region); e != nil {
+		applyEpochNotMatch.Inc()
+		return &raft_cmdpb.RaftCmdResponse{RegionError: e, AppliedIndex: index}
 	}
-	for _, m := range req.GetMutations() {
-		var err error
-		if m.GetOp() == kvrpcpb.Op_Del {
-			err = mvcc.Delete(b, m.GetKey(), req.GetCommitTs())
-		} else {
-			err = mvcc.Put(b, m.GetKey(), req.GetCommitTs(), m.GetValue())
-		}
-		if err != nil {
-			return nil, err
-		}
+	if cmd.GetAdminRequest() != nil {
+		// Propose refuses admin commands until they are implemented.
+		s.fatal("apply", fmt.Errorf("%w: unsupported admin command %v at index %d of region %d",
+			ErrCorrupt, cmd.GetAdminRequest().GetCmdType(), index, p.region.GetId()))
 	}
-	return resp, nil
+	var err error
+	if s.keyBuf, err = applyWrites(b, cmd, s.keyBuf); err != nil {
+		s.fatal("apply writes", err)
+	}
+	return &raft_cmdpb.RaftCmdResponse{AppliedIndex: index}
 }
 
 // fatal stops the process: the engine or state machine is in a state the

@@ -6,11 +6,11 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/stratadb/strata/kv/mvcc"
+	"github.com/stratadb/strata/kv/keys"
 )
 
 // ForgetAppliedForTest simulates losing every unsynced apply batch of a
-// stopped store: it deletes all MVCC data and rewinds each region's applied
+// stopped store: it deletes all user data (every key space of kv/keys) and rewinds each region's applied
 // index to the initial state, so the next Open must rebuild everything by
 // re-applying the (synced) raft log. Tests only.
 func ForgetAppliedForTest(dataDir string) error {
@@ -40,9 +40,12 @@ func ForgetAppliedForTest(dataDir string) error {
 		}
 	}
 	it.Close()
-	if err := b.DeleteRange([]byte{mvcc.DataPrefix}, mvcc.DataSpanEnd(), nil); err != nil {
-		db.Close()
-		return err
+	for _, cf := range keys.CFs {
+		p := keys.Prefix(cf)
+		if err := b.DeleteRange([]byte{p}, []byte{p + 1}, nil); err != nil {
+			db.Close()
+			return err
+		}
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		db.Close()

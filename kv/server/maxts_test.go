@@ -6,8 +6,22 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/kv/keys"
+	"github.com/stratadb/strata/kv/mvcc"
+	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/proto/raft_cmdpb"
 )
+
+// putCmd is a raft command writing key=v at commit ts in today's 1PC layout.
+func putCmd(region *metapb.Region, key string, ts uint64) *raft_cmdpb.RaftCmdRequest {
+	return &raft_cmdpb.RaftCmdRequest{
+		Header: &raft_cmdpb.RaftRequestHeader{RegionId: region.GetId(), RegionEpoch: region.GetRegionEpoch()},
+		Requests: []*raft_cmdpb.Request{{
+			CmdType: raft_cmdpb.CmdType_Put, Cf: raft_cmdpb.CF_DEFAULT,
+			Key: keys.EncodeVersioned(nil, []byte(key), ts), Value: []byte{mvcc.FlagPut, 'v'},
+		}},
+	}
+}
 
 // TestWriteRefusedAfterNewLeadership: a write whose commit_ts was chosen
 // before this store gained a leadership (so before its max read timestamp
@@ -16,23 +30,57 @@ import (
 func TestWriteRefusedAfterNewLeadership(t *testing.T) {
 	c := newTestCluster(t)
 	store := c.nodes[c.leader()].srv.Store()
+	region := c.region()
 	gen := store.LeaderGeneration()
 	require.NotZero(t, gen, "the leader has gained a leadership")
-	req := func(key string) *kvrpcpb.OnePCRequest {
-		ts := c.nextTS()
-		return &kvrpcpb.OnePCRequest{Context: c.reqCtx(), StartTs: ts - 5, CommitTs: ts,
-			Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte(key), Value: []byte("v")}}}
-	}
 
 	// Any generation but the current one (gen-1 may be 0, which means "no
 	// check").
-	resp, err := store.OnePCAtLeaderGen(context.Background(), req("stale"), gen+1)
+	resp, err := store.Propose(context.Background(), putCmd(region, "stale", c.nextTS()), gen+1)
 	require.NoError(t, err)
 	require.NotNil(t, resp.GetRegionError().GetServerIsBusy(), "%v", resp)
 	require.True(t, c.get("stale", c.nextTS()).GetNotFound(), "the refused write was not applied")
 
-	resp, err = store.OnePCAtLeaderGen(context.Background(), req("current"), gen)
+	ts := c.nextTS()
+	resp, err = store.Propose(context.Background(), putCmd(region, "current", ts), gen)
 	require.NoError(t, err)
 	require.Nil(t, resp.GetRegionError())
-	require.Empty(t, resp.GetErrors())
+	// Answered only after apply on this store: the engine has it already.
+	v, found, err := mvcc.NewReader(store.Engine()).Get([]byte("current"), ts)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, []byte("v"), v)
+}
+
+// TestProposeChecks: Propose refuses, without writing, commands with a
+// stale epoch, keys outside the region, a wrong term, and from a follower.
+func TestProposeChecks(t *testing.T) {
+	c := newTestCluster(t)
+	l := c.leader()
+	store := c.nodes[l].srv.Store()
+	region := c.region()
+
+	stale := putCmd(region, "a", c.nextTS())
+	stale.Header.RegionEpoch = &metapb.RegionEpoch{ConfVer: region.GetRegionEpoch().GetConfVer(), Version: region.GetRegionEpoch().GetVersion() + 1}
+	resp, err := store.Propose(context.Background(), stale, 0)
+	require.NoError(t, err)
+	require.NotNil(t, resp.GetRegionError().GetEpochNotMatch(), "%v", resp)
+	require.Equal(t, region.GetId(), resp.GetRegionError().GetEpochNotMatch().GetCurrentRegions()[0].GetId())
+
+	term := putCmd(region, "a", c.nextTS())
+	term.Header.Term = 1 // regions start at term 5
+	resp, err = store.Propose(context.Background(), term, 0)
+	require.NoError(t, err)
+	require.NotNil(t, resp.GetRegionError().GetStaleCommand(), "%v", resp)
+
+	follower := c.nodes[(l+1)%3].srv.Store()
+	resp, err = follower.Propose(context.Background(), putCmd(region, "a", c.nextTS()), 0)
+	require.NoError(t, err)
+	require.NotNil(t, resp.GetRegionError().GetNotLeader(), "%v", resp)
+
+	_, err = store.Propose(context.Background(), &raft_cmdpb.RaftCmdRequest{Header: putCmd(region, "a", 1).Header,
+		AdminRequest: &raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_CompactLog}}, 0)
+	require.Error(t, err)
+
+	require.True(t, c.get("a", c.nextTS()).GetNotFound(), "nothing refused was applied")
 }

@@ -80,6 +80,9 @@ var _ storepb.StoreServer = (*Service)(nil)
 
 func grpcError(err error) error {
 	switch {
+	case errors.Is(err, raftstore.ErrUndetermined):
+		// The write reached raft; the client reports it as undetermined.
+		return status.Error(codes.Unknown, err.Error())
 	case errors.Is(err, raftstore.ErrStopped):
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, context.Canceled):
@@ -181,10 +184,7 @@ func (s *Service) KvOnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrp
 		return nil, grpcError(err) // nothing proposed
 	}
 	req.CommitTs = commitTS
-	// The keys stay locked until the outcome is known, even if the client
-	// gives up: the store answers every proposal (applied, overwritten, or
-	// stopped), so the call does not follow the client's cancellation.
-	resp, err := s.store.OnePCAtLeaderGen(context.WithoutCancel(ctx), req, gen)
+	resp, err := s.onePC(ctx, req, commitTS, gen)
 	release()
 	switch {
 	case err != nil:
