@@ -34,6 +34,13 @@
 //     leader cannot overwrite its successor's state.
 //   - TSO: the window bound is persisted before any timestamp under it is
 //     handed out; a new term starts above the saved bound (package tso).
+//   - TSO is answered only under the leader lease: the term's etcd lease is
+//     kept alive by our own loop and its local expiry is the last renewal's
+//     *send* time + TTL - margin (lease.go), which etcd cannot expire before.
+//     Every Tso batch checks it after generating, so a leader that was
+//     paused or partitioned past its lease refuses (NOT_LEADER, counted in
+//     strata_pd_tso_lease_refused_total) instead of answering below a
+//     timestamp its successor already handed out; the term then ends.
 //   - Ids: the allocator's end is persisted before ids below it are used; a
 //     new term starts at the persisted end. Ids are unique and increasing.
 //   - Bootstrap happens once: region 1 (ids from the allocator) and the

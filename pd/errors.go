@@ -22,6 +22,7 @@ var (
 var (
 	errNotBootstrapped = errors.New("pd: cluster not bootstrapped")
 	errRegionNotFound  = errors.New("pd: region not found")
+	errLeaseExpired    = fmt.Errorf("%w: leader lease expired", ErrNotLeader)
 )
 
 func errStoreNotFound(id uint64) error { return fmt.Errorf("pd: store %d not found", id) }

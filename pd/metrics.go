@@ -25,6 +25,10 @@ var (
 		Namespace: "strata", Subsystem: "pd", Name: "tso_errors_total",
 		Help: "TsoRequests answered with an error.",
 	})
+	tsoLeaseRefused = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "pd", Name: "tso_lease_refused_total",
+		Help: "TsoRequests refused because the leader's local lease had expired (a deposed leader that has not noticed yet).",
+	})
 	allocIDTotal = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "pd", Name: "alloc_id_total",
 		Help: "Ids handed out by AllocID (including bootstrap).",

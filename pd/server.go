@@ -48,6 +48,8 @@ type term struct {
 	tso     *tso.Allocator
 	ids     *idAllocator
 	cluster *cluster
+	// lease fences TSO: a batch is answered only while it is valid.
+	lease *leaderLease
 }
 
 // NewServer validates cfg; nothing is started until Run.
@@ -259,8 +261,21 @@ func (s *Server) clearOwnStaleLeaderKey(ctx context.Context) {
 }
 
 func (s *Server) campaignAndLead(ctx context.Context) error {
-	sess, err := concurrency.NewSession(s.cli, concurrency.WithTTL(int(s.cfg.LeaderLease/time.Second)))
+	// Our own lease, kept alive by our own loop (the local expiry counts
+	// from each renewal's send time, see leaderLease), and also by the
+	// session's keepalive, which can only make etcd expire it later.
+	lease, err := grantLease(ctx, s.cli, s.cfg.LeaderLease)
 	if err != nil {
+		return err
+	}
+	leaseCtx, stopLease := context.WithCancel(ctx)
+	defer stopLease()
+	go lease.keepAlive(leaseCtx)
+	sess, err := concurrency.NewSession(s.cli, concurrency.WithLease(lease.id))
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, _ = s.cli.Revoke(rctx, lease.id)
+		cancel()
 		return fmt.Errorf("new session: %w", err)
 	}
 	defer func() {
@@ -276,7 +291,7 @@ func (s *Server) campaignAndLead(ctx context.Context) error {
 		return fmt.Errorf("campaign: %w", err)
 	}
 	kv := &fencedKV{cli: s.cli, fence: clientv3.Compare(clientv3.CreateRevision(el.Key()), "=", el.Rev())}
-	t := &term{kv: kv, ids: &idAllocator{kv: kv}}
+	t := &term{kv: kv, ids: &idAllocator{kv: kv}, lease: lease}
 	t.tso = tso.NewAllocator(tsoWindowStore{kv}, tso.Options{Window: s.cfg.TSOWindow, Logger: slog.Default().With("component", "tso", "name", s.cfg.Name)})
 	t.cluster = newCluster(kv, t.ids, s.cfg.Replicas, s.log)
 	defer t.tso.Reset()
@@ -299,6 +314,10 @@ loop:
 			endErr = errors.New("etcd session expired")
 			break loop
 		case <-tick.C:
+			if !lease.valid() {
+				endErr = fmt.Errorf("leader lease expired %v ago", -lease.remaining())
+				break loop
+			}
 			if err := t.tso.Tick(ctx); err != nil && ctx.Err() == nil {
 				if errors.Is(err, ErrNotLeader) {
 					endErr = err

@@ -52,6 +52,12 @@ func errHeader(t *term, typ pdpb.ErrorType, err error) *pdpb.ResponseHeader {
 	return h
 }
 
+// leaseExpiredHeader answers a TSO batch refused because the local leader
+// lease expired (the term has not ended yet); clients treat it as NOT_LEADER.
+func leaseExpiredHeader(t *term) *pdpb.ResponseHeader {
+	return errHeader(t, pdpb.ErrorType_NOT_LEADER, errLeaseExpired)
+}
+
 var notLeaderHeader = &pdpb.ResponseHeader{Error: &pdpb.Error{Type: pdpb.ErrorType_NOT_LEADER, Message: ErrNotLeader.Error()}}
 
 // errorHeader maps an internal error to a header error.
@@ -104,6 +110,12 @@ func (sv *service) tsoLoop(stream pdpb.PD_TsoServer) error {
 		} else if phys, logical, err := t.tso.Generate(ctx, count); err != nil {
 			resp.Header, resp.Timestamp.Physical, resp.Timestamp.Logical = errorHeader(t, err), 0, 0
 			tsoErrors.Inc()
+		} else if !t.lease.valid() {
+			// Checked after generating: the batch was generated and is
+			// answered while no other member can have become leader.
+			resp.Header, resp.Timestamp.Physical, resp.Timestamp.Logical = leaseExpiredHeader(t), 0, 0
+			tsoErrors.Inc()
+			tsoLeaseRefused.Inc()
 		} else {
 			resp.Header, resp.Timestamp.Physical, resp.Timestamp.Logical = header(t), phys, logical
 		}
