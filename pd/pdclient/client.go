@@ -52,7 +52,11 @@ type Client struct {
 	cur       atomic.Int32 // endpoint believed to be the leader
 	log       *slog.Logger
 
-	tsoCh     chan *tsoReq
+	tsoCh      chan *tsoReq
+	tsoMode    TSOMode
+	tsoMetrics tsoMetrics
+	// maxTS is the largest timestamp delivered so far (monotonicity check).
+	maxTS     atomic.Uint64
 	ctx       context.Context // cancelled by Close; parent of the Tso streams
 	cancel    context.CancelFunc
 	closing   chan struct{}
@@ -61,16 +65,22 @@ type Client struct {
 }
 
 // New dials PD members (gRPC "host:port" addresses) and returns when one
-// answers or ctx is done.
-func New(ctx context.Context, endpoints []string) (*Client, error) {
+// answers or ctx is done. Options select the TSO mode.
+func New(ctx context.Context, endpoints []string, opts ...Option) (*Client, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("pdclient: no endpoints")
 	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	c := &Client{
-		endpoints: endpoints,
-		log:       slog.Default().With("component", "pdclient"),
-		tsoCh:     make(chan *tsoReq, 4*maxBatch),
-		closing:   make(chan struct{}),
+		endpoints:  endpoints,
+		log:        slog.Default().With("component", "pdclient"),
+		tsoCh:      make(chan *tsoReq, 4*maxBatch),
+		tsoMode:    o.tsoMode,
+		tsoMetrics: newTSOMetrics(o.tsoMode),
+		closing:    make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	for _, ep := range endpoints {
@@ -95,8 +105,10 @@ func New(ctx context.Context, endpoints []string) (*Client, error) {
 		c.closeConns()
 		return nil, err
 	}
-	c.wg.Add(1)
-	go c.tsoLoop()
+	for range o.streams() {
+		c.wg.Add(1)
+		go c.tsoLoop()
+	}
 	return c, nil
 }
 
@@ -179,7 +191,10 @@ func (c *Client) closeConns() {
 	}
 }
 
-// Close stops the TSO loop, fails waiting GetTS callers with ErrClosed and
+// TSOMode returns the client's TSO mode.
+func (c *Client) TSOMode() TSOMode { return c.tsoMode }
+
+// Close stops the TSO stream workers, fails waiting GetTS callers with ErrClosed and
 // closes the connections.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {

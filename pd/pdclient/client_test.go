@@ -2,7 +2,10 @@ package pdclient_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,11 +17,11 @@ import (
 	"github.com/stratadb/strata/proto/pdpb"
 )
 
-func newClient(t testing.TB, addrs ...string) *pdclient.Client {
+func newClient(t testing.TB, addrs []string, opts ...pdclient.Option) *pdclient.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := pdclient.New(ctx, addrs)
+	c, err := pdclient.New(ctx, addrs, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
@@ -30,49 +33,58 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
+// TestGetTSConcurrentUniqueIncreasing, in both TSO modes: timestamps are
+// unique, and each is above every timestamp returned before its call began.
 func TestGetTSConcurrentUniqueIncreasing(t *testing.T) {
 	addr := pdtest.Start(t, 3)
-	c := newClient(t, addr)
-	ctx := testCtx(t)
+	for _, mode := range []pdclient.TSOMode{pdclient.TSOModeDefault, pdclient.TSOModeParallel} {
+		t.Run(mode.String(), func(t *testing.T) {
+			c := newClient(t, []string{addr}, pdclient.WithTSOMode(mode))
+			require.Equal(t, mode, c.TSOMode())
+			ctx := testCtx(t)
 
-	const workers, per = 64, 300
-	results := make([][]uint64, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var last uint64
-			for range per {
-				ts, err := c.GetTS(ctx)
-				if err != nil {
-					t.Errorf("GetTS: %v", err)
-					return
-				}
-				if ts <= last {
-					t.Errorf("ts %d not above %d", ts, last)
-				}
-				last = ts
-				results[w] = append(results[w], ts)
+			const workers, per = 64, 300
+			var maxReturned atomic.Uint64
+			results := make([][]uint64, workers)
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range per {
+						floor := maxReturned.Load()
+						ts, err := c.GetTS(ctx)
+						if err != nil {
+							t.Errorf("GetTS: %v", err)
+							return
+						}
+						if ts <= floor {
+							t.Errorf("ts %d not above %d, returned before the call began", ts, floor)
+						}
+						for cur := maxReturned.Load(); ts > cur && !maxReturned.CompareAndSwap(cur, ts); cur = maxReturned.Load() {
+						}
+						results[w] = append(results[w], ts)
+					}
+				}()
 			}
-		}()
+			wg.Wait()
+			seen := make(map[uint64]struct{}, workers*per)
+			for _, r := range results {
+				for _, ts := range r {
+					_, dup := seen[ts]
+					require.False(t, dup, "duplicate ts %d", ts)
+					seen[ts] = struct{}{}
+				}
+			}
+			require.Len(t, seen, workers*per)
+		})
 	}
-	wg.Wait()
-	seen := make(map[uint64]struct{}, workers*per)
-	for _, r := range results {
-		for _, ts := range r {
-			_, dup := seen[ts]
-			require.False(t, dup, "duplicate ts %d", ts)
-			seen[ts] = struct{}{}
-		}
-	}
-	require.Len(t, seen, workers*per)
 }
 
 func TestRestartPersistsTSOAndIDs(t *testing.T) {
 	s := pdtest.New(t, 1)
 	ctx := testCtx(t)
-	c := newClient(t, s.Addr)
+	c := newClient(t, []string{s.Addr})
 	var lastTS, lastID uint64
 	for range 10 {
 		ts, err := c.GetTS(ctx)
@@ -88,7 +100,7 @@ func TestRestartPersistsTSOAndIDs(t *testing.T) {
 	s.Restart()
 
 	// The same client reconnects; a fresh client must see larger values too.
-	for _, cl := range []*pdclient.Client{c, newClient(t, s.Addr)} {
+	for _, cl := range []*pdclient.Client{c, newClient(t, []string{s.Addr})} {
 		ts, err := getTSRetry(ctx, cl)
 		require.NoError(t, err)
 		require.Greater(t, ts, lastTS)
@@ -113,7 +125,7 @@ func getTSRetry(ctx context.Context, c *pdclient.Client) (uint64, error) {
 
 func TestBootstrapAndRouting(t *testing.T) {
 	addr := pdtest.Start(t, 3)
-	c := newClient(t, addr)
+	c := newClient(t, []string{addr})
 	ctx := testCtx(t)
 
 	_, _, err := c.GetRegion(ctx, []byte("a"))
@@ -228,20 +240,57 @@ func TestBootstrapAndRouting(t *testing.T) {
 	require.Len(t, resp.CreateRegions, 2)
 }
 
-func BenchmarkGetTS(b *testing.B) {
+// BenchmarkTSO: timestamps per second and the callers' wait (p50, p99) for
+// 1, 64 and 512 concurrent GetTS callers in each TSO mode, against one PD on
+// loopback. Results: bench/results/*-tso.md.
+func BenchmarkTSO(b *testing.B) {
 	addr := pdtest.Start(b, 1)
-	c := newClient(b, addr)
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.SetParallelism(32) // many concurrent callers, as in a busy SQL node
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := c.GetTS(ctx); err != nil {
-				b.Fatal(err)
-			}
+	for _, mode := range []pdclient.TSOMode{pdclient.TSOModeDefault, pdclient.TSOModeParallel} {
+		for _, callers := range []int{1, 64, 512} {
+			b.Run(fmt.Sprintf("mode=%s/callers=%d", mode, callers), func(b *testing.B) {
+				benchTSO(b, newClient(b, []string{addr}, pdclient.WithTSOMode(mode)), callers)
+			})
 		}
-	})
+	}
+}
+
+func benchTSO(b *testing.B, c *pdclient.Client, callers int) {
+	ctx := context.Background()
+	waits := make([][]time.Duration, callers)
+	for i := range waits {
+		waits[i] = make([]time.Duration, 0, b.N/callers+1)
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				t0 := time.Now()
+				if _, err := c.GetTS(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+				waits[i] = append(waits[i], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	var all []time.Duration
+	for _, w := range waits {
+		all = append(all, w...)
+	}
+	slices.Sort(all)
+	q := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Microseconds()) }
+	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "ts/s")
+	b.ReportMetric(q(0.5), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
 }
 
 func TestClientErrors(t *testing.T) {
@@ -253,7 +302,7 @@ func TestClientErrors(t *testing.T) {
 
 	// A dead endpoint first: calls move on to the live one.
 	addr := pdtest.Start(t, 1)
-	c := newClient(t, "127.0.0.1:1", addr)
+	c := newClient(t, []string{"127.0.0.1:1", addr})
 	ctx = testCtx(t)
 	_, err = c.AllocID(ctx, 1)
 	require.NoError(t, err)

@@ -23,7 +23,7 @@ func TestThreeMemberFailover(t *testing.T) {
 	for _, s := range ss {
 		addrs = append(addrs, s.Addr)
 	}
-	c := newClient(t, addrs...)
+	c := newClient(t, addrs)
 	ctx := testCtx(t)
 
 	lastTS, err := getTSRetry(ctx, c)

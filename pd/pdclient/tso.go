@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratadb/strata/proto/pdpb"
 	"github.com/stratadb/strata/tso"
@@ -19,9 +22,70 @@ const (
 	tsoMaxBackoff = 200 * time.Millisecond
 	// maxBatch caps the callers served by one TsoRequest.
 	maxBatch = 4096
-	// maxInflight caps TsoRequests outstanding on the stream.
-	maxInflight = 4
+	// DefaultTSOParallelStreams is the number of Tso streams in
+	// TSOModeParallel unless WithTSOStreams says otherwise.
+	DefaultTSOParallelStreams = 4
 )
+
+// TSOMode selects how GetTS callers reach PD (TiDB's
+// tidb_tso_client_rpc_mode).
+type TSOMode int
+
+const (
+	// TSOModeDefault: one Tso stream with one batch in flight. Callers that
+	// arrive while a batch is in flight wait for its answer, then go in the
+	// next batch: the fewest requests to PD, but a caller may wait up to two
+	// round trips.
+	TSOModeDefault TSOMode = iota
+	// TSOModeParallel: several Tso streams (WithTSOStreams), each with one
+	// batch in flight; a caller is sent as soon as any stream is idle, so it
+	// usually waits one round trip. More, smaller batches reach PD.
+	TSOModeParallel
+)
+
+func (m TSOMode) String() string {
+	if m == TSOModeParallel {
+		return "parallel"
+	}
+	return "default"
+}
+
+// ParseTSOMode parses "default" or "parallel" (case-insensitive).
+func ParseTSOMode(s string) (TSOMode, error) {
+	switch strings.ToLower(s) {
+	case "default", "":
+		return TSOModeDefault, nil
+	case "parallel":
+		return TSOModeParallel, nil
+	}
+	return 0, fmt.Errorf("pdclient: unknown tso mode %q (want default or parallel)", s)
+}
+
+// Option configures a Client.
+type Option func(*options)
+
+type options struct {
+	tsoMode    TSOMode
+	tsoStreams int
+}
+
+// WithTSOMode selects the TSO mode (TSOModeDefault if not given).
+func WithTSOMode(m TSOMode) Option { return func(o *options) { o.tsoMode = m } }
+
+// WithTSOStreams sets the number of Tso streams in TSOModeParallel
+// (DefaultTSOParallelStreams if not given or < 2). TSOModeDefault always
+// uses one stream.
+func WithTSOStreams(n int) Option { return func(o *options) { o.tsoStreams = n } }
+
+func (o *options) streams() int {
+	if o.tsoMode != TSOModeParallel {
+		return 1
+	}
+	if o.tsoStreams < 2 {
+		return DefaultTSOParallelStreams
+	}
+	return o.tsoStreams
+}
 
 // tsoReq is one waiting GetTS caller. It is pooled; done has capacity 1 and
 // is signalled exactly once per use, after ts/err are set.
@@ -38,10 +102,14 @@ func (r *tsoReq) finish(ts uint64, err error) {
 	r.done <- struct{}{}
 }
 
-// tsoBatch is the callers sent in one TsoRequest, in order.
+// tsoBatch is the callers sent in one TsoRequest, in order. Each stream
+// worker owns one and reuses it.
 type tsoBatch struct {
 	reqs  []*tsoReq
 	start time.Time
+	// floor is the largest timestamp the client had delivered when the
+	// batch was sent: every timestamp of the batch must be above it.
+	floor uint64
 }
 
 func (b *tsoBatch) fail(err error) {
@@ -51,24 +119,42 @@ func (b *tsoBatch) fail(err error) {
 	b.reqs = b.reqs[:0]
 }
 
+// tsoMetrics are the mode-labelled observers of one Client.
+type tsoMetrics struct {
+	rpc, batch, wait prometheus.Observer
+}
+
+func newTSOMetrics(m TSOMode) tsoMetrics {
+	l := m.String()
+	return tsoMetrics{
+		rpc:   tsoBatchWait.WithLabelValues(l),
+		batch: tsoBatchSize.WithLabelValues(l),
+		wait:  tsoCallerWait.WithLabelValues(l),
+	}
+}
+
 // tsoRetryTimeout bounds how long GetTS keeps retrying while the TSO stream
 // is down (PD leader change, PD unreachable).
 const tsoRetryTimeout = 10 * time.Second
 
 // GetTS returns a timestamp larger than every timestamp this client returned
-// before, from the PD leader. It rides through PD leader changes: a request
-// whose stream broke is sent again on the next stream, until ctx is done or
-// tsoRetryTimeout passed; then the error matches ErrTSOUnavailable (still
-// retryable).
+// before the call began, from the PD leader. It rides through PD leader
+// changes: a request whose stream broke is sent again on the next stream,
+// until ctx is done or tsoRetryTimeout passed; then the error matches
+// ErrTSOUnavailable (still retryable).
 func (c *Client) GetTS(ctx context.Context) (uint64, error) {
+	start := time.Now()
 	var deadline time.Time
 	for {
 		ts, err := c.getTS(ctx)
+		if err == nil {
+			c.tsoMetrics.wait.Observe(time.Since(start).Seconds())
+		}
 		if err == nil || !errors.Is(err, ErrTSOUnavailable) || ctx.Err() != nil {
 			return ts, err
 		}
-		// Retrying is paced by tsoLoop: the request waits in tsoCh while
-		// the loop reconnects.
+		// Retrying is paced by the stream workers: the request waits in
+		// tsoCh while they reconnect.
 		now := time.Now()
 		if deadline.IsZero() {
 			deadline = now.Add(tsoRetryTimeout)
@@ -97,22 +183,20 @@ func (c *Client) getTS(ctx context.Context) (uint64, error) {
 		tsoReqPool.Put(r)
 		return ts, err
 	case <-ctx.Done():
-		// r is still owned by the TSO loop; it is not returned to the pool.
+		// r is still owned by a stream worker; it is not returned to the pool.
 		return 0, fmt.Errorf("pdclient: get ts: %w", ctx.Err())
 	case <-c.closing:
 		return 0, ErrClosed
 	}
 }
 
-// tsoLoop owns the Tso stream for the client's lifetime: connect, serve until
-// the stream breaks, reconnect.
+// tsoLoop is one stream worker, running for the client's lifetime: connect,
+// serve batches until the stream breaks, reconnect. TSOModeDefault runs one
+// worker, TSOModeParallel several; they share tsoCh.
 func (c *Client) tsoLoop() {
 	defer c.wg.Done()
-	free := make(chan *tsoBatch, maxInflight+2) // batch recycling, no per-batch allocation
-	for range maxInflight + 2 {
-		free <- &tsoBatch{reqs: make([]*tsoReq, 0, 64)}
-	}
-	var lastTS uint64 // only touched by the (single, sequential) receive goroutine
+	b := &tsoBatch{reqs: make([]*tsoReq, 0, 64)} // reused, no per-batch allocation
+	req := &pdpb.TsoRequest{}
 	bo := tsoMinBackoff
 	for {
 		stream, cancel, idx, err := c.openTSO()
@@ -136,7 +220,8 @@ func (c *Client) tsoLoop() {
 			continue
 		}
 		opened := time.Now()
-		err = c.tsoServe(stream, cancel, free, &lastTS)
+		err = c.tsoServe(stream, b, req)
+		cancel()
 		select {
 		case <-c.closing:
 			c.failQueued(ErrClosed)
@@ -199,30 +284,18 @@ func (c *Client) failQueued(err error) {
 	}
 }
 
-// tsoServe sends batches on stream until it breaks; a receive goroutine
-// delivers responses in order. On return every batch it accepted has been
-// answered or failed.
-func (c *Client) tsoServe(stream pdpb.PD_TsoClient, cancel context.CancelFunc, free chan *tsoBatch, lastTS *uint64) error {
-	inflight := make(chan *tsoBatch, maxInflight)
-	recvErr := make(chan error, 1)
-	go func() { recvErr <- c.tsoRecv(stream, inflight, free, lastTS) }()
-
-	req := &pdpb.TsoRequest{}
-	var err error
-	recvDone := false
-	for err == nil {
-		var first *tsoReq
+// tsoServe collects the callers waiting at the moment into one batch, sends
+// it and waits for its answer, until the stream breaks or the client closes.
+// One batch is in flight per stream; on return b is empty (every caller was
+// answered or failed).
+func (c *Client) tsoServe(stream pdpb.PD_TsoClient, b *tsoBatch, req *pdpb.TsoRequest) error {
+	for {
 		select {
-		case first = <-c.tsoCh:
-		case err = <-recvErr:
-			recvDone = true
-			continue
+		case r := <-c.tsoCh:
+			b.reqs = append(b.reqs, r)
 		case <-c.closing:
-			err = ErrClosed
-			continue
+			return ErrClosed
 		}
-		b := <-free
-		b.reqs = append(b.reqs, first)
 	drain:
 		for len(b.reqs) < maxBatch {
 			select {
@@ -232,54 +305,21 @@ func (c *Client) tsoServe(stream pdpb.PD_TsoClient, cancel context.CancelFunc, f
 				break drain
 			}
 		}
+		b.floor = c.maxTS.Load()
 		b.start = time.Now()
-		// Queue before sending: a response can then always find its batch.
-		select {
-		case inflight <- b:
-		case err = <-recvErr:
-			recvDone = true
-			b.fail(fmt.Errorf("%w: %v", ErrTSOUnavailable, err))
-			free <- b
-			continue
-		}
 		req.Count = uint32(len(b.reqs))
-		if e := stream.Send(req); e != nil {
-			err = e
+		err := stream.Send(req)
+		var resp *pdpb.TsoResponse
+		if err == nil {
+			resp, err = stream.Recv()
 		}
-	}
-	// Stop the receiver and fail the batches still in flight.
-	cancel()
-	if !recvDone {
-		<-recvErr
-	}
-	for {
-		select {
-		case b := <-inflight:
+		if err != nil {
 			b.fail(fmt.Errorf("%w: %v", ErrTSOUnavailable, err))
-			free <- b
-		default:
 			return err
 		}
-	}
-}
-
-// tsoRecv delivers responses to batches in order until the stream fails.
-func (c *Client) tsoRecv(stream pdpb.PD_TsoClient, inflight, free chan *tsoBatch, lastTS *uint64) error {
-	for {
-		resp, err := stream.Recv()
-		if err != nil {
-			return err
-		}
-		var b *tsoBatch
-		select {
-		case b = <-inflight:
-		case <-stream.Context().Done():
-			return stream.Context().Err()
-		}
-		err = c.deliver(b, resp, lastTS)
-		tsoBatchWait.Observe(time.Since(b.start).Seconds())
-		free <- b
-		if err != nil {
+		c.tsoMetrics.rpc.Observe(time.Since(b.start).Seconds())
+		c.tsoMetrics.batch.Observe(float64(req.Count))
+		if err := c.deliver(b, resp); err != nil {
 			return err
 		}
 	}
@@ -287,7 +327,7 @@ func (c *Client) tsoRecv(stream pdpb.PD_TsoClient, inflight, free chan *tsoBatch
 
 // deliver hands the batch its timestamps, or fails it. A non-nil return ends
 // the stream (leader change or a protocol violation).
-func (c *Client) deliver(b *tsoBatch, resp *pdpb.TsoResponse, lastTS *uint64) error {
+func (c *Client) deliver(b *tsoBatch, resp *pdpb.TsoResponse) error {
 	if herr := resp.GetHeader().GetError(); herr != nil {
 		err := fmt.Errorf("%w: %v", ErrTSOUnavailable, headerError(herr))
 		b.fail(err)
@@ -301,16 +341,25 @@ func (c *Client) deliver(b *tsoBatch, resp *pdpb.TsoResponse, lastTS *uint64) er
 	}
 	phys, logical := resp.Timestamp.Physical, resp.Timestamp.Logical
 	first := tso.ComposeTS(phys, logical-n+1)
-	if first <= *lastTS {
-		c.log.Error("tso went backwards; discarding batch", "first", first, "last_handed_out", *lastTS, "count", n)
-		err := fmt.Errorf("%w: got %d after %d", ErrTSOBackwards, first, *lastTS)
+	// Monotonicity (always on): every timestamp delivered before this batch
+	// was sent came from a PD answer that preceded it, so a correct PD
+	// answers above all of them.
+	if first <= b.floor {
+		c.log.Error("tso went backwards; discarding batch", "first", first, "delivered_before_send", b.floor, "count", n)
+		err := fmt.Errorf("%w: got %d after %d", ErrTSOBackwards, first, b.floor)
 		b.fail(err)
 		return err
+	}
+	last := first + uint64(n-1)
+	for {
+		cur := c.maxTS.Load()
+		if last <= cur || c.maxTS.CompareAndSwap(cur, last) {
+			break
+		}
 	}
 	for i, r := range b.reqs {
 		r.finish(first+uint64(i), nil)
 	}
-	*lastTS = first + uint64(n-1)
 	b.reqs = b.reqs[:0]
 	return nil
 }

@@ -28,7 +28,6 @@ func tsoResp(phys, logical int64, count uint32, typ pdpb.ErrorType) *pdpb.TsoRes
 
 func TestDeliver(t *testing.T) {
 	c := &Client{log: slog.Default()}
-	var last uint64
 	for _, tc := range []struct {
 		name     string
 		n        int
@@ -46,8 +45,9 @@ func TestDeliver(t *testing.T) {
 	} {
 		b := batchOf(tc.n)
 		reqs := append([]*tsoReq(nil), b.reqs...)
-		err := c.deliver(b, tc.resp, &last)
-		require.Equal(t, tc.wantLast, last, tc.name)
+		b.floor = c.maxTS.Load()
+		err := c.deliver(b, tc.resp)
+		require.Equal(t, tc.wantLast, c.maxTS.Load(), tc.name)
 		for i, r := range reqs {
 			<-r.done
 			if tc.wantErr != nil {
@@ -61,4 +61,22 @@ func TestDeliver(t *testing.T) {
 			require.Equal(t, tc.wantLast-uint64(tc.n-1-i), r.ts, tc.name)
 		}
 	}
+}
+
+// TestDeliverOutOfOrder: in parallel mode a batch sent before another may be
+// answered after it with lower timestamps; that is fine (its callers began
+// before the other batch's answer), as long as it is above everything
+// delivered before it was sent.
+func TestDeliverOutOfOrder(t *testing.T) {
+	c := &Client{log: slog.Default()}
+	early, late := batchOf(2), batchOf(3)
+	early.floor, late.floor = c.maxTS.Load(), c.maxTS.Load() // both sent now
+	require.NoError(t, c.deliver(late, tsoResp(100, 10, 3, pdpb.ErrorType_OK)))
+	require.NoError(t, c.deliver(early, tsoResp(100, 5, 2, pdpb.ErrorType_OK)))
+	require.Equal(t, tso.ComposeTS(100, 10), c.maxTS.Load(), "max never moves back")
+
+	// A batch sent after both answers must be above them.
+	next := batchOf(1)
+	next.floor = c.maxTS.Load()
+	require.ErrorIs(t, c.deliver(next, tsoResp(100, 9, 1, pdpb.ErrorType_OK)), ErrTSOBackwards)
 }
