@@ -2,10 +2,12 @@ package pd_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -138,4 +140,136 @@ func TestPausedLeaderStopsServingTSO(t *testing.T) {
 		}
 	}
 	require.Equal(t, streams, refused)
+}
+
+// TestLateLeaseAnswerDoesNotExtendTSO reproduces the defect deterministically
+// on a running (not paused) leader: the etcd leader renews the PD leader's
+// lease, but the answer reaches the PD leader late (a slow or partitioned
+// network, modelled by a proxy in front of every etcd peer URL), and its
+// later renewals are lost. etcd expires the lease TTL after it renewed it and
+// another member takes over; the old leader, had it counted its lease from
+// when the answer arrived (as etcd's client does), would keep answering for
+// about the hold time more. It must refuse instead.
+func TestLateLeaseAnswerDoesNotExtendTSO(t *testing.T) {
+	const lease, hold = 6 * time.Second, 2500 * time.Millisecond
+	ps := pdtest.StartProcs(t, 3, 1, pdtest.ProcOptions{LeaderLease: lease, TSOWindow: time.Minute, PeerProxy: true})
+	old := pdtest.ProcLeader(t, ps)
+	require.NotNil(t, old)
+	deadline := time.Now().Add(60 * time.Second)
+	before := getTS(t, old.Addr, deadline)
+
+	var urls []string
+	for _, p := range ps {
+		urls = append(urls, p.EtcdURL)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// The old leader's lease is the lease of the first leader key.
+	resp, err := cli.Get(ctx, "/strata/leader/", clientv3.WithFirstCreate()...)
+	require.NoError(t, err)
+	require.Len(t, resp.Kvs, 1)
+	leaseID := resp.Kvs[0].Lease
+	// Its renewals must cross the network: move etcd's leadership off it.
+	moveEtcdLeaderOff(ctx, t, cli, old.EtcdURL, deadline)
+
+	const streams = 8
+	olds := make([]*tsoStream, streams)
+	for i := range olds {
+		olds[i] = openTSO(t, old.Addr)
+		require.NoError(t, olds[i].send())
+		ts, ok := olds[i].recv()
+		require.True(t, ok, "old leader serves before the fault")
+		require.Greater(t, ts, before)
+	}
+
+	// The next renewal of the old leader's lease is applied but answered
+	// late; every later one is lost.
+	var held atomic.Bool
+	release := make(chan struct{})
+	heldAt := make(chan time.Time, 1)
+	hook := func(id int64) pdtest.RenewAction {
+		if id != leaseID {
+			return pdtest.RenewAction{}
+		}
+		if held.CompareAndSwap(false, true) {
+			heldAt <- time.Now()
+			time.AfterFunc(hold, func() { close(release) })
+			return pdtest.RenewAction{Hold: release}
+		}
+		return pdtest.RenewAction{Drop: true}
+	}
+	for _, p := range ps {
+		p.Proxy.SetRenewHook(hook)
+	}
+	var renewed time.Time
+	select {
+	case renewed = <-heldAt:
+	case <-time.After(2 * lease):
+		require.FailNow(t, "the old leader sent no lease renewal")
+	}
+
+	// Another member takes over once etcd expired the lease.
+	newTS := uint64(0)
+	for newTS == 0 {
+		for _, p := range ps {
+			if p == old {
+				continue
+			}
+			s := openTSO(t, p.Addr)
+			if s.send() != nil {
+				continue
+			}
+			if ts, ok := s.recv(); ok {
+				newTS = ts
+				break
+			}
+		}
+		require.False(t, time.Now().After(deadline), "no other member served TSO")
+		if newTS == 0 {
+			time.Sleep(20 * time.Millisecond) // polling interval
+		}
+	}
+	t.Logf("new leader served %v after the last applied renewal", time.Since(renewed))
+	require.Greater(t, newTS, before)
+
+	for i, s := range olds {
+		require.NoError(t, s.send())
+		if ts, ok := s.recv(); ok {
+			require.Greater(t, ts, newTS, "stream %d of the deposed leader answered below the new leader's timestamp", i)
+		}
+	}
+}
+
+// moveEtcdLeaderOff makes sure the etcd member at url is not the etcd leader.
+func moveEtcdLeaderOff(ctx context.Context, t *testing.T, cli *clientv3.Client, url string, deadline time.Time) {
+	t.Helper()
+	for {
+		st, err := cli.Status(ctx, url)
+		require.NoError(t, err)
+		if st.Leader != st.Header.MemberId {
+			return
+		}
+		ms, err := cli.MemberList(ctx)
+		require.NoError(t, err)
+		var to uint64
+		for _, m := range ms.Members {
+			if m.ID != st.Header.MemberId {
+				to = m.ID
+				break
+			}
+		}
+		one, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second})
+		require.NoError(t, err)
+		_, err = one.MoveLeader(ctx, to)
+		one.Close()
+		if err != nil {
+			t.Logf("move etcd leader: %v", err)
+		}
+		require.False(t, time.Now().After(deadline), "etcd leadership did not move")
+		time.Sleep(50 * time.Millisecond) // polling interval
+	}
 }

@@ -68,12 +68,18 @@ type Proc struct {
 	Addr string
 	// Name is the member's name.
 	Name string
+	// EtcdURL is the member's etcd client URL.
+	EtcdURL string
+	// Proxy is in front of the member's etcd peer URL (ProcOptions.PeerProxy).
+	Proxy *PeerProxy
 }
 
 // ProcOptions tunes StartProcs. Zero values keep pd's defaults.
 type ProcOptions struct {
 	LeaderLease time.Duration
 	TSOWindow   time.Duration
+	// PeerProxy puts a PeerProxy in front of every member's etcd peer URL.
+	PeerProxy bool
 }
 
 // StartProcs starts n PD members as child processes forming one etcd cluster
@@ -99,7 +105,11 @@ func StartProcs(t testing.TB, n, replicas int, opts ProcOptions) []*Proc {
 			LeaderLease:  opts.LeaderLease,
 			TSOWindow:    opts.TSOWindow,
 		}}
-		ps[i].Addr = ps[i].cfg.Addr
+		ps[i].Addr, ps[i].EtcdURL = ps[i].cfg.Addr, ps[i].cfg.ClientURL
+		if opts.PeerProxy {
+			ps[i].Proxy = newPeerProxy(t, ps[i].cfg.PeerURL)
+			ps[i].cfg.ListenPeerURL, ps[i].cfg.PeerURL = ps[i].cfg.PeerURL, ps[i].Proxy.URL
+		}
 		initial = append(initial, name+"="+ps[i].cfg.PeerURL)
 	}
 	t.Cleanup(func() {
