@@ -15,9 +15,7 @@ import (
 
 	"github.com/stratadb/strata/kv/client/locate"
 	"github.com/stratadb/strata/proto/errorpb"
-	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
-	"github.com/stratadb/strata/proto/storepb"
 )
 
 // PD is what the client needs from the placement driver; *pdclient.Client
@@ -35,6 +33,10 @@ type Config struct {
 	BackoffBudget time.Duration
 	// RPCTimeout bounds each store RPC attempt. Default 5s.
 	RPCTimeout time.Duration
+	// DisableBatch sends every request as its own unary RPC instead of on
+	// the store's BatchCommands stream (for comparison; stores that do not
+	// serve BatchCommands get unary RPCs anyway).
+	DisableBatch bool
 }
 
 const (
@@ -97,29 +99,28 @@ func (c *Client) locate(ctx context.Context, bo *backoffer, key []byte) (*locate
 	}
 }
 
-// rpcCall performs one RPC on sc and returns the response's region error.
-// It must pass opts to the gRPC method.
-type rpcCall func(ctx context.Context, sc storepb.StoreClient, opts ...grpc.CallOption) (*errorpb.Error, error)
-
-// sendToRegion makes one attempt of a request on r's believed leader. rctx is
-// the request's Context, owned by the caller; it is filled in here. On
-// success it returns (false, nil) and the response is whatever call stored.
-// On a retryable failure it returns (true, nil) after any backoff: the
-// caller must locate again (the region may have changed) and resend. Any
-// other failure is returned as an error.
-func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Region, kind rpcKind, rctx *kvrpcpb.Context, call rpcCall) (bool, error) {
+// sendToRegion makes one attempt of req on r's believed leader, filling in
+// req's Context (region, epoch, peer). On success it returns the response
+// (without region error). On a retryable failure it returns retry=true
+// after any backoff: the caller must locate again (the region may have
+// changed) and resend. Any other failure is returned as an error.
+func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Region, req *Request) (*Response, bool, error) {
+	kind, rctx := requestInfo(req)
+	if kind == numKinds {
+		return nil, false, fmt.Errorf("kv/client: unsupported request %T", req.Cmd)
+	}
 	idx, p := r.Leader()
 	addr, err := c.stores.addr(ctx, p.StoreId)
 	if err != nil {
 		if ctx.Err() != nil {
-			return false, err
+			return nil, false, err
 		}
 		r.SwitchPeer(idx)
-		return true, bo.backoff(ctx, boPDStore, r.ID(), err)
+		return nil, true, bo.backoff(ctx, boPDStore, r.ID(), err)
 	}
 	sc, err := c.conns.get(addr)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	rctx.RegionId = r.ID()
 	rctx.RegionEpoch = r.Epoch()
@@ -132,33 +133,50 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 		tctx, cancel = context.WithTimeout(ctx, c.cfg.RPCTimeout)
 	}
 	start := time.Now()
-	var rerr *errorpb.Error
-	var sent bool
-	if kind.isWrite() {
-		// Whether a stream was created tells whether the request may have
-		// reached the store.
-		var pr peer.Peer
-		rerr, err = call(tctx, sc.client, grpc.Peer(&pr))
-		sent = pr.Addr != nil
-	} else {
-		rerr, err = call(tctx, sc.client)
-	}
+	resp, sent, err := c.call(tctx, sc, kind, req)
 	if cancel != nil {
 		cancel()
 	}
 	elapsed := time.Since(start).Seconds()
 
+	var rerr *errorpb.Error
+	if err == nil {
+		rerr = responseRegionError(resp)
+	}
 	switch {
 	case err != nil:
 		rpcErr[kind].Observe(elapsed)
-		return c.onSendError(ctx, bo, r, idx, p, addr, kind, sent, err)
+		retry, err := c.onSendError(ctx, bo, r, idx, p, addr, kind, sent, err)
+		return nil, retry, err
 	case rerr != nil:
 		rpcRegionErr[kind].Observe(elapsed)
-		return c.onRegionError(ctx, bo, r, idx, p, kind, rerr)
+		retry, err := c.onRegionError(ctx, bo, r, idx, p, kind, rerr)
+		return nil, retry, err
 	default:
 		rpcOK[kind].Observe(elapsed)
-		return false, nil
+		return resp, false, nil
 	}
+}
+
+// call sends req on sc: on the store's BatchCommands stream unless
+// batching is off or the store does not serve it, else as a unary RPC.
+// sent reports whether the request may have reached the store.
+func (c *Client) call(ctx context.Context, sc *storeConn, kind rpcKind, req *Request) (*Response, bool, error) {
+	if !c.cfg.DisableBatch && !sc.batch.unsupported.Load() {
+		resp, sent, err := sc.batch.call(ctx, req)
+		if !errors.Is(err, errBatchUnsupported) {
+			return resp, sent, err
+		}
+	}
+	if kind.isWrite() {
+		// Whether a stream was created tells whether the request may have
+		// reached the store.
+		var pr peer.Peer
+		resp, err := callUnary(ctx, sc.client, req, grpc.Peer(&pr))
+		return resp, pr.Addr != nil, err
+	}
+	resp, err := callUnary(ctx, sc.client, req)
+	return resp, true, err
 }
 
 func (c *Client) onSendError(ctx context.Context, bo *backoffer, r *locate.Region, idx int, p *metapb.Peer, addr string, kind rpcKind, sent bool, err error) (bool, error) {

@@ -77,6 +77,7 @@ type connPool struct {
 type storeConn struct {
 	cc     *grpc.ClientConn
 	client storepb.StoreClient
+	batch  *batchConn
 }
 
 // dialOptions: fail fast when a store is down (no wait-for-ready, the client
@@ -133,7 +134,8 @@ func (p *connPool) get(addr string) (*storeConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kv/client: connect %s: %w", addr, err)
 	}
-	c = &storeConn{cc: cc, client: storepb.NewStoreClient(cc)}
+	client := storepb.NewStoreClient(cc)
+	c = &storeConn{cc: cc, client: client, batch: newBatchConn(client)}
 	p.conns[addr] = c
 	return c, nil
 }
@@ -146,6 +148,7 @@ func (p *connPool) close() error {
 	p.mu.Unlock()
 	var errs []error
 	for _, c := range conns {
+		c.batch.close()
 		errs = append(errs, c.cc.Close())
 	}
 	return errors.Join(errs...)

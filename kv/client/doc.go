@@ -54,18 +54,35 @@
 // writes that certainly did not apply is what keeps a resend from
 // conflicting with itself.
 //
-// # Connections
+// # Transaction commands
+//
+// SendRequest sends any store command (a Request: the BatchCommands
+// request oneof) to a region once, with the routing and retry
+// classification above; OnSorted and GroupSorted split sorted keys by
+// region. Package kv/client/txn builds transactions on them.
+//
+// # Connections and batching
 //
 // One grpc.ClientConn per store address, created lazily and shared by all
 // requests; addresses come from PD (GetStore), cached, and dropped when the
 // store is unreachable so a moved store is found again.
+//
+// Every request to a store travels on one BatchCommands stream of that
+// connection: a sender goroutine coalesces the requests queued while it was
+// sending into the next message (up to 128), a receiver matches responses
+// by id. A broken stream fails only the requests in flight on it (as sent:
+// writes among them are undetermined); requests not yet sent fail as
+// unsent and are retried like a refused connection. A caller that gives up
+// waits only until its request was marshalled. Stores that answer
+// Unimplemented get unary RPCs; Config.DisableBatch forces them.
 //
 // # Metrics
 //
 // strata_kvclient_rpc_duration_seconds{type,result} (per store RPC attempt),
 // strata_kvclient_region_errors_total{type}, strata_kvclient_backoff_total
 // and strata_kvclient_backoff_seconds_total{reason},
-// strata_kvclient_undetermined_writes_total, and from kv/client/locate
+// strata_kvclient_undetermined_writes_total,
+// strata_kvclient_batch_commands_size (requests per stream message), and from kv/client/locate
 // strata_kvclient_region_cache_lookups_total{result=hit|miss} and
 // strata_kvclient_pd_region_loads_total{result}.
 //

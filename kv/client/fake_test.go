@@ -437,3 +437,59 @@ func (s *fakeStore) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReq
 	}
 	return &kvrpcpb.CoprocessorResponse{Data: data}, nil
 }
+
+// BatchCommands serves the stream by running each request on its own
+// goroutine through the unary handlers (hooks and counters included) and
+// answering each as it completes.
+func (s *fakeStore) BatchCommands(stream storepb.Store_BatchCommandsServer) error {
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	defer wg.Wait()
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			return nil
+		}
+		for i, r := range msg.Requests {
+			id := msg.RequestIds[i]
+			wg.Go(func() {
+				resp := s.dispatch(stream.Context(), r)
+				mu.Lock()
+				defer mu.Unlock()
+				_ = stream.Send(&storepb.BatchCommandsResponse{
+					Responses: []*storepb.BatchCommandsResponse_Response{resp}, RequestIds: []uint64{id}})
+			})
+		}
+	}
+}
+
+func (s *fakeStore) dispatch(ctx context.Context, r *storepb.BatchCommandsRequest_Request) *storepb.BatchCommandsResponse_Response {
+	out := &storepb.BatchCommandsResponse_Response{}
+	var err error
+	switch c := r.Cmd.(type) {
+	case *storepb.BatchCommandsRequest_Request_Get:
+		var resp *kvrpcpb.GetResponse
+		resp, err = s.KvGet(ctx, c.Get)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Get{Get: resp}
+	case *storepb.BatchCommandsRequest_Request_Scan:
+		var resp *kvrpcpb.ScanResponse
+		resp, err = s.KvScan(ctx, c.Scan)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Scan{Scan: resp}
+	case *storepb.BatchCommandsRequest_Request_OnePc:
+		var resp *kvrpcpb.OnePCResponse
+		resp, err = s.KvOnePC(ctx, c.OnePc)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_OnePc{OnePc: resp}
+	case *storepb.BatchCommandsRequest_Request_Coprocessor:
+		var resp *kvrpcpb.CoprocessorResponse
+		resp, err = s.Coprocessor(ctx, c.Coprocessor)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Coprocessor{Coprocessor: resp}
+	default:
+		err = errors.New("fake store: unsupported command")
+	}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	return out
+}

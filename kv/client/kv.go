@@ -10,21 +10,22 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/kv/client/locate"
 	"github.com/stratadb/strata/proto/coprocessorpb"
-	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
 )
 
-// getState is the per-call request memory of Get, pooled: gRPC has marshalled
-// the request by the time the call returns, so it can be reused.
+// getState is the per-call request memory of Get, pooled: the request has
+// been marshalled (unary) or answered (batched) by the time the call
+// returns, so it can be reused.
 type getState struct {
 	req  kvrpcpb.GetRequest
 	rctx kvrpcpb.Context
+	cmd  storepb.BatchCommandsRequest_Request_Get
+	wrap Request
 }
 
 var getPool = sync.Pool{New: func() any { return new(getState) }}
@@ -34,42 +35,35 @@ var getPool = sync.Pool{New: func() any { return new(getState) }}
 // live version at ts.
 func (c *Client) Get(ctx context.Context, key []byte, ts uint64) (value []byte, found bool, err error) {
 	st := getPool.Get().(*getState)
-	defer func() {
-		st.req.Key, st.req.Context = nil, nil
-		st.rctx.RegionEpoch, st.rctx.Peer = nil, nil
-		getPool.Put(st)
-	}()
 	st.req.Key, st.req.Version, st.req.Context = key, ts, &st.rctx
-
-	var resp *kvrpcpb.GetResponse
-	call := func(ctx context.Context, sc storepb.StoreClient, opts ...grpc.CallOption) (*errorpb.Error, error) {
-		var err error
-		resp, err = sc.KvGet(ctx, &st.req, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return resp.RegionError, nil
-	}
+	st.cmd.Get = &st.req
+	st.wrap.Cmd = &st.cmd
 	bo := newBackoffer(c.cfg.BackoffBudget)
 	for {
 		r, err := c.locate(ctx, &bo, key)
 		if err != nil {
 			return nil, false, err
 		}
-		retry, err := c.sendToRegion(ctx, &bo, r, kindGet, &st.rctx, call)
+		resp, retry, err := c.sendToRegion(ctx, &bo, r, &st.wrap)
 		if err != nil {
+			// A request abandoned in flight may still be read by the
+			// transport: do not reuse its memory.
 			return nil, false, err
 		}
 		if retry {
 			continue
 		}
-		if resp.Error != nil {
-			return nil, false, fmt.Errorf("kv/client: get %q: %w", key, keyError(resp.Error))
+		g := resp.GetGet()
+		st.req.Key, st.req.Context = nil, nil
+		st.rctx.RegionEpoch, st.rctx.Peer = nil, nil
+		getPool.Put(st)
+		if g.Error != nil {
+			return nil, false, fmt.Errorf("kv/client: get %q: %w", key, keyError(g.Error))
 		}
-		if resp.NotFound {
+		if g.NotFound {
 			return nil, false, nil
 		}
-		return resp.Value, true, nil
+		return g.Value, true, nil
 	}
 }
 
@@ -87,16 +81,8 @@ func (c *Client) Scan(ctx context.Context, start, end []byte, ts uint64, limit i
 		out  []*kvrpcpb.KvPair
 		rctx kvrpcpb.Context
 		req  = kvrpcpb.ScanRequest{Context: &rctx, Version: ts}
-		resp *kvrpcpb.ScanResponse
+		wrap = Request{Cmd: &storepb.BatchCommandsRequest_Request_Scan{Scan: &req}}
 	)
-	call := func(ctx context.Context, sc storepb.StoreClient, opts ...grpc.CallOption) (*errorpb.Error, error) {
-		var err error
-		resp, err = sc.KvScan(ctx, &req, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return resp.RegionError, nil
-	}
 	bo := newBackoffer(c.cfg.BackoffBudget)
 	cur := start
 	for {
@@ -113,13 +99,14 @@ func (c *Client) Scan(ctx context.Context, start, end []byte, ts uint64, limit i
 		if limit > 0 {
 			req.Limit = uint32(min(limit-len(out), math.MaxUint32))
 		}
-		retry, err := c.sendToRegion(ctx, &bo, r, kindScan, &rctx, call)
+		sr, retry, err := c.sendToRegion(ctx, &bo, r, &wrap)
 		if err != nil {
 			return nil, err
 		}
 		if retry {
 			continue
 		}
+		resp := sr.GetScan()
 		if resp.Error != nil {
 			return nil, fmt.Errorf("kv/client: scan [%q, %q) region %d: %w", cur, req.EndKey, r.ID(), keyError(resp.Error))
 		}
@@ -210,24 +197,12 @@ func (c *Client) commitBatch(ctx context.Context, bo *backoffer, b batch, startT
 }
 
 func (c *Client) commitRegion(ctx context.Context, bo *backoffer, r *locate.Region, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) (bool, error) {
-	var (
-		rctx kvrpcpb.Context
-		req  = kvrpcpb.OnePCRequest{Context: &rctx, Mutations: muts, StartTs: startTS, CommitTs: commitTS}
-		resp *kvrpcpb.OnePCResponse
-	)
-	call := func(ctx context.Context, sc storepb.StoreClient, opts ...grpc.CallOption) (*errorpb.Error, error) {
-		var err error
-		resp, err = sc.KvOnePC(ctx, &req, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return resp.RegionError, nil
-	}
-	retry, err := c.sendToRegion(ctx, bo, r, kindOnePC, &rctx, call)
+	req := &kvrpcpb.OnePCRequest{Context: &kvrpcpb.Context{}, Mutations: muts, StartTs: startTS, CommitTs: commitTS}
+	resp, retry, err := c.sendToRegion(ctx, bo, r, &Request{Cmd: &storepb.BatchCommandsRequest_Request_OnePc{OnePc: req}})
 	if err != nil || retry {
 		return retry, err
 	}
-	return false, onePCKeyErrors(resp.Errors, r.ID())
+	return false, onePCKeyErrors(resp.GetOnePc().GetErrors(), r.ID())
 }
 
 // onePCKeyErrors maps a OnePC response's key errors. A conflict is always
@@ -367,16 +342,8 @@ func (c *Client) copRanges(ctx context.Context, bo *backoffer, data []byte, ts u
 	var (
 		rctx kvrpcpb.Context
 		req  = kvrpcpb.CoprocessorRequest{Context: &rctx, Data: data, StartTs: ts}
-		resp *kvrpcpb.CoprocessorResponse
+		wrap = Request{Cmd: &storepb.BatchCommandsRequest_Request_Coprocessor{Coprocessor: &req}}
 	)
-	call := func(ctx context.Context, sc storepb.StoreClient, opts ...grpc.CallOption) (*errorpb.Error, error) {
-		var err error
-		resp, err = sc.Coprocessor(ctx, &req, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return resp.RegionError, nil
-	}
 	for len(rs) > 0 {
 		r, err := c.locate(ctx, bo, rs[0].Start)
 		if err != nil {
@@ -384,14 +351,14 @@ func (c *Client) copRanges(ctx context.Context, bo *backoffer, data []byte, ts u
 		}
 		in, rest := clipRanges(r.EndKey(), rs)
 		req.Ranges = in
-		retry, err := c.sendToRegion(ctx, bo, r, kindCop, &rctx, call)
+		resp, retry, err := c.sendToRegion(ctx, bo, r, &wrap)
 		if err != nil {
 			return nil, err
 		}
 		if retry {
 			continue
 		}
-		sr, err := decodeCopResponse(resp, r.ID())
+		sr, err := decodeCopResponse(resp.GetCoprocessor(), r.ID())
 		if err != nil {
 			return nil, err
 		}

@@ -71,6 +71,13 @@ var (
 		Name:      "backoff_seconds_total",
 		Help:      "Time slept in backoff, by reason.",
 	}, []string{"reason"})
+	batchSize = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata",
+		Subsystem: "kvclient",
+		Name:      "batch_commands_size",
+		Help:      "Requests per BatchCommands message sent to a store.",
+		Buckets:   []float64{1, 2, 4, 8, 16, 32, 64, 128},
+	})
 	undetermined = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata",
 		Subsystem: "kvclient",

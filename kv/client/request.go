@@ -129,23 +129,7 @@ type Group struct {
 // budget spent on retries with ErrRegionUnavailable; ErrClosed after Close.
 // req is not retained after the call; the response belongs to the caller.
 func (c *Client) SendRequest(ctx context.Context, bo *Backoffer, r *locate.Region, req *Request) (resp *Response, retry bool, err error) {
-	kind, rctx := requestInfo(req)
-	if kind == numKinds {
-		return nil, false, fmt.Errorf("kv/client: unsupported request %T", req.Cmd)
-	}
-	call := func(ctx context.Context, sc storepb.StoreClient, opts ...grpc.CallOption) (*errorpb.Error, error) {
-		var err error
-		resp, err = callUnary(ctx, sc, req, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return responseRegionError(resp), nil
-	}
-	retry, err = c.sendToRegion(ctx, &bo.bo, r, kind, rctx, call)
-	if err != nil || retry {
-		return nil, retry, err
-	}
-	return resp, false, nil
+	return c.sendToRegion(ctx, &bo.bo, r, req)
 }
 
 // RPCTimeout is the client's per-attempt RPC timeout; callers waiting for
