@@ -408,3 +408,35 @@ func TestKeyErrorMapping(t *testing.T) {
 	require.ErrorIs(t, keyError(&kvrpcpb.KeyError{TxnLockNotFound: &kvrpcpb.TxnLockNotFound{}}, 1), ErrTxnAborted)
 	require.True(t, errors.Is(mapErr(fmt.Errorf("x: %w", errFake)), errFake))
 }
+
+func TestCommitMutations(t *testing.T) {
+	f := newFakeKV(t, "m")
+	c := f.newClient(Config{})
+	f.put("c", "1")
+	start := f.ts()
+	start2 := f.ts() // a second statement that read "a" before the first committed
+	requireRead(t, begin(t, c, sql.TxnOptions{ReadOnly: true, StartTS: start2}), "a", "")
+	opts := sql.TxnOptions{OnePC: true, AsyncCommit: true}
+	muts := []*kvrpcpb.Mutation{
+		{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("1")},
+		{Op: kvrpcpb.Op_Insert, Key: []byte("b"), Value: []byte("1")},
+		{Op: kvrpcpb.Op_Del, Key: []byte("c")},
+	}
+	require.NoError(t, c.CommitMutations(bg, muts, start, opts))
+	require.Equal(t, 0, f.count("Commit"), "one region: 1PC")
+	require.Equal(t, 1, f.count("Prewrite"))
+	rd := begin(t, c, sql.TxnOptions{})
+	requireRead(t, rd, "a", "1")
+	requireRead(t, rd, "c", "")
+
+	// A key written after start_ts conflicts; nothing is written.
+	err := c.CommitMutations(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("2")},
+		{Op: kvrpcpb.Op_Put, Key: []byte("z"), Value: []byte("2")}}, start2, opts)
+	var wc *sql.WriteConflictError
+	require.ErrorAs(t, err, &wc)
+	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond)
+	requireRead(t, begin(t, c, sql.TxnOptions{}), "z", "")
+
+	var ke *sql.KeyExistsError
+	require.ErrorAs(t, c.CommitMutations(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: []byte("b")}}, f.ts(), opts), &ke)
+}
