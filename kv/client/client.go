@@ -187,6 +187,10 @@ func (c *Client) onSendError(ctx context.Context, bo *backoffer, r *locate.Regio
 		}
 		return false, fmt.Errorf("kv/client: %s on region %d: %w", kind, r.ID(), ctx.Err())
 	}
+	if status.Code(err) == codes.Unimplemented {
+		// The store has no such handler: nothing ran.
+		return false, fmt.Errorf("kv/client: %s on region %d store %d: %w", kind, r.ID(), p.StoreId, err)
+	}
 	// A write that left for the store may have been applied whatever
 	// happened next (the client closed under it, a limit was hit on the
 	// way back): that check comes before any other classification.

@@ -263,13 +263,15 @@ func (t *Txn) lockRegion(ctx context.Context, bo *client.Backoffer, r *locate.Re
 			return vals, false, nil
 		}
 		real := slices.DeleteFunc(locks, func(l *kvrpcpb.LockInfo) bool { return l == nil })
-		if opts.NoWait && len(real) > 0 {
-			return nil, false, &sql.LockConflictError{Key: real[0].Key}
-		}
 		if len(real) > 0 {
+			// Finished or expired holders are resolved and the lock
+			// retried, even with NOWAIT.
 			res, err := t.c.resolver.Resolve(ctx, bo, 0, real)
 			if err != nil {
 				return nil, false, err
+			}
+			if res.Wait && opts.NoWait {
+				return nil, false, &sql.LockConflictError{Key: real[0].Key}
 			}
 			if res.Wait {
 				if time.Now().After(deadline) {
