@@ -114,7 +114,7 @@ func (cm *committer) run(ctx context.Context) (commitMode, error) {
 	if err != nil {
 		return mode2PC, cm.fail(ctx, mapErr(err))
 	}
-	cm.onePC = t.opts.OnePC && len(cm.groups) == 1
+	cm.onePC = t.opts.OnePC && len(cm.groups) == 1 && cm.chunkEnd(0, len(cm.muts)) == len(cm.muts)
 	cm.async = !cm.onePC && t.opts.AsyncCommit && len(cm.muts) <= t.c.cfg.AsyncCommitMaxKeys
 	cm.ttl = uint64(t.c.cfg.LockTTL.Milliseconds()) + uint64(time.Since(t.began).Milliseconds())
 	cm.minCommit = max(t.startTS, t.forUpdateTS) + 1
@@ -222,77 +222,107 @@ func firstErr(errs []error) error {
 	return first
 }
 
+// Prewrite requests carry at most this many mutations or bytes; larger
+// region batches are several requests.
+const (
+	maxChunkKeys  = 2048
+	maxChunkBytes = 1 << 20
+)
+
+// chunkEnd returns the end of the chunk of muts starting at a (< b).
+func (cm *committer) chunkEnd(a, b int) int {
+	size := 0
+	for i := a; i < b; i++ {
+		size += len(cm.muts[i].Key) + len(cm.muts[i].Value)
+		if i > a && (i-a >= maxChunkKeys || size > maxChunkBytes) {
+			return i
+		}
+	}
+	return b
+}
+
 func (cm *committer) prewriteRange(ctx context.Context, bo *client.Backoffer, lo, hi int) error {
-	t := cm.t
-	return t.c.kv.OnSorted(ctx, bo, hi-lo, func(i int) []byte { return cm.muts[lo+i].Key },
+	return cm.t.c.kv.OnSorted(ctx, bo, hi-lo, func(i int) []byte { return cm.muts[lo+i].Key },
 		func(r *locate.Region, a, b int) (bool, error) {
-			a, b = a+lo, b+lo
-			for {
-				req := &kvrpcpb.PrewriteRequest{
-					Mutations:      cm.muts[a:b],
-					PrimaryLock:    cm.primary,
-					StartVersion:   t.startTS,
-					LockTtl:        cm.ttl,
-					TxnSize:        uint64(len(cm.muts)),
-					ForUpdateTs:    t.forUpdateTS,
-					MinCommitTs:    cm.minCommit,
-					UseAsyncCommit: cm.async,
-					TryOnePc:       cm.onePC,
-				}
-				if t.opts.Pessimistic {
-					req.PessimisticActions = cm.actions[a:b]
-				}
-				if cm.async && a <= cm.primaryIndex() && cm.primaryIndex() < b {
-					for _, m := range cm.muts {
-						if compareBytes(m.Key, cm.primary) != 0 {
-							req.Secondaries = append(req.Secondaries, m.Key)
-						}
-					}
-				}
-				cm.mu.Lock()
-				cm.prewritten = true
-				cm.mu.Unlock()
-				resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_Prewrite{Prewrite: req}})
-				if err != nil || retry {
+			for a, b = a+lo, b+lo; a < b; {
+				e := cm.chunkEnd(a, b)
+				if retry, err := cm.prewriteChunk(ctx, bo, r, a, e); err != nil || retry {
 					return retry, err
 				}
-				pr := resp.GetPrewrite()
-				if kes := pr.GetErrors(); len(kes) > 0 {
-					var locks []*kvrpcpb.LockInfo
-					for _, ke := range kes {
-						if ke.Locked == nil {
-							return false, keyError(ke, t.startTS)
-						}
-						locks = append(locks, ke.Locked)
-					}
-					res, err := t.c.resolver.Resolve(ctx, bo, 0, locks)
-					if err != nil {
-						return false, err
-					}
-					if res.Wait {
-						if err := bo.Backoff(ctx, fmt.Errorf("%w: prewrite met txn %d", errLocked, locks[0].LockVersion)); err != nil {
-							return false, err
-						}
-					}
-					continue
-				}
-				cm.mu.Lock()
-				switch {
-				case cm.onePC:
-					if pr.OnePcCommitTs == 0 {
-						cm.declined = true
-					}
-					cm.onePCTS = pr.OnePcCommitTs
-				case cm.async:
-					if pr.MinCommitTs == 0 {
-						cm.declined = true
-					}
-					cm.maxMinCommit = max(cm.maxMinCommit, pr.MinCommitTs)
-				}
-				cm.mu.Unlock()
-				return false, nil
+				a = e
 			}
+			return false, nil
 		})
+}
+
+// prewriteChunk prewrites muts[a:b], all in region r.
+func (cm *committer) prewriteChunk(ctx context.Context, bo *client.Backoffer, r *locate.Region, a, b int) (bool, error) {
+	t := cm.t
+	for {
+		req := &kvrpcpb.PrewriteRequest{
+			Mutations:      cm.muts[a:b],
+			PrimaryLock:    cm.primary,
+			StartVersion:   t.startTS,
+			LockTtl:        cm.ttl,
+			TxnSize:        uint64(len(cm.muts)),
+			ForUpdateTs:    t.forUpdateTS,
+			MinCommitTs:    cm.minCommit,
+			UseAsyncCommit: cm.async,
+			TryOnePc:       cm.onePC,
+		}
+		if t.opts.Pessimistic {
+			req.PessimisticActions = cm.actions[a:b]
+		}
+		if cm.async && a <= cm.primaryIndex() && cm.primaryIndex() < b {
+			for _, m := range cm.muts {
+				if compareBytes(m.Key, cm.primary) != 0 {
+					req.Secondaries = append(req.Secondaries, m.Key)
+				}
+			}
+		}
+		cm.mu.Lock()
+		cm.prewritten = true
+		cm.mu.Unlock()
+		resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_Prewrite{Prewrite: req}})
+		if err != nil || retry {
+			return retry, err
+		}
+		pr := resp.GetPrewrite()
+		if kes := pr.GetErrors(); len(kes) > 0 {
+			var locks []*kvrpcpb.LockInfo
+			for _, ke := range kes {
+				if ke.Locked == nil {
+					return false, keyError(ke, t.startTS)
+				}
+				locks = append(locks, ke.Locked)
+			}
+			res, err := t.c.resolver.Resolve(ctx, bo, 0, locks)
+			if err != nil {
+				return false, err
+			}
+			if res.Wait {
+				if err := bo.Backoff(ctx, fmt.Errorf("%w: prewrite met txn %d", errLocked, locks[0].LockVersion)); err != nil {
+					return false, err
+				}
+			}
+			continue
+		}
+		cm.mu.Lock()
+		switch {
+		case cm.onePC:
+			if pr.OnePcCommitTs == 0 {
+				cm.declined = true
+			}
+			cm.onePCTS = pr.OnePcCommitTs
+		case cm.async:
+			if pr.MinCommitTs == 0 {
+				cm.declined = true
+			}
+			cm.maxMinCommit = max(cm.maxMinCommit, pr.MinCommitTs)
+		}
+		cm.mu.Unlock()
+		return false, nil
+	}
 }
 
 func (cm *committer) primaryIndex() int {
@@ -377,16 +407,18 @@ func (cm *committer) commitKeys(ctx context.Context, bo *client.Backoffer, commi
 	t := cm.t
 	return t.c.kv.OnSorted(ctx, bo, len(keys), func(i int) []byte { return keys[i] },
 		func(r *locate.Region, lo, hi int) (bool, error) {
-			req := &kvrpcpb.CommitRequest{StartVersion: t.startTS, Keys: keys[lo:hi], CommitVersion: commitTS}
-			resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_Commit{Commit: req}})
-			if err != nil || retry {
-				return retry, err
-			}
-			if ke := resp.GetCommit().GetError(); ke != nil {
-				if ke.CommitTsExpired != nil {
-					return false, &commitTSExpired{min: ke.CommitTsExpired.MinCommitTs}
+			for ; lo < hi; lo += maxChunkKeys {
+				req := &kvrpcpb.CommitRequest{StartVersion: t.startTS, Keys: keys[lo:min(hi, lo+maxChunkKeys)], CommitVersion: commitTS}
+				resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_Commit{Commit: req}})
+				if err != nil || retry {
+					return retry, err
 				}
-				return false, keyError(ke, t.startTS)
+				if ke := resp.GetCommit().GetError(); ke != nil {
+					if ke.CommitTsExpired != nil {
+						return false, &commitTSExpired{min: ke.CommitTsExpired.MinCommitTs}
+					}
+					return false, keyError(ke, t.startTS)
+				}
 			}
 			return false, nil
 		})
@@ -398,13 +430,15 @@ func (cm *committer) rollbackKeys(ctx context.Context, keys [][]byte) error {
 	bo := t.c.kv.NewBackoffer()
 	return t.c.kv.OnSorted(ctx, bo, len(keys), func(i int) []byte { return keys[i] },
 		func(r *locate.Region, lo, hi int) (bool, error) {
-			req := &kvrpcpb.BatchRollbackRequest{StartVersion: t.startTS, Keys: keys[lo:hi]}
-			resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_BatchRollback{BatchRollback: req}})
-			if err != nil || retry {
-				return retry, err
-			}
-			if ke := resp.GetBatchRollback().GetError(); ke != nil {
-				return false, keyError(ke, t.startTS)
+			for ; lo < hi; lo += maxChunkKeys {
+				req := &kvrpcpb.BatchRollbackRequest{StartVersion: t.startTS, Keys: keys[lo:min(hi, lo+maxChunkKeys)]}
+				resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_BatchRollback{BatchRollback: req}})
+				if err != nil || retry {
+					return retry, err
+				}
+				if ke := resp.GetBatchRollback().GetError(); ke != nil {
+					return false, keyError(ke, t.startTS)
+				}
 			}
 			return false, nil
 		})

@@ -440,3 +440,22 @@ func TestCommitMutations(t *testing.T) {
 	var ke *sql.KeyExistsError
 	require.ErrorAs(t, c.CommitMutations(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: []byte("b")}}, f.ts(), opts), &ke)
 }
+
+func TestLargeTxnChunked(t *testing.T) {
+	f := newFakeKV(t, "k5")
+	c := f.newClient(Config{})
+	tx := begin(t, c, sql.TxnOptions{OnePC: true, AsyncCommit: true})
+	const n = 10_000
+	for i := range n {
+		require.NoError(t, tx.Set([]byte(fmt.Sprintf("k%05d", i)), make([]byte, 200)))
+	}
+	require.NoError(t, tx.Commit(bg))
+	// 2 regions, ~2 MB in each: several prewrites per region; too many
+	// keys for async commit and too big for 1PC, so plain 2PC.
+	require.GreaterOrEqual(t, f.count("Prewrite"), 4)
+	require.GreaterOrEqual(t, f.count("Commit"), 1)
+	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 10*time.Second, time.Millisecond)
+	m, err := begin(t, c, sql.TxnOptions{}).BatchGet(bg, [][]byte{[]byte("k00000"), []byte("k09999")})
+	require.NoError(t, err)
+	require.Len(t, m, 2)
+}
