@@ -37,6 +37,8 @@ type Server struct {
 	grpcSrv  *grpc.Server
 	leader   atomic.Pointer[term] // nil when not leader
 	stopping atomic.Bool          // set when shutdown starts (quiets etcd)
+	// movingEtcd is set while moveEtcdLeadershipAway runs.
+	movingEtcd atomic.Bool
 }
 
 // term is the state of one leadership term. Everything that may only be done
@@ -305,6 +307,7 @@ func (s *Server) campaignAndLead(ctx context.Context) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var endErr error
+	var lastMove time.Time
 loop:
 	for {
 		select {
@@ -317,6 +320,10 @@ loop:
 			if !lease.valid() {
 				endErr = fmt.Errorf("leader lease expired %v ago", -lease.remaining())
 				break loop
+			}
+			if time.Since(lastMove) > etcdMoveInterval && s.etcdLeaderHere() {
+				lastMove = time.Now()
+				go s.moveEtcdLeadershipAway()
 			}
 			if err := t.tso.Tick(ctx); err != nil && ctx.Err() == nil {
 				if errors.Is(err, ErrNotLeader) {
@@ -332,6 +339,37 @@ loop:
 	t.tso.Reset()
 	s.log.Info("pd leadership ended", "reason", endErr)
 	return endErr
+}
+
+// etcdMoveInterval spaces the PD leader's attempts to hand etcd's raft
+// leadership to another member.
+const etcdMoveInterval = 5 * time.Second
+
+// etcdLeaderHere reports whether this member's etcd is the raft leader of a
+// cluster with other members.
+func (s *Server) etcdLeaderHere() bool {
+	es := s.etcd.Server
+	return es.Leader() == es.MemberID() && len(es.Cluster().Members()) > 1
+}
+
+// moveEtcdLeadershipAway hands etcd's raft leadership to the best-connected
+// other member. The PD leader keeps it elsewhere so that losing the PD
+// leader's process does not also cost an etcd election, and the lease
+// extension etcd grants every lease when its leader changes, before the next
+// PD leader can win: with a 3 s lease a killed PD leader is replaced in about
+// 3-3.5 s instead of 4-5 s. Bounded by etcd's request timeout; the TSO keeps
+// serving from its window meanwhile.
+func (s *Server) moveEtcdLeadershipAway() {
+	if !s.movingEtcd.CompareAndSwap(false, true) {
+		return
+	}
+	defer s.movingEtcd.Store(false)
+	start := time.Now()
+	if err := s.etcd.Server.TryTransferLeadershipOnShutdown(); err != nil {
+		s.log.Warn("moving etcd leadership off the pd leader failed", "err", err)
+		return
+	}
+	s.log.Info("etcd leadership moved off the pd leader", "took", time.Since(start))
 }
 
 func (s *Server) startTerm(ctx context.Context, t *term) error {
