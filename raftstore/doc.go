@@ -80,8 +80,13 @@
 // After the Ready containing the entry is persisted the proposal knows its
 // (index, term); it is answered when an entry at that index applies on this
 // store: the command's response if the terms match, else StaleCommand
-// (another entry committed there, so this one never will); also, for now,
-// StaleCommand when a persisted Ready overwrites its index. The answer
+// (another entry committed there, so this one never will). A persisted
+// Ready that overwrites the entry in the local log decides nothing (with
+// five voters the overwritten entry can still be elected with another
+// peer's log and commit); if no entry at that index applies here within
+// 4 election timeouts of the overwrite, the proposal gets ErrUndetermined.
+// Raft refusing a proposal while this peer leads with no transfer in
+// progress (too many uncommitted bytes) answers ServerIsBusy. The answer
 // comes after the apply batch is committed, so a caller that releases its
 // latches once Propose returns orders later evaluations after the write.
 //
@@ -114,13 +119,14 @@
 // its context went out) or an own proposal of the current term that
 // committed (start = when it was proposed). It then lasts until start +
 // maxLease, where maxLease (Config.MaxLeaderLease) defaults to 0.8x the
-// election timeout and is capped at (ElectionTicks-2) x RaftTick: a
+// election timeout and is capped at 0.9 x (ElectionTicks-2) x RaftTick: a
 // follower that acknowledged the leader reset its election timer and, with
 // CheckQuorum, rejects (pre-)votes until ElectionTicks of its own ticks
 // passed, which takes at least (ElectionTicks-2) ticks of real time (one
 // tick may fire right after the reset and one late tick may be buffered);
 // any quorum electing a new leader contains such a follower. Only clock-rate
-// drift matters, never wall-clock time. The lease is valid only in the term
+// drift matters, never wall-clock time; the 10 % margin below that bound
+// covers it (leaseFor). The lease is valid only in the term
 // it was renewed in, while raft's state is leader, after an entry of that
 // term committed (the leader's no-op: before it the leader may not know
 // every committed entry), and while raft has no leader transfer in
@@ -161,7 +167,8 @@
 //
 // Stop then answers what is left: writes still in the inbox or parked (never
 // proposed) with NotLeader, which clients retry elsewhere; proposed but
-// unapplied writes with ErrStopped (undetermined: the entry may still commit).
+// unapplied writes with ErrUndetermined wrapping ErrStopped (the entry may
+// still commit).
 //
 // # Transport
 //
@@ -178,8 +185,9 @@
 //
 // The raft log is never compacted (no log GC, no snapshots); the newest
 // entries are cached in memory. A proposal whose leader stepped down stays
-// pending until its index is applied (answered with its result) or
-// overwritten (StaleCommand); a request that gives up earlier (context,
-// ErrStopped) has an undetermined outcome. No splits, conf changes,
-// hibernation of idle regions, or async apply pool: apply runs in the loop.
+// pending until its index is applied here (answered with its result or
+// StaleCommand) or, if it was overwritten locally, until the undetermined
+// timeout; a request that gives up earlier (context, stop) has an
+// undetermined outcome. No splits, conf changes, hibernation of idle
+// regions, or async apply pool: apply runs in the loop.
 package raftstore

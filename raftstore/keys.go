@@ -62,6 +62,14 @@ func entryKey(regionID, index uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, index)
 }
 
+// entryRange bounds region regionID's log entries and nothing else (the
+// next region's hard state sorts right after them).
+func entryRange(regionID uint64) (lower, upper []byte) {
+	lower = entryKey(regionID, 0)
+	upper = binary.BigEndian.AppendUint64([]byte{raftPrefix}, regionID)
+	return lower, append(upper, entrySuffix+1)
+}
+
 func entryIndexFromKey(k []byte) uint64 { return binary.BigEndian.Uint64(k[10:]) }
 
 func applyStateKey(regionID uint64) []byte {

@@ -40,20 +40,30 @@ type leaderLease struct {
 // follower counts its election timeout in ticks from its Ready loop's ticker;
 // the first tick may come right after it heard from the leader and one
 // delayed tick may be buffered, so it can grant a vote after
-// (electionTicks-2) * tick of real time. The default is 0.8x the election
-// timeout, never above that bound; 0 (lease disabled) with fewer than 3
+// (electionTicks-2) * tick of real time as measured by its own clock. The
+// lease is measured by the leader's clock, so it keeps a margin of
+// leaseDriftMargin of that bound for clock-rate drift between the two: it is
+// at most 0.9 x (electionTicks-2) ticks. The default is the smaller of that
+// and 0.8x the election timeout; 0 (lease disabled) with fewer than 3
 // election ticks.
 func leaseFor(electionTicks int, tick, want time.Duration) time.Duration {
 	if electionTicks < 3 || tick <= 0 {
 		return 0
 	}
 	bound := time.Duration(electionTicks-2) * tick
+	bound -= bound / leaseDriftMargin
 	d := time.Duration(electionTicks) * tick * 8 / 10
 	if want > 0 {
 		d = want
 	}
 	return min(d, bound)
 }
+
+// leaseDriftMargin: the lease stays 1/leaseDriftMargin (10 %) below the
+// time a follower refuses votes, far above the rate error of real clocks
+// (~100 ppm) and enough for a VM whose clock is being slewed (NTP slews at
+// most 500 ppm).
+const leaseDriftMargin = 10
 
 // becomeLeader starts a new term with no lease.
 func (l *leaderLease) becomeLeader(term uint64) {

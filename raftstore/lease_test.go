@@ -22,10 +22,11 @@ func newTestLease(maxLease time.Duration) (*leaderLease, *fakeClock) {
 
 func TestLeaseFor(t *testing.T) {
 	tick := 100 * time.Millisecond
-	require.Equal(t, 800*time.Millisecond, leaseFor(10, tick, 0), "0.8x election timeout")
+	require.Equal(t, 720*time.Millisecond, leaseFor(10, tick, 0), "0.9 x (ticks-2) x tick is below 0.8x election timeout")
+	require.Equal(t, 1600*time.Millisecond, leaseFor(20, tick, 0), "0.8x election timeout")
 	require.Equal(t, 500*time.Millisecond, leaseFor(10, tick, 500*time.Millisecond), "configured shorter")
-	require.Equal(t, 800*time.Millisecond, leaseFor(10, tick, 5*time.Second), "capped at (ticks-2) x tick")
-	require.Equal(t, 300*time.Millisecond, leaseFor(5, tick, 0), "few ticks: the tick bound wins over 0.8x")
+	require.Equal(t, 720*time.Millisecond, leaseFor(10, tick, 5*time.Second), "capped at 0.9 x (ticks-2) x tick")
+	require.Equal(t, 270*time.Millisecond, leaseFor(5, tick, 0), "few ticks: the tick bound wins over 0.8x")
 	require.Zero(t, leaseFor(2, tick, 0), "no safe lease")
 	for ticks := 3; ticks < 50; ticks++ {
 		require.Less(t, leaseFor(ticks, tick, 0), time.Duration(ticks)*tick)

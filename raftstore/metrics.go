@@ -78,4 +78,8 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "apply_epoch_not_match_total",
 		Help: "Committed commands that wrote nothing because the region's epoch changed after they were proposed.",
 	})
+	proposalsOverwritten = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "proposals_overwritten_total",
+		Help: "Proposals whose entry another leader's entry replaced in the local log (answered once the index is decided, or undetermined).",
+	})
 )

@@ -1,6 +1,9 @@
 package raftstore
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -31,7 +34,10 @@ type proposal struct {
 	// proposed is when the entry was handed to raft (before any MsgApp
 	// carrying it was sent): its commit renews the lease from there.
 	proposed time.Time
-	done     chan proposalResult // cap 1
+	// overwritten is when a persisted Ready replaced the entry in the local
+	// log (zero while it is there); see trackProposals.
+	overwritten time.Time
+	done        chan proposalResult // cap 1
 }
 
 type proposalResult struct {
@@ -190,29 +196,36 @@ func (p *peer) storeOf(peerID uint64) uint64 {
 	return 0
 }
 
-// trackProposals runs after ents were persisted: proposals whose index was
-// overwritten with another entry are stale; new proposals learn their
-// (index, term).
-func (p *peer) trackProposals(ents []*raftpb.Entry) {
+// trackProposals runs after ents were persisted at now: new proposals
+// learn their (index, term), and proposals whose entry was overwritten in
+// this log are marked (overwritten = now) but stay pending. An overwrite
+// decides nothing: with five voters the overwritten entry may still be
+// elected with another peer's log and commit (issue 7), and the log here
+// then takes it back. The proposal is answered when an entry at its index
+// applies here (ackApplied), or ErrUndetermined if that does not happen
+// within a timeout (expireOverwritten).
+func (p *peer) trackProposals(ents []*raftpb.Entry, now time.Time) {
 	if len(ents) == 0 {
 		return
 	}
 	first, last := ents[0].GetIndex(), ents[len(ents)-1].GetIndex()
-	kept := p.pending[:0]
 	for _, pr := range p.pending {
-		if pr.index >= first && (pr.index > last || ents[pr.index-first].GetTerm() != pr.term) {
-			pr.regionError(errStaleCommand(), "stale")
+		if pr.index < first {
 			continue
 		}
-		kept = append(kept, pr)
+		gone := pr.index > last || ents[pr.index-first].GetTerm() != pr.term
+		switch {
+		case gone && pr.overwritten.IsZero():
+			pr.overwritten = now
+			proposalsOverwritten.Inc()
+		case !gone:
+			pr.overwritten = time.Time{} // the entry is back in the log
+		}
 	}
-	for i := len(kept); i < len(p.pending); i++ {
-		p.pending[i] = nil
-	}
-	p.pending = kept
 	if len(p.unassigned) == 0 {
 		return
 	}
+	sorted := true
 	for _, e := range ents {
 		id, ok := entryProposalID(e.GetData())
 		if !ok {
@@ -221,14 +234,40 @@ func (p *peer) trackProposals(ents []*raftpb.Entry) {
 		if pr, ok := p.unassigned[id]; ok {
 			delete(p.unassigned, id)
 			pr.index, pr.term = e.GetIndex(), e.GetTerm()
+			if n := len(p.pending); n > 0 && p.pending[n-1].index > pr.index {
+				sorted = false // below a pending proposal that was overwritten
+			}
 			p.pending = append(p.pending, pr)
 		}
 	}
-	// Anything left did not make it into the log.
+	if !sorted {
+		slices.SortStableFunc(p.pending, func(a, b *proposal) int { return cmp.Compare(a.index, b.index) })
+	}
+	// Raft accepted these (Propose returned nil) but they are not in the
+	// persisted entries: not expected to happen, and nothing says whether
+	// a message carrying one went out, so the outcome is unknown.
 	for id, pr := range p.unassigned {
 		delete(p.unassigned, id)
-		pr.regionError(errStaleCommand(), "dropped")
+		pr.respond(nil, fmt.Errorf("%w: proposal missing from the persisted log", ErrUndetermined), "dropped")
 	}
+}
+
+// expireOverwritten answers ErrUndetermined to the proposals overwritten in
+// the local log more than timeout before now whose index has not been
+// applied since (e.g. the new leader's log does not reach that index yet):
+// their callers (which may hold latches) are not kept waiting for a
+// decision that may never come.
+func (p *peer) expireOverwritten(now time.Time, timeout time.Duration) {
+	kept := p.pending[:0]
+	for _, pr := range p.pending {
+		if !pr.overwritten.IsZero() && now.Sub(pr.overwritten) > timeout {
+			pr.respond(nil, fmt.Errorf("%w: entry %d overwritten in the local log and not decided within %v", ErrUndetermined, pr.index, timeout), "undetermined")
+			continue
+		}
+		kept = append(kept, pr)
+	}
+	clear(p.pending[len(kept):])
+	p.pending = kept
 }
 
 // ackApplied answers the proposal of the entry (index, term) that was just

@@ -53,10 +53,8 @@ func loadPeerStorage(db *pebble.DB, region *metapb.Region) (*peerStorage, error)
 		return nil, err
 	}
 	ps.lastIndex, ps.lastTerm = ps.apply.truncatedIndex, ps.apply.truncatedTerm
-	it, err := db.NewIter(&pebble.IterOptions{
-		LowerBound: entryKey(ps.regionID, 0),
-		UpperBound: entryKey(ps.regionID+1, 0)[:10],
-	})
+	lo, hi := entryRange(ps.regionID)
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return nil, err
 	}

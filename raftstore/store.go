@@ -60,10 +60,15 @@ type Config struct {
 	SendQueue int
 	// MaxLeaderLease caps how long a leader serves reads without a ReadIndex
 	// round after a quorum confirmed it (see leaderLease). 0 means 0.8x the
-	// election timeout; any value is capped at (ElectionTicks-2) x RaftTick;
+	// election timeout; any value is capped at 0.9 x (ElectionTicks-2) x
+	// RaftTick (a margin for clock-rate drift, see leaseFor);
 	// negative disables leases (every read uses ReadIndex).
 	MaxLeaderLease time.Duration
-	Logger         *slog.Logger
+	// MaxUncommittedBytes bounds the payload of a leader's uncommitted log
+	// tail per region (raft's MaxUncommittedEntriesSize); proposals beyond
+	// it get ServerIsBusy. Default 256 MiB.
+	MaxUncommittedBytes uint64
+	Logger              *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -84,6 +89,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.SendQueue <= 0 {
 		c.SendQueue = 1024
+	}
+	if c.MaxUncommittedBytes == 0 {
+		c.MaxUncommittedBytes = 256 << 20
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -490,7 +498,7 @@ func (s *Store) createPeer(region *metapb.Region) error {
 		Applied:                   ps.apply.applied,
 		MaxSizePerMsg:             1 << 20,
 		MaxInflightMsgs:           256,
-		MaxUncommittedEntriesSize: 256 << 20,
+		MaxUncommittedEntriesSize: s.cfg.MaxUncommittedBytes,
 		CheckQuorum:               true,
 		PreVote:                   true,
 		ReadOnlyOption:            raft.ReadOnlySafe,
@@ -772,6 +780,9 @@ func (s *Store) tick() {
 		if len(p.readBatches) > 0 && time.Since(p.readBatches[0].issued) > readTimeout {
 			p.failReads(errStaleCommand(), nil)
 		}
+		if len(p.pending) > 0 {
+			p.expireOverwritten(time.Now(), readTimeout)
+		}
 	}
 }
 
@@ -850,6 +861,14 @@ func (s *Store) propose(pr *proposal) {
 			p.transferee = st.LeadTransferee
 			p.parked = append(p.parked, pr)
 			s.nParked++
+			return
+		}
+		if st.RaftState == raft.StateLeader {
+			// Still leader, no transfer: raft refused it for another reason
+			// (too many uncommitted bytes). NotLeader without a hint would
+			// send the client around the other peers; this one is the
+			// leader, it is only busy.
+			pr.regionError(ErrServerIsBusy("raft refused the proposal: "+err.Error()), "raft_refused")
 			return
 		}
 		// Raft stepped down earlier in this iteration (p.isLeader catches up
@@ -1136,9 +1155,10 @@ func (s *Store) persist(readies []peerReady) {
 			s.fatal("commit raft batch", err)
 		}
 	}
+	now := time.Now()
 	for _, r := range readies {
 		r.p.ps.entriesPersisted(r.rd.Entries, r.rd.HardState)
-		r.p.trackProposals(r.rd.Entries)
+		r.p.trackProposals(r.rd.Entries, now)
 	}
 }
 

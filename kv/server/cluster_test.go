@@ -35,6 +35,7 @@ type testCluster struct {
 	nodes []*testNode
 	ts    uint64
 	tsMu  sync.Mutex
+	opts  []func(*Config) // applied to every node's config
 }
 
 type testNode struct {
@@ -46,14 +47,14 @@ type testNode struct {
 	client storepb.StoreClient
 }
 
-func newTestCluster(t testing.TB) *testCluster {
+func newTestCluster(t testing.TB, opts ...func(*Config)) *testCluster {
 	pdAddr := pdtest.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	pd, err := pdclient.New(ctx, []string{pdAddr})
 	require.NoError(t, err)
 	t.Cleanup(func() { pd.Close() })
-	c := &testCluster{t: t, pd: pd, pdURL: pdAddr}
+	c := &testCluster{t: t, pd: pd, pdURL: pdAddr, opts: opts}
 	for i := 0; i < 3; i++ {
 		c.nodes = append(c.nodes, &testNode{dir: t.TempDir()})
 	}
@@ -71,7 +72,7 @@ func newTestCluster(t testing.TB) *testCluster {
 func (c *testCluster) start(i int) {
 	t := c.t
 	n := c.nodes[i]
-	srv, err := New(Config{
+	cfg := Config{
 		PDEndpoints:       []string{c.pdURL},
 		Addr:              "127.0.0.1:0",
 		DataDir:           n.dir,
@@ -82,7 +83,11 @@ func (c *testCluster) start(i int) {
 		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
 		// These tests use their own small timestamps (nextTS), not PD's.
 		TSO: syntheticTSO{},
-	})
+	}
+	for _, o := range c.opts {
+		o(&cfg)
+	}
+	srv, err := New(cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	n.srv, n.cancel, n.done = srv, cancel, make(chan error, 1)

@@ -45,8 +45,11 @@ type Config struct {
 	// TSO, when set, replaces PD as the source of the timestamps the max
 	// read timestamp is synced to on leadership changes. Only tests that
 	// drive the store with their own synthetic timestamps (not PD's) set it.
-	TSO    TSO
-	Logger *slog.Logger
+	TSO TSO
+	// RaftMaxUncommittedBytes is raftstore.Config.MaxUncommittedBytes (0:
+	// its default).
+	RaftMaxUncommittedBytes uint64
+	Logger                  *slog.Logger
 }
 
 // DefaultLeaderTransferTimeout is Config.LeaderTransferTimeout's default.
@@ -119,7 +122,7 @@ func (s *Server) Store() *raftstore.Store {
 //     election timeout);
 //  2. stop accepting connections and RPCs and stop the raft loop: requests
 //     still waiting are answered (a write never proposed with a retryable
-//     NotLeader, a proposed one with Unavailable: its outcome is unknown);
+//     NotLeader, a proposed one with codes.Unknown: its outcome is unknown);
 //  3. once every handler has returned, close Pebble.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.lis.Close()
@@ -140,6 +143,7 @@ func (s *Server) Run(ctx context.Context) error {
 		ElectionTicks:          s.cfg.ElectionTicks,
 		HeartbeatTicks:         s.cfg.HeartbeatTicks,
 		StoreHeartbeatInterval: s.cfg.HeartbeatInterval,
+		MaxUncommittedBytes:    s.cfg.RaftMaxUncommittedBytes,
 		Logger:                 s.log,
 	}, pd)
 	if err != nil {
