@@ -57,7 +57,7 @@ func (e *pebbleEngine) Snapshot() Snapshot { return e.db.NewSnapshot() }
 
 func (e *pebbleEngine) LeaderGeneration() uint64 { return e.gen.Load() }
 
-func (e *pebbleEngine) Write(ctx context.Context, rctx *kvrpcpb.Context, gen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error) {
+func (e *pebbleEngine) Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, gen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error) {
 	if gen != 0 && gen != e.gen.Load() {
 		return &errorpb.Error{Message: "leader changed", StaleCommand: &errorpb.StaleCommand{}}, nil
 	}

@@ -35,13 +35,15 @@ type Engine interface {
 	Snapshot() Snapshot
 	// LeaderGeneration counts the region leaderships this store gained.
 	LeaderGeneration() uint64
-	// Write replicates reqs in the region of rctx and returns once they
-	// are applied on this store (durable on a quorum). With leaderGen > 0
+	// Write replicates reqs in region (as returned by the ReadIndex the
+	// command was evaluated after: its epoch is checked again at apply) and
+	// returns once they are applied on this store (durable on a quorum).
+	// rctx is the request's context. With leaderGen > 0
 	// it refuses (region error, nothing written) when the store's leader
 	// generation moved past leaderGen. A region error means nothing was
 	// written; an error means the outcome is unknown. reqs are retained
 	// until it returns.
-	Write(ctx context.Context, rctx *kvrpcpb.Context, leaderGen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error)
+	Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, leaderGen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error)
 }
 
 // TSO hands out PD timestamps.
@@ -238,7 +240,7 @@ func (c *command) write(ctx context.Context, rctx *kvrpcpb.Context) (*errorpb.Er
 	if c.t.Len() == 0 {
 		return nil, nil
 	}
-	return c.s.engine.Write(context.WithoutCancel(ctx), rctx, c.gen, c.t.Writes())
+	return c.s.engine.Write(context.WithoutCancel(ctx), rctx, c.region, c.gen, c.t.Writes())
 }
 
 func (c *command) closeReader() {
