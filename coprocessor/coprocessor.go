@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/stratadb/strata/kv/mvcc"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 )
@@ -73,9 +72,19 @@ func buildPlan(dag *coprocessorpb.DAGRequest) (plan, error) {
 	return p, nil
 }
 
-// Execute runs dag over ranges (in ascending key order, non-overlapping) at
-// startTS and returns the SelectResponse.
-func Execute(r *mvcc.Reader, dag *coprocessorpb.DAGRequest, ranges []Range, startTS uint64) (*coprocessorpb.SelectResponse, error) {
+// Scanner reads the live keys of a range at the request's timestamp
+// (*mvcc.SnapshotReader): fn gets each key and value (nil with keyOnly),
+// valid only during the call, in ascending order or with reverse
+// descending, until it returns false. A lock that blocks the read ends the
+// scan with its error (*mvcc.KeyError).
+type Scanner interface {
+	Scan(start, end []byte, keyOnly, reverse bool, fn func(key, value []byte) bool) error
+}
+
+// Execute runs dag over ranges (in ascending key order, non-overlapping)
+// read through r and returns the SelectResponse. An error from r (a lock
+// met) is returned wrapped.
+func Execute(r Scanner, dag *coprocessorpb.DAGRequest, ranges []Range) (*coprocessorpb.SelectResponse, error) {
 	p, err := buildPlan(dag)
 	if err != nil {
 		return nil, err
@@ -99,10 +108,8 @@ func Execute(r *mvcc.Reader, dag *coprocessorpb.DAGRequest, ranges []Range, star
 		rg := ranges[i]
 		if p.desc {
 			rg = ranges[n-1-i]
-			err = r.ReverseScanFunc(rg.Start, rg.End, startTS, p.isAgg, visit)
-		} else {
-			err = r.ScanFunc(rg.Start, rg.End, startTS, p.isAgg, visit)
 		}
+		err = r.Scan(rg.Start, rg.End, p.isAgg, p.desc, visit)
 		if err != nil {
 			return nil, fmt.Errorf("coprocessor: table scan: %w", err)
 		}

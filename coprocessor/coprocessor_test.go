@@ -29,17 +29,24 @@ func TestExecute(t *testing.T) {
 	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
 	require.NoError(t, err)
 	defer db.Close()
-	b := db.NewBatch()
+	var w mvcc.Txn
+	put := func(k []byte, startTS, commitTS uint64, v string) {
+		w.PutWrite(k, commitTS, &mvcc.Write{Kind: mvcc.WritePut, StartTS: startTS, ShortValue: []byte(v), HasShortValue: true})
+	}
 	for i := 0; i < 10; i++ {
 		k := []byte(fmt.Sprintf("r%02d", i))
-		require.NoError(t, mvcc.Put(b, k, 10, []byte(fmt.Sprintf("v%d", i))))
+		put(k, 9, 10, fmt.Sprintf("v%d", i))
 		if i%3 == 0 {
-			require.NoError(t, mvcc.Delete(b, k, 20)) // r00, r03, r06, r09 deleted at 20
+			// r00, r03, r06, r09 deleted at 20
+			w.PutWrite(k, 20, &mvcc.Write{Kind: mvcc.WriteDelete, StartTS: 19})
 		}
 	}
-	require.NoError(t, mvcc.Put(b, []byte("r05"), 30, []byte("new")))
+	put([]byte("r05"), 29, 30, "new")
+	// A lock of a transaction that started at 200 on r04.
+	w.PutLock([]byte("r04"), &mvcc.Lock{Type: mvcc.LockPut, Primary: []byte("r04"), StartTS: 200, TTL: 3000})
+	b := db.NewBatch()
+	require.NoError(t, mvcc.ApplyWrites(b, w.Writes()))
 	require.NoError(t, b.Commit(pebble.NoSync))
-	r := mvcc.NewReader(db)
 
 	all := []Range{{Start: []byte("r"), End: []byte("s")}}
 	two := []Range{{Start: []byte("r00"), End: []byte("r03")}, {Start: []byte("r07"), End: nil}}
@@ -51,6 +58,8 @@ func TestExecute(t *testing.T) {
 		rows    []string
 		agg     []int64
 		wantErr error
+		// wantLocked: the scan meets the lock on r04.
+		wantLocked bool
 	}{
 		{name: "scan-at-15", execs: []*cop.Executor{scan(false)}, ranges: all, ts: 15,
 			rows: []string{"r00=v0", "r01=v1", "r02=v2", "r03=v3", "r04=v4", "r05=v5", "r06=v6", "r07=v7", "r08=v8", "r09=v9"}},
@@ -66,12 +75,23 @@ func TestExecute(t *testing.T) {
 		{name: "count", execs: []*cop.Executor{scan(false), count(2)}, ranges: all, ts: 100, agg: []int64{6, 6}},
 		{name: "count-at-15", execs: []*cop.Executor{scan(false), count(1)}, ranges: all, ts: 15, agg: []int64{10}},
 		{name: "limit-count", execs: []*cop.Executor{scan(false), limit(4), count(1)}, ranges: all, ts: 100, agg: []int64{4}},
+		{name: "locked", execs: []*cop.Executor{scan(false)}, ranges: all, ts: 300, wantLocked: true},
+		{name: "locked-after-limit", execs: []*cop.Executor{scan(false), limit(2)}, ranges: all, ts: 300,
+			rows: []string{"r01=v1", "r02=v2"}},
 		{name: "no-scan", execs: []*cop.Executor{limit(1)}, ranges: all, wantErr: ErrUnsupported},
 		{name: "limit-after-agg", execs: []*cop.Executor{scan(false), count(1), limit(1)}, ranges: all, wantErr: ErrUnsupported},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, err := Execute(r, &cop.DAGRequest{Executors: tc.execs}, tc.ranges, tc.ts)
+			r := mvcc.NewSnapshotReader(db, mvcc.ReadOptions{TS: tc.ts})
+			defer r.Close()
+			resp, err := Execute(r, &cop.DAGRequest{Executors: tc.execs}, tc.ranges)
+			if tc.wantLocked {
+				var ke *mvcc.KeyError
+				require.ErrorAs(t, err, &ke)
+				require.Equal(t, []byte("r04"), ke.Err.GetLocked().GetKey())
+				return
+			}
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
 				return

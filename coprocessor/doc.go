@@ -12,7 +12,8 @@
 // result for the SQL node to merge. Row values are opaque to the store.
 //
 // Execute is stateless and safe for concurrent use; it reads through the
-// mvcc.Reader it is given and owns nothing after it returns. The caller is
+// Scanner it is given (an mvcc.SnapshotReader at start_ts, with Percolator
+// lock checks) and owns nothing after it returns. The caller is
 // responsible for having checked that every range lies in the region and for
 // the read being linearizable (raftstore ReadIndex).
 package coprocessor

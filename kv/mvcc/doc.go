@@ -34,7 +34,4 @@
 // unless a method says otherwise. Txn only collects writes; applying them
 // (through raft, or ApplyWrites on a plain batch in tests) is the caller's.
 // The package knows nothing of raft or regions.
-//
-// legacy.go still holds the 1PC-only layout that raftstore's apply and
-// kv/server read today; it goes away when they move to this one.
 package mvcc

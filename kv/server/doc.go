@@ -2,19 +2,23 @@
 // 1PC writes, coprocessor, raft transport) wired onto a raftstore.Store, and
 // the Server that owns the listener, the PD client and the store's lifetime.
 //
-// Request flow: reads (KvGet, KvScan, Coprocessor) first pass
-// raftstore.ReadIndex, which returns only on the region's leader once a
-// ReadIndex round and apply caught up (linearizable); the handler goroutine
-// then checks the keys against the region, records its timestamp and waits
-// for in-flight writes it must see (kv/concurrency), and reads MVCC data
-// straight from the engine. Writes (KvOnePC) lock their keys in memory, get
-// a commit_ts above every read served so far (synced to a fresh PD
-// timestamp after each leadership this store gains), are proposed through
-// the Ready loop, and the handler returns once the entry is applied; the
-// keys stay locked until then even if the client has gone. Region problems come back as
-// errorpb.Error in the response's region_error, per-key problems as
-// kvrpcpb.KeyError; gRPC status errors are only used for a stopped store or
-// a cancelled request.
+// Request flow: every KV command (KvGet, KvBatchGet, KvScan, the
+// Percolator commands, KvOnePC) is served by kv/txn's Storage over
+// raftEngine: reads pass raftstore.ReadIndex (leader, lease or ReadIndex
+// round, applied index caught up), record their timestamp and wait for
+// in-flight async-commit/1PC writes they must see (kv/concurrency), then
+// read a Pebble snapshot with Percolator lock checks (kv/mvcc). Writes take
+// per-key latches, are evaluated on the leader, and their plain writes
+// (raft_cmdpb) are proposed with raftstore.Propose; the handler returns
+// once they are applied here, and the latches stay held until then even if
+// the client has gone. Coprocessor reads the same way through
+// coprocessor.Execute. BatchCommands multiplexes all of these on one
+// stream (a bounded worker pool per stream; pessimistic lock requests,
+// which may wait for other transactions, on a separate bounded set).
+// Region problems come back as errorpb.Error in the response's
+// region_error, per-key problems as kvrpcpb.KeyError; gRPC status errors
+// are only used for a stopped store, a cancelled request, or a write whose
+// outcome is unknown (codes.Unknown).
 //
 // Shutdown (Server.Run after its context is cancelled): first the store hands
 // the leadership of its regions to other replicas (raftstore

@@ -6,20 +6,19 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/keys"
 	"github.com/stratadb/strata/kv/mvcc"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/raft_cmdpb"
 )
 
-// putCmd is a raft command writing key=v at commit ts in today's 1PC layout.
+// putCmd is a raft command committing key=v at ts (a write record; what a
+// 1PC prewrite proposes).
 func putCmd(region *metapb.Region, key string, ts uint64) *raft_cmdpb.RaftCmdRequest {
+	var w mvcc.Txn
+	w.PutWrite([]byte(key), ts, &mvcc.Write{Kind: mvcc.WritePut, StartTS: ts - 1, ShortValue: []byte("v"), HasShortValue: true})
 	return &raft_cmdpb.RaftCmdRequest{
-		Header: &raft_cmdpb.RaftRequestHeader{RegionId: region.GetId(), RegionEpoch: region.GetRegionEpoch()},
-		Requests: []*raft_cmdpb.Request{{
-			CmdType: raft_cmdpb.CmdType_Put, Cf: raft_cmdpb.CF_DEFAULT,
-			Key: keys.EncodeVersioned(nil, []byte(key), ts), Value: []byte{mvcc.FlagPut, 'v'},
-		}},
+		Header:   &raft_cmdpb.RaftRequestHeader{RegionId: region.GetId(), RegionEpoch: region.GetRegionEpoch()},
+		Requests: w.Writes(),
 	}
 }
 
@@ -46,7 +45,7 @@ func TestWriteRefusedAfterNewLeadership(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, resp.GetRegionError())
 	// Answered only after apply on this store: the engine has it already.
-	v, found, err := mvcc.NewReader(store.Engine()).Get([]byte("current"), ts)
+	v, found, err := engineGet(store.Engine(), "current", ts)
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Equal(t, []byte("v"), v)

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,10 +14,12 @@ import (
 	"github.com/stratadb/strata/coprocessor"
 	"github.com/stratadb/strata/kv/concurrency"
 	"github.com/stratadb/strata/kv/mvcc"
+	"github.com/stratadb/strata/kv/txn"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/proto/raft_cmdpb"
 	"github.com/stratadb/strata/proto/storepb"
 	"github.com/stratadb/strata/raftstore"
 )
@@ -29,51 +30,54 @@ var rpcSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18),
 }, []string{"method", "result"})
 
-func observe(method string, start time.Time, result *string) {
-	rpcSeconds.WithLabelValues(method, *result).Observe(time.Since(start).Seconds())
-}
-
 // TSO hands out PD timestamps.
 type TSO interface {
 	GetTS(ctx context.Context) (uint64, error)
 }
 
-// Service implements storepb.StoreServer on a raftstore.Store.
+// Service implements storepb.StoreServer on a raftstore.Store: every KV
+// command goes through kv/txn (Percolator evaluated on the leader, plain
+// writes proposed through raft).
 type Service struct {
 	storepb.UnimplementedStoreServer
 	store *raftstore.Store
-	tso   TSO
-	// cm orders 1PC writes after the reads served before them (package
-	// concurrency); syncedGen is the store's leader generation for which
-	// cm's max read timestamp was last raised to a fresh PD timestamp.
-	cm        *concurrency.Manager
-	syncedGen atomic.Uint64
+	st    *txn.Storage
+	cm    *concurrency.Manager
 }
 
 // NewService returns the gRPC service of store; tso is used to sync the max
 // read timestamp whenever this store gains a region leadership.
 func NewService(store *raftstore.Store, tso TSO) *Service {
-	return &Service{store: store, tso: tso, cm: concurrency.New()}
+	cm := concurrency.New()
+	return &Service{store: store, cm: cm, st: txn.New(raftEngine{store}, cm, tso, txn.Config{})}
 }
 
-// syncMaxTS raises the max read timestamp to a fresh PD timestamp once
-// after every leadership this store gained: reads the previous leader
-// served all had smaller timestamps, so writes here commit after them.
-// It returns the leader generation the max read timestamp now covers; a
-// write whose commit_ts is chosen after this call is proposed only if the
-// store is still at that generation (raftstore.OnePCAtLeaderGen).
-func (s *Service) syncMaxTS(ctx context.Context) (uint64, error) {
-	gen := s.store.LeaderGeneration()
-	if s.syncedGen.Load() == gen {
-		return gen, nil
+// Storage returns the transaction layer the service runs on.
+func (s *Service) Storage() *txn.Storage { return s.st }
+
+// raftEngine is txn.Engine over a raftstore.Store.
+type raftEngine struct{ s *raftstore.Store }
+
+func (e raftEngine) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
+	return e.s.ReadIndex(ctx, rctx)
+}
+
+func (e raftEngine) Snapshot() txn.Snapshot { return e.s.Engine().NewSnapshot() }
+
+func (e raftEngine) LeaderGeneration() uint64 { return e.s.LeaderGeneration() }
+
+func (e raftEngine) Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, gen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error) {
+	cmd := &raft_cmdpb.RaftCmdRequest{
+		Header: &raft_cmdpb.RaftRequestHeader{
+			RegionId: region.GetId(), Peer: rctx.GetPeer(), RegionEpoch: region.GetRegionEpoch(),
+		},
+		Requests: reqs,
 	}
-	ts, err := s.tso.GetTS(ctx)
+	resp, err := e.s.Propose(ctx, cmd, gen)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	s.cm.SyncMaxTS(ts)
-	s.syncedGen.Store(gen)
-	return gen, nil
+	return resp.GetRegionError(), nil
 }
 
 var _ storepb.StoreServer = (*Service)(nil)
@@ -89,127 +93,134 @@ func grpcError(err error) error {
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, txn.ErrInvalidRequest):
+		return status.Error(codes.InvalidArgument, err.Error())
 	default:
 		return status.Error(codes.Internal, err.Error())
 	}
 }
 
-// read waits for a linearizable read of the request's region.
-func (s *Service) read(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
-	region, rerr, err := s.store.ReadIndex(ctx, rctx)
+// resultOf classifies a response for the rpc_seconds metric.
+func resultOf(resp any, err error) string {
 	if err != nil {
-		return nil, nil, grpcError(err)
+		return "error"
 	}
-	return region, rerr, nil
+	if r, ok := resp.(interface{ GetRegionError() *errorpb.Error }); ok && r.GetRegionError() != nil {
+		return "region_error"
+	}
+	if r, ok := resp.(interface{ GetError() *kvrpcpb.KeyError }); ok && r.GetError() != nil {
+		return "key_error"
+	}
+	if r, ok := resp.(interface{ GetErrors() []*kvrpcpb.KeyError }); ok && len(r.GetErrors()) > 0 {
+		return "key_error"
+	}
+	return "ok"
+}
+
+// call runs one command, records its latency and maps errors to gRPC
+// status errors.
+func call[Req, Resp any](ctx context.Context, method string, req Req, fn func(context.Context, Req) (Resp, error)) (Resp, error) {
+	start := time.Now()
+	resp, err := fn(ctx, req)
+	rpcSeconds.WithLabelValues(method, resultOf(resp, err)).Observe(time.Since(start).Seconds())
+	if err != nil {
+		var zero Resp
+		return zero, grpcError(err)
+	}
+	return resp, nil
 }
 
 // KvGet implements storepb.StoreServer.
-func (s *Service) KvGet(ctx context.Context, req *kvrpcpb.GetRequest) (_ *kvrpcpb.GetResponse, err error) {
-	start, result := time.Now(), "ok"
-	defer observe("kv_get", start, &result)
-	region, rerr, err := s.read(ctx, req.GetContext())
-	if err != nil {
-		result = "error"
-		return nil, err
-	}
-	if rerr == nil {
-		rerr = raftstore.CheckKeyInRegion(req.GetKey(), region)
-	}
-	if rerr != nil {
-		result = "region_error"
-		return &kvrpcpb.GetResponse{RegionError: rerr}, nil
-	}
-	if err := s.cm.ReadKey(ctx, req.GetKey(), req.GetVersion()); err != nil {
-		result = "error"
-		return nil, grpcError(err)
-	}
-	v, found, err := mvcc.NewReader(s.store.Engine()).Get(req.GetKey(), req.GetVersion())
-	if err != nil {
-		result = "error"
-		return nil, grpcError(err)
-	}
-	return &kvrpcpb.GetResponse{Value: v, NotFound: !found}, nil
+func (s *Service) KvGet(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, error) {
+	return call(ctx, "kv_get", req, s.st.Get)
 }
 
-// KvScan implements storepb.StoreServer. The end key is clamped to the
-// region's end.
+// KvBatchGet implements storepb.StoreServer.
+func (s *Service) KvBatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*kvrpcpb.BatchGetResponse, error) {
+	return call(ctx, "kv_batch_get", req, s.st.BatchGet)
+}
+
+// KvScan implements storepb.StoreServer. The range is clamped to the
+// region.
 func (s *Service) KvScan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.ScanResponse, error) {
-	start, result := time.Now(), "ok"
-	defer observe("kv_scan", start, &result)
-	region, rerr, err := s.read(ctx, req.GetContext())
-	if err != nil {
-		result = "error"
-		return nil, err
-	}
-	if rerr == nil {
-		rerr = raftstore.CheckKeyInRegion(req.GetStartKey(), region)
-	}
-	if rerr != nil {
-		result = "region_error"
-		return &kvrpcpb.ScanResponse{RegionError: rerr}, nil
-	}
-	end := raftstore.ClampEnd(req.GetEndKey(), region)
-	if err := s.cm.ReadRange(ctx, req.GetStartKey(), end, req.GetVersion()); err != nil {
-		result = "error"
-		return nil, grpcError(err)
-	}
-	pairs, err := mvcc.NewReader(s.store.Engine()).Scan(req.GetStartKey(), end, req.GetVersion(), int(req.GetLimit()), req.GetKeyOnly())
-	if err != nil {
-		result = "error"
-		return nil, grpcError(err)
-	}
-	resp := &kvrpcpb.ScanResponse{Pairs: make([]*kvrpcpb.KvPair, len(pairs))}
-	for i, p := range pairs {
-		resp.Pairs[i] = &kvrpcpb.KvPair{Key: p.Key, Value: p.Value}
-	}
-	return resp, nil
+	return call(ctx, "kv_scan", req, s.st.Scan)
 }
 
-// KvOnePC implements storepb.StoreServer.
+// KvPrewrite implements storepb.StoreServer.
+func (s *Service) KvPrewrite(ctx context.Context, req *kvrpcpb.PrewriteRequest) (*kvrpcpb.PrewriteResponse, error) {
+	return call(ctx, "kv_prewrite", req, s.st.Prewrite)
+}
+
+// KvCommit implements storepb.StoreServer.
+func (s *Service) KvCommit(ctx context.Context, req *kvrpcpb.CommitRequest) (*kvrpcpb.CommitResponse, error) {
+	return call(ctx, "kv_commit", req, s.st.Commit)
+}
+
+// KvBatchRollback implements storepb.StoreServer.
+func (s *Service) KvBatchRollback(ctx context.Context, req *kvrpcpb.BatchRollbackRequest) (*kvrpcpb.BatchRollbackResponse, error) {
+	return call(ctx, "kv_batch_rollback", req, s.st.BatchRollback)
+}
+
+// KvCleanup implements storepb.StoreServer.
+func (s *Service) KvCleanup(ctx context.Context, req *kvrpcpb.CleanupRequest) (*kvrpcpb.CleanupResponse, error) {
+	return call(ctx, "kv_cleanup", req, s.st.Cleanup)
+}
+
+// KvCheckTxnStatus implements storepb.StoreServer.
+func (s *Service) KvCheckTxnStatus(ctx context.Context, req *kvrpcpb.CheckTxnStatusRequest) (*kvrpcpb.CheckTxnStatusResponse, error) {
+	return call(ctx, "kv_check_txn_status", req, s.st.CheckTxnStatus)
+}
+
+// KvCheckSecondaryLocks implements storepb.StoreServer.
+func (s *Service) KvCheckSecondaryLocks(ctx context.Context, req *kvrpcpb.CheckSecondaryLocksRequest) (*kvrpcpb.CheckSecondaryLocksResponse, error) {
+	return call(ctx, "kv_check_secondary_locks", req, s.st.CheckSecondaryLocks)
+}
+
+// KvResolveLock implements storepb.StoreServer.
+func (s *Service) KvResolveLock(ctx context.Context, req *kvrpcpb.ResolveLockRequest) (*kvrpcpb.ResolveLockResponse, error) {
+	return call(ctx, "kv_resolve_lock", req, s.st.ResolveLock)
+}
+
+// KvTxnHeartBeat implements storepb.StoreServer.
+func (s *Service) KvTxnHeartBeat(ctx context.Context, req *kvrpcpb.TxnHeartBeatRequest) (*kvrpcpb.TxnHeartBeatResponse, error) {
+	return call(ctx, "kv_txn_heart_beat", req, s.st.TxnHeartBeat)
+}
+
+// KvPessimisticLock implements storepb.StoreServer. It may wait for another
+// transaction's lock (see txn.Storage.PessimisticLock).
+func (s *Service) KvPessimisticLock(ctx context.Context, req *kvrpcpb.PessimisticLockRequest) (*kvrpcpb.PessimisticLockResponse, error) {
+	return call(ctx, "kv_pessimistic_lock", req, s.st.PessimisticLock)
+}
+
+// KvPessimisticRollback implements storepb.StoreServer.
+func (s *Service) KvPessimisticRollback(ctx context.Context, req *kvrpcpb.PessimisticRollbackRequest) (*kvrpcpb.PessimisticRollbackResponse, error) {
+	return call(ctx, "kv_pessimistic_rollback", req, s.st.PessimisticRollback)
+}
+
+// KvScanLock implements storepb.StoreServer.
+func (s *Service) KvScanLock(ctx context.Context, req *kvrpcpb.ScanLockRequest) (*kvrpcpb.ScanLockResponse, error) {
+	return call(ctx, "kv_scan_lock", req, s.st.ScanLock)
+}
+
+// KvOnePC implements storepb.StoreServer: a prewrite with try_one_pc that
+// commits every mutation at a commit_ts at or above the requested one and
+// above every read this store served, or reports the key errors.
 func (s *Service) KvOnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
-	start, result := time.Now(), "ok"
-	defer observe("kv_one_pc", start, &result)
-	gen, err := s.syncMaxTS(ctx)
-	if err != nil {
-		result = "region_error"
-		return &kvrpcpb.OnePCResponse{RegionError: raftstore.ErrServerIsBusy("syncing max timestamp with PD: " + err.Error())}, nil
-	}
-	keys := make([][]byte, len(req.GetMutations()))
-	for i, m := range req.GetMutations() {
-		keys[i] = m.GetKey()
-	}
-	commitTS, release, err := s.cm.LockKeys(ctx, keys, req.GetCommitTs())
-	if err != nil {
-		result = "error"
-		return nil, grpcError(err) // nothing proposed
-	}
-	req.CommitTs = commitTS
-	resp, err := s.onePC(ctx, req, commitTS, gen)
-	release()
-	switch {
-	case err != nil:
-		result = "error"
-		return nil, grpcError(err)
-	case resp.GetRegionError() != nil:
-		result = "region_error"
-	case len(resp.GetErrors()) > 0:
-		result = "key_error"
-	}
-	return resp, nil
+	return call(ctx, "kv_one_pc", req, s.st.OnePC)
 }
 
 // Coprocessor implements storepb.StoreServer.
 func (s *Service) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
-	start, result := time.Now(), "ok"
-	defer observe("coprocessor", start, &result)
+	return call(ctx, "coprocessor", req, s.coprocessor)
+}
+
+func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
 	dag := &coprocessorpb.DAGRequest{}
 	if err := proto.Unmarshal(req.GetData(), dag); err != nil {
-		result = "error"
 		return &kvrpcpb.CoprocessorResponse{OtherError: "coprocessor: bad DAG request: " + err.Error()}, nil
 	}
-	region, rerr, err := s.read(ctx, req.GetContext())
+	region, rerr, err := s.store.ReadIndex(ctx, req.GetContext())
 	if err != nil {
-		result = "error"
 		return nil, err
 	}
 	ranges := coprocessor.RangesFromProto(req.GetRanges())
@@ -221,24 +232,28 @@ func (s *Service) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 		ranges[i].End = raftstore.ClampEnd(ranges[i].End, region)
 	}
 	if rerr != nil {
-		result = "region_error"
 		return &kvrpcpb.CoprocessorResponse{RegionError: rerr}, nil
 	}
 	for _, r := range ranges {
 		if err := s.cm.ReadRange(ctx, r.Start, r.End, req.GetStartTs()); err != nil {
-			result = "error"
-			return nil, grpcError(err)
+			return nil, err
 		}
 	}
-	sel, err := coprocessor.Execute(mvcc.NewReader(s.store.Engine()), dag, ranges, req.GetStartTs())
+	snap := s.store.Engine().NewSnapshot()
+	defer snap.Close()
+	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetStartTs()))
+	defer sr.Close()
+	sel, err := coprocessor.Execute(sr, dag, ranges)
+	var ke *mvcc.KeyError
+	if errors.As(err, &ke) {
+		return &kvrpcpb.CoprocessorResponse{Locked: ke.Err}, nil
+	}
 	if err != nil {
-		result = "error"
 		return &kvrpcpb.CoprocessorResponse{OtherError: err.Error()}, nil
 	}
 	data, err := proto.Marshal(sel)
 	if err != nil {
-		result = "error"
-		return nil, grpcError(err)
+		return nil, err
 	}
 	return &kvrpcpb.CoprocessorResponse{Data: data}, nil
 }

@@ -114,7 +114,7 @@ func TestTransferLeadersBeforeStop(t *testing.T) {
 	// Still a follower that applies what the new leader commits.
 	c.put("after-transfer", "y")
 	require.Eventually(t, func() bool {
-		v, found, err := mvcc.NewReader(store.Engine()).Get([]byte("after-transfer"), ^uint64(0))
+		v, found, err := engineGet(store.Engine(), "after-transfer", mvcc.MaxTS)
 		return err == nil && found && string(v) == "y"
 	}, waitFor, time.Millisecond)
 	require.False(t, store.IsLeader(region), "a draining store does not keep leadership")

@@ -1,0 +1,232 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/storepb"
+)
+
+const (
+	// batchWorkers is the number of goroutines that run one BatchCommands
+	// stream's requests (requests wait for a free one: the stream's
+	// backpressure).
+	batchWorkers = 64
+	// maxLockWaiters bounds a stream's pessimistic lock requests in flight:
+	// they may wait for other transactions for a long time, so they run
+	// outside the worker pool (a waiter must never keep the holder's
+	// commit from running). Beyond it a request is answered at once with
+	// an error.
+	maxLockWaiters = 4096
+	// maxResponsesPerMessage bounds how many ready responses one stream
+	// message carries.
+	maxResponsesPerMessage = 256
+)
+
+var batchSize = promauto.NewHistogramVec(prometheus.HistogramOpts{
+	Namespace: "strata", Subsystem: "store", Name: "batch_commands_size",
+	Help:    "Requests per received and responses per sent BatchCommands message.",
+	Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+}, []string{"dir"})
+
+type batchTask struct {
+	id  uint64
+	req *storepb.BatchCommandsRequest_Request
+}
+
+type batchResult struct {
+	id   uint64
+	resp *storepb.BatchCommandsResponse_Response
+}
+
+// BatchCommands implements storepb.StoreServer: requests of one stream run
+// on a bounded pool of workers (pessimistic lock requests, which may wait,
+// on their own bounded set of goroutines) through the same handlers as the
+// unary RPCs; responses are sent as they complete, several per message
+// when ready together, matched by request id. The stream ends when the
+// client closes it; requests still running are answered first.
+func (s *Service) BatchCommands(stream storepb.Store_BatchCommandsServer) error {
+	ctx := stream.Context()
+	results := make(chan batchResult, maxResponsesPerMessage)
+	sendDone := make(chan error, 1)
+	go func() { sendDone <- sendResults(stream, results) }()
+
+	tasks := make(chan batchTask)
+	var wg sync.WaitGroup
+	for range batchWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range tasks {
+				results <- batchResult{id: t.id, resp: s.dispatch(ctx, t.req)}
+			}
+		}()
+	}
+	waiters := make(chan struct{}, maxLockWaiters)
+
+	var recvErr error
+recv:
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			recvErr = err
+			break
+		}
+		reqs, ids := msg.GetRequests(), msg.GetRequestIds()
+		if len(reqs) != len(ids) {
+			recvErr = fmt.Errorf("server: batch commands: %d requests with %d ids", len(reqs), len(ids))
+			break
+		}
+		batchSize.WithLabelValues("recv").Observe(float64(len(reqs)))
+		for i, r := range reqs {
+			t := batchTask{id: ids[i], req: r}
+			if _, ok := r.GetCmd().(*storepb.BatchCommandsRequest_Request_PessimisticLock); ok {
+				select {
+				case waiters <- struct{}{}:
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						results <- batchResult{id: t.id, resp: s.dispatch(ctx, t.req)}
+						<-waiters
+					}()
+				default:
+					results <- batchResult{id: t.id, resp: &storepb.BatchCommandsResponse_Response{
+						Error: "server is busy: too many waiting lock requests"}}
+				}
+				continue
+			}
+			select {
+			case tasks <- t:
+			case <-ctx.Done():
+				break recv
+			}
+		}
+	}
+	close(tasks)
+	wg.Wait()
+	close(results)
+	sendErr := <-sendDone
+	if ctx.Err() != nil || errors.Is(recvErr, io.EOF) {
+		return sendErr
+	}
+	return recvErr
+}
+
+// sendResults sends results as they come, batching those ready together,
+// until results is closed. After a send error it keeps draining results
+// (so workers never block) and returns the error.
+func sendResults(stream storepb.Store_BatchCommandsServer, results <-chan batchResult) error {
+	var sendErr error
+	for r := range results {
+		if sendErr != nil {
+			continue
+		}
+		// A new message each time: gRPC may hold on to a sent one.
+		msg := &storepb.BatchCommandsResponse{
+			Responses:  []*storepb.BatchCommandsResponse_Response{r.resp},
+			RequestIds: []uint64{r.id},
+		}
+	more:
+		for len(msg.Responses) < maxResponsesPerMessage {
+			select {
+			case r, ok := <-results:
+				if !ok {
+					break more
+				}
+				msg.Responses = append(msg.Responses, r.resp)
+				msg.RequestIds = append(msg.RequestIds, r.id)
+			default:
+				break more
+			}
+		}
+		batchSize.WithLabelValues("send").Observe(float64(len(msg.Responses)))
+		sendErr = stream.Send(msg)
+	}
+	return sendErr
+}
+
+// dispatch runs one request of a stream through its unary handler. A
+// handler error (the request could not run) becomes the response's error.
+func (s *Service) dispatch(ctx context.Context, r *storepb.BatchCommandsRequest_Request) *storepb.BatchCommandsResponse_Response {
+	out := &storepb.BatchCommandsResponse_Response{}
+	var err error
+	switch c := r.GetCmd().(type) {
+	case *storepb.BatchCommandsRequest_Request_Get:
+		var resp *kvrpcpb.GetResponse
+		resp, err = s.KvGet(ctx, c.Get)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Get{Get: resp}
+	case *storepb.BatchCommandsRequest_Request_BatchGet:
+		var resp *kvrpcpb.BatchGetResponse
+		resp, err = s.KvBatchGet(ctx, c.BatchGet)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_BatchGet{BatchGet: resp}
+	case *storepb.BatchCommandsRequest_Request_Scan:
+		var resp *kvrpcpb.ScanResponse
+		resp, err = s.KvScan(ctx, c.Scan)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Scan{Scan: resp}
+	case *storepb.BatchCommandsRequest_Request_Prewrite:
+		var resp *kvrpcpb.PrewriteResponse
+		resp, err = s.KvPrewrite(ctx, c.Prewrite)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Prewrite{Prewrite: resp}
+	case *storepb.BatchCommandsRequest_Request_Commit:
+		var resp *kvrpcpb.CommitResponse
+		resp, err = s.KvCommit(ctx, c.Commit)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Commit{Commit: resp}
+	case *storepb.BatchCommandsRequest_Request_BatchRollback:
+		var resp *kvrpcpb.BatchRollbackResponse
+		resp, err = s.KvBatchRollback(ctx, c.BatchRollback)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_BatchRollback{BatchRollback: resp}
+	case *storepb.BatchCommandsRequest_Request_Cleanup:
+		var resp *kvrpcpb.CleanupResponse
+		resp, err = s.KvCleanup(ctx, c.Cleanup)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Cleanup{Cleanup: resp}
+	case *storepb.BatchCommandsRequest_Request_CheckTxnStatus:
+		var resp *kvrpcpb.CheckTxnStatusResponse
+		resp, err = s.KvCheckTxnStatus(ctx, c.CheckTxnStatus)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_CheckTxnStatus{CheckTxnStatus: resp}
+	case *storepb.BatchCommandsRequest_Request_CheckSecondaryLocks:
+		var resp *kvrpcpb.CheckSecondaryLocksResponse
+		resp, err = s.KvCheckSecondaryLocks(ctx, c.CheckSecondaryLocks)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_CheckSecondaryLocks{CheckSecondaryLocks: resp}
+	case *storepb.BatchCommandsRequest_Request_ResolveLock:
+		var resp *kvrpcpb.ResolveLockResponse
+		resp, err = s.KvResolveLock(ctx, c.ResolveLock)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_ResolveLock{ResolveLock: resp}
+	case *storepb.BatchCommandsRequest_Request_TxnHeartBeat:
+		var resp *kvrpcpb.TxnHeartBeatResponse
+		resp, err = s.KvTxnHeartBeat(ctx, c.TxnHeartBeat)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_TxnHeartBeat{TxnHeartBeat: resp}
+	case *storepb.BatchCommandsRequest_Request_PessimisticLock:
+		var resp *kvrpcpb.PessimisticLockResponse
+		resp, err = s.KvPessimisticLock(ctx, c.PessimisticLock)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_PessimisticLock{PessimisticLock: resp}
+	case *storepb.BatchCommandsRequest_Request_PessimisticRollback:
+		var resp *kvrpcpb.PessimisticRollbackResponse
+		resp, err = s.KvPessimisticRollback(ctx, c.PessimisticRollback)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_PessimisticRollback{PessimisticRollback: resp}
+	case *storepb.BatchCommandsRequest_Request_ScanLock:
+		var resp *kvrpcpb.ScanLockResponse
+		resp, err = s.KvScanLock(ctx, c.ScanLock)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_ScanLock{ScanLock: resp}
+	case *storepb.BatchCommandsRequest_Request_Coprocessor:
+		var resp *kvrpcpb.CoprocessorResponse
+		resp, err = s.Coprocessor(ctx, c.Coprocessor)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Coprocessor{Coprocessor: resp}
+	case *storepb.BatchCommandsRequest_Request_OnePc:
+		var resp *kvrpcpb.OnePCResponse
+		resp, err = s.KvOnePC(ctx, c.OnePc)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_OnePc{OnePc: resp}
+	default:
+		err = fmt.Errorf("server: batch commands: unknown request %T", c)
+	}
+	if err != nil {
+		return &storepb.BatchCommandsResponse_Response{Error: err.Error()}
+	}
+	return out
+}
