@@ -52,6 +52,7 @@ type term struct {
 	cluster *cluster
 	// lease fences TSO: a batch is answered only while it is valid.
 	lease *leaderLease
+	gc    *gcState // gc.go
 }
 
 // NewServer validates cfg; nothing is started until Run.
@@ -296,6 +297,7 @@ func (s *Server) campaignAndLead(ctx context.Context) error {
 	t := &term{kv: kv, ids: &idAllocator{kv: kv}, lease: lease}
 	t.tso = tso.NewAllocator(tsoWindowStore{kv}, tso.Options{Window: s.cfg.TSOWindow, Logger: slog.Default().With("component", "tso", "name", s.cfg.Name)})
 	t.cluster = newCluster(kv, t.ids, s.cfg.Replicas, s.log)
+	t.gc = newGCState(kv)
 	defer t.tso.Reset()
 	if err := s.startTerm(ctx, t); err != nil {
 		return err // the deferred revoke resigns

@@ -290,7 +290,7 @@ func (x WriteConflict_Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WriteConflict_Reason.Descriptor instead.
 func (WriteConflict_Reason) EnumDescriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{6, 0}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{7, 0}
 }
 
 // Context routes a request to one region's peer.
@@ -666,6 +666,7 @@ type KeyError struct {
 	CommitTsExpired *CommitTsExpired       `protobuf:"bytes,8,opt,name=commit_ts_expired,json=commitTsExpired,proto3" json:"commit_ts_expired,omitempty"`
 	TxnLockNotFound *TxnLockNotFound       `protobuf:"bytes,9,opt,name=txn_lock_not_found,json=txnLockNotFound,proto3" json:"txn_lock_not_found,omitempty"`
 	LockWaitTimeout *LockWaitTimeout       `protobuf:"bytes,10,opt,name=lock_wait_timeout,json=lockWaitTimeout,proto3" json:"lock_wait_timeout,omitempty"`
+	GcTooEarly      *GCTooEarly            `protobuf:"bytes,11,opt,name=gc_too_early,json=gcTooEarly,proto3" json:"gc_too_early,omitempty"` // the read's version is below the GC safe point
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -770,6 +771,67 @@ func (x *KeyError) GetLockWaitTimeout() *LockWaitTimeout {
 	return nil
 }
 
+func (x *KeyError) GetGcTooEarly() *GCTooEarly {
+	if x != nil {
+		return x.GcTooEarly
+	}
+	return nil
+}
+
+// GCTooEarly: a read at start_ts below the store's GC safe point; versions
+// it would see may have been deleted (TiDB's ERROR 9006).
+type GCTooEarly struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StartTs       uint64                 `protobuf:"varint,1,opt,name=start_ts,json=startTs,proto3" json:"start_ts,omitempty"`
+	SafePoint     uint64                 `protobuf:"varint,2,opt,name=safe_point,json=safePoint,proto3" json:"safe_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GCTooEarly) Reset() {
+	*x = GCTooEarly{}
+	mi := &file_kvrpcpb_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GCTooEarly) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GCTooEarly) ProtoMessage() {}
+
+func (x *GCTooEarly) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GCTooEarly.ProtoReflect.Descriptor instead.
+func (*GCTooEarly) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *GCTooEarly) GetStartTs() uint64 {
+	if x != nil {
+		return x.StartTs
+	}
+	return 0
+}
+
+func (x *GCTooEarly) GetSafePoint() uint64 {
+	if x != nil {
+		return x.SafePoint
+	}
+	return 0
+}
+
 type AlreadyExist struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -779,7 +841,7 @@ type AlreadyExist struct {
 
 func (x *AlreadyExist) Reset() {
 	*x = AlreadyExist{}
-	mi := &file_kvrpcpb_proto_msgTypes[5]
+	mi := &file_kvrpcpb_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -791,7 +853,7 @@ func (x *AlreadyExist) String() string {
 func (*AlreadyExist) ProtoMessage() {}
 
 func (x *AlreadyExist) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[5]
+	mi := &file_kvrpcpb_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -804,7 +866,7 @@ func (x *AlreadyExist) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlreadyExist.ProtoReflect.Descriptor instead.
 func (*AlreadyExist) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{5}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AlreadyExist) GetKey() []byte {
@@ -828,7 +890,7 @@ type WriteConflict struct {
 
 func (x *WriteConflict) Reset() {
 	*x = WriteConflict{}
-	mi := &file_kvrpcpb_proto_msgTypes[6]
+	mi := &file_kvrpcpb_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +902,7 @@ func (x *WriteConflict) String() string {
 func (*WriteConflict) ProtoMessage() {}
 
 func (x *WriteConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[6]
+	mi := &file_kvrpcpb_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +915,7 @@ func (x *WriteConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteConflict.ProtoReflect.Descriptor instead.
 func (*WriteConflict) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{6}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WriteConflict) GetStartTs() uint64 {
@@ -910,7 +972,7 @@ type WaitForEntry struct {
 
 func (x *WaitForEntry) Reset() {
 	*x = WaitForEntry{}
-	mi := &file_kvrpcpb_proto_msgTypes[7]
+	mi := &file_kvrpcpb_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +984,7 @@ func (x *WaitForEntry) String() string {
 func (*WaitForEntry) ProtoMessage() {}
 
 func (x *WaitForEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[7]
+	mi := &file_kvrpcpb_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +997,7 @@ func (x *WaitForEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitForEntry.ProtoReflect.Descriptor instead.
 func (*WaitForEntry) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{7}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WaitForEntry) GetTxn() uint64 {
@@ -978,7 +1040,7 @@ type Deadlock struct {
 
 func (x *Deadlock) Reset() {
 	*x = Deadlock{}
-	mi := &file_kvrpcpb_proto_msgTypes[8]
+	mi := &file_kvrpcpb_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1052,7 @@ func (x *Deadlock) String() string {
 func (*Deadlock) ProtoMessage() {}
 
 func (x *Deadlock) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[8]
+	mi := &file_kvrpcpb_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1065,7 @@ func (x *Deadlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deadlock.ProtoReflect.Descriptor instead.
 func (*Deadlock) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{8}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Deadlock) GetLockTs() uint64 {
@@ -1044,7 +1106,7 @@ type TxnNotFound struct {
 
 func (x *TxnNotFound) Reset() {
 	*x = TxnNotFound{}
-	mi := &file_kvrpcpb_proto_msgTypes[9]
+	mi := &file_kvrpcpb_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1056,7 +1118,7 @@ func (x *TxnNotFound) String() string {
 func (*TxnNotFound) ProtoMessage() {}
 
 func (x *TxnNotFound) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[9]
+	mi := &file_kvrpcpb_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1069,7 +1131,7 @@ func (x *TxnNotFound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnNotFound.ProtoReflect.Descriptor instead.
 func (*TxnNotFound) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{9}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TxnNotFound) GetStartTs() uint64 {
@@ -1095,7 +1157,7 @@ type TxnLockNotFound struct {
 
 func (x *TxnLockNotFound) Reset() {
 	*x = TxnLockNotFound{}
-	mi := &file_kvrpcpb_proto_msgTypes[10]
+	mi := &file_kvrpcpb_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1169,7 @@ func (x *TxnLockNotFound) String() string {
 func (*TxnLockNotFound) ProtoMessage() {}
 
 func (x *TxnLockNotFound) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[10]
+	mi := &file_kvrpcpb_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1182,7 @@ func (x *TxnLockNotFound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnLockNotFound.ProtoReflect.Descriptor instead.
 func (*TxnLockNotFound) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{10}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TxnLockNotFound) GetKey() []byte {
@@ -1142,7 +1204,7 @@ type CommitTsExpired struct {
 
 func (x *CommitTsExpired) Reset() {
 	*x = CommitTsExpired{}
-	mi := &file_kvrpcpb_proto_msgTypes[11]
+	mi := &file_kvrpcpb_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1154,7 +1216,7 @@ func (x *CommitTsExpired) String() string {
 func (*CommitTsExpired) ProtoMessage() {}
 
 func (x *CommitTsExpired) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[11]
+	mi := &file_kvrpcpb_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1167,7 +1229,7 @@ func (x *CommitTsExpired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitTsExpired.ProtoReflect.Descriptor instead.
 func (*CommitTsExpired) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{11}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CommitTsExpired) GetStartTs() uint64 {
@@ -1208,7 +1270,7 @@ type LockWaitTimeout struct {
 
 func (x *LockWaitTimeout) Reset() {
 	*x = LockWaitTimeout{}
-	mi := &file_kvrpcpb_proto_msgTypes[12]
+	mi := &file_kvrpcpb_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1282,7 @@ func (x *LockWaitTimeout) String() string {
 func (*LockWaitTimeout) ProtoMessage() {}
 
 func (x *LockWaitTimeout) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[12]
+	mi := &file_kvrpcpb_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1295,7 @@ func (x *LockWaitTimeout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockWaitTimeout.ProtoReflect.Descriptor instead.
 func (*LockWaitTimeout) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{12}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LockWaitTimeout) GetKey() []byte {
@@ -1265,7 +1327,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[13]
+	mi := &file_kvrpcpb_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1339,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[13]
+	mi := &file_kvrpcpb_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1352,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{13}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetRequest) GetContext() *Context {
@@ -1326,7 +1388,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[14]
+	mi := &file_kvrpcpb_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1400,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[14]
+	mi := &file_kvrpcpb_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1413,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{14}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetResponse) GetRegionError() *errorpb.Error {
@@ -1393,7 +1455,7 @@ type BatchGetRequest struct {
 
 func (x *BatchGetRequest) Reset() {
 	*x = BatchGetRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[15]
+	mi := &file_kvrpcpb_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1405,7 +1467,7 @@ func (x *BatchGetRequest) String() string {
 func (*BatchGetRequest) ProtoMessage() {}
 
 func (x *BatchGetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[15]
+	mi := &file_kvrpcpb_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1418,7 +1480,7 @@ func (x *BatchGetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchGetRequest.ProtoReflect.Descriptor instead.
 func (*BatchGetRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{15}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BatchGetRequest) GetContext() *Context {
@@ -1453,7 +1515,7 @@ type BatchGetResponse struct {
 
 func (x *BatchGetResponse) Reset() {
 	*x = BatchGetResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[16]
+	mi := &file_kvrpcpb_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1527,7 @@ func (x *BatchGetResponse) String() string {
 func (*BatchGetResponse) ProtoMessage() {}
 
 func (x *BatchGetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[16]
+	mi := &file_kvrpcpb_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1540,7 @@ func (x *BatchGetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchGetResponse.ProtoReflect.Descriptor instead.
 func (*BatchGetResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{16}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BatchGetResponse) GetRegionError() *errorpb.Error {
@@ -1521,7 +1583,7 @@ type ScanRequest struct {
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[17]
+	mi := &file_kvrpcpb_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1595,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[17]
+	mi := &file_kvrpcpb_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1608,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{17}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ScanRequest) GetContext() *Context {
@@ -1609,7 +1671,7 @@ type ScanResponse struct {
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[18]
+	mi := &file_kvrpcpb_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1683,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[18]
+	mi := &file_kvrpcpb_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1696,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{18}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ScanResponse) GetRegionError() *errorpb.Error {
@@ -1680,7 +1742,7 @@ type PrewriteRequest struct {
 
 func (x *PrewriteRequest) Reset() {
 	*x = PrewriteRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[19]
+	mi := &file_kvrpcpb_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1754,7 @@ func (x *PrewriteRequest) String() string {
 func (*PrewriteRequest) ProtoMessage() {}
 
 func (x *PrewriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[19]
+	mi := &file_kvrpcpb_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1767,7 @@ func (x *PrewriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrewriteRequest.ProtoReflect.Descriptor instead.
 func (*PrewriteRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{19}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PrewriteRequest) GetContext() *Context {
@@ -1821,7 +1883,7 @@ type PrewriteResponse struct {
 
 func (x *PrewriteResponse) Reset() {
 	*x = PrewriteResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[20]
+	mi := &file_kvrpcpb_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +1895,7 @@ func (x *PrewriteResponse) String() string {
 func (*PrewriteResponse) ProtoMessage() {}
 
 func (x *PrewriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[20]
+	mi := &file_kvrpcpb_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +1908,7 @@ func (x *PrewriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrewriteResponse.ProtoReflect.Descriptor instead.
 func (*PrewriteResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{20}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PrewriteResponse) GetRegionError() *errorpb.Error {
@@ -1889,7 +1951,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[21]
+	mi := &file_kvrpcpb_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +1963,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[21]
+	mi := &file_kvrpcpb_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +1976,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{21}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CommitRequest) GetContext() *Context {
@@ -1956,7 +2018,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[22]
+	mi := &file_kvrpcpb_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1968,7 +2030,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[22]
+	mi := &file_kvrpcpb_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1981,7 +2043,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{22}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CommitResponse) GetRegionError() *errorpb.Error {
@@ -2016,7 +2078,7 @@ type BatchRollbackRequest struct {
 
 func (x *BatchRollbackRequest) Reset() {
 	*x = BatchRollbackRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[23]
+	mi := &file_kvrpcpb_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2028,7 +2090,7 @@ func (x *BatchRollbackRequest) String() string {
 func (*BatchRollbackRequest) ProtoMessage() {}
 
 func (x *BatchRollbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[23]
+	mi := &file_kvrpcpb_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2041,7 +2103,7 @@ func (x *BatchRollbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRollbackRequest.ProtoReflect.Descriptor instead.
 func (*BatchRollbackRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{23}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BatchRollbackRequest) GetContext() *Context {
@@ -2075,7 +2137,7 @@ type BatchRollbackResponse struct {
 
 func (x *BatchRollbackResponse) Reset() {
 	*x = BatchRollbackResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[24]
+	mi := &file_kvrpcpb_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2087,7 +2149,7 @@ func (x *BatchRollbackResponse) String() string {
 func (*BatchRollbackResponse) ProtoMessage() {}
 
 func (x *BatchRollbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[24]
+	mi := &file_kvrpcpb_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2100,7 +2162,7 @@ func (x *BatchRollbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRollbackResponse.ProtoReflect.Descriptor instead.
 func (*BatchRollbackResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{24}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BatchRollbackResponse) GetRegionError() *errorpb.Error {
@@ -2131,7 +2193,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[25]
+	mi := &file_kvrpcpb_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2143,7 +2205,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[25]
+	mi := &file_kvrpcpb_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2156,7 +2218,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{25}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CleanupRequest) GetContext() *Context {
@@ -2198,7 +2260,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[26]
+	mi := &file_kvrpcpb_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2210,7 +2272,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[26]
+	mi := &file_kvrpcpb_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2223,7 +2285,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{26}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CleanupResponse) GetRegionError() *errorpb.Error {
@@ -2266,7 +2328,7 @@ type CheckTxnStatusRequest struct {
 
 func (x *CheckTxnStatusRequest) Reset() {
 	*x = CheckTxnStatusRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[27]
+	mi := &file_kvrpcpb_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2340,7 @@ func (x *CheckTxnStatusRequest) String() string {
 func (*CheckTxnStatusRequest) ProtoMessage() {}
 
 func (x *CheckTxnStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[27]
+	mi := &file_kvrpcpb_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2353,7 @@ func (x *CheckTxnStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckTxnStatusRequest.ProtoReflect.Descriptor instead.
 func (*CheckTxnStatusRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{27}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CheckTxnStatusRequest) GetContext() *Context {
@@ -2364,7 +2426,7 @@ type CheckTxnStatusResponse struct {
 
 func (x *CheckTxnStatusResponse) Reset() {
 	*x = CheckTxnStatusResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[28]
+	mi := &file_kvrpcpb_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +2438,7 @@ func (x *CheckTxnStatusResponse) String() string {
 func (*CheckTxnStatusResponse) ProtoMessage() {}
 
 func (x *CheckTxnStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[28]
+	mi := &file_kvrpcpb_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +2451,7 @@ func (x *CheckTxnStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckTxnStatusResponse.ProtoReflect.Descriptor instead.
 func (*CheckTxnStatusResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{28}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CheckTxnStatusResponse) GetRegionError() *errorpb.Error {
@@ -2445,7 +2507,7 @@ type CheckSecondaryLocksRequest struct {
 
 func (x *CheckSecondaryLocksRequest) Reset() {
 	*x = CheckSecondaryLocksRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[29]
+	mi := &file_kvrpcpb_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2457,7 +2519,7 @@ func (x *CheckSecondaryLocksRequest) String() string {
 func (*CheckSecondaryLocksRequest) ProtoMessage() {}
 
 func (x *CheckSecondaryLocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[29]
+	mi := &file_kvrpcpb_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2470,7 +2532,7 @@ func (x *CheckSecondaryLocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckSecondaryLocksRequest.ProtoReflect.Descriptor instead.
 func (*CheckSecondaryLocksRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{29}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CheckSecondaryLocksRequest) GetContext() *Context {
@@ -2506,7 +2568,7 @@ type CheckSecondaryLocksResponse struct {
 
 func (x *CheckSecondaryLocksResponse) Reset() {
 	*x = CheckSecondaryLocksResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[30]
+	mi := &file_kvrpcpb_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2518,7 +2580,7 @@ func (x *CheckSecondaryLocksResponse) String() string {
 func (*CheckSecondaryLocksResponse) ProtoMessage() {}
 
 func (x *CheckSecondaryLocksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[30]
+	mi := &file_kvrpcpb_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2531,7 +2593,7 @@ func (x *CheckSecondaryLocksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckSecondaryLocksResponse.ProtoReflect.Descriptor instead.
 func (*CheckSecondaryLocksResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{30}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CheckSecondaryLocksResponse) GetRegionError() *errorpb.Error {
@@ -2572,7 +2634,7 @@ type TxnInfo struct {
 
 func (x *TxnInfo) Reset() {
 	*x = TxnInfo{}
-	mi := &file_kvrpcpb_proto_msgTypes[31]
+	mi := &file_kvrpcpb_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2584,7 +2646,7 @@ func (x *TxnInfo) String() string {
 func (*TxnInfo) ProtoMessage() {}
 
 func (x *TxnInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[31]
+	mi := &file_kvrpcpb_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2597,7 +2659,7 @@ func (x *TxnInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnInfo.ProtoReflect.Descriptor instead.
 func (*TxnInfo) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{31}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TxnInfo) GetTxn() uint64 {
@@ -2629,7 +2691,7 @@ type ResolveLockRequest struct {
 
 func (x *ResolveLockRequest) Reset() {
 	*x = ResolveLockRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[32]
+	mi := &file_kvrpcpb_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2641,7 +2703,7 @@ func (x *ResolveLockRequest) String() string {
 func (*ResolveLockRequest) ProtoMessage() {}
 
 func (x *ResolveLockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[32]
+	mi := &file_kvrpcpb_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2654,7 +2716,7 @@ func (x *ResolveLockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveLockRequest.ProtoReflect.Descriptor instead.
 func (*ResolveLockRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{32}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ResolveLockRequest) GetContext() *Context {
@@ -2702,7 +2764,7 @@ type ResolveLockResponse struct {
 
 func (x *ResolveLockResponse) Reset() {
 	*x = ResolveLockResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[33]
+	mi := &file_kvrpcpb_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2714,7 +2776,7 @@ func (x *ResolveLockResponse) String() string {
 func (*ResolveLockResponse) ProtoMessage() {}
 
 func (x *ResolveLockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[33]
+	mi := &file_kvrpcpb_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2727,7 +2789,7 @@ func (x *ResolveLockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveLockResponse.ProtoReflect.Descriptor instead.
 func (*ResolveLockResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{33}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ResolveLockResponse) GetRegionError() *errorpb.Error {
@@ -2756,7 +2818,7 @@ type TxnHeartBeatRequest struct {
 
 func (x *TxnHeartBeatRequest) Reset() {
 	*x = TxnHeartBeatRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[34]
+	mi := &file_kvrpcpb_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2768,7 +2830,7 @@ func (x *TxnHeartBeatRequest) String() string {
 func (*TxnHeartBeatRequest) ProtoMessage() {}
 
 func (x *TxnHeartBeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[34]
+	mi := &file_kvrpcpb_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2781,7 +2843,7 @@ func (x *TxnHeartBeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnHeartBeatRequest.ProtoReflect.Descriptor instead.
 func (*TxnHeartBeatRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{34}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TxnHeartBeatRequest) GetContext() *Context {
@@ -2823,7 +2885,7 @@ type TxnHeartBeatResponse struct {
 
 func (x *TxnHeartBeatResponse) Reset() {
 	*x = TxnHeartBeatResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[35]
+	mi := &file_kvrpcpb_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2835,7 +2897,7 @@ func (x *TxnHeartBeatResponse) String() string {
 func (*TxnHeartBeatResponse) ProtoMessage() {}
 
 func (x *TxnHeartBeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[35]
+	mi := &file_kvrpcpb_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2848,7 +2910,7 @@ func (x *TxnHeartBeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnHeartBeatResponse.ProtoReflect.Descriptor instead.
 func (*TxnHeartBeatResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{35}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TxnHeartBeatResponse) GetRegionError() *errorpb.Error {
@@ -2894,7 +2956,7 @@ type PessimisticLockRequest struct {
 
 func (x *PessimisticLockRequest) Reset() {
 	*x = PessimisticLockRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[36]
+	mi := &file_kvrpcpb_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2906,7 +2968,7 @@ func (x *PessimisticLockRequest) String() string {
 func (*PessimisticLockRequest) ProtoMessage() {}
 
 func (x *PessimisticLockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[36]
+	mi := &file_kvrpcpb_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2919,7 +2981,7 @@ func (x *PessimisticLockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PessimisticLockRequest.ProtoReflect.Descriptor instead.
 func (*PessimisticLockRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{36}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PessimisticLockRequest) GetContext() *Context {
@@ -3018,7 +3080,7 @@ type PessimisticLockResponse struct {
 
 func (x *PessimisticLockResponse) Reset() {
 	*x = PessimisticLockResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[37]
+	mi := &file_kvrpcpb_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3030,7 +3092,7 @@ func (x *PessimisticLockResponse) String() string {
 func (*PessimisticLockResponse) ProtoMessage() {}
 
 func (x *PessimisticLockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[37]
+	mi := &file_kvrpcpb_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3043,7 +3105,7 @@ func (x *PessimisticLockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PessimisticLockResponse.ProtoReflect.Descriptor instead.
 func (*PessimisticLockResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{37}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PessimisticLockResponse) GetRegionError() *errorpb.Error {
@@ -3086,7 +3148,7 @@ type PessimisticRollbackRequest struct {
 
 func (x *PessimisticRollbackRequest) Reset() {
 	*x = PessimisticRollbackRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[38]
+	mi := &file_kvrpcpb_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3098,7 +3160,7 @@ func (x *PessimisticRollbackRequest) String() string {
 func (*PessimisticRollbackRequest) ProtoMessage() {}
 
 func (x *PessimisticRollbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[38]
+	mi := &file_kvrpcpb_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3111,7 +3173,7 @@ func (x *PessimisticRollbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PessimisticRollbackRequest.ProtoReflect.Descriptor instead.
 func (*PessimisticRollbackRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{38}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PessimisticRollbackRequest) GetContext() *Context {
@@ -3152,7 +3214,7 @@ type PessimisticRollbackResponse struct {
 
 func (x *PessimisticRollbackResponse) Reset() {
 	*x = PessimisticRollbackResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[39]
+	mi := &file_kvrpcpb_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3164,7 +3226,7 @@ func (x *PessimisticRollbackResponse) String() string {
 func (*PessimisticRollbackResponse) ProtoMessage() {}
 
 func (x *PessimisticRollbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[39]
+	mi := &file_kvrpcpb_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3177,7 +3239,7 @@ func (x *PessimisticRollbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PessimisticRollbackResponse.ProtoReflect.Descriptor instead.
 func (*PessimisticRollbackResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{39}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PessimisticRollbackResponse) GetRegionError() *errorpb.Error {
@@ -3208,7 +3270,7 @@ type ScanLockRequest struct {
 
 func (x *ScanLockRequest) Reset() {
 	*x = ScanLockRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[40]
+	mi := &file_kvrpcpb_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3220,7 +3282,7 @@ func (x *ScanLockRequest) String() string {
 func (*ScanLockRequest) ProtoMessage() {}
 
 func (x *ScanLockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[40]
+	mi := &file_kvrpcpb_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3233,7 +3295,7 @@ func (x *ScanLockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanLockRequest.ProtoReflect.Descriptor instead.
 func (*ScanLockRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{40}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ScanLockRequest) GetContext() *Context {
@@ -3282,7 +3344,7 @@ type ScanLockResponse struct {
 
 func (x *ScanLockResponse) Reset() {
 	*x = ScanLockResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[41]
+	mi := &file_kvrpcpb_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3294,7 +3356,7 @@ func (x *ScanLockResponse) String() string {
 func (*ScanLockResponse) ProtoMessage() {}
 
 func (x *ScanLockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[41]
+	mi := &file_kvrpcpb_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3307,7 +3369,7 @@ func (x *ScanLockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanLockResponse.ProtoReflect.Descriptor instead.
 func (*ScanLockResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{41}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ScanLockResponse) GetRegionError() *errorpb.Error {
@@ -3346,7 +3408,7 @@ type OnePCRequest struct {
 
 func (x *OnePCRequest) Reset() {
 	*x = OnePCRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[42]
+	mi := &file_kvrpcpb_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3358,7 +3420,7 @@ func (x *OnePCRequest) String() string {
 func (*OnePCRequest) ProtoMessage() {}
 
 func (x *OnePCRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[42]
+	mi := &file_kvrpcpb_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3371,7 +3433,7 @@ func (x *OnePCRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OnePCRequest.ProtoReflect.Descriptor instead.
 func (*OnePCRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{42}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *OnePCRequest) GetContext() *Context {
@@ -3412,7 +3474,7 @@ type OnePCResponse struct {
 
 func (x *OnePCResponse) Reset() {
 	*x = OnePCResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[43]
+	mi := &file_kvrpcpb_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3424,7 +3486,7 @@ func (x *OnePCResponse) String() string {
 func (*OnePCResponse) ProtoMessage() {}
 
 func (x *OnePCResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[43]
+	mi := &file_kvrpcpb_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3437,7 +3499,7 @@ func (x *OnePCResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OnePCResponse.ProtoReflect.Descriptor instead.
 func (*OnePCResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{43}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *OnePCResponse) GetRegionError() *errorpb.Error {
@@ -3464,7 +3526,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_kvrpcpb_proto_msgTypes[44]
+	mi := &file_kvrpcpb_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3476,7 +3538,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[44]
+	mi := &file_kvrpcpb_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3489,7 +3551,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{44}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *KeyRange) GetStart() []byte {
@@ -3520,7 +3582,7 @@ type CoprocessorRequest struct {
 
 func (x *CoprocessorRequest) Reset() {
 	*x = CoprocessorRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[45]
+	mi := &file_kvrpcpb_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3532,7 +3594,7 @@ func (x *CoprocessorRequest) String() string {
 func (*CoprocessorRequest) ProtoMessage() {}
 
 func (x *CoprocessorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[45]
+	mi := &file_kvrpcpb_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3545,7 +3607,7 @@ func (x *CoprocessorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoprocessorRequest.ProtoReflect.Descriptor instead.
 func (*CoprocessorRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{45}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CoprocessorRequest) GetContext() *Context {
@@ -3579,7 +3641,7 @@ func (x *CoprocessorRequest) GetStartTs() uint64 {
 type CoprocessorResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
-	Locked        *KeyError              `protobuf:"bytes,2,opt,name=locked,proto3" json:"locked,omitempty"`
+	Locked        *KeyError              `protobuf:"bytes,2,opt,name=locked,proto3" json:"locked,omitempty"` // a lock met, or gc_too_early
 	OtherError    string                 `protobuf:"bytes,3,opt,name=other_error,json=otherError,proto3" json:"other_error,omitempty"`
 	Data          []byte                 `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"` // coprocessorpb.SelectResponse, marshalled
 	unknownFields protoimpl.UnknownFields
@@ -3588,7 +3650,7 @@ type CoprocessorResponse struct {
 
 func (x *CoprocessorResponse) Reset() {
 	*x = CoprocessorResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[46]
+	mi := &file_kvrpcpb_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3600,7 +3662,7 @@ func (x *CoprocessorResponse) String() string {
 func (*CoprocessorResponse) ProtoMessage() {}
 
 func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[46]
+	mi := &file_kvrpcpb_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3613,7 +3675,7 @@ func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoprocessorResponse.ProtoReflect.Descriptor instead.
 func (*CoprocessorResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{46}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CoprocessorResponse) GetRegionError() *errorpb.Error {
@@ -3681,7 +3743,7 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\vsecondaries\x18\n" +
 	" \x03(\fR\vsecondaries\x12\x1c\n" +
 	"\n" +
-	"use_one_pc\x18\v \x01(\bR\buseOnePc\"\x95\x04\n" +
+	"use_one_pc\x18\v \x01(\bR\buseOnePc\"\xcc\x04\n" +
 	"\bKeyError\x12:\n" +
 	"\ralready_exist\x18\x01 \x01(\v2\x15.kvrpcpb.AlreadyExistR\falreadyExist\x122\n" +
 	"\bconflict\x18\x02 \x01(\v2\x16.kvrpcpb.WriteConflictR\bconflict\x12\x14\n" +
@@ -3693,7 +3755,14 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\x11commit_ts_expired\x18\b \x01(\v2\x18.kvrpcpb.CommitTsExpiredR\x0fcommitTsExpired\x12E\n" +
 	"\x12txn_lock_not_found\x18\t \x01(\v2\x18.kvrpcpb.TxnLockNotFoundR\x0ftxnLockNotFound\x12D\n" +
 	"\x11lock_wait_timeout\x18\n" +
-	" \x01(\v2\x18.kvrpcpb.LockWaitTimeoutR\x0flockWaitTimeout\" \n" +
+	" \x01(\v2\x18.kvrpcpb.LockWaitTimeoutR\x0flockWaitTimeout\x125\n" +
+	"\fgc_too_early\x18\v \x01(\v2\x13.kvrpcpb.GCTooEarlyR\n" +
+	"gcTooEarly\"F\n" +
+	"\n" +
+	"GCTooEarly\x12\x19\n" +
+	"\bstart_ts\x18\x01 \x01(\x04R\astartTs\x12\x1d\n" +
+	"\n" +
+	"safe_point\x18\x02 \x01(\x04R\tsafePoint\" \n" +
 	"\fAlreadyExist\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\"\xad\x02\n" +
 	"\rWriteConflict\x12\x19\n" +
@@ -3960,7 +4029,7 @@ func file_kvrpcpb_proto_rawDescGZIP() []byte {
 }
 
 var file_kvrpcpb_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_kvrpcpb_proto_goTypes = []any{
 	(IsolationLevel)(0),                 // 0: kvrpcpb.IsolationLevel
 	(Op)(0),                             // 1: kvrpcpb.Op
@@ -3972,134 +4041,136 @@ var file_kvrpcpb_proto_goTypes = []any{
 	(*Mutation)(nil),                    // 7: kvrpcpb.Mutation
 	(*LockInfo)(nil),                    // 8: kvrpcpb.LockInfo
 	(*KeyError)(nil),                    // 9: kvrpcpb.KeyError
-	(*AlreadyExist)(nil),                // 10: kvrpcpb.AlreadyExist
-	(*WriteConflict)(nil),               // 11: kvrpcpb.WriteConflict
-	(*WaitForEntry)(nil),                // 12: kvrpcpb.WaitForEntry
-	(*Deadlock)(nil),                    // 13: kvrpcpb.Deadlock
-	(*TxnNotFound)(nil),                 // 14: kvrpcpb.TxnNotFound
-	(*TxnLockNotFound)(nil),             // 15: kvrpcpb.TxnLockNotFound
-	(*CommitTsExpired)(nil),             // 16: kvrpcpb.CommitTsExpired
-	(*LockWaitTimeout)(nil),             // 17: kvrpcpb.LockWaitTimeout
-	(*GetRequest)(nil),                  // 18: kvrpcpb.GetRequest
-	(*GetResponse)(nil),                 // 19: kvrpcpb.GetResponse
-	(*BatchGetRequest)(nil),             // 20: kvrpcpb.BatchGetRequest
-	(*BatchGetResponse)(nil),            // 21: kvrpcpb.BatchGetResponse
-	(*ScanRequest)(nil),                 // 22: kvrpcpb.ScanRequest
-	(*ScanResponse)(nil),                // 23: kvrpcpb.ScanResponse
-	(*PrewriteRequest)(nil),             // 24: kvrpcpb.PrewriteRequest
-	(*PrewriteResponse)(nil),            // 25: kvrpcpb.PrewriteResponse
-	(*CommitRequest)(nil),               // 26: kvrpcpb.CommitRequest
-	(*CommitResponse)(nil),              // 27: kvrpcpb.CommitResponse
-	(*BatchRollbackRequest)(nil),        // 28: kvrpcpb.BatchRollbackRequest
-	(*BatchRollbackResponse)(nil),       // 29: kvrpcpb.BatchRollbackResponse
-	(*CleanupRequest)(nil),              // 30: kvrpcpb.CleanupRequest
-	(*CleanupResponse)(nil),             // 31: kvrpcpb.CleanupResponse
-	(*CheckTxnStatusRequest)(nil),       // 32: kvrpcpb.CheckTxnStatusRequest
-	(*CheckTxnStatusResponse)(nil),      // 33: kvrpcpb.CheckTxnStatusResponse
-	(*CheckSecondaryLocksRequest)(nil),  // 34: kvrpcpb.CheckSecondaryLocksRequest
-	(*CheckSecondaryLocksResponse)(nil), // 35: kvrpcpb.CheckSecondaryLocksResponse
-	(*TxnInfo)(nil),                     // 36: kvrpcpb.TxnInfo
-	(*ResolveLockRequest)(nil),          // 37: kvrpcpb.ResolveLockRequest
-	(*ResolveLockResponse)(nil),         // 38: kvrpcpb.ResolveLockResponse
-	(*TxnHeartBeatRequest)(nil),         // 39: kvrpcpb.TxnHeartBeatRequest
-	(*TxnHeartBeatResponse)(nil),        // 40: kvrpcpb.TxnHeartBeatResponse
-	(*PessimisticLockRequest)(nil),      // 41: kvrpcpb.PessimisticLockRequest
-	(*PessimisticLockResponse)(nil),     // 42: kvrpcpb.PessimisticLockResponse
-	(*PessimisticRollbackRequest)(nil),  // 43: kvrpcpb.PessimisticRollbackRequest
-	(*PessimisticRollbackResponse)(nil), // 44: kvrpcpb.PessimisticRollbackResponse
-	(*ScanLockRequest)(nil),             // 45: kvrpcpb.ScanLockRequest
-	(*ScanLockResponse)(nil),            // 46: kvrpcpb.ScanLockResponse
-	(*OnePCRequest)(nil),                // 47: kvrpcpb.OnePCRequest
-	(*OnePCResponse)(nil),               // 48: kvrpcpb.OnePCResponse
-	(*KeyRange)(nil),                    // 49: kvrpcpb.KeyRange
-	(*CoprocessorRequest)(nil),          // 50: kvrpcpb.CoprocessorRequest
-	(*CoprocessorResponse)(nil),         // 51: kvrpcpb.CoprocessorResponse
-	(*metapb.RegionEpoch)(nil),          // 52: metapb.RegionEpoch
-	(*metapb.Peer)(nil),                 // 53: metapb.Peer
-	(*errorpb.Error)(nil),               // 54: errorpb.Error
+	(*GCTooEarly)(nil),                  // 10: kvrpcpb.GCTooEarly
+	(*AlreadyExist)(nil),                // 11: kvrpcpb.AlreadyExist
+	(*WriteConflict)(nil),               // 12: kvrpcpb.WriteConflict
+	(*WaitForEntry)(nil),                // 13: kvrpcpb.WaitForEntry
+	(*Deadlock)(nil),                    // 14: kvrpcpb.Deadlock
+	(*TxnNotFound)(nil),                 // 15: kvrpcpb.TxnNotFound
+	(*TxnLockNotFound)(nil),             // 16: kvrpcpb.TxnLockNotFound
+	(*CommitTsExpired)(nil),             // 17: kvrpcpb.CommitTsExpired
+	(*LockWaitTimeout)(nil),             // 18: kvrpcpb.LockWaitTimeout
+	(*GetRequest)(nil),                  // 19: kvrpcpb.GetRequest
+	(*GetResponse)(nil),                 // 20: kvrpcpb.GetResponse
+	(*BatchGetRequest)(nil),             // 21: kvrpcpb.BatchGetRequest
+	(*BatchGetResponse)(nil),            // 22: kvrpcpb.BatchGetResponse
+	(*ScanRequest)(nil),                 // 23: kvrpcpb.ScanRequest
+	(*ScanResponse)(nil),                // 24: kvrpcpb.ScanResponse
+	(*PrewriteRequest)(nil),             // 25: kvrpcpb.PrewriteRequest
+	(*PrewriteResponse)(nil),            // 26: kvrpcpb.PrewriteResponse
+	(*CommitRequest)(nil),               // 27: kvrpcpb.CommitRequest
+	(*CommitResponse)(nil),              // 28: kvrpcpb.CommitResponse
+	(*BatchRollbackRequest)(nil),        // 29: kvrpcpb.BatchRollbackRequest
+	(*BatchRollbackResponse)(nil),       // 30: kvrpcpb.BatchRollbackResponse
+	(*CleanupRequest)(nil),              // 31: kvrpcpb.CleanupRequest
+	(*CleanupResponse)(nil),             // 32: kvrpcpb.CleanupResponse
+	(*CheckTxnStatusRequest)(nil),       // 33: kvrpcpb.CheckTxnStatusRequest
+	(*CheckTxnStatusResponse)(nil),      // 34: kvrpcpb.CheckTxnStatusResponse
+	(*CheckSecondaryLocksRequest)(nil),  // 35: kvrpcpb.CheckSecondaryLocksRequest
+	(*CheckSecondaryLocksResponse)(nil), // 36: kvrpcpb.CheckSecondaryLocksResponse
+	(*TxnInfo)(nil),                     // 37: kvrpcpb.TxnInfo
+	(*ResolveLockRequest)(nil),          // 38: kvrpcpb.ResolveLockRequest
+	(*ResolveLockResponse)(nil),         // 39: kvrpcpb.ResolveLockResponse
+	(*TxnHeartBeatRequest)(nil),         // 40: kvrpcpb.TxnHeartBeatRequest
+	(*TxnHeartBeatResponse)(nil),        // 41: kvrpcpb.TxnHeartBeatResponse
+	(*PessimisticLockRequest)(nil),      // 42: kvrpcpb.PessimisticLockRequest
+	(*PessimisticLockResponse)(nil),     // 43: kvrpcpb.PessimisticLockResponse
+	(*PessimisticRollbackRequest)(nil),  // 44: kvrpcpb.PessimisticRollbackRequest
+	(*PessimisticRollbackResponse)(nil), // 45: kvrpcpb.PessimisticRollbackResponse
+	(*ScanLockRequest)(nil),             // 46: kvrpcpb.ScanLockRequest
+	(*ScanLockResponse)(nil),            // 47: kvrpcpb.ScanLockResponse
+	(*OnePCRequest)(nil),                // 48: kvrpcpb.OnePCRequest
+	(*OnePCResponse)(nil),               // 49: kvrpcpb.OnePCResponse
+	(*KeyRange)(nil),                    // 50: kvrpcpb.KeyRange
+	(*CoprocessorRequest)(nil),          // 51: kvrpcpb.CoprocessorRequest
+	(*CoprocessorResponse)(nil),         // 52: kvrpcpb.CoprocessorResponse
+	(*metapb.RegionEpoch)(nil),          // 53: metapb.RegionEpoch
+	(*metapb.Peer)(nil),                 // 54: metapb.Peer
+	(*errorpb.Error)(nil),               // 55: errorpb.Error
 }
 var file_kvrpcpb_proto_depIdxs = []int32{
-	52, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
-	53, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
+	53, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
+	54, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
 	0,  // 2: kvrpcpb.Context.isolation_level:type_name -> kvrpcpb.IsolationLevel
 	9,  // 3: kvrpcpb.KvPair.error:type_name -> kvrpcpb.KeyError
 	1,  // 4: kvrpcpb.Mutation.op:type_name -> kvrpcpb.Op
 	1,  // 5: kvrpcpb.LockInfo.lock_type:type_name -> kvrpcpb.Op
-	10, // 6: kvrpcpb.KeyError.already_exist:type_name -> kvrpcpb.AlreadyExist
-	11, // 7: kvrpcpb.KeyError.conflict:type_name -> kvrpcpb.WriteConflict
+	11, // 6: kvrpcpb.KeyError.already_exist:type_name -> kvrpcpb.AlreadyExist
+	12, // 7: kvrpcpb.KeyError.conflict:type_name -> kvrpcpb.WriteConflict
 	8,  // 8: kvrpcpb.KeyError.locked:type_name -> kvrpcpb.LockInfo
-	13, // 9: kvrpcpb.KeyError.deadlock:type_name -> kvrpcpb.Deadlock
-	14, // 10: kvrpcpb.KeyError.txn_not_found:type_name -> kvrpcpb.TxnNotFound
-	16, // 11: kvrpcpb.KeyError.commit_ts_expired:type_name -> kvrpcpb.CommitTsExpired
-	15, // 12: kvrpcpb.KeyError.txn_lock_not_found:type_name -> kvrpcpb.TxnLockNotFound
-	17, // 13: kvrpcpb.KeyError.lock_wait_timeout:type_name -> kvrpcpb.LockWaitTimeout
-	4,  // 14: kvrpcpb.WriteConflict.reason:type_name -> kvrpcpb.WriteConflict.Reason
-	12, // 15: kvrpcpb.Deadlock.wait_chain:type_name -> kvrpcpb.WaitForEntry
-	5,  // 16: kvrpcpb.GetRequest.context:type_name -> kvrpcpb.Context
-	54, // 17: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
-	9,  // 18: kvrpcpb.GetResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 19: kvrpcpb.BatchGetRequest.context:type_name -> kvrpcpb.Context
-	54, // 20: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
-	6,  // 21: kvrpcpb.BatchGetResponse.pairs:type_name -> kvrpcpb.KvPair
-	9,  // 22: kvrpcpb.BatchGetResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 23: kvrpcpb.ScanRequest.context:type_name -> kvrpcpb.Context
-	54, // 24: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
-	6,  // 25: kvrpcpb.ScanResponse.pairs:type_name -> kvrpcpb.KvPair
-	9,  // 26: kvrpcpb.ScanResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 27: kvrpcpb.PrewriteRequest.context:type_name -> kvrpcpb.Context
-	7,  // 28: kvrpcpb.PrewriteRequest.mutations:type_name -> kvrpcpb.Mutation
-	2,  // 29: kvrpcpb.PrewriteRequest.pessimistic_actions:type_name -> kvrpcpb.PessimisticAction
-	54, // 30: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
-	9,  // 31: kvrpcpb.PrewriteResponse.errors:type_name -> kvrpcpb.KeyError
-	5,  // 32: kvrpcpb.CommitRequest.context:type_name -> kvrpcpb.Context
-	54, // 33: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
-	9,  // 34: kvrpcpb.CommitResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 35: kvrpcpb.BatchRollbackRequest.context:type_name -> kvrpcpb.Context
-	54, // 36: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
-	9,  // 37: kvrpcpb.BatchRollbackResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 38: kvrpcpb.CleanupRequest.context:type_name -> kvrpcpb.Context
-	54, // 39: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
-	9,  // 40: kvrpcpb.CleanupResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 41: kvrpcpb.CheckTxnStatusRequest.context:type_name -> kvrpcpb.Context
-	54, // 42: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
-	9,  // 43: kvrpcpb.CheckTxnStatusResponse.error:type_name -> kvrpcpb.KeyError
-	3,  // 44: kvrpcpb.CheckTxnStatusResponse.action:type_name -> kvrpcpb.Action
-	8,  // 45: kvrpcpb.CheckTxnStatusResponse.lock_info:type_name -> kvrpcpb.LockInfo
-	5,  // 46: kvrpcpb.CheckSecondaryLocksRequest.context:type_name -> kvrpcpb.Context
-	54, // 47: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
-	9,  // 48: kvrpcpb.CheckSecondaryLocksResponse.error:type_name -> kvrpcpb.KeyError
-	8,  // 49: kvrpcpb.CheckSecondaryLocksResponse.locks:type_name -> kvrpcpb.LockInfo
-	5,  // 50: kvrpcpb.ResolveLockRequest.context:type_name -> kvrpcpb.Context
-	36, // 51: kvrpcpb.ResolveLockRequest.txn_infos:type_name -> kvrpcpb.TxnInfo
-	54, // 52: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
-	9,  // 53: kvrpcpb.ResolveLockResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 54: kvrpcpb.TxnHeartBeatRequest.context:type_name -> kvrpcpb.Context
-	54, // 55: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
-	9,  // 56: kvrpcpb.TxnHeartBeatResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 57: kvrpcpb.PessimisticLockRequest.context:type_name -> kvrpcpb.Context
-	7,  // 58: kvrpcpb.PessimisticLockRequest.mutations:type_name -> kvrpcpb.Mutation
-	54, // 59: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
-	9,  // 60: kvrpcpb.PessimisticLockResponse.errors:type_name -> kvrpcpb.KeyError
-	5,  // 61: kvrpcpb.PessimisticRollbackRequest.context:type_name -> kvrpcpb.Context
-	54, // 62: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
-	9,  // 63: kvrpcpb.PessimisticRollbackResponse.errors:type_name -> kvrpcpb.KeyError
-	5,  // 64: kvrpcpb.ScanLockRequest.context:type_name -> kvrpcpb.Context
-	54, // 65: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
-	9,  // 66: kvrpcpb.ScanLockResponse.error:type_name -> kvrpcpb.KeyError
-	8,  // 67: kvrpcpb.ScanLockResponse.locks:type_name -> kvrpcpb.LockInfo
-	5,  // 68: kvrpcpb.OnePCRequest.context:type_name -> kvrpcpb.Context
-	7,  // 69: kvrpcpb.OnePCRequest.mutations:type_name -> kvrpcpb.Mutation
-	54, // 70: kvrpcpb.OnePCResponse.region_error:type_name -> errorpb.Error
-	9,  // 71: kvrpcpb.OnePCResponse.errors:type_name -> kvrpcpb.KeyError
-	5,  // 72: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
-	49, // 73: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
-	54, // 74: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
-	9,  // 75: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
-	76, // [76:76] is the sub-list for method output_type
-	76, // [76:76] is the sub-list for method input_type
-	76, // [76:76] is the sub-list for extension type_name
-	76, // [76:76] is the sub-list for extension extendee
-	0,  // [0:76] is the sub-list for field type_name
+	14, // 9: kvrpcpb.KeyError.deadlock:type_name -> kvrpcpb.Deadlock
+	15, // 10: kvrpcpb.KeyError.txn_not_found:type_name -> kvrpcpb.TxnNotFound
+	17, // 11: kvrpcpb.KeyError.commit_ts_expired:type_name -> kvrpcpb.CommitTsExpired
+	16, // 12: kvrpcpb.KeyError.txn_lock_not_found:type_name -> kvrpcpb.TxnLockNotFound
+	18, // 13: kvrpcpb.KeyError.lock_wait_timeout:type_name -> kvrpcpb.LockWaitTimeout
+	10, // 14: kvrpcpb.KeyError.gc_too_early:type_name -> kvrpcpb.GCTooEarly
+	4,  // 15: kvrpcpb.WriteConflict.reason:type_name -> kvrpcpb.WriteConflict.Reason
+	13, // 16: kvrpcpb.Deadlock.wait_chain:type_name -> kvrpcpb.WaitForEntry
+	5,  // 17: kvrpcpb.GetRequest.context:type_name -> kvrpcpb.Context
+	55, // 18: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
+	9,  // 19: kvrpcpb.GetResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 20: kvrpcpb.BatchGetRequest.context:type_name -> kvrpcpb.Context
+	55, // 21: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
+	6,  // 22: kvrpcpb.BatchGetResponse.pairs:type_name -> kvrpcpb.KvPair
+	9,  // 23: kvrpcpb.BatchGetResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 24: kvrpcpb.ScanRequest.context:type_name -> kvrpcpb.Context
+	55, // 25: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
+	6,  // 26: kvrpcpb.ScanResponse.pairs:type_name -> kvrpcpb.KvPair
+	9,  // 27: kvrpcpb.ScanResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 28: kvrpcpb.PrewriteRequest.context:type_name -> kvrpcpb.Context
+	7,  // 29: kvrpcpb.PrewriteRequest.mutations:type_name -> kvrpcpb.Mutation
+	2,  // 30: kvrpcpb.PrewriteRequest.pessimistic_actions:type_name -> kvrpcpb.PessimisticAction
+	55, // 31: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
+	9,  // 32: kvrpcpb.PrewriteResponse.errors:type_name -> kvrpcpb.KeyError
+	5,  // 33: kvrpcpb.CommitRequest.context:type_name -> kvrpcpb.Context
+	55, // 34: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
+	9,  // 35: kvrpcpb.CommitResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 36: kvrpcpb.BatchRollbackRequest.context:type_name -> kvrpcpb.Context
+	55, // 37: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
+	9,  // 38: kvrpcpb.BatchRollbackResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 39: kvrpcpb.CleanupRequest.context:type_name -> kvrpcpb.Context
+	55, // 40: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
+	9,  // 41: kvrpcpb.CleanupResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 42: kvrpcpb.CheckTxnStatusRequest.context:type_name -> kvrpcpb.Context
+	55, // 43: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
+	9,  // 44: kvrpcpb.CheckTxnStatusResponse.error:type_name -> kvrpcpb.KeyError
+	3,  // 45: kvrpcpb.CheckTxnStatusResponse.action:type_name -> kvrpcpb.Action
+	8,  // 46: kvrpcpb.CheckTxnStatusResponse.lock_info:type_name -> kvrpcpb.LockInfo
+	5,  // 47: kvrpcpb.CheckSecondaryLocksRequest.context:type_name -> kvrpcpb.Context
+	55, // 48: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
+	9,  // 49: kvrpcpb.CheckSecondaryLocksResponse.error:type_name -> kvrpcpb.KeyError
+	8,  // 50: kvrpcpb.CheckSecondaryLocksResponse.locks:type_name -> kvrpcpb.LockInfo
+	5,  // 51: kvrpcpb.ResolveLockRequest.context:type_name -> kvrpcpb.Context
+	37, // 52: kvrpcpb.ResolveLockRequest.txn_infos:type_name -> kvrpcpb.TxnInfo
+	55, // 53: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
+	9,  // 54: kvrpcpb.ResolveLockResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 55: kvrpcpb.TxnHeartBeatRequest.context:type_name -> kvrpcpb.Context
+	55, // 56: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
+	9,  // 57: kvrpcpb.TxnHeartBeatResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 58: kvrpcpb.PessimisticLockRequest.context:type_name -> kvrpcpb.Context
+	7,  // 59: kvrpcpb.PessimisticLockRequest.mutations:type_name -> kvrpcpb.Mutation
+	55, // 60: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
+	9,  // 61: kvrpcpb.PessimisticLockResponse.errors:type_name -> kvrpcpb.KeyError
+	5,  // 62: kvrpcpb.PessimisticRollbackRequest.context:type_name -> kvrpcpb.Context
+	55, // 63: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
+	9,  // 64: kvrpcpb.PessimisticRollbackResponse.errors:type_name -> kvrpcpb.KeyError
+	5,  // 65: kvrpcpb.ScanLockRequest.context:type_name -> kvrpcpb.Context
+	55, // 66: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
+	9,  // 67: kvrpcpb.ScanLockResponse.error:type_name -> kvrpcpb.KeyError
+	8,  // 68: kvrpcpb.ScanLockResponse.locks:type_name -> kvrpcpb.LockInfo
+	5,  // 69: kvrpcpb.OnePCRequest.context:type_name -> kvrpcpb.Context
+	7,  // 70: kvrpcpb.OnePCRequest.mutations:type_name -> kvrpcpb.Mutation
+	55, // 71: kvrpcpb.OnePCResponse.region_error:type_name -> errorpb.Error
+	9,  // 72: kvrpcpb.OnePCResponse.errors:type_name -> kvrpcpb.KeyError
+	5,  // 73: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
+	50, // 74: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
+	55, // 75: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
+	9,  // 76: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
+	77, // [77:77] is the sub-list for method output_type
+	77, // [77:77] is the sub-list for method input_type
+	77, // [77:77] is the sub-list for extension type_name
+	77, // [77:77] is the sub-list for extension extendee
+	0,  // [0:77] is the sub-list for field type_name
 }
 
 func init() { file_kvrpcpb_proto_init() }
@@ -4113,7 +4184,7 @@ func file_kvrpcpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvrpcpb_proto_rawDesc), len(file_kvrpcpb_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   47,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

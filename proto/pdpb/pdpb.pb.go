@@ -1546,6 +1546,522 @@ func (x *GetMembersResponse) GetLeader() *Member {
 	return nil
 }
 
+type GetGCSafePointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetGCSafePointRequest) Reset() {
+	*x = GetGCSafePointRequest{}
+	mi := &file_pdpb_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetGCSafePointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGCSafePointRequest) ProtoMessage() {}
+
+func (x *GetGCSafePointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGCSafePointRequest.ProtoReflect.Descriptor instead.
+func (*GetGCSafePointRequest) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetGCSafePointRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+type GetGCSafePointResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	SafePoint     uint64                 `protobuf:"varint,2,opt,name=safe_point,json=safePoint,proto3" json:"safe_point,omitempty"` // 0: no GC has run
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetGCSafePointResponse) Reset() {
+	*x = GetGCSafePointResponse{}
+	mi := &file_pdpb_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetGCSafePointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGCSafePointResponse) ProtoMessage() {}
+
+func (x *GetGCSafePointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGCSafePointResponse.ProtoReflect.Descriptor instead.
+func (*GetGCSafePointResponse) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetGCSafePointResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GetGCSafePointResponse) GetSafePoint() uint64 {
+	if x != nil {
+		return x.SafePoint
+	}
+	return 0
+}
+
+type UpdateGCSafePointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	SafePoint     uint64                 `protobuf:"varint,2,opt,name=safe_point,json=safePoint,proto3" json:"safe_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateGCSafePointRequest) Reset() {
+	*x = UpdateGCSafePointRequest{}
+	mi := &file_pdpb_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateGCSafePointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateGCSafePointRequest) ProtoMessage() {}
+
+func (x *UpdateGCSafePointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateGCSafePointRequest.ProtoReflect.Descriptor instead.
+func (*UpdateGCSafePointRequest) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *UpdateGCSafePointRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *UpdateGCSafePointRequest) GetSafePoint() uint64 {
+	if x != nil {
+		return x.SafePoint
+	}
+	return 0
+}
+
+type UpdateGCSafePointResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// The safe point after the update: max(previous, requested).
+	NewSafePoint  uint64 `protobuf:"varint,2,opt,name=new_safe_point,json=newSafePoint,proto3" json:"new_safe_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateGCSafePointResponse) Reset() {
+	*x = UpdateGCSafePointResponse{}
+	mi := &file_pdpb_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateGCSafePointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateGCSafePointResponse) ProtoMessage() {}
+
+func (x *UpdateGCSafePointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateGCSafePointResponse.ProtoReflect.Descriptor instead.
+func (*UpdateGCSafePointResponse) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *UpdateGCSafePointResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *UpdateGCSafePointResponse) GetNewSafePoint() uint64 {
+	if x != nil {
+		return x.NewSafePoint
+	}
+	return 0
+}
+
+// GCConfig is the cluster's GC settings (TiDB's tidb_gc_life_time and
+// tidb_gc_run_interval).
+type GCConfig struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LifeTimeMs    uint64                 `protobuf:"varint,1,opt,name=life_time_ms,json=lifeTimeMs,proto3" json:"life_time_ms,omitempty"`
+	RunIntervalMs uint64                 `protobuf:"varint,2,opt,name=run_interval_ms,json=runIntervalMs,proto3" json:"run_interval_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GCConfig) Reset() {
+	*x = GCConfig{}
+	mi := &file_pdpb_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GCConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GCConfig) ProtoMessage() {}
+
+func (x *GCConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GCConfig.ProtoReflect.Descriptor instead.
+func (*GCConfig) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *GCConfig) GetLifeTimeMs() uint64 {
+	if x != nil {
+		return x.LifeTimeMs
+	}
+	return 0
+}
+
+func (x *GCConfig) GetRunIntervalMs() uint64 {
+	if x != nil {
+		return x.RunIntervalMs
+	}
+	return 0
+}
+
+type GCNodeHeartbeatRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	NodeId string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// Smallest start_ts of the node's running transactions; 0 if none.
+	MinStartTs uint64 `protobuf:"varint,3,opt,name=min_start_ts,json=minStartTs,proto3" json:"min_start_ts,omitempty"`
+	// How long this heartbeat counts (the node's min_start_ts and, if it is
+	// the GC leader, its leadership).
+	TtlMs uint64 `protobuf:"varint,4,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// Whether the node wants to be GC leader.
+	Campaign      bool `protobuf:"varint,5,opt,name=campaign,proto3" json:"campaign,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GCNodeHeartbeatRequest) Reset() {
+	*x = GCNodeHeartbeatRequest{}
+	mi := &file_pdpb_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GCNodeHeartbeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GCNodeHeartbeatRequest) ProtoMessage() {}
+
+func (x *GCNodeHeartbeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GCNodeHeartbeatRequest.ProtoReflect.Descriptor instead.
+func (*GCNodeHeartbeatRequest) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *GCNodeHeartbeatRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GCNodeHeartbeatRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *GCNodeHeartbeatRequest) GetMinStartTs() uint64 {
+	if x != nil {
+		return x.MinStartTs
+	}
+	return 0
+}
+
+func (x *GCNodeHeartbeatRequest) GetTtlMs() uint64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *GCNodeHeartbeatRequest) GetCampaign() bool {
+	if x != nil {
+		return x.Campaign
+	}
+	return false
+}
+
+type GCNodeHeartbeatResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Header   *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	IsLeader bool                   `protobuf:"varint,2,opt,name=is_leader,json=isLeader,proto3" json:"is_leader,omitempty"`
+	LeaderId string                 `protobuf:"bytes,3,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	// Smallest min_start_ts over every node whose heartbeat is live; 0 if none.
+	MinStartTs    uint64    `protobuf:"varint,4,opt,name=min_start_ts,json=minStartTs,proto3" json:"min_start_ts,omitempty"`
+	Config        *GCConfig `protobuf:"bytes,5,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GCNodeHeartbeatResponse) Reset() {
+	*x = GCNodeHeartbeatResponse{}
+	mi := &file_pdpb_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GCNodeHeartbeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GCNodeHeartbeatResponse) ProtoMessage() {}
+
+func (x *GCNodeHeartbeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GCNodeHeartbeatResponse.ProtoReflect.Descriptor instead.
+func (*GCNodeHeartbeatResponse) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *GCNodeHeartbeatResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GCNodeHeartbeatResponse) GetIsLeader() bool {
+	if x != nil {
+		return x.IsLeader
+	}
+	return false
+}
+
+func (x *GCNodeHeartbeatResponse) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *GCNodeHeartbeatResponse) GetMinStartTs() uint64 {
+	if x != nil {
+		return x.MinStartTs
+	}
+	return 0
+}
+
+func (x *GCNodeHeartbeatResponse) GetConfig() *GCConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+type SetGCConfigRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Config        *GCConfig              `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetGCConfigRequest) Reset() {
+	*x = SetGCConfigRequest{}
+	mi := &file_pdpb_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetGCConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetGCConfigRequest) ProtoMessage() {}
+
+func (x *SetGCConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetGCConfigRequest.ProtoReflect.Descriptor instead.
+func (*SetGCConfigRequest) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *SetGCConfigRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *SetGCConfigRequest) GetConfig() *GCConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+type SetGCConfigResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Config        *GCConfig              `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"` // after the change
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetGCConfigResponse) Reset() {
+	*x = SetGCConfigResponse{}
+	mi := &file_pdpb_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetGCConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetGCConfigResponse) ProtoMessage() {}
+
+func (x *SetGCConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetGCConfigResponse.ProtoReflect.Descriptor instead.
+func (*SetGCConfigResponse) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *SetGCConfigResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *SetGCConfigResponse) GetConfig() *GCConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
 var File_pdpb_proto protoreflect.FileDescriptor
 
 const file_pdpb_proto_rawDesc = "" +
@@ -1646,7 +2162,44 @@ const file_pdpb_proto_rawDesc = "" +
 	"\x12GetMembersResponse\x12,\n" +
 	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12&\n" +
 	"\amembers\x18\x02 \x03(\v2\f.pdpb.MemberR\amembers\x12$\n" +
-	"\x06leader\x18\x03 \x01(\v2\f.pdpb.MemberR\x06leader*\x8b\x01\n" +
+	"\x06leader\x18\x03 \x01(\v2\f.pdpb.MemberR\x06leader\"D\n" +
+	"\x15GetGCSafePointRequest\x12+\n" +
+	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\"e\n" +
+	"\x16GetGCSafePointResponse\x12,\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12\x1d\n" +
+	"\n" +
+	"safe_point\x18\x02 \x01(\x04R\tsafePoint\"f\n" +
+	"\x18UpdateGCSafePointRequest\x12+\n" +
+	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12\x1d\n" +
+	"\n" +
+	"safe_point\x18\x02 \x01(\x04R\tsafePoint\"o\n" +
+	"\x19UpdateGCSafePointResponse\x12,\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12$\n" +
+	"\x0enew_safe_point\x18\x02 \x01(\x04R\fnewSafePoint\"T\n" +
+	"\bGCConfig\x12 \n" +
+	"\flife_time_ms\x18\x01 \x01(\x04R\n" +
+	"lifeTimeMs\x12&\n" +
+	"\x0frun_interval_ms\x18\x02 \x01(\x04R\rrunIntervalMs\"\xb3\x01\n" +
+	"\x16GCNodeHeartbeatRequest\x12+\n" +
+	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12 \n" +
+	"\fmin_start_ts\x18\x03 \x01(\x04R\n" +
+	"minStartTs\x12\x15\n" +
+	"\x06ttl_ms\x18\x04 \x01(\x04R\x05ttlMs\x12\x1a\n" +
+	"\bcampaign\x18\x05 \x01(\bR\bcampaign\"\xcb\x01\n" +
+	"\x17GCNodeHeartbeatResponse\x12,\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12\x1b\n" +
+	"\tis_leader\x18\x02 \x01(\bR\bisLeader\x12\x1b\n" +
+	"\tleader_id\x18\x03 \x01(\tR\bleaderId\x12 \n" +
+	"\fmin_start_ts\x18\x04 \x01(\x04R\n" +
+	"minStartTs\x12&\n" +
+	"\x06config\x18\x05 \x01(\v2\x0e.pdpb.GCConfigR\x06config\"i\n" +
+	"\x12SetGCConfigRequest\x12+\n" +
+	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12&\n" +
+	"\x06config\x18\x02 \x01(\v2\x0e.pdpb.GCConfigR\x06config\"k\n" +
+	"\x13SetGCConfigResponse\x12,\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12&\n" +
+	"\x06config\x18\x02 \x01(\v2\x0e.pdpb.GCConfigR\x06config*\x8b\x01\n" +
 	"\tErrorType\x12\x06\n" +
 	"\x02OK\x10\x00\x12\v\n" +
 	"\aUNKNOWN\x10\x01\x12\x14\n" +
@@ -1655,7 +2208,7 @@ const file_pdpb_proto_rawDesc = "" +
 	"\x14ALREADY_BOOTSTRAPPED\x10\x04\x12\x14\n" +
 	"\x10REGION_NOT_FOUND\x10\x05\x12\x0e\n" +
 	"\n" +
-	"NOT_LEADER\x10\x062\xee\x05\n" +
+	"NOT_LEADER\x10\x062\xad\b\n" +
 	"\x02PD\x120\n" +
 	"\x03Tso\x12\x10.pdpb.TsoRequest\x1a\x11.pdpb.TsoResponse\"\x00(\x010\x01\x128\n" +
 	"\aAllocID\x12\x14.pdpb.AllocIDRequest\x1a\x15.pdpb.AllocIDResponse\"\x00\x12;\n" +
@@ -1668,7 +2221,11 @@ const file_pdpb_proto_rawDesc = "" +
 	"\rGetRegionByID\x12\x1a.pdpb.GetRegionByIDRequest\x1a\x17.pdpb.GetRegionResponse\"\x00\x12M\n" +
 	"\x0eIsBootstrapped\x12\x1b.pdpb.IsBootstrappedRequest\x1a\x1c.pdpb.IsBootstrappedResponse\"\x00\x12A\n" +
 	"\n" +
-	"GetMembers\x12\x17.pdpb.GetMembersRequest\x1a\x18.pdpb.GetMembersResponse\"\x00B'Z%github.com/stratadb/strata/proto/pdpbb\x06proto3"
+	"GetMembers\x12\x17.pdpb.GetMembersRequest\x1a\x18.pdpb.GetMembersResponse\"\x00\x12M\n" +
+	"\x0eGetGCSafePoint\x12\x1b.pdpb.GetGCSafePointRequest\x1a\x1c.pdpb.GetGCSafePointResponse\"\x00\x12V\n" +
+	"\x11UpdateGCSafePoint\x12\x1e.pdpb.UpdateGCSafePointRequest\x1a\x1f.pdpb.UpdateGCSafePointResponse\"\x00\x12P\n" +
+	"\x0fGCNodeHeartbeat\x12\x1c.pdpb.GCNodeHeartbeatRequest\x1a\x1d.pdpb.GCNodeHeartbeatResponse\"\x00\x12D\n" +
+	"\vSetGCConfig\x12\x18.pdpb.SetGCConfigRequest\x1a\x19.pdpb.SetGCConfigResponse\"\x00B'Z%github.com/stratadb/strata/proto/pdpbb\x06proto3"
 
 var (
 	file_pdpb_proto_rawDescOnce sync.Once
@@ -1683,39 +2240,48 @@ func file_pdpb_proto_rawDescGZIP() []byte {
 }
 
 var file_pdpb_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_pdpb_proto_goTypes = []any{
-	(ErrorType)(0),                  // 0: pdpb.ErrorType
-	(*RequestHeader)(nil),           // 1: pdpb.RequestHeader
-	(*ResponseHeader)(nil),          // 2: pdpb.ResponseHeader
-	(*Error)(nil),                   // 3: pdpb.Error
-	(*Timestamp)(nil),               // 4: pdpb.Timestamp
-	(*TsoRequest)(nil),              // 5: pdpb.TsoRequest
-	(*TsoResponse)(nil),             // 6: pdpb.TsoResponse
-	(*AllocIDRequest)(nil),          // 7: pdpb.AllocIDRequest
-	(*AllocIDResponse)(nil),         // 8: pdpb.AllocIDResponse
-	(*PutStoreRequest)(nil),         // 9: pdpb.PutStoreRequest
-	(*PutStoreResponse)(nil),        // 10: pdpb.PutStoreResponse
-	(*GetStoreRequest)(nil),         // 11: pdpb.GetStoreRequest
-	(*GetStoreResponse)(nil),        // 12: pdpb.GetStoreResponse
-	(*GetAllStoresRequest)(nil),     // 13: pdpb.GetAllStoresRequest
-	(*GetAllStoresResponse)(nil),    // 14: pdpb.GetAllStoresResponse
-	(*StoreStats)(nil),              // 15: pdpb.StoreStats
-	(*StoreHeartbeatRequest)(nil),   // 16: pdpb.StoreHeartbeatRequest
-	(*StoreHeartbeatResponse)(nil),  // 17: pdpb.StoreHeartbeatResponse
-	(*RegionHeartbeatRequest)(nil),  // 18: pdpb.RegionHeartbeatRequest
-	(*RegionHeartbeatResponse)(nil), // 19: pdpb.RegionHeartbeatResponse
-	(*GetRegionRequest)(nil),        // 20: pdpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),    // 21: pdpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),       // 22: pdpb.GetRegionResponse
-	(*IsBootstrappedRequest)(nil),   // 23: pdpb.IsBootstrappedRequest
-	(*IsBootstrappedResponse)(nil),  // 24: pdpb.IsBootstrappedResponse
-	(*Member)(nil),                  // 25: pdpb.Member
-	(*GetMembersRequest)(nil),       // 26: pdpb.GetMembersRequest
-	(*GetMembersResponse)(nil),      // 27: pdpb.GetMembersResponse
-	(*metapb.Store)(nil),            // 28: metapb.Store
-	(*metapb.Region)(nil),           // 29: metapb.Region
-	(*metapb.Peer)(nil),             // 30: metapb.Peer
+	(ErrorType)(0),                    // 0: pdpb.ErrorType
+	(*RequestHeader)(nil),             // 1: pdpb.RequestHeader
+	(*ResponseHeader)(nil),            // 2: pdpb.ResponseHeader
+	(*Error)(nil),                     // 3: pdpb.Error
+	(*Timestamp)(nil),                 // 4: pdpb.Timestamp
+	(*TsoRequest)(nil),                // 5: pdpb.TsoRequest
+	(*TsoResponse)(nil),               // 6: pdpb.TsoResponse
+	(*AllocIDRequest)(nil),            // 7: pdpb.AllocIDRequest
+	(*AllocIDResponse)(nil),           // 8: pdpb.AllocIDResponse
+	(*PutStoreRequest)(nil),           // 9: pdpb.PutStoreRequest
+	(*PutStoreResponse)(nil),          // 10: pdpb.PutStoreResponse
+	(*GetStoreRequest)(nil),           // 11: pdpb.GetStoreRequest
+	(*GetStoreResponse)(nil),          // 12: pdpb.GetStoreResponse
+	(*GetAllStoresRequest)(nil),       // 13: pdpb.GetAllStoresRequest
+	(*GetAllStoresResponse)(nil),      // 14: pdpb.GetAllStoresResponse
+	(*StoreStats)(nil),                // 15: pdpb.StoreStats
+	(*StoreHeartbeatRequest)(nil),     // 16: pdpb.StoreHeartbeatRequest
+	(*StoreHeartbeatResponse)(nil),    // 17: pdpb.StoreHeartbeatResponse
+	(*RegionHeartbeatRequest)(nil),    // 18: pdpb.RegionHeartbeatRequest
+	(*RegionHeartbeatResponse)(nil),   // 19: pdpb.RegionHeartbeatResponse
+	(*GetRegionRequest)(nil),          // 20: pdpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),      // 21: pdpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),         // 22: pdpb.GetRegionResponse
+	(*IsBootstrappedRequest)(nil),     // 23: pdpb.IsBootstrappedRequest
+	(*IsBootstrappedResponse)(nil),    // 24: pdpb.IsBootstrappedResponse
+	(*Member)(nil),                    // 25: pdpb.Member
+	(*GetMembersRequest)(nil),         // 26: pdpb.GetMembersRequest
+	(*GetMembersResponse)(nil),        // 27: pdpb.GetMembersResponse
+	(*GetGCSafePointRequest)(nil),     // 28: pdpb.GetGCSafePointRequest
+	(*GetGCSafePointResponse)(nil),    // 29: pdpb.GetGCSafePointResponse
+	(*UpdateGCSafePointRequest)(nil),  // 30: pdpb.UpdateGCSafePointRequest
+	(*UpdateGCSafePointResponse)(nil), // 31: pdpb.UpdateGCSafePointResponse
+	(*GCConfig)(nil),                  // 32: pdpb.GCConfig
+	(*GCNodeHeartbeatRequest)(nil),    // 33: pdpb.GCNodeHeartbeatRequest
+	(*GCNodeHeartbeatResponse)(nil),   // 34: pdpb.GCNodeHeartbeatResponse
+	(*SetGCConfigRequest)(nil),        // 35: pdpb.SetGCConfigRequest
+	(*SetGCConfigResponse)(nil),       // 36: pdpb.SetGCConfigResponse
+	(*metapb.Store)(nil),              // 37: metapb.Store
+	(*metapb.Region)(nil),             // 38: metapb.Region
+	(*metapb.Peer)(nil),               // 39: metapb.Peer
 }
 var file_pdpb_proto_depIdxs = []int32{
 	3,  // 0: pdpb.ResponseHeader.error:type_name -> pdpb.Error
@@ -1726,60 +2292,79 @@ var file_pdpb_proto_depIdxs = []int32{
 	1,  // 5: pdpb.AllocIDRequest.header:type_name -> pdpb.RequestHeader
 	2,  // 6: pdpb.AllocIDResponse.header:type_name -> pdpb.ResponseHeader
 	1,  // 7: pdpb.PutStoreRequest.header:type_name -> pdpb.RequestHeader
-	28, // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
+	37, // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
 	2,  // 9: pdpb.PutStoreResponse.header:type_name -> pdpb.ResponseHeader
 	1,  // 10: pdpb.GetStoreRequest.header:type_name -> pdpb.RequestHeader
 	2,  // 11: pdpb.GetStoreResponse.header:type_name -> pdpb.ResponseHeader
-	28, // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
+	37, // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
 	1,  // 13: pdpb.GetAllStoresRequest.header:type_name -> pdpb.RequestHeader
 	2,  // 14: pdpb.GetAllStoresResponse.header:type_name -> pdpb.ResponseHeader
-	28, // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
+	37, // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
 	1,  // 16: pdpb.StoreHeartbeatRequest.header:type_name -> pdpb.RequestHeader
 	15, // 17: pdpb.StoreHeartbeatRequest.stats:type_name -> pdpb.StoreStats
 	2,  // 18: pdpb.StoreHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	29, // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
+	38, // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
 	1,  // 20: pdpb.RegionHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	29, // 21: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
-	30, // 22: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
+	38, // 21: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
+	39, // 22: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
 	2,  // 23: pdpb.RegionHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
 	1,  // 24: pdpb.GetRegionRequest.header:type_name -> pdpb.RequestHeader
 	1,  // 25: pdpb.GetRegionByIDRequest.header:type_name -> pdpb.RequestHeader
 	2,  // 26: pdpb.GetRegionResponse.header:type_name -> pdpb.ResponseHeader
-	29, // 27: pdpb.GetRegionResponse.region:type_name -> metapb.Region
-	30, // 28: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
+	38, // 27: pdpb.GetRegionResponse.region:type_name -> metapb.Region
+	39, // 28: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
 	1,  // 29: pdpb.IsBootstrappedRequest.header:type_name -> pdpb.RequestHeader
 	2,  // 30: pdpb.IsBootstrappedResponse.header:type_name -> pdpb.ResponseHeader
 	1,  // 31: pdpb.GetMembersRequest.header:type_name -> pdpb.RequestHeader
 	2,  // 32: pdpb.GetMembersResponse.header:type_name -> pdpb.ResponseHeader
 	25, // 33: pdpb.GetMembersResponse.members:type_name -> pdpb.Member
 	25, // 34: pdpb.GetMembersResponse.leader:type_name -> pdpb.Member
-	5,  // 35: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
-	7,  // 36: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
-	9,  // 37: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
-	11, // 38: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
-	13, // 39: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
-	16, // 40: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
-	18, // 41: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
-	20, // 42: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
-	21, // 43: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
-	23, // 44: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
-	26, // 45: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
-	6,  // 46: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
-	8,  // 47: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
-	10, // 48: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
-	12, // 49: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
-	14, // 50: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
-	17, // 51: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
-	19, // 52: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
-	22, // 53: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
-	22, // 54: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
-	24, // 55: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
-	27, // 56: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
-	46, // [46:57] is the sub-list for method output_type
-	35, // [35:46] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	1,  // 35: pdpb.GetGCSafePointRequest.header:type_name -> pdpb.RequestHeader
+	2,  // 36: pdpb.GetGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
+	1,  // 37: pdpb.UpdateGCSafePointRequest.header:type_name -> pdpb.RequestHeader
+	2,  // 38: pdpb.UpdateGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
+	1,  // 39: pdpb.GCNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
+	2,  // 40: pdpb.GCNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
+	32, // 41: pdpb.GCNodeHeartbeatResponse.config:type_name -> pdpb.GCConfig
+	1,  // 42: pdpb.SetGCConfigRequest.header:type_name -> pdpb.RequestHeader
+	32, // 43: pdpb.SetGCConfigRequest.config:type_name -> pdpb.GCConfig
+	2,  // 44: pdpb.SetGCConfigResponse.header:type_name -> pdpb.ResponseHeader
+	32, // 45: pdpb.SetGCConfigResponse.config:type_name -> pdpb.GCConfig
+	5,  // 46: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
+	7,  // 47: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
+	9,  // 48: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
+	11, // 49: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
+	13, // 50: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
+	16, // 51: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
+	18, // 52: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
+	20, // 53: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
+	21, // 54: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
+	23, // 55: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
+	26, // 56: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
+	28, // 57: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
+	30, // 58: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
+	33, // 59: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
+	35, // 60: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
+	6,  // 61: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
+	8,  // 62: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
+	10, // 63: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
+	12, // 64: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
+	14, // 65: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
+	17, // 66: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
+	19, // 67: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
+	22, // 68: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
+	22, // 69: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
+	24, // 70: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
+	27, // 71: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
+	29, // 72: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
+	31, // 73: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
+	34, // 74: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
+	36, // 75: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
+	61, // [61:76] is the sub-list for method output_type
+	46, // [46:61] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_pdpb_proto_init() }
@@ -1793,7 +2378,7 @@ func file_pdpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pdpb_proto_rawDesc), len(file_pdpb_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

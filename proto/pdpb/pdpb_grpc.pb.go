@@ -19,17 +19,21 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	PD_Tso_FullMethodName             = "/pdpb.PD/Tso"
-	PD_AllocID_FullMethodName         = "/pdpb.PD/AllocID"
-	PD_PutStore_FullMethodName        = "/pdpb.PD/PutStore"
-	PD_GetStore_FullMethodName        = "/pdpb.PD/GetStore"
-	PD_GetAllStores_FullMethodName    = "/pdpb.PD/GetAllStores"
-	PD_StoreHeartbeat_FullMethodName  = "/pdpb.PD/StoreHeartbeat"
-	PD_RegionHeartbeat_FullMethodName = "/pdpb.PD/RegionHeartbeat"
-	PD_GetRegion_FullMethodName       = "/pdpb.PD/GetRegion"
-	PD_GetRegionByID_FullMethodName   = "/pdpb.PD/GetRegionByID"
-	PD_IsBootstrapped_FullMethodName  = "/pdpb.PD/IsBootstrapped"
-	PD_GetMembers_FullMethodName      = "/pdpb.PD/GetMembers"
+	PD_Tso_FullMethodName               = "/pdpb.PD/Tso"
+	PD_AllocID_FullMethodName           = "/pdpb.PD/AllocID"
+	PD_PutStore_FullMethodName          = "/pdpb.PD/PutStore"
+	PD_GetStore_FullMethodName          = "/pdpb.PD/GetStore"
+	PD_GetAllStores_FullMethodName      = "/pdpb.PD/GetAllStores"
+	PD_StoreHeartbeat_FullMethodName    = "/pdpb.PD/StoreHeartbeat"
+	PD_RegionHeartbeat_FullMethodName   = "/pdpb.PD/RegionHeartbeat"
+	PD_GetRegion_FullMethodName         = "/pdpb.PD/GetRegion"
+	PD_GetRegionByID_FullMethodName     = "/pdpb.PD/GetRegionByID"
+	PD_IsBootstrapped_FullMethodName    = "/pdpb.PD/IsBootstrapped"
+	PD_GetMembers_FullMethodName        = "/pdpb.PD/GetMembers"
+	PD_GetGCSafePoint_FullMethodName    = "/pdpb.PD/GetGCSafePoint"
+	PD_UpdateGCSafePoint_FullMethodName = "/pdpb.PD/UpdateGCSafePoint"
+	PD_GCNodeHeartbeat_FullMethodName   = "/pdpb.PD/GCNodeHeartbeat"
+	PD_SetGCConfig_FullMethodName       = "/pdpb.PD/SetGCConfig"
 )
 
 // PDClient is the client API for PD service.
@@ -58,6 +62,19 @@ type PDClient interface {
 	GetRegionByID(ctx context.Context, in *GetRegionByIDRequest, opts ...grpc.CallOption) (*GetRegionResponse, error)
 	IsBootstrapped(ctx context.Context, in *IsBootstrappedRequest, opts ...grpc.CallOption) (*IsBootstrappedResponse, error)
 	GetMembers(ctx context.Context, in *GetMembersRequest, opts ...grpc.CallOption) (*GetMembersResponse, error)
+	// GC (pd/gc.go). GetGCSafePoint returns the cluster's GC safe point: no
+	// read below it is served and versions only readers below it could see
+	// may be deleted. UpdateGCSafePoint raises it (never lowers it) and
+	// returns the resulting value.
+	GetGCSafePoint(ctx context.Context, in *GetGCSafePointRequest, opts ...grpc.CallOption) (*GetGCSafePointResponse, error)
+	UpdateGCSafePoint(ctx context.Context, in *UpdateGCSafePointRequest, opts ...grpc.CallOption) (*UpdateGCSafePointResponse, error)
+	// GCNodeHeartbeat is sent periodically by every SQL node: it publishes the
+	// node's smallest running start_ts, campaigns for the GC leadership (one
+	// node at a time runs GC rounds) and returns the GC settings.
+	GCNodeHeartbeat(ctx context.Context, in *GCNodeHeartbeatRequest, opts ...grpc.CallOption) (*GCNodeHeartbeatResponse, error)
+	// SetGCConfig changes the cluster's GC settings (fields left 0 keep their
+	// value).
+	SetGCConfig(ctx context.Context, in *SetGCConfigRequest, opts ...grpc.CallOption) (*SetGCConfigResponse, error)
 }
 
 type pDClient struct {
@@ -181,6 +198,46 @@ func (c *pDClient) GetMembers(ctx context.Context, in *GetMembersRequest, opts .
 	return out, nil
 }
 
+func (c *pDClient) GetGCSafePoint(ctx context.Context, in *GetGCSafePointRequest, opts ...grpc.CallOption) (*GetGCSafePointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetGCSafePointResponse)
+	err := c.cc.Invoke(ctx, PD_GetGCSafePoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pDClient) UpdateGCSafePoint(ctx context.Context, in *UpdateGCSafePointRequest, opts ...grpc.CallOption) (*UpdateGCSafePointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateGCSafePointResponse)
+	err := c.cc.Invoke(ctx, PD_UpdateGCSafePoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pDClient) GCNodeHeartbeat(ctx context.Context, in *GCNodeHeartbeatRequest, opts ...grpc.CallOption) (*GCNodeHeartbeatResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GCNodeHeartbeatResponse)
+	err := c.cc.Invoke(ctx, PD_GCNodeHeartbeat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pDClient) SetGCConfig(ctx context.Context, in *SetGCConfigRequest, opts ...grpc.CallOption) (*SetGCConfigResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetGCConfigResponse)
+	err := c.cc.Invoke(ctx, PD_SetGCConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PDServer is the server API for PD service.
 // All implementations must embed UnimplementedPDServer
 // for forward compatibility.
@@ -207,6 +264,19 @@ type PDServer interface {
 	GetRegionByID(context.Context, *GetRegionByIDRequest) (*GetRegionResponse, error)
 	IsBootstrapped(context.Context, *IsBootstrappedRequest) (*IsBootstrappedResponse, error)
 	GetMembers(context.Context, *GetMembersRequest) (*GetMembersResponse, error)
+	// GC (pd/gc.go). GetGCSafePoint returns the cluster's GC safe point: no
+	// read below it is served and versions only readers below it could see
+	// may be deleted. UpdateGCSafePoint raises it (never lowers it) and
+	// returns the resulting value.
+	GetGCSafePoint(context.Context, *GetGCSafePointRequest) (*GetGCSafePointResponse, error)
+	UpdateGCSafePoint(context.Context, *UpdateGCSafePointRequest) (*UpdateGCSafePointResponse, error)
+	// GCNodeHeartbeat is sent periodically by every SQL node: it publishes the
+	// node's smallest running start_ts, campaigns for the GC leadership (one
+	// node at a time runs GC rounds) and returns the GC settings.
+	GCNodeHeartbeat(context.Context, *GCNodeHeartbeatRequest) (*GCNodeHeartbeatResponse, error)
+	// SetGCConfig changes the cluster's GC settings (fields left 0 keep their
+	// value).
+	SetGCConfig(context.Context, *SetGCConfigRequest) (*SetGCConfigResponse, error)
 	mustEmbedUnimplementedPDServer()
 }
 
@@ -249,6 +319,18 @@ func (UnimplementedPDServer) IsBootstrapped(context.Context, *IsBootstrappedRequ
 }
 func (UnimplementedPDServer) GetMembers(context.Context, *GetMembersRequest) (*GetMembersResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetMembers not implemented")
+}
+func (UnimplementedPDServer) GetGCSafePoint(context.Context, *GetGCSafePointRequest) (*GetGCSafePointResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetGCSafePoint not implemented")
+}
+func (UnimplementedPDServer) UpdateGCSafePoint(context.Context, *UpdateGCSafePointRequest) (*UpdateGCSafePointResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UpdateGCSafePoint not implemented")
+}
+func (UnimplementedPDServer) GCNodeHeartbeat(context.Context, *GCNodeHeartbeatRequest) (*GCNodeHeartbeatResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GCNodeHeartbeat not implemented")
+}
+func (UnimplementedPDServer) SetGCConfig(context.Context, *SetGCConfigRequest) (*SetGCConfigResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetGCConfig not implemented")
 }
 func (UnimplementedPDServer) mustEmbedUnimplementedPDServer() {}
 func (UnimplementedPDServer) testEmbeddedByValue()            {}
@@ -458,6 +540,78 @@ func _PD_GetMembers_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PD_GetGCSafePoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetGCSafePointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).GetGCSafePoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_GetGCSafePoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).GetGCSafePoint(ctx, req.(*GetGCSafePointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PD_UpdateGCSafePoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateGCSafePointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).UpdateGCSafePoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_UpdateGCSafePoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).UpdateGCSafePoint(ctx, req.(*UpdateGCSafePointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PD_GCNodeHeartbeat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GCNodeHeartbeatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).GCNodeHeartbeat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_GCNodeHeartbeat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).GCNodeHeartbeat(ctx, req.(*GCNodeHeartbeatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PD_SetGCConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetGCConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).SetGCConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_SetGCConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).SetGCConfig(ctx, req.(*SetGCConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PD_ServiceDesc is the grpc.ServiceDesc for PD service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -504,6 +658,22 @@ var PD_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetMembers",
 			Handler:    _PD_GetMembers_Handler,
+		},
+		{
+			MethodName: "GetGCSafePoint",
+			Handler:    _PD_GetGCSafePoint_Handler,
+		},
+		{
+			MethodName: "UpdateGCSafePoint",
+			Handler:    _PD_UpdateGCSafePoint_Handler,
+		},
+		{
+			MethodName: "GCNodeHeartbeat",
+			Handler:    _PD_GCNodeHeartbeat_Handler,
+		},
+		{
+			MethodName: "SetGCConfig",
+			Handler:    _PD_SetGCConfig_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
