@@ -60,6 +60,7 @@ const DefaultLeaderTransferTimeout = 5 * time.Second
 type PD interface {
 	raftstore.PDClient
 	TSO
+	RegionLocator
 }
 
 // ErrNoPD is returned when neither PD endpoints nor a PD client are set.
@@ -165,7 +166,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if tso == nil {
 		tso = pd
 	}
-	storepb.RegisterStoreServer(gs, NewService(store, tso))
+	svc := NewService(store, tso, pd, s.log)
+	defer svc.Close()
+	storepb.RegisterStoreServer(gs, svc)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(s.lis) }()
 	s.log.Info("store ready", "store", store.ID(), "addr", s.cfg.AdvertiseAddr, "listen", s.lis.Addr().String(), "status_addr", s.cfg.StatusAddr)

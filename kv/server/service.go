@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,17 +41,25 @@ type TSO interface {
 // writes proposed through raft).
 type Service struct {
 	storepb.UnimplementedStoreServer
-	store *raftstore.Store
-	st    *txn.Storage
-	cm    *concurrency.Manager
+	store    *raftstore.Store
+	st       *txn.Storage
+	cm       *concurrency.Manager
+	detector *clusterDetector
 }
 
 // NewService returns the gRPC service of store; tso is used to sync the max
-// read timestamp whenever this store gains a region leadership.
-func NewService(store *raftstore.Store, tso TSO) *Service {
+// read timestamp whenever this store gains a region leadership, pd to find
+// the cluster's deadlock detector. Close releases its connections.
+func NewService(store *raftstore.Store, tso TSO, pd RegionLocator, log *slog.Logger) *Service {
 	cm := concurrency.New()
-	return &Service{store: store, cm: cm, st: txn.New(raftEngine{store}, cm, tso, txn.Config{})}
+	det := newClusterDetector(store, pd, log)
+	return &Service{store: store, cm: cm, detector: det,
+		st: txn.New(raftEngine{store}, cm, tso, txn.Config{Detector: det})}
 }
+
+// Close releases the service's outgoing connections (to the deadlock
+// detector). Call it after the gRPC server stopped.
+func (s *Service) Close() { s.detector.close() }
 
 // Storage returns the transaction layer the service runs on.
 func (s *Service) Storage() *txn.Storage { return s.st }

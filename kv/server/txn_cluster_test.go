@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -205,4 +207,34 @@ func TestClusterBatchCommands(t *testing.T) {
 	require.Equal(t, kvrpcpb.WriteConflict_PessimisticRetry, w.GetErrors()[0].GetConflict().GetReason(), "%v", w)
 	require.Equal(t, commitTS, w.GetErrors()[0].GetConflict().GetConflictCommitTs())
 	require.NoError(t, stream.CloseSend())
+}
+
+// TestClusterDeadlockDetectorRemote: a store that does not lead the region
+// of the empty key sends its waits to the store that does (over the Detect
+// RPC): one cluster-wide wait-for graph.
+func TestClusterDeadlockDetectorRemote(t *testing.T) {
+	c := newTestCluster(t)
+	c.put("k", "v") // a leader serves
+	l := c.leader()
+	f := (l + 1) % 3
+	d := newClusterDetector(c.nodes[f].srv.Store(), c.pd, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer d.close()
+	require.False(t, d.isDetector())
+
+	// Leadership may still move; the edges then land in a new, empty graph,
+	// so retry the whole scenario until it ran against one detector.
+	require.Eventually(t, func() bool {
+		a, b := c.nextTS(), c.nextTS()
+		if d.Detect(a, b, []byte("k1")) != nil {
+			return false
+		}
+		dl := d.Detect(b, a, []byte("k2"))
+		if dl == nil {
+			return false
+		}
+		require.Equal(t, a, dl.GetLockTs())
+		require.Len(t, dl.GetWaitChain(), 2)
+		d.CleanUp(a, b)
+		return d.Detect(b, a, []byte("k2")) == nil
+	}, waitFor, 50*time.Millisecond)
 }

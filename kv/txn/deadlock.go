@@ -3,6 +3,7 @@ package txn
 import (
 	"hash/fnv"
 	"sync"
+	"time"
 
 	"github.com/stratadb/strata/proto/kvrpcpb"
 )
@@ -20,22 +21,50 @@ type Detector interface {
 	CleanUp(waiter, holder uint64)
 }
 
-// LocalDetector is an in-process wait-for graph.
+// LocalDetector is an in-process wait-for graph. An edge whose CleanUp
+// was lost (a detector reached over the network) expires EdgeTTL after it
+// was last recorded, so it cannot make an innocent victim forever.
 type LocalDetector struct {
 	mu sync.Mutex
 	// edges[waiter][holder] is the key hash and count of waits.
 	edges map[uint64]map[uint64]*waitEdge
+	now   func() time.Time
 }
+
+// EdgeTTL is how long a wait-for edge lives without being recorded again.
+const EdgeTTL = 2 * time.Minute
 
 type waitEdge struct {
 	key     []byte
 	keyHash uint64
 	n       int
+	at      time.Time
+}
+
+// Reset forgets every edge (the detector role moved).
+func (d *LocalDetector) Reset() {
+	d.mu.Lock()
+	d.edges = map[uint64]map[uint64]*waitEdge{}
+	d.mu.Unlock()
+}
+
+// expire drops edges older than EdgeTTL.
+func (d *LocalDetector) expire(now time.Time) {
+	for w, hs := range d.edges {
+		for h, e := range hs {
+			if now.Sub(e.at) > EdgeTTL {
+				delete(hs, h)
+			}
+		}
+		if len(hs) == 0 {
+			delete(d.edges, w)
+		}
+	}
 }
 
 // NewLocalDetector returns an empty detector.
 func NewLocalDetector() *LocalDetector {
-	return &LocalDetector{edges: map[uint64]map[uint64]*waitEdge{}}
+	return &LocalDetector{edges: map[uint64]map[uint64]*waitEdge{}, now: time.Now}
 }
 
 func keyHash(k []byte) uint64 {
@@ -48,6 +77,8 @@ func keyHash(k []byte) uint64 {
 func (d *LocalDetector) Detect(waiter, holder uint64, key []byte) *kvrpcpb.Deadlock {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	now := d.now()
+	d.expire(now)
 	if chain := d.path(holder, waiter); chain != nil || waiter == holder {
 		dl := &kvrpcpb.Deadlock{LockTs: holder, LockKey: key, DeadlockKeyHash: keyHash(key)}
 		dl.WaitChain = append(dl.WaitChain, &kvrpcpb.WaitForEntry{Txn: waiter, WaitForTxn: holder, KeyHash: keyHash(key), Key: key})
@@ -65,6 +96,7 @@ func (d *LocalDetector) Detect(waiter, holder uint64, key []byte) *kvrpcpb.Deadl
 		hs[holder] = e
 	}
 	e.n++
+	e.at = now
 	return nil
 }
 

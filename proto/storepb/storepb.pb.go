@@ -23,6 +23,52 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type DetectRequest_Tp int32
+
+const (
+	DetectRequest_Detect  DetectRequest_Tp = 0 // entry.txn starts waiting for entry.wait_for_txn
+	DetectRequest_CleanUp DetectRequest_Tp = 1 // that wait ended
+)
+
+// Enum value maps for DetectRequest_Tp.
+var (
+	DetectRequest_Tp_name = map[int32]string{
+		0: "Detect",
+		1: "CleanUp",
+	}
+	DetectRequest_Tp_value = map[string]int32{
+		"Detect":  0,
+		"CleanUp": 1,
+	}
+)
+
+func (x DetectRequest_Tp) Enum() *DetectRequest_Tp {
+	p := new(DetectRequest_Tp)
+	*p = x
+	return p
+}
+
+func (x DetectRequest_Tp) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DetectRequest_Tp) Descriptor() protoreflect.EnumDescriptor {
+	return file_storepb_proto_enumTypes[0].Descriptor()
+}
+
+func (DetectRequest_Tp) Type() protoreflect.EnumType {
+	return &file_storepb_proto_enumTypes[0]
+}
+
+func (x DetectRequest_Tp) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DetectRequest_Tp.Descriptor instead.
+func (DetectRequest_Tp) EnumDescriptor() ([]byte, []int) {
+	return file_storepb_proto_rawDescGZIP(), []int{2, 0}
+}
+
 type BatchCommandsRequest struct {
 	state         protoimpl.MessageState          `protogen:"open.v1"`
 	Requests      []*BatchCommandsRequest_Request `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
@@ -127,6 +173,114 @@ func (x *BatchCommandsResponse) GetRequestIds() []uint64 {
 	return nil
 }
 
+type DetectRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tp            DetectRequest_Tp       `protobuf:"varint,1,opt,name=tp,proto3,enum=storepb.DetectRequest_Tp" json:"tp,omitempty"`
+	Entry         *kvrpcpb.WaitForEntry  `protobuf:"bytes,2,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DetectRequest) Reset() {
+	*x = DetectRequest{}
+	mi := &file_storepb_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DetectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DetectRequest) ProtoMessage() {}
+
+func (x *DetectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_storepb_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DetectRequest.ProtoReflect.Descriptor instead.
+func (*DetectRequest) Descriptor() ([]byte, []int) {
+	return file_storepb_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *DetectRequest) GetTp() DetectRequest_Tp {
+	if x != nil {
+		return x.Tp
+	}
+	return DetectRequest_Detect
+}
+
+func (x *DetectRequest) GetEntry() *kvrpcpb.WaitForEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+type DetectResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// not_detector: this store does not run the detector (any more); the
+	// caller looks the detector up again.
+	NotDetector bool `protobuf:"varint,1,opt,name=not_detector,json=notDetector,proto3" json:"not_detector,omitempty"`
+	// deadlock is set when the wait would close a cycle; the waiter is the
+	// victim and its wait was not recorded.
+	Deadlock      *kvrpcpb.Deadlock `protobuf:"bytes,2,opt,name=deadlock,proto3" json:"deadlock,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DetectResponse) Reset() {
+	*x = DetectResponse{}
+	mi := &file_storepb_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DetectResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DetectResponse) ProtoMessage() {}
+
+func (x *DetectResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_storepb_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DetectResponse.ProtoReflect.Descriptor instead.
+func (*DetectResponse) Descriptor() ([]byte, []int) {
+	return file_storepb_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DetectResponse) GetNotDetector() bool {
+	if x != nil {
+		return x.NotDetector
+	}
+	return false
+}
+
+func (x *DetectResponse) GetDeadlock() *kvrpcpb.Deadlock {
+	if x != nil {
+		return x.Deadlock
+	}
+	return nil
+}
+
 type BatchCommandsRequest_Request struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Cmd:
@@ -154,7 +308,7 @@ type BatchCommandsRequest_Request struct {
 
 func (x *BatchCommandsRequest_Request) Reset() {
 	*x = BatchCommandsRequest_Request{}
-	mi := &file_storepb_proto_msgTypes[2]
+	mi := &file_storepb_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -166,7 +320,7 @@ func (x *BatchCommandsRequest_Request) String() string {
 func (*BatchCommandsRequest_Request) ProtoMessage() {}
 
 func (x *BatchCommandsRequest_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_storepb_proto_msgTypes[2]
+	mi := &file_storepb_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -463,7 +617,7 @@ type BatchCommandsResponse_Response struct {
 
 func (x *BatchCommandsResponse_Response) Reset() {
 	*x = BatchCommandsResponse_Response{}
-	mi := &file_storepb_proto_msgTypes[3]
+	mi := &file_storepb_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +629,7 @@ func (x *BatchCommandsResponse_Response) String() string {
 func (*BatchCommandsResponse_Response) ProtoMessage() {}
 
 func (x *BatchCommandsResponse_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_storepb_proto_msgTypes[3]
+	mi := &file_storepb_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,8 +954,17 @@ const file_storepb_proto_rawDesc = "" +
 	"\vcoprocessor\x18\x0f \x01(\v2\x1c.kvrpcpb.CoprocessorResponseH\x00R\vcoprocessor\x12/\n" +
 	"\x06one_pc\x18\x10 \x01(\v2\x16.kvrpcpb.OnePCResponseH\x00R\x05onePc\x12\x14\n" +
 	"\x05error\x18d \x01(\tR\x05errorB\x05\n" +
-	"\x03cmd2\xd6\n" +
+	"\x03cmd\"\x86\x01\n" +
+	"\rDetectRequest\x12)\n" +
+	"\x02tp\x18\x01 \x01(\x0e2\x19.storepb.DetectRequest.TpR\x02tp\x12+\n" +
+	"\x05entry\x18\x02 \x01(\v2\x15.kvrpcpb.WaitForEntryR\x05entry\"\x1d\n" +
+	"\x02Tp\x12\n" +
 	"\n" +
+	"\x06Detect\x10\x00\x12\v\n" +
+	"\aCleanUp\x10\x01\"b\n" +
+	"\x0eDetectResponse\x12!\n" +
+	"\fnot_detector\x18\x01 \x01(\bR\vnotDetector\x12-\n" +
+	"\bdeadlock\x18\x02 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock2\x93\v\n" +
 	"\x05Store\x124\n" +
 	"\x05KvGet\x12\x13.kvrpcpb.GetRequest\x1a\x14.kvrpcpb.GetResponse\"\x00\x12C\n" +
 	"\n" +
@@ -822,7 +985,8 @@ const file_storepb_proto_rawDesc = "" +
 	"KvScanLock\x12\x18.kvrpcpb.ScanLockRequest\x1a\x19.kvrpcpb.ScanLockResponse\"\x00\x12:\n" +
 	"\aKvOnePC\x12\x15.kvrpcpb.OnePCRequest\x1a\x16.kvrpcpb.OnePCResponse\"\x00\x12J\n" +
 	"\vCoprocessor\x12\x1b.kvrpcpb.CoprocessorRequest\x1a\x1c.kvrpcpb.CoprocessorResponse\"\x00\x12T\n" +
-	"\rBatchCommands\x12\x1d.storepb.BatchCommandsRequest\x1a\x1e.storepb.BatchCommandsResponse\"\x00(\x010\x01\x12@\n" +
+	"\rBatchCommands\x12\x1d.storepb.BatchCommandsRequest\x1a\x1e.storepb.BatchCommandsResponse\"\x00(\x010\x01\x12;\n" +
+	"\x06Detect\x12\x16.storepb.DetectRequest\x1a\x17.storepb.DetectResponse\"\x00\x12@\n" +
 	"\x04Raft\x12\x1f.raft_serverpb.BatchRaftMessage\x1a\x13.raft_serverpb.Done\"\x00(\x01B*Z(github.com/stratadb/strata/proto/storepbb\x06proto3"
 
 var (
@@ -837,123 +1001,134 @@ func file_storepb_proto_rawDescGZIP() []byte {
 	return file_storepb_proto_rawDescData
 }
 
-var file_storepb_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_storepb_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_storepb_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_storepb_proto_goTypes = []any{
-	(*BatchCommandsRequest)(nil),                // 0: storepb.BatchCommandsRequest
-	(*BatchCommandsResponse)(nil),               // 1: storepb.BatchCommandsResponse
-	(*BatchCommandsRequest_Request)(nil),        // 2: storepb.BatchCommandsRequest.Request
-	(*BatchCommandsResponse_Response)(nil),      // 3: storepb.BatchCommandsResponse.Response
-	(*kvrpcpb.GetRequest)(nil),                  // 4: kvrpcpb.GetRequest
-	(*kvrpcpb.BatchGetRequest)(nil),             // 5: kvrpcpb.BatchGetRequest
-	(*kvrpcpb.ScanRequest)(nil),                 // 6: kvrpcpb.ScanRequest
-	(*kvrpcpb.PrewriteRequest)(nil),             // 7: kvrpcpb.PrewriteRequest
-	(*kvrpcpb.CommitRequest)(nil),               // 8: kvrpcpb.CommitRequest
-	(*kvrpcpb.BatchRollbackRequest)(nil),        // 9: kvrpcpb.BatchRollbackRequest
-	(*kvrpcpb.CleanupRequest)(nil),              // 10: kvrpcpb.CleanupRequest
-	(*kvrpcpb.CheckTxnStatusRequest)(nil),       // 11: kvrpcpb.CheckTxnStatusRequest
-	(*kvrpcpb.CheckSecondaryLocksRequest)(nil),  // 12: kvrpcpb.CheckSecondaryLocksRequest
-	(*kvrpcpb.ResolveLockRequest)(nil),          // 13: kvrpcpb.ResolveLockRequest
-	(*kvrpcpb.TxnHeartBeatRequest)(nil),         // 14: kvrpcpb.TxnHeartBeatRequest
-	(*kvrpcpb.PessimisticLockRequest)(nil),      // 15: kvrpcpb.PessimisticLockRequest
-	(*kvrpcpb.PessimisticRollbackRequest)(nil),  // 16: kvrpcpb.PessimisticRollbackRequest
-	(*kvrpcpb.ScanLockRequest)(nil),             // 17: kvrpcpb.ScanLockRequest
-	(*kvrpcpb.CoprocessorRequest)(nil),          // 18: kvrpcpb.CoprocessorRequest
-	(*kvrpcpb.OnePCRequest)(nil),                // 19: kvrpcpb.OnePCRequest
-	(*kvrpcpb.GetResponse)(nil),                 // 20: kvrpcpb.GetResponse
-	(*kvrpcpb.BatchGetResponse)(nil),            // 21: kvrpcpb.BatchGetResponse
-	(*kvrpcpb.ScanResponse)(nil),                // 22: kvrpcpb.ScanResponse
-	(*kvrpcpb.PrewriteResponse)(nil),            // 23: kvrpcpb.PrewriteResponse
-	(*kvrpcpb.CommitResponse)(nil),              // 24: kvrpcpb.CommitResponse
-	(*kvrpcpb.BatchRollbackResponse)(nil),       // 25: kvrpcpb.BatchRollbackResponse
-	(*kvrpcpb.CleanupResponse)(nil),             // 26: kvrpcpb.CleanupResponse
-	(*kvrpcpb.CheckTxnStatusResponse)(nil),      // 27: kvrpcpb.CheckTxnStatusResponse
-	(*kvrpcpb.CheckSecondaryLocksResponse)(nil), // 28: kvrpcpb.CheckSecondaryLocksResponse
-	(*kvrpcpb.ResolveLockResponse)(nil),         // 29: kvrpcpb.ResolveLockResponse
-	(*kvrpcpb.TxnHeartBeatResponse)(nil),        // 30: kvrpcpb.TxnHeartBeatResponse
-	(*kvrpcpb.PessimisticLockResponse)(nil),     // 31: kvrpcpb.PessimisticLockResponse
-	(*kvrpcpb.PessimisticRollbackResponse)(nil), // 32: kvrpcpb.PessimisticRollbackResponse
-	(*kvrpcpb.ScanLockResponse)(nil),            // 33: kvrpcpb.ScanLockResponse
-	(*kvrpcpb.CoprocessorResponse)(nil),         // 34: kvrpcpb.CoprocessorResponse
-	(*kvrpcpb.OnePCResponse)(nil),               // 35: kvrpcpb.OnePCResponse
-	(*raft_serverpb.BatchRaftMessage)(nil),      // 36: raft_serverpb.BatchRaftMessage
-	(*raft_serverpb.Done)(nil),                  // 37: raft_serverpb.Done
+	(DetectRequest_Tp)(0),                       // 0: storepb.DetectRequest.Tp
+	(*BatchCommandsRequest)(nil),                // 1: storepb.BatchCommandsRequest
+	(*BatchCommandsResponse)(nil),               // 2: storepb.BatchCommandsResponse
+	(*DetectRequest)(nil),                       // 3: storepb.DetectRequest
+	(*DetectResponse)(nil),                      // 4: storepb.DetectResponse
+	(*BatchCommandsRequest_Request)(nil),        // 5: storepb.BatchCommandsRequest.Request
+	(*BatchCommandsResponse_Response)(nil),      // 6: storepb.BatchCommandsResponse.Response
+	(*kvrpcpb.WaitForEntry)(nil),                // 7: kvrpcpb.WaitForEntry
+	(*kvrpcpb.Deadlock)(nil),                    // 8: kvrpcpb.Deadlock
+	(*kvrpcpb.GetRequest)(nil),                  // 9: kvrpcpb.GetRequest
+	(*kvrpcpb.BatchGetRequest)(nil),             // 10: kvrpcpb.BatchGetRequest
+	(*kvrpcpb.ScanRequest)(nil),                 // 11: kvrpcpb.ScanRequest
+	(*kvrpcpb.PrewriteRequest)(nil),             // 12: kvrpcpb.PrewriteRequest
+	(*kvrpcpb.CommitRequest)(nil),               // 13: kvrpcpb.CommitRequest
+	(*kvrpcpb.BatchRollbackRequest)(nil),        // 14: kvrpcpb.BatchRollbackRequest
+	(*kvrpcpb.CleanupRequest)(nil),              // 15: kvrpcpb.CleanupRequest
+	(*kvrpcpb.CheckTxnStatusRequest)(nil),       // 16: kvrpcpb.CheckTxnStatusRequest
+	(*kvrpcpb.CheckSecondaryLocksRequest)(nil),  // 17: kvrpcpb.CheckSecondaryLocksRequest
+	(*kvrpcpb.ResolveLockRequest)(nil),          // 18: kvrpcpb.ResolveLockRequest
+	(*kvrpcpb.TxnHeartBeatRequest)(nil),         // 19: kvrpcpb.TxnHeartBeatRequest
+	(*kvrpcpb.PessimisticLockRequest)(nil),      // 20: kvrpcpb.PessimisticLockRequest
+	(*kvrpcpb.PessimisticRollbackRequest)(nil),  // 21: kvrpcpb.PessimisticRollbackRequest
+	(*kvrpcpb.ScanLockRequest)(nil),             // 22: kvrpcpb.ScanLockRequest
+	(*kvrpcpb.CoprocessorRequest)(nil),          // 23: kvrpcpb.CoprocessorRequest
+	(*kvrpcpb.OnePCRequest)(nil),                // 24: kvrpcpb.OnePCRequest
+	(*kvrpcpb.GetResponse)(nil),                 // 25: kvrpcpb.GetResponse
+	(*kvrpcpb.BatchGetResponse)(nil),            // 26: kvrpcpb.BatchGetResponse
+	(*kvrpcpb.ScanResponse)(nil),                // 27: kvrpcpb.ScanResponse
+	(*kvrpcpb.PrewriteResponse)(nil),            // 28: kvrpcpb.PrewriteResponse
+	(*kvrpcpb.CommitResponse)(nil),              // 29: kvrpcpb.CommitResponse
+	(*kvrpcpb.BatchRollbackResponse)(nil),       // 30: kvrpcpb.BatchRollbackResponse
+	(*kvrpcpb.CleanupResponse)(nil),             // 31: kvrpcpb.CleanupResponse
+	(*kvrpcpb.CheckTxnStatusResponse)(nil),      // 32: kvrpcpb.CheckTxnStatusResponse
+	(*kvrpcpb.CheckSecondaryLocksResponse)(nil), // 33: kvrpcpb.CheckSecondaryLocksResponse
+	(*kvrpcpb.ResolveLockResponse)(nil),         // 34: kvrpcpb.ResolveLockResponse
+	(*kvrpcpb.TxnHeartBeatResponse)(nil),        // 35: kvrpcpb.TxnHeartBeatResponse
+	(*kvrpcpb.PessimisticLockResponse)(nil),     // 36: kvrpcpb.PessimisticLockResponse
+	(*kvrpcpb.PessimisticRollbackResponse)(nil), // 37: kvrpcpb.PessimisticRollbackResponse
+	(*kvrpcpb.ScanLockResponse)(nil),            // 38: kvrpcpb.ScanLockResponse
+	(*kvrpcpb.CoprocessorResponse)(nil),         // 39: kvrpcpb.CoprocessorResponse
+	(*kvrpcpb.OnePCResponse)(nil),               // 40: kvrpcpb.OnePCResponse
+	(*raft_serverpb.BatchRaftMessage)(nil),      // 41: raft_serverpb.BatchRaftMessage
+	(*raft_serverpb.Done)(nil),                  // 42: raft_serverpb.Done
 }
 var file_storepb_proto_depIdxs = []int32{
-	2,  // 0: storepb.BatchCommandsRequest.requests:type_name -> storepb.BatchCommandsRequest.Request
-	3,  // 1: storepb.BatchCommandsResponse.responses:type_name -> storepb.BatchCommandsResponse.Response
-	4,  // 2: storepb.BatchCommandsRequest.Request.get:type_name -> kvrpcpb.GetRequest
-	5,  // 3: storepb.BatchCommandsRequest.Request.batch_get:type_name -> kvrpcpb.BatchGetRequest
-	6,  // 4: storepb.BatchCommandsRequest.Request.scan:type_name -> kvrpcpb.ScanRequest
-	7,  // 5: storepb.BatchCommandsRequest.Request.prewrite:type_name -> kvrpcpb.PrewriteRequest
-	8,  // 6: storepb.BatchCommandsRequest.Request.commit:type_name -> kvrpcpb.CommitRequest
-	9,  // 7: storepb.BatchCommandsRequest.Request.batch_rollback:type_name -> kvrpcpb.BatchRollbackRequest
-	10, // 8: storepb.BatchCommandsRequest.Request.cleanup:type_name -> kvrpcpb.CleanupRequest
-	11, // 9: storepb.BatchCommandsRequest.Request.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusRequest
-	12, // 10: storepb.BatchCommandsRequest.Request.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksRequest
-	13, // 11: storepb.BatchCommandsRequest.Request.resolve_lock:type_name -> kvrpcpb.ResolveLockRequest
-	14, // 12: storepb.BatchCommandsRequest.Request.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatRequest
-	15, // 13: storepb.BatchCommandsRequest.Request.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockRequest
-	16, // 14: storepb.BatchCommandsRequest.Request.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackRequest
-	17, // 15: storepb.BatchCommandsRequest.Request.scan_lock:type_name -> kvrpcpb.ScanLockRequest
-	18, // 16: storepb.BatchCommandsRequest.Request.coprocessor:type_name -> kvrpcpb.CoprocessorRequest
-	19, // 17: storepb.BatchCommandsRequest.Request.one_pc:type_name -> kvrpcpb.OnePCRequest
-	20, // 18: storepb.BatchCommandsResponse.Response.get:type_name -> kvrpcpb.GetResponse
-	21, // 19: storepb.BatchCommandsResponse.Response.batch_get:type_name -> kvrpcpb.BatchGetResponse
-	22, // 20: storepb.BatchCommandsResponse.Response.scan:type_name -> kvrpcpb.ScanResponse
-	23, // 21: storepb.BatchCommandsResponse.Response.prewrite:type_name -> kvrpcpb.PrewriteResponse
-	24, // 22: storepb.BatchCommandsResponse.Response.commit:type_name -> kvrpcpb.CommitResponse
-	25, // 23: storepb.BatchCommandsResponse.Response.batch_rollback:type_name -> kvrpcpb.BatchRollbackResponse
-	26, // 24: storepb.BatchCommandsResponse.Response.cleanup:type_name -> kvrpcpb.CleanupResponse
-	27, // 25: storepb.BatchCommandsResponse.Response.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusResponse
-	28, // 26: storepb.BatchCommandsResponse.Response.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksResponse
-	29, // 27: storepb.BatchCommandsResponse.Response.resolve_lock:type_name -> kvrpcpb.ResolveLockResponse
-	30, // 28: storepb.BatchCommandsResponse.Response.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatResponse
-	31, // 29: storepb.BatchCommandsResponse.Response.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockResponse
-	32, // 30: storepb.BatchCommandsResponse.Response.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackResponse
-	33, // 31: storepb.BatchCommandsResponse.Response.scan_lock:type_name -> kvrpcpb.ScanLockResponse
-	34, // 32: storepb.BatchCommandsResponse.Response.coprocessor:type_name -> kvrpcpb.CoprocessorResponse
-	35, // 33: storepb.BatchCommandsResponse.Response.one_pc:type_name -> kvrpcpb.OnePCResponse
-	4,  // 34: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
-	5,  // 35: storepb.Store.KvBatchGet:input_type -> kvrpcpb.BatchGetRequest
-	6,  // 36: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
-	7,  // 37: storepb.Store.KvPrewrite:input_type -> kvrpcpb.PrewriteRequest
-	8,  // 38: storepb.Store.KvCommit:input_type -> kvrpcpb.CommitRequest
-	9,  // 39: storepb.Store.KvBatchRollback:input_type -> kvrpcpb.BatchRollbackRequest
-	10, // 40: storepb.Store.KvCleanup:input_type -> kvrpcpb.CleanupRequest
-	11, // 41: storepb.Store.KvCheckTxnStatus:input_type -> kvrpcpb.CheckTxnStatusRequest
-	12, // 42: storepb.Store.KvCheckSecondaryLocks:input_type -> kvrpcpb.CheckSecondaryLocksRequest
-	13, // 43: storepb.Store.KvResolveLock:input_type -> kvrpcpb.ResolveLockRequest
-	14, // 44: storepb.Store.KvTxnHeartBeat:input_type -> kvrpcpb.TxnHeartBeatRequest
-	15, // 45: storepb.Store.KvPessimisticLock:input_type -> kvrpcpb.PessimisticLockRequest
-	16, // 46: storepb.Store.KvPessimisticRollback:input_type -> kvrpcpb.PessimisticRollbackRequest
-	17, // 47: storepb.Store.KvScanLock:input_type -> kvrpcpb.ScanLockRequest
-	19, // 48: storepb.Store.KvOnePC:input_type -> kvrpcpb.OnePCRequest
-	18, // 49: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
-	0,  // 50: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
-	36, // 51: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
-	20, // 52: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
-	21, // 53: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
-	22, // 54: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
-	23, // 55: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
-	24, // 56: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
-	25, // 57: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
-	26, // 58: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
-	27, // 59: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
-	28, // 60: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
-	29, // 61: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
-	30, // 62: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
-	31, // 63: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
-	32, // 64: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
-	33, // 65: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
-	35, // 66: storepb.Store.KvOnePC:output_type -> kvrpcpb.OnePCResponse
-	34, // 67: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
-	1,  // 68: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
-	37, // 69: storepb.Store.Raft:output_type -> raft_serverpb.Done
-	52, // [52:70] is the sub-list for method output_type
-	34, // [34:52] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	5,  // 0: storepb.BatchCommandsRequest.requests:type_name -> storepb.BatchCommandsRequest.Request
+	6,  // 1: storepb.BatchCommandsResponse.responses:type_name -> storepb.BatchCommandsResponse.Response
+	0,  // 2: storepb.DetectRequest.tp:type_name -> storepb.DetectRequest.Tp
+	7,  // 3: storepb.DetectRequest.entry:type_name -> kvrpcpb.WaitForEntry
+	8,  // 4: storepb.DetectResponse.deadlock:type_name -> kvrpcpb.Deadlock
+	9,  // 5: storepb.BatchCommandsRequest.Request.get:type_name -> kvrpcpb.GetRequest
+	10, // 6: storepb.BatchCommandsRequest.Request.batch_get:type_name -> kvrpcpb.BatchGetRequest
+	11, // 7: storepb.BatchCommandsRequest.Request.scan:type_name -> kvrpcpb.ScanRequest
+	12, // 8: storepb.BatchCommandsRequest.Request.prewrite:type_name -> kvrpcpb.PrewriteRequest
+	13, // 9: storepb.BatchCommandsRequest.Request.commit:type_name -> kvrpcpb.CommitRequest
+	14, // 10: storepb.BatchCommandsRequest.Request.batch_rollback:type_name -> kvrpcpb.BatchRollbackRequest
+	15, // 11: storepb.BatchCommandsRequest.Request.cleanup:type_name -> kvrpcpb.CleanupRequest
+	16, // 12: storepb.BatchCommandsRequest.Request.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusRequest
+	17, // 13: storepb.BatchCommandsRequest.Request.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksRequest
+	18, // 14: storepb.BatchCommandsRequest.Request.resolve_lock:type_name -> kvrpcpb.ResolveLockRequest
+	19, // 15: storepb.BatchCommandsRequest.Request.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatRequest
+	20, // 16: storepb.BatchCommandsRequest.Request.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockRequest
+	21, // 17: storepb.BatchCommandsRequest.Request.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackRequest
+	22, // 18: storepb.BatchCommandsRequest.Request.scan_lock:type_name -> kvrpcpb.ScanLockRequest
+	23, // 19: storepb.BatchCommandsRequest.Request.coprocessor:type_name -> kvrpcpb.CoprocessorRequest
+	24, // 20: storepb.BatchCommandsRequest.Request.one_pc:type_name -> kvrpcpb.OnePCRequest
+	25, // 21: storepb.BatchCommandsResponse.Response.get:type_name -> kvrpcpb.GetResponse
+	26, // 22: storepb.BatchCommandsResponse.Response.batch_get:type_name -> kvrpcpb.BatchGetResponse
+	27, // 23: storepb.BatchCommandsResponse.Response.scan:type_name -> kvrpcpb.ScanResponse
+	28, // 24: storepb.BatchCommandsResponse.Response.prewrite:type_name -> kvrpcpb.PrewriteResponse
+	29, // 25: storepb.BatchCommandsResponse.Response.commit:type_name -> kvrpcpb.CommitResponse
+	30, // 26: storepb.BatchCommandsResponse.Response.batch_rollback:type_name -> kvrpcpb.BatchRollbackResponse
+	31, // 27: storepb.BatchCommandsResponse.Response.cleanup:type_name -> kvrpcpb.CleanupResponse
+	32, // 28: storepb.BatchCommandsResponse.Response.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusResponse
+	33, // 29: storepb.BatchCommandsResponse.Response.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksResponse
+	34, // 30: storepb.BatchCommandsResponse.Response.resolve_lock:type_name -> kvrpcpb.ResolveLockResponse
+	35, // 31: storepb.BatchCommandsResponse.Response.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatResponse
+	36, // 32: storepb.BatchCommandsResponse.Response.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockResponse
+	37, // 33: storepb.BatchCommandsResponse.Response.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackResponse
+	38, // 34: storepb.BatchCommandsResponse.Response.scan_lock:type_name -> kvrpcpb.ScanLockResponse
+	39, // 35: storepb.BatchCommandsResponse.Response.coprocessor:type_name -> kvrpcpb.CoprocessorResponse
+	40, // 36: storepb.BatchCommandsResponse.Response.one_pc:type_name -> kvrpcpb.OnePCResponse
+	9,  // 37: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
+	10, // 38: storepb.Store.KvBatchGet:input_type -> kvrpcpb.BatchGetRequest
+	11, // 39: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
+	12, // 40: storepb.Store.KvPrewrite:input_type -> kvrpcpb.PrewriteRequest
+	13, // 41: storepb.Store.KvCommit:input_type -> kvrpcpb.CommitRequest
+	14, // 42: storepb.Store.KvBatchRollback:input_type -> kvrpcpb.BatchRollbackRequest
+	15, // 43: storepb.Store.KvCleanup:input_type -> kvrpcpb.CleanupRequest
+	16, // 44: storepb.Store.KvCheckTxnStatus:input_type -> kvrpcpb.CheckTxnStatusRequest
+	17, // 45: storepb.Store.KvCheckSecondaryLocks:input_type -> kvrpcpb.CheckSecondaryLocksRequest
+	18, // 46: storepb.Store.KvResolveLock:input_type -> kvrpcpb.ResolveLockRequest
+	19, // 47: storepb.Store.KvTxnHeartBeat:input_type -> kvrpcpb.TxnHeartBeatRequest
+	20, // 48: storepb.Store.KvPessimisticLock:input_type -> kvrpcpb.PessimisticLockRequest
+	21, // 49: storepb.Store.KvPessimisticRollback:input_type -> kvrpcpb.PessimisticRollbackRequest
+	22, // 50: storepb.Store.KvScanLock:input_type -> kvrpcpb.ScanLockRequest
+	24, // 51: storepb.Store.KvOnePC:input_type -> kvrpcpb.OnePCRequest
+	23, // 52: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
+	1,  // 53: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
+	3,  // 54: storepb.Store.Detect:input_type -> storepb.DetectRequest
+	41, // 55: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
+	25, // 56: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
+	26, // 57: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
+	27, // 58: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
+	28, // 59: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
+	29, // 60: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
+	30, // 61: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
+	31, // 62: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
+	32, // 63: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
+	33, // 64: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
+	34, // 65: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
+	35, // 66: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
+	36, // 67: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
+	37, // 68: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
+	38, // 69: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
+	40, // 70: storepb.Store.KvOnePC:output_type -> kvrpcpb.OnePCResponse
+	39, // 71: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
+	2,  // 72: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
+	4,  // 73: storepb.Store.Detect:output_type -> storepb.DetectResponse
+	42, // 74: storepb.Store.Raft:output_type -> raft_serverpb.Done
+	56, // [56:75] is the sub-list for method output_type
+	37, // [37:56] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_storepb_proto_init() }
@@ -961,7 +1136,7 @@ func file_storepb_proto_init() {
 	if File_storepb_proto != nil {
 		return
 	}
-	file_storepb_proto_msgTypes[2].OneofWrappers = []any{
+	file_storepb_proto_msgTypes[4].OneofWrappers = []any{
 		(*BatchCommandsRequest_Request_Get)(nil),
 		(*BatchCommandsRequest_Request_BatchGet)(nil),
 		(*BatchCommandsRequest_Request_Scan)(nil),
@@ -979,7 +1154,7 @@ func file_storepb_proto_init() {
 		(*BatchCommandsRequest_Request_Coprocessor)(nil),
 		(*BatchCommandsRequest_Request_OnePc)(nil),
 	}
-	file_storepb_proto_msgTypes[3].OneofWrappers = []any{
+	file_storepb_proto_msgTypes[5].OneofWrappers = []any{
 		(*BatchCommandsResponse_Response_Get)(nil),
 		(*BatchCommandsResponse_Response_BatchGet)(nil),
 		(*BatchCommandsResponse_Response_Scan)(nil),
@@ -1002,13 +1177,14 @@ func file_storepb_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_storepb_proto_rawDesc), len(file_storepb_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   4,
+			NumEnums:      1,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_storepb_proto_goTypes,
 		DependencyIndexes: file_storepb_proto_depIdxs,
+		EnumInfos:         file_storepb_proto_enumTypes,
 		MessageInfos:      file_storepb_proto_msgTypes,
 	}.Build()
 	File_storepb_proto = out.File

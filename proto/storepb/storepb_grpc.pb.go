@@ -38,6 +38,7 @@ const (
 	Store_KvOnePC_FullMethodName               = "/storepb.Store/KvOnePC"
 	Store_Coprocessor_FullMethodName           = "/storepb.Store/Coprocessor"
 	Store_BatchCommands_FullMethodName         = "/storepb.Store/BatchCommands"
+	Store_Detect_FullMethodName                = "/storepb.Store/Detect"
 	Store_Raft_FullMethodName                  = "/storepb.Store/Raft"
 )
 
@@ -70,6 +71,10 @@ type StoreClient interface {
 	// requests from concurrent callers travel together, responses are
 	// matched by request id and may come back in any order.
 	BatchCommands(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[BatchCommandsRequest, BatchCommandsResponse], error)
+	// Detect is the cluster's deadlock detector (TiKV's deadlock service):
+	// it runs on the store leading the region that holds the empty key;
+	// every store sends it the lock waits of its pessimistic transactions.
+	Detect(ctx context.Context, in *DetectRequest, opts ...grpc.CallOption) (*DetectResponse, error)
 	// Raft is a client stream of batches of raft messages from one store to
 	// another; the stream lives as long as the connection.
 	Raft(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[raft_serverpb.BatchRaftMessage, raft_serverpb.Done], error)
@@ -256,6 +261,16 @@ func (c *storeClient) BatchCommands(ctx context.Context, opts ...grpc.CallOption
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Store_BatchCommandsClient = grpc.BidiStreamingClient[BatchCommandsRequest, BatchCommandsResponse]
 
+func (c *storeClient) Detect(ctx context.Context, in *DetectRequest, opts ...grpc.CallOption) (*DetectResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DetectResponse)
+	err := c.cc.Invoke(ctx, Store_Detect_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storeClient) Raft(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[raft_serverpb.BatchRaftMessage, raft_serverpb.Done], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Store_ServiceDesc.Streams[1], Store_Raft_FullMethodName, cOpts...)
@@ -298,6 +313,10 @@ type StoreServer interface {
 	// requests from concurrent callers travel together, responses are
 	// matched by request id and may come back in any order.
 	BatchCommands(grpc.BidiStreamingServer[BatchCommandsRequest, BatchCommandsResponse]) error
+	// Detect is the cluster's deadlock detector (TiKV's deadlock service):
+	// it runs on the store leading the region that holds the empty key;
+	// every store sends it the lock waits of its pessimistic transactions.
+	Detect(context.Context, *DetectRequest) (*DetectResponse, error)
 	// Raft is a client stream of batches of raft messages from one store to
 	// another; the stream lives as long as the connection.
 	Raft(grpc.ClientStreamingServer[raft_serverpb.BatchRaftMessage, raft_serverpb.Done]) error
@@ -361,6 +380,9 @@ func (UnimplementedStoreServer) Coprocessor(context.Context, *kvrpcpb.Coprocesso
 }
 func (UnimplementedStoreServer) BatchCommands(grpc.BidiStreamingServer[BatchCommandsRequest, BatchCommandsResponse]) error {
 	return status.Errorf(codes.Unimplemented, "method BatchCommands not implemented")
+}
+func (UnimplementedStoreServer) Detect(context.Context, *DetectRequest) (*DetectResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Detect not implemented")
 }
 func (UnimplementedStoreServer) Raft(grpc.ClientStreamingServer[raft_serverpb.BatchRaftMessage, raft_serverpb.Done]) error {
 	return status.Errorf(codes.Unimplemented, "method Raft not implemented")
@@ -681,6 +703,24 @@ func _Store_BatchCommands_Handler(srv interface{}, stream grpc.ServerStream) err
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Store_BatchCommandsServer = grpc.BidiStreamingServer[BatchCommandsRequest, BatchCommandsResponse]
 
+func _Store_Detect_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DetectRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).Detect(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_Detect_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).Detect(ctx, req.(*DetectRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Store_Raft_Handler(srv interface{}, stream grpc.ServerStream) error {
 	return srv.(StoreServer).Raft(&grpc.GenericServerStream[raft_serverpb.BatchRaftMessage, raft_serverpb.Done]{ServerStream: stream})
 }
@@ -758,6 +798,10 @@ var Store_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Coprocessor",
 			Handler:    _Store_Coprocessor_Handler,
+		},
+		{
+			MethodName: "Detect",
+			Handler:    _Store_Detect_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
