@@ -92,24 +92,26 @@ func protoField(b []byte, num protowire.Number, typ protowire.Type) (val []byte,
 // checkCmdEpoch re-checks a command's epoch against the region as it is at
 // apply time (the same on every replica at the same index): a data command
 // needs the region's current version (a split or merge since it was
-// proposed moves keys to another region), an admin command the current
-// conf_ver as well (Split and CompactLog need the version too). nil means
-// the command may execute.
+// proposed moves keys to another region); an admin command the current
+// conf_ver, and Split the version as well; CompactLog only truncates the
+// local log and is never refused (as in TiKV). nil means the command may
+// execute.
 func checkCmdEpoch(cmd *raft_cmdpb.RaftCmdRequest, region *metapb.Region) *errorpb.Error {
 	req := cmd.GetHeader().GetRegionEpoch()
 	cur := region.GetRegionEpoch()
+	admin := cmd.GetAdminRequest()
+	if admin.GetCmdType() == raft_cmdpb.AdminCmdType_CompactLog {
+		return nil
+	}
 	if req == nil {
 		return errEpochNotMatch(region) // every proposal carries an epoch (Propose checks)
 	}
-	if admin := cmd.GetAdminRequest(); admin != nil {
+	if admin != nil {
 		if req.GetConfVer() != cur.GetConfVer() {
 			return errEpochNotMatch(region)
 		}
-		switch admin.GetCmdType() {
-		case raft_cmdpb.AdminCmdType_Split, raft_cmdpb.AdminCmdType_CompactLog:
-			if req.GetVersion() != cur.GetVersion() {
-				return errEpochNotMatch(region)
-			}
+		if admin.GetCmdType() == raft_cmdpb.AdminCmdType_Split && req.GetVersion() != cur.GetVersion() {
+			return errEpochNotMatch(region)
 		}
 		return nil
 	}

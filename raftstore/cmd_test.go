@@ -110,9 +110,10 @@ func TestApplyEpochRecheck(t *testing.T) {
 			cmd.Requests = []*raft_cmdpb.Request{st.req}
 		}
 		if st.admin {
-			cmd.AdminRequest = &raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_CompactLog}
+			cmd.AdminRequest = &raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_Split}
 		}
-		resp := s.applyCmd(b, p, cmd, uint64(10+i))
+		as := applyState{applied: uint64(10 + i)}
+		resp := s.applyCmd(b, p, &as, cmd, uint64(10+i))
 		require.Equal(t, uint64(10+i), resp.GetAppliedIndex(), st.name)
 		if !st.wantEpoch {
 			require.Nil(t, resp.GetRegionError(), st.name)

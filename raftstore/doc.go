@@ -11,7 +11,9 @@
 //	0x02 regionID 0x01             raft hard state (raftpb.HardState)
 //	0x02 regionID 0x02 index       raft log entry (raftpb.Entry)
 //	0x03 regionID                  apply state: applied index, truncated
-//	                               index, truncated term (3 x 8 bytes BE)
+//	                               index, truncated term (3 x 8 bytes BE);
+//	                               entries up to the truncated index are
+//	                               deleted (raft log GC)
 //	'l' 'w' 'z' ...                user data: lock, write and default key
 //	                               spaces (see kv/keys)
 //
@@ -96,6 +98,20 @@
 // answers EpochNotMatch with the current region (an entry proposed before a
 // split must not write keys that now belong to the sibling). Otherwise the
 // requests go into the apply batch, which also carries the applied index.
+//
+// # Raft log GC
+//
+// Every LogGCInterval (3s) the leader of each region proposes an admin
+// CompactLog up to the lowest index every peer has (raft's match indexes,
+// capped by its applied index) when LogGCThreshold (50) entries or
+// LogGCSizeLimit (32 MiB) appended bytes lie above the truncated index.
+// Every replica applies it at the same log position: the truncated index
+// and term go into the apply state and the entries up to it are deleted, in
+// the apply batch (truncation and applied index survive a crash together;
+// a lost batch is re-applied). CompactLog is not epoch-checked. As there
+// are no snapshots yet, the log is never compacted past a lagging or
+// stopped peer, which catches up from the log when it returns. Metrics:
+// strata_raftstore_raft_log_gc_{proposed,applied,entries_deleted}_total.
 //
 // # Reads
 //
@@ -183,8 +199,9 @@
 //
 // # Not yet
 //
-// The raft log is never compacted (no log GC, no snapshots); the newest
-// entries are cached in memory. A proposal whose leader stepped down stays
+// No snapshots: the raft log is compacted only up to what every peer has
+// (so a peer that is down indefinitely keeps its region's log growing); the
+// newest entries are cached in memory. A proposal whose leader stepped down stays
 // pending until its index is applied here (answered with its result or
 // StaleCommand) or, if it was overwritten locally, until the undetermined
 // timeout; a request that gives up earlier (context, stop) has an

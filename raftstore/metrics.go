@@ -82,4 +82,16 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "proposals_overwritten_total",
 		Help: "Proposals whose entry another leader's entry replaced in the local log (answered once the index is decided, or undetermined).",
 	})
+	raftLogGCProposed = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "raft_log_gc_proposed_total",
+		Help: "CompactLog commands proposed by leaders.",
+	})
+	raftLogGCApplied = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "raft_log_gc_applied_total",
+		Help: "Raft log compactions applied (on every replica).",
+	})
+	raftLogGCEntries = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "raft_log_gc_entries_deleted_total",
+		Help: "Raft log entries deleted by log compaction.",
+	})
 )

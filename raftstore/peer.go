@@ -120,6 +120,14 @@ type peer struct {
 
 	ticksSinceHeartbeat int
 
+	// Raft log GC (loggc.go): compactProposed is the highest compact index
+	// proposed (not proposed again), logBytes approximates the bytes
+	// appended since the last compaction, nextApply is the apply state
+	// written by the current iteration's apply batch.
+	compactProposed uint64
+	logBytes        uint64
+	nextApply       applyState
+
 	// lease lets the leader serve reads without ReadIndex (see leaderLease).
 	lease leaderLease
 	// created is when this peer was built; mayHaveAcked says its persisted

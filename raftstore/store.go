@@ -64,6 +64,14 @@ type Config struct {
 	// RaftTick (a margin for clock-rate drift, see leaseFor);
 	// negative disables leases (every read uses ReadIndex).
 	MaxLeaderLease time.Duration
+	// LogGCInterval is how often a leader considers compacting its region's
+	// raft log (default 3s; negative disables log GC). LogGCThreshold is the
+	// number of entries every replica has beyond the truncated index that
+	// triggers a compaction (default 50); LogGCSizeLimit triggers one by
+	// the bytes appended since the last one (default 32 MiB).
+	LogGCInterval  time.Duration
+	LogGCThreshold int
+	LogGCSizeLimit uint64
 	// MaxUncommittedBytes bounds the payload of a leader's uncommitted log
 	// tail per region (raft's MaxUncommittedEntriesSize); proposals beyond
 	// it get ServerIsBusy. Default 256 MiB.
@@ -89,6 +97,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.SendQueue <= 0 {
 		c.SendQueue = 1024
+	}
+	if c.LogGCInterval == 0 {
+		c.LogGCInterval = 3 * time.Second
+	}
+	if c.LogGCThreshold <= 0 {
+		c.LogGCThreshold = 50
+	}
+	if c.LogGCSizeLimit == 0 {
+		c.LogGCSizeLimit = 32 << 20
 	}
 	if c.MaxUncommittedBytes == 0 {
 		c.MaxUncommittedBytes = 256 << 20
@@ -129,6 +146,7 @@ type Store struct {
 	readies   []peerReady
 	applyBufs []appliedProposal
 	keyBuf    []byte // engine key scratch for apply
+	ticks     uint64 // raft ticks so far
 	// draining is set by TransferLeaders: every region this store leads is
 	// handed to another replica, now and whenever it leads again.
 	draining     bool
@@ -766,6 +784,12 @@ func (s *Store) iterate(tick bool) bool {
 
 func (s *Store) tick() {
 	hbTicks := int(s.cfg.RegionHeartbeatInterval / s.cfg.RaftTick)
+	s.ticks++
+	gc := false
+	if s.cfg.LogGCInterval > 0 {
+		gcTicks := max(uint64(s.cfg.LogGCInterval/s.cfg.RaftTick), 1)
+		gc = s.ticks%gcTicks == 0
+	}
 	readTimeout := 4 * time.Duration(s.cfg.ElectionTicks) * s.cfg.RaftTick
 	for _, p := range s.peers {
 		p.rn.Tick()
@@ -782,6 +806,9 @@ func (s *Store) tick() {
 		}
 		if len(p.pending) > 0 {
 			p.expireOverwritten(time.Now(), readTimeout)
+		}
+		if gc && p.isLeader {
+			s.maybeCompactLog(p)
 		}
 	}
 }
@@ -1158,6 +1185,9 @@ func (s *Store) persist(readies []peerReady) {
 	now := time.Now()
 	for _, r := range readies {
 		r.p.ps.entriesPersisted(r.rd.Entries, r.rd.HardState)
+		for _, e := range r.rd.Entries {
+			r.p.logBytes += uint64(len(e.GetData())) + 16
+		}
 		r.p.trackProposals(r.rd.Entries, now)
 	}
 }
@@ -1251,8 +1281,9 @@ func (s *Store) apply(readies []peerReady) {
 			b = s.db.NewBatch()
 		}
 		p := r.p
+		as := p.ps.apply
 		for _, e := range ents {
-			if e.GetIndex() <= p.ps.apply.applied {
+			if e.GetIndex() <= as.applied {
 				continue
 			}
 			// An entry of the lease's term committed: the leader's no-op
@@ -1268,18 +1299,17 @@ func (s *Store) apply(readies []peerReady) {
 				if err != nil {
 					s.fatal("decode entry", err)
 				}
-				resp = s.applyCmd(b, p, cmd, e.GetIndex())
+				resp = s.applyCmd(b, p, &as, cmd, e.GetIndex())
 			default:
 				s.log.Warn("ignoring conf change entry", "region", p.region.GetId(), "index", e.GetIndex())
 			}
+			as.applied = e.GetIndex()
 			p.ackApplied(e.GetIndex(), e.GetTerm(), resp, &results)
 		}
-		last := ents[len(ents)-1].GetIndex()
-		as := p.ps.apply
-		as.applied = max(as.applied, last)
 		if err := b.Set(applyStateKey(p.region.GetId()), as.encode(), nil); err != nil {
 			s.fatal("write apply state", err)
 		}
+		p.nextApply = as
 	}
 	if b == nil {
 		return
@@ -1289,9 +1319,15 @@ func (s *Store) apply(readies []peerReady) {
 	}
 	b.Close()
 	for _, r := range readies {
-		if n := len(r.rd.CommittedEntries); n > 0 {
-			r.p.ps.apply.applied = max(r.p.ps.apply.applied, r.rd.CommittedEntries[n-1].GetIndex())
+		if len(r.rd.CommittedEntries) == 0 {
+			continue
 		}
+		ps, as := r.p.ps, r.p.nextApply
+		if as.truncatedIndex > ps.apply.truncatedIndex {
+			ps.logCompacted(as.truncatedIndex, as.truncatedTerm)
+			raftLogGCApplied.Inc()
+		}
+		ps.apply.applied = max(ps.apply.applied, as.applied)
 	}
 	applySeconds.Observe(time.Since(start).Seconds())
 	for i, ap := range results {
@@ -1311,7 +1347,7 @@ func (s *Store) apply(readies []peerReady) {
 // applyCmd executes one committed command of p at index into b and returns
 // its response. Deterministic given the region state, so every replica
 // reaches the same outcome.
-func (s *Store) applyCmd(b *pebble.Batch, p *peer, cmd *raft_cmdpb.RaftCmdRequest, index uint64) *raft_cmdpb.RaftCmdResponse {
+func (s *Store) applyCmd(b *pebble.Batch, p *peer, as *applyState, cmd *raft_cmdpb.RaftCmdRequest, index uint64) *raft_cmdpb.RaftCmdResponse {
 	if rid := cmd.GetHeader().GetRegionId(); rid != p.region.GetId() {
 		s.fatal("apply", fmt.Errorf("%w: command for region %d in the log of region %d", ErrCorrupt, rid, p.region.GetId()))
 	}
@@ -1319,10 +1355,17 @@ func (s *Store) applyCmd(b *pebble.Batch, p *peer, cmd *raft_cmdpb.RaftCmdReques
 		applyEpochNotMatch.Inc()
 		return &raft_cmdpb.RaftCmdResponse{RegionError: e, AppliedIndex: index}
 	}
-	if cmd.GetAdminRequest() != nil {
-		// Propose refuses admin commands until they are implemented.
-		s.fatal("apply", fmt.Errorf("%w: unsupported admin command %v at index %d of region %d",
-			ErrCorrupt, cmd.GetAdminRequest().GetCmdType(), index, p.region.GetId()))
+	if admin := cmd.GetAdminRequest(); admin != nil {
+		switch admin.GetCmdType() {
+		case raft_cmdpb.AdminCmdType_CompactLog:
+			if err := s.applyCompactLog(b, p, as, admin.GetCompactLog(), index); err != nil {
+				s.fatal("apply compact log", err)
+			}
+		default:
+			s.fatal("apply", fmt.Errorf("%w: unsupported admin command %v at index %d of region %d",
+				ErrCorrupt, admin.GetCmdType(), index, p.region.GetId()))
+		}
+		return &raft_cmdpb.RaftCmdResponse{AppliedIndex: index, AdminResponse: &raft_cmdpb.AdminResponse{}}
 	}
 	var err error
 	if s.keyBuf, err = applyWrites(b, cmd, s.keyBuf); err != nil {

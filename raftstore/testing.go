@@ -12,7 +12,8 @@ import (
 // ForgetAppliedForTest simulates losing every unsynced apply batch of a
 // stopped store: it deletes all user data (every key space of kv/keys) and rewinds each region's applied
 // index to the initial state, so the next Open must rebuild everything by
-// re-applying the (synced) raft log. Tests only.
+// re-applying the (synced) raft log. It fails if a region's log was
+// compacted. Tests only.
 func ForgetAppliedForTest(dataDir string) error {
 	db, err := pebble.Open(dataDir, &pebble.Options{})
 	if err != nil {
@@ -27,6 +28,22 @@ func ForgetAppliedForTest(dataDir string) error {
 	b := db.NewBatch()
 	for valid := it.First(); valid; valid = it.Next() {
 		_, r, err := decodeRegionState(it.Value())
+		if err != nil {
+			it.Close()
+			db.Close()
+			return err
+		}
+		v, closer, err := db.Get(applyStateKey(r.GetId()))
+		if err != nil {
+			it.Close()
+			db.Close()
+			return err
+		}
+		cur, err := decodeApplyState(v)
+		closer.Close()
+		if err == nil && cur.truncatedIndex != initIndex {
+			err = fmt.Errorf("raftstore: region %d's log is compacted to %d: cannot replay it from the start (disable log GC in this test)", r.GetId(), cur.truncatedIndex)
+		}
 		if err != nil {
 			it.Close()
 			db.Close()

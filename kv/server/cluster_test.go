@@ -249,7 +249,8 @@ func (c *testCluster) scan(start, end string, limit uint32) map[string]string {
 }
 
 func TestClusterWriteReadFailover(t *testing.T) {
-	c := newTestCluster(t)
+	// The replay steps below rebuild state machines from the whole log.
+	c := newTestCluster(t, func(cfg *Config) { cfg.RaftLogGCInterval = -1 })
 	want := map[string]string{}
 	write := func(from, to int) {
 		for i := from; i < to; i++ {

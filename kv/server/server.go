@@ -49,7 +49,12 @@ type Config struct {
 	// RaftMaxUncommittedBytes is raftstore.Config.MaxUncommittedBytes (0:
 	// its default).
 	RaftMaxUncommittedBytes uint64
-	Logger                  *slog.Logger
+	// RaftLogGCInterval and RaftLogGCThreshold are raftstore.Config's
+	// LogGCInterval and LogGCThreshold (0: their defaults; a negative
+	// interval disables raft log GC).
+	RaftLogGCInterval  time.Duration
+	RaftLogGCThreshold int
+	Logger             *slog.Logger
 }
 
 // DefaultLeaderTransferTimeout is Config.LeaderTransferTimeout's default.
@@ -145,6 +150,8 @@ func (s *Server) Run(ctx context.Context) error {
 		HeartbeatTicks:         s.cfg.HeartbeatTicks,
 		StoreHeartbeatInterval: s.cfg.HeartbeatInterval,
 		MaxUncommittedBytes:    s.cfg.RaftMaxUncommittedBytes,
+		LogGCInterval:          s.cfg.RaftLogGCInterval,
+		LogGCThreshold:         s.cfg.RaftLogGCThreshold,
 		Logger:                 s.log,
 	}, pd)
 	if err != nil {
