@@ -241,10 +241,11 @@ func TestBootstrapAndRouting(t *testing.T) {
 }
 
 // BenchmarkTSO: timestamps per second and the callers' wait (p50, p99) for
-// 1, 64 and 512 concurrent GetTS callers in each TSO mode, against one PD on
-// loopback. Results: bench/results/*-tso.md.
+// 1, 64 and 512 concurrent GetTS callers in each TSO mode, against one PD
+// member running as its own process on loopback (so client and server do not
+// share a Go runtime). Results: bench/results/*-tso.md.
 func BenchmarkTSO(b *testing.B) {
-	addr := pdtest.Start(b, 1)
+	addr := pdtest.StartProcs(b, 1, 1, pdtest.ProcOptions{})[0].Addr
 	for _, mode := range []pdclient.TSOMode{pdclient.TSOModeDefault, pdclient.TSOModeParallel} {
 		for _, callers := range []int{1, 64, 512} {
 			b.Run(fmt.Sprintf("mode=%s/callers=%d", mode, callers), func(b *testing.B) {
