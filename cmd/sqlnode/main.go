@@ -35,6 +35,9 @@ type Config struct {
 	RootPassword    string        `toml:"root-password"`
 	ShutdownTimeout time.Duration `toml:"shutdown-timeout"`
 	LogLevel        string        `toml:"log-level"`
+	// TSOClientRPCMode is TiDB's tidb_tso_client_rpc_mode: "default" or
+	// "parallel" (pdclient.TSOMode).
+	TSOClientRPCMode string `toml:"tso-client-rpc-mode"`
 }
 
 func main() {
@@ -46,13 +49,16 @@ func main() {
 
 // parseFlags applies defaults, then the --config TOML file, then flags.
 func parseFlags(args []string) (Config, error) {
-	cfg := Config{PD: "127.0.0.1:2379", Addr: "127.0.0.1:4000", StatusAddr: "127.0.0.1:10080", ShutdownTimeout: 10 * time.Second, LogLevel: "info"}
+	cfg := Config{PD: "127.0.0.1:2379", Addr: "127.0.0.1:4000", StatusAddr: "127.0.0.1:10080", ShutdownTimeout: 10 * time.Second, LogLevel: "info", TSOClientRPCMode: "default"}
 	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
 		return cfg, err
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		return cfg, fmt.Errorf("--shutdown-timeout must be > 0, got %v", cfg.ShutdownTimeout)
+	}
+	if _, err := pdclient.ParseTSOMode(cfg.TSOClientRPCMode); err != nil {
+		return cfg, fmt.Errorf("--tso-client-rpc-mode: %w", err)
 	}
 	return cfg, nil
 }
@@ -78,7 +84,8 @@ func run(args []string) error {
 	}
 	endpoints := config.SplitList(cfg.PD)
 	slog.Info("connecting to pd", "pd", endpoints)
-	pd, err := pdclient.New(ctx, endpoints)
+	tsoMode, _ := pdclient.ParseTSOMode(cfg.TSOClientRPCMode) // validated by parseFlags
+	pd, err := pdclient.New(ctx, endpoints, pdclient.WithTSOMode(tsoMode))
 	if err != nil {
 		return fmt.Errorf("connect to pd %v: %w", endpoints, err)
 	}
@@ -109,5 +116,6 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.RootPassword, "root-password", cfg.RootPassword, "password of user root (empty: no password)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long running statements may finish on SIGTERM")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
+	fs.StringVar(&cfg.TSOClientRPCMode, "tso-client-rpc-mode", cfg.TSOClientRPCMode, `how timestamps are fetched from PD: "default" (one batch in flight) or "parallel" (several streams, one batch in flight each; for network-bound PD round trips)`)
 	return fs
 }

@@ -80,3 +80,38 @@ func TestDeliverOutOfOrder(t *testing.T) {
 	next.floor = c.maxTS.Load()
 	require.ErrorIs(t, c.deliver(next, tsoResp(100, 9, 1, pdpb.ErrorType_OK)), ErrTSOBackwards)
 }
+
+func TestParseTSOMode(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want TSOMode
+		err  bool
+	}{
+		{"default", TSOModeDefault, false},
+		{"", TSOModeDefault, false},
+		{"PARALLEL", TSOModeParallel, false},
+		{"parallel-4", 0, true},
+	} {
+		got, err := ParseTSOMode(tc.in)
+		if tc.err {
+			require.Error(t, err, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.want, got, tc.in)
+		require.Equal(t, got, must(ParseTSOMode(got.String())))
+	}
+	o := options{tsoMode: TSOModeParallel}
+	require.Equal(t, DefaultTSOParallelStreams, o.streams())
+	WithTSOStreams(7)(&o)
+	require.Equal(t, 7, o.streams())
+	WithTSOMode(TSOModeDefault)(&o)
+	require.Equal(t, 1, o.streams(), "default mode always has one stream")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
