@@ -27,8 +27,8 @@
 // (pdclient finds the new leader through GetMembers and resends), and gRPC
 // and etcd stop. A killed leader is replaced only when its lease expires
 // (LeaderLease after its last renewal, plus up to 500 ms until etcd revokes
-// it). To keep that the whole gap, the PD leader hands etcd's raft leadership
-// to another member when it holds it (checked every 5 s): a killed PD leader
+// it). To keep that the whole gap, a new PD leader hands etcd's raft
+// leadership to another member before its term starts: a killed PD leader
 // then costs no etcd election and no lease extension (etcd extends every
 // lease when its leader changes). With the default 3 s lease a new leader
 // serves about 3-4 s after a kill -9.

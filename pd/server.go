@@ -37,8 +37,6 @@ type Server struct {
 	grpcSrv  *grpc.Server
 	leader   atomic.Pointer[term] // nil when not leader
 	stopping atomic.Bool          // set when shutdown starts (quiets etcd)
-	// movingEtcd is set while moveEtcdLeadershipAway runs.
-	movingEtcd atomic.Bool
 }
 
 // term is the state of one leadership term. Everything that may only be done
@@ -299,6 +297,10 @@ func (s *Server) campaignAndLead(ctx context.Context) error {
 	t.cluster = newCluster(kv, t.ids, s.cfg.Replicas, s.log)
 	t.gc = newGCState(kv)
 	defer t.tso.Reset()
+	// Before serving anything (a transfer drops etcd proposals in flight).
+	if s.etcdLeaderHere() {
+		s.moveEtcdLeadershipAway()
+	}
 	if err := s.startTerm(ctx, t); err != nil {
 		return err // the deferred revoke resigns
 	}
@@ -309,7 +311,6 @@ func (s *Server) campaignAndLead(ctx context.Context) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var endErr error
-	var lastMove time.Time
 loop:
 	for {
 		select {
@@ -323,10 +324,7 @@ loop:
 				endErr = fmt.Errorf("leader lease expired %v ago", -lease.remaining())
 				break loop
 			}
-			if time.Since(lastMove) > etcdMoveInterval && s.etcdLeaderHere() {
-				lastMove = time.Now()
-				go s.moveEtcdLeadershipAway()
-			}
+
 			if err := t.tso.Tick(ctx); err != nil && ctx.Err() == nil {
 				if errors.Is(err, ErrNotLeader) {
 					endErr = err
@@ -343,9 +341,9 @@ loop:
 	return endErr
 }
 
-// etcdMoveInterval spaces the PD leader's attempts to hand etcd's raft
-// leadership to another member.
-const etcdMoveInterval = 5 * time.Second
+// etcdMoveTimeout bounds how long a new PD leader waits for etcd's raft
+// leadership to move away before it starts its term anyway.
+const etcdMoveTimeout = time.Second
 
 // etcdLeaderHere reports whether this member's etcd is the raft leader of a
 // cluster with other members.
@@ -355,23 +353,27 @@ func (s *Server) etcdLeaderHere() bool {
 }
 
 // moveEtcdLeadershipAway hands etcd's raft leadership to the best-connected
-// other member. The PD leader keeps it elsewhere so that losing the PD
-// leader's process does not also cost an etcd election, and the lease
-// extension etcd grants every lease when its leader changes, before the next
-// PD leader can win: with a 3 s lease a killed PD leader is replaced in about
-// 3-3.5 s instead of 4-5 s. Bounded by etcd's request timeout; the TSO keeps
-// serving from its window meanwhile.
+// other member, waiting at most etcdMoveTimeout. A new PD leader does this
+// before its term starts so that losing the PD leader's process later does
+// not also cost an etcd election, and the lease extension etcd grants every
+// lease when its leader changes, before the next PD leader can win: with a
+// 3 s lease a killed PD leader is then replaced in about 3-4 s instead of
+// 4-5 s. It is not repeated during the term: a transfer drops etcd
+// proposals in flight, which would fail requests being served.
 func (s *Server) moveEtcdLeadershipAway() {
-	if !s.movingEtcd.CompareAndSwap(false, true) {
-		return
-	}
-	defer s.movingEtcd.Store(false)
 	start := time.Now()
-	if err := s.etcd.Server.TryTransferLeadershipOnShutdown(); err != nil {
-		s.log.Warn("moving etcd leadership off the pd leader failed", "err", err)
-		return
+	done := make(chan error, 1)
+	go func() { done <- s.etcd.Server.TryTransferLeadershipOnShutdown() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			s.log.Warn("moving etcd leadership off the new pd leader failed", "err", err)
+			return
+		}
+		s.log.Info("etcd leadership moved off the new pd leader", "took", time.Since(start))
+	case <-time.After(etcdMoveTimeout):
+		s.log.Warn("etcd leadership transfer still running; starting the term anyway", "timeout", etcdMoveTimeout)
 	}
-	s.log.Info("etcd leadership moved off the pd leader", "took", time.Since(start))
 }
 
 func (s *Server) startTerm(ctx context.Context, t *term) error {

@@ -80,6 +80,10 @@ type ProcOptions struct {
 	TSOWindow   time.Duration
 	// PeerProxy puts a PeerProxy in front of every member's etcd peer URL.
 	PeerProxy bool
+	// EtcdTick is etcd's raft tick (default 50 ms; the election timeout is
+	// 10 ticks). The production default, 100 ms, makes spurious etcd
+	// elections on a starved machine rarer.
+	EtcdTick time.Duration
 }
 
 // StartProcs starts n PD members as child processes forming one etcd cluster
@@ -90,6 +94,9 @@ func StartProcs(t testing.TB, n, replicas int, opts ProcOptions) []*Proc {
 	t.Helper()
 	ps := make([]*Proc, n)
 	var initial []string
+	if opts.EtcdTick == 0 {
+		opts.EtcdTick = 50 * time.Millisecond
+	}
 	for i := range ps {
 		name := fmt.Sprintf("pd%d", i+1)
 		dir := t.TempDir()
@@ -101,7 +108,7 @@ func StartProcs(t testing.TB, n, replicas int, opts ProcOptions) []*Proc {
 			ClientURL:    "http://" + listen(t),
 			Replicas:     replicas,
 			EtcdLogLevel: "error",
-			EtcdTick:     50 * time.Millisecond,
+			EtcdTick:     opts.EtcdTick,
 			LeaderLease:  opts.LeaderLease,
 			TSOWindow:    opts.TSOWindow,
 		}}
