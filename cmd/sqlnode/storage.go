@@ -44,8 +44,12 @@ func (s *kvStorage) Scan(ctx context.Context, start, end []byte, ts uint64, limi
 	return pairs, translate(err)
 }
 
-func (s *kvStorage) Commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) error {
-	return translate(s.kv.Commit(ctx, muts, startTS, commitTS))
+// Commit runs muts as one optimistic transaction that read at startTS
+// (kv/client/txn: 1PC when they lie in one region, else async commit or
+// 2PC, atomic across regions). The commit timestamp is the protocol's,
+// not commitTS: it must be above every read the stores served.
+func (s *kvStorage) Commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS, _ uint64) error {
+	return s.txn.CommitMutations(ctx, muts, startTS, sql.TxnOptions{OnePC: true, AsyncCommit: true})
 }
 
 func (s *kvStorage) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error) {
