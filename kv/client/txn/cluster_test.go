@@ -177,6 +177,12 @@ func TestClusterResolvesAbandonedTxn(t *testing.T) {
 		require.NoError(t, setup.Set([]byte(k), []byte("old")))
 	}
 	require.NoError(t, setup.Commit(ctx))
+	for _, k := range []string{"r-a", "r-b", "c-a", "c-b"} {
+		// Reading resolves the secondary locks the background commit may
+		// not have reached yet (the raw prewrites below would meet them).
+		v, _ := c.read(t, k)
+		require.Equal(t, "old", v)
+	}
 
 	// Rolled back: its primary was never committed; readers wait out the
 	// 300ms TTL, roll it back and read the old values.
