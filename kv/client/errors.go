@@ -61,6 +61,8 @@ func keyError(ke *kvrpcpb.KeyError) error {
 	case ke.GetConflict() != nil:
 		c := ke.Conflict
 		return &WriteConflictError{StartTS: c.GetStartTs(), ConflictTS: c.GetConflictCommitTs(), Key: c.GetKey()}
+	case ke.GetGcTooEarly() != nil:
+		return fmt.Errorf("%w: read at %d is below the GC safe point %d", ErrAborted, ke.GcTooEarly.StartTs, ke.GcTooEarly.SafePoint)
 	case ke.GetAbort() != "":
 		return fmt.Errorf("%w: %s", ErrAborted, ke.Abort)
 	default:

@@ -20,6 +20,9 @@ var (
 	ErrFinished = errors.New("kv/txn: transaction already finished")
 	// ErrReadOnly: a write in a read-only transaction.
 	ErrReadOnly = errors.New("kv/txn: transaction is read-only")
+	// ErrGCTooEarly: the snapshot is below the GC safe point; versions it
+	// would see may be gone (TiDB's 9006).
+	ErrGCTooEarly = errors.New("kv/txn: snapshot is older than the GC safe point")
 	// ErrNoSavepoint: ROLLBACK TO / RELEASE of an unknown savepoint.
 	ErrNoSavepoint = errors.New("kv/txn: savepoint does not exist")
 )
@@ -48,6 +51,8 @@ func keyError(ke *kvrpcpb.KeyError, startTS uint64) error {
 		return fmt.Errorf("%w: %s (retryable)", ErrTxnAborted, ke.Retryable)
 	case ke.CommitTsExpired != nil:
 		return fmt.Errorf("%w: commit ts %d expired (min %d)", ErrTxnAborted, ke.CommitTsExpired.AttemptedCommitTs, ke.CommitTsExpired.MinCommitTs)
+	case ke.GcTooEarly != nil:
+		return fmt.Errorf("%w: start_ts %d, safe point %d", ErrGCTooEarly, ke.GcTooEarly.StartTs, ke.GcTooEarly.SafePoint)
 	case ke.Locked != nil:
 		return fmt.Errorf("kv/txn: key %x locked by txn %d", ke.Locked.Key, ke.Locked.LockVersion)
 	}

@@ -459,3 +459,7 @@ func TestLargeTxnChunked(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, m, 2)
 }
+
+func TestGCTooEarly(t *testing.T) {
+	require.ErrorIs(t, keyError(&kvrpcpb.KeyError{GcTooEarly: &kvrpcpb.GCTooEarly{StartTs: 1, SafePoint: 2}}, 1), ErrGCTooEarly)
+}
