@@ -34,6 +34,8 @@ type Config struct {
 	StatusAddr      string        `toml:"status-addr"`
 	RootPassword    string        `toml:"root-password"`
 	ShutdownTimeout time.Duration `toml:"shutdown-timeout"`
+	MaxConnections  int           `toml:"max-connections"`
+	ConnectTimeout  time.Duration `toml:"connect-timeout"`
 	LogLevel        string        `toml:"log-level"`
 	// TSOClientRPCMode is TiDB's tidb_tso_client_rpc_mode: "default" or
 	// "parallel" (pdclient.TSOMode).
@@ -49,7 +51,8 @@ func main() {
 
 // parseFlags applies defaults, then the --config TOML file, then flags.
 func parseFlags(args []string) (Config, error) {
-	cfg := Config{PD: "127.0.0.1:2379", Addr: "127.0.0.1:4000", StatusAddr: "127.0.0.1:10080", ShutdownTimeout: 10 * time.Second, LogLevel: "info", TSOClientRPCMode: "default"}
+	cfg := Config{PD: "127.0.0.1:2379", Addr: "127.0.0.1:4000", StatusAddr: "127.0.0.1:10080", ShutdownTimeout: 10 * time.Second, LogLevel: "info", TSOClientRPCMode: "default",
+		MaxConnections: 1000, ConnectTimeout: 10 * time.Second}
 	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
 		return cfg, err
@@ -59,6 +62,12 @@ func parseFlags(args []string) (Config, error) {
 	}
 	if _, err := pdclient.ParseTSOMode(cfg.TSOClientRPCMode); err != nil {
 		return cfg, fmt.Errorf("--tso-client-rpc-mode: %w", err)
+	}
+	if cfg.MaxConnections < 0 {
+		return cfg, fmt.Errorf("--max-connections must be >= 0 (0: no limit), got %d", cfg.MaxConnections)
+	}
+	if cfg.ConnectTimeout <= 0 {
+		return cfg, fmt.Errorf("--connect-timeout must be > 0, got %v", cfg.ConnectTimeout)
 	}
 	return cfg, nil
 }
@@ -94,11 +103,13 @@ func run(args []string) error {
 	defer kv.Close()
 
 	srv, err := server.New(server.Config{
-		Addr:            cfg.Addr,
-		Store:           &kvStorage{pd: pd, kv: kv, txn: txn.NewClient(kv, pd, txn.Config{})},
-		Users:           map[string]string{"root": cfg.RootPassword},
-		ShutdownTimeout: cfg.ShutdownTimeout,
-		CreateDefaultDB: true,
+		Addr:             cfg.Addr,
+		Store:            &kvStorage{pd: pd, kv: kv, txn: txn.NewClient(kv, pd, txn.Config{})},
+		Users:            map[string]string{"root": cfg.RootPassword},
+		ShutdownTimeout:  cfg.ShutdownTimeout,
+		MaxConnections:   cfg.MaxConnections,
+		HandshakeTimeout: cfg.ConnectTimeout,
+		CreateDefaultDB:  true,
 	})
 	if err != nil {
 		return err
@@ -115,6 +126,8 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
 	fs.StringVar(&cfg.RootPassword, "root-password", cfg.RootPassword, "password of user root (empty: no password)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long running statements may finish on SIGTERM")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "client connections this node accepts at once; one more gets ERROR 1040 (0: no limit)")
+	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "a client that has not logged in by then is disconnected (MySQL's connect_timeout)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.TSOClientRPCMode, "tso-client-rpc-mode", cfg.TSOClientRPCMode, `how timestamps are fetched from PD: "default" (one batch in flight) or "parallel" (several streams, one batch in flight each; for network-bound PD round trips)`)
 	return fs

@@ -26,6 +26,20 @@ import (
 
 const nativePassword = "mysql_native_password"
 
+// MySQL error codes of the connection layer.
+const (
+	errConCount          uint16 = 1040 // ER_CON_COUNT_ERROR
+	errHandshake         uint16 = 1043 // ER_HANDSHAKE_ERROR
+	errPacketsOutOfOrder uint16 = 1156 // ER_NET_PACKETS_OUT_OF_ORDER
+	errUnknownStmt       uint16 = 1243 // ER_UNKNOWN_STMT_HANDLER
+)
+
+// lingerTimeout bounds how long a connection closed after a fatal error
+// keeps reading (and discarding) what the client still sends, so that the
+// close is a FIN after the ERR packet rather than a reset that can destroy
+// the ERR packet in the client's receive buffer.
+const lingerTimeout = time.Second
+
 // serverCaps is what the server advertises in the handshake.
 const serverCaps = mysql.ClientLongPassword | mysql.ClientFoundRows | mysql.ClientLongFlag | mysql.ClientConnectWithDB |
 	mysql.ClientProtocol41 | mysql.ClientInteractive | mysql.ClientTransactions | mysql.ClientSecureConnection |
@@ -83,12 +97,9 @@ func (c *clientConn) serve(ctx context.Context) {
 		c.pkt.seq = 0
 		data, err := c.pkt.readPacket()
 		if err != nil {
-			if errors.Is(err, errPacketTooLarge) {
-				_ = c.writeError(errno.New(errno.ErrNetPacketTooLarge, "Got a packet bigger than 'max_allowed_packet' bytes"))
-				_ = c.pkt.flush()
-			} else if errors.Is(err, errMalformed) {
-				_ = c.writeError(errno.New(errno.ErrUnknownCom, "Malformed packet: %v", err))
-				_ = c.pkt.flush()
+			if e := readErrorReply(err); e != nil {
+				_ = c.writeError(e)
+				c.closeLingering()
 			}
 			if !isClosed(err) && !errors.Is(err, errPacketTooLarge) {
 				c.log.Debug("read failed; closing connection", "err", err)
@@ -119,6 +130,36 @@ func (c *clientConn) serve(ctx context.Context) {
 	}
 }
 
+// readErrorReply is the ERR packet for a framing error readPacket
+// returned, or nil when the client is gone (nothing to answer).
+func readErrorReply(err error) *errno.Error {
+	switch {
+	case errors.Is(err, errPacketTooLarge):
+		return errno.New(errno.ErrNetPacketTooLarge, "Got a packet bigger than 'max_allowed_packet' bytes")
+	case errors.Is(err, errOutOfOrder):
+		return &errno.Error{Code: errPacketsOutOfOrder, State: "08S01", Msg: "Got packets out of order"}
+	case errors.Is(err, errMalformed):
+		return errno.New(errno.ErrUnknownCom, "Malformed packet: %v", err)
+	}
+	return nil
+}
+
+// closeLingering flushes a final ERR packet, half-closes the connection and
+// discards what the client still sends for up to lingerTimeout, then lets
+// serve's deferred Close finish. A client that is streaming a huge packet
+// thus reads the ERR packet instead of "connection reset".
+func (c *clientConn) closeLingering() {
+	_ = c.pkt.conn.SetWriteDeadline(time.Now().Add(lingerTimeout))
+	if c.pkt.flush() != nil {
+		return
+	}
+	if cw, ok := c.pkt.conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.pkt.conn.SetReadDeadline(time.Now().Add(lingerTimeout))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c.pkt.conn, int64(c.srv.cfg.MaxPacket)+maxPayload))
+}
+
 func isClosed(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		strings.Contains(err.Error(), "connection reset")
@@ -133,6 +174,10 @@ func (c *clientConn) handshake(ctx context.Context) error {
 	for i := range c.salt { // printable, never NUL
 		c.salt[i] = c.salt[i]%94 + 33
 	}
+	// The whole connection phase, writes included, must finish within
+	// HandshakeTimeout; serve's deferred Close then ends the goroutine.
+	_ = c.pkt.conn.SetDeadline(time.Now().Add(c.srv.cfg.HandshakeTimeout))
+	defer func() { _ = c.pkt.conn.SetDeadline(time.Time{}) }()
 	b := c.wbuf[:0]
 	b = append(b, 10)
 	b = append(b, session.ServerVersion...)
@@ -157,16 +202,18 @@ func (c *clientConn) handshake(ctx context.Context) error {
 	if err := c.pkt.flush(); err != nil {
 		return err
 	}
-	_ = c.pkt.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	defer func() { _ = c.pkt.conn.SetReadDeadline(time.Time{}) }()
 	data, err := c.pkt.readPacket()
 	if err != nil {
+		if e := readErrorReply(err); e != nil {
+			_ = c.writeError(e)
+			c.closeLingering()
+		}
 		return err
 	}
 	resp, err := parseHandshakeResponse(data)
 	if err != nil {
-		_ = c.writeError(errno.New(1043, "Bad handshake"))
-		_ = c.pkt.flush()
+		_ = c.writeError(&errno.Error{Code: errHandshake, State: "08S01", Msg: "Bad handshake"})
+		c.closeLingering()
 		return err
 	}
 	c.caps = resp.caps & serverCaps
@@ -187,6 +234,10 @@ func (c *clientConn) handshake(ctx context.Context) error {
 			return err
 		}
 		if authData, err = c.pkt.readPacket(); err != nil {
+			if e := readErrorReply(err); e != nil {
+				_ = c.writeError(e)
+				c.closeLingering()
+			}
 			return err
 		}
 	}
@@ -201,19 +252,16 @@ func (c *clientConn) handshake(ctx context.Context) error {
 			using = "YES"
 		}
 		e := errno.New(errno.ErrAccessDenied, "Access denied for user '%s'@'%s' (using password: %s)", c.user, host, using)
-		countError(e.Code)
 		_ = c.writeError(e)
-		_ = c.pkt.flush()
+		c.closeLingering()
 		return fmt.Errorf("auth failed for user %q", c.user)
 	}
 	c.sess = session.New(c.srv.exec, c.id, c.user, host)
 	c.sess.SetClientCollation(int(resp.coll))
 	if resp.db != "" && c.caps&mysql.ClientConnectWithDB != 0 {
 		if err := c.sess.UseDB(ctx, resp.db); err != nil {
-			e := errno.FromError(err)
-			countError(e.Code)
-			_ = c.writeError(e)
-			_ = c.pkt.flush()
+			_ = c.writeError(err)
+			c.closeLingering()
 			return fmt.Errorf("connect with db %q: %w", resp.db, err)
 		}
 	}
@@ -489,13 +537,17 @@ func (c *clientConn) writeEOF(status uint16) error {
 func (c *clientConn) writeError(err error) error {
 	e := errno.FromError(err)
 	countError(e.Code)
-	b := append(c.wbuf[:0], 0xff)
+	c.wbuf = errPacket(c.wbuf[:0], e)
+	return c.pkt.writePacket(c.wbuf)
+}
+
+// errPacket appends the ERR packet payload of e to b.
+func errPacket(b []byte, e *errno.Error) []byte {
+	b = append(b, 0xff)
 	b = binary.LittleEndian.AppendUint16(b, e.Code)
 	b = append(b, '#')
 	b = append(b, e.State...)
-	b = append(b, e.Msg...)
-	c.wbuf = b
-	return c.pkt.writePacket(b)
+	return append(b, e.Msg...)
 }
 
 func wireType(ft types.FieldType) byte {

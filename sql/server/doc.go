@@ -13,8 +13,15 @@
 // connection stays usable. Packets larger than 16 MB (split on the wire) are
 // reassembled, up to max_allowed_packet.
 //
+// Limits: Config.MaxConnections open connections (one more gets ERROR 1040
+// instead of the greeting); Config.HandshakeTimeout for the whole connection
+// phase; max_allowed_packet (ERROR 1153). Packets out of sequence get ERROR
+// 1156, unknown prepared statement ids ERROR 1243.
+//
 // Invariants: a malformed packet is answered with an ERR packet and the
-// connection is closed; a panic while serving a connection is recovered,
+// connection is closed (half-closed first, discarding what the client still
+// sends for up to a second, so the client reads the ERR packet rather than a
+// reset); a connection holds one goroutine and nothing outlives it; a panic while serving a connection is recovered,
 // logged with its stack, and closes only that connection. On shutdown the
 // listener closes at once, idle connections are closed, running statements
 // may finish within Config.ShutdownTimeout, then everything is cut.

@@ -22,6 +22,14 @@ var (
 		Namespace: "strata", Subsystem: "sql", Name: "errors_total",
 		Help: "Errors returned to clients, by MySQL error code.",
 	}, []string{"code"})
+	refusedConnections = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "connections_refused_total",
+		Help: "Connections refused with ERROR 1040 because MaxConnections were open.",
+	})
+	handshakeFailures = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "handshake_failures_total",
+		Help: "Connections closed during the connection phase, by reason (timeout, malformed, auth, closed).",
+	}, []string{"reason"})
 	panicsTotal = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "sql", Name: "panics_total",
 		Help: "Commands that panicked (bugs); each was answered with ERROR 1105 and logged.",

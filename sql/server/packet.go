@@ -11,11 +11,17 @@ import (
 
 const maxPayload = 1<<24 - 1
 
+// keepReadBuf is the largest read buffer a connection keeps between packets.
+const keepReadBuf = 1 << 20
+
 // errPacketTooLarge is returned when a client packet exceeds the limit.
 var errPacketTooLarge = errors.New("server: packet larger than max_allowed_packet")
 
 // errMalformed is returned for a packet that cannot be parsed.
 var errMalformed = errors.New("server: malformed packet")
+
+// errOutOfOrder is returned for a packet with the wrong sequence id.
+var errOutOfOrder = errors.New("server: packets out of order")
 
 // packetIO frames MySQL packets on one connection. Not safe for concurrent
 // use. The slice returned by readPacket is valid until the next read.
@@ -33,6 +39,9 @@ func newPacketIO(c net.Conn, maxRead int) *packetIO {
 }
 
 func (p *packetIO) readPacket() ([]byte, error) {
+	if cap(p.rbuf) > keepReadBuf {
+		p.rbuf = nil // do not pin one big packet's buffer for the connection's life
+	}
 	p.rbuf = p.rbuf[:0]
 	var hdr [4]byte
 	for {
@@ -41,7 +50,7 @@ func (p *packetIO) readPacket() ([]byte, error) {
 		}
 		n := int(uint32(hdr[0]) | uint32(hdr[1])<<8 | uint32(hdr[2])<<16)
 		if hdr[3] != p.seq {
-			return nil, fmt.Errorf("%w: sequence %d, expected %d", errMalformed, hdr[3], p.seq)
+			return nil, fmt.Errorf("%w: sequence %d, expected %d", errOutOfOrder, hdr[3], p.seq)
 		}
 		p.seq++
 		if len(p.rbuf)+n > p.maxRead {

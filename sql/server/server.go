@@ -12,6 +12,7 @@ import (
 
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 )
 
@@ -28,6 +29,14 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MaxPacket is max_allowed_packet for client packets. Zero means 64 MB.
 	MaxPacket int
+	// MaxConnections bounds open client connections on this node; one more
+	// is answered with ERROR 1040 instead of a greeting and closed. Zero
+	// means no limit.
+	MaxConnections int
+	// HandshakeTimeout (MySQL's connect_timeout) bounds the connection
+	// phase: a client that has not finished authenticating by then is
+	// disconnected. Zero means 10s.
+	HandshakeTimeout time.Duration
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 	// CreateDefaultDB creates database "test" on start when missing.
@@ -61,6 +70,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	if cfg.HandshakeTimeout == 0 {
+		cfg.HandshakeTimeout = 10 * time.Second
 	}
 	if cfg.MaxPacket == 0 {
 		cfg.MaxPacket = 64 << 20
@@ -161,12 +173,32 @@ func (s *Server) newConn(nc net.Conn) *clientConn {
 		_ = nc.Close()
 		return nil
 	}
+	if s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections {
+		refusedConnections.Inc()
+		refuseConn(nc)
+		return nil
+	}
 	c := &clientConn{srv: s, id: s.nextID.Add(1), pkt: newPacketIO(nc, s.cfg.MaxPacket)}
 	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	connectionsGauge.Inc()
 	return c
+}
+
+// refuseConn answers a connection over the limit with ERROR 1040 in place
+// of the greeting (as MySQL does; drivers read it as the connect error) and
+// closes it. The packet fits the socket buffer of a fresh connection, so the
+// write does not block the accept loop; the deadline bounds it anyway.
+func refuseConn(nc net.Conn) {
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+	p := newPacketIO(nc, 0)
+	b := errPacket(nil, &errno.Error{Code: errConCount, State: "08004", Msg: "Too many connections"})
+	if p.writePacket(b) == nil {
+		_ = p.flush()
+	}
+	countError(errConCount)
+	_ = nc.Close()
 }
 
 func (s *Server) removeConn(c *clientConn) {

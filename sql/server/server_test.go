@@ -476,7 +476,7 @@ func TestMalformedPackets(t *testing.T) {
 		r := dialRaw(t, ts.addr)
 		r.login()
 		r.write(7, []byte{0x03, 'S', 'E', 'L', 'E', 'C', 'T', ' ', '1'})
-		r.expectErrThenClose(1047)
+		r.expectErrThenClose(1156) // ER_NET_PACKETS_OUT_OF_ORDER
 	})
 	t.Run("empty command", func(t *testing.T) {
 		r := dialRaw(t, ts.addr)

@@ -74,7 +74,7 @@ func (c *clientConn) handleStmtExecute(ctx context.Context, data []byte) error {
 	id := binary.LittleEndian.Uint32(data)
 	p, ok := c.sess.PreparedStmt(id)
 	if !ok {
-		return c.writeError(errno.New(1243, "Unknown prepared statement handler (%d) given to mysqld_stmt_execute", id))
+		return c.writeError(errno.New(errUnknownStmt, "Unknown prepared statement handler (%d) given to mysqld_stmt_execute", id))
 	}
 	// flags (1) and iteration count (4) are ignored: no cursors.
 	data = data[9:]
@@ -154,7 +154,7 @@ func (c *clientConn) handleStmtReset(data []byte) error {
 	id := binary.LittleEndian.Uint32(data)
 	p, ok := c.sess.PreparedStmt(id)
 	if !ok {
-		return c.writeError(errno.New(1243, "Unknown prepared statement handler (%d) given to mysqld_stmt_reset", id))
+		return c.writeError(errno.New(errUnknownStmt, "Unknown prepared statement handler (%d) given to mysqld_stmt_reset", id))
 	}
 	p.LongData = nil
 	return c.writeOK(0, 0, c.status(), "")
