@@ -103,15 +103,33 @@
 //
 // Every LogGCInterval (3s) the leader of each region proposes an admin
 // CompactLog up to the lowest index every peer has (raft's match indexes,
-// capped by its applied index) when LogGCThreshold (50) entries or
-// LogGCSizeLimit (32 MiB) appended bytes lie above the truncated index.
-// Every replica applies it at the same log position: the truncated index
-// and term go into the apply state and the entries up to it are deleted, in
-// the apply batch (truncation and applied index survive a crash together;
-// a lost batch is re-applied). CompactLog is not epoch-checked. As there
-// are no snapshots yet, the log is never compacted past a lagging or
-// stopped peer, which catches up from the log when it returns. Metrics:
+// capped by its applied index; a peer more than LogGCLagLimit (10000)
+// entries behind is left out and will get a snapshot) when LogGCThreshold
+// (50) entries or LogGCSizeLimit (32 MiB) appended bytes lie above the
+// truncated index. Every replica applies it at the same log position: the
+// truncated index and term go into the apply state and the entries up to it
+// are deleted, in the apply batch (truncation and applied index survive a
+// crash together; a lost batch is re-applied). CompactLog is not
+// epoch-checked. Metrics:
 // strata_raftstore_raft_log_gc_{proposed,applied,entries_deleted}_total.
+//
+// # Snapshots
+//
+// When a peer needs entries below the leader's truncated index, raft asks
+// the leader's storage for a snapshot. The loop takes a Pebble snapshot at
+// the applied index (consistent with it) and a goroutine copies the
+// region's ranges in every key space (kv/keys.CFBounds) out of it; raft is
+// told "temporarily unavailable" until it is done. The MsgSnap travels on
+// its own RPC (storepb Snapshot: the message, then the data in 1 MiB
+// chunks; at most one send per destination store at a time; the outcome is
+// reported to raft). The receiver steps it; when raft's Ready carries it,
+// persist installs it in that Ready's synced batch, atomically: the
+// region's ranges are cleared and refilled in every key space, the log is
+// dropped, applied = truncated = the snapshot's index. Only leaders serve
+// reads, so no read sees a snapshot being installed. Proposals of the
+// receiving peer at or below the snapshot's index get ErrUndetermined.
+// Metrics: strata_raftstore_snapshots_total{event}, snapshot_bytes_total,
+// snapshot_generate_seconds, snapshot_send_seconds.
 //
 // # Reads
 //
@@ -199,9 +217,9 @@
 //
 // # Not yet
 //
-// No snapshots: the raft log is compacted only up to what every peer has
-// (so a peer that is down indefinitely keeps its region's log growing); the
-// newest entries are cached in memory. A proposal whose leader stepped down stays
+// Snapshots are built and received whole in memory (no SST ingestion, no
+// bandwidth cap; a received one is bounded to 1 GiB); the newest log
+// entries are cached in memory. A proposal whose leader stepped down stays
 // pending until its index is applied here (answered with its result or
 // StaleCommand) or, if it was overwritten locally, until the undetermined
 // timeout; a request that gives up earlier (context, stop) has an

@@ -15,12 +15,15 @@ import (
 // index over all peers, capped by its own applied index) and, when at
 // least LogGCThreshold entries (or LogGCSizeLimit bytes of appended
 // entries) lie between the truncated index and that point, proposes an
-// admin CompactLog through raft. Every replica applies it at the same log
+// admin CompactLog through raft. A peer more than LogGCLagLimit entries
+// behind (down, or partitioned) does not hold compaction back: it catches
+// up from a snapshot (snapshot.go). Every replica applies it at the same log
 // position: the truncated index and term go into the apply state and the
 // entries up to it are deleted, in the apply batch (so truncation and the
 // applied index survive a crash together). raft then reports ErrCompacted
-// below the truncated index. Until snapshots exist a region never compacts
-// past what every peer has, so no peer ever needs a snapshot.
+// below the truncated index, and a peer that needs entries from below gets
+// a snapshot. A region never compacts past what every peer within the lag
+// limit has.
 
 // maybeCompactLog proposes a CompactLog for leader p when its log is worth
 // truncating. Runs in the loop.
@@ -31,8 +34,12 @@ func (s *Store) maybeCompactLog(p *peer) {
 	if p.rn.BasicStatus().RaftState != raft.StateLeader {
 		return
 	}
-	target := p.ps.apply.applied
+	applied := p.ps.apply.applied
+	target := applied
 	p.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if lag := s.cfg.LogGCLagLimit; lag > 0 && pr.Match+uint64(lag) < applied {
+			return // too far behind: it will get a snapshot
+		}
 		target = min(target, pr.Match)
 	})
 	first := p.ps.apply.truncatedIndex

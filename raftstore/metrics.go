@@ -94,4 +94,22 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "raft_log_gc_entries_deleted_total",
 		Help: "Raft log entries deleted by log compaction.",
 	})
+	snapshotsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "snapshots_total",
+		Help: "Raft snapshots by event (sent, send_failed, received, applied).",
+	}, []string{"event"})
+	snapshotBytes = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "snapshot_bytes_total",
+		Help: "Raft snapshot data bytes by event (generated, sent, received).",
+	}, []string{"event"})
+	snapshotGenerateSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "snapshot_generate_seconds",
+		Help:    "Duration of copying a region's data out of a Pebble snapshot.",
+		Buckets: latencyBuckets,
+	})
+	snapshotSendSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "snapshot_send_seconds",
+		Help:    "Duration of sending one snapshot on the Snapshot RPC.",
+		Buckets: latencyBuckets,
+	})
 )

@@ -260,6 +260,22 @@ func (p *peer) trackProposals(ents []*raftpb.Entry, now time.Time) {
 	}
 }
 
+// snapshotApplied answers ErrUndetermined to the proposals at or below a
+// snapshot's index that this peer just installed: their entries were never
+// applied here, and whether they are in the snapshot is not known.
+func (p *peer) snapshotApplied(index uint64) {
+	kept := p.pending[:0]
+	for _, pr := range p.pending {
+		if pr.index <= index {
+			pr.respond(nil, fmt.Errorf("%w: replaced by a snapshot at index %d", ErrUndetermined, index), "undetermined")
+			continue
+		}
+		kept = append(kept, pr)
+	}
+	clear(p.pending[len(kept):])
+	p.pending = kept
+}
+
 // expireOverwritten answers ErrUndetermined to the proposals overwritten in
 // the local log more than timeout before now whose index has not been
 // applied since (e.g. the new leader's log does not reach that index yet):

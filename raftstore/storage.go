@@ -3,6 +3,7 @@ package raftstore
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.etcd.io/raft/v3"
@@ -31,6 +32,10 @@ type peerStorage struct {
 	lastTerm  uint64
 	// cache holds the newest entries, contiguous, ending at lastIndex.
 	cache []*raftpb.Entry
+	// snap is the snapshot being generated or last generated (snapshot.go);
+	// gens counts generation goroutines (the store's, nil in unit tests).
+	snap *snapGen
+	gens *sync.WaitGroup
 }
 
 var _ raft.Storage = (*peerStorage)(nil)
@@ -108,11 +113,7 @@ func writeInitialState(b *pebble.Batch, region *metapb.Region) error {
 // InitialState implements raft.Storage. The voters are the region's peers
 // (there are no conf changes yet).
 func (ps *peerStorage) InitialState() (*raftpb.HardState, *raftpb.ConfState, error) {
-	cs := &raftpb.ConfState{}
-	for _, p := range ps.region.GetPeers() {
-		cs.Voters = append(cs.Voters, p.GetId())
-	}
-	return proto.Clone(ps.hardState).(*raftpb.HardState), cs, nil
+	return proto.Clone(ps.hardState).(*raftpb.HardState), ps.confState(), nil
 }
 
 // FirstIndex implements raft.Storage.
@@ -120,12 +121,6 @@ func (ps *peerStorage) FirstIndex() (uint64, error) { return ps.apply.truncatedI
 
 // LastIndex implements raft.Storage.
 func (ps *peerStorage) LastIndex() (uint64, error) { return ps.lastIndex, nil }
-
-// Snapshot implements raft.Storage. The log is never truncated past the
-// initial state every replica starts from, so a snapshot is never needed.
-func (ps *peerStorage) Snapshot() (*raftpb.Snapshot, error) {
-	return nil, raft.ErrSnapshotTemporarilyUnavailable
-}
 
 // Term implements raft.Storage.
 func (ps *peerStorage) Term(i uint64) (uint64, error) {

@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -71,8 +72,18 @@ func TestPeerStorageInitialState(t *testing.T) {
 	require.ErrorIs(t, err, raft.ErrCompacted)
 	_, err = ps.Term(initIndex + 1)
 	require.ErrorIs(t, err, raft.ErrUnavailable)
+	// A snapshot is generated in the background: unavailable at first,
+	// then at the applied index.
+	var gens sync.WaitGroup
+	ps.gens = &gens
 	_, err = ps.Snapshot()
 	require.ErrorIs(t, err, raft.ErrSnapshotTemporarilyUnavailable)
+	gens.Wait()
+	snap, err := ps.Snapshot()
+	require.NoError(t, err)
+	require.Equal(t, initIndex, snap.GetMetadata().GetIndex())
+	require.Equal(t, initTerm, snap.GetMetadata().GetTerm())
+	require.Equal(t, []uint64{8, 9, 10}, snap.GetMetadata().GetConfState().GetVoters())
 }
 
 func TestPeerStorageAppendOverwriteReload(t *testing.T) {

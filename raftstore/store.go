@@ -72,6 +72,10 @@ type Config struct {
 	LogGCInterval  time.Duration
 	LogGCThreshold int
 	LogGCSizeLimit uint64
+	// LogGCLagLimit: a peer more than this many entries behind the leader's
+	// applied index does not hold log GC back; it gets a snapshot instead
+	// (default 10000; negative: never, every peer holds it back).
+	LogGCLagLimit int64
 	// MaxUncommittedBytes bounds the payload of a leader's uncommitted log
 	// tail per region (raft's MaxUncommittedEntriesSize); proposals beyond
 	// it get ServerIsBusy. Default 256 MiB.
@@ -103,6 +107,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.LogGCThreshold <= 0 {
 		c.LogGCThreshold = 50
+	}
+	if c.LogGCLagLimit == 0 {
+		c.LogGCLagLimit = 10000
 	}
 	if c.LogGCSizeLimit == 0 {
 		c.LogGCSizeLimit = 32 << 20
@@ -137,6 +144,7 @@ type Store struct {
 
 	inbox inbox
 	trans *transport
+	snaps snapshotSender
 
 	// Owned by the Ready loop goroutine.
 	peers     map[uint64]*peer
@@ -205,6 +213,7 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 	s.log = s.log.With("store", s.id)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.trans = newTransport(s)
+	s.snaps.s = s
 	regions, err := s.loadRegions()
 	if err != nil {
 		db.Close()
@@ -324,6 +333,7 @@ func (s *Store) Stop() {
 		s.cancel()
 		s.wg.Wait()
 		s.trans.close()
+		s.snaps.wg.Wait()
 	})
 }
 
@@ -508,6 +518,7 @@ func (s *Store) createPeer(region *metapb.Region) error {
 	if err != nil {
 		return err
 	}
+	ps.gens = &s.snaps.wg
 	rn, err := raft.NewRawNode(&raft.Config{
 		ID:                        meta.GetId(),
 		ElectionTick:              s.cfg.ElectionTicks,
@@ -563,7 +574,9 @@ type inboxMsgs struct {
 	reads       []*readRequest
 	creates     []*metapb.Region
 	unreachable []unreachable
-	drains      []chan struct{} // TransferLeaders waiters
+	drains      []chan struct{}  // TransferLeaders waiters
+	snaps       []receivedSnap   // MsgSnaps received on the Snapshot RPC
+	snapStatus  []snapshotStatus // outcomes of snapshot sends
 }
 
 type unreachable struct{ regionID, peerID uint64 }
@@ -574,6 +587,8 @@ func (m *inboxMsgs) reset() {
 	clear(m.reads)
 	clear(m.creates)
 	clear(m.drains)
+	clear(m.snaps)
+	m.snaps, m.snapStatus = m.snaps[:0], m.snapStatus[:0]
 	m.raft, m.proposals, m.reads, m.creates, m.unreachable = m.raft[:0], m.proposals[:0], m.reads[:0], m.creates[:0], m.unreachable[:0]
 	m.drains = m.drains[:0]
 }
@@ -707,6 +722,20 @@ func (s *Store) iterate(tick bool) bool {
 	for _, rm := range m.raft {
 		s.stepRaftMessage(rm)
 	}
+	for _, rs := range m.snaps {
+		if p := s.peers[rs.rm.GetRegionId()]; p != nil && rs.rm.GetToPeer().GetId() == p.meta.GetId() {
+			s.stepMessage(p, rs.rm, rs.msg)
+		}
+	}
+	for _, st := range m.snapStatus {
+		if p := s.peers[st.regionID]; p != nil {
+			status := raft.SnapshotFailure
+			if st.ok {
+				status = raft.SnapshotFinish
+			}
+			p.rn.ReportSnapshot(st.peerID, status)
+		}
+	}
 	for _, u := range m.unreachable {
 		if p := s.peers[u.regionID]; p != nil {
 			p.rn.ReportUnreachable(u.peerID)
@@ -831,6 +860,10 @@ func (s *Store) stepRaftMessage(rm *raft_serverpb.RaftMessage) {
 		s.log.Warn("bad raft message", "region", rm.GetRegionId(), "err", err)
 		return
 	}
+	s.stepMessage(p, rm, msg)
+}
+
+func (s *Store) stepMessage(p *peer, rm *raft_serverpb.RaftMessage, msg *raftpb.Message) {
 	if t := msg.GetType(); (t == raftpb.MessageType_MsgVote || t == raftpb.MessageType_MsgPreVote) &&
 		p.mayHaveAcked && time.Since(p.created) < s.electionTimeout() {
 		// Restarted without knowing the leader it may have acknowledged
@@ -1151,7 +1184,9 @@ func (s *Store) persist(readies []peerReady) {
 	for _, r := range readies {
 		mustSync = mustSync || r.rd.MustSync
 		if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {
-			s.fatal("unexpected raft snapshot", fmt.Errorf("region %d", r.p.region.GetId()))
+			if err := r.p.ps.writeSnapshot(b, r.rd.Snapshot); err != nil {
+				s.fatal("apply snapshot", err)
+			}
 		}
 		if err := r.p.ps.appendEntries(b, r.rd.Entries); err != nil {
 			s.fatal("append raft entries", err)
@@ -1184,6 +1219,13 @@ func (s *Store) persist(readies []peerReady) {
 	}
 	now := time.Now()
 	for _, r := range readies {
+		if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {
+			r.p.ps.snapshotPersisted(r.rd.Snapshot)
+			r.p.snapshotApplied(r.rd.Snapshot.GetMetadata().GetIndex())
+			snapshotsTotal.WithLabelValues("applied").Inc()
+			s.log.Info("snapshot applied", "region", r.p.region.GetId(), "index", r.rd.Snapshot.GetMetadata().GetIndex(),
+				"bytes", len(r.rd.Snapshot.GetData()))
+		}
 		r.p.ps.entriesPersisted(r.rd.Entries, r.rd.HardState)
 		for _, e := range r.rd.Entries {
 			r.p.logBytes += uint64(len(e.GetData())) + 16
@@ -1218,6 +1260,10 @@ func (s *Store) sendMessages(readies []peerReady, early bool) {
 			}
 			to := p.storeOf(m.GetTo())
 			if to == 0 {
+				continue
+			}
+			if m.GetType() == raftpb.MessageType_MsgSnap {
+				s.sendSnapshot(p, to, m)
 				continue
 			}
 			data, err := proto.Marshal(m)
@@ -1259,6 +1305,27 @@ func (s *Store) sendMessages(readies []peerReady, early bool) {
 			}
 		}
 	}
+}
+
+// sendSnapshot sends a MsgSnap on the Snapshot RPC: the message without
+// its data, then the data in chunks (snapshot.go).
+func (s *Store) sendSnapshot(p *peer, to uint64, m *raftpb.Message) {
+	if f := s.raftFilter.Load(); f != nil && (*f)(to) {
+		p.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFailure)
+		return
+	}
+	data := m.GetSnapshot().GetData()
+	stripped := proto.Clone(m).(*raftpb.Message)
+	stripped.Snapshot.Data = nil
+	msg, err := proto.Marshal(stripped)
+	if err != nil {
+		s.fatal("marshal snapshot message", err)
+	}
+	s.snaps.send(to, &raft_serverpb.RaftMessage{
+		RegionId: p.region.GetId(), FromPeer: p.meta, ToPeer: &metapb.Peer{Id: m.GetTo(), StoreId: to},
+		RegionEpoch: p.region.GetRegionEpoch(), StartKey: p.region.GetStartKey(), EndKey: p.region.GetEndKey(),
+		Message: msg,
+	}, data)
 }
 
 // apply writes every Ready's committed entries into one batch, records

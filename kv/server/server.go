@@ -54,7 +54,9 @@ type Config struct {
 	// interval disables raft log GC).
 	RaftLogGCInterval  time.Duration
 	RaftLogGCThreshold int
-	Logger             *slog.Logger
+	// RaftLogGCLagLimit is raftstore.Config.LogGCLagLimit (0: default).
+	RaftLogGCLagLimit int64
+	Logger            *slog.Logger
 }
 
 // DefaultLeaderTransferTimeout is Config.LeaderTransferTimeout's default.
@@ -152,6 +154,7 @@ func (s *Server) Run(ctx context.Context) error {
 		MaxUncommittedBytes:    s.cfg.RaftMaxUncommittedBytes,
 		LogGCInterval:          s.cfg.RaftLogGCInterval,
 		LogGCThreshold:         s.cfg.RaftLogGCThreshold,
+		LogGCLagLimit:          s.cfg.RaftLogGCLagLimit,
 		Logger:                 s.log,
 	}, pd)
 	if err != nil {

@@ -272,3 +272,9 @@ func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 func (s *Service) Raft(stream storepb.Store_RaftServer) error {
 	return s.store.ServeRaftStream(stream)
 }
+
+// Snapshot implements storepb.StoreServer: the receiving end of another
+// store's raft snapshot.
+func (s *Service) Snapshot(stream storepb.Store_SnapshotServer) error {
+	return s.store.ServeSnapshotStream(stream)
+}

@@ -196,6 +196,61 @@ func (*Done) Descriptor() ([]byte, []int) {
 	return file_raft_serverpb_proto_rawDescGZIP(), []int{2}
 }
 
+// SnapshotChunk is one piece of a raft snapshot sent on the Snapshot RPC:
+// the first chunk carries the RaftMessage (a MsgSnap whose snapshot data was
+// taken out), every chunk a consecutive piece of that data.
+type SnapshotChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Message       *RaftMessage           `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotChunk) Reset() {
+	*x = SnapshotChunk{}
+	mi := &file_raft_serverpb_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotChunk) ProtoMessage() {}
+
+func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_raft_serverpb_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
+func (*SnapshotChunk) Descriptor() ([]byte, []int) {
+	return file_raft_serverpb_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SnapshotChunk) GetMessage() *RaftMessage {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *SnapshotChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 var File_raft_serverpb_proto protoreflect.FileDescriptor
 
 const file_raft_serverpb_proto_rawDesc = "" +
@@ -211,7 +266,10 @@ const file_raft_serverpb_proto_rawDesc = "" +
 	"\amessage\x18\a \x01(\fR\amessage\"B\n" +
 	"\x10BatchRaftMessage\x12.\n" +
 	"\x04msgs\x18\x01 \x03(\v2\x1a.raft_serverpb.RaftMessageR\x04msgs\"\x06\n" +
-	"\x04DoneB0Z.github.com/stratadb/strata/proto/raft_serverpbb\x06proto3"
+	"\x04Done\"Y\n" +
+	"\rSnapshotChunk\x124\n" +
+	"\amessage\x18\x01 \x01(\v2\x1a.raft_serverpb.RaftMessageR\amessage\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04dataB0Z.github.com/stratadb/strata/proto/raft_serverpbb\x06proto3"
 
 var (
 	file_raft_serverpb_proto_rawDescOnce sync.Once
@@ -225,24 +283,26 @@ func file_raft_serverpb_proto_rawDescGZIP() []byte {
 	return file_raft_serverpb_proto_rawDescData
 }
 
-var file_raft_serverpb_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_raft_serverpb_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_raft_serverpb_proto_goTypes = []any{
 	(*RaftMessage)(nil),        // 0: raft_serverpb.RaftMessage
 	(*BatchRaftMessage)(nil),   // 1: raft_serverpb.BatchRaftMessage
 	(*Done)(nil),               // 2: raft_serverpb.Done
-	(*metapb.Peer)(nil),        // 3: metapb.Peer
-	(*metapb.RegionEpoch)(nil), // 4: metapb.RegionEpoch
+	(*SnapshotChunk)(nil),      // 3: raft_serverpb.SnapshotChunk
+	(*metapb.Peer)(nil),        // 4: metapb.Peer
+	(*metapb.RegionEpoch)(nil), // 5: metapb.RegionEpoch
 }
 var file_raft_serverpb_proto_depIdxs = []int32{
-	3, // 0: raft_serverpb.RaftMessage.from_peer:type_name -> metapb.Peer
-	3, // 1: raft_serverpb.RaftMessage.to_peer:type_name -> metapb.Peer
-	4, // 2: raft_serverpb.RaftMessage.region_epoch:type_name -> metapb.RegionEpoch
+	4, // 0: raft_serverpb.RaftMessage.from_peer:type_name -> metapb.Peer
+	4, // 1: raft_serverpb.RaftMessage.to_peer:type_name -> metapb.Peer
+	5, // 2: raft_serverpb.RaftMessage.region_epoch:type_name -> metapb.RegionEpoch
 	0, // 3: raft_serverpb.BatchRaftMessage.msgs:type_name -> raft_serverpb.RaftMessage
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	0, // 4: raft_serverpb.SnapshotChunk.message:type_name -> raft_serverpb.RaftMessage
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_raft_serverpb_proto_init() }
@@ -256,7 +316,7 @@ func file_raft_serverpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raft_serverpb_proto_rawDesc), len(file_raft_serverpb_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -964,7 +964,7 @@ const file_storepb_proto_rawDesc = "" +
 	"\aCleanUp\x10\x01\"b\n" +
 	"\x0eDetectResponse\x12!\n" +
 	"\fnot_detector\x18\x01 \x01(\bR\vnotDetector\x12-\n" +
-	"\bdeadlock\x18\x02 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock2\x93\v\n" +
+	"\bdeadlock\x18\x02 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock2\xd6\v\n" +
 	"\x05Store\x124\n" +
 	"\x05KvGet\x12\x13.kvrpcpb.GetRequest\x1a\x14.kvrpcpb.GetResponse\"\x00\x12C\n" +
 	"\n" +
@@ -987,7 +987,8 @@ const file_storepb_proto_rawDesc = "" +
 	"\vCoprocessor\x12\x1b.kvrpcpb.CoprocessorRequest\x1a\x1c.kvrpcpb.CoprocessorResponse\"\x00\x12T\n" +
 	"\rBatchCommands\x12\x1d.storepb.BatchCommandsRequest\x1a\x1e.storepb.BatchCommandsResponse\"\x00(\x010\x01\x12;\n" +
 	"\x06Detect\x12\x16.storepb.DetectRequest\x1a\x17.storepb.DetectResponse\"\x00\x12@\n" +
-	"\x04Raft\x12\x1f.raft_serverpb.BatchRaftMessage\x1a\x13.raft_serverpb.Done\"\x00(\x01B*Z(github.com/stratadb/strata/proto/storepbb\x06proto3"
+	"\x04Raft\x12\x1f.raft_serverpb.BatchRaftMessage\x1a\x13.raft_serverpb.Done\"\x00(\x01\x12A\n" +
+	"\bSnapshot\x12\x1c.raft_serverpb.SnapshotChunk\x1a\x13.raft_serverpb.Done\"\x00(\x01B*Z(github.com/stratadb/strata/proto/storepbb\x06proto3"
 
 var (
 	file_storepb_proto_rawDescOnce sync.Once
@@ -1046,7 +1047,8 @@ var file_storepb_proto_goTypes = []any{
 	(*kvrpcpb.CoprocessorResponse)(nil),         // 39: kvrpcpb.CoprocessorResponse
 	(*kvrpcpb.OnePCResponse)(nil),               // 40: kvrpcpb.OnePCResponse
 	(*raft_serverpb.BatchRaftMessage)(nil),      // 41: raft_serverpb.BatchRaftMessage
-	(*raft_serverpb.Done)(nil),                  // 42: raft_serverpb.Done
+	(*raft_serverpb.SnapshotChunk)(nil),         // 42: raft_serverpb.SnapshotChunk
+	(*raft_serverpb.Done)(nil),                  // 43: raft_serverpb.Done
 }
 var file_storepb_proto_depIdxs = []int32{
 	5,  // 0: storepb.BatchCommandsRequest.requests:type_name -> storepb.BatchCommandsRequest.Request
@@ -1105,27 +1107,29 @@ var file_storepb_proto_depIdxs = []int32{
 	1,  // 53: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
 	3,  // 54: storepb.Store.Detect:input_type -> storepb.DetectRequest
 	41, // 55: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
-	25, // 56: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
-	26, // 57: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
-	27, // 58: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
-	28, // 59: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
-	29, // 60: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
-	30, // 61: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
-	31, // 62: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
-	32, // 63: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
-	33, // 64: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
-	34, // 65: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
-	35, // 66: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
-	36, // 67: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
-	37, // 68: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
-	38, // 69: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
-	40, // 70: storepb.Store.KvOnePC:output_type -> kvrpcpb.OnePCResponse
-	39, // 71: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
-	2,  // 72: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
-	4,  // 73: storepb.Store.Detect:output_type -> storepb.DetectResponse
-	42, // 74: storepb.Store.Raft:output_type -> raft_serverpb.Done
-	56, // [56:75] is the sub-list for method output_type
-	37, // [37:56] is the sub-list for method input_type
+	42, // 56: storepb.Store.Snapshot:input_type -> raft_serverpb.SnapshotChunk
+	25, // 57: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
+	26, // 58: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
+	27, // 59: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
+	28, // 60: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
+	29, // 61: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
+	30, // 62: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
+	31, // 63: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
+	32, // 64: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
+	33, // 65: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
+	34, // 66: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
+	35, // 67: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
+	36, // 68: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
+	37, // 69: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
+	38, // 70: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
+	40, // 71: storepb.Store.KvOnePC:output_type -> kvrpcpb.OnePCResponse
+	39, // 72: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
+	2,  // 73: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
+	4,  // 74: storepb.Store.Detect:output_type -> storepb.DetectResponse
+	43, // 75: storepb.Store.Raft:output_type -> raft_serverpb.Done
+	43, // 76: storepb.Store.Snapshot:output_type -> raft_serverpb.Done
+	57, // [57:77] is the sub-list for method output_type
+	37, // [37:57] is the sub-list for method input_type
 	37, // [37:37] is the sub-list for extension type_name
 	37, // [37:37] is the sub-list for extension extendee
 	0,  // [0:37] is the sub-list for field type_name

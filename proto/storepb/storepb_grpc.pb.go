@@ -40,6 +40,7 @@ const (
 	Store_BatchCommands_FullMethodName         = "/storepb.Store/BatchCommands"
 	Store_Detect_FullMethodName                = "/storepb.Store/Detect"
 	Store_Raft_FullMethodName                  = "/storepb.Store/Raft"
+	Store_Snapshot_FullMethodName              = "/storepb.Store/Snapshot"
 )
 
 // StoreClient is the client API for Store service.
@@ -78,6 +79,9 @@ type StoreClient interface {
 	// Raft is a client stream of batches of raft messages from one store to
 	// another; the stream lives as long as the connection.
 	Raft(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[raft_serverpb.BatchRaftMessage, raft_serverpb.Done], error)
+	// Snapshot receives one raft snapshot from another store, in chunks
+	// (raftstore); answered once the snapshot is handed to the region's peer.
+	Snapshot(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[raft_serverpb.SnapshotChunk, raft_serverpb.Done], error)
 }
 
 type storeClient struct {
@@ -284,6 +288,19 @@ func (c *storeClient) Raft(ctx context.Context, opts ...grpc.CallOption) (grpc.C
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Store_RaftClient = grpc.ClientStreamingClient[raft_serverpb.BatchRaftMessage, raft_serverpb.Done]
 
+func (c *storeClient) Snapshot(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[raft_serverpb.SnapshotChunk, raft_serverpb.Done], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Store_ServiceDesc.Streams[2], Store_Snapshot_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[raft_serverpb.SnapshotChunk, raft_serverpb.Done]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Store_SnapshotClient = grpc.ClientStreamingClient[raft_serverpb.SnapshotChunk, raft_serverpb.Done]
+
 // StoreServer is the server API for Store service.
 // All implementations must embed UnimplementedStoreServer
 // for forward compatibility.
@@ -320,6 +337,9 @@ type StoreServer interface {
 	// Raft is a client stream of batches of raft messages from one store to
 	// another; the stream lives as long as the connection.
 	Raft(grpc.ClientStreamingServer[raft_serverpb.BatchRaftMessage, raft_serverpb.Done]) error
+	// Snapshot receives one raft snapshot from another store, in chunks
+	// (raftstore); answered once the snapshot is handed to the region's peer.
+	Snapshot(grpc.ClientStreamingServer[raft_serverpb.SnapshotChunk, raft_serverpb.Done]) error
 	mustEmbedUnimplementedStoreServer()
 }
 
@@ -386,6 +406,9 @@ func (UnimplementedStoreServer) Detect(context.Context, *DetectRequest) (*Detect
 }
 func (UnimplementedStoreServer) Raft(grpc.ClientStreamingServer[raft_serverpb.BatchRaftMessage, raft_serverpb.Done]) error {
 	return status.Errorf(codes.Unimplemented, "method Raft not implemented")
+}
+func (UnimplementedStoreServer) Snapshot(grpc.ClientStreamingServer[raft_serverpb.SnapshotChunk, raft_serverpb.Done]) error {
+	return status.Errorf(codes.Unimplemented, "method Snapshot not implemented")
 }
 func (UnimplementedStoreServer) mustEmbedUnimplementedStoreServer() {}
 func (UnimplementedStoreServer) testEmbeddedByValue()               {}
@@ -728,6 +751,13 @@ func _Store_Raft_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Store_RaftServer = grpc.ClientStreamingServer[raft_serverpb.BatchRaftMessage, raft_serverpb.Done]
 
+func _Store_Snapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(StoreServer).Snapshot(&grpc.GenericServerStream[raft_serverpb.SnapshotChunk, raft_serverpb.Done]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Store_SnapshotServer = grpc.ClientStreamingServer[raft_serverpb.SnapshotChunk, raft_serverpb.Done]
+
 // Store_ServiceDesc is the grpc.ServiceDesc for Store service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -814,6 +844,11 @@ var Store_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Raft",
 			Handler:       _Store_Raft_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Snapshot",
+			Handler:       _Store_Snapshot_Handler,
 			ClientStreams: true,
 		},
 	},
