@@ -82,6 +82,14 @@ func (e *DeadlockError) Error() string {
 	return fmt.Sprintf("sql: deadlock found when locking key %x", e.Key)
 }
 
+// GCTooEarlyError: a read at StartTS is below the GC safe point: versions
+// it would see may have been garbage collected (TiDB's ERROR 9006).
+type GCTooEarlyError struct{ StartTS, SafePoint uint64 }
+
+func (e *GCTooEarlyError) Error() string {
+	return fmt.Sprintf("sql: GC life time is shorter than transaction duration, transaction starts at %d, GC safe point is %d", e.StartTS, e.SafePoint)
+}
+
 // LockConflictError: Key is locked by another transaction and the lock was
 // asked not to wait (NOWAIT; MySQL 3572).
 type LockConflictError struct{ Key []byte }

@@ -12,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/stratadb/strata/config"
 	kvclient "github.com/stratadb/strata/kv/client"
 	"github.com/stratadb/strata/kv/client/txn"
+	"github.com/stratadb/strata/kv/gcleader"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/sql/server"
 	"github.com/stratadb/strata/status"
@@ -102,9 +104,19 @@ func run(args []string) error {
 	kv := kvclient.New(pd, kvclient.Config{})
 	defer kv.Close()
 
+	txnClient := txn.NewClient(kv, pd, txn.Config{})
+	// Every SQL node takes part in the GC leader election; the leader runs
+	// GC rounds (kv/gcleader).
+	host, _ := os.Hostname()
+	gcl := gcleader.New(pd, kv, txnClient.Resolver(), gcleader.Config{NodeID: fmt.Sprintf("%s/%s/%d", host, cfg.Addr, os.Getpid())})
+	gcCtx, gcStop := context.WithCancel(ctx)
+	gcDone := make(chan struct{})
+	go func() { defer close(gcDone); gcl.Run(gcCtx) }()
+	defer func() { gcStop(); <-gcDone }()
+
 	srv, err := server.New(server.Config{
 		Addr:             cfg.Addr,
-		Store:            &kvStorage{pd: pd, kv: kv, txn: txn.NewClient(kv, pd, txn.Config{})},
+		Store:            &kvStorage{pd: pd, kv: kv, txn: txnClient},
 		Users:            map[string]string{"root": cfg.RootPassword},
 		ShutdownTimeout:  cfg.ShutdownTimeout,
 		MaxConnections:   cfg.MaxConnections,

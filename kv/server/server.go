@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/stratadb/strata/kv/gc"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/proto/storepb"
 	"github.com/stratadb/strata/raftstore"
@@ -42,6 +43,9 @@ type Config struct {
 	LeaderTransferTimeout time.Duration
 	// PD, when set, is used instead of dialling PDEndpoints (tests).
 	PD PD
+	// GC tunes the store's MVCC garbage collector (kv/gc); it runs when
+	// the PD client serves GC safe points (pdclient does).
+	GC gc.Config
 	// TSO, when set, replaces PD as the source of the timestamps the max
 	// read timestamp is synced to on leadership changes. Only tests that
 	// drive the store with their own synthetic timestamps (not PD's) set it.
@@ -83,6 +87,7 @@ type Server struct {
 
 	mu    sync.Mutex
 	store *raftstore.Store
+	gc    *gc.Worker
 }
 
 // New validates cfg and binds the gRPC listener (so Addr is known before
@@ -118,6 +123,14 @@ func (s *Server) Store() *raftstore.Store {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.store
+}
+
+// GC returns the store's GC worker once Ready (nil before, or when the PD
+// client serves no safe points).
+func (s *Server) GC() *gc.Worker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gc
 }
 
 // Run opens the store, serves until ctx is cancelled, then shuts down
@@ -179,6 +192,19 @@ func (s *Server) Run(ctx context.Context) error {
 	svc := NewService(store, tso, pd, s.log)
 	defer svc.Close()
 	storepb.RegisterStoreServer(gs, svc)
+	gcDone := make(chan struct{})
+	gcCtx, stopGC := context.WithCancel(context.Background())
+	if gpd, ok := pd.(gc.PD); ok {
+		cfg := s.cfg.GC
+		cfg.Logger = s.log
+		svc.gc = gc.NewWorker(gcStore{store}, store.ID(), gpd, svc.Storage().Latches(), cfg)
+		s.mu.Lock()
+		s.gc = svc.gc
+		s.mu.Unlock()
+		go func() { defer close(gcDone); svc.gc.Run(gcCtx) }()
+	} else {
+		close(gcDone)
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(s.lis) }()
 	s.log.Info("store ready", "store", store.ID(), "addr", s.cfg.AdvertiseAddr, "listen", s.lis.Addr().String(), "status_addr", s.cfg.StatusAddr)
@@ -201,6 +227,8 @@ func (s *Server) Run(ctx context.Context) error {
 			s.log.Info("leaders transferred before stop", "store", store.ID(), "took", time.Since(start))
 		}
 	}
+	stopGC()
+	<-gcDone
 	// Stop accepting and stop the raft loop: waiting requests are answered
 	// at once and raft streams from other stores end. Handlers have all
 	// returned before Pebble is closed; a handler stuck elsewhere is cut off

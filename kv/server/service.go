@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratadb/strata/coprocessor"
 	"github.com/stratadb/strata/kv/concurrency"
+	"github.com/stratadb/strata/kv/gc"
 	"github.com/stratadb/strata/kv/mvcc"
 	"github.com/stratadb/strata/kv/txn"
 	"github.com/stratadb/strata/proto/coprocessorpb"
@@ -45,6 +46,8 @@ type Service struct {
 	st       *txn.Storage
 	cm       *concurrency.Manager
 	detector *clusterDetector
+	// gc, when set, refuses reads below the GC safe point (gc.go).
+	gc *gc.Worker
 }
 
 // NewService returns the gRPC service of store; tso is used to sync the max
@@ -141,18 +144,21 @@ func call[Req, Resp any](ctx context.Context, method string, req Req, fn func(co
 
 // KvGet implements storepb.StoreServer.
 func (s *Service) KvGet(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, error) {
-	return call(ctx, "kv_get", req, s.st.Get)
+	return call(ctx, "kv_get", req, gcChecked(s.gc, (*kvrpcpb.GetRequest).GetVersion,
+		func(ke *kvrpcpb.KeyError) *kvrpcpb.GetResponse { return &kvrpcpb.GetResponse{Error: ke} }, s.st.Get))
 }
 
 // KvBatchGet implements storepb.StoreServer.
 func (s *Service) KvBatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*kvrpcpb.BatchGetResponse, error) {
-	return call(ctx, "kv_batch_get", req, s.st.BatchGet)
+	return call(ctx, "kv_batch_get", req, gcChecked(s.gc, (*kvrpcpb.BatchGetRequest).GetVersion,
+		func(ke *kvrpcpb.KeyError) *kvrpcpb.BatchGetResponse { return &kvrpcpb.BatchGetResponse{Error: ke} }, s.st.BatchGet))
 }
 
 // KvScan implements storepb.StoreServer. The range is clamped to the
 // region.
 func (s *Service) KvScan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.ScanResponse, error) {
-	return call(ctx, "kv_scan", req, s.st.Scan)
+	return call(ctx, "kv_scan", req, gcChecked(s.gc, (*kvrpcpb.ScanRequest).GetVersion,
+		func(ke *kvrpcpb.KeyError) *kvrpcpb.ScanResponse { return &kvrpcpb.ScanResponse{Error: ke} }, s.st.Scan))
 }
 
 // KvPrewrite implements storepb.StoreServer.
@@ -220,7 +226,10 @@ func (s *Service) KvOnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrp
 
 // Coprocessor implements storepb.StoreServer.
 func (s *Service) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
-	return call(ctx, "coprocessor", req, s.coprocessor)
+	return call(ctx, "coprocessor", req, gcChecked(s.gc, (*kvrpcpb.CoprocessorRequest).GetStartTs,
+		func(ke *kvrpcpb.KeyError) *kvrpcpb.CoprocessorResponse {
+			return &kvrpcpb.CoprocessorResponse{Locked: ke}
+		}, s.coprocessor))
 }
 
 func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {

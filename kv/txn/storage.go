@@ -109,6 +109,10 @@ func New(engine Engine, cm *concurrency.Manager, tso TSO, cfg Config) *Storage {
 	}
 }
 
+// Latches returns the latches write commands take; a component writing the
+// same keys outside Storage (kv/gc) takes them too.
+func (s *Storage) Latches() *Latches { return s.latches }
+
 // ConcurrencyManager returns the store's concurrency manager.
 func (s *Storage) ConcurrencyManager() *concurrency.Manager { return s.cm }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stratadb/strata/sql"
 )
@@ -45,6 +46,7 @@ const (
 	ErrWrongDBName         uint16 = 1102
 	ErrRegionUnavailable   uint16 = 9005
 	ErrWriteConflict       uint16 = 9007
+	ErrGCTooEarly          uint16 = 9006
 	ErrResultUndetermined  uint16 = 8110
 	ErrEntryTooLarge       uint16 = 8025
 )
@@ -121,6 +123,11 @@ func FromError(err error) *Error {
 		return New(ErrWriteConflict, "Write conflict, txnStartTS=%d, conflictStartTS=%d, conflictCommitTS=%d, key=%x [try again later]",
 			wc.StartTS, wc.ConflictStartTS, wc.ConflictCommitTS, wc.Key)
 	}
+	var gc *sql.GCTooEarlyError
+	if errors.As(err, &gc) {
+		return New(ErrGCTooEarly, "GC life time is shorter than transaction duration, transaction starts at %s, GC safe point is %s; run shorter transactions or raise tidb_gc_life_time",
+			tsTime(gc.StartTS), tsTime(gc.SafePoint))
+	}
 	var ke *sql.KeyExistsError
 	if errors.As(err, &ke) {
 		return New(ErrDupEntry, "Duplicate entry for key %x", ke.Key)
@@ -134,4 +141,10 @@ func FromError(err error) *Error {
 		return New(ErrQueryInterrupted, "Query execution was interrupted")
 	}
 	return New(ErrUnknown, "%s", err.Error())
+}
+
+// tsTime renders a TSO timestamp as TiDB does in 9006: its physical time
+// and the raw value.
+func tsTime(ts uint64) string {
+	return fmt.Sprintf("%s (%d)", time.UnixMilli(int64(ts>>18)).UTC().Format("2006-01-02 15:04:05.000 UTC"), ts)
 }

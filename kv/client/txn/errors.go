@@ -45,14 +45,14 @@ func keyError(ke *kvrpcpb.KeyError, startTS uint64) error {
 		return fmt.Errorf("%w: lock of key %x not found (rolled back by another transaction)", ErrTxnAborted, ke.TxnLockNotFound.Key)
 	case ke.TxnNotFound != nil:
 		return fmt.Errorf("%w: txn %d not found", ErrTxnAborted, ke.TxnNotFound.StartTs)
+	case ke.GcTooEarly != nil: // before Abort: the store sets both
+		return fmt.Errorf("%w: %w", ErrGCTooEarly, &sql.GCTooEarlyError{StartTS: ke.GcTooEarly.StartTs, SafePoint: ke.GcTooEarly.SafePoint})
 	case ke.Abort != "":
 		return fmt.Errorf("%w: %s", ErrTxnAborted, ke.Abort)
 	case ke.Retryable != "":
 		return fmt.Errorf("%w: %s (retryable)", ErrTxnAborted, ke.Retryable)
 	case ke.CommitTsExpired != nil:
 		return fmt.Errorf("%w: commit ts %d expired (min %d)", ErrTxnAborted, ke.CommitTsExpired.AttemptedCommitTs, ke.CommitTsExpired.MinCommitTs)
-	case ke.GcTooEarly != nil:
-		return fmt.Errorf("%w: start_ts %d, safe point %d", ErrGCTooEarly, ke.GcTooEarly.StartTs, ke.GcTooEarly.SafePoint)
 	case ke.Locked != nil:
 		return fmt.Errorf("kv/txn: key %x locked by txn %d", ke.Locked.Key, ke.Locked.LockVersion)
 	}
