@@ -33,7 +33,10 @@
 //
 // # Writes
 //
-// Commit groups mutations by region and sends one KvOnePC per region, regions
+// Transactions (package kv/client/txn) write through SendRequest with
+// Percolator commands; the SQL node's autocommit path does too. Commit is
+// the legacy path, kept for tests until the stores drop KvOnePC: it groups
+// mutations by region and sends one KvOnePC per region, regions
 // in parallel. It is atomic within one region only: when mutations span
 // regions, some regions may commit while another fails (cross-region 2PC is a
 // later issue; until then the SQL layer should keep multi-region writes to

@@ -121,7 +121,8 @@ func (c *Client) Scan(ctx context.Context, start, end []byte, ts uint64, limit i
 	}
 }
 
-// Commit writes muts at commitTS, failing on keys committed by others after
+// Commit (legacy: nothing in the product calls it since the SQL node commits
+// through kv/client/txn) writes muts at commitTS, failing on keys committed by others after
 // startTS. Mutations are grouped by region and each group is committed with
 // one KvOnePC, groups in parallel. Atomic within a region only: see the
 // package documentation for partial commits across regions, for
