@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -80,6 +81,14 @@ type DeadlockError struct{ Key []byte }
 
 func (e *DeadlockError) Error() string {
 	return fmt.Sprintf("sql: deadlock found when locking key %x", e.Key)
+}
+
+// GCSettings is implemented by a Storage that keeps the cluster's GC
+// settings (tidb_gc_life_time, tidb_gc_run_interval; PD in production).
+// SetGCConfig leaves a zero duration unchanged.
+type GCSettings interface {
+	GCConfig(ctx context.Context) (lifeTime, runInterval time.Duration, err error)
+	SetGCConfig(ctx context.Context, lifeTime, runInterval time.Duration) error
 }
 
 // GCTooEarlyError: a read at StartTS is below the GC safe point: versions

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	kvclient "github.com/stratadb/strata/kv/client"
 	"github.com/stratadb/strata/kv/client/txn"
@@ -93,4 +94,19 @@ func translate(err error) error {
 		return err
 	}
 	return err
+}
+
+// GCConfig implements sql.GCSettings: the cluster's GC settings in PD.
+func (s *kvStorage) GCConfig(ctx context.Context) (lifeTime, runInterval time.Duration, err error) {
+	c, err := s.pd.SetGCConfig(ctx, 0, 0) // both zero: a read
+	if err != nil {
+		return 0, 0, translate(err)
+	}
+	return time.Duration(c.GetLifeTimeMs()) * time.Millisecond, time.Duration(c.GetRunIntervalMs()) * time.Millisecond, nil
+}
+
+// SetGCConfig implements sql.GCSettings.
+func (s *kvStorage) SetGCConfig(ctx context.Context, lifeTime, runInterval time.Duration) error {
+	_, err := s.pd.SetGCConfig(ctx, lifeTime, runInterval)
+	return translate(err)
 }

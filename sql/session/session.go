@@ -78,6 +78,9 @@ func (s *Session) SysVar(name string, global bool) (types.Datum, types.FieldType
 		d, ft := v.datum()
 		return d, ft, nil
 	}
+	if d, ft, ok, err := s.gcSysVar(name); ok { // cluster-wide, gcvars.go
+		return d, ft, err
+	}
 	v, ok := defaultSysVars[name]
 	if !ok {
 		return tablecodec.NullDatum, types.FieldType{}, errno.New(errno.ErrUnknownSystemVar, "Unknown system variable '%s'", name)
@@ -255,6 +258,12 @@ func (s *Session) set(ctx context.Context, x *ast.SetStmt) error {
 		}
 		if !v.IsSystem {
 			s.userVars[name] = copyDatum(val)
+			continue
+		}
+		if handled, err := s.setGCSysVar(ctx, name, v.IsGlobal, val); handled { // gcvars.go
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		def, ok := defaultSysVars[name]
