@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"github.com/stratadb/strata/kv/client/txn"
 	"github.com/stratadb/strata/kv/gcleader"
 	"github.com/stratadb/strata/pd/pdclient"
+	"github.com/stratadb/strata/sql/auth"
 	"github.com/stratadb/strata/sql/server"
 	"github.com/stratadb/strata/status"
 )
@@ -38,7 +40,14 @@ type Config struct {
 	ShutdownTimeout time.Duration `toml:"shutdown-timeout"`
 	MaxConnections  int           `toml:"max-connections"`
 	ConnectTimeout  time.Duration `toml:"connect-timeout"`
-	LogLevel        string        `toml:"log-level"`
+	// TLS and authentication.
+	TLS                    bool   `toml:"tls"`
+	TLSCert                string `toml:"tls-cert"`
+	TLSKey                 string `toml:"tls-key"`
+	DataDir                string `toml:"data-dir"`
+	RequireSecureTransport bool   `toml:"require-secure-transport"`
+	DefaultAuthPlugin      string `toml:"default-auth-plugin"`
+	LogLevel               string `toml:"log-level"`
 	// TSOClientRPCMode is TiDB's tidb_tso_client_rpc_mode: "default" or
 	// "parallel" (pdclient.TSOMode).
 	TSOClientRPCMode string `toml:"tso-client-rpc-mode"`
@@ -54,7 +63,7 @@ func main() {
 // parseFlags applies defaults, then the --config TOML file, then flags.
 func parseFlags(args []string) (Config, error) {
 	cfg := Config{PD: "127.0.0.1:2379", Addr: "127.0.0.1:4000", StatusAddr: "127.0.0.1:10080", ShutdownTimeout: 10 * time.Second, LogLevel: "info", TSOClientRPCMode: "default",
-		MaxConnections: 1000, ConnectTimeout: 10 * time.Second}
+		MaxConnections: 1000, ConnectTimeout: 10 * time.Second, TLS: true, DefaultAuthPlugin: auth.NativePassword}
 	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
 		return cfg, err
@@ -70,6 +79,15 @@ func parseFlags(args []string) (Config, error) {
 	}
 	if cfg.ConnectTimeout <= 0 {
 		return cfg, fmt.Errorf("--connect-timeout must be > 0, got %v", cfg.ConnectTimeout)
+	}
+	if cfg.DefaultAuthPlugin != auth.NativePassword && cfg.DefaultAuthPlugin != auth.CachingSHA2Password {
+		return cfg, fmt.Errorf("--default-auth-plugin must be %s or %s, got %q", auth.NativePassword, auth.CachingSHA2Password, cfg.DefaultAuthPlugin)
+	}
+	if cfg.RequireSecureTransport && !cfg.TLS {
+		return cfg, errors.New("--require-secure-transport needs --tls")
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return cfg, errors.New("--tls-cert and --tls-key go together")
 	}
 	return cfg, nil
 }
@@ -114,20 +132,56 @@ func run(args []string) error {
 	go func() { defer close(gcDone); gcl.Run(gcCtx) }()
 	defer func() { gcStop(); <-gcDone }()
 
+	tlsCfg, rsaKey, err := tlsAndKeys(cfg)
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{
-		Addr:             cfg.Addr,
-		Store:            &kvStorage{pd: pd, kv: kv, txn: txnClient},
-		Users:            map[string]string{"root": cfg.RootPassword},
-		ShutdownTimeout:  cfg.ShutdownTimeout,
-		MaxConnections:   cfg.MaxConnections,
-		HandshakeTimeout: cfg.ConnectTimeout,
-		CreateDefaultDB:  true,
+		TLS:                    tlsCfg,
+		RSAKey:                 rsaKey,
+		RequireSecureTransport: cfg.RequireSecureTransport,
+		AuthPlugin:             cfg.DefaultAuthPlugin,
+		Addr:                   cfg.Addr,
+		Store:                  &kvStorage{pd: pd, kv: kv, txn: txnClient},
+		Users:                  map[string]string{"root": cfg.RootPassword},
+		ShutdownTimeout:        cfg.ShutdownTimeout,
+		MaxConnections:         cfg.MaxConnections,
+		HandshakeTimeout:       cfg.ConnectTimeout,
+		CreateDefaultDB:        true,
 	})
 	if err != nil {
 		return err
 	}
 	slog.Info("sql node starting", "addr", cfg.Addr, "status_addr", statusBound.String(), "pd", endpoints)
 	return srv.Run(ctx)
+}
+
+// tlsAndKeys loads (or, on first start, creates and persists in
+// --data-dir) the node's TLS certificate and RSA key.
+func tlsAndKeys(cfg Config) (*tls.Config, *auth.RSAKey, error) {
+	var rsaKey *auth.RSAKey
+	if cfg.DataDir != "" {
+		k, err := auth.LoadOrCreateRSAKey(cfg.DataDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		rsaKey = k
+	}
+	if !cfg.TLS {
+		return nil, rsaKey, nil
+	}
+	cert, generated, err := auth.LoadOrCreateCert(cfg.TLSCert, cfg.TLSKey, cfg.DataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if generated {
+		where := "in memory only (no --data-dir)"
+		if cfg.DataDir != "" {
+			where = "in " + cfg.DataDir
+		}
+		slog.Warn("using a generated self-signed TLS certificate; set --tls-cert/--tls-key for one clients can verify", "stored", where)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, rsaKey, nil
 }
 
 // newFlagSet binds one flag per configuration key (TOML key = flag name).
@@ -140,6 +194,12 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long running statements may finish on SIGTERM")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "client connections this node accepts at once; one more gets ERROR 1040 (0: no limit)")
 	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "a client that has not logged in by then is disconnected (MySQL's connect_timeout)")
+	fs.BoolVar(&cfg.TLS, "tls", cfg.TLS, "offer TLS to clients (certificate from --tls-cert/--tls-key, else self-signed)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", cfg.TLSCert, "PEM file of the server certificate (chain)")
+	fs.StringVar(&cfg.TLSKey, "tls-key", cfg.TLSKey, "PEM file of the server certificate's private key")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the generated TLS certificate and RSA key, kept across restarts (empty: regenerated in memory at each start)")
+	fs.BoolVar(&cfg.RequireSecureTransport, "require-secure-transport", cfg.RequireSecureTransport, "refuse connections without TLS (ERROR 3159)")
+	fs.StringVar(&cfg.DefaultAuthPlugin, "default-auth-plugin", cfg.DefaultAuthPlugin, "authentication plugin of the configured users: mysql_native_password or caching_sha2_password")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.TSOClientRPCMode, "tso-client-rpc-mode", cfg.TSOClientRPCMode, `how timestamps are fetched from PD: "default" (one batch in flight) or "parallel" (several streams, one batch in flight each; for network-bound PD round trips)`)
 	return fs

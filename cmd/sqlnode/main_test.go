@@ -36,6 +36,13 @@ func TestParseFlags(t *testing.T) {
 			want: func(c *Config) { c.MaxConnections, c.ConnectTimeout = 5, 2*time.Second }},
 		{name: "negative-max-connections", args: []string{"--max-connections", "-1"}, err: "--max-connections"},
 		{name: "zero-connect-timeout", args: []string{"--connect-timeout", "0s"}, err: "--connect-timeout"},
+		{name: "tls-files", args: []string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--data-dir", "/d", "--require-secure-transport", "--default-auth-plugin", "caching_sha2_password"},
+			want: func(c *Config) {
+				c.TLSCert, c.TLSKey, c.DataDir, c.RequireSecureTransport, c.DefaultAuthPlugin = "c.pem", "k.pem", "/d", true, "caching_sha2_password"
+			}},
+		{name: "tls-cert-without-key", args: []string{"--tls-cert", "c.pem"}, err: "--tls-key"},
+		{name: "secure-transport-without-tls", args: []string{"--tls=false", "--require-secure-transport"}, err: "--require-secure-transport"},
+		{name: "bad-auth-plugin", args: []string{"--default-auth-plugin", "sha256_password"}, err: "--default-auth-plugin"},
 		{name: "unknown-flag", args: []string{"--nope"}, err: "nope"},
 		{name: "stray-argument", args: []string{"x"}, err: "unexpected argument"},
 		{name: "zero-shutdown-timeout", args: []string{"--shutdown-timeout", "0s"}, err: "--shutdown-timeout"},

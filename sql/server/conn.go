@@ -3,9 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha1"
-	"crypto/subtle"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,8 +22,6 @@ import (
 	"github.com/stratadb/strata/sql/types"
 )
 
-const nativePassword = "mysql_native_password"
-
 // MySQL error codes of the connection layer.
 const (
 	errConCount          uint16 = 1040 // ER_CON_COUNT_ERROR
@@ -40,24 +36,29 @@ const (
 // the ERR packet in the client's receive buffer.
 const lingerTimeout = time.Second
 
-// serverCaps is what the server advertises in the handshake.
+// serverCaps is what the server advertises in the handshake (plus
+// CLIENT_SSL when TLS is configured).
 const serverCaps = mysql.ClientLongPassword | mysql.ClientFoundRows | mysql.ClientLongFlag | mysql.ClientConnectWithDB |
 	mysql.ClientProtocol41 | mysql.ClientInteractive | mysql.ClientTransactions | mysql.ClientSecureConnection |
 	mysql.ClientMultiStatements | mysql.ClientMultiResults | mysql.ClientPluginAuth | mysql.ClientConnectAtts |
-	mysql.ClientPluginAuthLenencClientData | mysql.ClientDeprecateEOF
+	mysql.ClientPluginAuthLenencClientData | mysql.ClientDeprecateEOF | mysql.ClientPSMultiResults
 
 // clientConn serves one client connection.
 type clientConn struct {
-	srv   *Server
-	id    uint64
-	pkt   *packetIO
-	log   *slog.Logger
-	caps  uint32
-	sess  *session.Session
-	user  string
-	salt  [20]byte
-	wbuf  []byte // reused for building packets
-	start time.Time
+	srv  *Server
+	id   uint64
+	pkt  *packetIO
+	log  *slog.Logger
+	caps uint32
+	sess *session.Session
+	user string
+	salt [20]byte
+	// netConn is the accepted socket (pkt.conn becomes the TLS connection
+	// after an SSL request); closing it ends the connection.
+	netConn net.Conn
+	tls     *tls.Conn // nil: plain connection
+	wbuf    []byte    // reused for building packets
+	start   time.Time
 
 	mu       sync.Mutex
 	busy     bool
@@ -72,7 +73,7 @@ func (c *clientConn) shutdown() {
 	defer c.mu.Unlock()
 	c.closing = true
 	if !c.busy {
-		_ = c.pkt.conn.Close()
+		_ = c.netConn.Close()
 	}
 }
 
@@ -163,200 +164,6 @@ func (c *clientConn) closeLingering() {
 func isClosed(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		strings.Contains(err.Error(), "connection reset")
-}
-
-// --- handshake ---------------------------------------------------------
-
-func (c *clientConn) handshake(ctx context.Context) error {
-	if _, err := rand.Read(c.salt[:]); err != nil {
-		return err
-	}
-	for i := range c.salt { // printable, never NUL
-		c.salt[i] = c.salt[i]%94 + 33
-	}
-	// The whole connection phase, writes included, must finish within
-	// HandshakeTimeout; serve's deferred Close then ends the goroutine.
-	_ = c.pkt.conn.SetDeadline(time.Now().Add(c.srv.cfg.HandshakeTimeout))
-	defer func() { _ = c.pkt.conn.SetDeadline(time.Time{}) }()
-	b := c.wbuf[:0]
-	b = append(b, 10)
-	b = append(b, session.ServerVersion...)
-	b = append(b, 0)
-	b = binary.LittleEndian.AppendUint32(b, uint32(c.id))
-	b = append(b, c.salt[:8]...)
-	b = append(b, 0)
-	b = binary.LittleEndian.AppendUint16(b, uint16(serverCaps&0xffff))
-	b = append(b, byte(types.CollationUTF8MB4))
-	b = binary.LittleEndian.AppendUint16(b, mysql.ServerStatusAutocommit)
-	b = binary.LittleEndian.AppendUint16(b, uint16(serverCaps>>16))
-	b = append(b, byte(len(c.salt)+1))
-	b = append(b, make([]byte, 10)...)
-	b = append(b, c.salt[8:]...)
-	b = append(b, 0)
-	b = append(b, nativePassword...)
-	b = append(b, 0)
-	c.wbuf = b
-	if err := c.pkt.writePacket(b); err != nil {
-		return err
-	}
-	if err := c.pkt.flush(); err != nil {
-		return err
-	}
-	data, err := c.pkt.readPacket()
-	if err != nil {
-		if e := readErrorReply(err); e != nil {
-			_ = c.writeError(e)
-			c.closeLingering()
-		}
-		return err
-	}
-	resp, err := parseHandshakeResponse(data)
-	if err != nil {
-		_ = c.writeError(&errno.Error{Code: errHandshake, State: "08S01", Msg: "Bad handshake"})
-		c.closeLingering()
-		return err
-	}
-	c.caps = resp.caps & serverCaps
-	c.user = resp.user
-	authData := resp.auth
-	if resp.plugin != "" && resp.plugin != nativePassword {
-		// Ask the client to redo auth with mysql_native_password.
-		b := append(c.wbuf[:0], 0xfe)
-		b = append(b, nativePassword...)
-		b = append(b, 0)
-		b = append(b, c.salt[:]...)
-		b = append(b, 0)
-		c.wbuf = b
-		if err := c.pkt.writePacket(b); err != nil {
-			return err
-		}
-		if err := c.pkt.flush(); err != nil {
-			return err
-		}
-		if authData, err = c.pkt.readPacket(); err != nil {
-			if e := readErrorReply(err); e != nil {
-				_ = c.writeError(e)
-				c.closeLingering()
-			}
-			return err
-		}
-	}
-	host := "%"
-	if ta, ok := c.pkt.conn.RemoteAddr().(*net.TCPAddr); ok {
-		host = ta.IP.String()
-	}
-	pw, known := c.srv.cfg.Users[c.user]
-	if !known || !checkNativePassword(pw, c.salt[:], authData) {
-		using := "NO"
-		if len(authData) > 0 {
-			using = "YES"
-		}
-		e := errno.New(errno.ErrAccessDenied, "Access denied for user '%s'@'%s' (using password: %s)", c.user, host, using)
-		_ = c.writeError(e)
-		c.closeLingering()
-		return fmt.Errorf("auth failed for user %q", c.user)
-	}
-	c.sess = session.New(c.srv.exec, c.id, c.user, host)
-	c.sess.SetClientCollation(int(resp.coll))
-	if resp.db != "" && c.caps&mysql.ClientConnectWithDB != 0 {
-		if err := c.sess.UseDB(ctx, resp.db); err != nil {
-			_ = c.writeError(err)
-			c.closeLingering()
-			return fmt.Errorf("connect with db %q: %w", resp.db, err)
-		}
-	}
-	if err := c.writeOK(0, 0, 0, ""); err != nil {
-		return err
-	}
-	return c.pkt.flush()
-}
-
-type handshakeResponse struct {
-	caps   uint32
-	coll   byte
-	user   string
-	auth   []byte
-	db     string
-	plugin string
-}
-
-func parseHandshakeResponse(b []byte) (handshakeResponse, error) {
-	var r handshakeResponse
-	if len(b) < 32 {
-		return r, fmt.Errorf("%w: handshake response of %d bytes", errMalformed, len(b))
-	}
-	r.caps = binary.LittleEndian.Uint32(b)
-	r.coll = b[8]
-	if r.caps&mysql.ClientProtocol41 == 0 {
-		return r, fmt.Errorf("%w: client lacks CLIENT_PROTOCOL_41", errMalformed)
-	}
-	if r.caps&mysql.ClientSSL != 0 && len(b) == 32 {
-		return r, fmt.Errorf("%w: client requested TLS, which this server does not offer", errMalformed)
-	}
-	b = b[32:]
-	user, b, ok := readNulString(b)
-	if !ok {
-		return r, fmt.Errorf("%w: user name", errMalformed)
-	}
-	r.user = string(user)
-	switch {
-	case r.caps&mysql.ClientPluginAuthLenencClientData != 0:
-		n, rest, ok := readLenEncInt(b)
-		if !ok || uint64(len(rest)) < n {
-			return r, fmt.Errorf("%w: auth data", errMalformed)
-		}
-		r.auth, b = rest[:n], rest[n:]
-	case r.caps&mysql.ClientSecureConnection != 0:
-		if len(b) < 1 || len(b) < 1+int(b[0]) {
-			return r, fmt.Errorf("%w: auth data", errMalformed)
-		}
-		r.auth, b = b[1:1+int(b[0])], b[1+int(b[0]):]
-	default:
-		var a []byte
-		if a, b, ok = readNulString(b); !ok {
-			return r, fmt.Errorf("%w: auth data", errMalformed)
-		}
-		r.auth = a
-	}
-	r.auth = append([]byte(nil), r.auth...)
-	if r.caps&mysql.ClientConnectWithDB != 0 && len(b) > 0 {
-		db, rest, ok := readNulString(b)
-		if !ok {
-			return r, fmt.Errorf("%w: database name", errMalformed)
-		}
-		r.db, b = string(db), rest
-	}
-	if r.caps&mysql.ClientPluginAuth != 0 && len(b) > 0 {
-		p, rest, ok := readNulString(b)
-		if !ok {
-			p, rest = b, nil // some clients omit the final NUL
-		}
-		r.plugin, b = string(p), rest
-	}
-	_ = b // connection attributes are ignored
-	return r, nil
-}
-
-// checkNativePassword verifies a mysql_native_password scramble:
-// SHA1(pw) XOR SHA1(salt + SHA1(SHA1(pw))).
-func checkNativePassword(password string, salt, resp []byte) bool {
-	if password == "" {
-		return len(resp) == 0
-	}
-	if len(resp) != sha1.Size {
-		return false
-	}
-	h1 := sha1.Sum([]byte(password))
-	h2 := sha1.Sum(h1[:])
-	h := sha1.New()
-	h.Write(salt)
-	h.Write(h2[:])
-	h3 := h.Sum(nil)
-	want := make([]byte, sha1.Size)
-	for i := range want {
-		want[i] = h1[i] ^ h3[i]
-	}
-	return subtle.ConstantTimeCompare(want, resp) == 1
 }
 
 // --- commands ----------------------------------------------------------

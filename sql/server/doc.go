@@ -3,11 +3,18 @@
 // One goroutine per client connection reads a command, runs it through the
 // connection's session and writes the response; nothing else runs per
 // request. Each connection reuses its read and write buffers across
-// commands. Supported: handshake v10 with mysql_native_password (clients
-// asking for another plugin are switched to it), capability negotiation
+// commands. Supported: handshake v10 advertising 8.0.11-Strata-<version>,
+// the auth plugins mysql_native_password and caching_sha2_password (a
+// client answering with another plugin gets an auth switch request;
+// caching_sha2_password takes the fast path when this node's cache knows the
+// account, else full authentication with the cleartext password over TLS or
+// RSA-encrypted with the node's key; a cleartext password on a plain
+// connection is refused with 1045), TLS after an SSL request
+// (Config.TLS; Config.RequireSecureTransport refuses plain connections with
+// ERROR 3159; SHOW STATUS Ssl_cipher / Ssl_version), capability negotiation
 // (PROTOCOL_41, SECURE_CONNECTION, PLUGIN_AUTH[_LENENC_CLIENT_DATA],
 // CONNECT_WITH_DB, CONNECT_ATTRS, TRANSACTIONS, MULTI_STATEMENTS,
-// MULTI_RESULTS, DEPRECATE_EOF), COM_QUERY (text protocol, multi-statement),
+// MULTI_RESULTS, PS_MULTI_RESULTS, DEPRECATE_EOF, SSL), COM_QUERY (text protocol, multi-statement),
 // COM_INIT_DB, COM_PING, COM_FIELD_LIST, COM_STATISTICS,
 // COM_RESET_CONNECTION, COM_QUIT. Other commands get ERROR 1047; the
 // connection stays usable. Packets larger than 16 MB (split on the wire) are

@@ -51,7 +51,7 @@ func (t *TestConn) Handshake(ctx context.Context) error {
 
 // LoginAs makes the connection logged in as user without a handshake.
 func (t *TestConn) LoginAs(ctx context.Context, user string, caps uint32) {
-	t.c.caps = caps & serverCaps
+	t.c.caps = caps & t.c.srv.caps()
 	t.c.user = user
 	t.c.sess = session.New(t.c.srv.exec, t.c.id, user, "127.0.0.1")
 }

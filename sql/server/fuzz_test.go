@@ -34,12 +34,16 @@ const allCaps = mysql.ClientProtocol41 | mysql.ClientSecureConnection | mysql.Cl
 
 // fuzzServer is a Server (not listening) over the in-memory store, with
 // database test and table test.f.
-func fuzzServer(f *testing.F) *server.Server {
+func fuzzServer(f *testing.F) *server.Server { return fuzzServerWith(f, "") }
+
+// fuzzServerWith is fuzzServer with accounts of authentication plugin.
+func fuzzServerWith(f *testing.F, plugin string) *server.Server {
 	srv, err := server.New(server.Config{
-		Store:     newMemStore(),
-		Users:     map[string]string{"root": "", "alice": "s3cret"},
-		MaxPacket: 1 << 20,
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Store:      newMemStore(),
+		Users:      map[string]string{"root": "", "alice": "s3cret"},
+		AuthPlugin: plugin,
+		MaxPacket:  1 << 20,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(f, err)
 	c := srv.NewTestConn(nil)
@@ -205,13 +209,19 @@ func FuzzHandshake(f *testing.F) {
 		f.Add(r, false)
 		f.Add(append(server.FramePackets(r, 1), server.FramePackets(nil, 3)...), true)
 	}
-	srv := fuzzServer(f)
+	f.Add(append(server.FramePackets(resp(allCaps, "alice", make([]byte, 32), "", "caching_sha2_password"), 1),
+		server.FramePackets([]byte{2}, 3)...), true) // full authentication, public key request
+	native, sha2 := fuzzServer(f), fuzzServerWith(f, "caching_sha2_password")
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, data []byte, raw bool) {
 		_, _, _, _, _ = server.ParseHandshakeResponse(data)
 		stream := data
 		if !raw {
 			stream = server.FramePackets(data, 1)
+		}
+		srv := native
+		if len(data) > 0 && data[len(data)-1]&1 != 0 {
+			srv = sha2
 		}
 		c := srv.NewTestConn(stream)
 		err := c.Handshake(ctx)

@@ -30,6 +30,10 @@ var (
 		Namespace: "strata", Subsystem: "sql", Name: "handshake_failures_total",
 		Help: "Connections closed during the connection phase, by reason (timeout, malformed, auth, closed).",
 	}, []string{"reason"})
+	sha2Auths = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "caching_sha2_auths_total",
+		Help: "Successful caching_sha2_password logins, by path (fast: from this node's cache; full: TLS or RSA).",
+	}, []string{"path"})
 	panicsTotal = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "sql", Name: "panics_total",
 		Help: "Commands that panicked (bugs); each was answered with ERROR 1105 and logged.",

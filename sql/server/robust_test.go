@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -60,10 +61,10 @@ func waitIdle(t *testing.T, srv *server.Server, baseline int) {
 	deadline := time.Now().Add(15 * time.Second)
 	for srv.ConnCount() > 0 || runtime.NumGoroutine() > baseline {
 		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
+			var sb strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&sb, 1)
 			t.Fatalf("server still has %d connections, %d goroutines (baseline %d):\n%s",
-				srv.ConnCount(), runtime.NumGoroutine(), baseline, buf)
+				srv.ConnCount(), runtime.NumGoroutine(), baseline, sb.String())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -212,9 +213,15 @@ func TestOversizedPacket(t *testing.T) {
 		r.login()
 		q := append([]byte("\x03SELECT '"), bytes.Repeat([]byte("z"), 3<<20)...)
 		q = append(q, '\'')
-		go func() { _, _ = r.c.Write(server.FramePackets(q, 0)) }() // the server stops reading it
+		wrote := make(chan struct{})
+		go func() { // the server stops reading it
+			defer close(wrote)
+			_, _ = r.c.Write(server.FramePackets(q, 0))
+		}()
 		r.expectErr(1153)
 		r.expectClosed()
+		require.NoError(t, r.c.Close())
+		<-wrote
 	})
 	t.Run("handshake response", func(t *testing.T) {
 		r := dialRaw(t, ts.addr)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,7 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/auth"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
@@ -23,7 +26,20 @@ type Config struct {
 	// Store is the KV layer (production: PD + KV client).
 	Store sql.Storage
 	// Users maps user name to plaintext password. Nil means {"root": ""}.
+	// Only derived hashes are kept (package auth).
 	Users map[string]string
+	// AuthPlugin is the plugin the greeting offers and the accounts of
+	// Users use: auth.NativePassword (default) or auth.CachingSHA2Password
+	// (MySQL 8's default_authentication_plugin).
+	AuthPlugin string
+	// TLS enables CLIENT_SSL with this configuration (nil: no TLS).
+	TLS *tls.Config
+	// RequireSecureTransport refuses plain connections with ERROR 3159.
+	RequireSecureTransport bool
+	// RSAKey is the key for caching_sha2_password's password exchange on
+	// plain connections; nil means one is generated (in memory) on first
+	// use.
+	RSAKey *auth.RSAKey
 	// ShutdownTimeout bounds how long running statements may finish after
 	// Run's context is cancelled. Zero means 10s.
 	ShutdownTimeout time.Duration
@@ -58,6 +74,11 @@ type Server struct {
 	conns     map[*clientConn]struct{}
 	wg        sync.WaitGroup
 	stopping  bool
+
+	accounts  map[string]*auth.Account // immutable after New
+	sha2Cache *auth.SHA2Cache
+	rsaMu     sync.Mutex // guards rsa; held while a key is generated
+	rsa       *auth.RSAKey
 }
 
 // New validates cfg and returns a Server; call Run to serve.
@@ -67,6 +88,20 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Users == nil {
 		cfg.Users = map[string]string{"root": ""}
+	}
+	if cfg.AuthPlugin == "" {
+		cfg.AuthPlugin = auth.NativePassword
+	}
+	if cfg.RequireSecureTransport && cfg.TLS == nil {
+		return nil, errors.New("server: RequireSecureTransport needs a TLS configuration")
+	}
+	accounts := make(map[string]*auth.Account, len(cfg.Users))
+	for name, pw := range cfg.Users {
+		a, err := auth.NewAccount(name, pw, cfg.AuthPlugin)
+		if err != nil {
+			return nil, fmt.Errorf("server: user %q: %w", name, err)
+		}
+		accounts[name] = a
 	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
@@ -91,7 +126,32 @@ func New(cfg Config) (*Server, error) {
 		ready:     make(chan struct{}),
 		defaultDB: make(chan struct{}),
 		conns:     map[*clientConn]struct{}{},
+		accounts:  accounts,
+		sha2Cache: auth.NewSHA2Cache(),
+		rsa:       cfg.RSAKey,
 	}, nil
+}
+
+// caps is the capability set the greeting advertises.
+func (s *Server) caps() uint32 {
+	if s.cfg.TLS != nil {
+		return serverCaps | mysql.ClientSSL
+	}
+	return serverCaps
+}
+
+// rsaKey returns the node's RSA key, generating it on first use.
+func (s *Server) rsaKey() (*auth.RSAKey, error) {
+	s.rsaMu.Lock()
+	defer s.rsaMu.Unlock()
+	if s.rsa == nil {
+		k, err := auth.LoadOrCreateRSAKey("")
+		if err != nil {
+			return nil, err
+		}
+		s.rsa = k
+	}
+	return s.rsa, nil
 }
 
 // Addr returns the listen address once Ready is closed.
@@ -115,12 +175,6 @@ func (s *Server) Run(ctx context.Context) error {
 	// Statements run under stmtCtx, which outlives ctx by ShutdownTimeout.
 	stmtCtx, cancelStmts := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelStmts()
-	s.log.Info("sql ready", "addr", s.addr.String())
-	close(s.ready)
-	if s.cfg.CreateDefaultDB {
-		go s.ensureDefaultDB(ctx)
-	}
-
 	acceptDone := make(chan struct{})
 	go func() {
 		defer close(acceptDone)
@@ -139,6 +193,12 @@ func (s *Server) Run(ctx context.Context) error {
 			go c.serve(stmtCtx)
 		}
 	}()
+	// Ready once the accept loop runs (tests count goroutines from here).
+	s.log.Info("sql ready", "addr", s.addr.String())
+	close(s.ready)
+	if s.cfg.CreateDefaultDB {
+		go s.ensureDefaultDB(ctx)
+	}
 	<-ctx.Done()
 	_ = ln.Close()
 	<-acceptDone
@@ -157,7 +217,7 @@ func (s *Server) Run(ctx context.Context) error {
 		cancelStmts()
 		s.mu.Lock()
 		for c := range s.conns {
-			_ = c.pkt.conn.Close()
+			_ = c.netConn.Close()
 		}
 		s.mu.Unlock()
 		<-done
@@ -178,7 +238,7 @@ func (s *Server) newConn(nc net.Conn) *clientConn {
 		refuseConn(nc)
 		return nil
 	}
-	c := &clientConn{srv: s, id: s.nextID.Add(1), pkt: newPacketIO(nc, s.cfg.MaxPacket)}
+	c := &clientConn{srv: s, id: s.nextID.Add(1), pkt: newPacketIO(nc, s.cfg.MaxPacket), netConn: nc}
 	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)

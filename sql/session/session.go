@@ -22,6 +22,10 @@ import (
 
 // Session is one connection's state. Not safe for concurrent use.
 type Session struct {
+	// statusVars supplies the connection's SHOW STATUS rows (set by the
+	// server; nil: none).
+	statusVars func() []StatusVar
+
 	exec     *executor.Executor
 	cat      *catalog.Catalog
 	parser   *parser.Parser

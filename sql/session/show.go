@@ -114,6 +114,11 @@ func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, 
 		res = &executor.Result{Columns: []executor.ResultColumn{strCol("Level", 7), strCol("Code", 4), strCol("Message", 512)}}
 	case ast.ShowStatus:
 		res = &executor.Result{Columns: []executor.ResultColumn{strCol("Variable_name", 64), strCol("Value", 1024)}}
+		if s.statusVars != nil {
+			for _, v := range s.statusVars() {
+				res.Rows = append(res.Rows, strRow(v.Name, v.Value))
+			}
+		}
 	case ast.ShowEngines:
 		res = &executor.Result{Columns: []executor.ResultColumn{strCol("Engine", 64), strCol("Support", 8), strCol("Comment", 80), strCol("Transactions", 3), strCol("XA", 3), strCol("Savepoints", 3)},
 			Rows: [][]types.Datum{strRow("InnoDB", "DEFAULT", "Strata distributed storage (Raft-replicated regions)", "YES", "NO", "NO")}}
@@ -148,6 +153,8 @@ func filterShow(res *executor.Result, x *ast.ShowStmt, env expr.Env) (*executor.
 	var err error
 	if x.Pattern != nil {
 		x.Pattern.Expr = &ast.ColumnNameExpr{Name: &ast.ColumnName{Name: ast.NewCIStr(res.Columns[0].Name)}}
+		// The names are lowered below; lower the pattern too ('Ssl%').
+		x.Pattern.Pattern = &ast.FuncCallExpr{FnName: ast.NewCIStr("lower"), Args: []ast.ExprNode{x.Pattern.Pattern}}
 		cond, err = expr.Compile(x.Pattern, &expr.Ctx{Columns: cols, Env: env, Clause: "where clause"})
 	} else {
 		cond, err = expr.Compile(x.Where, &expr.Ctx{Columns: cols, Env: env, Clause: "where clause"})
