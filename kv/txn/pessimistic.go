@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -28,11 +29,13 @@ func (s *Storage) PessimisticLock(ctx context.Context, req *kvrpcpb.PessimisticL
 	waited := false
 	for {
 		resp, w, err := s.tryPessimisticLock(ctx, req, prev)
-		if woken && w == nil {
-			// The retry after a wake-up did not wait again: let the next
-			// waiter of that key try.
+		if woken && (w == nil || !bytes.Equal(w.key, prev.key)) {
+			// The retry after a wake-up did not wait for that key again
+			// (it took the lock, failed, or now waits for another key):
+			// let the next waiter of that key try.
 			s.waits.wakeNext(prev.key)
 		}
+		woken = false
 		if err != nil || w == nil {
 			if waited {
 				lockWaitSeconds.WithLabelValues("acquired").Observe(time.Since(start).Seconds())

@@ -284,3 +284,32 @@ func TestLatchesSerializeAndHonourContext(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, []int{0, 1, 2}, order, "FIFO")
 }
+
+// A woken waiter that then waits for another key passes the wake-up on:
+// the next waiter of the released key gets it at once.
+func TestWokenWaiterMovingOnWakesNext(t *testing.T) {
+	h := newHarness(t)
+	base := nowTS()
+	h1, h2, w, x := base+1, base+2, base+3, base+4
+	require.Empty(t, h.lock(t, h1, -1, "k1").Errors)
+	require.Empty(t, h.lock(t, h2, -1, "k2").Errors)
+	wDone := make(chan *kvrpcpb.PessimisticLockResponse, 1)
+	go func() { wDone <- h.lock(t, w, 20000, "k1", "k2") }()
+	waitFor(t, "w waits for k1", func() bool { return h.s.waits.waiters() == 1 })
+	xDone := make(chan *kvrpcpb.PessimisticLockResponse, 1)
+	go func() { xDone <- h.lock(t, x, 20000, "k1") }()
+	waitFor(t, "x waits for k1", func() bool { return h.s.waits.waiters() == 2 })
+
+	h.pessimisticRollback(t, h1, "k1") // w wakes, then waits for k2
+	resp := <-xDone
+	require.Empty(t, resp.Errors, "x gets k1 without waiting for its timeout")
+	h.pessimisticRollback(t, h2, "k2")
+	// w now finds k1 held by x: it waits again until x lets go.
+	waitFor(t, "w waits for k1 again", func() bool {
+		h.s.waits.mu.Lock()
+		defer h.s.waits.mu.Unlock()
+		return len(h.s.waits.keys["k1"]) == 1
+	})
+	h.pessimisticRollback(t, x, "k1")
+	require.Empty(t, (<-wDone).Errors)
+}
