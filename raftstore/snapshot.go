@@ -29,7 +29,8 @@ import (
 // applied index (cheap, consistent with it) and a goroutine copies the
 // region's ranges in every key space (kv/keys.CFBounds) out of it; raft
 // gets ErrSnapshotTemporarilyUnavailable until the copy is done and retries.
-// The result is reused for other peers until the log is compacted past it.
+// The result is reused for other peers until the log is compacted past it
+// or a send of it succeeds (then it is dropped from memory).
 //
 // Snapshot data: a sequence of (uvarint len, engine key, uvarint len,
 // value). The MsgSnap goes to the peer's store on its own Snapshot RPC (not
@@ -50,6 +51,15 @@ type snapGen struct {
 	done        chan struct{} // closed when data/err are set
 	data        []byte
 	err         error
+}
+
+func (g *snapGen) isDone() bool {
+	select {
+	case <-g.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Snapshot implements raft.Storage (see the comment above).

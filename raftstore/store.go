@@ -732,6 +732,11 @@ func (s *Store) iterate(tick bool) bool {
 			status := raft.SnapshotFailure
 			if st.ok {
 				status = raft.SnapshotFinish
+				// Do not keep the data in memory: a later request builds a
+				// fresher one.
+				if g := p.ps.snap; g != nil && g.isDone() {
+					p.ps.snap = nil
+				}
 			}
 			p.rn.ReportSnapshot(st.peerID, status)
 		}
