@@ -49,36 +49,50 @@ const (
 	ErrGCTooEarly          uint16 = 9006
 	ErrResultUndetermined  uint16 = 8110
 	ErrEntryTooLarge       uint16 = 8025
+
+	ErrLockWaitTimeout            uint16 = 1205
+	ErrLockDeadlock               uint16 = 1213
+	ErrSpDoesNotExist             uint16 = 1305 // SAVEPOINT ... does not exist
+	ErrCantExecuteInReadOnlyTxn   uint16 = 1792
+	ErrLockNowait                 uint16 = 3572
+	ErrIsolationLevelNotSupported uint16 = 8048
+	ErrWrongValueForVar           uint16 = 1231
 )
 
 var sqlStates = map[uint16]string{
-	ErrAccessDenied:        "28000",
-	ErrNoDB:                "3D000",
-	ErrUnknownCom:          "08S01",
-	ErrBadNull:             "23000",
-	ErrBadDB:               "42000",
-	ErrTableExists:         "42S01",
-	ErrBadTable:            "42S02",
-	ErrNonUniq:             "23000",
-	ErrBadField:            "42S22",
-	ErrDupFieldName:        "42S21",
-	ErrDupEntry:            "23000",
-	ErrParse:               "42000",
-	ErrMultiplePriKey:      "42000",
-	ErrWrongAutoKey:        "42000",
-	ErrTableMustHaveCols:   "42000",
-	ErrWrongValueCount:     "21S01",
-	ErrNetPacketTooLarge:   "08S01",
-	ErrNoSuchTable:         "42S02",
-	ErrNotSupportedYet:     "42000",
-	ErrWarnDataOutOfRange:  "22003",
-	ErrTruncatedWrongValue: "22007",
-	ErrQueryInterrupted:    "70100",
-	ErrDataTooLong:         "22001",
-	ErrWrongFieldSpec:      "42000",
-	ErrTooBigDisplayWidth:  "42000",
-	ErrInvalidDefault:      "42000",
-	ErrWrongDBName:         "42000",
+	ErrAccessDenied:             "28000",
+	ErrNoDB:                     "3D000",
+	ErrUnknownCom:               "08S01",
+	ErrBadNull:                  "23000",
+	ErrBadDB:                    "42000",
+	ErrTableExists:              "42S01",
+	ErrBadTable:                 "42S02",
+	ErrNonUniq:                  "23000",
+	ErrBadField:                 "42S22",
+	ErrDupFieldName:             "42S21",
+	ErrDupEntry:                 "23000",
+	ErrParse:                    "42000",
+	ErrMultiplePriKey:           "42000",
+	ErrWrongAutoKey:             "42000",
+	ErrTableMustHaveCols:        "42000",
+	ErrWrongValueCount:          "21S01",
+	ErrNetPacketTooLarge:        "08S01",
+	ErrNoSuchTable:              "42S02",
+	ErrNotSupportedYet:          "42000",
+	ErrWarnDataOutOfRange:       "22003",
+	ErrTruncatedWrongValue:      "22007",
+	ErrQueryInterrupted:         "70100",
+	ErrDataTooLong:              "22001",
+	ErrWrongFieldSpec:           "42000",
+	ErrTooBigDisplayWidth:       "42000",
+	ErrInvalidDefault:           "42000",
+	ErrWrongDBName:              "42000",
+	ErrLockWaitTimeout:          "HY000",
+	ErrLockDeadlock:             "40001",
+	ErrSpDoesNotExist:           "42000",
+	ErrCantExecuteInReadOnlyTxn: "25006",
+	ErrLockNowait:               "HY000",
+	ErrWrongValueForVar:         "42000",
 }
 
 // State returns the SQLSTATE of code (HY000 when MySQL has no specific one).
@@ -120,7 +134,7 @@ func FromError(err error) *Error {
 	}
 	var wc *sql.WriteConflictError
 	if errors.As(err, &wc) {
-		return New(ErrWriteConflict, "Write conflict, txnStartTS=%d, conflictStartTS=%d, conflictCommitTS=%d, key=%x [try again later]",
+		return New(ErrWriteConflict, "Write conflict, txnStartTS=%d, conflictStartTS=%d, conflictCommitTS=%d, key=%x: another transaction committed this row after yours started; the transaction was rolled back, run it again [try again later]",
 			wc.StartTS, wc.ConflictStartTS, wc.ConflictCommitTS, wc.Key)
 	}
 	var gc *sql.GCTooEarlyError
@@ -132,7 +146,17 @@ func FromError(err error) *Error {
 	if errors.As(err, &ke) {
 		return New(ErrDupEntry, "Duplicate entry for key %x", ke.Key)
 	}
+	var dl *sql.DeadlockError
+	if errors.As(err, &dl) {
+		return New(ErrLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction")
+	}
+	var lc *sql.LockConflictError
+	if errors.As(err, &lc) {
+		return New(ErrLockNowait, "Statement aborted because lock(s) could not be acquired immediately and NOWAIT is set.")
+	}
 	switch {
+	case errors.Is(err, sql.ErrLockWaitTimeout):
+		return New(ErrLockWaitTimeout, "Lock wait timeout exceeded; try restarting transaction")
 	case errors.Is(err, sql.ErrRegionUnavailable):
 		return New(ErrRegionUnavailable, "Region is unavailable; the data's replicas have no reachable leader right now, try again later")
 	case errors.Is(err, sql.ErrUndetermined):

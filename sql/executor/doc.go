@@ -2,13 +2,19 @@
 // get on the row handle, full table scan through the coprocessor, COUNT(*)
 // pushed down as a coprocessor aggregation), INSERT, UPDATE and DELETE.
 //
-// Every statement runs as its own transaction (autocommit): reads happen at
-// one fresh start_ts from PD; writes are buffered as mutations and committed
-// once with a second, later commit_ts. INSERT uses Insert mutations so a
-// duplicate primary key fails atomically in the KV layer (ERROR 1062);
-// UPDATE/DELETE commit with their read start_ts, so a row changed by someone
-// else since the read fails the whole statement with a write conflict instead
-// of losing an update. Nothing is retried silently.
+// Every statement runs in the transaction its TxnSource (the session)
+// hands over: reads and writes go through sql.Txn only; the executor never
+// fetches a timestamp or commits. Point reads use Txn.Get; range reads go to
+// the coprocessor at the transaction's start_ts, or through Txn.Scan when
+// the transaction has buffered writes in the range (the coprocessor cannot
+// see them) or reads a fresh snapshot per statement (READ-COMMITTED).
+// INSERT buffers Txn.Insert (a duplicate key is ERROR 1062, found when the
+// key is locked or at commit). In pessimistic mode UPDATE, DELETE, INSERT
+// and SELECT ... FOR UPDATE / LOCK IN SHARE MODE lock their rows at
+// statement time (LockKeys at a fresh for_update_ts) and UPDATE / DELETE /
+// FOR UPDATE work on the latest committed values the lock returns, with
+// WHERE evaluated again on them; in optimistic mode they read the snapshot
+// and conflicts are found at commit.
 //
 // Filtering, sorting, grouping, aggregation (other than COUNT(*) without a
 // WHERE) and projection run on the SQL node. Executor is safe for

@@ -2,9 +2,7 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -132,15 +130,20 @@ type selectPlan struct {
 	count     uint64
 	hasLimit  bool
 	countOnly bool // COUNT(*) pushed down
+	lock      bool // SELECT ... FOR UPDATE / LOCK IN SHARE MODE
+	nowait    bool
 }
 
-// Select runs a SELECT.
-func (e *Executor) Select(ctx context.Context, s *ast.SelectStmt, env expr.Env) (*Result, error) {
+// Select runs a SELECT in tx's transaction. FOR UPDATE and LOCK IN SHARE
+// MODE lock the rows read (both take an exclusive lock: Strata has no
+// shared locks) and, in pessimistic mode, return their latest committed
+// values.
+func (e *Executor) Select(ctx context.Context, s *ast.SelectStmt, env expr.Env, tx TxnSource) (*Result, error) {
 	p, err := e.planSelect(ctx, s, env, false)
 	if err != nil {
 		return nil, err
 	}
-	return e.runSelect(ctx, p)
+	return e.runSelect(ctx, p, tx)
 }
 
 // SelectColumns plans s (with whatever parameters env binds) and returns its
@@ -160,8 +163,6 @@ func (e *Executor) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 	switch {
 	case s.With != nil:
 		return nil, errno.NotSupported("WITH")
-	case s.LockInfo != nil && s.LockInfo.LockType != ast.SelectLockNone:
-		return nil, errno.NotSupported("SELECT ... FOR UPDATE")
 	case s.SelectIntoOpt != nil:
 		return nil, errno.NotSupported("SELECT ... INTO")
 	case len(s.WindowSpecs) > 0:
@@ -170,6 +171,20 @@ func (e *Executor) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 		return nil, errno.NotSupported("WITH ROLLUP")
 	}
 	p := &selectPlan{distinct: s.Distinct, hr: fullRange}
+	if s.LockInfo != nil {
+		switch s.LockInfo.LockType {
+		case ast.SelectLockNone:
+		case ast.SelectLockForUpdate, ast.SelectLockForShare:
+			p.lock = true
+		case ast.SelectLockForUpdateNoWait, ast.SelectLockForShareNoWait:
+			p.lock, p.nowait = true, true
+		default:
+			return nil, errno.NotSupported("SELECT ... " + s.LockInfo.LockType.String())
+		}
+		if len(s.LockInfo.Tables) > 0 {
+			return nil, errno.NotSupported("SELECT ... FOR UPDATE OF")
+		}
+	}
 	var srcCols []expr.SchemaColumn
 	if s.From != nil {
 		src, err := e.resolveTable(ctx, s.From, env, "SELECT")
@@ -409,17 +424,21 @@ func compileAgg(a *ast.AggregateFuncExpr, cols []expr.SchemaColumn, env expr.Env
 	return spec, nil
 }
 
-func (e *Executor) runSelect(ctx context.Context, p *selectPlan) (*Result, error) {
+func (e *Executor) runSelect(ctx context.Context, p *selectPlan, tx TxnSource) (*Result, error) {
 	var rows [][]datum
 	if p.src == nil {
 		rows = [][]datum{{}}
 	} else {
-		ts, err := e.readTS(ctx, p)
+		// An autocommit point get may read the newest committed version
+		// (no TSO round trip): the leader serves it after a ReadIndex and
+		// checks locks, so it sees every write acknowledged before the
+		// statement began, exactly as a fresh start_ts would.
+		txn, err := tx.Txn(ctx, p.point && !p.lock)
 		if err != nil {
 			return nil, err
 		}
-		if p.countOnly {
-			n, err := e.countRows(ctx, p.src.tbl.ID, ts)
+		if p.countOnly && !p.lock {
+			n, err := e.countRows(ctx, tx, txn, p.src.tbl.ID)
 			if err != nil {
 				return nil, err
 			}
@@ -428,30 +447,28 @@ func (e *Executor) runSelect(ctx context.Context, p *selectPlan) (*Result, error
 			return e.finish(p, rows)
 		}
 		if p.point {
-			rows, err = e.pointGet(ctx, p.src, p.handle, ts)
+			rows, err = e.pointGet(ctx, p.src, p.handle, txn)
 		} else {
 			limit := uint64(0)
 			if p.hasLimit && p.where == nil && !p.agg && len(p.order) == 0 && !p.distinct {
 				limit = p.offset + p.count
 			}
-			rows, err = e.scanRows(ctx, p.src, p.hr, ts, limit)
+			rows, err = e.scanRows(ctx, p.src, p.hr, tx, txn, limit)
 		}
 		if err != nil {
 			return nil, err
 		}
-	}
-	if p.where != nil {
-		kept := rows[:0]
-		for _, r := range rows {
-			ok, err := cond(p.where, r)
-			if err != nil {
+		if p.lock {
+			if rows, err = e.lockSelected(ctx, p, tx, txn, rows); err != nil {
 				return nil, err
 			}
-			if ok {
-				kept = append(kept, r)
-			}
 		}
-		rows = kept
+	}
+	if p.where != nil {
+		var err error
+		if rows, err = filterRows(p.where, rows); err != nil {
+			return nil, err
+		}
 	}
 	if p.agg {
 		var err error
@@ -462,27 +479,69 @@ func (e *Executor) runSelect(ctx context.Context, p *selectPlan) (*Result, error
 	return e.finish(p, rows)
 }
 
-// latestTS reads the newest committed version of a key.
-const latestTS = math.MaxUint64
-
-// readTS is the snapshot a SELECT reads at. Every statement autocommits, so
-// a point get (one key, one region) may read the newest committed version
-// instead of asking PD for a timestamp: the leader serves it after a
-// ReadIndex, so it sees every write acknowledged before the statement
-// began, exactly as a fresh start_ts would, and saves the TSO round trip.
-// Reads of several keys need one snapshot across regions and take a start_ts.
-// (When explicit transactions and Percolator locks arrive, this stays valid
-// only for autocommit point gets, and the store must check locks as TiKV does
-// for max-ts point reads.)
-func (e *Executor) readTS(ctx context.Context, p *selectPlan) (uint64, error) {
+// lockSelected locks the rows a SELECT ... FOR UPDATE read (a point get
+// locks its key even when the snapshot has no row there, so a concurrent
+// insert of it waits) and, in pessimistic mode, replaces them with their
+// latest values: the statement then reads what it locked.
+func (e *Executor) lockSelected(ctx context.Context, p *selectPlan, tx TxnSource, txn sql.Txn, rows [][]datum) ([][]datum, error) {
+	var keys [][]byte
 	if p.point {
-		return latestTS, nil
+		keys = [][]byte{tablecodec.RowKey(p.src.tbl.ID, p.handle)}
+	} else {
+		if p.where != nil {
+			var err error
+			if rows, err = filterRows(p.where, rows); err != nil {
+				return nil, err
+			}
+		}
+		keys = rowKeys(p.src, rows)
 	}
-	ts, err := e.Store.GetTS(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("get read ts: %w", err)
+	vals, pess, err := e.lockKeys(ctx, tx, txn, p.nowait, keys)
+	if err != nil || !pess {
+		return rows, err
 	}
-	return ts, nil
+	return decodeLatest(p.src, keys, vals)
+}
+
+// rowKeys returns the record keys of rows read from src.
+func rowKeys(src *source, rows [][]datum) [][]byte {
+	hOff := len(src.tbl.Columns)
+	keys := make([][]byte, len(rows))
+	for i, r := range rows {
+		keys[i] = tablecodec.RowKey(src.tbl.ID, r[hOff].Int64())
+	}
+	return keys
+}
+
+// decodeLatest decodes the values LockKeys returned (nil: the row is gone).
+func decodeLatest(src *source, keys, vals [][]byte) ([][]datum, error) {
+	w := src.tbl.RowWidth()
+	out := make([][]datum, 0, len(keys))
+	for i, v := range vals {
+		if v == nil {
+			continue
+		}
+		row := make([]datum, w)
+		if err := src.tbl.DecodeRow(keys[i], v, row); err != nil {
+			return nil, fmt.Errorf("decode row of %s: %w", src.tbl.Name, err)
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+func filterRows(w expr.Expr, rows [][]datum) ([][]datum, error) {
+	kept := rows[:0]
+	for _, r := range rows {
+		ok, err := cond(w, r)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			kept = append(kept, r)
+		}
+	}
+	return kept, nil
 }
 
 func cond(e expr.Expr, row []datum) (bool, error) {
@@ -629,9 +688,9 @@ func rowKey(b []byte, vals []datum) []byte {
 	return b
 }
 
-func (e *Executor) pointGet(ctx context.Context, src *source, handle int64, ts uint64) ([][]datum, error) {
+func (e *Executor) pointGet(ctx context.Context, src *source, handle int64, txn sql.Txn) ([][]datum, error) {
 	key := tablecodec.RowKey(src.tbl.ID, handle)
-	val, found, err := e.Store.Get(ctx, key, ts)
+	val, found, err := txn.Get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -645,9 +704,17 @@ func (e *Executor) pointGet(ctx context.Context, src *source, handle int64, ts u
 	return [][]datum{row}, nil
 }
 
-func (e *Executor) scanRows(ctx context.Context, src *source, hr handleRange, ts uint64, limit uint64) ([][]datum, error) {
+// scanRows reads the rows of src in hr: through the coprocessor at the
+// transaction's start_ts, or through the transaction itself when it has
+// written there (the coprocessor cannot see its buffer) or reads a fresh
+// snapshot per statement.
+func (e *Executor) scanRows(ctx context.Context, src *source, hr handleRange, tx TxnSource, txn sql.Txn, limit uint64) ([][]datum, error) {
 	if hr.empty() {
 		return nil, nil
+	}
+	start, end := hr.keys(src.tbl.ID)
+	if readDirect(tx, txn, start, end) {
+		return e.scanDirect(ctx, src, txn, start, end, limit)
 	}
 	dag := &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{{
 		Tp: coprocessorpb.ExecType_TypeTableScan, TblScan: &coprocessorpb.TableScan{TableId: src.tbl.ID},
@@ -655,8 +722,7 @@ func (e *Executor) scanRows(ctx context.Context, src *source, hr handleRange, ts
 	if limit > 0 {
 		dag.Executors = append(dag.Executors, &coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeLimit, Limit: &coprocessorpb.Limit{Limit: limit}})
 	}
-	start, end := hr.keys(src.tbl.ID)
-	resps, err := e.Store.Coprocessor(ctx, dag, []*kvrpcpb.KeyRange{{Start: start, End: end}}, ts)
+	resps, err := e.Store.Coprocessor(ctx, dag, []*kvrpcpb.KeyRange{{Start: start, End: end}}, txn.StartTS())
 	if err != nil {
 		return nil, err
 	}
@@ -683,24 +749,4 @@ func (e *Executor) scanRows(ctx context.Context, src *source, hr handleRange, ts
 		}
 	}
 	return rows, nil
-}
-
-func (e *Executor) countRows(ctx context.Context, tableID int64, ts uint64) (int64, error) {
-	dag := &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{
-		{Tp: coprocessorpb.ExecType_TypeTableScan, TblScan: &coprocessorpb.TableScan{TableId: tableID}},
-		{Tp: coprocessorpb.ExecType_TypeAggregation, Aggregation: &coprocessorpb.Aggregation{AggFunc: []coprocessorpb.AggFuncType{coprocessorpb.AggFuncType_Count}}},
-	}}
-	start, end := tablecodec.RecordRange(tableID)
-	resps, err := e.Store.Coprocessor(ctx, dag, []*kvrpcpb.KeyRange{{Start: start, End: end}}, ts)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, r := range resps {
-		if len(r.AggValues) != 1 {
-			return 0, errors.New("executor: coprocessor COUNT returned no partial result")
-		}
-		n += r.AggValues[0]
-	}
-	return n, nil
 }

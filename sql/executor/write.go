@@ -9,7 +9,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
@@ -72,8 +71,10 @@ func defaultValue(c *catalog.ColumnInfo, env expr.Env, rowNum int) (datum, error
 	return tablecodec.NullDatum, nil
 }
 
-// Insert runs INSERT ... VALUES / INSERT ... SET.
-func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env) (*Result, error) {
+// Insert runs INSERT ... VALUES / INSERT ... SET in tx's transaction. Rows
+// are buffered with Txn.Insert; a duplicate primary key fails with ERROR
+// 1062 when the keys are locked (pessimistic) or at commit (optimistic).
+func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, tx TxnSource) (*Result, error) {
 	switch {
 	case s.IsReplace:
 		return nil, errno.NotSupported("REPLACE")
@@ -189,10 +190,15 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env) 
 			handles[ri] = h
 		}
 	}
-	muts := make([]*kvrpcpb.Mutation, nrows)
-	mutSlab := make([]kvrpcpb.Mutation, nrows)
+	txn, err := tx.Txn(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	tx.NoteWrite(tbl)
 	scratch := make([]datum, ncols)
 	keys := make([]byte, 0, nrows*tablecodec.RowKeyLen)
+	rowKeys := make([][]byte, nrows)
+	rowVals := make([][]byte, nrows)
 	var vals []byte
 	for ri := range nrows {
 		start := len(keys)
@@ -202,12 +208,10 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env) 
 		if err := checkEntrySize(keys[start:], vals[vstart:]); err != nil {
 			return nil, err
 		}
-		mutSlab[ri].Op = kvrpcpb.Op_Insert
-		mutSlab[ri].Key = keys[start:len(keys):len(keys)]
-		mutSlab[ri].Value = vals[vstart:len(vals):len(vals)]
-		muts[ri] = &mutSlab[ri]
+		rowKeys[ri] = keys[start:len(keys):len(keys)]
+		rowVals[ri] = vals[vstart:len(vals):len(vals)]
 	}
-	if err := e.commit(ctx, muts, 0, src); err != nil {
+	if err := e.insertRows(ctx, tx, txn, src, rowKeys, rowVals); err != nil {
 		return nil, err
 	}
 	res := &Result{AffectedRows: uint64(nrows)}
@@ -233,19 +237,32 @@ func dupEntry(src *source, handle int64) error {
 	return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.PRIMARY'", v, src.tbl.Name)
 }
 
-// commit writes muts in one transaction. startTS 0 takes a fresh one.
-func (e *Executor) commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS uint64, src *source) error {
-	var err error
-	if startTS == 0 {
-		if startTS, err = e.Store.GetTS(ctx); err != nil {
-			return fmt.Errorf("get start ts: %w", err)
+// insertRows buffers Inserts of keys. In pessimistic mode the keys are
+// locked first and a key with a live latest value (committed, or written
+// earlier by this transaction) is ERROR 1062 at once, as in MySQL; in
+// optimistic mode the store checks at commit.
+func (e *Executor) insertRows(ctx context.Context, tx TxnSource, txn sql.Txn, src *source, keys, vals [][]byte) error {
+	if tx.TxnOptions().Pessimistic {
+		latest, _, err := e.lockKeys(ctx, tx, txn, false, keys)
+		if err != nil {
+			return err
+		}
+		for i, v := range latest {
+			if v != nil {
+				return e.dupKey(src, &sql.KeyExistsError{Key: keys[i]})
+			}
 		}
 	}
-	commitTS, err := e.Store.GetTS(ctx)
-	if err != nil {
-		return fmt.Errorf("get commit ts: %w", err)
+	for i, k := range keys {
+		if err := txn.Insert(k, vals[i]); err != nil {
+			return e.dupKey(src, err)
+		}
 	}
-	err = e.Store.Commit(ctx, muts, startTS, commitTS)
+	return nil
+}
+
+// dupKey turns a *sql.KeyExistsError on a row key of src into ERROR 1062.
+func (e *Executor) dupKey(src *source, err error) error {
 	var ke *sql.KeyExistsError
 	if errors.As(err, &ke) {
 		if _, h, derr := tablecodec.DecodeRowKey(ke.Key); derr == nil {
@@ -255,38 +272,68 @@ func (e *Executor) commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS
 	return err
 }
 
-// readForWrite returns the rows of src matching where, read at ts.
-func (e *Executor) readForWrite(ctx context.Context, src *source, where ast.ExprNode, env expr.Env, ts uint64) ([][]datum, error) {
+// DupEntryError is ERROR 1062 for a duplicate key found only at commit,
+// with the table's name when tbl (the table the key belongs to) is known.
+func DupEntryError(tbl *catalog.TableInfo, key []byte) error {
+	tid, h, err := tablecodec.DecodeRowKey(key)
+	if err != nil {
+		return &sql.KeyExistsError{Key: key}
+	}
+	if tbl == nil || tbl.ID != tid {
+		return errno.New(errno.ErrDupEntry, "Duplicate entry '%d' for key 'PRIMARY'", h)
+	}
+	return dupEntry(&source{tbl: tbl}, h)
+}
+
+// readForWrite returns the rows an UPDATE or DELETE changes, as the
+// transaction must change them. In pessimistic mode the candidate rows
+// (read from the transaction's snapshot; for a point WHERE the key
+// itself) are locked and re-read at the lock's for_update_ts, the latest
+// committed values, and WHERE is evaluated on those: the statement never
+// writes over a value it did not see, and it waits for, instead of
+// conflicting with, a concurrent writer. In optimistic mode the snapshot
+// rows are used and conflicts are found at commit.
+func (e *Executor) readForWrite(ctx context.Context, src *source, where ast.ExprNode, env expr.Env, tx TxnSource, txn sql.Txn) ([][]datum, error) {
 	var rows [][]datum
 	var err error
 	var w expr.Expr
+	point, handle := false, int64(0)
 	if where != nil {
 		if w, err = expr.Compile(where, &expr.Ctx{Columns: src.cols, Env: env, Clause: "where clause"}); err != nil {
 			return nil, err
 		}
 		hr := rangeOfHandle(where, src, env)
-		if ok, h := hr.point(); ok {
-			rows, err = e.pointGet(ctx, src, h, ts)
+		if point, handle = hr.point(); point {
+			rows, err = e.pointGet(ctx, src, handle, txn)
 		} else {
-			rows, err = e.scanRows(ctx, src, hr, ts, 0)
+			rows, err = e.scanRows(ctx, src, hr, tx, txn, 0)
 		}
 	} else {
-		rows, err = e.scanRows(ctx, src, fullRange, ts, 0)
+		rows, err = e.scanRows(ctx, src, fullRange, tx, txn, 0)
 	}
-	if err != nil || w == nil {
-		return rows, err
+	if err != nil {
+		return nil, err
 	}
-	kept := rows[:0]
-	for _, r := range rows {
-		ok, err := cond(w, r)
-		if err != nil {
+	if w != nil {
+		if rows, err = filterRows(w, rows); err != nil {
 			return nil, err
 		}
-		if ok {
-			kept = append(kept, r)
-		}
 	}
-	return kept, nil
+	if !tx.TxnOptions().Pessimistic {
+		return rows, nil
+	}
+	keys := rowKeys(src, rows)
+	if point {
+		keys = [][]byte{tablecodec.RowKey(src.tbl.ID, handle)}
+	}
+	vals, _, err := e.lockKeys(ctx, tx, txn, false, keys)
+	if err != nil {
+		return nil, err
+	}
+	if rows, err = decodeLatest(src, keys, vals); err != nil || w == nil {
+		return rows, err
+	}
+	return filterRows(w, rows)
 }
 
 func checkSingleTableDML(what string, order *ast.OrderByClause, limit *ast.Limit, with *ast.WithClause) error {
@@ -301,8 +348,8 @@ func checkSingleTableDML(what string, order *ast.OrderByClause, limit *ast.Limit
 	return nil
 }
 
-// Delete runs a single-table DELETE.
-func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env) (*Result, error) {
+// Delete runs a single-table DELETE in tx's transaction.
+func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env, tx TxnSource) (*Result, error) {
 	if s.IsMultiTable {
 		return nil, errno.NotSupported("multi-table DELETE")
 	}
@@ -313,31 +360,30 @@ func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env) 
 	if err != nil {
 		return nil, err
 	}
-	ts, err := e.Store.GetTS(ctx)
+	txn, err := tx.Txn(ctx, false)
 	if err != nil {
-		return nil, fmt.Errorf("get start ts: %w", err)
+		return nil, err
 	}
-	rows, err := e.readForWrite(ctx, src, s.Where, env, ts)
+	rows, err := e.readForWrite(ctx, src, s.Where, env, tx, txn)
 	if err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
 		return &Result{}, nil
 	}
-	hOff := len(src.tbl.Columns)
-	muts := make([]*kvrpcpb.Mutation, len(rows))
-	for i, r := range rows {
-		muts[i] = &kvrpcpb.Mutation{Op: kvrpcpb.Op_Del, Key: tablecodec.RowKey(src.tbl.ID, r[hOff].Int64())}
-	}
-	if err := e.commit(ctx, muts, ts, src); err != nil {
-		return nil, err
+	tx.NoteWrite(src.tbl)
+	for _, k := range rowKeys(src, rows) {
+		if err := txn.Delete(k); err != nil {
+			return nil, err
+		}
 	}
 	return &Result{AffectedRows: uint64(len(rows))}, nil
 }
 
-// Update runs a single-table UPDATE. Changing the integer primary key moves
-// the row (delete + insert, failing with 1062 if the new key exists).
-func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env) (*Result, error) {
+// Update runs a single-table UPDATE in tx's transaction. Changing the
+// integer primary key moves the row (delete + insert, failing with 1062 if
+// the new key exists).
+func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, tx TxnSource) (*Result, error) {
 	if s.MultipleTable {
 		return nil, errno.NotSupported("multi-table UPDATE")
 	}
@@ -374,17 +420,18 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env) 
 		}
 		as = append(as, assign{off: off, e: ae})
 	}
-	ts, err := e.Store.GetTS(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("get start ts: %w", err)
-	}
-	rows, err := e.readForWrite(ctx, src, s.Where, env, ts)
+	txn, err := tx.Txn(ctx, false)
 	if err != nil {
 		return nil, err
 	}
+	rows, err := e.readForWrite(ctx, src, s.Where, env, tx, txn)
+	if err != nil {
+		return nil, err
+	}
+	tx.NoteWrite(tbl)
 	ncols := len(tbl.Columns)
 	hOff := ncols
-	var muts []*kvrpcpb.Mutation
+	var movedKeys, movedVals [][]byte // new rows of rows whose primary key changed
 	scratch := make([]datum, ncols)
 	newRow := make([]datum, tbl.RowWidth())
 	changed := 0
@@ -425,15 +472,17 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env) 
 			return nil, err
 		}
 		if newH != oldH {
-			muts = append(muts,
-				&kvrpcpb.Mutation{Op: kvrpcpb.Op_Del, Key: tablecodec.RowKey(tbl.ID, oldH)},
-				&kvrpcpb.Mutation{Op: kvrpcpb.Op_Insert, Key: tablecodec.RowKey(tbl.ID, newH), Value: val})
-		} else {
-			muts = append(muts, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: tablecodec.RowKey(tbl.ID, oldH), Value: val})
+			if err := txn.Delete(tablecodec.RowKey(tbl.ID, oldH)); err != nil {
+				return nil, err
+			}
+			movedKeys = append(movedKeys, tablecodec.RowKey(tbl.ID, newH))
+			movedVals = append(movedVals, val)
+		} else if err := txn.Set(tablecodec.RowKey(tbl.ID, oldH), val); err != nil {
+			return nil, err
 		}
 	}
-	if len(muts) > 0 {
-		if err := e.commit(ctx, muts, ts, src); err != nil {
+	if len(movedKeys) > 0 {
+		if err := e.insertRows(ctx, tx, txn, src, movedKeys, movedVals); err != nil {
 			return nil, err
 		}
 	}

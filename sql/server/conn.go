@@ -79,6 +79,7 @@ func (c *clientConn) shutdown() {
 
 func (c *clientConn) serve(ctx context.Context) {
 	defer c.srv.removeConn(c)
+	defer c.endSession(ctx)
 	defer func() { _ = c.pkt.conn.Close() }()
 	defer func() {
 		if r := recover(); r != nil {
@@ -169,12 +170,18 @@ func isClosed(err error) bool {
 // --- commands ----------------------------------------------------------
 
 // dispatch runs one command. A panic in it (a bug) is answered with ERROR
-// 1105 and logged with its stack; the connection stays open, since the
-// session holds no state a failed statement can leave half-changed.
+// 1105 and logged with its stack; the session's open transaction (whose
+// buffer the statement may have left half-changed) is rolled back, and the
+// connection stays open.
 func (c *clientConn) dispatch(ctx context.Context, data []byte) (quit bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			panicsTotal.Inc()
+			if c.sess != nil {
+				actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				c.sess.Abort(actx)
+				cancel()
+			}
 			c.log.Error("panic while running a command; answered with ERROR 1105",
 				"panic", fmt.Sprint(r), "command", commandSummary(data), "stack", string(debug.Stack()))
 			quit, err = false, c.writeError(errno.New(errno.ErrUnknown,
@@ -205,12 +212,12 @@ func (c *clientConn) runCommand(ctx context.Context, data []byte) (quit bool, er
 	case mysql.ComQuery:
 		return false, c.handleQuery(ctx, string(arg))
 	case mysql.ComPing:
-		return false, c.writeOK(0, 0, 0, "")
+		return false, c.writeOK(0, 0, c.status(), "")
 	case mysql.ComInitDB:
 		if err := c.sess.UseDB(ctx, string(bytes.TrimRight(arg, "\x00"))); err != nil {
 			return false, c.writeError(err)
 		}
-		return false, c.writeOK(0, 0, 0, "")
+		return false, c.writeOK(0, 0, c.status(), "")
 	case mysql.ComFieldList:
 		table, _, _ := readNulString(append(arg, 0))
 		cols, err := c.sess.FieldList(ctx, string(table))
@@ -228,8 +235,9 @@ func (c *clientConn) runCommand(ctx context.Context, data []byte) (quit bool, er
 			int(time.Since(c.srv.startTime()).Seconds()), c.srv.connCount())
 		return false, c.pkt.writePacket([]byte(s))
 	case mysql.ComResetConnection:
+		c.endSession(ctx)
 		c.sess = session.New(c.srv.exec, c.id, c.user, c.sessHost())
-		return false, c.writeOK(0, 0, 0, "")
+		return false, c.writeOK(0, 0, c.status(), "")
 	case mysql.ComStmtPrepare:
 		return false, c.handleStmtPrepare(ctx, string(arg))
 	case mysql.ComStmtExecute:
@@ -253,7 +261,25 @@ func (c *clientConn) sessHost() string {
 	return "%"
 }
 
-func (c *clientConn) status() uint16 { return mysql.ServerStatusAutocommit }
+// status is the SERVER_STATUS flags for OK and EOF packets.
+func (c *clientConn) status() uint16 {
+	if c.sess == nil {
+		return mysql.ServerStatusAutocommit
+	}
+	return c.sess.Status()
+}
+
+// endSession rolls back the session's open transaction (connection closed,
+// COM_RESET_CONNECTION). It runs even when ctx is done (server shutdown):
+// otherwise the transaction's locks would block others until their TTL.
+func (c *clientConn) endSession(ctx context.Context) {
+	if c.sess == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	c.sess.Close(ctx)
+}
 
 // affected is the OK packet's row count: matched rows for CLIENT_FOUND_ROWS.
 func (c *clientConn) affected(res *executor.Result) uint64 {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/coprocessorpb"
@@ -26,6 +29,12 @@ type memStore struct {
 	failCommit error // returned by the next Commit when set
 	// failCommitTimes makes failCommit stick for that many Commits (0: once).
 	failCommitTimes int
+
+	locks    map[string]*memLock
+	waitsFor map[*memTxn]*memTxn // wait-for graph of lock waiters
+	// Counters tests read: transactions begun and committed with writes,
+	// deadlocks detected.
+	begun, commits, deadlocks int
 }
 
 type version struct {
@@ -165,8 +174,356 @@ func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGReques
 	return resps, nil
 }
 
-// Begin is not supported by the fake yet (the SQL session work replaces
-// this fake).
-func (m *memStore) Begin(context.Context, sql.TxnOptions) (sql.Txn, error) {
-	return nil, errors.New("memStore: transactions not supported")
+// memLock is a pessimistic row lock in memStore; released is closed when
+// its owner ends.
+type memLock struct {
+	owner    *memTxn
+	released chan struct{}
+}
+
+// fakeDefaultLockWait is the lock wait when LockOptions gives none.
+const fakeDefaultLockWait = time.Second
+
+// Begin implements sql.Storage with a test-only transaction: a snapshot at
+// start_ts (a fresh one per statement in READ-COMMITTED), writes buffered
+// until Commit, pessimistic row locks that block (with timeout, NOWAIT and
+// deadlock detection over the wait-for graph), and at commit a conflict
+// check of every written key not locked pessimistically.
+func (m *memStore) Begin(ctx context.Context, opts sql.TxnOptions) (sql.Txn, error) {
+	t := &memTxn{m: m, opts: opts, buf: map[string]bufEntry{}, locked: map[string]bool{}, marked: map[string]bool{},
+		savepoints: map[string]map[string]bufEntry{}}
+	if opts.StartTS != 0 {
+		t.startTS = opts.StartTS
+	} else {
+		ts, err := m.GetTS(ctx)
+		if err != nil {
+			return nil, err
+		}
+		t.startTS = ts
+	}
+	t.readTS = t.startTS
+	m.mu.Lock()
+	m.begun++
+	m.mu.Unlock()
+	return t, nil
+}
+
+type bufEntry struct {
+	value  []byte // nil: delete
+	insert bool   // assert no live value at lock / commit time
+}
+
+type memTxn struct {
+	m           *memStore
+	opts        sql.TxnOptions
+	startTS     uint64
+	readTS      uint64
+	forUpdateTS uint64
+	buf         map[string]bufEntry
+	stmtBuf     map[string]bufEntry // buf at StmtBegin
+	savepoints  map[string]map[string]bufEntry
+	locked      map[string]bool // pessimistic locks held (guarded by m.mu)
+	marked      map[string]bool // optimistic FOR UPDATE keys: conflict-checked at commit
+	done        bool
+}
+
+func cloneBuf(b map[string]bufEntry) map[string]bufEntry {
+	c := make(map[string]bufEntry, len(b))
+	for k, v := range b {
+		c[k] = v
+	}
+	return c
+}
+
+func (t *memTxn) StartTS() uint64     { return t.startTS }
+func (t *memTxn) ForUpdateTS() uint64 { return t.forUpdateTS }
+
+func (t *memTxn) Get(ctx context.Context, key []byte) ([]byte, bool, error) {
+	if e, ok := t.buf[string(key)]; ok {
+		return append([]byte(nil), e.value...), e.value != nil, nil
+	}
+	return t.m.Get(ctx, key, t.readTS)
+}
+
+func (t *memTxn) BatchGet(ctx context.Context, keys [][]byte) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, k := range keys {
+		v, ok, err := t.Get(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[string(k)] = v
+		}
+	}
+	return out, nil
+}
+
+func inRange(k string, start, end []byte) bool {
+	return bytes.Compare([]byte(k), start) >= 0 && (len(end) == 0 || bytes.Compare([]byte(k), end) < 0)
+}
+
+func (t *memTxn) Scan(ctx context.Context, start, end []byte, limit int, reverse bool) ([]sql.KvPair, error) {
+	pairs, err := t.m.Scan(ctx, start, end, t.readTS, 0)
+	if err != nil {
+		return nil, err
+	}
+	merged := map[string][]byte{}
+	for _, p := range pairs {
+		merged[string(p.Key)] = p.Value
+	}
+	for k, e := range t.buf {
+		if !inRange(k, start, end) {
+			continue
+		}
+		if e.value == nil {
+			delete(merged, k)
+		} else {
+			merged[k] = append([]byte(nil), e.value...)
+		}
+	}
+	keys := make([]string, 0, len(merged))
+	for k := range merged {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if reverse {
+		for i, j := 0, len(keys)-1; i < j; i, j = i+1, j-1 {
+			keys[i], keys[j] = keys[j], keys[i]
+		}
+	}
+	if limit > 0 && len(keys) > limit {
+		keys = keys[:limit]
+	}
+	out := make([]sql.KvPair, len(keys))
+	for i, k := range keys {
+		out[i] = sql.KvPair{Key: []byte(k), Value: merged[k]}
+	}
+	return out, nil
+}
+
+func (t *memTxn) Set(key, value []byte) error {
+	t.buf[string(key)] = bufEntry{value: append([]byte{}, value...)}
+	return nil
+}
+
+func (t *memTxn) Delete(key []byte) error {
+	t.buf[string(key)] = bufEntry{}
+	return nil
+}
+
+func (t *memTxn) Insert(key, value []byte) error {
+	e, ok := t.buf[string(key)]
+	if ok && e.value != nil {
+		return &sql.KeyExistsError{Key: append([]byte(nil), key...)}
+	}
+	// After our own delete the key is ours to write: no assertion.
+	t.buf[string(key)] = bufEntry{value: append([]byte{}, value...), insert: !ok}
+	return nil
+}
+
+func (t *memTxn) LockKeys(ctx context.Context, opts sql.LockOptions, keys ...[]byte) ([][]byte, error) {
+	if !t.opts.Pessimistic {
+		for _, k := range keys {
+			t.marked[string(k)] = true
+		}
+		return nil, nil
+	}
+	ts, err := t.m.GetTS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.forUpdateTS = ts
+	wait := fakeDefaultLockWait
+	if opts.WaitTimeoutMs > 0 {
+		wait = time.Duration(opts.WaitTimeoutMs) * time.Millisecond
+	}
+	deadline := time.Now().Add(wait)
+	for _, k := range keys {
+		if err := t.m.lock(ctx, t, string(k), opts.NoWait, deadline); err != nil {
+			return nil, err
+		}
+	}
+	m := t.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	vals := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, live := m.readLocked(string(k), math.MaxUint64)
+		if e := t.buf[string(k)]; e.insert && live {
+			return nil, &sql.KeyExistsError{Key: append([]byte(nil), k...)}
+		}
+		if live && opts.ReturnValues {
+			vals[i] = append([]byte{}, v...)
+		}
+	}
+	return vals, nil
+}
+
+// lock takes key's row lock for t, waiting for its owner until deadline.
+func (m *memStore) lock(ctx context.Context, t *memTxn, key string, nowait bool, deadline time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for {
+		l := m.locks[key]
+		if l == nil {
+			if m.locks == nil {
+				m.locks = map[string]*memLock{}
+			}
+			m.locks[key] = &memLock{owner: t, released: make(chan struct{})}
+			t.locked[key] = true
+			return nil
+		}
+		if l.owner == t {
+			return nil
+		}
+		if nowait {
+			return &sql.LockConflictError{Key: []byte(key)}
+		}
+		// Waiting for l.owner closes a cycle when l.owner (transitively)
+		// waits for t.
+		o := l.owner
+		for i := 0; o != nil && i <= len(m.waitsFor); i++ {
+			if o == t {
+				m.deadlocks++
+				return &sql.DeadlockError{Key: []byte(key)}
+			}
+			o = m.waitsFor[o]
+		}
+		if m.waitsFor == nil {
+			m.waitsFor = map[*memTxn]*memTxn{}
+		}
+		m.waitsFor[t] = l.owner
+		timer := time.NewTimer(time.Until(deadline))
+		m.mu.Unlock()
+		var err error
+		select {
+		case <-l.released:
+		case <-timer.C:
+			err = sql.ErrLockWaitTimeout
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		timer.Stop()
+		m.mu.Lock()
+		delete(m.waitsFor, t)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// release frees t's locks and wakes their waiters. Called with m.mu held.
+func (m *memStore) releaseLocked(t *memTxn) {
+	for k := range t.locked {
+		if l := m.locks[k]; l != nil && l.owner == t {
+			close(l.released)
+			delete(m.locks, k)
+		}
+	}
+	t.locked = map[string]bool{}
+}
+
+func (t *memTxn) Dirty(start, end []byte) bool {
+	for k := range t.buf {
+		if inRange(k, start, end) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *memTxn) StmtBegin() {
+	t.stmtBuf = cloneBuf(t.buf)
+	if t.opts.Isolation == sql.ReadCommitted {
+		t.readTS, _ = t.m.GetTS(context.Background())
+	}
+}
+
+func (t *memTxn) StmtCommit() { t.stmtBuf = nil }
+
+func (t *memTxn) StmtRollback() {
+	if t.stmtBuf != nil {
+		t.buf, t.stmtBuf = t.stmtBuf, nil
+	}
+}
+
+func (t *memTxn) Savepoint(name string) { t.savepoints[name] = cloneBuf(t.buf) }
+
+func (t *memTxn) RollbackToSavepoint(name string) error {
+	sp, ok := t.savepoints[name]
+	if !ok {
+		return fmt.Errorf("memtxn: no savepoint %q", name)
+	}
+	t.buf = cloneBuf(sp)
+	return nil
+}
+
+func (t *memTxn) ReleaseSavepoint(name string) error {
+	if _, ok := t.savepoints[name]; !ok {
+		return fmt.Errorf("memtxn: no savepoint %q", name)
+	}
+	delete(t.savepoints, name)
+	return nil
+}
+
+func (t *memTxn) Commit(ctx context.Context) error {
+	m := t.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t.done {
+		return errors.New("memtxn: transaction already ended")
+	}
+	t.done = true
+	defer m.releaseLocked(t)
+	if err := m.failCommit; err != nil && len(t.buf) > 0 {
+		if m.failCommitTimes--; m.failCommitTimes <= 0 {
+			m.failCommit = nil
+		}
+		return err
+	}
+	check := func(k string) error {
+		if t.locked[k] {
+			return nil
+		}
+		if l := m.locks[k]; l != nil && l.owner != t {
+			return &sql.WriteConflictError{StartTS: t.startTS, ConflictStartTS: l.owner.startTS, Key: []byte(k)}
+		}
+		vs := m.data[k]
+		if n := len(vs); n > 0 && vs[n-1].commitTS > t.startTS {
+			return &sql.WriteConflictError{StartTS: t.startTS, ConflictCommitTS: vs[n-1].commitTS, Key: []byte(k)}
+		}
+		return nil
+	}
+	for k, e := range t.buf {
+		if err := check(k); err != nil {
+			return err
+		}
+		if _, live := m.readLocked(k, math.MaxUint64); e.insert && live {
+			return &sql.KeyExistsError{Key: []byte(k)}
+		}
+	}
+	for k := range t.marked {
+		if err := check(k); err != nil {
+			return err
+		}
+	}
+	if len(t.buf) == 0 {
+		return nil
+	}
+	m.ts++
+	for k, e := range t.buf {
+		m.data[k] = append(m.data[k], version{commitTS: m.ts, value: e.value})
+	}
+	m.commits++
+	return nil
+}
+
+func (t *memTxn) Rollback(context.Context) error {
+	m := t.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t.done = true
+	m.releaseLocked(t)
+	return nil
 }

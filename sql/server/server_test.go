@@ -229,11 +229,9 @@ func TestErrors(t *testing.T) {
 		{"USE nosuchdb", 1049, "Unknown database 'nosuchdb'"},
 		{"SELECT * FROM t a JOIN t b ON a.id = b.id", 1235, "doesn't yet support 'JOIN'"},
 		{"SELECT * FROM t WHERE id IN (SELECT id FROM t)", 1235, "doesn't yet support 'subqueries'"},
-		{"BEGIN", 1235, "doesn't yet support"},
 		{"CREATE TABLE u (id VARCHAR(10) PRIMARY KEY)", 1235, "non-integer PRIMARY KEY"},
 		{"CREATE TABLE u (id INT, KEY (id))", 1235, "secondary indexes"},
 		{"CREATE TABLE u (j JSON)", 1235, "column type JSON"},
-		{"SET autocommit = 0", 1235, "autocommit=0"},
 		{"SELECT @@nosuchvar", 1193, "Unknown system variable 'nosuchvar'"},
 	}
 	for _, c := range cases {
@@ -281,46 +279,77 @@ func TestKVErrorsMapToMySQLCodes(t *testing.T) {
 	}
 }
 
-// TestConflictingUpdatesAreRetried: concurrent autocommit UPDATEs of one row
-// conflict in the store; each is run again at a new timestamp, so all
-// succeed and none is lost (the counter ends at the number of updates).
-func TestConflictingUpdatesAreRetried(t *testing.T) {
+// TestConcurrentUpdatesOfOneRow: concurrent autocommit UPDATEs of one row
+// lose no update. In pessimistic mode (the default) they wait for the row
+// lock; in optimistic mode they conflict in the store and each is run
+// again at a new timestamp (statement retry).
+func TestConcurrentUpdatesOfOneRow(t *testing.T) {
+	for _, mode := range []string{"pessimistic", "optimistic"} {
+		t.Run(mode, func(t *testing.T) {
+			ts := startServer(t)
+			db := ts.open(t, "test", "tidb_txn_mode=%27"+mode+"%27")
+			_, err := db.Exec("CREATE TABLE c (id INT PRIMARY KEY, n INT)")
+			require.NoError(t, err)
+			_, err = db.Exec("INSERT INTO c VALUES (1, 0)")
+			require.NoError(t, err)
+			retriesBefore := counter(t, "strata_sql_statement_retries_total")
+			const workers, each = 8, 25
+			errs := make(chan error, workers)
+			for range workers {
+				go func() {
+					for range each {
+						if _, err := db.Exec("UPDATE c SET n = n + 1 WHERE id = 1"); err != nil {
+							errs <- err
+							return
+						}
+					}
+					errs <- nil
+				}()
+			}
+			for range workers {
+				require.NoError(t, <-errs)
+			}
+			var n int
+			require.NoError(t, db.QueryRow("SELECT n FROM c WHERE id = 1").Scan(&n))
+			require.Equal(t, workers*each, n)
+			retries := counter(t, "strata_sql_statement_retries_total") - retriesBefore
+			t.Logf("statement retries: %v", retries)
+			if mode == "pessimistic" {
+				require.Zero(t, retries, "pessimistic statements wait for locks instead of retrying")
+				return
+			}
+			// A conflict that clears is invisible to the client.
+			ts.store.mu.Lock()
+			ts.store.failCommit, ts.store.failCommitTimes = &strsql.WriteConflictError{Key: []byte("k")}, 3
+			ts.store.mu.Unlock()
+			before := counter(t, "strata_sql_statement_retries_total")
+			_, err = db.Exec("UPDATE c SET n = 0 WHERE id = 1")
+			require.NoError(t, err)
+			require.Equal(t, before+3, counter(t, "strata_sql_statement_retries_total"))
+		})
+	}
+}
+
+// TestNoRetryInsideTransaction: a write conflict at COMMIT of an explicit
+// optimistic transaction reaches the client; nothing is run again.
+func TestNoRetryInsideTransaction(t *testing.T) {
 	ts := startServer(t)
 	db := ts.open(t, "test", "")
+	db.SetMaxOpenConns(1)
 	_, err := db.Exec("CREATE TABLE c (id INT PRIMARY KEY, n INT)")
 	require.NoError(t, err)
-	_, err = db.Exec("INSERT INTO c VALUES (1, 0)")
-	require.NoError(t, err)
-	retriesBefore := counter(t, "strata_sql_statement_retries_total")
-	const workers, each = 8, 25
-	errs := make(chan error, workers)
-	for range workers {
-		go func() {
-			for range each {
-				if _, err := db.Exec("UPDATE c SET n = n + 1 WHERE id = 1"); err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for range workers {
-		require.NoError(t, <-errs)
-	}
-	var n int
-	require.NoError(t, db.QueryRow("SELECT n FROM c WHERE id = 1").Scan(&n))
-	require.Equal(t, workers*each, n)
-	t.Logf("statement retries: %v", counter(t, "strata_sql_statement_retries_total")-retriesBefore)
-
-	// A conflict that clears is invisible to the client.
 	ts.store.mu.Lock()
-	ts.store.failCommit, ts.store.failCommitTimes = &strsql.WriteConflictError{Key: []byte("k")}, 3
+	ts.store.failCommit, ts.store.failCommitTimes = &strsql.WriteConflictError{Key: []byte("k")}, 1
 	ts.store.mu.Unlock()
 	before := counter(t, "strata_sql_statement_retries_total")
-	_, err = db.Exec("UPDATE c SET n = 0 WHERE id = 1")
-	require.NoError(t, err)
-	require.Equal(t, before+3, counter(t, "strata_sql_statement_retries_total"))
+	for _, q := range []string{"BEGIN OPTIMISTIC", "INSERT INTO c VALUES (1, 1)"} {
+		_, err := db.Exec(q)
+		require.NoError(t, err, q)
+	}
+	_, err = db.Exec("COMMIT")
+	require.Equal(t, uint16(9007), mysqlCode(err), "%v", err)
+	require.Equal(t, before, counter(t, "strata_sql_statement_retries_total"))
+	require.Equal(t, [][]string{{"0"}}, queryStrings(t, db, "SELECT COUNT(*) FROM c"))
 }
 
 func TestAuth(t *testing.T) {

@@ -12,12 +12,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/proto/kvrpcpb"
+	strsql "github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/server"
 )
 
-// gatedStore holds every Commit, while block is set, until release is
-// closed or the statement's context ends; entered says one is held.
+// gatedStore holds every transaction Commit, while block is set, until
+// release is closed or the statement's context ends; entered says one is
+// held.
 type gatedStore struct {
 	*memStore
 	block   atomic.Bool
@@ -25,7 +26,21 @@ type gatedStore struct {
 	release chan struct{}
 }
 
-func (g *gatedStore) Commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) error {
+type gatedTxn struct {
+	strsql.Txn
+	g *gatedStore
+}
+
+func (g *gatedStore) Begin(ctx context.Context, opts strsql.TxnOptions) (strsql.Txn, error) {
+	t, err := g.memStore.Begin(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &gatedTxn{Txn: t, g: g}, nil
+}
+
+func (t *gatedTxn) Commit(ctx context.Context) error {
+	g := t.g
 	if g.block.Load() {
 		select {
 		case g.entered <- struct{}{}:
@@ -34,10 +49,11 @@ func (g *gatedStore) Commit(ctx context.Context, muts []*kvrpcpb.Mutation, start
 		select {
 		case <-g.release:
 		case <-ctx.Done():
+			_ = t.Txn.Rollback(context.Background())
 			return ctx.Err()
 		}
 	}
-	return g.memStore.Commit(ctx, muts, startTS, commitTS)
+	return t.Txn.Commit(ctx)
 }
 
 // TestShutdownDrainsStatements: on shutdown the SQL node stops accepting at

@@ -4,6 +4,28 @@
 // the catalog, DML to the executor, SHOW/SET/USE here) and maps every
 // failure to a MySQL error (sql/errno).
 //
+// # Transactions
+//
+// The session owns the current sql.Txn. BEGIN / START TRANSACTION (READ
+// ONLY, WITH CONSISTENT SNAPSHOT, BEGIN OPTIMISTIC / PESSIMISTIC) and, with
+// autocommit=0, the first statement open one; COMMIT, ROLLBACK, DDL (an
+// implicit commit, as in MySQL), BEGIN inside a transaction, SET
+// autocommit=1 and the connection's end close it. Every statement inside a
+// transaction is staged (StmtBegin/StmtCommit/StmtRollback): a failed
+// statement undoes only its own writes; a deadlock victim's whole
+// transaction is rolled back, a lock wait timeout only the statement. A
+// statement outside a transaction is its own transaction, begun on first
+// read or write and committed when it succeeds; only such a statement, and
+// only in optimistic mode, is run again after a write conflict
+// (retryOnConflict). A statement inside an explicit transaction is never
+// re-run. Options come from transaction_isolation (REPEATABLE-READ or
+// READ-COMMITTED; SERIALIZABLE and READ-UNCOMMITTED are refused with 8048
+// as in TiDB unless tidb_skip_isolation_level_check=1, and then run as
+// REPEATABLE-READ), transaction_read_only, tidb_txn_mode (pessimistic by
+// default), tidb_enable_async_commit, tidb_enable_1pc and
+// innodb_lock_wait_timeout. SET GLOBAL of these applies to this SQL node's
+// later sessions only (not persisted, not shared with other nodes).
+//
 // A Session belongs to one connection and is not safe for concurrent use.
 // Everything it shares with other sessions (Catalog, Executor) is.
 package session

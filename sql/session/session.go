@@ -39,12 +39,18 @@ type Session struct {
 	params   []types.Datum // bound while a prepared statement executes
 	stmts    map[uint32]*Prepared
 	nextStmt uint32
+
+	txn  *txnState  // open explicit or implicit transaction
+	stmt *stmtState // autocommit statement's transaction while it runs
+	// oneShotIsolation is SET TRANSACTION ISOLATION LEVEL's level for the
+	// next transaction only ("" when none).
+	oneShotIsolation string
 }
 
 // New returns a session for connection connID of user@host.
 func New(exec *executor.Executor, connID uint64, user, host string) *Session {
 	return &Session{exec: exec, cat: exec.Catalog, parser: parser.New(), connID: connID, user: user, host: host,
-		vars: map[string]sysVar{}, userVars: map[string]types.Datum{}}
+		vars: globalOverrides(), userVars: map[string]types.Datum{}}
 }
 
 // CurrentDB implements expr.Env.
@@ -84,6 +90,12 @@ func (s *Session) SysVar(name string, global bool) (types.Datum, types.FieldType
 	}
 	if d, ft, ok, err := s.gcSysVar(name); ok { // cluster-wide, gcvars.go
 		return d, ft, err
+	}
+	if global {
+		if v, ok := globalVar(name); ok {
+			d, ft := v.datum()
+			return d, ft, nil
+		}
 	}
 	v, ok := defaultSysVars[name]
 	if !ok {
@@ -156,15 +168,36 @@ func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 }
 
 func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
+	switch stmt.(type) {
+	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.TruncateTableStmt:
+		// DDL commits the open transaction first, as in MySQL.
+		if err := s.implicitCommit(ctx); err != nil {
+			return nil, err
+		}
+	}
 	switch x := stmt.(type) {
 	case *ast.SelectStmt:
-		return s.exec.Select(ctx, x, s)
+		if x.From == nil && x.LockInfo == nil {
+			return s.exec.Select(ctx, x, s, s) // no table: no transaction needed
+		}
+		lock := x.LockInfo != nil && x.LockInfo.LockType != ast.SelectLockNone
+		return s.runDML(ctx, lock, func() (*executor.Result, error) { return s.exec.Select(ctx, x, s, s) })
 	case *ast.InsertStmt:
-		return retryOnConflict(ctx, func() (*executor.Result, error) { return s.exec.Insert(ctx, x, s) })
+		return s.runDML(ctx, true, func() (*executor.Result, error) { return s.exec.Insert(ctx, x, s, s) })
 	case *ast.UpdateStmt:
-		return retryOnConflict(ctx, func() (*executor.Result, error) { return s.exec.Update(ctx, x, s) })
+		return s.runDML(ctx, true, func() (*executor.Result, error) { return s.exec.Update(ctx, x, s, s) })
 	case *ast.DeleteStmt:
-		return retryOnConflict(ctx, func() (*executor.Result, error) { return s.exec.Delete(ctx, x, s) })
+		return s.runDML(ctx, true, func() (*executor.Result, error) { return s.exec.Delete(ctx, x, s, s) })
+	case *ast.BeginStmt:
+		return s.begin(ctx, x)
+	case *ast.CommitStmt:
+		return s.commit(ctx)
+	case *ast.RollbackStmt:
+		return s.rollback(ctx, x)
+	case *ast.SavepointStmt:
+		return s.savepoint(ctx, x.Name)
+	case *ast.ReleaseSavepointStmt:
+		return s.releaseSavepoint(x.Name)
 	case *ast.UseStmt:
 		return &executor.Result{}, s.UseDB(ctx, x.DBName)
 	case *ast.CreateDatabaseStmt:
@@ -192,11 +225,6 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		return nil, errno.NotSupported("EXPLAIN")
 	case *ast.SetStmt:
 		return &executor.Result{}, s.set(ctx, x)
-	case *ast.BeginStmt:
-		return nil, errno.NotSupported("multi-statement transactions (BEGIN / START TRANSACTION); every statement autocommits")
-	case *ast.CommitStmt, *ast.RollbackStmt:
-		// No transaction is ever open: every statement has committed already.
-		return &executor.Result{}, nil
 	case *ast.DoStmt:
 		for _, e := range x.Exprs {
 			ce, err := expr.Compile(e, &expr.Ctx{Env: s})
@@ -270,36 +298,122 @@ func (s *Session) set(ctx context.Context, x *ast.SetStmt) error {
 			}
 			continue
 		}
-		def, ok := defaultSysVars[name]
-		if !ok {
-			return errno.New(errno.ErrUnknownSystemVar, "Unknown system variable '%s'", v.Name)
+		if err := s.setSysVar(ctx, name, v.Name, v.IsGlobal, val); err != nil {
+			return err
 		}
-		if v.IsGlobal {
-			return errno.NotSupported("SET GLOBAL")
-		}
-		text := strings.ToUpper(string(types.AppendText(nil, val, nil)))
-		if name == "autocommit" {
-			if text == "0" || text == "OFF" || text == "FALSE" {
-				return errno.NotSupported("autocommit=0 (multi-statement transactions)")
-			}
-			text = "1"
-		}
-		if def.numeric {
-			switch text {
-			case "ON", "TRUE":
-				text = "1"
-			case "OFF", "FALSE":
-				text = "0"
-			}
-			if _, err := strconv.ParseFloat(text, 64); err != nil {
-				return errno.New(1232, "Incorrect argument type to variable '%s'", v.Name)
-			}
-		} else {
-			text = string(types.AppendText(nil, val, nil))
-		}
-		s.vars[name] = sysVar{value: text, numeric: def.numeric}
 	}
 	return nil
+}
+
+// setSysVar runs SET [GLOBAL] name = val for a system variable.
+func (s *Session) setSysVar(ctx context.Context, name, given string, global bool, val types.Datum) error {
+	if name == "tx_isolation_one_shot" { // SET TRANSACTION ISOLATION LEVEL
+		if s.txn != nil {
+			return errno.New(1568, "Transaction characteristics can't be changed while a transaction is in progress")
+		}
+		text, err := s.normalizeSysVar("transaction_isolation", "transaction_isolation", val)
+		if err != nil {
+			return err
+		}
+		s.oneShotIsolation = text
+		return nil
+	}
+	def, ok := defaultSysVars[name]
+	if !ok {
+		return errno.New(errno.ErrUnknownSystemVar, "Unknown system variable '%s'", given)
+	}
+	text, err := s.normalizeSysVar(name, given, val)
+	if err != nil {
+		return err
+	}
+	names := []string{name}
+	if alias, ok := sysVarAliases[name]; ok {
+		names = append(names, alias)
+	}
+	if global {
+		if !globalSettable[name] {
+			return errno.NotSupported("SET GLOBAL " + given)
+		}
+		for _, n := range names {
+			setGlobal(n, sysVar{value: text, numeric: def.numeric})
+		}
+		return nil
+	}
+	if name == "autocommit" && text == "1" && s.txn != nil {
+		// Turning autocommit on commits the open transaction (MySQL).
+		if err := s.commitTxn(ctx); err != nil {
+			return err
+		}
+	}
+	for _, n := range names {
+		s.vars[n] = sysVar{value: text, numeric: def.numeric}
+	}
+	return nil
+}
+
+func wrongValue(name, text string) error {
+	return errno.New(errno.ErrWrongValueForVar, "Variable '%s' can't be set to the value of '%s'", name, text)
+}
+
+// normalizeSysVar checks val for variable name and returns its canonical
+// text.
+func (s *Session) normalizeSysVar(name, given string, val types.Datum) (string, error) {
+	raw := string(types.AppendText(nil, val, nil))
+	text := strings.ToUpper(raw)
+	switch name {
+	case "autocommit", "transaction_read_only", "tx_read_only", "tidb_enable_async_commit", "tidb_enable_1pc",
+		"tidb_skip_isolation_level_check":
+		switch text {
+		case "1", "ON", "TRUE":
+			return "1", nil
+		case "0", "OFF", "FALSE":
+			return "0", nil
+		}
+		return "", wrongValue(given, raw)
+	case "transaction_isolation", "tx_isolation":
+		text = strings.NewReplacer(" ", "-", "_", "-").Replace(strings.TrimSpace(text))
+		switch text {
+		case "REPEATABLE-READ", "READ-COMMITTED":
+			return text, nil
+		case "SERIALIZABLE", "READ-UNCOMMITTED":
+			// As TiDB: refused unless the check is skipped; then the
+			// transaction runs with snapshot isolation (REPEATABLE-READ).
+			if s.varValue("tidb_skip_isolation_level_check") != "1" {
+				return "", errno.New(errno.ErrIsolationLevelNotSupported,
+					"The isolation level '%s' is not supported. Set tidb_skip_isolation_level_check=1 to skip this error", text)
+			}
+			return text, nil
+		}
+		return "", wrongValue(given, raw)
+	case "tidb_txn_mode":
+		switch strings.ToLower(strings.TrimSpace(raw)) {
+		case "pessimistic", "":
+			return "pessimistic", nil
+		case "optimistic":
+			return "optimistic", nil
+		}
+		return "", wrongValue(given, raw)
+	case "innodb_lock_wait_timeout":
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return "", errno.New(1232, "Incorrect argument type to variable '%s'", given)
+		}
+		// MySQL clamps to [1, 1073741824].
+		return strconv.FormatInt(min(max(n, 1), 1073741824), 10), nil
+	}
+	if !defaultSysVars[name].numeric {
+		return raw, nil
+	}
+	switch text {
+	case "ON", "TRUE":
+		text = "1"
+	case "OFF", "FALSE":
+		text = "0"
+	}
+	if _, err := strconv.ParseFloat(text, 64); err != nil {
+		return "", errno.New(1232, "Incorrect argument type to variable '%s'", given)
+	}
+	return text, nil
 }
 
 func copyDatum(d types.Datum) types.Datum {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/types"
@@ -85,7 +86,62 @@ var defaultSysVars = map[string]sysVar{
 	"socket":                          {"", false},
 	"hostname":                        {"localhost", false},
 	"default_authentication_plugin":   {"mysql_native_password", false},
-	"tidb_txn_mode":                   {"optimistic", false},
+	"tidb_txn_mode":                   {"pessimistic", false},
+	"tidb_enable_async_commit":        {"1", true},
+	"tidb_enable_1pc":                 {"1", true},
+	"tidb_skip_isolation_level_check": {"0", true},
+}
+
+// sysVarAliases are the pairs MySQL keeps equal (the tx_* names are the
+// pre-8.0 spellings).
+var sysVarAliases = map[string]string{
+	"transaction_isolation": "tx_isolation",
+	"tx_isolation":          "transaction_isolation",
+	"transaction_read_only": "tx_read_only",
+	"tx_read_only":          "transaction_read_only",
+}
+
+// globalSettable are the variables SET GLOBAL accepts. A global value is
+// kept by this SQL node only (not persisted, not shared with other nodes)
+// and becomes the default of the sessions that connect afterwards, as in
+// MySQL.
+var globalSettable = map[string]bool{
+	"autocommit": true, "transaction_isolation": true, "tx_isolation": true, "transaction_read_only": true,
+	"tx_read_only": true, "tidb_txn_mode": true, "tidb_enable_async_commit": true, "tidb_enable_1pc": true,
+	"innodb_lock_wait_timeout": true, "tidb_skip_isolation_level_check": true,
+}
+
+var globals struct {
+	sync.RWMutex
+	m map[string]sysVar
+}
+
+func globalVar(name string) (sysVar, bool) {
+	globals.RLock()
+	defer globals.RUnlock()
+	v, ok := globals.m[name]
+	return v, ok
+}
+
+func setGlobal(name string, v sysVar) {
+	globals.Lock()
+	defer globals.Unlock()
+	if globals.m == nil {
+		globals.m = map[string]sysVar{}
+	}
+	globals.m[name] = v
+}
+
+// globalOverrides returns a copy of the SET GLOBAL values: a new session's
+// starting values.
+func globalOverrides() map[string]sysVar {
+	globals.RLock()
+	defer globals.RUnlock()
+	m := make(map[string]sysVar, len(globals.m))
+	for k, v := range globals.m {
+		m[k] = v
+	}
+	return m
 }
 
 func (v sysVar) datum() (types.Datum, types.FieldType) {

@@ -1,0 +1,414 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/executor"
+)
+
+// txnState is the session's open transaction: explicit (BEGIN), implicit
+// (autocommit=0), or the one-statement transaction of an autocommit
+// statement while that statement runs.
+type txnState struct {
+	txn        sql.Txn
+	opts       sql.TxnOptions
+	began      time.Time
+	written    map[int64]*catalog.TableInfo // tables written, for 1062 at commit
+	savepoints []string                     // oldest first
+}
+
+// InTxn reports whether an explicit or implicit (autocommit=0) transaction
+// is open: SERVER_STATUS_IN_TRANS.
+func (s *Session) InTxn() bool { return s.txn != nil }
+
+// serverStatusInTransReadonly is SERVER_STATUS_IN_TRANS_READONLY (MySQL
+// 5.6.5+; the parser's mysql package lacks it).
+const serverStatusInTransReadonly uint16 = 0x2000
+
+// Status is the SERVER_STATUS flags of OK and EOF packets that describe
+// the session: IN_TRANS, IN_TRANS_READONLY and AUTOCOMMIT.
+func (s *Session) Status() uint16 {
+	var st uint16
+	if s.autocommit() {
+		st |= mysql.ServerStatusAutocommit
+	}
+	if s.txn != nil {
+		st |= mysql.ServerStatusInTrans
+		if s.txn.opts.ReadOnly {
+			st |= serverStatusInTransReadonly
+		}
+	}
+	return st
+}
+
+// Close ends the session: an open transaction is rolled back (as MySQL does
+// when a connection closes). Safe to call more than once.
+func (s *Session) Close(ctx context.Context) {
+	if s.txn != nil {
+		s.rollbackTxn(ctx, outcomeRollback)
+	}
+}
+
+// Abort rolls back whatever transaction is open after a statement was cut
+// short by a panic: its buffer may be half-changed.
+func (s *Session) Abort(ctx context.Context) {
+	if s.stmt != nil {
+		_ = s.stmt.txn.Rollback(ctx)
+		s.stmt = nil
+	}
+	s.Close(ctx)
+}
+
+func (s *Session) autocommit() bool { return s.varValue("autocommit") == "1" }
+
+func (s *Session) varValue(name string) string {
+	if v, ok := s.vars[name]; ok {
+		return v.value
+	}
+	return defaultSysVars[name].value
+}
+
+// nextTxnOptions are the options a transaction begun now gets, from the
+// session variables (and a one-shot SET TRANSACTION ISOLATION LEVEL).
+func (s *Session) nextTxnOptions() sql.TxnOptions {
+	opts := sql.TxnOptions{
+		Pessimistic: !strings.EqualFold(s.varValue("tidb_txn_mode"), "optimistic"),
+		ReadOnly:    s.varValue("transaction_read_only") == "1",
+		AsyncCommit: s.varValue("tidb_enable_async_commit") == "1",
+		OnePC:       s.varValue("tidb_enable_1pc") == "1",
+	}
+	iso := s.varValue("transaction_isolation")
+	if s.oneShotIsolation != "" {
+		iso = s.oneShotIsolation
+	}
+	if iso == "READ-COMMITTED" {
+		opts.Isolation = sql.ReadCommitted
+	}
+	return opts
+}
+
+// TxnOptions implements executor.TxnSource.
+func (s *Session) TxnOptions() sql.TxnOptions {
+	if s.stmt != nil {
+		return s.stmt.opts
+	}
+	if s.txn != nil {
+		return s.txn.opts
+	}
+	return s.nextTxnOptions()
+}
+
+// LockWaitTimeoutMs implements executor.TxnSource.
+func (s *Session) LockWaitTimeoutMs() int64 {
+	n, err := strconv.ParseInt(s.varValue("innodb_lock_wait_timeout"), 10, 64)
+	if err != nil || n < 1 {
+		n = 50
+	}
+	return n * 1000
+}
+
+// NoteWrite implements executor.TxnSource.
+func (s *Session) NoteWrite(tbl *catalog.TableInfo) {
+	var st *txnState
+	switch {
+	case s.txn != nil:
+		st = s.txn
+	case s.stmt != nil:
+		st = &s.stmt.txnState
+	default:
+		return
+	}
+	if st.written == nil {
+		st.written = map[int64]*catalog.TableInfo{}
+	}
+	st.written[tbl.ID] = tbl
+}
+
+// Txn implements executor.TxnSource: the open transaction, or a new
+// one-statement transaction for an autocommit statement.
+func (s *Session) Txn(ctx context.Context, pointRead bool) (sql.Txn, error) {
+	if s.txn != nil {
+		return s.txn.txn, nil
+	}
+	if s.stmt == nil {
+		return nil, errors.New("session: statement asked for a transaction outside one")
+	}
+	if s.stmt.txn == nil {
+		opts := s.stmt.opts
+		if pointRead && s.stmt.readOnlyStmt {
+			// One key, read once: the newest committed version is a
+			// snapshot as good as a fresh start_ts, without the TSO round
+			// trip (the store checks locks for such reads).
+			opts.StartTS, opts.ReadOnly = math.MaxUint64, true
+		}
+		txn, err := s.exec.Store.Begin(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		s.stmt.txn, s.stmt.began = txn, time.Now()
+	}
+	return s.stmt.txn, nil
+}
+
+var _ executor.TxnSource = (*Session)(nil)
+
+// stmtState is the one-statement transaction of an autocommit statement.
+type stmtState struct {
+	txnState
+	readOnlyStmt bool
+}
+
+// beginTxn opens a transaction with opts (BEGIN, or the first statement
+// under autocommit=0).
+func (s *Session) beginTxn(ctx context.Context, opts sql.TxnOptions) error {
+	txn, err := s.exec.Store.Begin(ctx, opts)
+	if err != nil {
+		return err
+	}
+	s.oneShotIsolation = ""
+	s.txn = &txnState{txn: txn, opts: opts, began: time.Now()}
+	return nil
+}
+
+// commitTxn commits the open transaction. Whatever the outcome, it is over.
+func (s *Session) commitTxn(ctx context.Context) error {
+	t := s.txn
+	s.txn = nil
+	err := t.txn.Commit(ctx)
+	observeTxn(t.opts, t.began, outcomeOf(err))
+	return commitError(t, err)
+}
+
+func (s *Session) rollbackTxn(ctx context.Context, outcome string) {
+	t := s.txn
+	s.txn = nil
+	// A failed rollback leaves locks that other transactions resolve once
+	// their TTL passes: nothing the client could act on.
+	_ = t.txn.Rollback(ctx)
+	observeTxn(t.opts, t.began, outcome)
+}
+
+// commitError maps a commit failure to what the client sees.
+func commitError(t *txnState, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ke *sql.KeyExistsError
+	if errors.As(err, &ke) {
+		var tbl *catalog.TableInfo
+		if tid, _, derr := tablecodec.DecodeRowKey(ke.Key); derr == nil {
+			tbl = t.written[tid]
+		}
+		return executor.DupEntryError(tbl, ke.Key)
+	}
+	return err
+}
+
+// begin runs BEGIN / START TRANSACTION: an open transaction is committed
+// first (MySQL's implicit commit).
+func (s *Session) begin(ctx context.Context, x *ast.BeginStmt) (*executor.Result, error) {
+	if x.AsOf != nil {
+		return nil, errno.NotSupported("START TRANSACTION READ ONLY AS OF TIMESTAMP")
+	}
+	if s.txn != nil {
+		if err := s.commitTxn(ctx); err != nil {
+			return nil, err
+		}
+	}
+	opts := s.nextTxnOptions()
+	switch x.Mode {
+	case ast.Pessimistic:
+		opts.Pessimistic = true
+	case ast.Optimistic:
+		opts.Pessimistic = false
+	}
+	if x.ReadOnly {
+		opts.ReadOnly = true
+	}
+	return &executor.Result{}, s.beginTxn(ctx, opts)
+}
+
+// commit runs COMMIT (a no-op without an open transaction).
+func (s *Session) commit(ctx context.Context) (*executor.Result, error) {
+	if s.txn == nil {
+		return &executor.Result{}, nil
+	}
+	return &executor.Result{}, s.commitTxn(ctx)
+}
+
+// rollback runs ROLLBACK and ROLLBACK TO SAVEPOINT.
+func (s *Session) rollback(ctx context.Context, x *ast.RollbackStmt) (*executor.Result, error) {
+	if x.SavepointName != "" {
+		return &executor.Result{}, s.rollbackToSavepoint(x.SavepointName)
+	}
+	if s.txn != nil {
+		s.rollbackTxn(ctx, outcomeRollback)
+	}
+	return &executor.Result{}, nil
+}
+
+func savepointIndex(sps []string, name string) int {
+	return slices.IndexFunc(sps, func(n string) bool { return strings.EqualFold(n, name) })
+}
+
+func noSavepoint(name string) error {
+	return errno.New(errno.ErrSpDoesNotExist, "SAVEPOINT %s does not exist", name)
+}
+
+func (s *Session) savepoint(ctx context.Context, name string) (*executor.Result, error) {
+	if s.txn == nil {
+		if s.autocommit() {
+			// MySQL accepts it; the savepoint ends with the statement.
+			return &executor.Result{}, nil
+		}
+		if err := s.beginTxn(ctx, s.nextTxnOptions()); err != nil {
+			return nil, err
+		}
+	}
+	t := s.txn
+	if i := savepointIndex(t.savepoints, name); i >= 0 {
+		t.savepoints = slices.Delete(t.savepoints, i, i+1)
+	}
+	t.txn.Savepoint(name)
+	t.savepoints = append(t.savepoints, name)
+	return &executor.Result{}, nil
+}
+
+// rollbackToSavepoint undoes the writes made after the savepoint; it and
+// older savepoints stay, newer ones are dropped (MySQL's rule). Locks taken
+// since stay held, as in InnoDB and TiDB.
+func (s *Session) rollbackToSavepoint(name string) error {
+	if s.txn == nil {
+		return noSavepoint(name)
+	}
+	t := s.txn
+	i := savepointIndex(t.savepoints, name)
+	if i < 0 {
+		return noSavepoint(name)
+	}
+	if err := t.txn.RollbackToSavepoint(t.savepoints[i]); err != nil {
+		return err
+	}
+	t.savepoints = t.savepoints[:i+1]
+	return nil
+}
+
+func (s *Session) releaseSavepoint(name string) (*executor.Result, error) {
+	if s.txn == nil {
+		return nil, noSavepoint(name)
+	}
+	t := s.txn
+	i := savepointIndex(t.savepoints, name)
+	if i < 0 {
+		return nil, noSavepoint(name)
+	}
+	if err := t.txn.ReleaseSavepoint(t.savepoints[i]); err != nil {
+		return nil, err
+	}
+	t.savepoints = t.savepoints[:i]
+	return &executor.Result{}, nil
+}
+
+// implicitCommit commits the open transaction before a statement MySQL
+// runs outside any transaction (DDL).
+func (s *Session) implicitCommit(ctx context.Context) error {
+	if s.txn == nil {
+		return nil
+	}
+	return s.commitTxn(ctx)
+}
+
+func readOnlyTxnError() error {
+	return errno.New(errno.ErrCantExecuteInReadOnlyTxn, "Cannot execute statement in a READ ONLY transaction.")
+}
+
+// runDML runs a SELECT, INSERT, UPDATE or DELETE: inside the open
+// transaction, or as its own transaction when autocommit is on.
+func (s *Session) runDML(ctx context.Context, writes bool, run func() (*executor.Result, error)) (*executor.Result, error) {
+	if s.txn == nil && !s.autocommit() {
+		if err := s.beginTxn(ctx, s.nextTxnOptions()); err != nil {
+			return nil, err
+		}
+	}
+	if s.txn != nil {
+		if writes && s.txn.opts.ReadOnly {
+			return nil, readOnlyTxnError()
+		}
+		return s.inTxn(ctx, run)
+	}
+	opts := s.nextTxnOptions()
+	s.oneShotIsolation = ""
+	if writes && opts.ReadOnly {
+		return nil, readOnlyTxnError()
+	}
+	if writes && !opts.Pessimistic {
+		return retryOnConflict(ctx, func() (*executor.Result, error) { return s.autocommitStmt(ctx, opts, writes, run) })
+	}
+	return s.autocommitStmt(ctx, opts, writes, run)
+}
+
+// inTxn runs one statement of an open transaction with statement-level
+// staging: a failed statement rolls back only its own writes. A deadlock
+// rolls back the whole transaction (the victim's locks must go so the
+// other can proceed), as MySQL and TiDB do; a lock wait timeout only the
+// statement (innodb_rollback_on_timeout=OFF).
+func (s *Session) inTxn(ctx context.Context, run func() (*executor.Result, error)) (*executor.Result, error) {
+	t := s.txn.txn
+	t.StmtBegin()
+	res, err := run()
+	if err == nil {
+		t.StmtCommit()
+		return res, nil
+	}
+	t.StmtRollback()
+	var dl *sql.DeadlockError
+	if errors.As(err, &dl) {
+		s.rollbackTxn(ctx, outcomeDeadlock)
+	}
+	return nil, err
+}
+
+// autocommitStmt runs one statement as its own transaction: begun when
+// the statement first reads or writes, committed when it succeeds.
+func (s *Session) autocommitStmt(ctx context.Context, opts sql.TxnOptions, writes bool, run func() (*executor.Result, error)) (*executor.Result, error) {
+	st := &stmtState{txnState: txnState{opts: opts}, readOnlyStmt: !writes}
+	s.stmt = st
+	res, err := run()
+	s.stmt = nil
+	if st.txn == nil { // nothing read or written
+		return res, err
+	}
+	if err != nil {
+		_ = st.txn.Rollback(ctx)
+		observeTxn(st.opts, st.began, outcomeOf(err))
+		return nil, err
+	}
+	if !writes {
+		// Nothing buffered: ending it releases any locks (autocommit
+		// SELECT ... FOR UPDATE) without a commit round.
+		err = st.txn.Rollback(ctx)
+		observeTxn(st.opts, st.began, outcomeCommit)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	err = st.txn.Commit(ctx)
+	observeTxn(st.opts, st.began, outcomeOf(err))
+	if err != nil {
+		return nil, commitError(&st.txnState, err)
+	}
+	return res, nil
+}
