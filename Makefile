@@ -12,7 +12,7 @@ PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build run test test-unit test-integration proto deps clean tools-mysql help gcc
+.PHONY: all build run test test-unit test-integration test-bank proto deps clean tools-mysql help gcc
 
 all: build
 
@@ -47,6 +47,11 @@ test-unit: deps
 
 test-integration: deps
 	$(GO) test -timeout $(TEST_TIMEOUT) -v ./tests/...
+
+# The bank transfer invariant as a soak (make test runs it for 6 s per mode).
+BANK_SECONDS ?= 60
+test-bank: deps
+	STRATA_BANK_SECONDS=$(BANK_SECONDS) $(GO) test -timeout $(TEST_TIMEOUT) -count=1 -v -run TestBankTransfers ./tests/
 
 # mysql CLI for trying the playground by hand.
 tools-mysql:

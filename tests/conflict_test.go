@@ -7,11 +7,10 @@ import (
 )
 
 // TestConcurrentUpdatesNoLostUpdate: many clients increment one row at once
-// through the real cluster. A read must see every write committed below its
-// timestamp even while that write is still being replicated (the store's
-// concurrency manager), and conflicting autocommit UPDATEs are run again at a
-// new timestamp by the SQL node, so every statement succeeds and the counter
-// ends at exactly the number of increments: no lost update.
+// through the real cluster. Autocommit UPDATEs are pessimistic by default:
+// each locks the row and reads its latest committed value, the others wait
+// for the lock instead of conflicting, so every statement succeeds and the
+// counter ends at exactly the number of increments: no lost update.
 func TestConcurrentUpdatesNoLostUpdate(t *testing.T) {
 	c := startCluster(t, clusterOpts{})
 	db := openDB(t, c, 0, "")
