@@ -44,6 +44,7 @@ const (
 	ErrTooBigDisplayWidth  uint16 = 1439
 	ErrInvalidDefault      uint16 = 1067
 	ErrWrongDBName         uint16 = 1102
+	ErrStoreTimeout        uint16 = 9002 // TiDB's ErrTiKVServerTimeout
 	ErrRegionUnavailable   uint16 = 9005
 	ErrWriteConflict       uint16 = 9007
 	ErrGCTooEarly          uint16 = 9006

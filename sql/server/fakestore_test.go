@@ -30,6 +30,10 @@ type memStore struct {
 	// failCommitTimes makes failCommit stick for that many Commits (0: once).
 	failCommitTimes int
 
+	// failLock is returned by the next failLockTimes pessimistic LockKeys.
+	failLock      error
+	failLockTimes int
+
 	locks    map[string]*memLock
 	waitsFor map[*memTxn]*memTxn // wait-for graph of lock waiters
 	// Counters tests read: transactions begun and committed with writes,
@@ -329,6 +333,15 @@ func (t *memTxn) LockKeys(ctx context.Context, opts sql.LockOptions, keys ...[]b
 		}
 		return nil, nil
 	}
+	t.m.mu.Lock()
+	if err := t.m.failLock; err != nil {
+		if t.m.failLockTimes--; t.m.failLockTimes <= 0 {
+			t.m.failLock = nil
+		}
+		t.m.mu.Unlock()
+		return nil, err
+	}
+	t.m.mu.Unlock()
 	ts, err := t.m.GetTS(ctx)
 	if err != nil {
 		return nil, err

@@ -330,6 +330,43 @@ func TestConcurrentUpdatesOfOneRow(t *testing.T) {
 	}
 }
 
+// TestLockLostBeforeCommit: a pessimistic lock whose answer was lost
+// (sql.ErrUndetermined from LockKeys) committed nothing. An autocommit
+// statement is run again; inside a transaction the statement fails with
+// 9002 (not 8110: no commit was sent), only it is rolled back, and the
+// transaction goes on.
+func TestLockLostBeforeCommit(t *testing.T) {
+	ts := startServer(t)
+	db := ts.open(t, "test", "")
+	db.SetMaxOpenConns(1)
+	_, err := db.Exec("CREATE TABLE c (id INT PRIMARY KEY, n INT)")
+	require.NoError(t, err)
+	_, err = db.Exec("INSERT INTO c VALUES (1, 0), (2, 0)")
+	require.NoError(t, err)
+	lost := fmt.Errorf("%w: connection reset after send", strsql.ErrUndetermined)
+	ts.store.mu.Lock()
+	ts.store.failLock, ts.store.failLockTimes = lost, 2
+	ts.store.mu.Unlock()
+	before := counter(t, "strata_sql_statement_retries_total")
+	_, err = db.Exec("UPDATE c SET n = 1 WHERE id = 1")
+	require.NoError(t, err)
+	require.Equal(t, before+2, counter(t, "strata_sql_statement_retries_total"))
+
+	for _, q := range []string{"BEGIN", "UPDATE c SET n = 2 WHERE id = 2"} {
+		_, err := db.Exec(q)
+		require.NoError(t, err, q)
+	}
+	ts.store.mu.Lock()
+	ts.store.failLock, ts.store.failLockTimes = lost, 1
+	ts.store.mu.Unlock()
+	_, err = db.Exec("UPDATE c SET n = 2 WHERE id = 1")
+	require.Equal(t, uint16(9002), mysqlCode(err), "%v", err)
+	require.Contains(t, err.Error(), "nothing was committed, run the statement again")
+	_, err = db.Exec("COMMIT")
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{"1", "1"}, {"2", "2"}}, queryStrings(t, db, "SELECT id, n FROM c"))
+}
+
 // TestNoRetryInsideTransaction: a write conflict at COMMIT of an explicit
 // optimistic transaction reaches the client; nothing is run again.
 func TestNoRetryInsideTransaction(t *testing.T) {

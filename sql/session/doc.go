@@ -15,10 +15,12 @@
 // statement undoes only its own writes; a deadlock victim's whole
 // transaction is rolled back, a lock wait timeout only the statement. A
 // statement outside a transaction is its own transaction, begun on first
-// read or write and committed when it succeeds; only such a statement, and
-// only in optimistic mode, is run again after a write conflict
-// (retryOnConflict). A statement inside an explicit transaction is never
-// re-run. Options come from transaction_isolation (REPEATABLE-READ or
+// read or write and committed when it succeeds; only such a statement is
+// ever run again (retryStatement): in optimistic mode after a write
+// conflict at commit, and in both modes when a request it sent before
+// committing (a pessimistic lock) was lost with its store (ERROR 9002 when
+// retries run out; never 8110, since nothing was committed). A statement
+// inside an explicit transaction is never re-run. Options come from transaction_isolation (REPEATABLE-READ or
 // READ-COMMITTED; SERIALIZABLE and READ-UNCOMMITTED are refused with 8048
 // as in TiDB unless tidb_skip_isolation_level_check=1, and then run as
 // REPEATABLE-READ), transaction_read_only, tidb_txn_mode (pessimistic by

@@ -10,34 +10,37 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 )
 
 // maxStatementRetries bounds how often an autocommit INSERT, UPDATE or
-// DELETE that lost a write conflict is run again before the client sees
-// ERROR 9007.
+// DELETE is run again before the client sees the error.
 const maxStatementRetries = 10
 
 var statementRetries = promauto.NewCounter(prometheus.CounterOpts{
 	Namespace: "strata", Subsystem: "sql", Name: "statement_retries_total",
-	Help: "Autocommit write statements run again after a write conflict.",
+	Help: "Autocommit write statements run again after a write conflict (optimistic mode) or a request lost before commit.",
 })
 
-// retryOnConflict runs an autocommit write statement, and runs it again from
-// the start (new start_ts, fresh reads) when its commit lost a write
-// conflict, with exponential backoff. This is not the silent transaction
-// retry that gave TiDB 2.1.7 read skew: the statement is the whole
-// transaction, nothing of the failed attempt was written (a conflict
-// rejects the whole commit, and a commit that applied in some regions
-// comes back as undetermined, never as a conflict), and every read the
-// statement's writes depend on is made again at the new timestamp, exactly
-// as if the client had sent the statement a moment later.
-func retryOnConflict(ctx context.Context, run func() (*executor.Result, error)) (*executor.Result, error) {
+// retryStatement runs an autocommit write statement, and runs it again from
+// the start (new start_ts, fresh reads), with exponential backoff, when
+//   - optimistic is set and its commit lost a write conflict, or
+//   - a request it sent before committing was lost with its store
+//     (errno.ErrStoreTimeout: nothing was committed).
+//
+// This is not the silent transaction retry that gave TiDB 2.1.7 read skew:
+// the statement is the whole transaction, nothing of the failed attempt was
+// written (a conflict rejects the whole commit, and a commit that applied
+// in some regions comes back as undetermined, never as a conflict), and
+// every read the statement's writes depend on is made again at the new
+// timestamp, exactly as if the client had sent the statement a moment
+// later. A statement inside an explicit transaction is never run again.
+func retryStatement(ctx context.Context, optimistic bool, run func() (*executor.Result, error)) (*executor.Result, error) {
 	wait := time.Millisecond
 	for attempt := 0; ; attempt++ {
 		res, err := run()
-		var wc *sql.WriteConflictError
-		if err == nil || !errors.As(err, &wc) || attempt == maxStatementRetries {
+		if err == nil || attempt == maxStatementRetries || !retryable(err, optimistic) {
 			return res, err
 		}
 		statementRetries.Inc()
@@ -50,4 +53,13 @@ func retryOnConflict(ctx context.Context, run func() (*executor.Result, error)) 
 		}
 		wait = min(2*wait, 100*time.Millisecond)
 	}
+}
+
+func retryable(err error, optimistic bool) bool {
+	var wc *sql.WriteConflictError
+	if optimistic && errors.As(err, &wc) {
+		return true
+	}
+	var e *errno.Error
+	return errors.As(err, &e) && e.Code == errno.ErrStoreTimeout
 }

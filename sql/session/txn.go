@@ -353,10 +353,22 @@ func (s *Session) runDML(ctx context.Context, writes bool, run func() (*executor
 	if writes && opts.ReadOnly {
 		return nil, readOnlyTxnError()
 	}
-	if writes && !opts.Pessimistic {
-		return retryOnConflict(ctx, func() (*executor.Result, error) { return s.autocommitStmt(ctx, opts, writes, run) })
+	if writes {
+		return retryStatement(ctx, !opts.Pessimistic, func() (*executor.Result, error) { return s.autocommitStmt(ctx, opts, writes, run) })
 	}
 	return s.autocommitStmt(ctx, opts, writes, run)
+}
+
+// lostBeforeCommit: a request the statement sent before any commit (a
+// pessimistic lock, whose answer was lost with its store) has an unknown
+// outcome. That is not an undetermined commit: nothing commits before
+// Txn.Commit, and a lock that was taken after all is released by the
+// transaction's rollback or end. The statement failed cleanly.
+func lostBeforeCommit(err error) error {
+	if !errors.Is(err, sql.ErrUndetermined) {
+		return err
+	}
+	return errno.New(errno.ErrStoreTimeout, "A request to a store was lost before commit (%v); nothing was committed, run the statement again", err)
 }
 
 // inTxn runs one statement of an open transaction with statement-level
@@ -373,6 +385,7 @@ func (s *Session) inTxn(ctx context.Context, run func() (*executor.Result, error
 		return res, nil
 	}
 	t.StmtRollback()
+	err = lostBeforeCommit(err)
 	var dl *sql.DeadlockError
 	if errors.As(err, &dl) {
 		s.rollbackTxn(ctx, outcomeDeadlock)
@@ -392,6 +405,7 @@ func (s *Session) autocommitStmt(ctx context.Context, opts sql.TxnOptions, write
 	}
 	if err != nil {
 		_ = st.txn.Rollback(ctx)
+		err = lostBeforeCommit(err)
 		observeTxn(st.opts, st.began, outcomeOf(err))
 		return nil, err
 	}
