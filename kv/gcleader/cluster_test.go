@@ -38,7 +38,7 @@ type cluster struct {
 	stores []*server.Server
 }
 
-func startCluster(t *testing.T) *cluster {
+func startCluster(t testing.TB, gcCfg gc.Config) *cluster {
 	pdAddr := pdtest.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
@@ -52,7 +52,7 @@ func startCluster(t *testing.T) *cluster {
 			PDEndpoints: []string{pdAddr}, Addr: "127.0.0.1:0", DataDir: t.TempDir(),
 			RaftTick: 10 * time.Millisecond, ElectionTicks: 10, HeartbeatTicks: 2,
 			HeartbeatInterval: 100 * time.Millisecond, Logger: quiet,
-			GC: gc.Config{PollInterval: 50 * time.Millisecond, DeleteDelay: 100 * time.Millisecond, BatchKeys: 4, BatchPause: time.Millisecond},
+			GC: gcCfg,
 		})
 		require.NoError(t, err)
 		sctx, stop := context.WithCancel(context.Background())
@@ -133,7 +133,7 @@ func lockOf(t *testing.T, db *pebble.DB, key string) bool {
 // old versions on every replica; a read below the safe point gets the
 // GC-too-early error and a read above it sees the newest value.
 func TestClusterGC(t *testing.T) {
-	c := startCluster(t)
+	c := startCluster(t, gc.Config{PollInterval: 50 * time.Millisecond, DeleteDelay: 100 * time.Millisecond, BatchKeys: 4, BatchPause: time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitFor)
 	defer cancel()
 
