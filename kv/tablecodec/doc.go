@@ -8,7 +8,15 @@
 //	't' + EncodeInt(tableID) + "_r" + EncodeInt(handle)
 //
 // so a table's rows are contiguous and sorted by handle, and RecordRange gives
-// the [start, end) range a full scan covers. Index keys will live under "_i".
+// the [start, end) range a full scan covers. Secondary index entries are
+//
+//	't' + EncodeInt(tableID) + "_i" + EncodeInt(indexID) + values [+ EncodeInt(handle)]
+//
+// with each value memcomparable (a flag byte, then an order-preserving
+// encoding; NULL first). A unique index's entry has no handle in its key
+// (two rows with the same values collide on one key) and stores the handle
+// as its value; non-unique entries, and unique ones with a NULL value, carry
+// the handle in the key and store "0".
 // Catalog metadata lives under the single byte prefix 'm' (MetaPrefix), which
 // sorts before every table.
 //

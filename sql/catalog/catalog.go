@@ -339,3 +339,54 @@ func (c *Catalog) TruncateTable(ctx context.Context, db *DBInfo, t *TableInfo) e
 	c.mu.Unlock()
 	return nil
 }
+
+// UpdateTable replaces the stored definition of table nt (same id and name,
+// e.g. with an index added, changed state or dropped). The write conflicts
+// with any other change of the table's entry since it was read here, so of
+// two concurrent schema changes of one table one fails (retry it); the
+// table must still exist under nt.ID, else ERROR 1146.
+func (c *Catalog) UpdateTable(ctx context.Context, db *DBInfo, nt *TableInfo) error {
+	start, err := c.store.GetTS(ctx)
+	if err != nil {
+		return fmt.Errorf("catalog: get start ts: %w", err)
+	}
+	key := tableKey(db.ID, nt.Name)
+	v, found, err := c.store.Get(ctx, key, start)
+	if err != nil {
+		return fmt.Errorf("catalog: read %q: %w", key, err)
+	}
+	if !found {
+		return errno.New(errno.ErrNoSuchTable, "Table '%s.%s' doesn't exist", db.Name, nt.Name)
+	}
+	cur, err := decodeTable(v)
+	if err != nil {
+		return err
+	}
+	if cur.ID != nt.ID {
+		return errno.New(errno.ErrNoSuchTable, "Table '%s.%s' was truncated or recreated during the schema change", db.Name, nt.Name)
+	}
+	nt.Init()
+	nv, err := json.Marshal(nt)
+	if err != nil {
+		return err
+	}
+	commit, err := c.store.GetTS(ctx)
+	if err != nil {
+		return fmt.Errorf("catalog: get commit ts: %w", err)
+	}
+	if err := c.store.Commit(ctx, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: key, Value: nv}}, start, commit); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.tables[tableName{dbID: db.ID, name: strings.ToLower(nt.Name)}] = cachedTable{info: nt, loaded: c.now()}
+	c.mu.Unlock()
+	return nil
+}
+
+// Reload drops the cached entry of a table so the next GetTable reads it
+// from the KV layer.
+func (c *Catalog) Reload(db *DBInfo, name string) {
+	c.mu.Lock()
+	delete(c.tables, tableName{dbID: db.ID, name: strings.ToLower(name)})
+	c.mu.Unlock()
+}

@@ -49,6 +49,11 @@ type TableInfo struct {
 	HandleOffset  int    `json:"handle_offset"`   // -1 without PKIsHandle
 	AutoIncOffset int    `json:"auto_inc_offset"` // -1 without AUTO_INCREMENT
 	Comment       string `json:"comment,omitempty"`
+	// Indices are the secondary indexes, in creation order; MaxIndexID is
+	// the largest index id ever given (ids are never reused, so entries of a
+	// dropped index are never mistaken for a new one's).
+	Indices    []*IndexInfo `json:"indices,omitempty"`
+	MaxIndexID int64        `json:"max_index_id,omitempty"`
 
 	// Derived on load.
 	storedIDs []int64                // ids of columns stored in the value, in offset order

@@ -61,6 +61,12 @@ const (
 )
 
 var sqlStates = map[uint16]string{
+	1061:                        "42000", // duplicate key name
+	1069:                        "42000", // too many keys
+	1070:                        "42000", // too many key parts
+	1072:                        "42000", // key column doesn't exist
+	1091:                        "42000", // can't drop key
+	1170:                        "42000", // BLOB/TEXT key without length
 	ErrAccessDenied:             "28000",
 	ErrNoDB:                     "3D000",
 	ErrUnknownCom:               "08S01",

@@ -4,29 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/table"
 	"github.com/stratadb/strata/sql/types"
 )
 
-// MaxEntrySize bounds one row (key + value), like TiDB's
-// txn-entry-size-limit: a single huge Raft entry stalls every other write of
-// its region.
-const MaxEntrySize = 6 << 20
-
-func checkEntrySize(key, value []byte) error {
-	if n := len(key) + len(value); n > MaxEntrySize {
-		return errno.New(errno.ErrEntryTooLarge, "entry too large, the max entry size is %d, the size of data is %d; store large values outside the database or split them", MaxEntrySize, n)
-	}
-	return nil
-}
+// MaxEntrySize bounds one row (key + value); see table.MaxEntrySize.
+const MaxEntrySize = table.MaxEntrySize
 
 // convertColumn converts v for column c of row rowNum (1-based), mapping
 // failures to the MySQL errors strict mode raises.
@@ -195,23 +185,11 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		return nil, err
 	}
 	tx.NoteWrite(tbl)
-	scratch := make([]datum, ncols)
-	keys := make([]byte, 0, nrows*tablecodec.RowKeyLen)
-	rowKeys := make([][]byte, nrows)
-	rowVals := make([][]byte, nrows)
-	var vals []byte
-	for ri := range nrows {
-		start := len(keys)
-		keys = tablecodec.AppendRowKey(keys, tbl.ID, handles[ri])
-		vstart := len(vals)
-		vals = tbl.EncodeRow(vals, slab[ri*ncols:(ri+1)*ncols], scratch)
-		if err := checkEntrySize(keys[start:], vals[vstart:]); err != nil {
-			return nil, err
-		}
-		rowKeys[ri] = keys[start:len(keys):len(keys)]
-		rowVals[ri] = vals[vstart:len(vals):len(vals)]
+	rows := make([][]datum, nrows)
+	for ri := range rows {
+		rows[ri] = slab[ri*ncols : (ri+1)*ncols : (ri+1)*ncols]
 	}
-	if err := e.insertRows(ctx, tx, txn, src, rowKeys, rowVals); err != nil {
+	if err := e.writer(tx, txn, tbl).AddRecords(ctx, handles, rows); err != nil {
 		return nil, err
 	}
 	res := &Result{AffectedRows: uint64(nrows)}
@@ -230,59 +208,19 @@ func isZero(d datum) bool {
 }
 
 func dupEntry(src *source, handle int64) error {
-	v := strconv.FormatInt(handle, 10)
-	if src.tbl.PKIsHandle && src.tbl.Columns[src.tbl.HandleOffset].Type.Flag&mysql.UnsignedFlag != 0 {
-		v = strconv.FormatUint(uint64(handle), 10)
-	}
-	return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.PRIMARY'", v, src.tbl.Name)
+	return table.DupKeyError(src.tbl, tablecodec.RowKey(src.tbl.ID, handle))
 }
 
-// insertRows buffers Inserts of keys. In pessimistic mode the keys are
-// locked first and a key with a live latest value (committed, or written
-// earlier by this transaction) is ERROR 1062 at once, as in MySQL; in
-// optimistic mode the store checks at commit.
-func (e *Executor) insertRows(ctx context.Context, tx TxnSource, txn sql.Txn, src *source, keys, vals [][]byte) error {
-	if tx.TxnOptions().Pessimistic {
-		latest, _, err := e.lockKeys(ctx, tx, txn, false, keys)
-		if err != nil {
-			return err
-		}
-		for i, v := range latest {
-			if v != nil {
-				return e.dupKey(src, &sql.KeyExistsError{Key: keys[i]})
-			}
-		}
-	}
-	for i, k := range keys {
-		if err := txn.Insert(k, vals[i]); err != nil {
-			return e.dupKey(src, err)
-		}
-	}
-	return nil
+// writer returns the sql/table writer of a statement writing tbl in txn.
+func (e *Executor) writer(tx TxnSource, txn sql.Txn, tbl *catalog.TableInfo) *table.Writer {
+	return &table.Writer{Txn: txn, T: tbl, Pessimistic: tx.TxnOptions().Pessimistic, LockWaitTimeoutMs: tx.LockWaitTimeoutMs()}
 }
 
-// dupKey turns a *sql.KeyExistsError on a row key of src into ERROR 1062.
-func (e *Executor) dupKey(src *source, err error) error {
-	var ke *sql.KeyExistsError
-	if errors.As(err, &ke) {
-		if _, h, derr := tablecodec.DecodeRowKey(ke.Key); derr == nil {
-			return dupEntry(src, h)
-		}
-	}
-	return err
-}
-
-// DupEntryError is ERROR 1062 for a duplicate key found only at commit,
-// with the table's name when tbl (the table the key belongs to) is known.
+// DupEntryError is ERROR 1062 for a duplicate key (a row or unique index
+// key) found only at commit, naming the table and index when tbl (the
+// table the key belongs to) is known.
 func DupEntryError(tbl *catalog.TableInfo, key []byte) error {
-	tid, h, err := tablecodec.DecodeRowKey(key)
-	if err != nil {
-		return &sql.KeyExistsError{Key: key}
-	}
-	if tbl == nil || tbl.ID != tid {
-		return errno.New(errno.ErrDupEntry, "Duplicate entry '%d' for key 'PRIMARY'", h)
-	}
-	return dupEntry(&source{tbl: tbl}, h)
+	return table.DupKeyError(tbl, key)
 }
 
 // readForWrite returns the rows an UPDATE or DELETE changes, as the
@@ -372,10 +310,13 @@ func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env, 
 		return &Result{}, nil
 	}
 	tx.NoteWrite(src.tbl)
-	for _, k := range rowKeys(src, rows) {
-		if err := txn.Delete(k); err != nil {
-			return nil, err
-		}
+	hOff := len(src.tbl.Columns)
+	handles := make([]int64, len(rows))
+	for i, r := range rows {
+		handles[i] = r[hOff].Int64()
+	}
+	if err := e.writer(tx, txn, src.tbl).RemoveRecords(ctx, handles, rows); err != nil {
+		return nil, err
 	}
 	return &Result{AffectedRows: uint64(len(rows))}, nil
 }
@@ -431,23 +372,24 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 	tx.NoteWrite(tbl)
 	ncols := len(tbl.Columns)
 	hOff := ncols
-	var movedKeys, movedVals [][]byte // new rows of rows whose primary key changed
-	scratch := make([]datum, ncols)
-	newRow := make([]datum, tbl.RowWidth())
-	changed := 0
+	var oldHs, newHs []int64
+	var oldRows, newRows [][]datum
+	w := tbl.RowWidth()
+	slab := make([]datum, len(rows)*w)
 	for ri, r := range rows {
+		newRow := slab[ri*w : (ri+1)*w : (ri+1)*w]
 		copy(newRow, r)
-		// MySQL evaluates assignments left to right, each seeing earlier ones.
+		evalRow := newRow // MySQL evaluates assignments left to right, each seeing earlier ones.
 		for _, a := range as {
 			var v datum
 			if a.def {
 				if v, err = defaultValue(tbl.Columns[a.off], env, ri+1); err != nil {
 					return nil, err
 				}
-			} else if v, err = a.e.Eval(newRow); err != nil {
+			} else if v, err = a.e.Eval(evalRow); err != nil {
 				return nil, err
 			}
-			if newRow[a.off], err = convertColumn(tbl.Columns[a.off], v, ri+1); err != nil {
+			if evalRow[a.off], err = convertColumn(tbl.Columns[a.off], v, ri+1); err != nil {
 				return nil, err
 			}
 		}
@@ -461,28 +403,17 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 		if same {
 			continue
 		}
-		changed++
 		oldH := r[hOff].Int64()
 		newH := oldH
 		if tbl.PKIsHandle {
 			newH = newRow[tbl.HandleOffset].Int64()
 		}
-		val := tbl.EncodeRow(nil, newRow[:ncols], scratch)
-		if err := checkEntrySize(nil, val); err != nil {
-			return nil, err
-		}
-		if newH != oldH {
-			if err := txn.Delete(tablecodec.RowKey(tbl.ID, oldH)); err != nil {
-				return nil, err
-			}
-			movedKeys = append(movedKeys, tablecodec.RowKey(tbl.ID, newH))
-			movedVals = append(movedVals, val)
-		} else if err := txn.Set(tablecodec.RowKey(tbl.ID, oldH), val); err != nil {
-			return nil, err
-		}
+		oldHs, newHs = append(oldHs, oldH), append(newHs, newH)
+		oldRows, newRows = append(oldRows, r), append(newRows, newRow)
 	}
-	if len(movedKeys) > 0 {
-		if err := e.insertRows(ctx, tx, txn, src, movedKeys, movedVals); err != nil {
+	changed := len(newRows)
+	if changed > 0 {
+		if err := e.writer(tx, txn, tbl).UpdateRecords(ctx, oldHs, oldRows, newHs, newRows); err != nil {
 			return nil, err
 		}
 	}

@@ -143,8 +143,11 @@ type asyncResult struct {
 //	wait-blocked n=N       wait until N transactions wait for row locks
 //	await conn=NAME        the answer of the connection's async statement
 //	store                  counters of the fake store
-func TestTxnScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata/txn", func(t *testing.T, path string) {
+func TestTxnScripts(t *testing.T) { runScripts(t, "testdata/txn") }
+
+// runScripts runs the data-driven SQL scripts under dir (see TestTxnScripts).
+func runScripts(t *testing.T, dir string) {
+	datadriven.Walk(t, dir, func(t *testing.T, path string) {
 		ts := startServer(t)
 		conns := map[string]*txnClient{}
 		pending := map[string]chan asyncResult{}

@@ -54,6 +54,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, e
 		return nil
 	}
 	names := map[string]bool{}
+	var uniqCols []string // columns declared UNIQUE
 	for i, cd := range x.Cols {
 		name := cd.Name.Name.O
 		if names[strings.ToLower(name)] {
@@ -92,7 +93,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, e
 			case ast.ColumnOptionDefaultValue:
 				defExpr = o.Expr
 			case ast.ColumnOptionUniqKey:
-				return nil, errno.NotSupported("UNIQUE keys (secondary indexes)")
+				uniqCols = append(uniqCols, name)
 			case ast.ColumnOptionComment, ast.ColumnOptionCollate, ast.ColumnOptionColumnFormat, ast.ColumnOptionStorage, ast.ColumnOptionReference, ast.ColumnOptionNoOption:
 				// No effect on storage or semantics Strata implements.
 			case ast.ColumnOptionOnUpdate:
@@ -112,6 +113,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, e
 		}
 		t.Columns = append(t.Columns, c)
 	}
+	t.Init() // name lookups for the constraints; Init runs again below
 	for _, con := range x.Constraints {
 		switch con.Tp {
 		case ast.ConstraintPrimaryKey:
@@ -134,8 +136,21 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, e
 			return nil, errno.NotSupported("CHECK constraints")
 		case ast.ConstraintForeignKey:
 			return nil, errno.NotSupported("FOREIGN KEY")
+		case ast.ConstraintIndex, ast.ConstraintKey, ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
+			unique := con.Tp == ast.ConstraintUniq || con.Tp == ast.ConstraintUniqKey || con.Tp == ast.ConstraintUniqIndex
+			if err := addIndexInfo(t, con.Name, con.Keys, unique, con.Option); err != nil {
+				return nil, err
+			}
+		case ast.ConstraintFulltext, ast.ConstraintVector, ast.ConstraintColumnar:
+			return nil, errno.NotSupported("FULLTEXT / VECTOR / COLUMNAR indexes")
 		default:
-			return nil, errno.NotSupported("secondary indexes (KEY / INDEX / UNIQUE)")
+			return nil, errno.NotSupported("this table constraint")
+		}
+	}
+	for _, c := range uniqCols {
+		spec := []*ast.IndexPartSpecification{{Column: &ast.ColumnName{Name: ast.NewCIStr(c)}}}
+		if err := addIndexInfo(t, "", spec, true, nil); err != nil {
+			return nil, err
 		}
 	}
 	if pk >= 0 {

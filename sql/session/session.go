@@ -169,7 +169,8 @@ func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 
 func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
 	switch stmt.(type) {
-	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.TruncateTableStmt:
+	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.TruncateTableStmt,
+		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt:
 		// DDL commits the open transaction first, as in MySQL.
 		if err := s.implicitCommit(ctx); err != nil {
 			return nil, err
@@ -216,6 +217,18 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		return s.dropTable(ctx, x)
 	case *ast.TruncateTableStmt:
 		return s.truncateTable(ctx, x)
+	case *ast.CreateIndexStmt:
+		return s.createIndex(ctx, x)
+	case *ast.DropIndexStmt:
+		return s.dropIndexStmt(ctx, x)
+	case *ast.AlterTableStmt:
+		return s.alterTable(ctx, x)
+	case *ast.AdminStmt:
+		switch x.Tp {
+		case ast.AdminCheckTable, ast.AdminCheckIndex:
+			return s.adminCheck(ctx, x)
+		}
+		return nil, errno.NotSupported("this ADMIN statement")
 	case *ast.ShowStmt:
 		return s.show(ctx, x)
 	case *ast.ExplainStmt:

@@ -88,6 +88,8 @@ func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, 
 			}
 			res.Rows = append(res.Rows, row)
 		}
+	case ast.ShowIndex:
+		return s.showIndex(ctx, x)
 	case ast.ShowCreateTable:
 		t, err := s.showTable(ctx, x.Table, "")
 		if err != nil {
@@ -193,7 +195,7 @@ func filterShow(res *executor.Result, x *ast.ShowStmt, env expr.Env) (*executor.
 func createTableSQL(t *catalog.TableInfo) string {
 	var b strings.Builder
 	b.WriteString("CREATE TABLE `" + t.Name + "` (\n")
-	for i, c := range t.Columns {
+	for _, c := range t.Columns {
 		b.WriteString("  `" + c.Name + "` " + c.Type.SQLName())
 		if c.Type.NotNull() {
 			b.WriteString(" NOT NULL")
@@ -211,13 +213,19 @@ func createTableSQL(t *catalog.TableInfo) string {
 		if c.AutoIncrement {
 			b.WriteString(" AUTO_INCREMENT")
 		}
-		if i < len(t.Columns)-1 || t.PKIsHandle {
-			b.WriteString(",")
-		}
-		b.WriteString("\n")
+		b.WriteString(",\n")
 	}
+	var defs []string
 	if t.PKIsHandle {
-		b.WriteString("  PRIMARY KEY (`" + t.Columns[t.HandleOffset].Name + "`) /*T![clustered_index] CLUSTERED */\n")
+		defs = append(defs, "  PRIMARY KEY (`"+t.Columns[t.HandleOffset].Name+"`) /*T![clustered_index] CLUSTERED */")
+	}
+	defs = append(defs, indexDefs(t)...)
+	if len(defs) == 0 {
+		s := b.String()
+		b.Reset()
+		b.WriteString(strings.TrimSuffix(s, ",\n") + "\n")
+	} else {
+		b.WriteString(strings.Join(defs, ",\n") + "\n")
 	}
 	b.WriteString(") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
 	if t.Comment != "" {

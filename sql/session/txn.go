@@ -208,7 +208,7 @@ func commitError(t *txnState, err error) error {
 	var ke *sql.KeyExistsError
 	if errors.As(err, &ke) {
 		var tbl *catalog.TableInfo
-		if tid, _, derr := tablecodec.DecodeRowKey(ke.Key); derr == nil {
+		if tid, ok := tablecodec.TableIDOf(ke.Key); ok {
 			tbl = t.written[tid]
 		}
 		return executor.DupEntryError(tbl, ke.Key)

@@ -1,0 +1,90 @@
+package catalog
+
+import "strings"
+
+// SchemaState is the visibility of an index during its creation (the F1 /
+// TiDB online schema change states). DML maintains an index according to
+// its state; only public indexes are read.
+type SchemaState int
+
+const (
+	// StatePublic: written by every DML path and read by queries.
+	StatePublic SchemaState = iota
+	// StateDeleteOnly: DML deletes the entries of rows it removes or
+	// changes but writes no new entries.
+	StateDeleteOnly
+	// StateWriteOnly: DML maintains entries fully; queries do not read the
+	// index yet (the backfill is running or about to).
+	StateWriteOnly
+)
+
+// String is the state as ADMIN/SHOW output names it.
+func (s SchemaState) String() string {
+	switch s {
+	case StateDeleteOnly:
+		return "delete only"
+	case StateWriteOnly:
+		return "write only"
+	}
+	return "public"
+}
+
+// IndexColumn is one column of an index.
+type IndexColumn struct {
+	Name   string `json:"name"`
+	Offset int    `json:"offset"` // column offset in TableInfo.Columns
+}
+
+// IndexInfo describes a secondary index. Keys are laid out as in
+// kv/tablecodec: t{table id}_i{index id}{values}[{handle}].
+type IndexInfo struct {
+	ID      int64          `json:"id"` // unique within the table, >= 1, never reused
+	Name    string         `json:"name"`
+	Columns []*IndexColumn `json:"columns"`
+	Unique  bool           `json:"unique"`
+	State   SchemaState    `json:"state,omitempty"`
+	Comment string         `json:"comment,omitempty"`
+}
+
+// Writable reports whether DML must write new entries of the index.
+func (ix *IndexInfo) Writable() bool { return ix.State == StatePublic || ix.State == StateWriteOnly }
+
+// Deletable reports whether DML must delete entries of the index (every
+// state does).
+func (ix *IndexInfo) Deletable() bool { return true }
+
+// Public reports whether queries may read the index.
+func (ix *IndexInfo) Public() bool { return ix.State == StatePublic }
+
+// FindIndex returns the named index (case-insensitive), or nil.
+func (t *TableInfo) FindIndex(name string) *IndexInfo {
+	for _, ix := range t.Indices {
+		if strings.EqualFold(ix.Name, name) {
+			return ix
+		}
+	}
+	return nil
+}
+
+// IndexByID returns the index with the given id, or nil.
+func (t *TableInfo) IndexByID(id int64) *IndexInfo {
+	for _, ix := range t.Indices {
+		if ix.ID == id {
+			return ix
+		}
+	}
+	return nil
+}
+
+// Clone returns a copy of t whose Indices slice and IndexInfos may be
+// modified; columns are shared (they are immutable). Call Init on the copy
+// before publishing it.
+func (t *TableInfo) Clone() *TableInfo {
+	nt := *t
+	nt.Indices = make([]*IndexInfo, len(t.Indices))
+	for i, ix := range t.Indices {
+		c := *ix
+		nt.Indices[i] = &c
+	}
+	return &nt
+}

@@ -1,0 +1,38 @@
+// Package table is the one place that writes a row: AddRecords,
+// UpdateRecords and RemoveRecords build the row key, the row value and
+// every secondary index entry of a table and buffer them in a sql.Txn.
+// INSERT, UPDATE, DELETE, the index backfill and ADMIN CHECK all derive
+// index entries through IndexEntry, so the entries a query reads are the
+// ones DML wrote.
+//
+// # Invariants
+//
+//   - Every row of a table has exactly one entry in each of its indexes
+//     whose state is write-only or public, and no index has an entry
+//     without its row (ADMIN CHECK TABLE verifies both).
+//   - Entries follow the index's schema state (catalog.SchemaState):
+//     delete-only indexes get their entries deleted but none written;
+//     write-only and public ones are fully maintained.
+//   - A unique index with no NULL in the entry's values holds one key per
+//     value tuple; a second row with the same values is ERROR 1062
+//     "Duplicate entry '<vals>' for key '<table>.<index>'".
+//
+// # Locking
+//
+// In pessimistic mode every key a statement writes is locked before it is
+// written, in one LockKeys call per statement: the row keys inserted and
+// every index key inserted or deleted. The values read at the lock's
+// for_update_ts (merged with the transaction's own writes) decide
+// uniqueness, so a duplicate is reported at statement time, as in MySQL.
+// TiDB leaves non-unique index keys unlocked (SkipPessimisticCheck); our
+// transaction client prewrites unlocked keys of a pessimistic transaction
+// with an optimistic conflict check, so locking them is what keeps two
+// updates of one row that serialize on its row lock from failing with a
+// write conflict on the index key. In optimistic mode nothing is locked and
+// unique keys are written with Insert, checked at prewrite.
+//
+// # Concurrency and ownership
+//
+// A Writer belongs to one statement of one session. Row slices passed in
+// are read, not retained; keys and values are copied by the Txn.
+package table

@@ -1,0 +1,309 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// MaxEntrySize bounds one row (key + value), like TiDB's
+// txn-entry-size-limit: a single huge Raft entry stalls every other write of
+// its region.
+const MaxEntrySize = 6 << 20
+
+// MaxIndexKeyLen bounds an index key, as MySQL's 3072-byte key limit.
+const MaxIndexKeyLen = 3072 + 64
+
+// Writer writes rows of one table in one transaction.
+type Writer struct {
+	Txn sql.Txn
+	T   *catalog.TableInfo
+	// Pessimistic: lock every written key at statement time (the
+	// transaction's mode). LockWaitTimeoutMs is innodb_lock_wait_timeout.
+	Pessimistic       bool
+	LockWaitTimeoutMs int64
+
+	scratch []types.Datum
+	vals    []types.Datum
+}
+
+// IndexEntry returns the key and value of row's entry in ix (row holds the
+// table's columns by offset; handle is the row's handle) and whether the
+// entry is subject to the unique check (a unique index and no NULL value).
+// The key is appended to buf.
+func IndexEntry(buf []byte, t *catalog.TableInfo, ix *catalog.IndexInfo, row []types.Datum, handle int64) (key, value []byte, unique bool) {
+	vals := make([]types.Datum, len(ix.Columns))
+	return indexEntry(buf, t, ix, row, handle, vals)
+}
+
+func indexEntry(buf []byte, t *catalog.TableInfo, ix *catalog.IndexInfo, row []types.Datum, handle int64, vals []types.Datum) (key, value []byte, unique bool) {
+	unique = ix.Unique
+	for i, c := range ix.Columns {
+		vals[i] = row[c.Offset]
+		if vals[i].IsNull() {
+			unique = false
+		}
+	}
+	key = tablecodec.AppendIndexKey(buf, t.ID, ix.ID, vals[:len(ix.Columns)], !unique, handle)
+	return key, tablecodec.IndexValue(!unique, handle), unique
+}
+
+func (w *Writer) entry(ix *catalog.IndexInfo, row []types.Datum, handle int64) (key, value []byte, unique bool) {
+	if cap(w.vals) < len(ix.Columns) {
+		w.vals = make([]types.Datum, len(ix.Columns))
+	}
+	return indexEntry(nil, w.T, ix, row, handle, w.vals[:len(ix.Columns)])
+}
+
+func (w *Writer) encodeRow(row []types.Datum) ([]byte, error) {
+	n := len(w.T.Columns)
+	if cap(w.scratch) < n {
+		w.scratch = make([]types.Datum, n)
+	}
+	v := w.T.EncodeRow(nil, row[:n], w.scratch[:n])
+	if len(v)+tablecodec.RowKeyLen > MaxEntrySize {
+		return nil, errno.New(errno.ErrEntryTooLarge, "entry too large, the max entry size is %d, the size of data is %d; store large values outside the database or split them", MaxEntrySize, len(v)+tablecodec.RowKeyLen)
+	}
+	return v, nil
+}
+
+// put is one buffered write; check: the key must have no live value
+// (a row key or a unique entry being inserted).
+type put struct {
+	key, value []byte
+	check      bool
+}
+
+// AddRecords inserts rows (each holding at least the table's columns by
+// offset) with the given handles, and their index entries. Errors: ERROR
+// 1062 for an existing row handle or unique value (at once in pessimistic
+// mode; from Commit, see DupKeyError, in optimistic mode), lock errors.
+func (w *Writer) AddRecords(ctx context.Context, handles []int64, rows [][]types.Datum) error {
+	puts := make([]put, 0, len(rows)*(1+len(w.T.Indices)))
+	for i, row := range rows {
+		v, err := w.encodeRow(row)
+		if err != nil {
+			return err
+		}
+		puts = append(puts, put{key: tablecodec.RowKey(w.T.ID, handles[i]), value: v, check: true})
+		for _, ix := range w.T.Indices {
+			if ix.Writable() {
+				k, v, u := w.entry(ix, row, handles[i])
+				puts = append(puts, put{key: k, value: v, check: u})
+			}
+		}
+	}
+	return w.apply(ctx, nil, puts)
+}
+
+// RemoveRecords deletes rows (with their handles) and their index entries.
+// The caller has read rows as the transaction must delete them (in
+// pessimistic mode, locked at for_update_ts).
+func (w *Writer) RemoveRecords(ctx context.Context, handles []int64, rows [][]types.Datum) error {
+	dels := make([][]byte, 0, len(rows)*(1+len(w.T.Indices)))
+	for i, row := range rows {
+		dels = append(dels, tablecodec.RowKey(w.T.ID, handles[i]))
+		for _, ix := range w.T.Indices {
+			if ix.Deletable() {
+				k, _, _ := w.entry(ix, row, handles[i])
+				dels = append(dels, k)
+			}
+		}
+	}
+	return w.apply(ctx, dels, nil)
+}
+
+// UpdateRecords replaces oldRows[i] (handle oldHandles[i]) by newRows[i]
+// (handle newHandles[i]; a changed handle moves the row). Index entries
+// whose key or value changes are deleted and rewritten; unchanged ones are
+// left alone.
+func (w *Writer) UpdateRecords(ctx context.Context, oldHandles []int64, oldRows [][]types.Datum, newHandles []int64, newRows [][]types.Datum) error {
+	var dels [][]byte
+	puts := make([]put, 0, len(newRows))
+	for i, nr := range newRows {
+		oh, nh := oldHandles[i], newHandles[i]
+		v, err := w.encodeRow(nr)
+		if err != nil {
+			return err
+		}
+		rk := tablecodec.RowKey(w.T.ID, nh)
+		if oh != nh {
+			dels = append(dels, tablecodec.RowKey(w.T.ID, oh))
+		}
+		puts = append(puts, put{key: rk, value: v, check: oh != nh})
+		for _, ix := range w.T.Indices {
+			ok, ov, _ := w.entry(ix, oldRows[i], oh)
+			if !ix.Writable() {
+				dels = append(dels, ok)
+				continue
+			}
+			nk, nv, u := w.entry(ix, nr, nh)
+			if string(ok) == string(nk) && string(ov) == string(nv) {
+				continue
+			}
+			dels = append(dels, ok)
+			puts = append(puts, put{key: nk, value: nv, check: u})
+		}
+	}
+	return w.apply(ctx, dels, puts)
+}
+
+// apply buffers dels, then (after locking every key in pessimistic mode
+// and checking the uniqueness of checked puts) puts.
+func (w *Writer) apply(ctx context.Context, dels [][]byte, puts []put) error {
+	txn := w.Txn
+	for _, k := range dels {
+		if err := txn.Delete(k); err != nil {
+			return err
+		}
+	}
+	seen := make(map[string]struct{}, len(puts))
+	for _, p := range puts {
+		if !p.check {
+			continue
+		}
+		if _, dup := seen[string(p.key)]; dup {
+			return DupKeyError(w.T, p.key)
+		}
+		seen[string(p.key)] = struct{}{}
+	}
+	if w.Pessimistic {
+		// Row keys deleted or overwritten were locked when the statement
+		// read them (readForWrite); everything else is locked here.
+		keys := make([][]byte, 0, len(dels)+len(puts))
+		for _, k := range dels {
+			if tablecodec.IsIndexKey(k) {
+				keys = append(keys, k)
+			}
+		}
+		checkAt := make([]int, 0, len(puts))
+		for _, p := range puts {
+			if p.check || tablecodec.IsIndexKey(p.key) {
+				if p.check {
+					checkAt = append(checkAt, len(keys))
+				}
+				keys = append(keys, p.key)
+			}
+		}
+		latest, err := w.lock(ctx, keys)
+		if err != nil {
+			return err
+		}
+		for _, i := range checkAt {
+			if latest[i] != nil {
+				return DupKeyError(w.T, keys[i])
+			}
+		}
+	}
+	for _, p := range puts {
+		if err := w.write(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write buffers p: a checked put is an Insert (the store asserts the key
+// has no live value) unless this transaction deleted the key itself, which
+// the store cannot see.
+func (w *Writer) write(ctx context.Context, p put) error {
+	if !p.check {
+		return w.Txn.Set(p.key, p.value)
+	}
+	if w.Txn.Dirty(p.key, keyEnd(p.key)) {
+		_, found, err := w.Txn.Get(ctx, p.key)
+		if err != nil {
+			return err
+		}
+		if found {
+			return DupKeyError(w.T, p.key)
+		}
+		return w.Txn.Set(p.key, p.value)
+	}
+	if err := w.Txn.Insert(p.key, p.value); err != nil {
+		var ke *sql.KeyExistsError
+		if errors.As(err, &ke) {
+			return DupKeyError(w.T, p.key)
+		}
+		return err
+	}
+	return nil
+}
+
+// lock takes pessimistic locks on keys and returns each key's latest value
+// (nil when absent): the transaction's own write when it has one, else the
+// newest committed value.
+func (w *Writer) lock(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	opts := sql.LockOptions{WaitTimeoutMs: w.LockWaitTimeoutMs, ReturnValues: true}
+	vals, err := w.Txn.LockKeys(ctx, opts, keys...)
+	if err != nil {
+		return nil, err
+	}
+	if len(vals) != len(keys) {
+		return nil, fmt.Errorf("table: LockKeys returned %d values for %d keys", len(vals), len(keys))
+	}
+	for i, k := range keys {
+		if w.Txn.Dirty(k, keyEnd(k)) {
+			v, found, err := w.Txn.Get(ctx, k)
+			if err != nil {
+				return nil, err
+			}
+			if !found {
+				v = nil
+			}
+			vals[i] = v
+		}
+	}
+	return vals, nil
+}
+
+func keyEnd(key []byte) []byte {
+	return append(append(make([]byte, 0, len(key)+1), key...), 0)
+}
+
+// DupKeyError is ERROR 1062 for key, a row key or a unique index key of
+// t (nil when unknown), naming the values and the key as MySQL does:
+// Duplicate entry '<vals>' for key '<table>.<index>'. Any other key gives
+// a *sql.KeyExistsError.
+func DupKeyError(t *catalog.TableInfo, key []byte) error {
+	if tid, h, err := tablecodec.DecodeRowKey(key); err == nil {
+		if t == nil || t.ID != tid {
+			return errno.New(errno.ErrDupEntry, "Duplicate entry '%d' for key 'PRIMARY'", h)
+		}
+		v := strconv.FormatInt(h, 10)
+		if t.PKIsHandle && t.Columns[t.HandleOffset].Type.Flag&mysql.UnsignedFlag != 0 {
+			v = strconv.FormatUint(uint64(h), 10)
+		}
+		return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.PRIMARY'", v, t.Name)
+	}
+	if t != nil && tablecodec.IsIndexKey(key) {
+		if ix := t.IndexByID(tablecodec.IndexIDOf(key)); ix != nil {
+			if tid, _, vals, _, _, err := tablecodec.DecodeIndexKey(key, len(ix.Columns)); err == nil && tid == t.ID {
+				return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", FormatValues(vals), t.Name, ix.Name)
+			}
+		}
+	}
+	return &sql.KeyExistsError{Key: key}
+}
+
+// FormatValues renders index values as MySQL's duplicate-key message does:
+// joined by '-'.
+func FormatValues(vals []types.Datum) string {
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		parts[i] = v.String()
+	}
+	return strings.Join(parts, "-")
+}
