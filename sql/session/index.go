@@ -36,7 +36,7 @@ const (
 	maxIndexes     = 64
 	maxIndexParts  = 16
 	backfillBatch  = 256
-	backfillTries  = 20
+	backfillTries  = 50
 	adminCheckPage = 1024
 )
 
@@ -281,16 +281,20 @@ func (s *Session) backfill(ctx context.Context, t *catalog.TableInfo, ix *catalo
 	}
 	start, end := tablecodec.RecordRange(t.ID)
 	var total int64
+	size := backfillBatch
 	for {
 		var next []byte
 		var n int
 		var err error
 		for try := 0; ; try++ {
-			next, n, err = s.backfillBatch(ctx, t, ix, start, end)
+			next, n, err = s.backfillBatch(ctx, t, ix, start, end, size)
 			if err == nil || try >= backfillTries || !retryableBackfill(err) {
 				break
 			}
-			slog.Debug("add index: batch retried", "table", t.Name, "index", ix.Name, "err", err)
+			// Rows of the batch changed under it: retry a smaller batch,
+			// which a busy table leaves alone more often.
+			size = max(size/2, 1)
+			slog.Debug("add index: batch retried", "table", t.Name, "index", ix.Name, "batch", size, "err", err)
 		}
 		if err != nil {
 			return total, err
@@ -300,6 +304,7 @@ func (s *Session) backfill(ctx context.Context, t *catalog.TableInfo, ix *catalo
 			return total, nil
 		}
 		start = next
+		size = min(size*2, backfillBatch)
 	}
 }
 
@@ -310,10 +315,10 @@ func retryableBackfill(err error) bool {
 	return errors.As(err, &wc) || errors.As(err, &ke) || errors.As(err, &dl) || errors.Is(err, sql.ErrLockWaitTimeout)
 }
 
-// backfillBatch indexes up to backfillBatch rows from start in one
-// optimistic transaction and returns where the next batch starts (nil at
-// the end).
-func (s *Session) backfillBatch(ctx context.Context, t *catalog.TableInfo, ix *catalog.IndexInfo, start, end []byte) ([]byte, int, error) {
+// backfillBatch indexes up to size rows from start in one optimistic
+// transaction (one scan, one BatchGet of the unique keys, one commit) and
+// returns where the next batch starts (nil at the end).
+func (s *Session) backfillBatch(ctx context.Context, t *catalog.TableInfo, ix *catalog.IndexInfo, start, end []byte, size int) ([]byte, int, error) {
 	txn, err := s.exec.Store.Begin(ctx, sql.TxnOptions{})
 	if err != nil {
 		return nil, 0, err
@@ -324,49 +329,64 @@ func (s *Session) backfillBatch(ctx context.Context, t *catalog.TableInfo, ix *c
 			_ = txn.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	pairs, err := txn.Scan(ctx, start, end, backfillBatch, false)
+	pairs, err := txn.Scan(ctx, start, end, size, false)
 	if err != nil {
 		return nil, 0, err
 	}
+	type entry struct {
+		key, val []byte
+		unique   bool
+	}
+	entries := make([]entry, len(pairs))
+	rowKeys := make([][]byte, len(pairs))
+	var uniqueKeys [][]byte
 	row := make([]types.Datum, t.RowWidth())
-	for _, kv := range pairs {
+	for i, kv := range pairs {
 		if err := t.DecodeRow(kv.Key, kv.Value, row); err != nil {
 			return nil, 0, fmt.Errorf("add index: decode row of %s: %w", t.Name, err)
 		}
-		h := row[len(t.Columns)].Int64()
-		key, val, unique := table.IndexEntry(nil, t, ix, row, h)
-		if _, err := txn.LockKeys(ctx, sql.LockOptions{}, kv.Key); err != nil {
+		k, v, u := table.IndexEntry(nil, t, ix, row, row[len(t.Columns)].Int64())
+		entries[i] = entry{k, v, u}
+		rowKeys[i] = kv.Key
+		if u {
+			uniqueKeys = append(uniqueKeys, k)
+		}
+	}
+	var have map[string][]byte
+	if len(uniqueKeys) > 0 {
+		if have, err = txn.BatchGet(ctx, uniqueKeys); err != nil {
 			return nil, 0, err
 		}
-		if !unique {
-			if err := txn.Set(key, val); err != nil {
+	}
+	// Optimistic LockKeys only marks the row keys: the commit fails if any
+	// of them changed after this snapshot.
+	if _, err := txn.LockKeys(ctx, sql.LockOptions{}, rowKeys...); err != nil {
+		return nil, 0, err
+	}
+	for _, e := range entries {
+		if !e.unique {
+			if err := txn.Set(e.key, e.val); err != nil {
 				return nil, 0, err
 			}
 			continue
 		}
-		old, found, err := txn.Get(ctx, key)
-		if err != nil {
-			return nil, 0, err
-		}
-		if found {
-			if bytes.Equal(old, val) {
+		if old, found := have[string(e.key)]; found {
+			if bytes.Equal(old, e.val) {
 				continue // written by DML since the index became write-only
 			}
-			return nil, 0, table.DupKeyError(t, key)
+			return nil, 0, table.DupKeyError(t, e.key)
 		}
-		if err := txn.Insert(key, val); err != nil {
-			return nil, 0, table.DupKeyError(t, key)
+		if err := txn.Insert(e.key, e.val); err != nil {
+			return nil, 0, table.DupKeyError(t, e.key)
 		}
 	}
+	// A *sql.KeyExistsError or write conflict from Commit is retried by the
+	// caller: a concurrent change, or a real duplicate the next try reports.
 	if err := txn.Commit(ctx); err != nil {
-		var ke *sql.KeyExistsError
-		if errors.As(err, &ke) {
-			return nil, 0, err // retried: a concurrent change, or a duplicate the next try reports
-		}
 		return nil, 0, err
 	}
 	committed = true
-	if len(pairs) < backfillBatch {
+	if len(pairs) < size {
 		return nil, len(pairs), nil
 	}
 	last := pairs[len(pairs)-1].Key
