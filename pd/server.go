@@ -297,10 +297,6 @@ func (s *Server) campaignAndLead(ctx context.Context) error {
 	t.cluster = newCluster(kv, t.ids, s.cfg.Replicas, s.log)
 	t.gc = newGCState(kv)
 	defer t.tso.Reset()
-	// Before serving anything (a transfer drops etcd proposals in flight).
-	if s.etcdLeaderHere() {
-		s.moveEtcdLeadershipAway()
-	}
 	if err := s.startTerm(ctx, t); err != nil {
 		return err // the deferred revoke resigns
 	}
@@ -339,41 +335,6 @@ loop:
 	t.tso.Reset()
 	s.log.Info("pd leadership ended", "reason", endErr)
 	return endErr
-}
-
-// etcdMoveTimeout bounds how long a new PD leader waits for etcd's raft
-// leadership to move away before it starts its term anyway.
-const etcdMoveTimeout = time.Second
-
-// etcdLeaderHere reports whether this member's etcd is the raft leader of a
-// cluster with other members.
-func (s *Server) etcdLeaderHere() bool {
-	es := s.etcd.Server
-	return es.Leader() == es.MemberID() && len(es.Cluster().Members()) > 1
-}
-
-// moveEtcdLeadershipAway hands etcd's raft leadership to the best-connected
-// other member, waiting at most etcdMoveTimeout. A new PD leader does this
-// before its term starts so that losing the PD leader's process later does
-// not also cost an etcd election, and the lease extension etcd grants every
-// lease when its leader changes, before the next PD leader can win: with a
-// 3 s lease a killed PD leader is then replaced in about 3-4 s instead of
-// 4-5 s. It is not repeated during the term: a transfer drops etcd
-// proposals in flight, which would fail requests being served.
-func (s *Server) moveEtcdLeadershipAway() {
-	start := time.Now()
-	done := make(chan error, 1)
-	go func() { done <- s.etcd.Server.TryTransferLeadershipOnShutdown() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			s.log.Warn("moving etcd leadership off the new pd leader failed", "err", err)
-			return
-		}
-		s.log.Info("etcd leadership moved off the new pd leader", "took", time.Since(start))
-	case <-time.After(etcdMoveTimeout):
-		s.log.Warn("etcd leadership transfer still running; starting the term anyway", "timeout", etcdMoveTimeout)
-	}
 }
 
 func (s *Server) startTerm(ctx context.Context, t *term) error {
