@@ -1,7 +1,6 @@
 package raftstore
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -76,50 +75,6 @@ func errStaleCommand() *errorpb.Error {
 // ErrServerIsBusy builds a ServerIsBusy region error.
 func ErrServerIsBusy(reason string) *errorpb.Error {
 	return &errorpb.Error{Message: "server is busy: " + reason, ServerIsBusy: &errorpb.ServerIsBusy{Reason: reason}}
-}
-
-// CheckKeyInRegion returns a KeyNotInRegion error when key is outside region.
-func CheckKeyInRegion(key []byte, region *metapb.Region) *errorpb.Error {
-	if KeyInRegion(key, region) {
-		return nil
-	}
-	return &errorpb.Error{
-		Message: fmt.Sprintf("key %q not in region %d", key, region.GetId()),
-		KeyNotInRegion: &errorpb.KeyNotInRegion{
-			Key: key, RegionId: region.GetId(),
-			StartKey: region.GetStartKey(), EndKey: region.GetEndKey(),
-		},
-	}
-}
-
-// KeyInRegion reports whether start_key <= key < end_key (empty end = +inf).
-func KeyInRegion(key []byte, region *metapb.Region) bool {
-	return bytes.Compare(key, region.GetStartKey()) >= 0 &&
-		(len(region.GetEndKey()) == 0 || bytes.Compare(key, region.GetEndKey()) < 0)
-}
-
-// CheckRangeInRegion checks that [start, end) lies in region; an empty end
-// means "to the region's end" and is always accepted.
-func CheckRangeInRegion(start, end []byte, region *metapb.Region) *errorpb.Error {
-	if e := CheckKeyInRegion(start, region); e != nil {
-		return e
-	}
-	if len(end) == 0 || len(region.GetEndKey()) == 0 || bytes.Compare(end, region.GetEndKey()) <= 0 {
-		return nil
-	}
-	return CheckKeyInRegion(end, region)
-}
-
-// ClampEnd returns the smaller of end and the region's end key (empty = +inf).
-func ClampEnd(end []byte, region *metapb.Region) []byte {
-	re := region.GetEndKey()
-	if len(end) == 0 {
-		return re
-	}
-	if len(re) != 0 && bytes.Compare(end, re) > 0 {
-		return re
-	}
-	return end
 }
 
 func epochMatches(req *metapb.RegionEpoch, cur *metapb.Region) bool {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/kv/mvcc"
+	"github.com/stratadb/strata/kv/regionkeys"
 	"github.com/stratadb/strata/kv/txn"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -280,7 +281,7 @@ func (w *Worker) collectBatch(ctx context.Context, rctx *kvrpcpb.Context, candid
 	var reqs []*raft_cmdpb.Request
 	var writes, values int
 	for _, k := range ks {
-		if !keyInRegion(k, region) {
+		if !regionkeys.KeyIn(k, region) {
 			continue // the region changed since the scan
 		}
 		g, err := keyGarbage(snap, k, safePoint)
@@ -309,8 +310,4 @@ func (w *Worker) collectBatch(ctx context.Context, rctx *kvrpcpb.Context, candid
 	versionsDeleted.WithLabelValues("write").Add(float64(writes))
 	versionsDeleted.WithLabelValues("default").Add(float64(values))
 	return deleted, nil
-}
-
-func keyInRegion(k []byte, r *metapb.Region) bool {
-	return string(k) >= string(r.GetStartKey()) && (len(r.GetEndKey()) == 0 || string(k) < string(r.GetEndKey()))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stratadb/strata/kv/concurrency"
 	"github.com/stratadb/strata/kv/gc"
 	"github.com/stratadb/strata/kv/mvcc"
+	"github.com/stratadb/strata/kv/regionkeys"
 	"github.com/stratadb/strata/kv/txn"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/errorpb"
@@ -246,8 +247,8 @@ func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 		if rerr != nil {
 			break
 		}
-		rerr = raftstore.CheckRangeInRegion(ranges[i].Start, ranges[i].End, region)
-		ranges[i].End = raftstore.ClampEnd(ranges[i].End, region)
+		rerr = regionkeys.CheckRange(ranges[i].Start, ranges[i].End, region)
+		ranges[i].End = regionkeys.ClampEnd(ranges[i].End, region)
 	}
 	if rerr != nil {
 		return &kvrpcpb.CoprocessorResponse{RegionError: rerr}, nil

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/stratadb/strata/kv/mvcc"
+	"github.com/stratadb/strata/kv/regionkeys"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 )
@@ -433,7 +434,7 @@ func (s *Storage) ResolveLock(ctx context.Context, req *kvrpcpb.ResolveLockReque
 		snap := s.engine.Snapshot()
 		r := mvcc.NewTxnReader(snap)
 		var batch [][]byte
-		err = r.ScanLocks(clampStart(from, region), region.GetEndKey(), func(k []byte, l *mvcc.Lock) bool {
+		err = r.ScanLocks(regionkeys.ClampStart(from, region), region.GetEndKey(), func(k []byte, l *mvcc.Lock) bool {
 			if _, ok := status[l.StartTS]; ok {
 				batch = append(batch, k)
 			}

@@ -3,13 +3,13 @@ package txn
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/stratadb/strata/kv/concurrency"
 	"github.com/stratadb/strata/kv/mvcc"
+	"github.com/stratadb/strata/kv/regionkeys"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
@@ -146,44 +146,6 @@ func errServerIsBusy(reason string) *errorpb.Error {
 	return &errorpb.Error{Message: "server is busy: " + reason, ServerIsBusy: &errorpb.ServerIsBusy{Reason: reason}}
 }
 
-func keyInRegion(key []byte, region *metapb.Region) bool {
-	return bytes.Compare(key, region.GetStartKey()) >= 0 &&
-		(len(region.GetEndKey()) == 0 || bytes.Compare(key, region.GetEndKey()) < 0)
-}
-
-func checkKeyInRegion(key []byte, region *metapb.Region) *errorpb.Error {
-	if keyInRegion(key, region) {
-		return nil
-	}
-	return &errorpb.Error{
-		Message: fmt.Sprintf("key %q not in region %d", key, region.GetId()),
-		KeyNotInRegion: &errorpb.KeyNotInRegion{
-			Key: key, RegionId: region.GetId(),
-			StartKey: region.GetStartKey(), EndKey: region.GetEndKey(),
-		},
-	}
-}
-
-// clampEnd returns the smaller of end and the region's end (empty = +inf).
-func clampEnd(end []byte, region *metapb.Region) []byte {
-	re := region.GetEndKey()
-	if len(end) == 0 {
-		return re
-	}
-	if len(re) != 0 && bytes.Compare(end, re) > 0 {
-		return re
-	}
-	return end
-}
-
-// clampStart returns the larger of start and the region's start.
-func clampStart(start []byte, region *metapb.Region) []byte {
-	if bytes.Compare(start, region.GetStartKey()) < 0 {
-		return region.GetStartKey()
-	}
-	return start
-}
-
 // command is one write command being evaluated: its latches, snapshot,
 // reader and collected writes.
 type command struct {
@@ -219,7 +181,7 @@ func (s *Storage) begin(ctx context.Context, kind string, rctx *kvrpcpb.Context,
 	region, rerr, err := s.engine.ReadIndex(ctx, rctx)
 	if err == nil && rerr == nil {
 		for _, k := range keys {
-			if rerr = checkKeyInRegion(k, region); rerr != nil {
+			if rerr = regionkeys.CheckKey(k, region); rerr != nil {
 				break
 			}
 		}
@@ -307,7 +269,7 @@ func (s *Storage) Get(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.Ge
 		return nil, err
 	}
 	if rerr == nil {
-		rerr = checkKeyInRegion(req.GetKey(), region)
+		rerr = regionkeys.CheckKey(req.GetKey(), region)
 	}
 	if rerr != nil {
 		return &kvrpcpb.GetResponse{RegionError: rerr}, nil
@@ -340,7 +302,7 @@ func (s *Storage) BatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*
 		if rerr != nil {
 			break
 		}
-		rerr = checkKeyInRegion(k, region)
+		rerr = regionkeys.CheckKey(k, region)
 	}
 	if rerr != nil {
 		return &kvrpcpb.BatchGetResponse{RegionError: rerr}, nil
@@ -379,18 +341,18 @@ func (s *Storage) Scan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.
 	if rerr == nil {
 		if req.GetReverse() {
 			// Keys below end_key: end_key may be the region's end.
-			if len(end) > 0 && !keyInRegion(end, region) && !bytes.Equal(end, region.GetEndKey()) {
-				rerr = checkKeyInRegion(end, region)
+			if len(end) > 0 && !regionkeys.KeyIn(end, region) && !bytes.Equal(end, region.GetEndKey()) {
+				rerr = regionkeys.CheckKey(end, region)
 			}
-			start = clampStart(start, region)
+			start = regionkeys.ClampStart(start, region)
 		} else {
-			rerr = checkKeyInRegion(start, region)
+			rerr = regionkeys.CheckKey(start, region)
 		}
 	}
 	if rerr != nil {
 		return &kvrpcpb.ScanResponse{RegionError: rerr}, nil
 	}
-	end = clampEnd(end, region)
+	end = regionkeys.ClampEnd(end, region)
 	if err := s.cm.ReadRange(ctx, start, end, req.GetVersion()); err != nil {
 		return nil, err
 	}
@@ -426,7 +388,7 @@ func (s *Storage) ScanLock(ctx context.Context, req *kvrpcpb.ScanLockRequest) (*
 		return nil, err
 	}
 	if rerr == nil {
-		rerr = checkKeyInRegion(clampStart(req.GetStartKey(), region), region)
+		rerr = regionkeys.CheckKey(regionkeys.ClampStart(req.GetStartKey(), region), region)
 	}
 	if rerr != nil {
 		return &kvrpcpb.ScanLockResponse{RegionError: rerr}, nil
@@ -437,7 +399,7 @@ func (s *Storage) ScanLock(ctx context.Context, req *kvrpcpb.ScanLockRequest) (*
 	defer r.Close()
 	resp := &kvrpcpb.ScanLockResponse{}
 	limit := int(req.GetLimit())
-	err = r.ScanLocks(clampStart(req.GetStartKey(), region), clampEnd(req.GetEndKey(), region), func(k []byte, l *mvcc.Lock) bool {
+	err = r.ScanLocks(regionkeys.ClampStart(req.GetStartKey(), region), regionkeys.ClampEnd(req.GetEndKey(), region), func(k []byte, l *mvcc.Lock) bool {
 		if l.StartTS <= req.GetMaxVersion() {
 			resp.Locks = append(resp.Locks, l.Info(k))
 		}
