@@ -2,10 +2,10 @@ package pd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -13,45 +13,57 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratadb/strata/pd/schedule"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/pdpb"
 )
 
-type storeInfo struct {
-	meta          *metapb.Store // never mutated once stored
-	stats         *pdpb.StoreStats
-	lastHeartbeat time.Time
-}
-
-// cluster is the leader's in-memory view of the cluster metadata, loaded from
-// etcd when the term starts and written through to etcd (fenced) on change.
-// mu guards stores, regions, bootstrapped; persisting writes happen outside
-// mu, serialised by writeMu, so readers never wait on etcd.
+// cluster is the leader's view of the cluster metadata: the scheduling
+// model (pd/schedule) loaded from etcd when the term starts and written
+// through to etcd (fenced) on change, the operators and the coordinator
+// that schedules them. Persisting writes happen outside the model's lock,
+// serialised by writeMu, so readers never wait on etcd.
 type cluster struct {
 	kv       *fencedKV
 	ids      *idAllocator
 	replicas int
 	log      *slog.Logger
 
-	writeMu sync.Mutex // serialises persisting updates (stores, regions, bootstrap)
+	model *schedule.Cluster
+	ops   *schedule.OperatorController
+	coord *schedule.Coordinator
+
+	writeMu sync.Mutex // serialises persisting updates (stores, regions, bootstrap, config)
 
 	mu           sync.RWMutex
 	clusterID    uint64
 	bootstrapped bool
-	stores       map[uint64]*storeInfo
-	regions      *regionIndex
 }
 
-func newCluster(kv *fencedKV, ids *idAllocator, replicas int, log *slog.Logger) *cluster {
-	return &cluster{
-		kv: kv, ids: ids, replicas: replicas, log: log,
-		stores:  map[uint64]*storeInfo{},
-		regions: newRegionIndex(),
+func newCluster(kv *fencedKV, ids *idAllocator, replicas int, sched schedule.Config, log *slog.Logger) *cluster {
+	if log == nil {
+		log = slog.Default()
 	}
+	if sched.MaxReplicas == 0 {
+		sched.MaxReplicas = replicas
+	}
+	c := &cluster{kv: kv, ids: ids, replicas: replicas, log: log}
+	c.model = schedule.NewCluster(sched, nil)
+	c.ops = schedule.NewOperatorController(c.model, log.With("component", "operator"))
+	alloc := func() (uint64, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return c.ids.alloc(ctx, 1)
+	}
+	c.coord = schedule.NewCoordinator(c.model, c.ops, alloc, log.With("component", "schedule"))
+	c.coord.Tombstone = func(ctx context.Context, id uint64) error {
+		return c.setStoreState(ctx, id, metapb.StoreState_Tombstone)
+	}
+	return c
 }
 
-// load reads cluster id, bootstrap flag, stores and regions from etcd,
-// creating the cluster id on first start.
+// load reads cluster id, bootstrap flag, schedule config, stores and
+// regions from etcd, creating the cluster id on first start.
 func (c *cluster) load(ctx context.Context) error {
 	id, err := c.kv.getUint(ctx, keyClusterID)
 	if err != nil {
@@ -72,6 +84,17 @@ func (c *cluster) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if v, ok, err := c.kv.get(ctx, keyScheduleConfig); err != nil {
+		return err
+	} else if ok {
+		cfg := c.model.Config()
+		if err := json.Unmarshal([]byte(v), &cfg); err != nil {
+			return fmt.Errorf("pd: decode schedule config: %w", err)
+		}
+		if err := c.model.SetConfig(cfg); err != nil {
+			return fmt.Errorf("pd: persisted schedule config: %w", err)
+		}
+	}
 	stores, err := loadPrefix(ctx, c.kv.cli, prefixStores, func() *metapb.Store { return &metapb.Store{} })
 	if err != nil {
 		return err
@@ -81,16 +104,16 @@ func (c *cluster) load(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.clusterID, c.bootstrapped = id, boot
+	c.mu.Unlock()
 	for _, s := range stores {
-		c.stores[s.Id] = &storeInfo{meta: s}
+		c.model.PutStore(s)
 	}
 	for _, r := range regions {
-		c.regions.put(&regionInfo{meta: r})
+		c.model.PutRegion(&schedule.RegionInfo{Meta: r})
 	}
-	storesGauge.Set(float64(len(c.stores)))
-	regionsGauge.Set(float64(c.regions.len()))
+	storesGauge.Set(float64(len(stores)))
+	regionsGauge.Set(float64(c.model.RegionCount()))
 	c.log.Info("cluster loaded", "cluster_id", id, "bootstrapped", boot, "stores", len(stores), "regions", len(regions))
 	return nil
 }
@@ -114,59 +137,86 @@ func (c *cluster) putStore(ctx context.Context, s *metapb.Store) error {
 	s = proto.CloneOf(s)
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	c.mu.RLock()
-	old := c.stores[s.Id]
-	c.mu.RUnlock()
-	if old != nil && old.meta.State == metapb.StoreState_Tombstone {
-		return fmt.Errorf("store %d: %w", s.Id, ErrStoreTombstone)
+	old := c.model.GetStore(s.Id)
+	if old != nil {
+		switch old.Meta.GetState() {
+		case metapb.StoreState_Tombstone:
+			return fmt.Errorf("store %d: %w", s.Id, ErrStoreTombstone)
+		case metapb.StoreState_Offline:
+			s.State = metapb.StoreState_Offline // a restart does not cancel the removal
+		}
 	}
-	if old == nil || !proto.Equal(old.meta, s) {
+	if old == nil || !proto.Equal(old.Meta, s) {
 		if err := c.kv.put(ctx, storeKey(s.Id), mustMarshal(s)); err != nil {
 			return fmt.Errorf("persist store %d: %w", s.Id, err)
 		}
 	}
-	c.mu.Lock()
-	info := &storeInfo{meta: s}
-	if old != nil {
-		info.stats, info.lastHeartbeat = old.stats, old.lastHeartbeat
-	}
-	c.stores[s.Id] = info
-	storesGauge.Set(float64(len(c.stores)))
-	c.mu.Unlock()
+	c.model.PutStore(s)
+	storesGauge.Set(float64(len(c.model.Stores())))
 	if old == nil {
 		c.log.Info("store registered", "store_id", s.Id, "address", s.Address, "status_address", s.StatusAddress)
 	}
 	return c.maybeBootstrapLocked(ctx)
 }
 
+// setStoreState persists a store's new state (Offline by the API,
+// Tombstone once drained). Up -> Offline -> Tombstone only.
+func (c *cluster) setStoreState(ctx context.Context, id uint64, state metapb.StoreState) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	old := c.model.GetStore(id)
+	if old == nil {
+		return errStoreNotFound(id)
+	}
+	cur := old.Meta.GetState()
+	if cur == state {
+		return nil
+	}
+	if cur == metapb.StoreState_Tombstone || (state == metapb.StoreState_Tombstone && cur != metapb.StoreState_Offline) || state == metapb.StoreState_Up {
+		return fmt.Errorf("%w: store %d is %v, cannot become %v", ErrInvalidArgument, id, cur, state)
+	}
+	m := proto.CloneOf(old.Meta)
+	m.State = state
+	if err := c.kv.put(ctx, storeKey(id), mustMarshal(m)); err != nil {
+		return fmt.Errorf("persist store %d: %w", id, err)
+	}
+	c.model.PutStore(m)
+	c.log.Info("store state changed", "store_id", id, "state", state.String())
+	return nil
+}
+
+// setScheduleConfig validates, persists and applies a new configuration.
+func (c *cluster) setScheduleConfig(ctx context.Context, cfg schedule.Config) error {
+	cfg = cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if err := c.kv.put(ctx, keyScheduleConfig, string(b)); err != nil {
+		return fmt.Errorf("persist schedule config: %w", err)
+	}
+	return c.model.SetConfig(cfg)
+}
+
 func (c *cluster) getStore(id uint64) *metapb.Store {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if s := c.stores[id]; s != nil {
-		return s.meta
+	if s := c.model.GetStore(id); s != nil {
+		return s.Meta
 	}
 	return nil
 }
 
 func (c *cluster) allStores() []*metapb.Store {
-	c.mu.RLock()
-	out := make([]*metapb.Store, 0, len(c.stores))
-	for _, s := range c.stores {
-		out = append(out, s.meta)
+	infos := c.model.Stores()
+	out := make([]*metapb.Store, len(infos))
+	for i, s := range infos {
+		out[i] = s.Meta
 	}
-	c.mu.RUnlock()
-	slices.SortFunc(out, func(a, b *metapb.Store) int { return cmpUint(a.Id, b.Id) })
 	return out
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // maybeBootstrap creates the first region once enough stores are up.
@@ -178,23 +228,19 @@ func (c *cluster) maybeBootstrap(ctx context.Context) error {
 
 // maybeBootstrapLocked requires writeMu.
 func (c *cluster) maybeBootstrapLocked(ctx context.Context) error {
-	c.mu.RLock()
-	if c.bootstrapped {
-		c.mu.RUnlock()
+	if c.isBootstrapped() {
 		return nil
 	}
 	var up []uint64
-	for id, s := range c.stores {
-		if s.meta.State == metapb.StoreState_Up {
-			up = append(up, id)
+	for _, s := range c.model.Stores() {
+		if s.Meta.GetState() == metapb.StoreState_Up {
+			up = append(up, s.Meta.GetId())
 		}
 	}
-	c.mu.RUnlock()
 	if len(up) < c.replicas {
 		return nil
 	}
-	slices.Sort(up)
-	up = up[:c.replicas]
+	up = up[:c.replicas] // Stores() is sorted by id
 	first, err := c.ids.alloc(ctx, uint64(1+len(up)))
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
@@ -219,36 +265,34 @@ func (c *cluster) maybeBootstrapLocked(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	c.bootstrapped = true
-	c.regions.put(&regionInfo{meta: region})
-	regionsGauge.Set(float64(c.regions.len()))
 	c.mu.Unlock()
+	c.model.PutRegion(&schedule.RegionInfo{Meta: region})
+	regionsGauge.Set(float64(c.model.RegionCount()))
 	c.log.Info("cluster bootstrapped", "region_id", region.Id, "stores", up)
 	return nil
 }
 
-// storeHeartbeat records stats and returns the regions with a peer on the
-// store that it did not list.
+// neverConfChanged reports whether r's membership is still the one it was
+// created with (conf_ver 1): only such a region's peers may start from the
+// shared initial raft state (index 5, voters = peers). A peer added by a
+// conf change is created by a raft message and filled by a snapshot.
+func neverConfChanged(r *metapb.Region) bool {
+	return r.GetRegionEpoch().GetConfVer() == 1
+}
+
+// storeHeartbeat records stats and returns the regions never conf-changed
+// with a peer on the store that the store did not list.
 func (c *cluster) storeHeartbeat(req *pdpb.StoreHeartbeatRequest) []*metapb.Region {
 	sid := req.GetStats().GetStoreId()
+	c.model.StoreHeartbeat(req.GetStats())
 	have := make(map[uint64]struct{}, len(req.RegionIds))
 	for _, id := range req.RegionIds {
 		have[id] = struct{}{}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s := c.stores[sid]; s != nil {
-		s.stats, s.lastHeartbeat = req.Stats, time.Now()
-	}
 	var out []*metapb.Region
-	for _, r := range c.regions.sorted {
-		if _, ok := have[r.meta.Id]; ok {
-			continue
-		}
-		for _, p := range r.meta.Peers {
-			if p.StoreId == sid {
-				out = append(out, r.meta)
-				break
-			}
+	for _, r := range c.model.StoreRegions(sid) {
+		if _, ok := have[r.ID()]; !ok && neverConfChanged(r.Meta) {
+			out = append(out, r.Meta)
 		}
 	}
 	return out
@@ -262,106 +306,60 @@ const (
 	hbStale     hbOutcome = "stale"
 )
 
-// isStale reports whether region is older than what PD knows: its own
-// record has a newer epoch, or an overlapping region has a newer version.
-// Requires mu (read).
-func (c *cluster) isStaleLocked(region *metapb.Region) bool {
-	e := region.GetRegionEpoch()
-	if old := c.regions.byID[region.Id]; old != nil {
-		oe := old.meta.GetRegionEpoch()
-		if e.GetVersion() < oe.GetVersion() || e.GetConfVer() < oe.GetConfVer() {
-			return true
-		}
-	}
-	for _, o := range c.regions.overlaps(region.Id, region.StartKey, region.EndKey) {
-		if o.meta.GetRegionEpoch().GetVersion() > e.GetVersion() {
-			return true
-		}
-	}
-	return false
-}
-
-// regionHeartbeat applies a region leader's report.
-func (c *cluster) regionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbeatRequest) (hbOutcome, error) {
+// regionHeartbeat applies a region leader's report and fills resp with the
+// step of the region's operator, if any.
+func (c *cluster) regionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbeatRequest, resp *pdpb.RegionHeartbeatResponse) (hbOutcome, error) {
 	region := req.GetRegion()
 	if region == nil || region.Id == 0 || region.RegionEpoch == nil {
 		return "", fmt.Errorf("%w: region heartbeat needs region id and epoch", ErrInvalidArgument)
 	}
-	// Fast path: metadata unchanged, only the leader is recorded.
-	c.mu.Lock()
-	if old := c.regions.byID[region.Id]; old != nil && proto.Equal(old.meta, region) {
-		c.setLeaderLocked(old, req)
-		c.mu.Unlock()
-		return hbUnchanged, nil
-	}
-	c.mu.Unlock()
-
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	c.mu.RLock()
-	if c.isStaleLocked(region) {
-		c.mu.RUnlock()
+	ri := schedule.RegionFromHeartbeat(req)
+	if stale, _ := c.model.HeartbeatCheck(ri); stale {
 		return hbStale, nil
 	}
-	old := c.regions.byID[region.Id]
-	if old != nil && proto.Equal(old.meta, region) {
-		c.mu.RUnlock()
-		c.mu.Lock()
-		c.setLeaderLocked(old, req)
-		c.mu.Unlock()
-		return hbUnchanged, nil
+	outcome := hbUnchanged
+	if changed, _ := c.model.MetaChanged(ri); changed {
+		c.writeMu.Lock()
+		// Re-check under writeMu: another heartbeat may have moved on.
+		if stale, _ := c.model.HeartbeatCheck(ri); stale {
+			c.writeMu.Unlock()
+			return hbStale, nil
+		}
+		changed, overlaps := c.model.MetaChanged(ri)
+		if changed {
+			ri.Meta = proto.CloneOf(region)
+			ops := []clientv3.Op{clientv3.OpPut(regionKey(region.Id), mustMarshal(ri.Meta))}
+			for _, o := range overlaps {
+				ops = append(ops, clientv3.OpDelete(regionKey(o.ID())))
+			}
+			if err := c.kv.txn(ctx, nil, ops...); err != nil {
+				c.writeMu.Unlock()
+				return "", fmt.Errorf("persist region %d: %w", region.Id, err)
+			}
+			outcome = hbUpdated
+			c.log.Debug("region updated", "region_id", region.Id, "epoch", region.RegionEpoch.String(), "overlaps_removed", len(overlaps))
+		}
+		c.model.PutRegion(ri)
+		c.writeMu.Unlock()
+		regionsGauge.Set(float64(c.model.RegionCount()))
+	} else {
+		c.model.PutRegion(ri)
 	}
-	overlaps := c.regions.overlaps(region.Id, region.StartKey, region.EndKey)
-	c.mu.RUnlock()
-
-	region = proto.CloneOf(region)
-	ops := []clientv3.Op{clientv3.OpPut(regionKey(region.Id), mustMarshal(region))}
-	for _, o := range overlaps {
-		ops = append(ops, clientv3.OpDelete(regionKey(o.meta.Id)))
-	}
-	if err := c.kv.txn(ctx, nil, ops...); err != nil {
-		return "", fmt.Errorf("persist region %d: %w", region.Id, err)
-	}
-	info := &regionInfo{meta: region}
-	c.mu.Lock()
-	if old != nil {
-		info.leader, info.term = old.leader, old.term
-	}
-	c.setLeaderLocked(info, req)
-	c.regions.put(info)
-	regionsGauge.Set(float64(c.regions.len()))
-	c.mu.Unlock()
-	c.log.Debug("region updated", "region_id", region.Id, "epoch", region.RegionEpoch.String(), "overlaps_removed", len(overlaps))
-	return hbUpdated, nil
-}
-
-// setLeaderLocked records the reported leader unless an older term reports.
-// Requires mu (write).
-func (c *cluster) setLeaderLocked(r *regionInfo, req *pdpb.RegionHeartbeatRequest) {
-	if req.Leader == nil || req.Term < r.term {
-		return
-	}
-	if r.leader == nil || !proto.Equal(r.leader, req.Leader) {
-		r.leader = proto.CloneOf(req.Leader)
-	}
-	r.term = req.Term
+	c.ops.Dispatch(c.model.GetRegion(region.Id), resp)
+	return outcome, nil
 }
 
 // getRegion returns the region containing key and its leader (may be nil).
 func (c *cluster) getRegion(key []byte) (*metapb.Region, *metapb.Peer) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if r := c.regions.find(key); r != nil {
-		return r.meta, r.leader
+	if r := c.model.GetRegionByKey(key); r != nil {
+		return r.Meta, r.Leader
 	}
 	return nil, nil
 }
 
 func (c *cluster) getRegionByID(id uint64) (*metapb.Region, *metapb.Peer) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if r := c.regions.byID[id]; r != nil {
-		return r.meta, r.leader
+	if r := c.model.GetRegion(id); r != nil {
+		return r.Meta, r.Leader
 	}
 	return nil, nil
 }

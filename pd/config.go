@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/stratadb/strata/pd/schedule"
 )
 
 // Config configures one PD member.
@@ -46,6 +48,9 @@ type Config struct {
 	EtcdTick time.Duration
 	// EtcdLogLevel is the embedded etcd's zap level (default "warn").
 	EtcdLogLevel string
+	// Schedule is the scheduling configuration used until one is set
+	// through the HTTP API (which persists it in etcd and wins).
+	Schedule schedule.Config
 }
 
 func (c *Config) setDefaults() {
@@ -98,6 +103,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Replicas < 1 {
 		return fmt.Errorf("%w: replicas must be >= 1, got %d", ErrBadConfig, c.Replicas)
+	}
+	if err := c.Schedule.Defaults().Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadConfig, err)
 	}
 	if c.InitialClusterState != "new" && c.InitialClusterState != "existing" {
 		return fmt.Errorf("%w: initial cluster state %q", ErrBadConfig, c.InitialClusterState)

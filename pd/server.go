@@ -294,7 +294,7 @@ func (s *Server) campaignAndLead(ctx context.Context) error {
 	kv := &fencedKV{cli: s.cli, fence: clientv3.Compare(clientv3.CreateRevision(el.Key()), "=", el.Rev())}
 	t := &term{kv: kv, ids: &idAllocator{kv: kv}, lease: lease}
 	t.tso = tso.NewAllocator(tsoWindowStore{kv}, tso.Options{Window: s.cfg.TSOWindow, Logger: slog.Default().With("component", "tso", "name", s.cfg.Name)})
-	t.cluster = newCluster(kv, t.ids, s.cfg.Replicas, s.log)
+	t.cluster = newCluster(kv, t.ids, s.cfg.Replicas, s.cfg.Schedule, s.log)
 	t.gc = newGCState(kv)
 	defer t.tso.Reset()
 	if err := s.startTerm(ctx, t); err != nil {
@@ -303,6 +303,10 @@ func (s *Server) campaignAndLead(ctx context.Context) error {
 	s.setLeader(t)
 	isLeaderGauge.Set(1)
 	s.log.Info("became pd leader", "cluster_id", t.cluster.id(), "leader_key", el.Key())
+	schedCtx, stopSched := context.WithCancel(ctx)
+	schedDone := make(chan struct{})
+	go func() { defer close(schedDone); t.cluster.coord.Run(schedCtx) }()
+	defer func() { stopSched(); <-schedDone }()
 
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()

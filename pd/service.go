@@ -188,7 +188,8 @@ func (sv *service) RegionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbea
 	if t == nil {
 		return &pdpb.RegionHeartbeatResponse{Header: notLeaderHeader}, nil
 	}
-	outcome, err := t.cluster.regionHeartbeat(ctx, req)
+	resp := &pdpb.RegionHeartbeatResponse{Header: header(t)}
+	outcome, err := t.cluster.regionHeartbeat(ctx, req, resp)
 	if err != nil {
 		regionHeartbeats.WithLabelValues("error").Inc()
 		return &pdpb.RegionHeartbeatResponse{Header: errorHeader(t, err)}, nil
@@ -197,7 +198,7 @@ func (sv *service) RegionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbea
 	if outcome == hbStale {
 		sv.s.log.Debug("stale region heartbeat ignored", "region_id", req.Region.GetId(), "epoch", req.Region.GetRegionEpoch().String())
 	}
-	return &pdpb.RegionHeartbeatResponse{Header: header(t)}, nil
+	return resp, nil
 }
 
 func (sv *service) GetRegion(ctx context.Context, req *pdpb.GetRegionRequest) (*pdpb.GetRegionResponse, error) {

@@ -11,15 +11,16 @@ import (
 
 // Keys in etcd. Everything Strata keeps lives under rootPath.
 const (
-	rootPath        = "/strata/"
-	keyClusterID    = rootPath + "cluster_id"
-	keyBootstrapped = rootPath + "bootstrapped"
-	keyAllocID      = rootPath + "alloc_id"   // decimal: end (exclusive) of the persisted id range
-	keyTSOWindow    = rootPath + "tso_window" // decimal: physical ms upper bound
-	prefixStores    = rootPath + "stores/"    // + %020d id -> metapb.Store
-	prefixRegions   = rootPath + "regions/"   // + %020d id -> metapb.Region
-	prefixMembers   = rootPath + "members/"   // + name -> pdpb.Member
-	prefixLeader    = rootPath + "leader"     // election prefix
+	rootPath          = "/strata/"
+	keyClusterID      = rootPath + "cluster_id"
+	keyBootstrapped   = rootPath + "bootstrapped"
+	keyAllocID        = rootPath + "alloc_id"        // decimal: end (exclusive) of the persisted id range
+	keyTSOWindow      = rootPath + "tso_window"      // decimal: physical ms upper bound
+	prefixStores      = rootPath + "stores/"         // + %020d id -> metapb.Store
+	prefixRegions     = rootPath + "regions/"        // + %020d id -> metapb.Region
+	prefixMembers     = rootPath + "members/"        // + name -> pdpb.Member
+	prefixLeader      = rootPath + "leader"          // election prefix
+	keyScheduleConfig = rootPath + "schedule_config" // JSON schedule.Config
 )
 
 func storeKey(id uint64) string  { return fmt.Sprintf("%s%020d", prefixStores, id) }

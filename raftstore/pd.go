@@ -121,7 +121,7 @@ func (s *Store) regionHeartbeatLoop() {
 			return
 		case req := <-s.regionHeartbeats:
 			ctx, cancel := context.WithTimeout(s.ctx, 3*s.cfg.StoreHeartbeatInterval)
-			err := s.pd.RegionHeartbeat(ctx, req)
+			_, err := s.pd.RegionHeartbeat(ctx, req)
 			cancel()
 			if err != nil && s.ctx.Err() == nil {
 				s.log.Warn("region heartbeat", "region", req.GetRegion().GetId(), "err", err)

@@ -34,7 +34,7 @@ type PDClient interface {
 	PutStore(ctx context.Context, store *metapb.Store) error
 	GetStore(ctx context.Context, id uint64) (*metapb.Store, error)
 	StoreHeartbeat(ctx context.Context, req *pdpb.StoreHeartbeatRequest) (*pdpb.StoreHeartbeatResponse, error)
-	RegionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbeatRequest) error
+	RegionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbeatRequest) (*pdpb.RegionHeartbeatResponse, error)
 }
 
 // Config configures a Store.

@@ -345,12 +345,16 @@ func (c *Client) StoreHeartbeat(ctx context.Context, req *pdpb.StoreHeartbeatReq
 	return out, err
 }
 
-// RegionHeartbeat reports a region's shape and leader.
-func (c *Client) RegionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbeatRequest) error {
-	return c.call(ctx, "RegionHeartbeat", func(ctx context.Context, cli pdpb.PDClient) (*pdpb.ResponseHeader, error) {
+// RegionHeartbeat reports a region's shape, leader and flow; the response
+// may carry an operator step for the leader to execute.
+func (c *Client) RegionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbeatRequest) (*pdpb.RegionHeartbeatResponse, error) {
+	var out *pdpb.RegionHeartbeatResponse
+	err := c.call(ctx, "RegionHeartbeat", func(ctx context.Context, cli pdpb.PDClient) (*pdpb.ResponseHeader, error) {
 		resp, err := cli.RegionHeartbeat(ctx, req)
+		out = resp
 		return resp.GetHeader(), err
 	})
+	return out, err
 }
 
 // GetRegion returns the region containing key and its last known leader

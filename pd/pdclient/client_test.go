@@ -189,7 +189,8 @@ func TestBootstrapAndRouting(t *testing.T) {
 	}
 
 	// Leader heartbeat, then a split into [ "", "m") and ["m", "").
-	require.NoError(t, c.RegionHeartbeat(ctx, &pdpb.RegionHeartbeatRequest{Region: r, Leader: r.Peers[1], Term: 2}))
+	_, err = c.RegionHeartbeat(ctx, &pdpb.RegionHeartbeatRequest{Region: r, Leader: r.Peers[1], Term: 2})
+	require.NoError(t, err)
 	_, leader, err = c.GetRegion(ctx, []byte("x"))
 	require.NoError(t, err)
 	require.Equal(t, r.Peers[1].Id, leader.Id)
@@ -201,12 +202,15 @@ func TestBootstrapAndRouting(t *testing.T) {
 		left.Peers = append(left.Peers, &metapb.Peer{Id: newID + 1 + uint64(i), StoreId: p.StoreId})
 	}
 	right := &metapb.Region{Id: r.Id, StartKey: []byte("m"), RegionEpoch: &metapb.RegionEpoch{ConfVer: 1, Version: 2}, Peers: r.Peers}
-	require.NoError(t, c.RegionHeartbeat(ctx, &pdpb.RegionHeartbeatRequest{Region: left, Leader: left.Peers[0], Term: 5}))
+	_, err = c.RegionHeartbeat(ctx, &pdpb.RegionHeartbeatRequest{Region: left, Leader: left.Peers[0], Term: 5})
+	require.NoError(t, err)
 	// Before the right half reports, the old region still covers keys >= m.
-	require.NoError(t, c.RegionHeartbeat(ctx, &pdpb.RegionHeartbeatRequest{Region: right, Leader: right.Peers[2], Term: 3}))
+	_, err = c.RegionHeartbeat(ctx, &pdpb.RegionHeartbeatRequest{Region: right, Leader: right.Peers[2], Term: 3})
+	require.NoError(t, err)
 
 	// A stale heartbeat of the pre-split region is ignored.
-	require.NoError(t, c.RegionHeartbeat(ctx, &pdpb.RegionHeartbeatRequest{Region: r, Leader: r.Peers[0], Term: 9}))
+	_, err = c.RegionHeartbeat(ctx, &pdpb.RegionHeartbeatRequest{Region: r, Leader: r.Peers[0], Term: 9})
+	require.NoError(t, err)
 
 	for _, tc := range []struct {
 		key    string

@@ -70,6 +70,55 @@ func (StoreState) EnumDescriptor() ([]byte, []int) {
 	return file_metapb_proto_rawDescGZIP(), []int{0}
 }
 
+// PeerRole is a peer's raft role: a Learner receives the log but neither
+// votes nor counts for commit (a new replica catches up as one, then is
+// promoted).
+type PeerRole int32
+
+const (
+	PeerRole_Voter   PeerRole = 0
+	PeerRole_Learner PeerRole = 1
+)
+
+// Enum value maps for PeerRole.
+var (
+	PeerRole_name = map[int32]string{
+		0: "Voter",
+		1: "Learner",
+	}
+	PeerRole_value = map[string]int32{
+		"Voter":   0,
+		"Learner": 1,
+	}
+)
+
+func (x PeerRole) Enum() *PeerRole {
+	p := new(PeerRole)
+	*p = x
+	return p
+}
+
+func (x PeerRole) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PeerRole) Descriptor() protoreflect.EnumDescriptor {
+	return file_metapb_proto_enumTypes[1].Descriptor()
+}
+
+func (PeerRole) Type() protoreflect.EnumType {
+	return &file_metapb_proto_enumTypes[1]
+}
+
+func (x PeerRole) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PeerRole.Descriptor instead.
+func (PeerRole) EnumDescriptor() ([]byte, []int) {
+	return file_metapb_proto_rawDescGZIP(), []int{1}
+}
+
 // Store is one storage node process.
 type Store struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -276,6 +325,7 @@ type Peer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	StoreId       uint64                 `protobuf:"varint,2,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"`
+	Role          PeerRole               `protobuf:"varint,3,opt,name=role,proto3,enum=metapb.PeerRole" json:"role,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -324,6 +374,13 @@ func (x *Peer) GetStoreId() uint64 {
 	return 0
 }
 
+func (x *Peer) GetRole() PeerRole {
+	if x != nil {
+		return x.Role
+	}
+	return PeerRole_Voter
+}
+
 var File_metapb_proto protoreflect.FileDescriptor
 
 const file_metapb_proto_rawDesc = "" +
@@ -342,15 +399,19 @@ const file_metapb_proto_rawDesc = "" +
 	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
 	"\aend_key\x18\x03 \x01(\fR\x06endKey\x126\n" +
 	"\fregion_epoch\x18\x04 \x01(\v2\x13.metapb.RegionEpochR\vregionEpoch\x12\"\n" +
-	"\x05peers\x18\x05 \x03(\v2\f.metapb.PeerR\x05peers\"1\n" +
+	"\x05peers\x18\x05 \x03(\v2\f.metapb.PeerR\x05peers\"W\n" +
 	"\x04Peer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x19\n" +
-	"\bstore_id\x18\x02 \x01(\x04R\astoreId*0\n" +
+	"\bstore_id\x18\x02 \x01(\x04R\astoreId\x12$\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x10.metapb.PeerRoleR\x04role*0\n" +
 	"\n" +
 	"StoreState\x12\x06\n" +
 	"\x02Up\x10\x00\x12\v\n" +
 	"\aOffline\x10\x01\x12\r\n" +
-	"\tTombstone\x10\x02B)Z'github.com/stratadb/strata/proto/metapbb\x06proto3"
+	"\tTombstone\x10\x02*\"\n" +
+	"\bPeerRole\x12\t\n" +
+	"\x05Voter\x10\x00\x12\v\n" +
+	"\aLearner\x10\x01B)Z'github.com/stratadb/strata/proto/metapbb\x06proto3"
 
 var (
 	file_metapb_proto_rawDescOnce sync.Once
@@ -364,24 +425,26 @@ func file_metapb_proto_rawDescGZIP() []byte {
 	return file_metapb_proto_rawDescData
 }
 
-var file_metapb_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_metapb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_metapb_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_metapb_proto_goTypes = []any{
 	(StoreState)(0),     // 0: metapb.StoreState
-	(*Store)(nil),       // 1: metapb.Store
-	(*RegionEpoch)(nil), // 2: metapb.RegionEpoch
-	(*Region)(nil),      // 3: metapb.Region
-	(*Peer)(nil),        // 4: metapb.Peer
+	(PeerRole)(0),       // 1: metapb.PeerRole
+	(*Store)(nil),       // 2: metapb.Store
+	(*RegionEpoch)(nil), // 3: metapb.RegionEpoch
+	(*Region)(nil),      // 4: metapb.Region
+	(*Peer)(nil),        // 5: metapb.Peer
 }
 var file_metapb_proto_depIdxs = []int32{
 	0, // 0: metapb.Store.state:type_name -> metapb.StoreState
-	2, // 1: metapb.Region.region_epoch:type_name -> metapb.RegionEpoch
-	4, // 2: metapb.Region.peers:type_name -> metapb.Peer
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	3, // 1: metapb.Region.region_epoch:type_name -> metapb.RegionEpoch
+	5, // 2: metapb.Region.peers:type_name -> metapb.Peer
+	1, // 3: metapb.Peer.role:type_name -> metapb.PeerRole
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_metapb_proto_init() }
@@ -394,7 +457,7 @@ func file_metapb_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metapb_proto_rawDesc), len(file_metapb_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,

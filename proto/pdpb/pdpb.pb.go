@@ -83,6 +83,57 @@ func (ErrorType) EnumDescriptor() ([]byte, []int) {
 	return file_pdpb_proto_rawDescGZIP(), []int{0}
 }
 
+// ConfChangeType follows raftpb.ConfChangeType. AddNode of an existing
+// learner promotes it to voter.
+type ConfChangeType int32
+
+const (
+	ConfChangeType_AddNode        ConfChangeType = 0
+	ConfChangeType_RemoveNode     ConfChangeType = 1
+	ConfChangeType_AddLearnerNode ConfChangeType = 2
+)
+
+// Enum value maps for ConfChangeType.
+var (
+	ConfChangeType_name = map[int32]string{
+		0: "AddNode",
+		1: "RemoveNode",
+		2: "AddLearnerNode",
+	}
+	ConfChangeType_value = map[string]int32{
+		"AddNode":        0,
+		"RemoveNode":     1,
+		"AddLearnerNode": 2,
+	}
+)
+
+func (x ConfChangeType) Enum() *ConfChangeType {
+	p := new(ConfChangeType)
+	*p = x
+	return p
+}
+
+func (x ConfChangeType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ConfChangeType) Descriptor() protoreflect.EnumDescriptor {
+	return file_pdpb_proto_enumTypes[1].Descriptor()
+}
+
+func (ConfChangeType) Type() protoreflect.EnumType {
+	return &file_pdpb_proto_enumTypes[1]
+}
+
+func (x ConfChangeType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ConfChangeType.Descriptor instead.
+func (ConfChangeType) EnumDescriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{1}
+}
+
 type RequestHeader struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClusterId     uint64                 `protobuf:"varint,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
@@ -806,11 +857,19 @@ func (x *GetAllStoresResponse) GetStores() []*metapb.Store {
 }
 
 type StoreStats struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	StoreId       uint64                 `protobuf:"varint,1,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"`
-	RegionCount   uint32                 `protobuf:"varint,2,opt,name=region_count,json=regionCount,proto3" json:"region_count,omitempty"`
-	UsedSize      uint64                 `protobuf:"varint,3,opt,name=used_size,json=usedSize,proto3" json:"used_size,omitempty"`
-	Capacity      uint64                 `protobuf:"varint,4,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	StoreId     uint64                 `protobuf:"varint,1,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"`
+	RegionCount uint32                 `protobuf:"varint,2,opt,name=region_count,json=regionCount,proto3" json:"region_count,omitempty"`
+	UsedSize    uint64                 `protobuf:"varint,3,opt,name=used_size,json=usedSize,proto3" json:"used_size,omitempty"`
+	Capacity    uint64                 `protobuf:"varint,4,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	Available   uint64                 `protobuf:"varint,5,opt,name=available,proto3" json:"available,omitempty"`
+	LeaderCount uint32                 `protobuf:"varint,6,opt,name=leader_count,json=leaderCount,proto3" json:"leader_count,omitempty"`
+	// Flow since the previous store heartbeat.
+	BytesWritten  uint64 `protobuf:"varint,7,opt,name=bytes_written,json=bytesWritten,proto3" json:"bytes_written,omitempty"`
+	KeysWritten   uint64 `protobuf:"varint,8,opt,name=keys_written,json=keysWritten,proto3" json:"keys_written,omitempty"`
+	BytesRead     uint64 `protobuf:"varint,9,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
+	KeysRead      uint64 `protobuf:"varint,10,opt,name=keys_read,json=keysRead,proto3" json:"keys_read,omitempty"`
+	IntervalMs    uint64 `protobuf:"varint,11,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"` // length of the period the flow covers
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -869,6 +928,55 @@ func (x *StoreStats) GetUsedSize() uint64 {
 func (x *StoreStats) GetCapacity() uint64 {
 	if x != nil {
 		return x.Capacity
+	}
+	return 0
+}
+
+func (x *StoreStats) GetAvailable() uint64 {
+	if x != nil {
+		return x.Available
+	}
+	return 0
+}
+
+func (x *StoreStats) GetLeaderCount() uint32 {
+	if x != nil {
+		return x.LeaderCount
+	}
+	return 0
+}
+
+func (x *StoreStats) GetBytesWritten() uint64 {
+	if x != nil {
+		return x.BytesWritten
+	}
+	return 0
+}
+
+func (x *StoreStats) GetKeysWritten() uint64 {
+	if x != nil {
+		return x.KeysWritten
+	}
+	return 0
+}
+
+func (x *StoreStats) GetBytesRead() uint64 {
+	if x != nil {
+		return x.BytesRead
+	}
+	return 0
+}
+
+func (x *StoreStats) GetKeysRead() uint64 {
+	if x != nil {
+		return x.KeysRead
+	}
+	return 0
+}
+
+func (x *StoreStats) GetIntervalMs() uint64 {
+	if x != nil {
+		return x.IntervalMs
 	}
 	return 0
 }
@@ -986,6 +1094,59 @@ func (x *StoreHeartbeatResponse) GetCreateRegions() []*metapb.Region {
 	return nil
 }
 
+// PeerStats is a peer the leader has not heard from for down_seconds.
+type PeerStats struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Peer          *metapb.Peer           `protobuf:"bytes,1,opt,name=peer,proto3" json:"peer,omitempty"`
+	DownSeconds   uint64                 `protobuf:"varint,2,opt,name=down_seconds,json=downSeconds,proto3" json:"down_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerStats) Reset() {
+	*x = PeerStats{}
+	mi := &file_pdpb_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerStats) ProtoMessage() {}
+
+func (x *PeerStats) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerStats.ProtoReflect.Descriptor instead.
+func (*PeerStats) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *PeerStats) GetPeer() *metapb.Peer {
+	if x != nil {
+		return x.Peer
+	}
+	return nil
+}
+
+func (x *PeerStats) GetDownSeconds() uint64 {
+	if x != nil {
+		return x.DownSeconds
+	}
+	return 0
+}
+
 type RegionHeartbeatRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Header          *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
@@ -994,13 +1155,23 @@ type RegionHeartbeatRequest struct {
 	Term            uint64                 `protobuf:"varint,4,opt,name=term,proto3" json:"term,omitempty"`
 	ApproximateSize uint64                 `protobuf:"varint,5,opt,name=approximate_size,json=approximateSize,proto3" json:"approximate_size,omitempty"`
 	ApproximateKeys uint64                 `protobuf:"varint,6,opt,name=approximate_keys,json=approximateKeys,proto3" json:"approximate_keys,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Peers the leader has not heard from within the down threshold.
+	DownPeers []*PeerStats `protobuf:"bytes,7,rep,name=down_peers,json=downPeers,proto3" json:"down_peers,omitempty"`
+	// Peers whose log is behind the leader's (catching up or need a snapshot).
+	PendingPeers []*metapb.Peer `protobuf:"bytes,8,rep,name=pending_peers,json=pendingPeers,proto3" json:"pending_peers,omitempty"`
+	// Flow of the region since its previous heartbeat.
+	BytesWritten  uint64 `protobuf:"varint,9,opt,name=bytes_written,json=bytesWritten,proto3" json:"bytes_written,omitempty"`
+	KeysWritten   uint64 `protobuf:"varint,10,opt,name=keys_written,json=keysWritten,proto3" json:"keys_written,omitempty"`
+	BytesRead     uint64 `protobuf:"varint,11,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
+	KeysRead      uint64 `protobuf:"varint,12,opt,name=keys_read,json=keysRead,proto3" json:"keys_read,omitempty"`
+	IntervalMs    uint64 `protobuf:"varint,13,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegionHeartbeatRequest) Reset() {
 	*x = RegionHeartbeatRequest{}
-	mi := &file_pdpb_proto_msgTypes[17]
+	mi := &file_pdpb_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1183,7 @@ func (x *RegionHeartbeatRequest) String() string {
 func (*RegionHeartbeatRequest) ProtoMessage() {}
 
 func (x *RegionHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[17]
+	mi := &file_pdpb_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1196,7 @@ func (x *RegionHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*RegionHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{17}
+	return file_pdpb_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RegionHeartbeatRequest) GetHeader() *RequestHeader {
@@ -1070,16 +1241,169 @@ func (x *RegionHeartbeatRequest) GetApproximateKeys() uint64 {
 	return 0
 }
 
-type RegionHeartbeatResponse struct {
+func (x *RegionHeartbeatRequest) GetDownPeers() []*PeerStats {
+	if x != nil {
+		return x.DownPeers
+	}
+	return nil
+}
+
+func (x *RegionHeartbeatRequest) GetPendingPeers() []*metapb.Peer {
+	if x != nil {
+		return x.PendingPeers
+	}
+	return nil
+}
+
+func (x *RegionHeartbeatRequest) GetBytesWritten() uint64 {
+	if x != nil {
+		return x.BytesWritten
+	}
+	return 0
+}
+
+func (x *RegionHeartbeatRequest) GetKeysWritten() uint64 {
+	if x != nil {
+		return x.KeysWritten
+	}
+	return 0
+}
+
+func (x *RegionHeartbeatRequest) GetBytesRead() uint64 {
+	if x != nil {
+		return x.BytesRead
+	}
+	return 0
+}
+
+func (x *RegionHeartbeatRequest) GetKeysRead() uint64 {
+	if x != nil {
+		return x.KeysRead
+	}
+	return 0
+}
+
+func (x *RegionHeartbeatRequest) GetIntervalMs() uint64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
+type ChangePeer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Peer          *metapb.Peer           `protobuf:"bytes,1,opt,name=peer,proto3" json:"peer,omitempty"`
+	ChangeType    ConfChangeType         `protobuf:"varint,2,opt,name=change_type,json=changeType,proto3,enum=pdpb.ConfChangeType" json:"change_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
+func (x *ChangePeer) Reset() {
+	*x = ChangePeer{}
+	mi := &file_pdpb_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangePeer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangePeer) ProtoMessage() {}
+
+func (x *ChangePeer) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangePeer.ProtoReflect.Descriptor instead.
+func (*ChangePeer) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ChangePeer) GetPeer() *metapb.Peer {
+	if x != nil {
+		return x.Peer
+	}
+	return nil
+}
+
+func (x *ChangePeer) GetChangeType() ConfChangeType {
+	if x != nil {
+		return x.ChangeType
+	}
+	return ConfChangeType_AddNode
+}
+
+type TransferLeader struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Peer          *metapb.Peer           `protobuf:"bytes,1,opt,name=peer,proto3" json:"peer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferLeader) Reset() {
+	*x = TransferLeader{}
+	mi := &file_pdpb_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferLeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferLeader) ProtoMessage() {}
+
+func (x *TransferLeader) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferLeader.ProtoReflect.Descriptor instead.
+func (*TransferLeader) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *TransferLeader) GetPeer() *metapb.Peer {
+	if x != nil {
+		return x.Peer
+	}
+	return nil
+}
+
+// RegionHeartbeatResponse carries at most one step of an operator PD runs on
+// the region (pd/schedule); the leader executes it and the next heartbeats
+// show its progress. region_epoch is the epoch the step was computed for:
+// the store ignores a step for another epoch.
+type RegionHeartbeatResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Header         *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	RegionId       uint64                 `protobuf:"varint,2,opt,name=region_id,json=regionId,proto3" json:"region_id,omitempty"`
+	RegionEpoch    *metapb.RegionEpoch    `protobuf:"bytes,3,opt,name=region_epoch,json=regionEpoch,proto3" json:"region_epoch,omitempty"`
+	ChangePeer     *ChangePeer            `protobuf:"bytes,4,opt,name=change_peer,json=changePeer,proto3" json:"change_peer,omitempty"`
+	TransferLeader *TransferLeader        `protobuf:"bytes,5,opt,name=transfer_leader,json=transferLeader,proto3" json:"transfer_leader,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
 func (x *RegionHeartbeatResponse) Reset() {
 	*x = RegionHeartbeatResponse{}
-	mi := &file_pdpb_proto_msgTypes[18]
+	mi := &file_pdpb_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1091,7 +1415,7 @@ func (x *RegionHeartbeatResponse) String() string {
 func (*RegionHeartbeatResponse) ProtoMessage() {}
 
 func (x *RegionHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[18]
+	mi := &file_pdpb_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1104,12 +1428,40 @@ func (x *RegionHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*RegionHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{18}
+	return file_pdpb_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RegionHeartbeatResponse) GetHeader() *ResponseHeader {
 	if x != nil {
 		return x.Header
+	}
+	return nil
+}
+
+func (x *RegionHeartbeatResponse) GetRegionId() uint64 {
+	if x != nil {
+		return x.RegionId
+	}
+	return 0
+}
+
+func (x *RegionHeartbeatResponse) GetRegionEpoch() *metapb.RegionEpoch {
+	if x != nil {
+		return x.RegionEpoch
+	}
+	return nil
+}
+
+func (x *RegionHeartbeatResponse) GetChangePeer() *ChangePeer {
+	if x != nil {
+		return x.ChangePeer
+	}
+	return nil
+}
+
+func (x *RegionHeartbeatResponse) GetTransferLeader() *TransferLeader {
+	if x != nil {
+		return x.TransferLeader
 	}
 	return nil
 }
@@ -1124,7 +1476,7 @@ type GetRegionRequest struct {
 
 func (x *GetRegionRequest) Reset() {
 	*x = GetRegionRequest{}
-	mi := &file_pdpb_proto_msgTypes[19]
+	mi := &file_pdpb_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1488,7 @@ func (x *GetRegionRequest) String() string {
 func (*GetRegionRequest) ProtoMessage() {}
 
 func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[19]
+	mi := &file_pdpb_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1501,7 @@ func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{19}
+	return file_pdpb_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetRegionRequest) GetHeader() *RequestHeader {
@@ -1176,7 +1528,7 @@ type GetRegionByIDRequest struct {
 
 func (x *GetRegionByIDRequest) Reset() {
 	*x = GetRegionByIDRequest{}
-	mi := &file_pdpb_proto_msgTypes[20]
+	mi := &file_pdpb_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1188,7 +1540,7 @@ func (x *GetRegionByIDRequest) String() string {
 func (*GetRegionByIDRequest) ProtoMessage() {}
 
 func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[20]
+	mi := &file_pdpb_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1201,7 +1553,7 @@ func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionByIDRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{20}
+	return file_pdpb_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetRegionByIDRequest) GetHeader() *RequestHeader {
@@ -1229,7 +1581,7 @@ type GetRegionResponse struct {
 
 func (x *GetRegionResponse) Reset() {
 	*x = GetRegionResponse{}
-	mi := &file_pdpb_proto_msgTypes[21]
+	mi := &file_pdpb_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1593,7 @@ func (x *GetRegionResponse) String() string {
 func (*GetRegionResponse) ProtoMessage() {}
 
 func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[21]
+	mi := &file_pdpb_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1606,7 @@ func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionResponse.ProtoReflect.Descriptor instead.
 func (*GetRegionResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{21}
+	return file_pdpb_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetRegionResponse) GetHeader() *ResponseHeader {
@@ -1287,7 +1639,7 @@ type IsBootstrappedRequest struct {
 
 func (x *IsBootstrappedRequest) Reset() {
 	*x = IsBootstrappedRequest{}
-	mi := &file_pdpb_proto_msgTypes[22]
+	mi := &file_pdpb_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1651,7 @@ func (x *IsBootstrappedRequest) String() string {
 func (*IsBootstrappedRequest) ProtoMessage() {}
 
 func (x *IsBootstrappedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[22]
+	mi := &file_pdpb_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1664,7 @@ func (x *IsBootstrappedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsBootstrappedRequest.ProtoReflect.Descriptor instead.
 func (*IsBootstrappedRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{22}
+	return file_pdpb_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *IsBootstrappedRequest) GetHeader() *RequestHeader {
@@ -1332,7 +1684,7 @@ type IsBootstrappedResponse struct {
 
 func (x *IsBootstrappedResponse) Reset() {
 	*x = IsBootstrappedResponse{}
-	mi := &file_pdpb_proto_msgTypes[23]
+	mi := &file_pdpb_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1344,7 +1696,7 @@ func (x *IsBootstrappedResponse) String() string {
 func (*IsBootstrappedResponse) ProtoMessage() {}
 
 func (x *IsBootstrappedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[23]
+	mi := &file_pdpb_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1357,7 +1709,7 @@ func (x *IsBootstrappedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsBootstrappedResponse.ProtoReflect.Descriptor instead.
 func (*IsBootstrappedResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{23}
+	return file_pdpb_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *IsBootstrappedResponse) GetHeader() *ResponseHeader {
@@ -1386,7 +1738,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_pdpb_proto_msgTypes[24]
+	mi := &file_pdpb_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1750,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[24]
+	mi := &file_pdpb_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1763,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{24}
+	return file_pdpb_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Member) GetName() string {
@@ -1451,7 +1803,7 @@ type GetMembersRequest struct {
 
 func (x *GetMembersRequest) Reset() {
 	*x = GetMembersRequest{}
-	mi := &file_pdpb_proto_msgTypes[25]
+	mi := &file_pdpb_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1815,7 @@ func (x *GetMembersRequest) String() string {
 func (*GetMembersRequest) ProtoMessage() {}
 
 func (x *GetMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[25]
+	mi := &file_pdpb_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1828,7 @@ func (x *GetMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMembersRequest.ProtoReflect.Descriptor instead.
 func (*GetMembersRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{25}
+	return file_pdpb_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetMembersRequest) GetHeader() *RequestHeader {
@@ -1497,7 +1849,7 @@ type GetMembersResponse struct {
 
 func (x *GetMembersResponse) Reset() {
 	*x = GetMembersResponse{}
-	mi := &file_pdpb_proto_msgTypes[26]
+	mi := &file_pdpb_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1509,7 +1861,7 @@ func (x *GetMembersResponse) String() string {
 func (*GetMembersResponse) ProtoMessage() {}
 
 func (x *GetMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[26]
+	mi := &file_pdpb_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1522,7 +1874,7 @@ func (x *GetMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMembersResponse.ProtoReflect.Descriptor instead.
 func (*GetMembersResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{26}
+	return file_pdpb_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetMembersResponse) GetHeader() *ResponseHeader {
@@ -1555,7 +1907,7 @@ type GetGCSafePointRequest struct {
 
 func (x *GetGCSafePointRequest) Reset() {
 	*x = GetGCSafePointRequest{}
-	mi := &file_pdpb_proto_msgTypes[27]
+	mi := &file_pdpb_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1919,7 @@ func (x *GetGCSafePointRequest) String() string {
 func (*GetGCSafePointRequest) ProtoMessage() {}
 
 func (x *GetGCSafePointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[27]
+	mi := &file_pdpb_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1932,7 @@ func (x *GetGCSafePointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGCSafePointRequest.ProtoReflect.Descriptor instead.
 func (*GetGCSafePointRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{27}
+	return file_pdpb_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetGCSafePointRequest) GetHeader() *RequestHeader {
@@ -1600,7 +1952,7 @@ type GetGCSafePointResponse struct {
 
 func (x *GetGCSafePointResponse) Reset() {
 	*x = GetGCSafePointResponse{}
-	mi := &file_pdpb_proto_msgTypes[28]
+	mi := &file_pdpb_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1612,7 +1964,7 @@ func (x *GetGCSafePointResponse) String() string {
 func (*GetGCSafePointResponse) ProtoMessage() {}
 
 func (x *GetGCSafePointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[28]
+	mi := &file_pdpb_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +1977,7 @@ func (x *GetGCSafePointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGCSafePointResponse.ProtoReflect.Descriptor instead.
 func (*GetGCSafePointResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{28}
+	return file_pdpb_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetGCSafePointResponse) GetHeader() *ResponseHeader {
@@ -1652,7 +2004,7 @@ type UpdateGCSafePointRequest struct {
 
 func (x *UpdateGCSafePointRequest) Reset() {
 	*x = UpdateGCSafePointRequest{}
-	mi := &file_pdpb_proto_msgTypes[29]
+	mi := &file_pdpb_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1664,7 +2016,7 @@ func (x *UpdateGCSafePointRequest) String() string {
 func (*UpdateGCSafePointRequest) ProtoMessage() {}
 
 func (x *UpdateGCSafePointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[29]
+	mi := &file_pdpb_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1677,7 +2029,7 @@ func (x *UpdateGCSafePointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateGCSafePointRequest.ProtoReflect.Descriptor instead.
 func (*UpdateGCSafePointRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{29}
+	return file_pdpb_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpdateGCSafePointRequest) GetHeader() *RequestHeader {
@@ -1705,7 +2057,7 @@ type UpdateGCSafePointResponse struct {
 
 func (x *UpdateGCSafePointResponse) Reset() {
 	*x = UpdateGCSafePointResponse{}
-	mi := &file_pdpb_proto_msgTypes[30]
+	mi := &file_pdpb_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +2069,7 @@ func (x *UpdateGCSafePointResponse) String() string {
 func (*UpdateGCSafePointResponse) ProtoMessage() {}
 
 func (x *UpdateGCSafePointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[30]
+	mi := &file_pdpb_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +2082,7 @@ func (x *UpdateGCSafePointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateGCSafePointResponse.ProtoReflect.Descriptor instead.
 func (*UpdateGCSafePointResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{30}
+	return file_pdpb_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpdateGCSafePointResponse) GetHeader() *ResponseHeader {
@@ -1759,7 +2111,7 @@ type GCConfig struct {
 
 func (x *GCConfig) Reset() {
 	*x = GCConfig{}
-	mi := &file_pdpb_proto_msgTypes[31]
+	mi := &file_pdpb_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1771,7 +2123,7 @@ func (x *GCConfig) String() string {
 func (*GCConfig) ProtoMessage() {}
 
 func (x *GCConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[31]
+	mi := &file_pdpb_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1784,7 +2136,7 @@ func (x *GCConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCConfig.ProtoReflect.Descriptor instead.
 func (*GCConfig) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{31}
+	return file_pdpb_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GCConfig) GetLifeTimeMs() uint64 {
@@ -1818,7 +2170,7 @@ type GCNodeHeartbeatRequest struct {
 
 func (x *GCNodeHeartbeatRequest) Reset() {
 	*x = GCNodeHeartbeatRequest{}
-	mi := &file_pdpb_proto_msgTypes[32]
+	mi := &file_pdpb_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1830,7 +2182,7 @@ func (x *GCNodeHeartbeatRequest) String() string {
 func (*GCNodeHeartbeatRequest) ProtoMessage() {}
 
 func (x *GCNodeHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[32]
+	mi := &file_pdpb_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1843,7 +2195,7 @@ func (x *GCNodeHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCNodeHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*GCNodeHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{32}
+	return file_pdpb_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GCNodeHeartbeatRequest) GetHeader() *RequestHeader {
@@ -1895,7 +2247,7 @@ type GCNodeHeartbeatResponse struct {
 
 func (x *GCNodeHeartbeatResponse) Reset() {
 	*x = GCNodeHeartbeatResponse{}
-	mi := &file_pdpb_proto_msgTypes[33]
+	mi := &file_pdpb_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1907,7 +2259,7 @@ func (x *GCNodeHeartbeatResponse) String() string {
 func (*GCNodeHeartbeatResponse) ProtoMessage() {}
 
 func (x *GCNodeHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[33]
+	mi := &file_pdpb_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1920,7 +2272,7 @@ func (x *GCNodeHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCNodeHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*GCNodeHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{33}
+	return file_pdpb_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GCNodeHeartbeatResponse) GetHeader() *ResponseHeader {
@@ -1968,7 +2320,7 @@ type SetGCConfigRequest struct {
 
 func (x *SetGCConfigRequest) Reset() {
 	*x = SetGCConfigRequest{}
-	mi := &file_pdpb_proto_msgTypes[34]
+	mi := &file_pdpb_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1980,7 +2332,7 @@ func (x *SetGCConfigRequest) String() string {
 func (*SetGCConfigRequest) ProtoMessage() {}
 
 func (x *SetGCConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[34]
+	mi := &file_pdpb_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1993,7 +2345,7 @@ func (x *SetGCConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGCConfigRequest.ProtoReflect.Descriptor instead.
 func (*SetGCConfigRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{34}
+	return file_pdpb_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SetGCConfigRequest) GetHeader() *RequestHeader {
@@ -2020,7 +2372,7 @@ type SetGCConfigResponse struct {
 
 func (x *SetGCConfigResponse) Reset() {
 	*x = SetGCConfigResponse{}
-	mi := &file_pdpb_proto_msgTypes[35]
+	mi := &file_pdpb_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2384,7 @@ func (x *SetGCConfigResponse) String() string {
 func (*SetGCConfigResponse) ProtoMessage() {}
 
 func (x *SetGCConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[35]
+	mi := &file_pdpb_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2397,7 @@ func (x *SetGCConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGCConfigResponse.ProtoReflect.Descriptor instead.
 func (*SetGCConfigResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{35}
+	return file_pdpb_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SetGCConfigResponse) GetHeader() *ResponseHeader {
@@ -2111,13 +2463,23 @@ const file_pdpb_proto_rawDesc = "" +
 	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\"k\n" +
 	"\x14GetAllStoresResponse\x12,\n" +
 	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12%\n" +
-	"\x06stores\x18\x02 \x03(\v2\r.metapb.StoreR\x06stores\"\x83\x01\n" +
+	"\x06stores\x18\x02 \x03(\v2\r.metapb.StoreR\x06stores\"\xe9\x02\n" +
 	"\n" +
 	"StoreStats\x12\x19\n" +
 	"\bstore_id\x18\x01 \x01(\x04R\astoreId\x12!\n" +
 	"\fregion_count\x18\x02 \x01(\rR\vregionCount\x12\x1b\n" +
 	"\tused_size\x18\x03 \x01(\x04R\busedSize\x12\x1a\n" +
-	"\bcapacity\x18\x04 \x01(\x04R\bcapacity\"\x8b\x01\n" +
+	"\bcapacity\x18\x04 \x01(\x04R\bcapacity\x12\x1c\n" +
+	"\tavailable\x18\x05 \x01(\x04R\tavailable\x12!\n" +
+	"\fleader_count\x18\x06 \x01(\rR\vleaderCount\x12#\n" +
+	"\rbytes_written\x18\a \x01(\x04R\fbytesWritten\x12!\n" +
+	"\fkeys_written\x18\b \x01(\x04R\vkeysWritten\x12\x1d\n" +
+	"\n" +
+	"bytes_read\x18\t \x01(\x04R\tbytesRead\x12\x1b\n" +
+	"\tkeys_read\x18\n" +
+	" \x01(\x04R\bkeysRead\x12\x1f\n" +
+	"\vinterval_ms\x18\v \x01(\x04R\n" +
+	"intervalMs\"\x8b\x01\n" +
 	"\x15StoreHeartbeatRequest\x12+\n" +
 	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12&\n" +
 	"\x05stats\x18\x02 \x01(\v2\x10.pdpb.StoreStatsR\x05stats\x12\x1d\n" +
@@ -2125,16 +2487,42 @@ const file_pdpb_proto_rawDesc = "" +
 	"region_ids\x18\x03 \x03(\x04R\tregionIds\"}\n" +
 	"\x16StoreHeartbeatResponse\x12,\n" +
 	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x125\n" +
-	"\x0ecreate_regions\x18\x02 \x03(\v2\x0e.metapb.RegionR\rcreateRegions\"\xfd\x01\n" +
+	"\x0ecreate_regions\x18\x02 \x03(\v2\x0e.metapb.RegionR\rcreateRegions\"P\n" +
+	"\tPeerStats\x12 \n" +
+	"\x04peer\x18\x01 \x01(\v2\f.metapb.PeerR\x04peer\x12!\n" +
+	"\fdown_seconds\x18\x02 \x01(\x04R\vdownSeconds\"\x85\x04\n" +
 	"\x16RegionHeartbeatRequest\x12+\n" +
 	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12&\n" +
 	"\x06region\x18\x02 \x01(\v2\x0e.metapb.RegionR\x06region\x12$\n" +
 	"\x06leader\x18\x03 \x01(\v2\f.metapb.PeerR\x06leader\x12\x12\n" +
 	"\x04term\x18\x04 \x01(\x04R\x04term\x12)\n" +
 	"\x10approximate_size\x18\x05 \x01(\x04R\x0fapproximateSize\x12)\n" +
-	"\x10approximate_keys\x18\x06 \x01(\x04R\x0fapproximateKeys\"G\n" +
+	"\x10approximate_keys\x18\x06 \x01(\x04R\x0fapproximateKeys\x12.\n" +
+	"\n" +
+	"down_peers\x18\a \x03(\v2\x0f.pdpb.PeerStatsR\tdownPeers\x121\n" +
+	"\rpending_peers\x18\b \x03(\v2\f.metapb.PeerR\fpendingPeers\x12#\n" +
+	"\rbytes_written\x18\t \x01(\x04R\fbytesWritten\x12!\n" +
+	"\fkeys_written\x18\n" +
+	" \x01(\x04R\vkeysWritten\x12\x1d\n" +
+	"\n" +
+	"bytes_read\x18\v \x01(\x04R\tbytesRead\x12\x1b\n" +
+	"\tkeys_read\x18\f \x01(\x04R\bkeysRead\x12\x1f\n" +
+	"\vinterval_ms\x18\r \x01(\x04R\n" +
+	"intervalMs\"e\n" +
+	"\n" +
+	"ChangePeer\x12 \n" +
+	"\x04peer\x18\x01 \x01(\v2\f.metapb.PeerR\x04peer\x125\n" +
+	"\vchange_type\x18\x02 \x01(\x0e2\x14.pdpb.ConfChangeTypeR\n" +
+	"changeType\"2\n" +
+	"\x0eTransferLeader\x12 \n" +
+	"\x04peer\x18\x01 \x01(\v2\f.metapb.PeerR\x04peer\"\x8e\x02\n" +
 	"\x17RegionHeartbeatResponse\x12,\n" +
-	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\"^\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12\x1b\n" +
+	"\tregion_id\x18\x02 \x01(\x04R\bregionId\x126\n" +
+	"\fregion_epoch\x18\x03 \x01(\v2\x13.metapb.RegionEpochR\vregionEpoch\x121\n" +
+	"\vchange_peer\x18\x04 \x01(\v2\x10.pdpb.ChangePeerR\n" +
+	"changePeer\x12=\n" +
+	"\x0ftransfer_leader\x18\x05 \x01(\v2\x14.pdpb.TransferLeaderR\x0etransferLeader\"^\n" +
 	"\x10GetRegionRequest\x12+\n" +
 	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12\x1d\n" +
 	"\n" +
@@ -2208,7 +2596,12 @@ const file_pdpb_proto_rawDesc = "" +
 	"\x14ALREADY_BOOTSTRAPPED\x10\x04\x12\x14\n" +
 	"\x10REGION_NOT_FOUND\x10\x05\x12\x0e\n" +
 	"\n" +
-	"NOT_LEADER\x10\x062\xad\b\n" +
+	"NOT_LEADER\x10\x06*A\n" +
+	"\x0eConfChangeType\x12\v\n" +
+	"\aAddNode\x10\x00\x12\x0e\n" +
+	"\n" +
+	"RemoveNode\x10\x01\x12\x12\n" +
+	"\x0eAddLearnerNode\x10\x022\xad\b\n" +
 	"\x02PD\x120\n" +
 	"\x03Tso\x12\x10.pdpb.TsoRequest\x1a\x11.pdpb.TsoResponse\"\x00(\x010\x01\x128\n" +
 	"\aAllocID\x12\x14.pdpb.AllocIDRequest\x1a\x15.pdpb.AllocIDResponse\"\x00\x12;\n" +
@@ -2239,132 +2632,146 @@ func file_pdpb_proto_rawDescGZIP() []byte {
 	return file_pdpb_proto_rawDescData
 }
 
-var file_pdpb_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_pdpb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_pdpb_proto_goTypes = []any{
 	(ErrorType)(0),                    // 0: pdpb.ErrorType
-	(*RequestHeader)(nil),             // 1: pdpb.RequestHeader
-	(*ResponseHeader)(nil),            // 2: pdpb.ResponseHeader
-	(*Error)(nil),                     // 3: pdpb.Error
-	(*Timestamp)(nil),                 // 4: pdpb.Timestamp
-	(*TsoRequest)(nil),                // 5: pdpb.TsoRequest
-	(*TsoResponse)(nil),               // 6: pdpb.TsoResponse
-	(*AllocIDRequest)(nil),            // 7: pdpb.AllocIDRequest
-	(*AllocIDResponse)(nil),           // 8: pdpb.AllocIDResponse
-	(*PutStoreRequest)(nil),           // 9: pdpb.PutStoreRequest
-	(*PutStoreResponse)(nil),          // 10: pdpb.PutStoreResponse
-	(*GetStoreRequest)(nil),           // 11: pdpb.GetStoreRequest
-	(*GetStoreResponse)(nil),          // 12: pdpb.GetStoreResponse
-	(*GetAllStoresRequest)(nil),       // 13: pdpb.GetAllStoresRequest
-	(*GetAllStoresResponse)(nil),      // 14: pdpb.GetAllStoresResponse
-	(*StoreStats)(nil),                // 15: pdpb.StoreStats
-	(*StoreHeartbeatRequest)(nil),     // 16: pdpb.StoreHeartbeatRequest
-	(*StoreHeartbeatResponse)(nil),    // 17: pdpb.StoreHeartbeatResponse
-	(*RegionHeartbeatRequest)(nil),    // 18: pdpb.RegionHeartbeatRequest
-	(*RegionHeartbeatResponse)(nil),   // 19: pdpb.RegionHeartbeatResponse
-	(*GetRegionRequest)(nil),          // 20: pdpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),      // 21: pdpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),         // 22: pdpb.GetRegionResponse
-	(*IsBootstrappedRequest)(nil),     // 23: pdpb.IsBootstrappedRequest
-	(*IsBootstrappedResponse)(nil),    // 24: pdpb.IsBootstrappedResponse
-	(*Member)(nil),                    // 25: pdpb.Member
-	(*GetMembersRequest)(nil),         // 26: pdpb.GetMembersRequest
-	(*GetMembersResponse)(nil),        // 27: pdpb.GetMembersResponse
-	(*GetGCSafePointRequest)(nil),     // 28: pdpb.GetGCSafePointRequest
-	(*GetGCSafePointResponse)(nil),    // 29: pdpb.GetGCSafePointResponse
-	(*UpdateGCSafePointRequest)(nil),  // 30: pdpb.UpdateGCSafePointRequest
-	(*UpdateGCSafePointResponse)(nil), // 31: pdpb.UpdateGCSafePointResponse
-	(*GCConfig)(nil),                  // 32: pdpb.GCConfig
-	(*GCNodeHeartbeatRequest)(nil),    // 33: pdpb.GCNodeHeartbeatRequest
-	(*GCNodeHeartbeatResponse)(nil),   // 34: pdpb.GCNodeHeartbeatResponse
-	(*SetGCConfigRequest)(nil),        // 35: pdpb.SetGCConfigRequest
-	(*SetGCConfigResponse)(nil),       // 36: pdpb.SetGCConfigResponse
-	(*metapb.Store)(nil),              // 37: metapb.Store
-	(*metapb.Region)(nil),             // 38: metapb.Region
-	(*metapb.Peer)(nil),               // 39: metapb.Peer
+	(ConfChangeType)(0),               // 1: pdpb.ConfChangeType
+	(*RequestHeader)(nil),             // 2: pdpb.RequestHeader
+	(*ResponseHeader)(nil),            // 3: pdpb.ResponseHeader
+	(*Error)(nil),                     // 4: pdpb.Error
+	(*Timestamp)(nil),                 // 5: pdpb.Timestamp
+	(*TsoRequest)(nil),                // 6: pdpb.TsoRequest
+	(*TsoResponse)(nil),               // 7: pdpb.TsoResponse
+	(*AllocIDRequest)(nil),            // 8: pdpb.AllocIDRequest
+	(*AllocIDResponse)(nil),           // 9: pdpb.AllocIDResponse
+	(*PutStoreRequest)(nil),           // 10: pdpb.PutStoreRequest
+	(*PutStoreResponse)(nil),          // 11: pdpb.PutStoreResponse
+	(*GetStoreRequest)(nil),           // 12: pdpb.GetStoreRequest
+	(*GetStoreResponse)(nil),          // 13: pdpb.GetStoreResponse
+	(*GetAllStoresRequest)(nil),       // 14: pdpb.GetAllStoresRequest
+	(*GetAllStoresResponse)(nil),      // 15: pdpb.GetAllStoresResponse
+	(*StoreStats)(nil),                // 16: pdpb.StoreStats
+	(*StoreHeartbeatRequest)(nil),     // 17: pdpb.StoreHeartbeatRequest
+	(*StoreHeartbeatResponse)(nil),    // 18: pdpb.StoreHeartbeatResponse
+	(*PeerStats)(nil),                 // 19: pdpb.PeerStats
+	(*RegionHeartbeatRequest)(nil),    // 20: pdpb.RegionHeartbeatRequest
+	(*ChangePeer)(nil),                // 21: pdpb.ChangePeer
+	(*TransferLeader)(nil),            // 22: pdpb.TransferLeader
+	(*RegionHeartbeatResponse)(nil),   // 23: pdpb.RegionHeartbeatResponse
+	(*GetRegionRequest)(nil),          // 24: pdpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),      // 25: pdpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),         // 26: pdpb.GetRegionResponse
+	(*IsBootstrappedRequest)(nil),     // 27: pdpb.IsBootstrappedRequest
+	(*IsBootstrappedResponse)(nil),    // 28: pdpb.IsBootstrappedResponse
+	(*Member)(nil),                    // 29: pdpb.Member
+	(*GetMembersRequest)(nil),         // 30: pdpb.GetMembersRequest
+	(*GetMembersResponse)(nil),        // 31: pdpb.GetMembersResponse
+	(*GetGCSafePointRequest)(nil),     // 32: pdpb.GetGCSafePointRequest
+	(*GetGCSafePointResponse)(nil),    // 33: pdpb.GetGCSafePointResponse
+	(*UpdateGCSafePointRequest)(nil),  // 34: pdpb.UpdateGCSafePointRequest
+	(*UpdateGCSafePointResponse)(nil), // 35: pdpb.UpdateGCSafePointResponse
+	(*GCConfig)(nil),                  // 36: pdpb.GCConfig
+	(*GCNodeHeartbeatRequest)(nil),    // 37: pdpb.GCNodeHeartbeatRequest
+	(*GCNodeHeartbeatResponse)(nil),   // 38: pdpb.GCNodeHeartbeatResponse
+	(*SetGCConfigRequest)(nil),        // 39: pdpb.SetGCConfigRequest
+	(*SetGCConfigResponse)(nil),       // 40: pdpb.SetGCConfigResponse
+	(*metapb.Store)(nil),              // 41: metapb.Store
+	(*metapb.Region)(nil),             // 42: metapb.Region
+	(*metapb.Peer)(nil),               // 43: metapb.Peer
+	(*metapb.RegionEpoch)(nil),        // 44: metapb.RegionEpoch
 }
 var file_pdpb_proto_depIdxs = []int32{
-	3,  // 0: pdpb.ResponseHeader.error:type_name -> pdpb.Error
+	4,  // 0: pdpb.ResponseHeader.error:type_name -> pdpb.Error
 	0,  // 1: pdpb.Error.type:type_name -> pdpb.ErrorType
-	1,  // 2: pdpb.TsoRequest.header:type_name -> pdpb.RequestHeader
-	2,  // 3: pdpb.TsoResponse.header:type_name -> pdpb.ResponseHeader
-	4,  // 4: pdpb.TsoResponse.timestamp:type_name -> pdpb.Timestamp
-	1,  // 5: pdpb.AllocIDRequest.header:type_name -> pdpb.RequestHeader
-	2,  // 6: pdpb.AllocIDResponse.header:type_name -> pdpb.ResponseHeader
-	1,  // 7: pdpb.PutStoreRequest.header:type_name -> pdpb.RequestHeader
-	37, // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
-	2,  // 9: pdpb.PutStoreResponse.header:type_name -> pdpb.ResponseHeader
-	1,  // 10: pdpb.GetStoreRequest.header:type_name -> pdpb.RequestHeader
-	2,  // 11: pdpb.GetStoreResponse.header:type_name -> pdpb.ResponseHeader
-	37, // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
-	1,  // 13: pdpb.GetAllStoresRequest.header:type_name -> pdpb.RequestHeader
-	2,  // 14: pdpb.GetAllStoresResponse.header:type_name -> pdpb.ResponseHeader
-	37, // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
-	1,  // 16: pdpb.StoreHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	15, // 17: pdpb.StoreHeartbeatRequest.stats:type_name -> pdpb.StoreStats
-	2,  // 18: pdpb.StoreHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	38, // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
-	1,  // 20: pdpb.RegionHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	38, // 21: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
-	39, // 22: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
-	2,  // 23: pdpb.RegionHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	1,  // 24: pdpb.GetRegionRequest.header:type_name -> pdpb.RequestHeader
-	1,  // 25: pdpb.GetRegionByIDRequest.header:type_name -> pdpb.RequestHeader
-	2,  // 26: pdpb.GetRegionResponse.header:type_name -> pdpb.ResponseHeader
-	38, // 27: pdpb.GetRegionResponse.region:type_name -> metapb.Region
-	39, // 28: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
-	1,  // 29: pdpb.IsBootstrappedRequest.header:type_name -> pdpb.RequestHeader
-	2,  // 30: pdpb.IsBootstrappedResponse.header:type_name -> pdpb.ResponseHeader
-	1,  // 31: pdpb.GetMembersRequest.header:type_name -> pdpb.RequestHeader
-	2,  // 32: pdpb.GetMembersResponse.header:type_name -> pdpb.ResponseHeader
-	25, // 33: pdpb.GetMembersResponse.members:type_name -> pdpb.Member
-	25, // 34: pdpb.GetMembersResponse.leader:type_name -> pdpb.Member
-	1,  // 35: pdpb.GetGCSafePointRequest.header:type_name -> pdpb.RequestHeader
-	2,  // 36: pdpb.GetGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
-	1,  // 37: pdpb.UpdateGCSafePointRequest.header:type_name -> pdpb.RequestHeader
-	2,  // 38: pdpb.UpdateGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
-	1,  // 39: pdpb.GCNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	2,  // 40: pdpb.GCNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	32, // 41: pdpb.GCNodeHeartbeatResponse.config:type_name -> pdpb.GCConfig
-	1,  // 42: pdpb.SetGCConfigRequest.header:type_name -> pdpb.RequestHeader
-	32, // 43: pdpb.SetGCConfigRequest.config:type_name -> pdpb.GCConfig
-	2,  // 44: pdpb.SetGCConfigResponse.header:type_name -> pdpb.ResponseHeader
-	32, // 45: pdpb.SetGCConfigResponse.config:type_name -> pdpb.GCConfig
-	5,  // 46: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
-	7,  // 47: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
-	9,  // 48: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
-	11, // 49: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
-	13, // 50: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
-	16, // 51: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
-	18, // 52: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
-	20, // 53: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
-	21, // 54: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
-	23, // 55: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
-	26, // 56: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
-	28, // 57: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
-	30, // 58: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
-	33, // 59: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
-	35, // 60: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
-	6,  // 61: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
-	8,  // 62: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
-	10, // 63: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
-	12, // 64: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
-	14, // 65: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
-	17, // 66: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
-	19, // 67: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
-	22, // 68: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
-	22, // 69: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
-	24, // 70: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
-	27, // 71: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
-	29, // 72: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
-	31, // 73: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
-	34, // 74: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
-	36, // 75: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
-	61, // [61:76] is the sub-list for method output_type
-	46, // [46:61] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	2,  // 2: pdpb.TsoRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 3: pdpb.TsoResponse.header:type_name -> pdpb.ResponseHeader
+	5,  // 4: pdpb.TsoResponse.timestamp:type_name -> pdpb.Timestamp
+	2,  // 5: pdpb.AllocIDRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 6: pdpb.AllocIDResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 7: pdpb.PutStoreRequest.header:type_name -> pdpb.RequestHeader
+	41, // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
+	3,  // 9: pdpb.PutStoreResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 10: pdpb.GetStoreRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 11: pdpb.GetStoreResponse.header:type_name -> pdpb.ResponseHeader
+	41, // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
+	2,  // 13: pdpb.GetAllStoresRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 14: pdpb.GetAllStoresResponse.header:type_name -> pdpb.ResponseHeader
+	41, // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
+	2,  // 16: pdpb.StoreHeartbeatRequest.header:type_name -> pdpb.RequestHeader
+	16, // 17: pdpb.StoreHeartbeatRequest.stats:type_name -> pdpb.StoreStats
+	3,  // 18: pdpb.StoreHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
+	42, // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
+	43, // 20: pdpb.PeerStats.peer:type_name -> metapb.Peer
+	2,  // 21: pdpb.RegionHeartbeatRequest.header:type_name -> pdpb.RequestHeader
+	42, // 22: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
+	43, // 23: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
+	19, // 24: pdpb.RegionHeartbeatRequest.down_peers:type_name -> pdpb.PeerStats
+	43, // 25: pdpb.RegionHeartbeatRequest.pending_peers:type_name -> metapb.Peer
+	43, // 26: pdpb.ChangePeer.peer:type_name -> metapb.Peer
+	1,  // 27: pdpb.ChangePeer.change_type:type_name -> pdpb.ConfChangeType
+	43, // 28: pdpb.TransferLeader.peer:type_name -> metapb.Peer
+	3,  // 29: pdpb.RegionHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
+	44, // 30: pdpb.RegionHeartbeatResponse.region_epoch:type_name -> metapb.RegionEpoch
+	21, // 31: pdpb.RegionHeartbeatResponse.change_peer:type_name -> pdpb.ChangePeer
+	22, // 32: pdpb.RegionHeartbeatResponse.transfer_leader:type_name -> pdpb.TransferLeader
+	2,  // 33: pdpb.GetRegionRequest.header:type_name -> pdpb.RequestHeader
+	2,  // 34: pdpb.GetRegionByIDRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 35: pdpb.GetRegionResponse.header:type_name -> pdpb.ResponseHeader
+	42, // 36: pdpb.GetRegionResponse.region:type_name -> metapb.Region
+	43, // 37: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
+	2,  // 38: pdpb.IsBootstrappedRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 39: pdpb.IsBootstrappedResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 40: pdpb.GetMembersRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 41: pdpb.GetMembersResponse.header:type_name -> pdpb.ResponseHeader
+	29, // 42: pdpb.GetMembersResponse.members:type_name -> pdpb.Member
+	29, // 43: pdpb.GetMembersResponse.leader:type_name -> pdpb.Member
+	2,  // 44: pdpb.GetGCSafePointRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 45: pdpb.GetGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 46: pdpb.UpdateGCSafePointRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 47: pdpb.UpdateGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 48: pdpb.GCNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 49: pdpb.GCNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
+	36, // 50: pdpb.GCNodeHeartbeatResponse.config:type_name -> pdpb.GCConfig
+	2,  // 51: pdpb.SetGCConfigRequest.header:type_name -> pdpb.RequestHeader
+	36, // 52: pdpb.SetGCConfigRequest.config:type_name -> pdpb.GCConfig
+	3,  // 53: pdpb.SetGCConfigResponse.header:type_name -> pdpb.ResponseHeader
+	36, // 54: pdpb.SetGCConfigResponse.config:type_name -> pdpb.GCConfig
+	6,  // 55: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
+	8,  // 56: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
+	10, // 57: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
+	12, // 58: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
+	14, // 59: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
+	17, // 60: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
+	20, // 61: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
+	24, // 62: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
+	25, // 63: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
+	27, // 64: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
+	30, // 65: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
+	32, // 66: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
+	34, // 67: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
+	37, // 68: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
+	39, // 69: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
+	7,  // 70: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
+	9,  // 71: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
+	11, // 72: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
+	13, // 73: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
+	15, // 74: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
+	18, // 75: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
+	23, // 76: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
+	26, // 77: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
+	26, // 78: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
+	28, // 79: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
+	31, // 80: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
+	33, // 81: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
+	35, // 82: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
+	38, // 83: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
+	40, // 84: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
+	70, // [70:85] is the sub-list for method output_type
+	55, // [55:70] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_pdpb_proto_init() }
@@ -2377,8 +2784,8 @@ func file_pdpb_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pdpb_proto_rawDesc), len(file_pdpb_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   36,
+			NumEnums:      2,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,14 +25,17 @@ const (
 // RaftMessage carries one raft message between peers of a region on two
 // stores. message is a marshalled go.etcd.io/raft/v3/raftpb.Message.
 type RaftMessage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RegionId      uint64                 `protobuf:"varint,1,opt,name=region_id,json=regionId,proto3" json:"region_id,omitempty"`
-	FromPeer      *metapb.Peer           `protobuf:"bytes,2,opt,name=from_peer,json=fromPeer,proto3" json:"from_peer,omitempty"`
-	ToPeer        *metapb.Peer           `protobuf:"bytes,3,opt,name=to_peer,json=toPeer,proto3" json:"to_peer,omitempty"`
-	RegionEpoch   *metapb.RegionEpoch    `protobuf:"bytes,4,opt,name=region_epoch,json=regionEpoch,proto3" json:"region_epoch,omitempty"`
-	StartKey      []byte                 `protobuf:"bytes,5,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
-	EndKey        []byte                 `protobuf:"bytes,6,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
-	Message       []byte                 `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	RegionId    uint64                 `protobuf:"varint,1,opt,name=region_id,json=regionId,proto3" json:"region_id,omitempty"`
+	FromPeer    *metapb.Peer           `protobuf:"bytes,2,opt,name=from_peer,json=fromPeer,proto3" json:"from_peer,omitempty"`
+	ToPeer      *metapb.Peer           `protobuf:"bytes,3,opt,name=to_peer,json=toPeer,proto3" json:"to_peer,omitempty"`
+	RegionEpoch *metapb.RegionEpoch    `protobuf:"bytes,4,opt,name=region_epoch,json=regionEpoch,proto3" json:"region_epoch,omitempty"`
+	StartKey    []byte                 `protobuf:"bytes,5,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	EndKey      []byte                 `protobuf:"bytes,6,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	Message     []byte                 `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	// is_tombstone: message is empty; the sender's region no longer has
+	// to_peer (a newer conf_ver removed it), so the receiver destroys it.
+	IsTombstone   bool `protobuf:"varint,8,opt,name=is_tombstone,json=isTombstone,proto3" json:"is_tombstone,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -114,6 +117,13 @@ func (x *RaftMessage) GetMessage() []byte {
 		return x.Message
 	}
 	return nil
+}
+
+func (x *RaftMessage) GetIsTombstone() bool {
+	if x != nil {
+		return x.IsTombstone
+	}
+	return false
 }
 
 type BatchRaftMessage struct {
@@ -255,7 +265,7 @@ var File_raft_serverpb_proto protoreflect.FileDescriptor
 
 const file_raft_serverpb_proto_rawDesc = "" +
 	"\n" +
-	"\x13raft_serverpb.proto\x12\rraft_serverpb\x1a\fmetapb.proto\"\x84\x02\n" +
+	"\x13raft_serverpb.proto\x12\rraft_serverpb\x1a\fmetapb.proto\"\xa7\x02\n" +
 	"\vRaftMessage\x12\x1b\n" +
 	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x12)\n" +
 	"\tfrom_peer\x18\x02 \x01(\v2\f.metapb.PeerR\bfromPeer\x12%\n" +
@@ -263,7 +273,8 @@ const file_raft_serverpb_proto_rawDesc = "" +
 	"\fregion_epoch\x18\x04 \x01(\v2\x13.metapb.RegionEpochR\vregionEpoch\x12\x1b\n" +
 	"\tstart_key\x18\x05 \x01(\fR\bstartKey\x12\x17\n" +
 	"\aend_key\x18\x06 \x01(\fR\x06endKey\x12\x18\n" +
-	"\amessage\x18\a \x01(\fR\amessage\"B\n" +
+	"\amessage\x18\a \x01(\fR\amessage\x12!\n" +
+	"\fis_tombstone\x18\b \x01(\bR\visTombstone\"B\n" +
 	"\x10BatchRaftMessage\x12.\n" +
 	"\x04msgs\x18\x01 \x03(\v2\x1a.raft_serverpb.RaftMessageR\x04msgs\"\x06\n" +
 	"\x04Done\"Y\n" +

@@ -1,0 +1,263 @@
+package schedule
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stratadb/strata/proto/pdpb"
+)
+
+// OperatorController holds the running operators (at most one per region)
+// and hands their steps to region leaders. Safe for concurrent use.
+type OperatorController struct {
+	c   *Cluster
+	log *slog.Logger
+
+	mu      sync.Mutex
+	ops     map[uint64]*Operator
+	running [4]int // by kind
+	// buckets are the store limits: tokens per store for adding and for
+	// removing peers, refilled at StoreLimit per minute.
+	addTokens, removeTokens map[uint64]*bucket
+	// recent keeps the last finished operators for the API.
+	recent []OperatorView
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func (b *bucket) refill(now time.Time, perMin float64) {
+	b.tokens = min(b.tokens+now.Sub(b.last).Minutes()*perMin, max(perMin, 1))
+	b.last = now
+}
+
+// NewOperatorController returns a controller over c.
+func NewOperatorController(c *Cluster, log *slog.Logger) *OperatorController {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &OperatorController{c: c, log: log, ops: map[uint64]*Operator{},
+		addTokens: map[uint64]*bucket{}, removeTokens: map[uint64]*bucket{}}
+}
+
+// Errors of AddOperator.
+var (
+	ErrOperatorExists = fmt.Errorf("schedule: region already has an operator")
+	ErrStoreLimit     = fmt.Errorf("schedule: store limit reached")
+	ErrScheduleLimit  = fmt.Errorf("schedule: schedule limit reached")
+)
+
+func (oc *OperatorController) bucketOf(m map[uint64]*bucket, sid uint64, now time.Time, perMin float64) *bucket {
+	b := m[sid]
+	if b == nil {
+		b = &bucket{tokens: max(perMin, 1), last: now}
+		m[sid] = b
+	}
+	b.refill(now, perMin)
+	return b
+}
+
+// AddOperator starts op unless its region has one (an operator of a kind
+// that repairs replicas replaces a balance operator), a store limit or the
+// kind's schedule limit is reached.
+func (oc *OperatorController) AddOperator(op *Operator) error {
+	cfg := oc.c.Config()
+	now := oc.c.Now()
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	if old := oc.ops[op.RegionID]; old != nil {
+		if !(op.Kind >= OpReplica && old.Kind < OpReplica) {
+			return ErrOperatorExists
+		}
+	}
+	limit := map[OpKind]int{OpLeader: cfg.LeaderScheduleLimit, OpRegion: cfg.RegionScheduleLimit, OpReplica: cfg.ReplicaScheduleLimit}
+	if l, ok := limit[op.Kind]; ok && oc.running[op.Kind] >= l {
+		return ErrScheduleLimit
+	}
+	// Store limits: every peer the operator adds or removes takes a token.
+	var takes []*bucket
+	for _, s := range op.Steps {
+		var b *bucket
+		switch s := s.(type) {
+		case AddLearner:
+			b = oc.bucketOf(oc.addTokens, s.ToStore, now, cfg.StoreLimit)
+		case RemovePeer:
+			b = oc.bucketOf(oc.removeTokens, s.FromStore, now, cfg.StoreLimit)
+		default:
+			continue
+		}
+		if b.tokens < 1 && op.Kind != OpAdmin {
+			return fmt.Errorf("%w: %s", ErrStoreLimit, s)
+		}
+		takes = append(takes, b)
+	}
+	for _, b := range takes {
+		b.tokens--
+	}
+	if old := oc.ops[op.RegionID]; old != nil {
+		oc.finishLocked(old, OpReplaced, now)
+	}
+	op.created, op.status = now, OpCreated
+	oc.ops[op.RegionID] = op
+	oc.running[op.Kind]++
+	operatorsRunning.WithLabelValues(op.Kind.String()).Set(float64(oc.running[op.Kind]))
+	operatorsCreated.WithLabelValues(op.Desc, op.Kind.String()).Inc()
+	oc.log.Info("operator created", "op", op.String())
+	return nil
+}
+
+// finishLocked ends op with status. Requires mu.
+func (oc *OperatorController) finishLocked(op *Operator, status OpStatus, now time.Time) {
+	if oc.ops[op.RegionID] == op {
+		delete(oc.ops, op.RegionID)
+		oc.running[op.Kind]--
+		operatorsRunning.WithLabelValues(op.Kind.String()).Set(float64(oc.running[op.Kind]))
+	}
+	op.status, op.finished = status, now
+	operatorsFinished.WithLabelValues(op.Desc, status.String()).Inc()
+	if status == OpSuccess {
+		operatorDuration.WithLabelValues(op.Desc).Observe(now.Sub(op.created).Seconds())
+		oc.log.Info("operator finished", "op", op.String(), "took", now.Sub(op.created))
+	} else {
+		oc.log.Warn("operator ended", "op", op.String(), "status", status.String())
+	}
+	oc.recent = append(oc.recent, op.view())
+	if len(oc.recent) > 256 {
+		oc.recent = slices.Delete(oc.recent, 0, len(oc.recent)-256)
+	}
+}
+
+// RemoveOperator cancels region id's operator; false if it has none.
+func (oc *OperatorController) RemoveOperator(regionID uint64) bool {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	op := oc.ops[regionID]
+	if op == nil {
+		return false
+	}
+	oc.finishLocked(op, OpCanceled, oc.c.Now())
+	return true
+}
+
+// Dispatch is called with every region heartbeat (after the model took r):
+// it advances r's operator and fills the step the leader should run into
+// resp. Finished, timed out and obsolete operators are removed here.
+func (oc *OperatorController) Dispatch(r *RegionInfo, resp *pdpb.RegionHeartbeatResponse) {
+	now := oc.c.Now()
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	op := oc.ops[r.ID()]
+	if op == nil {
+		return
+	}
+	if r.Epoch().GetVersion() != op.Epoch.GetVersion() {
+		oc.finishLocked(op, OpCanceled, now) // split or merged under it
+		return
+	}
+	step := op.check(r)
+	if step == nil {
+		oc.finishLocked(op, OpSuccess, now)
+		return
+	}
+	if now.Sub(op.created) > op.Timeout {
+		oc.finishLocked(op, OpTimeout, now)
+		return
+	}
+	if op.status == OpCreated {
+		op.status, op.started = OpStarted, now
+	}
+	resp.RegionId = r.ID()
+	resp.RegionEpoch = r.Epoch()
+	step.fill(resp)
+}
+
+// Expire times out operators whose region has not reported for their
+// timeout (a region without a leader never heartbeats).
+func (oc *OperatorController) Expire() {
+	now := oc.c.Now()
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	for _, op := range oc.ops {
+		if now.Sub(op.created) > op.Timeout {
+			oc.finishLocked(op, OpTimeout, now)
+		}
+	}
+}
+
+// GetOperator returns a view of region id's operator.
+func (oc *OperatorController) GetOperator(regionID uint64) (OperatorView, bool) {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	op := oc.ops[regionID]
+	if op == nil {
+		return OperatorView{}, false
+	}
+	return op.view(), true
+}
+
+// HasOperator reports whether region id has a running operator.
+func (oc *OperatorController) HasOperator(regionID uint64) bool {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	return oc.ops[regionID] != nil
+}
+
+// Operators returns views of the running operators by region id.
+func (oc *OperatorController) Operators() []OperatorView {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	out := make([]OperatorView, 0, len(oc.ops))
+	for _, op := range oc.ops {
+		out = append(out, op.view())
+	}
+	slices.SortFunc(out, func(a, b OperatorView) int { return cmpU64(a.RegionID, b.RegionID) })
+	return out
+}
+
+// History returns views of the last finished operators, oldest first.
+func (oc *OperatorController) History() []OperatorView {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	return slices.Clone(oc.recent)
+}
+
+// influence sums what the running operators will change per store.
+func (oc *OperatorController) influence() map[uint64]*storeInfluence {
+	inf := map[uint64]*storeInfluence{}
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	for _, op := range oc.ops {
+		r := oc.c.GetRegion(op.RegionID)
+		if r == nil {
+			continue
+		}
+		for _, s := range op.Steps[op.cur:] {
+			s.influence(inf, r)
+		}
+	}
+	return inf
+}
+
+// running returns how many operators of kind run.
+func (oc *OperatorController) runningOf(kind OpKind) int {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	return oc.running[kind]
+}
+
+// storeTokens returns the tokens left in store sid's add (or remove) limit.
+func (oc *OperatorController) storeTokens(sid uint64, add bool) float64 {
+	cfg := oc.c.Config()
+	now := oc.c.Now()
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	if add {
+		return oc.bucketOf(oc.addTokens, sid, now, cfg.StoreLimit).tokens
+	}
+	return oc.bucketOf(oc.removeTokens, sid, now, cfg.StoreLimit).tokens
+}
