@@ -1,6 +1,14 @@
-// Package executor plans and runs DML against a sql.Storage: SELECT (point
-// get on the row handle, full table scan through the coprocessor, COUNT(*)
-// pushed down as a coprocessor aggregation), INSERT, UPDATE and DELETE.
+// Package executor runs DML against a sql.Storage: SELECT, INSERT, UPDATE,
+// DELETE and EXPLAIN. SELECT and the reads of UPDATE and DELETE run the
+// physical plan sql/planner chose as a tree of operators (Open / Next /
+// Close) passing chunks of up to 256 rows on the caller's goroutine:
+// readers (point and batch point gets, table ranges paged through the
+// coprocessor, index readers and index lookups paged through Txn.Scan),
+// Selection, HashAgg, Sort / TopN, Limit, Projection, Distinct and
+// SelectLock. Rows a chunk holds are valid until its producer's next
+// Next; operators that keep rows (sorts, aggregation, locking) copy them.
+// Projection over a point get by handle, the latency-critical point
+// select, runs without operators.
 //
 // Every statement runs in the transaction its TxnSource (the session)
 // hands over: reads and writes go through sql.Txn only; the executor never
@@ -18,5 +26,5 @@
 //
 // Filtering, sorting, grouping, aggregation (other than COUNT(*) without a
 // WHERE) and projection run on the SQL node. Executor is safe for
-// concurrent use; per-statement state lives on the caller's stack.
+// concurrent use; per-statement state lives in the statement's operators.
 package executor

@@ -4,12 +4,6 @@ import (
 	"github.com/stratadb/strata/sql/types"
 )
 
-// ResultColumn describes one column of a result set.
-type ResultColumn struct {
-	DB, Table, OrgTable, Name, OrgName string
-	Type                               types.FieldType
-}
-
 // Result is what one statement produced: a result set (Columns != nil) or
 // an OK with counters.
 type Result struct {

@@ -77,26 +77,6 @@ func readDirect(tx TxnSource, txn sql.Txn, start, end []byte) bool {
 	return tx.TxnOptions().Isolation == sql.ReadCommitted || txn.Dirty(start, end)
 }
 
-// scanDirect reads [start, end) through the transaction (its own writes
-// merged over its snapshot).
-func (e *Executor) scanDirect(ctx context.Context, src *source, txn sql.Txn, start, end []byte, limit uint64) ([][]datum, error) {
-	pairs, err := txn.Scan(ctx, start, end, int(limit), false)
-	if err != nil {
-		return nil, err
-	}
-	w := src.tbl.RowWidth()
-	slab := make([]datum, len(pairs)*w)
-	rows := make([][]datum, 0, len(pairs))
-	for i, kv := range pairs {
-		row := slab[i*w : (i+1)*w : (i+1)*w]
-		if err := src.tbl.DecodeRow(kv.Key, kv.Value, row); err != nil {
-			return nil, fmt.Errorf("decode row of %s: %w", src.tbl.Name, err)
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
-
 // countRows counts the rows of a table as the transaction sees them.
 func (e *Executor) countRows(ctx context.Context, tx TxnSource, txn sql.Txn, tableID int64) (int64, error) {
 	start, end := tablecodec.RecordRange(tableID)

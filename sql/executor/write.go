@@ -11,6 +11,7 @@ import (
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/table"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -79,7 +80,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	if err != nil {
 		return nil, err
 	}
-	tbl := src.tbl
+	tbl := src.Table
 	// Map value positions to column offsets.
 	var offs []int
 	if len(s.Columns) == 0 {
@@ -207,8 +208,8 @@ func isZero(d datum) bool {
 	return false
 }
 
-func dupEntry(src *source, handle int64) error {
-	return table.DupKeyError(src.tbl, tablecodec.RowKey(src.tbl.ID, handle))
+func dupEntry(src *planner.Source, handle int64) error {
+	return table.DupKeyError(src.Table, tablecodec.RowKey(src.Table.ID, handle))
 }
 
 // writer returns the sql/table writer of a statement writing tbl in txn.
@@ -224,54 +225,30 @@ func DupEntryError(tbl *catalog.TableInfo, key []byte) error {
 }
 
 // readForWrite returns the rows an UPDATE or DELETE changes, as the
-// transaction must change them. In pessimistic mode the candidate rows
-// (read from the transaction's snapshot; for a point WHERE the key
-// itself) are locked and re-read at the lock's for_update_ts, the latest
-// committed values, and WHERE is evaluated on those: the statement never
-// writes over a value it did not see, and it waits for, instead of
-// conflicting with, a concurrent writer. In optimistic mode the snapshot
-// rows are used and conflicts are found at commit.
-func (e *Executor) readForWrite(ctx context.Context, src *source, where ast.ExprNode, env expr.Env, tx TxnSource, txn sql.Txn) ([][]datum, error) {
-	var rows [][]datum
-	var err error
-	var w expr.Expr
-	point, handle := false, int64(0)
-	if where != nil {
-		if w, err = expr.Compile(where, &expr.Ctx{Columns: src.cols, Env: env, Clause: "where clause"}); err != nil {
-			return nil, err
-		}
-		hr := rangeOfHandle(where, src, env)
-		if point, handle = hr.point(); point {
-			rows, err = e.pointGet(ctx, src, handle, txn)
-		} else {
-			rows, err = e.scanRows(ctx, src, hr, tx, txn, 0)
-		}
-	} else {
-		rows, err = e.scanRows(ctx, src, fullRange, tx, txn, 0)
-	}
+// transaction must change them. The candidate rows are read through the
+// plan sql/planner chooses for WHERE (a point get, handle ranges or an
+// index) from the transaction's snapshot. In pessimistic mode they are
+// locked (for a point WHERE on the handle, the key itself) and re-read at
+// the lock's for_update_ts, the latest committed values, and WHERE is
+// evaluated on those: the statement never writes over a value it did not
+// see, and it waits for, instead of conflicting with, a concurrent writer.
+// In optimistic mode the snapshot rows are used and conflicts are found at
+// commit.
+func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where ast.ExprNode, env expr.Env, tx TxnSource, txn sql.Txn) ([][]datum, error) {
+	sp, err := e.planner.PlanScan(src, where, env)
 	if err != nil {
 		return nil, err
 	}
-	if w != nil {
-		if rows, err = filterRows(w, rows); err != nil {
-			return nil, err
-		}
-	}
-	if !tx.TxnOptions().Pessimistic {
-		return rows, nil
-	}
-	keys := rowKeys(src, rows)
-	if point {
-		keys = [][]byte{tablecodec.RowKey(src.tbl.ID, handle)}
-	}
-	vals, _, err := e.lockKeys(ctx, tx, txn, false, keys)
+	rc := &runCtx{e: e, tx: tx, txn: txn}
+	op, err := rc.build(sp.Root, nil)
 	if err != nil {
 		return nil, err
 	}
-	if rows, err = decodeLatest(src, keys, vals); err != nil || w == nil {
+	rows, err := drain(ctx, op)
+	if err != nil || !tx.TxnOptions().Pessimistic {
 		return rows, err
 	}
-	return filterRows(w, rows)
+	return rc.lockRows(ctx, src, sp.Where, sp.PointHandle, false, rows)
 }
 
 func checkSingleTableDML(what string, order *ast.OrderByClause, limit *ast.Limit, with *ast.WithClause) error {
@@ -309,13 +286,13 @@ func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env, 
 	if len(rows) == 0 {
 		return &Result{}, nil
 	}
-	tx.NoteWrite(src.tbl)
-	hOff := len(src.tbl.Columns)
+	tx.NoteWrite(src.Table)
+	hOff := len(src.Table.Columns)
 	handles := make([]int64, len(rows))
 	for i, r := range rows {
 		handles[i] = r[hOff].Int64()
 	}
-	if err := e.writer(tx, txn, src.tbl).RemoveRecords(ctx, handles, rows); err != nil {
+	if err := e.writer(tx, txn, src.Table).RemoveRecords(ctx, handles, rows); err != nil {
 		return nil, err
 	}
 	return &Result{AffectedRows: uint64(len(rows))}, nil
@@ -335,16 +312,16 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 	if err != nil {
 		return nil, err
 	}
-	tbl := src.tbl
+	tbl := src.Table
 	type assign struct {
 		off int
 		e   expr.Expr
 		def bool
 	}
 	var as []assign
-	ectx := &expr.Ctx{Columns: src.cols, Env: env, Clause: "field list"}
+	ectx := &expr.Ctx{Columns: src.Cols, Env: env, Clause: "field list"}
 	for _, a := range s.List {
-		if a.Column.Table.L != "" && a.Column.Table.L != src.alias {
+		if a.Column.Table.L != "" && a.Column.Table.L != src.Alias {
 			return nil, errno.New(errno.ErrBadField, "Unknown column '%s.%s' in 'field list'", a.Column.Table.O, a.Column.Name.O)
 		}
 		off := tbl.FindColumn(a.Column.Name.O)

@@ -660,7 +660,7 @@ func BenchmarkPointSelect(b *testing.B) {
 	ts := startServer(b)
 	db := ts.open(b, "test", "")
 	db.SetMaxOpenConns(1)
-	_, err := db.Exec("CREATE TABLE sbtest (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)")
+	_, err := db.Exec("CREATE TABLE sbtest (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL, KEY k_1 (k))")
 	require.NoError(b, err)
 	for i := 1; i <= 100; i++ {
 		_, err := db.Exec(fmt.Sprintf("INSERT INTO sbtest VALUES (%d, %d, '%s', '%s')", i, i*7, strings.Repeat("c", 119), strings.Repeat("p", 59)))
@@ -686,6 +686,40 @@ func BenchmarkPointSelect(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			if err := stmt.QueryRow(i%100 + 1).Scan(&c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// sysbench's simple range (10 rows by primary key) and a lookup by the
+	// secondary index k.
+	b.Run("range", func(b *testing.B) {
+		stmt, err := db.Prepare("SELECT c FROM sbtest WHERE id BETWEEN ? AND ?")
+		require.NoError(b, err)
+		defer stmt.Close()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			lo := i%90 + 1
+			rows, err := stmt.Query(lo, lo+9)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			for rows.Next() {
+				n++
+			}
+			if err := rows.Close(); err != nil || n != 10 {
+				b.Fatalf("%d rows, %v", n, err)
+			}
+		}
+	})
+	b.Run("index", func(b *testing.B) {
+		stmt, err := db.Prepare("SELECT id FROM sbtest WHERE k = ?")
+		require.NoError(b, err)
+		defer stmt.Close()
+		b.ReportAllocs()
+		var id int
+		for i := 0; b.Loop(); i++ {
+			if err := stmt.QueryRow((i%100 + 1) * 7).Scan(&id); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -235,7 +235,10 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		if show, ok := x.Stmt.(*ast.ShowStmt); ok { // DESC t
 			return s.show(ctx, show)
 		}
-		return nil, errno.NotSupported("EXPLAIN")
+		if x.Analyze { // runs the statement
+			return s.runDML(ctx, false, func() (*executor.Result, error) { return s.exec.Explain(ctx, x, s, s) })
+		}
+		return s.exec.Explain(ctx, x, s, s)
 	case *ast.SetStmt:
 		return &executor.Result{}, s.set(ctx, x)
 	case *ast.DoStmt:

@@ -1,0 +1,191 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/planner"
+)
+
+// chunkRows is the number of rows an operator passes up per Next.
+const chunkRows = 256
+
+// Chunk is a batch of rows of one width. Rows returned by an operator's
+// Next stay valid until its next Next call: a consumer that keeps rows
+// copies them.
+type Chunk struct {
+	rows  [][]datum
+	slab  []datum
+	width int
+	max   int
+}
+
+func newChunk(width, max int) *Chunk {
+	return &Chunk{width: width, max: max}
+}
+
+func (c *Chunk) reset() { c.rows = c.rows[:0] }
+
+// alloc returns a zeroed row slot appended to c.
+func (c *Chunk) alloc() []datum {
+	i := len(c.rows)
+	if len(c.slab) < (i+1)*c.width {
+		n := max(c.width*(i+1), min(c.max, 2*(i+1))*c.width)
+		ns := make([]datum, n)
+		copy(ns, c.slab[:i*c.width])
+		for j := range c.rows { // re-point rows at the new slab
+			c.rows[j] = ns[j*c.width : (j+1)*c.width : (j+1)*c.width]
+		}
+		c.slab = ns
+	}
+	r := c.slab[i*c.width : (i+1)*c.width : (i+1)*c.width]
+	clear(r)
+	c.rows = append(c.rows, r)
+	return r
+}
+
+func (c *Chunk) full() bool { return len(c.rows) >= c.max }
+
+// Operator is one node of a running plan. Open prepares it, Next fills
+// ck (after resetting it) with at most ck.max rows and leaves it empty
+// at the end, Close releases it. Operators run on the caller's goroutine.
+type Operator interface {
+	Open(ctx context.Context) error
+	Next(ctx context.Context, ck *Chunk) error
+	Close() error
+	// width is the number of datums of the rows it produces.
+	width() int
+}
+
+// runCtx is what operators of one statement share.
+type runCtx struct {
+	e   *Executor
+	tx  TxnSource
+	txn sql.Txn
+}
+
+// build turns a physical plan into operators; analyze wraps each in a
+// statistics collector (EXPLAIN ANALYZE).
+func (rc *runCtx) build(p planner.Plan, stats map[planner.Plan]*opStats) (Operator, error) {
+	op, err := rc.buildOne(p, stats)
+	if err != nil || stats == nil {
+		return op, err
+	}
+	st := &opStats{}
+	stats[p] = st
+	return &statsOp{Operator: op, st: st}, nil
+}
+
+func (rc *runCtx) buildChild(p planner.Plan, stats map[planner.Plan]*opStats) (Operator, error) {
+	return rc.build(p.Base().Children[0], stats)
+}
+
+func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Operator, error) {
+	switch x := p.(type) {
+	case *planner.TableDual:
+		return &dualOp{rows: x.Rows, w: max(x.Width, 1)}, nil
+	case *planner.PointGet:
+		return &pointGetOp{rc: rc, p: x}, nil
+	case *planner.BatchPointGet:
+		return &batchPointGetOp{rc: rc, p: x}, nil
+	case *planner.TableReader:
+		if x.Scan.CountOnly {
+			return &countOp{rc: rc, src: x.Scan.Src}, nil
+		}
+		return &tableReaderOp{rc: rc, scan: x.Scan}, nil
+	case *planner.IndexReader:
+		return &indexReaderOp{rc: rc, scan: x.Scan}, nil
+	case *planner.HashAgg:
+		if x.PushedCount { // the stores count: the reader below is not run
+			return &countOp{rc: rc, src: x.Children[0].(*planner.TableReader).Scan.Src}, nil
+		}
+	case *planner.IndexLookUp:
+		return &indexLookUpOp{idx: indexReaderOp{rc: rc, scan: x.Index}}, nil
+	}
+	child, err := rc.buildChild(p, stats)
+	if err != nil {
+		return nil, err
+	}
+	switch x := p.(type) {
+	case *planner.Selection:
+		return &selectionOp{child: child, conds: x.Conds}, nil
+	case *planner.SelectLock:
+		return &selectLockOp{rc: rc, child: child, p: x}, nil
+	case *planner.HashAgg:
+		return &hashAggOp{child: child, p: x}, nil
+	case *planner.Sort:
+		return &sortOp{child: child, keys: x.Keys}, nil
+	case *planner.TopN:
+		return &sortOp{child: child, keys: x.Keys, topN: true, offset: x.Offset, count: x.Count}, nil
+	case *planner.Limit:
+		return &limitOp{child: child, offset: x.Offset, count: x.Count}, nil
+	case *planner.Projection:
+		return &projectionOp{child: child, exprs: x.Exprs}, nil
+	case *planner.Distinct:
+		return &distinctOp{child: child}, nil
+	}
+	return nil, fmt.Errorf("executor: no operator for plan %T", p)
+}
+
+// drain runs op to the end and returns its rows (copied).
+func drain(ctx context.Context, op Operator) (rows [][]datum, err error) {
+	if err := op.Open(ctx); err != nil {
+		op.Close()
+		return nil, err
+	}
+	defer func() {
+		if cerr := op.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	w := op.width()
+	ck := newChunk(w, chunkRows)
+	var slab []datum
+	for {
+		if err := op.Next(ctx, ck); err != nil {
+			return nil, err
+		}
+		if len(ck.rows) == 0 {
+			break
+		}
+		if cap(slab)-len(slab) < len(ck.rows)*w {
+			slab = make([]datum, 0, max(len(ck.rows)*w, 2*cap(slab)))
+		}
+		for _, r := range ck.rows {
+			start := len(slab)
+			slab = append(slab, r...)
+			rows = append(rows, slab[start:len(slab):len(slab)])
+		}
+	}
+	return rows, nil
+}
+
+// opStats are one operator's EXPLAIN ANALYZE numbers.
+type opStats struct {
+	rows  int64
+	loops int64
+	time  time.Duration
+}
+
+type statsOp struct {
+	Operator
+	st *opStats
+}
+
+func (s *statsOp) Open(ctx context.Context) error {
+	t := time.Now()
+	err := s.Operator.Open(ctx)
+	s.st.time += time.Since(t)
+	return err
+}
+
+func (s *statsOp) Next(ctx context.Context, ck *Chunk) error {
+	t := time.Now()
+	err := s.Operator.Next(ctx, ck)
+	s.st.time += time.Since(t)
+	s.st.loops++
+	s.st.rows += int64(len(ck.rows))
+	return err
+}

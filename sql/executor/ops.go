@@ -1,0 +1,417 @@
+package executor
+
+import (
+	"context"
+	"slices"
+
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/planner"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// selectionOp keeps the rows satisfying every condition.
+type selectionOp struct {
+	child Operator
+	conds []expr.Expr
+}
+
+func (o *selectionOp) Open(ctx context.Context) error { return o.child.Open(ctx) }
+func (o *selectionOp) Close() error                   { return o.child.Close() }
+func (o *selectionOp) width() int                     { return o.child.width() }
+
+func (o *selectionOp) Next(ctx context.Context, ck *Chunk) error {
+	for {
+		if err := o.child.Next(ctx, ck); err != nil || len(ck.rows) == 0 {
+			return err
+		}
+		kept := ck.rows[:0]
+		for _, r := range ck.rows {
+			ok, err := condAll(o.conds, r)
+			if err != nil {
+				return err
+			}
+			if ok {
+				kept = append(kept, r)
+			}
+		}
+		ck.rows = kept
+		if len(kept) > 0 {
+			return nil
+		}
+	}
+}
+
+func condAll(conds []expr.Expr, row []datum) (bool, error) {
+	for _, c := range conds {
+		if ok, err := cond(c, row); err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func cond(e expr.Expr, row []datum) (bool, error) {
+	d, err := e.Eval(row)
+	if err != nil {
+		return false, err
+	}
+	t, null := expr.IsTrue(d)
+	return t && !null, nil
+}
+
+// limitOp skips offset rows and stops after count: its child is not asked
+// for more, so the scan below stops.
+type limitOp struct {
+	child         Operator
+	offset, count uint64
+	skipped, sent uint64
+}
+
+func (o *limitOp) Open(ctx context.Context) error {
+	o.skipped, o.sent = 0, 0
+	return o.child.Open(ctx)
+}
+func (o *limitOp) Close() error { return o.child.Close() }
+func (o *limitOp) width() int   { return o.child.width() }
+
+func (o *limitOp) Next(ctx context.Context, ck *Chunk) error {
+	for {
+		if o.sent >= o.count {
+			ck.reset()
+			return nil
+		}
+		if err := o.child.Next(ctx, ck); err != nil || len(ck.rows) == 0 {
+			return err
+		}
+		if skip := min(o.offset-o.skipped, uint64(len(ck.rows))); skip > 0 {
+			o.skipped += skip
+			n := copy(ck.rows, ck.rows[skip:])
+			ck.rows = ck.rows[:n]
+		}
+		if rest := o.count - o.sent; uint64(len(ck.rows)) > rest {
+			ck.rows = ck.rows[:rest]
+		}
+		o.sent += uint64(len(ck.rows))
+		if len(ck.rows) > 0 {
+			return nil
+		}
+	}
+}
+
+// projectionOp evaluates the select list.
+type projectionOp struct {
+	child Operator
+	exprs []expr.Expr
+	in    *Chunk
+}
+
+func (o *projectionOp) Open(ctx context.Context) error {
+	if o.in == nil {
+		o.in = newChunk(o.child.width(), chunkRows)
+	}
+	return o.child.Open(ctx)
+}
+func (o *projectionOp) Close() error { return o.child.Close() }
+func (o *projectionOp) width() int   { return len(o.exprs) }
+
+func (o *projectionOp) Next(ctx context.Context, ck *Chunk) error {
+	ck.reset()
+	if err := o.child.Next(ctx, o.in); err != nil {
+		return err
+	}
+	for _, r := range o.in.rows {
+		out := ck.alloc()
+		for j, e := range o.exprs {
+			v, err := e.Eval(r)
+			if err != nil {
+				return err
+			}
+			out[j] = v
+		}
+	}
+	return nil
+}
+
+// emitter returns materialized rows a chunk at a time.
+type emitter struct {
+	rows [][]datum
+	pos  int
+}
+
+func (e *emitter) emit(ck *Chunk) {
+	ck.reset()
+	for e.pos < len(e.rows) && !ck.full() {
+		ck.rows = append(ck.rows, e.rows[e.pos])
+		e.pos++
+	}
+}
+
+// collect copies every row of child.
+func collect(ctx context.Context, child Operator, each func(row []datum) error) error {
+	ck := newChunk(child.width(), chunkRows)
+	for {
+		if err := child.Next(ctx, ck); err != nil || len(ck.rows) == 0 {
+			return err
+		}
+		w := child.width()
+		slab := make([]datum, len(ck.rows)*w)
+		for i, r := range ck.rows {
+			row := slab[i*w : (i+1)*w : (i+1)*w]
+			copy(row, r)
+			if err := each(row); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// sortOp orders its input (stable; NULL first); as TopN it keeps at most
+// 2*(offset+count) rows between sorts and returns rows [offset,
+// offset+count).
+type sortOp struct {
+	child         Operator
+	keys          []planner.SortKey
+	topN          bool
+	offset, count uint64
+	out           emitter
+}
+
+type keyedRow struct {
+	row  []datum
+	keys []datum
+}
+
+func (o *sortOp) Close() error { return o.child.Close() }
+func (o *sortOp) width() int   { return o.child.width() }
+
+func (o *sortOp) Open(ctx context.Context) error {
+	if err := o.child.Open(ctx); err != nil {
+		return err
+	}
+	byBytes := make([]bool, len(o.keys))
+	for j, k := range o.keys {
+		c := k.E.Type().Class()
+		byBytes[j] = c == types.ClassString || c == types.ClassTime
+	}
+	cmp := func(a, b keyedRow) int {
+		for j, k := range o.keys {
+			x, y := a.keys[j], b.keys[j]
+			var c int
+			switch {
+			case x.IsNull() && y.IsNull():
+			case x.IsNull():
+				c = -1
+			case y.IsNull():
+				c = 1
+			default:
+				c = expr.Compare(x, y, byBytes[j])
+			}
+			if k.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
+	keep := o.offset + o.count
+	var ks []keyedRow
+	err := collect(ctx, o.child, func(row []datum) error {
+		kr := keyedRow{row: row, keys: make([]datum, len(o.keys))}
+		for j, k := range o.keys {
+			v, err := k.E.Eval(row)
+			if err != nil {
+				return err
+			}
+			kr.keys[j] = v
+		}
+		ks = append(ks, kr)
+		if o.topN && uint64(len(ks)) > 2*keep+chunkRows {
+			slices.SortStableFunc(ks, cmp)
+			clear(ks[keep:])
+			ks = ks[:keep]
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortStableFunc(ks, cmp)
+	if o.topN {
+		ks = ks[min(o.offset, uint64(len(ks))):min(keep, uint64(len(ks)))]
+	}
+	rows := make([][]datum, len(ks))
+	for i := range ks {
+		rows[i] = ks[i].row
+	}
+	o.out = emitter{rows: rows}
+	return nil
+}
+
+func (o *sortOp) Next(_ context.Context, ck *Chunk) error {
+	o.out.emit(ck)
+	return nil
+}
+
+// distinctOp keeps the first of equal rows.
+type distinctOp struct {
+	child Operator
+	seen  map[string]struct{}
+	key   []byte
+}
+
+func (o *distinctOp) Open(ctx context.Context) error {
+	o.seen = map[string]struct{}{}
+	return o.child.Open(ctx)
+}
+func (o *distinctOp) Close() error { return o.child.Close() }
+func (o *distinctOp) width() int   { return o.child.width() }
+
+func (o *distinctOp) Next(ctx context.Context, ck *Chunk) error {
+	for {
+		if err := o.child.Next(ctx, ck); err != nil || len(ck.rows) == 0 {
+			return err
+		}
+		kept := ck.rows[:0]
+		for _, r := range ck.rows {
+			o.key = rowKey(o.key[:0], r)
+			if _, dup := o.seen[string(o.key)]; dup {
+				continue
+			}
+			o.seen[string(o.key)] = struct{}{}
+			kept = append(kept, r)
+		}
+		ck.rows = kept
+		if len(kept) > 0 {
+			return nil
+		}
+	}
+}
+
+// hashAggOp groups its input and returns one row per group: the group's
+// first input row followed by the aggregate values.
+type hashAggOp struct {
+	child Operator
+	p     *planner.HashAgg
+	out   emitter
+}
+
+func (o *hashAggOp) Close() error { return o.child.Close() }
+func (o *hashAggOp) width() int   { return o.p.Width + len(o.p.Aggs) }
+
+func (o *hashAggOp) Open(ctx context.Context) error {
+	if err := o.child.Open(ctx); err != nil {
+		return err
+	}
+	p := o.p
+	groups := map[string]*group{}
+	var order []*group
+	var keyBuf, scratch []byte
+	gvals := make([]datum, len(p.GroupBy))
+	err := collect(ctx, o.child, func(r []datum) error {
+		for i, g := range p.GroupBy {
+			v, err := g.Eval(r)
+			if err != nil {
+				return err
+			}
+			gvals[i] = v
+		}
+		keyBuf = rowKey(keyBuf[:0], gvals)
+		gr, ok := groups[string(keyBuf)]
+		if !ok {
+			gr = &group{first: r, aggs: make([]aggState, len(p.Aggs))}
+			groups[string(keyBuf)] = gr
+			order = append(order, gr)
+		}
+		for i := range p.Aggs {
+			var err error
+			if scratch, err = gr.aggs[i].add(&p.Aggs[i], r, scratch); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(order) == 0 && len(p.GroupBy) == 0 {
+		// Aggregates over no rows still produce one row.
+		order = append(order, &group{first: make([]datum, p.Width), aggs: make([]aggState, len(p.Aggs))})
+	}
+	w := o.width()
+	rows := make([][]datum, len(order))
+	slab := make([]datum, len(order)*w)
+	for i, gr := range order {
+		row := slab[i*w : (i+1)*w : (i+1)*w]
+		copy(row, gr.first[:p.Width])
+		for j := range p.Aggs {
+			row[p.Width+j] = gr.aggs[j].result(&p.Aggs[j])
+		}
+		rows[i] = row
+	}
+	o.out = emitter{rows: rows}
+	return nil
+}
+
+func (o *hashAggOp) Next(_ context.Context, ck *Chunk) error {
+	o.out.emit(ck)
+	return nil
+}
+
+// selectLockOp locks the rows its child read (SELECT ... FOR UPDATE): a
+// point get by handle locks its key even when there is no row, so a
+// concurrent insert of it waits. In pessimistic mode the rows are replaced
+// by their latest committed values, which must still satisfy WHERE: the
+// statement reads what it locked.
+type selectLockOp struct {
+	rc    *runCtx
+	child Operator
+	p     *planner.SelectLock
+	out   emitter
+}
+
+func (o *selectLockOp) Close() error { return o.child.Close() }
+func (o *selectLockOp) width() int   { return o.child.width() }
+
+func (o *selectLockOp) Open(ctx context.Context) error {
+	if err := o.child.Open(ctx); err != nil {
+		return err
+	}
+	var rows [][]datum
+	if err := collect(ctx, o.child, func(r []datum) error { rows = append(rows, r); return nil }); err != nil {
+		return err
+	}
+	rows, err := o.rc.lockRows(ctx, o.p.Src, o.p.Where, o.p.PointHandle, o.p.NoWait, rows)
+	if err != nil {
+		return err
+	}
+	o.out = emitter{rows: rows}
+	return nil
+}
+
+func (o *selectLockOp) Next(_ context.Context, ck *Chunk) error {
+	o.out.emit(ck)
+	return nil
+}
+
+// lockRows locks the row keys of rows read from src (or the key of
+// pointHandle) and, when pessimistic, returns their latest values that
+// satisfy where (nil: every row).
+func (rc *runCtx) lockRows(ctx context.Context, src *planner.Source, where expr.Expr, pointHandle *int64, nowait bool, rows [][]datum) ([][]datum, error) {
+	var keys [][]byte
+	if pointHandle != nil {
+		keys = [][]byte{tablecodec.RowKey(src.Table.ID, *pointHandle)}
+	} else {
+		keys = rowKeys(src, rows)
+	}
+	vals, pess, err := rc.e.lockKeys(ctx, rc.tx, rc.txn, nowait, keys)
+	if err != nil || !pess {
+		return rows, err
+	}
+	if rows, err = decodeLatest(src, keys, vals); err != nil || where == nil {
+		return rows, err
+	}
+	return filterRows(where, rows)
+}

@@ -1,0 +1,463 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/proto/coprocessorpb"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/planner"
+)
+
+// Paging of range reads (TiDB's coprocessor paging): the first request
+// asks for minPage rows (or the pushed-down limit), each next one for
+// twice as many, up to maxPage, so a LIMIT stops the scan early and a
+// large scan holds at most maxPage rows of one request in memory.
+const (
+	minPage = 256
+	maxPage = 8192
+)
+
+func decodeRowInto(src *planner.Source, key, val []byte, row []datum) error {
+	if err := src.Table.DecodeRow(key, val, row); err != nil {
+		return fmt.Errorf("decode row of %s: %w", src.Table.Name, err)
+	}
+	return nil
+}
+
+type dualOp struct {
+	rows, w int
+	done    bool
+}
+
+func (o *dualOp) Open(context.Context) error { o.done = false; return nil }
+func (o *dualOp) Close() error               { return nil }
+func (o *dualOp) width() int                 { return o.w }
+func (o *dualOp) Next(_ context.Context, ck *Chunk) error {
+	ck.reset()
+	if !o.done {
+		for range o.rows {
+			ck.alloc()
+		}
+		o.done = true
+	}
+	return nil
+}
+
+// pointGetOp reads one row by handle or unique index value.
+type pointGetOp struct {
+	rc   *runCtx
+	p    *planner.PointGet
+	done bool
+}
+
+func (o *pointGetOp) Open(context.Context) error { o.done = false; return nil }
+func (o *pointGetOp) Close() error               { return nil }
+func (o *pointGetOp) width() int                 { return len(o.p.Src.Cols) }
+
+func (o *pointGetOp) Next(ctx context.Context, ck *Chunk) error {
+	ck.reset()
+	if o.done {
+		return nil
+	}
+	o.done = true
+	row := ck.alloc()
+	found, err := o.rc.readPoint(ctx, o.p, row)
+	if !found {
+		ck.reset()
+	}
+	return err
+}
+
+// readPoint reads p's row into row (width len(p.Src.Cols)).
+func (rc *runCtx) readPoint(ctx context.Context, p *planner.PointGet, row []datum) (bool, error) {
+	tbl := p.Src.Table
+	h := p.Handle
+	if p.Index != nil {
+		v, found, err := rc.txn.Get(ctx, planner.UniqueKey(p.Src, p.Index, p.Values))
+		if err != nil || !found {
+			return false, err
+		}
+		if h, err = tablecodec.DecodeIndexHandle(0, false, v); err != nil {
+			return false, err
+		}
+	}
+	key := tablecodec.RowKey(tbl.ID, h)
+	val, found, err := rc.txn.Get(ctx, key)
+	if err != nil || !found {
+		if err == nil && p.Index != nil {
+			return false, inconsistent(p.Src, h)
+		}
+		return false, err
+	}
+	return true, decodeRowInto(p.Src, key, val, row)
+}
+
+func inconsistent(src *planner.Source, h int64) error {
+	return errno.New(8133, "data inconsistency in table %s: an index entry points to row %d, which does not exist; run ADMIN CHECK TABLE", src.Table.Name, h)
+}
+
+// batchPointGetOp reads rows by several handles or unique index values in
+// one BatchGet each.
+type batchPointGetOp struct {
+	rc   *runCtx
+	p    *planner.BatchPointGet
+	keys [][]byte // row keys, in output order
+	vals map[string][]byte
+	pos  int
+}
+
+func (o *batchPointGetOp) width() int   { return len(o.p.Src.Cols) }
+func (o *batchPointGetOp) Close() error { return nil }
+
+func (o *batchPointGetOp) Open(ctx context.Context) error {
+	tbl := o.p.Src.Table
+	o.pos = 0
+	o.keys = o.keys[:0]
+	if o.p.Index == nil {
+		for _, h := range o.p.Handles {
+			o.keys = append(o.keys, tablecodec.RowKey(tbl.ID, h))
+		}
+	} else {
+		ikeys := make([][]byte, len(o.p.Values))
+		for i, v := range o.p.Values {
+			ikeys[i] = planner.UniqueKey(o.p.Src, o.p.Index, v)
+		}
+		found, err := o.rc.txn.BatchGet(ctx, ikeys)
+		if err != nil {
+			return err
+		}
+		for _, k := range ikeys {
+			v, ok := found[string(k)]
+			if !ok {
+				continue
+			}
+			h, err := tablecodec.DecodeIndexHandle(0, false, v)
+			if err != nil {
+				return err
+			}
+			o.keys = append(o.keys, tablecodec.RowKey(tbl.ID, h))
+		}
+	}
+	if len(o.keys) == 0 {
+		return nil
+	}
+	var err error
+	o.vals, err = o.rc.txn.BatchGet(ctx, o.keys)
+	return err
+}
+
+func (o *batchPointGetOp) Next(_ context.Context, ck *Chunk) error {
+	ck.reset()
+	for o.pos < len(o.keys) && !ck.full() {
+		k := o.keys[o.pos]
+		o.pos++
+		v, ok := o.vals[string(k)]
+		if !ok {
+			if o.p.Index != nil {
+				_, h, _ := tablecodec.DecodeRowKey(k)
+				return inconsistent(o.p.Src, h)
+			}
+			continue
+		}
+		if err := decodeRowInto(o.p.Src, k, v, ck.alloc()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyPager reads [start, end) ranges page by page, in order (or reversed).
+type keyPager struct {
+	rc      *runCtx
+	ranges  [][2][]byte
+	reverse bool
+	cop     *coprocessorpb.DAGRequest // nil: read through the transaction
+	page    int
+
+	ri       int
+	cur      []byte // forward: next start; reverse: next end
+	started  bool
+	pairs    []sql.KvPair
+	rows     []*coprocessorpb.Row
+	pos      int
+	finished bool
+}
+
+func (p *keyPager) reset(first int) {
+	p.ri, p.started, p.pos, p.finished = 0, false, 0, false
+	p.pairs, p.rows = p.pairs[:0], p.rows[:0]
+	p.page = minPage
+	if first > 0 {
+		p.page = min(first, maxPage)
+	}
+}
+
+// next returns the next pair; ok is false at the end.
+func (p *keyPager) next(ctx context.Context) (key, val []byte, ok bool, err error) {
+	for {
+		if p.cop != nil && p.pos < len(p.rows) {
+			r := p.rows[p.pos]
+			p.pos++
+			return r.Key, r.Value, true, nil
+		}
+		if p.cop == nil && p.pos < len(p.pairs) {
+			kv := p.pairs[p.pos]
+			p.pos++
+			return kv.Key, kv.Value, true, nil
+		}
+		if p.finished {
+			return nil, nil, false, nil
+		}
+		if err := p.fetch(ctx); err != nil {
+			return nil, nil, false, err
+		}
+	}
+}
+
+func (p *keyPager) fetch(ctx context.Context) error {
+	p.pos = 0
+	p.pairs, p.rows = p.pairs[:0], p.rows[:0]
+	if p.ri >= len(p.ranges) {
+		p.finished = true
+		return nil
+	}
+	ri := p.ri
+	if p.reverse {
+		ri = len(p.ranges) - 1 - p.ri
+	}
+	start, end := p.ranges[ri][0], p.ranges[ri][1]
+	if p.started {
+		if p.reverse {
+			end = p.cur
+		} else {
+			start = p.cur
+		}
+	}
+	p.started = true
+	page := p.page
+	p.page = min(2*p.page, maxPage)
+	var n int
+	var last []byte
+	if p.cop != nil {
+		p.cop.Executors[1].Limit.Limit = uint64(page)
+		resps, err := p.rc.e.Store.Coprocessor(ctx, p.cop, []*kvrpcpb.KeyRange{{Start: start, End: end}}, p.rc.txn.StartTS())
+		if err != nil {
+			return err
+		}
+		for _, r := range resps {
+			for _, row := range r.Rows {
+				if len(p.rows) == page {
+					break
+				}
+				p.rows = append(p.rows, row)
+			}
+		}
+		n = len(p.rows)
+		if n > 0 {
+			last = p.rows[n-1].Key
+		}
+	} else {
+		pairs, err := p.rc.txn.Scan(ctx, start, end, page, p.reverse)
+		if err != nil {
+			return err
+		}
+		p.pairs = pairs
+		n = len(pairs)
+		if n > 0 {
+			last = pairs[n-1].Key
+		}
+	}
+	if n < page {
+		p.ri++
+		p.started = false
+	} else if p.reverse {
+		p.cur = last
+	} else {
+		p.cur = keyEnd(last)
+	}
+	return nil
+}
+
+// tableReaderOp reads rows in handle ranges: through the coprocessor at
+// the transaction's start_ts, or through the transaction itself when it
+// has written there (the coprocessor cannot see its buffer), reads a fresh
+// snapshot per statement, or scans backwards.
+type tableReaderOp struct {
+	rc    *runCtx
+	scan  *planner.TableScan
+	pager keyPager
+}
+
+func (o *tableReaderOp) width() int   { return len(o.scan.Src.Cols) }
+func (o *tableReaderOp) Close() error { return nil }
+
+func (o *tableReaderOp) Open(context.Context) error {
+	tid := o.scan.Src.Table.ID
+	o.pager.rc = o.rc
+	o.pager.ranges = o.pager.ranges[:0]
+	dirty := false
+	for _, r := range o.scan.Ranges {
+		s, e := r.Keys(tid)
+		o.pager.ranges = append(o.pager.ranges, [2][]byte{s, e})
+		dirty = dirty || readDirect(o.rc.tx, o.rc.txn, s, e)
+	}
+	o.pager.reverse = o.scan.Desc
+	o.pager.cop = nil
+	if !dirty && !o.scan.Desc {
+		o.pager.cop = &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{
+			{Tp: coprocessorpb.ExecType_TypeTableScan, TblScan: &coprocessorpb.TableScan{TableId: tid}},
+			{Tp: coprocessorpb.ExecType_TypeLimit, Limit: &coprocessorpb.Limit{}},
+		}}
+	}
+	o.pager.reset(int(o.scan.Limit))
+	return nil
+}
+
+func (o *tableReaderOp) Next(ctx context.Context, ck *Chunk) error {
+	ck.reset()
+	for !ck.full() {
+		k, v, ok, err := o.pager.next(ctx)
+		if err != nil || !ok {
+			return err
+		}
+		if err := decodeRowInto(o.scan.Src, k, v, ck.alloc()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexReaderOp reads index entries in ranges and produces rows holding
+// the index's columns and the handle (the other columns are NULL).
+type indexReaderOp struct {
+	rc    *runCtx
+	scan  *planner.IndexScan
+	pager keyPager
+}
+
+func (o *indexReaderOp) width() int   { return len(o.scan.Src.Cols) }
+func (o *indexReaderOp) Close() error { return nil }
+
+func (o *indexReaderOp) Open(context.Context) error {
+	src := o.scan.Src
+	o.pager.rc = o.rc
+	o.pager.ranges = o.pager.ranges[:0]
+	for _, r := range o.scan.Ranges {
+		s, e := planner.IndexKeyRange(src.Table.ID, o.scan.Index.ID, r)
+		o.pager.ranges = append(o.pager.ranges, [2][]byte{s, e})
+	}
+	o.pager.reverse = o.scan.Desc
+	o.pager.reset(0)
+	return nil
+}
+
+func (o *indexReaderOp) Next(ctx context.Context, ck *Chunk) error {
+	ck.reset()
+	src := o.scan.Src
+	tbl := src.Table
+	ix := o.scan.Index
+	for !ck.full() {
+		k, v, ok, err := o.pager.next(ctx)
+		if err != nil || !ok {
+			return err
+		}
+		_, _, vals, kh, hasHandle, err := tablecodec.DecodeIndexKey(k, len(ix.Columns))
+		if err != nil {
+			return err
+		}
+		h, err := tablecodec.DecodeIndexHandle(kh, hasHandle, v)
+		if err != nil {
+			return err
+		}
+		row := ck.alloc()
+		for i, c := range ix.Columns {
+			row[c.Offset] = vals[i]
+		}
+		row[len(tbl.Columns)] = tablecodec.NewInt(h)
+		if tbl.PKIsHandle {
+			if tbl.Columns[tbl.HandleOffset].Type.Unsigned() {
+				row[tbl.HandleOffset] = tablecodec.NewUint(uint64(h))
+			} else {
+				row[tbl.HandleOffset] = tablecodec.NewInt(h)
+			}
+		}
+	}
+	return nil
+}
+
+// indexLookUpOp reads handles from an index a chunk at a time and their
+// rows with one BatchGet per chunk, returning rows in index order.
+type indexLookUpOp struct {
+	idx  indexReaderOp
+	hck  *Chunk
+	keys [][]byte
+}
+
+func (o *indexLookUpOp) width() int   { return len(o.idx.scan.Src.Cols) }
+func (o *indexLookUpOp) Close() error { return o.idx.Close() }
+
+func (o *indexLookUpOp) Open(ctx context.Context) error {
+	if o.hck == nil {
+		o.hck = newChunk(o.idx.width(), chunkRows)
+	}
+	return o.idx.Open(ctx)
+}
+
+func (o *indexLookUpOp) Next(ctx context.Context, ck *Chunk) error {
+	ck.reset()
+	if err := o.idx.Next(ctx, o.hck); err != nil || len(o.hck.rows) == 0 {
+		return err
+	}
+	src := o.idx.scan.Src
+	hOff := len(src.Table.Columns)
+	o.keys = o.keys[:0]
+	for _, r := range o.hck.rows {
+		o.keys = append(o.keys, tablecodec.RowKey(src.Table.ID, r[hOff].Int64()))
+	}
+	vals, err := o.idx.rc.txn.BatchGet(ctx, o.keys)
+	if err != nil {
+		return err
+	}
+	for _, k := range o.keys {
+		v, ok := vals[string(k)]
+		if !ok {
+			_, h, _ := tablecodec.DecodeRowKey(k)
+			return inconsistent(src, h)
+		}
+		if err := decodeRowInto(src, k, v, ck.alloc()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countOp counts a table's rows as the transaction sees them (COUNT(*)
+// pushed to the stores) and produces one aggregation row: width NULLs and
+// the count.
+type countOp struct {
+	rc   *runCtx
+	src  *planner.Source
+	done bool
+}
+
+func (o *countOp) width() int                 { return len(o.src.Cols) + 1 }
+func (o *countOp) Open(context.Context) error { o.done = false; return nil }
+func (o *countOp) Close() error               { return nil }
+
+func (o *countOp) Next(ctx context.Context, ck *Chunk) error {
+	ck.reset()
+	if o.done {
+		return nil
+	}
+	o.done = true
+	n, err := o.rc.e.countRows(ctx, o.rc.tx, o.rc.txn, o.src.Table.ID)
+	if err != nil {
+		return err
+	}
+	ck.alloc()[len(o.src.Cols)] = tablecodec.NewInt(n)
+	return nil
+}

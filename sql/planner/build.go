@@ -1,0 +1,552 @@
+package planner
+
+import (
+	"context"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// Planner builds plans against a catalog. Safe for concurrent use.
+type Planner struct {
+	Catalog *catalog.Catalog
+}
+
+// ResolveTable resolves a single-table FROM clause.
+func (pl *Planner) ResolveTable(ctx context.Context, refs *ast.TableRefsClause, env expr.Env, what string) (*Source, error) {
+	if refs == nil || refs.TableRefs == nil {
+		return nil, errno.NotSupported(what + " without a table")
+	}
+	j := refs.TableRefs
+	if j.Right != nil {
+		return nil, errno.NotSupported("JOIN")
+	}
+	ts, ok := j.Left.(*ast.TableSource)
+	if !ok {
+		if _, isJoin := j.Left.(*ast.Join); isJoin {
+			return nil, errno.NotSupported("JOIN")
+		}
+		return nil, errno.NotSupported("this FROM clause")
+	}
+	tn, ok := ts.Source.(*ast.TableName)
+	if !ok {
+		return nil, errno.NotSupported("subqueries in FROM")
+	}
+	return pl.OpenTable(ctx, tn, ts.AsName.L, env)
+}
+
+// OpenTable resolves a table name (in the current database when not
+// qualified) under alias (the table's name when empty).
+func (pl *Planner) OpenTable(ctx context.Context, tn *ast.TableName, alias string, env expr.Env) (*Source, error) {
+	dbName := tn.Schema.O
+	if dbName == "" {
+		dbName = env.CurrentDB()
+	}
+	if dbName == "" {
+		return nil, errno.New(errno.ErrNoDB, "No database selected; run USE <database> or qualify the table name")
+	}
+	if strings.EqualFold(dbName, "information_schema") || strings.EqualFold(dbName, "mysql") || strings.EqualFold(dbName, "performance_schema") {
+		return nil, errno.NotSupported("system schema " + dbName)
+	}
+	db, err := pl.Catalog.GetDB(ctx, dbName)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := pl.Catalog.GetTable(ctx, db, tn.Name.O)
+	if err != nil {
+		return nil, err
+	}
+	if alias == "" {
+		alias = strings.ToLower(tn.Name.O)
+	}
+	s := &Source{DB: db, Table: tbl, Alias: alias, Cols: tbl.Schema(), Hints: tn.IndexHints}
+	if alias != strings.ToLower(tbl.Name) {
+		s.Cols = tbl.BuildSchema(alias)
+	}
+	return s, nil
+}
+
+// SelectPlan is a planned SELECT.
+type SelectPlan struct {
+	Root    Plan
+	Columns []ResultColumn
+	Src     *Source // nil without FROM
+	// PointRead: the statement reads one key by handle and locks nothing,
+	// so an autocommit statement may read the newest committed version.
+	PointRead bool
+	Lock      bool
+}
+
+// builder holds one statement's planning state.
+type builder struct {
+	env    expr.Env
+	nextID int
+}
+
+func (b *builder) base(tp string, est float64, task string, children ...Plan) BasePlan {
+	b.nextID++
+	return BasePlan{ID: b.nextID, Tp: tp, EstRows: est, Task: task, Children: children}
+}
+
+// PlanSelect plans s. describe: only the result columns are needed
+// (prepare time, parameters unbound), so LIMIT values are not checked.
+func (pl *Planner) PlanSelect(ctx context.Context, s *ast.SelectStmt, env expr.Env, describe bool) (*SelectPlan, error) {
+	switch {
+	case s.With != nil:
+		return nil, errno.NotSupported("WITH")
+	case s.SelectIntoOpt != nil:
+		return nil, errno.NotSupported("SELECT ... INTO")
+	case len(s.WindowSpecs) > 0:
+		return nil, errno.NotSupported("window functions")
+	case s.GroupBy != nil && s.GroupBy.Rollup:
+		return nil, errno.NotSupported("WITH ROLLUP")
+	}
+	lg := &logical{distinct: s.Distinct}
+	lg.fields, lg.fieldTx, lg.cols = lg.fieldBuf[:0], lg.fieldTxBuf[:0], lg.colBuf[:0]
+	sp := &lg.plan
+	if s.LockInfo != nil {
+		switch s.LockInfo.LockType {
+		case ast.SelectLockNone:
+		case ast.SelectLockForUpdate, ast.SelectLockForShare:
+			lg.lock = true
+		case ast.SelectLockForUpdateNoWait, ast.SelectLockForShareNoWait:
+			lg.lock, lg.nowait = true, true
+		default:
+			return nil, errno.NotSupported("SELECT ... " + s.LockInfo.LockType.String())
+		}
+		if len(s.LockInfo.Tables) > 0 {
+			return nil, errno.NotSupported("SELECT ... FOR UPDATE OF")
+		}
+	}
+	lg.needW = lg.lock
+	if s.From != nil {
+		src, err := pl.ResolveTable(ctx, s.From, env, "SELECT")
+		if err != nil {
+			return nil, err
+		}
+		lg.src = src
+		sp.Src = src
+	}
+	if err := lg.resolve(s, env, describe); err != nil {
+		return nil, err
+	}
+	sp.Columns = lg.cols
+	sp.Lock = lg.lock && lg.src != nil
+	b := &builder{env: env}
+	root, err := b.physical(lg)
+	if err != nil {
+		return nil, err
+	}
+	sp.Root = root
+	if lg.src != nil && !sp.Lock {
+		if _, ok := lg.access.(*PointGet); ok && lg.access.(*PointGet).Index == nil {
+			sp.PointRead = true
+		}
+	}
+	return sp, nil
+}
+
+// logical is the logical plan of a single-table SELECT: DataSource →
+// Selection → Aggregation → Selection(HAVING) → Sort → Limit →
+// Projection (→ Distinct → Limit).
+type logical struct {
+	src      *Source
+	width    int // source row width
+	conds    []ast.ExprNode
+	condE    []expr.Expr
+	where    expr.Expr // every condition, for re-checks after locking
+	dual     bool      // a condition folded to false or NULL
+	needW    bool      // compile the whole WHERE (locking reads and DML re-check it)
+	agg      bool
+	groupBy  []expr.Expr
+	groupTx  []ast.ExprNode
+	aggs     []AggSpec
+	having   expr.Expr
+	havingTx ast.ExprNode
+	fields   []expr.Expr
+	fieldTx  []ast.ExprNode
+	cols     []ResultColumn
+	order    []SortKey
+	orderOff []int // per ORDER BY item: source column offset, or -1
+	distinct bool
+	offset   uint64
+	count    uint64
+	hasLimit bool
+	lock     bool
+	nowait   bool
+
+	access Plan // the chosen data source plan
+
+	// Inline storage for the common small statement (one allocation).
+	plan       SelectPlan
+	condBuf    [2]ast.ExprNode
+	splitBuf   [2]ast.ExprNode
+	condEBuf   [2]expr.Expr
+	fieldBuf   [2]expr.Expr
+	fieldTxBuf [2]ast.ExprNode
+	colBuf     [2]ResultColumn
+	stmt       *ast.SelectStmt
+}
+
+func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error {
+	var srcCols []expr.SchemaColumn
+	if lg.src != nil {
+		srcCols = lg.src.Cols
+	}
+	lg.width = len(srcCols)
+	if s.Where != nil {
+		if err := lg.addWhere(s.Where, env); err != nil {
+			return err
+		}
+	}
+	aggHook := func(a *ast.AggregateFuncExpr) (expr.Expr, error) {
+		spec, err := compileAgg(a, lg.src, srcCols, env)
+		if err != nil {
+			return nil, err
+		}
+		lg.agg = true
+		lg.aggs = append(lg.aggs, spec)
+		return &expr.Column{Offset: lg.width + len(lg.aggs) - 1, Ft: spec.Ft, Name: a.F}, nil
+	}
+	if s.GroupBy != nil {
+		lg.agg = true
+		for _, item := range s.GroupBy.Items {
+			n := item.Expr
+			if pos, ok := positionRef(n); ok {
+				if pos < 1 || pos > len(s.Fields.Fields) || s.Fields.Fields[pos-1].WildCard != nil {
+					return errno.New(errno.ErrBadField, "Unknown column '%d' in 'group statement'", pos)
+				}
+				n = s.Fields.Fields[pos-1].Expr
+			}
+			g, err := compileByItem(n, s.Fields.Fields, srcCols, env, "group statement", nil)
+			if err != nil {
+				return err
+			}
+			lg.groupBy = append(lg.groupBy, g)
+			lg.groupTx = append(lg.groupTx, n)
+		}
+	}
+	fieldCtx := &expr.Ctx{Columns: srcCols, Env: env, Clause: "field list", Agg: aggHook}
+	for _, f := range s.Fields.Fields {
+		if f.WildCard != nil {
+			if lg.src == nil {
+				return errno.New(1096, "No tables used")
+			}
+			if t := f.WildCard.Table.L; t != "" && t != lg.src.Alias {
+				return errno.New(errno.ErrBadTable, "Unknown table '%s'", f.WildCard.Table.O)
+			}
+			src := lg.src
+			for i, c := range src.Table.Columns {
+				lg.fields = append(lg.fields, &expr.Column{Offset: i, Ft: c.Type, Name: c.Name})
+				lg.fieldTx = append(lg.fieldTx, &ast.ColumnNameExpr{Name: &ast.ColumnName{Name: ast.NewCIStr(c.Name)}})
+				lg.cols = append(lg.cols, ResultColumn{DB: src.DB.Name, Table: src.Alias, OrgTable: src.Table.Name, Name: c.Name, OrgName: c.Name, Type: c.Type})
+			}
+			continue
+		}
+		fe, err := expr.Compile(f.Expr, fieldCtx)
+		if err != nil {
+			return err
+		}
+		lg.fields = append(lg.fields, fe)
+		lg.fieldTx = append(lg.fieldTx, f.Expr)
+		rc := ResultColumn{Name: f.AsName.O, Type: fe.Type()}
+		if cn, ok := unparen(f.Expr).(*ast.ColumnNameExpr); ok && lg.src != nil {
+			if rc.Name == "" {
+				rc.Name = cn.Name.Name.O
+			}
+			rc.DB, rc.Table, rc.OrgTable = lg.src.DB.Name, lg.src.Alias, lg.src.Table.Name
+			if col, ok := fe.(*expr.Column); ok {
+				rc.OrgName = col.Name
+			}
+		}
+		if rc.Name == "" {
+			rc.Name = fieldText(f)
+		}
+		lg.cols = append(lg.cols, rc)
+	}
+	if s.Having != nil {
+		h, err := compileByItem(s.Having.Expr, s.Fields.Fields, srcCols, env, "having clause", aggHook)
+		if err != nil {
+			return err
+		}
+		lg.having, lg.havingTx = h, s.Having.Expr
+	}
+	if s.OrderBy != nil {
+		for _, item := range s.OrderBy.Items {
+			var k expr.Expr
+			var text ast.ExprNode
+			if pos, ok := positionRef(item.Expr); ok {
+				if pos < 1 || pos > len(lg.fields) {
+					return errno.New(errno.ErrBadField, "Unknown column '%d' in 'order clause'", pos)
+				}
+				k, text = lg.fields[pos-1], lg.fieldTx[pos-1]
+			} else {
+				var err error
+				if k, err = compileByItem(item.Expr, s.Fields.Fields, srcCols, env, "order clause", aggHook); err != nil {
+					return err
+				}
+				text = item.Expr
+			}
+			lg.order = append(lg.order, SortKey{E: k, Desc: item.Desc, Node: text})
+			off := -1
+			if c, ok := k.(*expr.Column); ok && c.Offset < lg.width {
+				off = c.Offset
+			}
+			lg.orderOff = append(lg.orderOff, off)
+		}
+	}
+	if lg.having != nil && !lg.agg {
+		lg.agg = true // HAVING without aggregates: one group over everything
+	}
+	if s.Limit != nil && !describe {
+		var err error
+		lg.hasLimit = true
+		if lg.count, err = limitValue(s.Limit.Count, env); err != nil {
+			return err
+		}
+		if s.Limit.Offset != nil {
+			if lg.offset, err = limitValue(s.Limit.Offset, env); err != nil {
+				return err
+			}
+		}
+	}
+	lg.stmt = s
+	return nil
+}
+
+// addWhere splits where into conjuncts, compiles them and folds the
+// constant ones (constant folding + predicate pushdown: every remaining
+// conjunct goes to the data source).
+func (lg *logical) addWhere(where ast.ExprNode, env expr.Env) error {
+	var cols []expr.SchemaColumn
+	if lg.src != nil {
+		cols = lg.src.Cols
+	}
+	ctx := &expr.Ctx{Columns: cols, Env: env, Clause: "where clause"}
+	if lg.needW {
+		w, err := expr.Compile(where, ctx)
+		if err != nil {
+			return err
+		}
+		lg.where = w
+	}
+	lg.conds, lg.condE = lg.condBuf[:0], lg.condEBuf[:0]
+	for _, c := range conjuncts(where, lg.splitBuf[:0]) {
+		ce, err := expr.Compile(c, ctx)
+		if err != nil {
+			return err
+		}
+		if k, ok := ce.(*expr.Constant); ok || !hasColumn(c) {
+			var v types.Datum
+			if ok {
+				v = k.Value
+			} else if v, err = ce.Eval(nil); err != nil {
+				// Not foldable without a row (e.g. an error only some rows
+				// hit): keep it as a filter.
+				lg.conds, lg.condE = append(lg.conds, c), append(lg.condE, ce)
+				continue
+			}
+			if t, null := expr.IsTrue(v); !t || null {
+				lg.dual = true
+			}
+			continue
+		}
+		lg.conds, lg.condE = append(lg.conds, c), append(lg.condE, ce)
+	}
+	return nil
+}
+
+// conjuncts appends the AND-ed parts of where to out.
+func conjuncts(where ast.ExprNode, out []ast.ExprNode) []ast.ExprNode {
+	n := unparen(where)
+	if b, ok := n.(*ast.BinaryOperationExpr); ok && b.Op == opcode.LogicAnd {
+		return conjuncts(b.R, conjuncts(b.L, out))
+	}
+	return append(out, n)
+}
+
+// columnNeeds computes on demand (only when an index path is weighed) the
+// columns a statement reads: column pruning.
+type columnNeeds struct {
+	s   *ast.SelectStmt // nil: every column (UPDATE, DELETE rewrite rows)
+	src *Source
+}
+
+func (c columnNeeds) get() []bool {
+	if c.s == nil {
+		n := make([]bool, len(c.src.Cols))
+		for i := range c.src.Table.Columns {
+			n[i] = true
+		}
+		return n
+	}
+	return neededColumns(c.s, c.src)
+}
+
+// neededColumns is column pruning: the source columns the statement
+// references (every column for *).
+func neededColumns(s *ast.SelectStmt, src *Source) []bool {
+	needed := make([]bool, len(src.Cols))
+	v := &columnCollector{src: src, needed: needed}
+	for _, f := range s.Fields.Fields {
+		if f.WildCard != nil {
+			for i := range src.Table.Columns {
+				needed[i] = true
+			}
+			continue
+		}
+		f.Expr.Accept(v)
+	}
+	for _, n := range []ast.Node{s.Where, s.Having, s.GroupBy, s.OrderBy} {
+		if n != nil && !isNilNode(n) {
+			n.Accept(v)
+		}
+	}
+	return needed
+}
+
+func isNilNode(n ast.Node) bool {
+	switch x := n.(type) {
+	case ast.ExprNode:
+		return x == nil
+	case *ast.HavingClause:
+		return x == nil
+	case *ast.GroupByClause:
+		return x == nil
+	case *ast.OrderByClause:
+		return x == nil
+	}
+	return false
+}
+
+type columnCollector struct {
+	src    *Source
+	needed []bool
+}
+
+func (c *columnCollector) Enter(n ast.Node) (ast.Node, bool) {
+	if cn, ok := n.(*ast.ColumnNameExpr); ok {
+		if off := c.src.columnOffset(cn.Name); off >= 0 {
+			c.needed[off] = true
+		}
+	}
+	return n, false
+}
+
+func (c *columnCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+func unparen(n ast.ExprNode) ast.ExprNode {
+	for {
+		pe, ok := n.(*ast.ParenthesesExpr)
+		if !ok {
+			return n
+		}
+		n = pe.Expr
+	}
+}
+
+func fieldText(f *ast.SelectField) string {
+	if t := strings.TrimSpace(f.Text()); t != "" {
+		return t
+	}
+	if t := strings.TrimSpace(f.Expr.Text()); t != "" {
+		return t
+	}
+	var sb strings.Builder
+	f.Expr.Format(&sb)
+	return sb.String()
+}
+
+func positionRef(n ast.ExprNode) (int, bool) {
+	if pe, ok := n.(*ast.PositionExpr); ok && pe.P == nil {
+		return pe.N, true
+	}
+	return 0, false
+}
+
+// compileByItem compiles a GROUP BY / HAVING / ORDER BY expression: a bare
+// name matching a select-list alias refers to that field's expression.
+func compileByItem(n ast.ExprNode, fields []*ast.SelectField, cols []expr.SchemaColumn, env expr.Env, clause string,
+	agg func(*ast.AggregateFuncExpr) (expr.Expr, error)) (expr.Expr, error) {
+	if cn, ok := unparen(n).(*ast.ColumnNameExpr); ok && cn.Name.Table.L == "" {
+		for _, f := range fields {
+			if f.AsName.L != "" && f.AsName.L == cn.Name.Name.L {
+				return expr.Compile(f.Expr, &expr.Ctx{Columns: cols, Env: env, Clause: clause, Agg: agg})
+			}
+		}
+	}
+	return expr.Compile(n, &expr.Ctx{Columns: cols, Env: env, Clause: clause, Agg: agg})
+}
+
+// LimitValue evaluates a LIMIT / OFFSET operand (ERROR 1210 when it is not
+// a non-negative integer).
+func LimitValue(n ast.ExprNode, env expr.Env) (uint64, error) { return limitValue(n, env) }
+
+func limitValue(n ast.ExprNode, env expr.Env) (uint64, error) {
+	k, err := expr.Compile(n, &expr.Ctx{Env: env})
+	if err != nil {
+		return 0, err
+	}
+	d, err := k.Eval(nil)
+	if err != nil {
+		return 0, err
+	}
+	switch d.Kind() {
+	case tablecodec.KindInt64:
+		if d.Int64() >= 0 {
+			return uint64(d.Int64()), nil
+		}
+	case tablecodec.KindUint64:
+		return d.Uint64(), nil
+	}
+	return 0, errno.New(1210, "Incorrect arguments to LIMIT")
+}
+
+func compileAgg(a *ast.AggregateFuncExpr, src *Source, cols []expr.SchemaColumn, env expr.Env) (AggSpec, error) {
+	fn := strings.ToLower(a.F)
+	spec := AggSpec{Fn: fn, Distinct: a.Distinct, Node: a}
+	switch fn {
+	case ast.AggFuncCount, ast.AggFuncSum, ast.AggFuncAvg, ast.AggFuncMax, ast.AggFuncMin:
+	default:
+		return spec, errno.NotSupported("aggregate function " + strings.ToUpper(fn))
+	}
+	if len(a.Args) != 1 {
+		return spec, errno.NotSupported(strings.ToUpper(fn) + " with several arguments")
+	}
+	argCtx := &expr.Ctx{Columns: cols, Env: env, Clause: "field list"}
+	arg, err := expr.Compile(a.Args[0], argCtx)
+	if err != nil {
+		return spec, err
+	}
+	if fn == ast.AggFuncCount {
+		spec.Ft = types.Int64Type
+		// COUNT(*) and COUNT(<non-null constant>) count rows.
+		if c, ok := arg.(*expr.Constant); ok && !c.Value.IsNull() && !a.Distinct {
+			return spec, nil
+		}
+		spec.Arg = arg
+		return spec, nil
+	}
+	spec.Arg = arg
+	switch fn {
+	case ast.AggFuncSum:
+		if arg.Type().Class() == types.ClassInt {
+			spec.Ft = types.DecimalType(41, 0)
+		} else {
+			spec.Ft = types.DoubleType
+		}
+	case ast.AggFuncAvg:
+		spec.Ft = types.DoubleType
+	default:
+		spec.Ft = arg.Type()
+		spec.Ft.Flag &^= mysql.NotNullFlag | mysql.PriKeyFlag | mysql.AutoIncrementFlag
+	}
+	return spec, nil
+}

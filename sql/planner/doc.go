@@ -1,0 +1,38 @@
+// Package planner turns a parsed single-table statement into a physical
+// plan the executor runs as a tree of streaming operators.
+//
+// Planning has three steps, as in TiDB's pkg/planner/core at our scale:
+//
+//  1. Name resolution and a logical plan: the FROM table (Source), WHERE
+//     split into conjuncts, aggregates, HAVING, ORDER BY, LIMIT and the
+//     select list, compiled against the source row (every column, then the
+//     handle).
+//  2. Rewrites: constant folding of conjuncts (a false or NULL one makes
+//     the plan a TableDual of no rows, a true one is dropped), predicate
+//     pushdown (every conjunct reaches the data source, where the ranger
+//     turns the ones on an index prefix into key ranges and the rest stay a
+//     Selection), column pruning (only the columns the statement reads are
+//     needed, which decides whether an index covers it), Sort + Limit
+//     become TopN, and a Sort the access path already satisfies is dropped.
+//  3. Access-path selection: PointGet / BatchPointGet (handle or unique
+//     index, every column equal to constants), TableReader over handle
+//     ranges or the full table, IndexReader (covering), IndexLookUp (index
+//     ranges, then batched row gets), compared by a cost from estimated
+//     row counts (TiDB's pseudo statistics: 10000 rows, 1/1000 for an
+//     equality, 1/40 for a bounded range, 1/3 for a half-open one) and
+//     restricted by USE / FORCE / IGNORE INDEX. Only public indexes are
+//     read: an index being built (delete-only, write-only) never is.
+//
+// Plans are built per execution and are not shared; a plan holds the
+// catalog objects it was built from, which are immutable.
+//
+// Ranges (ranger.go) follow TiDB's pkg/util/ranger: for each index column
+// in order, the conjuncts on that column alone (=, IN, <, <=, >, >=,
+// BETWEEN, IS [NOT] NULL, and OR / AND of those) become a union of
+// intervals; while every interval is a point the next column extends the
+// ranges, the first non-point column ends them. Conditions are access
+// conditions (removed from the Selection) only when their intervals are
+// exact: integer columns compared with numbers, string columns with
+// strings (bytewise, utf8mb4_bin). Decimal and temporal columns are
+// stored as text in index keys, so they are never turned into ranges.
+package planner

@@ -1,0 +1,715 @@
+package planner
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/format"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/types"
+)
+
+const (
+	taskRoot = "root"
+	taskCop  = "cop[tikv]"
+
+	// TiDB's pseudo statistics (pkg/statistics/pseudo.go).
+	pseudoRowCount    = 10000.0
+	pseudoEqualRate   = 1000.0
+	pseudoLessRate    = 3.0
+	pseudoBetweenRate = 40.0
+	selectionFactor   = 0.8
+
+	// Costs per row read: a table row, an index entry, and the row get an
+	// index lookup adds per entry (a second, random read).
+	costTableRow  = 1.0
+	costIndexRow  = 0.5
+	costLookupRow = 1.5
+	costSortRow   = 0.5
+	// costIndexCol prefers, between equal ranges, the index with fewer
+	// columns (smaller entries).
+	costIndexCol = 0.01
+)
+
+// physical builds the physical plan of lg.
+func (b *builder) physical(lg *logical) (Plan, error) {
+	var p Plan
+	ordered := false
+	switch {
+	case lg.src == nil:
+		p = &TableDual{BasePlan: b.base("TableDual", 1, taskRoot), Rows: 1}
+	case lg.dual:
+		p = &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: lg.width}
+	case lg.countOnly():
+		scan := &TableScan{BasePlan: b.base("TableFullScan", pseudoRowCount, taskCop), Src: lg.src, Full: true, Ranges: []HandleRange{FullHandleRange}, CountOnly: true}
+		cop := &HashAgg{BasePlan: b.base("HashAgg", 1, taskCop, scan), Aggs: []AggSpec{{Fn: ast.AggFuncCount}}}
+		reader := &TableReader{BasePlan: b.base("TableReader", 1, taskRoot, cop), Scan: scan}
+		root := &HashAgg{BasePlan: b.base("HashAgg", 1, taskRoot, reader), Aggs: lg.aggs, Width: lg.width, PushedCount: true}
+		lg.access = reader
+		return b.finish(lg, root, false)
+	default:
+		var req *orderReq
+		if !lg.agg {
+			req = lg.orderReq()
+		}
+		limit := uint64(0)
+		if lg.hasLimit && !lg.agg && !lg.distinct {
+			limit = lg.offset + lg.count
+		}
+		ap, err := b.bestAccess(lg.src, lg.conds, lg.condE, columnNeeds{s: lg.stmt, src: lg.src}, req, limit)
+		if err != nil {
+			return nil, err
+		}
+		p, ordered = ap.plan, ap.ordered
+		lg.access = p
+		if len(ap.residual) > 0 {
+			sel := &Selection{BasePlan: b.base("Selection", ap.filteredRows, taskRoot, p), exprNodes: exprNodes{Src: lg.src}}
+			for _, i := range ap.residual {
+				sel.Conds = append(sel.Conds, lg.condE[i])
+				sel.Nodes = append(sel.Nodes, lg.conds[i])
+			}
+			p = sel
+		}
+		if lg.lock {
+			sl := &SelectLock{BasePlan: b.base("SelectLock", p.Base().EstRows, taskRoot, p), Src: lg.src, Where: lg.where, NoWait: lg.nowait}
+			if pg, ok := lg.access.(*PointGet); ok && pg.Index == nil {
+				h := pg.Handle
+				sl.PointHandle = &h
+			}
+			p = sl
+		}
+	}
+	if lg.agg {
+		est := 1.0
+		if len(lg.groupBy) > 0 {
+			est = math.Max(1, p.Base().EstRows*selectionFactor)
+		}
+		p = &HashAgg{BasePlan: b.base("HashAgg", est, taskRoot, p), GroupBy: lg.groupBy, Aggs: lg.aggs, Width: lg.width, exprNodes: exprNodes{Src: lg.src, Nodes: lg.groupTx}}
+	}
+	return b.finish(lg, p, ordered)
+}
+
+// finish adds HAVING, ORDER BY, LIMIT, the projection and DISTINCT.
+func (b *builder) finish(lg *logical, p Plan, ordered bool) (Plan, error) {
+	if lg.having != nil {
+		p = &Selection{BasePlan: b.base("Selection", p.Base().EstRows*selectionFactor, taskRoot, p), Conds: []expr.Expr{lg.having}, exprNodes: exprNodes{Src: lg.src, Nodes: []ast.ExprNode{lg.havingTx}}}
+	}
+	est := p.Base().EstRows
+	limited := func() float64 { return math.Min(est, float64(lg.count)) }
+	if len(lg.order) > 0 && !ordered {
+		if lg.hasLimit && !lg.distinct {
+			p = &TopN{BasePlan: b.base("TopN", limited(), taskRoot, p), Keys: lg.order, Offset: lg.offset, Count: lg.count, Src: lg.src}
+		} else {
+			p = &Sort{BasePlan: b.base("Sort", est, taskRoot, p), Keys: lg.order, Src: lg.src}
+		}
+	} else if lg.hasLimit && !lg.distinct {
+		p = &Limit{BasePlan: b.base("Limit", limited(), taskRoot, p), Offset: lg.offset, Count: lg.count}
+	}
+	p = &Projection{BasePlan: b.base("Projection", p.Base().EstRows, taskRoot, p), Exprs: lg.fields, exprNodes: exprNodes{Src: lg.src, Nodes: lg.fieldTx}}
+	if lg.distinct {
+		p = &Distinct{BasePlan: b.base("HashAgg", p.Base().EstRows*selectionFactor, taskRoot, p), exprNodes: exprNodes{Src: lg.src, Nodes: lg.fieldTx}}
+		if lg.hasLimit {
+			est = p.Base().EstRows
+			p = &Limit{BasePlan: b.base("Limit", limited(), taskRoot, p), Offset: lg.offset, Count: lg.count}
+		}
+	}
+	return p, nil
+}
+
+// countOnly: COUNT(*) over the whole table, counted by the stores.
+func (lg *logical) countOnly() bool {
+	return lg.src != nil && len(lg.conds) == 0 && !lg.lock && len(lg.groupBy) == 0 && lg.having == nil &&
+		len(lg.aggs) == 1 && lg.aggs[0].Fn == ast.AggFuncCount && lg.aggs[0].Arg == nil && !lg.aggs[0].Distinct
+}
+
+// orderReq is the order a data source may provide so that no Sort is
+// needed: ORDER BY on plain columns, all in one direction.
+type orderReq struct {
+	cols []int
+	desc bool
+}
+
+func (lg *logical) orderReq() *orderReq {
+	if len(lg.order) == 0 {
+		return nil
+	}
+	r := &orderReq{desc: lg.order[0].Desc}
+	for i, k := range lg.order {
+		if lg.orderOff[i] < 0 || k.Desc != r.desc {
+			return nil
+		}
+		r.cols = append(r.cols, lg.orderOff[i])
+	}
+	return r
+}
+
+// accessPath is a candidate way to read the data source.
+type accessPath struct {
+	plan         Plan
+	cost         float64
+	ordered      bool
+	residual     []int // conditions left for a Selection
+	filteredRows float64
+}
+
+// hintSet is the effect of USE / FORCE / IGNORE INDEX.
+type hintSet struct {
+	restricted bool            // USE or FORCE named the candidates
+	allowed    map[string]bool // lower-case index names; "primary" is the table path
+	forced     bool
+	ignored    map[string]bool
+}
+
+func (h *hintSet) tableAllowed() bool {
+	if h.ignored["primary"] {
+		return false
+	}
+	return !h.forced || h.allowed["primary"]
+}
+
+func (h *hintSet) indexAllowed(name string) bool {
+	n := strings.ToLower(name)
+	if h.ignored[n] {
+		return false
+	}
+	return !h.restricted || h.allowed[n]
+}
+
+func hints(src *Source) (*hintSet, error) {
+	h := &hintSet{allowed: map[string]bool{}, ignored: map[string]bool{}}
+	for _, hint := range src.Hints {
+		for _, n := range hint.IndexNames {
+			if n.L != "primary" {
+				if ix := src.Table.FindIndex(n.O); ix == nil || !ix.Public() {
+					return nil, errno.New(1176, "Key '%s' doesn't exist in table '%s'", n.O, src.Table.Name)
+				}
+			}
+			switch hint.HintType {
+			case ast.HintUse, ast.HintForce:
+				h.allowed[n.L] = true
+			case ast.HintIgnore:
+				h.ignored[n.L] = true
+			}
+		}
+		switch hint.HintType {
+		case ast.HintUse:
+			h.restricted = true
+		case ast.HintForce:
+			h.restricted, h.forced = true, true
+		}
+	}
+	return h, nil
+}
+
+// bestAccess chooses how to read src for conds (the conjuncts of WHERE,
+// compiled in condE), needing the columns needed, in order req when not
+// nil, of which the first limit rows are wanted (0: all).
+func (b *builder) bestAccess(src *Source, conds []ast.ExprNode, condE []expr.Expr, needed columnNeeds, req *orderReq, limit uint64) (*accessPath, error) {
+	rg := &ranger{src: src, env: b.env}
+	if len(src.Hints) == 0 {
+		if ap := b.fastPoint(rg, src, conds); ap != nil {
+			return ap, nil
+		}
+	}
+	h, err := hints(src)
+	if err != nil {
+		return nil, err
+	}
+	var best *accessPath
+	var neededCols []bool
+	consider := func(ap *accessPath) {
+		if best == nil || ap.cost < best.cost {
+			best = ap
+		}
+	}
+	if h.tableAllowed() {
+		ap := b.tablePath(rg, src, conds, req, limit)
+		if _, point := ap.plan.(*PointGet); point {
+			return ap, nil
+		}
+		if _, batch := ap.plan.(*BatchPointGet); batch {
+			return ap, nil
+		}
+		if _, dual := ap.plan.(*TableDual); dual {
+			return ap, nil
+		}
+		consider(ap)
+	}
+	for _, ix := range src.Table.Indices {
+		if !ix.Public() || !h.indexAllowed(ix.Name) {
+			continue
+		}
+		forced := h.restricted && h.allowed[strings.ToLower(ix.Name)]
+		if neededCols == nil {
+			neededCols = needed.get()
+		}
+		ap := b.indexPath(rg, src, ix, conds, neededCols, req, limit, forced)
+		if ap == nil {
+			continue
+		}
+		switch ap.plan.(type) {
+		case *PointGet, *BatchPointGet, *TableDual:
+			return ap, nil
+		}
+		consider(ap)
+	}
+	if best == nil { // every path hinted away: read the table
+		best = b.tablePath(rg, src, conds, req, limit)
+	}
+	// Ids in plan order: the chosen path was built last for EXPLAIN.
+	return best, nil
+}
+
+// fastPoint plans `handle = constant`, the only condition, as a PointGet
+// without building ranges (TiDB's fast plan for point gets).
+func (b *builder) fastPoint(rg *ranger, src *Source, conds []ast.ExprNode) *accessPath {
+	if len(conds) != 1 {
+		return nil
+	}
+	x, ok := conds[0].(*ast.BinaryOperationExpr)
+	if !ok || x.Op != opcode.EQ {
+		return nil
+	}
+	hOff := src.HandleOffset()
+	other := x.R
+	if !rg.isColumn(x.L, hOff) {
+		if !rg.isColumn(x.R, hOff) {
+			return nil
+		}
+		other = x.L
+	}
+	v, _, ok := rg.constant(other)
+	if !ok {
+		return nil
+	}
+	var h int64
+	switch unsigned := src.Cols[hOff].Type.Unsigned(); {
+	case v.Kind() == tablecodec.KindInt64 && (!unsigned || v.Int64() >= 0):
+		h = v.Int64()
+	case v.Kind() == tablecodec.KindUint64 && (unsigned || v.Uint64() <= math.MaxInt64):
+		h = int64(v.Uint64())
+	default:
+		return nil
+	}
+	return &accessPath{plan: &PointGet{BasePlan: b.base("Point_Get", 1, taskRoot), Src: src, Handle: h}, cost: 1, filteredRows: 1}
+}
+
+// residualOf returns the conditions not represented by access.
+func residualOf(access []bool) []int {
+	var out []int
+	for i, a := range access {
+		if !a {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// condRate is a pseudo selectivity of one condition.
+func condRate(c ast.ExprNode) float64 {
+	switch x := unparen(c).(type) {
+	case *ast.BinaryOperationExpr:
+		switch x.Op {
+		case opcode.EQ, opcode.NullEQ:
+			return 1 / pseudoEqualRate
+		case opcode.LT, opcode.LE, opcode.GT, opcode.GE:
+			return 1 / pseudoLessRate
+		}
+	case *ast.BetweenExpr:
+		if !x.Not {
+			return 1 / pseudoBetweenRate
+		}
+	case *ast.PatternInExpr:
+		if !x.Not {
+			return math.Min(1, float64(len(x.List))/pseudoEqualRate)
+		}
+	case *ast.IsNullExpr:
+		if !x.Not {
+			return 1 / pseudoEqualRate
+		}
+	}
+	return selectionFactor
+}
+
+func filtered(rows float64, conds []ast.ExprNode, residual []int) float64 {
+	for _, i := range residual {
+		rows *= condRate(conds[i])
+	}
+	return rows
+}
+
+// rangeRows estimates the rows in ranges over ncols columns (unique: a full
+// point is one row).
+func rangeRows(rs []Range, ncols int, unique bool) float64 {
+	total := 0.0
+	for _, r := range rs {
+		if unique && r.IsPoint(ncols) && !hasNull(r.Low) {
+			total++
+			continue
+		}
+		sel := 1.0
+		n := min(len(r.Low), len(r.High))
+		eq := 0
+		for eq < n && cmpVal(r.Low[eq], r.High[eq]) == 0 {
+			if eq == len(r.Low)-1 && eq == len(r.High)-1 && (r.LowExcl || r.HighExcl) {
+				break
+			}
+			eq++
+		}
+		for range eq {
+			sel /= pseudoEqualRate
+		}
+		lowBounded := len(r.Low) > eq && !r.Low[eq].IsNull()
+		highBounded := len(r.High) > eq
+		switch {
+		case lowBounded && highBounded:
+			sel /= pseudoBetweenRate
+		case lowBounded || highBounded:
+			sel /= pseudoLessRate
+		}
+		total += sel * pseudoRowCount
+	}
+	return math.Min(total, pseudoRowCount)
+}
+
+func hasNull(vals []types.Datum) bool {
+	for _, v := range vals {
+		if v.IsNull() {
+			return true
+		}
+	}
+	return false
+}
+
+// orderCost adjusts a path's cost for the order and limit wanted.
+func orderCost(cost, rows, filteredRows float64, ordered bool, req *orderReq, limit uint64) float64 {
+	if req != nil && !ordered {
+		return cost + rows*costSortRow
+	}
+	if limit > 0 && filteredRows > 0 && (req == nil || ordered) {
+		frac := float64(limit) / filteredRows
+		if frac < 1 {
+			return cost * frac
+		}
+	}
+	return cost
+}
+
+func (b *builder) tablePath(rg *ranger, src *Source, conds []ast.ExprNode, req *orderReq, limit uint64) *accessPath {
+	hOff := src.HandleOffset()
+	d := rg.detach(conds, []int{hOff})
+	unsigned := src.Cols[hOff].Type.Unsigned()
+	residual := residualOf(d.access)
+	if d.usedCols > 0 && len(d.ranges) == 0 {
+		return &accessPath{plan: &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: len(src.Cols)}, residual: residual}
+	}
+	if d.usedCols > 0 && d.eqCols == 1 {
+		handles := make([]int64, 0, len(d.ranges))
+		for _, r := range d.ranges {
+			if r.Low[0].IsNull() {
+				continue // IS NULL: handles never are
+			}
+			handles = append(handles, r.Low[0].Int64()) // uint64 handles are stored as their bits
+		}
+		if len(handles) == 0 {
+			return &accessPath{plan: &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: len(src.Cols)}, residual: residual}
+		}
+		rows := float64(len(handles))
+		if len(handles) == 1 {
+			return &accessPath{plan: &PointGet{BasePlan: b.base("Point_Get", 1, taskRoot), Src: src, Handle: handles[0]},
+				residual: residual, filteredRows: filtered(rows, conds, residual), cost: 1}
+		}
+		slices.Sort(handles)
+		handles = slices.Compact(handles)
+		return &accessPath{plan: &BatchPointGet{BasePlan: b.base("Batch_Point_Get", float64(len(handles)), taskRoot), Src: src, Handles: handles},
+			residual: residual, filteredRows: filtered(float64(len(handles)), conds, residual), cost: float64(len(handles))}
+	}
+	scan := &TableScan{Src: src, Ranges: []HandleRange{FullHandleRange}, Full: true}
+	rows := pseudoRowCount
+	if d.usedCols > 0 && !unsigned {
+		scan.Ranges, scan.Full = handleRanges(d.ranges), false
+		rows = rangeRows(d.ranges, 1, false)
+	} else {
+		residual = residualOf(make([]bool, len(conds))) // unsigned handles: key order is not value order
+	}
+	if req != nil && len(req.cols) == 1 && req.cols[0] == hOff && !unsigned {
+		scan.KeepOrder, scan.Desc = true, req.desc
+	}
+	if len(residual) == 0 && limit > 0 && (req == nil || scan.KeepOrder) {
+		scan.Limit = limit
+	}
+	tp := "TableRangeScan"
+	if scan.Full {
+		tp = "TableFullScan"
+	}
+	scan.BasePlan = b.base(tp, rows, taskCop)
+	reader := &TableReader{BasePlan: b.base("TableReader", rows, taskRoot, scan), Scan: scan}
+	fr := filtered(rows, conds, residual)
+	cost := orderCost(rows*costTableRow, rows, fr, scan.KeepOrder, req, limit)
+	return &accessPath{plan: reader, cost: cost, ordered: scan.KeepOrder, residual: residual, filteredRows: fr}
+}
+
+// sortable reports whether index order on the column is the order ORDER BY
+// compares it in.
+func sortable(ft types.FieldType) bool { return domainOf(ft) != domainNone }
+
+func (b *builder) indexPath(rg *ranger, src *Source, ix *catalog.IndexInfo, conds []ast.ExprNode, needed []bool, req *orderReq, limit uint64, forced bool) *accessPath {
+	cols := make([]int, len(ix.Columns))
+	for i, c := range ix.Columns {
+		cols[i] = c.Offset
+	}
+	d := rg.detach(conds, cols)
+	residual := residualOf(d.access)
+	ordered := false
+	desc := false
+	if req != nil {
+		ordered, desc = indexOrdered(req, cols, d, src)
+	}
+	if d.usedCols == 0 && !forced && !ordered {
+		return nil
+	}
+	if d.usedCols > 0 && len(d.ranges) == 0 {
+		return &accessPath{plan: &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: len(src.Cols)}, residual: residual}
+	}
+	if d.usedCols == 0 {
+		d.ranges = []Range{{}}
+	}
+	if ix.Unique && d.eqCols == len(cols) {
+		pointRows := make([][]types.Datum, 0, len(d.ranges))
+		for _, r := range d.ranges {
+			if !hasNull(r.Low) {
+				pointRows = append(pointRows, r.Low)
+			}
+		}
+		if len(pointRows) == len(d.ranges) {
+			fr := filtered(float64(len(pointRows)), conds, residual)
+			if len(pointRows) == 1 {
+				return &accessPath{plan: &PointGet{BasePlan: b.base("Point_Get", 1, taskRoot), Src: src, Index: ix, Values: pointRows[0]},
+					residual: residual, filteredRows: fr, cost: 1.5}
+			}
+			return &accessPath{plan: &BatchPointGet{BasePlan: b.base("Batch_Point_Get", float64(len(pointRows)), taskRoot), Src: src, Index: ix, Values: pointRows},
+				residual: residual, filteredRows: fr, cost: 1.5 * float64(len(pointRows))}
+		}
+	}
+	rows := rangeRows(d.ranges, len(cols), ix.Unique)
+	if d.usedCols == 0 {
+		rows = pseudoRowCount
+	}
+	tp := "IndexRangeScan"
+	scan := &IndexScan{Src: src, Index: ix, Ranges: d.ranges, KeepOrder: ordered, Desc: desc}
+	if scan.Full() {
+		tp = "IndexFullScan"
+	}
+	covering := true
+	inIndex := make([]bool, len(src.Cols))
+	for _, c := range cols {
+		inIndex[c] = true
+	}
+	inIndex[len(src.Table.Columns)] = true // the handle
+	if src.Table.PKIsHandle {
+		inIndex[src.Table.HandleOffset] = true
+	}
+	for i, n := range needed {
+		if n && !inIndex[i] {
+			covering = false
+		}
+	}
+	fr := filtered(rows, conds, residual)
+	var p Plan
+	var cost float64
+	if covering {
+		scan.BasePlan = b.base(tp, rows, taskCop)
+		p = &IndexReader{BasePlan: b.base("IndexReader", rows, taskRoot, scan), Scan: scan}
+		cost = rows * (costIndexRow + costIndexCol*float64(len(cols)))
+	} else {
+		scan.BasePlan = b.base(tp, rows, taskCop)
+		scan.Label = "Build"
+		tbl := &TableRowIDScan{BasePlan: b.base("TableRowIDScan", rows, taskCop), Src: src}
+		tbl.Label = "Probe"
+		p = &IndexLookUp{BasePlan: b.base("IndexLookUp", rows, taskRoot, scan, tbl), Index: scan, Table: tbl}
+		cost = rows * (costIndexRow + costIndexCol*float64(len(cols)) + costLookupRow)
+	}
+	cost = orderCost(cost, rows, fr, ordered, req, limit)
+	return &accessPath{plan: p, cost: cost, ordered: ordered, residual: residual, filteredRows: fr}
+}
+
+// indexOrdered reports whether reading ranges of an index on cols yields
+// rows in the order req wants (and whether backwards).
+func indexOrdered(req *orderReq, cols []int, d detached, src *Source) (bool, bool) {
+	for _, c := range req.cols {
+		if !sortable(src.Cols[c].Type) {
+			return false, false
+		}
+	}
+	for j := 0; j <= d.eqCols && j < len(cols); j++ {
+		if j > 0 && len(d.ranges) > 1 {
+			break // several values of the leading columns: not one order
+		}
+		if j+len(req.cols) > len(cols) {
+			break
+		}
+		match := true
+		for i, c := range req.cols {
+			if cols[j+i] != c {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true, req.desc
+		}
+	}
+	return false, false
+}
+
+// ScanPlan is the plan of the rows an UPDATE or DELETE reads.
+type ScanPlan struct {
+	Root  Plan // reader, with a Selection of the conditions it does not apply
+	Where expr.Expr
+	// PointHandle: the plan reads one handle's key (locked even when no
+	// row exists).
+	PointHandle *int64
+}
+
+// PlanScan plans the read of an UPDATE or DELETE of src filtered by where
+// (nil: every row).
+func (pl *Planner) PlanScan(src *Source, where ast.ExprNode, env expr.Env) (*ScanPlan, error) {
+	lg := &logical{src: src, width: len(src.Cols), needW: true}
+	if where != nil {
+		if err := lg.addWhere(where, env); err != nil {
+			return nil, err
+		}
+	}
+	b := &builder{env: env}
+	sp := &ScanPlan{Where: lg.where}
+	if lg.dual {
+		sp.Root = &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: lg.width}
+		return sp, nil
+	}
+	ap, err := b.bestAccess(src, lg.conds, lg.condE, columnNeeds{src: src}, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	sp.Root = ap.plan
+	if pg, ok := ap.plan.(*PointGet); ok && pg.Index == nil {
+		h := pg.Handle
+		sp.PointHandle = &h
+	}
+	if len(ap.residual) > 0 {
+		sel := &Selection{BasePlan: b.base("Selection", ap.filteredRows, taskRoot, ap.plan), exprNodes: exprNodes{Src: src}}
+		for _, i := range ap.residual {
+			sel.Conds = append(sel.Conds, lg.condE[i])
+			sel.Nodes = append(sel.Nodes, lg.conds[i])
+		}
+		sp.Root = sel
+	}
+	return sp, nil
+}
+
+// ExplainDML wraps the read plan of an UPDATE or DELETE in its root.
+func ExplainDML(tp string, read Plan) Plan {
+	b := &builder{nextID: maxID(read)}
+	if tp == "Update" {
+		return &Update{BasePlan: b.base("Update", 0, taskRoot, read)}
+	}
+	return &Delete{BasePlan: b.base("Delete", 0, taskRoot, read)}
+}
+
+func maxID(p Plan) int {
+	m := p.Base().ID
+	for _, c := range p.Base().Children {
+		m = max(m, maxID(c))
+	}
+	return m
+}
+
+var opNames = map[opcode.Op]string{
+	opcode.EQ: "eq", opcode.NE: "ne", opcode.LT: "lt", opcode.LE: "le", opcode.GT: "gt", opcode.GE: "ge",
+	opcode.NullEQ: "nulleq", opcode.LogicAnd: "and", opcode.LogicOr: "or", opcode.LogicXor: "xor",
+	opcode.Plus: "plus", opcode.Minus: "minus", opcode.Mul: "mul", opcode.Div: "div", opcode.IntDiv: "intdiv", opcode.Mod: "mod",
+}
+
+// exprText renders n as TiDB's EXPLAIN does: eq(test.t.k, 1).
+func exprText(n ast.ExprNode, src *Source) string {
+	switch x := unparen(n).(type) {
+	case *ast.ColumnNameExpr:
+		if src != nil {
+			if off := src.columnOffset(x.Name); off >= 0 {
+				return src.colName(off)
+			}
+		}
+		return x.Name.Name.L
+	case *ast.BinaryOperationExpr:
+		if name, ok := opNames[x.Op]; ok {
+			return name + "(" + exprText(x.L, src) + ", " + exprText(x.R, src) + ")"
+		}
+	case *ast.BetweenExpr:
+		s := "and(ge(" + exprText(x.Expr, src) + ", " + exprText(x.Left, src) + "), le(" + exprText(x.Expr, src) + ", " + exprText(x.Right, src) + "))"
+		if x.Not {
+			return "not(" + s + ")"
+		}
+		return s
+	case *ast.PatternInExpr:
+		if x.Sel == nil {
+			parts := []string{exprText(x.Expr, src)}
+			for _, it := range x.List {
+				parts = append(parts, exprText(it, src))
+			}
+			s := "in(" + strings.Join(parts, ", ") + ")"
+			if x.Not {
+				return "not(" + s + ")"
+			}
+			return s
+		}
+	case *ast.IsNullExpr:
+		s := "isnull(" + exprText(x.Expr, src) + ")"
+		if x.Not {
+			return "not(" + s + ")"
+		}
+		return s
+	case *ast.AggregateFuncExpr:
+		parts := make([]string, len(x.Args))
+		for i, a := range x.Args {
+			parts[i] = exprText(a, src)
+		}
+		d := ""
+		if x.Distinct {
+			d = "distinct "
+		}
+		return strings.ToLower(x.F) + "(" + d + strings.Join(parts, ", ") + ")"
+	case *ast.FuncCallExpr:
+		parts := make([]string, len(x.Args))
+		for i, a := range x.Args {
+			parts[i] = exprText(a, src)
+		}
+		return x.FnName.L + "(" + strings.Join(parts, ", ") + ")"
+	case ast.ValueExpr:
+		if v := x.GetValue(); v == nil {
+			return "NULL"
+		}
+		if d, ok := x.GetValue().(string); ok {
+			return `"` + d + `"`
+		}
+	}
+	var sb strings.Builder
+	if err := n.Restore(format.NewRestoreCtx(format.DefaultRestoreFlags, &sb)); err != nil {
+		return n.Text()
+	}
+	return strings.ReplaceAll(sb.String(), "`", "")
+}
+
+// keysOfPoint is the unique index key of values.
+func keysOfPoint(src *Source, ix *catalog.IndexInfo, vals []types.Datum) []byte {
+	return tablecodec.AppendIndexKey(nil, src.Table.ID, ix.ID, vals, false, 0)
+}
+
+// UniqueKey returns the key of a unique index entry with vals (none NULL).
+func UniqueKey(src *Source, ix *catalog.IndexInfo, vals []types.Datum) []byte {
+	return keysOfPoint(src, ix, vals)
+}

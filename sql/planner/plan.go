@@ -1,0 +1,470 @@
+package planner
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// Source is the table a statement reads, with its row layout: every
+// column by offset, then the handle.
+type Source struct {
+	DB    *catalog.DBInfo
+	Table *catalog.TableInfo
+	Alias string
+	Cols  []expr.SchemaColumn
+	Hints []*ast.IndexHint
+}
+
+// HandleOffset is the row slot of the handle as a column: the integer
+// primary key, or the hidden _tidb_rowid.
+func (s *Source) HandleOffset() int {
+	if s.Table.PKIsHandle {
+		return s.Table.HandleOffset
+	}
+	return len(s.Table.Columns)
+}
+
+// columnOffset resolves a column name against the source (-1: not one of
+// its columns).
+func (s *Source) columnOffset(n *ast.ColumnName) int {
+	if n.Table.L != "" && n.Table.L != s.Alias {
+		return -1
+	}
+	if n.Schema.L != "" && !strings.EqualFold(n.Schema.O, s.DB.Name) {
+		return -1
+	}
+	for i, c := range s.Cols {
+		if strings.EqualFold(c.Name, n.Name.O) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Source) colName(off int) string {
+	return strings.ToLower(s.DB.Name) + "." + s.Alias + "." + strings.ToLower(s.Cols[off].Name)
+}
+
+// ResultColumn describes one column of a result set.
+type ResultColumn struct {
+	DB, Table, OrgTable, Name, OrgName string
+	Type                               types.FieldType
+}
+
+// Plan is a node of a physical plan.
+type Plan interface {
+	Base() *BasePlan
+	// info returns the EXPLAIN "access object" and "operator info".
+	info() (access, op string)
+}
+
+// BasePlan holds what every plan node has.
+type BasePlan struct {
+	ID       int
+	Tp       string  // operator name, as EXPLAIN shows it
+	EstRows  float64 // estimated output rows
+	Task     string  // "root" (SQL node) or "cop[tikv]" (stores)
+	Children []Plan
+	// Label is "Build" / "Probe" for the sides of an IndexLookUp.
+	Label string
+}
+
+// Base implements Plan.
+func (b *BasePlan) Base() *BasePlan { return b }
+
+// ExplainID is the operator's name and id, e.g. Point_Get_1.
+func (b *BasePlan) ExplainID() string { return b.Tp + "_" + strconv.Itoa(b.ID) }
+
+// AggSpec is one aggregate function call.
+type AggSpec struct {
+	Fn       string    // count, sum, avg, max, min
+	Arg      expr.Expr // nil: COUNT(*)
+	Distinct bool
+	Ft       types.FieldType
+	Node     *ast.AggregateFuncExpr // for EXPLAIN; nil: count(1)
+}
+
+// SortKey is one ORDER BY item.
+type SortKey struct {
+	E    expr.Expr
+	Desc bool
+	Node ast.ExprNode // for EXPLAIN
+}
+
+// TableDual produces Rows empty rows of width Width (1: SELECT without
+// FROM; 0: a WHERE that is never true).
+type TableDual struct {
+	BasePlan
+	Rows, Width int
+}
+
+// PointGet reads one row by handle, or by the values of a unique index.
+type PointGet struct {
+	BasePlan
+	Src    *Source
+	Handle int64
+	Index  *catalog.IndexInfo // nil: by handle
+	Values []types.Datum      // index values
+}
+
+// BatchPointGet reads rows by several handles or unique index values.
+type BatchPointGet struct {
+	BasePlan
+	Src     *Source
+	Handles []int64 // ascending, distinct
+	Index   *catalog.IndexInfo
+	Values  [][]types.Datum
+}
+
+// TableScan reads row keys in handle ranges (cop task of a TableReader).
+type TableScan struct {
+	BasePlan
+	Src       *Source
+	Ranges    []HandleRange
+	Full      bool
+	KeepOrder bool
+	Desc      bool
+	// Limit, when > 0, is pushed to the stores: at most Limit rows.
+	Limit uint64
+	// CountOnly: the stores count the rows (COUNT(*) without WHERE).
+	CountOnly bool
+}
+
+// TableReader is the root side of a table scan.
+type TableReader struct {
+	BasePlan
+	Scan *TableScan
+}
+
+// IndexScan reads index entries in ranges.
+type IndexScan struct {
+	BasePlan
+	Src       *Source
+	Index     *catalog.IndexInfo
+	Ranges    []Range
+	KeepOrder bool
+	Desc      bool
+}
+
+// Full reports whether the scan reads the whole index.
+func (s *IndexScan) Full() bool {
+	return len(s.Ranges) == 1 && len(s.Ranges[0].Low) == 0 && len(s.Ranges[0].High) == 0
+}
+
+// IndexReader reads a covering index: the rows are the index values and
+// the handle.
+type IndexReader struct {
+	BasePlan
+	Scan *IndexScan
+}
+
+// TableRowIDScan reads rows by the handles an index scan found.
+type TableRowIDScan struct {
+	BasePlan
+	Src *Source
+}
+
+// IndexLookUp reads handles from an index, then their rows in batches,
+// in index order.
+type IndexLookUp struct {
+	BasePlan
+	Index *IndexScan
+	Table *TableRowIDScan
+}
+
+// Selection keeps the rows for which every condition is true.
+type Selection struct {
+	BasePlan
+	Conds []expr.Expr
+	exprNodes
+}
+
+// HashAgg groups rows: each output row is the group's first input row
+// (width Width) followed by the aggregate values.
+type HashAgg struct {
+	BasePlan
+	GroupBy   []expr.Expr
+	Aggs      []AggSpec
+	Width     int
+	exprNodes // group by
+	// PushedCount: the child reads a count per region (CountOnly scan)
+	// and the aggregate sums them.
+	PushedCount bool
+}
+
+// Sort orders rows by Keys (stable).
+type Sort struct {
+	BasePlan
+	Keys []SortKey
+	Src  *Source
+}
+
+// TopN is Sort followed by Limit, keeping at most Offset+Count rows.
+type TopN struct {
+	BasePlan
+	Keys          []SortKey
+	Offset, Count uint64
+	Src           *Source
+}
+
+// Limit skips Offset rows and returns at most Count.
+type Limit struct {
+	BasePlan
+	Offset, Count uint64
+}
+
+// Projection computes the select list.
+type Projection struct {
+	BasePlan
+	Exprs []expr.Expr
+	exprNodes
+}
+
+// Distinct keeps the first of equal rows (shown as TiDB's HashAgg with
+// firstrow functions).
+type Distinct struct {
+	BasePlan
+	exprNodes
+}
+
+// exprNodes are the AST of a plan's expressions, rendered only by EXPLAIN
+// (planning a statement builds no text).
+type exprNodes struct {
+	Src   *Source
+	Nodes []ast.ExprNode
+}
+
+func (e exprNodes) texts() []string {
+	out := make([]string, len(e.Nodes))
+	for i, n := range e.Nodes {
+		out[i] = exprText(n, e.Src)
+	}
+	return out
+}
+
+// SelectLock locks the rows its child read (SELECT ... FOR UPDATE) and,
+// in pessimistic mode, returns their latest values that still satisfy
+// Where.
+type SelectLock struct {
+	BasePlan
+	Src    *Source
+	Where  expr.Expr
+	NoWait bool
+	// PointHandle: the child is a PointGet by handle; its key is locked
+	// even when no row exists, so a concurrent insert of it waits.
+	PointHandle *int64
+}
+
+// Update and Delete are the DML roots EXPLAIN shows.
+type Update struct{ BasePlan }
+
+// Delete is the root of an explained DELETE.
+type Delete struct{ BasePlan }
+
+func (p *TableDual) info() (string, string) { return "", "rows:" + strconv.Itoa(p.Rows) }
+
+func tableObject(s *Source) string {
+	if s.Alias != strings.ToLower(s.Table.Name) {
+		return "table:" + s.Alias
+	}
+	return "table:" + s.Table.Name
+}
+
+func indexObject(s *Source, ix *catalog.IndexInfo) string {
+	cols := make([]string, len(ix.Columns))
+	for i, c := range ix.Columns {
+		cols[i] = c.Name
+	}
+	return tableObject(s) + ", index:" + ix.Name + "(" + strings.Join(cols, ", ") + ")"
+}
+
+func (p *PointGet) info() (string, string) {
+	if p.Index != nil {
+		return indexObject(p.Src, p.Index), ""
+	}
+	return tableObject(p.Src), "handle:" + handleText(p.Src, p.Handle)
+}
+
+func handleText(s *Source, h int64) string {
+	if s.Cols[s.HandleOffset()].Type.Unsigned() {
+		return strconv.FormatUint(uint64(h), 10)
+	}
+	return strconv.FormatInt(h, 10)
+}
+
+func (p *BatchPointGet) info() (string, string) {
+	if p.Index != nil {
+		return indexObject(p.Src, p.Index), "keep order:false, desc:false"
+	}
+	hs := make([]string, len(p.Handles))
+	for i, h := range p.Handles {
+		hs[i] = handleText(p.Src, h)
+	}
+	return tableObject(p.Src), "handle:[" + strings.Join(hs, " ") + "], keep order:false, desc:false"
+}
+
+const pseudo = ", stats:pseudo"
+
+func orderInfo(keep, desc bool) string {
+	s := "keep order:" + strconv.FormatBool(keep)
+	if desc {
+		s += ", desc"
+	}
+	return s + pseudo
+}
+
+func (p *TableScan) info() (string, string) {
+	if p.CountOnly {
+		return tableObject(p.Src), orderInfo(false, false)
+	}
+	if p.Full {
+		return tableObject(p.Src), orderInfo(p.KeepOrder, p.Desc)
+	}
+	rs := make([]string, len(p.Ranges))
+	for i, r := range p.Ranges {
+		lo, hi := "-inf", "+inf"
+		if r.Lo != FullHandleRange.Lo {
+			lo = handleText(p.Src, r.Lo)
+		}
+		if r.Hi != FullHandleRange.Hi {
+			hi = handleText(p.Src, r.Hi)
+		}
+		rs[i] = "[" + lo + "," + hi + "]"
+	}
+	return tableObject(p.Src), "range:" + strings.Join(rs, ", ") + ", " + orderInfo(p.KeepOrder, p.Desc)
+}
+
+func (p *TableReader) info() (string, string) {
+	child := p.Children[0].Base()
+	return "", "data:" + child.ExplainID()
+}
+
+func (p *IndexScan) info() (string, string) {
+	if p.Full() {
+		return indexObject(p.Src, p.Index), orderInfo(p.KeepOrder, p.Desc)
+	}
+	rs := make([]string, len(p.Ranges))
+	for i, r := range p.Ranges {
+		rs[i] = formatRange(r)
+	}
+	return indexObject(p.Src, p.Index), "range:" + strings.Join(rs, ", ") + ", " + orderInfo(p.KeepOrder, p.Desc)
+}
+
+func (p *IndexReader) info() (string, string) {
+	return "", "index:" + p.Children[0].Base().ExplainID()
+}
+
+func (p *TableRowIDScan) info() (string, string) { return tableObject(p.Src), orderInfo(false, false) }
+
+func (p *IndexLookUp) info() (string, string) { return "", "" }
+
+func (p *Selection) info() (string, string) { return "", strings.Join(p.texts(), ", ") }
+
+func (p *HashAgg) info() (string, string) {
+	var parts []string
+	if len(p.Nodes) > 0 {
+		parts = append(parts, "group by:"+strings.Join(p.texts(), ", "))
+	}
+	fs := make([]string, len(p.Aggs))
+	for i, a := range p.Aggs {
+		fs[i] = "count(1)"
+		if a.Node != nil {
+			fs[i] = exprText(a.Node, p.Src)
+		}
+	}
+	if len(fs) > 0 {
+		parts = append(parts, "funcs:"+strings.Join(fs, ", "))
+	}
+	return "", strings.Join(parts, ", ")
+}
+
+func keysText(src *Source, keys []SortKey) string {
+	ks := make([]string, len(keys))
+	for i, k := range keys {
+		ks[i] = exprText(k.Node, src)
+		if k.Desc {
+			ks[i] += ":desc"
+		}
+	}
+	return strings.Join(ks, ", ")
+}
+
+func (p *Sort) info() (string, string) { return "", keysText(p.Src, p.Keys) }
+
+func (p *TopN) info() (string, string) {
+	return "", fmt.Sprintf("%s, offset:%d, count:%d", keysText(p.Src, p.Keys), p.Offset, p.Count)
+}
+
+func (p *Limit) info() (string, string) {
+	return "", fmt.Sprintf("offset:%d, count:%d", p.Offset, p.Count)
+}
+
+func (p *Projection) info() (string, string) { return "", strings.Join(p.texts(), ", ") }
+
+func (p *Distinct) info() (string, string) {
+	ts := p.texts()
+	fs := make([]string, len(ts))
+	for i, t := range ts {
+		fs[i] = "firstrow(" + t + ")"
+	}
+	return "", "group by:" + strings.Join(ts, ", ") + ", funcs:" + strings.Join(fs, ", ")
+}
+
+func (p *SelectLock) info() (string, string) {
+	if p.NoWait {
+		return "", "for update nowait"
+	}
+	return "", "for update 0"
+}
+
+func (p *Update) info() (string, string) { return "", "N/A" }
+func (p *Delete) info() (string, string) { return "", "N/A" }
+
+// ExplainRow is one row of EXPLAIN.
+type ExplainRow struct {
+	ID, EstRows, Task, Access, Info string
+	Plan                            Plan
+}
+
+// Explain flattens p into EXPLAIN rows with TiDB's tree drawing.
+func Explain(p Plan) []ExplainRow {
+	var rows []ExplainRow
+	var walk func(p Plan, prefix string, last, root bool)
+	walk = func(p Plan, prefix string, last, root bool) {
+		b := p.Base()
+		id := b.ExplainID()
+		if b.Label != "" {
+			id += "(" + b.Label + ")"
+		}
+		indent := ""
+		childPrefix := prefix
+		if !root {
+			if last {
+				indent = prefix + "└─"
+				childPrefix = prefix + "  "
+			} else {
+				indent = prefix + "├─"
+				childPrefix = prefix + "│ "
+			}
+		}
+		access, op := p.info()
+		est := "N/A"
+		switch p.(type) {
+		case *Update, *Delete:
+		default:
+			est = strconv.FormatFloat(b.EstRows, 'f', 2, 64)
+		}
+		rows = append(rows, ExplainRow{ID: indent + id, EstRows: est, Task: b.Task, Access: access, Info: op, Plan: p})
+		for i, c := range b.Children {
+			walk(c, childPrefix, i == len(b.Children)-1, false)
+		}
+	}
+	walk(p, "", true, true)
+	return rows
+}

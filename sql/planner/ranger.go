@@ -1,0 +1,645 @@
+package planner
+
+import (
+	"bytes"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// bound is one end of an interval of a column's values. NULL sorts before
+// every value, as in index keys.
+type bound struct {
+	v    types.Datum
+	inf  int8 // -1: -inf, +1: +inf, 0: v
+	excl bool
+}
+
+// interval is [lo, hi] of one column, ends exclusive when marked.
+type interval struct{ lo, hi bound }
+
+var (
+	negInf  = bound{inf: -1}
+	posInf  = bound{inf: 1}
+	fullIv  = interval{lo: negInf, hi: posInf}
+	notNull = interval{lo: bound{v: tablecodec.NullDatum, excl: true}, hi: posInf}
+)
+
+// cmpVal orders values of one column kind; NULL first.
+func cmpVal(a, b types.Datum) int {
+	switch an, bn := a.IsNull(), b.IsNull(); {
+	case an && bn:
+		return 0
+	case an:
+		return -1
+	case bn:
+		return 1
+	}
+	switch a.Kind() {
+	case tablecodec.KindInt64:
+		return cmpOrdered(a.Int64(), b.Int64())
+	case tablecodec.KindUint64:
+		return cmpOrdered(a.Uint64(), b.Uint64())
+	case tablecodec.KindFloat64:
+		return cmpOrdered(a.Float64(), b.Float64())
+	}
+	return bytes.Compare(a.Bytes(), b.Bytes())
+}
+
+func cmpOrdered[T int64 | uint64 | float64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// cmpLo orders lower bounds: the one admitting more values first.
+func cmpLo(a, b bound) int {
+	if a.inf != 0 || b.inf != 0 {
+		return cmpOrdered(int64(a.inf), int64(b.inf))
+	}
+	if c := cmpVal(a.v, b.v); c != 0 {
+		return c
+	}
+	switch {
+	case a.excl == b.excl:
+		return 0
+	case a.excl:
+		return 1
+	}
+	return -1
+}
+
+// cmpHi orders upper bounds: the one admitting fewer values first.
+func cmpHi(a, b bound) int {
+	if a.inf != 0 || b.inf != 0 {
+		return cmpOrdered(int64(a.inf), int64(b.inf))
+	}
+	if c := cmpVal(a.v, b.v); c != 0 {
+		return c
+	}
+	switch {
+	case a.excl == b.excl:
+		return 0
+	case a.excl:
+		return -1
+	}
+	return 1
+}
+
+func (iv interval) empty() bool {
+	if iv.lo.inf == 1 || iv.hi.inf == -1 {
+		return true
+	}
+	if iv.lo.inf == -1 || iv.hi.inf == 1 {
+		return false
+	}
+	c := cmpVal(iv.lo.v, iv.hi.v)
+	return c > 0 || (c == 0 && (iv.lo.excl || iv.hi.excl))
+}
+
+func (iv interval) isPoint() bool {
+	return iv.lo.inf == 0 && iv.hi.inf == 0 && !iv.lo.excl && !iv.hi.excl && cmpVal(iv.lo.v, iv.hi.v) == 0
+}
+
+// intersect returns the intervals in both a and b (each sorted, disjoint).
+func intersect(a, b []interval) []interval {
+	var out []interval
+	for _, x := range a {
+		for _, y := range b {
+			iv := x
+			if cmpLo(y.lo, iv.lo) > 0 {
+				iv.lo = y.lo
+			}
+			if cmpHi(y.hi, iv.hi) < 0 {
+				iv.hi = y.hi
+			}
+			if !iv.empty() {
+				out = append(out, iv)
+			}
+		}
+	}
+	return union(out)
+}
+
+// union sorts ivs and merges the overlapping and adjacent ones.
+func union(ivs []interval) []interval {
+	ivs = slices.DeleteFunc(ivs, interval.empty)
+	if len(ivs) < 2 {
+		return ivs
+	}
+	slices.SortFunc(ivs, func(a, b interval) int { return cmpLo(a.lo, b.lo) })
+	out := ivs[:1]
+	for _, iv := range ivs[1:] {
+		cur := &out[len(out)-1]
+		if touches(cur.hi, iv.lo) {
+			if cmpHi(iv.hi, cur.hi) > 0 {
+				cur.hi = iv.hi
+			}
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// touches reports whether an interval ending at hi and one starting at lo
+// (lo >= the first's start) overlap or meet.
+func touches(hi, lo bound) bool {
+	if hi.inf == 1 || lo.inf == -1 {
+		return true
+	}
+	if hi.inf == -1 || lo.inf == 1 {
+		return false
+	}
+	c := cmpVal(lo.v, hi.v)
+	return c < 0 || (c == 0 && !(lo.excl && hi.excl))
+}
+
+// colDomain is how a column's values are kept in keys, which decides the
+// constants that can bound it exactly.
+type colDomain int8
+
+const (
+	domainNone   colDomain = iota // not sargable (decimal, temporal: text in keys)
+	domainInt                     // signed integers (KindInt64)
+	domainUint                    // unsigned integers (KindUint64)
+	domainString                  // strings, compared bytewise
+)
+
+func domainOf(ft types.FieldType) colDomain {
+	switch ft.Class() {
+	case types.ClassInt:
+		if ft.Unsigned() {
+			return domainUint
+		}
+		return domainInt
+	case types.ClassString:
+		return domainString
+	}
+	return domainNone
+}
+
+// ranger derives intervals of one column from AST conditions.
+type ranger struct {
+	src *Source
+	env expr.Env
+}
+
+// isColumn reports whether n is a reference to column off of the source.
+func (r *ranger) isColumn(n ast.ExprNode, off int) bool {
+	cn, ok := unparen(n).(*ast.ColumnNameExpr)
+	if !ok {
+		return false
+	}
+	return r.src.columnOffset(cn.Name) == off
+}
+
+// constant evaluates n when it references no column.
+func (r *ranger) constant(n ast.ExprNode) (types.Datum, types.FieldType, bool) {
+	if hasColumn(n) {
+		return types.Datum{}, types.FieldType{}, false
+	}
+	k, err := expr.Compile(n, &expr.Ctx{Env: r.env})
+	if err != nil {
+		return types.Datum{}, types.FieldType{}, false
+	}
+	v, err := k.Eval(nil)
+	if err != nil {
+		return types.Datum{}, types.FieldType{}, false
+	}
+	return v, k.Type(), true
+}
+
+func hasColumn(n ast.ExprNode) bool {
+	v := &columnFinder{}
+	n.Accept(v)
+	return v.found
+}
+
+type columnFinder struct{ found bool }
+
+func (c *columnFinder) Enter(n ast.Node) (ast.Node, bool) {
+	switch n.(type) {
+	case *ast.ColumnNameExpr, *ast.AggregateFuncExpr, *ast.SubqueryExpr, *ast.DefaultExpr:
+		c.found = true
+		return n, true
+	}
+	return n, false
+}
+
+func (c *columnFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// intervals returns the values of column off that can satisfy cond, and
+// whether they are exactly the values that satisfy it; ok is false when
+// cond does not constrain that column alone.
+func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, ok bool) {
+	dom := domainOf(r.src.Cols[off].Type)
+	if dom == domainNone {
+		return nil, false, false
+	}
+	switch x := unparen(cond).(type) {
+	case *ast.BinaryOperationExpr:
+		switch x.Op {
+		case opcode.LogicAnd, opcode.LogicOr:
+			a, ea, oka := r.intervals(x.L, off)
+			b, eb, okb := r.intervals(x.R, off)
+			if !oka || !okb {
+				if x.Op == opcode.LogicAnd && (oka || okb) { // one side narrows, the other filters
+					if oka {
+						return a, false, true
+					}
+					return b, false, true
+				}
+				return nil, false, false
+			}
+			if x.Op == opcode.LogicAnd {
+				return intersect(a, b), ea && eb, true
+			}
+			return union(append(slices.Clip(a), b...)), ea && eb, true
+		case opcode.EQ, opcode.LT, opcode.LE, opcode.GT, opcode.GE:
+			op, other := x.Op, x.R
+			switch {
+			case r.isColumn(x.L, off):
+			case r.isColumn(x.R, off):
+				other = x.L
+				op = flip(op)
+			default:
+				return nil, false, false
+			}
+			v, ft, ok := r.constant(other)
+			if !ok {
+				return nil, false, false
+			}
+			return cmpInterval(dom, op, v, ft)
+		}
+	case *ast.BetweenExpr:
+		if x.Not || !r.isColumn(x.Expr, off) {
+			return nil, false, false
+		}
+		lv, lft, ok1 := r.constant(x.Left)
+		hv, hft, ok2 := r.constant(x.Right)
+		if !ok1 || !ok2 {
+			return nil, false, false
+		}
+		a, ea, oka := cmpInterval(dom, opcode.GE, lv, lft)
+		b, eb, okb := cmpInterval(dom, opcode.LE, hv, hft)
+		if !oka || !okb {
+			return nil, false, false
+		}
+		return intersect(a, b), ea && eb, true
+	case *ast.PatternInExpr:
+		if x.Not || x.Sel != nil || !r.isColumn(x.Expr, off) {
+			return nil, false, false
+		}
+		exact = true
+		for _, item := range x.List {
+			v, ft, ok := r.constant(item)
+			if !ok {
+				return nil, false, false
+			}
+			iv, e, ok := cmpInterval(dom, opcode.EQ, v, ft)
+			if !ok {
+				return nil, false, false
+			}
+			exact = exact && e
+			ivs = append(ivs, iv...)
+		}
+		return union(ivs), exact, true
+	case *ast.IsNullExpr:
+		if !r.isColumn(x.Expr, off) {
+			return nil, false, false
+		}
+		if x.Not {
+			return []interval{notNull}, true, true
+		}
+		null := bound{v: tablecodec.NullDatum}
+		return []interval{{lo: null, hi: null}}, true, true
+	}
+	return nil, false, false
+}
+
+func flip(op opcode.Op) opcode.Op {
+	switch op {
+	case opcode.LT:
+		return opcode.GT
+	case opcode.LE:
+		return opcode.GE
+	case opcode.GT:
+		return opcode.LT
+	case opcode.GE:
+		return opcode.LE
+	}
+	return op
+}
+
+const two63 = 9223372036854775808.0 // 2^63, exactly representable
+
+// cmpInterval returns the values of a column in dom satisfying
+// `col op v`. A comparison with NULL matches nothing.
+func cmpInterval(dom colDomain, op opcode.Op, v types.Datum, ft types.FieldType) ([]interval, bool, bool) {
+	if v.IsNull() {
+		return nil, true, true
+	}
+	switch dom {
+	case domainString:
+		c := ft.Class()
+		if v.Kind() != tablecodec.KindBytes || (c != types.ClassString && c != types.ClassTime && c != types.ClassNull) {
+			return nil, false, false // compared as numbers by the evaluator
+		}
+		return []interval{opInterval(op, v)}, true, true
+	case domainUint:
+		switch v.Kind() {
+		case tablecodec.KindUint64:
+			return []interval{opInterval(op, v)}, true, true
+		case tablecodec.KindInt64:
+			if v.Int64() >= 0 {
+				return []interval{opInterval(op, tablecodec.NewUint(uint64(v.Int64())))}, true, true
+			}
+			if op == opcode.GT || op == opcode.GE { // every value is above a negative one
+				return []interval{notNull}, true, true
+			}
+			return nil, true, true
+		}
+		return nil, false, false
+	case domainInt:
+		switch v.Kind() {
+		case tablecodec.KindInt64:
+			return []interval{opInterval(op, v)}, true, true
+		case tablecodec.KindUint64:
+			if v.Uint64() <= math.MaxInt64 {
+				return []interval{opInterval(op, tablecodec.NewInt(int64(v.Uint64())))}, true, true
+			}
+			if op == opcode.LT || op == opcode.LE {
+				return []interval{notNull}, true, true
+			}
+			return nil, true, true
+		}
+		f, _ := types.ToFloat(v) // as the evaluator compares an integer with a non-integer
+		if math.IsNaN(f) {
+			return nil, false, false
+		}
+		return floatIntInterval(op, f), true, true
+	}
+	return nil, false, false
+}
+
+// opInterval is `col op v` for v of the column's kind.
+func opInterval(op opcode.Op, v types.Datum) interval {
+	b := bound{v: v}
+	switch op {
+	case opcode.LT, opcode.LE:
+		return interval{lo: bound{v: tablecodec.NullDatum, excl: true}, hi: bound{v: v, excl: op == opcode.LT}}
+	case opcode.GT, opcode.GE:
+		return interval{lo: bound{v: v, excl: op == opcode.GT}, hi: posInf}
+	}
+	return interval{lo: b, hi: b}
+}
+
+// floatIntInterval is `col op f` for a signed integer column.
+func floatIntInterval(op opcode.Op, f float64) []interval {
+	none := []interval(nil)
+	all := []interval{notNull}
+	switch op {
+	case opcode.EQ:
+		if f != math.Trunc(f) || f < -two63 || f >= two63 {
+			return none
+		}
+		return []interval{opInterval(op, tablecodec.NewInt(int64(f)))}
+	case opcode.GT, opcode.GE:
+		c := math.Ceil(f)
+		switch {
+		case c >= two63:
+			return none
+		case c < -two63:
+			return all
+		}
+		return []interval{opInterval(ternary(c == f, op, opcode.GE), tablecodec.NewInt(int64(c)))}
+	default: // LT, LE
+		c := math.Floor(f)
+		switch {
+		case c < -two63:
+			return none
+		case c >= two63:
+			return all
+		}
+		return []interval{opInterval(ternary(c == f, op, opcode.LE), tablecodec.NewInt(int64(c)))}
+	}
+}
+
+func ternary[T any](c bool, a, b T) T {
+	if c {
+		return a
+	}
+	return b
+}
+
+// Range is an interval of index keys: Low and High are values of a prefix
+// of the index columns (the remaining columns are unbounded).
+type Range struct {
+	Low, High         []types.Datum
+	LowExcl, HighExcl bool
+}
+
+// IsPoint reports whether r holds the single value tuple Low (of n
+// columns).
+func (r Range) IsPoint(n int) bool {
+	if len(r.Low) != n || len(r.High) != n || r.LowExcl || r.HighExcl {
+		return false
+	}
+	for i := range r.Low {
+		if cmpVal(r.Low[i], r.High[i]) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// maxPointRanges bounds the cartesian product of IN lists over several
+// index columns.
+const maxPointRanges = 4096
+
+// detached is the outcome of matching conditions against an index's
+// columns.
+type detached struct {
+	ranges    []Range
+	access    []bool // per condition: fully represented by the ranges
+	eqCols    int    // leading columns with a single value in every range
+	usedCols  int    // columns that bound the ranges
+	rangeSels []float64
+}
+
+// detach builds the ranges of the columns cols (source offsets, in index
+// order) from conds.
+func (r *ranger) detach(conds []ast.ExprNode, cols []int) detached {
+	d := detached{ranges: []Range{{}}, access: make([]bool, len(conds))}
+	for _, off := range cols {
+		ivs := []interval{fullIv}
+		found := false
+		var used []int
+		for i, c := range conds {
+			civ, e, ok := r.intervals(c, off)
+			if !ok {
+				continue
+			}
+			found = true
+			ivs = intersect(ivs, civ)
+			if e {
+				used = append(used, i)
+			}
+		}
+		if !found {
+			break
+		}
+		d.usedCols++
+		for _, i := range used {
+			d.access[i] = true
+		}
+		points := true
+		for _, iv := range ivs {
+			points = points && iv.isPoint()
+		}
+		if points && len(d.ranges)*len(ivs) <= maxPointRanges {
+			next := make([]Range, 0, len(d.ranges)*len(ivs))
+			for _, rg := range d.ranges {
+				for _, iv := range ivs {
+					low := append(slices.Clip(rg.Low), iv.lo.v)
+					next = append(next, Range{Low: low, High: low})
+				}
+			}
+			d.ranges = next
+			d.eqCols++
+			if len(ivs) == 0 {
+				break
+			}
+			continue
+		}
+		next := make([]Range, 0, len(d.ranges)*len(ivs))
+		for _, rg := range d.ranges {
+			for _, iv := range ivs {
+				n := Range{Low: slices.Clip(rg.Low), High: slices.Clip(rg.High)}
+				if iv.lo.inf == 0 {
+					n.Low, n.LowExcl = append(n.Low, iv.lo.v), iv.lo.excl
+				}
+				if iv.hi.inf == 0 {
+					n.High, n.HighExcl = append(n.High, iv.hi.v), iv.hi.excl
+				}
+				next = append(next, n)
+			}
+		}
+		d.ranges = next
+		break
+	}
+	return d
+}
+
+// IndexKeyRange returns the [start, end) keys of r in index ix of table tid.
+func IndexKeyRange(tid, iid int64, r Range) (start, end []byte) {
+	start = tablecodec.AppendIndexKey(nil, tid, iid, r.Low, false, 0)
+	if r.LowExcl {
+		start = tablecodec.PrefixNext(start)
+	}
+	end = tablecodec.AppendIndexKey(nil, tid, iid, r.High, false, 0)
+	if !r.HighExcl {
+		end = tablecodec.PrefixNext(end)
+	}
+	return start, end
+}
+
+// HandleRange is an inclusive range of row handles.
+type HandleRange struct{ Lo, Hi int64 }
+
+// FullHandleRange holds every handle.
+var FullHandleRange = HandleRange{Lo: math.MinInt64, Hi: math.MaxInt64}
+
+// Keys returns the [start, end) row keys of r.
+func (r HandleRange) Keys(tableID int64) (start, end []byte) {
+	start, end = tablecodec.RecordRange(tableID)
+	if r.Lo != math.MinInt64 {
+		start = tablecodec.RowKey(tableID, r.Lo)
+	}
+	if r.Hi != math.MaxInt64 {
+		end = tablecodec.RowKey(tableID, r.Hi+1)
+	}
+	return start, end
+}
+
+// handleRanges converts single-column ranges of a signed handle to handle
+// ranges; ok is false when a range cannot be expressed (it never is for
+// signed integers).
+func handleRanges(rs []Range) []HandleRange {
+	out := make([]HandleRange, 0, len(rs))
+	for _, r := range rs {
+		h := FullHandleRange
+		if len(r.Low) == 1 && !r.Low[0].IsNull() {
+			h.Lo = r.Low[0].Int64()
+			if r.LowExcl {
+				if h.Lo == math.MaxInt64 {
+					continue
+				}
+				h.Lo++
+			}
+		}
+		if len(r.High) == 1 {
+			if r.High[0].IsNull() {
+				continue // handles are never NULL
+			}
+			h.Hi = r.High[0].Int64()
+			if r.HighExcl {
+				if h.Hi == math.MinInt64 {
+					continue
+				}
+				h.Hi--
+			}
+		}
+		if h.Lo <= h.Hi {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// formatRange renders r as TiDB's EXPLAIN does: [1,1], (1,+inf], [-inf,5).
+func formatRange(r Range) string {
+	n := max(len(r.Low), len(r.High))
+	var sb strings.Builder
+	sb.WriteByte(ternary(r.LowExcl, byte('('), byte('[')))
+	writeVals(&sb, r.Low, n, "-inf")
+	sb.WriteByte(',')
+	writeVals(&sb, r.High, n, "+inf")
+	sb.WriteByte(ternary(r.HighExcl, byte(')'), byte(']')))
+	return sb.String()
+}
+
+// writeVals writes n values: vals, then inf for the unbounded rest.
+func writeVals(sb *strings.Builder, vals []types.Datum, n int, inf string) {
+	for i := range max(n, 1) {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		if i < len(vals) {
+			sb.WriteString(datumText(vals[i]))
+		} else {
+			sb.WriteString(inf)
+		}
+	}
+}
+
+func datumText(d types.Datum) string {
+	if d.IsNull() {
+		return "NULL"
+	}
+	if d.Kind() == tablecodec.KindBytes {
+		return `"` + string(d.Bytes()) + `"`
+	}
+	return d.String()
+}

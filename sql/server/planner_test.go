@@ -1,0 +1,143 @@
+package server_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestPlannerScripts runs testdata/planner: EXPLAIN of the access paths
+// (point gets, handle ranges, index readers and lookups, hints, pruning,
+// TopN and Sort elimination) next to the rows the plans return.
+func TestPlannerScripts(t *testing.T) {
+	runScripts(t, "testdata/planner")
+}
+
+// TestIndexPathsMatchFullScan compares, on random data with NULLs,
+// duplicates, composite and unique indexes, every query's result through
+// the plan the planner picks with the same query forced to a full table
+// scan (IGNORE INDEX of every index), in autocommit and inside a
+// transaction whose own uncommitted writes the index reads must merge.
+func TestIndexPathsMatchFullScan(t *testing.T) {
+	ts := startServer(t)
+	db := ts.open(t, "test", "")
+	db.SetMaxOpenConns(1) // BEGIN ... ROLLBACK on one connection
+	rnd := rand.New(rand.NewPCG(8, uint64(time.Now().UnixNano())))
+	seed := rnd.Uint64()
+	rnd = rand.New(rand.NewPCG(8, seed))
+	t.Logf("seed %d", seed)
+	exec := func(q string) {
+		_, err := db.Exec(q)
+		if mysqlCode(err) != 1062 { // (b, a) is unique: random writes may collide
+			require.NoError(t, err, q)
+		}
+	}
+	exec("CREATE TABLE r (id INT PRIMARY KEY, a INT, b VARCHAR(8), c BIGINT UNSIGNED, u VARCHAR(8), v INT, " +
+		"KEY ia (a), KEY iab (a, b), KEY ic (c), UNIQUE KEY uu (u), UNIQUE KEY uba (b, a))")
+	const nrows = 150
+	strs := []string{"a", "b", "ab", "b ", "c", "", "zz"}
+	lit := func(col string) string {
+		if rnd.IntN(8) == 0 {
+			return "NULL"
+		}
+		switch col {
+		case "a", "v":
+			return strconv.Itoa(rnd.IntN(9) - 4)
+		case "c":
+			if rnd.IntN(10) == 0 {
+				return "18446744073709551610"
+			}
+			return strconv.Itoa(rnd.IntN(6))
+		case "id":
+			return strconv.Itoa(rnd.IntN(nrows+20) - 10)
+		}
+		return "'" + strs[rnd.IntN(len(strs))] + "'"
+	}
+	for i := 1; i <= nrows; i++ {
+		u := "NULL"
+		if rnd.IntN(4) != 0 {
+			u = fmt.Sprintf("'u%03d'", i)
+		}
+		q := fmt.Sprintf("INSERT INTO r VALUES (%d, %s, %s, %s, %s, %s)", i*2-nrows, lit("a"), lit("b"), lit("c"), u, lit("v"))
+		exec(q)
+	}
+	exec("DELETE FROM r WHERE v = 0")
+	exec("UPDATE r SET a = a + 1 WHERE v = 1")
+	pred := func() string {
+		col := []string{"id", "a", "b", "c", "u"}[rnd.IntN(5)]
+		if col == "u" && rnd.IntN(2) == 0 {
+			return fmt.Sprintf("u = 'u%03d'", rnd.IntN(nrows)+1)
+		}
+		switch rnd.IntN(9) {
+		case 0, 1:
+			return col + " = " + lit(col)
+		case 2:
+			return fmt.Sprintf("%s IN (%s, %s, %s)", col, lit(col), lit(col), lit(col))
+		case 3:
+			return col + []string{" < ", " <= ", " > ", " >= "}[rnd.IntN(4)] + lit(col)
+		case 4:
+			return fmt.Sprintf("%s BETWEEN %s AND %s", col, lit(col), lit(col))
+		case 5:
+			return col + " IS NULL"
+		case 6:
+			return col + " IS NOT NULL"
+		case 7:
+			return fmt.Sprintf("(%s = %s OR %s > %s)", col, lit(col), col, lit(col))
+		}
+		return fmt.Sprintf("%s <> %s", col, lit(col))
+	}
+	where := func() string {
+		w := pred()
+		for rnd.IntN(2) == 0 {
+			w += " AND " + pred()
+		}
+		return w
+	}
+	sorted := func(rows [][]string) [][]string {
+		slices.SortFunc(rows, func(x, y []string) int { return slices.Compare(x, y) })
+		return rows
+	}
+	indexUsed := 0
+	check := func(round string) {
+		for range 150 {
+			w := where()
+			var q string
+			ordered := rnd.IntN(3) == 0
+			if ordered {
+				col := []string{"id", "a", "b", "c"}[rnd.IntN(4)]
+				dir := []string{"", " DESC"}[rnd.IntN(2)]
+				q = fmt.Sprintf("SELECT %s FROM r %%s WHERE %s ORDER BY %s%s LIMIT %d", col, w, col, dir, rnd.IntN(8)+1)
+			} else {
+				q = fmt.Sprintf("SELECT id, a, b, c, u FROM r %%s WHERE %s", w)
+			}
+			got := queryStrings(t, db, fmt.Sprintf(q, ""))
+			want := queryStrings(t, db, fmt.Sprintf(q, "IGNORE INDEX (ia, iab, ic, uu, uba)"))
+			if !ordered {
+				got, want = sorted(got), sorted(want)
+			}
+			require.Equal(t, want, got, "%s: %s (seed %d)", round, fmt.Sprintf(q, ""), seed)
+			plan := queryStrings(t, db, "EXPLAIN "+fmt.Sprintf(q, ""))
+			for _, r := range plan {
+				if strings.Contains(r[3], "index:") {
+					indexUsed++
+					break
+				}
+			}
+		}
+	}
+	check("autocommit")
+	exec("BEGIN")
+	exec("UPDATE r SET b = 'ab', a = 2 WHERE v = 2")
+	exec("DELETE FROM r WHERE v = -1")
+	exec("INSERT INTO r VALUES (1000, 1, 'q', 3, 'u999', 7), (1001, NULL, NULL, NULL, NULL, 7)")
+	check("in transaction")
+	exec("ROLLBACK")
+	require.Greater(t, indexUsed, 60, "queries planned on an index")
+	exec("ADMIN CHECK TABLE r")
+}
