@@ -259,8 +259,8 @@ func (b *builder) bestAccess(src *Source, conds []ast.ExprNode, condE []expr.Exp
 		}
 		consider(ap)
 	}
-	if best == nil { // every path hinted away: read the table
-		best = b.tablePath(rg, src, conds, req, limit)
+	if best == nil { // every path hinted away: scan the whole table
+		best = b.fullScan(src, conds, req, limit)
 	}
 	// Ids in plan order: the chosen path was built last for EXPLAIN.
 	return best, nil
@@ -430,13 +430,24 @@ func (b *builder) tablePath(rg *ranger, src *Source, conds []ast.ExprNode, req *
 		return &accessPath{plan: &BatchPointGet{BasePlan: b.base("Batch_Point_Get", float64(len(handles)), taskRoot), Src: src, Handles: handles},
 			residual: residual, filteredRows: filtered(float64(len(handles)), conds, residual), cost: float64(len(handles))}
 	}
-	scan := &TableScan{Src: src, Ranges: []HandleRange{FullHandleRange}, Full: true}
-	rows := pseudoRowCount
-	if d.usedCols > 0 && !unsigned {
-		scan.Ranges, scan.Full = handleRanges(d.ranges), false
-		rows = rangeRows(d.ranges, 1, false)
-	} else {
-		residual = residualOf(make([]bool, len(conds))) // unsigned handles: key order is not value order
+	if d.usedCols == 0 || unsigned { // unsigned handles: key order is not value order
+		return b.fullScan(src, conds, req, limit)
+	}
+	return b.tableReader(src, handleRanges(d.ranges), rangeRows(d.ranges, 1, false), conds, residual, req, limit)
+}
+
+// fullScan reads the whole table, every condition a filter.
+func (b *builder) fullScan(src *Source, conds []ast.ExprNode, req *orderReq, limit uint64) *accessPath {
+	return b.tableReader(src, nil, pseudoRowCount, conds, residualOf(make([]bool, len(conds))), req, limit)
+}
+
+// tableReader reads handle ranges (nil: the whole table).
+func (b *builder) tableReader(src *Source, ranges []HandleRange, rows float64, conds []ast.ExprNode, residual []int, req *orderReq, limit uint64) *accessPath {
+	hOff := src.HandleOffset()
+	unsigned := src.Cols[hOff].Type.Unsigned()
+	scan := &TableScan{Src: src, Ranges: ranges, Full: ranges == nil}
+	if scan.Full {
+		scan.Ranges = []HandleRange{FullHandleRange}
 	}
 	if req != nil && len(req.cols) == 1 && req.cols[0] == hOff && !unsigned {
 		scan.KeepOrder, scan.Desc = true, req.desc
