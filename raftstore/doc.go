@@ -72,7 +72,8 @@
 // the marshalled command; an empty entry is a leader's no-op): a header
 // (region id, epoch, term, proposal id) and plain writes per key space
 // (Put/Delete/DeleteRange of cf keys; the engine key is kv/keys.EngineKey(cf,
-// key)), or an admin command (none is accepted yet). raftstore knows nothing
+// key)), or an admin command (CompactLog, Split; Propose accepts none from
+// callers: the store proposes them itself). raftstore knows nothing
 // of transactions: the layer above (kv/server's 1PC today, kv/txn next)
 // evaluates against the engine on the leader under its own per-key latches
 // and proposes the resulting writes through Store.Propose.
@@ -98,6 +99,26 @@
 // answers EpochNotMatch with the current region (an entry proposed before a
 // split must not write keys that now belong to the sibling). Otherwise the
 // requests go into the apply batch, which also carries the applied index.
+//
+// # Split
+//
+// SplitRegion (the store RPC, the split checker) asks PD for new ids and
+// proposes an admin Split; every replica applies it in the apply batch:
+// the region shrinks to [start, first key), new regions take the rest, all
+// with version + the number of new regions, and the new regions' local and
+// initial raft state (index 5, term 5) are written in the same batch, so
+// a crash keeps or loses the whole split with the applied index (the log
+// re-applies it). New peers start after the batch commits; on the store
+// that led the split they campaign at once. Raft messages for a region not
+// hosted yet are held for 2s (orphans) and stepped when a split creates the
+// peer. The leader reports all regions to PD at once (ReportBatchSplit).
+// Region metadata lives once, in storeMeta (by id, and a B-tree by start
+// key). A region from PD's store heartbeat that overlaps a local region is
+// not created (the split will create it, with the data). The split checker
+// (splitcheck.go) measures written regions off the loop and splits those
+// over RegionSplitSize / RegionSplitKeys in the middle. Metrics:
+// strata_raftstore_splits_total{result}, splits_applied_total,
+// split_seconds, split_check_seconds, regions{type=peers|leaders}.
 //
 // # Raft log GC
 //
@@ -223,6 +244,9 @@
 // pending until its index is applied here (answered with its result or
 // StaleCommand) or, if it was overwritten locally, until the undetermined
 // timeout; a request that gives up earlier (context, stop) has an
-// undetermined outcome. No splits, conf changes, hibernation of idle
-// regions, or async apply pool: apply runs in the loop.
+// undetermined outcome. No merges, conf changes, hibernation of idle
+// regions, or async apply pool: apply runs in the loop. A snapshot does
+// not carry the region's metadata: a replica that lagged past log GC across
+// a split installs the shrunk range's data under its old (wider) region
+// and does not host the new regions (it stays a silent, stale follower).
 package raftstore

@@ -112,4 +112,26 @@ var (
 		Help:    "Duration of sending one snapshot on the Snapshot RPC.",
 		Buckets: latencyBuckets,
 	})
+	splitsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "splits_total",
+		Help: "Region splits requested on this store (SplitRegion) by outcome (ok, epoch_not_match, not_leader, region_error, pd_error, undetermined).",
+	}, []string{"result"})
+	splitsApplied = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "splits_applied_total",
+		Help: "Region splits applied by this store's replicas.",
+	})
+	splitSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "split_seconds",
+		Help:    "From proposing a split to it being applied on the leader.",
+		Buckets: latencyBuckets,
+	})
+	splitCheckSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "split_check_seconds",
+		Help:    "Duration of one region's split check (a scan of its data).",
+		Buckets: latencyBuckets,
+	})
+	regionsGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "regions",
+		Help: "Regions hosted by this store (peers) and led by it (leaders).",
+	}, []string{"type"})
 )

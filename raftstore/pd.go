@@ -42,12 +42,7 @@ func (s *Store) storeHeartbeatLoop() {
 }
 
 func (s *Store) storeHeartbeat() {
-	s.mu.RLock()
-	ids := make([]uint64, 0, len(s.regions))
-	for id := range s.regions {
-		ids = append(ids, id)
-	}
-	s.mu.RUnlock()
+	ids := s.meta.ids()
 	ctx, cancel := context.WithTimeout(s.ctx, 3*s.cfg.StoreHeartbeatInterval)
 	defer cancel()
 	resp, err := s.pd.StoreHeartbeat(ctx, &pdpb.StoreHeartbeatRequest{
@@ -69,8 +64,16 @@ func (s *Store) storeHeartbeat() {
 
 // maybeCreateRegion persists (synced) the local and initial raft state of a
 // region new to this store, then asks the Ready loop to create its peer.
+// A region overlapping one this store hosts is not created: it comes from a
+// split this store has not applied yet, and applying it creates the peer
+// with its data (an empty peer created here would vote and accept the
+// region's log without the data from before the split).
 func (s *Store) maybeCreateRegion(r *metapb.Region) error {
-	if s.hasRegion(r.GetId()) {
+	if s.meta.has(r.GetId()) {
+		return nil
+	}
+	if o := s.meta.overlapping(r.GetStartKey(), r.GetEndKey()); len(o) > 0 {
+		s.log.Debug("region from PD overlaps a local region; waiting for the split", "region", r.GetId(), "local", o[0].GetId())
 		return nil
 	}
 	onStore := false
@@ -89,9 +92,7 @@ func (s *Store) maybeCreateRegion(r *metapb.Region) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.regions[r.GetId()] = r
-	s.mu.Unlock()
+	s.meta.setRegion(r)
 	s.log.Info("region created from PD", "region", r.GetId(), "peers", len(r.GetPeers()))
 	s.inbox.push(func(m *inboxMsgs) { m.creates = append(m.creates, r) })
 	return nil
@@ -102,11 +103,21 @@ func (s *Store) maybeCreateRegion(r *metapb.Region) error {
 // retries).
 func (s *Store) queueRegionHeartbeat(p *peer) {
 	p.ticksSinceHeartbeat = 0
+	st := s.approximate(p.region.GetId())
 	req := &pdpb.RegionHeartbeatRequest{
-		Region: proto.Clone(p.region).(*metapb.Region),
-		Leader: proto.Clone(p.meta).(*metapb.Peer),
-		Term:   p.rn.BasicStatus().GetTerm(),
+		Region:          proto.Clone(p.region).(*metapb.Region),
+		Leader:          proto.Clone(p.meta).(*metapb.Peer),
+		Term:            p.rn.BasicStatus().GetTerm(),
+		ApproximateSize: st.size,
+		ApproximateKeys: st.keys,
+		BytesWritten:    p.writtenBytes,
+		KeysWritten:     p.writtenKeys,
 	}
+	now := time.Now()
+	if !p.lastHB.IsZero() {
+		req.IntervalMs = uint64(now.Sub(p.lastHB).Milliseconds())
+	}
+	p.lastHB, p.writtenBytes, p.writtenKeys = now, 0, 0
 	select {
 	case s.regionHeartbeats <- req:
 	default:

@@ -93,6 +93,17 @@ type peer struct {
 	region *metapb.Region
 	rn     *raft.RawNode
 	ps     *peerStorage
+	// siblings are the regions this peer's last split created (sent with
+	// EpochNotMatch along with region).
+	siblings []*metapb.Region
+	// Split check (splitcheck.go): bytes written since the last check,
+	// whether it was checked since it was created or last split, and
+	// bytes written since the last region heartbeat.
+	sizeDiff     uint64
+	checked      bool
+	writtenBytes uint64
+	writtenKeys  uint64
+	lastHB       time.Time // when the last region heartbeat was queued
 
 	isLeader bool
 	leaderID uint64

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +34,8 @@ type PDClient interface {
 	GetStore(ctx context.Context, id uint64) (*metapb.Store, error)
 	StoreHeartbeat(ctx context.Context, req *pdpb.StoreHeartbeatRequest) (*pdpb.StoreHeartbeatResponse, error)
 	RegionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbeatRequest) (*pdpb.RegionHeartbeatResponse, error)
+	AskBatchSplit(ctx context.Context, region *metapb.Region, count uint32) ([]*pdpb.SplitID, error)
+	ReportBatchSplit(ctx context.Context, regions []*metapb.Region) error
 }
 
 // Config configures a Store.
@@ -80,7 +81,15 @@ type Config struct {
 	// tail per region (raft's MaxUncommittedEntriesSize); proposals beyond
 	// it get ServerIsBusy. Default 256 MiB.
 	MaxUncommittedBytes uint64
-	Logger              *slog.Logger
+	// SplitCheckInterval is how often the leaders' regions with new writes
+	// are checked for a split by size (default 10s; negative disables the
+	// split checker). A region larger than RegionSplitSize bytes (default
+	// 96 MiB) or with more than RegionSplitKeys engine keys (default
+	// 960000) is split in the middle (splitcheck.go).
+	SplitCheckInterval time.Duration
+	RegionSplitSize    uint64
+	RegionSplitKeys    uint64
+	Logger             *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -116,6 +125,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxUncommittedBytes == 0 {
 		c.MaxUncommittedBytes = 256 << 20
+	}
+	if c.SplitCheckInterval == 0 {
+		c.SplitCheckInterval = 10 * time.Second
+	}
+	if c.RegionSplitSize == 0 {
+		c.RegionSplitSize = 96 << 20
+	}
+	if c.RegionSplitKeys == 0 {
+		c.RegionSplitKeys = 960000
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -153,8 +171,11 @@ type Store struct {
 	propSeq   uint64
 	readies   []peerReady
 	applyBufs []appliedProposal
-	keyBuf    []byte // engine key scratch for apply
-	ticks     uint64 // raft ticks so far
+	keyBuf    []byte                 // engine key scratch for apply
+	splits    []splitResult          // applied in the current apply batch (split.go)
+	newPeers  bool                   // a split created peers this iteration
+	orphans   map[uint64]*orphanMsgs // raft messages for regions not hosted yet
+	ticks     uint64                 // raft ticks so far
 	// draining is set by TransferLeaders: every region this store leads is
 	// handed to another replica, now and whenever it leads again.
 	draining     bool
@@ -170,16 +191,20 @@ type Store struct {
 	// would: no CheckQuorum step-down, no election timeout.
 	ticksPaused atomic.Bool
 
-	// mu guards the shared view of regions and leadership (for the PD
-	// heartbeat loop, the KV service and tests).
-	mu      sync.RWMutex
-	regions map[uint64]*metapb.Region
-	leaders map[uint64]bool
+	// meta is the shared view of regions and leadership (for the PD
+	// heartbeat loops, the KV service and tests).
+	meta *storeMeta
 	// leaderGen counts the times a peer of this store became leader.
 	leaderGen atomic.Uint64
 
 	regionHeartbeats chan *pdpb.RegionHeartbeatRequest
 	hbNudge          chan struct{}
+
+	// Split checker (splitcheck.go): the loop sends candidate regions on
+	// splitCheckCh; approx holds each region's last measured size.
+	splitCheckCh chan []*metapb.Region
+	approxMu     sync.Mutex
+	approx       map[uint64]approxStat
 }
 
 // Open opens (or creates) the store in cfg.DataDir, registers it with PD and
@@ -196,10 +221,11 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 		cfg: cfg, pd: pd, db: db, log: cfg.Logger,
 		done:             make(chan struct{}),
 		peers:            map[uint64]*peer{},
-		regions:          map[uint64]*metapb.Region{},
-		leaders:          map[uint64]bool{},
+		meta:             newStoreMeta(),
 		regionHeartbeats: make(chan *pdpb.RegionHeartbeatRequest, 256),
 		hbNudge:          make(chan struct{}, 1),
+		splitCheckCh:     make(chan []*metapb.Region, 1),
+		approx:           map[uint64]approxStat{},
 	}
 	s.inbox.signal = make(chan struct{}, 1)
 	if cfg.MaxLeaderLease >= 0 {
@@ -220,15 +246,16 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 		return nil, err
 	}
 	for _, r := range regions {
-		if err := s.createPeer(r); err != nil {
+		if err := s.createPeer(r, false); err != nil {
 			db.Close()
 			return nil, err
 		}
 	}
-	s.wg.Add(3)
+	s.wg.Add(4)
 	go s.run()
 	go s.storeHeartbeatLoop()
 	go s.regionHeartbeatLoop()
+	go s.splitCheckLoop()
 	s.log.Info("raftstore started", "regions", len(regions), "addr", cfg.Addr)
 	return s, nil
 }
@@ -283,7 +310,7 @@ func (s *Store) loadRegions() ([]*metapb.Region, error) {
 			continue
 		}
 		out = append(out, r)
-		s.regions[r.GetId()] = r
+		s.meta.setRegion(r)
 	}
 	return out, it.Error()
 }
@@ -297,13 +324,10 @@ func (s *Store) Engine() *pebble.DB { return s.db }
 
 // Regions returns copies of the regions this store hosts.
 func (s *Store) Regions() []*metapb.Region {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]*metapb.Region, 0, len(s.regions))
-	for _, r := range s.regions {
-		out = append(out, proto.Clone(r).(*metapb.Region))
+	out := s.meta.sorted()
+	for i, r := range out {
+		out[i] = proto.Clone(r).(*metapb.Region)
 	}
-	slices.SortFunc(out, func(a, b *metapb.Region) int { return bytes.Compare(a.GetStartKey(), b.GetStartKey()) })
 	return out
 }
 
@@ -312,18 +336,7 @@ func (s *Store) Regions() []*metapb.Region {
 func (s *Store) LeaderGeneration() uint64 { return s.leaderGen.Load() }
 
 // IsLeader reports whether this store's peer of regionID is the raft leader.
-func (s *Store) IsLeader(regionID uint64) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.leaders[regionID]
-}
-
-func (s *Store) hasRegion(id uint64) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	_, ok := s.regions[id]
-	return ok
-}
+func (s *Store) IsLeader(regionID uint64) bool { return s.meta.isLeader(regionID) }
 
 // Stop stops the Ready loop, the transport and the heartbeat loops and
 // answers waiting requests with ErrStopped. The engine stays open for
@@ -388,6 +401,12 @@ func (s *Store) Propose(ctx context.Context, cmd *raft_cmdpb.RaftCmdRequest, lea
 	if cmd.GetAdminRequest() != nil {
 		return nil, ErrAdminNotSupported
 	}
+	return s.proposeAndWait(ctx, cmd, leaderGen)
+}
+
+// proposeAndWait is Propose without the admin check (SplitRegion proposes
+// admin commands through it).
+func (s *Store) proposeAndWait(ctx context.Context, cmd *raft_cmdpb.RaftCmdRequest, leaderGen uint64) (*raft_cmdpb.RaftCmdResponse, error) {
 	pr := &proposal{cmd: cmd, leaderGen: leaderGen, start: time.Now(), done: make(chan proposalResult, 1)}
 	busy := false
 	if !s.inbox.push(func(m *inboxMsgs) {
@@ -504,7 +523,9 @@ func (s *Store) HandleRaftMessages(msgs []*raft_serverpb.RaftMessage) {
 
 // createPeer builds the raft node of a region whose state is persisted.
 // Called from Open (before the loop starts) and then only by the loop.
-func (s *Store) createPeer(region *metapb.Region) error {
+// fromSplit: the region was just created by a split applied here (its
+// campaign is decided by finishSplits, not by the bootstrap rule below).
+func (s *Store) createPeer(region *metapb.Region, fromSplit bool) error {
 	var meta *metapb.Peer
 	for _, p := range region.GetPeers() {
 		if p.GetStoreId() == s.id {
@@ -548,7 +569,7 @@ func (s *Store) createPeer(region *metapb.Region) error {
 	// A brand-new region: its first peer campaigns at once instead of
 	// waiting for an election timeout.
 	fresh := ps.lastIndex == initIndex && ps.hardState.GetTerm() == initTerm && ps.hardState.GetVote() == 0
-	if fresh && len(region.GetPeers()) > 0 && region.GetPeers()[0].GetId() == meta.GetId() {
+	if !fromSplit && fresh && len(region.GetPeers()) > 0 && region.GetPeers()[0].GetId() == meta.GetId() {
 		if err := rn.Campaign(); err != nil {
 			s.log.Warn("campaign", "region", region.GetId(), "err", err)
 		}
@@ -715,7 +736,7 @@ func (s *Store) iterate(tick bool) bool {
 		if _, ok := s.peers[r.GetId()]; ok {
 			continue
 		}
-		if err := s.createPeer(r); err != nil {
+		if err := s.createPeer(r, false); err != nil {
 			s.log.Error("create peer", "region", r.GetId(), "err", err)
 		}
 	}
@@ -813,6 +834,9 @@ func (s *Store) iterate(tick bool) bool {
 	}
 	s.readies = readies[:0]
 	readyLoopSeconds.Observe(time.Since(start).Seconds())
+	if s.newPeers {
+		again, s.newPeers = true, false // peers created by a split may have a Ready
+	}
 	return again
 }
 
@@ -825,6 +849,15 @@ func (s *Store) tick() {
 		gc = s.ticks%gcTicks == 0
 	}
 	readTimeout := 4 * time.Duration(s.cfg.ElectionTicks) * s.cfg.RaftTick
+	if hbTicks > 0 && s.ticks%uint64(hbTicks) == 0 {
+		n, leaders := s.meta.counts()
+		regionsGauge.WithLabelValues("peers").Set(float64(n))
+		regionsGauge.WithLabelValues("leaders").Set(float64(leaders))
+		s.expireOrphans(time.Now())
+	}
+	if s.cfg.SplitCheckInterval > 0 && s.ticks%max(uint64(s.cfg.SplitCheckInterval/s.cfg.RaftTick), 1) == 0 {
+		s.splitCandidates()
+	}
 	for _, p := range s.peers {
 		p.rn.Tick()
 		if p.isLeader {
@@ -850,7 +883,9 @@ func (s *Store) tick() {
 func (s *Store) stepRaftMessage(rm *raft_serverpb.RaftMessage) {
 	p := s.peers[rm.GetRegionId()]
 	if p == nil {
-		// PD has not told us about this region yet: ask now.
+		// A split this store has not applied yet creates it, or PD has not
+		// told us about it yet: hold the message briefly, and ask PD now.
+		s.holdOrphan(rm)
 		select {
 		case s.hbNudge <- struct{}{}:
 		default:
@@ -898,7 +933,7 @@ func (s *Store) propose(pr *proposal) {
 		return
 	}
 	if h.GetRegionEpoch() == nil || checkCmdEpoch(pr.cmd, p.region) != nil {
-		pr.regionError(errEpochNotMatch(p.region), "epoch_not_match")
+		pr.regionError(p.epochNotMatch(), "epoch_not_match")
 		return
 	}
 	if t := h.GetTerm(); t != 0 && t != p.rn.BasicStatus().GetTerm() {
@@ -1077,7 +1112,7 @@ func (s *Store) queueRead(rr *readRequest) {
 	case !p.isLeader:
 		rr.respond(readResult{rerr: errNotLeader(p.region.GetId(), p.leaderHint())})
 	case !epochMatches(rr.rctx.GetRegionEpoch(), p.region):
-		rr.respond(readResult{rerr: errEpochNotMatch(p.region)})
+		rr.respond(readResult{rerr: p.epochNotMatch()})
 	default:
 		if s.maxLease > 0 && s.leaseRead(p, rr) {
 			return
@@ -1159,9 +1194,7 @@ func (s *Store) handleSoftState(readies []peerReady) {
 			p.steppedDown = time.Now()
 		}
 		if p.isLeader != wasLeader {
-			s.mu.Lock()
-			s.leaders[p.region.GetId()] = p.isLeader
-			s.mu.Unlock()
+			s.meta.setLeader(p.region.GetId(), p.isLeader)
 			s.log.Info("leadership changed", "region", p.region.GetId(), "leader", p.isLeader, "lead", ss.Lead)
 		}
 		if p.isLeader && !wasLeader {
@@ -1390,6 +1423,9 @@ func (s *Store) apply(readies []peerReady) {
 		s.fatal("commit apply batch", err)
 	}
 	b.Close()
+	if len(s.splits) > 0 {
+		s.finishSplits()
+	}
 	for _, r := range readies {
 		if len(r.rd.CommittedEntries) == 0 {
 			continue
@@ -1425,7 +1461,7 @@ func (s *Store) applyCmd(b *pebble.Batch, p *peer, as *applyState, cmd *raft_cmd
 	}
 	if e := checkCmdEpoch(cmd, p.region); e != nil {
 		applyEpochNotMatch.Inc()
-		return &raft_cmdpb.RaftCmdResponse{RegionError: e, AppliedIndex: index}
+		return &raft_cmdpb.RaftCmdResponse{RegionError: p.epochNotMatch(), AppliedIndex: index}
 	}
 	if admin := cmd.GetAdminRequest(); admin != nil {
 		switch admin.GetCmdType() {
@@ -1433,6 +1469,8 @@ func (s *Store) applyCmd(b *pebble.Batch, p *peer, as *applyState, cmd *raft_cmd
 			if err := s.applyCompactLog(b, p, as, admin.GetCompactLog(), index); err != nil {
 				s.fatal("apply compact log", err)
 			}
+		case raft_cmdpb.AdminCmdType_Split:
+			return s.applySplit(b, p, admin.GetSplit(), index)
 		default:
 			s.fatal("apply", fmt.Errorf("%w: unsupported admin command %v at index %d of region %d",
 				ErrCorrupt, admin.GetCmdType(), index, p.region.GetId()))
@@ -1443,6 +1481,12 @@ func (s *Store) applyCmd(b *pebble.Batch, p *peer, as *applyState, cmd *raft_cmd
 	if s.keyBuf, err = applyWrites(b, cmd, s.keyBuf); err != nil {
 		s.fatal("apply writes", err)
 	}
+	for _, r := range cmd.GetRequests() {
+		n := uint64(len(r.GetKey()) + len(r.GetValue()))
+		p.sizeDiff += n
+		p.writtenBytes += n
+	}
+	p.writtenKeys += uint64(len(cmd.GetRequests()))
 	return &raft_cmdpb.RaftCmdResponse{AppliedIndex: index}
 }
 

@@ -34,7 +34,12 @@ type fileConfig struct {
 	HeartbeatInterval time.Duration `toml:"heartbeat-interval"`
 	// LeaderTransferTimeout bounds the leader hand-off on SIGTERM; 0 skips it.
 	LeaderTransferTimeout time.Duration `toml:"leader-transfer-timeout"`
-	LogLevel              string        `toml:"log-level"`
+	// Splits by size (TiKV's split-region-check-tick-interval,
+	// region-split-size, region-split-keys); a negative interval disables.
+	SplitCheckInterval time.Duration `toml:"split-check-interval"`
+	RegionSplitSize    uint64        `toml:"region-split-size"`
+	RegionSplitKeys    uint64        `toml:"region-split-keys"`
+	LogLevel           string        `toml:"log-level"`
 }
 
 func main() {
@@ -78,6 +83,9 @@ func run(args []string) error {
 		ElectionTicks:         cfg.ElectionTicks,
 		HeartbeatTicks:        cfg.HeartbeatTicks,
 		HeartbeatInterval:     cfg.HeartbeatInterval,
+		SplitCheckInterval:    cfg.SplitCheckInterval,
+		RegionSplitSize:       cfg.RegionSplitSize,
+		RegionSplitKeys:       cfg.RegionSplitKeys,
 		Logger:                logger,
 	})
 	if err != nil {
@@ -92,6 +100,7 @@ func parseFlags(args []string) (fileConfig, error) {
 		PD: "127.0.0.1:2379", Addr: "127.0.0.1:20160", StatusAddr: "127.0.0.1:20180",
 		DataDir: "data/store", RaftTick: 100 * time.Millisecond, ElectionTicks: 10, HeartbeatTicks: 2,
 		HeartbeatInterval: time.Second, LeaderTransferTimeout: server.DefaultLeaderTransferTimeout, LogLevel: "info",
+		SplitCheckInterval: 10 * time.Second, RegionSplitSize: 96 << 20, RegionSplitKeys: 960000,
 	}
 	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
@@ -118,6 +127,9 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.ElectionTicks, "election-ticks", cfg.ElectionTicks, "raft election timeout, in ticks")
 	fs.IntVar(&cfg.HeartbeatTicks, "heartbeat-ticks", cfg.HeartbeatTicks, "raft heartbeat period, in ticks")
 	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "store heartbeat period to PD")
+	fs.DurationVar(&cfg.SplitCheckInterval, "split-check-interval", cfg.SplitCheckInterval, "how often written regions are checked for a split by size (negative: never)")
+	fs.Uint64Var(&cfg.RegionSplitSize, "region-split-size", cfg.RegionSplitSize, "a region larger than this many bytes is split")
+	fs.Uint64Var(&cfg.RegionSplitKeys, "region-split-keys", cfg.RegionSplitKeys, "a region with more engine keys than this is split")
 	fs.DurationVar(&cfg.LeaderTransferTimeout, "leader-transfer-timeout", cfg.LeaderTransferTimeout,
 		"on SIGTERM, how long to wait for region leaders to move to other stores before stopping (0: stop at once)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")

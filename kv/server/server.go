@@ -60,7 +60,13 @@ type Config struct {
 	RaftLogGCThreshold int
 	// RaftLogGCLagLimit is raftstore.Config.LogGCLagLimit (0: default).
 	RaftLogGCLagLimit int64
-	Logger            *slog.Logger
+	// SplitCheckInterval, RegionSplitSize and RegionSplitKeys are
+	// raftstore.Config's (0: defaults 10s, 96 MiB, 960000 keys; a negative
+	// interval disables splits by size).
+	SplitCheckInterval time.Duration
+	RegionSplitSize    uint64
+	RegionSplitKeys    uint64
+	Logger             *slog.Logger
 }
 
 // DefaultLeaderTransferTimeout is Config.LeaderTransferTimeout's default.
@@ -168,6 +174,9 @@ func (s *Server) Run(ctx context.Context) error {
 		LogGCInterval:          s.cfg.RaftLogGCInterval,
 		LogGCThreshold:         s.cfg.RaftLogGCThreshold,
 		LogGCLagLimit:          s.cfg.RaftLogGCLagLimit,
+		SplitCheckInterval:     s.cfg.SplitCheckInterval,
+		RegionSplitSize:        s.cfg.RegionSplitSize,
+		RegionSplitKeys:        s.cfg.RegionSplitKeys,
 		Logger:                 s.log,
 	}, pd)
 	if err != nil {

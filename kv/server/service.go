@@ -225,6 +225,19 @@ func (s *Service) KvOnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrp
 	return call(ctx, "kv_one_pc", req, s.st.OnePC)
 }
 
+// SplitRegion implements storepb.StoreServer: splits the region in the
+// request's context, which this store must lead (raftstore.SplitRegion).
+func (s *Service) SplitRegion(ctx context.Context, req *kvrpcpb.SplitRegionRequest) (*kvrpcpb.SplitRegionResponse, error) {
+	return call(ctx, "split_region", req, func(ctx context.Context, req *kvrpcpb.SplitRegionRequest) (*kvrpcpb.SplitRegionResponse, error) {
+		rc := req.GetContext()
+		regions, rerr, err := s.store.SplitRegion(ctx, rc.GetRegionId(), rc.GetRegionEpoch(), req.GetSplitKeys())
+		if err != nil {
+			return nil, err
+		}
+		return &kvrpcpb.SplitRegionResponse{RegionError: rerr, Regions: regions}, nil
+	})
+}
+
 // Coprocessor implements storepb.StoreServer.
 func (s *Service) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
 	return call(ctx, "coprocessor", req, gcChecked(s.gc, (*kvrpcpb.CoprocessorRequest).GetStartTs,

@@ -405,3 +405,36 @@ func (c *Client) GetMembers(ctx context.Context) (*pdpb.GetMembersResponse, erro
 	})
 	return out, err
 }
+
+// AskBatchSplit allocates the region and peer ids for splitting region
+// into count+1 regions.
+func (c *Client) AskBatchSplit(ctx context.Context, region *metapb.Region, count uint32) ([]*pdpb.SplitID, error) {
+	var ids []*pdpb.SplitID
+	err := c.call(ctx, "AskBatchSplit", func(ctx context.Context, cli pdpb.PDClient) (*pdpb.ResponseHeader, error) {
+		resp, err := cli.AskBatchSplit(ctx, &pdpb.AskBatchSplitRequest{Region: region, SplitCount: count})
+		ids = resp.GetIds()
+		return resp.GetHeader(), err
+	})
+	return ids, err
+}
+
+// ReportBatchSplit records every region of an applied split at once.
+func (c *Client) ReportBatchSplit(ctx context.Context, regions []*metapb.Region) error {
+	return c.call(ctx, "ReportBatchSplit", func(ctx context.Context, cli pdpb.PDClient) (*pdpb.ResponseHeader, error) {
+		resp, err := cli.ReportBatchSplit(ctx, &pdpb.ReportBatchSplitRequest{Regions: regions})
+		return resp.GetHeader(), err
+	})
+}
+
+// ScanRegions returns the regions overlapping [start, end) (empty end: to
+// the end of the key space) with leaders and statistics, at most limit (0:
+// all).
+func (c *Client) ScanRegions(ctx context.Context, start, end []byte, limit int) ([]*pdpb.RegionStat, error) {
+	var out []*pdpb.RegionStat
+	err := c.call(ctx, "ScanRegions", func(ctx context.Context, cli pdpb.PDClient) (*pdpb.ResponseHeader, error) {
+		resp, err := cli.ScanRegions(ctx, &pdpb.ScanRegionsRequest{StartKey: start, EndKey: end, Limit: int32(limit)})
+		out = resp.GetRegions()
+		return resp.GetHeader(), err
+	})
+	return out, err
+}

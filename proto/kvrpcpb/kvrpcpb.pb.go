@@ -3706,6 +3706,112 @@ func (x *CoprocessorResponse) GetData() []byte {
 	return nil
 }
 
+type SplitRegionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	SplitKeys     [][]byte               `protobuf:"bytes,2,rep,name=split_keys,json=splitKeys,proto3" json:"split_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitRegionRequest) Reset() {
+	*x = SplitRegionRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitRegionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitRegionRequest) ProtoMessage() {}
+
+func (x *SplitRegionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitRegionRequest.ProtoReflect.Descriptor instead.
+func (*SplitRegionRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *SplitRegionRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *SplitRegionRequest) GetSplitKeys() [][]byte {
+	if x != nil {
+		return x.SplitKeys
+	}
+	return nil
+}
+
+type SplitRegionResponse struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	RegionError *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	// The regions after the split, in key order (the original, shrunk,
+	// first); just the region when no key needed a split.
+	Regions       []*metapb.Region `protobuf:"bytes,2,rep,name=regions,proto3" json:"regions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitRegionResponse) Reset() {
+	*x = SplitRegionResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitRegionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitRegionResponse) ProtoMessage() {}
+
+func (x *SplitRegionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitRegionResponse.ProtoReflect.Descriptor instead.
+func (*SplitRegionResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *SplitRegionResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *SplitRegionResponse) GetRegions() []*metapb.Region {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
 var File_kvrpcpb_proto protoreflect.FileDescriptor
 
 const file_kvrpcpb_proto_rawDesc = "" +
@@ -3991,7 +4097,14 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\x06locked\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x06locked\x12\x1f\n" +
 	"\vother_error\x18\x03 \x01(\tR\n" +
 	"otherError\x12\x12\n" +
-	"\x04data\x18\x04 \x01(\fR\x04data* \n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\"_\n" +
+	"\x12SplitRegionRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x1d\n" +
+	"\n" +
+	"split_keys\x18\x02 \x03(\fR\tsplitKeys\"r\n" +
+	"\x13SplitRegionResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12(\n" +
+	"\aregions\x18\x02 \x03(\v2\x0e.metapb.RegionR\aregions* \n" +
 	"\x0eIsolationLevel\x12\x06\n" +
 	"\x02SI\x10\x00\x12\x06\n" +
 	"\x02RC\x10\x01*c\n" +
@@ -4029,7 +4142,7 @@ func file_kvrpcpb_proto_rawDescGZIP() []byte {
 }
 
 var file_kvrpcpb_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_kvrpcpb_proto_goTypes = []any{
 	(IsolationLevel)(0),                 // 0: kvrpcpb.IsolationLevel
 	(Op)(0),                             // 1: kvrpcpb.Op
@@ -4084,13 +4197,16 @@ var file_kvrpcpb_proto_goTypes = []any{
 	(*KeyRange)(nil),                    // 50: kvrpcpb.KeyRange
 	(*CoprocessorRequest)(nil),          // 51: kvrpcpb.CoprocessorRequest
 	(*CoprocessorResponse)(nil),         // 52: kvrpcpb.CoprocessorResponse
-	(*metapb.RegionEpoch)(nil),          // 53: metapb.RegionEpoch
-	(*metapb.Peer)(nil),                 // 54: metapb.Peer
-	(*errorpb.Error)(nil),               // 55: errorpb.Error
+	(*SplitRegionRequest)(nil),          // 53: kvrpcpb.SplitRegionRequest
+	(*SplitRegionResponse)(nil),         // 54: kvrpcpb.SplitRegionResponse
+	(*metapb.RegionEpoch)(nil),          // 55: metapb.RegionEpoch
+	(*metapb.Peer)(nil),                 // 56: metapb.Peer
+	(*errorpb.Error)(nil),               // 57: errorpb.Error
+	(*metapb.Region)(nil),               // 58: metapb.Region
 }
 var file_kvrpcpb_proto_depIdxs = []int32{
-	53, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
-	54, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
+	55, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
+	56, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
 	0,  // 2: kvrpcpb.Context.isolation_level:type_name -> kvrpcpb.IsolationLevel
 	9,  // 3: kvrpcpb.KvPair.error:type_name -> kvrpcpb.KeyError
 	1,  // 4: kvrpcpb.Mutation.op:type_name -> kvrpcpb.Op
@@ -4107,70 +4223,73 @@ var file_kvrpcpb_proto_depIdxs = []int32{
 	4,  // 15: kvrpcpb.WriteConflict.reason:type_name -> kvrpcpb.WriteConflict.Reason
 	13, // 16: kvrpcpb.Deadlock.wait_chain:type_name -> kvrpcpb.WaitForEntry
 	5,  // 17: kvrpcpb.GetRequest.context:type_name -> kvrpcpb.Context
-	55, // 18: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
+	57, // 18: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
 	9,  // 19: kvrpcpb.GetResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 20: kvrpcpb.BatchGetRequest.context:type_name -> kvrpcpb.Context
-	55, // 21: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
+	57, // 21: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
 	6,  // 22: kvrpcpb.BatchGetResponse.pairs:type_name -> kvrpcpb.KvPair
 	9,  // 23: kvrpcpb.BatchGetResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 24: kvrpcpb.ScanRequest.context:type_name -> kvrpcpb.Context
-	55, // 25: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
+	57, // 25: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
 	6,  // 26: kvrpcpb.ScanResponse.pairs:type_name -> kvrpcpb.KvPair
 	9,  // 27: kvrpcpb.ScanResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 28: kvrpcpb.PrewriteRequest.context:type_name -> kvrpcpb.Context
 	7,  // 29: kvrpcpb.PrewriteRequest.mutations:type_name -> kvrpcpb.Mutation
 	2,  // 30: kvrpcpb.PrewriteRequest.pessimistic_actions:type_name -> kvrpcpb.PessimisticAction
-	55, // 31: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
+	57, // 31: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
 	9,  // 32: kvrpcpb.PrewriteResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 33: kvrpcpb.CommitRequest.context:type_name -> kvrpcpb.Context
-	55, // 34: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
+	57, // 34: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
 	9,  // 35: kvrpcpb.CommitResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 36: kvrpcpb.BatchRollbackRequest.context:type_name -> kvrpcpb.Context
-	55, // 37: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
+	57, // 37: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
 	9,  // 38: kvrpcpb.BatchRollbackResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 39: kvrpcpb.CleanupRequest.context:type_name -> kvrpcpb.Context
-	55, // 40: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
+	57, // 40: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
 	9,  // 41: kvrpcpb.CleanupResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 42: kvrpcpb.CheckTxnStatusRequest.context:type_name -> kvrpcpb.Context
-	55, // 43: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
+	57, // 43: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
 	9,  // 44: kvrpcpb.CheckTxnStatusResponse.error:type_name -> kvrpcpb.KeyError
 	3,  // 45: kvrpcpb.CheckTxnStatusResponse.action:type_name -> kvrpcpb.Action
 	8,  // 46: kvrpcpb.CheckTxnStatusResponse.lock_info:type_name -> kvrpcpb.LockInfo
 	5,  // 47: kvrpcpb.CheckSecondaryLocksRequest.context:type_name -> kvrpcpb.Context
-	55, // 48: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
+	57, // 48: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
 	9,  // 49: kvrpcpb.CheckSecondaryLocksResponse.error:type_name -> kvrpcpb.KeyError
 	8,  // 50: kvrpcpb.CheckSecondaryLocksResponse.locks:type_name -> kvrpcpb.LockInfo
 	5,  // 51: kvrpcpb.ResolveLockRequest.context:type_name -> kvrpcpb.Context
 	37, // 52: kvrpcpb.ResolveLockRequest.txn_infos:type_name -> kvrpcpb.TxnInfo
-	55, // 53: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
+	57, // 53: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 54: kvrpcpb.ResolveLockResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 55: kvrpcpb.TxnHeartBeatRequest.context:type_name -> kvrpcpb.Context
-	55, // 56: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
+	57, // 56: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
 	9,  // 57: kvrpcpb.TxnHeartBeatResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 58: kvrpcpb.PessimisticLockRequest.context:type_name -> kvrpcpb.Context
 	7,  // 59: kvrpcpb.PessimisticLockRequest.mutations:type_name -> kvrpcpb.Mutation
-	55, // 60: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
+	57, // 60: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 61: kvrpcpb.PessimisticLockResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 62: kvrpcpb.PessimisticRollbackRequest.context:type_name -> kvrpcpb.Context
-	55, // 63: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
+	57, // 63: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
 	9,  // 64: kvrpcpb.PessimisticRollbackResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 65: kvrpcpb.ScanLockRequest.context:type_name -> kvrpcpb.Context
-	55, // 66: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
+	57, // 66: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 67: kvrpcpb.ScanLockResponse.error:type_name -> kvrpcpb.KeyError
 	8,  // 68: kvrpcpb.ScanLockResponse.locks:type_name -> kvrpcpb.LockInfo
 	5,  // 69: kvrpcpb.OnePCRequest.context:type_name -> kvrpcpb.Context
 	7,  // 70: kvrpcpb.OnePCRequest.mutations:type_name -> kvrpcpb.Mutation
-	55, // 71: kvrpcpb.OnePCResponse.region_error:type_name -> errorpb.Error
+	57, // 71: kvrpcpb.OnePCResponse.region_error:type_name -> errorpb.Error
 	9,  // 72: kvrpcpb.OnePCResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 73: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
 	50, // 74: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
-	55, // 75: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
+	57, // 75: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
 	9,  // 76: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
-	77, // [77:77] is the sub-list for method output_type
-	77, // [77:77] is the sub-list for method input_type
-	77, // [77:77] is the sub-list for extension type_name
-	77, // [77:77] is the sub-list for extension extendee
-	0,  // [0:77] is the sub-list for field type_name
+	5,  // 77: kvrpcpb.SplitRegionRequest.context:type_name -> kvrpcpb.Context
+	57, // 78: kvrpcpb.SplitRegionResponse.region_error:type_name -> errorpb.Error
+	58, // 79: kvrpcpb.SplitRegionResponse.regions:type_name -> metapb.Region
+	80, // [80:80] is the sub-list for method output_type
+	80, // [80:80] is the sub-list for method input_type
+	80, // [80:80] is the sub-list for extension type_name
+	80, // [80:80] is the sub-list for extension extendee
+	0,  // [0:80] is the sub-list for field type_name
 }
 
 func init() { file_kvrpcpb_proto_init() }
@@ -4184,7 +4303,7 @@ func file_kvrpcpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvrpcpb_proto_rawDesc), len(file_kvrpcpb_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   48,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2414,6 +2414,472 @@ func (x *SetGCConfigResponse) GetConfig() *GCConfig {
 	return nil
 }
 
+type AskBatchSplitRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Region        *metapb.Region         `protobuf:"bytes,2,opt,name=region,proto3" json:"region,omitempty"`
+	SplitCount    uint32                 `protobuf:"varint,3,opt,name=split_count,json=splitCount,proto3" json:"split_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AskBatchSplitRequest) Reset() {
+	*x = AskBatchSplitRequest{}
+	mi := &file_pdpb_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AskBatchSplitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AskBatchSplitRequest) ProtoMessage() {}
+
+func (x *AskBatchSplitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AskBatchSplitRequest.ProtoReflect.Descriptor instead.
+func (*AskBatchSplitRequest) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *AskBatchSplitRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *AskBatchSplitRequest) GetRegion() *metapb.Region {
+	if x != nil {
+		return x.Region
+	}
+	return nil
+}
+
+func (x *AskBatchSplitRequest) GetSplitCount() uint32 {
+	if x != nil {
+		return x.SplitCount
+	}
+	return 0
+}
+
+type SplitID struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NewRegionId   uint64                 `protobuf:"varint,1,opt,name=new_region_id,json=newRegionId,proto3" json:"new_region_id,omitempty"`
+	NewPeerIds    []uint64               `protobuf:"varint,2,rep,packed,name=new_peer_ids,json=newPeerIds,proto3" json:"new_peer_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitID) Reset() {
+	*x = SplitID{}
+	mi := &file_pdpb_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitID) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitID) ProtoMessage() {}
+
+func (x *SplitID) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitID.ProtoReflect.Descriptor instead.
+func (*SplitID) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *SplitID) GetNewRegionId() uint64 {
+	if x != nil {
+		return x.NewRegionId
+	}
+	return 0
+}
+
+func (x *SplitID) GetNewPeerIds() []uint64 {
+	if x != nil {
+		return x.NewPeerIds
+	}
+	return nil
+}
+
+type AskBatchSplitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Ids           []*SplitID             `protobuf:"bytes,2,rep,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AskBatchSplitResponse) Reset() {
+	*x = AskBatchSplitResponse{}
+	mi := &file_pdpb_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AskBatchSplitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AskBatchSplitResponse) ProtoMessage() {}
+
+func (x *AskBatchSplitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AskBatchSplitResponse.ProtoReflect.Descriptor instead.
+func (*AskBatchSplitResponse) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *AskBatchSplitResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *AskBatchSplitResponse) GetIds() []*SplitID {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+type ReportBatchSplitRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// Every region of the split in key order (the shrunk original first
+	// among them by key), all with the new version.
+	Regions       []*metapb.Region `protobuf:"bytes,2,rep,name=regions,proto3" json:"regions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportBatchSplitRequest) Reset() {
+	*x = ReportBatchSplitRequest{}
+	mi := &file_pdpb_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportBatchSplitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportBatchSplitRequest) ProtoMessage() {}
+
+func (x *ReportBatchSplitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportBatchSplitRequest.ProtoReflect.Descriptor instead.
+func (*ReportBatchSplitRequest) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ReportBatchSplitRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *ReportBatchSplitRequest) GetRegions() []*metapb.Region {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
+type ReportBatchSplitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportBatchSplitResponse) Reset() {
+	*x = ReportBatchSplitResponse{}
+	mi := &file_pdpb_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportBatchSplitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportBatchSplitResponse) ProtoMessage() {}
+
+func (x *ReportBatchSplitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportBatchSplitResponse.ProtoReflect.Descriptor instead.
+func (*ReportBatchSplitResponse) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ReportBatchSplitResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+type ScanRegionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	StartKey      []byte                 `protobuf:"bytes,2,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	EndKey        []byte                 `protobuf:"bytes,3,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	Limit         int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanRegionsRequest) Reset() {
+	*x = ScanRegionsRequest{}
+	mi := &file_pdpb_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanRegionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanRegionsRequest) ProtoMessage() {}
+
+func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanRegionsRequest.ProtoReflect.Descriptor instead.
+func (*ScanRegionsRequest) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ScanRegionsRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *ScanRegionsRequest) GetStartKey() []byte {
+	if x != nil {
+		return x.StartKey
+	}
+	return nil
+}
+
+func (x *ScanRegionsRequest) GetEndKey() []byte {
+	if x != nil {
+		return x.EndKey
+	}
+	return nil
+}
+
+func (x *ScanRegionsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type RegionStat struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Region          *metapb.Region         `protobuf:"bytes,1,opt,name=region,proto3" json:"region,omitempty"`
+	Leader          *metapb.Peer           `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
+	ApproximateSize uint64                 `protobuf:"varint,3,opt,name=approximate_size,json=approximateSize,proto3" json:"approximate_size,omitempty"`
+	ApproximateKeys uint64                 `protobuf:"varint,4,opt,name=approximate_keys,json=approximateKeys,proto3" json:"approximate_keys,omitempty"`
+	BytesWritten    uint64                 `protobuf:"varint,5,opt,name=bytes_written,json=bytesWritten,proto3" json:"bytes_written,omitempty"`
+	BytesRead       uint64                 `protobuf:"varint,6,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RegionStat) Reset() {
+	*x = RegionStat{}
+	mi := &file_pdpb_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionStat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionStat) ProtoMessage() {}
+
+func (x *RegionStat) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionStat.ProtoReflect.Descriptor instead.
+func (*RegionStat) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *RegionStat) GetRegion() *metapb.Region {
+	if x != nil {
+		return x.Region
+	}
+	return nil
+}
+
+func (x *RegionStat) GetLeader() *metapb.Peer {
+	if x != nil {
+		return x.Leader
+	}
+	return nil
+}
+
+func (x *RegionStat) GetApproximateSize() uint64 {
+	if x != nil {
+		return x.ApproximateSize
+	}
+	return 0
+}
+
+func (x *RegionStat) GetApproximateKeys() uint64 {
+	if x != nil {
+		return x.ApproximateKeys
+	}
+	return 0
+}
+
+func (x *RegionStat) GetBytesWritten() uint64 {
+	if x != nil {
+		return x.BytesWritten
+	}
+	return 0
+}
+
+func (x *RegionStat) GetBytesRead() uint64 {
+	if x != nil {
+		return x.BytesRead
+	}
+	return 0
+}
+
+type ScanRegionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Regions       []*RegionStat          `protobuf:"bytes,2,rep,name=regions,proto3" json:"regions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanRegionsResponse) Reset() {
+	*x = ScanRegionsResponse{}
+	mi := &file_pdpb_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanRegionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanRegionsResponse) ProtoMessage() {}
+
+func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanRegionsResponse.ProtoReflect.Descriptor instead.
+func (*ScanRegionsResponse) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ScanRegionsResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *ScanRegionsResponse) GetRegions() []*RegionStat {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
 var File_pdpb_proto protoreflect.FileDescriptor
 
 const file_pdpb_proto_rawDesc = "" +
@@ -2587,7 +3053,41 @@ const file_pdpb_proto_rawDesc = "" +
 	"\x06config\x18\x02 \x01(\v2\x0e.pdpb.GCConfigR\x06config\"k\n" +
 	"\x13SetGCConfigResponse\x12,\n" +
 	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12&\n" +
-	"\x06config\x18\x02 \x01(\v2\x0e.pdpb.GCConfigR\x06config*\x8b\x01\n" +
+	"\x06config\x18\x02 \x01(\v2\x0e.pdpb.GCConfigR\x06config\"\x8c\x01\n" +
+	"\x14AskBatchSplitRequest\x12+\n" +
+	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12&\n" +
+	"\x06region\x18\x02 \x01(\v2\x0e.metapb.RegionR\x06region\x12\x1f\n" +
+	"\vsplit_count\x18\x03 \x01(\rR\n" +
+	"splitCount\"O\n" +
+	"\aSplitID\x12\"\n" +
+	"\rnew_region_id\x18\x01 \x01(\x04R\vnewRegionId\x12 \n" +
+	"\fnew_peer_ids\x18\x02 \x03(\x04R\n" +
+	"newPeerIds\"f\n" +
+	"\x15AskBatchSplitResponse\x12,\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12\x1f\n" +
+	"\x03ids\x18\x02 \x03(\v2\r.pdpb.SplitIDR\x03ids\"p\n" +
+	"\x17ReportBatchSplitRequest\x12+\n" +
+	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12(\n" +
+	"\aregions\x18\x02 \x03(\v2\x0e.metapb.RegionR\aregions\"H\n" +
+	"\x18ReportBatchSplitResponse\x12,\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\"\x8d\x01\n" +
+	"\x12ScanRegionsRequest\x12+\n" +
+	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12\x1b\n" +
+	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
+	"\aend_key\x18\x03 \x01(\fR\x06endKey\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\"\xf4\x01\n" +
+	"\n" +
+	"RegionStat\x12&\n" +
+	"\x06region\x18\x01 \x01(\v2\x0e.metapb.RegionR\x06region\x12$\n" +
+	"\x06leader\x18\x02 \x01(\v2\f.metapb.PeerR\x06leader\x12)\n" +
+	"\x10approximate_size\x18\x03 \x01(\x04R\x0fapproximateSize\x12)\n" +
+	"\x10approximate_keys\x18\x04 \x01(\x04R\x0fapproximateKeys\x12#\n" +
+	"\rbytes_written\x18\x05 \x01(\x04R\fbytesWritten\x12\x1d\n" +
+	"\n" +
+	"bytes_read\x18\x06 \x01(\x04R\tbytesRead\"o\n" +
+	"\x13ScanRegionsResponse\x12,\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12*\n" +
+	"\aregions\x18\x02 \x03(\v2\x10.pdpb.RegionStatR\aregions*\x8b\x01\n" +
 	"\tErrorType\x12\x06\n" +
 	"\x02OK\x10\x00\x12\v\n" +
 	"\aUNKNOWN\x10\x01\x12\x14\n" +
@@ -2601,7 +3101,8 @@ const file_pdpb_proto_rawDesc = "" +
 	"\aAddNode\x10\x00\x12\x0e\n" +
 	"\n" +
 	"RemoveNode\x10\x01\x12\x12\n" +
-	"\x0eAddLearnerNode\x10\x022\xad\b\n" +
+	"\x0eAddLearnerNode\x10\x022\x94\n" +
+	"\n" +
 	"\x02PD\x120\n" +
 	"\x03Tso\x12\x10.pdpb.TsoRequest\x1a\x11.pdpb.TsoResponse\"\x00(\x010\x01\x128\n" +
 	"\aAllocID\x12\x14.pdpb.AllocIDRequest\x1a\x15.pdpb.AllocIDResponse\"\x00\x12;\n" +
@@ -2618,7 +3119,10 @@ const file_pdpb_proto_rawDesc = "" +
 	"\x0eGetGCSafePoint\x12\x1b.pdpb.GetGCSafePointRequest\x1a\x1c.pdpb.GetGCSafePointResponse\"\x00\x12V\n" +
 	"\x11UpdateGCSafePoint\x12\x1e.pdpb.UpdateGCSafePointRequest\x1a\x1f.pdpb.UpdateGCSafePointResponse\"\x00\x12P\n" +
 	"\x0fGCNodeHeartbeat\x12\x1c.pdpb.GCNodeHeartbeatRequest\x1a\x1d.pdpb.GCNodeHeartbeatResponse\"\x00\x12D\n" +
-	"\vSetGCConfig\x12\x18.pdpb.SetGCConfigRequest\x1a\x19.pdpb.SetGCConfigResponse\"\x00B'Z%github.com/stratadb/strata/proto/pdpbb\x06proto3"
+	"\vSetGCConfig\x12\x18.pdpb.SetGCConfigRequest\x1a\x19.pdpb.SetGCConfigResponse\"\x00\x12J\n" +
+	"\rAskBatchSplit\x12\x1a.pdpb.AskBatchSplitRequest\x1a\x1b.pdpb.AskBatchSplitResponse\"\x00\x12S\n" +
+	"\x10ReportBatchSplit\x12\x1d.pdpb.ReportBatchSplitRequest\x1a\x1e.pdpb.ReportBatchSplitResponse\"\x00\x12D\n" +
+	"\vScanRegions\x12\x18.pdpb.ScanRegionsRequest\x1a\x19.pdpb.ScanRegionsResponse\"\x00B'Z%github.com/stratadb/strata/proto/pdpbb\x06proto3"
 
 var (
 	file_pdpb_proto_rawDescOnce sync.Once
@@ -2633,7 +3137,7 @@ func file_pdpb_proto_rawDescGZIP() []byte {
 }
 
 var file_pdpb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_pdpb_proto_goTypes = []any{
 	(ErrorType)(0),                    // 0: pdpb.ErrorType
 	(ConfChangeType)(0),               // 1: pdpb.ConfChangeType
@@ -2676,10 +3180,18 @@ var file_pdpb_proto_goTypes = []any{
 	(*GCNodeHeartbeatResponse)(nil),   // 38: pdpb.GCNodeHeartbeatResponse
 	(*SetGCConfigRequest)(nil),        // 39: pdpb.SetGCConfigRequest
 	(*SetGCConfigResponse)(nil),       // 40: pdpb.SetGCConfigResponse
-	(*metapb.Store)(nil),              // 41: metapb.Store
-	(*metapb.Region)(nil),             // 42: metapb.Region
-	(*metapb.Peer)(nil),               // 43: metapb.Peer
-	(*metapb.RegionEpoch)(nil),        // 44: metapb.RegionEpoch
+	(*AskBatchSplitRequest)(nil),      // 41: pdpb.AskBatchSplitRequest
+	(*SplitID)(nil),                   // 42: pdpb.SplitID
+	(*AskBatchSplitResponse)(nil),     // 43: pdpb.AskBatchSplitResponse
+	(*ReportBatchSplitRequest)(nil),   // 44: pdpb.ReportBatchSplitRequest
+	(*ReportBatchSplitResponse)(nil),  // 45: pdpb.ReportBatchSplitResponse
+	(*ScanRegionsRequest)(nil),        // 46: pdpb.ScanRegionsRequest
+	(*RegionStat)(nil),                // 47: pdpb.RegionStat
+	(*ScanRegionsResponse)(nil),       // 48: pdpb.ScanRegionsResponse
+	(*metapb.Store)(nil),              // 49: metapb.Store
+	(*metapb.Region)(nil),             // 50: metapb.Region
+	(*metapb.Peer)(nil),               // 51: metapb.Peer
+	(*metapb.RegionEpoch)(nil),        // 52: metapb.RegionEpoch
 }
 var file_pdpb_proto_depIdxs = []int32{
 	4,  // 0: pdpb.ResponseHeader.error:type_name -> pdpb.Error
@@ -2690,36 +3202,36 @@ var file_pdpb_proto_depIdxs = []int32{
 	2,  // 5: pdpb.AllocIDRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 6: pdpb.AllocIDResponse.header:type_name -> pdpb.ResponseHeader
 	2,  // 7: pdpb.PutStoreRequest.header:type_name -> pdpb.RequestHeader
-	41, // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
+	49, // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
 	3,  // 9: pdpb.PutStoreResponse.header:type_name -> pdpb.ResponseHeader
 	2,  // 10: pdpb.GetStoreRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 11: pdpb.GetStoreResponse.header:type_name -> pdpb.ResponseHeader
-	41, // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
+	49, // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
 	2,  // 13: pdpb.GetAllStoresRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 14: pdpb.GetAllStoresResponse.header:type_name -> pdpb.ResponseHeader
-	41, // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
+	49, // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
 	2,  // 16: pdpb.StoreHeartbeatRequest.header:type_name -> pdpb.RequestHeader
 	16, // 17: pdpb.StoreHeartbeatRequest.stats:type_name -> pdpb.StoreStats
 	3,  // 18: pdpb.StoreHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	42, // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
-	43, // 20: pdpb.PeerStats.peer:type_name -> metapb.Peer
+	50, // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
+	51, // 20: pdpb.PeerStats.peer:type_name -> metapb.Peer
 	2,  // 21: pdpb.RegionHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	42, // 22: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
-	43, // 23: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
+	50, // 22: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
+	51, // 23: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
 	19, // 24: pdpb.RegionHeartbeatRequest.down_peers:type_name -> pdpb.PeerStats
-	43, // 25: pdpb.RegionHeartbeatRequest.pending_peers:type_name -> metapb.Peer
-	43, // 26: pdpb.ChangePeer.peer:type_name -> metapb.Peer
+	51, // 25: pdpb.RegionHeartbeatRequest.pending_peers:type_name -> metapb.Peer
+	51, // 26: pdpb.ChangePeer.peer:type_name -> metapb.Peer
 	1,  // 27: pdpb.ChangePeer.change_type:type_name -> pdpb.ConfChangeType
-	43, // 28: pdpb.TransferLeader.peer:type_name -> metapb.Peer
+	51, // 28: pdpb.TransferLeader.peer:type_name -> metapb.Peer
 	3,  // 29: pdpb.RegionHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	44, // 30: pdpb.RegionHeartbeatResponse.region_epoch:type_name -> metapb.RegionEpoch
+	52, // 30: pdpb.RegionHeartbeatResponse.region_epoch:type_name -> metapb.RegionEpoch
 	21, // 31: pdpb.RegionHeartbeatResponse.change_peer:type_name -> pdpb.ChangePeer
 	22, // 32: pdpb.RegionHeartbeatResponse.transfer_leader:type_name -> pdpb.TransferLeader
 	2,  // 33: pdpb.GetRegionRequest.header:type_name -> pdpb.RequestHeader
 	2,  // 34: pdpb.GetRegionByIDRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 35: pdpb.GetRegionResponse.header:type_name -> pdpb.ResponseHeader
-	42, // 36: pdpb.GetRegionResponse.region:type_name -> metapb.Region
-	43, // 37: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
+	50, // 36: pdpb.GetRegionResponse.region:type_name -> metapb.Region
+	51, // 37: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
 	2,  // 38: pdpb.IsBootstrappedRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 39: pdpb.IsBootstrappedResponse.header:type_name -> pdpb.ResponseHeader
 	2,  // 40: pdpb.GetMembersRequest.header:type_name -> pdpb.RequestHeader
@@ -2737,41 +3249,59 @@ var file_pdpb_proto_depIdxs = []int32{
 	36, // 52: pdpb.SetGCConfigRequest.config:type_name -> pdpb.GCConfig
 	3,  // 53: pdpb.SetGCConfigResponse.header:type_name -> pdpb.ResponseHeader
 	36, // 54: pdpb.SetGCConfigResponse.config:type_name -> pdpb.GCConfig
-	6,  // 55: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
-	8,  // 56: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
-	10, // 57: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
-	12, // 58: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
-	14, // 59: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
-	17, // 60: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
-	20, // 61: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
-	24, // 62: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
-	25, // 63: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
-	27, // 64: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
-	30, // 65: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
-	32, // 66: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
-	34, // 67: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
-	37, // 68: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
-	39, // 69: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
-	7,  // 70: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
-	9,  // 71: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
-	11, // 72: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
-	13, // 73: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
-	15, // 74: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
-	18, // 75: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
-	23, // 76: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
-	26, // 77: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
-	26, // 78: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
-	28, // 79: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
-	31, // 80: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
-	33, // 81: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
-	35, // 82: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
-	38, // 83: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
-	40, // 84: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
-	70, // [70:85] is the sub-list for method output_type
-	55, // [55:70] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	2,  // 55: pdpb.AskBatchSplitRequest.header:type_name -> pdpb.RequestHeader
+	50, // 56: pdpb.AskBatchSplitRequest.region:type_name -> metapb.Region
+	3,  // 57: pdpb.AskBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
+	42, // 58: pdpb.AskBatchSplitResponse.ids:type_name -> pdpb.SplitID
+	2,  // 59: pdpb.ReportBatchSplitRequest.header:type_name -> pdpb.RequestHeader
+	50, // 60: pdpb.ReportBatchSplitRequest.regions:type_name -> metapb.Region
+	3,  // 61: pdpb.ReportBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 62: pdpb.ScanRegionsRequest.header:type_name -> pdpb.RequestHeader
+	50, // 63: pdpb.RegionStat.region:type_name -> metapb.Region
+	51, // 64: pdpb.RegionStat.leader:type_name -> metapb.Peer
+	3,  // 65: pdpb.ScanRegionsResponse.header:type_name -> pdpb.ResponseHeader
+	47, // 66: pdpb.ScanRegionsResponse.regions:type_name -> pdpb.RegionStat
+	6,  // 67: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
+	8,  // 68: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
+	10, // 69: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
+	12, // 70: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
+	14, // 71: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
+	17, // 72: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
+	20, // 73: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
+	24, // 74: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
+	25, // 75: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
+	27, // 76: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
+	30, // 77: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
+	32, // 78: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
+	34, // 79: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
+	37, // 80: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
+	39, // 81: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
+	41, // 82: pdpb.PD.AskBatchSplit:input_type -> pdpb.AskBatchSplitRequest
+	44, // 83: pdpb.PD.ReportBatchSplit:input_type -> pdpb.ReportBatchSplitRequest
+	46, // 84: pdpb.PD.ScanRegions:input_type -> pdpb.ScanRegionsRequest
+	7,  // 85: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
+	9,  // 86: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
+	11, // 87: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
+	13, // 88: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
+	15, // 89: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
+	18, // 90: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
+	23, // 91: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
+	26, // 92: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
+	26, // 93: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
+	28, // 94: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
+	31, // 95: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
+	33, // 96: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
+	35, // 97: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
+	38, // 98: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
+	40, // 99: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
+	43, // 100: pdpb.PD.AskBatchSplit:output_type -> pdpb.AskBatchSplitResponse
+	45, // 101: pdpb.PD.ReportBatchSplit:output_type -> pdpb.ReportBatchSplitResponse
+	48, // 102: pdpb.PD.ScanRegions:output_type -> pdpb.ScanRegionsResponse
+	85, // [85:103] is the sub-list for method output_type
+	67, // [67:85] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_pdpb_proto_init() }
@@ -2785,7 +3315,7 @@ func file_pdpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pdpb_proto_rawDesc), len(file_pdpb_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   39,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,9 @@ const (
 	PD_UpdateGCSafePoint_FullMethodName = "/pdpb.PD/UpdateGCSafePoint"
 	PD_GCNodeHeartbeat_FullMethodName   = "/pdpb.PD/GCNodeHeartbeat"
 	PD_SetGCConfig_FullMethodName       = "/pdpb.PD/SetGCConfig"
+	PD_AskBatchSplit_FullMethodName     = "/pdpb.PD/AskBatchSplit"
+	PD_ReportBatchSplit_FullMethodName  = "/pdpb.PD/ReportBatchSplit"
+	PD_ScanRegions_FullMethodName       = "/pdpb.PD/ScanRegions"
 )
 
 // PDClient is the client API for PD service.
@@ -75,6 +78,17 @@ type PDClient interface {
 	// SetGCConfig changes the cluster's GC settings (fields left 0 keep their
 	// value).
 	SetGCConfig(ctx context.Context, in *SetGCConfigRequest, opts ...grpc.CallOption) (*SetGCConfigResponse, error)
+	// Region split (raftstore split.go). AskBatchSplit allocates, for a
+	// region about to split into split_count+1 regions, the ids of the new
+	// regions and of their peers (one per peer of the region, same order).
+	// ReportBatchSplit records every region of an applied split at once (one
+	// etcd transaction), so routing never has a hole between them.
+	AskBatchSplit(ctx context.Context, in *AskBatchSplitRequest, opts ...grpc.CallOption) (*AskBatchSplitResponse, error)
+	ReportBatchSplit(ctx context.Context, in *ReportBatchSplitRequest, opts ...grpc.CallOption) (*ReportBatchSplitResponse, error)
+	// ScanRegions returns the regions overlapping [start_key, end_key) in key
+	// order (empty end_key = to the end; limit 0 = no limit), with their
+	// leaders and the statistics of their last heartbeat.
+	ScanRegions(ctx context.Context, in *ScanRegionsRequest, opts ...grpc.CallOption) (*ScanRegionsResponse, error)
 }
 
 type pDClient struct {
@@ -238,6 +252,36 @@ func (c *pDClient) SetGCConfig(ctx context.Context, in *SetGCConfigRequest, opts
 	return out, nil
 }
 
+func (c *pDClient) AskBatchSplit(ctx context.Context, in *AskBatchSplitRequest, opts ...grpc.CallOption) (*AskBatchSplitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AskBatchSplitResponse)
+	err := c.cc.Invoke(ctx, PD_AskBatchSplit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pDClient) ReportBatchSplit(ctx context.Context, in *ReportBatchSplitRequest, opts ...grpc.CallOption) (*ReportBatchSplitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportBatchSplitResponse)
+	err := c.cc.Invoke(ctx, PD_ReportBatchSplit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pDClient) ScanRegions(ctx context.Context, in *ScanRegionsRequest, opts ...grpc.CallOption) (*ScanRegionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ScanRegionsResponse)
+	err := c.cc.Invoke(ctx, PD_ScanRegions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PDServer is the server API for PD service.
 // All implementations must embed UnimplementedPDServer
 // for forward compatibility.
@@ -277,6 +321,17 @@ type PDServer interface {
 	// SetGCConfig changes the cluster's GC settings (fields left 0 keep their
 	// value).
 	SetGCConfig(context.Context, *SetGCConfigRequest) (*SetGCConfigResponse, error)
+	// Region split (raftstore split.go). AskBatchSplit allocates, for a
+	// region about to split into split_count+1 regions, the ids of the new
+	// regions and of their peers (one per peer of the region, same order).
+	// ReportBatchSplit records every region of an applied split at once (one
+	// etcd transaction), so routing never has a hole between them.
+	AskBatchSplit(context.Context, *AskBatchSplitRequest) (*AskBatchSplitResponse, error)
+	ReportBatchSplit(context.Context, *ReportBatchSplitRequest) (*ReportBatchSplitResponse, error)
+	// ScanRegions returns the regions overlapping [start_key, end_key) in key
+	// order (empty end_key = to the end; limit 0 = no limit), with their
+	// leaders and the statistics of their last heartbeat.
+	ScanRegions(context.Context, *ScanRegionsRequest) (*ScanRegionsResponse, error)
 	mustEmbedUnimplementedPDServer()
 }
 
@@ -331,6 +386,15 @@ func (UnimplementedPDServer) GCNodeHeartbeat(context.Context, *GCNodeHeartbeatRe
 }
 func (UnimplementedPDServer) SetGCConfig(context.Context, *SetGCConfigRequest) (*SetGCConfigResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SetGCConfig not implemented")
+}
+func (UnimplementedPDServer) AskBatchSplit(context.Context, *AskBatchSplitRequest) (*AskBatchSplitResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method AskBatchSplit not implemented")
+}
+func (UnimplementedPDServer) ReportBatchSplit(context.Context, *ReportBatchSplitRequest) (*ReportBatchSplitResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ReportBatchSplit not implemented")
+}
+func (UnimplementedPDServer) ScanRegions(context.Context, *ScanRegionsRequest) (*ScanRegionsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ScanRegions not implemented")
 }
 func (UnimplementedPDServer) mustEmbedUnimplementedPDServer() {}
 func (UnimplementedPDServer) testEmbeddedByValue()            {}
@@ -612,6 +676,60 @@ func _PD_SetGCConfig_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PD_AskBatchSplit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AskBatchSplitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).AskBatchSplit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_AskBatchSplit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).AskBatchSplit(ctx, req.(*AskBatchSplitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PD_ReportBatchSplit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportBatchSplitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).ReportBatchSplit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_ReportBatchSplit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).ReportBatchSplit(ctx, req.(*ReportBatchSplitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PD_ScanRegions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ScanRegionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).ScanRegions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_ScanRegions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).ScanRegions(ctx, req.(*ScanRegionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PD_ServiceDesc is the grpc.ServiceDesc for PD service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -674,6 +792,18 @@ var PD_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetGCConfig",
 			Handler:    _PD_SetGCConfig_Handler,
+		},
+		{
+			MethodName: "AskBatchSplit",
+			Handler:    _PD_AskBatchSplit_Handler,
+		},
+		{
+			MethodName: "ReportBatchSplit",
+			Handler:    _PD_ReportBatchSplit_Handler,
+		},
+		{
+			MethodName: "ScanRegions",
+			Handler:    _PD_ScanRegions_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

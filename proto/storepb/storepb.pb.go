@@ -964,7 +964,7 @@ const file_storepb_proto_rawDesc = "" +
 	"\aCleanUp\x10\x01\"b\n" +
 	"\x0eDetectResponse\x12!\n" +
 	"\fnot_detector\x18\x01 \x01(\bR\vnotDetector\x12-\n" +
-	"\bdeadlock\x18\x02 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock2\xd6\v\n" +
+	"\bdeadlock\x18\x02 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock2\xa2\f\n" +
 	"\x05Store\x124\n" +
 	"\x05KvGet\x12\x13.kvrpcpb.GetRequest\x1a\x14.kvrpcpb.GetResponse\"\x00\x12C\n" +
 	"\n" +
@@ -986,7 +986,8 @@ const file_storepb_proto_rawDesc = "" +
 	"\aKvOnePC\x12\x15.kvrpcpb.OnePCRequest\x1a\x16.kvrpcpb.OnePCResponse\"\x00\x12J\n" +
 	"\vCoprocessor\x12\x1b.kvrpcpb.CoprocessorRequest\x1a\x1c.kvrpcpb.CoprocessorResponse\"\x00\x12T\n" +
 	"\rBatchCommands\x12\x1d.storepb.BatchCommandsRequest\x1a\x1e.storepb.BatchCommandsResponse\"\x00(\x010\x01\x12;\n" +
-	"\x06Detect\x12\x16.storepb.DetectRequest\x1a\x17.storepb.DetectResponse\"\x00\x12@\n" +
+	"\x06Detect\x12\x16.storepb.DetectRequest\x1a\x17.storepb.DetectResponse\"\x00\x12J\n" +
+	"\vSplitRegion\x12\x1b.kvrpcpb.SplitRegionRequest\x1a\x1c.kvrpcpb.SplitRegionResponse\"\x00\x12@\n" +
 	"\x04Raft\x12\x1f.raft_serverpb.BatchRaftMessage\x1a\x13.raft_serverpb.Done\"\x00(\x01\x12A\n" +
 	"\bSnapshot\x12\x1c.raft_serverpb.SnapshotChunk\x1a\x13.raft_serverpb.Done\"\x00(\x01B*Z(github.com/stratadb/strata/proto/storepbb\x06proto3"
 
@@ -1046,9 +1047,11 @@ var file_storepb_proto_goTypes = []any{
 	(*kvrpcpb.ScanLockResponse)(nil),            // 38: kvrpcpb.ScanLockResponse
 	(*kvrpcpb.CoprocessorResponse)(nil),         // 39: kvrpcpb.CoprocessorResponse
 	(*kvrpcpb.OnePCResponse)(nil),               // 40: kvrpcpb.OnePCResponse
-	(*raft_serverpb.BatchRaftMessage)(nil),      // 41: raft_serverpb.BatchRaftMessage
-	(*raft_serverpb.SnapshotChunk)(nil),         // 42: raft_serverpb.SnapshotChunk
-	(*raft_serverpb.Done)(nil),                  // 43: raft_serverpb.Done
+	(*kvrpcpb.SplitRegionRequest)(nil),          // 41: kvrpcpb.SplitRegionRequest
+	(*raft_serverpb.BatchRaftMessage)(nil),      // 42: raft_serverpb.BatchRaftMessage
+	(*raft_serverpb.SnapshotChunk)(nil),         // 43: raft_serverpb.SnapshotChunk
+	(*kvrpcpb.SplitRegionResponse)(nil),         // 44: kvrpcpb.SplitRegionResponse
+	(*raft_serverpb.Done)(nil),                  // 45: raft_serverpb.Done
 }
 var file_storepb_proto_depIdxs = []int32{
 	5,  // 0: storepb.BatchCommandsRequest.requests:type_name -> storepb.BatchCommandsRequest.Request
@@ -1106,30 +1109,32 @@ var file_storepb_proto_depIdxs = []int32{
 	23, // 52: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
 	1,  // 53: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
 	3,  // 54: storepb.Store.Detect:input_type -> storepb.DetectRequest
-	41, // 55: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
-	42, // 56: storepb.Store.Snapshot:input_type -> raft_serverpb.SnapshotChunk
-	25, // 57: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
-	26, // 58: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
-	27, // 59: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
-	28, // 60: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
-	29, // 61: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
-	30, // 62: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
-	31, // 63: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
-	32, // 64: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
-	33, // 65: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
-	34, // 66: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
-	35, // 67: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
-	36, // 68: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
-	37, // 69: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
-	38, // 70: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
-	40, // 71: storepb.Store.KvOnePC:output_type -> kvrpcpb.OnePCResponse
-	39, // 72: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
-	2,  // 73: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
-	4,  // 74: storepb.Store.Detect:output_type -> storepb.DetectResponse
-	43, // 75: storepb.Store.Raft:output_type -> raft_serverpb.Done
-	43, // 76: storepb.Store.Snapshot:output_type -> raft_serverpb.Done
-	57, // [57:77] is the sub-list for method output_type
-	37, // [37:57] is the sub-list for method input_type
+	41, // 55: storepb.Store.SplitRegion:input_type -> kvrpcpb.SplitRegionRequest
+	42, // 56: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
+	43, // 57: storepb.Store.Snapshot:input_type -> raft_serverpb.SnapshotChunk
+	25, // 58: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
+	26, // 59: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
+	27, // 60: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
+	28, // 61: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
+	29, // 62: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
+	30, // 63: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
+	31, // 64: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
+	32, // 65: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
+	33, // 66: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
+	34, // 67: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
+	35, // 68: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
+	36, // 69: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
+	37, // 70: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
+	38, // 71: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
+	40, // 72: storepb.Store.KvOnePC:output_type -> kvrpcpb.OnePCResponse
+	39, // 73: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
+	2,  // 74: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
+	4,  // 75: storepb.Store.Detect:output_type -> storepb.DetectResponse
+	44, // 76: storepb.Store.SplitRegion:output_type -> kvrpcpb.SplitRegionResponse
+	45, // 77: storepb.Store.Raft:output_type -> raft_serverpb.Done
+	45, // 78: storepb.Store.Snapshot:output_type -> raft_serverpb.Done
+	58, // [58:79] is the sub-list for method output_type
+	37, // [37:58] is the sub-list for method input_type
 	37, // [37:37] is the sub-list for extension type_name
 	37, // [37:37] is the sub-list for extension extendee
 	0,  // [0:37] is the sub-list for field type_name

@@ -39,6 +39,7 @@ const (
 	Store_Coprocessor_FullMethodName           = "/storepb.Store/Coprocessor"
 	Store_BatchCommands_FullMethodName         = "/storepb.Store/BatchCommands"
 	Store_Detect_FullMethodName                = "/storepb.Store/Detect"
+	Store_SplitRegion_FullMethodName           = "/storepb.Store/SplitRegion"
 	Store_Raft_FullMethodName                  = "/storepb.Store/Raft"
 	Store_Snapshot_FullMethodName              = "/storepb.Store/Snapshot"
 )
@@ -76,6 +77,10 @@ type StoreClient interface {
 	// it runs on the store leading the region that holds the empty key;
 	// every store sends it the lock waits of its pessimistic transactions.
 	Detect(ctx context.Context, in *DetectRequest, opts ...grpc.CallOption) (*DetectResponse, error)
+	// SplitRegion splits a region this store leads at split_keys (raw user
+	// keys strictly inside it; ones on an existing boundary are skipped) and
+	// answers with every resulting region (TiKV's SplitRegion).
+	SplitRegion(ctx context.Context, in *kvrpcpb.SplitRegionRequest, opts ...grpc.CallOption) (*kvrpcpb.SplitRegionResponse, error)
 	// Raft is a client stream of batches of raft messages from one store to
 	// another; the stream lives as long as the connection.
 	Raft(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[raft_serverpb.BatchRaftMessage, raft_serverpb.Done], error)
@@ -275,6 +280,16 @@ func (c *storeClient) Detect(ctx context.Context, in *DetectRequest, opts ...grp
 	return out, nil
 }
 
+func (c *storeClient) SplitRegion(ctx context.Context, in *kvrpcpb.SplitRegionRequest, opts ...grpc.CallOption) (*kvrpcpb.SplitRegionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.SplitRegionResponse)
+	err := c.cc.Invoke(ctx, Store_SplitRegion_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storeClient) Raft(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[raft_serverpb.BatchRaftMessage, raft_serverpb.Done], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Store_ServiceDesc.Streams[1], Store_Raft_FullMethodName, cOpts...)
@@ -334,6 +349,10 @@ type StoreServer interface {
 	// it runs on the store leading the region that holds the empty key;
 	// every store sends it the lock waits of its pessimistic transactions.
 	Detect(context.Context, *DetectRequest) (*DetectResponse, error)
+	// SplitRegion splits a region this store leads at split_keys (raw user
+	// keys strictly inside it; ones on an existing boundary are skipped) and
+	// answers with every resulting region (TiKV's SplitRegion).
+	SplitRegion(context.Context, *kvrpcpb.SplitRegionRequest) (*kvrpcpb.SplitRegionResponse, error)
 	// Raft is a client stream of batches of raft messages from one store to
 	// another; the stream lives as long as the connection.
 	Raft(grpc.ClientStreamingServer[raft_serverpb.BatchRaftMessage, raft_serverpb.Done]) error
@@ -403,6 +422,9 @@ func (UnimplementedStoreServer) BatchCommands(grpc.BidiStreamingServer[BatchComm
 }
 func (UnimplementedStoreServer) Detect(context.Context, *DetectRequest) (*DetectResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Detect not implemented")
+}
+func (UnimplementedStoreServer) SplitRegion(context.Context, *kvrpcpb.SplitRegionRequest) (*kvrpcpb.SplitRegionResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SplitRegion not implemented")
 }
 func (UnimplementedStoreServer) Raft(grpc.ClientStreamingServer[raft_serverpb.BatchRaftMessage, raft_serverpb.Done]) error {
 	return status.Errorf(codes.Unimplemented, "method Raft not implemented")
@@ -744,6 +766,24 @@ func _Store_Detect_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Store_SplitRegion_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.SplitRegionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).SplitRegion(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_SplitRegion_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).SplitRegion(ctx, req.(*kvrpcpb.SplitRegionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Store_Raft_Handler(srv interface{}, stream grpc.ServerStream) error {
 	return srv.(StoreServer).Raft(&grpc.GenericServerStream[raft_serverpb.BatchRaftMessage, raft_serverpb.Done]{ServerStream: stream})
 }
@@ -832,6 +872,10 @@ var Store_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Detect",
 			Handler:    _Store_Detect_Handler,
+		},
+		{
+			MethodName: "SplitRegion",
+			Handler:    _Store_SplitRegion_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,112 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/metapb"
+)
+
+// leaderOf returns the node index leading regionID, or -1.
+func (c *testCluster) leaderOf(regionID uint64) int {
+	for i, n := range c.nodes {
+		if n.srv != nil && n.srv.Store().IsLeader(regionID) {
+			return i
+		}
+	}
+	return -1
+}
+
+// getIn reads key through region's leader with region's epoch.
+func (c *testCluster) getIn(region *metapb.Region, key string) *kvrpcpb.GetResponse {
+	var resp *kvrpcpb.GetResponse
+	require.Eventually(c.t, func() bool {
+		l := c.leaderOf(region.GetId())
+		if l < 0 {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var err error
+		resp, err = c.nodes[l].client.KvGet(ctx, &kvrpcpb.GetRequest{
+			Context: &kvrpcpb.Context{RegionId: region.GetId(), RegionEpoch: region.GetRegionEpoch()}, Key: []byte(key), Version: ^uint64(0)})
+		return err == nil && !retryable(resp.GetRegionError())
+	}, waitFor, 5*time.Millisecond)
+	require.Nil(c.t, resp.GetRegionError(), "read %q in region %d", key, region.GetId())
+	return resp
+}
+
+// TestSplitRegion: a split through raft on 3 stores. Every store hosts both
+// regions, the new region's leader is elected on the splitting store at
+// once (its peer campaigns), PD routes by the new ranges, a write carrying
+// the pre-split epoch gets EpochNotMatch with both regions and writes
+// nothing, data on both sides stays readable, and a restart of every store
+// recovers both regions.
+func TestSplitRegion(t *testing.T) {
+	c := newTestCluster(t, func(cfg *Config) { cfg.SplitCheckInterval = -1 })
+	for i := 0; i < 20; i++ {
+		c.put(fmt.Sprintf("k%03d", i), fmt.Sprintf("v%d", i))
+	}
+	l := c.leader()
+	parent := c.region()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	start := time.Now()
+	regions, rerr, err := c.nodes[l].srv.Store().SplitRegion(ctx, parent.GetId(), parent.GetRegionEpoch(), [][]byte{[]byte("k010")})
+	require.NoError(t, err)
+	require.Nil(t, rerr)
+	require.Len(t, regions, 2)
+	left, right := regions[0], regions[1]
+	require.Equal(t, parent.GetId(), left.GetId())
+	require.Equal(t, "k010", string(left.GetEndKey()))
+	require.Equal(t, "k010", string(right.GetStartKey()))
+	require.Equal(t, parent.GetRegionEpoch().GetVersion()+1, right.GetRegionEpoch().GetVersion())
+
+	require.Eventually(t, func() bool { return c.nodes[l].srv.Store().IsLeader(right.GetId()) }, waitFor, time.Millisecond,
+		"the splitting store's new peer campaigns and wins")
+	t.Logf("split applied and new region led after %v", time.Since(start))
+	for i := range c.nodes {
+		require.Eventually(t, func() bool { return len(c.nodes[i].srv.Store().Regions()) == 2 }, waitFor, 5*time.Millisecond,
+			"store %d hosts both regions", i)
+	}
+	r, _, err := c.pd.GetRegion(ctx, []byte("k015"))
+	require.NoError(t, err)
+	require.Equal(t, right.GetId(), r.GetId(), "PD routes by the new ranges")
+	r, _, err = c.pd.GetRegion(ctx, []byte("k005"))
+	require.NoError(t, err)
+	require.Equal(t, left.GetId(), r.GetId())
+
+	// A write prepared with the old epoch: EpochNotMatch with both regions.
+	ts := c.nextTS()
+	resp, err := c.nodes[l].client.KvOnePC(ctx, &kvrpcpb.OnePCRequest{
+		Context:   &kvrpcpb.Context{RegionId: parent.GetId(), RegionEpoch: parent.GetRegionEpoch()},
+		Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k015"), Value: []byte("stale")}}, StartTs: ts - 5, CommitTs: ts})
+	require.NoError(t, err)
+	enm := resp.GetRegionError().GetEpochNotMatch()
+	require.NotNil(t, enm)
+	require.Len(t, enm.GetCurrentRegions(), 2)
+
+	require.Equal(t, "v15", string(c.getIn(right, "k015").GetValue()))
+	require.Equal(t, "v5", string(c.getIn(left, "k005").GetValue()))
+	resp2, err := c.nodes[c.leaderOf(left.GetId())].client.KvGet(ctx, &kvrpcpb.GetRequest{
+		Context: &kvrpcpb.Context{RegionId: left.GetId(), RegionEpoch: left.GetRegionEpoch()}, Key: []byte("k015"), Version: ^uint64(0)})
+	require.NoError(t, err)
+	require.NotNil(t, resp2.GetRegionError().GetKeyNotInRegion(), "a key of the sibling is refused, not read")
+
+	for i := range c.nodes {
+		c.stop(i)
+	}
+	for i := range c.nodes {
+		c.start(i)
+	}
+	for i := range c.nodes {
+		require.Len(t, c.nodes[i].srv.Store().Regions(), 2, "store %d after restart", i)
+	}
+	require.Equal(t, "v15", string(c.getIn(right, "k015").GetValue()))
+	require.Equal(t, "v5", string(c.getIn(left, "k005").GetValue()))
+}
