@@ -76,7 +76,7 @@ func (e *Executor) runSelect(ctx context.Context, p *planner.SelectPlan, tx TxnS
 	if stats == nil {
 		if proj, ok := p.Root.(*planner.Projection); ok {
 			if pg, ok := proj.Children[0].(*planner.PointGet); ok {
-				return rc.pointSelect(ctx, p, proj, pg)
+				return rc.pointSelect(ctx, p.Columns, proj, pg)
 			}
 		}
 	}
@@ -93,7 +93,7 @@ func (e *Executor) runSelect(ctx context.Context, p *planner.SelectPlan, tx TxnS
 
 // pointSelect runs Projection over PointGet, the point select, without
 // operators or chunks: one row read, one row projected.
-func (rc *runCtx) pointSelect(ctx context.Context, p *planner.SelectPlan, proj *planner.Projection, pg *planner.PointGet) (*Result, error) {
+func (rc *runCtx) pointSelect(ctx context.Context, cols []ResultColumn, proj *planner.Projection, pg *planner.PointGet) (*Result, error) {
 	w := len(pg.Src.Cols)
 	slab := make([]datum, w+len(proj.Exprs))
 	row, out := slab[:w:w], slab[w:]
@@ -101,7 +101,7 @@ func (rc *runCtx) pointSelect(ctx context.Context, p *planner.SelectPlan, proj *
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Columns: p.Columns}
+	res := &Result{Columns: cols}
 	if !found {
 		return res, nil
 	}

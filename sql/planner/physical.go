@@ -288,13 +288,8 @@ func (b *builder) fastPoint(rg *ranger, src *Source, conds []ast.ExprNode) *acce
 	if !ok {
 		return nil
 	}
-	var h int64
-	switch unsigned := src.Cols[hOff].Type.Unsigned(); {
-	case v.Kind() == tablecodec.KindInt64 && (!unsigned || v.Int64() >= 0):
-		h = v.Int64()
-	case v.Kind() == tablecodec.KindUint64 && (unsigned || v.Uint64() <= math.MaxInt64):
-		h = int64(v.Uint64())
-	default:
+	h, ok := handleOf(src, v)
+	if !ok {
 		return nil
 	}
 	return &accessPath{plan: &PointGet{BasePlan: b.base("Point_Get", 1, taskRoot), Src: src, Handle: h}, cost: 1, filteredRows: 1}

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/sql/session"
 )
 
 // TestPlannerScripts runs testdata/planner: EXPLAIN of the access paths
@@ -140,4 +143,89 @@ func TestIndexPathsMatchFullScan(t *testing.T) {
 	exec("ROLLBACK")
 	require.Greater(t, indexUsed, 60, "queries planned on an index")
 	exec("ADMIN CHECK TABLE r")
+}
+
+// TestPreparedPlanCache: a prepared point select is planned at its first
+// execution only (@@last_plan_from_cache, as in TiDB), by handle or by a
+// unique index, and is planned again when the table's definition or the
+// current database changes; a parameter the cached key cannot take
+// exactly is planned normally.
+func TestPreparedPlanCache(t *testing.T) {
+	old := session.SchemaChangeWait
+	session.SchemaChangeWait = 10 * time.Millisecond // one SQL node: no other cache to wait for
+	defer func() { session.SchemaChangeWait = old }()
+	ts := startServer(t)
+	db := ts.open(t, "test", "")
+	db.SetMaxOpenConns(1) // one session
+	for _, q := range []string{
+		"CREATE TABLE p (id INT PRIMARY KEY, k INT, u VARCHAR(10), UNIQUE KEY uu (u), KEY kk (k))",
+		"INSERT INTO p VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 20, NULL)",
+		"CREATE DATABASE other",
+		"CREATE TABLE other.p (id INT PRIMARY KEY, k INT, u VARCHAR(10))",
+		"INSERT INTO other.p VALUES (1, 99, 'z')",
+	} {
+		_, err := db.Exec(q)
+		require.NoError(t, err, q)
+	}
+	fromCache := func() int {
+		var v int
+		require.NoError(t, db.QueryRow("SELECT @@last_plan_from_cache").Scan(&v))
+		return v
+	}
+	query := func(st *sql.Stmt, arg any) []string {
+		rows, err := st.Query(arg)
+		require.NoError(t, err)
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var s sql.NullString
+			require.NoError(t, rows.Scan(&s))
+			out = append(out, s.String)
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	byID, err := db.Prepare("SELECT k FROM p WHERE id = ?")
+	require.NoError(t, err)
+	defer byID.Close()
+	byU, err := db.Prepare("SELECT id FROM p WHERE u = ?")
+	require.NoError(t, err)
+	defer byU.Close()
+	byK, err := db.Prepare("SELECT id FROM p WHERE k = ?")
+	require.NoError(t, err)
+	defer byK.Close()
+
+	steps := []struct {
+		st     *sql.Stmt
+		arg    any
+		want   []string
+		cached int
+	}{
+		{byID, 1, []string{"10"}, 0},
+		{byID, 2, []string{"20"}, 1},
+		{byID, 9, nil, 1},
+		{byID, "2", []string{"20"}, 0}, // a string: planned normally
+		{byID, nil, nil, 0},
+		{byU, "b", []string{"2"}, 0},
+		{byU, "a", []string{"1"}, 1},
+		{byU, nil, nil, 1}, // NULL matches no unique key
+		{byK, 20, []string{"2", "3"}, 0},
+		{byK, 20, []string{"2", "3"}, 0}, // not a point select: not cached
+	}
+	for i, s := range steps {
+		require.Equal(t, s.want, query(s.st, s.arg), "step %d", i)
+		require.Equal(t, s.cached, fromCache(), "step %d", i)
+	}
+	// A new definition of the table: planned again, then cached.
+	_, err = db.Exec("ALTER TABLE p ADD INDEX kk2 (k)")
+	require.NoError(t, err)
+	require.Equal(t, []string{"10"}, query(byID, 1))
+	require.Equal(t, 0, fromCache())
+	require.Equal(t, []string{"10"}, query(byID, 1))
+	require.Equal(t, 1, fromCache())
+	// Another current database: p is another table.
+	_, err = db.Exec("USE other")
+	require.NoError(t, err)
+	require.Equal(t, []string{"99"}, query(byID, 1))
+	require.Equal(t, 0, fromCache())
 }

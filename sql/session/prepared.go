@@ -86,14 +86,23 @@ func (s *Session) PreparedStmt(id uint32) (*Prepared, bool) {
 }
 
 // ClosePrepared forgets a statement (unknown ids are ignored).
-func (s *Session) ClosePrepared(id uint32) { delete(s.stmts, id) }
+func (s *Session) ClosePrepared(id uint32) {
+	if p, ok := s.stmts[id]; ok {
+		s.plans.Forget(p.Stmt)
+	}
+	delete(s.stmts, id)
+}
+
+// PlanCacheHits is the number of prepared executions that ran a cached
+// plan (no planning).
+func (s *Session) PlanCacheHits() uint64 { return s.plans.Hits }
 
 // ExecutePrepared runs p with params bound to its markers in order.
 func (s *Session) ExecutePrepared(ctx context.Context, p *Prepared, params []types.Datum) (*executor.Result, error) {
 	if len(params) != p.NumParams {
 		return nil, errno.New(1210, "Incorrect arguments to EXECUTE: %d parameters for %d markers", len(params), p.NumParams)
 	}
-	s.params = params
-	defer func() { s.params = nil }()
+	s.params, s.prepared = params, true
+	defer func() { s.params, s.prepared = nil, false }()
 	return s.Execute(ctx, p.Stmt)
 }

@@ -37,8 +37,13 @@ type Session struct {
 	userVars map[string]types.Datum
 	lastID   uint64
 	params   []types.Datum // bound while a prepared statement executes
-	stmts    map[uint32]*Prepared
-	nextStmt uint32
+	prepared bool          // a prepared statement is executing
+	plans    executor.PlanCache
+	// lastPlanFromCache: the previous statement ran a cached plan
+	// (@@last_plan_from_cache).
+	lastPlanFromCache bool
+	stmts             map[uint32]*Prepared
+	nextStmt          uint32
 
 	txn  *txnState  // open explicit or implicit transaction
 	stmt *stmtState // autocommit statement's transaction while it runs
@@ -83,6 +88,9 @@ func (s *Session) UserVar(name string) types.Datum { return s.userVars[name] }
 func (s *Session) SysVar(name string, global bool) (types.Datum, types.FieldType, error) {
 	if name == "last_insert_id" || name == "identity" {
 		return tablecodec.NewUint(s.lastID), types.Uint64Type, nil
+	}
+	if name == "last_plan_from_cache" { // did the previous statement run a cached plan
+		return boolInt(s.lastPlanFromCache), types.Int64Type, nil
 	}
 	if v, ok := s.vars[name]; ok && !global {
 		d, ft := v.datum()
@@ -168,6 +176,7 @@ func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 }
 
 func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
+	s.lastPlanFromCache, s.plans.LastHit = s.plans.LastHit, false
 	switch stmt.(type) {
 	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.TruncateTableStmt,
 		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt:
@@ -182,6 +191,9 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 			return s.exec.Select(ctx, x, s, s) // no table: no transaction needed
 		}
 		lock := x.LockInfo != nil && x.LockInfo.LockType != ast.SelectLockNone
+		if s.prepared {
+			return s.runDML(ctx, lock, func() (*executor.Result, error) { return s.exec.SelectPrepared(ctx, x, &s.plans, s, s) })
+		}
 		return s.runDML(ctx, lock, func() (*executor.Result, error) { return s.exec.Select(ctx, x, s, s) })
 	case *ast.InsertStmt:
 		return s.runDML(ctx, true, func() (*executor.Result, error) { return s.exec.Insert(ctx, x, s, s) })
@@ -481,4 +493,11 @@ func (s *Session) truncateTable(ctx context.Context, x *ast.TruncateTableStmt) (
 		return nil, err
 	}
 	return &executor.Result{}, s.cat.TruncateTable(ctx, db, t)
+}
+
+func boolInt(b bool) types.Datum {
+	if b {
+		return tablecodec.NewInt(1)
+	}
+	return tablecodec.NewInt(0)
 }
