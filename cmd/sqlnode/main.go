@@ -47,6 +47,7 @@ type Config struct {
 	DataDir                string `toml:"data-dir"`
 	RequireSecureTransport bool   `toml:"require-secure-transport"`
 	DefaultAuthPlugin      string `toml:"default-auth-plugin"`
+	SkipGrantTables        bool   `toml:"skip-grant-tables"`
 	LogLevel               string `toml:"log-level"`
 	// TSOClientRPCMode is TiDB's tidb_tso_client_rpc_mode: "default" or
 	// "parallel" (pdclient.TSOMode).
@@ -144,6 +145,7 @@ func run(args []string) error {
 		Addr:                   cfg.Addr,
 		Store:                  &kvStorage{pd: pd, kv: kv, txn: txnClient},
 		Users:                  map[string]string{"root": cfg.RootPassword},
+		SkipGrantTables:        cfg.SkipGrantTables,
 		ShutdownTimeout:        cfg.ShutdownTimeout,
 		MaxConnections:         cfg.MaxConnections,
 		HandshakeTimeout:       cfg.ConnectTimeout,
@@ -190,7 +192,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.PD, "pd", cfg.PD, "comma-separated PD addresses")
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "MySQL protocol listen address")
 	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
-	fs.StringVar(&cfg.RootPassword, "root-password", cfg.RootPassword, "password of user root (empty: no password)")
+	fs.StringVar(&cfg.RootPassword, "root-password", cfg.RootPassword, "initial password of root@'%' when this node creates the cluster's privilege tables (first start of a fresh cluster; empty: no password); afterwards accounts live in the cluster (ALTER USER)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long running statements may finish on SIGTERM")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "client connections this node accepts at once; one more gets ERROR 1040 (0: no limit)")
 	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "a client that has not logged in by then is disconnected (MySQL's connect_timeout)")
@@ -199,7 +201,8 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSKey, "tls-key", cfg.TLSKey, "PEM file of the server certificate's private key")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the generated TLS certificate and RSA key, kept across restarts (empty: regenerated in memory at each start)")
 	fs.BoolVar(&cfg.RequireSecureTransport, "require-secure-transport", cfg.RequireSecureTransport, "refuse connections without TLS (ERROR 3159)")
-	fs.StringVar(&cfg.DefaultAuthPlugin, "default-auth-plugin", cfg.DefaultAuthPlugin, "authentication plugin of the configured users: mysql_native_password or caching_sha2_password")
+	fs.StringVar(&cfg.DefaultAuthPlugin, "default-auth-plugin", cfg.DefaultAuthPlugin, "authentication plugin of root on a fresh cluster and of CREATE USER without IDENTIFIED WITH: mysql_native_password or caching_sha2_password")
+	fs.BoolVar(&cfg.SkipGrantTables, "skip-grant-tables", cfg.SkipGrantTables, "recovery only: accept every login without a password and skip every privilege check (docs/operations.md)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.TSOClientRPCMode, "tso-client-rpc-mode", cfg.TSOClientRPCMode, `how timestamps are fetched from PD: "default" (one batch in flight) or "parallel" (several streams, one batch in flight each; for network-bound PD round trips)`)
 	return fs

@@ -48,14 +48,20 @@ func TestAccountChecks(t *testing.T) {
 	empty, err := NewAccount("e", "", "")
 	require.NoError(t, err)
 	require.Equal(t, NativePassword, empty.Plugin)
+	n, err := NewAccount("n", "s3cret", NativePassword)
+	require.NoError(t, err)
+	require.Equal(t, "*B865CAE8F340F6CE1485A06F4492BB49718DF1EC", n.AuthString, "SHA1(SHA1(pw)) in hex, as MySQL stores it")
 	cases := []struct {
 		name string
 		ok   bool
 	}{
-		{"native right", a.CheckNative(nonce, scrambleNative("s3cret", nonce))},
-		{"native wrong", !a.CheckNative(nonce, scrambleNative("nope", nonce))},
-		{"native short", !a.CheckNative(nonce, []byte{1, 2})},
-		{"native empty answer", !a.CheckNative(nonce, nil)},
+		{"native right", n.CheckNative(nonce, scrambleNative("s3cret", nonce))},
+		{"native wrong", !n.CheckNative(nonce, scrambleNative("nope", nonce))},
+		{"native short", !n.CheckNative(nonce, []byte{1, 2})},
+		{"native empty answer", !n.CheckNative(nonce, nil)},
+		{"native scramble on a caching_sha2 account", !a.CheckNative(nonce, scrambleNative("s3cret", nonce))},
+		{"native plain right", n.CheckPlain([]byte("s3cret"))},
+		{"native plain wrong", !n.CheckPlain([]byte("s3cre"))},
 		{"empty account, empty answer", empty.CheckNative(nonce, nil)},
 		{"empty account, some answer", !empty.CheckNative(nonce, scrambleNative("x", nonce))},
 		{"plain right", a.CheckPlain([]byte("s3cret"))},
@@ -68,23 +74,49 @@ func TestAccountChecks(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownPlugin)
 }
 
+func TestParseAccount(t *testing.T) {
+	a, err := NewAccount("u", "pw", CachingSHA2Password)
+	require.NoError(t, err)
+	b, err := ParseAccount("u", CachingSHA2Password, a.AuthString)
+	require.NoError(t, err)
+	require.True(t, b.CheckPlain([]byte("pw")), "a stored hash round-trips")
+	for _, c := range []struct{ plugin, as string }{
+		{NativePassword, "14E65567ABDB5135D0CFD9A70B3032C179A49EE7"},
+		{NativePassword, "*14E6"},
+		{CachingSHA2Password, "*14E65567ABDB5135D0CFD9A70B3032C179A49EE7"},
+		{CachingSHA2Password, "$A$005$abc"},
+		{CachingSHA2Password, "$S$zz$zz"},
+	} {
+		_, err := ParseAccount("u", c.plugin, c.as)
+		require.ErrorIs(t, err, ErrBadAuthString, "%s %q", c.plugin, c.as)
+	}
+	_, err = ParseAccount("u", "sha256_password", "")
+	require.ErrorIs(t, err, ErrUnknownPlugin)
+}
+
 func TestSHA2Cache(t *testing.T) {
 	nonce := []byte("01234567890123456789")
 	c := NewSHA2Cache()
-	ok, cached := c.FastCheck("u", nonce, scrambleSHA2("pw", nonce))
+	u, err := NewAccount("u@%", "pw", CachingSHA2Password)
+	require.NoError(t, err)
+	ok, cached := c.FastCheck(u, nonce, scrambleSHA2("pw", nonce))
 	require.False(t, ok)
 	require.False(t, cached, "nothing cached before a full authentication")
-	c.Put("u", []byte("pw"))
-	ok, cached = c.FastCheck("u", nonce, scrambleSHA2("pw", nonce))
+	c.Put(u, []byte("pw"))
+	ok, cached = c.FastCheck(u, nonce, scrambleSHA2("pw", nonce))
 	require.True(t, ok)
 	require.True(t, cached)
-	ok, cached = c.FastCheck("u", nonce, scrambleSHA2("other", nonce))
+	ok, cached = c.FastCheck(u, nonce, scrambleSHA2("other", nonce))
 	require.False(t, ok)
 	require.True(t, cached)
-	ok, _ = c.FastCheck("u", []byte("another nonce 123456"), scrambleSHA2("pw", nonce))
+	ok, _ = c.FastCheck(u, []byte("another nonce 123456"), scrambleSHA2("pw", nonce))
 	require.False(t, ok, "a scramble is bound to its nonce")
-	c.Forget("u")
-	_, cached = c.FastCheck("u", nonce, scrambleSHA2("pw", nonce))
+	changed, err := NewAccount("u@%", "new", CachingSHA2Password)
+	require.NoError(t, err)
+	_, cached = c.FastCheck(changed, nonce, scrambleSHA2("pw", nonce))
+	require.False(t, cached, "a changed password invalidates the entry")
+	c.Forget("u@%")
+	_, cached = c.FastCheck(u, nonce, scrambleSHA2("pw", nonce))
 	require.False(t, cached)
 }
 

@@ -58,6 +58,21 @@ const (
 	ErrLockNowait                 uint16 = 3572
 	ErrIsolationLevelNotSupported uint16 = 8048
 	ErrWrongValueForVar           uint16 = 1231
+
+	// Users and privileges.
+	ErrDBAccessDenied          uint16 = 1044
+	ErrPasswordNoMatch         uint16 = 1133
+	ErrNonexistingGrant        uint16 = 1141
+	ErrTableAccessDenied       uint16 = 1142
+	ErrColumnAccessDenied      uint16 = 1143
+	ErrIllegalGrantForTable    uint16 = 1144
+	ErrNonexistingTableGrant   uint16 = 1147
+	ErrWrongUsage              uint16 = 1221
+	ErrSpecificAccessDenied    uint16 = 1227
+	ErrCannotUser              uint16 = 1396
+	ErrCantCreateUserWithGrant uint16 = 1410
+	ErrWrongStringLength       uint16 = 1470
+	ErrAccountLocked           uint16 = 3118
 )
 
 var sqlStates = map[uint16]string{
@@ -100,6 +115,15 @@ var sqlStates = map[uint16]string{
 	ErrCantExecuteInReadOnlyTxn: "25006",
 	ErrLockNowait:               "HY000",
 	ErrWrongValueForVar:         "42000",
+	ErrDBAccessDenied:           "42000",
+	ErrPasswordNoMatch:          "42000",
+	ErrNonexistingGrant:         "42000",
+	ErrTableAccessDenied:        "42000",
+	ErrColumnAccessDenied:       "42000",
+	ErrIllegalGrantForTable:     "42000",
+	ErrNonexistingTableGrant:    "42000",
+	ErrSpecificAccessDenied:     "42000",
+	ErrCantCreateUserWithGrant:  "42000",
 }
 
 // State returns the SQLSTATE of code (HY000 when MySQL has no specific one).

@@ -370,7 +370,12 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			return nil, err
 		}
 		return str(d.String())
-	case "user", "current_user", "session_user", "system_user":
+	case "current_user":
+		if cu, ok := c.Env.(interface{ CurrentUser() string }); ok {
+			return str(cu.CurrentUser()) // the account the login matched
+		}
+		return str(c.Env.User())
+	case "user", "session_user", "system_user":
 		return str(c.Env.User())
 	case "connection_id":
 		return &Constant{Value: tablecodec.NewUint(c.Env.ConnectionID()), Ft: types.Uint64Type}, nil

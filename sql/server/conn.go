@@ -18,6 +18,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
+	"github.com/stratadb/strata/sql/privilege"
 	"github.com/stratadb/strata/sql/session"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -52,7 +53,9 @@ type clientConn struct {
 	caps uint32
 	sess *session.Session
 	user string
-	salt [20]byte
+	// account is the account the login matched (CURRENT_USER()).
+	account privilege.Ident
+	salt    [20]byte
 	// netConn is the accepted socket (pkt.conn becomes the TLS connection
 	// after an SSL request); closing it ends the connection.
 	netConn net.Conn
@@ -236,7 +239,7 @@ func (c *clientConn) runCommand(ctx context.Context, data []byte) (quit bool, er
 		return false, c.pkt.writePacket([]byte(s))
 	case mysql.ComResetConnection:
 		c.endSession(ctx)
-		c.sess = session.New(c.srv.exec, c.id, c.user, c.sessHost())
+		c.newSession()
 		return false, c.writeOK(0, 0, c.status(), "")
 	case mysql.ComStmtPrepare:
 		return false, c.handleStmtPrepare(ctx, string(arg))
@@ -252,6 +255,13 @@ func (c *clientConn) runCommand(ctx context.Context, data []byte) (quit bool, er
 		return false, c.handleStmtReset(arg)
 	}
 	return false, c.writeError(errno.New(errno.ErrUnknownCom, "Unknown command %d: not supported by this server (cursors, replication and COM_CHANGE_USER are not implemented)", cmd))
+}
+
+// newSession gives the connection a fresh session of its account.
+func (c *clientConn) newSession() {
+	c.sess = session.New(c.srv.exec, c.id, c.user, c.sessHost())
+	c.sess.SetStatusVars(c.statusVars)
+	c.sess.SetPrivileges(c.srv.priv, c.account)
 }
 
 func (c *clientConn) sessHost() string {

@@ -1,5 +1,9 @@
 // Package server is the MySQL protocol front end of a Strata SQL node.
 //
+// Accounts come from the cluster's privilege tables (package privilege):
+// a login matches user@host in the node's snapshot, confirmed current
+// first, and the session checks each statement against the account.
+//
 // One goroutine per client connection reads a command, runs it through the
 // connection's session and writes the response; nothing else runs per
 // request. Each connection reuses its read and write buffers across

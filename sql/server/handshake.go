@@ -15,6 +15,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/sql/auth"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/privilege"
 	"github.com/stratadb/strata/sql/session"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -104,7 +105,8 @@ func (c *clientConn) handshake(ctx context.Context) error {
 		return errors.New("insecure transport refused")
 	}
 	host := c.sessHost()
-	if err := c.authenticate(&resp); err != nil {
+	u, err := c.authenticate(ctx, &resp, host)
+	if err != nil {
 		if errors.Is(err, errAuthFailed) {
 			handshakeFailures.WithLabelValues("auth").Inc()
 			using := "NO"
@@ -115,10 +117,15 @@ func (c *clientConn) handshake(ctx context.Context) error {
 			c.closeLingering()
 			return fmt.Errorf("auth failed for user %q: %w", c.user, err)
 		}
+		if e := new(errno.Error); errors.As(err, &e) {
+			handshakeFailures.WithLabelValues("auth").Inc()
+			_ = c.writeError(e)
+			c.closeLingering()
+		}
 		return err
 	}
-	c.sess = session.New(c.srv.exec, c.id, c.user, host)
-	c.sess.SetStatusVars(c.statusVars)
+	c.account = u.Ident
+	c.newSession()
 	c.sess.SetClientCollation(int(resp.coll))
 	if resp.db != "" && c.caps&mysql.ClientConnectWithDB != 0 {
 		if err := c.sess.UseDB(ctx, resp.db); err != nil {
@@ -205,13 +212,30 @@ func (c *clientConn) writeAuthPacket(b []byte) error {
 	return c.pkt.flush()
 }
 
-// authenticate checks the client's credentials with the account's plugin,
-// switching the client to it first when it answered with another one.
-// It returns errAuthFailed (wrapped) for bad credentials.
-func (c *clientConn) authenticate(resp *handshakeResponse) error {
-	acct := c.srv.accounts[c.user]
+// authenticate finds the account of the login in the node's privilege
+// snapshot (confirmed current first: a user created or changed on another
+// SQL node logs in at once) and checks the client's credentials with the
+// account's plugin, switching the client to it first when it answered with
+// another one. It returns errAuthFailed (wrapped) for bad credentials, an
+// *errno.Error for a locked account or a missing TLS the account requires.
+func (c *clientConn) authenticate(ctx context.Context, resp *handshakeResponse, host string) (*privilege.User, error) {
+	rctx, cancel := context.WithTimeout(ctx, c.srv.cfg.HandshakeTimeout)
+	snap, err := c.srv.priv.Refresh(rctx)
+	cancel()
+	if snap == nil {
+		return nil, errno.New(errno.ErrUnknown, "Cannot read the privilege tables, so no login is possible yet: %v", err)
+	}
+	if err != nil {
+		c.log.Warn("privilege tables not confirmed current; authenticating against the last loaded version", "err", err)
+	}
+	u := snap.Match(c.user, host)
+	if snap.Skip() {
+		return u, nil // --skip-grant-tables
+	}
+	var acct *auth.Account
 	want := c.srv.cfg.AuthPlugin
-	if acct != nil {
+	if u != nil && u.Account != nil {
+		acct = u.Account
 		want = acct.Plugin
 	}
 	plugin := resp.plugin
@@ -221,7 +245,7 @@ func (c *clientConn) authenticate(resp *handshakeResponse) error {
 	authData := resp.auth
 	if plugin != want {
 		if c.caps&mysql.ClientPluginAuth == 0 {
-			return fmt.Errorf("%w: account needs %s and the client cannot switch plugins", errAuthFailed, want)
+			return nil, fmt.Errorf("%w: account needs %s and the client cannot switch plugins", errAuthFailed, want)
 		}
 		b := append(c.wbuf[:0], authSwitchHeader)
 		b = append(b, want...)
@@ -230,27 +254,36 @@ func (c *clientConn) authenticate(resp *handshakeResponse) error {
 		b = append(b, 0)
 		c.wbuf = b
 		if err := c.writeAuthPacket(b); err != nil {
-			return err
+			return nil, err
 		}
 		var err error
 		if authData, err = c.readHandshakePacket(); err != nil {
-			return err
+			return nil, err
 		}
 		resp.auth = append(resp.auth[:0], authData...)
 	}
 	if acct == nil {
-		return fmt.Errorf("%w: unknown user", errAuthFailed)
+		return nil, fmt.Errorf("%w: unknown user", errAuthFailed)
 	}
 	switch want {
 	case auth.NativePassword:
 		if !acct.CheckNative(c.salt[:], authData) {
-			return fmt.Errorf("%w: wrong password", errAuthFailed)
+			return nil, fmt.Errorf("%w: wrong password", errAuthFailed)
 		}
-		return nil
 	case auth.CachingSHA2Password:
-		return c.cachingSHA2(acct, authData)
+		if err := c.cachingSHA2(acct, authData); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%w: plugin %s", errAuthFailed, want)
 	}
-	return fmt.Errorf("%w: plugin %s", errAuthFailed, want)
+	if u.Rec.Locked {
+		return nil, &errno.Error{Code: errno.ErrAccountLocked, State: "HY000", Msg: fmt.Sprintf("Access denied for user '%s'@'%s'. Account is locked.", c.user, host)}
+	}
+	if u.Rec.RequireSSL && c.tls == nil {
+		return nil, fmt.Errorf("%w: the account requires SSL", errAuthFailed)
+	}
+	return u, nil
 }
 
 // cachingSHA2 runs caching_sha2_password: the fast path when this node's
@@ -266,7 +299,7 @@ func (c *clientConn) cachingSHA2(acct *auth.Account, scramble []byte) error {
 	if len(scramble) == 0 {
 		return fmt.Errorf("%w: no password", errAuthFailed)
 	}
-	ok, cached := c.srv.sha2Cache.FastCheck(acct.Name, c.salt[:], scramble)
+	ok, cached := c.srv.sha2Cache.FastCheck(acct, c.salt[:], scramble)
 	if cached {
 		if !ok {
 			return fmt.Errorf("%w: wrong password", errAuthFailed)
@@ -313,7 +346,7 @@ func (c *clientConn) cachingSHA2(acct *auth.Account, scramble []byte) error {
 	if !acct.CheckPlain(pw) {
 		return fmt.Errorf("%w: wrong password", errAuthFailed)
 	}
-	c.srv.sha2Cache.Put(acct.Name, pw)
+	c.srv.sha2Cache.Put(acct, pw)
 	sha2Auths.WithLabelValues("full").Inc()
 	return nil
 }

@@ -37,6 +37,9 @@ func startServerWith(t *testing.T, opt func(*server.Config)) (*testServer, *serv
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	opt(&cfg)
+	if ms, ok := cfg.Store.(*memStore); ok { // a second node on another's store
+		store = ms
+	}
 	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -17,6 +17,7 @@ import (
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
+	"github.com/stratadb/strata/sql/privilege"
 )
 
 // Config configures a Server.
@@ -25,13 +26,23 @@ type Config struct {
 	Addr string
 	// Store is the KV layer (production: PD + KV client).
 	Store sql.Storage
-	// Users maps user name to plaintext password. Nil means {"root": ""}.
-	// Only derived hashes are kept (package auth).
+	// Users maps the user names created at '%' with ALL PRIVILEGES WITH
+	// GRANT OPTION when the cluster's privilege tables are bootstrapped
+	// (first start) to their initial passwords. Nil means {"root": ""}.
+	// Accounts live in the cluster (package privilege); these are ignored
+	// once the tables exist.
 	Users map[string]string
-	// AuthPlugin is the plugin the greeting offers and the accounts of
-	// Users use: auth.NativePassword (default) or auth.CachingSHA2Password
-	// (MySQL 8's default_authentication_plugin).
+	// AuthPlugin is the plugin the greeting offers, the plugin of the
+	// bootstrap accounts and of CREATE USER without IDENTIFIED WITH:
+	// auth.NativePassword (default) or auth.CachingSHA2Password (MySQL 8's
+	// default_authentication_plugin).
 	AuthPlugin string
+	// SkipGrantTables lets every login in without a password and every
+	// statement through (recovery; docs/operations.md).
+	SkipGrantTables bool
+	// PrivilegePollInterval is how often the node checks the privilege
+	// tables' version (0: privilege.DefaultPollInterval).
+	PrivilegePollInterval time.Duration
 	// TLS enables CLIENT_SSL with this configuration (nil: no TLS).
 	TLS *tls.Config
 	// RequireSecureTransport refuses plain connections with ERROR 3159.
@@ -75,7 +86,7 @@ type Server struct {
 	wg        sync.WaitGroup
 	stopping  bool
 
-	accounts  map[string]*auth.Account // immutable after New
+	priv      *privilege.Manager
 	sha2Cache *auth.SHA2Cache
 	rsaMu     sync.Mutex // guards rsa; held while a key is generated
 	rsa       *auth.RSAKey
@@ -95,13 +106,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RequireSecureTransport && cfg.TLS == nil {
 		return nil, errors.New("server: RequireSecureTransport needs a TLS configuration")
 	}
-	accounts := make(map[string]*auth.Account, len(cfg.Users))
-	for name, pw := range cfg.Users {
-		a, err := auth.NewAccount(name, pw, cfg.AuthPlugin)
-		if err != nil {
-			return nil, fmt.Errorf("server: user %q: %w", name, err)
-		}
-		accounts[name] = a
+	if _, err := auth.HashPassword(cfg.AuthPlugin, ""); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
@@ -126,7 +132,8 @@ func New(cfg Config) (*Server, error) {
 		ready:     make(chan struct{}),
 		defaultDB: make(chan struct{}),
 		conns:     map[*clientConn]struct{}{},
-		accounts:  accounts,
+		priv: privilege.NewManager(privilege.Config{Store: cfg.Store, DefaultPlugin: cfg.AuthPlugin, Bootstrap: cfg.Users,
+			SkipGrantTables: cfg.SkipGrantTables, PollInterval: cfg.PrivilegePollInterval, Logger: log}),
 		sha2Cache: auth.NewSHA2Cache(),
 		rsa:       cfg.RSAKey,
 	}, nil
@@ -153,6 +160,9 @@ func (s *Server) rsaKey() (*auth.RSAKey, error) {
 	}
 	return s.rsa, nil
 }
+
+// Privileges is the node's privilege manager.
+func (s *Server) Privileges() *privilege.Manager { return s.priv }
 
 // Addr returns the listen address once Ready is closed.
 func (s *Server) Addr() net.Addr { return s.addr }
@@ -198,6 +208,12 @@ func (s *Server) Run(ctx context.Context) error {
 	close(s.ready)
 	if s.cfg.CreateDefaultDB {
 		go s.ensureDefaultDB(ctx)
+	}
+	privDone := make(chan struct{})
+	go func() { defer close(privDone); s.priv.Run(ctx) }()
+	defer func() { <-privDone }()
+	if s.cfg.SkipGrantTables {
+		s.log.Warn("--skip-grant-tables: every login is accepted without a password and has every privilege")
 	}
 	<-ctx.Done()
 	_ = ln.Close()

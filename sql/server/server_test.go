@@ -466,9 +466,10 @@ func TestLargePacket(t *testing.T) {
 
 // rawConn speaks just enough of the protocol to send arbitrary bytes.
 type rawConn struct {
-	t  *testing.T
-	c  net.Conn
-	sq byte
+	t    *testing.T
+	c    net.Conn
+	sq   byte
+	salt []byte // the greeting's nonce
 }
 
 func dialRaw(t *testing.T, addr string) *rawConn {
@@ -479,6 +480,14 @@ func dialRaw(t *testing.T, addr string) *rawConn {
 	r := &rawConn{t: t, c: c}
 	greeting := r.read()
 	require.Equal(t, byte(10), greeting[0])
+	// version NUL, conn id (4), salt part 1 (8), filler, caps, charset,
+	// status, caps, salt length, 10 reserved, salt part 2 (12) NUL.
+	v := 1
+	for greeting[v] != 0 {
+		v++
+	}
+	p := greeting[v+1+4:]
+	r.salt = append(append([]byte(nil), p[:8]...), p[8+1+2+1+2+2+1+10:][:12]...)
 	return r
 }
 

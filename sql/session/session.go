@@ -50,6 +50,8 @@ type Session struct {
 	// oneShotIsolation is SET TRANSACTION ISOLATION LEVEL's level for the
 	// next transaction only ("" when none).
 	oneShotIsolation string
+
+	privs sessPrivs // privs.go
 }
 
 // New returns a session for connection connID of user@host.
@@ -131,6 +133,9 @@ func (s *Session) SetClientCollation(id int) {
 
 // UseDB switches the current database (USE, COM_INIT_DB, CONNECT_WITH_DB).
 func (s *Session) UseDB(ctx context.Context, name string) error {
+	if err := s.mayUseDB(name); err != nil {
+		return err
+	}
 	db, err := s.cat.GetDB(ctx, name)
 	if err != nil {
 		return err
@@ -161,7 +166,7 @@ func StmtLabel(stmt ast.StmtNode) string {
 
 // Execute runs one statement.
 func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
-	res, err := s.execute(ctx, stmt)
+	res, err := s.checkedExecute(ctx, stmt)
 	if err != nil {
 		var e *errno.Error
 		if !errors.As(err, &e) {
@@ -179,8 +184,9 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	s.lastPlanFromCache, s.plans.LastHit = s.plans.LastHit, false
 	switch stmt.(type) {
 	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.TruncateTableStmt,
-		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt:
-		// DDL commits the open transaction first, as in MySQL.
+		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt,
+		*ast.CreateUserStmt, *ast.AlterUserStmt, *ast.DropUserStmt, *ast.RenameUserStmt, *ast.SetPwdStmt, *ast.GrantStmt, *ast.RevokeStmt:
+		// DDL and account statements commit the open transaction first, as in MySQL.
 		if err := s.implicitCommit(ctx); err != nil {
 			return nil, err
 		}
@@ -266,6 +272,9 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		return &executor.Result{}, nil
 	case *ast.SetOprStmt:
 		return nil, errno.NotSupported("UNION / INTERSECT / EXCEPT")
+	case *ast.CreateUserStmt, *ast.AlterUserStmt, *ast.DropUserStmt, *ast.RenameUserStmt, *ast.SetPwdStmt,
+		*ast.GrantStmt, *ast.RevokeStmt, *ast.FlushStmt:
+		return s.accountStmt(ctx, stmt) // privs.go
 	}
 	return nil, errno.NotSupported(strings.ToUpper(StmtLabel(stmt)))
 }

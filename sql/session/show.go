@@ -11,6 +11,7 @@ import (
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/privilege"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -38,7 +39,9 @@ func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, 
 		}
 		res = &executor.Result{Columns: []executor.ResultColumn{strCol("Database", 64)}}
 		for _, db := range dbs {
-			res.Rows = append(res.Rows, strRow(db.Name))
+			if s.visibleDB(db.Name) {
+				res.Rows = append(res.Rows, strRow(db.Name))
+			}
 		}
 	case ast.ShowTables:
 		db, err := s.dbFor(ctx, x.DBName)
@@ -54,6 +57,9 @@ func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, 
 			res.Columns = append(res.Columns, strCol("Table_type", 64))
 		}
 		for _, t := range tables {
+			if !s.visibleTable(db.Name, t.Name) {
+				continue
+			}
 			if x.Full {
 				res.Rows = append(res.Rows, strRow(t.Name, "BASE TABLE"))
 			} else {
@@ -121,6 +127,8 @@ func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, 
 				res.Rows = append(res.Rows, strRow(v.Name, v.Value))
 			}
 		}
+	case ast.ShowGrants:
+		return s.showGrants(x) // privs.go
 	case ast.ShowEngines:
 		res = &executor.Result{Columns: []executor.ResultColumn{strCol("Engine", 64), strCol("Support", 8), strCol("Comment", 80), strCol("Transactions", 3), strCol("XA", 3), strCol("Savepoints", 3)},
 			Rows: [][]types.Datum{strRow("InnoDB", "DEFAULT", "Strata distributed storage (Raft-replicated regions)", "YES", "NO", "NO")}}
@@ -138,6 +146,9 @@ func (s *Session) showTable(ctx context.Context, tn *ast.TableName, dbName strin
 	db, err := s.dbFor(ctx, schema)
 	if err != nil {
 		return nil, err
+	}
+	if !s.visibleTable(db.Name, tn.Name.O) {
+		return nil, privilege.TableDenied("SELECT", s.user, s.host, tn.Name.O)
 	}
 	return s.cat.GetTable(ctx, db, tn.Name.O)
 }
@@ -240,6 +251,9 @@ func (s *Session) FieldList(ctx context.Context, table string) ([]executor.Resul
 	db, err := s.dbFor(ctx, "")
 	if err != nil {
 		return nil, err
+	}
+	if !s.visibleTable(db.Name, table) {
+		return nil, privilege.TableDenied("SELECT", s.user, s.host, table)
 	}
 	t, err := s.cat.GetTable(ctx, db, table)
 	if err != nil {

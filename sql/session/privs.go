@@ -1,0 +1,501 @@
+package session
+
+import (
+	"context"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/executor"
+	"github.com/stratadb/strata/sql/privilege"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// Privilege checks happen here, at statement dispatch, before the statement
+// runs: the session resolves its account in the node's current privilege
+// snapshot (once per snapshot version) and tests the privileges each table
+// reference needs. An account whose global privileges cover the statement
+// passes without walking it.
+
+// sessPrivs is the session's privilege state.
+type sessPrivs struct {
+	mgr  *privilege.Manager
+	id   privilege.Ident
+	snap *privilege.Snapshot
+	user *privilege.User // nil: the account no longer exists
+}
+
+// SetPrivileges makes the session check its statements against account id
+// (the account the login matched) in m. Without it nothing is checked.
+func (s *Session) SetPrivileges(m *privilege.Manager, id privilege.Ident) {
+	s.privs = sessPrivs{mgr: m, id: id}
+}
+
+// CurrentUser implements CURRENT_USER(): the account the login matched.
+func (s *Session) CurrentUser() string {
+	if s.privs.mgr == nil {
+		return s.User()
+	}
+	return s.privs.id.User + "@" + s.privs.id.Host
+}
+
+// account returns the session's account in the current snapshot (nil:
+// dropped) and whether checks are skipped (no manager, or
+// --skip-grant-tables).
+func (s *Session) account() (u *privilege.User, skip bool) {
+	p := &s.privs
+	if p.mgr == nil {
+		return nil, true
+	}
+	snap := p.mgr.Snapshot()
+	if snap == nil {
+		return nil, false
+	}
+	if snap.Skip() {
+		return nil, true
+	}
+	if snap != p.snap {
+		p.snap, p.user = snap, snap.Lookup(p.id)
+	}
+	return p.user, false
+}
+
+func (s *Session) requester() *privilege.Requester {
+	u, skip := s.account()
+	if skip && s.privs.mgr != nil {
+		u = privilege.SkipGrantsUser
+	}
+	return &privilege.Requester{User: u, LoginUser: s.user, ClientHost: s.host, CurrentDB: s.db}
+}
+
+// stmtCover is the privileges that, held globally, cover every check of a
+// statement of this kind (0: the statement needs no table privilege or is
+// checked by its own code).
+func stmtCover(stmt ast.StmtNode) mysql.PrivilegeType {
+	switch x := stmt.(type) {
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		return mysql.SelectPriv
+	case *ast.InsertStmt:
+		p := mysql.InsertPriv | mysql.SelectPriv
+		if x.IsReplace {
+			p |= mysql.DeletePriv
+		}
+		if len(x.OnDuplicate) > 0 {
+			p |= mysql.UpdatePriv
+		}
+		return p
+	case *ast.UpdateStmt:
+		return mysql.UpdatePriv | mysql.SelectPriv
+	case *ast.DeleteStmt:
+		return mysql.DeletePriv | mysql.SelectPriv
+	case *ast.CreateDatabaseStmt, *ast.CreateTableStmt:
+		return mysql.CreatePriv
+	case *ast.DropDatabaseStmt, *ast.DropTableStmt, *ast.TruncateTableStmt:
+		return mysql.DropPriv
+	case *ast.CreateIndexStmt, *ast.DropIndexStmt:
+		return mysql.IndexPriv
+	case *ast.AlterTableStmt:
+		return mysql.AlterPriv | mysql.IndexPriv
+	case *ast.AdminStmt:
+		return mysql.SelectPriv
+	case *ast.ExplainStmt:
+		return mysql.SelectPriv
+	case *ast.SetStmt:
+		for _, v := range x.Variables {
+			if v.IsSystem && v.IsGlobal {
+				return mysql.SuperPriv
+			}
+		}
+	}
+	return 0
+}
+
+// checkedExecute runs stmt after its privilege check.
+func (s *Session) checkedExecute(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
+	if s.privs.mgr != nil {
+		if err := s.checkPrivileges(ctx, stmt); err != nil {
+			return nil, err
+		}
+	}
+	return s.execute(ctx, stmt)
+}
+
+// checkPrivileges fails a statement the session's account may not run.
+func (s *Session) checkPrivileges(ctx context.Context, stmt ast.StmtNode) error {
+	u, skip := s.account()
+	if skip {
+		return nil
+	}
+	if u == nil {
+		if s.privs.snap == nil { // not loaded yet: load now
+			if _, err := s.privs.mgr.Refresh(ctx); err != nil {
+				return err
+			}
+			if u, skip = s.account(); skip {
+				return nil
+			}
+		}
+		if u == nil {
+			u = privilege.NoPrivileges // the account was dropped
+		}
+	}
+	cover := stmtCover(stmt)
+	if cover == 0 || u.HasGlobal(cover) {
+		return nil
+	}
+	var c refCollector
+	c.db = s.db
+	switch x := stmt.(type) {
+	case *ast.SetStmt:
+		return privilege.NeedPrivilege("SUPER or SYSTEM_VARIABLES_ADMIN")
+	case *ast.CreateDatabaseStmt:
+		return s.needDB(u, x.Name.O, mysql.CreatePriv)
+	case *ast.DropDatabaseStmt:
+		return s.needDB(u, x.Name.O, mysql.DropPriv)
+	case *ast.CreateTableStmt:
+		c.target(x.Table, mysql.CreatePriv)
+		if x.ReferTable != nil {
+			c.target(x.ReferTable, mysql.SelectPriv)
+		}
+	case *ast.DropTableStmt:
+		for _, t := range x.Tables {
+			c.target(t, mysql.DropPriv)
+		}
+	case *ast.TruncateTableStmt:
+		c.target(x.Table, mysql.DropPriv)
+	case *ast.CreateIndexStmt:
+		c.target(x.Table, mysql.IndexPriv)
+	case *ast.DropIndexStmt:
+		c.target(x.Table, mysql.IndexPriv)
+	case *ast.AlterTableStmt:
+		p := mysql.AlterPriv
+		for _, spec := range x.Specs {
+			if spec.Tp == ast.AlterTableAddConstraint || spec.Tp == ast.AlterTableDropIndex {
+				p |= mysql.IndexPriv
+			}
+		}
+		c.target(x.Table, p)
+	case *ast.InsertStmt:
+		p := mysql.InsertPriv
+		if x.IsReplace {
+			p |= mysql.DeletePriv
+		}
+		if len(x.OnDuplicate) > 0 {
+			p |= mysql.UpdatePriv
+		}
+		c.targets(x.Table, p)
+	case *ast.UpdateStmt:
+		p := mysql.UpdatePriv
+		if x.Where != nil {
+			p |= mysql.SelectPriv
+		}
+		c.targets(x.TableRefs, p)
+	case *ast.DeleteStmt:
+		p := mysql.DeletePriv
+		if x.Where != nil {
+			p |= mysql.SelectPriv
+		}
+		if x.IsMultiTable && x.Tables != nil {
+			for _, t := range x.Tables.Tables {
+				c.target(t, p)
+			}
+		} else {
+			c.targets(x.TableRefs, p)
+		}
+	case *ast.AdminStmt:
+		for _, t := range x.Tables {
+			c.target(t, mysql.SelectPriv)
+		}
+	}
+	stmt.Accept(&c) // every other table reference is read
+	for _, r := range c.refs {
+		if r.db == "" || strings.EqualFold(r.db, "information_schema") {
+			continue // no database: the statement fails with 1046 itself
+		}
+		if u.Has(r.db, r.table, r.priv) {
+			continue
+		}
+		missing := r.priv
+		for _, p := range []mysql.PrivilegeType{mysql.SelectPriv, mysql.InsertPriv, mysql.UpdatePriv, mysql.DeletePriv,
+			mysql.CreatePriv, mysql.DropPriv, mysql.AlterPriv, mysql.IndexPriv} {
+			if r.priv&p != 0 && !u.Has(r.db, r.table, p) {
+				missing = p
+				break
+			}
+		}
+		if err := s.columnFallback(ctx, u, stmt, r, missing); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// needDB checks a database-level privilege (ERROR 1044).
+func (s *Session) needDB(u *privilege.User, db string, p mysql.PrivilegeType) error {
+	if u.Has(db, "", p) {
+		return nil
+	}
+	return privilege.DBDenied(s.user, s.host, db)
+}
+
+// columnFallback decides a table reference the table-level privileges do
+// not cover: a single-table statement may still pass on column grants
+// (every column it names, or all for *, must carry the privilege);
+// otherwise ERROR 1142 (or 1143 naming the first column without it).
+func (s *Session) columnFallback(ctx context.Context, u *privilege.User, stmt ast.StmtNode, r tableRef, missing mysql.PrivilegeType) error {
+	denied := privilege.TableDenied(privilege.Name(missing), s.user, s.host, r.table)
+	if _, any := u.ColumnPriv(r.db, r.table, ""); !any {
+		return denied
+	}
+	// Only SELECT/INSERT/UPDATE on a single table resolve columns here.
+	var cols []string
+	star := false
+	switch x := stmt.(type) {
+	case *ast.SelectStmt:
+		if x.From == nil || x.From.TableRefs == nil || x.From.TableRefs.Right != nil {
+			return denied
+		}
+		cols, star = namedColumns(stmt)
+	case *ast.InsertStmt:
+		for _, c := range x.Columns {
+			cols = append(cols, c.Name.O)
+		}
+		star = len(cols) == 0 && x.Select == nil
+		more, _ := namedColumns(stmt)
+		cols = append(cols, more...)
+	case *ast.UpdateStmt:
+		if x.TableRefs == nil || x.TableRefs.TableRefs == nil || x.TableRefs.TableRefs.Right != nil {
+			return denied
+		}
+		cols, star = namedColumns(stmt)
+	default:
+		return denied
+	}
+	if star {
+		db, err := s.cat.GetDB(ctx, r.db)
+		if err != nil {
+			return err
+		}
+		t, err := s.cat.GetTable(ctx, db, r.table)
+		if err != nil {
+			return err
+		}
+		for _, c := range t.Columns {
+			cols = append(cols, c.Name)
+		}
+	}
+	// Each required privilege must hold on every named column, at table or
+	// column level.
+	for _, p := range []mysql.PrivilegeType{mysql.SelectPriv, mysql.InsertPriv, mysql.UpdatePriv} {
+		if r.priv&p == 0 || u.Has(r.db, r.table, p) {
+			continue
+		}
+		for _, c := range cols {
+			if cp, _ := u.ColumnPriv(r.db, r.table, c); cp&p == 0 {
+				return privilege.ColumnDenied(privilege.Name(p), s.user, s.host, c, r.table)
+			}
+		}
+	}
+	if r.priv&^(mysql.SelectPriv|mysql.InsertPriv|mysql.UpdatePriv) != 0 && !u.Has(r.db, r.table, r.priv&^(mysql.SelectPriv|mysql.InsertPriv|mysql.UpdatePriv)) {
+		return denied
+	}
+	return nil
+}
+
+// namedColumns lists the column names a statement mentions and whether it
+// selects *.
+func namedColumns(stmt ast.StmtNode) (cols []string, star bool) {
+	v := &columnCollector{}
+	stmt.Accept(v)
+	return v.cols, v.star
+}
+
+type columnCollector struct {
+	cols []string
+	star bool
+}
+
+func (v *columnCollector) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.ColumnNameExpr:
+		v.cols = append(v.cols, x.Name.Name.O)
+	case *ast.ColumnName:
+		v.cols = append(v.cols, x.Name.O)
+	case *ast.SelectField:
+		if x.WildCard != nil {
+			v.star = true
+		}
+	}
+	return n, false
+}
+
+func (v *columnCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// tableRef is one table a statement touches and what it does to it.
+type tableRef struct {
+	db, table string
+	priv      mysql.PrivilegeType
+}
+
+// refCollector gathers table references: targets first (with their
+// privilege), then, walking the statement, every other table as read.
+type refCollector struct {
+	db   string
+	refs []tableRef
+	seen map[*ast.TableName]bool
+	ctes map[string]bool
+}
+
+func (c *refCollector) target(t *ast.TableName, p mysql.PrivilegeType) {
+	if t == nil {
+		return
+	}
+	if c.seen == nil {
+		c.seen = map[*ast.TableName]bool{}
+	}
+	c.seen[t] = true
+	db := t.Schema.O
+	if db == "" {
+		db = c.db
+	}
+	c.refs = append(c.refs, tableRef{db: db, table: t.Name.O, priv: p})
+}
+
+// targets marks every table of a FROM-style clause.
+func (c *refCollector) targets(n ast.Node, p mysql.PrivilegeType) {
+	if n == nil {
+		return
+	}
+	tc := &tableNames{}
+	n.Accept(tc)
+	for _, t := range tc.names {
+		c.target(t, p)
+	}
+}
+
+type tableNames struct{ names []*ast.TableName }
+
+func (v *tableNames) Enter(n ast.Node) (ast.Node, bool) {
+	if t, ok := n.(*ast.TableName); ok {
+		v.names = append(v.names, t)
+	}
+	// Subqueries' tables are reads, found by the outer walk.
+	_, sub := n.(*ast.SubqueryExpr)
+	return n, sub
+}
+
+func (v *tableNames) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+func (c *refCollector) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.WithClause:
+		for _, cte := range x.CTEs {
+			if c.ctes == nil {
+				c.ctes = map[string]bool{}
+			}
+			c.ctes[cte.Name.L] = true
+		}
+	case *ast.TableName:
+		if c.seen[x] {
+			return n, false
+		}
+		if x.Schema.O == "" && c.ctes[x.Name.L] {
+			return n, false
+		}
+		db := x.Schema.O
+		if db == "" {
+			db = c.db
+		}
+		c.refs = append(c.refs, tableRef{db: db, table: x.Name.O, priv: mysql.SelectPriv})
+	}
+	return n, false
+}
+
+func (c *refCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// accountStmt runs the account statements (package privilege).
+func (s *Session) accountStmt(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
+	m := s.privs.mgr
+	if m == nil {
+		return nil, errno.NotSupported("account management without a privilege manager")
+	}
+	r := s.requester()
+	var err error
+	switch x := stmt.(type) {
+	case *ast.CreateUserStmt:
+		err = m.CreateUser(ctx, r, x)
+	case *ast.AlterUserStmt:
+		err = m.AlterUser(ctx, r, x)
+	case *ast.DropUserStmt:
+		err = m.DropUser(ctx, r, x)
+	case *ast.RenameUserStmt:
+		err = m.RenameUser(ctx, r, x)
+	case *ast.SetPwdStmt:
+		err = m.SetPassword(ctx, r, x)
+	case *ast.GrantStmt:
+		err = m.Grant(ctx, r, x, func(db, table string) error {
+			d, err := s.cat.GetDB(ctx, db)
+			if err != nil {
+				return err
+			}
+			_, err = s.cat.GetTable(ctx, d, table)
+			return err
+		})
+	case *ast.RevokeStmt:
+		err = m.Revoke(ctx, r, x)
+	case *ast.FlushStmt:
+		if x.Tp != ast.FlushPrivileges {
+			return &executor.Result{}, nil // FLUSH TABLES/STATUS/LOGS...: nothing to flush
+		}
+		if r.User != nil && !r.User.HasGlobal(mysql.ReloadPriv) {
+			if _, skip := s.account(); !skip {
+				return nil, privilege.NeedPrivilege("RELOAD")
+			}
+		}
+		_, err = m.Refresh(ctx)
+	default:
+		return nil, errno.NotSupported(strings.ToUpper(StmtLabel(stmt)))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &executor.Result{}, nil
+}
+
+// showGrants answers SHOW GRANTS [FOR user].
+func (s *Session) showGrants(x *ast.ShowStmt) (*executor.Result, error) {
+	m := s.privs.mgr
+	if m == nil {
+		return nil, errno.NotSupported("SHOW GRANTS without a privilege manager")
+	}
+	id, lines, err := m.ShowGrants(s.requester(), x.User)
+	if err != nil {
+		return nil, err
+	}
+	res := &executor.Result{Columns: []executor.ResultColumn{strCol("Grants for "+id.User+"@"+id.Host, 1024)}}
+	for _, l := range lines {
+		res.Rows = append(res.Rows, []types.Datum{strRow(l)[0]})
+	}
+	return res, nil
+}
+
+// mayUseDB checks USE / COM_INIT_DB / connect-with-database (ERROR 1044).
+func (s *Session) mayUseDB(db string) error {
+	u, skip := s.account()
+	if skip || (u != nil && u.AnyInDB(db)) {
+		return nil
+	}
+	return privilege.DBDenied(s.user, s.host, db)
+}
+
+// visibleDB / visibleTable filter SHOW DATABASES and SHOW TABLES.
+func (s *Session) visibleDB(db string) bool {
+	u, skip := s.account()
+	return skip || (u != nil && (u.HasGlobal(mysql.ShowDBPriv) || u.AnyInDB(db)))
+}
+
+func (s *Session) visibleTable(db, table string) bool {
+	u, skip := s.account()
+	return skip || (u != nil && u.AnyOnTable(db, table))
+}
