@@ -54,8 +54,28 @@ func (s *kvStorage) Commit(ctx context.Context, muts []*kvrpcpb.Mutation, startT
 }
 
 func (s *kvStorage) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error) {
-	resps, err := s.kv.Coprocessor(ctx, dag, ranges, ts)
-	return resps, translate(err)
+	// Locks met (e.g. secondaries of a transaction committing across
+	// regions) are resolved as the transaction client's reads do, then the
+	// request is sent again.
+	bo := s.kv.NewBackoffer()
+	var resolved []uint64
+	for {
+		resps, err := s.kv.CoprocessorResolved(ctx, dag, ranges, ts, resolved)
+		var le *kvclient.LockedError
+		if !errors.As(err, &le) {
+			return resps, translate(err)
+		}
+		res, rerr := s.txn.Resolver().Resolve(ctx, bo, ts, []*kvrpcpb.LockInfo{le.Lock})
+		if rerr != nil {
+			return nil, translate(rerr)
+		}
+		resolved = append(resolved, res.Skip...)
+		if res.Wait {
+			if err := bo.Backoff(ctx, err); err != nil {
+				return nil, translate(err)
+			}
+		}
+	}
 }
 
 // Begin starts a transaction through kv/client/txn (its errors already
@@ -109,4 +129,33 @@ func (s *kvStorage) GCConfig(ctx context.Context) (lifeTime, runInterval time.Du
 func (s *kvStorage) SetGCConfig(ctx context.Context, lifeTime, runInterval time.Duration) error {
 	_, err := s.pd.SetGCConfig(ctx, lifeTime, runInterval)
 	return translate(err)
+}
+
+var _ sql.RegionAdmin = (*kvStorage)(nil)
+
+func (s *kvStorage) SplitRegions(ctx context.Context, keys [][]byte) (int, error) {
+	n, err := s.kv.SplitRegions(ctx, keys)
+	return n, translate(err)
+}
+
+func (s *kvStorage) ScanRegions(ctx context.Context, start, end []byte) ([]sql.RegionInfo, error) {
+	stats, err := s.pd.ScanRegions(ctx, start, end, 0)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]sql.RegionInfo, 0, len(stats))
+	for _, st := range stats {
+		r := st.GetRegion()
+		info := sql.RegionInfo{
+			ID: r.GetId(), StartKey: r.GetStartKey(), EndKey: r.GetEndKey(),
+			LeaderID: st.GetLeader().GetId(), LeaderStoreID: st.GetLeader().GetStoreId(),
+			WrittenBytes: st.GetBytesWritten(), ReadBytes: st.GetBytesRead(),
+			ApproximateSize: st.GetApproximateSize(), ApproximateKeys: st.GetApproximateKeys(),
+		}
+		for _, p := range r.GetPeers() {
+			info.PeerIDs = append(info.PeerIDs, p.GetId())
+		}
+		out = append(out, info)
+	}
+	return out, nil
 }

@@ -53,9 +53,19 @@ func (e *WriteConflictError) Error() string {
 		e.Key, e.StartTS, e.ConflictTS)
 }
 
+// LockedError is returned (wrapped) when a read met a lock its caller must
+// resolve (kv/client/txn's LockResolver) before reading again.
+type LockedError struct{ Lock *kvrpcpb.LockInfo }
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("kv/client: key %q locked by txn %d", e.Lock.GetKey(), e.Lock.GetLockVersion())
+}
+
 // keyError converts a store KeyError to a client error.
 func keyError(ke *kvrpcpb.KeyError) error {
 	switch {
+	case ke.GetLocked() != nil:
+		return &LockedError{Lock: ke.Locked}
 	case ke.GetAlreadyExist() != nil:
 		return &AlreadyExistError{Key: ke.AlreadyExist.GetKey()}
 	case ke.GetConflict() != nil:

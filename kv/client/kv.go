@@ -262,6 +262,14 @@ const copConcurrency = 8
 // overlap; they are sorted by start key here (the caller's slice and ranges
 // are not modified). A range with an empty end extends to +infinity.
 func (c *Client) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error) {
+	return c.CoprocessorResolved(ctx, dag, ranges, ts, nil)
+}
+
+// CoprocessorResolved is Coprocessor for a reader that resolved some locks
+// already: resolved are the start_ts of transactions whose locks the
+// stores read through (Context.resolved_locks). A lock met is returned as
+// a *LockedError for the caller to resolve.
+func (c *Client) CoprocessorResolved(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64, resolved []uint64) ([]*coprocessorpb.SelectResponse, error) {
 	data, err := proto.Marshal(dag)
 	if err != nil {
 		return nil, fmt.Errorf("%w: marshal dag: %w", ErrCoprocessor, err)
@@ -290,7 +298,7 @@ func (c *Client) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest,
 	case 0:
 		return nil, nil
 	case 1:
-		return c.copRanges(ctx, &bo, data, ts, tasks[0], nil)
+		return c.copRanges(ctx, &bo, data, ts, resolved, tasks[0], nil)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -308,7 +316,7 @@ func (c *Client) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest,
 			if i >= len(tasks) || ctx.Err() != nil {
 				return
 			}
-			out, err := c.copRanges(ctx, bo, data, ts, tasks[i], results[i][:0])
+			out, err := c.copRanges(ctx, bo, data, ts, resolved, tasks[i], results[i][:0])
 			if err != nil {
 				errOnce.Do(func() { firstErr = err; cancel() })
 				return
@@ -339,9 +347,9 @@ func (c *Client) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest,
 // copRanges runs the coprocessor request over sorted rs, one region at a
 // time in key order (usually rs lies in one region; after a split it may
 // not), and appends the responses to out.
-func (c *Client) copRanges(ctx context.Context, bo *backoffer, data []byte, ts uint64, rs []*kvrpcpb.KeyRange, out []*coprocessorpb.SelectResponse) ([]*coprocessorpb.SelectResponse, error) {
+func (c *Client) copRanges(ctx context.Context, bo *backoffer, data []byte, ts uint64, resolved []uint64, rs []*kvrpcpb.KeyRange, out []*coprocessorpb.SelectResponse) ([]*coprocessorpb.SelectResponse, error) {
 	var (
-		rctx kvrpcpb.Context
+		rctx = kvrpcpb.Context{ResolvedLocks: resolved}
 		req  = kvrpcpb.CoprocessorRequest{Context: &rctx, Data: data, StartTs: ts}
 		wrap = Request{Cmd: &storepb.BatchCommandsRequest_Request_Coprocessor{Coprocessor: &req}}
 	)

@@ -25,13 +25,14 @@ const (
 	kindPessimisticLock
 	kindPessimisticRollback
 	kindScanLock
+	kindSplitRegion
 	numKinds
 )
 
 var kindNames = [numKinds]string{"get", "scan", "one_pc", "coprocessor", "batch_get",
 	"prewrite", "commit", "batch_rollback", "cleanup", "check_txn_status",
 	"check_secondary_locks", "resolve_lock", "txn_heart_beat", "pessimistic_lock",
-	"pessimistic_rollback", "scan_lock"}
+	"pessimistic_rollback", "scan_lock", "split_region"}
 
 func (k rpcKind) String() string { return kindNames[k] }
 

@@ -178,6 +178,8 @@ func requestInfo(req *Request) (rpcKind, *kvrpcpb.Context) {
 		return kindCop, ctxOf(&c.Coprocessor.Context)
 	case *storepb.BatchCommandsRequest_Request_OnePc:
 		return kindOnePC, ctxOf(&c.OnePc.Context)
+	case *storepb.BatchCommandsRequest_Request_SplitRegion:
+		return kindSplitRegion, ctxOf(&c.SplitRegion.Context)
 	}
 	return numKinds, nil
 }
@@ -282,6 +284,12 @@ func callUnary(ctx context.Context, sc storepb.StoreClient, req *Request, opts .
 			return nil, err
 		}
 		out.Cmd = &storepb.BatchCommandsResponse_Response_OnePc{OnePc: r}
+	case *storepb.BatchCommandsRequest_Request_SplitRegion:
+		r, err := sc.SplitRegion(ctx, c.SplitRegion, opts...)
+		if err != nil {
+			return nil, err
+		}
+		out.Cmd = &storepb.BatchCommandsResponse_Response_SplitRegion{SplitRegion: r}
 	default:
 		return nil, fmt.Errorf("kv/client: unsupported request %T", req.Cmd)
 	}
@@ -325,6 +333,8 @@ func responseRegionError(resp *Response) *errorpb.Error {
 		m = c.Coprocessor
 	case *storepb.BatchCommandsResponse_Response_OnePc:
 		m = c.OnePc
+	case *storepb.BatchCommandsResponse_Response_SplitRegion:
+		m = c.SplitRegion
 	default:
 		return nil
 	}

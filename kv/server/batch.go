@@ -222,6 +222,10 @@ func (s *Service) dispatch(ctx context.Context, r *storepb.BatchCommandsRequest_
 		var resp *kvrpcpb.OnePCResponse
 		resp, err = s.KvOnePC(ctx, c.OnePc)
 		out.Cmd = &storepb.BatchCommandsResponse_Response_OnePc{OnePc: resp}
+	case *storepb.BatchCommandsRequest_Request_SplitRegion:
+		var resp *kvrpcpb.SplitRegionResponse
+		resp, err = s.SplitRegion(ctx, c.SplitRegion)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_SplitRegion{SplitRegion: resp}
 	default:
 		err = fmt.Errorf("server: batch commands: unknown request %T", c)
 	}

@@ -301,6 +301,7 @@ type BatchCommandsRequest_Request struct {
 	//	*BatchCommandsRequest_Request_ScanLock
 	//	*BatchCommandsRequest_Request_Coprocessor
 	//	*BatchCommandsRequest_Request_OnePc
+	//	*BatchCommandsRequest_Request_SplitRegion
 	Cmd           isBatchCommandsRequest_Request_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -487,6 +488,15 @@ func (x *BatchCommandsRequest_Request) GetOnePc() *kvrpcpb.OnePCRequest {
 	return nil
 }
 
+func (x *BatchCommandsRequest_Request) GetSplitRegion() *kvrpcpb.SplitRegionRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_SplitRegion); ok {
+			return x.SplitRegion
+		}
+	}
+	return nil
+}
+
 type isBatchCommandsRequest_Request_Cmd interface {
 	isBatchCommandsRequest_Request_Cmd()
 }
@@ -555,6 +565,10 @@ type BatchCommandsRequest_Request_OnePc struct {
 	OnePc *kvrpcpb.OnePCRequest `protobuf:"bytes,16,opt,name=one_pc,json=onePc,proto3,oneof"`
 }
 
+type BatchCommandsRequest_Request_SplitRegion struct {
+	SplitRegion *kvrpcpb.SplitRegionRequest `protobuf:"bytes,17,opt,name=split_region,json=splitRegion,proto3,oneof"`
+}
+
 func (*BatchCommandsRequest_Request_Get) isBatchCommandsRequest_Request_Cmd() {}
 
 func (*BatchCommandsRequest_Request_BatchGet) isBatchCommandsRequest_Request_Cmd() {}
@@ -587,6 +601,8 @@ func (*BatchCommandsRequest_Request_Coprocessor) isBatchCommandsRequest_Request_
 
 func (*BatchCommandsRequest_Request_OnePc) isBatchCommandsRequest_Request_Cmd() {}
 
+func (*BatchCommandsRequest_Request_SplitRegion) isBatchCommandsRequest_Request_Cmd() {}
+
 type BatchCommandsResponse_Response struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Cmd:
@@ -607,6 +623,7 @@ type BatchCommandsResponse_Response struct {
 	//	*BatchCommandsResponse_Response_ScanLock
 	//	*BatchCommandsResponse_Response_Coprocessor
 	//	*BatchCommandsResponse_Response_OnePc
+	//	*BatchCommandsResponse_Response_SplitRegion
 	Cmd isBatchCommandsResponse_Response_Cmd `protobuf_oneof:"cmd"`
 	// error: the request could not be run at all (store stopping, bad
 	// request); the caller treats it as a transport error for this one.
@@ -796,6 +813,15 @@ func (x *BatchCommandsResponse_Response) GetOnePc() *kvrpcpb.OnePCResponse {
 	return nil
 }
 
+func (x *BatchCommandsResponse_Response) GetSplitRegion() *kvrpcpb.SplitRegionResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_SplitRegion); ok {
+			return x.SplitRegion
+		}
+	}
+	return nil
+}
+
 func (x *BatchCommandsResponse_Response) GetError() string {
 	if x != nil {
 		return x.Error
@@ -871,6 +897,10 @@ type BatchCommandsResponse_Response_OnePc struct {
 	OnePc *kvrpcpb.OnePCResponse `protobuf:"bytes,16,opt,name=one_pc,json=onePc,proto3,oneof"`
 }
 
+type BatchCommandsResponse_Response_SplitRegion struct {
+	SplitRegion *kvrpcpb.SplitRegionResponse `protobuf:"bytes,17,opt,name=split_region,json=splitRegion,proto3,oneof"`
+}
+
 func (*BatchCommandsResponse_Response_Get) isBatchCommandsResponse_Response_Cmd() {}
 
 func (*BatchCommandsResponse_Response_BatchGet) isBatchCommandsResponse_Response_Cmd() {}
@@ -903,15 +933,17 @@ func (*BatchCommandsResponse_Response_Coprocessor) isBatchCommandsResponse_Respo
 
 func (*BatchCommandsResponse_Response_OnePc) isBatchCommandsResponse_Response_Cmd() {}
 
+func (*BatchCommandsResponse_Response_SplitRegion) isBatchCommandsResponse_Response_Cmd() {}
+
 var File_storepb_proto protoreflect.FileDescriptor
 
 const file_storepb_proto_rawDesc = "" +
 	"\n" +
-	"\rstorepb.proto\x12\astorepb\x1a\rkvrpcpb.proto\x1a\x13raft_serverpb.proto\"\x83\t\n" +
+	"\rstorepb.proto\x12\astorepb\x1a\rkvrpcpb.proto\x1a\x13raft_serverpb.proto\"\xc5\t\n" +
 	"\x14BatchCommandsRequest\x12A\n" +
 	"\brequests\x18\x01 \x03(\v2%.storepb.BatchCommandsRequest.RequestR\brequests\x12\x1f\n" +
 	"\vrequest_ids\x18\x02 \x03(\x04R\n" +
-	"requestIds\x1a\x86\b\n" +
+	"requestIds\x1a\xc8\b\n" +
 	"\aRequest\x12'\n" +
 	"\x03get\x18\x01 \x01(\v2\x13.kvrpcpb.GetRequestH\x00R\x03get\x127\n" +
 	"\tbatch_get\x18\x02 \x01(\v2\x18.kvrpcpb.BatchGetRequestH\x00R\bbatchGet\x12*\n" +
@@ -929,12 +961,13 @@ const file_storepb_proto_rawDesc = "" +
 	"\x14pessimistic_rollback\x18\r \x01(\v2#.kvrpcpb.PessimisticRollbackRequestH\x00R\x13pessimisticRollback\x127\n" +
 	"\tscan_lock\x18\x0e \x01(\v2\x18.kvrpcpb.ScanLockRequestH\x00R\bscanLock\x12?\n" +
 	"\vcoprocessor\x18\x0f \x01(\v2\x1b.kvrpcpb.CoprocessorRequestH\x00R\vcoprocessor\x12.\n" +
-	"\x06one_pc\x18\x10 \x01(\v2\x15.kvrpcpb.OnePCRequestH\x00R\x05onePcB\x05\n" +
-	"\x03cmd\"\xaf\t\n" +
+	"\x06one_pc\x18\x10 \x01(\v2\x15.kvrpcpb.OnePCRequestH\x00R\x05onePc\x12@\n" +
+	"\fsplit_region\x18\x11 \x01(\v2\x1b.kvrpcpb.SplitRegionRequestH\x00R\vsplitRegionB\x05\n" +
+	"\x03cmd\"\xf2\t\n" +
 	"\x15BatchCommandsResponse\x12E\n" +
 	"\tresponses\x18\x01 \x03(\v2'.storepb.BatchCommandsResponse.ResponseR\tresponses\x12\x1f\n" +
 	"\vrequest_ids\x18\x02 \x03(\x04R\n" +
-	"requestIds\x1a\xad\b\n" +
+	"requestIds\x1a\xf0\b\n" +
 	"\bResponse\x12(\n" +
 	"\x03get\x18\x01 \x01(\v2\x14.kvrpcpb.GetResponseH\x00R\x03get\x128\n" +
 	"\tbatch_get\x18\x02 \x01(\v2\x19.kvrpcpb.BatchGetResponseH\x00R\bbatchGet\x12+\n" +
@@ -952,7 +985,8 @@ const file_storepb_proto_rawDesc = "" +
 	"\x14pessimistic_rollback\x18\r \x01(\v2$.kvrpcpb.PessimisticRollbackResponseH\x00R\x13pessimisticRollback\x128\n" +
 	"\tscan_lock\x18\x0e \x01(\v2\x19.kvrpcpb.ScanLockResponseH\x00R\bscanLock\x12@\n" +
 	"\vcoprocessor\x18\x0f \x01(\v2\x1c.kvrpcpb.CoprocessorResponseH\x00R\vcoprocessor\x12/\n" +
-	"\x06one_pc\x18\x10 \x01(\v2\x16.kvrpcpb.OnePCResponseH\x00R\x05onePc\x12\x14\n" +
+	"\x06one_pc\x18\x10 \x01(\v2\x16.kvrpcpb.OnePCResponseH\x00R\x05onePc\x12A\n" +
+	"\fsplit_region\x18\x11 \x01(\v2\x1c.kvrpcpb.SplitRegionResponseH\x00R\vsplitRegion\x12\x14\n" +
 	"\x05error\x18d \x01(\tR\x05errorB\x05\n" +
 	"\x03cmd\"\x86\x01\n" +
 	"\rDetectRequest\x12)\n" +
@@ -1031,26 +1065,26 @@ var file_storepb_proto_goTypes = []any{
 	(*kvrpcpb.ScanLockRequest)(nil),             // 22: kvrpcpb.ScanLockRequest
 	(*kvrpcpb.CoprocessorRequest)(nil),          // 23: kvrpcpb.CoprocessorRequest
 	(*kvrpcpb.OnePCRequest)(nil),                // 24: kvrpcpb.OnePCRequest
-	(*kvrpcpb.GetResponse)(nil),                 // 25: kvrpcpb.GetResponse
-	(*kvrpcpb.BatchGetResponse)(nil),            // 26: kvrpcpb.BatchGetResponse
-	(*kvrpcpb.ScanResponse)(nil),                // 27: kvrpcpb.ScanResponse
-	(*kvrpcpb.PrewriteResponse)(nil),            // 28: kvrpcpb.PrewriteResponse
-	(*kvrpcpb.CommitResponse)(nil),              // 29: kvrpcpb.CommitResponse
-	(*kvrpcpb.BatchRollbackResponse)(nil),       // 30: kvrpcpb.BatchRollbackResponse
-	(*kvrpcpb.CleanupResponse)(nil),             // 31: kvrpcpb.CleanupResponse
-	(*kvrpcpb.CheckTxnStatusResponse)(nil),      // 32: kvrpcpb.CheckTxnStatusResponse
-	(*kvrpcpb.CheckSecondaryLocksResponse)(nil), // 33: kvrpcpb.CheckSecondaryLocksResponse
-	(*kvrpcpb.ResolveLockResponse)(nil),         // 34: kvrpcpb.ResolveLockResponse
-	(*kvrpcpb.TxnHeartBeatResponse)(nil),        // 35: kvrpcpb.TxnHeartBeatResponse
-	(*kvrpcpb.PessimisticLockResponse)(nil),     // 36: kvrpcpb.PessimisticLockResponse
-	(*kvrpcpb.PessimisticRollbackResponse)(nil), // 37: kvrpcpb.PessimisticRollbackResponse
-	(*kvrpcpb.ScanLockResponse)(nil),            // 38: kvrpcpb.ScanLockResponse
-	(*kvrpcpb.CoprocessorResponse)(nil),         // 39: kvrpcpb.CoprocessorResponse
-	(*kvrpcpb.OnePCResponse)(nil),               // 40: kvrpcpb.OnePCResponse
-	(*kvrpcpb.SplitRegionRequest)(nil),          // 41: kvrpcpb.SplitRegionRequest
-	(*raft_serverpb.BatchRaftMessage)(nil),      // 42: raft_serverpb.BatchRaftMessage
-	(*raft_serverpb.SnapshotChunk)(nil),         // 43: raft_serverpb.SnapshotChunk
-	(*kvrpcpb.SplitRegionResponse)(nil),         // 44: kvrpcpb.SplitRegionResponse
+	(*kvrpcpb.SplitRegionRequest)(nil),          // 25: kvrpcpb.SplitRegionRequest
+	(*kvrpcpb.GetResponse)(nil),                 // 26: kvrpcpb.GetResponse
+	(*kvrpcpb.BatchGetResponse)(nil),            // 27: kvrpcpb.BatchGetResponse
+	(*kvrpcpb.ScanResponse)(nil),                // 28: kvrpcpb.ScanResponse
+	(*kvrpcpb.PrewriteResponse)(nil),            // 29: kvrpcpb.PrewriteResponse
+	(*kvrpcpb.CommitResponse)(nil),              // 30: kvrpcpb.CommitResponse
+	(*kvrpcpb.BatchRollbackResponse)(nil),       // 31: kvrpcpb.BatchRollbackResponse
+	(*kvrpcpb.CleanupResponse)(nil),             // 32: kvrpcpb.CleanupResponse
+	(*kvrpcpb.CheckTxnStatusResponse)(nil),      // 33: kvrpcpb.CheckTxnStatusResponse
+	(*kvrpcpb.CheckSecondaryLocksResponse)(nil), // 34: kvrpcpb.CheckSecondaryLocksResponse
+	(*kvrpcpb.ResolveLockResponse)(nil),         // 35: kvrpcpb.ResolveLockResponse
+	(*kvrpcpb.TxnHeartBeatResponse)(nil),        // 36: kvrpcpb.TxnHeartBeatResponse
+	(*kvrpcpb.PessimisticLockResponse)(nil),     // 37: kvrpcpb.PessimisticLockResponse
+	(*kvrpcpb.PessimisticRollbackResponse)(nil), // 38: kvrpcpb.PessimisticRollbackResponse
+	(*kvrpcpb.ScanLockResponse)(nil),            // 39: kvrpcpb.ScanLockResponse
+	(*kvrpcpb.CoprocessorResponse)(nil),         // 40: kvrpcpb.CoprocessorResponse
+	(*kvrpcpb.OnePCResponse)(nil),               // 41: kvrpcpb.OnePCResponse
+	(*kvrpcpb.SplitRegionResponse)(nil),         // 42: kvrpcpb.SplitRegionResponse
+	(*raft_serverpb.BatchRaftMessage)(nil),      // 43: raft_serverpb.BatchRaftMessage
+	(*raft_serverpb.SnapshotChunk)(nil),         // 44: raft_serverpb.SnapshotChunk
 	(*raft_serverpb.Done)(nil),                  // 45: raft_serverpb.Done
 }
 var file_storepb_proto_depIdxs = []int32{
@@ -1075,69 +1109,71 @@ var file_storepb_proto_depIdxs = []int32{
 	22, // 18: storepb.BatchCommandsRequest.Request.scan_lock:type_name -> kvrpcpb.ScanLockRequest
 	23, // 19: storepb.BatchCommandsRequest.Request.coprocessor:type_name -> kvrpcpb.CoprocessorRequest
 	24, // 20: storepb.BatchCommandsRequest.Request.one_pc:type_name -> kvrpcpb.OnePCRequest
-	25, // 21: storepb.BatchCommandsResponse.Response.get:type_name -> kvrpcpb.GetResponse
-	26, // 22: storepb.BatchCommandsResponse.Response.batch_get:type_name -> kvrpcpb.BatchGetResponse
-	27, // 23: storepb.BatchCommandsResponse.Response.scan:type_name -> kvrpcpb.ScanResponse
-	28, // 24: storepb.BatchCommandsResponse.Response.prewrite:type_name -> kvrpcpb.PrewriteResponse
-	29, // 25: storepb.BatchCommandsResponse.Response.commit:type_name -> kvrpcpb.CommitResponse
-	30, // 26: storepb.BatchCommandsResponse.Response.batch_rollback:type_name -> kvrpcpb.BatchRollbackResponse
-	31, // 27: storepb.BatchCommandsResponse.Response.cleanup:type_name -> kvrpcpb.CleanupResponse
-	32, // 28: storepb.BatchCommandsResponse.Response.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusResponse
-	33, // 29: storepb.BatchCommandsResponse.Response.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksResponse
-	34, // 30: storepb.BatchCommandsResponse.Response.resolve_lock:type_name -> kvrpcpb.ResolveLockResponse
-	35, // 31: storepb.BatchCommandsResponse.Response.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatResponse
-	36, // 32: storepb.BatchCommandsResponse.Response.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockResponse
-	37, // 33: storepb.BatchCommandsResponse.Response.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackResponse
-	38, // 34: storepb.BatchCommandsResponse.Response.scan_lock:type_name -> kvrpcpb.ScanLockResponse
-	39, // 35: storepb.BatchCommandsResponse.Response.coprocessor:type_name -> kvrpcpb.CoprocessorResponse
-	40, // 36: storepb.BatchCommandsResponse.Response.one_pc:type_name -> kvrpcpb.OnePCResponse
-	9,  // 37: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
-	10, // 38: storepb.Store.KvBatchGet:input_type -> kvrpcpb.BatchGetRequest
-	11, // 39: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
-	12, // 40: storepb.Store.KvPrewrite:input_type -> kvrpcpb.PrewriteRequest
-	13, // 41: storepb.Store.KvCommit:input_type -> kvrpcpb.CommitRequest
-	14, // 42: storepb.Store.KvBatchRollback:input_type -> kvrpcpb.BatchRollbackRequest
-	15, // 43: storepb.Store.KvCleanup:input_type -> kvrpcpb.CleanupRequest
-	16, // 44: storepb.Store.KvCheckTxnStatus:input_type -> kvrpcpb.CheckTxnStatusRequest
-	17, // 45: storepb.Store.KvCheckSecondaryLocks:input_type -> kvrpcpb.CheckSecondaryLocksRequest
-	18, // 46: storepb.Store.KvResolveLock:input_type -> kvrpcpb.ResolveLockRequest
-	19, // 47: storepb.Store.KvTxnHeartBeat:input_type -> kvrpcpb.TxnHeartBeatRequest
-	20, // 48: storepb.Store.KvPessimisticLock:input_type -> kvrpcpb.PessimisticLockRequest
-	21, // 49: storepb.Store.KvPessimisticRollback:input_type -> kvrpcpb.PessimisticRollbackRequest
-	22, // 50: storepb.Store.KvScanLock:input_type -> kvrpcpb.ScanLockRequest
-	24, // 51: storepb.Store.KvOnePC:input_type -> kvrpcpb.OnePCRequest
-	23, // 52: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
-	1,  // 53: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
-	3,  // 54: storepb.Store.Detect:input_type -> storepb.DetectRequest
-	41, // 55: storepb.Store.SplitRegion:input_type -> kvrpcpb.SplitRegionRequest
-	42, // 56: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
-	43, // 57: storepb.Store.Snapshot:input_type -> raft_serverpb.SnapshotChunk
-	25, // 58: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
-	26, // 59: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
-	27, // 60: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
-	28, // 61: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
-	29, // 62: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
-	30, // 63: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
-	31, // 64: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
-	32, // 65: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
-	33, // 66: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
-	34, // 67: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
-	35, // 68: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
-	36, // 69: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
-	37, // 70: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
-	38, // 71: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
-	40, // 72: storepb.Store.KvOnePC:output_type -> kvrpcpb.OnePCResponse
-	39, // 73: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
-	2,  // 74: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
-	4,  // 75: storepb.Store.Detect:output_type -> storepb.DetectResponse
-	44, // 76: storepb.Store.SplitRegion:output_type -> kvrpcpb.SplitRegionResponse
-	45, // 77: storepb.Store.Raft:output_type -> raft_serverpb.Done
-	45, // 78: storepb.Store.Snapshot:output_type -> raft_serverpb.Done
-	58, // [58:79] is the sub-list for method output_type
-	37, // [37:58] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	25, // 21: storepb.BatchCommandsRequest.Request.split_region:type_name -> kvrpcpb.SplitRegionRequest
+	26, // 22: storepb.BatchCommandsResponse.Response.get:type_name -> kvrpcpb.GetResponse
+	27, // 23: storepb.BatchCommandsResponse.Response.batch_get:type_name -> kvrpcpb.BatchGetResponse
+	28, // 24: storepb.BatchCommandsResponse.Response.scan:type_name -> kvrpcpb.ScanResponse
+	29, // 25: storepb.BatchCommandsResponse.Response.prewrite:type_name -> kvrpcpb.PrewriteResponse
+	30, // 26: storepb.BatchCommandsResponse.Response.commit:type_name -> kvrpcpb.CommitResponse
+	31, // 27: storepb.BatchCommandsResponse.Response.batch_rollback:type_name -> kvrpcpb.BatchRollbackResponse
+	32, // 28: storepb.BatchCommandsResponse.Response.cleanup:type_name -> kvrpcpb.CleanupResponse
+	33, // 29: storepb.BatchCommandsResponse.Response.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusResponse
+	34, // 30: storepb.BatchCommandsResponse.Response.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksResponse
+	35, // 31: storepb.BatchCommandsResponse.Response.resolve_lock:type_name -> kvrpcpb.ResolveLockResponse
+	36, // 32: storepb.BatchCommandsResponse.Response.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatResponse
+	37, // 33: storepb.BatchCommandsResponse.Response.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockResponse
+	38, // 34: storepb.BatchCommandsResponse.Response.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackResponse
+	39, // 35: storepb.BatchCommandsResponse.Response.scan_lock:type_name -> kvrpcpb.ScanLockResponse
+	40, // 36: storepb.BatchCommandsResponse.Response.coprocessor:type_name -> kvrpcpb.CoprocessorResponse
+	41, // 37: storepb.BatchCommandsResponse.Response.one_pc:type_name -> kvrpcpb.OnePCResponse
+	42, // 38: storepb.BatchCommandsResponse.Response.split_region:type_name -> kvrpcpb.SplitRegionResponse
+	9,  // 39: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
+	10, // 40: storepb.Store.KvBatchGet:input_type -> kvrpcpb.BatchGetRequest
+	11, // 41: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
+	12, // 42: storepb.Store.KvPrewrite:input_type -> kvrpcpb.PrewriteRequest
+	13, // 43: storepb.Store.KvCommit:input_type -> kvrpcpb.CommitRequest
+	14, // 44: storepb.Store.KvBatchRollback:input_type -> kvrpcpb.BatchRollbackRequest
+	15, // 45: storepb.Store.KvCleanup:input_type -> kvrpcpb.CleanupRequest
+	16, // 46: storepb.Store.KvCheckTxnStatus:input_type -> kvrpcpb.CheckTxnStatusRequest
+	17, // 47: storepb.Store.KvCheckSecondaryLocks:input_type -> kvrpcpb.CheckSecondaryLocksRequest
+	18, // 48: storepb.Store.KvResolveLock:input_type -> kvrpcpb.ResolveLockRequest
+	19, // 49: storepb.Store.KvTxnHeartBeat:input_type -> kvrpcpb.TxnHeartBeatRequest
+	20, // 50: storepb.Store.KvPessimisticLock:input_type -> kvrpcpb.PessimisticLockRequest
+	21, // 51: storepb.Store.KvPessimisticRollback:input_type -> kvrpcpb.PessimisticRollbackRequest
+	22, // 52: storepb.Store.KvScanLock:input_type -> kvrpcpb.ScanLockRequest
+	24, // 53: storepb.Store.KvOnePC:input_type -> kvrpcpb.OnePCRequest
+	23, // 54: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
+	1,  // 55: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
+	3,  // 56: storepb.Store.Detect:input_type -> storepb.DetectRequest
+	25, // 57: storepb.Store.SplitRegion:input_type -> kvrpcpb.SplitRegionRequest
+	43, // 58: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
+	44, // 59: storepb.Store.Snapshot:input_type -> raft_serverpb.SnapshotChunk
+	26, // 60: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
+	27, // 61: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
+	28, // 62: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
+	29, // 63: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
+	30, // 64: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
+	31, // 65: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
+	32, // 66: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
+	33, // 67: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
+	34, // 68: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
+	35, // 69: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
+	36, // 70: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
+	37, // 71: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
+	38, // 72: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
+	39, // 73: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
+	41, // 74: storepb.Store.KvOnePC:output_type -> kvrpcpb.OnePCResponse
+	40, // 75: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
+	2,  // 76: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
+	4,  // 77: storepb.Store.Detect:output_type -> storepb.DetectResponse
+	42, // 78: storepb.Store.SplitRegion:output_type -> kvrpcpb.SplitRegionResponse
+	45, // 79: storepb.Store.Raft:output_type -> raft_serverpb.Done
+	45, // 80: storepb.Store.Snapshot:output_type -> raft_serverpb.Done
+	60, // [60:81] is the sub-list for method output_type
+	39, // [39:60] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_storepb_proto_init() }
@@ -1162,6 +1198,7 @@ func file_storepb_proto_init() {
 		(*BatchCommandsRequest_Request_ScanLock)(nil),
 		(*BatchCommandsRequest_Request_Coprocessor)(nil),
 		(*BatchCommandsRequest_Request_OnePc)(nil),
+		(*BatchCommandsRequest_Request_SplitRegion)(nil),
 	}
 	file_storepb_proto_msgTypes[5].OneofWrappers = []any{
 		(*BatchCommandsResponse_Response_Get)(nil),
@@ -1180,6 +1217,7 @@ func file_storepb_proto_init() {
 		(*BatchCommandsResponse_Response_ScanLock)(nil),
 		(*BatchCommandsResponse_Response_Coprocessor)(nil),
 		(*BatchCommandsResponse_Response_OnePc)(nil),
+		(*BatchCommandsResponse_Response_SplitRegion)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

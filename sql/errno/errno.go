@@ -73,6 +73,10 @@ const (
 	ErrCantCreateUserWithGrant uint16 = 1410
 	ErrWrongStringLength       uint16 = 1470
 	ErrAccountLocked           uint16 = 3118
+
+	// Regions.
+	ErrKeyDoesNotExist          uint16 = 1176
+	ErrInvalidSplitRegionRanges uint16 = 8212 // TiDB's
 )
 
 var sqlStates = map[uint16]string{
@@ -81,6 +85,7 @@ var sqlStates = map[uint16]string{
 	1070:                        "42000", // too many key parts
 	1072:                        "42000", // key column doesn't exist
 	1091:                        "42000", // can't drop key
+	ErrKeyDoesNotExist:          "42000",
 	1170:                        "42000", // BLOB/TEXT key without length
 	ErrAccessDenied:             "28000",
 	ErrNoDB:                     "3D000",

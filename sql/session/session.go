@@ -248,7 +248,12 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		}
 		return nil, errno.NotSupported("this ADMIN statement")
 	case *ast.ShowStmt:
+		if x.Tp == ast.ShowRegions {
+			return s.showRegions(ctx, x)
+		}
 		return s.show(ctx, x)
+	case *ast.SplitRegionStmt:
+		return s.splitTable(ctx, x)
 	case *ast.ExplainStmt:
 		if show, ok := x.Stmt.(*ast.ShowStmt); ok { // DESC t
 			return s.show(ctx, show)

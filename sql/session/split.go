@@ -1,0 +1,337 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/format"
+
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/executor"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// SPLIT TABLE and SHOW TABLE ... REGIONS, with TiDB's semantics:
+//
+//	SPLIT TABLE t BETWEEN (lo) AND (hi) REGIONS n   n regions over handles [lo, hi)
+//	SPLIT TABLE t BY (v1), (v2), ...                 a region starting at each handle
+//	SPLIT TABLE t INDEX idx BETWEEN (..) AND (..) REGIONS n / BY (..), ...
+//
+// A table with indexes also gets a boundary at its record prefix (rows and
+// index entries in different regions); an index split also splits at the
+// index's first and past its last key. The answer is TOTAL_SPLIT_REGION
+// (regions created) and SCATTER_FINISH_RATIO (1: regions are not
+// scattered, so nothing is pending).
+
+const (
+	maxSplitRegions = 1000 // TiDB's maxSplitRegionNum
+	minSplitStep    = 1000 // TiDB's minRegionStepValue for integer handles
+)
+
+func (s *Session) regionAdmin() (sql.RegionAdmin, error) {
+	a, ok := s.exec.Store.(sql.RegionAdmin)
+	if !ok {
+		return nil, errno.NotSupported("region splits on this storage")
+	}
+	return a, nil
+}
+
+func (s *Session) splitTable(ctx context.Context, x *ast.SplitRegionStmt) (*executor.Result, error) {
+	if len(x.PartitionNames) > 0 {
+		return nil, errno.NotSupported("SPLIT PARTITION")
+	}
+	admin, err := s.regionAdmin()
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.showTable(ctx, x.Table, "")
+	if err != nil {
+		return nil, err
+	}
+	opt := x.SplitOpt
+	if opt == nil {
+		return nil, errno.New(errno.ErrParse, "SPLIT TABLE needs BETWEEN ... AND ... REGIONS n or BY (...)")
+	}
+	var keys [][]byte
+	if x.IndexName.L == "" {
+		keys, err = s.tableSplitKeys(t, opt)
+	} else {
+		ix := t.FindIndex(x.IndexName.O)
+		if ix == nil || !ix.Public() {
+			return nil, errno.New(errno.ErrKeyDoesNotExist, "Key '%s' doesn't exist in table '%s'", x.IndexName.O, t.Name)
+		}
+		keys, err = s.indexSplitKeys(t, ix, opt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	n, err := admin.SplitRegions(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	ratio := 1.0
+	if n == 0 {
+		ratio = 0
+	}
+	return &executor.Result{
+		Columns: []executor.ResultColumn{intCol("TOTAL_SPLIT_REGION"), {Name: "SCATTER_FINISH_RATIO", OrgName: "SCATTER_FINISH_RATIO", Type: types.DoubleType}},
+		Rows:    [][]types.Datum{{tablecodec.NewInt(int64(n)), tablecodec.NewFloat(ratio)}},
+	}, nil
+}
+
+func intCol(name string) executor.ResultColumn {
+	return executor.ResultColumn{Name: name, OrgName: name, Type: types.Int64Type}
+}
+
+// splitValues evaluates one parenthesised value list, converting each value
+// to its column's type.
+func (s *Session) splitValues(list []ast.ExprNode, cols []types.FieldType, what string) ([]types.Datum, error) {
+	if len(list) == 0 || len(list) > len(cols) {
+		return nil, errno.New(errno.ErrWrongValueCount, "Split %s: %d values for %d columns", what, len(list), len(cols))
+	}
+	out := make([]types.Datum, len(list))
+	for i, e := range list {
+		ce, err := expr.Compile(e, &expr.Ctx{Env: s, Clause: "split region"})
+		if err != nil {
+			return nil, err
+		}
+		d, err := ce.Eval(nil)
+		if err != nil {
+			return nil, err
+		}
+		if out[i], err = cols[i].Convert(d); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Session) handleValue(t *catalog.TableInfo, list []ast.ExprNode) (int64, error) {
+	ft := types.Int64Type
+	if t.PKIsHandle {
+		ft = t.Columns[t.HandleOffset].Type
+	}
+	v, err := s.splitValues(list, []types.FieldType{ft}, "table `"+t.Name+"`")
+	if err != nil {
+		return 0, err
+	}
+	if v[0].IsNull() {
+		return 0, errno.New(errno.ErrInvalidSplitRegionRanges, "Failed to split region ranges: the handle value is NULL")
+	}
+	return v[0].Int64(), nil
+}
+
+func (s *Session) tableSplitKeys(t *catalog.TableInfo, opt *ast.SplitOption) ([][]byte, error) {
+	var keys [][]byte
+	if len(t.Indices) > 0 {
+		keys = append(keys, tablecodec.AppendRecordPrefix(nil, t.ID))
+	}
+	if len(opt.ValueLists) > 0 {
+		for _, list := range opt.ValueLists {
+			h, err := s.handleValue(t, list)
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, tablecodec.RowKey(t.ID, h))
+		}
+		return keys, nil
+	}
+	if err := checkSplitNum(opt.Num); err != nil {
+		return nil, err
+	}
+	lo, err := s.handleValue(t, opt.Lower)
+	if err != nil {
+		return nil, err
+	}
+	hi, err := s.handleValue(t, opt.Upper)
+	if err != nil {
+		return nil, err
+	}
+	if lo >= hi {
+		return nil, errno.New(errno.ErrInvalidSplitRegionRanges,
+			"Failed to split region ranges: Split table `%s` region lower value %d should less than the upper value %d", t.Name, lo, hi)
+	}
+	step := uint64(hi-lo) / uint64(opt.Num)
+	if step < minSplitStep {
+		return nil, errno.New(errno.ErrInvalidSplitRegionRanges,
+			"Failed to split region ranges: Split table `%s` region step value should more than %d, step %d is invalid", t.Name, minSplitStep, step)
+	}
+	for i := range opt.Num {
+		keys = append(keys, tablecodec.RowKey(t.ID, lo+int64(uint64(i)*step)))
+	}
+	return keys, nil
+}
+
+func checkSplitNum(n int64) error {
+	switch {
+	case n < 1:
+		return errno.New(errno.ErrInvalidSplitRegionRanges, "Failed to split region ranges: Split table region num should more than 0")
+	case n > maxSplitRegions:
+		return errno.New(errno.ErrInvalidSplitRegionRanges, "Failed to split region ranges: Split table region num exceeded the limit %d", maxSplitRegions)
+	}
+	return nil
+}
+
+func (s *Session) indexSplitKeys(t *catalog.TableInfo, ix *catalog.IndexInfo, opt *ast.SplitOption) ([][]byte, error) {
+	cols := make([]types.FieldType, len(ix.Columns))
+	for i, c := range ix.Columns {
+		cols[i] = t.Columns[c.Offset].Type
+	}
+	what := "index `" + ix.Name + "`"
+	start, end := tablecodec.IndexRange(t.ID, ix.ID)
+	keys := [][]byte{start, end}
+	key := func(list []ast.ExprNode) ([]byte, error) {
+		vals, err := s.splitValues(list, cols, what)
+		if err != nil {
+			return nil, err
+		}
+		return tablecodec.AppendIndexKey(nil, t.ID, ix.ID, vals, false, 0), nil
+	}
+	if len(opt.ValueLists) > 0 {
+		for _, list := range opt.ValueLists {
+			k, err := key(list)
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, k)
+		}
+		return keys, nil
+	}
+	if err := checkSplitNum(opt.Num); err != nil {
+		return nil, err
+	}
+	lo, err := key(opt.Lower)
+	if err != nil {
+		return nil, err
+	}
+	hi, err := key(opt.Upper)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Compare(lo, hi) >= 0 {
+		return nil, errno.New(errno.ErrInvalidSplitRegionRanges,
+			"Failed to split region ranges: Split index `%s` region lower value %s should less than the upper value %s",
+			ix.Name, exprList(opt.Lower), exprList(opt.Upper))
+	}
+	return append(keys, interpolateKeys(lo, hi, int(opt.Num))...), nil
+}
+
+// interpolateKeys returns n keys from lo, evenly spaced up to hi in the 8
+// bytes after their common prefix (TiDB's getValuesList).
+func interpolateKeys(lo, hi []byte, n int) [][]byte {
+	p := 0
+	for p < len(lo) && p < len(hi) && lo[p] == hi[p] {
+		p++
+	}
+	word := func(k []byte) uint64 {
+		var b [8]byte
+		copy(b[:], k[min(p, len(k)):])
+		return binary.BigEndian.Uint64(b[:])
+	}
+	l, h := word(lo), word(hi)
+	step := (h - l) / uint64(n)
+	out := [][]byte{lo}
+	if step == 0 {
+		return out
+	}
+	for i := 1; i < n; i++ {
+		k := append([]byte(nil), lo[:p]...)
+		out = append(out, binary.BigEndian.AppendUint64(k, l+uint64(i)*step))
+	}
+	return out
+}
+
+func exprList(list []ast.ExprNode) string {
+	var b strings.Builder
+	for i, e := range list {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		var sb strings.Builder
+		if err := e.Restore(format.NewRestoreCtx(format.DefaultRestoreFlags, &sb)); err == nil {
+			b.WriteString(sb.String())
+		}
+	}
+	return b.String()
+}
+
+// showRegions is SHOW TABLE t [INDEX idx] REGIONS: the regions overlapping
+// the table (or the index), as PD last heard of them.
+func (s *Session) showRegions(ctx context.Context, x *ast.ShowStmt) (*executor.Result, error) {
+	admin, err := s.regionAdmin()
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.showTable(ctx, x.Table, x.DBName)
+	if err != nil {
+		return nil, err
+	}
+	start, end := tablecodec.TableRange(t.ID)
+	if x.IndexName.L != "" {
+		ix := t.FindIndex(x.IndexName.O)
+		if ix == nil || !ix.Public() {
+			return nil, errno.New(errno.ErrKeyDoesNotExist, "Key '%s' doesn't exist in table '%s'", x.IndexName.O, t.Name)
+		}
+		start, end = tablecodec.IndexRange(t.ID, ix.ID)
+	}
+	regions, err := admin.ScanRegions(ctx, start, end)
+	if err != nil {
+		return nil, err
+	}
+	res := &executor.Result{Columns: []executor.ResultColumn{
+		intCol("REGION_ID"), strCol("START_KEY", 1024), strCol("END_KEY", 1024), intCol("LEADER_ID"), intCol("LEADER_STORE_ID"),
+		strCol("PEERS", 1024), intCol("SCATTERING"), intCol("WRITTEN_BYTES"), intCol("READ_BYTES"),
+		intCol("APPROXIMATE_SIZE(MB)"), intCol("APPROXIMATE_KEYS"),
+	}}
+	for _, r := range regions {
+		peers := make([]string, len(r.PeerIDs))
+		for i, id := range r.PeerIDs {
+			peers[i] = fmt.Sprint(id)
+		}
+		res.Rows = append(res.Rows, []types.Datum{
+			tablecodec.NewInt(int64(r.ID)), tablecodec.NewString(regionKeyString(r.StartKey)), tablecodec.NewString(regionKeyString(r.EndKey)),
+			tablecodec.NewInt(int64(r.LeaderID)), tablecodec.NewInt(int64(r.LeaderStoreID)), tablecodec.NewString(strings.Join(peers, ", ")),
+			tablecodec.NewInt(0), tablecodec.NewInt(int64(r.WrittenBytes)), tablecodec.NewInt(int64(r.ReadBytes)),
+			tablecodec.NewInt(int64(max(1, (r.ApproximateSize+(1<<19))>>20))), tablecodec.NewInt(int64(r.ApproximateKeys)),
+		})
+	}
+	return res, nil
+}
+
+// regionKeyString shows a region boundary as TiDB does: t_{tid}_r_{handle}
+// for a row key, t_{tid}_i_{iid}_{hex of the values} for an index key,
+// t_{tid}_r / t_{tid}_ for prefixes, else the key in hex.
+func regionKeyString(k []byte) string {
+	if len(k) == 0 {
+		return ""
+	}
+	tid, ok := tablecodec.TableIDOf(k)
+	if !ok {
+		return fmt.Sprintf("%X", k)
+	}
+	if _, h, err := tablecodec.DecodeRowKey(k); err == nil {
+		return fmt.Sprintf("t_%d_r_%d", tid, h)
+	}
+	rp := tablecodec.AppendRecordPrefix(nil, tid)
+	if bytes.Equal(k, rp) {
+		return fmt.Sprintf("t_%d_r", tid)
+	}
+	if bytes.HasPrefix(k, rp) {
+		return fmt.Sprintf("t_%d_r_%X", tid, k[len(rp):])
+	}
+	if tablecodec.IsIndexKey(k) {
+		iid := tablecodec.IndexIDOf(k)
+		ip := tablecodec.AppendIndexPrefix(nil, tid, iid)
+		return fmt.Sprintf("t_%d_i_%d_%X", tid, iid, k[len(ip):])
+	}
+	tp := tablecodec.AppendTablePrefix(nil, tid)
+	return fmt.Sprintf("t_%d_%X", tid, k[len(tp):])
+}
