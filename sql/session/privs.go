@@ -99,6 +99,8 @@ func stmtCover(stmt ast.StmtNode) mysql.PrivilegeType {
 		return mysql.AlterPriv | mysql.IndexPriv
 	case *ast.AdminStmt:
 		return mysql.SelectPriv
+	case *ast.SplitRegionStmt: // as TiDB
+		return mysql.InsertPriv
 	case *ast.ExplainStmt:
 		return mysql.SelectPriv
 	case *ast.SetStmt:
@@ -164,6 +166,8 @@ func (s *Session) checkPrivileges(ctx context.Context, stmt ast.StmtNode) error 
 		}
 	case *ast.TruncateTableStmt:
 		c.target(x.Table, mysql.DropPriv)
+	case *ast.SplitRegionStmt:
+		c.target(x.Table, mysql.InsertPriv)
 	case *ast.CreateIndexStmt:
 		c.target(x.Table, mysql.IndexPriv)
 	case *ast.DropIndexStmt:
