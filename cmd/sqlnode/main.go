@@ -27,6 +27,7 @@ import (
 	"github.com/stratadb/strata/kv/gcleader"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/sql/auth"
+	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/server"
 	"github.com/stratadb/strata/status"
 )
@@ -52,6 +53,8 @@ type Config struct {
 	// TSOClientRPCMode is TiDB's tidb_tso_client_rpc_mode: "default" or
 	// "parallel" (pdclient.TSOMode).
 	TSOClientRPCMode string `toml:"tso-client-rpc-mode"`
+	// SchemaLease is TiDB's lease: see catalog.DefaultLease.
+	SchemaLease time.Duration `toml:"schema-lease"`
 }
 
 func main() {
@@ -64,7 +67,7 @@ func main() {
 // parseFlags applies defaults, then the --config TOML file, then flags.
 func parseFlags(args []string) (Config, error) {
 	cfg := Config{PD: "127.0.0.1:2379", Addr: "127.0.0.1:4000", StatusAddr: "127.0.0.1:10080", ShutdownTimeout: 10 * time.Second, LogLevel: "info", TSOClientRPCMode: "default",
-		MaxConnections: 1000, ConnectTimeout: 10 * time.Second, TLS: true, DefaultAuthPlugin: auth.NativePassword}
+		MaxConnections: 1000, ConnectTimeout: 10 * time.Second, SchemaLease: catalog.DefaultLease, TLS: true, DefaultAuthPlugin: auth.NativePassword}
 	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
 		return cfg, err
@@ -77,6 +80,9 @@ func parseFlags(args []string) (Config, error) {
 	}
 	if cfg.MaxConnections < 0 {
 		return cfg, fmt.Errorf("--max-connections must be >= 0 (0: no limit), got %d", cfg.MaxConnections)
+	}
+	if cfg.SchemaLease < 10*time.Millisecond {
+		return cfg, fmt.Errorf("--schema-lease must be at least 10ms, got %v", cfg.SchemaLease)
 	}
 	if cfg.ConnectTimeout <= 0 {
 		return cfg, fmt.Errorf("--connect-timeout must be > 0, got %v", cfg.ConnectTimeout)
@@ -150,6 +156,7 @@ func run(args []string) error {
 		MaxConnections:         cfg.MaxConnections,
 		HandshakeTimeout:       cfg.ConnectTimeout,
 		CreateDefaultDB:        true,
+		SchemaLease:            cfg.SchemaLease,
 	})
 	if err != nil {
 		return err
@@ -205,5 +212,6 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.BoolVar(&cfg.SkipGrantTables, "skip-grant-tables", cfg.SkipGrantTables, "recovery only: accept every login without a password and skip every privilege check (docs/operations.md)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.TSOClientRPCMode, "tso-client-rpc-mode", cfg.TSOClientRPCMode, `how timestamps are fetched from PD: "default" (one batch in flight) or "parallel" (several streams, one batch in flight each; for network-bound PD round trips)`)
+	fs.DurationVar(&cfg.SchemaLease, "schema-lease", cfg.SchemaLease, "how long this node trusts its schema without confirming the cluster's schema version; a schema change waits 2 leases for every node to load it")
 	return fs
 }

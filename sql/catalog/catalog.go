@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stratadb/strata/kv/codec"
@@ -16,27 +17,22 @@ import (
 	"github.com/stratadb/strata/sql/errno"
 )
 
-// CacheTTL bounds how long a cached entry is trusted without a reload.
-const CacheTTL = 5 * time.Second
-
 // Catalog is the cached, KV-backed schema. Safe for concurrent use.
 type Catalog struct {
 	store sql.Storage
-	now   func() time.Time
+	lease time.Duration
+	epoch time.Time // clock() counts from here
 
-	mu     sync.RWMutex
-	dbs    map[string]cachedDB
-	tables map[tableName]cachedTable
-}
+	// validUntil (clock() nanoseconds) ends the lease of the loaded version.
+	validUntil atomic.Int64
+	refreshMu  sync.Mutex // one version check at a time
 
-type cachedDB struct {
-	info   *DBInfo
-	loaded time.Time
-}
-
-type cachedTable struct {
-	info   *TableInfo
-	loaded time.Time
+	mu      sync.RWMutex
+	version int64             // loaded schema version
+	gen     uint64            // bumped when the cache is dropped
+	history map[int64][]int64 // version -> table ids it changed
+	dbs     map[string]*DBInfo
+	tables  map[tableName]*TableInfo
 }
 
 type tableName struct {
@@ -46,7 +42,8 @@ type tableName struct {
 
 // New returns a Catalog over store.
 func New(store sql.Storage) *Catalog {
-	return &Catalog{store: store, now: time.Now, dbs: map[string]cachedDB{}, tables: map[tableName]cachedTable{}}
+	return &Catalog{store: store, lease: DefaultLease, epoch: time.Now(), history: map[int64][]int64{},
+		dbs: map[string]*DBInfo{}, tables: map[tableName]*TableInfo{}}
 }
 
 func metaPrefix(kind string) []byte {
@@ -77,43 +74,34 @@ func (c *Catalog) read(ctx context.Context, key []byte) ([]byte, bool, error) {
 	return v, ok, nil
 }
 
-func (c *Catalog) write(ctx context.Context, muts []*kvrpcpb.Mutation) error {
-	start, err := c.store.GetTS(ctx)
-	if err != nil {
-		return fmt.Errorf("catalog: get start ts: %w", err)
-	}
-	commit, err := c.store.GetTS(ctx)
-	if err != nil {
-		return fmt.Errorf("catalog: get commit ts: %w", err)
-	}
-	return c.store.Commit(ctx, muts, start, commit)
-}
-
 // GetDB returns the named database, or ERROR 1049.
 func (c *Catalog) GetDB(ctx context.Context, name string) (*DBInfo, error) {
+	if err := c.ensureValid(ctx); err != nil {
+		return nil, err
+	}
 	lname := strings.ToLower(name)
 	c.mu.RLock()
-	e, ok := c.dbs[lname]
+	db, ok := c.dbs[lname]
+	gen := c.gen
 	c.mu.RUnlock()
-	if ok && c.now().Sub(e.loaded) < CacheTTL {
-		return e.info, nil
+	if ok {
+		return db, nil
 	}
 	v, found, err := c.read(ctx, dbKey(name))
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		c.mu.Lock()
-		delete(c.dbs, lname)
-		c.mu.Unlock()
 		return nil, errno.New(errno.ErrBadDB, "Unknown database '%s'", name)
 	}
-	db := new(DBInfo)
+	db = new(DBInfo)
 	if err := json.Unmarshal(v, db); err != nil {
 		return nil, fmt.Errorf("catalog: corrupt database info %q: %w", name, err)
 	}
 	c.mu.Lock()
-	c.dbs[lname] = cachedDB{info: db, loaded: c.now()}
+	if c.gen == gen { // not read across a version change
+		c.dbs[lname] = db
+	}
 	c.mu.Unlock()
 	return db, nil
 }
@@ -151,7 +139,9 @@ func (c *Catalog) CreateDB(ctx context.Context, name string, ifNotExists bool) e
 	}
 	db := &DBInfo{ID: int64(id), Name: name}
 	v, _ := json.Marshal(db)
-	err = c.write(ctx, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: dbKey(name), Value: v}})
+	err = c.commitDDL(ctx, nil, func(uint64) ([]*kvrpcpb.Mutation, error) {
+		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: dbKey(name), Value: v}}, nil
+	})
 	var ke *sql.KeyExistsError
 	if errors.As(err, &ke) {
 		if ifNotExists {
@@ -159,13 +149,7 @@ func (c *Catalog) CreateDB(ctx context.Context, name string, ifNotExists bool) e
 		}
 		return errno.New(errno.ErrDBCreateExists, "Can't create database '%s'; database exists", name)
 	}
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.dbs[strings.ToLower(name)] = cachedDB{info: db, loaded: c.now()}
-	c.mu.Unlock()
-	return nil
+	return err
 }
 
 // DropDB drops a database and its tables' catalog entries; ERROR 1008 if it
@@ -188,48 +172,42 @@ func (c *Catalog) DropDB(ctx context.Context, name string, ifExists bool) error 
 		return err
 	}
 	muts := []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Del, Key: dbKey(name)}}
+	ids := make([]int64, 0, len(tables))
 	for _, t := range tables {
 		muts = append(muts, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Del, Key: tableKey(db.ID, t.Name)})
+		ids = append(ids, t.ID)
 	}
-	if err := c.write(ctx, muts); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	delete(c.dbs, strings.ToLower(name))
-	for k := range c.tables {
-		if k.dbID == db.ID {
-			delete(c.tables, k)
-		}
-	}
-	c.mu.Unlock()
-	return nil
+	return c.commitDDL(ctx, ids, func(uint64) ([]*kvrpcpb.Mutation, error) { return muts, nil })
 }
 
 // GetTable returns the named table, or ERROR 1146.
 func (c *Catalog) GetTable(ctx context.Context, db *DBInfo, name string) (*TableInfo, error) {
+	if err := c.ensureValid(ctx); err != nil {
+		return nil, err
+	}
 	k := tableName{dbID: db.ID, name: strings.ToLower(name)}
 	c.mu.RLock()
-	e, ok := c.tables[k]
+	t, ok := c.tables[k]
+	gen := c.gen
 	c.mu.RUnlock()
-	if ok && c.now().Sub(e.loaded) < CacheTTL {
-		return e.info, nil
+	if ok {
+		return t, nil
 	}
 	v, found, err := c.read(ctx, tableKey(db.ID, name))
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		c.mu.Lock()
-		delete(c.tables, k)
-		c.mu.Unlock()
 		return nil, errno.New(errno.ErrNoSuchTable, "Table '%s.%s' doesn't exist", db.Name, name)
 	}
-	t, err := decodeTable(v)
+	t, err = decodeTable(v)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
-	c.tables[k] = cachedTable{info: t, loaded: c.now()}
+	if c.gen == gen { // not read across a version change
+		c.tables[k] = t
+	}
 	c.mu.Unlock()
 	return t, nil
 }
@@ -278,7 +256,9 @@ func (c *Catalog) CreateTable(ctx context.Context, db *DBInfo, t *TableInfo, ifN
 	if err != nil {
 		return err
 	}
-	err = c.write(ctx, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: tableKey(db.ID, t.Name), Value: v}})
+	err = c.commitDDL(ctx, nil, func(uint64) ([]*kvrpcpb.Mutation, error) {
+		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: tableKey(db.ID, t.Name), Value: v}}, nil
+	})
 	var ke *sql.KeyExistsError
 	if errors.As(err, &ke) {
 		if ifNotExists {
@@ -286,19 +266,14 @@ func (c *Catalog) CreateTable(ctx context.Context, db *DBInfo, t *TableInfo, ifN
 		}
 		return errno.New(errno.ErrTableExists, "Table '%s' already exists", t.Name)
 	}
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.tables[tableName{dbID: db.ID, name: strings.ToLower(t.Name)}] = cachedTable{info: t, loaded: c.now()}
-	c.mu.Unlock()
-	return nil
+	return err
 }
 
 // DropTable removes a table's catalog entry; ERROR 1051 if it does not exist
 // (nil when ifExists). Its rows become unreachable (ids are never reused).
 func (c *Catalog) DropTable(ctx context.Context, db *DBInfo, name string, ifExists bool) error {
-	if _, err := c.GetTable(ctx, db, name); err != nil {
+	t, err := c.GetTable(ctx, db, name)
+	if err != nil {
 		var e *errno.Error
 		if errors.As(err, &e) && e.Code == errno.ErrNoSuchTable {
 			if ifExists {
@@ -308,13 +283,9 @@ func (c *Catalog) DropTable(ctx context.Context, db *DBInfo, name string, ifExis
 		}
 		return err
 	}
-	if err := c.write(ctx, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Del, Key: tableKey(db.ID, name)}}); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	delete(c.tables, tableName{dbID: db.ID, name: strings.ToLower(name)})
-	c.mu.Unlock()
-	return nil
+	return c.commitDDL(ctx, []int64{t.ID}, func(uint64) ([]*kvrpcpb.Mutation, error) {
+		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Del, Key: tableKey(db.ID, name)}}, nil
+	})
 }
 
 // TruncateTable gives table t a new id in one catalog write, so its old rows
@@ -331,56 +302,38 @@ func (c *Catalog) TruncateTable(ctx context.Context, db *DBInfo, t *TableInfo) e
 	if err != nil {
 		return err
 	}
-	if err := c.write(ctx, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: tableKey(db.ID, t.Name), Value: v}}); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.tables[tableName{dbID: db.ID, name: strings.ToLower(t.Name)}] = cachedTable{info: &nt, loaded: c.now()}
-	c.mu.Unlock()
-	return nil
+	return c.commitDDL(ctx, []int64{t.ID}, func(uint64) ([]*kvrpcpb.Mutation, error) {
+		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: tableKey(db.ID, t.Name), Value: v}}, nil
+	})
 }
 
 // UpdateTable replaces the stored definition of table nt (same id and name,
-// e.g. with an index added, changed state or dropped). The write conflicts
-// with any other change of the table's entry since it was read here, so of
-// two concurrent schema changes of one table one fails (retry it); the
-// table must still exist under nt.ID, else ERROR 1146.
+// e.g. with an index added, changed state or dropped), as a new schema
+// version; the table must still exist under nt.ID, else ERROR 1146.
 func (c *Catalog) UpdateTable(ctx context.Context, db *DBInfo, nt *TableInfo) error {
-	start, err := c.store.GetTS(ctx)
-	if err != nil {
-		return fmt.Errorf("catalog: get start ts: %w", err)
-	}
-	key := tableKey(db.ID, nt.Name)
-	v, found, err := c.store.Get(ctx, key, start)
-	if err != nil {
-		return fmt.Errorf("catalog: read %q: %w", key, err)
-	}
-	if !found {
-		return errno.New(errno.ErrNoSuchTable, "Table '%s.%s' doesn't exist", db.Name, nt.Name)
-	}
-	cur, err := decodeTable(v)
-	if err != nil {
-		return err
-	}
-	if cur.ID != nt.ID {
-		return errno.New(errno.ErrNoSuchTable, "Table '%s.%s' was truncated or recreated during the schema change", db.Name, nt.Name)
-	}
 	nt.Init()
 	nv, err := json.Marshal(nt)
 	if err != nil {
 		return err
 	}
-	commit, err := c.store.GetTS(ctx)
-	if err != nil {
-		return fmt.Errorf("catalog: get commit ts: %w", err)
-	}
-	if err := c.store.Commit(ctx, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: key, Value: nv}}, start, commit); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.tables[tableName{dbID: db.ID, name: strings.ToLower(nt.Name)}] = cachedTable{info: nt, loaded: c.now()}
-	c.mu.Unlock()
-	return nil
+	key := tableKey(db.ID, nt.Name)
+	return c.commitDDL(ctx, []int64{nt.ID}, func(start uint64) ([]*kvrpcpb.Mutation, error) {
+		v, found, err := c.store.Get(ctx, key, start)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: read %q: %w", key, err)
+		}
+		if !found {
+			return nil, errno.New(errno.ErrNoSuchTable, "Table '%s.%s' doesn't exist", db.Name, nt.Name)
+		}
+		cur, err := decodeTable(v)
+		if err != nil {
+			return nil, err
+		}
+		if cur.ID != nt.ID {
+			return nil, errno.New(errno.ErrNoSuchTable, "Table '%s.%s' was truncated or recreated during the schema change", db.Name, nt.Name)
+		}
+		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: key, Value: nv}}, nil
+	})
 }
 
 // Reload drops the cached entry of a table so the next GetTable reads it

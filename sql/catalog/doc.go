@@ -14,13 +14,14 @@
 // writes its key with an Insert mutation: of two concurrent CREATEs of the
 // same name exactly one commits, the other gets "already exists".
 //
-// # Cache
+// # Cache and schema versions
 //
-// Each SQL node keeps a cache of DBInfo/TableInfo by name. A miss, or an entry
-// older than CacheTTL, is reloaded from the KV layer at a fresh timestamp, so
-// a table created or dropped by another SQL node is seen within CacheTTL (a
-// dropped-and-recreated table is the only case where the TTL matters; a new
-// table is found on the first miss). DDL on this node updates the cache at
-// once. Catalog is safe for concurrent use; TableInfo values are immutable
-// once published.
+// Each SQL node caches DBInfo/TableInfo by name for as long as the cluster's
+// schema version ('m' + EncodeBytes("SchemaVersion")) stays the one it
+// loaded, and trusts that only within a lease of its last check (version.go):
+// every schema change bumps the version in its own transaction, with a diff
+// of the table ids it invalidates, and the node drops its cache when it sees
+// the version move. A transaction's commit is checked against the diffs
+// since it began (8028). Catalog is safe for concurrent use; TableInfo
+// values are immutable once published.
 package catalog

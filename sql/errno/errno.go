@@ -50,6 +50,8 @@ const (
 	ErrGCTooEarly          uint16 = 9006
 	ErrResultUndetermined  uint16 = 8110
 	ErrEntryTooLarge       uint16 = 8025
+	ErrInfoSchemaExpired   uint16 = 8027 // schema lease not renewed
+	ErrInfoSchemaChanged   uint16 = 8028 // a written table's schema changed
 
 	ErrLockWaitTimeout            uint16 = 1205
 	ErrLockDeadlock               uint16 = 1213

@@ -151,9 +151,6 @@ func TestIndexPathsMatchFullScan(t *testing.T) {
 // current database changes; a parameter the cached key cannot take
 // exactly is planned normally.
 func TestPreparedPlanCache(t *testing.T) {
-	old := session.SchemaChangeWait
-	session.SchemaChangeWait = 10 * time.Millisecond // one SQL node: no other cache to wait for
-	defer func() { session.SchemaChangeWait = old }()
 	ts := startServer(t)
 	db := ts.open(t, "test", "")
 	db.SetMaxOpenConns(1) // one session

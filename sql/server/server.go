@@ -68,6 +68,11 @@ type Config struct {
 	Logger *slog.Logger
 	// CreateDefaultDB creates database "test" on start when missing.
 	CreateDefaultDB bool
+	// SchemaLease is the schema lease (catalog.DefaultLease when zero):
+	// how long this node trusts its schema without confirming the
+	// cluster's schema version, and half of how long a schema change
+	// waits for every node to load it.
+	SchemaLease time.Duration
 }
 
 // Server accepts MySQL connections and serves them.
@@ -125,10 +130,14 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	cat := catalog.New(cfg.Store)
+	if cfg.SchemaLease > 0 {
+		cat.SetLease(cfg.SchemaLease)
+	}
 	return &Server{
 		cfg:       cfg,
 		log:       log.With("component", "sql"),
-		exec:      executor.New(cfg.Store, catalog.New(cfg.Store)),
+		exec:      executor.New(cfg.Store, cat),
 		ready:     make(chan struct{}),
 		defaultDB: make(chan struct{}),
 		conns:     map[*clientConn]struct{}{},
@@ -203,6 +212,7 @@ func (s *Server) Run(ctx context.Context) error {
 			go c.serve(stmtCtx)
 		}
 	}()
+	go s.exec.Catalog.Keep(ctx)
 	// Ready once the accept loop runs (tests count goroutines from here).
 	s.log.Info("sql ready", "addr", s.addr.String())
 	close(s.ready)

@@ -25,6 +25,10 @@ type testServer struct {
 	store *memStore
 }
 
+// testSchemaLease keeps schema changes fast: each test server is the only
+// SQL node on its store, so no other node's cache needs the time.
+const testSchemaLease = 20 * time.Millisecond
+
 func startServer(t testing.TB) *testServer {
 	t.Helper()
 	store := newMemStore()
@@ -34,6 +38,7 @@ func startServer(t testing.TB) *testServer {
 		Users:           map[string]string{"root": "", "alice": "s3cret"},
 		CreateDefaultDB: true,
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		SchemaLease:     testSchemaLease,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -40,12 +40,6 @@ const (
 	adminCheckPage = 1024
 )
 
-// SchemaChangeWait is how long an index schema change waits between two
-// states, so that every SQL node's catalog cache (trusted for
-// catalog.CacheTTL) has loaded the previous state before the next one is
-// published. Tests of a single node may lower it.
-var SchemaChangeWait = catalog.CacheTTL + time.Second
-
 // addIndexInfo appends a new index (in state public: the table is being
 // created, it has no rows) to t.
 func addIndexInfo(t *catalog.TableInfo, name string, parts []*ast.IndexPartSpecification, unique bool, opt *ast.IndexOption) error {
@@ -197,18 +191,6 @@ func (s *Session) setIndexState(ctx context.Context, db *catalog.DBInfo, name st
 	return fmt.Errorf("index %d of %s vanished during the schema change", id, name)
 }
 
-// waitSchema lets every SQL node's cache load the state just published.
-func waitSchema(ctx context.Context) error {
-	t := time.NewTimer(SchemaChangeWait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // addIndex adds an index online: delete-only, write-only, backfill, public
 // (see docs/architecture.md). A failed backfill (e.g. a duplicate in a
 // UNIQUE index) removes the index again.
@@ -244,13 +226,13 @@ func (s *Session) addIndex(ctx context.Context, tn *ast.TableName, c *ast.Constr
 		}
 		return err
 	}
-	if err := waitSchema(ctx); err != nil {
+	if err := s.cat.WaitSchemaSync(ctx); err != nil {
 		return fail(err)
 	}
 	if err := s.setIndexState(ctx, db, t.Name, t.ID, ix.ID, catalog.StateWriteOnly, false); err != nil {
 		return fail(err)
 	}
-	if err := waitSchema(ctx); err != nil {
+	if err := s.cat.WaitSchemaSync(ctx); err != nil {
 		return fail(err)
 	}
 	cur, err := s.freshTable(ctx, db, t.Name)
@@ -415,7 +397,7 @@ func (s *Session) dropIndex(ctx context.Context, tn *ast.TableName, name string,
 		if err := s.setIndexState(ctx, db, t.Name, t.ID, ix.ID, catalog.StateWriteOnly, false); err != nil {
 			return err
 		}
-		if err := waitSchema(ctx); err != nil {
+		if err := s.cat.WaitSchemaSync(ctx); err != nil {
 			return err
 		}
 	}

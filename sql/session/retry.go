@@ -27,7 +27,8 @@ var statementRetries = promauto.NewCounter(prometheus.CounterOpts{
 // the start (new start_ts, fresh reads), with exponential backoff, when
 //   - optimistic is set and its commit lost a write conflict, or
 //   - a request it sent before committing was lost with its store
-//     (errno.ErrStoreTimeout: nothing was committed).
+//     (errno.ErrStoreTimeout: nothing was committed), or
+//   - a table it wrote changed schema under it (errno.ErrInfoSchemaChanged).
 //
 // This is not the silent transaction retry that gave TiDB 2.1.7 read skew:
 // the statement is the whole transaction, nothing of the failed attempt was
@@ -61,5 +62,7 @@ func retryable(err error, optimistic bool) bool {
 		return true
 	}
 	var e *errno.Error
-	return errors.As(err, &e) && e.Code == errno.ErrStoreTimeout
+	// 8028: a table it wrote changed schema before it committed; nothing
+	// was written and the new run resolves the table again.
+	return errors.As(err, &e) && (e.Code == errno.ErrStoreTimeout || e.Code == errno.ErrInfoSchemaChanged)
 }

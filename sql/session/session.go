@@ -225,6 +225,9 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		if err := s.cat.DropDB(ctx, x.Name.O, x.IfExists); err != nil {
 			return nil, err
 		}
+		if err := s.cat.WaitSchemaSync(ctx); err != nil {
+			return nil, err
+		}
 		if strings.EqualFold(s.db, x.Name.O) {
 			s.db = ""
 		}
@@ -492,7 +495,8 @@ func (s *Session) dropTable(ctx context.Context, x *ast.DropTableStmt) (*executo
 			return nil, err
 		}
 	}
-	return &executor.Result{}, nil
+	// Returns once no SQL node writes under the dropped ids any more.
+	return &executor.Result{}, s.cat.WaitSchemaSync(ctx)
 }
 
 // truncateTable gives the table a new id: the old rows become unreachable
@@ -506,7 +510,10 @@ func (s *Session) truncateTable(ctx context.Context, x *ast.TruncateTableStmt) (
 	if err != nil {
 		return nil, err
 	}
-	return &executor.Result{}, s.cat.TruncateTable(ctx, db, t)
+	if err := s.cat.TruncateTable(ctx, db, t); err != nil {
+		return nil, err
+	}
+	return &executor.Result{}, s.cat.WaitSchemaSync(ctx)
 }
 
 func boolInt(b bool) types.Datum {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -25,7 +26,8 @@ type txnState struct {
 	txn        sql.Txn
 	opts       sql.TxnOptions
 	began      time.Time
-	written    map[int64]*catalog.TableInfo // tables written, for 1062 at commit
+	written    map[int64]*catalog.TableInfo // tables written: 1062 and 8028 at commit
+	schemaVer  int64                        // catalog version when it began
 	savepoints []string                     // oldest first
 }
 
@@ -178,7 +180,7 @@ func (s *Session) beginTxn(ctx context.Context, opts sql.TxnOptions) error {
 		return err
 	}
 	s.oneShotIsolation = ""
-	s.txn = &txnState{txn: txn, opts: opts, began: time.Now()}
+	s.txn = &txnState{txn: txn, opts: opts, began: time.Now(), schemaVer: s.cat.Version()}
 	return nil
 }
 
@@ -186,9 +188,21 @@ func (s *Session) beginTxn(ctx context.Context, opts sql.TxnOptions) error {
 func (s *Session) commitTxn(ctx context.Context) error {
 	t := s.txn
 	s.txn = nil
-	err := t.txn.Commit(ctx)
+	err := s.commitChecked(ctx, t)
 	observeTxn(t.opts, t.began, outcomeOf(err))
 	return commitError(t, err)
+}
+
+// commitChecked commits t unless a table it wrote changed schema since it
+// began (ERROR 8028; t is rolled back).
+func (s *Session) commitChecked(ctx context.Context, t *txnState) error {
+	if len(t.written) > 0 {
+		if err := s.cat.CheckCommit(ctx, t.schemaVer, maps.Keys(t.written)); err != nil {
+			_ = t.txn.Rollback(ctx)
+			return err
+		}
+	}
+	return t.txn.Commit(ctx)
 }
 
 func (s *Session) rollbackTxn(ctx context.Context, outcome string) {
@@ -396,7 +410,7 @@ func (s *Session) inTxn(ctx context.Context, run func() (*executor.Result, error
 // autocommitStmt runs one statement as its own transaction: begun when
 // the statement first reads or writes, committed when it succeeds.
 func (s *Session) autocommitStmt(ctx context.Context, opts sql.TxnOptions, writes bool, run func() (*executor.Result, error)) (*executor.Result, error) {
-	st := &stmtState{txnState: txnState{opts: opts}, readOnlyStmt: !writes}
+	st := &stmtState{txnState: txnState{opts: opts, schemaVer: s.cat.Version()}, readOnlyStmt: !writes}
 	s.stmt = st
 	res, err := run()
 	s.stmt = nil
@@ -419,7 +433,7 @@ func (s *Session) autocommitStmt(ctx context.Context, opts sql.TxnOptions, write
 		}
 		return res, nil
 	}
-	err = st.txn.Commit(ctx)
+	err = s.commitChecked(ctx, &st.txnState)
 	observeTxn(st.opts, st.began, outcomeOf(err))
 	if err != nil {
 		return nil, commitError(&st.txnState, err)

@@ -1,0 +1,300 @@
+package catalog
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/stratadb/strata/kv/codec"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/errno"
+)
+
+// DefaultLease is the schema lease: a SQL node uses its cached schema for at
+// most this long after it last confirmed the cluster's schema version, and a
+// schema change that invalidates the previous schema waits 2 leases before
+// it returns (or moves to its next state), so that by then every node runs
+// the new version or has stopped serving. TiDB's default is 45 s; checking
+// the version costs one TSO and one point get, so ours is short.
+const DefaultLease = time.Second
+
+// historyLen is how many versions' diffs are kept for commit checks; a
+// transaction that began more versions ago than this fails with 8028.
+const historyLen = 256
+
+// maxDDLRetries bounds how often a schema change is retried when another
+// one bumped the version between its read and its commit.
+const maxDDLRetries = 20
+
+var (
+	schemaVersionGauge = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "schema_version",
+		Help: "Schema version this SQL node has loaded.",
+	})
+	schemaReloads = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "schema_version_checks_total",
+		Help: "Schema version checks by outcome (unchanged, changed, error).",
+	}, []string{"outcome"})
+	schemaCheckSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "schema_version_check_seconds",
+		Help:    "Time to read the cluster's schema version (TSO + point get).",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+	})
+	schemaChangedAborts = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "schema_changed_commits_total",
+		Help: "Commits refused with 8028 because a table they wrote changed schema.",
+	})
+)
+
+func versionKey() []byte { return metaPrefix("SchemaVersion") }
+
+func diffKey(v int64) []byte { return codec.EncodeInt(metaPrefix("SchemaDiff"), v) }
+
+// schemaDiff is what one version changed: the ids of the tables whose
+// definition a transaction that began before it must not write under.
+type schemaDiff struct {
+	Version  int64   `json:"version"`
+	TableIDs []int64 `json:"table_ids"`
+}
+
+// clock is monotonic time since the catalog was created, in nanoseconds.
+func (c *Catalog) clock() int64 { return int64(time.Since(c.epoch)) }
+
+// Version is the schema version this node has loaded. A transaction
+// records it when it begins and passes it to CheckCommit.
+func (c *Catalog) Version() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.version
+}
+
+// Lease returns the schema lease.
+func (c *Catalog) Lease() time.Duration { return c.lease }
+
+// SetLease changes the schema lease (before the catalog is used).
+func (c *Catalog) SetLease(d time.Duration) { c.lease = d }
+
+// ensureValid makes sure the cached schema is within its lease, checking the
+// cluster's version now when it is not (one caller at a time). A node that
+// cannot confirm its version within the lease must not use its cache: that
+// is ERROR 8027.
+func (c *Catalog) ensureValid(ctx context.Context) error {
+	if c.clock() < c.validUntil.Load() {
+		return nil
+	}
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	if c.clock() < c.validUntil.Load() {
+		return nil
+	}
+	if err := c.refresh(ctx); err != nil {
+		return errno.New(errno.ErrInfoSchemaExpired,
+			"Information schema is out of date: schema failed to update in 1 lease (%v), please make sure the SQL node can reach PD and the stores: %v", c.lease, err)
+	}
+	return nil
+}
+
+// refresh reads the cluster's schema version; when it moved, it loads the
+// diffs in between and drops the cache. The lease is counted from before
+// the read was sent.
+func (c *Catalog) refresh(ctx context.Context) error {
+	sent := c.clock()
+	begin := time.Now()
+	ts, err := c.store.GetTS(ctx)
+	if err != nil {
+		schemaReloads.WithLabelValues("error").Inc()
+		return fmt.Errorf("get ts: %w", err)
+	}
+	v, err := c.readVersion(ctx, ts)
+	if err != nil {
+		schemaReloads.WithLabelValues("error").Inc()
+		return err
+	}
+	schemaCheckSeconds.Observe(time.Since(begin).Seconds())
+	c.mu.RLock()
+	cur := c.version
+	c.mu.RUnlock()
+	if v == cur {
+		schemaReloads.WithLabelValues("unchanged").Inc()
+		c.validUntil.Store(sent + int64(c.lease))
+		return nil
+	}
+	var diffs []schemaDiff
+	if v > cur {
+		from := max(cur+1, v-historyLen+1)
+		pairs, err := c.store.Scan(ctx, diffKey(from), diffKey(v+1), ts, 0)
+		if err != nil {
+			schemaReloads.WithLabelValues("error").Inc()
+			return fmt.Errorf("read schema diffs: %w", err)
+		}
+		for _, kv := range pairs {
+			var d schemaDiff
+			if err := json.Unmarshal(kv.Value, &d); err != nil {
+				return fmt.Errorf("corrupt schema diff: %w", err)
+			}
+			diffs = append(diffs, d)
+		}
+	}
+	c.mu.Lock()
+	if v > c.version {
+		for _, d := range diffs {
+			c.history[d.Version] = d.TableIDs
+		}
+		for old := range c.history {
+			if old <= v-historyLen {
+				delete(c.history, old)
+			}
+		}
+		c.version = v
+		c.gen++
+		clear(c.dbs)
+		clear(c.tables)
+		schemaVersionGauge.Set(float64(v))
+		slog.Info("schema version loaded", "version", v, "from", cur)
+	}
+	c.mu.Unlock()
+	schemaReloads.WithLabelValues("changed").Inc()
+	c.validUntil.Store(sent + int64(c.lease))
+	return nil
+}
+
+func (c *Catalog) readVersion(ctx context.Context, ts uint64) (int64, error) {
+	raw, found, err := c.store.Get(ctx, versionKey(), ts)
+	if err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	if !found {
+		return 0, nil
+	}
+	if len(raw) != 8 {
+		return 0, fmt.Errorf("corrupt schema version (%d bytes)", len(raw))
+	}
+	return int64(binary.BigEndian.Uint64(raw)), nil
+}
+
+// Keep checks the cluster's schema version every quarter lease until ctx is
+// done, so that statements find the lease valid and never wait for a check.
+func (c *Catalog) Keep(ctx context.Context) {
+	t := time.NewTicker(c.lease / 4)
+	defer t.Stop()
+	for {
+		c.refreshMu.Lock()
+		err := c.refresh(ctx)
+		c.refreshMu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			slog.Warn("schema version check failed; statements fail with 8027 once the lease expires", "err", err, "lease", c.lease)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// CheckCommit reports ERROR 8028 when a table in written changed its schema
+// after version began (the transaction's rows would be written under a
+// definition other nodes no longer use: a dropped or truncated table's dead
+// id, an index it does not maintain). It confirms the lease first.
+func (c *Catalog) CheckCommit(ctx context.Context, began int64, written func(yield func(int64) bool)) error {
+	if err := c.ensureValid(ctx); err != nil {
+		return err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.version == began {
+		return nil
+	}
+	for v := began + 1; v <= c.version; v++ {
+		ids, ok := c.history[v]
+		if !ok { // older than the history: assume the worst
+			schemaChangedAborts.Inc()
+			return infoSchemaChanged(began, c.version)
+		}
+		for id := range written {
+			if slices.Contains(ids, id) {
+				schemaChangedAborts.Inc()
+				return infoSchemaChanged(began, c.version)
+			}
+		}
+	}
+	return nil
+}
+
+func infoSchemaChanged(from, to int64) error {
+	return errno.New(errno.ErrInfoSchemaChanged,
+		"Information schema is changed during the execution of the statement (for example, table definition may be updated by other DDL ran in parallel): schema version %d -> %d; nothing was committed, run the transaction again", from, to)
+}
+
+// commitDDL commits a schema change: the mutations build returns, plus the
+// version bump and its diff (changed lists the table ids whose definition
+// the change invalidates), in one transaction. build gets the start ts to
+// read what it checks at; a concurrent schema change makes the version key
+// conflict, and the whole change is built and tried again. Afterwards this
+// node has loaded the new version.
+func (c *Catalog) commitDDL(ctx context.Context, changed []int64, build func(start uint64) ([]*kvrpcpb.Mutation, error)) error {
+	for attempt := 0; ; attempt++ {
+		start, err := c.store.GetTS(ctx)
+		if err != nil {
+			return fmt.Errorf("catalog: get start ts: %w", err)
+		}
+		muts, err := build(start)
+		if err != nil {
+			return err
+		}
+		v, err := c.readVersion(ctx, start)
+		if err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		next := v + 1
+		var raw [8]byte
+		binary.BigEndian.PutUint64(raw[:], uint64(next))
+		diff, _ := json.Marshal(schemaDiff{Version: next, TableIDs: changed})
+		muts = append(muts,
+			&kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: versionKey(), Value: raw[:]},
+			&kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: diffKey(next), Value: diff})
+		commit, err := c.store.GetTS(ctx)
+		if err != nil {
+			return fmt.Errorf("catalog: get commit ts: %w", err)
+		}
+		err = c.store.Commit(ctx, muts, start, commit)
+		var wc *sql.WriteConflictError
+		if errors.As(err, &wc) && attempt < maxDDLRetries && string(wc.Key) == string(versionKey()) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		c.refreshMu.Lock()
+		err = c.refresh(ctx)
+		c.refreshMu.Unlock()
+		if err != nil {
+			// Committed; the loader will catch up.
+			slog.Warn("schema change committed, reloading the version failed", "version", next, "err", err)
+		}
+		return nil
+	}
+}
+
+// WaitSchemaSync waits until every SQL node has loaded the version just
+// committed or stopped using its older one: two leases (one suffices by the
+// lease rule; the second covers clock rate drift and a check in flight).
+func (c *Catalog) WaitSchemaSync(ctx context.Context) error {
+	t := time.NewTimer(2 * c.lease)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
