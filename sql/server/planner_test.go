@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/sql/session"
 )
 
 // TestPlannerScripts runs testdata/planner: EXPLAIN of the access paths
