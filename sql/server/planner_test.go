@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
 )
 
 // TestPlannerScripts runs testdata/planner: EXPLAIN of the access paths
