@@ -27,6 +27,8 @@ type Config struct {
 	FreePorts bool
 	// StoreArgs are extra flags for every store node (e.g. a faster raft tick).
 	StoreArgs []string
+	// PDArgs are extra flags for PD (e.g. --schedule-interval).
+	PDArgs []string
 }
 
 // Cluster is a running (or stopped) set of processes.
@@ -36,6 +38,8 @@ type Cluster struct {
 	Stores []*Proc
 	SQL    []*Proc
 	pdAddr string
+	// PDStatusAddr is PD's HTTP status address (also its /pd/api/v1 API).
+	PDStatusAddr string
 	// SQLAddrs are the MySQL addresses, one per SQL node.
 	SQLAddrs []string
 }
@@ -83,7 +87,7 @@ func New(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.pdAddr = addr(pp[0])
+	c.pdAddr, c.PDStatusAddr = addr(pp[0]), addr(pp[3])
 	c.PD = &Proc{
 		Name: "pd", Bin: filepath.Join(binDir, "pd"), LogPath: filepath.Join(logDir, "pd.log"),
 		Args: []string{
@@ -95,6 +99,7 @@ func New(cfg Config) (*Cluster, error) {
 			"--replicas", strconv.Itoa(min(3, cfg.Stores)),
 		},
 	}
+	c.PD.Args = append(c.PD.Args, cfg.PDArgs...)
 	for i := 0; i < cfg.Stores; i++ {
 		sp, err := ports(20160+i, 20180+i)
 		if err != nil {

@@ -21,14 +21,16 @@
 //
 // # Regions and peers
 //
-// A store learns the regions it must host from PD (StoreHeartbeatResponse
-// create_regions). A new region's local state and initial raft state are
-// written in one synced batch before its peer exists. Every replica of a
-// region starts from the same state (like TiKV): log truncated at index 5,
-// term 5, commit 5, applied 5, voters = the region's peer ids (ConfState is
-// derived from the region; there are no conf changes yet), so no snapshot or
-// conf-change entry is needed to form the group. The first peer of a fresh
-// region campaigns at once.
+// A store learns the regions never conf-changed that it must host from PD
+// (StoreHeartbeatResponse create_regions). A new region's local state and
+// initial raft state are written in one synced batch before its peer
+// exists. Every replica of such a region starts from the same state (like
+// TiKV): log truncated at index 5, term 5, commit 5, applied 5, voters = the
+// region's peer ids (ConfState is derived from the region's peers and their
+// roles), so no snapshot or conf-change entry is needed to form the group.
+// The first peer of a fresh region campaigns at once. Peers added later by
+// conf changes are created by raft messages and filled by a snapshot, and
+// removed peers are destroyed (confchange.go).
 //
 // # The Ready loop (one goroutine per store)
 //

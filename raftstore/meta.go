@@ -41,6 +41,17 @@ func (m *storeMeta) setRegion(r *metapb.Region) {
 	m.byRange.ReplaceOrInsert(r)
 }
 
+// remove drops region id (its peer here was destroyed).
+func (m *storeMeta) remove(id uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.byID[id]; ok {
+		m.byRange.Delete(old)
+		delete(m.byID, id)
+	}
+	delete(m.leaders, id)
+}
+
 func (m *storeMeta) region(id uint64) *metapb.Region {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

@@ -57,6 +57,18 @@ var (
 		Help:    "Lease time left when a read was served under the leader lease.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 12), // 1ms .. ~2s
 	})
+	confChanges = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "conf_changes_total",
+		Help: "Conf changes by event (proposed, refused, applied, skipped, epoch_not_match).",
+	}, []string{"event"})
+	peersCreated = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "peers_created_total",
+		Help: "Peers created, by source (raft_message: an uninitialized peer waiting for a snapshot).",
+	}, []string{"source"})
+	peersDestroyed = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "peers_destroyed_total",
+		Help: "Peers destroyed after their removal from the region.",
+	})
 	leaderTransfers = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "leader_transfers_total",
 		Help: "Leader transfers started by this store (graceful shutdown).",

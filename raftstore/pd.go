@@ -2,9 +2,12 @@ package raftstore
 
 import (
 	"context"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/proto/metapb"
@@ -43,10 +46,13 @@ func (s *Store) storeHeartbeatLoop() {
 
 func (s *Store) storeHeartbeat() {
 	ids := s.meta.ids()
+	_, leaders := s.meta.counts()
+	stats := &pdpb.StoreStats{StoreId: s.id, RegionCount: uint32(len(ids)), LeaderCount: uint32(leaders)}
+	s.fillStoreStats(stats)
 	ctx, cancel := context.WithTimeout(s.ctx, 3*s.cfg.StoreHeartbeatInterval)
 	defer cancel()
 	resp, err := s.pd.StoreHeartbeat(ctx, &pdpb.StoreHeartbeatRequest{
-		Stats:     &pdpb.StoreStats{StoreId: s.id, RegionCount: uint32(len(ids))},
+		Stats:     stats,
 		RegionIds: ids,
 	})
 	if err != nil {
@@ -118,6 +124,7 @@ func (s *Store) queueRegionHeartbeat(p *peer) {
 		req.IntervalMs = uint64(now.Sub(p.lastHB).Milliseconds())
 	}
 	p.lastHB, p.writtenBytes, p.writtenKeys = now, 0, 0
+	s.fillPeerHealth(p, req)
 	select {
 	case s.regionHeartbeats <- req:
 	default:
@@ -132,11 +139,68 @@ func (s *Store) regionHeartbeatLoop() {
 			return
 		case req := <-s.regionHeartbeats:
 			ctx, cancel := context.WithTimeout(s.ctx, 3*s.cfg.StoreHeartbeatInterval)
-			_, err := s.pd.RegionHeartbeat(ctx, req)
+			resp, err := s.pd.RegionHeartbeat(ctx, req)
 			cancel()
 			if err != nil && s.ctx.Err() == nil {
 				s.log.Warn("region heartbeat", "region", req.GetRegion().GetId(), "err", err)
 			}
+			if resp.GetChangePeer() != nil || resp.GetTransferLeader() != nil {
+				s.inbox.push(func(m *inboxMsgs) { m.pdSteps = append(m.pdSteps, resp) })
+			}
 		}
 	}
+}
+
+// fillStoreStats sets the disk figures of a store heartbeat: capacity and
+// available space of the data directory's file system, bytes used by the
+// engine.
+func (s *Store) fillStoreStats(st *pdpb.StoreStats) {
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(s.cfg.DataDir, &fs); err == nil {
+		st.Capacity = fs.Blocks * uint64(fs.Bsize)
+		st.Available = fs.Bavail * uint64(fs.Bsize)
+	}
+	st.UsedSize = s.db.Metrics().DiskSpaceUsage()
+	st.IntervalMs = uint64(s.cfg.StoreHeartbeatInterval.Milliseconds())
+}
+
+// samplePeerActivity runs every tick on a leader: raft's RecentActive
+// (reset every election timeout by CheckQuorum) becomes a last-heard time
+// per peer that does not flicker.
+func (s *Store) samplePeerActivity(p *peer, now time.Time) {
+	if p.peerActive == nil || p.activeTerm != p.rn.BasicStatus().GetTerm() {
+		// A new term: every peer starts as just heard from.
+		p.peerActive, p.activeTerm, p.activeSince = map[uint64]time.Time{}, p.rn.BasicStatus().GetTerm(), now
+	}
+	p.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if _, ok := p.peerActive[id]; !ok || pr.RecentActive {
+			p.peerActive[id] = now
+		}
+	})
+}
+
+// fillPeerHealth lists the peers a leader's heartbeat reports as down (not
+// heard from for two election timeouts) or pending (receiving a snapshot,
+// or behind the leader's log start once the term is an election timeout
+// old: a new leader knows no follower's progress yet).
+func (s *Store) fillPeerHealth(p *peer, req *pdpb.RegionHeartbeatRequest) {
+	now := time.Now()
+	et := s.electionTimeout()
+	first := p.ps.apply.truncatedIndex
+	settled := !p.activeSince.IsZero() && now.Sub(p.activeSince) > et
+	p.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if id == p.meta.GetId() {
+			return
+		}
+		m := p.peerMeta(id)
+		if m == nil {
+			return
+		}
+		if last, ok := p.peerActive[id]; ok && now.Sub(last) > 2*et {
+			req.DownPeers = append(req.DownPeers, &pdpb.PeerStats{Peer: m, DownSeconds: uint64(now.Sub(last).Seconds())})
+		}
+		if pr.State == tracker.StateSnapshot || (settled && pr.Match < first) {
+			req.PendingPeers = append(req.PendingPeers, m)
+		}
+	})
 }

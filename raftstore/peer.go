@@ -131,6 +131,19 @@ type peer struct {
 
 	ticksSinceHeartbeat int
 
+	// Conf changes (confchange.go): uninitialized is set for a peer created
+	// by a raft message that has no region data yet (peerCache holds the
+	// stores of the peers it heard from); removed once it applied its own
+	// removal (destroyed at the end of the iteration).
+	uninitialized bool
+	removed       bool
+	peerCache     map[uint64]uint64
+	// Leader's view of its followers (pd.go samplePeerActivity): when each
+	// was last recently active, in term activeTerm sampled since activeSince.
+	peerActive  map[uint64]time.Time
+	activeTerm  uint64
+	activeSince time.Time
+
 	// Raft log GC (loggc.go): compactProposed is the highest compact index
 	// proposed (not proposed again), logBytes approximates the bytes
 	// appended since the last compaction, nextApply is the apply state
@@ -212,7 +225,7 @@ func (p *peer) storeOf(peerID uint64) uint64 {
 			return pp.GetStoreId()
 		}
 	}
-	return 0
+	return p.peerCache[peerID]
 }
 
 // trackProposals runs after ents were persisted at now: new proposals

@@ -48,7 +48,9 @@ const snapshotChunkSize = 1 << 20
 // snapGen is a generated (or in-flight) snapshot of a region.
 type snapGen struct {
 	index, term uint64
-	done        chan struct{} // closed when data/err are set
+	cs          *raftpb.ConfState // the configuration at index
+	confVer     uint64            // the region's conf_ver at index
+	done        chan struct{}     // closed when data/err are set
 	data        []byte
 	err         error
 }
@@ -68,12 +70,12 @@ func (ps *peerStorage) Snapshot() (*raftpb.Snapshot, error) {
 	if g != nil {
 		select {
 		case <-g.done:
-			if g.err == nil && g.index >= ps.apply.truncatedIndex {
+			if g.err == nil && g.index >= ps.apply.truncatedIndex && g.confVer == ps.region.GetRegionEpoch().GetConfVer() {
 				return &raftpb.Snapshot{Data: g.data, Metadata: &raftpb.SnapshotMetadata{
-					Index: new(g.index), Term: new(g.term), ConfState: ps.confState(),
+					Index: new(g.index), Term: new(g.term), ConfState: g.cs,
 				}}, nil
 			}
-			ps.snap = nil // failed or too old: make a new one
+			ps.snap = nil // failed, too old or of an older configuration: make a new one
 		default:
 			return nil, raft.ErrSnapshotTemporarilyUnavailable
 		}
@@ -84,7 +86,7 @@ func (ps *peerStorage) Snapshot() (*raftpb.Snapshot, error) {
 		return nil, err
 	}
 	dbSnap := ps.db.NewSnapshot()
-	g = &snapGen{index: index, term: term, done: make(chan struct{})}
+	g = &snapGen{index: index, term: term, cs: ps.confState(), confVer: ps.region.GetRegionEpoch().GetConfVer(), done: make(chan struct{})}
 	ps.snap = g
 	region := proto.Clone(ps.region).(*metapb.Region)
 	if ps.gens != nil {
@@ -107,14 +109,25 @@ func (ps *peerStorage) Snapshot() (*raftpb.Snapshot, error) {
 func (ps *peerStorage) confState() *raftpb.ConfState {
 	cs := &raftpb.ConfState{}
 	for _, p := range ps.region.GetPeers() {
-		cs.Voters = append(cs.Voters, p.GetId())
+		if p.GetRole() == metapb.PeerRole_Learner {
+			cs.Learners = append(cs.Learners, p.GetId())
+		} else {
+			cs.Voters = append(cs.Voters, p.GetId())
+		}
 	}
 	return cs
 }
 
-// readSnapshotData copies region's user data in every key space out of r.
+// readSnapshotData copies region's user data in every key space out of r,
+// after the region itself (a peer created by a raft message learns its
+// range and peers from it).
 func readSnapshotData(r pebble.Reader, region *metapb.Region) ([]byte, error) {
-	var out []byte
+	rb, err := proto.Marshal(region)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: marshal snapshot region: %w", err)
+	}
+	out := binary.AppendUvarint(nil, uint64(len(rb)))
+	out = append(out, rb...)
 	for _, cf := range keys.CFs {
 		lo, hi := keys.CFBounds(cf, region.GetStartKey(), region.GetEndKey())
 		it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
@@ -144,14 +157,37 @@ func readSnapshotData(r pebble.Reader, region *metapb.Region) ([]byte, error) {
 // dropped, the apply state at the snapshot's index. The in-memory state is
 // updated by snapshotPersisted once b committed.
 func (ps *peerStorage) writeSnapshot(b *pebble.Batch, snap *raftpb.Snapshot) error {
-	region := ps.region
+	rb, data, err := snapField(snap.GetData())
+	if err != nil {
+		return err
+	}
+	region := &metapb.Region{}
+	if err := proto.Unmarshal(rb, region); err != nil || region.GetId() != ps.regionID {
+		return fmt.Errorf("%w: snapshot of region %d carries region %d (%v)", ErrCorrupt, ps.regionID, region.GetId(), err)
+	}
+	if old := ps.region; len(old.GetPeers()) > 0 && !sameRange(old, region) {
+		// Clear the range this peer had too (initialized peers only).
+		for _, cf := range keys.CFs {
+			lo, hi := keys.CFBounds(cf, old.GetStartKey(), old.GetEndKey())
+			if err := b.DeleteRange(lo, hi, nil); err != nil {
+				return err
+			}
+		}
+	}
+	rs, err := encodeRegionState(peerStateNormal, region)
+	if err != nil {
+		return err
+	}
+	if err := b.Set(regionStateKey(region.GetId()), rs, nil); err != nil {
+		return err
+	}
+	ps.pendingRegion = region
 	for _, cf := range keys.CFs {
 		lo, hi := keys.CFBounds(cf, region.GetStartKey(), region.GetEndKey())
 		if err := b.DeleteRange(lo, hi, nil); err != nil {
 			return err
 		}
 	}
-	data := snap.GetData()
 	for len(data) > 0 {
 		k, rest, err := snapField(data)
 		if err != nil {
@@ -181,11 +217,18 @@ func (ps *peerStorage) writeSnapshot(b *pebble.Batch, snap *raftpb.Snapshot) err
 // snapshotPersisted updates the in-memory state after writeSnapshot's batch
 // committed (before the entries of the same Ready are accounted).
 func (ps *peerStorage) snapshotPersisted(snap *raftpb.Snapshot) {
+	if ps.pendingRegion != nil {
+		ps.region, ps.pendingRegion = ps.pendingRegion, nil
+	}
 	idx, term := snap.GetMetadata().GetIndex(), snap.GetMetadata().GetTerm()
 	ps.apply = applyState{applied: idx, truncatedIndex: idx, truncatedTerm: term}
 	ps.lastIndex, ps.lastTerm = idx, term
 	ps.cache = nil
 	ps.snap = nil
+}
+
+func sameRange(a, b *metapb.Region) bool {
+	return bytes.Equal(a.GetStartKey(), b.GetStartKey()) && bytes.Equal(a.GetEndKey(), b.GetEndKey())
 }
 
 func snapField(b []byte) (field, rest []byte, err error) {

@@ -80,9 +80,17 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		require.ErrorIs(t, err, raft.ErrCompacted)
 	}
 
-	// A key outside the region in the data is refused, not written.
-	bad := &raftpb.Snapshot{Data: must(readSnapshotData(src, &metapb.Region{Id: 7})), Metadata: snap.Metadata}
+	// A key outside the snapshot's region in the data is refused, not
+	// written: the data of the whole key space under region's header.
+	all := must(readSnapshotData(src, &metapb.Region{Id: region.GetId()}))
+	_, allKVs, err := snapField(all)
+	require.NoError(t, err)
+	hdr := must(readSnapshotData(memDB(t), region))
+	bad := &raftpb.Snapshot{Data: append(hdr, allKVs...), Metadata: snap.Metadata}
 	require.ErrorIs(t, ps.writeSnapshot(dst.NewBatch(), bad), ErrCorrupt)
+	// So is a snapshot of another region.
+	other := &raftpb.Snapshot{Data: must(readSnapshotData(src, &metapb.Region{Id: region.GetId() + 1})), Metadata: snap.Metadata}
+	require.ErrorIs(t, ps.writeSnapshot(dst.NewBatch(), other), ErrCorrupt)
 }
 
 func must2[T any](v T, err error) T {

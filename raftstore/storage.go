@@ -36,6 +36,9 @@ type peerStorage struct {
 	// gens counts generation goroutines (the store's, nil in unit tests).
 	snap *snapGen
 	gens *sync.WaitGroup
+	// pendingRegion is the region of a snapshot written to a batch not yet
+	// committed (snapshotPersisted makes it region).
+	pendingRegion *metapb.Region
 }
 
 var _ raft.Storage = (*peerStorage)(nil)
@@ -110,8 +113,9 @@ func writeInitialState(b *pebble.Batch, region *metapb.Region) error {
 	return b.Set(applyStateKey(region.GetId()), as.encode(), nil)
 }
 
-// InitialState implements raft.Storage. The voters are the region's peers
-// (there are no conf changes yet).
+// InitialState implements raft.Storage. The configuration is the region's
+// peers (voters and learners) as of the applied index: conf changes are
+// applied to the region in the apply batch.
 func (ps *peerStorage) InitialState() (*raftpb.HardState, *raftpb.ConfState, error) {
 	return proto.Clone(ps.hardState).(*raftpb.HardState), ps.confState(), nil
 }

@@ -540,23 +540,9 @@ func (s *Store) createPeer(region *metapb.Region, fromSplit bool) error {
 		return err
 	}
 	ps.gens = &s.snaps.wg
-	rn, err := raft.NewRawNode(&raft.Config{
-		ID:                        meta.GetId(),
-		ElectionTick:              s.cfg.ElectionTicks,
-		HeartbeatTick:             s.cfg.HeartbeatTicks,
-		Storage:                   ps,
-		Applied:                   ps.apply.applied,
-		MaxSizePerMsg:             1 << 20,
-		MaxInflightMsgs:           256,
-		MaxUncommittedEntriesSize: s.cfg.MaxUncommittedBytes,
-		CheckQuorum:               true,
-		PreVote:                   true,
-		ReadOnlyOption:            raft.ReadOnlySafe,
-		DisableProposalForwarding: true,
-		Logger:                    newRaftLogger(s.log.With("region", region.GetId(), "peer", meta.GetId())),
-	})
+	rn, err := s.newRawNode(meta, ps, region)
 	if err != nil {
-		return fmt.Errorf("raftstore: new raft node for region %d: %w", region.GetId(), err)
+		return err
 	}
 	p := &peer{meta: meta, region: region, rn: rn, ps: ps, unassigned: map[uint64]*proposal{}, created: time.Now()}
 	p.lease.maxLease = s.maxLease
@@ -579,6 +565,29 @@ func (s *Store) createPeer(region *metapb.Region, fromSplit bool) error {
 	return nil
 }
 
+// newRawNode builds the raft node of region's peer meta over ps.
+func (s *Store) newRawNode(meta *metapb.Peer, ps *peerStorage, region *metapb.Region) (*raft.RawNode, error) {
+	rn, err := raft.NewRawNode(&raft.Config{
+		ID:                        meta.GetId(),
+		ElectionTick:              s.cfg.ElectionTicks,
+		HeartbeatTick:             s.cfg.HeartbeatTicks,
+		Storage:                   ps,
+		Applied:                   ps.apply.applied,
+		MaxSizePerMsg:             1 << 20,
+		MaxInflightMsgs:           256,
+		MaxUncommittedEntriesSize: s.cfg.MaxUncommittedBytes,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		ReadOnlyOption:            raft.ReadOnlySafe,
+		DisableProposalForwarding: true,
+		Logger:                    newRaftLogger(s.log.With("region", region.GetId(), "peer", meta.GetId())),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: new raft node for region %d: %w", region.GetId(), err)
+	}
+	return rn, nil
+}
+
 // inbox hands requests and messages to the Ready loop: producers append
 // under a mutex and signal; the loop swaps the whole batch out at once.
 type inbox struct {
@@ -595,9 +604,10 @@ type inboxMsgs struct {
 	reads       []*readRequest
 	creates     []*metapb.Region
 	unreachable []unreachable
-	drains      []chan struct{}  // TransferLeaders waiters
-	snaps       []receivedSnap   // MsgSnaps received on the Snapshot RPC
-	snapStatus  []snapshotStatus // outcomes of snapshot sends
+	drains      []chan struct{}                 // TransferLeaders waiters
+	snaps       []receivedSnap                  // MsgSnaps received on the Snapshot RPC
+	snapStatus  []snapshotStatus                // outcomes of snapshot sends
+	pdSteps     []*pdpb.RegionHeartbeatResponse // operator steps from PD (confchange.go)
 }
 
 type unreachable struct{ regionID, peerID uint64 }
@@ -610,6 +620,8 @@ func (m *inboxMsgs) reset() {
 	clear(m.drains)
 	clear(m.snaps)
 	m.snaps, m.snapStatus = m.snaps[:0], m.snapStatus[:0]
+	clear(m.pdSteps)
+	m.pdSteps = m.pdSteps[:0]
 	m.raft, m.proposals, m.reads, m.creates, m.unreachable = m.raft[:0], m.proposals[:0], m.reads[:0], m.creates[:0], m.unreachable[:0]
 	m.drains = m.drains[:0]
 }
@@ -762,6 +774,9 @@ func (s *Store) iterate(tick bool) bool {
 			p.rn.ReportSnapshot(st.peerID, status)
 		}
 	}
+	for _, st := range m.pdSteps {
+		s.execPDStep(st)
+	}
 	for _, u := range m.unreachable {
 		if p := s.peers[u.regionID]; p != nil {
 			p.rn.ReportUnreachable(u.peerID)
@@ -833,6 +848,7 @@ func (s *Store) iterate(tick bool) bool {
 		readies[i] = peerReady{}
 	}
 	s.readies = readies[:0]
+	s.destroyRemoved()
 	readyLoopSeconds.Observe(time.Since(start).Seconds())
 	if s.newPeers {
 		again, s.newPeers = true, false // peers created by a split may have a Ready
@@ -858,9 +874,11 @@ func (s *Store) tick() {
 	if s.cfg.SplitCheckInterval > 0 && s.ticks%max(uint64(s.cfg.SplitCheckInterval/s.cfg.RaftTick), 1) == 0 {
 		s.splitCandidates()
 	}
+	now := time.Now()
 	for _, p := range s.peers {
 		p.rn.Tick()
 		if p.isLeader {
+			s.samplePeerActivity(p, now)
 			p.ticksSinceHeartbeat++
 			if p.ticksSinceHeartbeat >= hbTicks {
 				s.queueRegionHeartbeat(p)
@@ -872,7 +890,7 @@ func (s *Store) tick() {
 			p.failReads(errStaleCommand(), nil)
 		}
 		if len(p.pending) > 0 {
-			p.expireOverwritten(time.Now(), readTimeout)
+			p.expireOverwritten(now, readTimeout)
 		}
 		if gc && p.isLeader {
 			s.maybeCompactLog(p)
@@ -881,18 +899,8 @@ func (s *Store) tick() {
 }
 
 func (s *Store) stepRaftMessage(rm *raft_serverpb.RaftMessage) {
-	p := s.peers[rm.GetRegionId()]
+	p := s.routeRaftMessage(rm) // confchange.go
 	if p == nil {
-		// A split this store has not applied yet creates it, or PD has not
-		// told us about it yet: hold the message briefly, and ask PD now.
-		s.holdOrphan(rm)
-		select {
-		case s.hbNudge <- struct{}{}:
-		default:
-		}
-		return
-	}
-	if rm.GetToPeer().GetId() != p.meta.GetId() {
 		return
 	}
 	msg := &raftpb.Message{}
@@ -1001,20 +1009,27 @@ func (s *Store) transferLeaders() {
 		if target == 0 {
 			continue // no other voter: keep serving until stopped
 		}
-		p.transferee, p.handedOff = target, true
-		// The MsgTimeoutNow this may send lets the target win an election
-		// with forced votes that ignore CheckQuorum: no lease read from here
-		// on in this term, decided before the message can go out.
-		p.lease.transferStarted()
-		p.rn.TransferLeader(target)
-		if h := s.leaseHook.Load(); h != nil {
-			st := p.rn.BasicStatus()
-			(*h)(LeaseEvent{Transfer: true, RegionID: p.region.GetId(), Term: st.GetTerm(), LeadTransferee: st.LeadTransferee,
-				LeaseValid: p.lease.valid(time.Now(), st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee)})
-		}
-		leaderTransfers.Inc()
-		s.log.Info("transferring leader", "region", p.region.GetId(), "to_peer", target)
+		p.handedOff = true
+		s.startTransfer(p, target)
 	}
+}
+
+// startTransfer starts a leader transfer of p (a leader with no transfer in
+// progress) to peer target.
+func (s *Store) startTransfer(p *peer, target uint64) {
+	p.transferee = target
+	// The MsgTimeoutNow this may send lets the target win an election
+	// with forced votes that ignore CheckQuorum: no lease read from here
+	// on in this term, decided before the message can go out.
+	p.lease.transferStarted()
+	p.rn.TransferLeader(target)
+	if h := s.leaseHook.Load(); h != nil {
+		st := p.rn.BasicStatus()
+		(*h)(LeaseEvent{Transfer: true, RegionID: p.region.GetId(), Term: st.GetTerm(), LeadTransferee: st.LeadTransferee,
+			LeaseValid: p.lease.valid(time.Now(), st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee)})
+	}
+	leaderTransfers.Inc()
+	s.log.Info("transferring leader", "region", p.region.GetId(), "to_peer", target)
 }
 
 // transferTarget picks the target of a leader transfer among rn's voters
@@ -1259,6 +1274,7 @@ func (s *Store) persist(readies []peerReady) {
 	for _, r := range readies {
 		if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {
 			r.p.ps.snapshotPersisted(r.rd.Snapshot)
+			s.snapshotInstalled(r.p)
 			r.p.snapshotApplied(r.rd.Snapshot.GetMetadata().GetIndex())
 			snapshotsTotal.WithLabelValues("applied").Inc()
 			s.log.Info("snapshot applied", "region", r.p.region.GetId(), "index", r.rd.Snapshot.GetMetadata().GetIndex(),
@@ -1406,7 +1422,7 @@ func (s *Store) apply(readies []peerReady) {
 				}
 				resp = s.applyCmd(b, p, &as, cmd, e.GetIndex())
 			default:
-				s.log.Warn("ignoring conf change entry", "region", p.region.GetId(), "index", e.GetIndex())
+				resp = s.applyConfChange(b, p, e)
 			}
 			as.applied = e.GetIndex()
 			p.ackApplied(e.GetIndex(), e.GetTerm(), resp, &results)

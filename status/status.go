@@ -29,10 +29,17 @@ type Info struct {
 	UptimeSeconds float64   `json:"uptime_seconds"`
 }
 
-// Serve listens on addr and serves the status endpoints until ctx is
-// cancelled. It returns the bound address (useful with port 0) once the
-// listener is open; serving continues in a background goroutine.
-func Serve(ctx context.Context, addr, role string) (net.Addr, error) {
+// Route is an extra handler a process serves on its status port (PD's
+// HTTP API), registered with http.ServeMux pattern syntax.
+type Route struct {
+	Pattern string
+	Handler http.Handler
+}
+
+// Serve listens on addr and serves the status endpoints and routes until
+// ctx is cancelled. It returns the bound address (useful with port 0) once
+// the listener is open; serving continues in a background goroutine.
+func Serve(ctx context.Context, addr, role string, routes ...Route) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("status: listen %s: %w", addr, err)
@@ -52,6 +59,9 @@ func Serve(ctx context.Context, addr, role string) (net.Addr, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	for _, r := range routes {
+		mux.Handle(r.Pattern, r.Handler)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -15,9 +15,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/stratadb/strata/config"
 	"github.com/stratadb/strata/pd"
+	"github.com/stratadb/strata/pd/schedule"
 	"github.com/stratadb/strata/status"
 )
 
@@ -37,6 +39,11 @@ type fileConfig struct {
 	Replicas            int    `toml:"replicas"`
 	LogLevel            string `toml:"log-level"`
 	EtcdLogLevel        string `toml:"etcd-log-level"`
+	// Scheduling defaults (the HTTP API's POST /pd/api/v1/config overrides
+	// them and persists the result).
+	MaxStoreDownTime time.Duration `toml:"max-store-down-time"`
+	StoreLimit       float64       `toml:"store-limit"`
+	ScheduleInterval time.Duration `toml:"schedule-interval"`
 }
 
 func main() {
@@ -81,6 +88,8 @@ func run(args []string) error {
 		ListenPeerURL: fc.ListenPeerURL, ListenClientURL: fc.ListenEtcdClientURL,
 		InitialCluster: fc.InitialCluster, InitialClusterState: fc.InitialClusterState,
 		Replicas: fc.Replicas, EtcdLogLevel: fc.EtcdLogLevel,
+		Schedule: schedule.Config{MaxStoreDownTime: schedule.Duration(fc.MaxStoreDownTime), StoreLimit: fc.StoreLimit,
+			ScheduleInterval: schedule.Duration(fc.ScheduleInterval)},
 	})
 	if err != nil {
 		return err
@@ -89,7 +98,7 @@ func run(args []string) error {
 
 	ctx, stop := config.ShutdownContext()
 	defer stop()
-	statusBound, err := status.Serve(ctx, fc.StatusAddr, "pd")
+	statusBound, err := status.Serve(ctx, fc.StatusAddr, "pd", status.Route{Pattern: pd.APIPrefix, Handler: srv.APIHandler()})
 	if err != nil {
 		return err
 	}
@@ -127,5 +136,8 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.Replicas, "replicas", cfg.Replicas, "replicas of the first region; bootstrap waits for this many stores")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.EtcdLogLevel, "etcd-log-level", cfg.EtcdLogLevel, "embedded etcd log level: debug, info, warn, error")
+	fs.DurationVar(&cfg.MaxStoreDownTime, "max-store-down-time", cfg.MaxStoreDownTime, "a store without a heartbeat this long is Down and its replicas are rebuilt elsewhere (default 30m)")
+	fs.Float64Var(&cfg.StoreLimit, "store-limit", cfg.StoreLimit, "peers added to (and removed from) one store per minute at most (default 15)")
+	fs.DurationVar(&cfg.ScheduleInterval, "schedule-interval", cfg.ScheduleInterval, "how often checkers and schedulers run (default 1s)")
 	return fs
 }
