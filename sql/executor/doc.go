@@ -17,7 +17,9 @@
 // the transaction has buffered writes in the range (the coprocessor cannot
 // see them) or reads a fresh snapshot per statement (READ-COMMITTED).
 // INSERT buffers Txn.Insert (a duplicate key is ERROR 1062, found when the
-// key is locked or at commit). In pessimistic mode UPDATE, DELETE, INSERT
+// key is locked or at commit); REPLACE and INSERT ... ON DUPLICATE KEY
+// UPDATE first read (and in pessimistic mode lock) the rows a new row
+// collides with on its primary or unique keys (upsert.go). In pessimistic mode UPDATE, DELETE, INSERT
 // and SELECT ... FOR UPDATE / LOCK IN SHARE MODE lock their rows at
 // statement time (LockKeys at a fresh for_update_ts) and UPDATE / DELETE /
 // FOR UPDATE work on the latest committed values the lock returns, with

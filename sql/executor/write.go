@@ -66,13 +66,10 @@ func defaultValue(c *catalog.ColumnInfo, env expr.Env, rowNum int) (datum, error
 // are buffered with Txn.Insert; a duplicate primary key fails with ERROR
 // 1062 when the keys are locked (pessimistic) or at commit (optimistic).
 func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, tx TxnSource) (*Result, error) {
+	upsert := s.IsReplace || len(s.OnDuplicate) > 0
 	switch {
-	case s.IsReplace:
-		return nil, errno.NotSupported("REPLACE")
 	case s.Select != nil:
 		return nil, errno.NotSupported("INSERT ... SELECT")
-	case len(s.OnDuplicate) > 0:
-		return nil, errno.NotSupported("INSERT ... ON DUPLICATE KEY UPDATE")
 	case s.IgnoreErr:
 		return nil, errno.NotSupported("INSERT IGNORE")
 	}
@@ -174,7 +171,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		seen := make(map[int64]struct{}, nrows)
 		for ri := range nrows {
 			h := slab[ri*ncols+tbl.HandleOffset].Int64()
-			if _, dup := seen[h]; dup {
+			if _, dup := seen[h]; dup && !upsert { // REPLACE / ON DUPLICATE: a later row meets the earlier one
 				return nil, dupEntry(src, h)
 			}
 			seen[h] = struct{}{}
@@ -190,10 +187,17 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	for ri := range rows {
 		rows[ri] = slab[ri*ncols : (ri+1)*ncols : (ri+1)*ncols]
 	}
-	if err := e.writer(tx, txn, tbl).AddRecords(ctx, handles, rows); err != nil {
-		return nil, err
+	var res *Result
+	if upsert {
+		if res, err = e.upsert(ctx, s, src, env, tx, txn, handles, rows); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := e.writer(tx, txn, tbl).AddRecords(ctx, handles, rows); err != nil {
+			return nil, err
+		}
+		res = &Result{AffectedRows: uint64(nrows)}
 	}
-	res := &Result{AffectedRows: uint64(nrows)}
 	if len(autoIDs) > 0 {
 		res.LastInsertID = uint64(autoIDs[0])
 	}
@@ -313,30 +317,9 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 		return nil, err
 	}
 	tbl := src.Table
-	type assign struct {
-		off int
-		e   expr.Expr
-		def bool
-	}
-	var as []assign
-	ectx := &expr.Ctx{Columns: src.Cols, Env: env, Clause: "field list"}
-	for _, a := range s.List {
-		if a.Column.Table.L != "" && a.Column.Table.L != src.Alias {
-			return nil, errno.New(errno.ErrBadField, "Unknown column '%s.%s' in 'field list'", a.Column.Table.O, a.Column.Name.O)
-		}
-		off := tbl.FindColumn(a.Column.Name.O)
-		if off < 0 {
-			return nil, errno.New(errno.ErrBadField, "Unknown column '%s' in 'field list'", a.Column.Name.O)
-		}
-		if _, isDef := a.Expr.(*ast.DefaultExpr); isDef {
-			as = append(as, assign{off: off, def: true})
-			continue
-		}
-		ae, err := expr.Compile(a.Expr, ectx)
-		if err != nil {
-			return nil, err
-		}
-		as = append(as, assign{off: off, e: ae})
+	as, err := compileAssignments(s.List, src, &expr.Ctx{Columns: src.Cols, Env: env, Clause: "field list"})
+	if err != nil {
+		return nil, err
 	}
 	txn, err := tx.Txn(ctx, false)
 	if err != nil {
@@ -356,28 +339,10 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 	for ri, r := range rows {
 		newRow := slab[ri*w : (ri+1)*w : (ri+1)*w]
 		copy(newRow, r)
-		evalRow := newRow // MySQL evaluates assignments left to right, each seeing earlier ones.
-		for _, a := range as {
-			var v datum
-			if a.def {
-				if v, err = defaultValue(tbl.Columns[a.off], env, ri+1); err != nil {
-					return nil, err
-				}
-			} else if v, err = a.e.Eval(evalRow); err != nil {
-				return nil, err
-			}
-			if evalRow[a.off], err = convertColumn(tbl.Columns[a.off], v, ri+1); err != nil {
-				return nil, err
-			}
+		if err := assignRow(as, tbl, env, newRow, ri+1); err != nil {
+			return nil, err
 		}
-		same := true
-		for i := 0; i < ncols; i++ {
-			if !sameDatum(r[i], newRow[i]) {
-				same = false
-				break
-			}
-		}
-		if same {
+		if sameRow(r, newRow, ncols) {
 			continue
 		}
 		oldH := r[hOff].Int64()
@@ -395,6 +360,65 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 		}
 	}
 	return &Result{AffectedRows: uint64(changed), FoundRows: uint64(len(rows)), Info: fmt.Sprintf("Rows matched: %d  Changed: %d  Warnings: 0", len(rows), changed)}, nil
+}
+
+// assign is one `col = expr` of UPDATE or ON DUPLICATE KEY UPDATE.
+type assign struct {
+	off int
+	e   expr.Expr
+	def bool // col = DEFAULT
+}
+
+func compileAssignments(list []*ast.Assignment, src *planner.Source, ectx *expr.Ctx) ([]assign, error) {
+	var as []assign
+	for _, a := range list {
+		if a.Column.Table.L != "" && a.Column.Table.L != src.Alias {
+			return nil, errno.New(errno.ErrBadField, "Unknown column '%s.%s' in 'field list'", a.Column.Table.O, a.Column.Name.O)
+		}
+		off := src.Table.FindColumn(a.Column.Name.O)
+		if off < 0 {
+			return nil, errno.New(errno.ErrBadField, "Unknown column '%s' in 'field list'", a.Column.Name.O)
+		}
+		if _, isDef := a.Expr.(*ast.DefaultExpr); isDef {
+			as = append(as, assign{off: off, def: true})
+			continue
+		}
+		ae, err := expr.Compile(a.Expr, ectx)
+		if err != nil {
+			return nil, err
+		}
+		as = append(as, assign{off: off, e: ae})
+	}
+	return as, nil
+}
+
+// assignRow applies as to row (which starts as the old row) left to right,
+// each assignment seeing the earlier ones, as MySQL evaluates them.
+func assignRow(as []assign, tbl *catalog.TableInfo, env expr.Env, row []datum, rowNum int) error {
+	for _, a := range as {
+		var v datum
+		var err error
+		if a.def {
+			if v, err = defaultValue(tbl.Columns[a.off], env, rowNum); err != nil {
+				return err
+			}
+		} else if v, err = a.e.Eval(row); err != nil {
+			return err
+		}
+		if row[a.off], err = convertColumn(tbl.Columns[a.off], v, rowNum); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sameRow(a, b []datum, ncols int) bool {
+	for i := 0; i < ncols; i++ {
+		if !sameDatum(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func sameDatum(a, b datum) bool {

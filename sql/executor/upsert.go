@@ -1,0 +1,189 @@
+package executor
+
+import (
+	"context"
+	"slices"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/planner"
+	"github.com/stratadb/strata/sql/table"
+)
+
+// valuesTable names the slots of the row being inserted that VALUES(col)
+// reads in ON DUPLICATE KEY UPDATE; the names cannot clash with a column.
+const valuesTable = "\x00values"
+
+// upsert writes rows one by one for REPLACE and INSERT ... ON DUPLICATE KEY
+// UPDATE, each seeing the rows written before it, with MySQL's affected
+// rows: REPLACE counts the row inserted and every row it deleted; ON
+// DUPLICATE counts 1 per inserted row, 2 per updated row and 0 per row set
+// to its current values (1 with CLIENT_FOUND_ROWS, the FoundRows count).
+// In pessimistic mode the keys a row could collide on and the rows found
+// there are locked, and their latest values decide.
+func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.Source, env expr.Env, tx TxnSource, txn sql.Txn,
+	handles []int64, rows [][]datum) (*Result, error) {
+	tbl := src.Table
+	ncols := len(tbl.Columns)
+	var as []assign
+	if !s.IsReplace {
+		cols := slices.Clone(src.Cols)
+		for _, c := range tbl.Columns {
+			cols = append(cols, expr.SchemaColumn{Table: valuesTable, Name: valuesTable + c.Name, Type: c.Type, Hidden: true})
+		}
+		list := make([]*ast.Assignment, len(s.OnDuplicate))
+		for i, a := range s.OnDuplicate {
+			n, _ := a.Expr.Accept(valuesRewriter{})
+			list[i] = &ast.Assignment{Column: a.Column, Expr: n.(ast.ExprNode)}
+		}
+		var err error
+		if as, err = compileAssignments(list, src, &expr.Ctx{Columns: cols, Env: env, Clause: "field list"}); err != nil {
+			return nil, err
+		}
+	}
+	w := e.writer(tx, txn, tbl)
+	res := &Result{}
+	for ri, row := range rows {
+		oldHs, oldRows, err := e.conflicts(ctx, src, tx, txn, row, handles[ri])
+		if err != nil {
+			return nil, err
+		}
+		if s.IsReplace || len(oldHs) == 0 {
+			if len(oldHs) > 0 {
+				if err := w.RemoveRecords(ctx, oldHs, oldRows); err != nil {
+					return nil, err
+				}
+				res.AffectedRows += uint64(len(oldHs))
+			}
+			if err := w.AddRecords(ctx, handles[ri:ri+1], rows[ri:ri+1]); err != nil {
+				return nil, err
+			}
+			res.AffectedRows++
+			res.FoundRows++
+			continue
+		}
+		// ON DUPLICATE KEY UPDATE the first row collided with.
+		old := oldRows[0]
+		evalRow := make([]datum, len(src.Cols)+ncols)
+		copy(evalRow, old)
+		copy(evalRow[len(src.Cols):], row[:ncols])
+		if err := assignRow(as, tbl, env, evalRow, ri+1); err != nil {
+			return nil, err
+		}
+		newRow := evalRow[:len(src.Cols):len(src.Cols)]
+		if sameRow(old, newRow, ncols) {
+			res.FoundRows++
+			continue
+		}
+		newH := oldHs[0]
+		if tbl.PKIsHandle {
+			newH = newRow[tbl.HandleOffset].Int64()
+		}
+		if err := w.UpdateRecords(ctx, oldHs[:1], oldRows[:1], []int64{newH}, [][]datum{newRow}); err != nil {
+			return nil, err
+		}
+		res.AffectedRows += 2
+		res.FoundRows += 2
+	}
+	return res, nil
+}
+
+// valuesRewriter turns VALUES(col) into a reference to the inserted row's
+// slot of col.
+type valuesRewriter struct{}
+
+func (valuesRewriter) Enter(n ast.Node) (ast.Node, bool) { return n, false }
+
+func (valuesRewriter) Leave(n ast.Node) (ast.Node, bool) {
+	if v, ok := n.(*ast.ValuesExpr); ok && v.Column != nil {
+		return &ast.ColumnNameExpr{Name: &ast.ColumnName{Table: ast.NewCIStr(valuesTable), Name: ast.NewCIStr(valuesTable + v.Column.Name.Name.O)}}, true
+	}
+	return n, true
+}
+
+// conflicts returns the handles and rows (their latest values, locked, in
+// pessimistic mode) of the existing rows row (with handle h) collides with:
+// on the primary key, then on each writable unique index without a NULL,
+// distinct, in that order.
+func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSource, txn sql.Txn, row []datum, h int64) ([]int64, [][]datum, error) {
+	tbl := src.Table
+	var keys [][]byte
+	if tbl.PKIsHandle {
+		keys = append(keys, tablecodec.RowKey(tbl.ID, h))
+	}
+	for _, ix := range tbl.Indices {
+		if !ix.Unique || !ix.Writable() {
+			continue
+		}
+		if k, _, unique := table.IndexEntry(nil, tbl, ix, row, h); unique {
+			keys = append(keys, k)
+		}
+	}
+	vals, err := e.latest(ctx, tx, txn, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	var hs []int64
+	for i, v := range vals {
+		if v == nil {
+			continue
+		}
+		oh := h
+		if tablecodec.IsIndexKey(keys[i]) {
+			if oh, err = tablecodec.DecodeIndexHandle(0, false, v); err != nil {
+				return nil, nil, err
+			}
+		}
+		if !slices.Contains(hs, oh) {
+			hs = append(hs, oh)
+		}
+	}
+	if len(hs) == 0 {
+		return nil, nil, nil
+	}
+	rowKeys := make([][]byte, len(hs))
+	for i, oh := range hs {
+		rowKeys[i] = tablecodec.RowKey(tbl.ID, oh)
+	}
+	rvals, err := e.latest(ctx, tx, txn, rowKeys)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([][]datum, 0, len(hs))
+	kept := hs[:0]
+	for i, v := range rvals {
+		if v == nil {
+			continue // an index entry without its row: nothing to replace
+		}
+		r := make([]datum, tbl.RowWidth())
+		if err := decodeRowInto(src, rowKeys[i], v, r); err != nil {
+			return nil, nil, err
+		}
+		kept = append(kept, hs[i])
+		out = append(out, r)
+	}
+	return kept, out, nil
+}
+
+// latest returns each key's value as the statement must see it (nil:
+// absent): locked at for_update_ts in pessimistic mode, else the
+// transaction's snapshot and own writes.
+func (e *Executor) latest(ctx context.Context, tx TxnSource, txn sql.Txn, keys [][]byte) ([][]byte, error) {
+	if tx.TxnOptions().Pessimistic {
+		vals, _, err := e.lockKeys(ctx, tx, txn, false, keys)
+		return vals, err
+	}
+	vals := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, found, err := txn.Get(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			vals[i] = v
+		}
+	}
+	return vals, nil
+}
