@@ -395,3 +395,101 @@ func TestDeleteStoreDrainsToTombstone(t *testing.T) {
 	require.Zero(t, w.errs.Load(), "statements failed during the drain")
 	requireRowsPresent(t, db, acked)
 }
+
+// A 4th store started by hand on a 3-store cluster whose table was split
+// into 24 regions (SPLIT TABLE) gets at least half of its fair share of
+// replicas within 3 minutes, and leaders end up on all 4 stores; writes
+// keep succeeding throughout and none acknowledged is lost.
+func TestScaleOutBalances(t *testing.T) {
+	c := startPDCluster(t, 4)
+	late := c.Stores[3]
+	for _, p := range c.Procs() {
+		if p != late {
+			require.NoError(t, p.Start())
+		}
+	}
+	waitReady(t, c)
+	db := createTable(t, c)
+	_, err := db.Exec("SPLIT TABLE t BETWEEN (0) AND (24000) REGIONS 24")
+	require.NoError(t, err)
+	var rs apiRegions
+	require.Eventually(t, func() bool {
+		return pdAPI(t, c, "GET", "regions", nil, &rs) == nil && rs.Count >= 24
+	}, time.Minute, 100*time.Millisecond)
+	t.Logf("%d regions", rs.Count)
+
+	w := startWriter(db)
+	start := time.Now()
+	require.NoError(t, late.Start())
+	var st apiStores
+	require.Eventually(t, func() bool {
+		return pdAPI(t, c, "GET", "stores", nil, &st) == nil && len(st.Stores) == 4
+	}, time.Minute, 100*time.Millisecond)
+	newStore := st.Stores[3].Store.ID
+	var halfAt time.Time
+	ok := false
+	for time.Since(start) < 3*time.Minute {
+		require.NoError(t, pdAPI(t, c, "GET", "stores", nil, &st))
+		total, leadersOn := 0, 0
+		var mine int
+		for _, s := range st.Stores {
+			total += s.Status.RegionCount
+			if s.Status.LeaderCount > 0 {
+				leadersOn++
+			}
+			if s.Store.ID == newStore {
+				mine = s.Status.RegionCount
+			}
+		}
+		fair := total / 4
+		if halfAt.IsZero() && mine*2 >= fair && fair > 0 {
+			halfAt = time.Now()
+			t.Logf("store %d holds %d replicas (fair share %d) %.1fs after it started", newStore, mine, fair, time.Since(start).Seconds())
+		}
+		if !halfAt.IsZero() && leadersOn == 4 {
+			t.Logf("leaders on all 4 stores %.1fs after it started", time.Since(start).Seconds())
+			ok = true
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	require.True(t, ok, "the new store did not get half its share and leaders within 3 minutes")
+
+	// Then it converges: replicas and leaders within a small spread, and no
+	// more operators once there (no oscillation).
+	spread := func() (replicas, leaders int) {
+		require.NoError(t, pdAPI(t, c, "GET", "stores", nil, &st))
+		minR, maxR, minL, maxL := 1<<30, 0, 1<<30, 0
+		for _, s := range st.Stores {
+			minR, maxR = min(minR, s.Status.RegionCount), max(maxR, s.Status.RegionCount)
+			minL, maxL = min(minL, s.Status.LeaderCount), max(maxL, s.Status.LeaderCount)
+		}
+		return maxR - minR, maxL - minL
+	}
+	balanced := false
+	for time.Since(start) < 4*time.Minute {
+		var ops []json.RawMessage
+		r, l := spread()
+		if r <= 3 && l <= 2 && pdAPI(t, c, "GET", "operators", nil, &ops) == nil && len(ops) == 0 {
+			balanced = true
+			t.Logf("balanced (replica spread %d, leader spread %d) %.1fs after the store started", r, l, time.Since(start).Seconds())
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, s := range st.Stores {
+		t.Logf("store %d: %d replicas, %d leaders", s.Store.ID, s.Status.RegionCount, s.Status.LeaderCount)
+	}
+	require.True(t, balanced, "not balanced within 4 minutes")
+	var hist []json.RawMessage
+	require.NoError(t, pdAPI(t, c, "GET", "operators?history=1", nil, &hist))
+	before := len(hist)
+	for range 10 {
+		time.Sleep(500 * time.Millisecond)
+		require.NoError(t, pdAPI(t, c, "GET", "operators?history=1", nil, &hist))
+	}
+	require.Equal(t, before, len(hist), "operators kept running after the cluster was balanced")
+	acked, gap := w.finish()
+	t.Logf("%d writes acknowledged, %d failed, longest gap %v", len(acked), w.errs.Load(), gap)
+	requireRowsPresent(t, db, acked)
+}
