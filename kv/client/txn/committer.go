@@ -184,7 +184,8 @@ func (cm *committer) fail(ctx context.Context, err error) error {
 	if isUndetermined(err) {
 		// The primary is not committed (2PC) or was rolled back (async):
 		// the transaction did not commit.
-		return fmt.Errorf("%w: prewrite outcome unknown, transaction rolled back: %v", ErrTxnAborted, err)
+		// Nothing committed: the client sees 9005 (retry), not 1105.
+		return fmt.Errorf("%w: %w: prewrite outcome unknown, transaction rolled back: %v", sql.ErrRegionUnavailable, ErrTxnAborted, err)
 	}
 	return mapErr(err)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stratadb/strata/kv/client/locate"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
+	"github.com/stratadb/strata/sql"
 )
 
 // smallTxnKeys: locks of transactions with fewer keys are resolved key by
@@ -352,7 +353,8 @@ func resolveErr(startTS uint64, err error) error {
 	}
 	if errors.Is(err, client.ErrUndetermined) {
 		slog.Debug("kv/txn: lock resolve outcome unknown", "txn", startTS, "err", err)
-		return fmt.Errorf("kv/txn: resolve locks of txn %d: %v", startTS, err)
+		// The caller's request did nothing yet: a retryable failure (9005).
+		return fmt.Errorf("%w: kv/txn: resolve locks of txn %d: %v", sql.ErrRegionUnavailable, startTS, err)
 	}
 	return fmt.Errorf("kv/txn: resolve locks of txn %d: %w", startTS, err)
 }
