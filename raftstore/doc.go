@@ -246,9 +246,11 @@
 // pending until its index is applied here (answered with its result or
 // StaleCommand) or, if it was overwritten locally, until the undetermined
 // timeout; a request that gives up earlier (context, stop) has an
-// undetermined outcome. No merges, conf changes, hibernation of idle
-// regions, or async apply pool: apply runs in the loop. A snapshot does
-// not carry the region's metadata: a replica that lagged past log GC across
-// a split installs the shrunk range's data under its old (wider) region
-// and does not host the new regions (it stays a silent, stale follower).
+// undetermined outcome. No merges, hibernation of idle
+// regions, or async apply pool: apply runs in the loop. A replica that
+// lagged past log GC across a split installs the shrunk region from a
+// snapshot and does not host the regions split off (PD's store heartbeat
+// does not create split-born regions: an empty replica would accept their
+// log without the data from before the split); PD's replica repair has to
+// replace it.
 package raftstore

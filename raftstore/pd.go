@@ -73,9 +73,18 @@ func (s *Store) storeHeartbeat() {
 // A region overlapping one this store hosts is not created: it comes from a
 // split this store has not applied yet, and applying it creates the peer
 // with its data (an empty peer created here would vote and accept the
-// region's log without the data from before the split).
+// region's log without the data from before the split). Nor is a region
+// born from a split (version above 1) that this store does not host: its
+// parent here was replaced by a snapshot taken after the split (the
+// replica lagged past log GC), so the data before the split is not here
+// either; the region stays without this replica until PD repairs it.
 func (s *Store) maybeCreateRegion(r *metapb.Region) error {
 	if s.meta.has(r.GetId()) {
+		return nil
+	}
+	if r.GetRegionEpoch().GetVersion() > 1 {
+		s.log.Warn("region from PD was split off a region this store does not hold any more; not creating an empty replica",
+			"region", r.GetId(), "version", r.GetRegionEpoch().GetVersion())
 		return nil
 	}
 	if o := s.meta.overlapping(r.GetStartKey(), r.GetEndKey()); len(o) > 0 {
