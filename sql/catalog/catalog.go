@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 // Catalog is the cached, KV-backed schema. Safe for concurrent use.
 type Catalog struct {
 	store sql.Storage
+	log   *slog.Logger
 	lease time.Duration
 	epoch time.Time // clock() counts from here
 
@@ -42,7 +44,7 @@ type tableName struct {
 
 // New returns a Catalog over store.
 func New(store sql.Storage) *Catalog {
-	return &Catalog{store: store, lease: DefaultLease, epoch: time.Now(), history: map[int64][]int64{},
+	return &Catalog{store: store, log: slog.Default(), lease: DefaultLease, epoch: time.Now(), history: map[int64][]int64{},
 		dbs: map[string]*DBInfo{}, tables: map[tableName]*TableInfo{}}
 }
 

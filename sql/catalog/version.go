@@ -83,6 +83,10 @@ func (c *Catalog) Lease() time.Duration { return c.lease }
 // SetLease changes the schema lease (before the catalog is used).
 func (c *Catalog) SetLease(d time.Duration) { c.lease = d }
 
+// SetLogger sets where version changes and failed checks are logged
+// (before the catalog is used; slog.Default() otherwise).
+func (c *Catalog) SetLogger(l *slog.Logger) { c.log = l }
+
 // ensureValid makes sure the cached schema is within its lease, checking the
 // cluster's version now when it is not (one caller at a time). A node that
 // cannot confirm its version within the lease must not use its cache: that
@@ -159,7 +163,7 @@ func (c *Catalog) refresh(ctx context.Context) error {
 		clear(c.dbs)
 		clear(c.tables)
 		schemaVersionGauge.Set(float64(v))
-		slog.Info("schema version loaded", "version", v, "from", cur)
+		c.log.Info("schema version loaded", "version", v, "from", cur)
 	}
 	c.mu.Unlock()
 	schemaReloads.WithLabelValues("changed").Inc()
@@ -191,7 +195,7 @@ func (c *Catalog) Keep(ctx context.Context) {
 		err := c.refresh(ctx)
 		c.refreshMu.Unlock()
 		if err != nil && ctx.Err() == nil {
-			slog.Warn("schema version check failed; statements fail with 8027 once the lease expires", "err", err, "lease", c.lease)
+			c.log.Warn("schema version check failed; statements fail with 8027 once the lease expires", "err", err, "lease", c.lease)
 		}
 		select {
 		case <-ctx.Done():
@@ -279,7 +283,7 @@ func (c *Catalog) commitDDL(ctx context.Context, changed []int64, build func(sta
 		c.refreshMu.Unlock()
 		if err != nil {
 			// Committed; the loader will catch up.
-			slog.Warn("schema change committed, reloading the version failed", "version", next, "err", err)
+			c.log.Warn("schema change committed, reloading the version failed", "version", next, "err", err)
 		}
 		return nil
 	}

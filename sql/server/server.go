@@ -131,6 +131,7 @@ func New(cfg Config) (*Server, error) {
 		log = slog.Default()
 	}
 	cat := catalog.New(cfg.Store)
+	cat.SetLogger(log.With("component", "catalog"))
 	if cfg.SchemaLease > 0 {
 		cat.SetLease(cfg.SchemaLease)
 	}
