@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -180,6 +181,24 @@ func createTable(t *testing.T, c *localcluster.Cluster) *sql.DB {
 	_, err = db.Exec("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
 	require.NoError(t, err)
 	return db
+}
+
+// waitHealthy polls PD until every region is healthy on the live stores
+// and returns the regions; it fails with the last answer after d.
+func waitHealthy(t *testing.T, c *localcluster.Cluster, live map[uint64]bool, d time.Duration) apiRegions {
+	t.Helper()
+	var rs apiRegions
+	deadline := time.Now().Add(d)
+	for {
+		rs = apiRegions{}
+		if pdAPI(t, c, "GET", "regions", nil, &rs) == nil && healthy(rs, live) {
+			return rs
+		}
+		if time.Now().After(deadline) {
+			require.FailNow(t, "regions not healthy", "live stores %v, regions %s", live, regionsString(rs))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func regionsString(rs apiRegions) string {
@@ -387,9 +406,7 @@ func TestDeleteStoreDrainsToTombstone(t *testing.T) {
 		require.NotEqual(t, victim, s.Store.ID, "a Tombstone store is not listed")
 		live[s.Store.ID] = true
 	}
-	require.Eventually(t, func() bool {
-		return pdAPI(t, c, "GET", "regions", nil, &rs) == nil && healthy(rs, live)
-	}, time.Minute, 200*time.Millisecond, "regions: %s", regionsString(rs))
+	waitHealthy(t, c, live, time.Minute)
 	acked, gap := w.finish()
 	t.Logf("%d writes acknowledged, %d failed, longest gap %v", len(acked), w.errs.Load(), gap)
 	require.Zero(t, w.errs.Load(), "statements failed during the drain")
@@ -489,6 +506,155 @@ func TestScaleOutBalances(t *testing.T) {
 		require.NoError(t, pdAPI(t, c, "GET", "operators?history=1", nil, &hist))
 	}
 	require.Equal(t, before, len(hist), "operators kept running after the cluster was balanced")
+	acked, gap := w.finish()
+	t.Logf("%d writes acknowledged, %d failed, longest gap %v", len(acked), w.errs.Load(), gap)
+	requireRowsPresent(t, db, acked)
+}
+
+// metric returns the value of an unlabelled metric on a process's status
+// port, or -1 if absent or unreachable.
+func metric(t *testing.T, p *localcluster.Proc, name string) float64 {
+	t.Helper()
+	var addr string
+	for i, a := range p.Args {
+		if a == "--status-addr" {
+			addr = p.Args[i+1]
+		}
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var v float64
+		if bytes.HasPrefix(line, []byte(name+" ")) {
+			if _, err := fmt.Sscanf(string(line[len(name)+1:]), "%g", &v); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+// storeProc finds the process of store id (by its registered address).
+func storeProc(t *testing.T, c *localcluster.Cluster, id uint64) *localcluster.Proc {
+	t.Helper()
+	var st apiStores
+	require.NoError(t, pdAPI(t, c, "GET", "stores?state=all", nil, &st))
+	for _, s := range st.Stores {
+		if s.Store.ID != id {
+			continue
+		}
+		for _, p := range c.Stores {
+			for i, a := range p.Args {
+				if a == "--addr" && p.Args[i+1] == s.Store.Address {
+					return p
+				}
+			}
+		}
+	}
+	require.FailNow(t, "no process for store", "%d", id)
+	return nil
+}
+
+// A follower removed from its region while its store was down comes back
+// with a stale peer: the peer is destroyed and never disrupts the region,
+// and every acknowledged row is still there. With 3 stores PD rebuilds the
+// third replica on that store under a new peer id (whose first message
+// replaces the stale peer); with a spare 4th store, PD puts it there once
+// the down store is Disconnected, and the stale peer learns it was removed
+// from a tombstone message answering its vote requests.
+func TestRemovedPeerDestroyedWhenBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stores int
+	}{{"re-added", 3}, {"tombstone", 4}} {
+		t.Run(tc.name, func(t *testing.T) { testRemovedPeer(t, tc.stores) })
+	}
+}
+
+func testRemovedPeer(t *testing.T, stores int) {
+	c := startPDCluster(t, stores)
+	require.NoError(t, c.Start())
+	waitReady(t, c)
+	db := createTable(t, c)
+	w := startWriter(db)
+	var rs apiRegions
+	require.Eventually(t, func() bool {
+		return pdAPI(t, c, "GET", "regions", nil, &rs) == nil && rs.Count > 0 && rs.Regions[0].Leader != nil
+	}, time.Minute, 100*time.Millisecond)
+	region := rs.Regions[0]
+	var victim, oldPeer uint64
+	for _, p := range region.Peers {
+		if p.StoreID != region.Leader.StoreID {
+			victim, oldPeer = p.StoreID, p.ID
+		}
+	}
+	proc := storeProc(t, c, victim)
+	require.NoError(t, proc.Kill())
+	if stores == 4 {
+		// Wait until PD no longer places replicas on the dead store.
+		require.Eventually(t, func() bool {
+			var s struct {
+				Store struct {
+					StateName string `json:"state_name"`
+				} `json:"store"`
+			}
+			return pdAPI(t, c, "GET", fmt.Sprintf("store/%d", victim), nil, &s) == nil && s.Store.StateName == "Disconnected"
+		}, time.Minute, 200*time.Millisecond)
+	}
+	require.NoError(t, pdAPI(t, c, "POST", "operators", map[string]any{"name": "remove-peer", "region_id": region.ID, "store_id": victim}, nil))
+	require.Eventually(t, func() bool {
+		var r struct {
+			Peers []struct {
+				StoreID uint64 `json:"store_id"`
+			} `json:"peers"`
+		}
+		if pdAPI(t, c, "GET", fmt.Sprintf("region/id/%d", region.ID), nil, &r) != nil {
+			return false
+		}
+		for _, p := range r.Peers {
+			if p.StoreID == victim {
+				return false
+			}
+		}
+		return true
+	}, time.Minute, 100*time.Millisecond, "peer on store %d not removed", victim)
+	t.Logf("peer %d on store %d removed while the store was down", oldPeer, victim)
+	live := map[uint64]bool{}
+	var st apiStores
+	require.NoError(t, pdAPI(t, c, "GET", "stores", nil, &st))
+	for _, s := range st.Stores {
+		live[s.Store.ID] = true
+	}
+	if stores == 4 {
+		delete(live, victim)
+		waitHealthy(t, c, live, 2*time.Minute)
+	}
+	require.NoError(t, proc.Start())
+	require.Eventually(t, func() bool {
+		return metric(t, proc, "strata_raftstore_peers_destroyed_total") >= 1
+	}, 2*time.Minute, 200*time.Millisecond, "the stale peer was not destroyed")
+	if data, err := os.ReadFile(proc.LogPath); err == nil {
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			if bytes.Contains(line, []byte("destroy")) {
+				t.Logf("store %d: %s", victim, line)
+			}
+		}
+	}
+	rs = waitHealthy(t, c, live, 2*time.Minute)
+	for _, p := range rs.Regions[0].Peers {
+		if p.StoreID == victim {
+			require.NotEqual(t, oldPeer, p.ID, "the replica on store %d is a new peer", victim)
+		}
+	}
+	if stores == 4 {
+		require.Eventually(t, func() bool {
+			return metric(t, proc, `strata_raftstore_regions{type="peers"}`) == 0
+		}, time.Minute, 200*time.Millisecond, "store %d keeps no peer", victim)
+	}
 	acked, gap := w.finish()
 	t.Logf("%d writes acknowledged, %d failed, longest gap %v", len(acked), w.errs.Load(), gap)
 	requireRowsPresent(t, db, acked)

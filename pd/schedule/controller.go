@@ -168,6 +168,13 @@ func (oc *OperatorController) Dispatch(r *RegionInfo, resp *pdpb.RegionHeartbeat
 		oc.finishLocked(op, OpTimeout, now)
 		return
 	}
+	if to := stepTarget(step); to != 0 && !oc.c.StoreState(to).placeable() {
+		// The store the step adds to or moves the leadership to stopped
+		// heartbeating, is being removed or is gone: the operator would
+		// wait for it; the checkers decide again from the region as it is.
+		oc.finishLocked(op, OpCanceled, now)
+		return
+	}
 	if op.status == OpCreated {
 		op.status, op.started = OpStarted, now
 	}
@@ -260,4 +267,18 @@ func (oc *OperatorController) storeTokens(sid uint64, add bool) float64 {
 		return oc.bucketOf(oc.addTokens, sid, now, cfg.StoreLimit).tokens
 	}
 	return oc.bucketOf(oc.removeTokens, sid, now, cfg.StoreLimit).tokens
+}
+
+// stepTarget is the store a step adds a replica or the leadership to (0
+// for a removal).
+func stepTarget(s OpStep) uint64 {
+	switch s := s.(type) {
+	case TransferLeader:
+		return s.ToStore
+	case AddLearner:
+		return s.ToStore
+	case PromoteLearner:
+		return s.ToStore
+	}
+	return 0
 }

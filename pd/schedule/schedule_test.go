@@ -472,3 +472,56 @@ func TestOperatorTimeoutAndEpochCancel(t *testing.T) {
 	s.oc.Dispatch(&RegionInfo{Meta: split, Leader: r.Leader}, &pdpb.RegionHeartbeatResponse{})
 	require.Equal(t, OpCanceled, op.Status())
 }
+
+// An operator whose target store stops heartbeating (Disconnected) is
+// cancelled at the next heartbeat instead of waiting for its timeout.
+func TestOperatorCancelledWhenTargetDown(t *testing.T) {
+	s := newSim(t, 4, Config{MaxStoreDownTime: Duration(30 * time.Second)})
+	s.addRegions(1)
+	r := s.c.GetRegion(1)
+	op := NewOperator("test", OpAdmin, r, time.Hour, AddLearner{ToStore: 4, PeerID: 77}, PromoteLearner{ToStore: 4, PeerID: 77})
+	require.NoError(t, s.oc.AddOperator(op))
+	s.dead[4] = true
+	s.advance(19 * time.Second) // still Up
+	resp := &pdpb.RegionHeartbeatResponse{}
+	s.oc.Dispatch(r, resp)
+	require.NotNil(t, resp.ChangePeer)
+	s.advance(time.Second) // Disconnected
+	resp = &pdpb.RegionHeartbeatResponse{}
+	s.oc.Dispatch(r, resp)
+	require.Nil(t, resp.ChangePeer)
+	require.Equal(t, OpCanceled, op.Status())
+}
+
+// The hot-region scheduler moves the leadership of the hottest region away
+// from a store that leads most of the write flow, and leaves a balanced
+// flow alone.
+func TestHotRegionScheduler(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rates []uint64 // bytes/s of regions 1..6 (leaders on stores 1,2,3,1,2,3)
+		want  string
+	}{
+		{"cold cluster", []uint64{0, 0, 0, 0, 0, 0}, ""},
+		{"balanced hot flow", []uint64{1 << 20, 1 << 20, 1 << 20, 0, 0, 0}, ""},
+		{"store 1 hot", []uint64{4 << 20, 100 << 10, 100 << 10, 1 << 20, 0, 0}, "transfer leader from store 1 to store"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, 3, Config{})
+			s.addRegions(6)
+			for i, rate := range tc.rates {
+				r := *s.c.GetRegion(uint64(i + 1))
+				r.BytesWritten, r.IntervalMs = rate, 1000
+				s.c.PutRegion(&r)
+			}
+			ops := (&hotRegion{c: s.c}).schedule(map[uint64]*storeInfluence{}, func(uint64) bool { return false })
+			if tc.want == "" {
+				require.Empty(t, ops)
+				return
+			}
+			require.Len(t, ops, 1)
+			require.Equal(t, uint64(1), ops[0].RegionID, "the hottest region moves")
+			require.Contains(t, ops[0].Steps[0].String(), tc.want)
+		})
+	}
+}
