@@ -10,9 +10,11 @@ import (
 )
 
 // TestSysbenchPlans: the statements of sysbench's OLTP scripts, against
-// real binaries, use point and range plans (EXPLAIN names the operators),
-// return what a forced full table scan returns, and an index added to the
-// running table (ALTER TABLE ... ADD INDEX) is used once public.
+// real binaries, use point and range plans (EXPLAIN names the operators)
+// and return what a forced full table scan returns, before and after the
+// table and its index are split into several regions; ordered reads with a
+// LIMIT need no sort; an index added to the running table (ALTER TABLE ...
+// ADD INDEX) is used once public.
 func TestSysbenchPlans(t *testing.T) {
 	c := startCluster(t, clusterOpts{})
 	db := openDB(t, c, 0, "")
@@ -65,19 +67,45 @@ func TestSysbenchPlans(t *testing.T) {
 		{"UPDATE sbtest1 SET c = 'x' WHERE k = 9", []string{"Update", "IndexLookUp"}, []string{"TableFullScan"}, ""},
 		{"DELETE FROM sbtest1 WHERE id = 5", []string{"Delete", "Point_Get"}, []string{"TableFullScan"}, ""},
 	}
-	for _, tc := range cases {
-		p := plan(tc.q)
-		for _, op := range tc.ops {
-			require.Contains(t, p, op, "%s:\n%s", tc.q, p)
+	check := func(round string) {
+		for _, tc := range cases {
+			p := plan(tc.q)
+			for _, op := range tc.ops {
+				require.Contains(t, p, op, "%s: %s:\n%s", round, tc.q, p)
+			}
+			for _, op := range tc.noOps {
+				require.NotContains(t, p, op, "%s: %s:\n%s", round, tc.q, p)
+			}
+			if tc.full != "" {
+				require.Contains(t, plan(tc.full), "TableFullScan", tc.full)
+				require.Equal(t, queryRows(t, db, tc.full), queryRows(t, db, tc.q), "%s: %s", round, tc.q)
+			}
 		}
-		for _, op := range tc.noOps {
-			require.NotContains(t, p, op, "%s:\n%s", tc.q, p)
-		}
-		if tc.full != "" {
-			require.Contains(t, plan(tc.full), "TableFullScan", tc.full)
-			require.Equal(t, queryRows(t, db, tc.full), queryRows(t, db, tc.q), tc.q)
+		// Ordered reads with a LIMIT stop early and keep key order across
+		// regions, forwards and backwards, on the table and on an index.
+		for _, q := range []string{
+			"SELECT id FROM sbtest1 ORDER BY id LIMIT 150",
+			"SELECT id FROM sbtest1 WHERE id > 100 ORDER BY id DESC LIMIT 120",
+			"SELECT k, id FROM sbtest1 WHERE k > 30 ORDER BY k LIMIT 90",
+			"SELECT k FROM sbtest1 WHERE k < 90 ORDER BY k DESC LIMIT 90",
+		} {
+			require.NotContains(t, plan(q), "TopN", q)
+			got := queryRows(t, db, q)
+			want := queryRows(t, db, strings.Replace(q, "FROM sbtest1", "FROM sbtest1 IGNORE INDEX (PRIMARY, k_1)", 1))
+			require.Equal(t, len(want), len(got), "%s: %s", round, q)
+			for i := range got { // ties on k may come in another order
+				require.Equal(t, want[i][0], got[i][0], "%s: %s row %d", round, q, i)
+			}
 		}
 	}
+	check("one region")
+	var total int
+	var ratio float64
+	require.NoError(t, db.QueryRow("SPLIT TABLE sbtest1 BY (50), (100), (150), (200), (250)").Scan(&total, &ratio))
+	require.GreaterOrEqual(t, total, 5)
+	require.NoError(t, db.QueryRow("SPLIT TABLE sbtest1 INDEX k_1 BY (20), (50), (80)").Scan(&total, &ratio))
+	require.GreaterOrEqual(t, total, 3)
+	check("split table and index")
 	// The prepared forms sysbench sends plan the same way.
 	var cval string
 	require.NoError(t, db.QueryRow("SELECT c FROM sbtest1 WHERE id = ?", 17).Scan(&cval))

@@ -41,18 +41,20 @@ func (e *Executor) Explain(ctx context.Context, x *ast.ExplainStmt, env expr.Env
 		}
 		var refs *ast.TableRefsClause
 		var where ast.ExprNode
+		var order *ast.OrderByClause
+		var limit *ast.Limit
 		tp := "Update"
 		if u, ok := s.(*ast.UpdateStmt); ok {
-			refs, where = u.TableRefs, u.Where
+			refs, where, order, limit = u.TableRefs, u.Where, u.Order, u.Limit
 		} else {
 			d := s.(*ast.DeleteStmt)
-			refs, where, tp = d.TableRefs, d.Where, "Delete"
+			refs, where, order, limit, tp = d.TableRefs, d.Where, d.Order, d.Limit, "Delete"
 		}
 		src, err := e.resolveTable(ctx, refs, env, strings.ToUpper(tp))
 		if err != nil {
 			return nil, err
 		}
-		sp, err := e.planner.PlanScan(src, where, env)
+		sp, err := e.planner.PlanScan(src, where, order, limit, env)
 		if err != nil {
 			return nil, err
 		}

@@ -238,8 +238,9 @@ func DupEntryError(tbl *catalog.TableInfo, key []byte) error {
 // see, and it waits for, instead of conflicting with, a concurrent writer.
 // In optimistic mode the snapshot rows are used and conflicts are found at
 // commit.
-func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where ast.ExprNode, env expr.Env, tx TxnSource, txn sql.Txn) ([][]datum, error) {
-	sp, err := e.planner.PlanScan(src, where, env)
+func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where ast.ExprNode, order *ast.OrderByClause, limit *ast.Limit,
+	env expr.Env, tx TxnSource, txn sql.Txn) ([][]datum, error) {
+	sp, err := e.planner.PlanScan(src, where, order, limit, env)
 	if err != nil {
 		return nil, err
 	}
@@ -255,13 +256,8 @@ func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where 
 	return rc.lockRows(ctx, src, sp.Where, sp.PointHandle, false, rows)
 }
 
-func checkSingleTableDML(what string, order *ast.OrderByClause, limit *ast.Limit, with *ast.WithClause) error {
-	switch {
-	case order != nil:
-		return errno.NotSupported(what + " ... ORDER BY")
-	case limit != nil:
-		return errno.NotSupported(what + " ... LIMIT")
-	case with != nil:
+func checkSingleTableDML(with *ast.WithClause) error {
+	if with != nil {
 		return errno.NotSupported("WITH")
 	}
 	return nil
@@ -272,7 +268,7 @@ func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env, 
 	if s.IsMultiTable {
 		return nil, errno.NotSupported("multi-table DELETE")
 	}
-	if err := checkSingleTableDML("DELETE", s.Order, s.Limit, s.With); err != nil {
+	if err := checkSingleTableDML(s.With); err != nil {
 		return nil, err
 	}
 	src, err := e.resolveTable(ctx, s.TableRefs, env, "DELETE")
@@ -283,7 +279,7 @@ func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env, 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := e.readForWrite(ctx, src, s.Where, env, tx, txn)
+	rows, err := e.readForWrite(ctx, src, s.Where, s.Order, s.Limit, env, tx, txn)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +305,7 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 	if s.MultipleTable {
 		return nil, errno.NotSupported("multi-table UPDATE")
 	}
-	if err := checkSingleTableDML("UPDATE", s.Order, s.Limit, s.With); err != nil {
+	if err := checkSingleTableDML(s.With); err != nil {
 		return nil, err
 	}
 	src, err := e.resolveTable(ctx, s.TableRefs, env, "UPDATE")
@@ -325,7 +321,7 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := e.readForWrite(ctx, src, s.Where, env, tx, txn)
+	rows, err := e.readForWrite(ctx, src, s.Where, s.Order, s.Limit, env, tx, txn)
 	if err != nil {
 		return nil, err
 	}

@@ -584,12 +584,41 @@ type ScanPlan struct {
 }
 
 // PlanScan plans the read of an UPDATE or DELETE of src filtered by where
-// (nil: every row).
-func (pl *Planner) PlanScan(src *Source, where ast.ExprNode, env expr.Env) (*ScanPlan, error) {
+// (nil: every row), in the order of order and limited by limit when given.
+func (pl *Planner) PlanScan(src *Source, where ast.ExprNode, order *ast.OrderByClause, limit *ast.Limit, env expr.Env) (*ScanPlan, error) {
 	lg := &logical{src: src, width: len(src.Cols), needW: true}
 	if where != nil {
 		if err := lg.addWhere(where, env); err != nil {
 			return nil, err
+		}
+	}
+	if order != nil {
+		for _, item := range order.Items {
+			if _, ok := positionRef(item.Expr); ok {
+				return nil, errno.NotSupported("a position in the ORDER BY of UPDATE or DELETE")
+			}
+			k, err := expr.Compile(item.Expr, &expr.Ctx{Columns: src.Cols, Env: env, Clause: "order clause"})
+			if err != nil {
+				return nil, err
+			}
+			lg.order = append(lg.order, SortKey{E: k, Desc: item.Desc, Node: item.Expr})
+			off := -1
+			if c, ok := k.(*expr.Column); ok {
+				off = c.Offset
+			}
+			lg.orderOff = append(lg.orderOff, off)
+		}
+	}
+	if limit != nil {
+		var err error
+		lg.hasLimit = true
+		if lg.count, err = limitValue(limit.Count, env); err != nil {
+			return nil, err
+		}
+		if limit.Offset != nil {
+			if lg.offset, err = limitValue(limit.Offset, env); err != nil {
+				return nil, err
+			}
 		}
 	}
 	b := &builder{env: env}
@@ -598,11 +627,15 @@ func (pl *Planner) PlanScan(src *Source, where ast.ExprNode, env expr.Env) (*Sca
 		sp.Root = &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: lg.width}
 		return sp, nil
 	}
-	ap, err := b.bestAccess(src, lg.conds, lg.condE, columnNeeds{src: src}, nil, 0)
+	var lim uint64
+	if lg.hasLimit {
+		lim = lg.offset + lg.count
+	}
+	ap, err := b.bestAccess(src, lg.conds, lg.condE, columnNeeds{src: src}, lg.orderReq(), lim)
 	if err != nil {
 		return nil, err
 	}
-	sp.Root = ap.plan
+	var p Plan = ap.plan
 	if pg, ok := ap.plan.(*PointGet); ok && pg.Index == nil {
 		h := pg.Handle
 		sp.PointHandle = &h
@@ -613,8 +646,18 @@ func (pl *Planner) PlanScan(src *Source, where ast.ExprNode, env expr.Env) (*Sca
 			sel.Conds = append(sel.Conds, lg.condE[i])
 			sel.Nodes = append(sel.Nodes, lg.conds[i])
 		}
-		sp.Root = sel
+		p = sel
 	}
+	est := p.Base().EstRows
+	switch {
+	case len(lg.order) > 0 && !ap.ordered && lg.hasLimit:
+		p = &TopN{BasePlan: b.base("TopN", math.Min(est, float64(lg.count)), taskRoot, p), Keys: lg.order, Offset: lg.offset, Count: lg.count, Src: src}
+	case len(lg.order) > 0 && !ap.ordered:
+		p = &Sort{BasePlan: b.base("Sort", est, taskRoot, p), Keys: lg.order, Src: src}
+	case lg.hasLimit:
+		p = &Limit{BasePlan: b.base("Limit", math.Min(est, float64(lg.count)), taskRoot, p), Offset: lg.offset, Count: lg.count}
+	}
+	sp.Root = p
 	return sp, nil
 }
 
