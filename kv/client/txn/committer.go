@@ -147,8 +147,8 @@ func (cm *committer) run(ctx context.Context) (commitMode, error) {
 		return mode, nil
 	}
 	phasePrewrite.Observe(time.Since(start).Seconds())
-	if cm.onePC || cm.async {
-		mode = mode2PC // a region declined: fall back
+	if mode != mode2PC {
+		mode = mode2PC // a region declined, or split under 1PC: fall back
 	}
 	return mode, cm.commit2PC(ctx, bo)
 }
@@ -245,6 +245,15 @@ func (cm *committer) chunkEnd(a, b int) int {
 func (cm *committer) prewriteRange(ctx context.Context, bo *client.Backoffer, lo, hi int) error {
 	return cm.t.c.kv.OnSorted(ctx, bo, hi-lo, func(i int) []byte { return cm.muts[lo+i].Key },
 		func(r *locate.Region, a, b int) (bool, error) {
+			if cm.onePC && (a > 0 || b < hi-lo) {
+				// The region split after the mutations were grouped (a
+				// 1PC attempt got EpochNotMatch and wrote nothing): 1PC
+				// per part would commit each part on its own, at its own
+				// timestamp. Fall back to 2PC (prewrite is serial here:
+				// 1PC means one group).
+				cm.onePC = false
+				onePCFallbacks.Inc()
+			}
 			for a, b = a+lo, b+lo; a < b; {
 				e := cm.chunkEnd(a, b)
 				if retry, err := cm.prewriteChunk(ctx, bo, r, a, e); err != nil || retry {

@@ -145,6 +145,16 @@ func (f *fakeKV) enter(method string, req any, rctx *kvrpcpb.Context, keys ...[]
 	}
 	f.mu.Lock()
 	r := f.regions[rctx.GetRegionId()-1]
+	if e := rctx.GetRegionEpoch(); e != nil && e.GetVersion() != r.RegionEpoch.GetVersion() {
+		cur := []*metapb.Region{r}
+		for _, o := range f.regions {
+			if o.RegionEpoch.GetVersion() == r.RegionEpoch.GetVersion() && o != r {
+				cur = append(cur, o) // split off r (the fake's regions share versions)
+			}
+		}
+		f.mu.Unlock()
+		return &errorpb.Error{EpochNotMatch: &errorpb.EpochNotMatch{CurrentRegions: cur}}
+	}
 	for _, k := range keys {
 		if bytes.Compare(r.StartKey, k) > 0 || (len(r.EndKey) != 0 && bytes.Compare(k, r.EndKey) >= 0) {
 			f.mu.Unlock()
@@ -591,6 +601,21 @@ func (f *fakeKV) commitTSOf(key string, startTS uint64) uint64 {
 		return w.commitTS
 	}
 	return 0
+}
+
+// split splits the region holding key at key, as a store's split does:
+// the region keeps the left part, a new region the right, both with the
+// version bumped (requests with the old epoch get EpochNotMatch).
+func (f *fakeKV) split(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.regionOf([]byte(key))
+	left := &metapb.Region{Id: r.Id, StartKey: r.StartKey, EndKey: []byte(key), Peers: r.Peers,
+		RegionEpoch: &metapb.RegionEpoch{ConfVer: 1, Version: r.RegionEpoch.GetVersion() + 1}}
+	right := &metapb.Region{Id: uint64(len(f.regions) + 1), StartKey: []byte(key), EndKey: r.EndKey,
+		Peers: []*metapb.Peer{{Id: uint64(100 + len(f.regions)), StoreId: 1}}, RegionEpoch: left.RegionEpoch}
+	f.regions[r.Id-1] = left
+	f.regions = append(f.regions, right)
 }
 
 func (f *fakeKV) setHook(h func(method string, req any) time.Duration) {

@@ -33,4 +33,9 @@ var (
 	resolvePushed     = lockResolves.WithLabelValues("pushed")
 	resolveWait       = lockResolves.WithLabelValues("wait")
 	resolveCached     = lockResolves.WithLabelValues("cached")
+
+	onePCFallbacks = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "one_pc_fallbacks_total",
+		Help: "Transactions that chose 1PC but found their keys in several regions at prewrite (a split) and committed with 2PC.",
+	})
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -462,4 +463,46 @@ func TestLargeTxnChunked(t *testing.T) {
 
 func TestGCTooEarly(t *testing.T) {
 	require.ErrorIs(t, keyError(&kvrpcpb.KeyError{GcTooEarly: &kvrpcpb.GCTooEarly{StartTs: 1, SafePoint: 2}}, 1), ErrGCTooEarly)
+}
+
+// TestOnePCRegionSplitFallsBackTo2PC: a transaction that chose 1PC (its keys
+// in one cached region) finds at prewrite that the region split: it must
+// not 1PC each part on its own (two commits at two timestamps, the part
+// in the first region visible before the other exists) but commit both
+// parts with 2PC at one commit ts.
+func TestOnePCRegionSplitFallsBackTo2PC(t *testing.T) {
+	f := newFakeKV(t)
+	c := f.newClient(Config{})
+	warm := begin(t, c, sql.TxnOptions{})
+	requireMissing := func(k string) {
+		_, ok, err := warm.Get(bg, []byte(k))
+		require.NoError(t, err)
+		require.False(t, ok)
+	}
+	requireMissing("a1") // the client caches the one region
+	var mu sync.Mutex
+	var partialOnePC int
+	split := sync.OnceFunc(func() { f.split("m") })
+	f.setHook(func(method string, req any) time.Duration {
+		if method != "Prewrite" {
+			return 0
+		}
+		split() // before the first prewrite is served
+		if pr := req.(*kvrpcpb.PrewriteRequest); pr.TryOnePc && len(pr.Mutations) != 2 {
+			mu.Lock()
+			partialOnePC++
+			mu.Unlock()
+		}
+		return 0
+	})
+	tx := begin(t, c, sql.TxnOptions{OnePC: true})
+	for _, k := range []string{"a1", "z1"} {
+		require.NoError(t, tx.Set([]byte(k), []byte("v-"+k)))
+	}
+	require.NoError(t, tx.Commit(bg))
+	require.Zero(t, partialOnePC, "no 1PC of a part of the transaction")
+	require.GreaterOrEqual(t, f.count("Commit"), 1, "committed with 2PC")
+	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond)
+	require.NotZero(t, f.commitTSOf("a1", tx.StartTS()))
+	require.Equal(t, f.commitTSOf("a1", tx.StartTS()), f.commitTSOf("z1", tx.StartTS()), "one commit ts")
 }
