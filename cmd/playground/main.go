@@ -26,19 +26,21 @@ func main() {
 	stores := flag.Int("stores", 3, "number of store nodes")
 	sqlNodes := flag.Int("sql", 1, "number of SQL nodes")
 	readyTimeout := flag.Duration("ready-timeout", 2*time.Minute, "how long to wait for the cluster to serve SQL")
+	freePorts := flag.Bool("free-ports", false, "listen on free loopback ports instead of the defaults (4000, 2379, 20160...); the SQL addresses are printed")
 	flag.Parse()
 	if *stores < 1 || *sqlNodes < 1 {
 		fmt.Fprintln(os.Stderr, "playground: --stores and --sql must be at least 1")
 		os.Exit(2)
 	}
-	if err := run(*binDir, *dataDir, *stores, *sqlNodes, *readyTimeout); err != nil {
+	if err := run(localcluster.Config{BinDir: *binDir, DataDir: *dataDir, Stores: *stores, SQLNodes: *sqlNodes, FreePorts: *freePorts}, *readyTimeout); err != nil {
 		fmt.Fprintln(os.Stderr, "playground:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binDir, dataDir string, stores, sqlNodes int, readyTimeout time.Duration) error {
-	c, err := localcluster.New(localcluster.Config{BinDir: binDir, DataDir: dataDir, Stores: stores, SQLNodes: sqlNodes})
+func run(cfg localcluster.Config, readyTimeout time.Duration) error {
+	dataDir, stores, sqlNodes := cfg.DataDir, cfg.Stores, cfg.SQLNodes
+	c, err := localcluster.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -421,6 +421,23 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			}
 			return tablecodec.NewInt(int64(len(s))), nil
 		}}, nil
+	case "sleep":
+		// SLEEP(n) blocks the statement for n seconds and returns 0. It is
+		// not interrupted early (no KILL QUERY yet); a client that gives up
+		// closes its connection and the statement ends after the sleep.
+		if err := nargs(1, 1); err != nil {
+			return nil, err
+		}
+		return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+			if a[0].IsNull() {
+				return tablecodec.NullDatum, nil
+			}
+			f, _ := types.ToFloat(a[0])
+			if f > 0 {
+				time.Sleep(time.Duration(min(f, 1<<31) * float64(time.Second)))
+			}
+			return tablecodec.NewInt(0), nil
+		}}, nil
 	case "abs":
 		if err := nargs(1, 1); err != nil {
 			return nil, err

@@ -10,11 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
@@ -29,6 +31,8 @@ const (
 	errHandshake         uint16 = 1043 // ER_HANDSHAKE_ERROR
 	errPacketsOutOfOrder uint16 = 1156 // ER_NET_PACKETS_OUT_OF_ORDER
 	errUnknownStmt       uint16 = 1243 // ER_UNKNOWN_STMT_HANDLER
+
+	errClientInteractionTimeout uint16 = 4031 // ER_CLIENT_INTERACTION_TIMEOUT
 )
 
 // lingerTimeout bounds how long a connection closed after a fatal error
@@ -39,7 +43,7 @@ const lingerTimeout = time.Second
 
 // serverCaps is what the server advertises in the handshake (plus
 // CLIENT_SSL when TLS is configured).
-const serverCaps = mysql.ClientLongPassword | mysql.ClientFoundRows | mysql.ClientLongFlag | mysql.ClientConnectWithDB |
+const serverCaps = mysql.ClientLocalFiles | mysql.ClientLongPassword | mysql.ClientFoundRows | mysql.ClientLongFlag | mysql.ClientConnectWithDB |
 	mysql.ClientProtocol41 | mysql.ClientInteractive | mysql.ClientTransactions | mysql.ClientSecureConnection |
 	mysql.ClientMultiStatements | mysql.ClientMultiResults | mysql.ClientPluginAuth | mysql.ClientConnectAtts |
 	mysql.ClientPluginAuthLenencClientData | mysql.ClientDeprecateEOF | mysql.ClientPSMultiResults
@@ -62,6 +66,8 @@ type clientConn struct {
 	tls     *tls.Conn // nil: plain connection
 	wbuf    []byte    // reused for building packets
 	start   time.Time
+	// idleArmed is the read deadline set for wait_timeout (zero: none).
+	idleArmed time.Time
 
 	mu       sync.Mutex
 	busy     bool
@@ -100,8 +106,18 @@ func (c *clientConn) serve(ctx context.Context) {
 	c.log.Debug("connection open", "user", c.user)
 	for {
 		c.pkt.seq = 0
+		c.armIdleTimeout()
 		data, err := c.pkt.readPacket()
 		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) && c.idleArmed != (time.Time{}) {
+				idleDisconnects.Inc()
+				c.pkt.seq = 0
+				_ = c.writeError(&errno.Error{Code: errClientInteractionTimeout, State: "HY000",
+					Msg: "The client was disconnected by the server because of inactivity. See wait_timeout and interactive_timeout for configuring this behavior."})
+				_ = c.pkt.conn.SetWriteDeadline(time.Now().Add(lingerTimeout))
+				_ = c.pkt.flush()
+				return
+			}
 			if e := readErrorReply(err); e != nil {
 				_ = c.writeError(e)
 				c.closeLingering()
@@ -132,6 +148,36 @@ func (c *clientConn) serve(ctx context.Context) {
 			}
 			return
 		}
+	}
+}
+
+// armIdleTimeout sets the read deadline for the next command to
+// wait_timeout from now. To keep the per-command cost to a clock read, the
+// deadline is moved only when it is more than 1/16 of the timeout (at most
+// a second) behind now+timeout, so a connection is closed after between
+// 15/16 and 16/16 of wait_timeout of idleness.
+func (c *clientConn) armIdleTimeout() {
+	d := c.sess.IdleTimeout()
+	if d <= 0 {
+		if c.idleArmed != (time.Time{}) {
+			_ = c.pkt.conn.SetReadDeadline(time.Time{})
+			c.idleArmed = time.Time{}
+		}
+		return
+	}
+	want := time.Now().Add(d)
+	if c.idleArmed.IsZero() || want.Sub(c.idleArmed) > min(d/16, time.Second) || c.idleArmed.After(want) {
+		_ = c.pkt.conn.SetReadDeadline(want)
+		c.idleArmed = want
+	}
+}
+
+// disarmIdleTimeout clears the read deadline before a command that reads
+// more from the client (LOAD DATA LOCAL).
+func (c *clientConn) disarmIdleTimeout() {
+	if c.idleArmed != (time.Time{}) {
+		_ = c.pkt.conn.SetReadDeadline(time.Time{})
+		c.idleArmed = time.Time{}
 	}
 }
 
@@ -237,6 +283,8 @@ func (c *clientConn) runCommand(ctx context.Context, data []byte) (quit bool, er
 		s := fmt.Sprintf("Uptime: %d  Threads: %d  Questions: 0  Slow queries: 0  Opens: 0  Open tables: 0  Queries per second avg: 0.000",
 			int(time.Since(c.srv.startTime()).Seconds()), c.srv.connCount())
 		return false, c.pkt.writePacket([]byte(s))
+	case mysql.ComChangeUser:
+		return c.changeUser(ctx, arg)
 	case mysql.ComResetConnection:
 		c.endSession(ctx)
 		c.newSession()
@@ -320,7 +368,12 @@ func (c *clientConn) handleQuery(ctx context.Context, q string) error {
 			start = time.Now()
 		}
 		label := session.StmtLabel(stmt)
-		res, err := c.sess.Execute(ctx, stmt)
+		var res *executor.Result
+		if ld, ok := stmt.(*ast.LoadDataStmt); ok && ld.FileLocRef == ast.FileLocClient {
+			res, err = c.loadDataLocal(ctx, ld)
+		} else {
+			res, err = c.sess.Execute(ctx, stmt)
+		}
 		if err != nil {
 			e := errno.FromError(err)
 			if e.Code == errno.ErrUnknown {
@@ -344,6 +397,80 @@ func (c *clientConn) handleQuery(ctx context.Context, q string) error {
 		}
 	}
 	return nil
+}
+
+// errNotAllowed is ER_NOT_ALLOWED_COMMAND.
+const errNotAllowed uint16 = 1148
+
+// loadDataLocal runs LOAD DATA LOCAL INFILE: it asks the client for the
+// file (0xFB + name), streams the content packets into the session's
+// loader, and reads to the client's empty packet whatever happens, so the
+// connection stays in sync for the answer.
+func (c *clientConn) loadDataLocal(ctx context.Context, x *ast.LoadDataStmt) (*executor.Result, error) {
+	if c.caps&mysql.ClientLocalFiles == 0 {
+		return nil, errno.New(errNotAllowed, "The used command is not allowed with this Strata version: the client did not enable LOCAL INFILE (mysql --local-infile=1)")
+	}
+	b := append(c.wbuf[:0], 0xfb)
+	b = append(b, x.Path...)
+	c.wbuf = b
+	if err := c.pkt.writePacket(b); err != nil {
+		return nil, err
+	}
+	if err := c.pkt.flush(); err != nil {
+		return nil, err
+	}
+	c.disarmIdleTimeout()
+	in := &infileReader{p: c.pkt}
+	res, err := c.sess.LoadData(ctx, x, in)
+	if derr := in.drain(); derr != nil {
+		return nil, derr // the connection is broken
+	}
+	return res, err
+}
+
+// infileReader reads the client's LOAD DATA LOCAL packets up to the empty
+// one that ends the file.
+type infileReader struct {
+	p    *packetIO
+	buf  []byte
+	done bool
+	err  error
+}
+
+func (r *infileReader) Read(b []byte) (int, error) {
+	for len(r.buf) == 0 {
+		if r.done {
+			if r.err != nil {
+				return 0, r.err
+			}
+			return 0, io.EOF
+		}
+		data, err := r.p.readPacket()
+		if err != nil {
+			r.done, r.err = true, err
+			return 0, err
+		}
+		if len(data) == 0 {
+			r.done = true
+			return 0, io.EOF
+		}
+		r.buf = data // valid until the next readPacket
+	}
+	n := copy(b, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+// drain discards the rest of the file; it returns a read error (the
+// connection is then unusable).
+func (r *infileReader) drain() error {
+	for !r.done {
+		r.buf = nil
+		if _, err := r.Read(make([]byte, 1)); err != nil && err != io.EOF {
+			return err
+		}
+	}
+	return r.err
 }
 
 // --- responses ---------------------------------------------------------

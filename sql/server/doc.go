@@ -18,7 +18,9 @@
 // ERROR 3159; SHOW STATUS Ssl_cipher / Ssl_version), capability negotiation
 // (PROTOCOL_41, SECURE_CONNECTION, PLUGIN_AUTH[_LENENC_CLIENT_DATA],
 // CONNECT_WITH_DB, CONNECT_ATTRS, TRANSACTIONS, MULTI_STATEMENTS,
-// MULTI_RESULTS, PS_MULTI_RESULTS, DEPRECATE_EOF, SSL), COM_QUERY (text protocol, multi-statement),
+// MULTI_RESULTS, PS_MULTI_RESULTS, DEPRECATE_EOF, SSL, LOCAL_FILES), COM_QUERY (text protocol, multi-statement;
+// LOAD DATA LOCAL INFILE streams the client's file into batches of
+// session.LoadBatchRows rows, each one INSERT),
 // COM_INIT_DB, COM_PING, COM_FIELD_LIST, COM_STATISTICS,
 // COM_RESET_CONNECTION, COM_QUIT. Other commands get ERROR 1047; the
 // connection stays usable. Packets larger than 16 MB (split on the wire) are

@@ -107,26 +107,14 @@ func (c *clientConn) handshake(ctx context.Context) error {
 	host := c.sessHost()
 	u, err := c.authenticate(ctx, &resp, host)
 	if err != nil {
-		if errors.Is(err, errAuthFailed) {
-			handshakeFailures.WithLabelValues("auth").Inc()
-			using := "NO"
-			if len(resp.auth) > 0 {
-				using = "YES"
-			}
-			_ = c.writeError(errno.New(errno.ErrAccessDenied, "Access denied for user '%s'@'%s' (using password: %s)", c.user, host, using))
-			c.closeLingering()
-			return fmt.Errorf("auth failed for user %q: %w", c.user, err)
-		}
-		if e := new(errno.Error); errors.As(err, &e) {
-			handshakeFailures.WithLabelValues("auth").Inc()
-			_ = c.writeError(e)
-			c.closeLingering()
-		}
-		return err
+		return c.authFailed(err, &resp, host)
 	}
 	c.account = u.Ident
 	c.newSession()
 	c.sess.SetClientCollation(int(resp.coll))
+	if c.caps&mysql.ClientInteractive != 0 {
+		c.sess.SetInteractive()
+	}
 	if resp.db != "" && c.caps&mysql.ClientConnectWithDB != 0 {
 		if err := c.sess.UseDB(ctx, resp.db); err != nil {
 			_ = c.writeError(err)
@@ -138,6 +126,100 @@ func (c *clientConn) handshake(ctx context.Context) error {
 		return err
 	}
 	return c.pkt.flush()
+}
+
+// authFailed answers a failed authentication (1045 for bad credentials,
+// the error itself when it is a MySQL error) and closes the connection.
+func (c *clientConn) authFailed(err error, resp *handshakeResponse, host string) error {
+	if errors.Is(err, errAuthFailed) {
+		handshakeFailures.WithLabelValues("auth").Inc()
+		using := "NO"
+		if len(resp.auth) > 0 {
+			using = "YES"
+		}
+		_ = c.writeError(errno.New(errno.ErrAccessDenied, "Access denied for user '%s'@'%s' (using password: %s)", c.user, host, using))
+		c.closeLingering()
+		return fmt.Errorf("auth failed for user %q: %w", c.user, err)
+	}
+	if e := new(errno.Error); errors.As(err, &e) {
+		handshakeFailures.WithLabelValues("auth").Inc()
+		_ = c.writeError(e)
+		c.closeLingering()
+	}
+	return err
+}
+
+// changeUser runs COM_CHANGE_USER: the open session ends (its transaction
+// rolls back), the new user authenticates against the greeting's nonce
+// (with an auth switch when its plugin differs) and gets a fresh session.
+// A failure answers ERR and closes the connection, as MySQL does.
+func (c *clientConn) changeUser(ctx context.Context, arg []byte) (quit bool, err error) {
+	resp, perr := parseChangeUser(arg, c.caps)
+	if perr != nil {
+		_ = c.writeError(&errno.Error{Code: errHandshake, State: "08S01", Msg: "Bad handshake"})
+		return true, nil
+	}
+	c.endSession(ctx)
+	c.sess = nil
+	c.user = resp.user
+	host := c.sessHost()
+	u, err := c.authenticate(ctx, &resp, host)
+	if err != nil {
+		if aerr := c.authFailed(err, &resp, host); aerr != nil && !errors.Is(aerr, errAuthFailed) {
+			c.log.Debug("change user failed", "err", aerr)
+		}
+		return true, nil
+	}
+	c.account = u.Ident
+	c.newSession()
+	if resp.coll != 0 {
+		c.sess.SetClientCollation(int(resp.coll))
+	}
+	if resp.db != "" {
+		if err := c.sess.UseDB(ctx, resp.db); err != nil {
+			return false, c.writeError(err)
+		}
+	}
+	return false, c.writeOK(0, 0, c.status(), "")
+}
+
+// parseChangeUser decodes COM_CHANGE_USER's payload (after the command
+// byte): user, auth data, database, character set, plugin, attributes.
+func parseChangeUser(b []byte, caps uint32) (handshakeResponse, error) {
+	r := handshakeResponse{caps: caps}
+	user, b, ok := readNulString(b)
+	if !ok {
+		return r, fmt.Errorf("%w: change user: user name", errMalformed)
+	}
+	r.user = string(user)
+	if caps&mysql.ClientSecureConnection != 0 {
+		if len(b) < 1 || len(b) < 1+int(b[0]) {
+			return r, fmt.Errorf("%w: change user: auth data", errMalformed)
+		}
+		r.auth, b = append([]byte(nil), b[1:1+int(b[0])]...), b[1+int(b[0]):]
+	} else {
+		a, rest, ok := readNulString(b)
+		if !ok {
+			return r, fmt.Errorf("%w: change user: auth data", errMalformed)
+		}
+		r.auth, b = append([]byte(nil), a...), rest
+	}
+	db, b, ok := readNulString(b)
+	if !ok {
+		return r, fmt.Errorf("%w: change user: database", errMalformed)
+	}
+	r.db = string(db)
+	if len(b) >= 2 {
+		r.coll, b = b[0], b[2:]
+	}
+	if caps&mysql.ClientPluginAuth != 0 && len(b) > 0 {
+		p, _, ok := readNulString(b)
+		if !ok {
+			p = b
+		}
+		r.plugin = string(p)
+	}
+	return r, nil
 }
 
 // readHandshakePacket reads a client packet of the connection phase; a

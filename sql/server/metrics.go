@@ -26,6 +26,10 @@ var (
 		Namespace: "strata", Subsystem: "sql", Name: "connections_refused_total",
 		Help: "Connections refused with ERROR 1040 because MaxConnections were open.",
 	})
+	idleDisconnects = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "idle_disconnects_total",
+		Help: "Connections closed with ERROR 4031 after wait_timeout (interactive_timeout) of idleness.",
+	})
 	handshakeFailures = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "sql", Name: "handshake_failures_total",
 		Help: "Connections closed during the connection phase, by reason (timeout, malformed, auth, closed).",
