@@ -38,6 +38,7 @@ run: build
 test: deps gcc
 	$(GO) vet ./...
 	CGO_ENABLED=1 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	CGO_ENABLED=1 $(GO) test -race -tags failpoints ./failpoint/
 
 gcc:
 	@command -v gcc >/dev/null || { apt-get update -qq && apt-get install -y -qq gcc libc6-dev; }

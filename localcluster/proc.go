@@ -16,6 +16,7 @@ type Proc struct {
 	Name    string   // e.g. "store2"; also the log file name
 	Bin     string   // absolute path of the binary
 	Args    []string // command-line flags
+	Env     []string // added to this process's environment ("K=V")
 	LogPath string
 
 	cmd  *exec.Cmd
@@ -37,6 +38,9 @@ func (p *Proc) Start() error {
 	}
 	cmd := exec.Command(p.Bin, p.Args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if len(p.Env) > 0 {
+		cmd.Env = append(os.Environ(), p.Env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()

@@ -24,7 +24,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	build := exec.Command("go", "build", "-o", dir+"/", "../cmd/pd", "../cmd/storenode", "../cmd/sqlnode")
+	// With failpoints (package failpoint): inert unless a test sets
+	// STRATA_FAILPOINTS for a process.
+	build := exec.Command("go", "build", "-tags", "failpoints", "-o", dir+"/", "../cmd/pd", "../cmd/storenode", "../cmd/sqlnode")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if err := build.Run(); err != nil {

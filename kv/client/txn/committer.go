@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratadb/strata/failpoint"
 	"github.com/stratadb/strata/kv/client"
 	"github.com/stratadb/strata/kv/client/locate"
 	"github.com/stratadb/strata/kv/client/txn/memdb"
@@ -133,6 +134,7 @@ func (cm *committer) run(ctx context.Context) (commitMode, error) {
 	if err := cm.prewrite(ctx, bo); err != nil {
 		return mode, cm.fail(ctx, err)
 	}
+	failpoint.Hit("txn-after-prewrite")
 	switch {
 	case cm.onePC && !cm.declined:
 		phaseOnePC.Observe(time.Since(start).Seconds())
@@ -381,6 +383,7 @@ func (cm *committer) commit2PC(ctx context.Context, bo *client.Backoffer) error 
 		}
 		return cm.fail(ctx, mapErr(err))
 	}
+	failpoint.Hit("txn-after-primary-commit")
 	go cm.commitAll(commitTS)
 	return nil
 }
