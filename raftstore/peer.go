@@ -100,6 +100,7 @@ type peer struct {
 	// whether it was checked since it was created or last split, and
 	// bytes written since the last region heartbeat.
 	sizeDiff     uint64
+	keysDiff     uint64
 	checked      bool
 	writtenBytes uint64
 	writtenKeys  uint64

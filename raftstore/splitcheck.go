@@ -14,8 +14,8 @@ import (
 
 // Split checker (TiKV's split_check worker, by size and key count). Every
 // SplitCheckInterval the Ready loop picks the regions this store leads that
-// took at least RegionSplitSize/16 bytes of writes since their last check
-// (or were never checked) and hands them to one checker goroutine, never
+// took at least RegionSplitSize/16 bytes or RegionSplitKeys/16 key writes
+// since their last check (or were never checked) and hands them to one checker goroutine, never
 // blocking: a busy checker gets the next round instead. The checker scans
 // each region's data in every key space on the engine (off the Ready loop
 // and the request paths), records its approximate size and key count (sent
@@ -28,10 +28,10 @@ type approxStat struct{ size, keys uint64 }
 
 // splitCandidates runs in the loop on a split-check tick.
 func (s *Store) splitCandidates() {
-	diff := s.cfg.RegionSplitSize / 16
+	diff, keysDiff := s.cfg.RegionSplitSize/16, s.cfg.RegionSplitKeys/16
 	var batch []*metapb.Region
 	for _, p := range s.peers {
-		if !p.isLeader || (p.checked && p.sizeDiff < diff) {
+		if !p.isLeader || (p.checked && p.sizeDiff < diff && p.keysDiff < keysDiff) {
 			continue
 		}
 		batch = append(batch, p.region) // never mutated: a split stores a new region
@@ -43,7 +43,7 @@ func (s *Store) splitCandidates() {
 	case s.splitCheckCh <- batch:
 		for _, r := range batch {
 			p := s.peers[r.GetId()]
-			p.checked, p.sizeDiff = true, 0
+			p.checked, p.sizeDiff, p.keysDiff = true, 0, 0
 		}
 	default:
 	}

@@ -1503,6 +1503,7 @@ func (s *Store) applyCmd(b *pebble.Batch, p *peer, as *applyState, cmd *raft_cmd
 		p.writtenBytes += n
 	}
 	p.writtenKeys += uint64(len(cmd.GetRequests()))
+	p.keysDiff += uint64(len(cmd.GetRequests()))
 	return &raft_cmdpb.RaftCmdResponse{AppliedIndex: index}
 }
 

@@ -110,3 +110,75 @@ func TestSplitRegion(t *testing.T) {
 	require.Equal(t, "v15", string(c.getIn(right, "k015").GetValue()))
 	require.Equal(t, "v5", string(c.getIn(left, "k005").GetValue()))
 }
+
+// TestSplitBySize: with small thresholds the split checker splits a region
+// that grows past them, repeatedly, without any request; every key stays
+// readable through the region PD routes it to.
+func TestSplitBySize(t *testing.T) {
+	c := newTestCluster(t, func(cfg *Config) {
+		cfg.SplitCheckInterval = 50 * time.Millisecond
+		cfg.RegionSplitSize = 1 << 30
+		cfg.RegionSplitKeys = 120 // engine keys: each put is a write and a data record
+	})
+	const n = 300
+	for i := range n {
+		c.putRouted(fmt.Sprintf("s%04d", i), fmt.Sprintf("v%d", i))
+	}
+	require.Eventually(t, func() bool { return c.regionCount() >= 3 }, waitFor, 10*time.Millisecond, "split by key count, more than once")
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	var regions []*metapb.Region
+	require.Eventually(t, func() bool {
+		regions = regions[:0]
+		for key := []byte(""); ; {
+			r, _, err := c.pd.GetRegion(ctx, key)
+			if err != nil {
+				return false
+			}
+			regions = append(regions, r)
+			if len(r.GetEndKey()) == 0 {
+				return true
+			}
+			key = r.GetEndKey()
+		}
+	}, waitFor, 10*time.Millisecond)
+	t.Logf("regions after the split checker ran: %d", len(regions))
+	for i := 0; i < n; i += 7 {
+		k := fmt.Sprintf("s%04d", i)
+		r, _, err := c.pd.GetRegion(ctx, []byte(k))
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("v%d", i), string(c.getIn(r, k).GetValue()), k)
+	}
+}
+
+// putRouted writes key through the region PD routes it to, retrying until
+// that region's leader applies it (regions split under the writes).
+func (c *testCluster) putRouted(key, value string) {
+	require.Eventually(c.t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		r, _, err := c.pd.GetRegion(ctx, []byte(key))
+		if err != nil {
+			return false
+		}
+		l := c.leaderOf(r.GetId())
+		if l < 0 {
+			return false
+		}
+		ts := c.nextTS()
+		resp, err := c.nodes[l].client.KvOnePC(ctx, &kvrpcpb.OnePCRequest{
+			Context:   &kvrpcpb.Context{RegionId: r.GetId(), RegionEpoch: r.GetRegionEpoch()},
+			Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte(key), Value: []byte(value)}}, StartTs: ts - 5, CommitTs: ts})
+		return err == nil && resp.GetRegionError() == nil && len(resp.GetErrors()) == 0
+	}, waitFor, time.Millisecond, "put %q", key)
+}
+
+// regionCount is the number of regions store 0 hosts.
+func (c *testCluster) regionCount() int {
+	for _, n := range c.nodes {
+		if n.srv != nil {
+			return len(n.srv.Store().Regions())
+		}
+	}
+	return 0
+}
