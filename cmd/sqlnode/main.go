@@ -133,7 +133,8 @@ func run(args []string) error {
 	// Every SQL node takes part in the GC leader election; the leader runs
 	// GC rounds (kv/gcleader).
 	host, _ := os.Hostname()
-	gcl := gcleader.New(pd, kv, txnClient.Resolver(), gcleader.Config{NodeID: fmt.Sprintf("%s/%s/%d", host, cfg.Addr, os.Getpid())})
+	gcl := gcleader.New(pd, kv, txnClient.Resolver(), gcleader.Config{NodeID: fmt.Sprintf("%s/%s/%d", host, cfg.Addr, os.Getpid()),
+		MinStartTS: txnClient.MinStartTS})
 	gcCtx, gcStop := context.WithCancel(ctx)
 	gcDone := make(chan struct{})
 	go func() { defer close(gcDone); gcl.Run(gcCtx) }()

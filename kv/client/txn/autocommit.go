@@ -19,6 +19,7 @@ import (
 func (c *Client) CommitMutations(ctx context.Context, muts []*kvrpcpb.Mutation, startTS uint64, opts sql.TxnOptions) error {
 	opts.ReadOnly, opts.StartTS, opts.Pessimistic = false, 0, false
 	t := &Txn{c: c, opts: opts, startTS: startTS, forUpdateTS: startTS, readTS: startTS, mem: memdb.New(), stmtCP: -1, began: time.Now()}
+	c.active.add(startTS)
 	for _, m := range muts {
 		var err error
 		switch m.Op {

@@ -39,6 +39,7 @@ type Client struct {
 	oracle   Oracle
 	cfg      Config
 	resolver *LockResolver
+	active   activeTxns
 }
 
 // NewClient returns a transaction client over kv and oracle.
@@ -84,6 +85,7 @@ func (c *Client) Begin(ctx context.Context, opts sql.TxnOptions) (*Txn, error) {
 		stmtCP:      -1,
 		began:       time.Now(),
 	}
+	c.active.add(ts)
 	return t, nil
 }
 

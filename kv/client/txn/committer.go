@@ -57,6 +57,7 @@ func (t *Txn) Commit(ctx context.Context) (err error) {
 		return ErrFinished
 	}
 	t.finished = true
+	defer t.c.active.remove(t.startTS)
 	defer t.stopHeartbeat()
 	cm := &committer{t: t}
 	cm.collect()

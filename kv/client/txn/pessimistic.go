@@ -332,6 +332,7 @@ func (t *Txn) Rollback(ctx context.Context) error {
 		return nil
 	}
 	t.finished = true
+	defer t.c.active.remove(t.startTS)
 	t.stopHeartbeat()
 	txnTotal.WithLabelValues(string(modeRollback), "rolled_back").Inc()
 	if t.locked == 0 {
