@@ -677,3 +677,31 @@ func TestCloseDuringWriteIsUndetermined(t *testing.T) {
 	require.ErrorIs(t, err, ErrUndetermined)
 	require.NotErrorIs(t, err, ErrClosed)
 }
+
+// TestSplitRegions: SplitRegions sends each region's keys to its leader in
+// one request, skips keys already on a boundary, retries a region that
+// split meanwhile with its keys regrouped, and learns the new regions from
+// the answers (no PD lookups afterwards).
+func TestSplitRegions(t *testing.T) {
+	cl := newFakeCluster(t, 1)
+	c := cl.client(Config{})
+	requireGet(t, c, key(0), 1, "") // cache the whole-space region
+	n, err := c.SplitRegions(bg, [][]byte{[]byte(key(20)), []byte(key(10)), []byte(key(10)), []byte(key(30))})
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Equal(t, 4, c.cache.Len(), "regions learnt from the answer")
+	require.Equal(t, int32(1), cl.pdCalls.Load())
+
+	// key(15) splits behind the client's back: the request for [10, 20)
+	// meets EpochNotMatch and is regrouped; key(20) is a boundary already.
+	cl.split(key(15))
+	n, err = c.SplitRegions(bg, [][]byte{[]byte(key(12)), []byte(key(17)), []byte(key(20))})
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	for _, k := range []int{10, 12, 15, 17, 20, 30} {
+		r, err := c.cache.Locate(bg, []byte(key(k)))
+		require.NoError(t, err)
+		require.Equal(t, key(k), string(r.StartKey()), "a region starts at %s", key(k))
+	}
+	require.Equal(t, int32(1), cl.pdCalls.Load(), "no PD lookups")
+}

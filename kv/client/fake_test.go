@@ -119,6 +119,10 @@ func (cl *fakeCluster) regionOf(key []byte) *fakeRegion {
 func (cl *fakeCluster) split(key string) uint64 {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
+	return cl.splitLocked(key)
+}
+
+func (cl *fakeCluster) splitLocked(key string) uint64 {
 	old := cl.regionOf([]byte(key))
 	m := old.meta
 	ver := m.RegionEpoch.Version + 1
@@ -338,6 +342,31 @@ func (s *fakeStore) KvGet(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcp
 	return &kvrpcpb.GetResponse{Value: v, NotFound: !ok}, nil
 }
 
+// SplitRegion splits the region at every key strictly inside it, as a
+// store does, and answers with the resulting regions in key order.
+func (s *fakeStore) SplitRegion(ctx context.Context, req *kvrpcpb.SplitRegionRequest) (*kvrpcpb.SplitRegionResponse, error) {
+	if re := s.enter(ctx, "SplitRegion", false); re != nil {
+		return &kvrpcpb.SplitRegionResponse{RegionError: re}, nil
+	}
+	s.cl.mu.Lock()
+	defer s.cl.mu.Unlock()
+	r, re := s.check(req.Context, req.SplitKeys...)
+	if re != nil {
+		return &kvrpcpb.SplitRegionResponse{RegionError: re}, nil
+	}
+	ids := []uint64{r.meta.Id}
+	for _, k := range req.SplitKeys {
+		if !bytes.Equal(k, r.meta.StartKey) {
+			ids = append(ids, s.cl.splitLocked(string(k)))
+		}
+	}
+	resp := &kvrpcpb.SplitRegionResponse{}
+	for _, id := range ids {
+		resp.Regions = append(resp.Regions, s.cl.regions[id].meta)
+	}
+	return resp, nil
+}
+
 func (s *fakeStore) KvScan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.ScanResponse, error) {
 	if re := s.enter(ctx, "KvScan", false); re != nil {
 		return &kvrpcpb.ScanResponse{RegionError: re}, nil
@@ -481,6 +510,10 @@ func (s *fakeStore) dispatch(ctx context.Context, r *storepb.BatchCommandsReques
 		var resp *kvrpcpb.OnePCResponse
 		resp, err = s.KvOnePC(ctx, c.OnePc)
 		out.Cmd = &storepb.BatchCommandsResponse_Response_OnePc{OnePc: resp}
+	case *storepb.BatchCommandsRequest_Request_SplitRegion:
+		var resp *kvrpcpb.SplitRegionResponse
+		resp, err = s.SplitRegion(ctx, c.SplitRegion)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_SplitRegion{SplitRegion: resp}
 	case *storepb.BatchCommandsRequest_Request_Coprocessor:
 		var resp *kvrpcpb.CoprocessorResponse
 		resp, err = s.Coprocessor(ctx, c.Coprocessor)
