@@ -106,8 +106,11 @@ func startWriter(db *sql.DB) *writer {
 				return
 			default:
 			}
+			// Spread over [0, 1e6) (7919 is prime to 1e6: ids are unique),
+			// so a table split by createTable gets writes in every region.
+			id := i * 7919 % 1000000
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_, err := db.ExecContext(ctx, "INSERT INTO t VALUES (?, ?)", i, fmt.Sprintf("v%d", i))
+			_, err := db.ExecContext(ctx, "INSERT INTO t VALUES (?, ?)", id, fmt.Sprintf("v%d", id))
 			cancel()
 			if err != nil {
 				w.errs.Add(1)
@@ -115,7 +118,7 @@ func startWriter(db *sql.DB) *writer {
 			}
 			now := time.Now()
 			w.mu.Lock()
-			w.acked = append(w.acked, i)
+			w.acked = append(w.acked, id)
 			w.maxGap = max(w.maxGap, now.Sub(w.lastAck))
 			w.lastAck = now
 			w.mu.Unlock()
@@ -170,9 +173,11 @@ func healthy(rs apiRegions, live map[uint64]bool) bool {
 	return true
 }
 
-// createTable creates d.t (id INT PRIMARY KEY, v VARCHAR(20)) and returns a
-// pool on database d.
-func createTable(t *testing.T, c *localcluster.Cluster) *sql.DB {
+// createTable creates d.t (id INT PRIMARY KEY, v VARCHAR(20)), split into
+// regions regions over ids [0, 1e6) when regions > 1, waits until PD knows
+// at least that many regions and a leader of each, and returns a pool on
+// database d.
+func createTable(t *testing.T, c *localcluster.Cluster, regions int) *sql.DB {
 	t.Helper()
 	db := openDB(t, c, 0, "")
 	_, err := db.Exec("CREATE DATABASE d")
@@ -180,7 +185,33 @@ func createTable(t *testing.T, c *localcluster.Cluster) *sql.DB {
 	db = openDB(t, c, 0, "d")
 	_, err = db.Exec("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
 	require.NoError(t, err)
+	if regions > 1 {
+		_, err = db.Exec(fmt.Sprintf("SPLIT TABLE t BETWEEN (0) AND (1000000) REGIONS %d", regions))
+		require.NoError(t, err)
+	}
+	var rs apiRegions
+	require.Eventually(t, func() bool {
+		if pdAPI(t, c, "GET", "regions", nil, &rs) != nil || rs.Count < regions {
+			return false
+		}
+		for _, r := range rs.Regions {
+			if r.Leader == nil {
+				return false
+			}
+		}
+		return true
+	}, time.Minute, 100*time.Millisecond, "regions: %d", rs.Count)
 	return db
+}
+
+// regionsWithLeader waits until PD knows the first region's leader.
+func regionsWithLeader(t *testing.T, c *localcluster.Cluster) apiRegions {
+	t.Helper()
+	var rs apiRegions
+	require.Eventually(t, func() bool {
+		return pdAPI(t, c, "GET", "regions", nil, &rs) == nil && rs.Count > 0 && rs.Regions[0].Leader != nil
+	}, time.Minute, 100*time.Millisecond)
+	return rs
 }
 
 // waitHealthy polls PD until every region is healthy on the live stores
@@ -195,13 +226,27 @@ func waitHealthy(t *testing.T, c *localcluster.Cluster, live map[uint64]bool, d 
 			return rs
 		}
 		if time.Now().After(deadline) {
-			require.FailNow(t, "regions not healthy", "live stores %v, regions %s", live, regionsString(rs))
+			require.FailNow(t, "regions not healthy", "live stores %v, unhealthy regions %s", live, regionsString(rs, live))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 }
 
-func regionsString(rs apiRegions) string {
+// regionsString shows the regions that are not healthy on live (all of
+// them when live is nil).
+func regionsString(rs apiRegions, live ...map[uint64]bool) string {
+	if len(live) > 0 {
+		var bad apiRegions
+		for _, r := range rs.Regions {
+			one := apiRegions{Count: 1}
+			one.Regions = append(one.Regions, r)
+			if !healthy(one, live[0]) {
+				bad.Regions = append(bad.Regions, r)
+			}
+		}
+		bad.Count = len(bad.Regions)
+		rs = bad
+	}
 	b, _ := json.Marshal(rs)
 	return string(b)
 }
@@ -239,15 +284,12 @@ func TestStoreDownReplicasRebuilt(t *testing.T) {
 	require.NoError(t, pdAPI(t, c, "GET", "config", nil, &cfg))
 	require.Equal(t, "20s", cfg.Schedule.MaxStoreDownTime)
 
-	db := createTable(t, c)
+	db := createTable(t, c, 24)
 	w := startWriter(db)
 
 	// Kill the store leading the region (the worst case: an election
 	// first, then the repair).
-	var rs apiRegions
-	require.Eventually(t, func() bool {
-		return pdAPI(t, c, "GET", "regions", nil, &rs) == nil && rs.Count > 0 && rs.Regions[0].Leader != nil
-	}, time.Minute, 100*time.Millisecond)
+	rs := regionsWithLeader(t, c)
 	victim := rs.Regions[0].Leader.StoreID
 	var st apiStores
 	require.NoError(t, pdAPI(t, c, "GET", "stores", nil, &st))
@@ -297,12 +339,12 @@ func TestStoreDownReplicasRebuilt(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	require.NoError(t, pdAPI(t, c, "GET", "regions", nil, &rs))
-	require.True(t, healthy(rs, live), "regions not repaired within 3 minutes: %s", regionsString(rs))
+	require.True(t, healthy(rs, live), "regions not repaired within 3 minutes: %s", regionsString(rs, live))
 	// And it stays so (no flapping report, no operator undoing it).
 	for range 10 {
 		time.Sleep(300 * time.Millisecond)
 		require.NoError(t, pdAPI(t, c, "GET", "regions", nil, &rs))
-		require.True(t, healthy(rs, live), "regions unhealthy again: %s", regionsString(rs))
+		require.True(t, healthy(rs, live), "regions unhealthy again: %s", regionsString(rs, live))
 	}
 
 	acked, gap := w.finish()
@@ -324,7 +366,7 @@ func TestAPIOperatorsMoveReplica(t *testing.T) {
 		}
 	}
 	waitReady(t, c)
-	db := createTable(t, c)
+	db := createTable(t, c, 1)
 	w := startWriter(db)
 	require.NoError(t, pdAPI(t, c, "DELETE", "schedulers/balance-region-scheduler", nil, nil))
 	require.NoError(t, late.Start())
@@ -381,11 +423,8 @@ func TestDeleteStoreDrainsToTombstone(t *testing.T) {
 	c := startPDCluster(t, 4)
 	require.NoError(t, c.Start())
 	waitReady(t, c)
-	db := createTable(t, c)
-	var rs apiRegions
-	require.Eventually(t, func() bool {
-		return pdAPI(t, c, "GET", "regions", nil, &rs) == nil && rs.Count > 0 && rs.Regions[0].Leader != nil
-	}, time.Minute, 100*time.Millisecond)
+	db := createTable(t, c, 24)
+	rs := regionsWithLeader(t, c)
 	victim := rs.Regions[0].Leader.StoreID
 	w := startWriter(db)
 	start := time.Now()
@@ -426,14 +465,7 @@ func TestScaleOutBalances(t *testing.T) {
 		}
 	}
 	waitReady(t, c)
-	db := createTable(t, c)
-	_, err := db.Exec("SPLIT TABLE t BETWEEN (0) AND (24000) REGIONS 24")
-	require.NoError(t, err)
-	var rs apiRegions
-	require.Eventually(t, func() bool {
-		return pdAPI(t, c, "GET", "regions", nil, &rs) == nil && rs.Count >= 24
-	}, time.Minute, 100*time.Millisecond)
-	t.Logf("%d regions", rs.Count)
+	db := createTable(t, c, 24)
 
 	w := startWriter(db)
 	start := time.Now()
@@ -579,12 +611,9 @@ func testRemovedPeer(t *testing.T, stores int) {
 	c := startPDCluster(t, stores)
 	require.NoError(t, c.Start())
 	waitReady(t, c)
-	db := createTable(t, c)
+	db := createTable(t, c, 1)
 	w := startWriter(db)
-	var rs apiRegions
-	require.Eventually(t, func() bool {
-		return pdAPI(t, c, "GET", "regions", nil, &rs) == nil && rs.Count > 0 && rs.Regions[0].Leader != nil
-	}, time.Minute, 100*time.Millisecond)
+	rs := regionsWithLeader(t, c)
 	region := rs.Regions[0]
 	var victim, oldPeer uint64
 	for _, p := range region.Peers {

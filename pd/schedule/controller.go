@@ -180,7 +180,37 @@ func (oc *OperatorController) Dispatch(r *RegionInfo, resp *pdpb.RegionHeartbeat
 	}
 	resp.RegionId = r.ID()
 	resp.RegionEpoch = r.Epoch()
+	if rm, ok := step.(RemovePeer); ok && rm.FromStore == r.LeaderStore() {
+		// The leadership moved onto the replica to remove since the
+		// operator was planned (an election): a leader does not remove
+		// itself, so move it to another voter first.
+		if to := oc.transferTarget(r, rm.FromStore); to != 0 {
+			TransferLeader{FromStore: rm.FromStore, ToStore: to}.fill(resp)
+			return
+		}
+	}
 	step.fill(resp)
+}
+
+// transferTarget picks a voter of r other than on store from, on an Up
+// store and not pending, to take the leadership; 0 if none. Requires mu.
+func (oc *OperatorController) transferTarget(r *RegionInfo, from uint64) uint64 {
+	for _, p := range r.Voters() {
+		if sid := p.GetStoreId(); sid != from && !r.IsPending(p.GetId()) && !r.IsDown(p.GetId()) && oc.c.StoreState(sid).placeable() {
+			return sid
+		}
+	}
+	return 0
+}
+
+// OperatorKind returns the kind of region id's operator.
+func (oc *OperatorController) OperatorKind(regionID uint64) (OpKind, bool) {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	if op := oc.ops[regionID]; op != nil {
+		return op.Kind, true
+	}
+	return 0, false
 }
 
 // Expire times out operators whose region has not reported for their

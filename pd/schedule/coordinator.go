@@ -82,7 +82,8 @@ func (co *Coordinator) patrol() {
 	inf := co.oc.influence()
 	found := map[string]int{}
 	for _, r := range co.c.allRegions() {
-		if co.oc.HasOperator(r.ID()) {
+		kind, busy := co.oc.OperatorKind(r.ID())
+		if busy && kind >= OpReplica {
 			continue
 		}
 		op, problem, err := co.checker.Check(r, inf)
@@ -91,6 +92,12 @@ func (co *Coordinator) patrol() {
 			continue
 		}
 		if op == nil {
+			continue
+		}
+		if busy && problem != "down-peer" && problem != "offline-peer" && problem != "miss-peer" {
+			// A balance operator is moving the region (an extra replica or
+			// a learner is its own doing); only a lost or leaving replica
+			// preempts it.
 			continue
 		}
 		found[problem]++

@@ -525,3 +525,31 @@ func TestHotRegionScheduler(t *testing.T) {
 		})
 	}
 }
+
+// A store dies while balance operators are moving replicas (some regions
+// have 4 voters, some a learner, some have their leadership re-elected onto
+// the replica being moved away): every region still ends with 3 healthy
+// voters on the live stores, and PD never asks a leader to remove itself.
+func TestStoreDownDuringBalance(t *testing.T) {
+	s := newSim(t, 3, Config{MaxStoreDownTime: Duration(30 * time.Second), StoreLimit: 60})
+	s.addRegions(24)
+	s.addStore(4)
+	s.advance(time.Second)
+	s.co.RunOnce(context.Background())
+	s.heartbeatAll() // learners added; promotions, transfers and removals pending
+	require.NotEmpty(t, s.oc.Operators())
+	s.dead[1] = true
+	for range 150 {
+		s.round()
+		done := true
+		for _, r := range s.c.allRegions() {
+			if r.PeerOnStore(1) != nil || len(r.Voters()) != 3 || len(r.Learners()) > 0 {
+				done = false
+			}
+		}
+		if done && len(s.oc.Operators()) == 0 {
+			break
+		}
+	}
+	s.requireHealthy()
+}
