@@ -9,8 +9,13 @@ import (
 	"github.com/stratadb/strata/sql/planner"
 )
 
-// chunkRows is the number of rows an operator passes up per Next.
-const chunkRows = 256
+// chunkRows is the number of rows an operator passes up per Next; a chunk
+// starts with room for firstChunkRows and doubles (TiDB: 32, then up to
+// max_chunk_size), so small results stay small.
+const (
+	chunkRows      = 256
+	firstChunkRows = 32
+)
 
 // Chunk is a batch of rows of one width. Rows returned by an operator's
 // Next stay valid until its next Next call: a consumer that keeps rows
@@ -32,7 +37,7 @@ func (c *Chunk) reset() { c.rows = c.rows[:0] }
 func (c *Chunk) alloc() []datum {
 	i := len(c.rows)
 	if len(c.slab) < (i+1)*c.width {
-		n := max(c.width*(i+1), min(c.max, 2*(i+1))*c.width)
+		n := min(c.max, max(firstChunkRows, 2*(i+1))) * c.width
 		ns := make([]datum, n)
 		copy(ns, c.slab[:i*c.width])
 		for j := range c.rows { // re-point rows at the new slab

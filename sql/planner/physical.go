@@ -181,7 +181,13 @@ func (h *hintSet) indexAllowed(name string) bool {
 	return !h.restricted || h.allowed[n]
 }
 
+// noHints is the hint set of a table without hints (read only).
+var noHints = &hintSet{}
+
 func hints(src *Source) (*hintSet, error) {
+	if len(src.Hints) == 0 {
+		return noHints, nil
+	}
 	h := &hintSet{allowed: map[string]bool{}, ignored: map[string]bool{}}
 	for _, hint := range src.Hints {
 		for _, n := range hint.IndexNames {
