@@ -16,7 +16,7 @@ import (
 )
 
 // Explain runs EXPLAIN [ANALYZE] [FORMAT = 'row' | 'brief'] of a SELECT,
-// UPDATE or DELETE: the physical plan in TiDB's tabular form. ANALYZE
+// UPDATE, DELETE, INSERT or REPLACE: the physical plan in TiDB's tabular form. ANALYZE
 // (SELECT only) runs the statement in tx's transaction and adds the rows,
 // loops and time each operator produced.
 func (e *Executor) Explain(ctx context.Context, x *ast.ExplainStmt, env expr.Env, tx TxnSource) (*Result, error) {
@@ -59,6 +59,14 @@ func (e *Executor) Explain(ctx context.Context, x *ast.ExplainStmt, env expr.Env
 			return nil, err
 		}
 		root = planner.ExplainDML(tp, sp.Root)
+	case *ast.InsertStmt:
+		if x.Analyze {
+			return nil, errno.NotSupported("EXPLAIN ANALYZE of INSERT or REPLACE")
+		}
+		if _, err := e.resolveTable(ctx, s.Table, env, "INSERT"); err != nil {
+			return nil, err
+		}
+		root = planner.ExplainInsert()
 	default:
 		return nil, errno.NotSupported("EXPLAIN of this statement")
 	}

@@ -216,7 +216,7 @@ func (o *sortOp) Open(ctx context.Context) error {
 		}
 		return 0
 	}
-	keep := o.offset + o.count
+	keep := planner.SatAdd(o.offset, o.count)
 	var ks []keyedRow
 	err := collect(ctx, o.child, func(row []datum) error {
 		kr := keyedRow{row: row, keys: make([]datum, len(o.keys))}
@@ -228,7 +228,7 @@ func (o *sortOp) Open(ctx context.Context) error {
 			kr.keys[j] = v
 		}
 		ks = append(ks, kr)
-		if o.topN && uint64(len(ks)) > 2*keep+chunkRows {
+		if o.topN && uint64(len(ks)) > planner.SatAdd(planner.SatAdd(keep, keep), chunkRows) {
 			slices.SortStableFunc(ks, cmp)
 			clear(ks[keep:])
 			ks = ks[:keep]

@@ -60,7 +60,7 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		}
 		limit := uint64(0)
 		if lg.hasLimit && !lg.agg && !lg.distinct {
-			limit = lg.offset + lg.count
+			limit = SatAdd(lg.offset, lg.count)
 		}
 		ap, err := b.bestAccess(lg.src, lg.conds, lg.condE, columnNeeds{s: lg.stmt, src: lg.src}, req, limit)
 		if err != nil {
@@ -635,7 +635,7 @@ func (pl *Planner) PlanScan(src *Source, where ast.ExprNode, order *ast.OrderByC
 	}
 	var lim uint64
 	if lg.hasLimit {
-		lim = lg.offset + lg.count
+		lim = SatAdd(lg.offset, lg.count)
 	}
 	ap, err := b.bestAccess(src, lg.conds, lg.condE, columnNeeds{src: src}, lg.orderReq(), lim)
 	if err != nil {
@@ -767,4 +767,13 @@ func keysOfPoint(src *Source, ix *catalog.IndexInfo, vals []types.Datum) []byte 
 // UniqueKey returns the key of a unique index entry with vals (none NULL).
 func UniqueKey(src *Source, ix *catalog.IndexInfo, vals []types.Datum) []byte {
 	return keysOfPoint(src, ix, vals)
+}
+
+// SatAdd is a+b, or MaxUint64 when that overflows (LIMIT 5,
+// 18446744073709551615 means every row after the fifth).
+func SatAdd(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint64
 }

@@ -267,6 +267,13 @@ type Update struct{ BasePlan }
 // Delete is the root of an explained DELETE.
 type Delete struct{ BasePlan }
 
+// Insert is the plan of an explained INSERT or REPLACE (they read nothing
+// but the keys they write).
+type Insert struct{ BasePlan }
+
+// ExplainInsert is the plan EXPLAIN shows for INSERT and REPLACE.
+func ExplainInsert() Plan { return &Insert{BasePlan: BasePlan{ID: 1, Tp: "Insert", Task: taskRoot}} }
+
 func (p *TableDual) info() (string, string) { return "", "rows:" + strconv.Itoa(p.Rows) }
 
 func tableObject(s *Source) string {
@@ -425,6 +432,7 @@ func (p *SelectLock) info() (string, string) {
 
 func (p *Update) info() (string, string) { return "", "N/A" }
 func (p *Delete) info() (string, string) { return "", "N/A" }
+func (p *Insert) info() (string, string) { return "", "N/A" }
 
 // ExplainRow is one row of EXPLAIN.
 type ExplainRow struct {
@@ -456,7 +464,7 @@ func Explain(p Plan) []ExplainRow {
 		access, op := p.info()
 		est := "N/A"
 		switch p.(type) {
-		case *Update, *Delete:
+		case *Update, *Delete, *Insert:
 		default:
 			est = strconv.FormatFloat(b.EstRows, 'f', 2, 64)
 		}
