@@ -12,7 +12,7 @@ PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build run test test-unit test-integration test-bank proto deps clean tools-mysql help gcc
+.PHONY: all build run test test-unit test-integration test-bank test-clients test-go-sql-driver proto deps clean tools-mysql help gcc
 
 all: build
 
@@ -53,6 +53,18 @@ test-integration: deps
 BANK_SECONDS ?= 60
 test-bank: deps
 	STRATA_BANK_SECONDS=$(BANK_SECONDS) $(GO) test -timeout $(TEST_TIMEOUT) -count=1 -v -run TestBankTransfers ./tests/
+
+# Real clients (not part of `make test`, which runs them only when they are
+# installed): the mysql CLI, Python's pymysql and MySQLdb, GORM; then
+# go-sql-driver/mysql's own live-server suite against a playground.
+test-clients: deps gcc
+	@command -v mysql >/dev/null && /usr/bin/python3 -c 'import pymysql, MySQLdb' 2>/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq mariadb-client python3-pymysql python3-mysqldb; }
+	cd tests/clients/gorm && $(GO) mod download
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v -run 'TestMySQLCLI|TestClientPrograms|TestUsersAcrossSQLNodes' ./tests/
+
+test-go-sql-driver: build
+	BIN=$(BIN) tests/clients/go-sql-driver.sh
 
 # mysql CLI for trying the playground by hand.
 tools-mysql:

@@ -2,10 +2,14 @@ package server_test
 
 import (
 	"encoding/binary"
+	"net"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/sql/server"
 )
 
 // TestWaitTimeout: a connection idle longer than wait_timeout gets ERROR
@@ -68,4 +72,49 @@ func TestChangeUser(t *testing.T) {
 	require.Equal(t, byte(0xff), p[0])
 	require.Equal(t, uint16(1045), binary.LittleEndian.Uint16(p[1:]))
 	r.expectClosed()
+}
+
+// TestConnectCycles: 10,000 connect / log in / quit cycles leave no
+// goroutine and no heap behind. Prints the numbers.
+func TestConnectCycles(t *testing.T) {
+	ts, srv := startServerWith(t, func(*server.Config) {})
+	cycle := func() {
+		c, err := net.Dial("tcp", ts.addr)
+		require.NoError(t, err)
+		defer c.Close()
+		require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+		r := &rawConn{t: t, c: c}
+		require.Equal(t, byte(10), r.read()[0])
+		r.login()
+		r.write(0, []byte{0x01}) // COM_QUIT
+		_, err = c.Read(make([]byte, 1))
+		require.Error(t, err, "closed after COM_QUIT")
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapInuse
+	}
+	for range 200 { // warm up buffers, pools and the privilege snapshot
+		cycle()
+	}
+	waitIdle(t, srv, runtime.NumGoroutine())
+	goroutines, heapBefore := runtime.NumGoroutine(), heap()
+	start := time.Now()
+	const n = 10000
+	for range n {
+		cycle()
+	}
+	elapsed := time.Since(start)
+	waitIdle(t, srv, goroutines)
+	heapAfter := heap()
+	t.Logf("%d connect/login/quit cycles in %v (%.0f/s): goroutines %d -> %d, heap in use %.2f MiB -> %.2f MiB",
+		n, elapsed.Round(time.Millisecond), n/elapsed.Seconds(), goroutines, runtime.NumGoroutine(),
+		float64(heapBefore)/(1<<20), float64(heapAfter)/(1<<20))
+	require.LessOrEqual(t, runtime.NumGoroutine(), goroutines)
+	// Allow 2 MiB of noise (GC timing, metric label maps); a leak of even
+	// 200 bytes per connection would be 2 MB.
+	require.Less(t, int64(heapAfter)-int64(heapBefore), int64(2<<20))
 }
