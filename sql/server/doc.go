@@ -22,11 +22,13 @@
 // LOAD DATA LOCAL INFILE streams the client's file into batches of
 // session.LoadBatchRows rows, each one INSERT),
 // COM_INIT_DB, COM_PING, COM_FIELD_LIST, COM_STATISTICS,
-// COM_RESET_CONNECTION, COM_QUIT. Other commands get ERROR 1047; the
+// COM_RESET_CONNECTION, COM_CHANGE_USER, COM_QUIT. Other commands get ERROR 1047; the
 // connection stays usable. Packets larger than 16 MB (split on the wire) are
 // reassembled, up to max_allowed_packet.
 //
-// Limits: Config.MaxConnections open connections (one more gets ERROR 1040
+// Limits: wait_timeout (interactive_timeout for CLIENT_INTERACTIVE) of
+// idleness between commands ends a connection with ERROR 4031;
+// Config.MaxConnections open connections (one more gets ERROR 1040
 // instead of the greeting); Config.HandshakeTimeout for the whole connection
 // phase; max_allowed_packet (ERROR 1153). Packets out of sequence get ERROR
 // 1156, unknown prepared statement ids ERROR 1243.

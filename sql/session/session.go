@@ -186,7 +186,11 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.TruncateTableStmt,
 		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt,
 		*ast.CreateUserStmt, *ast.AlterUserStmt, *ast.DropUserStmt, *ast.RenameUserStmt, *ast.SetPwdStmt, *ast.GrantStmt, *ast.RevokeStmt:
-		// DDL and account statements commit the open transaction first, as in MySQL.
+		// DDL and account statements commit the open transaction first, as in
+		// MySQL; a READ ONLY session may not run them.
+		if s.varValue("transaction_read_only") == "1" {
+			return nil, readOnlyTxnError()
+		}
 		if err := s.implicitCommit(ctx); err != nil {
 			return nil, err
 		}
