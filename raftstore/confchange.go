@@ -307,6 +307,7 @@ func changedRegion(region *metapb.Region, typ raftpb.ConfChangeType, target *met
 
 // setRegion makes region p's region everywhere it is kept in memory.
 func (s *Store) setRegion(p *peer, region *metapb.Region) {
+	p.lease.unpublish() // local readers wait for a renewal with the new region
 	p.region = region
 	p.ps.region = region
 	if m := p.peerMeta(p.meta.GetId()); m != nil {
@@ -362,8 +363,9 @@ func (s *Store) maybeCreatePeer(rm *raft_serverpb.RaftMessage, msg *raftpb.Messa
 		return false
 	}
 	p := &peer{meta: meta, region: region, rn: rn, ps: ps, unassigned: map[uint64]*proposal{}, created: time.Now(), uninitialized: true}
-	p.lease.maxLease = s.maxLease
+	s.initLease(p)
 	s.peers[rid] = p
+	s.delegates.Store(rid, p)
 	peersCreated.WithLabelValues("raft_message").Inc()
 	s.log.Info("uninitialized peer created", "region", rid, "peer", meta.GetId(), "from_store", rm.GetFromPeer().GetStoreId())
 	return true
@@ -430,6 +432,8 @@ func (s *Store) destroyRemoved() {
 func (s *Store) destroyPeer(p *peer) {
 	rid := p.region.GetId()
 	delete(s.peers, rid)
+	s.delegates.CompareAndDelete(rid, p)
+	p.lease.unpublish()
 	nf := errRegionNotFound(rid)
 	for _, pr := range p.parked {
 		pr.regionError(nf, "region_not_found")

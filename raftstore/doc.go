@@ -46,19 +46,24 @@
 //  4. sends leaders' MsgApp/MsgHeartbeat at once (raft thesis 10.2.1: the
 //     leader's fsync overlaps the followers'; raft only counts the leader's
 //     own copy for commit after it is persisted);
-//  5. writes all their entries (deleting an overwritten log tail) and hard
+//  5. applies the committed entries that were already in the local log
+//     before this iteration (step 7's batch, ahead of this fsync: a write
+//     committed by the followers' acks is answered without waiting for an
+//     fsync of the entries proposed since);
+//  6. writes all their entries (deleting an overwritten log tail) and hard
 //     states in ONE Pebble batch, committed with Sync when any Ready has
 //     MustSync (group commit, at most one fsync per iteration across
 //     regions; a commit-index-only change is not synced);
-//  6. sends every other message (votes, append responses, ...), one
+//  7. sends every other message (votes, append responses, ...), one
 //     BatchRaftMessage per destination store;
-//  7. applies all committed entries in one indexed batch together with each
-//     region's applied index, committed with NoSync; answers proposals;
-//  8. clears reads whose ReadState index is applied (renewing the lease);
+//  8. applies the remaining committed entries in one indexed batch together
+//     with each region's applied index, committed with NoSync; answers
+//     proposals;
+//  9. clears reads whose ReadState index is applied (renewing the lease);
 //     Advance.
 //
 // Durability: an entry is acknowledged only once a quorum persisted it
-// (fsync in step 5 on each replica) and it was applied locally. The apply
+// (fsync in step 6 on each replica) and it was applied locally. The apply
 // batch is not synced: it carries the applied index atomically with the
 // data, so after a crash either both survive or neither does; Pebble's
 // single WAL means a surviving apply batch implies the earlier synced log
@@ -66,7 +71,9 @@
 // after the persisted applied index are simply applied again on restart
 // (apply is deterministic). Store ident and region creation are synced
 // before use. The hard state is written in the same batch as (never before)
-// the entries it covers.
+// the entries it covers; since step 5 may apply entries before the batch
+// carrying the commit index that covers them, a reload takes
+// max(commit, applied) as the commit index.
 //
 // # Writes
 //
@@ -198,8 +205,20 @@
 // batch). A restarted peer (persisted term above the initial one) drops
 // vote requests for an election timeout: raft restarts it with no known
 // leader, so CheckQuorum would not protect a lease it acknowledged just
-// before the restart. Metrics: strata_raftstore_reads_total{path=lease|
-// read_index}, strata_raftstore_lease_remaining_seconds.
+// before the restart.
+//
+// Local reads (TiKV's LocalReader): after each renewal, once the apply
+// batch holding the renewing entry is written, the loop publishes the lease
+// (term, expiry, a copy of the region) in an atomic pointer per peer
+// (readDelegate); Store.ReadIndex serves a read on the caller's goroutine,
+// without a loop iteration, while it is published, the request's epoch
+// matches and at least half of the lease is left (else the loop serves it
+// and renews). Every way the lease ends (step-down, term change, transfer
+// start) and the apply of an admin command withdraw it first. It needs no
+// wait for the applied index: a leader answers a write only after applying
+// it, and the lease is published only after an entry of its term applied
+// (so every earlier-term entry did). Metrics: strata_raftstore_reads_total
+// {path=lease|local_lease|read_index}, strata_raftstore_lease_remaining_seconds.
 //
 // # Graceful stop (leader transfer)
 //

@@ -1,6 +1,11 @@
 package raftstore
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/stratadb/strata/proto/metapb"
+)
 
 // leaderLease lets a leader serve reads without a ReadIndex round trip (the
 // shape of TiKV's Lease, not raft's ReadOnlyLeaseBased). It is owned by the
@@ -33,6 +38,29 @@ type leaderLease struct {
 	// at any time, even after raft aborted the transfer here).
 	transferred bool
 	expiry      time.Time // zero: not valid
+
+	// pub, when set, is where the peer publishes the lease for reads
+	// served outside the Ready loop (readDelegate); every way the lease
+	// ends clears it at once.
+	pub *atomic.Pointer[readDelegate]
+}
+
+// readDelegate is a leader's lease as published for reads served on the
+// caller's goroutine (TiKV's LocalReader), without a Ready loop iteration:
+// while now is before expiry the peer leads region in term and has applied
+// an entry of term, so every write acknowledged so far is applied (a
+// leader answers writes only after applying them). Immutable.
+type readDelegate struct {
+	region *metapb.Region // shared, read-only
+	term   uint64
+	expiry time.Time
+}
+
+// unpublish withdraws the lease from local readers.
+func (l *leaderLease) unpublish() {
+	if l.pub != nil {
+		l.pub.Store(nil)
+	}
 }
 
 // leaseFor returns the longest lease that is safe for an election timeout of
@@ -67,16 +95,19 @@ const leaseDriftMargin = 10
 
 // becomeLeader starts a new term with no lease.
 func (l *leaderLease) becomeLeader(term uint64) {
-	*l = leaderLease{maxLease: l.maxLease, term: term}
+	l.unpublish()
+	*l = leaderLease{maxLease: l.maxLease, term: term, pub: l.pub}
 }
 
 // expire drops the lease (step-down, term change, conf change).
 func (l *leaderLease) expire() {
-	*l = leaderLease{maxLease: l.maxLease}
+	l.unpublish()
+	*l = leaderLease{maxLease: l.maxLease, pub: l.pub}
 }
 
 // transferStarted drops the lease and blocks renewal for the rest of term.
 func (l *leaderLease) transferStarted() {
+	l.unpublish()
 	l.transferred = true
 	l.expiry = time.Time{}
 }

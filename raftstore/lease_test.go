@@ -7,6 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stratadb/strata/proto/metapb"
 )
 
 // fakeClock is a monotonic clock the test moves by hand.
@@ -141,4 +144,58 @@ func TestPeerSyncLease(t *testing.T) {
 	p.syncLease(status(raft.StateFollower, 10, 0))
 	require.Zero(t, p.lease.term)
 	require.False(t, p.lease.valid(c.now(), true, 9, 0))
+}
+
+// TestPublishedLeaseWithdrawn: the lease a leader publishes to reads served
+// outside the Ready loop appears only once it is valid for reads and is
+// withdrawn by every way the lease ends, and by an admin command's apply.
+func TestPublishedLeaseWithdrawn(t *testing.T) {
+	region := &metapb.Region{Id: 1, RegionEpoch: &metapb.RegionEpoch{Version: 1, ConfVer: 1}}
+	leading := func(t *testing.T) *peer {
+		p := &peer{region: region, lease: leaderLease{maxLease: 800 * time.Millisecond}}
+		p.lease.pub = &p.delegate
+		p.lease.becomeLeader(7)
+		p.lease.renew(7, time.Now())
+		p.publishLease()
+		require.Nil(t, p.delegate.Load(), "not before an entry of the term applied")
+		p.lease.committedInTerm(7)
+		p.lease.renew(7, time.Now())
+		p.publishLease()
+		d := p.delegate.Load()
+		require.NotNil(t, d)
+		require.Equal(t, uint64(7), d.term)
+		require.Equal(t, p.lease.expiry, d.expiry)
+		require.True(t, proto.Equal(region, d.region))
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		end  func(p *peer)
+	}{
+		{"step-down", func(p *peer) { p.lease.expire() }},
+		{"new-term", func(p *peer) { p.lease.becomeLeader(8) }},
+		{"transfer", func(p *peer) { p.lease.transferStarted() }},
+		{"admin-command", func(p *peer) { p.lease.unpublish() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := leading(t)
+			tc.end(p)
+			require.Nil(t, p.delegate.Load())
+			if tc.name == "transfer" {
+				p.lease.renew(7, time.Now())
+				p.publishLease()
+				require.Nil(t, p.delegate.Load(), "no publication for the rest of the term")
+			}
+		})
+	}
+	t.Run("region-change", func(t *testing.T) {
+		p := leading(t)
+		old := p.delegate.Load()
+		p.region = &metapb.Region{Id: 1, EndKey: []byte("m"), RegionEpoch: &metapb.RegionEpoch{Version: 2, ConfVer: 1}}
+		p.lease.renew(7, time.Now().Add(time.Millisecond))
+		p.publishLease()
+		d := p.delegate.Load()
+		require.NotSame(t, old, d)
+		require.Equal(t, uint64(2), d.region.GetRegionEpoch().GetVersion())
+	})
 }

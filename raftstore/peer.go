@@ -1,9 +1,11 @@
 package raftstore
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -34,6 +36,8 @@ type proposal struct {
 	// proposed is when the entry was handed to raft (before any MsgApp
 	// carrying it was sent): its commit renews the lease from there.
 	proposed time.Time
+	// cb, when set, receives the outcome instead of done (ProposeAsync).
+	cb func(*raft_cmdpb.RaftCmdResponse, error)
 	// overwritten is when a persisted Ready replaced the entry in the local
 	// log (zero while it is there); see trackProposals.
 	overwritten time.Time
@@ -50,6 +54,10 @@ func (p *proposal) regionID() uint64 { return p.cmd.GetHeader().GetRegionId() }
 func (p *proposal) respond(resp *raft_cmdpb.RaftCmdResponse, err error, outcome string) {
 	proposals.WithLabelValues(outcome).Inc()
 	proposeSeconds.Observe(time.Since(p.start).Seconds())
+	if p.cb != nil {
+		p.cb(resp, err)
+		return
+	}
 	p.done <- proposalResult{resp: resp, err: err}
 }
 
@@ -152,9 +160,12 @@ type peer struct {
 	compactProposed uint64
 	logBytes        uint64
 	nextApply       applyState
+	applyPending    bool // nextApply is written but not yet committed
 
-	// lease lets the leader serve reads without ReadIndex (see leaderLease).
-	lease leaderLease
+	// lease lets the leader serve reads without ReadIndex (see leaderLease);
+	// delegate publishes it to reads outside the loop (Store.localRead).
+	lease    leaderLease
+	delegate atomic.Pointer[readDelegate]
 	// created is when this peer was built; mayHaveAcked says its persisted
 	// state shows it may have followed a leader before (see createPeer).
 	created      time.Time
@@ -183,6 +194,35 @@ func (p *peer) syncLease(st *raft.BasicStatus) {
 	if st.LeadTransferee != 0 && !p.lease.transferred {
 		p.lease.transferStarted()
 	}
+}
+
+// publishLease publishes the lease to local readers when it is valid for
+// reads (renewed in a term whose entry this leader applied, no transfer);
+// the loop's own checks (raft state, transferee) are kept in step by
+// syncLease, which withdraws it.
+func (p *peer) publishLease() {
+	l := &p.lease
+	if l.pub == nil || l.term == 0 || !l.committed || l.transferred || l.expiry.IsZero() {
+		return
+	}
+	d := p.delegate.Load()
+	if d != nil && d.term == l.term && d.expiry.Equal(l.expiry) && sameRegion(d.region, p.region) {
+		return
+	}
+	region := p.region
+	if d != nil && sameRegion(d.region, p.region) {
+		region = d.region
+	} else {
+		region = proto.Clone(p.region).(*metapb.Region)
+	}
+	p.delegate.Store(&readDelegate{region: region, term: l.term, expiry: l.expiry})
+}
+
+// sameRegion reports whether a and b have the same epoch and range.
+func sameRegion(a, b *metapb.Region) bool {
+	return a.GetRegionEpoch().GetVersion() == b.GetRegionEpoch().GetVersion() &&
+		a.GetRegionEpoch().GetConfVer() == b.GetRegionEpoch().GetConfVer() &&
+		bytes.Equal(a.GetStartKey(), b.GetStartKey()) && bytes.Equal(a.GetEndKey(), b.GetEndKey())
 }
 
 // readIndexInFlight reports whether a ReadIndex (not a lease read waiting
@@ -328,7 +368,7 @@ func (p *peer) ackApplied(index, term uint64, resp *raft_cmdpb.RaftCmdResponse, 
 		p.pending = p.pending[1:]
 		if pr.index == index && pr.term == term && resp != nil {
 			// A quorum stored the entry, so heard from us after pr.proposed.
-			p.lease.renew(term, pr.proposed)
+			p.lease.renew(term, pr.proposed) // published once the batch is written (Store.apply)
 			*out = append(*out, appliedProposal{pr: pr, resp: resp})
 			continue
 		}

@@ -201,6 +201,7 @@ func (s *Store) applySplit(b *pebble.Batch, p *peer, req *raft_cmdpb.SplitReques
 			s.fatal("write split region state", err)
 		}
 	}
+	p.lease.unpublish() // local readers wait for a renewal with the new range
 	p.region, p.ps.region = regions[0], regions[0]
 	p.siblings = regions[1:]
 	p.checked = false // measure the shrunk region again

@@ -74,6 +74,12 @@ func loadPeerStorage(db *pebble.DB, region *metapb.Region) (*peerStorage, error)
 		}
 		ps.lastIndex, ps.lastTerm = e.GetIndex(), e.GetTerm()
 	}
+	if ps.apply.applied > hs.GetCommit() {
+		// Entries already in the local log may be applied before the
+		// batch carrying the hard state that commits them is written
+		// (Store.iterate): what was applied was committed.
+		hs.Commit = new(ps.apply.applied)
+	}
 	if ps.hardState.GetCommit() > ps.lastIndex {
 		return nil, fmt.Errorf("%w: region %d commit %d beyond last index %d", ErrCorrupt, ps.regionID, ps.hardState.GetCommit(), ps.lastIndex)
 	}

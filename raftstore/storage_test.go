@@ -152,3 +152,30 @@ func TestPeerStorageCacheBounded(t *testing.T) {
 	require.Len(t, es, 2*entryCacheSize)
 	require.Equal(t, uint64(6+2*entryCacheSize-1), es[len(es)-1].GetIndex())
 }
+
+// TestPeerStorageAppliedBeyondCommit: entries already in the log may be
+// applied before the hard state committing them is written (a crash in
+// between leaves applied > commit); the reload takes the applied index as
+// committed, so raft does not refuse to restart.
+func TestPeerStorageAppliedBeyondCommit(t *testing.T) {
+	db := memDB(t)
+	b := db.NewBatch()
+	require.NoError(t, writeInitialState(b, testRegion()))
+	require.NoError(t, b.Commit(pebble.Sync))
+	ps, err := loadPeerStorage(db, testRegion())
+	require.NoError(t, err)
+	persist(t, ps, ents(6, 6, 12), &raftpb.HardState{Term: new(uint64(6)), Commit: new(uint64(8))})
+	as := ps.apply
+	as.applied = 11
+	require.NoError(t, db.Set(applyStateKey(ps.regionID), as.encode(), pebble.Sync))
+
+	ps2, err := loadPeerStorage(db, testRegion())
+	require.NoError(t, err)
+	hs, _, err := ps2.InitialState()
+	require.NoError(t, err)
+	require.Equal(t, uint64(11), hs.GetCommit())
+	rn, err := raft.NewRawNode(&raft.Config{ID: 8, ElectionTick: 10, HeartbeatTick: 2, Storage: ps2,
+		Applied: ps2.apply.applied, MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 16})
+	require.NoError(t, err)
+	require.Equal(t, uint64(11), rn.BasicStatus().GetCommit())
+}

@@ -194,6 +194,9 @@ type Store struct {
 	// meta is the shared view of regions and leadership (for the PD
 	// heartbeat loops, the KV service and tests).
 	meta *storeMeta
+	// delegates maps a region id to its local peer for reads served
+	// outside the loop (localRead); only peer.delegate is read through it.
+	delegates sync.Map
 	// leaderGen counts the times a peer of this store became leader.
 	leaderGen atomic.Uint64
 
@@ -408,19 +411,8 @@ func (s *Store) Propose(ctx context.Context, cmd *raft_cmdpb.RaftCmdRequest, lea
 // admin commands through it).
 func (s *Store) proposeAndWait(ctx context.Context, cmd *raft_cmdpb.RaftCmdRequest, leaderGen uint64) (*raft_cmdpb.RaftCmdResponse, error) {
 	pr := &proposal{cmd: cmd, leaderGen: leaderGen, start: time.Now(), done: make(chan proposalResult, 1)}
-	busy := false
-	if !s.inbox.push(func(m *inboxMsgs) {
-		if busy = len(m.proposals) >= maxQueuedRequests; !busy {
-			m.proposals = append(m.proposals, pr)
-		}
-	}) {
-		// Never proposed: safe for the client to retry elsewhere.
-		proposals.WithLabelValues("stopping").Inc()
-		return &raft_cmdpb.RaftCmdResponse{RegionError: errStopping(pr.regionID())}, nil
-	}
-	if busy {
-		proposals.WithLabelValues("busy").Inc()
-		return &raft_cmdpb.RaftCmdResponse{RegionError: ErrServerIsBusy("too many queued writes")}, nil
+	if resp := s.queueProposal(pr); resp != nil {
+		return resp, nil
 	}
 	select {
 	case res := <-pr.done:
@@ -438,6 +430,44 @@ func (s *Store) proposeAndWait(ctx context.Context, cmd *raft_cmdpb.RaftCmdReque
 	}
 }
 
+// ProposeAsync is Propose without waiting for the outcome: it queues cmd
+// and returns at once. done receives what Propose would have returned,
+// exactly once: on the caller's goroutine when the command is refused before
+// it is queued (stopping, busy, admin request), else on the store's Ready
+// loop goroutine, so it must be quick and must not block or call back
+// into the store. Nothing is acknowledged by the call itself: the entry is
+// durable on a quorum only when done reports success.
+func (s *Store) ProposeAsync(cmd *raft_cmdpb.RaftCmdRequest, leaderGen uint64, done func(*raft_cmdpb.RaftCmdResponse, error)) {
+	if cmd.GetAdminRequest() != nil {
+		done(nil, ErrAdminNotSupported)
+		return
+	}
+	pr := &proposal{cmd: cmd, leaderGen: leaderGen, start: time.Now(), cb: done}
+	if resp := s.queueProposal(pr); resp != nil {
+		done(resp, nil)
+	}
+}
+
+// queueProposal hands pr to the Ready loop. It returns the response when pr
+// was refused without being queued (a retryable region error), else nil.
+func (s *Store) queueProposal(pr *proposal) *raft_cmdpb.RaftCmdResponse {
+	busy := false
+	if !s.inbox.push(func(m *inboxMsgs) {
+		if busy = len(m.proposals) >= maxQueuedRequests; !busy {
+			m.proposals = append(m.proposals, pr)
+		}
+	}) {
+		// Never proposed: safe for the client to retry elsewhere.
+		proposals.WithLabelValues("stopping").Inc()
+		return &raft_cmdpb.RaftCmdResponse{RegionError: errStopping(pr.regionID())}
+	}
+	if busy {
+		proposals.WithLabelValues("busy").Inc()
+		return &raft_cmdpb.RaftCmdResponse{RegionError: ErrServerIsBusy("too many queued writes")}
+	}
+	return nil
+}
+
 // ReadIndex waits until a linearizable read of the region in rctx may be
 // served from the engine: this peer is leader, its lease is valid or a
 // ReadIndex round confirmed it, and its applied index reached the commit
@@ -445,6 +475,9 @@ func (s *Store) proposeAndWait(ctx context.Context, cmd *raft_cmdpb.RaftCmdReque
 // that point (shared, do not modify) or a region error. The caller then
 // checks keys against the region and reads Engine().
 func (s *Store) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
+	if region := s.localRead(rctx); region != nil {
+		return region, nil, nil
+	}
 	rr := &readRequest{rctx: rctx, start: time.Now(), done: make(chan readResult, 1)}
 	busy := false
 	if !s.inbox.push(func(m *inboxMsgs) {
@@ -470,6 +503,40 @@ func (s *Store) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.R
 			return nil, nil, ErrStopped
 		}
 	}
+}
+
+// initLease sets up a new peer's lease and its publication to local readers.
+func (s *Store) initLease(p *peer) {
+	p.lease.maxLease = s.maxLease
+	if s.maxLease > 0 {
+		p.lease.pub = &p.delegate
+	}
+}
+
+// localRead serves a read on the caller's goroutine when the region's
+// leader here has published a lease (readDelegate) that is valid now, with
+// at least half of it left (else the loop serves the read and renews the
+// lease in the background), and the request's epoch matches. It returns
+// the region, or nil when the read must go through the Ready loop.
+func (s *Store) localRead(rctx *kvrpcpb.Context) *metapb.Region {
+	v, ok := s.delegates.Load(rctx.GetRegionId())
+	if !ok {
+		return nil
+	}
+	d := v.(*peer).delegate.Load()
+	if d == nil || !epochMatches(rctx.GetRegionEpoch(), d.region) {
+		return nil
+	}
+	rem := d.expiry.Sub(time.Now())
+	if rem < s.maxLease/2 {
+		return nil
+	}
+	readsTotal.WithLabelValues("local_lease").Inc()
+	leaseRemainingSeconds.Observe(rem.Seconds())
+	if h := s.leaseHook.Load(); h != nil {
+		(*h)(LeaseEvent{RegionID: d.region.GetId(), Term: d.term, LeaseValid: true, Remaining: rem})
+	}
+	return d.region
 }
 
 // TransferLeaders prepares a graceful stop: it hands the leadership of every
@@ -545,13 +612,14 @@ func (s *Store) createPeer(region *metapb.Region, fromSplit bool) error {
 		return err
 	}
 	p := &peer{meta: meta, region: region, rn: rn, ps: ps, unassigned: map[uint64]*proposal{}, created: time.Now()}
-	p.lease.maxLease = s.maxLease
+	s.initLease(p)
 	// A replica that may have acknowledged a leader before a restart lost
 	// the memory of it (raft restarts with no leader, so CheckQuorum's vote
 	// rejection does not apply): it refuses votes for an election timeout,
 	// or that leader's lease could overlap a new leader.
 	p.mayHaveAcked = ps.hardState.GetTerm() > initTerm || ps.lastIndex > initIndex
 	s.peers[region.GetId()] = p
+	s.delegates.Store(region.GetId(), p)
 	// A brand-new region: its first peer campaigns at once instead of
 	// waiting for an election timeout.
 	fresh := ps.lastIndex == initIndex && ps.hardState.GetTerm() == initTerm && ps.hardState.GetVote() == 0
@@ -825,9 +893,14 @@ func (s *Store) iterate(tick bool) bool {
 	// only counts itself for commit once persisted (raft self-acks after
 	// Advance), and everything else waits for the fsync.
 	s.sendMessages(readies, true)
+	// Committed entries already in the local log are applied (and their
+	// writers answered) before this Ready's new entries are fsynced: they
+	// are durable on a quorum, and waiting for an fsync of unrelated
+	// entries would add its whole duration to every write under load.
+	s.apply(readies, true)
 	s.persist(readies)
 	s.sendMessages(readies, false)
-	s.apply(readies)
+	s.apply(readies, false)
 	again := false
 	for i := range readies {
 		r := &readies[i]
@@ -837,6 +910,7 @@ func (s *Store) iterate(tick bool) bool {
 					b.index = rs.Index
 					// A quorum acknowledged a heartbeat sent after b.issued.
 					r.p.lease.renew(b.term, b.issued)
+					r.p.publishLease()
 				}
 			}
 		}
@@ -1389,13 +1463,26 @@ func (s *Store) sendSnapshot(p *peer, to uint64, m *raftpb.Message) {
 // against the region at its index: a command proposed before the region
 // changed writes nothing and is answered EpochNotMatch (on every replica
 // alike, so they stay identical).
-func (s *Store) apply(readies []peerReady) {
+//
+// With persistedOnly (before the Ready is persisted) it applies only the
+// entries the local log already holds; a Ready with a snapshot waits for it.
+func (s *Store) apply(readies []peerReady, persistedOnly bool) {
 	var b *pebble.Batch
 	results := s.applyBufs[:0]
 	start := time.Now()
 	for _, r := range readies {
 		ents := r.rd.CommittedEntries
-		if len(ents) == 0 {
+		if persistedOnly {
+			if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {
+				continue
+			}
+			n := 0
+			for n < len(ents) && ents[n].GetIndex() <= r.p.ps.lastIndex {
+				n++
+			}
+			ents = ents[:n]
+		}
+		if len(ents) == 0 || ents[len(ents)-1].GetIndex() <= r.p.ps.apply.applied {
 			continue
 		}
 		if b == nil {
@@ -1420,6 +1507,11 @@ func (s *Store) apply(readies []peerReady) {
 				if err != nil {
 					s.fatal("decode entry", err)
 				}
+				if cmd.GetAdminRequest() != nil {
+					// May change the region (split, conf change): local
+					// readers wait for the next renewal's copy of it.
+					p.lease.unpublish()
+				}
 				resp = s.applyCmd(b, p, &as, cmd, e.GetIndex())
 			default:
 				resp = s.applyConfChange(b, p, e)
@@ -1431,6 +1523,7 @@ func (s *Store) apply(readies []peerReady) {
 			s.fatal("write apply state", err)
 		}
 		p.nextApply = as
+		p.applyPending = true
 	}
 	if b == nil {
 		return
@@ -1443,15 +1536,19 @@ func (s *Store) apply(readies []peerReady) {
 		s.finishSplits()
 	}
 	for _, r := range readies {
-		if len(r.rd.CommittedEntries) == 0 {
+		if !r.p.applyPending {
 			continue
 		}
+		r.p.applyPending = false
 		ps, as := r.p.ps, r.p.nextApply
 		if as.truncatedIndex > ps.apply.truncatedIndex {
 			ps.logCompacted(as.truncatedIndex, as.truncatedTerm)
 			raftLogGCApplied.Inc()
 		}
 		ps.apply.applied = max(ps.apply.applied, as.applied)
+		// Only now may local readers rely on the lease: the entries that
+		// renewed it (and every earlier one) are in the engine.
+		r.p.publishLease()
 	}
 	applySeconds.Observe(time.Since(start).Seconds())
 	for i, ap := range results {

@@ -80,17 +80,27 @@ func (e raftEngine) Snapshot() txn.Snapshot { return e.s.Engine().NewSnapshot() 
 func (e raftEngine) LeaderGeneration() uint64 { return e.s.LeaderGeneration() }
 
 func (e raftEngine) Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, gen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error) {
-	cmd := &raft_cmdpb.RaftCmdRequest{
+	resp, err := e.s.Propose(ctx, raftCmd(rctx, region, reqs), gen)
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetRegionError(), nil
+}
+
+// WriteAsync implements txn.AsyncEngine with raftstore's ProposeAsync.
+func (e raftEngine) WriteAsync(rctx *kvrpcpb.Context, region *metapb.Region, gen uint64, reqs []*raft_cmdpb.Request, done func(*errorpb.Error, error)) {
+	e.s.ProposeAsync(raftCmd(rctx, region, reqs), gen, func(resp *raft_cmdpb.RaftCmdResponse, err error) {
+		done(resp.GetRegionError(), err)
+	})
+}
+
+func raftCmd(rctx *kvrpcpb.Context, region *metapb.Region, reqs []*raft_cmdpb.Request) *raft_cmdpb.RaftCmdRequest {
+	return &raft_cmdpb.RaftCmdRequest{
 		Header: &raft_cmdpb.RaftRequestHeader{
 			RegionId: region.GetId(), Peer: rctx.GetPeer(), RegionEpoch: region.GetRegionEpoch(),
 		},
 		Requests: reqs,
 	}
-	resp, err := e.s.Propose(ctx, cmd, gen)
-	if err != nil {
-		return nil, err
-	}
-	return resp.GetRegionError(), nil
 }
 
 var _ storepb.StoreServer = (*Service)(nil)

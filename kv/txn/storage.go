@@ -46,6 +46,18 @@ type Engine interface {
 	Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, leaderGen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error)
 }
 
+// AsyncEngine is an Engine that can also replicate writes without the
+// caller waiting for them (raftstore's ProposeAsync). Storage uses it for
+// pipelined pessimistic locks (Config.PipelinedPessimisticLock).
+type AsyncEngine interface {
+	Engine
+	// WriteAsync is Write whose outcome goes to done instead of being
+	// returned: exactly once, possibly on another goroutine (the engine's
+	// apply loop, so done must be quick and must not block). reqs are
+	// retained until done is called.
+	WriteAsync(rctx *kvrpcpb.Context, region *metapb.Region, leaderGen uint64, reqs []*raft_cmdpb.Request, done func(*errorpb.Error, error))
+}
+
 // TSO hands out PD timestamps.
 type TSO interface {
 	GetTS(ctx context.Context) (uint64, error)
@@ -65,6 +77,18 @@ type Config struct {
 	// Detector finds deadlocks between waiting transactions (default: a
 	// LocalDetector for this store).
 	Detector Detector
+	// SyncPessimisticLock turns pipelined pessimistic locks off: a
+	// PessimisticLock is answered only after its lock record applied.
+	// With them (the default, TiKV's pipelined pessimistic lock, used
+	// when the engine is an AsyncEngine) it is answered once the lock is
+	// evaluated and handed to raft; the latches stay held until the
+	// write applied, so every later command on those keys (this
+	// transaction's prewrite too) runs after it. A lock record lost on the
+	// way (leader change) costs no isolation: the transaction's
+	// pessimistic prewrite finds the lock missing and fails with
+	// PessimisticLockNotFound if anything was committed after its
+	// for_update_ts, else writes as if it had been there (prewriteKey).
+	SyncPessimisticLock bool
 }
 
 // Storage evaluates Percolator commands for a store: reads with lock checks,
@@ -178,7 +202,10 @@ func (s *Storage) begin(ctx context.Context, kind string, rctx *kvrpcpb.Context,
 	if err != nil {
 		return nil, nil, err
 	}
+	latched := time.Now()
+	latchWaitSeconds.Observe(latched.Sub(start).Seconds())
 	region, rerr, err := s.engine.ReadIndex(ctx, rctx)
+	writeReadIndexSeconds.Observe(time.Since(latched).Seconds())
 	if err == nil && rerr == nil {
 		for _, k := range keys {
 			if rerr = regionkeys.CheckKey(k, region); rerr != nil {
@@ -215,6 +242,37 @@ func (c *command) closeReader() {
 		c.snap.Close()
 		c.r, c.snap = nil, nil
 	}
+}
+
+// writeAsync is write for a command whose answer does not depend on the
+// write's outcome (pipelined pessimistic locks): it hands the writes to the
+// engine and returns at once, and the command is finished (latches
+// released) when the write's outcome is known. It reports false, having
+// done nothing, when the engine cannot write asynchronously; the caller
+// then writes and finishes the command itself.
+func (c *command) writeAsync(rctx *kvrpcpb.Context) bool {
+	ae, ok := c.s.engine.(AsyncEngine)
+	if !ok || c.s.cfg.SyncPessimisticLock {
+		return false
+	}
+	c.closeReader()
+	if c.t.Len() == 0 {
+		c.finish()
+		return true
+	}
+	start := time.Now()
+	ae.WriteAsync(rctx, c.region, c.gen, c.t.Writes(), func(rerr *errorpb.Error, err error) {
+		outcome := "ok"
+		switch {
+		case err != nil:
+			outcome = "error"
+		case rerr != nil:
+			outcome = "region_error"
+		}
+		pipelinedWrites.WithLabelValues(c.kind, outcome).Observe(time.Since(start).Seconds())
+		c.finish()
+	})
+	return true
 }
 
 // finish releases everything the command holds.
