@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -72,10 +73,18 @@ func TestProposeChecks(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, resp.GetRegionError().GetStaleCommand(), "%v", resp)
 
+	// A follower refuses with NotLeader (RegionNotFound until it has
+	// created its peer of the region: the leader needs only one follower).
 	follower := c.nodes[(l+1)%3].srv.Store()
-	resp, err = follower.Propose(context.Background(), putCmd(region, "a", c.nextTS()), 0)
-	require.NoError(t, err)
-	require.NotNil(t, resp.GetRegionError().GetNotLeader(), "%v", resp)
+	require.Eventually(t, func() bool {
+		resp, err = follower.Propose(context.Background(), putCmd(region, "a", c.nextTS()), 0)
+		require.NoError(t, err)
+		if resp.GetRegionError().GetRegionNotFound() != nil {
+			return false
+		}
+		require.NotNil(t, resp.GetRegionError().GetNotLeader(), "%v", resp)
+		return true
+	}, 10*time.Second, 10*time.Millisecond)
 
 	_, err = store.Propose(context.Background(), &raft_cmdpb.RaftCmdRequest{Header: putCmd(region, "a", 1).Header,
 		AdminRequest: &raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_CompactLog}}, 0)

@@ -52,9 +52,9 @@ func newAsyncHarness(t *testing.T) (*harness, *asyncEngine) {
 
 func (h *harness) prewritePessimistic(ctx context.Context, startTS, forUpdateTS uint64, key, value string) (*kvrpcpb.PrewriteResponse, error) {
 	return h.s.Prewrite(ctx, &kvrpcpb.PrewriteRequest{
-		Mutations:         []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte(key), Value: []byte(value)}},
+		Mutations:          []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte(key), Value: []byte(value)}},
 		PessimisticActions: []kvrpcpb.PessimisticAction{kvrpcpb.PessimisticAction_DoPessimisticCheck},
-		PrimaryLock:       []byte(key), StartVersion: startTS, ForUpdateTs: forUpdateTS, LockTtl: 60000,
+		PrimaryLock:        []byte(key), StartVersion: startTS, ForUpdateTs: forUpdateTS, LockTtl: 60000,
 	})
 }
 
