@@ -40,6 +40,8 @@ type fileConfig struct {
 	RegionSplitSize    uint64        `toml:"region-split-size"`
 	RegionSplitKeys    uint64        `toml:"region-split-keys"`
 	LogLevel           string        `toml:"log-level"`
+	// PipelinedPessimisticLock: see kv/txn Config (off by default).
+	PipelinedPessimisticLock bool `toml:"pipelined-pessimistic-lock"`
 }
 
 func main() {
@@ -87,6 +89,8 @@ func run(args []string) error {
 		RegionSplitSize:       cfg.RegionSplitSize,
 		RegionSplitKeys:       cfg.RegionSplitKeys,
 		Logger:                logger,
+
+		PipelinedPessimisticLock: cfg.PipelinedPessimisticLock,
 	})
 	if err != nil {
 		return err
@@ -133,5 +137,7 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.LeaderTransferTimeout, "leader-transfer-timeout", cfg.LeaderTransferTimeout,
 		"on SIGTERM, how long to wait for region leaders to move to other stores before stopping (0: stop at once)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
+	fs.BoolVar(&cfg.PipelinedPessimisticLock, "pipelined-pessimistic-lock", cfg.PipelinedPessimisticLock,
+		"answer pessimistic locks before their lock records are replicated (faster; a lock lost to a crash or leader transfer fails its transaction at commit)")
 	return fs
 }

@@ -41,6 +41,9 @@ type Config struct {
 	// raftstore.Store.TransferLeaders). Zero means 5s; negative skips the
 	// transfer (the store stops as if it crashed, for comparisons in tests).
 	LeaderTransferTimeout time.Duration
+	// PipelinedPessimisticLock answers pessimistic locks before their
+	// lock records applied (txn.Config.PipelinedPessimisticLock).
+	PipelinedPessimisticLock bool
 	// PD, when set, is used instead of dialling PDEndpoints (tests).
 	PD PD
 	// GC tunes the store's MVCC garbage collector (kv/gc); it runs when
@@ -198,7 +201,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if tso == nil {
 		tso = pd
 	}
-	svc := NewService(store, tso, pd, s.log)
+	svc := NewService(store, tso, pd, s.log, s.cfg.PipelinedPessimisticLock)
 	defer svc.Close()
 	storepb.RegisterStoreServer(gs, svc)
 	gcDone := make(chan struct{})

@@ -54,11 +54,12 @@ type Service struct {
 // NewService returns the gRPC service of store; tso is used to sync the max
 // read timestamp whenever this store gains a region leadership, pd to find
 // the cluster's deadlock detector. Close releases its connections.
-func NewService(store *raftstore.Store, tso TSO, pd RegionLocator, log *slog.Logger) *Service {
+// pipelinedLocks is txn.Config.PipelinedPessimisticLock.
+func NewService(store *raftstore.Store, tso TSO, pd RegionLocator, log *slog.Logger, pipelinedLocks bool) *Service {
 	cm := concurrency.New()
 	det := newClusterDetector(store, pd, log)
 	return &Service{store: store, cm: cm, detector: det,
-		st: txn.New(raftEngine{store}, cm, tso, txn.Config{Detector: det})}
+		st: txn.New(raftEngine{store}, cm, tso, txn.Config{Detector: det, PipelinedPessimisticLock: pipelinedLocks})}
 }
 
 // Close releases the service's outgoing connections (to the deadlock

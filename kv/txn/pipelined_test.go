@@ -47,7 +47,7 @@ func newAsyncHarness(t *testing.T) (*harness, *asyncEngine) {
 	pe := newPebbleEngine(t)
 	e := &asyncEngine{pebbleEngine: pe, queued: make(chan queuedWrite, 16)}
 	tso := &counterTSO{}
-	return &harness{t: t, e: pe, tso: tso, s: New(e, concurrency.New(), tso, Config{})}, e
+	return &harness{t: t, e: pe, tso: tso, s: New(e, concurrency.New(), tso, Config{PipelinedPessimisticLock: true})}, e
 }
 
 func (h *harness) prewritePessimistic(ctx context.Context, startTS, forUpdateTS uint64, key, value string) (*kvrpcpb.PrewriteResponse, error) {
@@ -119,13 +119,13 @@ func TestPipelinedLockLost(t *testing.T) {
 	require.Contains(t, r.Errors[0].GetRetryable(), "not found", "%v", r.Errors[0])
 }
 
-// TestPipelinedLockOffIsSynchronous: with SyncPessimisticLock the lock is
-// answered only after its write applied.
+// TestPipelinedLockOffIsSynchronous: without PipelinedPessimisticLock the
+// lock is answered only after its write applied.
 func TestPipelinedLockOffIsSynchronous(t *testing.T) {
 	pe := newPebbleEngine(t)
 	e := &asyncEngine{pebbleEngine: pe, queued: make(chan queuedWrite, 16)}
 	tso := &counterTSO{}
-	h := &harness{t: t, e: pe, tso: tso, s: New(e, concurrency.New(), tso, Config{SyncPessimisticLock: true})}
+	h := &harness{t: t, e: pe, tso: tso, s: New(e, concurrency.New(), tso, Config{})}
 	require.Empty(t, h.lock(t, 10, 1000, "k").Errors)
 	require.Equal(t, int64(1), pe.writes.Load())
 	require.Empty(t, e.queued)

@@ -77,18 +77,22 @@ type Config struct {
 	// Detector finds deadlocks between waiting transactions (default: a
 	// LocalDetector for this store).
 	Detector Detector
-	// SyncPessimisticLock turns pipelined pessimistic locks off: a
-	// PessimisticLock is answered only after its lock record applied.
-	// With them (the default, TiKV's pipelined pessimistic lock, used
-	// when the engine is an AsyncEngine) it is answered once the lock is
-	// evaluated and handed to raft; the latches stay held until the
+	// PipelinedPessimisticLock (TiKV's pipelined pessimistic lock, used
+	// when the engine is an AsyncEngine; off by default) answers a
+	// PessimisticLock once the lock is evaluated and handed to raft
+	// instead of after its lock record applied; the latches stay held until the
 	// write applied, so every later command on those keys (this
 	// transaction's prewrite too) runs after it. A lock record lost on the
 	// way (leader change) costs no isolation: the transaction's
 	// pessimistic prewrite finds the lock missing and fails with
 	// PessimisticLockNotFound if anything was committed after its
 	// for_update_ts, else writes as if it had been there (prewriteKey).
-	SyncPessimisticLock bool
+	// But then the transaction fails at commit (a lock lost to a store
+	// crash or leader transfer that another transaction took meanwhile),
+	// where a synchronous lock would have failed its statement, which is
+	// retried: off until lock records survive leader transfers (TiKV
+	// proposes in-memory locks before a transfer).
+	PipelinedPessimisticLock bool
 }
 
 // Storage evaluates Percolator commands for a store: reads with lock checks,
@@ -252,7 +256,7 @@ func (c *command) closeReader() {
 // then writes and finishes the command itself.
 func (c *command) writeAsync(rctx *kvrpcpb.Context) bool {
 	ae, ok := c.s.engine.(AsyncEngine)
-	if !ok || c.s.cfg.SyncPessimisticLock {
+	if !ok || !c.s.cfg.PipelinedPessimisticLock {
 		return false
 	}
 	c.closeReader()
