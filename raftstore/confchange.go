@@ -65,6 +65,9 @@ func (s *Store) execPDStep(resp *pdpb.RegionHeartbeatResponse) {
 		if st := p.rn.BasicStatus(); st.RaftState != raft.StateLeader || st.LeadTransferee != 0 {
 			return
 		}
+		if p.splitInFlight() {
+			return // after the split (split.go); PD asks again
+		}
 		s.startTransfer(p, target.GetId())
 	case resp.GetChangePeer() != nil:
 		if err := s.proposeConfChange(p, resp.GetChangePeer()); err != nil {

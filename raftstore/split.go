@@ -247,6 +247,25 @@ func (s *Store) finishSplits() {
 	s.splits = s.splits[:0]
 }
 
+// splitInFlight reports whether a Split this peer proposed is not applied
+// yet. O(proposals in flight); called only before leader transfers.
+func (p *peer) splitInFlight() bool {
+	isSplit := func(pr *proposal) bool {
+		return pr.cmd.GetAdminRequest().GetCmdType() == raft_cmdpb.AdminCmdType_Split
+	}
+	for _, pr := range p.unassigned {
+		if isSplit(pr) {
+			return true
+		}
+	}
+	for _, pr := range p.pending {
+		if isSplit(pr) {
+			return true
+		}
+	}
+	return false
+}
+
 // epochNotMatch is the EpochNotMatch answer of p: its current region and
 // the regions its last split created (the client replaces its stale region
 // with all of them at once).

@@ -222,3 +222,26 @@ func TestStoreMetaOverlapping(t *testing.T) {
 	m.setRegion(&metapb.Region{Id: 4, StartKey: []byte("f"), EndKey: []byte("m")})
 	require.Equal(t, []uint64{2, 4}, ids("e", "g"))
 }
+
+func TestSplitInFlight(t *testing.T) {
+	split := &proposal{cmd: &raft_cmdpb.RaftCmdRequest{AdminRequest: &raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_Split}}}
+	write := &proposal{cmd: lockPut(testRegion(), "a")}
+	compact := &proposal{cmd: &raft_cmdpb.RaftCmdRequest{AdminRequest: &raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_CompactLog}}}
+	for _, c := range []struct {
+		name       string
+		unassigned []*proposal
+		pending    []*proposal
+		want       bool
+	}{
+		{"none", nil, nil, false},
+		{"writes only", []*proposal{write}, []*proposal{write, compact}, false},
+		{"split proposed", []*proposal{write, split}, nil, true},
+		{"split in the log", nil, []*proposal{write, split}, true},
+	} {
+		p := &peer{unassigned: map[uint64]*proposal{}, pending: c.pending}
+		for i, pr := range c.unassigned {
+			p.unassigned[uint64(i)] = pr
+		}
+		require.Equal(t, c.want, p.splitInFlight(), c.name)
+	}
+}

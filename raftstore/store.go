@@ -1079,6 +1079,9 @@ func (s *Store) transferLeaders() {
 		if st := p.rn.BasicStatus(); st.RaftState != raft.StateLeader || st.LeadTransferee != 0 {
 			continue
 		}
+		if p.splitInFlight() {
+			continue // hand it over once the split applied (split.go)
+		}
 		target := transferTarget(p.rn, p.meta.GetId())
 		if target == 0 {
 			continue // no other voter: keep serving until stopped
