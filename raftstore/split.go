@@ -42,7 +42,10 @@ import (
 // regions split off it. A Split itself needs the current version and
 // conf_ver. A malformed Split (keys not strictly inside the region and
 // ascending, wrong number of ids) is refused at apply on every replica
-// alike.
+// alike. A leader with a split in flight starts no leader transfer (PD's
+// or a graceful stop's) until it applied, so the new regions start with
+// their leaders where the parent's is, decided by one apply (TiKV refuses
+// such transfers too).
 
 // splitResult is a split applied in the current apply batch, finished once
 // the batch is committed.
