@@ -98,15 +98,12 @@ func explainResult(root planner.Plan, brief bool, stats map[planner.Plan]*opStat
 		vals := []string{id, r.EstRows, r.Task, r.Access, r.Info}
 		if stats != nil {
 			act, info := "0", "time:0s, loops:0"
-			st, ok := stats[r.Plan]
-			if ok {
+			if st, ok := stats[r.Plan]; ok {
 				last = st
-			} else if r.Plan.Base().Task != "root" && last != nil {
-				st, ok = &opStats{rows: last.rows}, true
-			}
-			if ok {
 				act = strconv.FormatInt(st.rows, 10)
 				info = fmt.Sprintf("time:%s, loops:%d", st.time.Round(time.Microsecond), st.loops)
+			} else if r.Plan.Base().Task != "root" && last != nil {
+				act, info = strconv.FormatInt(last.rows, 10), "read by its root reader" // no filter below it
 			}
 			vals = []string{id, r.EstRows, act, r.Task, r.Access, info, r.Info, "N/A", "N/A"}
 		}

@@ -24,7 +24,16 @@
 //     read: an index being built (delete-only, write-only) never is.
 //
 // Plans are built per execution and are not shared; a plan holds the
-// catalog objects it was built from, which are immutable.
+// catalog objects it was built from, which are immutable. The exception is
+// a prepared point select (cache.go): its PointTemplate is built once per
+// session and statement, and BindPoint only checks that the table
+// definition is still the one it was built from and binds the parameters
+// to the key (TiDB's point-get plan cache).
+//
+// EXPLAIN renders a plan with Explain: TiDB's operator names and ids, the
+// tree drawing, estRows, task (root on the SQL node, cop[tikv] for the
+// reads the stores serve), access object and operator info; expression
+// text is built only then.
 //
 // Ranges (ranger.go) follow TiDB's pkg/util/ranger: for each index column
 // in order, the conjuncts on that column alone (=, IN, <, <=, >, >=,
