@@ -333,7 +333,7 @@ func apiOperator(r *http.Request, c *cluster) (any, error) {
 
 // opRequest is PD's POST /operators body.
 type opRequest struct {
-	Name      string `json:"name"` // transfer-leader, add-peer, remove-peer, transfer-peer
+	Name      string `json:"name"` // transfer-leader, transfer-peer, add-peer, remove-peer
 	RegionID  uint64 `json:"region_id"`
 	ToStoreID uint64 `json:"to_store_id"`
 	// StoreID is the store of add-peer and remove-peer.
@@ -390,6 +390,22 @@ func (c *cluster) adminOperator(ctx context.Context, req opRequest) (*schedule.O
 		}
 		return schedule.NewOperator("admin-add-peer", schedule.OpAdmin, ri, timeout,
 			schedule.AddLearner{ToStore: req.StoreID, PeerID: id}, schedule.PromoteLearner{ToStore: req.StoreID, PeerID: id}), nil
+	case "transfer-peer":
+		if ri.PeerOnStore(req.FromStoreID) == nil {
+			return nil, badRequest("region %d has no peer on store %d", ri.ID(), req.FromStoreID)
+		}
+		if ri.PeerOnStore(req.ToStoreID) != nil {
+			return nil, badRequest("region %d already has a peer on store %d", ri.ID(), req.ToStoreID)
+		}
+		if err := storeOK(req.ToStoreID); err != nil {
+			return nil, err
+		}
+		id, err := c.ids.alloc(ctx, 1)
+		if err != nil {
+			return nil, err
+		}
+		return schedule.NewOperator("admin-transfer-peer", schedule.OpAdmin, ri, timeout,
+			schedule.MovePeerSteps(ri, req.FromStoreID, req.ToStoreID, id)...), nil
 	case "remove-peer":
 		p := ri.PeerOnStore(req.StoreID)
 		if p == nil {
@@ -407,7 +423,7 @@ func (c *cluster) adminOperator(ctx context.Context, req opRequest) (*schedule.O
 		steps = append(steps, schedule.RemovePeer{FromStore: req.StoreID, PeerID: p.GetId()})
 		return schedule.NewOperator("admin-remove-peer", schedule.OpAdmin, ri, timeout, steps...), nil
 	}
-	return nil, badRequest("unknown operator %q (transfer-leader, add-peer, remove-peer)", req.Name)
+	return nil, badRequest("unknown operator %q (transfer-leader, transfer-peer, add-peer, remove-peer)", req.Name)
 }
 
 func apiRemoveOperator(r *http.Request, c *cluster) (any, error) {

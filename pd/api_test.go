@@ -71,6 +71,8 @@ func TestAPI(t *testing.T) {
 		{"POST", "operators", `{"name":"transfer-leader","region_id":` + itoa(r.Id) + `,"to_store_id":9}`, 400, "no voter on store 9"},
 		{"POST", "operators", `{"name":"add-peer","region_id":` + itoa(r.Id) + `,"store_id":2}`, 400, "already has a peer"},
 		{"POST", "operators", `not json`, 400, "bad operator request"},
+		{"POST", "operators", `{"name":"transfer-peer","region_id":` + itoa(r.Id) + `,"from_store_id":9,"to_store_id":2}`, 400, "no peer on store 9"},
+		{"POST", "operators", `{"name":"transfer-peer","region_id":` + itoa(r.Id) + `,"from_store_id":1,"to_store_id":2}`, 400, "already has a peer on store 2"},
 		{"POST", "operators", `{"name":"transfer-leader","region_id":` + itoa(r.Id) + `,"to_store_id":2}`, 200, "created"},
 		{"GET", "operators/" + itoa(r.Id), "", 200, "admin-transfer-leader"},
 		{"POST", "operators", `{"name":"transfer-leader","region_id":` + itoa(r.Id) + `,"to_store_id":3}`, 409, "already has an operator"},

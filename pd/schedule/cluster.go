@@ -145,11 +145,19 @@ func (c *Cluster) MetaChanged(r *RegionInfo) (bool, []*RegionInfo) {
 }
 
 // PutRegion stores r, replacing its old version and every region it
-// overlaps (returned).
+// overlaps (returned). A report older than the stored region (checked
+// under the lock: two heartbeats may race past HeartbeatCheck) is dropped.
 func (c *Cluster) PutRegion(r *RegionInfo) []*RegionInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old := c.regions.Get(r.ID()); old != nil && (r.Leader == nil || r.Term < old.Term) {
+	old := c.regions.Get(r.ID())
+	if old != nil {
+		e, oe := r.Epoch(), old.Epoch()
+		if e.GetVersion() < oe.GetVersion() || e.GetConfVer() < oe.GetConfVer() {
+			return nil
+		}
+	}
+	if old != nil && (r.Leader == nil || r.Term < old.Term) {
 		// No leader reported, or one of an older term (a conf change
 		// reported late by a deposed leader): keep the known leader.
 		cp := *r

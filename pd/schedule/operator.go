@@ -229,10 +229,11 @@ func (op *Operator) view() OperatorView {
 	return v
 }
 
-// Steps to move the replica of r on store from to store to (peer id
-// newPeer): add a learner, promote it, move the leadership away from the
-// old replica when it leads, remove the old replica.
-func movePeerSteps(r *RegionInfo, from, to, newPeer uint64) []OpStep {
+// MovePeerSteps are the steps to move the replica of r on store from to
+// store to (peer id newPeer): add a learner, promote it, move the
+// leadership away from the old replica when it leads, remove the old
+// replica.
+func MovePeerSteps(r *RegionInfo, from, to, newPeer uint64) []OpStep {
 	steps := []OpStep{AddLearner{ToStore: to, PeerID: newPeer}, PromoteLearner{ToStore: to, PeerID: newPeer}}
 	if r.LeaderStore() == from {
 		steps = append(steps, TransferLeader{FromStore: from, ToStore: to})

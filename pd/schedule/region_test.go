@@ -96,3 +96,19 @@ func TestPutRegionLeaderTerm(t *testing.T) {
 		require.Equal(t, tc.want, c.GetRegion(1).Leader.GetId())
 	}
 }
+
+// A report with an older epoch than the stored region never replaces it
+// (two heartbeats racing past HeartbeatCheck).
+func TestPutRegionKeepsNewerEpoch(t *testing.T) {
+	c := NewCluster(Config{}, nil)
+	newer := reg(1, "", "", 2)
+	newer.Meta.RegionEpoch.ConfVer = 5
+	c.PutRegion(newer)
+	for _, e := range []struct{ ver, conf uint64 }{{1, 5}, {2, 4}} {
+		old := reg(1, "", "", e.ver)
+		old.Meta.RegionEpoch.ConfVer = e.conf
+		c.PutRegion(old)
+		require.Equal(t, uint64(2), c.GetRegion(1).Epoch().GetVersion())
+		require.Equal(t, uint64(5), c.GetRegion(1).Epoch().GetConfVer())
+	}
+}

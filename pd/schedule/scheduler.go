@@ -154,7 +154,7 @@ func (b *balanceRegion) schedule(inf map[uint64]*storeInfluence, busy func(regio
 					return nil
 				}
 				return []*Operator{NewOperator("balance-region", OpRegion, r, b.c.Config().RegionOpTimeout.D(),
-					movePeerSteps(r, src.id, dst.id, id)...)}
+					MovePeerSteps(r, src.id, dst.id, id)...)}
 			}
 		}
 	}
