@@ -383,12 +383,42 @@ func (o *selectLockOp) Open(ctx context.Context) error {
 	if err := collect(ctx, o.child, func(r []datum) error { rows = append(rows, r); return nil }); err != nil {
 		return err
 	}
+	if o.p.PointIndex != nil {
+		done, err := o.lockUniqueKey(ctx, &rows)
+		if err != nil || done {
+			o.out = emitter{rows: rows}
+			return err
+		}
+	}
 	rows, err := o.rc.lockRows(ctx, o.p.Src, o.p.Where, o.p.PointHandle, o.p.NoWait, rows)
 	if err != nil {
 		return err
 	}
 	o.out = emitter{rows: rows}
 	return nil
+}
+
+// lockUniqueKey locks the unique index key of a point get (so a
+// concurrent insert of that value waits even when no row has it) and, in
+// pessimistic mode, replaces *rows by the row the key points to at
+// for_update_ts, locked, if it still satisfies WHERE (done: nothing else
+// to lock). In optimistic mode the rows read are then locked as usual.
+func (o *selectLockOp) lockUniqueKey(ctx context.Context, rows *[][]datum) (done bool, err error) {
+	pg := o.p.PointIndex
+	vals, pess, err := o.rc.e.lockKeys(ctx, o.rc.tx, o.rc.txn, o.p.NoWait, [][]byte{planner.UniqueKey(pg.Src, pg.Index, pg.Values)})
+	if err != nil || !pess {
+		return false, err
+	}
+	*rows = nil
+	if vals[0] == nil {
+		return true, nil
+	}
+	h, err := tablecodec.DecodeIndexHandle(0, false, vals[0])
+	if err != nil {
+		return true, err
+	}
+	*rows, err = o.rc.lockRows(ctx, pg.Src, o.p.Where, &h, o.p.NoWait, nil)
+	return true, err
 }
 
 func (o *selectLockOp) Next(_ context.Context, ck *Chunk) error {

@@ -81,6 +81,8 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 			if pg, ok := lg.access.(*PointGet); ok && pg.Index == nil {
 				h := pg.Handle
 				sl.PointHandle = &h
+			} else if ok {
+				sl.PointIndex = pg
 			}
 			p = sl
 		}

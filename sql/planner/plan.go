@@ -259,6 +259,10 @@ type SelectLock struct {
 	// PointHandle: the child is a PointGet by handle; its key is locked
 	// even when no row exists, so a concurrent insert of it waits.
 	PointHandle *int64
+	// PointIndex: the child is a PointGet by unique index; its index key
+	// is locked (even when absent, as TiDB does) and the row it points to
+	// at for_update_ts is the one read.
+	PointIndex *PointGet
 }
 
 // Update and Delete are the DML roots EXPLAIN shows.
