@@ -285,6 +285,22 @@ func (c *clientConn) runCommand(ctx context.Context, data []byte) (quit bool, er
 		return false, c.pkt.writePacket([]byte(s))
 	case mysql.ComChangeUser:
 		return c.changeUser(ctx, arg)
+	case mysql.ComSetOption: // MYSQL_OPTION_MULTI_STATEMENTS_ON (0) / _OFF (1); answered with EOF
+		if len(arg) < 2 || arg[1] != 0 || arg[0] > 1 {
+			return false, c.writeError(errno.New(errno.ErrUnknownCom, "Unknown COM_SET_OPTION %x", arg))
+		}
+		if arg[0] == 0 {
+			c.caps |= mysql.ClientMultiStatements
+		} else {
+			c.caps &^= mysql.ClientMultiStatements
+		}
+		return false, c.writeEOF(c.status())
+	case mysql.ComDebug: // MySQL writes debug information to its log; needs SUPER
+		if err := c.sess.CheckGlobal(mysql.SuperPriv, "SUPER"); err != nil {
+			return false, c.writeError(err)
+		}
+		c.log.Info("COM_DEBUG", "connections", c.srv.connCount())
+		return false, c.writeEOF(c.status())
 	case mysql.ComResetConnection:
 		c.endSession(ctx)
 		c.newSession()

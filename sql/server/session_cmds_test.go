@@ -118,3 +118,33 @@ func TestConnectCycles(t *testing.T) {
 	// 200 bytes per connection would be 2 MB.
 	require.Less(t, int64(heapAfter)-int64(heapBefore), int64(2<<20))
 }
+
+// TestSetOptionAndDebug: COM_SET_OPTION turns multi-statements off and on
+// (EOF answers); COM_DEBUG needs SUPER.
+func TestSetOptionAndDebug(t *testing.T) {
+	ts := startServer(t)
+	r := dialRaw(t, ts.addr)
+	r.login() // with CLIENT_MULTI_STATEMENTS
+	c := &txnClient{c: r.c}
+	r.write(0, []byte{0x1b, 1, 0}) // MULTI_STATEMENTS_OFF
+	require.Equal(t, byte(0xfe), r.read()[0])
+	out, err := c.query("SELECT 1; SELECT 2", 5*time.Second)
+	require.NoError(t, err)
+	require.Contains(t, out, "error 1064")
+	r.write(0, []byte{0x1b, 0, 0}) // MULTI_STATEMENTS_ON
+	require.Equal(t, byte(0xfe), r.read()[0])
+	out, err = c.query("SELECT 1; SELECT 2", 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, "1\n[autocommit]", out, "the first result set (more follow)")
+	r2 := dialRaw(t, ts.addr)
+	r2.login()
+	r2.write(0, []byte{0x0d}) // COM_DEBUG as root
+	require.Equal(t, byte(0xfe), r2.read()[0])
+
+	_, err = ts.open(t, "", "").Exec("CREATE USER 'plain'@'%'")
+	require.NoError(t, err)
+	r3 := dialRaw(t, ts.addr)
+	require.Empty(t, r3.loginAs("plain", "", ""))
+	r3.write(0, []byte{0x0d})
+	r3.expectErr(1227)
+}

@@ -484,6 +484,16 @@ func (s *Session) showGrants(x *ast.ShowStmt) (*executor.Result, error) {
 	return res, nil
 }
 
+// CheckGlobal requires a global privilege of the session's account
+// (ERROR 1227 naming what in the message).
+func (s *Session) CheckGlobal(p mysql.PrivilegeType, what string) error {
+	u, skip := s.account()
+	if skip || (u != nil && u.HasGlobal(p)) {
+		return nil
+	}
+	return privilege.NeedPrivilege(what)
+}
+
 // mayUseDB checks USE / COM_INIT_DB / connect-with-database (ERROR 1044).
 func (s *Session) mayUseDB(db string) error {
 	u, skip := s.account()
