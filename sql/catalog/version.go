@@ -272,7 +272,10 @@ func (c *Catalog) commitDDL(ctx context.Context, changed []int64, build func(sta
 		}
 		err = c.store.Commit(ctx, muts, start, commit)
 		var wc *sql.WriteConflictError
-		if errors.As(err, &wc) && attempt < maxDDLRetries && string(wc.Key) == string(versionKey()) {
+		// Two changes that read the same version also write the same diff
+		// key; the store may report either key.
+		if errors.As(err, &wc) && attempt < maxDDLRetries &&
+			(string(wc.Key) == string(versionKey()) || string(wc.Key) == string(diffKey(next))) {
 			continue
 		}
 		if err != nil {
