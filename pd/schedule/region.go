@@ -102,9 +102,12 @@ func (r *RegionInfo) IsDown(id uint64) bool {
 	return false
 }
 
-// size is the region's size for balancing: empty regions count 1 MiB (as
-// PD does), so balance by size degrades to balance by count.
-func (r *RegionInfo) size() uint64 { return max(r.ApproximateSize, 1<<20) }
+// minRegionSize is the size an empty region counts for balancing (as PD:
+// balance by size degrades to balance by count).
+const minRegionSize = 1 << 20
+
+// size is the region's size for balancing.
+func (r *RegionInfo) size() uint64 { return max(r.ApproximateSize, minRegionSize) }
 
 // writeRate is the region's write bytes per second in its last period.
 func (r *RegionInfo) writeRate() float64 {

@@ -129,6 +129,11 @@ func (b *balanceRegion) schedule(inf map[uint64]*storeInfluence, busy func(regio
 	})
 	for si := len(stores) - 1; si > 0; si-- {
 		src := stores[si]
+		// Every region counts at least 1 MiB: no move can help a pair
+		// closer than two of them (checked before listing the regions).
+		if src.size-stores[0].size <= 2*minRegionSize {
+			continue
+		}
 		regions := b.c.StoreRegions(src.id)
 		// Prefer moving followers: no leader transfer needed.
 		slices.SortStableFunc(regions, func(x, y *RegionInfo) int {
@@ -142,6 +147,9 @@ func (b *balanceRegion) schedule(inf map[uint64]*storeInfluence, busy func(regio
 			return -1
 		})
 		for _, dst := range stores[:si] {
+			if src.size-dst.size <= 2*minRegionSize {
+				break // stores are sorted by size
+			}
 			for _, r := range regions {
 				if r.PeerOnStore(dst.id) != nil || busy(r.ID()) || !b.c.healthyRegion(r) {
 					continue
