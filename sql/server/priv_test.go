@@ -106,6 +106,8 @@ func TestPrivilegesAcrossNodes(t *testing.T) {
 	for _, db := range []*sql.DB{na, nb} {
 		_, err := db.Exec("SELECT * FROM test.t")
 		require.Equal(t, uint16(1142), mysqlCode(err), "%v", err)
+		_, err = db.Prepare("SELECT * FROM test.t WHERE id = ?")
+		require.Equal(t, uint16(1142), mysqlCode(err), "checked at prepare: %v", err)
 	}
 	_, err = root.Exec("GRANT SELECT ON test.t TO 'n'@'%'")
 	require.NoError(t, err)

@@ -55,6 +55,11 @@ func (s *Session) Prepare(ctx context.Context, sql string) (*Prepared, error) {
 	if len(stmts) != 1 {
 		return nil, errno.New(errno.ErrParse, "You have an error in your SQL syntax; a prepared statement must contain exactly one statement")
 	}
+	if s.privs.mgr != nil { // as MySQL, at prepare too (the columns would tell)
+		if err := s.checkPrivileges(ctx, stmts[0]); err != nil {
+			return nil, err
+		}
+	}
 	mc := &markerCollector{}
 	stmts[0].Accept(mc)
 	sort.Slice(mc.markers, func(i, j int) bool { return mc.markers[i].Offset < mc.markers[j].Offset })
