@@ -774,6 +774,9 @@ func (s *Store) run() {
 // proposed get a retryable region error; proposed ones ErrStopped (their
 // outcome is unknown: the entry may still commit elsewhere).
 func (s *Store) shutdown() {
+	for _, p := range s.peers {
+		p.lease.unpublish() // reads go to the closed inbox: ErrStopped
+	}
 	m := s.inbox.close()
 	for _, pr := range m.proposals {
 		pr.regionError(errStopping(pr.regionID()), "stopping")

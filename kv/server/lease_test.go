@@ -260,3 +260,21 @@ func stopRaft(c *testCluster) {
 		}
 	}
 }
+
+// TestLocalLeaseReadsStopWithTheStore: lease reads served on the caller's
+// goroutine end with the Ready loop: after Stop, ReadIndex answers
+// ErrStopped instead of letting a read reach an engine about to close.
+func TestLocalLeaseReadsStopWithTheStore(t *testing.T) {
+	c := newTestCluster(t)
+	c.put("k", "v")
+	store := c.nodes[c.leader()].srv.Store()
+	local := func() float64 { return counterValue(t, "strata_raftstore_reads_total", "path", "local_lease") }
+	before := local()
+	require.Eventually(t, func() bool {
+		require.Equal(t, "v", string(c.get("k", ^uint64(0)).GetValue()))
+		return local() > before
+	}, waitFor, time.Millisecond, "no read served on the caller's goroutine")
+	stopRaft(c)
+	_, _, err := store.ReadIndex(context.Background(), c.reqCtx())
+	require.ErrorIs(t, err, raftstore.ErrStopped)
+}
