@@ -213,16 +213,19 @@ func (s *Server) Run(ctx context.Context) error {
 			go c.serve(stmtCtx)
 		}
 	}()
-	go s.exec.Catalog.Keep(ctx)
+	// The schema version and privilege pollers run until ctx ends; Run
+	// returns after them. Both start before Ready: tests count goroutines
+	// from there.
+	keepDone, privDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(keepDone); s.exec.Catalog.Keep(ctx) }()
+	go func() { defer close(privDone); s.priv.Run(ctx) }()
+	defer func() { <-keepDone; <-privDone }()
 	// Ready once the accept loop runs (tests count goroutines from here).
 	s.log.Info("sql ready", "addr", s.addr.String())
 	close(s.ready)
 	if s.cfg.CreateDefaultDB {
 		go s.ensureDefaultDB(ctx)
 	}
-	privDone := make(chan struct{})
-	go func() { defer close(privDone); s.priv.Run(ctx) }()
-	defer func() { <-privDone }()
 	if s.cfg.SkipGrantTables {
 		s.log.Warn("--skip-grant-tables: every login is accepted without a password and has every privilege")
 	}
