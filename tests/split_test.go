@@ -42,6 +42,23 @@ func showRegions(t *testing.T, db *sql.DB, q string) []tableRegion {
 	return out
 }
 
+// waitTableRegions waits until SHOW TABLE table REGIONS lists at least min
+// regions, each with a leader that reported to PD, and returns them.
+func waitTableRegions(t *testing.T, db *sql.DB, table string, min int) []tableRegion {
+	t.Helper()
+	var regions []tableRegion
+	require.Eventually(t, func() bool {
+		regions = showRegions(t, db, "SHOW TABLE "+table+" REGIONS")
+		for _, r := range regions {
+			if r.leaderID == 0 || r.leaderStore == 0 {
+				return false // a new region's leader has not reported yet
+			}
+		}
+		return len(regions) >= min
+	}, 20*time.Second, 50*time.Millisecond, "SHOW TABLE %s REGIONS: %v", table, regions)
+	return regions
+}
+
 // writeFor runs writers autocommit INSERTs of fresh ids for d and returns
 // how many succeeded. The k-th id (k from next) is k*997 mod span: spread
 // over [0, span), distinct for k < span; ids = 500 mod 1000 are left out.
@@ -103,16 +120,7 @@ func TestSplitTable32(t *testing.T) {
 	require.Equal(t, int64(32), total)
 	require.Equal(t, 1.0, ratio)
 
-	var regions []tableRegion
-	require.Eventually(t, func() bool {
-		regions = showRegions(t, db, "SHOW TABLE sp.t REGIONS")
-		for _, r := range regions {
-			if r.leaderID == 0 {
-				return false // a new region's leader has not reported yet
-			}
-		}
-		return len(regions) >= 32
-	}, 20*time.Second, 50*time.Millisecond, "SHOW TABLE REGIONS: %v", regions)
+	regions := waitTableRegions(t, db, "sp.t", 32)
 	ids := map[int64]bool{}
 	var rowStarts int
 	for _, r := range regions {
@@ -200,16 +208,7 @@ func TestSplitTableKillLeader(t *testing.T) {
 	var ratio float64
 	require.NoError(t, db.QueryRow("SPLIT TABLE spk.t BETWEEN (0) AND (32000) REGIONS 32").Scan(&total, &ratio))
 	require.Equal(t, int64(32), total)
-	var regions []tableRegion
-	require.Eventually(t, func() bool {
-		regions = showRegions(t, db, "SHOW TABLE spk.t REGIONS")
-		for _, r := range regions {
-			if r.leaderStore == 0 {
-				return false
-			}
-		}
-		return len(regions) >= 32
-	}, 20*time.Second, 50*time.Millisecond, "%v", regions)
+	regions := waitTableRegions(t, db, "spk.t", 32)
 	pdCtx, pdCancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer pdCancel()
 	pd, err := pdclient.New(pdCtx, []string{c.PDAddr()})

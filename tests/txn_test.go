@@ -75,16 +75,7 @@ func TestBankTransfers(t *testing.T) {
 			var ratio float64
 			require.NoError(t, admin.QueryRow("SPLIT TABLE "+table+" BY (3), (6)").Scan(&split, &ratio))
 			require.Equal(t, int64(2), split)
-			var regions []tableRegion
-			require.Eventually(t, func() bool {
-				regions = showRegions(t, admin, "SHOW TABLE "+table+" REGIONS")
-				for _, r := range regions {
-					if r.leaderStore == 0 {
-						return false
-					}
-				}
-				return len(regions) >= 3
-			}, 20*time.Second, 50*time.Millisecond, "%v", regions)
+			regions := waitTableRegions(t, admin, table, 3)
 			victim := busiestStore(t, c, pd, regions)
 
 			db := openDB(t, c, 0, "")
