@@ -1,6 +1,7 @@
 package pd
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -339,6 +340,8 @@ type opRequest struct {
 	// StoreID is the store of add-peer and remove-peer.
 	StoreID     uint64 `json:"store_id"`
 	FromStoreID uint64 `json:"from_store_id"`
+	// Keys are split-region's keys, hex (like the region keys shown).
+	Keys []string `json:"keys"`
 }
 
 func apiAddOperator(r *http.Request, c *cluster) (any, error) {
@@ -406,6 +409,22 @@ func (c *cluster) adminOperator(ctx context.Context, req opRequest) (*schedule.O
 		}
 		return schedule.NewOperator("admin-transfer-peer", schedule.OpAdmin, ri, timeout,
 			schedule.MovePeerSteps(ri, req.FromStoreID, req.ToStoreID, id)...), nil
+	case "split-region":
+		if len(req.Keys) == 0 {
+			return nil, badRequest("split-region needs keys (hex, in the region key space)")
+		}
+		var keys [][]byte
+		for _, k := range req.Keys {
+			b, err := hex.DecodeString(k)
+			if err != nil {
+				return nil, badRequest("split key %q is not hex", k)
+			}
+			if bytes.Compare(b, ri.Meta.GetStartKey()) <= 0 || (len(ri.Meta.GetEndKey()) > 0 && bytes.Compare(b, ri.Meta.GetEndKey()) >= 0) {
+				return nil, badRequest("split key %s is not strictly inside region %d", k, ri.ID())
+			}
+			keys = append(keys, b)
+		}
+		return schedule.NewOperator("admin-split-region", schedule.OpAdmin, ri, timeout, schedule.SplitRegion{Keys: keys}), nil
 	case "remove-peer":
 		p := ri.PeerOnStore(req.StoreID)
 		if p == nil {
@@ -423,7 +442,7 @@ func (c *cluster) adminOperator(ctx context.Context, req opRequest) (*schedule.O
 		steps = append(steps, schedule.RemovePeer{FromStore: req.StoreID, PeerID: p.GetId()})
 		return schedule.NewOperator("admin-remove-peer", schedule.OpAdmin, ri, timeout, steps...), nil
 	}
-	return nil, badRequest("unknown operator %q (transfer-leader, transfer-peer, add-peer, remove-peer)", req.Name)
+	return nil, badRequest("unknown operator %q (transfer-leader, transfer-peer, add-peer, remove-peer, split-region)", req.Name)
 }
 
 func apiRemoveOperator(r *http.Request, c *cluster) (any, error) {

@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -22,7 +23,8 @@ import (
 //
 // PD hands a region's leader one operator step per region heartbeat
 // response: add a learner, promote a learner (AddNode of an existing
-// learner), remove a peer, or transfer the leadership. The leader checks the
+// learner), remove a peer, transfer the leadership, or split at keys
+// (split.go's SplitRegion, run off the loop). The leader checks the
 // step is safe now (the epoch is the one PD computed it for; a promoted
 // learner has caught up; a removal leaves a live quorum; it never removes
 // itself) and proposes it as a raft ConfChange (v1: each is a single-voter
@@ -69,6 +71,18 @@ func (s *Store) execPDStep(resp *pdpb.RegionHeartbeatResponse) {
 			return // after the split (split.go); PD asks again
 		}
 		s.startTransfer(p, target.GetId())
+	case resp.GetSplitRegion() != nil:
+		// SplitRegion waits for PD's ids and the apply: off the loop.
+		regionID, epoch, keys := p.region.GetId(), p.region.GetRegionEpoch(), resp.GetSplitRegion().GetKeys()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+			defer cancel()
+			if _, rerr, err := s.SplitRegion(ctx, regionID, epoch, keys); err != nil || rerr != nil {
+				s.log.Info("split from PD not done", "region", regionID, "region_error", rerr.GetMessage(), "err", err)
+			}
+		}()
 	case resp.GetChangePeer() != nil:
 		if err := s.proposeConfChange(p, resp.GetChangePeer()); err != nil {
 			confChanges.WithLabelValues("refused").Inc()

@@ -153,7 +153,7 @@ func (s *Store) regionHeartbeatLoop() {
 			if err != nil && s.ctx.Err() == nil {
 				s.log.Warn("region heartbeat", "region", req.GetRegion().GetId(), "err", err)
 			}
-			if resp.GetChangePeer() != nil || resp.GetTransferLeader() != nil {
+			if resp.GetChangePeer() != nil || resp.GetTransferLeader() != nil || resp.GetSplitRegion() != nil {
 				s.inbox.push(func(m *inboxMsgs) { m.pdSteps = append(m.pdSteps, resp) })
 			}
 		}

@@ -156,7 +156,12 @@ func (oc *OperatorController) Dispatch(r *RegionInfo, resp *pdpb.RegionHeartbeat
 		return
 	}
 	if r.Epoch().GetVersion() != op.Epoch.GetVersion() {
-		oc.finishLocked(op, OpCanceled, now) // split or merged under it
+		status := OpCanceled // split or merged under it
+		if _, ok := op.Steps[op.cur].(SplitRegion); ok && op.cur == len(op.Steps)-1 {
+			status = OpSuccess // its own split
+			op.cur++
+		}
+		oc.finishLocked(op, status, now)
 		return
 	}
 	step := op.check(r)

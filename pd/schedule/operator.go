@@ -122,6 +122,24 @@ func (s RemovePeer) String() string {
 	return fmt.Sprintf("remove peer %d on store %d", s.PeerID, s.FromStore)
 }
 
+// SplitRegion splits the region at Keys (region key space). It is the
+// last step of its operator and is done once the region's version moved
+// past the operator's (Dispatch checks that before the epoch cancel).
+type SplitRegion struct{ Keys [][]byte }
+
+func (s SplitRegion) done(r *RegionInfo) bool { return false }
+func (s SplitRegion) fill(resp *pdpb.RegionHeartbeatResponse) {
+	resp.SplitRegion = &pdpb.SplitRegion{Keys: s.Keys}
+}
+func (s SplitRegion) influence(map[uint64]*storeInfluence, *RegionInfo) {}
+func (s SplitRegion) String() string {
+	keys := make([]string, len(s.Keys))
+	for i, k := range s.Keys {
+		keys[i] = fmt.Sprintf("%X", k)
+	}
+	return "split region at " + strings.Join(keys, ",")
+}
+
 // storeInfluence is the change running operators will make to a store.
 type storeInfluence struct {
 	regions, leaders int

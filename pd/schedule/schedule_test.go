@@ -584,3 +584,25 @@ func BenchmarkRunOnce(b *testing.B) {
 		b.Fatalf("a balanced cluster got %d operators", ops)
 	}
 }
+
+// A split operator succeeds when the region's version moves (its own
+// split) and other operators are cancelled by it.
+func TestSplitOperator(t *testing.T) {
+	s := newSim(t, 3, Config{})
+	s.addRegions(1)
+	r := s.c.GetRegion(1)
+	op := NewOperator("split", OpAdmin, r, time.Minute, SplitRegion{Keys: [][]byte{[]byte("m")}})
+	require.NoError(t, s.oc.AddOperator(op))
+	resp := &pdpb.RegionHeartbeatResponse{}
+	s.oc.Dispatch(r, resp)
+	require.Equal(t, [][]byte{[]byte("m")}, resp.GetSplitRegion().GetKeys())
+	split := *r
+	split.Meta = proto.CloneOf(r.Meta)
+	split.Meta.EndKey = []byte("m")
+	split.Meta.RegionEpoch.Version++
+	s.c.PutRegion(&split)
+	resp = &pdpb.RegionHeartbeatResponse{}
+	s.oc.Dispatch(s.c.GetRegion(1), resp)
+	require.Nil(t, resp.GetSplitRegion())
+	require.Equal(t, OpSuccess, op.Status())
+}

@@ -1386,6 +1386,52 @@ func (x *TransferLeader) GetPeer() *metapb.Peer {
 	return nil
 }
 
+// SplitRegion asks the leader to split the region at keys (region key
+// space, strictly inside the region; others are ignored).
+type SplitRegion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keys          [][]byte               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitRegion) Reset() {
+	*x = SplitRegion{}
+	mi := &file_pdpb_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitRegion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitRegion) ProtoMessage() {}
+
+func (x *SplitRegion) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitRegion.ProtoReflect.Descriptor instead.
+func (*SplitRegion) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SplitRegion) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
 // RegionHeartbeatResponse carries at most one step of an operator PD runs on
 // the region (pd/schedule); the leader executes it and the next heartbeats
 // show its progress. region_epoch is the epoch the step was computed for:
@@ -1397,13 +1443,14 @@ type RegionHeartbeatResponse struct {
 	RegionEpoch    *metapb.RegionEpoch    `protobuf:"bytes,3,opt,name=region_epoch,json=regionEpoch,proto3" json:"region_epoch,omitempty"`
 	ChangePeer     *ChangePeer            `protobuf:"bytes,4,opt,name=change_peer,json=changePeer,proto3" json:"change_peer,omitempty"`
 	TransferLeader *TransferLeader        `protobuf:"bytes,5,opt,name=transfer_leader,json=transferLeader,proto3" json:"transfer_leader,omitempty"`
+	SplitRegion    *SplitRegion           `protobuf:"bytes,6,opt,name=split_region,json=splitRegion,proto3" json:"split_region,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RegionHeartbeatResponse) Reset() {
 	*x = RegionHeartbeatResponse{}
-	mi := &file_pdpb_proto_msgTypes[21]
+	mi := &file_pdpb_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1462,7 @@ func (x *RegionHeartbeatResponse) String() string {
 func (*RegionHeartbeatResponse) ProtoMessage() {}
 
 func (x *RegionHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[21]
+	mi := &file_pdpb_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1475,7 @@ func (x *RegionHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*RegionHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{21}
+	return file_pdpb_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RegionHeartbeatResponse) GetHeader() *ResponseHeader {
@@ -1466,6 +1513,13 @@ func (x *RegionHeartbeatResponse) GetTransferLeader() *TransferLeader {
 	return nil
 }
 
+func (x *RegionHeartbeatResponse) GetSplitRegion() *SplitRegion {
+	if x != nil {
+		return x.SplitRegion
+	}
+	return nil
+}
+
 type GetRegionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Header        *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
@@ -1476,7 +1530,7 @@ type GetRegionRequest struct {
 
 func (x *GetRegionRequest) Reset() {
 	*x = GetRegionRequest{}
-	mi := &file_pdpb_proto_msgTypes[22]
+	mi := &file_pdpb_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +1542,7 @@ func (x *GetRegionRequest) String() string {
 func (*GetRegionRequest) ProtoMessage() {}
 
 func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[22]
+	mi := &file_pdpb_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +1555,7 @@ func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{22}
+	return file_pdpb_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetRegionRequest) GetHeader() *RequestHeader {
@@ -1528,7 +1582,7 @@ type GetRegionByIDRequest struct {
 
 func (x *GetRegionByIDRequest) Reset() {
 	*x = GetRegionByIDRequest{}
-	mi := &file_pdpb_proto_msgTypes[23]
+	mi := &file_pdpb_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1540,7 +1594,7 @@ func (x *GetRegionByIDRequest) String() string {
 func (*GetRegionByIDRequest) ProtoMessage() {}
 
 func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[23]
+	mi := &file_pdpb_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1553,7 +1607,7 @@ func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionByIDRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{23}
+	return file_pdpb_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetRegionByIDRequest) GetHeader() *RequestHeader {
@@ -1581,7 +1635,7 @@ type GetRegionResponse struct {
 
 func (x *GetRegionResponse) Reset() {
 	*x = GetRegionResponse{}
-	mi := &file_pdpb_proto_msgTypes[24]
+	mi := &file_pdpb_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1593,7 +1647,7 @@ func (x *GetRegionResponse) String() string {
 func (*GetRegionResponse) ProtoMessage() {}
 
 func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[24]
+	mi := &file_pdpb_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1606,7 +1660,7 @@ func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionResponse.ProtoReflect.Descriptor instead.
 func (*GetRegionResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{24}
+	return file_pdpb_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetRegionResponse) GetHeader() *ResponseHeader {
@@ -1639,7 +1693,7 @@ type IsBootstrappedRequest struct {
 
 func (x *IsBootstrappedRequest) Reset() {
 	*x = IsBootstrappedRequest{}
-	mi := &file_pdpb_proto_msgTypes[25]
+	mi := &file_pdpb_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1705,7 @@ func (x *IsBootstrappedRequest) String() string {
 func (*IsBootstrappedRequest) ProtoMessage() {}
 
 func (x *IsBootstrappedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[25]
+	mi := &file_pdpb_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1718,7 @@ func (x *IsBootstrappedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsBootstrappedRequest.ProtoReflect.Descriptor instead.
 func (*IsBootstrappedRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{25}
+	return file_pdpb_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *IsBootstrappedRequest) GetHeader() *RequestHeader {
@@ -1684,7 +1738,7 @@ type IsBootstrappedResponse struct {
 
 func (x *IsBootstrappedResponse) Reset() {
 	*x = IsBootstrappedResponse{}
-	mi := &file_pdpb_proto_msgTypes[26]
+	mi := &file_pdpb_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1750,7 @@ func (x *IsBootstrappedResponse) String() string {
 func (*IsBootstrappedResponse) ProtoMessage() {}
 
 func (x *IsBootstrappedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[26]
+	mi := &file_pdpb_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1763,7 @@ func (x *IsBootstrappedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsBootstrappedResponse.ProtoReflect.Descriptor instead.
 func (*IsBootstrappedResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{26}
+	return file_pdpb_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *IsBootstrappedResponse) GetHeader() *ResponseHeader {
@@ -1738,7 +1792,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_pdpb_proto_msgTypes[27]
+	mi := &file_pdpb_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1750,7 +1804,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[27]
+	mi := &file_pdpb_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1763,7 +1817,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{27}
+	return file_pdpb_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Member) GetName() string {
@@ -1803,7 +1857,7 @@ type GetMembersRequest struct {
 
 func (x *GetMembersRequest) Reset() {
 	*x = GetMembersRequest{}
-	mi := &file_pdpb_proto_msgTypes[28]
+	mi := &file_pdpb_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +1869,7 @@ func (x *GetMembersRequest) String() string {
 func (*GetMembersRequest) ProtoMessage() {}
 
 func (x *GetMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[28]
+	mi := &file_pdpb_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +1882,7 @@ func (x *GetMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMembersRequest.ProtoReflect.Descriptor instead.
 func (*GetMembersRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{28}
+	return file_pdpb_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetMembersRequest) GetHeader() *RequestHeader {
@@ -1849,7 +1903,7 @@ type GetMembersResponse struct {
 
 func (x *GetMembersResponse) Reset() {
 	*x = GetMembersResponse{}
-	mi := &file_pdpb_proto_msgTypes[29]
+	mi := &file_pdpb_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1861,7 +1915,7 @@ func (x *GetMembersResponse) String() string {
 func (*GetMembersResponse) ProtoMessage() {}
 
 func (x *GetMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[29]
+	mi := &file_pdpb_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1874,7 +1928,7 @@ func (x *GetMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMembersResponse.ProtoReflect.Descriptor instead.
 func (*GetMembersResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{29}
+	return file_pdpb_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetMembersResponse) GetHeader() *ResponseHeader {
@@ -1907,7 +1961,7 @@ type GetGCSafePointRequest struct {
 
 func (x *GetGCSafePointRequest) Reset() {
 	*x = GetGCSafePointRequest{}
-	mi := &file_pdpb_proto_msgTypes[30]
+	mi := &file_pdpb_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +1973,7 @@ func (x *GetGCSafePointRequest) String() string {
 func (*GetGCSafePointRequest) ProtoMessage() {}
 
 func (x *GetGCSafePointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[30]
+	mi := &file_pdpb_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +1986,7 @@ func (x *GetGCSafePointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGCSafePointRequest.ProtoReflect.Descriptor instead.
 func (*GetGCSafePointRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{30}
+	return file_pdpb_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetGCSafePointRequest) GetHeader() *RequestHeader {
@@ -1952,7 +2006,7 @@ type GetGCSafePointResponse struct {
 
 func (x *GetGCSafePointResponse) Reset() {
 	*x = GetGCSafePointResponse{}
-	mi := &file_pdpb_proto_msgTypes[31]
+	mi := &file_pdpb_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2018,7 @@ func (x *GetGCSafePointResponse) String() string {
 func (*GetGCSafePointResponse) ProtoMessage() {}
 
 func (x *GetGCSafePointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[31]
+	mi := &file_pdpb_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2031,7 @@ func (x *GetGCSafePointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGCSafePointResponse.ProtoReflect.Descriptor instead.
 func (*GetGCSafePointResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{31}
+	return file_pdpb_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetGCSafePointResponse) GetHeader() *ResponseHeader {
@@ -2004,7 +2058,7 @@ type UpdateGCSafePointRequest struct {
 
 func (x *UpdateGCSafePointRequest) Reset() {
 	*x = UpdateGCSafePointRequest{}
-	mi := &file_pdpb_proto_msgTypes[32]
+	mi := &file_pdpb_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2016,7 +2070,7 @@ func (x *UpdateGCSafePointRequest) String() string {
 func (*UpdateGCSafePointRequest) ProtoMessage() {}
 
 func (x *UpdateGCSafePointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[32]
+	mi := &file_pdpb_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2029,7 +2083,7 @@ func (x *UpdateGCSafePointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateGCSafePointRequest.ProtoReflect.Descriptor instead.
 func (*UpdateGCSafePointRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{32}
+	return file_pdpb_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpdateGCSafePointRequest) GetHeader() *RequestHeader {
@@ -2057,7 +2111,7 @@ type UpdateGCSafePointResponse struct {
 
 func (x *UpdateGCSafePointResponse) Reset() {
 	*x = UpdateGCSafePointResponse{}
-	mi := &file_pdpb_proto_msgTypes[33]
+	mi := &file_pdpb_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2123,7 @@ func (x *UpdateGCSafePointResponse) String() string {
 func (*UpdateGCSafePointResponse) ProtoMessage() {}
 
 func (x *UpdateGCSafePointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[33]
+	mi := &file_pdpb_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2136,7 @@ func (x *UpdateGCSafePointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateGCSafePointResponse.ProtoReflect.Descriptor instead.
 func (*UpdateGCSafePointResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{33}
+	return file_pdpb_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UpdateGCSafePointResponse) GetHeader() *ResponseHeader {
@@ -2111,7 +2165,7 @@ type GCConfig struct {
 
 func (x *GCConfig) Reset() {
 	*x = GCConfig{}
-	mi := &file_pdpb_proto_msgTypes[34]
+	mi := &file_pdpb_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2123,7 +2177,7 @@ func (x *GCConfig) String() string {
 func (*GCConfig) ProtoMessage() {}
 
 func (x *GCConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[34]
+	mi := &file_pdpb_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2136,7 +2190,7 @@ func (x *GCConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCConfig.ProtoReflect.Descriptor instead.
 func (*GCConfig) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{34}
+	return file_pdpb_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GCConfig) GetLifeTimeMs() uint64 {
@@ -2170,7 +2224,7 @@ type GCNodeHeartbeatRequest struct {
 
 func (x *GCNodeHeartbeatRequest) Reset() {
 	*x = GCNodeHeartbeatRequest{}
-	mi := &file_pdpb_proto_msgTypes[35]
+	mi := &file_pdpb_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2182,7 +2236,7 @@ func (x *GCNodeHeartbeatRequest) String() string {
 func (*GCNodeHeartbeatRequest) ProtoMessage() {}
 
 func (x *GCNodeHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[35]
+	mi := &file_pdpb_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2195,7 +2249,7 @@ func (x *GCNodeHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCNodeHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*GCNodeHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{35}
+	return file_pdpb_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GCNodeHeartbeatRequest) GetHeader() *RequestHeader {
@@ -2247,7 +2301,7 @@ type GCNodeHeartbeatResponse struct {
 
 func (x *GCNodeHeartbeatResponse) Reset() {
 	*x = GCNodeHeartbeatResponse{}
-	mi := &file_pdpb_proto_msgTypes[36]
+	mi := &file_pdpb_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2259,7 +2313,7 @@ func (x *GCNodeHeartbeatResponse) String() string {
 func (*GCNodeHeartbeatResponse) ProtoMessage() {}
 
 func (x *GCNodeHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[36]
+	mi := &file_pdpb_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2272,7 +2326,7 @@ func (x *GCNodeHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCNodeHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*GCNodeHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{36}
+	return file_pdpb_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GCNodeHeartbeatResponse) GetHeader() *ResponseHeader {
@@ -2320,7 +2374,7 @@ type SetGCConfigRequest struct {
 
 func (x *SetGCConfigRequest) Reset() {
 	*x = SetGCConfigRequest{}
-	mi := &file_pdpb_proto_msgTypes[37]
+	mi := &file_pdpb_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2332,7 +2386,7 @@ func (x *SetGCConfigRequest) String() string {
 func (*SetGCConfigRequest) ProtoMessage() {}
 
 func (x *SetGCConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[37]
+	mi := &file_pdpb_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2345,7 +2399,7 @@ func (x *SetGCConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGCConfigRequest.ProtoReflect.Descriptor instead.
 func (*SetGCConfigRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{37}
+	return file_pdpb_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SetGCConfigRequest) GetHeader() *RequestHeader {
@@ -2372,7 +2426,7 @@ type SetGCConfigResponse struct {
 
 func (x *SetGCConfigResponse) Reset() {
 	*x = SetGCConfigResponse{}
-	mi := &file_pdpb_proto_msgTypes[38]
+	mi := &file_pdpb_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2384,7 +2438,7 @@ func (x *SetGCConfigResponse) String() string {
 func (*SetGCConfigResponse) ProtoMessage() {}
 
 func (x *SetGCConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[38]
+	mi := &file_pdpb_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2397,7 +2451,7 @@ func (x *SetGCConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGCConfigResponse.ProtoReflect.Descriptor instead.
 func (*SetGCConfigResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{38}
+	return file_pdpb_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SetGCConfigResponse) GetHeader() *ResponseHeader {
@@ -2425,7 +2479,7 @@ type AskBatchSplitRequest struct {
 
 func (x *AskBatchSplitRequest) Reset() {
 	*x = AskBatchSplitRequest{}
-	mi := &file_pdpb_proto_msgTypes[39]
+	mi := &file_pdpb_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2437,7 +2491,7 @@ func (x *AskBatchSplitRequest) String() string {
 func (*AskBatchSplitRequest) ProtoMessage() {}
 
 func (x *AskBatchSplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[39]
+	mi := &file_pdpb_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2450,7 +2504,7 @@ func (x *AskBatchSplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskBatchSplitRequest.ProtoReflect.Descriptor instead.
 func (*AskBatchSplitRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{39}
+	return file_pdpb_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AskBatchSplitRequest) GetHeader() *RequestHeader {
@@ -2484,7 +2538,7 @@ type SplitID struct {
 
 func (x *SplitID) Reset() {
 	*x = SplitID{}
-	mi := &file_pdpb_proto_msgTypes[40]
+	mi := &file_pdpb_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2496,7 +2550,7 @@ func (x *SplitID) String() string {
 func (*SplitID) ProtoMessage() {}
 
 func (x *SplitID) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[40]
+	mi := &file_pdpb_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2509,7 +2563,7 @@ func (x *SplitID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitID.ProtoReflect.Descriptor instead.
 func (*SplitID) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{40}
+	return file_pdpb_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SplitID) GetNewRegionId() uint64 {
@@ -2536,7 +2590,7 @@ type AskBatchSplitResponse struct {
 
 func (x *AskBatchSplitResponse) Reset() {
 	*x = AskBatchSplitResponse{}
-	mi := &file_pdpb_proto_msgTypes[41]
+	mi := &file_pdpb_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2548,7 +2602,7 @@ func (x *AskBatchSplitResponse) String() string {
 func (*AskBatchSplitResponse) ProtoMessage() {}
 
 func (x *AskBatchSplitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[41]
+	mi := &file_pdpb_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2561,7 +2615,7 @@ func (x *AskBatchSplitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskBatchSplitResponse.ProtoReflect.Descriptor instead.
 func (*AskBatchSplitResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{41}
+	return file_pdpb_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AskBatchSplitResponse) GetHeader() *ResponseHeader {
@@ -2590,7 +2644,7 @@ type ReportBatchSplitRequest struct {
 
 func (x *ReportBatchSplitRequest) Reset() {
 	*x = ReportBatchSplitRequest{}
-	mi := &file_pdpb_proto_msgTypes[42]
+	mi := &file_pdpb_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2656,7 @@ func (x *ReportBatchSplitRequest) String() string {
 func (*ReportBatchSplitRequest) ProtoMessage() {}
 
 func (x *ReportBatchSplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[42]
+	mi := &file_pdpb_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2669,7 @@ func (x *ReportBatchSplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBatchSplitRequest.ProtoReflect.Descriptor instead.
 func (*ReportBatchSplitRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{42}
+	return file_pdpb_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReportBatchSplitRequest) GetHeader() *RequestHeader {
@@ -2641,7 +2695,7 @@ type ReportBatchSplitResponse struct {
 
 func (x *ReportBatchSplitResponse) Reset() {
 	*x = ReportBatchSplitResponse{}
-	mi := &file_pdpb_proto_msgTypes[43]
+	mi := &file_pdpb_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2653,7 +2707,7 @@ func (x *ReportBatchSplitResponse) String() string {
 func (*ReportBatchSplitResponse) ProtoMessage() {}
 
 func (x *ReportBatchSplitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[43]
+	mi := &file_pdpb_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2666,7 +2720,7 @@ func (x *ReportBatchSplitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBatchSplitResponse.ProtoReflect.Descriptor instead.
 func (*ReportBatchSplitResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{43}
+	return file_pdpb_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReportBatchSplitResponse) GetHeader() *ResponseHeader {
@@ -2688,7 +2742,7 @@ type ScanRegionsRequest struct {
 
 func (x *ScanRegionsRequest) Reset() {
 	*x = ScanRegionsRequest{}
-	mi := &file_pdpb_proto_msgTypes[44]
+	mi := &file_pdpb_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2700,7 +2754,7 @@ func (x *ScanRegionsRequest) String() string {
 func (*ScanRegionsRequest) ProtoMessage() {}
 
 func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[44]
+	mi := &file_pdpb_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2713,7 +2767,7 @@ func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRegionsRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{44}
+	return file_pdpb_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ScanRegionsRequest) GetHeader() *RequestHeader {
@@ -2758,7 +2812,7 @@ type RegionStat struct {
 
 func (x *RegionStat) Reset() {
 	*x = RegionStat{}
-	mi := &file_pdpb_proto_msgTypes[45]
+	mi := &file_pdpb_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +2824,7 @@ func (x *RegionStat) String() string {
 func (*RegionStat) ProtoMessage() {}
 
 func (x *RegionStat) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[45]
+	mi := &file_pdpb_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +2837,7 @@ func (x *RegionStat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionStat.ProtoReflect.Descriptor instead.
 func (*RegionStat) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{45}
+	return file_pdpb_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RegionStat) GetRegion() *metapb.Region {
@@ -2838,7 +2892,7 @@ type ScanRegionsResponse struct {
 
 func (x *ScanRegionsResponse) Reset() {
 	*x = ScanRegionsResponse{}
-	mi := &file_pdpb_proto_msgTypes[46]
+	mi := &file_pdpb_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2850,7 +2904,7 @@ func (x *ScanRegionsResponse) String() string {
 func (*ScanRegionsResponse) ProtoMessage() {}
 
 func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[46]
+	mi := &file_pdpb_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2863,7 +2917,7 @@ func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRegionsResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{46}
+	return file_pdpb_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ScanRegionsResponse) GetHeader() *ResponseHeader {
@@ -2981,14 +3035,17 @@ const file_pdpb_proto_rawDesc = "" +
 	"\vchange_type\x18\x02 \x01(\x0e2\x14.pdpb.ConfChangeTypeR\n" +
 	"changeType\"2\n" +
 	"\x0eTransferLeader\x12 \n" +
-	"\x04peer\x18\x01 \x01(\v2\f.metapb.PeerR\x04peer\"\x8e\x02\n" +
+	"\x04peer\x18\x01 \x01(\v2\f.metapb.PeerR\x04peer\"!\n" +
+	"\vSplitRegion\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\fR\x04keys\"\xc4\x02\n" +
 	"\x17RegionHeartbeatResponse\x12,\n" +
 	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12\x1b\n" +
 	"\tregion_id\x18\x02 \x01(\x04R\bregionId\x126\n" +
 	"\fregion_epoch\x18\x03 \x01(\v2\x13.metapb.RegionEpochR\vregionEpoch\x121\n" +
 	"\vchange_peer\x18\x04 \x01(\v2\x10.pdpb.ChangePeerR\n" +
 	"changePeer\x12=\n" +
-	"\x0ftransfer_leader\x18\x05 \x01(\v2\x14.pdpb.TransferLeaderR\x0etransferLeader\"^\n" +
+	"\x0ftransfer_leader\x18\x05 \x01(\v2\x14.pdpb.TransferLeaderR\x0etransferLeader\x124\n" +
+	"\fsplit_region\x18\x06 \x01(\v2\x11.pdpb.SplitRegionR\vsplitRegion\"^\n" +
 	"\x10GetRegionRequest\x12+\n" +
 	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12\x1d\n" +
 	"\n" +
@@ -3137,7 +3194,7 @@ func file_pdpb_proto_rawDescGZIP() []byte {
 }
 
 var file_pdpb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_pdpb_proto_goTypes = []any{
 	(ErrorType)(0),                    // 0: pdpb.ErrorType
 	(ConfChangeType)(0),               // 1: pdpb.ConfChangeType
@@ -3162,36 +3219,37 @@ var file_pdpb_proto_goTypes = []any{
 	(*RegionHeartbeatRequest)(nil),    // 20: pdpb.RegionHeartbeatRequest
 	(*ChangePeer)(nil),                // 21: pdpb.ChangePeer
 	(*TransferLeader)(nil),            // 22: pdpb.TransferLeader
-	(*RegionHeartbeatResponse)(nil),   // 23: pdpb.RegionHeartbeatResponse
-	(*GetRegionRequest)(nil),          // 24: pdpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),      // 25: pdpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),         // 26: pdpb.GetRegionResponse
-	(*IsBootstrappedRequest)(nil),     // 27: pdpb.IsBootstrappedRequest
-	(*IsBootstrappedResponse)(nil),    // 28: pdpb.IsBootstrappedResponse
-	(*Member)(nil),                    // 29: pdpb.Member
-	(*GetMembersRequest)(nil),         // 30: pdpb.GetMembersRequest
-	(*GetMembersResponse)(nil),        // 31: pdpb.GetMembersResponse
-	(*GetGCSafePointRequest)(nil),     // 32: pdpb.GetGCSafePointRequest
-	(*GetGCSafePointResponse)(nil),    // 33: pdpb.GetGCSafePointResponse
-	(*UpdateGCSafePointRequest)(nil),  // 34: pdpb.UpdateGCSafePointRequest
-	(*UpdateGCSafePointResponse)(nil), // 35: pdpb.UpdateGCSafePointResponse
-	(*GCConfig)(nil),                  // 36: pdpb.GCConfig
-	(*GCNodeHeartbeatRequest)(nil),    // 37: pdpb.GCNodeHeartbeatRequest
-	(*GCNodeHeartbeatResponse)(nil),   // 38: pdpb.GCNodeHeartbeatResponse
-	(*SetGCConfigRequest)(nil),        // 39: pdpb.SetGCConfigRequest
-	(*SetGCConfigResponse)(nil),       // 40: pdpb.SetGCConfigResponse
-	(*AskBatchSplitRequest)(nil),      // 41: pdpb.AskBatchSplitRequest
-	(*SplitID)(nil),                   // 42: pdpb.SplitID
-	(*AskBatchSplitResponse)(nil),     // 43: pdpb.AskBatchSplitResponse
-	(*ReportBatchSplitRequest)(nil),   // 44: pdpb.ReportBatchSplitRequest
-	(*ReportBatchSplitResponse)(nil),  // 45: pdpb.ReportBatchSplitResponse
-	(*ScanRegionsRequest)(nil),        // 46: pdpb.ScanRegionsRequest
-	(*RegionStat)(nil),                // 47: pdpb.RegionStat
-	(*ScanRegionsResponse)(nil),       // 48: pdpb.ScanRegionsResponse
-	(*metapb.Store)(nil),              // 49: metapb.Store
-	(*metapb.Region)(nil),             // 50: metapb.Region
-	(*metapb.Peer)(nil),               // 51: metapb.Peer
-	(*metapb.RegionEpoch)(nil),        // 52: metapb.RegionEpoch
+	(*SplitRegion)(nil),               // 23: pdpb.SplitRegion
+	(*RegionHeartbeatResponse)(nil),   // 24: pdpb.RegionHeartbeatResponse
+	(*GetRegionRequest)(nil),          // 25: pdpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),      // 26: pdpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),         // 27: pdpb.GetRegionResponse
+	(*IsBootstrappedRequest)(nil),     // 28: pdpb.IsBootstrappedRequest
+	(*IsBootstrappedResponse)(nil),    // 29: pdpb.IsBootstrappedResponse
+	(*Member)(nil),                    // 30: pdpb.Member
+	(*GetMembersRequest)(nil),         // 31: pdpb.GetMembersRequest
+	(*GetMembersResponse)(nil),        // 32: pdpb.GetMembersResponse
+	(*GetGCSafePointRequest)(nil),     // 33: pdpb.GetGCSafePointRequest
+	(*GetGCSafePointResponse)(nil),    // 34: pdpb.GetGCSafePointResponse
+	(*UpdateGCSafePointRequest)(nil),  // 35: pdpb.UpdateGCSafePointRequest
+	(*UpdateGCSafePointResponse)(nil), // 36: pdpb.UpdateGCSafePointResponse
+	(*GCConfig)(nil),                  // 37: pdpb.GCConfig
+	(*GCNodeHeartbeatRequest)(nil),    // 38: pdpb.GCNodeHeartbeatRequest
+	(*GCNodeHeartbeatResponse)(nil),   // 39: pdpb.GCNodeHeartbeatResponse
+	(*SetGCConfigRequest)(nil),        // 40: pdpb.SetGCConfigRequest
+	(*SetGCConfigResponse)(nil),       // 41: pdpb.SetGCConfigResponse
+	(*AskBatchSplitRequest)(nil),      // 42: pdpb.AskBatchSplitRequest
+	(*SplitID)(nil),                   // 43: pdpb.SplitID
+	(*AskBatchSplitResponse)(nil),     // 44: pdpb.AskBatchSplitResponse
+	(*ReportBatchSplitRequest)(nil),   // 45: pdpb.ReportBatchSplitRequest
+	(*ReportBatchSplitResponse)(nil),  // 46: pdpb.ReportBatchSplitResponse
+	(*ScanRegionsRequest)(nil),        // 47: pdpb.ScanRegionsRequest
+	(*RegionStat)(nil),                // 48: pdpb.RegionStat
+	(*ScanRegionsResponse)(nil),       // 49: pdpb.ScanRegionsResponse
+	(*metapb.Store)(nil),              // 50: metapb.Store
+	(*metapb.Region)(nil),             // 51: metapb.Region
+	(*metapb.Peer)(nil),               // 52: metapb.Peer
+	(*metapb.RegionEpoch)(nil),        // 53: metapb.RegionEpoch
 }
 var file_pdpb_proto_depIdxs = []int32{
 	4,  // 0: pdpb.ResponseHeader.error:type_name -> pdpb.Error
@@ -3202,106 +3260,107 @@ var file_pdpb_proto_depIdxs = []int32{
 	2,  // 5: pdpb.AllocIDRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 6: pdpb.AllocIDResponse.header:type_name -> pdpb.ResponseHeader
 	2,  // 7: pdpb.PutStoreRequest.header:type_name -> pdpb.RequestHeader
-	49, // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
+	50, // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
 	3,  // 9: pdpb.PutStoreResponse.header:type_name -> pdpb.ResponseHeader
 	2,  // 10: pdpb.GetStoreRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 11: pdpb.GetStoreResponse.header:type_name -> pdpb.ResponseHeader
-	49, // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
+	50, // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
 	2,  // 13: pdpb.GetAllStoresRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 14: pdpb.GetAllStoresResponse.header:type_name -> pdpb.ResponseHeader
-	49, // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
+	50, // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
 	2,  // 16: pdpb.StoreHeartbeatRequest.header:type_name -> pdpb.RequestHeader
 	16, // 17: pdpb.StoreHeartbeatRequest.stats:type_name -> pdpb.StoreStats
 	3,  // 18: pdpb.StoreHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	50, // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
-	51, // 20: pdpb.PeerStats.peer:type_name -> metapb.Peer
+	51, // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
+	52, // 20: pdpb.PeerStats.peer:type_name -> metapb.Peer
 	2,  // 21: pdpb.RegionHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	50, // 22: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
-	51, // 23: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
+	51, // 22: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
+	52, // 23: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
 	19, // 24: pdpb.RegionHeartbeatRequest.down_peers:type_name -> pdpb.PeerStats
-	51, // 25: pdpb.RegionHeartbeatRequest.pending_peers:type_name -> metapb.Peer
-	51, // 26: pdpb.ChangePeer.peer:type_name -> metapb.Peer
+	52, // 25: pdpb.RegionHeartbeatRequest.pending_peers:type_name -> metapb.Peer
+	52, // 26: pdpb.ChangePeer.peer:type_name -> metapb.Peer
 	1,  // 27: pdpb.ChangePeer.change_type:type_name -> pdpb.ConfChangeType
-	51, // 28: pdpb.TransferLeader.peer:type_name -> metapb.Peer
+	52, // 28: pdpb.TransferLeader.peer:type_name -> metapb.Peer
 	3,  // 29: pdpb.RegionHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	52, // 30: pdpb.RegionHeartbeatResponse.region_epoch:type_name -> metapb.RegionEpoch
+	53, // 30: pdpb.RegionHeartbeatResponse.region_epoch:type_name -> metapb.RegionEpoch
 	21, // 31: pdpb.RegionHeartbeatResponse.change_peer:type_name -> pdpb.ChangePeer
 	22, // 32: pdpb.RegionHeartbeatResponse.transfer_leader:type_name -> pdpb.TransferLeader
-	2,  // 33: pdpb.GetRegionRequest.header:type_name -> pdpb.RequestHeader
-	2,  // 34: pdpb.GetRegionByIDRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 35: pdpb.GetRegionResponse.header:type_name -> pdpb.ResponseHeader
-	50, // 36: pdpb.GetRegionResponse.region:type_name -> metapb.Region
-	51, // 37: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
-	2,  // 38: pdpb.IsBootstrappedRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 39: pdpb.IsBootstrappedResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 40: pdpb.GetMembersRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 41: pdpb.GetMembersResponse.header:type_name -> pdpb.ResponseHeader
-	29, // 42: pdpb.GetMembersResponse.members:type_name -> pdpb.Member
-	29, // 43: pdpb.GetMembersResponse.leader:type_name -> pdpb.Member
-	2,  // 44: pdpb.GetGCSafePointRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 45: pdpb.GetGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 46: pdpb.UpdateGCSafePointRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 47: pdpb.UpdateGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 48: pdpb.GCNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 49: pdpb.GCNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	36, // 50: pdpb.GCNodeHeartbeatResponse.config:type_name -> pdpb.GCConfig
-	2,  // 51: pdpb.SetGCConfigRequest.header:type_name -> pdpb.RequestHeader
-	36, // 52: pdpb.SetGCConfigRequest.config:type_name -> pdpb.GCConfig
-	3,  // 53: pdpb.SetGCConfigResponse.header:type_name -> pdpb.ResponseHeader
-	36, // 54: pdpb.SetGCConfigResponse.config:type_name -> pdpb.GCConfig
-	2,  // 55: pdpb.AskBatchSplitRequest.header:type_name -> pdpb.RequestHeader
-	50, // 56: pdpb.AskBatchSplitRequest.region:type_name -> metapb.Region
-	3,  // 57: pdpb.AskBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
-	42, // 58: pdpb.AskBatchSplitResponse.ids:type_name -> pdpb.SplitID
-	2,  // 59: pdpb.ReportBatchSplitRequest.header:type_name -> pdpb.RequestHeader
-	50, // 60: pdpb.ReportBatchSplitRequest.regions:type_name -> metapb.Region
-	3,  // 61: pdpb.ReportBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 62: pdpb.ScanRegionsRequest.header:type_name -> pdpb.RequestHeader
-	50, // 63: pdpb.RegionStat.region:type_name -> metapb.Region
-	51, // 64: pdpb.RegionStat.leader:type_name -> metapb.Peer
-	3,  // 65: pdpb.ScanRegionsResponse.header:type_name -> pdpb.ResponseHeader
-	47, // 66: pdpb.ScanRegionsResponse.regions:type_name -> pdpb.RegionStat
-	6,  // 67: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
-	8,  // 68: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
-	10, // 69: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
-	12, // 70: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
-	14, // 71: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
-	17, // 72: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
-	20, // 73: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
-	24, // 74: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
-	25, // 75: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
-	27, // 76: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
-	30, // 77: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
-	32, // 78: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
-	34, // 79: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
-	37, // 80: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
-	39, // 81: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
-	41, // 82: pdpb.PD.AskBatchSplit:input_type -> pdpb.AskBatchSplitRequest
-	44, // 83: pdpb.PD.ReportBatchSplit:input_type -> pdpb.ReportBatchSplitRequest
-	46, // 84: pdpb.PD.ScanRegions:input_type -> pdpb.ScanRegionsRequest
-	7,  // 85: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
-	9,  // 86: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
-	11, // 87: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
-	13, // 88: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
-	15, // 89: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
-	18, // 90: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
-	23, // 91: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
-	26, // 92: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
-	26, // 93: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
-	28, // 94: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
-	31, // 95: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
-	33, // 96: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
-	35, // 97: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
-	38, // 98: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
-	40, // 99: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
-	43, // 100: pdpb.PD.AskBatchSplit:output_type -> pdpb.AskBatchSplitResponse
-	45, // 101: pdpb.PD.ReportBatchSplit:output_type -> pdpb.ReportBatchSplitResponse
-	48, // 102: pdpb.PD.ScanRegions:output_type -> pdpb.ScanRegionsResponse
-	85, // [85:103] is the sub-list for method output_type
-	67, // [67:85] is the sub-list for method input_type
-	67, // [67:67] is the sub-list for extension type_name
-	67, // [67:67] is the sub-list for extension extendee
-	0,  // [0:67] is the sub-list for field type_name
+	23, // 33: pdpb.RegionHeartbeatResponse.split_region:type_name -> pdpb.SplitRegion
+	2,  // 34: pdpb.GetRegionRequest.header:type_name -> pdpb.RequestHeader
+	2,  // 35: pdpb.GetRegionByIDRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 36: pdpb.GetRegionResponse.header:type_name -> pdpb.ResponseHeader
+	51, // 37: pdpb.GetRegionResponse.region:type_name -> metapb.Region
+	52, // 38: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
+	2,  // 39: pdpb.IsBootstrappedRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 40: pdpb.IsBootstrappedResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 41: pdpb.GetMembersRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 42: pdpb.GetMembersResponse.header:type_name -> pdpb.ResponseHeader
+	30, // 43: pdpb.GetMembersResponse.members:type_name -> pdpb.Member
+	30, // 44: pdpb.GetMembersResponse.leader:type_name -> pdpb.Member
+	2,  // 45: pdpb.GetGCSafePointRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 46: pdpb.GetGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 47: pdpb.UpdateGCSafePointRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 48: pdpb.UpdateGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 49: pdpb.GCNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 50: pdpb.GCNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
+	37, // 51: pdpb.GCNodeHeartbeatResponse.config:type_name -> pdpb.GCConfig
+	2,  // 52: pdpb.SetGCConfigRequest.header:type_name -> pdpb.RequestHeader
+	37, // 53: pdpb.SetGCConfigRequest.config:type_name -> pdpb.GCConfig
+	3,  // 54: pdpb.SetGCConfigResponse.header:type_name -> pdpb.ResponseHeader
+	37, // 55: pdpb.SetGCConfigResponse.config:type_name -> pdpb.GCConfig
+	2,  // 56: pdpb.AskBatchSplitRequest.header:type_name -> pdpb.RequestHeader
+	51, // 57: pdpb.AskBatchSplitRequest.region:type_name -> metapb.Region
+	3,  // 58: pdpb.AskBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
+	43, // 59: pdpb.AskBatchSplitResponse.ids:type_name -> pdpb.SplitID
+	2,  // 60: pdpb.ReportBatchSplitRequest.header:type_name -> pdpb.RequestHeader
+	51, // 61: pdpb.ReportBatchSplitRequest.regions:type_name -> metapb.Region
+	3,  // 62: pdpb.ReportBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 63: pdpb.ScanRegionsRequest.header:type_name -> pdpb.RequestHeader
+	51, // 64: pdpb.RegionStat.region:type_name -> metapb.Region
+	52, // 65: pdpb.RegionStat.leader:type_name -> metapb.Peer
+	3,  // 66: pdpb.ScanRegionsResponse.header:type_name -> pdpb.ResponseHeader
+	48, // 67: pdpb.ScanRegionsResponse.regions:type_name -> pdpb.RegionStat
+	6,  // 68: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
+	8,  // 69: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
+	10, // 70: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
+	12, // 71: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
+	14, // 72: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
+	17, // 73: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
+	20, // 74: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
+	25, // 75: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
+	26, // 76: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
+	28, // 77: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
+	31, // 78: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
+	33, // 79: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
+	35, // 80: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
+	38, // 81: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
+	40, // 82: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
+	42, // 83: pdpb.PD.AskBatchSplit:input_type -> pdpb.AskBatchSplitRequest
+	45, // 84: pdpb.PD.ReportBatchSplit:input_type -> pdpb.ReportBatchSplitRequest
+	47, // 85: pdpb.PD.ScanRegions:input_type -> pdpb.ScanRegionsRequest
+	7,  // 86: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
+	9,  // 87: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
+	11, // 88: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
+	13, // 89: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
+	15, // 90: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
+	18, // 91: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
+	24, // 92: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
+	27, // 93: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
+	27, // 94: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
+	29, // 95: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
+	32, // 96: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
+	34, // 97: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
+	36, // 98: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
+	39, // 99: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
+	41, // 100: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
+	44, // 101: pdpb.PD.AskBatchSplit:output_type -> pdpb.AskBatchSplitResponse
+	46, // 102: pdpb.PD.ReportBatchSplit:output_type -> pdpb.ReportBatchSplitResponse
+	49, // 103: pdpb.PD.ScanRegions:output_type -> pdpb.ScanRegionsResponse
+	86, // [86:104] is the sub-list for method output_type
+	68, // [68:86] is the sub-list for method input_type
+	68, // [68:68] is the sub-list for extension type_name
+	68, // [68:68] is the sub-list for extension extendee
+	0,  // [0:68] is the sub-list for field type_name
 }
 
 func init() { file_pdpb_proto_init() }
@@ -3315,7 +3374,7 @@ func file_pdpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pdpb_proto_rawDesc), len(file_pdpb_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   47,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
