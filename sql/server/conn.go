@@ -73,6 +73,13 @@ type clientConn struct {
 	busy     bool
 	closing  bool
 	stmtType string
+	// For SHOW PROCESSLIST, under mu: the running command, since when, its
+	// query text (the packet buffer, valid while busy), and the user and
+	// database as of the last command.
+	cmd      byte
+	cmdStart time.Time
+	query    []byte
+	shown    struct{ user, db string }
 }
 
 // shutdown asks the connection to close: now when idle, else after the
@@ -133,6 +140,13 @@ func (c *clientConn) serve(ctx context.Context) {
 			return
 		}
 		c.busy = true
+		c.cmd, c.cmdStart, c.query = 0, time.Now(), nil
+		if len(data) > 0 { // an empty packet is answered by dispatch
+			c.cmd = data[0]
+			if c.cmd == mysql.ComQuery {
+				c.query = data[1:]
+			}
+		}
 		c.mu.Unlock()
 		quit, err := c.dispatch(ctx, data)
 		if err == nil {
@@ -140,6 +154,9 @@ func (c *clientConn) serve(ctx context.Context) {
 		}
 		c.mu.Lock()
 		c.busy = false
+		c.query = nil
+		c.cmdStart = time.Now()
+		c.noteIdentity()
 		closing := c.closing
 		c.mu.Unlock()
 		if quit || err != nil || closing {
@@ -179,6 +196,54 @@ func (c *clientConn) disarmIdleTimeout() {
 		_ = c.pkt.conn.SetReadDeadline(time.Time{})
 		c.idleArmed = time.Time{}
 	}
+}
+
+// noteIdentity records the user and database SHOW PROCESSLIST shows.
+// Called with c.mu held, on the connection's goroutine.
+func (c *clientConn) noteIdentity() {
+	c.shown.user = c.user
+	if c.sess != nil {
+		c.shown.db = c.sess.CurrentDB()
+	}
+}
+
+// process describes the connection for SHOW PROCESSLIST.
+func (c *clientConn) process(now time.Time) session.ProcessInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := session.ProcessInfo{ID: c.id, User: c.shown.user, DB: c.shown.db, Host: c.netConn.RemoteAddr().String(), Command: "Sleep"}
+	if p.User == "" {
+		p.User = "unauthenticated user"
+		p.Command = "Connect"
+	}
+	if !c.cmdStart.IsZero() {
+		p.TimeSec = int64(now.Sub(c.cmdStart) / time.Second)
+	}
+	if c.busy {
+		p.Command = commandName(c.cmd)
+		p.Info = string(c.query)
+	}
+	return p
+}
+
+func commandName(cmd byte) string {
+	switch cmd {
+	case mysql.ComQuery:
+		return "Query"
+	case mysql.ComStmtPrepare:
+		return "Prepare"
+	case mysql.ComStmtExecute:
+		return "Execute"
+	case mysql.ComPing:
+		return "Ping"
+	case mysql.ComInitDB:
+		return "Init DB"
+	case mysql.ComFieldList:
+		return "Field List"
+	case mysql.ComChangeUser:
+		return "Change user"
+	}
+	return fmt.Sprintf("Command %d", cmd)
 }
 
 // readErrorReply is the ERR packet for a framing error readPacket
@@ -285,6 +350,15 @@ func (c *clientConn) runCommand(ctx context.Context, data []byte) (quit bool, er
 		return false, c.pkt.writePacket([]byte(s))
 	case mysql.ComChangeUser:
 		return c.changeUser(ctx, arg)
+	case mysql.ComProcessKill: // the old KILL: a 4-byte connection id
+		if len(arg) < 4 {
+			return false, c.writeError(errno.New(errno.ErrUnknownCom, "Malformed COM_PROCESS_KILL"))
+		}
+		res, err := c.sess.Execute(ctx, &ast.KillStmt{ConnectionID: uint64(binary.LittleEndian.Uint32(arg))})
+		if err != nil {
+			return false, c.writeError(err)
+		}
+		return false, c.writeOK(res.AffectedRows, 0, c.status(), "")
 	case mysql.ComSetOption: // MYSQL_OPTION_MULTI_STATEMENTS_ON (0) / _OFF (1); answered with EOF
 		if len(arg) < 2 || arg[1] != 0 || arg[0] > 1 {
 			return false, c.writeError(errno.New(errno.ErrUnknownCom, "Unknown COM_SET_OPTION %x", arg))
@@ -326,6 +400,7 @@ func (c *clientConn) newSession() {
 	c.sess = session.New(c.srv.exec, c.id, c.user, c.sessHost())
 	c.sess.SetStatusVars(c.statusVars)
 	c.sess.SetPrivileges(c.srv.priv, c.account)
+	c.sess.SetProcesses(c.srv)
 }
 
 func (c *clientConn) sessHost() string {

@@ -111,6 +111,9 @@ func (c *clientConn) handshake(ctx context.Context) error {
 	}
 	c.account = u.Ident
 	c.newSession()
+	c.mu.Lock()
+	c.noteIdentity()
+	c.mu.Unlock()
 	c.sess.SetClientCollation(int(resp.coll))
 	if c.caps&mysql.ClientInteractive != 0 {
 		c.sess.SetInteractive()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/privilege"
+	"github.com/stratadb/strata/sql/session"
 )
 
 // Config configures a Server.
@@ -169,6 +171,40 @@ func (s *Server) rsaKey() (*auth.RSAKey, error) {
 		s.rsa = k
 	}
 	return s.rsa, nil
+}
+
+// List implements session.Processes: this node's connections.
+func (s *Server) List() []session.ProcessInfo {
+	s.mu.Lock()
+	conns := make([]*clientConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	now := time.Now()
+	out := make([]session.ProcessInfo, 0, len(conns))
+	for _, c := range conns {
+		out = append(out, c.process(now))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Kill implements session.Processes: connection id is closed (a running
+// statement finishes first; its answer is lost).
+func (s *Server) Kill(id uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.id == id {
+			c.mu.Lock()
+			c.closing = true
+			c.mu.Unlock()
+			_ = c.netConn.Close()
+			return true
+		}
+	}
+	return false
 }
 
 // Privileges is the node's privilege manager.

@@ -148,3 +148,48 @@ func TestSetOptionAndDebug(t *testing.T) {
 	r3.write(0, []byte{0x0d})
 	r3.expectErr(1227)
 }
+
+// TestProcessListAndKill: SHOW [FULL] PROCESSLIST lists every connection
+// with PROCESS and only one's own without; KILL closes a connection of the
+// same user or, with SUPER, any (1095 otherwise, 1094 for an unknown id).
+func TestProcessListAndKill(t *testing.T) {
+	ts := startServer(t)
+	root := ts.open(t, "test", "")
+	root.SetMaxOpenConns(1)
+	_, err := root.Exec("CREATE USER 'plain'@'%'")
+	require.NoError(t, err)
+	plain := ts.openAs(t, "plain", "")
+	var rootID, plainID string
+	require.NoError(t, root.QueryRow("SELECT CONNECTION_ID()").Scan(&rootID))
+	require.NoError(t, plain.QueryRow("SELECT CONNECTION_ID()").Scan(&plainID))
+
+	rows := queryStrings(t, root, "SHOW FULL PROCESSLIST")
+	byID := map[string][]string{}
+	for _, r := range rows {
+		byID[r[0]] = r
+	}
+	require.Equal(t, []string{rootID, "root", byID[rootID][2], "test", "Query", "0", "", "SHOW FULL PROCESSLIST"}, byID[rootID])
+	require.Equal(t, "plain", byID[plainID][1])
+	require.Equal(t, "Sleep", byID[plainID][4])
+	require.Equal(t, "NULL", byID[plainID][7])
+	for _, r := range queryStrings(t, plain, "SHOW PROCESSLIST") {
+		require.Equal(t, "plain", r[1], "without PROCESS only one's own connections")
+	}
+
+	_, err = plain.Exec("KILL " + rootID)
+	require.Equal(t, uint16(1095), mysqlCode(err), "%v", err)
+	_, err = plain.Exec("KILL 999999")
+	require.Equal(t, uint16(1094), mysqlCode(err), "%v", err)
+	_, err = root.Exec("KILL QUERY " + plainID)
+	require.Equal(t, uint16(1235), mysqlCode(err), "%v", err)
+	_, err = root.Exec("KILL " + plainID)
+	require.NoError(t, err)
+	waitFor(t, func() bool {
+		for _, r := range queryStrings(t, root, "SHOW PROCESSLIST") {
+			if r[0] == plainID {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -52,6 +52,7 @@ type Session struct {
 	oneShotIsolation string
 
 	privs sessPrivs // privs.go
+	procs Processes // process.go
 }
 
 // New returns a session for connection connID of user@host.
@@ -287,6 +288,8 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	case *ast.CreateUserStmt, *ast.AlterUserStmt, *ast.DropUserStmt, *ast.RenameUserStmt, *ast.SetPwdStmt,
 		*ast.GrantStmt, *ast.RevokeStmt, *ast.FlushStmt:
 		return s.accountStmt(ctx, stmt) // privs.go
+	case *ast.KillStmt:
+		return s.kill(ctx, x) // process.go
 	}
 	return nil, errno.NotSupported(strings.ToUpper(StmtLabel(stmt)))
 }

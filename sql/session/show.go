@@ -129,6 +129,8 @@ func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, 
 		}
 	case ast.ShowGrants:
 		return s.showGrants(x) // privs.go
+	case ast.ShowProcessList:
+		return s.showProcessList(x.Full) // process.go
 	case ast.ShowEngines:
 		res = &executor.Result{Columns: []executor.ResultColumn{strCol("Engine", 64), strCol("Support", 8), strCol("Comment", 80), strCol("Transactions", 3), strCol("XA", 3), strCol("Savepoints", 3)},
 			Rows: [][]types.Datum{strRow("InnoDB", "DEFAULT", "Strata distributed storage (Raft-replicated regions)", "YES", "NO", "NO")}}

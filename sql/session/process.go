@@ -1,0 +1,99 @@
+package session
+
+import (
+	"context"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/executor"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// ProcessInfo is one connection of this SQL node (SHOW PROCESSLIST).
+type ProcessInfo struct {
+	ID             uint64
+	User, Host, DB string
+	Command        string // "Query", "Sleep", ...
+	TimeSec        int64
+	Info           string // the running statement ("" when idle)
+}
+
+// Processes is what the server offers sessions about its connections.
+type Processes interface {
+	List() []ProcessInfo
+	// Kill closes connection id (after its running statement). It reports
+	// whether the connection exists.
+	Kill(id uint64) bool
+}
+
+// SetProcesses connects the session to the node's connection list.
+func (s *Session) SetProcesses(p Processes) { s.procs = p }
+
+// showProcessList answers SHOW [FULL] PROCESSLIST: every connection with
+// the PROCESS privilege, else the session's user's own.
+func (s *Session) showProcessList(full bool) (*executor.Result, error) {
+	if s.procs == nil {
+		return nil, errno.NotSupported("SHOW PROCESSLIST without a server")
+	}
+	all := s.CheckGlobal(mysql.ProcessPriv, "PROCESS") == nil
+	res := &executor.Result{Columns: []executor.ResultColumn{
+		{Name: "Id", OrgName: "Id", Type: types.Uint64Type}, strCol("User", 32), strCol("Host", 64), strCol("db", 64),
+		strCol("Command", 16), {Name: "Time", OrgName: "Time", Type: types.Int64Type}, strCol("State", 64), strCol("Info", 65535)}}
+	for _, p := range s.procs.List() {
+		if !all && p.User != s.user {
+			continue
+		}
+		info := p.Info
+		if !full && len(info) > 100 {
+			info = info[:100]
+		}
+		row := []types.Datum{tablecodec.NewUint(p.ID), tablecodec.NewString(p.User), tablecodec.NewString(p.Host),
+			tablecodec.NullDatum, tablecodec.NewString(p.Command), tablecodec.NewInt(p.TimeSec),
+			tablecodec.NewString(""), tablecodec.NullDatum}
+		if p.DB != "" {
+			row[3] = tablecodec.NewString(p.DB)
+		}
+		if info != "" {
+			row[7] = tablecodec.NewString(info)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	return res, nil
+}
+
+// kill runs KILL [CONNECTION] id (own connections, or any with SUPER).
+// KILL QUERY is not supported yet: statements are not interruptible.
+func (s *Session) kill(_ context.Context, x *ast.KillStmt) (*executor.Result, error) {
+	if x.Query {
+		return nil, errno.NotSupported("KILL QUERY (interrupting a running statement)")
+	}
+	id := x.ConnectionID
+	if x.Expr != nil {
+		return nil, errno.NotSupported("KILL with an expression")
+	}
+	if s.procs == nil {
+		return nil, errno.NotSupported("KILL without a server")
+	}
+	var owner string
+	found := false
+	for _, p := range s.procs.List() {
+		if p.ID == id {
+			owner, found = p.User, true
+			break
+		}
+	}
+	if !found {
+		return nil, errno.New(1094, "Unknown thread id: %d", id)
+	}
+	if owner != s.user {
+		if err := s.CheckGlobal(mysql.SuperPriv, "SUPER or CONNECTION_ADMIN"); err != nil {
+			return nil, errno.New(1095, "You are not owner of thread %d", id)
+		}
+	}
+	if !s.procs.Kill(id) {
+		return nil, errno.New(1094, "Unknown thread id: %d", id)
+	}
+	return &executor.Result{}, nil
+}
