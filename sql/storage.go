@@ -42,6 +42,14 @@ type Storage interface {
 	Begin(ctx context.Context, opts TxnOptions) (Txn, error)
 }
 
+// TxnTooLargeError: a transaction's write buffer passed the SQL node's
+// limit (txn-total-size-limit; TiDB's 8004).
+type TxnTooLargeError struct{ Size, Limit int }
+
+func (e *TxnTooLargeError) Error() string {
+	return fmt.Sprintf("sql: transaction too large: %d bytes buffered, limit %d", e.Size, e.Limit)
+}
+
 // KeyExistsError reports an Insert mutation on a key that has a live value.
 type KeyExistsError struct{ Key []byte }
 

@@ -53,6 +53,9 @@ type Config struct {
 	// TSOClientRPCMode is TiDB's tidb_tso_client_rpc_mode: "default" or
 	// "parallel" (pdclient.TSOMode).
 	TSOClientRPCMode string `toml:"tso-client-rpc-mode"`
+	// TxnTotalSizeLimit bounds one transaction's write buffer (TiDB's
+	// performance.txn-total-size-limit); past it, ERROR 8004.
+	TxnTotalSizeLimit int `toml:"txn-total-size-limit"`
 	// SchemaLease is TiDB's lease: see catalog.DefaultLease.
 	SchemaLease time.Duration `toml:"schema-lease"`
 }
@@ -67,7 +70,7 @@ func main() {
 // parseFlags applies defaults, then the --config TOML file, then flags.
 func parseFlags(args []string) (Config, error) {
 	cfg := Config{PD: "127.0.0.1:2379", Addr: "127.0.0.1:4000", StatusAddr: "127.0.0.1:10080", ShutdownTimeout: 10 * time.Second, LogLevel: "info", TSOClientRPCMode: "default",
-		MaxConnections: 1000, ConnectTimeout: 10 * time.Second, SchemaLease: catalog.DefaultLease, TLS: true, DefaultAuthPlugin: auth.NativePassword}
+		MaxConnections: 1000, ConnectTimeout: 10 * time.Second, SchemaLease: catalog.DefaultLease, TxnTotalSizeLimit: 100 << 20, TLS: true, DefaultAuthPlugin: auth.NativePassword}
 	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
 		return cfg, err
@@ -80,6 +83,9 @@ func parseFlags(args []string) (Config, error) {
 	}
 	if cfg.MaxConnections < 0 {
 		return cfg, fmt.Errorf("--max-connections must be >= 0 (0: no limit), got %d", cfg.MaxConnections)
+	}
+	if cfg.TxnTotalSizeLimit < 1<<20 {
+		return cfg, fmt.Errorf("--txn-total-size-limit must be at least 1 MiB, got %d", cfg.TxnTotalSizeLimit)
 	}
 	if cfg.SchemaLease < 10*time.Millisecond {
 		return cfg, fmt.Errorf("--schema-lease must be at least 10ms, got %v", cfg.SchemaLease)
@@ -129,7 +135,7 @@ func run(args []string) error {
 	kv := kvclient.New(pd, kvclient.Config{})
 	defer kv.Close()
 
-	txnClient := txn.NewClient(kv, pd, txn.Config{})
+	txnClient := txn.NewClient(kv, pd, txn.Config{MaxTxnSize: cfg.TxnTotalSizeLimit})
 	// Every SQL node takes part in the GC leader election; the leader runs
 	// GC rounds (kv/gcleader).
 	host, _ := os.Hostname()
@@ -213,6 +219,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.BoolVar(&cfg.SkipGrantTables, "skip-grant-tables", cfg.SkipGrantTables, "recovery only: accept every login without a password and skip every privilege check (docs/operations.md)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.TSOClientRPCMode, "tso-client-rpc-mode", cfg.TSOClientRPCMode, `how timestamps are fetched from PD: "default" (one batch in flight) or "parallel" (several streams, one batch in flight each; for network-bound PD round trips)`)
+	fs.IntVar(&cfg.TxnTotalSizeLimit, "txn-total-size-limit", cfg.TxnTotalSizeLimit, "bytes of keys and values one transaction may buffer; past it the statement fails with ERROR 8004")
 	fs.DurationVar(&cfg.SchemaLease, "schema-lease", cfg.SchemaLease, "how long this node trusts its schema without confirming the cluster's schema version; a schema change waits 2 leases for every node to load it")
 	return fs
 }

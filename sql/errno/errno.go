@@ -50,6 +50,7 @@ const (
 	ErrGCTooEarly          uint16 = 9006
 	ErrResultUndetermined  uint16 = 8110
 	ErrEntryTooLarge       uint16 = 8025
+	ErrTxnTooLarge         uint16 = 8004
 	ErrInfoSchemaExpired   uint16 = 8027 // schema lease not renewed
 	ErrInfoSchemaChanged   uint16 = 8028 // a written table's schema changed
 
@@ -183,6 +184,10 @@ func FromError(err error) *Error {
 	var ke *sql.KeyExistsError
 	if errors.As(err, &ke) {
 		return New(ErrDupEntry, "Duplicate entry for key %x", ke.Key)
+	}
+	var tl *sql.TxnTooLargeError
+	if errors.As(err, &tl) {
+		return New(ErrTxnTooLarge, "Transaction is too large, size: %d (limit %d bytes, txn-total-size-limit): split the statement or transaction into smaller ones, or raise the SQL node's txn-total-size-limit", tl.Size, tl.Limit)
 	}
 	var dl *sql.DeadlockError
 	if errors.As(err, &dl) {

@@ -14,8 +14,6 @@ var (
 	// rolled back by another transaction's lock resolution, or the store
 	// refused the command); nothing of it was committed.
 	ErrTxnAborted = errors.New("kv/txn: transaction aborted")
-	// ErrTxnTooLarge: the write buffer passed Config.MaxTxnSize.
-	ErrTxnTooLarge = errors.New("kv/txn: transaction too large")
 	// ErrFinished: the transaction was already committed or rolled back.
 	ErrFinished = errors.New("kv/txn: transaction already finished")
 	// ErrReadOnly: a write in a read-only transaction.

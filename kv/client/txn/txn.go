@@ -81,7 +81,7 @@ func (t *Txn) checkWrite() error {
 
 func (t *Txn) checkSize() error {
 	if t.mem.Size() > t.c.cfg.MaxTxnSize {
-		return fmt.Errorf("%w: %d bytes buffered, limit %d", ErrTxnTooLarge, t.mem.Size(), t.c.cfg.MaxTxnSize)
+		return &sql.TxnTooLargeError{Size: t.mem.Size(), Limit: t.c.cfg.MaxTxnSize}
 	}
 	return nil
 }

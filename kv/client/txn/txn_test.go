@@ -399,7 +399,8 @@ func TestTxnTooLarge(t *testing.T) {
 	c := f.newClient(Config{MaxTxnSize: 100})
 	tx := begin(t, c, sql.TxnOptions{})
 	require.NoError(t, tx.Set([]byte("a"), make([]byte, 50)))
-	require.ErrorIs(t, tx.Set([]byte("b"), make([]byte, 60)), ErrTxnTooLarge)
+	var tl *sql.TxnTooLargeError
+	require.ErrorAs(t, tx.Set([]byte("b"), make([]byte, 60)), &tl)
 }
 
 func TestKeyErrorMapping(t *testing.T) {
