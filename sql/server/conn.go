@@ -78,8 +78,13 @@ type clientConn struct {
 	// database as of the last command.
 	cmd      byte
 	cmdStart time.Time
-	query    []byte
-	shown    struct{ user, db string }
+	// stmtCtx is the context commands run under; KILL QUERY cancels it
+	// (stmtCancel) and the next command gets a new one, so a connection
+	// allocates one only after a kill.
+	stmtCtx    context.Context
+	stmtCancel context.CancelFunc
+	query      []byte
+	shown      struct{ user, db string }
 }
 
 // shutdown asks the connection to close: now when idle, else after the
@@ -95,6 +100,13 @@ func (c *clientConn) shutdown() {
 
 func (c *clientConn) serve(ctx context.Context) {
 	defer c.srv.removeConn(c)
+	defer func() {
+		c.mu.Lock()
+		if c.stmtCancel != nil {
+			c.stmtCancel()
+		}
+		c.mu.Unlock()
+	}()
 	defer c.endSession(ctx)
 	defer func() { _ = c.pkt.conn.Close() }()
 	defer func() {
@@ -140,6 +152,13 @@ func (c *clientConn) serve(ctx context.Context) {
 			return
 		}
 		c.busy = true
+		if c.stmtCtx == nil || c.stmtCtx.Err() != nil {
+			if c.stmtCancel != nil {
+				c.stmtCancel()
+			}
+			c.stmtCtx, c.stmtCancel = context.WithCancel(ctx)
+		}
+		cmdCtx := c.stmtCtx
 		c.cmd, c.cmdStart, c.query = 0, time.Now(), nil
 		if len(data) > 0 { // an empty packet is answered by dispatch
 			c.cmd = data[0]
@@ -148,7 +167,7 @@ func (c *clientConn) serve(ctx context.Context) {
 			}
 		}
 		c.mu.Unlock()
-		quit, err := c.dispatch(ctx, data)
+		quit, err := c.dispatch(cmdCtx, data)
 		if err == nil {
 			err = c.pkt.flush()
 		}

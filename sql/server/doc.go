@@ -23,9 +23,10 @@
 // session.LoadBatchRows rows, each one INSERT),
 // COM_INIT_DB, COM_PING, COM_FIELD_LIST, COM_STATISTICS,
 // COM_RESET_CONNECTION, COM_CHANGE_USER, COM_PROCESS_KILL, COM_SET_OPTION,
-// COM_DEBUG, COM_QUIT; SHOW [FULL] PROCESSLIST and KILL [CONNECTION] come
-// from the server's connection list (KILL QUERY is 1235: statements are not
-// interruptible yet). Other commands get ERROR 1047; the
+// COM_DEBUG, COM_QUIT; SHOW [FULL] PROCESSLIST and KILL [CONNECTION|QUERY]
+// come from the server's connection list (KILL QUERY cancels the running
+// command's context: it stops at its next wait for the cluster with 1317;
+// the context is re-created only after a kill). Other commands get ERROR 1047; the
 // connection stays usable. Packets larger than 16 MB (split on the wire) are
 // reassembled, up to max_allowed_packet.
 //

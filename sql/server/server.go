@@ -207,6 +207,25 @@ func (s *Server) Kill(id uint64) bool {
 	return false
 }
 
+// KillQuery implements session.Processes: the running statement of
+// connection id is cancelled (it fails with 1317 when it next waits for
+// the cluster); an idle connection is left alone.
+func (s *Server) KillQuery(id uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.id == id {
+			c.mu.Lock()
+			if c.busy && c.stmtCancel != nil {
+				c.stmtCancel()
+			}
+			c.mu.Unlock()
+			return true
+		}
+	}
+	return false
+}
+
 // Privileges is the node's privilege manager.
 func (s *Server) Privileges() *privilege.Manager { return s.priv }
 

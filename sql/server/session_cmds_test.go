@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"database/sql"
 	"encoding/binary"
 	"net"
 	"runtime"
@@ -180,8 +181,6 @@ func TestProcessListAndKill(t *testing.T) {
 	require.Equal(t, uint16(1095), mysqlCode(err), "%v", err)
 	_, err = plain.Exec("KILL 999999")
 	require.Equal(t, uint16(1094), mysqlCode(err), "%v", err)
-	_, err = root.Exec("KILL QUERY " + plainID)
-	require.Equal(t, uint16(1235), mysqlCode(err), "%v", err)
 	_, err = root.Exec("KILL " + plainID)
 	require.NoError(t, err)
 	waitFor(t, func() bool {
@@ -192,4 +191,41 @@ func TestProcessListAndKill(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestKillQuery: KILL QUERY ends a statement waiting for a row lock with
+// 1317 and leaves its connection usable.
+func TestKillQuery(t *testing.T) {
+	ts := startServer(t)
+	a, b, root := ts.open(t, "test", ""), ts.open(t, "test", ""), ts.open(t, "test", "")
+	for _, db := range []*sql.DB{a, b} {
+		db.SetMaxOpenConns(1)
+	}
+	_, err := root.Exec("CREATE TABLE kq (id INT PRIMARY KEY, v INT)")
+	require.NoError(t, err)
+	_, err = root.Exec("INSERT INTO kq VALUES (1, 0)")
+	require.NoError(t, err)
+	tx, err := a.Begin()
+	require.NoError(t, err)
+	_, err = tx.Exec("UPDATE kq SET v = 1 WHERE id = 1")
+	require.NoError(t, err)
+	var bID string
+	require.NoError(t, b.QueryRow("SELECT CONNECTION_ID()").Scan(&bID))
+	done := make(chan error, 1)
+	go func() { _, err := b.Exec("UPDATE kq SET v = 2 WHERE id = 1"); done <- err }()
+	waitFor(t, func() bool {
+		ts.store.mu.Lock()
+		defer ts.store.mu.Unlock()
+		return len(ts.store.waitsFor) == 1
+	})
+	_, err = root.Exec("KILL QUERY " + bID)
+	require.NoError(t, err)
+	select {
+	case err := <-done:
+		require.Equal(t, uint16(1317), mysqlCode(err), "%v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed statement still waits")
+	}
+	require.NoError(t, tx.Commit())
+	require.Equal(t, [][]string{{"1"}}, queryStrings(t, b, "SELECT v FROM kq WHERE id = 1"), "b's connection still works")
 }

@@ -26,6 +26,8 @@ type Processes interface {
 	// Kill closes connection id (after its running statement). It reports
 	// whether the connection exists.
 	Kill(id uint64) bool
+	// KillQuery cancels connection id's running statement.
+	KillQuery(id uint64) bool
 }
 
 // SetProcesses connects the session to the node's connection list.
@@ -63,12 +65,11 @@ func (s *Session) showProcessList(full bool) (*executor.Result, error) {
 	return res, nil
 }
 
-// kill runs KILL [CONNECTION] id (own connections, or any with SUPER).
-// KILL QUERY is not supported yet: statements are not interruptible.
+// kill runs KILL [CONNECTION | QUERY] id (own connections, or any with
+// SUPER). KILL QUERY cancels the statement's context: it stops at its next
+// wait for the cluster (a lock wait, a read, a commit) with 1317; SLEEP()
+// and work on the SQL node are not interrupted.
 func (s *Session) kill(_ context.Context, x *ast.KillStmt) (*executor.Result, error) {
-	if x.Query {
-		return nil, errno.NotSupported("KILL QUERY (interrupting a running statement)")
-	}
 	id := x.ConnectionID
 	if x.Expr != nil {
 		return nil, errno.NotSupported("KILL with an expression")
@@ -91,6 +92,15 @@ func (s *Session) kill(_ context.Context, x *ast.KillStmt) (*executor.Result, er
 		if err := s.CheckGlobal(mysql.SuperPriv, "SUPER or CONNECTION_ADMIN"); err != nil {
 			return nil, errno.New(1095, "You are not owner of thread %d", id)
 		}
+	}
+	if x.Query {
+		if id == s.connID {
+			return &executor.Result{}, nil // the running statement is this KILL
+		}
+		if !s.procs.KillQuery(id) {
+			return nil, errno.New(1094, "Unknown thread id: %d", id)
+		}
+		return &executor.Result{}, nil
 	}
 	if !s.procs.Kill(id) {
 		return nil, errno.New(1094, "Unknown thread id: %d", id)

@@ -210,7 +210,7 @@ func (s *Session) rollbackTxn(ctx context.Context, outcome string) {
 	s.txn = nil
 	// A failed rollback leaves locks that other transactions resolve once
 	// their TTL passes: nothing the client could act on.
-	_ = t.txn.Rollback(ctx)
+	_ = t.txn.Rollback(context.WithoutCancel(ctx)) // also after KILL QUERY
 	observeTxn(t.opts, t.began, outcome)
 }
 
@@ -418,7 +418,7 @@ func (s *Session) autocommitStmt(ctx context.Context, opts sql.TxnOptions, write
 		return res, err
 	}
 	if err != nil {
-		_ = st.txn.Rollback(ctx)
+		_ = st.txn.Rollback(context.WithoutCancel(ctx)) // also after KILL QUERY
 		err = lostBeforeCommit(err)
 		observeTxn(st.opts, st.began, outcomeOf(err))
 		return nil, err
