@@ -112,11 +112,17 @@ func pathID(r *http.Request, name string) (uint64, error) {
 // Stores.
 
 type apiStoreMeta struct {
-	ID            uint64 `json:"id"`
-	Address       string `json:"address"`
-	StatusAddress string `json:"status_address"`
-	State         int32  `json:"state"`
-	StateName     string `json:"state_name"`
+	ID            uint64     `json:"id"`
+	Address       string     `json:"address"`
+	StatusAddress string     `json:"status_address"`
+	Labels        []apiLabel `json:"labels,omitempty"`
+	State         int32      `json:"state"`
+	StateName     string     `json:"state_name"`
+}
+
+type apiLabel struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 type apiStoreStatus struct {
@@ -146,6 +152,9 @@ func storeView(c *cluster, s *schedule.StoreInfo) apiStoreInfo {
 		Store: apiStoreMeta{ID: s.Meta.GetId(), Address: s.Meta.GetAddress(), StatusAddress: s.Meta.GetStatusAddress(),
 			State: int32(s.Meta.GetState()), StateName: st.String()},
 		Status: apiStoreStatus{LeaderCount: l, RegionCount: n, RegionSize: size >> 20, LastHeartbeatTS: s.LastHeartbeat},
+	}
+	for _, l := range s.Meta.GetLabels() {
+		out.Store.Labels = append(out.Store.Labels, apiLabel{Key: l.GetKey(), Value: l.GetValue()})
 	}
 	if ss := s.Stats; ss != nil {
 		out.Status.Capacity, out.Status.Available, out.Status.UsedSize = ss.GetCapacity(), ss.GetAvailable(), ss.GetUsedSize()

@@ -29,7 +29,8 @@ func TestAPI(t *testing.T) {
 	require.NoError(t, err)
 	defer cli.Close()
 	for _, id := range []uint64{1, 2, 3} {
-		require.NoError(t, cli.PutStore(ctx, &metapb.Store{Id: id, Address: "127.0.0.1:1"}))
+		require.NoError(t, cli.PutStore(ctx, &metapb.Store{Id: id, Address: "127.0.0.1:1",
+			Labels: []*metapb.StoreLabel{{Key: "zone", Value: "z" + itoa(id)}}}))
 		_, err := cli.StoreHeartbeat(ctx, &pdpb.StoreHeartbeatRequest{Stats: &pdpb.StoreStats{StoreId: id, Capacity: 100, Available: 60}})
 		require.NoError(t, err)
 	}
@@ -57,6 +58,7 @@ func TestAPI(t *testing.T) {
 	}{
 		{"GET", "stores", "", 200, `"state_name": "Up"`},
 		{"GET", "stores", "", 200, `"available": 60`},
+		{"GET", "store/2", "", 200, `"value": "z2"`},
 		{"GET", "store/2", "", 200, `"region_count": 1`},
 		{"GET", "store/9", "", 404, "store 9 not found"},
 		{"GET", "store/x", "", 400, "is not a number"},
@@ -89,6 +91,8 @@ func TestAPI(t *testing.T) {
 		{"DELETE", "schedulers/nope", "", 404, "not found"},
 		{"POST", "schedulers", `{"name":"nope"}`, 400, "unknown scheduler"},
 		{"POST", "config", `{"max-store-down-time":"20s","store-limit":30}`, 200, "updated"},
+		{"POST", "config", `{"location-labels":["zone","host"]}`, 200, "updated"},
+		{"GET", "config", "", 200, `"location-labels": [`},
 		{"GET", "config", "", 200, `"max-store-down-time": "20s"`},
 		{"GET", "config", "", 200, `"disabled-schedulers": [` + "\n" + `      "balance-region-scheduler"`},
 		{"POST", "config", `{"max-store-down-time":"soon"}`, 400, "bad duration"},

@@ -46,6 +46,8 @@ type Config struct {
 	// Addr).
 	Addr       string
 	StatusAddr string
+	// Labels place the store for PD's location-labels (zone, host, ...).
+	Labels []*metapb.StoreLabel
 	// RaftTick is the raft logical clock period; ElectionTicks and
 	// HeartbeatTicks are counted in ticks.
 	RaftTick       time.Duration
@@ -289,7 +291,7 @@ func (s *Store) bootstrap(ctx context.Context) error {
 	default:
 		return fmt.Errorf("raftstore: read store ident: %w", err)
 	}
-	st := &metapb.Store{Id: s.id, Address: s.cfg.Addr, StatusAddress: s.cfg.StatusAddr, State: metapb.StoreState_Up}
+	st := &metapb.Store{Id: s.id, Address: s.cfg.Addr, StatusAddress: s.cfg.StatusAddr, State: metapb.StoreState_Up, Labels: s.cfg.Labels}
 	if err := s.pd.PutStore(ctx, st); err != nil {
 		return fmt.Errorf("raftstore: put store %d: %w", s.id, err)
 	}

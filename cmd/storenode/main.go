@@ -14,10 +14,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/stratadb/strata/config"
 	"github.com/stratadb/strata/kv/server"
+	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/status"
 )
 
@@ -40,6 +42,8 @@ type fileConfig struct {
 	RegionSplitSize    uint64        `toml:"region-split-size"`
 	RegionSplitKeys    uint64        `toml:"region-split-keys"`
 	LogLevel           string        `toml:"log-level"`
+	// Labels are the store's location labels, "zone=z1,host=h1".
+	Labels string `toml:"labels"`
 	// PipelinedPessimisticLock: see kv/txn Config (off by default).
 	PipelinedPessimisticLock bool `toml:"pipelined-pessimistic-lock"`
 }
@@ -70,6 +74,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	labels, err := parseLabels(cfg.Labels)
+	if err != nil {
+		return err
+	}
 	transfer := cfg.LeaderTransferTimeout
 	if transfer == 0 {
 		transfer = -1 // server.Config: negative skips the transfer
@@ -80,6 +88,7 @@ func run(args []string) error {
 		Addr:                  cfg.Addr,
 		AdvertiseAddr:         cfg.AdvertiseAddr,
 		StatusAddr:            statusBound.String(),
+		Labels:                labels,
 		DataDir:               cfg.DataDir,
 		RaftTick:              cfg.RaftTick,
 		ElectionTicks:         cfg.ElectionTicks,
@@ -137,7 +146,22 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.LeaderTransferTimeout, "leader-transfer-timeout", cfg.LeaderTransferTimeout,
 		"on SIGTERM, how long to wait for region leaders to move to other stores before stopping (0: stop at once)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
+	fs.StringVar(&cfg.Labels, "labels", cfg.Labels, `location labels "key=value,..." for PD's location-labels (e.g. "zone=z1,host=h1")`)
 	fs.BoolVar(&cfg.PipelinedPessimisticLock, "pipelined-pessimistic-lock", cfg.PipelinedPessimisticLock,
 		"answer pessimistic locks before their lock records are replicated (faster; a lock lost to a crash or leader transfer fails its transaction at commit)")
 	return fs
+}
+
+// parseLabels reads "zone=z1,host=h1" (empty: no labels).
+func parseLabels(s string) ([]*metapb.StoreLabel, error) {
+	var out []*metapb.StoreLabel
+	for _, kv := range config.SplitList(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("--labels: %q is not key=value", kv)
+		}
+		out = append(out, &metapb.StoreLabel{Key: k, Value: v})
+	}
+	return out, nil
 }

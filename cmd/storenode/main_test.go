@@ -64,3 +64,30 @@ func TestEveryKeyHasAFlag(t *testing.T) {
 	var cfg fileConfig
 	require.NoError(t, config.CheckFlags(newFlagSet(&cfg), &cfg))
 }
+
+func TestParseLabels(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string
+		err  bool
+	}{
+		{"", "", false},
+		{"zone=z1,host=h1", "zone=z1 host=h1 ", false},
+		{" zone = z1 , host=h1 ", "zone=z1 host=h1 ", false},
+		{"zone", "", true},
+		{"=z1", "", true},
+		{"zone=", "", true},
+	} {
+		got, err := parseLabels(tc.in)
+		if tc.err {
+			require.Error(t, err, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		s := ""
+		for _, l := range got {
+			s += l.GetKey() + "=" + l.GetValue() + " "
+		}
+		require.Equal(t, tc.want, s, tc.in)
+	}
+}

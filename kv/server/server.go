@@ -15,6 +15,7 @@ import (
 
 	"github.com/stratadb/strata/kv/gc"
 	"github.com/stratadb/strata/pd/pdclient"
+	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/storepb"
 	"github.com/stratadb/strata/raftstore"
 )
@@ -29,7 +30,9 @@ type Config struct {
 	AdvertiseAddr string
 	// StatusAddr is advertised to PD as the store's status address.
 	StatusAddr string
-	DataDir    string
+	// Labels are the store's location labels (raftstore.Config.Labels).
+	Labels  []*metapb.StoreLabel
+	DataDir string
 	// Raft timing: tick period, election and heartbeat timeouts in ticks.
 	RaftTick       time.Duration
 	ElectionTicks  int
@@ -169,6 +172,7 @@ func (s *Server) Run(ctx context.Context) error {
 		DataDir:                s.cfg.DataDir,
 		Addr:                   s.cfg.AdvertiseAddr,
 		StatusAddr:             s.cfg.StatusAddr,
+		Labels:                 s.cfg.Labels,
 		RaftTick:               s.cfg.RaftTick,
 		ElectionTicks:          s.cfg.ElectionTicks,
 		HeartbeatTicks:         s.cfg.HeartbeatTicks,

@@ -101,6 +101,15 @@ func (rc *ReplicaChecker) Check(r *RegionInfo, inf map[uint64]*storeInfluence) (
 		steps = append(steps, RemovePeer{FromStore: victim.GetStoreId(), PeerID: victim.GetId()})
 		return NewOperator("remove-extra-replica", OpReplica, r, timeout, steps...), "extra-peer", nil
 	}
+	if len(r.PendingPeers) == 0 && len(r.DownPeers) == 0 {
+		if from, to := rc.isolationMove(r, cfg.LocationLabels, inf); from != 0 {
+			id, err := rc.alloc()
+			if err != nil {
+				return nil, "", err
+			}
+			return NewOperator("move-to-better-location", OpReplica, r, timeout, MovePeerSteps(r, from, to, id)...), "location", nil
+		}
+	}
 	return nil, "", nil
 }
 
@@ -117,15 +126,19 @@ func (c *Cluster) storeScore(sid uint64, inf map[uint64]*storeInfluence) int {
 // bestTarget picks the placeable store without a replica of r with the
 // fewest regions; 0 if none.
 func (rc *ReplicaChecker) bestTarget(r *RegionInfo, inf map[uint64]*storeInfluence) uint64 {
+	labels := rc.c.Config().LocationLabels
+	others := replicaStores(r, 0)
 	var best uint64
-	bestScore := 0
+	bestScore, bestClose := 0, 0
 	for _, s := range rc.c.Stores() {
 		sid := s.Meta.GetId()
 		if r.PeerOnStore(sid) != nil || !rc.c.StoreState(sid).placeable() {
 			continue
 		}
-		if sc := rc.c.storeScore(sid, inf); best == 0 || sc < bestScore {
-			best, bestScore = sid, sc
+		// Best isolated from the other replicas first, then least loaded.
+		cl, sc := rc.c.closeness(sid, others, labels), rc.c.storeScore(sid, inf)
+		if best == 0 || cl < bestClose || (cl == bestClose && sc < bestScore) {
+			best, bestScore, bestClose = sid, sc, cl
 		}
 	}
 	return best
@@ -133,11 +146,19 @@ func (rc *ReplicaChecker) bestTarget(r *RegionInfo, inf map[uint64]*storeInfluen
 
 // worstReplica picks the replica on the store with the most regions.
 func (rc *ReplicaChecker) worstReplica(r *RegionInfo, peers []*metapb.Peer, inf map[uint64]*storeInfluence) *metapb.Peer {
+	labels := rc.c.Config().LocationLabels
 	var worst *metapb.Peer
-	worstScore := 0
+	worstScore, worstClose := 0, 0
 	for _, p := range peers {
-		if sc := rc.c.storeScore(p.GetStoreId(), inf); worst == nil || sc > worstScore {
-			worst, worstScore = p, sc
+		var others []uint64
+		for _, o := range peers {
+			if o != p {
+				others = append(others, o.GetStoreId())
+			}
+		}
+		cl, sc := rc.c.closeness(p.GetStoreId(), others, labels), rc.c.storeScore(p.GetStoreId(), inf)
+		if worst == nil || cl > worstClose || (cl == worstClose && sc > worstScore) {
+			worst, worstScore, worstClose = p, sc, cl
 		}
 	}
 	return worst

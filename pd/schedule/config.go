@@ -10,6 +10,10 @@ import (
 type Config struct {
 	// MaxReplicas is the number of voters every region should have.
 	MaxReplicas int `json:"max-replicas"`
+	// LocationLabels name the store labels of the failure-domain
+	// hierarchy, most significant first (e.g. ["zone", "host"]): replicas
+	// of a region are spread over different values when stores allow.
+	LocationLabels []string `json:"location-labels"`
 	// MaxStoreDownTime: a store without a heartbeat for this long is Down
 	// and its replicas are rebuilt elsewhere.
 	MaxStoreDownTime Duration `json:"max-store-down-time"`

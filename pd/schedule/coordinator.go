@@ -107,7 +107,7 @@ func (co *Coordinator) patrol() {
 			}
 		}
 	}
-	for _, p := range []string{"miss-peer", "down-peer", "offline-peer", "extra-peer", "learner-peer"} {
+	for _, p := range []string{"miss-peer", "down-peer", "offline-peer", "extra-peer", "learner-peer", "location"} {
 		unhealthyRegionsGauge.WithLabelValues(p).Set(float64(found[p]))
 	}
 	schedulerRunSeconds.WithLabelValues("replica-checker").Observe(time.Since(start).Seconds())

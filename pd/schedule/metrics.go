@@ -38,7 +38,7 @@ var (
 	}, []string{"store", "type"})
 	unhealthyRegionsGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "strata", Subsystem: "pd", Name: "regions_unhealthy",
-		Help: "Regions found by the last patrol, by problem (miss-peer, down-peer, offline-peer, extra-peer, learner-peer).",
+		Help: "Regions found by the last patrol, by problem (miss-peer, down-peer, offline-peer, extra-peer, learner-peer, location).",
 	}, []string{"type"})
 	hotRegionsGauge = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: "strata", Subsystem: "pd", Name: "hot_write_regions",

@@ -606,3 +606,50 @@ func TestSplitOperator(t *testing.T) {
 	require.Nil(t, resp.GetSplitRegion())
 	require.Equal(t, OpSuccess, op.Status())
 }
+
+// With location-labels zone,host, replicas end on three different zones
+// (two on one zone, or one host, only when nothing better exists), and
+// balancing keeps them there.
+func TestLocationLabels(t *testing.T) {
+	s := newSim(t, 0, Config{LocationLabels: []string{"zone", "host"}, StoreLimit: 60})
+	for i := 1; i <= 6; i++ {
+		s.c.PutStore(&metapb.Store{Id: uint64(i), Address: fmt.Sprintf("s%d", i), Labels: []*metapb.StoreLabel{
+			{Key: "zone", Value: fmt.Sprintf("z%d", (i+1)/2)}, {Key: "host", Value: fmt.Sprintf("h%d", i)}}})
+		s.c.StoreHeartbeat(&pdpb.StoreStats{StoreId: uint64(i)})
+	}
+	// Stores 1 and 2 share zone z1: every region starts with two replicas
+	// there.
+	s.addRegions(12)
+	zones := func(r *RegionInfo) map[string]bool {
+		out := map[string]bool{}
+		for _, p := range r.Voters() {
+			out[labelValue(s.c.GetStore(p.GetStoreId()).Meta, "zone")] = true
+		}
+		return out
+	}
+	spread := func() bool {
+		for _, r := range s.c.allRegions() {
+			if len(zones(r)) != 3 || len(r.Voters()) != 3 || len(r.Learners()) > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	for range 100 {
+		s.round()
+		if spread() && len(s.oc.Operators()) == 0 {
+			break
+		}
+	}
+	require.True(t, spread(), "replicas not spread over 3 zones")
+	for range 30 {
+		s.round()
+		require.True(t, spread(), "balancing undid the zone spread")
+	}
+	// Every store took part: balance by size within the constraint.
+	for sid := uint64(1); sid <= 6; sid++ {
+		n, _ := s.counts(sid)
+		require.Positive(t, n, "store %d", sid)
+	}
+	s.requireHealthy()
+}

@@ -157,6 +157,13 @@ func (b *balanceRegion) schedule(inf map[uint64]*storeInfluence, busy func(regio
 				if src.size-dst.size <= 2*int64(r.size()) {
 					continue
 				}
+				if labels := b.c.Config().LocationLabels; len(labels) > 0 {
+					// Never trade isolation for balance.
+					others := replicaStores(r, src.id)
+					if b.c.closeness(dst.id, others, labels) > b.c.closeness(src.id, others, labels) {
+						continue
+					}
+				}
 				id, err := b.alloc()
 				if err != nil {
 					return nil

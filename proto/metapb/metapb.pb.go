@@ -126,6 +126,9 @@ type Store struct {
 	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`                                  // gRPC address other stores and SQL nodes dial
 	StatusAddress string                 `protobuf:"bytes,3,opt,name=status_address,json=statusAddress,proto3" json:"status_address,omitempty"` // HTTP status/metrics address
 	State         StoreState             `protobuf:"varint,4,opt,name=state,proto3,enum=metapb.StoreState" json:"state,omitempty"`
+	// labels place the store in the failure-domain hierarchy named by PD's
+	// location-labels (e.g. zone=z1, host=h1).
+	Labels        []*StoreLabel `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -188,6 +191,65 @@ func (x *Store) GetState() StoreState {
 	return StoreState_Up
 }
 
+func (x *Store) GetLabels() []*StoreLabel {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+type StoreLabel struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreLabel) Reset() {
+	*x = StoreLabel{}
+	mi := &file_metapb_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreLabel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreLabel) ProtoMessage() {}
+
+func (x *StoreLabel) ProtoReflect() protoreflect.Message {
+	mi := &file_metapb_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreLabel.ProtoReflect.Descriptor instead.
+func (*StoreLabel) Descriptor() ([]byte, []int) {
+	return file_metapb_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StoreLabel) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *StoreLabel) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 // RegionEpoch changes whenever a region's range (version) or membership
 // (conf_ver) changes; requests carrying a stale epoch are rejected.
 type RegionEpoch struct {
@@ -200,7 +262,7 @@ type RegionEpoch struct {
 
 func (x *RegionEpoch) Reset() {
 	*x = RegionEpoch{}
-	mi := &file_metapb_proto_msgTypes[1]
+	mi := &file_metapb_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -212,7 +274,7 @@ func (x *RegionEpoch) String() string {
 func (*RegionEpoch) ProtoMessage() {}
 
 func (x *RegionEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_metapb_proto_msgTypes[1]
+	mi := &file_metapb_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -225,7 +287,7 @@ func (x *RegionEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionEpoch.ProtoReflect.Descriptor instead.
 func (*RegionEpoch) Descriptor() ([]byte, []int) {
-	return file_metapb_proto_rawDescGZIP(), []int{1}
+	return file_metapb_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RegionEpoch) GetConfVer() uint64 {
@@ -257,7 +319,7 @@ type Region struct {
 
 func (x *Region) Reset() {
 	*x = Region{}
-	mi := &file_metapb_proto_msgTypes[2]
+	mi := &file_metapb_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -269,7 +331,7 @@ func (x *Region) String() string {
 func (*Region) ProtoMessage() {}
 
 func (x *Region) ProtoReflect() protoreflect.Message {
-	mi := &file_metapb_proto_msgTypes[2]
+	mi := &file_metapb_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -282,7 +344,7 @@ func (x *Region) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Region.ProtoReflect.Descriptor instead.
 func (*Region) Descriptor() ([]byte, []int) {
-	return file_metapb_proto_rawDescGZIP(), []int{2}
+	return file_metapb_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Region) GetId() uint64 {
@@ -332,7 +394,7 @@ type Peer struct {
 
 func (x *Peer) Reset() {
 	*x = Peer{}
-	mi := &file_metapb_proto_msgTypes[3]
+	mi := &file_metapb_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -344,7 +406,7 @@ func (x *Peer) String() string {
 func (*Peer) ProtoMessage() {}
 
 func (x *Peer) ProtoReflect() protoreflect.Message {
-	mi := &file_metapb_proto_msgTypes[3]
+	mi := &file_metapb_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -357,7 +419,7 @@ func (x *Peer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Peer.ProtoReflect.Descriptor instead.
 func (*Peer) Descriptor() ([]byte, []int) {
-	return file_metapb_proto_rawDescGZIP(), []int{3}
+	return file_metapb_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Peer) GetId() uint64 {
@@ -385,12 +447,17 @@ var File_metapb_proto protoreflect.FileDescriptor
 
 const file_metapb_proto_rawDesc = "" +
 	"\n" +
-	"\fmetapb.proto\x12\x06metapb\"\x82\x01\n" +
+	"\fmetapb.proto\x12\x06metapb\"\xae\x01\n" +
 	"\x05Store\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12%\n" +
 	"\x0estatus_address\x18\x03 \x01(\tR\rstatusAddress\x12(\n" +
-	"\x05state\x18\x04 \x01(\x0e2\x12.metapb.StoreStateR\x05state\"B\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x12.metapb.StoreStateR\x05state\x12*\n" +
+	"\x06labels\x18\x05 \x03(\v2\x12.metapb.StoreLabelR\x06labels\"4\n" +
+	"\n" +
+	"StoreLabel\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"B\n" +
 	"\vRegionEpoch\x12\x19\n" +
 	"\bconf_ver\x18\x01 \x01(\x04R\aconfVer\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\"\xaa\x01\n" +
@@ -426,25 +493,27 @@ func file_metapb_proto_rawDescGZIP() []byte {
 }
 
 var file_metapb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_metapb_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_metapb_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_metapb_proto_goTypes = []any{
 	(StoreState)(0),     // 0: metapb.StoreState
 	(PeerRole)(0),       // 1: metapb.PeerRole
 	(*Store)(nil),       // 2: metapb.Store
-	(*RegionEpoch)(nil), // 3: metapb.RegionEpoch
-	(*Region)(nil),      // 4: metapb.Region
-	(*Peer)(nil),        // 5: metapb.Peer
+	(*StoreLabel)(nil),  // 3: metapb.StoreLabel
+	(*RegionEpoch)(nil), // 4: metapb.RegionEpoch
+	(*Region)(nil),      // 5: metapb.Region
+	(*Peer)(nil),        // 6: metapb.Peer
 }
 var file_metapb_proto_depIdxs = []int32{
 	0, // 0: metapb.Store.state:type_name -> metapb.StoreState
-	3, // 1: metapb.Region.region_epoch:type_name -> metapb.RegionEpoch
-	5, // 2: metapb.Region.peers:type_name -> metapb.Peer
-	1, // 3: metapb.Peer.role:type_name -> metapb.PeerRole
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	3, // 1: metapb.Store.labels:type_name -> metapb.StoreLabel
+	4, // 2: metapb.Region.region_epoch:type_name -> metapb.RegionEpoch
+	6, // 3: metapb.Region.peers:type_name -> metapb.Peer
+	1, // 4: metapb.Peer.role:type_name -> metapb.PeerRole
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_metapb_proto_init() }
@@ -458,7 +527,7 @@ func file_metapb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metapb_proto_rawDesc), len(file_metapb_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
