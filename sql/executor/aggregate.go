@@ -15,6 +15,8 @@ type aggState struct {
 	sumI    int64
 	sumF    float64
 	isFloat bool
+	isDec   bool          // dec holds the sum (exact SUM/AVG)
+	dec     types.Decimal // of a DECIMAL result
 	v       datum
 	has     bool
 	seen    map[string]struct{}
@@ -47,12 +49,21 @@ func (st *aggState) add(spec *planner.AggSpec, row []datum, keyBuf []byte) ([]by
 	st.count++
 	switch spec.Fn {
 	case ast.AggFuncSum, ast.AggFuncAvg:
-		if !st.isFloat && v.Kind() == tablecodec.KindInt64 {
+		if !st.isFloat && !st.isDec && v.Kind() == tablecodec.KindInt64 {
 			s := st.sumI + v.Int64()
 			if (s > st.sumI) == (v.Int64() > 0) {
 				st.sumI = s
 				return keyBuf, nil
 			}
+		}
+		if spec.Ft.Class() == types.ClassDecimal {
+			if !st.isDec {
+				st.isDec, st.dec = true, types.NewDecimal(st.sumI, 0)
+			}
+			if x, ok := types.ToDecimal(v); ok {
+				st.dec = st.dec.Add(x)
+			}
+			return keyBuf, nil
 		}
 		if !st.isFloat {
 			st.isFloat, st.sumF = true, float64(st.sumI)
@@ -81,6 +92,9 @@ func (st *aggState) result(spec *planner.AggSpec) datum {
 		if st.count == 0 {
 			return tablecodec.NullDatum
 		}
+		if st.isDec {
+			return st.dec.Round(spec.Ft.Decimal).Datum()
+		}
 		if !st.isFloat && spec.Ft.Class() != types.ClassFloat {
 			return tablecodec.NewInt(st.sumI)
 		}
@@ -91,6 +105,14 @@ func (st *aggState) result(spec *planner.AggSpec) datum {
 	case ast.AggFuncAvg:
 		if st.count == 0 {
 			return tablecodec.NullDatum
+		}
+		if spec.Ft.Class() == types.ClassDecimal {
+			sum := st.dec
+			if !st.isDec {
+				sum = types.NewDecimal(st.sumI, 0)
+			}
+			avg, _ := sum.Div(types.NewDecimal(st.count, 0), types.DivPrecisionIncr)
+			return avg.Round(spec.Ft.Decimal).Datum()
 		}
 		s := st.sumF
 		if !st.isFloat {

@@ -78,11 +78,7 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		case opcode.LogicAnd, opcode.LogicOr, opcode.LogicXor:
 			return &logicExpr{op: x.Op, l: l, r: r}, nil
 		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.IntDiv, opcode.Mod:
-			ft := types.DoubleType
-			if x.Op == opcode.IntDiv || (x.Op != opcode.Div && l.Type().Class() == types.ClassInt && r.Type().Class() == types.ClassInt) {
-				ft = types.Int64Type
-			}
-			return &arithExpr{op: x.Op, l: l, r: r, ft: ft}, nil
+			return compileArith(x.Op, l, r), nil
 		}
 		return nil, errno.NotSupported("operator " + x.Op.String())
 	case *ast.UnaryOperationExpr:
@@ -493,6 +489,28 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 	}
 	return nil, errno.NotSupported("function " + x.FnName.O)
 }
+
+// compileArith types an arithmetic operator as MySQL does: integers stay
+// integers (except '/'), integers and decimals give an exact DECIMAL with
+// MySQL's result scale, anything else (FLOAT/DOUBLE, strings) a DOUBLE.
+func compileArith(op opcode.Op, l, r Expr) Expr {
+	lc, rc := l.Type().Class(), r.Type().Class()
+	exact := (lc == types.ClassInt || lc == types.ClassDecimal) && (rc == types.ClassInt || rc == types.ClassDecimal)
+	bothInt := lc == types.ClassInt && rc == types.ClassInt
+	e := &arithExpr{op: op, l: l, r: r, ft: types.DoubleType}
+	switch {
+	case op == opcode.IntDiv:
+		e.ft, e.dec = types.Int64Type, exact && !bothInt
+	case bothInt && op != opcode.Div:
+		e.ft = types.Int64Type
+	case exact:
+		e.dec = true
+		e.ft = types.DecimalArithType(arithOpByte[op], l.Type(), r.Type())
+	}
+	return e
+}
+
+var arithOpByte = map[opcode.Op]byte{opcode.Plus: '+', opcode.Minus: '-', opcode.Mul: '*', opcode.Div: '/', opcode.Mod: '%'}
 
 func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
 	pt := x.Tp

@@ -99,6 +99,15 @@ func Compare(a, b Datum, byBytes bool) int {
 	case ak == tablecodec.KindUint64 && bk == tablecodec.KindInt64:
 		return -Compare(b, a, byBytes)
 	}
+	if ak != tablecodec.KindFloat64 && bk != tablecodec.KindFloat64 {
+		// Exact numbers (decimals, integers, numeric strings) compare
+		// exactly: 1.10 = 1.1, and 20-digit values do not collapse.
+		if x, ok := types.ToDecimal(a); ok {
+			if y, ok := types.ToDecimal(b); ok {
+				return x.Cmp(y)
+			}
+		}
+	}
 	fa, _ := types.ToFloat(a)
 	fb, _ := types.ToFloat(b)
 	return cmp3(fa < fb, fa > fb)
@@ -301,6 +310,7 @@ type arithExpr struct {
 	op   opcode.Op
 	l, r Expr
 	ft   types.FieldType
+	dec  bool // evaluate exactly in DECIMAL
 }
 
 func (e *arithExpr) Type() types.FieldType { return e.ft }
@@ -316,6 +326,9 @@ func (e *arithExpr) Eval(row []Datum) (Datum, error) {
 	}
 	if a.IsNull() || b.IsNull() {
 		return tablecodec.NullDatum, nil
+	}
+	if e.dec {
+		return e.evalDecimal(a, b)
 	}
 	if isInt(a) && isInt(b) && e.op != opcode.Div {
 		x, y := a.Int64(), b.Int64()
@@ -394,6 +407,46 @@ func (e *arithExpr) Eval(row []Datum) (Datum, error) {
 	return tablecodec.NewFloat(r), nil
 }
 
+// evalDecimal computes a DECIMAL result exactly, rounded half up to the
+// static result scale so the text matches the column metadata.
+func (e *arithExpr) evalDecimal(a, b Datum) (Datum, error) {
+	x, ok1 := types.ToDecimal(a)
+	y, ok2 := types.ToDecimal(b)
+	if !ok1 || !ok2 {
+		return tablecodec.NullDatum, &RangeError{Msg: fmt.Sprintf("DECIMAL value is out of range in '(%s, %s)'", a.String(), b.String())}
+	}
+	var r types.Decimal
+	ok := true
+	switch e.op {
+	case opcode.Plus:
+		r = x.Add(y)
+	case opcode.Minus:
+		r = x.Sub(y)
+	case opcode.Mul:
+		r = x.Mul(y)
+	case opcode.Div:
+		r, ok = x.Div(y, types.DivPrecisionIncr)
+	case opcode.Mod:
+		r, ok = x.Mod(y)
+	case opcode.IntDiv:
+		if r, ok = x.IntDiv(y); !ok {
+			return tablecodec.NullDatum, nil
+		}
+		if v, fits := r.Int64(); fits {
+			return tablecodec.NewInt(v), nil
+		}
+		return tablecodec.NullDatum, outOfRange(e, a, b)
+	}
+	if !ok {
+		return tablecodec.NullDatum, nil // division by zero is NULL
+	}
+	r = r.Round(e.ft.Decimal)
+	if r.Overflows() {
+		return tablecodec.NullDatum, &RangeError{Msg: fmt.Sprintf("DECIMAL value is out of range in '(%s, %s)'", a.String(), b.String())}
+	}
+	return r.Datum(), nil
+}
+
 type negExpr struct{ e Expr }
 
 func (e *negExpr) Type() types.FieldType { return e.e.Type() }
@@ -414,6 +467,11 @@ func (e *negExpr) Eval(row []Datum) (Datum, error) {
 			return tablecodec.NewInt(-int64(a.Uint64())), nil
 		}
 		return tablecodec.NullDatum, outOfRange(e, a, a)
+	}
+	if e.e.Type().Class() == types.ClassDecimal {
+		if v, ok := types.ToDecimal(a); ok {
+			return v.Neg().Datum(), nil
+		}
 	}
 	f, _ := types.ToFloat(a)
 	return tablecodec.NewFloat(-f), nil

@@ -76,7 +76,7 @@ func TestEval(t *testing.T) {
 		{"i + 1", "6"},
 		{"i - 10", "-5"},
 		{"i * 2", "10"},
-		{"i / 2", "2.5"},
+		{"i / 2", "2.5000"},
 		{"i DIV 2", "2"},
 		{"i % 3", "2"},
 		{"i / 0", "NULL"},
@@ -103,6 +103,24 @@ func TestEval(t *testing.T) {
 		{"NOW()", "2024-01-02 03:04:05"},
 		{"CAST('12' AS SIGNED) + 1", "13"},
 		{"1.5 + 1", "2.5"},
+		// DECIMAL is exact with MySQL's result scales.
+		{"-5.00 * 2", "-10.00"},
+		{"1 / 3", "0.3333"},
+		{"d / 3", "3.500000"},
+		{"d * d", "110.2500"},
+		{"d + 0.005", "10.505"},
+		{"d - i", "5.50"},
+		{"d % 4", "2.50"},
+		{"d DIV 4", "2"},
+		{"-d", "-10.50"},
+		{"d / 0", "NULL"},
+		{"d = 10.5", "1"},
+		{"d = '10.5'", "1"},
+		{"1.10 = 1.1", "1"},
+		{"12345678901234567890.1 > 12345678901234567890", "1"},
+		{"0.1 + 0.2 = 0.3", "1"},
+		{"d * 1e0", "10.5"}, // with a DOUBLE: double
+		{"CAST(1.005 AS DECIMAL(5,2))", "1.01"},
 		{"i IS TRUE", "1"},
 	}
 	for _, c := range cases {
@@ -151,5 +169,26 @@ func TestLike(t *testing.T) {
 	}
 	for _, c := range cases {
 		require.Equal(t, c.want, expr.Like([]byte(c.s), []byte(c.p), '\\'), "%q LIKE %q", c.s, c.p)
+	}
+}
+
+func TestDecimalResultType(t *testing.T) {
+	cases := []struct {
+		expr        string
+		tp          byte
+		flen, scale int
+	}{
+		{"d + 1", mysql.TypeNewDecimal, 24, 2}, // literal 1 is BIGINT(21)
+		{"d * d", mysql.TypeNewDecimal, 16, 4},
+		{"i / 2", mysql.TypeNewDecimal, 5, 4}, // i has no width here
+		{"i * 2", mysql.TypeLonglong, 21, 0},
+		{"d + 1e0", mysql.TypeDouble, 22, -1},
+		{"d + '1'", mysql.TypeDouble, 22, -1},
+	}
+	for _, c := range cases {
+		e, err := expr.Compile(parseExpr(t, c.expr), &expr.Ctx{Columns: schema, Env: env{}})
+		require.NoError(t, err, c.expr)
+		ft := e.Type()
+		require.Equal(t, []int{int(c.tp), c.flen, c.scale}, []int{int(ft.Tp), ft.Flen, ft.Decimal}, c.expr)
 	}
 }

@@ -536,17 +536,30 @@ func compileAgg(a *ast.AggregateFuncExpr, src *Source, cols []expr.SchemaColumn,
 	}
 	spec.Arg = arg
 	switch fn {
-	case ast.AggFuncSum:
-		if arg.Type().Class() == types.ClassInt {
-			spec.Ft = types.DecimalType(41, 0)
-		} else {
-			spec.Ft = types.DoubleType
-		}
-	case ast.AggFuncAvg:
-		spec.Ft = types.DoubleType
+	case ast.AggFuncSum, ast.AggFuncAvg:
+		spec.Ft = aggSumAvgType(fn, arg.Type())
 	default:
 		spec.Ft = arg.Type()
 		spec.Ft.Flag &^= mysql.NotNullFlag | mysql.PriKeyFlag | mysql.AutoIncrementFlag
 	}
 	return spec, nil
+}
+
+// aggSumAvgType is MySQL's result type of SUM/AVG: exact arguments give a
+// DECIMAL (SUM keeps the scale, AVG adds div_precision_increment), others
+// a DOUBLE.
+func aggSumAvgType(fn string, arg types.FieldType) types.FieldType {
+	var p, s int
+	switch arg.Class() {
+	case types.ClassInt:
+		p = max(arg.Flen, 1)
+	case types.ClassDecimal:
+		p, s = arg.Flen, max(arg.Decimal, 0)
+	default:
+		return types.DoubleType
+	}
+	if fn == ast.AggFuncSum {
+		return types.DecimalResultType(p+22, s)
+	}
+	return types.DecimalResultType(p+types.DivPrecisionIncr, s+types.DivPrecisionIncr)
 }

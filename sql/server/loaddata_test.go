@@ -30,7 +30,7 @@ func TestLoadDataLocal(t *testing.T) {
 	n, err := res.RowsAffected()
 	require.NoError(t, err)
 	require.Equal(t, int64(2501), n)
-	require.Equal(t, [][]string{{"2501", "5002"}}, queryStrings(t, db, "SELECT COUNT(*), SUM(n) / 2500 * 2 FROM ld WHERE id <= 2500 OR name IS NULL"))
+	require.Equal(t, [][]string{{"2501", "5002.0000"}}, queryStrings(t, db, "SELECT COUNT(*), SUM(n) / 2500 * 2 FROM ld WHERE id <= 2500 OR name IS NULL"))
 	require.Equal(t, [][]string{{"n,7", "14"}}, queryStrings(t, db, "SELECT name, n FROM ld WHERE id = 7"))
 
 	// A failing row stops the load with its error; the connection stays usable.

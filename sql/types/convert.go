@@ -3,7 +3,6 @@ package types
 import (
 	"bytes"
 	"math"
-	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -169,50 +168,17 @@ func (ft FieldType) convertInt(d Datum) (Datum, error) {
 	return tablecodec.NewInt(int64(mag)), nil
 }
 
-// ToRat parses a numeric value exactly.
-func ToRat(d Datum) (*big.Rat, bool) {
-	r := new(big.Rat)
-	switch d.Kind() {
-	case tablecodec.KindInt64:
-		return r.SetInt64(d.Int64()), true
-	case tablecodec.KindUint64:
-		return r.SetUint64(d.Uint64()), true
-	case tablecodec.KindFloat64:
-		if math.IsInf(d.Float64(), 0) || math.IsNaN(d.Float64()) {
-			return nil, false
-		}
-		return r.SetFloat64(d.Float64()), true
-	case tablecodec.KindBytes:
-		s := strings.TrimSpace(string(d.Bytes()))
-		if s == "" || len(s) > 200 {
-			return nil, false
-		}
-		if _, ok := r.SetString(s); !ok {
-			return nil, false
-		}
-		return r, true
-	}
-	return nil, false
-}
-
 func (ft FieldType) convertDecimal(d Datum) (Datum, error) {
-	r, ok := ToRat(d)
+	v, ok := ToDecimal(d)
 	if !ok {
 		return d, &ConvError{Kind: ConvBadValue, Value: d.String(), What: "decimal"}
 	}
-	s := r.FloatString(ft.Decimal)
-	digits := strings.TrimPrefix(s, "-")
-	if i := strings.IndexByte(digits, '.'); i >= 0 {
-		digits = digits[:i]
-	}
-	digits = strings.TrimLeft(digits, "0")
-	if len(digits) > ft.Flen-ft.Decimal || (ft.Unsigned() && r.Sign() < 0) {
+	scale := max(ft.Decimal, 0)
+	v = v.Round(scale)
+	if v.IntDigits() > ft.Flen-scale || (ft.Unsigned() && v.Sign() < 0) {
 		return d, &ConvError{Kind: ConvOutOfRange, Value: d.String(), What: "decimal"}
 	}
-	if strings.HasPrefix(s, "-") && strings.Trim(s, "-0.") == "" {
-		s = s[1:] // no negative zero
-	}
-	return tablecodec.NewString(s), nil
+	return v.Datum(), nil
 }
 
 var timeLayouts = []string{
