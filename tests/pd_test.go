@@ -376,7 +376,9 @@ func TestAPIOperatorsMoveReplica(t *testing.T) {
 	waitReady(t, c)
 	db := createTable(t, c, 1)
 	w := startWriter(db)
+	// Only the posted operators move things in this test.
 	require.NoError(t, pdAPI(t, c, "DELETE", "schedulers/balance-region-scheduler", nil, nil))
+	require.NoError(t, pdAPI(t, c, "DELETE", "schedulers/balance-leader-scheduler", nil, nil))
 	require.NoError(t, late.Start())
 
 	var st apiStores
@@ -412,11 +414,6 @@ func TestAPIOperatorsMoveReplica(t *testing.T) {
 	old := region.Peers[0].StoreID
 	op(map[string]any{"name": "transfer-peer", "region_id": region.ID, "from_store_id": old, "to_store_id": newStore})
 	op(map[string]any{"name": "transfer-leader", "region_id": region.ID, "to_store_id": newStore})
-	// The moved region splits on PD's request, its new leader running it.
-	op(map[string]any{"name": "split-region", "region_id": region.ID, "keys": []string{"7480"}})
-	var after apiRegions
-	require.NoError(t, pdAPI(t, c, "GET", "regions", nil, &after))
-	require.Equal(t, rs.Count+1, after.Count)
 	require.NoError(t, pdAPI(t, c, "GET", fmt.Sprintf("region/id/%d", region.ID), nil, &region))
 	var stores []uint64
 	for _, p := range region.Peers {
@@ -427,6 +424,11 @@ func TestAPIOperatorsMoveReplica(t *testing.T) {
 	require.Contains(t, stores, newStore)
 	require.NotContains(t, stores, old)
 	require.Equal(t, newStore, region.Leader.StoreID)
+	// The moved region splits on PD's request, its new leader running it.
+	op(map[string]any{"name": "split-region", "region_id": region.ID, "keys": []string{"7480"}})
+	var after apiRegions
+	require.NoError(t, pdAPI(t, c, "GET", "regions", nil, &after))
+	require.Equal(t, rs.Count+1, after.Count)
 
 	acked, gap := w.finish()
 	t.Logf("%d writes acknowledged, %d failed, longest gap %v", len(acked), w.errs.Load(), gap)
