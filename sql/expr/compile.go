@@ -438,6 +438,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		if err := nargs(1, 1); err != nil {
 			return nil, err
 		}
+		isDec := args[0].Type().Class() == types.ClassDecimal // ABS(-5.00) is 5.00
 		return &funcExpr{name: name, args: args, ft: args[0].Type(), fn: func(a []Datum) (Datum, error) {
 			switch a[0].Kind() {
 			case tablecodec.KindInt64:
@@ -447,6 +448,14 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 				return a[0], nil
 			case tablecodec.KindUint64, tablecodec.KindNull:
 				return a[0], nil
+			}
+			if isDec {
+				if v, ok := types.ToDecimal(a[0]); ok {
+					if v.Sign() < 0 {
+						return v.Neg().Datum(), nil
+					}
+					return a[0], nil
+				}
 			}
 			f, _ := types.ToFloat(a[0])
 			if f < 0 {

@@ -320,15 +320,15 @@ func isInt(d Datum) bool {
 }
 
 func (e *arithExpr) Eval(row []Datum) (Datum, error) {
+	if e.dec {
+		return e.evalDecimal(row)
+	}
 	a, b, err := evalOperands(e.l, e.r, row)
 	if err != nil {
 		return tablecodec.NullDatum, err
 	}
 	if a.IsNull() || b.IsNull() {
 		return tablecodec.NullDatum, nil
-	}
-	if e.dec {
-		return e.evalDecimal(a, b)
 	}
 	if isInt(a) && isInt(b) && e.op != opcode.Div {
 		x, y := a.Int64(), b.Int64()
@@ -407,15 +407,41 @@ func (e *arithExpr) Eval(row []Datum) (Datum, error) {
 	return tablecodec.NewFloat(r), nil
 }
 
-// evalDecimal computes a DECIMAL result exactly, rounded half up to the
-// static result scale so the text matches the column metadata.
-func (e *arithExpr) evalDecimal(a, b Datum) (Datum, error) {
-	x, ok1 := types.ToDecimal(a)
-	y, ok2 := types.ToDecimal(b)
-	if !ok1 || !ok2 {
-		return tablecodec.NullDatum, &RangeError{Msg: fmt.Sprintf("DECIMAL value is out of range in '(%s, %s)'", a.String(), b.String())}
+// decRangeError is ERROR 1690 for a DECIMAL result beyond 65 digits.
+func decRangeError(x, y types.Decimal) error {
+	return &RangeError{Msg: fmt.Sprintf("DECIMAL value is out of range in '(%s, %s)'", x.String(), y.String())}
+}
+
+// decOperand evaluates an operand of an exact operator as a Decimal; a
+// nested exact operator is computed without a text round trip.
+func decOperand(x Expr, row []Datum) (v types.Decimal, null bool, err error) {
+	if ae, ok := x.(*arithExpr); ok && ae.dec && ae.op != opcode.IntDiv {
+		return ae.evalDec(row)
 	}
-	var r types.Decimal
+	d, err := x.Eval(row)
+	if err != nil || d.IsNull() {
+		return v, true, err
+	}
+	if v, ok := types.ToDecimal(d); ok {
+		return v, false, nil
+	}
+	f, _ := types.ToFloat(d) // not reached for typed operands; be lenient
+	v, _ = types.ToDecimal(tablecodec.NewFloat(f))
+	return v, false, nil
+}
+
+// evalDec computes a DECIMAL result exactly, rounded half up to the static
+// result scale so the text matches the column metadata; null for NULL
+// operands and division by zero.
+func (e *arithExpr) evalDec(row []Datum) (r types.Decimal, null bool, err error) {
+	x, null, err := decOperand(e.l, row)
+	if err != nil || null {
+		return r, true, err
+	}
+	y, null, err := decOperand(e.r, row)
+	if err != nil || null {
+		return r, true, err
+	}
 	ok := true
 	switch e.op {
 	case opcode.Plus:
@@ -429,20 +455,28 @@ func (e *arithExpr) evalDecimal(a, b Datum) (Datum, error) {
 	case opcode.Mod:
 		r, ok = x.Mod(y)
 	case opcode.IntDiv:
-		if r, ok = x.IntDiv(y); !ok {
-			return tablecodec.NullDatum, nil
-		}
+		r, ok = x.IntDiv(y)
+	}
+	if !ok {
+		return r, true, nil // division by zero is NULL
+	}
+	r = r.Round(max(e.ft.Decimal, 0))
+	if r.Overflows() {
+		return r, true, decRangeError(x, y)
+	}
+	return r, false, nil
+}
+
+func (e *arithExpr) evalDecimal(row []Datum) (Datum, error) {
+	r, null, err := e.evalDec(row)
+	if err != nil || null {
+		return tablecodec.NullDatum, err
+	}
+	if e.op == opcode.IntDiv {
 		if v, fits := r.Int64(); fits {
 			return tablecodec.NewInt(v), nil
 		}
-		return tablecodec.NullDatum, outOfRange(e, a, b)
-	}
-	if !ok {
-		return tablecodec.NullDatum, nil // division by zero is NULL
-	}
-	r = r.Round(e.ft.Decimal)
-	if r.Overflows() {
-		return tablecodec.NullDatum, &RangeError{Msg: fmt.Sprintf("DECIMAL value is out of range in '(%s, %s)'", a.String(), b.String())}
+		return tablecodec.NullDatum, &RangeError{Msg: fmt.Sprintf("BIGINT value is out of range in '%s'", r.String())}
 	}
 	return r.Datum(), nil
 }

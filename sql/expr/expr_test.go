@@ -42,7 +42,7 @@ var schema = []expr.SchemaColumn{
 
 var row = []expr.Datum{tablecodec.NewInt(5), tablecodec.NewString("abc"), tablecodec.NewString("10.50"), tablecodec.NullDatum, tablecodec.NewUint(1 << 63)}
 
-func parseExpr(t *testing.T, s string) ast.ExprNode {
+func parseExpr(t testing.TB, s string) ast.ExprNode {
 	stmt, err := parser.New().ParseOneStmt("SELECT "+s+" FROM t", "", "")
 	require.NoError(t, err, s)
 	return stmt.(*ast.SelectStmt).Fields.Fields[0].Expr
@@ -121,6 +121,8 @@ func TestEval(t *testing.T) {
 		{"0.1 + 0.2 = 0.3", "1"},
 		{"d * 1e0", "10.5"}, // with a DOUBLE: double
 		{"CAST(1.005 AS DECIMAL(5,2))", "1.01"},
+		{"ABS(-5.00)", "5.00"},
+		{"ABS(d - 20)", "9.50"},
 		{"i IS TRUE", "1"},
 	}
 	for _, c := range cases {
@@ -190,5 +192,20 @@ func TestDecimalResultType(t *testing.T) {
 		require.NoError(t, err, c.expr)
 		ft := e.Type()
 		require.Equal(t, []int{int(c.tp), c.flen, c.scale}, []int{int(ft.Tp), ft.Flen, ft.Decimal}, c.expr)
+	}
+}
+
+// BenchmarkDecimalArith measures one exact DECIMAL multiply-add per row:
+// the only allocation is the result's text.
+func BenchmarkDecimalArith(b *testing.B) {
+	e, err := expr.Compile(parseExpr(b, "d * 3 + 0.25"), &expr.Ctx{Columns: schema, Env: env{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := e.Eval(row); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
