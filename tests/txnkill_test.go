@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/kv/codec"
 	"github.com/stratadb/strata/localcluster"
 )
 
@@ -134,4 +137,41 @@ func waitLog(t *testing.T, p *localcluster.Proc, from int64, s string) {
 		require.True(t, time.Now().Before(deadline), "%s never logged %q", p.Name, s)
 		time.Sleep(20 * time.Millisecond) // polling a file: no event to wait on
 	}
+}
+
+// TestSQLNodeKilledMidDDL: a SQL node dies inside the commit of a schema
+// change whose keys span two regions (the schema version key split off
+// from the schema diffs), leaving its async-commit locks. The other SQL
+// node's schema version check meets them and must resolve them as any read
+// does, not fail every statement with 8027 until GC cleans up.
+func TestSQLNodeKilledMidDDL(t *testing.T) {
+	c := startCluster(t, clusterOpts{sqlNodes: 2})
+	other := openDB(t, c, 1, "")
+	mustExec(t, other, "CREATE DATABASE md")
+	versionKey := codec.EncodeBytes([]byte{'m'}, []byte("SchemaVersion"))
+	var region struct {
+		ID       uint64 `json:"id"`
+		StartKey string `json:"start_key"`
+	}
+	require.NoError(t, pdAPI(t, c, "GET", "region/key/"+hex.EncodeToString(versionKey)+"?format=hex", nil, &region))
+	require.NoError(t, pdAPI(t, c, "POST", "operators", map[string]any{
+		"name": "split-region", "region_id": region.ID, "keys": []string{hex.EncodeToString(versionKey)}}, nil))
+	require.Eventually(t, func() bool {
+		return pdAPI(t, c, "GET", "region/key/"+hex.EncodeToString(versionKey)+"?format=hex", nil, &region) == nil &&
+			strings.EqualFold(region.StartKey, hex.EncodeToString(versionKey))
+	}, time.Minute, 100*time.Millisecond, "the schema version key starts its own region")
+
+	victim := restartWithFailpoint(t, c, 0, "txn-after-prewrite")
+	logStart := logSize(t, c.SQL[0])
+	go func() { _, _ = victim.Exec("CREATE TABLE md.t (id INT PRIMARY KEY)") }() // never answers
+	waitLog(t, c.SQL[0], logStart, "failpoint txn-after-prewrite: pausing")
+	require.NoError(t, c.SQL[0].Kill())
+
+	begin := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The DDL's prewrites all succeeded: async commit made it committed.
+	_, err := other.ExecContext(ctx, "INSERT INTO md.t VALUES (1)")
+	require.NoError(t, err, "the other SQL node resolves the dead DDL's locks")
+	t.Logf("the other node wrote to the new table %v after the kill", time.Since(begin))
 }

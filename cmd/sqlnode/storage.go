@@ -35,14 +35,36 @@ func (s *kvStorage) AllocID(ctx context.Context, count uint32) (uint64, error) {
 	return id, translate(err)
 }
 
+// Get and Scan (catalog, schema version and privilege reads) read at ts
+// through a read-only snapshot of the transaction client, so that a lock
+// they meet is resolved as a transaction's read resolves it: a schema or
+// privilege change committing, or left behind by a SQL node that died
+// while committing it, must not fail every other node's reads.
 func (s *kvStorage) Get(ctx context.Context, key []byte, ts uint64) ([]byte, bool, error) {
-	v, ok, err := s.kv.Get(ctx, key, ts)
+	t, err := s.txn.Begin(ctx, sql.TxnOptions{StartTS: ts, ReadOnly: true})
+	if err != nil {
+		return nil, false, translate(err)
+	}
+	defer func() { _ = t.Rollback(ctx) }()
+	v, ok, err := t.Get(ctx, key)
 	return v, ok, translate(err)
 }
 
 func (s *kvStorage) Scan(ctx context.Context, start, end []byte, ts uint64, limit int) ([]*kvrpcpb.KvPair, error) {
-	pairs, err := s.kv.Scan(ctx, start, end, ts, limit)
-	return pairs, translate(err)
+	t, err := s.txn.Begin(ctx, sql.TxnOptions{StartTS: ts, ReadOnly: true})
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer func() { _ = t.Rollback(ctx) }()
+	pairs, err := t.Scan(ctx, start, end, limit, false)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*kvrpcpb.KvPair, len(pairs))
+	for i, p := range pairs {
+		out[i] = &kvrpcpb.KvPair{Key: p.Key, Value: p.Value}
+	}
+	return out, nil
 }
 
 // Commit runs muts as one optimistic transaction that read at startTS
