@@ -94,6 +94,12 @@ var dialOptions = []grpc.DialOption{
 		MinConnectTimeout: 2 * time.Second,
 	}),
 	grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256 << 20)),
+	// Static flow-control windows: gRPC's dynamic window (BDP estimation)
+	// sends a PING after nearly every data frame when requests and
+	// responses alternate, one extra frame, write and read on both sides
+	// per point read. The sizes are the estimator's own ceiling.
+	grpc.WithInitialWindowSize(StreamWindowSize),
+	grpc.WithInitialConnWindowSize(ConnWindowSize),
 	// A store cut off by a partition (no RST, no FIN) is noticed within
 	// Time+Timeout instead of at each request's RPC timeout: the connection
 	// fails, its requests fail over to other peers. The store permits pings
@@ -104,6 +110,14 @@ var dialOptions = []grpc.DialOption{
 		PermitWithoutStream: true,
 	}),
 }
+
+// StreamWindowSize and ConnWindowSize are the static HTTP/2 flow-control
+// windows of store connections (per stream and per connection); stores
+// use the same on their side (kv/server).
+const (
+	StreamWindowSize = 16 << 20
+	ConnWindowSize   = 64 << 20
+)
 
 // KeepaliveTime is how often an idle store connection is pinged; servers
 // must allow pings at least this often.

@@ -81,7 +81,7 @@ func newFakeCluster(t testing.TB, nStores int) *fakeCluster {
 		id := uint64(i)
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
-		s := &fakeStore{id: id, cl: cl, srv: grpc.NewServer(), addr: lis.Addr().String()}
+		s := &fakeStore{id: id, cl: cl, srv: grpc.NewServer(grpc.InitialWindowSize(StreamWindowSize), grpc.InitialConnWindowSize(ConnWindowSize)), addr: lis.Addr().String()}
 		storepb.RegisterStoreServer(s.srv, s)
 		go func() { _ = s.srv.Serve(lis) }()
 		cl.stores[id] = s
