@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/cockroachdb/pebble/v2"
+
 	"context"
 	"errors"
 	"log/slog"
@@ -76,7 +78,17 @@ func (e raftEngine) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*meta
 	return e.s.ReadIndex(ctx, rctx)
 }
 
-func (e raftEngine) Snapshot() txn.Snapshot { return e.s.Engine().NewSnapshot() }
+func (e raftEngine) Snapshot() txn.Snapshot { return readView(e.s.Engine()) }
+
+// readView returns a consistent view of db for one request: an mvcc.View
+// (no DB mutex, no compaction picking on close), or a pebble snapshot if the
+// view cannot be opened.
+func readView(db *pebble.DB) txn.Snapshot {
+	if v, err := mvcc.NewView(db); err == nil {
+		return v
+	}
+	return db.NewSnapshot()
+}
 
 func (e raftEngine) LeaderGeneration() uint64 { return e.s.LeaderGeneration() }
 
@@ -282,7 +294,7 @@ func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 			return nil, err
 		}
 	}
-	snap := s.store.Engine().NewSnapshot()
+	snap := readView(s.store.Engine())
 	defer snap.Close()
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetStartTs()))
 	defer sr.Close()

@@ -34,6 +34,8 @@ type pebbleEngine struct {
 	writes atomic.Int64
 	// beforeWrite, when set, runs before each write is applied.
 	beforeWrite func()
+	// snapshot, when set, replaces the default view (benchmarks).
+	snapshot func() Snapshot
 }
 
 func newPebbleEngine(t testing.TB) *pebbleEngine {
@@ -53,7 +55,17 @@ func (e *pebbleEngine) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*m
 	return e.region, nil, ctx.Err()
 }
 
-func (e *pebbleEngine) Snapshot() Snapshot { return e.db.NewSnapshot() }
+// Snapshot returns the view the product uses (kv/server readView).
+func (e *pebbleEngine) Snapshot() Snapshot {
+	if e.snapshot != nil {
+		return e.snapshot()
+	}
+	v, err := mvcc.NewView(e.db)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
 
 func (e *pebbleEngine) LeaderGeneration() uint64 { return e.gen.Load() }
 
