@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -47,6 +48,8 @@ type batchEntry struct {
 	// entry (state CAS), read by the caller only after: a caller waits for
 	// it before it may touch req again.
 	flushed chan struct{}
+	// timer bounds the wait (callTimeout); reused with the pooled entry.
+	timer *time.Timer
 }
 
 // closedCh is a closed channel, the flushed signal of entries failed
@@ -103,39 +106,73 @@ func (bc *batchConn) close() {
 // was sent, as sent. Errors are gRPC status errors (transport), ctx
 // errors as status, or errBatchUnsupported.
 func (bc *batchConn) call(ctx context.Context, req *Request) (resp *Response, sent bool, err error) {
+	return bc.callTimeout(ctx, req, 0)
+}
+
+// callTimeout is call with a timeout (none if 0) that fails the request as
+// ctx's deadline would (DeadlineExceeded). It uses the entry's pooled timer
+// instead of a context.WithTimeout (three allocations per request).
+func (bc *batchConn) callTimeout(ctx context.Context, req *Request, timeout time.Duration) (resp *Response, sent bool, err error) {
 	bc.start.Do(func() { go bc.sendLoop() })
 	e := entryPool.Get().(*batchEntry)
 	e.req = req
 	e.state.Store(entryQueued)
+	var expired <-chan time.Time // nil: never
+	if timeout > 0 {
+		if e.timer == nil {
+			e.timer = time.NewTimer(timeout)
+		} else {
+			e.timer.Reset(timeout)
+		}
+		expired = e.timer.C
+	}
+	// release returns e to the pool once nothing else refers to it.
+	release := func() {
+		if e.timer != nil {
+			e.timer.Stop() // since Go 1.23 no stale tick survives Stop
+		}
+		e.req, e.flushed = nil, nil
+		entryPool.Put(e)
+	}
 	select {
 	case bc.reqCh <- e:
 	case <-ctx.Done():
-		entryPool.Put(e)
+		release()
 		return nil, false, status.FromContextError(ctx.Err()).Err()
+	case <-expired:
+		release()
+		return nil, false, errTimeout
 	case <-bc.closed:
-		entryPool.Put(e)
+		release()
 		return nil, false, ErrClosed
 	}
+	var cause error
 	select {
 	case r := <-e.ch:
 		<-e.flushed
-		e.req, e.flushed = nil, nil
-		entryPool.Put(e) // answered: nothing refers to it any more
+		release() // answered: nothing refers to it any more
 		if r.err != nil {
 			return nil, !errors.Is(r.err, errBatchUnsupported) && !isUnsent(r.err), r.err
 		}
 		return r.resp, true, nil
 	case <-ctx.Done():
-		// Not pooled: the receiver may still hold it.
-		if e.state.CompareAndSwap(entryQueued, entryCanceled) {
-			return nil, false, status.FromContextError(ctx.Err()).Err()
-		}
-		// Taken by the sender: wait until gRPC is done reading req (the
-		// caller may reuse it for a retry).
-		<-e.flushed
-		return nil, true, status.FromContextError(ctx.Err()).Err()
+		cause = status.FromContextError(ctx.Err()).Err()
+	case <-expired:
+		cause = errTimeout
 	}
+	// Not pooled: the receiver may still hold it.
+	if e.state.CompareAndSwap(entryQueued, entryCanceled) {
+		return nil, false, cause
+	}
+	// Taken by the sender: wait until gRPC is done reading req (the
+	// caller may reuse it for a retry).
+	<-e.flushed
+	return nil, true, cause
 }
+
+// errTimeout fails a request whose RPC timeout passed, as a context
+// deadline would have.
+var errTimeout = status.FromContextError(context.DeadlineExceeded).Err()
 
 // unsentError marks a failure of a request that never left (no stream
 // could be opened).

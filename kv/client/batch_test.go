@@ -164,36 +164,70 @@ func TestBatchStreamErrorFailsOnlyInFlight(t *testing.T) {
 	require.Equal(t, "b", string(r.resp.GetGet().GetValue()))
 }
 
+// TestBatchCallerTimeout: a caller gives up through its context's deadline
+// or through callTimeout's own timer (kv/client's RPC timeout); either way
+// the request fails with DeadlineExceeded, unsent if it was still queued.
 func TestBatchCallerTimeout(t *testing.T) {
-	s := newScriptedStore()
-	s.gate = make(chan struct{})
-	bc := newBatchConn(s)
-	defer bc.close()
+	for _, tc := range []struct {
+		name string
+		call func(bc *batchConn, req *Request) (bool, error)
+	}{
+		{"context", func(bc *batchConn, req *Request) (bool, error) {
+			ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
+			defer cancel()
+			_, sent, err := bc.call(ctx, req)
+			return sent, err
+		}},
+		{"timeout", func(bc *batchConn, req *Request) (bool, error) {
+			_, sent, err := bc.callTimeout(bg, req, 20*time.Millisecond)
+			return sent, err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScriptedStore()
+			s.gate = make(chan struct{})
+			bc := newBatchConn(s)
+			defer bc.close()
 
-	// First request blocks in Send; the second is queued behind it and its
-	// caller gives up: it was never sent, and is not sent later.
-	go func() { _, _, _ = bc.call(bg, getReq("blocker")) }()
-	require.Eventually(t, func() bool { return s.numStreams() == 1 }, 5*time.Second, time.Millisecond)
-	ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
-	defer cancel()
-	_, sent, err := bc.call(ctx, getReq("late"))
-	require.Equal(t, codes.DeadlineExceeded, status.Code(err))
-	require.False(t, sent)
-	s.gate <- struct{}{}
-	require.Len(t, (<-s.sent).Requests, 1)
-	close(s.gate)
-	// The abandoned request is dropped, not sent.
-	go func() { _, _, _ = bc.call(bg, getReq("next")) }()
-	m := <-s.sent
-	require.Len(t, m.Requests, 1)
-	require.Equal(t, "next", string(m.Requests[0].GetGet().GetKey()))
+			// First request blocks in Send; the second is queued behind it and its
+			// caller gives up: it was never sent, and is not sent later.
+			go func() { _, _, _ = bc.call(bg, getReq("blocker")) }()
+			require.Eventually(t, func() bool { return s.numStreams() == 1 }, 5*time.Second, time.Millisecond)
+			sent, err := tc.call(bc, getReq("late"))
+			require.Equal(t, codes.DeadlineExceeded, status.Code(err))
+			require.False(t, sent)
+			s.gate <- struct{}{}
+			require.Len(t, (<-s.sent).Requests, 1)
+			close(s.gate)
+			// The abandoned request is dropped, not sent.
+			go func() { _, _, _ = bc.call(bg, getReq("next")) }()
+			m := <-s.sent
+			require.Len(t, m.Requests, 1)
+			require.Equal(t, "next", string(m.Requests[0].GetGet().GetKey()))
 
-	// A caller that gives up after its request left reports it as sent.
-	ctx2, cancel2 := context.WithTimeout(bg, 20*time.Millisecond)
-	defer cancel2()
-	_, sent, err = bc.call(ctx2, getReq("unanswered"))
-	require.Equal(t, codes.DeadlineExceeded, status.Code(err))
-	require.True(t, sent)
+			// A caller that gives up after its request left reports it as sent.
+			sent, err = tc.call(bc, getReq("unanswered"))
+			require.Equal(t, codes.DeadlineExceeded, status.Code(err))
+			require.True(t, sent)
+		})
+	}
+}
+
+// TestBatchTimeoutEntriesReused: answered requests with a timeout return
+// their entry (and its stopped timer) to the pool; later requests reuse
+// them and are answered, each bounded by its own timeout.
+func TestBatchTimeoutEntriesReused(t *testing.T) {
+	cl := newFakeCluster(t, 1)
+	cl.put("a", "1", 10)
+	c := cl.client(Config{})
+	sc, err := c.conns.get(cl.stores[1].addr)
+	require.NoError(t, err)
+	for i := range 200 {
+		resp, sent, err := sc.batch.callTimeout(bg, getReq("a"), time.Minute)
+		require.NoError(t, err, i)
+		require.True(t, sent)
+		require.NotNil(t, resp.GetGet(), i)
+	}
 }
 
 func TestBatchUnsupportedFallsBackToUnary(t *testing.T) {

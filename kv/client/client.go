@@ -126,17 +126,8 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 	rctx.RegionEpoch = r.Epoch()
 	rctx.Peer = p
 
-	// Skip the timer context (allocations) when the caller's deadline is
-	// sooner anyway.
-	tctx, cancel := ctx, context.CancelFunc(nil)
-	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > c.cfg.RPCTimeout {
-		tctx, cancel = context.WithTimeout(ctx, c.cfg.RPCTimeout)
-	}
 	start := time.Now()
-	resp, sent, err := c.call(tctx, sc, kind, req)
-	if cancel != nil {
-		cancel()
-	}
+	resp, sent, err := c.call(ctx, sc, kind, req)
 	elapsed := time.Since(start).Seconds()
 
 	var rerr *errorpb.Error
@@ -161,12 +152,23 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 // call sends req on sc: on the store's BatchCommands stream unless
 // batching is off or the store does not serve it, else as a unary RPC.
 // sent reports whether the request may have reached the store.
+// Either way the attempt is bounded by cfg.RPCTimeout unless ctx's deadline
+// is sooner.
 func (c *Client) call(ctx context.Context, sc *storeConn, kind rpcKind, req *Request) (*Response, bool, error) {
+	timeout := c.cfg.RPCTimeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= timeout {
+		timeout = 0 // the caller's deadline comes first anyway
+	}
 	if !c.cfg.DisableBatch && !sc.batch.unsupported.Load() {
-		resp, sent, err := sc.batch.call(ctx, req)
+		resp, sent, err := sc.batch.callTimeout(ctx, req, timeout)
 		if !errors.Is(err, errBatchUnsupported) {
 			return resp, sent, err
 		}
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
 	if kind.isWrite() {
 		// Whether a stream was created tells whether the request may have
