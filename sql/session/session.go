@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser"
@@ -160,10 +162,19 @@ func (s *Session) Parse(sql string) ([]ast.StmtNode, error) {
 
 // StmtLabel names a statement's type for metrics and logs.
 func StmtLabel(stmt ast.StmtNode) string {
+	rt := reflect.TypeOf(stmt)
+	if l, ok := stmtLabels.Load(rt); ok {
+		return l.(string) // once per statement: no formatting
+	}
 	t := fmt.Sprintf("%T", stmt)
 	t = strings.TrimPrefix(t, "*ast.")
-	return strings.TrimSuffix(t, "Stmt")
+	t = strings.TrimSuffix(t, "Stmt")
+	stmtLabels.Store(rt, t)
+	return t
 }
+
+// stmtLabels caches StmtLabel by statement type (a few dozen).
+var stmtLabels sync.Map
 
 // Execute runs one statement.
 func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
