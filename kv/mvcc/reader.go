@@ -32,10 +32,21 @@ type TxnReader struct {
 	dataIt  *pebble.Iterator
 	buf     []byte
 	wbuf    []byte
+	// scratch backs buf and wbuf for ordinary key sizes (one allocation
+	// with the reader instead of one per buffer and growth).
+	scratch [2][64]byte
 }
 
 // NewTxnReader returns a reader over snap; snap must outlive it.
-func NewTxnReader(snap Snapshot) *TxnReader { return &TxnReader{snap: snap} }
+func NewTxnReader(snap Snapshot) *TxnReader {
+	r := &TxnReader{snap: snap}
+	r.initBufs()
+	return r
+}
+
+func (r *TxnReader) initBufs() {
+	r.buf, r.wbuf = r.scratch[0][:0], r.scratch[1][:0]
+}
 
 // Close releases the reader's iterators (not the snapshot).
 func (r *TxnReader) Close() error {
@@ -52,9 +63,22 @@ func (r *TxnReader) Close() error {
 }
 
 func cfIter(snap Snapshot, cf raft_cmdpb.CF) (*pebble.Iterator, error) {
+	if int(cf) < len(cfBounds) {
+		b := &cfBounds[cf]
+		return snap.NewIter(&pebble.IterOptions{LowerBound: b[0], UpperBound: b[1]})
+	}
 	p := keys.Prefix(cf)
 	return snap.NewIter(&pebble.IterOptions{LowerBound: []byte{p}, UpperBound: []byte{p + 1}})
 }
+
+// cfBounds are the column families' iterator bounds by CF (never modified).
+var cfBounds = func() (b [3][2][]byte) {
+	for cf := range b {
+		p := keys.Prefix(raft_cmdpb.CF(cf))
+		b[cf] = [2][]byte{{p}, {p + 1}}
+	}
+	return b
+}()
 
 // LoadLock returns key's lock, or nil.
 func (r *TxnReader) LoadLock(key []byte) (*Lock, error) {

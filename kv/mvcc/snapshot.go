@@ -79,7 +79,9 @@ type SnapshotReader struct {
 
 // NewSnapshotReader returns a reader of snap with opts; snap must outlive it.
 func NewSnapshotReader(snap Snapshot, opts ReadOptions) *SnapshotReader {
-	return &SnapshotReader{r: TxnReader{snap: snap}, opts: opts}
+	s := &SnapshotReader{r: TxnReader{snap: snap}, opts: opts}
+	s.r.initBufs()
+	return s
 }
 
 // Close releases the reader's iterators.

@@ -51,6 +51,9 @@ func errAbort(format string, args ...any) *mvcc.KeyError {
 
 // toKeyError returns the wire form of err if it is a key error.
 func toKeyError(err error) (*kvrpcpb.KeyError, bool) {
+	if err == nil {
+		return nil, false // errors.As would move ke to the heap for nothing
+	}
 	var ke *mvcc.KeyError
 	if errors.As(err, &ke) {
 		return ke.Err, true
