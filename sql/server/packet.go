@@ -32,6 +32,9 @@ type packetIO struct {
 	seq     uint8
 	rbuf    []byte
 	maxRead int
+	// rhdr and whdr hold packet headers: a local array escapes through
+	// the reader and writer, one allocation per packet.
+	rhdr, whdr [4]byte
 }
 
 func newPacketIO(c net.Conn, maxRead int) *packetIO {
@@ -43,7 +46,7 @@ func (p *packetIO) readPacket() ([]byte, error) {
 		p.rbuf = nil // do not pin one big packet's buffer for the connection's life
 	}
 	p.rbuf = p.rbuf[:0]
-	var hdr [4]byte
+	hdr := &p.rhdr
 	for {
 		if _, err := io.ReadFull(p.r, hdr[:]); err != nil {
 			return nil, err
@@ -80,7 +83,8 @@ func growTo(b []byte, n int) []byte {
 func (p *packetIO) writePacket(payload []byte) error {
 	for {
 		n := min(len(payload), maxPayload)
-		hdr := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), p.seq}
+		p.whdr = [4]byte{byte(n), byte(n >> 8), byte(n >> 16), p.seq}
+		hdr := &p.whdr
 		p.seq++
 		if _, err := p.w.Write(hdr[:]); err != nil {
 			return err
