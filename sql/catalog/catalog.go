@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,13 +29,17 @@ type Catalog struct {
 	// validUntil (clock() nanoseconds) ends the lease of the loaded version.
 	validUntil atomic.Int64
 	refreshMu  sync.Mutex // one version check at a time
+	nodeID     string     // this node's row in the schema syncer
+	registered bool       // the sync row was written (under refreshMu)
 
-	mu      sync.RWMutex
-	version int64             // loaded schema version
-	gen     uint64            // bumped when the cache is dropped
-	history map[int64][]int64 // version -> table ids it changed
-	dbs     map[string]*DBInfo
-	tables  map[tableName]*TableInfo
+	mu         sync.RWMutex
+	version    int64             // loaded schema version
+	reported   int64             // version in the sync row
+	reportedAt int64             // clock() of that write
+	gen        uint64            // bumped when the cache is dropped
+	history    map[int64][]int64 // version -> table ids it changed
+	dbs        map[string]*DBInfo
+	tables     map[tableName]*TableInfo
 }
 
 type tableName struct {
@@ -44,7 +49,7 @@ type tableName struct {
 
 // New returns a Catalog over store.
 func New(store sql.Storage) *Catalog {
-	return &Catalog{store: store, log: slog.Default(), lease: DefaultLease, epoch: time.Now(), history: map[int64][]int64{},
+	return &Catalog{store: store, log: slog.Default(), lease: DefaultLease, nodeID: fmt.Sprintf("%016x", rand.Uint64()), epoch: time.Now(), history: map[int64][]int64{},
 		dbs: map[string]*DBInfo{}, tables: map[tableName]*TableInfo{}}
 }
 

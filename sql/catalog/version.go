@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/stratadb/strata/kv/codec"
+	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
@@ -113,6 +114,16 @@ func (c *Catalog) ensureValid(ctx context.Context) error {
 func (c *Catalog) refresh(ctx context.Context) error {
 	sent := c.clock()
 	begin := time.Now()
+	if !c.registered {
+		// Registered before the first version read: a schema change that
+		// commits after this sees the node and waits for it; one that
+		// committed before is what the read below loads.
+		if err := c.report(ctx); err != nil {
+			schemaReloads.WithLabelValues("error").Inc()
+			return err
+		}
+		c.registered = true
+	}
 	ts, err := c.store.GetTS(ctx)
 	if err != nil {
 		schemaReloads.WithLabelValues("error").Inc()
@@ -129,6 +140,9 @@ func (c *Catalog) refresh(ctx context.Context) error {
 	c.mu.RUnlock()
 	if v == cur {
 		schemaReloads.WithLabelValues("unchanged").Inc()
+		if err := c.reportIfDue(ctx); err != nil {
+			return err
+		}
 		c.validUntil.Store(sent + int64(c.lease))
 		return nil
 	}
@@ -167,8 +181,90 @@ func (c *Catalog) refresh(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	schemaReloads.WithLabelValues("changed").Inc()
+	if err := c.reportIfDue(ctx); err != nil {
+		return err
+	}
 	c.validUntil.Store(sent + int64(c.lease))
 	return nil
+}
+
+// syncEntry is a SQL node's row in the schema syncer ('m' SchemaSync
+// {node}): the version it has loaded, until when the row counts.
+type syncEntry struct {
+	Version   int64 `json:"version"`
+	ExpiresMs int64 `json:"expires_ms"` // wall clock
+}
+
+func syncPrefix() []byte { return metaPrefix("SchemaSync") }
+
+func (c *Catalog) syncKey() []byte { return codec.EncodeBytes(syncPrefix(), []byte(c.nodeID)) }
+
+// syncTTL is how long a node's sync row counts without renewal (it is
+// renewed every syncTTL/3); a node that cannot renew it stops serving
+// (its refresh fails), so a row that expired belongs to a dead node.
+func (c *Catalog) syncTTL() time.Duration { return max(30*c.lease, 3*time.Second) }
+
+// reportIfDue writes this node's sync row when its version changed since
+// the last write or the row is due for renewal.
+func (c *Catalog) reportIfDue(ctx context.Context) error {
+	c.mu.RLock()
+	due := c.reported != c.version || c.clock()-c.reportedAt > int64(c.syncTTL()/3)
+	c.mu.RUnlock()
+	if !due {
+		return nil
+	}
+	return c.report(ctx)
+}
+
+func (c *Catalog) report(ctx context.Context) error {
+	c.mu.RLock()
+	v := c.version
+	c.mu.RUnlock()
+	at := c.clock()
+	row, _ := json.Marshal(syncEntry{Version: v, ExpiresMs: time.Now().Add(c.syncTTL()).UnixMilli()})
+	if err := c.writeMeta(ctx, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: c.syncKey(), Value: row}); err != nil {
+		return fmt.Errorf("report loaded schema version: %w", err)
+	}
+	c.mu.Lock()
+	c.reported, c.reportedAt = v, at
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Catalog) writeMeta(ctx context.Context, m *kvrpcpb.Mutation) error {
+	start, err := c.store.GetTS(ctx)
+	if err != nil {
+		return err
+	}
+	commit, err := c.store.GetTS(ctx)
+	if err != nil {
+		return err
+	}
+	return c.store.Commit(ctx, []*kvrpcpb.Mutation{m}, start, commit)
+}
+
+// synced reports whether every live SQL node has loaded version v.
+func (c *Catalog) synced(ctx context.Context, v int64) (bool, error) {
+	ts, err := c.store.GetTS(ctx)
+	if err != nil {
+		return false, err
+	}
+	p := syncPrefix()
+	pairs, err := c.store.Scan(ctx, p, tablecodec.PrefixNext(p), ts, 0)
+	if err != nil {
+		return false, err
+	}
+	now := time.Now().UnixMilli()
+	for _, kv := range pairs {
+		var e syncEntry
+		if err := json.Unmarshal(kv.Value, &e); err != nil {
+			return false, fmt.Errorf("corrupt schema sync row: %w", err)
+		}
+		if e.ExpiresMs > now && e.Version < v {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 func (c *Catalog) readVersion(ctx context.Context, ts uint64) (int64, error) {
@@ -186,10 +282,17 @@ func (c *Catalog) readVersion(ctx context.Context, ts uint64) (int64, error) {
 }
 
 // Keep checks the cluster's schema version every quarter lease until ctx is
-// done, so that statements find the lease valid and never wait for a check.
+// done, so that statements find the lease valid and never wait for a check;
+// then it removes this node's sync row, so schema changes stop waiting
+// for it.
 func (c *Catalog) Keep(ctx context.Context) {
 	t := time.NewTicker(c.lease / 4)
 	defer t.Stop()
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = c.writeMeta(dctx, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Del, Key: c.syncKey()})
+	}()
 	for {
 		c.refreshMu.Lock()
 		err := c.refresh(ctx)
@@ -292,16 +395,28 @@ func (c *Catalog) commitDDL(ctx context.Context, changed []int64, build func(sta
 	}
 }
 
-// WaitSchemaSync waits until every SQL node has loaded the version just
-// committed or stopped using its older one: two leases (one suffices by the
-// lease rule; the second covers clock rate drift and a check in flight).
+// WaitSchemaSync waits until every SQL node has loaded this node's version
+// (the one just committed): until every live node's sync row shows it, as
+// TiDB's schema syncer does, and at most two leases, after which a node
+// that has not loaded it has stopped using its older one (one lease
+// suffices by the lease rule; the second covers clock rate drift and a
+// check in flight).
 func (c *Catalog) WaitSchemaSync(ctx context.Context) error {
-	t := time.NewTimer(2 * c.lease)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+	v := c.Version()
+	deadline := time.NewTimer(2 * c.lease)
+	defer deadline.Stop()
+	poll := time.NewTicker(c.lease / 16)
+	defer poll.Stop()
+	for {
+		if ok, err := c.synced(ctx, v); err == nil && ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return nil
+		case <-poll.C:
+		}
 	}
 }

@@ -168,9 +168,8 @@ func (c *clientConn) serve(ctx context.Context) {
 		}
 		c.mu.Unlock()
 		quit, err := c.dispatch(cmdCtx, data)
-		if err == nil {
-			err = c.pkt.flush()
-		}
+		// Idle before the answer leaves, so that a client that got it
+		// and looks at SHOW PROCESSLIST sees this connection as Sleep.
 		c.mu.Lock()
 		c.busy = false
 		c.query = nil
@@ -178,6 +177,9 @@ func (c *clientConn) serve(ctx context.Context) {
 		c.noteIdentity()
 		closing := c.closing
 		c.mu.Unlock()
+		if err == nil {
+			err = c.pkt.flush()
+		}
 		if quit || err != nil || closing {
 			if err != nil && !isClosed(err) {
 				c.log.Info("closing connection", "err", err)

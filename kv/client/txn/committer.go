@@ -135,11 +135,13 @@ func (cm *committer) run(ctx context.Context) (commitMode, error) {
 	if err := cm.prewrite(ctx, bo); err != nil {
 		return mode, cm.fail(ctx, err)
 	}
-	failpoint.Hit("txn-after-prewrite")
-	switch {
-	case cm.onePC && !cm.declined:
+	if cm.onePC && !cm.declined {
 		phaseOnePC.Observe(time.Since(start).Seconds())
 		return mode, nil
+	}
+	// Locks are left on every key (async commit or 2PC).
+	failpoint.Hit("txn-after-prewrite")
+	switch {
 	case cm.async && !cm.declined:
 		// Every prewrite succeeded: the transaction is committed at the
 		// largest min_commit_ts; tell the client now, commit the locks in
