@@ -78,9 +78,6 @@ func (c *Catalog) Version() int64 {
 	return c.version
 }
 
-// Lease returns the schema lease.
-func (c *Catalog) Lease() time.Duration { return c.lease }
-
 // SetLease changes the schema lease (before the catalog is used).
 func (c *Catalog) SetLease(d time.Duration) { c.lease = d }
 
