@@ -3,9 +3,7 @@ package localcluster
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/stratadb/strata/internal/freeport"
 )
 
 // Config describes a local cluster.
@@ -239,25 +239,9 @@ func (c *Cluster) Logs(n int64) string {
 	return b.String()
 }
 
-// FreePorts returns n distinct loopback TCP ports that were free a moment
-// ago (the listeners are held until all n are chosen).
-func FreePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	out := make([]int, 0, n)
-	for len(out) < n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, errors.Join(errors.New("localcluster: no free port"), err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
-}
+// FreePorts returns n distinct loopback ports for processes to bind, kept
+// out of the way of outgoing connections and of other test processes (see
+// internal/freeport), so a process restarted on its old port finds it free.
+func FreePorts(n int) ([]int, error) { return freeport.Take(n) }
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

@@ -232,6 +232,32 @@ func waitHealthy(t *testing.T, c *localcluster.Cluster, live map[uint64]bool, d 
 	}
 }
 
+// waitStoresUp waits until PD lists n stores, all Up: a cluster test that
+// moves replicas between its stores must not start while one of them is
+// still registering.
+func waitStoresUp(t *testing.T, c *localcluster.Cluster, n int) {
+	t.Helper()
+	var st apiStores
+	deadline := time.Now().Add(time.Minute)
+	for {
+		up := 0
+		if pdAPI(t, c, "GET", "stores", nil, &st) == nil {
+			for _, s := range st.Stores {
+				if s.Store.StateName == "Up" {
+					up++
+				}
+			}
+		}
+		if up == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			require.FailNow(t, "stores not up", "want %d stores Up, PD lists %+v", n, st.Stores)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // regionsString shows the regions that are not healthy on live (all of
 // them when live is nil).
 func regionsString(rs apiRegions, live ...map[uint64]bool) string {
@@ -281,6 +307,7 @@ func TestStoreDownReplicasRebuilt(t *testing.T) {
 	c := startPDCluster(t, 4, nil)
 	require.NoError(t, c.Start())
 	waitReady(t, c)
+	waitStoresUp(t, c, len(c.Stores))
 	require.NoError(t, pdAPI(t, c, "POST", "config", map[string]any{"max-store-down-time": "20s"}, nil))
 	var cfg struct {
 		Schedule struct {
@@ -443,20 +470,31 @@ func TestDeleteStoreDrainsToTombstone(t *testing.T) {
 	c := startPDCluster(t, 4, nil)
 	require.NoError(t, c.Start())
 	waitReady(t, c)
+	waitStoresUp(t, c, len(c.Stores))
 	db := createTable(t, c, 24)
 	rs := regionsWithLeader(t, c)
 	victim := rs.Regions[0].Leader.StoreID
 	w := startWriter(db)
 	start := time.Now()
 	require.NoError(t, pdAPI(t, c, "DELETE", fmt.Sprintf("store/%d", victim), nil, nil))
-	var s struct {
-		Store struct {
-			StateName string `json:"state_name"`
-		} `json:"store"`
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var s struct {
+			Store struct {
+				StateName string `json:"state_name"`
+			} `json:"store"`
+		}
+		err := pdAPI(t, c, "GET", fmt.Sprintf("store/%d", victim), nil, &s)
+		if err == nil && s.Store.StateName == "Tombstone" {
+			break
+		}
+		if time.Now().After(deadline) {
+			var rs apiRegions
+			_ = pdAPI(t, c, "GET", "regions", nil, &rs)
+			require.FailNow(t, "store not drained", "store %d: %+v (err %v); regions %s", victim, s, err, regionsString(rs))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	require.Eventually(t, func() bool {
-		return pdAPI(t, c, "GET", fmt.Sprintf("store/%d", victim), nil, &s) == nil && s.Store.StateName == "Tombstone"
-	}, 3*time.Minute, 200*time.Millisecond, "store %d: %+v", victim, s)
 	t.Logf("store %d Tombstone %.1fs after DELETE", victim, time.Since(start).Seconds())
 	var st apiStores
 	require.NoError(t, pdAPI(t, c, "GET", "stores", nil, &st))
@@ -631,6 +669,7 @@ func testRemovedPeer(t *testing.T, stores int) {
 	c := startPDCluster(t, stores, nil)
 	require.NoError(t, c.Start())
 	waitReady(t, c)
+	waitStoresUp(t, c, len(c.Stores))
 	db := createTable(t, c, 1)
 	w := startWriter(db)
 	rs := regionsWithLeader(t, c)

@@ -3,13 +3,14 @@ package pdtest
 import (
 	"context"
 	"fmt"
-	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/internal/freeport"
 	"github.com/stratadb/strata/pd"
 )
 
@@ -153,12 +154,11 @@ func (s *Server) Restart() {
 	}
 }
 
-// listen returns a free loopback "host:port". The port is released before
-// returning, so another process could take it in between; tests accept that.
+// listen returns a free loopback "host:port" that a restarted member can
+// bind again (see internal/freeport).
 func listen(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Take(1)
 	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(p[0])
 }
