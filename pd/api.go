@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,10 @@ func (s *Server) APIHandler() http.Handler {
 	mux.HandleFunc("DELETE "+APIPrefix+"schedulers/{name}", s.leaderAPI(apiRemoveScheduler))
 	mux.HandleFunc("GET "+APIPrefix+"config", s.leaderAPI(apiConfig))
 	mux.HandleFunc("POST "+APIPrefix+"config", s.leaderAPI(apiSetConfig))
+	mux.HandleFunc("GET "+APIPrefix+"affinity-groups", s.leaderAPI(apiAffinityGroups))
+	mux.HandleFunc("GET "+APIPrefix+"affinity-groups/{table}", s.leaderAPI(apiAffinityGroup))
+	mux.HandleFunc("POST "+APIPrefix+"affinity-groups", s.leaderAPI(apiAddAffinityGroups))
+	mux.HandleFunc("DELETE "+APIPrefix+"affinity-groups/{table}", s.leaderAPI(apiRemoveAffinityGroup))
 	mux.HandleFunc("GET "+APIPrefix+"members", s.apiMembers)
 	mux.HandleFunc("GET "+APIPrefix+"health", s.apiHealth)
 	return mux
@@ -554,6 +559,72 @@ func apiSetConfig(r *http.Request, c *cluster) (any, error) {
 		return nil, err
 	}
 	return "The config is updated.", nil
+}
+
+// Affinity groups (pd/schedule/affinity.go): one per table in the
+// affinity-tables config, with its target stores, phase and regions.
+
+func pathTable(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("table"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, badRequest("table id %q is not a positive number", r.PathValue("table"))
+	}
+	return id, nil
+}
+
+// apiAffinityGroups lists the groups; ?regions=1 adds each group's regions.
+func apiAffinityGroups(r *http.Request, c *cluster) (any, error) {
+	return c.coord.Affinity().Groups(r.URL.Query().Get("regions") != ""), nil
+}
+
+// apiAffinityGroup shows one table's group with its regions (a table not
+// configured shows as pending, with its regions and whether they are
+// co-led all the same).
+func apiAffinityGroup(r *http.Request, c *cluster) (any, error) {
+	id, err := pathTable(r)
+	if err != nil {
+		return nil, err
+	}
+	return c.coord.Affinity().Group(id, true), nil
+}
+
+// apiAddAffinityGroups adds tables to affinity-tables: {"table_ids": [..]}.
+func apiAddAffinityGroups(r *http.Request, c *cluster) (any, error) {
+	var req struct {
+		TableIDs []int64 `json:"table_ids"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.TableIDs) == 0 {
+		return nil, badRequest("bad affinity group request (want {\"table_ids\": [id, ...]}): %v", err)
+	}
+	cfg := c.model.Config()
+	tables := slices.Clone(cfg.AffinityTables)
+	for _, id := range req.TableIDs {
+		if !slices.Contains(tables, id) {
+			tables = append(tables, id)
+		}
+	}
+	cfg.AffinityTables = tables
+	if err := c.setScheduleConfig(r.Context(), cfg); err != nil {
+		return nil, err
+	}
+	return "The affinity groups are created.", nil
+}
+
+func apiRemoveAffinityGroup(r *http.Request, c *cluster) (any, error) {
+	id, err := pathTable(r)
+	if err != nil {
+		return nil, err
+	}
+	cfg := c.model.Config()
+	i := slices.Index(cfg.AffinityTables, id)
+	if i < 0 {
+		return nil, notFound("table %d has no affinity group", id)
+	}
+	cfg.AffinityTables = slices.Delete(slices.Clone(cfg.AffinityTables), i, i+1)
+	if err := c.setScheduleConfig(r.Context(), cfg); err != nil {
+		return nil, err
+	}
+	return "The affinity group is removed.", nil
 }
 
 // Members.

@@ -19,9 +19,19 @@ type IDAllocator func() (uint64, error)
 //     remove it;
 //   - more voters than MaxReplicas: remove the one on the fullest store
 //     (moving the leadership away first).
+//
+// A region of an affinity group gets its new replica on a target store
+// when one is free and loses an extra replica off the target first; it is
+// never moved for location labels (the group's target decides).
 type ReplicaChecker struct {
 	c     *Cluster
 	alloc IDAllocator
+	aff   *Affinity // nil: no affinity
+}
+
+// affinityTarget returns r's affinity target, if any.
+func (rc *ReplicaChecker) affinityTarget(r *RegionInfo) (affinityTarget, bool) {
+	return rc.aff.target(r)
 }
 
 // Check returns an operator for r, a label for the problem found, or nil.
@@ -101,7 +111,7 @@ func (rc *ReplicaChecker) Check(r *RegionInfo, inf map[uint64]*storeInfluence) (
 		steps = append(steps, RemovePeer{FromStore: victim.GetStoreId(), PeerID: victim.GetId()})
 		return NewOperator("remove-extra-replica", OpReplica, r, timeout, steps...), "extra-peer", nil
 	}
-	if len(r.PendingPeers) == 0 && len(r.DownPeers) == 0 {
+	if _, pinned := rc.affinityTarget(r); !pinned && len(r.PendingPeers) == 0 && len(r.DownPeers) == 0 {
 		if from, to := rc.isolationMove(r, cfg.LocationLabels, inf); from != 0 {
 			id, err := rc.alloc()
 			if err != nil {
@@ -128,6 +138,13 @@ func (c *Cluster) storeScore(sid uint64, inf map[uint64]*storeInfluence) int {
 func (rc *ReplicaChecker) bestTarget(r *RegionInfo, inf map[uint64]*storeInfluence) uint64 {
 	labels := rc.c.Config().LocationLabels
 	others := replicaStores(r, 0)
+	if t, ok := rc.affinityTarget(r); ok {
+		for _, sid := range t.Voters {
+			if r.PeerOnStore(sid) == nil && rc.c.StoreState(sid).placeable() {
+				return sid
+			}
+		}
+	}
 	var best uint64
 	bestScore, bestClose := 0, 0
 	for _, s := range rc.c.Stores() {
@@ -146,6 +163,13 @@ func (rc *ReplicaChecker) bestTarget(r *RegionInfo, inf map[uint64]*storeInfluen
 
 // worstReplica picks the replica on the store with the most regions.
 func (rc *ReplicaChecker) worstReplica(r *RegionInfo, peers []*metapb.Peer, inf map[uint64]*storeInfluence) *metapb.Peer {
+	if t, ok := rc.affinityTarget(r); ok {
+		for _, p := range peers {
+			if !t.hasVoter(p.GetStoreId()) {
+				return p
+			}
+		}
+	}
 	labels := rc.c.Config().LocationLabels
 	var worst *metapb.Peer
 	worstScore, worstClose := 0, 0

@@ -35,6 +35,13 @@ type Config struct {
 	RegionOpTimeout Duration `json:"region-operator-timeout"`
 	// Schedulers enabled by name (balance-leader-scheduler, ...).
 	DisabledSchedulers []string `json:"disabled-schedulers"`
+	// AffinityTables are the ids of the tables whose regions form an
+	// affinity group (affinity.go); none by default, as in TiDB, where a
+	// table opts in with AFFINITY = 'table'.
+	AffinityTables []int64 `json:"affinity-tables"`
+	// AffinityScheduleLimit caps the affinity operators running at once
+	// (TiDB's schedule.affinity-schedule-limit).
+	AffinityScheduleLimit int `json:"affinity-schedule-limit"`
 }
 
 // Duration is a time.Duration that reads and writes JSON as "30m0s" (PD's
@@ -91,6 +98,9 @@ func (c Config) Defaults() Config {
 	if c.StoreLimit == 0 {
 		c.StoreLimit = 15
 	}
+	if c.AffinityScheduleLimit == 0 {
+		c.AffinityScheduleLimit = 4
+	}
 	if c.ScheduleInterval == 0 {
 		c.ScheduleInterval = Duration(time.Second)
 	}
@@ -110,12 +120,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("schedule: max-replicas must be 1..9, got %d", c.MaxReplicas)
 	case c.MaxStoreDownTime.D() < time.Second:
 		return fmt.Errorf("schedule: max-store-down-time must be >= 1s, got %v", c.MaxStoreDownTime.D())
-	case c.LeaderScheduleLimit < 0 || c.RegionScheduleLimit < 0 || c.ReplicaScheduleLimit < 0:
+	case c.LeaderScheduleLimit < 0 || c.RegionScheduleLimit < 0 || c.ReplicaScheduleLimit < 0 || c.AffinityScheduleLimit < 0:
 		return fmt.Errorf("schedule: schedule limits must be >= 0")
 	case c.StoreLimit <= 0:
 		return fmt.Errorf("schedule: store-limit must be > 0, got %g", c.StoreLimit)
 	case c.ScheduleInterval.D() < 10*time.Millisecond:
 		return fmt.Errorf("schedule: schedule-interval must be >= 10ms")
+	}
+	seen := map[int64]bool{}
+	for _, id := range c.AffinityTables {
+		if id <= 0 || seen[id] {
+			return fmt.Errorf("schedule: affinity-tables must be distinct positive table ids, got %v", c.AffinityTables)
+		}
+		seen[id] = true
 	}
 	for _, n := range c.DisabledSchedulers {
 		if !knownScheduler(n) {

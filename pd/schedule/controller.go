@@ -18,7 +18,7 @@ type OperatorController struct {
 
 	mu      sync.Mutex
 	ops     map[uint64]*Operator
-	running [4]int // by kind
+	running [len(opKindNames)]int // by kind
 	// buckets are the store limits: tokens per store for adding and for
 	// removing peers, refilled at StoreLimit per minute.
 	addTokens, removeTokens map[uint64]*bucket
@@ -71,11 +71,12 @@ func (oc *OperatorController) AddOperator(op *Operator) error {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
 	if old := oc.ops[op.RegionID]; old != nil {
-		if !(op.Kind >= OpReplica && old.Kind < OpReplica) {
+		if !(op.Kind.repairs() && !old.Kind.repairs()) {
 			return ErrOperatorExists
 		}
 	}
-	limit := map[OpKind]int{OpLeader: cfg.LeaderScheduleLimit, OpRegion: cfg.RegionScheduleLimit, OpReplica: cfg.ReplicaScheduleLimit}
+	limit := map[OpKind]int{OpLeader: cfg.LeaderScheduleLimit, OpRegion: cfg.RegionScheduleLimit, OpReplica: cfg.ReplicaScheduleLimit,
+		OpAffinity: cfg.AffinityScheduleLimit}
 	if l, ok := limit[op.Kind]; ok && oc.running[op.Kind] >= l {
 		return ErrScheduleLimit
 	}

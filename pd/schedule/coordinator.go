@@ -15,6 +15,7 @@ type Coordinator struct {
 	oc      *OperatorController
 	checker *ReplicaChecker
 	scheds  []scheduler
+	aff     *Affinity
 	log     *slog.Logger
 	// Tombstone persists a drained Offline store's new state (package pd).
 	Tombstone func(ctx context.Context, storeID uint64) error
@@ -25,12 +26,18 @@ func NewCoordinator(c *Cluster, oc *OperatorController, alloc IDAllocator, log *
 	if log == nil {
 		log = slog.Default()
 	}
+	aff := newAffinity(c)
 	return &Coordinator{
-		c: c, oc: oc, log: log,
-		checker: &ReplicaChecker{c: c, alloc: alloc},
-		scheds:  []scheduler{&balanceLeader{c: c}, &balanceRegion{c: c, alloc: alloc}, &hotRegion{c: c}},
+		c: c, oc: oc, log: log, aff: aff,
+		checker: &ReplicaChecker{c: c, alloc: alloc, aff: aff},
+		// Affinity first: the balance schedulers skip its regions anyway.
+		scheds: []scheduler{&affinityScheduler{a: aff, alloc: alloc, running: oc.runningOf}, &balanceLeader{c: c, aff: aff},
+			&balanceRegion{c: c, alloc: alloc, aff: aff}, &hotRegion{c: c, aff: aff}},
 	}
 }
+
+// Affinity returns the affinity groups' state (for the API).
+func (co *Coordinator) Affinity() *Affinity { return co.aff }
 
 // Run schedules every ScheduleInterval until ctx ends.
 func (co *Coordinator) Run(ctx context.Context) {
@@ -52,6 +59,7 @@ const maxOpsPerRun = 8
 // enabled scheduler, update store gauges, tombstone drained stores.
 func (co *Coordinator) RunOnce(ctx context.Context) {
 	co.oc.Expire()
+	co.aff.refresh()
 	co.patrol()
 	cfg := co.c.Config()
 	for _, s := range co.scheds {
@@ -83,7 +91,7 @@ func (co *Coordinator) patrol() {
 	found := map[string]int{}
 	for _, r := range co.c.allRegions() {
 		kind, busy := co.oc.OperatorKind(r.ID())
-		if busy && kind >= OpReplica {
+		if busy && kind.repairs() {
 			continue
 		}
 		op, problem, err := co.checker.Check(r, inf)

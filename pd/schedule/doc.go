@@ -33,7 +33,9 @@
 // Coordinator runs on the PD leader in its own goroutine: every
 // ScheduleInterval it patrols the regions with the replica checker
 // (missing, down, offline and extra replicas) and runs the schedulers
-// (balance-leader, balance-region by size with a tolerance, hot-region by
-// write flow). Everything is decided on the in-memory model, so the logic
+// (affinity, balance-leader, balance-region by size with a tolerance,
+// hot-region by write flow). Affinity (affinity.go) keeps each configured
+// table's regions on one store set with one leader store; the balance
+// schedulers and location moves skip those regions. Everything is decided on the in-memory model, so the logic
 // is tested without processes (*_test.go).
 package schedule

@@ -44,4 +44,12 @@ var (
 		Namespace: "strata", Subsystem: "pd", Name: "hot_write_regions",
 		Help: "Regions whose write flow is above the hot threshold.",
 	})
+	affinityGroupsGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "pd", Name: "affinity_groups",
+		Help: "Affinity groups by phase (pending, preparing, stable).",
+	}, []string{"phase"})
+	affinityRegionsGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "pd", Name: "affinity_regions",
+		Help: "Regions of affinity groups (total) and those on their group's target stores with its leader (satisfied).",
+	}, []string{"state"})
 )

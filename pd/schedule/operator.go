@@ -14,13 +14,18 @@ type OpKind int
 
 // Operator kinds.
 const (
-	OpLeader  OpKind = iota // leader transfers only
-	OpRegion                // moves a replica (balance)
-	OpReplica               // repairs replicas (checker)
-	OpAdmin                 // added through the API
+	OpLeader   OpKind = iota // leader transfers only
+	OpRegion                 // moves a replica (balance)
+	OpReplica                // repairs replicas (checker)
+	OpAdmin                  // added through the API
+	OpAffinity               // moves a region onto its affinity target
 )
 
-var opKindNames = [...]string{"leader", "region", "replica", "admin"}
+var opKindNames = [...]string{"leader", "region", "replica", "admin", "affinity"}
+
+// repairs reports whether operators of kind k repair replicas or come
+// from an operator: they replace a running balance or affinity operator.
+func (k OpKind) repairs() bool { return k == OpReplica || k == OpAdmin }
 
 func (k OpKind) String() string { return opKindNames[k] }
 

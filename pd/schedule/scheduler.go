@@ -13,7 +13,7 @@ const (
 	HotRegionName     = "balance-hot-region-scheduler"
 )
 
-var schedulerNames = []string{BalanceLeaderName, BalanceRegionName, HotRegionName}
+var schedulerNames = []string{BalanceLeaderName, BalanceRegionName, HotRegionName, AffinityName}
 
 func knownScheduler(name string) bool { return slices.Contains(schedulerNames, name) }
 
@@ -72,7 +72,10 @@ func (c *Cluster) healthyRegion(r *RegionInfo) bool {
 
 // balanceLeader moves leaderships from the store leading the most regions
 // to the one leading the fewest, while they differ by more than one.
-type balanceLeader struct{ c *Cluster }
+type balanceLeader struct {
+	c   *Cluster
+	aff *Affinity
+}
 
 func (b *balanceLeader) name() string { return BalanceLeaderName }
 
@@ -91,7 +94,7 @@ func (b *balanceLeader) schedule(inf map[uint64]*storeInfluence, busy func(regio
 			}
 			for _, r := range b.c.StoreLeaders(src.id) {
 				p := r.PeerOnStore(dst.id)
-				if p == nil || p.GetRole() != metapb.PeerRole_Voter || busy(r.ID()) || !b.c.healthyRegion(r) {
+				if p == nil || p.GetRole() != metapb.PeerRole_Voter || busy(r.ID()) || !b.c.healthyRegion(r) || b.aff.pinned(r) {
 					continue
 				}
 				return []*Operator{NewOperator("balance-leader", OpLeader, r, b.c.Config().LeaderOpTimeout.D(),
@@ -109,6 +112,7 @@ func (b *balanceLeader) schedule(inf map[uint64]*storeInfluence, busy func(regio
 type balanceRegion struct {
 	c     *Cluster
 	alloc IDAllocator
+	aff   *Affinity
 }
 
 func (b *balanceRegion) name() string { return BalanceRegionName }
@@ -151,7 +155,7 @@ func (b *balanceRegion) schedule(inf map[uint64]*storeInfluence, busy func(regio
 				break // stores are sorted by size
 			}
 			for _, r := range regions {
-				if r.PeerOnStore(dst.id) != nil || busy(r.ID()) || !b.c.healthyRegion(r) {
+				if r.PeerOnStore(dst.id) != nil || busy(r.ID()) || !b.c.healthyRegion(r) || b.aff.pinned(r) {
 					continue
 				}
 				if src.size-dst.size <= 2*int64(r.size()) {
@@ -179,7 +183,10 @@ func (b *balanceRegion) schedule(inf map[uint64]*storeInfluence, busy func(regio
 // hotRegion spreads write flow: when the store leading the most write
 // bytes/s leads more than twice the write flow of the coolest store, the
 // hottest region it leads that has a voter there moves its leadership.
-type hotRegion struct{ c *Cluster }
+type hotRegion struct {
+	c   *Cluster
+	aff *Affinity
+}
 
 func (h *hotRegion) name() string { return HotRegionName }
 
@@ -234,7 +241,7 @@ func (h *hotRegion) schedule(inf map[uint64]*storeInfluence, busy func(regionID 
 		if flow[dst.id]+r.writeRate() >= flow[src.id] {
 			continue
 		}
-		if p := r.PeerOnStore(dst.id); p != nil && p.GetRole() == metapb.PeerRole_Voter && !busy(r.ID()) && h.c.healthyRegion(r) {
+		if p := r.PeerOnStore(dst.id); p != nil && p.GetRole() == metapb.PeerRole_Voter && !busy(r.ID()) && h.c.healthyRegion(r) && !h.aff.pinned(r) {
 			return []*Operator{NewOperator("transfer-hot-write-leader", OpLeader, r, h.c.Config().LeaderOpTimeout.D(),
 				TransferLeader{FromStore: src.id, ToStore: dst.id})}
 		}
