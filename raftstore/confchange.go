@@ -373,13 +373,13 @@ func (s *Store) maybeCreatePeer(rm *raft_serverpb.RaftMessage, msg *raftpb.Messa
 	}
 	meta := proto.CloneOf(rm.GetToPeer())
 	region := &metapb.Region{Id: rid, RegionEpoch: &metapb.RegionEpoch{}}
-	ps := &peerStorage{db: s.db, regionID: rid, region: region, hardState: &raftpb.HardState{}, gens: &s.snaps.wg}
+	ps := &peerStorage{db: s.db, regionID: rid, region: region, hardState: &raftpb.HardState{}, gens: &s.snaps.wg, syncSnap: s.cfg.manual}
 	rn, err := s.newRawNode(meta, ps, region)
 	if err != nil {
 		s.log.Error("create uninitialized peer", "region", rid, "err", err)
 		return false
 	}
-	p := &peer{meta: meta, region: region, rn: rn, ps: ps, unassigned: map[uint64]*proposal{}, created: time.Now(), uninitialized: true}
+	p := &peer{meta: meta, region: region, rn: rn, ps: ps, unassigned: map[uint64]*proposal{}, created: s.now(), uninitialized: true}
 	s.initLease(p)
 	s.peers[rid] = p
 	s.delegates.Store(rid, p)

@@ -161,6 +161,18 @@
 // Metrics: strata_raftstore_snapshots_total{event}, snapshot_bytes_total,
 // snapshot_generate_seconds, snapshot_send_seconds.
 //
+// # Consistency check
+//
+// CheckConsistency (the store's /debug/consistency, ConsistencyHandler)
+// proposes an admin ComputeHash on a region's leader; every replica, when
+// it applies it, commits its apply batch so far (data with the applied
+// index), takes a Pebble snapshot (the region exactly at that index) and
+// hashes the region's range in every key space on a goroutine. The leader
+// then proposes VerifyHash with its hash and each replica compares when it
+// applies it: strata_raftstore_consistency_checks_total{result}, an error
+// log on a mismatch; ConsistencyHashes lists a store's hashes so a checker
+// can compare the replicas itself (consistency.go).
+//
 // # Reads
 //
 // Only the leader serves reads, under its lease or else through ReadIndex;

@@ -147,3 +147,15 @@ var (
 		Help: "Regions hosted by this store (peers) and led by it (leaders).",
 	}, []string{"type"})
 )
+
+var (
+	consistencyChecks = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "consistency_checks_total",
+		Help: "VerifyHash outcomes on this store's replicas (match, mismatch, skipped: no local hash at that index, error: hashing failed).",
+	}, []string{"result"})
+	consistencyHashSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "consistency_hash_seconds",
+		Help:    "Duration of hashing one region's data for a consistency check (off the Ready loop).",
+		Buckets: latencyBuckets,
+	})
+)

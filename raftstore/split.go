@@ -304,7 +304,7 @@ func (s *Store) holdOrphan(rm *raft_serverpb.RaftMessage) {
 		if len(s.orphans) >= maxOrphanRegions {
 			return
 		}
-		o = &orphanMsgs{first: time.Now()}
+		o = &orphanMsgs{first: s.now()}
 		s.orphans[rm.GetRegionId()] = o
 	}
 	if len(o.msgs) >= maxOrphanMsgs {

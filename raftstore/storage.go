@@ -36,6 +36,8 @@ type peerStorage struct {
 	// gens counts generation goroutines (the store's, nil in unit tests).
 	snap *snapGen
 	gens *sync.WaitGroup
+	// syncSnap generates snapshots on the loop (harness: deterministic).
+	syncSnap bool
 	// pendingRegion is the region of a snapshot written to a batch not yet
 	// committed (snapshotPersisted makes it region).
 	pendingRegion *metapb.Region

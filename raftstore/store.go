@@ -92,6 +92,31 @@ type Config struct {
 	RegionSplitSize    uint64
 	RegionSplitKeys    uint64
 	Logger             *slog.Logger
+
+	// Seams for the deterministic harness (harness_test.go): a manual
+	// clock for every time the lease and peer lifecycle depend on, an
+	// in-process transport, and manual mode (Open starts no goroutine: the
+	// harness runs loop iterations and heartbeats itself; snapshots are
+	// generated and sent synchronously).
+	clock  func() time.Time
+	net    netTransport
+	manual bool
+}
+
+// netTransport carries raft messages and snapshots to other stores in
+// process (harness). send reports whether b was queued; sendSnapshot
+// whether the snapshot was delivered.
+type netTransport interface {
+	send(from, to uint64, b *raft_serverpb.BatchRaftMessage) bool
+	sendSnapshot(from, to uint64, m *raft_serverpb.RaftMessage, data []byte) error
+}
+
+// now is the store's clock: wall time, or the harness's manual clock.
+func (s *Store) now() time.Time {
+	if s.cfg.clock != nil {
+		return s.cfg.clock()
+	}
+	return time.Now()
 }
 
 func (c *Config) setDefaults() {
@@ -210,6 +235,8 @@ type Store struct {
 	splitCheckCh chan []*metapb.Region
 	approxMu     sync.Mutex
 	approx       map[uint64]approxStat
+
+	cons consistency // replicas' region hashes (consistency.go)
 }
 
 // Open opens (or creates) the store in cfg.DataDir, registers it with PD and
@@ -256,11 +283,13 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 			return nil, err
 		}
 	}
-	s.wg.Add(4)
-	go s.run()
-	go s.storeHeartbeatLoop()
-	go s.regionHeartbeatLoop()
-	go s.splitCheckLoop()
+	if !cfg.manual {
+		s.wg.Add(4)
+		go s.run()
+		go s.storeHeartbeatLoop()
+		go s.regionHeartbeatLoop()
+		go s.splitCheckLoop()
+	}
 	s.log.Info("raftstore started", "regions", len(regions), "addr", cfg.Addr)
 	return s, nil
 }
@@ -349,9 +378,14 @@ func (s *Store) IsLeader(regionID uint64) bool { return s.meta.isLeader(regionID
 func (s *Store) Stop() {
 	s.stopOnce.Do(func() {
 		s.cancel()
+		if s.cfg.manual {
+			s.shutdown() // the loop's exit, run by the harness's goroutine
+			close(s.done)
+		}
 		s.wg.Wait()
 		s.trans.close()
 		s.snaps.wg.Wait()
+		s.cons.wg.Wait()
 	})
 }
 
@@ -529,7 +563,7 @@ func (s *Store) localRead(rctx *kvrpcpb.Context) *metapb.Region {
 	if d == nil || !epochMatches(rctx.GetRegionEpoch(), d.region) {
 		return nil
 	}
-	rem := d.expiry.Sub(time.Now())
+	rem := d.expiry.Sub(s.now())
 	if rem < s.maxLease/2 {
 		return nil
 	}
@@ -608,12 +642,12 @@ func (s *Store) createPeer(region *metapb.Region, fromSplit bool) error {
 	if err != nil {
 		return err
 	}
-	ps.gens = &s.snaps.wg
+	ps.gens, ps.syncSnap = &s.snaps.wg, s.cfg.manual
 	rn, err := s.newRawNode(meta, ps, region)
 	if err != nil {
 		return err
 	}
-	p := &peer{meta: meta, region: region, rn: rn, ps: ps, unassigned: map[uint64]*proposal{}, created: time.Now()}
+	p := &peer{meta: meta, region: region, rn: rn, ps: ps, unassigned: map[uint64]*proposal{}, created: s.now()}
 	s.initLease(p)
 	// A replica that may have acknowledged a leader before a restart lost
 	// the memory of it (raft restarts with no leader, so CheckQuorum's vote
@@ -948,12 +982,12 @@ func (s *Store) tick() {
 		n, leaders := s.meta.counts()
 		regionsGauge.WithLabelValues("peers").Set(float64(n))
 		regionsGauge.WithLabelValues("leaders").Set(float64(leaders))
-		s.expireOrphans(time.Now())
+		s.expireOrphans(s.now())
 	}
 	if s.cfg.SplitCheckInterval > 0 && s.ticks%max(uint64(s.cfg.SplitCheckInterval/s.cfg.RaftTick), 1) == 0 {
 		s.splitCandidates()
 	}
-	now := time.Now()
+	now := s.now()
 	for _, p := range s.peers {
 		p.rn.Tick()
 		if p.isLeader {
@@ -965,7 +999,7 @@ func (s *Store) tick() {
 		}
 		// Safety net: a ReadIndex that never completes (lost leadership
 		// without noticing) is failed so its callers can retry.
-		if len(p.readBatches) > 0 && time.Since(p.readBatches[0].issued) > readTimeout {
+		if len(p.readBatches) > 0 && now.Sub(p.readBatches[0].issued) > readTimeout {
 			p.failReads(errStaleCommand(), nil)
 		}
 		if len(p.pending) > 0 {
@@ -992,7 +1026,7 @@ func (s *Store) stepRaftMessage(rm *raft_serverpb.RaftMessage) {
 
 func (s *Store) stepMessage(p *peer, rm *raft_serverpb.RaftMessage, msg *raftpb.Message) {
 	if t := msg.GetType(); (t == raftpb.MessageType_MsgVote || t == raftpb.MessageType_MsgPreVote) &&
-		p.mayHaveAcked && time.Since(p.created) < s.electionTimeout() {
+		p.mayHaveAcked && s.now().Sub(p.created) < s.electionTimeout() {
 		// Restarted without knowing the leader it may have acknowledged
 		// just before: voting now could elect a leader while the old one
 		// still holds a lease (see createPeer). Dropping a vote request is
@@ -1039,7 +1073,7 @@ func (s *Store) propose(pr *proposal) {
 		pr.respond(nil, err, "error")
 		return
 	}
-	pr.proposed = time.Now()
+	pr.proposed = s.now()
 	if err := p.rn.Propose(data); err != nil {
 		st := p.rn.BasicStatus()
 		if st.RaftState == raft.StateLeader && st.LeadTransferee != 0 {
@@ -1108,7 +1142,7 @@ func (s *Store) startTransfer(p *peer, target uint64) {
 	if h := s.leaseHook.Load(); h != nil {
 		st := p.rn.BasicStatus()
 		(*h)(LeaseEvent{Transfer: true, RegionID: p.region.GetId(), Term: st.GetTerm(), LeadTransferee: st.LeadTransferee,
-			LeaseValid: p.lease.valid(time.Now(), st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee)})
+			LeaseValid: p.lease.valid(s.now(), st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee)})
 	}
 	leaderTransfers.Inc()
 	s.log.Info("transferring leader", "region", p.region.GetId(), "to_peer", target)
@@ -1190,7 +1224,7 @@ func (s *Store) drained() bool {
 			return false
 		}
 		electing := p.leaderID == 0 || p.leaderID == p.meta.GetId()
-		if p.handedOff && electing && time.Since(p.steppedDown) < s.electionTimeout() {
+		if p.handedOff && electing && s.now().Sub(p.steppedDown) < s.electionTimeout() {
 			return false
 		}
 	}
@@ -1234,7 +1268,7 @@ func (s *Store) status(p *peer) *raft.BasicStatus {
 func (s *Store) leaseRead(p *peer, rr *readRequest) bool {
 	st := s.status(p)
 	p.syncLease(st)
-	now := time.Now()
+	now := s.now()
 	if !p.lease.valid(now, st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee) {
 		return false
 	}
@@ -1268,7 +1302,7 @@ func (s *Store) issueReadIndex(p *peer) {
 	readsTotal.WithLabelValues("read_index").Add(float64(len(p.reads)))
 	// issued is taken before raft can send the heartbeat carrying ctx, so
 	// the lease this ReadIndex renews starts no later than that send.
-	issued := time.Now()
+	issued := s.now()
 	term := p.rn.BasicStatus().GetTerm()
 	p.rn.ReadIndex(ctx)
 	p.readBatches = append(p.readBatches, &readBatch{ctx: ctx, reqs: p.reads, issued: issued, term: term})
@@ -1288,7 +1322,7 @@ func (s *Store) handleSoftState(readies []peerReady) {
 		p.leaderID = ss.Lead
 		p.isLeader = ss.RaftState == raft.StateLeader
 		if wasLeader && !p.isLeader {
-			p.steppedDown = time.Now()
+			p.steppedDown = s.now()
 		}
 		if p.isLeader != wasLeader {
 			s.meta.setLeader(p.region.GetId(), p.isLeader)
@@ -1352,7 +1386,7 @@ func (s *Store) persist(readies []peerReady) {
 			s.fatal("commit raft batch", err)
 		}
 	}
-	now := time.Now()
+	now := s.now()
 	for _, r := range readies {
 		if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {
 			r.p.ps.snapshotPersisted(r.rd.Snapshot)
@@ -1430,7 +1464,7 @@ func (s *Store) sendMessages(readies []peerReady, early bool) {
 		if filter != nil && (*filter)(storeID) {
 			continue // partitioned by a test
 		}
-		if s.trans.send(storeID, b) {
+		if s.sendBatch(storeID, b) {
 			raftMessagesSent.Add(float64(len(b.Msgs)))
 			continue
 		}
@@ -1441,6 +1475,14 @@ func (s *Store) sendMessages(readies []peerReady, early bool) {
 			}
 		}
 	}
+}
+
+// sendBatch hands b to the transport; false means it was dropped.
+func (s *Store) sendBatch(to uint64, b *raft_serverpb.BatchRaftMessage) bool {
+	if s.cfg.net != nil {
+		return s.cfg.net.send(s.id, to, b)
+	}
+	return s.trans.send(to, b)
 }
 
 // sendSnapshot sends a MsgSnap on the Snapshot RPC: the message without
@@ -1506,6 +1548,7 @@ func (s *Store) apply(readies []peerReady, persistedOnly bool) {
 			// (or a later entry) proves it knows every committed entry.
 			p.lease.committedInTerm(e.GetTerm())
 			var resp *raft_cmdpb.RaftCmdResponse
+			var hashAdmin *raft_cmdpb.AdminRequest // ComputeHash / VerifyHash (consistency.go)
 			switch e.GetType() {
 			case raftpb.EntryType_EntryNormal:
 				if len(e.GetData()) == 0 {
@@ -1521,11 +1564,17 @@ func (s *Store) apply(readies []peerReady, persistedOnly bool) {
 					p.lease.unpublish()
 				}
 				resp = s.applyCmd(b, p, &as, cmd, e.GetIndex())
+				if isHashAdmin(cmd.GetAdminRequest()) && resp.GetRegionError() == nil {
+					hashAdmin = cmd.GetAdminRequest()
+				}
 			default:
 				resp = s.applyConfChange(b, p, e)
 			}
 			as.applied = e.GetIndex()
 			p.ackApplied(e.GetIndex(), e.GetTerm(), resp, &results)
+			if hashAdmin != nil {
+				b = s.applyHashAdmin(b, p, as, hashAdmin)
+			}
 		}
 		if err := b.Set(applyStateKey(p.region.GetId()), as.encode(), nil); err != nil {
 			s.fatal("write apply state", err)
@@ -1592,6 +1641,8 @@ func (s *Store) applyCmd(b *pebble.Batch, p *peer, as *applyState, cmd *raft_cmd
 			}
 		case raft_cmdpb.AdminCmdType_Split:
 			return s.applySplit(b, p, admin.GetSplit(), index)
+		case raft_cmdpb.AdminCmdType_ComputeHash, raft_cmdpb.AdminCmdType_VerifyHash:
+			// Handled by the caller once the applied index is set (applyHashAdmin).
 		default:
 			s.fatal("apply", fmt.Errorf("%w: unsupported admin command %v at index %d of region %d",
 				ErrCorrupt, admin.GetCmdType(), index, p.region.GetId()))

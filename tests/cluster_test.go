@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 // clusterOpts tunes startCluster; the zero value is 3 stores and 1 SQL node.
 type clusterOpts struct {
 	stores, sqlNodes int
+	storeArgs        []string // extra flags for every store node
 }
 
 // startCluster starts a cluster of real processes on free loopback ports in a
@@ -52,7 +53,7 @@ func startCluster(t *testing.T, o clusterOpts) *localcluster.Cluster {
 	c, err := localcluster.New(localcluster.Config{
 		BinDir: binDir, DataDir: t.TempDir(), Stores: o.stores, SQLNodes: o.sqlNodes, FreePorts: true,
 		// A faster tick keeps leader failover well under a second.
-		StoreArgs: []string{"--raft-tick", "50ms", "--heartbeat-interval", "200ms"},
+		StoreArgs: append([]string{"--raft-tick", "50ms", "--heartbeat-interval", "200ms"}, o.storeArgs...),
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

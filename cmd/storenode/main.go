@@ -15,11 +15,13 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/stratadb/strata/config"
 	"github.com/stratadb/strata/kv/server"
 	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/raftstore"
 	"github.com/stratadb/strata/status"
 )
 
@@ -41,6 +43,12 @@ type fileConfig struct {
 	SplitCheckInterval time.Duration `toml:"split-check-interval"`
 	RegionSplitSize    uint64        `toml:"region-split-size"`
 	RegionSplitKeys    uint64        `toml:"region-split-keys"`
+	// Raft log GC (raftstore.Config LogGCInterval, LogGCThreshold,
+	// LogGCLagLimit; 0: defaults 3s, 50 entries, 10000 entries; a negative
+	// interval disables it).
+	RaftLogGCInterval  time.Duration `toml:"raft-log-gc-interval"`
+	RaftLogGCThreshold int           `toml:"raft-log-gc-threshold"`
+	RaftLogGCLagLimit  int64         `toml:"raft-log-gc-lag-limit"`
 	LogLevel           string        `toml:"log-level"`
 	// Labels are the store's location labels, "zone=z1,host=h1".
 	Labels string `toml:"labels"`
@@ -70,7 +78,16 @@ func run(args []string) error {
 
 	ctx, stop := config.ShutdownContext()
 	defer stop()
-	statusBound, err := status.Serve(ctx, cfg.StatusAddr, "storenode")
+	// The store opens inside srv.Run; the consistency check answers 503
+	// until then.
+	var srvp atomic.Pointer[server.Server]
+	consistency := raftstore.ConsistencyHandler(func() *raftstore.Store {
+		if srv := srvp.Load(); srv != nil {
+			return srv.Store()
+		}
+		return nil
+	})
+	statusBound, err := status.Serve(ctx, cfg.StatusAddr, "storenode", status.Route{Pattern: "/debug/consistency", Handler: consistency})
 	if err != nil {
 		return err
 	}
@@ -97,6 +114,9 @@ func run(args []string) error {
 		SplitCheckInterval:    cfg.SplitCheckInterval,
 		RegionSplitSize:       cfg.RegionSplitSize,
 		RegionSplitKeys:       cfg.RegionSplitKeys,
+		RaftLogGCInterval:     cfg.RaftLogGCInterval,
+		RaftLogGCThreshold:    cfg.RaftLogGCThreshold,
+		RaftLogGCLagLimit:     cfg.RaftLogGCLagLimit,
 		Logger:                logger,
 
 		PipelinedPessimisticLock: cfg.PipelinedPessimisticLock,
@@ -104,6 +124,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	srvp.Store(srv)
 	return srv.Run(ctx)
 }
 
@@ -145,6 +166,9 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.Uint64Var(&cfg.RegionSplitKeys, "region-split-keys", cfg.RegionSplitKeys, "a region with more engine keys than this is split")
 	fs.DurationVar(&cfg.LeaderTransferTimeout, "leader-transfer-timeout", cfg.LeaderTransferTimeout,
 		"on SIGTERM, how long to wait for region leaders to move to other stores before stopping (0: stop at once)")
+	fs.DurationVar(&cfg.RaftLogGCInterval, "raft-log-gc-interval", cfg.RaftLogGCInterval, "how often region leaders consider compacting their raft log (0: 3s; negative: never)")
+	fs.IntVar(&cfg.RaftLogGCThreshold, "raft-log-gc-threshold", cfg.RaftLogGCThreshold, "entries above the truncated index that trigger a log compaction (0: 50)")
+	fs.Int64Var(&cfg.RaftLogGCLagLimit, "raft-log-gc-lag-limit", cfg.RaftLogGCLagLimit, "a follower more entries behind than this does not hold log GC back and gets a snapshot (0: 10000)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.Labels, "labels", cfg.Labels, `location labels "key=value,..." for PD's location-labels (e.g. "zone=z1,host=h1")`)
 	fs.BoolVar(&cfg.PipelinedPessimisticLock, "pipelined-pessimistic-lock", cfg.PipelinedPessimisticLock,

@@ -136,6 +136,8 @@ const (
 	AdminCmdType_ChangePeer     AdminCmdType = 2 // conf change (carried by a raft ConfChange entry)
 	AdminCmdType_CompactLog     AdminCmdType = 3 // truncate the log up to compact_index
 	AdminCmdType_TransferLeader AdminCmdType = 4
+	AdminCmdType_ComputeHash    AdminCmdType = 5 // every replica hashes the region's data at this index
+	AdminCmdType_VerifyHash     AdminCmdType = 6 // the leader's hash at index; replicas compare theirs
 )
 
 // Enum value maps for AdminCmdType.
@@ -146,6 +148,8 @@ var (
 		2: "ChangePeer",
 		3: "CompactLog",
 		4: "TransferLeader",
+		5: "ComputeHash",
+		6: "VerifyHash",
 	}
 	AdminCmdType_value = map[string]int32{
 		"InvalidAdmin":   0,
@@ -153,6 +157,8 @@ var (
 		"ChangePeer":     2,
 		"CompactLog":     3,
 		"TransferLeader": 4,
+		"ComputeHash":    5,
+		"VerifyHash":     6,
 	}
 )
 
@@ -598,6 +604,60 @@ func (x *TransferLeaderRequest) GetPeer() *metapb.Peer {
 	return nil
 }
 
+// VerifyHashRequest carries the hash the leader computed when it applied
+// the ComputeHash entry at index.
+type VerifyHashRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Hash          []byte                 `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyHashRequest) Reset() {
+	*x = VerifyHashRequest{}
+	mi := &file_raft_cmdpb_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyHashRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyHashRequest) ProtoMessage() {}
+
+func (x *VerifyHashRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raft_cmdpb_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyHashRequest.ProtoReflect.Descriptor instead.
+func (*VerifyHashRequest) Descriptor() ([]byte, []int) {
+	return file_raft_cmdpb_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *VerifyHashRequest) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *VerifyHashRequest) GetHash() []byte {
+	if x != nil {
+		return x.Hash
+	}
+	return nil
+}
+
 type AdminRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	CmdType        AdminCmdType           `protobuf:"varint,1,opt,name=cmd_type,json=cmdType,proto3,enum=raft_cmdpb.AdminCmdType" json:"cmd_type,omitempty"`
@@ -605,13 +665,14 @@ type AdminRequest struct {
 	ChangePeer     *ChangePeerRequest     `protobuf:"bytes,3,opt,name=change_peer,json=changePeer,proto3" json:"change_peer,omitempty"`
 	CompactLog     *CompactLogRequest     `protobuf:"bytes,4,opt,name=compact_log,json=compactLog,proto3" json:"compact_log,omitempty"`
 	TransferLeader *TransferLeaderRequest `protobuf:"bytes,5,opt,name=transfer_leader,json=transferLeader,proto3" json:"transfer_leader,omitempty"`
+	VerifyHash     *VerifyHashRequest     `protobuf:"bytes,6,opt,name=verify_hash,json=verifyHash,proto3" json:"verify_hash,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *AdminRequest) Reset() {
 	*x = AdminRequest{}
-	mi := &file_raft_cmdpb_proto_msgTypes[7]
+	mi := &file_raft_cmdpb_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -623,7 +684,7 @@ func (x *AdminRequest) String() string {
 func (*AdminRequest) ProtoMessage() {}
 
 func (x *AdminRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_cmdpb_proto_msgTypes[7]
+	mi := &file_raft_cmdpb_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -636,7 +697,7 @@ func (x *AdminRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminRequest.ProtoReflect.Descriptor instead.
 func (*AdminRequest) Descriptor() ([]byte, []int) {
-	return file_raft_cmdpb_proto_rawDescGZIP(), []int{7}
+	return file_raft_cmdpb_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AdminRequest) GetCmdType() AdminCmdType {
@@ -674,6 +735,13 @@ func (x *AdminRequest) GetTransferLeader() *TransferLeaderRequest {
 	return nil
 }
 
+func (x *AdminRequest) GetVerifyHash() *VerifyHashRequest {
+	if x != nil {
+		return x.VerifyHash
+	}
+	return nil
+}
+
 type RaftCmdRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Header        *RaftRequestHeader     `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
@@ -685,7 +753,7 @@ type RaftCmdRequest struct {
 
 func (x *RaftCmdRequest) Reset() {
 	*x = RaftCmdRequest{}
-	mi := &file_raft_cmdpb_proto_msgTypes[8]
+	mi := &file_raft_cmdpb_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -697,7 +765,7 @@ func (x *RaftCmdRequest) String() string {
 func (*RaftCmdRequest) ProtoMessage() {}
 
 func (x *RaftCmdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_cmdpb_proto_msgTypes[8]
+	mi := &file_raft_cmdpb_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -710,7 +778,7 @@ func (x *RaftCmdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftCmdRequest.ProtoReflect.Descriptor instead.
 func (*RaftCmdRequest) Descriptor() ([]byte, []int) {
-	return file_raft_cmdpb_proto_rawDescGZIP(), []int{8}
+	return file_raft_cmdpb_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RaftCmdRequest) GetHeader() *RaftRequestHeader {
@@ -744,7 +812,7 @@ type AdminResponse struct {
 
 func (x *AdminResponse) Reset() {
 	*x = AdminResponse{}
-	mi := &file_raft_cmdpb_proto_msgTypes[9]
+	mi := &file_raft_cmdpb_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -756,7 +824,7 @@ func (x *AdminResponse) String() string {
 func (*AdminResponse) ProtoMessage() {}
 
 func (x *AdminResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_cmdpb_proto_msgTypes[9]
+	mi := &file_raft_cmdpb_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -769,7 +837,7 @@ func (x *AdminResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminResponse.ProtoReflect.Descriptor instead.
 func (*AdminResponse) Descriptor() ([]byte, []int) {
-	return file_raft_cmdpb_proto_rawDescGZIP(), []int{9}
+	return file_raft_cmdpb_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AdminResponse) GetRegions() []*metapb.Region {
@@ -799,7 +867,7 @@ type RaftCmdResponse struct {
 
 func (x *RaftCmdResponse) Reset() {
 	*x = RaftCmdResponse{}
-	mi := &file_raft_cmdpb_proto_msgTypes[10]
+	mi := &file_raft_cmdpb_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +879,7 @@ func (x *RaftCmdResponse) String() string {
 func (*RaftCmdResponse) ProtoMessage() {}
 
 func (x *RaftCmdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_cmdpb_proto_msgTypes[10]
+	mi := &file_raft_cmdpb_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +892,7 @@ func (x *RaftCmdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftCmdResponse.ProtoReflect.Descriptor instead.
 func (*RaftCmdResponse) Descriptor() ([]byte, []int) {
-	return file_raft_cmdpb_proto_rawDescGZIP(), []int{10}
+	return file_raft_cmdpb_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RaftCmdResponse) GetRegionError() *errorpb.Error {
@@ -884,7 +952,10 @@ const file_raft_cmdpb_proto_rawDesc = "" +
 	"\rcompact_index\x18\x01 \x01(\x04R\fcompactIndex\x12!\n" +
 	"\fcompact_term\x18\x02 \x01(\x04R\vcompactTerm\"9\n" +
 	"\x15TransferLeaderRequest\x12 \n" +
-	"\x04peer\x18\x01 \x01(\v2\f.metapb.PeerR\x04peer\"\xbf\x02\n" +
+	"\x04peer\x18\x01 \x01(\v2\f.metapb.PeerR\x04peer\"=\n" +
+	"\x11VerifyHashRequest\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\fR\x04hash\"\xff\x02\n" +
 	"\fAdminRequest\x123\n" +
 	"\bcmd_type\x18\x01 \x01(\x0e2\x18.raft_cmdpb.AdminCmdTypeR\acmdType\x12.\n" +
 	"\x05split\x18\x02 \x01(\v2\x18.raft_cmdpb.SplitRequestR\x05split\x12>\n" +
@@ -892,7 +963,9 @@ const file_raft_cmdpb_proto_rawDesc = "" +
 	"changePeer\x12>\n" +
 	"\vcompact_log\x18\x04 \x01(\v2\x1d.raft_cmdpb.CompactLogRequestR\n" +
 	"compactLog\x12J\n" +
-	"\x0ftransfer_leader\x18\x05 \x01(\v2!.raft_cmdpb.TransferLeaderRequestR\x0etransferLeader\"\xb7\x01\n" +
+	"\x0ftransfer_leader\x18\x05 \x01(\v2!.raft_cmdpb.TransferLeaderRequestR\x0etransferLeader\x12>\n" +
+	"\vverify_hash\x18\x06 \x01(\v2\x1d.raft_cmdpb.VerifyHashRequestR\n" +
+	"verifyHash\"\xb7\x01\n" +
 	"\x0eRaftCmdRequest\x125\n" +
 	"\x06header\x18\x01 \x01(\v2\x1d.raft_cmdpb.RaftRequestHeaderR\x06header\x12/\n" +
 	"\brequests\x18\x02 \x03(\v2\x13.raft_cmdpb.RequestR\brequests\x12=\n" +
@@ -913,7 +986,7 @@ const file_raft_cmdpb_proto_rawDesc = "" +
 	"\x03Put\x10\x01\x12\n" +
 	"\n" +
 	"\x06Delete\x10\x02\x12\x0f\n" +
-	"\vDeleteRange\x10\x03*_\n" +
+	"\vDeleteRange\x10\x03*\x80\x01\n" +
 	"\fAdminCmdType\x12\x10\n" +
 	"\fInvalidAdmin\x10\x00\x12\t\n" +
 	"\x05Split\x10\x01\x12\x0e\n" +
@@ -921,7 +994,10 @@ const file_raft_cmdpb_proto_rawDesc = "" +
 	"ChangePeer\x10\x02\x12\x0e\n" +
 	"\n" +
 	"CompactLog\x10\x03\x12\x12\n" +
-	"\x0eTransferLeader\x10\x04B-Z+github.com/stratadb/strata/proto/raft_cmdpbb\x06proto3"
+	"\x0eTransferLeader\x10\x04\x12\x0f\n" +
+	"\vComputeHash\x10\x05\x12\x0e\n" +
+	"\n" +
+	"VerifyHash\x10\x06B-Z+github.com/stratadb/strata/proto/raft_cmdpbb\x06proto3"
 
 var (
 	file_raft_cmdpb_proto_rawDescOnce sync.Once
@@ -936,7 +1012,7 @@ func file_raft_cmdpb_proto_rawDescGZIP() []byte {
 }
 
 var file_raft_cmdpb_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_raft_cmdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_raft_cmdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_raft_cmdpb_proto_goTypes = []any{
 	(CF)(0),                       // 0: raft_cmdpb.CF
 	(CmdType)(0),                  // 1: raft_cmdpb.CmdType
@@ -948,40 +1024,42 @@ var file_raft_cmdpb_proto_goTypes = []any{
 	(*ChangePeerRequest)(nil),     // 7: raft_cmdpb.ChangePeerRequest
 	(*CompactLogRequest)(nil),     // 8: raft_cmdpb.CompactLogRequest
 	(*TransferLeaderRequest)(nil), // 9: raft_cmdpb.TransferLeaderRequest
-	(*AdminRequest)(nil),          // 10: raft_cmdpb.AdminRequest
-	(*RaftCmdRequest)(nil),        // 11: raft_cmdpb.RaftCmdRequest
-	(*AdminResponse)(nil),         // 12: raft_cmdpb.AdminResponse
-	(*RaftCmdResponse)(nil),       // 13: raft_cmdpb.RaftCmdResponse
-	(*metapb.Peer)(nil),           // 14: metapb.Peer
-	(*metapb.RegionEpoch)(nil),    // 15: metapb.RegionEpoch
-	(*metapb.Region)(nil),         // 16: metapb.Region
-	(*errorpb.Error)(nil),         // 17: errorpb.Error
+	(*VerifyHashRequest)(nil),     // 10: raft_cmdpb.VerifyHashRequest
+	(*AdminRequest)(nil),          // 11: raft_cmdpb.AdminRequest
+	(*RaftCmdRequest)(nil),        // 12: raft_cmdpb.RaftCmdRequest
+	(*AdminResponse)(nil),         // 13: raft_cmdpb.AdminResponse
+	(*RaftCmdResponse)(nil),       // 14: raft_cmdpb.RaftCmdResponse
+	(*metapb.Peer)(nil),           // 15: metapb.Peer
+	(*metapb.RegionEpoch)(nil),    // 16: metapb.RegionEpoch
+	(*metapb.Region)(nil),         // 17: metapb.Region
+	(*errorpb.Error)(nil),         // 18: errorpb.Error
 }
 var file_raft_cmdpb_proto_depIdxs = []int32{
 	1,  // 0: raft_cmdpb.Request.cmd_type:type_name -> raft_cmdpb.CmdType
 	0,  // 1: raft_cmdpb.Request.cf:type_name -> raft_cmdpb.CF
-	14, // 2: raft_cmdpb.RaftRequestHeader.peer:type_name -> metapb.Peer
-	15, // 3: raft_cmdpb.RaftRequestHeader.region_epoch:type_name -> metapb.RegionEpoch
+	15, // 2: raft_cmdpb.RaftRequestHeader.peer:type_name -> metapb.Peer
+	16, // 3: raft_cmdpb.RaftRequestHeader.region_epoch:type_name -> metapb.RegionEpoch
 	6,  // 4: raft_cmdpb.SplitRequest.new_peer_ids:type_name -> raft_cmdpb.NewPeerIDs
-	14, // 5: raft_cmdpb.ChangePeerRequest.peer:type_name -> metapb.Peer
-	14, // 6: raft_cmdpb.TransferLeaderRequest.peer:type_name -> metapb.Peer
+	15, // 5: raft_cmdpb.ChangePeerRequest.peer:type_name -> metapb.Peer
+	15, // 6: raft_cmdpb.TransferLeaderRequest.peer:type_name -> metapb.Peer
 	2,  // 7: raft_cmdpb.AdminRequest.cmd_type:type_name -> raft_cmdpb.AdminCmdType
 	5,  // 8: raft_cmdpb.AdminRequest.split:type_name -> raft_cmdpb.SplitRequest
 	7,  // 9: raft_cmdpb.AdminRequest.change_peer:type_name -> raft_cmdpb.ChangePeerRequest
 	8,  // 10: raft_cmdpb.AdminRequest.compact_log:type_name -> raft_cmdpb.CompactLogRequest
 	9,  // 11: raft_cmdpb.AdminRequest.transfer_leader:type_name -> raft_cmdpb.TransferLeaderRequest
-	4,  // 12: raft_cmdpb.RaftCmdRequest.header:type_name -> raft_cmdpb.RaftRequestHeader
-	3,  // 13: raft_cmdpb.RaftCmdRequest.requests:type_name -> raft_cmdpb.Request
-	10, // 14: raft_cmdpb.RaftCmdRequest.admin_request:type_name -> raft_cmdpb.AdminRequest
-	16, // 15: raft_cmdpb.AdminResponse.regions:type_name -> metapb.Region
-	16, // 16: raft_cmdpb.AdminResponse.region:type_name -> metapb.Region
-	17, // 17: raft_cmdpb.RaftCmdResponse.region_error:type_name -> errorpb.Error
-	12, // 18: raft_cmdpb.RaftCmdResponse.admin_response:type_name -> raft_cmdpb.AdminResponse
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	10, // 12: raft_cmdpb.AdminRequest.verify_hash:type_name -> raft_cmdpb.VerifyHashRequest
+	4,  // 13: raft_cmdpb.RaftCmdRequest.header:type_name -> raft_cmdpb.RaftRequestHeader
+	3,  // 14: raft_cmdpb.RaftCmdRequest.requests:type_name -> raft_cmdpb.Request
+	11, // 15: raft_cmdpb.RaftCmdRequest.admin_request:type_name -> raft_cmdpb.AdminRequest
+	17, // 16: raft_cmdpb.AdminResponse.regions:type_name -> metapb.Region
+	17, // 17: raft_cmdpb.AdminResponse.region:type_name -> metapb.Region
+	18, // 18: raft_cmdpb.RaftCmdResponse.region_error:type_name -> errorpb.Error
+	13, // 19: raft_cmdpb.RaftCmdResponse.admin_response:type_name -> raft_cmdpb.AdminResponse
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_raft_cmdpb_proto_init() }
@@ -995,7 +1073,7 @@ func file_raft_cmdpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raft_cmdpb_proto_rawDesc), len(file_raft_cmdpb_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
