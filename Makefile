@@ -12,7 +12,7 @@ PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build run test test-unit test-integration test-bank test-clients test-go-sql-driver proto deps clean tools-mysql help gcc
+.PHONY: all build run test test-unit test-integration test-bank test-affinity test-clients test-go-sql-driver proto deps clean tools-mysql help gcc
 
 all: build
 
@@ -53,6 +53,11 @@ test-integration: deps
 BANK_SECONDS ?= 60
 test-bank: deps
 	STRATA_BANK_SECONDS=$(BANK_SECONDS) $(GO) test -timeout $(TEST_TIMEOUT) -count=1 -v -run TestBankTransfers ./tests/
+
+# Data affinity under 5 minutes of load (make test runs 45 s of it).
+AFFINITY_LOAD ?= 5m
+test-affinity: deps
+	STRATA_AFFINITY_LOAD=$(AFFINITY_LOAD) $(GO) test -timeout $(TEST_TIMEOUT) -count=1 -v -run TestAffinityKeepsIndexAndRowsCoLed ./tests/
 
 # Real clients (not part of `make test`, which runs them only when they are
 # installed): the mysql CLI, Python's pymysql and MySQLdb, GORM; then
