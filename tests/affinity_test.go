@@ -76,8 +76,8 @@ func TestAffinityKeepsIndexAndRowsCoLed(t *testing.T) {
 	require.NoError(t, pdAPI(t, c, "DELETE", "schedulers/balance-hot-region-scheduler", nil, nil))
 	var g apiAffinityGroup
 	require.Eventually(t, func() bool {
-		g = apiAffinityGroup{}
-		if pdAPI(t, c, "GET", fmt.Sprintf("affinity-groups/%d", tid), nil, &g) != nil {
+		var err error
+		if g, err = affinityGroup(t, c, tid); err != nil {
 			return false
 		}
 		kinds := map[string]int{}
@@ -102,8 +102,8 @@ func TestAffinityKeepsIndexAndRowsCoLed(t *testing.T) {
 		}
 	}
 	require.Eventually(t, func() bool {
-		g = apiAffinityGroup{}
-		if pdAPI(t, c, "GET", fmt.Sprintf("affinity-groups/%d", tid), nil, &g) != nil {
+		var err error
+		if g, err = affinityGroup(t, c, tid); err != nil {
 			return false
 		}
 		for _, r := range g.Regions {
@@ -173,8 +173,7 @@ func TestAffinityKeepsIndexAndRowsCoLed(t *testing.T) {
 	var notCoLed []string
 	deadline := time.Now().Add(load)
 	for time.Now().Before(deadline) {
-		var cur apiAffinityGroup
-		if err := pdAPI(t, c, "GET", fmt.Sprintf("affinity-groups/%d", tid), nil, &cur); err == nil {
+		if cur, err := affinityGroup(t, c, tid); err == nil {
 			polls++
 			if cur.CoLed {
 				coLed++
@@ -213,14 +212,21 @@ func TestAffinityKeepsIndexAndRowsCoLed(t *testing.T) {
 	require.Equal(t, cnt, idxCnt, "rows and index entries")
 }
 
+// affinityGroup reads table tid's affinity group from PD.
+func affinityGroup(t *testing.T, c *localcluster.Cluster, tid int64) (apiAffinityGroup, error) {
+	var g apiAffinityGroup
+	err := pdAPI(t, c, "GET", fmt.Sprintf("affinity-groups/%d", tid), nil, &g)
+	return g, err
+}
+
 // waitAffinityStable waits until table tid's group is stable and co-led.
 func waitAffinityStable(t *testing.T, c *localcluster.Cluster, tid int64, d time.Duration) apiAffinityGroup {
 	t.Helper()
 	var g apiAffinityGroup
 	require.Eventually(t, func() bool {
-		g = apiAffinityGroup{}
-		return pdAPI(t, c, "GET", fmt.Sprintf("affinity-groups/%d", tid), nil, &g) == nil &&
-			g.Phase == "stable" && g.CoLed && g.RegionCount > 0
+		var err error
+		g, err = affinityGroup(t, c, tid)
+		return err == nil && g.Phase == "stable" && g.CoLed && g.RegionCount > 0
 	}, d, 200*time.Millisecond, "group of table %d: %+v", tid, g)
 	return g
 }
