@@ -20,7 +20,8 @@ import (
 
 // HTTP API in the shape of TiDB's PD (/pd/api/v1/...), served on the
 // status port (cmd/pd). Only the leader answers cluster state; another
-// member answers 503 naming the leader. docs/operations.md lists the
+// member forwards such a request to the leader (members.go), or answers
+// 503 naming the leader when it cannot. docs/operations.md lists the
 // endpoints with curl lines.
 
 // APIPrefix is the path every API route starts with.
@@ -49,6 +50,9 @@ func (s *Server) APIHandler() http.Handler {
 	mux.HandleFunc("POST "+APIPrefix+"affinity-groups", s.leaderAPI(apiAddAffinityGroups))
 	mux.HandleFunc("DELETE "+APIPrefix+"affinity-groups/{table}", s.leaderAPI(apiRemoveAffinityGroup))
 	mux.HandleFunc("GET "+APIPrefix+"members", s.apiMembers)
+	mux.HandleFunc("POST "+APIPrefix+"members", s.apiAddMember)
+	mux.HandleFunc("DELETE "+APIPrefix+"members/name/{name}", s.apiRemoveMember)
+	mux.HandleFunc("DELETE "+APIPrefix+"members/id/{id}", s.apiRemoveMember)
 	mux.HandleFunc("GET "+APIPrefix+"health", s.apiHealth)
 	return mux
 }
@@ -83,6 +87,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func (s *Server) leaderAPI(f apiFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		t := s.leaderTerm()
+		if t == nil && s.forward(w, r) {
+			return
+		}
 		if t == nil {
 			_, leader, _ := s.members(r.Context())
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{

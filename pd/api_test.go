@@ -1,11 +1,8 @@
 package pd_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -41,16 +38,7 @@ func TestAPI(t *testing.T) {
 
 	h := httptest.NewServer(srv.Server().APIHandler())
 	defer h.Close()
-	call := func(method, path, body string) (int, string) {
-		req, err := http.NewRequest(method, h.URL+"/pd/api/v1/"+path, bytes.NewBufferString(body))
-		require.NoError(t, err)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
-	}
+	call := func(method, path, body string) (int, string) { return apiCall(t, h.URL, method, path, body) }
 	for _, tc := range []struct {
 		method, path, body string
 		code               int

@@ -48,6 +48,11 @@ type Config struct {
 	EtcdTick time.Duration
 	// EtcdLogLevel is the embedded etcd's zap level (default "warn").
 	EtcdLogLevel string
+	// StatusAddr is the "host:port" where this member serves its HTTP API,
+	// published in etcd so that a follower forwards API requests to the
+	// leader (empty: not published; Server.SetStatusAddr sets it once the
+	// status port is bound).
+	StatusAddr string
 	// Schedule is the scheduling configuration used until one is set
 	// through the HTTP API (which persists it in etcd and wins).
 	Schedule schedule.Config

@@ -53,4 +53,13 @@ var (
 		Namespace: "strata", Subsystem: "pd", Name: "is_leader",
 		Help: "1 while this member is the PD leader.",
 	})
+	apiForwarded = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "pd", Name: "api_forwarded_total",
+		Help: "HTTP API requests a follower forwarded to the PD leader, by result (ok, error).",
+	}, []string{"result"})
+	apiForwardSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "pd", Name: "api_forward_seconds",
+		Help:    "Time a follower took to forward an HTTP API request to the leader and get its answer.",
+		Buckets: prometheus.ExponentialBuckets(100e-6, 2, 16),
+	})
 )

@@ -75,6 +75,10 @@ func (s *Server) Addr() net.Addr { return s.addr }
 // Config returns the effective configuration (defaults filled in).
 func (s *Server) Config() Config { return s.cfg }
 
+// SetStatusAddr sets the HTTP API address this member publishes (see
+// Config.StatusAddr). Call it before Run.
+func (s *Server) SetStatusAddr(addr string) { s.cfg.StatusAddr = addr }
+
 // IsLeader reports whether this member currently serves as PD leader.
 func (s *Server) IsLeader() bool { return s.leader.Load() != nil }
 
@@ -108,6 +112,12 @@ func (s *Server) Run(ctx context.Context) error {
 		lis.Close()
 		return fmt.Errorf("pd: register member: %w", err)
 	}
+	if s.cfg.StatusAddr != "" {
+		if _, err := s.cli.Put(ctx, prefixMemberHTTP+s.cfg.Name, s.cfg.StatusAddr); err != nil {
+			lis.Close()
+			return fmt.Errorf("pd: register member HTTP address: %w", err)
+		}
+	}
 
 	s.grpcSrv = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(unaryMetrics),
@@ -132,6 +142,10 @@ func (s *Server) Run(ctx context.Context) error {
 		runErr = fmt.Errorf("pd: grpc serve: %w", err)
 	case err := <-s.etcd.Err():
 		runErr = fmt.Errorf("pd: etcd: %w", err)
+	case <-s.etcd.Server.StopNotify():
+		// The etcd member stopped by itself: removed from the cluster
+		// (DELETE /members/...) or failed.
+		runErr = errors.New("pd: the etcd member stopped: removed from the PD cluster, or failed (see the etcd log)")
 	}
 	s.log.Info("pd shutting down", "leader", s.IsLeader())
 	s.stopping.Store(true)

@@ -19,6 +19,7 @@ const (
 	prefixStores      = rootPath + "stores/"         // + %020d id -> metapb.Store
 	prefixRegions     = rootPath + "regions/"        // + %020d id -> metapb.Region
 	prefixMembers     = rootPath + "members/"        // + name -> pdpb.Member
+	prefixMemberHTTP  = rootPath + "member_http/"    // + name -> status "host:port" (HTTP API)
 	prefixLeader      = rootPath + "leader"          // election prefix
 	keyScheduleConfig = rootPath + "schedule_config" // JSON schedule.Config
 )

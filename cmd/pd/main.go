@@ -34,6 +34,7 @@ type fileConfig struct {
 	ListenPeerURL       string `toml:"listen-peer-url"`
 	ListenEtcdClientURL string `toml:"listen-etcd-client-url"`
 	StatusAddr          string `toml:"status-addr"`
+	AdvertiseStatusAddr string `toml:"advertise-status-addr"`
 	InitialCluster      string `toml:"initial-cluster"`
 	InitialClusterState string `toml:"initial-cluster-state"`
 	Replicas            int    `toml:"replicas"`
@@ -102,6 +103,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// Followers forward API requests to the leader's published address.
+	adv := fc.AdvertiseStatusAddr
+	if adv == "" {
+		adv = statusBound.String()
+	}
+	srv.SetStatusAddr(adv)
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	select {
@@ -131,6 +138,7 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.ListenPeerURL, "listen-peer-url", cfg.ListenPeerURL, `etcd peer URL to bind, an IP address (e.g. "http://0.0.0.0:2380"; default: --peer-url)`)
 	fs.StringVar(&cfg.ListenEtcdClientURL, "listen-etcd-client-url", cfg.ListenEtcdClientURL, "etcd client URL to bind, an IP address (default: --etcd-client-url)")
 	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
+	fs.StringVar(&cfg.AdvertiseStatusAddr, "advertise-status-addr", cfg.AdvertiseStatusAddr, "HTTP API address other PD members forward leader-only requests to (default: the bound --status-addr)")
 	fs.StringVar(&cfg.InitialCluster, "initial-cluster", cfg.InitialCluster, `etcd initial cluster "name=peer-url,..." (default "<name>=<peer-url>")`)
 	fs.StringVar(&cfg.InitialClusterState, "initial-cluster-state", cfg.InitialClusterState, `etcd initial cluster state: "new" or "existing"`)
 	fs.IntVar(&cfg.Replicas, "replicas", cfg.Replicas, "replicas of the first region; bootstrap waits for this many stores")

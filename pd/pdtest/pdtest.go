@@ -3,6 +3,8 @@ package pdtest
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +27,10 @@ type Server struct {
 	done   chan error
 	// Addr is the PD gRPC address ("127.0.0.1:port"); stable across Restart.
 	Addr string
+	// HTTPAddr serves the member's HTTP API (published to the other
+	// members, which forward leader-only requests to it).
+	HTTPAddr string
+	httpSrv  *http.Server
 }
 
 // Start starts a single-member PD whose bootstrap waits for replicas stores,
@@ -47,16 +53,7 @@ func NewCluster(t testing.TB, members, replicas int) []*Server {
 	ss := make([]*Server, members)
 	var initial []string
 	for i := range ss {
-		ss[i] = &Server{t: t, cfg: pd.Config{
-			Name:         fmt.Sprintf("pd%d", i+1),
-			DataDir:      t.TempDir(),
-			Addr:         "127.0.0.1:0", // fixed after the first start
-			PeerURL:      "http://" + listen(t),
-			ClientURL:    "http://" + listen(t),
-			Replicas:     replicas,
-			EtcdLogLevel: "error",
-			EtcdTick:     50 * time.Millisecond,
-		}}
+		ss[i] = newServer(t, fmt.Sprintf("pd%d", i+1), "http://"+listen(t), replicas)
 		initial = append(initial, ss[i].cfg.Name+"="+ss[i].cfg.PeerURL)
 	}
 	for _, s := range ss {
@@ -84,6 +81,51 @@ func NewCluster(t testing.TB, members, replicas int) []*Server {
 	return ss
 }
 
+func newServer(t testing.TB, name, peerURL string, replicas int) *Server {
+	s := &Server{t: t, cfg: pd.Config{
+		Name:         name,
+		DataDir:      t.TempDir(),
+		Addr:         "127.0.0.1:0", // fixed after the first start
+		PeerURL:      peerURL,
+		ClientURL:    "http://" + listen(t),
+		StatusAddr:   listen(t),
+		Replicas:     replicas,
+		EtcdLogLevel: "error",
+		EtcdTick:     50 * time.Millisecond,
+	}}
+	s.HTTPAddr = s.cfg.StatusAddr
+	return s
+}
+
+// FreePeerURL returns a free loopback URL for a new member's etcd peer.
+func FreePeerURL(t testing.TB) string { return "http://" + listen(t) }
+
+// Join starts a member that joins an existing cluster after it was added
+// with `etcd member add` (PD's POST /members), which gave initialCluster.
+// It is stopped in t.Cleanup.
+func Join(t testing.TB, name, peerURL, initialCluster string, replicas int) *Server {
+	t.Helper()
+	s := newServer(t, name, peerURL, replicas)
+	s.cfg.InitialCluster, s.cfg.InitialClusterState = initialCluster, "existing"
+	s.launch()
+	t.Cleanup(s.Stop)
+	s.waitReady()
+	return s
+}
+
+// WaitRemoved waits until a member removed from the cluster stops by
+// itself, whatever it returns.
+func (s *Server) WaitRemoved() {
+	s.t.Helper()
+	select {
+	case <-s.done:
+	case <-time.After(startTimeout):
+		require.FailNow(s.t, "removed pd member "+s.cfg.Name+" did not stop")
+	}
+	s.httpSrv.Close()
+	s.srv = nil
+}
+
 // Leader returns the member currently leading, or nil.
 func Leader(ss []*Server) *Server {
 	for _, s := range ss {
@@ -106,6 +148,10 @@ func (s *Server) launch() {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	s.srv, s.cancel, s.done = srv, cancel, done
+	ln, err := net.Listen("tcp", s.cfg.StatusAddr)
+	require.NoError(s.t, err)
+	s.httpSrv = &http.Server{Handler: srv.APIHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.httpSrv.Serve(ln) }()
 }
 
 func (s *Server) waitReady() {
@@ -130,6 +176,7 @@ func (s *Server) Stop() {
 		return
 	}
 	s.cancel()
+	s.httpSrv.Close()
 	select {
 	case err := <-s.done:
 		if err != nil {
