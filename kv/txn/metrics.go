@@ -13,7 +13,7 @@ var (
 	}, []string{"cmd"})
 	lockWaitSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "txn", Name: "lock_wait_seconds",
-		Help:    "Time pessimistic lock requests waited for another transaction's lock, by outcome (acquired, timeout, lock_expired, deadlock, canceled).",
+		Help:    "Time pessimistic lock requests waited for another transaction's lock, by outcome (acquired, timeout, lock_expired, prewrite_lock (not waited: the client resolves or backs off), deadlock, canceled).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18),
 	}, []string{"outcome"})
 	latchWaitSeconds = promauto.NewHistogram(prometheus.HistogramOpts{

@@ -129,6 +129,16 @@ func (s *Storage) tryPessimisticLock(ctx context.Context, req *kvrpcpb.Pessimist
 				lockWaitSeconds.WithLabelValues("lock_expired").Observe(0)
 				return lockedResponse(ke.Locked), nil, nil
 			}
+			if ke.Locked != nil && ke.Locked.GetLockType() != kvrpcpb.Op_PessimisticLock {
+				// A prewrite lock: its owner is committing and waits for
+				// no one. The client asks its primary: a committed or
+				// rolled-back owner's locks are resolved region-wide at
+				// once (a large transaction's secondaries, committed in
+				// the background, would otherwise wake waiters one key at
+				// a time); a live one is backed off, briefly.
+				lockWaitSeconds.WithLabelValues("prewrite_lock").Observe(0)
+				return lockedResponse(ke.Locked), nil, nil
+			}
 			if ke.Locked != nil {
 				w := s.waits.add(m.GetKey(), p.startTS, ke.Locked, prev)
 				return nil, w, nil

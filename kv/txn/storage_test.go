@@ -146,6 +146,30 @@ func TestLockWaitOnExpiredHolderReturnsLocked(t *testing.T) {
 	require.NotNil(t, resp.Errors[0].Locked, "the client must resolve the expired lock")
 }
 
+// A pessimistic lock request that meets a live prewrite lock is answered
+// Locked at once instead of queueing: the owner is committing and waits for
+// no one, and a committed owner's locks are resolved region-wide by the
+// client (a queued waiter was woken once per key as a large transaction's
+// secondaries were committed in the background: TestLargeTransaction's
+// UPDATE timed out behind a 100,000-key INSERT).
+func TestLockMeetingPrewriteLockReturnsLockedAtOnce(t *testing.T) {
+	h := newHarness(t)
+	owner := nowTS()
+	pre, err := h.s.Prewrite(bg, &kvrpcpb.PrewriteRequest{
+		Mutations:   []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k"), Value: []byte("v")}},
+		PrimaryLock: []byte("k"), StartVersion: owner, LockTtl: 60000,
+	})
+	require.NoError(t, err)
+	require.Empty(t, pre.Errors)
+	start := time.Now()
+	resp := h.lock(t, owner+1, 10000, "k")
+	require.Less(t, time.Since(start), 5*time.Second, "must not wait for the 10 s lock wait timeout")
+	require.Len(t, resp.Errors, 1)
+	require.NotNil(t, resp.Errors[0].Locked, "got %v", resp.Errors[0])
+	require.Equal(t, owner, resp.Errors[0].Locked.LockVersion)
+	require.Zero(t, h.s.waits.waiters())
+}
+
 func TestDeadlockVictimFailsAtOnce(t *testing.T) {
 	h := newHarness(t)
 	a, b := nowTS(), nowTS()+1

@@ -204,6 +204,7 @@ func (t *Txn) lockRegion(ctx context.Context, bo *client.Backoffer, r *locate.Re
 	for i, k := range keys {
 		muts[i] = &kvrpcpb.Mutation{Op: kvrpcpb.Op_PessimisticLock, Key: k}
 	}
+	polls := 0
 	for {
 		// The store waits at most this long per request, below the RPC
 		// timeout (a lock request timing out in flight is undetermined);
@@ -274,14 +275,32 @@ func (t *Txn) lockRegion(ctx context.Context, bo *client.Backoffer, r *locate.Re
 				return nil, false, &sql.LockConflictError{Key: real[0].Key}
 			}
 			if res.Wait {
-				if time.Now().After(deadline) {
-					return nil, false, fmt.Errorf("%w: key %x locked by txn %d", sql.ErrLockWaitTimeout, real[0].Key, real[0].LockVersion)
-				}
-				if err := bo.Backoff(ctx, fmt.Errorf("%w: txn %d", errLocked, real[0].LockVersion)); err != nil {
-					return nil, false, err
+				// A live owner's prewrite lock (the store queues waiters
+				// only behind pessimistic locks): poll with backoff until
+				// the statement's lock wait timeout, as a queued wait would.
+				if err := waitLockOwner(ctx, &polls, deadline); err != nil {
+					return nil, false, fmt.Errorf("%w: key %x locked by txn %d", err, real[0].Key, real[0].LockVersion)
 				}
 			}
 		}
+	}
+}
+
+// waitLockOwner sleeps before the n-th poll of a live transaction's lock:
+// 2 ms doubling to 200 ms, never past deadline (then ErrLockWaitTimeout).
+func waitLockOwner(ctx context.Context, n *int, deadline time.Time) error {
+	d := min(2*time.Millisecond<<min(*n, 7), 200*time.Millisecond, time.Until(deadline))
+	if d <= 0 {
+		return sql.ErrLockWaitTimeout
+	}
+	*n++
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
