@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/pdpb"
 )
 
@@ -174,6 +175,14 @@ func (oc *OperatorController) Dispatch(r *RegionInfo, resp *pdpb.RegionHeartbeat
 		oc.finishLocked(op, OpTimeout, now)
 		return
 	}
+	if !stepPossible(step, r) {
+		// A conf change this operator did not make took away the peer
+		// its step needs (a replaced operator's removal still applied,
+		// an election): it would wait for its timeout (3 minutes); the
+		// checkers decide again from the region as it is.
+		oc.finishLocked(op, OpCanceled, now)
+		return
+	}
 	if to := stepTarget(step); to != 0 && !oc.c.StoreState(to).placeable() {
 		// The store the step adds to or moves the leadership to stopped
 		// heartbeating, is being removed or is gone: the operator would
@@ -317,4 +326,18 @@ func stepTarget(s OpStep) uint64 {
 		return s.ToStore
 	}
 	return 0
+}
+
+// stepPossible reports whether region r still has what step acts on: a
+// voter to take the leadership, the learner to promote.
+func stepPossible(step OpStep, r *RegionInfo) bool {
+	switch s := step.(type) {
+	case TransferLeader:
+		p := r.PeerOnStore(s.ToStore)
+		return p != nil && p.GetRole() == metapb.PeerRole_Voter
+	case PromoteLearner:
+		p := r.PeerOnStore(s.ToStore)
+		return p != nil && p.GetId() == s.PeerID
+	}
+	return true
 }

@@ -493,6 +493,37 @@ func TestOperatorCancelledWhenTargetDown(t *testing.T) {
 	require.Equal(t, OpCanceled, op.Status())
 }
 
+// An operator whose next step lost its peer to a conf change it did not
+// make (in CI a replaced balance operator's removal applied after the
+// checker planned a leader transfer onto that peer, and a drain waited out
+// the 3-minute timeout) is cancelled at the next heartbeat.
+func TestOperatorCancelledWhenStepImpossible(t *testing.T) {
+	s := newSim(t, 4, Config{})
+	s.addRegions(1)
+	r := s.c.GetRegion(1)
+	require.Nil(t, r.PeerOnStore(4))
+
+	op := NewOperator("test", OpAdmin, r, time.Hour, TransferLeader{FromStore: r.LeaderStore(), ToStore: 4})
+	require.NoError(t, s.oc.AddOperator(op))
+	resp := &pdpb.RegionHeartbeatResponse{}
+	s.oc.Dispatch(r, resp)
+	require.Nil(t, resp.TransferLeader)
+	require.Equal(t, OpCanceled, op.Status())
+
+	op = NewOperator("test", OpAdmin, r, time.Hour, AddLearner{ToStore: 4, PeerID: 77}, PromoteLearner{ToStore: 4, PeerID: 77})
+	require.NoError(t, s.oc.AddOperator(op))
+	withLearner := proto.CloneOf(r.Meta)
+	withLearner.Peers = append(withLearner.Peers, &metapb.Peer{Id: 77, StoreId: 4, Role: metapb.PeerRole_Learner})
+	withLearner.RegionEpoch.ConfVer++
+	resp = &pdpb.RegionHeartbeatResponse{}
+	s.oc.Dispatch(&RegionInfo{Meta: withLearner, Leader: r.Leader}, resp)
+	require.Equal(t, pdpb.ConfChangeType_AddNode, resp.ChangePeer.GetChangeType(), "promote")
+	resp = &pdpb.RegionHeartbeatResponse{}
+	s.oc.Dispatch(r, resp) // the learner is gone again
+	require.Nil(t, resp.ChangePeer)
+	require.Equal(t, OpCanceled, op.Status())
+}
+
 // The hot-region scheduler moves the leadership of the hottest region away
 // from a store that leads most of the write flow, and leaves a balanced
 // flow alone.
