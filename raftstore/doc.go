@@ -258,6 +258,16 @@
 // unapplied writes with ErrUndetermined wrapping ErrStopped (the entry may
 // still commit).
 //
+// # Transaction-layer hooks
+//
+// TxnHooks (txnhooks.go) let the layer above keep per-region state in the
+// leader's memory (in-memory pessimistic locks): LeaderChanged on every
+// leadership change of a local peer, before it serves in the new role;
+// Handover before a leader transfer starts (on the loop, before raft's
+// TransferLeader, so the transferee receives the writes before it
+// campaigns) and before a split is proposed (queued ahead of it). Metric:
+// strata_raftstore_handover_writes_total.
+//
 // # Transport
 //
 // One goroutine, gRPC connection and client stream (storepb Raft) per

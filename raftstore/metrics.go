@@ -73,6 +73,10 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "leader_transfers_total",
 		Help: "Leader transfers started by this store (graceful shutdown).",
 	})
+	handoverWrites = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "handover_writes_total",
+		Help: "Writes the transaction layer put into the log ahead of a leader transfer or split (its in-memory pessimistic locks).",
+	})
 	raftMessagesSent = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "raft_messages_sent_total",
 		Help: "Raft messages handed to the transport.",

@@ -36,7 +36,7 @@ type proposal struct {
 	// proposed is when the entry was handed to raft (before any MsgApp
 	// carrying it was sent): its commit renews the lease from there.
 	proposed time.Time
-	// cb, when set, receives the outcome instead of done (ProposeAsync).
+	// cb, when set, receives the outcome instead of done (handover writes).
 	cb func(*raft_cmdpb.RaftCmdResponse, error)
 	// overwritten is when a persisted Ready replaced the entry in the local
 	// log (zero while it is there); see trackProposals.

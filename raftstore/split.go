@@ -91,6 +91,9 @@ func (s *Store) SplitRegion(ctx context.Context, regionID uint64, epoch *metapb.
 		Header:       &raft_cmdpb.RaftRequestHeader{RegionId: regionID, RegionEpoch: region.GetRegionEpoch()},
 		AdminRequest: &raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_Split, Split: splitRequest(keys, ids)},
 	}
+	// The transaction layer's in-memory state of the region goes into the
+	// log ahead of the split (queued first, so applied first).
+	s.handover(region, s.queueHandover)
 	start := time.Now()
 	resp, err := s.proposeAndWait(ctx, cmd, 0)
 	if err != nil {

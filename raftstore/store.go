@@ -211,6 +211,9 @@ type Store struct {
 	maxLease     time.Duration
 	// leaseHook, when set (tests), sees every lease read and transfer start.
 	leaseHook atomic.Pointer[func(LeaseEvent)]
+	// txnHooks, when set, connect the transaction layer's in-memory
+	// state with leader changes, transfers and splits (txnhooks.go).
+	txnHooks atomic.Pointer[TxnHooks]
 	// raftFilter, when set (tests), drops raft messages to and from the
 	// stores it returns true for.
 	raftFilter atomic.Pointer[func(storeID uint64) bool]
@@ -463,24 +466,6 @@ func (s *Store) proposeAndWait(ctx context.Context, cmd *raft_cmdpb.RaftCmdReque
 		default:
 			return nil, fmt.Errorf("%w: %w", ErrUndetermined, ErrStopped)
 		}
-	}
-}
-
-// ProposeAsync is Propose without waiting for the outcome: it queues cmd
-// and returns at once. done receives what Propose would have returned,
-// exactly once: on the caller's goroutine when the command is refused before
-// it is queued (stopping, busy, admin request), else on the store's Ready
-// loop goroutine, so it must be quick and must not block or call back
-// into the store. Nothing is acknowledged by the call itself: the entry is
-// durable on a quorum only when done reports success.
-func (s *Store) ProposeAsync(cmd *raft_cmdpb.RaftCmdRequest, leaderGen uint64, done func(*raft_cmdpb.RaftCmdResponse, error)) {
-	if cmd.GetAdminRequest() != nil {
-		done(nil, ErrAdminNotSupported)
-		return
-	}
-	pr := &proposal{cmd: cmd, leaderGen: leaderGen, start: time.Now(), cb: done}
-	if resp := s.queueProposal(pr); resp != nil {
-		done(resp, nil)
 	}
 }
 
@@ -1133,6 +1118,9 @@ func (s *Store) transferLeaders() {
 // startTransfer starts a leader transfer of p (a leader with no transfer in
 // progress) to peer target.
 func (s *Store) startTransfer(p *peer, target uint64) {
+	// The transaction layer's in-memory state goes into the log first: the
+	// transferee has every entry before it campaigns.
+	s.handover(p.region, s.propose)
 	p.transferee = target
 	// The MsgTimeoutNow this may send lets the target win an election
 	// with forced votes that ignore CheckQuorum: no lease read from here
@@ -1325,6 +1313,7 @@ func (s *Store) handleSoftState(readies []peerReady) {
 			p.steppedDown = s.now()
 		}
 		if p.isLeader != wasLeader {
+			s.leaderChanged(p.region.GetId(), p.isLeader)
 			s.meta.setLeader(p.region.GetId(), p.isLeader)
 			s.log.Info("leadership changed", "region", p.region.GetId(), "leader", p.isLeader, "lead", ss.Lead)
 		}

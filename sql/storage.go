@@ -81,6 +81,12 @@ var (
 	// ErrLockWaitTimeout: a pessimistic lock waited longer than
 	// innodb_lock_wait_timeout (MySQL 1205).
 	ErrLockWaitTimeout = errors.New("sql: lock wait timeout exceeded")
+	// ErrPessimisticLockLost: at commit, a row lock of the pessimistic
+	// transaction was gone (kept in a region leader's memory, lost when
+	// that leader failed) and another transaction had written or locked
+	// the row since; the transaction was rolled back and can be run again
+	// (MySQL 1213, which clients retry).
+	ErrPessimisticLockLost = errors.New("sql: pessimistic lock lost")
 )
 
 // DeadlockError: waiting for Key would close a cycle of lock waits; this

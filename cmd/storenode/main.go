@@ -52,8 +52,8 @@ type fileConfig struct {
 	LogLevel           string        `toml:"log-level"`
 	// Labels are the store's location labels, "zone=z1,host=h1".
 	Labels string `toml:"labels"`
-	// PipelinedPessimisticLock: see kv/txn Config (off by default).
-	PipelinedPessimisticLock bool `toml:"pipelined-pessimistic-lock"`
+	// InMemoryPessimisticLock: see kv/txn Config (on by default).
+	InMemoryPessimisticLock bool `toml:"in-memory-pessimistic-lock"`
 }
 
 func main() {
@@ -119,7 +119,7 @@ func run(args []string) error {
 		RaftLogGCLagLimit:     cfg.RaftLogGCLagLimit,
 		Logger:                logger,
 
-		PipelinedPessimisticLock: cfg.PipelinedPessimisticLock,
+		DisableInMemoryPessimisticLock: !cfg.InMemoryPessimisticLock,
 	})
 	if err != nil {
 		return err
@@ -135,6 +135,7 @@ func parseFlags(args []string) (fileConfig, error) {
 		DataDir: "data/store", RaftTick: 100 * time.Millisecond, ElectionTicks: 10, HeartbeatTicks: 2,
 		HeartbeatInterval: time.Second, LeaderTransferTimeout: server.DefaultLeaderTransferTimeout, LogLevel: "info",
 		SplitCheckInterval: 10 * time.Second, RegionSplitSize: 96 << 20, RegionSplitKeys: 960000,
+		InMemoryPessimisticLock: true,
 	}
 	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
@@ -171,8 +172,8 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.Int64Var(&cfg.RaftLogGCLagLimit, "raft-log-gc-lag-limit", cfg.RaftLogGCLagLimit, "a follower more entries behind than this does not hold log GC back and gets a snapshot (0: 10000)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.Labels, "labels", cfg.Labels, `location labels "key=value,..." for PD's location-labels (e.g. "zone=z1,host=h1")`)
-	fs.BoolVar(&cfg.PipelinedPessimisticLock, "pipelined-pessimistic-lock", cfg.PipelinedPessimisticLock,
-		"answer pessimistic locks before their lock records are replicated (faster; a lock lost to a crash or leader transfer fails its transaction at commit)")
+	fs.BoolVar(&cfg.InMemoryPessimisticLock, "in-memory-pessimistic-lock", cfg.InMemoryPessimisticLock,
+		"keep pessimistic locks in the region leader's memory (no raft round; put into the log before a leader transfer or split; lost in a crash, when a transaction whose lock was taken meanwhile fails at commit with a retryable error)")
 	return fs
 }
 

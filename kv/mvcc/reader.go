@@ -28,6 +28,7 @@ type Snapshot interface {
 // values are copies owned by the caller.
 type TxnReader struct {
 	snap    Snapshot
+	overlay LockOverlay
 	writeIt *pebble.Iterator
 	dataIt  *pebble.Iterator
 	buf     []byte
@@ -35,6 +36,25 @@ type TxnReader struct {
 	// scratch backs buf and wbuf for ordinary key sizes (one allocation
 	// with the reader instead of one per buffer and growth).
 	scratch [2][64]byte
+}
+
+// LockOverlay is a set of locks kept outside the engine (the region
+// leader's in-memory pessimistic locks) that a TxnReader sees on top of the
+// lock key space: a key's lock in the overlay hides the engine's. Keys are
+// encoded user keys (keys.Encode, no key-space prefix). Implementations are
+// safe for concurrent use and return copies the caller owns.
+type LockOverlay interface {
+	// Lock returns encKey's lock, or nil.
+	Lock(encKey []byte) *Lock
+	// Locks returns the locks whose encoded keys lie in [lo, hi) (hi
+	// empty: no upper bound), in key order.
+	Locks(lo, hi []byte) []OverlayLock
+}
+
+// OverlayLock is one lock of a LockOverlay.
+type OverlayLock struct {
+	EncKey []byte
+	Lock   *Lock
 }
 
 // NewTxnReader returns a reader over snap; snap must outlive it.
@@ -80,9 +100,35 @@ var cfBounds = func() (b [3][2][]byte) {
 	return b
 }()
 
-// LoadLock returns key's lock, or nil.
+// SetOverlay makes the reader see o's locks over the engine's (nil: none).
+func (r *TxnReader) SetOverlay(o LockOverlay) { r.overlay = o }
+
+// LoadLock returns key's lock (the overlay's, else the engine's), or nil.
 func (r *TxnReader) LoadLock(key []byte) (*Lock, error) {
 	r.buf = keys.Encode(append(r.buf[:0], keys.PrefixLock), key)
+	if r.overlay != nil {
+		if l := r.overlay.Lock(r.buf[1:]); l != nil {
+			return l, nil
+		}
+	}
+	return r.loadEngineLock(key)
+}
+
+// EngineHasLock reports whether the engine (not the overlay) holds a lock
+// of the encoded key encKey.
+func (r *TxnReader) EngineHasLock(encKey []byte) (bool, error) {
+	r.buf = append(append(r.buf[:0], keys.PrefixLock), encKey...)
+	_, closer, err := r.snap.Get(r.buf)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("mvcc: load lock: %w", err)
+	}
+	return true, closer.Close()
+}
+
+func (r *TxnReader) loadEngineLock(key []byte) (*Lock, error) {
 	v, closer, err := r.snap.Get(r.buf)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
@@ -279,10 +325,31 @@ func (r *TxnReader) TxnCommitRecord(key []byte, startTS uint64) (CommitRecord, e
 }
 
 // ScanLocks calls fn for each lock with a user key in [start, end) (empty
-// end: no bound) in key order until fn returns false. key and l are owned
-// by fn.
+// end: no bound) in key order until fn returns false, the overlay's merged
+// with the engine's (the overlay's hides the engine's of the same key). key
+// and l are owned by fn.
 func (r *TxnReader) ScanLocks(start, end []byte, fn func(key []byte, l *Lock) bool) error {
 	lo, hi := keys.CFBounds(raft_cmdpb.CF_LOCK, start, end)
+	var mem []OverlayLock
+	if r.overlay != nil {
+		mem = r.overlay.Locks(lo[1:], hi[1:])
+	}
+	// emitMem sends the overlay's locks below encKey (all with nil); it
+	// reports false when fn stopped.
+	emitMem := func(encKey []byte) (bool, error) {
+		for len(mem) > 0 && (encKey == nil || bytes.Compare(mem[0].EncKey, encKey) < 0) {
+			_, key, err := codec.DecodeBytes(mem[0].EncKey, nil)
+			if err != nil {
+				return false, fmt.Errorf("%w: in-memory lock key %x", ErrCorruptRecord, mem[0].EncKey)
+			}
+			l := mem[0].Lock
+			mem = mem[1:]
+			if !fn(key, l) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
 	it, err := r.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return fmt.Errorf("mvcc: scan locks: %w", err)
@@ -290,6 +357,12 @@ func (r *TxnReader) ScanLocks(start, end []byte, fn func(key []byte, l *Lock) bo
 	defer it.Close()
 	for valid := it.First(); valid; valid = it.Next() {
 		k := it.Key()
+		if more, err := emitMem(k[1:]); !more {
+			return err
+		}
+		if len(mem) > 0 && bytes.Equal(mem[0].EncKey, k[1:]) {
+			continue // the overlay's lock of this key comes next
+		}
 		_, key, err := codec.DecodeBytes(k[1:], nil)
 		if err != nil {
 			return fmt.Errorf("%w: lock key %x", ErrCorruptRecord, k)
@@ -306,5 +379,9 @@ func (r *TxnReader) ScanLocks(start, end []byte, fn func(key []byte, l *Lock) bo
 			return nil
 		}
 	}
-	return it.Error()
+	if err := it.Error(); err != nil {
+		return err
+	}
+	_, err = emitMem(nil)
+	return err
 }

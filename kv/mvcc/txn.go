@@ -27,6 +27,18 @@ func (t *Txn) Len() int { return len(t.writes) }
 // Reset drops the collected writes.
 func (t *Txn) Reset() { t.writes = nil }
 
+// Retain keeps, in order, the writes keep returns true for.
+func (t *Txn) Retain(keep func(*raft_cmdpb.Request) bool) {
+	kept := t.writes[:0]
+	for _, w := range t.writes {
+		if keep(w) {
+			kept = append(kept, w)
+		}
+	}
+	clear(t.writes[len(kept):])
+	t.writes = kept
+}
+
 // Truncate drops the writes after the first n (undoes a failed key).
 func (t *Txn) Truncate(n int) { t.writes = t.writes[:n] }
 

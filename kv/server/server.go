@@ -45,9 +45,10 @@ type Config struct {
 	// raftstore.Store.TransferLeaders). Zero means 5s; negative skips the
 	// transfer (the store stops as if it crashed, for comparisons in tests).
 	LeaderTransferTimeout time.Duration
-	// PipelinedPessimisticLock answers pessimistic locks before their
-	// lock records applied (txn.Config.PipelinedPessimisticLock).
-	PipelinedPessimisticLock bool
+	// DisableInMemoryPessimisticLock writes every pessimistic lock through
+	// raft instead of keeping it in the region leader's memory
+	// (txn.Config.InMemoryPessimisticLock, on by default).
+	DisableInMemoryPessimisticLock bool
 	// PD, when set, is used instead of dialling PDEndpoints (tests).
 	PD PD
 	// GC tunes the store's MVCC garbage collector (kv/gc); it runs when
@@ -209,7 +210,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if tso == nil {
 		tso = pd
 	}
-	svc := NewService(store, tso, pd, s.log, s.cfg.PipelinedPessimisticLock)
+	svc := NewService(store, tso, pd, s.log, !s.cfg.DisableInMemoryPessimisticLock)
 	defer svc.Close()
 	storepb.RegisterStoreServer(gs, svc)
 	gcDone := make(chan struct{})

@@ -56,12 +56,17 @@ type Service struct {
 // NewService returns the gRPC service of store; tso is used to sync the max
 // read timestamp whenever this store gains a region leadership, pd to find
 // the cluster's deadlock detector. Close releases its connections.
-// pipelinedLocks is txn.Config.PipelinedPessimisticLock.
-func NewService(store *raftstore.Store, tso TSO, pd RegionLocator, log *slog.Logger, pipelinedLocks bool) *Service {
+// memLocks is txn.Config.InMemoryPessimisticLock: the service then installs
+// the storage's hooks on store (leader changes, handover before transfers
+// and splits).
+func NewService(store *raftstore.Store, tso TSO, pd RegionLocator, log *slog.Logger, memLocks bool) *Service {
 	cm := concurrency.New()
 	det := newClusterDetector(store, pd, log)
-	return &Service{store: store, cm: cm, detector: det,
-		st: txn.New(raftEngine{store}, cm, tso, txn.Config{Detector: det, PipelinedPessimisticLock: pipelinedLocks})}
+	st := txn.New(raftEngine{store}, cm, tso, txn.Config{Detector: det, InMemoryPessimisticLock: memLocks})
+	if memLocks {
+		store.SetTxnHooks(&raftstore.TxnHooks{LeaderChanged: st.LeaderChanged, Handover: st.Handover})
+	}
+	return &Service{store: store, cm: cm, detector: det, st: st}
 }
 
 // Close releases the service's outgoing connections (to the deadlock
@@ -98,13 +103,6 @@ func (e raftEngine) Write(ctx context.Context, rctx *kvrpcpb.Context, region *me
 		return nil, err
 	}
 	return resp.GetRegionError(), nil
-}
-
-// WriteAsync implements txn.AsyncEngine with raftstore's ProposeAsync.
-func (e raftEngine) WriteAsync(rctx *kvrpcpb.Context, region *metapb.Region, gen uint64, reqs []*raft_cmdpb.Request, done func(*errorpb.Error, error)) {
-	e.s.ProposeAsync(raftCmd(rctx, region, reqs), gen, func(resp *raft_cmdpb.RaftCmdResponse, err error) {
-		done(resp.GetRegionError(), err)
-	})
 }
 
 func raftCmd(rctx *kvrpcpb.Context, region *metapb.Region, reqs []*raft_cmdpb.Request) *raft_cmdpb.RaftCmdRequest {

@@ -140,6 +140,9 @@ func prewriteKey(r *mvcc.TxnReader, t *mvcc.Txn, p *prewriteProps, m *kvrpcpb.Mu
 	if !shouldWrite {
 		return prewriteResult{}, nil
 	}
+	if p.pessimistic && action == kvrpcpb.PessimisticAction_DoPessimisticCheck && !hasPessimist {
+		prewriteAmended.Inc()
+	}
 
 	lock := &mvcc.Lock{
 		Type:        lockType,

@@ -432,7 +432,7 @@ func (s *Storage) ResolveLock(ctx context.Context, req *kvrpcpb.ResolveLockReque
 			return &kvrpcpb.ResolveLockResponse{RegionError: rerr}, nil
 		}
 		snap := s.engine.Snapshot()
-		r := mvcc.NewTxnReader(snap)
+		r := s.newReader(snap, region.GetId())
 		var batch [][]byte
 		err = r.ScanLocks(regionkeys.ClampStart(from, region), region.GetEndKey(), func(k []byte, l *mvcc.Lock) bool {
 			if _, ok := status[l.StartTS]; ok {

@@ -40,6 +40,32 @@
 // client resolves it), and fails at once with Deadlock when the wait would
 // close a cycle in the Detector's wait-for graph.
 //
+// # In-memory pessimistic locks
+//
+// With Config.InMemoryPessimisticLock (TiKV's in-memory pessimistic
+// locks) a PessimisticLock on a region's leader puts its locks into that
+// region's table in memory (memlocks.go) instead of proposing them: no raft
+// round. Every TxnReader of a command sees the table over the lock key
+// space (mvcc.LockOverlay), so the transaction's prewrite, other lockers,
+// CheckTxnStatus, ResolveLock and ScanLock find them; snapshot reads ignore
+// pessimistic locks anyway. A command's other lock writes remove the key
+// from the table before they are proposed, and a pessimistic rollback of a
+// memory-only lock writes nothing. The table is dropped whenever the
+// region's leadership here changes (raftstore's TxnHooks.LeaderChanged)
+// and emptied when the region's epoch version moves on. Before a planned
+// leader transfer or a split, raftstore calls Handover: the locks are
+// proposed as lock records ahead of the transfer or split (the transferee
+// has every entry before it campaigns, the split applies after them), and
+// new locks of the region go through raft until the table is replaced. A
+// crash loses the table: the transaction's pessimistic prewrite then
+// amends the missing lock only if no other lock is on the key and nothing
+// was committed after for_update_ts, else fails with a retryable error
+// (PessimisticLockNotFound; MySQL 1213 at COMMIT), so isolation never
+// depends on the lock having survived. Metrics:
+// strata_txn_memory_pessimistic_locks, pessimistic_lock_writes_total
+// {where}, memory_locks_flushed_total{outcome},
+// memory_locks_dropped_total{reason}, prewrite_amended_locks_total.
+//
 // # Concurrency and errors
 //
 // Storage is safe for concurrent use; commands run on the caller's

@@ -14,7 +14,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/stratadb/strata/kv/codec"
 	"github.com/stratadb/strata/kv/concurrency"
 	"github.com/stratadb/strata/kv/keys"
 	"github.com/stratadb/strata/kv/mvcc"
@@ -103,10 +102,15 @@ type harness struct {
 	tso *counterTSO
 }
 
+// newHarness runs the store as deployed: in-memory pessimistic locks on.
 func newHarness(t testing.TB) *harness {
+	return newHarnessWith(t, Config{InMemoryPessimisticLock: true})
+}
+
+func newHarnessWith(t testing.TB, cfg Config) *harness {
 	e := newPebbleEngine(t)
 	tso := &counterTSO{}
-	return &harness{t: t, e: e, tso: tso, s: New(e, concurrency.New(), tso, Config{})}
+	return &harness{t: t, e: e, tso: tso, s: New(e, concurrency.New(), tso, cfg)}
 }
 
 // ---- argument parsing ----
@@ -315,8 +319,26 @@ func fmtLockInfo(l *kvrpcpb.LockInfo) string {
 
 func fmtRegionError(e *errorpb.Error) string { return "region error: " + e.GetMessage() }
 
+// dump prints the engine's key spaces; locks as the store's readers see
+// them (with in-memory pessimistic locks, when on, in their place), so a
+// script's output is the same in both modes.
 func (h *harness) dump() string {
 	var sb strings.Builder
+	snap := h.e.Snapshot()
+	r := h.s.newReader(snap, h.e.region.GetId())
+	err := r.ScanLocks(nil, nil, func(uk []byte, l *mvcc.Lock) bool {
+		fmt.Fprintf(&sb, "lock %s: %s", uk, fmtLockInfo(l.Info(uk)))
+		if l.HasShortValue {
+			fmt.Fprintf(&sb, " value=%s", fmtValue(l.ShortValue))
+		}
+		sb.WriteString("\n")
+		return true
+	})
+	r.Close()
+	snap.Close()
+	if err != nil {
+		return err.Error()
+	}
 	it, err := h.e.db.NewIter(nil)
 	if err != nil {
 		return err.Error()
@@ -326,17 +348,7 @@ func (h *harness) dump() string {
 		k, v := it.Key(), it.Value()
 		switch k[0] {
 		case keys.PrefixLock:
-			_, uk, _ := codec.DecodeBytes(k[1:], nil)
-			l, err := mvcc.DecodeLock(v)
-			if err != nil {
-				fmt.Fprintf(&sb, "lock %s: %v\n", uk, err)
-				continue
-			}
-			fmt.Fprintf(&sb, "lock %s: %s", uk, fmtLockInfo(l.Info(uk)))
-			if l.HasShortValue {
-				fmt.Fprintf(&sb, " value=%s", fmtValue(l.ShortValue))
-			}
-			sb.WriteString("\n")
+			// printed above
 		case keys.PrefixWrite:
 			uk, ts, _ := keys.DecodeVersioned(k[1:], nil)
 			w, err := mvcc.DecodeWrite(v)
@@ -597,12 +609,18 @@ func (h *harness) run(d *datadriven.TestData) string {
 	return sb.String()
 }
 
+// TestDataDriven runs every script with pessimistic locks written through
+// the engine and kept in memory (same expected output).
 func TestDataDriven(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		h := newHarness(t)
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			h.t = t
-			return h.run(d)
+	for _, mode := range []string{"raft_locks", "memory_locks"} {
+		t.Run(mode, func(t *testing.T) {
+			datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+				h := newHarnessWith(t, Config{InMemoryPessimisticLock: mode == "memory_locks"})
+				datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+					h.t = t
+					return h.run(d)
+				})
+			})
 		})
-	})
+	}
 }

@@ -26,11 +26,30 @@ var (
 		Help:    "Time write commands waited, latches held, for a linearizable view of their region (lease check or ReadIndex, applied index).",
 		Buckets: prometheus.ExponentialBuckets(0.00001, 2, 22),
 	})
-	pipelinedWrites = promauto.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "strata", Subsystem: "txn", Name: "pipelined_write_seconds",
-		Help:    "Writes answered before they applied (pipelined pessimistic locks): time from handing them to raft to their outcome, by command and outcome (ok, region_error: the lock was not written, error: unknown).",
-		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 20),
-	}, []string{"cmd", "outcome"})
+	memLocksGauge = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "memory_pessimistic_locks",
+		Help: "Pessimistic locks held in the memory of region leaders on this store.",
+	})
+	pessimisticLockWrites = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "pessimistic_lock_writes_total",
+		Help: "Pessimistic lock records taken, by where they went (memory: the leader's in-memory table, no raft round; raft).",
+	}, []string{"where"})
+	memLocksFlushed = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "memory_locks_flushed_total",
+		Help: "In-memory pessimistic locks proposed through raft before a leader transfer or split, by outcome (ok, failed: lost).",
+	}, []string{"outcome"})
+	memLocksDropped = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "memory_locks_dropped_total",
+		Help: "In-memory pessimistic locks lost, by reason (leader_change: not flushed before leadership moved; epoch_change).",
+	}, []string{"reason"})
+	memLockFull = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "memory_locks_full_total",
+		Help: "Pessimistic locks written through raft because their region's in-memory table was full.",
+	})
+	prewriteAmended = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "prewrite_amended_locks_total",
+		Help: "Pessimistic prewrites that found their pessimistic lock missing (lost with a leader) and wrote anyway: nothing was committed or locked on the key after for_update_ts.",
+	})
 	deadlocks = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "txn", Name: "deadlocks_total",
 		Help: "Pessimistic lock requests failed as deadlock victims.",

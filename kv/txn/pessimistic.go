@@ -109,12 +109,7 @@ func (s *Storage) tryPessimisticLock(ctx context.Context, req *kvrpcpb.Pessimist
 	if err != nil || rerr != nil {
 		return &kvrpcpb.PessimisticLockResponse{RegionError: rerr}, nil, err
 	}
-	finished := false
-	defer func() {
-		if !finished {
-			c.finish()
-		}
-	}()
+	defer c.finish()
 	resp := &kvrpcpb.PessimisticLockResponse{}
 	for _, m := range muts {
 		shouldNotExist := m.GetOp() == kvrpcpb.Op_Insert || m.GetOp() == kvrpcpb.Op_CheckNotExists
@@ -151,12 +146,6 @@ func (s *Storage) tryPessimisticLock(ctx context.Context, req *kvrpcpb.Pessimist
 		if p.needValue || p.needExist {
 			resp.NotFounds = append(resp.NotFounds, !found)
 		}
-	}
-	if c.writeAsync(req.GetContext()) {
-		// Pipelined: answered now, the latches are released when the
-		// lock record applied (or failed to).
-		finished = true
-		return resp, nil, nil
 	}
 	rerr, err = c.write(ctx, req.GetContext())
 	if err != nil {

@@ -46,18 +46,6 @@ type Engine interface {
 	Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, leaderGen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error)
 }
 
-// AsyncEngine is an Engine that can also replicate writes without the
-// caller waiting for them (raftstore's ProposeAsync). Storage uses it for
-// pipelined pessimistic locks (Config.PipelinedPessimisticLock).
-type AsyncEngine interface {
-	Engine
-	// WriteAsync is Write whose outcome goes to done instead of being
-	// returned: exactly once, possibly on another goroutine (the engine's
-	// apply loop, so done must be quick and must not block). reqs are
-	// retained until done is called.
-	WriteAsync(rctx *kvrpcpb.Context, region *metapb.Region, leaderGen uint64, reqs []*raft_cmdpb.Request, done func(*errorpb.Error, error))
-}
-
 // TSO hands out PD timestamps.
 type TSO interface {
 	GetTS(ctx context.Context) (uint64, error)
@@ -77,22 +65,19 @@ type Config struct {
 	// Detector finds deadlocks between waiting transactions (default: a
 	// LocalDetector for this store).
 	Detector Detector
-	// PipelinedPessimisticLock (TiKV's pipelined pessimistic lock, used
-	// when the engine is an AsyncEngine; off by default) answers a
-	// PessimisticLock once the lock is evaluated and handed to raft
-	// instead of after its lock record applied; the latches stay held until the
-	// write applied, so every later command on those keys (this
-	// transaction's prewrite too) runs after it. A lock record lost on the
-	// way (leader change) costs no isolation: the transaction's
-	// pessimistic prewrite finds the lock missing and fails with
-	// PessimisticLockNotFound if anything was committed after its
-	// for_update_ts, else writes as if it had been there (prewriteKey).
-	// But then the transaction fails at commit (a lock lost to a store
-	// crash or leader transfer that another transaction took meanwhile),
-	// where a synchronous lock would have failed its statement, which is
-	// retried: off until lock records survive leader transfers (TiKV
-	// proposes in-memory locks before a transfer).
-	PipelinedPessimisticLock bool
+	// InMemoryPessimisticLock keeps the pessimistic locks a region's
+	// leader takes in its memory instead of writing them through raft
+	// (TiKV's in-memory pessimistic locks; doc.go). The store must call
+	// LeaderChanged and Handover (raftstore's TxnHooks).
+	InMemoryPessimisticLock bool
+	// MemLockLimit caps the in-memory locks of one region (default
+	// 16384); past it new locks go through raft.
+	MemLockLimit int
+	// HandoverFreeze is how long new locks of a region go through raft
+	// after its in-memory locks were put into the log for a leader
+	// transfer or split (default 10 s; the transfer or split normally
+	// ends the table sooner).
+	HandoverFreeze time.Duration
 }
 
 // Storage evaluates Percolator commands for a store: reads with lock checks,
@@ -110,6 +95,8 @@ type Storage struct {
 
 	waits    *lockWaits
 	detector Detector
+	// mem, when not nil, holds the leaders' in-memory pessimistic locks.
+	mem *memLocks
 
 	syncMu    sync.Mutex
 	syncedGen atomic.Uint64
@@ -131,10 +118,48 @@ func New(engine Engine, cm *concurrency.Manager, tso TSO, cfg Config) *Storage {
 	if cfg.Detector == nil {
 		cfg.Detector = NewLocalDetector()
 	}
-	return &Storage{
+	if cfg.MemLockLimit <= 0 {
+		cfg.MemLockLimit = 16384
+	}
+	if cfg.HandoverFreeze <= 0 {
+		cfg.HandoverFreeze = 10 * time.Second
+	}
+	s := &Storage{
 		engine: engine, cm: cm, tso: tso, cfg: cfg,
 		latches: NewLatches(cfg.LatchSlots), waits: newLockWaits(), detector: cfg.Detector,
 	}
+	if cfg.InMemoryPessimisticLock {
+		s.mem = newMemLocks(cfg.HandoverFreeze, cfg.MemLockLimit)
+	}
+	return s
+}
+
+// LeaderChanged tells the storage that this store's peer of regionID
+// became its leader or stopped being it (raftstore's
+// TxnHooks.LeaderChanged): the region's in-memory locks are dropped.
+func (s *Storage) LeaderChanged(regionID uint64, leader bool) {
+	if s.mem != nil {
+		s.mem.leaderChanged(regionID, leader)
+	}
+}
+
+// Handover puts region's in-memory pessimistic locks into the raft log
+// through propose before a leader transfer or split (raftstore's
+// TxnHooks.Handover).
+func (s *Storage) Handover(region *metapb.Region, propose func([]*raft_cmdpb.Request, func(error))) {
+	if s.mem != nil {
+		s.mem.handover(region, propose)
+	}
+}
+
+// newReader returns a TxnReader over snap that sees regionID's in-memory
+// locks.
+func (s *Storage) newReader(snap Snapshot, regionID uint64) *mvcc.TxnReader {
+	r := mvcc.NewTxnReader(snap)
+	if s.mem != nil {
+		r.SetOverlay(lockView{m: s.mem, id: regionID})
+	}
+	return r
 }
 
 // Latches returns the latches write commands take; a component writing the
@@ -186,6 +211,10 @@ type command struct {
 	snap   Snapshot
 	r      *mvcc.TxnReader
 	t      mvcc.Txn
+	// memTable is the region's in-memory pessimistic lock table (nil when
+	// they are off); memChanges the leader changes seen before ReadIndex.
+	memTable   *regionLocks
+	memChanges uint64
 	// memRelease releases in-memory locks (async commit, 1PC) after the
 	// write's outcome is known.
 	memRelease func()
@@ -206,6 +235,12 @@ func (s *Storage) begin(ctx context.Context, kind string, rctx *kvrpcpb.Context,
 	if err != nil {
 		return nil, nil, err
 	}
+	var changes uint64
+	if s.mem != nil {
+		// Before the ReadIndex: a leader change after this (of any
+		// region) keeps the command's locks out of memory.
+		changes = s.mem.changes.Load()
+	}
 	latched := time.Now()
 	latchWaitSeconds.Observe(latched.Sub(start).Seconds())
 	region, rerr, err := s.engine.ReadIndex(ctx, rctx)
@@ -221,16 +256,27 @@ func (s *Storage) begin(ctx context.Context, kind string, rctx *kvrpcpb.Context,
 		guard.Release()
 		return nil, rerr, err
 	}
-	c := &command{s: s, kind: kind, gen: gen, guard: guard, region: region, start: start}
+	var table *regionLocks
+	if s.mem != nil {
+		table = s.mem.table(region.GetId())
+		table.syncVersion(region.GetRegionEpoch().GetVersion())
+	}
+	c := &command{s: s, kind: kind, gen: gen, guard: guard, region: region, start: start, memTable: table, memChanges: changes}
 	c.snap = s.engine.Snapshot()
-	c.r = mvcc.NewTxnReader(c.snap)
+	c.r = s.newReader(c.snap, region.GetId())
 	return c, nil, nil
 }
 
-// write applies the collected writes, if any. The write does not follow
-// ctx's cancellation: once proposed, the latches stay held until the
-// outcome is known.
+// write applies the collected writes, if any, after the in-memory lock
+// table took its part (memLocks.absorb). The write does not follow ctx's
+// cancellation: once proposed, the latches stay held until the outcome is
+// known.
 func (c *command) write(ctx context.Context, rctx *kvrpcpb.Context) (*errorpb.Error, error) {
+	if c.memTable != nil && c.t.Len() > 0 {
+		if err := c.s.mem.absorb(c); err != nil {
+			return nil, err
+		}
+	}
 	// The reader is done: release its iterators and snapshot before the
 	// raft round trip.
 	c.closeReader()
@@ -246,37 +292,6 @@ func (c *command) closeReader() {
 		c.snap.Close()
 		c.r, c.snap = nil, nil
 	}
-}
-
-// writeAsync is write for a command whose answer does not depend on the
-// write's outcome (pipelined pessimistic locks): it hands the writes to the
-// engine and returns at once, and the command is finished (latches
-// released) when the write's outcome is known. It reports false, having
-// done nothing, when the engine cannot write asynchronously; the caller
-// then writes and finishes the command itself.
-func (c *command) writeAsync(rctx *kvrpcpb.Context) bool {
-	ae, ok := c.s.engine.(AsyncEngine)
-	if !ok || !c.s.cfg.PipelinedPessimisticLock {
-		return false
-	}
-	c.closeReader()
-	if c.t.Len() == 0 {
-		c.finish()
-		return true
-	}
-	start := time.Now()
-	ae.WriteAsync(rctx, c.region, c.gen, c.t.Writes(), func(rerr *errorpb.Error, err error) {
-		outcome := "ok"
-		switch {
-		case err != nil:
-			outcome = "error"
-		case rerr != nil:
-			outcome = "region_error"
-		}
-		pipelinedWrites.WithLabelValues(c.kind, outcome).Observe(time.Since(start).Seconds())
-		c.finish()
-	})
-	return true
 }
 
 // finish releases everything the command holds.
@@ -457,7 +472,7 @@ func (s *Storage) ScanLock(ctx context.Context, req *kvrpcpb.ScanLockRequest) (*
 	}
 	snap := s.engine.Snapshot()
 	defer snap.Close()
-	r := mvcc.NewTxnReader(snap)
+	r := s.newReader(snap, region.GetId())
 	defer r.Close()
 	resp := &kvrpcpb.ScanLockResponse{}
 	limit := int(req.GetLimit())

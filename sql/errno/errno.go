@@ -198,6 +198,8 @@ func FromError(err error) *Error {
 		return New(ErrLockNowait, "Statement aborted because lock(s) could not be acquired immediately and NOWAIT is set.")
 	}
 	switch {
+	case errors.Is(err, sql.ErrPessimisticLockLost):
+		return New(ErrLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction (a row lock of this transaction was lost when its region's leader failed, and the row was written or locked since; the transaction was rolled back)")
 	case errors.Is(err, sql.ErrLockWaitTimeout):
 		return New(ErrLockWaitTimeout, "Lock wait timeout exceeded; try restarting transaction")
 	case errors.Is(err, sql.ErrRegionUnavailable):

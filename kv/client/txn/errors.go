@@ -48,7 +48,9 @@ func keyError(ke *kvrpcpb.KeyError, startTS uint64) error {
 	case ke.Abort != "":
 		return fmt.Errorf("%w: %s", ErrTxnAborted, ke.Abort)
 	case ke.Retryable != "":
-		return fmt.Errorf("%w: %s (retryable)", ErrTxnAborted, ke.Retryable)
+		// The store's only retryable key error: a pessimistic lock lost
+		// with a failed leader, and the key taken since.
+		return fmt.Errorf("%w: %w: %s", ErrTxnAborted, sql.ErrPessimisticLockLost, ke.Retryable)
 	case ke.CommitTsExpired != nil:
 		return fmt.Errorf("%w: commit ts %d expired (min %d)", ErrTxnAborted, ke.CommitTsExpired.AttemptedCommitTs, ke.CommitTsExpired.MinCommitTs)
 	case ke.Locked != nil:
