@@ -35,6 +35,7 @@ const (
 	ErrUnknownSystemVar    uint16 = 1193
 	ErrNotSupportedYet     uint16 = 1235
 	ErrWarnDataOutOfRange  uint16 = 1264
+	ErrDataTruncated       uint16 = 1265
 	ErrTruncatedWrongValue uint16 = 1292
 	ErrQueryInterrupted    uint16 = 1317
 	ErrNoDefaultForField   uint16 = 1364
@@ -110,6 +111,7 @@ var sqlStates = map[uint16]string{
 	ErrNoSuchTable:              "42S02",
 	ErrNotSupportedYet:          "42000",
 	ErrWarnDataOutOfRange:       "22003",
+	ErrDataTruncated:            "01000",
 	ErrTruncatedWrongValue:      "22007",
 	ErrQueryInterrupted:         "70100",
 	ErrDataTooLong:              "22001",

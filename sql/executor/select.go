@@ -18,12 +18,13 @@ type Executor struct {
 	Store   sql.Storage
 	Catalog *catalog.Catalog
 	IDs     *IDAllocator
+	AutoInc *AutoIncAllocator
 	planner *planner.Planner
 }
 
 // New returns an Executor.
 func New(store sql.Storage, cat *catalog.Catalog) *Executor {
-	return &Executor{Store: store, Catalog: cat, IDs: NewIDAllocator(store), planner: &planner.Planner{Catalog: cat}}
+	return &Executor{Store: store, Catalog: cat, IDs: NewIDAllocator(store), AutoInc: NewAutoIncAllocator(store), planner: &planner.Planner{Catalog: cat}}
 }
 
 type datum = types.Datum

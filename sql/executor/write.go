@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/kv/tablecodec"
@@ -41,6 +42,8 @@ func convertColumn(c *catalog.ColumnInfo, v datum, rowNum int) (datum, error) {
 		return v, errno.New(errno.ErrWarnDataOutOfRange, "Out of range value for column '%s' at row %d", c.Name, rowNum)
 	case types.ConvTooLong:
 		return v, errno.New(errno.ErrDataTooLong, "Data too long for column '%s' at row %d", c.Name, rowNum)
+	case types.ConvTruncated:
+		return v, errno.New(errno.ErrDataTruncated, "Data truncated for column '%s' at row %d", c.Name, rowNum)
 	}
 	if c.Type.Class() == types.ClassTime {
 		return v, errno.New(errno.ErrTruncatedWrongValue, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
@@ -105,6 +108,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	handles := make([]int64, nrows)
 	var autoIDs []int64 // rows needing an AUTO_INCREMENT value, by index
 	var autoRows []int
+	var explicitMax int64 // the largest value given for the AUTO_INCREMENT column
 	needRowID := !tbl.PKIsHandle
 	constCtx := &expr.Ctx{Env: env, Clause: "field list"}
 	for ri, list := range s.Lists {
@@ -147,11 +151,19 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 			if row[i], err = convertColumn(c, row[i], rowNum); err != nil {
 				return nil, err
 			}
+			if c.AutoIncrement {
+				explicitMax = max(explicitMax, autoIncValue(row[i]))
+			}
+		}
+	}
+	if explicitMax > 0 {
+		if err := e.AutoInc.Rebase(ctx, tbl.ID, explicitMax); err != nil {
+			return nil, err
 		}
 	}
 	if len(autoRows) > 0 {
 		autoIDs = make([]int64, len(autoRows))
-		if err := e.IDs.Alloc(ctx, autoIDs); err != nil {
+		if err := e.AutoInc.Alloc(ctx, tbl.ID, autoIDs); err != nil {
 			return nil, err
 		}
 		ac := tbl.Columns[tbl.AutoIncOffset]
@@ -210,6 +222,18 @@ func isZero(d datum) bool {
 		return d.Uint64() == 0
 	}
 	return false
+}
+
+// autoIncValue is an explicit AUTO_INCREMENT column value as a rebase bound
+// (0 for values that do not move the counter).
+func autoIncValue(d datum) int64 {
+	switch d.Kind() {
+	case tablecodec.KindInt64:
+		return max(d.Int64(), 0)
+	case tablecodec.KindUint64:
+		return int64(min(d.Uint64(), math.MaxInt64))
+	}
+	return 0
 }
 
 func dupEntry(src *planner.Source, handle int64) error {

@@ -1,6 +1,9 @@
 package expr
 
 import (
+	"encoding/hex"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -417,6 +420,29 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			}
 			return tablecodec.NewInt(int64(len(s))), nil
 		}}, nil
+	case "hex":
+		// HEX(number) is the integer in hex; HEX(string) its bytes.
+		if err := nargs(1, 1); err != nil {
+			return nil, err
+		}
+		numeric := args[0].Type().Numeric()
+		return &funcExpr{name: name, args: args, ft: types.VarcharType, fn: func(a []Datum) (Datum, error) {
+			if a[0].IsNull() {
+				return tablecodec.NullDatum, nil
+			}
+			if numeric || a[0].Kind() != tablecodec.KindBytes {
+				var v uint64
+				switch a[0].Kind() {
+				case tablecodec.KindInt64, tablecodec.KindUint64:
+					v = a[0].Uint64()
+				default:
+					f, _ := types.ToFloat(a[0])
+					v = uint64(int64(math.Round(f)))
+				}
+				return tablecodec.NewString(strings.ToUpper(strconv.FormatUint(v, 16))), nil
+			}
+			return tablecodec.NewString(strings.ToUpper(hex.EncodeToString(a[0].Bytes()))), nil
+		}}, nil
 	case "sleep":
 		// SLEEP(n) blocks the statement for n seconds and returns 0. It is
 		// not interrupted early (no KILL QUERY yet); a client that gives up
@@ -533,7 +559,7 @@ func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
 	case mysql.TypeVarString, mysql.TypeString, mysql.TypeVarchar:
 		ft = types.VarcharType
 		ft.Flen = -1
-	case mysql.TypeNewDecimal, mysql.TypeDate, mysql.TypeDatetime, mysql.TypeDouble, mysql.TypeFloat:
+	case mysql.TypeNewDecimal, mysql.TypeDate, mysql.TypeDatetime, mysql.TypeDouble, mysql.TypeFloat, mysql.TypeDuration:
 		var err error
 		if ft, err = types.FromAST(pt); err != nil {
 			return nil, errno.NotSupported("CAST to " + err.Error())
@@ -544,6 +570,13 @@ func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
 	return &funcExpr{name: "cast", args: []Expr{e}, ft: ft, fn: func(a []Datum) (Datum, error) {
 		if a[0].IsNull() {
 			return a[0], nil
+		}
+		if ft.Tp == mysql.TypeDuration {
+			d, ok := types.CastDuration(a[0], ft.Decimal)
+			if !ok {
+				return tablecodec.NullDatum, nil
+			}
+			return d, nil
 		}
 		if ft.Class() == types.ClassInt && a[0].Kind() == tablecodec.KindBytes {
 			// CAST('12abc' AS SIGNED) takes the numeric prefix.

@@ -344,6 +344,8 @@ func appendBinaryValue(b []byte, d types.Datum, ft types.FieldType) []byte {
 	case mysql.TypeDouble:
 		f, _ := types.ToFloat(d)
 		return binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+	case mysql.TypeDuration:
+		return appendBinaryDuration(b, d)
 	case mysql.TypeDate, mysql.TypeDatetime, mysql.TypeTimestamp:
 		t, ok := types.ParseTime(string(types.AppendText(nil, d, &ft)))
 		if !ok {
@@ -378,4 +380,30 @@ func appendBinaryValue(b []byte, d types.Datum, ft types.FieldType) []byte {
 	}
 	val := append([]byte(nil), b[start+1:]...)
 	return appendLenEncBytes(b[:start], val)
+}
+
+// appendBinaryDuration encodes a TIME value as the binary protocol does:
+// length 0 (zero), 8 (sign, days, h, m, s) or 12 (+ microseconds).
+func appendBinaryDuration(b []byte, d types.Datum) []byte {
+	us, ok := types.ParseDuration(string(types.AppendText(nil, d, nil)))
+	if !ok || us == 0 {
+		return append(b, 0)
+	}
+	neg := byte(0)
+	if us < 0 {
+		neg, us = 1, -us
+	}
+	micro := us % 1_000_000
+	secs := us / 1_000_000
+	n := byte(8)
+	if micro != 0 {
+		n = 12
+	}
+	b = append(b, n, neg)
+	b = binary.LittleEndian.AppendUint32(b, uint32(secs/86400))
+	b = append(b, byte(secs/3600%24), byte(secs/60%60), byte(secs%60))
+	if n == 12 {
+		b = binary.LittleEndian.AppendUint32(b, uint32(micro))
+	}
+	return b
 }

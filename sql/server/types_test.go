@@ -1,7 +1,70 @@
 package server_test
 
-import "testing"
+import (
+	"database/sql"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
 
 // TestTypeScripts runs testdata/types: MySQL type semantics end to end
 // (DECIMAL storage, arithmetic, comparison, aggregates and text output).
 func TestTypeScripts(t *testing.T) { runScripts(t, "testdata/types") }
+
+// TestTemporalAndBitBinaryProtocol checks TIME, BIT, YEAR, ENUM and SET
+// through go-sql-driver in both protocols: the binary encodings (TIME as
+// sign/days/h/m/s/µs, BIT as bytes), and the column metadata the driver
+// derives database type names and scan types from.
+func TestTemporalAndBitBinaryProtocol(t *testing.T) {
+	ts := startServer(t)
+	db := ts.open(t, "test", "parseTime=true")
+	_, err := db.Exec("CREATE TABLE tb (id INT PRIMARY KEY, t TIME(6), b BIT(12), y YEAR NOT NULL, e ENUM('x','y'), s SET('p','q'))")
+	require.NoError(t, err)
+	_, err = db.Exec("INSERT INTO tb VALUES (1, '-838:59:58.999999', b'101000001', 1999, 'y', 'q,p'), (2, '00:00:00', 0, 2000, NULL, ''), (3, '26:03:04', 4095, 2155, 'x', 'q')")
+	require.NoError(t, err)
+	want := [][]string{
+		{"1", "-838:59:58.999999", "\x01\x41", "1999", "y", "p,q"},
+		{"2", "00:00:00.000000", "\x00\x00", "2000", "NULL", ""},
+		{"3", "26:03:04.000000", "\x0f\xff", "2155", "x", "q"},
+	}
+	require.Equal(t, want, queryStrings(t, db, "SELECT * FROM tb ORDER BY id"))
+	stmt, err := db.Prepare("SELECT * FROM tb WHERE id >= ? ORDER BY id")
+	require.NoError(t, err)
+	defer stmt.Close()
+	rows, err := stmt.Query(1)
+	require.NoError(t, err)
+	cts, err := rows.ColumnTypes()
+	require.NoError(t, err)
+	var names []string
+	for _, ct := range cts {
+		names = append(names, ct.DatabaseTypeName())
+	}
+	require.Equal(t, []string{"INT", "TIME", "BIT", "YEAR", "ENUM", "SET"}, names)
+	var got [][]string
+	for rows.Next() {
+		var id, y int
+		var tm, b, e, s sql.NullString
+		require.NoError(t, rows.Scan(&id, &tm, &b, &y, &e, &s))
+		got = append(got, []string{strconv.Itoa(id), tm.String, b.String, strconv.Itoa(y), map[bool]string{true: e.String, false: "NULL"}[e.Valid], s.String})
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, want, got)
+
+	// TIME parameters and results in the binary protocol, as the driver's
+	// own TestDateTime sends them.
+	for _, c := range []struct{ typ, in, out string }{
+		{"TIME", "-12:34:56", "-12:34:56"},
+		{"TIME(1)", "838:59:58.9", "838:59:58.9"},
+		{"TIME(6)", "-838:59:58.999999", "-838:59:58.999999"},
+		{"TIME", "0001-01-01 03:25:45", "03:25:45"},
+	} {
+		var s string
+		require.NoError(t, db.QueryRow("SELECT CAST(? AS "+c.typ+")", c.in).Scan(&s), c.typ)
+		require.Equal(t, c.out, s, c.typ)
+	}
+	var d time.Time
+	require.NoError(t, db.QueryRow("SELECT CAST(? AS DATETIME(6))", "2011-11-20 21:27:37.123456").Scan(&d))
+	require.Equal(t, time.Date(2011, 11, 20, 21, 27, 37, 123456000, time.UTC), d)
+}

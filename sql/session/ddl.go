@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -32,7 +33,19 @@ func (s *Session) createTable(ctx context.Context, x *ast.CreateTableStmt) (*exe
 	if err != nil {
 		return nil, err
 	}
-	return &executor.Result{}, s.cat.CreateTable(ctx, db, t, x.IfNotExists)
+	if err := s.cat.CreateTable(ctx, db, t, x.IfNotExists); err != nil {
+		return nil, err
+	}
+	for _, o := range x.Options {
+		// AUTO_INCREMENT=N: the first automatic value is N (the table is
+		// new, so the stored bound is raised to N-1 before any insert).
+		if o.Tp == ast.TableOptionAutoIncrement && o.UintValue > 1 && t.AutoIncOffset >= 0 {
+			if err := s.exec.AutoInc.Rebase(ctx, t.ID, int64(min(o.UintValue-1, 1<<62))); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &executor.Result{}, nil
 }
 
 // BuildTableInfo validates a CREATE TABLE and converts it to a TableInfo
@@ -65,6 +78,9 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, e
 		}
 		names[strings.ToLower(name)] = true
 		ft, err := types.FromAST(cd.Tp)
+		if errors.Is(err, types.ErrBitWidth) {
+			return nil, errno.New(errno.ErrTooBigDisplayWidth, "Display width out of range for column '%s' (max = 64)", name)
+		}
 		if err != nil {
 			return nil, errno.NotSupported(err.Error())
 		}
@@ -213,6 +229,8 @@ func setDefault(c *catalog.ColumnInfo, n ast.ExprNode, env expr.Env) error {
 	}
 	if c.Type.Class() == types.ClassFloat {
 		c.Default = string(types.AppendFloat(nil, d.Float64(), 64))
+	} else if c.Type.Tp == mysql.TypeBit {
+		c.Default = string(types.AppendText(nil, d, &c.Type)) // its bytes, read back by Convert
 	} else {
 		c.Default = string(types.AppendText(nil, d, nil))
 	}

@@ -3,9 +3,11 @@ package session
 import (
 	"context"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
@@ -88,7 +90,7 @@ func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, 
 			case c.DefaultNow:
 				row[4] = tablecodec.NewString("CURRENT_TIMESTAMP")
 			case c.HasDefault && !c.DefaultNull:
-				row[4] = tablecodec.NewString(c.Default)
+				row[4] = tablecodec.NewString(defaultText(c))
 			default:
 				row[4] = tablecodec.NullDatum
 			}
@@ -218,6 +220,8 @@ func createTableSQL(t *catalog.TableInfo) string {
 			b.WriteString(" DEFAULT CURRENT_TIMESTAMP")
 		case c.HasDefault && c.DefaultNull:
 			b.WriteString(" DEFAULT NULL")
+		case c.HasDefault && c.Type.Tp == mysql.TypeBit:
+			b.WriteString(" DEFAULT " + defaultText(c))
 		case c.HasDefault:
 			b.WriteString(" DEFAULT '" + strings.ReplaceAll(c.Default, "'", "''") + "'")
 		case !c.Type.NotNull():
@@ -266,4 +270,13 @@ func (s *Session) FieldList(ctx context.Context, table string) ([]executor.Resul
 		cols[i] = executor.ResultColumn{DB: db.Name, Table: t.Name, OrgTable: t.Name, Name: c.Name, OrgName: c.Name, Type: c.Type}
 	}
 	return cols, nil
+}
+
+// defaultText is a column default as DESCRIBE shows it: BIT defaults as
+// b'101', everything else as stored.
+func defaultText(c *catalog.ColumnInfo) string {
+	if c.Type.Tp == mysql.TypeBit {
+		return "b'" + strconv.FormatUint(c.DefaultDatum().Uint64(), 2) + "'"
+	}
+	return c.Default
 }

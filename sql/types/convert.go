@@ -23,6 +23,7 @@ const (
 	ConvOutOfRange ConvErrKind = iota // 1264
 	ConvTooLong                       // 1406
 	ConvBadValue                      // 1366 (numbers) / 1292 (dates)
+	ConvTruncated                     // 1265 (ENUM / SET members)
 )
 
 // ConvError is returned by Convert.
@@ -60,6 +61,16 @@ func intBounds(tp byte, unsigned bool) (lo int64, hi uint64) {
 // Convert converts a non-NULL value into the column's storage form, applying
 // strict-mode checks.
 func (ft FieldType) Convert(d Datum) (Datum, error) {
+	switch ft.Tp {
+	case mysql.TypeBit:
+		return ft.convertBit(d)
+	case mysql.TypeYear:
+		return ft.convertYear(d)
+	case mysql.TypeDuration:
+		return ft.convertDuration(d)
+	case mysql.TypeEnum, mysql.TypeSet:
+		return ft.convertEnum(d)
+	}
 	switch ft.Class() {
 	case ClassInt:
 		return ft.convertInt(d)
@@ -95,6 +106,10 @@ func (ft FieldType) Convert(d Datum) (Datum, error) {
 	}
 	if ft.Tp == mysql.TypeString && !ft.Binary() {
 		b = bytes.TrimRight(b, " ")
+	}
+	if ft.Tp == mysql.TypeString && ft.Binary() && len(b) < ft.Flen {
+		// BINARY(n) pads with 0x00 to n bytes.
+		b = append(append(make([]byte, 0, ft.Flen), b...), make([]byte, ft.Flen-len(b))...)
 	}
 	n := len(b)
 	if !ft.Binary() {
@@ -208,6 +223,10 @@ func FormatTime(t time.Time, tp byte, fsp int) string {
 	if tp == mysql.TypeDate || tp == mysql.TypeNewDate {
 		return t.Format("2006-01-02")
 	}
+	if tp == mysql.TypeDuration {
+		us := int64(t.Hour())*3600e6 + int64(t.Minute())*60e6 + int64(t.Second())*1e6 + int64(t.Nanosecond()/1000)
+		return FormatDuration(RoundDuration(us, fsp), fsp)
+	}
 	if fsp <= 0 {
 		return t.Format("2006-01-02 15:04:05")
 	}
@@ -279,6 +298,9 @@ func ToFloat(d Datum) (float64, bool) {
 // AppendText appends the text-protocol form of d (ft may be nil). NULL
 // appends nothing; the caller encodes NULL separately.
 func AppendText(b []byte, d Datum, ft *FieldType) []byte {
+	if ft != nil && ft.Tp == mysql.TypeBit && (d.Kind() == tablecodec.KindUint64 || d.Kind() == tablecodec.KindInt64) {
+		return appendBit(b, d.Uint64(), ft.Flen)
+	}
 	switch d.Kind() {
 	case tablecodec.KindInt64:
 		return strconv.AppendInt(b, d.Int64(), 10)

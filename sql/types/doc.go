@@ -3,10 +3,14 @@
 // strict-mode checks: range for integers and decimals, length for strings,
 // validity for dates.
 //
-// Storage forms (tablecodec.Datum kinds): signed integers are Int64,
-// unsigned integers Uint64, FLOAT/DOUBLE Float64; strings, blobs, DECIMAL
-// (canonical text, e.g. "12.30" for DECIMAL(5,2)) and DATE/DATETIME/TIMESTAMP
-// (canonical text, e.g. "2024-01-02 03:04:05") are Bytes.
+// Storage forms (tablecodec.Datum kinds): signed integers and YEAR are
+// Int64, unsigned integers and BIT(n) Uint64, FLOAT/DOUBLE Float64; strings,
+// blobs, DECIMAL (canonical text, e.g. "12.30" for DECIMAL(5,2)),
+// DATE/DATETIME/TIMESTAMP (canonical text, e.g. "2024-01-02 03:04:05"), TIME
+// ("-12:34:56.5" with the column's fsp digits) and ENUM/SET (the members'
+// text as the column spells them) are Bytes. TIME, ENUM and SET compare as
+// their text: ORDER BY on them is not MySQL's (negative or 100+ hour TIMEs,
+// ENUM by member index).
 //
 // Everything here is pure and safe for concurrent use.
 package types

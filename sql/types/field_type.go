@@ -1,8 +1,10 @@
 package types
 
 import (
+	"errors"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pingcap/tidb/pkg/parser/charset"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -34,6 +36,8 @@ type FieldType struct {
 	Flen    int  `json:"flen"`    // display width / max chars; -1 unknown
 	Decimal int  `json:"decimal"` // scale for DECIMAL, fsp for DATETIME
 	Flag    uint `json:"flag"`    // mysql.XxxFlag bits (NotNull, Unsigned, PriKey, AutoIncrement, Binary)
+	// Elems are the members of an ENUM or SET, in definition order.
+	Elems []string `json:"elems,omitempty"`
 }
 
 // Unsigned reports whether the type is an unsigned integer.
@@ -54,7 +58,7 @@ func (ft FieldType) Class() Class {
 		return ClassFloat
 	case mysql.TypeNewDecimal:
 		return ClassDecimal
-	case mysql.TypeDate, mysql.TypeDatetime, mysql.TypeTimestamp, mysql.TypeNewDate:
+	case mysql.TypeDate, mysql.TypeDatetime, mysql.TypeTimestamp, mysql.TypeNewDate, mysql.TypeDuration:
 		return ClassTime
 	case mysql.TypeNull:
 		return ClassNull
@@ -80,6 +84,9 @@ func (ft FieldType) Charset() uint16 {
 func (ft FieldType) ColumnLength() uint32 {
 	if ft.Flen < 0 {
 		return 0
+	}
+	if ft.Tp == mysql.TypeEnum || ft.Tp == mysql.TypeSet {
+		return uint32(ft.enumLen() * 4)
 	}
 	if ft.Class() == ClassString && !ft.Binary() {
 		n := uint64(ft.Flen) * 4
@@ -119,6 +126,14 @@ func (ft FieldType) WireFlags() uint16 {
 	switch ft.Tp {
 	case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
 		f |= mysql.BlobFlag
+	case mysql.TypeBit:
+		f = f&^mysql.NumFlag | mysql.UnsignedFlag
+	case mysql.TypeYear:
+		f |= mysql.UnsignedFlag | mysql.ZerofillFlag
+	case mysql.TypeEnum:
+		f |= mysql.EnumFlag
+	case mysql.TypeSet:
+		f |= mysql.SetFlag
 	}
 	return uint16(f)
 }
@@ -142,6 +157,25 @@ func DecimalType(flen, scale int) FieldType {
 type ErrUnsupportedType struct{ Name string }
 
 func (e ErrUnsupportedType) Error() string { return "column type " + e.Name }
+
+// ErrBitWidth is returned by FromAST for BIT(n) with n > 64 (MySQL's 1439).
+var ErrBitWidth = errors.New("types: BIT width above 64")
+
+// enumLen is the longest member of an ENUM, or all members joined for a SET.
+func (ft FieldType) enumLen() int {
+	n := 0
+	for _, e := range ft.Elems {
+		if ft.Tp == mysql.TypeSet {
+			n += utf8.RuneCountInString(e) + 1
+		} else {
+			n = max(n, utf8.RuneCountInString(e))
+		}
+	}
+	if ft.Tp == mysql.TypeSet && n > 0 {
+		n--
+	}
+	return n
+}
 
 // FromAST converts a parsed column type (CREATE TABLE) into a FieldType with
 // MySQL's default widths filled in.
@@ -207,6 +241,42 @@ func FromAST(pt *ptypes.FieldType) (FieldType, error) {
 		}
 	case mysql.TypeDate:
 		ft.Flen, ft.Decimal = 10, 0
+	case mysql.TypeDuration:
+		fsp := max(pt.GetDecimal(), 0)
+		if fsp > 6 {
+			return ft, ErrUnsupportedType{Name: "fractional seconds precision above 6"}
+		}
+		ft.Decimal, ft.Flen = fsp, 10
+		if fsp > 0 {
+			ft.Flen += 1 + fsp
+		}
+	case mysql.TypeBit:
+		def(1)
+		if ft.Flen > 64 {
+			return ft, ErrBitWidth
+		}
+		ft.Flag |= mysql.UnsignedFlag
+	case mysql.TypeYear:
+		ft.Flen, ft.Decimal = 4, 0
+		ft.Flag |= mysql.UnsignedFlag
+	case mysql.TypeEnum, mysql.TypeSet:
+		ft.Flen = -1
+		if len(pt.GetElems()) == 0 {
+			return ft, ErrUnsupportedType{Name: "ENUM or SET without members"}
+		}
+		if ft.Tp == mysql.TypeSet && len(pt.GetElems()) > 64 {
+			return ft, ErrUnsupportedType{Name: "SET with more than 64 members"}
+		}
+		ft.Elems = append([]string(nil), pt.GetElems()...)
+		seen := map[string]bool{}
+		for _, e := range ft.Elems {
+			k := strings.ToLower(strings.TrimRight(e, " "))
+			if seen[k] || (ft.Tp == mysql.TypeSet && strings.Contains(e, ",")) {
+				return ft, ErrUnsupportedType{Name: "ENUM or SET with duplicate members or commas"}
+			}
+			seen[k] = true
+		}
+		ft.Flen = ft.enumLen()
 	case mysql.TypeDatetime, mysql.TypeTimestamp:
 		fsp := pt.GetDecimal()
 		if fsp < 0 {
@@ -272,6 +342,24 @@ func (ft FieldType) SQLName() string {
 		}
 	case mysql.TypeDate:
 		s = "date"
+	case mysql.TypeDuration:
+		s = "time"
+		if ft.Decimal > 0 {
+			s += "(" + strconv.Itoa(ft.Decimal) + ")"
+		}
+	case mysql.TypeBit:
+		return "bit(" + strconv.Itoa(ft.Flen) + ")"
+	case mysql.TypeYear:
+		return "year"
+	case mysql.TypeEnum, mysql.TypeSet:
+		s = map[bool]string{true: "enum", false: "set"}[ft.Tp == mysql.TypeEnum] + "("
+		for i, e := range ft.Elems {
+			if i > 0 {
+				s += ","
+			}
+			s += "'" + strings.ReplaceAll(e, "'", "''") + "'"
+		}
+		return s + ")"
 	case mysql.TypeDatetime, mysql.TypeTimestamp:
 		s = map[bool]string{true: "timestamp", false: "datetime"}[ft.Tp == mysql.TypeTimestamp]
 		if ft.Decimal > 0 {
