@@ -632,9 +632,17 @@ func errPacket(b []byte, e *errno.Error) []byte {
 	return append(b, e.Msg...)
 }
 
+// wireType is the column type sent in column definitions: VARCHAR is
+// VAR_STRING, every BLOB/TEXT size is BLOB (the length tells them apart),
+// ENUM and SET are STRING with ENUM_FLAG / SET_FLAG, as MySQL sends them.
 func wireType(ft types.FieldType) byte {
-	if ft.Tp == mysql.TypeVarchar {
+	switch ft.Tp {
+	case mysql.TypeVarchar:
 		return mysql.TypeVarString
+	case mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
+		return mysql.TypeBlob
+	case mysql.TypeEnum, mysql.TypeSet:
+		return mysql.TypeString
 	}
 	return ft.Tp
 }

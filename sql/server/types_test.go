@@ -59,11 +59,26 @@ func TestTemporalAndBitBinaryProtocol(t *testing.T) {
 		{"TIME(1)", "838:59:58.9", "838:59:58.9"},
 		{"TIME(6)", "-838:59:58.999999", "-838:59:58.999999"},
 		{"TIME", "0001-01-01 03:25:45", "03:25:45"},
+		{"TIME", "0000-00-00", "00:00:00"},
 	} {
 		var s string
 		require.NoError(t, db.QueryRow("SELECT CAST(? AS "+c.typ+")", c.in).Scan(&s), c.typ)
 		require.Equal(t, c.out, s, c.typ)
 	}
+	// Every BLOB/TEXT size goes out as BLOB (the length tells them apart).
+	_, err = db.Exec("CREATE TABLE tx (a TINYTEXT, b MEDIUMBLOB, c LONGTEXT)")
+	require.NoError(t, err)
+	rows, err = db.Query("SELECT * FROM tx")
+	require.NoError(t, err)
+	cts, err = rows.ColumnTypes()
+	require.NoError(t, err)
+	names = names[:0]
+	for _, ct := range cts {
+		names = append(names, ct.DatabaseTypeName())
+	}
+	require.NoError(t, rows.Close())
+	require.Equal(t, []string{"TEXT", "BLOB", "TEXT"}, names)
+
 	var d time.Time
 	require.NoError(t, db.QueryRow("SELECT CAST(? AS DATETIME(6))", "2011-11-20 21:27:37.123456").Scan(&d))
 	require.Equal(t, time.Date(2011, 11, 20, 21, 27, 37, 123456000, time.UTC), d)

@@ -22,11 +22,19 @@ const MaxDuration = (838*3600 + 59*60 + 59) * 1_000_000
 // ±MaxDuration; the caller clips or rejects it.
 func ParseDuration(s string) (us int64, ok bool) {
 	s = strings.TrimSpace(s)
-	if t, ok := ParseTime(s); ok && strings.ContainsAny(s, "-T ") && len(s) >= 10 && s[4] == '-' {
-		if len(s) == 10 { // a bare date is midnight
+	if len(s) >= 10 && s[4] == '-' && s[7] == '-' && allDigits(s[:4]+s[5:7]+s[8:10]) {
+		// A DATE or DATETIME (zero dates too): its time of day.
+		if len(s) == 10 {
 			return 0, true
 		}
-		return int64(t.Hour())*3600e6 + int64(t.Minute())*60e6 + int64(t.Second())*1e6 + int64(t.Nanosecond()/1000), true
+		if s[10] != ' ' && s[10] != 'T' {
+			return 0, false
+		}
+		us, ok := ParseDuration(s[11:])
+		if !ok || us < 0 || us >= 24*3600e6 || !strings.Contains(s[11:], ":") {
+			return 0, false
+		}
+		return us, true
 	}
 	neg := false
 	if strings.HasPrefix(s, "-") {
