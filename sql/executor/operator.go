@@ -91,6 +91,9 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 	switch x := p.(type) {
 	case *planner.TableDual:
 		return &dualOp{rows: x.Rows, w: max(x.Width, 1)}, nil
+	case *planner.MemTableScan:
+		mt, env := x.Src.Mem, x.Env
+		return &rowsOp{w: len(x.Src.Cols), load: func(ctx context.Context) ([][]datum, error) { return mt.Rows(ctx, env) }}, nil
 	case *planner.PointGet:
 		return &pointGetOp{rc: rc, p: x}, nil
 	case *planner.BatchPointGet:

@@ -47,6 +47,31 @@ func (o *dualOp) Next(_ context.Context, ck *Chunk) error {
 	return nil
 }
 
+// rowsOp returns rows computed when it opens (a MemTable's), padded to the
+// source's row width (the hidden handle slot stays NULL).
+type rowsOp struct {
+	load func(ctx context.Context) ([][]datum, error)
+	w    int
+	rows [][]datum
+	pos  int
+}
+
+func (o *rowsOp) Open(ctx context.Context) error {
+	rows, err := o.load(ctx)
+	o.rows, o.pos = rows, 0
+	return err
+}
+func (o *rowsOp) Close() error { o.rows = nil; return nil }
+func (o *rowsOp) width() int   { return o.w }
+func (o *rowsOp) Next(ctx context.Context, ck *Chunk) error {
+	ck.reset()
+	for o.pos < len(o.rows) && !ck.full() {
+		copy(ck.alloc(), o.rows[o.pos])
+		o.pos++
+	}
+	return ctx.Err()
+}
+
 // pointGetOp reads one row by handle or unique index value.
 type pointGetOp struct {
 	rc   *runCtx

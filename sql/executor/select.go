@@ -32,9 +32,22 @@ type datum = types.Datum
 // ResultColumn describes one column of a result set.
 type ResultColumn = planner.ResultColumn
 
+// resolveTable resolves the target of INSERT / UPDATE / DELETE: system
+// tables are read-only (1044).
 func (e *Executor) resolveTable(ctx context.Context, refs *ast.TableRefsClause, env expr.Env, what string) (*planner.Source, error) {
-	return e.planner.ResolveTable(ctx, refs, env, what)
+	src, err := e.planner.ResolveTable(ctx, refs, env, what)
+	if err == nil && src.Mem != nil {
+		return nil, planner.ErrReadOnlySystemTable(env.User(), src)
+	}
+	return src, err
 }
+
+// SetSystemSchema installs the information_schema implementation; call it
+// before the executor is used.
+func (e *Executor) SetSystemSchema(s planner.SystemSchema) { e.planner.System = s }
+
+// SystemSchema returns what SetSystemSchema installed (nil if nothing).
+func (e *Executor) SystemSchema() planner.SystemSchema { return e.planner.System }
 
 // Select runs a SELECT in tx's transaction: planned by sql/planner, run as
 // a tree of streaming operators. FOR UPDATE and LOCK IN SHARE MODE lock

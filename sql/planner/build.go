@@ -17,6 +17,8 @@ import (
 // Planner builds plans against a catalog. Safe for concurrent use.
 type Planner struct {
 	Catalog *catalog.Catalog
+	// System serves information_schema (nil: system schemas are ERROR 1235).
+	System SystemSchema
 }
 
 // ResolveTable resolves a single-table FROM clause.
@@ -51,6 +53,9 @@ func (pl *Planner) OpenTable(ctx context.Context, tn *ast.TableName, alias strin
 	}
 	if dbName == "" {
 		return nil, errno.New(errno.ErrNoDB, "No database selected; run USE <database> or qualify the table name")
+	}
+	if pl.System != nil && pl.System.IsSystemDB(dbName) {
+		return pl.openSystemTable(dbName, tn.Name.O, alias)
 	}
 	if strings.EqualFold(dbName, "information_schema") || strings.EqualFold(dbName, "mysql") || strings.EqualFold(dbName, "performance_schema") {
 		return nil, errno.NotSupported("system schema " + dbName)

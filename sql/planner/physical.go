@@ -46,6 +46,15 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		p = &TableDual{BasePlan: b.base("TableDual", 1, taskRoot), Rows: 1}
 	case lg.dual:
 		p = &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: lg.width}
+	case lg.src.Mem != nil:
+		if lg.lock {
+			return nil, ErrReadOnlySystemTable(b.env.User(), lg.src)
+		}
+		p = &MemTableScan{BasePlan: b.base("MemTableScan", pseudoRowCount, taskRoot), Src: lg.src, Env: b.env}
+		lg.access = p
+		if len(lg.condE) > 0 {
+			p = &Selection{BasePlan: b.base("Selection", pseudoRowCount*selectionFactor, taskRoot, p), Conds: lg.condE, exprNodes: exprNodes{Src: lg.src, Nodes: lg.conds}}
+		}
 	case lg.countOnly():
 		scan := &TableScan{BasePlan: b.base("TableFullScan", pseudoRowCount, taskCop), Src: lg.src, Full: true, Ranges: []HandleRange{FullHandleRange}, CountOnly: true}
 		cop := &HashAgg{BasePlan: b.base("HashAgg", 1, taskCop, scan), Aggs: []AggSpec{{Fn: ast.AggFuncCount}}}

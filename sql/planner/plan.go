@@ -19,6 +19,9 @@ type Source struct {
 	Alias string
 	Cols  []expr.SchemaColumn
 	Hints []*ast.IndexHint
+	// Mem, when set, is a system table read in memory (MemTableScan);
+	// Table describes its columns only (no id, keys or indexes).
+	Mem MemTable
 }
 
 // HandleOffset is the row slot of the handle as a column: the integer

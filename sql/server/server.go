@@ -18,6 +18,7 @@ import (
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
+	"github.com/stratadb/strata/sql/infoschema"
 	"github.com/stratadb/strata/sql/privilege"
 	"github.com/stratadb/strata/sql/session"
 )
@@ -137,10 +138,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.SchemaLease > 0 {
 		cat.SetLease(cfg.SchemaLease)
 	}
+	exec := executor.New(cfg.Store, cat)
+	exec.SetSystemSchema(infoschema.New(cat, exec.AutoInc.Peek))
 	return &Server{
 		cfg:       cfg,
 		log:       log.With("component", "sql"),
-		exec:      executor.New(cfg.Store, cat),
+		exec:      exec,
 		ready:     make(chan struct{}),
 		defaultDB: make(chan struct{}),
 		conns:     map[*clientConn]struct{}{},

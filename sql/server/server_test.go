@@ -163,7 +163,7 @@ func TestEndToEnd(t *testing.T) {
 		{"SELECT DATABASE()", [][]string{{"shop"}}},
 		{"SELECT VERSION()", [][]string{{"8.0.11-Strata-0.1.0"}}},
 		{"SELECT @@session.auto_increment_increment, @@max_allowed_packet", [][]string{{"1", "67108864"}}},
-		{"SHOW DATABASES", [][]string{{"shop"}, {"test"}}},
+		{"SHOW DATABASES", [][]string{{"information_schema"}, {"shop"}, {"test"}}},
 		{"SHOW TABLES", [][]string{{"items"}, {"logs"}}},
 		{"SHOW FULL TABLES WHERE Table_type NOT LIKE 'VIEW'", [][]string{{"items", "BASE TABLE"}, {"logs", "BASE TABLE"}}},
 		{"SELECT _tidb_rowid > 0 FROM logs WHERE msg = 'a'", [][]string{{"1"}}},

@@ -513,3 +513,9 @@ func (s *Session) visibleTable(db, table string) bool {
 	u, skip := s.account()
 	return skip || (u != nil && u.AnyOnTable(db, table))
 }
+
+// VisibleDB and VisibleTable implement infoschema.Viewer.
+func (s *Session) VisibleDB(db string) bool { return s.visibleDB(db) }
+
+// VisibleTable implements infoschema.Viewer.
+func (s *Session) VisibleTable(db, table string) bool { return s.visibleTable(db, table) }

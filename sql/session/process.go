@@ -107,3 +107,13 @@ func (s *Session) kill(_ context.Context, x *ast.KillStmt) (*executor.Result, er
 	}
 	return &executor.Result{}, nil
 }
+
+// ProcessRows implements infoschema.Viewer: SHOW FULL PROCESSLIST's rows
+// (the same columns, in information_schema.PROCESSLIST's order).
+func (s *Session) ProcessRows() [][]types.Datum {
+	res, err := s.showProcessList(true)
+	if err != nil {
+		return nil
+	}
+	return res.Rows
+}

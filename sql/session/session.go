@@ -19,6 +19,7 @@ import (
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/infoschema"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -136,6 +137,10 @@ func (s *Session) SetClientCollation(id int) {
 
 // UseDB switches the current database (USE, COM_INIT_DB, CONNECT_WITH_DB).
 func (s *Session) UseDB(ctx context.Context, name string) error {
+	if strings.EqualFold(name, infoschema.DBName) {
+		s.db = infoschema.DBName // everyone may read it
+		return nil
+	}
 	if err := s.mayUseDB(name); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/infoschema"
 	"github.com/stratadb/strata/sql/privilege"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -40,12 +41,27 @@ func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, 
 			return nil, err
 		}
 		res = &executor.Result{Columns: []executor.ResultColumn{strCol("Database", 64)}}
+		res.Rows = append(res.Rows, strRow(infoschema.DBName))
 		for _, db := range dbs {
 			if s.visibleDB(db.Name) {
 				res.Rows = append(res.Rows, strRow(db.Name))
 			}
 		}
 	case ast.ShowTables:
+		if is, ok := s.exec.SystemSchema().(*infoschema.Schema); ok && (strings.EqualFold(x.DBName, infoschema.DBName) || (x.DBName == "" && s.db == infoschema.DBName)) {
+			res = &executor.Result{Columns: []executor.ResultColumn{strCol("Tables_in_"+infoschema.DBName, 64)}}
+			if x.Full {
+				res.Columns = append(res.Columns, strCol("Table_type", 64))
+			}
+			for _, n := range is.TableNames() {
+				if x.Full {
+					res.Rows = append(res.Rows, strRow(n, "SYSTEM VIEW"))
+				} else {
+					res.Rows = append(res.Rows, strRow(n))
+				}
+			}
+			break
+		}
 		db, err := s.dbFor(ctx, x.DBName)
 		if err != nil {
 			return nil, err

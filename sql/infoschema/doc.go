@@ -1,0 +1,18 @@
+// Package infoschema serves information_schema: read-only tables computed
+// from the catalog (SCHEMATA, TABLES, COLUMNS, STATISTICS,
+// KEY_COLUMN_USAGE, TABLE_CONSTRAINTS, REFERENTIAL_CONSTRAINTS), the node's
+// connections (PROCESSLIST) and fixed server facts (ENGINES, COLLATIONS,
+// CHARACTER_SETS), with MySQL 8.0's column names and types.
+//
+// The planner reads them as MemTables (planner.SystemSchema): the rows are
+// built when a statement opens the table, then filtered, sorted and limited
+// by the ordinary operators. Rows a session may not see are left out: a
+// database or table appears only when the session's account holds some
+// privilege on it (as SHOW DATABASES / SHOW TABLES filter), and PROCESSLIST
+// shows other users' connections only with PROCESS. The session passed as
+// the statement's expr.Env must implement Viewer.
+//
+// Schema is immutable after New and safe for concurrent use; each read
+// takes a fresh catalog snapshot (ListDBs / ListTables), so it costs one
+// catalog scan per database.
+package infoschema

@@ -1,0 +1,328 @@
+package infoschema
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/charset"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/types"
+)
+
+func (s *Schema) defs() []*memTable {
+	return []*memTable{
+		table("SCHEMATA", s.schemata,
+			col{"CATALOG_NAME", name64}, col{"SCHEMA_NAME", name64}, col{"DEFAULT_CHARACTER_SET_NAME", name64},
+			col{"DEFAULT_COLLATION_NAME", name64}, col{"SQL_PATH", text}, col{"DEFAULT_ENCRYPTION", notNull(varchar(3))}),
+		table("TABLES", s.tablesRows,
+			col{"TABLE_CATALOG", name64}, col{"TABLE_SCHEMA", name64}, col{"TABLE_NAME", name64}, col{"TABLE_TYPE", notNull(varchar(11))},
+			col{"ENGINE", varchar(64)}, col{"VERSION", intU}, col{"ROW_FORMAT", varchar(10)}, col{"TABLE_ROWS", bigintU},
+			col{"AVG_ROW_LENGTH", bigintU}, col{"DATA_LENGTH", bigintU}, col{"MAX_DATA_LENGTH", bigintU}, col{"INDEX_LENGTH", bigintU},
+			col{"DATA_FREE", bigintU}, col{"AUTO_INCREMENT", bigintU}, col{"CREATE_TIME", dt}, col{"UPDATE_TIME", dt},
+			col{"CHECK_TIME", dt}, col{"TABLE_COLLATION", varchar(64)}, col{"CHECKSUM", bigint}, col{"CREATE_OPTIONS", varchar(256)},
+			col{"TABLE_COMMENT", text}),
+		table("COLUMNS", s.columns,
+			col{"TABLE_CATALOG", name64}, col{"TABLE_SCHEMA", name64}, col{"TABLE_NAME", name64}, col{"COLUMN_NAME", varchar(64)},
+			col{"ORDINAL_POSITION", notNull(intU)}, col{"COLUMN_DEFAULT", text}, col{"IS_NULLABLE", notNull(varchar(3))},
+			col{"DATA_TYPE", ltext}, col{"CHARACTER_MAXIMUM_LENGTH", bigint}, col{"CHARACTER_OCTET_LENGTH", bigint},
+			col{"NUMERIC_PRECISION", bigintU}, col{"NUMERIC_SCALE", bigintU}, col{"DATETIME_PRECISION", intU},
+			col{"CHARACTER_SET_NAME", varchar(64)}, col{"COLLATION_NAME", varchar(64)}, col{"COLUMN_TYPE", notNull(text)},
+			col{"COLUMN_KEY", notNull(varchar(3))}, col{"EXTRA", varchar(256)}, col{"PRIVILEGES", varchar(154)},
+			col{"COLUMN_COMMENT", notNull(text)}, col{"GENERATION_EXPRESSION", notNull(ltext)}, col{"SRS_ID", intU}),
+		table("STATISTICS", s.statistics,
+			col{"TABLE_CATALOG", name64}, col{"TABLE_SCHEMA", name64}, col{"TABLE_NAME", name64}, col{"NON_UNIQUE", notNull(types.FieldType{Tp: mysql.TypeLong, Flen: 1, Flag: mysql.BinaryFlag})},
+			col{"INDEX_SCHEMA", name64}, col{"INDEX_NAME", varchar(64)}, col{"SEQ_IN_INDEX", notNull(intU)}, col{"COLUMN_NAME", varchar(64)},
+			col{"COLLATION", varchar(1)}, col{"CARDINALITY", bigint}, col{"SUB_PART", bigint}, col{"PACKED", text},
+			col{"NULLABLE", notNull(varchar(3))}, col{"INDEX_TYPE", notNull(varchar(11))}, col{"COMMENT", notNull(varchar(8))},
+			col{"INDEX_COMMENT", notNull(varchar(2048))}, col{"IS_VISIBLE", notNull(varchar(3))}, col{"EXPRESSION", ltext}),
+		table("KEY_COLUMN_USAGE", s.keyColumnUsage,
+			col{"CONSTRAINT_CATALOG", name64}, col{"CONSTRAINT_SCHEMA", name64}, col{"CONSTRAINT_NAME", varchar(64)},
+			col{"TABLE_CATALOG", name64}, col{"TABLE_SCHEMA", name64}, col{"TABLE_NAME", name64}, col{"COLUMN_NAME", varchar(64)},
+			col{"ORDINAL_POSITION", notNull(intU)}, col{"POSITION_IN_UNIQUE_CONSTRAINT", intU},
+			col{"REFERENCED_TABLE_SCHEMA", varchar(64)}, col{"REFERENCED_TABLE_NAME", varchar(64)}, col{"REFERENCED_COLUMN_NAME", varchar(64)}),
+		table("TABLE_CONSTRAINTS", s.tableConstraints,
+			col{"CONSTRAINT_CATALOG", name64}, col{"CONSTRAINT_SCHEMA", name64}, col{"CONSTRAINT_NAME", varchar(64)},
+			col{"TABLE_SCHEMA", name64}, col{"TABLE_NAME", name64}, col{"CONSTRAINT_TYPE", notNull(varchar(11))}, col{"ENFORCED", notNull(varchar(3))}),
+		table("REFERENTIAL_CONSTRAINTS", func(context.Context, Viewer) ([][]datum, error) { return nil, nil }, // no foreign keys
+			col{"CONSTRAINT_CATALOG", name64}, col{"CONSTRAINT_SCHEMA", name64}, col{"CONSTRAINT_NAME", varchar(64)},
+			col{"UNIQUE_CONSTRAINT_CATALOG", name64}, col{"UNIQUE_CONSTRAINT_SCHEMA", name64}, col{"UNIQUE_CONSTRAINT_NAME", varchar(64)},
+			col{"MATCH_OPTION", notNull(varchar(7))}, col{"UPDATE_RULE", notNull(varchar(11))}, col{"DELETE_RULE", notNull(varchar(11))},
+			col{"TABLE_NAME", name64}, col{"REFERENCED_TABLE_NAME", name64}),
+		table("ENGINES", engines,
+			col{"ENGINE", name64}, col{"SUPPORT", notNull(varchar(8))}, col{"COMMENT", notNull(varchar(80))},
+			col{"TRANSACTIONS", varchar(3)}, col{"XA", varchar(3)}, col{"SAVEPOINTS", varchar(3)}),
+		table("COLLATIONS", collations,
+			col{"COLLATION_NAME", name64}, col{"CHARACTER_SET_NAME", name64}, col{"ID", notNull(bigintU)},
+			col{"IS_DEFAULT", notNull(varchar(3))}, col{"IS_COMPILED", notNull(varchar(3))}, col{"SORTLEN", notNull(intU)},
+			col{"PAD_ATTRIBUTE", notNull(varchar(9))}),
+		table("CHARACTER_SETS", characterSets,
+			col{"CHARACTER_SET_NAME", name64}, col{"DEFAULT_COLLATE_NAME", name64}, col{"DESCRIPTION", notNull(varchar(2048))},
+			col{"MAXLEN", notNull(intU)}),
+		table("PROCESSLIST", func(_ context.Context, v Viewer) ([][]datum, error) { return v.ProcessRows(), nil },
+			col{"ID", notNull(bigintU)}, col{"USER", notNull(varchar(32))}, col{"HOST", notNull(varchar(261))},
+			col{"DB", varchar(64)}, col{"COMMAND", notNull(varchar(16))}, col{"TIME", notNull(types.FieldType{Tp: mysql.TypeLong, Flen: 7, Flag: mysql.BinaryFlag})},
+			col{"STATE", varchar(64)}, col{"INFO", ltext}),
+	}
+}
+
+// visible lists the databases the viewer may see (information_schema
+// first, as MySQL lists it), and calls fn for each table of the others.
+func (s *Schema) eachTable(ctx context.Context, v Viewer, fn func(db string, t *catalog.TableInfo) error) error {
+	dbs, err := s.cat.ListDBs(ctx)
+	if err != nil {
+		return err
+	}
+	sort.Slice(dbs, func(i, j int) bool { return dbs[i].Name < dbs[j].Name })
+	for _, db := range dbs {
+		if !v.VisibleDB(db.Name) {
+			continue
+		}
+		tbls, err := s.cat.ListTables(ctx, db)
+		if err != nil {
+			return err
+		}
+		for _, t := range tbls {
+			if !v.VisibleTable(db.Name, t.Name) {
+				continue
+			}
+			if err := fn(db.Name, t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Schema) schemata(ctx context.Context, v Viewer) ([][]datum, error) {
+	rows := [][]datum{{str("def"), str(DBName), str("utf8mb3"), str("utf8mb3_general_ci"), null, str("NO")}}
+	dbs, err := s.cat.ListDBs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, db := range dbs {
+		if v.VisibleDB(db.Name) {
+			rows = append(rows, []datum{str("def"), str(db.Name), str("utf8mb4"), str("utf8mb4_bin"), null, str("NO")})
+		}
+	}
+	return rows, nil
+}
+
+func (s *Schema) tablesRows(ctx context.Context, v Viewer) ([][]datum, error) {
+	var rows [][]datum
+	for _, n := range s.names {
+		rows = append(rows, []datum{str("def"), str(DBName), str(n), str("SYSTEM VIEW"), null, num(10), null, null,
+			null, null, null, null, null, null, null, null, null, str("utf8mb3_general_ci"), null, str(""), str("")})
+	}
+	err := s.eachTable(ctx, v, func(db string, t *catalog.TableInfo) error {
+		auto := null
+		if t.AutoIncOffset >= 0 && s.peek != nil {
+			n, err := s.peek(ctx, t.ID)
+			if err != nil {
+				return err
+			}
+			auto = unum(uint64(n))
+		}
+		rows = append(rows, []datum{str("def"), str(db), str(t.Name), str("BASE TABLE"), str("InnoDB"), num(10), str("Dynamic"),
+			unum(0), unum(0), unum(0), unum(0), unum(0), unum(0), auto, null, null, null, str("utf8mb4_bin"), null, str(""), str(t.Comment)})
+		return nil
+	})
+	return rows, err
+}
+
+// keyOf is COLUMNS.COLUMN_KEY of column off: PRI, UNI (first column of a
+// single-column unique index), MUL (first column of another index).
+func keyOf(t *catalog.TableInfo, off int) string {
+	if t.PKIsHandle && t.HandleOffset == off {
+		return "PRI"
+	}
+	key := ""
+	for _, ix := range t.Indices {
+		if !ix.Public() || ix.Columns[0].Offset != off {
+			continue
+		}
+		if ix.Unique && len(ix.Columns) == 1 {
+			return "UNI"
+		}
+		key = "MUL"
+	}
+	return key
+}
+
+func (s *Schema) columns(ctx context.Context, v Viewer) ([][]datum, error) {
+	var rows [][]datum
+	err := s.eachTable(ctx, v, func(db string, t *catalog.TableInfo) error {
+		for i, c := range t.Columns {
+			ft := c.Type
+			def := null
+			switch {
+			case c.DefaultNow:
+				def = str("CURRENT_TIMESTAMP")
+			case c.HasDefault && !c.DefaultNull:
+				def = str(c.Default)
+			}
+			nullable := "YES"
+			if ft.NotNull() {
+				nullable = "NO"
+			}
+			extra := ""
+			if c.AutoIncrement {
+				extra = "auto_increment"
+			} else if c.DefaultNow {
+				extra = "DEFAULT_GENERATED"
+			}
+			charLen, octLen, prec, scale, dtPrec, cs, coll := typeFacts(ft)
+			rows = append(rows, []datum{str("def"), str(db), str(t.Name), str(c.Name), unum(uint64(i + 1)), def, str(nullable),
+				str(dataType(ft)), charLen, octLen, prec, scale, dtPrec, cs, coll, str(ft.SQLName()),
+				str(keyOf(t, i)), str(extra), str("select,insert,update,references"), str(""), str(""), null})
+		}
+		return nil
+	})
+	return rows, err
+}
+
+// dataType is COLUMNS.DATA_TYPE: the type name without width or flags.
+func dataType(ft types.FieldType) string {
+	n := ft.SQLName()
+	if i := strings.IndexAny(n, "( "); i >= 0 {
+		n = n[:i]
+	}
+	return n
+}
+
+// typeFacts are COLUMNS' length, precision and charset columns.
+func typeFacts(ft types.FieldType) (charLen, octLen, prec, scale, dtPrec, cs, coll datum) {
+	charLen, octLen, prec, scale, dtPrec, cs, coll = null, null, null, null, null, null, null
+	switch ft.Class() {
+	case types.ClassString:
+		n := int64(ft.Flen)
+		charLen, octLen = num(n), num(n)
+		if !ft.Binary() {
+			switch ft.Tp {
+			case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
+			default:
+				octLen = num(4 * n)
+			}
+			cs, coll = str("utf8mb4"), str("utf8mb4_bin")
+		}
+	case types.ClassInt:
+		p := map[byte]uint64{mysql.TypeTiny: 3, mysql.TypeShort: 5, mysql.TypeInt24: 7, mysql.TypeLong: 10, mysql.TypeLonglong: 19}[ft.Tp]
+		if ft.Tp == mysql.TypeLonglong && ft.Unsigned() {
+			p = 20
+		}
+		switch ft.Tp {
+		case mysql.TypeBit:
+			prec = unum(uint64(ft.Flen))
+		case mysql.TypeYear:
+		default:
+			prec, scale = unum(p), unum(0)
+		}
+	case types.ClassDecimal:
+		prec, scale = unum(uint64(ft.Flen)), unum(uint64(max(ft.Decimal, 0)))
+	case types.ClassFloat:
+		prec = unum(12)
+		if ft.Tp == mysql.TypeDouble {
+			prec = unum(22)
+		}
+		if ft.Decimal > 0 {
+			scale = unum(uint64(ft.Decimal))
+		}
+	case types.ClassTime:
+		if ft.Tp != mysql.TypeDate {
+			dtPrec = unum(uint64(max(ft.Decimal, 0)))
+		}
+	}
+	return
+}
+
+// indexColumns calls fn for every column of the table's keys: the integer
+// primary key (PRIMARY) and every public index, in order.
+func indexColumns(t *catalog.TableInfo, fn func(name string, unique, primary bool, seq int, c *catalog.ColumnInfo)) {
+	if t.PKIsHandle {
+		fn("PRIMARY", true, true, 1, t.Columns[t.HandleOffset])
+	}
+	for _, ix := range t.Indices {
+		if !ix.Public() {
+			continue
+		}
+		for i, ic := range ix.Columns {
+			fn(ix.Name, ix.Unique, false, i+1, t.Columns[ic.Offset])
+		}
+	}
+}
+
+func (s *Schema) statistics(ctx context.Context, v Viewer) ([][]datum, error) {
+	var rows [][]datum
+	err := s.eachTable(ctx, v, func(db string, t *catalog.TableInfo) error {
+		indexColumns(t, func(name string, unique, _ bool, seq int, c *catalog.ColumnInfo) {
+			nonUnique, nullable := int64(1), "YES"
+			if unique {
+				nonUnique = 0
+			}
+			if c.Type.NotNull() {
+				nullable = ""
+			}
+			rows = append(rows, []datum{str("def"), str(db), str(t.Name), num(nonUnique), str(db), str(name), unum(uint64(seq)),
+				str(c.Name), str("A"), num(0), null, null, str(nullable), str("BTREE"), str(""), str(""), str("YES"), null})
+		})
+		return nil
+	})
+	return rows, err
+}
+
+func (s *Schema) keyColumnUsage(ctx context.Context, v Viewer) ([][]datum, error) {
+	var rows [][]datum
+	err := s.eachTable(ctx, v, func(db string, t *catalog.TableInfo) error {
+		indexColumns(t, func(name string, unique, _ bool, seq int, c *catalog.ColumnInfo) {
+			if unique {
+				rows = append(rows, []datum{str("def"), str(db), str(name), str("def"), str(db), str(t.Name), str(c.Name),
+					unum(uint64(seq)), null, null, null, null})
+			}
+		})
+		return nil
+	})
+	return rows, err
+}
+
+func (s *Schema) tableConstraints(ctx context.Context, v Viewer) ([][]datum, error) {
+	var rows [][]datum
+	err := s.eachTable(ctx, v, func(db string, t *catalog.TableInfo) error {
+		indexColumns(t, func(name string, unique, primary bool, seq int, _ *catalog.ColumnInfo) {
+			if !unique || seq != 1 {
+				return
+			}
+			tp := "UNIQUE"
+			if primary {
+				tp = "PRIMARY KEY"
+			}
+			rows = append(rows, []datum{str("def"), str(db), str(name), str(db), str(t.Name), str(tp), str("YES")})
+		})
+		return nil
+	})
+	return rows, err
+}
+
+func engines(context.Context, Viewer) ([][]datum, error) {
+	return [][]datum{{str("InnoDB"), str("DEFAULT"), str("Strata distributed storage (Raft-replicated regions)"), str("YES"), str("NO"), str("NO")}}, nil
+}
+
+func collations(context.Context, Viewer) ([][]datum, error) {
+	var rows [][]datum
+	for _, c := range charset.GetSupportedCollations() {
+		def := ""
+		if c.IsDefault {
+			def = "Yes"
+		}
+		rows = append(rows, []datum{str(c.Name), str(c.CharsetName), unum(uint64(c.ID)), str(def), str("Yes"), unum(uint64(c.Sortlen)), str(c.PadAttribute)})
+	}
+	return rows, nil
+}
+
+func characterSets(context.Context, Viewer) ([][]datum, error) {
+	var rows [][]datum
+	for _, c := range charset.GetSupportedCharsets() {
+		rows = append(rows, []datum{str(c.Name), str(c.DefaultCollation), str(c.Desc), unum(uint64(c.Maxlen))})
+	}
+	return rows, nil
+}
