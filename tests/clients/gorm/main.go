@@ -1,6 +1,6 @@
 // Command gorm is a smoke program for GORM (gorm.io/gorm with
-// gorm.io/driver/mysql) against Strata: CreateTable from the model
-// (AutoMigrate with -automigrate, see run), CRUD, a transaction
+// gorm.io/driver/mysql) against Strata: AutoMigrate (which reads
+// information_schema), CRUD, a transaction
 // that commits and one that rolls back, and prepared statements
 // (PrepareStmt). It prints "OK gorm" or exits 1 with the failure.
 //
@@ -27,6 +27,22 @@ type Product struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
+
+// ProductV2 is Product with an index on Price (the second AutoMigrate).
+// A new column would make GORM send ALTER TABLE products ADD stock bigint
+// NOT NULL DEFAULT 0, which Strata does not support yet (ERROR 1235: ALTER
+// TABLE column changes are not built).
+type ProductV2 struct {
+	ID        uint    `gorm:"primaryKey"`
+	Code      string  `gorm:"size:32;uniqueIndex"`
+	Price     int     `gorm:"index"`
+	Note      *string `gorm:"size:100"`
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// TableName keeps ProductV2 on Product's table.
+func (ProductV2) TableName() string { return "products" }
 
 func main() {
 	if err := run(os.Getenv("STRATA_DSN")); err != nil {
@@ -71,15 +87,10 @@ func run(dsn string) error {
 	}
 	sqlDB.SetMaxOpenConns(1) // USE holds for the one connection
 
-	// AutoMigrate asks information_schema.tables / columns whether the
-	// table exists, which Strata does not have yet (planner: "system
-	// schema"); with -automigrate the program tries it (and fails today).
-	if len(os.Args) > 1 && os.Args[1] == "-automigrate" {
-		if err := db.AutoMigrate(&Product{}); err != nil {
-			return check(err, "AutoMigrate")
-		}
-	} else if err := db.Migrator().CreateTable(&Product{}); err != nil {
-		return check(err, "CreateTable")
+	// AutoMigrate reads information_schema (tables, columns, statistics)
+	// to find what exists, then creates the table.
+	if err := db.AutoMigrate(&Product{}); err != nil {
+		return check(err, "AutoMigrate")
 	}
 	note := "first"
 	p := Product{Code: "D42", Price: 100, Note: &note}
@@ -169,6 +180,25 @@ func run(dsn string) error {
 	// A duplicate on the unique index is MySQL's 1062.
 	if err := db.Create(&Product{Code: "A1"}).Error; err == nil {
 		return errors.New("duplicate code accepted")
+	}
+	// AutoMigrate of the same model again changes nothing (information_schema
+	// describes the columns as GORM declared them); of a model with a new
+	// index, creates it (CREATE INDEX) and keeps the rows.
+	if err := db.AutoMigrate(&Product{}); err != nil {
+		return check(err, "AutoMigrate of an existing table")
+	}
+	if err := db.AutoMigrate(&ProductV2{}); err != nil {
+		return check(err, "AutoMigrate adding an index")
+	}
+	if !db.Migrator().HasIndex(&ProductV2{}, "idx_products_price") {
+		return errors.New("AutoMigrate: the new index is missing")
+	}
+	var cheap []ProductV2
+	if err := db.Where("price < ?", 100).Order("code").Find(&cheap).Error; err != nil {
+		return check(err, "read after AutoMigrate")
+	}
+	if len(cheap) != 3 {
+		return fmt.Errorf("after AutoMigrate: %d rows with price < 100, want 3", len(cheap))
 	}
 	return check(admin.Exec("DROP DATABASE gormtest").Error, "drop")
 }
