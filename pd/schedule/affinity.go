@@ -24,11 +24,13 @@ import (
 //     (`t{tableID}...`, kv/tablecodec's layout: rows `t{id}_r{handle}`,
 //     index entries `t{id}_i{indexID}...`). A region starting before the
 //     table (in another table or the catalog) is not in the group.
-//   - Target: chosen once, from where the group's replicas and leaders are
-//     (fewest moves), among Up stores, spreading the groups' leader stores
-//     over the stores; kept while its stores stay usable, chosen again when
-//     the leader's store is no longer Up or a voter's store is Down,
-//     Offline or gone.
+//   - Target: chosen from where the group's replicas and leaders are
+//     (fewest moves) among Up stores, spreading the groups' voter and
+//     leader stores over the stores (choose); kept while its stores stay
+//     usable, chosen again when the leader's store is no longer Up or a
+//     voter's store is Down, Offline or gone. When the groups use the Up
+//     stores unevenly (a store was added), one group at a time gets a new
+//     target (rebalance).
 //   - The affinity scheduler moves voters onto the target stores (add
 //     learner, promote, remove; store limits apply) and then the
 //     leadership onto the target leader, at most affinity-schedule-limit
@@ -99,6 +101,9 @@ func (t affinityTarget) satisfied(r *RegionInfo) bool {
 type Affinity struct {
 	c       *Cluster
 	targets atomic.Pointer[map[int64]affinityTarget]
+	// running counts the running operators of a kind (the controller's);
+	// groups are rebalanced only while no affinity operator runs.
+	running func(OpKind) int
 }
 
 func newAffinity(c *Cluster) *Affinity {
@@ -172,6 +177,9 @@ func (a *Affinity) refresh() {
 			next[tid] = t
 		}
 	}
+	if a.running == nil || a.running(OpAffinity) == 0 {
+		a.rebalance(next, &cfg)
+	}
 	a.targets.Store(&next)
 	a.updateGauges(cfg)
 }
@@ -190,16 +198,21 @@ func (a *Affinity) usable(t affinityTarget, cfg *Config) bool {
 	return true
 }
 
-// choose picks a target for a group's regions: the MaxReplicas Up stores
-// holding most of its voters (then leading the fewest groups, then least
-// loaded), and among them the leader store that needs the fewest
-// leadership moves, with a penalty of one full group per group that store
-// already leads more than the least loaded candidate, so tables spread
-// their leaders over the stores. others are the targets chosen so far.
+// choose picks a target for a group's regions among the Up stores. Each
+// store scores the group's voters it holds minus, per group it is already a
+// voter store of beyond the least used Up store, the group's region count
+// (so a new group goes to the stores fewest groups use unless that costs
+// more moves than one full group), then leads the fewest groups, then holds
+// the fewest regions. Voters are taken in that order, each the best
+// isolated from those taken (location labels). The leader is the voter
+// store needing the fewest leadership moves, with the same one-group
+// penalty per group it already leads beyond the least loaded voter store.
+// others are the targets of the other groups.
 func (a *Affinity) choose(regions []*RegionInfo, others map[int64]affinityTarget, cfg *Config) (affinityTarget, bool) {
 	if len(regions) == 0 {
 		return affinityTarget{}, false
 	}
+	n := len(regions)
 	voters, leaders := map[uint64]int{}, map[uint64]int{}
 	for _, r := range regions {
 		for _, sid := range replicaStores(r, 0) {
@@ -209,43 +222,163 @@ func (a *Affinity) choose(regions []*RegionInfo, others map[int64]affinityTarget
 			leaders[l]++
 		}
 	}
-	led := map[uint64]int{}
-	for _, t := range others {
-		led[t.Leader]++
-	}
-	var up []uint64
-	for _, s := range a.c.Stores() {
-		if sid := s.Meta.GetId(); a.c.StoreState(sid).placeable() {
-			up = append(up, sid)
-		}
-	}
+	on, led := groupsPerStore(others)
+	up := a.upStores()
 	if len(up) < cfg.MaxReplicas {
 		return affinityTarget{}, false
 	}
+	minOn := on[up[0]]
+	for _, sid := range up {
+		minOn = min(minOn, on[sid])
+	}
+	key := func(sid uint64) int { return voters[sid] - n*(on[sid]-minOn) }
 	slices.SortStableFunc(up, func(x, y uint64) int {
-		if voters[x] != voters[y] {
-			return voters[y] - voters[x]
+		if kx, ky := key(x), key(y); kx != ky {
+			return ky - kx
 		}
 		if led[x] != led[y] {
 			return led[x] - led[y]
 		}
 		return a.c.storeScore(x, nil) - a.c.storeScore(y, nil)
 	})
-	t := affinityTarget{Voters: slices.Clone(up[:cfg.MaxReplicas])}
+	labels := cfg.LocationLabels
+	var t affinityTarget
+	for len(t.Voters) < cfg.MaxReplicas {
+		best, bestClose := -1, 0
+		for i, sid := range up {
+			if slices.Contains(t.Voters, sid) {
+				continue
+			}
+			if cl := a.c.closeness(sid, t.Voters, labels); best < 0 || cl < bestClose {
+				best, bestClose = i, cl
+			}
+		}
+		t.Voters = append(t.Voters, up[best])
+	}
 	minLed := led[t.Voters[0]]
 	for _, sid := range t.Voters {
 		minLed = min(minLed, led[sid])
 	}
-	n := len(regions)
-	best := -1
+	bestCost := -1
 	for _, sid := range t.Voters {
 		cost := n - leaders[sid] + n*(led[sid]-minLed)
-		if best < 0 || cost < best || (cost == best && sid < t.Leader) {
-			best, t.Leader = cost, sid
+		if bestCost < 0 || cost < bestCost || (cost == bestCost && sid < t.Leader) {
+			bestCost, t.Leader = cost, sid
 		}
 	}
 	slices.Sort(t.Voters)
 	return t, true
+}
+
+// groupsPerStore counts, per store, the targets it is a voter store of and
+// the targets it leads.
+func groupsPerStore(ts map[int64]affinityTarget) (on, led map[uint64]int) {
+	on, led = map[uint64]int{}, map[uint64]int{}
+	for _, t := range ts {
+		for _, sid := range t.Voters {
+			on[sid]++
+		}
+		led[t.Leader]++
+	}
+	return on, led
+}
+
+// upStores returns the Up stores by id.
+func (a *Affinity) upStores() []uint64 {
+	var up []uint64
+	for _, s := range a.c.Stores() {
+		if sid := s.Meta.GetId(); a.c.StoreState(sid).placeable() {
+			up = append(up, sid)
+		}
+	}
+	return up
+}
+
+// spread is how unevenly the targets use the Up stores: the most groups
+// one store is a voter store of minus the fewest (the same for leaders).
+func spread(ts map[int64]affinityTarget, up []uint64) (voters, leaders int) {
+	on, led := groupsPerStore(ts)
+	if len(up) == 0 {
+		return 0, 0
+	}
+	minOn, maxOn, minLed, maxLed := on[up[0]], on[up[0]], led[up[0]], led[up[0]]
+	for _, sid := range up {
+		minOn, maxOn = min(minOn, on[sid]), max(maxOn, on[sid])
+		minLed, maxLed = min(minLed, led[sid]), max(maxLed, led[sid])
+	}
+	return maxOn - minOn, maxLed - minLed
+}
+
+// unevenness is the sum over the Up stores of the squared number of groups
+// each is a voter store of (and, second, leads): a move that lowers it
+// makes the use more even, so repeated moves end.
+func unevenness(ts map[int64]affinityTarget, up []uint64) (voters, leaders int) {
+	on, led := groupsPerStore(ts)
+	for _, sid := range up {
+		voters += on[sid] * on[sid]
+		leaders += led[sid] * led[sid]
+	}
+	return voters, leaders
+}
+
+// rebalance moves one group off the busiest store when the targets use
+// the Up stores unevenly (a store added after the groups were placed):
+// the smallest group on the store used by the most groups (as voter, else
+// as leader) gets a new target if that makes the use more even
+// (unevenness). It runs
+// only while no affinity operator does, so groups move one at a time.
+func (a *Affinity) rebalance(ts map[int64]affinityTarget, cfg *Config) {
+	up := a.upStores()
+	sv, sl := spread(ts, up)
+	if sv <= 1 && sl <= 1 {
+		return
+	}
+	uv, ul := unevenness(ts, up)
+	on, led := groupsPerStore(ts)
+	busiest := up[0]
+	for _, sid := range up {
+		if (sv > 1 && on[sid] > on[busiest]) || (sv <= 1 && led[sid] > led[busiest]) {
+			busiest = sid
+		}
+	}
+	var cands []int64
+	for tid, t := range ts {
+		if (sv > 1 && t.hasVoter(busiest)) || (sv <= 1 && t.Leader == busiest) {
+			cands = append(cands, tid)
+		}
+	}
+	sizes := map[int64]int{}
+	for _, tid := range cands {
+		sizes[tid] = len(a.c.groupRegions(tid))
+	}
+	slices.SortFunc(cands, func(x, y int64) int {
+		if sizes[x] != sizes[y] {
+			return sizes[x] - sizes[y]
+		}
+		return cmpI64(x, y)
+	})
+	for _, tid := range cands {
+		old := ts[tid]
+		delete(ts, tid)
+		t, ok := a.choose(a.c.groupRegions(tid), ts, cfg)
+		if ok {
+			ts[tid] = t
+			if nv, nl := unevenness(ts, up); nv < uv || (nv == uv && nl < ul) {
+				return
+			}
+		}
+		ts[tid] = old
+	}
+}
+
+func cmpI64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // AffinityRegionView is one region of a group as the API shows it.

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stratadb/strata/kv/codec"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/proto/pdpb"
 )
 
 func TestDecodeTableKey(t *testing.T) {
@@ -190,4 +192,94 @@ func TestAffinityConfigValidate(t *testing.T) {
 		require.Error(t, Config{AffinityTables: tables}.Defaults().Validate(), "%v", tables)
 	}
 	require.NoError(t, Config{AffinityTables: []int64{5, 6}}.Defaults().Validate())
+}
+
+// storesUse counts per store the groups it is a voter store of and leads.
+func (s *sim) storesUse() (on, led map[uint64]int) {
+	on, led = map[uint64]int{}, map[uint64]int{}
+	for _, g := range s.co.Affinity().Groups(false) {
+		for _, sid := range g.VoterStoreIDs {
+			on[sid]++
+		}
+		led[g.LeaderStoreID]++
+	}
+	return on, led
+}
+
+// allStable reports whether every configured group is stable and co-led
+// and no operator runs.
+func (s *sim) allStable() bool {
+	for _, g := range s.co.Affinity().Groups(false) {
+		if g.Phase != AffinityStable || !g.CoLed {
+			return false
+		}
+	}
+	return len(s.oc.Operators()) == 0
+}
+
+// Four tables, all on stores 1-3 (as if split from one region), on 3
+// stores: stable, each led from a different store where possible. Then 3
+// stores join: groups move one at a time until every store is a voter
+// store of 2 groups and leads at most one, and it stays so.
+func TestAffinityGroupsSpreadOnScaleOut(t *testing.T) {
+	tables := []int64{42, 43, 44, 45}
+	s := newSim(t, 3, Config{StoreLimit: 120, AffinityTables: tables})
+	for i, tid := range tables {
+		s.addTable(tid, uint64(10+10*i), []uint64{1, 2, 3}, []uint64{1, 2, 3})
+	}
+	for range 100 {
+		s.round()
+		if s.allStable() {
+			break
+		}
+	}
+	require.True(t, s.allStable(), "groups: %+v", s.co.Affinity().Groups(true))
+	_, led := s.storesUse()
+	require.Equal(t, map[uint64]int{1: 2, 2: 1, 3: 1}, led, "leaders spread over the 3 stores")
+	for sid := uint64(4); sid <= 6; sid++ {
+		s.addStore(sid)
+	}
+	rounds := 0
+	for ; rounds < 400; rounds++ {
+		s.round()
+		if sv, _ := spread(s.co.Affinity().load(), []uint64{1, 2, 3, 4, 5, 6}); s.allStable() && sv == 0 {
+			break
+		}
+	}
+	on, led := s.storesUse()
+	t.Logf("after %d rounds: voter groups per store %v, led groups per store %v", rounds, on, led)
+	require.Equal(t, map[uint64]int{1: 2, 2: 2, 3: 2, 4: 2, 5: 2, 6: 2}, on, "groups: %+v", s.co.Affinity().Groups(false))
+	require.Len(t, led, 4, "4 groups led from 4 stores")
+	s.requireHealthy()
+	created := len(s.oc.History())
+	for range 30 {
+		s.round()
+	}
+	require.Equal(t, created, len(s.oc.History()), "operators after convergence: %v", s.oc.History()[created:])
+}
+
+// With location labels zone,host the target's voters are in three zones,
+// even when the group's replicas start in two.
+func TestAffinityTargetIsolated(t *testing.T) {
+	s := newSim(t, 0, Config{LocationLabels: []string{"zone", "host"}, StoreLimit: 60, AffinityTables: []int64{42}})
+	for i := 1; i <= 6; i++ {
+		s.c.PutStore(&metapb.Store{Id: uint64(i), Labels: []*metapb.StoreLabel{
+			{Key: "zone", Value: fmt.Sprintf("z%d", (i+1)/2)}, {Key: "host", Value: fmt.Sprintf("h%d", i)}}})
+		s.c.StoreHeartbeat(&pdpb.StoreStats{StoreId: uint64(i)})
+	}
+	// Stores 1 and 2 share zone z1.
+	s.addTable(42, 10, []uint64{1, 2, 3}, []uint64{1, 2, 3})
+	for range 100 {
+		s.round()
+		if s.allStable() {
+			break
+		}
+	}
+	require.True(t, s.allStable(), "groups: %+v", s.co.Affinity().Groups(true))
+	zones := map[string]bool{}
+	for _, sid := range s.co.Affinity().Group(42, false).VoterStoreIDs {
+		zones[labelValue(s.c.GetStore(sid).Meta, "zone")] = true
+	}
+	require.Len(t, zones, 3)
+	s.requireHealthy()
 }

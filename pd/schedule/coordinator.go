@@ -27,6 +27,7 @@ func NewCoordinator(c *Cluster, oc *OperatorController, alloc IDAllocator, log *
 		log = slog.Default()
 	}
 	aff := newAffinity(c)
+	aff.running = oc.runningOf
 	return &Coordinator{
 		c: c, oc: oc, log: log, aff: aff,
 		checker: &ReplicaChecker{c: c, alloc: alloc, aff: aff},
