@@ -416,7 +416,7 @@ func (s *Store) staleSender(p *peer, rm *raft_serverpb.RaftMessage) bool {
 		RegionId: p.region.GetId(), FromPeer: p.meta, ToPeer: from,
 		RegionEpoch: p.region.GetRegionEpoch(), IsTombstone: true,
 	}
-	s.trans.send(from.GetStoreId(), &raft_serverpb.BatchRaftMessage{Msgs: []*raft_serverpb.RaftMessage{gc}})
+	s.sendBatch(from.GetStoreId(), &raft_serverpb.BatchRaftMessage{Msgs: []*raft_serverpb.RaftMessage{gc}})
 	return true
 }
 

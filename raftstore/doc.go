@@ -173,6 +173,16 @@
 // log on a mismatch; ConsistencyHashes lists a store's hashes so a checker
 // can compare the replicas itself (consistency.go).
 //
+// # Testing: the deterministic harness
+//
+// harness_test.go runs stores in one process in manual mode
+// (Config.manual: Open starts no goroutine; the test runs loop iterations,
+// ticks and heartbeats in store-id order, snapshots are generated and sent
+// synchronously) over an in-process transport with filters and a manual
+// clock (Config.clock, read by the lease and peer lifecycle). Scenarios
+// replay from a seed except for raft's election jitter (crypto/rand inside
+// go.etcd.io/raft) and map iteration order in the loop.
+//
 // # Reads
 //
 // Only the leader serves reads, under its lease or else through ReadIndex;

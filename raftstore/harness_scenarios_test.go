@@ -1,0 +1,381 @@
+package raftstore
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3"
+
+	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/proto/pdpb"
+)
+
+// Scenarios of issue 7 on the deterministic harness (harness_test.go).
+// Each logs its seed; -harness.seed replays the harness's choices.
+
+// writeKeys writes n keys with the given prefix and seeded values.
+func (h *harness) writeKeys(prefix string, n int) {
+	h.t.Helper()
+	for i := range n {
+		h.mustPut(fmt.Sprintf("%s%03d", prefix, i), fmt.Sprintf("v%d", h.rng.IntN(1_000_000)))
+	}
+}
+
+// requireAllConsistent checks every region the leaders know.
+func (h *harness) requireAllConsistent() {
+	h.t.Helper()
+	seen := map[uint64]bool{}
+	for _, s := range h.running() {
+		for _, r := range s.meta.sorted() {
+			if !seen[r.GetId()] {
+				seen[r.GetId()] = true
+				h.requireConsistent(r.GetId())
+			}
+		}
+	}
+}
+
+func peerOf(s *Store, regionID uint64) *metapb.Peer {
+	if p := s.peers[regionID]; p != nil {
+		return p.meta
+	}
+	return nil
+}
+
+// TestHarnessBasic: three stores elect a leader, replicate writes, and
+// every replica hashes equal (directly and through ComputeHash/VerifyHash).
+func TestHarnessBasic(t *testing.T) {
+	h := newHarness(t, 1, 3, nil)
+	h.writeKeys("k", 20)
+	r := h.regionAt("k000")
+	h.requireConsistent(r.GetId())
+	h.checkHash(r.GetId())
+}
+
+// TestHarnessSplitDuringConfChange: a split and a conf change (add a
+// learner on a fourth store) are both in flight in the region's log, in
+// either order. Conf change first: the split, proposed under the old
+// conf_ver, is refused at apply with EpochNotMatch on every replica (and
+// succeeds when asked again). Split first: the conf change still applies
+// (it checks conf_ver only) to the shrunk region. Either way every replica
+// of every region ends identical, and the learner gets its data.
+func TestHarnessSplitDuringConfChange(t *testing.T) {
+	for _, confFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("conf_change_first=%v", confFirst), func(t *testing.T) {
+			h := newHarness(t, 2, 4, nil)
+			h.writeKeys("a", 10)
+			h.writeKeys("n", 10)
+			r := h.regionAt("a000")
+			l := h.leader(r.GetId())
+			learnerStore := h.ids[3]
+			learner := &metapb.Peer{Id: h.pd.alloc(), StoreId: learnerStore, Role: metapb.PeerRole_Learner}
+			add := changePeer(pdpb.ConfChangeType_AddLearnerNode, learner)
+			var split *asyncResult
+			if confFirst {
+				h.pdStep(r.GetId(), add)
+				l.iterate(false) // proposes the conf change
+				split = h.split("n")
+			} else {
+				split = h.split("n")
+				l.iterate(false) // proposes the split
+				h.pdStep(r.GetId(), add)
+			}
+			h.settle()
+			h.waitFor("split answered", 100, func() bool { return split.done })
+			require.NoError(t, split.err)
+			if confFirst {
+				require.NotNil(t, split.resp.GetRegionError().GetEpochNotMatch(), "split proposed under the old conf_ver")
+				split = h.split("n")
+				h.waitFor("split answered", 100, func() bool { return split.done })
+				require.Nil(t, split.resp.GetRegionError())
+			} else {
+				require.Nil(t, split.resp.GetRegionError())
+			}
+			left, right := h.regionAt("a000"), h.regionAt("n000")
+			require.NotEqual(t, left.GetId(), right.GetId())
+			h.waitFor("learner initialized", 200, func() bool {
+				p := h.stores[learnerStore].peers[r.GetId()]
+				return p != nil && !p.uninitialized
+			})
+			h.requireAllConsistent()
+			for _, s := range h.replicas(left.GetId()) {
+				require.Equal(t, value(t, l, "a003"), value(t, s, "a003"))
+			}
+		})
+	}
+}
+
+// TestHarnessSnapshotAfterPartitionPastLogGC: a follower is partitioned
+// while the leader writes and compacts its log past the follower's index;
+// after the partition heals the follower catches up by a snapshot (the
+// only way: the entries are gone) and its data equals the leader's.
+func TestHarnessSnapshotAfterPartitionPastLogGC(t *testing.T) {
+	h := newHarness(t, 3, 3, func(c *Config) {
+		c.LogGCInterval, c.LogGCThreshold, c.LogGCLagLimit = 2*harnessTick, 5, 10
+	})
+	h.writeKeys("a", 5)
+	r := h.regionAt("a000")
+	victim := h.follower(r.GetId())
+	h.net.addFilter(isolate(victim.id))
+	h.writeKeys("b", 60)
+	l := h.leader(r.GetId())
+	behind := victim.peers[r.GetId()].ps.apply.applied
+	h.waitFor("log compacted past the partitioned follower", 100, func() bool {
+		return l.peers[r.GetId()].ps.apply.truncatedIndex > behind
+	})
+	applied := counterValue(t, snapshotsTotal.WithLabelValues("applied"))
+	h.net.clearFilters()
+	h.requireConsistent(r.GetId())
+	require.Greater(t, counterValue(t, snapshotsTotal.WithLabelValues("applied")), applied, "caught up without a snapshot?")
+	require.GreaterOrEqual(t, victim.peers[r.GetId()].ps.apply.truncatedIndex, behind, "the victim's log starts after the snapshot")
+	require.Equal(t, value(t, l, "b059"), value(t, victim, "b059"))
+	h.checkHash(r.GetId())
+}
+
+// TestHarnessRemoveAndReAddPeer: a follower's peer is removed (it destroys
+// itself: data gone, tombstone kept), the region takes writes, then a new
+// peer on the same store is added as a learner (filled by a snapshot) and
+// promoted; it ends identical to the leader.
+func TestHarnessRemoveAndReAddPeer(t *testing.T) {
+	h := newHarness(t, 4, 3, nil)
+	h.writeKeys("a", 10)
+	r := h.regionAt("a000")
+	victim := h.follower(r.GetId())
+	old := peerOf(victim, r.GetId())
+	h.pdStep(r.GetId(), changePeer(pdpb.ConfChangeType_RemoveNode, old))
+	h.waitFor("removed peer destroyed", 50, func() bool { return victim.peers[r.GetId()] == nil })
+	require.NotNil(t, victim.tombstone(r.GetId()))
+	require.Equal(t, "", value(t, victim, "a000"), "a destroyed peer's data is deleted")
+	h.writeKeys("b", 10)
+
+	learner := &metapb.Peer{Id: h.pd.alloc(), StoreId: victim.id, Role: metapb.PeerRole_Learner}
+	h.pdStep(r.GetId(), changePeer(pdpb.ConfChangeType_AddLearnerNode, learner))
+	h.waitFor("learner initialized by a snapshot", 100, func() bool {
+		p := victim.peers[r.GetId()]
+		return p != nil && !p.uninitialized && p.meta.GetId() == learner.GetId()
+	})
+	h.waitFor("learner caught up", 50, func() bool {
+		return victim.peers[r.GetId()].ps.apply.applied == h.leader(r.GetId()).peers[r.GetId()].ps.apply.applied
+	})
+	h.pdStep(r.GetId(), changePeer(pdpb.ConfChangeType_AddNode, &metapb.Peer{Id: learner.GetId(), StoreId: victim.id}))
+	h.waitFor("learner promoted", 50, func() bool {
+		p := victim.peers[r.GetId()]
+		return p.meta.GetRole() == metapb.PeerRole_Voter && len(h.leader(r.GetId()).peers[r.GetId()].region.GetPeers()) == 3
+	})
+	h.writeKeys("c", 5)
+	h.requireConsistent(r.GetId())
+	require.Equal(t, value(t, h.leader(r.GetId()), "a005"), value(t, victim, "a005"))
+	h.checkHash(r.GetId())
+}
+
+// TestHarnessTransferDuringSplit: a leader transfer asked while a split is
+// in the log is refused (no transfer while a split is pending) and works
+// once the split applied; a split proposed while a transfer is in
+// progress is refused with NotLeader once the transfer completes. Nothing
+// is half-split and every replica ends identical.
+func TestHarnessTransferDuringSplit(t *testing.T) {
+	t.Run("split_first", func(t *testing.T) {
+		h := newHarness(t, 5, 3, nil)
+		h.writeKeys("a", 5)
+		h.writeKeys("n", 5)
+		r := h.regionAt("a000")
+		l := h.leader(r.GetId())
+		target := h.follower(r.GetId())
+		split := h.split("n")
+		l.iterate(false) // the split is in the log, not applied
+		require.True(t, l.peers[r.GetId()].splitInFlight())
+		h.pdStep(r.GetId(), &pdpb.RegionHeartbeatResponse{TransferLeader: &pdpb.TransferLeader{Peer: peerOf(target, r.GetId())}})
+		l.iterate(false)
+		require.Zero(t, l.peers[r.GetId()].rn.BasicStatus().LeadTransferee, "transfer started while a split was pending")
+		h.waitFor("split applied", 100, func() bool { return split.done })
+		require.Nil(t, split.resp.GetRegionError())
+		require.Same(t, l, h.leader(r.GetId()))
+		cur := h.regionAt("a000")
+		h.pdStep(cur.GetId(), &pdpb.RegionHeartbeatResponse{RegionEpoch: cur.GetRegionEpoch(),
+			TransferLeader: &pdpb.TransferLeader{Peer: peerOf(target, r.GetId())}})
+		h.waitFor("leader transferred after the split", 100, func() bool { return h.leader(r.GetId()) == target })
+		h.mustPut("a100", "x")
+		h.mustPut("n100", "y")
+		h.requireAllConsistent()
+	})
+	t.Run("transfer_first", func(t *testing.T) {
+		h := newHarness(t, 6, 3, nil)
+		h.writeKeys("a", 5)
+		r := h.regionAt("a000")
+		l := h.leader(r.GetId())
+		target := h.follower(r.GetId())
+		// Hold the follower's acks so the transfer stays in progress while
+		// the split arrives.
+		h.net.addFilter(oneWay(target.id, l.id))
+		h.pdStep(r.GetId(), &pdpb.RegionHeartbeatResponse{TransferLeader: &pdpb.TransferLeader{Peer: peerOf(target, r.GetId())}})
+		l.iterate(false)
+		split := h.split("n")
+		h.settle()
+		require.NotZero(t, l.peers[r.GetId()].rn.BasicStatus().LeadTransferee, "transfer in progress")
+		h.net.clearFilters()
+		h.waitFor("split answered", 100, func() bool { return split.done })
+		if e := split.resp.GetRegionError(); e == nil {
+			// The transfer was aborted (election timeout) and the split
+			// proposed after all: that is allowed too.
+			require.NotEqual(t, h.regionAt("a000").GetId(), h.regionAt("n000").GetId())
+		} else {
+			require.NotNil(t, e.GetNotLeader(), "split during a transfer: %v", e)
+			require.Equal(t, h.regionAt("a000").GetId(), h.regionAt("n000").GetId(), "nothing split")
+		}
+		h.requireAllConsistent()
+	})
+}
+
+// TestHarnessStalePeerStaysSilent: a follower's store is down while its
+// peer is removed; when the store comes back, its stale peer (old
+// configuration) campaigns with PreVote, which cannot disturb the region
+// (the leader's term never changes), is answered with a tombstone message
+// and destroys itself.
+func TestHarnessStalePeerStaysSilent(t *testing.T) {
+	h := newHarness(t, 7, 3, nil)
+	h.writeKeys("a", 10)
+	r := h.regionAt("a000")
+	victim := h.follower(r.GetId())
+	vid := victim.id
+	old := peerOf(victim, r.GetId())
+	h.stop(vid)
+	h.pdStep(r.GetId(), changePeer(pdpb.ConfChangeType_RemoveNode, old))
+	h.waitFor("removal applied", 50, func() bool { return len(h.leader(r.GetId()).peers[r.GetId()].region.GetPeers()) == 2 })
+	h.writeKeys("b", 10)
+	l := h.leader(r.GetId())
+	term := h.term(r.GetId())
+
+	back := h.restart(vid)
+	require.NotNil(t, back.peers[r.GetId()], "the stale peer is back")
+	for range 60 { // six election timeouts
+		h.tick()
+		require.Same(t, l, h.leader(r.GetId()), "leadership moved")
+		require.Equal(t, term, h.term(r.GetId()), "the stale peer disturbed the term")
+		if p := back.peers[r.GetId()]; p != nil {
+			require.NotEqual(t, raft.StateLeader, p.rn.BasicStatus().RaftState)
+		}
+	}
+	require.Nil(t, back.peers[r.GetId()], "the stale peer was not destroyed")
+	require.NotNil(t, back.tombstone(r.GetId()))
+	require.Equal(t, "", value(t, back, "a000"))
+	h.requireConsistent(r.GetId())
+}
+
+// TestHarnessPartitionedLeaderNoStaleRead: the leader's store is cut off
+// for 10 s of manual time. Reads sent to it keep arriving every tick: any
+// it serves must be served before the others elect a new leader (its lease
+// is shorter than the election timeout); it steps down (CheckQuorum) and
+// fails them afterwards. A write through the new leader is never missed by
+// a read the old leader served. After the partition heals the old leader
+// rejoins as a follower and catches up.
+func TestHarnessPartitionedLeaderNoStaleRead(t *testing.T) {
+	h := newHarness(t, 8, 3, nil)
+	h.writeKeys("a", 5)
+	r := h.regionAt("a000")
+	old := h.leader(r.GetId())
+	oldTerm := h.term(r.GetId())
+	h.net.addFilter(isolate(old.id))
+	start := h.ticks
+	var newLeaderAt, lastServedAt, wroteAt uint64
+	var pending []func() (bool, bool)
+	var reads, servedReads, failed int
+	var write *asyncResult
+	for h.ticks-start < uint64(10*time.Second/harnessTick) {
+		pending = append(pending, readAt(old, r))
+		reads++
+		h.tick()
+		kept := pending[:0]
+		for _, res := range pending {
+			ok, answered := res()
+			switch {
+			case !answered:
+				kept = append(kept, res)
+			case ok:
+				servedReads++
+				lastServedAt = h.ticks
+			default:
+				failed++
+			}
+		}
+		pending = kept
+		if newLeaderAt == 0 {
+			if l := h.leader(r.GetId()); l != nil && l != old {
+				newLeaderAt = h.ticks
+				write = h.propose(l, putCmd(l.peers[r.GetId()].region, "a000", "after-partition"))
+			}
+		}
+		if write != nil && write.done && wroteAt == 0 {
+			require.Nil(t, write.resp.GetRegionError())
+			wroteAt = h.ticks
+		}
+	}
+	require.NotZero(t, newLeaderAt, "no new leader in 10 s")
+	require.NotZero(t, wroteAt, "the new leader's write did not apply")
+	require.Less(t, lastServedAt, newLeaderAt, "the old leader served a read after a new leader was elected")
+	require.NotEqual(t, raft.StateLeader, old.peers[r.GetId()].rn.BasicStatus().RaftState, "the cut-off leader never stepped down")
+	require.NotEqual(t, "after-partition", value(t, old, "a000"))
+	t.Logf("old leader: %d reads, %d served (last at tick %d), %d failed; new leader elected at tick %d (term %d -> %d), write applied at tick %d",
+		reads, servedReads, lastServedAt-start, failed, newLeaderAt-start, oldTerm, h.term(r.GetId()), wroteAt-start)
+
+	h.net.clearFilters()
+	h.requireConsistent(r.GetId())
+	require.Equal(t, "after-partition", value(t, old, "a000"), "the old leader caught up")
+	require.NotSame(t, old, h.leader(r.GetId()))
+}
+
+// TestHarnessLossyNetwork: with 20 % of raft messages lost and the rest
+// delayed by up to 3 ticks (all drawn from the seed), a writer that
+// retries region errors gets every write applied, splits happen, and after
+// the network heals every replica of every region is identical.
+func TestHarnessLossyNetwork(t *testing.T) {
+	h := newHarness(t, 9, 3, nil)
+	h.net.addFilter(h.lossy(0.2, 3))
+	want := map[string]string{}
+	for i := range 40 {
+		k, v := fmt.Sprintf("k%03d", h.rng.IntN(200)), fmt.Sprintf("v%d", i)
+		h.putRetrying(k, v)
+		want[k] = v
+		if i == 20 {
+			split := h.split("k100")
+			h.waitFor("split answered", 200, func() bool { return split.done })
+		}
+	}
+	h.net.clearFilters()
+	h.requireAllConsistent()
+	for k, v := range want {
+		for _, s := range h.running() {
+			require.Equal(t, v, value(t, s, k), "store %d key %s", s.id, k)
+		}
+	}
+}
+
+// putRetrying writes key=value through whichever store leads its region,
+// again after a region error or an undetermined outcome (the same put
+// twice is harmless), until it is applied.
+func (h *harness) putRetrying(key, value string) {
+	h.t.Helper()
+	var res *asyncResult
+	var last string
+	defer func() {
+		if h.t.Failed() {
+			h.t.Logf("write of %s: last outcome %s", key, last)
+		}
+	}()
+	h.waitFor("write "+key, 1000, func() bool {
+		if res != nil && !res.done {
+			return false
+		}
+		if res != nil && res.err == nil && res.resp.GetRegionError() == nil {
+			return true
+		}
+		if res != nil {
+			last = fmt.Sprintf("err %v resp %v", res.err, res.resp)
+		}
+		if r := h.ledRegionAt(key); r != nil {
+			res = h.propose(h.leader(r.GetId()), putCmd(r, key, value))
+		}
+		return false
+	})
+}

@@ -1,0 +1,696 @@
+package raftstore
+
+// The deterministic raftstore harness (tinykv's test_raftstore and etcd
+// raft's interaction tests are the models). Stores run in this process,
+// each with a real Pebble in a temp dir, in manual mode (Config.manual):
+// no goroutine of theirs runs the Ready loop, ticks, heartbeats or
+// snapshot generation; the test's goroutine does, in a fixed order:
+//
+//   - tick: the manual clock advances by one raft tick and every running
+//     store, in store-id order, runs one loop iteration with a tick; then
+//     settle.
+//   - settle: until nothing moves, each store in id order gets the
+//     messages due for it and runs loop iterations while its inbox holds
+//     something or a peer has a Ready. No wall time passes.
+//
+// Raft messages travel through memNet, whose filters drop or delay them
+// (partition, one-way cut, random loss, random delay in ticks); snapshots
+// are generated and delivered synchronously. The lease, peer lifecycle and
+// read timeouts read the manual clock (Config.clock), so a 10 s partition
+// is 100 ticks that take milliseconds.
+//
+// Replay: every random choice of the harness (delays, losses, keys) comes
+// from one seed (-harness.seed, default per test; the seed is logged).
+// Two things are not under the seed, so two runs with one seed may
+// interleave differently: go.etcd.io/raft draws randomized election
+// timeouts from crypto/rand (a package global the harness cannot seed),
+// and the Ready loop visits peers in Go map order. The scenarios therefore
+// assert properties that must hold for every such interleaving (who wins
+// an election is found, never assumed).
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stratadb/strata/kv/keys"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/proto/pdpb"
+	"github.com/stratadb/strata/proto/raft_cmdpb"
+	"github.com/stratadb/strata/proto/raft_serverpb"
+)
+
+var harnessSeed = flag.Uint64("harness.seed", 0, "seed of the raftstore harness scenarios (0: each test's default)")
+
+const harnessTick = 100 * time.Millisecond
+
+// harness is a cluster of in-process stores driven by the test goroutine.
+type harness struct {
+	t      *testing.T
+	rng    *rand.Rand
+	clock  atomic.Int64 // manual clock, unix nanoseconds
+	ticks  uint64
+	pd     *fakePD
+	net    *memNet
+	stores map[uint64]*Store // running stores by id
+	dirs   map[uint64]string
+	ids    []uint64 // every store id, ascending
+	tune   func(*Config)
+}
+
+// newHarness opens n stores and bootstraps one region (the whole key
+// space) with a peer on each of the first three (all of them when n < 3),
+// then waits for its leader. tune adjusts every store's Config.
+func newHarness(t *testing.T, defaultSeed uint64, n int, tune func(*Config)) *harness {
+	seed := defaultSeed
+	if *harnessSeed != 0 {
+		seed = *harnessSeed
+	}
+	t.Logf("harness seed %d (replay: go test ./raftstore -run '^%s$' -harness.seed %d)", seed, t.Name(), seed)
+	h := &harness{
+		t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		pd: newFakePD(), stores: map[uint64]*Store{}, dirs: map[uint64]string{}, tune: tune,
+	}
+	h.clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	h.net = &memNet{h: h}
+	root := t.TempDir()
+	for i := range n {
+		dir := filepath.Join(root, fmt.Sprintf("s%d", i+1))
+		s := h.open(dir)
+		h.dirs[s.id] = dir
+		h.ids = append(h.ids, s.id)
+	}
+	t.Cleanup(func() {
+		for _, id := range h.ids {
+			if s := h.stores[id]; s != nil {
+				_ = s.Close()
+			}
+		}
+	})
+	voters := h.ids[:min(3, n)]
+	region := &metapb.Region{Id: h.pd.alloc(), RegionEpoch: &metapb.RegionEpoch{ConfVer: 1, Version: 1}}
+	for _, sid := range voters {
+		region.Peers = append(region.Peers, &metapb.Peer{Id: h.pd.alloc(), StoreId: sid})
+	}
+	h.pd.bootstrap(region)
+	for _, sid := range voters {
+		h.stores[sid].storeHeartbeat()
+	}
+	h.settle()
+	h.waitFor("a leader of the first region", 50, func() bool { return h.leader(region.GetId()) != nil })
+	return h
+}
+
+func (h *harness) now() time.Time { return time.Unix(0, h.clock.Load()) }
+
+func (h *harness) open(dir string) *Store {
+	cfg := Config{
+		DataDir: dir, RaftTick: harnessTick, ElectionTicks: 10, HeartbeatTicks: 2,
+		StoreHeartbeatInterval: time.Second, SplitCheckInterval: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		clock:  h.now, net: h.net, manual: true,
+	}
+	if h.tune != nil {
+		h.tune(&cfg)
+	}
+	s, err := Open(context.Background(), cfg, h.pd)
+	require.NoError(h.t, err)
+	h.stores[s.id] = s
+	return s
+}
+
+// stop closes store id (a crash of its unsynced applies is not simulated:
+// Close flushes). Messages to it are lost while it is down.
+func (h *harness) stop(id uint64) {
+	require.NoError(h.t, h.stores[id].Close())
+	delete(h.stores, id)
+}
+
+// restart opens store id again from its data dir.
+func (h *harness) restart(id uint64) *Store {
+	s := h.open(h.dirs[id])
+	require.Equal(h.t, id, s.id)
+	return s
+}
+
+// running returns the running stores in id order.
+func (h *harness) running() []*Store {
+	var out []*Store
+	for _, id := range h.ids {
+		if s := h.stores[id]; s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// tick advances the manual clock by one raft tick, ticks every store and
+// settles.
+func (h *harness) tick() {
+	h.ticks++
+	h.clock.Add(int64(harnessTick))
+	for _, s := range h.running() {
+		h.net.deliver(s)
+		s.iterate(true)
+		for range len(s.regionHeartbeats) {
+			<-s.regionHeartbeats // PD's answers are injected by the scenarios (pdStep)
+		}
+	}
+	h.settle()
+}
+
+// settle runs loop iterations until no store has queued input or a Ready
+// and no message is due.
+func (h *harness) settle() {
+	for pass := 0; ; pass++ {
+		require.Less(h.t, pass, 10000, "the stores never settled")
+		moved := false
+		for _, s := range h.running() {
+			if h.net.deliver(s) {
+				moved = true
+			}
+			for i := 0; s.inbox.pending() || s.hasReady(); i++ {
+				require.Less(h.t, i, 10000, "store %d never settled", s.id)
+				s.iterate(false)
+				moved = true
+			}
+		}
+		if !moved {
+			return
+		}
+	}
+}
+
+// waitFor ticks until cond holds, at most maxTicks times.
+func (h *harness) waitFor(what string, maxTicks int, cond func() bool) {
+	h.t.Helper()
+	for range maxTicks {
+		if cond() {
+			return
+		}
+		h.tick()
+	}
+	require.True(h.t, cond(), "after %d ticks: %s\n%s", maxTicks, what, h.dump())
+}
+
+// dump describes every running store's peers (for failure messages).
+func (h *harness) dump() string {
+	var b strings.Builder
+	for _, s := range h.running() {
+		for _, r := range s.meta.sorted() {
+			p := s.peers[r.GetId()]
+			if p == nil {
+				continue
+			}
+			st := p.rn.BasicStatus()
+			fmt.Fprintf(&b, "store %d region %d [%q,%q) epoch %v peer %d: %v term %d lead %d commit %d applied %d truncated %d last %d pending %d unassigned %d\n",
+				s.id, r.GetId(), r.GetStartKey(), r.GetEndKey(), r.GetRegionEpoch(), p.meta.GetId(), st.RaftState, st.GetTerm(), st.Lead,
+				st.GetCommit(), p.ps.apply.applied, p.ps.apply.truncatedIndex, p.ps.lastIndex, len(p.pending), len(p.unassigned))
+		}
+	}
+	return b.String()
+}
+
+func (in *inbox) pending() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	m := &in.cur
+	return len(m.raft)+len(m.proposals)+len(m.reads)+len(m.creates)+len(m.unreachable)+len(m.drains)+
+		len(m.snaps)+len(m.snapStatus)+len(m.pdSteps) > 0
+}
+
+func (s *Store) hasReady() bool {
+	for _, p := range s.peers {
+		if p.rn.HasReady() {
+			return true
+		}
+	}
+	return false
+}
+
+// leader returns the store whose peer of region leads it in the highest
+// term (raft's state: an isolated old leader may not know it was deposed).
+func (h *harness) leader(regionID uint64) *Store {
+	var out *Store
+	var term uint64
+	for _, s := range h.running() {
+		p := s.peers[regionID]
+		if p == nil {
+			continue
+		}
+		st := p.rn.BasicStatus()
+		if st.RaftState != raft.StateLeader {
+			continue
+		}
+		require.NotEqual(h.t, term, st.GetTerm(), "two leaders of region %d in term %d", regionID, term)
+		if out == nil || st.GetTerm() > term {
+			out, term = s, st.GetTerm()
+		}
+	}
+	return out
+}
+
+// follower returns a running store with an initialized, non-leading peer
+// of region.
+func (h *harness) follower(regionID uint64) *Store {
+	l := h.leader(regionID)
+	for _, s := range h.replicas(regionID) {
+		if s != l {
+			return s
+		}
+	}
+	h.t.Fatalf("region %d has no follower", regionID)
+	return nil
+}
+
+func (h *harness) term(regionID uint64) uint64 {
+	return h.leader(regionID).peers[regionID].rn.BasicStatus().GetTerm()
+}
+
+// regionAt returns the region holding key on the leader's store.
+func (h *harness) regionAt(key string) *metapb.Region {
+	r := h.ledRegionAt(key)
+	if r == nil {
+		h.t.Fatalf("no led region holds %q", key)
+	}
+	return r
+}
+
+// ledRegionAt is regionAt, nil when no leader is known.
+func (h *harness) ledRegionAt(key string) *metapb.Region {
+	for _, s := range h.running() {
+		for _, r := range s.meta.overlapping([]byte(key), append([]byte(key), 0)) {
+			if h.leader(r.GetId()) == s {
+				return proto.Clone(r).(*metapb.Region)
+			}
+		}
+	}
+	return nil
+}
+
+// propose queues cmd on the leader of its region and returns where the
+// outcome will arrive.
+func (h *harness) propose(s *Store, cmd *raft_cmdpb.RaftCmdRequest) *asyncResult {
+	res := &asyncResult{}
+	pr := &proposal{cmd: cmd, start: time.Now(), cb: func(r *raft_cmdpb.RaftCmdResponse, err error) {
+		res.resp, res.err, res.done = r, err, true
+	}}
+	if resp := s.queueProposal(pr); resp != nil {
+		res.resp, res.done = resp, true
+	}
+	return res
+}
+
+type asyncResult struct {
+	done bool
+	resp *raft_cmdpb.RaftCmdResponse
+	err  error
+}
+
+// put writes key=value through the region's leader and waits for the
+// outcome.
+func (h *harness) put(key, value string) *raft_cmdpb.RaftCmdResponse {
+	h.t.Helper()
+	r := h.regionAt(key)
+	res := h.propose(h.leader(r.GetId()), putCmd(r, key, value))
+	h.waitFor("write of "+key, 100, func() bool { return res.done })
+	require.NoError(h.t, res.err)
+	return res.resp
+}
+
+// putCmd is a write of user key key=value (default key space, the cf key
+// without a version) to region.
+func putCmd(r *metapb.Region, key, value string) *raft_cmdpb.RaftCmdRequest {
+	return &raft_cmdpb.RaftCmdRequest{
+		Header: &raft_cmdpb.RaftRequestHeader{RegionId: r.GetId(), RegionEpoch: r.GetRegionEpoch()},
+		Requests: []*raft_cmdpb.Request{{CmdType: raft_cmdpb.CmdType_Put, Cf: raft_cmdpb.CF_DEFAULT,
+			Key: keys.Encode(nil, []byte(key)), Value: []byte(value)}},
+	}
+}
+
+// mustPut writes key=value and requires it applied.
+func (h *harness) mustPut(key, value string) {
+	h.t.Helper()
+	resp := h.put(key, value)
+	require.Nil(h.t, resp.GetRegionError(), "write of %s", key)
+}
+
+// value reads key from store s's engine ("" when absent).
+func value(t *testing.T, s *Store, key string) string {
+	v, closer, err := s.db.Get(keys.EngineKey(nil, raft_cmdpb.CF_DEFAULT, keys.Encode(nil, []byte(key))))
+	if err == pebble.ErrNotFound {
+		return ""
+	}
+	require.NoError(t, err)
+	defer closer.Close()
+	return string(v)
+}
+
+// split splits the region holding key at key through its leader (PD's ids
+// from the fake PD), queued now; the outcome arrives in the result.
+func (h *harness) split(key string) *asyncResult {
+	r := h.regionAt(key)
+	ids, err := h.pd.AskBatchSplit(context.Background(), r, 1)
+	require.NoError(h.t, err)
+	return h.propose(h.leader(r.GetId()), &raft_cmdpb.RaftCmdRequest{
+		Header:       &raft_cmdpb.RaftRequestHeader{RegionId: r.GetId(), RegionEpoch: r.GetRegionEpoch()},
+		AdminRequest: &raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_Split, Split: splitRequest([][]byte{[]byte(key)}, ids)},
+	})
+}
+
+// pdStep hands an operator step to region's leader as PD's heartbeat
+// answer would.
+func (h *harness) pdStep(regionID uint64, step *pdpb.RegionHeartbeatResponse) {
+	step.RegionId = regionID
+	s := h.leader(regionID)
+	s.inbox.push(func(m *inboxMsgs) { m.pdSteps = append(m.pdSteps, step) })
+}
+
+func changePeer(typ pdpb.ConfChangeType, peer *metapb.Peer) *pdpb.RegionHeartbeatResponse {
+	return &pdpb.RegionHeartbeatResponse{ChangePeer: &pdpb.ChangePeer{ChangeType: typ, Peer: peer}}
+}
+
+// replicas returns the stores hosting an initialized peer of region.
+func (h *harness) replicas(regionID uint64) []*Store {
+	var out []*Store
+	for _, s := range h.running() {
+		if p := s.peers[regionID]; p != nil && !p.uninitialized {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// requireConsistent waits until every replica of region in the leader's
+// configuration has applied the leader's applied index with the leader's
+// region, then requires equal hashes of their data (hashRegion).
+func (h *harness) requireConsistent(regionID uint64) {
+	h.t.Helper()
+	h.waitFor(fmt.Sprintf("replicas of region %d caught up", regionID), 200, func() bool {
+		l := h.leader(regionID)
+		if l == nil {
+			return false
+		}
+		lp := l.peers[regionID]
+		for _, pm := range lp.region.GetPeers() {
+			s := h.stores[pm.GetStoreId()]
+			if s == nil {
+				continue // down: checked after it is back
+			}
+			p := s.peers[regionID]
+			if p == nil || p.ps.apply.applied != lp.ps.apply.applied || !proto.Equal(p.region, lp.region) {
+				return false
+			}
+		}
+		return true
+	})
+	l := h.leader(regionID)
+	want, err := hashRegion(l.db, l.peers[regionID].region)
+	require.NoError(h.t, err)
+	for _, pm := range l.peers[regionID].region.GetPeers() {
+		if s := h.stores[pm.GetStoreId()]; s != nil {
+			got, err := hashRegion(s.db, s.peers[regionID].region)
+			require.NoError(h.t, err)
+			require.Equal(h.t, want, got, "region %d: store %d's data differs from the leader's", regionID, s.id)
+		}
+	}
+}
+
+// checkHash runs the consistency check (ComputeHash, then VerifyHash with
+// the leader's hash) through raft and requires "match" on every replica.
+func (h *harness) checkHash(regionID uint64) {
+	h.t.Helper()
+	l := h.leader(regionID)
+	r := l.peers[regionID].region
+	admin := func(req *raft_cmdpb.AdminRequest) *raft_cmdpb.RaftCmdRequest {
+		return &raft_cmdpb.RaftCmdRequest{Header: &raft_cmdpb.RaftRequestHeader{RegionId: regionID, RegionEpoch: r.GetRegionEpoch()}, AdminRequest: req}
+	}
+	res := h.propose(l, admin(&raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_ComputeHash}))
+	h.waitFor("ComputeHash applied", 100, func() bool { return res.done })
+	require.NoError(h.t, res.err)
+	require.Nil(h.t, res.resp.GetRegionError())
+	index := res.resp.GetAppliedIndex()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hash, err := l.localHash(ctx, regionID, index) // a goroutine hashes: a real wait, not harness time
+	require.NoError(h.t, err)
+	res = h.propose(l, admin(&raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_VerifyHash,
+		VerifyHash: &raft_cmdpb.VerifyHashRequest{Index: index, Hash: hash}}))
+	h.waitFor("VerifyHash applied", 100, func() bool { return res.done })
+	require.Nil(h.t, res.resp.GetRegionError())
+	for _, s := range h.replicas(regionID) {
+		// The replica's own hash may still be running; it compares when done.
+		deadline := time.Now().Add(30 * time.Second)
+		var rec HashRecord
+		for time.Now().Before(deadline) {
+			for _, hr := range s.ConsistencyHashes() {
+				if hr.RegionID == regionID {
+					rec = hr
+				}
+			}
+			if rec.Index == index && rec.Verify != "" {
+				break
+			}
+			time.Sleep(time.Millisecond) // the hash goroutine, not the cluster
+		}
+		require.Equal(h.t, index, rec.Index, "store %d hashed region %d at another index", s.id, regionID)
+		require.Equal(h.t, "match", rec.Verify, "store %d", s.id)
+	}
+}
+
+// memNet is the in-process transport with filters.
+type memNet struct {
+	h       *harness
+	mu      sync.Mutex
+	queue   []envelope
+	filters []netFilter
+}
+
+type envelope struct {
+	to  uint64
+	due uint64 // harness tick from which it may be delivered
+	m   *raft_serverpb.RaftMessage
+}
+
+// netFilter decides the fate of a message from store from to store to:
+// drop it, or delay it by that many ticks.
+type netFilter func(from, to uint64, m *raft_serverpb.RaftMessage) (drop bool, delay uint64)
+
+func (n *memNet) addFilter(f netFilter) { n.mu.Lock(); n.filters = append(n.filters, f); n.mu.Unlock() }
+func (n *memNet) clearFilters()         { n.mu.Lock(); n.filters = nil; n.mu.Unlock() }
+
+// fate applies the filters; delays add up.
+func (n *memNet) fate(from, to uint64, m *raft_serverpb.RaftMessage) (bool, uint64) {
+	var delay uint64
+	for _, f := range n.filters {
+		drop, d := f(from, to, m)
+		if drop {
+			return true, 0
+		}
+		delay += d
+	}
+	return false, delay
+}
+
+func (n *memNet) send(from, to uint64, b *raft_serverpb.BatchRaftMessage) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, m := range b.GetMsgs() {
+		if drop, delay := n.fate(from, to, m); !drop {
+			n.queue = append(n.queue, envelope{to: to, due: n.h.ticks + delay, m: m})
+		}
+	}
+	return true // a lossy network accepts everything
+}
+
+func (n *memNet) sendSnapshot(from, to uint64, m *raft_serverpb.RaftMessage, data []byte) error {
+	n.mu.Lock()
+	drop, _ := n.fate(from, to, m) // a snapshot is not delayed: it is one stream
+	n.mu.Unlock()
+	s := n.h.stores[to]
+	if drop || s == nil {
+		return fmt.Errorf("harness: snapshot from store %d to %d lost", from, to)
+	}
+	msg := &raftpb.Message{}
+	if err := proto.Unmarshal(m.GetMessage(), msg); err != nil {
+		return err
+	}
+	msg.Snapshot.Data = data
+	snapshotsTotal.WithLabelValues("received").Inc()
+	s.inbox.push(func(in *inboxMsgs) { in.snaps = append(in.snaps, receivedSnap{rm: m, msg: msg}) })
+	return nil
+}
+
+// deliver hands store s the messages due for it, in send order, and drops
+// those for stores that are down. It reports whether it delivered any.
+func (n *memNet) deliver(s *Store) bool {
+	n.mu.Lock()
+	var due []*raft_serverpb.RaftMessage
+	kept := n.queue[:0]
+	for _, e := range n.queue {
+		switch {
+		case n.h.stores[e.to] == nil: // down: lost
+		case e.to == s.id && e.due <= n.h.ticks:
+			due = append(due, e.m)
+		default:
+			kept = append(kept, e)
+		}
+	}
+	clear(n.queue[len(kept):])
+	n.queue = kept
+	n.mu.Unlock()
+	if len(due) > 0 {
+		s.HandleRaftMessages(due)
+	}
+	return len(due) > 0
+}
+
+// isolate cuts every message between the stores in a and the others, both
+// ways (a network partition).
+func isolate(a ...uint64) netFilter {
+	return func(from, to uint64, _ *raft_serverpb.RaftMessage) (bool, uint64) {
+		return slices.Contains(a, from) != slices.Contains(a, to), 0
+	}
+}
+
+// oneWay drops messages from store from to store to only.
+func oneWay(from, to uint64) netFilter {
+	return func(f, t uint64, _ *raft_serverpb.RaftMessage) (bool, uint64) { return f == from && t == to, 0 }
+}
+
+// lossy drops each message with probability p and delays the others by up
+// to maxDelay ticks, from the harness's seeded generator.
+func (h *harness) lossy(p float64, maxDelay uint64) netFilter {
+	return func(uint64, uint64, *raft_serverpb.RaftMessage) (bool, uint64) {
+		if h.rng.Float64() < p {
+			return true, 0
+		}
+		return false, h.rng.Uint64N(maxDelay + 1)
+	}
+}
+
+// fakePD is the placement driver of the harness: ids, store addresses,
+// one bootstrap region; heartbeats answer nothing (scenarios inject
+// operator steps with pdStep).
+type fakePD struct {
+	mu      sync.Mutex
+	next    uint64
+	stores  map[uint64]*metapb.Store
+	regions []*metapb.Region
+	splits  [][]*metapb.Region
+}
+
+func newFakePD() *fakePD { return &fakePD{next: 1, stores: map[uint64]*metapb.Store{}} }
+
+func (pd *fakePD) alloc() uint64 {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	pd.next++
+	return pd.next - 1
+}
+
+func (pd *fakePD) bootstrap(r *metapb.Region) {
+	pd.mu.Lock()
+	pd.regions = append(pd.regions, r)
+	pd.mu.Unlock()
+}
+
+func (pd *fakePD) AllocID(_ context.Context, count uint32) (uint64, error) {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	first := pd.next
+	pd.next += uint64(count)
+	return first, nil
+}
+
+func (pd *fakePD) PutStore(_ context.Context, st *metapb.Store) error {
+	pd.mu.Lock()
+	pd.stores[st.GetId()] = proto.Clone(st).(*metapb.Store)
+	pd.mu.Unlock()
+	return nil
+}
+
+func (pd *fakePD) GetStore(_ context.Context, id uint64) (*metapb.Store, error) {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	if st := pd.stores[id]; st != nil {
+		return proto.Clone(st).(*metapb.Store), nil
+	}
+	return nil, fmt.Errorf("harness PD: no store %d", id)
+}
+
+func (pd *fakePD) StoreHeartbeat(_ context.Context, req *pdpb.StoreHeartbeatRequest) (*pdpb.StoreHeartbeatResponse, error) {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	resp := &pdpb.StoreHeartbeatResponse{}
+	for _, r := range pd.regions {
+		if !slices.Contains(req.GetRegionIds(), r.GetId()) {
+			resp.CreateRegions = append(resp.CreateRegions, proto.Clone(r).(*metapb.Region))
+		}
+	}
+	return resp, nil
+}
+
+func (pd *fakePD) RegionHeartbeat(context.Context, *pdpb.RegionHeartbeatRequest) (*pdpb.RegionHeartbeatResponse, error) {
+	return &pdpb.RegionHeartbeatResponse{}, nil
+}
+
+func (pd *fakePD) AskBatchSplit(_ context.Context, r *metapb.Region, count uint32) ([]*pdpb.SplitID, error) {
+	var out []*pdpb.SplitID
+	for range count {
+		id := &pdpb.SplitID{NewRegionId: pd.alloc()}
+		for range r.GetPeers() {
+			id.NewPeerIds = append(id.NewPeerIds, pd.alloc())
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+func (pd *fakePD) ReportBatchSplit(_ context.Context, regions []*metapb.Region) error {
+	pd.mu.Lock()
+	pd.splits = append(pd.splits, regions)
+	pd.mu.Unlock()
+	return nil
+}
+
+// readAt queues a linearizable read of region on store s as a client's
+// would arrive (the local lease path first, then the loop) and returns
+// where the outcome arrives.
+func readAt(s *Store, region *metapb.Region) (served func() (ok bool, answered bool)) {
+	rctx := &kvrpcpb.Context{RegionId: region.GetId(), RegionEpoch: region.GetRegionEpoch()}
+	if s.localRead(rctx) != nil {
+		return func() (bool, bool) { return true, true }
+	}
+	rr := &readRequest{rctx: rctx, start: time.Now(), done: make(chan readResult, 1)}
+	s.inbox.push(func(m *inboxMsgs) { m.reads = append(m.reads, rr) })
+	var res *readResult
+	return func() (bool, bool) {
+		if res == nil {
+			select {
+			case r := <-rr.done:
+				res = &r
+			default:
+				return false, false
+			}
+		}
+		return res.region != nil && res.rerr == nil && res.err == nil, true
+	}
+}
