@@ -62,6 +62,14 @@
 //  9. clears reads whose ReadState index is applied (renewing the lease);
 //     Advance.
 //
+// Metrics: strata_raftstore_ready_loop_seconds (an iteration with a
+// Ready), ready_regions (peers with a Ready per iteration),
+// raft_log_fsync_seconds, appended_entries_per_fsync and fsync_regions
+// (group commit width), apply_seconds (one apply batch), and per write on
+// its leader, from its arrival: proposal_append_seconds (fsynced locally),
+// proposal_commit_seconds (committed) and propose_wait_seconds (applied,
+// answered).
+//
 // Durability: an entry is acknowledged only once a quorum persisted it
 // (fsync in step 6 on each replica) and it was applied locally. The apply
 // batch is not synced: it carries the applied index atomically with the
@@ -159,7 +167,7 @@
 // reads, so no read sees a snapshot being installed. Proposals of the
 // receiving peer at or below the snapshot's index get ErrUndetermined.
 // Metrics: strata_raftstore_snapshots_total{event}, snapshot_bytes_total,
-// snapshot_generate_seconds, snapshot_send_seconds.
+// snapshot_generate_seconds, snapshot_send_seconds, snapshot_install_seconds.
 //
 // # Consistency check
 //

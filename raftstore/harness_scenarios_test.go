@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/raft/v3"
 
@@ -48,7 +50,13 @@ func peerOf(s *Store, regionID uint64) *metapb.Peer {
 // every replica hashes equal (directly and through ComputeHash/VerifyHash).
 func TestHarnessBasic(t *testing.T) {
 	h := newHarness(t, 1, 3, nil)
+	appends, commits, fsyncs := histCount(t, proposalAppendSeconds), histCount(t, proposalCommitSeconds), histCount(t, fsyncRegions)
 	h.writeKeys("k", 20)
+	// Every write went through each stage on its leader (other tests in
+	// this process may add more).
+	require.GreaterOrEqual(t, histCount(t, proposalAppendSeconds)-appends, uint64(20))
+	require.GreaterOrEqual(t, histCount(t, proposalCommitSeconds)-commits, uint64(20))
+	require.Greater(t, histCount(t, fsyncRegions), fsyncs)
 	r := h.regionAt("k000")
 	h.requireConsistent(r.GetId())
 	h.checkHash(r.GetId())
@@ -125,10 +133,11 @@ func TestHarnessSnapshotAfterPartitionPastLogGC(t *testing.T) {
 	h.waitFor("log compacted past the partitioned follower", 100, func() bool {
 		return l.peers[r.GetId()].ps.apply.truncatedIndex > behind
 	})
-	applied := counterValue(t, snapshotsTotal.WithLabelValues("applied"))
+	applied, installs := counterValue(t, snapshotsTotal.WithLabelValues("applied")), histCount(t, snapshotInstallSeconds)
 	h.net.clearFilters()
 	h.requireConsistent(r.GetId())
 	require.Greater(t, counterValue(t, snapshotsTotal.WithLabelValues("applied")), applied, "caught up without a snapshot?")
+	require.Greater(t, histCount(t, snapshotInstallSeconds), installs)
 	require.GreaterOrEqual(t, victim.peers[r.GetId()].ps.apply.truncatedIndex, behind, "the victim's log starts after the snapshot")
 	require.Equal(t, value(t, l, "b059"), value(t, victim, "b059"))
 	h.checkHash(r.GetId())
@@ -378,4 +387,10 @@ func (h *harness) putRetrying(key, value string) {
 		}
 		return false
 	})
+}
+
+func histCount(t *testing.T, h prometheus.Histogram) uint64 {
+	var m dto.Metric
+	require.NoError(t, h.Write(&m))
+	return m.GetHistogram().GetSampleCount()
 }

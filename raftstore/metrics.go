@@ -163,3 +163,28 @@ var (
 		Buckets: latencyBuckets,
 	})
 )
+
+// Stages of a write on its leader, each from its arrival on the store
+// (propose_wait_seconds is the last: applied and answered).
+var (
+	proposalAppendSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "proposal_append_seconds",
+		Help:    "From a write reaching the store to its entry being fsynced in the leader's log.",
+		Buckets: latencyBuckets,
+	})
+	proposalCommitSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "proposal_commit_seconds",
+		Help:    "From a write reaching the store to its entry being committed (a quorum fsynced it), before apply.",
+		Buckets: latencyBuckets,
+	})
+	fsyncRegions = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "fsync_regions",
+		Help:    "Regions whose entries or hard state one synced raft batch carries (group commit width in regions).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+	})
+	snapshotInstallSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "snapshot_install_seconds",
+		Help:    "Duration of writing a received snapshot into the Ready's batch (its synced commit is in raft_log_fsync_seconds).",
+		Buckets: latencyBuckets,
+	})
+)

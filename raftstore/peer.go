@@ -307,6 +307,7 @@ func (p *peer) trackProposals(ents []*raftpb.Entry, now time.Time) {
 		if pr, ok := p.unassigned[id]; ok {
 			delete(p.unassigned, id)
 			pr.index, pr.term = e.GetIndex(), e.GetTerm()
+			proposalAppendSeconds.Observe(time.Since(pr.start).Seconds())
 			if n := len(p.pending); n > 0 && p.pending[n-1].index > pr.index {
 				sorted = false // below a pending proposal that was overwritten
 			}
@@ -367,6 +368,7 @@ func (p *peer) ackApplied(index, term uint64, resp *raft_cmdpb.RaftCmdResponse, 
 		p.pending[0] = nil
 		p.pending = p.pending[1:]
 		if pr.index == index && pr.term == term && resp != nil {
+			proposalCommitSeconds.Observe(time.Since(pr.start).Seconds())
 			// A quorum stored the entry, so heard from us after pr.proposed.
 			p.lease.renew(term, pr.proposed) // published once the batch is written (Store.apply)
 			*out = append(*out, appliedProposal{pr: pr, resp: resp})

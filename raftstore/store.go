@@ -1337,14 +1337,19 @@ func (s *Store) handleSoftState(readies []peerReady) {
 func (s *Store) persist(readies []peerReady) {
 	b := s.db.NewBatch()
 	defer b.Close()
-	nEntries := 0
+	nEntries, nRegions := 0, 0
 	mustSync := false
 	for _, r := range readies {
 		mustSync = mustSync || r.rd.MustSync
+		if len(r.rd.Entries) > 0 || r.rd.HardState != nil {
+			nRegions++
+		}
 		if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {
+			start := time.Now()
 			if err := r.p.ps.writeSnapshot(b, r.rd.Snapshot); err != nil {
 				s.fatal("apply snapshot", err)
 			}
+			snapshotInstallSeconds.Observe(time.Since(start).Seconds())
 		}
 		if err := r.p.ps.appendEntries(b, r.rd.Entries); err != nil {
 			s.fatal("append raft entries", err)
@@ -1368,6 +1373,7 @@ func (s *Store) persist(readies []peerReady) {
 		}
 		raftLogFsyncSeconds.Observe(time.Since(start).Seconds())
 		appendedEntries.Observe(float64(nEntries))
+		fsyncRegions.Observe(float64(nRegions))
 	case !b.Empty():
 		// Only the commit index moved: losing it in a crash is harmless
 		// (it is learnt again), so no fsync.
