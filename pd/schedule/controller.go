@@ -329,9 +329,16 @@ func stepTarget(s OpStep) uint64 {
 }
 
 // stepPossible reports whether region r still has what step acts on: a
-// voter to take the leadership, the learner to promote.
+// voter to take the leadership, the learner to promote, a store without
+// another peer of the region to add a learner to.
 func stepPossible(step OpStep, r *RegionInfo) bool {
 	switch s := step.(type) {
+	case AddLearner:
+		// A replaced operator's learner may have landed on the store
+		// after this operator was planned: the store refuses a second
+		// peer of the region.
+		p := r.PeerOnStore(s.ToStore)
+		return p == nil || p.GetId() == s.PeerID
 	case TransferLeader:
 		p := r.PeerOnStore(s.ToStore)
 		return p != nil && p.GetRole() == metapb.PeerRole_Voter

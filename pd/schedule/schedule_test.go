@@ -522,6 +522,14 @@ func TestOperatorCancelledWhenStepImpossible(t *testing.T) {
 	s.oc.Dispatch(r, resp) // the learner is gone again
 	require.Nil(t, resp.ChangePeer)
 	require.Equal(t, OpCanceled, op.Status())
+
+	// A learner of another operator landed on the store this one adds to.
+	op = NewOperator("test", OpReplica, r, time.Hour, AddLearner{ToStore: 4, PeerID: 78}, PromoteLearner{ToStore: 4, PeerID: 78})
+	require.NoError(t, s.oc.AddOperator(op))
+	resp = &pdpb.RegionHeartbeatResponse{}
+	s.oc.Dispatch(&RegionInfo{Meta: withLearner, Leader: r.Leader}, resp)
+	require.Nil(t, resp.ChangePeer)
+	require.Equal(t, OpCanceled, op.Status())
 }
 
 // The hot-region scheduler moves the leadership of the hottest region away
