@@ -161,7 +161,10 @@ func TestSQLNodeKilledMidDDL(t *testing.T) {
 			strings.EqualFold(region.StartKey, hex.EncodeToString(versionKey))
 	}, time.Minute, 100*time.Millisecond, "the schema version key starts its own region")
 
+	// The DDL owner commits the schema change: make it the victim.
 	victim := restartWithFailpoint(t, c, 0, "txn-after-prewrite")
+	makeDDLOwner(t, c, 0)
+	other = openDB(t, c, 1, "")
 	logStart := logSize(t, c.SQL[0])
 	go func() { _, _ = victim.Exec("CREATE TABLE md.t (id INT PRIMARY KEY)") }() // never answers
 	waitLog(t, c.SQL[0], logStart, "failpoint txn-after-prewrite: pausing")

@@ -33,13 +33,17 @@ type Catalog struct {
 	registered bool       // the sync row was written (under refreshMu)
 
 	mu         sync.RWMutex
-	version    int64             // loaded schema version
-	reported   int64             // version in the sync row
-	reportedAt int64             // clock() of that write
-	gen        uint64            // bumped when the cache is dropped
-	history    map[int64][]int64 // version -> table ids it changed
-	dbs        map[string]*DBInfo
-	tables     map[tableName]*TableInfo
+	version    int64                // loaded schema version
+	reported   int64                // version in the sync row
+	reportedAt int64                // clock() of that write
+	gen        uint64               // bumped when the cache is dropped
+	history    map[int64]schemaDiff // version -> what it changed
+	// Running transactions by the schema version they began at (the
+	// metadata lock, version.go); curTxns is the loaded version's.
+	txnCounts map[int64]*TxnSchema
+	curTxns   atomic.Pointer[TxnSchema]
+	dbs       map[string]*DBInfo
+	tables    map[tableName]*TableInfo
 }
 
 type tableName struct {
@@ -49,9 +53,14 @@ type tableName struct {
 
 // New returns a Catalog over store.
 func New(store sql.Storage) *Catalog {
-	return &Catalog{store: store, log: slog.Default(), lease: DefaultLease, nodeID: fmt.Sprintf("%016x", rand.Uint64()), epoch: time.Now(), history: map[int64][]int64{},
+	return &Catalog{store: store, log: slog.Default(), lease: DefaultLease, nodeID: fmt.Sprintf("%016x", rand.Uint64()), epoch: time.Now(), history: map[int64]schemaDiff{}, txnCounts: map[int64]*TxnSchema{},
 		dbs: map[string]*DBInfo{}, tables: map[tableName]*TableInfo{}}
 }
+
+// MetaKey is the prefix of the catalog's rows of one kind ('m' +
+// EncodeBytes(kind)); other packages keep their cluster metadata (e.g. the
+// DDL job queue) under kinds of their own.
+func MetaKey(kind string) []byte { return metaPrefix(kind) }
 
 func metaPrefix(kind string) []byte {
 	return codec.EncodeBytes([]byte{tablecodec.MetaPrefix}, []byte(kind))
@@ -135,19 +144,48 @@ func (c *Catalog) ListDBs(ctx context.Context) ([]*DBInfo, error) {
 	return out, nil
 }
 
-// CreateDB creates a database; ERROR 1007 if it exists (unless ifNotExists).
-func (c *Catalog) CreateDB(ctx context.Context, name string, ifNotExists bool) error {
+// Step adds a DDL job's writes to a schema change's transaction: the job's
+// new state and the DDL owner's fence (package ddl). It gets the
+// transaction's start ts and the schema version the change commits; an
+// error aborts the change. A nil Step adds nothing.
+type Step func(start uint64, version int64) ([]*kvrpcpb.Mutation, error)
+
+func (st Step) add(start uint64, version int64, muts []*kvrpcpb.Mutation) ([]*kvrpcpb.Mutation, error) {
+	if st == nil {
+		return muts, nil
+	}
+	more, err := st(start, version)
+	if err != nil {
+		return nil, err
+	}
+	return append(muts, more...), nil
+}
+
+// CheckDBName reports ERROR 1102 for a name no database may have.
+func CheckDBName(name string) error {
 	if name == "" || len(name) > 64 || strings.ContainsAny(name, "/\\.") {
 		return errno.New(errno.ErrWrongDBName, "Incorrect database name '%s'", name)
 	}
-	id, err := c.store.AllocID(ctx, 1)
-	if err != nil {
-		return fmt.Errorf("catalog: alloc database id: %w", err)
+	return nil
+}
+
+// CreateDB creates database db (an id of 0 is allocated here); ERROR 1007
+// if it exists (unless ifNotExists).
+func (c *Catalog) CreateDB(ctx context.Context, db *DBInfo, ifNotExists bool, step Step) error {
+	if err := CheckDBName(db.Name); err != nil {
+		return err
 	}
-	db := &DBInfo{ID: int64(id), Name: name}
+	if db.ID == 0 {
+		id, err := c.store.AllocID(ctx, 1)
+		if err != nil {
+			return fmt.Errorf("catalog: alloc database id: %w", err)
+		}
+		db.ID = int64(id)
+	}
+	name := db.Name
 	v, _ := json.Marshal(db)
-	err = c.commitDDL(ctx, nil, func(uint64) ([]*kvrpcpb.Mutation, error) {
-		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: dbKey(name), Value: v}}, nil
+	err := c.commitDDL(ctx, nil, false, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
+		return step.add(start, version, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: dbKey(name), Value: v}})
 	})
 	var ke *sql.KeyExistsError
 	if errors.As(err, &ke) {
@@ -162,7 +200,7 @@ func (c *Catalog) CreateDB(ctx context.Context, name string, ifNotExists bool) e
 // DropDB drops a database and its tables' catalog entries; ERROR 1008 if it
 // does not exist (unless ifExists). Row data of the dropped tables is left
 // for a future GC (ids are never reused, so it is unreachable).
-func (c *Catalog) DropDB(ctx context.Context, name string, ifExists bool) error {
+func (c *Catalog) DropDB(ctx context.Context, name string, ifExists bool, step Step) error {
 	db, err := c.GetDB(ctx, name)
 	if err != nil {
 		var e *errno.Error
@@ -184,7 +222,7 @@ func (c *Catalog) DropDB(ctx context.Context, name string, ifExists bool) error 
 		muts = append(muts, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Del, Key: tableKey(db.ID, t.Name)})
 		ids = append(ids, t.ID)
 	}
-	return c.commitDDL(ctx, ids, func(uint64) ([]*kvrpcpb.Mutation, error) { return muts, nil })
+	return c.commitDDL(ctx, ids, false, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) { return step.add(start, version, muts) })
 }
 
 // GetTable returns the named table, or ERROR 1146.
@@ -250,21 +288,24 @@ func (c *Catalog) ListTables(ctx context.Context, db *DBInfo) ([]*TableInfo, err
 	return out, nil
 }
 
-// CreateTable persists t (its ID is assigned here); ERROR 1050 if a table of
-// that name exists (nil error when ifNotExists).
-func (c *Catalog) CreateTable(ctx context.Context, db *DBInfo, t *TableInfo, ifNotExists bool) error {
-	id, err := c.store.AllocID(ctx, 1)
-	if err != nil {
-		return fmt.Errorf("catalog: alloc table id: %w", err)
+// CreateTable persists t (an ID of 0 is allocated here); ERROR 1050 if a
+// table of that name exists (nil error when ifNotExists).
+func (c *Catalog) CreateTable(ctx context.Context, db *DBInfo, t *TableInfo, ifNotExists bool, step Step) error {
+	if t.ID == 0 {
+		id, err := c.store.AllocID(ctx, 1)
+		if err != nil {
+			return fmt.Errorf("catalog: alloc table id: %w", err)
+		}
+		t.ID = int64(id)
 	}
-	t.ID, t.DBID = int64(id), db.ID
+	t.DBID = db.ID
 	t.Init()
 	v, err := json.Marshal(t)
 	if err != nil {
 		return err
 	}
-	err = c.commitDDL(ctx, nil, func(uint64) ([]*kvrpcpb.Mutation, error) {
-		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: tableKey(db.ID, t.Name), Value: v}}, nil
+	err = c.commitDDL(ctx, nil, false, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
+		return step.add(start, version, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: tableKey(db.ID, t.Name), Value: v}})
 	})
 	var ke *sql.KeyExistsError
 	if errors.As(err, &ke) {
@@ -278,7 +319,7 @@ func (c *Catalog) CreateTable(ctx context.Context, db *DBInfo, t *TableInfo, ifN
 
 // DropTable removes a table's catalog entry; ERROR 1051 if it does not exist
 // (nil when ifExists). Its rows become unreachable (ids are never reused).
-func (c *Catalog) DropTable(ctx context.Context, db *DBInfo, name string, ifExists bool) error {
+func (c *Catalog) DropTable(ctx context.Context, db *DBInfo, name string, ifExists bool, step Step) error {
 	t, err := c.GetTable(ctx, db, name)
 	if err != nil {
 		var e *errno.Error
@@ -290,41 +331,47 @@ func (c *Catalog) DropTable(ctx context.Context, db *DBInfo, name string, ifExis
 		}
 		return err
 	}
-	return c.commitDDL(ctx, []int64{t.ID}, func(uint64) ([]*kvrpcpb.Mutation, error) {
-		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Del, Key: tableKey(db.ID, name)}}, nil
+	return c.commitDDL(ctx, []int64{t.ID}, false, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
+		return step.add(start, version, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Del, Key: tableKey(db.ID, name)}})
 	})
 }
 
-// TruncateTable gives table t a new id in one catalog write, so its old rows
-// become unreachable at once whatever their number.
-func (c *Catalog) TruncateTable(ctx context.Context, db *DBInfo, t *TableInfo) error {
-	id, err := c.store.AllocID(ctx, 1)
-	if err != nil {
-		return fmt.Errorf("catalog: alloc table id: %w", err)
+// TruncateTable gives table t the new id newID (0: allocated here) in one
+// catalog write, so its old rows become unreachable at once whatever their
+// number.
+func (c *Catalog) TruncateTable(ctx context.Context, db *DBInfo, t *TableInfo, newID int64, step Step) error {
+	if newID == 0 {
+		id, err := c.store.AllocID(ctx, 1)
+		if err != nil {
+			return fmt.Errorf("catalog: alloc table id: %w", err)
+		}
+		newID = int64(id)
 	}
 	nt := *t
-	nt.ID = int64(id)
+	nt.ID = newID
 	nt.Init()
 	v, err := json.Marshal(&nt)
 	if err != nil {
 		return err
 	}
-	return c.commitDDL(ctx, []int64{t.ID}, func(uint64) ([]*kvrpcpb.Mutation, error) {
-		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: tableKey(db.ID, t.Name), Value: v}}, nil
+	return c.commitDDL(ctx, []int64{t.ID}, false, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
+		return step.add(start, version, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: tableKey(db.ID, t.Name), Value: v}})
 	})
 }
 
 // UpdateTable replaces the stored definition of table nt (same id and name,
 // e.g. with an index added, changed state or dropped), as a new schema
-// version; the table must still exist under nt.ID, else ERROR 1146.
-func (c *Catalog) UpdateTable(ctx context.Context, db *DBInfo, nt *TableInfo) error {
+// version; the table must still exist under nt.ID, else ERROR 1146. The
+// change must be one F1 state step (compatible with the previous version:
+// transactions that began under it may commit).
+func (c *Catalog) UpdateTable(ctx context.Context, db *DBInfo, nt *TableInfo, step Step) error {
 	nt.Init()
 	nv, err := json.Marshal(nt)
 	if err != nil {
 		return err
 	}
 	key := tableKey(db.ID, nt.Name)
-	return c.commitDDL(ctx, []int64{nt.ID}, func(start uint64) ([]*kvrpcpb.Mutation, error) {
+	return c.commitDDL(ctx, []int64{nt.ID}, true, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
 		v, found, err := c.store.Get(ctx, key, start)
 		if err != nil {
 			return nil, fmt.Errorf("catalog: read %q: %w", key, err)
@@ -339,7 +386,7 @@ func (c *Catalog) UpdateTable(ctx context.Context, db *DBInfo, nt *TableInfo) er
 		if cur.ID != nt.ID {
 			return nil, errno.New(errno.ErrNoSuchTable, "Table '%s.%s' was truncated or recreated during the schema change", db.Name, nt.Name)
 		}
-		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: key, Value: nv}}, nil
+		return step.add(start, version, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: key, Value: nv}})
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,10 +62,69 @@ func versionKey() []byte { return metaPrefix("SchemaVersion") }
 func diffKey(v int64) []byte { return codec.EncodeInt(metaPrefix("SchemaDiff"), v) }
 
 // schemaDiff is what one version changed: the ids of the tables whose
-// definition a transaction that began before it must not write under.
+// definition a transaction that began before it must not write under,
+// unless the change is Compatible: an index state step (F1's states), which
+// a transaction that began one version before may span.
 type schemaDiff struct {
-	Version  int64   `json:"version"`
-	TableIDs []int64 `json:"table_ids"`
+	Version    int64   `json:"version"`
+	TableIDs   []int64 `json:"table_ids"`
+	Compatible bool    `json:"compatible,omitempty"`
+}
+
+// TxnSchema is the schema version a running transaction began at, held
+// from TxnBegin to TxnEnd: a node reports a version to the schema syncer
+// only once no transaction that began before it still runs (TiDB's
+// metadata lock), so a DDL step waits for them instead of failing them.
+type TxnSchema struct {
+	version int64
+	n       atomic.Int64
+}
+
+// Version is the schema version the transaction began at.
+func (t *TxnSchema) Version() int64 { return t.version }
+
+// TxnBegin registers a transaction beginning at the loaded version; call
+// TxnEnd when it ends. Lock-free (two atomic operations).
+func (c *Catalog) TxnBegin() *TxnSchema {
+	t := c.curTxns.Load()
+	if t == nil { // before the first version check
+		c.mu.Lock()
+		t = c.txnSchemaLocked(c.version)
+		c.mu.Unlock()
+	}
+	t.n.Add(1)
+	return t
+}
+
+// TxnEnd ends a transaction registered by TxnBegin.
+func (c *Catalog) TxnEnd(t *TxnSchema) { t.n.Add(-1) }
+
+// txnSchemaLocked makes v the version new transactions register at.
+func (c *Catalog) txnSchemaLocked(v int64) *TxnSchema {
+	t := c.txnCounts[v]
+	if t == nil {
+		t = &TxnSchema{version: v}
+		c.txnCounts[v] = t
+	}
+	for old := range c.txnCounts {
+		if old <= v-historyLen { // older transactions fail CheckCommit anyway
+			delete(c.txnCounts, old)
+		}
+	}
+	c.curTxns.Store(t)
+	return t
+}
+
+// effectiveLocked is the version this node reports to the schema syncer:
+// the loaded one, or the oldest a running transaction began at.
+func (c *Catalog) effectiveLocked() int64 {
+	v := c.version
+	for ver, t := range c.txnCounts {
+		if ver < v && t.n.Load() > 0 {
+			v = ver
+		}
+	}
+	return v
 }
 
 // clock is monotonic time since the catalog was created, in nanoseconds.
@@ -162,7 +222,7 @@ func (c *Catalog) refresh(ctx context.Context) error {
 	c.mu.Lock()
 	if v > c.version {
 		for _, d := range diffs {
-			c.history[d.Version] = d.TableIDs
+			c.history[d.Version] = d
 		}
 		for old := range c.history {
 			if old <= v-historyLen {
@@ -170,6 +230,7 @@ func (c *Catalog) refresh(ctx context.Context) error {
 			}
 		}
 		c.version = v
+		c.txnSchemaLocked(v)
 		c.gen++
 		clear(c.dbs)
 		clear(c.tables)
@@ -186,7 +247,8 @@ func (c *Catalog) refresh(ctx context.Context) error {
 }
 
 // syncEntry is a SQL node's row in the schema syncer ('m' SchemaSync
-// {node}): the version it has loaded, until when the row counts.
+// {node}): the version it has loaded and no running transaction of it
+// began before, until when the row counts.
 type syncEntry struct {
 	Version   int64 `json:"version"`
 	ExpiresMs int64 `json:"expires_ms"` // wall clock
@@ -205,7 +267,7 @@ func (c *Catalog) syncTTL() time.Duration { return max(30*c.lease, 3*time.Second
 // the last write or the row is due for renewal.
 func (c *Catalog) reportIfDue(ctx context.Context) error {
 	c.mu.RLock()
-	due := c.reported != c.version || c.clock()-c.reportedAt > int64(c.syncTTL()/3)
+	due := c.reported != c.effectiveLocked() || c.clock()-c.reportedAt > int64(c.syncTTL()/3)
 	c.mu.RUnlock()
 	if !due {
 		return nil
@@ -215,7 +277,7 @@ func (c *Catalog) reportIfDue(ctx context.Context) error {
 
 func (c *Catalog) report(ctx context.Context) error {
 	c.mu.RLock()
-	v := c.version
+	v := c.effectiveLocked()
 	c.mu.RUnlock()
 	at := c.clock()
 	row, _ := json.Marshal(syncEntry{Version: v, ExpiresMs: time.Now().Add(c.syncTTL()).UnixMilli()})
@@ -308,30 +370,67 @@ func (c *Catalog) Keep(ctx context.Context) {
 // CheckCommit reports ERROR 8028 when a table in written changed its schema
 // after version began (the transaction's rows would be written under a
 // definition other nodes no longer use: a dropped or truncated table's dead
-// id, an index it does not maintain). It confirms the lease first.
+// id, an index it does not maintain). One compatible change (an index
+// state step) is allowed: the DDL owner publishes the next one only after
+// this transaction ended (TxnBegin), or after two leases, and then it
+// spans two. To judge that it reads the cluster's version first. It
+// confirms the lease first.
 func (c *Catalog) CheckCommit(ctx context.Context, began int64, written func(yield func(int64) bool)) error {
 	if err := c.ensureValid(ctx); err != nil {
 		return err
 	}
+	ok, oneStep := c.checkCommit(began, written)
+	if ok || !oneStep {
+		return c.commitVerdict(ok, began)
+	}
+	// One compatible step: make sure no second one was published since
+	// this node's last check.
+	c.refreshMu.Lock()
+	err := c.refresh(ctx)
+	c.refreshMu.Unlock()
+	if err != nil {
+		return errno.New(errno.ErrInfoSchemaExpired, "Information schema is out of date: %v", err)
+	}
+	ok, oneStep = c.checkCommit(began, written)
+	return c.commitVerdict(ok || oneStep, began)
+}
+
+// checkCommit: ok when nothing written changed since began; oneStep when
+// exactly one compatible change did (allowed if no other one followed).
+func (c *Catalog) checkCommit(began int64, written func(yield func(int64) bool)) (ok, oneStep bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.version == began {
-		return nil
-	}
+	steps := 0
 	for v := began + 1; v <= c.version; v++ {
-		ids, ok := c.history[v]
-		if !ok { // older than the history: assume the worst
-			schemaChangedAborts.Inc()
-			return infoSchemaChanged(began, c.version)
+		d, found := c.history[v]
+		if !found { // older than the history: assume the worst
+			return false, false
 		}
 		for id := range written {
-			if slices.Contains(ids, id) {
-				schemaChangedAborts.Inc()
-				return infoSchemaChanged(began, c.version)
+			if slices.Contains(d.TableIDs, id) {
+				if !d.Compatible {
+					return false, false
+				}
+				steps++
+				break
 			}
 		}
 	}
-	return nil
+	switch steps {
+	case 0:
+		return true, false
+	case 1:
+		return false, true
+	}
+	return false, false
+}
+
+func (c *Catalog) commitVerdict(ok bool, began int64) error {
+	if ok {
+		return nil
+	}
+	schemaChangedAborts.Inc()
+	return infoSchemaChanged(began, c.Version())
 }
 
 func infoSchemaChanged(from, to int64) error {
@@ -341,28 +440,30 @@ func infoSchemaChanged(from, to int64) error {
 
 // commitDDL commits a schema change: the mutations build returns, plus the
 // version bump and its diff (changed lists the table ids whose definition
-// the change invalidates), in one transaction. build gets the start ts to
+// the change invalidates; compatible: a transaction that began one version
+// before may still commit, see CheckCommit), in one transaction. build gets the start ts to
 // read what it checks at; a concurrent schema change makes the version key
-// conflict, and the whole change is built and tried again. Afterwards this
+// conflict, and the whole change is built and tried again. build also gets
+// the version the change commits. Afterwards this
 // node has loaded the new version.
-func (c *Catalog) commitDDL(ctx context.Context, changed []int64, build func(start uint64) ([]*kvrpcpb.Mutation, error)) error {
+func (c *Catalog) commitDDL(ctx context.Context, changed []int64, compatible bool, build func(start uint64, version int64) ([]*kvrpcpb.Mutation, error)) error {
 	for attempt := 0; ; attempt++ {
 		start, err := c.store.GetTS(ctx)
 		if err != nil {
 			return fmt.Errorf("catalog: get start ts: %w", err)
-		}
-		muts, err := build(start)
-		if err != nil {
-			return err
 		}
 		v, err := c.readVersion(ctx, start)
 		if err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}
 		next := v + 1
+		muts, err := build(start, next)
+		if err != nil {
+			return err
+		}
 		var raw [8]byte
 		binary.BigEndian.PutUint64(raw[:], uint64(next))
-		diff, _ := json.Marshal(schemaDiff{Version: next, TableIDs: changed})
+		diff, _ := json.Marshal(schemaDiff{Version: next, TableIDs: changed, Compatible: compatible})
 		muts = append(muts,
 			&kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: versionKey(), Value: raw[:]},
 			&kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: diffKey(next), Value: diff})
@@ -392,14 +493,32 @@ func (c *Catalog) commitDDL(ctx context.Context, changed []int64, build func(sta
 	}
 }
 
+// Load makes sure this node has loaded version v or a later one (a DDL
+// job another node ran is visible to the session that issued it as soon
+// as the job ended), checking the cluster's version now if needed.
+func (c *Catalog) Load(ctx context.Context, v int64) error {
+	if c.Version() >= v {
+		return nil
+	}
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	if c.Version() >= v {
+		return nil
+	}
+	return c.refresh(ctx)
+}
+
 // WaitSchemaSync waits until every SQL node has loaded this node's version
 // (the one just committed): until every live node's sync row shows it, as
 // TiDB's schema syncer does, and at most two leases, after which a node
 // that has not loaded it has stopped using its older one (one lease
 // suffices by the lease rule; the second covers clock rate drift and a
 // check in flight).
-func (c *Catalog) WaitSchemaSync(ctx context.Context) error {
-	v := c.Version()
+func (c *Catalog) WaitSchemaSync(ctx context.Context) error { return c.WaitVersion(ctx, c.Version()) }
+
+// WaitVersion is WaitSchemaSync for version v (a DDL owner that took over a
+// job waits for the version its previous owner committed).
+func (c *Catalog) WaitVersion(ctx context.Context, v int64) error {
 	deadline := time.NewTimer(2 * c.lease)
 	defer deadline.Stop()
 	poll := time.NewTicker(c.lease / 16)

@@ -30,7 +30,7 @@ func TestCheckCommit(t *testing.T) {
 	c := New(downStore{})
 	c.validUntil.Store(c.clock() + int64(c.lease)*1000) // lease held: no check
 	c.version = 12
-	c.history = map[int64][]int64{10: {7}, 11: {8, 9}, 12: {5}}
+	c.history = map[int64]schemaDiff{10: {TableIDs: []int64{7}}, 11: {TableIDs: []int64{8, 9}}, 12: {TableIDs: []int64{5}}}
 	for _, tc := range []struct {
 		name    string
 		began   int64
@@ -54,4 +54,59 @@ func TestCheckCommit(t *testing.T) {
 			require.Equal(t, tc.code, e.Code)
 		})
 	}
+}
+
+// TestCheckCommitCompatibleSteps: a transaction may span one index state
+// step of a table it wrote (the DDL owner waits for it before the next),
+// never two, and never a drop or truncate.
+func TestCheckCommitCompatibleSteps(t *testing.T) {
+	c := New(downStore{})
+	c.version = 14
+	c.history = map[int64]schemaDiff{
+		11: {TableIDs: []int64{1}, Compatible: true},
+		12: {TableIDs: []int64{2}, Compatible: true},
+		13: {TableIDs: []int64{1}, Compatible: true},
+		14: {TableIDs: []int64{3}},
+	}
+	for _, tc := range []struct {
+		began       int64
+		written     []int64
+		ok, oneStep bool
+	}{
+		{13, []int64{1, 2}, true, false},
+		{12, []int64{1}, false, true},
+		{11, []int64{2}, false, true},
+		{10, []int64{1}, false, false}, // two steps of table 1
+		{10, []int64{2, 9}, false, true},
+		{13, []int64{3}, false, false}, // not compatible
+		{2, []int64{9}, false, false},  // older than the history
+	} {
+		ok, one := c.checkCommit(tc.began, slices.Values(tc.written))
+		require.Equal(t, tc.ok, ok, "%+v", tc)
+		require.Equal(t, tc.oneStep, one, "%+v", tc)
+	}
+}
+
+// TestTxnSchemaHoldsReportedVersion: a node reports the oldest version a
+// running transaction began at, so a DDL step waits for it.
+func TestTxnSchemaHoldsReportedVersion(t *testing.T) {
+	c := New(downStore{})
+	c.mu.Lock()
+	c.version = 5
+	c.txnSchemaLocked(5)
+	c.mu.Unlock()
+	old := c.TxnBegin()
+	require.Equal(t, int64(5), old.Version())
+	c.mu.Lock()
+	c.version = 6
+	c.txnSchemaLocked(6)
+	require.Equal(t, int64(5), c.effectiveLocked())
+	c.mu.Unlock()
+	cur := c.TxnBegin()
+	require.Equal(t, int64(6), cur.Version())
+	c.TxnEnd(old)
+	c.mu.RLock()
+	require.Equal(t, int64(6), c.effectiveLocked())
+	c.mu.RUnlock()
+	c.TxnEnd(cur)
 }

@@ -81,6 +81,12 @@ const (
 	// Regions.
 	ErrKeyDoesNotExist          uint16 = 1176
 	ErrInvalidSplitRegionRanges uint16 = 8212 // TiDB's
+
+	// DDL jobs (TiDB's).
+	ErrCancelledDDLJob      uint16 = 8214 // the job was cancelled (ADMIN CANCEL DDL JOBS)
+	ErrDDLJobNotFound       uint16 = 8224
+	ErrCancelFinishedDDLJob uint16 = 8225
+	ErrCannotCancelDDLJob   uint16 = 8226
 )
 
 var sqlStates = map[uint16]string{

@@ -8,6 +8,7 @@ import (
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/types"
@@ -17,6 +18,8 @@ import (
 type Executor struct {
 	Store   sql.Storage
 	Catalog *catalog.Catalog
+	// DDL runs schema changes as jobs (package ddl); set by the server.
+	DDL     *ddl.DDL
 	IDs     *IDAllocator
 	AutoInc *AutoIncAllocator
 	planner *planner.Planner

@@ -16,6 +16,7 @@ import (
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/auth"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/infoschema"
@@ -140,6 +141,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	exec := executor.New(cfg.Store, cat)
 	exec.SetSystemSchema(infoschema.New(cat, exec.AutoInc.Peek))
+	exec.DDL = ddl.New(ddl.Config{Store: cfg.Store, Catalog: cat, Addr: cfg.Addr, SchemaLease: cfg.SchemaLease, Logger: log})
 	return &Server{
 		cfg:       cfg,
 		log:       log.With("component", "sql"),
@@ -271,13 +273,14 @@ func (s *Server) Run(ctx context.Context) error {
 			go c.serve(stmtCtx)
 		}
 	}()
-	// The schema version and privilege pollers run until ctx ends; Run
-	// returns after them. Both start before Ready: tests count goroutines
+	// The schema version and privilege pollers and the DDL worker run
+	// until ctx ends; Run returns after them. Both start before Ready: tests count goroutines
 	// from there.
-	keepDone, privDone := make(chan struct{}), make(chan struct{})
+	keepDone, privDone, ddlDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() { defer close(keepDone); s.exec.Catalog.Keep(ctx) }()
 	go func() { defer close(privDone); s.priv.Run(ctx) }()
-	defer func() { <-keepDone; <-privDone }()
+	go func() { defer close(ddlDone); s.exec.DDL.Run(ctx) }() // DDL owner election and job worker
+	defer func() { <-keepDone; <-privDone; <-ddlDone }()
 	// Ready once the accept loop runs (tests count goroutines from here).
 	s.log.Info("sql ready", "addr", s.addr.String())
 	close(s.ready)
@@ -372,7 +375,7 @@ func (s *Server) connCount() int {
 func (s *Server) ensureDefaultDB(ctx context.Context) {
 	wait := 100 * time.Millisecond
 	for {
-		err := s.exec.Catalog.CreateDB(ctx, "test", true)
+		err := s.exec.Catalog.CreateDB(ctx, &catalog.DBInfo{Name: "test"}, true, nil)
 		if err == nil {
 			close(s.defaultDB)
 			return

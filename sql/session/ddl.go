@@ -3,11 +3,15 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/expr"
@@ -33,7 +37,20 @@ func (s *Session) createTable(ctx context.Context, x *ast.CreateTableStmt) (*exe
 	if err != nil {
 		return nil, err
 	}
-	if err := s.cat.CreateTable(ctx, db, t, x.IfNotExists); err != nil {
+	if _, err := s.cat.GetTable(ctx, db, t.Name); err == nil {
+		if x.IfNotExists {
+			return &executor.Result{}, nil
+		}
+		return nil, errno.New(errno.ErrTableExists, "Table '%s' already exists", t.Name)
+	}
+	id, err := s.exec.Store.AllocID(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	t.ID, t.DBID = int64(id), db.ID
+	err = s.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionCreateTable, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, Table: t, IfNotExists: x.IfNotExists})
+	if err != nil {
 		return nil, err
 	}
 	for _, o := range x.Options {
@@ -46,6 +63,198 @@ func (s *Session) createTable(ctx context.Context, x *ast.CreateTableStmt) (*exe
 		}
 	}
 	return &executor.Result{}, nil
+}
+
+// submitDDL runs job through the cluster's DDL job queue (package ddl) and
+// waits for it to end.
+func (s *Session) submitDDL(ctx context.Context, stmt ast.StmtNode, job *ddl.Job) error {
+	job.Query = stmt.Text()
+	return s.exec.DDL.Submit(ctx, job)
+}
+
+func (s *Session) createDatabase(ctx context.Context, x *ast.CreateDatabaseStmt) (*executor.Result, error) {
+	if err := catalog.CheckDBName(x.Name.O); err != nil {
+		return nil, err
+	}
+	if _, err := s.cat.GetDB(ctx, x.Name.O); err == nil {
+		if x.IfNotExists {
+			return &executor.Result{AffectedRows: 1}, nil
+		}
+		return nil, errno.New(errno.ErrDBCreateExists, "Can't create database '%s'; database exists", x.Name.O)
+	}
+	id, err := s.exec.Store.AllocID(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	err = s.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionCreateSchema, SchemaID: int64(id), SchemaName: x.Name.O,
+		DB: &catalog.DBInfo{ID: int64(id), Name: x.Name.O}, IfNotExists: x.IfNotExists})
+	if err != nil {
+		return nil, err
+	}
+	return &executor.Result{AffectedRows: 1}, nil
+}
+
+func (s *Session) dropDatabase(ctx context.Context, x *ast.DropDatabaseStmt) (*executor.Result, error) {
+	db, err := s.cat.GetDB(ctx, x.Name.O)
+	if err != nil {
+		if errno.FromError(err).Code == errno.ErrBadDB {
+			if x.IfExists {
+				return &executor.Result{}, nil
+			}
+			return nil, errno.New(errno.ErrDBDropExists, "Can't drop database '%s'; database doesn't exist", x.Name.O)
+		}
+		return nil, err
+	}
+	err = s.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionDropSchema, SchemaID: db.ID, SchemaName: db.Name, IfExists: x.IfExists})
+	if err != nil {
+		return nil, err
+	}
+	if strings.EqualFold(s.db, x.Name.O) {
+		s.db = ""
+	}
+	return &executor.Result{}, nil
+}
+
+// dropTable drops each table in its own job; it returns once no SQL node
+// writes under the dropped ids any more.
+func (s *Session) dropTable(ctx context.Context, x *ast.DropTableStmt) (*executor.Result, error) {
+	if x.IsView {
+		return nil, errno.NotSupported("views")
+	}
+	for _, tn := range x.Tables {
+		db, err := s.dbFor(ctx, tn.Schema.O)
+		if err != nil {
+			if x.IfExists && errno.FromError(err).Code == errno.ErrBadDB {
+				continue
+			}
+			return nil, err
+		}
+		t, err := s.cat.GetTable(ctx, db, tn.Name.O)
+		if err != nil {
+			if errno.FromError(err).Code == errno.ErrNoSuchTable {
+				if x.IfExists {
+					continue
+				}
+				return nil, errno.New(errno.ErrBadTable, "Unknown table '%s.%s'", db.Name, tn.Name.O)
+			}
+			return nil, err
+		}
+		err = s.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionDropTable, SchemaID: db.ID, SchemaName: db.Name,
+			TableID: t.ID, TableName: t.Name, IfExists: x.IfExists})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &executor.Result{}, nil
+}
+
+// truncateTable gives the table a new id: the old rows become unreachable
+// at once, whatever their number.
+func (s *Session) truncateTable(ctx context.Context, x *ast.TruncateTableStmt) (*executor.Result, error) {
+	db, err := s.dbFor(ctx, x.Table.Schema.O)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.cat.GetTable(ctx, db, x.Table.Name.O)
+	if err != nil {
+		return nil, err
+	}
+	id, err := s.exec.Store.AllocID(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	return &executor.Result{}, s.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionTruncateTable, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, NewTableID: int64(id)})
+}
+
+// adminShowDDL answers ADMIN SHOW DDL: the schema version, the owner and
+// the running jobs, with TiDB's columns.
+func (s *Session) adminShowDDL(ctx context.Context) (*executor.Result, error) {
+	o, _, err := s.exec.DDL.Owner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	running, _, err := s.exec.DDL.Jobs(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(running))
+	for i, j := range running {
+		ids[i] = fmt.Sprintf("ID:%d, Type:%s, State:%s, SchemaState:%s, SchemaID:%d, TableID:%d, RowCount:%d", j.ID, j.Type, j.State, j.SchemaState, j.SchemaID, j.TableID, j.RowCount)
+	}
+	res := &executor.Result{Columns: []executor.ResultColumn{
+		{Name: "SCHEMA_VER", OrgName: "SCHEMA_VER", Type: types.Int64Type}, strCol("OWNER_ID", 64), strCol("OWNER_ADDRESS", 64),
+		strCol("RUNNING_JOBS", 1024), strCol("SELF_ID", 64), strCol("QUERY", 1024),
+	}}
+	query := ""
+	if len(running) > 0 {
+		query = running[0].Query
+	}
+	res.Rows = append(res.Rows, []types.Datum{tablecodec.NewInt(s.cat.Version()), tablecodec.NewString(o.NodeID), tablecodec.NewString(o.Addr),
+		tablecodec.NewString(strings.Join(ids, "\n")), tablecodec.NewString(s.exec.DDL.NodeID()), tablecodec.NewString(query)})
+	return res, nil
+}
+
+// adminShowDDLJobs answers ADMIN SHOW DDL JOBS [n] [WHERE ...]: the queued
+// jobs, then the last n (10) ended ones, newest first, in TiDB's columns.
+func (s *Session) adminShowDDLJobs(ctx context.Context, x *ast.AdminStmt) (*executor.Result, error) {
+	n := 10
+	if x.JobNumber > 0 {
+		n = int(x.JobNumber)
+	}
+	running, history, err := s.exec.DDL.Jobs(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	intCol := func(name string) executor.ResultColumn {
+		return executor.ResultColumn{Name: name, OrgName: name, Type: types.Int64Type}
+	}
+	res := &executor.Result{Columns: []executor.ResultColumn{
+		intCol("JOB_ID"), strCol("DB_NAME", 64), strCol("TABLE_NAME", 64), strCol("JOB_TYPE", 64), strCol("SCHEMA_STATE", 64),
+		intCol("SCHEMA_ID"), intCol("TABLE_ID"), intCol("ROW_COUNT"), strCol("CREATE_TIME", 19), strCol("START_TIME", 19),
+		strCol("END_TIME", 19), strCol("STATE", 64),
+	}}
+	at := func(ms int64) types.Datum {
+		if ms == 0 {
+			return tablecodec.NullDatum
+		}
+		return tablecodec.NewString(time.UnixMilli(ms).Format(time.DateTime))
+	}
+	for i := len(running) - 1; i >= 0; i-- { // newest first, as TiDB
+		history = append([]*ddl.Job{running[i]}, history...)
+	}
+	for _, j := range history {
+		res.Rows = append(res.Rows, []types.Datum{
+			tablecodec.NewInt(j.ID), tablecodec.NewString(j.SchemaName), tablecodec.NewString(j.TableName), tablecodec.NewString(string(j.Type)),
+			tablecodec.NewString(j.SchemaState), tablecodec.NewInt(j.SchemaID), tablecodec.NewInt(j.TableID), tablecodec.NewInt(j.RowCount),
+			at(j.CreateMs), at(j.StartMs), at(j.EndMs), tablecodec.NewString(string(j.State)),
+		})
+	}
+	if x.Where != nil {
+		return filterShow(res, &ast.ShowStmt{Where: x.Where}, s)
+	}
+	return res, nil
+}
+
+// adminCancelDDLJobs answers ADMIN CANCEL DDL JOBS id, ...: one row per
+// job, "successful" or the error (8224 not found, 8225 finished, 8226 too
+// late), as TiDB.
+func (s *Session) adminCancelDDLJobs(ctx context.Context, x *ast.AdminStmt) (*executor.Result, error) {
+	res := &executor.Result{Columns: []executor.ResultColumn{
+		{Name: "JOB_ID", OrgName: "JOB_ID", Type: types.Int64Type}, strCol("RESULT", 128),
+	}}
+	for _, id := range x.JobIDs {
+		msg := "successful"
+		if err := s.exec.DDL.Cancel(ctx, id); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			e := errno.FromError(err)
+			msg = fmt.Sprintf("error: [%d]%s", e.Code, e.Msg)
+		}
+		res.Rows = append(res.Rows, []types.Datum{tablecodec.NewInt(id), tablecodec.NewString(msg)})
+	}
+	return res, nil
 }
 
 // BuildTableInfo validates a CREATE TABLE and converts it to a TableInfo

@@ -3,17 +3,15 @@ package session
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/table"
@@ -123,11 +121,11 @@ func (s *Session) createIndex(ctx context.Context, x *ast.CreateIndexStmt) (*exe
 		return nil, errno.NotSupported("FULLTEXT / SPATIAL / VECTOR indexes")
 	}
 	spec := &ast.Constraint{Name: x.IndexName, Keys: x.IndexPartSpecifications, Option: x.IndexOption, IfNotExists: x.IfNotExists}
-	return &executor.Result{}, s.addIndex(ctx, x.Table, spec, x.KeyType == ast.IndexKeyTypeUnique)
+	return &executor.Result{}, s.addIndex(ctx, x, x.Table, spec, x.KeyType == ast.IndexKeyTypeUnique)
 }
 
 func (s *Session) dropIndexStmt(ctx context.Context, x *ast.DropIndexStmt) (*executor.Result, error) {
-	return &executor.Result{}, s.dropIndex(ctx, x.Table, x.IndexName, x.IfExists)
+	return &executor.Result{}, s.dropIndex(ctx, x, x.Table, x.IndexName, x.IfExists)
 }
 
 func (s *Session) alterTable(ctx context.Context, x *ast.AlterTableStmt) (*executor.Result, error) {
@@ -137,18 +135,18 @@ func (s *Session) alterTable(ctx context.Context, x *ast.AlterTableStmt) (*execu
 			c := sp.Constraint
 			switch c.Tp {
 			case ast.ConstraintIndex, ast.ConstraintKey:
-				if err := s.addIndex(ctx, x.Table, c, false); err != nil {
+				if err := s.addIndex(ctx, x, x.Table, c, false); err != nil {
 					return nil, err
 				}
 			case ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
-				if err := s.addIndex(ctx, x.Table, c, true); err != nil {
+				if err := s.addIndex(ctx, x, x.Table, c, true); err != nil {
 					return nil, err
 				}
 			default:
 				return nil, errno.NotSupported("ALTER TABLE ADD of this constraint")
 			}
 		case ast.AlterTableDropIndex:
-			if err := s.dropIndex(ctx, x.Table, sp.Name, sp.IfExists); err != nil {
+			if err := s.dropIndex(ctx, x, x.Table, sp.Name, sp.IfExists); err != nil {
 				return nil, err
 			}
 		case ast.AlterTableLock, ast.AlterTableAlgorithm:
@@ -166,35 +164,11 @@ func (s *Session) freshTable(ctx context.Context, db *catalog.DBInfo, name strin
 	return s.cat.GetTable(ctx, db, name)
 }
 
-// setIndexState publishes index id of table tableID in state st (remove:
-// drops it from the definition).
-func (s *Session) setIndexState(ctx context.Context, db *catalog.DBInfo, name string, tableID, id int64, st catalog.SchemaState, remove bool) error {
-	t, err := s.freshTable(ctx, db, name)
-	if err != nil {
-		return err
-	}
-	if t.ID != tableID {
-		return errno.New(errno.ErrNoSuchTable, "Table '%s.%s' was truncated or recreated during the schema change", db.Name, name)
-	}
-	nt := t.Clone()
-	for i, ix := range nt.Indices {
-		if ix.ID != id {
-			continue
-		}
-		if remove {
-			nt.Indices = append(nt.Indices[:i:i], nt.Indices[i+1:]...)
-		} else {
-			ix.State = st
-		}
-		return s.cat.UpdateTable(ctx, db, nt)
-	}
-	return fmt.Errorf("index %d of %s vanished during the schema change", id, name)
-}
-
-// addIndex adds an index online: delete-only, write-only, backfill, public
-// (see docs/architecture.md). A failed backfill (e.g. a duplicate in a
-// UNIQUE index) removes the index again.
-func (s *Session) addIndex(ctx context.Context, tn *ast.TableName, c *ast.Constraint, unique bool) error {
+// addIndex validates the index against the table's definition and runs it
+// as an ADD INDEX job (package ddl: delete only, write only, backfill,
+// public; a failed backfill, e.g. a duplicate in a UNIQUE index, removes
+// the index again).
+func (s *Session) addIndex(ctx context.Context, stmt ast.StmtNode, tn *ast.TableName, c *ast.Constraint, unique bool) error {
 	db, err := s.dbFor(ctx, tn.Schema.O)
 	if err != nil {
 		return err
@@ -210,174 +184,13 @@ func (s *Session) addIndex(ctx context.Context, tn *ast.TableName, c *ast.Constr
 	if err != nil {
 		return err
 	}
-	nt := t.Clone()
-	nt.MaxIndexID++
-	ix.ID, ix.State = nt.MaxIndexID, catalog.StateDeleteOnly
-	nt.Indices = append(nt.Indices, ix)
-	begin := time.Now()
-	if err := s.cat.UpdateTable(ctx, db, nt); err != nil {
-		return err
-	}
-	slog.Info("add index: delete only", "table", t.Name, "index", ix.Name, "table_id", t.ID, "index_id", ix.ID)
-	fail := func(err error) error {
-		// Entries written so far stay under an index id never reused.
-		if rerr := s.setIndexState(context.WithoutCancel(ctx), db, t.Name, t.ID, ix.ID, 0, true); rerr != nil {
-			slog.Error("add index: removing the failed index", "table", t.Name, "index", ix.Name, "err", rerr)
-		}
-		return err
-	}
-	if err := s.cat.WaitSchemaSync(ctx); err != nil {
-		return fail(err)
-	}
-	if err := s.setIndexState(ctx, db, t.Name, t.ID, ix.ID, catalog.StateWriteOnly, false); err != nil {
-		return fail(err)
-	}
-	if err := s.cat.WaitSchemaSync(ctx); err != nil {
-		return fail(err)
-	}
-	cur, err := s.freshTable(ctx, db, t.Name)
-	if err != nil {
-		return fail(err)
-	}
-	n, err := s.backfill(ctx, cur, cur.IndexByID(ix.ID))
-	if err != nil {
-		return fail(err)
-	}
-	if err := s.setIndexState(ctx, db, t.Name, t.ID, ix.ID, catalog.StatePublic, false); err != nil {
-		return fail(err)
-	}
-	slog.Info("add index: public", "table", t.Name, "index", ix.Name, "rows", n, "elapsed", time.Since(begin))
-	return nil
+	return s.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionAddIndex, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, Index: ix, IfNotExists: c.IfNotExists})
 }
 
-// backfill writes ix's entries for every row of t, backfillBatch rows per
-// transaction. ix is write-only, so rows written after a batch's snapshot
-// get their entries from DML; a batch whose rows change after its snapshot
-// fails its commit with a write conflict on the row keys (they are locked
-// in the batch, i.e. checked at prewrite) and is retried on a new
-// snapshot, so it never writes an entry for a row value that no longer
-// exists.
-func (s *Session) backfill(ctx context.Context, t *catalog.TableInfo, ix *catalog.IndexInfo) (int64, error) {
-	if ix == nil {
-		return 0, errors.New("add index: the index vanished before its backfill")
-	}
-	start, end := tablecodec.RecordRange(t.ID)
-	var total int64
-	size := backfillBatch
-	for {
-		var next []byte
-		var n int
-		var err error
-		for try := 0; ; try++ {
-			next, n, err = s.backfillBatch(ctx, t, ix, start, end, size)
-			if err == nil || try >= backfillTries || !retryableBackfill(err) {
-				break
-			}
-			// Rows of the batch changed under it: retry a smaller batch,
-			// which a busy table leaves alone more often.
-			size = max(size/2, 1)
-			slog.Debug("add index: batch retried", "table", t.Name, "index", ix.Name, "batch", size, "err", err)
-		}
-		if err != nil {
-			return total, err
-		}
-		total += int64(n)
-		if next == nil {
-			return total, nil
-		}
-		start = next
-		size = min(size*2, backfillBatch)
-	}
-}
-
-func retryableBackfill(err error) bool {
-	var wc *sql.WriteConflictError
-	var ke *sql.KeyExistsError
-	var dl *sql.DeadlockError
-	return errors.As(err, &wc) || errors.As(err, &ke) || errors.As(err, &dl) || errors.Is(err, sql.ErrLockWaitTimeout)
-}
-
-// backfillBatch indexes up to size rows from start in one optimistic
-// transaction (one scan, one BatchGet of the unique keys, one commit) and
-// returns where the next batch starts (nil at the end).
-func (s *Session) backfillBatch(ctx context.Context, t *catalog.TableInfo, ix *catalog.IndexInfo, start, end []byte, size int) ([]byte, int, error) {
-	txn, err := s.exec.Store.Begin(ctx, sql.TxnOptions{})
-	if err != nil {
-		return nil, 0, err
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = txn.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	pairs, err := txn.Scan(ctx, start, end, size, false)
-	if err != nil {
-		return nil, 0, err
-	}
-	type entry struct {
-		key, val []byte
-		unique   bool
-	}
-	entries := make([]entry, len(pairs))
-	rowKeys := make([][]byte, len(pairs))
-	var uniqueKeys [][]byte
-	row := make([]types.Datum, t.RowWidth())
-	for i, kv := range pairs {
-		if err := t.DecodeRow(kv.Key, kv.Value, row); err != nil {
-			return nil, 0, fmt.Errorf("add index: decode row of %s: %w", t.Name, err)
-		}
-		k, v, u := table.IndexEntry(nil, t, ix, row, row[len(t.Columns)].Int64())
-		entries[i] = entry{k, v, u}
-		rowKeys[i] = kv.Key
-		if u {
-			uniqueKeys = append(uniqueKeys, k)
-		}
-	}
-	var have map[string][]byte
-	if len(uniqueKeys) > 0 {
-		if have, err = txn.BatchGet(ctx, uniqueKeys); err != nil {
-			return nil, 0, err
-		}
-	}
-	// Optimistic LockKeys only marks the row keys: the commit fails if any
-	// of them changed after this snapshot.
-	if _, err := txn.LockKeys(ctx, sql.LockOptions{}, rowKeys...); err != nil {
-		return nil, 0, err
-	}
-	for _, e := range entries {
-		if !e.unique {
-			if err := txn.Set(e.key, e.val); err != nil {
-				return nil, 0, err
-			}
-			continue
-		}
-		if old, found := have[string(e.key)]; found {
-			if bytes.Equal(old, e.val) {
-				continue // written by DML since the index became write-only
-			}
-			return nil, 0, table.DupKeyError(t, e.key)
-		}
-		if err := txn.Insert(e.key, e.val); err != nil {
-			return nil, 0, table.DupKeyError(t, e.key)
-		}
-	}
-	// A *sql.KeyExistsError or write conflict from Commit is retried by the
-	// caller: a concurrent change, or a real duplicate the next try reports.
-	if err := txn.Commit(ctx); err != nil {
-		return nil, 0, err
-	}
-	committed = true
-	if len(pairs) < size {
-		return nil, len(pairs), nil
-	}
-	last := pairs[len(pairs)-1].Key
-	return append(append(make([]byte, 0, len(last)+1), last...), 0), len(pairs), nil
-}
-
-// dropIndex removes an index online: write-only (queries stop reading
-// it), then absent. Its entries stay under an id never reused.
-func (s *Session) dropIndex(ctx context.Context, tn *ast.TableName, name string, ifExists bool) error {
+// dropIndex runs a DROP INDEX job: write only (queries stop reading it),
+// then absent. Its entries stay under an id never reused.
+func (s *Session) dropIndex(ctx context.Context, stmt ast.StmtNode, tn *ast.TableName, name string, ifExists bool) error {
 	db, err := s.dbFor(ctx, tn.Schema.O)
 	if err != nil {
 		return err
@@ -386,22 +199,14 @@ func (s *Session) dropIndex(ctx context.Context, tn *ast.TableName, name string,
 	if err != nil {
 		return err
 	}
-	ix := t.FindIndex(name)
-	if ix == nil {
+	if t.FindIndex(name) == nil {
 		if ifExists {
 			return nil
 		}
 		return errno.New(errCantDropKey, "Can't DROP '%s'; check that column/key exists", name)
 	}
-	if ix.State == catalog.StatePublic {
-		if err := s.setIndexState(ctx, db, t.Name, t.ID, ix.ID, catalog.StateWriteOnly, false); err != nil {
-			return err
-		}
-		if err := s.cat.WaitSchemaSync(ctx); err != nil {
-			return err
-		}
-	}
-	return s.setIndexState(ctx, db, t.Name, t.ID, ix.ID, 0, true)
+	return s.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionDropIndex, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, IndexName: name, IfExists: ifExists})
 }
 
 // adminCheck runs ADMIN CHECK TABLE t[, ...] / ADMIN CHECK INDEX t idx at

@@ -241,18 +241,9 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	case *ast.UseStmt:
 		return &executor.Result{}, s.UseDB(ctx, x.DBName)
 	case *ast.CreateDatabaseStmt:
-		return &executor.Result{AffectedRows: 1}, s.cat.CreateDB(ctx, x.Name.O, x.IfNotExists)
+		return s.createDatabase(ctx, x)
 	case *ast.DropDatabaseStmt:
-		if err := s.cat.DropDB(ctx, x.Name.O, x.IfExists); err != nil {
-			return nil, err
-		}
-		if err := s.cat.WaitSchemaSync(ctx); err != nil {
-			return nil, err
-		}
-		if strings.EqualFold(s.db, x.Name.O) {
-			s.db = ""
-		}
-		return &executor.Result{}, nil
+		return s.dropDatabase(ctx, x)
 	case *ast.CreateTableStmt:
 		return s.createTable(ctx, x)
 	case *ast.DropTableStmt:
@@ -269,6 +260,12 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		switch x.Tp {
 		case ast.AdminCheckTable, ast.AdminCheckIndex:
 			return s.adminCheck(ctx, x)
+		case ast.AdminShowDDL:
+			return s.adminShowDDL(ctx)
+		case ast.AdminShowDDLJobs:
+			return s.adminShowDDLJobs(ctx, x)
+		case ast.AdminCancelDDLJobs:
+			return s.adminCancelDDLJobs(ctx, x)
 		}
 		return nil, errno.NotSupported("this ADMIN statement")
 	case *ast.ShowStmt:
@@ -499,44 +496,6 @@ func (s *Session) dbFor(ctx context.Context, schema string) (*catalog.DBInfo, er
 		return nil, errno.New(errno.ErrNoDB, "No database selected; run USE <database> or qualify the table name")
 	}
 	return s.cat.GetDB(ctx, schema)
-}
-
-func (s *Session) dropTable(ctx context.Context, x *ast.DropTableStmt) (*executor.Result, error) {
-	if x.IsView {
-		return nil, errno.NotSupported("views")
-	}
-	for _, tn := range x.Tables {
-		db, err := s.dbFor(ctx, tn.Schema.O)
-		if err != nil {
-			var e *errno.Error
-			if x.IfExists && errors.As(err, &e) && e.Code == errno.ErrBadDB {
-				continue
-			}
-			return nil, err
-		}
-		if err := s.cat.DropTable(ctx, db, tn.Name.O, x.IfExists); err != nil {
-			return nil, err
-		}
-	}
-	// Returns once no SQL node writes under the dropped ids any more.
-	return &executor.Result{}, s.cat.WaitSchemaSync(ctx)
-}
-
-// truncateTable gives the table a new id: the old rows become unreachable
-// at once, whatever their number.
-func (s *Session) truncateTable(ctx context.Context, x *ast.TruncateTableStmt) (*executor.Result, error) {
-	db, err := s.dbFor(ctx, x.Table.Schema.O)
-	if err != nil {
-		return nil, err
-	}
-	t, err := s.cat.GetTable(ctx, db, x.Table.Name.O)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.cat.TruncateTable(ctx, db, t); err != nil {
-		return nil, err
-	}
-	return &executor.Result{}, s.cat.WaitSchemaSync(ctx)
 }
 
 func boolInt(b bool) types.Datum {

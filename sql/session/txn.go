@@ -27,7 +27,7 @@ type txnState struct {
 	opts       sql.TxnOptions
 	began      time.Time
 	written    map[int64]*catalog.TableInfo // tables written: 1062 and 8028 at commit
-	schemaVer  int64                        // catalog version when it began
+	schema     *catalog.TxnSchema           // catalog version when it began (held until it ends)
 	savepoints []string                     // oldest first
 }
 
@@ -180,7 +180,7 @@ func (s *Session) beginTxn(ctx context.Context, opts sql.TxnOptions) error {
 		return err
 	}
 	s.oneShotIsolation = ""
-	s.txn = &txnState{txn: txn, opts: opts, began: time.Now(), schemaVer: s.cat.Version()}
+	s.txn = &txnState{txn: txn, opts: opts, began: time.Now(), schema: s.cat.TxnBegin()}
 	return nil
 }
 
@@ -188,6 +188,7 @@ func (s *Session) beginTxn(ctx context.Context, opts sql.TxnOptions) error {
 func (s *Session) commitTxn(ctx context.Context) error {
 	t := s.txn
 	s.txn = nil
+	defer s.cat.TxnEnd(t.schema)
 	err := s.commitChecked(ctx, t)
 	observeTxn(t.opts, t.began, outcomeOf(err))
 	return commitError(t, err)
@@ -197,7 +198,7 @@ func (s *Session) commitTxn(ctx context.Context) error {
 // began (ERROR 8028; t is rolled back).
 func (s *Session) commitChecked(ctx context.Context, t *txnState) error {
 	if len(t.written) > 0 {
-		if err := s.cat.CheckCommit(ctx, t.schemaVer, maps.Keys(t.written)); err != nil {
+		if err := s.cat.CheckCommit(ctx, t.schema.Version(), maps.Keys(t.written)); err != nil {
 			_ = t.txn.Rollback(ctx)
 			return err
 		}
@@ -208,6 +209,7 @@ func (s *Session) commitChecked(ctx context.Context, t *txnState) error {
 func (s *Session) rollbackTxn(ctx context.Context, outcome string) {
 	t := s.txn
 	s.txn = nil
+	defer s.cat.TxnEnd(t.schema)
 	// A failed rollback leaves locks that other transactions resolve once
 	// their TTL passes: nothing the client could act on.
 	_ = t.txn.Rollback(context.WithoutCancel(ctx)) // also after KILL QUERY
@@ -410,7 +412,8 @@ func (s *Session) inTxn(ctx context.Context, run func() (*executor.Result, error
 // autocommitStmt runs one statement as its own transaction: begun when
 // the statement first reads or writes, committed when it succeeds.
 func (s *Session) autocommitStmt(ctx context.Context, opts sql.TxnOptions, writes bool, run func() (*executor.Result, error)) (*executor.Result, error) {
-	st := &stmtState{txnState: txnState{opts: opts, schemaVer: s.cat.Version()}, readOnlyStmt: !writes}
+	st := &stmtState{txnState: txnState{opts: opts, schema: s.cat.TxnBegin()}, readOnlyStmt: !writes}
+	defer s.cat.TxnEnd(st.schema) // also when run panics
 	s.stmt = st
 	res, err := run()
 	s.stmt = nil

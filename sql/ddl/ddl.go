@@ -1,0 +1,443 @@
+package ddl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/errno"
+)
+
+var (
+	jobsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "ddl", Name: "jobs_total",
+		Help: "DDL jobs this node ran to their end as owner, by type and outcome (synced, cancelled, rollback done).",
+	}, []string{"type", "outcome"})
+	jobSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "ddl", Name: "job_duration_seconds",
+		Help:    "Time from a DDL job's creation to its end, by type (observed by the owner that ended it).",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+	}, []string{"type"})
+	stepSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "ddl", Name: "step_duration_seconds",
+		Help:    "Time of one DDL job step (one schema state change, or a whole backfill), by step.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
+	}, []string{"step"})
+	backfillRows = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "ddl", Name: "backfill_rows_total",
+		Help: "Rows indexed by ADD INDEX backfill batches this node committed.",
+	})
+	backfillBatchSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "ddl", Name: "backfill_batch_seconds",
+		Help:    "Time of one committed backfill batch (scan, index entries, checkpoint, commit).",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	})
+	isOwner = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "ddl", Name: "owner",
+		Help: "1 while this SQL node is the DDL owner.",
+	})
+)
+
+// Config configures a DDL.
+type Config struct {
+	Store   sql.Storage
+	Catalog *catalog.Catalog
+	// Addr is this node's MySQL address, shown as the owner's address.
+	Addr string
+	// OwnerTTL is how long an owner lease lasts without renewal (0: six
+	// schema leases, at least 3 s). A dead owner's jobs wait this long.
+	OwnerTTL time.Duration
+	// SchemaLease is the catalog's lease (0: catalog.DefaultLease).
+	SchemaLease time.Duration
+	Logger      *slog.Logger
+}
+
+// DDL is one SQL node's part in DDL: it submits jobs and, while it is the
+// owner, runs them. Safe for concurrent use.
+type DDL struct {
+	store  sql.Storage
+	cat    *catalog.Catalog
+	log    *slog.Logger
+	nodeID string
+	addr   string
+	ttl    time.Duration
+	poll   time.Duration // how often an idle owner looks at the queue
+	wake   chan struct{} // a job was submitted on this node
+	// running: Run was called (this node campaigns).
+	running atomic.Bool
+}
+
+// New returns a DDL; Run makes it take part in the owner election.
+func New(cfg Config) *DDL {
+	lease := cfg.SchemaLease
+	if lease == 0 {
+		lease = catalog.DefaultLease
+	}
+	ttl := cfg.OwnerTTL
+	if ttl == 0 {
+		ttl = max(6*lease, 3*time.Second)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &DDL{store: cfg.Store, cat: cfg.Catalog, log: log.With("component", "ddl"),
+		nodeID: fmt.Sprintf("%016x", rand.Uint64()), addr: cfg.Addr, ttl: ttl,
+		poll: max(lease/10, 10*time.Millisecond), wake: make(chan struct{}, 1)}
+}
+
+// NodeID is this node's id in the owner election.
+func (d *DDL) NodeID() string { return d.nodeID }
+
+// txn runs build at a fresh start ts and commits the mutations it returns
+// as one transaction (nothing when it returns none).
+func (d *DDL) txn(ctx context.Context, build func(start uint64) ([]*kvrpcpb.Mutation, error)) error {
+	start, err := d.store.GetTS(ctx)
+	if err != nil {
+		return err
+	}
+	muts, err := build(start)
+	if err != nil || len(muts) == 0 {
+		return err
+	}
+	commit, err := d.store.GetTS(ctx)
+	if err != nil {
+		return err
+	}
+	return d.store.Commit(ctx, muts, start, commit)
+}
+
+// Submit persists j in the job queue and waits until it ended: nil when it
+// is done (every node has loaded its result), else the job's MySQL error
+// (e.g. 8214 when it was cancelled). When ctx ends first the job goes on.
+func (d *DDL) Submit(ctx context.Context, j *Job) error {
+	id, err := d.store.AllocID(ctx, 1)
+	if err != nil {
+		return fmt.Errorf("ddl: alloc job id: %w", err)
+	}
+	j.ID, j.State, j.SchemaState = int64(id), StateQueueing, SchemaNone
+	err = d.txn(ctx, func(start uint64) ([]*kvrpcpb.Mutation, error) {
+		j.CreateMs = physicalMs(start)
+		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: queueKey(j.ID), Value: encodeJob(j)}}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("ddl: enqueue %v: %w", j, err)
+	}
+	d.log.Info("ddl job queued", "job", j.ID, "type", j.Type, "schema", j.SchemaName, "table", j.TableName, "query", j.Query)
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+	if !d.running.Load() {
+		// This node takes no part in the election (in-process tests that
+		// never call Run): it runs the queue itself when no owner is alive.
+		if err := d.drive(ctx); err != nil {
+			return err
+		}
+	}
+	done, err := d.wait(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	if err := d.cat.Load(ctx, done.Version); err != nil {
+		return err
+	}
+	return done.Err()
+}
+
+// drive runs queued jobs while this node can take the owner lease, until
+// the queue is empty.
+func (d *DDL) drive(ctx context.Context) error {
+	for {
+		won, err := d.campaign(ctx)
+		if err != nil || !won {
+			return err
+		}
+		worked, err := d.runOne(ctx)
+		if err != nil && !errors.Is(err, errNotOwner) {
+			return err
+		}
+		if !worked {
+			return nil
+		}
+	}
+}
+
+// wait polls the job history for id with backoff (2 ms doubling to
+// 100 ms) and returns the ended job.
+func (d *DDL) wait(ctx context.Context, id int64) (*Job, error) {
+	backoff := 2 * time.Millisecond
+	for {
+		ts, err := d.store.GetTS(ctx)
+		if err == nil {
+			var v []byte
+			var found bool
+			if v, found, err = d.store.Get(ctx, historyKey(id), ts); err == nil && found {
+				return decodeJob(v)
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("ddl: waiting for a job: reading the job history failed; retrying", "job", id, "err", err)
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
+}
+
+// Cancel asks the owner to cancel job id (ADMIN CANCEL DDL JOBS): the job
+// is marked cancelling in its own transaction; the owner rolls it back at
+// its next step and the job's session gets ERROR 8214. Errors: 8224 for an
+// unknown job, 8225 for one that ended, 8226 for one past the point where
+// it can be undone.
+func (d *DDL) Cancel(ctx context.Context, id int64) error {
+	return d.txn(ctx, func(start uint64) ([]*kvrpcpb.Mutation, error) {
+		v, found, err := d.store.Get(ctx, queueKey(id), start)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			if _, done, err := d.store.Get(ctx, historyKey(id), start); err != nil {
+				return nil, err
+			} else if done {
+				return nil, errno.New(errno.ErrCancelFinishedDDLJob, "This job:%d is finished, so can't be cancelled", id)
+			}
+			return nil, errno.New(errno.ErrDDLJobNotFound, "DDL Job:%d not found", id)
+		}
+		j, err := decodeJob(v)
+		if err != nil {
+			return nil, err
+		}
+		if err := cancelErr(j); err != nil {
+			return nil, err
+		}
+		j.State = StateCancelling
+		d.log.Info("ddl job cancel requested", "job", j.ID, "type", j.Type, "schema_state", j.SchemaState)
+		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: queueKey(id), Value: encodeJob(j)}}, nil
+	})
+}
+
+// Jobs returns the queued and running jobs (oldest first) and the last
+// limit ended ones (newest first), read at one timestamp.
+func (d *DDL) Jobs(ctx context.Context, limit int) (running, history []*Job, err error) {
+	ts, err := d.store.GetTS(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	pairs, err := d.store.Scan(ctx, queuePrefix(), prefixEnd(queuePrefix()), ts, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, kv := range pairs {
+		j, err := decodeJob(kv.Value)
+		if err != nil {
+			return nil, nil, err
+		}
+		running = append(running, j)
+	}
+	txn, err := d.store.Begin(ctx, sql.TxnOptions{ReadOnly: true, StartTS: ts})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { _ = txn.Rollback(context.WithoutCancel(ctx)) }()
+	hp, err := txn.Scan(ctx, historyPrefix(), prefixEnd(historyPrefix()), limit, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, kv := range hp {
+		j, err := decodeJob(kv.Value)
+		if err != nil {
+			return nil, nil, err
+		}
+		history = append(history, j)
+	}
+	return running, history, nil
+}
+
+// OwnerInfo is the current DDL owner (ADMIN SHOW DDL).
+type OwnerInfo struct {
+	NodeID, Addr string
+	Expired      bool // the lease ran out: the next node to campaign takes over
+}
+
+// Owner reads the owner lease; ok is false when there is none.
+func (d *DDL) Owner(ctx context.Context) (o OwnerInfo, ok bool, err error) {
+	ts, err := d.store.GetTS(ctx)
+	if err != nil {
+		return o, false, err
+	}
+	row, found, err := d.readOwner(ctx, ts)
+	if err != nil || !found {
+		return o, false, err
+	}
+	return OwnerInfo{NodeID: row.Node, Addr: row.Addr, Expired: row.ExpiresMs <= physicalMs(ts)}, true, nil
+}
+
+// ownerRow is the owner lease ('m' DDLOwner).
+type ownerRow struct {
+	Node      string `json:"node"`
+	Addr      string `json:"addr"`
+	ExpiresMs int64  `json:"expires_ms"` // PD clock (TSO physical time)
+}
+
+func (d *DDL) readOwner(ctx context.Context, ts uint64) (ownerRow, bool, error) {
+	var row ownerRow
+	v, found, err := d.store.Get(ctx, ownerKey(), ts)
+	if err != nil || !found {
+		return row, false, err
+	}
+	if err := json.Unmarshal(v, &row); err != nil {
+		return row, false, fmt.Errorf("ddl: corrupt owner row: %w", err)
+	}
+	return row, true, nil
+}
+
+// errNotOwner: another node holds the owner lease (or this node's ran
+// out): the job step was not committed.
+var errNotOwner = errors.New("ddl: this node is not the DDL owner")
+
+// fence returns the write that renews this node's owner lease, or
+// errNotOwner when the lease at start is not this node's, or expired.
+// Every transaction of a job step carries it, so a step commits only while
+// this node is the owner: a node that took over wrote the same key after
+// start, and the step fails with a write conflict.
+func (d *DDL) fence(ctx context.Context, start uint64) (*kvrpcpb.Mutation, error) {
+	row, found, err := d.readOwner(ctx, start)
+	if err != nil {
+		return nil, err
+	}
+	if !found || row.Node != d.nodeID || row.ExpiresMs <= physicalMs(start) {
+		return nil, errNotOwner
+	}
+	return d.leaseMutation(start), nil
+}
+
+func (d *DDL) leaseMutation(start uint64) *kvrpcpb.Mutation {
+	v, _ := json.Marshal(ownerRow{Node: d.nodeID, Addr: d.addr, ExpiresMs: physicalMs(start) + d.ttl.Milliseconds()})
+	return &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: ownerKey(), Value: v}
+}
+
+// campaign takes the owner lease when it is free or expired, or renews it
+// when it is this node's; it reports whether this node is the owner.
+func (d *DDL) campaign(ctx context.Context) (bool, error) {
+	owner := false
+	err := d.txn(ctx, func(start uint64) ([]*kvrpcpb.Mutation, error) {
+		row, found, err := d.readOwner(ctx, start)
+		if err != nil {
+			return nil, err
+		}
+		if found && row.Node != d.nodeID && row.ExpiresMs > physicalMs(start) {
+			return nil, nil
+		}
+		owner = true
+		return []*kvrpcpb.Mutation{d.leaseMutation(start)}, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return owner, nil
+}
+
+// resign gives the lease up (graceful stop), so another node takes over
+// at once instead of after the TTL.
+func (d *DDL) resign(ctx context.Context) error {
+	return d.txn(ctx, func(start uint64) ([]*kvrpcpb.Mutation, error) {
+		row, found, err := d.readOwner(ctx, start)
+		if err != nil || !found || row.Node != d.nodeID {
+			return nil, err
+		}
+		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Del, Key: ownerKey()}}, nil
+	})
+}
+
+// Run campaigns for the owner lease and, while this node owns it, runs the
+// queued jobs one at a time in id order, until ctx is done; then it gives
+// the lease up. One goroutine does both: every committed job step renews
+// the lease, and Run renews it between steps.
+func (d *DDL) Run(ctx context.Context) {
+	d.running.Store(true)
+	defer func() {
+		isOwner.Set(0)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		if err := d.resign(rctx); err != nil {
+			d.log.Warn("ddl: giving up the owner lease failed; another node takes over when it expires", "err", err, "ttl", d.ttl)
+		}
+	}()
+	owner := false
+	var renewed time.Time // when the last campaign that won was sent
+	for ctx.Err() == nil {
+		if !owner || time.Since(renewed) > d.ttl/3 {
+			sent := time.Now()
+			won, err := d.campaign(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				var wc *sql.WriteConflictError
+				if errors.As(err, &wc) { // another node campaigned at the same time
+					d.log.Debug("ddl: owner campaign lost a race", "err", err)
+				} else {
+					d.log.Warn("ddl: owner campaign failed", "err", err)
+				}
+			case won:
+				renewed = sent
+			}
+			if won != owner && err == nil {
+				owner = won
+				if won {
+					isOwner.Set(1)
+					d.log.Info("ddl: this node is the DDL owner", "node", d.nodeID, "ttl", d.ttl)
+				} else {
+					isOwner.Set(0)
+					d.log.Info("ddl: this node lost the DDL owner lease", "node", d.nodeID)
+				}
+			}
+			if owner && err != nil && time.Since(renewed) > d.ttl {
+				owner = false
+				isOwner.Set(0)
+			}
+		}
+		if owner {
+			worked, err := d.runOne(ctx)
+			switch {
+			case errors.Is(err, errNotOwner):
+				owner = false
+				isOwner.Set(0)
+				d.log.Info("ddl: this node is no longer the DDL owner", "node", d.nodeID)
+				continue
+			case err != nil && ctx.Err() == nil:
+				d.log.Warn("ddl: job step failed; retrying", "err", err)
+				worked = false // back off below
+			}
+			if worked {
+				continue
+			}
+		}
+		wait := d.poll
+		if !owner {
+			wait = d.ttl / 6
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-d.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}

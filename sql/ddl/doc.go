@@ -1,0 +1,46 @@
+// Package ddl runs schema changes as jobs, so that a DDL survives the SQL
+// node that issued it (TiDB's DDL owner and job queue, F1's online schema
+// change).
+//
+// # Jobs
+//
+// A DDL statement becomes a Job that its session persists in the job queue
+// ('m' DDLJob{id}, ids from PD so they increase) and then waits for in the
+// job history ('m' DDLHistory{id}), polling with backoff. Every change of
+// a job is one transaction; a step that changes the schema commits the
+// catalog rows, the schema version and diff (package catalog) and the
+// job's new state together, so a job's state always says which schema
+// state is published.
+//
+// # Owner
+//
+// One SQL node at a time is the DDL owner: it holds a lease row ('m'
+// DDLOwner: node id, address, expiry in PD's clock) that it renews every
+// third of its TTL. A node takes the lease when it is absent or expired at
+// its transaction's start timestamp; a stopping owner deletes it. The
+// owner runs the oldest queued job, one step at a time, and every step's
+// transaction rewrites the lease row as a fence: it commits only if the
+// row was still this node's at its start and no other node wrote it since
+// (a takeover would make it conflict), so a deposed owner never commits a
+// step. A new owner resumes the job where the last committed step left it,
+// first waiting until every node loaded that step's schema version.
+//
+// # ADD INDEX
+//
+// none -> delete only -> write only -> write reorganization -> public, each
+// state a schema version that every live node loads before the next
+// (catalog.WaitVersion). In write reorganization the rows are indexed in
+// batches of BackfillBatch, each one transaction that also writes the
+// checkpoint (the next row key) into the job; a new owner resumes there.
+// ADMIN CANCEL DDL JOBS marks the job cancelling (a batch running then
+// conflicts on the job's key); the owner removes the index again (rollback
+// done) and the session gets ERROR 8214. A duplicate found by a UNIQUE
+// index's backfill rolls back the same way with ERROR 1062.
+//
+// DROP INDEX goes write only, then gone. CREATE/DROP DATABASE, CREATE/DROP
+// TABLE and TRUNCATE TABLE are one step; they go through the queue so all
+// schema changes are serialized.
+//
+// Concurrency: a DDL is safe for concurrent use; Run is one goroutine that
+// both campaigns and runs jobs.
+package ddl

@@ -1,0 +1,245 @@
+package ddl
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/stratadb/strata/kv/codec"
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/errno"
+)
+
+// ActionType is what a job does, named as TiDB's JOB_TYPE column names it.
+type ActionType string
+
+// The job types.
+const (
+	ActionCreateSchema  ActionType = "create schema"
+	ActionDropSchema    ActionType = "drop schema"
+	ActionCreateTable   ActionType = "create table"
+	ActionDropTable     ActionType = "drop table"
+	ActionTruncateTable ActionType = "truncate table"
+	ActionAddIndex      ActionType = "add index"
+	ActionDropIndex     ActionType = "drop index"
+)
+
+// JobState is where a job is in its life, as TiDB's STATE column names it.
+type JobState string
+
+// The job states. A job is queueing until the owner takes its first step,
+// running while its steps go on, and ends done (history: synced once every
+// node loaded its last version), cancelled (stopped before it changed the
+// schema: an error or ADMIN CANCEL) or rollback done (an ADD INDEX whose
+// index was removed again). Cancelling and rollingback are requests the
+// owner acts on at its next step.
+const (
+	StateQueueing     JobState = "queueing"
+	StateRunning      JobState = "running"
+	StateDone         JobState = "done"
+	StateSynced       JobState = "synced"
+	StateCancelling   JobState = "cancelling"
+	StateCancelled    JobState = "cancelled"
+	StateRollingBack  JobState = "rollingback"
+	StateRollbackDone JobState = "rollback done"
+)
+
+// Schema states of a job, as TiDB's SCHEMA_STATE column names them.
+const (
+	SchemaNone       = "none"
+	SchemaDeleteOnly = "delete only"
+	SchemaWriteOnly  = "write only"
+	SchemaReorg      = "write reorganization"
+	SchemaPublic     = "public"
+)
+
+// Job is one DDL statement's work, persisted in the job queue ('m'
+// DDLJob{id}) while it runs and in the job history ('m' DDLHistory{id})
+// once it ended. Every change of a job is one transaction.
+type Job struct {
+	ID          int64      `json:"id"`
+	Type        ActionType `json:"type"`
+	SchemaID    int64      `json:"schema_id"`
+	SchemaName  string     `json:"schema_name"`
+	TableID     int64      `json:"table_id,omitempty"`
+	TableName   string     `json:"table_name,omitempty"`
+	State       JobState   `json:"state"`
+	SchemaState string     `json:"schema_state"`
+	RowCount    int64      `json:"row_count"`
+	Query       string     `json:"query,omitempty"`
+
+	// Arguments, by type.
+	DB          *catalog.DBInfo    `json:"db,omitempty"`         // create schema
+	Table       *catalog.TableInfo `json:"table,omitempty"`      // create table
+	Index       *catalog.IndexInfo `json:"index,omitempty"`      // add index (its ID is set by the first step)
+	IndexName   string             `json:"index_name,omitempty"` // drop index
+	NewTableID  int64              `json:"new_table_id,omitempty"`
+	IfExists    bool               `json:"if_exists,omitempty"`
+	IfNotExists bool               `json:"if_not_exists,omitempty"`
+
+	// ReorgKey is the backfill's checkpoint: the row key the next batch
+	// starts at (an ADD INDEX in write reorganization). It is written in
+	// the same transaction as the batch's index entries.
+	ReorgKey []byte `json:"reorg_key,omitempty"`
+
+	// Version is the schema version the job's last step committed; the
+	// owner waits until every node loaded it before the next step.
+	Version int64 `json:"version,omitempty"`
+
+	// The error a failed or cancelled job ends with (MySQL code, SQLSTATE,
+	// message), returned to the session that waits for it.
+	ErrCode  uint16 `json:"err_code,omitempty"`
+	ErrState string `json:"err_state,omitempty"`
+	ErrMsg   string `json:"err_msg,omitempty"`
+
+	// Times, in milliseconds of the cluster's (PD's) clock.
+	CreateMs int64 `json:"create_ms"`
+	StartMs  int64 `json:"start_ms,omitempty"`
+	EndMs    int64 `json:"end_ms,omitempty"`
+}
+
+// Err is the error the job ended with, or nil.
+func (j *Job) Err() error {
+	if j.ErrCode == 0 {
+		return nil
+	}
+	return &errno.Error{Code: j.ErrCode, State: j.ErrState, Msg: j.ErrMsg}
+}
+
+func (j *Job) setErr(err error) {
+	e := errno.FromError(err)
+	j.ErrCode, j.ErrState, j.ErrMsg = e.Code, e.State, e.Msg
+}
+
+// Finished reports whether the job ended (it only waits to move to the
+// history).
+func (j *Job) Finished() bool {
+	switch j.State {
+	case StateDone, StateSynced, StateCancelled, StateRollbackDone:
+		return true
+	}
+	return false
+}
+
+// String names the job for logs and errors.
+func (j *Job) String() string {
+	return fmt.Sprintf("job %d (%s %s.%s)", j.ID, j.Type, j.SchemaName, j.TableName)
+}
+
+func encodeJob(j *Job) []byte {
+	v, err := json.Marshal(j)
+	if err != nil {
+		panic(fmt.Sprintf("ddl: encode %v: %v", j, err)) // only plain data
+	}
+	return v
+}
+
+func decodeJob(v []byte) (*Job, error) {
+	j := new(Job)
+	if err := json.Unmarshal(v, j); err != nil {
+		return nil, fmt.Errorf("ddl: corrupt job: %w", err)
+	}
+	if j.Table != nil {
+		j.Table.Init()
+	}
+	return j, nil
+}
+
+func queuePrefix() []byte   { return catalog.MetaKey("DDLJob") }
+func historyPrefix() []byte { return catalog.MetaKey("DDLHistory") }
+func ownerKey() []byte      { return catalog.MetaKey("DDLOwner") }
+
+func queueKey(id int64) []byte   { return codec.EncodeInt(queuePrefix(), id) }
+func historyKey(id int64) []byte { return codec.EncodeInt(historyPrefix(), id) }
+
+func prefixEnd(p []byte) []byte { return tablecodec.PrefixNext(p) }
+
+// physicalMs is the wall-clock part of a TSO timestamp.
+func physicalMs(ts uint64) int64 { return int64(ts >> 18) }
+
+func msTime(ms int64) time.Time { return time.UnixMilli(ms) }
+
+// step is the owner's next action on a job.
+type step int
+
+const (
+	stepNone        step = iota
+	stepRun              // the single step of a one-step job (create/drop/truncate)
+	stepDeleteOnly       // add index: none -> delete only
+	stepWriteOnly        // add index: delete only -> write only; drop index: public -> write only
+	stepReorg            // add index: write only -> write reorganization (checkpoint at the first row)
+	stepBackfill         // add index: backfill from the checkpoint, then public
+	stepRemoveIndex      // drop index: write only -> gone
+	stepRollback         // add index: remove the index again (cancelled or failed)
+	stepCancel           // the job changed nothing yet: it ends cancelled
+	stepFinish           // wait for the last version, move the job to the history
+)
+
+var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish"}
+
+func (s step) String() string { return stepNames[s] }
+
+// nextStep is the job state machine: what the owner does next with j.
+func nextStep(j *Job) step {
+	if j.Finished() {
+		return stepFinish
+	}
+	if j.State == StateCancelling || j.State == StateRollingBack {
+		if j.Type == ActionAddIndex && j.SchemaState != SchemaNone {
+			return stepRollback
+		}
+		return stepCancel
+	}
+	switch j.Type {
+	case ActionAddIndex:
+		switch j.SchemaState {
+		case SchemaNone:
+			return stepDeleteOnly
+		case SchemaDeleteOnly:
+			return stepWriteOnly
+		case SchemaWriteOnly:
+			return stepReorg
+		case SchemaReorg:
+			return stepBackfill
+		}
+	case ActionDropIndex:
+		switch j.SchemaState {
+		case SchemaNone, SchemaPublic:
+			return stepWriteOnly
+		case SchemaWriteOnly:
+			return stepRemoveIndex
+		}
+	default:
+		if j.SchemaState == SchemaNone {
+			return stepRun
+		}
+	}
+	return stepNone // a state this version does not know: left alone
+}
+
+// cancelErr is why ADMIN CANCEL DDL JOBS cannot cancel j now (nil: it
+// can). An ADD INDEX can be cancelled until it is public (it is rolled
+// back); other jobs only before their first step (they are one or two
+// steps and the schema they changed is already in use).
+func cancelErr(j *Job) error {
+	switch {
+	case j.Finished():
+		return errno.New(errno.ErrCancelFinishedDDLJob, "This job:%d is finished, so can't be cancelled", j.ID)
+	case j.State == StateCancelling || j.State == StateRollingBack:
+		return errno.New(errno.ErrCancelFinishedDDLJob, "This job:%d is finished, so can't be cancelled", j.ID)
+	case j.Type == ActionAddIndex && j.SchemaState != SchemaPublic:
+		return nil
+	case j.SchemaState == SchemaNone:
+		return nil
+	}
+	return errno.New(errno.ErrCannotCancelDDLJob, "This job:%d is almost finished, can't be cancelled now", j.ID)
+}
+
+// needsSync reports whether a job's last step must be loaded by every node
+// before the statement returns: a change that invalidates what nodes
+// cached (drops, truncates, index states). A new database or table needs
+// no wait: a node that has not loaded it yet answers "doesn't exist".
+func needsSync(t ActionType) bool {
+	return t != ActionCreateSchema && t != ActionCreateTable
+}
