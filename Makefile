@@ -27,7 +27,7 @@ deps:
 	$(GO) mod download
 
 build: deps
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/pd ./cmd/storenode ./cmd/sqlnode ./cmd/playground
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/pd ./cmd/storenode ./cmd/sqlnode ./cmd/playground ./cmd/consistencycheck
 
 STORES ?= 3
 SQL ?= 1

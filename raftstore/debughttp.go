@@ -16,6 +16,9 @@ type ConsistencyReport struct {
 	Index    uint64 `json:"index"`
 	Hash     string `json:"hash,omitempty"` // hex
 	Verify   string `json:"verify,omitempty"`
+	// Replicas (POST answers) is the number of peers of the region when
+	// the leader answered: that many replicas should report a verdict.
+	Replicas int    `json:"replicas,omitempty"`
 	Error    string `json:"error,omitempty"`
 }
 
@@ -30,6 +33,7 @@ func reportOf(r HashRecord) ConsistencyReport {
 //	POST ?region=N     check region N (this store must lead it)
 //	POST ?region=all   check every region this store leads, one at a time
 //	GET                this store's latest hash of every region it hosts
+//	                   (index 0 and no hash: not hashed since it started)
 //
 // Answers are JSON arrays of ConsistencyReport. A POST entry's hash is the
 // leader's; every replica compares its own when it applies the VerifyHash
@@ -46,7 +50,15 @@ func ConsistencyHandler(store func() *Store) http.Handler {
 		var out []ConsistencyReport
 		switch r.Method {
 		case http.MethodGet:
+			recs := map[uint64]HashRecord{}
 			for _, rec := range s.ConsistencyHashes() {
+				recs[rec.RegionID] = rec
+			}
+			for _, reg := range s.meta.sorted() {
+				rec, ok := recs[reg.GetId()]
+				if !ok {
+					rec.RegionID = reg.GetId() // hosted, never hashed here
+				}
 				out = append(out, reportOf(rec))
 			}
 		case http.MethodPost:
@@ -79,6 +91,8 @@ func ConsistencyHandler(store func() *Store) http.Handler {
 					rep.Error = err.Error()
 				case rerr != nil:
 					rep.Error = "region error: " + rerr.GetMessage()
+				default:
+					rep.Replicas = len(s.meta.region(id).GetPeers())
 				}
 				out = append(out, rep)
 			}
