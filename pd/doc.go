@@ -11,7 +11,10 @@
 //
 // Only the leader serves: TSO, AllocID, stores, heartbeats, routing and
 // bootstrap. A non-leader answers those with a NOT_LEADER header error
-// (GetMembers is served by everyone). Leadership state is one *term value
+// (GetMembers is served by everyone); on the HTTP API it forwards them to
+// the leader's status address, which each member publishes under
+// /strata/member_http/ (members.go, which also adds and removes etcd
+// members: POST /members, DELETE /members/name/{name}). Leadership state is one *term value
 // (cluster view, id allocator, TSO allocator) swapped atomically; when the
 // etcd session ends or ctx is cancelled, the term is dropped, its TSO
 // allocator reset, and the member resigns and campaigns again.
