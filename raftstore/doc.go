@@ -187,7 +187,9 @@
 // (Config.manual: Open starts no goroutine; the test runs loop iterations,
 // ticks and heartbeats in store-id order, snapshots are generated and sent
 // synchronously) over an in-process transport with filters and a manual
-// clock (Config.clock, read by the lease and peer lifecycle). Scenarios
+// clock (Config.clock, read by the lease and peer lifecycle); with
+// Config.fs on a crashable in-memory file system a store can be killed
+// losing a seeded share of its unsynced writes. Scenarios
 // replay from a seed except for raft's election jitter (crypto/rand inside
 // go.etcd.io/raft) and map iteration order in the loop.
 //

@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -73,12 +74,25 @@ type harness struct {
 	dirs   map[uint64]string
 	ids    []uint64 // every store id, ascending
 	tune   func(*Config)
+	// fs holds each store's crashable in-memory file system when the
+	// harness simulates crashes (newCrashHarness); nil: temp dirs.
+	fs map[uint64]*vfs.MemFS
 }
 
 // newHarness opens n stores and bootstraps one region (the whole key
 // space) with a peer on each of the first three (all of them when n < 3),
 // then waits for its leader. tune adjusts every store's Config.
 func newHarness(t *testing.T, defaultSeed uint64, n int, tune func(*Config)) *harness {
+	return startHarness(t, defaultSeed, n, tune, false)
+}
+
+// newCrashHarness is newHarness with each store's Pebble on a crashable
+// in-memory file system, so that crash can lose what was not synced.
+func newCrashHarness(t *testing.T, defaultSeed uint64, n int, tune func(*Config)) *harness {
+	return startHarness(t, defaultSeed, n, tune, true)
+}
+
+func startHarness(t *testing.T, defaultSeed uint64, n int, tune func(*Config), crashable bool) *harness {
 	seed := defaultSeed
 	if *harnessSeed != 0 {
 		seed = *harnessSeed
@@ -93,7 +107,25 @@ func newHarness(t *testing.T, defaultSeed uint64, n int, tune func(*Config)) *ha
 	root := t.TempDir()
 	for i := range n {
 		dir := filepath.Join(root, fmt.Sprintf("s%d", i+1))
-		s := h.open(dir)
+		var fs *vfs.MemFS
+		if crashable {
+			// The data dir exists durably before the store starts, as on
+			// a real host.
+			dir = "/data"
+			fs = vfs.NewCrashableMem()
+			require.NoError(t, fs.MkdirAll(dir, 0o755))
+			root, err := fs.OpenDir("/")
+			require.NoError(t, err)
+			require.NoError(t, root.Sync())
+			require.NoError(t, root.Close())
+		}
+		s := h.openOn(dir, fs)
+		if crashable {
+			if h.fs == nil {
+				h.fs = map[uint64]*vfs.MemFS{}
+			}
+			h.fs[s.id] = fs
+		}
 		h.dirs[s.id] = dir
 		h.ids = append(h.ids, s.id)
 	}
@@ -120,12 +152,15 @@ func newHarness(t *testing.T, defaultSeed uint64, n int, tune func(*Config)) *ha
 
 func (h *harness) now() time.Time { return time.Unix(0, h.clock.Load()) }
 
-func (h *harness) open(dir string) *Store {
+func (h *harness) openOn(dir string, fs *vfs.MemFS) *Store {
 	cfg := Config{
 		DataDir: dir, RaftTick: harnessTick, ElectionTicks: 10, HeartbeatTicks: 2,
 		StoreHeartbeatInterval: time.Second, SplitCheckInterval: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		clock:  h.now, net: h.net, manual: true,
+	}
+	if fs != nil {
+		cfg.fs = fs
 	}
 	if h.tune != nil {
 		h.tune(&cfg)
@@ -143,9 +178,24 @@ func (h *harness) stop(id uint64) {
 	delete(h.stores, id)
 }
 
+// crash kills store id as kill -9 would: its file system keeps what was
+// synced and a seeded share of what was not (newCrashHarness only).
+func (h *harness) crash(id uint64) {
+	fs := h.fs[id]
+	require.NotNil(h.t, fs, "crash needs newCrashHarness")
+	clone := fs.CrashClone(vfs.CrashCloneCfg{
+		UnsyncedDataPercent: h.rng.IntN(101),
+		RNG:                 rand.New(rand.NewPCG(h.rng.Uint64(), h.rng.Uint64())),
+	})
+	s := h.stores[id]
+	delete(h.stores, id)
+	_ = s.Close() // writes only to the abandoned file system
+	h.fs[id] = clone
+}
+
 // restart opens store id again from its data dir.
 func (h *harness) restart(id uint64) *Store {
-	s := h.open(h.dirs[id])
+	s := h.openOn(h.dirs[id], h.fs[id])
 	require.Equal(h.t, id, s.id)
 	return s
 }

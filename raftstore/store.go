@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.etcd.io/raft/v3/tracker"
@@ -101,6 +102,7 @@ type Config struct {
 	clock  func() time.Time
 	net    netTransport
 	manual bool
+	fs     vfs.FS // the engine's file system (nil: the OS's); a crashable MemFS in the harness
 }
 
 // netTransport carries raft messages and snapshots to other stores in
@@ -248,7 +250,7 @@ type Store struct {
 // replay of its committed log (ReadIndex + applied index).
 func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 	cfg.setDefaults()
-	db, err := pebble.Open(cfg.DataDir, &pebble.Options{Logger: pebbleLogger{l: cfg.Logger}})
+	db, err := pebble.Open(cfg.DataDir, &pebble.Options{Logger: pebbleLogger{l: cfg.Logger}, FS: cfg.fs})
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: open engine %s: %w", cfg.DataDir, err)
 	}
