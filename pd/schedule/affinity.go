@@ -41,8 +41,9 @@ import (
 //     region (a missing replica goes to a target store first, an extra one
 //     is removed off the target first).
 //
-// Targets live in memory on the PD leader: a new leader chooses them again
-// from the placement, which already matches them (fewest moves).
+// Targets live in memory on the PD leader: a new leader adopts the
+// placement of every group whose regions already share one store set and
+// leader, and chooses targets for the others.
 
 // AffinityName is the affinity scheduler's name (schedulers API).
 const AffinityName = "affinity-scheduler"
@@ -173,7 +174,12 @@ func (a *Affinity) refresh() {
 		if _, ok := next[tid]; ok {
 			continue
 		}
-		if t, ok := a.choose(a.c.groupRegions(tid), next, &cfg); ok {
+		regions := a.c.groupRegions(tid)
+		if t, ok := a.inPlace(regions, next, &cfg); ok {
+			next[tid] = t
+			continue
+		}
+		if t, ok := a.choose(regions, next, &cfg); ok {
 			next[tid] = t
 		}
 	}
@@ -182,6 +188,48 @@ func (a *Affinity) refresh() {
 	}
 	a.targets.Store(&next)
 	a.updateGauges(cfg)
+}
+
+// inPlace returns the target a group's regions already satisfy (one voter
+// store set of Up stores, one leader store), so that a new PD leader adopts
+// a placement instead of choosing, in another order, one that moves
+// regions. A placement less isolated by location labels than the stores
+// allow is not adopted.
+func (a *Affinity) inPlace(regions []*RegionInfo, others map[int64]affinityTarget, cfg *Config) (affinityTarget, bool) {
+	if len(regions) == 0 || regions[0].LeaderStore() == 0 {
+		return affinityTarget{}, false
+	}
+	t := affinityTarget{Leader: regions[0].LeaderStore(), Voters: replicaStores(regions[0], 0)}
+	slices.Sort(t.Voters)
+	if len(t.Voters) != cfg.MaxReplicas {
+		return affinityTarget{}, false
+	}
+	for _, r := range regions {
+		if !t.satisfied(r) {
+			return affinityTarget{}, false
+		}
+	}
+	for _, sid := range t.Voters {
+		if !a.c.StoreState(sid).placeable() {
+			return affinityTarget{}, false
+		}
+	}
+	if labels := cfg.LocationLabels; len(labels) > 0 {
+		if c, ok := a.choose(regions, others, cfg); ok && a.isolation(c, labels) < a.isolation(t, labels) {
+			return affinityTarget{}, false
+		}
+	}
+	return t, true
+}
+
+// isolation is the most label levels one of t's voter stores shares with
+// another (lower is better isolated).
+func (a *Affinity) isolation(t affinityTarget, labels []string) int {
+	worst := 0
+	for _, sid := range t.Voters {
+		worst = max(worst, a.c.closeness(sid, t.Voters, labels))
+	}
+	return worst
 }
 
 // usable reports whether target t may stay: its leader store is Up and
@@ -201,9 +249,10 @@ func (a *Affinity) usable(t affinityTarget, cfg *Config) bool {
 // choose picks a target for a group's regions among the Up stores. Each
 // store scores the group's voters it holds minus, per group it is already a
 // voter store of beyond the least used Up store, the group's region count
-// (so a new group goes to the stores fewest groups use unless that costs
-// more moves than one full group), then leads the fewest groups, then holds
-// the fewest regions. Voters are taken in that order, each the best
+// plus one (so a store used by more groups loses to a less used one even
+// when that moves every region), then (a tie) holds more of the group's
+// voters (a new PD leader keeps what is in place), leads the fewest
+// groups, holds the fewest regions. Voters are taken in that order, each the best
 // isolated from those taken (location labels). The leader is the voter
 // store needing the fewest leadership moves, with the same one-group
 // penalty per group it already leads beyond the least loaded voter store.
@@ -231,10 +280,13 @@ func (a *Affinity) choose(regions []*RegionInfo, others map[int64]affinityTarget
 	for _, sid := range up {
 		minOn = min(minOn, on[sid])
 	}
-	key := func(sid uint64) int { return voters[sid] - n*(on[sid]-minOn) }
+	key := func(sid uint64) int { return voters[sid] - (n+1)*(on[sid]-minOn) }
 	slices.SortStableFunc(up, func(x, y uint64) int {
 		if kx, ky := key(x), key(y); kx != ky {
 			return ky - kx
+		}
+		if voters[x] != voters[y] {
+			return voters[y] - voters[x] // on a tie, keep what is in place
 		}
 		if led[x] != led[y] {
 			return led[x] - led[y]
@@ -323,9 +375,10 @@ func unevenness(ts map[int64]affinityTarget, up []uint64) (voters, leaders int) 
 
 // rebalance moves one group off the busiest store when the targets use
 // the Up stores unevenly (a store added after the groups were placed):
-// the smallest group on the store used by the most groups (as voter, else
-// as leader) gets a new target if that makes the use more even
-// (unevenness). It runs
+// the smallest group on the store used by the most groups as a voter store
+// gets a new target, or, when only the leaders are uneven, the smallest
+// group led from the busiest store a new leader among its voters, if that
+// makes the use more even (unevenness). It runs
 // only while no affinity operator does, so groups move one at a time.
 func (a *Affinity) rebalance(ts map[int64]affinityTarget, cfg *Config) {
 	up := a.upStores()
@@ -359,8 +412,19 @@ func (a *Affinity) rebalance(ts map[int64]affinityTarget, cfg *Config) {
 	})
 	for _, tid := range cands {
 		old := ts[tid]
-		delete(ts, tid)
-		t, ok := a.choose(a.c.groupRegions(tid), ts, cfg)
+		t, ok := old, false
+		if sv > 1 {
+			delete(ts, tid)
+			t, ok = a.choose(a.c.groupRegions(tid), ts, cfg)
+		} else {
+			// Only the leadership moves: to the group's voter store
+			// leading the fewest groups.
+			for _, sid := range old.Voters {
+				if led[sid] < led[t.Leader] {
+					t.Leader, ok = sid, true
+				}
+			}
+		}
 		if ok {
 			ts[tid] = t
 			if nv, nl := unevenness(ts, up); nv < uv || (nv == uv && nl < ul) {

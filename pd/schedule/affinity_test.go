@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -256,6 +257,22 @@ func TestAffinityGroupsSpreadOnScaleOut(t *testing.T) {
 		s.round()
 	}
 	require.Equal(t, created, len(s.oc.History()), "operators after convergence: %v", s.oc.History()[created:])
+	// A new PD leader keeps the spread placement.
+	before := s.co.Affinity().Groups(false)
+	s.newLeader()
+	for range 20 {
+		s.round()
+	}
+	require.Empty(t, s.oc.History(), "the new leader moved regions")
+	require.Equal(t, before, s.co.Affinity().Groups(false))
+}
+
+// newLeader replaces the controller and coordinator as a new PD leader
+// does: same model, no operators, no targets.
+func (s *sim) newLeader() {
+	quiet := slog.New(slog.DiscardHandler)
+	s.oc = NewOperatorController(s.c, quiet)
+	s.co = NewCoordinator(s.c, s.oc, func() (uint64, error) { s.nextID++; return s.nextID, nil }, quiet)
 }
 
 // With location labels zone,host the target's voters are in three zones,
@@ -282,4 +299,28 @@ func TestAffinityTargetIsolated(t *testing.T) {
 	}
 	require.Len(t, zones, 3)
 	s.requireHealthy()
+}
+
+// A new PD leader (a fresh coordinator over the same model) chooses the
+// same targets from the placement and moves nothing.
+func TestAffinityTargetsSurviveLeaderChange(t *testing.T) {
+	tables := []int64{42, 43, 44}
+	s := newSim(t, 5, Config{StoreLimit: 120, AffinityTables: tables})
+	s.addTable(42, 10, []uint64{1, 2, 3}, []uint64{3, 4, 5})
+	s.addTable(43, 20, []uint64{2, 3, 4}, []uint64{1, 2, 3})
+	s.addTable(44, 30, []uint64{5, 4, 3}, []uint64{1, 2, 5})
+	for range 200 {
+		s.round()
+		if s.allStable() {
+			break
+		}
+	}
+	require.True(t, s.allStable(), "groups: %+v", s.co.Affinity().Groups(true))
+	before := s.co.Affinity().Groups(false)
+	s.newLeader()
+	for range 20 {
+		s.round()
+	}
+	require.Empty(t, s.oc.History(), "the new leader moved regions")
+	require.Equal(t, before, s.co.Affinity().Groups(false))
 }
