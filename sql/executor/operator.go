@@ -91,6 +91,22 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 	switch x := p.(type) {
 	case *planner.TableDual:
 		return &dualOp{rows: x.Rows, w: max(x.Width, 1)}, nil
+	case *planner.Union:
+		ops := make([]Operator, len(x.Children))
+		for i, c := range x.Children {
+			op, err := rc.build(c, stats)
+			if err != nil {
+				return nil, err
+			}
+			ops[i] = op
+		}
+		return &unionOp{children: ops}, nil
+	case *planner.SubqueryScan:
+		child, err := rc.buildChild(p, stats)
+		if err != nil {
+			return nil, err
+		}
+		return &padOp{child: child, w: len(x.Src.Cols)}, nil
 	case *planner.MemTableScan:
 		mt, env := x.Src.Mem, x.Env
 		return &rowsOp{w: len(x.Src.Cols), load: func(ctx context.Context) ([][]datum, error) { return mt.Rows(ctx, env) }}, nil

@@ -72,6 +72,81 @@ func (o *rowsOp) Next(ctx context.Context, ck *Chunk) error {
 	return ctx.Err()
 }
 
+// unionOp returns the rows of its children, one child after the other
+// (UNION ALL); every child has the same width.
+type unionOp struct {
+	children []Operator
+	cur      int
+	opened   int // children opened so far (closed by Close)
+}
+
+func (o *unionOp) Open(ctx context.Context) error {
+	o.cur, o.opened = 0, 0
+	if len(o.children) == 0 {
+		return nil
+	}
+	o.opened = 1
+	return o.children[0].Open(ctx)
+}
+
+func (o *unionOp) Close() error {
+	var first error
+	for _, c := range o.children[:o.opened] {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	o.opened = 0
+	return first
+}
+
+func (o *unionOp) width() int { return o.children[0].width() }
+
+func (o *unionOp) Next(ctx context.Context, ck *Chunk) error {
+	for o.cur < len(o.children) {
+		if err := o.children[o.cur].Next(ctx, ck); err != nil {
+			return err
+		}
+		if len(ck.rows) > 0 {
+			return nil
+		}
+		o.cur++
+		if o.cur < len(o.children) {
+			o.opened = o.cur + 1
+			if err := o.children[o.cur].Open(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	ck.reset()
+	return nil
+}
+
+// padOp widens its child's rows to w datums (a derived table's rows get
+// the source's hidden handle slot, NULL).
+type padOp struct {
+	child Operator
+	w     int
+	in    *Chunk
+}
+
+func (o *padOp) Open(ctx context.Context) error { return o.child.Open(ctx) }
+func (o *padOp) Close() error                   { return o.child.Close() }
+func (o *padOp) width() int                     { return o.w }
+func (o *padOp) Next(ctx context.Context, ck *Chunk) error {
+	ck.reset()
+	if o.in == nil || o.in.max != ck.max {
+		o.in = newChunk(o.child.width(), ck.max)
+	}
+	if err := o.child.Next(ctx, o.in); err != nil {
+		return err
+	}
+	for _, r := range o.in.rows {
+		copy(ck.alloc(), r)
+	}
+	return nil
+}
+
 // pointGetOp reads one row by handle or unique index value.
 type pointGetOp struct {
 	rc   *runCtx

@@ -9,6 +9,7 @@ import (
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/ddl"
+	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/types"
@@ -42,6 +43,9 @@ func (e *Executor) resolveTable(ctx context.Context, refs *ast.TableRefsClause, 
 	if err == nil && src.Mem != nil {
 		return nil, planner.ErrReadOnlySystemTable(env.User(), src)
 	}
+	if err == nil && src.Sub != nil {
+		return nil, errno.New(1288, "The target table %s of the %s is not updatable", src.DisplayName(), what)
+	}
 	return src, err
 }
 
@@ -62,6 +66,24 @@ func (e *Executor) Select(ctx context.Context, s *ast.SelectStmt, env expr.Env, 
 		return nil, err
 	}
 	return e.runSelect(ctx, p, tx, nil)
+}
+
+// Query runs a query expression (a SELECT or a UNION) in tx's transaction.
+func (e *Executor) Query(ctx context.Context, n ast.Node, env expr.Env, tx TxnSource) (*Result, error) {
+	p, err := e.planner.PlanQuery(ctx, n, env, false)
+	if err != nil {
+		return nil, err
+	}
+	return e.runSelect(ctx, p, tx, nil)
+}
+
+// QueryColumns is SelectColumns for any query expression.
+func (e *Executor) QueryColumns(ctx context.Context, n ast.Node, env expr.Env) ([]ResultColumn, error) {
+	p, err := e.planner.PlanQuery(ctx, n, env, true)
+	if err != nil {
+		return nil, err
+	}
+	return p.Columns, nil
 }
 
 // SelectColumns plans s (with whatever parameters env binds) and returns its

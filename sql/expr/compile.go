@@ -304,6 +304,11 @@ func (c *Ctx) compileCase(x *ast.CaseExpr) (Expr, error) {
 	return ce, nil
 }
 
+// UnifyTypes is the result type of values of several types (CASE, COALESCE,
+// UNION columns): one class keeps it (widest length), numbers of several
+// classes give DOUBLE, anything else VARCHAR.
+func UnifyTypes(ts []types.FieldType) types.FieldType { return unify(ts) }
+
 // unify picks a result type for values of several types.
 func unify(ts []types.FieldType) types.FieldType {
 	var res *types.FieldType

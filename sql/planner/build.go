@@ -37,11 +37,22 @@ func (pl *Planner) ResolveTable(ctx context.Context, refs *ast.TableRefsClause, 
 		}
 		return nil, errno.NotSupported("this FROM clause")
 	}
+	switch q := ts.Source.(type) {
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		return pl.openDerived(ctx, q, ts.AsName, env)
+	}
 	tn, ok := ts.Source.(*ast.TableName)
 	if !ok {
-		return nil, errno.NotSupported("subqueries in FROM")
+		return nil, errno.NotSupported("this FROM clause")
 	}
-	return pl.OpenTable(ctx, tn, ts.AsName.L, env)
+	s, err := pl.OpenTable(ctx, tn, ts.AsName.L, env)
+	if err == nil {
+		s.AliasO = ts.AsName.O
+		if s.AliasO == "" {
+			s.AliasO = tn.Name.O
+		}
+	}
+	return s, err
 }
 
 // OpenTable resolves a table name (in the current database when not
@@ -251,7 +262,7 @@ func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error
 			for i, c := range src.Table.Columns {
 				lg.fields = append(lg.fields, &expr.Column{Offset: i, Ft: c.Type, Name: c.Name})
 				lg.fieldTx = append(lg.fieldTx, &ast.ColumnNameExpr{Name: &ast.ColumnName{Name: ast.NewCIStr(c.Name)}})
-				lg.cols = append(lg.cols, ResultColumn{DB: src.DB.Name, Table: src.Alias, OrgTable: src.Table.Name, Name: c.Name, OrgName: c.Name, Type: c.Type})
+				lg.cols = append(lg.cols, ResultColumn{DB: src.DB.Name, Table: src.DisplayName(), OrgTable: src.orgTable(), Name: c.Name, OrgName: c.Name, Type: c.Type})
 			}
 			continue
 		}
@@ -266,7 +277,7 @@ func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error
 			if rc.Name == "" {
 				rc.Name = cn.Name.Name.O
 			}
-			rc.DB, rc.Table, rc.OrgTable = lg.src.DB.Name, lg.src.Alias, lg.src.Table.Name
+			rc.DB, rc.Table, rc.OrgTable = lg.src.DB.Name, lg.src.DisplayName(), lg.src.orgTable()
 			if col, ok := fe.(*expr.Column); ok {
 				rc.OrgName = col.Name
 			}

@@ -47,7 +47,7 @@ func (pl *Planner) PointTemplate(ctx context.Context, s *ast.SelectStmt, env exp
 		}
 	}
 	src, err := pl.ResolveTable(ctx, s.From, env, "SELECT")
-	if err != nil || len(src.Hints) > 0 || src.Mem != nil {
+	if err != nil || len(src.Hints) > 0 || src.Mem != nil || src.Sub != nil {
 		return nil, err
 	}
 	byCol := map[int]int{} // source offset -> parameter order

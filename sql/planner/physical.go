@@ -46,6 +46,16 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		p = &TableDual{BasePlan: b.base("TableDual", 1, taskRoot), Rows: 1}
 	case lg.dual:
 		p = &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: lg.width}
+	case lg.src.Sub != nil:
+		if lg.lock {
+			return nil, errno.NotSupported("locking reads of a derived table")
+		}
+		p = &SubqueryScan{BasePlan: b.base("SubqueryScan", lg.src.Sub.Root.Base().EstRows, taskRoot, lg.src.Sub.Root), Src: lg.src}
+		b.renumber(lg.src.Sub.Root)
+		lg.access = p
+		if len(lg.condE) > 0 {
+			p = &Selection{BasePlan: b.base("Selection", p.Base().EstRows*selectionFactor, taskRoot, p), Conds: lg.condE, exprNodes: exprNodes{Src: lg.src, Nodes: lg.conds}}
+		}
 	case lg.src.Mem != nil:
 		if lg.lock {
 			return nil, ErrReadOnlySystemTable(b.env.User(), lg.src)

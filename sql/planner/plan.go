@@ -22,6 +22,30 @@ type Source struct {
 	// Mem, when set, is a system table read in memory (MemTableScan);
 	// Table describes its columns only (no id, keys or indexes).
 	Mem MemTable
+	// Sub, when set, is a derived table's query (SubqueryScan); Table
+	// describes its columns only.
+	Sub *SelectPlan
+	// AliasO is the alias (or table name) as the statement spells it, for
+	// the table name of result columns.
+	AliasO string
+}
+
+// orgTable is the org_table of result columns: the table's name, none for
+// a derived table.
+func (s *Source) orgTable() string {
+	if s.Sub != nil {
+		return ""
+	}
+	return s.Table.Name
+}
+
+// DisplayName is the table name result columns carry: the alias as
+// written.
+func (s *Source) DisplayName() string {
+	if s.AliasO != "" {
+		return s.AliasO
+	}
+	return s.Alias
 }
 
 // HandleOffset is the row slot of the handle as a column: the integer
@@ -51,6 +75,9 @@ func (s *Source) columnOffset(n *ast.ColumnName) int {
 }
 
 func (s *Source) colName(off int) string {
+	if s.DB.Name == "" { // a derived table
+		return s.Alias + "." + strings.ToLower(s.Cols[off].Name)
+	}
 	return strings.ToLower(s.DB.Name) + "." + s.Alias + "." + strings.ToLower(s.Cols[off].Name)
 }
 

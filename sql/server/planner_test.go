@@ -259,3 +259,32 @@ func TestExplainAnalyze(t *testing.T) {
 	_, err = db.Query("EXPLAIN ANALYZE SELECT nosuch FROM a")
 	require.Equal(t, uint16(1054), mysqlCode(err))
 }
+
+// TestUnionAndDerivedThroughDriver: a prepared UNION (binary protocol) and
+// a derived table's column metadata (the alias as written is the table
+// name, as go-sql-driver's columnsWithAlias shows it).
+func TestUnionAndDerivedThroughDriver(t *testing.T) {
+	ts := startServer(t)
+	db := ts.open(t, "test", "columnsWithAlias=true")
+	stmt, err := db.Prepare("SELECT 1 UNION SELECT 0")
+	require.NoError(t, err)
+	defer stmt.Close()
+	for range 2 {
+		rows, err := stmt.Query()
+		require.NoError(t, err)
+		var got []bool
+		for rows.Next() {
+			var b bool
+			require.NoError(t, rows.Scan(&b))
+			got = append(got, b)
+		}
+		require.NoError(t, rows.Err())
+		require.Equal(t, []bool{true, false}, got)
+	}
+	rows, err := db.Query("SELECT * FROM (SELECT 1 AS one) AS A")
+	require.NoError(t, err)
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	require.NoError(t, rows.Close())
+	require.Equal(t, []string{"A.one"}, cols)
+}

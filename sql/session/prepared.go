@@ -67,9 +67,10 @@ func (s *Session) Prepare(ctx context.Context, sql string) (*Prepared, error) {
 		m.SetOrder(i)
 	}
 	p := &Prepared{Stmt: stmts[0], NumParams: len(mc.markers)}
-	if sel, ok := stmts[0].(*ast.SelectStmt); ok {
+	switch q := stmts[0].(type) {
+	case *ast.SelectStmt, *ast.SetOprStmt:
 		s.params = make([]types.Datum, p.NumParams) // all NULL
-		p.Columns, err = s.exec.SelectColumns(ctx, sel, s)
+		p.Columns, err = s.exec.QueryColumns(ctx, q, s)
 		s.params = nil
 		if err != nil {
 			return nil, errno.FromError(err)

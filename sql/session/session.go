@@ -222,6 +222,8 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 			return s.runDML(ctx, lock, func() (*executor.Result, error) { return s.exec.SelectPrepared(ctx, x, &s.plans, s, s) })
 		}
 		return s.runDML(ctx, lock, func() (*executor.Result, error) { return s.exec.Select(ctx, x, s, s) })
+	case *ast.SetOprStmt:
+		return s.runDML(ctx, false, func() (*executor.Result, error) { return s.exec.Query(ctx, x, s, s) })
 	case *ast.InsertStmt:
 		return s.runDML(ctx, true, func() (*executor.Result, error) { return s.exec.Insert(ctx, x, s, s) })
 	case *ast.UpdateStmt:
@@ -296,8 +298,6 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 			}
 		}
 		return &executor.Result{}, nil
-	case *ast.SetOprStmt:
-		return nil, errno.NotSupported("UNION / INTERSECT / EXCEPT")
 	case *ast.CreateUserStmt, *ast.AlterUserStmt, *ast.DropUserStmt, *ast.RenameUserStmt, *ast.SetPwdStmt,
 		*ast.GrantStmt, *ast.RevokeStmt, *ast.FlushStmt:
 		return s.accountStmt(ctx, stmt) // privs.go
