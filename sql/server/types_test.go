@@ -65,6 +65,19 @@ func TestTemporalAndBitBinaryProtocol(t *testing.T) {
 		require.NoError(t, db.QueryRow("SELECT CAST(? AS "+c.typ+")", c.in).Scan(&s), c.typ)
 		require.Equal(t, c.out, s, c.typ)
 	}
+	// DECIMAL(M,D) is M digits wide (the driver takes the point and the
+	// sign off the column length).
+	rows, err = db.Query("SELECT CAST(1 AS DECIMAL(10,6)), CAST(1 AS DECIMAL(5,0))")
+	require.NoError(t, err)
+	cts, err = rows.ColumnTypes()
+	require.NoError(t, err)
+	for i, want := range [][2]int64{{10, 6}, {5, 0}} {
+		p, s, ok := cts[i].DecimalSize()
+		require.True(t, ok)
+		require.Equal(t, want, [2]int64{p, s})
+	}
+	require.NoError(t, rows.Close())
+
 	// Every BLOB/TEXT size goes out as BLOB (the length tells them apart).
 	_, err = db.Exec("CREATE TABLE tx (a TINYTEXT, b MEDIUMBLOB, c LONGTEXT)")
 	require.NoError(t, err)

@@ -88,6 +88,17 @@ func (ft FieldType) ColumnLength() uint32 {
 	if ft.Tp == mysql.TypeEnum || ft.Tp == mysql.TypeSet {
 		return uint32(ft.enumLen() * 4)
 	}
+	if ft.Class() == ClassDecimal {
+		// MySQL counts the point and the sign: DECIMAL(10,6) is 12 wide.
+		n := ft.Flen
+		if ft.Decimal > 0 {
+			n++
+		}
+		if !ft.Unsigned() {
+			n++
+		}
+		return uint32(n)
+	}
 	if ft.Class() == ClassString && !ft.Binary() {
 		n := uint64(ft.Flen) * 4
 		if n > 0xFFFFFFFF {
