@@ -213,6 +213,7 @@ type Store struct {
 	maxLease     time.Duration
 	// leaseHook, when set (tests), sees every lease read and transfer start.
 	leaseHook atomic.Pointer[func(LeaseEvent)]
+	leaseSeq  atomic.Uint64 // LeaseEvent.Seq, counted only with a hook
 	// txnHooks, when set, connect the transaction layer's in-memory
 	// state with leader changes, transfers and splits (txnhooks.go).
 	txnHooks atomic.Pointer[TxnHooks]
@@ -542,6 +543,11 @@ func (s *Store) initLease(p *peer) {
 // lease in the background), and the request's epoch matches. It returns
 // the region, or nil when the read must go through the Ready loop.
 func (s *Store) localRead(rctx *kvrpcpb.Context) *metapb.Region {
+	h := s.leaseHook.Load()
+	var seq uint64
+	if h != nil {
+		seq = s.leaseSeq.Add(1)
+	}
 	v, ok := s.delegates.Load(rctx.GetRegionId())
 	if !ok {
 		return nil
@@ -556,8 +562,8 @@ func (s *Store) localRead(rctx *kvrpcpb.Context) *metapb.Region {
 	}
 	readsTotal.WithLabelValues("local_lease").Inc()
 	leaseRemainingSeconds.Observe(rem.Seconds())
-	if h := s.leaseHook.Load(); h != nil {
-		(*h)(LeaseEvent{RegionID: d.region.GetId(), Term: d.term, LeaseValid: true, Remaining: rem})
+	if h != nil {
+		(*h)(LeaseEvent{RegionID: d.region.GetId(), Term: d.term, LeaseValid: true, Remaining: rem, Seq: seq})
 	}
 	return d.region
 }
@@ -1132,7 +1138,8 @@ func (s *Store) startTransfer(p *peer, target uint64) {
 	if h := s.leaseHook.Load(); h != nil {
 		st := p.rn.BasicStatus()
 		(*h)(LeaseEvent{Transfer: true, RegionID: p.region.GetId(), Term: st.GetTerm(), LeadTransferee: st.LeadTransferee,
-			LeaseValid: p.lease.valid(s.now(), st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee)})
+			LeaseValid: p.lease.valid(s.now(), st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee),
+			Seq:        s.leaseSeq.Add(1)})
 	}
 	leaderTransfers.Inc()
 	s.log.Info("transferring leader", "region", p.region.GetId(), "to_peer", target)
@@ -1266,7 +1273,8 @@ func (s *Store) leaseRead(p *peer, rr *readRequest) bool {
 	readsTotal.WithLabelValues("lease").Inc()
 	leaseRemainingSeconds.Observe(rem.Seconds())
 	if h := s.leaseHook.Load(); h != nil {
-		(*h)(LeaseEvent{RegionID: p.region.GetId(), Term: st.GetTerm(), LeadTransferee: st.LeadTransferee, LeaseValid: true, Remaining: rem})
+		(*h)(LeaseEvent{RegionID: p.region.GetId(), Term: st.GetTerm(), LeadTransferee: st.LeadTransferee, LeaseValid: true, Remaining: rem,
+			Seq: s.leaseSeq.Add(1)})
 	}
 	if rem < s.maxLease/2 {
 		p.renewLease = true // renew in the background, before it runs out

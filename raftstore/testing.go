@@ -87,6 +87,11 @@ type LeaseEvent struct {
 	LeadTransferee uint64
 	LeaseValid     bool
 	Remaining      time.Duration
+	// Seq orders the events of one store: a read takes it before it
+	// checks the lease, a transfer after it withdrew the lease, so a read
+	// with a larger Seq than its term's transfer checked a withdrawn lease
+	// (hook calls themselves may interleave in any order).
+	Seq uint64
 }
 
 // SetLeaseHookForTest installs f, called from the Ready loop on every lease

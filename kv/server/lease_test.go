@@ -1,8 +1,10 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -232,7 +234,9 @@ func TestLeaseDroppedOnTransfer(t *testing.T) {
 
 	transferred := map[uint64]bool{} // terms in which a transfer began
 	nTransfers, nLease := 0, 0
-	for _, e := range ev.snapshot() {
+	events := ev.snapshot()
+	slices.SortFunc(events, func(a, b raftstore.LeaseEvent) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, e := range events {
 		if e.Transfer {
 			nTransfers++
 			require.NotZero(t, e.LeadTransferee, "raft has the transfer in progress")
