@@ -238,8 +238,11 @@ func (s *Session) adminShowDDLJobs(ctx context.Context, x *ast.AdminStmt) (*exec
 
 // adminCancelDDLJobs answers ADMIN CANCEL DDL JOBS id, ...: one row per
 // job, "successful" or the error (8224 not found, 8225 finished, 8226 too
-// late), as TiDB.
+// late), as TiDB. It needs SUPER.
 func (s *Session) adminCancelDDLJobs(ctx context.Context, x *ast.AdminStmt) (*executor.Result, error) {
+	if err := s.CheckGlobal(mysql.SuperPriv, "SUPER"); err != nil {
+		return nil, err
+	}
 	res := &executor.Result{Columns: []executor.ResultColumn{
 		{Name: "JOB_ID", OrgName: "JOB_ID", Type: types.Int64Type}, strCol("RESULT", 128),
 	}}
