@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"flag"
 	"fmt"
 	"testing"
 	"time"
@@ -433,4 +434,127 @@ func TestHarnessCrashRestart(t *testing.T) {
 		}
 	}
 	h.checkHash(h.regionAt("k000").GetId())
+}
+
+var chaosOps = flag.Int("harness.chaos-ops", 40, "operations of TestHarnessChaos (a longer run hunts further)")
+
+// TestHarnessChaos: a seeded sequence of 40 operations (-harness.chaos-ops) (writes, splits,
+// leader transfers, a store isolated for a few ticks, a crash and
+// restart, a follower removed and re-added on its store) on 3 stores.
+// Afterwards every acknowledged write is on every replica of its region
+// and all replicas of every region hash equal. Log GC keeps its defaults:
+// a replica that lags past log GC across a split does not host the split-off
+// regions (raftstore/doc.go, "Not yet"), which this test does not cover.
+func TestHarnessChaos(t *testing.T) {
+	h := newCrashHarness(t, 11, 3, nil)
+	acked := map[string]string{}
+	var ops []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("operations: %v", ops)
+		}
+	}()
+	key := func() string { return fmt.Sprintf("k%03d", h.rng.IntN(500)) }
+	for i := range *chaosOps {
+		switch op := h.rng.IntN(10); {
+		case op < 4:
+			k, v := key(), fmt.Sprintf("v%d", i)
+			h.putRetrying(k, v)
+			acked[k] = v
+			ops = append(ops, "put "+k)
+		case op < 5:
+			k := key()
+			if r := h.ledRegionAt(k); r != nil && string(r.GetStartKey()) != k {
+				res := h.split(k)
+				h.waitFor("split answered", 100, func() bool { return res.done })
+				ops = append(ops, fmt.Sprintf("split %s: %v", k, res.resp.GetRegionError() == nil))
+			}
+		case op < 6:
+			r := h.ledRegionAt(key())
+			if r == nil {
+				continue
+			}
+			target := h.replicas(r.GetId())[h.rng.IntN(len(h.replicas(r.GetId())))]
+			if p := peerOf(target, r.GetId()); p != nil && p.GetRole() == metapb.PeerRole_Voter {
+				h.pdStep(r.GetId(), &pdpb.RegionHeartbeatResponse{RegionEpoch: r.GetRegionEpoch(), TransferLeader: &pdpb.TransferLeader{Peer: p}})
+				ops = append(ops, fmt.Sprintf("transfer region %d to store %d", r.GetId(), target.id))
+			}
+		case op < 7:
+			victim := h.ids[h.rng.IntN(len(h.ids))]
+			n := 5 + h.rng.IntN(30)
+			h.net.addFilter(isolate(victim))
+			for range n {
+				h.tick()
+			}
+			h.net.clearFilters()
+			ops = append(ops, fmt.Sprintf("isolate store %d for %d ticks", victim, n))
+		case op < 8:
+			victim := h.ids[h.rng.IntN(len(h.ids))]
+			h.crash(victim)
+			for range h.rng.IntN(20) {
+				h.tick()
+			}
+			h.restart(victim)
+			ops = append(ops, fmt.Sprintf("crash store %d", victim))
+		case op < 9:
+			r := h.ledRegionAt(key())
+			if r == nil {
+				continue
+			}
+			victim := h.follower(r.GetId())
+			old := peerOf(victim, r.GetId())
+			// Steps are refused while unsafe (a removal needs the others
+			// recently active); PD would send them again, so does this.
+			h.waitFor("removed", 200, func() bool {
+				if victim.peers[r.GetId()] == nil {
+					return true
+				}
+				l := h.leader(r.GetId())
+				switch {
+				case l == victim:
+					// A transfer asked earlier made it the leader, which
+					// never removes itself: PD moves the leadership first.
+					other := h.follower(r.GetId())
+					h.pdStep(r.GetId(), &pdpb.RegionHeartbeatResponse{TransferLeader: &pdpb.TransferLeader{Peer: peerOf(other, r.GetId())}})
+				case l != nil && l.peers[r.GetId()].peerOnStore(victim.id).GetId() == old.GetId():
+					h.pdStep(r.GetId(), changePeer(pdpb.ConfChangeType_RemoveNode, old))
+				}
+				return false
+			})
+			learner := &metapb.Peer{Id: h.pd.alloc(), StoreId: victim.id, Role: metapb.PeerRole_Learner}
+			h.waitFor("learner added", 200, func() bool {
+				if p := victim.peers[r.GetId()]; p != nil && !p.uninitialized && p.meta.GetId() == learner.GetId() {
+					return true
+				}
+				if l := h.leader(r.GetId()); l != nil && l.peers[r.GetId()].peerOnStore(victim.id) == nil {
+					h.pdStep(r.GetId(), changePeer(pdpb.ConfChangeType_AddLearnerNode, learner))
+				}
+				return false
+			})
+			h.waitFor("learner promoted", 200, func() bool {
+				l := h.leader(r.GetId())
+				if l == nil {
+					return false
+				}
+				if pm := l.peers[r.GetId()].peerOnStore(victim.id); pm != nil && pm.GetRole() == metapb.PeerRole_Voter {
+					return true
+				}
+				h.pdStep(r.GetId(), changePeer(pdpb.ConfChangeType_AddNode, &metapb.Peer{Id: learner.GetId(), StoreId: victim.id}))
+				return false
+			})
+			ops = append(ops, fmt.Sprintf("re-add region %d on store %d", r.GetId(), victim.id))
+		default:
+			for range h.rng.IntN(15) {
+				h.tick()
+			}
+			ops = append(ops, "wait")
+		}
+	}
+	h.requireAllConsistent()
+	for k, v := range acked {
+		for _, s := range h.running() {
+			require.Equal(t, v, value(t, s, k), "store %d key %s", s.id, k)
+		}
+	}
+	t.Logf("%d operations, %d keys acknowledged", len(ops), len(acked))
 }
