@@ -29,8 +29,8 @@ func (e *Executor) Explain(ctx context.Context, x *ast.ExplainStmt, env expr.Env
 	var root planner.Plan
 	var sel *planner.SelectPlan
 	switch s := x.Stmt.(type) {
-	case *ast.SelectStmt:
-		p, err := e.planner.PlanSelect(ctx, s, env, false)
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		p, err := e.planner.PlanQuery(ctx, s, env, false)
 		if err != nil {
 			return nil, err
 		}

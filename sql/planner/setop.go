@@ -116,7 +116,11 @@ func (pl *Planner) planSelectList(ctx context.Context, b *builder, l *ast.SetOpr
 		left, right := b.asText(cur.Root, cur.Columns, cols), b.asText(child.Root, child.Columns, cols)
 		var root Plan = &Union{BasePlan: b.base("Union", est, taskRoot, left, right)}
 		if op != nil && *op == ast.Union {
-			root = &Distinct{BasePlan: b.base("HashAgg", est*selectionFactor, taskRoot, root)}
+			names := make([]ast.ExprNode, len(cols))
+			for j, c := range cols {
+				names[j] = &ast.ColumnNameExpr{Name: &ast.ColumnName{Name: ast.NewCIStr(c.Name)}}
+			}
+			root = &Distinct{BasePlan: b.base("HashAgg", est*selectionFactor, taskRoot, root), exprNodes: exprNodes{Nodes: names}}
 		}
 		src := cur.Src
 		if src == nil {

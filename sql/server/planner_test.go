@@ -288,3 +288,20 @@ func TestUnionAndDerivedThroughDriver(t *testing.T) {
 	require.NoError(t, rows.Close())
 	require.Equal(t, []string{"A.one"}, cols)
 }
+
+// TestFieldListInformationSchema: the mysql CLI's tab completion sends
+// COM_FIELD_LIST for every table of the current database, information_schema
+// included.
+func TestFieldListInformationSchema(t *testing.T) {
+	ts := startServer(t)
+	r := dialRaw(t, ts.addr)
+	r.login()
+	r.write(0, append([]byte{0x02}, "information_schema"...)) // COM_INIT_DB
+	require.Equal(t, byte(0), r.read()[0])
+	r.write(0, append([]byte{0x04}, "ENGINES\x00"...)) // COM_FIELD_LIST
+	n := 0
+	for p := r.read(); p[0] != 0xfe; p = r.read() {
+		n++
+	}
+	require.Equal(t, 6, n)
+}

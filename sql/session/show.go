@@ -163,6 +163,9 @@ func (s *Session) showTable(ctx context.Context, tn *ast.TableName, dbName strin
 	if dbName != "" {
 		schema = dbName
 	}
+	if t, ok, err := s.systemTable(schema, tn.Name.O); ok {
+		return t, err
+	}
 	db, err := s.dbFor(ctx, schema)
 	if err != nil {
 		return nil, err
@@ -270,22 +273,42 @@ func createTableSQL(t *catalog.TableInfo) string {
 // FieldList answers COM_FIELD_LIST: the columns of a table in the current
 // database.
 func (s *Session) FieldList(ctx context.Context, table string) ([]executor.ResultColumn, error) {
-	db, err := s.dbFor(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	if !s.visibleTable(db.Name, table) {
-		return nil, privilege.TableDenied("SELECT", s.user, s.host, table)
-	}
-	t, err := s.cat.GetTable(ctx, db, table)
-	if err != nil {
+	t, ok, err := s.systemTable("", table)
+	dbName := infoschema.DBName
+	if !ok {
+		db, err := s.dbFor(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		if !s.visibleTable(db.Name, table) {
+			return nil, privilege.TableDenied("SELECT", s.user, s.host, table)
+		}
+		if t, err = s.cat.GetTable(ctx, db, table); err != nil {
+			return nil, err
+		}
+		dbName = db.Name
+	} else if err != nil {
 		return nil, err
 	}
 	cols := make([]executor.ResultColumn, len(t.Columns))
 	for i, c := range t.Columns {
-		cols[i] = executor.ResultColumn{DB: db.Name, Table: t.Name, OrgTable: t.Name, Name: c.Name, OrgName: c.Name, Type: c.Type}
+		cols[i] = executor.ResultColumn{DB: dbName, Table: t.Name, OrgTable: t.Name, Name: c.Name, OrgName: c.Name, Type: c.Type}
 	}
 	return cols, nil
+}
+
+// systemTable resolves db.name when db (the current database when empty)
+// is information_schema: ok reports whether it is.
+func (s *Session) systemTable(db, name string) (t *catalog.TableInfo, ok bool, err error) {
+	if db == "" {
+		db = s.db
+	}
+	sys := s.exec.SystemSchema()
+	if sys == nil || !sys.IsSystemDB(db) {
+		return nil, false, nil
+	}
+	t, _, err = sys.Table(db, name)
+	return t, true, err
 }
 
 // defaultText is a column default as DESCRIBE shows it: BIT defaults as
