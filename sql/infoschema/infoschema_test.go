@@ -32,8 +32,8 @@ func TestColumnFacts(t *testing.T) {
 	dt := types.FieldType{Tp: mysql.TypeDatetime, Flen: 23, Decimal: 3, Flag: mysql.BinaryFlag}
 	u64 := types.FieldType{Tp: mysql.TypeLonglong, Flen: 20, Flag: mysql.UnsignedFlag | mysql.BinaryFlag}
 	for _, c := range []struct {
-		ft                                              types.FieldType
-		dataType                                        string
+		ft                                             types.FieldType
+		dataType                                       string
 		charLen, octLen, prec, scale, dtPrec, cs, coll string
 	}{
 		{vc, "varchar", "32", "128", "NULL", "NULL", "NULL", "utf8mb4", "utf8mb4_bin"},
