@@ -3,9 +3,12 @@ package server_test
 import (
 	"database/sql"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stratadb/strata/sql/executor"
+	"github.com/stratadb/strata/sql/server"
 	"github.com/stretchr/testify/require"
 )
 
@@ -95,4 +98,50 @@ func TestTemporalAndBitBinaryProtocol(t *testing.T) {
 	var d time.Time
 	require.NoError(t, db.QueryRow("SELECT CAST(? AS DATETIME(6))", "2011-11-20 21:27:37.123456").Scan(&d))
 	require.Equal(t, time.Date(2011, 11, 20, 21, 27, 37, 123456000, time.UTC), d)
+}
+
+// TestAutoIncrementAcrossNodes: two SQL nodes on one store draw
+// AUTO_INCREMENT values from one per-table bound, in ranges of
+// executor.AutoIncStep, so concurrent inserts through both never collide,
+// and an explicit value moves the counter of the node that wrote it (the
+// other node finishes the range it holds first, as TiDB's do).
+func TestAutoIncrementAcrossNodes(t *testing.T) {
+	a, _ := startServerWith(t, func(*server.Config) {})
+	b, _ := startServerWith(t, func(c *server.Config) { c.Store = a.store })
+	da, db := a.open(t, "test", ""), b.open(t, "test", "")
+	_, err := da.Exec("CREATE TABLE ai (id BIGINT PRIMARY KEY AUTO_INCREMENT, node CHAR(1))")
+	require.NoError(t, err)
+	first := func(d *sql.DB, node string) int64 {
+		res, err := d.Exec("INSERT INTO ai (node) VALUES (?)", node)
+		require.NoError(t, err)
+		id, err := res.LastInsertId()
+		require.NoError(t, err)
+		return id
+	}
+	require.Equal(t, int64(1), first(da, "a"))
+	require.Equal(t, int64(executor.AutoIncStep+1), first(db, "b"))
+	require.Equal(t, int64(2), first(da, "a"))
+
+	var wg sync.WaitGroup
+	for _, d := range []*sql.DB{da, db} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				if _, err := d.Exec("INSERT INTO ai (node) VALUES ('x')"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, [][]string{{"103", "103"}}, queryStrings(t, da, "SELECT COUNT(*), COUNT(DISTINCT id) FROM ai"))
+
+	// An explicit value beyond both nodes' ranges: node a continues above
+	// it, node b within its range.
+	_, err = da.Exec("INSERT INTO ai VALUES (5000, 'a')")
+	require.NoError(t, err)
+	require.Greater(t, first(db, "b"), int64(executor.AutoIncStep+51))
+	require.Greater(t, first(da, "a"), int64(5000))
 }
