@@ -65,6 +65,7 @@ type ddlJob struct {
 	db, table, typ, schema  string
 	schemaID, tableID, rows int64
 	state                   string
+	created, ended          bool // CREATE_TIME, END_TIME are set
 }
 
 func ddlJobs(ctx context.Context, db *sql.DB) ([]ddlJob, error) {
@@ -80,6 +81,7 @@ func ddlJobs(ctx context.Context, db *sql.DB) ([]ddlJob, error) {
 		if err := rows.Scan(&j.id, &j.db, &j.table, &j.typ, &j.schema, &j.schemaID, &j.tableID, &j.rows, &created, &started, &ended, &j.state); err != nil {
 			return nil, err
 		}
+		j.created, j.ended = created.Valid, ended.Valid
 		out = append(out, j)
 	}
 	return out, rows.Err()
@@ -166,6 +168,7 @@ func TestSQLNodeKilledDuringBackfill(t *testing.T) {
 	}, 120*time.Second, 200*time.Millisecond, "the other node finishes the job")
 	t.Logf("the other node finished the job %v after the kill: %+v", time.Since(killed), job)
 	require.Equal(t, "public", job.schema)
+	require.True(t, job.created && job.ended, "CREATE_TIME and END_TIME are set")
 	require.Equal(t, int64(rows), job.rows, "the backfill resumed from its checkpoint: every row indexed once")
 	owner, self, err := ddlOwner(context.Background(), other)
 	require.NoError(t, err)
