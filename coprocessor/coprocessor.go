@@ -2,15 +2,31 @@ package coprocessor
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
+	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/types"
 )
 
 // ErrUnsupported is returned for DAG shapes this store cannot execute.
 var ErrUnsupported = errors.New("coprocessor: unsupported executor chain")
+
+// ErrScanLimit is returned when a request scans more rows than its
+// max_scan_rows (or DefaultMaxScanRows) allows.
+var ErrScanLimit = errors.New("coprocessor: request scanned more rows than its limit; use a smaller page or narrower ranges")
+
+// DefaultMaxScanRows bounds the rows one request may scan when it does not
+// say (max_scan_rows 0): a pushed-down Selection that keeps nothing would
+// otherwise read a whole region in one request.
+const DefaultMaxScanRows = 4 << 20
 
 // Range is one user key range [Start, End); an empty End means unbounded.
 type Range struct {
@@ -26,27 +42,95 @@ func RangesFromProto(rs []*kvrpcpb.KeyRange) []Range {
 	return out
 }
 
-// plan is a validated executor chain.
+// aggFunc is one expression-form aggregate.
+type aggFunc struct {
+	tp  coprocessorpb.AggFuncType
+	arg expr.Expr // nil: COUNT(*)
+}
+
+type sortKey struct {
+	e       expr.Expr
+	desc    bool
+	byBytes bool
+}
+
+// plan is a validated executor chain:
+//
+//	TableScan → Selection* → (Limit | TopN)* → Projection? → Aggregation?
 type plan struct {
-	desc  bool
-	limit int // 0 = none
-	agg   []coprocessorpb.AggFuncType
-	isAgg bool
+	desc   bool
+	tbl    *catalog.TableInfo // nil: rows are opaque
+	hasSel bool
+	conds  []expr.Expr
+	limit  int // 0 = none, -1 = LIMIT 0
+	topN   []sortKey
+	topK   int
+	proj   []expr.Expr
+	isAgg  bool
+	legacy []coprocessorpb.AggFuncType // COUNT(*) over opaque rows
+	aggs   []aggFunc
+	paging int
+	// stage of each executor, for summaries: rows an executor produced are
+	// counted where it hands them on.
+	nexec int
+}
+
+func classIsBytes(ft types.FieldType) bool {
+	c := ft.Class()
+	return c == types.ClassString || c == types.ClassTime
 }
 
 func buildPlan(dag *coprocessorpb.DAGRequest) (plan, error) {
 	var p plan
 	execs := dag.GetExecutors()
+	p.nexec = len(execs)
 	if len(execs) == 0 || execs[0].GetTp() != coprocessorpb.ExecType_TypeTableScan {
 		return p, fmt.Errorf("%w: the first executor must be a TableScan", ErrUnsupported)
 	}
-	p.desc = execs[0].GetTblScan().GetDesc()
+	ts := execs[0].GetTblScan()
+	p.desc = ts.GetDesc()
+	if ti := ts.GetTableInfo(); len(ti) > 0 {
+		p.tbl = new(catalog.TableInfo)
+		if err := json.Unmarshal(ti, p.tbl); err != nil {
+			return p, fmt.Errorf("%w: table info: %v", ErrUnsupported, err)
+		}
+		p.tbl.Init()
+	}
+	width := 0
+	if p.tbl != nil {
+		width = p.tbl.RowWidth()
+	}
+	compile := func(e *coprocessorpb.Expr) (expr.Expr, error) {
+		if p.tbl == nil {
+			return nil, fmt.Errorf("%w: an expression over opaque rows (TableScan without table_info)", ErrUnsupported)
+		}
+		x, err := expr.FromPB(e, width)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+		}
+		return x, nil
+	}
+	// stage: 0 selections, 1 limit/topN, 2 projection, 3 aggregation.
+	stage, hasSel := 0, false
 	for i, e := range execs[1:] {
 		switch e.GetTp() {
-		case coprocessorpb.ExecType_TypeLimit:
-			if p.isAgg {
-				return p, fmt.Errorf("%w: Limit after Aggregation", ErrUnsupported)
+		case coprocessorpb.ExecType_TypeSelection:
+			if stage > 0 || hasSel {
+				return p, fmt.Errorf("%w: Selection after executor %d", ErrUnsupported, i)
 			}
+			hasSel = true
+			for _, c := range e.GetSelection().GetConditions() {
+				x, err := compile(c)
+				if err != nil {
+					return p, err
+				}
+				p.conds = append(p.conds, x)
+			}
+		case coprocessorpb.ExecType_TypeLimit:
+			if stage > 1 {
+				return p, fmt.Errorf("%w: Limit after Projection or Aggregation", ErrUnsupported)
+			}
+			stage = 1
 			// Several limits: the smallest wins; LIMIT 0 (-1 here) reads nothing.
 			switch l := int(e.GetLimit().GetLimit()); {
 			case l == 0:
@@ -54,20 +138,77 @@ func buildPlan(dag *coprocessorpb.DAGRequest) (plan, error) {
 			case p.limit == 0 || (p.limit > 0 && l < p.limit):
 				p.limit = l
 			}
+		case coprocessorpb.ExecType_TypeTopN:
+			if stage > 1 || p.topN != nil || p.limit != 0 {
+				return p, fmt.Errorf("%w: TopN must follow the scan and selections only", ErrUnsupported)
+			}
+			stage = 1
+			tn := e.GetTopN()
+			if len(tn.GetOrderBy()) == 0 {
+				return p, fmt.Errorf("%w: TopN without ORDER BY", ErrUnsupported)
+			}
+			for _, by := range tn.GetOrderBy() {
+				x, err := compile(by.GetExpr())
+				if err != nil {
+					return p, err
+				}
+				p.topN = append(p.topN, sortKey{e: x, desc: by.GetDesc(), byBytes: classIsBytes(x.Type())})
+			}
+			p.topK = int(min(tn.GetLimit(), 1<<30))
+			if p.topK == 0 {
+				p.limit = -1
+			}
+		case coprocessorpb.ExecType_TypeProjection:
+			if stage > 1 || p.proj != nil {
+				return p, fmt.Errorf("%w: Projection after Aggregation or twice", ErrUnsupported)
+			}
+			stage = 2
+			for _, pe := range e.GetProjection().GetExprs() {
+				x, err := compile(pe)
+				if err != nil {
+					return p, err
+				}
+				p.proj = append(p.proj, x)
+			}
 		case coprocessorpb.ExecType_TypeAggregation:
 			if p.isAgg {
 				return p, fmt.Errorf("%w: two Aggregations", ErrUnsupported)
 			}
-			for _, f := range e.GetAggregation().GetAggFunc() {
+			if p.topN != nil || p.proj != nil {
+				return p, fmt.Errorf("%w: Aggregation after TopN or Projection", ErrUnsupported)
+			}
+			stage = 3
+			p.isAgg = true
+			a := e.GetAggregation()
+			for _, f := range a.GetAggFunc() {
 				if f != coprocessorpb.AggFuncType_Count {
-					return p, fmt.Errorf("%w: aggregate function %v", ErrUnsupported, f)
+					return p, fmt.Errorf("%w: aggregate function %v without an argument", ErrUnsupported, f)
 				}
 			}
-			p.isAgg = true
-			p.agg = e.GetAggregation().GetAggFunc()
+			p.legacy = a.GetAggFunc()
+			for _, f := range a.GetFuncs() {
+				af := aggFunc{tp: f.GetTp()}
+				if f.GetArg() != nil {
+					x, err := compile(f.GetArg())
+					if err != nil {
+						return p, err
+					}
+					af.arg = x
+				} else if f.GetTp() != coprocessorpb.AggFuncType_Count {
+					return p, fmt.Errorf("%w: %v needs an argument", ErrUnsupported, f.GetTp())
+				}
+				p.aggs = append(p.aggs, af)
+			}
+			if len(p.legacy) > 0 && len(p.aggs) > 0 {
+				return p, fmt.Errorf("%w: agg_func and funcs together", ErrUnsupported)
+			}
 		default:
 			return p, fmt.Errorf("%w: executor %d type %v", ErrUnsupported, i+1, e.GetTp())
 		}
+	}
+	p.hasSel = hasSel
+	if !p.isAgg && p.topN == nil {
+		p.paging = int(min(dag.GetPagingSize(), 1<<30))
 	}
 	return p, nil
 }
@@ -81,44 +222,282 @@ type Scanner interface {
 	Scan(start, end []byte, keyOnly, reverse bool, fn func(key, value []byte) bool) error
 }
 
+// topRow is a TopN candidate: its sort keys (bytes owned) and its output.
+type topRow struct {
+	keys       []expr.Datum
+	key, value []byte
+}
+
+// run is the state of one Execute call.
+type run struct {
+	p        plan
+	resp     *coprocessorpb.SelectResponse
+	row      []expr.Datum
+	out      []expr.Datum // projected values
+	ids      []int64      // column ids 0..n-1 of an encoded projection
+	produced []uint64     // rows handed on, per executor
+	scanned  int64
+	maxScan  int64
+	emitted  int // rows counted against limit / paging
+	done     bool
+	err      error
+	tops     []topRow
+	states   []aggState
+	lastKey  []byte
+}
+
 // Execute runs dag over ranges (in ascending key order, non-overlapping)
 // read through r and returns the SelectResponse. An error from r (a lock
-// met) is returned wrapped.
+// met) is returned wrapped; so is an expression error (ERROR 1690 and the
+// like, as the SQL node would raise it).
 func Execute(r Scanner, dag *coprocessorpb.DAGRequest, ranges []Range) (*coprocessorpb.SelectResponse, error) {
+	started := time.Now()
 	p, err := buildPlan(dag)
 	if err != nil {
 		return nil, err
 	}
-	resp := &coprocessorpb.SelectResponse{}
-	var count int64
-	done := p.limit < 0
-	visit := func(k, v []byte) bool {
-		count++
-		if !p.isAgg {
-			resp.Rows = append(resp.Rows, &coprocessorpb.Row{Key: bytes.Clone(k), Value: bytes.Clone(v)})
-		}
-		if p.limit > 0 && count >= int64(p.limit) {
-			done = true
-			return false
-		}
-		return true
+	x := &run{p: p, resp: &coprocessorpb.SelectResponse{}, produced: make([]uint64, p.nexec),
+		maxScan: int64(dag.GetMaxScanRows())}
+	if x.maxScan == 0 {
+		x.maxScan = DefaultMaxScanRows
 	}
+	if p.tbl != nil {
+		x.row = make([]expr.Datum, p.tbl.RowWidth())
+	}
+	if p.proj != nil {
+		x.out = make([]expr.Datum, len(p.proj))
+		x.ids = make([]int64, len(p.proj))
+		for i := range x.ids {
+			x.ids[i] = int64(i)
+		}
+	}
+	if len(p.aggs) > 0 {
+		x.states = make([]aggState, len(p.aggs))
+	}
+	x.done = p.limit < 0
+	// COUNT(*) over opaque rows reads keys only.
+	keyOnly := p.isAgg && p.tbl == nil
 	n := len(ranges)
-	for i := 0; i < n && !done; i++ {
+	for i := 0; i < n && !x.done; i++ {
 		rg := ranges[i]
 		if p.desc {
 			rg = ranges[n-1-i]
 		}
-		err = r.Scan(rg.Start, rg.End, p.isAgg, p.desc, visit)
+		err = r.Scan(rg.Start, rg.End, keyOnly, p.desc, x.visit)
+		if x.err != nil {
+			return nil, x.err
+		}
 		if err != nil {
 			return nil, fmt.Errorf("coprocessor: table scan: %w", err)
 		}
 	}
-	if p.isAgg {
-		resp.AggValues = make([]int64, len(p.agg))
-		for i := range p.agg {
-			resp.AggValues[i] = count // Count is the only function so far.
+	if err := x.finish(); err != nil {
+		return nil, err
+	}
+	x.resp.ScannedRows = uint64(x.scanned)
+	observe(dag, x.resp)
+	if dag.GetCollectSummaries() {
+		el := uint64(time.Since(started))
+		for _, n := range x.produced {
+			// The executors run as one pipeline: each one's time is the
+			// request's (inclusive of the executors it reads from).
+			x.resp.Summaries = append(x.resp.Summaries, &coprocessorpb.ExecutorSummary{NumProducedRows: n, NumIterations: 1, TimeProcessedNs: el})
 		}
 	}
-	return resp, nil
+	return x.resp, nil
+}
+
+func (x *run) fail(err error) bool {
+	x.err = err
+	return false
+}
+
+func (x *run) visit(k, v []byte) bool {
+	x.scanned++
+	if x.scanned > x.maxScan {
+		return x.fail(fmt.Errorf("%w (%d)", ErrScanLimit, x.maxScan))
+	}
+	p := &x.p
+	x.produced[0]++
+	if p.tbl != nil {
+		if err := p.tbl.DecodeRow(k, v, x.row); err != nil {
+			return x.fail(fmt.Errorf("coprocessor: decode row of table %d: %w", p.tbl.ID, err))
+		}
+	}
+	if p.hasSel {
+		for _, c := range p.conds {
+			d, err := c.Eval(x.row)
+			if err != nil {
+				return x.fail(err)
+			}
+			if t, null := expr.IsTrue(d); null || !t {
+				return true
+			}
+		}
+		x.produced[1]++
+	}
+	if p.topN != nil {
+		return x.addTop(k, v)
+	}
+	if p.limit > 0 {
+		x.emitted++
+	}
+	if p.isAgg {
+		if err := x.accumulate(); err != nil {
+			return x.fail(err)
+		}
+	} else if err := x.emit(k, v); err != nil {
+		return x.fail(err)
+	}
+	if p.limit > 0 && x.emitted >= p.limit {
+		x.done = true
+		return false
+	}
+	if p.paging > 0 && len(x.resp.Rows) >= p.paging {
+		x.done = true
+		if p.desc {
+			x.resp.ResumeKey = bytes.Clone(k)
+		} else {
+			x.resp.ResumeKey = append(bytes.Clone(k), 0)
+		}
+		return false
+	}
+	return true
+}
+
+// emit appends one output row (the stored value, or the projected values
+// encoded as a row).
+func (x *run) emit(k, v []byte) error {
+	if x.p.proj == nil {
+		x.resp.Rows = append(x.resp.Rows, &coprocessorpb.Row{Key: bytes.Clone(k), Value: bytes.Clone(v)})
+		return nil
+	}
+	for i, e := range x.p.proj {
+		d, err := e.Eval(x.row)
+		if err != nil {
+			return err
+		}
+		x.out[i] = d
+	}
+	x.resp.Rows = append(x.resp.Rows, &coprocessorpb.Row{Key: bytes.Clone(k), Value: tablecodec.EncodeRow(nil, x.ids, x.out)})
+	return nil
+}
+
+func cloneDatum(d expr.Datum) expr.Datum {
+	if d.Kind() == tablecodec.KindBytes {
+		return tablecodec.NewBytes(bytes.Clone(d.Bytes()))
+	}
+	return d
+}
+
+func (x *run) cmpTop(a, b topRow) int {
+	for j, k := range x.p.topN {
+		p, q := a.keys[j], b.keys[j]
+		var c int
+		switch {
+		case p.IsNull() && q.IsNull():
+		case p.IsNull():
+			c = -1
+		case q.IsNull():
+			c = 1
+		default:
+			c = expr.Compare(p, q, k.byBytes)
+		}
+		if k.desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	// Ties keep scan order, so the SQL node's stable merge sees the same
+	// rows whichever store answered.
+	return 0
+}
+
+func (x *run) addTop(k, v []byte) bool {
+	tr := topRow{keys: make([]expr.Datum, len(x.p.topN))}
+	for j, sk := range x.p.topN {
+		d, err := sk.e.Eval(x.row)
+		if err != nil {
+			return x.fail(err)
+		}
+		tr.keys[j] = cloneDatum(d)
+	}
+	tr.key = bytes.Clone(k)
+	if x.p.proj != nil {
+		if err := x.emit(k, v); err != nil {
+			return x.fail(err)
+		}
+		last := x.resp.Rows[len(x.resp.Rows)-1]
+		x.resp.Rows = x.resp.Rows[:len(x.resp.Rows)-1]
+		tr.value = last.Value
+	} else {
+		tr.value = bytes.Clone(v)
+	}
+	x.tops = append(x.tops, tr)
+	if len(x.tops) >= 2*x.p.topK+64 {
+		x.pruneTops()
+	}
+	return true
+}
+
+func (x *run) pruneTops() {
+	slices.SortStableFunc(x.tops, x.cmpTop)
+	if len(x.tops) > x.p.topK {
+		clear(x.tops[x.p.topK:])
+		x.tops = x.tops[:x.p.topK]
+	}
+}
+
+func (x *run) finish() error {
+	p := &x.p
+	if p.topN != nil {
+		x.pruneTops()
+		for _, t := range x.tops {
+			x.resp.Rows = append(x.resp.Rows, &coprocessorpb.Row{Key: t.key, Value: t.value})
+		}
+		x.countTail(len(x.tops))
+		return nil
+	}
+	if !p.isAgg {
+		x.countTail(len(x.resp.Rows))
+		return nil
+	}
+	if len(p.legacy) > 0 {
+		x.resp.AggValues = make([]int64, len(p.legacy))
+		for i := range p.legacy {
+			x.resp.AggValues[i] = x.scanned // COUNT(*) is the only legacy function.
+		}
+		if p.limit > 0 {
+			for i := range x.resp.AggValues {
+				x.resp.AggValues[i] = min(x.resp.AggValues[i], int64(x.emitted))
+			}
+		}
+		x.produced[len(x.produced)-1] = 1
+		return nil
+	}
+	vals := make([]expr.Datum, 0, len(p.aggs)+1)
+	for i, f := range p.aggs {
+		vals = x.states[i].appendPartial(vals, f)
+	}
+	ids := make([]int64, len(vals))
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	x.resp.AggRow = tablecodec.EncodeRow(nil, ids, vals)
+	x.produced[len(x.produced)-1] = 1
+	return nil
+}
+
+// countTail fills the produced counts of the executors after the
+// selections (Limit/TopN/Projection all hand on the final rows).
+func (x *run) countTail(n int) {
+	first := 1
+	if len(x.p.conds) > 0 {
+		first = 2
+	}
+	for i := first; i < len(x.produced); i++ {
+		x.produced[i] = uint64(n)
+	}
 }

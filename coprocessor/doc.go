@@ -3,17 +3,33 @@
 //
 // Supported chains (executors[0] is always the source):
 //
-//	TableScan [-> Limit] [-> Aggregation(Count...)]
+//	TableScan → Selection? → (Limit | TopN)* → Projection? → Aggregation?
 //
 // TableScan walks the MVCC versions visible at start_ts in ascending order
-// (descending with desc, ranges visited last to first); Limit stops the scan
-// early (it is pushed into the scan, so no extra rows are read); Aggregation
-// without GROUP BY produces one int64 per aggregate function as a partial
-// result for the SQL node to merge. Row values are opaque to the store.
+// (descending with desc, ranges visited last to first). With the table's
+// schema (TableScan.table_info) each row is decoded by catalog.TableInfo's
+// DecodeRow into the SQL node's row layout, and Selection, TopN,
+// Projection and the aggregate arguments are sql/expr trees rebuilt with
+// expr.FromPB: the stores evaluate exactly the code the SQL node does (one
+// implementation of MySQL semantics). Without a schema rows are opaque and
+// only Limit and COUNT(*) apply.
+//
+// Output: the surviving rows (key and stored value, or the projected values
+// encoded as a row with column ids 0..n-1); TopN's first limit rows in
+// order; or one row of partial aggregate states (COUNT → count, SUM → an
+// exact DECIMAL sum for exact arguments, a DOUBLE otherwise, MIN/MAX → the
+// value, AVG → count and sum) for the SQL node to merge.
+//
+// Bounds: paging_size stops a row-producing chain after that many rows and
+// returns resume_key; max_scan_rows (DefaultMaxScanRows when 0) fails a
+// request that scans more; a Limiter admits a fixed number of requests per
+// store at once (kv/server takes a slot only for coprocessor requests, so
+// point gets and writes are never queued behind scans).
 //
 // Execute is stateless and safe for concurrent use; it reads through the
 // Scanner it is given (an mvcc.SnapshotReader at start_ts, with Percolator
-// lock checks) and owns nothing after it returns. The caller is
+// lock checks: a lock met ends the request with *mvcc.KeyError for the
+// client to resolve) and owns nothing after it returns. The caller is
 // responsible for having checked that every range lies in the region and for
 // the read being linearizable (raftstore ReadIndex).
 package coprocessor

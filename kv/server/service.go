@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/cockroachdb/pebble/v2"
+	"runtime"
 
 	"context"
 	"errors"
@@ -51,6 +52,8 @@ type Service struct {
 	detector *clusterDetector
 	// gc, when set, refuses reads below the GC safe point (gc.go).
 	gc *gc.Worker
+	// cop bounds concurrent coprocessor requests (point gets bypass it).
+	cop *coprocessor.Limiter
 }
 
 // NewService returns the gRPC service of store; tso is used to sync the max
@@ -66,7 +69,7 @@ func NewService(store *raftstore.Store, tso TSO, pd RegionLocator, log *slog.Log
 	if memLocks {
 		store.SetTxnHooks(&raftstore.TxnHooks{LeaderChanged: st.LeaderChanged, Handover: st.Handover})
 	}
-	return &Service{store: store, cm: cm, detector: det, st: st}
+	return &Service{store: store, cm: cm, detector: det, st: st, cop: coprocessor.NewLimiter(copSlots())}
 }
 
 // Close releases the service's outgoing connections (to the deadlock
@@ -259,6 +262,10 @@ func (s *Service) SplitRegion(ctx context.Context, req *kvrpcpb.SplitRegionReque
 	})
 }
 
+// copSlots is how many coprocessor requests a store runs at once: one per
+// core, at least two, so scans leave room for point reads and writes.
+func copSlots() int { return max(2, runtime.GOMAXPROCS(0)) }
+
 // Coprocessor implements storepb.StoreServer.
 func (s *Service) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
 	return call(ctx, "coprocessor", req, gcChecked(s.gc, (*kvrpcpb.CoprocessorRequest).GetStartTs,
@@ -292,6 +299,10 @@ func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 			return nil, err
 		}
 	}
+	if err := s.cop.Acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.cop.Release()
 	snap := readView(s.store.Engine())
 	defer snap.Close()
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetStartTs()))

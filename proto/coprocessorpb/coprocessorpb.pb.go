@@ -27,6 +27,10 @@ const (
 	ExecType_TypeTableScan   ExecType = 0
 	ExecType_TypeAggregation ExecType = 1
 	ExecType_TypeLimit       ExecType = 2
+	ExecType_TypeSelection   ExecType = 3
+	ExecType_TypeTopN        ExecType = 4
+	ExecType_TypeProjection  ExecType = 5
+	ExecType_TypeIndexScan   ExecType = 6
 )
 
 // Enum value maps for ExecType.
@@ -35,11 +39,19 @@ var (
 		0: "TypeTableScan",
 		1: "TypeAggregation",
 		2: "TypeLimit",
+		3: "TypeSelection",
+		4: "TypeTopN",
+		5: "TypeProjection",
+		6: "TypeIndexScan",
 	}
 	ExecType_value = map[string]int32{
 		"TypeTableScan":   0,
 		"TypeAggregation": 1,
 		"TypeLimit":       2,
+		"TypeSelection":   3,
+		"TypeTopN":        4,
+		"TypeProjection":  5,
+		"TypeIndexScan":   6,
 	}
 )
 
@@ -74,15 +86,28 @@ type AggFuncType int32
 
 const (
 	AggFuncType_Count AggFuncType = 0
+	AggFuncType_Sum   AggFuncType = 1
+	AggFuncType_Min   AggFuncType = 2
+	AggFuncType_Max   AggFuncType = 3
+	// Avg's partial state is two values: the count and the sum.
+	AggFuncType_Avg AggFuncType = 4
 )
 
 // Enum value maps for AggFuncType.
 var (
 	AggFuncType_name = map[int32]string{
 		0: "Count",
+		1: "Sum",
+		2: "Min",
+		3: "Max",
+		4: "Avg",
 	}
 	AggFuncType_value = map[string]int32{
 		"Count": 0,
+		"Sum":   1,
+		"Min":   2,
+		"Max":   3,
+		"Avg":   4,
 	}
 )
 
@@ -113,11 +138,97 @@ func (AggFuncType) EnumDescriptor() ([]byte, []int) {
 	return file_coprocessorpb_proto_rawDescGZIP(), []int{1}
 }
 
+// ExprType is the node kind of a serialized sql/expr tree.
+type ExprType int32
+
+const (
+	ExprType_ExprConstant ExprType = 0
+	ExprType_ExprColumn   ExprType = 1
+	ExprType_ExprCompare  ExprType = 2
+	ExprType_ExprLogic    ExprType = 3
+	ExprType_ExprNot      ExprType = 4
+	ExprType_ExprIsNull   ExprType = 5
+	ExprType_ExprIsTruth  ExprType = 6
+	ExprType_ExprIn       ExprType = 7
+	ExprType_ExprArith    ExprType = 8
+	ExprType_ExprNeg      ExprType = 9
+	ExprType_ExprLike     ExprType = 10
+	ExprType_ExprCase     ExprType = 11
+)
+
+// Enum value maps for ExprType.
+var (
+	ExprType_name = map[int32]string{
+		0:  "ExprConstant",
+		1:  "ExprColumn",
+		2:  "ExprCompare",
+		3:  "ExprLogic",
+		4:  "ExprNot",
+		5:  "ExprIsNull",
+		6:  "ExprIsTruth",
+		7:  "ExprIn",
+		8:  "ExprArith",
+		9:  "ExprNeg",
+		10: "ExprLike",
+		11: "ExprCase",
+	}
+	ExprType_value = map[string]int32{
+		"ExprConstant": 0,
+		"ExprColumn":   1,
+		"ExprCompare":  2,
+		"ExprLogic":    3,
+		"ExprNot":      4,
+		"ExprIsNull":   5,
+		"ExprIsTruth":  6,
+		"ExprIn":       7,
+		"ExprArith":    8,
+		"ExprNeg":      9,
+		"ExprLike":     10,
+		"ExprCase":     11,
+	}
+)
+
+func (x ExprType) Enum() *ExprType {
+	p := new(ExprType)
+	*p = x
+	return p
+}
+
+func (x ExprType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ExprType) Descriptor() protoreflect.EnumDescriptor {
+	return file_coprocessorpb_proto_enumTypes[2].Descriptor()
+}
+
+func (ExprType) Type() protoreflect.EnumType {
+	return &file_coprocessorpb_proto_enumTypes[2]
+}
+
+func (x ExprType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ExprType.Descriptor instead.
+func (ExprType) EnumDescriptor() ([]byte, []int) {
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{2}
+}
+
 // DAGRequest is a chain of executors; executors[0] is the source (a scan),
 // each next one consumes the previous one's output.
 type DAGRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Executors     []*Executor            `protobuf:"bytes,1,rep,name=executors,proto3" json:"executors,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Executors []*Executor            `protobuf:"bytes,1,rep,name=executors,proto3" json:"executors,omitempty"`
+	// paging_size, when > 0, bounds the rows one response carries: the store
+	// stops after that many output rows of a row-producing chain and
+	// returns the key to resume from (SelectResponse.resume_key).
+	PagingSize uint64 `protobuf:"varint,2,opt,name=paging_size,json=pagingSize,proto3" json:"paging_size,omitempty"`
+	// collect_summaries asks for one ExecutorSummary per executor.
+	CollectSummaries bool `protobuf:"varint,3,opt,name=collect_summaries,json=collectSummaries,proto3" json:"collect_summaries,omitempty"`
+	// max_scan_rows, when > 0, ends a request that scanned more rows with
+	// an error (a memory/time bound per request; 0: the store's default).
+	MaxScanRows   uint64 `protobuf:"varint,4,opt,name=max_scan_rows,json=maxScanRows,proto3" json:"max_scan_rows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -159,12 +270,37 @@ func (x *DAGRequest) GetExecutors() []*Executor {
 	return nil
 }
 
+func (x *DAGRequest) GetPagingSize() uint64 {
+	if x != nil {
+		return x.PagingSize
+	}
+	return 0
+}
+
+func (x *DAGRequest) GetCollectSummaries() bool {
+	if x != nil {
+		return x.CollectSummaries
+	}
+	return false
+}
+
+func (x *DAGRequest) GetMaxScanRows() uint64 {
+	if x != nil {
+		return x.MaxScanRows
+	}
+	return 0
+}
+
 type Executor struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tp            ExecType               `protobuf:"varint,1,opt,name=tp,proto3,enum=coprocessorpb.ExecType" json:"tp,omitempty"`
 	TblScan       *TableScan             `protobuf:"bytes,2,opt,name=tbl_scan,json=tblScan,proto3" json:"tbl_scan,omitempty"`
 	Aggregation   *Aggregation           `protobuf:"bytes,3,opt,name=aggregation,proto3" json:"aggregation,omitempty"`
 	Limit         *Limit                 `protobuf:"bytes,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	Selection     *Selection             `protobuf:"bytes,5,opt,name=selection,proto3" json:"selection,omitempty"`
+	TopN          *TopN                  `protobuf:"bytes,6,opt,name=top_n,json=topN,proto3" json:"top_n,omitempty"`
+	Projection    *Projection            `protobuf:"bytes,7,opt,name=projection,proto3" json:"projection,omitempty"`
+	IdxScan       *IndexScan             `protobuf:"bytes,8,opt,name=idx_scan,json=idxScan,proto3" json:"idx_scan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -227,10 +363,44 @@ func (x *Executor) GetLimit() *Limit {
 	return nil
 }
 
+func (x *Executor) GetSelection() *Selection {
+	if x != nil {
+		return x.Selection
+	}
+	return nil
+}
+
+func (x *Executor) GetTopN() *TopN {
+	if x != nil {
+		return x.TopN
+	}
+	return nil
+}
+
+func (x *Executor) GetProjection() *Projection {
+	if x != nil {
+		return x.Projection
+	}
+	return nil
+}
+
+func (x *Executor) GetIdxScan() *IndexScan {
+	if x != nil {
+		return x.IdxScan
+	}
+	return nil
+}
+
+// TableScan reads the rows of table_id in the request's ranges. With
+// table_info (the table's catalog.TableInfo as JSON, the schema the SQL
+// node decodes rows with) the rows are decoded into the SQL node's row
+// layout (one slot per column, then the handle) for the executors after
+// it; without it rows stay opaque (Limit and COUNT only).
 type TableScan struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TableId       int64                  `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
 	Desc          bool                   `protobuf:"varint,2,opt,name=desc,proto3" json:"desc,omitempty"`
+	TableInfo     []byte                 `protobuf:"bytes,3,opt,name=table_info,json=tableInfo,proto3" json:"table_info,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -279,17 +449,347 @@ func (x *TableScan) GetDesc() bool {
 	return false
 }
 
-// Aggregation without GROUP BY: one output row of aggregate values.
+func (x *TableScan) GetTableInfo() []byte {
+	if x != nil {
+		return x.TableInfo
+	}
+	return nil
+}
+
+// IndexScan reads the entries of one index (reserved: not executed yet).
+type IndexScan struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TableId       int64                  `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	IndexId       int64                  `protobuf:"varint,2,opt,name=index_id,json=indexId,proto3" json:"index_id,omitempty"`
+	Desc          bool                   `protobuf:"varint,3,opt,name=desc,proto3" json:"desc,omitempty"`
+	TableInfo     []byte                 `protobuf:"bytes,4,opt,name=table_info,json=tableInfo,proto3" json:"table_info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexScan) Reset() {
+	*x = IndexScan{}
+	mi := &file_coprocessorpb_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexScan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexScan) ProtoMessage() {}
+
+func (x *IndexScan) ProtoReflect() protoreflect.Message {
+	mi := &file_coprocessorpb_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexScan.ProtoReflect.Descriptor instead.
+func (*IndexScan) Descriptor() ([]byte, []int) {
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *IndexScan) GetTableId() int64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *IndexScan) GetIndexId() int64 {
+	if x != nil {
+		return x.IndexId
+	}
+	return 0
+}
+
+func (x *IndexScan) GetDesc() bool {
+	if x != nil {
+		return x.Desc
+	}
+	return false
+}
+
+func (x *IndexScan) GetTableInfo() []byte {
+	if x != nil {
+		return x.TableInfo
+	}
+	return nil
+}
+
+// Selection keeps the rows for which every condition is true.
+type Selection struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Conditions    []*Expr                `protobuf:"bytes,1,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Selection) Reset() {
+	*x = Selection{}
+	mi := &file_coprocessorpb_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Selection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Selection) ProtoMessage() {}
+
+func (x *Selection) ProtoReflect() protoreflect.Message {
+	mi := &file_coprocessorpb_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Selection.ProtoReflect.Descriptor instead.
+func (*Selection) Descriptor() ([]byte, []int) {
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Selection) GetConditions() []*Expr {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+// Projection replaces each row by the values of exprs.
+type Projection struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Exprs         []*Expr                `protobuf:"bytes,1,rep,name=exprs,proto3" json:"exprs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Projection) Reset() {
+	*x = Projection{}
+	mi := &file_coprocessorpb_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Projection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Projection) ProtoMessage() {}
+
+func (x *Projection) ProtoReflect() protoreflect.Message {
+	mi := &file_coprocessorpb_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Projection.ProtoReflect.Descriptor instead.
+func (*Projection) Descriptor() ([]byte, []int) {
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Projection) GetExprs() []*Expr {
+	if x != nil {
+		return x.Exprs
+	}
+	return nil
+}
+
+type ByItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Expr          *Expr                  `protobuf:"bytes,1,opt,name=expr,proto3" json:"expr,omitempty"`
+	Desc          bool                   `protobuf:"varint,2,opt,name=desc,proto3" json:"desc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ByItem) Reset() {
+	*x = ByItem{}
+	mi := &file_coprocessorpb_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ByItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ByItem) ProtoMessage() {}
+
+func (x *ByItem) ProtoReflect() protoreflect.Message {
+	mi := &file_coprocessorpb_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ByItem.ProtoReflect.Descriptor instead.
+func (*ByItem) Descriptor() ([]byte, []int) {
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ByItem) GetExpr() *Expr {
+	if x != nil {
+		return x.Expr
+	}
+	return nil
+}
+
+func (x *ByItem) GetDesc() bool {
+	if x != nil {
+		return x.Desc
+	}
+	return false
+}
+
+// TopN keeps the first limit rows in order_by order (the SQL node merges
+// the regions' top rows and applies OFFSET).
+type TopN struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	OrderBy       []*ByItem              `protobuf:"bytes,1,rep,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
+	Limit         uint64                 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopN) Reset() {
+	*x = TopN{}
+	mi := &file_coprocessorpb_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopN) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopN) ProtoMessage() {}
+
+func (x *TopN) ProtoReflect() protoreflect.Message {
+	mi := &file_coprocessorpb_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopN.ProtoReflect.Descriptor instead.
+func (*TopN) Descriptor() ([]byte, []int) {
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *TopN) GetOrderBy() []*ByItem {
+	if x != nil {
+		return x.OrderBy
+	}
+	return nil
+}
+
+func (x *TopN) GetLimit() uint64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// AggFunc is one aggregate; arg is absent for COUNT(*).
+type AggFunc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tp            AggFuncType            `protobuf:"varint,1,opt,name=tp,proto3,enum=coprocessorpb.AggFuncType" json:"tp,omitempty"`
+	Arg           *Expr                  `protobuf:"bytes,2,opt,name=arg,proto3" json:"arg,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AggFunc) Reset() {
+	*x = AggFunc{}
+	mi := &file_coprocessorpb_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AggFunc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AggFunc) ProtoMessage() {}
+
+func (x *AggFunc) ProtoReflect() protoreflect.Message {
+	mi := &file_coprocessorpb_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AggFunc.ProtoReflect.Descriptor instead.
+func (*AggFunc) Descriptor() ([]byte, []int) {
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AggFunc) GetTp() AggFuncType {
+	if x != nil {
+		return x.Tp
+	}
+	return AggFuncType_Count
+}
+
+func (x *AggFunc) GetArg() *Expr {
+	if x != nil {
+		return x.Arg
+	}
+	return nil
+}
+
+// Aggregation without GROUP BY: one output row of partial states. The
+// legacy form lists agg_func (COUNT(*) only) and answers agg_values; the
+// expression form lists funcs and answers one encoded row (agg_row) of
+// partial states: Count → count, Sum → sum (NULL when no non-NULL value),
+// Min/Max → the value, Avg → count then sum.
 type Aggregation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	AggFunc       []AggFuncType          `protobuf:"varint,1,rep,packed,name=agg_func,json=aggFunc,proto3,enum=coprocessorpb.AggFuncType" json:"agg_func,omitempty"`
+	Funcs         []*AggFunc             `protobuf:"bytes,2,rep,name=funcs,proto3" json:"funcs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Aggregation) Reset() {
 	*x = Aggregation{}
-	mi := &file_coprocessorpb_proto_msgTypes[3]
+	mi := &file_coprocessorpb_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -301,7 +801,7 @@ func (x *Aggregation) String() string {
 func (*Aggregation) ProtoMessage() {}
 
 func (x *Aggregation) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[3]
+	mi := &file_coprocessorpb_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -314,12 +814,19 @@ func (x *Aggregation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregation.ProtoReflect.Descriptor instead.
 func (*Aggregation) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{3}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Aggregation) GetAggFunc() []AggFuncType {
 	if x != nil {
 		return x.AggFunc
+	}
+	return nil
+}
+
+func (x *Aggregation) GetFuncs() []*AggFunc {
+	if x != nil {
+		return x.Funcs
 	}
 	return nil
 }
@@ -333,7 +840,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_coprocessorpb_proto_msgTypes[4]
+	mi := &file_coprocessorpb_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -345,7 +852,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[4]
+	mi := &file_coprocessorpb_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -358,7 +865,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{4}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Limit) GetLimit() uint64 {
@@ -368,20 +875,371 @@ func (x *Limit) GetLimit() uint64 {
 	return 0
 }
 
-// SelectResponse: either rows (key = row key, value = encoded row), or, when
-// the DAG ends in an Aggregation, one int64 per aggregate function (partial
-// results to be merged by the SQL node).
-type SelectResponse struct {
+// FieldType mirrors sql/types.FieldType.
+type FieldType struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rows          []*Row                 `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
-	AggValues     []int64                `protobuf:"varint,2,rep,packed,name=agg_values,json=aggValues,proto3" json:"agg_values,omitempty"`
+	Tp            uint32                 `protobuf:"varint,1,opt,name=tp,proto3" json:"tp,omitempty"`
+	Flen          int64                  `protobuf:"varint,2,opt,name=flen,proto3" json:"flen,omitempty"`
+	Decimal       int64                  `protobuf:"varint,3,opt,name=decimal,proto3" json:"decimal,omitempty"`
+	Flag          uint64                 `protobuf:"varint,4,opt,name=flag,proto3" json:"flag,omitempty"`
+	Elems         []string               `protobuf:"bytes,5,rep,name=elems,proto3" json:"elems,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FieldType) Reset() {
+	*x = FieldType{}
+	mi := &file_coprocessorpb_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FieldType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FieldType) ProtoMessage() {}
+
+func (x *FieldType) ProtoReflect() protoreflect.Message {
+	mi := &file_coprocessorpb_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FieldType.ProtoReflect.Descriptor instead.
+func (*FieldType) Descriptor() ([]byte, []int) {
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *FieldType) GetTp() uint32 {
+	if x != nil {
+		return x.Tp
+	}
+	return 0
+}
+
+func (x *FieldType) GetFlen() int64 {
+	if x != nil {
+		return x.Flen
+	}
+	return 0
+}
+
+func (x *FieldType) GetDecimal() int64 {
+	if x != nil {
+		return x.Decimal
+	}
+	return 0
+}
+
+func (x *FieldType) GetFlag() uint64 {
+	if x != nil {
+		return x.Flag
+	}
+	return 0
+}
+
+func (x *FieldType) GetElems() []string {
+	if x != nil {
+		return x.Elems
+	}
+	return nil
+}
+
+// Datum mirrors kv/tablecodec.Datum: kind 0 NULL, 1 int64, 2 uint64,
+// 3 float64 (n holds the bits), 4 bytes.
+type Datum struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          uint32                 `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	N             uint64                 `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	B             []byte                 `protobuf:"bytes,3,opt,name=b,proto3" json:"b,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Datum) Reset() {
+	*x = Datum{}
+	mi := &file_coprocessorpb_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Datum) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Datum) ProtoMessage() {}
+
+func (x *Datum) ProtoReflect() protoreflect.Message {
+	mi := &file_coprocessorpb_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Datum.ProtoReflect.Descriptor instead.
+func (*Datum) Descriptor() ([]byte, []int) {
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Datum) GetKind() uint32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *Datum) GetN() uint64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *Datum) GetB() []byte {
+	if x != nil {
+		return x.B
+	}
+	return nil
+}
+
+// Expr is one node of a compiled sql/expr tree. op is the TiDB parser's
+// opcode.Op; children are the operands in evaluation order (Case: value or
+// an empty Constant, then when/then pairs, then else when has_else).
+type Expr struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tp            ExprType               `protobuf:"varint,1,opt,name=tp,proto3,enum=coprocessorpb.ExprType" json:"tp,omitempty"`
+	Op            int32                  `protobuf:"varint,2,opt,name=op,proto3" json:"op,omitempty"`
+	Children      []*Expr                `protobuf:"bytes,3,rep,name=children,proto3" json:"children,omitempty"`
+	Val           *Datum                 `protobuf:"bytes,4,opt,name=val,proto3" json:"val,omitempty"`
+	Offset        int64                  `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	Ft            *FieldType             `protobuf:"bytes,6,opt,name=ft,proto3" json:"ft,omitempty"`
+	Not           bool                   `protobuf:"varint,7,opt,name=not,proto3" json:"not,omitempty"`
+	ByBytes       bool                   `protobuf:"varint,8,opt,name=by_bytes,json=byBytes,proto3" json:"by_bytes,omitempty"`
+	Truth         bool                   `protobuf:"varint,9,opt,name=truth,proto3" json:"truth,omitempty"`
+	Escape        uint32                 `protobuf:"varint,10,opt,name=escape,proto3" json:"escape,omitempty"`
+	Dec           bool                   `protobuf:"varint,11,opt,name=dec,proto3" json:"dec,omitempty"`
+	HasValue      bool                   `protobuf:"varint,12,opt,name=has_value,json=hasValue,proto3" json:"has_value,omitempty"`
+	HasElse       bool                   `protobuf:"varint,13,opt,name=has_else,json=hasElse,proto3" json:"has_else,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Expr) Reset() {
+	*x = Expr{}
+	mi := &file_coprocessorpb_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Expr) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Expr) ProtoMessage() {}
+
+func (x *Expr) ProtoReflect() protoreflect.Message {
+	mi := &file_coprocessorpb_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Expr.ProtoReflect.Descriptor instead.
+func (*Expr) Descriptor() ([]byte, []int) {
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Expr) GetTp() ExprType {
+	if x != nil {
+		return x.Tp
+	}
+	return ExprType_ExprConstant
+}
+
+func (x *Expr) GetOp() int32 {
+	if x != nil {
+		return x.Op
+	}
+	return 0
+}
+
+func (x *Expr) GetChildren() []*Expr {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+func (x *Expr) GetVal() *Datum {
+	if x != nil {
+		return x.Val
+	}
+	return nil
+}
+
+func (x *Expr) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *Expr) GetFt() *FieldType {
+	if x != nil {
+		return x.Ft
+	}
+	return nil
+}
+
+func (x *Expr) GetNot() bool {
+	if x != nil {
+		return x.Not
+	}
+	return false
+}
+
+func (x *Expr) GetByBytes() bool {
+	if x != nil {
+		return x.ByBytes
+	}
+	return false
+}
+
+func (x *Expr) GetTruth() bool {
+	if x != nil {
+		return x.Truth
+	}
+	return false
+}
+
+func (x *Expr) GetEscape() uint32 {
+	if x != nil {
+		return x.Escape
+	}
+	return 0
+}
+
+func (x *Expr) GetDec() bool {
+	if x != nil {
+		return x.Dec
+	}
+	return false
+}
+
+func (x *Expr) GetHasValue() bool {
+	if x != nil {
+		return x.HasValue
+	}
+	return false
+}
+
+func (x *Expr) GetHasElse() bool {
+	if x != nil {
+		return x.HasElse
+	}
+	return false
+}
+
+// ExecutorSummary is what one executor did for one request.
+type ExecutorSummary struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	NumProducedRows uint64                 `protobuf:"varint,1,opt,name=num_produced_rows,json=numProducedRows,proto3" json:"num_produced_rows,omitempty"`
+	NumIterations   uint64                 `protobuf:"varint,2,opt,name=num_iterations,json=numIterations,proto3" json:"num_iterations,omitempty"`
+	TimeProcessedNs uint64                 `protobuf:"varint,3,opt,name=time_processed_ns,json=timeProcessedNs,proto3" json:"time_processed_ns,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ExecutorSummary) Reset() {
+	*x = ExecutorSummary{}
+	mi := &file_coprocessorpb_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecutorSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecutorSummary) ProtoMessage() {}
+
+func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_coprocessorpb_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecutorSummary.ProtoReflect.Descriptor instead.
+func (*ExecutorSummary) Descriptor() ([]byte, []int) {
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ExecutorSummary) GetNumProducedRows() uint64 {
+	if x != nil {
+		return x.NumProducedRows
+	}
+	return 0
+}
+
+func (x *ExecutorSummary) GetNumIterations() uint64 {
+	if x != nil {
+		return x.NumIterations
+	}
+	return 0
+}
+
+func (x *ExecutorSummary) GetTimeProcessedNs() uint64 {
+	if x != nil {
+		return x.TimeProcessedNs
+	}
+	return 0
+}
+
+// SelectResponse: either rows (key = row key, value = the stored row when
+// the chain has no Projection, else the projected values encoded as a row
+// with column ids 0..n-1), or, when the DAG ends in an Aggregation, the
+// partial results (agg_values for the legacy form, agg_row otherwise).
+type SelectResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Rows      []*Row                 `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	AggValues []int64                `protobuf:"varint,2,rep,packed,name=agg_values,json=aggValues,proto3" json:"agg_values,omitempty"`
+	AggRow    []byte                 `protobuf:"bytes,3,opt,name=agg_row,json=aggRow,proto3" json:"agg_row,omitempty"`
+	// resume_key, when set, is where the next page of this request starts
+	// (ascending: the key after the last one read; descending: the last
+	// key read, as an exclusive end). Unset: the ranges are exhausted.
+	ResumeKey     []byte             `protobuf:"bytes,4,opt,name=resume_key,json=resumeKey,proto3" json:"resume_key,omitempty"`
+	Summaries     []*ExecutorSummary `protobuf:"bytes,5,rep,name=summaries,proto3" json:"summaries,omitempty"`
+	ScannedRows   uint64             `protobuf:"varint,6,opt,name=scanned_rows,json=scannedRows,proto3" json:"scanned_rows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SelectResponse) Reset() {
 	*x = SelectResponse{}
-	mi := &file_coprocessorpb_proto_msgTypes[5]
+	mi := &file_coprocessorpb_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -393,7 +1251,7 @@ func (x *SelectResponse) String() string {
 func (*SelectResponse) ProtoMessage() {}
 
 func (x *SelectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[5]
+	mi := &file_coprocessorpb_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -406,7 +1264,7 @@ func (x *SelectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectResponse.ProtoReflect.Descriptor instead.
 func (*SelectResponse) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{5}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SelectResponse) GetRows() []*Row {
@@ -423,6 +1281,34 @@ func (x *SelectResponse) GetAggValues() []int64 {
 	return nil
 }
 
+func (x *SelectResponse) GetAggRow() []byte {
+	if x != nil {
+		return x.AggRow
+	}
+	return nil
+}
+
+func (x *SelectResponse) GetResumeKey() []byte {
+	if x != nil {
+		return x.ResumeKey
+	}
+	return nil
+}
+
+func (x *SelectResponse) GetSummaries() []*ExecutorSummary {
+	if x != nil {
+		return x.Summaries
+	}
+	return nil
+}
+
+func (x *SelectResponse) GetScannedRows() uint64 {
+	if x != nil {
+		return x.ScannedRows
+	}
+	return 0
+}
+
 type Row struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -433,7 +1319,7 @@ type Row struct {
 
 func (x *Row) Reset() {
 	*x = Row{}
-	mi := &file_coprocessorpb_proto_msgTypes[6]
+	mi := &file_coprocessorpb_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -445,7 +1331,7 @@ func (x *Row) String() string {
 func (*Row) ProtoMessage() {}
 
 func (x *Row) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[6]
+	mi := &file_coprocessorpb_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -458,7 +1344,7 @@ func (x *Row) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Row.ProtoReflect.Descriptor instead.
 func (*Row) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{6}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Row) GetKey() []byte {
@@ -479,35 +1365,129 @@ var File_coprocessorpb_proto protoreflect.FileDescriptor
 
 const file_coprocessorpb_proto_rawDesc = "" +
 	"\n" +
-	"\x13coprocessorpb.proto\x12\rcoprocessorpb\"C\n" +
+	"\x13coprocessorpb.proto\x12\rcoprocessorpb\"\xb5\x01\n" +
 	"\n" +
 	"DAGRequest\x125\n" +
-	"\texecutors\x18\x01 \x03(\v2\x17.coprocessorpb.ExecutorR\texecutors\"\xd2\x01\n" +
+	"\texecutors\x18\x01 \x03(\v2\x17.coprocessorpb.ExecutorR\texecutors\x12\x1f\n" +
+	"\vpaging_size\x18\x02 \x01(\x04R\n" +
+	"pagingSize\x12+\n" +
+	"\x11collect_summaries\x18\x03 \x01(\bR\x10collectSummaries\x12\"\n" +
+	"\rmax_scan_rows\x18\x04 \x01(\x04R\vmaxScanRows\"\xa4\x03\n" +
 	"\bExecutor\x12'\n" +
 	"\x02tp\x18\x01 \x01(\x0e2\x17.coprocessorpb.ExecTypeR\x02tp\x123\n" +
 	"\btbl_scan\x18\x02 \x01(\v2\x18.coprocessorpb.TableScanR\atblScan\x12<\n" +
 	"\vaggregation\x18\x03 \x01(\v2\x1a.coprocessorpb.AggregationR\vaggregation\x12*\n" +
-	"\x05limit\x18\x04 \x01(\v2\x14.coprocessorpb.LimitR\x05limit\":\n" +
+	"\x05limit\x18\x04 \x01(\v2\x14.coprocessorpb.LimitR\x05limit\x126\n" +
+	"\tselection\x18\x05 \x01(\v2\x18.coprocessorpb.SelectionR\tselection\x12(\n" +
+	"\x05top_n\x18\x06 \x01(\v2\x13.coprocessorpb.TopNR\x04topN\x129\n" +
+	"\n" +
+	"projection\x18\a \x01(\v2\x19.coprocessorpb.ProjectionR\n" +
+	"projection\x123\n" +
+	"\bidx_scan\x18\b \x01(\v2\x18.coprocessorpb.IndexScanR\aidxScan\"Y\n" +
 	"\tTableScan\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x03R\atableId\x12\x12\n" +
-	"\x04desc\x18\x02 \x01(\bR\x04desc\"D\n" +
+	"\x04desc\x18\x02 \x01(\bR\x04desc\x12\x1d\n" +
+	"\n" +
+	"table_info\x18\x03 \x01(\fR\ttableInfo\"t\n" +
+	"\tIndexScan\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x03R\atableId\x12\x19\n" +
+	"\bindex_id\x18\x02 \x01(\x03R\aindexId\x12\x12\n" +
+	"\x04desc\x18\x03 \x01(\bR\x04desc\x12\x1d\n" +
+	"\n" +
+	"table_info\x18\x04 \x01(\fR\ttableInfo\"@\n" +
+	"\tSelection\x123\n" +
+	"\n" +
+	"conditions\x18\x01 \x03(\v2\x13.coprocessorpb.ExprR\n" +
+	"conditions\"7\n" +
+	"\n" +
+	"Projection\x12)\n" +
+	"\x05exprs\x18\x01 \x03(\v2\x13.coprocessorpb.ExprR\x05exprs\"E\n" +
+	"\x06ByItem\x12'\n" +
+	"\x04expr\x18\x01 \x01(\v2\x13.coprocessorpb.ExprR\x04expr\x12\x12\n" +
+	"\x04desc\x18\x02 \x01(\bR\x04desc\"N\n" +
+	"\x04TopN\x120\n" +
+	"\border_by\x18\x01 \x03(\v2\x15.coprocessorpb.ByItemR\aorderBy\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x04R\x05limit\"\\\n" +
+	"\aAggFunc\x12*\n" +
+	"\x02tp\x18\x01 \x01(\x0e2\x1a.coprocessorpb.AggFuncTypeR\x02tp\x12%\n" +
+	"\x03arg\x18\x02 \x01(\v2\x13.coprocessorpb.ExprR\x03arg\"r\n" +
 	"\vAggregation\x125\n" +
-	"\bagg_func\x18\x01 \x03(\x0e2\x1a.coprocessorpb.AggFuncTypeR\aaggFunc\"\x1d\n" +
+	"\bagg_func\x18\x01 \x03(\x0e2\x1a.coprocessorpb.AggFuncTypeR\aaggFunc\x12,\n" +
+	"\x05funcs\x18\x02 \x03(\v2\x16.coprocessorpb.AggFuncR\x05funcs\"\x1d\n" +
 	"\x05Limit\x12\x14\n" +
-	"\x05limit\x18\x01 \x01(\x04R\x05limit\"W\n" +
+	"\x05limit\x18\x01 \x01(\x04R\x05limit\"s\n" +
+	"\tFieldType\x12\x0e\n" +
+	"\x02tp\x18\x01 \x01(\rR\x02tp\x12\x12\n" +
+	"\x04flen\x18\x02 \x01(\x03R\x04flen\x12\x18\n" +
+	"\adecimal\x18\x03 \x01(\x03R\adecimal\x12\x12\n" +
+	"\x04flag\x18\x04 \x01(\x04R\x04flag\x12\x14\n" +
+	"\x05elems\x18\x05 \x03(\tR\x05elems\"7\n" +
+	"\x05Datum\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\f\n" +
+	"\x01n\x18\x02 \x01(\x04R\x01n\x12\f\n" +
+	"\x01b\x18\x03 \x01(\fR\x01b\"\xff\x02\n" +
+	"\x04Expr\x12'\n" +
+	"\x02tp\x18\x01 \x01(\x0e2\x17.coprocessorpb.ExprTypeR\x02tp\x12\x0e\n" +
+	"\x02op\x18\x02 \x01(\x05R\x02op\x12/\n" +
+	"\bchildren\x18\x03 \x03(\v2\x13.coprocessorpb.ExprR\bchildren\x12&\n" +
+	"\x03val\x18\x04 \x01(\v2\x14.coprocessorpb.DatumR\x03val\x12\x16\n" +
+	"\x06offset\x18\x05 \x01(\x03R\x06offset\x12(\n" +
+	"\x02ft\x18\x06 \x01(\v2\x18.coprocessorpb.FieldTypeR\x02ft\x12\x10\n" +
+	"\x03not\x18\a \x01(\bR\x03not\x12\x19\n" +
+	"\bby_bytes\x18\b \x01(\bR\abyBytes\x12\x14\n" +
+	"\x05truth\x18\t \x01(\bR\x05truth\x12\x16\n" +
+	"\x06escape\x18\n" +
+	" \x01(\rR\x06escape\x12\x10\n" +
+	"\x03dec\x18\v \x01(\bR\x03dec\x12\x1b\n" +
+	"\thas_value\x18\f \x01(\bR\bhasValue\x12\x19\n" +
+	"\bhas_else\x18\r \x01(\bR\ahasElse\"\x90\x01\n" +
+	"\x0fExecutorSummary\x12*\n" +
+	"\x11num_produced_rows\x18\x01 \x01(\x04R\x0fnumProducedRows\x12%\n" +
+	"\x0enum_iterations\x18\x02 \x01(\x04R\rnumIterations\x12*\n" +
+	"\x11time_processed_ns\x18\x03 \x01(\x04R\x0ftimeProcessedNs\"\xf0\x01\n" +
 	"\x0eSelectResponse\x12&\n" +
 	"\x04rows\x18\x01 \x03(\v2\x12.coprocessorpb.RowR\x04rows\x12\x1d\n" +
 	"\n" +
-	"agg_values\x18\x02 \x03(\x03R\taggValues\"-\n" +
+	"agg_values\x18\x02 \x03(\x03R\taggValues\x12\x17\n" +
+	"\aagg_row\x18\x03 \x01(\fR\x06aggRow\x12\x1d\n" +
+	"\n" +
+	"resume_key\x18\x04 \x01(\fR\tresumeKey\x12<\n" +
+	"\tsummaries\x18\x05 \x03(\v2\x1e.coprocessorpb.ExecutorSummaryR\tsummaries\x12!\n" +
+	"\fscanned_rows\x18\x06 \x01(\x04R\vscannedRows\"-\n" +
 	"\x03Row\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value*A\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value*\x89\x01\n" +
 	"\bExecType\x12\x11\n" +
 	"\rTypeTableScan\x10\x00\x12\x13\n" +
 	"\x0fTypeAggregation\x10\x01\x12\r\n" +
-	"\tTypeLimit\x10\x02*\x18\n" +
+	"\tTypeLimit\x10\x02\x12\x11\n" +
+	"\rTypeSelection\x10\x03\x12\f\n" +
+	"\bTypeTopN\x10\x04\x12\x12\n" +
+	"\x0eTypeProjection\x10\x05\x12\x11\n" +
+	"\rTypeIndexScan\x10\x06*<\n" +
 	"\vAggFuncType\x12\t\n" +
-	"\x05Count\x10\x00B0Z.github.com/stratadb/strata/proto/coprocessorpbb\x06proto3"
+	"\x05Count\x10\x00\x12\a\n" +
+	"\x03Sum\x10\x01\x12\a\n" +
+	"\x03Min\x10\x02\x12\a\n" +
+	"\x03Max\x10\x03\x12\a\n" +
+	"\x03Avg\x10\x04*\xbe\x01\n" +
+	"\bExprType\x12\x10\n" +
+	"\fExprConstant\x10\x00\x12\x0e\n" +
+	"\n" +
+	"ExprColumn\x10\x01\x12\x0f\n" +
+	"\vExprCompare\x10\x02\x12\r\n" +
+	"\tExprLogic\x10\x03\x12\v\n" +
+	"\aExprNot\x10\x04\x12\x0e\n" +
+	"\n" +
+	"ExprIsNull\x10\x05\x12\x0f\n" +
+	"\vExprIsTruth\x10\x06\x12\n" +
+	"\n" +
+	"\x06ExprIn\x10\a\x12\r\n" +
+	"\tExprArith\x10\b\x12\v\n" +
+	"\aExprNeg\x10\t\x12\f\n" +
+	"\bExprLike\x10\n" +
+	"\x12\f\n" +
+	"\bExprCase\x10\vB0Z.github.com/stratadb/strata/proto/coprocessorpbb\x06proto3"
 
 var (
 	file_coprocessorpb_proto_rawDescOnce sync.Once
@@ -521,32 +1501,59 @@ func file_coprocessorpb_proto_rawDescGZIP() []byte {
 	return file_coprocessorpb_proto_rawDescData
 }
 
-var file_coprocessorpb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_coprocessorpb_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_coprocessorpb_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_coprocessorpb_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_coprocessorpb_proto_goTypes = []any{
-	(ExecType)(0),          // 0: coprocessorpb.ExecType
-	(AggFuncType)(0),       // 1: coprocessorpb.AggFuncType
-	(*DAGRequest)(nil),     // 2: coprocessorpb.DAGRequest
-	(*Executor)(nil),       // 3: coprocessorpb.Executor
-	(*TableScan)(nil),      // 4: coprocessorpb.TableScan
-	(*Aggregation)(nil),    // 5: coprocessorpb.Aggregation
-	(*Limit)(nil),          // 6: coprocessorpb.Limit
-	(*SelectResponse)(nil), // 7: coprocessorpb.SelectResponse
-	(*Row)(nil),            // 8: coprocessorpb.Row
+	(ExecType)(0),           // 0: coprocessorpb.ExecType
+	(AggFuncType)(0),        // 1: coprocessorpb.AggFuncType
+	(ExprType)(0),           // 2: coprocessorpb.ExprType
+	(*DAGRequest)(nil),      // 3: coprocessorpb.DAGRequest
+	(*Executor)(nil),        // 4: coprocessorpb.Executor
+	(*TableScan)(nil),       // 5: coprocessorpb.TableScan
+	(*IndexScan)(nil),       // 6: coprocessorpb.IndexScan
+	(*Selection)(nil),       // 7: coprocessorpb.Selection
+	(*Projection)(nil),      // 8: coprocessorpb.Projection
+	(*ByItem)(nil),          // 9: coprocessorpb.ByItem
+	(*TopN)(nil),            // 10: coprocessorpb.TopN
+	(*AggFunc)(nil),         // 11: coprocessorpb.AggFunc
+	(*Aggregation)(nil),     // 12: coprocessorpb.Aggregation
+	(*Limit)(nil),           // 13: coprocessorpb.Limit
+	(*FieldType)(nil),       // 14: coprocessorpb.FieldType
+	(*Datum)(nil),           // 15: coprocessorpb.Datum
+	(*Expr)(nil),            // 16: coprocessorpb.Expr
+	(*ExecutorSummary)(nil), // 17: coprocessorpb.ExecutorSummary
+	(*SelectResponse)(nil),  // 18: coprocessorpb.SelectResponse
+	(*Row)(nil),             // 19: coprocessorpb.Row
 }
 var file_coprocessorpb_proto_depIdxs = []int32{
-	3, // 0: coprocessorpb.DAGRequest.executors:type_name -> coprocessorpb.Executor
-	0, // 1: coprocessorpb.Executor.tp:type_name -> coprocessorpb.ExecType
-	4, // 2: coprocessorpb.Executor.tbl_scan:type_name -> coprocessorpb.TableScan
-	5, // 3: coprocessorpb.Executor.aggregation:type_name -> coprocessorpb.Aggregation
-	6, // 4: coprocessorpb.Executor.limit:type_name -> coprocessorpb.Limit
-	1, // 5: coprocessorpb.Aggregation.agg_func:type_name -> coprocessorpb.AggFuncType
-	8, // 6: coprocessorpb.SelectResponse.rows:type_name -> coprocessorpb.Row
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	4,  // 0: coprocessorpb.DAGRequest.executors:type_name -> coprocessorpb.Executor
+	0,  // 1: coprocessorpb.Executor.tp:type_name -> coprocessorpb.ExecType
+	5,  // 2: coprocessorpb.Executor.tbl_scan:type_name -> coprocessorpb.TableScan
+	12, // 3: coprocessorpb.Executor.aggregation:type_name -> coprocessorpb.Aggregation
+	13, // 4: coprocessorpb.Executor.limit:type_name -> coprocessorpb.Limit
+	7,  // 5: coprocessorpb.Executor.selection:type_name -> coprocessorpb.Selection
+	10, // 6: coprocessorpb.Executor.top_n:type_name -> coprocessorpb.TopN
+	8,  // 7: coprocessorpb.Executor.projection:type_name -> coprocessorpb.Projection
+	6,  // 8: coprocessorpb.Executor.idx_scan:type_name -> coprocessorpb.IndexScan
+	16, // 9: coprocessorpb.Selection.conditions:type_name -> coprocessorpb.Expr
+	16, // 10: coprocessorpb.Projection.exprs:type_name -> coprocessorpb.Expr
+	16, // 11: coprocessorpb.ByItem.expr:type_name -> coprocessorpb.Expr
+	9,  // 12: coprocessorpb.TopN.order_by:type_name -> coprocessorpb.ByItem
+	1,  // 13: coprocessorpb.AggFunc.tp:type_name -> coprocessorpb.AggFuncType
+	16, // 14: coprocessorpb.AggFunc.arg:type_name -> coprocessorpb.Expr
+	1,  // 15: coprocessorpb.Aggregation.agg_func:type_name -> coprocessorpb.AggFuncType
+	11, // 16: coprocessorpb.Aggregation.funcs:type_name -> coprocessorpb.AggFunc
+	2,  // 17: coprocessorpb.Expr.tp:type_name -> coprocessorpb.ExprType
+	16, // 18: coprocessorpb.Expr.children:type_name -> coprocessorpb.Expr
+	15, // 19: coprocessorpb.Expr.val:type_name -> coprocessorpb.Datum
+	14, // 20: coprocessorpb.Expr.ft:type_name -> coprocessorpb.FieldType
+	19, // 21: coprocessorpb.SelectResponse.rows:type_name -> coprocessorpb.Row
+	17, // 22: coprocessorpb.SelectResponse.summaries:type_name -> coprocessorpb.ExecutorSummary
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_coprocessorpb_proto_init() }
@@ -559,8 +1566,8 @@ func file_coprocessorpb_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_coprocessorpb_proto_rawDesc), len(file_coprocessorpb_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   7,
+			NumEnums:      3,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -7,10 +7,13 @@ import (
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/kv/tablecodec"
+	coppb "github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
@@ -125,12 +128,55 @@ func TestEval(t *testing.T) {
 		{"ABS(d - 20)", "9.50"},
 		{"i IS TRUE", "1"},
 	}
+	pushed := 0
 	for _, c := range cases {
 		e, err := expr.Compile(parseExpr(t, c.expr), &expr.Ctx{Columns: schema, Env: env{}})
 		require.NoError(t, err, c.expr)
 		d, err := e.Eval(row)
 		require.NoError(t, err, c.expr)
 		require.Equal(t, c.want, d.String(), c.expr)
+		// A pushable expression evaluates the same after a round trip
+		// through the coprocessor's wire form.
+		if p, err := expr.ToPB(e); err == nil {
+			wire, err := proto.Marshal(p)
+			require.NoError(t, err)
+			var back coppb.Expr
+			require.NoError(t, proto.Unmarshal(wire, &back))
+			e2, err := expr.FromPB(&back, len(row))
+			require.NoError(t, err, c.expr)
+			d2, err := e2.Eval(row)
+			require.NoError(t, err, c.expr)
+			require.Equal(t, c.want, d2.String(), c.expr)
+			require.Equal(t, e.Type(), e2.Type(), c.expr)
+			pushed++
+		} else {
+			require.ErrorIs(t, err, expr.ErrNotPushable, c.expr)
+		}
+	}
+	require.Greater(t, pushed, len(cases)/2)
+}
+
+func TestFromPBRejects(t *testing.T) {
+	col := &coppb.Expr{Tp: coppb.ExprType_ExprColumn, Offset: 1}
+	cases := []struct {
+		name string
+		e    *coppb.Expr
+	}{
+		{"nil", nil},
+		{"offset-outside-row", &coppb.Expr{Tp: coppb.ExprType_ExprColumn, Offset: 5}},
+		{"negative-offset", &coppb.Expr{Tp: coppb.ExprType_ExprColumn, Offset: -1}},
+		{"compare-one-operand", &coppb.Expr{Tp: coppb.ExprType_ExprCompare, Op: int32(opcode.EQ), Children: []*coppb.Expr{col}}},
+		{"compare-bad-op", &coppb.Expr{Tp: coppb.ExprType_ExprCompare, Op: int32(opcode.Plus), Children: []*coppb.Expr{col, col}}},
+		{"arith-bad-op", &coppb.Expr{Tp: coppb.ExprType_ExprArith, Op: int32(opcode.EQ), Children: []*coppb.Expr{col, col}}},
+		{"case-odd", &coppb.Expr{Tp: coppb.ExprType_ExprCase, Children: []*coppb.Expr{col, col}}},
+		{"bad-datum", &coppb.Expr{Tp: coppb.ExprType_ExprConstant, Val: &coppb.Datum{Kind: 9}}},
+		{"bad-type", &coppb.Expr{Tp: 99}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := expr.FromPB(c.e, 2)
+			require.ErrorIs(t, err, expr.ErrBadPB)
+		})
 	}
 }
 

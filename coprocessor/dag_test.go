@@ -1,0 +1,217 @@
+package coprocessor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/kv/mvcc"
+	"github.com/stratadb/strata/kv/tablecodec"
+	cop "github.com/stratadb/strata/proto/coprocessorpb"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// dagTable is t(id BIGINT PRIMARY KEY, k INT, c VARCHAR(20), d DECIMAL(10,2))
+// with rows id 1..20: k = id % 7 (NULL when id % 5 == 0), c = "c<id%4>",
+// d = id * 1.25.
+func dagTable(t *testing.T) (*catalog.TableInfo, *pebble.DB) {
+	tbl := &catalog.TableInfo{ID: 42, Name: "t", PKIsHandle: true, HandleOffset: 0, AutoIncOffset: -1, Columns: []*catalog.ColumnInfo{
+		{ID: 1, Name: "id", Type: types.FieldType{Tp: mysql.TypeLonglong, Flag: mysql.PriKeyFlag | mysql.NotNullFlag}},
+		{ID: 2, Name: "k", Type: types.FieldType{Tp: mysql.TypeLong}},
+		{ID: 3, Name: "c", Type: types.FieldType{Tp: mysql.TypeVarchar, Flen: 20}},
+		{ID: 4, Name: "d", Type: types.FieldType{Tp: mysql.TypeNewDecimal, Flen: 10, Decimal: 2}},
+	}}
+	tbl.Init()
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	var w mvcc.Txn
+	scratch := make([]types.Datum, 4)
+	for id := int64(1); id <= 20; id++ {
+		k := tablecodec.NewInt(id % 7)
+		if id%5 == 0 {
+			k = tablecodec.NullDatum
+		}
+		d, ok := types.ToDecimal(tablecodec.NewFloat(float64(id) * 1.25))
+		require.True(t, ok)
+		row := []types.Datum{tablecodec.NewInt(id), k, tablecodec.NewString(fmt.Sprintf("c%d", id%4)), d.Round(2).Datum()}
+		w.PutWrite(tablecodec.RowKey(tbl.ID, id), 10, &mvcc.Write{Kind: mvcc.WritePut, StartTS: 9, ShortValue: tbl.EncodeRow(nil, row, scratch), HasShortValue: true})
+	}
+	b := db.NewBatch()
+	require.NoError(t, mvcc.ApplyWrites(b, w.Writes()))
+	require.NoError(t, b.Commit(pebble.NoSync))
+	return tbl, db
+}
+
+func compileExpr(t *testing.T, tbl *catalog.TableInfo, s string) *cop.Expr {
+	stmt, err := parser.New().ParseOneStmt("SELECT "+s+" FROM t", "", "")
+	require.NoError(t, err)
+	e, err := expr.Compile(stmt.(*ast.SelectStmt).Fields.Fields[0].Expr, &expr.Ctx{Columns: tbl.Schema()})
+	require.NoError(t, err, s)
+	p, err := expr.ToPB(e)
+	require.NoError(t, err, s)
+	return p
+}
+
+func TestExecuteDAG(t *testing.T) {
+	tbl, db := dagTable(t)
+	info, err := json.Marshal(tbl)
+	require.NoError(t, err)
+	scanT := func(desc bool) *cop.Executor {
+		return &cop.Executor{Tp: cop.ExecType_TypeTableScan, TblScan: &cop.TableScan{TableId: tbl.ID, Desc: desc, TableInfo: info}}
+	}
+	sel := func(conds ...string) *cop.Executor {
+		s := &cop.Selection{}
+		for _, c := range conds {
+			s.Conditions = append(s.Conditions, compileExpr(t, tbl, c))
+		}
+		return &cop.Executor{Tp: cop.ExecType_TypeSelection, Selection: s}
+	}
+	topN := func(n uint64, by string, desc bool) *cop.Executor {
+		return &cop.Executor{Tp: cop.ExecType_TypeTopN, TopN: &cop.TopN{Limit: n, OrderBy: []*cop.ByItem{{Expr: compileExpr(t, tbl, by), Desc: desc}}}}
+	}
+	proj := func(es ...string) *cop.Executor {
+		p := &cop.Projection{}
+		for _, e := range es {
+			p.Exprs = append(p.Exprs, compileExpr(t, tbl, e))
+		}
+		return &cop.Executor{Tp: cop.ExecType_TypeProjection, Projection: p}
+	}
+	agg := func(fs ...string) *cop.Executor {
+		a := &cop.Aggregation{}
+		for _, f := range fs {
+			name, arg, _ := strings.Cut(strings.TrimSuffix(f, ")"), "(")
+			af := &cop.AggFunc{Tp: cop.AggFuncType(cop.AggFuncType_value[name])}
+			if arg != "*" {
+				af.Arg = compileExpr(t, tbl, arg)
+			}
+			a.Funcs = append(a.Funcs, af)
+		}
+		return &cop.Executor{Tp: cop.ExecType_TypeAggregation, Aggregation: a}
+	}
+	all := []Range{{Start: tablecodec.RowKey(tbl.ID, 0), End: tablecodec.RowKey(tbl.ID, 1000)}}
+	tests := []struct {
+		name    string
+		execs   []*cop.Executor
+		paging  uint64
+		maxScan uint64
+		// ids of the returned rows, or the decoded projection / aggregate row
+		ids     []int64
+		out     []string
+		resume  int64 // handle the resume key follows; 0: none
+		wantErr error
+	}{
+		{name: "selection", execs: []*cop.Executor{scanT(false), sel("k > 4")}, ids: []int64{6, 12, 13, 19}},
+		{name: "selection-null-is-false", execs: []*cop.Executor{scanT(false), sel("k IS NULL OR k = 0")}, ids: []int64{5, 7, 10, 14, 15, 20}},
+		{name: "two-conditions", execs: []*cop.Executor{scanT(false), sel("k > 1", "c LIKE 'c1%'")}, ids: []int64{9, 13, 17}},
+		{name: "selection-limit", execs: []*cop.Executor{scanT(false), sel("k > 4"), limit(2)}, ids: []int64{6, 12}},
+		{name: "selection-desc-limit", execs: []*cop.Executor{scanT(true), sel("k > 4"), limit(3)}, ids: []int64{19, 13, 12}},
+		{name: "paging", execs: []*cop.Executor{scanT(false), sel("d > 10")}, paging: 3, ids: []int64{9, 10, 11}, resume: 11},
+		{name: "paging-desc", execs: []*cop.Executor{scanT(true)}, paging: 2, ids: []int64{20, 19}, resume: 19},
+		{name: "paging-exhausted", execs: []*cop.Executor{scanT(false), sel("id > 18")}, paging: 5, ids: []int64{19, 20}},
+		{name: "topn", execs: []*cop.Executor{scanT(false), topN(3, "d", true)}, ids: []int64{20, 19, 18}},
+		{name: "topn-nulls-first", execs: []*cop.Executor{scanT(false), sel("id < 12"), topN(3, "k", false)}, ids: []int64{5, 10, 7}},
+		{name: "topn-zero", execs: []*cop.Executor{scanT(false), topN(0, "d", true)}},
+		{name: "projection", execs: []*cop.Executor{scanT(false), sel("id <= 2"), proj("k + 1", "c", "d * 2")}, out: []string{"2 c1 2.50", "3 c2 5.00"}},
+		{name: "aggregation", execs: []*cop.Executor{scanT(false), agg("Count(*)", "Count(k)", "Sum(k)", "Min(c)", "Max(d)", "Avg(id)")},
+			out: []string{"20 16 48 c0 25.00 20 210"}},
+		{name: "aggregation-empty", execs: []*cop.Executor{scanT(false), sel("id > 100"), agg("Count(*)", "Sum(d)", "Max(c)", "Avg(k)")},
+			out: []string{"0 NULL NULL 0 NULL"}},
+		{name: "aggregation-selection", execs: []*cop.Executor{scanT(false), sel("c = 'c2'"), agg("Count(*)", "Sum(d)")}, out: []string{"5 62.50"}},
+		{name: "scan-limit", execs: []*cop.Executor{scanT(false), sel("id > 100")}, maxScan: 5, wantErr: ErrScanLimit},
+		{name: "expr-without-schema", execs: []*cop.Executor{scan(false), sel("k > 1")}, wantErr: ErrUnsupported},
+		{name: "bad-column", execs: []*cop.Executor{scanT(false), {Tp: cop.ExecType_TypeSelection, Selection: &cop.Selection{
+			Conditions: []*cop.Expr{{Tp: cop.ExprType_ExprColumn, Offset: 9}}}}}, wantErr: ErrUnsupported},
+		{name: "selection-after-limit", execs: []*cop.Executor{scanT(false), limit(2), sel("k > 1")}, wantErr: ErrUnsupported},
+		{name: "agg-after-topn", execs: []*cop.Executor{scanT(false), topN(2, "k", false), agg("Count(*)")}, wantErr: ErrUnsupported},
+		{name: "sum-without-arg", execs: []*cop.Executor{scanT(false), {Tp: cop.ExecType_TypeAggregation, Aggregation: &cop.Aggregation{
+			Funcs: []*cop.AggFunc{{Tp: cop.AggFuncType_Sum}}}}}, wantErr: ErrUnsupported},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mvcc.NewSnapshotReader(db, mvcc.ReadOptions{TS: 100})
+			defer r.Close()
+			dag := &cop.DAGRequest{Executors: tc.execs, PagingSize: tc.paging, MaxScanRows: tc.maxScan, CollectSummaries: true}
+			resp, err := Execute(r, dag, all)
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, resp.GetSummaries(), len(tc.execs))
+			if resp.GetAggRow() != nil {
+				require.Equal(t, tc.out, []string{decodeOut(t, resp.GetAggRow(), len(strings.Fields(tc.out[0])))})
+				require.EqualValues(t, 1, resp.GetSummaries()[len(tc.execs)-1].GetNumProducedRows())
+				return
+			}
+			var ids []int64
+			var out []string
+			for _, row := range resp.GetRows() {
+				_, h, err := tablecodec.DecodeRowKey(row.GetKey())
+				require.NoError(t, err)
+				ids = append(ids, h)
+				if tc.out != nil {
+					out = append(out, decodeOut(t, row.GetValue(), len(strings.Fields(tc.out[0]))))
+				}
+			}
+			if tc.out != nil {
+				require.Equal(t, tc.out, out)
+			} else {
+				require.Equal(t, tc.ids, ids)
+			}
+			require.EqualValues(t, len(resp.GetRows()), resp.GetSummaries()[len(tc.execs)-1].GetNumProducedRows())
+			if tc.resume == 0 {
+				require.Nil(t, resp.GetResumeKey())
+				return
+			}
+			want := tablecodec.RowKey(tbl.ID, tc.resume)
+			if !tc.execs[0].GetTblScan().GetDesc() {
+				want = append(want, 0)
+			}
+			require.Equal(t, want, resp.GetResumeKey())
+		})
+	}
+}
+
+// decodeOut decodes a row encoded with column ids 0..n-1 as space-separated
+// values.
+func decodeOut(t *testing.T, v []byte, n int) string {
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	out := make([]tablecodec.Datum, n)
+	require.NoError(t, tablecodec.NewRowDecoder(ids).Decode(v, out))
+	s := make([]string, n)
+	for i, d := range out {
+		s[i] = d.String()
+		if d.IsNull() {
+			s[i] = "NULL"
+		}
+	}
+	return strings.Join(s, " ")
+}
+
+func TestLimiter(t *testing.T) {
+	l := NewLimiter(1)
+	ctx := t.Context()
+	require.NoError(t, l.Acquire(ctx))
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, l.Acquire(cctx), context.Canceled)
+	l.Release()
+	require.NoError(t, l.Acquire(ctx))
+	l.Release()
+}

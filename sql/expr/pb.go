@@ -1,0 +1,267 @@
+package expr
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/stratadb/strata/kv/tablecodec"
+	pb "github.com/stratadb/strata/proto/coprocessorpb"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// ErrNotPushable is returned by ToPB for an expression the stores cannot
+// evaluate (a scalar function, a cast: nodes whose behaviour lives in a Go
+// closure rather than in the tree).
+var ErrNotPushable = errors.New("expr: not pushable to the stores")
+
+// ErrBadPB is returned by FromPB for a malformed tree.
+var ErrBadPB = errors.New("expr: malformed serialized expression")
+
+// Pushable reports whether ToPB can serialize e.
+func Pushable(e Expr) bool {
+	_, err := ToPB(e)
+	return err == nil
+}
+
+// ToPB serializes a compiled expression for a coprocessor request. The
+// tree FromPB rebuilds evaluates exactly as e does (same nodes, same static
+// types), so the stores and the SQL node share one implementation.
+func ToPB(e Expr) (*pb.Expr, error) {
+	kids := func(es ...Expr) ([]*pb.Expr, error) {
+		out := make([]*pb.Expr, len(es))
+		for i, x := range es {
+			p, err := ToPB(x)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = p
+		}
+		return out, nil
+	}
+	var (
+		n   = &pb.Expr{}
+		err error
+	)
+	switch x := e.(type) {
+	case *Constant:
+		n.Tp, n.Val, n.Ft = pb.ExprType_ExprConstant, DatumToPB(x.Value), FieldTypeToPB(x.Ft)
+	case *Column:
+		n.Tp, n.Offset, n.Ft = pb.ExprType_ExprColumn, int64(x.Offset), FieldTypeToPB(x.Ft)
+	case *compareExpr:
+		n.Tp, n.Op, n.ByBytes = pb.ExprType_ExprCompare, int32(x.op), x.byBytes
+		n.Children, err = kids(x.l, x.r)
+	case *logicExpr:
+		n.Tp, n.Op = pb.ExprType_ExprLogic, int32(x.op)
+		n.Children, err = kids(x.l, x.r)
+	case *notExpr:
+		n.Tp = pb.ExprType_ExprNot
+		n.Children, err = kids(x.e)
+	case *isNullExpr:
+		n.Tp, n.Not = pb.ExprType_ExprIsNull, x.not
+		n.Children, err = kids(x.e)
+	case *isTruthExpr:
+		n.Tp, n.Not, n.Truth = pb.ExprType_ExprIsTruth, x.not, x.truth
+		n.Children, err = kids(x.e)
+	case *inExpr:
+		n.Tp, n.Not, n.ByBytes = pb.ExprType_ExprIn, x.not, x.byBytes
+		n.Children, err = kids(append([]Expr{x.e}, x.list...)...)
+	case *arithExpr:
+		n.Tp, n.Op, n.Ft, n.Dec = pb.ExprType_ExprArith, int32(x.op), FieldTypeToPB(x.ft), x.dec
+		n.Children, err = kids(x.l, x.r)
+	case *negExpr:
+		n.Tp = pb.ExprType_ExprNeg
+		n.Children, err = kids(x.e)
+	case *likeExpr:
+		n.Tp, n.Not, n.Escape = pb.ExprType_ExprLike, x.not, uint32(x.escape)
+		n.Children, err = kids(x.e, x.pat)
+	case *caseExpr:
+		n.Tp, n.Ft, n.ByBytes = pb.ExprType_ExprCase, FieldTypeToPB(x.ft), x.byBytes
+		list := []Expr{x.value}
+		if x.value == nil {
+			list[0] = &Constant{}
+		}
+		n.HasValue = x.value != nil
+		for i := range x.whens {
+			list = append(list, x.whens[i], x.thens[i])
+		}
+		if x.els != nil {
+			n.HasElse = true
+			list = append(list, x.els)
+		}
+		n.Children, err = kids(list...)
+	default:
+		return nil, fmt.Errorf("%w: %T", ErrNotPushable, e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// FromPB rebuilds the expression ToPB serialized. width is the row width
+// the expression will be evaluated on: a column offset outside it is
+// ErrBadPB (never a panic on a store).
+func FromPB(n *pb.Expr, width int) (Expr, error) {
+	if n == nil {
+		return nil, fmt.Errorf("%w: missing node", ErrBadPB)
+	}
+	ch := make([]Expr, len(n.Children))
+	for i, c := range n.Children {
+		e, err := FromPB(c, width)
+		if err != nil {
+			return nil, err
+		}
+		ch[i] = e
+	}
+	arity := func(k int) error {
+		if len(ch) != k {
+			return fmt.Errorf("%w: %v with %d operands", ErrBadPB, n.Tp, len(ch))
+		}
+		return nil
+	}
+	op := opcode.Op(n.Op)
+	switch n.Tp {
+	case pb.ExprType_ExprConstant:
+		d, err := DatumFromPB(n.Val)
+		return &Constant{Value: d, Ft: FieldTypeFromPB(n.Ft)}, err
+	case pb.ExprType_ExprColumn:
+		if n.Offset < 0 || n.Offset >= int64(width) {
+			return nil, fmt.Errorf("%w: column offset %d outside a row of %d", ErrBadPB, n.Offset, width)
+		}
+		return &Column{Offset: int(n.Offset), Ft: FieldTypeFromPB(n.Ft)}, nil
+	case pb.ExprType_ExprCompare:
+		switch op {
+		case opcode.EQ, opcode.NE, opcode.LT, opcode.LE, opcode.GT, opcode.GE, opcode.NullEQ:
+		default:
+			return nil, fmt.Errorf("%w: comparison %v", ErrBadPB, op)
+		}
+		if err := arity(2); err != nil {
+			return nil, err
+		}
+		return &compareExpr{op: op, l: ch[0], r: ch[1], byBytes: n.ByBytes}, nil
+	case pb.ExprType_ExprLogic:
+		if op != opcode.LogicAnd && op != opcode.LogicOr && op != opcode.LogicXor {
+			return nil, fmt.Errorf("%w: logic operator %v", ErrBadPB, op)
+		}
+		if err := arity(2); err != nil {
+			return nil, err
+		}
+		return &logicExpr{op: op, l: ch[0], r: ch[1]}, nil
+	case pb.ExprType_ExprNot:
+		if err := arity(1); err != nil {
+			return nil, err
+		}
+		return &notExpr{e: ch[0]}, nil
+	case pb.ExprType_ExprIsNull:
+		if err := arity(1); err != nil {
+			return nil, err
+		}
+		return &isNullExpr{e: ch[0], not: n.Not}, nil
+	case pb.ExprType_ExprIsTruth:
+		if err := arity(1); err != nil {
+			return nil, err
+		}
+		return &isTruthExpr{e: ch[0], not: n.Not, truth: n.Truth}, nil
+	case pb.ExprType_ExprIn:
+		if len(ch) < 1 {
+			return nil, fmt.Errorf("%w: IN without operand", ErrBadPB)
+		}
+		return &inExpr{e: ch[0], list: ch[1:], not: n.Not, byBytes: n.ByBytes}, nil
+	case pb.ExprType_ExprArith:
+		switch op {
+		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.IntDiv, opcode.Mod:
+		default:
+			return nil, fmt.Errorf("%w: arithmetic operator %v", ErrBadPB, op)
+		}
+		if err := arity(2); err != nil {
+			return nil, err
+		}
+		return &arithExpr{op: op, l: ch[0], r: ch[1], ft: FieldTypeFromPB(n.Ft), dec: n.Dec}, nil
+	case pb.ExprType_ExprNeg:
+		if err := arity(1); err != nil {
+			return nil, err
+		}
+		return &negExpr{e: ch[0]}, nil
+	case pb.ExprType_ExprLike:
+		if err := arity(2); err != nil {
+			return nil, err
+		}
+		return &likeExpr{e: ch[0], pat: ch[1], escape: byte(n.Escape), not: n.Not}, nil
+	case pb.ExprType_ExprCase:
+		if len(ch) < 1 || (len(ch)-1-b2i(n.HasElse))%2 != 0 || len(ch)-1-b2i(n.HasElse) < 0 {
+			return nil, fmt.Errorf("%w: CASE with %d operands", ErrBadPB, len(ch))
+		}
+		c := &caseExpr{ft: FieldTypeFromPB(n.Ft), byBytes: n.ByBytes}
+		if n.HasValue {
+			c.value = ch[0]
+		}
+		rest := ch[1:]
+		if n.HasElse {
+			c.els = rest[len(rest)-1]
+			rest = rest[:len(rest)-1]
+		}
+		for i := 0; i < len(rest); i += 2 {
+			c.whens = append(c.whens, rest[i])
+			c.thens = append(c.thens, rest[i+1])
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("%w: node type %v", ErrBadPB, n.Tp)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// FieldTypeToPB converts a field type for the wire.
+func FieldTypeToPB(ft types.FieldType) *pb.FieldType {
+	return &pb.FieldType{Tp: uint32(ft.Tp), Flen: int64(ft.Flen), Decimal: int64(ft.Decimal), Flag: uint64(ft.Flag), Elems: ft.Elems}
+}
+
+// FieldTypeFromPB is the inverse of FieldTypeToPB (nil: the zero type).
+func FieldTypeFromPB(p *pb.FieldType) types.FieldType {
+	return types.FieldType{Tp: byte(p.GetTp()), Flen: int(p.GetFlen()), Decimal: int(p.GetDecimal()), Flag: uint(p.GetFlag()), Elems: p.GetElems()}
+}
+
+// DatumToPB converts a datum for the wire.
+func DatumToPB(d Datum) *pb.Datum {
+	switch d.Kind() {
+	case tablecodec.KindInt64, tablecodec.KindUint64:
+		return &pb.Datum{Kind: uint32(d.Kind()), N: d.Uint64()}
+	case tablecodec.KindFloat64:
+		return &pb.Datum{Kind: uint32(d.Kind()), N: d.Uint64()}
+	case tablecodec.KindBytes:
+		b := d.Bytes()
+		if b == nil {
+			b = []byte{}
+		}
+		return &pb.Datum{Kind: uint32(d.Kind()), B: b}
+	}
+	return &pb.Datum{}
+}
+
+// DatumFromPB is the inverse of DatumToPB (nil: NULL).
+func DatumFromPB(p *pb.Datum) (Datum, error) {
+	switch tablecodec.Kind(p.GetKind()) {
+	case tablecodec.KindNull:
+		return tablecodec.NullDatum, nil
+	case tablecodec.KindInt64:
+		return tablecodec.NewInt(int64(p.GetN())), nil
+	case tablecodec.KindUint64:
+		return tablecodec.NewUint(p.GetN()), nil
+	case tablecodec.KindFloat64:
+		return tablecodec.NewFloat(math.Float64frombits(p.GetN())), nil
+	case tablecodec.KindBytes:
+		b := p.GetB()
+		if b == nil {
+			b = []byte{}
+		}
+		return tablecodec.NewBytes(b), nil
+	}
+	return tablecodec.NullDatum, fmt.Errorf("%w: datum kind %d", ErrBadPB, p.GetKind())
+}
