@@ -115,6 +115,8 @@ type peer struct {
 	lastHB       time.Time // when the last region heartbeat was queued
 
 	isLeader bool
+	// leaderTerm is the term isLeader was last reported for (TxnHooks).
+	leaderTerm uint64
 	leaderID uint64
 
 	unassigned  map[uint64]*proposal // proposed, index not yet known

@@ -1312,10 +1312,18 @@ func (s *Store) handleSoftState(readies []peerReady) {
 		st := r.p.rn.BasicStatus()
 		r.p.syncLease(&st)
 		ss := r.rd.SoftState
+		p := r.p
+		if p.isLeader && st.RaftState == raft.StateLeader && st.GetTerm() != p.leaderTerm {
+			// Re-elected in a later term between two Readies (no
+			// SoftState change to see): what the old term's leadership
+			// kept in memory is void all the same.
+			s.leaderChanged(p.region.GetId(), false)
+			s.leaderChanged(p.region.GetId(), true)
+			p.leaderTerm = st.GetTerm()
+		}
 		if ss == nil {
 			continue
 		}
-		p := r.p
 		wasLeader := p.isLeader
 		p.leaderID = ss.Lead
 		p.isLeader = ss.RaftState == raft.StateLeader
@@ -1323,6 +1331,7 @@ func (s *Store) handleSoftState(readies []peerReady) {
 			p.steppedDown = s.now()
 		}
 		if p.isLeader != wasLeader {
+			p.leaderTerm = st.GetTerm()
 			s.leaderChanged(p.region.GetId(), p.isLeader)
 			s.meta.setLeader(p.region.GetId(), p.isLeader)
 			s.log.Info("leadership changed", "region", p.region.GetId(), "leader", p.isLeader, "lead", ss.Lead)
