@@ -71,12 +71,11 @@ func (st *aggState) add(spec *planner.AggSpec, row []datum, keyBuf []byte) ([]by
 		f, _ := types.ToFloat(v)
 		st.sumF += f
 	case ast.AggFuncMax, ast.AggFuncMin:
-		byBytes := spec.Arg.Type().Class() == types.ClassString || spec.Arg.Type().Class() == types.ClassTime
 		if !st.has {
 			st.v, st.has = v, true
 			return keyBuf, nil
 		}
-		c := expr.Compare(v, st.v, byBytes)
+		c := expr.CompareAs(v, st.v, spec.Arg.Type())
 		if (spec.Fn == ast.AggFuncMax && c > 0) || (spec.Fn == ast.AggFuncMin && c < 0) {
 			st.v = v
 		}

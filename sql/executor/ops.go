@@ -189,10 +189,9 @@ func (o *sortOp) Open(ctx context.Context) error {
 	if err := o.child.Open(ctx); err != nil {
 		return err
 	}
-	byBytes := make([]bool, len(o.keys))
+	kts := make([]types.FieldType, len(o.keys))
 	for j, k := range o.keys {
-		c := k.E.Type().Class()
-		byBytes[j] = c == types.ClassString || c == types.ClassTime
+		kts[j] = k.E.Type()
 	}
 	cmp := func(a, b keyedRow) int {
 		for j, k := range o.keys {
@@ -205,7 +204,7 @@ func (o *sortOp) Open(ctx context.Context) error {
 			case y.IsNull():
 				c = 1
 			default:
-				c = expr.Compare(x, y, byBytes[j])
+				c = expr.CompareAs(x, y, kts[j])
 			}
 			if k.Desc {
 				c = -c

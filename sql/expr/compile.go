@@ -77,7 +77,7 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		}
 		switch x.Op {
 		case opcode.EQ, opcode.NE, opcode.LT, opcode.LE, opcode.GT, opcode.GE, opcode.NullEQ:
-			return &compareExpr{op: x.Op, l: l, r: r, byBytes: stringish(l.Type()) && stringish(r.Type())}, nil
+			return newCompare(x.Op, l, r), nil
 		case opcode.LogicAnd, opcode.LogicOr, opcode.LogicXor:
 			return &logicExpr{op: x.Op, l: l, r: r}, nil
 		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.IntDiv, opcode.Mod:
@@ -118,13 +118,14 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		in := &inExpr{e: e, not: x.Not, byBytes: stringish(e.Type())}
+		in := &inExpr{e: e, not: x.Not, byBytes: stringish(e.Type()), dur: e.Type().Tp == mysql.TypeDuration}
 		for _, item := range x.List {
 			ie, err := Compile(item, c)
 			if err != nil {
 				return nil, err
 			}
 			in.byBytes = in.byBytes && stringish(ie.Type())
+			in.dur = in.dur && durationOperands(e.Type(), ie.Type())
 			in.list = append(in.list, ie)
 		}
 		return in, nil
@@ -141,10 +142,7 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		bb := stringish(e.Type()) && stringish(lo.Type()) && stringish(hi.Type())
-		var res Expr = &logicExpr{op: opcode.LogicAnd,
-			l: &compareExpr{op: opcode.GE, l: e, r: lo, byBytes: bb},
-			r: &compareExpr{op: opcode.LE, l: e, r: hi, byBytes: bb}}
+		var res Expr = &logicExpr{op: opcode.LogicAnd, l: newCompare(opcode.GE, e, lo), r: newCompare(opcode.LE, e, hi)}
 		if x.Not {
 			res = &notExpr{e: res}
 		}
@@ -302,6 +300,19 @@ func (c *Ctx) compileCase(x *ast.CaseExpr) (Expr, error) {
 	}
 	ce.ft = unify(resTypes)
 	return ce, nil
+}
+
+// newCompare compiles `l op r`: strings (and temporals) compare bytewise,
+// a TIME with a TIME or a string as durations, anything else as numbers.
+func newCompare(op opcode.Op, l, r Expr) *compareExpr {
+	lt, rt := l.Type(), r.Type()
+	return &compareExpr{op: op, l: l, r: r, byBytes: stringish(lt) && stringish(rt), dur: durationOperands(lt, rt)}
+}
+
+// durationOperands: one side is a TIME and the other a TIME or a string.
+func durationOperands(lt, rt types.FieldType) bool {
+	return (lt.Tp == mysql.TypeDuration && (rt.Tp == mysql.TypeDuration || rt.Class() == types.ClassString)) ||
+		(rt.Tp == mysql.TypeDuration && lt.Class() == types.ClassString)
 }
 
 // UnifyTypes is the result type of values of several types (CASE, COALESCE,

@@ -113,6 +113,26 @@ func Compare(a, b Datum, byBytes bool) int {
 	return cmp3(fa < fb, fa > fb)
 }
 
+// CompareAs compares two non-NULL values of type ft (ORDER BY keys,
+// MIN/MAX): TIME values as durations (their text does not order negative
+// or 100+ hour values), ENUM values by member position as MySQL sorts
+// them; everything else as Compare with ft's byBytes.
+func CompareAs(a, b Datum, ft types.FieldType) int {
+	switch ft.Tp {
+	case mysql.TypeDuration:
+		if x, ok := types.ParseDuration(string(types.AppendText(nil, a, nil))); ok {
+			if y, ok := types.ParseDuration(string(types.AppendText(nil, b, nil))); ok {
+				return cmp3(x < y, x > y)
+			}
+		}
+	case mysql.TypeEnum:
+		if x, y := types.EnumIndex(ft, a), types.EnumIndex(ft, b); x >= 0 && y >= 0 {
+			return cmp3(x < y, x > y)
+		}
+	}
+	return Compare(a, b, stringish(ft))
+}
+
 func cmp3(lt, gt bool) int {
 	if lt {
 		return -1
@@ -128,6 +148,7 @@ type compareExpr struct {
 	op      opcode.Op
 	l, r    Expr
 	byBytes bool
+	dur     bool // a TIME compared with a TIME or a string: as durations
 }
 
 func (e *compareExpr) Type() types.FieldType { return boolT }
@@ -152,7 +173,12 @@ func (e *compareExpr) Eval(row []Datum) (Datum, error) {
 		}
 		return tablecodec.NullDatum, nil
 	}
-	c := Compare(a, b, e.byBytes)
+	var c int
+	if e.dur {
+		c = CompareAs(a, b, types.FieldType{Tp: mysql.TypeDuration})
+	} else {
+		c = Compare(a, b, e.byBytes)
+	}
 	switch e.op {
 	case opcode.EQ, opcode.NullEQ:
 		return boolDatum(c == 0), nil
@@ -277,6 +303,7 @@ type inExpr struct {
 	list    []Expr
 	not     bool
 	byBytes bool
+	dur     bool // a TIME against TIMEs or strings: as durations
 }
 
 func (e *inExpr) Type() types.FieldType { return boolT }
@@ -296,7 +323,7 @@ func (e *inExpr) Eval(row []Datum) (Datum, error) {
 			sawNull = true
 			continue
 		}
-		if Compare(a, b, e.byBytes) == 0 {
+		if e.dur && CompareAs(a, b, types.FieldType{Tp: mysql.TypeDuration}) == 0 || !e.dur && Compare(a, b, e.byBytes) == 0 {
 			return boolDatum(!e.not), nil
 		}
 	}

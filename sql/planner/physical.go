@@ -7,6 +7,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/format"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
@@ -490,7 +491,9 @@ func (b *builder) tableReader(src *Source, ranges []HandleRange, rows float64, c
 
 // sortable reports whether index order on the column is the order ORDER BY
 // compares it in.
-func sortable(ft types.FieldType) bool { return domainOf(ft) != domainNone }
+// sortable reports whether an index's key order is the column's ORDER BY
+// order (not for ENUM, which sorts by member position).
+func sortable(ft types.FieldType) bool { return ft.Tp != mysql.TypeEnum && domainOf(ft) != domainNone }
 
 func (b *builder) indexPath(rg *ranger, src *Source, ix *catalog.IndexInfo, conds []ast.ExprNode, needed []bool, req *orderReq, limit uint64, forced bool) *accessPath {
 	cols := make([]int, len(ix.Columns))

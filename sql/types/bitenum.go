@@ -172,3 +172,18 @@ func (ft FieldType) convertEnum(d Datum) (Datum, error) {
 	}
 	return ft.convertEnum(tablecodec.NewUint(mask))
 }
+
+// EnumIndex is the position of an ENUM value among ft's members (-1 when
+// it is not one).
+func EnumIndex(ft FieldType, d Datum) int {
+	if d.Kind() != tablecodec.KindBytes {
+		return -1
+	}
+	v := string(d.Bytes())
+	for i, e := range ft.Elems {
+		if e == v {
+			return i
+		}
+	}
+	return -1
+}
