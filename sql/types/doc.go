@@ -8,9 +8,9 @@
 // blobs, DECIMAL (canonical text, e.g. "12.30" for DECIMAL(5,2)),
 // DATE/DATETIME/TIMESTAMP (canonical text, e.g. "2024-01-02 03:04:05"), TIME
 // ("-12:34:56.5" with the column's fsp digits) and ENUM/SET (the members'
-// text as the column spells them) are Bytes. TIME, ENUM and SET compare as
-// their text: ORDER BY on them is not MySQL's (negative or 100+ hour TIMEs,
-// ENUM by member index).
+// text as the column spells them) are Bytes. Sorting and comparing TIME
+// parses the durations and ENUM sorts by member position (expr.CompareAs);
+// SET sorts as its text, not by its bit value as in MySQL.
 //
 // Everything here is pure and safe for concurrent use.
 package types
