@@ -356,12 +356,18 @@ func isInitialMsg(t raftpb.MessageType) bool {
 
 // maybeCreatePeer handles a raft message for a region this store has no
 // peer of. It creates an uninitialized peer when the region was
-// conf-changed (regions never conf-changed come from PD's store heartbeat
-// with their shared initial state), the message is one a leader or
-// candidate sends, no tombstone of a newer configuration exists here and
-// no local region overlaps its range. It reports whether it created one.
+// conf-changed or split off another (only the bootstrap region, never
+// changed, comes from PD's store heartbeat with its shared initial state),
+// the message is one a leader or candidate sends, no tombstone of a newer
+// configuration exists here and no local region overlaps its range. A
+// region split off one this store hosts is created by applying the split
+// while the parent still overlaps it; once the parent here was replaced by
+// a snapshot taken after the split (this replica lagged past log GC), the
+// parent no longer overlaps and the split-off region's replica here starts
+// empty and is filled by a snapshot. It reports whether it created one.
 func (s *Store) maybeCreatePeer(rm *raft_serverpb.RaftMessage, msg *raftpb.Message) bool {
-	if rm.GetRegionEpoch().GetConfVer() <= 1 || !isInitialMsg(msg.GetType()) || rm.GetToPeer().GetStoreId() != s.id {
+	e := rm.GetRegionEpoch()
+	if (e.GetConfVer() <= 1 && e.GetVersion() <= 1) || !isInitialMsg(msg.GetType()) || rm.GetToPeer().GetStoreId() != s.id {
 		return false
 	}
 	rid := rm.GetRegionId()

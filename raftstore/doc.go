@@ -308,10 +308,10 @@
 // StaleCommand) or, if it was overwritten locally, until the undetermined
 // timeout; a request that gives up earlier (context, stop) has an
 // undetermined outcome. No merges, hibernation of idle
-// regions, or async apply pool: apply runs in the loop. A replica that
+// regions, or async apply pool: apply runs in the loop. (A replica that
 // lagged past log GC across a split installs the shrunk region from a
-// snapshot and does not host the regions split off (PD's store heartbeat
-// does not create split-born regions: an empty replica would accept their
-// log without the data from before the split); PD's replica repair has to
-// replace it.
+// snapshot; the regions split off are then created here by their leaders'
+// raft messages as uninitialized peers and filled by snapshots too, never
+// from PD's initial state, which would accept their log without the data
+// from before the split: maybeCreatePeer.)
 package raftstore

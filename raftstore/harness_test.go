@@ -32,7 +32,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
@@ -77,6 +76,34 @@ type harness struct {
 	// fs holds each store's crashable in-memory file system when the
 	// harness simulates crashes (newCrashHarness); nil: temp dirs.
 	fs map[uint64]*vfs.MemFS
+	// logs keeps the stores' last log lines, printed when the test fails.
+	logs *logRing
+}
+
+// logRing is an io.Writer keeping the last lines written to it.
+type logRing struct {
+	mu    sync.Mutex
+	lines []string
+	next  int
+}
+
+func (l *logRing) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	const keep = 3000
+	if len(l.lines) < keep {
+		l.lines = append(l.lines, string(b))
+	} else {
+		l.lines[l.next] = string(b)
+		l.next = (l.next + 1) % keep
+	}
+	return len(b), nil
+}
+
+func (l *logRing) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(append(slices.Clone(l.lines[l.next:]), l.lines[:l.next]...), "")
 }
 
 // newHarness opens n stores and bootstraps one region (the whole key
@@ -100,7 +127,7 @@ func startHarness(t *testing.T, defaultSeed uint64, n int, tune func(*Config), c
 	t.Logf("harness seed %d (replay: go test ./raftstore -run '^%s$' -harness.seed %d)", seed, t.Name(), seed)
 	h := &harness{
 		t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		pd: newFakePD(), stores: map[uint64]*Store{}, dirs: map[uint64]string{}, tune: tune,
+		pd: newFakePD(), stores: map[uint64]*Store{}, dirs: map[uint64]string{}, tune: tune, logs: &logRing{},
 	}
 	h.clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	h.net = &memNet{h: h}
@@ -130,6 +157,9 @@ func startHarness(t *testing.T, defaultSeed uint64, n int, tune func(*Config), c
 		h.ids = append(h.ids, s.id)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last store log lines:\n%s", h.logs)
+		}
 		for _, id := range h.ids {
 			if s := h.stores[id]; s != nil {
 				_ = s.Close()
@@ -156,7 +186,7 @@ func (h *harness) openOn(dir string, fs *vfs.MemFS) *Store {
 	cfg := Config{
 		DataDir: dir, RaftTick: harnessTick, ElectionTicks: 10, HeartbeatTicks: 2,
 		StoreHeartbeatInterval: time.Second, SplitCheckInterval: -1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
 		clock:  h.now, net: h.net, manual: true,
 	}
 	if fs != nil {
@@ -180,11 +210,14 @@ func (h *harness) stop(id uint64) {
 
 // crash kills store id as kill -9 would: its file system keeps what was
 // synced and a seeded share of what was not (newCrashHarness only).
-func (h *harness) crash(id uint64) {
+func (h *harness) crash(id uint64) { h.crashKeeping(id, h.rng.IntN(101)) }
+
+// crashKeeping is crash keeping percent % of the unsynced writes.
+func (h *harness) crashKeeping(id uint64, percent int) {
 	fs := h.fs[id]
 	require.NotNil(h.t, fs, "crash needs newCrashHarness")
 	clone := fs.CrashClone(vfs.CrashCloneCfg{
-		UnsyncedDataPercent: h.rng.IntN(101),
+		UnsyncedDataPercent: percent,
 		RNG:                 rand.New(rand.NewPCG(h.rng.Uint64(), h.rng.Uint64())),
 	})
 	s := h.stores[id]

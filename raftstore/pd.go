@@ -77,7 +77,8 @@ func (s *Store) storeHeartbeat() {
 // born from a split (version above 1) that this store does not host: its
 // parent here was replaced by a snapshot taken after the split (the
 // replica lagged past log GC), so the data before the split is not here
-// either; the region stays without this replica until PD repairs it.
+// either; the region's leader creates this replica with a raft message
+// and fills it with a snapshot (maybeCreatePeer).
 func (s *Store) maybeCreateRegion(r *metapb.Region) error {
 	if s.meta.has(r.GetId()) {
 		return nil

@@ -428,3 +428,27 @@ type receivedSnap struct {
 	rm  *raft_serverpb.RaftMessage
 	msg *raftpb.Message
 }
+
+// snapshotOverlaps reports whether the region a received snapshot carries
+// overlaps another region hosted here (TiKV's check_snapshot): installing
+// it would wipe that region's data. The snapshot is dropped; the leader
+// sends another once this store has caught up (e.g. applied the split, or
+// the other peer was destroyed).
+func (s *Store) snapshotOverlaps(p *peer, msg *raftpb.Message) bool {
+	rb, _, err := snapField(msg.GetSnapshot().GetData())
+	if err != nil {
+		return false // writeSnapshot reports the corruption
+	}
+	region := &metapb.Region{}
+	if err := proto.Unmarshal(rb, region); err != nil {
+		return false
+	}
+	for _, o := range s.meta.overlapping(region.GetStartKey(), region.GetEndKey()) {
+		if o.GetId() != p.region.GetId() {
+			snapshotsTotal.WithLabelValues("dropped_overlap").Inc()
+			s.log.Info("snapshot overlaps a local region; dropped until it is gone", "region", region.GetId(), "local", o.GetId())
+			return true
+		}
+	}
+	return false
+}

@@ -856,7 +856,7 @@ func (s *Store) iterate(tick bool) bool {
 		s.stepRaftMessage(rm)
 	}
 	for _, rs := range m.snaps {
-		if p := s.peers[rs.rm.GetRegionId()]; p != nil && rs.rm.GetToPeer().GetId() == p.meta.GetId() {
+		if p := s.peers[rs.rm.GetRegionId()]; p != nil && rs.rm.GetToPeer().GetId() == p.meta.GetId() && !s.snapshotOverlaps(p, rs.msg) {
 			s.stepMessage(p, rs.rm, rs.msg)
 		}
 	}
@@ -1359,7 +1359,11 @@ func (s *Store) persist(readies []peerReady) {
 	nEntries, nRegions := 0, 0
 	mustSync := false
 	for _, r := range readies {
-		mustSync = mustSync || r.rd.MustSync
+		// raft's MustSync ignores a snapshot, but once it is applied raft
+		// acknowledges it (MsgAppResp at its index): it must be durable
+		// first, or a crash leaves the leader counting entries this
+		// replica lost (found by TestHarnessChaos).
+		mustSync = mustSync || r.rd.MustSync || (r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot))
 		if len(r.rd.Entries) > 0 || r.rd.HardState != nil {
 			nRegions++
 		}
