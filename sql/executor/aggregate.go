@@ -46,6 +46,12 @@ func (st *aggState) add(spec *planner.AggSpec, row []datum, keyBuf []byte) ([]by
 		}
 		st.seen[string(keyBuf)] = struct{}{}
 	}
+	st.addValue(spec, v)
+	return keyBuf, nil
+}
+
+// addValue adds one non-NULL argument value.
+func (st *aggState) addValue(spec *planner.AggSpec, v datum) {
 	st.count++
 	switch spec.Fn {
 	case ast.AggFuncSum, ast.AggFuncAvg:
@@ -53,7 +59,7 @@ func (st *aggState) add(spec *planner.AggSpec, row []datum, keyBuf []byte) ([]by
 			s := st.sumI + v.Int64()
 			if (s > st.sumI) == (v.Int64() > 0) {
 				st.sumI = s
-				return keyBuf, nil
+				return
 			}
 		}
 		if spec.Ft.Class() == types.ClassDecimal {
@@ -63,7 +69,7 @@ func (st *aggState) add(spec *planner.AggSpec, row []datum, keyBuf []byte) ([]by
 			if x, ok := types.ToDecimal(v); ok {
 				st.dec = st.dec.Add(x)
 			}
-			return keyBuf, nil
+			return
 		}
 		if !st.isFloat {
 			st.isFloat, st.sumF = true, float64(st.sumI)
@@ -73,14 +79,42 @@ func (st *aggState) add(spec *planner.AggSpec, row []datum, keyBuf []byte) ([]by
 	case ast.AggFuncMax, ast.AggFuncMin:
 		if !st.has {
 			st.v, st.has = v, true
-			return keyBuf, nil
+			return
 		}
 		c := expr.CompareAs(v, st.v, spec.Arg.Type())
 		if (spec.Fn == ast.AggFuncMax && c > 0) || (spec.Fn == ast.AggFuncMin && c < 0) {
 			st.v = v
 		}
 	}
-	return keyBuf, nil
+}
+
+// merge adds the partial states a store computed for spec
+// (coprocessorpb.Aggregation: COUNT → count, SUM → sum or NULL, MIN/MAX →
+// the value or NULL, AVG → count and sum) and returns the rest of part.
+func (st *aggState) merge(spec *planner.AggSpec, part []datum) []datum {
+	switch spec.Fn {
+	case ast.AggFuncCount:
+		st.count += part[0].Int64()
+		return part[1:]
+	case ast.AggFuncAvg:
+		if n := part[0].Int64(); n > 0 && !part[1].IsNull() {
+			st.addValue(spec, part[1])
+			st.count += n - 1
+		}
+		return part[2:]
+	}
+	if !part[0].IsNull() {
+		st.addValue(spec, part[0])
+	}
+	return part[1:]
+}
+
+// partialWidth is how many values the partial state of spec takes.
+func partialWidth(spec *planner.AggSpec) int {
+	if spec.Fn == ast.AggFuncAvg {
+		return 2
+	}
+	return 1
 }
 
 func (st *aggState) result(spec *planner.AggSpec) datum {

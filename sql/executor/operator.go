@@ -118,12 +118,15 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 		if x.Scan.CountOnly {
 			return &countOp{rc: rc, src: x.Scan.Src}, nil
 		}
-		return &tableReaderOp{rc: rc, scan: x.Scan}, nil
+		return &tableReaderOp{rc: rc, scan: x.Scan, conds: x.Conds}, nil
 	case *planner.IndexReader:
 		return &indexReaderOp{rc: rc, scan: x.Scan}, nil
 	case *planner.HashAgg:
 		if x.PushedCount { // the stores count: the reader below is not run
 			return &countOp{rc: rc, src: x.Children[0].(*planner.TableReader).Scan.Src}, nil
+		}
+		if x.PushedPartial { // the stores aggregate each region
+			return &partialAggOp{rc: rc, p: x, reader: x.Children[0].(*planner.TableReader)}, nil
 		}
 	case *planner.IndexLookUp:
 		return &indexLookUpOp{idx: indexReaderOp{rc: rc, scan: x.Index}}, nil

@@ -2,13 +2,17 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
 )
 
@@ -343,7 +347,7 @@ func (p *keyPager) fetch(ctx context.Context) error {
 	var n int
 	var last []byte
 	if p.cop != nil {
-		p.cop.Executors[1].Limit.Limit = uint64(page)
+		p.cop.Executors[len(p.cop.Executors)-1].Limit.Limit = uint64(page)
 		resps, err := p.rc.e.Store.Coprocessor(ctx, p.cop, []*kvrpcpb.KeyRange{{Start: start, End: end}}, p.rc.txn.StartTS())
 		if err != nil {
 			return err
@@ -389,6 +393,8 @@ func (p *keyPager) fetch(ctx context.Context) error {
 type tableReaderOp struct {
 	rc    *runCtx
 	scan  *planner.TableScan
+	conds []expr.Expr // pushed to the stores; applied here when reading directly
+	sel   *coprocessorpb.Executor
 	pager keyPager
 }
 
@@ -408,13 +414,64 @@ func (o *tableReaderOp) Open(context.Context) error {
 	o.pager.reverse = o.scan.Desc
 	o.pager.cop = nil
 	if !dirty && !o.scan.Desc {
-		o.pager.cop = &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{
-			{Tp: coprocessorpb.ExecType_TypeTableScan, TblScan: &coprocessorpb.TableScan{TableId: tid}},
-			{Tp: coprocessorpb.ExecType_TypeLimit, Limit: &coprocessorpb.Limit{}},
-		}}
+		ts := &coprocessorpb.TableScan{TableId: tid}
+		execs := []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeTableScan, TblScan: ts}}
+		if len(o.conds) > 0 {
+			if o.sel == nil {
+				sel, err := selectionPB(o.conds)
+				if err != nil {
+					return err
+				}
+				o.sel = sel
+			}
+			info, err := tableInfoPB(o.scan.Src.Table)
+			if err != nil {
+				return err
+			}
+			ts.TableInfo = info
+			execs = append(execs, o.sel)
+		}
+		o.pager.cop = &coprocessorpb.DAGRequest{Executors: append(execs,
+			&coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeLimit, Limit: &coprocessorpb.Limit{}})}
 	}
 	o.pager.reset(int(o.scan.Limit))
 	return nil
+}
+
+// selectionPB is the cop Selection of conds (the planner pushed them, so
+// every one serializes).
+func selectionPB(conds []expr.Expr) (*coprocessorpb.Executor, error) {
+	sel := &coprocessorpb.Selection{}
+	for _, c := range conds {
+		pc, err := expr.ToPB(c)
+		if err != nil {
+			return nil, fmt.Errorf("executor: pushed condition: %w", err)
+		}
+		sel.Conditions = append(sel.Conditions, pc)
+	}
+	return &coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeSelection, Selection: sel}, nil
+}
+
+// tableInfos caches the JSON schema sent with pushed-down scans: per table
+// id, the encoding of the latest TableInfo seen (immutable once published;
+// a schema change publishes a new one, which replaces it).
+var tableInfos sync.Map // int64 -> cachedInfo
+
+type cachedInfo struct {
+	t *catalog.TableInfo
+	b []byte
+}
+
+func tableInfoPB(t *catalog.TableInfo) ([]byte, error) {
+	if c, ok := tableInfos.Load(t.ID); ok && c.(cachedInfo).t == t {
+		return c.(cachedInfo).b, nil
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("executor: encode schema of %s: %w", t.Name, err)
+	}
+	tableInfos.Store(t.ID, cachedInfo{t: t, b: b})
+	return b, nil
 }
 
 func (o *tableReaderOp) Next(ctx context.Context, ck *Chunk) error {
@@ -424,8 +481,18 @@ func (o *tableReaderOp) Next(ctx context.Context, ck *Chunk) error {
 		if err != nil || !ok {
 			return err
 		}
-		if err := decodeRowInto(o.scan.Src, k, v, ck.alloc()); err != nil {
+		row := ck.alloc()
+		if err := decodeRowInto(o.scan.Src, k, v, row); err != nil {
 			return err
+		}
+		if len(o.conds) > 0 && o.pager.cop == nil {
+			ok, err := condAll(o.conds, row)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				ck.rows = ck.rows[:len(ck.rows)-1]
+			}
 		}
 	}
 	return nil

@@ -265,3 +265,23 @@ func DatumFromPB(p *pb.Datum) (Datum, error) {
 	}
 	return tablecodec.NullDatum, fmt.Errorf("%w: datum kind %d", ErrBadPB, p.GetKind())
 }
+
+// ReadsOnlyFrom reports whether e reads no column below offset from (it
+// is serializable and every Column it holds is at from or after). An
+// expression ToPB cannot serialize reports false.
+func ReadsOnlyFrom(e Expr, from int) bool {
+	n, err := ToPB(e)
+	return err == nil && columnsFrom(n, int64(from))
+}
+
+func columnsFrom(n *pb.Expr, from int64) bool {
+	if n.Tp == pb.ExprType_ExprColumn && n.Offset < from {
+		return false
+	}
+	for _, c := range n.Children {
+		if !columnsFrom(c, from) {
+			return false
+		}
+	}
+	return true
+}

@@ -88,6 +88,9 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		}
 		p, ordered = ap.plan, ap.ordered
 		lg.access = p
+		if r, ok := p.(*TableReader); ok && len(ap.residual) > 0 {
+			b.pushSelection(r, lg, ap, req, limit)
+		}
 		if len(ap.residual) > 0 {
 			sel := &Selection{BasePlan: b.base("Selection", ap.filteredRows, taskRoot, p), exprNodes: exprNodes{Src: lg.src}}
 			for _, i := range ap.residual {
@@ -108,6 +111,10 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		}
 	}
 	if lg.agg {
+		if r, ok := p.(*TableReader); ok && b.pushAgg(r, lg) {
+			root := &HashAgg{BasePlan: b.base("HashAgg", 1, taskRoot, r), Aggs: lg.aggs, Width: lg.width, PushedPartial: true}
+			return b.finish(lg, root, false)
+		}
 		est := 1.0
 		if len(lg.groupBy) > 0 {
 			est = math.Max(1, p.Base().EstRows*selectionFactor)
@@ -800,4 +807,84 @@ func SatAdd(a, b uint64) uint64 {
 		return s
 	}
 	return math.MaxUint64
+}
+
+// AllowPushdownVar is the session variable that switches pushing
+// operators to the stores (ON by default); OFF keeps every operator on the
+// SQL node, for comparison and as an escape hatch.
+const AllowPushdownVar = "strata_allow_pushdown"
+
+// pushdown reports whether operators may run on the stores.
+func (b *builder) pushdown() bool {
+	d, _, err := b.env.SysVar(AllowPushdownVar, false)
+	if err != nil {
+		return true
+	}
+	v, null := expr.IsTrue(d)
+	return v || null
+}
+
+// pushSelection moves the residual conditions of a table read into the
+// reader's cop task when the stores can evaluate every one of them (a
+// Selection between the scan and the reader, as TiDB draws it); a LIMIT
+// without a sort then goes down too.
+func (b *builder) pushSelection(r *TableReader, lg *logical, ap *accessPath, req *orderReq, limit uint64) {
+	if !b.pushdown() {
+		return
+	}
+	conds := make([]expr.Expr, 0, len(ap.residual))
+	nodes := make([]ast.ExprNode, 0, len(ap.residual))
+	for _, i := range ap.residual {
+		if !expr.Pushable(lg.condE[i]) {
+			return
+		}
+		conds = append(conds, lg.condE[i])
+		nodes = append(nodes, lg.conds[i])
+	}
+	sel := &Selection{BasePlan: b.base("Selection", ap.filteredRows, taskCop, r.Scan), Conds: conds, exprNodes: exprNodes{Src: lg.src, Nodes: nodes}}
+	r.Children = []Plan{sel}
+	r.Conds = conds
+	r.EstRows = ap.filteredRows
+	ap.residual = nil
+	if limit > 0 && (req == nil || r.Scan.KeepOrder) {
+		r.Scan.Limit = limit
+	}
+}
+
+// pushAgg moves an aggregation without GROUP BY under r into the stores as
+// partial aggregates (each region's COUNT/SUM/MIN/MAX/AVG states; the SQL
+// node merges them) when every argument is pushable and nothing above the
+// aggregation reads the group's first row (its source columns), which a
+// partial aggregation does not carry.
+func (b *builder) pushAgg(r *TableReader, lg *logical) bool {
+	if !b.pushdown() || len(lg.groupBy) > 0 || lg.lock || r.Scan.Limit > 0 {
+		return false
+	}
+	for _, a := range lg.aggs {
+		if a.Distinct || (a.Arg != nil && !expr.Pushable(a.Arg)) {
+			return false
+		}
+		switch a.Fn {
+		case ast.AggFuncCount, ast.AggFuncSum, ast.AggFuncAvg, ast.AggFuncMax, ast.AggFuncMin:
+		default:
+			return false
+		}
+	}
+	above := slices.Clone(lg.fields)
+	if lg.having != nil {
+		above = append(above, lg.having)
+	}
+	for _, k := range lg.order {
+		above = append(above, k.E)
+	}
+	for _, e := range above {
+		if !expr.ReadsOnlyFrom(e, lg.width) {
+			return false
+		}
+	}
+	cop := &HashAgg{BasePlan: b.base("HashAgg", 1, taskCop, r.Children[0]), Aggs: lg.aggs, Width: lg.width, exprNodes: exprNodes{Src: lg.src}}
+	r.Children = []Plan{cop}
+	r.Aggs = lg.aggs
+	r.EstRows = 1
+	return true
 }

@@ -170,6 +170,14 @@ type TableScan struct {
 type TableReader struct {
 	BasePlan
 	Scan *TableScan
+	// Conds are pushed to the stores (a cop[tikv] Selection between the
+	// scan and the reader). A reader that reads through the transaction
+	// instead (its own writes, READ COMMITTED) applies them itself.
+	Conds []expr.Expr
+	// Aggs, when set, are computed per region on the stores as partial
+	// states (a cop[tikv] HashAgg); the HashAgg above (PushedPartial)
+	// merges them.
+	Aggs []AggSpec
 }
 
 // IndexScan reads index entries in ranges.
@@ -226,6 +234,9 @@ type HashAgg struct {
 	// PushedCount: the child reads a count per region (CountOnly scan)
 	// and the aggregate sums them.
 	PushedCount bool
+	// PushedPartial: the child TableReader returns partial states of Aggs
+	// (no GROUP BY) and this aggregate merges them.
+	PushedPartial bool
 }
 
 // Sort orders rows by Keys (stable).

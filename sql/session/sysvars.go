@@ -90,6 +90,9 @@ var defaultSysVars = map[string]sysVar{
 	"tidb_enable_async_commit":        {"1", true},
 	"tidb_enable_1pc":                 {"1", true},
 	"tidb_skip_isolation_level_check": {"0", true},
+	// strata_allow_pushdown: selections, limits, top-N and partial
+	// aggregates run on the stores (sql/planner.AllowPushdownVar).
+	"strata_allow_pushdown": {"1", true},
 }
 
 // sysVarAliases are the pairs MySQL keeps equal (the tx_* names are the
@@ -108,7 +111,7 @@ var sysVarAliases = map[string]string{
 var globalSettable = map[string]bool{
 	"autocommit": true, "transaction_isolation": true, "tx_isolation": true, "transaction_read_only": true,
 	"tx_read_only": true, "tidb_txn_mode": true, "tidb_enable_async_commit": true, "tidb_enable_1pc": true,
-	"innodb_lock_wait_timeout": true, "tidb_skip_isolation_level_check": true,
+	"innodb_lock_wait_timeout": true, "tidb_skip_isolation_level_check": true, "strata_allow_pushdown": true,
 }
 
 var globals struct {
