@@ -55,7 +55,7 @@ func (x *run) accumulate() error {
 				st.v, st.has = cloneDatum(v), true
 				continue
 			}
-			c := expr.Compare(v, st.v, classIsBytes(f.arg.Type()))
+			c := expr.CompareAs(v, st.v, f.arg.Type())
 			if (f.tp == coprocessorpb.AggFuncType_Max && c > 0) || (f.tp == coprocessorpb.AggFuncType_Min && c < 0) {
 				st.v = cloneDatum(v)
 			}

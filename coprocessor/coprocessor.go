@@ -49,9 +49,9 @@ type aggFunc struct {
 }
 
 type sortKey struct {
-	e       expr.Expr
-	desc    bool
-	byBytes bool
+	e    expr.Expr
+	desc bool
+	ft   types.FieldType
 }
 
 // plan is a validated executor chain:
@@ -73,11 +73,6 @@ type plan struct {
 	// stage of each executor, for summaries: rows an executor produced are
 	// counted where it hands them on.
 	nexec int
-}
-
-func classIsBytes(ft types.FieldType) bool {
-	c := ft.Class()
-	return c == types.ClassString || c == types.ClassTime
 }
 
 func buildPlan(dag *coprocessorpb.DAGRequest) (plan, error) {
@@ -152,7 +147,7 @@ func buildPlan(dag *coprocessorpb.DAGRequest) (plan, error) {
 				if err != nil {
 					return p, err
 				}
-				p.topN = append(p.topN, sortKey{e: x, desc: by.GetDesc(), byBytes: classIsBytes(x.Type())})
+				p.topN = append(p.topN, sortKey{e: x, desc: by.GetDesc(), ft: x.Type()})
 			}
 			p.topK = int(min(tn.GetLimit(), 1<<30))
 			if p.topK == 0 {
@@ -401,7 +396,7 @@ func (x *run) cmpTop(a, b topRow) int {
 		case q.IsNull():
 			c = 1
 		default:
-			c = expr.Compare(p, q, k.byBytes)
+			c = expr.CompareAs(p, q, k.ft)
 		}
 		if k.desc {
 			c = -c

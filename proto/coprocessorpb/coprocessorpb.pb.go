@@ -1032,6 +1032,7 @@ type Expr struct {
 	Dec           bool                   `protobuf:"varint,11,opt,name=dec,proto3" json:"dec,omitempty"`
 	HasValue      bool                   `protobuf:"varint,12,opt,name=has_value,json=hasValue,proto3" json:"has_value,omitempty"`
 	HasElse       bool                   `protobuf:"varint,13,opt,name=has_else,json=hasElse,proto3" json:"has_else,omitempty"`
+	Dur           bool                   `protobuf:"varint,14,opt,name=dur,proto3" json:"dur,omitempty"` // Compare/In: a TIME against TIMEs or strings, as durations
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1153,6 +1154,13 @@ func (x *Expr) GetHasValue() bool {
 func (x *Expr) GetHasElse() bool {
 	if x != nil {
 		return x.HasElse
+	}
+	return false
+}
+
+func (x *Expr) GetDur() bool {
+	if x != nil {
+		return x.Dur
 	}
 	return false
 }
@@ -1425,7 +1433,7 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\x05Datum\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x04R\x01n\x12\f\n" +
-	"\x01b\x18\x03 \x01(\fR\x01b\"\xff\x02\n" +
+	"\x01b\x18\x03 \x01(\fR\x01b\"\x91\x03\n" +
 	"\x04Expr\x12'\n" +
 	"\x02tp\x18\x01 \x01(\x0e2\x17.coprocessorpb.ExprTypeR\x02tp\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12/\n" +
@@ -1440,7 +1448,8 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	" \x01(\rR\x06escape\x12\x10\n" +
 	"\x03dec\x18\v \x01(\bR\x03dec\x12\x1b\n" +
 	"\thas_value\x18\f \x01(\bR\bhasValue\x12\x19\n" +
-	"\bhas_else\x18\r \x01(\bR\ahasElse\"\x90\x01\n" +
+	"\bhas_else\x18\r \x01(\bR\ahasElse\x12\x10\n" +
+	"\x03dur\x18\x0e \x01(\bR\x03dur\"\x90\x01\n" +
 	"\x0fExecutorSummary\x12*\n" +
 	"\x11num_produced_rows\x18\x01 \x01(\x04R\x0fnumProducedRows\x12%\n" +
 	"\x0enum_iterations\x18\x02 \x01(\x04R\rnumIterations\x12*\n" +

@@ -50,7 +50,7 @@ func ToPB(e Expr) (*pb.Expr, error) {
 	case *Column:
 		n.Tp, n.Offset, n.Ft = pb.ExprType_ExprColumn, int64(x.Offset), FieldTypeToPB(x.Ft)
 	case *compareExpr:
-		n.Tp, n.Op, n.ByBytes = pb.ExprType_ExprCompare, int32(x.op), x.byBytes
+		n.Tp, n.Op, n.ByBytes, n.Dur = pb.ExprType_ExprCompare, int32(x.op), x.byBytes, x.dur
 		n.Children, err = kids(x.l, x.r)
 	case *logicExpr:
 		n.Tp, n.Op = pb.ExprType_ExprLogic, int32(x.op)
@@ -65,7 +65,7 @@ func ToPB(e Expr) (*pb.Expr, error) {
 		n.Tp, n.Not, n.Truth = pb.ExprType_ExprIsTruth, x.not, x.truth
 		n.Children, err = kids(x.e)
 	case *inExpr:
-		n.Tp, n.Not, n.ByBytes = pb.ExprType_ExprIn, x.not, x.byBytes
+		n.Tp, n.Not, n.ByBytes, n.Dur = pb.ExprType_ExprIn, x.not, x.byBytes, x.dur
 		n.Children, err = kids(append([]Expr{x.e}, x.list...)...)
 	case *arithExpr:
 		n.Tp, n.Op, n.Ft, n.Dec = pb.ExprType_ExprArith, int32(x.op), FieldTypeToPB(x.ft), x.dec
@@ -140,7 +140,7 @@ func FromPB(n *pb.Expr, width int) (Expr, error) {
 		if err := arity(2); err != nil {
 			return nil, err
 		}
-		return &compareExpr{op: op, l: ch[0], r: ch[1], byBytes: n.ByBytes}, nil
+		return &compareExpr{op: op, l: ch[0], r: ch[1], byBytes: n.ByBytes, dur: n.Dur}, nil
 	case pb.ExprType_ExprLogic:
 		if op != opcode.LogicAnd && op != opcode.LogicOr && op != opcode.LogicXor {
 			return nil, fmt.Errorf("%w: logic operator %v", ErrBadPB, op)
@@ -168,7 +168,7 @@ func FromPB(n *pb.Expr, width int) (Expr, error) {
 		if len(ch) < 1 {
 			return nil, fmt.Errorf("%w: IN without operand", ErrBadPB)
 		}
-		return &inExpr{e: ch[0], list: ch[1:], not: n.Not, byBytes: n.ByBytes}, nil
+		return &inExpr{e: ch[0], list: ch[1:], not: n.Not, byBytes: n.ByBytes, dur: n.Dur}, nil
 	case pb.ExprType_ExprArith:
 		switch op {
 		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.IntDiv, opcode.Mod:
