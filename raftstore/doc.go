@@ -52,8 +52,9 @@
 //     fsync of the entries proposed since);
 //  6. writes all their entries (deleting an overwritten log tail) and hard
 //     states in ONE Pebble batch, committed with Sync when any Ready has
-//     MustSync (group commit, at most one fsync per iteration across
-//     regions; a commit-index-only change is not synced);
+//     MustSync or installs a snapshot (raft acknowledges it; group commit,
+//     at most one fsync per iteration across regions; a commit-index-only
+//     change is not synced);
 //  7. sends every other message (votes, append responses, ...), one
 //     BatchRaftMessage per destination store;
 //  8. applies the remaining committed entries in one indexed batch together

@@ -552,7 +552,12 @@ func TestHarnessChaos(t *testing.T) {
 			require.Equal(t, v, value(t, s, k), "store %d key %s", s.id, k)
 		}
 	}
-	t.Logf("%d operations, %d keys acknowledged", len(ops), len(acked))
+	regions := 0
+	for _, r := range h.running()[0].meta.sorted() {
+		h.checkHash(r.GetId()) // through raft, on every replica
+		regions++
+	}
+	t.Logf("%d operations, %d keys acknowledged, %d regions hash equal", len(ops), len(acked), regions)
 }
 
 // TestHarnessSplitWhilePartitionedPastLogGC: a follower is partitioned
