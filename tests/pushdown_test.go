@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,8 @@ import (
 )
 
 // TestPushdownMatchesRoot: on random data in a table split into several
-// regions, queries whose filters, limits, top-N and aggregates the planner
+// regions, queries whose filters, limits, top-N (ties keep scan order on
+// both paths) and aggregates the planner
 // pushes to the stores (EXPLAIN shows them as cop[tikv]) return exactly
 // what the same queries return with strata_allow_pushdown=0, where every
 // operator runs on the SQL node.
@@ -70,6 +72,12 @@ func TestPushdownMatchesRoot(t *testing.T) {
 		{q: "SELECT id FROM t WHERE pad LIKE 'b%' ORDER BY id LIMIT 7", ordered: true, cop: []string{"Selection"}},
 		{q: "SELECT id FROM t WHERE k % 7 = 3 LIMIT 1000", cop: []string{"Selection"}},
 		{q: "SELECT COUNT(*), SUM(k) FROM t", cop: []string{"HashAgg"}},
+		{q: "SELECT id, c FROM t ORDER BY c LIMIT 10", ordered: true, cop: []string{"TopN"}},
+		{q: "SELECT id, k, d FROM t WHERE pad LIKE '%a%' ORDER BY k DESC, d LIMIT 5 OFFSET 3", ordered: true, cop: []string{"TopN", "Selection"}},
+		{q: "SELECT id, n FROM t ORDER BY n, k * 2 - id LIMIT 40", ordered: true, cop: []string{"TopN"}},
+		{q: "SELECT id FROM t ORDER BY k DESC, id LIMIT 6", ordered: true, cop: []string{"TopN"}},
+		{q: "SELECT id FROM t WHERE n > 0 ORDER BY k + 1, id LIMIT 6", ordered: true, cop: []string{"TopN", "Selection"}},
+		{q: "SELECT id, d FROM t WHERE id > 2000 ORDER BY d DESC LIMIT 25", ordered: true, cop: []string{"TopN", "TableRangeScan"}},
 		{q: "SELECT COUNT(*), SUM(d), AVG(k), MIN(c), MAX(c), MIN(f), MAX(d), COUNT(n), SUM(n), AVG(d) FROM t WHERE pad LIKE '%x%'", cop: []string{"HashAgg", "Selection"}},
 		{q: "SELECT COUNT(*) + 1, MAX(k) - MIN(k) FROM t WHERE id BETWEEN 700 AND 5000", cop: []string{"HashAgg", "TableRangeScan"}},
 		{q: "SELECT SUM(n), MIN(pad), AVG(n) FROM t WHERE n > 100", cop: []string{"HashAgg"}},
@@ -99,6 +107,25 @@ func TestPushdownMatchesRoot(t *testing.T) {
 		}
 		require.Equal(t, want, got, tc.q)
 	}
+	// A sort the access path cannot provide (mixed directions) comes
+	// before the LIMIT: the reader must not stop after 6 rows.
+	all := queryRows(t, off, "SELECT id, k FROM t")
+	slices.SortFunc(all, func(a, b []string) int {
+		ka, _ := strconv.Atoi(a[1])
+		kb, _ := strconv.Atoi(b[1])
+		ia, _ := strconv.Atoi(a[0])
+		ib, _ := strconv.Atoi(b[0])
+		if ka != kb {
+			return kb - ka
+		}
+		return ia - ib
+	})
+	var top6 [][]string
+	for _, r := range all[:6] {
+		top6 = append(top6, r[:1])
+	}
+	require.Equal(t, top6, queryRows(t, off, "SELECT id FROM t ORDER BY k DESC, id LIMIT 6"))
+	require.Equal(t, top6, queryRows(t, on, "SELECT id FROM t ORDER BY k DESC, id LIMIT 6"))
 	// Inside a transaction with its own writes the reader applies the
 	// pushed conditions itself.
 	tx, err := on.Begin()

@@ -118,7 +118,7 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 		if x.Scan.CountOnly {
 			return &countOp{rc: rc, src: x.Scan.Src}, nil
 		}
-		return &tableReaderOp{rc: rc, scan: x.Scan, conds: x.Conds}, nil
+		return &tableReaderOp{rc: rc, scan: x.Scan, conds: x.Conds, topN: x.TopN}, nil
 	case *planner.IndexReader:
 		return &indexReaderOp{rc: rc, scan: x.Scan}, nil
 	case *planner.HashAgg:

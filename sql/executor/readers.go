@@ -281,6 +281,9 @@ type keyPager struct {
 	reverse bool
 	cop     *coprocessorpb.DAGRequest // nil: read through the transaction
 	page    int
+	// oneShot: cop is bounded by itself (a TopN): one request over every
+	// range, no paging.
+	oneShot bool
 
 	ri       int
 	cur      []byte // forward: next start; reverse: next end
@@ -327,6 +330,21 @@ func (p *keyPager) fetch(ctx context.Context) error {
 	p.pairs, p.rows = p.pairs[:0], p.rows[:0]
 	if p.ri >= len(p.ranges) {
 		p.finished = true
+		return nil
+	}
+	if p.oneShot {
+		p.finished = true
+		krs := make([]*kvrpcpb.KeyRange, len(p.ranges))
+		for i, r := range p.ranges {
+			krs[i] = &kvrpcpb.KeyRange{Start: r[0], End: r[1]}
+		}
+		resps, err := p.rc.e.Store.Coprocessor(ctx, p.cop, krs, p.rc.txn.StartTS())
+		if err != nil {
+			return err
+		}
+		for _, r := range resps {
+			p.rows = append(p.rows, r.Rows...)
+		}
 		return nil
 	}
 	ri := p.ri
@@ -393,7 +411,8 @@ func (p *keyPager) fetch(ctx context.Context) error {
 type tableReaderOp struct {
 	rc    *runCtx
 	scan  *planner.TableScan
-	conds []expr.Expr // pushed to the stores; applied here when reading directly
+	conds []expr.Expr   // pushed to the stores; applied here when reading directly
+	topN  *planner.TopN // pushed to the stores; the root TopN applies it anyway
 	sel   *coprocessorpb.Executor
 	pager keyPager
 }
@@ -412,11 +431,11 @@ func (o *tableReaderOp) Open(context.Context) error {
 		dirty = dirty || readDirect(o.rc.tx, o.rc.txn, s, e)
 	}
 	o.pager.reverse = o.scan.Desc
-	o.pager.cop = nil
+	o.pager.cop, o.pager.oneShot = nil, false
 	if !dirty && !o.scan.Desc {
 		ts := &coprocessorpb.TableScan{TableId: tid}
 		execs := []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeTableScan, TblScan: ts}}
-		if len(o.conds) > 0 {
+		if len(o.conds) > 0 || o.topN != nil {
 			if o.sel == nil {
 				sel, err := selectionPB(o.conds)
 				if err != nil {
@@ -429,13 +448,38 @@ func (o *tableReaderOp) Open(context.Context) error {
 				return err
 			}
 			ts.TableInfo = info
-			execs = append(execs, o.sel)
+			if len(o.conds) > 0 {
+				execs = append(execs, o.sel)
+			}
 		}
-		o.pager.cop = &coprocessorpb.DAGRequest{Executors: append(execs,
-			&coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeLimit, Limit: &coprocessorpb.Limit{}})}
+		if o.topN != nil {
+			top, err := topNPB(o.topN)
+			if err != nil {
+				return err
+			}
+			o.pager.cop = &coprocessorpb.DAGRequest{Executors: append(execs, top)}
+			o.pager.oneShot = true
+		} else {
+			o.pager.cop = &coprocessorpb.DAGRequest{Executors: append(execs,
+				&coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeLimit, Limit: &coprocessorpb.Limit{}})}
+		}
 	}
 	o.pager.reset(int(o.scan.Limit))
 	return nil
+}
+
+// topNPB is the cop TopN of t (the planner pushed it, so its keys
+// serialize).
+func topNPB(t *planner.TopN) (*coprocessorpb.Executor, error) {
+	top := &coprocessorpb.TopN{Limit: t.Count}
+	for _, k := range t.Keys {
+		pk, err := expr.ToPB(k.E)
+		if err != nil {
+			return nil, fmt.Errorf("executor: pushed ORDER BY: %w", err)
+		}
+		top.OrderBy = append(top.OrderBy, &coprocessorpb.ByItem{Expr: pk, Desc: k.Desc})
+	}
+	return &coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeTopN, TopN: top}, nil
 }
 
 // selectionPB is the cop Selection of conds (the planner pushed them, so

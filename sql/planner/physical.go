@@ -78,8 +78,11 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		if !lg.agg {
 			req = lg.orderReq()
 		}
+		// The access path may stop after limit rows only when no sort
+		// comes between it and the LIMIT: no ORDER BY, or one a path can
+		// provide (req; a path that does not provide it keeps its rows).
 		limit := uint64(0)
-		if lg.hasLimit && !lg.agg && !lg.distinct {
+		if lg.hasLimit && !lg.agg && !lg.distinct && (len(lg.order) == 0 || req != nil) {
 			limit = SatAdd(lg.offset, lg.count)
 		}
 		ap, err := b.bestAccess(lg.src, lg.conds, lg.condE, columnNeeds{s: lg.stmt, src: lg.src}, req, limit)
@@ -133,6 +136,9 @@ func (b *builder) finish(lg *logical, p Plan, ordered bool) (Plan, error) {
 	limited := func() float64 { return math.Min(est, float64(lg.count)) }
 	if len(lg.order) > 0 && !ordered {
 		if lg.hasLimit && !lg.distinct {
+			if r, ok := p.(*TableReader); ok {
+				b.pushTopN(r, lg)
+			}
 			p = &TopN{BasePlan: b.base("TopN", limited(), taskRoot, p), Keys: lg.order, Offset: lg.offset, Count: lg.count, Src: lg.src}
 		} else {
 			p = &Sort{BasePlan: b.base("Sort", est, taskRoot, p), Keys: lg.order, Src: lg.src}
@@ -887,4 +893,27 @@ func (b *builder) pushAgg(r *TableReader, lg *logical) bool {
 	r.Aggs = lg.aggs
 	r.EstRows = 1
 	return true
+}
+
+// maxPushedTopN bounds the rows a pushed-down TopN asks of every region
+// (offset + count): beyond it the SQL node sorts the pages itself.
+const maxPushedTopN = 8192
+
+// pushTopN gives r a cop[tikv] TopN of the first offset+count rows in
+// ORDER BY order per region when every key serializes; the root TopN
+// merges the regions' rows and applies the offset.
+func (b *builder) pushTopN(r *TableReader, lg *logical) {
+	n := SatAdd(lg.offset, lg.count)
+	if !b.pushdown() || r.Scan.Limit > 0 || r.Aggs != nil || n > maxPushedTopN {
+		return
+	}
+	for _, k := range lg.order {
+		if !expr.Pushable(k.E) {
+			return
+		}
+	}
+	top := &TopN{BasePlan: b.base("TopN", math.Min(r.EstRows, float64(n)), taskCop, r.Children[0]), Keys: lg.order, Count: n, Src: lg.src}
+	r.Children = []Plan{top}
+	r.TopN = top
+	r.EstRows = top.EstRows
 }

@@ -178,6 +178,9 @@ type TableReader struct {
 	// states (a cop[tikv] HashAgg); the HashAgg above (PushedPartial)
 	// merges them.
 	Aggs []AggSpec
+	// TopN, when set, is computed per region on the stores (Count rows,
+	// no offset); the root TopN above merges the regions' rows.
+	TopN *TopN
 }
 
 // IndexScan reads index entries in ranges.
