@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/coprocessor"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql"
@@ -141,6 +141,10 @@ func (m *memStore) Commit(_ context.Context, muts []*kvrpcpb.Mutation, startTS, 
 	return nil
 }
 
+// Coprocessor runs dag with the stores' own coprocessor (pushed
+// selections, limits, aggregations) over the pairs in ranges, cut into
+// "regions" of regionRows pairs so that the SQL node merges several
+// responses.
 func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -151,31 +155,35 @@ func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGReques
 	for _, r := range ranges {
 		pairs = append(pairs, m.scanLocked(r.Start, r.End, ts, 0)...)
 	}
-	tid := dag.Executors[0].TblScan.TableId
-	start, end := tablecodec.RecordRange(tid)
 	var resps []*coprocessorpb.SelectResponse
 	for i := 0; i == 0 || i < len(pairs); i += m.regionRows {
-		chunk := pairs[i:min(i+m.regionRows, len(pairs))]
-		resp := &coprocessorpb.SelectResponse{}
-		for _, p := range chunk {
-			if bytes.Compare(p.Key, start) >= 0 && bytes.Compare(p.Key, end) < 0 {
-				resp.Rows = append(resp.Rows, &coprocessorpb.Row{Key: p.Key, Value: p.Value})
-			}
-		}
-		for _, ex := range dag.Executors[1:] {
-			switch ex.Tp {
-			case coprocessorpb.ExecType_TypeLimit:
-				if uint64(len(resp.Rows)) > ex.Limit.Limit {
-					resp.Rows = resp.Rows[:ex.Limit.Limit]
-				}
-			case coprocessorpb.ExecType_TypeAggregation:
-				resp.AggValues = []int64{int64(len(resp.Rows))}
-				resp.Rows = nil
-			}
+		chunk := memPairs(pairs[i:min(i+m.regionRows, len(pairs))])
+		resp, err := coprocessor.Execute(chunk, dag, coprocessor.RangesFromProto(ranges))
+		if err != nil {
+			return nil, err
 		}
 		resps = append(resps, resp)
 	}
 	return resps, nil
+}
+
+// memPairs is a coprocessor.Scanner over sorted pairs.
+type memPairs []*kvrpcpb.KvPair
+
+func (ps memPairs) Scan(start, end []byte, _, reverse bool, fn func(key, value []byte) bool) error {
+	in := func(k []byte) bool {
+		return bytes.Compare(k, start) >= 0 && (len(end) == 0 || bytes.Compare(k, end) < 0)
+	}
+	for i := range ps {
+		p := ps[i]
+		if reverse {
+			p = ps[len(ps)-1-i]
+		}
+		if in(p.Key) && !fn(p.Key, p.Value) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // memLock is a pessimistic row lock in memStore; released is closed when
