@@ -429,15 +429,21 @@ func TestHarnessCrashRestart(t *testing.T) {
 
 var chaosOps = flag.Int("harness.chaos-ops", 40, "operations of TestHarnessChaos (a longer run hunts further)")
 
-// TestHarnessChaos: a seeded sequence of 40 operations (-harness.chaos-ops) (writes, splits,
-// leader transfers, a store isolated for a few ticks, a crash and
-// restart, a follower removed and re-added on its store) on 3 stores.
-// Afterwards every acknowledged write is on every replica of its region
-// and all replicas of every region hash equal. Log GC is aggressive (a
-// replica 10 entries behind gets a snapshot), so lagging replicas catch up
-// by snapshots, also across splits.
+// TestHarnessChaos: a seeded sequence of 40 operations (-harness.chaos-ops)
+// on 3 and on 5 stores: writes, splits, leader transfers, a store isolated
+// for 5-35 ticks, kill -9 (crashable MemFS) and restart, a follower removed
+// and re-added on its store, and (5 stores) a replica moved to another
+// store; operator steps are re-sent while refused, as PD does. Afterwards
+// every acknowledged write is on every replica of its region, all replicas
+// of every region hash equal, and the consistency check through raft
+// agrees. Log GC is aggressive (a replica 10 entries behind gets a
+// snapshot), so lagging replicas catch up by snapshots, also across splits.
 func TestHarnessChaos(t *testing.T) {
-	h := newCrashHarness(t, 11, 3, aggressiveLogGC)
+	t.Run("3_stores", func(t *testing.T) { runChaos(t, newCrashHarness(t, 11, 3, aggressiveLogGC)) })
+	t.Run("5_stores", func(t *testing.T) { runChaos(t, newCrashHarness(t, 14, 5, aggressiveLogGC)) })
+}
+
+func runChaos(t *testing.T, h *harness) {
 	acked := map[string]string{}
 	var ops []string
 	defer func() {
@@ -451,8 +457,12 @@ func TestHarnessChaos(t *testing.T) {
 		}
 	}()
 	key := func() string { return fmt.Sprintf("k%03d", h.rng.IntN(500)) }
+	kinds := 10
+	if len(h.ids) > 3 {
+		kinds = 11 // moves need a store without a replica
+	}
 	for i := range *chaosOps {
-		switch op := h.rng.IntN(10); {
+		switch op := h.rng.IntN(kinds); {
 		case op < 4:
 			k, v := key(), fmt.Sprintf("v%d", i)
 			h.putRetrying(k, v)
@@ -470,7 +480,8 @@ func TestHarnessChaos(t *testing.T) {
 			if r == nil {
 				continue
 			}
-			target := h.replicas(r.GetId())[h.rng.IntN(len(h.replicas(r.GetId())))]
+			reps := h.replicas(r.GetId())
+			target := reps[h.rng.IntN(len(reps))]
 			if p := peerOf(target, r.GetId()); p != nil && p.GetRole() == metapb.PeerRole_Voter {
 				h.pdStep(r.GetId(), &pdpb.RegionHeartbeatResponse{RegionEpoch: r.GetRegionEpoch(), TransferLeader: &pdpb.TransferLeader{Peer: p}})
 				ops = append(ops, fmt.Sprintf("transfer region %d to store %d", r.GetId(), target.id))
@@ -498,66 +509,106 @@ func TestHarnessChaos(t *testing.T) {
 				continue
 			}
 			victim := h.follower(r.GetId())
-			old := peerOf(victim, r.GetId())
-			// Steps are refused while unsafe (a removal needs the others
-			// recently active); PD would send them again, so does this.
-			h.waitFor("removed", 200, func() bool {
-				if victim.peers[r.GetId()] == nil {
-					return true
-				}
-				l := h.leader(r.GetId())
-				switch {
-				case l == victim:
-					// A transfer asked earlier made it the leader, which
-					// never removes itself: PD moves the leadership first.
-					other := h.follower(r.GetId())
-					h.pdStep(r.GetId(), &pdpb.RegionHeartbeatResponse{TransferLeader: &pdpb.TransferLeader{Peer: peerOf(other, r.GetId())}})
-				case l != nil && l.peers[r.GetId()].peerOnStore(victim.id).GetId() == old.GetId():
-					h.pdStep(r.GetId(), changePeer(pdpb.ConfChangeType_RemoveNode, old))
-				}
-				return false
-			})
-			learner := &metapb.Peer{Id: h.pd.alloc(), StoreId: victim.id, Role: metapb.PeerRole_Learner}
-			h.waitFor("learner added", 200, func() bool {
-				if p := victim.peers[r.GetId()]; p != nil && !p.uninitialized && p.meta.GetId() == learner.GetId() {
-					return true
-				}
-				if l := h.leader(r.GetId()); l != nil && l.peers[r.GetId()].peerOnStore(victim.id) == nil {
-					h.pdStep(r.GetId(), changePeer(pdpb.ConfChangeType_AddLearnerNode, learner))
-				}
-				return false
-			})
-			h.waitFor("learner promoted", 200, func() bool {
-				l := h.leader(r.GetId())
-				if l == nil {
-					return false
-				}
-				if pm := l.peers[r.GetId()].peerOnStore(victim.id); pm != nil && pm.GetRole() == metapb.PeerRole_Voter {
-					return true
-				}
-				h.pdStep(r.GetId(), changePeer(pdpb.ConfChangeType_AddNode, &metapb.Peer{Id: learner.GetId(), StoreId: victim.id}))
-				return false
-			})
+			h.removePeer(r.GetId(), victim)
+			h.addVoter(r.GetId(), victim.id)
 			ops = append(ops, fmt.Sprintf("re-add region %d on store %d", r.GetId(), victim.id))
-		default:
+		case op < 10:
 			for range h.rng.IntN(15) {
 				h.tick()
 			}
 			ops = append(ops, "wait")
+		default:
+			r := h.ledRegionAt(key())
+			if r == nil {
+				continue
+			}
+			var free []uint64
+			for _, id := range h.ids {
+				if h.leader(r.GetId()).peers[r.GetId()].peerOnStore(id) == nil {
+					free = append(free, id)
+				}
+			}
+			to := free[h.rng.IntN(len(free))]
+			h.addVoter(r.GetId(), to)
+			var from *Store
+			for _, s := range h.replicas(r.GetId()) {
+				if s.id != to && s != h.leader(r.GetId()) {
+					from = s
+				}
+			}
+			h.removePeer(r.GetId(), from)
+			ops = append(ops, fmt.Sprintf("move region %d from store %d to %d", r.GetId(), from.id, to))
 		}
 	}
 	h.requireAllConsistent()
 	for k, v := range acked {
-		for _, s := range h.running() {
+		var r *metapb.Region
+		h.waitFor("a leader for "+k, 100, func() bool { r = h.ledRegionAt(k); return r != nil })
+		for _, s := range h.replicas(r.GetId()) {
 			require.Equal(t, v, value(t, s, k), "store %d key %s", s.id, k)
 		}
 	}
-	regions := 0
-	for _, r := range h.running()[0].meta.sorted() {
-		h.checkHash(r.GetId()) // through raft, on every replica
-		regions++
+	regions := map[uint64]bool{}
+	for _, s := range h.running() {
+		for _, r := range s.meta.sorted() {
+			if !regions[r.GetId()] {
+				regions[r.GetId()] = true
+				h.checkHash(r.GetId()) // through raft, on every replica
+			}
+		}
 	}
-	t.Logf("%d operations, %d keys acknowledged, %d regions hash equal", len(ops), len(acked), regions)
+	t.Logf("%d operations, %d keys acknowledged, %d regions hash equal", len(ops), len(acked), len(regions))
+}
+
+// removePeer removes store victim's peer of region, re-sending the step
+// while it is refused (a removal needs the others recently active; the
+// leader never removes itself, so a leader there is moved first).
+func (h *harness) removePeer(regionID uint64, victim *Store) {
+	h.t.Helper()
+	old := peerOf(victim, regionID)
+	h.waitFor("removed", 200, func() bool {
+		if p := victim.peers[regionID]; p == nil || p.meta.GetId() != old.GetId() {
+			return true
+		}
+		l := h.leader(regionID)
+		switch {
+		case l == victim:
+			other := h.follower(regionID)
+			h.pdStep(regionID, &pdpb.RegionHeartbeatResponse{TransferLeader: &pdpb.TransferLeader{Peer: peerOf(other, regionID)}})
+		case l != nil && l.peers[regionID].peerOnStore(victim.id).GetId() == old.GetId():
+			h.pdStep(regionID, changePeer(pdpb.ConfChangeType_RemoveNode, old))
+		}
+		return false
+	})
+}
+
+// addVoter adds a new peer of region on store id as a learner, waits until
+// a snapshot initialized it, and promotes it, re-sending refused steps.
+func (h *harness) addVoter(regionID, id uint64) {
+	h.t.Helper()
+	learner := &metapb.Peer{Id: h.pd.alloc(), StoreId: id, Role: metapb.PeerRole_Learner}
+	h.waitFor("learner added", 200, func() bool {
+		if s := h.stores[id]; s != nil {
+			if p := s.peers[regionID]; p != nil && !p.uninitialized && p.meta.GetId() == learner.GetId() {
+				return true
+			}
+		}
+		if l := h.leader(regionID); l != nil && l.peers[regionID].peerOnStore(id) == nil {
+			h.pdStep(regionID, changePeer(pdpb.ConfChangeType_AddLearnerNode, learner))
+		}
+		return false
+	})
+	h.waitFor("learner promoted", 200, func() bool {
+		l := h.leader(regionID)
+		if l == nil {
+			return false
+		}
+		if pm := l.peers[regionID].peerOnStore(id); pm != nil && pm.GetRole() == metapb.PeerRole_Voter {
+			return true
+		}
+		h.pdStep(regionID, changePeer(pdpb.ConfChangeType_AddNode, &metapb.Peer{Id: learner.GetId(), StoreId: id}))
+		return false
+	})
 }
 
 // TestHarnessSplitWhilePartitionedPastLogGC: a follower is partitioned

@@ -371,7 +371,7 @@ func (h *harness) term(regionID uint64) uint64 {
 func (h *harness) regionAt(key string) *metapb.Region {
 	r := h.ledRegionAt(key)
 	if r == nil {
-		h.t.Fatalf("no led region holds %q", key)
+		h.t.Fatalf("no led region holds %q\n%s", key, h.dump())
 	}
 	return r
 }
@@ -520,24 +520,19 @@ func (h *harness) requireConsistent(regionID uint64) {
 // the leader's hash) through raft and requires "match" on every replica.
 func (h *harness) checkHash(regionID uint64) {
 	h.t.Helper()
-	l := h.leader(regionID)
-	r := l.peers[regionID].region
-	admin := func(req *raft_cmdpb.AdminRequest) *raft_cmdpb.RaftCmdRequest {
-		return &raft_cmdpb.RaftCmdRequest{Header: &raft_cmdpb.RaftRequestHeader{RegionId: regionID, RegionEpoch: r.GetRegionEpoch()}, AdminRequest: req}
+	admin := func(req *raft_cmdpb.AdminRequest) func(*metapb.Region) *raft_cmdpb.RaftCmdRequest {
+		return func(r *metapb.Region) *raft_cmdpb.RaftCmdRequest {
+			return &raft_cmdpb.RaftCmdRequest{Header: &raft_cmdpb.RaftRequestHeader{RegionId: regionID, RegionEpoch: r.GetRegionEpoch()}, AdminRequest: req}
+		}
 	}
-	res := h.propose(l, admin(&raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_ComputeHash}))
-	h.waitFor("ComputeHash applied", 100, func() bool { return res.done })
-	require.NoError(h.t, res.err)
-	require.Nil(h.t, res.resp.GetRegionError())
+	l, res := h.proposeRetrying("ComputeHash applied", regionID, admin(&raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_ComputeHash}))
 	index := res.resp.GetAppliedIndex()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	hash, err := l.localHash(ctx, regionID, index) // a goroutine hashes: a real wait, not harness time
 	require.NoError(h.t, err)
-	res = h.propose(l, admin(&raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_VerifyHash,
+	h.proposeRetrying("VerifyHash applied", regionID, admin(&raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_VerifyHash,
 		VerifyHash: &raft_cmdpb.VerifyHashRequest{Index: index, Hash: hash}}))
-	h.waitFor("VerifyHash applied", 100, func() bool { return res.done })
-	require.Nil(h.t, res.resp.GetRegionError())
 	for _, s := range h.replicas(regionID) {
 		// The replica's own hash may still be running; it compares when done.
 		deadline := time.Now().Add(30 * time.Second)
@@ -776,4 +771,27 @@ func readAt(s *Store, region *metapb.Region) (served func() (ok bool, answered b
 		}
 		return res.region != nil && res.rerr == nil && res.err == nil, true
 	}
+}
+
+// proposeRetrying proposes mk(region) through region's current leader
+// until it applies without a region error (a leadership change in flight
+// answers NotLeader: the next leader gets it). It returns the leader that
+// applied it and the outcome.
+func (h *harness) proposeRetrying(what string, regionID uint64, mk func(*metapb.Region) *raft_cmdpb.RaftCmdRequest) (*Store, *asyncResult) {
+	h.t.Helper()
+	var l *Store
+	var res *asyncResult
+	h.waitFor(what, 200, func() bool {
+		if res != nil && !res.done {
+			return false
+		}
+		if res != nil && res.err == nil && res.resp.GetRegionError() == nil {
+			return true
+		}
+		if l = h.leader(regionID); l != nil {
+			res = h.propose(l, mk(l.peers[regionID].region))
+		}
+		return false
+	})
+	return l, res
 }
