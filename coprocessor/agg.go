@@ -13,6 +13,7 @@ import (
 // overflows; the SQL node converts the merged sum to the result type.
 type aggState struct {
 	count   int64
+	sumI    int64 // integer sum while it fits (has: moved to dec)
 	isFloat bool
 	sumF    float64
 	dec     types.Decimal
@@ -38,10 +39,17 @@ func (x *run) accumulate() error {
 		switch f.tp {
 		case coprocessorpb.AggFuncType_Sum, coprocessorpb.AggFuncType_Avg:
 			c := f.arg.Type().Class()
+			if c == types.ClassInt && !st.has && v.Kind() == tablecodec.KindInt64 {
+				// Integers sum in an int64 until it would overflow.
+				if s := st.sumI + v.Int64(); (s > st.sumI) == (v.Int64() > 0) {
+					st.sumI = s
+					continue
+				}
+			}
 			if c == types.ClassInt || c == types.ClassDecimal {
 				if d, ok := types.ToDecimal(v); ok {
 					if !st.has {
-						st.dec, st.has = types.NewDecimal(0, 0), true
+						st.dec, st.has = types.NewDecimal(st.sumI, 0), true
 					}
 					st.dec = st.dec.Add(d)
 					continue
@@ -86,6 +94,8 @@ func (st *aggState) sum() expr.Datum {
 		return tablecodec.NullDatum
 	case st.isFloat:
 		return tablecodec.NewFloat(st.sumF)
+	case !st.has:
+		return types.NewDecimal(st.sumI, 0).Datum()
 	}
 	return st.dec.Datum()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/stratadb/strata/kv/tablecodec"
@@ -85,11 +86,11 @@ func buildPlan(dag *coprocessorpb.DAGRequest) (plan, error) {
 	ts := execs[0].GetTblScan()
 	p.desc = ts.GetDesc()
 	if ti := ts.GetTableInfo(); len(ti) > 0 {
-		p.tbl = new(catalog.TableInfo)
-		if err := json.Unmarshal(ti, p.tbl); err != nil {
-			return p, fmt.Errorf("%w: table info: %v", ErrUnsupported, err)
+		t, err := schemaOf(ti)
+		if err != nil {
+			return p, err
 		}
-		p.tbl.Init()
+		p.tbl = t
 	}
 	width := 0
 	if p.tbl != nil {
@@ -495,4 +496,36 @@ func (x *run) countTail(n int) {
 	for i := first; i < len(x.produced); i++ {
 		x.produced[i] = uint64(n)
 	}
+}
+
+// schemas caches the decoded table_info of recent requests by its bytes: a
+// short range read would otherwise spend more on the JSON than on its rows.
+// Entries are immutable (DecodeRow is safe for concurrent use); the cache
+// is emptied when it reaches maxSchemas (schema versions come and go).
+var schemas struct {
+	sync.Mutex
+	m map[string]*catalog.TableInfo
+}
+
+const maxSchemas = 256
+
+func schemaOf(info []byte) (*catalog.TableInfo, error) {
+	schemas.Lock()
+	t, ok := schemas.m[string(info)]
+	schemas.Unlock()
+	if ok {
+		return t, nil
+	}
+	t = new(catalog.TableInfo)
+	if err := json.Unmarshal(info, t); err != nil {
+		return nil, fmt.Errorf("%w: table info: %v", ErrUnsupported, err)
+	}
+	t.Init()
+	schemas.Lock()
+	if schemas.m == nil || len(schemas.m) >= maxSchemas {
+		schemas.m = make(map[string]*catalog.TableInfo)
+	}
+	schemas.m[string(info)] = t
+	schemas.Unlock()
+	return t, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func dagTable(t *testing.T) (*catalog.TableInfo, *pebble.DB) {
 	return tbl, db
 }
 
-func compileExpr(t *testing.T, tbl *catalog.TableInfo, s string) *cop.Expr {
+func compileExpr(t testing.TB, tbl *catalog.TableInfo, s string) *cop.Expr {
 	stmt, err := parser.New().ParseOneStmt("SELECT "+s+" FROM t", "", "")
 	require.NoError(t, err)
 	e, err := expr.Compile(stmt.(*ast.SelectStmt).Fields.Fields[0].Expr, &expr.Ctx{Columns: tbl.Schema()})
@@ -214,4 +215,23 @@ func TestLimiter(t *testing.T) {
 	l.Release()
 	require.NoError(t, l.Acquire(ctx))
 	l.Release()
+}
+
+// TestSumOverflow: an integer SUM leaves int64 exactly when it would
+// overflow and goes on in DECIMAL.
+func TestSumOverflow(t *testing.T) {
+	col := &expr.Column{Offset: 0, Ft: types.Int64Type}
+	x := &run{p: plan{aggs: []aggFunc{{tp: cop.AggFuncType_Sum, arg: col}, {tp: cop.AggFuncType_Avg, arg: col}}},
+		states: make([]aggState, 2), row: make([]expr.Datum, 1)}
+	for _, v := range []int64{math.MaxInt64 - 1, 3, -5, math.MinInt64} {
+		x.row[0] = tablecodec.NewInt(v)
+		require.NoError(t, x.accumulate())
+	}
+	var out []expr.Datum
+	for i, f := range x.p.aggs {
+		out = x.states[i].appendPartial(out, f)
+	}
+	require.Equal(t, "-4", out[0].String()) // (2^63-2) + 3 - 5 - 2^63
+	require.Equal(t, "4", out[1].String())
+	require.Equal(t, "-4", out[2].String())
 }

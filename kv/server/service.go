@@ -262,9 +262,11 @@ func (s *Service) SplitRegion(ctx context.Context, req *kvrpcpb.SplitRegionReque
 	})
 }
 
-// copSlots is how many coprocessor requests a store runs at once: one per
-// core, at least two, so scans leave room for point reads and writes.
-func copSlots() int { return max(2, runtime.GOMAXPROCS(0)) }
+// copSlots is how many coprocessor requests a store runs at once: two per
+// core, at least four (most are short range reads that should not queue
+// behind each other), so long scans still leave room for point reads and
+// writes.
+func copSlots() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
 
 // Coprocessor implements storepb.StoreServer.
 func (s *Service) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
