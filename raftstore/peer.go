@@ -117,7 +117,7 @@ type peer struct {
 	isLeader bool
 	// leaderTerm is the term isLeader was last reported for (TxnHooks).
 	leaderTerm uint64
-	leaderID uint64
+	leaderID   uint64
 
 	unassigned  map[uint64]*proposal // proposed, index not yet known
 	pending     []*proposal          // ordered by index
