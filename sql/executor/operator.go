@@ -101,6 +101,22 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 			ops[i] = op
 		}
 		return &unionOp{children: ops}, nil
+	case *planner.HashJoin:
+		build, err := rc.build(x.Children[0], stats)
+		if err != nil {
+			return nil, err
+		}
+		probe, err := rc.build(x.Children[1], stats)
+		if err != nil {
+			return nil, err
+		}
+		return newHashJoinOp(x, build, probe), nil
+	case *planner.IndexJoin:
+		outer, err := rc.build(x.Children[0], stats)
+		if err != nil {
+			return nil, err
+		}
+		return &indexJoinOp{rc: rc, p: x, outer: outer}, nil
 	case *planner.SubqueryScan:
 		child, err := rc.buildChild(p, stats)
 		if err != nil {

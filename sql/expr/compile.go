@@ -38,6 +38,10 @@ type SchemaColumn struct {
 	Name   string
 	Type   types.FieldType
 	Hidden bool // not expanded by *
+	// Redundant: the column is one side of a USING / NATURAL join column
+	// that an unqualified name resolves to the other side of, so only a
+	// qualified name (t.c) matches it.
+	Redundant bool
 }
 
 // Ctx carries what compilation needs.
@@ -241,7 +245,7 @@ func (c *Ctx) resolve(n *ast.ColumnName) (Expr, error) {
 	tbl := n.Table.L
 	found := -1
 	for i, sc := range c.Columns {
-		if !strings.EqualFold(sc.Name, n.Name.O) || (tbl != "" && sc.Table != tbl) {
+		if !strings.EqualFold(sc.Name, n.Name.O) || (tbl != "" && sc.Table != tbl) || (tbl == "" && sc.Redundant) {
 			continue
 		}
 		if found >= 0 {

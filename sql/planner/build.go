@@ -37,6 +37,12 @@ func (pl *Planner) ResolveTable(ctx context.Context, refs *ast.TableRefsClause, 
 		}
 		return nil, errno.NotSupported("this FROM clause")
 	}
+	return pl.openSource(ctx, ts, env)
+}
+
+// openSource resolves one table of a FROM clause: a table or a derived
+// table, under its alias.
+func (pl *Planner) openSource(ctx context.Context, ts *ast.TableSource, env expr.Env) (*Source, error) {
 	switch q := ts.Source.(type) {
 	case *ast.SelectStmt, *ast.SetOprStmt:
 		return pl.openDerived(ctx, q, ts.AsName, env)
@@ -143,7 +149,15 @@ func (pl *Planner) PlanSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 	}
 	lg.needW = lg.lock
 	if s.From != nil {
-		src, err := pl.ResolveTable(ctx, s.From, env, "SELECT")
+		var src *Source
+		var err error
+		if isJoin(s.From) {
+			if src, err = pl.openJoin(ctx, s.From.TableRefs, env); err == nil && s.Where != nil {
+				err = qualify(s.Where, src.Cols, env, "where clause")
+			}
+		} else {
+			src, err = pl.ResolveTable(ctx, s.From, env, "SELECT")
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -255,6 +269,14 @@ func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error
 			if lg.src == nil {
 				return errno.New(1096, "No tables used")
 			}
+			if ji := lg.src.Join; ji != nil {
+				fs, tx, rcs, err := ji.expandStar(f.WildCard, lg.src.Cols)
+				if err != nil {
+					return err
+				}
+				lg.fields, lg.fieldTx, lg.cols = append(lg.fields, fs...), append(lg.fieldTx, tx...), append(lg.cols, rcs...)
+				continue
+			}
 			if t := f.WildCard.Table.L; t != "" && t != lg.src.Alias {
 				return errno.New(errno.ErrBadTable, "Unknown table '%s'", f.WildCard.Table.O)
 			}
@@ -280,6 +302,9 @@ func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error
 			rc.DB, rc.Table, rc.OrgTable = lg.src.DB.Name, lg.src.DisplayName(), lg.src.orgTable()
 			if col, ok := fe.(*expr.Column); ok {
 				rc.OrgName = col.Name
+				if ji := lg.src.Join; ji != nil {
+					rc = ji.resultColumn(col.Offset, rc.Name, rc.Type)
+				}
 			}
 		}
 		if rc.Name == "" {

@@ -47,6 +47,12 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		p = &TableDual{BasePlan: b.base("TableDual", 1, taskRoot), Rows: 1}
 	case lg.dual:
 		p = &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: lg.width}
+	case lg.src.Join != nil:
+		var err error
+		if p, err = b.joinPhysical(lg); err != nil {
+			return nil, err
+		}
+		lg.access = p
 	case lg.src.Sub != nil:
 		if lg.lock {
 			return nil, errno.NotSupported("locking reads of a derived table")
@@ -103,14 +109,7 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 			p = sel
 		}
 		if lg.lock {
-			sl := &SelectLock{BasePlan: b.base("SelectLock", p.Base().EstRows, taskRoot, p), Src: lg.src, Where: lg.where, NoWait: lg.nowait}
-			if pg, ok := lg.access.(*PointGet); ok && pg.Index == nil {
-				h := pg.Handle
-				sl.PointHandle = &h
-			} else if ok {
-				sl.PointIndex = pg
-			}
-			p = sl
+			p = b.selectLock(p, lg.access, lg.src, lg.where, lg.nowait)
 		}
 	}
 	if lg.agg {
@@ -125,6 +124,19 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		p = &HashAgg{BasePlan: b.base("HashAgg", est, taskRoot, p), GroupBy: lg.groupBy, Aggs: lg.aggs, Width: lg.width, exprNodes: exprNodes{Src: lg.src, Nodes: lg.groupTx}}
 	}
 	return b.finish(lg, p, ordered)
+}
+
+// selectLock locks the rows p reads of src through access (re-checked
+// against where); a point get's key is locked even when no row has it.
+func (b *builder) selectLock(p, access Plan, src *Source, where expr.Expr, nowait bool) *SelectLock {
+	sl := &SelectLock{BasePlan: b.base("SelectLock", p.Base().EstRows, taskRoot, p), Src: src, Where: where, NoWait: nowait}
+	if pg, ok := access.(*PointGet); ok && pg.Index == nil {
+		h := pg.Handle
+		sl.PointHandle = &h
+	} else if ok {
+		sl.PointIndex = pg
+	}
+	return sl
 }
 
 // finish adds HAVING, ORDER BY, LIMIT, the projection and DISTINCT.

@@ -28,6 +28,10 @@ type Source struct {
 	// AliasO is the alias (or table name) as the statement spells it, for
 	// the table name of result columns.
 	AliasO string
+	// Join, when set, is the join tree of a FROM clause with several
+	// tables; Cols are every table's columns side by side and Table
+	// describes nothing.
+	Join *JoinInfo
 }
 
 // orgTable is the org_table of result columns: the table's name, none for
@@ -60,6 +64,9 @@ func (s *Source) HandleOffset() int {
 // columnOffset resolves a column name against the source (-1: not one of
 // its columns).
 func (s *Source) columnOffset(n *ast.ColumnName) int {
+	if s.Join != nil {
+		return s.Join.columnOffset(s.Cols, n)
+	}
 	if n.Table.L != "" && n.Table.L != s.Alias {
 		return -1
 	}
@@ -75,6 +82,9 @@ func (s *Source) columnOffset(n *ast.ColumnName) int {
 }
 
 func (s *Source) colName(off int) string {
+	if s.Join != nil {
+		return s.Join.colName(off)
+	}
 	if s.DB.Name == "" { // a derived table
 		return s.Alias + "." + strings.ToLower(s.Cols[off].Name)
 	}
