@@ -101,7 +101,7 @@ func (e *Executor) SelectColumns(ctx context.Context, s *ast.SelectStmt, env exp
 // (EXPLAIN ANALYZE).
 func (e *Executor) runSelect(ctx context.Context, p *planner.SelectPlan, tx TxnSource, stats map[planner.Plan]*opStats) (*Result, error) {
 	rc := &runCtx{e: e, tx: tx}
-	if p.Src != nil {
+	if p.Src != nil || len(p.Subqueries) > 0 {
 		// An autocommit point get may read the newest committed version
 		// (no TSO round trip): the leader serves it after a ReadIndex and
 		// checks locks, so it sees every write acknowledged before the
@@ -111,6 +111,16 @@ func (e *Executor) runSelect(ctx context.Context, p *planner.SelectPlan, tx TxnS
 			return nil, err
 		}
 		rc.txn = txn
+	}
+	for _, sq := range p.Subqueries {
+		root := sq.Plan.Root
+		sq.Run = func() ([][]datum, error) {
+			op, err := rc.build(root, nil)
+			if err != nil {
+				return nil, err
+			}
+			return drain(ctx, op)
+		}
 	}
 	if stats == nil {
 		if proj, ok := p.Root.(*planner.Projection); ok {

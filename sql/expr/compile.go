@@ -55,6 +55,14 @@ type Ctx struct {
 	Agg func(*ast.AggregateFuncExpr) (Expr, error)
 }
 
+// SubqueryCompiler is implemented by an Env that plans subqueries (the
+// planner's); without one, subqueries are ERROR 1235. n is a
+// SubqueryExpr, ExistsSubqueryExpr, CompareSubqueryExpr or a
+// PatternInExpr with a subquery; c compiles its left operand.
+type SubqueryCompiler interface {
+	CompileSubquery(n ast.ExprNode, c *Ctx) (Expr, error)
+}
+
 // Compile turns n into an Expr.
 func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 	switch x := n.(type) {
@@ -116,6 +124,9 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		return &isTruthExpr{e: e, not: x.Not, truth: x.True > 0}, nil
 	case *ast.PatternInExpr:
 		if x.Sel != nil {
+			if sc, ok := c.Env.(SubqueryCompiler); ok {
+				return sc.CompileSubquery(x, c)
+			}
 			return nil, errno.NotSupported("subqueries")
 		}
 		e, err := Compile(x.Expr, c)
@@ -192,6 +203,9 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		}
 		return c.Agg(x)
 	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		if sc, ok := c.Env.(SubqueryCompiler); ok {
+			return sc.CompileSubquery(x, c)
+		}
 		return nil, errno.NotSupported("subqueries")
 	case *ast.DefaultExpr:
 		return nil, errno.NotSupported("DEFAULT outside INSERT VALUES")

@@ -104,6 +104,9 @@ type SelectPlan struct {
 	// so an autocommit statement may read the newest committed version.
 	PointRead bool
 	Lock      bool
+	// Subqueries are the statement's subqueries (the executor sets their
+	// Run before running Root).
+	Subqueries []*Subquery
 }
 
 // builder holds one statement's planning state.
@@ -120,6 +123,15 @@ func (b *builder) base(tp string, est float64, task string, children ...Plan) Ba
 // PlanSelect plans s. describe: only the result columns are needed
 // (prepare time, parameters unbound), so LIMIT values are not checked.
 func (pl *Planner) PlanSelect(ctx context.Context, s *ast.SelectStmt, env expr.Env, describe bool) (*SelectPlan, error) {
+	se, top := pl.withSubqueries(ctx, env)
+	sp, err := pl.planSelect(ctx, s, se, describe)
+	if err == nil && top {
+		sp.Subqueries = se.subs
+	}
+	return sp, err
+}
+
+func (pl *Planner) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.Env, describe bool) (*SelectPlan, error) {
 	switch {
 	case s.With != nil:
 		return nil, errno.NotSupported("WITH")

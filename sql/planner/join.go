@@ -357,6 +357,9 @@ type refCollector struct {
 }
 
 func (v *refCollector) Enter(n ast.Node) (ast.Node, bool) {
+	if _, ok := n.(*ast.SubqueryExpr); ok {
+		return n, true // its columns are its own (correlated ones are not supported)
+	}
 	if cn, ok := n.(*ast.ColumnNameExpr); ok {
 		if off := findQualified(v.cols, cn.Name); off >= 0 {
 			v.mask |= 1 << v.ji.leafOf(off)
@@ -737,7 +740,7 @@ func (b *builder) leafPlan(lg *logical, n *joinNode) (Plan, error) {
 		if lg.lock {
 			return nil, ErrReadOnlySystemTable(b.env.User(), src)
 		}
-		p = &MemTableScan{BasePlan: b.base("MemTableScan", pseudoRowCount, taskRoot), Src: src, Env: b.env}
+		p = &MemTableScan{BasePlan: b.base("MemTableScan", pseudoRowCount, taskRoot), Src: src, Env: baseEnv(b.env)}
 		if len(condE) > 0 {
 			p = &Selection{BasePlan: b.base("Selection", pseudoRowCount*selectionFactor, taskRoot, p), Conds: condE, exprNodes: exprNodes{Src: src, Nodes: conds}}
 		}

@@ -67,7 +67,7 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		if lg.lock {
 			return nil, ErrReadOnlySystemTable(b.env.User(), lg.src)
 		}
-		p = &MemTableScan{BasePlan: b.base("MemTableScan", pseudoRowCount, taskRoot), Src: lg.src, Env: b.env}
+		p = &MemTableScan{BasePlan: b.base("MemTableScan", pseudoRowCount, taskRoot), Src: lg.src, Env: baseEnv(b.env)}
 		lg.access = p
 		if len(lg.condE) > 0 {
 			p = &Selection{BasePlan: b.base("Selection", pseudoRowCount*selectionFactor, taskRoot, p), Conds: lg.condE, exprNodes: exprNodes{Src: lg.src, Nodes: lg.conds}}

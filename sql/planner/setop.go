@@ -40,12 +40,16 @@ func (pl *Planner) PlanQuery(ctx context.Context, n ast.Node, env expr.Env, desc
 	case *ast.SetOprStmt:
 		return pl.PlanSetOpr(ctx, x, env, describe)
 	case *ast.SetOprSelectList:
-		b := &builder{env: env}
-		sp, err := pl.planSelectList(ctx, b, x, env, describe)
-		if err != nil {
-			return nil, err
+		se, top := pl.withSubqueries(ctx, env)
+		b := &builder{env: se}
+		sp, err := pl.planSelectList(ctx, b, x, se, describe)
+		if err == nil {
+			sp, err = b.orderLimit(sp, x.OrderBy, x.Limit, describe)
 		}
-		return b.orderLimit(sp, x.OrderBy, x.Limit, describe)
+		if err == nil && top {
+			sp.Subqueries = se.subs
+		}
+		return sp, err
 	}
 	return nil, errno.NotSupported("this query expression")
 }
@@ -56,6 +60,15 @@ func (pl *Planner) PlanQuery(ctx context.Context, n ast.Node, env expr.Env, desc
 // are named after the first select's and typed by unifying every select's
 // (mixed numbers give DOUBLE/DECIMAL, anything with strings VARCHAR).
 func (pl *Planner) PlanSetOpr(ctx context.Context, s *ast.SetOprStmt, env expr.Env, describe bool) (*SelectPlan, error) {
+	se, top := pl.withSubqueries(ctx, env)
+	sp, err := pl.planSetOpr(ctx, s, se, describe)
+	if err == nil && top {
+		sp.Subqueries = se.subs
+	}
+	return sp, err
+}
+
+func (pl *Planner) planSetOpr(ctx context.Context, s *ast.SetOprStmt, env expr.Env, describe bool) (*SelectPlan, error) {
 	if s.With != nil {
 		return nil, errno.NotSupported("WITH")
 	}

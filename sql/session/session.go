@@ -214,7 +214,7 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	}
 	switch x := stmt.(type) {
 	case *ast.SelectStmt:
-		if x.From == nil && x.LockInfo == nil {
+		if x.From == nil && x.LockInfo == nil && !hasSubquery(x) {
 			return s.exec.Select(ctx, x, s, s) // no table: no transaction needed
 		}
 		lock := x.LockInfo != nil && x.LockInfo.LockType != ast.SelectLockNone
@@ -504,3 +504,22 @@ func boolInt(b bool) types.Datum {
 	}
 	return tablecodec.NewInt(0)
 }
+
+// hasSubquery reports whether n contains a subquery (which reads tables,
+// so in a transaction).
+func hasSubquery(n ast.Node) bool {
+	v := &subqueryFinder{}
+	n.Accept(v)
+	return v.found
+}
+
+type subqueryFinder struct{ found bool }
+
+func (v *subqueryFinder) Enter(n ast.Node) (ast.Node, bool) {
+	if _, ok := n.(*ast.SubqueryExpr); ok {
+		v.found = true
+	}
+	return n, v.found
+}
+
+func (v *subqueryFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
