@@ -234,7 +234,7 @@ func TestErrors(t *testing.T) {
 		{"USE nosuchdb", 1049, "Unknown database 'nosuchdb'"},
 		{"SELECT * FROM t a JOIN t a ON a.id = a.id", 1066, "Not unique table/alias: 'a'"},
 		{"SELECT id FROM t a JOIN t b ON a.id = b.id", 1052, "Column 'id' in field list is ambiguous"},
-		{"SELECT * FROM t WHERE id IN (SELECT id FROM t)", 1235, "doesn't yet support 'subqueries'"},
+		{"SELECT * FROM t WHERE EXISTS (SELECT 1 FROM t u WHERE u.id = t.id)", 1235, "doesn't yet support 'correlated subqueries'"},
 		{"CREATE TABLE u (id VARCHAR(10) PRIMARY KEY)", 1235, "non-integer PRIMARY KEY"},
 		{"CREATE TABLE u (id INT, KEY (nope))", 1072, "Key column 'nope' doesn't exist in table"},
 		{"CREATE INDEX k ON t (nope)", 1072, "Key column 'nope' doesn't exist in table"},
