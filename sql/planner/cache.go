@@ -46,6 +46,9 @@ func (pl *Planner) PointTemplate(ctx context.Context, s *ast.SelectStmt, env exp
 			}
 		}
 	}
+	if isJoin(s.From) {
+		return nil, nil
+	}
 	src, err := pl.ResolveTable(ctx, s.From, env, "SELECT")
 	if err != nil || len(src.Hints) > 0 || src.Mem != nil || src.Sub != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -116,6 +117,27 @@ func TestJoinsMatchNestedLoop(t *testing.T) {
 					sortRows(want)
 					require.Equal(t, want, got, "%s (seed %d)", stmt, seed)
 				}
+				// The same join prepared (go-tpc prepares its statements),
+				// run twice on the statement.
+				ps, err := db.Prepare(strings.Replace(fmt.Sprintf(q, ""), fmt.Sprintf("BETWEEN %d AND %d", lo, hi), "BETWEEN ? AND ?", 1))
+				require.NoError(t, err)
+				for range 2 {
+					rows, err := ps.Query(lo, hi)
+					require.NoError(t, err)
+					var got [][]string
+					for rows.Next() {
+						var a, b sql.NullString
+						require.NoError(t, rows.Scan(&a, &b))
+						if !b.Valid {
+							b.String = "NULL"
+						}
+						got = append(got, []string{a.String, b.String})
+					}
+					require.NoError(t, rows.Err())
+					sortRows(got)
+					require.Equal(t, want, got, "prepared %s (seed %d)", q, seed)
+				}
+				require.NoError(t, ps.Close())
 			}
 		}
 	}
