@@ -55,6 +55,38 @@ type Ctx struct {
 	Agg func(*ast.AggregateFuncExpr) (Expr, error)
 }
 
+// compileRowIn compiles (a, b) IN ((1, 2), ...) as (a = 1 AND b = 2) OR
+// ..., which is MySQL's row comparison with its NULL semantics (go-tpc's
+// Delivery sends these).
+func compileRowIn(row *ast.RowExpr, x *ast.PatternInExpr, c *Ctx) (Expr, error) {
+	var or ast.ExprNode
+	for _, item := range x.List {
+		r, ok := item.(*ast.RowExpr)
+		if !ok || len(r.Values) != len(row.Values) {
+			return nil, errno.New(1241, "Operand should contain %d column(s)", len(row.Values))
+		}
+		var and ast.ExprNode
+		for i, v := range row.Values {
+			if _, nested := v.(*ast.RowExpr); nested {
+				return nil, errno.NotSupported("nested row constructors")
+			}
+			var eq ast.ExprNode = &ast.BinaryOperationExpr{Op: opcode.EQ, L: v, R: r.Values[i]}
+			if and != nil {
+				eq = &ast.BinaryOperationExpr{Op: opcode.LogicAnd, L: and, R: eq}
+			}
+			and = eq
+		}
+		if or != nil {
+			and = &ast.BinaryOperationExpr{Op: opcode.LogicOr, L: or, R: and}
+		}
+		or = and
+	}
+	if x.Not {
+		or = &ast.UnaryOperationExpr{Op: opcode.Not, V: or}
+	}
+	return Compile(or, c)
+}
+
 // SubqueryCompiler is implemented by an Env that plans subqueries (the
 // planner's); without one, subqueries are ERROR 1235. n is a
 // SubqueryExpr, ExistsSubqueryExpr, CompareSubqueryExpr or a
@@ -128,6 +160,9 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 				return sc.CompileSubquery(x, c)
 			}
 			return nil, errno.NotSupported("subqueries")
+		}
+		if row, ok := x.Expr.(*ast.RowExpr); ok {
+			return compileRowIn(row, x, c)
 		}
 		e, err := Compile(x.Expr, c)
 		if err != nil {

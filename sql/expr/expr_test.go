@@ -70,6 +70,12 @@ func TestEval(t *testing.T) {
 		{"i IN (1, 5)", "1"},
 		{"i NOT IN (1, 2)", "1"},
 		{"i IN (1, NULL)", "NULL"},
+		{"(i, s) IN ((5, 'abc'), (1, 'x'))", "1"},
+		{"(i, s) IN ((5, 'x'), (1, 'abc'))", "0"},
+		{"(i, n) IN ((5, 1))", "NULL"},
+		{"(i, n) IN ((4, 1))", "0"},
+		{"(i, s) NOT IN ((1, 'x'))", "1"},
+		{"(i, n) NOT IN ((5, 1))", "NULL"},
 		{"d > 9", "1"},      // decimal compares numerically, not as text
 		{"d > '9.00'", "1"}, // decimal vs string: numeric
 		{"s > 'ab'", "1"},   // two strings: bytewise
@@ -205,6 +211,7 @@ func TestCompileErrors(t *testing.T) {
 	}{
 		{"nope", errno.ErrBadField},
 		{"t2.i", errno.ErrBadField},
+		{"(i, s) IN ((1, 2, 3))", 1241},
 		{"@@nosuch", errno.ErrUnknownSystemVar},
 		{"(SELECT 1)", errno.ErrNotSupportedYet},
 		{"NOSUCHFUNC(1)", errno.ErrNotSupportedYet},
