@@ -137,6 +137,10 @@ func TestPushdownMatchesRoot(t *testing.T) {
 	require.NoError(t, tx.Rollback())
 	require.NoError(t, off.QueryRow("SELECT COUNT(*) FROM t WHERE pad LIKE '%x%'").Scan(&n2))
 	require.Equal(t, n2+1, n1)
+	// So does UPDATE ... ORDER BY ... LIMIT: it changes the first row in
+	// that order, not the first row read.
+	mustExec(t, on, "UPDATE t SET n = 999 ORDER BY k DESC, id LIMIT 1")
+	require.Equal(t, top6[:1], queryRows(t, off, "SELECT id FROM t WHERE n = 999"))
 	// Aggregates that read the group's first row stay on the SQL node.
 	require.NotContains(t, explain(on, "SELECT k, COUNT(*) FROM t"), "HashAgg | cop")
 }

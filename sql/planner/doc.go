@@ -22,6 +22,13 @@
 //     equality, 1/40 for a bounded range, 1/3 for a half-open one) and
 //     restricted by USE / FORCE / IGNORE INDEX. Only public indexes are
 //     read: an index being built (delete-only, write-only) never is.
+//  4. Store pushdown (strata_allow_pushdown, ON by default), over a
+//     TableReader only: the residual conditions when every one serializes
+//     (expr.ToPB) become a cop[tikv] Selection, an aggregation without
+//     GROUP BY a cop[tikv] HashAgg of partial states merged by the root
+//     HashAgg (PushedPartial), and ORDER BY ... LIMIT a cop[tikv] TopN of
+//     offset+count rows per region under the root TopN. A LIMIT reaches
+//     the access path only when no sort comes between them.
 //
 // Plans are built per execution and are not shared; a plan holds the
 // catalog objects it was built from, which are immutable. The exception is

@@ -682,11 +682,14 @@ func (pl *Planner) PlanScan(src *Source, where ast.ExprNode, order *ast.OrderByC
 		sp.Root = &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: lg.width}
 		return sp, nil
 	}
+	// As for SELECT: the limit reaches the access path only when no sort
+	// comes between them.
 	var lim uint64
-	if lg.hasLimit {
+	req := lg.orderReq()
+	if lg.hasLimit && (len(lg.order) == 0 || req != nil) {
 		lim = SatAdd(lg.offset, lg.count)
 	}
-	ap, err := b.bestAccess(src, lg.conds, lg.condE, columnNeeds{src: src}, lg.orderReq(), lim)
+	ap, err := b.bestAccess(src, lg.conds, lg.condE, columnNeeds{src: src}, req, lim)
 	if err != nil {
 		return nil, err
 	}

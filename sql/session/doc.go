@@ -27,6 +27,8 @@
 // default), tidb_enable_async_commit, tidb_enable_1pc and
 // innodb_lock_wait_timeout. SET GLOBAL of these applies to this SQL node's
 // later sessions only (not persisted, not shared with other nodes).
+// strata_allow_pushdown (ON) lets the planner run selections, top-N and
+// partial aggregates on the stores (sql/planner).
 //
 // A Session belongs to one connection and is not safe for concurrent use.
 // Everything it shares with other sessions (Catalog, Executor) is.
