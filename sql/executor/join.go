@@ -284,7 +284,11 @@ func (o *indexJoinOp) lookup(ctx context.Context, outer [][]datum) ([][]datum, e
 		}
 		pt := make([]datum, len(p.IndexKeys))
 		for i, j := range p.IndexKeys {
-			pt[i] = vals[j]
+			if j < 0 {
+				pt[i] = p.Consts[-j-1]
+			} else {
+				pt[i] = vals[j]
+			}
 		}
 		o.kbuf = rowKey(o.kbuf[:0], pt)
 		if !o.seen[string(o.kbuf)] {

@@ -71,6 +71,7 @@ type joinNode struct {
 	filterN   []ast.ExprNode
 	lockWhere expr.Expr
 	readRows  float64
+	pointRead bool // the access path reads keys (point gets), not ranges
 }
 
 // isJoin reports whether a FROM clause names more than one table.
@@ -710,6 +711,35 @@ func (b *builder) equiKey(c ast.ExprNode, n *joinNode, ji *JoinInfo, cols []expr
 	return lk, rk, true
 }
 
+// constantFilter finds `col = constant` among the conditions pushed to
+// the table of n, for column slot off of its row.
+func (b *builder) constantFilter(n *joinNode, off int) (types.Datum, bool) {
+	for _, c := range n.filterN {
+		x, ok := unparen(c).(*ast.BinaryOperationExpr)
+		if !ok || x.Op != opcode.EQ {
+			continue
+		}
+		col, k := x.L, x.R
+		if !isConstNode(k) {
+			col, k = k, col
+		}
+		cn, ok := unparen(col).(*ast.ColumnNameExpr)
+		if !ok || !isConstNode(k) || n.leaf.columnOffset(cn.Name) != off {
+			continue
+		}
+		ke, err := expr.Compile(k, &expr.Ctx{Env: b.env})
+		if err != nil {
+			continue
+		}
+		v, err := ke.Eval(nil)
+		if err != nil || v.IsNull() || ke.Type().Class() != n.leaf.Cols[off].Type.Class() {
+			continue
+		}
+		return v, true
+	}
+	return types.Datum{}, false
+}
+
 // leafPlan reads one table of a join with the conditions pushed to it
 // (and, for a locking read, locks the rows it reads).
 func (b *builder) leafPlan(lg *logical, n *joinNode) (Plan, error) {
@@ -753,6 +783,10 @@ func (b *builder) leafPlan(lg *logical, n *joinNode) (Plan, error) {
 	}
 	p = ap.plan
 	n.readRows = p.Base().EstRows
+	switch p.(type) {
+	case *PointGet, *BatchPointGet, *TableDual:
+		n.pointRead = true
+	}
 	if len(ap.residual) > 0 {
 		sel := &Selection{BasePlan: b.base("Selection", ap.filteredRows, taskRoot, p), exprNodes: exprNodes{Src: src}}
 		for _, i := range ap.residual {
@@ -792,10 +826,12 @@ type IndexJoin struct {
 	InnerRight bool
 	// HandleKey is the position in the inner keys of the handle (-1: the
 	// lookup is by Index, whose leading columns are the inner keys at
-	// IndexKeys).
+	// IndexKeys, or, for j < 0, the constant Consts[-j-1] an inner
+	// condition fixes the column to).
 	HandleKey int
 	Index     *catalog.IndexInfo
 	IndexKeys []int
+	Consts    []types.Datum
 	// Filters are the inner table's own conditions, on its row.
 	Filters []expr.Expr
 	// Lock, when set, locks the inner rows looked up (FOR UPDATE).
@@ -840,6 +876,9 @@ func (p *lookupShow) info() (string, string) { return p.access, p.op }
 const (
 	costHandleLookup = 2.0
 	costIndexLookup  = 10.0
+	// uniqueLookupBias scales the inner read a unique lookup is weighed
+	// against.
+	uniqueLookupBias = 10.0
 )
 
 // indexJoin returns an IndexJoin for hj when the inner side (the right
@@ -857,6 +896,7 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 		handleKey  int
 		index      *catalog.IndexInfo
 		keys       []int
+		consts     []types.Datum
 		cost       float64
 	}
 	var best *cand
@@ -890,15 +930,27 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 					continue
 				}
 				var keys []int
+				var consts []types.Datum
+				joined := false
 				for _, ic := range ix.Columns {
-					j := keyOf(ic.Offset)
-					if j < 0 || !sortable(src.Cols[ic.Offset].Type) {
+					if !sortable(src.Cols[ic.Offset].Type) {
 						break
+					}
+					j := keyOf(ic.Offset)
+					if j < 0 {
+						v, ok := b.constantFilter(inner, ic.Offset)
+						if !ok {
+							break
+						}
+						consts = append(consts, v)
+						j = -len(consts)
+					} else {
+						joined = true
 					}
 					keys = append(keys, j)
 				}
-				if len(keys) > len(c.keys) {
-					c.index, c.keys = ix, keys
+				if joined && len(keys) > len(c.keys) {
+					c.index, c.keys, c.consts = ix, keys, consts
 				}
 			}
 			if c.index == nil {
@@ -909,7 +961,15 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 				c.cost = outerRows * costHandleLookup
 			}
 		}
-		if c.cost >= inner.readRows || (best != nil && best.cost <= c.cost) {
+		// A unique lookup (handle, or every column of a unique index)
+		// finds at most one row per key, so it wins unless the inner read
+		// is far smaller: pseudo statistics underestimate prefix ranges of
+		// a unique index (go-tpc's stock by s_w_id is 10 rows, not 100000).
+		limit := inner.readRows
+		if !inner.pointRead && (c.handleKey >= 0 || (c.index.Unique && len(c.keys) == len(c.index.Columns))) {
+			limit *= uniqueLookupBias
+		}
+		if c.cost >= limit || (best != nil && best.cost <= c.cost) {
 			return
 		}
 		best = c
@@ -924,7 +984,7 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 		return nil
 	}
 	src := best.inner.leaf
-	ij := &IndexJoin{Join: hj, Inner: src, InnerRight: best.innerRight, HandleKey: best.handleKey, Index: best.index, IndexKeys: best.keys}
+	ij := &IndexJoin{Join: hj, Inner: src, InnerRight: best.innerRight, HandleKey: best.handleKey, Index: best.index, IndexKeys: best.keys, Consts: best.consts}
 	ij.innerMask = best.inner.mask
 	hj.BuildRight = best.innerRight
 	for _, e := range best.inner.filterE {
