@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"slices"
 	"strconv"
@@ -408,7 +409,7 @@ func (a *Affinity) rebalance(ts map[int64]affinityTarget, cfg *Config) {
 		if sizes[x] != sizes[y] {
 			return sizes[x] - sizes[y]
 		}
-		return cmpI64(x, y)
+		return cmp.Compare(x, y)
 	})
 	for _, tid := range cands {
 		old := ts[tid]
@@ -433,16 +434,6 @@ func (a *Affinity) rebalance(ts map[int64]affinityTarget, cfg *Config) {
 		}
 		ts[tid] = old
 	}
-}
-
-func cmpI64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // AffinityRegionView is one region of a group as the API shows it.

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -93,7 +94,7 @@ func (c *Cluster) Stores() []*StoreInfo {
 		out = append(out, s)
 	}
 	c.mu.RUnlock()
-	slices.SortFunc(out, func(a, b *StoreInfo) int { return cmpU64(a.Meta.GetId(), b.Meta.GetId()) })
+	slices.SortFunc(out, func(a, b *StoreInfo) int { return cmp.Compare(a.Meta.GetId(), b.Meta.GetId()) })
 	return out
 }
 

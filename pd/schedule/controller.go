@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -267,7 +268,7 @@ func (oc *OperatorController) Operators() []OperatorView {
 	for _, op := range oc.ops {
 		out = append(out, op.view())
 	}
-	slices.SortFunc(out, func(a, b OperatorView) int { return cmpU64(a.RegionID, b.RegionID) })
+	slices.SortFunc(out, func(a, b OperatorView) int { return cmp.Compare(a.RegionID, b.RegionID) })
 	return out
 }
 

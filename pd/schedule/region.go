@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"sort"
 
@@ -263,16 +264,6 @@ func mapValues(m map[uint64]*RegionInfo) []*RegionInfo {
 		out = append(out, r)
 	}
 	// Deterministic order for tests and logs.
-	slices.SortFunc(out, func(a, b *RegionInfo) int { return cmpU64(a.ID(), b.ID()) })
+	slices.SortFunc(out, func(a, b *RegionInfo) int { return cmp.Compare(a.ID(), b.ID()) })
 	return out
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
