@@ -59,7 +59,8 @@ func newLoadFormat(x *ast.LoadDataStmt) (loadFormat, error) {
 	return f, nil
 }
 
-// loadField is one parsed field; null for an unenclosed \N.
+// loadField is one parsed field; null for an unenclosed \N (or an
+// unenclosed NULL when fields are ENCLOSED BY something).
 type loadField struct {
 	val  []byte
 	null bool
@@ -126,6 +127,7 @@ func (l *loadReader) next(fields []loadField) ([]loadField, error) {
 			quoted = true
 			_, _ = l.r.ReadByte()
 		}
+		enclosed := quoted
 		endLine, eof := false, false
 		for {
 			// Terminators end an unquoted field (a quoted one ends at its
@@ -176,7 +178,11 @@ func (l *loadReader) next(fields []loadField) ([]loadField, error) {
 				break
 			}
 		}
-		fields = append(fields, loadField{val: l.buf[start:], null: null && len(l.buf) == start})
+		val := l.buf[start:]
+		// With ENCLOSED BY, an unenclosed NULL is SQL NULL ("NULL" in
+		// quotes stays the string), as MySQL reads it.
+		null = (null && len(val) == 0) || (l.f.enclosed != 0 && !enclosed && string(val) == "NULL")
+		fields = append(fields, loadField{val: val, null: null})
 		if endLine || eof {
 			return fields, nil
 		}

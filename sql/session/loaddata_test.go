@@ -23,6 +23,8 @@ func TestLoadReader(t *testing.T) {
 		{"null and escapes", def, "\\N\tx\\ty\\\\z\\n\n", [][]string{{"<null>", "x\ty\\z\n"}}},
 		{"empty field", def, "1\t\n", [][]string{{"1", ""}}},
 		{"csv quoted", csv, "1,\"a,b\"\r\n2,\"say \"\"hi\"\"\"\r\n", [][]string{{"1", "a,b"}, {"2", "say \"hi\""}}},
+		{"csv NULL", csv, "NULL,\"NULL\",\\N,NULLS\r\n", [][]string{{"<null>", "NULL", "<null>", "NULLS"}}},
+		{"NULL without enclosure is a string", def, "NULL\n", [][]string{{"NULL"}}},
 		{"csv quoted line break", csv, "1,\"x\r\ny\"\r\n", [][]string{{"1", "x\r\ny"}}},
 		{"starting by", loadFormat{fieldTerm: []byte(","), lineTerm: []byte("\n"), lineStart: []byte("> "), escaped: '\\'},
 			"junk> 1,a\n> 2,b\n", [][]string{{"1", "a"}, {"2", "b"}}},
