@@ -232,10 +232,10 @@ func waitHealthy(t *testing.T, c *localcluster.Cluster, live map[uint64]bool, d 
 	}
 }
 
-// waitStoresUp waits until PD lists n stores, all Up: a cluster test that
-// moves replicas between its stores must not start while one of them is
-// still registering.
-func waitStoresUp(t *testing.T, c *localcluster.Cluster, n int) {
+// waitStoresUp waits until PD lists n stores, all Up, and returns the list: a
+// cluster test that moves replicas between its stores must not start while
+// one of them is still registering.
+func waitStoresUp(t *testing.T, c *localcluster.Cluster, n int) apiStores {
 	t.Helper()
 	var st apiStores
 	deadline := time.Now().Add(time.Minute)
@@ -249,7 +249,7 @@ func waitStoresUp(t *testing.T, c *localcluster.Cluster, n int) {
 			}
 		}
 		if up == n {
-			return
+			return st
 		}
 		if time.Now().After(deadline) {
 			require.FailNow(t, "stores not up", "want %d stores Up, PD lists %+v", n, st.Stores)
@@ -408,10 +408,7 @@ func TestAPIOperatorsMoveReplica(t *testing.T) {
 	require.NoError(t, pdAPI(t, c, "DELETE", "schedulers/balance-leader-scheduler", nil, nil))
 	require.NoError(t, late.Start())
 
-	var st apiStores
-	require.Eventually(t, func() bool {
-		return pdAPI(t, c, "GET", "stores", nil, &st) == nil && len(st.Stores) == 4
-	}, time.Minute, 100*time.Millisecond)
+	st := waitStoresUp(t, c, 4)
 	newStore := st.Stores[3].Store.ID
 	var rs apiRegions
 	require.NoError(t, pdAPI(t, c, "GET", "regions", nil, &rs))
@@ -528,10 +525,7 @@ func TestScaleOutBalances(t *testing.T) {
 	w := startWriter(db)
 	start := time.Now()
 	require.NoError(t, late.Start())
-	var st apiStores
-	require.Eventually(t, func() bool {
-		return pdAPI(t, c, "GET", "stores", nil, &st) == nil && len(st.Stores) == 4
-	}, time.Minute, 100*time.Millisecond)
+	st := waitStoresUp(t, c, 4)
 	newStore := st.Stores[3].Store.ID
 	var halfAt time.Time
 	ok := false
