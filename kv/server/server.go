@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -102,6 +103,7 @@ type Server struct {
 	mu    sync.Mutex
 	store *raftstore.Store
 	gc    *gc.Worker
+	svc   atomic.Pointer[Service] // set once serving (tests)
 }
 
 // New validates cfg and binds the gRPC listener (so Addr is known before
@@ -133,6 +135,15 @@ func (s *Server) Addr() string { return s.cfg.AdvertiseAddr }
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // Store returns the raftstore once Ready (nil before).
+// LockWaiters is the number of pessimistic lock requests queued on this
+// store (0 before it serves).
+func (s *Server) LockWaiters() int {
+	if svc := s.svc.Load(); svc != nil {
+		return svc.Storage().LockWaiters()
+	}
+	return 0
+}
+
 func (s *Server) Store() *raftstore.Store {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -212,6 +223,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	svc := NewService(store, tso, pd, s.log, !s.cfg.DisableInMemoryPessimisticLock)
 	defer svc.Close()
+	s.svc.Store(svc)
 	storepb.RegisterStoreServer(gs, svc)
 	gcDone := make(chan struct{})
 	gcCtx, stopGC := context.WithCancel(context.Background())

@@ -136,7 +136,9 @@ func TestClusterBatchCommands(t *testing.T) {
 	c.put("k", "v0")
 	var stream storepb.Store_BatchCommandsClient
 	var cancel context.CancelFunc
+	var leader *testNode
 	c.retry(func(n *testNode) bool {
+		leader = n
 		// Wait until the leader serves (a read succeeds), then open the
 		// stream to it.
 		ctx, cncl := context.WithTimeout(context.Background(), 2*time.Second)
@@ -180,6 +182,9 @@ func TestClusterBatchCommands(t *testing.T) {
 	send(1, lock(holder))
 	require.Empty(t, recvUntil(1).GetPessimisticLock().GetErrors())
 	send(2, lock(waiter)) // waits for holder
+	// Queued behind the pessimistic lock before the holder prewrites (a
+	// request that meets a prewrite lock is answered Locked at once).
+	require.Eventually(t, func() bool { return leader.srv.LockWaiters() == 1 }, waitFor, time.Millisecond, "waiter not queued")
 
 	// Several requests in one message, answered by id.
 	require.NoError(t, stream.Send(&storepb.BatchCommandsRequest{

@@ -106,6 +106,10 @@ func (q *lockWaits) wakeNext(key []byte) {
 	close(w.ch)
 }
 
+// LockWaiters is the number of pessimistic lock requests queued behind
+// another transaction's lock.
+func (s *Storage) LockWaiters() int { return s.waits.waiters() }
+
 // waiters is the number of queued waiters (tests, metrics).
 func (q *lockWaits) waiters() int {
 	q.mu.Lock()
