@@ -12,7 +12,7 @@ PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build run test test-unit test-integration test-bank test-affinity test-clients test-go-sql-driver proto deps clean tools-mysql help gcc
+.PHONY: all build run test test-unit test-integration test-bank test-affinity test-clients test-go-sql-driver proto deps clean tools-mysql help gcc test-ch
 
 all: build
 
@@ -127,3 +127,10 @@ bench-sysbench: build
 	@command -v sysbench >/dev/null || { apt-get update -qq && apt-get install -y -qq sysbench; }
 	@case "$(SYSBENCH_ARGS)" in *mariadb*) command -v mariadbd >/dev/null || { apt-get update -qq && apt-get install -y -qq mariadb-server; };; esac
 	$(GO) run ./bench/sysbench $(SYSBENCH_ARGS)
+
+# CH-benCHmark: go-tpc's 22 analytic queries on identical TPC-C data in
+# Strata and a private MariaDB; every result must match (issue 12).
+test-ch: deps
+	@command -v mariadbd >/dev/null || { apt-get update -qq && apt-get install -y -qq mariadb-server; }
+	GOBIN=$(TOOLS) $(GO) install github.com/pingcap/go-tpc/cmd/go-tpc@v1.0.7
+	GO_TPC=$(TOOLS)/go-tpc $(GO) test -tags chbench -timeout 60m -count=1 -v -run TestCHBenchmarkMatchesMariaDB ./tests/
