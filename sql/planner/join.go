@@ -540,7 +540,11 @@ func (p *HashJoin) info() (string, string) {
 func (b *builder) joinPhysical(lg *logical) (Plan, error) {
 	ji := lg.src.Join
 	cols := lg.src.Cols
-	ji.pushdown(ji.root, propagateConstants(lg.conds, cols), cols, b.env)
+	conds := propagateConstants(lg.conds, cols)
+	if r := b.reorderJoin(lg, conds); r != nil {
+		return r.plan(b, lg)
+	}
+	ji.pushdown(ji.root, conds, cols, b.env)
 	return b.joinNodePlan(lg, ji.root)
 }
 

@@ -141,6 +141,32 @@ func TestJoinsMatchNestedLoop(t *testing.T) {
 			}
 		}
 	}
+
+	// Three tables in every FROM order: the planner reorders the joins
+	// (no order may join two unconnected tables first), and the result
+	// is the nested loop's whatever the statement's order.
+	r := gen(200, 40)
+	load("r", r)
+	var want [][]string
+	for _, pr := range p {
+		for _, rr := range r {
+			if !eqInt(rr.k, pr.k) {
+				continue
+			}
+			for _, qr := range q {
+				if qr.k != nil && *qr.k == rr.id && eqStr(qr.s, pr.s) {
+					want = append(want, []string{strconv.Itoa(pr.id), strconv.Itoa(qr.id), strconv.Itoa(rr.id)})
+				}
+			}
+		}
+	}
+	sortRows(want)
+	for _, from := range []string{"p, q, r", "p, r, q", "q, p, r", "q, r, p", "r, p, q", "r, q, p"} {
+		stmt := "SELECT p.id, q.id, r.id FROM " + from + " WHERE r.k = p.k AND q.k = r.id AND p.s = q.s"
+		got := queryStrings(t, db, stmt)
+		sortRows(got)
+		require.Equal(t, want, got, "%s (seed %d)", stmt, seed)
+	}
 }
 
 func sortRows(rows [][]string) {

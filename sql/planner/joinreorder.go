@@ -1,0 +1,166 @@
+package planner
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+
+	"github.com/stratadb/strata/sql/expr"
+)
+
+// Join reorder (TiDB's greedy join reorder, rule_join_reorder_greedy.go):
+// a FROM clause of three or more tables joined only by inner joins (comma,
+// JOIN, INNER JOIN, CROSS JOIN) is planned as a left-deep tree in the order
+// that joins the smallest estimated input first and then, at each step, the
+// smallest table connected to those already joined by an equality. The
+// statement's order would make `FROM item, supplier, stock …` (no condition
+// between item and supplier) a cross product of both tables.
+//
+// The reordered tree lays the tables' rows out in its own order; a
+// Projection puts the columns back in the statement's order, which every
+// operator above the join was compiled against.
+
+// reorderedJoin is the FROM clause of lg planned in another table order.
+type reorderedJoin struct {
+	lg   *logical // lg with a Source whose tables are in the new order
+	perm []int    // perm[i]: the new position of the statement's table i
+}
+
+// reorderJoin returns the greedy order for lg's join tree, or nil to keep
+// the statement's order (outer joins, fewer than three tables, or the
+// statement's order is the greedy one).
+func (b *builder) reorderJoin(lg *logical, conds []ast.ExprNode) *reorderedJoin {
+	ji, cols := lg.src.Join, lg.src.Cols
+	n := len(ji.leaves)
+	if n < 3 || !innerOnly(ji.root) {
+		return nil
+	}
+	all := append([]ast.ExprNode(nil), conds...)
+	all = collectOn(ji.root, all)
+	rows := make([]float64, n)
+	for i, l := range ji.leaves {
+		rows[i] = leafRows(l)
+	}
+	var edges []uint64
+	for _, c := range all {
+		m := ji.refs(c, cols)
+		switch {
+		case bits.OnesCount64(m) == 1:
+			rows[bits.TrailingZeros64(m)] *= condRate(c)
+		case bits.OnesCount64(m) >= 2 && isEquality(c):
+			edges = append(edges, m)
+		}
+	}
+	connected := func(i int, joined uint64) bool {
+		bit := uint64(1) << i
+		for _, e := range edges {
+			if e&bit != 0 && e&joined != 0 && e&^(joined|bit) == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	order := make([]int, 0, n)
+	var joined uint64
+	for len(order) < n {
+		best, bestConn := -1, false
+		for i := 0; i < n; i++ {
+			if joined&(1<<i) != 0 {
+				continue
+			}
+			conn := joined != 0 && connected(i, joined)
+			switch {
+			case best < 0, conn && !bestConn, conn == bestConn && rows[i] < rows[best]:
+				best, bestConn = i, conn
+			}
+		}
+		order = append(order, best)
+		joined |= 1 << best
+	}
+	identity := true
+	for i, l := range order {
+		identity = identity && i == l
+	}
+	if identity {
+		return nil
+	}
+
+	// The new Source: tables in the new order, a left-deep tree of inner
+	// joins, every condition given to its root (pushdown places them).
+	nji := &JoinInfo{}
+	ncols := make([]expr.SchemaColumn, 0, len(cols))
+	perm := make([]int, n)
+	var root *joinNode
+	for pos, li := range order {
+		perm[li] = pos
+		src := ji.leaves[li]
+		lo := len(ncols)
+		nji.leaves = append(nji.leaves, src)
+		nji.base = append(nji.base, lo)
+		ncols = append(ncols, src.Cols...)
+		leaf := &joinNode{leaf: src, leafIx: pos, lo: lo, hi: len(ncols), mask: 1 << pos}
+		if root == nil {
+			root = leaf
+			continue
+		}
+		root = &joinNode{left: root, right: leaf, lo: 0, hi: leaf.hi, mask: root.mask | leaf.mask}
+	}
+	nji.root = root
+	nsrc := *lg.src
+	nsrc.Cols, nsrc.Join = ncols, nji
+	nlg := *lg
+	nlg.src = &nsrc
+	nji.pushdown(root, all, ncols, b.env)
+	return &reorderedJoin{lg: &nlg, perm: perm}
+}
+
+// plan builds the reordered join and the Projection back to the
+// statement's column order.
+func (r *reorderedJoin) plan(b *builder, orig *logical) (Plan, error) {
+	p, err := b.joinNodePlan(r.lg, r.lg.src.Join.root)
+	if err != nil {
+		return nil, err
+	}
+	oji, nji := orig.src.Join, r.lg.src.Join
+	exprs := make([]expr.Expr, 0, len(orig.src.Cols))
+	nodes := make([]ast.ExprNode, 0, len(orig.src.Cols))
+	for i, l := range oji.leaves {
+		base := nji.base[r.perm[i]]
+		for j, c := range l.Cols {
+			exprs = append(exprs, &expr.Column{Offset: base + j, Ft: c.Type, Name: c.Name})
+			nodes = append(nodes, &ast.ColumnNameExpr{Name: &ast.ColumnName{Table: ast.NewCIStr(c.Table), Name: ast.NewCIStr(c.Name)}})
+		}
+	}
+	return &Projection{BasePlan: b.base("Projection", p.Base().EstRows, taskRoot, p), Exprs: exprs,
+		exprNodes: exprNodes{Src: orig.src, Nodes: nodes}}, nil
+}
+
+func innerOnly(n *joinNode) bool {
+	if n.leaf != nil {
+		return true
+	}
+	return n.tp == InnerJoin && innerOnly(n.left) && innerOnly(n.right)
+}
+
+func collectOn(n *joinNode, out []ast.ExprNode) []ast.ExprNode {
+	if n.leaf != nil {
+		return out
+	}
+	out = append(out, n.on...)
+	return collectOn(n.right, collectOn(n.left, out))
+}
+
+// leafRows is the estimated row count of a table before its conditions.
+func leafRows(src *Source) float64 {
+	if src.Sub != nil {
+		return math.Max(1, src.Sub.Root.Base().EstRows)
+	}
+	return pseudoRowCount
+}
+
+func isEquality(c ast.ExprNode) bool {
+	x, ok := unparen(c).(*ast.BinaryOperationExpr)
+	return ok && (x.Op == opcode.EQ || x.Op == opcode.NullEQ)
+}
