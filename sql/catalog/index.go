@@ -42,8 +42,12 @@ type IndexInfo struct {
 	Name    string         `json:"name"`
 	Columns []*IndexColumn `json:"columns"`
 	Unique  bool           `json:"unique"`
-	State   SchemaState    `json:"state,omitempty"`
-	Comment string         `json:"comment,omitempty"`
+	// Primary: the table's PRIMARY KEY when it is not the row handle (a
+	// composite or non-integer key): a unique index named PRIMARY over a
+	// hidden _tidb_rowid handle, TiDB's NONCLUSTERED primary key.
+	Primary bool        `json:"primary,omitempty"`
+	State   SchemaState `json:"state,omitempty"`
+	Comment string      `json:"comment,omitempty"`
 }
 
 // Writable reports whether DML must write new entries of the index.
@@ -60,6 +64,17 @@ func (ix *IndexInfo) Public() bool { return ix.State == StatePublic }
 func (t *TableInfo) FindIndex(name string) *IndexInfo {
 	for _, ix := range t.Indices {
 		if strings.EqualFold(ix.Name, name) {
+			return ix
+		}
+	}
+	return nil
+}
+
+// PrimaryIndex returns the non-clustered PRIMARY KEY index, or nil (no
+// primary key, or an integer one that is the row handle).
+func (t *TableInfo) PrimaryIndex() *IndexInfo {
+	for _, ix := range t.Indices {
+		if ix.Primary {
 			return ix
 		}
 	}

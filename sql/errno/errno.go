@@ -97,6 +97,8 @@ var sqlStates = map[uint16]string{
 	1091:                        "42000", // can't drop key
 	ErrKeyDoesNotExist:          "42000",
 	1170:                        "42000", // BLOB/TEXT key without length
+	1171:                        "42000", // PRIMARY KEY part NULL
+	1280:                        "42000", // wrong index name
 	ErrAccessDenied:             "28000",
 	ErrNoDB:                     "3D000",
 	ErrUnknownCom:               "08S01",

@@ -137,6 +137,13 @@ func keyOf(t *catalog.TableInfo, off int) string {
 	if t.PKIsHandle && t.HandleOffset == off {
 		return "PRI"
 	}
+	if pk := t.PrimaryIndex(); pk != nil && pk.Public() {
+		for _, c := range pk.Columns {
+			if c.Offset == off {
+				return "PRI"
+			}
+		}
+	}
 	key := ""
 	for _, ix := range t.Indices {
 		if !ix.Public() || ix.Columns[0].Offset != off {
@@ -247,7 +254,7 @@ func indexColumns(t *catalog.TableInfo, fn func(name string, unique, primary boo
 			continue
 		}
 		for i, ic := range ix.Columns {
-			fn(ix.Name, ix.Unique, false, i+1, t.Columns[ic.Offset])
+			fn(ix.Name, ix.Unique, ix.Primary, i+1, t.Columns[ic.Offset])
 		}
 	}
 }

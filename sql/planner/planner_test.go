@@ -101,6 +101,18 @@ func TestRanges(t *testing.T) {
 		{"u < -1", []int{3}, "", 0},
 		{"u = 1.5", []int{3}, "", 1},
 		{"d = 2", []int{4}, "", 1}, // decimals are text in keys: never ranges
+		// DNF: a row-constructor IN or an OR of conjunctions is the union of
+		// its disjuncts' ranges, each with the other conjuncts.
+		{"(c, k) IN (('b', 2), ('a', 1), ('b', 2))", []int{2, 1}, `["a" 1,"a" 1] ["b" 2,"b" 2]`, 0},
+		{"(k, c) IN ((2, 'b'), (1, 'a'))", []int{2, 1}, `["a" 1,"a" 1] ["b" 2,"b" 2]`, 0},
+		{"(c = 'a' AND k = 1) OR (c = 'b' AND k = 2)", []int{2, 1}, `["a" 1,"a" 1] ["b" 2,"b" 2]`, 0},
+		{"(c, k) IN (('a', 1), ('b', 2)) AND k > 0", []int{2, 1}, `["a" 1,"a" 1] ["b" 2,"b" 2]`, 0},
+		{"(c, k) IN (('a', 1), ('b', 2))", []int{2}, `["a","a"] ["b","b"]`, 1},
+		{"c = 'a' AND (k, u) IN ((1, 5), (2, 6))", []int{2, 1, 3}, `["a" 1 5,"a" 1 5] ["a" 2 6,"a" 2 6]`, 0},
+		{"(c, k) IN (('a', 1), ('a', NULL))", []int{2, 1}, `["a" 1,"a" 1]`, 0},
+		{"(c = 'a' AND k > 1) OR (c = 'a' AND k > 5)", []int{2, 1}, `("a" 1,"a" +inf]`, 1}, // overlap: column by column
+		{"(c = 'a' AND k = 1) OR k = 2", []int{2, 1}, "", 1},                               // a disjunct bounds no column
+		{"(k, u) IN ((1, 5), (2, 6))", []int{1}, "[1,1] [2,2]", 1},
 	}
 	src := testSource(true, catalog.StatePublic)
 	for _, c := range cases {

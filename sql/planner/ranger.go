@@ -479,8 +479,184 @@ type detached struct {
 }
 
 // detach builds the ranges of the columns cols (source offsets, in index
-// order) from conds.
+// order) from conds: column by column from the conjuncts (detachCNF), or,
+// when that bounds fewer columns, as the union over the disjuncts of one
+// condition that is an OR or a row-constructor IN, each disjunct detached
+// together with the other conjuncts (TiDB's DNF ranges): `(a, b) IN ((1,
+// 2), (3, 4))` is two points on an index (a, b), not the four of a IN (1,
+// 3) x b IN (2, 4), and none at all column by column.
 func (r *ranger) detach(conds []ast.ExprNode, cols []int) detached {
+	d := r.detachCNF(conds, cols)
+	if d.eqCols == len(cols) && len(d.ranges) <= 1 {
+		return d
+	}
+	for i, c := range conds {
+		items := dnfItems(c)
+		if len(items) < 2 || len(items) > maxPointRanges {
+			continue
+		}
+		if dd, ok := r.detachDNF(conds, i, items, cols); ok && dd.better(d) {
+			d = dd
+		}
+	}
+	return d
+}
+
+// better reports whether d bounds more index columns than o, or as many
+// with fewer ranges.
+func (d detached) better(o detached) bool {
+	if d.eqCols != o.eqCols {
+		return d.eqCols > o.eqCols
+	}
+	if d.usedCols != o.usedCols {
+		return d.usedCols > o.usedCols
+	}
+	return len(d.ranges) < len(o.ranges)
+}
+
+// dnfItems returns the disjuncts of cond, each as its conjuncts, when cond
+// is an OR or a row-constructor IN ((a, b) IN ((1, 2), ...) is a = 1 AND
+// b = 2 OR ..., as sql/expr evaluates it); nil otherwise.
+func dnfItems(cond ast.ExprNode) [][]ast.ExprNode {
+	var items [][]ast.ExprNode
+	var add func(n ast.ExprNode) bool
+	add = func(n ast.ExprNode) bool {
+		switch x := unparen(n).(type) {
+		case *ast.BinaryOperationExpr:
+			if x.Op == opcode.LogicOr {
+				return add(x.L) && add(x.R)
+			}
+		case *ast.PatternInExpr:
+			if row, ok := x.Expr.(*ast.RowExpr); ok {
+				if x.Not || x.Sel != nil {
+					return false
+				}
+				for _, it := range x.List {
+					ir, ok := it.(*ast.RowExpr)
+					if !ok || len(ir.Values) != len(row.Values) {
+						return false
+					}
+					conj := make([]ast.ExprNode, len(row.Values))
+					for i, v := range row.Values {
+						conj[i] = &ast.BinaryOperationExpr{Op: opcode.EQ, L: v, R: ir.Values[i]}
+					}
+					items = append(items, conj)
+				}
+				return true
+			}
+		}
+		items = append(items, splitAnd(n, nil))
+		return len(items) <= maxPointRanges
+	}
+	x := unparen(cond)
+	if b, ok := x.(*ast.BinaryOperationExpr); !ok || b.Op != opcode.LogicOr {
+		if in, ok := x.(*ast.PatternInExpr); !ok || in.Sel != nil {
+			return nil
+		} else if _, row := in.Expr.(*ast.RowExpr); !row {
+			return nil
+		}
+	}
+	if !add(cond) {
+		return nil
+	}
+	return items
+}
+
+// splitAnd appends the conjuncts of n to out.
+func splitAnd(n ast.ExprNode, out []ast.ExprNode) []ast.ExprNode {
+	if b, ok := unparen(n).(*ast.BinaryOperationExpr); ok && b.Op == opcode.LogicAnd {
+		return splitAnd(b.R, splitAnd(b.L, out))
+	}
+	return append(out, n)
+}
+
+// detachDNF detaches conds with conds[at] replaced by each of its
+// disjuncts in turn and returns the union of the ranges; ok is false when a
+// disjunct bounds no column, the ranges are too many, or ranges of
+// different disjuncts overlap without being equal (a row would be read
+// twice).
+func (r *ranger) detachDNF(conds []ast.ExprNode, at int, items [][]ast.ExprNode, cols []int) (detached, bool) {
+	others := make([]ast.ExprNode, 0, len(conds)-1)
+	others = append(others, conds[:at]...)
+	others = append(others, conds[at+1:]...)
+	d := detached{access: make([]bool, len(conds)), eqCols: len(cols), usedCols: len(cols)}
+	for i := range conds {
+		d.access[i] = true
+	}
+	for _, item := range items {
+		sub := r.detachCNF(append(slices.Clip(others), item...), cols)
+		if sub.usedCols == 0 {
+			return detached{}, false
+		}
+		d.eqCols = min(d.eqCols, sub.eqCols)
+		d.usedCols = min(d.usedCols, sub.usedCols)
+		for j := range others {
+			if !sub.access[j] {
+				d.access[j+btoi(j >= at)] = false
+			}
+		}
+		for _, a := range sub.access[len(others):] {
+			if !a {
+				d.access[at] = false
+			}
+		}
+		d.ranges = append(d.ranges, sub.ranges...)
+		if len(d.ranges) > maxPointRanges {
+			return detached{}, false
+		}
+	}
+	ranges, ok := disjointRanges(d.ranges)
+	if !ok {
+		return detached{}, false
+	}
+	d.ranges = ranges
+	return d, true
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// disjointRanges sorts rs by their keys and removes duplicates; ok is
+// false when two different ranges overlap.
+func disjointRanges(rs []Range) ([]Range, bool) {
+	type keyed struct {
+		r          Range
+		start, end []byte
+	}
+	ks := make([]keyed, len(rs))
+	for i, rg := range rs {
+		s, e := IndexKeyRange(0, 0, rg)
+		ks[i] = keyed{rg, s, e}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		if c := bytes.Compare(a.start, b.start); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.end, b.end)
+	})
+	out := make([]Range, 0, len(ks))
+	for i, k := range ks {
+		if i > 0 {
+			p := ks[i-1]
+			if bytes.Equal(p.start, k.start) && bytes.Equal(p.end, k.end) {
+				continue
+			}
+			if bytes.Compare(p.end, k.start) > 0 {
+				return nil, false
+			}
+		}
+		out = append(out, k.r)
+	}
+	return out, true
+}
+
+// detachCNF builds the ranges of the columns cols column by column: each
+// column's intervals are the intersection of what every condition allows.
+func (r *ranger) detachCNF(conds []ast.ExprNode, cols []int) detached {
 	d := detached{ranges: []Range{{}}, access: make([]bool, len(conds))}
 	for _, off := range cols {
 		ivs := []interval{fullIv}

@@ -235,7 +235,7 @@ func TestErrors(t *testing.T) {
 		{"SELECT * FROM t a JOIN t a ON a.id = a.id", 1066, "Not unique table/alias: 'a'"},
 		{"SELECT id FROM t a JOIN t b ON a.id = b.id", 1052, "Column 'id' in field list is ambiguous"},
 		{"SELECT * FROM t WHERE EXISTS (SELECT 1 FROM t u WHERE u.id = t.id)", 1235, "doesn't yet support 'correlated subqueries'"},
-		{"CREATE TABLE u (id VARCHAR(10) PRIMARY KEY)", 1235, "non-integer PRIMARY KEY"},
+		{"CREATE TABLE u (a INT NULL, b INT, PRIMARY KEY (a, b))", 1171, "All parts of a PRIMARY KEY must be NOT NULL"},
 		{"CREATE TABLE u (id INT, KEY (nope))", 1072, "Key column 'nope' doesn't exist in table"},
 		{"CREATE INDEX k ON t (nope)", 1072, "Key column 'nope' doesn't exist in table"},
 		{"CREATE TABLE u (j JSON)", 1235, "column type JSON"},

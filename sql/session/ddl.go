@@ -270,14 +270,16 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, e
 	if len(t.Name) > 64 {
 		return nil, errno.New(1103, "Incorrect table name '%s'", t.Name)
 	}
-	pk := -1
-	setPK := func(off int) error {
-		if pk >= 0 {
+	// pkParts is the PRIMARY KEY, from a column option or a constraint.
+	var pkParts []*ast.IndexPartSpecification
+	setPK := func(parts []*ast.IndexPartSpecification) error {
+		if pkParts != nil {
 			return errno.New(errno.ErrMultiplePriKey, "Multiple primary key defined")
 		}
-		pk = off
+		pkParts = parts
 		return nil
 	}
+	nullable := map[int]bool{} // columns declared NULL explicitly
 	names := map[string]bool{}
 	var uniqCols []string // columns declared UNIQUE
 	for i, cd := range x.Cols {
@@ -301,13 +303,15 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, e
 		for _, o := range cd.Options {
 			switch o.Tp {
 			case ast.ColumnOptionPrimaryKey:
-				if err := setPK(i); err != nil {
+				if err := setPK([]*ast.IndexPartSpecification{{Column: cd.Name}}); err != nil {
 					return nil, err
 				}
 			case ast.ColumnOptionNotNull:
 				c.Type.Flag |= mysql.NotNullFlag
+				delete(nullable, i)
 			case ast.ColumnOptionNull:
 				c.Type.Flag &^= mysql.NotNullFlag
+				nullable[i] = true
 			case ast.ColumnOptionAutoIncrement:
 				if c.Type.Class() != types.ClassInt && c.Type.Class() != types.ClassFloat {
 					return nil, errno.New(errno.ErrWrongFieldSpec, "Incorrect column specifier for column '%s'", name)
@@ -345,19 +349,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, e
 	for _, con := range x.Constraints {
 		switch con.Tp {
 		case ast.ConstraintPrimaryKey:
-			if len(con.Keys) != 1 || con.Keys[0].Column == nil {
-				return nil, errno.NotSupported("composite PRIMARY KEY (needs secondary indexes)")
-			}
-			off := -1
-			for i, c := range t.Columns {
-				if strings.EqualFold(c.Name, con.Keys[0].Column.Name.O) {
-					off = i
-				}
-			}
-			if off < 0 {
-				return nil, errno.New(1072, "Key column '%s' doesn't exist in table", con.Keys[0].Column.Name.O)
-			}
-			if err := setPK(off); err != nil {
+			if err := setPK(con.Keys); err != nil {
 				return nil, err
 			}
 		case ast.ConstraintCheck:
@@ -381,18 +373,12 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, e
 			return nil, err
 		}
 	}
-	if pk >= 0 {
-		c := t.Columns[pk]
-		if c.Type.Class() != types.ClassInt {
-			return nil, errno.NotSupported("non-integer PRIMARY KEY (needs a clustered index on it)")
+	if pkParts != nil {
+		if err := setPrimaryKey(t, pkParts, nullable); err != nil {
+			return nil, err
 		}
-		c.Type.Flag |= mysql.PriKeyFlag | mysql.NotNullFlag
-		if c.HasDefault && c.DefaultNull {
-			return nil, errno.New(errno.ErrInvalidDefault, "Invalid default value for '%s'", c.Name)
-		}
-		t.PKIsHandle, t.HandleOffset = true, pk
 	}
-	if t.AutoIncOffset >= 0 && t.AutoIncOffset != pk {
+	if t.AutoIncOffset >= 0 && !isKeyPrefix(t, t.AutoIncOffset) {
 		return nil, errno.New(errno.ErrWrongAutoKey, "Incorrect table definition; there can be only one auto column and it must be defined as a key")
 	}
 	for _, o := range x.Options {
@@ -402,6 +388,65 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, e
 	}
 	t.Init()
 	return t, nil
+}
+
+// setPrimaryKey makes parts t's PRIMARY KEY. With TiDB's default
+// tidb_enable_clustered_index=INT_ONLY a single integer column is the row
+// handle (clustered); any other key is NONCLUSTERED: a unique index named
+// PRIMARY, rows keeping a hidden _tidb_rowid handle. Every key column
+// becomes NOT NULL (1171 when declared NULL, as MySQL).
+func setPrimaryKey(t *catalog.TableInfo, parts []*ast.IndexPartSpecification, nullable map[int]bool) error {
+	offs := make([]int, len(parts))
+	for i, p := range parts {
+		if p.Expr != nil || p.Column == nil {
+			return errno.NotSupported("expression indexes")
+		}
+		off := t.FindColumn(p.Column.Name.O)
+		if off < 0 {
+			return errno.New(errKeyColumnNotExist, "Key column '%s' doesn't exist in table", p.Column.Name.O)
+		}
+		c := t.Columns[off]
+		if nullable[off] {
+			return errno.New(errPrimaryCantHaveNull, "All parts of a PRIMARY KEY must be NOT NULL; if you need NULL in a key, use UNIQUE instead")
+		}
+		if c.HasDefault && c.DefaultNull {
+			return errno.New(errno.ErrInvalidDefault, "Invalid default value for '%s'", c.Name)
+		}
+		offs[i] = off
+	}
+	if len(offs) == 1 && t.Columns[offs[0]].Type.Class() == types.ClassInt && parts[0].Length <= 0 {
+		c := t.Columns[offs[0]]
+		c.Type.Flag |= mysql.PriKeyFlag | mysql.NotNullFlag
+		t.PKIsHandle, t.HandleOffset = true, offs[0]
+		return nil
+	}
+	ix, err := newIndexInfo(t, "", parts, true, nil)
+	if err != nil {
+		return err
+	}
+	for _, off := range offs {
+		t.Columns[off].Type.Flag |= mysql.PriKeyFlag | mysql.NotNullFlag
+	}
+	ix.Name, ix.Primary = "PRIMARY", true
+	t.MaxIndexID++
+	ix.ID = t.MaxIndexID
+	// First, as MySQL lists it in SHOW INDEX and SHOW CREATE TABLE.
+	t.Indices = append([]*catalog.IndexInfo{ix}, t.Indices...)
+	return nil
+}
+
+// isKeyPrefix reports whether column off is the row handle or the first
+// column of an index: MySQL's condition for an AUTO_INCREMENT column.
+func isKeyPrefix(t *catalog.TableInfo, off int) bool {
+	if t.PKIsHandle && t.HandleOffset == off {
+		return true
+	}
+	for _, ix := range t.Indices {
+		if ix.Columns[0].Offset == off {
+			return true
+		}
+	}
+	return false
 }
 
 func setDefault(c *catalog.ColumnInfo, n ast.ExprNode, env expr.Env) error {

@@ -22,8 +22,11 @@ func TestBuildTableInfo(t *testing.T) {
 		{"CREATE TABLE t (id BIGINT UNSIGNED AUTO_INCREMENT, v TEXT, PRIMARY KEY (id))", 0, true, 0},
 		{"CREATE TABLE t (a INT, b DOUBLE, c DECIMAL(10,2), d DATETIME, e DATE, f TIMESTAMP, g CHAR(3), h TINYINT, i SMALLINT, j MEDIUMINT, k FLOAT, l BLOB)", 0, false, -1},
 		{"CREATE TABLE t (a INT NOT NULL DEFAULT 3, d DATETIME DEFAULT CURRENT_TIMESTAMP)", 0, false, -1},
-		{"CREATE TABLE t (s VARCHAR(5) PRIMARY KEY)", errno.ErrNotSupportedYet, false, -1},
-		{"CREATE TABLE t (a INT, b INT, PRIMARY KEY (a, b))", errno.ErrNotSupportedYet, false, -1},
+		{"CREATE TABLE t (s VARCHAR(5) PRIMARY KEY)", 0, false, -1},
+		{"CREATE TABLE t (a INT, b INT, PRIMARY KEY (a, b))", 0, false, -1},
+		{"CREATE TABLE t (a INT AUTO_INCREMENT, b INT, PRIMARY KEY (a, b))", 0, false, 0},
+		{"CREATE TABLE t (a INT, b INT AUTO_INCREMENT, PRIMARY KEY (a, b))", errno.ErrWrongAutoKey, false, -1},
+		{"CREATE TABLE t (a INT NULL, b INT, PRIMARY KEY (a, b))", 1171, false, -1},
 		{"CREATE TABLE t (a INT, b TEXT, UNIQUE (b))", 1170, false, -1},
 		{"CREATE TABLE t (a INT, INDEX (z))", 1072, false, -1},
 		{"CREATE TABLE t (a INT PRIMARY KEY, b INT PRIMARY KEY)", errno.ErrMultiplePriKey, false, -1},
@@ -51,6 +54,16 @@ func TestBuildTableInfo(t *testing.T) {
 			pk := ti.Columns[ti.HandleOffset]
 			require.NotZero(t, pk.Type.Flag&mysql.PriKeyFlag)
 			require.True(t, pk.Type.NotNull())
+			require.Nil(t, ti.PrimaryIndex(), c.sql)
+		} else if pk := ti.PrimaryIndex(); pk != nil { // NONCLUSTERED: a unique index named PRIMARY, listed first
+			require.Same(t, pk, ti.Indices[0], c.sql)
+			require.True(t, pk.Unique, c.sql)
+			require.Equal(t, "PRIMARY", pk.Name, c.sql)
+			for _, ic := range pk.Columns {
+				col := ti.Columns[ic.Offset]
+				require.NotZero(t, col.Type.Flag&mysql.PriKeyFlag, c.sql)
+				require.True(t, col.Type.NotNull(), c.sql)
+			}
 		}
 		for i, col := range ti.Columns {
 			require.Equal(t, int64(i+1), col.ID)

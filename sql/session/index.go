@@ -20,14 +20,15 @@ import (
 
 // MySQL / TiDB error codes of index DDL and ADMIN CHECK.
 const (
-	errDupKeyName        uint16 = 1061 // Duplicate key name
-	errKeyColumnNotExist uint16 = 1072 // Key column '%s' doesn't exist in table
-	errCantDropKey       uint16 = 1091 // Can't DROP '%s'; check that column/key exists
-	errBlobKeyWithoutLen uint16 = 1170 // BLOB/TEXT column used in key specification without a key length
-	errTooManyKeys       uint16 = 1069
-	errTooManyKeyParts   uint16 = 1070
-	errAdminCheckTable   uint16 = 8003 // index count != table count
-	errDataInconsistent  uint16 = 8223 // an entry does not match its row
+	errDupKeyName          uint16 = 1061 // Duplicate key name
+	errKeyColumnNotExist   uint16 = 1072 // Key column '%s' doesn't exist in table
+	errCantDropKey         uint16 = 1091 // Can't DROP '%s'; check that column/key exists
+	errBlobKeyWithoutLen   uint16 = 1170 // BLOB/TEXT column used in key specification without a key length
+	errTooManyKeys         uint16 = 1069
+	errTooManyKeyParts     uint16 = 1070
+	errPrimaryCantHaveNull uint16 = 1171 // All parts of a PRIMARY KEY must be NOT NULL
+	errAdminCheckTable     uint16 = 8003 // index count != table count
+	errDataInconsistent    uint16 = 8223 // an entry does not match its row
 )
 
 const (
@@ -199,11 +200,15 @@ func (s *Session) dropIndex(ctx context.Context, stmt ast.StmtNode, tn *ast.Tabl
 	if err != nil {
 		return err
 	}
-	if t.FindIndex(name) == nil {
+	ix := t.FindIndex(name)
+	if ix == nil {
 		if ifExists {
 			return nil
 		}
 		return errno.New(errCantDropKey, "Can't DROP '%s'; check that column/key exists", name)
+	}
+	if ix.Primary {
+		return errno.NotSupported("dropping a PRIMARY KEY")
 	}
 	return s.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionDropIndex, SchemaID: db.ID, SchemaName: db.Name,
 		TableID: t.ID, TableName: t.Name, IndexName: name, IfExists: ifExists})
@@ -388,11 +393,15 @@ func indexDefs(t *catalog.TableInfo) []string {
 		for i, c := range ix.Columns {
 			cols[i] = "`" + t.Columns[c.Offset].Name + "`"
 		}
-		kind := "KEY"
-		if ix.Unique {
-			kind = "UNIQUE KEY"
+		var line string
+		switch {
+		case ix.Primary:
+			line = "  PRIMARY KEY (" + strings.Join(cols, ",") + ") /*T![clustered_index] NONCLUSTERED */"
+		case ix.Unique:
+			line = "  UNIQUE KEY `" + ix.Name + "` (" + strings.Join(cols, ",") + ")"
+		default:
+			line = "  KEY `" + ix.Name + "` (" + strings.Join(cols, ",") + ")"
 		}
-		line := "  " + kind + " `" + ix.Name + "` (" + strings.Join(cols, ",") + ")"
 		if ix.Comment != "" {
 			line += " COMMENT '" + strings.ReplaceAll(ix.Comment, "'", "''") + "'"
 		}
