@@ -190,9 +190,11 @@
 // synchronously) over an in-process transport with filters and a manual
 // clock (Config.clock, read by the lease and peer lifecycle); with
 // Config.fs on a crashable in-memory file system a store can be killed
-// losing a seeded share of its unsynced writes. Scenarios
-// replay from a seed except for raft's election jitter (crypto/rand inside
-// go.etcd.io/raft) and map iteration order in the loop.
+// losing a seeded share of its unsynced writes. A run replays from its
+// seed: raft's election jitter (crypto/rand inside go.etcd.io/raft) is set
+// to it with testing/cryptotest, and the loop ticks (manual mode) and
+// handles Readies in region order, not map order; consistency hashes are
+// computed inline in manual mode (TestHarnessReplay checks it).
 //
 // # Reads
 //

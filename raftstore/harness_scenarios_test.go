@@ -3,7 +3,10 @@ package raftstore
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,7 +20,7 @@ import (
 )
 
 // Scenarios of issue 7 on the deterministic harness (harness_test.go).
-// Each logs its seed; -harness.seed replays the harness's choices.
+// Each logs its seed; -harness.seed (or HARNESS_SEED) replays the run.
 
 // writeKeys writes n keys with the given prefix and seeded values.
 func (h *harness) writeKeys(prefix string, n int) {
@@ -51,7 +54,7 @@ func peerOf(s *Store, regionID uint64) *metapb.Peer {
 // TestHarnessBasic: three stores elect a leader, replicate writes, and
 // every replica hashes equal (directly and through ComputeHash/VerifyHash).
 func TestHarnessBasic(t *testing.T) {
-	h := newHarness(t, 1, 3, nil)
+	h := newHarness(t, seedOr(t, 1), 3, nil)
 	appends, commits, fsyncs := histCount(t, proposalAppendSeconds), histCount(t, proposalCommitSeconds), histCount(t, fsyncRegions)
 	h.writeKeys("k", 20)
 	// Every write went through each stage on its leader (other tests in
@@ -74,47 +77,52 @@ func TestHarnessBasic(t *testing.T) {
 func TestHarnessSplitDuringConfChange(t *testing.T) {
 	for _, confFirst := range []bool{true, false} {
 		t.Run(fmt.Sprintf("conf_change_first=%v", confFirst), func(t *testing.T) {
-			h := newHarness(t, 2, 4, nil)
-			h.writeKeys("a", 10)
-			h.writeKeys("n", 10)
-			r := h.regionAt("a000")
-			l := h.leader(r.GetId())
-			learnerStore := h.ids[3]
-			learner := &metapb.Peer{Id: h.pd.alloc(), StoreId: learnerStore, Role: metapb.PeerRole_Learner}
-			add := changePeer(pdpb.ConfChangeType_AddLearnerNode, learner)
-			var split *asyncResult
-			if confFirst {
-				h.pdStep(r.GetId(), add)
-				l.iterate(false) // proposes the conf change
-				split = h.split("n")
-			} else {
-				split = h.split("n")
-				l.iterate(false) // proposes the split
-				h.pdStep(r.GetId(), add)
-			}
-			h.settle()
-			h.waitFor("split answered", 100, func() bool { return split.done })
-			require.NoError(t, split.err)
-			if confFirst {
-				require.NotNil(t, split.resp.GetRegionError().GetEpochNotMatch(), "split proposed under the old conf_ver")
-				split = h.split("n")
-				h.waitFor("split answered", 100, func() bool { return split.done })
-				require.Nil(t, split.resp.GetRegionError())
-			} else {
-				require.Nil(t, split.resp.GetRegionError())
-			}
-			left, right := h.regionAt("a000"), h.regionAt("n000")
-			require.NotEqual(t, left.GetId(), right.GetId())
-			h.waitFor("learner initialized", 200, func() bool {
-				p := h.stores[learnerStore].peers[r.GetId()]
-				return p != nil && !p.uninitialized
-			})
-			h.requireAllConsistent()
-			for _, s := range h.replicas(left.GetId()) {
-				require.Equal(t, value(t, l, "a003"), value(t, s, "a003"))
-			}
+			splitDuringConfChange(t, seedOr(t, 2), confFirst)
 		})
 	}
+}
+
+func splitDuringConfChange(t *testing.T, seed uint64, confFirst bool) *harness {
+	h := newHarness(t, seed, 4, nil)
+	h.writeKeys("a", 10)
+	h.writeKeys("n", 10)
+	r := h.regionAt("a000")
+	l := h.leader(r.GetId())
+	learnerStore := h.ids[3]
+	learner := &metapb.Peer{Id: h.pd.alloc(), StoreId: learnerStore, Role: metapb.PeerRole_Learner}
+	add := changePeer(pdpb.ConfChangeType_AddLearnerNode, learner)
+	var split *asyncResult
+	if confFirst {
+		h.pdStep(r.GetId(), add)
+		l.iterate(false) // proposes the conf change
+		split = h.split("n")
+	} else {
+		split = h.split("n")
+		l.iterate(false) // proposes the split
+		h.pdStep(r.GetId(), add)
+	}
+	h.settle()
+	h.waitFor("split answered", 100, func() bool { return split.done })
+	require.NoError(t, split.err)
+	if confFirst {
+		require.NotNil(t, split.resp.GetRegionError().GetEpochNotMatch(), "split proposed under the old conf_ver")
+		split = h.split("n")
+		h.waitFor("split answered", 100, func() bool { return split.done })
+		require.Nil(t, split.resp.GetRegionError())
+	} else {
+		require.Nil(t, split.resp.GetRegionError())
+	}
+	left, right := h.regionAt("a000"), h.regionAt("n000")
+	require.NotEqual(t, left.GetId(), right.GetId())
+	h.waitFor("learner initialized", 200, func() bool {
+		p := h.stores[learnerStore].peers[r.GetId()]
+		return p != nil && !p.uninitialized
+	})
+	h.requireAllConsistent()
+	for _, s := range h.replicas(left.GetId()) {
+		require.Equal(t, value(t, l, "a003"), value(t, s, "a003"))
+	}
+	return h
 }
 
 // TestHarnessSnapshotAfterPartitionPastLogGC: a follower is partitioned
@@ -122,7 +130,11 @@ func TestHarnessSplitDuringConfChange(t *testing.T) {
 // after the partition heals the follower catches up by a snapshot (the
 // only way: the entries are gone) and its data equals the leader's.
 func TestHarnessSnapshotAfterPartitionPastLogGC(t *testing.T) {
-	h := newHarness(t, 3, 3, aggressiveLogGC)
+	snapshotAfterPartitionPastLogGC(t, seedOr(t, 3))
+}
+
+func snapshotAfterPartitionPastLogGC(t *testing.T, seed uint64) *harness {
+	h := newHarness(t, seed, 3, aggressiveLogGC)
 	h.writeKeys("a", 5)
 	r := h.regionAt("a000")
 	victim, behind := h.partitionPastLogGC(r, 60)
@@ -135,14 +147,17 @@ func TestHarnessSnapshotAfterPartitionPastLogGC(t *testing.T) {
 	require.GreaterOrEqual(t, victim.peers[r.GetId()].ps.apply.truncatedIndex, behind, "the victim's log starts after the snapshot")
 	require.Equal(t, value(t, l, "b059"), value(t, victim, "b059"))
 	h.checkHash(r.GetId())
+	return h
 }
 
 // TestHarnessRemoveAndReAddPeer: a follower's peer is removed (it destroys
 // itself: data gone, tombstone kept), the region takes writes, then a new
 // peer on the same store is added as a learner (filled by a snapshot) and
 // promoted; it ends identical to the leader.
-func TestHarnessRemoveAndReAddPeer(t *testing.T) {
-	h := newHarness(t, 4, 3, nil)
+func TestHarnessRemoveAndReAddPeer(t *testing.T) { removeAndReAddPeer(t, seedOr(t, 4)) }
+
+func removeAndReAddPeer(t *testing.T, seed uint64) *harness {
+	h := newHarness(t, seed, 3, nil)
 	h.writeKeys("a", 10)
 	r := h.regionAt("a000")
 	victim := h.follower(r.GetId())
@@ -171,6 +186,7 @@ func TestHarnessRemoveAndReAddPeer(t *testing.T) {
 	h.requireConsistent(r.GetId())
 	require.Equal(t, value(t, h.leader(r.GetId()), "a005"), value(t, victim, "a005"))
 	h.checkHash(r.GetId())
+	return h
 }
 
 // TestHarnessTransferDuringSplit: a leader transfer asked while a split is
@@ -179,56 +195,64 @@ func TestHarnessRemoveAndReAddPeer(t *testing.T) {
 // progress is refused with NotLeader once the transfer completes. Nothing
 // is half-split and every replica ends identical.
 func TestHarnessTransferDuringSplit(t *testing.T) {
-	t.Run("split_first", func(t *testing.T) {
-		h := newHarness(t, 5, 3, nil)
-		h.writeKeys("a", 5)
-		h.writeKeys("n", 5)
-		r := h.regionAt("a000")
-		l := h.leader(r.GetId())
-		target := h.follower(r.GetId())
-		split := h.split("n")
-		l.iterate(false) // the split is in the log, not applied
-		require.True(t, l.peers[r.GetId()].splitInFlight())
-		h.pdStep(r.GetId(), &pdpb.RegionHeartbeatResponse{TransferLeader: &pdpb.TransferLeader{Peer: peerOf(target, r.GetId())}})
-		l.iterate(false)
-		require.Zero(t, l.peers[r.GetId()].rn.BasicStatus().LeadTransferee, "transfer started while a split was pending")
-		h.waitFor("split applied", 100, func() bool { return split.done })
-		require.Nil(t, split.resp.GetRegionError())
-		require.Same(t, l, h.leader(r.GetId()))
-		cur := h.regionAt("a000")
-		h.pdStep(cur.GetId(), &pdpb.RegionHeartbeatResponse{RegionEpoch: cur.GetRegionEpoch(),
-			TransferLeader: &pdpb.TransferLeader{Peer: peerOf(target, r.GetId())}})
-		h.waitFor("leader transferred after the split", 100, func() bool { return h.leader(r.GetId()) == target })
-		h.mustPut("a100", "x")
-		h.mustPut("n100", "y")
-		h.requireAllConsistent()
-	})
-	t.Run("transfer_first", func(t *testing.T) {
-		h := newHarness(t, 6, 3, nil)
-		h.writeKeys("a", 5)
-		r := h.regionAt("a000")
-		l := h.leader(r.GetId())
-		target := h.follower(r.GetId())
-		// Hold the follower's acks so the transfer stays in progress while
-		// the split arrives.
-		h.net.addFilter(oneWay(target.id, l.id))
-		h.pdStep(r.GetId(), &pdpb.RegionHeartbeatResponse{TransferLeader: &pdpb.TransferLeader{Peer: peerOf(target, r.GetId())}})
-		l.iterate(false)
-		split := h.split("n")
-		h.settle()
-		require.NotZero(t, l.peers[r.GetId()].rn.BasicStatus().LeadTransferee, "transfer in progress")
-		h.net.clearFilters()
-		h.waitFor("split answered", 100, func() bool { return split.done })
-		if e := split.resp.GetRegionError(); e == nil {
-			// The transfer was aborted (election timeout) and the split
-			// proposed after all: that is allowed too.
-			require.NotEqual(t, h.regionAt("a000").GetId(), h.regionAt("n000").GetId())
-		} else {
-			require.NotNil(t, e.GetNotLeader(), "split during a transfer: %v", e)
-			require.Equal(t, h.regionAt("a000").GetId(), h.regionAt("n000").GetId(), "nothing split")
-		}
-		h.requireAllConsistent()
-	})
+	t.Run("split_first", func(t *testing.T) { transferDuringSplit(t, seedOr(t, 5)) })
+	t.Run("transfer_first", func(t *testing.T) { splitDuringTransfer(t, seedOr(t, 6)) })
+}
+
+// transferDuringSplit: a transfer asked while a split is in the log.
+func transferDuringSplit(t *testing.T, seed uint64) *harness {
+	h := newHarness(t, seed, 3, nil)
+	h.writeKeys("a", 5)
+	h.writeKeys("n", 5)
+	r := h.regionAt("a000")
+	l := h.leader(r.GetId())
+	target := h.follower(r.GetId())
+	split := h.split("n")
+	l.iterate(false) // the split is in the log, not applied
+	require.True(t, l.peers[r.GetId()].splitInFlight())
+	h.pdStep(r.GetId(), &pdpb.RegionHeartbeatResponse{TransferLeader: &pdpb.TransferLeader{Peer: peerOf(target, r.GetId())}})
+	l.iterate(false)
+	require.Zero(t, l.peers[r.GetId()].rn.BasicStatus().LeadTransferee, "transfer started while a split was pending")
+	h.waitFor("split applied", 100, func() bool { return split.done })
+	require.Nil(t, split.resp.GetRegionError())
+	require.Same(t, l, h.leader(r.GetId()))
+	cur := h.regionAt("a000")
+	h.pdStep(cur.GetId(), &pdpb.RegionHeartbeatResponse{RegionEpoch: cur.GetRegionEpoch(),
+		TransferLeader: &pdpb.TransferLeader{Peer: peerOf(target, r.GetId())}})
+	h.waitFor("leader transferred after the split", 100, func() bool { return h.leader(r.GetId()) == target })
+	h.mustPut("a100", "x")
+	h.mustPut("n100", "y")
+	h.requireAllConsistent()
+	return h
+}
+
+// splitDuringTransfer: a split proposed while a transfer is in progress.
+func splitDuringTransfer(t *testing.T, seed uint64) *harness {
+	h := newHarness(t, seed, 3, nil)
+	h.writeKeys("a", 5)
+	r := h.regionAt("a000")
+	l := h.leader(r.GetId())
+	target := h.follower(r.GetId())
+	// Hold the follower's acks so the transfer stays in progress while
+	// the split arrives.
+	h.net.addFilter(oneWay(target.id, l.id))
+	h.pdStep(r.GetId(), &pdpb.RegionHeartbeatResponse{TransferLeader: &pdpb.TransferLeader{Peer: peerOf(target, r.GetId())}})
+	l.iterate(false)
+	split := h.split("n")
+	h.settle()
+	require.NotZero(t, l.peers[r.GetId()].rn.BasicStatus().LeadTransferee, "transfer in progress")
+	h.net.clearFilters()
+	h.waitFor("split answered", 100, func() bool { return split.done })
+	if e := split.resp.GetRegionError(); e == nil {
+		// The transfer was aborted (election timeout) and the split
+		// proposed after all: that is allowed too.
+		require.NotEqual(t, h.regionAt("a000").GetId(), h.regionAt("n000").GetId())
+	} else {
+		require.NotNil(t, e.GetNotLeader(), "split during a transfer: %v", e)
+		require.Equal(t, h.regionAt("a000").GetId(), h.regionAt("n000").GetId(), "nothing split")
+	}
+	h.requireAllConsistent()
+	return h
 }
 
 // TestHarnessStalePeerStaysSilent: a follower's store is down while its
@@ -236,8 +260,10 @@ func TestHarnessTransferDuringSplit(t *testing.T) {
 // configuration) campaigns with PreVote, which cannot disturb the region
 // (the leader's term never changes), is answered with a tombstone message
 // and destroys itself.
-func TestHarnessStalePeerStaysSilent(t *testing.T) {
-	h := newHarness(t, 7, 3, nil)
+func TestHarnessStalePeerStaysSilent(t *testing.T) { stalePeerStaysSilent(t, seedOr(t, 7)) }
+
+func stalePeerStaysSilent(t *testing.T, seed uint64) *harness {
+	h := newHarness(t, seed, 3, nil)
 	h.writeKeys("a", 10)
 	r := h.regionAt("a000")
 	victim := h.follower(r.GetId())
@@ -264,6 +290,7 @@ func TestHarnessStalePeerStaysSilent(t *testing.T) {
 	require.NotNil(t, back.tombstone(r.GetId()))
 	require.Equal(t, "", value(t, back, "a000"))
 	h.requireConsistent(r.GetId())
+	return h
 }
 
 // TestHarnessPartitionedLeaderNoStaleRead: the leader's store is cut off
@@ -274,7 +301,7 @@ func TestHarnessStalePeerStaysSilent(t *testing.T) {
 // a read the old leader served. After the partition heals the old leader
 // rejoins as a follower and catches up.
 func TestHarnessPartitionedLeaderNoStaleRead(t *testing.T) {
-	h := newHarness(t, 8, 3, nil)
+	h := newHarness(t, seedOr(t, 8), 3, nil)
 	h.writeKeys("a", 5)
 	r := h.regionAt("a000")
 	old := h.leader(r.GetId())
@@ -333,8 +360,8 @@ func TestHarnessPartitionedLeaderNoStaleRead(t *testing.T) {
 // retries region errors gets every write applied, splits happen, and after
 // the network heals every replica of every region is identical.
 func TestHarnessLossyNetwork(t *testing.T) {
-	h := newHarness(t, 9, 3, nil)
-	h.net.addFilter(h.lossy(0.2, 3))
+	h := newHarness(t, seedOr(t, 9), 3, nil)
+	h.net.addFilter(lossy(0.2, 3))
 	want := map[string]string{}
 	for i := range 40 {
 		k, v := fmt.Sprintf("k%03d", h.rng.IntN(200)), fmt.Sprintf("v%d", i)
@@ -398,8 +425,8 @@ func histCount(t *testing.T, h prometheus.Histogram) uint64 {
 // aggressive) and in the end every acknowledged write is on every replica
 // and all replicas hash equal.
 func TestHarnessCrashRestart(t *testing.T) {
-	h := newCrashHarness(t, 10, 3, aggressiveLogGC)
-	h.net.addFilter(h.lossy(0.1, 2))
+	h := newCrashHarness(t, seedOr(t, 10), 3, aggressiveLogGC)
+	h.net.addFilter(lossy(0.1, 2))
 	acked := map[string]string{}
 	write := func(round, n int) {
 		for i := range n {
@@ -439,11 +466,11 @@ var chaosOps = flag.Int("harness.chaos-ops", 40, "operations of TestHarnessChaos
 // agrees. Log GC is aggressive (a replica 10 entries behind gets a
 // snapshot), so lagging replicas catch up by snapshots, also across splits.
 func TestHarnessChaos(t *testing.T) {
-	t.Run("3_stores", func(t *testing.T) { runChaos(t, newCrashHarness(t, 11, 3, aggressiveLogGC)) })
-	t.Run("5_stores", func(t *testing.T) { runChaos(t, newCrashHarness(t, 14, 5, aggressiveLogGC)) })
+	t.Run("3_stores", func(t *testing.T) { runChaos(t, newCrashHarness(t, seedOr(t, 11), 3, aggressiveLogGC)) })
+	t.Run("5_stores", func(t *testing.T) { runChaos(t, newCrashHarness(t, seedOr(t, 14), 5, aggressiveLogGC)) })
 }
 
-func runChaos(t *testing.T, h *harness) {
+func runChaos(t *testing.T, h *harness) *harness {
 	acked := map[string]string{}
 	var ops []string
 	defer func() {
@@ -541,7 +568,8 @@ func runChaos(t *testing.T, h *harness) {
 		}
 	}
 	h.requireAllConsistent()
-	for k, v := range acked {
+	for _, k := range slices.Sorted(maps.Keys(acked)) { // waitFor may tick: one order
+		v := acked[k]
 		var r *metapb.Region
 		h.waitFor("a leader for "+k, 100, func() bool { r = h.ledRegionAt(k); return r != nil })
 		for _, s := range h.replicas(r.GetId()) {
@@ -558,6 +586,7 @@ func runChaos(t *testing.T, h *harness) {
 		}
 	}
 	t.Logf("%d operations, %d keys acknowledged, %d regions hash equal", len(ops), len(acked), len(regions))
+	return h
 }
 
 // removePeer removes store victim's peer of region, re-sending the step
@@ -618,7 +647,7 @@ func (h *harness) addVoter(regionID, id uint64) {
 // off one it hosted creates an uninitialized peer, filled by a snapshot),
 // so both regions keep three replicas.
 func TestHarnessSplitWhilePartitionedPastLogGC(t *testing.T) {
-	h := newHarness(t, 12, 3, aggressiveLogGC)
+	h := newHarness(t, seedOr(t, 12), 3, aggressiveLogGC)
 	h.writeKeys("a", 5)
 	h.writeKeys("n", 5)
 	r := h.regionAt("a000")
@@ -648,7 +677,7 @@ func TestHarnessSplitWhilePartitionedPastLogGC(t *testing.T) {
 // and the follower rejoins. Before the fix it restarted without the
 // snapshot and raft panicked "tocommit(N) is out of range".
 func TestHarnessSnapshotSurvivesCrash(t *testing.T) {
-	h := newCrashHarness(t, 13, 3, aggressiveLogGC)
+	h := newCrashHarness(t, seedOr(t, 13), 3, aggressiveLogGC)
 	h.writeKeys("a", 5)
 	r := h.regionAt("a000")
 	victim, _ := h.partitionPastLogGC(r, 40)
@@ -685,4 +714,92 @@ func (h *harness) partitionPastLogGC(r *metapb.Region, n int) (*Store, uint64) {
 		return l.peers[r.GetId()].ps.apply.truncatedIndex > behind
 	})
 	return victim, behind
+}
+
+// replayScenarios are the scenarios TestHarnessReplay runs twice per seed:
+// issue 7's acceptance scenarios and chaos on a few seeds.
+var replayScenarios = []struct {
+	name string
+	seed uint64 // default; -harness.seed or HARNESS_SEED replaces it
+	run  func(t *testing.T, seed uint64) *harness
+}{
+	{"split_during_conf_change/conf_first", 2, func(t *testing.T, seed uint64) *harness { return splitDuringConfChange(t, seed, true) }},
+	{"split_during_conf_change/split_first", 2, func(t *testing.T, seed uint64) *harness { return splitDuringConfChange(t, seed, false) }},
+	{"snapshot_after_partition_past_log_gc", 3, snapshotAfterPartitionPastLogGC},
+	{"remove_and_re_add_peer", 4, removeAndReAddPeer},
+	{"transfer_during_split", 5, transferDuringSplit},
+	{"split_during_transfer", 6, splitDuringTransfer},
+	{"stale_peer_stays_silent", 7, stalePeerStaysSilent},
+	{"chaos_3_stores/a", 11, chaos(3)},
+	{"chaos_3_stores/b", 101, chaos(3)},
+	{"chaos_5_stores", 14, chaos(5)},
+}
+
+func chaos(stores int) func(*testing.T, uint64) *harness {
+	return func(t *testing.T, seed uint64) *harness {
+		return runChaos(t, newCrashHarness(t, seed, stores, aggressiveLogGC))
+	}
+}
+
+// TestHarnessReplay: each scenario run twice with one seed delivers the
+// same messages in the same order (from, to, region, type, term, index,
+// ...) and ends with the same applied index and data hash on every
+// replica; run with another seed it differs (election timeouts, values,
+// losses and operations are drawn from the seed). A failure prints the
+// first difference and the seed to replay.
+func TestHarnessReplay(t *testing.T) {
+	for _, sc := range replayScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			seed := seedOr(t, sc.seed)
+			first := replayRun(t, "first", sc.run, seed)
+			again := replayRun(t, "again", sc.run, seed)
+			requireSameTrace(t, seed, first, again)
+			other := replayRun(t, "other_seed", sc.run, seed+1)
+			sameMsgs := slices.Equal(first.messages, other.messages)
+			require.False(t, sameMsgs && slices.Equal(first.final, other.final), "seeds %d and %d ran identically", seed, seed+1)
+			t.Logf("seed %d: %d messages, %d replicas identical in both runs; seed %d: %d messages (same messages: %v, end state differs)",
+				seed, len(first.messages), len(first.final), seed+1, len(other.messages), sameMsgs)
+		})
+	}
+}
+
+// replayTrace is what TestHarnessReplay compares between two runs.
+type replayTrace struct {
+	messages []traceEvent
+	final    []string // fingerprint
+}
+
+func replayRun(t *testing.T, name string, run func(*testing.T, uint64) *harness, seed uint64) replayTrace {
+	var out replayTrace
+	ok := t.Run(fmt.Sprintf("%s_seed_%d", name, seed), func(t *testing.T) {
+		h := run(t, seed)
+		out = replayTrace{messages: h.net.trace, final: h.fingerprint()}
+	})
+	if !ok {
+		t.FailNow()
+	}
+	return out
+}
+
+// requireSameTrace fails at the first difference between a and b, showing
+// the messages around it.
+func requireSameTrace(t *testing.T, seed uint64, a, b replayTrace) {
+	t.Helper()
+	n := min(len(a.messages), len(b.messages))
+	for i := range n {
+		if a.messages[i] != b.messages[i] {
+			lo, hi := max(0, i-5), min(n, i+3)
+			var ctx strings.Builder
+			for j := lo; j < hi; j++ {
+				mark := "  "
+				if j == i {
+					mark = "> "
+				}
+				fmt.Fprintf(&ctx, "%s#%d\n    first: %v\n    again: %v\n", mark, j, a.messages[j], b.messages[j])
+			}
+			t.Fatalf("seed %d: the runs diverge at message %d of %d/%d:\n%s", seed, i, len(a.messages), len(b.messages), ctx.String())
+		}
+	}
+	require.Equal(t, len(a.messages), len(b.messages), "seed %d: one run delivered more messages", seed)
+	require.Equal(t, a.final, b.final, "seed %d: same messages, different end state", seed)
 }

@@ -19,14 +19,22 @@ package raftstore
 // read timeouts read the manual clock (Config.clock), so a 10 s partition
 // is 100 ticks that take milliseconds.
 //
-// Replay: every random choice of the harness (delays, losses, keys) comes
-// from one seed (-harness.seed, default per test; the seed is logged).
-// Two things are not under the seed, so two runs with one seed may
-// interleave differently: go.etcd.io/raft draws randomized election
-// timeouts from crypto/rand (a package global the harness cannot seed),
-// and the Ready loop visits peers in Go map order. The scenarios therefore
-// assert properties that must hold for every such interleaving (who wins
-// an election is found, never assumed).
+// Replay: a run is a function of its seed (-harness.seed or
+// HARNESS_SEED, default per test; the seed is logged, and printed again
+// with the replay command when the test fails). Every random choice comes
+// from it: the scenario's (keys, values, victims) from h.rng, each link's
+// losses and delays from a generator of its own (so the traffic on one
+// link does not shift the draws of another), and raft's randomized
+// election timeouts, which go.etcd.io/raft draws from crypto/rand, from
+// the test binary's crypto/rand source set to the seed
+// (testing/cryptotest.SetGlobalRandom; since Go 1.26 crypto/rand.Int
+// still reads the reader it is given, and raft gives it rand.Reader, the
+// source SetGlobalRandom replaces). The loop visits peers in region order
+// when it ticks and handles Readies (store.go), hashes and snapshots run
+// inline, so nothing is left to the Go scheduler or to map order.
+// TestHarnessReplay runs scenarios twice per seed and requires the same
+// trace (every message delivered, then each replica's applied index and
+// data hash).
 
 import (
 	"context"
@@ -34,12 +42,15 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/cryptotest"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -57,13 +68,28 @@ import (
 	"github.com/stratadb/strata/proto/raft_serverpb"
 )
 
-var harnessSeed = flag.Uint64("harness.seed", 0, "seed of the raftstore harness scenarios (0: each test's default)")
+var harnessSeedFlag = flag.Uint64("harness.seed", 0, "seed of the raftstore harness scenarios (0: HARNESS_SEED, else each test's default)")
+
+// seedOr is the seed a scenario runs with: -harness.seed, else the
+// HARNESS_SEED environment variable, else def.
+func seedOr(t *testing.T, def uint64) uint64 {
+	if *harnessSeedFlag != 0 {
+		return *harnessSeedFlag
+	}
+	if v := os.Getenv("HARNESS_SEED"); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, "HARNESS_SEED")
+		return seed
+	}
+	return def
+}
 
 const harnessTick = 100 * time.Millisecond
 
 // harness is a cluster of in-process stores driven by the test goroutine.
 type harness struct {
 	t      *testing.T
+	seed   uint64
 	rng    *rand.Rand
 	clock  atomic.Int64 // manual clock, unix nanoseconds
 	ticks  uint64
@@ -108,29 +134,28 @@ func (l *logRing) String() string {
 
 // newHarness opens n stores and bootstraps one region (the whole key
 // space) with a peer on each of the first three (all of them when n < 3),
-// then waits for its leader. tune adjusts every store's Config.
-func newHarness(t *testing.T, defaultSeed uint64, n int, tune func(*Config)) *harness {
-	return startHarness(t, defaultSeed, n, tune, false)
+// then waits for its leader. The run replays from seed (tests pass
+// seedOr(t, theirDefault)). tune adjusts every store's Config.
+func newHarness(t *testing.T, seed uint64, n int, tune func(*Config)) *harness {
+	return startHarness(t, seed, n, tune, false)
 }
 
 // newCrashHarness is newHarness with each store's Pebble on a crashable
 // in-memory file system, so that crash can lose what was not synced.
-func newCrashHarness(t *testing.T, defaultSeed uint64, n int, tune func(*Config)) *harness {
-	return startHarness(t, defaultSeed, n, tune, true)
+func newCrashHarness(t *testing.T, seed uint64, n int, tune func(*Config)) *harness {
+	return startHarness(t, seed, n, tune, true)
 }
 
-func startHarness(t *testing.T, defaultSeed uint64, n int, tune func(*Config), crashable bool) *harness {
-	seed := defaultSeed
-	if *harnessSeed != 0 {
-		seed = *harnessSeed
-	}
-	t.Logf("harness seed %d (replay: go test ./raftstore -run '^%s$' -harness.seed %d)", seed, t.Name(), seed)
+func startHarness(t *testing.T, seed uint64, n int, tune func(*Config), crashable bool) *harness {
+	t.Logf("harness seed %d", seed)
+	// raft's election jitter: crypto/rand, here a stream of this seed.
+	cryptotest.SetGlobalRandom(t, seed)
 	h := &harness{
-		t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		pd: newFakePD(), stores: map[uint64]*Store{}, dirs: map[uint64]string{}, tune: tune, logs: &logRing{},
 	}
 	h.clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	h.net = &memNet{h: h}
+	h.net = &memNet{h: h, links: map[[2]uint64]*rand.Rand{}}
 	root := t.TempDir()
 	for i := range n {
 		dir := filepath.Join(root, fmt.Sprintf("s%d", i+1))
@@ -159,6 +184,8 @@ func startHarness(t *testing.T, defaultSeed uint64, n int, tune func(*Config), c
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("last store log lines:\n%s", h.logs)
+			t.Logf("harness seed %d failed; replay: go test ./raftstore -run '^%s$' -harness.seed %d",
+				seed, strings.SplitN(t.Name(), "/", 2)[0], seed)
 		}
 		for _, id := range h.ids {
 			if s := h.stores[id]; s != nil {
@@ -527,49 +554,109 @@ func (h *harness) checkHash(regionID uint64) {
 	}
 	l, res := h.proposeRetrying("ComputeHash applied", regionID, admin(&raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_ComputeHash}))
 	index := res.resp.GetAppliedIndex()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	hash, err := l.localHash(ctx, regionID, index) // a goroutine hashes: a real wait, not harness time
+	hash, err := l.localHash(context.Background(), regionID, index) // hashed inline when ComputeHash applied (manual mode)
 	require.NoError(h.t, err)
 	h.proposeRetrying("VerifyHash applied", regionID, admin(&raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_VerifyHash,
 		VerifyHash: &raft_cmdpb.VerifyHashRequest{Index: index, Hash: hash}}))
 	for _, s := range h.replicas(regionID) {
-		// The replica's own hash may still be running; it compares when done.
-		deadline := time.Now().Add(30 * time.Second)
 		var rec HashRecord
-		for time.Now().Before(deadline) {
-			for _, hr := range s.ConsistencyHashes() {
-				if hr.RegionID == regionID {
-					rec = hr
-				}
+		for _, hr := range s.ConsistencyHashes() {
+			if hr.RegionID == regionID {
+				rec = hr
 			}
-			if rec.Index == index && rec.Verify != "" {
-				break
-			}
-			time.Sleep(time.Millisecond) // the hash goroutine, not the cluster
 		}
 		require.Equal(h.t, index, rec.Index, "store %d hashed region %d at another index", s.id, regionID)
 		require.Equal(h.t, "match", rec.Verify, "store %d", s.id)
 	}
 }
 
+// fingerprint describes the end state for a replay comparison: every
+// running store's peers in region order with their applied index and the
+// hash of their data.
+func (h *harness) fingerprint() []string {
+	var out []string
+	for _, s := range h.running() {
+		for _, r := range s.meta.sorted() {
+			p := s.peers[r.GetId()]
+			if p == nil {
+				continue
+			}
+			hash, err := hashRegion(s.db, p.region)
+			require.NoError(h.t, err)
+			out = append(out, fmt.Sprintf("store %d region %d peer %d epoch %v applied %d term %d hash %x",
+				s.id, r.GetId(), p.meta.GetId(), p.region.GetRegionEpoch(), p.ps.apply.applied, p.rn.BasicStatus().GetTerm(), hash))
+		}
+	}
+	return out
+}
 // memNet is the in-process transport with filters.
 type memNet struct {
 	h       *harness
 	mu      sync.Mutex
 	queue   []envelope
 	filters []netFilter
+	// links holds each (from, to) link's generator for random filters.
+	links map[[2]uint64]*rand.Rand
+	// trace records every message delivered, in delivery order.
+	trace []traceEvent
 }
 
 type envelope struct {
-	to  uint64
-	due uint64 // harness tick from which it may be delivered
-	m   *raft_serverpb.RaftMessage
+	from, to uint64
+	due      uint64 // harness tick from which it may be delivered
+	m        *raft_serverpb.RaftMessage
+}
+
+// traceEvent is one delivered raft message as a replay compares it.
+type traceEvent struct {
+	tick, from, to, region uint64
+	typ                    raftpb.MessageType
+	term, logTerm, index   uint64
+	commit                 uint64
+	entries                int
+	snapIndex              uint64
+}
+
+func (e traceEvent) String() string {
+	return fmt.Sprintf("tick %d %d->%d region %d %v term %d log_term %d index %d commit %d entries %d snap %d",
+		e.tick, e.from, e.to, e.region, e.typ, e.term, e.logTerm, e.index, e.commit, e.entries, e.snapIndex)
+}
+
+// record appends the delivery of rm (msg: its decoded raft message) from
+// store from to store to.
+func (n *memNet) record(from, to uint64, rm *raft_serverpb.RaftMessage, msg *raftpb.Message) {
+	e := traceEvent{tick: n.h.ticks, from: from, to: to, region: rm.GetRegionId()}
+	if msg == nil {
+		msg = &raftpb.Message{}
+		if err := proto.Unmarshal(rm.GetMessage(), msg); err != nil {
+			n.h.t.Fatalf("harness: undecodable raft message: %v", err)
+		}
+	}
+	e.typ, e.term, e.logTerm, e.index, e.commit = msg.GetType(), msg.GetTerm(), msg.GetLogTerm(), msg.GetIndex(), msg.GetCommit()
+	e.entries = len(msg.GetEntries())
+	if msg.Snapshot != nil {
+		e.snapIndex = msg.GetSnapshot().GetMetadata().GetIndex()
+	}
+	n.trace = append(n.trace, e)
+}
+
+// link returns the generator of the link from -> to, seeded from the
+// harness seed and the link: its draws depend only on the messages sent on
+// it, not on the order the loop hands batches for different stores over.
+func (n *memNet) link(from, to uint64) *rand.Rand {
+	k := [2]uint64{from, to}
+	r := n.links[k]
+	if r == nil {
+		r = rand.New(rand.NewPCG(n.h.seed^from*0x9e3779b97f4a7c15, to*0xbf58476d1ce4e5b9+1))
+		n.links[k] = r
+	}
+	return r
 }
 
 // netFilter decides the fate of a message from store from to store to:
-// drop it, or delay it by that many ticks.
-type netFilter func(from, to uint64, m *raft_serverpb.RaftMessage) (drop bool, delay uint64)
+// drop it, or delay it by that many ticks. rng is the link's generator
+// (memNet.link), for filters that draw.
+type netFilter func(from, to uint64, m *raft_serverpb.RaftMessage, rng *rand.Rand) (drop bool, delay uint64)
 
 func (n *memNet) addFilter(f netFilter) { n.mu.Lock(); n.filters = append(n.filters, f); n.mu.Unlock() }
 func (n *memNet) clearFilters()         { n.mu.Lock(); n.filters = nil; n.mu.Unlock() }
@@ -578,7 +665,7 @@ func (n *memNet) clearFilters()         { n.mu.Lock(); n.filters = nil; n.mu.Unl
 func (n *memNet) fate(from, to uint64, m *raft_serverpb.RaftMessage) (bool, uint64) {
 	var delay uint64
 	for _, f := range n.filters {
-		drop, d := f(from, to, m)
+		drop, d := f(from, to, m, n.link(from, to))
 		if drop {
 			return true, 0
 		}
@@ -592,7 +679,7 @@ func (n *memNet) send(from, to uint64, b *raft_serverpb.BatchRaftMessage) bool {
 	defer n.mu.Unlock()
 	for _, m := range b.GetMsgs() {
 		if drop, delay := n.fate(from, to, m); !drop {
-			n.queue = append(n.queue, envelope{to: to, due: n.h.ticks + delay, m: m})
+			n.queue = append(n.queue, envelope{from: from, to: to, due: n.h.ticks + delay, m: m})
 		}
 	}
 	return true // a lossy network accepts everything
@@ -611,6 +698,9 @@ func (n *memNet) sendSnapshot(from, to uint64, m *raft_serverpb.RaftMessage, dat
 		return err
 	}
 	msg.Snapshot.Data = data
+	n.mu.Lock()
+	n.record(from, to, m, msg)
+	n.mu.Unlock()
 	snapshotsTotal.WithLabelValues("received").Inc()
 	s.inbox.push(func(in *inboxMsgs) { in.snaps = append(in.snaps, receivedSnap{rm: m, msg: msg}) })
 	return nil
@@ -627,6 +717,7 @@ func (n *memNet) deliver(s *Store) bool {
 		case n.h.stores[e.to] == nil: // down: lost
 		case e.to == s.id && e.due <= n.h.ticks:
 			due = append(due, e.m)
+			n.record(e.from, e.to, e.m, nil)
 		default:
 			kept = append(kept, e)
 		}
@@ -643,24 +734,26 @@ func (n *memNet) deliver(s *Store) bool {
 // isolate cuts every message between the stores in a and the others, both
 // ways (a network partition).
 func isolate(a ...uint64) netFilter {
-	return func(from, to uint64, _ *raft_serverpb.RaftMessage) (bool, uint64) {
+	return func(from, to uint64, _ *raft_serverpb.RaftMessage, _ *rand.Rand) (bool, uint64) {
 		return slices.Contains(a, from) != slices.Contains(a, to), 0
 	}
 }
 
 // oneWay drops messages from store from to store to only.
 func oneWay(from, to uint64) netFilter {
-	return func(f, t uint64, _ *raft_serverpb.RaftMessage) (bool, uint64) { return f == from && t == to, 0 }
+	return func(f, t uint64, _ *raft_serverpb.RaftMessage, _ *rand.Rand) (bool, uint64) {
+		return f == from && t == to, 0
+	}
 }
 
 // lossy drops each message with probability p and delays the others by up
-// to maxDelay ticks, from the harness's seeded generator.
-func (h *harness) lossy(p float64, maxDelay uint64) netFilter {
-	return func(uint64, uint64, *raft_serverpb.RaftMessage) (bool, uint64) {
-		if h.rng.Float64() < p {
+// to maxDelay ticks, drawn from the link's seeded generator.
+func lossy(p float64, maxDelay uint64) netFilter {
+	return func(_, _ uint64, _ *raft_serverpb.RaftMessage, rng *rand.Rand) (bool, uint64) {
+		if rng.Float64() < p {
 			return true, 0
 		}
-		return false, h.rng.Uint64N(maxDelay + 1)
+		return false, rng.Uint64N(maxDelay + 1)
 	}
 }
 

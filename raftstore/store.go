@@ -2,12 +2,14 @@ package raftstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -199,6 +201,7 @@ type Store struct {
 	iter      uint64
 	propSeq   uint64
 	readies   []peerReady
+	tickBuf   []*peer
 	applyBufs []appliedProposal
 	keyBuf    []byte                 // engine key scratch for apply
 	splits    []splitResult          // applied in the current apply batch (split.go)
@@ -917,6 +920,10 @@ func (s *Store) iterate(tick bool) bool {
 	if len(readies) == 0 {
 		return false
 	}
+	// In region order, not Go's random map order: what is sent, and so
+	// what other stores step first, is then a function of the inputs
+	// (the harness replays runs from a seed).
+	slices.SortFunc(readies, func(a, b peerReady) int { return cmp.Compare(a.p.region.GetId(), b.p.region.GetId()) })
 	start := time.Now()
 	readyRegions.Observe(float64(len(readies)))
 	s.handleSoftState(readies)
@@ -981,7 +988,7 @@ func (s *Store) tick() {
 		s.splitCandidates()
 	}
 	now := s.now()
-	for _, p := range s.peers {
+	for _, p := range s.tickOrder() {
 		p.rn.Tick()
 		if p.isLeader {
 			s.samplePeerActivity(p, now)
@@ -1002,6 +1009,22 @@ func (s *Store) tick() {
 			s.maybeCompactLog(p)
 		}
 	}
+}
+
+// tickOrder lists the peers to tick, in a buffer reused by the next call.
+// In manual mode (the harness) they are in region order: a tick may start
+// an election, which draws its randomized timeout from one process-wide
+// source, so the order of the draws must not be Go's random map order.
+func (s *Store) tickOrder() []*peer {
+	clear(s.tickBuf)
+	s.tickBuf = s.tickBuf[:0]
+	for _, p := range s.peers {
+		s.tickBuf = append(s.tickBuf, p)
+	}
+	if s.cfg.manual {
+		slices.SortFunc(s.tickBuf, func(a, b *peer) int { return cmp.Compare(a.region.GetId(), b.region.GetId()) })
+	}
+	return s.tickBuf
 }
 
 func (s *Store) stepRaftMessage(rm *raft_serverpb.RaftMessage) {
