@@ -24,6 +24,14 @@ var ErrUnsupported = errors.New("coprocessor: unsupported executor chain")
 // max_scan_rows (or DefaultMaxScanRows) allows.
 var ErrScanLimit = errors.New("coprocessor: request scanned more rows than its limit; use a smaller page or narrower ranges")
 
+// CodedError is an expression error carrying its MySQL code
+// (sql/errno.Coded; sql/expr.RangeError is one): the store answers it as
+// SelectResponse.error so that the client sees the code, not ERROR 1105.
+type CodedError interface {
+	error
+	MySQLError() (code uint16, msg string)
+}
+
 // DefaultMaxScanRows bounds the rows one request may scan when it does not
 // say (max_scan_rows 0): a pushed-down Selection that keeps nothing would
 // otherwise read a whole region in one request.

@@ -143,6 +143,35 @@ func TestPushdownMatchesRoot(t *testing.T) {
 	require.Equal(t, top6[:1], queryRows(t, off, "SELECT id FROM t WHERE n = 999"))
 	// Aggregates that read the group's first row stay on the SQL node.
 	require.NotContains(t, explain(on, "SELECT k, COUNT(*) FROM t"), "HashAgg | cop")
+
+	// An overflow inside an expression is MySQL's 1690 (SQLSTATE 22003),
+	// whether a store evaluated it (pushed down) or the SQL node did.
+	for _, q := range []string{
+		"SELECT id FROM t WHERE k * 9223372036854775807 > 1",
+		"SELECT SUM(k * 9223372036854775807) FROM t",
+		"SELECT id FROM t ORDER BY k * 9223372036854775807 LIMIT 3",
+		"SELECT COUNT(*) FROM t WHERE d * 9999999999999999999999999999999999999999999999999999999999999999 > 0",
+	} {
+		require.Contains(t, explain(on, q), "cop[tikv]", q)
+		for _, db := range []*sql.DB{on, off} {
+			err := queryErr(db, q)
+			requireMySQLError(t, err, 1690)
+			require.Contains(t, err.Error(), "value is out of range in", q)
+			require.NotContains(t, err.Error(), "coprocessor", q)
+		}
+	}
+}
+
+// queryErr runs q and returns its error, from the query or its rows.
+func queryErr(db *sql.DB, q string) error {
+	rows, err := db.Query(q)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+	}
+	return rows.Err()
 }
 
 func sortRows(rows [][]string) {

@@ -81,3 +81,21 @@ func keyError(ke *kvrpcpb.KeyError) error {
 }
 
 func isUndetermined(err error) bool { return errors.Is(err, ErrUndetermined) }
+
+// CopExprError is a MySQL error a store's coprocessor raised evaluating a
+// pushed-down expression (coprocessorpb.SelectResponse.error): 1690 for an
+// overflow and the like. It implements sql/errno.Coded, so the client gets
+// the code and message the SQL node would have raised evaluating the
+// expression itself; Error() also names the region.
+type CopExprError struct {
+	RegionID uint64
+	Code     uint16
+	Msg      string
+}
+
+func (e *CopExprError) Error() string {
+	return fmt.Sprintf("%v: region %d: ERROR %d: %s", ErrCoprocessor, e.RegionID, e.Code, e.Msg)
+}
+
+// MySQLError implements sql/errno.Coded.
+func (e *CopExprError) MySQLError() (uint16, string) { return e.Code, e.Msg }

@@ -410,5 +410,8 @@ func decodeCopResponse(resp *kvrpcpb.CoprocessorResponse, regionID uint64) (*cop
 	if err := proto.Unmarshal(resp.Data, sr); err != nil {
 		return nil, fmt.Errorf("%w: region %d: decode response: %w", ErrCoprocessor, regionID, err)
 	}
+	if e := sr.GetError(); e != nil {
+		return nil, &CopExprError{RegionID: regionID, Code: uint16(e.GetCode()), Msg: e.GetMsg()}
+	}
 	return sr, nil
 }

@@ -314,6 +314,12 @@ func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 	if errors.As(err, &ke) {
 		return &kvrpcpb.CoprocessorResponse{Locked: ke.Err}, nil
 	}
+	var ce coprocessor.CodedError
+	if errors.As(err, &ce) {
+		// A MySQL error of a pushed-down expression travels with its code.
+		code, msg := ce.MySQLError()
+		sel, err = &coprocessorpb.SelectResponse{Error: &coprocessorpb.Error{Code: uint32(code), Msg: msg}}, nil
+	}
 	if err != nil {
 		return &kvrpcpb.CoprocessorResponse{OtherError: err.Error()}, nil
 	}

@@ -91,6 +91,9 @@ const (
 	AggFuncType_Max   AggFuncType = 3
 	// Avg's partial state is two values: the count and the sum.
 	AggFuncType_Avg AggFuncType = 4
+	// FirstRow is the argument's value in the group's first row (in scan
+	// order); the SQL node keeps the first region's.
+	AggFuncType_FirstRow AggFuncType = 5
 )
 
 // Enum value maps for AggFuncType.
@@ -101,13 +104,15 @@ var (
 		2: "Min",
 		3: "Max",
 		4: "Avg",
+		5: "FirstRow",
 	}
 	AggFuncType_value = map[string]int32{
-		"Count": 0,
-		"Sum":   1,
-		"Min":   2,
-		"Max":   3,
-		"Avg":   4,
+		"Count":    0,
+		"Sum":      1,
+		"Min":      2,
+		"Max":      3,
+		"Avg":      4,
+		"FirstRow": 5,
 	}
 )
 
@@ -774,15 +779,19 @@ func (x *AggFunc) GetArg() *Expr {
 	return nil
 }
 
-// Aggregation without GROUP BY: one output row of partial states. The
-// legacy form lists agg_func (COUNT(*) only) and answers agg_values; the
-// expression form lists funcs and answers one encoded row (agg_row) of
-// partial states: Count → count, Sum → sum (NULL when no non-NULL value),
-// Min/Max → the value, Avg → count then sum.
+// Aggregation of partial states. The legacy form lists agg_func (COUNT(*)
+// only) and answers agg_values; the expression form lists funcs and
+// answers encoded rows of partial states: Count → count, Sum → sum (NULL
+// when no non-NULL value), Min/Max → the value, Avg → count then sum,
+// FirstRow → the value. Without group_by: one row (agg_row). With
+// group_by: one row per group in SelectResponse.rows (key empty, value
+// the group_by values followed by the partial states), groups in the
+// order their first row was scanned.
 type Aggregation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	AggFunc       []AggFuncType          `protobuf:"varint,1,rep,packed,name=agg_func,json=aggFunc,proto3,enum=coprocessorpb.AggFuncType" json:"agg_func,omitempty"`
 	Funcs         []*AggFunc             `protobuf:"bytes,2,rep,name=funcs,proto3" json:"funcs,omitempty"`
+	GroupBy       []*Expr                `protobuf:"bytes,3,rep,name=group_by,json=groupBy,proto3" json:"group_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -827,6 +836,13 @@ func (x *Aggregation) GetAggFunc() []AggFuncType {
 func (x *Aggregation) GetFuncs() []*AggFunc {
 	if x != nil {
 		return x.Funcs
+	}
+	return nil
+}
+
+func (x *Aggregation) GetGroupBy() []*Expr {
+	if x != nil {
+		return x.GroupBy
 	}
 	return nil
 }
@@ -1238,9 +1254,12 @@ type SelectResponse struct {
 	// resume_key, when set, is where the next page of this request starts
 	// (ascending: the key after the last one read; descending: the last
 	// key read, as an exclusive end). Unset: the ranges are exhausted.
-	ResumeKey     []byte             `protobuf:"bytes,4,opt,name=resume_key,json=resumeKey,proto3" json:"resume_key,omitempty"`
-	Summaries     []*ExecutorSummary `protobuf:"bytes,5,rep,name=summaries,proto3" json:"summaries,omitempty"`
-	ScannedRows   uint64             `protobuf:"varint,6,opt,name=scanned_rows,json=scannedRows,proto3" json:"scanned_rows,omitempty"`
+	ResumeKey   []byte             `protobuf:"bytes,4,opt,name=resume_key,json=resumeKey,proto3" json:"resume_key,omitempty"`
+	Summaries   []*ExecutorSummary `protobuf:"bytes,5,rep,name=summaries,proto3" json:"summaries,omitempty"`
+	ScannedRows uint64             `protobuf:"varint,6,opt,name=scanned_rows,json=scannedRows,proto3" json:"scanned_rows,omitempty"`
+	// error, when set, is a MySQL error an expression raised (e.g. 1690 for
+	// an overflow): the request failed and the SQL node returns it as is.
+	Error         *Error `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1317,6 +1336,66 @@ func (x *SelectResponse) GetScannedRows() uint64 {
 	return 0
 }
 
+func (x *SelectResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// Error is a MySQL error: its code and message.
+type Error struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          uint32                 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Msg           string                 `protobuf:"bytes,2,opt,name=msg,proto3" json:"msg,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Error) Reset() {
+	*x = Error{}
+	mi := &file_coprocessorpb_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Error) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Error) ProtoMessage() {}
+
+func (x *Error) ProtoReflect() protoreflect.Message {
+	mi := &file_coprocessorpb_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Error.ProtoReflect.Descriptor instead.
+func (*Error) Descriptor() ([]byte, []int) {
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Error) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *Error) GetMsg() string {
+	if x != nil {
+		return x.Msg
+	}
+	return ""
+}
+
 type Row struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -1327,7 +1406,7 @@ type Row struct {
 
 func (x *Row) Reset() {
 	*x = Row{}
-	mi := &file_coprocessorpb_proto_msgTypes[16]
+	mi := &file_coprocessorpb_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1418,7 @@ func (x *Row) String() string {
 func (*Row) ProtoMessage() {}
 
 func (x *Row) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[16]
+	mi := &file_coprocessorpb_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1431,7 @@ func (x *Row) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Row.ProtoReflect.Descriptor instead.
 func (*Row) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{16}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Row) GetKey() []byte {
@@ -1418,10 +1497,11 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\x05limit\x18\x02 \x01(\x04R\x05limit\"\\\n" +
 	"\aAggFunc\x12*\n" +
 	"\x02tp\x18\x01 \x01(\x0e2\x1a.coprocessorpb.AggFuncTypeR\x02tp\x12%\n" +
-	"\x03arg\x18\x02 \x01(\v2\x13.coprocessorpb.ExprR\x03arg\"r\n" +
+	"\x03arg\x18\x02 \x01(\v2\x13.coprocessorpb.ExprR\x03arg\"\xa2\x01\n" +
 	"\vAggregation\x125\n" +
 	"\bagg_func\x18\x01 \x03(\x0e2\x1a.coprocessorpb.AggFuncTypeR\aaggFunc\x12,\n" +
-	"\x05funcs\x18\x02 \x03(\v2\x16.coprocessorpb.AggFuncR\x05funcs\"\x1d\n" +
+	"\x05funcs\x18\x02 \x03(\v2\x16.coprocessorpb.AggFuncR\x05funcs\x12.\n" +
+	"\bgroup_by\x18\x03 \x03(\v2\x13.coprocessorpb.ExprR\agroupBy\"\x1d\n" +
 	"\x05Limit\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x04R\x05limit\"s\n" +
 	"\tFieldType\x12\x0e\n" +
@@ -1453,7 +1533,7 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\x0fExecutorSummary\x12*\n" +
 	"\x11num_produced_rows\x18\x01 \x01(\x04R\x0fnumProducedRows\x12%\n" +
 	"\x0enum_iterations\x18\x02 \x01(\x04R\rnumIterations\x12*\n" +
-	"\x11time_processed_ns\x18\x03 \x01(\x04R\x0ftimeProcessedNs\"\xf0\x01\n" +
+	"\x11time_processed_ns\x18\x03 \x01(\x04R\x0ftimeProcessedNs\"\x9c\x02\n" +
 	"\x0eSelectResponse\x12&\n" +
 	"\x04rows\x18\x01 \x03(\v2\x12.coprocessorpb.RowR\x04rows\x12\x1d\n" +
 	"\n" +
@@ -1462,7 +1542,11 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\n" +
 	"resume_key\x18\x04 \x01(\fR\tresumeKey\x12<\n" +
 	"\tsummaries\x18\x05 \x03(\v2\x1e.coprocessorpb.ExecutorSummaryR\tsummaries\x12!\n" +
-	"\fscanned_rows\x18\x06 \x01(\x04R\vscannedRows\"-\n" +
+	"\fscanned_rows\x18\x06 \x01(\x04R\vscannedRows\x12*\n" +
+	"\x05error\x18\a \x01(\v2\x14.coprocessorpb.ErrorR\x05error\"-\n" +
+	"\x05Error\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\rR\x04code\x12\x10\n" +
+	"\x03msg\x18\x02 \x01(\tR\x03msg\"-\n" +
 	"\x03Row\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value*\x89\x01\n" +
@@ -1473,13 +1557,14 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\rTypeSelection\x10\x03\x12\f\n" +
 	"\bTypeTopN\x10\x04\x12\x12\n" +
 	"\x0eTypeProjection\x10\x05\x12\x11\n" +
-	"\rTypeIndexScan\x10\x06*<\n" +
+	"\rTypeIndexScan\x10\x06*J\n" +
 	"\vAggFuncType\x12\t\n" +
 	"\x05Count\x10\x00\x12\a\n" +
 	"\x03Sum\x10\x01\x12\a\n" +
 	"\x03Min\x10\x02\x12\a\n" +
 	"\x03Max\x10\x03\x12\a\n" +
-	"\x03Avg\x10\x04*\xbe\x01\n" +
+	"\x03Avg\x10\x04\x12\f\n" +
+	"\bFirstRow\x10\x05*\xbe\x01\n" +
 	"\bExprType\x12\x10\n" +
 	"\fExprConstant\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -1511,7 +1596,7 @@ func file_coprocessorpb_proto_rawDescGZIP() []byte {
 }
 
 var file_coprocessorpb_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_coprocessorpb_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_coprocessorpb_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_coprocessorpb_proto_goTypes = []any{
 	(ExecType)(0),           // 0: coprocessorpb.ExecType
 	(AggFuncType)(0),        // 1: coprocessorpb.AggFuncType
@@ -1532,7 +1617,8 @@ var file_coprocessorpb_proto_goTypes = []any{
 	(*Expr)(nil),            // 16: coprocessorpb.Expr
 	(*ExecutorSummary)(nil), // 17: coprocessorpb.ExecutorSummary
 	(*SelectResponse)(nil),  // 18: coprocessorpb.SelectResponse
-	(*Row)(nil),             // 19: coprocessorpb.Row
+	(*Error)(nil),           // 19: coprocessorpb.Error
+	(*Row)(nil),             // 20: coprocessorpb.Row
 }
 var file_coprocessorpb_proto_depIdxs = []int32{
 	4,  // 0: coprocessorpb.DAGRequest.executors:type_name -> coprocessorpb.Executor
@@ -1552,17 +1638,19 @@ var file_coprocessorpb_proto_depIdxs = []int32{
 	16, // 14: coprocessorpb.AggFunc.arg:type_name -> coprocessorpb.Expr
 	1,  // 15: coprocessorpb.Aggregation.agg_func:type_name -> coprocessorpb.AggFuncType
 	11, // 16: coprocessorpb.Aggregation.funcs:type_name -> coprocessorpb.AggFunc
-	2,  // 17: coprocessorpb.Expr.tp:type_name -> coprocessorpb.ExprType
-	16, // 18: coprocessorpb.Expr.children:type_name -> coprocessorpb.Expr
-	15, // 19: coprocessorpb.Expr.val:type_name -> coprocessorpb.Datum
-	14, // 20: coprocessorpb.Expr.ft:type_name -> coprocessorpb.FieldType
-	19, // 21: coprocessorpb.SelectResponse.rows:type_name -> coprocessorpb.Row
-	17, // 22: coprocessorpb.SelectResponse.summaries:type_name -> coprocessorpb.ExecutorSummary
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	16, // 17: coprocessorpb.Aggregation.group_by:type_name -> coprocessorpb.Expr
+	2,  // 18: coprocessorpb.Expr.tp:type_name -> coprocessorpb.ExprType
+	16, // 19: coprocessorpb.Expr.children:type_name -> coprocessorpb.Expr
+	15, // 20: coprocessorpb.Expr.val:type_name -> coprocessorpb.Datum
+	14, // 21: coprocessorpb.Expr.ft:type_name -> coprocessorpb.FieldType
+	20, // 22: coprocessorpb.SelectResponse.rows:type_name -> coprocessorpb.Row
+	17, // 23: coprocessorpb.SelectResponse.summaries:type_name -> coprocessorpb.ExecutorSummary
+	19, // 24: coprocessorpb.SelectResponse.error:type_name -> coprocessorpb.Error
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_coprocessorpb_proto_init() }
@@ -1576,7 +1664,7 @@ func file_coprocessorpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_coprocessorpb_proto_rawDesc), len(file_coprocessorpb_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

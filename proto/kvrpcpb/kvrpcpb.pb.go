@@ -3570,12 +3570,19 @@ func (x *KeyRange) GetEnd() []byte {
 
 // CoprocessorRequest runs a DAG (coprocessorpb.DAGRequest, marshalled in
 // data) over ranges of one region at start_ts.
+//
+// tasks (TiDB's store batching) carry the same DAG for more regions whose
+// leader is on the same store: the store runs context/ranges and then each
+// task, and answers each task in batch_responses (same order), so one RPC
+// serves several regions. A task's region error is its own: the others'
+// results stand.
 type CoprocessorRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
 	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
 	Ranges        []*KeyRange            `protobuf:"bytes,3,rep,name=ranges,proto3" json:"ranges,omitempty"`
 	StartTs       uint64                 `protobuf:"varint,4,opt,name=start_ts,json=startTs,proto3" json:"start_ts,omitempty"`
+	Tasks         []*StoreBatchTask      `protobuf:"bytes,5,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3638,19 +3645,166 @@ func (x *CoprocessorRequest) GetStartTs() uint64 {
 	return 0
 }
 
-type CoprocessorResponse struct {
+func (x *CoprocessorRequest) GetTasks() []*StoreBatchTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+// StoreBatchTask is one more region's part of a batched CoprocessorRequest.
+type StoreBatchTask struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
-	Locked        *KeyError              `protobuf:"bytes,2,opt,name=locked,proto3" json:"locked,omitempty"` // a lock met, or gc_too_early
-	OtherError    string                 `protobuf:"bytes,3,opt,name=other_error,json=otherError,proto3" json:"other_error,omitempty"`
-	Data          []byte                 `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"` // coprocessorpb.SelectResponse, marshalled
+	RegionId      uint64                 `protobuf:"varint,1,opt,name=region_id,json=regionId,proto3" json:"region_id,omitempty"`
+	RegionEpoch   *metapb.RegionEpoch    `protobuf:"bytes,2,opt,name=region_epoch,json=regionEpoch,proto3" json:"region_epoch,omitempty"`
+	Peer          *metapb.Peer           `protobuf:"bytes,3,opt,name=peer,proto3" json:"peer,omitempty"`
+	Ranges        []*KeyRange            `protobuf:"bytes,4,rep,name=ranges,proto3" json:"ranges,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
+func (x *StoreBatchTask) Reset() {
+	*x = StoreBatchTask{}
+	mi := &file_kvrpcpb_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreBatchTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreBatchTask) ProtoMessage() {}
+
+func (x *StoreBatchTask) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreBatchTask.ProtoReflect.Descriptor instead.
+func (*StoreBatchTask) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *StoreBatchTask) GetRegionId() uint64 {
+	if x != nil {
+		return x.RegionId
+	}
+	return 0
+}
+
+func (x *StoreBatchTask) GetRegionEpoch() *metapb.RegionEpoch {
+	if x != nil {
+		return x.RegionEpoch
+	}
+	return nil
+}
+
+func (x *StoreBatchTask) GetPeer() *metapb.Peer {
+	if x != nil {
+		return x.Peer
+	}
+	return nil
+}
+
+func (x *StoreBatchTask) GetRanges() []*KeyRange {
+	if x != nil {
+		return x.Ranges
+	}
+	return nil
+}
+
+// StoreBatchTaskResponse answers one StoreBatchTask, as a
+// CoprocessorResponse answers its primary region.
+type StoreBatchTaskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Locked        *KeyError              `protobuf:"bytes,2,opt,name=locked,proto3" json:"locked,omitempty"`
+	OtherError    string                 `protobuf:"bytes,3,opt,name=other_error,json=otherError,proto3" json:"other_error,omitempty"`
+	Data          []byte                 `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreBatchTaskResponse) Reset() {
+	*x = StoreBatchTaskResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreBatchTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreBatchTaskResponse) ProtoMessage() {}
+
+func (x *StoreBatchTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreBatchTaskResponse.ProtoReflect.Descriptor instead.
+func (*StoreBatchTaskResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *StoreBatchTaskResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *StoreBatchTaskResponse) GetLocked() *KeyError {
+	if x != nil {
+		return x.Locked
+	}
+	return nil
+}
+
+func (x *StoreBatchTaskResponse) GetOtherError() string {
+	if x != nil {
+		return x.OtherError
+	}
+	return ""
+}
+
+func (x *StoreBatchTaskResponse) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type CoprocessorResponse struct {
+	state          protoimpl.MessageState    `protogen:"open.v1"`
+	RegionError    *errorpb.Error            `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Locked         *KeyError                 `protobuf:"bytes,2,opt,name=locked,proto3" json:"locked,omitempty"` // a lock met, or gc_too_early
+	OtherError     string                    `protobuf:"bytes,3,opt,name=other_error,json=otherError,proto3" json:"other_error,omitempty"`
+	Data           []byte                    `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`                                           // coprocessorpb.SelectResponse, marshalled
+	BatchResponses []*StoreBatchTaskResponse `protobuf:"bytes,5,rep,name=batch_responses,json=batchResponses,proto3" json:"batch_responses,omitempty"` // one per request task
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
 func (x *CoprocessorResponse) Reset() {
 	*x = CoprocessorResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[47]
+	mi := &file_kvrpcpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3662,7 +3816,7 @@ func (x *CoprocessorResponse) String() string {
 func (*CoprocessorResponse) ProtoMessage() {}
 
 func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[47]
+	mi := &file_kvrpcpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3675,7 +3829,7 @@ func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoprocessorResponse.ProtoReflect.Descriptor instead.
 func (*CoprocessorResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{47}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CoprocessorResponse) GetRegionError() *errorpb.Error {
@@ -3706,6 +3860,13 @@ func (x *CoprocessorResponse) GetData() []byte {
 	return nil
 }
 
+func (x *CoprocessorResponse) GetBatchResponses() []*StoreBatchTaskResponse {
+	if x != nil {
+		return x.BatchResponses
+	}
+	return nil
+}
+
 type SplitRegionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
@@ -3716,7 +3877,7 @@ type SplitRegionRequest struct {
 
 func (x *SplitRegionRequest) Reset() {
 	*x = SplitRegionRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[48]
+	mi := &file_kvrpcpb_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3728,7 +3889,7 @@ func (x *SplitRegionRequest) String() string {
 func (*SplitRegionRequest) ProtoMessage() {}
 
 func (x *SplitRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[48]
+	mi := &file_kvrpcpb_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3741,7 +3902,7 @@ func (x *SplitRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRegionRequest.ProtoReflect.Descriptor instead.
 func (*SplitRegionRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{48}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SplitRegionRequest) GetContext() *Context {
@@ -3770,7 +3931,7 @@ type SplitRegionResponse struct {
 
 func (x *SplitRegionResponse) Reset() {
 	*x = SplitRegionResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[49]
+	mi := &file_kvrpcpb_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3782,7 +3943,7 @@ func (x *SplitRegionResponse) String() string {
 func (*SplitRegionResponse) ProtoMessage() {}
 
 func (x *SplitRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[49]
+	mi := &file_kvrpcpb_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3795,7 +3956,7 @@ func (x *SplitRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRegionResponse.ProtoReflect.Descriptor instead.
 func (*SplitRegionResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{49}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SplitRegionResponse) GetRegionError() *errorpb.Error {
@@ -4086,18 +4247,31 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\x06errors\x18\x02 \x03(\v2\x11.kvrpcpb.KeyErrorR\x06errors\"2\n" +
 	"\bKeyRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\fR\x03end\"\x9a\x01\n" +
+	"\x03end\x18\x02 \x01(\fR\x03end\"\xc9\x01\n" +
 	"\x12CoprocessorRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12)\n" +
 	"\x06ranges\x18\x03 \x03(\v2\x11.kvrpcpb.KeyRangeR\x06ranges\x12\x19\n" +
-	"\bstart_ts\x18\x04 \x01(\x04R\astartTs\"\xa8\x01\n" +
+	"\bstart_ts\x18\x04 \x01(\x04R\astartTs\x12-\n" +
+	"\x05tasks\x18\x05 \x03(\v2\x17.kvrpcpb.StoreBatchTaskR\x05tasks\"\xb2\x01\n" +
+	"\x0eStoreBatchTask\x12\x1b\n" +
+	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x126\n" +
+	"\fregion_epoch\x18\x02 \x01(\v2\x13.metapb.RegionEpochR\vregionEpoch\x12 \n" +
+	"\x04peer\x18\x03 \x01(\v2\f.metapb.PeerR\x04peer\x12)\n" +
+	"\x06ranges\x18\x04 \x03(\v2\x11.kvrpcpb.KeyRangeR\x06ranges\"\xab\x01\n" +
+	"\x16StoreBatchTaskResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12)\n" +
+	"\x06locked\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x06locked\x12\x1f\n" +
+	"\vother_error\x18\x03 \x01(\tR\n" +
+	"otherError\x12\x12\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\"\xf2\x01\n" +
 	"\x13CoprocessorResponse\x121\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12)\n" +
 	"\x06locked\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x06locked\x12\x1f\n" +
 	"\vother_error\x18\x03 \x01(\tR\n" +
 	"otherError\x12\x12\n" +
-	"\x04data\x18\x04 \x01(\fR\x04data\"_\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\x12H\n" +
+	"\x0fbatch_responses\x18\x05 \x03(\v2\x1f.kvrpcpb.StoreBatchTaskResponseR\x0ebatchResponses\"_\n" +
 	"\x12SplitRegionRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x1d\n" +
 	"\n" +
@@ -4142,7 +4316,7 @@ func file_kvrpcpb_proto_rawDescGZIP() []byte {
 }
 
 var file_kvrpcpb_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_kvrpcpb_proto_goTypes = []any{
 	(IsolationLevel)(0),                 // 0: kvrpcpb.IsolationLevel
 	(Op)(0),                             // 1: kvrpcpb.Op
@@ -4196,17 +4370,19 @@ var file_kvrpcpb_proto_goTypes = []any{
 	(*OnePCResponse)(nil),               // 49: kvrpcpb.OnePCResponse
 	(*KeyRange)(nil),                    // 50: kvrpcpb.KeyRange
 	(*CoprocessorRequest)(nil),          // 51: kvrpcpb.CoprocessorRequest
-	(*CoprocessorResponse)(nil),         // 52: kvrpcpb.CoprocessorResponse
-	(*SplitRegionRequest)(nil),          // 53: kvrpcpb.SplitRegionRequest
-	(*SplitRegionResponse)(nil),         // 54: kvrpcpb.SplitRegionResponse
-	(*metapb.RegionEpoch)(nil),          // 55: metapb.RegionEpoch
-	(*metapb.Peer)(nil),                 // 56: metapb.Peer
-	(*errorpb.Error)(nil),               // 57: errorpb.Error
-	(*metapb.Region)(nil),               // 58: metapb.Region
+	(*StoreBatchTask)(nil),              // 52: kvrpcpb.StoreBatchTask
+	(*StoreBatchTaskResponse)(nil),      // 53: kvrpcpb.StoreBatchTaskResponse
+	(*CoprocessorResponse)(nil),         // 54: kvrpcpb.CoprocessorResponse
+	(*SplitRegionRequest)(nil),          // 55: kvrpcpb.SplitRegionRequest
+	(*SplitRegionResponse)(nil),         // 56: kvrpcpb.SplitRegionResponse
+	(*metapb.RegionEpoch)(nil),          // 57: metapb.RegionEpoch
+	(*metapb.Peer)(nil),                 // 58: metapb.Peer
+	(*errorpb.Error)(nil),               // 59: errorpb.Error
+	(*metapb.Region)(nil),               // 60: metapb.Region
 }
 var file_kvrpcpb_proto_depIdxs = []int32{
-	55, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
-	56, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
+	57, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
+	58, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
 	0,  // 2: kvrpcpb.Context.isolation_level:type_name -> kvrpcpb.IsolationLevel
 	9,  // 3: kvrpcpb.KvPair.error:type_name -> kvrpcpb.KeyError
 	1,  // 4: kvrpcpb.Mutation.op:type_name -> kvrpcpb.Op
@@ -4223,73 +4399,80 @@ var file_kvrpcpb_proto_depIdxs = []int32{
 	4,  // 15: kvrpcpb.WriteConflict.reason:type_name -> kvrpcpb.WriteConflict.Reason
 	13, // 16: kvrpcpb.Deadlock.wait_chain:type_name -> kvrpcpb.WaitForEntry
 	5,  // 17: kvrpcpb.GetRequest.context:type_name -> kvrpcpb.Context
-	57, // 18: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
+	59, // 18: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
 	9,  // 19: kvrpcpb.GetResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 20: kvrpcpb.BatchGetRequest.context:type_name -> kvrpcpb.Context
-	57, // 21: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
+	59, // 21: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
 	6,  // 22: kvrpcpb.BatchGetResponse.pairs:type_name -> kvrpcpb.KvPair
 	9,  // 23: kvrpcpb.BatchGetResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 24: kvrpcpb.ScanRequest.context:type_name -> kvrpcpb.Context
-	57, // 25: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
+	59, // 25: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
 	6,  // 26: kvrpcpb.ScanResponse.pairs:type_name -> kvrpcpb.KvPair
 	9,  // 27: kvrpcpb.ScanResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 28: kvrpcpb.PrewriteRequest.context:type_name -> kvrpcpb.Context
 	7,  // 29: kvrpcpb.PrewriteRequest.mutations:type_name -> kvrpcpb.Mutation
 	2,  // 30: kvrpcpb.PrewriteRequest.pessimistic_actions:type_name -> kvrpcpb.PessimisticAction
-	57, // 31: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
+	59, // 31: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
 	9,  // 32: kvrpcpb.PrewriteResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 33: kvrpcpb.CommitRequest.context:type_name -> kvrpcpb.Context
-	57, // 34: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
+	59, // 34: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
 	9,  // 35: kvrpcpb.CommitResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 36: kvrpcpb.BatchRollbackRequest.context:type_name -> kvrpcpb.Context
-	57, // 37: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
+	59, // 37: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
 	9,  // 38: kvrpcpb.BatchRollbackResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 39: kvrpcpb.CleanupRequest.context:type_name -> kvrpcpb.Context
-	57, // 40: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
+	59, // 40: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
 	9,  // 41: kvrpcpb.CleanupResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 42: kvrpcpb.CheckTxnStatusRequest.context:type_name -> kvrpcpb.Context
-	57, // 43: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
+	59, // 43: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
 	9,  // 44: kvrpcpb.CheckTxnStatusResponse.error:type_name -> kvrpcpb.KeyError
 	3,  // 45: kvrpcpb.CheckTxnStatusResponse.action:type_name -> kvrpcpb.Action
 	8,  // 46: kvrpcpb.CheckTxnStatusResponse.lock_info:type_name -> kvrpcpb.LockInfo
 	5,  // 47: kvrpcpb.CheckSecondaryLocksRequest.context:type_name -> kvrpcpb.Context
-	57, // 48: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
+	59, // 48: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
 	9,  // 49: kvrpcpb.CheckSecondaryLocksResponse.error:type_name -> kvrpcpb.KeyError
 	8,  // 50: kvrpcpb.CheckSecondaryLocksResponse.locks:type_name -> kvrpcpb.LockInfo
 	5,  // 51: kvrpcpb.ResolveLockRequest.context:type_name -> kvrpcpb.Context
 	37, // 52: kvrpcpb.ResolveLockRequest.txn_infos:type_name -> kvrpcpb.TxnInfo
-	57, // 53: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
+	59, // 53: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 54: kvrpcpb.ResolveLockResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 55: kvrpcpb.TxnHeartBeatRequest.context:type_name -> kvrpcpb.Context
-	57, // 56: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
+	59, // 56: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
 	9,  // 57: kvrpcpb.TxnHeartBeatResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 58: kvrpcpb.PessimisticLockRequest.context:type_name -> kvrpcpb.Context
 	7,  // 59: kvrpcpb.PessimisticLockRequest.mutations:type_name -> kvrpcpb.Mutation
-	57, // 60: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
+	59, // 60: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 61: kvrpcpb.PessimisticLockResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 62: kvrpcpb.PessimisticRollbackRequest.context:type_name -> kvrpcpb.Context
-	57, // 63: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
+	59, // 63: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
 	9,  // 64: kvrpcpb.PessimisticRollbackResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 65: kvrpcpb.ScanLockRequest.context:type_name -> kvrpcpb.Context
-	57, // 66: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
+	59, // 66: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 67: kvrpcpb.ScanLockResponse.error:type_name -> kvrpcpb.KeyError
 	8,  // 68: kvrpcpb.ScanLockResponse.locks:type_name -> kvrpcpb.LockInfo
 	5,  // 69: kvrpcpb.OnePCRequest.context:type_name -> kvrpcpb.Context
 	7,  // 70: kvrpcpb.OnePCRequest.mutations:type_name -> kvrpcpb.Mutation
-	57, // 71: kvrpcpb.OnePCResponse.region_error:type_name -> errorpb.Error
+	59, // 71: kvrpcpb.OnePCResponse.region_error:type_name -> errorpb.Error
 	9,  // 72: kvrpcpb.OnePCResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 73: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
 	50, // 74: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
-	57, // 75: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
-	9,  // 76: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
-	5,  // 77: kvrpcpb.SplitRegionRequest.context:type_name -> kvrpcpb.Context
-	57, // 78: kvrpcpb.SplitRegionResponse.region_error:type_name -> errorpb.Error
-	58, // 79: kvrpcpb.SplitRegionResponse.regions:type_name -> metapb.Region
-	80, // [80:80] is the sub-list for method output_type
-	80, // [80:80] is the sub-list for method input_type
-	80, // [80:80] is the sub-list for extension type_name
-	80, // [80:80] is the sub-list for extension extendee
-	0,  // [0:80] is the sub-list for field type_name
+	52, // 75: kvrpcpb.CoprocessorRequest.tasks:type_name -> kvrpcpb.StoreBatchTask
+	57, // 76: kvrpcpb.StoreBatchTask.region_epoch:type_name -> metapb.RegionEpoch
+	58, // 77: kvrpcpb.StoreBatchTask.peer:type_name -> metapb.Peer
+	50, // 78: kvrpcpb.StoreBatchTask.ranges:type_name -> kvrpcpb.KeyRange
+	59, // 79: kvrpcpb.StoreBatchTaskResponse.region_error:type_name -> errorpb.Error
+	9,  // 80: kvrpcpb.StoreBatchTaskResponse.locked:type_name -> kvrpcpb.KeyError
+	59, // 81: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
+	9,  // 82: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
+	53, // 83: kvrpcpb.CoprocessorResponse.batch_responses:type_name -> kvrpcpb.StoreBatchTaskResponse
+	5,  // 84: kvrpcpb.SplitRegionRequest.context:type_name -> kvrpcpb.Context
+	59, // 85: kvrpcpb.SplitRegionResponse.region_error:type_name -> errorpb.Error
+	60, // 86: kvrpcpb.SplitRegionResponse.regions:type_name -> metapb.Region
+	87, // [87:87] is the sub-list for method output_type
+	87, // [87:87] is the sub-list for method input_type
+	87, // [87:87] is the sub-list for extension type_name
+	87, // [87:87] is the sub-list for extension extendee
+	0,  // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_kvrpcpb_proto_init() }
@@ -4303,7 +4486,7 @@ func file_kvrpcpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvrpcpb_proto_rawDesc), len(file_kvrpcpb_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   50,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

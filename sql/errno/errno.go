@@ -41,6 +41,8 @@ const (
 	ErrNoDefaultForField   uint16 = 1364
 	ErrTruncatedWrongField uint16 = 1366
 	ErrDataTooLong         uint16 = 1406
+	ErrDivisionByZero      uint16 = 1365
+	ErrDataOutOfRange      uint16 = 1690
 	ErrWrongFieldSpec      uint16 = 1063
 	ErrTooBigDisplayWidth  uint16 = 1439
 	ErrInvalidDefault      uint16 = 1067
@@ -123,6 +125,8 @@ var sqlStates = map[uint16]string{
 	ErrTruncatedWrongValue:      "22007",
 	ErrQueryInterrupted:         "70100",
 	ErrDataTooLong:              "22001",
+	ErrDivisionByZero:           "22012",
+	ErrDataOutOfRange:           "22003",
 	ErrWrongFieldSpec:           "42000",
 	ErrTooBigDisplayWidth:       "42000",
 	ErrInvalidDefault:           "42000",
@@ -175,11 +179,25 @@ func NotSupported(what string) *Error {
 	return New(ErrNotSupportedYet, "This version of Strata doesn't yet support '%s'", what)
 }
 
+// Coded is an error that carries its MySQL error code and message without
+// importing this package: sql/expr's evaluation errors, and the ones a
+// store's coprocessor raised evaluating a pushed-down expression (which
+// kv/client returns wrapped with the region).
+type Coded interface {
+	error
+	MySQLError() (code uint16, msg string)
+}
+
 // FromError converts any error into the Error the client should see.
 func FromError(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
+	}
+	var ce Coded
+	if errors.As(err, &ce) {
+		code, msg := ce.MySQLError()
+		return New(code, "%s", msg)
 	}
 	var wc *sql.WriteConflictError
 	if errors.As(err, &wc) {

@@ -618,6 +618,9 @@ type RangeError struct{ Msg string }
 
 func (e *RangeError) Error() string { return e.Msg }
 
+// MySQLError implements errno.Coded: ERROR 1690 (22003).
+func (e *RangeError) MySQLError() (uint16, string) { return 1690, e.Msg }
+
 type caseExpr struct {
 	value   Expr // nil for searched CASE
 	whens   []Expr
