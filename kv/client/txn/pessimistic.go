@@ -134,7 +134,7 @@ func (t *Txn) lockPessimistic(ctx context.Context, opts sql.LockOptions, keys []
 					}
 					mu.Lock()
 					for i, k := range ks[lo:hi] {
-						if i < len(vals) && vals[i] != nil {
+						if i < len(vals) { // nil: absent, answered too (no read after the lock)
 							got[string(k)] = vals[i]
 						}
 					}
