@@ -1,9 +1,13 @@
 package localcluster
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -237,6 +241,40 @@ func (c *Cluster) Logs(n int64) string {
 		fmt.Fprintf(&b, "==== %s (%s)\n%s\n", p.Name, p.LogPath, data)
 	}
 	return b.String()
+}
+
+// PDAPI calls PD's HTTP API (/pd/api/v1/path): body, if not nil, is sent
+// as JSON, and a 200 answer is decoded into out, if not nil; any other
+// status is an error carrying the answer.
+func (c *Cluster) PDAPI(method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, "http://"+c.PDStatusAddr+"/pd/api/v1/"+path, rd)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, data)
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
 }
 
 // FreePorts returns n distinct loopback ports for processes to bind, kept

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -75,6 +77,39 @@ func (p *Proc) Pid() int {
 	}
 	return p.cmd.Process.Pid
 }
+
+// CPUSeconds is the user+system CPU time of the running process so far
+// (0 if it is not running).
+func (p *Proc) CPUSeconds() float64 { return CPUSeconds(p.Pid()) }
+
+// CPUSeconds is the user+system CPU time of process pid (Linux /proc; 0 if
+// unreadable).
+func CPUSeconds(pid int) float64 {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may contain spaces) start at
+	// field 3 (state); utime and stime are fields 14 and 15.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / clkTck
+}
+
+// clkTck is USER_HZ, 100 on every Linux this runs on.
+const clkTck = 100
 
 // Exited is closed when the current process exits (nil before Start).
 func (p *Proc) Exited() <-chan struct{} { return p.done }

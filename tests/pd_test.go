@@ -26,30 +26,7 @@ import (
 // pdAPI calls PD's HTTP API; out (if not nil) receives the JSON answer.
 func pdAPI(t *testing.T, c *localcluster.Cluster, method, path string, body, out any) error {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		require.NoError(t, err)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+c.PDStatusAddr+"/pd/api/v1/"+path, rd)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, data)
-	}
-	if out != nil {
-		return json.Unmarshal(data, out)
-	}
-	return nil
+	return c.PDAPI(method, path, body, out)
 }
 
 type apiRegions struct {

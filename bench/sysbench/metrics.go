@@ -3,13 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stratadb/strata/localcluster"
 )
 
 // sample is what one process looked like at one instant.
@@ -57,30 +58,8 @@ func takeSample(ctx context.Context, p proc) sample {
 	return s
 }
 
-// procCPU is the user+system CPU seconds of pid (NaN-free: 0 if unreadable).
-func procCPU(pid int) float64 {
-	if pid <= 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name (which may contain spaces) start at
-	// field 3 (state); utime and stime are fields 14 and 15.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / clkTck
-}
+// procCPU is the user+system CPU seconds of pid (0 if unreadable).
+func procCPU(pid int) float64 { return localcluster.CPUSeconds(pid) }
 
 // clkTck is USER_HZ, 100 on every Linux this runs on.
 const clkTck = 100
