@@ -95,6 +95,14 @@ type SubqueryCompiler interface {
 	CompileSubquery(n ast.ExprNode, c *Ctx) (Expr, error)
 }
 
+// OuterResolver is implemented by an Env planning a subquery: a column
+// name that is none of Columns resolves in the enclosing query (a
+// correlated reference). It returns nil, nil when no enclosing query has
+// the column.
+type OuterResolver interface {
+	ResolveOuter(n *ast.ColumnName) (Expr, error)
+}
+
 // Compile turns n into an Expr.
 func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 	switch x := n.(type) {
@@ -303,6 +311,12 @@ func (c *Ctx) resolve(n *ast.ColumnName) (Expr, error) {
 		found = i
 	}
 	if found < 0 {
+		if or, ok := c.Env.(OuterResolver); ok {
+			e, err := or.ResolveOuter(n)
+			if e != nil || err != nil {
+				return e, err
+			}
+		}
 		name := n.Name.O
 		if n.Table.O != "" {
 			name = n.Table.O + "." + name

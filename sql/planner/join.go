@@ -358,8 +358,12 @@ type refCollector struct {
 }
 
 func (v *refCollector) Enter(n ast.Node) (ast.Node, bool) {
-	if _, ok := n.(*ast.SubqueryExpr); ok {
-		return n, true // its columns are its own (correlated ones are not supported)
+	if sq, ok := n.(*ast.SubqueryExpr); ok {
+		// Its names resolve in its own tables first; any that could be
+		// a correlated reference counts (reading more leaves only
+		// places the condition higher, where it means the same).
+		sq.Query.Accept(&nameLeaves{v: v})
+		return n, true
 	}
 	if cn, ok := n.(*ast.ColumnNameExpr); ok {
 		if off := findQualified(v.cols, cn.Name); off >= 0 {
@@ -371,6 +375,25 @@ func (v *refCollector) Enter(n ast.Node) (ast.Node, bool) {
 }
 
 func (v *refCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// nameLeaves adds to v the leaves with a column that a name inside a
+// subquery could mean.
+type nameLeaves struct{ v *refCollector }
+
+func (w *nameLeaves) Enter(n ast.Node) (ast.Node, bool) {
+	cn, ok := n.(*ast.ColumnNameExpr)
+	if !ok {
+		return n, false
+	}
+	for i, c := range w.v.cols {
+		if strings.EqualFold(c.Name, cn.Name.Name.O) && (cn.Name.Table.L == "" || cn.Name.Table.L == c.Table) {
+			w.v.mask |= 1 << w.v.ji.leafOf(i)
+		}
+	}
+	return n, true
+}
+
+func (w *nameLeaves) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 func findQualified(cols []expr.SchemaColumn, n *ast.ColumnName) int {
 	for i, c := range cols {

@@ -2,7 +2,9 @@ package planner
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"strconv"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -13,9 +15,12 @@ import (
 	"github.com/stratadb/strata/sql/types"
 )
 
-// Subquery is an uncorrelated subquery of a statement: planned with the
-// statement, run at most once, when an expression first needs its rows
-// (MySQL evaluates an uncorrelated subquery once).
+// Subquery is a subquery of a statement, planned with it. An
+// uncorrelated one runs at most once, when an expression first needs its
+// rows (MySQL evaluates an uncorrelated subquery once). A correlated one
+// (it names columns of an enclosing query) is either decorrelated (hash,
+// below) or re-run per outer row, Apply style, with its results cached
+// per distinct value of the outer columns it reads.
 type Subquery struct {
 	Plan *SelectPlan
 	// Run runs Plan in the statement's transaction and returns its rows;
@@ -25,31 +30,142 @@ type Subquery struct {
 	rows [][]types.Datum
 	err  error
 	done bool
+
+	// scope is the outer row a correlated Plan reads (nil: uncorrelated).
+	scope *outerScope
+	// hash, when set, answers most outer rows without running Plan.
+	hash  *hashedSubquery
+	cache map[string][][]types.Datum
+	key   []byte
 }
+
+// applyCacheMax bounds the per-outer-value cache of a correlated
+// subquery; past it the cache starts over.
+const applyCacheMax = 1 << 14
+
+// Correlated reports whether the subquery reads columns of an enclosing
+// query.
+func (s *Subquery) Correlated() bool { return s.scope != nil }
 
 // errSubqueryNotRun: an expression with a subquery was evaluated while
 // planning (constant folding), before the statement runs.
 var errSubqueryNotRun = errors.New("planner: subquery evaluated before the statement runs")
 
-func (s *Subquery) result() ([][]types.Datum, error) {
-	if !s.done {
-		if s.Run == nil {
-			return nil, errSubqueryNotRun
+// result returns the subquery's rows for the outer row row.
+func (s *Subquery) result(row []types.Datum) ([][]types.Datum, error) {
+	if s.scope == nil {
+		if !s.done {
+			if s.Run == nil {
+				return nil, errSubqueryNotRun
+			}
+			s.rows, s.err = s.Run()
+			s.done = true
 		}
-		s.rows, s.err = s.Run()
-		s.done = true
+		return s.rows, s.err
 	}
-	return s.rows, s.err
+	if row == nil || s.Run == nil {
+		return nil, errSubqueryNotRun
+	}
+	if s.hash != nil {
+		rows, ok, err := s.hash.lookup(row)
+		if err != nil || ok {
+			return rows, err
+		}
+	}
+	s.scope.row = row
+	defer func() { s.scope.row = nil }()
+	key := s.key[:0]
+	for _, k := range s.scope.keys {
+		v, err := k.Eval(row)
+		if err != nil {
+			return nil, err
+		}
+		key = appendKey(key, v)
+	}
+	s.key = key
+	if rows, ok := s.cache[string(key)]; ok {
+		return rows, nil
+	}
+	rows, err := s.Run()
+	if err != nil {
+		return nil, err
+	}
+	if s.cache == nil || len(s.cache) >= applyCacheMax {
+		s.cache = make(map[string][][]types.Datum)
+	}
+	s.cache[string(key)] = rows
+	return rows, nil
 }
+
+// appendKey encodes v for a cache or hash key: equal values (as `=` on
+// integers and on bytewise strings compares them) give equal bytes.
+func appendKey(b []byte, v types.Datum) []byte {
+	switch {
+	case v.IsNull():
+		return append(b, 'n')
+	case v.Kind() == tablecodec.KindInt64:
+		b = append(b, 'i')
+		return append(strconv.AppendInt(b, v.Int64(), 10), 0)
+	case v.Kind() == tablecodec.KindUint64:
+		b = append(b, 'i')
+		return append(strconv.AppendUint(b, v.Uint64(), 10), 0)
+	case v.Kind() == tablecodec.KindFloat64:
+		b = append(b, 'f')
+		return append(strconv.AppendFloat(b, v.Float64(), 'g', -1, 64), 0)
+	}
+	bs := v.Bytes()
+	b = append(b, 's')
+	b = binary.AppendUvarint(b, uint64(len(bs)))
+	return append(b, bs...)
+}
+
+// outerScope is the enclosing query of a correlated subquery: the columns
+// its names resolve in and, while the subquery runs, the outer row.
+type outerScope struct {
+	cols []expr.SchemaColumn
+	up   expr.Env // the enclosing query's env (resolves names further out)
+	row  []types.Datum
+	// keys are the outer values the subquery reads (its cache key): the
+	// enclosing row's columns, and columns of queries further out.
+	keys []expr.Expr
+	// refs are the names in the subquery that resolved outside it.
+	refs map[*ast.ColumnName]bool
+}
+
+// outerColumn is a column of the enclosing query read by a correlated
+// subquery's plan (TiDB's CorrelatedColumn).
+type outerColumn struct {
+	scope *outerScope
+	off   int
+	ft    types.FieldType
+}
+
+func (c *outerColumn) Type() types.FieldType { return c.ft }
+
+func (c *outerColumn) Eval([]types.Datum) (types.Datum, error) {
+	if c.scope.row == nil {
+		return tablecodec.NullDatum, errSubqueryNotRun
+	}
+	return c.scope.row[c.off], nil
+}
+
+// outerKey reads the enclosing row's column off as a cache key part.
+type outerKey struct{ off int }
+
+func (k outerKey) Type() types.FieldType                       { return types.NullType }
+func (k outerKey) Eval(row []types.Datum) (types.Datum, error) { return row[k.off], nil }
 
 // subqueryEnv is the Env of a statement being planned: it compiles the
 // subqueries of its expressions (expr.SubqueryCompiler) and collects them
-// for the executor.
+// for the executor. Inside a subquery, scope resolves the names of the
+// enclosing query (expr.OuterResolver).
 type subqueryEnv struct {
 	expr.Env
-	pl   *Planner
-	ctx  context.Context
-	subs []*Subquery
+	pl    *Planner
+	ctx   context.Context
+	subs  []*Subquery
+	root  *subqueryEnv // the statement's env, which collects subs
+	scope *outerScope
 }
 
 // withSubqueries wraps env for planning a statement; top is false when
@@ -58,7 +174,9 @@ func (pl *Planner) withSubqueries(ctx context.Context, env expr.Env) (*subqueryE
 	if se, ok := env.(*subqueryEnv); ok {
 		return se, false
 	}
-	return &subqueryEnv{Env: env, pl: pl, ctx: ctx}, true
+	se := &subqueryEnv{Env: env, pl: pl, ctx: ctx}
+	se.root = se
+	return se, true
 }
 
 // CurrentUser forwards CURRENT_USER() to the session.
@@ -76,6 +194,42 @@ func baseEnv(env expr.Env) expr.Env {
 		return se.Env
 	}
 	return env
+}
+
+func (se *subqueryEnv) add(sq *Subquery) { se.root.subs = append(se.root.subs, sq) }
+
+// ResolveOuter implements expr.OuterResolver.
+func (se *subqueryEnv) ResolveOuter(n *ast.ColumnName) (expr.Expr, error) {
+	s := se.scope
+	if s == nil {
+		return nil, nil
+	}
+	e, err := expr.Compile(&ast.ColumnNameExpr{Name: n}, &expr.Ctx{Columns: s.cols, Env: s.up})
+	if err != nil {
+		var me *errno.Error
+		if errors.As(err, &me) && me.Code == errno.ErrBadField {
+			return nil, nil
+		}
+		return nil, err
+	}
+	s.refs[n] = true
+	if col, ok := e.(*expr.Column); ok {
+		for _, k := range s.keys {
+			if ok, isKey := k.(outerKey); isKey && ok.off == col.Offset {
+				return &outerColumn{scope: s, off: col.Offset, ft: col.Ft}, nil
+			}
+		}
+		s.keys = append(s.keys, outerKey{off: col.Offset})
+		return &outerColumn{scope: s, off: col.Offset, ft: col.Ft}, nil
+	}
+	// A column of a query further out: part of the key as it is.
+	for _, k := range s.keys {
+		if oc, ok := k.(*outerColumn); ok && oc.scope == e.(*outerColumn).scope && oc.off == e.(*outerColumn).off {
+			return e, nil
+		}
+	}
+	s.keys = append(s.keys, e)
+	return e, nil
 }
 
 var boolType = types.FieldType{Tp: mysql.TypeLonglong, Flen: 1, Flag: mysql.BinaryFlag}
@@ -140,53 +294,28 @@ func (se *subqueryEnv) compare(l ast.ExprNode, sub *ast.SubqueryExpr, c *expr.Ct
 	return &compareSubquery{l: le, sq: sq, op: op, all: all, not: not, byBytes: byBytes}, nil
 }
 
-// plan plans the subquery of n; one: it must return one column (1241).
-// A subquery that names a column of the outer query (correlated) is not
-// supported yet.
+// plan plans the subquery of n in the scope of c's columns; one: it must
+// return one column (1241). A subquery that names columns of the outer
+// query is correlated: decorrelated into a hash lookup when it can be
+// (decorrelate), else re-run per outer value.
 func (se *subqueryEnv) plan(n *ast.SubqueryExpr, c *expr.Ctx, one bool) (*Subquery, error) {
-	sp, err := se.pl.PlanQuery(se.ctx, n.Query, se, false)
+	scope := &outerScope{cols: c.Columns, up: c.Env, refs: map[*ast.ColumnName]bool{}}
+	inner := &subqueryEnv{Env: se.Env, pl: se.pl, ctx: se.ctx, root: se.root, scope: scope}
+	sp, err := se.pl.PlanQuery(se.ctx, n.Query, inner, false)
 	if err != nil {
-		var e *errno.Error
-		if errors.As(err, &e) && e.Code == errno.ErrBadField && namesOuterColumn(n.Query, c) {
-			return nil, errno.NotSupported("correlated subqueries")
-		}
 		return nil, err
 	}
 	if one && len(sp.Columns) != 1 {
 		return nil, errno.New(1241, "Operand should contain 1 column(s)")
 	}
 	sq := &Subquery{Plan: sp}
-	se.subs = append(se.subs, sq)
+	if len(scope.refs) > 0 {
+		sq.scope = scope
+		sq.hash = se.decorrelate(n.Query, sp, scope, c)
+	}
+	se.add(sq)
 	return sq, nil
 }
-
-// namesOuterColumn reports whether some column name in q resolves in the
-// outer query's columns.
-func namesOuterColumn(q ast.Node, c *expr.Ctx) bool {
-	if c == nil || len(c.Columns) == 0 {
-		return false
-	}
-	v := &outerRefFinder{cols: c.Columns}
-	q.Accept(v)
-	return v.found
-}
-
-type outerRefFinder struct {
-	cols  []expr.SchemaColumn
-	found bool
-}
-
-func (v *outerRefFinder) Enter(n ast.Node) (ast.Node, bool) {
-	if cn, ok := n.(*ast.ColumnNameExpr); ok {
-		if _, err := expr.Compile(cn, &expr.Ctx{Columns: v.cols}); err == nil {
-			v.found = true
-		}
-		return n, true
-	}
-	return n, false
-}
-
-func (v *outerRefFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 type scalarSubquery struct {
 	sq *Subquery
@@ -195,8 +324,8 @@ type scalarSubquery struct {
 
 func (s *scalarSubquery) Type() types.FieldType { return s.ft }
 
-func (s *scalarSubquery) Eval([]types.Datum) (types.Datum, error) {
-	rows, err := s.sq.result()
+func (s *scalarSubquery) Eval(row []types.Datum) (types.Datum, error) {
+	rows, err := s.sq.result(row)
 	switch {
 	case err != nil:
 		return tablecodec.NullDatum, err
@@ -215,8 +344,8 @@ type existsSubquery struct {
 
 func (s *existsSubquery) Type() types.FieldType { return boolType }
 
-func (s *existsSubquery) Eval([]types.Datum) (types.Datum, error) {
-	rows, err := s.sq.result()
+func (s *existsSubquery) Eval(row []types.Datum) (types.Datum, error) {
+	rows, err := s.sq.result(row)
 	if err != nil {
 		return tablecodec.NullDatum, err
 	}
@@ -238,7 +367,7 @@ type compareSubquery struct {
 func (s *compareSubquery) Type() types.FieldType { return boolType }
 
 func (s *compareSubquery) Eval(row []types.Datum) (types.Datum, error) {
-	rows, err := s.sq.result()
+	rows, err := s.sq.result(row)
 	if err != nil {
 		return tablecodec.NullDatum, err
 	}

@@ -63,3 +63,50 @@ func TestCompareSubquery(t *testing.T) {
 		require.Equal(t, 1, runs, tc.name)
 	}
 }
+
+// TestCorrelatedSubqueryRuns checks that a correlated subquery re-runs
+// once per distinct outer value (Apply with a cache), and that its hash
+// form runs the decorrelated query once and the correlated plan only for
+// an aggregate's missing group.
+func TestCorrelatedSubqueryRuns(t *testing.T) {
+	i := func(v int64) types.Datum { return tablecodec.NewInt(v) }
+	null := tablecodec.NullDatum
+	outerRows := [][]types.Datum{{i(1)}, {i(2)}, {i(1)}, {null}, {i(2)}, {null}, {i(3)}}
+
+	scope := &outerScope{keys: []expr.Expr{outerKey{off: 0}}}
+	runs := 0
+	sq := &Subquery{scope: scope}
+	sq.Run = func() ([][]types.Datum, error) {
+		runs++
+		// What the plan sees: the outer value through an outerColumn.
+		v, err := (&outerColumn{scope: scope, off: 0}).Eval(nil)
+		return [][]types.Datum{{v}}, err
+	}
+	e := &scalarSubquery{sq: sq}
+	for _, r := range outerRows {
+		got, err := e.Eval(r)
+		require.NoError(t, err)
+		require.Equal(t, r[0], got)
+	}
+	require.Equal(t, 4, runs) // 1, 2, NULL, 3
+
+	// Hash form of an aggregate (count per key 1 and 2): key 3 and NULL
+	// have no group and run the correlated plan.
+	hashRuns, applyRuns := 0, 0
+	hsq := &Subquery{Run: func() ([][]types.Datum, error) {
+		hashRuns++
+		return [][]types.Datum{{i(10), i(1)}, {i(20), i(2)}, {i(99), null}}, nil
+	}}
+	sq = &Subquery{scope: &outerScope{keys: []expr.Expr{outerKey{off: 0}}},
+		hash: &hashedSubquery{sq: hsq, width: 1, outer: []expr.Expr{&expr.Column{Offset: 0}}, agg: true}}
+	sq.Run = func() ([][]types.Datum, error) { applyRuns++; return [][]types.Datum{{i(0)}}, nil }
+	e = &scalarSubquery{sq: sq}
+	want := []types.Datum{i(10), i(20), i(10), i(0), i(20), i(0), i(0)}
+	for j, r := range outerRows {
+		got, err := e.Eval(r)
+		require.NoError(t, err)
+		require.Equal(t, want[j], got)
+	}
+	require.Equal(t, 1, hashRuns)
+	require.Equal(t, 2, applyRuns) // NULL and 3, each once
+}
