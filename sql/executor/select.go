@@ -3,11 +3,13 @@ package executor
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
@@ -24,11 +26,15 @@ type Executor struct {
 	IDs     *IDAllocator
 	AutoInc *AutoIncAllocator
 	planner *planner.Planner
+	// Stats serves ANALYZE's statistics to the planner.
+	Stats *statistics.Handle
 }
 
 // New returns an Executor.
 func New(store sql.Storage, cat *catalog.Catalog) *Executor {
-	return &Executor{Store: store, Catalog: cat, IDs: NewIDAllocator(store), AutoInc: NewAutoIncAllocator(store), planner: &planner.Planner{Catalog: cat}}
+	stats := statistics.NewHandle(store, slog.Default().With("component", "stats"))
+	return &Executor{Store: store, Catalog: cat, IDs: NewIDAllocator(store), AutoInc: NewAutoIncAllocator(store),
+		planner: &planner.Planner{Catalog: cat, Stats: stats}, Stats: stats}
 }
 
 type datum = types.Datum

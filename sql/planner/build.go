@@ -9,6 +9,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
@@ -19,6 +20,10 @@ type Planner struct {
 	Catalog *catalog.Catalog
 	// System serves information_schema (nil: system schemas are ERROR 1235).
 	System SystemSchema
+	// Stats, when set, gives tables' statistics (nil: pseudo estimates).
+	Stats interface {
+		Get(tableID int64) *statistics.Table
+	}
 }
 
 // ResolveTable resolves a single-table FROM clause.
@@ -91,6 +96,9 @@ func (pl *Planner) OpenTable(ctx context.Context, tn *ast.TableName, alias strin
 	s := &Source{DB: db, Table: tbl, Alias: alias, Cols: tbl.Schema(), Hints: tn.IndexHints}
 	if alias != strings.ToLower(tbl.Name) {
 		s.Cols = tbl.BuildSchema(alias)
+	}
+	if pl.Stats != nil {
+		s.Stats = pl.Stats.Get(tbl.ID)
 	}
 	return s, nil
 }

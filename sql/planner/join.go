@@ -1022,7 +1022,7 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 	for _, e := range hj.eqNodes {
 		decided = append(decided, exprText(e, lg.src))
 	}
-	rng := "range: decided by [" + strings.Join(decided, " ") + "], keep order:false" + pseudo
+	rng := "range: decided by [" + strings.Join(decided, " ") + "], keep order:false" + statsInfo(src)
 	est := math.Max(1, best.outer.Base().EstRows)
 	var show Plan
 	if ij.HandleKey >= 0 {
@@ -1031,7 +1031,7 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 	} else {
 		scan := &lookupShow{BasePlan: b.base("IndexRangeScan", est, taskCop), access: indexObject(src, ij.Index), op: rng}
 		scan.Label = "Build"
-		tbl := &lookupShow{BasePlan: b.base("TableRowIDScan", est, taskCop), access: tableObject(src), op: orderInfo(false, false)}
+		tbl := &lookupShow{BasePlan: b.base("TableRowIDScan", est, taskCop), access: tableObject(src), op: orderInfo(src, false, false)}
 		tbl.Label = "Probe"
 		show = &lookupShow{BasePlan: b.base("IndexLookUp", est, taskRoot, scan, tbl)}
 	}

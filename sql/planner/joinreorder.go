@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"math"
 	"math/bits"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -41,14 +40,15 @@ func (b *builder) reorderJoin(lg *logical, conds []ast.ExprNode) *reorderedJoin 
 	all = collectOn(ji.root, all)
 	rows := make([]float64, n)
 	for i, l := range ji.leaves {
-		rows[i] = leafRows(l)
+		rows[i] = tableRows(l)
 	}
 	var edges []uint64
 	for _, c := range all {
 		m := ji.refs(c, cols)
 		switch {
 		case bits.OnesCount64(m) == 1:
-			rows[bits.TrailingZeros64(m)] *= condRate(c)
+			l := bits.TrailingZeros64(m)
+			rows[l] *= condSel(ji.leaves[l], c, b.env)
 		case bits.OnesCount64(m) >= 2 && isEquality(c):
 			edges = append(edges, m)
 		}
@@ -150,14 +150,6 @@ func collectOn(n *joinNode, out []ast.ExprNode) []ast.ExprNode {
 	}
 	out = append(out, n.on...)
 	return collectOn(n.right, collectOn(n.left, out))
-}
-
-// leafRows is the estimated row count of a table before its conditions.
-func leafRows(src *Source) float64 {
-	if src.Sub != nil {
-		return math.Max(1, src.Sub.Root.Base().EstRows)
-	}
-	return pseudoRowCount
 }
 
 func isEquality(c ast.ExprNode) bool {

@@ -385,45 +385,11 @@ func condRate(c ast.ExprNode) float64 {
 	return selectionFactor
 }
 
-func filtered(rows float64, conds []ast.ExprNode, residual []int) float64 {
+func (b *builder) filtered(src *Source, rows float64, conds []ast.ExprNode, residual []int) float64 {
 	for _, i := range residual {
-		rows *= condRate(conds[i])
+		rows *= condSel(src, conds[i], b.env)
 	}
 	return rows
-}
-
-// rangeRows estimates the rows in ranges over ncols columns (unique: a full
-// point is one row).
-func rangeRows(rs []Range, ncols int, unique bool) float64 {
-	total := 0.0
-	for _, r := range rs {
-		if unique && r.IsPoint(ncols) && !hasNull(r.Low) {
-			total++
-			continue
-		}
-		sel := 1.0
-		n := min(len(r.Low), len(r.High))
-		eq := 0
-		for eq < n && cmpVal(r.Low[eq], r.High[eq]) == 0 {
-			if eq == len(r.Low)-1 && eq == len(r.High)-1 && (r.LowExcl || r.HighExcl) {
-				break
-			}
-			eq++
-		}
-		for range eq {
-			sel /= pseudoEqualRate
-		}
-		lowBounded := len(r.Low) > eq && !r.Low[eq].IsNull()
-		highBounded := len(r.High) > eq
-		switch {
-		case lowBounded && highBounded:
-			sel /= pseudoBetweenRate
-		case lowBounded || highBounded:
-			sel /= pseudoLessRate
-		}
-		total += sel * pseudoRowCount
-	}
-	return math.Min(total, pseudoRowCount)
 }
 
 func hasNull(vals []types.Datum) bool {
@@ -471,22 +437,22 @@ func (b *builder) tablePath(rg *ranger, src *Source, conds []ast.ExprNode, req *
 		rows := float64(len(handles))
 		if len(handles) == 1 {
 			return &accessPath{plan: &PointGet{BasePlan: b.base("Point_Get", 1, taskRoot), Src: src, Handle: handles[0]},
-				residual: residual, filteredRows: filtered(rows, conds, residual), cost: 1}
+				residual: residual, filteredRows: b.filtered(src, rows, conds, residual), cost: 1}
 		}
 		slices.Sort(handles)
 		handles = slices.Compact(handles)
 		return &accessPath{plan: &BatchPointGet{BasePlan: b.base("Batch_Point_Get", float64(len(handles)), taskRoot), Src: src, Handles: handles},
-			residual: residual, filteredRows: filtered(float64(len(handles)), conds, residual), cost: float64(len(handles))}
+			residual: residual, filteredRows: b.filtered(src, float64(len(handles)), conds, residual), cost: float64(len(handles))}
 	}
 	if d.usedCols == 0 || unsigned { // unsigned handles: key order is not value order
 		return b.fullScan(src, conds, req, limit)
 	}
-	return b.tableReader(src, handleRanges(d.ranges), rangeRows(d.ranges, 1, false), conds, residual, req, limit)
+	return b.tableReader(src, handleRanges(d.ranges), rangeRows(src, []int{hOff}, nil, d.ranges, false), conds, residual, req, limit)
 }
 
 // fullScan reads the whole table, every condition a filter.
 func (b *builder) fullScan(src *Source, conds []ast.ExprNode, req *orderReq, limit uint64) *accessPath {
-	return b.tableReader(src, nil, pseudoRowCount, conds, residualOf(make([]bool, len(conds))), req, limit)
+	return b.tableReader(src, nil, tableRows(src), conds, residualOf(make([]bool, len(conds))), req, limit)
 }
 
 // tableReader reads handle ranges (nil: the whole table).
@@ -509,7 +475,7 @@ func (b *builder) tableReader(src *Source, ranges []HandleRange, rows float64, c
 	}
 	scan.BasePlan = b.base(tp, rows, taskCop)
 	reader := &TableReader{BasePlan: b.base("TableReader", rows, taskRoot, scan), Scan: scan}
-	fr := filtered(rows, conds, residual)
+	fr := b.filtered(src, rows, conds, residual)
 	cost := orderCost(rows*costTableRow, rows, fr, scan.KeepOrder, req, limit)
 	return &accessPath{plan: reader, cost: cost, ordered: scan.KeepOrder, residual: residual, filteredRows: fr}
 }
@@ -549,7 +515,7 @@ func (b *builder) indexPath(rg *ranger, src *Source, ix *catalog.IndexInfo, cond
 			}
 		}
 		if len(pointRows) == len(d.ranges) {
-			fr := filtered(float64(len(pointRows)), conds, residual)
+			fr := b.filtered(src, float64(len(pointRows)), conds, residual)
 			if len(pointRows) == 1 {
 				return &accessPath{plan: &PointGet{BasePlan: b.base("Point_Get", 1, taskRoot), Src: src, Index: ix, Values: pointRows[0]},
 					residual: residual, filteredRows: fr, cost: 1.5}
@@ -558,9 +524,9 @@ func (b *builder) indexPath(rg *ranger, src *Source, ix *catalog.IndexInfo, cond
 				residual: residual, filteredRows: fr, cost: 1.5 * float64(len(pointRows))}
 		}
 	}
-	rows := rangeRows(d.ranges, len(cols), ix.Unique)
+	rows := rangeRows(src, cols, ix, d.ranges, ix.Unique)
 	if d.usedCols == 0 {
-		rows = pseudoRowCount
+		rows = tableRows(src)
 	}
 	tp := "IndexRangeScan"
 	scan := &IndexScan{Src: src, Index: ix, Ranges: d.ranges, KeepOrder: ordered, Desc: desc}
@@ -581,7 +547,7 @@ func (b *builder) indexPath(rg *ranger, src *Source, ix *catalog.IndexInfo, cond
 			covering = false
 		}
 	}
-	fr := filtered(rows, conds, residual)
+	fr := b.filtered(src, rows, conds, residual)
 	var p Plan
 	var cost float64
 	if covering {

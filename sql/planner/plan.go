@@ -7,6 +7,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -32,6 +33,9 @@ type Source struct {
 	// tables; Cols are every table's columns side by side and Table
 	// describes nothing.
 	Join *JoinInfo
+	// Stats are the table's statistics from ANALYZE (nil: none, the
+	// estimates are TiDB's pseudo ones).
+	Stats *statistics.Table
 }
 
 // orgTable is the org_table of result columns: the table's name, none for
@@ -376,20 +380,29 @@ func (p *BatchPointGet) info() (string, string) {
 
 const pseudo = ", stats:pseudo"
 
-func orderInfo(keep, desc bool) string {
+// statsInfo is EXPLAIN's note on estimates: TiDB prints stats:pseudo for
+// a table never analyzed.
+func statsInfo(src *Source) string {
+	if src != nil && src.Stats != nil {
+		return ""
+	}
+	return pseudo
+}
+
+func orderInfo(src *Source, keep, desc bool) string {
 	s := "keep order:" + strconv.FormatBool(keep)
 	if desc {
 		s += ", desc"
 	}
-	return s + pseudo
+	return s + statsInfo(src)
 }
 
 func (p *TableScan) info() (string, string) {
 	if p.CountOnly {
-		return tableObject(p.Src), orderInfo(false, false)
+		return tableObject(p.Src), orderInfo(p.Src, false, false)
 	}
 	if p.Full {
-		return tableObject(p.Src), orderInfo(p.KeepOrder, p.Desc)
+		return tableObject(p.Src), orderInfo(p.Src, p.KeepOrder, p.Desc)
 	}
 	rs := make([]string, len(p.Ranges))
 	for i, r := range p.Ranges {
@@ -402,7 +415,7 @@ func (p *TableScan) info() (string, string) {
 		}
 		rs[i] = "[" + lo + "," + hi + "]"
 	}
-	return tableObject(p.Src), "range:" + strings.Join(rs, ", ") + ", " + orderInfo(p.KeepOrder, p.Desc)
+	return tableObject(p.Src), "range:" + strings.Join(rs, ", ") + ", " + orderInfo(p.Src, p.KeepOrder, p.Desc)
 }
 
 func (p *TableReader) info() (string, string) {
@@ -412,20 +425,20 @@ func (p *TableReader) info() (string, string) {
 
 func (p *IndexScan) info() (string, string) {
 	if p.Full() {
-		return indexObject(p.Src, p.Index), orderInfo(p.KeepOrder, p.Desc)
+		return indexObject(p.Src, p.Index), orderInfo(p.Src, p.KeepOrder, p.Desc)
 	}
 	rs := make([]string, len(p.Ranges))
 	for i, r := range p.Ranges {
 		rs[i] = formatRange(r)
 	}
-	return indexObject(p.Src, p.Index), "range:" + strings.Join(rs, ", ") + ", " + orderInfo(p.KeepOrder, p.Desc)
+	return indexObject(p.Src, p.Index), "range:" + strings.Join(rs, ", ") + ", " + orderInfo(p.Src, p.KeepOrder, p.Desc)
 }
 
 func (p *IndexReader) info() (string, string) {
 	return "", "index:" + p.Children[0].Base().ExplainID()
 }
 
-func (p *TableRowIDScan) info() (string, string) { return tableObject(p.Src), orderInfo(false, false) }
+func (p *TableRowIDScan) info() (string, string) { return tableObject(p.Src), orderInfo(p.Src, false, false) }
 
 func (p *IndexLookUp) info() (string, string) { return "", "" }
 

@@ -280,7 +280,9 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { defer close(keepDone); s.exec.Catalog.Keep(ctx) }()
 	go func() { defer close(privDone); s.priv.Run(ctx) }()
 	go func() { defer close(ddlDone); s.exec.DDL.Run(ctx) }() // DDL owner election and job worker
-	defer func() { <-keepDone; <-privDone; <-ddlDone }()
+	statsDone := make(chan struct{})
+	go func() { defer close(statsDone); s.exec.Stats.Run(ctx, statsLease) }() // other nodes' ANALYZE
+	defer func() { <-keepDone; <-privDone; <-ddlDone; <-statsDone }()
 	// Ready once the accept loop runs (tests count goroutines from here).
 	s.log.Info("sql ready", "addr", s.addr.String())
 	close(s.ready)
@@ -394,3 +396,7 @@ func (s *Server) ensureDefaultDB(ctx context.Context) {
 		wait = min(2*wait, 5*time.Second)
 	}
 }
+
+// statsLease is how often a SQL node checks whether another node's
+// ANALYZE changed table statistics (TiDB's stats-lease, 3 s).
+const statsLease = 3 * time.Second

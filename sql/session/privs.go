@@ -168,6 +168,10 @@ func (s *Session) checkPrivileges(ctx context.Context, stmt ast.StmtNode) error 
 		c.target(x.Table, mysql.DropPriv)
 	case *ast.SplitRegionStmt:
 		c.target(x.Table, mysql.InsertPriv)
+	case *ast.AnalyzeTableStmt: // TiDB: SELECT and INSERT on each table
+		for _, t := range x.TableNames {
+			c.target(t, mysql.SelectPriv|mysql.InsertPriv)
+		}
 	case *ast.CreateIndexStmt:
 		c.target(x.Table, mysql.IndexPriv)
 	case *ast.DropIndexStmt:

@@ -271,12 +271,17 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		}
 		return nil, errno.NotSupported("this ADMIN statement")
 	case *ast.ShowStmt:
-		if x.Tp == ast.ShowRegions {
+		switch x.Tp {
+		case ast.ShowRegions:
 			return s.showRegions(ctx, x)
+		case ast.ShowStatsMeta, ast.ShowStatsHistograms:
+			return s.showStats(ctx, x)
 		}
 		return s.show(ctx, x)
 	case *ast.SplitRegionStmt:
 		return s.splitTable(ctx, x)
+	case *ast.AnalyzeTableStmt:
+		return s.analyze(ctx, x)
 	case *ast.ExplainStmt:
 		if show, ok := x.Stmt.(*ast.ShowStmt); ok { // DESC t
 			return s.show(ctx, show)
