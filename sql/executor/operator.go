@@ -123,6 +123,11 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 			return nil, err
 		}
 		return &padOp{child: child, w: len(x.Src.Cols)}, nil
+	case *planner.RecursiveCTE:
+		return &rowsOp{w: x.Width, load: func(ctx context.Context) ([][]datum, error) { return rc.recursiveCTE(ctx, x, stats) }}, nil
+	case *planner.CTETable:
+		st := x.Storage
+		return &rowsOp{w: x.Width, load: func(context.Context) ([][]datum, error) { return st.Rows, nil }}, nil
 	case *planner.MemTableScan:
 		mt, env := x.Src.Mem, x.Env
 		return &rowsOp{w: len(x.Src.Cols), load: func(ctx context.Context) ([][]datum, error) { return mt.Rows(ctx, env) }}, nil

@@ -56,6 +56,9 @@ func (pl *Planner) openSource(ctx context.Context, ts *ast.TableSource, env expr
 	if !ok {
 		return nil, errno.NotSupported("this FROM clause")
 	}
+	if d := lookupCTE(env, tn); d != nil {
+		return pl.openCTE(ctx, d, ts.AsName)
+	}
 	s, err := pl.OpenTable(ctx, tn, ts.AsName.L, env)
 	if err == nil {
 		s.AliasO = ts.AsName.O
@@ -140,9 +143,13 @@ func (pl *Planner) PlanSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 }
 
 func (pl *Planner) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.Env, describe bool) (*SelectPlan, error) {
+	if s.With != nil {
+		var err error
+		if env, err = pl.withCTEs(ctx, s.With, env); err != nil {
+			return nil, err
+		}
+	}
 	switch {
-	case s.With != nil:
-		return nil, errno.NotSupported("WITH")
 	case s.SelectIntoOpt != nil:
 		return nil, errno.NotSupported("SELECT ... INTO")
 	case len(s.WindowSpecs) > 0:

@@ -7,7 +7,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
@@ -70,7 +69,10 @@ func (pl *Planner) PlanSetOpr(ctx context.Context, s *ast.SetOprStmt, env expr.E
 
 func (pl *Planner) planSetOpr(ctx context.Context, s *ast.SetOprStmt, env expr.Env, describe bool) (*SelectPlan, error) {
 	if s.With != nil {
-		return nil, errno.NotSupported("WITH")
+		var err error
+		if env, err = pl.withCTEs(ctx, s.With, env); err != nil {
+			return nil, err
+		}
 	}
 	b := &builder{env: env}
 	sp, err := pl.planSelectList(ctx, b, s.SelectList, env, describe)
@@ -96,7 +98,10 @@ func setOperator(n ast.Node) *ast.SetOprType {
 
 func (pl *Planner) planSelectList(ctx context.Context, b *builder, l *ast.SetOprSelectList, env expr.Env, describe bool) (*SelectPlan, error) {
 	if l.With != nil {
-		return nil, errno.NotSupported("WITH")
+		var err error
+		if env, err = pl.withCTEs(ctx, l.With, env); err != nil {
+			return nil, err
+		}
 	}
 	var cur *SelectPlan
 	for i, n := range l.Selects {
@@ -223,19 +228,7 @@ func (pl *Planner) openDerived(ctx context.Context, q ast.Node, alias ast.CIStr,
 	if err != nil {
 		return nil, err
 	}
-	t := &catalog.TableInfo{Name: alias.O, HandleOffset: -1, AutoIncOffset: -1}
-	seen := map[string]bool{}
-	for i, c := range sub.Columns {
-		if seen[strings.ToLower(c.Name)] {
-			return nil, errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", c.Name)
-		}
-		seen[strings.ToLower(c.Name)] = true
-		ft := c.Type
-		ft.Flag &^= mysql.PriKeyFlag | mysql.UniqueKeyFlag | mysql.MultipleKeyFlag | mysql.AutoIncrementFlag
-		t.Columns = append(t.Columns, &catalog.ColumnInfo{ID: int64(i + 1), Name: c.Name, Type: ft})
-	}
-	t.Init()
-	return &Source{DB: &catalog.DBInfo{}, Table: t, Alias: alias.L, AliasO: alias.O, Cols: t.Schema(), Sub: sub}, nil
+	return derivedSource(sub, alias, nil)
 }
 
 // asText converts, over p, the columns that become strings in the union

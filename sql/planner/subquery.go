@@ -166,6 +166,7 @@ type subqueryEnv struct {
 	subs  []*Subquery
 	root  *subqueryEnv // the statement's env, which collects subs
 	scope *outerScope
+	ctes  []*cteDef // the CTEs in scope, innermost last
 }
 
 // withSubqueries wraps env for planning a statement; top is false when
@@ -300,7 +301,7 @@ func (se *subqueryEnv) compare(l ast.ExprNode, sub *ast.SubqueryExpr, c *expr.Ct
 // (decorrelate), else re-run per outer value.
 func (se *subqueryEnv) plan(n *ast.SubqueryExpr, c *expr.Ctx, one bool) (*Subquery, error) {
 	scope := &outerScope{cols: c.Columns, up: c.Env, refs: map[*ast.ColumnName]bool{}}
-	inner := &subqueryEnv{Env: se.Env, pl: se.pl, ctx: se.ctx, root: se.root, scope: scope}
+	inner := &subqueryEnv{Env: se.Env, pl: se.pl, ctx: se.ctx, root: se.root, scope: scope, ctes: se.ctes}
 	sp, err := se.pl.PlanQuery(se.ctx, n.Query, inner, false)
 	if err != nil {
 		return nil, err

@@ -44,6 +44,7 @@ var defaultSysVars = map[string]sysVar{
 	"div_precision_increment":         {"4", true},
 	"group_concat_max_len":            {"1024", true},
 	"max_execution_time":              {"0", true},
+	"cte_max_recursion_depth":         {"1000", true},
 	"warning_count":                   {"0", true},
 	"error_count":                     {"0", true},
 	"innodb_lock_wait_timeout":        {"50", true},
