@@ -70,10 +70,7 @@ func defaultValue(c *catalog.ColumnInfo, env expr.Env, rowNum int) (datum, error
 // 1062 when the keys are locked (pessimistic) or at commit (optimistic).
 func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, tx TxnSource) (*Result, error) {
 	upsert := s.IsReplace || len(s.OnDuplicate) > 0
-	switch {
-	case s.Select != nil:
-		return nil, errno.NotSupported("INSERT ... SELECT")
-	case s.IgnoreErr:
+	if s.IgnoreErr {
 		return nil, errno.NotSupported("INSERT IGNORE")
 	}
 	src, err := e.resolveTable(ctx, s.Table, env, "INSERT")
@@ -101,7 +98,24 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 			offs = append(offs, off)
 		}
 	}
+	// The rows' values: VALUES lists (expressions, DEFAULT) or the rows of
+	// INSERT ... SELECT, read in the statement's transaction before any
+	// is written (as MySQL does when the target is also a source).
 	nrows := len(s.Lists)
+	var selected [][]datum
+	if s.Select != nil {
+		res, err := e.Query(ctx, s.Select, env, tx)
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Columns) != len(offs) {
+			return nil, errno.New(errno.ErrWrongValueCount, "Column count doesn't match value count at row 1")
+		}
+		selected, nrows = res.Rows, len(res.Rows)
+		if nrows == 0 {
+			return &Result{}, nil
+		}
+	}
 	ncols := len(tbl.Columns)
 	slab := make([]datum, nrows*ncols)
 	given := make([]bool, ncols)
@@ -111,13 +125,23 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	var explicitMax int64 // the largest value given for the AUTO_INCREMENT column
 	needRowID := !tbl.PKIsHandle
 	constCtx := &expr.Ctx{Env: env, Clause: "field list"}
-	for ri, list := range s.Lists {
+	for ri := range nrows {
 		rowNum := ri + 1
-		if len(list) != len(offs) {
-			return nil, errno.New(errno.ErrWrongValueCount, "Column count doesn't match value count at row %d", rowNum)
-		}
 		row := slab[ri*ncols : (ri+1)*ncols : (ri+1)*ncols]
 		clear(given)
+		if selected != nil {
+			for vi, v := range selected[ri] {
+				row[offs[vi]] = v
+				given[offs[vi]] = true
+			}
+		}
+		var list []ast.ExprNode
+		if selected == nil {
+			list = s.Lists[ri]
+			if len(list) != len(offs) {
+				return nil, errno.New(errno.ErrWrongValueCount, "Column count doesn't match value count at row %d", rowNum)
+			}
+		}
 		for vi, n := range list {
 			c := tbl.Columns[offs[vi]]
 			var v datum
