@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -359,8 +359,10 @@ func TestHarnessPartitionedLeaderNoStaleRead(t *testing.T) {
 // delayed by up to 3 ticks (all drawn from the seed), a writer that
 // retries region errors gets every write applied, splits happen, and after
 // the network heals every replica of every region is identical.
-func TestHarnessLossyNetwork(t *testing.T) {
-	h := newHarness(t, seedOr(t, 9), 3, nil)
+func TestHarnessLossyNetwork(t *testing.T) { lossyNetwork(t, seedOr(t, 9)) }
+
+func lossyNetwork(t *testing.T, seed uint64) *harness {
+	h := newHarness(t, seed, 3, nil)
 	h.net.addFilter(lossy(0.2, 3))
 	want := map[string]string{}
 	for i := range 40 {
@@ -379,6 +381,7 @@ func TestHarnessLossyNetwork(t *testing.T) {
 			require.Equal(t, v, value(t, s, k), "store %d key %s", s.id, k)
 		}
 	}
+	return h
 }
 
 // putRetrying writes key=value through whichever store leads its region,
@@ -424,8 +427,10 @@ func histCount(t *testing.T, h prometheus.Histogram) uint64 {
 // restart the store replays its log (or takes a snapshot: log GC is
 // aggressive) and in the end every acknowledged write is on every replica
 // and all replicas hash equal.
-func TestHarnessCrashRestart(t *testing.T) {
-	h := newCrashHarness(t, seedOr(t, 10), 3, aggressiveLogGC)
+func TestHarnessCrashRestart(t *testing.T) { crashRestart(t, seedOr(t, 10)) }
+
+func crashRestart(t *testing.T, seed uint64) *harness {
+	h := newCrashHarness(t, seed, 3, aggressiveLogGC)
 	h.net.addFilter(lossy(0.1, 2))
 	acked := map[string]string{}
 	write := func(round, n int) {
@@ -452,6 +457,7 @@ func TestHarnessCrashRestart(t *testing.T) {
 		}
 	}
 	h.checkHash(h.regionAt("k000").GetId())
+	return h
 }
 
 var chaosOps = flag.Int("harness.chaos-ops", 40, "operations of TestHarnessChaos (a longer run hunts further)")
@@ -717,7 +723,8 @@ func (h *harness) partitionPastLogGC(r *metapb.Region, n int) (*Store, uint64) {
 }
 
 // replayScenarios are the scenarios TestHarnessReplay runs twice per seed:
-// issue 7's acceptance scenarios and chaos on a few seeds.
+// issue 7's acceptance scenarios, the lossy network and kill -9 ones, and
+// chaos on a few seeds.
 var replayScenarios = []struct {
 	name string
 	seed uint64 // default; -harness.seed or HARNESS_SEED replaces it
@@ -730,6 +737,8 @@ var replayScenarios = []struct {
 	{"transfer_during_split", 5, transferDuringSplit},
 	{"split_during_transfer", 6, splitDuringTransfer},
 	{"stale_peer_stays_silent", 7, stalePeerStaysSilent},
+	{"lossy_network", 9, lossyNetwork},
+	{"crash_restart", 10, crashRestart},
 	{"chaos_3_stores/a", 11, chaos(3)},
 	{"chaos_3_stores/b", 101, chaos(3)},
 	{"chaos_5_stores", 14, chaos(5)},

@@ -589,6 +589,7 @@ func (h *harness) fingerprint() []string {
 	}
 	return out
 }
+
 // memNet is the in-process transport with filters.
 type memNet struct {
 	h       *harness

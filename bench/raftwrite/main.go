@@ -24,6 +24,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -61,24 +62,26 @@ func main() {
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 	ctx := context.Background()
-	var rep strings.Builder
-	started := time.Now().UTC()
-	fmt.Fprintf(&rep, "# raftstore figures (issue 7), %s\n\n", started.Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&rep, "Measured by `go run ./bench/raftwrite %s` on the binaries of `make build` at %s. ", strings.Join(os.Args[1:], " "), gitHead())
-	fmt.Fprintf(&rep, "Machine: %d cores shared with other work (load average at start %s), one host: every store fsyncs to the same disk.\n\n", numCPU(), loadAvg())
-	if *note != "" {
-		fmt.Fprintf(&rep, "%s\n\n", *note)
-	}
+	var rep, body strings.Builder
+	started, load := time.Now().UTC(), loadAvg()
 	if *opsFlag != "" {
-		if err := writeFigures(ctx, &rep); err != nil {
+		if err := writeFigures(ctx, &body); err != nil {
 			log.Fatalf("write figures: %v", err)
 		}
 	}
 	if *snapMiB > 0 {
-		if err := snapshotFigure(ctx, &rep); err != nil {
+		if err := snapshotFigure(ctx, &body); err != nil {
 			log.Fatalf("snapshot figure: %v", err)
 		}
 	}
+	fmt.Fprintf(&rep, "# raftstore figures (issue 7), %s\n\n", started.Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&rep, "Measured by `go run ./bench/raftwrite %s` (tree at %s) on the binaries in %s, built at %s. ",
+		strings.Join(os.Args[1:], " "), gitHead(), *binDir, buildHash)
+	fmt.Fprintf(&rep, "Machine: %d cores shared with other work (load average at start %s, at the end %s), one host: every store fsyncs to the same disk.\n\n", numCPU(), load, loadAvg())
+	if *note != "" {
+		fmt.Fprintf(&rep, "%s\n\n", *note)
+	}
+	rep.WriteString(body.String())
 	name := filepath.Join(*outDir, started.Format("2006-01-02-1504")+"-raftstore-figures.md")
 	if err := os.WriteFile(name, []byte(rep.String()), 0o644); err != nil {
 		log.Fatal(err)
@@ -124,7 +127,37 @@ func cluster(stores, late int, storeArgs ...string) (*localcluster.Cluster, func
 		stop()
 		return nil, nil, err
 	}
+	if buildHash == "?" {
+		var st struct {
+			GitHash string `json:"git_hash"`
+		}
+		if err := getJSON("http://"+storeStatusAddr(c.Stores[0])+"/status", &st); err == nil && st.GitHash != "" {
+			buildHash = st.GitHash
+		}
+	}
 	return c, stop, nil
+}
+
+// buildHash is the git hash the store binaries report on /status.
+var buildHash = "?"
+
+func storeStatusAddr(p *localcluster.Proc) string {
+	if i := slices.Index(p.Args, "--status-addr"); i >= 0 && i+1 < len(p.Args) {
+		return p.Args[i+1]
+	}
+	return ""
+}
+
+func getJSON(url string, out any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 func openDB(c *localcluster.Cluster, db string, conns int) (*sql.DB, error) {
@@ -464,6 +497,23 @@ func snapshotFigure(ctx context.Context, rep *strings.Builder) error {
 		time.Sleep(50 * time.Millisecond) // polling PD's API, not synchronising with the cluster
 	}
 	opTook := time.Since(opStart)
+	var hist []struct {
+		RegionID uint64 `json:"region_id"`
+		Status   string `json:"status"`
+		Desc     string `json:"desc"`
+	}
+	if err := pdAPI(c, "GET", "operators?history=1", nil, &hist); err != nil {
+		return err
+	}
+	status := ""
+	for _, h := range hist {
+		if h.RegionID == region.ID && h.Desc == "admin-add-peer" {
+			status = h.Status
+		}
+	}
+	if status != "SUCCESS" {
+		return fmt.Errorf("add-peer ended %q: %+v", status, hist)
+	}
 	afterL, afterN := scrapeStore(ctx, leaderStatus), scrapeStore(ctx, newStatus)
 	peakL, peakN := procStatus(leaderProc.Pid(), "VmHWM"), procStatus(newProc.Pid(), "VmHWM")
 	sent := grepLog(leaderProc.LogPath, "snapshot sent")
@@ -483,7 +533,7 @@ func snapshotFigure(ctx context.Context, rep *strings.Builder) error {
 	sentAt, appliedAt := logTime(sent), logTime(appliedLine)
 
 	fmt.Fprintf(rep, "## Snapshot of a %d MiB region\n\n", *snapMiB)
-	fmt.Fprintf(rep, "3 stores with `--region-split-size %d` (no split), one table filled with %d rows of %d bytes (%.1f MiB of row data) by %d writers of %d-row INSERTs in %v; "+
+	fmt.Fprintf(rep, "3 stores with `--region-split-size %d` (no split), one table filled with %d rows of %d bytes (%.1f MiB of row data) by %d writers of %d-row INSERTs in %v. "+
 		"Then a fourth store is started and PD's `add-peer` operator (POST /pd/api/v1/operators) adds a replica there: "+
 		"the leader (store %d) generates a snapshot from a Pebble snapshot of the region, streams it on the Snapshot RPC, the new store (%d) installs it. "+
 		"Times are the stores' histograms over this one snapshot (sum of the observations), sizes their byte counters, memory from /proc (peak RSS reset with clear_refs before the operator).\n\n",
@@ -500,7 +550,7 @@ func snapshotFigure(ctx context.Context, rep *strings.Builder) error {
 		fmt.Fprintf(rep, "| send finished → applied on the new store (logs: install + synced commit) | %.2f s |\n", appliedAt.Sub(sentAt).Seconds())
 	}
 	fmt.Fprintf(rep, "| new store's longest Ready loop iteration / raft fsync during the operator (histogram bucket bound) | ≤ %.3f s / ≤ %.3f s |\n", loopMax, fsyncMax)
-	fmt.Fprintf(rep, "| add-peer operator, POST to finished (learner added, snapshot, promoted) | %.2f s |\n", opTook.Seconds())
+	fmt.Fprintf(rep, "| add-peer operator, POST to SUCCESS (learner added, snapshot, promoted) | %.2f s |\n", opTook.Seconds())
 	fmt.Fprintf(rep, "| leader store RSS before → peak during | %s → %s |\n", mib(rssL0), mib(peakL))
 	fmt.Fprintf(rep, "| new store RSS before → peak during | %s → %s |\n", mib(rssN0), mib(peakN))
 	if sent != "" {
