@@ -1,6 +1,9 @@
 package coprocessor
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/sql/expr"
@@ -21,16 +24,23 @@ type aggState struct {
 	has     bool
 }
 
-func (x *run) accumulate() error {
+func (x *run) accumulate(states []aggState) error {
 	for i, f := range x.p.aggs {
-		st := &x.states[i]
+		st := &states[i]
 		if f.arg == nil {
 			st.count++
+			continue
+		}
+		if f.tp == coprocessorpb.AggFuncType_FirstRow && st.has {
 			continue
 		}
 		v, err := f.arg.Eval(x.row)
 		if err != nil {
 			return err
+		}
+		if f.tp == coprocessorpb.AggFuncType_FirstRow {
+			st.v, st.has = cloneDatum(v), true
+			continue
 		}
 		if v.IsNull() {
 			continue
@@ -98,4 +108,74 @@ func (st *aggState) sum() expr.Datum {
 		return types.NewDecimal(st.sumI, 0).Datum()
 	}
 	return st.dec.Datum()
+}
+
+// maxGroups bounds the groups one request keeps (memory per request): a
+// GROUP BY over a nearly unique key should stay on the SQL node, which
+// the planner's estimate does not know; past it the request fails with
+// ErrTooManyGroups rather than growing without bound.
+const maxGroups = 1 << 20
+
+// ErrTooManyGroups is returned when a partial GROUP BY meets more than
+// maxGroups groups in one request.
+var ErrTooManyGroups = errors.New("coprocessor: too many groups in one request")
+
+// groupTable is a partial GROUP BY: the groups in the order their first
+// row was scanned (so the SQL node, merging regions in key order, sees
+// groups in the order a scan on the SQL node would) and an index by key
+// (expr.AppendGroupKey, as the SQL node groups).
+type groupTable struct {
+	index  map[string]int
+	keys   [][]expr.Datum
+	states [][]aggState
+	vals   []expr.Datum
+	buf    []byte
+}
+
+// lookup returns the states of the current row's group, adding it.
+func (g *groupTable) lookup(x *run, p *plan) ([]aggState, error) {
+	if g.index == nil {
+		g.index = make(map[string]int)
+		g.vals = make([]expr.Datum, len(p.group))
+	}
+	for i, e := range p.group {
+		v, err := e.Eval(x.row)
+		if err != nil {
+			return nil, err
+		}
+		g.vals[i] = v
+	}
+	g.buf = expr.AppendGroupKey(g.buf[:0], g.vals)
+	if i, ok := g.index[string(g.buf)]; ok {
+		return g.states[i], nil
+	}
+	if len(g.keys) >= maxGroups {
+		return nil, fmt.Errorf("%w (%d)", ErrTooManyGroups, maxGroups)
+	}
+	key := make([]expr.Datum, len(g.vals))
+	for i, v := range g.vals {
+		key[i] = cloneDatum(v)
+	}
+	g.index[string(g.buf)] = len(g.keys)
+	g.keys = append(g.keys, key)
+	g.states = append(g.states, make([]aggState, len(p.aggs)))
+	return g.states[len(g.states)-1], nil
+}
+
+// rows encodes each group as a row: its key values, then its states.
+func (g *groupTable) rows(p *plan) []*coprocessorpb.Row {
+	out := make([]*coprocessorpb.Row, len(g.keys))
+	vals := make([]expr.Datum, 0, len(p.group)+2*len(p.aggs))
+	var ids []int64
+	for i, key := range g.keys {
+		vals = append(vals[:0], key...)
+		for j, f := range p.aggs {
+			vals = g.states[i][j].appendPartial(vals, f)
+		}
+		if len(ids) != len(vals) {
+			ids = tablecodec.SeqColumnIDs(len(vals))
+		}
+		out[i] = &coprocessorpb.Row{Value: tablecodec.EncodeRow(nil, ids, vals)}
+	}
+	return out
 }

@@ -78,6 +78,7 @@ type plan struct {
 	isAgg  bool
 	legacy []coprocessorpb.AggFuncType // COUNT(*) over opaque rows
 	aggs   []aggFunc
+	group  []expr.Expr // GROUP BY keys (partial states per group)
 	paging int
 	// stage of each executor, for summaries: rows an executor produced are
 	// counted where it hands them on.
@@ -203,8 +204,15 @@ func buildPlan(dag *coprocessorpb.DAGRequest) (plan, error) {
 				}
 				p.aggs = append(p.aggs, af)
 			}
-			if len(p.legacy) > 0 && len(p.aggs) > 0 {
-				return p, fmt.Errorf("%w: agg_func and funcs together", ErrUnsupported)
+			for _, g := range a.GetGroupBy() {
+				x, err := compile(g)
+				if err != nil {
+					return p, err
+				}
+				p.group = append(p.group, x)
+			}
+			if len(p.legacy) > 0 && (len(p.aggs) > 0 || len(p.group) > 0) {
+				return p, fmt.Errorf("%w: agg_func with funcs or group_by", ErrUnsupported)
 			}
 		default:
 			return p, fmt.Errorf("%w: executor %d type %v", ErrUnsupported, i+1, e.GetTp())
@@ -246,8 +254,8 @@ type run struct {
 	done     bool
 	err      error
 	tops     []topRow
-	states   []aggState
-	lastKey  []byte
+	states   []aggState // without GROUP BY
+	groups   groupTable
 }
 
 // Execute runs dag over ranges (in ascending key order, non-overlapping)
@@ -270,12 +278,9 @@ func Execute(r Scanner, dag *coprocessorpb.DAGRequest, ranges []Range) (*coproce
 	}
 	if p.proj != nil {
 		x.out = make([]expr.Datum, len(p.proj))
-		x.ids = make([]int64, len(p.proj))
-		for i := range x.ids {
-			x.ids[i] = int64(i)
-		}
+		x.ids = tablecodec.SeqColumnIDs(len(p.proj))
 	}
-	if len(p.aggs) > 0 {
+	if len(p.aggs) > 0 && len(p.group) == 0 {
 		x.states = make([]aggState, len(p.aggs))
 	}
 	x.done = p.limit < 0
@@ -347,7 +352,14 @@ func (x *run) visit(k, v []byte) bool {
 		x.emitted++
 	}
 	if p.isAgg {
-		if err := x.accumulate(); err != nil {
+		states := x.states
+		if len(p.group) > 0 {
+			var err error
+			if states, err = x.groups.lookup(x, p); err != nil {
+				return x.fail(err)
+			}
+		}
+		if err := x.accumulate(states); err != nil {
 			return x.fail(err)
 		}
 	} else if err := x.emit(k, v); err != nil {
@@ -481,15 +493,16 @@ func (x *run) finish() error {
 		x.produced[len(x.produced)-1] = 1
 		return nil
 	}
+	if len(p.group) > 0 {
+		x.resp.Rows = x.groups.rows(p)
+		x.produced[len(x.produced)-1] = uint64(len(x.resp.Rows))
+		return nil
+	}
 	vals := make([]expr.Datum, 0, len(p.aggs)+1)
 	for i, f := range p.aggs {
 		vals = x.states[i].appendPartial(vals, f)
 	}
-	ids := make([]int64, len(vals))
-	for i := range ids {
-		ids[i] = int64(i)
-	}
-	x.resp.AggRow = tablecodec.EncodeRow(nil, ids, vals)
+	x.resp.AggRow = tablecodec.EncodeRow(nil, tablecodec.SeqColumnIDs(len(vals)), vals)
 	x.produced[len(x.produced)-1] = 1
 	return nil
 }

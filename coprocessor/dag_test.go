@@ -102,6 +102,11 @@ func TestExecuteDAG(t *testing.T) {
 		}
 		return &cop.Executor{Tp: cop.ExecType_TypeAggregation, Aggregation: a}
 	}
+	groupAgg := func(group string, fs ...string) *cop.Executor {
+		e := agg(fs...)
+		e.Aggregation.GroupBy = []*cop.Expr{compileExpr(t, tbl, group)}
+		return e
+	}
 	all := []Range{{Start: tablecodec.RowKey(tbl.ID, 0), End: tablecodec.RowKey(tbl.ID, 1000)}}
 	tests := []struct {
 		name    string
@@ -111,7 +116,8 @@ func TestExecuteDAG(t *testing.T) {
 		// ids of the returned rows, or the decoded projection / aggregate row
 		ids     []int64
 		out     []string
-		resume  int64 // handle the resume key follows; 0: none
+		resume  int64    // handle the resume key follows; 0: none
+		groups  []string // the decoded rows of a GROUP BY's partial groups
 		wantErr error
 	}{
 		{name: "selection", execs: []*cop.Executor{scanT(false), sel("k > 4")}, ids: []int64{6, 12, 13, 19}},
@@ -131,6 +137,11 @@ func TestExecuteDAG(t *testing.T) {
 		{name: "aggregation-empty", execs: []*cop.Executor{scanT(false), sel("id > 100"), agg("Count(*)", "Sum(d)", "Max(c)", "Avg(k)")},
 			out: []string{"0 NULL NULL 0 NULL"}},
 		{name: "aggregation-selection", execs: []*cop.Executor{scanT(false), sel("c = 'c2'"), agg("Count(*)", "Sum(d)")}, out: []string{"5 62.50"}},
+		{name: "group-by", execs: []*cop.Executor{scanT(false), groupAgg("k", "Count(*)", "Sum(d)", "FirstRow(c)")}, groups: []string{
+			"1 2 11.25 c1", "2 3 33.75 c2", "3 2 25.00 c3", "4 3 41.25 c0", "NULL 4 62.50 c1", "6 2 23.75 c2", "0 2 26.25 c3", "5 2 38.75 c0"}},
+		{name: "group-by-selection", execs: []*cop.Executor{scanT(false), sel("id > 14"), groupAgg("c", "Max(k)", "Avg(id)", "FirstRow(k)")}, groups: []string{
+			"c3 5 2 34 NULL", "c0 2 2 36 2", "c1 3 1 17 3", "c2 4 1 18 4"}},
+		{name: "group-by-empty", execs: []*cop.Executor{scanT(false), sel("id > 100"), groupAgg("k", "Count(*)")}},
 		{name: "scan-limit", execs: []*cop.Executor{scanT(false), sel("id > 100")}, maxScan: 5, wantErr: ErrScanLimit},
 		{name: "expr-without-schema", execs: []*cop.Executor{scan(false), sel("k > 1")}, wantErr: ErrUnsupported},
 		{name: "bad-column", execs: []*cop.Executor{scanT(false), {Tp: cop.ExecType_TypeSelection, Selection: &cop.Selection{
@@ -155,6 +166,16 @@ func TestExecuteDAG(t *testing.T) {
 			if resp.GetAggRow() != nil {
 				require.Equal(t, tc.out, []string{decodeOut(t, resp.GetAggRow(), len(strings.Fields(tc.out[0])))})
 				require.EqualValues(t, 1, resp.GetSummaries()[len(tc.execs)-1].GetNumProducedRows())
+				return
+			}
+			if tc.execs[len(tc.execs)-1].GetAggregation().GetGroupBy() != nil {
+				var groups []string
+				for _, row := range resp.GetRows() {
+					require.Empty(t, row.GetKey())
+					groups = append(groups, decodeOut(t, row.GetValue(), len(strings.Fields(tc.groups[0]))))
+				}
+				require.Equal(t, tc.groups, groups)
+				require.EqualValues(t, len(tc.groups), resp.GetSummaries()[len(tc.execs)-1].GetNumProducedRows())
 				return
 			}
 			var ids []int64
@@ -225,7 +246,7 @@ func TestSumOverflow(t *testing.T) {
 		states: make([]aggState, 2), row: make([]expr.Datum, 1)}
 	for _, v := range []int64{math.MaxInt64 - 1, 3, -5, math.MinInt64} {
 		x.row[0] = tablecodec.NewInt(v)
-		require.NoError(t, x.accumulate())
+		require.NoError(t, x.accumulate(x.states))
 	}
 	var out []expr.Datum
 	for i, f := range x.p.aggs {

@@ -82,6 +82,18 @@ func TestPushdownMatchesRoot(t *testing.T) {
 		{q: "SELECT COUNT(*) + 1, MAX(k) - MIN(k) FROM t WHERE id BETWEEN 700 AND 5000", cop: []string{"HashAgg", "TableRangeScan"}},
 		{q: "SELECT SUM(n), MIN(pad), AVG(n) FROM t WHERE n > 100", cop: []string{"HashAgg"}},
 		{q: "SELECT COUNT(*) FROM t WHERE pad LIKE '%x%' HAVING COUNT(*) > 0", cop: []string{"HashAgg"}},
+		// GROUP BY: partial groups per region, merged on the SQL node in
+		// region order, so even the order of the groups (first scanned
+		// first) and the first-row values match.
+		{q: "SELECT n, COUNT(*), SUM(k), AVG(d), MIN(c), MAX(f) FROM t GROUP BY n", ordered: true, cop: []string{"HashAgg"}},
+		{q: "SELECT k % 10, COUNT(*), SUM(d), MIN(f), MIN(c), MAX(pad) FROM t GROUP BY k % 10", cop: []string{"HashAgg"}},
+		{q: "SELECT pad, COUNT(*), AVG(d), MAX(f), COUNT(n) FROM t GROUP BY pad", cop: []string{"HashAgg"}},
+		{q: "SELECT d, COUNT(*), SUM(n) FROM t WHERE f < 50 GROUP BY d", cop: []string{"HashAgg", "Selection"}},
+		{q: "SELECT n, k > 250, COUNT(*), SUM(d) FROM t GROUP BY n, k > 250 HAVING COUNT(*) > 5", cop: []string{"HashAgg"}},
+		{q: "SELECT c, id, COUNT(*) FROM t GROUP BY pad", ordered: true, cop: []string{"HashAgg"}},
+		{q: "SELECT n, SUM(k) AS s FROM t WHERE id BETWEEN 1000 AND 6000 GROUP BY n ORDER BY s DESC, n LIMIT 5", ordered: true, cop: []string{"HashAgg", "TableRangeScan"}},
+		{q: "SELECT k, COUNT(*) FROM t", cop: []string{"HashAgg"}},
+		{q: "SELECT n, COUNT(*) FROM t WHERE n > 100 GROUP BY n", cop: []string{"HashAgg"}},
 	}
 	explain := func(db *sql.DB, q string) string {
 		var lines []string
@@ -141,8 +153,14 @@ func TestPushdownMatchesRoot(t *testing.T) {
 	// that order, not the first row read.
 	mustExec(t, on, "UPDATE t SET n = 999 ORDER BY k DESC, id LIMIT 1")
 	require.Equal(t, top6[:1], queryRows(t, off, "SELECT id FROM t WHERE n = 999"))
-	// Aggregates that read the group's first row stay on the SQL node.
-	require.NotContains(t, explain(on, "SELECT k, COUNT(*) FROM t"), "HashAgg | cop")
+	// COUNT(DISTINCT) stays on the SQL node.
+	require.NotContains(t, explain(on, "SELECT n, COUNT(DISTINCT k) FROM t GROUP BY n"), "HashAgg | cop")
+	require.Equal(t, queryRows(t, off, "SELECT n, COUNT(DISTINCT k) FROM t GROUP BY n"), queryRows(t, on, "SELECT n, COUNT(DISTINCT k) FROM t GROUP BY n"))
+	// EXPLAIN shows the partial aggregation with its groups on the stores
+	// and the final one on the SQL node, as TiDB does.
+	p := explain(on, "SELECT n, COUNT(*), SUM(k) FROM t GROUP BY n")
+	require.Regexp(t, `HashAgg \| [0-9.]+ \| root \|  \| group by:.*n, funcs:count\(1\), sum\(.*k\), firstrow\(.*n\)`, p)
+	require.Regexp(t, `HashAgg \| [0-9.]+ \| cop\[tikv\] \|  \| group by:.*n, funcs:count\(1\), sum\(.*k\), firstrow\(.*n\)`, p)
 
 	// An overflow inside an expression is MySQL's 1690 (SQLSTATE 22003),
 	// whether a store evaluated it (pushed down) or the SQL node did.

@@ -57,6 +57,16 @@ type RowDecoder struct {
 	n   int
 }
 
+// SeqColumnIDs returns the column ids 0..n-1: those of a row of computed
+// values (a coprocessor's projection or partial aggregate).
+func SeqColumnIDs(n int) []int64 {
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	return ids
+}
+
 // NewRowDecoder returns a decoder that writes column colIDs[i] to out[i].
 // Column ids must be non-negative and small (they index a slice).
 func NewRowDecoder(colIDs []int64) *RowDecoder {

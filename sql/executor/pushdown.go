@@ -12,19 +12,21 @@ import (
 	"github.com/stratadb/strata/sql/planner"
 )
 
-// partialAggOp is a HashAgg without GROUP BY whose TableReader child
-// pushed the aggregates to the stores: one coprocessor request per region
-// (in parallel, kv/client) answers each region's partial states, merged
-// here into one row (p.Width NULLs, then the aggregate values). When the
-// transaction must read directly (its own writes, READ COMMITTED) it
-// aggregates the reader's rows itself, as an ordinary HashAgg.
+// partialAggOp is a HashAgg whose TableReader child pushed the
+// aggregation to the stores: one coprocessor request per region (in
+// parallel, kv/client) answers each region's partial states per group
+// (coprocessorpb.Aggregation), merged here by group key in region order,
+// so groups come out in the order a scan on the SQL node meets them. Each
+// output row is p.Width source slots (the FirstRow columns' values, the
+// others NULL) and then the aggregate values. When the transaction must
+// read directly (its own writes, READ COMMITTED) it aggregates the
+// reader's rows itself, as an ordinary HashAgg.
 type partialAggOp struct {
 	rc     *runCtx
 	p      *planner.HashAgg
 	reader *planner.TableReader
 	local  Operator // the fallback, while open
-	result []datum
-	done   bool
+	out    emitter
 }
 
 func (o *partialAggOp) width() int { return o.p.Width + len(o.p.Aggs) }
@@ -38,8 +40,15 @@ func (o *partialAggOp) Close() error {
 	return nil
 }
 
+// partialGroup is one group being merged: the first region's FirstRow
+// values and the merged states.
+type partialGroup struct {
+	first []datum
+	aggs  []aggState
+}
+
 func (o *partialAggOp) Open(ctx context.Context) error {
-	o.done, o.local = false, nil
+	o.out, o.local = emitter{}, nil
 	tid := o.reader.Scan.Src.Table.ID
 	ranges := make([]*kvrpcpb.KeyRange, 0, len(o.reader.Scan.Ranges))
 	dirty := false
@@ -56,38 +65,71 @@ func (o *partialAggOp) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resps, err := o.rc.e.Store.Coprocessor(ctx, dag, ranges, o.rc.txn.StartTS())
+	resps, err := o.rc.coprocessor(ctx, dag, ranges)
 	if err != nil {
 		return err
 	}
-	states := make([]aggState, len(o.p.Aggs))
-	n := 0
+	ng, nf := len(o.reader.GroupBy), len(o.reader.FirstRow)
+	n := ng + nf
 	for i := range o.p.Aggs {
 		n += partialWidth(&o.p.Aggs[i])
 	}
-	ids := make([]int64, n)
-	for i := range ids {
-		ids[i] = int64(i)
-	}
-	dec := tablecodec.NewRowDecoder(ids)
-	part := make([]datum, n)
-	for _, r := range resps {
-		if len(r.GetAggRow()) == 0 {
-			return fmt.Errorf("executor: coprocessor returned no partial aggregate")
-		}
+	dec := tablecodec.NewRowDecoder(tablecodec.SeqColumnIDs(n))
+	groups := map[string]*partialGroup{}
+	var order []*partialGroup
+	var key []byte
+	add := func(v []byte) error {
 		// Absent values (never sent) decode as KindAbsent, which IsNull.
-		if err := dec.Decode(r.GetAggRow(), part); err != nil {
+		// Merged values may alias v: each row gets its own slice.
+		part := make([]datum, n)
+		if err := dec.Decode(v, part); err != nil {
 			return fmt.Errorf("executor: decode partial aggregate: %w", err)
 		}
-		rest := part
-		for i := range o.p.Aggs {
-			rest = states[i].merge(&o.p.Aggs[i], rest)
+		key = rowKey(key[:0], part[:ng])
+		g, ok := groups[string(key)]
+		if !ok {
+			g = &partialGroup{first: part[n-nf:], aggs: make([]aggState, len(o.p.Aggs))}
+			groups[string(key)] = g
+			order = append(order, g)
 		}
-		part = make([]datum, n) // merged values may alias the previous row
+		rest := part[ng:]
+		for i := range o.p.Aggs {
+			rest = g.aggs[i].merge(&o.p.Aggs[i], rest)
+		}
+		return nil
 	}
-	o.result = make([]datum, o.width())
-	for i := range o.p.Aggs {
-		o.result[o.p.Width+i] = states[i].result(&o.p.Aggs[i])
+	for _, r := range resps {
+		if ng == 0 {
+			if len(r.GetAggRow()) == 0 {
+				return fmt.Errorf("executor: coprocessor returned no partial aggregate")
+			}
+			if err := add(r.GetAggRow()); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, row := range r.GetRows() {
+			if err := add(row.GetValue()); err != nil {
+				return err
+			}
+		}
+	}
+	if len(order) == 0 && ng == 0 {
+		// Aggregates over no rows (or no region) still produce one row.
+		order = append(order, &partialGroup{first: make([]datum, nf), aggs: make([]aggState, len(o.p.Aggs))})
+	}
+	w := o.width()
+	slab := make([]datum, len(order)*w)
+	o.out.rows = make([][]datum, len(order))
+	for i, g := range order {
+		row := slab[i*w : (i+1)*w : (i+1)*w]
+		for j, c := range o.reader.FirstRow {
+			row[c] = g.first[j]
+		}
+		for j := range o.p.Aggs {
+			row[o.p.Width+j] = g.aggs[j].result(&o.p.Aggs[j])
+		}
+		o.out.rows[i] = row
 	}
 	return nil
 }
@@ -96,11 +138,7 @@ func (o *partialAggOp) Next(ctx context.Context, ck *Chunk) error {
 	if o.local != nil {
 		return o.local.Next(ctx, ck)
 	}
-	ck.reset()
-	if !o.done {
-		copy(ck.alloc(), o.result)
-		o.done = true
-	}
+	o.out.emit(ck)
 	return nil
 }
 
@@ -121,6 +159,13 @@ func (o *partialAggOp) dag() (*coprocessorpb.DAGRequest, error) {
 		execs = append(execs, sel)
 	}
 	agg := &coprocessorpb.Aggregation{}
+	for _, g := range o.reader.GroupBy {
+		pg, err := expr.ToPB(g)
+		if err != nil {
+			return nil, fmt.Errorf("executor: pushed GROUP BY: %w", err)
+		}
+		agg.GroupBy = append(agg.GroupBy, pg)
+	}
 	for _, a := range o.p.Aggs {
 		f := &coprocessorpb.AggFunc{Tp: aggFuncPB[a.Fn]}
 		if a.Arg != nil {
@@ -132,6 +177,15 @@ func (o *partialAggOp) dag() (*coprocessorpb.DAGRequest, error) {
 		}
 		agg.Funcs = append(agg.Funcs, f)
 	}
+	cols := o.reader.Scan.Src.Cols
+	for _, c := range o.reader.FirstRow {
+		col := &expr.Column{Offset: c, Ft: cols[c].Type}
+		pa, err := expr.ToPB(col)
+		if err != nil {
+			return nil, fmt.Errorf("executor: pushed first row: %w", err)
+		}
+		agg.Funcs = append(agg.Funcs, &coprocessorpb.AggFunc{Tp: coprocessorpb.AggFuncType_FirstRow, Arg: pa})
+	}
 	execs = append(execs, &coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeAggregation, Aggregation: agg})
 	return &coprocessorpb.DAGRequest{Executors: execs}, nil
 }
@@ -139,4 +193,10 @@ func (o *partialAggOp) dag() (*coprocessorpb.DAGRequest, error) {
 var aggFuncPB = map[string]coprocessorpb.AggFuncType{
 	ast.AggFuncCount: coprocessorpb.AggFuncType_Count, ast.AggFuncSum: coprocessorpb.AggFuncType_Sum,
 	ast.AggFuncMin: coprocessorpb.AggFuncType_Min, ast.AggFuncMax: coprocessorpb.AggFuncType_Max, ast.AggFuncAvg: coprocessorpb.AggFuncType_Avg,
+}
+
+// coprocessor sends dag over ranges at the statement's start_ts (the
+// storage splits them by region and queries the regions in parallel).
+func (rc *runCtx) coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange) ([]*coprocessorpb.SelectResponse, error) {
+	return rc.e.Store.Coprocessor(ctx, dag, ranges, rc.txn.StartTS())
 }

@@ -210,27 +210,6 @@ func filterRows(w expr.Expr, rows [][]datum) ([][]datum, error) {
 	return kept, nil
 }
 
-// rowKey encodes values for grouping / DISTINCT (NULL distinct from "").
-func rowKey(b []byte, vals []datum) []byte {
-	for _, v := range vals {
-		if v.IsNull() {
-			b = append(b, 0)
-			continue
-		}
-		switch v.Kind() {
-		case tablecodec.KindInt64, tablecodec.KindUint64, tablecodec.KindFloat64:
-			b = append(b, 1)
-			f, _ := types.ToFloat(v)
-			if v.Kind() != tablecodec.KindFloat64 && (f > 1<<53 || f < -(1<<53)) {
-				b = types.AppendText(b, v, nil)
-			} else {
-				b = types.AppendFloat(b, f, 64)
-			}
-		default:
-			b = append(b, 2)
-			b = append(b, v.Bytes()...)
-		}
-		b = append(b, 0xFF, 0)
-	}
-	return b
-}
+// rowKey encodes values for grouping / DISTINCT (expr.AppendGroupKey,
+// which the stores group by too).
+func rowKey(b []byte, vals []datum) []byte { return expr.AppendGroupKey(b, vals) }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/stratadb/strata/kv/tablecodec"
@@ -272,6 +273,26 @@ func DatumFromPB(p *pb.Datum) (Datum, error) {
 func ReadsOnlyFrom(e Expr, from int) bool {
 	n, err := ToPB(e)
 	return err == nil && columnsFrom(n, int64(from))
+}
+
+// ColumnsBelow appends to cols the offsets below from that e reads (each
+// once) and reports whether e serializes (false: cols is unchanged).
+func ColumnsBelow(cols []int, e Expr, from int) ([]int, bool) {
+	n, err := ToPB(e)
+	if err != nil {
+		return cols, false
+	}
+	var walk func(n *pb.Expr)
+	walk = func(n *pb.Expr) {
+		if n.Tp == pb.ExprType_ExprColumn && n.Offset < int64(from) && !slices.Contains(cols, int(n.Offset)) {
+			cols = append(cols, int(n.Offset))
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(n)
+	return cols, true
 }
 
 func columnsFrom(n *pb.Expr, from int64) bool {

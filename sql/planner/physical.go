@@ -113,13 +113,14 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		}
 	}
 	if lg.agg {
-		if r, ok := p.(*TableReader); ok && b.pushAgg(r, lg) {
-			root := &HashAgg{BasePlan: b.base("HashAgg", 1, taskRoot, r), Aggs: lg.aggs, Width: lg.width, PushedPartial: true}
-			return b.finish(lg, root, false)
-		}
 		est := 1.0
 		if len(lg.groupBy) > 0 {
 			est = math.Max(1, p.Base().EstRows*selectionFactor)
+		}
+		if r, ok := p.(*TableReader); ok && b.pushAgg(r, lg, est) {
+			root := &HashAgg{BasePlan: b.base("HashAgg", est, taskRoot, r), GroupBy: lg.groupBy, Aggs: lg.aggs, Width: lg.width,
+				PushedPartial: true, FirstRow: r.FirstRow, exprNodes: exprNodes{Src: lg.src, Nodes: lg.groupTx}}
+			return b.finish(lg, root, false)
 		}
 		p = &HashAgg{BasePlan: b.base("HashAgg", est, taskRoot, p), GroupBy: lg.groupBy, Aggs: lg.aggs, Width: lg.width, exprNodes: exprNodes{Src: lg.src, Nodes: lg.groupTx}}
 	}
@@ -838,14 +839,21 @@ func (b *builder) pushSelection(r *TableReader, lg *logical, ap *accessPath, req
 	}
 }
 
-// pushAgg moves an aggregation without GROUP BY under r into the stores as
-// partial aggregates (each region's COUNT/SUM/MIN/MAX/AVG states; the SQL
-// node merges them) when every argument is pushable and nothing above the
-// aggregation reads the group's first row (its source columns), which a
-// partial aggregation does not carry.
-func (b *builder) pushAgg(r *TableReader, lg *logical) bool {
-	if !b.pushdown() || len(lg.groupBy) > 0 || lg.lock || r.Scan.Limit > 0 {
+// pushAgg moves an aggregation under r into the stores as partial
+// aggregates (each region's COUNT/SUM/MIN/MAX/AVG states per group; the
+// SQL node merges them by group) when every argument and GROUP BY key is
+// pushable (COUNT(DISTINCT) is not: it stays on the SQL node). The source
+// columns the expressions above the aggregation read from the group's
+// first row travel as FirstRow values, so the result is the same as the
+// root aggregation's, whose first row is the first scanned too.
+func (b *builder) pushAgg(r *TableReader, lg *logical, est float64) bool {
+	if !b.pushdown() || lg.lock || r.Scan.Limit > 0 {
 		return false
+	}
+	for _, g := range lg.groupBy {
+		if !expr.Pushable(g) {
+			return false
+		}
 	}
 	for _, a := range lg.aggs {
 		if a.Distinct || (a.Arg != nil && !expr.Pushable(a.Arg)) {
@@ -864,15 +872,19 @@ func (b *builder) pushAgg(r *TableReader, lg *logical) bool {
 	for _, k := range lg.order {
 		above = append(above, k.E)
 	}
+	var first []int
 	for _, e := range above {
-		if !expr.ReadsOnlyFrom(e, lg.width) {
+		var ok bool
+		if first, ok = expr.ColumnsBelow(first, e, lg.width); !ok {
 			return false
 		}
 	}
-	cop := &HashAgg{BasePlan: b.base("HashAgg", 1, taskCop, r.Children[0]), Aggs: lg.aggs, Width: lg.width, exprNodes: exprNodes{Src: lg.src}}
+	slices.Sort(first)
+	cop := &HashAgg{BasePlan: b.base("HashAgg", est, taskCop, r.Children[0]), GroupBy: lg.groupBy, Aggs: lg.aggs, Width: lg.width,
+		FirstRow: first, exprNodes: exprNodes{Src: lg.src, Nodes: lg.groupTx}}
 	r.Children = []Plan{cop}
-	r.Aggs = lg.aggs
-	r.EstRows = 1
+	r.Aggs, r.GroupBy, r.FirstRow = lg.aggs, lg.groupBy, first
+	r.EstRows = est
 	return true
 }
 

@@ -189,9 +189,13 @@ type TableReader struct {
 	// instead (its own writes, READ COMMITTED) applies them itself.
 	Conds []expr.Expr
 	// Aggs, when set, are computed per region on the stores as partial
-	// states (a cop[tikv] HashAgg); the HashAgg above (PushedPartial)
-	// merges them.
-	Aggs []AggSpec
+	// states (a cop[tikv] HashAgg), per group of GroupBy; the HashAgg
+	// above (PushedPartial) merges them. FirstRow are the source columns
+	// whose value in each group's first row the stores return too (the
+	// columns the expressions above the aggregation read).
+	Aggs     []AggSpec
+	GroupBy  []expr.Expr
+	FirstRow []int
 	// TopN, when set, is computed per region on the stores (Count rows,
 	// no offset); the root TopN above merges the regions' rows.
 	TopN *TopN
@@ -252,8 +256,12 @@ type HashAgg struct {
 	// and the aggregate sums them.
 	PushedCount bool
 	// PushedPartial: the child TableReader returns partial states of Aggs
-	// (no GROUP BY) and this aggregate merges them.
+	// per group (and FirstRow's values) and this aggregate merges them.
 	PushedPartial bool
+	// FirstRow: the source columns whose first-row values are carried
+	// (shown as firstrow(col) in EXPLAIN; the others are NULL in the
+	// output row of a pushed aggregation).
+	FirstRow []int
 }
 
 // Sort orders rows by Keys (stable).
@@ -455,6 +463,9 @@ func (p *HashAgg) info() (string, string) {
 		if a.Node != nil {
 			fs[i] = exprText(a.Node, p.Src)
 		}
+	}
+	for _, c := range p.FirstRow {
+		fs = append(fs, "firstrow("+p.Src.colName(c)+")")
 	}
 	if len(fs) > 0 {
 		parts = append(parts, "funcs:"+strings.Join(fs, ", "))
