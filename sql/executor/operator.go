@@ -173,6 +173,8 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 		return &projectionOp{child: child, exprs: x.Exprs}, nil
 	case *planner.Distinct:
 		return &distinctOp{child: child}, nil
+	case *planner.Window:
+		return &rowsOp{w: x.Width, load: func(ctx context.Context) ([][]datum, error) { return windowRows(ctx, x, child) }}, nil
 	}
 	return nil, fmt.Errorf("executor: no operator for plan %T", p)
 }

@@ -53,6 +53,9 @@ type Ctx struct {
 	// Agg, when set, compiles an aggregate function call (the planner
 	// returns a reference to the aggregate's output slot).
 	Agg func(*ast.AggregateFuncExpr) (Expr, error)
+	// Window, when set, compiles a window function call (the select list
+	// and ORDER BY); elsewhere one is ERROR 3593.
+	Window func(*ast.WindowFuncExpr) (Expr, error)
 }
 
 // compileRowIn compiles (a, b) IN ((1, 2), ...) as (a = 1 AND b = 2) OR
@@ -255,7 +258,10 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 	case *ast.RowExpr:
 		return nil, errno.NotSupported("row constructors")
 	case *ast.WindowFuncExpr:
-		return nil, errno.NotSupported("window functions")
+		if c.Window == nil {
+			return nil, errno.New(3593, "You cannot use the window function '%s' in this context.'", strings.ToLower(x.Name))
+		}
+		return c.Window(x)
 	}
 	return nil, errno.NotSupported("expression " + strings.TrimPrefix(typeName(n), "*ast."))
 }

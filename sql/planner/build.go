@@ -152,8 +152,6 @@ func (pl *Planner) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 	switch {
 	case s.SelectIntoOpt != nil:
 		return nil, errno.NotSupported("SELECT ... INTO")
-	case len(s.WindowSpecs) > 0:
-		return nil, errno.NotSupported("window functions")
 	case s.GroupBy != nil && s.GroupBy.Rollup:
 		return nil, errno.NotSupported("WITH ROLLUP")
 	}
@@ -225,6 +223,7 @@ type logical struct {
 	groupBy  []expr.Expr
 	groupTx  []ast.ExprNode
 	aggs     []AggSpec
+	wins     []*windowItem // window functions, in slot order after aggs
 	having   expr.Expr
 	havingTx ast.ExprNode
 	fields   []expr.Expr
@@ -282,7 +281,7 @@ func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error
 				}
 				n = s.Fields.Fields[pos-1].Expr
 			}
-			g, err := compileByItem(n, s.Fields.Fields, srcCols, env, "group statement", nil)
+			g, err := compileByItem(n, s.Fields.Fields, srcCols, env, "group statement", nil, nil)
 			if err != nil {
 				return err
 			}
@@ -290,7 +289,23 @@ func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error
 			lg.groupTx = append(lg.groupTx, n)
 		}
 	}
-	fieldCtx := &expr.Ctx{Columns: srcCols, Env: env, Clause: "field list", Agg: aggHook}
+	var named map[string]*ast.WindowSpec
+	if len(s.WindowSpecs) > 0 {
+		var err error
+		if named, err = namedWindows(s.WindowSpecs); err != nil {
+			return err
+		}
+	}
+	winHook := func(w *ast.WindowFuncExpr) (expr.Expr, error) {
+		it, err := compileWindow(w, named, &expr.Ctx{Columns: srcCols, Env: env, Clause: "field list", Agg: aggHook})
+		if err != nil {
+			return nil, err
+		}
+		it.col = &expr.Column{Offset: -1, Ft: it.fn.Ft, Name: w.Name}
+		lg.wins = append(lg.wins, it)
+		return it.col, nil
+	}
+	fieldCtx := &expr.Ctx{Columns: srcCols, Env: env, Clause: "field list", Agg: aggHook, Window: winHook}
 	for _, f := range s.Fields.Fields {
 		if f.WildCard != nil {
 			if lg.src == nil {
@@ -340,7 +355,7 @@ func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error
 		lg.cols = append(lg.cols, rc)
 	}
 	if s.Having != nil {
-		h, err := compileByItem(s.Having.Expr, s.Fields.Fields, srcCols, env, "having clause", aggHook)
+		h, err := compileByItem(s.Having.Expr, s.Fields.Fields, srcCols, env, "having clause", aggHook, nil)
 		if err != nil {
 			return err
 		}
@@ -357,7 +372,7 @@ func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error
 				k, text = lg.fields[pos-1], lg.fieldTx[pos-1]
 			} else {
 				var err error
-				if k, err = compileByItem(item.Expr, s.Fields.Fields, srcCols, env, "order clause", aggHook); err != nil {
+				if k, err = compileByItem(item.Expr, s.Fields.Fields, srcCols, env, "order clause", aggHook, winHook); err != nil {
 					return err
 				}
 				text = item.Expr
@@ -385,6 +400,7 @@ func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error
 			}
 		}
 	}
+	lg.placeWindows()
 	lg.stmt = s
 	return nil
 }
@@ -542,15 +558,15 @@ func positionRef(n ast.ExprNode) (int, bool) {
 // compileByItem compiles a GROUP BY / HAVING / ORDER BY expression: a bare
 // name matching a select-list alias refers to that field's expression.
 func compileByItem(n ast.ExprNode, fields []*ast.SelectField, cols []expr.SchemaColumn, env expr.Env, clause string,
-	agg func(*ast.AggregateFuncExpr) (expr.Expr, error)) (expr.Expr, error) {
+	agg func(*ast.AggregateFuncExpr) (expr.Expr, error), win func(*ast.WindowFuncExpr) (expr.Expr, error)) (expr.Expr, error) {
 	if cn, ok := unparen(n).(*ast.ColumnNameExpr); ok && cn.Name.Table.L == "" {
 		for _, f := range fields {
 			if f.AsName.L != "" && f.AsName.L == cn.Name.Name.L {
-				return expr.Compile(f.Expr, &expr.Ctx{Columns: cols, Env: env, Clause: clause, Agg: agg})
+				return expr.Compile(f.Expr, &expr.Ctx{Columns: cols, Env: env, Clause: clause, Agg: agg, Window: win})
 			}
 		}
 	}
-	return expr.Compile(n, &expr.Ctx{Columns: cols, Env: env, Clause: clause, Agg: agg})
+	return expr.Compile(n, &expr.Ctx{Columns: cols, Env: env, Clause: clause, Agg: agg, Window: win})
 }
 
 // LimitValue evaluates a LIMIT / OFFSET operand (ERROR 1210 when it is not
@@ -593,14 +609,23 @@ func compileAgg(a *ast.AggregateFuncExpr, src *Source, cols []expr.SchemaColumn,
 	if err != nil {
 		return spec, err
 	}
+	out := aggSpec(fn, arg, a.Distinct)
+	out.Node = a
+	return out, nil
+}
+
+// aggSpec is the aggregate fn over arg: its result type, and COUNT of a
+// non-NULL constant counts rows.
+func aggSpec(fn string, arg expr.Expr, distinct bool) AggSpec {
+	spec := AggSpec{Fn: fn, Distinct: distinct}
 	if fn == ast.AggFuncCount {
 		spec.Ft = types.Int64Type
 		// COUNT(*) and COUNT(<non-null constant>) count rows.
-		if c, ok := arg.(*expr.Constant); ok && !c.Value.IsNull() && !a.Distinct {
-			return spec, nil
+		if c, ok := arg.(*expr.Constant); ok && !c.Value.IsNull() && !distinct {
+			return spec
 		}
 		spec.Arg = arg
-		return spec, nil
+		return spec
 	}
 	spec.Arg = arg
 	switch fn {
@@ -610,7 +635,7 @@ func compileAgg(a *ast.AggregateFuncExpr, src *Source, cols []expr.SchemaColumn,
 		spec.Ft = arg.Type()
 		spec.Ft.Flag &^= mysql.NotNullFlag | mysql.PriKeyFlag | mysql.AutoIncrementFlag
 	}
-	return spec, nil
+	return spec
 }
 
 // aggSumAvgType is MySQL's result type of SUM/AVG: exact arguments give a

@@ -81,14 +81,14 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		return b.finish(lg, root, false)
 	default:
 		var req *orderReq
-		if !lg.agg {
+		if !lg.agg && len(lg.wins) == 0 {
 			req = lg.orderReq()
 		}
 		// The access path may stop after limit rows only when no sort
 		// comes between it and the LIMIT: no ORDER BY, or one a path can
 		// provide (req; a path that does not provide it keeps its rows).
 		limit := uint64(0)
-		if lg.hasLimit && !lg.agg && !lg.distinct && (len(lg.order) == 0 || req != nil) {
+		if lg.hasLimit && !lg.agg && !lg.distinct && len(lg.wins) == 0 && (len(lg.order) == 0 || req != nil) {
 			limit = SatAdd(lg.offset, lg.count)
 		}
 		ap, err := b.bestAccess(lg.src, lg.conds, lg.condE, columnNeeds{s: lg.stmt, src: lg.src}, req, limit)
@@ -144,6 +144,9 @@ func (b *builder) selectLock(p, access Plan, src *Source, where expr.Expr, nowai
 func (b *builder) finish(lg *logical, p Plan, ordered bool) (Plan, error) {
 	if lg.having != nil {
 		p = &Selection{BasePlan: b.base("Selection", p.Base().EstRows*selectionFactor, taskRoot, p), Conds: []expr.Expr{lg.having}, exprNodes: exprNodes{Src: lg.src, Nodes: []ast.ExprNode{lg.havingTx}}}
+	}
+	if len(lg.wins) > 0 {
+		p, ordered = b.windows(lg, p), false
 	}
 	est := p.Base().EstRows
 	limited := func() float64 { return math.Min(est, float64(lg.count)) }
