@@ -282,17 +282,24 @@ func neverConfChanged(r *metapb.Region) bool {
 
 // storeHeartbeat records stats and returns the regions never conf-changed
 // with a peer on the store that the store did not list.
-func (c *cluster) storeHeartbeat(req *pdpb.StoreHeartbeatRequest) []*metapb.Region {
+func (c *cluster) storeHeartbeat(req *pdpb.StoreHeartbeatRequest) *pdpb.StoreHeartbeatResponse {
 	sid := req.GetStats().GetStoreId()
 	c.model.StoreHeartbeat(req.GetStats())
 	have := make(map[uint64]struct{}, len(req.RegionIds))
 	for _, id := range req.RegionIds {
 		have[id] = struct{}{}
 	}
-	var out []*metapb.Region
+	out := &pdpb.StoreHeartbeatResponse{}
 	for _, r := range c.model.StoreRegions(sid) {
 		if _, ok := have[r.ID()]; !ok && neverConfChanged(r.Meta) {
-			out = append(out, r.Meta)
+			out.CreateRegions = append(out.CreateRegions, r.Meta)
+		}
+	}
+	// A hibernated leader heartbeats rarely: ask for the heartbeats that
+	// fetch waiting operator steps now.
+	for _, id := range c.ops.RegionsWithOperator() {
+		if r := c.model.GetRegion(id); r != nil && r.LeaderStore() == sid {
+			out.AwakenRegions = append(out.AwakenRegions, id)
 		}
 	}
 	return out

@@ -180,7 +180,9 @@ func (sv *service) StoreHeartbeat(ctx context.Context, req *pdpb.StoreHeartbeatR
 		return &pdpb.StoreHeartbeatResponse{Header: notLeaderHeader}, nil
 	}
 	storeHeartbeats.Inc()
-	return &pdpb.StoreHeartbeatResponse{Header: header(t), CreateRegions: t.cluster.storeHeartbeat(req)}, nil
+	resp := t.cluster.storeHeartbeat(req)
+	resp.Header = header(t)
+	return resp, nil
 }
 
 func (sv *service) RegionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbeatRequest) (*pdpb.RegionHeartbeatResponse, error) {

@@ -54,6 +54,7 @@ func (s *Store) execPDStep(resp *pdpb.RegionHeartbeatResponse) {
 	if p == nil || !p.isLeader {
 		return
 	}
+	s.busy(p)
 	if e := resp.GetRegionEpoch(); e != nil && !proto.Equal(e, p.region.GetRegionEpoch()) {
 		return // computed for another epoch; the next heartbeat gets a fresh one
 	}
@@ -264,6 +265,7 @@ func (s *Store) applyConfChange(b *pebble.Batch, p *peer, e *raftpb.Entry) *raft
 		"peer", change.GetPeer().GetId(), "store", change.GetPeer().GetStoreId(), "conf_ver", region.GetRegionEpoch().GetConfVer())
 	if v1.GetType() == raftpb.ConfChangeType_ConfChangeRemoveNode && v1.GetNodeId() == p.meta.GetId() {
 		p.removed = true // destroyed at the end of this iteration
+		s.removed = append(s.removed, p)
 	}
 	if p.isLeader {
 		s.queueRegionHeartbeat(p) // PD sees the step done at once
@@ -331,6 +333,9 @@ func (s *Store) setRegion(p *peer, region *metapb.Region) {
 		p.meta = m
 	}
 	s.meta.setRegion(region)
+	for _, pm := range region.GetPeers() {
+		s.trackStore(pm.GetStoreId())
+	}
 }
 
 // snapshotInstalled runs after a snapshot was persisted for p: the region
@@ -387,8 +392,7 @@ func (s *Store) maybeCreatePeer(rm *raft_serverpb.RaftMessage, msg *raftpb.Messa
 	}
 	p := &peer{meta: meta, region: region, rn: rn, ps: ps, unassigned: map[uint64]*proposal{}, created: s.now(), uninitialized: true}
 	s.initLease(p)
-	s.peers[rid] = p
-	s.delegates.Store(rid, p)
+	s.addPeer(p)
 	peersCreated.WithLabelValues("raft_message").Inc()
 	s.log.Info("uninitialized peer created", "region", rid, "peer", meta.GetId(), "from_store", rm.GetFromPeer().GetStoreId())
 	return true
@@ -441,13 +445,16 @@ func (s *Store) handleTombstoneMsg(rm *raft_serverpb.RaftMessage) {
 	s.destroyPeer(p)
 }
 
-// destroyRemoved destroys the peers that applied their own removal.
+// destroyRemoved destroys the peers that applied their own removal in this
+// iteration.
 func (s *Store) destroyRemoved() {
-	for _, p := range s.peers {
-		if p.removed {
+	for i, p := range s.removed {
+		if !p.destroyed {
 			s.destroyPeer(p)
 		}
+		s.removed[i] = nil
 	}
+	s.removed = s.removed[:0]
 }
 
 // destroyPeer deletes p: its data range, raft log and states, leaving a
@@ -455,6 +462,11 @@ func (s *Store) destroyRemoved() {
 func (s *Store) destroyPeer(p *peer) {
 	rid := p.region.GetId()
 	delete(s.peers, rid)
+	p.destroyed = true
+	if p.hibernated {
+		p.hibernated = false
+		hibernatedPeers.Dec()
+	}
 	s.delegates.CompareAndDelete(rid, p)
 	p.lease.unpublish()
 	nf := errRegionNotFound(rid)

@@ -343,10 +343,16 @@ func (in *inbox) pending() bool {
 	defer in.mu.Unlock()
 	m := &in.cur
 	return len(m.raft)+len(m.proposals)+len(m.reads)+len(m.creates)+len(m.unreachable)+len(m.drains)+
-		len(m.snaps)+len(m.snapStatus)+len(m.pdSteps) > 0
+		len(m.snaps)+len(m.snapStatus)+len(m.pdSteps)+len(m.awaken) > 0
 }
 
+// hasReady reports whether the store's next iteration has work: a touched
+// peer (Store.active), or any peer with a Ready (which the loop would never
+// poll if nothing touched it: the settle loop then fails, as it should).
 func (s *Store) hasReady() bool {
+	if len(s.active) > 0 {
+		return true
+	}
 	for _, p := range s.peers {
 		if p.rn.HasReady() {
 			return true

@@ -112,6 +112,13 @@ func (l *leaderLease) transferStarted() {
 	l.expiry = time.Time{}
 }
 
+// suspend drops the lease of a hibernating leader but keeps its term
+// state: a ReadIndex round after waking renews it (hibernate.go).
+func (l *leaderLease) suspend() {
+	l.unpublish()
+	l.expiry = time.Time{}
+}
+
 // committedInTerm records that an entry of term committed.
 func (l *leaderLease) committedInTerm(term uint64) {
 	if term == l.term && term != 0 {

@@ -146,6 +146,24 @@ var (
 		Help:    "Duration of one region's split check (a scan of its data).",
 		Buckets: latencyBuckets,
 	})
+	hibernatedPeers = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "hibernated_peers",
+		Help: "Peers whose raft group hibernates (no ticks, no heartbeats) until a message, proposal or read wakes it.",
+	})
+	activePeers = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "active_peers",
+		Help:    "Peers the Ready loop polled in one iteration (touched since the previous one).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 16),
+	})
+	loopIterationSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "loop_iteration_seconds",
+		Help:    "Duration of one Ready loop iteration, ticks and idle ones included.",
+		Buckets: latencyBuckets,
+	})
+	storesDown = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "stores_down_total",
+		Help: "Times another store was found down (not heard from for an election timeout, or unreachable), waking the hibernated peers that depend on it.",
+	})
 	regionsGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "regions",
 		Help: "Regions hosted by this store (peers) and led by it (leaders).",

@@ -66,6 +66,9 @@ func (s *Store) storeHeartbeat() {
 			s.log.Error("create region", "region", r.GetId(), "err", err)
 		}
 	}
+	if ids := resp.GetAwakenRegions(); len(ids) > 0 {
+		s.inbox.push(func(m *inboxMsgs) { m.awaken = append(m.awaken, ids...) })
+	}
 }
 
 // maybeCreateRegion persists (synced) the local and initial raft state of a
@@ -193,8 +196,11 @@ func (s *Store) samplePeerActivity(p *peer, now time.Time) {
 // heard from for two election timeouts) or pending (receiving a snapshot,
 // or behind the leader's log start once the term is an election timeout
 // old: a new leader knows no follower's progress yet).
+//
+// A hibernated leader samples nothing: a peer counts as heard from when
+// its store was (store liveness, hibernate.go).
 func (s *Store) fillPeerHealth(p *peer, req *pdpb.RegionHeartbeatRequest) {
-	now := time.Now()
+	now := s.now()
 	et := s.electionTimeout()
 	first := p.ps.apply.truncatedIndex
 	settled := !p.activeSince.IsZero() && now.Sub(p.activeSince) > et
@@ -206,7 +212,11 @@ func (s *Store) fillPeerHealth(p *peer, req *pdpb.RegionHeartbeatRequest) {
 		if m == nil {
 			return
 		}
-		if last, ok := p.peerActive[id]; ok && now.Sub(last) > 2*et {
+		last, ok := p.peerActive[id]
+		if l := s.live[m.GetStoreId()]; p.hibernated && l != nil && l.heardAt.After(last) {
+			last, ok = l.heardAt, true
+		}
+		if ok && now.Sub(last) > 2*et {
 			req.DownPeers = append(req.DownPeers, &pdpb.PeerStats{Peer: m, DownSeconds: uint64(now.Sub(last).Seconds())})
 		}
 		if pr.State == tracker.StateSnapshot || (settled && pr.Match < first) {

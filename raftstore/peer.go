@@ -178,6 +178,19 @@ type peer struct {
 	// st caches raft's status for the read-queueing phase of iteration stIter.
 	st     raft.BasicStatus
 	stIter uint64
+
+	// The loop's work sets (hibernate.go): inActive (in Store.active: polled
+	// next iteration), inAwake (in Store.awake: ticked), inSleepers (in
+	// Store.sleepers: slow PD heartbeats), splitDirty (in Store.splitDirty).
+	// hibernated: not ticked; idleTicks counts a leader's idle ticks.
+	// destroyed: removed from the store, skipped wherever a set still holds it.
+	inActive   bool
+	inAwake    bool
+	inSleepers bool
+	splitDirty bool
+	hibernated bool
+	destroyed  bool
+	idleTicks  int
 }
 
 // syncLease aligns the lease with raft's state st: a new term starts

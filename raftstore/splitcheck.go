@@ -26,25 +26,35 @@ import (
 // approxStat is a region's size and key count at its last split check.
 type approxStat struct{ size, keys uint64 }
 
-// splitCandidates runs in the loop on a split-check tick.
+// splitCandidates runs in the loop on a split-check tick. It looks only at
+// the peers written, created or newly leading since its last round
+// (Store.splitDirty, see hibernate.go); a candidate that could not be
+// handed to a busy checker stays for the next round.
 func (s *Store) splitCandidates() {
 	diff, keysDiff := s.cfg.RegionSplitSize/16, s.cfg.RegionSplitKeys/16
 	var batch []*metapb.Region
-	for _, p := range s.peers {
-		if !p.isLeader || (p.checked && p.sizeDiff < diff && p.keysDiff < keysDiff) {
+	cands := s.splitDirty[:0]
+	for _, p := range s.splitDirty {
+		if p.destroyed || !p.isLeader || (p.checked && p.sizeDiff < diff && p.keysDiff < keysDiff) {
+			p.splitDirty = false // a later write or leadership queues it again
 			continue
 		}
 		batch = append(batch, p.region) // never mutated: a split stores a new region
+		cands = append(cands, p)
 	}
+	clear(s.splitDirty[len(cands):])
+	s.splitDirty = cands
 	if len(batch) == 0 {
 		return
 	}
 	select {
 	case s.splitCheckCh <- batch:
-		for _, r := range batch {
-			p := s.peers[r.GetId()]
+		for i, p := range cands {
 			p.checked, p.sizeDiff, p.keysDiff = true, 0, 0
+			p.splitDirty = false
+			cands[i] = nil
 		}
+		s.splitDirty = cands[:0]
 	default:
 	}
 }

@@ -94,7 +94,14 @@ type Config struct {
 	SplitCheckInterval time.Duration
 	RegionSplitSize    uint64
 	RegionSplitKeys    uint64
-	Logger             *slog.Logger
+	// HibernateTicks: a leader whose region stayed idle this many ticks
+	// stops ticking, and so do its followers (hibernate.go). 0 means 2x
+	// ElectionTicks; negative disables hibernation.
+	HibernateTicks int
+	// HibernatedHeartbeatInterval is the period of the region heartbeats
+	// of hibernated leaders (default 60s, spread over the period).
+	HibernatedHeartbeatInterval time.Duration
+	Logger                      *slog.Logger
 
 	// Seams for the deterministic harness (harness_test.go): a manual
 	// clock for every time the lease and peer lifecycle depend on, an
@@ -166,6 +173,12 @@ func (c *Config) setDefaults() {
 	if c.RegionSplitKeys == 0 {
 		c.RegionSplitKeys = 960000
 	}
+	if c.HibernateTicks == 0 {
+		c.HibernateTicks = 2 * c.ElectionTicks
+	}
+	if c.HibernatedHeartbeatInterval <= 0 {
+		c.HibernatedHeartbeatInterval = time.Minute
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -196,12 +209,30 @@ type Store struct {
 	snaps snapshotSender
 
 	// Owned by the Ready loop goroutine.
-	peers     map[uint64]*peer
+	peers map[uint64]*peer
+	// Work sets (hibernate.go): active are the peers the next iteration
+	// polls (polling: the current iteration's), awake those ticked,
+	// sleepers the hibernated leaders (slow PD heartbeats, sleepCursor the
+	// next to visit), splitDirty the regions written since the last split
+	// check round; removed the peers that applied their own removal.
+	active      []*peer
+	polling     []*peer
+	awake       []*peer
+	sleepers    []*peer
+	sleepCursor int
+	splitDirty  []*peer
+	removed     []*peer
+	// Store liveness (hibernate.go): every store this one exchanges raft
+	// messages with, by id and in id order; extraOut/extraTo the
+	// raftstore messages (Hibernate, StoreLiveness) queued this iteration.
+	live      map[uint64]*storeLive
+	liveIDs   []uint64
+	extraOut  map[uint64]*raft_serverpb.BatchRaftMessage
+	extraTo   []uint64
 	readSeq   uint64
 	iter      uint64
 	propSeq   uint64
 	readies   []peerReady
-	tickBuf   []*peer
 	applyBufs []appliedProposal
 	keyBuf    []byte                 // engine key scratch for apply
 	splits    []splitResult          // applied in the current apply batch (split.go)
@@ -650,8 +681,7 @@ func (s *Store) createPeer(region *metapb.Region, fromSplit bool) error {
 	// rejection does not apply): it refuses votes for an election timeout,
 	// or that leader's lease could overlap a new leader.
 	p.mayHaveAcked = ps.hardState.GetTerm() > initTerm || ps.lastIndex > initIndex
-	s.peers[region.GetId()] = p
-	s.delegates.Store(region.GetId(), p)
+	s.addPeer(p)
 	// A brand-new region: its first peer campaigns at once instead of
 	// waiting for an election timeout.
 	fresh := ps.lastIndex == initIndex && ps.hardState.GetTerm() == initTerm && ps.hardState.GetVote() == 0
@@ -708,9 +738,12 @@ type inboxMsgs struct {
 	snaps       []receivedSnap                  // MsgSnaps received on the Snapshot RPC
 	snapStatus  []snapshotStatus                // outcomes of snapshot sends
 	pdSteps     []*pdpb.RegionHeartbeatResponse // operator steps from PD (confchange.go)
+	awaken      []uint64                        // regions PD has an operator step for (heartbeat now)
 }
 
-type unreachable struct{ regionID, peerID uint64 }
+// unreachable is a raft message the transport lost (regionID 0: a
+// StoreLiveness message to storeID).
+type unreachable struct{ regionID, peerID, storeID uint64 }
 
 func (m *inboxMsgs) reset() {
 	clear(m.raft)
@@ -721,7 +754,7 @@ func (m *inboxMsgs) reset() {
 	clear(m.snaps)
 	m.snaps, m.snapStatus = m.snaps[:0], m.snapStatus[:0]
 	clear(m.pdSteps)
-	m.pdSteps = m.pdSteps[:0]
+	m.pdSteps, m.awaken = m.pdSteps[:0], m.awaken[:0]
 	m.raft, m.proposals, m.reads, m.creates, m.unreachable = m.raft[:0], m.proposals[:0], m.reads[:0], m.creates[:0], m.unreachable[:0]
 	m.drains = m.drains[:0]
 }
@@ -842,6 +875,8 @@ func (s *Store) shutdown() {
 // iterate runs one loop iteration and reports whether some peer still has
 // a Ready (so the loop must run again without waiting).
 func (s *Store) iterate(tick bool) bool {
+	iterStart := time.Now()
+	defer func() { loopIterationSeconds.Observe(time.Since(iterStart).Seconds()) }()
 	s.iter++
 	if tick && !s.ticksPaused.Load() {
 		s.tick()
@@ -856,6 +891,7 @@ func (s *Store) iterate(tick bool) bool {
 		}
 	}
 	for _, rm := range m.raft {
+		s.heard(rm.GetFromPeer().GetStoreId())
 		s.stepRaftMessage(rm)
 	}
 	for _, rs := range m.snaps {
@@ -875,14 +911,25 @@ func (s *Store) iterate(tick bool) bool {
 				}
 			}
 			p.rn.ReportSnapshot(st.peerID, status)
+			s.wake(p)
 		}
 	}
 	for _, st := range m.pdSteps {
 		s.execPDStep(st)
 	}
+	for _, id := range m.awaken {
+		if p := s.peers[id]; p != nil && p.isLeader {
+			s.queueRegionHeartbeat(p) // PD answers with the step (execPDStep wakes it)
+		}
+	}
 	for _, u := range m.unreachable {
+		if u.regionID == 0 {
+			s.storeDown(u.storeID, "unreachable") // a StoreLiveness message was lost
+			continue
+		}
 		if p := s.peers[u.regionID]; p != nil {
 			p.rn.ReportUnreachable(u.peerID)
+			s.touch(p)
 		}
 	}
 	if len(m.drains) > 0 {
@@ -904,7 +951,25 @@ func (s *Store) iterate(tick bool) bool {
 	for _, rr := range m.reads {
 		s.queueRead(rr)
 	}
-	for _, p := range s.peers {
+	s.flushExtra()
+
+	// Only the peers touched since the last iteration can have reads to
+	// issue or a Ready (hibernate.go); whatever touches a peer from here on
+	// is for the next iteration.
+	polling := s.active
+	s.active, s.polling = s.polling[:0], nil
+	defer func() {
+		clear(polling)
+		s.polling = polling[:0]
+	}()
+	activePeers.Observe(float64(len(polling)))
+	for _, p := range polling {
+		p.inActive = false
+	}
+	for _, p := range polling {
+		if p.destroyed {
+			continue
+		}
 		if len(p.reads) > 0 || (p.renewLease && p.isLeader && !p.readIndexInFlight()) {
 			s.issueReadIndex(p)
 		}
@@ -912,13 +977,13 @@ func (s *Store) iterate(tick bool) bool {
 	}
 
 	readies := s.readies[:0]
-	for _, p := range s.peers {
-		if p.rn.HasReady() {
+	for _, p := range polling {
+		if !p.destroyed && p.rn.HasReady() {
 			readies = append(readies, peerReady{p: p, rd: p.rn.Ready()})
 		}
 	}
 	if len(readies) == 0 {
-		return false
+		return len(s.active) > 0
 	}
 	// In region order, not Go's random map order: what is sent, and so
 	// what other stores step first, is then a function of the inputs
@@ -940,7 +1005,6 @@ func (s *Store) iterate(tick bool) bool {
 	s.persist(readies)
 	s.sendMessages(readies, false)
 	s.apply(readies, false)
-	again := false
 	for i := range readies {
 		r := &readies[i]
 		for _, rs := range r.rd.ReadStates {
@@ -956,17 +1020,15 @@ func (s *Store) iterate(tick bool) bool {
 		r.p.serveReads()
 		r.p.rn.Advance(r.rd)
 		if r.p.rn.HasReady() {
-			again = true
+			s.touch(r.p)
 		}
 		readies[i] = peerReady{}
 	}
 	s.readies = readies[:0]
 	s.destroyRemoved()
 	readyLoopSeconds.Observe(time.Since(start).Seconds())
-	if s.newPeers {
-		again, s.newPeers = true, false // peers created by a split may have a Ready
-	}
-	return again
+	s.newPeers = false // peers created by a split are touched (addPeer)
+	return len(s.active) > 0
 }
 
 func (s *Store) tick() {
@@ -988,8 +1050,23 @@ func (s *Store) tick() {
 		s.splitCandidates()
 	}
 	now := s.now()
-	for _, p := range s.tickOrder() {
+	// Only awake peers tick (hibernate.go); a leader idle long enough
+	// hibernates here instead. The slice is compacted in place, in order.
+	// In manual mode (the harness) they tick in region order: a tick may
+	// start an election, which draws its randomized timeout from one
+	// process-wide source, so the order of the draws must be replayable.
+	if s.cfg.manual {
+		slices.SortFunc(s.awake, func(a, b *peer) int { return cmp.Compare(a.region.GetId(), b.region.GetId()) })
+	}
+	awake := s.awake[:0]
+	for _, p := range s.awake {
+		if p.destroyed || p.hibernated || s.maybeHibernate(p) {
+			p.inAwake = false
+			continue
+		}
+		awake = append(awake, p)
 		p.rn.Tick()
+		s.touch(p)
 		if p.isLeader {
 			s.samplePeerActivity(p, now)
 			p.ticksSinceHeartbeat++
@@ -1009,25 +1086,20 @@ func (s *Store) tick() {
 			s.maybeCompactLog(p)
 		}
 	}
-}
-
-// tickOrder lists the peers to tick, in a buffer reused by the next call.
-// In manual mode (the harness) they are in region order: a tick may start
-// an election, which draws its randomized timeout from one process-wide
-// source, so the order of the draws must not be Go's random map order.
-func (s *Store) tickOrder() []*peer {
-	clear(s.tickBuf)
-	s.tickBuf = s.tickBuf[:0]
-	for _, p := range s.peers {
-		s.tickBuf = append(s.tickBuf, p)
-	}
-	if s.cfg.manual {
-		slices.SortFunc(s.tickBuf, func(a, b *peer) int { return cmp.Compare(a.region.GetId(), b.region.GetId()) })
-	}
-	return s.tickBuf
+	clear(s.awake[len(awake):])
+	s.awake = awake
+	s.heartbeatSleepers()
+	s.checkLiveness()
 }
 
 func (s *Store) stepRaftMessage(rm *raft_serverpb.RaftMessage) {
+	switch rm.GetExtra().GetType() {
+	case raft_serverpb.ExtraMessageType_Hibernate:
+		s.handleHibernate(rm)
+		return
+	case raft_serverpb.ExtraMessageType_StoreLiveness:
+		return // heard() noted it
+	}
 	p := s.routeRaftMessage(rm) // confchange.go
 	if p == nil {
 		return
@@ -1052,6 +1124,11 @@ func (s *Store) stepMessage(p *peer, rm *raft_serverpb.RaftMessage, msg *raftpb.
 	if err := p.rn.Step(msg); err != nil && !errors.Is(err, raft.ErrStepPeerNotFound) && !errors.Is(err, raft.ErrStepLocalMsg) {
 		s.log.Debug("step raft message", "region", rm.GetRegionId(), "err", err)
 	}
+	if p.hibernated && !wakesOnMessage(p, msg) {
+		s.touch(p)
+		return
+	}
+	s.wake(p)
 }
 
 func (s *Store) propose(pr *proposal) {
@@ -1065,6 +1142,7 @@ func (s *Store) propose(pr *proposal) {
 		pr.regionError(errNotLeader(p.region.GetId(), p.leaderHint()), "not_leader")
 		return
 	}
+	s.busy(p)
 	if pr.leaderGen != 0 && pr.leaderGen != s.leaderGen.Load() {
 		pr.regionError(ErrServerIsBusy("leadership changed while the write was prepared"), "leader_changed")
 		return
@@ -1149,6 +1227,7 @@ func (s *Store) transferLeaders() {
 // startTransfer starts a leader transfer of p (a leader with no transfer in
 // progress) to peer target.
 func (s *Store) startTransfer(p *peer, target uint64) {
+	s.busy(p)
 	// The transaction layer's in-memory state goes into the log first: the
 	// transferee has every entry before it campaigns.
 	s.handover(p.region, s.propose)
@@ -1265,6 +1344,7 @@ func (s *Store) queueRead(rr *readRequest) {
 	case !epochMatches(rr.rctx.GetRegionEpoch(), p.region):
 		rr.respond(readResult{rerr: p.epochNotMatch()})
 	default:
+		s.busy(p)
 		if s.maxLease > 0 && s.leaseRead(p, rr) {
 			return
 		}
@@ -1363,6 +1443,7 @@ func (s *Store) handleSoftState(readies []peerReady) {
 			s.leaderGen.Add(1)
 			p.transferee = 0
 			s.queueRegionHeartbeat(p)
+			s.markSplitDirty(p) // written while following: the checker looks at it now
 		}
 		if !p.isLeader {
 			p.failReads(errNotLeader(p.region.GetId(), p.leaderHint()), nil)
@@ -1702,6 +1783,7 @@ func (s *Store) applyCmd(b *pebble.Batch, p *peer, as *applyState, cmd *raft_cmd
 	}
 	p.writtenKeys += uint64(len(cmd.GetRequests()))
 	p.keysDiff += uint64(len(cmd.GetRequests()))
+	s.markSplitDirty(p)
 	return &raft_cmdpb.RaftCmdResponse{AppliedIndex: index}
 }
 

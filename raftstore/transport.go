@@ -101,7 +101,7 @@ func (t *transport) reportUnreachable(batches ...*raft_serverpb.BatchRaftMessage
 	var us []unreachable
 	for _, b := range batches {
 		for _, m := range b.GetMsgs() {
-			us = append(us, unreachable{regionID: m.GetRegionId(), peerID: m.GetToPeer().GetId()})
+			us = append(us, unreachable{regionID: m.GetRegionId(), peerID: m.GetToPeer().GetId(), storeID: m.GetToPeer().GetStoreId()})
 		}
 		raftMessagesDropped.Add(float64(len(b.GetMsgs())))
 	}

@@ -260,6 +260,19 @@ func (oc *OperatorController) HasOperator(regionID uint64) bool {
 	return oc.ops[regionID] != nil
 }
 
+// RegionsWithOperator returns the ids of the regions with a running
+// operator, ascending.
+func (oc *OperatorController) RegionsWithOperator() []uint64 {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	out := make([]uint64, 0, len(oc.ops))
+	for id := range oc.ops {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Operators returns views of the running operators by region id.
 func (oc *OperatorController) Operators() []OperatorView {
 	oc.mu.Lock()

@@ -1046,6 +1046,10 @@ type StoreHeartbeatResponse struct {
 	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
 	// Regions with a peer on this store that the store did not list.
 	CreateRegions []*metapb.Region `protobuf:"bytes,2,rep,name=create_regions,json=createRegions,proto3" json:"create_regions,omitempty"`
+	// Regions this store leads (as PD knows) with an operator step waiting:
+	// the store sends their region heartbeats now (a hibernated leader
+	// otherwise reports only every few tens of seconds).
+	AwakenRegions []uint64 `protobuf:"varint,3,rep,packed,name=awaken_regions,json=awakenRegions,proto3" json:"awaken_regions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1090,6 +1094,13 @@ func (x *StoreHeartbeatResponse) GetHeader() *ResponseHeader {
 func (x *StoreHeartbeatResponse) GetCreateRegions() []*metapb.Region {
 	if x != nil {
 		return x.CreateRegions
+	}
+	return nil
+}
+
+func (x *StoreHeartbeatResponse) GetAwakenRegions() []uint64 {
+	if x != nil {
+		return x.AwakenRegions
 	}
 	return nil
 }
@@ -3004,10 +3015,11 @@ const file_pdpb_proto_rawDesc = "" +
 	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12&\n" +
 	"\x05stats\x18\x02 \x01(\v2\x10.pdpb.StoreStatsR\x05stats\x12\x1d\n" +
 	"\n" +
-	"region_ids\x18\x03 \x03(\x04R\tregionIds\"}\n" +
+	"region_ids\x18\x03 \x03(\x04R\tregionIds\"\xa4\x01\n" +
 	"\x16StoreHeartbeatResponse\x12,\n" +
 	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x125\n" +
-	"\x0ecreate_regions\x18\x02 \x03(\v2\x0e.metapb.RegionR\rcreateRegions\"P\n" +
+	"\x0ecreate_regions\x18\x02 \x03(\v2\x0e.metapb.RegionR\rcreateRegions\x12%\n" +
+	"\x0eawaken_regions\x18\x03 \x03(\x04R\rawakenRegions\"P\n" +
 	"\tPeerStats\x12 \n" +
 	"\x04peer\x18\x01 \x01(\v2\f.metapb.PeerR\x04peer\x12!\n" +
 	"\fdown_seconds\x18\x02 \x01(\x04R\vdownSeconds\"\x85\x04\n" +

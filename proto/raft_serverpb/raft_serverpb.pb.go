@@ -22,6 +22,63 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ExtraMessageType int32
+
+const (
+	ExtraMessageType_ExtraNone ExtraMessageType = 0
+	// Hibernate: the region's leader (from_peer), in term `term`, with its
+	// log ending at `index` of `log_term`, all committed and applied, stops
+	// ticking; a follower of that leader in that term whose log and commit
+	// index are the same stops ticking too (raftstore/hibernate.go).
+	ExtraMessageType_Hibernate ExtraMessageType = 1
+	// StoreLiveness: a store-level heartbeat (region_id 0; from_peer and
+	// to_peer carry only store ids), sent to every store hosting a peer of a
+	// local region; a store not heard from for an election timeout wakes the
+	// hibernated followers of its leaders.
+	ExtraMessageType_StoreLiveness ExtraMessageType = 2
+)
+
+// Enum value maps for ExtraMessageType.
+var (
+	ExtraMessageType_name = map[int32]string{
+		0: "ExtraNone",
+		1: "Hibernate",
+		2: "StoreLiveness",
+	}
+	ExtraMessageType_value = map[string]int32{
+		"ExtraNone":     0,
+		"Hibernate":     1,
+		"StoreLiveness": 2,
+	}
+)
+
+func (x ExtraMessageType) Enum() *ExtraMessageType {
+	p := new(ExtraMessageType)
+	*p = x
+	return p
+}
+
+func (x ExtraMessageType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ExtraMessageType) Descriptor() protoreflect.EnumDescriptor {
+	return file_raft_serverpb_proto_enumTypes[0].Descriptor()
+}
+
+func (ExtraMessageType) Type() protoreflect.EnumType {
+	return &file_raft_serverpb_proto_enumTypes[0]
+}
+
+func (x ExtraMessageType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ExtraMessageType.Descriptor instead.
+func (ExtraMessageType) EnumDescriptor() ([]byte, []int) {
+	return file_raft_serverpb_proto_rawDescGZIP(), []int{0}
+}
+
 // RaftMessage carries one raft message between peers of a region on two
 // stores. message is a marshalled go.etcd.io/raft/v3/raftpb.Message.
 type RaftMessage struct {
@@ -35,7 +92,10 @@ type RaftMessage struct {
 	Message     []byte                 `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
 	// is_tombstone: message is empty; the sender's region no longer has
 	// to_peer (a newer conf_ver removed it), so the receiver destroys it.
-	IsTombstone   bool `protobuf:"varint,8,opt,name=is_tombstone,json=isTombstone,proto3" json:"is_tombstone,omitempty"`
+	IsTombstone bool `protobuf:"varint,8,opt,name=is_tombstone,json=isTombstone,proto3" json:"is_tombstone,omitempty"`
+	// extra, when set, is for the raftstore itself, not for raft (message
+	// is empty): see ExtraMessage.
+	Extra         *ExtraMessage `protobuf:"bytes,9,opt,name=extra,proto3" json:"extra,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -126,6 +186,81 @@ func (x *RaftMessage) GetIsTombstone() bool {
 	return false
 }
 
+func (x *RaftMessage) GetExtra() *ExtraMessage {
+	if x != nil {
+		return x.Extra
+	}
+	return nil
+}
+
+type ExtraMessage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          ExtraMessageType       `protobuf:"varint,1,opt,name=type,proto3,enum=raft_serverpb.ExtraMessageType" json:"type,omitempty"`
+	Term          uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
+	Index         uint64                 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	LogTerm       uint64                 `protobuf:"varint,4,opt,name=log_term,json=logTerm,proto3" json:"log_term,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtraMessage) Reset() {
+	*x = ExtraMessage{}
+	mi := &file_raft_serverpb_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtraMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtraMessage) ProtoMessage() {}
+
+func (x *ExtraMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_raft_serverpb_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtraMessage.ProtoReflect.Descriptor instead.
+func (*ExtraMessage) Descriptor() ([]byte, []int) {
+	return file_raft_serverpb_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ExtraMessage) GetType() ExtraMessageType {
+	if x != nil {
+		return x.Type
+	}
+	return ExtraMessageType_ExtraNone
+}
+
+func (x *ExtraMessage) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *ExtraMessage) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ExtraMessage) GetLogTerm() uint64 {
+	if x != nil {
+		return x.LogTerm
+	}
+	return 0
+}
+
 type BatchRaftMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Msgs          []*RaftMessage         `protobuf:"bytes,1,rep,name=msgs,proto3" json:"msgs,omitempty"`
@@ -135,7 +270,7 @@ type BatchRaftMessage struct {
 
 func (x *BatchRaftMessage) Reset() {
 	*x = BatchRaftMessage{}
-	mi := &file_raft_serverpb_proto_msgTypes[1]
+	mi := &file_raft_serverpb_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -147,7 +282,7 @@ func (x *BatchRaftMessage) String() string {
 func (*BatchRaftMessage) ProtoMessage() {}
 
 func (x *BatchRaftMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_serverpb_proto_msgTypes[1]
+	mi := &file_raft_serverpb_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -160,7 +295,7 @@ func (x *BatchRaftMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRaftMessage.ProtoReflect.Descriptor instead.
 func (*BatchRaftMessage) Descriptor() ([]byte, []int) {
-	return file_raft_serverpb_proto_rawDescGZIP(), []int{1}
+	return file_raft_serverpb_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *BatchRaftMessage) GetMsgs() []*RaftMessage {
@@ -178,7 +313,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_raft_serverpb_proto_msgTypes[2]
+	mi := &file_raft_serverpb_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -190,7 +325,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_serverpb_proto_msgTypes[2]
+	mi := &file_raft_serverpb_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -203,7 +338,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_raft_serverpb_proto_rawDescGZIP(), []int{2}
+	return file_raft_serverpb_proto_rawDescGZIP(), []int{3}
 }
 
 // SnapshotChunk is one piece of a raft snapshot sent on the Snapshot RPC:
@@ -219,7 +354,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_raft_serverpb_proto_msgTypes[3]
+	mi := &file_raft_serverpb_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -231,7 +366,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_serverpb_proto_msgTypes[3]
+	mi := &file_raft_serverpb_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -244,7 +379,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_raft_serverpb_proto_rawDescGZIP(), []int{3}
+	return file_raft_serverpb_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SnapshotChunk) GetMessage() *RaftMessage {
@@ -265,7 +400,7 @@ var File_raft_serverpb_proto protoreflect.FileDescriptor
 
 const file_raft_serverpb_proto_rawDesc = "" +
 	"\n" +
-	"\x13raft_serverpb.proto\x12\rraft_serverpb\x1a\fmetapb.proto\"\xa7\x02\n" +
+	"\x13raft_serverpb.proto\x12\rraft_serverpb\x1a\fmetapb.proto\"\xda\x02\n" +
 	"\vRaftMessage\x12\x1b\n" +
 	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x12)\n" +
 	"\tfrom_peer\x18\x02 \x01(\v2\f.metapb.PeerR\bfromPeer\x12%\n" +
@@ -274,13 +409,23 @@ const file_raft_serverpb_proto_rawDesc = "" +
 	"\tstart_key\x18\x05 \x01(\fR\bstartKey\x12\x17\n" +
 	"\aend_key\x18\x06 \x01(\fR\x06endKey\x12\x18\n" +
 	"\amessage\x18\a \x01(\fR\amessage\x12!\n" +
-	"\fis_tombstone\x18\b \x01(\bR\visTombstone\"B\n" +
+	"\fis_tombstone\x18\b \x01(\bR\visTombstone\x121\n" +
+	"\x05extra\x18\t \x01(\v2\x1b.raft_serverpb.ExtraMessageR\x05extra\"\x88\x01\n" +
+	"\fExtraMessage\x123\n" +
+	"\x04type\x18\x01 \x01(\x0e2\x1f.raft_serverpb.ExtraMessageTypeR\x04type\x12\x12\n" +
+	"\x04term\x18\x02 \x01(\x04R\x04term\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x19\n" +
+	"\blog_term\x18\x04 \x01(\x04R\alogTerm\"B\n" +
 	"\x10BatchRaftMessage\x12.\n" +
 	"\x04msgs\x18\x01 \x03(\v2\x1a.raft_serverpb.RaftMessageR\x04msgs\"\x06\n" +
 	"\x04Done\"Y\n" +
 	"\rSnapshotChunk\x124\n" +
 	"\amessage\x18\x01 \x01(\v2\x1a.raft_serverpb.RaftMessageR\amessage\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04dataB0Z.github.com/stratadb/strata/proto/raft_serverpbb\x06proto3"
+	"\x04data\x18\x02 \x01(\fR\x04data*C\n" +
+	"\x10ExtraMessageType\x12\r\n" +
+	"\tExtraNone\x10\x00\x12\r\n" +
+	"\tHibernate\x10\x01\x12\x11\n" +
+	"\rStoreLiveness\x10\x02B0Z.github.com/stratadb/strata/proto/raft_serverpbb\x06proto3"
 
 var (
 	file_raft_serverpb_proto_rawDescOnce sync.Once
@@ -294,26 +439,31 @@ func file_raft_serverpb_proto_rawDescGZIP() []byte {
 	return file_raft_serverpb_proto_rawDescData
 }
 
-var file_raft_serverpb_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_raft_serverpb_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_raft_serverpb_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_raft_serverpb_proto_goTypes = []any{
-	(*RaftMessage)(nil),        // 0: raft_serverpb.RaftMessage
-	(*BatchRaftMessage)(nil),   // 1: raft_serverpb.BatchRaftMessage
-	(*Done)(nil),               // 2: raft_serverpb.Done
-	(*SnapshotChunk)(nil),      // 3: raft_serverpb.SnapshotChunk
-	(*metapb.Peer)(nil),        // 4: metapb.Peer
-	(*metapb.RegionEpoch)(nil), // 5: metapb.RegionEpoch
+	(ExtraMessageType)(0),      // 0: raft_serverpb.ExtraMessageType
+	(*RaftMessage)(nil),        // 1: raft_serverpb.RaftMessage
+	(*ExtraMessage)(nil),       // 2: raft_serverpb.ExtraMessage
+	(*BatchRaftMessage)(nil),   // 3: raft_serverpb.BatchRaftMessage
+	(*Done)(nil),               // 4: raft_serverpb.Done
+	(*SnapshotChunk)(nil),      // 5: raft_serverpb.SnapshotChunk
+	(*metapb.Peer)(nil),        // 6: metapb.Peer
+	(*metapb.RegionEpoch)(nil), // 7: metapb.RegionEpoch
 }
 var file_raft_serverpb_proto_depIdxs = []int32{
-	4, // 0: raft_serverpb.RaftMessage.from_peer:type_name -> metapb.Peer
-	4, // 1: raft_serverpb.RaftMessage.to_peer:type_name -> metapb.Peer
-	5, // 2: raft_serverpb.RaftMessage.region_epoch:type_name -> metapb.RegionEpoch
-	0, // 3: raft_serverpb.BatchRaftMessage.msgs:type_name -> raft_serverpb.RaftMessage
-	0, // 4: raft_serverpb.SnapshotChunk.message:type_name -> raft_serverpb.RaftMessage
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	6, // 0: raft_serverpb.RaftMessage.from_peer:type_name -> metapb.Peer
+	6, // 1: raft_serverpb.RaftMessage.to_peer:type_name -> metapb.Peer
+	7, // 2: raft_serverpb.RaftMessage.region_epoch:type_name -> metapb.RegionEpoch
+	2, // 3: raft_serverpb.RaftMessage.extra:type_name -> raft_serverpb.ExtraMessage
+	0, // 4: raft_serverpb.ExtraMessage.type:type_name -> raft_serverpb.ExtraMessageType
+	1, // 5: raft_serverpb.BatchRaftMessage.msgs:type_name -> raft_serverpb.RaftMessage
+	1, // 6: raft_serverpb.SnapshotChunk.message:type_name -> raft_serverpb.RaftMessage
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_raft_serverpb_proto_init() }
@@ -326,13 +476,14 @@ func file_raft_serverpb_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raft_serverpb_proto_rawDesc), len(file_raft_serverpb_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   4,
+			NumEnums:      1,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_raft_serverpb_proto_goTypes,
 		DependencyIndexes: file_raft_serverpb_proto_depIdxs,
+		EnumInfos:         file_raft_serverpb_proto_enumTypes,
 		MessageInfos:      file_raft_serverpb_proto_msgTypes,
 	}.Build()
 	File_raft_serverpb_proto = out.File
