@@ -1,0 +1,462 @@
+// Command regions10k measures a store's cost of many idle regions (issue
+// 7): it starts a fresh local cluster (1 PD, 3 stores, 1 SQL node) from
+// the binaries of `make build`, creates two tables with the same rows, one
+// left in a single region and one split into --regions regions with SPLIT
+// TABLE, waits until the cluster settles, samples each store process's CPU
+// (/proc/PID/stat) over --idle seconds of idleness, and then runs point
+// selects (--threads clients, prepared statements, random ids) against
+// each table in turn for --time seconds. It writes p50/p99/QPS of both
+// tables, the idle CPU and the stores' hibernation figures to
+// bench/results/<stamp>-regions10k.md, and (with --profile) a CPU profile
+// of one store while idle.
+//
+//	make build
+//	go run ./bench/regions10k --regions 10000 --idle 60 --time 60
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/stratadb/strata/localcluster"
+)
+
+type config struct {
+	binDir, results   string
+	regions, rows     int
+	idle, runSec      int
+	threads           int
+	settleMax         time.Duration
+	profile, keepData bool
+	storeArgs         string
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.binDir, "bin-dir", "bin", "directory with pd, storenode, sqlnode")
+	flag.StringVar(&cfg.results, "results", "bench/results", "where the report goes")
+	flag.IntVar(&cfg.regions, "regions", 10000, "regions of the split table")
+	flag.IntVar(&cfg.rows, "rows", 100000, "rows in each table")
+	flag.IntVar(&cfg.idle, "idle", 60, "seconds of idle CPU sampling")
+	flag.IntVar(&cfg.runSec, "time", 60, "seconds of point selects per table")
+	flag.IntVar(&cfg.threads, "threads", 8, "point-select clients")
+	flag.DurationVar(&cfg.settleMax, "settle", 5*time.Minute, "longest wait for the cluster to settle after the split")
+	flag.BoolVar(&cfg.profile, "profile", true, "take a 20 s CPU profile of store1 after the idle sample")
+	flag.BoolVar(&cfg.keepData, "keep-data", false, "keep the cluster's data dir and logs")
+	flag.StringVar(&cfg.storeArgs, "store-args", "", "extra store flags, space separated")
+	flag.Parse()
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "regions10k:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}
+
+type report struct {
+	b strings.Builder
+}
+
+func (r *report) printf(format string, args ...any) {
+	fmt.Fprintf(&r.b, format, args...)
+	logf(strings.TrimRight(format, "\n"), args...)
+}
+
+func run(cfg config) error {
+	stamp := time.Now().UTC().Format("2006-01-02-1504")
+	bins, err := snapshotBins(cfg.binDir)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(bins)
+	data, err := os.MkdirTemp("", "strata-regions10k-")
+	if err != nil {
+		return err
+	}
+	if !cfg.keepData {
+		defer os.RemoveAll(data)
+	} else {
+		logf("data and logs in %s", data)
+	}
+	var storeArgs []string
+	if cfg.storeArgs != "" {
+		storeArgs = strings.Fields(cfg.storeArgs)
+	}
+	c, err := localcluster.New(localcluster.Config{BinDir: bins, DataDir: data, Stores: 3, SQLNodes: 1, FreePorts: true, StoreArgs: storeArgs})
+	if err != nil {
+		return err
+	}
+	if err := c.Start(); err != nil {
+		return err
+	}
+	defer c.Stop(15 * time.Second)
+	ctx := context.Background()
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := c.WaitReady(wctx, 0); err != nil {
+		return err
+	}
+	db, err := sql.Open("mysql", c.DSN(0, ""))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(cfg.threads + 2)
+	db.SetMaxIdleConns(cfg.threads + 2)
+
+	var rep report
+	rep.printf("# %d regions on 3 stores: idle CPU and point-select latency\n\n", cfg.regions)
+	rep.printf("`go run ./bench/regions10k --regions %d --rows %d --idle %d --time %d --threads %d` (store args %q), %s UTC, %d CPUs, load average at start %s\n\n",
+		cfg.regions, cfg.rows, cfg.idle, cfg.runSec, cfg.threads, cfg.storeArgs, stamp, numCPU(), loadAvg())
+
+	for _, q := range []string{
+		"CREATE DATABASE b",
+		"CREATE TABLE b.t1 (id BIGINT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)",
+		"CREATE TABLE b.tn (id BIGINT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	start := time.Now()
+	for _, t := range []string{"t1", "tn"} {
+		if err := load(db, t, cfg.rows); err != nil {
+			return err
+		}
+	}
+	rep.printf("- loaded %d rows into each table in %v\n", cfg.rows, time.Since(start).Round(time.Millisecond))
+
+	// Split tn: at most 1000 regions per statement (TiDB's limit).
+	start = time.Now()
+	per := 1000
+	for i := 0; i < cfg.regions; i += per {
+		n := min(per, cfg.regions-i)
+		lo, hi := int64(i)*int64(cfg.rows)*idStep/int64(cfg.regions), int64(i+n)*int64(cfg.rows)*idStep/int64(cfg.regions)
+		q := fmt.Sprintf("SPLIT TABLE b.tn BETWEEN (%d) AND (%d) REGIONS %d", lo, hi, n)
+		t0 := time.Now()
+		if _, err := db.Exec(q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+		logf("%s: %v", q, time.Since(t0).Round(time.Millisecond))
+	}
+	splitTook := time.Since(start)
+	rep.printf("- split tn into %d regions in %v\n", cfg.regions, splitTook.Round(time.Millisecond))
+
+	stores := c.Stores
+	statusOf := func(i int) string { return storeStatus(stores[i].Args) }
+	// Settle: every store's hibernated peer count stops moving and covers
+	// most of its peers (or --settle passes).
+	start = time.Now()
+	var last []float64
+	stable := 0
+	for time.Since(start) < cfg.settleMax {
+		time.Sleep(5 * time.Second)
+		var cur []float64
+		for i := range stores {
+			m, _ := scrape(statusOf(i))
+			cur = append(cur, m["strata_raftstore_hibernated_peers"], m[`strata_raftstore_regions{type="peers"}`])
+		}
+		logf("settling: hibernated/peers per store %v", cur)
+		if slices.Equal(cur, last) {
+			stable++
+		} else {
+			stable = 0
+		}
+		last = cur
+		done := stable >= 2
+		for i := 0; i+1 < len(cur); i += 2 {
+			done = done && cur[i+1] >= float64(cfg.regions) && cur[i] >= 0.99*cur[i+1]
+		}
+		if done || stable >= 6 {
+			break
+		}
+	}
+	rep.printf("- settled after %v (hibernated/peers per store: %v)\n\n", time.Since(start).Round(time.Second), last)
+
+	// Idle CPU of every process.
+	procs := append([]*localcluster.Proc{c.PD}, append(slices.Clone(stores), c.SQL...)...)
+	before := make([]float64, len(procs))
+	for i, p := range procs {
+		before[i] = procCPU(p.Pid())
+	}
+	t0 := time.Now()
+	metricsBefore := make([]map[string]float64, len(stores))
+	for i := range stores {
+		metricsBefore[i], _ = scrape(statusOf(i))
+	}
+	time.Sleep(time.Duration(cfg.idle) * time.Second)
+	el := time.Since(t0).Seconds()
+	rep.printf("## Idle (%d s, no client)\n\n| process | CPU %% of one core | raft msgs sent/s | loop iterations/s | hibernated peers | peers |\n|---|---|---|---|---|---|\n", cfg.idle)
+	for i, p := range procs {
+		cpu := (procCPU(p.Pid()) - before[i]) / el * 100
+		extra := "| | | |"
+		if j := i - 1; j >= 0 && j < len(stores) {
+			m, _ := scrape(statusOf(j))
+			mb := metricsBefore[j]
+			extra = fmt.Sprintf("| %.0f | %.1f | %.0f | %.0f |",
+				(m["strata_raftstore_raft_messages_sent_total"]-mb["strata_raftstore_raft_messages_sent_total"])/el,
+				(m["strata_raftstore_loop_iteration_seconds_count"]-mb["strata_raftstore_loop_iteration_seconds_count"])/el,
+				m["strata_raftstore_hibernated_peers"], m[`strata_raftstore_regions{type="peers"}`])
+		}
+		rep.printf("| %s | %.2f %s\n", p.Name, cpu, extra)
+	}
+	rep.printf("\n")
+	if cfg.profile {
+		dst := filepath.Join(cfg.results, stamp+"-regions10k-idle-store1.pprof")
+		if err := fetchProfile(statusOf(0), 20, dst); err != nil {
+			logf("profile: %v", err)
+		} else if top, err := pprofTop(dst); err == nil {
+			rep.printf("CPU profile of store1 idle (20 s, `%s`), top by cumulative:\n\n```\n%s```\n\n", filepath.Base(dst), top)
+		}
+	}
+
+	rep.printf("## Point selects (%d threads, %d s each, prepared `SELECT c FROM t WHERE id = ?`, random id)\n\n| table | regions | QPS | p50 ms | p99 ms | p999 ms | errors |\n|---|---|---|---|---|---|---|\n",
+		cfg.threads, cfg.runSec)
+	var p99 [2]float64
+	for i, t := range []struct {
+		name    string
+		regions int
+	}{{"t1", 1}, {"tn", cfg.regions}} {
+		res, err := pointSelects(db, "b."+t.name, cfg.rows, cfg.threads, time.Duration(cfg.runSec)*time.Second)
+		if err != nil {
+			return err
+		}
+		p99[i] = res.pct(0.99)
+		rep.printf("| %s | %d | %.0f | %.3f | %.3f | %.3f | %d |\n", t.name, t.regions, res.qps, res.pct(0.5), p99[i], res.pct(0.999), res.errors)
+	}
+	rep.printf("\np99 ratio (%d regions / 1 region): %.2f\n", cfg.regions, p99[1]/p99[0])
+	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
+		return err
+	}
+	out := filepath.Join(cfg.results, stamp+"-regions10k.md")
+	if err := os.WriteFile(out, []byte(rep.b.String()), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s", out)
+	return nil
+}
+
+// idStep spaces the rows' ids: SPLIT TABLE wants regions at least 1000
+// handles wide (TiDB's minimum step), and every region should hold rows.
+const idStep = 1000
+
+// load inserts n rows with ids 0, idStep, 2*idStep, ... into table t, 500
+// per statement.
+func load(db *sql.DB, t string, n int) error {
+	rng := rand.New(rand.NewPCG(1, 2)) // the same rows in both tables
+	for i := 0; i < n; i += 500 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "INSERT INTO b.%s VALUES ", t)
+		for j := i; j < min(i+500, n); j++ {
+			if j > i {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "(%d,%d,'%0120d','%060d')", j*idStep, rng.IntN(n), rng.Uint64(), rng.Uint64())
+		}
+		if _, err := db.Exec(b.String()); err != nil {
+			return fmt.Errorf("load %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+type selectResult struct {
+	lat    []time.Duration // sorted
+	qps    float64
+	errors int
+}
+
+func (r selectResult) pct(q float64) float64 {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	return float64(r.lat[min(len(r.lat)-1, int(q*float64(len(r.lat))))].Microseconds()) / 1000
+}
+
+func pointSelects(db *sql.DB, table string, rows, threads int, d time.Duration) (selectResult, error) {
+	var mu sync.Mutex
+	var res selectResult
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(d)
+	var firstErr error
+	for w := range threads {
+		wg.Go(func() {
+			stmt, err := db.Prepare("SELECT c FROM " + table + " WHERE id = ?")
+			if err != nil {
+				mu.Lock()
+				firstErr = err
+				mu.Unlock()
+				return
+			}
+			defer stmt.Close()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			lat := make([]time.Duration, 0, 1<<16)
+			errs := 0
+			var c string
+			for time.Now().Before(deadline) {
+				t0 := time.Now()
+				if err := stmt.QueryRow(rng.IntN(rows) * idStep).Scan(&c); err != nil {
+					errs++
+					continue
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			mu.Lock()
+			res.lat = append(res.lat, lat...)
+			res.errors += errs
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return res, firstErr
+	}
+	slices.Sort(res.lat)
+	res.qps = float64(len(res.lat)) / d.Seconds()
+	return res, nil
+}
+
+// storeStatus finds a store's --status-addr in its flags.
+func storeStatus(args []string) string {
+	for i, a := range args {
+		if a == "--status-addr" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// scrape sums every series of /metrics by name and labels (histograms:
+// their _sum and _count only).
+func scrape(hostport string) (map[string]float64, error) {
+	resp, err := http.Get("http://" + hostport + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || strings.Contains(line, "_bucket{") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] += v
+	}
+	return out, sc.Err()
+}
+
+// procCPU is the user+system CPU seconds of pid (0 if unreadable).
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+func numCPU() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "processor\t:")
+}
+
+func fetchProfile(status string, seconds int, dst string) error {
+	cl := &http.Client{Timeout: time.Duration(seconds+30) * time.Second}
+	resp, err := cl.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", status, seconds))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile: %s", resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func pprofTop(src string) (string, error) {
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-cum", "-nodecount=25", src).Output()
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(string(out), "\n")
+	return strings.Join(lines[:min(len(lines), 32)], "\n"), nil
+}
+
+func snapshotBins(dir string) (string, error) {
+	tmp, err := os.MkdirTemp("", "strata-regions10k-bin-")
+	if err != nil {
+		return "", err
+	}
+	for _, b := range []string{"pd", "storenode", "sqlnode"} {
+		data, err := os.ReadFile(filepath.Join(dir, b))
+		if err != nil {
+			os.RemoveAll(tmp)
+			return "", fmt.Errorf("binary %s missing in %s (run `make build`): %w", b, dir, err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, b), data, 0o755); err != nil {
+			os.RemoveAll(tmp)
+			return "", err
+		}
+	}
+	return tmp, nil
+}
