@@ -752,8 +752,8 @@ func chaos(stores int) func(*testing.T, uint64) *harness {
 
 // TestHarnessReplay: each scenario run twice with one seed delivers the
 // same messages in the same order (from, to, region, type, term, index,
-// ...) and ends with the same applied index and data hash on every
-// replica; run with another seed it differs (election timeouts, values,
+// commit, and a CRC of the entries' bytes and the snapshot's data) and
+// ends with the same applied index and data hash on every replica; run with another seed it differs (election timeouts, values,
 // losses and operations are drawn from the seed). A failure prints the
 // first difference and the seed to replay.
 func TestHarnessReplay(t *testing.T) {

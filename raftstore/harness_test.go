@@ -40,6 +40,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -224,6 +225,9 @@ func (h *harness) openOn(dir string, fs *vfs.MemFS) *Store {
 	}
 	s, err := Open(context.Background(), cfg, h.pd)
 	require.NoError(h.t, err)
+	// Proposal ids start at a random point (store.go); here a seeded one,
+	// so the log's bytes replay too.
+	s.propSeq = h.rng.Uint64()
 	h.stores[s.id] = s
 	return s
 }
@@ -621,12 +625,13 @@ type traceEvent struct {
 	term, logTerm, index   uint64
 	commit                 uint64
 	entries                int
+	entriesCRC             uint32 // of the entries' types and data (proposal ids, commands) and the snapshot's data
 	snapIndex              uint64
 }
 
 func (e traceEvent) String() string {
-	return fmt.Sprintf("tick %d %d->%d region %d %v term %d log_term %d index %d commit %d entries %d snap %d",
-		e.tick, e.from, e.to, e.region, e.typ, e.term, e.logTerm, e.index, e.commit, e.entries, e.snapIndex)
+	return fmt.Sprintf("tick %d %d->%d region %d %v term %d log_term %d index %d commit %d entries %d snap %d crc %08x",
+		e.tick, e.from, e.to, e.region, e.typ, e.term, e.logTerm, e.index, e.commit, e.entries, e.snapIndex, e.entriesCRC)
 }
 
 // record appends the delivery of rm (msg: its decoded raft message) from
@@ -641,9 +646,16 @@ func (n *memNet) record(from, to uint64, rm *raft_serverpb.RaftMessage, msg *raf
 	}
 	e.typ, e.term, e.logTerm, e.index, e.commit = msg.GetType(), msg.GetTerm(), msg.GetLogTerm(), msg.GetIndex(), msg.GetCommit()
 	e.entries = len(msg.GetEntries())
+	crc := crc32.NewIEEE()
+	for _, ent := range msg.GetEntries() {
+		crc.Write([]byte{byte(ent.GetType())})
+		crc.Write(ent.GetData())
+	}
 	if msg.Snapshot != nil {
 		e.snapIndex = msg.GetSnapshot().GetMetadata().GetIndex()
+		crc.Write(msg.GetSnapshot().GetData())
 	}
+	e.entriesCRC = crc.Sum32()
 	n.trace = append(n.trace, e)
 }
 
