@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/stratadb/strata/kv/client"
 	"github.com/stratadb/strata/kv/client/locate"
@@ -257,8 +258,12 @@ func (lr *LockResolver) asyncCommitStatus(ctx context.Context, bo *client.Backof
 	return st, nil
 }
 
-// resolveLock commits or rolls back l as st says: by key for small
-// transactions, else the whole region once per transaction.
+// resolveLock commits or rolls back l as st says: the key itself, and for
+// a big transaction also the rest of its locks in the region, once per
+// transaction and region, in the background. The reader waits only for
+// its own key: a region-wide ResolveLock scans the region's lock space
+// (after a bulk load, millions of deleted locks), which took longer than
+// the RPC timeout in go-tpc and failed every reader behind it with 9005.
 func (lr *LockResolver) resolveLock(ctx context.Context, bo *client.Backoffer, l *kvrpcpb.LockInfo, st TxnStatus) error {
 	if st.CommitTS > 0 {
 		resolveCommitted.Inc()
@@ -268,23 +273,56 @@ func (lr *LockResolver) resolveLock(ctx context.Context, bo *client.Backoffer, l
 	if l.LockType == kvrpcpb.Op_PessimisticLock && st.CommitTS == 0 {
 		return lr.pessimisticRollback(ctx, bo, l)
 	}
-	if l.TxnSize < smallTxnKeys {
-		return lr.resolveKeys(ctx, bo, l.LockVersion, st.CommitTS, [][]byte{l.Key})
+	if err := lr.resolveKeys(ctx, bo, l.LockVersion, st.CommitTS, [][]byte{l.Key}); err != nil {
+		return err
 	}
+	if l.TxnSize >= smallTxnKeys {
+		lr.resolveRegionAsync(ctx, bo, l, st.CommitTS)
+	}
+	return nil
+}
+
+// regionResolveTimeout bounds a background region-wide ResolveLock.
+const regionResolveTimeout = 30 * time.Second
+
+// resolveRegionAsync resolves the locks of l's transaction in l's region
+// on its own goroutine, unless that was started before (a lock written
+// later, or in a region split off since, is resolved by the next reader
+// that meets it, key by key).
+func (lr *LockResolver) resolveRegionAsync(ctx context.Context, bo *client.Backoffer, l *kvrpcpb.LockInfo, commitTS uint64) {
+	r, err := lr.kv.Locate(ctx, bo, l.Key) // the region cache: the key was just resolved
+	if err != nil {
+		return // the next reader that meets a lock of the transaction tries again
+	}
+	lr.mu.Lock()
+	if lr.regions[l.LockVersion][r.ID()] {
+		lr.mu.Unlock()
+		return
+	}
+	if lr.regions[l.LockVersion] == nil {
+		lr.regions[l.LockVersion] = make(map[uint64]bool)
+	}
+	lr.regions[l.LockVersion][r.ID()] = true
+	lr.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), regionResolveTimeout)
+		defer cancel()
+		if err := lr.resolveRegion(ctx, l, commitTS); err != nil {
+			slog.Debug("kv/txn: background region resolve failed", "txn", l.LockVersion, "err", err)
+		}
+	}()
+}
+
+// resolveRegion sends one region-wide ResolveLock for l's transaction to
+// the region holding l.Key.
+func (lr *LockResolver) resolveRegion(ctx context.Context, l *kvrpcpb.LockInfo, commitTS uint64) error {
+	bo := lr.kv.NewBackoffer()
 	for {
 		r, err := lr.kv.Locate(ctx, bo, l.Key)
 		if err != nil {
 			return err
 		}
-		lr.mu.Lock()
-		done := lr.regions[l.LockVersion][r.ID()]
-		lr.mu.Unlock()
-		if done {
-			// Resolved before; this lock was written after (or the
-			// region split). Resolve just the key.
-			return lr.resolveKeys(ctx, bo, l.LockVersion, st.CommitTS, [][]byte{l.Key})
-		}
-		req := &kvrpcpb.ResolveLockRequest{StartVersion: l.LockVersion, CommitVersion: st.CommitTS}
+		req := &kvrpcpb.ResolveLockRequest{StartVersion: l.LockVersion, CommitVersion: commitTS}
 		resp, retry, err := lr.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_ResolveLock{ResolveLock: req}})
 		if err != nil {
 			return resolveErr(l.LockVersion, err)
@@ -295,12 +333,6 @@ func (lr *LockResolver) resolveLock(ctx context.Context, bo *client.Backoffer, l
 		if ke := resp.GetResolveLock().GetError(); ke != nil {
 			return fmt.Errorf("kv/txn: resolve txn %d: %w", l.LockVersion, keyError(ke, l.LockVersion))
 		}
-		lr.mu.Lock()
-		if lr.regions[l.LockVersion] == nil {
-			lr.regions[l.LockVersion] = make(map[uint64]bool)
-		}
-		lr.regions[l.LockVersion][r.ID()] = true
-		lr.mu.Unlock()
 		return nil
 	}
 }

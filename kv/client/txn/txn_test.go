@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -249,6 +250,42 @@ func TestResolveAbandonedTxn(t *testing.T) {
 			require.Len(t, ps, 2)
 		})
 	}
+}
+
+// TestBigTxnResolvedInBackground: a reader meeting a lock of a finished
+// big transaction resolves its own key and goes on; the region-wide
+// ResolveLock of the transaction's other locks runs in the background (a
+// slow one, as a region full of deleted locks makes it, no longer fails
+// the reader).
+func TestBigTxnResolvedInBackground(t *testing.T) {
+	f := newFakeKV(t)
+	c := f.newClient(Config{})
+	start := f.ts() - tso.ComposeTS(1000, 0)
+	for _, k := range []string{"a", "b", "c"} {
+		f.put(k, "old")
+		f.lock(k, "a", start, 100, "new")
+		f.mu.Lock()
+		f.locks[k].info.TxnSize = smallTxnKeys
+		f.mu.Unlock()
+	}
+	f.mu.Lock()
+	require.Nil(t, f.finish([]byte("a"), start, f.lastTS.Add(1)))
+	f.mu.Unlock()
+	var regionWide atomic.Int32
+	f.setHook(func(method string, req any) time.Duration {
+		if r, ok := req.(*kvrpcpb.ResolveLockRequest); ok && len(r.Keys) == 0 {
+			regionWide.Add(1)
+			return 2 * time.Second
+		}
+		return 0
+	})
+	rd := begin(t, c, sql.TxnOptions{})
+	began := time.Now()
+	requireRead(t, rd, "b", "new")
+	require.Less(t, time.Since(began), 1500*time.Millisecond, "the reader waited for the region-wide resolve")
+	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 10*time.Second, 10*time.Millisecond)
+	requireRead(t, rd, "c", "new")
+	require.Equal(t, int32(1), regionWide.Load(), "one region-wide resolve per transaction and region")
 }
 
 func TestReaderPushesLiveLock(t *testing.T) {
