@@ -60,3 +60,49 @@ func (rc *runCtx) recursiveCTE(ctx context.Context, p *planner.RecursiveCTE, sta
 	}
 	return all, nil
 }
+
+// setOpRows is INTERSECT / EXCEPT [ALL]: the right side's rows counted
+// by value, then the left side's rows kept as the operator says (ALL:
+// as multisets; DISTINCT: each value once), in the left side's order.
+func setOpRows(ctx context.Context, p *planner.SetOp, l, r Operator) ([][]datum, error) {
+	right, err := drain(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	counts := make(map[string]int, len(right))
+	var key []byte
+	for _, row := range right {
+		key = rowKey(key[:0], row)
+		counts[string(key)]++
+	}
+	left, err := drain(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	out := left[:0]
+	emitted := map[string]bool{}
+	for _, row := range left {
+		key = rowKey(key[:0], row)
+		n := counts[string(key)]
+		keep := false
+		switch {
+		case p.All && !p.Except: // INTERSECT ALL: min of the counts
+			keep = n > 0
+			counts[string(key)] = n - 1
+		case p.All: // EXCEPT ALL: left count minus right count
+			keep = n <= 0
+			counts[string(key)] = n - 1
+		case !p.Except:
+			keep = n > 0 && !emitted[string(key)]
+		default:
+			keep = n == 0 && !emitted[string(key)]
+		}
+		if keep {
+			if !p.All {
+				emitted[string(key)] = true
+			}
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}

@@ -123,6 +123,16 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 			return nil, err
 		}
 		return &padOp{child: child, w: len(x.Src.Cols)}, nil
+	case *planner.SetOp:
+		l, err := rc.build(x.Children[0], stats)
+		if err != nil {
+			return nil, err
+		}
+		r, err := rc.build(x.Children[1], stats)
+		if err != nil {
+			return nil, err
+		}
+		return &rowsOp{w: l.width(), load: func(ctx context.Context) ([][]datum, error) { return setOpRows(ctx, x, l, r) }}, nil
 	case *planner.RecursiveCTE:
 		return &rowsOp{w: x.Width, load: func(ctx context.Context) ([][]datum, error) { return rc.recursiveCTE(ctx, x, stats) }}, nil
 	case *planner.CTETable:

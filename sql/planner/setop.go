@@ -2,7 +2,7 @@ package planner
 
 import (
 	"context"
-	"strings"
+	"math"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -103,53 +103,98 @@ func (pl *Planner) planSelectList(ctx context.Context, b *builder, l *ast.SetOpr
 			return nil, err
 		}
 	}
-	var cur *SelectPlan
+	// INTERSECT binds tighter than UNION and EXCEPT (MySQL 8.0.31): runs
+	// of INTERSECTs form terms, which combine left to right.
+	var cur, term *SelectPlan
+	termOp := ast.UnionAll
 	for i, n := range l.Selects {
 		op := setOperator(n)
-		if i > 0 && op != nil && *op != ast.Union && *op != ast.UnionAll {
-			return nil, errno.NotSupported(strings.ToUpper(op.String()))
-		}
 		child, err := pl.PlanQuery(ctx, n, env, describe)
 		if err != nil {
 			return nil, err
 		}
 		b.renumber(child.Root)
-		if cur == nil {
-			cur = child
+		if i > 0 && op != nil && (*op == ast.Intersect || *op == ast.IntersectAll) {
+			if term, err = b.setOp(term, child, *op); err != nil {
+				return nil, err
+			}
 			continue
 		}
-		if len(child.Columns) != len(cur.Columns) {
-			return nil, errno.New(1222, "The used SELECT statements have a different number of columns")
-		}
-		cols := make([]ResultColumn, len(cur.Columns))
-		for j, c := range cur.Columns {
-			ft := expr.UnifyTypes([]types.FieldType{c.Type, child.Columns[j].Type})
-			ft.Flag &^= mysql.PriKeyFlag | mysql.UniqueKeyFlag | mysql.MultipleKeyFlag | mysql.AutoIncrementFlag
-			if !c.Type.NotNull() || !child.Columns[j].Type.NotNull() {
-				ft.Flag &^= mysql.NotNullFlag
+		if term != nil && cur != nil {
+			if cur, err = b.setOp(cur, term, termOp); err != nil {
+				return nil, err
 			}
-			cols[j] = ResultColumn{Name: c.Name, Type: ft}
+		} else if term != nil {
+			cur = term
 		}
-		est := cur.Root.Base().EstRows + child.Root.Base().EstRows
-		left, right := b.asText(cur.Root, cur.Columns, cols), b.asText(child.Root, child.Columns, cols)
-		var root Plan = &Union{BasePlan: b.base("Union", est, taskRoot, left, right)}
-		if op != nil && *op == ast.Union {
+		term, termOp = child, ast.UnionAll
+		if op != nil {
+			termOp = *op
+		}
+	}
+	if term == nil {
+		return nil, errno.NotSupported("an empty UNION")
+	}
+	if cur == nil {
+		return term, nil
+	}
+	return b.setOp(cur, term, termOp)
+}
+
+// SetOp is INTERSECT or EXCEPT of its two children, ALL (as multisets)
+// or DISTINCT; NULLs are equal.
+type SetOp struct {
+	BasePlan
+	Except, All bool
+}
+
+func (p *SetOp) info() (string, string) {
+	if p.All {
+		return "", "all"
+	}
+	return "", "distinct"
+}
+
+// setOp combines cur and child with op: a Union (with a Distinct above
+// for UNION DISTINCT, which removes the duplicates of everything to its
+// left), or a SetOp. The columns are named after cur's and typed by
+// unifying both.
+func (b *builder) setOp(cur, child *SelectPlan, op ast.SetOprType) (*SelectPlan, error) {
+	if len(child.Columns) != len(cur.Columns) {
+		return nil, errno.New(1222, "The used SELECT statements have a different number of columns")
+	}
+	cols := make([]ResultColumn, len(cur.Columns))
+	for j, c := range cur.Columns {
+		ft := expr.UnifyTypes([]types.FieldType{c.Type, child.Columns[j].Type})
+		ft.Flag &^= mysql.PriKeyFlag | mysql.UniqueKeyFlag | mysql.MultipleKeyFlag | mysql.AutoIncrementFlag
+		if !c.Type.NotNull() || !child.Columns[j].Type.NotNull() {
+			ft.Flag &^= mysql.NotNullFlag
+		}
+		cols[j] = ResultColumn{Name: c.Name, Type: ft}
+	}
+	est := cur.Root.Base().EstRows + child.Root.Base().EstRows
+	left, right := b.asText(cur.Root, cur.Columns, cols), b.asText(child.Root, child.Columns, cols)
+	var root Plan
+	switch op {
+	case ast.Intersect, ast.IntersectAll:
+		root = &SetOp{BasePlan: b.base("Intersect", math.Min(cur.Root.Base().EstRows, child.Root.Base().EstRows), taskRoot, left, right), All: op == ast.IntersectAll}
+	case ast.Except, ast.ExceptAll:
+		root = &SetOp{BasePlan: b.base("Except", cur.Root.Base().EstRows, taskRoot, left, right), Except: true, All: op == ast.ExceptAll}
+	default:
+		root = &Union{BasePlan: b.base("Union", est, taskRoot, left, right)}
+		if op == ast.Union {
 			names := make([]ast.ExprNode, len(cols))
 			for j, c := range cols {
 				names[j] = &ast.ColumnNameExpr{Name: &ast.ColumnName{Name: ast.NewCIStr(c.Name)}}
 			}
 			root = &Distinct{BasePlan: b.base("HashAgg", est*selectionFactor, taskRoot, root), exprNodes: exprNodes{Nodes: names}}
 		}
-		src := cur.Src
-		if src == nil {
-			src = child.Src
-		}
-		cur = &SelectPlan{Root: root, Columns: cols, Src: src}
 	}
-	if cur == nil {
-		return nil, errno.NotSupported("an empty UNION")
+	src := cur.Src
+	if src == nil {
+		src = child.Src
 	}
-	return cur, nil
+	return &SelectPlan{Root: root, Columns: cols, Src: src}, nil
 }
 
 // renumber gives the nodes of a subplan ids that follow b's (each select
