@@ -149,13 +149,26 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 	}
 }
 
+// attemptTimeout bounds one attempt of req: cfg.RPCTimeout, plus the
+// time a pessimistic lock request may wait on the store for another
+// transaction's lock (its wait_timeout). Without the wait, a loaded store
+// that answered a waited lock request late made it undetermined (9002),
+// though the store was only doing what it was asked.
+func (c *Client) attemptTimeout(req *Request) time.Duration {
+	t := c.cfg.RPCTimeout
+	if w := req.GetPessimisticLock().GetWaitTimeout(); w > 0 {
+		t += time.Duration(w) * time.Millisecond
+	}
+	return t
+}
+
 // call sends req on sc: on the store's BatchCommands stream unless
 // batching is off or the store does not serve it, else as a unary RPC.
 // sent reports whether the request may have reached the store.
-// Either way the attempt is bounded by cfg.RPCTimeout unless ctx's deadline
-// is sooner.
+// Either way the attempt is bounded by attemptTimeout unless ctx's
+// deadline is sooner.
 func (c *Client) call(ctx context.Context, sc *storeConn, kind rpcKind, req *Request) (*Response, bool, error) {
-	timeout := c.cfg.RPCTimeout
+	timeout := c.attemptTimeout(req)
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= timeout {
 		timeout = 0 // the caller's deadline comes first anyway
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/proto/storepb"
 )
 
 var bg = context.Background()
@@ -704,4 +705,16 @@ func TestSplitRegions(t *testing.T) {
 		require.Equal(t, key(k), string(r.StartKey()), "a region starts at %s", key(k))
 	}
 	require.Equal(t, int32(1), cl.pdCalls.Load(), "no PD lookups")
+}
+
+func TestAttemptTimeoutCoversLockWait(t *testing.T) {
+	c := &Client{cfg: Config{RPCTimeout: 5 * time.Second}}
+	lock := func(waitMs int64) *Request {
+		return &Request{Cmd: &storepb.BatchCommandsRequest_Request_PessimisticLock{PessimisticLock: &kvrpcpb.PessimisticLockRequest{WaitTimeout: waitMs}}}
+	}
+	get := &Request{Cmd: &storepb.BatchCommandsRequest_Request_Get{Get: &kvrpcpb.GetRequest{}}}
+	require.Equal(t, 5*time.Second, c.attemptTimeout(get))
+	require.Equal(t, 5*time.Second, c.attemptTimeout(lock(-1)), "NOWAIT")
+	require.Equal(t, 5*time.Second, c.attemptTimeout(lock(0)))
+	require.Equal(t, 7500*time.Millisecond, c.attemptTimeout(lock(2500)))
 }
