@@ -116,7 +116,10 @@ func mariaDB(t *testing.T) (port int) {
 	require.NoError(t, err)
 	srv := exec.Command(mysqld, "--no-defaults", "--user=root", "--datadir="+data,
 		"--bind-address=127.0.0.1", "--port="+strconv.Itoa(port), "--socket="+filepath.Join(dir, "sock"),
-		"--innodb-buffer-pool-size=512M", "--local-infile=1", "--skip-log-bin", "--max-connections=200")
+		"--innodb-buffer-pool-size=512M", "--local-infile=1", "--skip-log-bin", "--max-connections=200",
+		// TiDB's and Strata's default collation: string comparisons and
+		// LIKE are case-sensitive on both sides.
+		"--character-set-server=utf8mb4", "--collation-server=utf8mb4_bin")
 	srv.Stdout, srv.Stderr = log, log
 	require.NoError(t, srv.Start())
 	t.Cleanup(func() {
