@@ -214,6 +214,10 @@ func (s *Server) startEtcd(ctx context.Context) error {
 		ec.TickMs = uint(s.cfg.EtcdTick.Milliseconds())
 		ec.ElectionMs = uint(10 * s.cfg.EtcdTick.Milliseconds())
 	}
+	// A split reported at once (ReportBatchSplit) is one transaction of a
+	// put per region plus a delete per overlapped region: SPLIT TABLE
+	// makes up to 1000 regions (etcd's default limit is 128 operations).
+	ec.MaxTxnOps = maxSplitTxnOps
 	ec.AutoCompactionMode = embed.CompactorModePeriodic
 	ec.AutoCompactionRetention = "1h"
 	e, err := embed.StartEtcd(ec)

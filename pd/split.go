@@ -41,6 +41,11 @@ func (c *cluster) askBatchSplit(ctx context.Context, region *metapb.Region, coun
 	return out, nil
 }
 
+// maxSplitTxnOps is etcd's limit on the operations of one transaction:
+// enough for the largest split (SPLIT TABLE's 1000 regions, each a put,
+// and the regions they replace).
+const maxSplitTxnOps = 4096
+
 // reportBatchSplit records the regions of an applied split in one etcd
 // transaction, replacing the regions they overlap. A region older than
 // what PD knows (a late report) is ignored. The leader of the original

@@ -38,11 +38,12 @@
 // messages, unreachable reports and new regions go into a mutex-guarded
 // inbox that the loop swaps out whole. Each iteration:
 //
-//  1. ticks every peer when the raft tick is due;
+//  1. ticks every awake (not hibernated) peer when the raft tick is due;
 //  2. steps received messages, proposes writes (leader only, after epoch
 //     and key checks; raft proposal forwarding is off) and puts all reads
 //     that arrived for a region behind one ReadIndex with a unique context;
-//  3. collects a Ready from every peer that has one;
+//  3. collects a Ready from every peer touched since the last iteration
+//     (the active set: only those can have one; hibernate.go);
 //  4. sends leaders' MsgApp/MsgHeartbeat at once (raft thesis 10.2.1: the
 //     leader's fsync overlaps the followers'; raft only counts the leader's
 //     own copy for commit after it is persisted);
@@ -63,8 +64,13 @@
 //  9. clears reads whose ReadState index is applied (renewing the lease);
 //     Advance.
 //
+// Idle regions hibernate (no ticks, no heartbeats) and wake on a message,
+// proposal or read; store liveness wakes the hibernated followers of a
+// dead leader's store (hibernate.go has the rules and why they are safe).
+//
 // Metrics: strata_raftstore_ready_loop_seconds (an iteration with a
-// Ready), ready_regions (peers with a Ready per iteration),
+// Ready), loop_iteration_seconds (every iteration), active_peers (peers
+// polled per iteration), hibernated_peers, stores_down_total, ready_regions (peers with a Ready per iteration),
 // raft_log_fsync_seconds, appended_entries_per_fsync and fsync_regions
 // (group commit width), apply_seconds (one apply batch), and per write on
 // its leader, from its arrival: proposal_append_seconds (fsynced locally),
@@ -310,8 +316,7 @@
 // pending until its index is applied here (answered with its result or
 // StaleCommand) or, if it was overwritten locally, until the undetermined
 // timeout; a request that gives up earlier (context, stop) has an
-// undetermined outcome. No merges, hibernation of idle
-// regions, or async apply pool: apply runs in the loop. (A replica that
+// undetermined outcome. No merges or async apply pool: apply runs in the loop. (A replica that
 // lagged past log GC across a split installs the shrunk region from a
 // snapshot; the regions split off are then created here by their leaders'
 // raft messages as uninitialized peers and filled by snapshots too, never

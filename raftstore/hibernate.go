@@ -134,7 +134,7 @@ func (s *Store) hibernateEnabled() bool { return s.cfg.HibernateTicks > 0 }
 // leaderIdle reports whether leader p's region has nothing in flight (see
 // the package comment above). Cheap enough for every tick.
 func (s *Store) leaderIdle(p *peer) bool {
-	if s.draining || p.uninitialized || p.removed || p.renewLease ||
+	if s.draining || p.uninitialized || p.removed || p.renewLease || p.hbDropped ||
 		len(p.unassigned)+len(p.pending)+len(p.reads)+len(p.readBatches)+len(p.parked) > 0 {
 		return false
 	}

@@ -136,11 +136,16 @@ func (s *Store) queueRegionHeartbeat(p *peer) {
 	if !p.lastHB.IsZero() {
 		req.IntervalMs = uint64(now.Sub(p.lastHB).Milliseconds())
 	}
-	p.lastHB, p.writtenBytes, p.writtenKeys = now, 0, 0
 	s.fillPeerHealth(p, req)
 	select {
 	case s.regionHeartbeats <- req:
+		p.lastHB, p.writtenBytes, p.writtenKeys = now, 0, 0
+		p.hbDropped = false
 	default:
+		// Retried after the next interval; a leader does not hibernate
+		// before PD has heard from it (a split's new regions must reach
+		// PD, or clients cannot find them).
+		p.hbDropped = true
 	}
 }
 

@@ -113,6 +113,7 @@ type peer struct {
 	writtenBytes uint64
 	writtenKeys  uint64
 	lastHB       time.Time // when the last region heartbeat was queued
+	hbDropped    bool      // the last region heartbeat found the queue full
 
 	isLeader bool
 	// leaderTerm is the term isLeader was last reported for (TxnHooks).

@@ -294,7 +294,7 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 		done:             make(chan struct{}),
 		peers:            map[uint64]*peer{},
 		meta:             newStoreMeta(),
-		regionHeartbeats: make(chan *pdpb.RegionHeartbeatRequest, 256),
+		regionHeartbeats: make(chan *pdpb.RegionHeartbeatRequest, 1024),
 		hbNudge:          make(chan struct{}, 1),
 		splitCheckCh:     make(chan []*metapb.Region, 1),
 		approx:           map[uint64]approxStat{},

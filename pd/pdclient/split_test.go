@@ -76,3 +76,45 @@ func TestSplitRoutingAtPD(t *testing.T) {
 	_, err = c.AskBatchSplit(ctx, region, 1)
 	require.Error(t, err)
 }
+
+// TestSplitReportOfSplitTableSize: SPLIT TABLE makes up to 1000 regions at
+// once; their report is one etcd transaction of over 1000 operations,
+// beyond etcd's default limit of 128, and PD routes to every one of them.
+func TestSplitReportOfSplitTableSize(t *testing.T) {
+	c := newClient(t, []string{pdtest.Start(t, 3)})
+	ctx := testCtx(t)
+	for i := uint64(1); i <= 3; i++ {
+		require.NoError(t, c.PutStore(ctx, &metapb.Store{Id: 100 + i, Address: fmt.Sprintf("127.0.0.1:%d", 100+i)}))
+	}
+	var region *metapb.Region
+	require.Eventually(t, func() bool {
+		r, _, err := c.GetRegion(ctx, []byte("k"))
+		region = r
+		return err == nil && r != nil
+	}, 10*time.Second, 10*time.Millisecond, "bootstrap region")
+	const n = 1000
+	ids, err := c.AskBatchSplit(ctx, region, n)
+	require.NoError(t, err)
+	require.Len(t, ids, n)
+	epoch := &metapb.RegionEpoch{ConfVer: region.GetRegionEpoch().GetConfVer(), Version: region.GetRegionEpoch().GetVersion() + n}
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%04d", i) }
+	first := proto.CloneOf(region)
+	first.EndKey, first.RegionEpoch = key(0), epoch
+	regions := []*metapb.Region{first}
+	for i, id := range ids {
+		r := &metapb.Region{Id: id.GetNewRegionId(), StartKey: key(i), EndKey: key(i + 1), RegionEpoch: epoch}
+		if i == n-1 {
+			r.EndKey = nil
+		}
+		for j, p := range region.GetPeers() {
+			r.Peers = append(r.Peers, &metapb.Peer{Id: id.GetNewPeerIds()[j], StoreId: p.GetStoreId()})
+		}
+		regions = append(regions, r)
+	}
+	require.NoError(t, c.ReportBatchSplit(ctx, regions))
+	for _, i := range []int{0, 1, 500, n - 1} {
+		r, _, err := c.GetRegion(ctx, key(i))
+		require.NoError(t, err)
+		require.Equal(t, ids[i].GetNewRegionId(), r.GetId(), "key %q", key(i))
+	}
+}
