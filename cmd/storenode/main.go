@@ -41,8 +41,11 @@ type fileConfig struct {
 	// Splits by size (TiKV's split-region-check-tick-interval,
 	// region-split-size, region-split-keys); a negative interval disables.
 	SplitCheckInterval time.Duration `toml:"split-check-interval"`
-	RegionSplitSize    uint64        `toml:"region-split-size"`
-	RegionSplitKeys    uint64        `toml:"region-split-keys"`
+	// HibernateTicks: idle ticks after which a region's raft group stops
+	// ticking (0: 2x election ticks; negative: never).
+	HibernateTicks  int    `toml:"hibernate-ticks"`
+	RegionSplitSize uint64 `toml:"region-split-size"`
+	RegionSplitKeys uint64 `toml:"region-split-keys"`
 	// Raft log GC (raftstore.Config LogGCInterval, LogGCThreshold,
 	// LogGCLagLimit; 0: defaults 3s, 50 entries, 10000 entries; a negative
 	// interval disables it).
@@ -112,6 +115,7 @@ func run(args []string) error {
 		HeartbeatTicks:        cfg.HeartbeatTicks,
 		HeartbeatInterval:     cfg.HeartbeatInterval,
 		SplitCheckInterval:    cfg.SplitCheckInterval,
+		HibernateTicks:        cfg.HibernateTicks,
 		RegionSplitSize:       cfg.RegionSplitSize,
 		RegionSplitKeys:       cfg.RegionSplitKeys,
 		RaftLogGCInterval:     cfg.RaftLogGCInterval,
@@ -163,6 +167,7 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.HeartbeatTicks, "heartbeat-ticks", cfg.HeartbeatTicks, "raft heartbeat period, in ticks")
 	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "store heartbeat period to PD")
 	fs.DurationVar(&cfg.SplitCheckInterval, "split-check-interval", cfg.SplitCheckInterval, "how often written regions are checked for a split by size (negative: never)")
+	fs.IntVar(&cfg.HibernateTicks, "hibernate-ticks", cfg.HibernateTicks, "idle raft ticks after which a region's group hibernates (0: 2x election ticks; negative: never)")
 	fs.Uint64Var(&cfg.RegionSplitSize, "region-split-size", cfg.RegionSplitSize, "a region larger than this many bytes is split")
 	fs.Uint64Var(&cfg.RegionSplitKeys, "region-split-keys", cfg.RegionSplitKeys, "a region with more engine keys than this is split")
 	fs.DurationVar(&cfg.LeaderTransferTimeout, "leader-transfer-timeout", cfg.LeaderTransferTimeout,

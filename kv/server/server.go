@@ -75,7 +75,10 @@ type Config struct {
 	SplitCheckInterval time.Duration
 	RegionSplitSize    uint64
 	RegionSplitKeys    uint64
-	Logger             *slog.Logger
+	// HibernateTicks is raftstore.Config.HibernateTicks (0: 2x the
+	// election ticks; negative: idle regions never hibernate).
+	HibernateTicks int
+	Logger         *slog.Logger
 }
 
 // DefaultLeaderTransferTimeout is Config.LeaderTransferTimeout's default.
@@ -195,6 +198,7 @@ func (s *Server) Run(ctx context.Context) error {
 		LogGCThreshold:         s.cfg.RaftLogGCThreshold,
 		LogGCLagLimit:          s.cfg.RaftLogGCLagLimit,
 		SplitCheckInterval:     s.cfg.SplitCheckInterval,
+		HibernateTicks:         s.cfg.HibernateTicks,
 		RegionSplitSize:        s.cfg.RegionSplitSize,
 		RegionSplitKeys:        s.cfg.RegionSplitKeys,
 		Logger:                 s.log,
