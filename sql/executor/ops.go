@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/stratadb/strata/kv/tablecodec"
@@ -378,6 +379,11 @@ func (o *selectLockOp) Open(ctx context.Context) error {
 	if err := o.child.Open(ctx); err != nil {
 		return err
 	}
+	if o.p.Limit > 0 && o.p.PointIndex == nil && o.p.PointHandle == nil {
+		rows, err := o.lockFirst(ctx, o.p.Limit)
+		o.out = emitter{rows: rows}
+		return err
+	}
 	var rows [][]datum
 	if err := collect(ctx, o.child, func(r []datum) error { rows = append(rows, r); return nil }); err != nil {
 		return err
@@ -395,6 +401,45 @@ func (o *selectLockOp) Open(ctx context.Context) error {
 	}
 	o.out = emitter{rows: rows}
 	return nil
+}
+
+// errEnough stops collect once enough rows were taken.
+var errEnough = errors.New("executor: enough rows")
+
+// lockFirst locks rows of the child in its order until n of them (after
+// the re-check against WHERE at for_update_ts) qualify: a row deleted or
+// changed out of WHERE since the snapshot is skipped and the next one
+// locked, as InnoDB's locking read does.
+func (o *selectLockOp) lockFirst(ctx context.Context, n uint64) ([][]datum, error) {
+	var out, pending [][]datum
+	flush := func() error {
+		locked, err := o.rc.lockRows(ctx, o.p.Src, o.p.Where, nil, o.p.NoWait, pending)
+		pending = pending[:0]
+		out = append(out, locked...)
+		return err
+	}
+	err := collect(ctx, o.child, func(r []datum) error {
+		pending = append(pending, r)
+		if uint64(len(out)+len(pending)) < n {
+			return nil
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		if uint64(len(out)) >= n {
+			return errEnough
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errEnough):
+		return out, nil
+	case err != nil:
+		return nil, err
+	case len(pending) > 0:
+		err = flush()
+	}
+	return out, err
 }
 
 // lockUniqueKey locks the unique index key of a point get (so a

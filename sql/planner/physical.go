@@ -109,7 +109,11 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 			p = sel
 		}
 		if lg.lock {
-			p = b.selectLock(p, lg.access, lg.src, lg.where, lg.nowait)
+			sl := b.selectLock(p, lg.access, lg.src, lg.where, lg.nowait)
+			if limit > 0 && (len(lg.order) == 0 || ordered) && lg.having == nil {
+				sl.Limit = limit
+			}
+			p = sl
 		}
 	}
 	if lg.agg {

@@ -329,6 +329,12 @@ type SelectLock struct {
 	// is locked (even when absent, as TiDB does) and the row it points to
 	// at for_update_ts is the one read.
 	PointIndex *PointGet
+	// Limit > 0: only the first Limit rows that still satisfy Where when
+	// locked are wanted (a LIMIT with nothing reordering between): rows
+	// are locked as they are read until Limit of them qualify, as InnoDB
+	// locks only the rows it returns (go-tpc Delivery's ORDER BY no_o_id
+	// LIMIT 1 FOR UPDATE locked every new order of the district).
+	Limit uint64
 }
 
 // Update and Delete are the DML roots EXPLAIN shows.
