@@ -54,6 +54,9 @@ type TableInfo struct {
 	// dropped index are never mistaken for a new one's).
 	Indices    []*IndexInfo `json:"indices,omitempty"`
 	MaxIndexID int64        `json:"max_index_id,omitempty"`
+	// View, when set, makes the entry a view: no rows, Columns are its
+	// result columns.
+	View *ViewInfo `json:"view,omitempty"`
 
 	// Derived on load.
 	storedIDs []int64                // ids of columns stored in the value, in offset order
@@ -62,6 +65,19 @@ type TableInfo struct {
 	byName    map[string]int
 	schema    []expr.SchemaColumn
 }
+
+// ViewInfo is a view's definition (CREATE VIEW), as MySQL keeps it.
+type ViewInfo struct {
+	Select    string   `json:"select"`         // the query, restored as SQL
+	Cols      []string `json:"cols,omitempty"` // the column list given, if any
+	Algorithm string   `json:"algorithm"`      // UNDEFINED, MERGE, TEMPTABLE
+	Definer   string   `json:"definer"`        // user@host, quoted as SHOW CREATE VIEW shows it
+	Security  string   `json:"security"`       // DEFINER or INVOKER
+	Check     string   `json:"check,omitempty"`
+}
+
+// IsView reports whether t is a view.
+func (t *TableInfo) IsView() bool { return t.View != nil }
 
 // Init computes the derived fields; call it once before publishing.
 func (t *TableInfo) Init() {

@@ -96,6 +96,9 @@ func (pl *Planner) OpenTable(ctx context.Context, tn *ast.TableName, alias strin
 	if alias == "" {
 		alias = strings.ToLower(tn.Name.O)
 	}
+	if tbl.View != nil {
+		return pl.openView(ctx, db, tbl, alias, "", env)
+	}
 	s := &Source{DB: db, Table: tbl, Alias: alias, Cols: tbl.Schema(), Hints: tn.IndexHints}
 	if alias != strings.ToLower(tbl.Name) {
 		s.Cols = tbl.BuildSchema(alias)

@@ -29,6 +29,9 @@ type Source struct {
 	// AliasO is the alias (or table name) as the statement spells it, for
 	// the table name of result columns.
 	AliasO string
+	// View, when set, is the view this derived table expands (Sub is its
+	// query).
+	View *catalog.TableInfo
 	// Join, when set, is the join tree of a FROM clause with several
 	// tables; Cols are every table's columns side by side and Table
 	// describes nothing.

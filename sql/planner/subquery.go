@@ -167,6 +167,7 @@ type subqueryEnv struct {
 	root  *subqueryEnv // the statement's env, which collects subs
 	scope *outerScope
 	ctes  []*cteDef // the CTEs in scope, innermost last
+	views int       // views being expanded around this query
 }
 
 // withSubqueries wraps env for planning a statement; top is false when

@@ -119,7 +119,7 @@ func (s *Session) dropDatabase(ctx context.Context, x *ast.DropDatabaseStmt) (*e
 // writes under the dropped ids any more.
 func (s *Session) dropTable(ctx context.Context, x *ast.DropTableStmt) (*executor.Result, error) {
 	if x.IsView {
-		return nil, errno.NotSupported("views")
+		return s.dropViews(ctx, x)
 	}
 	for _, tn := range x.Tables {
 		db, err := s.dbFor(ctx, tn.Schema.O)
@@ -138,6 +138,12 @@ func (s *Session) dropTable(ctx context.Context, x *ast.DropTableStmt) (*executo
 				return nil, errno.New(errno.ErrBadTable, "Unknown table '%s.%s'", db.Name, tn.Name.O)
 			}
 			return nil, err
+		}
+		if t.IsView() { // DROP TABLE does not drop views (MySQL)
+			if x.IfExists {
+				continue
+			}
+			return nil, errno.New(errno.ErrBadTable, "Unknown table '%s.%s'", db.Name, tn.Name.O)
 		}
 		err = s.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionDropTable, SchemaID: db.ID, SchemaName: db.Name,
 			TableID: t.ID, TableName: t.Name, IfExists: x.IfExists})
@@ -158,6 +164,9 @@ func (s *Session) truncateTable(ctx context.Context, x *ast.TruncateTableStmt) (
 	t, err := s.cat.GetTable(ctx, db, x.Table.Name.O)
 	if err != nil {
 		return nil, err
+	}
+	if t.IsView() {
+		return nil, errno.New(errno.ErrNoSuchTable, "Table '%s.%s' doesn't exist", db.Name, t.Name)
 	}
 	id, err := s.exec.Store.AllocID(ctx, 1)
 	if err != nil {

@@ -89,7 +89,7 @@ func stmtCover(stmt ast.StmtNode) mysql.PrivilegeType {
 		return mysql.UpdatePriv | mysql.SelectPriv
 	case *ast.DeleteStmt:
 		return mysql.DeletePriv | mysql.SelectPriv
-	case *ast.CreateDatabaseStmt, *ast.CreateTableStmt:
+	case *ast.CreateDatabaseStmt, *ast.CreateTableStmt, *ast.CreateViewStmt:
 		return mysql.CreatePriv
 	case *ast.DropDatabaseStmt, *ast.DropTableStmt, *ast.TruncateTableStmt:
 		return mysql.DropPriv
@@ -164,6 +164,8 @@ func (s *Session) checkPrivileges(ctx context.Context, stmt ast.StmtNode) error 
 		for _, t := range x.Tables {
 			c.target(t, mysql.DropPriv)
 		}
+	case *ast.CreateViewStmt: // the view's SELECT reads are found below
+		c.target(x.ViewName, mysql.CreatePriv)
 	case *ast.TruncateTableStmt:
 		c.target(x.Table, mysql.DropPriv)
 	case *ast.SplitRegionStmt:

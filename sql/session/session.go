@@ -250,6 +250,8 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		return s.createTable(ctx, x)
 	case *ast.DropTableStmt:
 		return s.dropTable(ctx, x)
+	case *ast.CreateViewStmt:
+		return s.createView(ctx, x)
 	case *ast.TruncateTableStmt:
 		return s.truncateTable(ctx, x)
 	case *ast.CreateIndexStmt:

@@ -114,10 +114,20 @@ func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, 
 		}
 	case ast.ShowIndex:
 		return s.showIndex(ctx, x)
-	case ast.ShowCreateTable:
+	case ast.ShowCreateTable, ast.ShowCreateView:
 		t, err := s.showTable(ctx, x.Table, "")
 		if err != nil {
 			return nil, err
+		}
+		if t.IsView() {
+			return showCreateView(t), nil
+		}
+		if x.Tp == ast.ShowCreateView {
+			db := x.Table.Schema.O
+			if db == "" {
+				db = s.db
+			}
+			return nil, errno.New(1347, "'%s.%s' is not VIEW", db, t.Name)
 		}
 		res = &executor.Result{Columns: []executor.ResultColumn{strCol("Table", 64), strCol("Create Table", 1024)},
 			Rows: [][]types.Datum{strRow(t.Name, createTableSQL(t))}}
