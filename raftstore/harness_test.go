@@ -14,8 +14,10 @@ package raftstore
 //     something or a peer has a Ready. No wall time passes.
 //
 // Raft messages travel through memNet, whose filters drop or delay them
-// (partition, one-way cut, random loss, random delay in ticks); snapshots
-// are generated and delivered synchronously. The lease, peer lifecycle and
+// (partition, one-way cut, random loss, random delay in ticks); a store
+// gets each sender's messages in the order sent, the senders' streams
+// interleaved in a seeded order. Snapshots are generated and delivered
+// synchronously. The lease, peer lifecycle and
 // read timeouts read the manual clock (Config.clock), so a 10 s partition
 // is 100 ticks that take milliseconds.
 //
@@ -156,7 +158,7 @@ func startHarness(t *testing.T, seed uint64, n int, tune func(*Config), crashabl
 		pd: newFakePD(), stores: map[uint64]*Store{}, dirs: map[uint64]string{}, tune: tune, logs: &logRing{},
 	}
 	h.clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	h.net = &memNet{h: h, links: map[[2]uint64]*rand.Rand{}}
+	h.net = &memNet{h: h, links: map[[2]uint64]*rand.Rand{}, order: rand.New(rand.NewPCG(seed^0xd1b54a32d192ed03, seed+1))}
 	root := t.TempDir()
 	for i := range n {
 		dir := filepath.Join(root, fmt.Sprintf("s%d", i+1))
@@ -606,8 +608,10 @@ type memNet struct {
 	mu      sync.Mutex
 	queue   []envelope
 	filters []netFilter
-	// links holds each (from, to) link's generator for random filters.
+	// links holds each (from, to) link's generator for random filters;
+	// order is the generator of delivery interleavings (interleave).
 	links map[[2]uint64]*rand.Rand
+	order *rand.Rand
 	// trace records every message delivered, in delivery order.
 	trace []traceEvent
 }
@@ -729,25 +733,56 @@ func (n *memNet) sendSnapshot(from, to uint64, m *raft_serverpb.RaftMessage, dat
 // those for stores that are down. It reports whether it delivered any.
 func (n *memNet) deliver(s *Store) bool {
 	n.mu.Lock()
-	var due []*raft_serverpb.RaftMessage
+	var due []envelope
 	kept := n.queue[:0]
 	for _, e := range n.queue {
 		switch {
 		case n.h.stores[e.to] == nil: // down: lost
 		case e.to == s.id && e.due <= n.h.ticks:
-			due = append(due, e.m)
-			n.record(e.from, e.to, e.m, nil)
+			due = append(due, e)
 		default:
 			kept = append(kept, e)
 		}
 	}
 	clear(n.queue[len(kept):])
 	n.queue = kept
+	msgs := n.interleave(due)
 	n.mu.Unlock()
-	if len(due) > 0 {
-		s.HandleRaftMessages(due)
+	if len(msgs) > 0 {
+		s.HandleRaftMessages(msgs)
 	}
-	return len(due) > 0
+	return len(msgs) > 0
+}
+
+// interleave orders the messages due for one store as the network might:
+// each sender's in the order sent (one stream per pair of stores, as the
+// gRPC transport has), the senders' streams merged in an order drawn from
+// the seed. It records the deliveries.
+func (n *memNet) interleave(due []envelope) []*raft_serverpb.RaftMessage {
+	if len(due) == 0 {
+		return nil
+	}
+	var senders []uint64 // in first-message order
+	byFrom := map[uint64][]envelope{}
+	for _, e := range due {
+		if _, ok := byFrom[e.from]; !ok {
+			senders = append(senders, e.from)
+		}
+		byFrom[e.from] = append(byFrom[e.from], e)
+	}
+	out := make([]*raft_serverpb.RaftMessage, 0, len(due))
+	for len(senders) > 0 {
+		i := n.order.IntN(len(senders))
+		from := senders[i]
+		e := byFrom[from][0]
+		byFrom[from] = byFrom[from][1:]
+		if len(byFrom[from]) == 0 {
+			senders = slices.Delete(senders, i, i+1)
+		}
+		n.record(e.from, e.to, e.m, nil)
+		out = append(out, e.m)
+	}
+	return out
 }
 
 // isolate cuts every message between the stores in a and the others, both
