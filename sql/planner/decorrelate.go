@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"strings"
+
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/stratadb/strata/sql/expr"
@@ -24,6 +26,14 @@ type hashedSubquery struct {
 	width int       // the original subquery's columns
 	outer []expr.Expr
 	agg   bool
+	// resid, when set, is the AND of the other correlated conjuncts
+	// (`ol_delivery_d >= o_entry_d`: TiDB's semi join "other
+	// conditions"), on the outer row followed by the inner columns it
+	// reads, which the decorrelated query returns after its keys.
+	resid     expr.Expr
+	residFrom int // where those inner columns start in its rows
+	outerW    int // the outer row's width the residual was compiled for
+	buf       []types.Datum
 
 	table map[string][][]types.Datum
 	built bool
@@ -43,13 +53,16 @@ func (h *hashedSubquery) lookup(row []types.Datum) ([][]types.Datum, bool, error
 	rows:
 		for _, r := range rows {
 			key = key[:0]
-			for _, v := range r[h.width:] {
+			for _, v := range r[h.width : h.width+len(h.outer)] {
 				if v.IsNull() {
 					continue rows // `inner = outer` is never true
 				}
 				key = appendKey(key, v)
 			}
-			h.table[string(key)] = append(h.table[string(key)], r[:h.width])
+			if h.resid == nil {
+				r = r[:h.width]
+			}
+			h.table[string(key)] = append(h.table[string(key)], r)
 		}
 		h.built = true
 	}
@@ -67,6 +80,20 @@ func (h *hashedSubquery) lookup(row []types.Datum) ([][]types.Datum, bool, error
 	}
 	h.key = key
 	rows, found := h.table[string(key)]
+	if h.resid != nil && found {
+		var kept [][]types.Datum
+		for _, r := range rows {
+			h.buf = append(append(h.buf[:0], row[:h.outerW]...), r[h.residFrom:]...)
+			v, err := h.resid.Eval(h.buf)
+			if err != nil {
+				return nil, false, err
+			}
+			if t, null := expr.IsTrue(v); t && !null {
+				kept = append(kept, r[:h.width])
+			}
+		}
+		rows = kept
+	}
 	return rows, found || !h.agg, nil
 }
 
@@ -86,27 +113,49 @@ func (se *subqueryEnv) decorrelate(q ast.Node, sp *SelectPlan, scope *outerScope
 	if agg && s.Distinct {
 		return nil
 	}
-	var rest, innerK, outerK []ast.ExprNode
+	var rest, innerK, outerK, resid []ast.ExprNode
 	for _, cj := range conjuncts(s.Where, nil) {
 		if !refsOuter(cj, scope) {
 			rest = append(rest, cj)
 			continue
 		}
 		b, ok := unparen(cj).(*ast.BinaryOperationExpr)
-		if !ok || b.Op != opcode.EQ {
+		if ok && b.Op == opcode.EQ {
+			l, r := b.L, b.R
+			if !onlyOuter(r, scope) {
+				l, r = r, l
+			}
+			if onlyOuter(r, scope) && !refsOuter(l, scope) && hasColumn(l) {
+				innerK, outerK = append(innerK, l), append(outerK, r)
+				continue
+			}
+		}
+		// Another correlated conjunct: checked on each matched row,
+		// which an aggregate's groups cannot be.
+		v := &outerNames{scope: scope}
+		cj.Accept(v)
+		if agg || v.other {
 			return nil
 		}
-		l, r := b.L, b.R
-		if !onlyOuter(r, scope) {
-			l, r = r, l
-		}
-		if !onlyOuter(r, scope) || refsOuter(l, scope) || !hasColumn(l) {
-			return nil
-		}
-		innerK, outerK = append(innerK, l), append(outerK, r)
+		resid = append(resid, cj)
 	}
 	if len(innerK) == 0 {
 		return nil
+	}
+	// The inner columns the residual conjuncts read, returned after the
+	// keys; a name both sides have would resolve differently there.
+	var residCols []*ast.ColumnNameExpr
+	for _, cj := range resid {
+		v := &innerColumns{scope: scope}
+		cj.Accept(v)
+		residCols = append(residCols, v.cols...)
+	}
+	for _, rc := range residCols {
+		for _, oc := range c.Columns {
+			if strings.EqualFold(oc.Name, rc.Name.Name.O) {
+				return nil
+			}
+		}
 	}
 	ns := *s
 	ns.Where, ns.OrderBy = nil, nil
@@ -121,6 +170,9 @@ func (se *subqueryEnv) decorrelate(q ast.Node, sp *SelectPlan, scope *outerScope
 	for _, k := range innerK {
 		fields = append(fields, &ast.SelectField{Expr: k})
 	}
+	for _, rc := range residCols {
+		fields = append(fields, &ast.SelectField{Expr: rc})
+	}
 	ns.Fields = &ast.FieldList{Fields: fields}
 	if agg {
 		items := make([]*ast.ByItem, len(innerK))
@@ -131,10 +183,28 @@ func (se *subqueryEnv) decorrelate(q ast.Node, sp *SelectPlan, scope *outerScope
 	}
 	// Planned in the enclosing env: what is left names no outer column.
 	dp, err := se.pl.PlanQuery(se.ctx, &ns, se, false)
-	if err != nil || len(dp.Columns) != len(sp.Columns)+len(innerK) {
+	if err != nil || len(dp.Columns) != len(sp.Columns)+len(innerK)+len(residCols) {
 		return nil
 	}
 	h := &hashedSubquery{sq: &Subquery{Plan: dp}, width: len(sp.Columns), agg: agg}
+	if len(resid) > 0 {
+		h.residFrom, h.outerW = h.width+len(innerK), len(c.Columns)
+		rc := *c
+		rc.Columns = append([]expr.SchemaColumn(nil), c.Columns...)
+		for i, col := range residCols {
+			rc.Columns = append(rc.Columns, expr.SchemaColumn{Table: strings.ToLower(col.Name.Table.O),
+				Name: col.Name.Name.O, Type: dp.Columns[h.residFrom+i].Type})
+		}
+		all := resid[0]
+		for _, cj := range resid[1:] {
+			all = &ast.BinaryOperationExpr{Op: opcode.LogicAnd, L: all, R: cj}
+		}
+		e, err := expr.Compile(all, &rc)
+		if err != nil {
+			return nil
+		}
+		h.resid = e
+	}
 	for i, k := range outerK {
 		oe, err := expr.Compile(k, c)
 		if err != nil {
@@ -187,6 +257,24 @@ func (v *outerNames) Enter(n ast.Node) (ast.Node, bool) {
 }
 
 func (v *outerNames) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// innerColumns collects the column names a subquery resolves itself.
+type innerColumns struct {
+	scope *outerScope
+	cols  []*ast.ColumnNameExpr
+}
+
+func (v *innerColumns) Enter(n ast.Node) (ast.Node, bool) {
+	if x, ok := n.(*ast.ColumnNameExpr); ok {
+		if !v.scope.refs[x.Name] {
+			v.cols = append(v.cols, x)
+		}
+		return n, true
+	}
+	return n, false
+}
+
+func (v *innerColumns) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // hasAggregate reports whether the select list calls an aggregate (not
 // inside a subquery of its own).
