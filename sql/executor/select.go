@@ -9,11 +9,11 @@ import (
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
-	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
+	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/types"
 )
 

@@ -9,9 +9,9 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
-	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/types"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/sql/catalog"
-	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -455,7 +455,9 @@ func (p *IndexReader) info() (string, string) {
 	return "", "index:" + p.Children[0].Base().ExplainID()
 }
 
-func (p *TableRowIDScan) info() (string, string) { return tableObject(p.Src), orderInfo(p.Src, false, false) }
+func (p *TableRowIDScan) info() (string, string) {
+	return tableObject(p.Src), orderInfo(p.Src, false, false)
+}
 
 func (p *IndexLookUp) info() (string, string) { return "", "" }
 

@@ -35,9 +35,9 @@ var (
 	})
 )
 
-func statsPrefix() []byte         { return catalog.MetaKey("Stats") }
+func statsPrefix() []byte           { return catalog.MetaKey("Stats") }
 func statsKey(tableID int64) []byte { return codec.EncodeInt(statsPrefix(), tableID) }
-func versionKey() []byte          { return catalog.MetaKey("StatsVersion") }
+func versionKey() []byte            { return catalog.MetaKey("StatsVersion") }
 
 // Handle serves the statistics of every analyzed table to the planner. It
 // holds them in memory and reloads them when `m StatsVersion` changes

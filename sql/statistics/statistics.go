@@ -38,11 +38,11 @@ type Table struct {
 
 // Column is the statistics of a column or of an index's key tuple.
 type Column struct {
-	ID        int64     `json:"id"`
-	Name      string    `json:"name"`
-	NDV       int64     `json:"ndv"`
-	NullCount int64     `json:"null_count"`
-	TotalSize int64     `json:"total_size"` // bytes of the encoded values
+	ID        int64      `json:"id"`
+	Name      string     `json:"name"`
+	NDV       int64      `json:"ndv"`
+	NullCount int64      `json:"null_count"`
+	TotalSize int64      `json:"total_size"` // bytes of the encoded values
 	TopN      []TopNItem `json:"topn,omitempty"`
 	Buckets   []Bucket   `json:"buckets,omitempty"`
 }
