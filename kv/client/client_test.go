@@ -608,6 +608,43 @@ func TestCoprocessorManyRegionsWithSplit(t *testing.T) {
 	require.Equal(t, seq(0, 40), got)
 }
 
+// TestCoprocessorPaging: with paging_size a call reads one page from one
+// region and says where the next starts; following the resume keys reads
+// every row once, asking each region only for the pages it serves.
+func TestCoprocessorPaging(t *testing.T) {
+	cl := newFakeCluster(t, 2)
+	for i := range 25 {
+		cl.put(key(i), "v", 10)
+	}
+	r2 := cl.split(key(10))
+	cl.setLeader(r2, 2)
+	c := cl.client(Config{})
+	dag := &coprocessorpb.DAGRequest{PagingSize: 4, Executors: []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeTableScan}}}
+	start, end := []byte(key(1)), []byte(key(23))
+	var got []string
+	var pages []int
+	for start != nil {
+		resps, err := c.Coprocessor(bg, dag, []*kvrpcpb.KeyRange{{Start: start, End: end}}, 20)
+		require.NoError(t, err)
+		require.Len(t, resps, 1)
+		for _, r := range resps[0].Rows {
+			got = append(got, string(r.Key))
+		}
+		pages = append(pages, len(resps[0].Rows))
+		start = resps[0].ResumeKey
+	}
+	var want []string
+	for i := 1; i < 23; i++ {
+		want = append(want, key(i))
+	}
+	require.Equal(t, want, got)
+	// Region 1 holds keys 1..9 (pages 4, 4, 1), region 2 keys 10..22
+	// (4, 4, 4, 1): no call reads rows past its page.
+	require.Equal(t, []int{4, 4, 1, 4, 4, 4, 1}, pages)
+	require.Equal(t, 3, cl.calls(1, "Coprocessor"))
+	require.Equal(t, 4, cl.calls(2, "Coprocessor"))
+}
+
 func TestCoprocessorError(t *testing.T) {
 	cl := newFakeCluster(t, 2)
 	r2 := cl.split(key(10))

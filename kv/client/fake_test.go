@@ -451,7 +451,14 @@ func (s *fakeStore) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReq
 			return &kvrpcpb.CoprocessorResponse{OtherError: "range beyond region"}, nil
 		}
 		for _, p := range s.cl.scan(kr.Start, kr.End, req.StartTs, 0) {
+			if n := dag.PagingSize; n > 0 && uint64(len(sr.Rows)) == n {
+				sr.ResumeKey = append(bytes.Clone(sr.Rows[n-1].Key), 0)
+				break
+			}
 			sr.Rows = append(sr.Rows, &coprocessorpb.Row{Key: p.Key, Value: p.Value})
+		}
+		if sr.ResumeKey != nil {
+			break
 		}
 	}
 	for _, e := range dag.Executors {

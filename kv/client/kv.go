@@ -261,6 +261,14 @@ const copConcurrency = 8
 // the first error cancels the others and is returned. ranges should not
 // overlap; they are sorted by start key here (the caller's slice and ranges
 // are not modified). A range with an empty end extends to +infinity.
+//
+// With dag.paging_size set, Coprocessor answers one page instead: it
+// queries only the region holding the first range's start and returns its
+// one response, whose resume_key is where the next page starts (the
+// store's, or the region's end when the region is exhausted and the ranges
+// go on; unset when the ranges are exhausted). The caller resumes with the
+// ranges clipped to start there. So a scan holds one page in memory, and
+// no region is asked for rows that would be thrown away.
 func (c *Client) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error) {
 	return c.CoprocessorResolved(ctx, dag, ranges, ts, nil)
 }
@@ -283,6 +291,9 @@ func (c *Client) CoprocessorResolved(ctx context.Context, dag *coprocessorpb.DAG
 	slices.SortFunc(rs, func(a, b *kvrpcpb.KeyRange) int { return bytes.Compare(a.Start, b.Start) })
 
 	bo := newBackoffer(c.cfg.BackoffBudget)
+	if dag.GetPagingSize() > 0 && len(rs) > 0 {
+		return c.copPage(ctx, &bo, data, ts, resolved, rs)
+	}
 	// Split the ranges by region up front: one task per region.
 	var tasks [][]*kvrpcpb.KeyRange
 	for rest := rs; len(rest) > 0; {
@@ -294,10 +305,10 @@ func (c *Client) CoprocessorResolved(ctx context.Context, dag *coprocessorpb.DAG
 		in, rest = clipRanges(r.EndKey(), rest)
 		tasks = append(tasks, in)
 	}
-	switch len(tasks) {
-	case 0:
+	switch {
+	case len(tasks) == 0:
 		return nil, nil
-	case 1:
+	case len(tasks) == 1:
 		return c.copRanges(ctx, &bo, data, ts, resolved, tasks[0], nil)
 	}
 
@@ -375,6 +386,40 @@ func (c *Client) copRanges(ctx context.Context, bo *backoffer, data []byte, ts u
 		rs = rest
 	}
 	return out, nil
+}
+
+// copPage runs one page of a paging request: over the part of sorted rs
+// in the region holding rs[0].Start, and returns its response with
+// resume_key set to where the next page starts.
+func (c *Client) copPage(ctx context.Context, bo *backoffer, data []byte, ts uint64, resolved []uint64, rs []*kvrpcpb.KeyRange) ([]*coprocessorpb.SelectResponse, error) {
+	var (
+		rctx = kvrpcpb.Context{ResolvedLocks: resolved}
+		req  = kvrpcpb.CoprocessorRequest{Context: &rctx, Data: data, StartTs: ts}
+		wrap = Request{Cmd: &storepb.BatchCommandsRequest_Request_Coprocessor{Coprocessor: &req}}
+	)
+	for {
+		r, err := c.locate(ctx, bo, rs[0].Start)
+		if err != nil {
+			return nil, err
+		}
+		in, rest := clipRanges(r.EndKey(), rs)
+		req.Ranges = in
+		resp, retry, err := c.sendToRegion(ctx, bo, r, &wrap)
+		if err != nil {
+			return nil, err
+		}
+		if retry {
+			continue
+		}
+		sr, err := decodeCopResponse(resp.GetCoprocessor(), r.ID())
+		if err != nil {
+			return nil, err
+		}
+		if len(sr.ResumeKey) == 0 && len(rest) > 0 {
+			sr.ResumeKey = rest[0].Start
+		}
+		return []*coprocessorpb.SelectResponse{sr}, nil
+	}
 }
 
 // clipRanges splits sorted ranges rs, the first of which starts in a region

@@ -19,7 +19,9 @@ import (
 // Paging of range reads (TiDB's coprocessor paging): the first request
 // asks for minPage rows (or the pushed-down limit), each next one for
 // twice as many, up to maxPage, so a LIMIT stops the scan early and a
-// large scan holds at most maxPage rows of one request in memory.
+// large scan holds at most maxPage rows of one request in memory. Through
+// the coprocessor a page is one request to one region (paging_size, the
+// store's resume key), never a page from every region of the range.
 const (
 	minPage = 256
 	maxPage = 8192
@@ -362,44 +364,40 @@ func (p *keyPager) fetch(ctx context.Context) error {
 	p.started = true
 	page := p.page
 	p.page = min(2*p.page, maxPage)
-	var n int
-	var last []byte
 	if p.cop != nil {
-		p.cop.Executors[len(p.cop.Executors)-1].Limit.Limit = uint64(page)
-		resps, err := p.rc.e.Store.Coprocessor(ctx, p.cop, []*kvrpcpb.KeyRange{{Start: start, End: end}}, p.rc.txn.StartTS())
+		// One page from one region (kv/client with paging_size): the
+		// store stops after page rows and says where to go on.
+		p.cop.PagingSize = uint64(page)
+		resps, err := p.rc.coprocessor(ctx, p.cop, []*kvrpcpb.KeyRange{{Start: start, End: end}})
 		if err != nil {
 			return err
 		}
+		var resume []byte
 		for _, r := range resps {
-			for _, row := range r.Rows {
-				if len(p.rows) == page {
-					break
-				}
-				p.rows = append(p.rows, row)
-			}
+			p.rows = append(p.rows, r.Rows...)
+			resume = r.ResumeKey
 		}
-		n = len(p.rows)
-		if n > 0 {
-			last = p.rows[n-1].Key
+		if resume == nil {
+			p.ri++
+			p.started = false
+		} else {
+			p.cur = resume
 		}
-	} else {
-		pairs, err := p.rc.txn.Scan(ctx, start, end, page, p.reverse)
-		if err != nil {
-			return err
-		}
-		p.pairs = pairs
-		n = len(pairs)
-		if n > 0 {
-			last = pairs[n-1].Key
-		}
+		return nil
 	}
+	pairs, err := p.rc.txn.Scan(ctx, start, end, page, p.reverse)
+	if err != nil {
+		return err
+	}
+	p.pairs = pairs
+	n := len(pairs)
 	if n < page {
 		p.ri++
 		p.started = false
 	} else if p.reverse {
-		p.cur = last
+		p.cur = pairs[n-1].Key
 	} else {
-		p.cur = keyEnd(last)
+		p.cur = keyEnd(pairs[n-1].Key)
 	}
 	return nil
 }
@@ -460,8 +458,7 @@ func (o *tableReaderOp) Open(context.Context) error {
 			o.pager.cop = &coprocessorpb.DAGRequest{Executors: append(execs, top)}
 			o.pager.oneShot = true
 		} else {
-			o.pager.cop = &coprocessorpb.DAGRequest{Executors: append(execs,
-				&coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeLimit, Limit: &coprocessorpb.Limit{}})}
+			o.pager.cop = &coprocessorpb.DAGRequest{Executors: execs}
 		}
 	}
 	o.pager.reset(int(o.scan.Limit))

@@ -150,7 +150,15 @@ func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGReques
 	defer m.mu.Unlock()
 	var pairs []*kvrpcpb.KvPair
 	for _, r := range ranges {
-		pairs = append(pairs, m.scanLocked(r.Start, r.End, ts, 0)...)
+		limit := 0
+		if dag.GetPagingSize() > 0 {
+			// One page of the first "region" (and the key after it) is all
+			// a paging request reads, as kv/client does.
+			if limit = m.regionRows + 1 - len(pairs); limit <= 0 {
+				break
+			}
+		}
+		pairs = append(pairs, m.scanLocked(r.Start, r.End, ts, limit)...)
 	}
 	var resps []*coprocessorpb.SelectResponse
 	for i := 0; i == 0 || i < len(pairs); i += m.regionRows {
@@ -160,6 +168,12 @@ func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGReques
 			return nil, err
 		}
 		resps = append(resps, resp)
+		if dag.GetPagingSize() > 0 {
+			if resp.ResumeKey == nil && i+m.regionRows < len(pairs) {
+				resp.ResumeKey = pairs[i+m.regionRows].Key
+			}
+			break
+		}
 	}
 	return resps, nil
 }
