@@ -25,6 +25,10 @@ type aggState struct {
 type group struct {
 	first []datum
 	aggs  []aggState
+	// WITH ROLLUP: the GROUP BY values and how many of them the group
+	// keeps (the rest are rolled up).
+	vals  []datum
+	level int
 }
 
 func (st *aggState) add(spec *planner.AggSpec, row []datum, keyBuf []byte) ([]byte, error) {

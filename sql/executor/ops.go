@@ -318,23 +318,41 @@ func (o *hashAggOp) Open(ctx context.Context) error {
 			}
 			gvals[i] = v
 		}
-		keyBuf = rowKey(keyBuf[:0], gvals)
-		gr, ok := groups[string(keyBuf)]
-		if !ok {
-			gr = &group{first: r, aggs: make([]aggState, len(p.Aggs))}
-			groups[string(keyBuf)] = gr
-			order = append(order, gr)
-		}
-		for i := range p.Aggs {
-			var err error
-			if scratch, err = gr.aggs[i].add(&p.Aggs[i], r, scratch); err != nil {
-				return err
+		for level := len(gvals); level >= 0; level-- {
+			keyBuf = rowKey(keyBuf[:0], gvals[:level])
+			if level < len(gvals) {
+				keyBuf = append(keyBuf, 'R', byte(level))
+			}
+			gr, ok := groups[string(keyBuf)]
+			if !ok {
+				gr = &group{first: r, aggs: make([]aggState, len(p.Aggs))}
+				if len(p.Rollup) > 0 {
+					gr.first = slices.Clone(r)
+					for _, off := range p.Rollup[level:] {
+						gr.first[off] = tablecodec.NullDatum
+					}
+					gr.vals, gr.level = slices.Clone(gvals), level
+				}
+				groups[string(keyBuf)] = gr
+				order = append(order, gr)
+			}
+			for i := range p.Aggs {
+				var err error
+				if scratch, err = gr.aggs[i].add(&p.Aggs[i], r, scratch); err != nil {
+					return err
+				}
+			}
+			if len(p.Rollup) == 0 {
+				break
 			}
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if len(p.Rollup) > 0 {
+		sortRollup(order, p.GroupBy)
 	}
 	if len(order) == 0 && len(p.GroupBy) == 0 {
 		// Aggregates over no rows still produce one row.
@@ -353,6 +371,40 @@ func (o *hashAggOp) Open(ctx context.Context) error {
 	}
 	o.out = emitter{rows: rows}
 	return nil
+}
+
+// sortRollup orders WITH ROLLUP's groups as MySQL returns them: by the
+// GROUP BY values (NULLs first), each super-aggregate after the groups it
+// sums.
+func sortRollup(groups []*group, keys []expr.Expr) {
+	slices.SortStableFunc(groups, func(a, b *group) int {
+		for i, k := range keys {
+			ar, br := i >= a.level, i >= b.level
+			switch {
+			case ar && br:
+				return 0
+			case ar:
+				return 1
+			case br:
+				return -1
+			}
+			x, y := a.vals[i], b.vals[i]
+			var c int
+			switch {
+			case x.IsNull() && y.IsNull():
+			case x.IsNull():
+				c = -1
+			case y.IsNull():
+				c = 1
+			default:
+				c = expr.CompareAs(x, y, k.Type())
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
 }
 
 func (o *hashAggOp) Next(_ context.Context, ck *Chunk) error {

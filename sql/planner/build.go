@@ -155,8 +155,6 @@ func (pl *Planner) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 	switch {
 	case s.SelectIntoOpt != nil:
 		return nil, errno.NotSupported("SELECT ... INTO")
-	case s.GroupBy != nil && s.GroupBy.Rollup:
-		return nil, errno.NotSupported("WITH ROLLUP")
 	}
 	lg := &logical{distinct: s.Distinct}
 	lg.fields, lg.fieldTx, lg.cols = lg.fieldBuf[:0], lg.fieldTxBuf[:0], lg.colBuf[:0]
@@ -225,6 +223,7 @@ type logical struct {
 	agg      bool
 	groupBy  []expr.Expr
 	groupTx  []ast.ExprNode
+	rollup   []int // WITH ROLLUP: the source slots of the GROUP BY columns
 	aggs     []AggSpec
 	wins     []*windowItem // window functions, in slot order after aggs
 	having   expr.Expr
@@ -290,6 +289,13 @@ func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error
 			}
 			lg.groupBy = append(lg.groupBy, g)
 			lg.groupTx = append(lg.groupTx, n)
+			if s.GroupBy.Rollup {
+				c, ok := g.(*expr.Column)
+				if !ok || c.Offset >= lg.width {
+					return errno.NotSupported("WITH ROLLUP over an expression")
+				}
+				lg.rollup = append(lg.rollup, c.Offset)
+			}
 		}
 	}
 	var named map[string]*ast.WindowSpec

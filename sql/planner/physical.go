@@ -121,12 +121,12 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		if len(lg.groupBy) > 0 {
 			est = math.Max(1, p.Base().EstRows*selectionFactor)
 		}
-		if r, ok := p.(*TableReader); ok && b.pushAgg(r, lg, est) {
+		if r, ok := p.(*TableReader); ok && len(lg.rollup) == 0 && b.pushAgg(r, lg, est) {
 			root := &HashAgg{BasePlan: b.base("HashAgg", est, taskRoot, r), GroupBy: lg.groupBy, Aggs: lg.aggs, Width: lg.width,
 				PushedPartial: true, FirstRow: r.FirstRow, exprNodes: exprNodes{Src: lg.src, Nodes: lg.groupTx}}
 			return b.finish(lg, root, false)
 		}
-		p = &HashAgg{BasePlan: b.base("HashAgg", est, taskRoot, p), GroupBy: lg.groupBy, Aggs: lg.aggs, Width: lg.width, exprNodes: exprNodes{Src: lg.src, Nodes: lg.groupTx}}
+		p = &HashAgg{BasePlan: b.base("HashAgg", est, taskRoot, p), GroupBy: lg.groupBy, Aggs: lg.aggs, Width: lg.width, exprNodes: exprNodes{Src: lg.src, Nodes: lg.groupTx}, Rollup: lg.rollup}
 	}
 	return b.finish(lg, p, ordered)
 }

@@ -258,6 +258,11 @@ type HashAgg struct {
 	// PushedCount: the child reads a count per region (CountOnly scan)
 	// and the aggregate sums them.
 	PushedCount bool
+	// Rollup (GROUP BY ... WITH ROLLUP) are the source slots of the GROUP
+	// BY columns: besides each group, every prefix of them gets a
+	// super-aggregate row with the rest NULL, sorted as MySQL returns them
+	// (each subtotal after its groups).
+	Rollup []int
 	// PushedPartial: the child TableReader returns partial states of Aggs
 	// per group (and FirstRow's values) and this aggregate merges them.
 	PushedPartial bool
@@ -467,6 +472,9 @@ func (p *HashAgg) info() (string, string) {
 	var parts []string
 	if len(p.Nodes) > 0 {
 		parts = append(parts, "group by:"+strings.Join(p.texts(), ", "))
+		if len(p.Rollup) > 0 {
+			parts[len(parts)-1] += " with rollup"
+		}
 	}
 	fs := make([]string, len(p.Aggs))
 	for i, a := range p.Aggs {
