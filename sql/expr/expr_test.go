@@ -105,6 +105,9 @@ func TestEval(t *testing.T) {
 		{"UPPER(s)", "ABC"},
 		{"LENGTH(s)", "3"},
 		{"ABS(-3)", "3"},
+		{"POWER(i - 2, 2)", "9"},
+		{"POW(2, -1)", "0.5"},
+		{"POWER(n, 2)", "NULL"},
 		{"DATABASE()", "db1"},
 		{"LAST_INSERT_ID()", "42"},
 		{"CONNECTION_ID()", "7"},
@@ -225,11 +228,13 @@ func TestCompileErrors(t *testing.T) {
 }
 
 func TestArithmeticOverflow(t *testing.T) {
-	e, err := expr.Compile(parseExpr(t, "9223372036854775807 + i"), &expr.Ctx{Columns: schema, Env: env{}})
-	require.NoError(t, err)
-	_, err = e.Eval(row)
-	var re *expr.RangeError
-	require.ErrorAs(t, err, &re)
+	for _, q := range []string{"9223372036854775807 + i", "POW(10, 400)"} {
+		e, err := expr.Compile(parseExpr(t, q), &expr.Ctx{Columns: schema, Env: env{}})
+		require.NoError(t, err)
+		_, err = e.Eval(row)
+		var re *expr.RangeError
+		require.ErrorAs(t, err, &re, q)
+	}
 }
 
 func TestLike(t *testing.T) {
