@@ -31,7 +31,8 @@ func (rc *runCtx) recursiveCTE(ctx context.Context, p *planner.RecursiveCTE, sta
 	}
 	all := work
 	defer func() { p.Storage.Rows = nil }()
-	for round := uint64(1); len(work) > 0; round++ {
+	enough := func() bool { return p.HasLimit && uint64(len(all)) >= planner.SatAdd(p.Offset, p.Count) }
+	for round := uint64(1); len(work) > 0 && !enough(); round++ {
 		if round > p.MaxDepth {
 			return nil, errno.New(3636, "Recursive query aborted after %d iterations. Try increasing @@cte_max_recursion_depth to a larger value.", round)
 		}
@@ -57,6 +58,10 @@ func (rc *runCtx) recursiveCTE(ctx context.Context, p *planner.RecursiveCTE, sta
 		}
 		all = append(all, next...)
 		work = next
+	}
+	if p.HasLimit {
+		lo := min(p.Offset, uint64(len(all)))
+		all = all[lo:min(planner.SatAdd(p.Offset, p.Count), uint64(len(all)))]
 	}
 	return all, nil
 }

@@ -57,6 +57,10 @@ type RecursiveCTE struct {
 	Distinct bool
 	MaxDepth uint64
 	Storage  *CTEStorage
+	// HasLimit: the CTE's LIMIT Count OFFSET Offset, which also ends the
+	// rounds once enough rows exist.
+	HasLimit      bool
+	Offset, Count uint64
 }
 
 func (p *RecursiveCTE) info() (string, string) {
@@ -179,6 +183,7 @@ func derivedTable(cols []ResultColumn, alias ast.CIStr, names []ast.CIStr) (*cat
 // not name it (an ordinary CTE).
 func (pl *Planner) planRecursive(ctx context.Context, d *cteDef) (*SelectPlan, error) {
 	var blocks []ast.Node
+	var limit *ast.Limit
 	switch q := d.query.(type) {
 	case *ast.SetOprStmt:
 		if q.With != nil || q.SelectList == nil || q.SelectList.With != nil {
@@ -190,9 +195,10 @@ func (pl *Planner) planRecursive(ctx context.Context, d *cteDef) (*SelectPlan, e
 		for _, s := range q.SelectList.Selects {
 			blocks = append(blocks, s)
 		}
-		if namesTable(q, d.name) && (q.OrderBy != nil || q.Limit != nil) {
-			return nil, errno.NotSupported("ORDER BY / LIMIT over UNION in recursive Common Table Expression")
+		if namesTable(q, d.name) && q.OrderBy != nil {
+			return nil, errno.NotSupported("ORDER BY over UNION in recursive Common Table Expression")
 		}
+		limit = q.Limit
 	default:
 		if namesTable(q, d.name) {
 			return nil, errno.New(3573, "Recursive Common Table Expression '%s' should contain a UNION", d.nameO)
@@ -273,6 +279,17 @@ func (pl *Planner) planRecursive(ctx context.Context, d *cteDef) (*SelectPlan, e
 		// The seed's own duplicates go too (UNION DISTINCT over every
 		// block); the executor drops rows seen in earlier rounds.
 		root.Children[0] = &Distinct{BasePlan: b.base("HashAgg", seed.Root.Base().EstRows, taskRoot, seed.Root)}
+	}
+	if limit != nil { // MySQL 8.0.19: rounds stop once LIMIT has its rows
+		root.HasLimit = true
+		if root.Count, err = limitValue(limit.Count, d.env); err != nil {
+			return nil, err
+		}
+		if limit.Offset != nil {
+			if root.Offset, err = limitValue(limit.Offset, d.env); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return &SelectPlan{Root: root, Columns: cols}, nil
 }

@@ -1,0 +1,238 @@
+// Command tidbtests runs TiDB integration test pairs (t/N.test, r/N.result
+// from ../shared/suites/integrationtest) against a MySQL-protocol server and
+// reports, per file, how many statements produced exactly the output the
+// .result file holds (TiDB's format: the statement, then its column names
+// and rows tab-separated, or "Error NNNN (SSSSS): message") and the first
+// mismatches. A whole file passes only when every statement does.
+//
+//	go run ./bench/tidbtests -dsn 'root:@tcp(127.0.0.1:4000)/' executor/cte executor/window
+package main
+
+import (
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+func main() {
+	dsn := flag.String("dsn", "root:@tcp(127.0.0.1:4000)/", "server DSN (no database)")
+	dir := flag.String("dir", "../shared/suites/integrationtest", "suite directory holding t/ and r/")
+	show := flag.Int("show", 5, "mismatches to print per file")
+	flag.Parse()
+	for _, name := range flag.Args() {
+		ok, total, fails, err := runFile(*dsn, *dir, name)
+		if err != nil {
+			fmt.Printf("%s: error: %v\n", name, err)
+			continue
+		}
+		fmt.Printf("%s: %d/%d statements match\n", name, ok, total)
+		for i, f := range fails {
+			if i >= *show {
+				break
+			}
+			fmt.Printf("  %s\n", f)
+		}
+	}
+}
+
+type directives struct {
+	sorted       bool
+	errs         bool
+	replaceCol   map[int]string
+	replaceRegex [][2]string
+	noResult     bool
+	noQuery      bool
+	info         bool
+}
+
+func runFile(dsn, dir, name string) (ok, total int, fails []string, err error) {
+	test, err := os.ReadFile(filepath.Join(dir, "t", name+".test"))
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	want, err := os.ReadFile(filepath.Join(dir, "r", name+".result"))
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	dbName := strings.ReplaceAll(name, "/", "__")
+	admin, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	defer admin.Close()
+	if _, err := admin.Exec("DROP DATABASE IF EXISTS `" + dbName + "`"); err != nil {
+		return 0, 0, nil, err
+	}
+	if _, err := admin.Exec("CREATE DATABASE `" + dbName + "`"); err != nil {
+		return 0, 0, nil, err
+	}
+	db, err := sql.Open("mysql", dsn+dbName+"?multiStatements=false")
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	expected := string(want)
+	cursor := 0
+	var d directives
+	var stmt []string
+	for _, line := range strings.Split(string(test), "\n") {
+		t := strings.TrimSpace(line)
+		if len(stmt) == 0 {
+			switch {
+			case t == "" || strings.HasPrefix(t, "#"):
+				continue
+			case strings.HasPrefix(t, "--"):
+				d.apply(strings.TrimSpace(strings.TrimPrefix(t, "--")))
+				continue
+			}
+		}
+		if t != "" {
+			stmt = append(stmt, t)
+		}
+		if !strings.HasSuffix(t, ";") {
+			continue
+		}
+		echo := strings.Join(stmt, "\n")
+		q := strings.TrimSuffix(echo, ";")
+		stmt = nil
+		out := run(db, q, echo, &d)
+		d0 := d
+		d = directives{}
+		total++
+		if j := strings.Index(expected[cursor:], echo+"\n"); j > 0 && !d0.noQuery {
+			cursor += j // the previous statement's expected output
+		}
+		if strings.HasPrefix(expected[cursor:], out) {
+			ok++
+			cursor += len(out)
+			continue
+		}
+		got := out
+		if i := strings.Index(out, "\n"); i >= 0 && i < len(out)-1 {
+			got = strings.ReplaceAll(out[i+1:], "\n", " | ")
+		}
+		fails = append(fails, fmt.Sprintf("%.120s => got %.200s", strings.ReplaceAll(q, "\n", " "), got))
+		// Resynchronise: past this statement's echo; the next statement
+		// finds its own echo from there.
+		if j := strings.Index(expected[cursor:], echo+"\n"); j >= 0 {
+			cursor += j + len(echo) + 1
+		}
+	}
+	return ok, total, fails, nil
+}
+
+func (d *directives) apply(dir string) {
+	f := strings.Fields(dir)
+	if len(f) == 0 {
+		return
+	}
+	switch f[0] {
+	case "sorted_result":
+		d.sorted = true
+	case "error":
+		d.errs = true
+	case "disable_result_log":
+		d.noResult = true
+	case "disable_query_log":
+		d.noQuery = true
+	case "enable_info":
+		d.info = true
+	case "replace_column":
+		if d.replaceCol == nil {
+			d.replaceCol = map[int]string{}
+		}
+		for i := 1; i+1 < len(f); i += 2 {
+			var n int
+			fmt.Sscan(f[i], &n)
+			d.replaceCol[n] = f[i+1]
+		}
+	case "replace_regex":
+		rest := strings.TrimSpace(strings.TrimPrefix(dir, "replace_regex"))
+		for len(rest) > 2 && rest[0] == '/' {
+			parts := strings.SplitN(rest[1:], "/", 3)
+			if len(parts) < 3 {
+				break
+			}
+			d.replaceRegex = append(d.replaceRegex, [2]string{parts[0], parts[1]})
+			rest = strings.TrimSpace(parts[2])
+		}
+	}
+}
+
+// run executes q and renders it as the .result format does.
+func run(db *sql.DB, q, echo string, d *directives) string {
+	var sb strings.Builder
+	if !d.noQuery {
+		sb.WriteString(echo + "\n")
+	}
+	rows, err := db.Query(q)
+	if err != nil {
+		var me *mysql.MySQLError
+		if errors.As(err, &me) {
+			fmt.Fprintf(&sb, "Error %d (%s): %s\n", me.Number, string(me.SQLState[:]), me.Message)
+		} else {
+			fmt.Fprintf(&sb, "Error: %v\n", err)
+		}
+		return sb.String()
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	if len(cols) == 0 || d.noResult {
+		for rows.Next() {
+		}
+		return sb.String()
+	}
+	sb.WriteString(strings.Join(cols, "\t") + "\n")
+	var lines []string
+	vals := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			break
+		}
+		cells := make([]string, len(cols))
+		for i, v := range vals {
+			switch {
+			case d.replaceCol[i+1] != "":
+				cells[i] = d.replaceCol[i+1]
+			case v == nil:
+				cells[i] = "NULL"
+			default:
+				cells[i] = string(v)
+			}
+		}
+		line := strings.Join(cells, "\t")
+		for _, r := range d.replaceRegex {
+			if re, err := regexp.Compile(r[0]); err == nil {
+				line = re.ReplaceAllString(line, r[1])
+			}
+		}
+		lines = append(lines, line)
+	}
+	if err := rows.Err(); err != nil {
+		var me *mysql.MySQLError
+		if errors.As(err, &me) {
+			fmt.Fprintf(&sb, "Error %d (%s): %s\n", me.Number, string(me.SQLState[:]), me.Message)
+			return sb.String()
+		}
+	}
+	if d.sorted {
+		sort.Strings(lines)
+	}
+	for _, l := range lines {
+		sb.WriteString(l + "\n")
+	}
+	return sb.String()
+}
