@@ -433,6 +433,9 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		ft.Flen = max(len(s), 1)
 		return &Constant{Value: tablecodec.NewString(s), Ft: ft}, nil
 	}
+	if b, ok := lookupBuiltin(name); ok {
+		return c.compileBuiltin(x, b)
+	}
 	args := make([]Expr, 0, len(x.Args))
 	for _, a := range x.Args {
 		e, err := Compile(a, c)

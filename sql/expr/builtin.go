@@ -1,0 +1,139 @@
+package expr
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// builtin is a scalar function compiled from a table rather than
+// compileFunc's switch: the string (builtin_string.go), math
+// (builtin_math.go) and date/time (builtin_time.go) functions.
+type builtin struct {
+	min, max int // argument count bounds; max < 0 is unbounded
+	// build returns the compiled call; args are compiled, a unit keyword
+	// (INTERVAL n DAY, EXTRACT(YEAR ...)) is a *unitArg and a TRIM
+	// direction a *trimDirArg.
+	build func(name string, args []Expr) (Expr, error)
+}
+
+// lookupBuiltin finds a table function by lower-case name.
+func lookupBuiltin(name string) (builtin, bool) {
+	if b, ok := stringBuiltins[name]; ok {
+		return b, true
+	}
+	if b, ok := mathBuiltins[name]; ok {
+		return b, true
+	}
+	b, ok := timeBuiltins[name]
+	return b, ok
+}
+
+// compileBuiltin compiles a call of a table function: its arguments, the
+// argument count check (ERROR 1582), then the function's build.
+func (c *Ctx) compileBuiltin(x *ast.FuncCallExpr, b builtin) (Expr, error) {
+	args := make([]Expr, 0, len(x.Args))
+	for _, a := range x.Args {
+		switch v := a.(type) {
+		case *ast.TimeUnitExpr:
+			args = append(args, &unitArg{unit: v.Unit})
+			continue
+		case *ast.TrimDirectionExpr:
+			args = append(args, &trimDirArg{dir: v.Direction})
+			continue
+		}
+		e, err := Compile(a, c)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, e)
+	}
+	if len(args) < b.min || (b.max >= 0 && len(args) > b.max) {
+		return nil, errParamCount(x.FnName.O)
+	}
+	return b.build(x.FnName.L, args)
+}
+
+func errParamCount(name string) error {
+	return errno.New(1582, "Incorrect parameter count in the call to native function '%s'", name)
+}
+
+// unitArg is a time unit keyword argument; it evaluates to the unit's name.
+type unitArg struct{ unit ast.TimeUnitType }
+
+func (u *unitArg) Eval([]Datum) (Datum, error) { return tablecodec.NewString(u.unit.String()), nil }
+func (u *unitArg) Type() types.FieldType       { return types.VarcharType }
+
+// trimDirArg is TRIM's BOTH / LEADING / TRAILING keyword.
+type trimDirArg struct{ dir ast.TrimDirectionType }
+
+func (t *trimDirArg) Eval([]Datum) (Datum, error) { return tablecodec.NewString(t.dir.String()), nil }
+func (t *trimDirArg) Type() types.FieldType       { return types.VarcharType }
+
+// textOf is d's text without copying when it already is bytes (NULL: nil).
+func textOf(d Datum) []byte {
+	if d.Kind() == tablecodec.KindBytes {
+		return d.Bytes()
+	}
+	return types.AppendText(nil, d, nil)
+}
+
+// intOf converts a numeric argument the way MySQL does for positions and
+// lengths: integers as they are, others rounded to the nearest integer.
+func intOf(d Datum) int64 {
+	switch d.Kind() {
+	case tablecodec.KindInt64:
+		return d.Int64()
+	case tablecodec.KindUint64:
+		if d.Uint64() > 1<<63-1 {
+			return 1<<63 - 1
+		}
+		return int64(d.Uint64())
+	}
+	f, _ := types.ToFloat(d)
+	switch {
+	case f >= 9.2e18:
+		return 1<<63 - 1
+	case f <= -9.2e18:
+		return -1 << 63
+	}
+	if f < 0 {
+		return int64(f - 0.5)
+	}
+	return int64(f + 0.5)
+}
+
+// anyNull reports whether one of a is NULL.
+func anyNull(a []Datum) bool {
+	for _, d := range a {
+		if d.IsNull() {
+			return true
+		}
+	}
+	return false
+}
+
+// strType is a VARCHAR result of at most n characters.
+func strType(n int) types.FieldType {
+	ft := types.VarcharType
+	if n >= 0 {
+		ft.Flen = n
+	}
+	return ft
+}
+
+// argFlen is the character width of a's values, or -1 when unknown.
+func argFlen(a Expr) int {
+	ft := a.Type()
+	switch ft.Class() {
+	case types.ClassString:
+		return ft.Flen
+	case types.ClassNull:
+		return 0
+	}
+	if ft.Flen > 0 {
+		return ft.Flen
+	}
+	return 255
+}

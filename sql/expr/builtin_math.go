@@ -1,0 +1,5 @@
+package expr
+
+// Math functions.
+
+var mathBuiltins = map[string]builtin{}
