@@ -132,8 +132,11 @@ func argFlen(a Expr) int {
 	case types.ClassNull:
 		return 0
 	}
-	if ft.Flen > 0 {
+	switch {
+	case ft.Flen > 0:
 		return ft.Flen
+	case ft.Class() == types.ClassInt:
+		return 21
 	}
 	return 255
 }
