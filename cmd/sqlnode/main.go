@@ -28,6 +28,8 @@ import (
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/sql/auth"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/executor/spill"
+	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/server"
 	"github.com/stratadb/strata/status"
 )
@@ -58,6 +60,12 @@ type Config struct {
 	TxnTotalSizeLimit int `toml:"txn-total-size-limit"`
 	// SchemaLease is TiDB's lease: see catalog.DefaultLease.
 	SchemaLease time.Duration `toml:"schema-lease"`
+	// TmpStoragePath is where operators spill past tidb_mem_quota_query
+	// (sql/executor/spill; "": os.TempDir()).
+	TmpStoragePath string `toml:"tmp-storage-path"`
+	// ServerMemoryLimit is tidb_server_memory_limit's initial value
+	// (sql/memory.ParseServerLimit).
+	ServerMemoryLimit string `toml:"server-memory-limit"`
 }
 
 func main() {
@@ -70,7 +78,8 @@ func main() {
 // parseFlags applies defaults, then the --config TOML file, then flags.
 func parseFlags(args []string) (Config, error) {
 	cfg := Config{PD: "127.0.0.1:2379", Addr: "127.0.0.1:4000", StatusAddr: "127.0.0.1:10080", ShutdownTimeout: 10 * time.Second, LogLevel: "info", TSOClientRPCMode: "default",
-		MaxConnections: 1000, ConnectTimeout: 10 * time.Second, SchemaLease: catalog.DefaultLease, TxnTotalSizeLimit: 100 << 20, TLS: true, DefaultAuthPlugin: auth.NativePassword}
+		MaxConnections: 1000, ConnectTimeout: 10 * time.Second, SchemaLease: catalog.DefaultLease, TxnTotalSizeLimit: 100 << 20, TLS: true, DefaultAuthPlugin: auth.NativePassword,
+		ServerMemoryLimit: fmt.Sprintf("%d%%", memory.DefaultServerLimitPercent)}
 	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
 		return cfg, err
@@ -102,6 +111,9 @@ func parseFlags(args []string) (Config, error) {
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return cfg, errors.New("--tls-cert and --tls-key go together")
 	}
+	if _, ok := memory.ParseServerLimit(cfg.ServerMemoryLimit, 1<<30); !ok {
+		return cfg, fmt.Errorf("--server-memory-limit must be 0, a size such as 4GB or a percentage such as 80%%, got %q", cfg.ServerMemoryLimit)
+	}
 	return cfg, nil
 }
 
@@ -119,6 +131,13 @@ func run(args []string) error {
 
 	ctx, stop := config.ShutdownContext()
 	defer stop()
+
+	if err := spill.SetRoot(cfg.TmpStoragePath); err != nil {
+		return err
+	}
+	defer spill.Cleanup()
+	memory.NodeLimiter.Set(cfg.ServerMemoryLimit) // validated by parseFlags
+	go memory.NodeLimiter.Run(ctx)
 
 	statusBound, err := status.Serve(ctx, cfg.StatusAddr, "sql")
 	if err != nil {
@@ -220,6 +239,8 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.TSOClientRPCMode, "tso-client-rpc-mode", cfg.TSOClientRPCMode, `how timestamps are fetched from PD: "default" (one batch in flight) or "parallel" (several streams, one batch in flight each; for network-bound PD round trips)`)
 	fs.IntVar(&cfg.TxnTotalSizeLimit, "txn-total-size-limit", cfg.TxnTotalSizeLimit, "bytes of keys and values one transaction may buffer; past it the statement fails with ERROR 8004")
+	fs.StringVar(&cfg.TmpStoragePath, "tmp-storage-path", cfg.TmpStoragePath, "directory under which sorts, hash joins and hash aggregations over tidb_mem_quota_query spill to disk (a strata-spill-<pid> directory; empty: the system temp directory)")
+	fs.StringVar(&cfg.ServerMemoryLimit, "server-memory-limit", cfg.ServerMemoryLimit, "initial tidb_server_memory_limit: past it the statement using the most memory is cancelled (ERROR 8176); 0, a size (4GB) or a percentage of RAM / the cgroup limit (80%)")
 	fs.DurationVar(&cfg.SchemaLease, "schema-lease", cfg.SchemaLease, "how long this node trusts its schema without confirming the cluster's schema version; a schema change waits 2 leases for every node to load it")
 	return fs
 }

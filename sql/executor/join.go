@@ -6,6 +6,7 @@ import (
 
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/planner"
 )
 
@@ -14,6 +15,9 @@ import (
 // not kept), Next streams the probe side, emitting for each probe row its
 // matches that pass the other conditions, or, for the outer side of an
 // outer join, the row with NULLs for the other side when none does.
+// Past the statement's memory quota it becomes a grace hash join: both
+// sides are partitioned to disk by a hash of the join key and joined one
+// partition at a time (joinspill.go).
 type hashJoinOp struct {
 	p            *planner.HashJoin
 	build, probe Operator
@@ -32,6 +36,10 @@ type hashJoinOp struct {
 	mpos    int
 	matched bool
 	done    bool
+
+	mem      *memory.Tracker
+	probeSrc Operator   // the probe side, or the current partition's probe rows
+	spilled  *joinSpill // nil: in memory
 }
 
 func newHashJoinOp(p *planner.HashJoin, build, probe Operator) *hashJoinOp {
@@ -53,21 +61,34 @@ func (o *hashJoinOp) Open(ctx context.Context) error {
 		return err
 	}
 	o.table, o.all, o.in, o.pos, o.matches, o.mpos, o.done = nil, nil, nil, 0, nil, 0, false
+	o.closeSpill()
+	o.probeSrc = o.probe
 	if len(o.buildKeys) > 0 {
 		o.table = map[string][][]datum{}
 	}
-	return collect(ctx, o.build, func(r []datum) error {
+	err := collect(ctx, o.build, func(r []datum) error {
 		if o.table == nil {
 			o.all = append(o.all, r)
-			return nil
+			return o.mem.Consume(rowSize(r))
 		}
 		k, null, err := o.key(o.buildKeys, r)
 		if err != nil || null {
 			return err
 		}
+		if o.spilled != nil {
+			return o.spilled.write(o.spilled.build, 0, k, r)
+		}
 		o.table[string(k)] = append(o.table[string(k)], r)
-		return nil
+		spillNow, err := o.mem.Grow(rowSize(r) + int64(len(k)) + mapEntrySize)
+		if err != nil || !spillNow {
+			return err
+		}
+		return o.spillBuild()
 	})
+	if err != nil || o.spilled == nil {
+		return err
+	}
+	return o.spillProbe(ctx)
 }
 
 // key encodes the join key of row (null: some key is NULL, so the row
@@ -94,6 +115,8 @@ func (o *hashJoinOp) Close() error {
 		err = perr
 	}
 	o.table, o.all, o.in = nil, nil, nil
+	o.closeSpill()
+	o.mem.Release()
 	return err
 }
 
@@ -127,11 +150,20 @@ func (o *hashJoinOp) Next(ctx context.Context, ck *Chunk) error {
 			if o.in == nil {
 				o.in = newChunk(o.probe.width(), chunkRows)
 			}
-			if err := o.probe.Next(ctx, o.in); err != nil {
+			if err := o.probeSrc.Next(ctx, o.in); err != nil {
 				return err
 			}
 			o.pos = 0
 			if len(o.in.rows) == 0 {
+				if o.spilled != nil {
+					more, err := o.nextPartition()
+					if err != nil {
+						return err
+					}
+					if more {
+						continue
+					}
+				}
 				o.done = true
 				return nil
 			}
@@ -300,10 +332,10 @@ func (o *indexJoinOp) lookup(ctx context.Context, outer [][]datum) ([][]datum, e
 	var err error
 	switch {
 	case len(handles) > 0:
-		rows, err = drain(ctx, &batchPointGetOp{rc: o.rc, p: &planner.BatchPointGet{Src: p.Inner, Handles: handles}})
+		rows, err = drain(ctx, &batchPointGetOp{rc: o.rc, p: &planner.BatchPointGet{Src: p.Inner, Handles: handles}}, nil)
 	case len(ranges) > 0:
 		scan := &planner.IndexScan{Src: p.Inner, Index: p.Index, Ranges: ranges}
-		rows, err = drain(ctx, &indexLookUpOp{idx: indexReaderOp{rc: o.rc, scan: scan}})
+		rows, err = drain(ctx, &indexLookUpOp{idx: indexReaderOp{rc: o.rc, scan: scan}}, nil)
 	}
 	if err != nil || len(rows) == 0 {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/planner"
 )
 
@@ -69,6 +70,22 @@ type runCtx struct {
 	e   *Executor
 	tx  TxnSource
 	txn sql.Txn
+	mem *memory.Statement // nil: untracked
+}
+
+// MemoryTracked is implemented by a TxnSource whose statements' memory is
+// tracked (the session): operators that keep rows report them to it, and
+// spill or fail with ERROR 8175 past tidb_mem_quota_query.
+type MemoryTracked interface {
+	StatementMemory() *memory.Statement
+}
+
+func newRunCtx(e *Executor, tx TxnSource, txn sql.Txn) *runCtx {
+	rc := &runCtx{e: e, tx: tx, txn: txn}
+	if m, ok := tx.(MemoryTracked); ok {
+		rc.mem = m.StatementMemory()
+	}
+	return rc
 }
 
 // build turns a physical plan into operators; analyze wraps each in a
@@ -110,7 +127,9 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 		if err != nil {
 			return nil, err
 		}
-		return newHashJoinOp(x, build, probe), nil
+		o := newHashJoinOp(x, build, probe)
+		o.mem = memory.NewTracker(rc.mem)
+		return o, nil
 	case *planner.IndexJoin:
 		outer, err := rc.build(x.Children[0], stats)
 		if err != nil {
@@ -172,25 +191,27 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 	case *planner.SelectLock:
 		return &selectLockOp{rc: rc, child: child, p: x}, nil
 	case *planner.HashAgg:
-		return &hashAggOp{child: child, p: x}, nil
+		return &hashAggOp{child: child, p: x, mem: memory.NewTracker(rc.mem)}, nil
 	case *planner.Sort:
-		return &sortOp{child: child, keys: x.Keys}, nil
+		return &sortOp{child: child, keys: x.Keys, mem: memory.NewTracker(rc.mem)}, nil
 	case *planner.TopN:
-		return &sortOp{child: child, keys: x.Keys, topN: true, offset: x.Offset, count: x.Count}, nil
+		return &sortOp{child: child, keys: x.Keys, topN: true, offset: x.Offset, count: x.Count, mem: memory.NewTracker(rc.mem)}, nil
 	case *planner.Limit:
 		return &limitOp{child: child, offset: x.Offset, count: x.Count}, nil
 	case *planner.Projection:
 		return &projectionOp{child: child, exprs: x.Exprs}, nil
 	case *planner.Distinct:
-		return &distinctOp{child: child}, nil
+		return &distinctOp{child: child, mem: memory.NewTracker(rc.mem)}, nil
 	case *planner.Window:
 		return &rowsOp{w: x.Width, load: func(ctx context.Context) ([][]datum, error) { return windowRows(ctx, x, child) }}, nil
 	}
 	return nil, fmt.Errorf("executor: no operator for plan %T", p)
 }
 
-// drain runs op to the end and returns its rows (copied).
-func drain(ctx context.Context, op Operator) (rows [][]datum, err error) {
+// drain runs op to the end and returns its rows (copied). They count as
+// the statement's memory (mem may be nil) until it ends, but not toward
+// its quota: a result set is held until it is sent, it cannot spill.
+func drain(ctx context.Context, op Operator, mem *memory.Statement) (rows [][]datum, err error) {
 	if err := op.Open(ctx); err != nil {
 		op.Close()
 		return nil, err
@@ -203,12 +224,16 @@ func drain(ctx context.Context, op Operator) (rows [][]datum, err error) {
 	w := op.width()
 	ck := newChunk(w, chunkRows)
 	var slab []datum
+	tr := memory.NewResultTracker(mem)
 	for {
 		if err := op.Next(ctx, ck); err != nil {
 			return nil, err
 		}
 		if len(ck.rows) == 0 {
 			break
+		}
+		if err := tr.Consume(rowsSize(ck.rows)); err != nil {
+			return nil, err
 		}
 		if cap(slab)-len(slab) < len(ck.rows)*w {
 			slab = make([]datum, 0, max(len(ck.rows)*w, 2*cap(slab)))

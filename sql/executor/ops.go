@@ -3,10 +3,13 @@ package executor
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"slices"
 
 	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/executor/spill"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -169,13 +172,22 @@ func collect(ctx context.Context, child Operator, each func(row []datum) error) 
 
 // sortOp orders its input (stable; NULL first); as TopN it keeps at most
 // 2*(offset+count) rows between sorts and returns rows [offset,
-// offset+count).
+// offset+count). Past the statement's memory quota it writes what it
+// holds as a sorted run to disk and, at the end, merges the runs
+// (sortspill.go).
 type sortOp struct {
 	child         Operator
 	keys          []planner.SortKey
 	topN          bool
 	offset, count uint64
 	out           emitter
+	mem           *memory.Tracker
+
+	cmp   func(a, b keyedRow) int
+	file  *spill.File // the runs, when it spilled
+	runs  []sortRun
+	merge *sortMerger
+	sent  uint64 // rows the merge returned or skipped
 }
 
 type keyedRow struct {
@@ -183,18 +195,26 @@ type keyedRow struct {
 	keys []datum
 }
 
-func (o *sortOp) Close() error { return o.child.Close() }
-func (o *sortOp) width() int   { return o.child.width() }
+func (o *sortOp) Close() error {
+	o.closeSpill()
+	o.out = emitter{}
+	o.mem.Release()
+	return o.child.Close()
+}
+
+func (o *sortOp) width() int { return o.child.width() }
 
 func (o *sortOp) Open(ctx context.Context) error {
 	if err := o.child.Open(ctx); err != nil {
 		return err
 	}
+	o.closeSpill()
+	o.sent = 0
 	kts := make([]types.FieldType, len(o.keys))
 	for j, k := range o.keys {
 		kts[j] = k.E.Type()
 	}
-	cmp := func(a, b keyedRow) int {
+	o.cmp = func(a, b keyedRow) int {
 		for j, k := range o.keys {
 			x, y := a.keys[j], b.keys[j]
 			var c int
@@ -220,27 +240,42 @@ func (o *sortOp) Open(ctx context.Context) error {
 	var ks []keyedRow
 	err := collect(ctx, o.child, func(row []datum) error {
 		kr := keyedRow{row: row, keys: make([]datum, len(o.keys))}
-		for j, k := range o.keys {
-			v, err := k.E.Eval(row)
-			if err != nil {
-				return err
-			}
-			kr.keys[j] = v
+		if err := o.evalKeys(kr); err != nil {
+			return err
 		}
 		ks = append(ks, kr)
 		if o.topN && uint64(len(ks)) > planner.SatAdd(planner.SatAdd(keep, keep), chunkRows) {
-			slices.SortStableFunc(ks, cmp)
+			slices.SortStableFunc(ks, o.cmp)
 			clear(ks[keep:])
 			ks = ks[:keep]
+			o.mem.Release()
+			for _, k := range ks {
+				if _, err := o.mem.Grow(keyedRowSize(k)); err != nil {
+					return err
+				}
+			}
 		}
-		return nil
+		spillNow, err := o.mem.Grow(keyedRowSize(kr))
+		if err != nil || !spillNow {
+			return err
+		}
+		err = o.spillRun(ks)
+		clear(ks)
+		ks = ks[:0]
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	slices.SortStableFunc(ks, cmp)
+	slices.SortStableFunc(ks, o.cmp)
 	if o.topN {
-		ks = ks[min(o.offset, uint64(len(ks))):min(keep, uint64(len(ks)))]
+		ks = ks[:min(keep, uint64(len(ks)))]
+	}
+	if o.file != nil {
+		return o.startMerge(ks)
+	}
+	if o.topN {
+		ks = ks[min(o.offset, uint64(len(ks))):]
 	}
 	rows := make([][]datum, len(ks))
 	for i := range ks {
@@ -250,7 +285,21 @@ func (o *sortOp) Open(ctx context.Context) error {
 	return nil
 }
 
+func (o *sortOp) evalKeys(kr keyedRow) error {
+	for j, k := range o.keys {
+		v, err := k.E.Eval(kr.row)
+		if err != nil {
+			return err
+		}
+		kr.keys[j] = v
+	}
+	return nil
+}
+
 func (o *sortOp) Next(_ context.Context, ck *Chunk) error {
+	if o.merge != nil {
+		return o.nextMerged(ck)
+	}
 	o.out.emit(ck)
 	return nil
 }
@@ -260,14 +309,19 @@ type distinctOp struct {
 	child Operator
 	seen  map[string]struct{}
 	key   []byte
+	mem   *memory.Tracker
 }
 
 func (o *distinctOp) Open(ctx context.Context) error {
 	o.seen = map[string]struct{}{}
 	return o.child.Open(ctx)
 }
-func (o *distinctOp) Close() error { return o.child.Close() }
-func (o *distinctOp) width() int   { return o.child.width() }
+func (o *distinctOp) Close() error {
+	o.seen = nil
+	o.mem.Release()
+	return o.child.Close()
+}
+func (o *distinctOp) width() int { return o.child.width() }
 
 func (o *distinctOp) Next(ctx context.Context, ck *Chunk) error {
 	for {
@@ -281,6 +335,9 @@ func (o *distinctOp) Next(ctx context.Context, ck *Chunk) error {
 				continue
 			}
 			o.seen[string(o.key)] = struct{}{}
+			if err := o.mem.Consume(int64(len(o.key)) + mapEntrySize); err != nil {
+				return err
+			}
 			kept = append(kept, r)
 		}
 		ck.rows = kept
@@ -291,26 +348,56 @@ func (o *distinctOp) Next(ctx context.Context, ck *Chunk) error {
 }
 
 // hashAggOp groups its input and returns one row per group: the group's
-// first input row followed by the aggregate values.
+// first input row followed by the aggregate values. Past the statement's
+// memory quota it keeps aggregating the groups it holds and writes the
+// rows of other groups to disk, partitioned by a hash of the group key;
+// each partition is aggregated after the groups in memory are returned
+// (aggspill.go).
 type hashAggOp struct {
-	child Operator
-	p     *planner.HashAgg
-	out   emitter
+	child   Operator
+	p       *planner.HashAgg
+	out     emitter
+	mem     *memory.Tracker
+	pending []aggPart // spilled partitions still to aggregate, last first
 }
 
-func (o *hashAggOp) Close() error { return o.child.Close() }
-func (o *hashAggOp) width() int   { return o.p.Width + len(o.p.Aggs) }
+func (o *hashAggOp) Close() error {
+	o.closeSpill()
+	o.out = emitter{}
+	o.mem.Release()
+	return o.child.Close()
+}
+
+func (o *hashAggOp) width() int { return o.p.Width + len(o.p.Aggs) }
 
 func (o *hashAggOp) Open(ctx context.Context) error {
 	if err := o.child.Open(ctx); err != nil {
 		return err
 	}
+	o.closeSpill()
+	order, err := o.aggregate(func(each func([]datum) error) error { return collect(ctx, o.child, each) }, 0)
+	if err != nil {
+		return err
+	}
+	if len(order) == 0 && len(o.p.GroupBy) == 0 {
+		// Aggregates over no rows still produce one row.
+		order = append(order, &group{first: make([]datum, o.p.Width), aggs: make([]aggState, len(o.p.Aggs))})
+	}
+	o.out = emitter{rows: o.results(order)}
+	return nil
+}
+
+// aggregate groups the rows feed passes; rows of groups it has no memory
+// for go to partition files (pending), depth telling the partitioning
+// seed.
+func (o *hashAggOp) aggregate(feed func(each func([]datum) error) error, depth int) ([]*group, error) {
 	p := o.p
 	groups := map[string]*group{}
 	var order []*group
 	var keyBuf, scratch []byte
+	var parts []*spill.File
 	gvals := make([]datum, len(p.GroupBy))
-	err := collect(ctx, o.child, func(r []datum) error {
+	err := feed(func(r []datum) error {
 		for i, g := range p.GroupBy {
 			v, err := g.Eval(r)
 			if err != nil {
@@ -325,6 +412,9 @@ func (o *hashAggOp) Open(ctx context.Context) error {
 			}
 			gr, ok := groups[string(keyBuf)]
 			if !ok {
+				if parts != nil { // no memory for more groups (never WITH ROLLUP)
+					return parts[maphash.Bytes(spillSeeds[depth], keyBuf)%spillFanout].Write(r)
+				}
 				gr = &group{first: r, aggs: make([]aggState, len(p.Aggs))}
 				if len(p.Rollup) > 0 {
 					gr.first = slices.Clone(r)
@@ -335,6 +425,9 @@ func (o *hashAggOp) Open(ctx context.Context) error {
 				}
 				groups[string(keyBuf)] = gr
 				order = append(order, gr)
+				if err := o.growGroups(r, keyBuf, depth, &parts); err != nil {
+					return err
+				}
 			}
 			for i := range p.Aggs {
 				var err error
@@ -348,16 +441,24 @@ func (o *hashAggOp) Open(ctx context.Context) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
+	if parts != nil {
+		for i := len(parts) - 1; i >= 0; i-- {
+			if err != nil || parts[i].Rows() == 0 {
+				parts[i].Close()
+				continue
+			}
+			o.pending = append(o.pending, aggPart{f: parts[i], depth: depth + 1})
+		}
 	}
-	if len(p.Rollup) > 0 {
+	if err == nil && len(p.Rollup) > 0 {
 		sortRollup(order, p.GroupBy)
 	}
-	if len(order) == 0 && len(p.GroupBy) == 0 {
-		// Aggregates over no rows still produce one row.
-		order = append(order, &group{first: make([]datum, p.Width), aggs: make([]aggState, len(p.Aggs))})
-	}
+	return order, err
+}
+
+// results turns groups into result rows and releases their memory.
+func (o *hashAggOp) results(order []*group) [][]datum {
+	p := o.p
 	w := o.width()
 	rows := make([][]datum, len(order))
 	slab := make([]datum, len(order)*w)
@@ -369,8 +470,8 @@ func (o *hashAggOp) Open(ctx context.Context) error {
 		}
 		rows[i] = row
 	}
-	o.out = emitter{rows: rows}
-	return nil
+	o.mem.Release()
+	return rows
 }
 
 // sortRollup orders WITH ROLLUP's groups as MySQL returns them: by the
@@ -408,8 +509,15 @@ func sortRollup(groups []*group, keys []expr.Expr) {
 }
 
 func (o *hashAggOp) Next(_ context.Context, ck *Chunk) error {
-	o.out.emit(ck)
-	return nil
+	for {
+		o.out.emit(ck)
+		if len(ck.rows) > 0 || len(o.pending) == 0 {
+			return nil
+		}
+		if err := o.nextPartition(); err != nil {
+			return err
+		}
+	}
 }
 
 // selectLockOp locks the rows its child read (SELECT ... FOR UPDATE): a

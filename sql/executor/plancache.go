@@ -66,7 +66,7 @@ func (e *Executor) SelectPrepared(ctx context.Context, s *ast.SelectStmt, pc *Pl
 			if err != nil {
 				return nil, err
 			}
-			rc := &runCtx{e: e, tx: tx, txn: txn}
+			rc := newRunCtx(e, tx, txn)
 			return rc.pointSelect(ctx, t.Columns, t.Proj, pg)
 		case planner.Stale:
 			t = nil

@@ -106,7 +106,7 @@ func (e *Executor) SelectColumns(ctx context.Context, s *ast.SelectStmt, env exp
 // runSelect runs p; stats, when not nil, collects per-operator numbers
 // (EXPLAIN ANALYZE).
 func (e *Executor) runSelect(ctx context.Context, p *planner.SelectPlan, tx TxnSource, stats map[planner.Plan]*opStats) (*Result, error) {
-	rc := &runCtx{e: e, tx: tx}
+	rc := newRunCtx(e, tx, nil)
 	if p.Src != nil || len(p.Subqueries) > 0 {
 		// An autocommit point get may read the newest committed version
 		// (no TSO round trip): the leader serves it after a ReadIndex and
@@ -125,7 +125,7 @@ func (e *Executor) runSelect(ctx context.Context, p *planner.SelectPlan, tx TxnS
 			if err != nil {
 				return nil, err
 			}
-			return drain(ctx, op)
+			return drain(ctx, op, rc.mem)
 		}
 	}
 	if stats == nil {
@@ -139,7 +139,7 @@ func (e *Executor) runSelect(ctx context.Context, p *planner.SelectPlan, tx TxnS
 	if err != nil {
 		return nil, err
 	}
-	rows, err := drain(ctx, op)
+	rows, err := drain(ctx, op, rc.mem)
 	if err != nil {
 		return nil, err
 	}

@@ -292,12 +292,12 @@ func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where 
 	if err != nil {
 		return nil, err
 	}
-	rc := &runCtx{e: e, tx: tx, txn: txn}
+	rc := newRunCtx(e, tx, txn)
 	op, err := rc.build(sp.Root, nil)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := drain(ctx, op)
+	rows, err := drain(ctx, op, rc.mem)
 	if err != nil || !tx.TxnOptions().Pessimistic {
 		return rows, err
 	}

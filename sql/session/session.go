@@ -20,6 +20,7 @@ import (
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/infoschema"
+	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -56,12 +57,15 @@ type Session struct {
 
 	privs sessPrivs // privs.go
 	procs Processes // process.go
+
+	mem      *memory.Statement // memvars.go
+	memDepth int               // nesting of Execute
 }
 
 // New returns a session for connection connID of user@host.
 func New(exec *executor.Executor, connID uint64, user, host string) *Session {
 	return &Session{exec: exec, cat: exec.Catalog, parser: parser.New(), connID: connID, user: user, host: host,
-		vars: globalOverrides(), userVars: map[string]types.Datum{}}
+		vars: globalOverrides(), userVars: map[string]types.Datum{}, mem: memory.NewStatement(connID)}
 }
 
 // CurrentDB implements expr.Env.
@@ -104,6 +108,9 @@ func (s *Session) SysVar(name string, global bool) (types.Datum, types.FieldType
 	}
 	if d, ft, ok, err := s.gcSysVar(name); ok { // cluster-wide, gcvars.go
 		return d, ft, err
+	}
+	if d, ft, ok := serverMemSysVar(name); ok { // this node's, memvars.go
+		return d, ft, nil
 	}
 	if global {
 		if v, ok := globalVar(name); ok {
@@ -183,7 +190,9 @@ var stmtLabels sync.Map
 
 // Execute runs one statement.
 func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
+	end := s.startStatementMemory()
 	res, err := s.checkedExecute(ctx, stmt)
+	end()
 	if err != nil {
 		var e *errno.Error
 		if !errors.As(err, &e) {
@@ -370,6 +379,12 @@ func (s *Session) set(ctx context.Context, x *ast.SetStmt) error {
 			}
 			continue
 		}
+		if handled, err := setServerMemSysVar(name, v.IsGlobal, val); handled { // memvars.go
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if err := s.setSysVar(ctx, name, v.Name, v.IsGlobal, val); err != nil {
 			return err
 		}
@@ -434,7 +449,7 @@ func (s *Session) normalizeSysVar(name, given string, val types.Datum) (string, 
 	text := strings.ToUpper(raw)
 	switch name {
 	case "autocommit", "transaction_read_only", "tx_read_only", "tidb_enable_async_commit", "tidb_enable_1pc",
-		"tidb_skip_isolation_level_check", "strata_allow_pushdown":
+		"tidb_skip_isolation_level_check", "strata_allow_pushdown", "tidb_enable_tmp_storage_on_oom":
 		switch text {
 		case "1", "ON", "TRUE":
 			return "1", nil
@@ -465,6 +480,12 @@ func (s *Session) normalizeSysVar(name, given string, val types.Datum) (string, 
 			return "optimistic", nil
 		}
 		return "", wrongValue(given, raw)
+	case "tidb_mem_quota_query":
+		n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+		if err != nil {
+			return "", errno.New(1232, "Incorrect argument type to variable '%s'", given)
+		}
+		return strconv.FormatInt(max(n, -1), 10), nil // <= 0: no quota
 	case "innodb_lock_wait_timeout":
 		n, err := strconv.ParseInt(text, 10, 64)
 		if err != nil {

@@ -94,6 +94,11 @@ var defaultSysVars = map[string]sysVar{
 	// strata_allow_pushdown: selections, limits, top-N and partial
 	// aggregates run on the stores (sql/planner.AllowPushdownVar).
 	"strata_allow_pushdown": {"1", true},
+	// Memory control (memvars.go, package memory): the statement's quota
+	// in bytes (<= 0: none) and whether operators spill to disk past it
+	// (OFF: ERROR 8175).
+	"tidb_mem_quota_query":           {"1073741824", true},
+	"tidb_enable_tmp_storage_on_oom": {"1", true},
 }
 
 // sysVarAliases are the pairs MySQL keeps equal (the tx_* names are the
@@ -113,6 +118,7 @@ var globalSettable = map[string]bool{
 	"autocommit": true, "transaction_isolation": true, "tx_isolation": true, "transaction_read_only": true,
 	"tx_read_only": true, "tidb_txn_mode": true, "tidb_enable_async_commit": true, "tidb_enable_1pc": true,
 	"innodb_lock_wait_timeout": true, "tidb_skip_isolation_level_check": true, "strata_allow_pushdown": true,
+	"tidb_mem_quota_query": true, "tidb_enable_tmp_storage_on_oom": true,
 }
 
 var globals struct {
