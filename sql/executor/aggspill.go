@@ -29,28 +29,32 @@ func (o *hashAggOp) nextPartition() error {
 	if err != nil {
 		return err
 	}
-	order, err := o.aggregate(func(each func([]datum) error) error {
-		var slab []datum
-		for {
-			if len(slab) < w {
-				slab = make([]datum, w*chunkRows)
-			}
-			r := slab[:w:w]
-			ok, err := rd.Next(r)
-			if err != nil || !ok {
-				return err
-			}
-			slab = slab[w:]
-			if err := each(r); err != nil {
-				return err
-			}
-		}
-	}, part.depth)
+	order, err := o.aggregate(func(each func([]datum) error) error { return eachSpilled(rd, w, each) }, part.depth)
 	if err != nil {
 		return err
 	}
 	o.out = emitter{rows: o.results(order)}
 	return nil
+}
+
+// eachSpilled passes each row of rd (width w) to each; the rows may be
+// kept.
+func eachSpilled(rd *spill.Reader, w int, each func([]datum) error) error {
+	var slab []datum
+	for {
+		if len(slab) < w {
+			slab = make([]datum, w*chunkRows)
+		}
+		r := slab[:w:w]
+		ok, err := rd.Next(r)
+		if err != nil || !ok {
+			return err
+		}
+		slab = slab[w:]
+		if err := each(r); err != nil {
+			return err
+		}
+	}
 }
 
 func (o *hashAggOp) closeSpill() {

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"hash/maphash"
 
 	"github.com/stratadb/strata/sql/executor/spill"
@@ -178,36 +179,26 @@ func (o *hashJoinOp) loadPartition(part joinPart) (split bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	var slab []datum
-	for {
-		if len(slab) < bw {
-			slab = make([]datum, bw*chunkRows)
-		}
-		r := slab[:bw:bw]
-		ok, err := rd.Next(r)
-		if err != nil || !ok {
-			return false, err
-		}
-		slab = slab[bw:]
+	errSplit := errors.New("split")
+	err = eachSpilled(rd, bw, func(r []datum) error {
 		k, null, err := o.key(o.buildKeys, r)
-		if err != nil {
-			return false, err
-		}
-		if null {
-			continue
+		if err != nil || null {
+			return err
 		}
 		o.table[string(k)] = append(o.table[string(k)], r)
 		spillNow, err := o.mem.Grow(rowSize(r) + int64(len(k)) + mapEntrySize)
-		if err != nil {
-			return false, err
+		if err != nil || !spillNow {
+			return err
 		}
-		if spillNow {
-			if part.depth >= spillMaxDepth {
-				return false, o.mem.ErrQuota()
-			}
-			return true, o.splitPartition(part, rd)
+		if part.depth >= spillMaxDepth {
+			return o.mem.ErrQuota()
 		}
+		return errSplit
+	})
+	if err == errSplit {
+		return true, o.splitPartition(part, rd)
 	}
+	return false, err
 }
 
 // splitPartition partitions part again (the build rows in the hash table,
