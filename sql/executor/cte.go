@@ -16,7 +16,7 @@ func (rc *runCtx) recursiveCTE(ctx context.Context, p *planner.RecursiveCTE, sta
 	if err != nil {
 		return nil, err
 	}
-	work, err := drain(ctx, op)
+	work, err := drain(ctx, op, rc.mem)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (rc *runCtx) recursiveCTE(ctx context.Context, p *planner.RecursiveCTE, sta
 		if err != nil {
 			return nil, err
 		}
-		next, err := drain(ctx, op)
+		next, err := drain(ctx, op, rc.mem)
 		if err != nil {
 			return nil, err
 		}
