@@ -70,7 +70,7 @@ func (rc *runCtx) recursiveCTE(ctx context.Context, p *planner.RecursiveCTE, sta
 // by value, then the left side's rows kept as the operator says (ALL:
 // as multisets; DISTINCT: each value once), in the left side's order.
 func setOpRows(ctx context.Context, p *planner.SetOp, l, r Operator) ([][]datum, error) {
-	right, err := drain(ctx, r)
+	right, err := drain(ctx, r, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func setOpRows(ctx context.Context, p *planner.SetOp, l, r Operator) ([][]datum,
 		key = rowKey(key[:0], row)
 		counts[string(key)]++
 	}
-	left, err := drain(ctx, l)
+	left, err := drain(ctx, l, nil)
 	if err != nil {
 		return nil, err
 	}
