@@ -47,12 +47,13 @@ import (
 // Dead leaders. A hibernated follower does not notice its leader's death
 // by election timeout. Every store sends a StoreLiveness message to each
 // store it exchanges raft messages with every HeartbeatTicks ticks (one
-// message per store, not per region); a store not heard from for an
-// election timeout, or reported unreachable by the transport, is down:
+// message per store, not per region); a store not heard from for two
+// election timeouts, or reported unreachable by the transport, is down:
 // every hibernated follower whose leader is there wakes (and campaigns
 // after its election timeout), and every hibernated leader with a peer
 // there wakes (it reports the down peer to PD and stays awake while that
-// store is down).
+// store is down). A store heard from again before the woken followers
+// campaigned (it only stalled) puts them back to sleep (storeUp).
 //
 // Per-region periodic work. Region heartbeats to PD go from awake leaders
 // every RegionHeartbeatInterval and when something changed (leadership,
@@ -65,8 +66,18 @@ import (
 type storeLive struct {
 	heardTick uint64    // s.ticks when a message from it last arrived
 	heardAt   time.Time // s.now() then
-	down      bool      // not heard from for an election timeout, or unreachable
+	down      bool      // not heard from for liveTimeout ticks, or unreachable
+	// woken are the hibernated followers storeDown woke; if the store is
+	// heard from again before they campaigned, they hibernate again
+	// (storeUp): a store that stalled briefly causes no elections.
+	woken []*peer
 }
+
+// liveTimeoutElections is how many election timeouts a store may stay
+// silent before it is down: a loop that stalls for one election timeout
+// (a large split applying, a loaded host) must not wake every follower of
+// its regions.
+const liveTimeoutElections = 2
 
 // touch puts p in the set the next loop iteration polls.
 func (s *Store) touch(p *peer) {
@@ -214,7 +225,7 @@ func (s *Store) handleHibernate(rm *raft_serverpb.RaftMessage) {
 		len(p.unassigned)+len(p.pending)+len(p.reads)+len(p.readBatches)+len(p.parked) > 0 {
 		return // not in step with the leader: keep ticking (an election wakes everyone)
 	}
-	p.hibernated, p.idleTicks = true, 0
+	p.hibernated, p.idleTicks, p.hibTerm = true, 0, st.GetTerm()
 	hibernatedPeers.Inc()
 	s.touch(p) // apply may still be catching up with the commit index
 }
@@ -260,7 +271,39 @@ func (s *Store) heard(id uint64) {
 		s.trackStore(id)
 		return
 	}
-	l.heardTick, l.heardAt, l.down = s.ticks, s.now(), false
+	l.heardTick, l.heardAt = s.ticks, s.now()
+	if l.down {
+		s.storeUp(id, l)
+	}
+}
+
+// storeUp runs when store id, found down, is heard from again: the
+// followers its silence woke that are still following the same leader in
+// the same term, in step with it, hibernate again.
+func (s *Store) storeUp(id uint64, l *storeLive) {
+	l.down = false
+	again := 0
+	for i, p := range l.woken {
+		l.woken[i] = nil
+		if p.destroyed || p.hibernated || p.isLeader || p.storeOf(p.leaderID) != id || !s.inStepWithLeader(p) {
+			continue
+		}
+		p.hibernated, p.idleTicks = true, 0
+		hibernatedPeers.Inc()
+		again++
+	}
+	l.woken = l.woken[:0]
+	s.log.Info("store up", "up_store", id, "rehibernated_peers", again)
+}
+
+// inStepWithLeader reports whether follower p still follows leader
+// p.leaderID with nothing in flight and its log committed (it may stop
+// ticking: the leader sends nothing while it hibernates).
+func (s *Store) inStepWithLeader(p *peer) bool {
+	st := p.rn.BasicStatus()
+	return st.RaftState == raft.StateFollower && st.Lead == p.leaderID && st.Lead != 0 &&
+		p.hibTerm == st.GetTerm() && st.GetCommit() == p.ps.lastIndex &&
+		len(p.unassigned)+len(p.pending)+len(p.reads)+len(p.readBatches)+len(p.parked) == 0
 }
 
 // storeAlive reports whether store id (0: unknown, this store) is not
@@ -283,8 +326,8 @@ func (s *Store) checkLiveness() {
 				Extra: &raft_serverpb.ExtraMessage{Type: raft_serverpb.ExtraMessageType_StoreLiveness},
 			})
 		}
-		if !l.down && s.ticks-l.heardTick > uint64(s.cfg.ElectionTicks) {
-			s.storeDown(id, "not heard from for an election timeout")
+		if !l.down && s.ticks-l.heardTick > uint64(liveTimeoutElections*s.cfg.ElectionTicks) {
+			s.storeDown(id, "not heard from for two election timeouts")
 		}
 	}
 }
@@ -304,8 +347,13 @@ func (s *Store) storeDown(id uint64, why string) {
 		if p == nil || !p.hibernated {
 			continue
 		}
-		if (p.isLeader && p.peerOnStore(id) != nil) || (!p.isLeader && p.storeOf(p.leaderID) == id) {
+		switch {
+		case p.isLeader && p.peerOnStore(id) != nil:
 			s.wake(p)
+			woken++
+		case !p.isLeader && p.storeOf(p.leaderID) == id:
+			s.wake(p)
+			l.woken = append(l.woken, p)
 			woken++
 		}
 	}

@@ -225,3 +225,42 @@ func TestHarnessManyRegionsIdleLoop(t *testing.T) {
 	// And the woken region falls asleep again.
 	h.waitFor("the written region hibernates again", 100, func() bool { return h.hibernated(rid) })
 }
+
+// TestHarnessStoreStallRehibernates: the leader's store of a hibernated
+// region goes silent just long enough to be found down (a stalled loop),
+// then talks again before the woken followers campaign: no election
+// happens and the region hibernates again.
+func TestHarnessStoreStallRehibernates(t *testing.T) {
+	h := newHarness(t, 75, 3, nil)
+	h.writeKeys("k", 3)
+	rid := h.regionAt("k000").GetId()
+	h.waitFor("the region hibernates", 100, func() bool { return h.hibernated(rid) })
+	l := h.leader(rid)
+	term := h.term(rid)
+	// Only the leader's store is silent (its loop stalled): it still
+	// hears the others, so it finds none of them down.
+	for _, s := range h.replicas(rid) {
+		if s != l {
+			h.net.addFilter(oneWay(l.id, s.id))
+		}
+	}
+	h.waitFor("the followers wake", 2*liveTimeoutElections*10, func() bool {
+		for _, s := range h.replicas(rid) {
+			if s != l && s.peers[rid].hibernated {
+				return false
+			}
+		}
+		return true
+	})
+	require.True(t, l.peers[rid].hibernated, "the leader found no store down")
+	h.net.clearFilters()
+	h.waitFor("the followers sleep again", 3, func() bool { return h.hibernated(rid) })
+	for range 100 {
+		h.tick()
+	}
+	require.Equal(t, l, h.leader(rid))
+	require.Equal(t, term, h.term(rid), "no election")
+	require.True(t, h.hibernated(rid))
+	h.mustPut("k000", "after-stall")
+	h.requireConsistent(rid)
+}

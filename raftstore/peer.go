@@ -192,6 +192,7 @@ type peer struct {
 	hibernated bool
 	destroyed  bool
 	idleTicks  int
+	hibTerm    uint64 // the term a follower last hibernated in
 }
 
 // syncLease aligns the lease with raft's state st: a new term starts

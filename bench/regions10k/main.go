@@ -46,6 +46,7 @@ type config struct {
 	settleMax         time.Duration
 	profile, keepData bool
 	storeArgs         string
+	leaderLimit       int
 }
 
 func main() {
@@ -58,10 +59,11 @@ func main() {
 	flag.IntVar(&cfg.runSec, "time", 60, "seconds of point selects per table")
 	flag.IntVar(&cfg.warmup, "warmup", 15, "unmeasured seconds of point selects per table first (fills the SQL node's region cache)")
 	flag.IntVar(&cfg.threads, "threads", 8, "point-select clients")
-	flag.DurationVar(&cfg.settleMax, "settle", 5*time.Minute, "longest wait for the cluster to settle after the split")
+	flag.DurationVar(&cfg.settleMax, "settle", 4*time.Minute, "longest wait for the cluster to settle after the split")
 	flag.BoolVar(&cfg.profile, "profile", true, "take a 20 s CPU profile of store1 after the idle sample")
 	flag.BoolVar(&cfg.keepData, "keep-data", false, "keep the cluster's data dir and logs")
 	flag.StringVar(&cfg.storeArgs, "store-args", "", "extra store flags, space separated")
+	flag.IntVar(&cfg.leaderLimit, "leader-schedule-limit", 0, "PD's leader-schedule-limit during the run (0: PD's default, and the run does not wait for balanced leaders; the split leaves the new leaders where the split region's was)")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "regions10k:", err)
@@ -175,36 +177,53 @@ func run(cfg config) error {
 	rep.printf("- split tn into %d regions in %v (%d statements of %d regions, %d retried after an undetermined answer)\n",
 		cfg.regions, splitTook.Round(time.Millisecond), (cfg.regions+per-1)/per, per, splitRetries)
 
+	if cfg.leaderLimit > 0 {
+		body := fmt.Sprintf(`{"leader-schedule-limit": %d}`, cfg.leaderLimit)
+		resp, err := http.Post("http://"+c.PDStatusAddr+"/pd/api/v1/config", "application/json", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("PD config %s: %s", body, resp.Status)
+		}
+	}
 	stores := c.Stores
 	statusOf := func(i int) string { return storeStatus(stores[i].Args) }
-	// Settle: every store's hibernated peer count stops moving and covers
+	// Settle: PD balanced the leaders (the split left them on one store)
+	// and every store's hibernated peer count stopped moving and covers
 	// most of its peers (or --settle passes).
 	start = time.Now()
-	var last []float64
+	var last, lastLeaders []float64
 	stable := 0
 	for time.Since(start) < cfg.settleMax {
 		time.Sleep(5 * time.Second)
-		var cur []float64
+		var cur, leaders []float64
 		for i := range stores {
 			m, _ := scrape(statusOf(i))
 			cur = append(cur, m["strata_raftstore_hibernated_peers"], m[`strata_raftstore_regions{type="peers"}`])
+			leaders = append(leaders, m[`strata_raftstore_regions{type="leaders"}`])
 		}
-		logf("settling: hibernated/peers per store %v", cur)
+		logf("settling: hibernated/peers per store %v, leaders %v", cur, leaders)
+		balanced := true
+		for _, l := range leaders {
+			balanced = balanced && (cfg.leaderLimit == 0 || l >= 0.9*float64(cfg.regions)/3)
+		}
 		if slices.Equal(cur, last) {
 			stable++
 		} else {
 			stable = 0
 		}
-		last = cur
-		done := stable >= 2
+		last, lastLeaders = cur, leaders
+		done := stable >= 2 && balanced
 		for i := 0; i+1 < len(cur); i += 2 {
 			done = done && cur[i+1] >= float64(cfg.regions) && cur[i] >= 0.99*cur[i+1]
 		}
-		if done || stable >= 6 {
+		if done {
 			break
 		}
 	}
-	rep.printf("- settled after %v (hibernated/peers per store: %v)\n\n", time.Since(start).Round(time.Second), last)
+	rep.printf("- settled after %v (hibernated/peers per store: %v; leaders per store: %v)\n\n", time.Since(start).Round(time.Second), last, lastLeaders)
 
 	// Idle CPU of every process.
 	procs := append([]*localcluster.Proc{c.PD}, append(slices.Clone(stores), c.SQL...)...)
@@ -243,7 +262,7 @@ func run(cfg config) error {
 		}
 	}
 
-	rep.printf("## Point selects (%d threads, %d s each after %d s warm-up, prepared `SELECT c FROM t WHERE id = ?`, random id)\n\n| table | regions | QPS | p50 ms | p99 ms | p999 ms | errors |\n|---|---|---|---|---|---|---|\n",
+	rep.printf("## Point selects (%d threads, %d s each after %d s warm-up, prepared `SELECT c FROM t WHERE id = ?`, random id)\n\n| table | regions | QPS | p50 ms | p99 ms | p999 ms | errors | SQL node's region errors, backoffs |\n|---|---|---|---|---|---|---|---|\n",
 		cfg.threads, cfg.runSec, cfg.warmup)
 	var p99 [2]float64
 	for i, t := range []struct {
@@ -253,12 +272,16 @@ func run(cfg config) error {
 		if _, err := pointSelects(db, "b."+t.name, cfg.rows, cfg.threads, time.Duration(cfg.warmup)*time.Second); err != nil {
 			return err
 		}
+		sqlStatus := storeStatus(c.SQL[0].Args)
+		mb, _ := scrape(sqlStatus)
 		res, err := pointSelects(db, "b."+t.name, cfg.rows, cfg.threads, time.Duration(cfg.runSec)*time.Second)
 		if err != nil {
 			return err
 		}
+		ma, _ := scrape(sqlStatus)
 		p99[i] = res.pct(0.99)
-		rep.printf("| %s | %d | %.0f | %.3f | %.3f | %.3f | %d |\n", t.name, t.regions, res.qps, res.pct(0.5), p99[i], res.pct(0.999), res.errors)
+		rep.printf("| %s | %d | %.0f | %.3f | %.3f | %.3f | %d | %s |\n", t.name, t.regions, res.qps, res.pct(0.5), p99[i], res.pct(0.999), res.errors,
+			diffOf(mb, ma, "strata_kvclient_region_errors_total", "strata_kvclient_backoff_total"))
 	}
 	rep.printf("\np99 ratio (%d regions / 1 region): %.2f\n", cfg.regions, p99[1]/p99[0])
 	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
@@ -350,6 +373,24 @@ func pointSelects(db *sql.DB, table string, rows, threads int, d time.Duration) 
 	slices.Sort(res.lat)
 	res.qps = float64(len(res.lat)) / d.Seconds()
 	return res, nil
+}
+
+// diffOf lists the series of the given metric names that grew from mb to
+// ma, with their growth.
+func diffOf(mb, ma map[string]float64, names ...string) string {
+	var out []string
+	for k, v := range ma {
+		for _, n := range names {
+			if strings.HasPrefix(k, n+"{") && v > mb[k] {
+				out = append(out, fmt.Sprintf("%s %.0f", strings.TrimPrefix(k, "strata_kvclient_"), v-mb[k]))
+			}
+		}
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 // storeStatus finds a store's --status-addr in its flags.

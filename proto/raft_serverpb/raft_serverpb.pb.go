@@ -33,8 +33,8 @@ const (
 	ExtraMessageType_Hibernate ExtraMessageType = 1
 	// StoreLiveness: a store-level heartbeat (region_id 0; from_peer and
 	// to_peer carry only store ids), sent to every store hosting a peer of a
-	// local region; a store not heard from for an election timeout wakes the
-	// hibernated followers of its leaders.
+	// local region; a store not heard from for two election timeouts wakes
+	// the hibernated followers of its leaders.
 	ExtraMessageType_StoreLiveness ExtraMessageType = 2
 )
 
