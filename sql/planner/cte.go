@@ -262,8 +262,8 @@ func (pl *Planner) planRecursive(ctx context.Context, d *cteDef) (*SelectPlan, e
 	}
 	depth := uint64(1000)
 	if v, _, err := d.env.SysVar("cte_max_recursion_depth", false); err == nil && !v.IsNull() {
-		if f, ok := types.ToFloat(v); ok && f >= 0 {
-			depth = uint64(f)
+		if f, ok := types.ToFloat(v); ok {
+			depth = uint64(max(f, 0)) // MySQL clamps a negative setting to 0
 		}
 	}
 	cols := make([]ResultColumn, len(t.Columns))
