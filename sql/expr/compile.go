@@ -373,6 +373,7 @@ func (c *Ctx) compileCase(x *ast.CaseExpr) (Expr, error) {
 		resTypes = append(resTypes, ce.els.Type())
 	}
 	ce.ft = unify(resTypes)
+	ce.conv = convertsTo(ce.ft, resTypes)
 	return ce, nil
 }
 
@@ -394,6 +395,36 @@ func durationOperands(lt, rt types.FieldType) bool {
 // classes give DOUBLE, anything else VARCHAR.
 func UnifyTypes(ts []types.FieldType) types.FieldType { return unify(ts) }
 
+func exactNumber(t types.FieldType) bool {
+	c := t.Class()
+	return c == types.ClassInt || c == types.ClassDecimal
+}
+
+func decimalScale(t types.FieldType) int {
+	if t.Class() == types.ClassDecimal {
+		return max(t.Decimal, 0)
+	}
+	return 0
+}
+
+func intDigits(t types.FieldType) int {
+	return max(t.Flen-decimalScale(t), 1)
+}
+
+// convertsTo reports whether values of ts need converting to the unified
+// type u (an INT among DECIMALs becomes a DECIMAL of u's scale).
+func convertsTo(u types.FieldType, ts []types.FieldType) bool {
+	if u.Class() != types.ClassDecimal {
+		return false
+	}
+	for _, t := range ts {
+		if t.Class() == types.ClassInt || (t.Class() == types.ClassDecimal && t.Decimal != u.Decimal) {
+			return true
+		}
+	}
+	return false
+}
+
 // unify picks a result type for values of several types.
 func unify(ts []types.FieldType) types.FieldType {
 	var res *types.FieldType
@@ -410,6 +441,13 @@ func unify(ts []types.FieldType) types.FieldType {
 			if t.Flen > res.Flen {
 				res.Flen = t.Flen
 			}
+			continue
+		}
+		if exactNumber(*res) && exactNumber(t) { // INT and DECIMAL: DECIMAL
+			scale := max(decimalScale(*res), decimalScale(t))
+			ints := max(intDigits(*res), intDigits(t))
+			d := types.DecimalType(min(ints+scale, 65), scale)
+			res = &d
 			continue
 		}
 		if res.Numeric() && t.Numeric() {
@@ -608,9 +646,14 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		for i, a := range args {
 			ts[i] = a.Type()
 		}
-		return &funcExpr{name: name, args: args, ft: unify(ts), fn: func(a []Datum) (Datum, error) {
+		ft := unify(ts)
+		conv := convertsTo(ft, ts)
+		return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
 			for _, v := range a {
 				if !v.IsNull() {
+					if conv {
+						return ft.Convert(v)
+					}
 					return v, nil
 				}
 			}
@@ -620,7 +663,9 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		if err := nargs(3, 3); err != nil {
 			return nil, err
 		}
-		return &caseExpr{whens: args[:1], thens: args[1:2], els: args[2], ft: unify([]types.FieldType{args[1].Type(), args[2].Type()})}, nil
+		ts := []types.FieldType{args[1].Type(), args[2].Type()}
+		ft := unify(ts)
+		return &caseExpr{whens: args[:1], thens: args[1:2], els: args[2], ft: ft, conv: convertsTo(ft, ts)}, nil
 	case "nullif":
 		if err := nargs(2, 2); err != nil {
 			return nil, err

@@ -628,9 +628,17 @@ type caseExpr struct {
 	els     Expr
 	ft      types.FieldType
 	byBytes bool
+	conv    bool // results are converted to ft (INT branches of a DECIMAL CASE)
 }
 
 func (e *caseExpr) Type() types.FieldType { return e.ft }
+
+func (e *caseExpr) result(v Datum, err error) (Datum, error) {
+	if err != nil || !e.conv || v.IsNull() {
+		return v, err
+	}
+	return e.ft.Convert(v)
+}
 
 func (e *caseExpr) Eval(row []Datum) (Datum, error) {
 	var v Datum
@@ -653,11 +661,11 @@ func (e *caseExpr) Eval(row []Datum) (Datum, error) {
 			hit = t && !n
 		}
 		if hit {
-			return e.thens[i].Eval(row)
+			return e.result(e.thens[i].Eval(row))
 		}
 	}
 	if e.els != nil {
-		return e.els.Eval(row)
+		return e.result(e.els.Eval(row))
 	}
 	return tablecodec.NullDatum, nil
 }

@@ -203,10 +203,16 @@ func FromPB(n *pb.Expr, width int) (Expr, error) {
 			c.els = rest[len(rest)-1]
 			rest = rest[:len(rest)-1]
 		}
+		var ts []types.FieldType
 		for i := 0; i < len(rest); i += 2 {
 			c.whens = append(c.whens, rest[i])
 			c.thens = append(c.thens, rest[i+1])
+			ts = append(ts, rest[i+1].Type())
 		}
+		if c.els != nil {
+			ts = append(ts, c.els.Type())
+		}
+		c.conv = convertsTo(c.ft, ts)
 		return c, nil
 	}
 	return nil, fmt.Errorf("%w: node type %v", ErrBadPB, n.Tp)
