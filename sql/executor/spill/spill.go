@@ -111,6 +111,14 @@ var (
 // hash_agg).
 func Spilled(op string) { spillFiles.WithLabelValues(op).Inc() }
 
+// Bytes is how many bytes operator op wrote to spill files since the
+// process started.
+func Bytes(op string) float64 {
+	var m dto.Metric
+	_ = spillBytes.WithLabelValues(op).Write(&m)
+	return m.GetCounter().GetValue()
+}
+
 // Count is how many times operator op spilled since the process started.
 func Count(op string) float64 {
 	var m dto.Metric
