@@ -18,6 +18,12 @@ type builtin struct {
 	build func(name string, args []Expr) (Expr, error)
 }
 
+// envBuiltins build functions that also read the session (the
+// statement's time); their builtin entry only bounds the arguments.
+var envBuiltins = map[string]func(env Env, name string, args []Expr) (Expr, error){
+	"unix_timestamp": buildUnixTimestamp,
+}
+
 // lookupBuiltin finds a table function by lower-case name.
 func lookupBuiltin(name string) (builtin, bool) {
 	if b, ok := stringBuiltins[name]; ok {
@@ -51,6 +57,9 @@ func (c *Ctx) compileBuiltin(x *ast.FuncCallExpr, b builtin) (Expr, error) {
 	}
 	if len(args) < b.min || (b.max >= 0 && len(args) > b.max) {
 		return nil, errParamCount(x.FnName.O)
+	}
+	if f, ok := envBuiltins[x.FnName.L]; ok {
+		return f(c.Env, x.FnName.L, args)
 	}
 	return b.build(x.FnName.L, args)
 }

@@ -1,6 +1,9 @@
 package expr
 
 import (
+	"math"
+	"time"
+
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv/tablecodec"
@@ -413,5 +416,931 @@ func buildWeek(name string, args []Expr) (Expr, error) {
 		}
 		w, _ := calcWeek(t, mode)
 		return tablecodec.NewInt(int64(w)), nil
+	}}, nil
+}
+
+func init() {
+	for name, b := range map[string]builtin{
+		"date":           {1, 1, buildDate},
+		"time":           {1, 1, buildTime},
+		"date_add":       {3, 3, buildDateAdd},
+		"adddate":        {3, 3, buildDateAdd},
+		"date_sub":       {3, 3, buildDateAdd},
+		"subdate":        {3, 3, buildDateAdd},
+		"timestampadd":   {3, 3, buildDateAdd},
+		"datediff":       {2, 2, buildDateDiff},
+		"timestampdiff":  {3, 3, buildTimestampDiff},
+		"last_day":       {1, 1, buildLastDay},
+		"makedate":       {2, 2, buildMakeDate},
+		"dayname":        {1, 1, buildNames},
+		"monthname":      {1, 1, buildNames},
+		"date_format":    {2, 2, buildDateFormat},
+		"str_to_date":    {2, 2, buildStrToDate},
+		"unix_timestamp": {0, 1, nil},
+		"from_unixtime":  {1, 2, buildFromUnixtime},
+	} {
+		timeBuiltins[name] = b
+	}
+}
+
+var (
+	dateType = types.FieldType{Tp: mysql.TypeDate, Flen: 10, Flag: mysql.BinaryFlag}
+	timeType = types.FieldType{Tp: mysql.TypeDuration, Flen: 10, Flag: mysql.BinaryFlag}
+)
+
+func datetimeType(fsp int) types.FieldType {
+	ft := types.FieldType{Tp: mysql.TypeDatetime, Flen: 19, Decimal: fsp, Flag: mysql.BinaryFlag}
+	if fsp > 0 {
+		ft.Flen += 1 + fsp
+	}
+	return ft
+}
+
+// fspOf is the fractional-second digits of a temporal argument.
+func fspOf(ft types.FieldType) int {
+	if ft.Class() == types.ClassTime {
+		return min(max(ft.Decimal, 0), 6)
+	}
+	return 0
+}
+
+func pad2(b []byte, v int) []byte { return append(b, byte('0'+v/10%10), byte('0'+v%10)) }
+
+func padN(b []byte, v, n int) []byte {
+	var buf [12]byte
+	i := len(buf)
+	for ; n > 0 || v > 0; n-- {
+		i--
+		buf[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return append(b, buf[i:]...)
+}
+
+// appendDate appends "YYYY-MM-DD".
+func appendDate(b []byte, t dateTime) []byte {
+	b = padN(b, t.year, 4)
+	b = pad2(append(b, '-'), t.month)
+	return pad2(append(b, '-'), t.day)
+}
+
+// appendClock appends "HH:MM:SS[.f]" with fsp fractional digits.
+func appendClock(b []byte, t dateTime, fsp int) []byte {
+	b = padN(b, t.hour, 2)
+	b = pad2(append(b, ':'), t.minute)
+	b = pad2(append(b, ':'), t.second)
+	if fsp > 0 {
+		b = append(b, '.')
+		b = padN(b, t.micro, 6)[:len(b)+fsp]
+	}
+	return b
+}
+
+func appendDateTime(b []byte, t dateTime, fsp int) []byte {
+	return appendClock(append(appendDate(b, t), ' '), t, fsp)
+}
+
+func zeroDate(t dateTime) bool { return t.month == 0 || t.day == 0 }
+
+func buildDate(name string, args []Expr) (Expr, error) {
+	return &funcExpr{name: name, args: args, ft: dateType, fn: func(a []Datum) (Datum, error) {
+		if a[0].IsNull() {
+			return tablecodec.NullDatum, nil
+		}
+		t, ok := toDateTime(a[0])
+		if !ok {
+			return tablecodec.NullDatum, nil
+		}
+		return tablecodec.NewBytes(appendDate(make([]byte, 0, 10), t)), nil
+	}}, nil
+}
+
+func buildTime(name string, args []Expr) (Expr, error) {
+	fsp := fspOf(args[0].Type())
+	ft := timeType
+	ft.Decimal = fsp
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+		if a[0].IsNull() {
+			return tablecodec.NullDatum, nil
+		}
+		t, ok := toDuration(a[0])
+		if !ok {
+			return tablecodec.NullDatum, nil
+		}
+		f := fsp
+		if f == 0 && t.micro != 0 {
+			f = 6
+		}
+		us := ((int64(t.hour)*60+int64(t.minute))*60+int64(t.second))*1e6 + int64(t.micro)
+		if t.neg {
+			us = -us
+		}
+		return tablecodec.NewString(types.FormatDuration(us, f)), nil
+	}}, nil
+}
+
+// dateOnlyUnit: adding the unit to a DATE gives a DATE.
+func dateOnlyUnit(u ast.TimeUnitType) bool {
+	switch u {
+	case ast.TimeUnitYear, ast.TimeUnitQuarter, ast.TimeUnitMonth, ast.TimeUnitWeek, ast.TimeUnitDay, ast.TimeUnitYearMonth:
+		return true
+	}
+	return false
+}
+
+// unitFields lists the parts of an interval value of unit u, most
+// significant first: 'Y','M','D','h','m','s','u' (microseconds).
+func unitFields(u ast.TimeUnitType) string {
+	switch u {
+	case ast.TimeUnitYearMonth:
+		return "YM"
+	case ast.TimeUnitDayHour:
+		return "Dh"
+	case ast.TimeUnitDayMinute:
+		return "Dhm"
+	case ast.TimeUnitDaySecond:
+		return "Dhms"
+	case ast.TimeUnitDayMicrosecond:
+		return "Dhmsu"
+	case ast.TimeUnitHourMinute:
+		return "hm"
+	case ast.TimeUnitHourSecond:
+		return "hms"
+	case ast.TimeUnitHourMicrosecond:
+		return "hmsu"
+	case ast.TimeUnitMinuteSecond:
+		return "ms"
+	case ast.TimeUnitMinuteMicrosecond:
+		return "msu"
+	case ast.TimeUnitSecondMicrosecond:
+		return "su"
+	}
+	return ""
+}
+
+// interval is a parsed INTERVAL value: months and microseconds.
+type interval struct {
+	months, micros int64
+}
+
+// parseInterval reads INTERVAL v unit. Simple units take a number
+// (SECOND a fraction too); compound units a string of digit groups
+// ('1:30' HOUR_MINUTE), missing leading groups being zero.
+func parseInterval(v Datum, u ast.TimeUnitType) (iv interval, ok bool) {
+	fields := unitFields(u)
+	if fields == "" {
+		switch u {
+		case ast.TimeUnitSecond:
+			f, ok := types.ToFloat(v)
+			if !ok && v.Kind() == tablecodec.KindBytes {
+				return iv, false
+			}
+			return interval{micros: int64(math.Round(f * 1e6))}, true
+		case ast.TimeUnitMicrosecond:
+			return interval{micros: intOf(v)}, true
+		}
+		n := intOf(v)
+		switch u {
+		case ast.TimeUnitMinute:
+			return interval{micros: n * 60e6}, true
+		case ast.TimeUnitHour:
+			return interval{micros: n * 3600e6}, true
+		case ast.TimeUnitDay:
+			return interval{micros: n * 86400e6}, true
+		case ast.TimeUnitWeek:
+			return interval{micros: n * 7 * 86400e6}, true
+		case ast.TimeUnitMonth:
+			return interval{months: n}, true
+		case ast.TimeUnitQuarter:
+			return interval{months: 3 * n}, true
+		case ast.TimeUnitYear:
+			return interval{months: 12 * n}, true
+		}
+		return iv, false
+	}
+	s := textOf(v)
+	neg := false
+	for len(s) > 0 && s[0] == ' ' {
+		s = s[1:]
+	}
+	if len(s) > 0 && s[0] == '-' {
+		neg, s = true, s[1:]
+	}
+	var groups [5]int64
+	var glen [5]int
+	n := 0
+	for i := 0; i < len(s); {
+		if s[i] < '0' || s[i] > '9' {
+			i++
+			continue
+		}
+		if n == len(fields) {
+			return iv, false
+		}
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			groups[n] = groups[n]*10 + int64(s[i]-'0')
+			glen[n]++
+		}
+		n++
+	}
+	shift := len(fields) - n
+	for i := 0; i < n; i++ {
+		g := groups[i]
+		switch fields[i+shift] {
+		case 'Y':
+			iv.months += 12 * g
+		case 'M':
+			iv.months += g
+		case 'D':
+			iv.micros += g * 86400e6
+		case 'h':
+			iv.micros += g * 3600e6
+		case 'm':
+			iv.micros += g * 60e6
+		case 's':
+			iv.micros += g * 1e6
+		case 'u':
+			for l := glen[i]; l < 6; l++ {
+				g *= 10
+			}
+			iv.micros += g
+		}
+	}
+	if neg {
+		iv.months, iv.micros = -iv.months, -iv.micros
+	}
+	return iv, true
+}
+
+// addInterval adds iv to t: months first, the day clamped to the
+// month's last day (2024-01-31 + 1 MONTH = 2024-02-29), then the
+// microseconds. ok=false outside years 1..9999.
+func addInterval(t dateTime, iv interval) (dateTime, bool) {
+	if iv.months != 0 {
+		m := int64(t.year)*12 + int64(t.month-1) + iv.months
+		if m < 0 || m >= 10000*12 {
+			return t, false
+		}
+		t.year, t.month = int(m/12), int(m%12)+1
+		t.day = min(t.day, daysInMonth(t.year, t.month))
+	}
+	if iv.micros != 0 {
+		const day = 86400e6
+		us := dayNumber(t.year, t.month, t.day)*day + ((int64(t.hour)*60+int64(t.minute))*60+int64(t.second))*1e6 + int64(t.micro) + iv.micros
+		if us < dayNumber(1, 1, 1)*day || us >= dayNumber(10000, 1, 1)*day {
+			return t, false
+		}
+		t = fromDayNumber(us / day)
+		r := us % day
+		t.micro = int(r % 1e6)
+		r /= 1e6
+		t.second, t.minute, t.hour = int(r%60), int(r/60%60), int(r/3600)
+	}
+	if t.year < 1 || t.year > 9999 {
+		return t, false
+	}
+	return t, true
+}
+
+// fromDayNumber is the date of a TO_DAYS number (year >= 1).
+func fromDayNumber(n int64) dateTime {
+	// Estimate the year, then correct it.
+	y := int(n * 400 / 146097)
+	for dayNumber(y+1, 1, 1) <= n {
+		y++
+	}
+	for y > 0 && dayNumber(y, 1, 1) > n {
+		y--
+	}
+	doy := int(n - dayNumber(y, 1, 1))
+	m := 1
+	for ; m < 12 && doy >= daysInMonth(y, m); m++ {
+		doy -= daysInMonth(y, m)
+	}
+	return dateTime{year: y, month: m, day: doy + 1}
+}
+
+// buildDateAdd compiles DATE_ADD / DATE_SUB / ADDDATE / SUBDATE (d, n,
+// unit — the parser gives ADDDATE(d, n) a DAY unit and `d + INTERVAL n
+// u` the same call) and TIMESTAMPADD(unit, n, d). A DATE plus days or
+// more stays a DATE, other temporals give a DATETIME, strings a string.
+func buildDateAdd(name string, args []Expr) (Expr, error) {
+	if name == "timestampadd" {
+		args = []Expr{args[2], args[1], args[0]}
+	}
+	u, ok := args[2].(*unitArg)
+	if !ok {
+		return nil, errParamCount(name)
+	}
+	unit := u.unit
+	sub := name == "date_sub" || name == "subdate"
+	at := args[0].Type()
+	micro := unit == ast.TimeUnitMicrosecond || unitFields(unit) != "" && unitFields(unit)[len(unitFields(unit))-1] == 'u'
+	if k, ok := args[1].(*Constant); ok && unit == ast.TimeUnitSecond && k.Ft.Class() != types.ClassInt {
+		micro = true
+	}
+	var ft types.FieldType
+	switch {
+	case at.Tp == mysql.TypeDate && dateOnlyUnit(unit):
+		ft = dateType
+	case at.Class() == types.ClassTime && at.Tp != mysql.TypeDuration:
+		fsp := fspOf(at)
+		if micro {
+			fsp = 6
+		}
+		ft = datetimeType(fsp)
+	default:
+		ft = strType(29)
+	}
+	return &funcExpr{name: name, args: args[:2], ft: ft, fn: func(a []Datum) (Datum, error) {
+		if anyNull(a) {
+			return tablecodec.NullDatum, nil
+		}
+		t, ok := toDateTime(a[0])
+		if !ok || zeroDate(t) {
+			return tablecodec.NullDatum, nil
+		}
+		iv, ok := parseInterval(a[1], unit)
+		if !ok {
+			return tablecodec.NullDatum, nil
+		}
+		if sub {
+			iv.months, iv.micros = -iv.months, -iv.micros
+		}
+		hadTime := a[0].Kind() != tablecodec.KindBytes || len(a[0].Bytes()) > 10
+		r, ok := addInterval(t, iv)
+		if !ok {
+			return tablecodec.NullDatum, nil
+		}
+		b := make([]byte, 0, 26)
+		switch {
+		case ft.Tp == mysql.TypeDate:
+			b = appendDate(b, r)
+		case ft.Tp == mysql.TypeDatetime:
+			b = appendDateTime(b, r, ft.Decimal)
+		case !hadTime && dateOnlyUnit(unit):
+			b = appendDate(b, r)
+		default:
+			fsp := 0
+			if r.micro != 0 {
+				fsp = 6
+			}
+			b = appendDateTime(b, r, fsp)
+		}
+		return tablecodec.NewBytes(b), nil
+	}}, nil
+}
+
+func buildDateDiff(name string, args []Expr) (Expr, error) {
+	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+		if anyNull(a) {
+			return tablecodec.NullDatum, nil
+		}
+		x, ok1 := toDateTime(a[0])
+		y, ok2 := toDateTime(a[1])
+		if !ok1 || !ok2 || zeroDate(x) || zeroDate(y) {
+			return tablecodec.NullDatum, nil
+		}
+		return tablecodec.NewInt(dayNumber(x.year, x.month, x.day) - dayNumber(y.year, y.month, y.day)), nil
+	}}, nil
+}
+
+// microsOf is t as microseconds since day 0.
+func microsOf(t dateTime) int64 {
+	return dayNumber(t.year, t.month, t.day)*86400e6 + ((int64(t.hour)*60+int64(t.minute))*60+int64(t.second))*1e6 + int64(t.micro)
+}
+
+// buildTimestampDiff compiles TIMESTAMPDIFF(unit, a, b): b - a in whole
+// units, truncated toward zero; months count only when b's day and time
+// reach a's.
+func buildTimestampDiff(name string, args []Expr) (Expr, error) {
+	u, ok := args[0].(*unitArg)
+	if !ok {
+		return nil, errParamCount(name)
+	}
+	unit := u.unit
+	if unitFields(unit) != "" {
+		return nil, errParamCount(name)
+	}
+	return &funcExpr{name: name, args: args[1:], ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+		if anyNull(a) {
+			return tablecodec.NullDatum, nil
+		}
+		x, ok1 := toDateTime(a[0])
+		y, ok2 := toDateTime(a[1])
+		if !ok1 || !ok2 || zeroDate(x) || zeroDate(y) {
+			return tablecodec.NullDatum, nil
+		}
+		switch unit {
+		case ast.TimeUnitMonth, ast.TimeUnitQuarter, ast.TimeUnitYear:
+			m := int64(y.year-x.year)*12 + int64(y.month-x.month)
+			rx := microsOf(dateTime{day: x.day, hour: x.hour, minute: x.minute, second: x.second, micro: x.micro, year: 0, month: 1})
+			ry := microsOf(dateTime{day: y.day, hour: y.hour, minute: y.minute, second: y.second, micro: y.micro, year: 0, month: 1})
+			if m > 0 && ry < rx {
+				m--
+			} else if m < 0 && ry > rx {
+				m++
+			}
+			switch unit {
+			case ast.TimeUnitQuarter:
+				m /= 3
+			case ast.TimeUnitYear:
+				m /= 12
+			}
+			return tablecodec.NewInt(m), nil
+		}
+		d := microsOf(y) - microsOf(x)
+		per := map[ast.TimeUnitType]int64{ast.TimeUnitMicrosecond: 1, ast.TimeUnitSecond: 1e6, ast.TimeUnitMinute: 60e6,
+			ast.TimeUnitHour: 3600e6, ast.TimeUnitDay: 86400e6, ast.TimeUnitWeek: 7 * 86400e6}[unit]
+		if per == 0 {
+			return tablecodec.NullDatum, nil
+		}
+		return tablecodec.NewInt(d / per), nil
+	}}, nil
+}
+
+func buildLastDay(name string, args []Expr) (Expr, error) {
+	return &funcExpr{name: name, args: args, ft: dateType, fn: func(a []Datum) (Datum, error) {
+		if a[0].IsNull() {
+			return tablecodec.NullDatum, nil
+		}
+		t, ok := toDateTime(a[0])
+		if !ok || t.month == 0 {
+			return tablecodec.NullDatum, nil
+		}
+		t.day = daysInMonth(t.year, t.month)
+		return tablecodec.NewBytes(appendDate(make([]byte, 0, 10), t)), nil
+	}}, nil
+}
+
+// buildMakeDate compiles MAKEDATE(year, dayofyear).
+func buildMakeDate(name string, args []Expr) (Expr, error) {
+	return &funcExpr{name: name, args: args, ft: dateType, fn: func(a []Datum) (Datum, error) {
+		if anyNull(a) {
+			return tablecodec.NullDatum, nil
+		}
+		y, doy := intOf(a[0]), intOf(a[1])
+		if doy <= 0 || y < 0 || y > 9999 {
+			return tablecodec.NullDatum, nil
+		}
+		if y < 70 {
+			y += 2000
+		} else if y < 100 {
+			y += 1900
+		}
+		n := dayNumber(int(y), 1, 1) + doy - 1
+		if n >= dayNumber(10000, 1, 1) {
+			return tablecodec.NullDatum, nil
+		}
+		return tablecodec.NewBytes(appendDate(make([]byte, 0, 10), fromDayNumber(n))), nil
+	}}, nil
+}
+
+var (
+	dayNames   = [7]string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
+	monthNames = [13]string{"", "January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"}
+)
+
+func buildNames(name string, args []Expr) (Expr, error) {
+	return &funcExpr{name: name, args: args, ft: strType(9), fn: func(a []Datum) (Datum, error) {
+		if a[0].IsNull() {
+			return tablecodec.NullDatum, nil
+		}
+		t, ok := toDateTime(a[0])
+		if !ok {
+			return tablecodec.NullDatum, nil
+		}
+		if name == "monthname" {
+			if t.month == 0 {
+				return tablecodec.NullDatum, nil
+			}
+			return tablecodec.NewString(monthNames[t.month]), nil
+		}
+		if zeroDate(t) {
+			return tablecodec.NullDatum, nil
+		}
+		return tablecodec.NewString(dayNames[weekdayOf(dayNumber(t.year, t.month, t.day), false)]), nil
+	}}, nil
+}
+
+var (
+	dayAbbr   = [7]string{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}
+	monthAbbr = [13]string{"", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
+)
+
+// hour12 is the 12-hour clock hour (12, 1..11).
+func hour12(h int) int {
+	if h%12 == 0 {
+		return 12
+	}
+	return h % 12
+}
+
+func ampm(h int) string {
+	if h%24 < 12 {
+		return "AM"
+	}
+	return "PM"
+}
+
+// appendDateFormat appends t formatted by a DATE_FORMAT pattern.
+func appendDateFormat(b []byte, t dateTime, f []byte) []byte {
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if c != '%' || i+1 == len(f) {
+			b = append(b, c)
+			continue
+		}
+		i++
+		wd := func() int { return weekdayOf(dayNumber(t.year, t.month, t.day), false) }
+		switch f[i] {
+		case 'a':
+			b = append(b, dayAbbr[wd()]...)
+		case 'b':
+			b = append(b, monthAbbr[t.month]...)
+		case 'c':
+			b = padN(b, t.month, 1)
+		case 'D':
+			b = padN(b, t.day, 1)
+			switch {
+			case t.day/10%10 == 1:
+				b = append(b, "th"...)
+			case t.day%10 == 1:
+				b = append(b, "st"...)
+			case t.day%10 == 2:
+				b = append(b, "nd"...)
+			case t.day%10 == 3:
+				b = append(b, "rd"...)
+			default:
+				b = append(b, "th"...)
+			}
+		case 'd':
+			b = pad2(b, t.day)
+		case 'e':
+			b = padN(b, t.day, 1)
+		case 'f':
+			b = padN(b, t.micro, 6)
+		case 'H':
+			b = padN(b, t.hour, 2)
+		case 'h', 'I':
+			b = pad2(b, hour12(t.hour))
+		case 'i':
+			b = pad2(b, t.minute)
+		case 'j':
+			b = padN(b, int(dayNumber(t.year, t.month, t.day)-dayNumber(t.year, 1, 1)+1), 3)
+		case 'k':
+			b = padN(b, t.hour, 1)
+		case 'l':
+			b = padN(b, hour12(t.hour), 1)
+		case 'M':
+			b = append(b, monthNames[t.month]...)
+		case 'm':
+			b = pad2(b, t.month)
+		case 'p':
+			b = append(b, ampm(t.hour)...)
+		case 'r':
+			u := t
+			u.hour = hour12(t.hour)
+			b = append(append(appendClock(b, u, 0), ' '), ampm(t.hour)...)
+		case 'S', 's':
+			b = pad2(b, t.second)
+		case 'T':
+			b = appendClock(b, t, 0)
+		case 'U', 'u', 'V', 'v':
+			mode := map[byte]int{'U': 0, 'u': 1, 'V': 2, 'v': 3}[f[i]]
+			w, _ := calcWeek(t, mode)
+			b = pad2(b, w)
+		case 'W':
+			b = append(b, dayNames[wd()]...)
+		case 'w':
+			b = padN(b, weekdayOf(dayNumber(t.year, t.month, t.day), true), 1)
+		case 'X', 'x':
+			mode := 2
+			if f[i] == 'x' {
+				mode = 3
+			}
+			_, y := calcWeek(t, mode)
+			b = padN(b, y, 4)
+		case 'Y':
+			b = padN(b, t.year, 4)
+		case 'y':
+			b = pad2(b, t.year%100)
+		default:
+			b = append(b, f[i])
+		}
+	}
+	return b
+}
+
+// formatNeedsDate: the pattern reads the date (names and week numbers
+// of a zero date are NULL).
+func formatNeedsDate(f []byte) bool {
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == '%' {
+			switch f[i+1] {
+			case 'a', 'D', 'j', 'U', 'u', 'V', 'v', 'W', 'w', 'X', 'x', 'b', 'M':
+				return true
+			}
+			i++
+		}
+	}
+	return false
+}
+
+func buildDateFormat(name string, args []Expr) (Expr, error) {
+	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []Datum) (Datum, error) {
+		if anyNull(a) {
+			return tablecodec.NullDatum, nil
+		}
+		t, ok := toDateTime(a[0])
+		f := textOf(a[1])
+		if !ok || zeroDate(t) && formatNeedsDate(f) {
+			return tablecodec.NullDatum, nil
+		}
+		return tablecodec.NewBytes(appendDateFormat(make([]byte, 0, len(f)+16), t, f)), nil
+	}}, nil
+}
+
+// scanNum reads up to max digits from s.
+func scanNum(s []byte, maxDigits int) (v, n int) {
+	for n < len(s) && n < maxDigits && s[n] >= '0' && s[n] <= '9' {
+		v = v*10 + int(s[n]-'0')
+		n++
+	}
+	return v, n
+}
+
+// scanName matches one of names (case-insensitively) at the start of s.
+func scanName(s []byte, names []string) (idx, n int) {
+	for i, nm := range names {
+		if nm != "" && len(s) >= len(nm) && bytesEqualFold(s[:len(nm)], nm) {
+			return i, len(nm)
+		}
+	}
+	return -1, 0
+}
+
+func bytesEqualFold(b []byte, s string) bool {
+	for i := range b {
+		x, y := b[i]|0x20, s[i]|0x20
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// strToDate parses s by a STR_TO_DATE pattern; ok=false when s does not
+// match it.
+func strToDate(s, f []byte) (t dateTime, ok bool) {
+	pm, twelve := -1, false
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' || i+1 == len(f) {
+			if f[i] == ' ' {
+				for len(s) > 0 && s[0] == ' ' {
+					s = s[1:]
+				}
+				continue
+			}
+			if len(s) == 0 || s[0] != f[i] {
+				return t, false
+			}
+			s = s[1:]
+			continue
+		}
+		i++
+		for len(s) > 0 && s[0] == ' ' { // MySQL skips spaces before a field
+			s = s[1:]
+		}
+		var v, n int
+		switch f[i] {
+		case 'Y':
+			v, n = scanNum(s, 4)
+			if n <= 2 && n > 0 {
+				v = twoDigitYear(v)
+			}
+			t.year = v
+		case 'y':
+			v, n = scanNum(s, 2)
+			t.year = twoDigitYear(v)
+		case 'm', 'c':
+			t.month, n = scanNum(s, 2)
+		case 'd', 'e':
+			t.day, n = scanNum(s, 2)
+		case 'H', 'k':
+			t.hour, n = scanNum(s, 2)
+		case 'h', 'I', 'l':
+			t.hour, n = scanNum(s, 2)
+			twelve = true
+		case 'i':
+			t.minute, n = scanNum(s, 2)
+		case 's', 'S':
+			t.second, n = scanNum(s, 2)
+		case 'f':
+			v, n = scanNum(s, 6)
+			for k := n; k < 6; k++ {
+				v *= 10
+			}
+			t.micro = v
+		case 'p':
+			v, n = scanName(s, []string{"AM", "PM"})
+			pm = v
+		case 'M':
+			t.month, n = scanName(s, monthNames[:])
+		case 'b':
+			t.month, n = scanName(s, monthAbbr[:])
+		case 'T', 'r':
+			var k int
+			if t.hour, k = scanNum(s, 2); k == 0 || len(s) <= k || s[k] != ':' {
+				return t, false
+			}
+			n = k + 1
+			if t.minute, k = scanNum(s[n:], 2); k == 0 || len(s) <= n+k || s[n+k] != ':' {
+				return t, false
+			}
+			n += k + 1
+			t.second, k = scanNum(s[n:], 2)
+			n += k
+			if f[i] == 'r' {
+				twelve = true
+				for n < len(s) && s[n] == ' ' {
+					n++
+				}
+				var k int
+				pm, k = scanName(s[n:], []string{"AM", "PM"})
+				n += k
+			}
+		case '%':
+			if len(s) > 0 && s[0] == '%' {
+				n = 1
+			}
+		default:
+			return t, false
+		}
+		if n <= 0 {
+			return t, false
+		}
+		s = s[n:]
+	}
+	if twelve {
+		if t.hour < 1 || t.hour > 12 {
+			return t, false
+		}
+		t.hour %= 12
+		if pm == 1 {
+			t.hour += 12
+		}
+	} else if pm == 1 && t.hour < 12 {
+		t.hour += 12
+	}
+	return t, validDate(t)
+}
+
+// twoDigitYear maps 00-69 to 2000-2069 and 70-99 to 1970-1999.
+func twoDigitYear(y int) int {
+	if y < 70 {
+		return y + 2000
+	}
+	if y < 100 {
+		return y + 1900
+	}
+	return y
+}
+
+// formatParts reports which parts a STR_TO_DATE pattern sets.
+func formatParts(f []byte) (date, clock, frac bool) {
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		i++
+		switch f[i] {
+		case 'Y', 'y', 'm', 'c', 'd', 'e', 'M', 'b', 'j':
+			date = true
+		case 'H', 'k', 'h', 'I', 'l', 'i', 's', 'S', 'T', 'r', 'p':
+			clock = true
+		case 'f':
+			clock, frac = true, true
+		}
+	}
+	return
+}
+
+// buildStrToDate compiles STR_TO_DATE(s, format): a DATE, TIME or
+// DATETIME by the parts a constant format sets (DATETIME otherwise).
+func buildStrToDate(name string, args []Expr) (Expr, error) {
+	ft := datetimeType(6)
+	if k, ok := args[1].(*Constant); ok && !k.Value.IsNull() {
+		date, clock, frac := formatParts(textOf(k.Value))
+		fsp := 0
+		if frac {
+			fsp = 6
+		}
+		switch {
+		case date && !clock:
+			ft = dateType
+		case clock && !date:
+			ft = timeType
+			if frac {
+				ft.Decimal, ft.Flen = 6, 17
+			}
+		default:
+			ft = datetimeType(fsp)
+		}
+	}
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+		if anyNull(a) {
+			return tablecodec.NullDatum, nil
+		}
+		t, ok := strToDate(textOf(a[0]), textOf(a[1]))
+		if !ok || ft.Tp != mysql.TypeDuration && zeroDate(t) {
+			return tablecodec.NullDatum, nil
+		}
+		b := make([]byte, 0, 26)
+		switch ft.Tp {
+		case mysql.TypeDate:
+			b = appendDate(b, t)
+		case mysql.TypeDuration:
+			b = appendClock(b, t, ft.Decimal)
+		default:
+			b = appendDateTime(b, t, ft.Decimal)
+		}
+		return tablecodec.NewBytes(b), nil
+	}}, nil
+}
+
+// Unix timestamps run from 1970-01-01 00:00:00 UTC to 3001-01-19 03:14:07.999999 UTC.
+const maxUnixTime = 32536771199
+
+// buildUnixTimestamp compiles UNIX_TIMESTAMP() (the statement's time) and
+// UNIX_TIMESTAMP(d): d read in the session time zone (the server's), 0
+// outside the timestamp range; a DECIMAL with the fractional seconds of a
+// DATETIME(fsp) argument.
+func buildUnixTimestamp(env Env, name string, args []Expr) (Expr, error) {
+	if len(args) == 0 {
+		return &Constant{Value: tablecodec.NewInt(env.Now().Unix()), Ft: types.Int64Type}, nil
+	}
+	fsp := fspOf(args[0].Type())
+	if k, ok := args[0].(*Constant); ok && k.Value.Kind() == tablecodec.KindBytes {
+		if t, ok := toDateTime(k.Value); ok && t.micro != 0 {
+			fsp = 6
+		}
+	}
+	ft := types.Int64Type
+	if fsp > 0 {
+		ft = types.DecimalType(11+fsp, fsp)
+	}
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+		if a[0].IsNull() {
+			return tablecodec.NullDatum, nil
+		}
+		t, ok := toDateTime(a[0])
+		if !ok {
+			return tablecodec.NullDatum, nil
+		}
+		sec := time.Date(t.year, time.Month(t.month), t.day, t.hour, t.minute, t.second, 0, time.Local).Unix()
+		if zeroDate(t) || sec < 0 || sec > maxUnixTime {
+			sec, t.micro = 0, 0
+		}
+		if fsp == 0 {
+			return tablecodec.NewInt(sec), nil
+		}
+		v := types.NewDecimal(sec*1e6+int64(t.micro), 6)
+		return v.Round(fsp).Datum(), nil
+	}}, nil
+}
+
+// buildFromUnixtime compiles FROM_UNIXTIME(n[, format]): the DATETIME of
+// n seconds after the epoch in the session time zone.
+func buildFromUnixtime(name string, args []Expr) (Expr, error) {
+	fsp := 0
+	if at := args[0].Type(); at.Class() == types.ClassDecimal {
+		fsp = min(max(at.Decimal, 0), 6)
+	} else if at.Class() != types.ClassInt {
+		fsp = 6
+	}
+	ft := datetimeType(fsp)
+	if len(args) == 2 {
+		ft = strType(-1)
+	}
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+		if anyNull(a) {
+			return tablecodec.NullDatum, nil
+		}
+		v, ok := types.ToDecimal(a[0])
+		if !ok || v.Sign() < 0 {
+			return tablecodec.NullDatum, nil
+		}
+		us, ok := v.Mul(types.NewDecimal(1e6, 0)).Int64()
+		if !ok || us > (maxUnixTime+1)*1e6-1 {
+			return tablecodec.NullDatum, nil
+		}
+		tt := time.UnixMicro(us).In(time.Local)
+		t := dateTime{year: tt.Year(), month: int(tt.Month()), day: tt.Day(), hour: tt.Hour(),
+			minute: tt.Minute(), second: tt.Second(), micro: tt.Nanosecond() / 1000}
+		if len(a) == 2 {
+			return tablecodec.NewBytes(appendDateFormat(nil, t, textOf(a[1]))), nil
+		}
+		return tablecodec.NewBytes(appendDateTime(make([]byte, 0, 26), t, fsp)), nil
 	}}, nil
 }
