@@ -65,10 +65,13 @@ type sortKey struct {
 
 // plan is a validated executor chain:
 //
-//	TableScan → Selection* → (Limit | TopN)* → Projection? → Aggregation?
+//	(TableScan | IndexScan) → Selection* → (Limit | TopN)* → Projection? → Aggregation?
+//	IndexScan → IndexLookUp → Limit*
 type plan struct {
 	desc   bool
 	tbl    *catalog.TableInfo // nil: rows are opaque
+	idx    *catalog.IndexInfo // the source is an IndexScan of this index
+	lookup bool               // IndexLookUp: each entry's row is read
 	hasSel bool
 	conds  []expr.Expr
 	limit  int // 0 = none, -1 = LIMIT 0
@@ -89,17 +92,25 @@ func buildPlan(dag *coprocessorpb.DAGRequest) (plan, error) {
 	var p plan
 	execs := dag.GetExecutors()
 	p.nexec = len(execs)
-	if len(execs) == 0 || execs[0].GetTp() != coprocessorpb.ExecType_TypeTableScan {
-		return p, fmt.Errorf("%w: the first executor must be a TableScan", ErrUnsupported)
-	}
-	ts := execs[0].GetTblScan()
-	p.desc = ts.GetDesc()
-	if ti := ts.GetTableInfo(); len(ti) > 0 {
-		t, err := schemaOf(ti)
-		if err != nil {
+	switch {
+	case len(execs) == 0:
+		return p, fmt.Errorf("%w: the first executor must be a TableScan or an IndexScan", ErrUnsupported)
+	case execs[0].GetTp() == coprocessorpb.ExecType_TypeIndexScan:
+		if err := p.indexSource(execs[0].GetIdxScan()); err != nil {
 			return p, err
 		}
-		p.tbl = t
+	case execs[0].GetTp() == coprocessorpb.ExecType_TypeTableScan:
+		ts := execs[0].GetTblScan()
+		p.desc = ts.GetDesc()
+		if ti := ts.GetTableInfo(); len(ti) > 0 {
+			t, err := schemaOf(ti)
+			if err != nil {
+				return p, err
+			}
+			p.tbl = t
+		}
+	default:
+		return p, fmt.Errorf("%w: the first executor must be a TableScan or an IndexScan", ErrUnsupported)
 	}
 	width := 0
 	if p.tbl != nil {
@@ -118,7 +129,18 @@ func buildPlan(dag *coprocessorpb.DAGRequest) (plan, error) {
 	// stage: 0 selections, 1 limit/topN, 2 projection, 3 aggregation.
 	stage, hasSel := 0, false
 	for i, e := range execs[1:] {
+		if p.lookup && e.GetTp() != coprocessorpb.ExecType_TypeLimit {
+			return p, fmt.Errorf("%w: %v after IndexLookUp", ErrUnsupported, e.GetTp())
+		}
 		switch e.GetTp() {
+		case coprocessorpb.ExecType_TypeIndexLookUp:
+			if i != 0 || p.idx == nil {
+				return p, fmt.Errorf("%w: IndexLookUp must follow an IndexScan", ErrUnsupported)
+			}
+			if e.GetIdxLookup().GetTableId() != p.tbl.ID {
+				return p, fmt.Errorf("%w: IndexLookUp of table %d over an index of table %d", ErrUnsupported, e.GetIdxLookup().GetTableId(), p.tbl.ID)
+			}
+			p.lookup = true
 		case coprocessorpb.ExecType_TypeSelection:
 			if stage > 0 || hasSel {
 				return p, fmt.Errorf("%w: Selection after executor %d", ErrUnsupported, i)
@@ -256,6 +278,11 @@ type run struct {
 	tops     []topRow
 	states   []aggState // without GROUP BY
 	groups   groupTable
+	// IndexLookUp
+	rows    RowReader
+	handle  int64 // the current index entry's handle
+	pending []lookupRow
+	keysBuf [][]byte
 }
 
 // Execute runs dag over ranges (in ascending key order, non-overlapping)
@@ -263,13 +290,19 @@ type run struct {
 // met) is returned wrapped; so is an expression error (ERROR 1690 and the
 // like, as the SQL node would raise it).
 func Execute(r Scanner, dag *coprocessorpb.DAGRequest, ranges []Range) (*coprocessorpb.SelectResponse, error) {
+	return ExecuteLookUp(r, nil, dag, ranges)
+}
+
+// ExecuteLookUp is Execute with rows reading the rows of an IndexLookUp
+// (nil: every row is left to the SQL node).
+func ExecuteLookUp(r Scanner, rows RowReader, dag *coprocessorpb.DAGRequest, ranges []Range) (*coprocessorpb.SelectResponse, error) {
 	started := time.Now()
 	p, err := buildPlan(dag)
 	if err != nil {
 		return nil, err
 	}
 	x := &run{p: p, resp: &coprocessorpb.SelectResponse{}, produced: make([]uint64, p.nexec),
-		maxScan: int64(dag.GetMaxScanRows())}
+		maxScan: int64(dag.GetMaxScanRows()), rows: rows}
 	if x.maxScan == 0 {
 		x.maxScan = DefaultMaxScanRows
 	}
@@ -297,6 +330,9 @@ func Execute(r Scanner, dag *coprocessorpb.DAGRequest, ranges []Range) (*coproce
 			return nil, x.err
 		}
 		if err != nil {
+			if p.idx != nil {
+				return nil, fmt.Errorf("coprocessor: index scan: %w", err)
+			}
 			return nil, fmt.Errorf("coprocessor: table scan: %w", err)
 		}
 	}
@@ -328,7 +364,11 @@ func (x *run) visit(k, v []byte) bool {
 	}
 	p := &x.p
 	x.produced[0]++
-	if p.tbl != nil {
+	if p.idx != nil {
+		if err := x.decodeIndex(k, v); err != nil {
+			return x.fail(err)
+		}
+	} else if p.tbl != nil {
 		if err := p.tbl.DecodeRow(k, v, x.row); err != nil {
 			return x.fail(fmt.Errorf("coprocessor: decode row of table %d: %w", p.tbl.ID, err))
 		}
@@ -369,7 +409,7 @@ func (x *run) visit(k, v []byte) bool {
 		x.done = true
 		return false
 	}
-	if p.paging > 0 && len(x.resp.Rows) >= p.paging {
+	if p.paging > 0 && len(x.resp.Rows)+len(x.pending) >= p.paging {
 		x.done = true
 		if p.desc {
 			x.resp.ResumeKey = bytes.Clone(k)
@@ -384,6 +424,9 @@ func (x *run) visit(k, v []byte) bool {
 // emit appends one output row (the stored value, or the projected values
 // encoded as a row).
 func (x *run) emit(k, v []byte) error {
+	if x.p.lookup {
+		return x.queueLookup(k)
+	}
 	if x.p.proj == nil {
 		x.resp.Rows = append(x.resp.Rows, &coprocessorpb.Row{Key: bytes.Clone(k), Value: bytes.Clone(v)})
 		return nil
@@ -477,6 +520,9 @@ func (x *run) finish() error {
 		return nil
 	}
 	if !p.isAgg {
+		if err := x.flushLookups(); err != nil {
+			return err
+		}
 		x.countTail(len(x.resp.Rows))
 		return nil
 	}

@@ -28,6 +28,11 @@ var (
 		Name: "strata_coprocessor_rows_returned_total",
 		Help: "Rows (or partial aggregate rows) the coprocessor returned.",
 	})
+	lookupRows = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_coprocessor_index_lookup_rows_total",
+		Help: "Rows of IndexLookUp requests: read on this store (local) or left to the SQL node (remote).",
+	}, []string{"path"})
+	lookupLocal, lookupRemote = lookupRows.WithLabelValues("local"), lookupRows.WithLabelValues("remote")
 )
 
 // Limiter bounds the coprocessor requests a store executes at once, so that
@@ -79,4 +84,8 @@ func observe(dag *coprocessorpb.DAGRequest, resp *coprocessorpb.SelectResponse) 
 		n = 1
 	}
 	rowsReturned.Add(float64(n))
+	if l, r := resp.GetLocalLookups(), resp.GetRemoteLookups(); l+r > 0 {
+		lookupLocal.Add(float64(l))
+		lookupRemote.Add(float64(r))
+	}
 }

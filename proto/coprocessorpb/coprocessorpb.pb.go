@@ -31,18 +31,20 @@ const (
 	ExecType_TypeTopN        ExecType = 4
 	ExecType_TypeProjection  ExecType = 5
 	ExecType_TypeIndexScan   ExecType = 6
+	ExecType_TypeIndexLookUp ExecType = 20
 )
 
 // Enum value maps for ExecType.
 var (
 	ExecType_name = map[int32]string{
-		0: "TypeTableScan",
-		1: "TypeAggregation",
-		2: "TypeLimit",
-		3: "TypeSelection",
-		4: "TypeTopN",
-		5: "TypeProjection",
-		6: "TypeIndexScan",
+		0:  "TypeTableScan",
+		1:  "TypeAggregation",
+		2:  "TypeLimit",
+		3:  "TypeSelection",
+		4:  "TypeTopN",
+		5:  "TypeProjection",
+		6:  "TypeIndexScan",
+		20: "TypeIndexLookUp",
 	}
 	ExecType_value = map[string]int32{
 		"TypeTableScan":   0,
@@ -52,6 +54,7 @@ var (
 		"TypeTopN":        4,
 		"TypeProjection":  5,
 		"TypeIndexScan":   6,
+		"TypeIndexLookUp": 20,
 	}
 )
 
@@ -306,6 +309,7 @@ type Executor struct {
 	TopN          *TopN                  `protobuf:"bytes,6,opt,name=top_n,json=topN,proto3" json:"top_n,omitempty"`
 	Projection    *Projection            `protobuf:"bytes,7,opt,name=projection,proto3" json:"projection,omitempty"`
 	IdxScan       *IndexScan             `protobuf:"bytes,8,opt,name=idx_scan,json=idxScan,proto3" json:"idx_scan,omitempty"`
+	IdxLookup     *IndexLookUp           `protobuf:"bytes,20,opt,name=idx_lookup,json=idxLookup,proto3" json:"idx_lookup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -396,6 +400,13 @@ func (x *Executor) GetIdxScan() *IndexScan {
 	return nil
 }
 
+func (x *Executor) GetIdxLookup() *IndexLookUp {
+	if x != nil {
+		return x.IdxLookup
+	}
+	return nil
+}
+
 // TableScan reads the rows of table_id in the request's ranges. With
 // table_info (the table's catalog.TableInfo as JSON, the schema the SQL
 // node decodes rows with) the rows are decoded into the SQL node's row
@@ -461,7 +472,12 @@ func (x *TableScan) GetTableInfo() []byte {
 	return nil
 }
 
-// IndexScan reads the entries of one index (reserved: not executed yet).
+// IndexScan reads the entries of index_id of table_id in the request's
+// ranges (index key ranges). table_info (required) is the table's
+// catalog.TableInfo as JSON: each entry is decoded into the SQL node's row
+// layout (the index's columns at their offsets, the handle after the
+// columns, every other column NULL) for the executors after it. Without an
+// IndexLookUp the output rows are the index entries (key and value).
 type IndexScan struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TableId       int64                  `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
@@ -530,6 +546,56 @@ func (x *IndexScan) GetTableInfo() []byte {
 	return nil
 }
 
+// IndexLookUp follows an IndexScan: for each entry it reads the row of its
+// handle (table_id's row key) at start_ts, from this store's engine when
+// this store leads the row's region with a valid lease, else it leaves the
+// row to the SQL node (Row.remote). Each output row is then the index key
+// (key), the row key (row_key) and the stored row (value, unless remote),
+// in index order. Only Limit may follow it.
+type IndexLookUp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TableId       int64                  `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexLookUp) Reset() {
+	*x = IndexLookUp{}
+	mi := &file_coprocessorpb_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexLookUp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexLookUp) ProtoMessage() {}
+
+func (x *IndexLookUp) ProtoReflect() protoreflect.Message {
+	mi := &file_coprocessorpb_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexLookUp.ProtoReflect.Descriptor instead.
+func (*IndexLookUp) Descriptor() ([]byte, []int) {
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *IndexLookUp) GetTableId() int64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
 // Selection keeps the rows for which every condition is true.
 type Selection struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -540,7 +606,7 @@ type Selection struct {
 
 func (x *Selection) Reset() {
 	*x = Selection{}
-	mi := &file_coprocessorpb_proto_msgTypes[4]
+	mi := &file_coprocessorpb_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +618,7 @@ func (x *Selection) String() string {
 func (*Selection) ProtoMessage() {}
 
 func (x *Selection) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[4]
+	mi := &file_coprocessorpb_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +631,7 @@ func (x *Selection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Selection.ProtoReflect.Descriptor instead.
 func (*Selection) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{4}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Selection) GetConditions() []*Expr {
@@ -585,7 +651,7 @@ type Projection struct {
 
 func (x *Projection) Reset() {
 	*x = Projection{}
-	mi := &file_coprocessorpb_proto_msgTypes[5]
+	mi := &file_coprocessorpb_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -597,7 +663,7 @@ func (x *Projection) String() string {
 func (*Projection) ProtoMessage() {}
 
 func (x *Projection) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[5]
+	mi := &file_coprocessorpb_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -610,7 +676,7 @@ func (x *Projection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Projection.ProtoReflect.Descriptor instead.
 func (*Projection) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{5}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Projection) GetExprs() []*Expr {
@@ -630,7 +696,7 @@ type ByItem struct {
 
 func (x *ByItem) Reset() {
 	*x = ByItem{}
-	mi := &file_coprocessorpb_proto_msgTypes[6]
+	mi := &file_coprocessorpb_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -642,7 +708,7 @@ func (x *ByItem) String() string {
 func (*ByItem) ProtoMessage() {}
 
 func (x *ByItem) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[6]
+	mi := &file_coprocessorpb_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -655,7 +721,7 @@ func (x *ByItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ByItem.ProtoReflect.Descriptor instead.
 func (*ByItem) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{6}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ByItem) GetExpr() *Expr {
@@ -684,7 +750,7 @@ type TopN struct {
 
 func (x *TopN) Reset() {
 	*x = TopN{}
-	mi := &file_coprocessorpb_proto_msgTypes[7]
+	mi := &file_coprocessorpb_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +762,7 @@ func (x *TopN) String() string {
 func (*TopN) ProtoMessage() {}
 
 func (x *TopN) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[7]
+	mi := &file_coprocessorpb_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +775,7 @@ func (x *TopN) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopN.ProtoReflect.Descriptor instead.
 func (*TopN) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{7}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TopN) GetOrderBy() []*ByItem {
@@ -737,7 +803,7 @@ type AggFunc struct {
 
 func (x *AggFunc) Reset() {
 	*x = AggFunc{}
-	mi := &file_coprocessorpb_proto_msgTypes[8]
+	mi := &file_coprocessorpb_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +815,7 @@ func (x *AggFunc) String() string {
 func (*AggFunc) ProtoMessage() {}
 
 func (x *AggFunc) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[8]
+	mi := &file_coprocessorpb_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +828,7 @@ func (x *AggFunc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggFunc.ProtoReflect.Descriptor instead.
 func (*AggFunc) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{8}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AggFunc) GetTp() AggFuncType {
@@ -798,7 +864,7 @@ type Aggregation struct {
 
 func (x *Aggregation) Reset() {
 	*x = Aggregation{}
-	mi := &file_coprocessorpb_proto_msgTypes[9]
+	mi := &file_coprocessorpb_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +876,7 @@ func (x *Aggregation) String() string {
 func (*Aggregation) ProtoMessage() {}
 
 func (x *Aggregation) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[9]
+	mi := &file_coprocessorpb_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +889,7 @@ func (x *Aggregation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregation.ProtoReflect.Descriptor instead.
 func (*Aggregation) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{9}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Aggregation) GetAggFunc() []AggFuncType {
@@ -856,7 +922,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_coprocessorpb_proto_msgTypes[10]
+	mi := &file_coprocessorpb_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -868,7 +934,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[10]
+	mi := &file_coprocessorpb_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -881,7 +947,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{10}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Limit) GetLimit() uint64 {
@@ -905,7 +971,7 @@ type FieldType struct {
 
 func (x *FieldType) Reset() {
 	*x = FieldType{}
-	mi := &file_coprocessorpb_proto_msgTypes[11]
+	mi := &file_coprocessorpb_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +983,7 @@ func (x *FieldType) String() string {
 func (*FieldType) ProtoMessage() {}
 
 func (x *FieldType) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[11]
+	mi := &file_coprocessorpb_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +996,7 @@ func (x *FieldType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldType.ProtoReflect.Descriptor instead.
 func (*FieldType) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{11}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FieldType) GetTp() uint32 {
@@ -981,7 +1047,7 @@ type Datum struct {
 
 func (x *Datum) Reset() {
 	*x = Datum{}
-	mi := &file_coprocessorpb_proto_msgTypes[12]
+	mi := &file_coprocessorpb_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -993,7 +1059,7 @@ func (x *Datum) String() string {
 func (*Datum) ProtoMessage() {}
 
 func (x *Datum) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[12]
+	mi := &file_coprocessorpb_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1006,7 +1072,7 @@ func (x *Datum) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Datum.ProtoReflect.Descriptor instead.
 func (*Datum) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{12}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Datum) GetKind() uint32 {
@@ -1055,7 +1121,7 @@ type Expr struct {
 
 func (x *Expr) Reset() {
 	*x = Expr{}
-	mi := &file_coprocessorpb_proto_msgTypes[13]
+	mi := &file_coprocessorpb_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1133,7 @@ func (x *Expr) String() string {
 func (*Expr) ProtoMessage() {}
 
 func (x *Expr) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[13]
+	mi := &file_coprocessorpb_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1146,7 @@ func (x *Expr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expr.ProtoReflect.Descriptor instead.
 func (*Expr) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{13}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Expr) GetTp() ExprType {
@@ -1193,7 +1259,7 @@ type ExecutorSummary struct {
 
 func (x *ExecutorSummary) Reset() {
 	*x = ExecutorSummary{}
-	mi := &file_coprocessorpb_proto_msgTypes[14]
+	mi := &file_coprocessorpb_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1205,7 +1271,7 @@ func (x *ExecutorSummary) String() string {
 func (*ExecutorSummary) ProtoMessage() {}
 
 func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[14]
+	mi := &file_coprocessorpb_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1218,7 +1284,7 @@ func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorSummary.ProtoReflect.Descriptor instead.
 func (*ExecutorSummary) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{14}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExecutorSummary) GetNumProducedRows() uint64 {
@@ -1259,14 +1325,17 @@ type SelectResponse struct {
 	ScannedRows uint64             `protobuf:"varint,6,opt,name=scanned_rows,json=scannedRows,proto3" json:"scanned_rows,omitempty"`
 	// error, when set, is a MySQL error an expression raised (e.g. 1690 for
 	// an overflow): the request failed and the SQL node returns it as is.
-	Error         *Error `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	Error *Error `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	// IndexLookUp: rows read on this store, and rows left to the SQL node.
+	LocalLookups  uint64 `protobuf:"varint,20,opt,name=local_lookups,json=localLookups,proto3" json:"local_lookups,omitempty"`
+	RemoteLookups uint64 `protobuf:"varint,21,opt,name=remote_lookups,json=remoteLookups,proto3" json:"remote_lookups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SelectResponse) Reset() {
 	*x = SelectResponse{}
-	mi := &file_coprocessorpb_proto_msgTypes[15]
+	mi := &file_coprocessorpb_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1278,7 +1347,7 @@ func (x *SelectResponse) String() string {
 func (*SelectResponse) ProtoMessage() {}
 
 func (x *SelectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[15]
+	mi := &file_coprocessorpb_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1291,7 +1360,7 @@ func (x *SelectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectResponse.ProtoReflect.Descriptor instead.
 func (*SelectResponse) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{15}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SelectResponse) GetRows() []*Row {
@@ -1343,6 +1412,20 @@ func (x *SelectResponse) GetError() *Error {
 	return nil
 }
 
+func (x *SelectResponse) GetLocalLookups() uint64 {
+	if x != nil {
+		return x.LocalLookups
+	}
+	return 0
+}
+
+func (x *SelectResponse) GetRemoteLookups() uint64 {
+	if x != nil {
+		return x.RemoteLookups
+	}
+	return 0
+}
+
 // Error is a MySQL error: its code and message.
 type Error struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1354,7 +1437,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_coprocessorpb_proto_msgTypes[16]
+	mi := &file_coprocessorpb_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1449,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[16]
+	mi := &file_coprocessorpb_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1462,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{16}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Error) GetCode() uint32 {
@@ -1397,16 +1480,20 @@ func (x *Error) GetMsg() string {
 }
 
 type Row struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// IndexLookUp output: the row key of the index entry, and whether the
+	// row was not read here (value empty; the SQL node fetches it).
+	RowKey        []byte `protobuf:"bytes,20,opt,name=row_key,json=rowKey,proto3" json:"row_key,omitempty"`
+	Remote        bool   `protobuf:"varint,21,opt,name=remote,proto3" json:"remote,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Row) Reset() {
 	*x = Row{}
-	mi := &file_coprocessorpb_proto_msgTypes[17]
+	mi := &file_coprocessorpb_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1505,7 @@ func (x *Row) String() string {
 func (*Row) ProtoMessage() {}
 
 func (x *Row) ProtoReflect() protoreflect.Message {
-	mi := &file_coprocessorpb_proto_msgTypes[17]
+	mi := &file_coprocessorpb_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1518,7 @@ func (x *Row) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Row.ProtoReflect.Descriptor instead.
 func (*Row) Descriptor() ([]byte, []int) {
-	return file_coprocessorpb_proto_rawDescGZIP(), []int{17}
+	return file_coprocessorpb_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Row) GetKey() []byte {
@@ -1448,6 +1535,20 @@ func (x *Row) GetValue() []byte {
 	return nil
 }
 
+func (x *Row) GetRowKey() []byte {
+	if x != nil {
+		return x.RowKey
+	}
+	return nil
+}
+
+func (x *Row) GetRemote() bool {
+	if x != nil {
+		return x.Remote
+	}
+	return false
+}
+
 var File_coprocessorpb_proto protoreflect.FileDescriptor
 
 const file_coprocessorpb_proto_rawDesc = "" +
@@ -1459,7 +1560,7 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\vpaging_size\x18\x02 \x01(\x04R\n" +
 	"pagingSize\x12+\n" +
 	"\x11collect_summaries\x18\x03 \x01(\bR\x10collectSummaries\x12\"\n" +
-	"\rmax_scan_rows\x18\x04 \x01(\x04R\vmaxScanRows\"\xa4\x03\n" +
+	"\rmax_scan_rows\x18\x04 \x01(\x04R\vmaxScanRows\"\xdf\x03\n" +
 	"\bExecutor\x12'\n" +
 	"\x02tp\x18\x01 \x01(\x0e2\x17.coprocessorpb.ExecTypeR\x02tp\x123\n" +
 	"\btbl_scan\x18\x02 \x01(\v2\x18.coprocessorpb.TableScanR\atblScan\x12<\n" +
@@ -1470,7 +1571,9 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\n" +
 	"projection\x18\a \x01(\v2\x19.coprocessorpb.ProjectionR\n" +
 	"projection\x123\n" +
-	"\bidx_scan\x18\b \x01(\v2\x18.coprocessorpb.IndexScanR\aidxScan\"Y\n" +
+	"\bidx_scan\x18\b \x01(\v2\x18.coprocessorpb.IndexScanR\aidxScan\x129\n" +
+	"\n" +
+	"idx_lookup\x18\x14 \x01(\v2\x1a.coprocessorpb.IndexLookUpR\tidxLookup\"Y\n" +
 	"\tTableScan\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x03R\atableId\x12\x12\n" +
 	"\x04desc\x18\x02 \x01(\bR\x04desc\x12\x1d\n" +
@@ -1481,7 +1584,9 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\bindex_id\x18\x02 \x01(\x03R\aindexId\x12\x12\n" +
 	"\x04desc\x18\x03 \x01(\bR\x04desc\x12\x1d\n" +
 	"\n" +
-	"table_info\x18\x04 \x01(\fR\ttableInfo\"@\n" +
+	"table_info\x18\x04 \x01(\fR\ttableInfo\"(\n" +
+	"\vIndexLookUp\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x03R\atableId\"@\n" +
 	"\tSelection\x123\n" +
 	"\n" +
 	"conditions\x18\x01 \x03(\v2\x13.coprocessorpb.ExprR\n" +
@@ -1533,7 +1638,7 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\x0fExecutorSummary\x12*\n" +
 	"\x11num_produced_rows\x18\x01 \x01(\x04R\x0fnumProducedRows\x12%\n" +
 	"\x0enum_iterations\x18\x02 \x01(\x04R\rnumIterations\x12*\n" +
-	"\x11time_processed_ns\x18\x03 \x01(\x04R\x0ftimeProcessedNs\"\x9c\x02\n" +
+	"\x11time_processed_ns\x18\x03 \x01(\x04R\x0ftimeProcessedNs\"\xe8\x02\n" +
 	"\x0eSelectResponse\x12&\n" +
 	"\x04rows\x18\x01 \x03(\v2\x12.coprocessorpb.RowR\x04rows\x12\x1d\n" +
 	"\n" +
@@ -1543,13 +1648,17 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"resume_key\x18\x04 \x01(\fR\tresumeKey\x12<\n" +
 	"\tsummaries\x18\x05 \x03(\v2\x1e.coprocessorpb.ExecutorSummaryR\tsummaries\x12!\n" +
 	"\fscanned_rows\x18\x06 \x01(\x04R\vscannedRows\x12*\n" +
-	"\x05error\x18\a \x01(\v2\x14.coprocessorpb.ErrorR\x05error\"-\n" +
+	"\x05error\x18\a \x01(\v2\x14.coprocessorpb.ErrorR\x05error\x12#\n" +
+	"\rlocal_lookups\x18\x14 \x01(\x04R\flocalLookups\x12%\n" +
+	"\x0eremote_lookups\x18\x15 \x01(\x04R\rremoteLookups\"-\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x10\n" +
-	"\x03msg\x18\x02 \x01(\tR\x03msg\"-\n" +
+	"\x03msg\x18\x02 \x01(\tR\x03msg\"^\n" +
 	"\x03Row\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value*\x89\x01\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\x12\x17\n" +
+	"\arow_key\x18\x14 \x01(\fR\x06rowKey\x12\x16\n" +
+	"\x06remote\x18\x15 \x01(\bR\x06remote*\x9e\x01\n" +
 	"\bExecType\x12\x11\n" +
 	"\rTypeTableScan\x10\x00\x12\x13\n" +
 	"\x0fTypeAggregation\x10\x01\x12\r\n" +
@@ -1557,7 +1666,8 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\rTypeSelection\x10\x03\x12\f\n" +
 	"\bTypeTopN\x10\x04\x12\x12\n" +
 	"\x0eTypeProjection\x10\x05\x12\x11\n" +
-	"\rTypeIndexScan\x10\x06*J\n" +
+	"\rTypeIndexScan\x10\x06\x12\x13\n" +
+	"\x0fTypeIndexLookUp\x10\x14*J\n" +
 	"\vAggFuncType\x12\t\n" +
 	"\x05Count\x10\x00\x12\a\n" +
 	"\x03Sum\x10\x01\x12\a\n" +
@@ -1596,7 +1706,7 @@ func file_coprocessorpb_proto_rawDescGZIP() []byte {
 }
 
 var file_coprocessorpb_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_coprocessorpb_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_coprocessorpb_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_coprocessorpb_proto_goTypes = []any{
 	(ExecType)(0),           // 0: coprocessorpb.ExecType
 	(AggFuncType)(0),        // 1: coprocessorpb.AggFuncType
@@ -1605,52 +1715,54 @@ var file_coprocessorpb_proto_goTypes = []any{
 	(*Executor)(nil),        // 4: coprocessorpb.Executor
 	(*TableScan)(nil),       // 5: coprocessorpb.TableScan
 	(*IndexScan)(nil),       // 6: coprocessorpb.IndexScan
-	(*Selection)(nil),       // 7: coprocessorpb.Selection
-	(*Projection)(nil),      // 8: coprocessorpb.Projection
-	(*ByItem)(nil),          // 9: coprocessorpb.ByItem
-	(*TopN)(nil),            // 10: coprocessorpb.TopN
-	(*AggFunc)(nil),         // 11: coprocessorpb.AggFunc
-	(*Aggregation)(nil),     // 12: coprocessorpb.Aggregation
-	(*Limit)(nil),           // 13: coprocessorpb.Limit
-	(*FieldType)(nil),       // 14: coprocessorpb.FieldType
-	(*Datum)(nil),           // 15: coprocessorpb.Datum
-	(*Expr)(nil),            // 16: coprocessorpb.Expr
-	(*ExecutorSummary)(nil), // 17: coprocessorpb.ExecutorSummary
-	(*SelectResponse)(nil),  // 18: coprocessorpb.SelectResponse
-	(*Error)(nil),           // 19: coprocessorpb.Error
-	(*Row)(nil),             // 20: coprocessorpb.Row
+	(*IndexLookUp)(nil),     // 7: coprocessorpb.IndexLookUp
+	(*Selection)(nil),       // 8: coprocessorpb.Selection
+	(*Projection)(nil),      // 9: coprocessorpb.Projection
+	(*ByItem)(nil),          // 10: coprocessorpb.ByItem
+	(*TopN)(nil),            // 11: coprocessorpb.TopN
+	(*AggFunc)(nil),         // 12: coprocessorpb.AggFunc
+	(*Aggregation)(nil),     // 13: coprocessorpb.Aggregation
+	(*Limit)(nil),           // 14: coprocessorpb.Limit
+	(*FieldType)(nil),       // 15: coprocessorpb.FieldType
+	(*Datum)(nil),           // 16: coprocessorpb.Datum
+	(*Expr)(nil),            // 17: coprocessorpb.Expr
+	(*ExecutorSummary)(nil), // 18: coprocessorpb.ExecutorSummary
+	(*SelectResponse)(nil),  // 19: coprocessorpb.SelectResponse
+	(*Error)(nil),           // 20: coprocessorpb.Error
+	(*Row)(nil),             // 21: coprocessorpb.Row
 }
 var file_coprocessorpb_proto_depIdxs = []int32{
 	4,  // 0: coprocessorpb.DAGRequest.executors:type_name -> coprocessorpb.Executor
 	0,  // 1: coprocessorpb.Executor.tp:type_name -> coprocessorpb.ExecType
 	5,  // 2: coprocessorpb.Executor.tbl_scan:type_name -> coprocessorpb.TableScan
-	12, // 3: coprocessorpb.Executor.aggregation:type_name -> coprocessorpb.Aggregation
-	13, // 4: coprocessorpb.Executor.limit:type_name -> coprocessorpb.Limit
-	7,  // 5: coprocessorpb.Executor.selection:type_name -> coprocessorpb.Selection
-	10, // 6: coprocessorpb.Executor.top_n:type_name -> coprocessorpb.TopN
-	8,  // 7: coprocessorpb.Executor.projection:type_name -> coprocessorpb.Projection
+	13, // 3: coprocessorpb.Executor.aggregation:type_name -> coprocessorpb.Aggregation
+	14, // 4: coprocessorpb.Executor.limit:type_name -> coprocessorpb.Limit
+	8,  // 5: coprocessorpb.Executor.selection:type_name -> coprocessorpb.Selection
+	11, // 6: coprocessorpb.Executor.top_n:type_name -> coprocessorpb.TopN
+	9,  // 7: coprocessorpb.Executor.projection:type_name -> coprocessorpb.Projection
 	6,  // 8: coprocessorpb.Executor.idx_scan:type_name -> coprocessorpb.IndexScan
-	16, // 9: coprocessorpb.Selection.conditions:type_name -> coprocessorpb.Expr
-	16, // 10: coprocessorpb.Projection.exprs:type_name -> coprocessorpb.Expr
-	16, // 11: coprocessorpb.ByItem.expr:type_name -> coprocessorpb.Expr
-	9,  // 12: coprocessorpb.TopN.order_by:type_name -> coprocessorpb.ByItem
-	1,  // 13: coprocessorpb.AggFunc.tp:type_name -> coprocessorpb.AggFuncType
-	16, // 14: coprocessorpb.AggFunc.arg:type_name -> coprocessorpb.Expr
-	1,  // 15: coprocessorpb.Aggregation.agg_func:type_name -> coprocessorpb.AggFuncType
-	11, // 16: coprocessorpb.Aggregation.funcs:type_name -> coprocessorpb.AggFunc
-	16, // 17: coprocessorpb.Aggregation.group_by:type_name -> coprocessorpb.Expr
-	2,  // 18: coprocessorpb.Expr.tp:type_name -> coprocessorpb.ExprType
-	16, // 19: coprocessorpb.Expr.children:type_name -> coprocessorpb.Expr
-	15, // 20: coprocessorpb.Expr.val:type_name -> coprocessorpb.Datum
-	14, // 21: coprocessorpb.Expr.ft:type_name -> coprocessorpb.FieldType
-	20, // 22: coprocessorpb.SelectResponse.rows:type_name -> coprocessorpb.Row
-	17, // 23: coprocessorpb.SelectResponse.summaries:type_name -> coprocessorpb.ExecutorSummary
-	19, // 24: coprocessorpb.SelectResponse.error:type_name -> coprocessorpb.Error
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	7,  // 9: coprocessorpb.Executor.idx_lookup:type_name -> coprocessorpb.IndexLookUp
+	17, // 10: coprocessorpb.Selection.conditions:type_name -> coprocessorpb.Expr
+	17, // 11: coprocessorpb.Projection.exprs:type_name -> coprocessorpb.Expr
+	17, // 12: coprocessorpb.ByItem.expr:type_name -> coprocessorpb.Expr
+	10, // 13: coprocessorpb.TopN.order_by:type_name -> coprocessorpb.ByItem
+	1,  // 14: coprocessorpb.AggFunc.tp:type_name -> coprocessorpb.AggFuncType
+	17, // 15: coprocessorpb.AggFunc.arg:type_name -> coprocessorpb.Expr
+	1,  // 16: coprocessorpb.Aggregation.agg_func:type_name -> coprocessorpb.AggFuncType
+	12, // 17: coprocessorpb.Aggregation.funcs:type_name -> coprocessorpb.AggFunc
+	17, // 18: coprocessorpb.Aggregation.group_by:type_name -> coprocessorpb.Expr
+	2,  // 19: coprocessorpb.Expr.tp:type_name -> coprocessorpb.ExprType
+	17, // 20: coprocessorpb.Expr.children:type_name -> coprocessorpb.Expr
+	16, // 21: coprocessorpb.Expr.val:type_name -> coprocessorpb.Datum
+	15, // 22: coprocessorpb.Expr.ft:type_name -> coprocessorpb.FieldType
+	21, // 23: coprocessorpb.SelectResponse.rows:type_name -> coprocessorpb.Row
+	18, // 24: coprocessorpb.SelectResponse.summaries:type_name -> coprocessorpb.ExecutorSummary
+	20, // 25: coprocessorpb.SelectResponse.error:type_name -> coprocessorpb.Error
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_coprocessorpb_proto_init() }
@@ -1664,7 +1776,7 @@ func file_coprocessorpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_coprocessorpb_proto_rawDesc), len(file_coprocessorpb_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
