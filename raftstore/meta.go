@@ -85,6 +85,20 @@ func (m *storeMeta) overlapping(start, end []byte) []*metapb.Region {
 	return out
 }
 
+// regionAt returns the region holding key, or nil.
+func (m *storeMeta) regionAt(key []byte) *metapb.Region {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out *metapb.Region
+	m.byRange.DescendLessOrEqual(&metapb.Region{StartKey: key}, func(r *metapb.Region) bool {
+		if endAfter(r.GetEndKey(), key) {
+			out = r
+		}
+		return false
+	})
+	return out
+}
+
 // endAfter reports whether the exclusive end e lies after key k (empty e
 // is +inf).
 func endAfter(e, k []byte) bool { return len(e) == 0 || bytes.Compare(e, k) > 0 }

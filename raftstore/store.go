@@ -21,6 +21,7 @@ import (
 	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratadb/strata/kv/regionkeys"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
@@ -598,6 +599,32 @@ func (s *Store) localRead(rctx *kvrpcpb.Context) *metapb.Region {
 	leaseRemainingSeconds.Observe(rem.Seconds())
 	if h != nil {
 		(*h)(LeaseEvent{RegionID: d.region.GetId(), Term: d.term, LeaseValid: true, Remaining: rem, Seq: seq})
+	}
+	return d.region
+}
+
+// LeasedRegion returns the region holding key when this store leads it and
+// may serve a read of it on the caller's goroutine now, on localRead's
+// terms: a published lease (the peer applied an entry of its term) valid
+// for at least half its length. An engine snapshot taken after it returns
+// then holds every write the region acknowledged. nil otherwise: a
+// follower, no valid lease, leases disabled. The region is shared and
+// read-only.
+func (s *Store) LeasedRegion(key []byte) *metapb.Region {
+	if s.maxLease <= 0 {
+		return nil
+	}
+	r := s.meta.regionAt(key)
+	if r == nil {
+		return nil
+	}
+	v, ok := s.delegates.Load(r.GetId())
+	if !ok {
+		return nil
+	}
+	d := v.(*peer).delegate.Load()
+	if d == nil || !regionkeys.KeyIn(key, d.region) || d.expiry.Sub(s.now()) < s.maxLease/2 {
+		return nil
 	}
 	return d.region
 }

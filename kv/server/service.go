@@ -309,7 +309,11 @@ func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 	defer snap.Close()
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetStartTs()))
 	defer sr.Close()
-	sel, err := coprocessor.Execute(sr, dag, ranges)
+	var rows coprocessor.RowReader
+	if execs := dag.GetExecutors(); len(execs) > 1 && execs[1].GetTp() == coprocessorpb.ExecType_TypeIndexLookUp {
+		rows = &rowLookup{s: s, ctx: ctx, rctx: req.GetContext(), ts: req.GetStartTs()}
+	}
+	sel, err := coprocessor.ExecuteLookUp(sr, rows, dag, ranges)
 	var ke *mvcc.KeyError
 	if errors.As(err, &ke) {
 		return &kvrpcpb.CoprocessorResponse{Locked: ke.Err}, nil

@@ -179,7 +179,7 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 			return &partialAggOp{rc: rc, p: x, reader: x.Children[0].(*planner.TableReader)}, nil
 		}
 	case *planner.IndexLookUp:
-		return &indexLookUpOp{idx: indexReaderOp{rc: rc, scan: x.Index}}, nil
+		return &indexLookUpOp{idx: indexReaderOp{rc: rc, scan: x.Index}, pushed: x.Pushed}, nil
 	}
 	child, err := rc.buildChild(p, stats)
 	if err != nil {

@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/coprocessorpb"
@@ -305,6 +309,24 @@ func (p *keyPager) reset(first int) {
 	}
 }
 
+// nextRow returns the next row of a coprocessor pager (cop set); nil at
+// the end.
+func (p *keyPager) nextRow(ctx context.Context) (*coprocessorpb.Row, error) {
+	for {
+		if p.pos < len(p.rows) {
+			r := p.rows[p.pos]
+			p.pos++
+			return r, nil
+		}
+		if p.finished {
+			return nil, nil
+		}
+		if err := p.fetch(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // next returns the next pair; ok is false at the end.
 func (p *keyPager) next(ctx context.Context) (key, val []byte, ok bool, err error) {
 	for {
@@ -364,6 +386,9 @@ func (p *keyPager) fetch(ctx context.Context) error {
 	p.started = true
 	page := p.page
 	p.page = min(2*p.page, maxPage)
+	if p.cop != nil && p.reverse {
+		return p.fetchBackward(ctx, start, end, page)
+	}
 	if p.cop != nil {
 		// One page from one region (kv/client with paging_size): the
 		// store stops after page rows and says where to go on.
@@ -398,6 +423,30 @@ func (p *keyPager) fetch(ctx context.Context) error {
 		p.cur = pairs[n-1].Key
 	} else {
 		p.cur = keyEnd(pairs[n-1].Key)
+	}
+	return nil
+}
+
+// fetchBackward reads the last page rows of [start, end) through the
+// coprocessor (paging_size pages go forward only): every region of the
+// range answers its last page rows (a Limit), and the regions are taken
+// last first.
+func (p *keyPager) fetchBackward(ctx context.Context, start, end []byte, page int) error {
+	dag := &coprocessorpb.DAGRequest{Executors: append(slices.Clip(p.cop.Executors),
+		&coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeLimit, Limit: &coprocessorpb.Limit{Limit: uint64(page)}})}
+	resps, err := p.rc.coprocessor(ctx, dag, []*kvrpcpb.KeyRange{{Start: start, End: end}})
+	if err != nil {
+		return err
+	}
+	for i := len(resps) - 1; i >= 0 && len(p.rows) < page; i-- {
+		rows := resps[i].Rows
+		p.rows = append(p.rows, rows[:min(len(rows), page-len(p.rows))]...)
+	}
+	if n := len(p.rows); n < page {
+		p.ri++
+		p.started = false
+	} else {
+		p.cur = p.rows[n-1].Key
 	}
 	return nil
 }
@@ -551,16 +600,46 @@ func (o *indexReaderOp) width() int   { return len(o.scan.Src.Cols) }
 func (o *indexReaderOp) Close() error { return nil }
 
 func (o *indexReaderOp) Open(context.Context) error {
+	_, err := o.open(false)
+	return err
+}
+
+// open prepares the pager: through the coprocessor (an IndexScan, with
+// lookup an IndexLookUp after it) unless the transaction must read
+// directly (its own writes in the index, or with lookup in the table's
+// rows; READ COMMITTED). It reports whether the pager uses the
+// coprocessor.
+func (o *indexReaderOp) open(lookup bool) (bool, error) {
 	src := o.scan.Src
+	tid := src.Table.ID
 	o.pager.rc = o.rc
 	o.pager.ranges = o.pager.ranges[:0]
+	dirty := false
 	for _, r := range o.scan.Ranges {
-		s, e := planner.IndexKeyRange(src.Table.ID, o.scan.Index.ID, r)
+		s, e := planner.IndexKeyRange(tid, o.scan.Index.ID, r)
 		o.pager.ranges = append(o.pager.ranges, [2][]byte{s, e})
+		dirty = dirty || readDirect(o.rc.tx, o.rc.txn, s, e)
+	}
+	if lookup && !dirty {
+		s, e := tablecodec.RecordRange(tid)
+		dirty = readDirect(o.rc.tx, o.rc.txn, s, e)
 	}
 	o.pager.reverse = o.scan.Desc
+	o.pager.cop, o.pager.oneShot = nil, false
+	if !dirty {
+		info, err := tableInfoPB(src.Table)
+		if err != nil {
+			return false, err
+		}
+		execs := []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeIndexScan, IdxScan: &coprocessorpb.IndexScan{
+			TableId: tid, IndexId: o.scan.Index.ID, Desc: o.scan.Desc, TableInfo: info}}}
+		if lookup {
+			execs = append(execs, &coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeIndexLookUp, IdxLookup: &coprocessorpb.IndexLookUp{TableId: tid}})
+		}
+		o.pager.cop = &coprocessorpb.DAGRequest{Executors: execs}
+	}
 	o.pager.reset(0)
-	return nil
+	return o.pager.cop != nil, nil
 }
 
 func (o *indexReaderOp) Next(ctx context.Context, ck *Chunk) error {
@@ -597,26 +676,99 @@ func (o *indexReaderOp) Next(ctx context.Context, ck *Chunk) error {
 	return nil
 }
 
+// lookupRows counts the rows of pushed-down IndexLookUps by where their
+// lookup finished: inside the index scan's coprocessor request (local) or
+// in the SQL node's BatchGet afterwards (remote).
+var lookupRows = promauto.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "strata", Subsystem: "distsql", Name: "index_lookup_rows_total",
+	Help: "Rows of pushed-down IndexLookUps: read by the store that scanned the index (local) or fetched by the SQL node afterwards (remote).",
+}, []string{"path"})
+
+var lookupLocal, lookupRemote = lookupRows.WithLabelValues("local"), lookupRows.WithLabelValues("remote")
+
 // indexLookUpOp reads handles from an index a chunk at a time and their
-// rows with one BatchGet per chunk, returning rows in index order.
+// rows with one BatchGet per chunk, returning rows in index order. When
+// pushed (and the transaction need not read directly) the index scan's
+// coprocessor requests carry an IndexLookUp: the stores return the rows
+// they lead with the entries, and only the others are fetched here.
 type indexLookUpOp struct {
-	idx  indexReaderOp
-	hck  *Chunk
-	keys [][]byte
+	idx    indexReaderOp
+	pushed bool // the plan pushes the lookup
+	cop    bool // this execution does (set by Open)
+	hck    *Chunk
+	keys   [][]byte
+	slots  []int // with cop: the chunk row of each key fetched here
 }
 
 func (o *indexLookUpOp) width() int   { return len(o.idx.scan.Src.Cols) }
 func (o *indexLookUpOp) Close() error { return o.idx.Close() }
 
 func (o *indexLookUpOp) Open(ctx context.Context) error {
+	if o.pushed {
+		var err error
+		o.cop, err = o.idx.open(true)
+		return err
+	}
+	o.cop = false
 	if o.hck == nil {
 		o.hck = newChunk(o.idx.width(), chunkRows)
 	}
 	return o.idx.Open(ctx)
 }
 
+// nextPushed fills ck from the stores' IndexLookUp rows, fetching the
+// rows they left (remote) with one BatchGet, in index order.
+func (o *indexLookUpOp) nextPushed(ctx context.Context, ck *Chunk) error {
+	src := o.idx.scan.Src
+	o.keys, o.slots = o.keys[:0], o.slots[:0]
+	for !ck.full() {
+		r, err := o.idx.pager.nextRow(ctx)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			break
+		}
+		row := ck.alloc()
+		if r.Remote {
+			o.keys = append(o.keys, r.RowKey)
+			o.slots = append(o.slots, len(ck.rows)-1)
+			continue
+		}
+		if err := decodeRowInto(src, r.RowKey, r.Value, row); err != nil {
+			return err
+		}
+	}
+	lookupLocal.Add(float64(len(ck.rows) - len(o.keys)))
+	if len(o.keys) == 0 {
+		return nil
+	}
+	lookupRemote.Add(float64(len(o.keys)))
+	vals, err := o.idx.rc.txn.BatchGet(ctx, o.keys)
+	if err != nil {
+		return err
+	}
+	for i, k := range o.keys {
+		v, ok := vals[string(k)]
+		if !ok {
+			_, h, _ := tablecodec.DecodeRowKey(k)
+			return inconsistent(src, h)
+		}
+		if err := decodeRowInto(src, k, v, ck.rows[o.slots[i]]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (o *indexLookUpOp) Next(ctx context.Context, ck *Chunk) error {
 	ck.reset()
+	if o.cop {
+		return o.nextPushed(ctx, ck)
+	}
+	if o.hck == nil {
+		o.hck = newChunk(o.idx.width(), chunkRows)
+	}
 	if err := o.idx.Next(ctx, o.hck); err != nil || len(o.hck.rows) == 0 {
 		return err
 	}

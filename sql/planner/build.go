@@ -127,6 +127,8 @@ type SelectPlan struct {
 type builder struct {
 	env    expr.Env
 	nextID int
+	// hints are the statement's optimizer hints (/*+ ... */).
+	hints []*ast.TableOptimizerHint
 }
 
 func (b *builder) base(tp string, est float64, task string, children ...Plan) BasePlan {
@@ -195,7 +197,7 @@ func (pl *Planner) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 	}
 	sp.Columns = lg.cols
 	sp.Lock = lg.lock && lg.src != nil
-	b := &builder{env: env}
+	b := &builder{env: env, hints: s.TableHints}
 	root, err := b.physical(lg)
 	if err != nil {
 		return nil, err

@@ -567,7 +567,14 @@ func (b *builder) indexPath(rg *ranger, src *Source, ix *catalog.IndexInfo, cond
 		scan.Label = "Build"
 		tbl := &TableRowIDScan{BasePlan: b.base("TableRowIDScan", rows, taskCop), Src: src}
 		tbl.Label = "Probe"
-		p = &IndexLookUp{BasePlan: b.base("IndexLookUp", rows, taskRoot, scan, tbl), Index: scan, Table: tbl}
+		il := &IndexLookUp{Index: scan, Table: tbl, Pushed: b.lookupPushdown(src, ix)}
+		if il.Pushed {
+			cop := &CopIndexLookUp{BasePlan: b.base("IndexLookUp", rows, taskCop, scan, tbl)}
+			il.BasePlan = b.base("IndexLookUp", rows, taskRoot, cop)
+		} else {
+			il.BasePlan = b.base("IndexLookUp", rows, taskRoot, scan, tbl)
+		}
+		p = il
 		cost = rows * (costIndexRow + costIndexCol*float64(len(cols)) + costLookupRow)
 	}
 	cost = orderCost(cost, rows, fr, ordered, req, limit)
@@ -817,6 +824,64 @@ func (b *builder) pushdown() bool {
 	}
 	v, null := expr.IsTrue(d)
 	return v || null
+}
+
+// IndexLookupPushdownVar is the session variable that switches index
+// lookup pushdown (ON by default): an IndexLookUp's stores read the rows
+// they lead in the index scan's request. The hints INDEX_LOOKUP_PUSHDOWN(t
+// [idx...]) and NO_INDEX_LOOKUP_PUSHDOWN(t [idx...]) override it per
+// table (and index); strata_allow_pushdown=0 turns it off too.
+const IndexLookupPushdownVar = "strata_index_lookup_pushdown"
+
+// lookupPushdown decides whether an IndexLookUp of src through ix runs
+// its lookups on the stores.
+func (b *builder) lookupPushdown(src *Source, ix *catalog.IndexInfo) bool {
+	if !b.pushdown() {
+		return false
+	}
+	for i := len(b.hints) - 1; i >= 0; i-- { // the last hint wins
+		h := b.hints[i]
+		var on bool
+		switch h.HintName.L {
+		case "index_lookup_pushdown":
+			on = true
+		case "no_index_lookup_pushdown":
+		default:
+			continue
+		}
+		if hintNames(h, src, ix) {
+			return on
+		}
+	}
+	d, _, err := b.env.SysVar(IndexLookupPushdownVar, false)
+	if err != nil {
+		return true
+	}
+	v, null := expr.IsTrue(d)
+	return v || null
+}
+
+// hintNames reports whether table hint h names src (by alias) and, when
+// it lists indexes, ix.
+func hintNames(h *ast.TableOptimizerHint, src *Source, ix *catalog.IndexInfo) bool {
+	named := false
+	for _, t := range h.Tables {
+		if strings.EqualFold(t.TableName.O, src.Alias) && (t.DBName.L == "" || strings.EqualFold(t.DBName.O, src.DB.Name)) {
+			named = true
+		}
+	}
+	if !named {
+		return false
+	}
+	if len(h.Indexes) == 0 {
+		return true
+	}
+	for _, n := range h.Indexes {
+		if strings.EqualFold(n.O, ix.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // pushSelection moves the residual conditions of a table read into the

@@ -233,11 +233,16 @@ type TableRowIDScan struct {
 }
 
 // IndexLookUp reads handles from an index, then their rows in batches,
-// in index order.
+// in index order. Pushed: the stores read the rows of the index entries
+// they find where they lead the row's region, in the index scan's
+// request (one cop[tikv] IndexLookUp under this one, TiDB 8.5.5's index
+// lookup pushdown); the SQL node fetches the others with one BatchGet per
+// batch.
 type IndexLookUp struct {
 	BasePlan
-	Index *IndexScan
-	Table *TableRowIDScan
+	Index  *IndexScan
+	Table  *TableRowIDScan
+	Pushed bool
 }
 
 // Selection keeps the rows for which every condition is true.
@@ -465,6 +470,14 @@ func (p *TableRowIDScan) info() (string, string) {
 }
 
 func (p *IndexLookUp) info() (string, string) { return "", "" }
+
+// CopIndexLookUp is the cop[tikv] side of a pushed-down IndexLookUp (for
+// EXPLAIN): the index scan and the row lookup of its entries.
+type CopIndexLookUp struct {
+	BasePlan
+}
+
+func (p *CopIndexLookUp) info() (string, string) { return "", "remote rows: BatchGet" }
 
 func (p *Selection) info() (string, string) { return "", strings.Join(p.texts(), ", ") }
 

@@ -163,7 +163,7 @@ func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGReques
 	var resps []*coprocessorpb.SelectResponse
 	for i := 0; i == 0 || i < len(pairs); i += m.regionRows {
 		chunk := memPairs(pairs[i:min(i+m.regionRows, len(pairs))])
-		resp, err := coprocessor.Execute(chunk, dag, coprocessor.RangesFromProto(ranges))
+		resp, err := coprocessor.ExecuteLookUp(chunk, memRows{m: m, ts: ts}, dag, coprocessor.RangesFromProto(ranges))
 		if err != nil {
 			return nil, err
 		}
@@ -176,6 +176,27 @@ func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGReques
 		}
 	}
 	return resps, nil
+}
+
+// memRows is the coprocessor.RowReader of an IndexLookUp: as if the store
+// led the regions of even handles only, it reads those rows and leaves the
+// others to the SQL node. m.mu is held.
+type memRows struct {
+	m  *memStore
+	ts uint64
+}
+
+func (r memRows) LookUp(keys, vals [][]byte, local []bool) error {
+	for i, k := range keys {
+		if k[len(k)-1]%2 != 0 {
+			continue
+		}
+		local[i] = true
+		if v, ok := r.m.readLocked(string(k), r.ts); ok {
+			vals[i] = v
+		}
+	}
+	return nil
 }
 
 // memPairs is a coprocessor.Scanner over sorted pairs.

@@ -28,7 +28,9 @@
 // innodb_lock_wait_timeout. SET GLOBAL of these applies to this SQL node's
 // later sessions only (not persisted, not shared with other nodes).
 // strata_allow_pushdown (ON) lets the planner run selections, top-N and
-// partial aggregates on the stores (sql/planner).
+// partial aggregates on the stores (sql/planner);
+// strata_index_lookup_pushdown (ON) lets the stores read an IndexLookUp's
+// rows in the index scan's request.
 //
 // A Session belongs to one connection and is not safe for concurrent use.
 // Everything it shares with other sessions (Catalog, Executor) is.

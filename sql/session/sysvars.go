@@ -99,6 +99,10 @@ var defaultSysVars = map[string]sysVar{
 	// (OFF: ERROR 8175).
 	"tidb_mem_quota_query":           {"1073741824", true},
 	"tidb_enable_tmp_storage_on_oom": {"1", true},
+	// strata_index_lookup_pushdown: an IndexLookUp's rows are read by the
+	// stores in the index scan's request where they lead the rows
+	// (sql/planner.IndexLookupPushdownVar).
+	"strata_index_lookup_pushdown": {"1", true},
 }
 
 // sysVarAliases are the pairs MySQL keeps equal (the tx_* names are the
@@ -119,6 +123,7 @@ var globalSettable = map[string]bool{
 	"tx_read_only": true, "tidb_txn_mode": true, "tidb_enable_async_commit": true, "tidb_enable_1pc": true,
 	"innodb_lock_wait_timeout": true, "tidb_skip_isolation_level_check": true, "strata_allow_pushdown": true,
 	"tidb_mem_quota_query": true, "tidb_enable_tmp_storage_on_oom": true,
+	"strata_index_lookup_pushdown": true,
 }
 
 var globals struct {
