@@ -629,6 +629,17 @@ func (s *Store) LeasedRegion(key []byte) *metapb.Region {
 	return d.region
 }
 
+// LedRegionAt returns the region holding key when this store's peer of it
+// is the raft leader as far as the store knows (no lease implied: confirm
+// with ReadIndex before reading), else nil.
+func (s *Store) LedRegionAt(key []byte) *metapb.Region {
+	r := s.meta.regionAt(key)
+	if r == nil || !s.meta.isLeader(r.GetId()) {
+		return nil
+	}
+	return r
+}
+
 // TransferLeaders prepares a graceful stop: it hands the leadership of every
 // region this store leads to another replica (raft leader transfer, to the
 // up-to-date follower with the highest match index) and returns once no

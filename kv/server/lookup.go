@@ -13,7 +13,8 @@ import (
 // of an IndexLookUp that lie in regions this store leads, as a KvBatchGet
 // on that region would read them. Per batch it checks each row key's region
 // on this store (raftstore.LeasedRegion: the current region, led here
-// with a valid lease, so the key is in the region's current epoch), waits
+// with a valid lease, so the key is in the region's current epoch; a
+// leader without a fresh lease confirms with ReadIndex), waits
 // for the in-memory locks of writes committing at or below start_ts and
 // raises max_ts (concurrency manager, as every read does), then takes one
 // engine snapshot and reads every local key at start_ts with Percolator
@@ -28,17 +29,32 @@ type rowLookup struct {
 	leased []*metapb.Region
 }
 
-func (l *rowLookup) region(key []byte) *metapb.Region {
+// region returns the region of key that this store may read now, or nil.
+// A leader whose lease is not fresh confirms its leadership with a
+// ReadIndex (which renews the lease), once per region and batch.
+func (l *rowLookup) region(key []byte) (*metapb.Region, error) {
 	for _, r := range l.leased {
 		if regionkeys.KeyIn(key, r) {
-			return r
+			return r, nil
 		}
 	}
 	r := l.s.store.LeasedRegion(key)
-	if r != nil {
-		l.leased = append(l.leased, r)
+	if r == nil {
+		led := l.s.store.LedRegionAt(key)
+		if led == nil {
+			return nil, nil
+		}
+		region, rerr, err := l.s.store.ReadIndex(l.ctx, &kvrpcpb.Context{RegionId: led.GetId(), RegionEpoch: led.GetRegionEpoch()})
+		if err != nil {
+			return nil, err
+		}
+		if rerr != nil || !regionkeys.KeyIn(key, region) {
+			return nil, nil
+		}
+		r = region
 	}
-	return r
+	l.leased = append(l.leased, r)
+	return r, nil
 }
 
 // LookUp implements coprocessor.RowReader.
@@ -47,7 +63,11 @@ func (l *rowLookup) LookUp(keys, vals [][]byte, local []bool) error {
 	l.leased = l.leased[:0]
 	n := 0
 	for i, k := range keys {
-		if l.region(k) == nil {
+		r, err := l.region(k)
+		if err != nil {
+			return err
+		}
+		if r == nil {
 			continue
 		}
 		if err := l.s.cm.ReadKey(l.ctx, k, l.ts); err != nil {
