@@ -3,7 +3,16 @@
 //
 // Supported chains (executors[0] is always the source):
 //
-//	TableScan → Selection? → (Limit | TopN)* → Projection? → Aggregation?
+//	(TableScan | IndexScan) → Selection? → (Limit | TopN)* → Projection? → Aggregation?
+//	IndexScan → IndexLookUp → Limit*
+//
+// IndexScan (index.go) decodes each index entry into the same row layout
+// (the index's columns at their offsets, the handle, NULL elsewhere), so
+// the executors after it are the TableScan ones. IndexLookUp reads the row
+// of each entry through a RowReader (kv/server: the rows of regions this
+// store leads, checked per batch of 512 entries), and answers, in index
+// order, the index key, the row key and either the row or a remote marker
+// for the SQL node to fetch.
 //
 // TableScan walks the MVCC versions visible at start_ts in ascending order
 // (descending with desc, ranges visited last to first). With the table's
