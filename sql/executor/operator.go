@@ -170,7 +170,7 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 		}
 		return &tableReaderOp{rc: rc, scan: x.Scan, conds: x.Conds, topN: x.TopN}, nil
 	case *planner.IndexReader:
-		return &indexReaderOp{rc: rc, scan: x.Scan}, nil
+		return &indexReaderOp{rc: rc, scan: x.Scan, conds: x.Conds, topN: x.TopN}, nil
 	case *planner.HashAgg:
 		if x.PushedCount { // the stores count: the reader below is not run
 			return &countOp{rc: rc, src: x.Children[0].(*planner.TableReader).Scan.Src}, nil

@@ -593,6 +593,9 @@ func (o *tableReaderOp) Next(ctx context.Context, ck *Chunk) error {
 type indexReaderOp struct {
 	rc    *runCtx
 	scan  *planner.IndexScan
+	conds []expr.Expr   // pushed to the stores; applied here when reading directly
+	topN  *planner.TopN // pushed to the stores; the root TopN applies it anyway
+	sel   *coprocessorpb.Executor
 	pager keyPager
 }
 
@@ -636,9 +639,28 @@ func (o *indexReaderOp) open(lookup bool) (bool, error) {
 		if lookup {
 			execs = append(execs, &coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeIndexLookUp, IdxLookup: &coprocessorpb.IndexLookUp{TableId: tid}})
 		}
-		o.pager.cop = &coprocessorpb.DAGRequest{Executors: execs}
+		if len(o.conds) > 0 {
+			if o.sel == nil {
+				sel, err := selectionPB(o.conds)
+				if err != nil {
+					return false, err
+				}
+				o.sel = sel
+			}
+			execs = append(execs, o.sel)
+		}
+		if o.topN != nil {
+			top, err := topNPB(o.topN)
+			if err != nil {
+				return false, err
+			}
+			o.pager.cop = &coprocessorpb.DAGRequest{Executors: append(execs, top)}
+			o.pager.oneShot = true
+		} else {
+			o.pager.cop = &coprocessorpb.DAGRequest{Executors: execs}
+		}
 	}
-	o.pager.reset(0)
+	o.pager.reset(int(o.scan.Limit))
 	return o.pager.cop != nil, nil
 }
 
@@ -670,6 +692,15 @@ func (o *indexReaderOp) Next(ctx context.Context, ck *Chunk) error {
 				row[tbl.HandleOffset] = tablecodec.NewUint(uint64(h))
 			} else {
 				row[tbl.HandleOffset] = tablecodec.NewInt(h)
+			}
+		}
+		if len(o.conds) > 0 && o.pager.cop == nil {
+			ok, err := condAll(o.conds, row)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				ck.rows = ck.rows[:len(ck.rows)-1]
 			}
 		}
 	}

@@ -100,6 +100,9 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		if r, ok := p.(*TableReader); ok && len(ap.residual) > 0 {
 			b.pushSelection(r, lg, ap, req, limit)
 		}
+		if r, ok := p.(*IndexReader); ok && len(ap.residual) > 0 {
+			b.pushIndexSelection(r, lg, ap, req, limit)
+		}
 		if len(ap.residual) > 0 {
 			sel := &Selection{BasePlan: b.base("Selection", ap.filteredRows, taskRoot, p), exprNodes: exprNodes{Src: lg.src}}
 			for _, i := range ap.residual {
@@ -156,8 +159,11 @@ func (b *builder) finish(lg *logical, p Plan, ordered bool) (Plan, error) {
 	limited := func() float64 { return math.Min(est, float64(lg.count)) }
 	if len(lg.order) > 0 && !ordered {
 		if lg.hasLimit && !lg.distinct {
-			if r, ok := p.(*TableReader); ok {
+			switch r := p.(type) {
+			case *TableReader:
 				b.pushTopN(r, lg)
+			case *IndexReader:
+				b.pushIndexTopN(r, lg)
 			}
 			p = &TopN{BasePlan: b.base("TopN", limited(), taskRoot, p), Keys: lg.order, Offset: lg.offset, Count: lg.count, Src: lg.src}
 		} else {
@@ -538,6 +544,9 @@ func (b *builder) indexPath(rg *ranger, src *Source, ix *catalog.IndexInfo, cond
 	}
 	tp := "IndexRangeScan"
 	scan := &IndexScan{Src: src, Index: ix, Ranges: d.ranges, KeepOrder: ordered, Desc: desc}
+	if len(residual) == 0 && limit > 0 && (req == nil || ordered) {
+		scan.Limit = limit
+	}
 	if scan.Full() {
 		tp = "IndexFullScan"
 	}
@@ -889,26 +898,51 @@ func hintNames(h *ast.TableOptimizerHint, src *Source, ix *catalog.IndexInfo) bo
 // Selection between the scan and the reader, as TiDB draws it); a LIMIT
 // without a sort then goes down too.
 func (b *builder) pushSelection(r *TableReader, lg *logical, ap *accessPath, req *orderReq, limit uint64) {
-	if !b.pushdown() {
+	sel := b.copSelection(lg, ap, r.Scan)
+	if sel == nil {
 		return
+	}
+	r.Children = []Plan{sel}
+	r.Conds = sel.Conds
+	r.EstRows = ap.filteredRows
+	if limit > 0 && (req == nil || r.Scan.KeepOrder) {
+		r.Scan.Limit = limit
+	}
+}
+
+// pushIndexSelection is pushSelection for a covering index read: the
+// residual conditions read only the index's columns and the handle.
+func (b *builder) pushIndexSelection(r *IndexReader, lg *logical, ap *accessPath, req *orderReq, limit uint64) {
+	sel := b.copSelection(lg, ap, r.Scan)
+	if sel == nil {
+		return
+	}
+	r.Children = []Plan{sel}
+	r.Conds = sel.Conds
+	r.EstRows = ap.filteredRows
+	if limit > 0 && (req == nil || r.Scan.KeepOrder) {
+		r.Scan.Limit = limit
+	}
+}
+
+// copSelection is the cop[tikv] Selection of ap's residual conditions over
+// scan when pushdown is on and every one serializes (they leave ap), else
+// nil.
+func (b *builder) copSelection(lg *logical, ap *accessPath, scan Plan) *Selection {
+	if !b.pushdown() {
+		return nil
 	}
 	conds := make([]expr.Expr, 0, len(ap.residual))
 	nodes := make([]ast.ExprNode, 0, len(ap.residual))
 	for _, i := range ap.residual {
 		if !expr.Pushable(lg.condE[i]) {
-			return
+			return nil
 		}
 		conds = append(conds, lg.condE[i])
 		nodes = append(nodes, lg.conds[i])
 	}
-	sel := &Selection{BasePlan: b.base("Selection", ap.filteredRows, taskCop, r.Scan), Conds: conds, exprNodes: exprNodes{Src: lg.src, Nodes: nodes}}
-	r.Children = []Plan{sel}
-	r.Conds = conds
-	r.EstRows = ap.filteredRows
 	ap.residual = nil
-	if limit > 0 && (req == nil || r.Scan.KeepOrder) {
-		r.Scan.Limit = limit
-	}
+	return &Selection{BasePlan: b.base("Selection", ap.filteredRows, taskCop, scan), Conds: conds, exprNodes: exprNodes{Src: lg.src, Nodes: nodes}}
 }
 
 // pushAgg moves an aggregation under r into the stores as partial
@@ -968,17 +1002,39 @@ const maxPushedTopN = 8192
 // ORDER BY order per region when every key serializes; the root TopN
 // merges the regions' rows and applies the offset.
 func (b *builder) pushTopN(r *TableReader, lg *logical) {
-	n := SatAdd(lg.offset, lg.count)
-	if !b.pushdown() || r.Scan.Limit > 0 || r.Aggs != nil || n > maxPushedTopN {
+	if r.Scan.Limit > 0 || r.Aggs != nil {
 		return
+	}
+	if top := b.copTopN(lg, &r.BasePlan); top != nil {
+		r.TopN = top
+	}
+}
+
+// pushIndexTopN is pushTopN for a covering index read.
+func (b *builder) pushIndexTopN(r *IndexReader, lg *logical) {
+	if r.Scan.Limit > 0 {
+		return
+	}
+	if top := b.copTopN(lg, &r.BasePlan); top != nil {
+		r.TopN = top
+	}
+}
+
+// copTopN puts a cop[tikv] TopN of lg's ORDER BY and offset+count rows
+// between reader r and its child when pushdown is on and every key
+// serializes, and returns it (nil when not).
+func (b *builder) copTopN(lg *logical, r *BasePlan) *TopN {
+	n := SatAdd(lg.offset, lg.count)
+	if !b.pushdown() || n > maxPushedTopN {
+		return nil
 	}
 	for _, k := range lg.order {
 		if !expr.Pushable(k.E) {
-			return
+			return nil
 		}
 	}
 	top := &TopN{BasePlan: b.base("TopN", math.Min(r.EstRows, float64(n)), taskCop, r.Children[0]), Keys: lg.order, Count: n, Src: lg.src}
 	r.Children = []Plan{top}
-	r.TopN = top
 	r.EstRows = top.EstRows
+	return top
 }

@@ -212,6 +212,9 @@ type IndexScan struct {
 	Ranges    []Range
 	KeepOrder bool
 	Desc      bool
+	// Limit, when > 0: at most Limit entries are needed (the first page's
+	// size).
+	Limit uint64
 }
 
 // Full reports whether the scan reads the whole index.
@@ -220,10 +223,13 @@ func (s *IndexScan) Full() bool {
 }
 
 // IndexReader reads a covering index: the rows are the index values and
-// the handle.
+// the handle. Conds and TopN are pushed to the stores as for a
+// TableReader.
 type IndexReader struct {
 	BasePlan
-	Scan *IndexScan
+	Scan  *IndexScan
+	Conds []expr.Expr
+	TopN  *TopN
 }
 
 // TableRowIDScan reads rows by the handles an index scan found.
