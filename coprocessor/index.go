@@ -6,7 +6,6 @@ import (
 
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/coprocessorpb"
-	"github.com/stratadb/strata/sql/catalog"
 )
 
 // RowReader reads the rows an IndexLookUp needs, on the store that ran the
@@ -63,26 +62,10 @@ func (x *run) decodeIndex(k, v []byte) error {
 	if err != nil {
 		return fmt.Errorf("coprocessor: decode index entry of table %d: %w", t.ID, err)
 	}
-	setIndexRow(t, ix, vals, h, x.row)
+	clear(x.row)
+	t.SetIndexRow(ix, vals, h, x.row)
 	x.handle = h
 	return nil
-}
-
-// setIndexRow fills row (width t.RowWidth()) from an index entry's values
-// and handle, as the SQL node's index reader lays it out.
-func setIndexRow(t *catalog.TableInfo, ix *catalog.IndexInfo, vals []tablecodec.Datum, h int64, row []tablecodec.Datum) {
-	clear(row)
-	for i, c := range ix.Columns {
-		row[c.Offset] = vals[i]
-	}
-	row[len(t.Columns)] = tablecodec.NewInt(h)
-	if t.PKIsHandle {
-		if t.Columns[t.HandleOffset].Type.Unsigned() {
-			row[t.HandleOffset] = tablecodec.NewUint(uint64(h))
-		} else {
-			row[t.HandleOffset] = tablecodec.NewInt(h)
-		}
-	}
 }
 
 // queueLookup adds index entry k's row to the pending batch, reading the

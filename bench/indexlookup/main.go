@@ -14,13 +14,10 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"math/rand/v2"
 	"net/http"
@@ -126,7 +123,7 @@ func run(c *localcluster.Cluster) error {
 		return err
 	}
 	if *affinity {
-		if err := pd(c, "POST", "affinity-groups", map[string]any{"table_ids": []int64{tid}}, nil); err != nil {
+		if err := c.PDAPI("POST", "affinity-groups", map[string]any{"table_ids": []int64{tid}}, nil); err != nil {
 			return err
 		}
 		if err := waitCoLed(c, tid); err != nil {
@@ -360,37 +357,6 @@ func tableID(db *sql.DB) (int64, error) {
 	return 0, fmt.Errorf("no region names table sbtest1")
 }
 
-func pd(c *localcluster.Cluster, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+c.PDStatusAddr+"/pd/api/v1/"+path, rd)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, data)
-	}
-	if out != nil {
-		return json.Unmarshal(data, out)
-	}
-	return nil
-}
-
 func waitCoLed(c *localcluster.Cluster, tid int64) error {
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -399,7 +365,7 @@ func waitCoLed(c *localcluster.Cluster, tid int64) error {
 			CoLed       bool   `json:"co_led"`
 			RegionCount int    `json:"region_count"`
 		}
-		if err := pd(c, "GET", fmt.Sprintf("affinity-groups/%d", tid), nil, &g); err == nil && g.Phase == "stable" && g.CoLed && g.RegionCount > 0 {
+		if err := c.PDAPI("GET", fmt.Sprintf("affinity-groups/%d", tid), nil, &g); err == nil && g.Phase == "stable" && g.CoLed && g.RegionCount > 0 {
 			log.Printf("affinity group of table %d stable: %d regions co-led", tid, g.RegionCount)
 			return nil
 		}

@@ -1,6 +1,11 @@
 package catalog
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/types"
+)
 
 // SchemaState is the visibility of an index during its creation (the F1 /
 // TiDB online schema change states). DML maintains an index according to
@@ -102,4 +107,22 @@ func (t *TableInfo) Clone() *TableInfo {
 		nt.Indices[i] = &c
 	}
 	return &nt
+}
+
+// SetIndexRow sets, in row (width RowWidth(), other slots left as they
+// are), the columns an entry of ix holds: its values at their columns'
+// offsets and handle h in the handle slot (and in the integer primary
+// key's). The SQL node's index readers and the stores' IndexScan share it.
+func (t *TableInfo) SetIndexRow(ix *IndexInfo, vals []types.Datum, h int64, row []types.Datum) {
+	for i, c := range ix.Columns {
+		row[c.Offset] = vals[i]
+	}
+	row[len(t.Columns)] = tablecodec.NewInt(h)
+	if t.PKIsHandle {
+		if t.Columns[t.HandleOffset].Type.Unsigned() {
+			row[t.HandleOffset] = tablecodec.NewUint(uint64(h))
+		} else {
+			row[t.HandleOffset] = tablecodec.NewInt(h)
+		}
+	}
 }

@@ -483,35 +483,59 @@ func (o *tableReaderOp) Open(context.Context) error {
 		ts := &coprocessorpb.TableScan{TableId: tid}
 		execs := []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeTableScan, TblScan: ts}}
 		if len(o.conds) > 0 || o.topN != nil {
-			if o.sel == nil {
-				sel, err := selectionPB(o.conds)
-				if err != nil {
-					return err
-				}
-				o.sel = sel
-			}
 			info, err := tableInfoPB(o.scan.Src.Table)
 			if err != nil {
 				return err
 			}
 			ts.TableInfo = info
-			if len(o.conds) > 0 {
-				execs = append(execs, o.sel)
-			}
 		}
-		if o.topN != nil {
-			top, err := topNPB(o.topN)
-			if err != nil {
-				return err
-			}
-			o.pager.cop = &coprocessorpb.DAGRequest{Executors: append(execs, top)}
-			o.pager.oneShot = true
-		} else {
-			o.pager.cop = &coprocessorpb.DAGRequest{Executors: execs}
+		if err := o.pager.setCop(execs, o.conds, &o.sel, o.topN); err != nil {
+			return err
 		}
 	}
 	o.pager.reset(int(o.scan.Limit))
 	return nil
+}
+
+// setCop makes p read through the coprocessor: execs (the scan), then the
+// Selection of conds (built once into *sel) and the TopN of topN (one
+// request over every range, no paging) if any; otherwise it reads in
+// pages (paging_size).
+func (p *keyPager) setCop(execs []*coprocessorpb.Executor, conds []expr.Expr, sel **coprocessorpb.Executor, topN *planner.TopN) error {
+	if len(conds) > 0 {
+		if *sel == nil {
+			s, err := selectionPB(conds)
+			if err != nil {
+				return err
+			}
+			*sel = s
+		}
+		execs = append(execs, *sel)
+	}
+	if topN != nil {
+		top, err := topNPB(topN)
+		if err != nil {
+			return err
+		}
+		p.cop = &coprocessorpb.DAGRequest{Executors: append(execs, top)}
+		p.oneShot = true
+		return nil
+	}
+	p.cop = &coprocessorpb.DAGRequest{Executors: execs}
+	return nil
+}
+
+// dropUnless removes ck's last row unless it meets every one of conds
+// (pushed conditions applied by a reader that reads directly).
+func dropUnless(ck *Chunk, conds []expr.Expr) error {
+	if len(conds) == 0 {
+		return nil
+	}
+	ok, err := condAll(conds, ck.rows[len(ck.rows)-1])
+	if err == nil && !ok {
+		ck.rows = ck.rows[:len(ck.rows)-1]
+	}
+	return err
 }
 
 // topNPB is the cop TopN of t (the planner pushed it, so its keys
@@ -575,13 +599,9 @@ func (o *tableReaderOp) Next(ctx context.Context, ck *Chunk) error {
 		if err := decodeRowInto(o.scan.Src, k, v, row); err != nil {
 			return err
 		}
-		if len(o.conds) > 0 && o.pager.cop == nil {
-			ok, err := condAll(o.conds, row)
-			if err != nil {
+		if o.pager.cop == nil {
+			if err := dropUnless(ck, o.conds); err != nil {
 				return err
-			}
-			if !ok {
-				ck.rows = ck.rows[:len(ck.rows)-1]
 			}
 		}
 	}
@@ -639,25 +659,8 @@ func (o *indexReaderOp) open(lookup bool) (bool, error) {
 		if lookup {
 			execs = append(execs, &coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeIndexLookUp, IdxLookup: &coprocessorpb.IndexLookUp{TableId: tid}})
 		}
-		if len(o.conds) > 0 {
-			if o.sel == nil {
-				sel, err := selectionPB(o.conds)
-				if err != nil {
-					return false, err
-				}
-				o.sel = sel
-			}
-			execs = append(execs, o.sel)
-		}
-		if o.topN != nil {
-			top, err := topNPB(o.topN)
-			if err != nil {
-				return false, err
-			}
-			o.pager.cop = &coprocessorpb.DAGRequest{Executors: append(execs, top)}
-			o.pager.oneShot = true
-		} else {
-			o.pager.cop = &coprocessorpb.DAGRequest{Executors: execs}
+		if err := o.pager.setCop(execs, o.conds, &o.sel, o.topN); err != nil {
+			return false, err
 		}
 	}
 	o.pager.reset(int(o.scan.Limit))
@@ -683,24 +686,10 @@ func (o *indexReaderOp) Next(ctx context.Context, ck *Chunk) error {
 			return err
 		}
 		row := ck.alloc()
-		for i, c := range ix.Columns {
-			row[c.Offset] = vals[i]
-		}
-		row[len(tbl.Columns)] = tablecodec.NewInt(h)
-		if tbl.PKIsHandle {
-			if tbl.Columns[tbl.HandleOffset].Type.Unsigned() {
-				row[tbl.HandleOffset] = tablecodec.NewUint(uint64(h))
-			} else {
-				row[tbl.HandleOffset] = tablecodec.NewInt(h)
-			}
-		}
-		if len(o.conds) > 0 && o.pager.cop == nil {
-			ok, err := condAll(o.conds, row)
-			if err != nil {
+		tbl.SetIndexRow(ix, vals, h, row)
+		if o.pager.cop == nil {
+			if err := dropUnless(ck, o.conds); err != nil {
 				return err
-			}
-			if !ok {
-				ck.rows = ck.rows[:len(ck.rows)-1]
 			}
 		}
 	}
@@ -775,6 +764,14 @@ func (o *indexLookUpOp) nextPushed(ctx context.Context, ck *Chunk) error {
 		return nil
 	}
 	lookupRemote.Add(float64(len(o.keys)))
+	return o.fetchRows(ctx, func(i int) []datum { return ck.rows[o.slots[i]] })
+}
+
+// fetchRows reads the rows of o.keys with one BatchGet and decodes the
+// i-th into dst(i) (called in order); a key without a row is an index
+// inconsistency.
+func (o *indexLookUpOp) fetchRows(ctx context.Context, dst func(i int) []datum) error {
+	src := o.idx.scan.Src
 	vals, err := o.idx.rc.txn.BatchGet(ctx, o.keys)
 	if err != nil {
 		return err
@@ -785,7 +782,7 @@ func (o *indexLookUpOp) nextPushed(ctx context.Context, ck *Chunk) error {
 			_, h, _ := tablecodec.DecodeRowKey(k)
 			return inconsistent(src, h)
 		}
-		if err := decodeRowInto(src, k, v, ck.rows[o.slots[i]]); err != nil {
+		if err := decodeRowInto(src, k, v, dst(i)); err != nil {
 			return err
 		}
 	}
@@ -809,21 +806,7 @@ func (o *indexLookUpOp) Next(ctx context.Context, ck *Chunk) error {
 	for _, r := range o.hck.rows {
 		o.keys = append(o.keys, tablecodec.RowKey(src.Table.ID, r[hOff].Int64()))
 	}
-	vals, err := o.idx.rc.txn.BatchGet(ctx, o.keys)
-	if err != nil {
-		return err
-	}
-	for _, k := range o.keys {
-		v, ok := vals[string(k)]
-		if !ok {
-			_, h, _ := tablecodec.DecodeRowKey(k)
-			return inconsistent(src, h)
-		}
-		if err := decodeRowInto(src, k, v, ck.alloc()); err != nil {
-			return err
-		}
-	}
-	return nil
+	return o.fetchRows(ctx, func(int) []datum { return ck.alloc() })
 }
 
 // countOp counts a table's rows as the transaction sees them (COUNT(*)

@@ -97,11 +97,8 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 		}
 		p, ordered = ap.plan, ap.ordered
 		lg.access = p
-		if r, ok := p.(*TableReader); ok && len(ap.residual) > 0 {
-			b.pushSelection(r, lg, ap, req, limit)
-		}
-		if r, ok := p.(*IndexReader); ok && len(ap.residual) > 0 {
-			b.pushIndexSelection(r, lg, ap, req, limit)
+		if len(ap.residual) > 0 {
+			b.pushSelection(p, lg, ap, req, limit)
 		}
 		if len(ap.residual) > 0 {
 			sel := &Selection{BasePlan: b.base("Selection", ap.filteredRows, taskRoot, p), exprNodes: exprNodes{Src: lg.src}}
@@ -896,53 +893,44 @@ func hintNames(h *ast.TableOptimizerHint, src *Source, ix *catalog.IndexInfo) bo
 // pushSelection moves the residual conditions of a table read into the
 // reader's cop task when the stores can evaluate every one of them (a
 // Selection between the scan and the reader, as TiDB draws it); a LIMIT
-// without a sort then goes down too.
-func (b *builder) pushSelection(r *TableReader, lg *logical, ap *accessPath, req *orderReq, limit uint64) {
-	sel := b.copSelection(lg, ap, r.Scan)
-	if sel == nil {
+// without a sort then goes down too. A covering IndexReader pushes its conditions the same way (they read
+// only the index's columns and the handle).
+func (b *builder) pushSelection(p Plan, lg *logical, ap *accessPath, req *orderReq, limit uint64) {
+	var (
+		scan      Plan
+		conds     *[]expr.Expr
+		scanLimit *uint64
+		keepOrder bool
+	)
+	switch r := p.(type) {
+	case *TableReader:
+		scan, conds, scanLimit, keepOrder = r.Scan, &r.Conds, &r.Scan.Limit, r.Scan.KeepOrder
+	case *IndexReader:
+		scan, conds, scanLimit, keepOrder = r.Scan, &r.Conds, &r.Scan.Limit, r.Scan.KeepOrder
+	default:
 		return
 	}
-	r.Children = []Plan{sel}
-	r.Conds = sel.Conds
-	r.EstRows = ap.filteredRows
-	if limit > 0 && (req == nil || r.Scan.KeepOrder) {
-		r.Scan.Limit = limit
-	}
-}
-
-// pushIndexSelection is pushSelection for a covering index read: the
-// residual conditions read only the index's columns and the handle.
-func (b *builder) pushIndexSelection(r *IndexReader, lg *logical, ap *accessPath, req *orderReq, limit uint64) {
-	sel := b.copSelection(lg, ap, r.Scan)
-	if sel == nil {
-		return
-	}
-	r.Children = []Plan{sel}
-	r.Conds = sel.Conds
-	r.EstRows = ap.filteredRows
-	if limit > 0 && (req == nil || r.Scan.KeepOrder) {
-		r.Scan.Limit = limit
-	}
-}
-
-// copSelection is the cop[tikv] Selection of ap's residual conditions over
-// scan when pushdown is on and every one serializes (they leave ap), else
-// nil.
-func (b *builder) copSelection(lg *logical, ap *accessPath, scan Plan) *Selection {
 	if !b.pushdown() {
-		return nil
+		return
 	}
-	conds := make([]expr.Expr, 0, len(ap.residual))
+	cs := make([]expr.Expr, 0, len(ap.residual))
 	nodes := make([]ast.ExprNode, 0, len(ap.residual))
 	for _, i := range ap.residual {
 		if !expr.Pushable(lg.condE[i]) {
-			return nil
+			return
 		}
-		conds = append(conds, lg.condE[i])
+		cs = append(cs, lg.condE[i])
 		nodes = append(nodes, lg.conds[i])
 	}
 	ap.residual = nil
-	return &Selection{BasePlan: b.base("Selection", ap.filteredRows, taskCop, scan), Conds: conds, exprNodes: exprNodes{Src: lg.src, Nodes: nodes}}
+	sel := &Selection{BasePlan: b.base("Selection", ap.filteredRows, taskCop, scan), Conds: cs, exprNodes: exprNodes{Src: lg.src, Nodes: nodes}}
+	r := p.Base()
+	r.Children = []Plan{sel}
+	*conds = cs
+	r.EstRows = ap.filteredRows
+	if limit > 0 && (req == nil || keepOrder) {
+		*scanLimit = limit
+	}
 }
 
 // pushAgg moves an aggregation under r into the stores as partial
