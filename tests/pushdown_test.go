@@ -153,6 +153,27 @@ func TestPushdownMatchesRoot(t *testing.T) {
 	// that order, not the first row read.
 	mustExec(t, on, "UPDATE t SET n = 999 ORDER BY k DESC, id LIMIT 1")
 	require.Equal(t, top6[:1], queryRows(t, off, "SELECT id FROM t WHERE n = 999"))
+	// EXPLAIN ANALYZE reads the stores' execution summaries: the reader
+	// shows its cop tasks (one per region), each pushed operator the rows
+	// it produced over all tasks.
+	var nrows, nsel int
+	require.NoError(t, off.QueryRow("SELECT COUNT(*) FROM t").Scan(&nrows))
+	require.NoError(t, off.QueryRow("SELECT COUNT(*) FROM t WHERE pad LIKE '%a%'").Scan(&nsel))
+	an := map[string][]string{}
+	for _, r := range queryRows(t, on, "EXPLAIN ANALYZE SELECT n, COUNT(*) FROM t WHERE pad LIKE '%a%' GROUP BY n") {
+		an[strings.TrimLeft(strings.SplitN(r[0], "_", 2)[0], "└─│ ")+"|"+r[3]] = r
+	}
+	reader := an["TableReader|root"]
+	require.NotNil(t, reader, "%v", an)
+	require.Regexp(t, `cop_task: \{num: ([7-9]|[1-9][0-9]), max: .*rpc_num: 1,`, reader[5])
+	require.Equal(t, strconv.Itoa(nrows), an["TableFullScan|cop[tikv]"][2])
+	require.Contains(t, an["TableFullScan|cop[tikv]"][5], "tikv_task:{proc max:")
+	require.Equal(t, strconv.Itoa(nsel), an["Selection|cop[tikv]"][2])
+	groups := len(queryRows(t, off, "SELECT DISTINCT n FROM t WHERE pad LIKE '%a%'"))
+	partial, _ := strconv.Atoi(an["HashAgg|cop[tikv]"][2])
+	require.GreaterOrEqual(t, partial, groups) // each region's groups
+	require.Equal(t, strconv.Itoa(groups), an["HashAgg|root"][2])
+
 	// COUNT(DISTINCT) stays on the SQL node.
 	require.NotContains(t, explain(on, "SELECT n, COUNT(DISTINCT k) FROM t GROUP BY n"), "HashAgg | cop")
 	require.Equal(t, queryRows(t, off, "SELECT n, COUNT(DISTINCT k) FROM t GROUP BY n"), queryRows(t, on, "SELECT n, COUNT(DISTINCT k) FROM t GROUP BY n"))

@@ -3571,11 +3571,10 @@ func (x *KeyRange) GetEnd() []byte {
 // CoprocessorRequest runs a DAG (coprocessorpb.DAGRequest, marshalled in
 // data) over ranges of one region at start_ts.
 //
-// tasks (TiDB's store batching) carry the same DAG for more regions whose
-// leader is on the same store: the store runs context/ranges and then each
-// task, and answers each task in batch_responses (same order), so one RPC
-// serves several regions. A task's region error is its own: the others'
-// results stand.
+// tasks (TiDB's store batching; reserved: not sent by kv/client nor
+// served by kv/server yet) are to carry the same DAG for more regions
+// whose leader is on the same store, answered in batch_responses in the
+// same order, each task's region error its own.
 type CoprocessorRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`

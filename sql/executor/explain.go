@@ -90,6 +90,8 @@ func explainResult(root planner.Plan, brief bool, stats map[planner.Plan]*opStat
 		res.Columns = append(res.Columns, ResultColumn{Name: n, Type: types.VarcharType})
 	}
 	var last *opStats // a cop task's rows are its root reader's
+	var cop *copStats // the stores' summaries of the reader above
+	copRow := 0       // cop rows shown under it (executors, last first)
 	for _, r := range planner.Explain(root) {
 		id := r.ID
 		if brief {
@@ -98,11 +100,34 @@ func explainResult(root planner.Plan, brief bool, stats map[planner.Plan]*opStat
 		vals := []string{id, r.EstRows, r.Task, r.Access, r.Info}
 		if stats != nil {
 			act, info := "0", "time:0s, loops:0"
-			if st, ok := stats[r.Plan]; ok {
+			st, ok := stats[r.Plan]
+			if ok {
+				cop, copRow = st.cop, 0
+				if cop != nil && cop.calls == 0 { // it read through the transaction
+					cop = nil
+				}
+			}
+			_, isReader := r.Plan.(*planner.TableReader)
+			switch {
+			case ok:
 				last = st
 				act = strconv.FormatInt(st.rows, 10)
 				info = fmt.Sprintf("time:%s, loops:%d", st.time.Round(time.Microsecond), st.loops)
-			} else if r.Plan.Base().Task != "root" && last != nil {
+				if cop != nil && isReader {
+					info += ", " + cop.taskInfo()
+				}
+			case isReader && cop != nil:
+				// The reader of a pushed aggregation: the operator above
+				// sent its requests.
+				n, _ := cop.execInfo(len(cop.execs) - 1)
+				act, info = strconv.FormatInt(n, 10), cop.taskInfo()
+			case r.Plan.Base().Task != "root" && cop != nil:
+				// Cop operators are listed top down, the DAG's executors
+				// bottom up.
+				n, ti := cop.execInfo(len(cop.execs) - 1 - copRow)
+				copRow++
+				act, info = strconv.FormatInt(n, 10), ti
+			case r.Plan.Base().Task != "root" && last != nil:
 				act, info = strconv.FormatInt(last.rows, 10), "read by its root reader" // no filter below it
 			}
 			vals = []string{id, r.EstRows, act, r.Task, r.Access, info, r.Info, "N/A", "N/A"}

@@ -97,6 +97,10 @@ func (rc *runCtx) build(p planner.Plan, stats map[planner.Plan]*opStats) (Operat
 	}
 	st := &opStats{}
 	stats[p] = st
+	if c, ok := op.(copStatsOp); ok {
+		st.cop = &copStats{}
+		c.setCopStats(st.cop)
+	}
 	return &statsOp{Operator: op, st: st}, nil
 }
 
@@ -252,6 +256,7 @@ type opStats struct {
 	rows  int64
 	loops int64
 	time  time.Duration
+	cop   *copStats // the operator's coprocessor tasks, if it sends any
 }
 
 type statsOp struct {

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/kv/tablecodec"
@@ -27,6 +28,7 @@ type partialAggOp struct {
 	reader *planner.TableReader
 	local  Operator // the fallback, while open
 	out    emitter
+	cs     *copStats // EXPLAIN ANALYZE
 }
 
 func (o *partialAggOp) width() int { return o.p.Width + len(o.p.Aggs) }
@@ -65,7 +67,7 @@ func (o *partialAggOp) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resps, err := o.rc.coprocessor(ctx, dag, ranges)
+	resps, err := o.rc.coprocessor(ctx, dag, ranges, o.cs)
 	if err != nil {
 		return err
 	}
@@ -197,6 +199,87 @@ var aggFuncPB = map[string]coprocessorpb.AggFuncType{
 
 // coprocessor sends dag over ranges at the statement's start_ts (the
 // storage splits them by region and queries the regions in parallel).
-func (rc *runCtx) coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange) ([]*coprocessorpb.SelectResponse, error) {
-	return rc.e.Store.Coprocessor(ctx, dag, ranges, rc.txn.StartTS())
+// With cs (EXPLAIN ANALYZE) the stores return execution summaries, added
+// to cs.
+func (rc *runCtx) coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, cs *copStats) ([]*coprocessorpb.SelectResponse, error) {
+	dag.CollectSummaries = cs != nil
+	start := time.Now()
+	resps, err := rc.e.Store.Coprocessor(ctx, dag, ranges, rc.txn.StartTS())
+	if cs != nil && err == nil {
+		cs.add(resps, time.Since(start))
+	}
+	return resps, err
 }
+
+// copStats are a reader's coprocessor tasks as EXPLAIN ANALYZE shows them
+// (TiDB's cop_task on the reader, tikv_task on each pushed operator): the
+// stores' ExecutorSummary per task, summed per executor of the DAG.
+type copStats struct {
+	calls int           // Coprocessor calls (a page or a fan-out each)
+	wait  time.Duration // their wall time on the SQL node
+	tasks []time.Duration
+	execs []copExecStats // by DAG executor, executors[0] (the scan) first
+}
+
+type copExecStats struct {
+	rows, iters uint64
+	tasks       int
+	max         time.Duration
+	sum         time.Duration
+}
+
+func (cs *copStats) add(resps []*coprocessorpb.SelectResponse, wall time.Duration) {
+	cs.calls++
+	cs.wait += wall
+	for _, r := range resps {
+		sums := r.GetSummaries()
+		if len(sums) == 0 {
+			continue
+		}
+		// Summaries are inclusive: the last executor's time is the task's.
+		cs.tasks = append(cs.tasks, time.Duration(sums[len(sums)-1].GetTimeProcessedNs()))
+		for len(cs.execs) < len(sums) {
+			cs.execs = append(cs.execs, copExecStats{})
+		}
+		for i, s := range sums {
+			e := &cs.execs[i]
+			e.rows += s.GetNumProducedRows()
+			e.iters += s.GetNumIterations()
+			e.tasks++
+			d := time.Duration(s.GetTimeProcessedNs())
+			e.sum += d
+			e.max = max(e.max, d)
+		}
+	}
+}
+
+// taskInfo is the reader's cop_task execution info.
+func (cs *copStats) taskInfo() string {
+	if len(cs.tasks) == 0 {
+		return fmt.Sprintf("cop_task: {num: 0, rpc_num: %d, rpc_time: %s}", cs.calls, cs.wait.Round(time.Microsecond))
+	}
+	mx, mn, sum := cs.tasks[0], cs.tasks[0], time.Duration(0)
+	for _, d := range cs.tasks {
+		mx, mn, sum = max(mx, d), min(mn, d), sum+d
+	}
+	return fmt.Sprintf("cop_task: {num: %d, max: %s, min: %s, avg: %s, tot_proc: %s, rpc_num: %d, rpc_time: %s}",
+		len(cs.tasks), mx.Round(time.Microsecond), mn.Round(time.Microsecond), (sum / time.Duration(len(cs.tasks))).Round(time.Microsecond),
+		sum.Round(time.Microsecond), cs.calls, cs.wait.Round(time.Microsecond))
+}
+
+// execInfo is executor i's actRows and tikv_task execution info.
+func (cs *copStats) execInfo(i int) (int64, string) {
+	if i < 0 || i >= len(cs.execs) {
+		return 0, "tikv_task:{tasks:0}"
+	}
+	e := cs.execs[i]
+	return int64(e.rows), fmt.Sprintf("tikv_task:{proc max:%s, avg:%s, iters:%d, tasks:%d}",
+		e.max.Round(time.Microsecond), (e.sum / time.Duration(max(e.tasks, 1))).Round(time.Microsecond), e.iters, e.tasks)
+}
+
+// copStatsOp is an operator that sends coprocessor requests; EXPLAIN
+// ANALYZE gives it a copStats to fill.
+type copStatsOp interface{ setCopStats(*copStats) }
+
+func (o *partialAggOp) setCopStats(cs *copStats)  { o.cs = cs }
+func (o *tableReaderOp) setCopStats(cs *copStats) { o.pager.cs = cs }

@@ -290,6 +290,7 @@ type keyPager struct {
 	// oneShot: cop is bounded by itself (a TopN): one request over every
 	// range, no paging.
 	oneShot bool
+	cs      *copStats // EXPLAIN ANALYZE
 
 	ri       int
 	cur      []byte // forward: next start; reverse: next end
@@ -362,7 +363,7 @@ func (p *keyPager) fetch(ctx context.Context) error {
 		for i, r := range p.ranges {
 			krs[i] = &kvrpcpb.KeyRange{Start: r[0], End: r[1]}
 		}
-		resps, err := p.rc.e.Store.Coprocessor(ctx, p.cop, krs, p.rc.txn.StartTS())
+		resps, err := p.rc.coprocessor(ctx, p.cop, krs, p.cs)
 		if err != nil {
 			return err
 		}
@@ -393,7 +394,7 @@ func (p *keyPager) fetch(ctx context.Context) error {
 		// One page from one region (kv/client with paging_size): the
 		// store stops after page rows and says where to go on.
 		p.cop.PagingSize = uint64(page)
-		resps, err := p.rc.coprocessor(ctx, p.cop, []*kvrpcpb.KeyRange{{Start: start, End: end}})
+		resps, err := p.rc.coprocessor(ctx, p.cop, []*kvrpcpb.KeyRange{{Start: start, End: end}}, p.cs)
 		if err != nil {
 			return err
 		}
@@ -434,7 +435,7 @@ func (p *keyPager) fetch(ctx context.Context) error {
 func (p *keyPager) fetchBackward(ctx context.Context, start, end []byte, page int) error {
 	dag := &coprocessorpb.DAGRequest{Executors: append(slices.Clip(p.cop.Executors),
 		&coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeLimit, Limit: &coprocessorpb.Limit{Limit: uint64(page)}})}
-	resps, err := p.rc.coprocessor(ctx, dag, []*kvrpcpb.KeyRange{{Start: start, End: end}})
+	resps, err := p.rc.coprocessor(ctx, dag, []*kvrpcpb.KeyRange{{Start: start, End: end}}, p.cs)
 	if err != nil {
 		return err
 	}
