@@ -210,10 +210,12 @@ func (t *Txn) lockRegion(ctx context.Context, bo *client.Backoffer, r *locate.Re
 		// timeout (a lock request timing out in flight is undetermined);
 		// longer waits are several requests.
 		wait := min(time.Until(deadline), t.c.kv.RPCTimeout()/2)
-		waitMs := wait.Milliseconds()
+		// Rounded up: a remainder under 1 ms still waits, so the
+		// statement never gives up before its lock wait timeout.
+		waitMs := int64((wait + time.Millisecond - 1) / time.Millisecond)
 		if opts.NoWait {
 			waitMs = -1
-		} else if waitMs <= 0 {
+		} else if wait <= 0 {
 			return nil, false, fmt.Errorf("%w: key %x", sql.ErrLockWaitTimeout, keys[0])
 		}
 		req := &kvrpcpb.PessimisticLockRequest{
