@@ -40,7 +40,7 @@ func SetRoot(root string) error {
 		root = os.TempDir()
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return fmt.Errorf("spill: tmp storage path %s: %w", root, err)
+		return fmt.Errorf("spill: tmp storage path %s: %w (give --tmp-storage-path or TMPDIR a writable directory)", root, err)
 	}
 	ents, err := os.ReadDir(root)
 	if err != nil {
