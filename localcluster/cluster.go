@@ -283,3 +283,25 @@ func (c *Cluster) PDAPI(method, path string, body, out any) error {
 func FreePorts(n int) ([]int, error) { return freeport.Take(n) }
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// SnapshotBins copies pd, storenode and sqlnode from dir into a new temp
+// directory (prefix names it) and returns it, so a long benchmark keeps
+// running the binaries it started with while `make build` rewrites dir.
+func SnapshotBins(dir, prefix string) (string, error) {
+	tmp, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	for _, b := range []string{"pd", "storenode", "sqlnode"} {
+		data, err := os.ReadFile(filepath.Join(dir, b))
+		if err != nil {
+			os.RemoveAll(tmp)
+			return "", fmt.Errorf("binary %s missing in %s (run `make build`): %w", b, dir, err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, b), data, 0o755); err != nil {
+			os.RemoveAll(tmp)
+			return "", err
+		}
+	}
+	return tmp, nil
+}

@@ -86,7 +86,7 @@ func (r *report) printf(format string, args ...any) {
 
 func run(cfg config) error {
 	stamp := time.Now().UTC().Format("2006-01-02-1504")
-	bins, err := snapshotBins(cfg.binDir)
+	bins, err := localcluster.SnapshotBins(cfg.binDir, "strata-regions10k-bin-")
 	if err != nil {
 		return err
 	}
@@ -499,23 +499,4 @@ func pprofTop(src string) (string, error) {
 	}
 	lines := strings.Split(string(out), "\n")
 	return strings.Join(lines[:min(len(lines), 32)], "\n"), nil
-}
-
-func snapshotBins(dir string) (string, error) {
-	tmp, err := os.MkdirTemp("", "strata-regions10k-bin-")
-	if err != nil {
-		return "", err
-	}
-	for _, b := range []string{"pd", "storenode", "sqlnode"} {
-		data, err := os.ReadFile(filepath.Join(dir, b))
-		if err != nil {
-			os.RemoveAll(tmp)
-			return "", fmt.Errorf("binary %s missing in %s (run `make build`): %w", b, dir, err)
-		}
-		if err := os.WriteFile(filepath.Join(tmp, b), data, 0o755); err != nil {
-			os.RemoveAll(tmp)
-			return "", err
-		}
-	}
-	return tmp, nil
 }

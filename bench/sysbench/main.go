@@ -29,6 +29,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/stratadb/strata/localcluster"
 )
 
 type config struct {
@@ -140,7 +142,7 @@ func run(ctx context.Context, cfg config) error {
 			}
 			// Snapshot the binaries: ./bin is shared, and a `make build`
 			// by someone else mid-session must not change what is measured.
-			binDir, err := snapshotBins(src)
+			binDir, err := localcluster.SnapshotBins(src, "strata-sysbench-bin-")
 			if err != nil {
 				return err
 			}
@@ -335,25 +337,4 @@ func leaderOf(ps []ProcStats) string {
 func safe(s string) string {
 	r := strings.NewReplacer(":", "+", "=", "-", "/", "_", " ", "_")
 	return r.Replace(s)
-}
-
-// snapshotBins copies pd, storenode and sqlnode from dir into a new temp
-// dir and returns it.
-func snapshotBins(dir string) (string, error) {
-	tmp, err := os.MkdirTemp("", "strata-sysbench-bin-")
-	if err != nil {
-		return "", err
-	}
-	for _, b := range []string{"pd", "storenode", "sqlnode"} {
-		data, err := os.ReadFile(filepath.Join(dir, b))
-		if err != nil {
-			os.RemoveAll(tmp)
-			return "", fmt.Errorf("binary %s missing in %s (run `make build`): %w", b, dir, err)
-		}
-		if err := os.WriteFile(filepath.Join(tmp, b), data, 0o755); err != nil {
-			os.RemoveAll(tmp)
-			return "", err
-		}
-	}
-	return tmp, nil
 }
