@@ -34,6 +34,10 @@ var (
 	resolveWait       = lockResolves.WithLabelValues("wait")
 	resolveCached     = lockResolves.WithLabelValues("cached")
 
+	lockResends = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "pessimistic_lock_resends_total",
+		Help: "Pessimistic lock requests sent again after an undetermined outcome (store died or answer lost), within the lock wait timeout.",
+	})
 	onePCFallbacks = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "txn", Name: "one_pc_fallbacks_total",
 		Help: "Transactions that chose 1PC but found their keys in several regions at prewrite (a split) and committed with 2PC.",

@@ -229,6 +229,9 @@ func (t *Txn) lockRegion(ctx context.Context, bo *client.Backoffer, r *locate.Re
 			ReturnValues: opts.ReturnValues,
 		}
 		resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_PessimisticLock{PessimisticLock: req}})
+		if err != nil && t.resendLock(ctx, bo, r, err, deadline) {
+			return nil, true, nil
+		}
 		if err != nil || retry {
 			return nil, retry, err
 		}
@@ -286,6 +289,28 @@ func (t *Txn) lockRegion(ctx context.Context, bo *client.Backoffer, r *locate.Re
 			}
 		}
 	}
+}
+
+// resendLock reports whether a lock request whose outcome is undetermined
+// (its store died or its answer was lost after it was sent: a leader
+// killed mid-request) is to be sent again, after a backoff, to the
+// region's leader found anew, as TiDB's client retries a pessimistic lock
+// on a send failure. Locking is idempotent: a store answers success for a
+// key this transaction already locks (at the same or a newer
+// for_update_ts), so a request that did land costs only the resend. It
+// resends until the statement's lock wait deadline or the backoff budget,
+// whichever comes first; ctx cancelled, it does not.
+func (t *Txn) resendLock(ctx context.Context, bo *client.Backoffer, r *locate.Region, err error, deadline time.Time) bool {
+	if !isUndetermined(err) || ctx.Err() != nil || !time.Now().Before(deadline) {
+		return false
+	}
+	if bo.Backoff(ctx, err) != nil || !time.Now().Before(deadline) {
+		return false
+	}
+	lockResends.Inc()
+	slog.Info("kv/txn: pessimistic lock undetermined, resending at the region's current leader",
+		"txn", t.startTS, "region", r.ID(), "err", err)
+	return true
 }
 
 // waitLockOwner sleeps before the n-th poll of a live transaction's lock:

@@ -547,3 +547,49 @@ func TestOnePCRegionSplitFallsBackTo2PC(t *testing.T) {
 	require.NotZero(t, f.commitTSOf("a1", tx.StartTS()))
 	require.Equal(t, f.commitTSOf("a1", tx.StartTS()), f.commitTSOf("z1", tx.StartTS()), "one commit ts")
 }
+
+// TestPessimisticLockResentWhenUndetermined: a lock request whose answer
+// is lost (here: it outlives its attempt timeout, as when the leader dies
+// under it) is sent again while the statement's lock wait lasts, and the
+// resend finds the key locked by this transaction or locks it; past the
+// lock wait the statement fails undetermined (9002) as before.
+func TestPessimisticLockResentWhenUndetermined(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		waitMs int64
+		ok     bool
+	}{
+		{"resent within the lock wait", 0, true},
+		{"lock wait over before the answer", 500, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeKV(t, "m")
+			c := f.newClient(Config{})
+			f.put("a", "1")
+			var calls atomic.Int32
+			f.setHook(func(method string, req any) time.Duration {
+				if method == "PessimisticLock" && calls.Add(1) == 1 {
+					// Past the attempt timeout: 2 s RPC timeout plus the
+					// request's wait (at most 1 s). The fake then applies it.
+					return 3500 * time.Millisecond
+				}
+				return 0
+			})
+			tx := begin(t, c, sql.TxnOptions{Pessimistic: true})
+			vals, err := tx.LockKeys(bg, sql.LockOptions{ReturnValues: true, WaitTimeoutMs: tc.waitMs}, []byte("a"), []byte("z"))
+			if !tc.ok {
+				require.ErrorIs(t, err, sql.ErrUndetermined)
+				require.Equal(t, int32(1), calls.Load(), "no resend past the lock wait")
+				require.NoError(t, tx.Rollback(bg))
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, [][]byte{[]byte("1"), nil}, vals)
+			require.GreaterOrEqual(t, calls.Load(), int32(3), "primary resent, then the secondary")
+			require.NoError(t, tx.Set([]byte("a"), []byte("2")))
+			require.NoError(t, tx.Commit(bg))
+			require.Eventually(t, func() bool { return f.lockCount() == 0 }, 10*time.Second, time.Millisecond)
+			requireRead(t, begin(t, c, sql.TxnOptions{}), "a", "2")
+		})
+	}
+}
