@@ -177,7 +177,10 @@ func TestBankTransfers(t *testing.T) {
 			require.Eventually(t, func() bool { return ackedNow() >= killedAt+5 }, d, 10*time.Millisecond, "transfers did not resume after the kill")
 			require.NoError(t, victim.Start())
 			for range clients + readers {
-				require.NoError(t, <-errs)
+				if err := <-errs; err != nil {
+					dumpMVCC(t, c)
+					require.NoError(t, err)
+				}
 			}
 			got := make([]int64, accounts)
 			require.Eventually(t, func() bool {
@@ -199,6 +202,9 @@ func TestBankTransfers(t *testing.T) {
 			var sum int64
 			for _, b := range got {
 				sum += b
+			}
+			if sum != total || !explainedBy(expected, got, undetermined) {
+				dumpMVCC(t, c)
 			}
 			require.Equal(t, total, sum)
 			require.True(t, explainedBy(expected, got, undetermined),

@@ -107,7 +107,7 @@ func prewriteKey(r *mvcc.TxnReader, t *mvcc.Txn, p *prewriteProps, m *kvrpcpb.Mu
 		switch action {
 		case kvrpcpb.PessimisticAction_DoPessimisticCheck:
 			// Checked when the pessimistic lock was taken; a missing lock
-			// is amended below if nothing newer was committed.
+			// is amended below if nothing was committed since start_ts.
 			check = !hasPessimist
 		case kvrpcpb.PessimisticAction_SkipPessimisticCheck:
 			check = false
@@ -123,8 +123,16 @@ func prewriteKey(r *mvcc.TxnReader, t *mvcc.Txn, p *prewriteProps, m *kvrpcpb.Mu
 				if commitTS > p.startTS {
 					return prewriteResult{}, errWriteConflict(p.startTS, key, p.primary, w, commitTS, kvrpcpb.WriteConflict_Optimistic)
 				}
-			} else if commitTS > p.forUpdateTS {
-				// DoPessimisticCheck without the lock: it was lost.
+			} else if commitTS >= p.startTS {
+				// DoPessimisticCheck without the lock: it was lost (its
+				// leader crashed with it in memory). The value written was
+				// computed from a read at the for_update_ts of the
+				// statement that locked the key, which may be older than
+				// the request's for_update_ts (the transaction's latest,
+				// of a later statement): a commit between the two would
+				// be overwritten. Only start_ts bounds every statement's
+				// read, so anything committed since fails the prewrite
+				// (TiKV's amend_pessimistic_lock).
 				return prewriteResult{}, errPessimisticLockNotFound(p.startTS, key)
 			}
 			if err := checkSelfRollback(r, key, p.startTS, p.primary, commitTS, w); err != nil {

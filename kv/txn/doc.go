@@ -59,7 +59,9 @@
 // new locks of the region go through raft until the table is replaced. A
 // crash loses the table: the transaction's pessimistic prewrite then
 // amends the missing lock only if no other lock is on the key and nothing
-// was committed after for_update_ts, else fails with a retryable error
+// was committed since start_ts (not for_update_ts: the request's is the
+// transaction's latest, and the key may have been read and locked by an
+// earlier statement at a smaller one), else fails with a retryable error
 // (PessimisticLockNotFound; MySQL 1213 at COMMIT), so isolation never
 // depends on the lock having survived. Metrics:
 // strata_txn_memory_pessimistic_locks, pessimistic_lock_writes_total
