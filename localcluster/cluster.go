@@ -33,6 +33,8 @@ type Config struct {
 	StoreArgs []string
 	// PDArgs are extra flags for PD (e.g. --schedule-interval).
 	PDArgs []string
+	// SQLArgs are extra flags for every SQL node.
+	SQLArgs []string
 }
 
 // Cluster is a running (or stopped) set of processes.
@@ -128,7 +130,7 @@ func New(cfg Config) (*Cluster, error) {
 		c.SQLAddrs = append(c.SQLAddrs, addr(qp[0]))
 		c.SQL = append(c.SQL, &Proc{
 			Name: name, Bin: filepath.Join(binDir, "sqlnode"), LogPath: filepath.Join(logDir, name+".log"),
-			Args: []string{"--pd", c.pdAddr, "--addr", addr(qp[0]), "--status-addr", addr(qp[1])},
+			Args: append([]string{"--pd", c.pdAddr, "--addr", addr(qp[0]), "--status-addr", addr(qp[1])}, cfg.SQLArgs...),
 		})
 	}
 	return c, nil

@@ -43,6 +43,10 @@ func TestMain(m *testing.M) {
 type clusterOpts struct {
 	stores, sqlNodes int
 	storeArgs        []string // extra flags for every store node
+	// autoAnalyze: the SQL nodes run auto-analyze. Off by default, as in
+	// TiDB's tests: plans asserted on pseudo statistics must not change
+	// under a test when a table reaches 1,000 rows.
+	autoAnalyze bool
 }
 
 // startCluster starts a cluster of real processes on free loopback ports in a
@@ -54,6 +58,7 @@ func startCluster(t *testing.T, o clusterOpts) *localcluster.Cluster {
 		BinDir: binDir, DataDir: t.TempDir(), Stores: o.stores, SQLNodes: o.sqlNodes, FreePorts: true,
 		// A faster tick keeps leader failover well under a second.
 		StoreArgs: append([]string{"--raft-tick", "50ms", "--heartbeat-interval", "200ms"}, o.storeArgs...),
+		SQLArgs:   []string{fmt.Sprintf("--run-auto-analyze=%t", o.autoAnalyze)},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

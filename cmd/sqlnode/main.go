@@ -66,6 +66,9 @@ type Config struct {
 	// ServerMemoryLimit is tidb_server_memory_limit's initial value
 	// (sql/memory.ParseServerLimit).
 	ServerMemoryLimit string `toml:"server-memory-limit"`
+	// RunAutoAnalyze: this node runs auto-analyze while it is the DDL
+	// owner (TiDB's performance.run-auto-analyze).
+	RunAutoAnalyze bool `toml:"run-auto-analyze"`
 }
 
 func main() {
@@ -79,7 +82,7 @@ func main() {
 func parseFlags(args []string) (Config, error) {
 	cfg := Config{PD: "127.0.0.1:2379", Addr: "127.0.0.1:4000", StatusAddr: "127.0.0.1:10080", ShutdownTimeout: 10 * time.Second, LogLevel: "info", TSOClientRPCMode: "default",
 		MaxConnections: 1000, ConnectTimeout: 10 * time.Second, SchemaLease: catalog.DefaultLease, TxnTotalSizeLimit: 100 << 20, TLS: true, DefaultAuthPlugin: auth.NativePassword,
-		ServerMemoryLimit: fmt.Sprintf("%d%%", memory.DefaultServerLimitPercent)}
+		ServerMemoryLimit: fmt.Sprintf("%d%%", memory.DefaultServerLimitPercent), RunAutoAnalyze: true}
 	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
 		return cfg, err
@@ -183,6 +186,7 @@ func run(args []string) error {
 		HandshakeTimeout:       cfg.ConnectTimeout,
 		CreateDefaultDB:        true,
 		SchemaLease:            cfg.SchemaLease,
+		NoAutoAnalyze:          !cfg.RunAutoAnalyze,
 	})
 	if err != nil {
 		return err
@@ -240,6 +244,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.TSOClientRPCMode, "tso-client-rpc-mode", cfg.TSOClientRPCMode, `how timestamps are fetched from PD: "default" (one batch in flight) or "parallel" (several streams, one batch in flight each; for network-bound PD round trips)`)
 	fs.IntVar(&cfg.TxnTotalSizeLimit, "txn-total-size-limit", cfg.TxnTotalSizeLimit, "bytes of keys and values one transaction may buffer; past it the statement fails with ERROR 8004")
 	fs.StringVar(&cfg.TmpStoragePath, "tmp-storage-path", cfg.TmpStoragePath, "directory under which sorts, hash joins and hash aggregations over tidb_mem_quota_query spill to disk (a strata-spill-<pid> directory; empty: the system temp directory)")
+	fs.BoolVar(&cfg.RunAutoAnalyze, "run-auto-analyze", cfg.RunAutoAnalyze, "analyze tables whose rows changed enough (tidb_auto_analyze_ratio) while this node is the DDL owner")
 	fs.StringVar(&cfg.ServerMemoryLimit, "server-memory-limit", cfg.ServerMemoryLimit, "initial tidb_server_memory_limit: past it the statement using the most memory is cancelled (ERROR 8176); 0, a size (4GB) or a percentage of RAM / the cgroup limit (80%)")
 	fs.DurationVar(&cfg.SchemaLease, "schema-lease", cfg.SchemaLease, "how long this node trusts its schema without confirming the cluster's schema version; a schema change waits 2 leases for every node to load it")
 	return fs

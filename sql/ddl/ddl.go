@@ -76,7 +76,13 @@ type DDL struct {
 	wake   chan struct{} // a job was submitted on this node
 	// running: Run was called (this node campaigns).
 	running atomic.Bool
+	// owner: this node holds the owner lease (as far as Run knows).
+	owner atomic.Bool
 }
+
+// IsOwner reports whether this node is the DDL owner now. Background work
+// that one node of the cluster does (auto-analyze) runs on the owner.
+func (d *DDL) IsOwner() bool { return d.owner.Load() }
 
 // New returns a DDL; Run makes it take part in the owner election.
 func New(cfg Config) *DDL {
@@ -374,6 +380,7 @@ func (d *DDL) Run(ctx context.Context) {
 	d.running.Store(true)
 	defer func() {
 		isOwner.Set(0)
+		d.owner.Store(false)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
 		if err := d.resign(rctx); err != nil {
@@ -401,15 +408,18 @@ func (d *DDL) Run(ctx context.Context) {
 				owner = won
 				if won {
 					isOwner.Set(1)
+					d.owner.Store(true)
 					d.log.Info("ddl: this node is the DDL owner", "node", d.nodeID, "ttl", d.ttl)
 				} else {
 					isOwner.Set(0)
+					d.owner.Store(false)
 					d.log.Info("ddl: this node lost the DDL owner lease", "node", d.nodeID)
 				}
 			}
 			if owner && err != nil && time.Since(renewed) > d.ttl {
 				owner = false
 				isOwner.Set(0)
+				d.owner.Store(false)
 			}
 		}
 		if owner {
@@ -418,6 +428,7 @@ func (d *DDL) Run(ctx context.Context) {
 			case errors.Is(err, errNotOwner):
 				owner = false
 				isOwner.Set(0)
+				d.owner.Store(false)
 				d.log.Info("ddl: this node is no longer the DDL owner", "node", d.nodeID)
 				continue
 			case err != nil && ctx.Err() == nil:

@@ -29,6 +29,10 @@ type TxnSource interface {
 	// NoteWrite records that the transaction writes rows of tbl, so that a
 	// duplicate key found only at commit can be reported with its table.
 	NoteWrite(tbl *catalog.TableInfo)
+	// NoteRows counts rows the statement added (net) and modified in tbl;
+	// they count towards auto-analyze if the statement and its transaction
+	// commit.
+	NoteRows(tbl *catalog.TableInfo, added, modified int64)
 }
 
 // keyEnd is the smallest key greater than key: [key, keyEnd(key)) holds

@@ -266,7 +266,8 @@ func dupEntry(src *planner.Source, handle int64) error {
 
 // writer returns the sql/table writer of a statement writing tbl in txn.
 func (e *Executor) writer(tx TxnSource, txn sql.Txn, tbl *catalog.TableInfo) *table.Writer {
-	return &table.Writer{Txn: txn, T: tbl, Pessimistic: tx.TxnOptions().Pessimistic, LockWaitTimeoutMs: tx.LockWaitTimeoutMs()}
+	return &table.Writer{Txn: txn, T: tbl, Pessimistic: tx.TxnOptions().Pessimistic, LockWaitTimeoutMs: tx.LockWaitTimeoutMs(),
+		OnRows: func(added, modified int64) { tx.NoteRows(tbl, added, modified) }}
 }
 
 // DupEntryError is ERROR 1062 for a duplicate key (a row or unique index

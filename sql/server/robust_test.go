@@ -35,7 +35,10 @@ func startServerWith(t *testing.T, opt func(*server.Config)) (*testServer, *serv
 		Users:           map[string]string{"root": "", "alice": "s3cret"},
 		CreateDefaultDB: true,
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
-		SchemaLease:     testSchemaLease,
+		// As in TiDB's tests: plans asserted on pseudo statistics stay
+		// put (TestAutoAnalyze turns it on).
+		NoAutoAnalyze: true,
+		SchemaLease:   testSchemaLease,
 	}
 	opt(&cfg)
 	if ms, ok := cfg.Store.(*memStore); ok { // a second node on another's store

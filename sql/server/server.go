@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -77,6 +78,14 @@ type Config struct {
 	// cluster's schema version, and half of how long a schema change
 	// waits for every node to load it.
 	SchemaLease time.Duration
+	// NoAutoAnalyze: this node never runs auto-analyze, even as DDL owner
+	// (TiDB's performance.run-auto-analyze = false). Tests whose plans
+	// depend on pseudo statistics set it.
+	NoAutoAnalyze bool
+	// StatsLease is how often the node flushes its modify counts, reloads
+	// statistics and (as DDL owner) looks for tables to auto-analyze
+	// (defaultStatsLease when zero).
+	StatsLease time.Duration
 }
 
 // Server accepts MySQL connections and serves them.
@@ -281,7 +290,10 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { defer close(privDone); s.priv.Run(ctx) }()
 	go func() { defer close(ddlDone); s.exec.DDL.Run(ctx) }() // DDL owner election and job worker
 	statsDone := make(chan struct{})
-	go func() { defer close(statsDone); s.exec.Stats.Run(ctx, statsLease) }() // other nodes' ANALYZE
+	go func() {
+		defer close(statsDone)
+		s.exec.Stats.Run(ctx, cmp.Or(s.cfg.StatsLease, defaultStatsLease), s.exec.Catalog, s.autoAnalyzeOwner)
+	}() // modify counts, other nodes' ANALYZE, auto-analyze
 	defer func() { <-keepDone; <-privDone; <-ddlDone; <-statsDone }()
 	// Ready once the accept loop runs (tests count goroutines from here).
 	s.log.Info("sql ready", "addr", s.addr.String())
@@ -397,6 +409,10 @@ func (s *Server) ensureDefaultDB(ctx context.Context) {
 	}
 }
 
-// statsLease is how often a SQL node checks whether another node's
+// autoAnalyzeOwner: this node runs auto-analyze now (the DDL owner, unless
+// configured not to).
+func (s *Server) autoAnalyzeOwner() bool { return !s.cfg.NoAutoAnalyze && s.exec.DDL.IsOwner() }
+
+// defaultStatsLease is how often a SQL node checks whether another node's
 // ANALYZE changed table statistics (TiDB's stats-lease, 3 s).
-const statsLease = 3 * time.Second
+const defaultStatsLease = 3 * time.Second

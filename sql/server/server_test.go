@@ -38,7 +38,10 @@ func startServer(t testing.TB) *testServer {
 		Users:           map[string]string{"root": "", "alice": "s3cret"},
 		CreateDefaultDB: true,
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
-		SchemaLease:     testSchemaLease,
+		// As in TiDB's tests: plans asserted on pseudo statistics stay
+		// put (TestAutoAnalyze turns it on).
+		NoAutoAnalyze: true,
+		SchemaLease:   testSchemaLease,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -103,3 +103,88 @@ func TestAnalyzeStatistics(t *testing.T) {
 	_, err := db.Exec("ANALYZE TABLE nosuch")
 	require.EqualValues(t, 1146, mysqlCode(err))
 }
+
+// TestAutoAnalyze: committed writes count towards a table's modify count
+// (SHOW STATS_META), rolled back ones do not; the DDL owner analyzes a
+// never-analyzed table once it has 1,000 rows, and an analyzed one once
+// its modifications pass tidb_auto_analyze_ratio of its rows. The
+// variables are GLOBAL only and checked.
+func TestAutoAnalyze(t *testing.T) {
+	ts, _ := startServerWith(t, func(c *server.Config) {
+		c.NoAutoAnalyze = false
+		c.StatsLease = 50 * time.Millisecond
+	})
+	db := ts.open(t, "test", "")
+	db.SetMaxOpenConns(1) // BEGIN … ROLLBACK on one connection
+	exec := func(q string) {
+		t.Helper()
+		_, err := db.Exec(q)
+		require.NoError(t, err, q)
+	}
+	require.Equal(t, [][]string{{"ON", "0.5"}}, queryStrings(t, db, "SELECT @@global.tidb_enable_auto_analyze, @@global.tidb_auto_analyze_ratio"))
+	_, err := db.Exec("SET tidb_auto_analyze_ratio = 0.3")
+	require.EqualValues(t, 1229, mysqlCode(err), "session scope")
+	_, err = db.Exec("SET GLOBAL tidb_auto_analyze_ratio = 0")
+	require.EqualValues(t, 1231, mysqlCode(err))
+	_, err = db.Exec("SET GLOBAL tidb_enable_auto_analyze = 'maybe'")
+	require.EqualValues(t, 1231, mysqlCode(err))
+	exec("SET GLOBAL tidb_auto_analyze_ratio = 0.5")
+
+	exec("CREATE TABLE a (id INT PRIMARY KEY, k INT)")
+	for lo := 0; lo < 1200; lo += 300 {
+		var vals []string
+		for i := lo; i < lo+300; i++ {
+			vals = append(vals, fmt.Sprintf("(%d, %d)", i, i%10))
+		}
+		exec("INSERT INTO a VALUES " + strings.Join(vals, ", "))
+	}
+	meta := func() (updated string, modify, count int64) {
+		t.Helper()
+		rows := queryStrings(t, db, "SHOW STATS_META WHERE Table_name = 'a'")
+		if len(rows) == 0 {
+			return "", 0, 0
+		}
+		m, err := strconv.ParseInt(rows[0][4], 10, 64)
+		require.NoError(t, err)
+		c, err := strconv.ParseInt(rows[0][5], 10, 64)
+		require.NoError(t, err)
+		return rows[0][3], m, c
+	}
+	ndvK := func() int64 {
+		t.Helper()
+		for _, r := range queryStrings(t, db, "SHOW STATS_HISTOGRAMS WHERE Table_name = 'a' AND Column_name = 'k'") {
+			n, err := strconv.ParseInt(r[6], 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+		return 0
+	}
+	// Polling the statistics lease: the owner analyzes on its own schedule.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !cond() {
+			require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("the first auto analyze", func() bool { u, m, c := meta(); return u != "" && m == 0 && c == 1200 })
+	require.InDelta(t, 10, ndvK(), 1)
+
+	// 700 of 1,200 rows modified > 0.5: analyzed again (k's NDV grows).
+	exec("UPDATE a SET k = id WHERE id < 700")
+	waitFor("the second auto analyze", func() bool { return ndvK() > 500 })
+	waitFor("the modify count reset", func() bool { _, m, _ := meta(); return m == 0 })
+
+	// A rolled back transaction counts nothing; 100 committed updates
+	// (below the ratio) and 5 inserts count, and add to the row count.
+	exec("BEGIN")
+	exec("UPDATE a SET k = k + 1 WHERE id < 300")
+	exec("ROLLBACK")
+	exec("UPDATE a SET k = k + 1 WHERE id < 100")
+	exec("INSERT INTO a VALUES (5000, 0), (5001, 0), (5002, 0), (5003, 0), (5004, 0)")
+	waitFor("the modify count", func() bool { _, m, _ := meta(); return m >= 105 })
+	_, m, c := meta()
+	require.Equal(t, int64(105), m, "Modify_count")
+	require.Equal(t, int64(1205), c, "Row_count")
+}

@@ -40,11 +40,13 @@ func (s *Session) analyze(ctx context.Context, x *ast.AnalyzeTableStmt) (*execut
 	return &executor.Result{}, nil
 }
 
-// statsTable is an analyzed table with its names.
+// statsTable is a table with statistics or modify counts, with its names.
 type statsTable struct {
-	db string
-	t  *catalog.TableInfo
-	st *statistics.Table
+	db       string
+	t        *catalog.TableInfo
+	st       *statistics.Table // nil: never analyzed
+	delta    statistics.Delta
+	hasDelta bool
 }
 
 func (s *Session) analyzedTables(ctx context.Context) ([]statsTable, error) {
@@ -62,8 +64,10 @@ func (s *Session) analyzedTables(ctx context.Context) ([]statsTable, error) {
 			return nil, err
 		}
 		for _, t := range ts {
-			if st := s.exec.Stats.Get(t.ID); st != nil {
-				out = append(out, statsTable{db.Name, t, st})
+			st := s.exec.Stats.Get(t.ID)
+			d, ok := s.exec.Stats.Delta(t.ID)
+			if st != nil || ok {
+				out = append(out, statsTable{db: db.Name, t: t, st: st, delta: d, hasDelta: ok})
 			}
 		}
 	}
@@ -84,13 +88,24 @@ func (s *Session) showStats(ctx context.Context, x *ast.ShowStmt) (*executor.Res
 		return nil, err
 	}
 	res := &executor.Result{}
-	dt := func(st *statistics.Table) string { return st.Updated.Local().Format("2006-01-02 15:04:05") }
+	dt := func(st *statistics.Table) string {
+		if st == nil {
+			return ""
+		}
+		return st.Updated.Local().Format("2006-01-02 15:04:05")
+	}
 	num := func(v int64) types.Datum { return tablecodec.NewInt(v) }
 	if x.Tp == ast.ShowStatsMeta {
 		res.Columns = []executor.ResultColumn{strCol("Db_name", 64), strCol("Table_name", 64), strCol("Partition_name", 64),
 			strCol("Update_time", 19), intCol("Modify_count"), intCol("Row_count")}
 		for _, t := range tables {
-			res.Rows = append(res.Rows, append(strRow(t.db, t.t.Name, "", dt(t.st)), num(0), num(t.st.Count)))
+			// Modify_count and Row_count as of the last statistics lease
+			// (every SQL node's committed writes, flushed each lease).
+			count := t.delta.Count
+			if !t.hasDelta {
+				count = t.st.Count
+			}
+			res.Rows = append(res.Rows, append(strRow(t.db, t.t.Name, "", dt(t.st)), num(t.delta.Modify), num(count)))
 		}
 		return filterShow(res, x, s)
 	}
@@ -117,6 +132,9 @@ func (s *Session) showStats(ctx context.Context, x *ast.ShowStmt) (*executor.Res
 		res.Rows = append(res.Rows, row)
 	}
 	for _, t := range tables {
+		if t.st == nil {
+			continue
+		}
 		for off, c := range t.st.Columns {
 			if c != nil && off < len(t.t.Columns) && t.t.Columns[off].ID == c.ID {
 				add(t, c, 0)

@@ -21,6 +21,7 @@ import (
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/infoschema"
 	"github.com/stratadb/strata/sql/memory"
+	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -51,6 +52,9 @@ type Session struct {
 
 	txn  *txnState  // open explicit or implicit transaction
 	stmt *stmtState // autocommit statement's transaction while it runs
+	// stmtRows: rows the running statement added and modified, by table
+	// (NoteRows), counted when it and its transaction commit.
+	stmtRows map[int64]statistics.Delta
 	// oneShotIsolation is SET TRANSACTION ISOLATION LEVEL's level for the
 	// next transaction only ("" when none).
 	oneShotIsolation string
@@ -110,6 +114,9 @@ func (s *Session) SysVar(name string, global bool) (types.Datum, types.FieldType
 		return d, ft, err
 	}
 	if d, ft, ok := serverMemSysVar(name); ok { // this node's, memvars.go
+		return d, ft, nil
+	}
+	if d, ft, ok := s.statsSysVar(name); ok { // cluster-wide, statsvars.go
 		return d, ft, nil
 	}
 	if global {
@@ -374,6 +381,12 @@ func (s *Session) set(ctx context.Context, x *ast.SetStmt) error {
 			continue
 		}
 		if handled, err := s.setGCSysVar(ctx, name, v.IsGlobal, val); handled { // gcvars.go
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if handled, err := s.setStatsSysVar(ctx, name, v.IsGlobal, val); handled { // statsvars.go
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
+	"github.com/stratadb/strata/sql/statistics"
 )
 
 // txnState is the session's open transaction: explicit (BEGIN), implicit
@@ -29,6 +30,34 @@ type txnState struct {
 	written    map[int64]*catalog.TableInfo // tables written: 1062 and 8028 at commit
 	schema     *catalog.TxnSchema           // catalog version when it began (held until it ends)
 	savepoints []string                     // oldest first
+	rows       map[int64]statistics.Delta   // rows its finished statements added and modified, by table
+}
+
+// NoteRows implements executor.TxnSource.
+func (s *Session) NoteRows(tbl *catalog.TableInfo, added, modified int64) {
+	if s.stmtRows == nil {
+		s.stmtRows = map[int64]statistics.Delta{}
+	}
+	d := s.stmtRows[tbl.ID]
+	d.Count += added
+	d.Modify += modified
+	s.stmtRows[tbl.ID] = d
+}
+
+// addRows adds a finished statement's row counts to the transaction's.
+func (t *txnState) addRows(rows map[int64]statistics.Delta) {
+	if len(rows) == 0 {
+		return
+	}
+	if t.rows == nil {
+		t.rows = map[int64]statistics.Delta{}
+	}
+	for id, x := range rows {
+		d := t.rows[id]
+		d.Count += x.Count
+		d.Modify += x.Modify
+		t.rows[id] = d
+	}
 }
 
 // InTxn reports whether an explicit or implicit (autocommit=0) transaction
@@ -191,6 +220,9 @@ func (s *Session) commitTxn(ctx context.Context) error {
 	defer s.cat.TxnEnd(t.schema)
 	err := s.commitChecked(ctx, t)
 	observeTxn(t.opts, t.began, outcomeOf(err))
+	if err == nil {
+		s.exec.Stats.NoteModified(t.rows)
+	}
 	return commitError(t, err)
 }
 
@@ -395,9 +427,13 @@ func lostBeforeCommit(err error) error {
 func (s *Session) inTxn(ctx context.Context, run func() (*executor.Result, error)) (*executor.Result, error) {
 	t := s.txn.txn
 	t.StmtBegin()
+	s.stmtRows = nil
 	res, err := run()
+	rows := s.stmtRows
+	s.stmtRows = nil
 	if err == nil {
 		t.StmtCommit()
+		s.txn.addRows(rows)
 		return res, nil
 	}
 	t.StmtRollback()
@@ -415,8 +451,11 @@ func (s *Session) autocommitStmt(ctx context.Context, opts sql.TxnOptions, write
 	st := &stmtState{txnState: txnState{opts: opts, schema: s.cat.TxnBegin()}, readOnlyStmt: !writes}
 	defer s.cat.TxnEnd(st.schema) // also when run panics
 	s.stmt = st
+	s.stmtRows = nil
 	res, err := run()
 	s.stmt = nil
+	rows := s.stmtRows
+	s.stmtRows = nil
 	if st.txn == nil { // nothing read or written
 		return res, err
 	}
@@ -441,5 +480,6 @@ func (s *Session) autocommitStmt(ctx context.Context, opts sql.TxnOptions, write
 	if err != nil {
 		return nil, commitError(&st.txnState, err)
 	}
+	s.exec.Stats.NoteModified(rows)
 	return res, nil
 }

@@ -48,6 +48,11 @@ type Handle struct {
 	tables  atomic.Pointer[map[int64]*Table]
 	mu      sync.Mutex // serialises reloads and saves
 	version uint64
+
+	deltas    atomic.Pointer[map[int64]Delta] // as of the last reload (auto.go)
+	auto      atomic.Pointer[AutoSettings]
+	pendingMu sync.Mutex
+	pending   map[int64]Delta // this node's counts not flushed yet
 }
 
 // NewHandle returns a handle with nothing loaded.
@@ -55,6 +60,10 @@ func NewHandle(store sql.Storage, log *slog.Logger) *Handle {
 	h := &Handle{store: store, log: log}
 	m := map[int64]*Table{}
 	h.tables.Store(&m)
+	d := map[int64]Delta{}
+	h.deltas.Store(&d)
+	a := DefaultAutoSettings
+	h.auto.Store(&a)
 	return h
 }
 
@@ -77,28 +86,47 @@ func (h *Handle) All() []*Table {
 	return out
 }
 
-// Run reloads every lease until ctx ends.
-func (h *Handle) Run(ctx context.Context, lease time.Duration) {
+// Run, every lease until ctx ends: flushes this node's modify counts,
+// reloads statistics and Deltas, and, while owner() (the DDL owner), runs
+// auto-analyze on cat's tables.
+func (h *Handle) Run(ctx context.Context, lease time.Duration, cat Tables, owner func() bool) {
 	t := time.NewTicker(lease)
 	defer t.Stop()
 	for {
+		if err := h.flush(ctx); err != nil && ctx.Err() == nil {
+			h.log.Warn("flushing modify counts; kept for the next flush", "err", err)
+		}
 		if err := h.Reload(ctx); err != nil && ctx.Err() == nil {
 			h.log.Warn("reloading statistics", "err", err)
 		}
+		if owner != nil && owner() {
+			if _, err := h.autoAnalyze(ctx, cat); err != nil && ctx.Err() == nil {
+				h.log.Warn("auto analyze failed; retried next lease", "err", err)
+			}
+		}
 		select {
 		case <-ctx.Done():
+			// What was counted since the last flush is not lost with
+			// this node's shutdown.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = h.flush(fctx)
+			cancel()
 			return
 		case <-t.C:
 		}
 	}
 }
 
-// Reload reads every table's statistics if the version changed.
+// Reload reads every table's Delta, and the statistics if their version
+// changed.
 func (h *Handle) Reload(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ts, err := h.store.GetTS(ctx)
 	if err != nil {
+		return err
+	}
+	if err := h.reloadDeltas(ctx, ts); err != nil {
 		return err
 	}
 	v, found, err := h.store.Get(ctx, versionKey(), ts)
@@ -135,9 +163,14 @@ func (h *Handle) Reload(ctx context.Context) error {
 	return nil
 }
 
-// Save stores t (one transaction with the version bump) and serves it.
+// Save stores t (one transaction with the version bump and the table's
+// Delta reset to its row count) and serves it.
 func (h *Handle) Save(ctx context.Context, t *Table) error {
 	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	d, err := json.Marshal(Delta{Count: t.Count})
 	if err != nil {
 		return err
 	}
@@ -153,6 +186,10 @@ func (h *Handle) Save(ctx context.Context, t *Table) error {
 		return err
 	}
 	if err := txn.Set(versionKey(), ver); err != nil {
+		_ = txn.Rollback(ctx)
+		return err
+	}
+	if err := txn.Set(deltaKey(t.TableID), d); err != nil {
 		_ = txn.Rollback(ctx)
 		return err
 	}

@@ -31,6 +31,9 @@ type Writer struct {
 	// transaction's mode). LockWaitTimeoutMs is innodb_lock_wait_timeout.
 	Pessimistic       bool
 	LockWaitTimeoutMs int64
+	// OnRows, when set, is told the rows each successful call added (net)
+	// and modified: the modify counts of auto-analyze.
+	OnRows func(added, modified int64)
 
 	scratch []types.Datum
 	vals    []types.Datum
@@ -102,7 +105,15 @@ func (w *Writer) AddRecords(ctx context.Context, handles []int64, rows [][]types
 			}
 		}
 	}
-	return w.apply(ctx, nil, puts)
+	return w.counted(w.apply(ctx, nil, puts), int64(len(rows)), int64(len(rows)))
+}
+
+// counted reports a successful call's rows to OnRows.
+func (w *Writer) counted(err error, added, modified int64) error {
+	if err == nil && w.OnRows != nil {
+		w.OnRows(added, modified)
+	}
+	return err
 }
 
 // RemoveRecords deletes rows (with their handles) and their index entries.
@@ -119,7 +130,7 @@ func (w *Writer) RemoveRecords(ctx context.Context, handles []int64, rows [][]ty
 			}
 		}
 	}
-	return w.apply(ctx, dels, nil)
+	return w.counted(w.apply(ctx, dels, nil), -int64(len(rows)), int64(len(rows)))
 }
 
 // UpdateRecords replaces oldRows[i] (handle oldHandles[i]) by newRows[i]
@@ -154,7 +165,7 @@ func (w *Writer) UpdateRecords(ctx context.Context, oldHandles []int64, oldRows 
 			puts = append(puts, put{key: nk, value: nv, check: u})
 		}
 	}
-	return w.apply(ctx, dels, puts)
+	return w.counted(w.apply(ctx, dels, puts), 0, int64(len(newRows)))
 }
 
 // apply buffers dels, then (after locking every key in pessimistic mode
