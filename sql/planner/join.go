@@ -58,6 +58,11 @@ type joinNode struct {
 	on          []ast.ExprNode // ON / USING conditions (columns qualified)
 	mask        uint64         // leaves under the node
 	star        []int          // slots * expands to, in order
+	// straight: STRAIGHT_JOIN (`a STRAIGHT_JOIN b`, or SELECT
+	// STRAIGHT_JOIN for every join of the FROM clause): MySQL joins in
+	// the statement's order, the left side first, so the tables are not
+	// reordered and an index join looks up only the right side.
+	straight bool
 
 	// Set by pushdown.
 	filters []ast.ExprNode // leaf: conditions on the table alone
@@ -94,16 +99,34 @@ func isJoin(refs *ast.TableRefsClause) bool {
 // columns are every table's, left to right. Names follow MySQL: a USING
 // or NATURAL column is one column for unqualified names and *, a name
 // several tables have is ERROR 1052, aliases must be unique (1066).
-func (pl *Planner) openJoin(ctx context.Context, j *ast.Join, env expr.Env) (*Source, error) {
+// straight (SELECT STRAIGHT_JOIN) makes every join a straight one.
+func (pl *Planner) openJoin(ctx context.Context, j *ast.Join, env expr.Env, straight bool) (*Source, error) {
 	ji := &JoinInfo{}
 	jb := &joinBuilder{pl: pl, env: env, ji: ji}
 	root, err := jb.tree(ctx, j)
 	if err != nil {
 		return nil, err
 	}
+	if straight {
+		setStraight(root)
+	}
 	ji.root = root
 	t := &catalog.TableInfo{HandleOffset: -1, AutoIncOffset: -1}
 	return &Source{DB: &catalog.DBInfo{}, Table: t, Cols: jb.cols, Join: ji}, nil
+}
+
+func setStraight(n *joinNode) {
+	if n.leaf != nil {
+		return
+	}
+	n.straight = true
+	setStraight(n.left)
+	setStraight(n.right)
+}
+
+// hasStraight reports whether a join under n (or n) is a straight join.
+func hasStraight(n *joinNode) bool {
+	return n.leaf == nil && (n.straight || hasStraight(n.left) || hasStraight(n.right))
 }
 
 type joinBuilder struct {
@@ -168,7 +191,7 @@ func (jb *joinBuilder) join(ctx context.Context, j *ast.Join) (*joinNode, error)
 	if err != nil {
 		return nil, err
 	}
-	n := &joinNode{left: l, right: r, lo: l.lo, hi: r.hi, mask: l.mask | r.mask}
+	n := &joinNode{left: l, right: r, lo: l.lo, hi: r.hi, mask: l.mask | r.mask, straight: j.StraightJoin}
 	switch j.Tp {
 	case ast.LeftJoin:
 		n.tp = LeftOuterJoin
@@ -673,7 +696,18 @@ func (b *builder) joinNodePlan(lg *logical, n *joinNode) (Plan, error) {
 	case RightOuterJoin:
 		est = math.Max(est, re)
 	default:
-		hj.BuildRight = re <= le
+		// A straight join builds on its first table, as MySQL's hash
+		// join does. Pseudo estimates of equal size tell nothing: the
+		// side whose join keys are a unique key (orders joined on its
+		// primary key by order_line) has at most one row per row of the
+		// other, so it is built.
+		hj.BuildRight = re <= le && !n.straight
+		if re == le && !n.straight && pseudoEstimate(n.left) && pseudoEstimate(n.right) {
+			lu, ru := uniqueKeys(n.left, hj.LeftKeys), uniqueKeys(n.right, hj.RightKeys)
+			if lu != ru {
+				hj.BuildRight = ru
+			}
+		}
 	}
 	hj.EstRows = est
 	if ij := b.indexJoin(lg, n, hj, lp, rp); ij != nil {
@@ -898,20 +932,100 @@ type lookupShow struct {
 
 func (p *lookupShow) info() (string, string) { return p.access, p.op }
 
-// Lookup costs of an IndexJoin per outer row, against reading the inner
-// table once for a HashJoin.
+// The join choice weighs each way of running a join by a cost in rows
+// read from the stores:
+//
+//   - HashJoin: both sides read, plus costHashRow per row built or probed.
+//   - IndexJoin: the outer side read, plus per outer row a lookup of the
+//     inner table: costHandleLookup by handle or a whole unique key (at
+//     most one row), costIndexLookup by an index prefix (an index range
+//     and the row gets of its entries).
+//
+// The cheapest wins, so a big table is the outer side of an index join
+// only when reading the other side whole would cost more than looking
+// it up once per big-table row. A table without statistics has TiDB's
+// pseudo estimates (10000 rows, 1/1000 per equality), which say nothing
+// of its size: go-tpc's order_line and orders, each restricted to one
+// warehouse, both estimate 10 rows where one has 300,000 and the other
+// 30,000. Such an estimate is weighed pseudoUncertainty times larger
+// wherever a large side costs: read whole, built or probed, or driving
+// lookups. Point reads (PointGet, BatchPointGet) are exact either way.
 const (
-	costHandleLookup = 2.0
-	costIndexLookup  = 10.0
-	// uniqueLookupBias scales the inner read a unique lookup is weighed
-	// against.
-	uniqueLookupBias = 10.0
+	costHandleLookup  = 2.0
+	costIndexLookup   = 10.0
+	costHashRow       = 0.3
+	pseudoUncertainty = 10.0
 )
 
+// joinSide is what the join choice knows of one side of a join: the
+// rows its access path reads and the rows it returns, both weighed up
+// when they are pseudo estimates.
+type joinSide struct{ read, out float64 }
+
+func sideOf(n *joinNode, p Plan) joinSide {
+	s := joinSide{read: p.Base().EstRows, out: p.Base().EstRows}
+	if n.leaf != nil && n.readRows > 0 {
+		s.read = n.readRows
+	}
+	if pseudoEstimate(n) {
+		s.read *= pseudoUncertainty
+		s.out *= pseudoUncertainty
+	}
+	return s
+}
+
+// pseudoEstimate reports whether the rows of n rest on a pseudo estimate:
+// a table without statistics read by ranges or whole, or a join over one.
+func pseudoEstimate(n *joinNode) bool {
+	if n.leaf == nil {
+		return pseudoEstimate(n.left) || pseudoEstimate(n.right)
+	}
+	return n.leaf.Sub == nil && n.leaf.Mem == nil && !n.pointRead && !hasStats(n.leaf)
+}
+
+// uniqueKeys reports whether n is a table whose handle, or every column
+// of one of its unique indexes, is among keys (columns of its row).
+func uniqueKeys(n *joinNode, keys []expr.Expr) bool {
+	src := n.leaf
+	if src == nil || src.Sub != nil || src.Mem != nil {
+		return false
+	}
+	has := func(off int) bool {
+		for _, k := range keys {
+			if c, ok := k.(*expr.Column); ok && c.Offset == off {
+				return true
+			}
+		}
+		return false
+	}
+	if src.Table.PKIsHandle && has(src.Table.HandleOffset) {
+		return true
+	}
+	for _, ix := range src.Table.Indices {
+		if !ix.Public() || !ix.Unique {
+			continue
+		}
+		all := true
+		for _, ic := range ix.Columns {
+			all = all && has(ic.Offset)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// hashJoinCost is the cost of joining l and r with a HashJoin.
+func hashJoinCost(l, r joinSide) float64 {
+	return l.read + r.read + costHashRow*(l.out+r.out)
+}
+
 // indexJoin returns an IndexJoin for hj when the inner side (the right
-// side, or the left one for RIGHT JOIN; either for INNER JOIN) is a table
-// whose handle or an index prefix is among the join keys, and looking it
-// up per outer row costs less than reading it (nil otherwise).
+// side, or the left one for RIGHT JOIN; either for INNER JOIN; only the
+// right one for STRAIGHT_JOIN) is a table whose handle or an index prefix
+// is among the join keys, and the index join costs less than the hash
+// join and any other index join (nil otherwise).
 func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan) Plan {
 	if len(hj.LeftKeys) == 0 {
 		return nil
@@ -926,6 +1040,8 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 		consts     []types.Datum
 		cost       float64
 	}
+	ls, rs := sideOf(n.left, lp), sideOf(n.right, rp)
+	hashCost := hashJoinCost(ls, rs)
 	var best *cand
 	try := func(innerRight bool) {
 		inner, outer, innerKeys := n.right, lp, hj.RightKeys
@@ -945,7 +1061,11 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 			return -1
 		}
 		c := &cand{innerRight: innerRight, outer: outer, inner: inner, handleKey: -1}
-		outerRows := outer.Base().EstRows
+		os := ls
+		if !innerRight {
+			os = rs
+		}
+		outerRows := os.out
 		if src.Table.PKIsHandle {
 			if j := keyOf(src.Table.HandleOffset); j >= 0 && !src.Cols[src.Table.HandleOffset].Type.Unsigned() {
 				c.handleKey, c.cost = j, outerRows*costHandleLookup
@@ -988,15 +1108,8 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 				c.cost = outerRows * costHandleLookup
 			}
 		}
-		// A unique lookup (handle, or every column of a unique index)
-		// finds at most one row per key, so it wins unless the inner read
-		// is far smaller: pseudo statistics underestimate prefix ranges of
-		// a unique index (go-tpc's stock by s_w_id is 10 rows, not 100000).
-		limit := inner.readRows
-		if !inner.pointRead && (c.handleKey >= 0 || (c.index.Unique && len(c.keys) == len(c.index.Columns))) {
-			limit *= uniqueLookupBias
-		}
-		if c.cost >= limit || (best != nil && best.cost <= c.cost) {
+		c.cost += os.read
+		if c.cost >= hashCost || (best != nil && best.cost <= c.cost) {
 			return
 		}
 		best = c
@@ -1004,7 +1117,7 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 	if n.tp != RightOuterJoin {
 		try(true)
 	}
-	if n.tp != LeftOuterJoin {
+	if n.tp != LeftOuterJoin && !n.straight {
 		try(false)
 	}
 	if best == nil {

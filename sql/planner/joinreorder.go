@@ -28,12 +28,12 @@ type reorderedJoin struct {
 }
 
 // reorderJoin returns the greedy order for lg's join tree, or nil to keep
-// the statement's order (outer joins, fewer than three tables, or the
-// statement's order is the greedy one).
+// the statement's order (outer joins, a STRAIGHT_JOIN, fewer than three
+// tables, or the statement's order is the greedy one).
 func (b *builder) reorderJoin(lg *logical, conds []ast.ExprNode) *reorderedJoin {
 	ji, cols := lg.src.Join, lg.src.Cols
 	n := len(ji.leaves)
-	if n < 3 || !innerOnly(ji.root) {
+	if n < 3 || !innerOnly(ji.root) || hasStraight(ji.root) {
 		return nil
 	}
 	all := append([]ast.ExprNode(nil), conds...)

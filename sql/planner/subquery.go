@@ -71,6 +71,9 @@ func (s *Subquery) result(row []types.Datum) ([][]types.Datum, error) {
 		if err != nil || ok {
 			return rows, err
 		}
+		if s.hash.emptyDone {
+			return s.hash.empty, nil
+		}
 	}
 	s.scope.row = row
 	defer func() { s.scope.row = nil }()
@@ -89,6 +92,10 @@ func (s *Subquery) result(row []types.Datum) ([][]types.Datum, error) {
 	rows, err := s.Run()
 	if err != nil {
 		return nil, err
+	}
+	if s.hash != nil {
+		// An aggregate over no rows: the same for every outer value.
+		s.hash.empty, s.hash.emptyDone = rows, true
 	}
 	if s.cache == nil || len(s.cache) >= applyCacheMax {
 		s.cache = make(map[string][][]types.Datum)
