@@ -127,7 +127,7 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 	rctx.Peer = p
 
 	start := time.Now()
-	resp, sent, err := c.call(ctx, sc, kind, req)
+	resp, sent, err := c.call(ctx, sc, kind, req, int(bo.attempts[boRPCTimeout]))
 	elapsed := time.Since(start).Seconds()
 
 	var rerr *errorpb.Error
@@ -149,15 +149,28 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 	}
 }
 
+// maxReadTimeoutDoublings bounds the growth of a read's attempt timeout
+// (cfg.RPCTimeout << 4: 80 s by default).
+const maxReadTimeoutDoublings = 4
+
 // attemptTimeout bounds one attempt of req: cfg.RPCTimeout, plus the
 // time a pessimistic lock request may wait on the store for another
 // transaction's lock (its wait_timeout). Without the wait, a loaded store
 // that answered a waited lock request late made it undetermined (9002),
-// though the store was only doing what it was asked.
-func (c *Client) attemptTimeout(req *Request) time.Duration {
+// though the store was only doing what it was asked. A read that already
+// timed out timeouts times in this call gets twice the time per timeout
+// (at most maxReadTimeoutDoublings doublings): a coprocessor request
+// aggregating a whole region on a loaded store can need more than
+// cfg.RPCTimeout, and resending it with the same bound only repeated the
+// work without end (go-tpc check's order_line GROUP BY under load), while
+// a hung store still costs the first attempt only cfg.RPCTimeout.
+func (c *Client) attemptTimeout(req *Request, timeouts int) time.Duration {
 	t := c.cfg.RPCTimeout
 	if w := req.GetPessimisticLock().GetWaitTimeout(); w > 0 {
 		t += time.Duration(w) * time.Millisecond
+	}
+	if kind, _ := requestInfo(req); !kind.isWrite() {
+		t <<= min(timeouts, maxReadTimeoutDoublings)
 	}
 	return t
 }
@@ -167,8 +180,8 @@ func (c *Client) attemptTimeout(req *Request) time.Duration {
 // sent reports whether the request may have reached the store.
 // Either way the attempt is bounded by attemptTimeout unless ctx's
 // deadline is sooner.
-func (c *Client) call(ctx context.Context, sc *storeConn, kind rpcKind, req *Request) (*Response, bool, error) {
-	timeout := c.attemptTimeout(req)
+func (c *Client) call(ctx context.Context, sc *storeConn, kind rpcKind, req *Request, timeouts int) (*Response, bool, error) {
+	timeout := c.attemptTimeout(req, timeouts)
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= timeout {
 		timeout = 0 // the caller's deadline comes first anyway
 	}

@@ -750,8 +750,25 @@ func TestAttemptTimeoutCoversLockWait(t *testing.T) {
 		return &Request{Cmd: &storepb.BatchCommandsRequest_Request_PessimisticLock{PessimisticLock: &kvrpcpb.PessimisticLockRequest{WaitTimeout: waitMs}}}
 	}
 	get := &Request{Cmd: &storepb.BatchCommandsRequest_Request_Get{Get: &kvrpcpb.GetRequest{}}}
-	require.Equal(t, 5*time.Second, c.attemptTimeout(get))
-	require.Equal(t, 5*time.Second, c.attemptTimeout(lock(-1)), "NOWAIT")
-	require.Equal(t, 5*time.Second, c.attemptTimeout(lock(0)))
-	require.Equal(t, 7500*time.Millisecond, c.attemptTimeout(lock(2500)))
+	require.Equal(t, 5*time.Second, c.attemptTimeout(get, 0))
+	require.Equal(t, 5*time.Second, c.attemptTimeout(lock(-1), 0), "NOWAIT")
+	require.Equal(t, 5*time.Second, c.attemptTimeout(lock(0), 0))
+	require.Equal(t, 7500*time.Millisecond, c.attemptTimeout(lock(2500), 0))
+	// A read that timed out gets twice the time per timeout, up to 16x;
+	// a write never more (its timeouts are undetermined, not retried).
+	cop := &Request{Cmd: &storepb.BatchCommandsRequest_Request_Coprocessor{Coprocessor: &kvrpcpb.CoprocessorRequest{}}}
+	for _, tc := range []struct {
+		req      *Request
+		timeouts int
+		want     time.Duration
+	}{
+		{cop, 0, 5 * time.Second},
+		{cop, 1, 10 * time.Second},
+		{get, 2, 20 * time.Second},
+		{cop, 4, 80 * time.Second},
+		{cop, 9, 80 * time.Second},
+		{lock(0), 3, 5 * time.Second},
+	} {
+		require.Equal(t, tc.want, c.attemptTimeout(tc.req, tc.timeouts))
+	}
 }
