@@ -586,7 +586,7 @@ func (p *HashJoin) info() (string, string) {
 func (b *builder) joinPhysical(lg *logical) (Plan, error) {
 	ji := lg.src.Join
 	cols := lg.src.Cols
-	conds := propagateConstants(lg.conds, cols)
+	conds := propagateConstants(factorCommon(lg.conds), cols)
 	if r := b.reorderJoin(lg, conds); r != nil {
 		return r.plan(b, lg)
 	}

@@ -74,3 +74,30 @@ func TestPropagateConstants(t *testing.T) {
 		require.Equal(t, tc.added, added, tc.where)
 	}
 }
+
+func TestFactorCommon(t *testing.T) {
+	_, cols := twoTables(t)
+	for _, tc := range []struct {
+		where string
+		want  []string
+	}{
+		{"(a.k = b.k AND a.c = 'x') OR (a.k = b.k AND b.c = 'y')",
+			[]string{"`a`.`k`=`b`.`k`", "(`a`.`c`=_UTF8MB4'x') OR (`b`.`c`=_UTF8MB4'y')"}},
+		// Three disjuncts; a factor in only two stays.
+		{"(a.k = b.k AND a.id < 3 AND a.c = 'x') OR (b.k = 1 AND a.k = b.k AND a.id < 3) OR (a.id < 3 AND a.k = b.k AND a.c = 'z')",
+			[]string{"`a`.`k`=`b`.`k`", "`a`.`id`<3", "(`a`.`c`=_UTF8MB4'x') OR (`b`.`k`=1) OR (`a`.`c`=_UTF8MB4'z')"}},
+		// A disjunct of common factors only: the OR is true.
+		{"a.k = b.k OR (a.k = b.k AND a.c = 'x')", []string{"`a`.`k`=`b`.`k`"}},
+		// Nothing common, no OR, or a non-deterministic factor: unchanged.
+		{"a.k = 1 OR b.k = 2", []string{"`a`.`k`=1 OR `b`.`k`=2"}},
+		{"a.k = b.k AND a.c = 'x'", []string{"`a`.`k`=`b`.`k`", "`a`.`c`=_UTF8MB4'x'"}},
+		{"(rand() < 0.5 AND a.k = 1) OR (rand() < 0.5 AND b.k = 1)",
+			[]string{"(RAND()<0.5 AND `a`.`k`=1) OR (RAND()<0.5 AND `b`.`k`=1)"}},
+	} {
+		var got []string
+		for _, c := range factorCommon(whereConds(t, tc.where, cols)) {
+			got = append(got, exprKey(c))
+		}
+		require.Equal(t, tc.want, got, tc.where)
+	}
+}
