@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/expr"
@@ -170,10 +171,14 @@ func touches(hi, lo bound) bool {
 type colDomain int8
 
 const (
-	domainNone   colDomain = iota // not sargable (decimal, temporal: text in keys)
-	domainInt                     // signed integers (KindInt64)
-	domainUint                    // unsigned integers (KindUint64)
-	domainString                  // strings, compared bytewise
+	domainNone colDomain = iota // not sargable (decimal, float, TIME)
+	domainInt                   // signed integers (KindInt64)
+	domainUint                  // unsigned integers (KindUint64)
+	// domainString: strings, and DATE / DATETIME / TIMESTAMP (their
+	// canonical text in rows and keys orders as time does, and the
+	// evaluator compares them with string constants bytewise too). TIME
+	// is not: negative and 100+ hour values do not order as text.
+	domainString
 )
 
 func domainOf(ft types.FieldType) colDomain {
@@ -185,6 +190,10 @@ func domainOf(ft types.FieldType) colDomain {
 		return domainInt
 	case types.ClassString:
 		return domainString
+	case types.ClassTime:
+		if ft.Tp != mysql.TypeDuration {
+			return domainString
+		}
 	}
 	return domainNone
 }
