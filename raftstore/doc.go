@@ -65,8 +65,10 @@
 //     Advance.
 //
 // Idle regions hibernate (no ticks, no heartbeats) and wake on a message,
-// proposal or read; store liveness wakes the hibernated followers of a
+// proposal or write; store liveness wakes the hibernated followers of a
 // dead leader's store (hibernate.go has the rules and why they are safe).
+// A hibernated leader serves reads without waking under the support its
+// followers' stores give its store (support.go).
 //
 // Metrics: strata_raftstore_ready_loop_seconds (an iteration with a
 // Ready), loop_iteration_seconds (every iteration), active_peers (peers
@@ -260,6 +262,14 @@
 // it, and the lease is published only after an entry of its term applied
 // (so every earlier-term entry did). Metrics: strata_raftstore_reads_total
 // {path=lease|local_lease|read_index}, strata_raftstore_lease_remaining_seconds.
+//
+// Hibernated leaders (support.go): a leader that hibernated with a quorum
+// of held followers (their stores promise, by store liveness, not to let
+// them campaign or vote while they support the leader's store) publishes a
+// delegate without an expiry whose lease lasts as long as those stores'
+// support grants; reads are served from it, locally or in the loop,
+// without waking the region. Waking withdraws it.
+// reads_total{path=hibernated_lease|local_hibernated_lease}.
 //
 // # Graceful stop (leader transfer)
 //

@@ -742,6 +742,11 @@ var replayScenarios = []struct {
 	{"chaos_3_stores/a", 11, chaos(3)},
 	{"chaos_3_stores/b", 101, chaos(3)},
 	{"chaos_5_stores", 14, chaos(5)},
+	{"hibernated_lease/one_follower_cut_region_only", 31, func(t *testing.T, seed uint64) *harness {
+		c := hibernatedLeaseCuts[slices.IndexFunc(hibernatedLeaseCuts, func(c hibernatedLeaseCut) bool { return c.name == "one_follower_cut_region_only" })]
+		return hibernatedLeaseFault(t, seed, c.cut, c.newLeader)
+	}},
+	{"hibernated_lease_faults_3_stores", 41, hibernatedLeaseFaults(3)},
 }
 
 func chaos(stores int) func(*testing.T, uint64) *harness {

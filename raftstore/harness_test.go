@@ -608,6 +608,9 @@ type memNet struct {
 	mu      sync.Mutex
 	queue   []envelope
 	filters []netFilter
+	// refuse, when set, makes sends from -> to fail as a refused
+	// connection does (the sender learns the store is unreachable).
+	refuse func(from, to uint64) bool
 	// links holds each (from, to) link's generator for random filters;
 	// order is the generator of delivery interleavings (interleave).
 	links map[[2]uint64]*rand.Rand
@@ -682,7 +685,7 @@ func (n *memNet) link(from, to uint64) *rand.Rand {
 type netFilter func(from, to uint64, m *raft_serverpb.RaftMessage, rng *rand.Rand) (drop bool, delay uint64)
 
 func (n *memNet) addFilter(f netFilter) { n.mu.Lock(); n.filters = append(n.filters, f); n.mu.Unlock() }
-func (n *memNet) clearFilters()         { n.mu.Lock(); n.filters = nil; n.mu.Unlock() }
+func (n *memNet) clearFilters()         { n.mu.Lock(); n.filters, n.refuse = nil, nil; n.mu.Unlock() }
 
 // fate applies the filters; delays add up.
 func (n *memNet) fate(from, to uint64, m *raft_serverpb.RaftMessage) (bool, uint64) {
@@ -700,6 +703,9 @@ func (n *memNet) fate(from, to uint64, m *raft_serverpb.RaftMessage) (bool, uint
 func (n *memNet) send(from, to uint64, b *raft_serverpb.BatchRaftMessage) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.refuse != nil && n.refuse(from, to) {
+		return false
+	}
 	for _, m := range b.GetMsgs() {
 		if drop, delay := n.fate(from, to, m); !drop {
 			n.queue = append(n.queue, envelope{from: from, to: to, due: n.h.ticks + delay, m: m})

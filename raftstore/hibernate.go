@@ -27,28 +27,33 @@ import (
 // proposed, read, parked or in flight, no leader transfer or conf change,
 // every peer's Match at the leader's last index, all committed and
 // applied, every peer's store alive, the store not draining) proposes a
-// last log GC if one is due, drops its lease for local readers
-// (leaderLease.suspend: the first read after waking goes through
-// ReadIndex), sends a Hibernate message to every other peer and stops
-// ticking. A follower that gets it from its leader in its current term,
-// with the same last index, last term and commit index, stops ticking too;
-// otherwise it keeps ticking and eventually campaigns (PreVote), which
-// wakes the others. Any raft message wakes a hibernated peer, except a
-// heartbeat or append response reaching a hibernated leader that leaves it
-// with nothing to do; so do a proposal, a read, a PD step or a leader
-// transfer. A woken leader sends heartbeats at once (a ReadIndex round,
+// last log GC if one is due, drops its tick-based lease
+// (leaderLease.suspend), sends a Hibernate message to every other peer and
+// stops ticking. A follower that gets it from its leader in its current
+// term, with the same last index, last term and commit index, stops
+// ticking too, and is held and acks when its store supports the leader's
+// (support.go): once a quorum acked, the hibernated leader serves reads
+// under that support without waking. A follower not in step keeps ticking
+// and eventually campaigns (PreVote), which wakes the others. Any raft
+// message wakes a hibernated peer (not a held follower: support.go), except
+// a heartbeat or append response reaching a hibernated leader that leaves
+// it with nothing to do; so do a proposal, a read the leader cannot serve
+// under its support lease, a PD step or a leader transfer. A woken leader sends heartbeats at once (a ReadIndex round,
 // which also renews its lease).
 //
 // Safety. Hibernation only stops ticks: a non-ticking follower refuses
 // (pre-)votes for longer, never shorter, so the lease invariant
-// (lease.go) holds; a hibernated leader holds no lease; raft's messages
-// and their handling are unchanged.
+// (lease.go) holds; a hibernated leader holds no tick-based lease, only
+// the support lease (support.go has its argument); raft's messages and
+// their handling are unchanged.
 //
 // Dead leaders. A hibernated follower does not notice its leader's death
 // by election timeout. Every store sends a StoreLiveness message to each
 // store it exchanges raft messages with every HeartbeatTicks ticks (one
-// message per store, not per region); a store not heard from for two
-// election timeouts, or reported unreachable by the transport, is down:
+// message per store, not per region; its answers are the support of
+// support.go); a store not heard from for two election timeouts, or
+// reported unreachable by the transport (but never within the support
+// window since it was last heard from), is down (a new support epoch):
 // every hibernated follower whose leader is there wakes (and campaigns
 // after its election timeout), and every hibernated leader with a peer
 // there wakes (it reports the down peer to PD and stays awake while that
@@ -71,6 +76,15 @@ type storeLive struct {
 	// heard from again before they campaigned, they hibernate again
 	// (storeUp): a store that stalled briefly causes no elections.
 	woken []*peer
+	// unreachable: the transport lost a message to it; it is down once
+	// the support window passed too (support.go).
+	unreachable bool
+	// Support (support.go): epoch is this store's support epoch for it
+	// (bumped when it is found down), sent the StoreLiveness messages to it
+	// not answered yet, support the grant it gives this store.
+	epoch   uint64
+	sent    []livenessPing
+	support supportGrant
 }
 
 // liveTimeoutElections is how many election timeouts a store may stay
@@ -96,13 +110,25 @@ func (s *Store) wake(p *peer) {
 	if !p.hibernated {
 		return
 	}
+	if !p.isLeader && s.held(p) {
+		return // only its leader, or its store found down, wakes it (support.go)
+	}
 	p.hibernated = false
 	hibernatedPeers.Dec()
+	if p.isLeader {
+		wakes.WithLabelValues("leader").Inc()
+	} else {
+		wakes.WithLabelValues("follower").Inc()
+	}
 	if !p.inAwake {
 		p.inAwake = true
 		s.awake = append(s.awake, p)
 	}
 	if p.isLeader {
+		// The hibernated lease ends here, before anything the woken
+		// leader does (support.go).
+		p.lease.unpublish()
+		p.supportAcks = p.supportAcks[:0]
 		p.renewLease = true
 		// The followers' activity was not sampled while asleep: start
 		// afresh rather than report them down (fillPeerHealth).
@@ -193,6 +219,7 @@ func (s *Store) maybeHibernate(p *peer) bool {
 	st := p.rn.BasicStatus()
 	p.hibernated, p.idleTicks = true, 0
 	p.lease.suspend()
+	p.supportAcks = p.supportAcks[:0]
 	hibernatedPeers.Inc()
 	x := &raft_serverpb.ExtraMessage{Type: raft_serverpb.ExtraMessageType_Hibernate, Term: st.GetTerm(),
 		Index: p.ps.lastIndex, LogTerm: p.ps.lastTerm}
@@ -228,6 +255,7 @@ func (s *Store) handleHibernate(rm *raft_serverpb.RaftMessage) {
 	p.hibernated, p.idleTicks, p.hibTerm = true, 0, st.GetTerm()
 	hibernatedPeers.Inc()
 	s.touch(p) // apply may still be catching up with the commit index
+	s.holdFollower(p, rm.GetFromPeer().GetId(), rm.GetFromPeer().GetStoreId(), x.GetTerm(), x.GetIndex())
 }
 
 // wakesOnMessage reports whether message m wakes hibernated peer p. A
@@ -259,7 +287,7 @@ func (s *Store) trackStore(id uint64) {
 	if s.live == nil {
 		s.live = map[uint64]*storeLive{}
 	}
-	s.live[id] = &storeLive{heardTick: s.ticks, heardAt: s.now()}
+	s.live[id] = &storeLive{heardTick: s.ticks, heardAt: s.now(), epoch: s.supportEpochBase}
 	i, _ := slices.BinarySearch(s.liveIDs, id)
 	s.liveIDs = slices.Insert(s.liveIDs, i, id)
 }
@@ -271,7 +299,7 @@ func (s *Store) heard(id uint64) {
 		s.trackStore(id)
 		return
 	}
-	l.heardTick, l.heardAt = s.ticks, s.now()
+	l.heardTick, l.heardAt, l.unreachable = s.ticks, s.now(), false
 	if l.down {
 		s.storeUp(id, l)
 	}
@@ -318,17 +346,45 @@ func (s *Store) storeAlive(id uint64) bool {
 // timeout down.
 func (s *Store) checkLiveness() {
 	send := s.ticks%uint64(max(s.cfg.HeartbeatTicks, 1)) == 0
+	now := s.now()
 	for _, id := range s.liveIDs {
 		l := s.live[id]
 		if send {
+			s.livenessSeq++
+			if len(l.sent) >= maxPendingPings {
+				l.sent = slices.Delete(l.sent, 0, 1)
+			}
+			l.sent = append(l.sent, livenessPing{seq: s.livenessSeq, sentAt: now})
 			s.sendExtra(id, &raft_serverpb.RaftMessage{
 				FromPeer: &metapb.Peer{StoreId: s.id}, ToPeer: &metapb.Peer{StoreId: id},
-				Extra: &raft_serverpb.ExtraMessage{Type: raft_serverpb.ExtraMessageType_StoreLiveness},
+				Extra: &raft_serverpb.ExtraMessage{Type: raft_serverpb.ExtraMessageType_StoreLiveness, Index: s.livenessSeq},
 			})
 		}
-		if !l.down && s.ticks-l.heardTick > uint64(liveTimeoutElections*s.cfg.ElectionTicks) {
-			s.storeDown(id, "not heard from for two election timeouts")
+		// Never before the support window passed (support.go): until then
+		// this store's held followers of its leaders must stay held.
+		if l.down || now.Sub(l.heardAt) < s.supportWindow() {
+			continue
 		}
+		switch {
+		case s.ticks-l.heardTick > uint64(liveTimeoutElections*s.cfg.ElectionTicks):
+			s.storeDown(id, "not heard from for two election timeouts")
+		case l.unreachable:
+			s.storeDown(id, "unreachable")
+		}
+	}
+}
+
+// storeUnreachable notes that a message to store id was lost: it is down
+// now if the support window since it was last heard from passed, else at
+// the first tick after (checkLiveness).
+func (s *Store) storeUnreachable(id uint64) {
+	l := s.live[id]
+	if l == nil || l.down {
+		return
+	}
+	l.unreachable = true
+	if s.now().Sub(l.heardAt) >= s.supportWindow() {
+		s.storeDown(id, "unreachable")
 	}
 }
 
@@ -340,6 +396,8 @@ func (s *Store) storeDown(id uint64, why string) {
 		return
 	}
 	l.down = true
+	l.epoch++ // support for it ends: followers held for it are released (support.go)
+	l.unreachable = false
 	storesDown.Inc()
 	woken := 0
 	for _, r := range s.meta.sorted() { // rare: key order keeps the loop deterministic
@@ -388,7 +446,7 @@ func (s *Store) flushExtra() {
 		}
 		if !s.sendBatch(to, b) {
 			raftMessagesDropped.Add(float64(len(b.Msgs)))
-			s.storeDown(to, "unreachable")
+			s.storeUnreachable(to)
 		}
 	}
 	s.extraTo = s.extraTo[:0]

@@ -64,22 +64,41 @@ func TestHarnessHibernateIdleRegion(t *testing.T) {
 		require.Zero(t, ticking(s), "store %d ticks no peer", s.id)
 	}
 	l := h.leader(rid)
-	require.Nil(t, l.peers[rid].delegate.Load(), "a hibernated leader publishes no lease")
+	d := l.peers[rid].delegate.Load()
+	require.NotNil(t, d, "the followers' acks give the hibernated leader a support lease")
+	require.NotNil(t, d.support, "a hibernated leader publishes only a support lease")
 	term := h.term(rid)
 
+	// Reads are served under the support lease all along, without waking
+	// the region: no raft message, no tick.
 	traffic := h.raftTraffic(rid)
-	for range 100 { // ten election timeouts
+	for i := range 100 { // ten election timeouts
 		h.tick()
+		ok, done := readAt(l, h.regionAt("k000"))()
+		require.True(t, ok && done, "read %d served at once under the support lease", i)
 	}
 	require.Zero(t, traffic.Load(), "a hibernated region sends no raft message")
 	require.True(t, h.hibernated(rid))
 	require.Equal(t, l, h.leader(rid))
 	require.Equal(t, term, h.term(rid))
+	for _, s := range h.running() {
+		require.Zero(t, ticking(s), "store %d ticks no peer", s.id)
+	}
 
-	// A read wakes the leader: ReadIndex (heartbeats), which wakes the rest.
+	// With the support of the followers' stores gone (they no longer
+	// answer), the lease lapses: a read wakes the leader and goes through
+	// ReadIndex (heartbeats), which wakes the rest.
+	h.net.addFilter(func(from, to uint64, m *raft_serverpb.RaftMessage, _ *rand.Rand) (bool, uint64) {
+		return m.GetExtra().GetType() == raft_serverpb.ExtraMessageType_StoreLivenessResp, 0
+	})
+	h.waitFor("the support lease lapses", 20, func() bool {
+		d := l.peers[rid].delegate.Load()
+		return d == nil || d.remaining(l) <= 0
+	})
 	served := readAt(l, h.regionAt("k000"))
-	h.waitFor("the read after hibernation", 20, func() bool { ok, done := served(); return done && ok })
+	h.waitFor("the read after the lease lapsed", 20, func() bool { ok, done := served(); return done && ok })
 	require.Positive(t, traffic.Load(), "the read needed a ReadIndex round")
+	h.net.clearFilters()
 	for _, s := range h.replicas(rid) {
 		require.False(t, s.peers[rid].hibernated, "store %d woke on the leader's heartbeat", s.id)
 	}

@@ -50,10 +50,28 @@ type leaderLease struct {
 // while now is before expiry the peer leads region in term and has applied
 // an entry of term, so every write acknowledged so far is applied (a
 // leader answers writes only after applying them). Immutable.
+//
+// A hibernated leader's delegate has no expiry but support (the followers
+// that acked its hibernation) and need (how many of them a quorum needs):
+// its lease lasts while their stores' support grants do (support.go).
 type readDelegate struct {
-	region *metapb.Region // shared, read-only
-	term   uint64
-	expiry time.Time
+	region  *metapb.Region // shared, read-only
+	term    uint64
+	expiry  time.Time
+	support []supportAck
+	need    int
+}
+
+// remaining is the lease time d has left at s's now (<= 0: none).
+func (d *readDelegate) remaining(s *Store) time.Duration {
+	if d.support != nil {
+		e := supportExpiry(d.support, d.need, s.grants())
+		if e.IsZero() {
+			return 0
+		}
+		return e.Sub(s.now())
+	}
+	return d.expiry.Sub(s.now())
 }
 
 // unpublish withdraws the lease from local readers.

@@ -150,6 +150,18 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "hibernated_peers",
 		Help: "Peers whose raft group hibernates (no ticks, no heartbeats) until a message, proposal or read wakes it.",
 	})
+	wakes = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "wakes_total",
+		Help: "Hibernated peers woken, by role (leader, follower).",
+	}, []string{"role"})
+	hibernateAcks = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "hibernate_acks_total",
+		Help: "Followers' acks of their leader's hibernation received (each a held follower whose store's support lets the leader serve reads while hibernated).",
+	})
+	leaderChanges = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "leader_changes_total",
+		Help: "Times a peer of this store became leader.",
+	})
 	activePeers = promauto.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "active_peers",
 		Help:    "Peers the Ready loop polled in one iteration (touched since the previous one).",

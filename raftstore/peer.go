@@ -193,6 +193,18 @@ type peer struct {
 	destroyed  bool
 	idleTicks  int
 	hibTerm    uint64 // the term a follower last hibernated in
+
+	// Hibernated leases (support.go). A follower: leaderMsgTick is the
+	// store tick of its last append/heartbeat/snapshot from the leader;
+	// hold is set while it is held (not ticked, not woken by others) for
+	// holdLeader on holdStore in support epoch holdEpoch. A hibernated
+	// leader: supportAcks are the followers that acked this hibernation.
+	leaderMsgTick uint64
+	hold          bool
+	holdStore     uint64
+	holdEpoch     uint64
+	holdLeader    uint64
+	supportAcks   []supportAck
 }
 
 // syncLease aligns the lease with raft's state st: a new term starts

@@ -240,6 +240,15 @@ type Store struct {
 	newPeers  bool                   // a split created peers this iteration
 	orphans   map[uint64]*orphanMsgs // raft messages for regions not hosted yet
 	ticks     uint64                 // raft ticks so far
+
+	// Store liveness support (support.go): livenessSeq numbers the
+	// StoreLiveness messages sent; supportEpochBase is this process's
+	// first support epoch; supportPub the grants other stores give this
+	// one, published for local readers.
+	livenessSeq      uint64
+	supportEpochBase uint64
+	supportPub       atomic.Pointer[map[uint64]supportGrant]
+
 	// draining is set by TransferLeaders: every region this store leads is
 	// handed to another replica, now and whenever it leads again.
 	draining     bool
@@ -305,6 +314,9 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 		s.maxLease = leaseFor(cfg.ElectionTicks, cfg.RaftTick, cfg.MaxLeaderLease)
 	}
 	s.propSeq = rand.Uint64() // proposal ids only need to be unique among this store's in-flight proposals
+	// Support epochs only need to differ from every earlier process's
+	// (support.go); 0 means none.
+	s.supportEpochBase = rand.Uint64()>>1 + 1
 	if err := s.bootstrap(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -591,11 +603,20 @@ func (s *Store) localRead(rctx *kvrpcpb.Context) *metapb.Region {
 	if d == nil || !epochMatches(rctx.GetRegionEpoch(), d.region) {
 		return nil
 	}
-	rem := d.expiry.Sub(s.now())
-	if rem < s.maxLease/2 {
-		return nil
+	rem := d.remaining(s)
+	if d.support != nil {
+		// A hibernated leader's support lease renews itself with the
+		// stores' liveness answers: any time left will do.
+		if rem <= 0 {
+			return nil
+		}
+		readsTotal.WithLabelValues("local_hibernated_lease").Inc()
+	} else {
+		if rem < s.maxLease/2 {
+			return nil
+		}
+		readsTotal.WithLabelValues("local_lease").Inc()
 	}
-	readsTotal.WithLabelValues("local_lease").Inc()
 	leaseRemainingSeconds.Observe(rem.Seconds())
 	if h != nil {
 		(*h)(LeaseEvent{RegionID: d.region.GetId(), Term: d.term, LeaseValid: true, Remaining: rem, Seq: seq})
@@ -623,7 +644,10 @@ func (s *Store) LeasedRegion(key []byte) *metapb.Region {
 		return nil
 	}
 	d := v.(*peer).delegate.Load()
-	if d == nil || !regionkeys.KeyIn(key, d.region) || d.expiry.Sub(s.now()) < s.maxLease/2 {
+	if d == nil || !regionkeys.KeyIn(key, d.region) {
+		return nil
+	}
+	if rem := d.remaining(s); rem <= 0 || d.support == nil && rem < s.maxLease/2 {
 		return nil
 	}
 	return d.region
@@ -962,7 +986,7 @@ func (s *Store) iterate(tick bool) bool {
 	}
 	for _, u := range m.unreachable {
 		if u.regionID == 0 {
-			s.storeDown(u.storeID, "unreachable") // a StoreLiveness message was lost
+			s.storeUnreachable(u.storeID) // a StoreLiveness message was lost
 			continue
 		}
 		if p := s.peers[u.regionID]; p != nil {
@@ -1136,7 +1160,14 @@ func (s *Store) stepRaftMessage(rm *raft_serverpb.RaftMessage) {
 		s.handleHibernate(rm)
 		return
 	case raft_serverpb.ExtraMessageType_StoreLiveness:
-		return // heard() noted it
+		s.handleLivenessPing(rm) // heard() noted it
+		return
+	case raft_serverpb.ExtraMessageType_StoreLivenessResp:
+		s.handleLivenessResp(rm)
+		return
+	case raft_serverpb.ExtraMessageType_HibernateAck:
+		s.handleHibernateAck(rm)
+		return
 	}
 	p := s.routeRaftMessage(rm) // confchange.go
 	if p == nil {
@@ -1158,6 +1189,15 @@ func (s *Store) stepMessage(p *peer, rm *raft_serverpb.RaftMessage, msg *raftpb.
 		// still holds a lease (see createPeer). Dropping a vote request is
 		// always safe for raft; the candidate retries.
 		return
+	}
+	if msg.GetFrom() != 0 && msg.GetFrom() == p.leaderID {
+		switch msg.GetType() {
+		case raftpb.MessageType_MsgApp, raftpb.MessageType_MsgHeartbeat, raftpb.MessageType_MsgSnap:
+			p.leaderMsgTick = s.ticks // raft resets its election timer on these
+		}
+	}
+	if p.hold && msg.GetFrom() == p.holdLeader {
+		p.hold = false // the leader is awake: its hibernated lease is gone (support.go)
 	}
 	if err := p.rn.Step(msg); err != nil && !errors.Is(err, raft.ErrStepPeerNotFound) && !errors.Is(err, raft.ErrStepLocalMsg) {
 		s.log.Debug("step raft message", "region", rm.GetRegionId(), "err", err)
@@ -1381,6 +1421,7 @@ func (s *Store) queueRead(rr *readRequest) {
 		rr.respond(readResult{rerr: errNotLeader(p.region.GetId(), p.leaderHint())})
 	case !epochMatches(rr.rctx.GetRegionEpoch(), p.region):
 		rr.respond(readResult{rerr: p.epochNotMatch()})
+	case s.hibernatedLeaseRead(p, rr): // served without waking the region (support.go)
 	default:
 		s.busy(p)
 		if s.maxLease > 0 && s.leaseRead(p, rr) {
@@ -1478,6 +1519,7 @@ func (s *Store) handleSoftState(readies []peerReady) {
 			s.log.Info("leadership changed", "region", p.region.GetId(), "leader", p.isLeader, "lead", ss.Lead)
 		}
 		if p.isLeader && !wasLeader {
+			leaderChanges.Inc()
 			s.leaderGen.Add(1)
 			p.transferee = 0
 			s.queueRegionHeartbeat(p)

@@ -3,10 +3,14 @@
 // the binaries of `make build`, creates two tables with the same rows, one
 // left in a single region and one split into --regions regions with SPLIT
 // TABLE, waits until the cluster settles, samples each store process's CPU
-// (/proc/PID/stat) over --idle seconds of idleness, and then runs point
-// selects (--threads clients, prepared statements, random ids) against
-// each table in turn for --time seconds. It writes p50/p99/QPS of both
-// tables, the idle CPU and the stores' hibernation figures to
+// (/proc/PID/stat) over --idle seconds of idleness, pauses PD's schedulers
+// (no leader moves while measuring), reads every row of both tables once
+// (the SQL node's region cache then holds every region), and runs point
+// selects (--threads clients, prepared statements, random ids) against the
+// two tables in alternating --slice slices, --time seconds each, so both
+// see the same load on a shared host. It writes p50/p99/QPS of both
+// tables with the read paths, wakes and region errors behind them, the
+// idle CPU and the stores' hibernation figures to
 // bench/results/<stamp>-regions10k.md, and (with --profile) a CPU profile
 // of one store while idle.
 //
@@ -47,6 +51,8 @@ type config struct {
 	profile, keepData bool
 	storeArgs         string
 	leaderLimit       int
+	slice             time.Duration
+	pauseSchedulers   bool
 }
 
 func main() {
@@ -63,7 +69,9 @@ func main() {
 	flag.BoolVar(&cfg.profile, "profile", true, "take a 20 s CPU profile of store1 after the idle sample")
 	flag.BoolVar(&cfg.keepData, "keep-data", false, "keep the cluster's data dir and logs")
 	flag.StringVar(&cfg.storeArgs, "store-args", "", "extra store flags, space separated")
-	flag.IntVar(&cfg.leaderLimit, "leader-schedule-limit", 0, "PD's leader-schedule-limit during the run (0: PD's default, and the run does not wait for balanced leaders; the split leaves the new leaders where the split region's was)")
+	flag.IntVar(&cfg.leaderLimit, "leader-schedule-limit", 0, "PD's leader-schedule-limit while settling (0: PD's default, and the run does not wait for balanced leaders; the split leaves the new leaders where the split region's was)")
+	flag.DurationVar(&cfg.slice, "slice", 5*time.Second, "the two tables are measured in alternating slices of this length (--time seconds each in all)")
+	flag.BoolVar(&cfg.pauseSchedulers, "pause-schedulers", true, "disable PD's schedulers once settled, so no leader moves during the measurement (the count of leader changes is reported either way)")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "regions10k:", err)
@@ -262,28 +270,89 @@ func run(cfg config) error {
 		}
 	}
 
-	rep.printf("## Point selects (%d threads, %d s each after %d s warm-up, prepared `SELECT c FROM t WHERE id = ?`, random id)\n\n| table | regions | QPS | p50 ms | p99 ms | p999 ms | errors | SQL node's region errors, backoffs |\n|---|---|---|---|---|---|---|---|\n",
-		cfg.threads, cfg.runSec, cfg.warmup)
-	var p99 [2]float64
-	for i, t := range []struct {
+	// Leader changes during the measurement come from PD's schedulers
+	// (balance, hot region) or from elections; with --pause-schedulers the
+	// schedulers are off from here on, so only elections remain.
+	if cfg.pauseSchedulers {
+		var names []string
+		if err := c.PDAPI("GET", "schedulers", nil, &names); err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := c.PDAPI("DELETE", "schedulers/"+n, nil, nil); err != nil {
+				return err
+			}
+		}
+		rep.printf("PD's schedulers paused for the measurement: %v\n\n", names)
+	}
+	tables := []struct {
 		name    string
 		regions int
-	}{{"t1", 1}, {"tn", cfg.regions}} {
+	}{{"t1", 1}, {"tn", cfg.regions}}
+	// Warm-up: every row once, so the SQL node's region cache holds every
+	// region (a miss is a PD round trip, which is not what is measured),
+	// then --warmup seconds of random reads per table.
+	for _, t := range tables {
+		t0 := time.Now()
+		if err := readAll(db, "b."+t.name, cfg.rows, cfg.threads); err != nil {
+			return err
+		}
 		if _, err := pointSelects(db, "b."+t.name, cfg.rows, cfg.threads, time.Duration(cfg.warmup)*time.Second); err != nil {
 			return err
 		}
-		sqlStatus := storeStatus(c.SQL[0].Args)
-		mb, _ := scrape(sqlStatus)
-		res, err := pointSelects(db, "b."+t.name, cfg.rows, cfg.threads, time.Duration(cfg.runSec)*time.Second)
+		logf("warmed %s in %v", t.name, time.Since(t0).Round(time.Millisecond))
+	}
+	rep.printf("## Point selects (%d threads, prepared `SELECT c FROM t WHERE id = ?`, random id; %d s per table in alternating %v slices after a warm-up that read every row once and %d s of random reads per table)\n\nload average before: %s\n\n",
+		cfg.threads, cfg.runSec, cfg.slice, cfg.warmup, loadAvg())
+	var res [2]selectResult
+	var sqlDiff, storeDiff [2]map[string]float64
+	for i := range tables {
+		sqlDiff[i], storeDiff[i] = map[string]float64{}, map[string]float64{}
+	}
+	sqlStatus := storeStatus(c.SQL[0].Args)
+	scrapeStores := func() map[string]float64 {
+		sum := map[string]float64{}
+		for i := range stores {
+			m, _ := scrape(statusOf(i))
+			for k, v := range m {
+				sum[k] += v
+			}
+		}
+		return sum
+	}
+	nSlices := max(1, int(time.Duration(cfg.runSec)*time.Second/cfg.slice))
+	for k := 0; k < 2*nSlices; k++ {
+		// t1, tn, tn, t1, t1, tn, ...: neither table always goes first.
+		i := (k + k/2) % 2
+		t := tables[i]
+		mb, sb := must(scrape(sqlStatus)), scrapeStores()
+		r, err := pointSelects(db, "b."+t.name, cfg.rows, cfg.threads, cfg.slice)
 		if err != nil {
 			return err
 		}
-		ma, _ := scrape(sqlStatus)
-		p99[i] = res.pct(0.99)
-		rep.printf("| %s | %d | %.0f | %.3f | %.3f | %.3f | %d | %s |\n", t.name, t.regions, res.qps, res.pct(0.5), p99[i], res.pct(0.999), res.errors,
-			diffOf(mb, ma, "strata_kvclient_region_errors_total", "strata_kvclient_backoff_total"))
+		ma, sa := must(scrape(sqlStatus)), scrapeStores()
+		addDiff(sqlDiff[i], mb, ma)
+		addDiff(storeDiff[i], sb, sa)
+		res[i].lat = append(res[i].lat, r.lat...)
+		res[i].errors += r.errors
 	}
-	rep.printf("\np99 ratio (%d regions / 1 region): %.2f\n", cfg.regions, p99[1]/p99[0])
+	rep.printf("| table | regions | QPS | p50 ms | p99 ms | p999 ms | errors | mean ms: SQL node's get RPC, store's kv_get | SQL node: region cache misses, region errors, backoffs | stores: reads by path, wakes, mean loop read wait ms, leader changes |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	var p99 [2]float64
+	for i, t := range tables {
+		slices.Sort(res[i].lat)
+		res[i].qps = float64(len(res[i].lat)) / (float64(nSlices) * cfg.slice.Seconds())
+		p99[i] = res[i].pct(0.99)
+		sd := storeDiff[i]
+		wait := 0.0
+		if n := sd["strata_raftstore_read_index_wait_seconds_count"]; n > 0 {
+			wait = sd["strata_raftstore_read_index_wait_seconds_sum"] / n * 1000
+		}
+		rep.printf("| %s | %d | %.0f | %.3f | %.3f | %.3f | %d | %.3f, %.3f | %s | %s, %.3f, %.0f |\n", t.name, t.regions, res[i].qps, res[i].pct(0.5), p99[i], res[i].pct(0.999), res[i].errors,
+			meanMs(sqlDiff[i], "strata_kvclient_rpc_duration_seconds", `type="get"`), meanMs(sd, "strata_store_rpc_seconds", `method="kv_get"`),
+			listDiff(sqlDiff[i], `strata_kvclient_region_cache_lookups_total{result="miss"}`, "strata_kvclient_region_errors_total", "strata_kvclient_backoff_total"),
+			listDiff(sd, "strata_raftstore_reads_total", "strata_raftstore_wakes_total"), wait, sd["strata_raftstore_leader_changes_total"])
+	}
+	rep.printf("\nload average after: %s\n\np99 ratio (%d regions / 1 region): %.2f\n", loadAvg(), cfg.regions, p99[1]/p99[0])
 	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
 		return err
 	}
@@ -375,14 +444,24 @@ func pointSelects(db *sql.DB, table string, rows, threads int, d time.Duration) 
 	return res, nil
 }
 
-// diffOf lists the series of the given metric names that grew from mb to
-// ma, with their growth.
-func diffOf(mb, ma map[string]float64, names ...string) string {
-	var out []string
+// addDiff adds the growth of every series from mb to ma to into.
+func addDiff(into, mb, ma map[string]float64) {
 	for k, v := range ma {
+		if d := v - mb[k]; d != 0 {
+			into[k] += d
+		}
+	}
+}
+
+// listDiff lists the series in d (growths) whose name (or name and
+// labels) starts with one of names.
+func listDiff(d map[string]float64, names ...string) string {
+	var out []string
+	for k, v := range d {
 		for _, n := range names {
-			if strings.HasPrefix(k, n+"{") && v > mb[k] {
-				out = append(out, fmt.Sprintf("%s %.0f", strings.TrimPrefix(k, "strata_kvclient_"), v-mb[k]))
+			if v > 0 && (k == n || strings.HasPrefix(k, n+"{")) {
+				k = strings.TrimPrefix(strings.TrimPrefix(k, "strata_kvclient_"), "strata_raftstore_")
+				out = append(out, fmt.Sprintf("%s %.0f", k, v))
 			}
 		}
 	}
@@ -391,6 +470,46 @@ func diffOf(mb, ma map[string]float64, names ...string) string {
 		return "none"
 	}
 	return strings.Join(out, ", ")
+}
+
+// meanMs is the mean in ms of histogram name's series whose labels
+// contain label, from their _sum and _count growths in d.
+func meanMs(d map[string]float64, name, label string) float64 {
+	var sum, n float64
+	for k, v := range d {
+		switch {
+		case strings.HasPrefix(k, name+"_sum{") && strings.Contains(k, label):
+			sum += v
+		case strings.HasPrefix(k, name+"_count{") && strings.Contains(k, label):
+			n += v
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / n * 1000
+}
+
+func must(m map[string]float64, _ error) map[string]float64 { return m }
+
+// readAll reads every row of table once (ids split over threads).
+func readAll(db *sql.DB, table string, rows, threads int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, threads)
+	for w := range threads {
+		wg.Go(func() {
+			var c string
+			for id := w; id < rows; id += threads {
+				if err := db.QueryRow("SELECT c FROM "+table+" WHERE id = ?", id*idStep).Scan(&c); err != nil {
+					errs <- fmt.Errorf("warm %s: %w", table, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 // storeStatus finds a store's --status-addr in its flags.

@@ -33,9 +33,17 @@ const (
 	ExtraMessageType_Hibernate ExtraMessageType = 1
 	// StoreLiveness: a store-level heartbeat (region_id 0; from_peer and
 	// to_peer carry only store ids), sent to every store hosting a peer of a
-	// local region; a store not heard from for two election timeouts wakes
-	// the hibernated followers of its leaders.
+	// local region, numbered by `index`; a store not heard from for two
+	// election timeouts wakes the hibernated followers of its leaders.
 	ExtraMessageType_StoreLiveness ExtraMessageType = 2
+	// StoreLivenessResp answers the StoreLiveness numbered `index`: the
+	// responder supports the sender's store in support epoch `epoch`
+	// (raftstore/support.go).
+	ExtraMessageType_StoreLivenessResp ExtraMessageType = 3
+	// HibernateAck: a follower (from_peer) hibernated with its leader
+	// (to_peer) in term `term` at `index`, held while its store supports the
+	// leader's store in support epoch `epoch` (raftstore/support.go).
+	ExtraMessageType_HibernateAck ExtraMessageType = 4
 )
 
 // Enum value maps for ExtraMessageType.
@@ -44,11 +52,15 @@ var (
 		0: "ExtraNone",
 		1: "Hibernate",
 		2: "StoreLiveness",
+		3: "StoreLivenessResp",
+		4: "HibernateAck",
 	}
 	ExtraMessageType_value = map[string]int32{
-		"ExtraNone":     0,
-		"Hibernate":     1,
-		"StoreLiveness": 2,
+		"ExtraNone":         0,
+		"Hibernate":         1,
+		"StoreLiveness":     2,
+		"StoreLivenessResp": 3,
+		"HibernateAck":      4,
 	}
 )
 
@@ -199,6 +211,7 @@ type ExtraMessage struct {
 	Term          uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
 	Index         uint64                 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
 	LogTerm       uint64                 `protobuf:"varint,4,opt,name=log_term,json=logTerm,proto3" json:"log_term,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -257,6 +270,13 @@ func (x *ExtraMessage) GetIndex() uint64 {
 func (x *ExtraMessage) GetLogTerm() uint64 {
 	if x != nil {
 		return x.LogTerm
+	}
+	return 0
+}
+
+func (x *ExtraMessage) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
 	}
 	return 0
 }
@@ -410,22 +430,25 @@ const file_raft_serverpb_proto_rawDesc = "" +
 	"\aend_key\x18\x06 \x01(\fR\x06endKey\x12\x18\n" +
 	"\amessage\x18\a \x01(\fR\amessage\x12!\n" +
 	"\fis_tombstone\x18\b \x01(\bR\visTombstone\x121\n" +
-	"\x05extra\x18\t \x01(\v2\x1b.raft_serverpb.ExtraMessageR\x05extra\"\x88\x01\n" +
+	"\x05extra\x18\t \x01(\v2\x1b.raft_serverpb.ExtraMessageR\x05extra\"\x9e\x01\n" +
 	"\fExtraMessage\x123\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1f.raft_serverpb.ExtraMessageTypeR\x04type\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x19\n" +
-	"\blog_term\x18\x04 \x01(\x04R\alogTerm\"B\n" +
+	"\blog_term\x18\x04 \x01(\x04R\alogTerm\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\"B\n" +
 	"\x10BatchRaftMessage\x12.\n" +
 	"\x04msgs\x18\x01 \x03(\v2\x1a.raft_serverpb.RaftMessageR\x04msgs\"\x06\n" +
 	"\x04Done\"Y\n" +
 	"\rSnapshotChunk\x124\n" +
 	"\amessage\x18\x01 \x01(\v2\x1a.raft_serverpb.RaftMessageR\amessage\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data*C\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data*l\n" +
 	"\x10ExtraMessageType\x12\r\n" +
 	"\tExtraNone\x10\x00\x12\r\n" +
 	"\tHibernate\x10\x01\x12\x11\n" +
-	"\rStoreLiveness\x10\x02B0Z.github.com/stratadb/strata/proto/raft_serverpbb\x06proto3"
+	"\rStoreLiveness\x10\x02\x12\x15\n" +
+	"\x11StoreLivenessResp\x10\x03\x12\x10\n" +
+	"\fHibernateAck\x10\x04B0Z.github.com/stratadb/strata/proto/raft_serverpbb\x06proto3"
 
 var (
 	file_raft_serverpb_proto_rawDescOnce sync.Once

@@ -1,0 +1,274 @@
+package raftstore
+
+import (
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/proto/raft_serverpb"
+)
+
+// Leases of hibernated leaders through store liveness support (issue 7;
+// CockroachDB's store liveness "support", TiKV's hibernated regions).
+//
+// A hibernated leader sends no heartbeats, so its tick-based lease
+// (lease.go) lapses and the first read of an idle region would pay a
+// ReadIndex round and wake the group. Instead, while a leader hibernates it
+// serves reads under the support its store gets from the stores of its
+// followers:
+//
+// Support. Store A numbers the StoreLiveness messages it sends every
+// HeartbeatTicks to each store B and remembers when it sent each. B answers
+// each with StoreLivenessResp carrying its support epoch for A. B promises:
+// it does not withdraw support for A (declare A down, which bumps the epoch)
+// until supportWindow = (ElectionTicks-2) ticks of B's clock passed since it
+// last heard from A. So when A gets the answer to a message it sent at
+// local time t, B supports A in that epoch until at least t + maxLease (the
+// lease length, 10 % below that window for clock-rate drift as in
+// leaseFor): the support grant A keeps per store (liveness.support).
+//
+// Hold. A follower on B that hibernates with its leader on A, having heard
+// from it within the last ElectionTicks/2 ticks (so raft's election
+// elapsed time is well below the timeout and CheckQuorum makes it ignore
+// (pre-)votes) while B supports A, is held: it is not ticked (so it never
+// campaigns, and keeps ignoring votes) and no request or message from
+// another peer wakes it, until a message from its leader arrives (the
+// leader woke up) or B's support epoch for A changes (B declared A down,
+// which happens only after the window above). It tells the leader with a
+// HibernateAck carrying the epoch. A forced vote (a leader transfer, which
+// only an awake leader starts) is still stepped by raft and then releases
+// the hold (the term changed).
+//
+// Lease. A hibernated leader in term T (with the lease state of T: an
+// entry of T committed, no transfer) may serve a read at now when, counting
+// itself, a quorum of the region's voters are followers that acked its
+// hibernation in T with epoch e and whose store's grant is in epoch e and
+// expires after now. Any new leader needs a vote from a quorum, which
+// includes one of those: the leader itself never votes while it leads, and
+// a held follower neither votes nor campaigns before its store's grant
+// expires. The hibernated leader has every entry committed and applied (it
+// hibernates only then and wakes before it can take a write), so reads are
+// served at once. Waking the leader (any proposal, raft message other than
+// a stale response, PD step) withdraws this lease at once; the woken leader
+// renews its tick lease with a ReadIndex round as before.
+//
+// A restarted store lost its holds: its peers drop votes for an election
+// timeout and campaign no sooner than (ElectionTicks-2) ticks after they
+// start (createPeer), past every grant made before the crash; and the new
+// process answers in a new epoch (supportEpochBase), so its followers'
+// old acks never count again. Unreachable reports make a store down only
+// once the window passed as well.
+//
+// Metrics: strata_raftstore_reads_total{path="hibernated_lease"|
+// "local_hibernated_lease"}, strata_raftstore_hibernate_acks_total.
+
+// supportGrant is the support another store gives this one: epoch, and
+// until when (this store's clock) it holds at least.
+type supportGrant struct {
+	epoch  uint64
+	expiry time.Time
+}
+
+// livenessPing is a StoreLiveness message not yet answered.
+type livenessPing struct {
+	seq    uint64
+	sentAt time.Time
+}
+
+// supportAck is a follower that acked its leader's hibernation: its peer
+// and store, and the support epoch it is held in.
+type supportAck struct {
+	peer, store, epoch uint64
+}
+
+// maxPendingPings bounds the unanswered StoreLiveness messages kept per
+// store (older ones are forgotten; their answers then renew nothing).
+const maxPendingPings = 32
+
+// supportWindow is how long this store keeps supporting a store it heard
+// from (it declares it down no sooner): ElectionTicks-2 ticks, the same
+// real-time bound a follower's election timeout has (leaseFor).
+func (s *Store) supportWindow() time.Duration {
+	return time.Duration(max(s.cfg.ElectionTicks-2, 0)) * s.cfg.RaftTick
+}
+
+// supportEnabled reports whether hibernated leaders may serve reads under
+// store support (leases and hibernation both on).
+func (s *Store) supportEnabled() bool { return s.maxLease > 0 && s.hibernateEnabled() }
+
+// handleLivenessPing answers a StoreLiveness message from store rm's
+// sender with this store's support epoch for it (heard() already noted it).
+func (s *Store) handleLivenessPing(rm *raft_serverpb.RaftMessage) {
+	from := rm.GetFromPeer().GetStoreId()
+	l := s.live[from]
+	if l == nil || rm.GetExtra().GetIndex() == 0 {
+		return
+	}
+	s.sendExtra(from, &raft_serverpb.RaftMessage{
+		FromPeer: rm.GetToPeer(), ToPeer: rm.GetFromPeer(),
+		Extra: &raft_serverpb.ExtraMessage{Type: raft_serverpb.ExtraMessageType_StoreLivenessResp,
+			Index: rm.GetExtra().GetIndex(), Epoch: l.epoch},
+	})
+}
+
+// handleLivenessResp records the support a store's answer grants: from
+// when the answered message was sent, for maxLease.
+func (s *Store) handleLivenessResp(rm *raft_serverpb.RaftMessage) {
+	l := s.live[rm.GetFromPeer().GetStoreId()]
+	if l == nil {
+		return
+	}
+	seq, epoch := rm.GetExtra().GetIndex(), rm.GetExtra().GetEpoch()
+	i := slices.IndexFunc(l.sent, func(p livenessPing) bool { return p.seq == seq })
+	if i < 0 {
+		return
+	}
+	g := supportGrant{epoch: epoch, expiry: l.sent[i].sentAt.Add(s.maxLease)}
+	l.sent = slices.Delete(l.sent, 0, i+1)
+	if g.epoch == l.support.epoch && !g.expiry.After(l.support.expiry) {
+		return
+	}
+	l.support = g
+	s.publishSupport()
+}
+
+// publishSupport copies every store's grant for local readers.
+func (s *Store) publishSupport() {
+	m := make(map[uint64]supportGrant, len(s.live))
+	for id, l := range s.live {
+		if l.support.epoch != 0 {
+			m[id] = l.support
+		}
+	}
+	s.supportPub.Store(&m)
+}
+
+// grants returns the published support grants (never nil).
+func (s *Store) grants() map[uint64]supportGrant {
+	if m := s.supportPub.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
+// holdFollower runs when follower p hibernated with its leader (peer
+// leader on store leaderStore): if it heard from the leader recently and
+// this store supports the leader's store, p is held and the leader gets a
+// HibernateAck.
+func (s *Store) holdFollower(p *peer, leader, leaderStore, term, index uint64) {
+	l := s.live[leaderStore]
+	if !s.supportEnabled() || l == nil || l.down || s.ticks-p.leaderMsgTick >= uint64(s.cfg.ElectionTicks/2) {
+		return
+	}
+	p.hold, p.holdStore, p.holdEpoch, p.holdLeader = true, leaderStore, l.epoch, leader
+	s.sendExtra(leaderStore, &raft_serverpb.RaftMessage{
+		RegionId: p.region.GetId(), FromPeer: p.meta, ToPeer: p.peerMeta(leader), RegionEpoch: p.region.GetRegionEpoch(),
+		Extra: &raft_serverpb.ExtraMessage{Type: raft_serverpb.ExtraMessageType_HibernateAck, Term: term, Index: index, Epoch: l.epoch},
+	})
+}
+
+// held reports whether follower p is still held (see above); a hold that
+// ended is cleared.
+func (s *Store) held(p *peer) bool {
+	if !p.hold {
+		return false
+	}
+	l := s.live[p.holdStore]
+	if p.isLeader || l == nil || l.down || l.epoch != p.holdEpoch || p.rn.BasicStatus().GetTerm() != p.hibTerm {
+		p.hold = false
+	}
+	return p.hold
+}
+
+// handleHibernateAck records a follower's ack of its leader's hibernation
+// and publishes the hibernated lease once a quorum acked.
+func (s *Store) handleHibernateAck(rm *raft_serverpb.RaftMessage) {
+	p := s.peers[rm.GetRegionId()]
+	x := rm.GetExtra()
+	if p == nil || !p.isLeader || !p.hibernated || p.meta.GetId() != rm.GetToPeer().GetId() ||
+		p.rn.BasicStatus().GetTerm() != x.GetTerm() || p.ps.lastIndex != x.GetIndex() {
+		return
+	}
+	hibernateAcks.Inc()
+	a := supportAck{peer: rm.GetFromPeer().GetId(), store: rm.GetFromPeer().GetStoreId(), epoch: x.GetEpoch()}
+	if i := slices.IndexFunc(p.supportAcks, func(b supportAck) bool { return b.peer == a.peer }); i >= 0 {
+		p.supportAcks[i] = a
+	} else {
+		p.supportAcks = append(p.supportAcks, a)
+	}
+	s.publishHibernatedLease(p)
+}
+
+// publishHibernatedLease publishes hibernated leader p's support lease to
+// local readers (the acks and the quorum they must reach; the grants are
+// looked up at read time).
+func (s *Store) publishHibernatedLease(p *peer) {
+	l := &p.lease
+	if l.pub == nil || l.term == 0 || !l.committed || l.transferred || l.term != p.rn.BasicStatus().GetTerm() {
+		return
+	}
+	need, acks := p.supportQuorum()
+	if need <= 0 || len(acks) < need {
+		return
+	}
+	p.delegate.Store(&readDelegate{region: proto.Clone(p.region).(*metapb.Region), term: l.term, support: acks, need: need})
+}
+
+// supportQuorum returns how many acked voters (besides p) a quorum of
+// raft's voters needs and the acks of voters (0, nil in a joint
+// configuration or when p is no voter).
+func (p *peer) supportQuorum() (int, []supportAck) {
+	cfg := p.rn.Status().Config
+	if len(cfg.Voters[1]) > 0 {
+		return 0, nil
+	}
+	voters := cfg.Voters[0]
+	if _, ok := voters[p.meta.GetId()]; !ok {
+		return 0, nil
+	}
+	var acks []supportAck
+	for _, a := range p.supportAcks {
+		if _, ok := voters[a.peer]; ok {
+			acks = append(acks, a)
+		}
+	}
+	return len(voters)/2 + 1 - 1, acks
+}
+
+// supportExpiry is when the hibernated lease of acks (need of them) ends
+// under grants: the need-th latest expiry among acks whose store's grant
+// is in the acked epoch (zero if fewer).
+func supportExpiry(acks []supportAck, need int, grants map[uint64]supportGrant) time.Time {
+	var buf [4]time.Time // no allocation on the read path for up to 5 voters
+	exp := buf[:0]
+	for _, a := range acks {
+		if g, ok := grants[a.store]; ok && g.epoch == a.epoch {
+			exp = append(exp, g.expiry)
+		}
+	}
+	if need <= 0 || len(exp) < need {
+		return time.Time{}
+	}
+	slices.SortFunc(exp, func(a, b time.Time) int { return b.Compare(a) })
+	return exp[need-1]
+}
+
+// hibernatedLeaseRead serves rr on hibernated leader p when its support
+// lease is valid now, without waking it.
+func (s *Store) hibernatedLeaseRead(p *peer, rr *readRequest) bool {
+	if !s.supportEnabled() || !p.hibernated || !p.isLeader {
+		return false
+	}
+	d := p.delegate.Load()
+	if d == nil || d.support == nil || !epochMatches(rr.rctx.GetRegionEpoch(), p.region) {
+		return false
+	}
+	if !s.now().Before(supportExpiry(d.support, d.need, s.grants())) {
+		return false
+	}
+	readsTotal.WithLabelValues("hibernated_lease").Inc()
+	rr.respond(readResult{region: d.region})
+	return true
+}
