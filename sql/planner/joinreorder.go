@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"math"
 	"math/bits"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -43,6 +44,7 @@ func (b *builder) reorderJoin(lg *logical, conds []ast.ExprNode) *reorderedJoin 
 		rows[i] = tableRows(l)
 	}
 	var edges []uint64
+	var keys []joinKey
 	for _, c := range all {
 		m := ji.refs(c, cols)
 		switch {
@@ -51,6 +53,9 @@ func (b *builder) reorderJoin(lg *logical, conds []ast.ExprNode) *reorderedJoin 
 			rows[l] *= condSel(ji.leaves[l], c, b.env)
 		case bits.OnesCount64(m) >= 2 && isEquality(c):
 			edges = append(edges, m)
+			if k, ok := ji.joinKeyOf(c, cols); ok {
+				keys = append(keys, k)
+			}
 		}
 	}
 	connected := func(i int, joined uint64) bool {
@@ -62,22 +67,60 @@ func (b *builder) reorderJoin(lg *logical, conds []ast.ExprNode) *reorderedJoin 
 		}
 		return false
 	}
+	// joinedRows estimates |J ⋈ t_i| for the tables J (joinedRows rows)
+	// and table i: each equality between one column of each side divides
+	// the cross product by the larger of the two sides' distinct counts
+	// (TiDB's estimate), a side's count being its column's NDV (at most
+	// its rows) or, for an expression or a column without statistics,
+	// its rows (a key).
+	ndv := func(l int, off int) float64 {
+		n := rows[l]
+		if off >= 0 {
+			if c := statsColumn(ji.leaves[l], off); c != nil && c.NDV > 0 {
+				n = math.Min(n, float64(c.NDV))
+			}
+		}
+		return math.Max(n, 1)
+	}
+	joinEst := func(joined uint64, jRows float64, i int) float64 {
+		est := jRows * rows[i]
+		for _, k := range keys {
+			var in, out int
+			var inOff, outOff int
+			switch {
+			case k.l == i && joined&(1<<k.r) != 0:
+				in, inOff, out, outOff = k.l, k.lOff, k.r, k.rOff
+			case k.r == i && joined&(1<<k.l) != 0:
+				in, inOff, out, outOff = k.r, k.rOff, k.l, k.lOff
+			default:
+				continue
+			}
+			est /= math.Max(ndv(in, inOff), ndv(out, outOff))
+		}
+		return math.Max(est, 1)
+	}
 	order := make([]int, 0, n)
 	var joined uint64
+	jRows := 0.0
 	for len(order) < n {
-		best, bestConn := -1, false
+		best, bestConn, bestEst := -1, false, 0.0
 		for i := 0; i < n; i++ {
 			if joined&(1<<i) != 0 {
 				continue
 			}
 			conn := joined != 0 && connected(i, joined)
+			est := rows[i]
+			if joined != 0 {
+				est = joinEst(joined, jRows, i)
+			}
 			switch {
-			case best < 0, conn && !bestConn, conn == bestConn && rows[i] < rows[best]:
-				best, bestConn = i, conn
+			case best < 0, conn && !bestConn, conn == bestConn && est < bestEst:
+				best, bestConn, bestEst = i, conn, est
 			}
 		}
 		order = append(order, best)
 		joined |= 1 << best
+		jRows = bestEst
 	}
 	identity := true
 	for i, l := range order {
@@ -152,7 +195,72 @@ func collectOn(n *joinNode, out []ast.ExprNode) []ast.ExprNode {
 	return collectOn(n.right, collectOn(n.left, out))
 }
 
+// joinKey is an equality between an expression of leaf l and one of
+// leaf r; lOff / rOff are the leaves' column offsets when that side reads
+// one column (the column, or a function of it: it has at most that
+// column's distinct values), else -1.
+type joinKey struct {
+	l, r       int
+	lOff, rOff int
+}
+
+// joinKeyOf returns c's join key when c is `x = y` with each side on one
+// leaf, the two leaves different.
+func (ji *JoinInfo) joinKeyOf(c ast.ExprNode, cols []expr.SchemaColumn) (joinKey, bool) {
+	x, ok := unparen(c).(*ast.BinaryOperationExpr)
+	if !ok {
+		return joinKey{}, false
+	}
+	side := func(n ast.ExprNode) (leaf, off int, ok bool) {
+		m := ji.refs(n, cols)
+		if bits.OnesCount64(m) != 1 {
+			return 0, 0, false
+		}
+		leaf, off = bits.TrailingZeros64(m), -1
+		v := &colOffsets{ji: ji, cols: cols, off: -1}
+		n.Accept(v)
+		if v.off >= 0 && !v.many && ji.leafOf(v.off) == leaf {
+			off = v.off - ji.base[leaf]
+		}
+		return leaf, off, true
+	}
+	l, lOff, ok1 := side(x.L)
+	r, rOff, ok2 := side(x.R)
+	if !ok1 || !ok2 || l == r {
+		return joinKey{}, false
+	}
+	return joinKey{l: l, r: r, lOff: lOff, rOff: rOff}, true
+}
+
 func isEquality(c ast.ExprNode) bool {
 	x, ok := unparen(c).(*ast.BinaryOperationExpr)
 	return ok && (x.Op == opcode.EQ || x.Op == opcode.NullEQ)
 }
+
+// colOffsets finds the one column (joined-row offset) an expression reads.
+type colOffsets struct {
+	ji   *JoinInfo
+	cols []expr.SchemaColumn
+	off  int
+	many bool
+	seen bool
+}
+
+func (v *colOffsets) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr:
+		v.many = true
+		return n, true
+	case *ast.ColumnNameExpr:
+		o := v.ji.columnOffset(v.cols, x.Name)
+		switch {
+		case o < 0 || (v.seen && o != v.off):
+			v.many = true
+		default:
+			v.off, v.seen = o, true
+		}
+	}
+	return n, false
+}
+
+func (v *colOffsets) Leave(n ast.Node) (ast.Node, bool) { return n, true }
