@@ -152,7 +152,9 @@ func (se *subqueryEnv) decorrelate(q ast.Node, sp *SelectPlan, scope *outerScope
 		return nil
 	}
 	// The inner columns the residual conjuncts read, returned after the
-	// keys; a name both sides have would resolve differently there.
+	// keys; a name both sides have would resolve differently there,
+	// unless the inner one is qualified by a table the outer row does
+	// not have (CH q21: l2.ol_delivery_d > l1.ol_delivery_d).
 	var residCols []*ast.ColumnNameExpr
 	for _, cj := range resid {
 		v := &innerColumns{scope: scope}
@@ -161,7 +163,8 @@ func (se *subqueryEnv) decorrelate(q ast.Node, sp *SelectPlan, scope *outerScope
 	}
 	for _, rc := range residCols {
 		for _, oc := range c.Columns {
-			if strings.EqualFold(oc.Name, rc.Name.Name.O) {
+			if strings.EqualFold(oc.Name, rc.Name.Name.O) &&
+				(rc.Name.Table.O == "" || strings.EqualFold(oc.Table, rc.Name.Table.O)) {
 				return nil
 			}
 		}
