@@ -120,3 +120,15 @@ func (s *Store) SetRaftFilterForTest(drop func(storeID uint64) bool) {
 // like a process whose raft clock stalled: a leader then never notices it
 // lost its quorum. Wall-clock lease expiry is unaffected. Tests only.
 func (s *Store) PauseTicksForTest(paused bool) { s.ticksPaused.Store(paused) }
+
+// HibernatedLeaseForTest reports whether this store's peer of region
+// leads it while hibernated, with a support lease published to readers
+// (support.go). Safe from any goroutine. Tests only.
+func (s *Store) HibernatedLeaseForTest(regionID uint64) bool {
+	v, ok := s.delegates.Load(regionID)
+	if !ok {
+		return false
+	}
+	d := v.(*peer).delegate.Load()
+	return d != nil && d.support != nil
+}

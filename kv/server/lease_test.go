@@ -74,90 +74,7 @@ func TestLeaseReads(t *testing.T) {
 	// Partition the leader's raft traffic (clients still reach it) and stall
 	// its raft clock, so it never steps down by CheckQuorum: only the lease's
 	// own expiry stops it from serving reads once the others elect a leader.
-	old := c.leader()
-	oldStore := c.nodes[old].srv.Store()
-	oldStore.PauseTicksForTest(true)
-	oldStore.SetRaftFilterForTest(func(uint64) bool { return true })
-	defer oldStore.SetRaftFilterForTest(nil)
-	defer oldStore.PauseTicksForTest(false)
-
-	var acked atomic.Int64 // highest value acknowledged by a new leader
-	acked.Store(250)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var stale, served, refused atomic.Int64
-	var staleMsg atomic.Value
-	// Readers hammer the old leader directly.
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				before := acked.Load()
-				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-				resp, err := c.nodes[old].client.KvGet(ctx, &kvrpcpb.GetRequest{Context: c.reqCtx(), Key: []byte("k"), Version: ^uint64(0)})
-				cancel()
-				if err != nil || resp.GetRegionError() != nil {
-					refused.Add(1)
-					continue
-				}
-				served.Add(1)
-				got, _ := strconv.Atoi(string(resp.GetValue()[1:]))
-				if int64(got) < before {
-					stale.Add(1)
-					staleMsg.Store(fmt.Sprintf("read v%d after v%d was acknowledged", got, before))
-				}
-			}
-		})
-	}
-	// A writer commits increasing values through whichever other store leads.
-	newLeader := -1
-	deadline := time.Now().Add(waitFor)
-	for nAcked := 0; nAcked < 20; {
-		require.True(t, time.Now().Before(deadline), "no new leader took writes")
-		i := acked.Load() + 1
-		for j, n := range c.nodes {
-			if j == old || !n.srv.Store().IsLeader(c.region().GetId()) {
-				continue
-			}
-			ts := c.nextTS()
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			resp, err := n.client.KvOnePC(ctx, &kvrpcpb.OnePCRequest{Context: c.reqCtx(), StartTs: ts - 5, CommitTs: ts,
-				Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k"), Value: fmt.Appendf(nil, "v%d", i)}}})
-			cancel()
-			if err == nil && resp.GetRegionError() == nil && len(resp.GetErrors()) == 0 {
-				acked.Store(i)
-				newLeader = j
-				nAcked++
-				break
-			}
-		}
-		if acked.Load() < i {
-			time.Sleep(2 * time.Millisecond) // backoff while no new leader is known, not synchronisation
-		}
-	}
-	// Keep reading a little after the last acknowledgement: readers that
-	// started after it must see it too.
-	for n := served.Load() + refused.Load(); served.Load()+refused.Load() < n+20; {
-		time.Sleep(time.Millisecond) // waiting for readers' progress, not synchronisation of state
-	}
-	close(stop)
-	wg.Wait()
-	t.Logf("old leader under partition: %d reads served, %d refused; new leader %d", served.Load(), refused.Load(), newLeader)
-	require.Zero(t, stale.Load(), "stale read from the partitioned old leader: %v", staleMsg.Load())
-	require.NotEqual(t, -1, newLeader)
-
-	// The new leader serves the newest acknowledged write.
-	resp, err := c.nodes[newLeader].client.KvGet(context.Background(), &kvrpcpb.GetRequest{Context: c.reqCtx(), Key: []byte("k"), Version: ^uint64(0)})
-	require.NoError(t, err)
-	require.Nil(t, resp.GetRegionError())
-	got, _ := strconv.Atoi(string(resp.GetValue()[1:]))
-	require.GreaterOrEqual(t, int64(got), acked.Load())
-	oldStore.PauseTicksForTest(false)
-	oldStore.SetRaftFilterForTest(nil)
+	requireNoStaleReadsWhenCutOff(t, c, c.leader(), 250)
 
 	// Crash-stop the new leader's raft loop (no transfer): the next leader
 	// too serves every acknowledged write.
@@ -166,7 +83,7 @@ func TestLeaseReads(t *testing.T) {
 	c.nodes[l].srv.Store().Stop()
 	// Ask the other stores until one leads and answers (the stopped store
 	// still reports itself leader, so c.get cannot be used).
-	deadline = time.Now().Add(waitFor)
+	deadline := time.Now().Add(waitFor)
 	for {
 		require.True(t, time.Now().Before(deadline), "no new leader answered")
 		answered := false
@@ -281,4 +198,129 @@ func TestLocalLeaseReadsStopWithTheStore(t *testing.T) {
 	stopRaft(c)
 	_, _, err := store.ReadIndex(context.Background(), c.reqCtx())
 	require.ErrorIs(t, err, raftstore.ErrStopped)
+}
+
+// TestHibernatedLeaseReads: an idle region's leader hibernates and serves
+// reads without waking, under the support its followers' stores give its
+// store (raftstore/support.go); cut off from them with its raft clock
+// stalled (it notices nothing), it never returns a value older than a
+// write the new leader acknowledged before the read started.
+func TestHibernatedLeaseReads(t *testing.T) {
+	// 50 ms ticks: a 360 ms lease, so a loop stalled by a loaded host (or
+	// the race detector) rarely lets the support grants lapse.
+	c := newTestCluster(t, func(cfg *Config) { cfg.RaftTick = 50 * time.Millisecond })
+	c.put("k", "v0")
+	old := c.leader()
+	oldStore := c.nodes[old].srv.Store()
+	rid := c.region().GetId()
+	require.Eventually(t, func() bool { return oldStore.HibernatedLeaseForTest(rid) }, waitFor, 5*time.Millisecond,
+		"the idle region's leader hibernates with a support lease")
+	h0 := counterValue(t, "strata_raftstore_reads_total", "path", "local_hibernated_lease")
+	const reads = 50
+	for range reads {
+		require.Equal(t, "v0", string(c.get("k", ^uint64(0)).GetValue()))
+	}
+	require.GreaterOrEqual(t, counterValue(t, "strata_raftstore_reads_total", "path", "local_hibernated_lease")-h0, float64(reads)/2,
+		"reads of a hibernated region are served under its support lease")
+	c.put("k", "v1")
+	require.Eventually(t, func() bool { return oldStore.HibernatedLeaseForTest(rid) }, waitFor, 5*time.Millisecond,
+		"the region hibernates again after the write")
+	requireNoStaleReadsWhenCutOff(t, c, old, 1)
+}
+
+// requireNoStaleReadsWhenCutOff cuts store old (the leader of c's region,
+// whose key k holds v<last>) off from the others' raft traffic (clients
+// still reach it) and stalls its raft clock, so it never steps down by
+// CheckQuorum or notices the others are gone: only its lease's own expiry
+// stops it from serving reads. Readers hammer it while a writer commits
+// increasing values through the new leader; no read may return a value
+// older than one acknowledged before it started. It heals the cut and
+// returns the new leader.
+func requireNoStaleReadsWhenCutOff(t *testing.T, c *testCluster, old int, last int64) int {
+	t.Helper()
+	oldStore := c.nodes[old].srv.Store()
+	oldStore.PauseTicksForTest(true)
+	oldStore.SetRaftFilterForTest(func(uint64) bool { return true })
+	defer oldStore.SetRaftFilterForTest(nil)
+	defer oldStore.PauseTicksForTest(false)
+
+	var acked atomic.Int64 // highest value acknowledged by a new leader
+	acked.Store(last)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var stale, served, refused atomic.Int64
+	var staleMsg atomic.Value
+	// Readers hammer the old leader directly.
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				before := acked.Load()
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				resp, err := c.nodes[old].client.KvGet(ctx, &kvrpcpb.GetRequest{Context: c.reqCtx(), Key: []byte("k"), Version: ^uint64(0)})
+				cancel()
+				if err != nil || resp.GetRegionError() != nil {
+					refused.Add(1)
+					continue
+				}
+				served.Add(1)
+				got, _ := strconv.Atoi(string(resp.GetValue()[1:]))
+				if int64(got) < before {
+					stale.Add(1)
+					staleMsg.Store(fmt.Sprintf("read v%d after v%d was acknowledged", got, before))
+				}
+			}
+		})
+	}
+	// A writer commits increasing values through whichever other store leads.
+	newLeader := -1
+	deadline := time.Now().Add(waitFor)
+	for nAcked := 0; nAcked < 20; {
+		require.True(t, time.Now().Before(deadline), "no new leader took writes")
+		i := acked.Load() + 1
+		for j, n := range c.nodes {
+			if j == old || !n.srv.Store().IsLeader(c.region().GetId()) {
+				continue
+			}
+			ts := c.nextTS()
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			resp, err := n.client.KvOnePC(ctx, &kvrpcpb.OnePCRequest{Context: c.reqCtx(), StartTs: ts - 5, CommitTs: ts,
+				Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k"), Value: fmt.Appendf(nil, "v%d", i)}}})
+			cancel()
+			if err == nil && resp.GetRegionError() == nil && len(resp.GetErrors()) == 0 {
+				acked.Store(i)
+				newLeader = j
+				nAcked++
+				break
+			}
+		}
+		if acked.Load() < i {
+			time.Sleep(2 * time.Millisecond) // backoff while no new leader is known, not synchronisation
+		}
+	}
+	// Keep reading a little after the last acknowledgement: readers that
+	// started after it must see it too.
+	for n := served.Load() + refused.Load(); served.Load()+refused.Load() < n+20; {
+		time.Sleep(time.Millisecond) // waiting for readers' progress, not synchronisation of state
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("old leader under partition: %d reads served, %d refused; new leader %d", served.Load(), refused.Load(), newLeader)
+	require.Zero(t, stale.Load(), "stale read from the partitioned old leader: %v", staleMsg.Load())
+	require.NotEqual(t, -1, newLeader)
+
+	// The new leader serves the newest acknowledged write.
+	resp, err := c.nodes[newLeader].client.KvGet(context.Background(), &kvrpcpb.GetRequest{Context: c.reqCtx(), Key: []byte("k"), Version: ^uint64(0)})
+	require.NoError(t, err)
+	require.Nil(t, resp.GetRegionError())
+	got, _ := strconv.Atoi(string(resp.GetValue()[1:]))
+	require.GreaterOrEqual(t, int64(got), acked.Load())
+	oldStore.PauseTicksForTest(false)
+	oldStore.SetRaftFilterForTest(nil)
+
+	return newLeader
 }
