@@ -180,7 +180,7 @@ func (pl *Planner) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 		var src *Source
 		var err error
 		if isJoin(s.From) {
-			if src, err = pl.openJoin(ctx, s.From.TableRefs, env, s.SelectStmtOpts != nil && s.SelectStmtOpts.StraightJoin); err == nil && s.Where != nil {
+			if src, err = pl.openJoin(ctx, s.From.TableRefs, s.Where, env, s.SelectStmtOpts != nil && s.SelectStmtOpts.StraightJoin); err == nil && s.Where != nil {
 				err = qualify(s.Where, src.Cols, env, "where clause")
 			}
 		} else {

@@ -100,9 +100,9 @@ func isJoin(refs *ast.TableRefsClause) bool {
 // or NATURAL column is one column for unqualified names and *, a name
 // several tables have is ERROR 1052, aliases must be unique (1066).
 // straight (SELECT STRAIGHT_JOIN) makes every join a straight one.
-func (pl *Planner) openJoin(ctx context.Context, j *ast.Join, env expr.Env, straight bool) (*Source, error) {
+func (pl *Planner) openJoin(ctx context.Context, j *ast.Join, where ast.ExprNode, env expr.Env, straight bool) (*Source, error) {
 	ji := &JoinInfo{}
-	jb := &joinBuilder{pl: pl, env: env, ji: ji}
+	jb := &joinBuilder{pl: pl, env: env, ji: ji, derivedWhere: derivedFilters(j, where)}
 	root, err := jb.tree(ctx, j)
 	if err != nil {
 		return nil, err
@@ -135,6 +135,9 @@ type joinBuilder struct {
 	ji    *JoinInfo
 	cols  []expr.SchemaColumn
 	names map[string]bool
+	// derivedWhere are conditions for derived tables' queries
+	// (derivedpush.go).
+	derivedWhere map[*ast.TableSource][]ast.ExprNode
 }
 
 func (jb *joinBuilder) tree(ctx context.Context, n ast.ResultSetNode) (*joinNode, error) {
@@ -154,7 +157,22 @@ func (jb *joinBuilder) tree(ctx context.Context, n ast.ResultSetNode) (*joinNode
 }
 
 func (jb *joinBuilder) leaf(ctx context.Context, ts *ast.TableSource) (*joinNode, error) {
-	src, err := jb.pl.openSource(ctx, ts, jb.env)
+	var src *Source
+	var err error
+	if extra := jb.derivedWhere[ts]; len(extra) > 0 {
+		// A copy: the statement's AST is planned again at every execution.
+		q := *ts.Source.(*ast.SelectStmt)
+		for _, c := range extra {
+			if q.Where == nil {
+				q.Where = c
+			} else {
+				q.Where = &ast.BinaryOperationExpr{Op: opcode.LogicAnd, L: q.Where, R: c}
+			}
+		}
+		src, err = jb.pl.openDerived(ctx, &q, ts.AsName, jb.env)
+	} else {
+		src, err = jb.pl.openSource(ctx, ts, jb.env)
+	}
 	if err != nil {
 		return nil, err
 	}
