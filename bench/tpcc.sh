@@ -18,7 +18,8 @@
 # tpcc already holds the warehouses (no prepare; it is neither started nor
 # stopped). Writes bench/results/<UTC time>-tpcc[-label].md with
 # tpmC, every transaction's count, errors and p50/p99 latency, the prepare
-# time, the check result and the SQL node's peak RSS (VmHWM); raw go-tpc
+# time, the check result (with its time) and the SQL node's peak RSS (VmHWM,
+# reset after the prepare: during the run, then after the check); raw go-tpc
 # output stays in the temp dir (printed; removed unless --keep).
 set -euo pipefail
 
@@ -183,6 +184,9 @@ for tgt in "${TGTS[@]}"; do
     prep="$(echo "$(date +%s.%N) - $t0" | bc | cut -d. -f1) s"
   fi
   log "$tgt: prepared in $prep; run $TIME"
+  # Peak RSS from here on (the prepare's bulk loading is not counted):
+  # writing 5 to clear_refs resets VmHWM to the current RSS.
+  echo 5 >/proc/"$SQLPID"/clear_refs 2>/dev/null || true
   if [[ $tgt == strata && $KILL == 1 ]]; then kill_store_middle "$TOTAL" & killer=$!; fi
   runargs=()
   # With a store killed, go-tpc must keep every thread going after an
@@ -198,19 +202,21 @@ for tgt in "${TGTS[@]}"; do
   check="not run"
   if [[ ,$CHECK, == *,$tgt,* ]]; then
     log "$tgt: check"
+    t0check=$(date +%s)
     # go-tpc exits 0 when a condition fails: its "failed" line decides.
     if "$GOTPC" tpcc check "${args[@]}" -T "$WAREHOUSES" >"$dir/check.log" 2>&1 && ! grep -q failed "$dir/check.log"; then
       check="passed ($(grep -c '^begin to check' "$dir/check.log") conditions x warehouses)"
     else
       check="FAILED: $(grep -m1 -i 'failed' "$dir/check.log" | cut -c1-300)"
     fi
+    check="$check in $(( $(date +%s) - t0check )) s; peak RSS after it: $(awk '/VmHWM/ {printf "%.0f MiB", $2/1024}' /proc/"$SQLPID"/status)"
   fi
   {
     echo "## $tgt ($VERSION)"
     echo
     echo "- $(grep -m1 '^tpmC' "$dir/run.log" || echo 'tpmC: n/a')"
     echo "- prepare: $prep; check: $check"
-    echo "- server peak RSS (VmHWM of the SQL node / mariadbd): $rss"
+    echo "- server peak RSS (VmHWM of the SQL node / mariadbd) during the run: $rss"
     [[ $tgt == strata && $KILL == 1 && -f $WORK/kill.log ]] && sed 's/^/- /' "$WORK/kill.log"
     echo
     echo "| transaction | count | TPM | p50 ms | p99 ms |"
