@@ -272,6 +272,11 @@ func TestCHBenchmarkMatchesMariaDB(t *testing.T) {
 		require.NoError(t, err, q)
 		require.Equal(t, a, b, "row count of %s", tbl)
 	}
+	// Statistics for the planner, as an operator would gather them after
+	// a load (the test cluster runs without auto-analyze).
+	tables := "warehouse, district, customer, history, new_order, orders, order_line, item, stock, nation, region, supplier"
+	mustExec(t, strata, "ANALYZE TABLE "+tables)
+	mustExec(t, maria, "ANALYZE TABLE "+tables)
 	sup := "SELECT * FROM supplier ORDER BY s_suppkey"
 	a, err := chRows(ctx, maria, sup)
 	require.NoError(t, err)
