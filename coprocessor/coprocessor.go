@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -83,6 +84,10 @@ type plan struct {
 	aggs   []aggFunc
 	group  []expr.Expr // GROUP BY keys (partial states per group)
 	paging int
+	// pageRows and pageTime bound one response by rows scanned and by
+	// execution time (DAGRequest.page_scan_rows, page_ms); 0: unbounded.
+	pageRows int64
+	pageTime time.Duration
 	// stage of each executor, for summaries: rows an executor produced are
 	// counted where it hands them on.
 	nexec int
@@ -244,6 +249,13 @@ func buildPlan(dag *coprocessorpb.DAGRequest) (plan, error) {
 	if !p.isAgg && p.topN == nil {
 		p.paging = int(min(dag.GetPagingSize(), 1<<30))
 	}
+	// A page may end anywhere but in a legacy COUNT (its answer is a bare
+	// count) or under a Limit (the limit counts per request, and pages
+	// would each return up to it).
+	if len(p.legacy) == 0 && p.limit == 0 {
+		p.pageRows = int64(min(dag.GetPageScanRows(), math.MaxInt64))
+		p.pageTime = time.Duration(min(dag.GetPageMs(), math.MaxInt64/uint64(time.Millisecond))) * time.Millisecond
+	}
 	return p, nil
 }
 
@@ -272,7 +284,8 @@ type run struct {
 	produced []uint64     // rows handed on, per executor
 	scanned  int64
 	maxScan  int64
-	emitted  int // rows counted against limit / paging
+	emitted  int       // rows counted against limit / paging
+	deadline time.Time // end of the page (pageTime); zero: none
 	done     bool
 	err      error
 	tops     []topRow
@@ -317,6 +330,9 @@ func ExecuteLookUp(r Scanner, rows RowReader, dag *coprocessorpb.DAGRequest, ran
 		x.states = make([]aggState, len(p.aggs))
 	}
 	x.done = p.limit < 0
+	if p.pageTime > 0 {
+		x.deadline = started.Add(p.pageTime)
+	}
 	// COUNT(*) over opaque rows reads keys only.
 	keyOnly := p.isAgg && p.tbl == nil
 	n := len(ranges)
@@ -357,7 +373,33 @@ func (x *run) fail(err error) bool {
 	return false
 }
 
+// visit handles one scanned row, then ends the page when its bounds
+// (rows scanned, time) are reached: the rows up to and including k are
+// in this response, so it resumes after k (ascending) or before k
+// (descending).
 func (x *run) visit(k, v []byte) bool {
+	if !x.visitRow(k, v) {
+		return false
+	}
+	p := &x.p
+	if (p.pageRows > 0 && x.scanned >= p.pageRows) ||
+		(!x.deadline.IsZero() && x.scanned&63 == 0 && time.Now().After(x.deadline)) {
+		x.done = true
+		x.resp.ResumeKey = resumeAfter(k, p.desc)
+		return false
+	}
+	return true
+}
+
+// resumeAfter is the resume_key of a page whose last scanned key is k.
+func resumeAfter(k []byte, desc bool) []byte {
+	if desc {
+		return bytes.Clone(k)
+	}
+	return append(bytes.Clone(k), 0)
+}
+
+func (x *run) visitRow(k, v []byte) bool {
 	x.scanned++
 	if x.scanned > x.maxScan {
 		return x.fail(fmt.Errorf("%w (%d)", ErrScanLimit, x.maxScan))
@@ -411,11 +453,7 @@ func (x *run) visit(k, v []byte) bool {
 	}
 	if p.paging > 0 && len(x.resp.Rows)+len(x.pending) >= p.paging {
 		x.done = true
-		if p.desc {
-			x.resp.ResumeKey = bytes.Clone(k)
-		} else {
-			x.resp.ResumeKey = append(bytes.Clone(k), 0)
-		}
+		x.resp.ResumeKey = resumeAfter(k, p.desc)
 		return false
 	}
 	return true

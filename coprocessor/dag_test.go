@@ -1,12 +1,15 @@
 package coprocessor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -255,4 +258,140 @@ func TestSumOverflow(t *testing.T) {
 	require.Equal(t, "-4", out[0].String()) // (2^63-2) + 3 - 5 - 2^63
 	require.Equal(t, "4", out[1].String())
 	require.Equal(t, "-4", out[2].String())
+}
+
+// TestPagedPartials: with page_scan_rows every chain answers the part it
+// scanned and where to resume; following the resume keys and merging the
+// pages as the SQL node merges regions gives the unpaged answer, and no
+// page scans more than its bound.
+func TestPagedPartials(t *testing.T) {
+	tbl, db := dagTable(t)
+	info, err := json.Marshal(tbl)
+	require.NoError(t, err)
+	scanT := &cop.Executor{Tp: cop.ExecType_TypeTableScan, TblScan: &cop.TableScan{TableId: tbl.ID, TableInfo: info}}
+	aggE := &cop.Executor{Tp: cop.ExecType_TypeAggregation, Aggregation: &cop.Aggregation{Funcs: []*cop.AggFunc{
+		{Tp: cop.AggFuncType_Count}, {Tp: cop.AggFuncType_Sum, Arg: compileExpr(t, tbl, "id")}, {Tp: cop.AggFuncType_Count, Arg: compileExpr(t, tbl, "k")}}}}
+	groupE := &cop.Executor{Tp: cop.ExecType_TypeAggregation, Aggregation: &cop.Aggregation{
+		GroupBy: []*cop.Expr{compileExpr(t, tbl, "c")}, Funcs: []*cop.AggFunc{{Tp: cop.AggFuncType_Count}}}}
+	selE := &cop.Executor{Tp: cop.ExecType_TypeSelection, Selection: &cop.Selection{Conditions: []*cop.Expr{compileExpr(t, tbl, "k > 2")}}}
+	topE := &cop.Executor{Tp: cop.ExecType_TypeTopN, TopN: &cop.TopN{Limit: 3, OrderBy: []*cop.ByItem{{Expr: compileExpr(t, tbl, "d"), Desc: true}}}}
+	all := []Range{{Start: tablecodec.RowKey(tbl.ID, 0), End: tablecodec.RowKey(tbl.ID, 1000)}}
+
+	// pages runs dag page by page and returns the responses.
+	pages := func(t *testing.T, dag *cop.DAGRequest) []*cop.SelectResponse {
+		var out []*cop.SelectResponse
+		rs := all
+		for len(out) < 100 {
+			r := mvcc.NewSnapshotReader(db, mvcc.ReadOptions{TS: 100})
+			resp, err := Execute(r, dag, rs)
+			r.Close()
+			require.NoError(t, err)
+			out = append(out, resp)
+			if n := dag.GetPageScanRows(); n > 0 {
+				require.LessOrEqual(t, resp.GetScannedRows(), n)
+			}
+			if resp.GetResumeKey() == nil {
+				return out
+			}
+			rs = []Range{{Start: resp.GetResumeKey(), End: all[0].End}}
+		}
+		t.Fatal("no end of pages")
+		return nil
+	}
+	for _, n := range []uint64{1, 3, 7, 20, 64} {
+		t.Run(fmt.Sprint("rows=", n), func(t *testing.T) {
+			// Aggregation: counts and sums add up.
+			var cnt, sum, cntK int64
+			ps := pages(t, &cop.DAGRequest{Executors: []*cop.Executor{scanT, aggE}, PageScanRows: n})
+			// A page ends at its n-th row even when it is the last one.
+			want := 1
+			if n <= 20 {
+				want = int(20/n) + 1
+			}
+			require.Len(t, ps, want)
+			for _, p := range ps {
+				var a, b, c int64
+				_, err := fmt.Sscanf(strings.ReplaceAll(decodeOut(t, p.GetAggRow(), 3), "NULL", "0"), "%d %d %d", &a, &b, &c)
+				require.NoError(t, err)
+				cnt, sum, cntK = cnt+a, sum+b, cntK+c
+			}
+			require.Equal(t, []int64{20, 210, 16}, []int64{cnt, sum, cntK})
+
+			// GROUP BY: per-group counts add up.
+			groups := map[string]int{}
+			for _, p := range pages(t, &cop.DAGRequest{Executors: []*cop.Executor{scanT, groupE}, PageScanRows: n}) {
+				for _, row := range p.GetRows() {
+					var g string
+					var c int
+					_, err := fmt.Sscanf(decodeOut(t, row.GetValue(), 2), "%s %d", &g, &c)
+					require.NoError(t, err)
+					groups[g] += c
+				}
+			}
+			require.Equal(t, map[string]int{"c0": 5, "c1": 5, "c2": 5, "c3": 5}, groups)
+
+			// Selection: the same rows, once each, in order.
+			var ids []int64
+			for _, p := range pages(t, &cop.DAGRequest{Executors: []*cop.Executor{scanT, selE}, PageScanRows: n}) {
+				for _, row := range p.GetRows() {
+					_, h, err := tablecodec.DecodeRowKey(row.GetKey())
+					require.NoError(t, err)
+					ids = append(ids, h)
+				}
+			}
+			require.Equal(t, []int64{3, 4, 6, 11, 12, 13, 17, 18, 19}, ids)
+
+			// TopN: each page's top rows; the best 3 of them are the top 3.
+			var tops []int64
+			for _, p := range pages(t, &cop.DAGRequest{Executors: []*cop.Executor{scanT, topE}, PageScanRows: n}) {
+				require.LessOrEqual(t, len(p.GetRows()), 3)
+				for _, row := range p.GetRows() {
+					_, h, err := tablecodec.DecodeRowKey(row.GetKey())
+					require.NoError(t, err)
+					tops = append(tops, h)
+				}
+			}
+			slices.Sort(tops)
+			require.Equal(t, []int64{18, 19, 20}, tops[len(tops)-3:])
+		})
+	}
+}
+
+// slowScanner yields n opaque rows, each after a pause.
+type slowScanner struct {
+	n     int
+	pause time.Duration
+}
+
+func (s slowScanner) Scan(start, end []byte, _, _ bool, fn func(key, value []byte) bool) error {
+	for i := range s.n {
+		k := tablecodec.RowKey(1, int64(i))
+		if bytes.Compare(k, start) < 0 || (len(end) > 0 && bytes.Compare(k, end) >= 0) {
+			continue
+		}
+		time.Sleep(s.pause)
+		if !fn(k, []byte("v")) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// TestPageTime: page_ms ends a page once its time is spent (checked every
+// 64 rows) with a resume key after the last row scanned; a Limit chain
+// is never cut short by it.
+func TestPageTime(t *testing.T) {
+	s := slowScanner{n: 1000, pause: 50 * time.Microsecond} // ≥ 50 ms in all
+	all := []Range{{Start: tablecodec.RowKey(1, 0), End: tablecodec.RowKey(1, 1000)}}
+	resp, err := Execute(s, &cop.DAGRequest{PageMs: 1, Executors: []*cop.Executor{scan(false)}}, all)
+	require.NoError(t, err)
+	n := len(resp.GetRows())
+	require.Less(t, n, 1000)
+	require.Zero(t, n%64)
+	require.Equal(t, append(tablecodec.RowKey(1, int64(n-1)), 0), resp.GetResumeKey())
+
+	resp, err = Execute(s, &cop.DAGRequest{PageMs: 1, Executors: []*cop.Executor{scan(false), limit(900)}}, all)
+	require.NoError(t, err)
+	require.Len(t, resp.GetRows(), 900)
+	require.Nil(t, resp.GetResumeKey())
 }

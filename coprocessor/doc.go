@@ -30,7 +30,11 @@
 // value, AVG → count and sum) for the SQL node to merge.
 //
 // Bounds: paging_size stops a row-producing chain after that many rows and
-// returns resume_key; max_scan_rows (DefaultMaxScanRows when 0) fails a
+// returns resume_key; page_ms and page_scan_rows stop any chain but the
+// legacy COUNT and Limit chains after that much execution time (checked
+// every 64 rows) or that many rows scanned, and answer the part scanned
+// (rows, top rows, partial aggregate states) with resume_key, which the
+// client merges as it merges regions; max_scan_rows (DefaultMaxScanRows when 0) fails a
 // request that scans more; a Limiter admits a fixed number of requests per
 // store at once (kv/server takes a slot only for coprocessor requests, so
 // point gets and writes are never queued behind scans).

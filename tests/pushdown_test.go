@@ -119,6 +119,11 @@ func TestPushdownMatchesRoot(t *testing.T) {
 		}
 		require.Equal(t, want, got, tc.q)
 	}
+	// Store batching: seven or more regions on three stores, so some store
+	// leads two of them and their tasks went in one RPC; the SQL node
+	// counted each statement's RPCs.
+	require.Greater(t, metric(t, c.SQL[0], "strata_kvclient_cop_batched_tasks_total"), 0.0)
+	require.Greater(t, metric(t, c.SQL[0], "strata_distsql_rpcs_per_statement_count"), 0.0)
 	// A sort the access path cannot provide (mixed directions) comes
 	// before the LIMIT: the reader must not stop after 6 rows.
 	all := queryRows(t, off, "SELECT id, k FROM t")

@@ -142,6 +142,7 @@ type result struct {
 	sum           string
 	nrows         int
 	rpcs          float64
+	timeouts      float64 // RPC attempts that timed out (and were retried)
 	peakRSS, heap int64 // KiB, bytes
 	err           error
 }
@@ -214,17 +215,23 @@ func run(binDir, results string, rows, regions, stores int, note string, keep bo
 	}
 	var res []result
 	explains := map[string]string{}
+	stamp := time.Now().UTC().Format("2006-01-02-1504")
 	for _, q := range queries {
 		explains[q] = explain(dbs["on"], q)
 		for _, mode := range []string{"on", "off", "on"} { // the first "on" warms the caches
 			r := measure(dbs[mode], sqlProc.Pid(), status, q)
 			r.mode = mode
-			logf("%-4s %8s rows=%d rpcs=%.0f peakRSS=%dMiB heap=%dMiB %s %v", mode, r.dur.Round(time.Millisecond), r.nrows, r.rpcs, r.peakRSS>>10, r.heap>>20, q, r.err)
+			logf("%-4s %8s rows=%d rpcs=%.0f timeouts=%.0f peakRSS=%dMiB heap=%dMiB %s %v", mode, r.dur.Round(time.Millisecond), r.nrows, r.rpcs, r.timeouts, r.peakRSS>>10, r.heap>>20, q, r.err)
 			res = append(res, r)
 		}
 		res = append(res[:len(res)-3], res[len(res)-2:]...) // drop the warm-up
+		// The report so far, rewritten after each query: a run that dies
+		// (OOM killer, a loaded machine) leaves what it measured.
+		if err := report(results, stamp, rows, regions, stores, total, load, split, note, res, explains, sqlProc.Pid()); err != nil {
+			return err
+		}
 	}
-	return report(results, rows, regions, stores, total, load, split, note, res, explains, sqlProc.Pid())
+	return nil
 }
 
 func measure(db *sql.DB, pid int, status, q string) result {
@@ -232,6 +239,7 @@ func measure(db *sql.DB, pid int, status, q string) result {
 	// 5 resets the peak RSS (VmHWM) to the current RSS.
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0o200)
 	before := metric(status, "strata_kvclient_rpc_duration_seconds_count", `type="coprocessor"`)
+	timeoutsBefore := metric(status, "strata_kvclient_backoff_total", `reason="rpc_timeout"`)
 	var peakHeap atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -280,6 +288,7 @@ func measure(db *sql.DB, pid int, status, q string) result {
 	r.err = err
 	r.sum = fmt.Sprintf("%x", h.Sum(nil))[:12]
 	r.rpcs = metric(status, "strata_kvclient_rpc_duration_seconds_count", `type="coprocessor"`) - before
+	r.timeouts = metric(status, "strata_kvclient_backoff_total", `reason="rpc_timeout"`) - timeoutsBefore
 	r.peakRSS = procStatus(pid, "VmHWM")
 	r.heap = peakHeap.Load()
 	return r
@@ -357,27 +366,28 @@ func statusAddr(args []string) string {
 	return ""
 }
 
-func report(dir string, rows, regions, stores, split int, load, splitDur time.Duration, note string, res []result, explains map[string]string, pid int) error {
-	stamp := time.Now().UTC().Format("2006-01-02-1504")
+func report(dir, stamp string, rows, regions, stores, split int, load, splitDur time.Duration, note string, res []result, explains map[string]string, pid int) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Coprocessor pushdown on %d rows (bench/cop1m)\n\n", rows)
 	fmt.Fprintf(&b, "1 PD, %d stores, 1 SQL node on loopback (2 shared cores). sbtest1 (sysbench's schema and value shapes, no secondary index) loaded with %d rows by "+loadWith+" in %s (%.0f rows/s); `SPLIT TABLE ... REGIONS %d` added %d regions in %s.\n\n",
 		stores, rows, load.Round(time.Second), float64(rows)/load.Seconds(), regions, split, splitDur.Round(time.Millisecond))
-	b.WriteString("Per query, pushdown on (`strata_allow_pushdown=1`) and off, after one unmeasured run with pushdown on. cop RPCs: coprocessor RPCs the SQL node sent for the statement. Peak RSS: the SQL node's VmHWM, reset before the query (clear_refs); peak heap: go_memstats_heap_inuse_bytes sampled every 20 ms. Same checksum = same rows in the same order.\n\n")
+	b.WriteString("Per query, pushdown on (`strata_allow_pushdown=1`) and off, after one unmeasured run with pushdown on. cop RPCs: coprocessor RPCs the SQL node sent for the statement (a store-batched RPC counts once); timeouts: RPC attempts that timed out and were retried. Peak RSS: the SQL node's VmHWM, reset before the query (clear_refs); peak heap: go_memstats_heap_inuse_bytes sampled every 20 ms. Same checksum = same rows in the same order.\n\n")
 	if note != "" {
 		b.WriteString(note + "\n\n")
 	}
-	b.WriteString("| query | pushdown | time | rows | checksum | cop RPCs | SQL peak RSS MiB | SQL peak heap MiB |\n|---|---|---:|---:|---|---:|---:|---:|\n")
+	b.WriteString("| query | pushdown | time | rows | checksum | cop RPCs | timeouts | SQL peak RSS MiB | SQL peak heap MiB |\n|---|---|---:|---:|---|---:|---:|---:|---:|\n")
 	for _, r := range res {
 		sum := r.sum
 		if r.err != nil {
 			sum = "ERROR " + r.err.Error()
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %d | %s | %.0f | %.1f | %.1f |\n", r.q, r.mode, r.dur.Round(time.Millisecond), r.nrows, sum, r.rpcs, float64(r.peakRSS)/1024, float64(r.heap)/(1<<20))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %d | %s | %.0f | %.0f | %.1f | %.1f |\n", r.q, r.mode, r.dur.Round(time.Millisecond), r.nrows, sum, r.rpcs, r.timeouts, float64(r.peakRSS)/1024, float64(r.heap)/(1<<20))
 	}
 	b.WriteString("\n## Plans with pushdown on\n\n")
 	for _, q := range queries {
-		fmt.Fprintf(&b, "`%s`\n\n```\n%s```\n\n", q, explains[q])
+		if e, ok := explains[q]; ok {
+			fmt.Fprintf(&b, "`%s`\n\n```\n%s```\n\n", q, e)
+		}
 	}
 	path := filepath.Join(dir, stamp+"-cop-1m.md")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stratadb/strata/kv/client/locate"
+	"github.com/stratadb/strata/kv/rpcstats"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/metapb"
 )
@@ -37,6 +38,10 @@ type Config struct {
 	// the store's BatchCommands stream (for comparison; stores that do not
 	// serve BatchCommands get unary RPCs anyway).
 	DisableBatch bool
+	// CopStoreBatch is how many regions' coprocessor tasks whose leaders
+	// are on one store a single RPC carries (TiDB's store batching,
+	// tidb_store_batch_size). Default 4; 1 sends one RPC per region.
+	CopStoreBatch int
 }
 
 const (
@@ -126,6 +131,9 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 	rctx.RegionEpoch = r.Epoch()
 	rctx.Peer = p
 
+	if kind == kindCop {
+		rpcstats.From(ctx).AddCop(1)
+	}
 	start := time.Now()
 	resp, sent, err := c.call(ctx, sc, kind, req, int(bo.attempts[boRPCTimeout]))
 	elapsed := time.Since(start).Seconds()

@@ -596,16 +596,7 @@ func TestCoprocessorManyRegionsWithSplit(t *testing.T) {
 	resps, err = c.Coprocessor(bg, scan, all, 20)
 	require.NoError(t, err)
 	require.Len(t, resps, 12)
-	var got []int
-	for _, sr := range resps {
-		for _, row := range sr.Rows {
-			var i int
-			_, err := fmt.Sscanf(string(row.Key), "k%02d", &i)
-			require.NoError(t, err)
-			got = append(got, i)
-		}
-	}
-	require.Equal(t, seq(0, 40), got)
+	require.Equal(t, seq(0, 40), rowInts(t, resps))
 }
 
 // TestCoprocessorPaging: with paging_size a call reads one page from one

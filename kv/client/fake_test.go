@@ -33,6 +33,7 @@ type fakeCluster struct {
 	stores   map[uint64]*fakeStore
 	data     map[string][]fakeVersion // oldest first
 	hideHint bool                     // NotLeader without leader hint
+	noBatch  bool                     // stores ignore StoreBatchTasks (as before store batching)
 	pdLeader map[uint64]uint64        // region id → store PD claims leads it
 	pdErr    error
 	onePCs   map[uint64]int // region id → applied OnePC requests
@@ -426,7 +427,9 @@ func (s *fakeStore) KvOnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kv
 }
 
 // Coprocessor returns the rows in the ranges, or their count when the DAG
-// has an aggregation.
+// has an aggregation; with page_scan_rows it ends a page after that many
+// rows with a resume key. Batched tasks are answered each as its own
+// region (store batching).
 func (s *fakeStore) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
 	if re := s.enter(ctx, "Coprocessor", false); re != nil {
 		return &kvrpcpb.CoprocessorResponse{RegionError: re}, nil
@@ -437,24 +440,51 @@ func (s *fakeStore) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReq
 	}
 	s.cl.mu.Lock()
 	defer s.cl.mu.Unlock()
-	keys := make([][]byte, 0, len(req.Ranges))
-	for _, kr := range req.Ranges {
+	resp, err := s.copRegion(&dag, req.Context, req.Ranges, req.StartTs)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range req.Tasks {
+		if s.cl.noBatch {
+			break
+		}
+		rctx := proto.Clone(req.Context).(*kvrpcpb.Context)
+		rctx.RegionId, rctx.RegionEpoch, rctx.Peer = t.RegionId, t.RegionEpoch, t.Peer
+		tr, err := s.copRegion(&dag, rctx, t.Ranges, req.StartTs)
+		if err != nil {
+			return nil, err
+		}
+		resp.BatchResponses = append(resp.BatchResponses, &kvrpcpb.StoreBatchTaskResponse{
+			RegionError: tr.RegionError, OtherError: tr.OtherError, Data: tr.Data})
+	}
+	return resp, nil
+}
+
+func (s *fakeStore) copRegion(dag *coprocessorpb.DAGRequest, rctx *kvrpcpb.Context, ranges []*kvrpcpb.KeyRange, ts uint64) (*kvrpcpb.CoprocessorResponse, error) {
+	keys := make([][]byte, 0, len(ranges))
+	for _, kr := range ranges {
 		keys = append(keys, kr.Start)
 	}
-	r, re := s.check(req.Context, keys...)
+	r, re := s.check(rctx, keys...)
 	if re != nil {
 		return &kvrpcpb.CoprocessorResponse{RegionError: re}, nil
 	}
 	var sr coprocessorpb.SelectResponse
-	for _, kr := range req.Ranges {
+	scanned := uint64(0)
+	for _, kr := range ranges {
 		if len(kr.End) == 0 && len(r.meta.EndKey) != 0 || len(r.meta.EndKey) != 0 && bytes.Compare(kr.End, r.meta.EndKey) > 0 {
 			return &kvrpcpb.CoprocessorResponse{OtherError: "range beyond region"}, nil
 		}
-		for _, p := range s.cl.scan(kr.Start, kr.End, req.StartTs, 0) {
+		for _, p := range s.cl.scan(kr.Start, kr.End, ts, 0) {
 			if n := dag.PagingSize; n > 0 && uint64(len(sr.Rows)) == n {
 				sr.ResumeKey = append(bytes.Clone(sr.Rows[n-1].Key), 0)
 				break
 			}
+			if n := dag.PageScanRows; n > 0 && scanned == n {
+				sr.ResumeKey = append(bytes.Clone(sr.Rows[n-1].Key), 0)
+				break
+			}
+			scanned++
 			sr.Rows = append(sr.Rows, &coprocessorpb.Row{Key: p.Key, Value: p.Value})
 		}
 		if sr.ResumeKey != nil {

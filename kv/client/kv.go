@@ -251,14 +251,18 @@ func mergeBatchErrors(errs []error, commitTS uint64) error {
 	return err
 }
 
-// copConcurrency bounds the regions one Coprocessor call queries at once.
+// copConcurrency bounds the RPCs one Coprocessor call has in flight.
 const copConcurrency = 8
 
 // Coprocessor sends dag once per region overlapping ranges, each time with
 // the ranges clipped to that region, and returns the decoded responses in
-// region (key) order. Regions are queried in parallel, at most
-// copConcurrency at a time, the caller's goroutine being one of the workers;
-// the first error cancels the others and is returned. ranges should not
+// region (key) order. Regions whose leaders share a store go up to
+// Config.CopStoreBatch per RPC (store batching, copbatch.go); the RPCs
+// are sent in parallel, at most copConcurrency at a time, the caller's
+// goroutine being one of the workers; the first error cancels the others
+// and is returned. A store that ends a page (DAGRequest.page_ms) is asked
+// again for the rest of its region's ranges, so a region may answer
+// several responses, in scan order. ranges should not
 // overlap; they are sorted by start key here (the caller's slice and ranges
 // are not modified). A range with an empty end extends to +infinity.
 //
@@ -295,7 +299,7 @@ func (c *Client) CoprocessorResolved(ctx context.Context, dag *coprocessorpb.DAG
 		return c.copPage(ctx, &bo, data, ts, resolved, rs)
 	}
 	// Split the ranges by region up front: one task per region.
-	var tasks [][]*kvrpcpb.KeyRange
+	var tasks []copTask
 	for rest := rs; len(rest) > 0; {
 		r, err := c.locate(ctx, &bo, rest[0].Start)
 		if err != nil {
@@ -303,19 +307,37 @@ func (c *Client) CoprocessorResolved(ctx context.Context, dag *coprocessorpb.DAG
 		}
 		var in []*kvrpcpb.KeyRange
 		in, rest = clipRanges(r.EndKey(), rest)
-		tasks = append(tasks, in)
+		tasks = append(tasks, copTask{i: len(tasks), region: r, ranges: in})
 	}
-	switch {
-	case len(tasks) == 0:
+	if len(tasks) == 0 {
 		return nil, nil
-	case len(tasks) == 1:
-		return c.copRanges(ctx, &bo, data, ts, resolved, tasks[0], nil)
 	}
+	cc := &copCall{data: data, ts: ts, resolved: resolved, desc: dagDesc(dag), results: make([][]*coprocessorpb.SelectResponse, len(tasks))}
+	if units := c.storeBatches(tasks); len(units) == 1 {
+		if err := c.copUnit(ctx, &bo, cc, units[0]); err != nil {
+			return nil, err
+		}
+	} else if err := c.copUnits(ctx, &bo, cc, units); err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, r := range cc.results {
+		n += len(r)
+	}
+	out := make([]*coprocessorpb.SelectResponse, 0, n)
+	for _, r := range cc.results {
+		out = append(out, r...)
+	}
+	return out, nil
+}
 
+// copUnits runs units in parallel, at most copConcurrency at a time, the
+// caller's goroutine being one of the workers; the first error cancels
+// the others and is returned.
+func (c *Client) copUnits(ctx context.Context, bo *backoffer, cc *copCall, units [][]copTask) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		results  = make([][]*coprocessorpb.SelectResponse, len(tasks))
 		next     atomic.Int32
 		errOnce  sync.Once
 		firstErr error
@@ -324,44 +346,34 @@ func (c *Client) CoprocessorResolved(ctx context.Context, dag *coprocessorpb.DAG
 	worker := func(bo *backoffer) {
 		for {
 			i := int(next.Add(1)) - 1
-			if i >= len(tasks) || ctx.Err() != nil {
+			if i >= len(units) || ctx.Err() != nil {
 				return
 			}
-			out, err := c.copRanges(ctx, bo, data, ts, resolved, tasks[i], results[i][:0])
-			if err != nil {
+			if err := c.copUnit(ctx, bo, cc, units[i]); err != nil {
 				errOnce.Do(func() { firstErr = err; cancel() })
 				return
 			}
-			results[i] = out
 		}
 	}
-	for range min(len(tasks), copConcurrency) - 1 {
+	for range min(len(units), copConcurrency) - 1 {
 		sub := bo.fork()
 		wg.Go(func() { worker(sub) })
 	}
 	worker(bo.fork())
 	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	n := 0
-	for _, r := range results {
-		n += len(r)
-	}
-	out := make([]*coprocessorpb.SelectResponse, 0, n)
-	for _, r := range results {
-		out = append(out, r...)
-	}
-	return out, nil
+	return firstErr
 }
 
 // copRanges runs the coprocessor request over sorted rs, one region at a
 // time in key order (usually rs lies in one region; after a split it may
-// not), and appends the responses to out.
-func (c *Client) copRanges(ctx context.Context, bo *backoffer, data []byte, ts uint64, resolved []uint64, rs []*kvrpcpb.KeyRange, out []*coprocessorpb.SelectResponse) ([]*coprocessorpb.SelectResponse, error) {
+// not), and appends the responses to out. A response with a resume_key
+// (the store ended a page: DAGRequest.page_ms, page_scan_rows) is
+// followed by the same request over the rest of the region's ranges, so
+// out may hold several responses per region, in scan order.
+func (c *Client) copRanges(ctx context.Context, bo *backoffer, cc *copCall, rs []*kvrpcpb.KeyRange, out []*coprocessorpb.SelectResponse) ([]*coprocessorpb.SelectResponse, error) {
 	var (
-		rctx = kvrpcpb.Context{ResolvedLocks: resolved}
-		req  = kvrpcpb.CoprocessorRequest{Context: &rctx, Data: data, StartTs: ts}
+		rctx = kvrpcpb.Context{ResolvedLocks: cc.resolved}
+		req  = kvrpcpb.CoprocessorRequest{Context: &rctx, Data: cc.data, StartTs: cc.ts}
 		wrap = Request{Cmd: &storepb.BatchCommandsRequest_Request_Coprocessor{Coprocessor: &req}}
 	)
 	for len(rs) > 0 {
@@ -383,6 +395,11 @@ func (c *Client) copRanges(ctx context.Context, bo *backoffer, data []byte, ts u
 			return nil, err
 		}
 		out = append(out, sr)
+		if len(sr.ResumeKey) > 0 {
+			in = resumeRanges(in, sr.ResumeKey, cc.desc)
+			rs = append(in[:len(in):len(in)], rest...)
+			continue
+		}
 		rs = rest
 	}
 	return out, nil

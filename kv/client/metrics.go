@@ -79,6 +79,12 @@ var (
 		Help:      "Requests per BatchCommands message sent to a store.",
 		Buckets:   []float64{1, 2, 4, 8, 16, 32, 64, 128},
 	})
+	copBatchedTasks = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata",
+		Subsystem: "kvclient",
+		Name:      "cop_batched_tasks_total",
+		Help:      "Coprocessor region tasks sent inside another region's RPC to the same store (store batching).",
+	})
 	undetermined = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata",
 		Subsystem: "kvclient",

@@ -341,6 +341,39 @@ func TestClusterWriteReadFailover(t *testing.T) {
 		require.Len(t, rows, 2)
 		require.Equal(t, "k000", string(rows[0].GetKey()))
 		require.Equal(t, "v0", string(rows[0].GetValue()))
+
+		// Store batching: each task answers as its own region.
+		data, err := proto.Marshal(&coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{scan, count}})
+		require.NoError(t, err)
+		c.retry(func(n *testNode) bool {
+			rc := c.reqCtx()
+			resp, err := n.client.Coprocessor(context.Background(), &kvrpcpb.CoprocessorRequest{
+				Context: rc, Data: data, StartTs: ^uint64(0),
+				Ranges: []*kvrpcpb.KeyRange{{Start: []byte("k000"), End: []byte("k005")}},
+				Tasks: []*kvrpcpb.StoreBatchTask{
+					{RegionId: rc.GetRegionId(), RegionEpoch: rc.GetRegionEpoch(), Peer: rc.GetPeer(), Ranges: []*kvrpcpb.KeyRange{{Start: []byte("k010"), End: []byte("k013")}}},
+					{RegionId: 9999, RegionEpoch: rc.GetRegionEpoch(), Ranges: []*kvrpcpb.KeyRange{{Start: []byte("k010"), End: []byte("k013")}}},
+				},
+			})
+			if err != nil || retryable(resp.GetRegionError()) {
+				return false
+			}
+			require.Nil(t, resp.GetRegionError())
+			sel := &coprocessorpb.SelectResponse{}
+			require.NoError(t, proto.Unmarshal(resp.GetData(), sel))
+			require.Equal(t, []int64{5}, sel.GetAggValues())
+			require.Len(t, resp.GetBatchResponses(), 2)
+			b0, b1 := resp.GetBatchResponses()[0], resp.GetBatchResponses()[1]
+			if retryable(b0.GetRegionError()) {
+				return false
+			}
+			require.Nil(t, b0.GetRegionError())
+			sel = &coprocessorpb.SelectResponse{}
+			require.NoError(t, proto.Unmarshal(b0.GetData(), sel))
+			require.Equal(t, []int64{3}, sel.GetAggValues())
+			require.NotNil(t, b1.GetRegionError().GetRegionNotFound())
+			return true
+		})
 	})
 
 	t.Run("pd-routes-to-leader", func(t *testing.T) {

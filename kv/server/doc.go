@@ -12,7 +12,10 @@
 // (raft_cmdpb) are proposed with raftstore.Propose; the handler returns
 // once they are applied here, and the latches stay held until then even if
 // the client has gone. Coprocessor reads the same way through
-// coprocessor.Execute. BatchCommands multiplexes all of these on one
+// coprocessor.Execute, one region per request plus, with store batching
+// (CoprocessorRequest.tasks), more regions run concurrently and answered
+// each in its own StoreBatchTaskResponse (region error, lock or data).
+// BatchCommands multiplexes all of these on one
 // stream (a bounded worker pool per stream; pessimistic lock requests,
 // which may wait for other transactions, on a separate bounded set).
 // Region problems come back as errorpb.Error in the response's

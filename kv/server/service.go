@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,11 @@ import (
 	"github.com/stratadb/strata/proto/storepb"
 	"github.com/stratadb/strata/raftstore"
 )
+
+var copBatchTasks = promauto.NewCounter(prometheus.CounterOpts{
+	Namespace: "strata", Subsystem: "store", Name: "coprocessor_batch_tasks_total",
+	Help: "Region tasks served inside another region's coprocessor RPC (store batching).",
+})
 
 var rpcSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
 	Namespace: "strata", Subsystem: "store", Name: "rpc_seconds",
@@ -281,11 +287,50 @@ func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 	if err := proto.Unmarshal(req.GetData(), dag); err != nil {
 		return &kvrpcpb.CoprocessorResponse{OtherError: "coprocessor: bad DAG request: " + err.Error()}, nil
 	}
-	region, rerr, err := s.store.ReadIndex(ctx, req.GetContext())
+	tasks := req.GetTasks()
+	if len(tasks) == 0 {
+		return s.copRegion(ctx, dag, req.GetContext(), req.GetRanges(), req.GetStartTs())
+	}
+	// Store batching: every task is a region of its own, checked and read
+	// as the request's region is, concurrently with it (each takes its own
+	// coprocessor slot, none waits holding one).
+	batch := make([]*kvrpcpb.StoreBatchTaskResponse, len(tasks))
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		wg.Go(func() {
+			rctx := proto.Clone(req.GetContext()).(*kvrpcpb.Context)
+			rctx.RegionId, rctx.RegionEpoch, rctx.Peer = t.GetRegionId(), t.GetRegionEpoch(), t.GetPeer()
+			resp, err := s.copRegion(ctx, dag, rctx, t.GetRanges(), req.GetStartTs())
+			if err != nil {
+				// What fails a request (a stopped store, a failed
+				// ReadIndex) makes the client retry the task alone, as
+				// it would retry an unbatched request.
+				batch[i] = &kvrpcpb.StoreBatchTaskResponse{RegionError: &errorpb.Error{Message: "coprocessor task: " + err.Error()}}
+				return
+			}
+			batch[i] = &kvrpcpb.StoreBatchTaskResponse{RegionError: resp.RegionError, Locked: resp.Locked, OtherError: resp.OtherError, Data: resp.Data}
+		})
+	}
+	resp, err := s.copRegion(ctx, dag, req.GetContext(), req.GetRanges(), req.GetStartTs())
+	wg.Wait()
+	copBatchTasks.Add(float64(len(tasks)))
 	if err != nil {
 		return nil, err
 	}
-	ranges := coprocessor.RangesFromProto(req.GetRanges())
+	resp.BatchResponses = batch
+	return resp, nil
+}
+
+// copRegion runs dag over ranges of the region rctx names: a ReadIndex
+// (leadership and epoch), the ranges checked against the region, the
+// concurrency manager's max_ts raised and its in-memory locks checked,
+// then one engine snapshot read at startTS under a coprocessor slot.
+func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, rctx *kvrpcpb.Context, kranges []*kvrpcpb.KeyRange, startTS uint64) (*kvrpcpb.CoprocessorResponse, error) {
+	region, rerr, err := s.store.ReadIndex(ctx, rctx)
+	if err != nil {
+		return nil, err
+	}
+	ranges := coprocessor.RangesFromProto(kranges)
 	for i := range ranges {
 		if rerr != nil {
 			break
@@ -297,21 +342,25 @@ func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 		return &kvrpcpb.CoprocessorResponse{RegionError: rerr}, nil
 	}
 	for _, r := range ranges {
-		if err := s.cm.ReadRange(ctx, r.Start, r.End, req.GetStartTs()); err != nil {
+		if err := s.cm.ReadRange(ctx, r.Start, r.End, startTS); err != nil {
 			return nil, err
 		}
 	}
+	// The snapshot is taken before waiting for a slot, right after the
+	// checks that make it valid (leadership, epoch, applied index, in-flight
+	// writes): a request that queues still reads the region as it was then,
+	// even if the region's data left this store while it waited.
+	snap := readView(s.store.Engine())
+	defer snap.Close()
 	if err := s.cop.Acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer s.cop.Release()
-	snap := readView(s.store.Engine())
-	defer snap.Close()
-	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetStartTs()))
+	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(rctx, startTS))
 	defer sr.Close()
 	var rows coprocessor.RowReader
 	if execs := dag.GetExecutors(); len(execs) > 1 && execs[1].GetTp() == coprocessorpb.ExecType_TypeIndexLookUp {
-		rows = &rowLookup{s: s, ctx: ctx, rctx: req.GetContext(), ts: req.GetStartTs()}
+		rows = &rowLookup{s: s, ctx: ctx, rctx: rctx, ts: startTS}
 	}
 	sel, err := coprocessor.ExecuteLookUp(sr, rows, dag, ranges)
 	var ke *mvcc.KeyError

@@ -236,7 +236,19 @@ type DAGRequest struct {
 	CollectSummaries bool `protobuf:"varint,3,opt,name=collect_summaries,json=collectSummaries,proto3" json:"collect_summaries,omitempty"`
 	// max_scan_rows, when > 0, ends a request that scanned more rows with
 	// an error (a memory/time bound per request; 0: the store's default).
-	MaxScanRows   uint64 `protobuf:"varint,4,opt,name=max_scan_rows,json=maxScanRows,proto3" json:"max_scan_rows,omitempty"`
+	MaxScanRows uint64 `protobuf:"varint,4,opt,name=max_scan_rows,json=maxScanRows,proto3" json:"max_scan_rows,omitempty"`
+	// page_ms and page_scan_rows, when > 0, bound one response of any chain
+	// but the legacy COUNT (agg_func) and chains with a Limit: the store
+	// stops after about page_ms milliseconds of execution, or after
+	// page_scan_rows rows scanned, and answers what it computed over the
+	// part of the ranges it scanned (the rows, the top-N, or the partial
+	// aggregate states of that part) with resume_key set. The client sends
+	// the same request again over the ranges from resume_key and merges the
+	// responses as it would regions' (TiKV's coprocessor paging with a
+	// time budget): a page is bounded in time, so no RPC outlives its
+	// timeout however large the region.
+	PageMs        uint64 `protobuf:"varint,5,opt,name=page_ms,json=pageMs,proto3" json:"page_ms,omitempty"`
+	PageScanRows  uint64 `protobuf:"varint,6,opt,name=page_scan_rows,json=pageScanRows,proto3" json:"page_scan_rows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -295,6 +307,20 @@ func (x *DAGRequest) GetCollectSummaries() bool {
 func (x *DAGRequest) GetMaxScanRows() uint64 {
 	if x != nil {
 		return x.MaxScanRows
+	}
+	return 0
+}
+
+func (x *DAGRequest) GetPageMs() uint64 {
+	if x != nil {
+		return x.PageMs
+	}
+	return 0
+}
+
+func (x *DAGRequest) GetPageScanRows() uint64 {
+	if x != nil {
+		return x.PageScanRows
 	}
 	return 0
 }
@@ -1553,14 +1579,16 @@ var File_coprocessorpb_proto protoreflect.FileDescriptor
 
 const file_coprocessorpb_proto_rawDesc = "" +
 	"\n" +
-	"\x13coprocessorpb.proto\x12\rcoprocessorpb\"\xb5\x01\n" +
+	"\x13coprocessorpb.proto\x12\rcoprocessorpb\"\xf4\x01\n" +
 	"\n" +
 	"DAGRequest\x125\n" +
 	"\texecutors\x18\x01 \x03(\v2\x17.coprocessorpb.ExecutorR\texecutors\x12\x1f\n" +
 	"\vpaging_size\x18\x02 \x01(\x04R\n" +
 	"pagingSize\x12+\n" +
 	"\x11collect_summaries\x18\x03 \x01(\bR\x10collectSummaries\x12\"\n" +
-	"\rmax_scan_rows\x18\x04 \x01(\x04R\vmaxScanRows\"\xdf\x03\n" +
+	"\rmax_scan_rows\x18\x04 \x01(\x04R\vmaxScanRows\x12\x17\n" +
+	"\apage_ms\x18\x05 \x01(\x04R\x06pageMs\x12$\n" +
+	"\x0epage_scan_rows\x18\x06 \x01(\x04R\fpageScanRows\"\xdf\x03\n" +
 	"\bExecutor\x12'\n" +
 	"\x02tp\x18\x01 \x01(\x0e2\x17.coprocessorpb.ExecTypeR\x02tp\x123\n" +
 	"\btbl_scan\x18\x02 \x01(\v2\x18.coprocessorpb.TableScanR\atblScan\x12<\n" +

@@ -3571,10 +3571,12 @@ func (x *KeyRange) GetEnd() []byte {
 // CoprocessorRequest runs a DAG (coprocessorpb.DAGRequest, marshalled in
 // data) over ranges of one region at start_ts.
 //
-// tasks (TiDB's store batching; reserved: not sent by kv/client nor
-// served by kv/server yet) are to carry the same DAG for more regions
-// whose leader is on the same store, answered in batch_responses in the
-// same order, each task's region error its own.
+// tasks (TiDB's store batching) carry the same DAG for more regions whose
+// leader is on the same store; the store runs them concurrently with the
+// primary region (context, ranges), each under its own region checks, and
+// answers them in batch_responses in the same order, each task's region
+// error, lock or data its own. A task's region error does not fail the
+// request: the client retries that task alone.
 type CoprocessorRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stratadb/strata/kv/rpcstats"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/planner"
@@ -71,6 +72,9 @@ type runCtx struct {
 	tx  TxnSource
 	txn sql.Txn
 	mem *memory.Statement // nil: untracked
+	// rpcs counts the statement's coprocessor RPCs (rc.coprocessor puts
+	// it in each call's context; observeRPCs records it at the end).
+	rpcs rpcstats.Counter
 }
 
 // MemoryTracked is implemented by a TxnSource whose statements' memory is

@@ -6,6 +6,10 @@ import (
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/stratadb/strata/kv/rpcstats"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -189,7 +193,28 @@ func (o *partialAggOp) dag() (*coprocessorpb.DAGRequest, error) {
 		agg.Funcs = append(agg.Funcs, &coprocessorpb.AggFunc{Tp: coprocessorpb.AggFuncType_FirstRow, Arg: pa})
 	}
 	execs = append(execs, &coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeAggregation, Aggregation: agg})
-	return &coprocessorpb.DAGRequest{Executors: execs}, nil
+	// Pages bounded in time: each answers its part's partial states (one
+	// row, or one per group met), merged above as regions' are.
+	return &coprocessorpb.DAGRequest{Executors: execs, PageMs: copPageMs}, nil
+}
+
+// copPageMs is the time budget of one coprocessor page (DAGRequest.page_ms)
+// for the readers whose requests may end early: a store answers what it
+// computed so far and where to resume, so no RPC of a large region outlives
+// its timeout on a loaded machine and none is retried whole.
+const copPageMs = 1000
+
+var rpcsPerStatement = promauto.NewHistogram(prometheus.HistogramOpts{
+	Name:    "strata_distsql_rpcs_per_statement",
+	Help:    "Coprocessor RPCs one statement sent to the stores (a store-batched RPC carrying several regions' tasks counts once), for statements that sent any.",
+	Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+})
+
+// observeRPCs records the statement's coprocessor RPCs, if it sent any.
+func (rc *runCtx) observeRPCs() {
+	if n := rc.rpcs.Cop(); n > 0 {
+		rpcsPerStatement.Observe(float64(n))
+	}
 }
 
 var aggFuncPB = map[string]coprocessorpb.AggFuncType{
@@ -204,7 +229,7 @@ var aggFuncPB = map[string]coprocessorpb.AggFuncType{
 func (rc *runCtx) coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, cs *copStats) ([]*coprocessorpb.SelectResponse, error) {
 	dag.CollectSummaries = cs != nil
 	start := time.Now()
-	resps, err := rc.e.Store.Coprocessor(ctx, dag, ranges, rc.txn.StartTS())
+	resps, err := rc.e.Store.Coprocessor(rpcstats.With(ctx, &rc.rpcs), dag, ranges, rc.txn.StartTS())
 	if cs != nil && err == nil {
 		cs.add(resps, time.Since(start))
 	}

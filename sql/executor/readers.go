@@ -519,10 +519,15 @@ func (p *keyPager) setCop(execs []*coprocessorpb.Executor, conds []expr.Expr, se
 			return err
 		}
 		p.cop = &coprocessorpb.DAGRequest{Executors: append(execs, top)}
+		if topN.Count <= minPage {
+			// Each page answers the top rows of its part; the root TopN
+			// keeps the best of them (at most count per page reach it).
+			p.cop.PageMs = copPageMs
+		}
 		p.oneShot = true
 		return nil
 	}
-	p.cop = &coprocessorpb.DAGRequest{Executors: execs}
+	p.cop = &coprocessorpb.DAGRequest{Executors: execs, PageMs: copPageMs}
 	return nil
 }
 

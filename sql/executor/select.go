@@ -107,6 +107,7 @@ func (e *Executor) SelectColumns(ctx context.Context, s *ast.SelectStmt, env exp
 // (EXPLAIN ANALYZE).
 func (e *Executor) runSelect(ctx context.Context, p *planner.SelectPlan, tx TxnSource, stats map[planner.Plan]*opStats) (*Result, error) {
 	rc := newRunCtx(e, tx, nil)
+	defer rc.observeRPCs()
 	if p.Src != nil || len(p.Subqueries) > 0 {
 		// An autocommit point get may read the newest committed version
 		// (no TSO round trip): the leader serves it after a ReadIndex and

@@ -298,6 +298,7 @@ func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where 
 	if err != nil {
 		return nil, err
 	}
+	defer rc.observeRPCs()
 	rows, err := drain(ctx, op, rc.mem)
 	if err != nil || !tx.TxnOptions().Pessimistic {
 		return rows, err

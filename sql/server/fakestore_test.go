@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/stratadb/strata/coprocessor"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -163,6 +165,33 @@ func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGReques
 	var resps []*coprocessorpb.SelectResponse
 	for i := 0; i == 0 || i < len(pairs); i += m.regionRows {
 		chunk := memPairs(pairs[i:min(i+m.regionRows, len(pairs))])
+		if dag.GetPagingSize() == 0 && dag.GetPageMs() > 0 {
+			// A page bounded in time may end anywhere: end each after a
+			// few rows and resume, as kv/client does, so that the SQL
+			// node merges several pages per region.
+			paged := proto.Clone(dag).(*coprocessorpb.DAGRequest)
+			paged.PageScanRows = 2
+			for rest := chunk; ; {
+				resp, err := coprocessor.ExecuteLookUp(rest, memRows{m: m, ts: ts}, paged, coprocessor.RangesFromProto(ranges))
+				if err != nil {
+					return nil, err
+				}
+				resps = append(resps, resp)
+				resume := resp.ResumeKey
+				if resume == nil {
+					break
+				}
+				resp.ResumeKey = nil
+				var next memPairs
+				for _, p := range rest {
+					if c := bytes.Compare(p.Key, resume); (c >= 0) != (dagDesc(dag)) {
+						next = append(next, p)
+					}
+				}
+				rest = next
+			}
+			continue
+		}
 		resp, err := coprocessor.ExecuteLookUp(chunk, memRows{m: m, ts: ts}, dag, coprocessor.RangesFromProto(ranges))
 		if err != nil {
 			return nil, err
@@ -176,6 +205,11 @@ func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGReques
 		}
 	}
 	return resps, nil
+}
+
+func dagDesc(dag *coprocessorpb.DAGRequest) bool {
+	e := dag.GetExecutors()[0]
+	return e.GetTblScan().GetDesc() || e.GetIdxScan().GetDesc()
 }
 
 // memRows is the coprocessor.RowReader of an IndexLookUp: as if the store
