@@ -1,13 +1,16 @@
 package client
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/kv/rpcstats"
 	"github.com/stratadb/strata/proto/coprocessorpb"
+	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 )
 
@@ -169,4 +172,41 @@ func TestResumeRanges(t *testing.T) {
 	require.Empty(t, resumeRanges(rs, []byte("a"), true))
 	require.Equal(t, "a", string(rs[0].Start), "input untouched")
 	require.Equal(t, "c", string(rs[0].End))
+}
+
+// TestCoprocessorSplitBetweenPages: regions split while their tasks are
+// being paged (batched or not); the tasks re-split from their resume
+// points and every row comes back exactly once, in key order.
+func TestCoprocessorSplitBetweenPages(t *testing.T) {
+	for _, batch := range []int{1, 4} {
+		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) {
+			cl := newFakeCluster(t, 1)
+			for i := range 40 {
+				cl.put(key(i), "v", 10)
+			}
+			for i := 10; i < 40; i += 10 {
+				cl.split(key(i))
+			}
+			var calls atomic.Int32
+			cl.setHook(1, func(_ context.Context, method string, after bool) *errorpb.Error {
+				if method == "Coprocessor" && !after && calls.Add(1) == 2 {
+					// After the first pages: split the first and the third
+					// region ahead of and behind their resume points.
+					cl.split(key(5))
+					cl.split(key(23))
+					cl.split(key(27))
+				}
+				return nil
+			})
+			c := cl.client(Config{CopStoreBatch: batch})
+			dag := &coprocessorpb.DAGRequest{PageScanRows: 4, Executors: []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeTableScan}}}
+			resps, err := c.Coprocessor(bg, dag, []*kvrpcpb.KeyRange{{Start: []byte(key(1)), End: []byte(key(38))}}, 20)
+			require.NoError(t, err)
+			require.Equal(t, seq(1, 38), rowInts(t, resps))
+			for _, r := range resps {
+				require.LessOrEqual(t, len(r.Rows), 4)
+			}
+			require.Greater(t, calls.Load(), int32(2))
+		})
+	}
 }
