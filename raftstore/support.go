@@ -27,7 +27,9 @@ import (
 // last heard from A. So when A gets the answer to a message it sent at
 // local time t, B supports A in that epoch until at least t + maxLease (the
 // lease length, 10 % below that window for clock-rate drift as in
-// leaseFor): the support grant A keeps per store (liveness.support).
+// leaseFor): the support grant A keeps per store (storeLive.support).
+// Like the tick-based lease, this assumes every store runs with the same
+// RaftTick and ElectionTicks.
 //
 // Hold. A follower on B that hibernates with its leader on A, having heard
 // from it within the last ElectionTicks/2 ticks (so raft's election
