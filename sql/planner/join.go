@@ -956,8 +956,9 @@ func (p *lookupShow) info() (string, string) { return p.access, p.op }
 //   - HashJoin: both sides read, plus costHashRow per row built or probed.
 //   - IndexJoin: the outer side read, plus per outer row a lookup of the
 //     inner table: costHandleLookup by handle or a whole unique key (at
-//     most one row), costIndexLookup by an index prefix (an index range
-//     and the row gets of its entries).
+//     most one row), costIndexLookup by an index prefix (an index range)
+//     plus, with statistics, per row it finds its entry and its row get
+//     (costIndexRow + costLookupRow, as an IndexLookUp weighs them).
 //
 // The cheapest wins, so a big table is the outer side of an index join
 // only when reading the other side whole would cost more than looking
@@ -1124,6 +1125,12 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 			c.cost = outerRows * costIndexLookup
 			if c.index.Unique && len(c.keys) == len(c.index.Columns) {
 				c.cost = outerRows * costHandleLookup
+			} else if !pseudoEstimate(n) {
+				// A prefix finds many rows per key, each an index entry
+				// and a row get: counted from the join's estimate when
+				// statistics make it one (a pseudo estimate of the join
+				// says nothing of the rows per key).
+				c.cost += hj.EstRows * (costIndexRow + costLookupRow)
 			}
 		}
 		c.cost += os.read
