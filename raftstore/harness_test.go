@@ -241,9 +241,15 @@ func (h *harness) stop(id uint64) {
 	delete(h.stores, id)
 }
 
-// crash kills store id as kill -9 would: its file system keeps what was
-// synced and a seeded share of what was not (newCrashHarness only).
-func (h *harness) crash(id uint64) { h.crashKeeping(id, h.rng.IntN(101)) }
+// crash kills store id as a power loss would: its file system keeps what
+// was synced and nothing else (newCrashHarness only). Keeping a seeded
+// share of the unsynced writes (what kill -9 leaves) broke replay: which
+// writes Pebble's WAL flush goroutine had put into the file by the crash
+// depends on scheduling, so the same seed diverged in about 1 run in 60
+// under -race (TestHarnessReplay/chaos_3_stores, commit index 26 vs 27 at
+// tick 116). Kill -9 with unsynced writes surviving is covered by the
+// real-binary tests (tests/, kv/server).
+func (h *harness) crash(id uint64) { h.crashKeeping(id, 0) }
 
 // crashKeeping is crash keeping percent % of the unsynced writes.
 func (h *harness) crashKeeping(id uint64, percent int) {
