@@ -73,6 +73,10 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "leader_transfers_total",
 		Help: "Leader transfers started by this store (graceful shutdown).",
 	})
+	transfersDeferred = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "leader_transfers_deferred_total",
+		Help: "Leader transfers not started because raft refused the handover of the transaction layer's in-memory locks (tried again later).",
+	})
 	handoverWrites = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "handover_writes_total",
 		Help: "Writes the transaction layer put into the log ahead of a leader transfer or split (its in-memory pessimistic locks).",

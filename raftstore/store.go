@@ -1297,18 +1297,23 @@ func (s *Store) transferLeaders() {
 		if target == 0 {
 			continue // no other voter: keep serving until stopped
 		}
-		p.handedOff = true
-		s.startTransfer(p, target)
+		p.handedOff = s.startTransfer(p, target) // else tried again next iteration
 	}
 }
 
 // startTransfer starts a leader transfer of p (a leader with no transfer in
-// progress) to peer target.
-func (s *Store) startTransfer(p *peer, target uint64) {
+// progress) to peer target. It reports false, starting nothing, when raft
+// refused the handover write (the transaction layer's in-memory locks
+// would be lost with the leadership); the caller tries again later.
+func (s *Store) startTransfer(p *peer, target uint64) bool {
 	s.busy(p)
 	// The transaction layer's in-memory state goes into the log first: the
 	// transferee has every entry before it campaigns.
-	s.handover(p.region, s.propose)
+	if s.handover(p.region, s.propose) {
+		transfersDeferred.Inc()
+		s.log.Info("leader transfer deferred: the handover of in-memory locks was refused", "region", p.region.GetId(), "to_peer", target)
+		return false
+	}
 	p.transferee = target
 	// The MsgTimeoutNow this may send lets the target win an election
 	// with forced votes that ignore CheckQuorum: no lease read from here
@@ -1323,6 +1328,7 @@ func (s *Store) startTransfer(p *peer, target uint64) {
 	}
 	leaderTransfers.Inc()
 	s.log.Info("transferring leader", "region", p.region.GetId(), "to_peer", target)
+	return true
 }
 
 // transferTarget picks the target of a leader transfer among rn's voters

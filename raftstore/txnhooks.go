@@ -50,11 +50,14 @@ var errHandoverRefused = errors.New("raftstore: handover write refused")
 
 // handover runs the Handover hook for region. queue hands a proposal to
 // raft (the loop's propose, or the inbox off the loop); a proposal answered
-// before the hook returns gets its done call after it.
-func (s *Store) handover(region *metapb.Region, queue func(pr *proposal)) {
+// before the hook returns gets its done call after it. refused reports
+// that a proposal was refused before the hook returned (with the loop's
+// propose: raft would not take it, e.g. too many uncommitted bytes on a
+// hot region); the caller must not hand leadership over then.
+func (s *Store) handover(region *metapb.Region, queue func(pr *proposal)) (refused bool) {
 	h := s.txnHooks.Load()
 	if h == nil || h.Handover == nil {
-		return
+		return false
 	}
 	var (
 		mu     sync.Mutex
@@ -81,6 +84,7 @@ func (s *Store) handover(region *metapb.Region, queue func(pr *proposal)) {
 			}
 			mu.Lock()
 			if inHook {
+				refused = refused || err != nil
 				early = append(early, func() { done(err) })
 				mu.Unlock()
 				return
@@ -98,6 +102,7 @@ func (s *Store) handover(region *metapb.Region, queue func(pr *proposal)) {
 	for _, f := range fs {
 		f()
 	}
+	return refused
 }
 
 // queueHandover is handover's queue off the Ready loop: the inbox, which

@@ -268,16 +268,26 @@ func (m *memLocks) handover(region *metapb.Region, propose func([]*raft_cmdpb.Re
 	propose(reqs, func(err error) {
 		outcome := "ok"
 		if err != nil {
-			outcome = "failed" // lost, as in a crash: prewrite amends them
+			// Refused (raft's uncommitted-size limit on a hot region, or
+			// leadership already gone): the locks stay in memory, unflushed,
+			// valid while this store leads; raftstore does not start the
+			// transfer after a refused handover. Lost only if leadership
+			// changes anyway (as in a crash).
+			outcome = "failed"
 		}
 		memLocksFlushed.WithLabelValues(outcome).Add(float64(len(flushed)))
 		rl.mu.Lock()
 		defer rl.mu.Unlock()
 		for i, k := range fkeys {
-			if rl.locks[k] == flushed[i] {
-				delete(rl.locks, k)
-				memLocksGauge.Dec()
+			if rl.locks[k] != flushed[i] {
+				continue
 			}
+			if err != nil {
+				flushed[i].flushed = false
+				continue
+			}
+			delete(rl.locks, k)
+			memLocksGauge.Dec()
 		}
 	})
 }

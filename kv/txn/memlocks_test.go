@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -124,6 +125,34 @@ func TestMemLockHandover(t *testing.T) {
 	h.s.mem.regions[1].mu.Unlock()
 	require.Equal(t, "lock a: key=a primary=a start=10 ttl=60000 type=PessimisticLock for_update=10\n"+
 		"lock c: key=c primary=c start=20 ttl=60000 type=PessimisticLock for_update=20\n", h.dump())
+	require.Empty(t, h.prewritePessimistic(t, 10, 10, "a", "v").Errors)
+}
+
+// TestMemLockHandoverRefused: a handover write raft refused (a hot
+// region's uncommitted-size limit; raftstore then does not transfer)
+// leaves the locks in memory, unflushed: the transaction's prewrite still
+// finds its lock, and a later handover proposes them again.
+func TestMemLockHandoverRefused(t *testing.T) {
+	h := newHarness(t)
+	require.Empty(t, h.lock(t, 10, 1000, "a", "b").Errors)
+	var done func(error)
+	h.s.Handover(h.e.region, func(_ []*raft_cmdpb.Request, d func(error)) { done = d })
+	done(errors.New("raft refused the proposal"))
+	h.s.mem.regions[1].mu.Lock()
+	require.Len(t, h.s.mem.regions[1].locks, 2)
+	for _, ml := range h.s.mem.regions[1].locks {
+		require.False(t, ml.flushed)
+	}
+	h.s.mem.regions[1].mu.Unlock()
+	require.Equal(t, "lock a: key=a primary=a start=10 ttl=60000 type=PessimisticLock for_update=10\n"+
+		"lock b: key=b primary=a start=10 ttl=60000 type=PessimisticLock for_update=10\n", h.dump(), "still visible to readers")
+
+	var reqs []*raft_cmdpb.Request
+	h.s.Handover(h.e.region, func(r []*raft_cmdpb.Request, d func(error)) { reqs, done = r, d })
+	require.Len(t, reqs, 2, "proposed again")
+	_, err := h.e.Write(bg, nil, h.e.region, 0, reqs)
+	require.NoError(t, err)
+	done(nil)
 	require.Empty(t, h.prewritePessimistic(t, 10, 10, "a", "v").Errors)
 }
 
