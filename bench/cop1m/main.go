@@ -143,7 +143,7 @@ type result struct {
 	nrows         int
 	rpcs          float64
 	timeouts      float64 // RPC attempts that timed out (and were retried)
-	peakRSS, heap int64 // KiB, bytes
+	peakRSS, heap int64   // KiB, bytes
 	err           error
 }
 
