@@ -82,6 +82,24 @@ func (p *Proc) Pid() int {
 // (0 if it is not running).
 func (p *Proc) CPUSeconds() float64 { return CPUSeconds(p.Pid()) }
 
+// StatusKB reads a kB field of /proc/pid/status (e.g. "VmHWM", the peak
+// RSS; -1 if unreadable).
+func StatusKB(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
 // CPUSeconds is the user+system CPU time of process pid (Linux /proc; 0 if
 // unreadable).
 func CPUSeconds(pid int) float64 {

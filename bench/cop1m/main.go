@@ -289,7 +289,7 @@ func measure(db *sql.DB, pid int, status, q string) result {
 	r.sum = fmt.Sprintf("%x", h.Sum(nil))[:12]
 	r.rpcs = metric(status, "strata_kvclient_rpc_duration_seconds_count", `type="coprocessor"`) - before
 	r.timeouts = metric(status, "strata_kvclient_backoff_total", `reason="rpc_timeout"`) - timeoutsBefore
-	r.peakRSS = procStatus(pid, "VmHWM")
+	r.peakRSS = localcluster.StatusKB(pid, "VmHWM")
 	r.heap = peakHeap.Load()
 	return r
 }
@@ -336,22 +336,6 @@ func metric(status, name, match string) float64 {
 		}
 	}
 	return sum
-}
-
-func procStatus(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err == nil {
-				return n
-			}
-		}
-	}
-	return -1
 }
 
 func statusAddr(args []string) string {

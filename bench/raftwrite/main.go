@@ -484,7 +484,7 @@ func snapshotFigure(ctx context.Context, rep *strings.Builder) error {
 			log.Printf("reset peak RSS of %s: %v (peak is since start)", p.Name, err)
 		}
 	}
-	rssL0, rssN0 := procStatus(leaderProc.Pid(), "VmRSS"), procStatus(newProc.Pid(), "VmRSS")
+	rssL0, rssN0 := localcluster.StatusKB(leaderProc.Pid(), "VmRSS"), localcluster.StatusKB(newProc.Pid(), "VmRSS")
 	opStart := time.Now()
 	if err := pdAPI(c, "POST", "operators", map[string]any{"name": "add-peer", "region_id": region.ID, "store_id": newStore}, nil); err != nil {
 		return err
@@ -515,7 +515,7 @@ func snapshotFigure(ctx context.Context, rep *strings.Builder) error {
 		return fmt.Errorf("add-peer ended %q: %+v", status, hist)
 	}
 	afterL, afterN := scrapeStore(ctx, leaderStatus), scrapeStore(ctx, newStatus)
-	peakL, peakN := procStatus(leaderProc.Pid(), "VmHWM"), procStatus(newProc.Pid(), "VmHWM")
+	peakL, peakN := localcluster.StatusKB(leaderProc.Pid(), "VmHWM"), localcluster.StatusKB(newProc.Pid(), "VmHWM")
 	sent := grepLog(leaderProc.LogPath, "snapshot sent")
 	appliedLine := grepLog(newProc.LogPath, "snapshot applied")
 
@@ -570,23 +570,6 @@ func mib(kb int64) string {
 		return "?"
 	}
 	return fmt.Sprintf("%.0f MiB", float64(kb)/1024)
-}
-
-// procStatus reads a kB field of /proc/pid/status (-1 if unreadable).
-func procStatus(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err == nil {
-				return n
-			}
-		}
-	}
-	return -1
 }
 
 // grepLog returns the last line of path containing s.
