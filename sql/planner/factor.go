@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -63,7 +64,7 @@ func factorOr(c ast.ExprNode) ([]ast.ExprNode, bool) {
 		}
 		inAll := true
 		for i := 1; i < len(parts) && inAll; i++ {
-			inAll = contains(keys[i], k)
+			inAll = slices.Contains(keys[i], k)
 		}
 		if inAll {
 			isCommon[k] = true
@@ -104,15 +105,6 @@ func splitOr(n ast.ExprNode, out []ast.ExprNode) []ast.ExprNode {
 		return splitOr(b.R, splitOr(b.L, out))
 	}
 	return append(out, n)
-}
-
-func contains(keys []string, k string) bool {
-	for _, x := range keys {
-		if x == k {
-			return true
-		}
-	}
-	return false
 }
 
 // exprKey is n's SQL text: equal texts in one WHERE clause name the same

@@ -44,22 +44,6 @@ func (s *Session) NoteRows(tbl *catalog.TableInfo, added, modified int64) {
 	s.stmtRows[tbl.ID] = d
 }
 
-// addRows adds a finished statement's row counts to the transaction's.
-func (t *txnState) addRows(rows map[int64]statistics.Delta) {
-	if len(rows) == 0 {
-		return
-	}
-	if t.rows == nil {
-		t.rows = map[int64]statistics.Delta{}
-	}
-	for id, x := range rows {
-		d := t.rows[id]
-		d.Count += x.Count
-		d.Modify += x.Modify
-		t.rows[id] = d
-	}
-}
-
 // InTxn reports whether an explicit or implicit (autocommit=0) transaction
 // is open: SERVER_STATUS_IN_TRANS.
 func (s *Session) InTxn() bool { return s.txn != nil }
@@ -433,7 +417,7 @@ func (s *Session) inTxn(ctx context.Context, run func() (*executor.Result, error
 	s.stmtRows = nil
 	if err == nil {
 		t.StmtCommit()
-		s.txn.addRows(rows)
+		s.txn.rows = statistics.AddDeltas(s.txn.rows, rows)
 		return res, nil
 	}
 	t.StmtRollback()

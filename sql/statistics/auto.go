@@ -58,6 +58,24 @@ type Delta struct {
 	Modify int64 `json:"modify"` // rows inserted, updated or deleted since
 }
 
+// AddDeltas adds src's counts to dst's (dst is allocated when nil and
+// src is not empty) and returns dst.
+func AddDeltas(dst, src map[int64]Delta) map[int64]Delta {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = make(map[int64]Delta, len(src))
+	}
+	for id, x := range src {
+		d := dst[id]
+		d.Count += x.Count
+		d.Modify += x.Modify
+		dst[id] = d
+	}
+	return dst
+}
+
 // AutoSettings are the cluster-wide auto-analyze variables.
 type AutoSettings struct {
 	Enabled bool    `json:"enabled"`
@@ -74,15 +92,7 @@ func (h *Handle) NoteModified(d map[int64]Delta) {
 		return
 	}
 	h.pendingMu.Lock()
-	if h.pending == nil {
-		h.pending = make(map[int64]Delta, len(d))
-	}
-	for id, x := range d {
-		p := h.pending[id]
-		p.Count += x.Count
-		p.Modify += x.Modify
-		h.pending[id] = p
-	}
+	h.pending = AddDeltas(h.pending, d)
 	h.pendingMu.Unlock()
 }
 
@@ -240,32 +250,33 @@ type Tables interface {
 }
 
 // autoAnalyze analyzes the first table (in catalog order) that needs it,
-// if any, and reports whether it analyzed one.
-func (h *Handle) autoAnalyze(ctx context.Context, cat Tables) (bool, error) {
+// if any. The catalog is read only when some table's Delta says so.
+func (h *Handle) autoAnalyze(ctx context.Context, cat Tables) error {
 	s := h.AutoSettings()
 	if !s.Enabled {
-		return false, nil
+		return nil
 	}
-	deltas := *h.deltas.Load()
-	if len(deltas) == 0 {
-		return false, nil
+	due := map[int64]string{} // table id -> why
+	for id, d := range *h.deltas.Load() {
+		if why := NeedsAnalyze(h.Get(id), d, s); why != "" {
+			due[id] = why
+		}
+	}
+	if len(due) == 0 {
+		return nil
 	}
 	dbs, err := cat.ListDBs(ctx)
 	if err != nil {
-		return false, err
+		return err
 	}
 	for _, db := range dbs {
 		tables, err := cat.ListTables(ctx, db)
 		if err != nil {
-			return false, err
+			return err
 		}
 		for _, t := range tables {
-			d, ok := deltas[t.ID]
+			why, ok := due[t.ID]
 			if !ok {
-				continue
-			}
-			why := NeedsAnalyze(h.Get(t.ID), d, s)
-			if why == "" {
 				continue
 			}
 			began := time.Now()
@@ -275,7 +286,7 @@ func (h *Handle) autoAnalyze(ctx context.Context, cat Tables) (bool, error) {
 			}
 			if err != nil {
 				autoAnalyzeTotal.WithLabelValues("error").Inc()
-				return false, fmt.Errorf("auto analyze %s.%s: %w", db.Name, t.Name, err)
+				return fmt.Errorf("auto analyze %s.%s: %w", db.Name, t.Name, err)
 			}
 			autoAnalyzeTotal.WithLabelValues("ok").Inc()
 			h.log.Info("auto analyze", "db", db.Name, "table", t.Name, "reason", why, "rows", st.Count, "took", time.Since(began))
@@ -283,8 +294,8 @@ func (h *Handle) autoAnalyze(ctx context.Context, cat Tables) (bool, error) {
 			m := maps.Clone(*h.deltas.Load())
 			m[t.ID] = Delta{Count: st.Count}
 			h.deltas.Store(&m)
-			return true, nil
+			return nil
 		}
 	}
-	return false, nil
+	return nil
 }

@@ -100,7 +100,7 @@ func (h *Handle) Run(ctx context.Context, lease time.Duration, cat Tables, owner
 			h.log.Warn("reloading statistics", "err", err)
 		}
 		if owner != nil && owner() {
-			if _, err := h.autoAnalyze(ctx, cat); err != nil && ctx.Err() == nil {
+			if err := h.autoAnalyze(ctx, cat); err != nil && ctx.Err() == nil {
 				h.log.Warn("auto analyze failed; retried next lease", "err", err)
 			}
 		}
