@@ -384,7 +384,7 @@ func (s *Store) maybeCreatePeer(rm *raft_serverpb.RaftMessage, msg *raftpb.Messa
 	}
 	meta := proto.CloneOf(rm.GetToPeer())
 	region := &metapb.Region{Id: rid, RegionEpoch: &metapb.RegionEpoch{}}
-	ps := &peerStorage{db: s.db, regionID: rid, region: region, hardState: &raftpb.HardState{}, gens: &s.snaps.wg, syncSnap: s.cfg.manual}
+	ps := &peerStorage{db: s.db, regionID: rid, region: region, hardState: &raftpb.HardState{}, snaps: &s.snaps}
 	rn, err := s.newRawNode(meta, ps, region)
 	if err != nil {
 		s.log.Error("create uninitialized peer", "region", rid, "err", err)
@@ -486,9 +486,11 @@ func (s *Store) destroyPeer(p *peer) {
 		s.meta.remove(rid)
 	}
 	if p.uninitialized {
+		s.dropSnapshotFiles(p)
 		peersDestroyed.Inc()
 		return // nothing persisted
 	}
+	s.waitSnapshotIngest(p) // its data must not come back after the deletion
 	b := s.db.NewBatch()
 	defer b.Close()
 	err := func() error {
@@ -508,6 +510,9 @@ func (s *Store) destroyPeer(p *peer) {
 		if err := b.Delete(applyStateKey(rid), nil); err != nil {
 			return err
 		}
+		if err := b.Delete(snapApplyKey(rid), nil); err != nil {
+			return err
+		}
 		rs, err := encodeRegionState(peerStateTombstone, p.region)
 		if err != nil {
 			return err
@@ -520,6 +525,7 @@ func (s *Store) destroyPeer(p *peer) {
 	if err != nil {
 		s.fatal("destroy peer", err)
 	}
+	s.dropSnapshotFiles(p)
 	peersDestroyed.Inc()
 	s.log.Info("peer destroyed", "region", rid, "peer", p.meta.GetId(), "conf_ver", p.region.GetRegionEpoch().GetConfVer())
 }

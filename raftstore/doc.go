@@ -7,7 +7,11 @@
 //
 //	0x01 0x01                      store ident: store id (8 bytes BE)
 //	0x01 0x02 regionID             region local state: peer state byte
-//	                               (0 normal, 1 tombstone) | metapb.Region
+//	                               (0 normal, 1 tombstone, 2 applying a
+//	                               snapshot) | metapb.Region
+//	0x01 0x03 regionID             snapshot install in progress: index,
+//	                               term, files' directory, description
+//	                               (snapinstall.go)
 //	0x02 regionID 0x01             raft hard state (raftpb.HardState)
 //	0x02 regionID 0x02 index       raft log entry (raftpb.Entry)
 //	0x03 regionID                  apply state: applied index, truncated
@@ -164,19 +168,39 @@
 //
 // When a peer needs entries below the leader's truncated index, raft asks
 // the leader's storage for a snapshot. The loop takes a Pebble snapshot at
-// the applied index (consistent with it) and a goroutine copies the
-// region's ranges in every key space (kv/keys.CFBounds) out of it; raft is
-// told "temporarily unavailable" until it is done. The MsgSnap travels on
-// its own RPC (storepb Snapshot: the message, then the data in 1 MiB
-// chunks; at most one send per destination store at a time; the outcome is
-// reported to raft). The receiver steps it; when raft's Ready carries it,
-// persist installs it in that Ready's synced batch, atomically: the
-// region's ranges are cleared and refilled in every key space, the log is
-// dropped, applied = truncated = the snapshot's index. Only leaders serve
-// reads, so no read sees a snapshot being installed. Proposals of the
-// receiving peer at or below the snapshot's index get ErrUndetermined.
-// Metrics: strata_raftstore_snapshots_total{event}, snapshot_bytes_total,
-// snapshot_generate_seconds, snapshot_send_seconds, snapshot_install_seconds.
+// the applied index (consistent with it) and a goroutine writes the
+// region's ranges in every key space (kv/keys.CFBounds) into one SST file
+// per non-empty key space under <data dir>/snap (memory: the sstable
+// writer's buffers); raft is told "temporarily unavailable" until it is
+// done. raft's snapshot data is only the description: the region, and per
+// file its key space, size, CRC-32C, key count and key bounds. The MsgSnap
+// travels on its own RPC (storepb Snapshot: the message, then the files'
+// bytes in 1 MiB chunks, throttled store-wide by
+// Config.SnapshotMaxBytesPerSec, default 100 MiB/s; at most one send per
+// destination store at a time; the outcome is reported to raft). The
+// receiver writes the chunks to files of its own, checking sizes and CRCs
+// and syncing them, then steps the message.
+//
+// Install (TiKV's PeerState Applying), when raft's Ready carries the
+// snapshot: that Ready's synced batch range-deletes the region's ranges in
+// every key space, drops the log, sets applied = truncated = the
+// snapshot's index and marks the region "applying" with an install record
+// (index, term, files); then the files are ingested (Pebble Ingest of hard
+// links to them) on a goroutine, off the loop (inline in manual mode), and
+// a second synced batch marks the region normal; the files are deleted
+// last. Meanwhile the peer is "installing": the loop polls no Ready of it
+// (it applies nothing and sends nothing; received messages are stepped and
+// answered after the install), and only leaders serve reads, so no read
+// sees a half-installed region (a read path that serves followers must
+// check peerStorage.installing). After a crash between the two batches,
+// Open ingests the kept files again (idempotent: nothing else writes the
+// region meanwhile) before it creates the peer. Destroying an installing
+// peer waits for its ingest. Proposals of the receiving peer at or below
+// the snapshot's index get ErrUndetermined. Metrics:
+// strata_raftstore_snapshots_total{event}, snapshot_bytes_total{event}
+// (SST bytes), snapshot_disk_bytes{kind} (files on disk),
+// snapshot_generate_seconds, snapshot_send_seconds,
+// snapshot_install_seconds (synced batch to normal, ingest included).
 //
 // # Consistency check
 //
@@ -320,9 +344,12 @@
 //
 // # Not yet
 //
-// Snapshots are built and received whole in memory (no SST ingestion, no
-// bandwidth cap; a received one is bounded to 1 GiB); the newest log
-// entries are cached in memory. A proposal whose leader stepped down stays
+// Snapshot generation and ingest are not throttled (only sending is), and
+// the install's range deletion makes the ingest flush the memtable first
+// (IngestAndExcise would avoid it, but is not atomic with the raft state);
+// a received snapshot raft refuses keeps its files until the peer's next
+// install, its destruction or a restart. The newest log entries are cached
+// in memory. A proposal whose leader stepped down stays
 // pending until its index is applied here (answered with its result or
 // StaleCommand) or, if it was overwritten locally, until the undetermined
 // timeout; a request that gives up earlier (context, stop) has an

@@ -739,6 +739,7 @@ var replayScenarios = []struct {
 	{"stale_peer_stays_silent", 7, stalePeerStaysSilent},
 	{"lossy_network", 9, lossyNetwork},
 	{"crash_restart", 10, crashRestart},
+	{"crash_during_snapshot_install", 15, crashDuringSnapshotInstall},
 	{"chaos_3_stores/a", 11, chaos(3)},
 	{"chaos_3_stores/b", 101, chaos(3)},
 	{"chaos_5_stores", 14, chaos(5)},

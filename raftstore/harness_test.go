@@ -43,6 +43,7 @@ import (
 	"flag"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -355,7 +356,7 @@ func (in *inbox) pending() bool {
 	defer in.mu.Unlock()
 	m := &in.cur
 	return len(m.raft)+len(m.proposals)+len(m.reads)+len(m.creates)+len(m.unreachable)+len(m.drains)+
-		len(m.snaps)+len(m.snapStatus)+len(m.pdSteps)+len(m.awaken) > 0
+		len(m.snaps)+len(m.snapStatus)+len(m.snapIngested)+len(m.pdSteps)+len(m.awaken) > 0
 }
 
 // hasReady reports whether the store's next iteration has work: a touched
@@ -366,7 +367,7 @@ func (s *Store) hasReady() bool {
 		return true
 	}
 	for _, p := range s.peers {
-		if p.rn.HasReady() {
+		if p.rn.HasReady() && !p.ps.installing() { // an installing peer's Ready waits for its ingest
 			return true
 		}
 	}
@@ -720,7 +721,7 @@ func (n *memNet) send(from, to uint64, b *raft_serverpb.BatchRaftMessage) bool {
 	return true // a lossy network accepts everything
 }
 
-func (n *memNet) sendSnapshot(from, to uint64, m *raft_serverpb.RaftMessage, data []byte) error {
+func (n *memNet) sendSnapshot(from, to uint64, m *raft_serverpb.RaftMessage, stream func(send func(*raft_serverpb.SnapshotChunk) error) error) error {
 	n.mu.Lock()
 	drop, _ := n.fate(from, to, m) // a snapshot is not delayed: it is one stream
 	n.mu.Unlock()
@@ -728,16 +729,26 @@ func (n *memNet) sendSnapshot(from, to uint64, m *raft_serverpb.RaftMessage, dat
 	if drop || s == nil {
 		return fmt.Errorf("harness: snapshot from store %d to %d lost", from, to)
 	}
-	msg := &raftpb.Message{}
-	if err := proto.Unmarshal(m.GetMessage(), msg); err != nil {
+	// The receiving store writes the files as the Snapshot RPC would.
+	var chunks []*raft_serverpb.SnapshotChunk
+	if err := stream(func(c *raft_serverpb.SnapshotChunk) error { chunks = append(chunks, c); return nil }); err != nil {
 		return err
 	}
-	msg.Snapshot.Data = data
+	rs, err := s.receiveSnapshot(func() (*raft_serverpb.SnapshotChunk, error) {
+		if len(chunks) == 0 {
+			return nil, io.EOF
+		}
+		c := chunks[0]
+		chunks = chunks[1:]
+		return c, nil
+	})
+	if err != nil {
+		return err
+	}
 	n.mu.Lock()
-	n.record(from, to, m, msg)
+	n.record(from, to, m, rs.msg)
 	n.mu.Unlock()
-	snapshotsTotal.WithLabelValues("received").Inc()
-	s.inbox.push(func(in *inboxMsgs) { in.snaps = append(in.snaps, receivedSnap{rm: m, msg: msg}) })
+	s.inbox.push(func(in *inboxMsgs) { in.snaps = append(in.snaps, rs) })
 	return nil
 }
 

@@ -20,6 +20,7 @@ const (
 const (
 	storeIdentSuffix  byte = 0x01
 	regionStateSuffix byte = 0x02
+	snapApplySuffix   byte = 0x03
 	hardStateSuffix   byte = 0x01
 	entrySuffix       byte = 0x02
 )
@@ -28,6 +29,9 @@ const (
 const (
 	peerStateNormal    byte = 0
 	peerStateTombstone byte = 1
+	// peerStateApplying: a snapshot's raft state is persisted, its files
+	// may not be ingested yet (snapinstall.go).
+	peerStateApplying byte = 2
 )
 
 // Initial raft state shared by every replica of a region created by PD (like
@@ -47,6 +51,16 @@ func regionStateKey(regionID uint64) []byte {
 
 func regionStateRange() (lower, upper []byte) {
 	return []byte{localPrefix, regionStateSuffix}, []byte{localPrefix, regionStateSuffix + 1}
+}
+
+// snapApplyKey holds the record of a snapshot install in progress
+// (snapinstall.go).
+func snapApplyKey(regionID uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{localPrefix, snapApplySuffix}, regionID)
+}
+
+func snapApplyRange() (lower, upper []byte) {
+	return []byte{localPrefix, snapApplySuffix}, []byte{localPrefix, snapApplySuffix + 1}
 }
 
 func hardStateKey(regionID uint64) []byte {

@@ -116,15 +116,15 @@ var (
 	})
 	snapshotsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "snapshots_total",
-		Help: "Raft snapshots by event (sent, send_failed, received, applied).",
+		Help: "Raft snapshots by event (sent, send_failed, received, receive_failed, dropped_overlap, applied).",
 	}, []string{"event"})
 	snapshotBytes = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "snapshot_bytes_total",
-		Help: "Raft snapshot data bytes by event (generated, sent, received).",
+		Help: "Raft snapshot file bytes (SSTs) by event (generated, sent, received).",
 	}, []string{"event"})
 	snapshotGenerateSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "snapshot_generate_seconds",
-		Help:    "Duration of copying a region's data out of a Pebble snapshot.",
+		Help:    "Duration of writing a region's data out of a Pebble snapshot into SST files.",
 		Buckets: latencyBuckets,
 	})
 	snapshotSendSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
@@ -218,7 +218,11 @@ var (
 	})
 	snapshotInstallSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "snapshot_install_seconds",
-		Help:    "Duration of writing a received snapshot into the Ready's batch (its synced commit is in raft_log_fsync_seconds).",
+		Help:    "Duration of a snapshot install, from writing its raft state into the Ready's batch to the region marked normal after the ingest of its files (off the Ready loop).",
 		Buckets: latencyBuckets,
 	})
+	snapshotDiskBytes = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "snapshot_disk_bytes",
+		Help: "Bytes of snapshot files on disk by kind (generated: kept for sends; received: waiting for or in their install).",
+	}, []string{"kind"})
 )

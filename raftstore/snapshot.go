@@ -6,52 +6,190 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
+	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/kv/keys"
 	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/proto/raft_cmdpb"
 	"github.com/stratadb/strata/proto/raft_serverpb"
 	"github.com/stratadb/strata/proto/storepb"
 )
 
-// Snapshots. A leader's raft asks its Storage for a snapshot when a peer
-// needs entries the log no longer has. The first request starts a
-// generation off the Ready loop: the loop takes a Pebble snapshot at the
-// applied index (cheap, consistent with it) and a goroutine copies the
-// region's ranges in every key space (kv/keys.CFBounds) out of it; raft
-// gets ErrSnapshotTemporarilyUnavailable until the copy is done and retries.
-// The result is reused for other peers until the log is compacted past it
-// or a send of it succeeds (then it is dropped from memory).
+// Snapshots: generation and sending (this file); receiving, installing and
+// recovery are in snapinstall.go.
 //
-// Snapshot data: a sequence of (uvarint len, engine key, uvarint len,
-// value). The MsgSnap goes to the peer's store on its own Snapshot RPC (not
-// the raft stream): the message without the data first, then the data in
-// snapshotChunkSize chunks. The receiver reassembles it and steps the
-// message; when raft's Ready carries the snapshot, persist applies it in
-// the Ready's synced batch, atomically: the region's ranges are cleared in
-// every key space and refilled, the log is dropped, and the apply state
-// becomes applied = truncated = the snapshot's index. Only leaders serve
-// reads, and a peer receiving a snapshot is not one; either way no read
-// sees a half-applied snapshot.
+// A leader's raft asks its Storage for a snapshot when a peer needs entries
+// the log no longer has. The first request starts a generation off the
+// Ready loop: the loop takes a Pebble snapshot at the applied index (cheap,
+// consistent with it) and a goroutine writes the region's ranges, one SST
+// file per non-empty key space (kv/keys.CFBounds), into a directory under
+// <data dir>/snap; memory stays at the sstable writer's block buffers. raft
+// gets ErrSnapshotTemporarilyUnavailable until the files are written and
+// retries. raft's snapshot data is then only the snapshot's description
+// (snapMeta: the region, and per file its key space, size, CRC-32C, key
+// count and first and last key). The files are reused for other peers
+// until the log is compacted past them or a send of them succeeds, and
+// deleted once no send reads them any more (snapGen's references).
+//
+// The MsgSnap goes to the peer's store on its own Snapshot RPC (not the
+// raft stream): the message (with the description) first, then the files'
+// bytes, concatenated in the description's order, in snapshotChunkSize
+// chunks, throttled by a store-wide bandwidth cap (Config.SnapshotMaxBytesPerSec);
+// at most one send per destination store at a time.
 
 const snapshotChunkSize = 1 << 20
 
-// snapGen is a generated (or in-flight) snapshot of a region.
+// DefaultSnapshotMaxBytesPerSec is the default cap on the bytes per second a
+// store sends snapshots at (all destinations together), like TiKV's
+// snap-max-write-bytes-per-sec.
+const DefaultSnapshotMaxBytesPerSec = 100 << 20
+
+var snapCRCTable = crc32.MakeTable(crc32.Castagnoli)
+
+// snapFile describes one SST file of a snapshot.
+type snapFile struct {
+	cf                raft_cmdpb.CF
+	size              uint64
+	crc               uint32 // CRC-32C of the file
+	keys              uint64
+	smallest, largest []byte // engine keys
+}
+
+func (f snapFile) name() string { return fmt.Sprintf("%d.sst", f.cf) }
+
+// snapMeta is a snapshot's raft data: the region (first, so a receiver can
+// check overlaps without decoding the rest) and its files.
+type snapMeta struct {
+	region *metapb.Region
+	files  []snapFile
+}
+
+func (m *snapMeta) size() uint64 {
+	var n uint64
+	for _, f := range m.files {
+		n += f.size
+	}
+	return n
+}
+
+func (m *snapMeta) keys() uint64 {
+	var n uint64
+	for _, f := range m.files {
+		n += f.keys
+	}
+	return n
+}
+
+// encode is (uvarint len, region) then per file (uvarint cf, uvarint size,
+// uvarint keys, 4-byte CRC, uvarint len, smallest, uvarint len, largest).
+func (m *snapMeta) encode() ([]byte, error) {
+	rb, err := proto.Marshal(m.region)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: marshal snapshot region: %w", err)
+	}
+	out := binary.AppendUvarint(nil, uint64(len(rb)))
+	out = append(out, rb...)
+	for _, f := range m.files {
+		out = binary.AppendUvarint(out, uint64(f.cf))
+		out = binary.AppendUvarint(out, f.size)
+		out = binary.AppendUvarint(out, f.keys)
+		out = binary.BigEndian.AppendUint32(out, f.crc)
+		out = binary.AppendUvarint(out, uint64(len(f.smallest)))
+		out = append(out, f.smallest...)
+		out = binary.AppendUvarint(out, uint64(len(f.largest)))
+		out = append(out, f.largest...)
+	}
+	return out, nil
+}
+
+// decodeSnapMeta decodes and validates a snapshot's data: every file's keys
+// lie in its key space's range of the region.
+func decodeSnapMeta(data []byte) (*snapMeta, error) {
+	rb, rest, err := snapField(data)
+	if err != nil {
+		return nil, err
+	}
+	m := &snapMeta{region: &metapb.Region{}}
+	if err := proto.Unmarshal(rb, m.region); err != nil {
+		return nil, fmt.Errorf("%w: snapshot region: %v", ErrCorrupt, err)
+	}
+	uv := func() uint64 {
+		v, n := binary.Uvarint(rest)
+		if n <= 0 {
+			err = fmt.Errorf("%w: truncated snapshot description", ErrCorrupt)
+			return 0
+		}
+		rest = rest[n:]
+		return v
+	}
+	seen := map[raft_cmdpb.CF]bool{}
+	for len(rest) > 0 && err == nil {
+		var f snapFile
+		f.cf = raft_cmdpb.CF(uv())
+		f.size = uv()
+		f.keys = uv()
+		if err != nil || len(rest) < 4 {
+			return nil, fmt.Errorf("%w: truncated snapshot description", ErrCorrupt)
+		}
+		f.crc = binary.BigEndian.Uint32(rest)
+		rest = rest[4:]
+		if f.smallest, rest, err = snapField(rest); err != nil {
+			return nil, err
+		}
+		if f.largest, rest, err = snapField(rest); err != nil {
+			return nil, err
+		}
+		lo, hi := keys.CFBounds(f.cf, m.region.GetStartKey(), m.region.GetEndKey())
+		if _, ok := raft_cmdpb.CF_name[int32(f.cf)]; !ok || seen[f.cf] || f.size == 0 ||
+			bytes.Compare(f.smallest, lo) < 0 || bytes.Compare(f.largest, hi) >= 0 || bytes.Compare(f.smallest, f.largest) > 0 {
+			return nil, fmt.Errorf("%w: snapshot file of key space %v with keys [%x, %x] outside region %d", ErrCorrupt, f.cf, f.smallest, f.largest, m.region.GetId())
+		}
+		seen[f.cf] = true
+		m.files = append(m.files, f)
+	}
+	return m, err
+}
+
+func snapField(b []byte) (field, rest []byte, err error) {
+	n, m := binary.Uvarint(b)
+	if m <= 0 || uint64(len(b)-m) < n {
+		return nil, nil, fmt.Errorf("%w: truncated snapshot data", ErrCorrupt)
+	}
+	return b[m : m+int(n)], b[m+int(n):], nil
+}
+
+// snapGen is a generated (or in-flight) snapshot of a region: its files in
+// dir. refs counts the peer storage's hold (until it drops the snapshot)
+// and each send reading the files; the last release deletes them.
 type snapGen struct {
+	ss          *snapshotSender
 	index, term uint64
 	cs          *raftpb.ConfState // the configuration at index
 	confVer     uint64            // the region's conf_ver at index
-	done        chan struct{}     // closed when data/err are set
-	data        []byte
+	dir         string
+	refs        atomic.Int32
+	done        chan struct{} // closed when meta/data/err are set
+	meta        *snapMeta
+	data        []byte // meta encoded: raft's snapshot data
 	err         error
 }
 
@@ -64,10 +202,33 @@ func (g *snapGen) isDone() bool {
 	}
 }
 
-// Snapshot implements raft.Storage (see the comment above).
+func (g *snapGen) release() {
+	if g.refs.Add(-1) == 0 {
+		g.ss.removeDir(g.dir)
+	}
+}
+
+// dropSnap lets go of the generated snapshot (its files are deleted once no
+// send reads them).
+func (ps *peerStorage) dropSnap() {
+	if g := ps.snap; g != nil {
+		ps.snap = nil
+		if g.isDone() {
+			g.release()
+			return
+		}
+		g.ss.wg.Add(1)
+		go func() { // generation still running
+			defer g.ss.wg.Done()
+			<-g.done
+			g.release()
+		}()
+	}
+}
+
+// Snapshot implements raft.Storage (see the comment at the top).
 func (ps *peerStorage) Snapshot() (*raftpb.Snapshot, error) {
-	g := ps.snap
-	if g != nil {
+	if g := ps.snap; g != nil {
 		select {
 		case <-g.done:
 			if g.err == nil && g.index >= ps.apply.truncatedIndex && g.confVer == ps.region.GetRegionEpoch().GetConfVer() {
@@ -75,10 +236,13 @@ func (ps *peerStorage) Snapshot() (*raftpb.Snapshot, error) {
 					Index: new(g.index), Term: new(g.term), ConfState: g.cs,
 				}}, nil
 			}
-			ps.snap = nil // failed, too old or of an older configuration: make a new one
+			ps.dropSnap() // failed, too old or of an older configuration: make a new one
 		default:
 			return nil, raft.ErrSnapshotTemporarilyUnavailable
 		}
+	}
+	if ps.snaps == nil {
+		return nil, errors.New("raftstore: no snapshot directory")
 	}
 	index := ps.apply.applied
 	term, err := ps.Term(index)
@@ -86,29 +250,36 @@ func (ps *peerStorage) Snapshot() (*raftpb.Snapshot, error) {
 		return nil, err
 	}
 	dbSnap := ps.db.NewSnapshot()
-	g = &snapGen{index: index, term: term, cs: ps.confState(), confVer: ps.region.GetRegionEpoch().GetConfVer(), done: make(chan struct{})}
+	ss := ps.snaps
+	g := &snapGen{ss: ss, index: index, term: term, cs: ps.confState(), confVer: ps.region.GetRegionEpoch().GetConfVer(),
+		dir: ss.newDir("gen", ps.regionID, term, index), done: make(chan struct{})}
+	g.refs.Store(1)
 	ps.snap = g
 	region := proto.Clone(ps.region).(*metapb.Region)
-	if ps.syncSnap {
-		g.data, g.err = readSnapshotData(dbSnap, region)
+	gen := func() {
+		start := time.Now()
+		g.meta, g.err = ss.generate(dbSnap, region, g.dir)
 		dbSnap.Close()
-		snapshotBytes.WithLabelValues("generated").Add(float64(len(g.data)))
+		if g.err == nil {
+			g.data, g.err = g.meta.encode()
+		}
+		if g.err != nil {
+			ss.s.log.Warn("generate snapshot", "region", region.GetId(), "err", g.err)
+		} else {
+			ss.addDisk(g.dir, "generated", g.meta.size())
+			snapshotGenerateSeconds.Observe(time.Since(start).Seconds())
+			snapshotBytes.WithLabelValues("generated").Add(float64(g.meta.size()))
+		}
 		close(g.done)
+	}
+	if ss.manual {
+		gen()
 		return ps.Snapshot()
 	}
-	if ps.gens != nil {
-		ps.gens.Add(1) // Store.Stop waits for it before the engine closes
-	}
+	ss.wg.Add(1) // Store.Stop waits for it before the engine closes
 	go func() {
-		if ps.gens != nil {
-			defer ps.gens.Done()
-		}
-		start := time.Now()
-		g.data, g.err = readSnapshotData(dbSnap, region)
-		dbSnap.Close()
-		snapshotGenerateSeconds.Observe(time.Since(start).Seconds())
-		snapshotBytes.WithLabelValues("generated").Add(float64(len(g.data)))
-		close(g.done)
+		defer ss.wg.Done()
+		gen()
 	}()
 	return nil, raft.ErrSnapshotTemporarilyUnavailable
 }
@@ -125,26 +296,335 @@ func (ps *peerStorage) confState() *raftpb.ConfState {
 	return cs
 }
 
-// readSnapshotData copies region's user data in every key space out of r,
-// after the region itself (a peer created by a raft message learns its
-// range and peers from it).
-func readSnapshotData(r pebble.Reader, region *metapb.Region) ([]byte, error) {
-	rb, err := proto.Marshal(region)
-	if err != nil {
-		return nil, fmt.Errorf("raftstore: marshal snapshot region: %w", err)
-	}
-	out := binary.AppendUvarint(nil, uint64(len(rb)))
-	out = append(out, rb...)
-	err = scanRegion(r, region, func(k, v []byte) {
-		out = binary.AppendUvarint(out, uint64(len(k)))
-		out = append(out, k...)
-		out = binary.AppendUvarint(out, uint64(len(v)))
-		out = append(out, v...)
-	})
-	if err != nil {
+// generate writes region's user data in r, one SST per non-empty key space,
+// into dir (created). On error dir is removed.
+func (ss *snapshotSender) generate(r pebble.Reader, region *metapb.Region, dir string) (*snapMeta, error) {
+	if err := ss.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return out, nil
+	m := &snapMeta{region: region}
+	for _, cf := range keys.CFs {
+		lo, hi := keys.CFBounds(cf, region.GetStartKey(), region.GetEndKey())
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			ss.fs.RemoveAll(dir)
+			return nil, err
+		}
+		f, ok, err := ss.writeSST(filepath.Join(dir, snapFile{cf: cf}.name()), it)
+		err = errors.Join(err, it.Close())
+		if err != nil {
+			ss.fs.RemoveAll(dir)
+			return nil, fmt.Errorf("raftstore: write snapshot file of region %d: %w", region.GetId(), err)
+		}
+		if ok {
+			f.cf = cf
+			m.files = append(m.files, f)
+		}
+	}
+	return m, nil
+}
+
+// writeSST writes it's keys (from First) to a new SST at path; ok is false
+// (and nothing is written) when it is empty.
+func (ss *snapshotSender) writeSST(path string, it *pebble.Iterator) (f snapFile, ok bool, err error) {
+	if !it.First() {
+		return f, false, it.Error()
+	}
+	file, err := ss.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return f, false, err
+	}
+	cw := &crcWritable{w: objstorageprovider.NewFileWritable(file), crc: crc32.New(snapCRCTable)}
+	w := sstable.NewWriter(cw, ss.wopts)
+	f.smallest = bytes.Clone(it.Key())
+	var last []byte
+	for valid := true; valid; valid = it.Next() {
+		v, err := it.ValueAndErr()
+		if err == nil {
+			err = w.Set(it.Key(), v)
+		}
+		if err != nil {
+			w.Close()
+			return f, false, err
+		}
+		last = append(last[:0], it.Key()...)
+		f.keys++
+	}
+	if err := errors.Join(it.Error(), w.Close()); err != nil { // Close syncs the file
+		return f, false, err
+	}
+	f.largest, f.size, f.crc = last, cw.n, cw.crc.Sum32()
+	return f, true, nil
+}
+
+// crcWritable checksums what the sstable writer writes.
+type crcWritable struct {
+	w   objstorage.Writable
+	crc hash.Hash32
+	n   uint64
+}
+
+func (c *crcWritable) Write(p []byte) error {
+	c.crc.Write(p) // before w, which may mangle p
+	c.n += uint64(len(p))
+	return c.w.Write(p)
+}
+func (c *crcWritable) Finish() error { return c.w.Finish() }
+func (c *crcWritable) Abort()        { c.w.Abort() }
+
+// snapshotStatus reports a snapshot send's outcome to the loop (raft's
+// ReportSnapshot).
+type snapshotStatus struct {
+	regionID, peerID uint64
+	ok               bool
+}
+
+// snapshotSender owns the store's snapshot files (<data dir>/snap):
+// generation, sending (at most one send per destination store at a time;
+// a second one for a store is dropped and reported failed, raft asks
+// again), receiving and installing. Peer storages share it.
+type snapshotSender struct {
+	s      *Store
+	fs     vfs.FS
+	dir    string
+	manual bool // generate, send and install synchronously (harness)
+	wopts  sstable.WriterOptions
+	limit  *rate.Limiter // send bandwidth cap, nil: none
+	seq    atomic.Uint64 // unique directory names
+	// holdIngest, when set (tests), is asked before an install's ingest:
+	// true leaves the install pending as a crash right after the
+	// "applying" state was persisted would.
+	holdIngest func(regionID uint64) bool
+
+	mu     sync.Mutex
+	busy   map[uint64]bool
+	onDisk map[string]snapDirStat // directories with files, by path
+	wg     sync.WaitGroup         // generations, sends and ingests in flight
+}
+
+type snapDirStat struct {
+	kind  string // generated, received
+	bytes uint64
+}
+
+// open sets the sender up for s (after the engine opened), creates the
+// snapshot directory and finishes installs a crash interrupted.
+func (ss *snapshotSender) open(s *Store) error {
+	ss.s, ss.manual = s, s.cfg.manual
+	ss.fs = s.cfg.fs
+	if ss.fs == nil {
+		ss.fs = vfs.Default
+	}
+	ss.dir = filepath.Join(s.cfg.DataDir, "snap")
+	ss.wopts = sstable.WriterOptions{TableFormat: s.db.TableFormat()}
+	ss.onDisk = map[string]snapDirStat{}
+	if bps := s.cfg.SnapshotMaxBytesPerSec; bps > 0 && !ss.manual {
+		ss.limit = rate.NewLimiter(rate.Limit(bps), int(min(bps, snapshotChunkSize)))
+	}
+	if err := ss.fs.MkdirAll(ss.dir, 0o755); err != nil {
+		return fmt.Errorf("raftstore: snapshot directory: %w", err)
+	}
+	if err := syncDir(ss.fs, s.cfg.DataDir); err != nil {
+		return err
+	}
+	return ss.recover()
+}
+
+// newDir names a new snapshot directory (not created).
+func (ss *snapshotSender) newDir(kind string, regionID, term, index uint64) string {
+	return filepath.Join(ss.dir, fmt.Sprintf("%s_%d_%d_%d_%d", kind, regionID, term, index, ss.seq.Add(1)))
+}
+
+func (ss *snapshotSender) addDisk(dir, kind string, n uint64) {
+	ss.mu.Lock()
+	ss.onDisk[dir] = snapDirStat{kind: kind, bytes: n}
+	ss.mu.Unlock()
+	snapshotDiskBytes.WithLabelValues(kind).Add(float64(n))
+}
+
+// removeDir deletes a snapshot directory.
+func (ss *snapshotSender) removeDir(dir string) {
+	if dir == "" {
+		return
+	}
+	ss.mu.Lock()
+	st, ok := ss.onDisk[dir]
+	delete(ss.onDisk, dir)
+	ss.mu.Unlock()
+	if ok {
+		snapshotDiskBytes.WithLabelValues(st.kind).Sub(float64(st.bytes))
+	}
+	if err := ss.fs.RemoveAll(dir); err != nil {
+		ss.s.log.Warn("remove snapshot files", "dir", dir, "err", err)
+	}
+}
+
+// dirsOnDisk returns the snapshot directories with files (tests).
+func (ss *snapshotSender) dirsOnDisk() []string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var out []string
+	for d := range ss.onDisk {
+		out = append(out, strings.TrimPrefix(d, ss.dir+"/"))
+	}
+	return out
+}
+
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+// sendSnapshot sends a MsgSnap (its data: the snapshot's description) and
+// the generated snapshot's files on the Snapshot RPC.
+func (s *Store) sendSnapshot(p *peer, to uint64, m *raftpb.Message) {
+	if f := s.raftFilter.Load(); f != nil && (*f)(to) {
+		p.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFailure)
+		return
+	}
+	g := p.ps.snap
+	md := m.GetSnapshot().GetMetadata()
+	if g == nil || !g.isDone() || g.err != nil || g.index != md.GetIndex() || g.term != md.GetTerm() {
+		p.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFailure) // not the files raft was given: ask again
+		return
+	}
+	msg, err := proto.Marshal(m)
+	if err != nil {
+		s.fatal("marshal snapshot message", err)
+	}
+	g.refs.Add(1) // released by the send
+	s.snaps.send(to, &raft_serverpb.RaftMessage{
+		RegionId: p.region.GetId(), FromPeer: p.meta, ToPeer: &metapb.Peer{Id: m.GetTo(), StoreId: to},
+		RegionEpoch: p.region.GetRegionEpoch(), StartKey: p.region.GetStartKey(), EndKey: p.region.GetEndKey(),
+		Message: msg,
+	}, g)
+}
+
+// send starts sending m and g's files to storeID in the background (in
+// manual mode at once); it releases g when done.
+func (ss *snapshotSender) send(storeID uint64, m *raft_serverpb.RaftMessage, g *snapGen) {
+	ss.mu.Lock()
+	if ss.busy == nil {
+		ss.busy = map[uint64]bool{}
+	}
+	if ss.busy[storeID] || ss.s.ctx.Err() != nil {
+		ss.mu.Unlock()
+		g.release()
+		ss.report(m, false)
+		return
+	}
+	ss.busy[storeID] = true
+	ss.wg.Add(1)
+	ss.mu.Unlock()
+	run := func() {
+		defer ss.wg.Done()
+		defer g.release()
+		start := time.Now()
+		var err error
+		if net := ss.s.cfg.net; net != nil {
+			// In process (harness): delivered synchronously, the outcome
+			// reported to the next loop iteration.
+			err = net.sendSnapshot(ss.s.id, storeID, m, func(send func(*raft_serverpb.SnapshotChunk) error) error {
+				return ss.writeChunks(context.Background(), m, g, send)
+			})
+		} else {
+			err = ss.stream(storeID, m, g)
+		}
+		ss.mu.Lock()
+		delete(ss.busy, storeID)
+		ss.mu.Unlock()
+		size := g.meta.size()
+		if err != nil {
+			snapshotsTotal.WithLabelValues("send_failed").Inc()
+			ss.s.log.Warn("send snapshot", "region", m.GetRegionId(), "to_store", storeID, "bytes", size, "err", err)
+		} else {
+			snapshotsTotal.WithLabelValues("sent").Inc()
+			snapshotBytes.WithLabelValues("sent").Add(float64(size))
+			snapshotSendSeconds.Observe(time.Since(start).Seconds())
+			ss.s.log.Info("snapshot sent", "region", m.GetRegionId(), "to_store", storeID, "bytes", size,
+				"keys", g.meta.keys(), "files", len(g.meta.files), "took", time.Since(start))
+		}
+		ss.report(m, err == nil)
+	}
+	if ss.manual {
+		run()
+		return
+	}
+	go run()
+}
+
+func (ss *snapshotSender) report(m *raft_serverpb.RaftMessage, ok bool) {
+	st := snapshotStatus{regionID: m.GetRegionId(), peerID: m.GetToPeer().GetId(), ok: ok}
+	ss.s.inbox.push(func(in *inboxMsgs) { in.snapStatus = append(in.snapStatus, st) })
+}
+
+// writeChunks hands the Snapshot RPC's chunks to send: m, then g's files in
+// snapshotChunkSize pieces at the bandwidth cap.
+func (ss *snapshotSender) writeChunks(ctx context.Context, m *raft_serverpb.RaftMessage, g *snapGen, send func(*raft_serverpb.SnapshotChunk) error) error {
+	if err := send(&raft_serverpb.SnapshotChunk{Message: m}); err != nil {
+		return err
+	}
+	for _, f := range g.meta.files {
+		file, err := ss.fs.Open(filepath.Join(g.dir, f.name()))
+		if err != nil {
+			return err
+		}
+		for left := f.size; left > 0; {
+			n := min(left, snapshotChunkSize)
+			buf := make([]byte, n) // a new one each time: gRPC may hold on to a sent message
+			if _, err := io.ReadFull(file, buf); err != nil {
+				file.Close()
+				return fmt.Errorf("raftstore: read snapshot file: %w", err)
+			}
+			if ss.limit != nil {
+				if err := ss.limit.WaitN(ctx, int(n)); err != nil {
+					file.Close()
+					return err
+				}
+			}
+			if err := send(&raft_serverpb.SnapshotChunk{Data: buf}); err != nil {
+				file.Close()
+				return err
+			}
+			left -= n
+		}
+		if err := file.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (ss *snapshotSender) stream(storeID uint64, m *raft_serverpb.RaftMessage, g *snapGen) error {
+	// Long enough for the largest regions at the bandwidth cap.
+	ctx, cancel := context.WithTimeout(ss.s.ctx, 30*time.Minute)
+	defer cancel()
+	st, err := ss.s.pd.GetStore(ctx, storeID)
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(st.GetAddress(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	stream, err := storepb.NewStoreClient(conn).Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	err = ss.writeChunks(ctx, m, g, func(c *raft_serverpb.SnapshotChunk) error { return stream.Send(c) })
+	if errors.Is(err, io.EOF) {
+		_, err = stream.CloseAndRecv() // the receiver's error
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	_, err = stream.CloseAndRecv()
+	return err
 }
 
 // scanRegion calls fn with every engine key and value of region in every
@@ -170,285 +650,4 @@ func scanRegion(r pebble.Reader, region *metapb.Region, fn func(k, v []byte)) er
 		}
 	}
 	return nil
-}
-
-// writeSnapshot appends to b everything that applying snap to region's peer
-// storage writes: the region's data replaced by the snapshot's, the log
-// dropped, the apply state at the snapshot's index. The in-memory state is
-// updated by snapshotPersisted once b committed.
-func (ps *peerStorage) writeSnapshot(b *pebble.Batch, snap *raftpb.Snapshot) error {
-	rb, data, err := snapField(snap.GetData())
-	if err != nil {
-		return err
-	}
-	region := &metapb.Region{}
-	if err := proto.Unmarshal(rb, region); err != nil || region.GetId() != ps.regionID {
-		return fmt.Errorf("%w: snapshot of region %d carries region %d (%v)", ErrCorrupt, ps.regionID, region.GetId(), err)
-	}
-	if old := ps.region; len(old.GetPeers()) > 0 && !sameRange(old, region) {
-		// Clear the range this peer had too (initialized peers only).
-		for _, cf := range keys.CFs {
-			lo, hi := keys.CFBounds(cf, old.GetStartKey(), old.GetEndKey())
-			if err := b.DeleteRange(lo, hi, nil); err != nil {
-				return err
-			}
-		}
-	}
-	rs, err := encodeRegionState(peerStateNormal, region)
-	if err != nil {
-		return err
-	}
-	if err := b.Set(regionStateKey(region.GetId()), rs, nil); err != nil {
-		return err
-	}
-	ps.pendingRegion = region
-	for _, cf := range keys.CFs {
-		lo, hi := keys.CFBounds(cf, region.GetStartKey(), region.GetEndKey())
-		if err := b.DeleteRange(lo, hi, nil); err != nil {
-			return err
-		}
-	}
-	for len(data) > 0 {
-		k, rest, err := snapField(data)
-		if err != nil {
-			return err
-		}
-		v, rest, err := snapField(rest)
-		if err != nil {
-			return err
-		}
-		data = rest
-		if !keyInRegionSpaces(k, region) {
-			return fmt.Errorf("%w: snapshot key %x outside region %d", ErrCorrupt, k, region.GetId())
-		}
-		if err := b.Set(k, v, nil); err != nil {
-			return err
-		}
-	}
-	lo, hi := entryRange(region.GetId())
-	if err := b.DeleteRange(lo, hi, nil); err != nil {
-		return err
-	}
-	idx, term := snap.GetMetadata().GetIndex(), snap.GetMetadata().GetTerm()
-	as := applyState{applied: idx, truncatedIndex: idx, truncatedTerm: term}
-	return b.Set(applyStateKey(region.GetId()), as.encode(), nil)
-}
-
-// snapshotPersisted updates the in-memory state after writeSnapshot's batch
-// committed (before the entries of the same Ready are accounted).
-func (ps *peerStorage) snapshotPersisted(snap *raftpb.Snapshot) {
-	if ps.pendingRegion != nil {
-		ps.region, ps.pendingRegion = ps.pendingRegion, nil
-	}
-	idx, term := snap.GetMetadata().GetIndex(), snap.GetMetadata().GetTerm()
-	ps.apply = applyState{applied: idx, truncatedIndex: idx, truncatedTerm: term}
-	ps.lastIndex, ps.lastTerm = idx, term
-	ps.cache = nil
-	ps.snap = nil
-}
-
-func sameRange(a, b *metapb.Region) bool {
-	return bytes.Equal(a.GetStartKey(), b.GetStartKey()) && bytes.Equal(a.GetEndKey(), b.GetEndKey())
-}
-
-func snapField(b []byte) (field, rest []byte, err error) {
-	n, m := binary.Uvarint(b)
-	if m <= 0 || uint64(len(b)-m) < n {
-		return nil, nil, fmt.Errorf("%w: truncated snapshot data", ErrCorrupt)
-	}
-	return b[m : m+int(n)], b[m+int(n):], nil
-}
-
-func keyInRegionSpaces(k []byte, region *metapb.Region) bool {
-	for _, cf := range keys.CFs {
-		lo, hi := keys.CFBounds(cf, region.GetStartKey(), region.GetEndKey())
-		if bytes.Compare(k, lo) >= 0 && bytes.Compare(k, hi) < 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// snapshotStatus reports a snapshot send's outcome to the loop (raft's
-// ReportSnapshot).
-type snapshotStatus struct {
-	regionID, peerID uint64
-	ok               bool
-}
-
-// snapshotSender sends MsgSnaps on the Snapshot RPC, at most one per
-// destination store at a time (a second one for a store is dropped and
-// reported failed; raft asks again).
-type snapshotSender struct {
-	s    *Store
-	mu   sync.Mutex
-	busy map[uint64]bool
-	wg   sync.WaitGroup
-}
-
-// send starts sending m (whose marshalled raftpb.Message has no snapshot
-// data) and data to storeID in the background.
-func (ss *snapshotSender) send(storeID uint64, m *raft_serverpb.RaftMessage, data []byte) {
-	ss.mu.Lock()
-	if ss.busy == nil {
-		ss.busy = map[uint64]bool{}
-	}
-	if ss.busy[storeID] || ss.s.ctx.Err() != nil {
-		ss.mu.Unlock()
-		ss.report(m, false)
-		return
-	}
-	ss.busy[storeID] = true
-	ss.wg.Add(1)
-	ss.mu.Unlock()
-	if net := ss.s.cfg.net; net != nil {
-		// In process (harness): delivered synchronously, the outcome
-		// reported to the next loop iteration.
-		err := net.sendSnapshot(ss.s.id, storeID, m, data)
-		ss.mu.Lock()
-		delete(ss.busy, storeID)
-		ss.mu.Unlock()
-		ss.wg.Done()
-		if err == nil {
-			snapshotsTotal.WithLabelValues("sent").Inc()
-			snapshotBytes.WithLabelValues("sent").Add(float64(len(data)))
-		}
-		ss.report(m, err == nil)
-		return
-	}
-	go func() {
-		defer ss.wg.Done()
-		start := time.Now()
-		err := ss.stream(storeID, m, data)
-		ss.mu.Lock()
-		delete(ss.busy, storeID)
-		ss.mu.Unlock()
-		if err != nil {
-			snapshotsTotal.WithLabelValues("send_failed").Inc()
-			ss.s.log.Warn("send snapshot", "region", m.GetRegionId(), "to_store", storeID, "bytes", len(data), "err", err)
-		} else {
-			snapshotsTotal.WithLabelValues("sent").Inc()
-			snapshotBytes.WithLabelValues("sent").Add(float64(len(data)))
-			snapshotSendSeconds.Observe(time.Since(start).Seconds())
-			ss.s.log.Info("snapshot sent", "region", m.GetRegionId(), "to_store", storeID, "bytes", len(data), "took", time.Since(start))
-		}
-		ss.report(m, err == nil)
-	}()
-}
-
-func (ss *snapshotSender) report(m *raft_serverpb.RaftMessage, ok bool) {
-	st := snapshotStatus{regionID: m.GetRegionId(), peerID: m.GetToPeer().GetId(), ok: ok}
-	ss.s.inbox.push(func(in *inboxMsgs) { in.snapStatus = append(in.snapStatus, st) })
-}
-
-func (ss *snapshotSender) stream(storeID uint64, m *raft_serverpb.RaftMessage, data []byte) error {
-	ctx, cancel := context.WithTimeout(ss.s.ctx, 2*time.Minute)
-	defer cancel()
-	st, err := ss.s.pd.GetStore(ctx, storeID)
-	if err != nil {
-		return err
-	}
-	conn, err := grpc.NewClient(st.GetAddress(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	stream, err := storepb.NewStoreClient(conn).Snapshot(ctx)
-	if err != nil {
-		return err
-	}
-	first := true
-	for first || len(data) > 0 {
-		n := min(len(data), snapshotChunkSize)
-		c := &raft_serverpb.SnapshotChunk{Data: data[:n]}
-		if first {
-			c.Message = m
-			first = false
-		}
-		data = data[n:]
-		if err := stream.Send(c); err != nil {
-			if errors.Is(err, io.EOF) {
-				_, err = stream.CloseAndRecv()
-			}
-			return err
-		}
-	}
-	_, err = stream.CloseAndRecv()
-	return err
-}
-
-// maxSnapshotBytes bounds a received snapshot (memory: it is assembled
-// whole before it is stepped).
-const maxSnapshotBytes = 1 << 30
-
-// ServeSnapshotStream is the receiving end of the Snapshot RPC: it
-// assembles one snapshot and hands its MsgSnap to the region's peer.
-func (s *Store) ServeSnapshotStream(stream storepb.Store_SnapshotServer) error {
-	var rm *raft_serverpb.RaftMessage
-	var data []byte
-	for {
-		c, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if c.GetMessage() != nil {
-			rm = c.GetMessage()
-		}
-		if len(data)+len(c.GetData()) > maxSnapshotBytes {
-			return fmt.Errorf("raftstore: snapshot larger than %d bytes", maxSnapshotBytes)
-		}
-		data = append(data, c.GetData()...)
-	}
-	if rm == nil {
-		return errors.New("raftstore: snapshot stream without a message")
-	}
-	msg := &raftpb.Message{}
-	if err := proto.Unmarshal(rm.GetMessage(), msg); err != nil {
-		return fmt.Errorf("raftstore: bad snapshot message: %w", err)
-	}
-	if msg.GetType() != raftpb.MessageType_MsgSnap || msg.Snapshot == nil {
-		return errors.New("raftstore: snapshot stream carries no MsgSnap")
-	}
-	msg.Snapshot.Data = data
-	snapshotsTotal.WithLabelValues("received").Inc()
-	snapshotBytes.WithLabelValues("received").Add(float64(len(data)))
-	if f := s.raftFilter.Load(); f != nil && (*f)(rm.GetFromPeer().GetStoreId()) {
-		return errors.New("raftstore: partitioned by a test")
-	}
-	if !s.inbox.push(func(m *inboxMsgs) { m.snaps = append(m.snaps, receivedSnap{rm: rm, msg: msg}) }) {
-		return ErrStopped
-	}
-	return stream.SendAndClose(&raft_serverpb.Done{})
-}
-
-type receivedSnap struct {
-	rm  *raft_serverpb.RaftMessage
-	msg *raftpb.Message
-}
-
-// snapshotOverlaps reports whether the region a received snapshot carries
-// overlaps another region hosted here (TiKV's check_snapshot): installing
-// it would wipe that region's data. The snapshot is dropped; the leader
-// sends another once this store has caught up (e.g. applied the split, or
-// the other peer was destroyed).
-func (s *Store) snapshotOverlaps(p *peer, msg *raftpb.Message) bool {
-	rb, _, err := snapField(msg.GetSnapshot().GetData())
-	if err != nil {
-		return false // writeSnapshot reports the corruption
-	}
-	region := &metapb.Region{}
-	if err := proto.Unmarshal(rb, region); err != nil {
-		return false
-	}
-	for _, o := range s.meta.overlapping(region.GetStartKey(), region.GetEndKey()) {
-		if o.GetId() != p.region.GetId() {
-			snapshotsTotal.WithLabelValues("dropped_overlap").Inc()
-			s.log.Info("snapshot overlaps a local region; dropped until it is gone", "region", region.GetId(), "local", o.GetId())
-			return true
-		}
-	}
-	return false
 }

@@ -3,7 +3,6 @@ package raftstore
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.etcd.io/raft/v3"
@@ -33,11 +32,14 @@ type peerStorage struct {
 	// cache holds the newest entries, contiguous, ending at lastIndex.
 	cache []*raftpb.Entry
 	// snap is the snapshot being generated or last generated (snapshot.go);
-	// gens counts generation goroutines (the store's, nil in unit tests).
-	snap *snapGen
-	gens *sync.WaitGroup
-	// syncSnap generates snapshots on the loop (harness: deterministic).
-	syncSnap bool
+	// snaps the store's snapshot files and workers.
+	snap  *snapGen
+	snaps *snapshotSender
+	// received are the snapshots whose files were received, by (index,
+	// term), until raft installs one; install is the snapshot being
+	// installed (snapinstall.go).
+	received map[snapKey]string
+	install  *snapInstall
 	// pendingRegion is the region of a snapshot written to a batch not yet
 	// committed (snapshotPersisted makes it region).
 	pendingRegion *metapb.Region

@@ -1,7 +1,6 @@
 package raftstore
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -74,11 +73,10 @@ func TestPeerStorageInitialState(t *testing.T) {
 	require.ErrorIs(t, err, raft.ErrUnavailable)
 	// A snapshot is generated in the background: unavailable at first,
 	// then at the applied index.
-	var gens sync.WaitGroup
-	ps.gens = &gens
+	ps.snaps = &memStore(t, false).snaps
 	_, err = ps.Snapshot()
 	require.ErrorIs(t, err, raft.ErrSnapshotTemporarilyUnavailable)
-	gens.Wait()
+	ps.snaps.wg.Wait()
 	snap, err := ps.Snapshot()
 	require.NoError(t, err)
 	require.Equal(t, initIndex, snap.GetMetadata().GetIndex())

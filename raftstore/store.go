@@ -87,6 +87,10 @@ type Config struct {
 	// tail per region (raft's MaxUncommittedEntriesSize); proposals beyond
 	// it get ServerIsBusy. Default 256 MiB.
 	MaxUncommittedBytes uint64
+	// SnapshotMaxBytesPerSec caps the bytes per second this store sends
+	// snapshots at, all destinations together (default
+	// DefaultSnapshotMaxBytesPerSec; negative: no cap).
+	SnapshotMaxBytesPerSec int64
 	// SplitCheckInterval is how often the leaders' regions with new writes
 	// are checked for a split by size (default 10s; negative disables the
 	// split checker). A region larger than RegionSplitSize bytes (default
@@ -117,10 +121,10 @@ type Config struct {
 
 // netTransport carries raft messages and snapshots to other stores in
 // process (harness). send reports whether b was queued; sendSnapshot
-// whether the snapshot was delivered.
+// whether the snapshot was delivered (stream produces its chunks).
 type netTransport interface {
 	send(from, to uint64, b *raft_serverpb.BatchRaftMessage) bool
-	sendSnapshot(from, to uint64, m *raft_serverpb.RaftMessage, data []byte) error
+	sendSnapshot(from, to uint64, m *raft_serverpb.RaftMessage, stream func(send func(*raft_serverpb.SnapshotChunk) error) error) error
 }
 
 // now is the store's clock: wall time, or the harness's manual clock.
@@ -164,6 +168,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxUncommittedBytes == 0 {
 		c.MaxUncommittedBytes = 256 << 20
+	}
+	if c.SnapshotMaxBytesPerSec == 0 {
+		c.SnapshotMaxBytesPerSec = DefaultSnapshotMaxBytesPerSec
 	}
 	if c.SplitCheckInterval == 0 {
 		c.SplitCheckInterval = 10 * time.Second
@@ -324,7 +331,10 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 	s.log = s.log.With("store", s.id)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.trans = newTransport(s)
-	s.snaps.s = s
+	if err := s.snaps.open(s); err != nil { // finishes interrupted snapshot installs
+		db.Close()
+		return nil, err
+	}
 	regions, err := s.loadRegions()
 	if err != nil {
 		db.Close()
@@ -731,7 +741,7 @@ func (s *Store) createPeer(region *metapb.Region, fromSplit bool) error {
 	if err != nil {
 		return err
 	}
-	ps.gens, ps.syncSnap = &s.snaps.wg, s.cfg.manual
+	ps.snaps = &s.snaps
 	rn, err := s.newRawNode(meta, ps, region)
 	if err != nil {
 		return err
@@ -791,16 +801,17 @@ type inbox struct {
 }
 
 type inboxMsgs struct {
-	raft        []*raft_serverpb.RaftMessage
-	proposals   []*proposal
-	reads       []*readRequest
-	creates     []*metapb.Region
-	unreachable []unreachable
-	drains      []chan struct{}                 // TransferLeaders waiters
-	snaps       []receivedSnap                  // MsgSnaps received on the Snapshot RPC
-	snapStatus  []snapshotStatus                // outcomes of snapshot sends
-	pdSteps     []*pdpb.RegionHeartbeatResponse // operator steps from PD (confchange.go)
-	awaken      []uint64                        // regions PD has an operator step for (heartbeat now)
+	raft         []*raft_serverpb.RaftMessage
+	proposals    []*proposal
+	reads        []*readRequest
+	creates      []*metapb.Region
+	unreachable  []unreachable
+	drains       []chan struct{}                 // TransferLeaders waiters
+	snaps        []receivedSnap                  // MsgSnaps received on the Snapshot RPC
+	snapStatus   []snapshotStatus                // outcomes of snapshot sends
+	snapIngested []ingestResult                  // snapshot ingests done off the loop
+	pdSteps      []*pdpb.RegionHeartbeatResponse // operator steps from PD (confchange.go)
+	awaken       []uint64                        // regions PD has an operator step for (heartbeat now)
 }
 
 // unreachable is a raft message the transport lost (regionID 0: a
@@ -814,7 +825,8 @@ func (m *inboxMsgs) reset() {
 	clear(m.creates)
 	clear(m.drains)
 	clear(m.snaps)
-	m.snaps, m.snapStatus = m.snaps[:0], m.snapStatus[:0]
+	clear(m.snapIngested)
+	m.snaps, m.snapStatus, m.snapIngested = m.snaps[:0], m.snapStatus[:0], m.snapIngested[:0]
 	clear(m.pdSteps)
 	m.pdSteps, m.awaken = m.pdSteps[:0], m.awaken[:0]
 	m.raft, m.proposals, m.reads, m.creates, m.unreachable = m.raft[:0], m.proposals[:0], m.reads[:0], m.creates[:0], m.unreachable[:0]
@@ -956,20 +968,19 @@ func (s *Store) iterate(tick bool) bool {
 		s.heard(rm.GetFromPeer().GetStoreId())
 		s.stepRaftMessage(rm)
 	}
-	for _, rs := range m.snaps {
-		if p := s.peers[rs.rm.GetRegionId()]; p != nil && rs.rm.GetToPeer().GetId() == p.meta.GetId() && !s.snapshotOverlaps(p, rs.msg) {
-			s.stepMessage(p, rs.rm, rs.msg)
-		}
+	s.stepReceivedSnapshots(m.snaps)
+	for _, r := range m.snapIngested {
+		s.installDone(r.p, r.inst, r.err)
 	}
 	for _, st := range m.snapStatus {
 		if p := s.peers[st.regionID]; p != nil {
 			status := raft.SnapshotFailure
 			if st.ok {
 				status = raft.SnapshotFinish
-				// Do not keep the data in memory: a later request builds a
+				// Do not keep the files: a later request builds a
 				// fresher one.
 				if g := p.ps.snap; g != nil && g.isDone() {
-					p.ps.snap = nil
+					p.ps.dropSnap()
 				}
 			}
 			p.rn.ReportSnapshot(st.peerID, status)
@@ -1040,7 +1051,9 @@ func (s *Store) iterate(tick bool) bool {
 
 	readies := s.readies[:0]
 	for _, p := range polling {
-		if !p.destroyed && p.rn.HasReady() {
+		// A peer installing a snapshot neither applies nor sends until
+		// its ingest finished (snapinstall.go).
+		if !p.destroyed && !p.ps.installing() && p.rn.HasReady() {
 			readies = append(readies, peerReady{p: p, rd: p.rn.Ready()})
 		}
 	}
@@ -1081,7 +1094,7 @@ func (s *Store) iterate(tick bool) bool {
 		}
 		r.p.serveReads()
 		r.p.rn.Advance(r.rd)
-		if r.p.rn.HasReady() {
+		if r.p.rn.HasReady() && !r.p.ps.installing() {
 			s.touch(r.p)
 		}
 		readies[i] = peerReady{}
@@ -1558,11 +1571,9 @@ func (s *Store) persist(readies []peerReady) {
 			nRegions++
 		}
 		if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {
-			start := time.Now()
 			if err := r.p.ps.writeSnapshot(b, r.rd.Snapshot); err != nil {
 				s.fatal("apply snapshot", err)
 			}
-			snapshotInstallSeconds.Observe(time.Since(start).Seconds())
 		}
 		if err := r.p.ps.appendEntries(b, r.rd.Entries); err != nil {
 			s.fatal("append raft entries", err)
@@ -1597,12 +1608,7 @@ func (s *Store) persist(readies []peerReady) {
 	now := s.now()
 	for _, r := range readies {
 		if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {
-			r.p.ps.snapshotPersisted(r.rd.Snapshot)
-			s.snapshotInstalled(r.p)
-			r.p.snapshotApplied(r.rd.Snapshot.GetMetadata().GetIndex())
-			snapshotsTotal.WithLabelValues("applied").Inc()
-			s.log.Info("snapshot applied", "region", r.p.region.GetId(), "index", r.rd.Snapshot.GetMetadata().GetIndex(),
-				"bytes", len(r.rd.Snapshot.GetData()))
+			s.snapshotWritten(r.p, r.rd.Snapshot) // starts the ingest
 		}
 		r.p.ps.entriesPersisted(r.rd.Entries, r.rd.HardState)
 		for _, e := range r.rd.Entries {
@@ -1691,27 +1697,6 @@ func (s *Store) sendBatch(to uint64, b *raft_serverpb.BatchRaftMessage) bool {
 		return s.cfg.net.send(s.id, to, b)
 	}
 	return s.trans.send(to, b)
-}
-
-// sendSnapshot sends a MsgSnap on the Snapshot RPC: the message without
-// its data, then the data in chunks (snapshot.go).
-func (s *Store) sendSnapshot(p *peer, to uint64, m *raftpb.Message) {
-	if f := s.raftFilter.Load(); f != nil && (*f)(to) {
-		p.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFailure)
-		return
-	}
-	data := m.GetSnapshot().GetData()
-	stripped := proto.Clone(m).(*raftpb.Message)
-	stripped.Snapshot.Data = nil
-	msg, err := proto.Marshal(stripped)
-	if err != nil {
-		s.fatal("marshal snapshot message", err)
-	}
-	s.snaps.send(to, &raft_serverpb.RaftMessage{
-		RegionId: p.region.GetId(), FromPeer: p.meta, ToPeer: &metapb.Peer{Id: m.GetTo(), StoreId: to},
-		RegionEpoch: p.region.GetRegionEpoch(), StartKey: p.region.GetStartKey(), EndKey: p.region.GetEndKey(),
-		Message: msg,
-	}, data)
 }
 
 // apply writes every Ready's committed entries into one batch, records

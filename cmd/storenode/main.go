@@ -52,6 +52,7 @@ type fileConfig struct {
 	RaftLogGCInterval  time.Duration `toml:"raft-log-gc-interval"`
 	RaftLogGCThreshold int           `toml:"raft-log-gc-threshold"`
 	RaftLogGCLagLimit  int64         `toml:"raft-log-gc-lag-limit"`
+	SnapMaxBytesPerSec int64         `toml:"snap-max-write-bytes-per-sec"`
 	LogLevel           string        `toml:"log-level"`
 	// Labels are the store's location labels, "zone=z1,host=h1".
 	Labels string `toml:"labels"`
@@ -103,25 +104,26 @@ func run(args []string) error {
 		transfer = -1 // server.Config: negative skips the transfer
 	}
 	srv, err := server.New(server.Config{
-		LeaderTransferTimeout: transfer,
-		PDEndpoints:           config.SplitList(cfg.PD),
-		Addr:                  cfg.Addr,
-		AdvertiseAddr:         cfg.AdvertiseAddr,
-		StatusAddr:            statusBound.String(),
-		Labels:                labels,
-		DataDir:               cfg.DataDir,
-		RaftTick:              cfg.RaftTick,
-		ElectionTicks:         cfg.ElectionTicks,
-		HeartbeatTicks:        cfg.HeartbeatTicks,
-		HeartbeatInterval:     cfg.HeartbeatInterval,
-		SplitCheckInterval:    cfg.SplitCheckInterval,
-		HibernateTicks:        cfg.HibernateTicks,
-		RegionSplitSize:       cfg.RegionSplitSize,
-		RegionSplitKeys:       cfg.RegionSplitKeys,
-		RaftLogGCInterval:     cfg.RaftLogGCInterval,
-		RaftLogGCThreshold:    cfg.RaftLogGCThreshold,
-		RaftLogGCLagLimit:     cfg.RaftLogGCLagLimit,
-		Logger:                logger,
+		LeaderTransferTimeout:  transfer,
+		PDEndpoints:            config.SplitList(cfg.PD),
+		Addr:                   cfg.Addr,
+		AdvertiseAddr:          cfg.AdvertiseAddr,
+		StatusAddr:             statusBound.String(),
+		Labels:                 labels,
+		DataDir:                cfg.DataDir,
+		RaftTick:               cfg.RaftTick,
+		ElectionTicks:          cfg.ElectionTicks,
+		HeartbeatTicks:         cfg.HeartbeatTicks,
+		HeartbeatInterval:      cfg.HeartbeatInterval,
+		SplitCheckInterval:     cfg.SplitCheckInterval,
+		HibernateTicks:         cfg.HibernateTicks,
+		RegionSplitSize:        cfg.RegionSplitSize,
+		RegionSplitKeys:        cfg.RegionSplitKeys,
+		RaftLogGCInterval:      cfg.RaftLogGCInterval,
+		RaftLogGCThreshold:     cfg.RaftLogGCThreshold,
+		RaftLogGCLagLimit:      cfg.RaftLogGCLagLimit,
+		SnapshotMaxBytesPerSec: cfg.SnapMaxBytesPerSec,
+		Logger:                 logger,
 
 		DisableInMemoryPessimisticLock: !cfg.InMemoryPessimisticLock,
 	})
@@ -175,6 +177,8 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.RaftLogGCInterval, "raft-log-gc-interval", cfg.RaftLogGCInterval, "how often region leaders consider compacting their raft log (0: 3s; negative: never)")
 	fs.IntVar(&cfg.RaftLogGCThreshold, "raft-log-gc-threshold", cfg.RaftLogGCThreshold, "entries above the truncated index that trigger a log compaction (0: 50)")
 	fs.Int64Var(&cfg.RaftLogGCLagLimit, "raft-log-gc-lag-limit", cfg.RaftLogGCLagLimit, "a follower more entries behind than this does not hold log GC back and gets a snapshot (0: 10000)")
+	fs.Int64Var(&cfg.SnapMaxBytesPerSec, "snap-max-write-bytes-per-sec", cfg.SnapMaxBytesPerSec,
+		"cap on the bytes per second this store sends raft snapshots at, all destinations together (0: 100 MiB/s; negative: no cap)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.Labels, "labels", cfg.Labels, `location labels "key=value,..." for PD's location-labels (e.g. "zone=z1,host=h1")`)
 	fs.BoolVar(&cfg.InMemoryPessimisticLock, "in-memory-pessimistic-lock", cfg.InMemoryPessimisticLock,
