@@ -298,6 +298,12 @@ func (ps *peerStorage) writeSnapshot(b *pebble.Batch, snap *raftpb.Snapshot) err
 		return fmt.Errorf("raftstore: no received files for the snapshot of region %d at index %d term %d", ps.regionID, k.index, k.term)
 	}
 	delete(ps.received, k)
+	for k2, d := range ps.received {
+		if k2.index <= k.index { // superseded: raft will never install it
+			ps.snaps.removeDir(d)
+			delete(ps.received, k2)
+		}
+	}
 	if old := ps.region; len(old.GetPeers()) > 0 && !sameRange(old, region) {
 		// Clear the range this peer had too (initialized peers only).
 		if err := deleteRegionData(b, old); err != nil {
