@@ -164,10 +164,10 @@ func (w *snapFilesWriter) write(p []byte) error {
 			w.f, w.crc, w.n = f, crc32.New(snapCRCTable), 0
 		}
 		n := min(uint64(len(p)), sf.size-w.n)
+		w.crc.Write(p[:n]) // before the file's Write, which may modify p (vfs.File)
 		if _, err := w.f.Write(p[:n]); err != nil {
 			return err
 		}
-		w.crc.Write(p[:n])
 		w.n += n
 		p = p[n:]
 		if w.n == sf.size {
