@@ -53,6 +53,7 @@ var (
 	writersFlag = flag.String("writers", "1,64", "comma-separated concurrent writer counts")
 	opsFlag     = flag.String("ops", "insert,update", "write statements to measure: insert, update")
 	snapMiB     = flag.Int("snapshot-mib", 64, "user data in the snapshotted region, MiB (0: skip the snapshot figure)")
+	storeFlags  = flag.String("store-flags", "", "extra storenode flags, space-separated (e.g. --snap-max-write-bytes-per-sec=20971520)")
 	snapPad     = flag.String("snapshot-pad", "x", "padding of the snapshotted rows: x (one repeated letter, compresses ~10x in SSTs) or random (random letters, barely compresses)")
 	outDir      = flag.String("out", "bench/results", "where the markdown report goes")
 	keepData    = flag.Bool("keep-data", false, "keep the clusters' data dirs and logs")
@@ -99,7 +100,7 @@ func cluster(stores, late int, storeArgs ...string) (*localcluster.Cluster, func
 		return nil, nil, err
 	}
 	c, err := localcluster.New(localcluster.Config{
-		BinDir: *binDir, DataDir: dir, Stores: stores, FreePorts: true, StoreArgs: storeArgs,
+		BinDir: *binDir, DataDir: dir, Stores: stores, FreePorts: true, StoreArgs: append(storeArgs, strings.Fields(*storeFlags)...),
 	})
 	if err != nil {
 		os.RemoveAll(dir)
