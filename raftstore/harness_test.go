@@ -356,7 +356,7 @@ func (in *inbox) pending() bool {
 	defer in.mu.Unlock()
 	m := &in.cur
 	return len(m.raft)+len(m.proposals)+len(m.reads)+len(m.creates)+len(m.unreachable)+len(m.drains)+
-		len(m.snaps)+len(m.snapStatus)+len(m.snapIngested)+len(m.pdSteps)+len(m.awaken) > 0
+		len(m.snaps)+len(m.snapStatus)+len(m.ingested)+len(m.pdSteps)+len(m.awaken) > 0
 }
 
 // hasReady reports whether the store's next iteration has work: a touched

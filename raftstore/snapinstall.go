@@ -411,7 +411,7 @@ func (s *Store) snapshotWritten(p *peer, snap *raftpb.Snapshot) {
 		err := s.snaps.ingest(inst)
 		close(inst.ingested)
 		// Dropped when the store stopped: Open ingests again.
-		s.inbox.push(func(m *inboxMsgs) { m.snapIngested = append(m.snapIngested, ingestResult{p: p, inst: inst, err: err}) })
+		s.inbox.push(func(m *inboxMsgs) { m.ingested = append(m.ingested, ingestResult{p: p, inst: inst, err: err}) })
 	}()
 }
 

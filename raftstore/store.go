@@ -801,17 +801,17 @@ type inbox struct {
 }
 
 type inboxMsgs struct {
-	raft         []*raft_serverpb.RaftMessage
-	proposals    []*proposal
-	reads        []*readRequest
-	creates      []*metapb.Region
-	unreachable  []unreachable
-	drains       []chan struct{}                 // TransferLeaders waiters
-	snaps        []receivedSnap                  // MsgSnaps received on the Snapshot RPC
-	snapStatus   []snapshotStatus                // outcomes of snapshot sends
-	snapIngested []ingestResult                  // snapshot ingests done off the loop
-	pdSteps      []*pdpb.RegionHeartbeatResponse // operator steps from PD (confchange.go)
-	awaken       []uint64                        // regions PD has an operator step for (heartbeat now)
+	raft        []*raft_serverpb.RaftMessage
+	proposals   []*proposal
+	reads       []*readRequest
+	creates     []*metapb.Region
+	unreachable []unreachable
+	drains      []chan struct{}                 // TransferLeaders waiters
+	snaps       []receivedSnap                  // MsgSnaps received on the Snapshot RPC
+	snapStatus  []snapshotStatus                // outcomes of snapshot sends
+	ingested    []ingestResult                  // snapshot ingests done off the loop
+	pdSteps     []*pdpb.RegionHeartbeatResponse // operator steps from PD (confchange.go)
+	awaken      []uint64                        // regions PD has an operator step for (heartbeat now)
 }
 
 // unreachable is a raft message the transport lost (regionID 0: a
@@ -825,8 +825,8 @@ func (m *inboxMsgs) reset() {
 	clear(m.creates)
 	clear(m.drains)
 	clear(m.snaps)
-	clear(m.snapIngested)
-	m.snaps, m.snapStatus, m.snapIngested = m.snaps[:0], m.snapStatus[:0], m.snapIngested[:0]
+	clear(m.ingested)
+	m.snaps, m.snapStatus, m.ingested = m.snaps[:0], m.snapStatus[:0], m.ingested[:0]
 	clear(m.pdSteps)
 	m.pdSteps, m.awaken = m.pdSteps[:0], m.awaken[:0]
 	m.raft, m.proposals, m.reads, m.creates, m.unreachable = m.raft[:0], m.proposals[:0], m.reads[:0], m.creates[:0], m.unreachable[:0]
@@ -969,7 +969,7 @@ func (s *Store) iterate(tick bool) bool {
 		s.stepRaftMessage(rm)
 	}
 	s.stepReceivedSnapshots(m.snaps)
-	for _, r := range m.snapIngested {
+	for _, r := range m.ingested {
 		s.installDone(r.p, r.inst, r.err)
 	}
 	for _, st := range m.snapStatus {

@@ -69,9 +69,9 @@ type Config struct {
 	RaftLogGCThreshold int
 	// RaftLogGCLagLimit is raftstore.Config.LogGCLagLimit (0: default).
 	RaftLogGCLagLimit int64
-	// SnapshotMaxBytesPerSec is raftstore.Config.SnapshotMaxBytesPerSec
+	// SnapMaxBytesPerSec is raftstore.Config.SnapshotMaxBytesPerSec
 	// (0: 100 MiB/s; negative: no cap).
-	SnapshotMaxBytesPerSec int64
+	SnapMaxBytesPerSec int64
 	// SplitCheckInterval, RegionSplitSize and RegionSplitKeys are
 	// raftstore.Config's (0: defaults 10s, 96 MiB, 960000 keys; a negative
 	// interval disables splits by size).
@@ -200,7 +200,7 @@ func (s *Server) Run(ctx context.Context) error {
 		LogGCInterval:          s.cfg.RaftLogGCInterval,
 		LogGCThreshold:         s.cfg.RaftLogGCThreshold,
 		LogGCLagLimit:          s.cfg.RaftLogGCLagLimit,
-		SnapshotMaxBytesPerSec: s.cfg.SnapshotMaxBytesPerSec,
+		SnapshotMaxBytesPerSec: s.cfg.SnapMaxBytesPerSec,
 		SplitCheckInterval:     s.cfg.SplitCheckInterval,
 		HibernateTicks:         s.cfg.HibernateTicks,
 		RegionSplitSize:        s.cfg.RegionSplitSize,
