@@ -165,3 +165,48 @@ func (p *Proc) ExitErr() error {
 	}
 	return p.err
 }
+
+// SchedStat is a process's scheduler accounting summed over its threads
+// (/proc/PID/task/*/schedstat): time on a CPU, time runnable but waiting
+// for one (the run queue), and the number of times a thread was put on a
+// CPU. Threads that exited are not counted, so take differences over
+// short spans of a long-lived process.
+type SchedStat struct {
+	OnCPU, RunQueueWait time.Duration
+	Timeslices          int64
+}
+
+// ReadSchedStat reads pid's SchedStat (zero if unreadable).
+func ReadSchedStat(pid int) SchedStat {
+	var s SchedStat
+	if pid <= 0 {
+		return s
+	}
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return s
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 3 {
+			continue
+		}
+		run, _ := strconv.ParseInt(f[0], 10, 64)
+		wait, _ := strconv.ParseInt(f[1], 10, 64)
+		n, _ := strconv.ParseInt(f[2], 10, 64)
+		s.OnCPU += time.Duration(run)
+		s.RunQueueWait += time.Duration(wait)
+		s.Timeslices += n
+	}
+	return s
+}
+
+// Sub is s minus o.
+func (s SchedStat) Sub(o SchedStat) SchedStat {
+	return SchedStat{OnCPU: s.OnCPU - o.OnCPU, RunQueueWait: s.RunQueueWait - o.RunQueueWait, Timeslices: s.Timeslices - o.Timeslices}
+}

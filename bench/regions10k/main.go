@@ -12,7 +12,14 @@
 // tables with the read paths, wakes and region errors behind them, the
 // idle CPU and the stores' hibernation figures to
 // bench/results/<stamp>-regions10k.md, and (with --profile) a CPU profile
-// of one store while idle.
+// of one store while idle. Per table it also reports what a point select
+// cost the processes (CPU, run-queue wait and context switches per query,
+// from /proc/PID/task/*/schedstat). With --control a third table, t3,
+// holds the same rows in 3 regions led by the 3 stores, one each: reads
+// fan out over the stores as tn's do but without many regions, so tn
+// against t3 is the cost of the region count and t3 against t1 the cost
+// of the fan-out. With --profile-reads N every store and the SQL node are
+// CPU-profiled during N more seconds of point selects per table.
 //
 //	make build
 //	go run ./bench/regions10k --regions 10000 --idle 60 --time 60
@@ -22,6 +29,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,6 +61,8 @@ type config struct {
 	leaderLimit       int
 	slice             time.Duration
 	pauseSchedulers   bool
+	control           bool
+	profileReads      int
 }
 
 func main() {
@@ -72,6 +82,8 @@ func main() {
 	flag.IntVar(&cfg.leaderLimit, "leader-schedule-limit", 0, "PD's leader-schedule-limit while settling (0: PD's default, and the run does not wait for balanced leaders; the split leaves the new leaders where the split region's was)")
 	flag.DurationVar(&cfg.slice, "slice", 5*time.Second, "the two tables are measured in alternating slices of this length (--time seconds each in all)")
 	flag.BoolVar(&cfg.pauseSchedulers, "pause-schedulers", true, "disable PD's schedulers once settled, so no leader moves during the measurement (the count of leader changes is reported either way)")
+	flag.BoolVar(&cfg.control, "control", false, "also measure t3, the same rows in 3 regions led by the 3 stores (one each): the cost of fanning reads out over the stores without many regions")
+	flag.IntVar(&cfg.profileReads, "profile-reads", 0, "after the measurement, one more slice of this many seconds per table with CPU profiles of every store and the SQL node (0: none), under bench/results/profiles")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "regions10k:", err)
@@ -136,20 +148,25 @@ func run(cfg config) error {
 
 	var rep report
 	rep.printf("# %d regions on 3 stores: idle CPU and point-select latency\n\n", cfg.regions)
-	rep.printf("`go run ./bench/regions10k --regions %d --rows %d --idle %d --time %d --threads %d` (store args %q), %s UTC, %d CPUs, load average at start %s\n\n",
-		cfg.regions, cfg.rows, cfg.idle, cfg.runSec, cfg.threads, cfg.storeArgs, stamp, numCPU(), loadAvg())
+	rep.printf("`go run ./bench/regions10k --regions %d --rows %d --idle %d --time %d --warmup %d --threads %d --leader-schedule-limit %d --control=%v --profile-reads %d` (store args %q), %s UTC, %d CPUs, load average at start %s\n\n",
+		cfg.regions, cfg.rows, cfg.idle, cfg.runSec, cfg.warmup, cfg.threads, cfg.leaderLimit, cfg.control, cfg.profileReads, cfg.storeArgs, stamp, numCPU(), loadAvg())
 
 	for _, q := range []string{
 		"CREATE DATABASE b",
 		"CREATE TABLE b.t1 (id BIGINT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)",
 		"CREATE TABLE b.tn (id BIGINT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)",
+		"CREATE TABLE b.t3 (id BIGINT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)",
 	} {
 		if _, err := db.Exec(q); err != nil {
 			return fmt.Errorf("%s: %w", q, err)
 		}
 	}
 	start := time.Now()
-	for _, t := range []string{"t1", "tn"} {
+	loadTables := []string{"t1", "tn"}
+	if cfg.control {
+		loadTables = append(loadTables, "t3")
+	}
+	for _, t := range loadTables {
 		if err := load(db, t, cfg.rows); err != nil {
 			return err
 		}
@@ -184,6 +201,12 @@ func run(cfg config) error {
 	splitTook := time.Since(start)
 	rep.printf("- split tn into %d regions in %v (%d statements of %d regions, %d retried after an undetermined answer)\n",
 		cfg.regions, splitTook.Round(time.Millisecond), (cfg.regions+per-1)/per, per, splitRetries)
+	if cfg.control {
+		q := fmt.Sprintf("SPLIT TABLE b.t3 BETWEEN (0) AND (%d) REGIONS 3", int64(cfg.rows)*idStep)
+		if _, err := db.Exec(q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
 
 	if cfg.leaderLimit > 0 {
 		body := fmt.Sprintf(`{"leader-schedule-limit": %d}`, cfg.leaderLimit)
@@ -285,10 +308,15 @@ func run(cfg config) error {
 		}
 		rep.printf("PD's schedulers paused for the measurement: %v\n\n", names)
 	}
-	tables := []struct {
-		name    string
-		regions int
-	}{{"t1", 1}, {"tn", cfg.regions}}
+	tables := []benchTable{{"t1", 1}, {"tn", cfg.regions}}
+	if cfg.control {
+		placed, err := placeControlLeaders(c, db)
+		if err != nil {
+			return err
+		}
+		rep.printf("Control table t3: its regions' leaders on stores %v (one per store, PD operators)\n\n", placed)
+		tables = append(tables, benchTable{"t3", 3})
+	}
 	// Warm-up: every row once, so the SQL node's region cache holds every
 	// region (a miss is a PD round trip, which is not what is measured),
 	// then --warmup seconds of random reads per table.
@@ -304,10 +332,12 @@ func run(cfg config) error {
 	}
 	rep.printf("## Point selects (%d threads, prepared `SELECT c FROM t WHERE id = ?`, random id; %d s per table in alternating %v slices after a warm-up that read every row once and %d s of random reads per table)\n\nload average before: %s\n\n",
 		cfg.threads, cfg.runSec, cfg.slice, cfg.warmup, loadAvg())
-	var res [2]selectResult
-	var sqlDiff, storeDiff [2]map[string]float64
+	n := len(tables)
+	res := make([]selectResult, n)
+	sqlDiff, storeDiff := make([]map[string]float64, n), make([]map[string]float64, n)
+	cost := make([]map[string]localcluster.SchedStat, n) // by process group
 	for i := range tables {
-		sqlDiff[i], storeDiff[i] = map[string]float64{}, map[string]float64{}
+		sqlDiff[i], storeDiff[i], cost[i] = map[string]float64{}, map[string]float64{}, map[string]localcluster.SchedStat{}
 	}
 	sqlStatus := storeStatus(c.SQL[0].Args)
 	scrapeStores := func() map[string]float64 {
@@ -320,24 +350,32 @@ func run(cfg config) error {
 		}
 		return sum
 	}
+	groups := processGroups(c)
 	nSlices := max(1, int(time.Duration(cfg.runSec)*time.Second/cfg.slice))
-	for k := 0; k < 2*nSlices; k++ {
-		// t1, tn, tn, t1, t1, tn, ...: neither table always goes first.
-		i := (k + k/2) % 2
+	for k := 0; k < n*nSlices; k++ {
+		// Round r runs the tables in an order rotated by r (t1, tn, tn,
+		// t1, t1, tn, ... for two): no table always goes first.
+		r, j := k/n, k%n
+		i := (j + r) % n
 		t := tables[i]
-		mb, sb := must(scrape(sqlStatus)), scrapeStores()
-		r, err := pointSelects(db, "b."+t.name, cfg.rows, cfg.threads, cfg.slice)
+		mb, sb, cb := must(scrape(sqlStatus)), scrapeStores(), groups.read()
+		rs, err := pointSelects(db, "b."+t.name, cfg.rows, cfg.threads, cfg.slice)
 		if err != nil {
 			return err
 		}
-		ma, sa := must(scrape(sqlStatus)), scrapeStores()
+		ca, ma, sa := groups.read(), must(scrape(sqlStatus)), scrapeStores()
+		for g, v := range ca {
+			d := v.Sub(cb[g])
+			acc := cost[i][g]
+			cost[i][g] = localcluster.SchedStat{OnCPU: acc.OnCPU + d.OnCPU, RunQueueWait: acc.RunQueueWait + d.RunQueueWait, Timeslices: acc.Timeslices + d.Timeslices}
+		}
 		addDiff(sqlDiff[i], mb, ma)
 		addDiff(storeDiff[i], sb, sa)
-		res[i].lat = append(res[i].lat, r.lat...)
-		res[i].errors += r.errors
+		res[i].lat = append(res[i].lat, rs.lat...)
+		res[i].errors += rs.errors
 	}
 	rep.printf("| table | regions | QPS | p50 ms | p99 ms | p999 ms | errors | mean ms: SQL node's get RPC, store's kv_get | SQL node: region cache misses, region errors, backoffs | stores: reads by path, wakes, mean loop read wait ms, leader changes |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	var p99 [2]float64
+	p99 := make([]float64, n)
 	for i, t := range tables {
 		slices.Sort(res[i].lat)
 		res[i].qps = float64(len(res[i].lat)) / (float64(nSlices) * cfg.slice.Seconds())
@@ -352,7 +390,26 @@ func run(cfg config) error {
 			listDiff(sqlDiff[i], `strata_kvclient_region_cache_lookups_total{result="miss"}`, "strata_kvclient_region_errors_total", "strata_kvclient_backoff_total"),
 			listDiff(sd, "strata_raftstore_reads_total", "strata_raftstore_wakes_total"), wait, sd["strata_raftstore_leader_changes_total"])
 	}
+	rep.printf("\nCost per point select, from the processes' threads' /proc schedstat over the same slices (CPU: time on a CPU; wait: time runnable but queued for a CPU; switches: times a thread was put on a CPU), in µs per query (switches per query):\n\n")
+	rep.printf("| table | stores CPU | stores wait | stores switches | SQL node CPU | SQL node wait | SQL node switches | bench client CPU | bench client wait | PD CPU |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for i, t := range tables {
+		q := float64(len(res[i].lat))
+		us := func(d time.Duration) float64 { return float64(d.Microseconds()) / max(q, 1) }
+		st, sq, cl, pd := cost[i]["stores"], cost[i]["sql"], cost[i]["client"], cost[i]["pd"]
+		rep.printf("| %s | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f |\n", t.name,
+			us(st.OnCPU), us(st.RunQueueWait), float64(st.Timeslices)/max(q, 1),
+			us(sq.OnCPU), us(sq.RunQueueWait), float64(sq.Timeslices)/max(q, 1),
+			us(cl.OnCPU), us(cl.RunQueueWait), us(pd.OnCPU))
+	}
 	rep.printf("\nload average after: %s\n\np99 ratio (%d regions / 1 region): %.2f\n", loadAvg(), cfg.regions, p99[1]/p99[0])
+	if cfg.control {
+		rep.printf("p99 ratio (3 regions, one leader per store / 1 region): %.2f\np99 ratio (%d regions / 3 regions): %.2f\n", p99[2]/p99[0], cfg.regions, p99[1]/p99[2])
+	}
+	if cfg.profileReads > 0 {
+		if err := profileReads(c, db, cfg, stamp, tables, &rep); err != nil {
+			logf("profiles: %v", err)
+		}
+	}
 	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
 		return err
 	}
@@ -361,6 +418,159 @@ func run(cfg config) error {
 		return err
 	}
 	logf("wrote %s", out)
+	return nil
+}
+
+type benchTable struct {
+	name    string
+	regions int
+}
+
+// procGroups are the processes whose scheduler accounting is reported, by
+// group: "stores", "sql", "pd" and "client" (this process).
+type procGroups map[string][]int
+
+func processGroups(c *localcluster.Cluster) procGroups {
+	g := procGroups{"pd": {c.PD.Pid()}, "client": {os.Getpid()}}
+	for _, s := range c.Stores {
+		g["stores"] = append(g["stores"], s.Pid())
+	}
+	for _, s := range c.SQL {
+		g["sql"] = append(g["sql"], s.Pid())
+	}
+	return g
+}
+
+func (g procGroups) read() map[string]localcluster.SchedStat {
+	out := map[string]localcluster.SchedStat{}
+	for name, pids := range g {
+		var sum localcluster.SchedStat
+		for _, pid := range pids {
+			s := localcluster.ReadSchedStat(pid)
+			sum.OnCPU += s.OnCPU
+			sum.RunQueueWait += s.RunQueueWait
+			sum.Timeslices += s.Timeslices
+		}
+		out[name] = sum
+	}
+	return out
+}
+
+// placeControlLeaders moves the leaders of t3's regions (in key order) to
+// the stores in turn, so its three row-holding regions are led by three
+// different stores, and waits until they are. It returns the leader store
+// of each region. Run it with PD's schedulers paused.
+func placeControlLeaders(c *localcluster.Cluster, db *sql.DB) ([]uint64, error) {
+	var st struct {
+		Stores []struct {
+			Store struct {
+				ID uint64 `json:"id"`
+			} `json:"store"`
+		} `json:"stores"`
+	}
+	if err := c.PDAPI("GET", "stores", nil, &st); err != nil {
+		return nil, err
+	}
+	var ids []uint64
+	for _, s := range st.Stores {
+		ids = append(ids, s.Store.ID)
+	}
+	slices.Sort(ids)
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("PD lists no stores")
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		regions, leaders, err := tableRegions(db, "b.t3")
+		if err != nil {
+			return nil, err
+		}
+		placed := true
+		for i, r := range regions {
+			if to := ids[i%len(ids)]; leaders[i] != to {
+				placed = false
+				_ = c.PDAPI("POST", "operators", map[string]any{"name": "transfer-leader", "region_id": r, "to_store_id": to}, nil)
+			}
+		}
+		if placed {
+			return leaders, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("t3's leaders not placed on %v in 3 minutes: regions %v led by %v", ids, regions, leaders)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// tableRegions lists table's regions in key order (SHOW TABLE ...
+// REGIONS) with their leader stores.
+func tableRegions(db *sql.DB, table string) (ids, leaders []uint64, err error) {
+	rows, err := db.Query("SHOW TABLE " + table + " REGIONS")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, nil, err
+	}
+	idCol, leaderCol := slices.Index(cols, "REGION_ID"), slices.Index(cols, "LEADER_STORE_ID")
+	if idCol < 0 || leaderCol < 0 {
+		return nil, nil, fmt.Errorf("SHOW TABLE REGIONS columns %v", cols)
+	}
+	vals := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, nil, err
+		}
+		id, _ := strconv.ParseUint(string(vals[idCol]), 10, 64)
+		l, _ := strconv.ParseUint(string(vals[leaderCol]), 10, 64)
+		ids, leaders = append(ids, id), append(leaders, l)
+	}
+	return ids, leaders, rows.Err()
+}
+
+// profileReads runs one more slice of --profile-reads seconds per table
+// while taking CPU profiles of every store and the SQL node, saves them
+// under <results>/profiles and adds the merged stores' top functions to
+// the report.
+func profileReads(c *localcluster.Cluster, db *sql.DB, cfg config, stamp string, tables []benchTable, rep *report) error {
+	dir := filepath.Join(cfg.results, "profiles")
+	procs := append(slices.Clone(c.Stores), c.SQL...)
+	rep.printf("\n## CPU profiles (%d s of point selects per table after the measurement, every store and the SQL node)\n\n", cfg.profileReads)
+	for _, t := range tables {
+		var wg sync.WaitGroup
+		files := make([]string, len(procs))
+		errs := make([]error, len(procs))
+		for i, p := range procs {
+			files[i] = filepath.Join(dir, fmt.Sprintf("%s-regions10k-%s-%s.cpu.pb.gz", stamp, t.name, p.Name))
+			wg.Go(func() { errs[i] = fetchProfile(storeStatus(p.Args), cfg.profileReads, files[i]) })
+		}
+		time.Sleep(200 * time.Millisecond) // the profiles have started
+		r, err := pointSelects(db, "b."+t.name, cfg.rows, cfg.threads, time.Duration(cfg.profileReads)*time.Second)
+		wg.Wait()
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		storeFiles := files[:len(c.Stores)]
+		top, err := pprofTopOf("-top", storeFiles...)
+		if err != nil {
+			return err
+		}
+		txt := filepath.Join(dir, fmt.Sprintf("%s-regions10k-%s-stores.cpu.top.txt", stamp, t.name))
+		if err := os.WriteFile(txt, []byte(top), 0o644); err != nil {
+			return err
+		}
+		rep.printf("- %s: %d queries; profiles %s-regions10k-%s-{store1,store2,store3,sql1}.cpu.pb.gz, stores merged: %s\n",
+			t.name, len(r.lat), stamp, t.name, filepath.Base(txt))
+	}
 	return nil
 }
 
@@ -618,4 +828,11 @@ func pprofTop(src string) (string, error) {
 	}
 	lines := strings.Split(string(out), "\n")
 	return strings.Join(lines[:min(len(lines), 32)], "\n"), nil
+}
+
+// pprofTopOf is `go tool pprof <mode> -nodecount=60` of the merged
+// profiles srcs.
+func pprofTopOf(mode string, srcs ...string) (string, error) {
+	out, err := exec.Command("go", append([]string{"tool", "pprof", mode, "-nodecount=60"}, srcs...)...).Output()
+	return string(out), err
 }
