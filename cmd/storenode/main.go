@@ -54,6 +54,8 @@ type fileConfig struct {
 	RaftLogGCLagLimit  int64         `toml:"raft-log-gc-lag-limit"`
 	SnapMaxBytesPerSec int64         `toml:"snap-max-write-bytes-per-sec"`
 	LogLevel           string        `toml:"log-level"`
+	// BlockCacheSize is the engine's block cache in bytes (0: 512 MiB).
+	BlockCacheSize int64 `toml:"block-cache-size"`
 	// Labels are the store's location labels, "zone=z1,host=h1".
 	Labels string `toml:"labels"`
 	// InMemoryPessimisticLock: see kv/txn Config (on by default).
@@ -123,6 +125,7 @@ func run(args []string) error {
 		RaftLogGCThreshold:    cfg.RaftLogGCThreshold,
 		RaftLogGCLagLimit:     cfg.RaftLogGCLagLimit,
 		SnapMaxBytesPerSec:    cfg.SnapMaxBytesPerSec,
+		BlockCacheSize:        cfg.BlockCacheSize,
 		Logger:                logger,
 
 		DisableInMemoryPessimisticLock: !cfg.InMemoryPessimisticLock,
@@ -179,6 +182,7 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.Int64Var(&cfg.RaftLogGCLagLimit, "raft-log-gc-lag-limit", cfg.RaftLogGCLagLimit, "a follower more entries behind than this does not hold log GC back and gets a snapshot (0: 10000)")
 	fs.Int64Var(&cfg.SnapMaxBytesPerSec, "snap-max-write-bytes-per-sec", cfg.SnapMaxBytesPerSec,
 		"cap on the bytes per second this store sends raft snapshots at, all destinations together (0: 100 MiB/s; negative: no cap)")
+	fs.Int64Var(&cfg.BlockCacheSize, "block-cache-size", cfg.BlockCacheSize, "the engine's block cache in bytes (0: 512 MiB)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.Labels, "labels", cfg.Labels, `location labels "key=value,..." for PD's location-labels (e.g. "zone=z1,host=h1")`)
 	fs.BoolVar(&cfg.InMemoryPessimisticLock, "in-memory-pessimistic-lock", cfg.InMemoryPessimisticLock,

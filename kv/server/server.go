@@ -59,6 +59,9 @@ type Config struct {
 	// read timestamp is synced to on leadership changes. Only tests that
 	// drive the store with their own synthetic timestamps (not PD's) set it.
 	TSO TSO
+	// BlockCacheSize is raftstore.Config.BlockCacheSize, the engine's
+	// block cache in bytes (0: its default).
+	BlockCacheSize int64
 	// RaftMaxUncommittedBytes is raftstore.Config.MaxUncommittedBytes (0:
 	// its default).
 	RaftMaxUncommittedBytes uint64
@@ -205,6 +208,7 @@ func (s *Server) Run(ctx context.Context) error {
 		HibernateTicks:         s.cfg.HibernateTicks,
 		RegionSplitSize:        s.cfg.RegionSplitSize,
 		RegionSplitKeys:        s.cfg.RegionSplitKeys,
+		BlockCacheSize:         s.cfg.BlockCacheSize,
 		Logger:                 s.log,
 	}, pd)
 	if err != nil {
