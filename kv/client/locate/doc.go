@@ -6,7 +6,9 @@
 //
 // Cached regions are kept in a slice sorted by start key; regions in the
 // slice never overlap (inserting a region evicts every cached region that
-// overlaps it). A lookup is a binary search under a read lock. A map by
+// overlaps it). A lookup is a binary search under a read lock, over a
+// parallel slice of the start keys (with 10,000 regions, following each
+// step's *Region to its key would be cache misses). A map by
 // region id serves invalidation. Misses are loaded from PD with single-flight:
 // concurrent misses for the same key share one PD call.
 //

@@ -137,6 +137,11 @@ type RegionCache struct {
 
 	mu     sync.RWMutex
 	sorted []*Region // by start key, non-overlapping
+	// starts[i] is sorted[i]'s start key: the binary search of a lookup
+	// reads these (one slice header array) instead of following three
+	// pointers per step (Region, metapb.Region, key), which with 10,000
+	// regions are cache misses.
+	starts [][]byte
 	byID   map[uint64]*Region
 
 	sfMu     sync.Mutex
@@ -200,9 +205,9 @@ func (c *RegionCache) lookup(key []byte) *Region {
 // searchLocked returns the index of the last region whose start key is <=
 // key, or -1.
 func (c *RegionCache) searchLocked(key []byte) int {
-	s := c.sorted
+	s := c.starts
 	return sort.Search(len(s), func(i int) bool {
-		return bytes.Compare(s[i].meta.StartKey, key) > 0
+		return bytes.Compare(s[i], key) > 0
 	}) - 1
 }
 
@@ -291,8 +296,8 @@ func (c *RegionCache) Insert(meta *metapb.Region, leader *metapb.Peer) *Region {
 	}
 	hi := len(c.sorted)
 	if len(meta.EndKey) != 0 {
-		hi = sort.Search(len(c.sorted), func(i int) bool {
-			return bytes.Compare(c.sorted[i].meta.StartKey, meta.EndKey) >= 0
+		hi = sort.Search(len(c.starts), func(i int) bool {
+			return bytes.Compare(c.starts[i], meta.EndKey) >= 0
 		})
 	}
 	if hi < lo {
@@ -303,6 +308,7 @@ func (c *RegionCache) Insert(meta *metapb.Region, leader *metapb.Peer) *Region {
 		delete(c.byID, o.meta.Id)
 	}
 	c.sorted = slices.Replace(c.sorted, lo, hi, r)
+	c.starts = slices.Replace(c.starts, lo, hi, meta.StartKey)
 	c.byID[meta.Id] = r
 	return r
 }
@@ -325,6 +331,7 @@ func (c *RegionCache) Invalidate(r *Region) {
 	i := c.searchLocked(r.meta.StartKey)
 	if i >= 0 && c.sorted[i] == r {
 		c.sorted = slices.Delete(c.sorted, i, i+1)
+		c.starts = slices.Delete(c.starts, i, i+1)
 	}
 }
 
