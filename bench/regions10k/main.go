@@ -518,17 +518,19 @@ func tableRegions(db *sql.DB, table string) (ids, leaders []uint64, err error) {
 	if idCol < 0 || leaderCol < 0 {
 		return nil, nil, fmt.Errorf("SHOW TABLE REGIONS columns %v", cols)
 	}
-	vals := make([]sql.RawBytes, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
+	dest := make([]any, len(cols))
+	for i := range dest {
+		dest[i] = new(sql.RawBytes)
+	}
+	col := func(i int) uint64 {
+		v, _ := strconv.ParseUint(string(*dest[i].(*sql.RawBytes)), 10, 64)
+		return v
 	}
 	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, err
 		}
-		id, _ := strconv.ParseUint(string(vals[idCol]), 10, 64)
-		l, _ := strconv.ParseUint(string(vals[leaderCol]), 10, 64)
+		id, l := col(idCol), col(leaderCol)
 		ids, leaders = append(ids, id), append(leaders, l)
 	}
 	return ids, leaders, rows.Err()
