@@ -23,6 +23,9 @@ type Planner struct {
 	// Stats, when set, gives tables' statistics (nil: pseudo estimates).
 	Stats interface {
 		Get(tableID int64) *statistics.Table
+		// Delta is the table's row count now (the analyzed count plus
+		// the net rows added since, as of the last reload).
+		Delta(tableID int64) (statistics.Delta, bool)
 	}
 }
 
@@ -105,6 +108,9 @@ func (pl *Planner) OpenTable(ctx context.Context, tn *ast.TableName, alias strin
 	}
 	if pl.Stats != nil {
 		s.Stats = pl.Stats.Get(tbl.ID)
+		if d, ok := pl.Stats.Delta(tbl.ID); ok && s.Stats != nil {
+			s.RealtimeCount = d.Count
+		}
 	}
 	return s, nil
 }

@@ -39,6 +39,12 @@ type Source struct {
 	// Stats are the table's statistics from ANALYZE (nil: none, the
 	// estimates are TiDB's pseudo ones).
 	Stats *statistics.Table
+	// RealtimeCount is the table's row count now, from the modify counts
+	// (0: unknown, Stats.Count is used). Estimates from Stats, which
+	// count the rows ANALYZE saw, are scaled to it (TiDB's increase
+	// factor), so a table that grew since its ANALYZE is not taken for
+	// its old size.
+	RealtimeCount int64
 }
 
 // orgTable is the org_table of result columns: the table's name, none for

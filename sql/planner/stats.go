@@ -20,10 +20,21 @@ func tableRows(src *Source) float64 {
 	switch {
 	case src.Sub != nil:
 		return math.Max(1, src.Sub.Root.Base().EstRows)
+	case src.Stats != nil && src.RealtimeCount > 0:
+		return float64(src.RealtimeCount)
 	case src.Stats != nil:
 		return math.Max(1, float64(src.Stats.Count))
 	}
 	return pseudoRowCount
+}
+
+// increaseFactor scales counts from src's statistics (rows ANALYZE saw) to
+// the table's rows now (TiDB's GetIncreaseFactor).
+func increaseFactor(src *Source) float64 {
+	if src.RealtimeCount <= 0 || src.Stats.Count <= 0 {
+		return 1
+	}
+	return float64(src.RealtimeCount) / float64(src.Stats.Count)
 }
 
 func hasStats(src *Source) bool { return src != nil && src.Stats != nil && src.Stats.Count > 0 }
@@ -48,6 +59,10 @@ func encodeDatum(d types.Datum) []byte { return tablecodec.AppendMemComparable(n
 func rangeRows(src *Source, cols []int, ix *catalog.IndexInfo, rs []Range, unique bool) float64 {
 	total := 0.0
 	count := tableRows(src)
+	analyzed := count // what selectivities from the statistics are of
+	if hasStats(src) {
+		analyzed = float64(src.Stats.Count)
+	}
 	for _, r := range rs {
 		if unique && r.IsPoint(len(cols)) && !hasNull(r.Low) {
 			total++
@@ -67,14 +82,14 @@ func rangeRows(src *Source, cols []int, ix *catalog.IndexInfo, rs []Range, uniqu
 				for _, v := range r.Low {
 					k = tablecodec.AppendMemComparable(k, v)
 				}
-				total += is.EqualRows(k, false, src.Stats.Count)
+				total += is.EqualRows(k, false, src.Stats.Count) * increaseFactor(src)
 				continue
 			}
 		}
 		sel := 1.0
 		for i := range eq {
 			if cs := statsColumn(src, cols[i]); cs != nil {
-				sel *= cs.EqualRows(encodeDatum(r.Low[i]), r.Low[i].IsNull(), src.Stats.Count) / count
+				sel *= cs.EqualRows(encodeDatum(r.Low[i]), r.Low[i].IsNull(), src.Stats.Count) / analyzed
 			} else {
 				sel /= pseudoEqualRate
 			}
@@ -90,7 +105,7 @@ func rangeRows(src *Source, cols []int, ix *catalog.IndexInfo, rs []Range, uniqu
 				if highBounded {
 					hi = encodeDatum(r.High[eq])
 				}
-				sel *= cs.RangeRows(lo, hi, r.LowExcl, r.HighExcl, src.Stats.Count) / count
+				sel *= cs.RangeRows(lo, hi, r.LowExcl, r.HighExcl, src.Stats.Count) / analyzed
 			} else {
 				switch {
 				case lowBounded && highBounded:

@@ -235,3 +235,57 @@ func TestJoinReorderByCardinality(t *testing.T) {
 	require.Contains(t, joins[2], "eq(test.s.rk, test.r.id)")
 	require.Equal(t, [][]string{{"300"}}, queryStrings(t, db, q))
 }
+
+// TestRealtimeRowCount: estimates from statistics are scaled to the
+// table's rows now (the modify counts' row count), as TiDB's are: a table
+// that quadrupled since its ANALYZE is estimated at its new size, and so
+// is a range of it, without another ANALYZE.
+func TestRealtimeRowCount(t *testing.T) {
+	ts, _ := startServerWith(t, func(c *server.Config) { c.StatsLease = 50 * time.Millisecond })
+	db := ts.open(t, "test", "")
+	exec := func(q string) {
+		t.Helper()
+		_, err := db.Exec(q)
+		require.NoError(t, err, q)
+	}
+	insert := func(lo, hi int) {
+		t.Helper()
+		for ; lo < hi; lo += 500 {
+			var vals []string
+			for i := lo; i < lo+500; i++ {
+				vals = append(vals, fmt.Sprintf("(%d, %d)", i, i%100))
+			}
+			exec("INSERT INTO r VALUES " + strings.Join(vals, ", "))
+		}
+	}
+	exec("CREATE TABLE r (id INT PRIMARY KEY, k INT, KEY ik (k))")
+	insert(0, 1000)
+	exec("ANALYZE TABLE r")
+	est := func(q, op string) float64 {
+		t.Helper()
+		for _, r := range queryStrings(t, db, "EXPLAIN "+q) {
+			if strings.Contains(r[0], op) {
+				f, err := strconv.ParseFloat(r[1], 64)
+				require.NoError(t, err, r)
+				return f
+			}
+		}
+		t.Fatalf("no %s in the plan of %s", op, q)
+		return 0
+	}
+	require.Equal(t, 1000.0, est("SELECT * FROM r", "TableFullScan"))
+	require.InDelta(t, 10, est("SELECT * FROM r WHERE k = 5", "IndexRangeScan"), 1)
+
+	insert(1000, 4000)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rows := queryStrings(t, db, "SHOW STATS_META WHERE Table_name = 'r'")
+		if len(rows) == 1 && rows[0][5] == "4000" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "Row_count never reached 4000: %v", rows)
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Equal(t, 4000.0, est("SELECT * FROM r", "TableFullScan"))
+	require.InDelta(t, 40, est("SELECT * FROM r WHERE k = 5", "IndexRangeScan"), 4)
+}

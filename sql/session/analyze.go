@@ -29,7 +29,7 @@ func (s *Session) analyze(ctx context.Context, x *ast.AnalyzeTableStmt) (*execut
 		if err != nil {
 			return nil, err
 		}
-		st, err := statistics.Analyze(ctx, s.exec.Store, t)
+		st, err := s.exec.Stats.Analyze(ctx, t)
 		if err != nil {
 			return nil, fmt.Errorf("analyze table %s: %w", t.Name, err)
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"time"
 
@@ -129,6 +128,19 @@ func (h *Handle) SetAutoSettings(ctx context.Context, s AutoSettings) error {
 	}
 	h.auto.Store(&s)
 	return nil
+}
+
+// Analyze flushes this node's pending counts, then reads every row of t
+// at one snapshot and builds its statistics (Save stores them). Counts of
+// rows the scan sees must reach the cluster before Save resets the Delta
+// to the scanned count, or they would be added to it again afterwards;
+// other nodes' unflushed counts (at most one lease of their writes) still
+// are.
+func (h *Handle) Analyze(ctx context.Context, t *catalog.TableInfo) (*Table, error) {
+	if err := h.flush(ctx); err != nil {
+		return nil, err
+	}
+	return analyze(ctx, h.store, t)
 }
 
 // flush adds the pending counts to the cluster's Deltas in one
@@ -280,7 +292,7 @@ func (h *Handle) autoAnalyze(ctx context.Context, cat Tables) error {
 				continue
 			}
 			began := time.Now()
-			st, err := Analyze(ctx, h.store, t)
+			st, err := h.Analyze(ctx, t)
 			if err == nil {
 				err = h.Save(ctx, st)
 			}
@@ -290,10 +302,6 @@ func (h *Handle) autoAnalyze(ctx context.Context, cat Tables) error {
 			}
 			autoAnalyzeTotal.WithLabelValues("ok").Inc()
 			h.log.Info("auto analyze", "db", db.Name, "table", t.Name, "reason", why, "rows", st.Count, "took", time.Since(began))
-			// The reset Delta is the one served until the next reload.
-			m := maps.Clone(*h.deltas.Load())
-			m[t.ID] = Delta{Count: st.Count}
-			h.deltas.Store(&m)
 			return nil
 		}
 	}

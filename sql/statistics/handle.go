@@ -164,7 +164,7 @@ func (h *Handle) Reload(ctx context.Context) error {
 }
 
 // Save stores t (one transaction with the version bump and the table's
-// Delta reset to its row count) and serves it.
+// Delta reset to its row count) and serves both.
 func (h *Handle) Save(ctx context.Context, t *Table) error {
 	b, err := json.Marshal(t)
 	if err != nil {
@@ -199,11 +199,14 @@ func (h *Handle) Save(ctx context.Context, t *Table) error {
 	m := maps.Clone(*h.tables.Load())
 	m[t.TableID] = t
 	h.tables.Store(&m)
+	dm := maps.Clone(*h.deltas.Load())
+	dm[t.TableID] = Delta{Count: t.Count}
+	h.deltas.Store(&dm)
 	return nil
 }
 
-// Analyze reads every row of t at one snapshot and builds its statistics.
-func Analyze(ctx context.Context, store sql.Storage, t *catalog.TableInfo) (*Table, error) {
+// analyze reads every row of t at one snapshot and builds its statistics.
+func analyze(ctx context.Context, store sql.Storage, t *catalog.TableInfo) (*Table, error) {
 	began := time.Now()
 	ts, err := store.GetTS(ctx)
 	if err != nil {
