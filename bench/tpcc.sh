@@ -141,6 +141,21 @@ kill_store_middle() {
   echo $! >"$WORK/restarted.pid"
 }
 
+# sql_errors prints the Strata SQL node's strata_sql_errors_total series
+# (nothing for MariaDB).
+sql_errors() {
+  [[ $tgt == strata ]] || return 0
+  local st
+  st=$(tr '\0' '\n' </proc/"$SQLPID"/cmdline | grep -A1 -- '^--status-addr$' | tail -1)
+  [[ -n $st ]] && curl -s "http://$st/metrics" | grep '^strata_sql_errors_total' || true
+}
+
+# error_diff prints "code N" for each error code whose count grew between
+# two sql_errors outputs.
+error_diff() {
+  awk 'NR == FNR { a[$1] = $2; next } { d = $2 - a[$1]; if (d > 0) { match($1, /code="[0-9]+"/); printf "%s %d, ", substr($1, RSTART + 6, RLENGTH - 7), d } }' <(echo "$1") <(echo "$2")
+}
+
 summary_rows() { # go-tpc run output -> markdown rows
   awk '/^\[Summary\]/ {
     op=$2; gsub(/,/, "", op)
@@ -188,12 +203,13 @@ for tgt in "${TGTS[@]}"; do
   # writing 5 to clear_refs resets VmHWM to the current RSS.
   echo 5 >/proc/"$SQLPID"/clear_refs 2>/dev/null || true
   if [[ $tgt == strata && $KILL == 1 ]]; then kill_store_middle "$TOTAL" & killer=$!; fi
-  runargs=()
-  # With a store killed, go-tpc must keep every thread going after an
-  # error (without --ignore-error a thread stops at its first one), so the
-  # errors show when they happen.
-  [[ $tgt == strata && $KILL == 1 ]] && runargs=(--ignore-error)
-  "$GOTPC" tpcc run "${args[@]}" -T "$THREADS" --time "$TIME" "${runargs[@]}" >"$dir/run.log" 2>&1 || true
+  # --ignore-error keeps every thread going after an error (without it a
+  # thread stops at its first one) and go-tpc prints each error with its
+  # time. It counts the transactions still running when --time runs out
+  # as errors (their context is cancelled) but does not print those.
+  errs0=$(sql_errors)
+  "$GOTPC" tpcc run "${args[@]}" -T "$THREADS" --time "$TIME" --ignore-error >"$dir/run.log" 2>&1 || true
+  errs1=$(sql_errors)
   if [[ $tgt == strata && $KILL == 1 ]]; then
     wait "$killer" || true
     [[ -f $WORK/restarted.pid ]] && PIDS+=("$(cat "$WORK/restarted.pid")")
@@ -222,6 +238,11 @@ for tgt in "${TGTS[@]}"; do
     echo "| transaction | count | TPM | p50 ms | p99 ms |"
     echo "|---|---:|---:|---:|---:|"
     summary_rows "$dir/run.log"
+    echo
+    printed=$(grep -cE '^\[[0-9]{4}.*failed, err' "$dir/run.log" || true)
+    counted=$(awk '/^\[Summary\] [A-Z_]*_ERR/ { for (i=1;i<=NF;i++) if ($i == "Count:") { v=$(i+1); gsub(/,/, "", v); n += v } } END { print n+0 }' "$dir/run.log")
+    echo "- errors: go-tpc counted $counted, printed $printed during the run; the other $(( counted - printed )) were transactions cut off when --time ran out (go-tpc cancels them and counts them without printing)"
+    [[ $tgt == strata ]] && echo "- errors the SQL node returned during the run (strata_sql_errors_total by code): $(error_diff "$errs0" "$errs1" | sed 's/, $//')$([[ -z $(error_diff "$errs0" "$errs1") ]] && echo none)"
     echo
     errlines=$(grep -E '^\[[0-9]{4}' "$dir/run.log" | grep -i 'error\|failed' | sed -E 's/^\[[^]]*\] //' | sed -E 's/[0-9]+/N/g' | sort | uniq -c | sort -rn | head -10 || true)
     if [[ -n $errlines ]]; then
