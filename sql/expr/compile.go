@@ -186,6 +186,9 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 			if err != nil {
 				return nil, err
 			}
+			if types.IsDateOrDatetime(e.Type()) {
+				_, ie = temporalConstant(opcode.EQ, e.Type(), ie)
+			}
 			in.byBytes = in.byBytes && stringish(ie.Type())
 			in.dur = in.dur && durationOperands(e.Type(), ie.Type())
 			in.list = append(in.list, ie)
@@ -379,9 +382,64 @@ func (c *Ctx) compileCase(x *ast.CaseExpr) (Expr, error) {
 
 // newCompare compiles `l op r`: strings (and temporals) compare bytewise,
 // a TIME with a TIME or a string as durations, anything else as numbers.
+// A string constant compared with a DATE, DATETIME or TIMESTAMP is first
+// converted to that type's canonical text (temporalConstant).
 func newCompare(op opcode.Op, l, r Expr) *compareExpr {
+	if t := l.Type(); types.IsDateOrDatetime(t) {
+		op, r = temporalConstant(op, t, r)
+	} else if t := r.Type(); types.IsDateOrDatetime(t) {
+		var fop opcode.Op
+		fop, l = temporalConstant(flipCompare(op), t, l)
+		op = flipCompare(fop)
+	}
 	lt, rt := l.Type(), r.Type()
 	return &compareExpr{op: op, l: l, r: r, byBytes: stringish(lt) && stringish(rt), dur: durationOperands(lt, rt)}
+}
+
+// temporalConstant makes `x op e`, x of type t (DATE, DATETIME or
+// TIMESTAMP) and e a string constant, compare times as MySQL does rather
+// than text: e becomes t's canonical text (types.TemporalConstant), which
+// bytewise orders as time against x's. When e lies between two values of
+// t, `< e` and `<= e` become `<= canon`, `> e` and `>= e` become `> canon`,
+// and `=`, `<=>`, `<>` keep e, which equals no canonical text. Anything
+// else, and a string that is no date, is returned unchanged.
+func temporalConstant(op opcode.Op, t types.FieldType, e Expr) (opcode.Op, Expr) {
+	c, ok := e.(*Constant)
+	if !ok || c.Value.Kind() != tablecodec.KindBytes || c.Ft.Tp == mysql.TypeDuration {
+		return op, e
+	}
+	if cl := c.Ft.Class(); cl != types.ClassString && cl != types.ClassTime {
+		return op, e
+	}
+	canon, exact, ok := types.TemporalConstant(t, string(c.Value.Bytes()))
+	if !ok {
+		return op, e
+	}
+	cc := &Constant{Value: tablecodec.NewString(canon), Ft: t}
+	switch {
+	case exact:
+		return op, cc
+	case op == opcode.LT || op == opcode.LE:
+		return opcode.LE, cc
+	case op == opcode.GT || op == opcode.GE:
+		return opcode.GT, cc
+	}
+	return op, e
+}
+
+// flipCompare is the operator of `r op l` for `l op r`.
+func flipCompare(op opcode.Op) opcode.Op {
+	switch op {
+	case opcode.LT:
+		return opcode.GT
+	case opcode.LE:
+		return opcode.GE
+	case opcode.GT:
+		return opcode.LT
+	case opcode.GE:
+		return opcode.LE
+	}
+	return op
 }
 
 // durationOperands: one side is a TIME and the other a TIME or a string.

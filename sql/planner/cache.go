@@ -152,7 +152,7 @@ func (pl *Planner) BindPoint(ctx context.Context, t *PointTemplate, env expr.Env
 	pg.Values = make([]types.Datum, len(t.params))
 	for i, ord := range t.params {
 		v, _ := env.Param(ord)
-		ivs, exact, ok := cmpInterval(domainOf(t.Src.Cols[t.Index.Columns[i].Offset].Type), opcode.EQ, v, expr.ParamType(v))
+		ivs, exact, ok := cmpInterval(t.Src.Cols[t.Index.Columns[i].Offset].Type, opcode.EQ, v, expr.ParamType(v))
 		switch {
 		case !ok || !exact || len(ivs) > 1:
 			return nil, NotApplicable

@@ -175,9 +175,10 @@ const (
 	domainInt                   // signed integers (KindInt64)
 	domainUint                  // unsigned integers (KindUint64)
 	// domainString: strings, and DATE / DATETIME / TIMESTAMP (their
-	// canonical text in rows and keys orders as time does, and the
-	// evaluator compares them with string constants bytewise too). TIME
-	// is not: negative and 100+ hour values do not order as text.
+	// canonical text in rows and keys orders as time does; a string
+	// constant is first converted to the column's canonical text, as the
+	// evaluator does: types.TemporalConstant). TIME is not: negative and
+	// 100+ hour values do not order as text.
 	domainString
 )
 
@@ -252,8 +253,8 @@ func (c *columnFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 // whether they are exactly the values that satisfy it; ok is false when
 // cond does not constrain that column alone.
 func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, ok bool) {
-	dom := domainOf(r.src.Cols[off].Type)
-	if dom == domainNone {
+	col := r.src.Cols[off].Type
+	if domainOf(col) == domainNone {
 		return nil, false, false
 	}
 	switch x := unparen(cond).(type) {
@@ -289,7 +290,7 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 			if !ok {
 				return nil, false, false
 			}
-			return cmpInterval(dom, op, v, ft)
+			return cmpInterval(col, op, v, ft)
 		}
 	case *ast.BetweenExpr:
 		if x.Not || !r.isColumn(x.Expr, off) {
@@ -300,8 +301,8 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 		if !ok1 || !ok2 {
 			return nil, false, false
 		}
-		a, ea, oka := cmpInterval(dom, opcode.GE, lv, lft)
-		b, eb, okb := cmpInterval(dom, opcode.LE, hv, hft)
+		a, ea, oka := cmpInterval(col, opcode.GE, lv, lft)
+		b, eb, okb := cmpInterval(col, opcode.LE, hv, hft)
 		if !oka || !okb {
 			return nil, false, false
 		}
@@ -316,7 +317,7 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 			if !ok {
 				return nil, false, false
 			}
-			iv, e, ok := cmpInterval(dom, opcode.EQ, v, ft)
+			iv, e, ok := cmpInterval(col, opcode.EQ, v, ft)
 			if !ok {
 				return nil, false, false
 			}
@@ -353,17 +354,32 @@ func flip(op opcode.Op) opcode.Op {
 
 const two63 = 9223372036854775808.0 // 2^63, exactly representable
 
-// cmpInterval returns the values of a column in dom satisfying
-// `col op v`. A comparison with NULL matches nothing.
-func cmpInterval(dom colDomain, op opcode.Op, v types.Datum, ft types.FieldType) ([]interval, bool, bool) {
+// cmpInterval returns the values of a column of type col satisfying
+// `col op v` (v of type ft). A comparison with NULL matches nothing.
+func cmpInterval(col types.FieldType, op opcode.Op, v types.Datum, ft types.FieldType) ([]interval, bool, bool) {
 	if v.IsNull() {
 		return nil, true, true
 	}
-	switch dom {
+	switch domainOf(col) {
 	case domainString:
 		c := ft.Class()
 		if v.Kind() != tablecodec.KindBytes || (c != types.ClassString && c != types.ClassTime && c != types.ClassNull) {
 			return nil, false, false // compared as numbers by the evaluator
+		}
+		if types.IsDateOrDatetime(col) {
+			if canon, exact, ok := types.TemporalConstant(col, string(v.Bytes())); ok {
+				cv := tablecodec.NewString(canon)
+				switch {
+				case exact:
+					return []interval{opInterval(op, cv)}, true, true
+				case op == opcode.EQ: // v lies between two values of col
+					return nil, true, true
+				case op == opcode.LT || op == opcode.LE:
+					return []interval{opInterval(opcode.LE, cv)}, true, true
+				default:
+					return []interval{opInterval(opcode.GT, cv)}, true, true
+				}
+			}
 		}
 		return []interval{opInterval(op, v)}, true, true
 	case domainUint:

@@ -215,7 +215,7 @@ func ParseTime(s string) (time.Time, bool) {
 			return t, true
 		}
 	}
-	return time.Time{}, false
+	return parseLoose(s)
 }
 
 // FormatTime renders t as a DATE, or a DATETIME with fsp fractional digits.
