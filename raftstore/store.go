@@ -781,13 +781,21 @@ func (s *Store) createPeer(region *metapb.Region, fromSplit bool) error {
 // newRawNode builds the raft node of region's peer meta over ps.
 func (s *Store) newRawNode(meta *metapb.Peer, ps *peerStorage, region *metapb.Region) (*raft.RawNode, error) {
 	rn, err := raft.NewRawNode(&raft.Config{
-		ID:                        meta.GetId(),
-		ElectionTick:              s.cfg.ElectionTicks,
-		HeartbeatTick:             s.cfg.HeartbeatTicks,
-		Storage:                   ps,
-		Applied:                   ps.apply.applied,
-		MaxSizePerMsg:             1 << 20,
-		MaxInflightMsgs:           256,
+		ID:              meta.GetId(),
+		ElectionTick:    s.cfg.ElectionTicks,
+		HeartbeatTick:   s.cfg.HeartbeatTicks,
+		Storage:         ps,
+		Applied:         ps.apply.applied,
+		MaxSizePerMsg:   1 << 20,
+		MaxInflightMsgs: 256,
+		// A follower catching up (after a restart, up to LogGCLagLimit
+		// entries behind) is sent at most this much per round trip: raft
+		// reads those entries from the engine on the loop, and without a
+		// byte bound one append response can make the leader read and
+		// send up to 256 MiB per region in one iteration (the suspected
+		// cause of a 3.3-6.5 s loop stall after a restart in a TPC-C
+		// kill run, which cost other regions their leaders).
+		MaxInflightBytes:          4 << 20,
 		MaxUncommittedEntriesSize: s.cfg.MaxUncommittedBytes,
 		CheckQuorum:               true,
 		PreVote:                   true,
