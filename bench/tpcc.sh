@@ -245,6 +245,8 @@ for tgt in "${TGTS[@]}"; do
     [[ $tgt == strata ]] && echo "- errors the SQL node returned during the run (strata_sql_errors_total by code): $(error_diff "$errs0" "$errs1" | sed 's/, $//')$([[ -z $(error_diff "$errs0" "$errs1") ]] && echo none)"
     echo
     errlines=$(grep -E '^\[[0-9]{4}' "$dir/run.log" | grep -i 'error\|failed' | sed -E 's/^\[[^]]*\] //' | sed -E 's/[0-9]+/N/g' | sort | uniq -c | sort -rn | head -10 || true)
+    errtimes=$(grep -E '^\[[0-9]{4}.*failed, err' "$dir/run.log" | sed -E 's/^\[[0-9-]+ ([0-9:]+)\].*Error ([0-9]+).*/\1 \2/; s/^\[[0-9-]+ ([0-9:]+)\].*/\1 other/' | tr '\n' ',' | sed 's/,$//; s/,/, /g' || true)
+    [[ -n $errtimes ]] && { echo "Error times (UTC) and codes: $errtimes"; echo; }
     if [[ -n $errlines ]]; then
       echo "Errors printed by go-tpc (grouped, numbers as N):"
       echo
