@@ -148,6 +148,7 @@ func (s *Store) busy(p *peer) {
 func (s *Store) addPeer(p *peer) {
 	s.peers[p.region.GetId()] = p
 	s.delegates.Store(p.region.GetId(), p)
+	p.appliedPub.Store(p.ps.apply.applied)
 	p.inAwake = true
 	s.awake = append(s.awake, p)
 	s.touch(p)
@@ -357,8 +358,10 @@ func (s *Store) checkLiveness() {
 			l.sent = append(l.sent, livenessPing{seq: s.livenessSeq, sentAt: now})
 			s.sendExtra(id, &raft_serverpb.RaftMessage{
 				FromPeer: &metapb.Peer{StoreId: s.id}, ToPeer: &metapb.Peer{StoreId: id},
-				Extra: &raft_serverpb.ExtraMessage{Type: raft_serverpb.ExtraMessageType_StoreLiveness, Index: s.livenessSeq},
+				Extra: &raft_serverpb.ExtraMessage{Type: raft_serverpb.ExtraMessageType_StoreLiveness, Index: s.livenessSeq,
+					SafeTs: s.safeTSOut[id]},
 			})
+			delete(s.safeTSOut, id)
 		}
 		// Never before the support window passed (support.go): until then
 		// this store's held followers of its leaders must stay held.

@@ -50,8 +50,12 @@ var (
 	}, []string{"result"})
 	readsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "reads_total",
-		Help: "Leader reads by path: lease (no raft round) or read_index.",
+		Help: "Reads by path: on the leader lease, local_lease, hibernated_lease, local_hibernated_lease (no raft round) or read_index; on any replica follower_read_index (after the leader's read index) or stale (at or below the safe ts).",
 	}, []string{"path"})
+	staleReadNotReady = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "stale_read_not_ready_total",
+		Help: "Stale reads refused with DataIsNotReady (the timestamp is above the replica's safe ts).",
+	})
 	leaseRemainingSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "lease_remaining_seconds",
 		Help:    "Lease time left when a read was served under the leader lease.",

@@ -67,9 +67,12 @@ func (p *proposal) regionError(e *errorpb.Error, outcome string) {
 
 // readRequest is a linearizable read waiting for ReadIndex + apply.
 type readRequest struct {
-	rctx  *kvrpcpb.Context
-	start time.Time
-	done  chan readResult // cap 1
+	rctx *kvrpcpb.Context
+	// waitIndex, when set, makes this a follower read (replicaread.go):
+	// served once the applied index reaches it, on any replica.
+	waitIndex uint64
+	start     time.Time
+	done      chan readResult // cap 1
 }
 
 type readResult struct {
@@ -124,6 +127,24 @@ type peer struct {
 	pending     []*proposal          // ordered by index
 	reads       []*readRequest       // not yet behind a ReadIndex
 	readBatches []*readBatch         // behind a ReadIndex, in issue order
+	applyWaits  []*readRequest       // follower reads waiting for their read index to apply
+
+	// Follower and stale reads (replicaread.go): leaderPub is the leader's
+	// peer id as raft last reported it and appliedPub the applied index in
+	// the engine, both for readers off the loop; stale the published safe
+	// ts; pendingSafe resolved ts waiting for the applied index; minLock
+	// the lowest read-blocking lock start ts in the region, valid while
+	// locksKnown (cleared when a lock is written or a snapshot installed).
+	leaderPub   atomic.Uint64
+	appliedPub  atomic.Uint64
+	// installingPub is set before the batch that starts a snapshot install
+	// (clearing the region's ranges) commits and cleared once the ingest
+	// finished: replica reads refuse meanwhile (ReplicaPresent, StaleRead).
+	installingPub atomic.Bool
+	stale       atomic.Pointer[staleState]
+	pendingSafe []pendingSafeTS
+	minLock     uint64
+	locksKnown  bool
 
 	// parked are writes raft refused because a leader transfer is in
 	// progress. They were never proposed: when the transfer ends they are
@@ -425,6 +446,10 @@ func (p *peer) failReads(e *errorpb.Error, err error) {
 		}
 	}
 	p.readBatches = nil
+	for _, r := range p.applyWaits {
+		r.respond(readResult{rerr: e, err: err})
+	}
+	p.applyWaits = nil
 }
 
 // serveReads clears every read batch whose ReadState index is applied.

@@ -477,6 +477,9 @@ func (s *Store) installDone(p *peer, inst *snapInstall, err error) {
 		s.fatal("install snapshot", err)
 	}
 	p.ps.install = nil
+	p.installingPub.Store(false)
+	p.locksKnown = false // new data, new locks (replicaread.go)
+	p.serveApplyWaits()
 	took := time.Since(inst.start)
 	snapshotInstallSeconds.Observe(took.Seconds())
 	snapshotsTotal.WithLabelValues("applied").Inc()

@@ -111,7 +111,11 @@ type Config struct {
 	// few small tables read and decompressed data and index blocks through
 	// the file system, doc.go). The cache only grows as blocks are read.
 	BlockCacheSize int64
-	Logger         *slog.Logger
+	// ResolvedTSInterval is how often leaders compute their regions'
+	// resolved ts for stale reads on replicas (replicaread.go; default 1s,
+	// negative disables; needs SetResolvedTSHooks).
+	ResolvedTSInterval time.Duration
+	Logger             *slog.Logger
 
 	// Seams for the deterministic harness (harness_test.go): a manual
 	// clock for every time the lease and peer lifecycle depend on, an
@@ -198,6 +202,9 @@ func (c *Config) setDefaults() {
 	if c.HibernatedHeartbeatInterval <= 0 {
 		c.HibernatedHeartbeatInterval = time.Minute
 	}
+	if c.ResolvedTSInterval == 0 {
+		c.ResolvedTSInterval = time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -279,6 +286,10 @@ type Store struct {
 	// txnHooks, when set, connect the transaction layer's in-memory
 	// state with leader changes, transfers and splits (txnhooks.go).
 	txnHooks atomic.Pointer[TxnHooks]
+	// Resolved ts (replicaread.go): the hooks, and the resolved ts computed
+	// for each other store, sent with the next StoreLiveness message.
+	resolvedHooks atomic.Pointer[ResolvedTSHooks]
+	safeTSOut     map[uint64][]*raft_serverpb.RegionSafeTS
 	// raftFilter, when set (tests), drops raft messages to and from the
 	// stores it returns true for.
 	raftFilter atomic.Pointer[func(storeID uint64) bool]
@@ -358,6 +369,10 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 		}
 	}
 	if !cfg.manual {
+		if s.cfg.ResolvedTSInterval > 0 {
+			s.wg.Add(1)
+			go s.resolveLoop()
+		}
 		s.wg.Add(4)
 		go s.run()
 		go s.storeHeartbeatLoop()
@@ -570,31 +585,7 @@ func (s *Store) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.R
 	if region := s.localRead(rctx); region != nil {
 		return region, nil, nil
 	}
-	rr := &readRequest{rctx: rctx, start: time.Now(), done: make(chan readResult, 1)}
-	busy := false
-	if !s.inbox.push(func(m *inboxMsgs) {
-		if busy = len(m.reads) >= maxQueuedRequests; !busy {
-			m.reads = append(m.reads, rr)
-		}
-	}) {
-		return nil, nil, ErrStopped
-	}
-	if busy {
-		return nil, ErrServerIsBusy("too many queued reads"), nil
-	}
-	select {
-	case res := <-rr.done:
-		return res.region, res.rerr, res.err
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
-	case <-s.done:
-		select {
-		case res := <-rr.done:
-			return res.region, res.rerr, res.err
-		default:
-			return nil, nil, ErrStopped
-		}
-	}
+	return s.submitRead(ctx, &readRequest{rctx: rctx, start: time.Now(), done: make(chan readResult, 1)})
 }
 
 // initLease sets up a new peer's lease and its publication to local readers.
@@ -826,6 +817,7 @@ type inboxMsgs struct {
 	creates     []*metapb.Region
 	unreachable []unreachable
 	drains      []chan struct{}                 // TransferLeaders waiters
+	resolveTS   uint64                          // a PD timestamp for resolveRegions (replicaread.go)
 	snaps       []receivedSnap                  // MsgSnaps received on the Snapshot RPC
 	snapStatus  []snapshotStatus                // outcomes of snapshot sends
 	ingested    []ingestResult                  // snapshot ingests done off the loop
@@ -850,6 +842,7 @@ func (m *inboxMsgs) reset() {
 	m.pdSteps, m.awaken = m.pdSteps[:0], m.awaken[:0]
 	m.raft, m.proposals, m.reads, m.creates, m.unreachable = m.raft[:0], m.proposals[:0], m.reads[:0], m.creates[:0], m.unreachable[:0]
 	m.drains = m.drains[:0]
+	m.resolveTS = 0
 }
 
 func (in *inbox) push(f func(*inboxMsgs)) bool {
@@ -1043,6 +1036,9 @@ func (s *Store) iterate(tick bool) bool {
 	for _, rr := range m.reads {
 		s.queueRead(rr)
 	}
+	if m.resolveTS != 0 {
+		s.resolveRegions(m.resolveTS)
+	}
 	s.flushExtra()
 
 	// Only the peers touched since the last iteration can have reads to
@@ -1112,6 +1108,8 @@ func (s *Store) iterate(tick bool) bool {
 			}
 		}
 		r.p.serveReads()
+		r.p.serveApplyWaits()
+		r.p.applySafeTS()
 		r.p.rn.Advance(r.rd)
 		if r.p.rn.HasReady() && !r.p.ps.installing() {
 			s.touch(r.p)
@@ -1455,6 +1453,8 @@ func (s *Store) queueRead(rr *readRequest) {
 	switch {
 	case p == nil:
 		rr.respond(readResult{rerr: errRegionNotFound(rr.rctx.GetRegionId())})
+	case rr.waitIndex > 0:
+		s.queueApplyWait(p, rr) // a follower read (replicaread.go)
 	case !p.isLeader:
 		rr.respond(readResult{rerr: errNotLeader(p.region.GetId(), p.leaderHint())})
 	case !epochMatches(rr.rctx.GetRegionEpoch(), p.region):
@@ -1546,6 +1546,7 @@ func (s *Store) handleSoftState(readies []peerReady) {
 		}
 		wasLeader := p.isLeader
 		p.leaderID = ss.Lead
+		p.leaderPub.Store(ss.Lead)
 		p.isLeader = ss.RaftState == raft.StateLeader
 		if wasLeader && !p.isLeader {
 			p.steppedDown = s.now()
@@ -1590,6 +1591,7 @@ func (s *Store) persist(readies []peerReady) {
 			nRegions++
 		}
 		if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {
+			r.p.installingPub.Store(true) // before the ranges are cleared (replicaread.go)
 			if err := r.p.ps.writeSnapshot(b, r.rd.Snapshot); err != nil {
 				s.fatal("apply snapshot", err)
 			}
@@ -1816,6 +1818,10 @@ func (s *Store) apply(readies []peerReady, persistedOnly bool) {
 			raftLogGCApplied.Inc()
 		}
 		ps.apply.applied = max(ps.apply.applied, as.applied)
+		// Before any proposal is answered: a follower read's index
+		// (AppliedIndex) covers every write acknowledged here.
+		r.p.appliedPub.Store(ps.apply.applied)
+		r.p.regionChangedStale()
 		// Only now may local readers rely on the lease: the entries that
 		// renewed it (and every earlier one) are in the engine.
 		r.p.publishLease()
@@ -1867,6 +1873,9 @@ func (s *Store) applyCmd(b *pebble.Batch, p *peer, as *applyState, cmd *raft_cmd
 		s.fatal("apply writes", err)
 	}
 	for _, r := range cmd.GetRequests() {
+		if r.GetCf() == raft_cmdpb.CF_LOCK {
+			p.locksKnown = false // the resolved ts rescans (replicaread.go)
+		}
 		n := uint64(len(r.GetKey()) + len(r.GetValue()))
 		p.sizeDiff += n
 		p.writtenBytes += n

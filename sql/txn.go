@@ -26,6 +26,9 @@ type TxnOptions struct {
 	// StartTS, when not 0, reads at that snapshot (AS OF TIMESTAMP); the
 	// transaction must be read-only.
 	StartTS uint64
+	// StaleRead: StartTS is an AS OF TIMESTAMP in the past; reads may be
+	// served by any replica whose safe ts covers it.
+	StaleRead bool
 	// AsyncCommit and OnePC allow those commit protocols
 	// (tidb_enable_async_commit, tidb_enable_1pc).
 	AsyncCommit bool

@@ -56,10 +56,13 @@ const (
 // backoffer tracks the backoff of one client call. It is not safe for
 // concurrent use; parallel sub-requests fork their own.
 type backoffer struct {
-	budget    time.Duration
-	slept     time.Duration
-	attempts  [numReasons]uint8
-	immediate int
+	// leaderOnly: a replica read of this call failed on a replica; the
+	// rest of the call reads from the leader.
+	leaderOnly bool
+	budget     time.Duration
+	slept      time.Duration
+	attempts   [numReasons]uint8
+	immediate  int
 }
 
 func newBackoffer(budget time.Duration) backoffer {

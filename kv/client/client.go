@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stratadb/strata/kv/client/locate"
+	"github.com/stratadb/strata/kv/replicaread"
 	"github.com/stratadb/strata/kv/rpcstats"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/metapb"
@@ -56,6 +57,8 @@ type Client struct {
 	stores storeResolver
 	conns  connPool
 	closed atomic.Bool
+	// replicaSeq spreads replica reads over a region's peers.
+	replicaSeq atomic.Uint32
 }
 
 // New returns a client that routes through pd. It does no I/O.
@@ -115,6 +118,18 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 		return nil, false, fmt.Errorf("kv/client: unsupported request %T", req.Cmd)
 	}
 	idx, p := r.Leader()
+	replica := false
+	if mode := replicaread.From(ctx); mode != replicaread.Leader && kind.replicaReadable() && !bo.leaderOnly {
+		idx, p = r.ReplicaPeer(c.replicaSeq.Add(1), mode != replicaread.Follower)
+		li, _ := r.Leader()
+		// A stale read goes to any replica, the leader included, with
+		// stale_read set; a follower read to the leader is a plain read.
+		replica = mode == replicaread.Stale || idx != li
+		rctx.StaleRead = mode == replicaread.Stale
+		rctx.ReplicaRead = mode != replicaread.Stale && replica
+	} else {
+		rctx.StaleRead, rctx.ReplicaRead = false, false
+	}
 	addr, err := c.stores.addr(ctx, p.StoreId)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -145,16 +160,48 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 	switch {
 	case err != nil:
 		rpcErr[kind].Observe(elapsed)
+		if replica && ctx.Err() == nil {
+			bo.leaderOnly = true // the leader serves the retry
+		}
 		retry, err := c.onSendError(ctx, bo, r, idx, p, addr, kind, sent, err)
 		return nil, retry, err
 	case rerr != nil:
 		rpcRegionErr[kind].Observe(elapsed)
+		if replica {
+			replicaReadFallbacks.Inc()
+			bo.leaderOnly = true
+			if handled, retry, err := c.onReplicaRegionError(ctx, bo, r, rerr); handled {
+				return nil, retry, err
+			}
+		}
 		retry, err := c.onRegionError(ctx, bo, r, idx, p, kind, rerr)
 		return nil, retry, err
 	default:
 		rpcOK[kind].Observe(elapsed)
 		return resp, false, nil
 	}
+}
+
+// onReplicaRegionError handles what a replica read's region error says
+// only about that replica (not ready, no leader known there, leader out of
+// its reach): the call retries on the leader at once. ok is false for the
+// errors onRegionError handles (the region changed): handled is false.
+func (c *Client) onReplicaRegionError(ctx context.Context, bo *backoffer, r *locate.Region, re *errorpb.Error) (handled, retry bool, err error) {
+	cause := regionError{re}
+	switch {
+	case re.DataIsNotReady != nil:
+		regionErrors.WithLabelValues("data_is_not_ready").Inc()
+	case re.NotLeader != nil:
+		regionErrors.WithLabelValues("not_leader").Inc()
+		if h := re.NotLeader.Leader; h != nil && h.Id != 0 && !r.UpdateLeader(h) {
+			c.cache.Invalidate(r)
+		}
+	case re.EpochNotMatch != nil, re.RegionNotFound != nil, re.KeyNotInRegion != nil, re.ServerIsBusy != nil:
+		return false, false, nil
+	default:
+		regionErrors.WithLabelValues("replica_read").Inc()
+	}
+	return true, true, bo.retryNow(ctx, r.ID(), cause)
 }
 
 // maxReadTimeoutDoublings bounds the growth of a read's attempt timeout

@@ -36,6 +36,16 @@ var kindNames = [numKinds]string{"get", "scan", "one_pc", "coprocessor", "batch_
 
 func (k rpcKind) String() string { return kindNames[k] }
 
+// replicaReadable: a read a replica may serve (tidb_replica_read, stale
+// reads); lock scans and resolution stay on the leader.
+func (k rpcKind) replicaReadable() bool {
+	switch k {
+	case kindGet, kindBatchGet, kindScan, kindCop:
+		return true
+	}
+	return false
+}
+
 // isWrite: the command may change store state, so an answer lost after it
 // was sent leaves its outcome unknown.
 func (k rpcKind) isWrite() bool {
@@ -84,6 +94,12 @@ var (
 		Subsystem: "kvclient",
 		Name:      "cop_batched_tasks_total",
 		Help:      "Coprocessor region tasks sent inside another region's RPC to the same store (store batching).",
+	})
+	replicaReadFallbacks = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata",
+		Subsystem: "kvclient",
+		Name:      "replica_read_fallbacks_total",
+		Help:      "Replica (follower or stale) reads that got a region error on a replica; the call then reads from the leader.",
 	})
 	undetermined = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata",

@@ -42,6 +42,21 @@ func (m *Manager) raiseLocked(ts uint64) {
 	}
 }
 
+// ResolveTS raises maxTS to ts and returns one below the lowest commit_ts
+// of the writes in flight (math.MaxUint64 when none), under one mutex: a
+// write that locks its keys later gets a commit_ts above ts. A region's
+// resolved ts may not pass it (raftstore/replicaread.go).
+func (m *Manager) ResolveTS(ts uint64) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.raiseLocked(ts)
+	lowest := uint64(math.MaxUint64)
+	for _, l := range m.locks {
+		lowest = min(lowest, l.commitTS-1)
+	}
+	return lowest
+}
+
 // LockKeys waits until none of keys is locked by another write, then locks
 // them all and returns the commit_ts to use: commitTS raised above every
 // read recorded so far. release must be called once the write's outcome is

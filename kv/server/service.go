@@ -53,6 +53,7 @@ type TSO interface {
 type Service struct {
 	storepb.UnimplementedStoreServer
 	store    *raftstore.Store
+	eng      raftEngine
 	st       *txn.Storage
 	cm       *concurrency.Manager
 	detector *clusterDetector
@@ -71,26 +72,25 @@ type Service struct {
 func NewService(store *raftstore.Store, tso TSO, pd RegionLocator, log *slog.Logger, memLocks bool) *Service {
 	cm := concurrency.New()
 	det := newClusterDetector(store, pd, log)
-	st := txn.New(raftEngine{store}, cm, tso, txn.Config{Detector: det, InMemoryPessimisticLock: memLocks})
+	eng := raftEngine{s: store, peers: &storeClients{pd: pd}}
+	st := txn.New(eng, cm, tso, txn.Config{Detector: det, InMemoryPessimisticLock: memLocks})
 	if memLocks {
 		store.SetTxnHooks(&raftstore.TxnHooks{LeaderChanged: st.LeaderChanged, Handover: st.Handover})
 	}
-	return &Service{store: store, cm: cm, detector: det, st: st, cop: coprocessor.NewLimiter(copSlots())}
+	store.SetResolvedTSHooks(resolvedTSHooks(tso, cm))
+	return &Service{store: store, eng: eng, cm: cm, detector: det, st: st, cop: coprocessor.NewLimiter(copSlots())}
 }
 
 // Close releases the service's outgoing connections (to the deadlock
-// detector). Call it after the gRPC server stopped.
-func (s *Service) Close() { s.detector.close() }
+// detector, to other stores for follower reads). Call it after the gRPC
+// server stopped.
+func (s *Service) Close() {
+	s.detector.close()
+	s.eng.peers.close()
+}
 
 // Storage returns the transaction layer the service runs on.
 func (s *Service) Storage() *txn.Storage { return s.st }
-
-// raftEngine is txn.Engine over a raftstore.Store.
-type raftEngine struct{ s *raftstore.Store }
-
-func (e raftEngine) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
-	return e.s.ReadIndex(ctx, rctx)
-}
 
 func (e raftEngine) Snapshot() txn.Snapshot { return readView(e.s.Engine()) }
 
@@ -326,7 +326,17 @@ func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 // concurrency manager's max_ts raised and its in-memory locks checked,
 // then one engine snapshot read at startTS under a coprocessor slot.
 func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, rctx *kvrpcpb.Context, kranges []*kvrpcpb.KeyRange, startTS uint64) (*kvrpcpb.CoprocessorResponse, error) {
-	region, rerr, err := s.store.ReadIndex(ctx, rctx)
+	var (
+		region *metapb.Region
+		rerr   *errorpb.Error
+		err    error
+	)
+	replica := rctx.GetReplicaRead() || rctx.GetStaleRead()
+	if replica {
+		region, rerr, err = s.eng.ReadReplica(ctx, rctx, startTS)
+	} else {
+		region, rerr, err = s.store.ReadIndex(ctx, rctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -352,6 +362,10 @@ func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, 
 	// even if the region's data left this store while it waited.
 	snap := readView(s.store.Engine())
 	defer snap.Close()
+	if replica && !s.store.ReplicaPresent(region.GetId()) {
+		return &kvrpcpb.CoprocessorResponse{RegionError: &errorpb.Error{Message: "server: replica removed during the read",
+			RegionNotFound: &errorpb.RegionNotFound{RegionId: region.GetId()}}}, nil
+	}
 	if err := s.cop.Acquire(ctx); err != nil {
 		return nil, err
 	}

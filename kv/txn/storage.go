@@ -46,6 +46,44 @@ type Engine interface {
 	Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, leaderGen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error)
 }
 
+// ReplicaReader is an Engine whose followers and learners serve reads
+// (kvrpcpb.Context replica_read, stale_read; raftstore/replicaread.go).
+// Storage's reads use it when the request asks for it.
+type ReplicaReader interface {
+	// ReadReplica waits until this replica may serve a read at ts of the
+	// region of rctx: a follower read (replica_read) after the leader's
+	// read index is applied here, a stale read (stale_read) when ts is at
+	// or below the replica's safe ts (else DataIsNotReady). It returns the
+	// region (shared, read-only) or a region error.
+	ReadReplica(ctx context.Context, rctx *kvrpcpb.Context, ts uint64) (*metapb.Region, *errorpb.Error, error)
+	// ReplicaPresent, called after the read took its Snapshot, reports
+	// that the replica still exists here (its data is in the snapshot).
+	ReplicaPresent(regionID uint64) bool
+}
+
+// readIndex is the ReadIndex of a read at ts: on a replica when the
+// request asks for it and the engine can. replica reports that it went
+// there (the read must check ReplicaPresent after its snapshot).
+func (s *Storage) readIndex(ctx context.Context, rctx *kvrpcpb.Context, ts uint64) (replica ReplicaReader, region *metapb.Region, rerr *errorpb.Error, err error) {
+	if rctx.GetReplicaRead() || rctx.GetStaleRead() {
+		if rr, ok := s.engine.(ReplicaReader); ok {
+			region, rerr, err = rr.ReadReplica(ctx, rctx, ts)
+			return rr, region, rerr, err
+		}
+	}
+	region, rerr, err = s.engine.ReadIndex(ctx, rctx)
+	return nil, region, rerr, err
+}
+
+// replicaGone is the region error of a replica read whose peer was
+// destroyed before its snapshot was taken.
+func replicaGone(replica ReplicaReader, regionID uint64) *errorpb.Error {
+	if replica == nil || replica.ReplicaPresent(regionID) {
+		return nil
+	}
+	return &errorpb.Error{Message: "txn: replica removed during the read", RegionNotFound: &errorpb.RegionNotFound{RegionId: regionID}}
+}
+
 // TSO hands out PD timestamps.
 type TSO interface {
 	GetTS(ctx context.Context) (uint64, error)
@@ -341,7 +379,7 @@ func observeSince(cmd string, start time.Time) {
 // blocks it.
 func (s *Storage) Get(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, error) {
 	defer observeSince("get", time.Now())
-	region, rerr, err := s.engine.ReadIndex(ctx, req.GetContext())
+	replica, region, rerr, err := s.readIndex(ctx, req.GetContext(), req.GetVersion())
 	if err != nil {
 		return nil, err
 	}
@@ -356,6 +394,9 @@ func (s *Storage) Get(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.Ge
 	}
 	snap := s.engine.Snapshot()
 	defer snap.Close()
+	if rerr := replicaGone(replica, region.GetId()); rerr != nil {
+		return &kvrpcpb.GetResponse{RegionError: rerr}, nil
+	}
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetVersion()))
 	defer sr.Close()
 	v, found, err := sr.Get(req.GetKey())
@@ -371,7 +412,7 @@ func (s *Storage) Get(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.Ge
 // BatchGet serves a BatchGetRequest.
 func (s *Storage) BatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*kvrpcpb.BatchGetResponse, error) {
 	defer observeSince("batch_get", time.Now())
-	region, rerr, err := s.engine.ReadIndex(ctx, req.GetContext())
+	replica, region, rerr, err := s.readIndex(ctx, req.GetContext(), req.GetVersion())
 	if err != nil {
 		return nil, err
 	}
@@ -391,6 +432,9 @@ func (s *Storage) BatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*
 	}
 	snap := s.engine.Snapshot()
 	defer snap.Close()
+	if rerr := replicaGone(replica, region.GetId()); rerr != nil {
+		return &kvrpcpb.BatchGetResponse{RegionError: rerr}, nil
+	}
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetVersion()))
 	defer sr.Close()
 	kvs, err := sr.BatchGet(req.GetKeys())
@@ -410,7 +454,7 @@ func (s *Storage) BatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*
 // Scan serves a ScanRequest; the range is clamped to the region.
 func (s *Storage) Scan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.ScanResponse, error) {
 	defer observeSince("scan", time.Now())
-	region, rerr, err := s.engine.ReadIndex(ctx, req.GetContext())
+	replica, region, rerr, err := s.readIndex(ctx, req.GetContext(), req.GetVersion())
 	if err != nil {
 		return nil, err
 	}
@@ -435,6 +479,9 @@ func (s *Storage) Scan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.
 	}
 	snap := s.engine.Snapshot()
 	defer snap.Close()
+	if rerr := replicaGone(replica, region.GetId()); rerr != nil {
+		return &kvrpcpb.ScanResponse{RegionError: rerr}, nil
+	}
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetVersion()))
 	defer sr.Close()
 	resp := &kvrpcpb.ScanResponse{}

@@ -315,6 +315,69 @@ func (*StaleCommand) Descriptor() ([]byte, []int) {
 	return file_errorpb_proto_rawDescGZIP(), []int{5}
 }
 
+// DataIsNotReady: a stale read at a timestamp above the replica's safe ts
+// (raftstore: the resolved ts its leader published, once applied); the
+// client retries on the leader.
+type DataIsNotReady struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionId      uint64                 `protobuf:"varint,1,opt,name=region_id,json=regionId,proto3" json:"region_id,omitempty"`
+	PeerId        uint64                 `protobuf:"varint,2,opt,name=peer_id,json=peerId,proto3" json:"peer_id,omitempty"`
+	SafeTs        uint64                 `protobuf:"varint,3,opt,name=safe_ts,json=safeTs,proto3" json:"safe_ts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataIsNotReady) Reset() {
+	*x = DataIsNotReady{}
+	mi := &file_errorpb_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataIsNotReady) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataIsNotReady) ProtoMessage() {}
+
+func (x *DataIsNotReady) ProtoReflect() protoreflect.Message {
+	mi := &file_errorpb_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataIsNotReady.ProtoReflect.Descriptor instead.
+func (*DataIsNotReady) Descriptor() ([]byte, []int) {
+	return file_errorpb_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *DataIsNotReady) GetRegionId() uint64 {
+	if x != nil {
+		return x.RegionId
+	}
+	return 0
+}
+
+func (x *DataIsNotReady) GetPeerId() uint64 {
+	if x != nil {
+		return x.PeerId
+	}
+	return 0
+}
+
+func (x *DataIsNotReady) GetSafeTs() uint64 {
+	if x != nil {
+		return x.SafeTs
+	}
+	return 0
+}
+
 // Error is a region-level error: the request was not executed and can be
 // retried after refreshing routing.
 type Error struct {
@@ -326,13 +389,14 @@ type Error struct {
 	EpochNotMatch  *EpochNotMatch         `protobuf:"bytes,5,opt,name=epoch_not_match,json=epochNotMatch,proto3" json:"epoch_not_match,omitempty"`
 	ServerIsBusy   *ServerIsBusy          `protobuf:"bytes,6,opt,name=server_is_busy,json=serverIsBusy,proto3" json:"server_is_busy,omitempty"`
 	StaleCommand   *StaleCommand          `protobuf:"bytes,7,opt,name=stale_command,json=staleCommand,proto3" json:"stale_command,omitempty"`
+	DataIsNotReady *DataIsNotReady        `protobuf:"bytes,8,opt,name=data_is_not_ready,json=dataIsNotReady,proto3" json:"data_is_not_ready,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_errorpb_proto_msgTypes[6]
+	mi := &file_errorpb_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -344,7 +408,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_errorpb_proto_msgTypes[6]
+	mi := &file_errorpb_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -357,7 +421,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_errorpb_proto_rawDescGZIP(), []int{6}
+	return file_errorpb_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Error) GetMessage() string {
@@ -409,6 +473,13 @@ func (x *Error) GetStaleCommand() *StaleCommand {
 	return nil
 }
 
+func (x *Error) GetDataIsNotReady() *DataIsNotReady {
+	if x != nil {
+		return x.DataIsNotReady
+	}
+	return nil
+}
+
 var File_errorpb_proto protoreflect.FileDescriptor
 
 const file_errorpb_proto_rawDesc = "" +
@@ -428,7 +499,11 @@ const file_errorpb_proto_rawDesc = "" +
 	"\aend_key\x18\x04 \x01(\fR\x06endKey\"&\n" +
 	"\fServerIsBusy\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x0e\n" +
-	"\fStaleCommand\"\x94\x03\n" +
+	"\fStaleCommand\"_\n" +
+	"\x0eDataIsNotReady\x12\x1b\n" +
+	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x12\x17\n" +
+	"\apeer_id\x18\x02 \x01(\x04R\x06peerId\x12\x17\n" +
+	"\asafe_ts\x18\x03 \x01(\x04R\x06safeTs\"\xd8\x03\n" +
 	"\x05Error\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x121\n" +
 	"\n" +
@@ -437,7 +512,8 @@ const file_errorpb_proto_rawDesc = "" +
 	"\x11key_not_in_region\x18\x04 \x01(\v2\x17.errorpb.KeyNotInRegionR\x0ekeyNotInRegion\x12>\n" +
 	"\x0fepoch_not_match\x18\x05 \x01(\v2\x16.errorpb.EpochNotMatchR\repochNotMatch\x12;\n" +
 	"\x0eserver_is_busy\x18\x06 \x01(\v2\x15.errorpb.ServerIsBusyR\fserverIsBusy\x12:\n" +
-	"\rstale_command\x18\a \x01(\v2\x15.errorpb.StaleCommandR\fstaleCommandB*Z(github.com/stratadb/strata/proto/errorpbb\x06proto3"
+	"\rstale_command\x18\a \x01(\v2\x15.errorpb.StaleCommandR\fstaleCommand\x12B\n" +
+	"\x11data_is_not_ready\x18\b \x01(\v2\x17.errorpb.DataIsNotReadyR\x0edataIsNotReadyB*Z(github.com/stratadb/strata/proto/errorpbb\x06proto3"
 
 var (
 	file_errorpb_proto_rawDescOnce sync.Once
@@ -451,7 +527,7 @@ func file_errorpb_proto_rawDescGZIP() []byte {
 	return file_errorpb_proto_rawDescData
 }
 
-var file_errorpb_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_errorpb_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_errorpb_proto_goTypes = []any{
 	(*NotLeader)(nil),      // 0: errorpb.NotLeader
 	(*RegionNotFound)(nil), // 1: errorpb.RegionNotFound
@@ -459,24 +535,26 @@ var file_errorpb_proto_goTypes = []any{
 	(*KeyNotInRegion)(nil), // 3: errorpb.KeyNotInRegion
 	(*ServerIsBusy)(nil),   // 4: errorpb.ServerIsBusy
 	(*StaleCommand)(nil),   // 5: errorpb.StaleCommand
-	(*Error)(nil),          // 6: errorpb.Error
-	(*metapb.Peer)(nil),    // 7: metapb.Peer
-	(*metapb.Region)(nil),  // 8: metapb.Region
+	(*DataIsNotReady)(nil), // 6: errorpb.DataIsNotReady
+	(*Error)(nil),          // 7: errorpb.Error
+	(*metapb.Peer)(nil),    // 8: metapb.Peer
+	(*metapb.Region)(nil),  // 9: metapb.Region
 }
 var file_errorpb_proto_depIdxs = []int32{
-	7, // 0: errorpb.NotLeader.leader:type_name -> metapb.Peer
-	8, // 1: errorpb.EpochNotMatch.current_regions:type_name -> metapb.Region
+	8, // 0: errorpb.NotLeader.leader:type_name -> metapb.Peer
+	9, // 1: errorpb.EpochNotMatch.current_regions:type_name -> metapb.Region
 	0, // 2: errorpb.Error.not_leader:type_name -> errorpb.NotLeader
 	1, // 3: errorpb.Error.region_not_found:type_name -> errorpb.RegionNotFound
 	3, // 4: errorpb.Error.key_not_in_region:type_name -> errorpb.KeyNotInRegion
 	2, // 5: errorpb.Error.epoch_not_match:type_name -> errorpb.EpochNotMatch
 	4, // 6: errorpb.Error.server_is_busy:type_name -> errorpb.ServerIsBusy
 	5, // 7: errorpb.Error.stale_command:type_name -> errorpb.StaleCommand
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	6, // 8: errorpb.Error.data_is_not_ready:type_name -> errorpb.DataIsNotReady
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_errorpb_proto_init() }
@@ -490,7 +568,7 @@ func file_errorpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_errorpb_proto_rawDesc), len(file_errorpb_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

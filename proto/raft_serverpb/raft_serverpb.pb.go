@@ -206,12 +206,15 @@ func (x *RaftMessage) GetExtra() *ExtraMessage {
 }
 
 type ExtraMessage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          ExtraMessageType       `protobuf:"varint,1,opt,name=type,proto3,enum=raft_serverpb.ExtraMessageType" json:"type,omitempty"`
-	Term          uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
-	Index         uint64                 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
-	LogTerm       uint64                 `protobuf:"varint,4,opt,name=log_term,json=logTerm,proto3" json:"log_term,omitempty"`
-	Epoch         uint64                 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Type    ExtraMessageType       `protobuf:"varint,1,opt,name=type,proto3,enum=raft_serverpb.ExtraMessageType" json:"type,omitempty"`
+	Term    uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
+	Index   uint64                 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	LogTerm uint64                 `protobuf:"varint,4,opt,name=log_term,json=logTerm,proto3" json:"log_term,omitempty"`
+	Epoch   uint64                 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// safe_ts rides on StoreLiveness: the resolved ts of regions the sender
+	// leads with a peer on the receiver (raftstore/safets.go).
+	SafeTs        []*RegionSafeTS `protobuf:"bytes,6,rep,name=safe_ts,json=safeTs,proto3" json:"safe_ts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -281,6 +284,77 @@ func (x *ExtraMessage) GetEpoch() uint64 {
 	return 0
 }
 
+func (x *ExtraMessage) GetSafeTs() []*RegionSafeTS {
+	if x != nil {
+		return x.SafeTs
+	}
+	return nil
+}
+
+// RegionSafeTS: every write of region_id committed at commit_ts <= ts is in
+// the region's raft log at or below applied_index (computed by its leader
+// under a valid lease); a replica that applied that index may serve stale
+// reads at ts.
+type RegionSafeTS struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionId      uint64                 `protobuf:"varint,1,opt,name=region_id,json=regionId,proto3" json:"region_id,omitempty"`
+	AppliedIndex  uint64                 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	Ts            uint64                 `protobuf:"varint,3,opt,name=ts,proto3" json:"ts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegionSafeTS) Reset() {
+	*x = RegionSafeTS{}
+	mi := &file_raft_serverpb_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionSafeTS) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionSafeTS) ProtoMessage() {}
+
+func (x *RegionSafeTS) ProtoReflect() protoreflect.Message {
+	mi := &file_raft_serverpb_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionSafeTS.ProtoReflect.Descriptor instead.
+func (*RegionSafeTS) Descriptor() ([]byte, []int) {
+	return file_raft_serverpb_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RegionSafeTS) GetRegionId() uint64 {
+	if x != nil {
+		return x.RegionId
+	}
+	return 0
+}
+
+func (x *RegionSafeTS) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *RegionSafeTS) GetTs() uint64 {
+	if x != nil {
+		return x.Ts
+	}
+	return 0
+}
+
 type BatchRaftMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Msgs          []*RaftMessage         `protobuf:"bytes,1,rep,name=msgs,proto3" json:"msgs,omitempty"`
@@ -290,7 +364,7 @@ type BatchRaftMessage struct {
 
 func (x *BatchRaftMessage) Reset() {
 	*x = BatchRaftMessage{}
-	mi := &file_raft_serverpb_proto_msgTypes[2]
+	mi := &file_raft_serverpb_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -302,7 +376,7 @@ func (x *BatchRaftMessage) String() string {
 func (*BatchRaftMessage) ProtoMessage() {}
 
 func (x *BatchRaftMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_serverpb_proto_msgTypes[2]
+	mi := &file_raft_serverpb_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -315,7 +389,7 @@ func (x *BatchRaftMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRaftMessage.ProtoReflect.Descriptor instead.
 func (*BatchRaftMessage) Descriptor() ([]byte, []int) {
-	return file_raft_serverpb_proto_rawDescGZIP(), []int{2}
+	return file_raft_serverpb_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *BatchRaftMessage) GetMsgs() []*RaftMessage {
@@ -333,7 +407,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_raft_serverpb_proto_msgTypes[3]
+	mi := &file_raft_serverpb_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -345,7 +419,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_serverpb_proto_msgTypes[3]
+	mi := &file_raft_serverpb_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -358,7 +432,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_raft_serverpb_proto_rawDescGZIP(), []int{3}
+	return file_raft_serverpb_proto_rawDescGZIP(), []int{4}
 }
 
 // SnapshotChunk is one piece of a raft snapshot sent on the Snapshot RPC:
@@ -374,7 +448,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_raft_serverpb_proto_msgTypes[4]
+	mi := &file_raft_serverpb_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -386,7 +460,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_serverpb_proto_msgTypes[4]
+	mi := &file_raft_serverpb_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -399,7 +473,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_raft_serverpb_proto_rawDescGZIP(), []int{4}
+	return file_raft_serverpb_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SnapshotChunk) GetMessage() *RaftMessage {
@@ -430,13 +504,18 @@ const file_raft_serverpb_proto_rawDesc = "" +
 	"\aend_key\x18\x06 \x01(\fR\x06endKey\x12\x18\n" +
 	"\amessage\x18\a \x01(\fR\amessage\x12!\n" +
 	"\fis_tombstone\x18\b \x01(\bR\visTombstone\x121\n" +
-	"\x05extra\x18\t \x01(\v2\x1b.raft_serverpb.ExtraMessageR\x05extra\"\x9e\x01\n" +
+	"\x05extra\x18\t \x01(\v2\x1b.raft_serverpb.ExtraMessageR\x05extra\"\xd4\x01\n" +
 	"\fExtraMessage\x123\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1f.raft_serverpb.ExtraMessageTypeR\x04type\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x19\n" +
 	"\blog_term\x18\x04 \x01(\x04R\alogTerm\x12\x14\n" +
-	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\"B\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\x124\n" +
+	"\asafe_ts\x18\x06 \x03(\v2\x1b.raft_serverpb.RegionSafeTSR\x06safeTs\"`\n" +
+	"\fRegionSafeTS\x12\x1b\n" +
+	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x12#\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12\x0e\n" +
+	"\x02ts\x18\x03 \x01(\x04R\x02ts\"B\n" +
 	"\x10BatchRaftMessage\x12.\n" +
 	"\x04msgs\x18\x01 \x03(\v2\x1a.raft_serverpb.RaftMessageR\x04msgs\"\x06\n" +
 	"\x04Done\"Y\n" +
@@ -463,30 +542,32 @@ func file_raft_serverpb_proto_rawDescGZIP() []byte {
 }
 
 var file_raft_serverpb_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_raft_serverpb_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_raft_serverpb_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_raft_serverpb_proto_goTypes = []any{
 	(ExtraMessageType)(0),      // 0: raft_serverpb.ExtraMessageType
 	(*RaftMessage)(nil),        // 1: raft_serverpb.RaftMessage
 	(*ExtraMessage)(nil),       // 2: raft_serverpb.ExtraMessage
-	(*BatchRaftMessage)(nil),   // 3: raft_serverpb.BatchRaftMessage
-	(*Done)(nil),               // 4: raft_serverpb.Done
-	(*SnapshotChunk)(nil),      // 5: raft_serverpb.SnapshotChunk
-	(*metapb.Peer)(nil),        // 6: metapb.Peer
-	(*metapb.RegionEpoch)(nil), // 7: metapb.RegionEpoch
+	(*RegionSafeTS)(nil),       // 3: raft_serverpb.RegionSafeTS
+	(*BatchRaftMessage)(nil),   // 4: raft_serverpb.BatchRaftMessage
+	(*Done)(nil),               // 5: raft_serverpb.Done
+	(*SnapshotChunk)(nil),      // 6: raft_serverpb.SnapshotChunk
+	(*metapb.Peer)(nil),        // 7: metapb.Peer
+	(*metapb.RegionEpoch)(nil), // 8: metapb.RegionEpoch
 }
 var file_raft_serverpb_proto_depIdxs = []int32{
-	6, // 0: raft_serverpb.RaftMessage.from_peer:type_name -> metapb.Peer
-	6, // 1: raft_serverpb.RaftMessage.to_peer:type_name -> metapb.Peer
-	7, // 2: raft_serverpb.RaftMessage.region_epoch:type_name -> metapb.RegionEpoch
+	7, // 0: raft_serverpb.RaftMessage.from_peer:type_name -> metapb.Peer
+	7, // 1: raft_serverpb.RaftMessage.to_peer:type_name -> metapb.Peer
+	8, // 2: raft_serverpb.RaftMessage.region_epoch:type_name -> metapb.RegionEpoch
 	2, // 3: raft_serverpb.RaftMessage.extra:type_name -> raft_serverpb.ExtraMessage
 	0, // 4: raft_serverpb.ExtraMessage.type:type_name -> raft_serverpb.ExtraMessageType
-	1, // 5: raft_serverpb.BatchRaftMessage.msgs:type_name -> raft_serverpb.RaftMessage
-	1, // 6: raft_serverpb.SnapshotChunk.message:type_name -> raft_serverpb.RaftMessage
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	3, // 5: raft_serverpb.ExtraMessage.safe_ts:type_name -> raft_serverpb.RegionSafeTS
+	1, // 6: raft_serverpb.BatchRaftMessage.msgs:type_name -> raft_serverpb.RaftMessage
+	1, // 7: raft_serverpb.SnapshotChunk.message:type_name -> raft_serverpb.RaftMessage
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_raft_serverpb_proto_init() }
@@ -500,7 +581,7 @@ func file_raft_serverpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raft_serverpb_proto_rawDesc), len(file_raft_serverpb_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -7,6 +7,7 @@
 package storepb
 
 import (
+	errorpb "github.com/stratadb/strata/proto/errorpb"
 	kvrpcpb "github.com/stratadb/strata/proto/kvrpcpb"
 	raft_serverpb "github.com/stratadb/strata/proto/raft_serverpb"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
@@ -66,7 +67,7 @@ func (x DetectRequest_Tp) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use DetectRequest_Tp.Descriptor instead.
 func (DetectRequest_Tp) EnumDescriptor() ([]byte, []int) {
-	return file_storepb_proto_rawDescGZIP(), []int{2, 0}
+	return file_storepb_proto_rawDescGZIP(), []int{4, 0}
 }
 
 type BatchCommandsRequest struct {
@@ -173,6 +174,110 @@ func (x *BatchCommandsResponse) GetRequestIds() []uint64 {
 	return nil
 }
 
+type ReadIndexRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *kvrpcpb.Context       `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"` // routed to the leader's peer
+	StartTs       uint64                 `protobuf:"varint,2,opt,name=start_ts,json=startTs,proto3" json:"start_ts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadIndexRequest) Reset() {
+	*x = ReadIndexRequest{}
+	mi := &file_storepb_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadIndexRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadIndexRequest) ProtoMessage() {}
+
+func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_storepb_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
+func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
+	return file_storepb_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ReadIndexRequest) GetContext() *kvrpcpb.Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *ReadIndexRequest) GetStartTs() uint64 {
+	if x != nil {
+		return x.StartTs
+	}
+	return 0
+}
+
+type ReadIndexResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	ReadIndex     uint64                 `protobuf:"varint,2,opt,name=read_index,json=readIndex,proto3" json:"read_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadIndexResponse) Reset() {
+	*x = ReadIndexResponse{}
+	mi := &file_storepb_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadIndexResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadIndexResponse) ProtoMessage() {}
+
+func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_storepb_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
+func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
+	return file_storepb_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ReadIndexResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *ReadIndexResponse) GetReadIndex() uint64 {
+	if x != nil {
+		return x.ReadIndex
+	}
+	return 0
+}
+
 type DetectRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tp            DetectRequest_Tp       `protobuf:"varint,1,opt,name=tp,proto3,enum=storepb.DetectRequest_Tp" json:"tp,omitempty"`
@@ -183,7 +288,7 @@ type DetectRequest struct {
 
 func (x *DetectRequest) Reset() {
 	*x = DetectRequest{}
-	mi := &file_storepb_proto_msgTypes[2]
+	mi := &file_storepb_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +300,7 @@ func (x *DetectRequest) String() string {
 func (*DetectRequest) ProtoMessage() {}
 
 func (x *DetectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_storepb_proto_msgTypes[2]
+	mi := &file_storepb_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +313,7 @@ func (x *DetectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetectRequest.ProtoReflect.Descriptor instead.
 func (*DetectRequest) Descriptor() ([]byte, []int) {
-	return file_storepb_proto_rawDescGZIP(), []int{2}
+	return file_storepb_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DetectRequest) GetTp() DetectRequest_Tp {
@@ -239,7 +344,7 @@ type DetectResponse struct {
 
 func (x *DetectResponse) Reset() {
 	*x = DetectResponse{}
-	mi := &file_storepb_proto_msgTypes[3]
+	mi := &file_storepb_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -251,7 +356,7 @@ func (x *DetectResponse) String() string {
 func (*DetectResponse) ProtoMessage() {}
 
 func (x *DetectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_storepb_proto_msgTypes[3]
+	mi := &file_storepb_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -264,7 +369,7 @@ func (x *DetectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetectResponse.ProtoReflect.Descriptor instead.
 func (*DetectResponse) Descriptor() ([]byte, []int) {
-	return file_storepb_proto_rawDescGZIP(), []int{3}
+	return file_storepb_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DetectResponse) GetNotDetector() bool {
@@ -309,7 +414,7 @@ type BatchCommandsRequest_Request struct {
 
 func (x *BatchCommandsRequest_Request) Reset() {
 	*x = BatchCommandsRequest_Request{}
-	mi := &file_storepb_proto_msgTypes[4]
+	mi := &file_storepb_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +426,7 @@ func (x *BatchCommandsRequest_Request) String() string {
 func (*BatchCommandsRequest_Request) ProtoMessage() {}
 
 func (x *BatchCommandsRequest_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_storepb_proto_msgTypes[4]
+	mi := &file_storepb_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +739,7 @@ type BatchCommandsResponse_Response struct {
 
 func (x *BatchCommandsResponse_Response) Reset() {
 	*x = BatchCommandsResponse_Response{}
-	mi := &file_storepb_proto_msgTypes[5]
+	mi := &file_storepb_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -646,7 +751,7 @@ func (x *BatchCommandsResponse_Response) String() string {
 func (*BatchCommandsResponse_Response) ProtoMessage() {}
 
 func (x *BatchCommandsResponse_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_storepb_proto_msgTypes[5]
+	mi := &file_storepb_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1044,7 @@ var File_storepb_proto protoreflect.FileDescriptor
 
 const file_storepb_proto_rawDesc = "" +
 	"\n" +
-	"\rstorepb.proto\x12\astorepb\x1a\rkvrpcpb.proto\x1a\x13raft_serverpb.proto\"\xc5\t\n" +
+	"\rstorepb.proto\x12\astorepb\x1a\rkvrpcpb.proto\x1a\x13raft_serverpb.proto\x1a\rerrorpb.proto\"\xc5\t\n" +
 	"\x14BatchCommandsRequest\x12A\n" +
 	"\brequests\x18\x01 \x03(\v2%.storepb.BatchCommandsRequest.RequestR\brequests\x12\x1f\n" +
 	"\vrequest_ids\x18\x02 \x03(\x04R\n" +
@@ -988,7 +1093,14 @@ const file_storepb_proto_rawDesc = "" +
 	"\x06one_pc\x18\x10 \x01(\v2\x16.kvrpcpb.OnePCResponseH\x00R\x05onePc\x12A\n" +
 	"\fsplit_region\x18\x11 \x01(\v2\x1c.kvrpcpb.SplitRegionResponseH\x00R\vsplitRegion\x12\x14\n" +
 	"\x05error\x18d \x01(\tR\x05errorB\x05\n" +
-	"\x03cmd\"\x86\x01\n" +
+	"\x03cmd\"Y\n" +
+	"\x10ReadIndexRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x19\n" +
+	"\bstart_ts\x18\x02 \x01(\x04R\astartTs\"e\n" +
+	"\x11ReadIndexResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12\x1d\n" +
+	"\n" +
+	"read_index\x18\x02 \x01(\x04R\treadIndex\"\x86\x01\n" +
 	"\rDetectRequest\x12)\n" +
 	"\x02tp\x18\x01 \x01(\x0e2\x19.storepb.DetectRequest.TpR\x02tp\x12+\n" +
 	"\x05entry\x18\x02 \x01(\v2\x15.kvrpcpb.WaitForEntryR\x05entry\"\x1d\n" +
@@ -998,7 +1110,7 @@ const file_storepb_proto_rawDesc = "" +
 	"\aCleanUp\x10\x01\"b\n" +
 	"\x0eDetectResponse\x12!\n" +
 	"\fnot_detector\x18\x01 \x01(\bR\vnotDetector\x12-\n" +
-	"\bdeadlock\x18\x02 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock2\xa2\f\n" +
+	"\bdeadlock\x18\x02 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock2\xe8\f\n" +
 	"\x05Store\x124\n" +
 	"\x05KvGet\x12\x13.kvrpcpb.GetRequest\x1a\x14.kvrpcpb.GetResponse\"\x00\x12C\n" +
 	"\n" +
@@ -1020,7 +1132,8 @@ const file_storepb_proto_rawDesc = "" +
 	"\aKvOnePC\x12\x15.kvrpcpb.OnePCRequest\x1a\x16.kvrpcpb.OnePCResponse\"\x00\x12J\n" +
 	"\vCoprocessor\x12\x1b.kvrpcpb.CoprocessorRequest\x1a\x1c.kvrpcpb.CoprocessorResponse\"\x00\x12T\n" +
 	"\rBatchCommands\x12\x1d.storepb.BatchCommandsRequest\x1a\x1e.storepb.BatchCommandsResponse\"\x00(\x010\x01\x12;\n" +
-	"\x06Detect\x12\x16.storepb.DetectRequest\x1a\x17.storepb.DetectResponse\"\x00\x12J\n" +
+	"\x06Detect\x12\x16.storepb.DetectRequest\x1a\x17.storepb.DetectResponse\"\x00\x12D\n" +
+	"\tReadIndex\x12\x19.storepb.ReadIndexRequest\x1a\x1a.storepb.ReadIndexResponse\"\x00\x12J\n" +
 	"\vSplitRegion\x12\x1b.kvrpcpb.SplitRegionRequest\x1a\x1c.kvrpcpb.SplitRegionResponse\"\x00\x12@\n" +
 	"\x04Raft\x12\x1f.raft_serverpb.BatchRaftMessage\x1a\x13.raft_serverpb.Done\"\x00(\x01\x12A\n" +
 	"\bSnapshot\x12\x1c.raft_serverpb.SnapshotChunk\x1a\x13.raft_serverpb.Done\"\x00(\x01B*Z(github.com/stratadb/strata/proto/storepbb\x06proto3"
@@ -1038,142 +1151,150 @@ func file_storepb_proto_rawDescGZIP() []byte {
 }
 
 var file_storepb_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_storepb_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_storepb_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_storepb_proto_goTypes = []any{
 	(DetectRequest_Tp)(0),                       // 0: storepb.DetectRequest.Tp
 	(*BatchCommandsRequest)(nil),                // 1: storepb.BatchCommandsRequest
 	(*BatchCommandsResponse)(nil),               // 2: storepb.BatchCommandsResponse
-	(*DetectRequest)(nil),                       // 3: storepb.DetectRequest
-	(*DetectResponse)(nil),                      // 4: storepb.DetectResponse
-	(*BatchCommandsRequest_Request)(nil),        // 5: storepb.BatchCommandsRequest.Request
-	(*BatchCommandsResponse_Response)(nil),      // 6: storepb.BatchCommandsResponse.Response
-	(*kvrpcpb.WaitForEntry)(nil),                // 7: kvrpcpb.WaitForEntry
-	(*kvrpcpb.Deadlock)(nil),                    // 8: kvrpcpb.Deadlock
-	(*kvrpcpb.GetRequest)(nil),                  // 9: kvrpcpb.GetRequest
-	(*kvrpcpb.BatchGetRequest)(nil),             // 10: kvrpcpb.BatchGetRequest
-	(*kvrpcpb.ScanRequest)(nil),                 // 11: kvrpcpb.ScanRequest
-	(*kvrpcpb.PrewriteRequest)(nil),             // 12: kvrpcpb.PrewriteRequest
-	(*kvrpcpb.CommitRequest)(nil),               // 13: kvrpcpb.CommitRequest
-	(*kvrpcpb.BatchRollbackRequest)(nil),        // 14: kvrpcpb.BatchRollbackRequest
-	(*kvrpcpb.CleanupRequest)(nil),              // 15: kvrpcpb.CleanupRequest
-	(*kvrpcpb.CheckTxnStatusRequest)(nil),       // 16: kvrpcpb.CheckTxnStatusRequest
-	(*kvrpcpb.CheckSecondaryLocksRequest)(nil),  // 17: kvrpcpb.CheckSecondaryLocksRequest
-	(*kvrpcpb.ResolveLockRequest)(nil),          // 18: kvrpcpb.ResolveLockRequest
-	(*kvrpcpb.TxnHeartBeatRequest)(nil),         // 19: kvrpcpb.TxnHeartBeatRequest
-	(*kvrpcpb.PessimisticLockRequest)(nil),      // 20: kvrpcpb.PessimisticLockRequest
-	(*kvrpcpb.PessimisticRollbackRequest)(nil),  // 21: kvrpcpb.PessimisticRollbackRequest
-	(*kvrpcpb.ScanLockRequest)(nil),             // 22: kvrpcpb.ScanLockRequest
-	(*kvrpcpb.CoprocessorRequest)(nil),          // 23: kvrpcpb.CoprocessorRequest
-	(*kvrpcpb.OnePCRequest)(nil),                // 24: kvrpcpb.OnePCRequest
-	(*kvrpcpb.SplitRegionRequest)(nil),          // 25: kvrpcpb.SplitRegionRequest
-	(*kvrpcpb.GetResponse)(nil),                 // 26: kvrpcpb.GetResponse
-	(*kvrpcpb.BatchGetResponse)(nil),            // 27: kvrpcpb.BatchGetResponse
-	(*kvrpcpb.ScanResponse)(nil),                // 28: kvrpcpb.ScanResponse
-	(*kvrpcpb.PrewriteResponse)(nil),            // 29: kvrpcpb.PrewriteResponse
-	(*kvrpcpb.CommitResponse)(nil),              // 30: kvrpcpb.CommitResponse
-	(*kvrpcpb.BatchRollbackResponse)(nil),       // 31: kvrpcpb.BatchRollbackResponse
-	(*kvrpcpb.CleanupResponse)(nil),             // 32: kvrpcpb.CleanupResponse
-	(*kvrpcpb.CheckTxnStatusResponse)(nil),      // 33: kvrpcpb.CheckTxnStatusResponse
-	(*kvrpcpb.CheckSecondaryLocksResponse)(nil), // 34: kvrpcpb.CheckSecondaryLocksResponse
-	(*kvrpcpb.ResolveLockResponse)(nil),         // 35: kvrpcpb.ResolveLockResponse
-	(*kvrpcpb.TxnHeartBeatResponse)(nil),        // 36: kvrpcpb.TxnHeartBeatResponse
-	(*kvrpcpb.PessimisticLockResponse)(nil),     // 37: kvrpcpb.PessimisticLockResponse
-	(*kvrpcpb.PessimisticRollbackResponse)(nil), // 38: kvrpcpb.PessimisticRollbackResponse
-	(*kvrpcpb.ScanLockResponse)(nil),            // 39: kvrpcpb.ScanLockResponse
-	(*kvrpcpb.CoprocessorResponse)(nil),         // 40: kvrpcpb.CoprocessorResponse
-	(*kvrpcpb.OnePCResponse)(nil),               // 41: kvrpcpb.OnePCResponse
-	(*kvrpcpb.SplitRegionResponse)(nil),         // 42: kvrpcpb.SplitRegionResponse
-	(*raft_serverpb.BatchRaftMessage)(nil),      // 43: raft_serverpb.BatchRaftMessage
-	(*raft_serverpb.SnapshotChunk)(nil),         // 44: raft_serverpb.SnapshotChunk
-	(*raft_serverpb.Done)(nil),                  // 45: raft_serverpb.Done
+	(*ReadIndexRequest)(nil),                    // 3: storepb.ReadIndexRequest
+	(*ReadIndexResponse)(nil),                   // 4: storepb.ReadIndexResponse
+	(*DetectRequest)(nil),                       // 5: storepb.DetectRequest
+	(*DetectResponse)(nil),                      // 6: storepb.DetectResponse
+	(*BatchCommandsRequest_Request)(nil),        // 7: storepb.BatchCommandsRequest.Request
+	(*BatchCommandsResponse_Response)(nil),      // 8: storepb.BatchCommandsResponse.Response
+	(*kvrpcpb.Context)(nil),                     // 9: kvrpcpb.Context
+	(*errorpb.Error)(nil),                       // 10: errorpb.Error
+	(*kvrpcpb.WaitForEntry)(nil),                // 11: kvrpcpb.WaitForEntry
+	(*kvrpcpb.Deadlock)(nil),                    // 12: kvrpcpb.Deadlock
+	(*kvrpcpb.GetRequest)(nil),                  // 13: kvrpcpb.GetRequest
+	(*kvrpcpb.BatchGetRequest)(nil),             // 14: kvrpcpb.BatchGetRequest
+	(*kvrpcpb.ScanRequest)(nil),                 // 15: kvrpcpb.ScanRequest
+	(*kvrpcpb.PrewriteRequest)(nil),             // 16: kvrpcpb.PrewriteRequest
+	(*kvrpcpb.CommitRequest)(nil),               // 17: kvrpcpb.CommitRequest
+	(*kvrpcpb.BatchRollbackRequest)(nil),        // 18: kvrpcpb.BatchRollbackRequest
+	(*kvrpcpb.CleanupRequest)(nil),              // 19: kvrpcpb.CleanupRequest
+	(*kvrpcpb.CheckTxnStatusRequest)(nil),       // 20: kvrpcpb.CheckTxnStatusRequest
+	(*kvrpcpb.CheckSecondaryLocksRequest)(nil),  // 21: kvrpcpb.CheckSecondaryLocksRequest
+	(*kvrpcpb.ResolveLockRequest)(nil),          // 22: kvrpcpb.ResolveLockRequest
+	(*kvrpcpb.TxnHeartBeatRequest)(nil),         // 23: kvrpcpb.TxnHeartBeatRequest
+	(*kvrpcpb.PessimisticLockRequest)(nil),      // 24: kvrpcpb.PessimisticLockRequest
+	(*kvrpcpb.PessimisticRollbackRequest)(nil),  // 25: kvrpcpb.PessimisticRollbackRequest
+	(*kvrpcpb.ScanLockRequest)(nil),             // 26: kvrpcpb.ScanLockRequest
+	(*kvrpcpb.CoprocessorRequest)(nil),          // 27: kvrpcpb.CoprocessorRequest
+	(*kvrpcpb.OnePCRequest)(nil),                // 28: kvrpcpb.OnePCRequest
+	(*kvrpcpb.SplitRegionRequest)(nil),          // 29: kvrpcpb.SplitRegionRequest
+	(*kvrpcpb.GetResponse)(nil),                 // 30: kvrpcpb.GetResponse
+	(*kvrpcpb.BatchGetResponse)(nil),            // 31: kvrpcpb.BatchGetResponse
+	(*kvrpcpb.ScanResponse)(nil),                // 32: kvrpcpb.ScanResponse
+	(*kvrpcpb.PrewriteResponse)(nil),            // 33: kvrpcpb.PrewriteResponse
+	(*kvrpcpb.CommitResponse)(nil),              // 34: kvrpcpb.CommitResponse
+	(*kvrpcpb.BatchRollbackResponse)(nil),       // 35: kvrpcpb.BatchRollbackResponse
+	(*kvrpcpb.CleanupResponse)(nil),             // 36: kvrpcpb.CleanupResponse
+	(*kvrpcpb.CheckTxnStatusResponse)(nil),      // 37: kvrpcpb.CheckTxnStatusResponse
+	(*kvrpcpb.CheckSecondaryLocksResponse)(nil), // 38: kvrpcpb.CheckSecondaryLocksResponse
+	(*kvrpcpb.ResolveLockResponse)(nil),         // 39: kvrpcpb.ResolveLockResponse
+	(*kvrpcpb.TxnHeartBeatResponse)(nil),        // 40: kvrpcpb.TxnHeartBeatResponse
+	(*kvrpcpb.PessimisticLockResponse)(nil),     // 41: kvrpcpb.PessimisticLockResponse
+	(*kvrpcpb.PessimisticRollbackResponse)(nil), // 42: kvrpcpb.PessimisticRollbackResponse
+	(*kvrpcpb.ScanLockResponse)(nil),            // 43: kvrpcpb.ScanLockResponse
+	(*kvrpcpb.CoprocessorResponse)(nil),         // 44: kvrpcpb.CoprocessorResponse
+	(*kvrpcpb.OnePCResponse)(nil),               // 45: kvrpcpb.OnePCResponse
+	(*kvrpcpb.SplitRegionResponse)(nil),         // 46: kvrpcpb.SplitRegionResponse
+	(*raft_serverpb.BatchRaftMessage)(nil),      // 47: raft_serverpb.BatchRaftMessage
+	(*raft_serverpb.SnapshotChunk)(nil),         // 48: raft_serverpb.SnapshotChunk
+	(*raft_serverpb.Done)(nil),                  // 49: raft_serverpb.Done
 }
 var file_storepb_proto_depIdxs = []int32{
-	5,  // 0: storepb.BatchCommandsRequest.requests:type_name -> storepb.BatchCommandsRequest.Request
-	6,  // 1: storepb.BatchCommandsResponse.responses:type_name -> storepb.BatchCommandsResponse.Response
-	0,  // 2: storepb.DetectRequest.tp:type_name -> storepb.DetectRequest.Tp
-	7,  // 3: storepb.DetectRequest.entry:type_name -> kvrpcpb.WaitForEntry
-	8,  // 4: storepb.DetectResponse.deadlock:type_name -> kvrpcpb.Deadlock
-	9,  // 5: storepb.BatchCommandsRequest.Request.get:type_name -> kvrpcpb.GetRequest
-	10, // 6: storepb.BatchCommandsRequest.Request.batch_get:type_name -> kvrpcpb.BatchGetRequest
-	11, // 7: storepb.BatchCommandsRequest.Request.scan:type_name -> kvrpcpb.ScanRequest
-	12, // 8: storepb.BatchCommandsRequest.Request.prewrite:type_name -> kvrpcpb.PrewriteRequest
-	13, // 9: storepb.BatchCommandsRequest.Request.commit:type_name -> kvrpcpb.CommitRequest
-	14, // 10: storepb.BatchCommandsRequest.Request.batch_rollback:type_name -> kvrpcpb.BatchRollbackRequest
-	15, // 11: storepb.BatchCommandsRequest.Request.cleanup:type_name -> kvrpcpb.CleanupRequest
-	16, // 12: storepb.BatchCommandsRequest.Request.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusRequest
-	17, // 13: storepb.BatchCommandsRequest.Request.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksRequest
-	18, // 14: storepb.BatchCommandsRequest.Request.resolve_lock:type_name -> kvrpcpb.ResolveLockRequest
-	19, // 15: storepb.BatchCommandsRequest.Request.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatRequest
-	20, // 16: storepb.BatchCommandsRequest.Request.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockRequest
-	21, // 17: storepb.BatchCommandsRequest.Request.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackRequest
-	22, // 18: storepb.BatchCommandsRequest.Request.scan_lock:type_name -> kvrpcpb.ScanLockRequest
-	23, // 19: storepb.BatchCommandsRequest.Request.coprocessor:type_name -> kvrpcpb.CoprocessorRequest
-	24, // 20: storepb.BatchCommandsRequest.Request.one_pc:type_name -> kvrpcpb.OnePCRequest
-	25, // 21: storepb.BatchCommandsRequest.Request.split_region:type_name -> kvrpcpb.SplitRegionRequest
-	26, // 22: storepb.BatchCommandsResponse.Response.get:type_name -> kvrpcpb.GetResponse
-	27, // 23: storepb.BatchCommandsResponse.Response.batch_get:type_name -> kvrpcpb.BatchGetResponse
-	28, // 24: storepb.BatchCommandsResponse.Response.scan:type_name -> kvrpcpb.ScanResponse
-	29, // 25: storepb.BatchCommandsResponse.Response.prewrite:type_name -> kvrpcpb.PrewriteResponse
-	30, // 26: storepb.BatchCommandsResponse.Response.commit:type_name -> kvrpcpb.CommitResponse
-	31, // 27: storepb.BatchCommandsResponse.Response.batch_rollback:type_name -> kvrpcpb.BatchRollbackResponse
-	32, // 28: storepb.BatchCommandsResponse.Response.cleanup:type_name -> kvrpcpb.CleanupResponse
-	33, // 29: storepb.BatchCommandsResponse.Response.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusResponse
-	34, // 30: storepb.BatchCommandsResponse.Response.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksResponse
-	35, // 31: storepb.BatchCommandsResponse.Response.resolve_lock:type_name -> kvrpcpb.ResolveLockResponse
-	36, // 32: storepb.BatchCommandsResponse.Response.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatResponse
-	37, // 33: storepb.BatchCommandsResponse.Response.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockResponse
-	38, // 34: storepb.BatchCommandsResponse.Response.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackResponse
-	39, // 35: storepb.BatchCommandsResponse.Response.scan_lock:type_name -> kvrpcpb.ScanLockResponse
-	40, // 36: storepb.BatchCommandsResponse.Response.coprocessor:type_name -> kvrpcpb.CoprocessorResponse
-	41, // 37: storepb.BatchCommandsResponse.Response.one_pc:type_name -> kvrpcpb.OnePCResponse
-	42, // 38: storepb.BatchCommandsResponse.Response.split_region:type_name -> kvrpcpb.SplitRegionResponse
-	9,  // 39: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
-	10, // 40: storepb.Store.KvBatchGet:input_type -> kvrpcpb.BatchGetRequest
-	11, // 41: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
-	12, // 42: storepb.Store.KvPrewrite:input_type -> kvrpcpb.PrewriteRequest
-	13, // 43: storepb.Store.KvCommit:input_type -> kvrpcpb.CommitRequest
-	14, // 44: storepb.Store.KvBatchRollback:input_type -> kvrpcpb.BatchRollbackRequest
-	15, // 45: storepb.Store.KvCleanup:input_type -> kvrpcpb.CleanupRequest
-	16, // 46: storepb.Store.KvCheckTxnStatus:input_type -> kvrpcpb.CheckTxnStatusRequest
-	17, // 47: storepb.Store.KvCheckSecondaryLocks:input_type -> kvrpcpb.CheckSecondaryLocksRequest
-	18, // 48: storepb.Store.KvResolveLock:input_type -> kvrpcpb.ResolveLockRequest
-	19, // 49: storepb.Store.KvTxnHeartBeat:input_type -> kvrpcpb.TxnHeartBeatRequest
-	20, // 50: storepb.Store.KvPessimisticLock:input_type -> kvrpcpb.PessimisticLockRequest
-	21, // 51: storepb.Store.KvPessimisticRollback:input_type -> kvrpcpb.PessimisticRollbackRequest
-	22, // 52: storepb.Store.KvScanLock:input_type -> kvrpcpb.ScanLockRequest
-	24, // 53: storepb.Store.KvOnePC:input_type -> kvrpcpb.OnePCRequest
-	23, // 54: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
-	1,  // 55: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
-	3,  // 56: storepb.Store.Detect:input_type -> storepb.DetectRequest
-	25, // 57: storepb.Store.SplitRegion:input_type -> kvrpcpb.SplitRegionRequest
-	43, // 58: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
-	44, // 59: storepb.Store.Snapshot:input_type -> raft_serverpb.SnapshotChunk
-	26, // 60: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
-	27, // 61: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
-	28, // 62: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
-	29, // 63: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
-	30, // 64: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
-	31, // 65: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
-	32, // 66: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
-	33, // 67: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
-	34, // 68: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
-	35, // 69: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
-	36, // 70: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
-	37, // 71: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
-	38, // 72: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
-	39, // 73: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
-	41, // 74: storepb.Store.KvOnePC:output_type -> kvrpcpb.OnePCResponse
-	40, // 75: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
-	2,  // 76: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
-	4,  // 77: storepb.Store.Detect:output_type -> storepb.DetectResponse
-	42, // 78: storepb.Store.SplitRegion:output_type -> kvrpcpb.SplitRegionResponse
-	45, // 79: storepb.Store.Raft:output_type -> raft_serverpb.Done
-	45, // 80: storepb.Store.Snapshot:output_type -> raft_serverpb.Done
-	60, // [60:81] is the sub-list for method output_type
-	39, // [39:60] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	7,  // 0: storepb.BatchCommandsRequest.requests:type_name -> storepb.BatchCommandsRequest.Request
+	8,  // 1: storepb.BatchCommandsResponse.responses:type_name -> storepb.BatchCommandsResponse.Response
+	9,  // 2: storepb.ReadIndexRequest.context:type_name -> kvrpcpb.Context
+	10, // 3: storepb.ReadIndexResponse.region_error:type_name -> errorpb.Error
+	0,  // 4: storepb.DetectRequest.tp:type_name -> storepb.DetectRequest.Tp
+	11, // 5: storepb.DetectRequest.entry:type_name -> kvrpcpb.WaitForEntry
+	12, // 6: storepb.DetectResponse.deadlock:type_name -> kvrpcpb.Deadlock
+	13, // 7: storepb.BatchCommandsRequest.Request.get:type_name -> kvrpcpb.GetRequest
+	14, // 8: storepb.BatchCommandsRequest.Request.batch_get:type_name -> kvrpcpb.BatchGetRequest
+	15, // 9: storepb.BatchCommandsRequest.Request.scan:type_name -> kvrpcpb.ScanRequest
+	16, // 10: storepb.BatchCommandsRequest.Request.prewrite:type_name -> kvrpcpb.PrewriteRequest
+	17, // 11: storepb.BatchCommandsRequest.Request.commit:type_name -> kvrpcpb.CommitRequest
+	18, // 12: storepb.BatchCommandsRequest.Request.batch_rollback:type_name -> kvrpcpb.BatchRollbackRequest
+	19, // 13: storepb.BatchCommandsRequest.Request.cleanup:type_name -> kvrpcpb.CleanupRequest
+	20, // 14: storepb.BatchCommandsRequest.Request.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusRequest
+	21, // 15: storepb.BatchCommandsRequest.Request.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksRequest
+	22, // 16: storepb.BatchCommandsRequest.Request.resolve_lock:type_name -> kvrpcpb.ResolveLockRequest
+	23, // 17: storepb.BatchCommandsRequest.Request.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatRequest
+	24, // 18: storepb.BatchCommandsRequest.Request.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockRequest
+	25, // 19: storepb.BatchCommandsRequest.Request.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackRequest
+	26, // 20: storepb.BatchCommandsRequest.Request.scan_lock:type_name -> kvrpcpb.ScanLockRequest
+	27, // 21: storepb.BatchCommandsRequest.Request.coprocessor:type_name -> kvrpcpb.CoprocessorRequest
+	28, // 22: storepb.BatchCommandsRequest.Request.one_pc:type_name -> kvrpcpb.OnePCRequest
+	29, // 23: storepb.BatchCommandsRequest.Request.split_region:type_name -> kvrpcpb.SplitRegionRequest
+	30, // 24: storepb.BatchCommandsResponse.Response.get:type_name -> kvrpcpb.GetResponse
+	31, // 25: storepb.BatchCommandsResponse.Response.batch_get:type_name -> kvrpcpb.BatchGetResponse
+	32, // 26: storepb.BatchCommandsResponse.Response.scan:type_name -> kvrpcpb.ScanResponse
+	33, // 27: storepb.BatchCommandsResponse.Response.prewrite:type_name -> kvrpcpb.PrewriteResponse
+	34, // 28: storepb.BatchCommandsResponse.Response.commit:type_name -> kvrpcpb.CommitResponse
+	35, // 29: storepb.BatchCommandsResponse.Response.batch_rollback:type_name -> kvrpcpb.BatchRollbackResponse
+	36, // 30: storepb.BatchCommandsResponse.Response.cleanup:type_name -> kvrpcpb.CleanupResponse
+	37, // 31: storepb.BatchCommandsResponse.Response.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusResponse
+	38, // 32: storepb.BatchCommandsResponse.Response.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksResponse
+	39, // 33: storepb.BatchCommandsResponse.Response.resolve_lock:type_name -> kvrpcpb.ResolveLockResponse
+	40, // 34: storepb.BatchCommandsResponse.Response.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatResponse
+	41, // 35: storepb.BatchCommandsResponse.Response.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockResponse
+	42, // 36: storepb.BatchCommandsResponse.Response.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackResponse
+	43, // 37: storepb.BatchCommandsResponse.Response.scan_lock:type_name -> kvrpcpb.ScanLockResponse
+	44, // 38: storepb.BatchCommandsResponse.Response.coprocessor:type_name -> kvrpcpb.CoprocessorResponse
+	45, // 39: storepb.BatchCommandsResponse.Response.one_pc:type_name -> kvrpcpb.OnePCResponse
+	46, // 40: storepb.BatchCommandsResponse.Response.split_region:type_name -> kvrpcpb.SplitRegionResponse
+	13, // 41: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
+	14, // 42: storepb.Store.KvBatchGet:input_type -> kvrpcpb.BatchGetRequest
+	15, // 43: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
+	16, // 44: storepb.Store.KvPrewrite:input_type -> kvrpcpb.PrewriteRequest
+	17, // 45: storepb.Store.KvCommit:input_type -> kvrpcpb.CommitRequest
+	18, // 46: storepb.Store.KvBatchRollback:input_type -> kvrpcpb.BatchRollbackRequest
+	19, // 47: storepb.Store.KvCleanup:input_type -> kvrpcpb.CleanupRequest
+	20, // 48: storepb.Store.KvCheckTxnStatus:input_type -> kvrpcpb.CheckTxnStatusRequest
+	21, // 49: storepb.Store.KvCheckSecondaryLocks:input_type -> kvrpcpb.CheckSecondaryLocksRequest
+	22, // 50: storepb.Store.KvResolveLock:input_type -> kvrpcpb.ResolveLockRequest
+	23, // 51: storepb.Store.KvTxnHeartBeat:input_type -> kvrpcpb.TxnHeartBeatRequest
+	24, // 52: storepb.Store.KvPessimisticLock:input_type -> kvrpcpb.PessimisticLockRequest
+	25, // 53: storepb.Store.KvPessimisticRollback:input_type -> kvrpcpb.PessimisticRollbackRequest
+	26, // 54: storepb.Store.KvScanLock:input_type -> kvrpcpb.ScanLockRequest
+	28, // 55: storepb.Store.KvOnePC:input_type -> kvrpcpb.OnePCRequest
+	27, // 56: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
+	1,  // 57: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
+	5,  // 58: storepb.Store.Detect:input_type -> storepb.DetectRequest
+	3,  // 59: storepb.Store.ReadIndex:input_type -> storepb.ReadIndexRequest
+	29, // 60: storepb.Store.SplitRegion:input_type -> kvrpcpb.SplitRegionRequest
+	47, // 61: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
+	48, // 62: storepb.Store.Snapshot:input_type -> raft_serverpb.SnapshotChunk
+	30, // 63: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
+	31, // 64: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
+	32, // 65: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
+	33, // 66: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
+	34, // 67: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
+	35, // 68: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
+	36, // 69: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
+	37, // 70: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
+	38, // 71: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
+	39, // 72: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
+	40, // 73: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
+	41, // 74: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
+	42, // 75: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
+	43, // 76: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
+	45, // 77: storepb.Store.KvOnePC:output_type -> kvrpcpb.OnePCResponse
+	44, // 78: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
+	2,  // 79: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
+	6,  // 80: storepb.Store.Detect:output_type -> storepb.DetectResponse
+	4,  // 81: storepb.Store.ReadIndex:output_type -> storepb.ReadIndexResponse
+	46, // 82: storepb.Store.SplitRegion:output_type -> kvrpcpb.SplitRegionResponse
+	49, // 83: storepb.Store.Raft:output_type -> raft_serverpb.Done
+	49, // 84: storepb.Store.Snapshot:output_type -> raft_serverpb.Done
+	63, // [63:85] is the sub-list for method output_type
+	41, // [41:63] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_storepb_proto_init() }
@@ -1181,7 +1302,7 @@ func file_storepb_proto_init() {
 	if File_storepb_proto != nil {
 		return
 	}
-	file_storepb_proto_msgTypes[4].OneofWrappers = []any{
+	file_storepb_proto_msgTypes[6].OneofWrappers = []any{
 		(*BatchCommandsRequest_Request_Get)(nil),
 		(*BatchCommandsRequest_Request_BatchGet)(nil),
 		(*BatchCommandsRequest_Request_Scan)(nil),
@@ -1200,7 +1321,7 @@ func file_storepb_proto_init() {
 		(*BatchCommandsRequest_Request_OnePc)(nil),
 		(*BatchCommandsRequest_Request_SplitRegion)(nil),
 	}
-	file_storepb_proto_msgTypes[5].OneofWrappers = []any{
+	file_storepb_proto_msgTypes[7].OneofWrappers = []any{
 		(*BatchCommandsResponse_Response_Get)(nil),
 		(*BatchCommandsResponse_Response_BatchGet)(nil),
 		(*BatchCommandsResponse_Response_Scan)(nil),
@@ -1225,7 +1346,7 @@ func file_storepb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_storepb_proto_rawDesc), len(file_storepb_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -39,6 +39,7 @@ const (
 	Store_Coprocessor_FullMethodName           = "/storepb.Store/Coprocessor"
 	Store_BatchCommands_FullMethodName         = "/storepb.Store/BatchCommands"
 	Store_Detect_FullMethodName                = "/storepb.Store/Detect"
+	Store_ReadIndex_FullMethodName             = "/storepb.Store/ReadIndex"
 	Store_SplitRegion_FullMethodName           = "/storepb.Store/SplitRegion"
 	Store_Raft_FullMethodName                  = "/storepb.Store/Raft"
 	Store_Snapshot_FullMethodName              = "/storepb.Store/Snapshot"
@@ -80,6 +81,12 @@ type StoreClient interface {
 	// SplitRegion splits a region this store leads at split_keys (raw user
 	// keys strictly inside it; ones on an existing boundary are skipped) and
 	// answers with every resulting region (TiKV's SplitRegion).
+	// ReadIndex is a follower read's leader round (TiKV's follower read): the
+	// region's leader here confirms its leadership (lease or raft ReadIndex),
+	// records start_ts as a read of the region and waits for the in-flight
+	// writes it must see (kv/concurrency), then answers its applied index; the
+	// follower serves the read once it applied that index.
+	ReadIndex(ctx context.Context, in *ReadIndexRequest, opts ...grpc.CallOption) (*ReadIndexResponse, error)
 	SplitRegion(ctx context.Context, in *kvrpcpb.SplitRegionRequest, opts ...grpc.CallOption) (*kvrpcpb.SplitRegionResponse, error)
 	// Raft is a client stream of batches of raft messages from one store to
 	// another; the stream lives as long as the connection.
@@ -280,6 +287,16 @@ func (c *storeClient) Detect(ctx context.Context, in *DetectRequest, opts ...grp
 	return out, nil
 }
 
+func (c *storeClient) ReadIndex(ctx context.Context, in *ReadIndexRequest, opts ...grpc.CallOption) (*ReadIndexResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadIndexResponse)
+	err := c.cc.Invoke(ctx, Store_ReadIndex_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storeClient) SplitRegion(ctx context.Context, in *kvrpcpb.SplitRegionRequest, opts ...grpc.CallOption) (*kvrpcpb.SplitRegionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(kvrpcpb.SplitRegionResponse)
@@ -352,6 +369,12 @@ type StoreServer interface {
 	// SplitRegion splits a region this store leads at split_keys (raw user
 	// keys strictly inside it; ones on an existing boundary are skipped) and
 	// answers with every resulting region (TiKV's SplitRegion).
+	// ReadIndex is a follower read's leader round (TiKV's follower read): the
+	// region's leader here confirms its leadership (lease or raft ReadIndex),
+	// records start_ts as a read of the region and waits for the in-flight
+	// writes it must see (kv/concurrency), then answers its applied index; the
+	// follower serves the read once it applied that index.
+	ReadIndex(context.Context, *ReadIndexRequest) (*ReadIndexResponse, error)
 	SplitRegion(context.Context, *kvrpcpb.SplitRegionRequest) (*kvrpcpb.SplitRegionResponse, error)
 	// Raft is a client stream of batches of raft messages from one store to
 	// another; the stream lives as long as the connection.
@@ -422,6 +445,9 @@ func (UnimplementedStoreServer) BatchCommands(grpc.BidiStreamingServer[BatchComm
 }
 func (UnimplementedStoreServer) Detect(context.Context, *DetectRequest) (*DetectResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Detect not implemented")
+}
+func (UnimplementedStoreServer) ReadIndex(context.Context, *ReadIndexRequest) (*ReadIndexResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ReadIndex not implemented")
 }
 func (UnimplementedStoreServer) SplitRegion(context.Context, *kvrpcpb.SplitRegionRequest) (*kvrpcpb.SplitRegionResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SplitRegion not implemented")
@@ -766,6 +792,24 @@ func _Store_Detect_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Store_ReadIndex_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadIndexRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).ReadIndex(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_ReadIndex_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).ReadIndex(ctx, req.(*ReadIndexRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Store_SplitRegion_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(kvrpcpb.SplitRegionRequest)
 	if err := dec(in); err != nil {
@@ -872,6 +916,10 @@ var Store_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Detect",
 			Handler:    _Store_Detect_Handler,
+		},
+		{
+			MethodName: "ReadIndex",
+			Handler:    _Store_ReadIndex_Handler,
 		},
 		{
 			MethodName: "SplitRegion",

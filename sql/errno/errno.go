@@ -51,6 +51,7 @@ const (
 	ErrRegionUnavailable   uint16 = 9005
 	ErrWriteConflict       uint16 = 9007
 	ErrGCTooEarly          uint16 = 9006
+	ErrAsOf                uint16 = 8135 // invalid AS OF TIMESTAMP
 	ErrResultUndetermined  uint16 = 8110
 	ErrEntryTooLarge       uint16 = 8025
 	ErrTxnTooLarge         uint16 = 8004

@@ -228,18 +228,27 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 			return nil, err
 		}
 	}
+	switch stmt.(type) {
+	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt:
+		if _, err := s.stmtAsOf(ctx, stmt, false); err != nil {
+			return nil, err
+		}
+	}
 	switch x := stmt.(type) {
 	case *ast.SelectStmt:
 		if x.From == nil && x.LockInfo == nil && !hasSubquery(x) {
 			return s.exec.Select(ctx, x, s, s) // no table: no transaction needed
 		}
 		lock := x.LockInfo != nil && x.LockInfo.LockType != ast.SelectLockNone
+		run := func(ctx context.Context) (*executor.Result, error) { return s.exec.Select(ctx, x, s, s) }
 		if s.prepared {
-			return s.runDML(ctx, lock, func() (*executor.Result, error) { return s.exec.SelectPrepared(ctx, x, &s.plans, s, s) })
+			run = func(ctx context.Context) (*executor.Result, error) {
+				return s.exec.SelectPrepared(ctx, x, &s.plans, s, s)
+			}
 		}
-		return s.runDML(ctx, lock, func() (*executor.Result, error) { return s.exec.Select(ctx, x, s, s) })
+		return s.runRead(ctx, x, lock, run)
 	case *ast.SetOprStmt:
-		return s.runDML(ctx, false, func() (*executor.Result, error) { return s.exec.Query(ctx, x, s, s) })
+		return s.runRead(ctx, x, false, func(ctx context.Context) (*executor.Result, error) { return s.exec.Query(ctx, x, s, s) })
 	case *ast.InsertStmt:
 		return s.runDML(ctx, true, func() (*executor.Result, error) { return s.exec.Insert(ctx, x, s, s) })
 	case *ast.UpdateStmt:
@@ -486,6 +495,8 @@ func (s *Session) normalizeSysVar(name, given string, val types.Datum) (string, 
 			return text, nil
 		}
 		return "", wrongValue(given, raw)
+	case "tidb_replica_read":
+		return normalizeReplicaRead(given, raw)
 	case "tidb_txn_mode":
 		switch strings.ToLower(strings.TrimSpace(raw)) {
 		case "pessimistic", "":

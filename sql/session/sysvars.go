@@ -91,6 +91,9 @@ var defaultSysVars = map[string]sysVar{
 	"tidb_enable_async_commit":        {"1", true},
 	"tidb_enable_1pc":                 {"1", true},
 	"tidb_skip_isolation_level_check": {"0", true},
+	// tidb_replica_read: which replicas serve the reads of non-locking
+	// SELECTs (staleread.go).
+	"tidb_replica_read": {"leader", false},
 	// strata_allow_pushdown: selections, limits, top-N and partial
 	// aggregates run on the stores (sql/planner.AllowPushdownVar).
 	"strata_allow_pushdown": {"1", true},
@@ -123,7 +126,7 @@ var globalSettable = map[string]bool{
 	"tx_read_only": true, "tidb_txn_mode": true, "tidb_enable_async_commit": true, "tidb_enable_1pc": true,
 	"innodb_lock_wait_timeout": true, "tidb_skip_isolation_level_check": true, "strata_allow_pushdown": true,
 	"tidb_mem_quota_query": true, "tidb_enable_tmp_storage_on_oom": true,
-	"strata_index_lookup_pushdown": true,
+	"strata_index_lookup_pushdown": true, "tidb_replica_read": true,
 }
 
 var globals struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/kv/replicaread"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
@@ -162,7 +163,7 @@ func (s *Session) Txn(ctx context.Context, pointRead bool) (sql.Txn, error) {
 	}
 	if s.stmt.txn == nil {
 		opts := s.stmt.opts
-		if pointRead && s.stmt.readOnlyStmt {
+		if pointRead && s.stmt.readOnlyStmt && opts.StartTS == 0 {
 			// One key, read once: the newest committed version is a
 			// snapshot as good as a fresh start_ts, without the TSO round
 			// trip (the store checks locks for such reads).
@@ -251,15 +252,21 @@ func commitError(t *txnState, err error) error {
 // begin runs BEGIN / START TRANSACTION: an open transaction is committed
 // first (MySQL's implicit commit).
 func (s *Session) begin(ctx context.Context, x *ast.BeginStmt) (*executor.Result, error) {
-	if x.AsOf != nil {
-		return nil, errno.NotSupported("START TRANSACTION READ ONLY AS OF TIMESTAMP")
-	}
 	if s.txn != nil {
 		if err := s.commitTxn(ctx); err != nil {
 			return nil, err
 		}
 	}
 	opts := s.nextTxnOptions()
+	if x.AsOf != nil {
+		// START TRANSACTION READ ONLY AS OF TIMESTAMP: every read of the
+		// transaction is a stale read at that time (staleread.go).
+		ts, err := s.evalAsOf(ctx, x.AsOf)
+		if err != nil {
+			return nil, err
+		}
+		opts.StartTS, opts.ReadOnly, opts.StaleRead = ts, true, true
+	}
 	switch x.Mode {
 	case ast.Pessimistic:
 		opts.Pessimistic = true
@@ -389,6 +396,30 @@ func (s *Session) runDML(ctx context.Context, writes bool, run func() (*executor
 		return retryStatement(ctx, !opts.Pessimistic, func() (*executor.Result, error) { return s.autocommitStmt(ctx, opts, writes, run) })
 	}
 	return s.autocommitStmt(ctx, opts, writes, run)
+}
+
+// runRead runs a SELECT (lock: FOR UPDATE / LOCK IN SHARE MODE): a stale
+// read in a read-only transaction at its AS OF TIMESTAMP, or in the open
+// stale transaction (START TRANSACTION READ ONLY AS OF TIMESTAMP), on any
+// replica whose safe ts covers it; else a non-locking one with the
+// session's tidb_replica_read (staleread.go).
+func (s *Session) runRead(ctx context.Context, n ast.Node, lock bool, run func(context.Context) (*executor.Result, error)) (*executor.Result, error) {
+	ts, err := s.stmtAsOf(ctx, n, !lock)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case ts != 0:
+		opts := s.nextTxnOptions()
+		opts.StartTS, opts.ReadOnly, opts.StaleRead = ts, true, true
+		ctx = replicaread.With(ctx, replicaread.Stale)
+		return s.autocommitStmt(ctx, opts, false, func() (*executor.Result, error) { return run(ctx) })
+	case s.txn != nil && s.txn.opts.StaleRead:
+		ctx = replicaread.With(ctx, replicaread.Stale)
+	case !lock:
+		ctx = replicaread.With(ctx, s.replicaReadMode())
+	}
+	return s.runDML(ctx, lock, func() (*executor.Result, error) { return run(ctx) })
 }
 
 // lostBeforeCommit: a request the statement sent before any commit (a

@@ -107,6 +107,26 @@ func (r *Region) Leader() (int, *metapb.Peer) {
 	return i, r.meta.Peers[i]
 }
 
+// ReplicaPeer picks the peer seq selects for a replica read: among the
+// peers other than the believed leader, or among all peers when
+// withLeader. It returns the leader when the region has no other peer.
+func (r *Region) ReplicaPeer(seq uint32, withLeader bool) (int, *metapb.Peer) {
+	li, leader := r.Leader()
+	n := len(r.meta.Peers)
+	if withLeader {
+		i := int(seq % uint32(n))
+		return i, r.meta.Peers[i]
+	}
+	if n < 2 {
+		return li, leader
+	}
+	i := int(seq % uint32(n-1))
+	if i >= li {
+		i++
+	}
+	return i, r.meta.Peers[i]
+}
+
 // Valid reports whether the region is still in the cache. A request holding
 // an invalid region should locate its key again.
 func (r *Region) Valid() bool { return !r.invalid.Load() }
