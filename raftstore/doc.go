@@ -194,9 +194,11 @@
 // a second synced batch marks the region normal; the files are deleted
 // last. Meanwhile the peer is "installing": the loop polls no Ready of it
 // (it applies nothing and sends nothing; received messages are stepped and
-// answered after the install), and only leaders serve reads, so no read
-// sees a half-installed region (a read path that serves followers must
-// check peerStorage.installing). After a crash between the two batches,
+// answered after the install), and it serves no replica read: follower
+// reads wait for the install, and stale and follower reads check after
+// taking their engine snapshot that the peer is not installing (it is
+// marked so before the first batch commits; replicaread.go), so no read
+// sees a half-installed region. After a crash between the two batches,
 // Open ingests the kept files again (idempotent: nothing else writes the
 // region meanwhile) before it creates the peer. Destroying an installing
 // peer waits for its ingest. Proposals of the receiving peer at or below
@@ -234,9 +236,15 @@
 //
 // # Reads
 //
-// Only the leader serves reads, under its lease or else through ReadIndex;
+// The leader serves reads under its lease or else through ReadIndex;
 // either way they then run on the caller's goroutine straight from Pebble.
-// Pending reads fail with NotLeader when the peer steps down.
+// Pending reads fail with NotLeader when the peer steps down. Followers
+// and learners serve follower reads (after the leader's read index is
+// applied here) and stale reads (at or below their safe ts, the resolved
+// ts their leader publishes on StoreLiveness messages): replicaread.go has
+// the design and the proof that a safe ts never covers a write the
+// replica has not applied. Metrics: strata_raftstore_reads_total
+// {path=follower_read_index|stale}, stale_read_not_ready_total.
 //
 // ReadIndex: every read that arrived in one iteration goes behind one raft
 // ReadIndex (ReadOnlySafe, CheckQuorum, PreVote) with a unique context and
@@ -290,6 +298,8 @@
 // it, and the lease is published only after an entry of its term applied
 // (so every earlier-term entry did). Metrics: strata_raftstore_reads_total
 // {path=lease|local_lease|read_index}, strata_raftstore_lease_remaining_seconds.
+// AppliedIndex (the applied index in the engine, published before any
+// proposal of the batch is answered) is a follower read's read index.
 //
 // Hibernated leaders (support.go): a leader that hibernated with a quorum
 // of held followers (their stores promise, by store liveness, not to let

@@ -31,6 +31,17 @@
 // ctx bounds wall time. When the budget is spent the call fails with
 // ErrRegionUnavailable wrapping the last error.
 //
+// # Replica reads
+//
+// A read whose ctx carries a kv/replicaread mode (tidb_replica_read, AS OF
+// TIMESTAMP) goes to a follower (Follower), any peer (LeaderAndFollower,
+// Stale) spread round robin, with the request's replica_read or stale_read
+// set; only gets, batch gets, scans and coprocessor requests. A region
+// error from a replica (DataIsNotReady, no leader known there, leader out
+// of its reach) or a failed send to it sends the rest of the call to the
+// leader at once (strata_kvclient_replica_read_fallbacks_total); epoch and
+// region errors update the cache as for leader reads.
+//
 // # Writes
 //
 // Transactions (package kv/client/txn) write through SendRequest with

@@ -259,7 +259,9 @@ func (s *fakeStore) check(rctx *kvrpcpb.Context, keys ...[]byte) (*fakeRegion, *
 	if !onStore {
 		return nil, &errorpb.Error{RegionNotFound: &errorpb.RegionNotFound{RegionId: rctx.GetRegionId()}}
 	}
-	if r.leader != s.id {
+	// A replica read may be served by any replica (hooks model one that
+	// is not ready).
+	if r.leader != s.id && !rctx.GetReplicaRead() && !rctx.GetStaleRead() {
 		nl := &errorpb.NotLeader{RegionId: r.meta.Id}
 		if !cl.hideHint {
 			for _, p := range r.meta.Peers {

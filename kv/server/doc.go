@@ -11,7 +11,9 @@
 // per-key latches, are evaluated on the leader, and their plain writes
 // (raft_cmdpb) are proposed with raftstore.Propose; the handler returns
 // once they are applied here, and the latches stay held until then even if
-// the client has gone. Coprocessor reads the same way through
+// the client has gone. Reads with replica_read or stale_read are served by
+// any replica (replicaread.go: the leader's half of a follower read is the
+// ReadIndex RPC). Coprocessor reads the same way through
 // coprocessor.Execute, one region per request plus, with store batching
 // (CoprocessorRequest.tasks), more regions run concurrently and answered
 // each in its own StoreBatchTaskResponse (region error, lock or data).

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/kv/replicaread"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
@@ -35,6 +36,10 @@ func TestNormalizeTxnVars(t *testing.T) {
 		{"innodb_lock_wait_timeout", "soon", "", 1232},
 		{"tidb_enable_1pc", "OFF", "0", 0},
 		{"tidb_enable_async_commit", "yes", "", errno.ErrWrongValueForVar},
+		{"tidb_replica_read", "FOLLOWER", "follower", 0},
+		{"tidb_replica_read", "leader-and-follower", "leader-and-follower", 0},
+		{"tidb_replica_read", "closest-replicas", "closest-replicas", 0},
+		{"tidb_replica_read", "learner", "", errno.ErrWrongValueForVar},
 	}
 	s := &Session{vars: map[string]sysVar{}}
 	for _, c := range cases {
@@ -46,6 +51,21 @@ func TestNormalizeTxnVars(t *testing.T) {
 		require.NoError(t, err, "%s = %q", c.name, c.val)
 		require.Equal(t, c.want, got, "%s = %q", c.name, c.val)
 	}
+}
+
+// TestReplicaReadMode: tidb_replica_read picks the replicas of
+// non-locking reads; the closest-* values act like leader-and-follower
+// (no zone labels).
+func TestReplicaReadMode(t *testing.T) {
+	cases := map[string]replicaread.Mode{
+		"leader": replicaread.Leader, "follower": replicaread.Follower,
+		"leader-and-follower": replicaread.LeaderAndFollower, "closest-adaptive": replicaread.LeaderAndFollower,
+	}
+	for v, want := range cases {
+		s := &Session{vars: map[string]sysVar{"tidb_replica_read": {value: v}}}
+		require.Equal(t, want, s.replicaReadMode(), v)
+	}
+	require.Equal(t, replicaread.Leader, (&Session{vars: map[string]sysVar{}}).replicaReadMode(), "default")
 }
 
 // TestNextTxnOptions: the options a new transaction gets follow the
