@@ -135,16 +135,16 @@ type peer struct {
 	// ts; pendingSafe resolved ts waiting for the applied index; minLock
 	// the lowest read-blocking lock start ts in the region, valid while
 	// locksKnown (cleared when a lock is written or a snapshot installed).
-	leaderPub   atomic.Uint64
-	appliedPub  atomic.Uint64
+	leaderPub  atomic.Uint64
+	appliedPub atomic.Uint64
 	// installingPub is set before the batch that starts a snapshot install
 	// (clearing the region's ranges) commits and cleared once the ingest
 	// finished: replica reads refuse meanwhile (ReplicaPresent, StaleRead).
 	installingPub atomic.Bool
-	stale       atomic.Pointer[staleState]
-	pendingSafe []pendingSafeTS
-	minLock     uint64
-	locksKnown  bool
+	stale         atomic.Pointer[staleState]
+	pendingSafe   []pendingSafeTS
+	minLock       uint64
+	locksKnown    bool
 
 	// parked are writes raft refused because a leader transfer is in
 	// progress. They were never proposed: when the transfer ends they are

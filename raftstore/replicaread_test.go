@@ -184,3 +184,47 @@ func TestHarnessSafeTS(t *testing.T) {
 	require.Equal(t, r.GetId(), region.GetId())
 	require.Equal(t, "committed@150", value(t, f, "k"))
 }
+
+// TestHarnessReplicaReadsWaitForSnapshotInstall: while a follower installs
+// a snapshot (its ranges cleared, the files not ingested yet) it serves no
+// replica read: a follower read at the snapshot's index waits, a stale
+// read is DataIsNotReady even under a safe ts that covers it, and a read
+// that already passed its checks fails ReplicaPresent. Once the ingest
+// finished, all of them are served, with the data there.
+func TestHarnessReplicaReadsWaitForSnapshotInstall(t *testing.T) {
+	h := newHarness(t, seedOr(t, 23), 3, aggressiveLogGC)
+	h.writeKeys("a", 5)
+	r := h.regionAt("a000")
+	victim, _ := h.partitionPastLogGC(r, 40)
+	held := false
+	victim.snaps.holdIngest = func(id uint64) bool {
+		held = held || id == r.GetId()
+		return id == r.GetId()
+	}
+	h.net.clearFilters()
+	h.waitFor("snapshot persisted, ingest held", 100, func() bool { return held })
+	p := victim.peers[r.GetId()]
+	require.True(t, p.ps.installing())
+	at := p.ps.apply.applied
+	p.advanceSafeTS(1000)
+	rctx := &kvrpcpb.Context{RegionId: r.GetId(), RegionEpoch: p.region.GetRegionEpoch()}
+	read := followerReadAt(victim, p.region, at)
+	for range 5 {
+		h.tick()
+		_, answered := read()
+		require.False(t, answered, "a follower read was answered during the install")
+	}
+	require.False(t, victim.ReplicaPresent(r.GetId()))
+	_, rerr := victim.StaleRead(rctx, 10)
+	require.NotNil(t, rerr.GetDataIsNotReady(), "stale read during the install")
+
+	victim.snaps.holdIngest = nil
+	victim.installDone(p, p.ps.install, victim.snaps.ingest(p.ps.install))
+	res, answered := read()
+	require.True(t, answered, "the follower read waits no longer once the ingest finished")
+	require.NotNil(t, res.region)
+	require.True(t, victim.ReplicaPresent(r.GetId()))
+	_, rerr = victim.StaleRead(rctx, 10)
+	require.Nil(t, rerr)
+	require.Equal(t, value(t, h.leader(r.GetId()), "a000"), value(t, victim, "a000"))
+}
