@@ -265,6 +265,7 @@ type Store struct {
 	newPeers  bool                   // a split created peers this iteration
 	orphans   map[uint64]*orphanMsgs // raft messages for regions not hosted yet
 	ticks     uint64                 // raft ticks so far
+	phases    loopPhases             // the current iteration's (stall warning)
 
 	// Store liveness support (support.go): livenessSeq numbers the
 	// StoreLiveness messages sent; supportEpochBase is this process's
@@ -958,11 +959,50 @@ func (s *Store) shutdown() {
 	s.nParked = 0
 }
 
+// loopPhases times one loop iteration's phases for the stall warning.
+type loopPhases struct {
+	start, last time.Time
+	n           int
+	names       [8]string
+	took        [8]time.Duration
+}
+
+func (lp *loopPhases) begin(now time.Time) { *lp = loopPhases{start: now, last: now} }
+
+// mark ends the phase called name.
+func (lp *loopPhases) mark(name string) {
+	if lp.n == len(lp.names) {
+		return
+	}
+	now := time.Now()
+	lp.names[lp.n], lp.took[lp.n] = name, now.Sub(lp.last)
+	lp.last, lp.n = now, lp.n+1
+}
+
+// endIteration records the iteration's duration and warns when it lasted
+// an election timeout or more: this store then sent nothing, so the other
+// stores may have called it down and elected new leaders for its regions
+// (the in-memory pessimistic locks of those leaders are lost).
+func (s *Store) endIteration() {
+	d := time.Since(s.phases.start)
+	loopIterationSeconds.Observe(d.Seconds())
+	if s.cfg.manual || d < s.electionTimeout() {
+		return
+	}
+	s.phases.mark("rest")
+	attrs := make([]any, 0, 2*s.phases.n+2)
+	attrs = append(attrs, "took", d)
+	for i := range s.phases.n {
+		attrs = append(attrs, s.phases.names[i], s.phases.took[i])
+	}
+	s.log.Warn("raftstore: a loop iteration took an election timeout or more; peers may have elected new leaders meanwhile (check disk fsync latency and CPU starvation)", attrs...)
+}
+
 // iterate runs one loop iteration and reports whether some peer still has
 // a Ready (so the loop must run again without waiting).
 func (s *Store) iterate(tick bool) bool {
-	iterStart := time.Now()
-	defer func() { loopIterationSeconds.Observe(time.Since(iterStart).Seconds()) }()
+	s.phases.begin(time.Now())
+	defer s.endIteration()
 	s.iter++
 	if tick && !s.ticksPaused.Load() {
 		s.tick()
@@ -1040,6 +1080,7 @@ func (s *Store) iterate(tick bool) bool {
 		s.resolveRegions(m.resolveTS)
 	}
 	s.flushExtra()
+	s.phases.mark("inbox")
 
 	// Only the peers touched since the last iteration can have reads to
 	// issue or a Ready (hibernate.go); whatever touches a peer from here on
@@ -1079,6 +1120,7 @@ func (s *Store) iterate(tick bool) bool {
 	// what other stores step first, is then a function of the inputs
 	// (the harness replays runs from a seed).
 	slices.SortFunc(readies, func(a, b peerReady) int { return cmp.Compare(a.p.region.GetId(), b.p.region.GetId()) })
+	s.phases.mark("collect")
 	start := time.Now()
 	readyRegions.Observe(float64(len(readies)))
 	s.handleSoftState(readies)
@@ -1092,9 +1134,13 @@ func (s *Store) iterate(tick bool) bool {
 	// are durable on a quorum, and waiting for an fsync of unrelated
 	// entries would add its whole duration to every write under load.
 	s.apply(readies, true)
+	s.phases.mark("apply_before_fsync")
 	s.persist(readies)
+	s.phases.mark("persist")
 	s.sendMessages(readies, false)
+	s.phases.mark("send")
 	s.apply(readies, false)
+	s.phases.mark("apply")
 	for i := range readies {
 		r := &readies[i]
 		for _, rs := range r.rd.ReadStates {
