@@ -85,7 +85,10 @@
 // (group commit width), apply_seconds (one apply batch), and per write on
 // its leader, from its arrival: proposal_append_seconds (fsynced locally),
 // proposal_commit_seconds (committed) and propose_wait_seconds (applied,
-// answered).
+// answered). An iteration that lasts an election timeout or more logs a
+// warning with the time of each phase (inbox, collect,
+// apply_before_fsync, persist, send, apply, rest): meanwhile this store
+// sent nothing, so the other stores may have elected new leaders.
 //
 // Durability: an entry is acknowledged only once a quorum persisted it
 // (fsync in step 6 on each replica) and it was applied locally. The apply
