@@ -389,8 +389,8 @@ func newCompare(op opcode.Op, l, r Expr) *compareExpr {
 		op, r = temporalConstant(op, t, r)
 	} else if t := r.Type(); types.IsDateOrDatetime(t) {
 		var fop opcode.Op
-		fop, l = temporalConstant(flipCompare(op), t, l)
-		op = flipCompare(fop)
+		fop, l = temporalConstant(FlipCompare(op), t, l)
+		op = FlipCompare(fop)
 	}
 	lt, rt := l.Type(), r.Type()
 	return &compareExpr{op: op, l: l, r: r, byBytes: stringish(lt) && stringish(rt), dur: durationOperands(lt, rt)}
@@ -398,11 +398,9 @@ func newCompare(op opcode.Op, l, r Expr) *compareExpr {
 
 // temporalConstant makes `x op e`, x of type t (DATE, DATETIME or
 // TIMESTAMP) and e a string constant, compare times as MySQL does rather
-// than text: e becomes t's canonical text (types.TemporalConstant), which
-// bytewise orders as time against x's. When e lies between two values of
-// t, `< e` and `<= e` become `<= canon`, `> e` and `>= e` become `> canon`,
-// and `=`, `<=>`, `<>` keep e, which equals no canonical text. Anything
-// else, and a string that is no date, is returned unchanged.
+// than text (TemporalCompare). Where no value of t can equal e, e is kept:
+// it equals no canonical text. Anything else, and a string that is no
+// date, is returned unchanged.
 func temporalConstant(op opcode.Op, t types.FieldType, e Expr) (opcode.Op, Expr) {
 	c, ok := e.(*Constant)
 	if !ok || c.Value.Kind() != tablecodec.KindBytes || c.Ft.Tp == mysql.TypeDuration {
@@ -411,24 +409,34 @@ func temporalConstant(op opcode.Op, t types.FieldType, e Expr) (opcode.Op, Expr)
 	if cl := c.Ft.Class(); cl != types.ClassString && cl != types.ClassTime {
 		return op, e
 	}
-	canon, exact, ok := types.TemporalConstant(t, string(c.Value.Bytes()))
-	if !ok {
+	op2, canon, none, ok := TemporalCompare(op, t, string(c.Value.Bytes()))
+	if !ok || none {
 		return op, e
 	}
-	cc := &Constant{Value: tablecodec.NewString(canon), Ft: t}
-	switch {
-	case exact:
-		return op, cc
-	case op == opcode.LT || op == opcode.LE:
-		return opcode.LE, cc
-	case op == opcode.GT || op == opcode.GE:
-		return opcode.GT, cc
-	}
-	return op, e
+	return op2, &Constant{Value: tablecodec.NewString(canon), Ft: t}
 }
 
-// flipCompare is the operator of `r op l` for `l op r`.
-func flipCompare(op opcode.Op) opcode.Op {
+// TemporalCompare rewrites `x op s`, x of type t (DATE, DATETIME or
+// TIMESTAMP) and s a string, as `x op2 canon` with canon t's canonical
+// text (types.TemporalConstant), so a bytewise comparison compares times.
+// When s lies between two values of t, `<` and `<=` become `<= canon`, `>`
+// and `>=` become `> canon`, and none reports that `=`, `<=>` and `<>`
+// find no value of t equal to s. ok is false when s is no date.
+func TemporalCompare(op opcode.Op, t types.FieldType, s string) (op2 opcode.Op, canon string, none, ok bool) {
+	canon, exact, ok := types.TemporalConstant(t, s)
+	switch {
+	case !ok || exact:
+		return op, canon, false, ok
+	case op == opcode.LT || op == opcode.LE:
+		return opcode.LE, canon, false, true
+	case op == opcode.GT || op == opcode.GE:
+		return opcode.GT, canon, false, true
+	}
+	return op, canon, true, true
+}
+
+// FlipCompare is the operator of `r op l` for `l op r`.
+func FlipCompare(op opcode.Op) opcode.Op {
 	switch op {
 	case opcode.LT:
 		return opcode.GT

@@ -282,7 +282,7 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 			case r.isColumn(x.L, off):
 			case r.isColumn(x.R, off):
 				other = x.L
-				op = flip(op)
+				op = expr.FlipCompare(op)
 			default:
 				return nil, false, false
 			}
@@ -338,20 +338,6 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 	return nil, false, false
 }
 
-func flip(op opcode.Op) opcode.Op {
-	switch op {
-	case opcode.LT:
-		return opcode.GT
-	case opcode.LE:
-		return opcode.GE
-	case opcode.GT:
-		return opcode.LT
-	case opcode.GE:
-		return opcode.LE
-	}
-	return op
-}
-
 const two63 = 9223372036854775808.0 // 2^63, exactly representable
 
 // cmpInterval returns the values of a column of type col satisfying
@@ -367,18 +353,12 @@ func cmpInterval(col types.FieldType, op opcode.Op, v types.Datum, ft types.Fiel
 			return nil, false, false // compared as numbers by the evaluator
 		}
 		if types.IsDateOrDatetime(col) {
-			if canon, exact, ok := types.TemporalConstant(col, string(v.Bytes())); ok {
-				cv := tablecodec.NewString(canon)
-				switch {
-				case exact:
-					return []interval{opInterval(op, cv)}, true, true
-				case op == opcode.EQ: // v lies between two values of col
+			// As the evaluator compares (expr.TemporalCompare).
+			if op2, canon, none, ok := expr.TemporalCompare(op, col, string(v.Bytes())); ok {
+				if none {
 					return nil, true, true
-				case op == opcode.LT || op == opcode.LE:
-					return []interval{opInterval(opcode.LE, cv)}, true, true
-				default:
-					return []interval{opInterval(opcode.GT, cv)}, true, true
 				}
+				return []interval{opInterval(op2, tablecodec.NewString(canon))}, true, true
 			}
 		}
 		return []interval{opInterval(op, v)}, true, true
