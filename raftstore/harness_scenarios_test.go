@@ -722,6 +722,26 @@ func (h *harness) partitionPastLogGC(r *metapb.Region, n int) (*Store, uint64) {
 	return victim, behind
 }
 
+// snapshotIngestHeld partitions a follower of region r past log GC (n
+// keys), holds the ingest of the snapshot it then gets and heals the
+// network; it returns once that snapshot's "applying" state is persisted
+// and its ingest held, with the follower, its applied index before the
+// partition and its peer.
+func (h *harness) snapshotIngestHeld(r *metapb.Region, n int) (*Store, uint64, *peer) {
+	h.t.Helper()
+	victim, behind := h.partitionPastLogGC(r, n)
+	held := false
+	victim.snaps.holdIngest = func(id uint64) bool {
+		held = held || id == r.GetId()
+		return id == r.GetId()
+	}
+	h.net.clearFilters()
+	h.waitFor("snapshot persisted, ingest held", 100, func() bool { return held })
+	p := victim.peers[r.GetId()]
+	require.True(h.t, p.ps.installing())
+	return victim, behind, p
+}
+
 // replayScenarios are the scenarios TestHarnessReplay runs twice per seed:
 // issue 7's acceptance scenarios, the lossy network and kill -9 ones, and
 // chaos on a few seeds.

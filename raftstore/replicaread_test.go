@@ -195,16 +195,7 @@ func TestHarnessReplicaReadsWaitForSnapshotInstall(t *testing.T) {
 	h := newHarness(t, seedOr(t, 23), 3, aggressiveLogGC)
 	h.writeKeys("a", 5)
 	r := h.regionAt("a000")
-	victim, _ := h.partitionPastLogGC(r, 40)
-	held := false
-	victim.snaps.holdIngest = func(id uint64) bool {
-		held = held || id == r.GetId()
-		return id == r.GetId()
-	}
-	h.net.clearFilters()
-	h.waitFor("snapshot persisted, ingest held", 100, func() bool { return held })
-	p := victim.peers[r.GetId()]
-	require.True(t, p.ps.installing())
+	victim, _, p := h.snapshotIngestHeld(r, 40)
 	at := p.ps.apply.applied
 	p.advanceSafeTS(1000)
 	rctx := &kvrpcpb.Context{RegionId: r.GetId(), RegionEpoch: p.region.GetRegionEpoch()}

@@ -21,17 +21,7 @@ func crashDuringSnapshotInstall(t *testing.T, seed uint64) *harness {
 	h := newCrashHarness(t, seed, 3, aggressiveLogGC)
 	h.writeKeys("a", 5)
 	r := h.regionAt("a000")
-	victim, behind := h.partitionPastLogGC(r, 40)
-	held := false
-	victim.snaps.holdIngest = func(id uint64) bool {
-		held = held || id == r.GetId()
-		return id == r.GetId()
-	}
-	h.net.clearFilters()
-	h.waitFor("snapshot persisted, ingest held", 100, func() bool { return held })
-
-	p := victim.peers[r.GetId()]
-	require.True(t, p.ps.installing())
+	victim, behind, p := h.snapshotIngestHeld(r, 40)
 	require.Equal(t, peerStateApplying, regionStateOf(t, victim.db, r.GetId()))
 	at := p.ps.apply.applied
 	require.Greater(t, at, behind)
