@@ -55,8 +55,20 @@ import (
 // bytes, concatenated in the description's order, in snapshotChunkSize
 // chunks, throttled by a store-wide bandwidth cap (Config.SnapshotMaxBytesPerSec);
 // at most one send per destination store at a time.
+//
+// Generation competes for the disk with the raft log's fsyncs, which every
+// write waits on: at most snapGenConcurrency regions generate at a time, their
+// SST writes share a second cap of the same rate, and the files are synced
+// every snapGenBytesPerSync bytes rather than in one flush at the end. A
+// restarted store that needs many snapshots at once thus costs the other
+// regions' commits a bounded share of the disk (TiKV's snap generator pool
+// and snap-io-max-bytes-per-sec).
 
-const snapshotChunkSize = 1 << 20
+const (
+	snapshotChunkSize   = 1 << 20
+	snapGenConcurrency  = 2
+	snapGenBytesPerSync = 512 << 10
+)
 
 // DefaultSnapshotMaxBytesPerSec is the default cap on the bytes per second a
 // store sends snapshots at (all destinations together), like TiKV's
@@ -279,6 +291,15 @@ func (ps *peerStorage) Snapshot() (*raftpb.Snapshot, error) {
 	ss.wg.Add(1) // Store.Stop waits for it before the engine closes
 	go func() {
 		defer ss.wg.Done()
+		select {
+		case ss.genSem <- struct{}{}:
+			defer func() { <-ss.genSem }()
+		case <-ss.s.ctx.Done():
+			dbSnap.Close()
+			g.err = ErrStopped
+			close(g.done)
+			return
+		}
 		gen()
 	}()
 	return nil, raft.ErrSnapshotTemporarilyUnavailable
@@ -334,7 +355,8 @@ func (ss *snapshotSender) writeSST(path string, it *pebble.Iterator) (f snapFile
 	if err != nil {
 		return f, false, err
 	}
-	cw := &crcWritable{w: objstorageprovider.NewFileWritable(file), crc: crc32.New(snapCRCTable)}
+	file = vfs.NewSyncingFile(file, vfs.SyncingFileOptions{BytesPerSync: snapGenBytesPerSync})
+	cw := &crcWritable{w: objstorageprovider.NewFileWritable(file), crc: crc32.New(snapCRCTable), limit: ss.genLimit, ctx: ss.s.ctx}
 	w := sstable.NewWriter(cw, ss.wopts)
 	f.smallest = bytes.Clone(it.Key())
 	var last []byte
@@ -357,14 +379,26 @@ func (ss *snapshotSender) writeSST(path string, it *pebble.Iterator) (f snapFile
 	return f, true, nil
 }
 
-// crcWritable checksums what the sstable writer writes.
+// crcWritable checksums what the sstable writer writes and paces it by
+// limit (nil: none).
 type crcWritable struct {
-	w   objstorage.Writable
-	crc hash.Hash32
-	n   uint64
+	w     objstorage.Writable
+	crc   hash.Hash32
+	n     uint64
+	limit *rate.Limiter
+	ctx   context.Context
 }
 
 func (c *crcWritable) Write(p []byte) error {
+	if c.limit != nil {
+		for n := len(p); n > 0; {
+			k := min(n, c.limit.Burst())
+			if err := c.limit.WaitN(c.ctx, k); err != nil {
+				return err
+			}
+			n -= k
+		}
+	}
 	c.crc.Write(p) // before w, which may mangle p
 	c.n += uint64(len(p))
 	return c.w.Write(p)
@@ -390,7 +424,11 @@ type snapshotSender struct {
 	manual bool // generate, send and install synchronously (harness)
 	wopts  sstable.WriterOptions
 	limit  *rate.Limiter // send bandwidth cap, nil: none
-	seq    atomic.Uint64 // unique directory names
+	// genLimit caps generation's writes (nil: none); genSem bounds the
+	// generations running at once.
+	genLimit *rate.Limiter
+	genSem   chan struct{}
+	seq      atomic.Uint64 // unique directory names
 	// holdIngest, when set (tests), is asked before an install's ingest:
 	// true leaves the install pending as a crash right after the
 	// "applying" state was persisted would.
@@ -420,7 +458,9 @@ func (ss *snapshotSender) open(s *Store) error {
 	ss.onDisk = map[string]snapDirStat{}
 	if bps := s.cfg.SnapshotMaxBytesPerSec; bps > 0 && !ss.manual {
 		ss.limit = rate.NewLimiter(rate.Limit(bps), int(min(bps, snapshotChunkSize)))
+		ss.genLimit = rate.NewLimiter(rate.Limit(bps), int(min(bps, snapshotChunkSize)))
 	}
+	ss.genSem = make(chan struct{}, snapGenConcurrency)
 	if err := ss.fs.MkdirAll(ss.dir, 0o755); err != nil {
 		return fmt.Errorf("raftstore: snapshot directory: %w", err)
 	}

@@ -2,15 +2,19 @@ package raftstore
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"golang.org/x/time/rate"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/kv/keys"
@@ -270,4 +274,29 @@ func must2[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestSnapshotGenerationPaced: generation writes its files no faster than
+// the store's cap (beyond the limiter's burst), so a burst of snapshot
+// generations cannot take the disk from the raft log's fsyncs.
+func TestSnapshotGenerationPaced(t *testing.T) {
+	s := memStore(t, true)
+	const genRate = 8 << 20
+	s.snaps.genLimit = rate.NewLimiter(genRate, snapshotChunkSize)
+	rnd := mrand.New(mrand.NewPCG(1, 2))
+	val := make([]byte, 4<<10)
+	for i := range 768 { // 3 MiB of incompressible values
+		for j := range val {
+			val[j] = byte(rnd.Uint32())
+		}
+		require.NoError(t, s.db.Set(ekey(raft_cmdpb.CF_DEFAULT, fmt.Sprintf("k%04d", i)), val, nil))
+	}
+	region := testRegion()
+	start := time.Now()
+	meta, err := s.snaps.generate(s.db, region, s.snaps.newDir("gen", region.GetId(), 1, 1))
+	require.NoError(t, err)
+	elapsed := time.Since(start)
+	require.Greater(t, meta.size(), uint64(3<<20))
+	floor := time.Duration(float64(meta.size()-snapshotChunkSize) / genRate * float64(time.Second))
+	require.GreaterOrEqual(t, elapsed, floor, "wrote %d bytes", meta.size())
 }

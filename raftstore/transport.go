@@ -130,6 +130,25 @@ func (t *transport) runSender(ss *storeSender) {
 	log := t.s.log.With("to_store", ss.storeID)
 	backoff := minBackoff
 	woken := false // the last retry was cut short by a wake-up
+	// down is when the link last failed (zero while it works): a break and
+	// a restore are logged once each, at Info, so an operator can tell
+	// from the logs how long two stores could not talk.
+	var down time.Time
+	var downErr error
+	failed := func(what, addr string, err error) {
+		log.Debug(what, "addr", addr, "err", err)
+		if down.IsZero() {
+			down, downErr = time.Now(), err
+			log.Info("raft stream to store broken: its peers miss our messages until it is back", "addr", addr, "err", err)
+		}
+	}
+	restored := func() {
+		backoff, woken = minBackoff, false
+		if !down.IsZero() {
+			log.Info("raft stream to store restored", "down", time.Since(down).Round(time.Millisecond), "first_err", downErr)
+			down, downErr = time.Time{}, nil
+		}
+	}
 	wait := func() bool {
 		t.drain(ss)
 		wake := ss.wake
@@ -154,7 +173,10 @@ func (t *transport) runSender(ss *storeSender) {
 		st, err := t.s.pd.GetStore(rctx, ss.storeID)
 		cancel()
 		if err != nil || st.GetAddress() == "" {
-			log.Debug("resolve store", "err", err)
+			if err == nil {
+				err = errors.New("store has no address in PD")
+			}
+			failed("resolve store address", "", err)
 			if !wait() {
 				return
 			}
@@ -165,11 +187,11 @@ func (t *transport) runSender(ss *storeSender) {
 		case <-ss.wake:
 		default:
 		}
-		err = t.stream(ctx, ss, st.GetAddress(), func() { backoff, woken = minBackoff, false })
+		err = t.stream(ctx, ss, st.GetAddress(), restored)
 		if ctx.Err() != nil {
 			return
 		}
-		log.Debug("raft stream broken", "addr", st.GetAddress(), "err", err)
+		failed("raft stream broken", st.GetAddress(), err)
 		if !wait() {
 			return
 		}
