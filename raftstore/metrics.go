@@ -19,6 +19,19 @@ var (
 		Help:    "Duration of the synced Pebble commit of one Ready iteration's entries and hard states.",
 		Buckets: latencyBuckets,
 	})
+	engineWriteStalls = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "engine_write_stalls_total",
+		Help: "Pebble write stalls by reason (memtable count or L0 sublevels at their limit): writes, and so the Ready loop, wait.",
+	}, []string{"reason"})
+	engineWriteStallSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "engine_write_stall_seconds",
+		Help:    "Duration of Pebble write stalls.",
+		Buckets: latencyBuckets,
+	})
+	engineDiskSlowOps = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "engine_disk_slow_total",
+		Help: "Engine file writes or syncs found still running after a second (Pebble's disk health check; one count per detection).",
+	})
 	applySeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "apply_seconds",
 		Help:    "Duration of applying one Ready iteration's committed entries (all regions, one batch).",

@@ -220,7 +220,8 @@ const maxQueuedRequests = 20000
 type Store struct {
 	cfg Config
 	pd  PDClient
-	db  *pebble.DB
+	eng engine
+	db  *pebble.DB // eng.db
 	id  uint64
 	log *slog.Logger
 
@@ -325,12 +326,12 @@ type Store struct {
 // replay of its committed log (ReadIndex + applied index).
 func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 	cfg.setDefaults()
-	db, err := pebble.Open(cfg.DataDir, &pebble.Options{Logger: pebbleLogger{l: cfg.Logger}, FS: cfg.fs, CacheSize: cfg.BlockCacheSize})
+	eng, err := openEngine(cfg.DataDir, cfg.fs, cfg.BlockCacheSize, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: open engine %s: %w", cfg.DataDir, err)
 	}
 	s := &Store{
-		cfg: cfg, pd: pd, db: db, log: cfg.Logger,
+		cfg: cfg, pd: pd, eng: eng, db: eng.db, log: cfg.Logger,
 		done:             make(chan struct{}),
 		peers:            map[uint64]*peer{},
 		meta:             newStoreMeta(),
@@ -348,24 +349,24 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 	// (support.go); 0 means none.
 	s.supportEpochBase = rand.Uint64()>>1 + 1
 	if err := s.bootstrap(ctx); err != nil {
-		db.Close()
+		eng.close()
 		return nil, err
 	}
 	s.log = s.log.With("store", s.id)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.trans = newTransport(s)
 	if err := s.snaps.open(s); err != nil { // finishes interrupted snapshot installs
-		db.Close()
+		eng.close()
 		return nil, err
 	}
 	regions, err := s.loadRegions()
 	if err != nil {
-		db.Close()
+		eng.close()
 		return nil, err
 	}
 	for _, r := range regions {
 		if err := s.createPeer(r, false); err != nil {
-			db.Close()
+			eng.close()
 			return nil, err
 		}
 	}
@@ -487,7 +488,7 @@ func (s *Store) Close() error {
 	if err := s.db.Flush(); err != nil {
 		s.log.Warn("flush on close", "err", err)
 	}
-	return s.db.Close()
+	return s.eng.close()
 }
 
 // Propose replicates cmd through the raft group of its region and answers
