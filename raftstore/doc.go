@@ -359,10 +359,21 @@
 // so a restarted store rejoins the quorum quickly. Messages for a region this store does not know yet
 // trigger an early store heartbeat.
 //
+// # Files
+//
+// store.go opens, bootstraps and stops a store and holds its API (Propose,
+// Read, region lookups); inbox.go takes raft messages from the transport;
+// loop.go is the Ready loop (tick, step, persist, send, with the phase
+// timings behind the loop stall warning); propose.go, read.go (leases,
+// ReadIndex), transfer.go and apply.go serve one concern each; split.go,
+// confchange.go and loggc.go are the admin commands; snapshot.go generates and
+// sends snapshots (two generations at a time, paced at the send rate),
+// snapinstall.go installs them; engine.go opens Pebble with the settings
+// and event listener a store needs.
+//
 // # Not yet
 //
-// Snapshot generation and ingest are not throttled (only sending is), and
-// the install's range deletion makes the ingest flush the memtable first
+// The install's range deletion makes the ingest flush the memtable first
 // (IngestAndExcise would avoid it, but is not atomic with the raft state);
 // a received snapshot raft refuses keeps its files until the peer's next
 // install, its destruction or a restart. The newest log entries are cached
