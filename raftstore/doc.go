@@ -357,7 +357,12 @@
 // exponential backoff (20ms doubling to 250ms), cut short once when the
 // destination store sends us raft messages (it is up again, e.g. restarted),
 // so a restarted store rejoins the quorum quickly. Messages for a region this store does not know yet
-// trigger an early store heartbeat.
+// trigger an early store heartbeat. A loop iteration's messages to a store
+// go in batches of at most 4 MiB, and its leaders read at most 8 MiB of
+// log entries to send (sendBudget; past it one entry per message, 32
+// messages in flight per follower): a store restarted behind on every
+// region is caught up over many iterations, not in one that stalls the
+// loop and exceeds gRPC's message limit (TestHarnessCatchUpBounded).
 //
 // # Files
 //

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/pdpb"
+	"github.com/stratadb/strata/proto/raft_serverpb"
 )
 
 // Scenarios of issue 7 on the deterministic harness (harness_test.go).
@@ -837,4 +838,65 @@ func requireSameTrace(t *testing.T, seed uint64, a, b replayTrace) {
 	}
 	require.Equal(t, len(a.messages), len(b.messages), "seed %d: one run delivered more messages", seed)
 	require.Equal(t, a.final, b.final, "seed %d: same messages, different end state", seed)
+}
+
+// TestHarnessCatchUpBounded: a store that was partitioned while four
+// regions took writes catches up without any leader store sending more
+// than its per-iteration budget (plus one entry per in-flight message per
+// region) in one loop iteration, or a batch larger than the batch limit
+// (unless it is a single message); afterwards every replica is equal.
+// Without the store-wide budget each region's leader would send up to
+// MaxInflightBytes at once: in a TPC-C kill run, 436 MB in one batch.
+func TestHarnessCatchUpBounded(t *testing.T) {
+	const (
+		budget   = 256 << 10
+		maxBatch = 128 << 10
+		valueLen = 8 << 10
+		regions  = 4
+		perKey   = 60
+	)
+	h := newHarness(t, seedOr(t, 13), 3, func(c *Config) {
+		c.sendBytesPerIteration, c.maxBatchBytes = budget, maxBatch
+	})
+	for _, k := range []string{"b", "c", "d"} {
+		split := h.split(k)
+		h.waitFor("split "+k, 100, func() bool { return split.done })
+		require.Nil(t, split.resp.GetRegionError())
+	}
+	victim := h.follower(h.regionAt("a").GetId())
+	h.net.addFilter(isolate(victim.id))
+	value := strings.Repeat("v", valueLen)
+	for _, prefix := range []string{"a", "b", "c", "d"} {
+		for i := range perKey {
+			h.mustPut(fmt.Sprintf("%s%03d", prefix, i), value)
+		}
+	}
+	type sendKey struct{ from, iter uint64 }
+	perIteration := map[sendKey]int{}
+	batches := 0
+	h.net.mu.Lock()
+	h.net.sent = func(from, to uint64, b *raft_serverpb.BatchRaftMessage) {
+		if to != victim.id {
+			return
+		}
+		batches++
+		size := batchBytes(b)
+		if len(b.GetMsgs()) > 1 {
+			require.LessOrEqual(t, size, maxBatch, "a batch of %d messages", len(b.GetMsgs()))
+		}
+		perIteration[sendKey{from, h.stores[from].iter}] += size
+	}
+	h.net.mu.Unlock()
+	h.net.clearFilters()
+	h.requireAllConsistent()
+	require.Greater(t, batches, regions*perKey*valueLen/maxBatch, "the catch-up took fewer batches than its size needs")
+	// Past the budget each message carries one entry, at most
+	// MaxInflightMsgs in flight per region.
+	bound := budget + regions*32*(valueLen+1024)
+	most := 0
+	for k, n := range perIteration {
+		require.LessOrEqual(t, n, bound, "store %d iteration %d sent %d bytes", k.from, k.iter, n)
+		most = max(most, n)
+	}
+	t.Logf("catch-up: %d batches, at most %d bytes from a store in one iteration", batches, most)
 }

@@ -624,6 +624,8 @@ type memNet struct {
 	order *rand.Rand
 	// trace records every message delivered, in delivery order.
 	trace []traceEvent
+	// sent, when set, sees every batch a store sends (before filters).
+	sent func(from, to uint64, b *raft_serverpb.BatchRaftMessage)
 }
 
 type envelope struct {
@@ -710,6 +712,9 @@ func (n *memNet) fate(from, to uint64, m *raft_serverpb.RaftMessage) (bool, uint
 func (n *memNet) send(from, to uint64, b *raft_serverpb.BatchRaftMessage) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.sent != nil {
+		n.sent(from, to, b)
+	}
 	if n.refuse != nil && n.refuse(from, to) {
 		return false
 	}

@@ -142,6 +142,7 @@ func (s *Store) iterate(tick bool) bool {
 	s.phases.begin(time.Now())
 	defer s.endIteration()
 	s.iter++
+	s.sends = sendBudget{on: true, left: s.cfg.sendBytesPerIteration}
 	if tick && !s.ticksPaused.Load() {
 		s.tick()
 	}
@@ -220,6 +221,7 @@ func (s *Store) iterate(tick bool) bool {
 		s.resolveRegions(m.resolveTS)
 	}
 	s.flushExtra()
+	s.sends.on = false
 	s.phases.mark("inbox")
 
 	// Only the peers touched since the last iteration can have reads to
@@ -559,7 +561,11 @@ func earlySendable(p *peer, m *raftpb.Message) bool {
 // sendMessages hands the Ready's messages that may go early (early) or the
 // rest (!early) to the transport, one batch per destination store.
 func (s *Store) sendMessages(readies []peerReady, early bool) {
-	var byStore map[uint64]*raft_serverpb.BatchRaftMessage
+	// One batch per destination store, cut at maxBytesPerSend: a catch-up
+	// can make one iteration's messages to a store far larger than a gRPC
+	// message may be.
+	var byStore map[uint64]*outBatch
+	filter := s.raftFilter.Load()
 	for _, r := range readies {
 		p := r.p
 		for _, m := range r.rd.Messages {
@@ -579,14 +585,22 @@ func (s *Store) sendMessages(readies []peerReady, early bool) {
 				s.fatal("marshal raft message", err)
 			}
 			if byStore == nil {
-				byStore = map[uint64]*raft_serverpb.BatchRaftMessage{}
+				byStore = map[uint64]*outBatch{}
 			}
 			b := byStore[to]
 			if b == nil {
-				b = &raft_serverpb.BatchRaftMessage{}
+				b = &outBatch{}
 				byStore[to] = b
 			}
-			b.Msgs = append(b.Msgs, &raft_serverpb.RaftMessage{
+			n := len(data) + len(p.region.GetStartKey()) + len(p.region.GetEndKey()) + 64 // as batchBytes counts
+			if b.size > 0 && b.size+n > s.cfg.maxBatchBytes {
+				s.flushBatch(to, &b.msgs, filter)
+				b.size = 0
+			}
+			if b.msgs == nil {
+				b.msgs = &raft_serverpb.BatchRaftMessage{}
+			}
+			b.msgs.Msgs = append(b.msgs.Msgs, &raft_serverpb.RaftMessage{
 				RegionId:    p.region.GetId(),
 				FromPeer:    p.meta,
 				ToPeer:      &metapb.Peer{Id: m.GetTo(), StoreId: to},
@@ -595,22 +609,37 @@ func (s *Store) sendMessages(readies []peerReady, early bool) {
 				EndKey:      p.region.GetEndKey(),
 				Message:     data,
 			})
+			b.size += n
 		}
 	}
-	filter := s.raftFilter.Load()
 	for storeID, b := range byStore {
-		if filter != nil && (*filter)(storeID) {
-			continue // partitioned by a test
-		}
-		if s.sendBatch(storeID, b) {
-			raftMessagesSent.Add(float64(len(b.Msgs)))
-			continue
-		}
-		raftMessagesDropped.Add(float64(len(b.Msgs)))
-		for _, m := range b.Msgs {
-			if p := s.peers[m.GetRegionId()]; p != nil {
-				p.rn.ReportUnreachable(m.GetToPeer().GetId())
-			}
+		s.flushBatch(storeID, &b.msgs, filter)
+	}
+}
+
+// outBatch is the batch sendMessages is filling for one store.
+type outBatch struct {
+	msgs *raft_serverpb.BatchRaftMessage
+	size int
+}
+
+// flushBatch sends *b to store to (unless a test partitioned it), reports
+// its messages' peers unreachable if the transport dropped it, and clears
+// *b.
+func (s *Store) flushBatch(to uint64, b **raft_serverpb.BatchRaftMessage, filter *func(uint64) bool) {
+	msgs := *b
+	*b = nil
+	if msgs == nil || len(msgs.Msgs) == 0 || (filter != nil && (*filter)(to)) {
+		return
+	}
+	if s.sendBatch(to, msgs) {
+		raftMessagesSent.Add(float64(len(msgs.Msgs)))
+		return
+	}
+	raftMessagesDropped.Add(float64(len(msgs.Msgs)))
+	for _, m := range msgs.Msgs {
+		if p := s.peers[m.GetRegionId()]; p != nil {
+			p.rn.ReportUnreachable(m.GetToPeer().GetId())
 		}
 	}
 }

@@ -43,7 +43,31 @@ type peerStorage struct {
 	// pendingRegion is the region of a snapshot written to a batch not yet
 	// committed (snapshotPersisted makes it region).
 	pendingRegion *metapb.Region
+	// sends is the store's budget for entries raft reads to send
+	// (nil in tests that build a storage alone).
+	sends *sendBudget
 }
+
+// sendBudget bounds the log entries all of a store's leaders read to send
+// in one loop iteration. raft bounds them per follower (MaxInflightBytes),
+// which after a store's restart still lets every region read and send
+// megabytes at once: in a TPC-C kill run, 436 MB in one iteration, which
+// stalled the loop for a second and broke the raft stream (larger than
+// gRPC's message limit). Past the budget raft gets one entry per message
+// (Storage.Entries must return at least one), its inflight count bounding
+// the rest; the followers are sent the remainder in later iterations.
+// It is on while the loop steps messages and proposals, where raft sends
+// appends; off while raft collects committed entries to apply, which the
+// budget must not slow.
+type sendBudget struct {
+	on   bool
+	left uint64
+}
+
+// sendBytesPerIteration is a store's sendBudget per loop iteration: a few
+// milliseconds of reading, tens of megabytes a second to a catching-up
+// store even when the loop runs only every fsync.
+const sendBytesPerIteration = 8 << 20
 
 var _ raft.Storage = (*peerStorage)(nil)
 
@@ -183,16 +207,25 @@ func (ps *peerStorage) Entries(lo, hi, maxSize uint64) ([]*raftpb.Entry, error) 
 	if lo == hi {
 		return nil, nil
 	}
+	if b := ps.sends; b != nil && b.on {
+		maxSize = min(maxSize, b.left)
+	}
 	var out []*raftpb.Entry
 	var size uint64
 	add := func(e *raftpb.Entry) bool {
-		size += uint64(proto.Size(e))
-		if len(out) > 0 && size > maxSize {
+		n := uint64(proto.Size(e))
+		if len(out) > 0 && size+n > maxSize {
 			return false
 		}
+		size += n
 		out = append(out, e)
 		return true
 	}
+	defer func() {
+		if b := ps.sends; b != nil && b.on {
+			b.left -= min(b.left, size)
+		}
+	}()
 	if len(ps.cache) > 0 && lo >= ps.cache[0].GetIndex() {
 		for i := lo; i < hi; i++ {
 			if !add(ps.cached(i)) {

@@ -117,6 +117,11 @@ type Config struct {
 	net    netTransport
 	manual bool
 	fs     vfs.FS // the engine's file system (nil: the OS's); a crashable MemFS in the harness
+	// sendBytesPerIteration (the sendBudget) and maxBatchBytes (one
+	// BatchRaftMessage sendMessages builds) are the constants of those
+	// names unless a test shrinks them.
+	sendBytesPerIteration uint64
+	maxBatchBytes         int
 }
 
 // netTransport carries raft messages and snapshots to other stores in
@@ -156,6 +161,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.SendQueue <= 0 {
 		c.SendQueue = 1024
+	}
+	if c.sendBytesPerIteration == 0 {
+		c.sendBytesPerIteration = sendBytesPerIteration
+	}
+	if c.maxBatchBytes == 0 {
+		c.maxBatchBytes = maxBytesPerSend
 	}
 	if c.BlockCacheSize <= 0 {
 		c.BlockCacheSize = DefaultBlockCacheSize
@@ -208,8 +219,10 @@ type Store struct {
 	pd  PDClient
 	eng engine
 	db  *pebble.DB // eng.db
-	id  uint64
-	log *slog.Logger
+	// sends bounds the entries read to send per loop iteration (loop only).
+	sends sendBudget
+	id    uint64
+	log   *slog.Logger
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -496,6 +509,7 @@ func (s *Store) createPeer(region *metapb.Region, fromSplit bool) error {
 		return err
 	}
 	ps.snaps = &s.snaps
+	ps.sends = &s.sends
 	rn, err := s.newRawNode(meta, ps, region)
 	if err != nil {
 		return err
@@ -524,20 +538,23 @@ func (s *Store) createPeer(region *metapb.Region, fromSplit bool) error {
 // newRawNode builds the raft node of region's peer meta over ps.
 func (s *Store) newRawNode(meta *metapb.Peer, ps *peerStorage, region *metapb.Region) (*raft.RawNode, error) {
 	rn, err := raft.NewRawNode(&raft.Config{
-		ID:              meta.GetId(),
-		ElectionTick:    s.cfg.ElectionTicks,
-		HeartbeatTick:   s.cfg.HeartbeatTicks,
-		Storage:         ps,
-		Applied:         ps.apply.applied,
-		MaxSizePerMsg:   1 << 20,
-		MaxInflightMsgs: 256,
+		ID:            meta.GetId(),
+		ElectionTick:  s.cfg.ElectionTicks,
+		HeartbeatTick: s.cfg.HeartbeatTicks,
+		Storage:       ps,
+		Applied:       ps.apply.applied,
+		MaxSizePerMsg: 1 << 20,
 		// A follower catching up (after a restart, up to LogGCLagLimit
 		// entries behind) is sent at most this much per round trip: raft
 		// reads those entries from the engine on the loop, and without a
 		// byte bound one append response can make the leader read and
 		// send up to 256 MiB per region in one iteration (the suspected
 		// cause of a 3.3-6.5 s loop stall after a restart in a TPC-C
-		// kill run, which cost other regions their leaders).
+		// kill run, which cost other regions their leaders). Store-wide,
+		// sendBudget bounds it; past that budget each message carries one
+		// entry, so the message count bounds the rest (an up-to-date
+		// follower has a few appends in flight: one per fsync).
+		MaxInflightMsgs:           32,
 		MaxInflightBytes:          4 << 20,
 		MaxUncommittedEntriesSize: s.cfg.MaxUncommittedBytes,
 		CheckQuorum:               true,
