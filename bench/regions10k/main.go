@@ -256,6 +256,23 @@ func run(cfg config) error {
 	}
 	rep.printf("- settled after %v (hibernated/peers per store: %v; leaders per store: %v)\n\n", time.Since(start).Round(time.Second), last, lastLeaders)
 
+	// Leader changes during the measurements come from PD's schedulers
+	// (balance, hot region) or from elections; with --pause-schedulers the
+	// schedulers are off from here on, so only elections remain, and the
+	// idle figure is of a cluster with nothing to do (no leader still
+	// being balanced when the settle ended before that).
+	if cfg.pauseSchedulers {
+		var names []string
+		if err := c.PDAPI("GET", "schedulers", nil, &names); err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := c.PDAPI("DELETE", "schedulers/"+n, nil, nil); err != nil {
+				return err
+			}
+		}
+		rep.printf("PD's schedulers paused for the measurement: %v\n\n", names)
+	}
 	// Idle CPU of every process.
 	procs := append([]*localcluster.Proc{c.PD}, append(slices.Clone(stores), c.SQL...)...)
 	before := make([]float64, len(procs))
@@ -293,21 +310,6 @@ func run(cfg config) error {
 		}
 	}
 
-	// Leader changes during the measurement come from PD's schedulers
-	// (balance, hot region) or from elections; with --pause-schedulers the
-	// schedulers are off from here on, so only elections remain.
-	if cfg.pauseSchedulers {
-		var names []string
-		if err := c.PDAPI("GET", "schedulers", nil, &names); err != nil {
-			return err
-		}
-		for _, n := range names {
-			if err := c.PDAPI("DELETE", "schedulers/"+n, nil, nil); err != nil {
-				return err
-			}
-		}
-		rep.printf("PD's schedulers paused for the measurement: %v\n\n", names)
-	}
 	tables := []benchTable{{"t1", 1}, {"tn", cfg.regions}}
 	if cfg.control {
 		placed, err := placeControlLeaders(c, db)
