@@ -384,7 +384,7 @@ func (s *Store) maybeCreatePeer(rm *raft_serverpb.RaftMessage, msg *raftpb.Messa
 	}
 	meta := proto.CloneOf(rm.GetToPeer())
 	region := &metapb.Region{Id: rid, RegionEpoch: &metapb.RegionEpoch{}}
-	ps := &peerStorage{db: s.db, regionID: rid, region: region, hardState: &raftpb.HardState{}, snaps: &s.snaps}
+	ps := &peerStorage{db: s.db, regionID: rid, region: region, hardState: &raftpb.HardState{}, snaps: &s.snaps, sends: &s.sends}
 	rn, err := s.newRawNode(meta, ps, region)
 	if err != nil {
 		s.log.Error("create uninitialized peer", "region", rid, "err", err)
