@@ -362,7 +362,9 @@
 // log entries to send (sendBudget; past it one entry per message, 32
 // messages in flight per follower): a store restarted behind on every
 // region is caught up over many iterations, not in one that stalls the
-// loop and exceeds gRPC's message limit (TestHarnessCatchUpBounded).
+// loop and exceeds gRPC's message limit (TestHarnessCatchUpBounded;
+// strata_raftstore_send_budget_spent_total counts the iterations that
+// used the whole budget).
 //
 // # Files
 //

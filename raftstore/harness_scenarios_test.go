@@ -887,8 +887,10 @@ func TestHarnessCatchUpBounded(t *testing.T) {
 		perIteration[sendKey{from, h.stores[from].iter}] += size
 	}
 	h.net.mu.Unlock()
+	spent := counterValue(t, sendBudgetSpent)
 	h.net.clearFilters()
 	h.requireAllConsistent()
+	require.Greater(t, counterValue(t, sendBudgetSpent), spent, "the catch-up never used a whole budget")
 	require.Greater(t, batches, regions*perKey*valueLen/maxBatch, "the catch-up took fewer batches than its size needs")
 	// Past the budget each message carries one entry, at most
 	// MaxInflightMsgs in flight per region.

@@ -222,6 +222,9 @@ func (s *Store) iterate(tick bool) bool {
 	}
 	s.flushExtra()
 	s.sends.on = false
+	if s.sends.left == 0 {
+		sendBudgetSpent.Inc()
+	}
 	s.phases.mark("inbox")
 
 	// Only the peers touched since the last iteration can have reads to

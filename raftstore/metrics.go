@@ -106,6 +106,10 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "raft_messages_dropped_total",
 		Help: "Raft messages dropped (send queue full or connection failure).",
 	})
+	sendBudgetSpent = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "send_budget_spent_total",
+		Help: "Loop iterations whose leaders read their whole budget of log entries to send (a follower catching up is fed over several iterations).",
+	})
 	raftSendBatchSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "raft_send_seconds",
 		Help:    "Duration of one stream Send of a batch of raft messages.",
