@@ -595,15 +595,7 @@ func (s *Store) sendMessages(readies []peerReady, early bool) {
 				b = &outBatch{}
 				byStore[to] = b
 			}
-			n := len(data) + len(p.region.GetStartKey()) + len(p.region.GetEndKey()) + 64 // as batchBytes counts
-			if b.size > 0 && b.size+n > s.cfg.maxBatchBytes {
-				s.flushBatch(to, &b.msgs, filter)
-				b.size = 0
-			}
-			if b.msgs == nil {
-				b.msgs = &raft_serverpb.BatchRaftMessage{}
-			}
-			b.msgs.Msgs = append(b.msgs.Msgs, &raft_serverpb.RaftMessage{
+			rm := &raft_serverpb.RaftMessage{
 				RegionId:    p.region.GetId(),
 				FromPeer:    p.meta,
 				ToPeer:      &metapb.Peer{Id: m.GetTo(), StoreId: to},
@@ -611,36 +603,40 @@ func (s *Store) sendMessages(readies []peerReady, early bool) {
 				StartKey:    p.region.GetStartKey(),
 				EndKey:      p.region.GetEndKey(),
 				Message:     data,
-			})
+			}
+			n := raftMessageBytes(rm)
+			if b.size > 0 && b.size+n > s.cfg.maxBatchBytes {
+				s.flushBatch(to, b.msgs, filter)
+				b.msgs, b.size = nil, 0
+			}
+			b.msgs = append(b.msgs, rm)
 			b.size += n
 		}
 	}
 	for storeID, b := range byStore {
-		s.flushBatch(storeID, &b.msgs, filter)
+		s.flushBatch(storeID, b.msgs, filter)
 	}
 }
 
 // outBatch is the batch sendMessages is filling for one store.
 type outBatch struct {
-	msgs *raft_serverpb.BatchRaftMessage
-	size int
+	msgs []*raft_serverpb.RaftMessage
+	size int // raftMessageBytes of msgs
 }
 
-// flushBatch sends *b to store to (unless a test partitioned it), reports
-// its messages' peers unreachable if the transport dropped it, and clears
-// *b.
-func (s *Store) flushBatch(to uint64, b **raft_serverpb.BatchRaftMessage, filter *func(uint64) bool) {
-	msgs := *b
-	*b = nil
-	if msgs == nil || len(msgs.Msgs) == 0 || (filter != nil && (*filter)(to)) {
+// flushBatch sends msgs to store to in one batch (unless a test
+// partitioned it) and reports their peers unreachable if the transport
+// dropped it.
+func (s *Store) flushBatch(to uint64, msgs []*raft_serverpb.RaftMessage, filter *func(uint64) bool) {
+	if len(msgs) == 0 || (filter != nil && (*filter)(to)) {
 		return
 	}
-	if s.sendBatch(to, msgs) {
-		raftMessagesSent.Add(float64(len(msgs.Msgs)))
+	if s.sendBatch(to, &raft_serverpb.BatchRaftMessage{Msgs: msgs}) {
+		raftMessagesSent.Add(float64(len(msgs)))
 		return
 	}
-	raftMessagesDropped.Add(float64(len(msgs.Msgs)))
-	for _, m := range msgs.Msgs {
+	raftMessagesDropped.Add(float64(len(msgs)))
+	for _, m := range msgs {
 		if p := s.peers[m.GetRegionId()]; p != nil {
 			p.rn.ReportUnreachable(m.GetToPeer().GetId())
 		}

@@ -251,9 +251,15 @@ const MaxRaftBatchBytes = 256 << 20
 func batchBytes(b *raft_serverpb.BatchRaftMessage) int {
 	n := 0
 	for _, m := range b.GetMsgs() {
-		n += len(m.GetMessage()) + len(m.GetStartKey()) + len(m.GetEndKey()) + 64
+		n += raftMessageBytes(m)
 	}
 	return n
+}
+
+// raftMessageBytes estimates m's encoded size (its raft message and keys,
+// 64 bytes for the rest).
+func raftMessageBytes(m *raft_serverpb.RaftMessage) int {
+	return len(m.GetMessage()) + len(m.GetStartKey()) + len(m.GetEndKey()) + 64
 }
 
 // ServeRaftStream receives batches from another store's transport until the
