@@ -65,7 +65,10 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "reads_total",
 		Help: "Reads by path: on the leader lease, local_lease, hibernated_lease, local_hibernated_lease (no raft round) or read_index; on any replica follower_read_index (after the leader's read index) or stale (at or below the safe ts).",
 	}, []string{"path"})
-	staleReadNotReady = promauto.NewCounter(prometheus.CounterOpts{
+	// The reads_total series of the per-read paths, looked up once.
+	readsLocalLease, readsLocalHibernated = readsTotal.WithLabelValues("local_lease"), readsTotal.WithLabelValues("local_hibernated_lease")
+	readsStale, readsFollower             = readsTotal.WithLabelValues("stale"), readsTotal.WithLabelValues("follower_read_index")
+	staleReadNotReady                     = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "stale_read_not_ready_total",
 		Help: "Stale reads refused with DataIsNotReady (the timestamp is above the replica's safe ts).",
 	})

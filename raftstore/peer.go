@@ -131,8 +131,8 @@ type peer struct {
 
 	// Follower and stale reads (replicaread.go): leaderPub is the leader's
 	// peer id as raft last reported it and appliedPub the applied index in
-	// the engine, both for readers off the loop; stale the published safe
-	// ts; pendingSafe resolved ts waiting for the applied index; minLock
+	// the engine, both for readers off the loop; safeTS and staleRegion
+	// the published safe ts and region (advanceSafeTS); pendingSafe resolved ts waiting for the applied index; minLock
 	// the lowest read-blocking lock start ts in the region, valid while
 	// locksKnown (cleared when a lock is written or a snapshot installed).
 	leaderPub  atomic.Uint64
@@ -141,7 +141,8 @@ type peer struct {
 	// (clearing the region's ranges) commits and cleared once the ingest
 	// finished: replica reads refuse meanwhile (ReplicaPresent, StaleRead).
 	installingPub atomic.Bool
-	stale         atomic.Pointer[staleState]
+	safeTS        atomic.Uint64
+	staleRegion   atomic.Pointer[metapb.Region] // shared, read-only
 	pendingSafe   []pendingSafeTS
 	minLock       uint64
 	locksKnown    bool

@@ -61,12 +61,12 @@ func (s *Store) localRead(rctx *kvrpcpb.Context) *metapb.Region {
 		if rem <= 0 {
 			return nil
 		}
-		readsTotal.WithLabelValues("local_hibernated_lease").Inc()
+		readsLocalHibernated.Inc()
 	} else {
 		if rem < s.maxLease/2 {
 			return nil
 		}
-		readsTotal.WithLabelValues("local_lease").Inc()
+		readsLocalLease.Inc()
 	}
 	leaseRemainingSeconds.Observe(rem.Seconds())
 	if h != nil {

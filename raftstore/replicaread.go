@@ -54,13 +54,16 @@ import (
 //
 // The leader publishes (region, X, resolved) to the stores of its peers on
 // the next StoreLiveness message (support.go; one message per store pair,
-// no per-region raft traffic, hibernated regions stay asleep). A replica's
+// no per-region raft traffic, hibernated regions stay asleep), packed as
+// parallel arrays with the round's common ts (SafeTSBatch): a round for
+// thousands of regions allocates a few slices, not an object per region. A replica's
 // safe ts becomes resolved once its applied index reaches X (up to
 // maxPendingSafeTS pairs wait per peer); the leader's own safe ts is
 // resolved at once. A pair is a fact about the region's log, so it holds
 // whatever the receiver's term or leader. Safe ts is published for readers
-// off the loop (peer.stale) with a copy of the region, replaced when an
-// admin command changes the region. Leases disabled (MaxLeaderLease < 0)
+// off the loop (peer.safeTS) with a copy of the region (peer.staleRegion,
+// stored before the first safe ts and replaced when an admin command
+// changes the region). Leases disabled (MaxLeaderLease < 0)
 // means no resolved ts: stale reads go to the leader.
 //
 // A read that passed these checks takes an engine snapshot and must then
@@ -73,12 +76,6 @@ import (
 //
 // Metrics: strata_raftstore_reads_total{path="follower_read_index"|"stale"},
 // strata_raftstore_stale_read_not_ready_total.
-
-// staleState is what a replica publishes for stale reads.
-type staleState struct {
-	region *metapb.Region // shared, read-only
-	safeTS uint64
-}
 
 // pendingSafeTS is a resolved ts waiting for the applied index to reach index.
 type pendingSafeTS struct{ index, ts uint64 }
@@ -166,22 +163,19 @@ func (s *Store) StaleRead(rctx *kvrpcpb.Context, ts uint64) (*metapb.Region, *er
 		return nil, errRegionNotFound(id)
 	}
 	p := v.(*peer)
-	st := p.stale.Load()
-	if st == nil || st.safeTS < ts || p.installingPub.Load() {
+	safe := p.safeTS.Load()
+	region := p.staleRegion.Load() // stored before the first safe ts
+	if region == nil || safe < ts || p.installingPub.Load() {
 		staleReadNotReady.Inc()
-		var safe uint64
-		if st != nil {
-			safe = st.safeTS
-		}
 		return nil, &errorpb.Error{Message: "raftstore: stale read above the replica's safe ts",
 			DataIsNotReady: &errorpb.DataIsNotReady{RegionId: id, PeerId: p.meta.GetId(), SafeTs: safe}}
 	}
-	if !epochMatches(rctx.GetRegionEpoch(), st.region) {
+	if !epochMatches(rctx.GetRegionEpoch(), region) {
 		return nil, &errorpb.Error{Message: "raftstore: epoch not match",
-			EpochNotMatch: &errorpb.EpochNotMatch{CurrentRegions: []*metapb.Region{st.region}}}
+			EpochNotMatch: &errorpb.EpochNotMatch{CurrentRegions: []*metapb.Region{region}}}
 	}
-	readsTotal.WithLabelValues("stale").Inc()
-	return st.region, nil
+	readsStale.Inc()
+	return region, nil
 }
 
 // SafeTS returns the safe ts of this store's replica of regionID (0 when
@@ -191,10 +185,7 @@ func (s *Store) SafeTS(regionID uint64) uint64 {
 	if !ok {
 		return 0
 	}
-	if st := v.(*peer).stale.Load(); st != nil {
-		return st.safeTS
-	}
-	return 0
+	return v.(*peer).safeTS.Load()
 }
 
 // ReplicaPresent reports whether this store still has its peer of regionID
@@ -244,7 +235,7 @@ func (s *Store) queueApplyWait(p *peer, rr *readRequest) {
 	case !epochMatches(rr.rctx.GetRegionEpoch(), p.region):
 		rr.respond(readResult{rerr: p.epochNotMatch()})
 	case p.ps.apply.applied >= rr.waitIndex && !p.ps.installing():
-		readsTotal.WithLabelValues("follower_read_index").Inc()
+		readsFollower.Inc()
 		rr.respond(readResult{region: proto.Clone(p.region).(*metapb.Region)})
 	default:
 		p.applyWaits = append(p.applyWaits, rr)
@@ -268,7 +259,7 @@ func (p *peer) serveApplyWaits() {
 		if region == nil {
 			region = proto.Clone(p.region).(*metapb.Region)
 		}
-		readsTotal.WithLabelValues("follower_read_index").Inc()
+		readsFollower.Inc()
 		rr.respond(readResult{region: region})
 	}
 	clear(p.applyWaits[len(kept):])
@@ -310,12 +301,11 @@ func (s *Store) resolveRegions(ts uint64) {
 	if h == nil || s.maxLease <= 0 {
 		return
 	}
-	inFlight := h.AdvanceMaxTS(ts)
+	common := min(ts, h.AdvanceMaxTS(ts))
 	now := s.now()
 	clear(s.safeTSOut) // this round's values supersede what was not sent yet
-	for _, id := range s.meta.ids() {
-		p := s.peers[id]
-		if p == nil || p.destroyed || p.uninitialized || !p.isLeader || !s.leaseHeld(p, now) {
+	for id, p := range s.peers {
+		if p.destroyed || p.uninitialized || !p.isLeader || !s.leaseHeld(p, now) {
 			continue
 		}
 		if !p.locksKnown {
@@ -326,15 +316,32 @@ func (s *Store) resolveRegions(ts uint64) {
 			}
 			p.minLock, p.locksKnown = l, true
 		}
-		resolved := min(ts, inFlight, p.minLock)
+		resolved := min(common, p.minLock)
+		if resolved == 0 {
+			continue // nothing to publish (and 0 means "the common ts" on the wire)
+		}
 		idx := p.ps.apply.applied
 		p.advanceSafeTS(resolved)
 		for _, pm := range p.region.GetPeers() {
-			if st := pm.GetStoreId(); st != s.id {
-				if s.safeTSOut == nil {
-					s.safeTSOut = make(map[uint64][]*raft_serverpb.RegionSafeTS)
-				}
-				s.safeTSOut[st] = append(s.safeTSOut[st], &raft_serverpb.RegionSafeTS{RegionId: id, AppliedIndex: idx, Ts: resolved})
+			st := pm.GetStoreId()
+			if st == s.id {
+				continue
+			}
+			if s.safeTSOut == nil {
+				s.safeTSOut = make(map[uint64]*raft_serverpb.SafeTSBatch)
+			}
+			b := s.safeTSOut[st]
+			if b == nil {
+				b = &raft_serverpb.SafeTSBatch{Ts: common}
+				s.safeTSOut[st] = b
+			}
+			if resolved != common && b.RegionTs == nil {
+				b.RegionTs = make([]uint64, len(b.RegionIds), cap(b.RegionIds)) // 0: the common ts
+			}
+			b.RegionIds = append(b.RegionIds, id)
+			b.AppliedIndexes = append(b.AppliedIndexes, idx)
+			if b.RegionTs != nil {
+				b.RegionTs = append(b.RegionTs, resolved) // resolved == common is sent as is
 			}
 		}
 	}
@@ -356,17 +363,27 @@ func (s *Store) leaseHeld(p *peer, now time.Time) bool {
 }
 
 // receiveSafeTS records the resolved ts a leader's store sent.
-func (s *Store) receiveSafeTS(entries []*raft_serverpb.RegionSafeTS) {
-	for _, e := range entries {
-		p := s.peers[e.GetRegionId()]
+func (s *Store) receiveSafeTS(from uint64, b *raft_serverpb.SafeTSBatch) {
+	ids, idxs, rts := b.GetRegionIds(), b.GetAppliedIndexes(), b.GetRegionTs()
+	if len(idxs) != len(ids) || (rts != nil && len(rts) != len(ids)) {
+		s.log.Warn("resolved ts: malformed batch ignored", "from_store", from,
+			"regions", len(ids), "indexes", len(idxs), "region_ts", len(rts))
+		return
+	}
+	for i, id := range ids {
+		p := s.peers[id]
 		if p == nil || p.destroyed || p.uninitialized || p.isLeader {
 			continue
 		}
-		if p.ps.apply.applied >= e.GetAppliedIndex() {
-			p.advanceSafeTS(e.GetTs())
+		ts := b.GetTs()
+		if rts != nil && rts[i] != 0 {
+			ts = rts[i]
+		}
+		if p.ps.apply.applied >= idxs[i] {
+			p.advanceSafeTS(ts)
 			continue
 		}
-		pd := pendingSafeTS{index: e.GetAppliedIndex(), ts: e.GetTs()}
+		pd := pendingSafeTS{index: idxs[i], ts: ts}
 		if n := len(p.pendingSafe); n >= maxPendingSafeTS {
 			p.pendingSafe[n-1] = pd // keep the newest; the older ones still advance it
 		} else {
@@ -397,31 +414,24 @@ func (p *peer) applySafeTS() {
 	}
 }
 
-// advanceSafeTS publishes ts as p's safe ts if it is higher, or the current
-// region if it changed.
+// advanceSafeTS publishes ts as p's safe ts if it is higher (the loop is
+// the only writer). The region copy is stored first, so a reader that sees
+// a safe ts sees a region.
 func (p *peer) advanceSafeTS(ts uint64) {
-	st := p.stale.Load()
-	if st != nil && ts <= st.safeTS && sameRegion(st.region, p.region) {
+	if ts <= p.safeTS.Load() {
 		return
 	}
-	next := &staleState{safeTS: ts}
-	if st != nil {
-		next.safeTS = max(ts, st.safeTS)
-		if sameRegion(st.region, p.region) {
-			next.region = st.region
-		}
+	if p.staleRegion.Load() == nil {
+		p.staleRegion.Store(proto.Clone(p.region).(*metapb.Region))
 	}
-	if next.region == nil {
-		next.region = proto.Clone(p.region).(*metapb.Region)
-	}
-	p.stale.Store(next)
+	p.safeTS.Store(ts)
 }
 
-// regionChanged refreshes the published stale-read state after an admin
-// command changed p's region: a safe ts is a fact about the region's log,
-// so it stays valid for the region's current range.
+// regionChangedStale republishes the region for stale readers after an
+// admin command changed it: a safe ts is a fact about the region's log, so
+// it stays valid for the region's current range.
 func (p *peer) regionChangedStale() {
-	if st := p.stale.Load(); st != nil && !sameRegion(st.region, p.region) {
-		p.advanceSafeTS(st.safeTS)
+	if r := p.staleRegion.Load(); r != nil && !sameRegion(r, p.region) {
+		p.staleRegion.Store(proto.Clone(p.region).(*metapb.Region))
 	}
 }

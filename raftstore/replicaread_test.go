@@ -142,7 +142,12 @@ func TestHarnessSafeTS(t *testing.T) {
 		s.SetResolvedTSHooks(hooks)
 	}
 	h.writeKeys("a", 2)
-	r := h.regionAt("a000")
+	split := h.split("zz") // a second region, with no lock: it resolves to the round's ts
+	h.waitFor("split answered", 100, func() bool { return split.done })
+	require.Nil(t, split.resp.GetRegionError())
+	r, other := h.regionAt("a000"), h.regionAt("zz")
+	h.putRetrying("zz1", "v") // its leader holds a lease
+	require.NotEqual(t, r.GetId(), other.GetId())
 	k := keys.Encode(nil, []byte("k"))
 	_, res := h.proposeRetrying("lock", r.GetId(), func(r *metapb.Region) *raft_cmdpb.RaftCmdRequest {
 		return cfCmd(r, &raft_cmdpb.Request{CmdType: raft_cmdpb.CmdType_Put, Cf: raft_cmdpb.CF_LOCK, Key: k, Value: lockValue(100)})
@@ -154,6 +159,9 @@ func TestHarnessSafeTS(t *testing.T) {
 	rctx := &kvrpcpb.Context{RegionId: r.GetId(), RegionEpoch: r.GetRegionEpoch()}
 	require.EqualValues(t, 100, leader.SafeTS(r.GetId()), "the lock holds the leader's resolved ts")
 	h.waitFor("follower safe ts", 50, func() bool { return f.SafeTS(r.GetId()) == 100 })
+	for _, s := range h.replicas(other.GetId()) {
+		h.waitFor("unlocked region's safe ts", 50, func() bool { return s.SafeTS(other.GetId()) == 200 })
+	}
 	_, rerr := f.StaleRead(rctx, 100)
 	require.Nil(t, rerr)
 	_, rerr = f.StaleRead(rctx, 101)
@@ -218,4 +226,31 @@ func TestHarnessReplicaReadsWaitForSnapshotInstall(t *testing.T) {
 	_, rerr = victim.StaleRead(rctx, 10)
 	require.Nil(t, rerr)
 	require.Equal(t, value(t, h.leader(r.GetId()), "a000"), value(t, victim, "a000"))
+}
+
+// TestReceiveSafeTSBatch: a follower takes a region's ts from region_ts
+// when it is set there and not 0, else the batch's common ts, and ignores
+// a batch whose arrays do not line up (it never indexes past them).
+func TestReceiveSafeTSBatch(t *testing.T) {
+	h := newHarness(t, seedOr(t, 24), 3, nil)
+	h.writeKeys("a", 1)
+	r := h.regionAt("a000")
+	f := h.follower(r.GetId())
+	id, applied := r.GetId(), f.peers[r.GetId()].ps.apply.applied
+	for _, c := range []struct {
+		name string
+		b    *raft_serverpb.SafeTSBatch
+		want uint64
+	}{
+		{"indexes missing", &raft_serverpb.SafeTSBatch{RegionIds: []uint64{id, 99}, AppliedIndexes: []uint64{applied}, Ts: 50}, 0},
+		{"region_ts short", &raft_serverpb.SafeTSBatch{RegionIds: []uint64{99, id}, AppliedIndexes: []uint64{1, applied}, Ts: 50, RegionTs: []uint64{7}}, 0},
+		{"common ts", &raft_serverpb.SafeTSBatch{RegionIds: []uint64{id}, AppliedIndexes: []uint64{applied}, Ts: 60}, 60},
+		{"0 in region_ts is the common ts", &raft_serverpb.SafeTSBatch{RegionIds: []uint64{99, id}, AppliedIndexes: []uint64{1, applied}, Ts: 70, RegionTs: []uint64{40, 0}}, 70},
+		{"own ts", &raft_serverpb.SafeTSBatch{RegionIds: []uint64{id, 99}, AppliedIndexes: []uint64{applied, 1}, Ts: 500, RegionTs: []uint64{80, 0}}, 80},
+		{"never lowered", &raft_serverpb.SafeTSBatch{RegionIds: []uint64{id}, AppliedIndexes: []uint64{applied}, Ts: 75}, 80},
+		{"not applied yet", &raft_serverpb.SafeTSBatch{RegionIds: []uint64{id}, AppliedIndexes: []uint64{applied + 100}, Ts: 90}, 80},
+	} {
+		f.receiveSafeTS(1, c.b)
+		require.EqualValues(t, c.want, f.SafeTS(id), c.name)
+	}
 }

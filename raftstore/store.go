@@ -290,7 +290,7 @@ type Store struct {
 	// Resolved ts (replicaread.go): the hooks, and the resolved ts computed
 	// for each other store, sent with the next StoreLiveness message.
 	resolvedHooks atomic.Pointer[ResolvedTSHooks]
-	safeTSOut     map[uint64][]*raft_serverpb.RegionSafeTS
+	safeTSOut     map[uint64]*raft_serverpb.SafeTSBatch
 	// raftFilter, when set (tests), drops raft messages to and from the
 	// stores it returns true for.
 	raftFilter atomic.Pointer[func(storeID uint64) bool]

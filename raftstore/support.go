@@ -104,7 +104,7 @@ func (s *Store) supportEnabled() bool { return s.maxLease > 0 && s.hibernateEnab
 // sender with this store's support epoch for it (heard() already noted it).
 func (s *Store) handleLivenessPing(rm *raft_serverpb.RaftMessage) {
 	from := rm.GetFromPeer().GetStoreId()
-	s.receiveSafeTS(rm.GetExtra().GetSafeTs())
+	s.receiveSafeTS(from, rm.GetExtra().GetSafeTs())
 	l := s.live[from]
 	if l == nil || rm.GetExtra().GetIndex() == 0 {
 		return

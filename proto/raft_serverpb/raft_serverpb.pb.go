@@ -213,8 +213,8 @@ type ExtraMessage struct {
 	LogTerm uint64                 `protobuf:"varint,4,opt,name=log_term,json=logTerm,proto3" json:"log_term,omitempty"`
 	Epoch   uint64                 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// safe_ts rides on StoreLiveness: the resolved ts of regions the sender
-	// leads with a peer on the receiver (raftstore/safets.go).
-	SafeTs        []*RegionSafeTS `protobuf:"bytes,6,rep,name=safe_ts,json=safeTs,proto3" json:"safe_ts,omitempty"`
+	// leads with a peer on the receiver (raftstore/replicaread.go).
+	SafeTs        *SafeTSBatch `protobuf:"bytes,7,opt,name=safe_ts,json=safeTs,proto3" json:"safe_ts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -284,40 +284,44 @@ func (x *ExtraMessage) GetEpoch() uint64 {
 	return 0
 }
 
-func (x *ExtraMessage) GetSafeTs() []*RegionSafeTS {
+func (x *ExtraMessage) GetSafeTs() *SafeTSBatch {
 	if x != nil {
 		return x.SafeTs
 	}
 	return nil
 }
 
-// RegionSafeTS: every write of region_id committed at commit_ts <= ts is in
-// the region's raft log at or below applied_index (computed by its leader
-// under a valid lease); a replica that applied that index may serve stale
-// reads at ts.
-type RegionSafeTS struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RegionId      uint64                 `protobuf:"varint,1,opt,name=region_id,json=regionId,proto3" json:"region_id,omitempty"`
-	AppliedIndex  uint64                 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	Ts            uint64                 `protobuf:"varint,3,opt,name=ts,proto3" json:"ts,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+// SafeTSBatch: for each i, every write of region_ids[i] committed at
+// commit_ts <= ts_i is in the region's raft log at or below
+// applied_indexes[i] (computed by its leader under a valid lease); a replica
+// that applied that index may serve stale reads at ts_i. ts_i is
+// region_ts[i] when region_ts is present and region_ts[i] != 0, else ts.
+// Packed parallel arrays: a round for thousands of regions is three slices,
+// not a message per region.
+type SafeTSBatch struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RegionIds      []uint64               `protobuf:"varint,1,rep,packed,name=region_ids,json=regionIds,proto3" json:"region_ids,omitempty"`
+	AppliedIndexes []uint64               `protobuf:"varint,2,rep,packed,name=applied_indexes,json=appliedIndexes,proto3" json:"applied_indexes,omitempty"`
+	Ts             uint64                 `protobuf:"varint,3,opt,name=ts,proto3" json:"ts,omitempty"`
+	RegionTs       []uint64               `protobuf:"varint,4,rep,packed,name=region_ts,json=regionTs,proto3" json:"region_ts,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
-func (x *RegionSafeTS) Reset() {
-	*x = RegionSafeTS{}
+func (x *SafeTSBatch) Reset() {
+	*x = SafeTSBatch{}
 	mi := &file_raft_serverpb_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *RegionSafeTS) String() string {
+func (x *SafeTSBatch) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*RegionSafeTS) ProtoMessage() {}
+func (*SafeTSBatch) ProtoMessage() {}
 
-func (x *RegionSafeTS) ProtoReflect() protoreflect.Message {
+func (x *SafeTSBatch) ProtoReflect() protoreflect.Message {
 	mi := &file_raft_serverpb_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -329,30 +333,37 @@ func (x *RegionSafeTS) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use RegionSafeTS.ProtoReflect.Descriptor instead.
-func (*RegionSafeTS) Descriptor() ([]byte, []int) {
+// Deprecated: Use SafeTSBatch.ProtoReflect.Descriptor instead.
+func (*SafeTSBatch) Descriptor() ([]byte, []int) {
 	return file_raft_serverpb_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *RegionSafeTS) GetRegionId() uint64 {
+func (x *SafeTSBatch) GetRegionIds() []uint64 {
 	if x != nil {
-		return x.RegionId
+		return x.RegionIds
 	}
-	return 0
+	return nil
 }
 
-func (x *RegionSafeTS) GetAppliedIndex() uint64 {
+func (x *SafeTSBatch) GetAppliedIndexes() []uint64 {
 	if x != nil {
-		return x.AppliedIndex
+		return x.AppliedIndexes
 	}
-	return 0
+	return nil
 }
 
-func (x *RegionSafeTS) GetTs() uint64 {
+func (x *SafeTSBatch) GetTs() uint64 {
 	if x != nil {
 		return x.Ts
 	}
 	return 0
+}
+
+func (x *SafeTSBatch) GetRegionTs() []uint64 {
+	if x != nil {
+		return x.RegionTs
+	}
+	return nil
 }
 
 type BatchRaftMessage struct {
@@ -504,18 +515,20 @@ const file_raft_serverpb_proto_rawDesc = "" +
 	"\aend_key\x18\x06 \x01(\fR\x06endKey\x12\x18\n" +
 	"\amessage\x18\a \x01(\fR\amessage\x12!\n" +
 	"\fis_tombstone\x18\b \x01(\bR\visTombstone\x121\n" +
-	"\x05extra\x18\t \x01(\v2\x1b.raft_serverpb.ExtraMessageR\x05extra\"\xd4\x01\n" +
+	"\x05extra\x18\t \x01(\v2\x1b.raft_serverpb.ExtraMessageR\x05extra\"\xd9\x01\n" +
 	"\fExtraMessage\x123\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1f.raft_serverpb.ExtraMessageTypeR\x04type\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x19\n" +
 	"\blog_term\x18\x04 \x01(\x04R\alogTerm\x12\x14\n" +
-	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\x124\n" +
-	"\asafe_ts\x18\x06 \x03(\v2\x1b.raft_serverpb.RegionSafeTSR\x06safeTs\"`\n" +
-	"\fRegionSafeTS\x12\x1b\n" +
-	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x12#\n" +
-	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12\x0e\n" +
-	"\x02ts\x18\x03 \x01(\x04R\x02ts\"B\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\x123\n" +
+	"\asafe_ts\x18\a \x01(\v2\x1a.raft_serverpb.SafeTSBatchR\x06safeTsJ\x04\b\x06\x10\a\"\x82\x01\n" +
+	"\vSafeTSBatch\x12\x1d\n" +
+	"\n" +
+	"region_ids\x18\x01 \x03(\x04R\tregionIds\x12'\n" +
+	"\x0fapplied_indexes\x18\x02 \x03(\x04R\x0eappliedIndexes\x12\x0e\n" +
+	"\x02ts\x18\x03 \x01(\x04R\x02ts\x12\x1b\n" +
+	"\tregion_ts\x18\x04 \x03(\x04R\bregionTs\"B\n" +
 	"\x10BatchRaftMessage\x12.\n" +
 	"\x04msgs\x18\x01 \x03(\v2\x1a.raft_serverpb.RaftMessageR\x04msgs\"\x06\n" +
 	"\x04Done\"Y\n" +
@@ -547,7 +560,7 @@ var file_raft_serverpb_proto_goTypes = []any{
 	(ExtraMessageType)(0),      // 0: raft_serverpb.ExtraMessageType
 	(*RaftMessage)(nil),        // 1: raft_serverpb.RaftMessage
 	(*ExtraMessage)(nil),       // 2: raft_serverpb.ExtraMessage
-	(*RegionSafeTS)(nil),       // 3: raft_serverpb.RegionSafeTS
+	(*SafeTSBatch)(nil),        // 3: raft_serverpb.SafeTSBatch
 	(*BatchRaftMessage)(nil),   // 4: raft_serverpb.BatchRaftMessage
 	(*Done)(nil),               // 5: raft_serverpb.Done
 	(*SnapshotChunk)(nil),      // 6: raft_serverpb.SnapshotChunk
@@ -560,7 +573,7 @@ var file_raft_serverpb_proto_depIdxs = []int32{
 	8, // 2: raft_serverpb.RaftMessage.region_epoch:type_name -> metapb.RegionEpoch
 	2, // 3: raft_serverpb.RaftMessage.extra:type_name -> raft_serverpb.ExtraMessage
 	0, // 4: raft_serverpb.ExtraMessage.type:type_name -> raft_serverpb.ExtraMessageType
-	3, // 5: raft_serverpb.ExtraMessage.safe_ts:type_name -> raft_serverpb.RegionSafeTS
+	3, // 5: raft_serverpb.ExtraMessage.safe_ts:type_name -> raft_serverpb.SafeTSBatch
 	1, // 6: raft_serverpb.BatchRaftMessage.msgs:type_name -> raft_serverpb.RaftMessage
 	1, // 7: raft_serverpb.SnapshotChunk.message:type_name -> raft_serverpb.RaftMessage
 	8, // [8:8] is the sub-list for method output_type
