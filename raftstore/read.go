@@ -46,26 +46,13 @@ func (s *Store) localRead(rctx *kvrpcpb.Context) *metapb.Region {
 	if h != nil {
 		seq = s.leaseSeq.Add(1)
 	}
-	v, ok := s.delegates.Load(rctx.GetRegionId())
-	if !ok {
+	d, rem := s.localLease(rctx)
+	if d == nil {
 		return nil
 	}
-	d := v.(*peer).delegate.Load()
-	if d == nil || !epochMatches(rctx.GetRegionEpoch(), d.region) {
-		return nil
-	}
-	rem := d.remaining(s)
 	if d.support != nil {
-		// A hibernated leader's support lease renews itself with the
-		// stores' liveness answers: any time left will do.
-		if rem <= 0 {
-			return nil
-		}
 		readsLocalHibernated.Inc()
 	} else {
-		if rem < s.maxLease/2 {
-			return nil
-		}
 		readsLocalLease.Inc()
 	}
 	leaseRemainingSeconds.Observe(rem.Seconds())
@@ -73,6 +60,34 @@ func (s *Store) localRead(rctx *kvrpcpb.Context) *metapb.Region {
 		(*h)(LeaseEvent{RegionID: d.region.GetId(), Term: d.term, LeaseValid: true, Remaining: rem, Seq: seq})
 	}
 	return d.region
+}
+
+// localLease returns the published lease of the region of rctx when a read
+// may be served under it now, and the time it has left; nil otherwise.
+func (s *Store) localLease(rctx *kvrpcpb.Context) (*readDelegate, time.Duration) {
+	v, ok := s.delegates.Load(rctx.GetRegionId())
+	if !ok {
+		return nil, 0
+	}
+	d := v.(*peer).delegate.Load()
+	if d == nil || !epochMatches(rctx.GetRegionEpoch(), d.region) {
+		return nil, 0
+	}
+	rem := d.remaining(s)
+	// A hibernated leader's support lease renews itself with the stores'
+	// liveness answers: any time left will do.
+	if (d.support != nil && rem <= 0) || (d.support == nil && rem < s.maxLease/2) {
+		return nil, 0
+	}
+	return d, rem
+}
+
+// LocalReadable reports whether ReadIndex would serve rctx on the caller's
+// goroutine now, without waiting for the Ready loop. A caller that must not
+// block (a stream's receiving goroutine) runs the read itself only then.
+func (s *Store) LocalReadable(rctx *kvrpcpb.Context) bool {
+	d, _ := s.localLease(rctx)
+	return d != nil
 }
 
 // LeasedRegion returns the region holding key when this store leads it and

@@ -121,6 +121,16 @@ func (m *Manager) ReadKey(ctx context.Context, key []byte, ts uint64) error {
 	}
 }
 
+// Blocks reports whether ReadKey(key, ts) would wait now: an in-flight
+// write holds key with a commit ts at or below ts. It waits for nothing and
+// raises nothing.
+func (m *Manager) Blocks(key []byte, ts uint64) bool {
+	m.mu.Lock()
+	l, ok := m.locks[string(key)]
+	m.mu.Unlock()
+	return ok && l.commitTS <= ts
+}
+
 // ReadRange is ReadKey for every key in [start, end) (end nil: no bound).
 // It scans the lock table, which holds only in-flight writes.
 func (m *Manager) ReadRange(ctx context.Context, start, end []byte, ts uint64) error {

@@ -51,8 +51,9 @@ type batchResult struct {
 
 // BatchCommands implements storepb.StoreServer: requests of one stream run
 // on a bounded pool of workers (pessimistic lock requests, which may wait,
-// on their own bounded set of goroutines) through the same handlers as the
-// unary RPCs; responses are sent as they complete, several per message
+// on their own bounded set of goroutines; point gets that can be served at
+// once on the receiving goroutine) through the same handlers as the unary
+// RPCs; responses are sent as they complete, several per message
 // when ready together, matched by request id. The stream ends when the
 // client closes it; requests still running are answered first.
 func (s *Service) BatchCommands(stream storepb.Store_BatchCommandsServer) error {
@@ -90,6 +91,12 @@ recv:
 		batchRecvSize.Observe(float64(len(reqs)))
 		for i, r := range reqs {
 			t := batchTask{id: ids[i], req: r}
+			if g, ok := r.GetCmd().(*storepb.BatchCommandsRequest_Request_Get); ok && s.getRunsInline(g.Get) {
+				// Served here: a lease read of one key takes microseconds,
+				// less than waking a worker for it.
+				results <- batchResult{id: t.id, resp: s.dispatch(ctx, t.req)}
+				continue
+			}
 			if _, ok := r.GetCmd().(*storepb.BatchCommandsRequest_Request_PessimisticLock); ok {
 				select {
 				case waiters <- struct{}{}:
@@ -120,6 +127,17 @@ recv:
 		return sendErr
 	}
 	return recvErr
+}
+
+// getRunsInline reports whether a point get can be served on the stream's
+// receiving goroutine without waiting for anything: a leader read under a
+// local lease (no Ready loop round) of a key no in-flight write holds at or
+// below its ts. Anything else (replica reads, lease renewals, memory locks)
+// goes to a worker, so one slow request never holds up the stream.
+func (s *Service) getRunsInline(req *kvrpcpb.GetRequest) bool {
+	rctx := req.GetContext()
+	return !rctx.GetReplicaRead() && !rctx.GetStaleRead() &&
+		s.store.LocalReadable(rctx) && !s.cm.Blocks(req.GetKey(), req.GetVersion())
 }
 
 // sendResults sends results as they come, batching those ready together,
