@@ -190,17 +190,34 @@ func (sv *service) RegionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbea
 	if t == nil {
 		return &pdpb.RegionHeartbeatResponse{Header: notLeaderHeader}, nil
 	}
+	return sv.regionHeartbeat(ctx, t, req), nil
+}
+
+func (sv *service) RegionHeartbeats(ctx context.Context, req *pdpb.RegionHeartbeatsRequest) (*pdpb.RegionHeartbeatsResponse, error) {
+	t := sv.s.leaderTerm()
+	if t == nil {
+		return &pdpb.RegionHeartbeatsResponse{Header: notLeaderHeader}, nil
+	}
+	out := &pdpb.RegionHeartbeatsResponse{Header: header(t), Responses: make([]*pdpb.RegionHeartbeatResponse, len(req.GetHeartbeats()))}
+	for i, hb := range req.GetHeartbeats() {
+		out.Responses[i] = sv.regionHeartbeat(ctx, t, hb)
+	}
+	return out, nil
+}
+
+// regionHeartbeat records one region heartbeat under leader term t.
+func (sv *service) regionHeartbeat(ctx context.Context, t *term, req *pdpb.RegionHeartbeatRequest) *pdpb.RegionHeartbeatResponse {
 	resp := &pdpb.RegionHeartbeatResponse{Header: header(t)}
 	outcome, err := t.cluster.regionHeartbeat(ctx, req, resp)
 	if err != nil {
 		regionHeartbeats.WithLabelValues("error").Inc()
-		return &pdpb.RegionHeartbeatResponse{Header: errorHeader(t, err)}, nil
+		return &pdpb.RegionHeartbeatResponse{Header: errorHeader(t, err)}
 	}
 	regionHeartbeats.WithLabelValues(string(outcome)).Inc()
 	if outcome == hbStale {
 		sv.s.log.Debug("stale region heartbeat ignored", "region_id", req.Region.GetId(), "epoch", req.Region.GetRegionEpoch().String())
 	}
-	return resp, nil
+	return resp
 }
 
 func (sv *service) GetRegion(ctx context.Context, req *pdpb.GetRegionRequest) (*pdpb.GetRegionResponse, error) {

@@ -901,8 +901,12 @@ func (pd *fakePD) StoreHeartbeat(_ context.Context, req *pdpb.StoreHeartbeatRequ
 	return resp, nil
 }
 
-func (pd *fakePD) RegionHeartbeat(context.Context, *pdpb.RegionHeartbeatRequest) (*pdpb.RegionHeartbeatResponse, error) {
-	return &pdpb.RegionHeartbeatResponse{}, nil
+func (pd *fakePD) RegionHeartbeats(_ context.Context, reqs []*pdpb.RegionHeartbeatRequest) ([]*pdpb.RegionHeartbeatResponse, error) {
+	out := make([]*pdpb.RegionHeartbeatResponse, len(reqs))
+	for i := range reqs {
+		out[i] = &pdpb.RegionHeartbeatResponse{}
+	}
+	return out, nil
 }
 
 func (pd *fakePD) AskBatchSplit(_ context.Context, r *metapb.Region, count uint32) ([]*pdpb.SplitID, error) {

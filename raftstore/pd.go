@@ -151,23 +151,52 @@ func (s *Store) queueRegionHeartbeat(p *peer) {
 
 func (s *Store) regionHeartbeatLoop() {
 	defer s.wg.Done()
+	batch := make([]*pdpb.RegionHeartbeatRequest, 0, maxHeartbeatBatch)
 	for {
+		batch = batch[:0]
 		select {
 		case <-s.ctx.Done():
 			return
 		case req := <-s.regionHeartbeats:
-			ctx, cancel := context.WithTimeout(s.ctx, 3*s.cfg.StoreHeartbeatInterval)
-			resp, err := s.pd.RegionHeartbeat(ctx, req)
-			cancel()
-			if err != nil && s.ctx.Err() == nil {
-				s.log.Warn("region heartbeat", "region", req.GetRegion().GetId(), "err", err)
+			batch = append(batch, req)
+		}
+	more:
+		for len(batch) < maxHeartbeatBatch {
+			select {
+			case req := <-s.regionHeartbeats:
+				batch = append(batch, req)
+			default:
+				break more
+			}
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, 3*s.cfg.StoreHeartbeatInterval)
+		resps, err := s.pd.RegionHeartbeats(ctx, batch)
+		cancel()
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.log.Warn("region heartbeats", "regions", len(batch), "first_region", batch[0].GetRegion().GetId(), "err", err)
+			}
+			continue
+		}
+		var steps []*pdpb.RegionHeartbeatResponse
+		for i, resp := range resps {
+			if herr := resp.GetHeader().GetError(); herr != nil {
+				s.log.Warn("region heartbeat", "region", batch[i].GetRegion().GetId(), "err", herr.GetMessage())
+				continue
 			}
 			if resp.GetChangePeer() != nil || resp.GetTransferLeader() != nil || resp.GetSplitRegion() != nil {
-				s.inbox.push(func(m *inboxMsgs) { m.pdSteps = append(m.pdSteps, resp) })
+				steps = append(steps, resp)
 			}
+		}
+		if len(steps) > 0 {
+			s.inbox.push(func(m *inboxMsgs) { m.pdSteps = append(m.pdSteps, steps...) })
 		}
 	}
 }
+
+// maxHeartbeatBatch bounds the region heartbeats of one RegionHeartbeats
+// call: the ones queued while the last call was out go together.
+const maxHeartbeatBatch = 256
 
 // fillStoreStats sets the disk figures of a store heartbeat: capacity and
 // available space of the data directory's file system, bytes used by the

@@ -28,7 +28,7 @@ type PDClient interface {
 	PutStore(ctx context.Context, store *metapb.Store) error
 	GetStore(ctx context.Context, id uint64) (*metapb.Store, error)
 	StoreHeartbeat(ctx context.Context, req *pdpb.StoreHeartbeatRequest) (*pdpb.StoreHeartbeatResponse, error)
-	RegionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbeatRequest) (*pdpb.RegionHeartbeatResponse, error)
+	RegionHeartbeats(ctx context.Context, reqs []*pdpb.RegionHeartbeatRequest) ([]*pdpb.RegionHeartbeatResponse, error)
 	AskBatchSplit(ctx context.Context, region *metapb.Region, count uint32) ([]*pdpb.SplitID, error)
 	ReportBatchSplit(ctx context.Context, regions []*metapb.Region) error
 }

@@ -357,6 +357,22 @@ func (c *Client) RegionHeartbeat(ctx context.Context, req *pdpb.RegionHeartbeatR
 	return out, err
 }
 
+// RegionHeartbeats sends several region heartbeats in one call and returns
+// their responses in order. An error of one heartbeat (its response
+// header) does not fail the others: the caller checks each.
+func (c *Client) RegionHeartbeats(ctx context.Context, reqs []*pdpb.RegionHeartbeatRequest) ([]*pdpb.RegionHeartbeatResponse, error) {
+	var out []*pdpb.RegionHeartbeatResponse
+	err := c.call(ctx, "RegionHeartbeats", func(ctx context.Context, cli pdpb.PDClient) (*pdpb.ResponseHeader, error) {
+		resp, err := cli.RegionHeartbeats(ctx, &pdpb.RegionHeartbeatsRequest{Heartbeats: reqs})
+		out = resp.GetResponses()
+		return resp.GetHeader(), err
+	})
+	if err == nil && len(out) != len(reqs) {
+		return nil, fmt.Errorf("pdclient: RegionHeartbeats: %d responses to %d heartbeats", len(out), len(reqs))
+	}
+	return out, err
+}
+
 // GetRegion returns the region containing key and its last known leader
 // (nil when unknown). Errors: ErrRegionNotFound, ErrNotBootstrapped.
 func (c *Client) GetRegion(ctx context.Context, key []byte) (*metapb.Region, *metapb.Peer, error) {

@@ -202,15 +202,19 @@ func TestBootstrapAndRouting(t *testing.T) {
 		left.Peers = append(left.Peers, &metapb.Peer{Id: newID + 1 + uint64(i), StoreId: p.StoreId})
 	}
 	right := &metapb.Region{Id: r.Id, StartKey: []byte("m"), RegionEpoch: &metapb.RegionEpoch{ConfVer: 1, Version: 2}, Peers: r.Peers}
-	_, err = c.RegionHeartbeat(ctx, &pdpb.RegionHeartbeatRequest{Region: left, Leader: left.Peers[0], Term: 5})
+	// The two halves report in one batch (as a store's PD worker sends what
+	// queued up together), and a stale heartbeat of the pre-split region
+	// after them is ignored.
+	resps, err := c.RegionHeartbeats(ctx, []*pdpb.RegionHeartbeatRequest{
+		{Region: left, Leader: left.Peers[0], Term: 5},
+		{Region: right, Leader: right.Peers[2], Term: 3},
+		{Region: r, Leader: r.Peers[0], Term: 9},
+	})
 	require.NoError(t, err)
-	// Before the right half reports, the old region still covers keys >= m.
-	_, err = c.RegionHeartbeat(ctx, &pdpb.RegionHeartbeatRequest{Region: right, Leader: right.Peers[2], Term: 3})
-	require.NoError(t, err)
-
-	// A stale heartbeat of the pre-split region is ignored.
-	_, err = c.RegionHeartbeat(ctx, &pdpb.RegionHeartbeatRequest{Region: r, Leader: r.Peers[0], Term: 9})
-	require.NoError(t, err)
+	require.Len(t, resps, 3)
+	for i, resp := range resps {
+		require.Nil(t, resp.GetHeader().GetError(), "heartbeat %d", i)
+	}
 
 	for _, tc := range []struct {
 		key    string

@@ -1447,6 +1447,111 @@ func (x *SplitRegion) GetKeys() [][]byte {
 // the region (pd/schedule); the leader executes it and the next heartbeats
 // show its progress. region_epoch is the epoch the step was computed for:
 // the store ignores a step for another epoch.
+type RegionHeartbeatsRequest struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	Header        *RequestHeader            `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Heartbeats    []*RegionHeartbeatRequest `protobuf:"bytes,2,rep,name=heartbeats,proto3" json:"heartbeats,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegionHeartbeatsRequest) Reset() {
+	*x = RegionHeartbeatsRequest{}
+	mi := &file_pdpb_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionHeartbeatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionHeartbeatsRequest) ProtoMessage() {}
+
+func (x *RegionHeartbeatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionHeartbeatsRequest.ProtoReflect.Descriptor instead.
+func (*RegionHeartbeatsRequest) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RegionHeartbeatsRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *RegionHeartbeatsRequest) GetHeartbeats() []*RegionHeartbeatRequest {
+	if x != nil {
+		return x.Heartbeats
+	}
+	return nil
+}
+
+type RegionHeartbeatsResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// One per heartbeat, in order; an error of one heartbeat is in its header.
+	Responses     []*RegionHeartbeatResponse `protobuf:"bytes,2,rep,name=responses,proto3" json:"responses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegionHeartbeatsResponse) Reset() {
+	*x = RegionHeartbeatsResponse{}
+	mi := &file_pdpb_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionHeartbeatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionHeartbeatsResponse) ProtoMessage() {}
+
+func (x *RegionHeartbeatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionHeartbeatsResponse.ProtoReflect.Descriptor instead.
+func (*RegionHeartbeatsResponse) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RegionHeartbeatsResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *RegionHeartbeatsResponse) GetResponses() []*RegionHeartbeatResponse {
+	if x != nil {
+		return x.Responses
+	}
+	return nil
+}
+
 type RegionHeartbeatResponse struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Header         *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
@@ -1461,7 +1566,7 @@ type RegionHeartbeatResponse struct {
 
 func (x *RegionHeartbeatResponse) Reset() {
 	*x = RegionHeartbeatResponse{}
-	mi := &file_pdpb_proto_msgTypes[22]
+	mi := &file_pdpb_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1578,7 @@ func (x *RegionHeartbeatResponse) String() string {
 func (*RegionHeartbeatResponse) ProtoMessage() {}
 
 func (x *RegionHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[22]
+	mi := &file_pdpb_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1591,7 @@ func (x *RegionHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*RegionHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{22}
+	return file_pdpb_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RegionHeartbeatResponse) GetHeader() *ResponseHeader {
@@ -1541,7 +1646,7 @@ type GetRegionRequest struct {
 
 func (x *GetRegionRequest) Reset() {
 	*x = GetRegionRequest{}
-	mi := &file_pdpb_proto_msgTypes[23]
+	mi := &file_pdpb_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1658,7 @@ func (x *GetRegionRequest) String() string {
 func (*GetRegionRequest) ProtoMessage() {}
 
 func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[23]
+	mi := &file_pdpb_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1671,7 @@ func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{23}
+	return file_pdpb_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetRegionRequest) GetHeader() *RequestHeader {
@@ -1593,7 +1698,7 @@ type GetRegionByIDRequest struct {
 
 func (x *GetRegionByIDRequest) Reset() {
 	*x = GetRegionByIDRequest{}
-	mi := &file_pdpb_proto_msgTypes[24]
+	mi := &file_pdpb_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1605,7 +1710,7 @@ func (x *GetRegionByIDRequest) String() string {
 func (*GetRegionByIDRequest) ProtoMessage() {}
 
 func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[24]
+	mi := &file_pdpb_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1618,7 +1723,7 @@ func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionByIDRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{24}
+	return file_pdpb_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetRegionByIDRequest) GetHeader() *RequestHeader {
@@ -1646,7 +1751,7 @@ type GetRegionResponse struct {
 
 func (x *GetRegionResponse) Reset() {
 	*x = GetRegionResponse{}
-	mi := &file_pdpb_proto_msgTypes[25]
+	mi := &file_pdpb_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1658,7 +1763,7 @@ func (x *GetRegionResponse) String() string {
 func (*GetRegionResponse) ProtoMessage() {}
 
 func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[25]
+	mi := &file_pdpb_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1671,7 +1776,7 @@ func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionResponse.ProtoReflect.Descriptor instead.
 func (*GetRegionResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{25}
+	return file_pdpb_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetRegionResponse) GetHeader() *ResponseHeader {
@@ -1704,7 +1809,7 @@ type IsBootstrappedRequest struct {
 
 func (x *IsBootstrappedRequest) Reset() {
 	*x = IsBootstrappedRequest{}
-	mi := &file_pdpb_proto_msgTypes[26]
+	mi := &file_pdpb_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1716,7 +1821,7 @@ func (x *IsBootstrappedRequest) String() string {
 func (*IsBootstrappedRequest) ProtoMessage() {}
 
 func (x *IsBootstrappedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[26]
+	mi := &file_pdpb_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1729,7 +1834,7 @@ func (x *IsBootstrappedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsBootstrappedRequest.ProtoReflect.Descriptor instead.
 func (*IsBootstrappedRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{26}
+	return file_pdpb_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *IsBootstrappedRequest) GetHeader() *RequestHeader {
@@ -1749,7 +1854,7 @@ type IsBootstrappedResponse struct {
 
 func (x *IsBootstrappedResponse) Reset() {
 	*x = IsBootstrappedResponse{}
-	mi := &file_pdpb_proto_msgTypes[27]
+	mi := &file_pdpb_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +1866,7 @@ func (x *IsBootstrappedResponse) String() string {
 func (*IsBootstrappedResponse) ProtoMessage() {}
 
 func (x *IsBootstrappedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[27]
+	mi := &file_pdpb_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +1879,7 @@ func (x *IsBootstrappedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsBootstrappedResponse.ProtoReflect.Descriptor instead.
 func (*IsBootstrappedResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{27}
+	return file_pdpb_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *IsBootstrappedResponse) GetHeader() *ResponseHeader {
@@ -1803,7 +1908,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_pdpb_proto_msgTypes[28]
+	mi := &file_pdpb_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +1920,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[28]
+	mi := &file_pdpb_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +1933,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{28}
+	return file_pdpb_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Member) GetName() string {
@@ -1868,7 +1973,7 @@ type GetMembersRequest struct {
 
 func (x *GetMembersRequest) Reset() {
 	*x = GetMembersRequest{}
-	mi := &file_pdpb_proto_msgTypes[29]
+	mi := &file_pdpb_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1880,7 +1985,7 @@ func (x *GetMembersRequest) String() string {
 func (*GetMembersRequest) ProtoMessage() {}
 
 func (x *GetMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[29]
+	mi := &file_pdpb_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1893,7 +1998,7 @@ func (x *GetMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMembersRequest.ProtoReflect.Descriptor instead.
 func (*GetMembersRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{29}
+	return file_pdpb_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetMembersRequest) GetHeader() *RequestHeader {
@@ -1914,7 +2019,7 @@ type GetMembersResponse struct {
 
 func (x *GetMembersResponse) Reset() {
 	*x = GetMembersResponse{}
-	mi := &file_pdpb_proto_msgTypes[30]
+	mi := &file_pdpb_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1926,7 +2031,7 @@ func (x *GetMembersResponse) String() string {
 func (*GetMembersResponse) ProtoMessage() {}
 
 func (x *GetMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[30]
+	mi := &file_pdpb_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1939,7 +2044,7 @@ func (x *GetMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMembersResponse.ProtoReflect.Descriptor instead.
 func (*GetMembersResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{30}
+	return file_pdpb_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetMembersResponse) GetHeader() *ResponseHeader {
@@ -1972,7 +2077,7 @@ type GetGCSafePointRequest struct {
 
 func (x *GetGCSafePointRequest) Reset() {
 	*x = GetGCSafePointRequest{}
-	mi := &file_pdpb_proto_msgTypes[31]
+	mi := &file_pdpb_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1984,7 +2089,7 @@ func (x *GetGCSafePointRequest) String() string {
 func (*GetGCSafePointRequest) ProtoMessage() {}
 
 func (x *GetGCSafePointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[31]
+	mi := &file_pdpb_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1997,7 +2102,7 @@ func (x *GetGCSafePointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGCSafePointRequest.ProtoReflect.Descriptor instead.
 func (*GetGCSafePointRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{31}
+	return file_pdpb_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetGCSafePointRequest) GetHeader() *RequestHeader {
@@ -2017,7 +2122,7 @@ type GetGCSafePointResponse struct {
 
 func (x *GetGCSafePointResponse) Reset() {
 	*x = GetGCSafePointResponse{}
-	mi := &file_pdpb_proto_msgTypes[32]
+	mi := &file_pdpb_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2029,7 +2134,7 @@ func (x *GetGCSafePointResponse) String() string {
 func (*GetGCSafePointResponse) ProtoMessage() {}
 
 func (x *GetGCSafePointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[32]
+	mi := &file_pdpb_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2042,7 +2147,7 @@ func (x *GetGCSafePointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGCSafePointResponse.ProtoReflect.Descriptor instead.
 func (*GetGCSafePointResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{32}
+	return file_pdpb_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetGCSafePointResponse) GetHeader() *ResponseHeader {
@@ -2069,7 +2174,7 @@ type UpdateGCSafePointRequest struct {
 
 func (x *UpdateGCSafePointRequest) Reset() {
 	*x = UpdateGCSafePointRequest{}
-	mi := &file_pdpb_proto_msgTypes[33]
+	mi := &file_pdpb_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2186,7 @@ func (x *UpdateGCSafePointRequest) String() string {
 func (*UpdateGCSafePointRequest) ProtoMessage() {}
 
 func (x *UpdateGCSafePointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[33]
+	mi := &file_pdpb_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2199,7 @@ func (x *UpdateGCSafePointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateGCSafePointRequest.ProtoReflect.Descriptor instead.
 func (*UpdateGCSafePointRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{33}
+	return file_pdpb_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *UpdateGCSafePointRequest) GetHeader() *RequestHeader {
@@ -2122,7 +2227,7 @@ type UpdateGCSafePointResponse struct {
 
 func (x *UpdateGCSafePointResponse) Reset() {
 	*x = UpdateGCSafePointResponse{}
-	mi := &file_pdpb_proto_msgTypes[34]
+	mi := &file_pdpb_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2239,7 @@ func (x *UpdateGCSafePointResponse) String() string {
 func (*UpdateGCSafePointResponse) ProtoMessage() {}
 
 func (x *UpdateGCSafePointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[34]
+	mi := &file_pdpb_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2252,7 @@ func (x *UpdateGCSafePointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateGCSafePointResponse.ProtoReflect.Descriptor instead.
 func (*UpdateGCSafePointResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{34}
+	return file_pdpb_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *UpdateGCSafePointResponse) GetHeader() *ResponseHeader {
@@ -2176,7 +2281,7 @@ type GCConfig struct {
 
 func (x *GCConfig) Reset() {
 	*x = GCConfig{}
-	mi := &file_pdpb_proto_msgTypes[35]
+	mi := &file_pdpb_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2188,7 +2293,7 @@ func (x *GCConfig) String() string {
 func (*GCConfig) ProtoMessage() {}
 
 func (x *GCConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[35]
+	mi := &file_pdpb_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2201,7 +2306,7 @@ func (x *GCConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCConfig.ProtoReflect.Descriptor instead.
 func (*GCConfig) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{35}
+	return file_pdpb_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GCConfig) GetLifeTimeMs() uint64 {
@@ -2235,7 +2340,7 @@ type GCNodeHeartbeatRequest struct {
 
 func (x *GCNodeHeartbeatRequest) Reset() {
 	*x = GCNodeHeartbeatRequest{}
-	mi := &file_pdpb_proto_msgTypes[36]
+	mi := &file_pdpb_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2247,7 +2352,7 @@ func (x *GCNodeHeartbeatRequest) String() string {
 func (*GCNodeHeartbeatRequest) ProtoMessage() {}
 
 func (x *GCNodeHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[36]
+	mi := &file_pdpb_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2260,7 +2365,7 @@ func (x *GCNodeHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCNodeHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*GCNodeHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{36}
+	return file_pdpb_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GCNodeHeartbeatRequest) GetHeader() *RequestHeader {
@@ -2312,7 +2417,7 @@ type GCNodeHeartbeatResponse struct {
 
 func (x *GCNodeHeartbeatResponse) Reset() {
 	*x = GCNodeHeartbeatResponse{}
-	mi := &file_pdpb_proto_msgTypes[37]
+	mi := &file_pdpb_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2324,7 +2429,7 @@ func (x *GCNodeHeartbeatResponse) String() string {
 func (*GCNodeHeartbeatResponse) ProtoMessage() {}
 
 func (x *GCNodeHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[37]
+	mi := &file_pdpb_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2337,7 +2442,7 @@ func (x *GCNodeHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCNodeHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*GCNodeHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{37}
+	return file_pdpb_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GCNodeHeartbeatResponse) GetHeader() *ResponseHeader {
@@ -2385,7 +2490,7 @@ type SetGCConfigRequest struct {
 
 func (x *SetGCConfigRequest) Reset() {
 	*x = SetGCConfigRequest{}
-	mi := &file_pdpb_proto_msgTypes[38]
+	mi := &file_pdpb_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2397,7 +2502,7 @@ func (x *SetGCConfigRequest) String() string {
 func (*SetGCConfigRequest) ProtoMessage() {}
 
 func (x *SetGCConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[38]
+	mi := &file_pdpb_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2410,7 +2515,7 @@ func (x *SetGCConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGCConfigRequest.ProtoReflect.Descriptor instead.
 func (*SetGCConfigRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{38}
+	return file_pdpb_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SetGCConfigRequest) GetHeader() *RequestHeader {
@@ -2437,7 +2542,7 @@ type SetGCConfigResponse struct {
 
 func (x *SetGCConfigResponse) Reset() {
 	*x = SetGCConfigResponse{}
-	mi := &file_pdpb_proto_msgTypes[39]
+	mi := &file_pdpb_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +2554,7 @@ func (x *SetGCConfigResponse) String() string {
 func (*SetGCConfigResponse) ProtoMessage() {}
 
 func (x *SetGCConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[39]
+	mi := &file_pdpb_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +2567,7 @@ func (x *SetGCConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGCConfigResponse.ProtoReflect.Descriptor instead.
 func (*SetGCConfigResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{39}
+	return file_pdpb_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SetGCConfigResponse) GetHeader() *ResponseHeader {
@@ -2490,7 +2595,7 @@ type AskBatchSplitRequest struct {
 
 func (x *AskBatchSplitRequest) Reset() {
 	*x = AskBatchSplitRequest{}
-	mi := &file_pdpb_proto_msgTypes[40]
+	mi := &file_pdpb_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2502,7 +2607,7 @@ func (x *AskBatchSplitRequest) String() string {
 func (*AskBatchSplitRequest) ProtoMessage() {}
 
 func (x *AskBatchSplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[40]
+	mi := &file_pdpb_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2515,7 +2620,7 @@ func (x *AskBatchSplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskBatchSplitRequest.ProtoReflect.Descriptor instead.
 func (*AskBatchSplitRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{40}
+	return file_pdpb_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AskBatchSplitRequest) GetHeader() *RequestHeader {
@@ -2549,7 +2654,7 @@ type SplitID struct {
 
 func (x *SplitID) Reset() {
 	*x = SplitID{}
-	mi := &file_pdpb_proto_msgTypes[41]
+	mi := &file_pdpb_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2561,7 +2666,7 @@ func (x *SplitID) String() string {
 func (*SplitID) ProtoMessage() {}
 
 func (x *SplitID) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[41]
+	mi := &file_pdpb_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2574,7 +2679,7 @@ func (x *SplitID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitID.ProtoReflect.Descriptor instead.
 func (*SplitID) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{41}
+	return file_pdpb_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SplitID) GetNewRegionId() uint64 {
@@ -2601,7 +2706,7 @@ type AskBatchSplitResponse struct {
 
 func (x *AskBatchSplitResponse) Reset() {
 	*x = AskBatchSplitResponse{}
-	mi := &file_pdpb_proto_msgTypes[42]
+	mi := &file_pdpb_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2613,7 +2718,7 @@ func (x *AskBatchSplitResponse) String() string {
 func (*AskBatchSplitResponse) ProtoMessage() {}
 
 func (x *AskBatchSplitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[42]
+	mi := &file_pdpb_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2626,7 +2731,7 @@ func (x *AskBatchSplitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskBatchSplitResponse.ProtoReflect.Descriptor instead.
 func (*AskBatchSplitResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{42}
+	return file_pdpb_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AskBatchSplitResponse) GetHeader() *ResponseHeader {
@@ -2655,7 +2760,7 @@ type ReportBatchSplitRequest struct {
 
 func (x *ReportBatchSplitRequest) Reset() {
 	*x = ReportBatchSplitRequest{}
-	mi := &file_pdpb_proto_msgTypes[43]
+	mi := &file_pdpb_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2667,7 +2772,7 @@ func (x *ReportBatchSplitRequest) String() string {
 func (*ReportBatchSplitRequest) ProtoMessage() {}
 
 func (x *ReportBatchSplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[43]
+	mi := &file_pdpb_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2680,7 +2785,7 @@ func (x *ReportBatchSplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBatchSplitRequest.ProtoReflect.Descriptor instead.
 func (*ReportBatchSplitRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{43}
+	return file_pdpb_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReportBatchSplitRequest) GetHeader() *RequestHeader {
@@ -2706,7 +2811,7 @@ type ReportBatchSplitResponse struct {
 
 func (x *ReportBatchSplitResponse) Reset() {
 	*x = ReportBatchSplitResponse{}
-	mi := &file_pdpb_proto_msgTypes[44]
+	mi := &file_pdpb_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2718,7 +2823,7 @@ func (x *ReportBatchSplitResponse) String() string {
 func (*ReportBatchSplitResponse) ProtoMessage() {}
 
 func (x *ReportBatchSplitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[44]
+	mi := &file_pdpb_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2731,7 +2836,7 @@ func (x *ReportBatchSplitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBatchSplitResponse.ProtoReflect.Descriptor instead.
 func (*ReportBatchSplitResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{44}
+	return file_pdpb_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReportBatchSplitResponse) GetHeader() *ResponseHeader {
@@ -2753,7 +2858,7 @@ type ScanRegionsRequest struct {
 
 func (x *ScanRegionsRequest) Reset() {
 	*x = ScanRegionsRequest{}
-	mi := &file_pdpb_proto_msgTypes[45]
+	mi := &file_pdpb_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2765,7 +2870,7 @@ func (x *ScanRegionsRequest) String() string {
 func (*ScanRegionsRequest) ProtoMessage() {}
 
 func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[45]
+	mi := &file_pdpb_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2778,7 +2883,7 @@ func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRegionsRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{45}
+	return file_pdpb_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ScanRegionsRequest) GetHeader() *RequestHeader {
@@ -2823,7 +2928,7 @@ type RegionStat struct {
 
 func (x *RegionStat) Reset() {
 	*x = RegionStat{}
-	mi := &file_pdpb_proto_msgTypes[46]
+	mi := &file_pdpb_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2835,7 +2940,7 @@ func (x *RegionStat) String() string {
 func (*RegionStat) ProtoMessage() {}
 
 func (x *RegionStat) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[46]
+	mi := &file_pdpb_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2848,7 +2953,7 @@ func (x *RegionStat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionStat.ProtoReflect.Descriptor instead.
 func (*RegionStat) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{46}
+	return file_pdpb_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RegionStat) GetRegion() *metapb.Region {
@@ -2903,7 +3008,7 @@ type ScanRegionsResponse struct {
 
 func (x *ScanRegionsResponse) Reset() {
 	*x = ScanRegionsResponse{}
-	mi := &file_pdpb_proto_msgTypes[47]
+	mi := &file_pdpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2915,7 +3020,7 @@ func (x *ScanRegionsResponse) String() string {
 func (*ScanRegionsResponse) ProtoMessage() {}
 
 func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[47]
+	mi := &file_pdpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2928,7 +3033,7 @@ func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRegionsResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{47}
+	return file_pdpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ScanRegionsResponse) GetHeader() *ResponseHeader {
@@ -3049,7 +3154,15 @@ const file_pdpb_proto_rawDesc = "" +
 	"\x0eTransferLeader\x12 \n" +
 	"\x04peer\x18\x01 \x01(\v2\f.metapb.PeerR\x04peer\"!\n" +
 	"\vSplitRegion\x12\x12\n" +
-	"\x04keys\x18\x01 \x03(\fR\x04keys\"\xc4\x02\n" +
+	"\x04keys\x18\x01 \x03(\fR\x04keys\"\x84\x01\n" +
+	"\x17RegionHeartbeatsRequest\x12+\n" +
+	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12<\n" +
+	"\n" +
+	"heartbeats\x18\x02 \x03(\v2\x1c.pdpb.RegionHeartbeatRequestR\n" +
+	"heartbeats\"\x85\x01\n" +
+	"\x18RegionHeartbeatsResponse\x12,\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12;\n" +
+	"\tresponses\x18\x02 \x03(\v2\x1d.pdpb.RegionHeartbeatResponseR\tresponses\"\xc4\x02\n" +
 	"\x17RegionHeartbeatResponse\x12,\n" +
 	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12\x1b\n" +
 	"\tregion_id\x18\x02 \x01(\x04R\bregionId\x126\n" +
@@ -3170,7 +3283,7 @@ const file_pdpb_proto_rawDesc = "" +
 	"\aAddNode\x10\x00\x12\x0e\n" +
 	"\n" +
 	"RemoveNode\x10\x01\x12\x12\n" +
-	"\x0eAddLearnerNode\x10\x022\x94\n" +
+	"\x0eAddLearnerNode\x10\x022\xe9\n" +
 	"\n" +
 	"\x02PD\x120\n" +
 	"\x03Tso\x12\x10.pdpb.TsoRequest\x1a\x11.pdpb.TsoResponse\"\x00(\x010\x01\x128\n" +
@@ -3179,7 +3292,8 @@ const file_pdpb_proto_rawDesc = "" +
 	"\bGetStore\x12\x15.pdpb.GetStoreRequest\x1a\x16.pdpb.GetStoreResponse\"\x00\x12G\n" +
 	"\fGetAllStores\x12\x19.pdpb.GetAllStoresRequest\x1a\x1a.pdpb.GetAllStoresResponse\"\x00\x12M\n" +
 	"\x0eStoreHeartbeat\x12\x1b.pdpb.StoreHeartbeatRequest\x1a\x1c.pdpb.StoreHeartbeatResponse\"\x00\x12P\n" +
-	"\x0fRegionHeartbeat\x12\x1c.pdpb.RegionHeartbeatRequest\x1a\x1d.pdpb.RegionHeartbeatResponse\"\x00\x12>\n" +
+	"\x0fRegionHeartbeat\x12\x1c.pdpb.RegionHeartbeatRequest\x1a\x1d.pdpb.RegionHeartbeatResponse\"\x00\x12S\n" +
+	"\x10RegionHeartbeats\x12\x1d.pdpb.RegionHeartbeatsRequest\x1a\x1e.pdpb.RegionHeartbeatsResponse\"\x00\x12>\n" +
 	"\tGetRegion\x12\x16.pdpb.GetRegionRequest\x1a\x17.pdpb.GetRegionResponse\"\x00\x12F\n" +
 	"\rGetRegionByID\x12\x1a.pdpb.GetRegionByIDRequest\x1a\x17.pdpb.GetRegionResponse\"\x00\x12M\n" +
 	"\x0eIsBootstrapped\x12\x1b.pdpb.IsBootstrappedRequest\x1a\x1c.pdpb.IsBootstrappedResponse\"\x00\x12A\n" +
@@ -3206,7 +3320,7 @@ func file_pdpb_proto_rawDescGZIP() []byte {
 }
 
 var file_pdpb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_pdpb_proto_goTypes = []any{
 	(ErrorType)(0),                    // 0: pdpb.ErrorType
 	(ConfChangeType)(0),               // 1: pdpb.ConfChangeType
@@ -3232,36 +3346,38 @@ var file_pdpb_proto_goTypes = []any{
 	(*ChangePeer)(nil),                // 21: pdpb.ChangePeer
 	(*TransferLeader)(nil),            // 22: pdpb.TransferLeader
 	(*SplitRegion)(nil),               // 23: pdpb.SplitRegion
-	(*RegionHeartbeatResponse)(nil),   // 24: pdpb.RegionHeartbeatResponse
-	(*GetRegionRequest)(nil),          // 25: pdpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),      // 26: pdpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),         // 27: pdpb.GetRegionResponse
-	(*IsBootstrappedRequest)(nil),     // 28: pdpb.IsBootstrappedRequest
-	(*IsBootstrappedResponse)(nil),    // 29: pdpb.IsBootstrappedResponse
-	(*Member)(nil),                    // 30: pdpb.Member
-	(*GetMembersRequest)(nil),         // 31: pdpb.GetMembersRequest
-	(*GetMembersResponse)(nil),        // 32: pdpb.GetMembersResponse
-	(*GetGCSafePointRequest)(nil),     // 33: pdpb.GetGCSafePointRequest
-	(*GetGCSafePointResponse)(nil),    // 34: pdpb.GetGCSafePointResponse
-	(*UpdateGCSafePointRequest)(nil),  // 35: pdpb.UpdateGCSafePointRequest
-	(*UpdateGCSafePointResponse)(nil), // 36: pdpb.UpdateGCSafePointResponse
-	(*GCConfig)(nil),                  // 37: pdpb.GCConfig
-	(*GCNodeHeartbeatRequest)(nil),    // 38: pdpb.GCNodeHeartbeatRequest
-	(*GCNodeHeartbeatResponse)(nil),   // 39: pdpb.GCNodeHeartbeatResponse
-	(*SetGCConfigRequest)(nil),        // 40: pdpb.SetGCConfigRequest
-	(*SetGCConfigResponse)(nil),       // 41: pdpb.SetGCConfigResponse
-	(*AskBatchSplitRequest)(nil),      // 42: pdpb.AskBatchSplitRequest
-	(*SplitID)(nil),                   // 43: pdpb.SplitID
-	(*AskBatchSplitResponse)(nil),     // 44: pdpb.AskBatchSplitResponse
-	(*ReportBatchSplitRequest)(nil),   // 45: pdpb.ReportBatchSplitRequest
-	(*ReportBatchSplitResponse)(nil),  // 46: pdpb.ReportBatchSplitResponse
-	(*ScanRegionsRequest)(nil),        // 47: pdpb.ScanRegionsRequest
-	(*RegionStat)(nil),                // 48: pdpb.RegionStat
-	(*ScanRegionsResponse)(nil),       // 49: pdpb.ScanRegionsResponse
-	(*metapb.Store)(nil),              // 50: metapb.Store
-	(*metapb.Region)(nil),             // 51: metapb.Region
-	(*metapb.Peer)(nil),               // 52: metapb.Peer
-	(*metapb.RegionEpoch)(nil),        // 53: metapb.RegionEpoch
+	(*RegionHeartbeatsRequest)(nil),   // 24: pdpb.RegionHeartbeatsRequest
+	(*RegionHeartbeatsResponse)(nil),  // 25: pdpb.RegionHeartbeatsResponse
+	(*RegionHeartbeatResponse)(nil),   // 26: pdpb.RegionHeartbeatResponse
+	(*GetRegionRequest)(nil),          // 27: pdpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),      // 28: pdpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),         // 29: pdpb.GetRegionResponse
+	(*IsBootstrappedRequest)(nil),     // 30: pdpb.IsBootstrappedRequest
+	(*IsBootstrappedResponse)(nil),    // 31: pdpb.IsBootstrappedResponse
+	(*Member)(nil),                    // 32: pdpb.Member
+	(*GetMembersRequest)(nil),         // 33: pdpb.GetMembersRequest
+	(*GetMembersResponse)(nil),        // 34: pdpb.GetMembersResponse
+	(*GetGCSafePointRequest)(nil),     // 35: pdpb.GetGCSafePointRequest
+	(*GetGCSafePointResponse)(nil),    // 36: pdpb.GetGCSafePointResponse
+	(*UpdateGCSafePointRequest)(nil),  // 37: pdpb.UpdateGCSafePointRequest
+	(*UpdateGCSafePointResponse)(nil), // 38: pdpb.UpdateGCSafePointResponse
+	(*GCConfig)(nil),                  // 39: pdpb.GCConfig
+	(*GCNodeHeartbeatRequest)(nil),    // 40: pdpb.GCNodeHeartbeatRequest
+	(*GCNodeHeartbeatResponse)(nil),   // 41: pdpb.GCNodeHeartbeatResponse
+	(*SetGCConfigRequest)(nil),        // 42: pdpb.SetGCConfigRequest
+	(*SetGCConfigResponse)(nil),       // 43: pdpb.SetGCConfigResponse
+	(*AskBatchSplitRequest)(nil),      // 44: pdpb.AskBatchSplitRequest
+	(*SplitID)(nil),                   // 45: pdpb.SplitID
+	(*AskBatchSplitResponse)(nil),     // 46: pdpb.AskBatchSplitResponse
+	(*ReportBatchSplitRequest)(nil),   // 47: pdpb.ReportBatchSplitRequest
+	(*ReportBatchSplitResponse)(nil),  // 48: pdpb.ReportBatchSplitResponse
+	(*ScanRegionsRequest)(nil),        // 49: pdpb.ScanRegionsRequest
+	(*RegionStat)(nil),                // 50: pdpb.RegionStat
+	(*ScanRegionsResponse)(nil),       // 51: pdpb.ScanRegionsResponse
+	(*metapb.Store)(nil),              // 52: metapb.Store
+	(*metapb.Region)(nil),             // 53: metapb.Region
+	(*metapb.Peer)(nil),               // 54: metapb.Peer
+	(*metapb.RegionEpoch)(nil),        // 55: metapb.RegionEpoch
 }
 var file_pdpb_proto_depIdxs = []int32{
 	4,  // 0: pdpb.ResponseHeader.error:type_name -> pdpb.Error
@@ -3272,107 +3388,113 @@ var file_pdpb_proto_depIdxs = []int32{
 	2,  // 5: pdpb.AllocIDRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 6: pdpb.AllocIDResponse.header:type_name -> pdpb.ResponseHeader
 	2,  // 7: pdpb.PutStoreRequest.header:type_name -> pdpb.RequestHeader
-	50, // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
+	52, // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
 	3,  // 9: pdpb.PutStoreResponse.header:type_name -> pdpb.ResponseHeader
 	2,  // 10: pdpb.GetStoreRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 11: pdpb.GetStoreResponse.header:type_name -> pdpb.ResponseHeader
-	50, // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
+	52, // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
 	2,  // 13: pdpb.GetAllStoresRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 14: pdpb.GetAllStoresResponse.header:type_name -> pdpb.ResponseHeader
-	50, // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
+	52, // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
 	2,  // 16: pdpb.StoreHeartbeatRequest.header:type_name -> pdpb.RequestHeader
 	16, // 17: pdpb.StoreHeartbeatRequest.stats:type_name -> pdpb.StoreStats
 	3,  // 18: pdpb.StoreHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	51, // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
-	52, // 20: pdpb.PeerStats.peer:type_name -> metapb.Peer
+	53, // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
+	54, // 20: pdpb.PeerStats.peer:type_name -> metapb.Peer
 	2,  // 21: pdpb.RegionHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	51, // 22: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
-	52, // 23: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
+	53, // 22: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
+	54, // 23: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
 	19, // 24: pdpb.RegionHeartbeatRequest.down_peers:type_name -> pdpb.PeerStats
-	52, // 25: pdpb.RegionHeartbeatRequest.pending_peers:type_name -> metapb.Peer
-	52, // 26: pdpb.ChangePeer.peer:type_name -> metapb.Peer
+	54, // 25: pdpb.RegionHeartbeatRequest.pending_peers:type_name -> metapb.Peer
+	54, // 26: pdpb.ChangePeer.peer:type_name -> metapb.Peer
 	1,  // 27: pdpb.ChangePeer.change_type:type_name -> pdpb.ConfChangeType
-	52, // 28: pdpb.TransferLeader.peer:type_name -> metapb.Peer
-	3,  // 29: pdpb.RegionHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	53, // 30: pdpb.RegionHeartbeatResponse.region_epoch:type_name -> metapb.RegionEpoch
-	21, // 31: pdpb.RegionHeartbeatResponse.change_peer:type_name -> pdpb.ChangePeer
-	22, // 32: pdpb.RegionHeartbeatResponse.transfer_leader:type_name -> pdpb.TransferLeader
-	23, // 33: pdpb.RegionHeartbeatResponse.split_region:type_name -> pdpb.SplitRegion
-	2,  // 34: pdpb.GetRegionRequest.header:type_name -> pdpb.RequestHeader
-	2,  // 35: pdpb.GetRegionByIDRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 36: pdpb.GetRegionResponse.header:type_name -> pdpb.ResponseHeader
-	51, // 37: pdpb.GetRegionResponse.region:type_name -> metapb.Region
-	52, // 38: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
-	2,  // 39: pdpb.IsBootstrappedRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 40: pdpb.IsBootstrappedResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 41: pdpb.GetMembersRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 42: pdpb.GetMembersResponse.header:type_name -> pdpb.ResponseHeader
-	30, // 43: pdpb.GetMembersResponse.members:type_name -> pdpb.Member
-	30, // 44: pdpb.GetMembersResponse.leader:type_name -> pdpb.Member
-	2,  // 45: pdpb.GetGCSafePointRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 46: pdpb.GetGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 47: pdpb.UpdateGCSafePointRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 48: pdpb.UpdateGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 49: pdpb.GCNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 50: pdpb.GCNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	37, // 51: pdpb.GCNodeHeartbeatResponse.config:type_name -> pdpb.GCConfig
-	2,  // 52: pdpb.SetGCConfigRequest.header:type_name -> pdpb.RequestHeader
-	37, // 53: pdpb.SetGCConfigRequest.config:type_name -> pdpb.GCConfig
-	3,  // 54: pdpb.SetGCConfigResponse.header:type_name -> pdpb.ResponseHeader
-	37, // 55: pdpb.SetGCConfigResponse.config:type_name -> pdpb.GCConfig
-	2,  // 56: pdpb.AskBatchSplitRequest.header:type_name -> pdpb.RequestHeader
-	51, // 57: pdpb.AskBatchSplitRequest.region:type_name -> metapb.Region
-	3,  // 58: pdpb.AskBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
-	43, // 59: pdpb.AskBatchSplitResponse.ids:type_name -> pdpb.SplitID
-	2,  // 60: pdpb.ReportBatchSplitRequest.header:type_name -> pdpb.RequestHeader
-	51, // 61: pdpb.ReportBatchSplitRequest.regions:type_name -> metapb.Region
-	3,  // 62: pdpb.ReportBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 63: pdpb.ScanRegionsRequest.header:type_name -> pdpb.RequestHeader
-	51, // 64: pdpb.RegionStat.region:type_name -> metapb.Region
-	52, // 65: pdpb.RegionStat.leader:type_name -> metapb.Peer
-	3,  // 66: pdpb.ScanRegionsResponse.header:type_name -> pdpb.ResponseHeader
-	48, // 67: pdpb.ScanRegionsResponse.regions:type_name -> pdpb.RegionStat
-	6,  // 68: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
-	8,  // 69: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
-	10, // 70: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
-	12, // 71: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
-	14, // 72: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
-	17, // 73: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
-	20, // 74: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
-	25, // 75: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
-	26, // 76: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
-	28, // 77: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
-	31, // 78: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
-	33, // 79: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
-	35, // 80: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
-	38, // 81: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
-	40, // 82: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
-	42, // 83: pdpb.PD.AskBatchSplit:input_type -> pdpb.AskBatchSplitRequest
-	45, // 84: pdpb.PD.ReportBatchSplit:input_type -> pdpb.ReportBatchSplitRequest
-	47, // 85: pdpb.PD.ScanRegions:input_type -> pdpb.ScanRegionsRequest
-	7,  // 86: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
-	9,  // 87: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
-	11, // 88: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
-	13, // 89: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
-	15, // 90: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
-	18, // 91: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
-	24, // 92: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
-	27, // 93: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
-	27, // 94: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
-	29, // 95: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
-	32, // 96: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
-	34, // 97: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
-	36, // 98: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
-	39, // 99: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
-	41, // 100: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
-	44, // 101: pdpb.PD.AskBatchSplit:output_type -> pdpb.AskBatchSplitResponse
-	46, // 102: pdpb.PD.ReportBatchSplit:output_type -> pdpb.ReportBatchSplitResponse
-	49, // 103: pdpb.PD.ScanRegions:output_type -> pdpb.ScanRegionsResponse
-	86, // [86:104] is the sub-list for method output_type
-	68, // [68:86] is the sub-list for method input_type
-	68, // [68:68] is the sub-list for extension type_name
-	68, // [68:68] is the sub-list for extension extendee
-	0,  // [0:68] is the sub-list for field type_name
+	54, // 28: pdpb.TransferLeader.peer:type_name -> metapb.Peer
+	2,  // 29: pdpb.RegionHeartbeatsRequest.header:type_name -> pdpb.RequestHeader
+	20, // 30: pdpb.RegionHeartbeatsRequest.heartbeats:type_name -> pdpb.RegionHeartbeatRequest
+	3,  // 31: pdpb.RegionHeartbeatsResponse.header:type_name -> pdpb.ResponseHeader
+	26, // 32: pdpb.RegionHeartbeatsResponse.responses:type_name -> pdpb.RegionHeartbeatResponse
+	3,  // 33: pdpb.RegionHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
+	55, // 34: pdpb.RegionHeartbeatResponse.region_epoch:type_name -> metapb.RegionEpoch
+	21, // 35: pdpb.RegionHeartbeatResponse.change_peer:type_name -> pdpb.ChangePeer
+	22, // 36: pdpb.RegionHeartbeatResponse.transfer_leader:type_name -> pdpb.TransferLeader
+	23, // 37: pdpb.RegionHeartbeatResponse.split_region:type_name -> pdpb.SplitRegion
+	2,  // 38: pdpb.GetRegionRequest.header:type_name -> pdpb.RequestHeader
+	2,  // 39: pdpb.GetRegionByIDRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 40: pdpb.GetRegionResponse.header:type_name -> pdpb.ResponseHeader
+	53, // 41: pdpb.GetRegionResponse.region:type_name -> metapb.Region
+	54, // 42: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
+	2,  // 43: pdpb.IsBootstrappedRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 44: pdpb.IsBootstrappedResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 45: pdpb.GetMembersRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 46: pdpb.GetMembersResponse.header:type_name -> pdpb.ResponseHeader
+	32, // 47: pdpb.GetMembersResponse.members:type_name -> pdpb.Member
+	32, // 48: pdpb.GetMembersResponse.leader:type_name -> pdpb.Member
+	2,  // 49: pdpb.GetGCSafePointRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 50: pdpb.GetGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 51: pdpb.UpdateGCSafePointRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 52: pdpb.UpdateGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 53: pdpb.GCNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 54: pdpb.GCNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
+	39, // 55: pdpb.GCNodeHeartbeatResponse.config:type_name -> pdpb.GCConfig
+	2,  // 56: pdpb.SetGCConfigRequest.header:type_name -> pdpb.RequestHeader
+	39, // 57: pdpb.SetGCConfigRequest.config:type_name -> pdpb.GCConfig
+	3,  // 58: pdpb.SetGCConfigResponse.header:type_name -> pdpb.ResponseHeader
+	39, // 59: pdpb.SetGCConfigResponse.config:type_name -> pdpb.GCConfig
+	2,  // 60: pdpb.AskBatchSplitRequest.header:type_name -> pdpb.RequestHeader
+	53, // 61: pdpb.AskBatchSplitRequest.region:type_name -> metapb.Region
+	3,  // 62: pdpb.AskBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
+	45, // 63: pdpb.AskBatchSplitResponse.ids:type_name -> pdpb.SplitID
+	2,  // 64: pdpb.ReportBatchSplitRequest.header:type_name -> pdpb.RequestHeader
+	53, // 65: pdpb.ReportBatchSplitRequest.regions:type_name -> metapb.Region
+	3,  // 66: pdpb.ReportBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 67: pdpb.ScanRegionsRequest.header:type_name -> pdpb.RequestHeader
+	53, // 68: pdpb.RegionStat.region:type_name -> metapb.Region
+	54, // 69: pdpb.RegionStat.leader:type_name -> metapb.Peer
+	3,  // 70: pdpb.ScanRegionsResponse.header:type_name -> pdpb.ResponseHeader
+	50, // 71: pdpb.ScanRegionsResponse.regions:type_name -> pdpb.RegionStat
+	6,  // 72: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
+	8,  // 73: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
+	10, // 74: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
+	12, // 75: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
+	14, // 76: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
+	17, // 77: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
+	20, // 78: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
+	24, // 79: pdpb.PD.RegionHeartbeats:input_type -> pdpb.RegionHeartbeatsRequest
+	27, // 80: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
+	28, // 81: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
+	30, // 82: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
+	33, // 83: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
+	35, // 84: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
+	37, // 85: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
+	40, // 86: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
+	42, // 87: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
+	44, // 88: pdpb.PD.AskBatchSplit:input_type -> pdpb.AskBatchSplitRequest
+	47, // 89: pdpb.PD.ReportBatchSplit:input_type -> pdpb.ReportBatchSplitRequest
+	49, // 90: pdpb.PD.ScanRegions:input_type -> pdpb.ScanRegionsRequest
+	7,  // 91: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
+	9,  // 92: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
+	11, // 93: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
+	13, // 94: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
+	15, // 95: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
+	18, // 96: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
+	26, // 97: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
+	25, // 98: pdpb.PD.RegionHeartbeats:output_type -> pdpb.RegionHeartbeatsResponse
+	29, // 99: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
+	29, // 100: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
+	31, // 101: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
+	34, // 102: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
+	36, // 103: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
+	38, // 104: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
+	41, // 105: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
+	43, // 106: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
+	46, // 107: pdpb.PD.AskBatchSplit:output_type -> pdpb.AskBatchSplitResponse
+	48, // 108: pdpb.PD.ReportBatchSplit:output_type -> pdpb.ReportBatchSplitResponse
+	51, // 109: pdpb.PD.ScanRegions:output_type -> pdpb.ScanRegionsResponse
+	91, // [91:110] is the sub-list for method output_type
+	72, // [72:91] is the sub-list for method input_type
+	72, // [72:72] is the sub-list for extension type_name
+	72, // [72:72] is the sub-list for extension extendee
+	0,  // [0:72] is the sub-list for field type_name
 }
 
 func init() { file_pdpb_proto_init() }
@@ -3386,7 +3508,7 @@ func file_pdpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pdpb_proto_rawDesc), len(file_pdpb_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   48,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,7 @@ const (
 	PD_GetAllStores_FullMethodName      = "/pdpb.PD/GetAllStores"
 	PD_StoreHeartbeat_FullMethodName    = "/pdpb.PD/StoreHeartbeat"
 	PD_RegionHeartbeat_FullMethodName   = "/pdpb.PD/RegionHeartbeat"
+	PD_RegionHeartbeats_FullMethodName  = "/pdpb.PD/RegionHeartbeats"
 	PD_GetRegion_FullMethodName         = "/pdpb.PD/GetRegion"
 	PD_GetRegionByID_FullMethodName     = "/pdpb.PD/GetRegionByID"
 	PD_IsBootstrapped_FullMethodName    = "/pdpb.PD/IsBootstrapped"
@@ -60,6 +61,11 @@ type PDClient interface {
 	// RegionHeartbeat is sent by a region's leader; PD records the leader and
 	// region shape for routing.
 	RegionHeartbeat(ctx context.Context, in *RegionHeartbeatRequest, opts ...grpc.CallOption) (*RegionHeartbeatResponse, error)
+	// RegionHeartbeats is RegionHeartbeat for the heartbeats a store queued
+	// together, in one call; responses[i] answers heartbeats[i]. A store
+	// with thousands of hibernated leaders sends a few calls a second, not
+	// one per region.
+	RegionHeartbeats(ctx context.Context, in *RegionHeartbeatsRequest, opts ...grpc.CallOption) (*RegionHeartbeatsResponse, error)
 	// GetRegion returns the region containing key and its last known leader.
 	GetRegion(ctx context.Context, in *GetRegionRequest, opts ...grpc.CallOption) (*GetRegionResponse, error)
 	GetRegionByID(ctx context.Context, in *GetRegionByIDRequest, opts ...grpc.CallOption) (*GetRegionResponse, error)
@@ -166,6 +172,16 @@ func (c *pDClient) RegionHeartbeat(ctx context.Context, in *RegionHeartbeatReque
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RegionHeartbeatResponse)
 	err := c.cc.Invoke(ctx, PD_RegionHeartbeat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pDClient) RegionHeartbeats(ctx context.Context, in *RegionHeartbeatsRequest, opts ...grpc.CallOption) (*RegionHeartbeatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RegionHeartbeatsResponse)
+	err := c.cc.Invoke(ctx, PD_RegionHeartbeats_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +319,11 @@ type PDServer interface {
 	// RegionHeartbeat is sent by a region's leader; PD records the leader and
 	// region shape for routing.
 	RegionHeartbeat(context.Context, *RegionHeartbeatRequest) (*RegionHeartbeatResponse, error)
+	// RegionHeartbeats is RegionHeartbeat for the heartbeats a store queued
+	// together, in one call; responses[i] answers heartbeats[i]. A store
+	// with thousands of hibernated leaders sends a few calls a second, not
+	// one per region.
+	RegionHeartbeats(context.Context, *RegionHeartbeatsRequest) (*RegionHeartbeatsResponse, error)
 	// GetRegion returns the region containing key and its last known leader.
 	GetRegion(context.Context, *GetRegionRequest) (*GetRegionResponse, error)
 	GetRegionByID(context.Context, *GetRegionByIDRequest) (*GetRegionResponse, error)
@@ -362,6 +383,9 @@ func (UnimplementedPDServer) StoreHeartbeat(context.Context, *StoreHeartbeatRequ
 }
 func (UnimplementedPDServer) RegionHeartbeat(context.Context, *RegionHeartbeatRequest) (*RegionHeartbeatResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RegionHeartbeat not implemented")
+}
+func (UnimplementedPDServer) RegionHeartbeats(context.Context, *RegionHeartbeatsRequest) (*RegionHeartbeatsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RegionHeartbeats not implemented")
 }
 func (UnimplementedPDServer) GetRegion(context.Context, *GetRegionRequest) (*GetRegionResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetRegion not implemented")
@@ -528,6 +552,24 @@ func _PD_RegionHeartbeat_Handler(srv interface{}, ctx context.Context, dec func(
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(PDServer).RegionHeartbeat(ctx, req.(*RegionHeartbeatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PD_RegionHeartbeats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RegionHeartbeatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).RegionHeartbeats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_RegionHeartbeats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).RegionHeartbeats(ctx, req.(*RegionHeartbeatsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -760,6 +802,10 @@ var PD_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RegionHeartbeat",
 			Handler:    _PD_RegionHeartbeat_Handler,
+		},
+		{
+			MethodName: "RegionHeartbeats",
+			Handler:    _PD_RegionHeartbeats_Handler,
 		},
 		{
 			MethodName: "GetRegion",
