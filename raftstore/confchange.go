@@ -462,6 +462,9 @@ func (s *Store) destroyRemoved() {
 func (s *Store) destroyPeer(p *peer) {
 	rid := p.region.GetId()
 	delete(s.peers, rid)
+	if s.led[rid] == p {
+		delete(s.led, rid)
+	}
 	p.destroyed = true
 	if p.hibernated {
 		p.hibernated = false

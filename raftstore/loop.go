@@ -463,6 +463,11 @@ func (s *Store) handleSoftState(readies []peerReady) {
 			p.leaderTerm = st.GetTerm()
 			s.leaderChanged(p.region.GetId(), p.isLeader)
 			s.meta.setLeader(p.region.GetId(), p.isLeader)
+			if p.isLeader {
+				s.led[p.region.GetId()] = p
+			} else {
+				delete(s.led, p.region.GetId())
+			}
 			s.log.Info("leadership changed", "region", p.region.GetId(), "leader", p.isLeader, "lead", ss.Lead)
 		}
 		if p.isLeader && !wasLeader {

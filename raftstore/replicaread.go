@@ -304,8 +304,8 @@ func (s *Store) resolveRegions(ts uint64) {
 	common := min(ts, h.AdvanceMaxTS(ts))
 	now := s.now()
 	clear(s.safeTSOut) // this round's values supersede what was not sent yet
-	for id, p := range s.peers {
-		if p.destroyed || p.uninitialized || !p.isLeader || !s.leaseHeld(p, now) {
+	for id, p := range s.led {
+		if p.destroyed || p.uninitialized || !p.isLeader || s.peers[id] != p || !s.leaseHeld(p, now) {
 			continue
 		}
 		if !p.locksKnown {

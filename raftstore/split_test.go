@@ -101,7 +101,7 @@ func TestNormalizeSplitKeys(t *testing.T) {
 // testStore is a Store with an engine and no loop, transport or PD: apply
 // is driven by hand.
 func testStore(t *testing.T, db *pebble.DB) *Store {
-	s := &Store{db: db, id: 1, log: slog.Default(), peers: map[uint64]*peer{}, meta: newStoreMeta(), approx: map[uint64]approxStat{}}
+	s := &Store{db: db, id: 1, log: slog.Default(), peers: map[uint64]*peer{}, led: map[uint64]*peer{}, meta: newStoreMeta(), approx: map[uint64]approxStat{}}
 	s.cfg.setDefaults()
 	regions, err := s.loadRegions()
 	require.NoError(t, err)

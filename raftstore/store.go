@@ -234,8 +234,12 @@ type Store struct {
 	trans *transport
 	snaps snapshotSender
 
-	// Owned by the Ready loop goroutine.
+	// Owned by the Ready loop goroutine. led holds the peers raft last
+	// reported leading (a destroyed or replaced one until the loop notices:
+	// users check p.isLeader and s.peers), so a per-leader round need not
+	// touch every follower.
 	peers map[uint64]*peer
+	led   map[uint64]*peer
 	// Work sets (hibernate.go): active are the peers the next iteration
 	// polls (polling: the current iteration's), awake those ticked,
 	// sleepers the hibernated leaders (slow PD heartbeats, sleepCursor the
@@ -333,6 +337,7 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 		cfg: cfg, pd: pd, eng: eng, db: eng.db, log: cfg.Logger,
 		done:             make(chan struct{}),
 		peers:            map[uint64]*peer{},
+		led:              map[uint64]*peer{},
 		meta:             newStoreMeta(),
 		regionHeartbeats: make(chan *pdpb.RegionHeartbeatRequest, 1024),
 		hbNudge:          make(chan struct{}, 1),
