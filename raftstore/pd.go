@@ -153,6 +153,7 @@ func (s *Store) regionHeartbeatLoop() {
 	defer s.wg.Done()
 	batch := make([]*pdpb.RegionHeartbeatRequest, 0, maxHeartbeatBatch)
 	for {
+		clear(batch) // the last batch's requests are not kept alive
 		batch = batch[:0]
 		select {
 		case <-s.ctx.Done():

@@ -132,9 +132,10 @@ type peer struct {
 	// Follower and stale reads (replicaread.go): leaderPub is the leader's
 	// peer id as raft last reported it and appliedPub the applied index in
 	// the engine, both for readers off the loop; safeTS and staleRegion
-	// the published safe ts and region (advanceSafeTS); pendingSafe resolved ts waiting for the applied index; minLock
-	// the lowest read-blocking lock start ts in the region, valid while
-	// locksKnown (cleared when a lock is written or a snapshot installed).
+	// the published safe ts and region (advanceSafeTS); pendingSafe
+	// resolved ts waiting for the applied index; minLock the lowest
+	// read-blocking lock start ts in the region, valid while locksKnown
+	// (cleared when a lock is written or a snapshot installed).
 	leaderPub  atomic.Uint64
 	appliedPub atomic.Uint64
 	// installingPub is set before the batch that starts a snapshot install

@@ -56,14 +56,14 @@ import (
 // the next StoreLiveness message (support.go; one message per store pair,
 // no per-region raft traffic, hibernated regions stay asleep), packed as
 // parallel arrays with the round's common ts (SafeTSBatch): a round for
-// thousands of regions allocates a few slices, not an object per region. A replica's
-// safe ts becomes resolved once its applied index reaches X (up to
-// maxPendingSafeTS pairs wait per peer); the leader's own safe ts is
-// resolved at once. A pair is a fact about the region's log, so it holds
-// whatever the receiver's term or leader. Safe ts is published for readers
-// off the loop (peer.safeTS) with a copy of the region (peer.staleRegion,
-// stored before the first safe ts and replaced when an admin command
-// changes the region). Leases disabled (MaxLeaderLease < 0)
+// thousands of regions allocates a few slices, not an object per region.
+// A replica's safe ts becomes resolved once its applied index reaches X
+// (up to maxPendingSafeTS pairs wait per peer); the leader's own safe ts
+// is resolved at once. A pair is a fact about the region's log, so it
+// holds whatever the receiver's term or leader. Safe ts is published for
+// readers off the loop (peer.safeTS) with a copy of the region
+// (peer.staleRegion, stored before the first safe ts and replaced when an
+// admin command changes the region). Leases disabled (MaxLeaderLease < 0)
 // means no resolved ts: stale reads go to the leader.
 //
 // A read that passed these checks takes an engine snapshot and must then

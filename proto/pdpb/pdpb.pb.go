@@ -1443,10 +1443,8 @@ func (x *SplitRegion) GetKeys() [][]byte {
 	return nil
 }
 
-// RegionHeartbeatResponse carries at most one step of an operator PD runs on
-// the region (pd/schedule); the leader executes it and the next heartbeats
-// show its progress. region_epoch is the epoch the step was computed for:
-// the store ignores a step for another epoch.
+// RegionHeartbeatsRequest carries the region heartbeats a store queued
+// together (RegionHeartbeats).
 type RegionHeartbeatsRequest struct {
 	state         protoimpl.MessageState    `protogen:"open.v1"`
 	Header        *RequestHeader            `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
@@ -1552,6 +1550,10 @@ func (x *RegionHeartbeatsResponse) GetResponses() []*RegionHeartbeatResponse {
 	return nil
 }
 
+// RegionHeartbeatResponse carries at most one step of an operator PD runs on
+// the region (pd/schedule); the leader executes it and the next heartbeats
+// show its progress. region_epoch is the epoch the step was computed for:
+// the store ignores a step for another epoch.
 type RegionHeartbeatResponse struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Header         *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
