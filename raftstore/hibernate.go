@@ -27,25 +27,28 @@ import (
 // proposed, read, parked or in flight, no leader transfer or conf change,
 // every peer's Match at the leader's last index, all committed and
 // applied, every peer's store alive, the store not draining) proposes a
-// last log GC if one is due, drops its tick-based lease
-// (leaderLease.suspend), sends a Hibernate message to every other peer and
-// stops ticking. A follower that gets it from its leader in its current
-// term, with the same last index, last term and commit index, stops
-// ticking too, and is held and acks when its store supports the leader's
-// (support.go): once a quorum acked, the hibernated leader serves reads
-// under that support without waking. A follower not in step keeps ticking
+// last log GC if one is due, sends a Hibernate message to every other peer
+// and stops ticking; it keeps its tick-based lease until that runs out.
+// A read served under a lease is no work: a region only read hibernates
+// too. A follower that gets it from its leader in its current term, with
+// the same last index, last term and commit index, stops ticking too, and
+// is held and acks when its store supports the leader's (support.go): once
+// a quorum acked, the hibernated leader serves reads under that support
+// without waking. A follower not in step keeps ticking
 // and eventually campaigns (PreVote), which wakes the others. Any raft
 // message wakes a hibernated peer (not a held follower: support.go), except
 // a heartbeat or append response reaching a hibernated leader that leaves
 // it with nothing to do; so do a proposal, a read the leader cannot serve
-// under its support lease, a PD step or a leader transfer. A woken leader sends heartbeats at once (a ReadIndex round,
-// which also renews its lease).
+// under either lease, a PD step or a leader transfer. A woken leader sends
+// heartbeats at once (a ReadIndex round, which also renews its lease).
 //
 // Safety. Hibernation only stops ticks: a non-ticking follower refuses
 // (pre-)votes for longer, never shorter, so the lease invariant
-// (lease.go) holds; a hibernated leader holds no tick-based lease, only
-// the support lease (support.go has its argument); raft's messages and
-// their handling are unchanged.
+// (lease.go) holds, also for a hibernated leader's tick-based lease:
+// the followers that acknowledged it refuse votes for an election timeout
+// of their own ticks, and a hibernated follower does not count them. The
+// support lease (support.go has its argument) takes over once the
+// followers acked; raft's messages and their handling are unchanged.
 //
 // Dead leaders. A hibernated follower does not notice its leader's death
 // by election timeout. Every store sends a StoreLiveness message to each
@@ -219,7 +222,8 @@ func (s *Store) maybeHibernate(p *peer) bool {
 	}
 	st := p.rn.BasicStatus()
 	p.hibernated, p.idleTicks = true, 0
-	p.lease.suspend()
+	// The tick-based lease stays: until the followers' acks give the
+	// support lease, reads are served under it (support.go).
 	p.supportAcks = p.supportAcks[:0]
 	hibernatedPeers.Inc()
 	x := &raft_serverpb.ExtraMessage{Type: raft_serverpb.ExtraMessageType_Hibernate, Term: st.GetTerm(),

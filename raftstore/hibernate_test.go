@@ -52,8 +52,8 @@ func (h *harness) raftTraffic(regionID uint64) *atomic.Int64 {
 
 // TestHarnessHibernateIdleRegion: an idle region's peers all stop ticking
 // and exchange no raft message for many election timeouts; a write wakes
-// the group and is replicated everywhere; so does a read, which goes
-// through ReadIndex (a hibernated leader holds no lease).
+// the group and is replicated everywhere; reads are served under the
+// support lease without waking it, until that lapses.
 func TestHarnessHibernateIdleRegion(t *testing.T) {
 	h := newHarness(t, 71, 3, nil)
 	h.writeKeys("k", 5)
@@ -66,7 +66,7 @@ func TestHarnessHibernateIdleRegion(t *testing.T) {
 	l := h.leader(rid)
 	d := l.peers[rid].delegate.Load()
 	require.NotNil(t, d, "the followers' acks give the hibernated leader a support lease")
-	require.NotNil(t, d.support, "a hibernated leader publishes only a support lease")
+	require.NotNil(t, d.support, "a hibernated leader publishes a support lease")
 	term := h.term(rid)
 
 	// Reads are served under the support lease all along, without waking
@@ -282,4 +282,43 @@ func TestHarnessStoreStallRehibernates(t *testing.T) {
 	require.True(t, h.hibernated(rid))
 	h.mustPut("k000", "after-stall")
 	h.requireConsistent(rid)
+}
+
+// TestHarnessReadRegionHibernates: a region only read (as a SQL node reads
+// its schema version every few ticks) hibernates like an idle one, and
+// every read is served at once, including the ones that arrive between the
+// leader falling asleep and its followers' acks: no read wakes the group.
+func TestHarnessReadRegionHibernates(t *testing.T) {
+	for _, every := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("every=%d", every), func(t *testing.T) {
+			h := newHarness(t, 73, 3, nil)
+			h.writeKeys("k", 5)
+			rid := h.regionAt("k000").GetId()
+			l := h.leader(rid)
+			var pending []func() (bool, bool)
+			read := func() {
+				pending = append(pending, readAt(l, h.regionAt("k000")))
+			}
+			slept := 0
+			for i := range 300 {
+				if i%every == 0 {
+					read()
+				}
+				h.tick()
+				for _, served := range pending {
+					ok, done := served()
+					require.True(t, done, "read answered within a tick")
+					require.True(t, ok, "read served")
+				}
+				pending = pending[:0]
+				if h.hibernated(rid) {
+					slept++
+				} else if slept > 0 {
+					t.Fatalf("tick %d: the region woke after %d hibernated ticks\n%s", i, slept, h.dump())
+				}
+			}
+			require.Positive(t, slept, "the region hibernated")
+			require.Equal(t, l, h.leader(rid))
+		})
+	}
 }

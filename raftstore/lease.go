@@ -51,9 +51,11 @@ type leaderLease struct {
 // an entry of term, so every write acknowledged so far is applied (a
 // leader answers writes only after applying them). Immutable.
 //
-// A hibernated leader's delegate has no expiry but support (the followers
-// that acked its hibernation) and need (how many of them a quorum needs):
-// its lease lasts while their stores' support grants do (support.go).
+// A hibernated leader's delegate also has support (the followers that
+// acked its hibernation) and need (how many of them a quorum needs): its
+// lease lasts while their stores' support grants do (support.go), or
+// until expiry (the tick-based lease it hibernated with), whichever is
+// later.
 type readDelegate struct {
 	region  *metapb.Region // shared, read-only
 	term    uint64
@@ -64,14 +66,16 @@ type readDelegate struct {
 
 // remaining is the lease time d has left at s's now (<= 0: none).
 func (d *readDelegate) remaining(s *Store) time.Duration {
+	e := d.expiry
 	if d.support != nil {
-		e := supportExpiry(d.support, d.need, s.grants())
-		if e.IsZero() {
-			return 0
+		if se := supportExpiry(d.support, d.need, s.grants()); se.After(e) {
+			e = se
 		}
-		return e.Sub(s.now())
 	}
-	return d.expiry.Sub(s.now())
+	if e.IsZero() {
+		return 0
+	}
+	return e.Sub(s.now())
 }
 
 // unpublish withdraws the lease from local readers.
@@ -127,13 +131,6 @@ func (l *leaderLease) expire() {
 func (l *leaderLease) transferStarted() {
 	l.unpublish()
 	l.transferred = true
-	l.expiry = time.Time{}
-}
-
-// suspend drops the lease of a hibernating leader but keeps its term
-// state: a ReadIndex round after waking renews it (hibernate.go).
-func (l *leaderLease) suspend() {
-	l.unpublish()
 	l.expiry = time.Time{}
 }
 

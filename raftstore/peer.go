@@ -258,7 +258,7 @@ func (p *peer) publishLease() {
 		return
 	}
 	d := p.delegate.Load()
-	if d != nil && d.term == l.term && d.expiry.Equal(l.expiry) && sameRegion(d.region, p.region) {
+	if d != nil && d.support == nil && d.term == l.term && d.expiry.Equal(l.expiry) && sameRegion(d.region, p.region) {
 		return
 	}
 	region := p.region

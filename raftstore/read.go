@@ -143,7 +143,10 @@ func (s *Store) queueRead(rr *readRequest) {
 		rr.respond(readResult{rerr: p.epochNotMatch()})
 	case s.hibernatedLeaseRead(p, rr): // served without waking the region (support.go)
 	default:
-		s.busy(p)
+		// Not busy: a read served under the lease (or waiting for its
+		// ReadIndex, which leaderIdle sees) is no work that keeps the
+		// region from hibernating.
+		s.wake(p)
 		if s.maxLease > 0 && s.leaseRead(p, rr) {
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"go.etcd.io/raft/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/proto/metapb"
@@ -16,8 +17,10 @@ import (
 // A hibernated leader sends no heartbeats, so its tick-based lease
 // (lease.go) lapses and the first read of an idle region would pay a
 // ReadIndex round and wake the group. Instead, while a leader hibernates it
-// serves reads under the support its store gets from the stores of its
-// followers:
+// serves reads under the tick-based lease it had when it fell asleep
+// until that runs out, and under the support its store gets from the
+// stores of its followers once they acked (the acks take a round trip; a
+// read in between must not wake the group):
 //
 // Support. Store A numbers the StoreLiveness messages it sends every
 // HeartbeatTicks to each store B and remembers when it sent each. B answers
@@ -54,7 +57,8 @@ import (
 // hibernates only then and wakes before it can take a write), so reads are
 // served at once. Waking the leader (any proposal, raft message other than
 // a stale response, PD step) withdraws this lease at once; the woken leader
-// renews its tick lease with a ReadIndex round as before.
+// renews its tick lease with a ReadIndex round as before (until then it
+// serves under what is left of it).
 //
 // A restarted store lost its holds: its peers drop votes for an election
 // timeout and campaign no sooner than (ElectionTicks-2) ticks after they
@@ -216,7 +220,7 @@ func (s *Store) publishHibernatedLease(p *peer) {
 	if need <= 0 || len(acks) < need {
 		return
 	}
-	p.delegate.Store(&readDelegate{region: proto.Clone(p.region).(*metapb.Region), term: l.term, support: acks, need: need})
+	p.delegate.Store(&readDelegate{region: proto.Clone(p.region).(*metapb.Region), term: l.term, expiry: l.expiry, support: acks, need: need})
 }
 
 // supportQuorum returns how many acked voters (besides p) a quorum of
@@ -259,19 +263,25 @@ func supportExpiry(acks []supportAck, need int, grants map[uint64]supportGrant) 
 }
 
 // hibernatedLeaseRead serves rr on hibernated leader p when its support
-// lease is valid now, without waking it.
+// lease, or the tick-based lease it hibernated with, is valid now, without
+// waking it (the tick-based lease is not renewed: it only bridges the time
+// until the followers' acks arrive).
 func (s *Store) hibernatedLeaseRead(p *peer, rr *readRequest) bool {
-	if !s.supportEnabled() || !p.hibernated || !p.isLeader {
+	if !s.supportEnabled() || !p.hibernated || !p.isLeader || !epochMatches(rr.rctx.GetRegionEpoch(), p.region) {
 		return false
 	}
-	d := p.delegate.Load()
-	if d == nil || d.support == nil || !epochMatches(rr.rctx.GetRegionEpoch(), p.region) {
+	now := s.now()
+	if d := p.delegate.Load(); d != nil && d.support != nil && now.Before(supportExpiry(d.support, d.need, s.grants())) {
+		readsTotal.WithLabelValues("hibernated_lease").Inc()
+		rr.respond(readResult{region: d.region})
+		return true
+	}
+	st := s.status(p)
+	p.syncLease(st)
+	if !p.lease.valid(now, st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee) {
 		return false
 	}
-	if !s.now().Before(supportExpiry(d.support, d.need, s.grants())) {
-		return false
-	}
-	readsTotal.WithLabelValues("hibernated_lease").Inc()
-	rr.respond(readResult{region: d.region})
+	readsTotal.WithLabelValues("lease").Inc()
+	rr.respond(readResult{region: proto.Clone(p.region).(*metapb.Region)})
 	return true
 }
