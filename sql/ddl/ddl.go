@@ -55,8 +55,11 @@ type Config struct {
 	Catalog *catalog.Catalog
 	// Addr is this node's MySQL address, shown as the owner's address.
 	Addr string
-	// OwnerTTL is how long an owner lease lasts without renewal (0: six
-	// schema leases, at least 3 s). A dead owner's jobs wait this long.
+	// OwnerTTL is how long an owner lease lasts without renewal (0: 30
+	// schema leases, at least 3 s; TiDB's owner session lives 60 s). A
+	// dead owner's jobs wait this long (a stopped one resigns at once). It
+	// is renewed every third of it: each renewal is a write to the meta
+	// region, which wakes it from hibernation for a few seconds.
 	OwnerTTL time.Duration
 	// SchemaLease is the catalog's lease (0: catalog.DefaultLease).
 	SchemaLease time.Duration
@@ -92,7 +95,7 @@ func New(cfg Config) *DDL {
 	}
 	ttl := cfg.OwnerTTL
 	if ttl == 0 {
-		ttl = max(6*lease, 3*time.Second)
+		ttl = max(30*lease, 3*time.Second)
 	}
 	log := cfg.Logger
 	if log == nil {
