@@ -108,6 +108,9 @@ type harness struct {
 	fs map[uint64]*vfs.MemFS
 	// logs keeps the stores' last log lines, printed when the test fails.
 	logs *logRing
+	// regionHeartbeats counts the region heartbeats the stores queued for
+	// PD, by region id (tick drains them).
+	regionHeartbeats map[uint64]int
 }
 
 // logRing is an io.Writer keeping the last lines written to it.
@@ -157,6 +160,7 @@ func startHarness(t *testing.T, seed uint64, n int, tune func(*Config), crashabl
 	h := &harness{
 		t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		pd: newFakePD(), stores: map[uint64]*Store{}, dirs: map[uint64]string{}, tune: tune, logs: &logRing{},
+		regionHeartbeats: map[uint64]int{},
 	}
 	h.clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	h.net = &memNet{h: h, links: map[[2]uint64]*rand.Rand{}, order: rand.New(rand.NewPCG(seed^0xd1b54a32d192ed03, seed+1))}
@@ -293,7 +297,8 @@ func (h *harness) tick() {
 		h.net.deliver(s)
 		s.iterate(true)
 		for range len(s.regionHeartbeats) {
-			<-s.regionHeartbeats // PD's answers are injected by the scenarios (pdStep)
+			req := <-s.regionHeartbeats // PD's answers are injected by the scenarios (pdStep)
+			h.regionHeartbeats[req.GetRegion().GetId()]++
 		}
 	}
 	h.settle()

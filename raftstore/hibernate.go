@@ -461,13 +461,21 @@ func (s *Store) flushExtra() {
 
 // heartbeatSleepers sends the region heartbeats of hibernated leaders:
 // each is visited once per HibernatedHeartbeatInterval, a share of them
-// per tick.
+// per tick, and a round starts no sooner than one interval after the last
+// one started (with fewer sleepers than ticks in an interval, a round
+// ends early and the next waits).
 func (s *Store) heartbeatSleepers() {
 	n := len(s.sleepers)
 	if n == 0 {
 		return
 	}
 	period := max(int(s.cfg.HibernatedHeartbeatInterval/s.cfg.RaftTick), 1)
+	if s.sleepCursor == 0 {
+		if s.ticks < s.sleepRoundAt {
+			return
+		}
+		s.sleepRoundAt = s.ticks + uint64(period)
+	}
 	k := (n + period - 1) / period
 	for ; k > 0 && s.sleepCursor < n; k-- {
 		p := s.sleepers[s.sleepCursor]

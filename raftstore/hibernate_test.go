@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/raft/v3"
@@ -321,4 +322,24 @@ func TestHarnessReadRegionHibernates(t *testing.T) {
 			require.Equal(t, l, h.leader(rid))
 		})
 	}
+}
+
+// TestHarnessHibernatedHeartbeatPeriod: a hibernated leader reports its
+// region to PD once per HibernatedHeartbeatInterval, also when its store
+// leads fewer regions than an interval has ticks (it used to report them
+// every few ticks: a small cluster's one region ten times a second).
+func TestHarnessHibernatedHeartbeatPeriod(t *testing.T) {
+	h := newHarness(t, 74, 3, func(c *Config) { c.HibernatedHeartbeatInterval = 2 * time.Second }) // 20 ticks
+	h.writeKeys("k", 5)
+	rid := h.regionAt("k000").GetId()
+	h.waitFor("the region hibernates", 100, func() bool { return h.hibernated(rid) })
+	h.tick()
+	before := h.regionHeartbeats[rid]
+	for range 200 {
+		h.tick()
+	}
+	require.True(t, h.hibernated(rid))
+	got := h.regionHeartbeats[rid] - before
+	require.GreaterOrEqual(t, got, 9, "about one heartbeat per 20 ticks")
+	require.LessOrEqual(t, got, 11, "about one heartbeat per 20 ticks")
 }

@@ -243,15 +243,17 @@ type Store struct {
 	// Work sets (hibernate.go): active are the peers the next iteration
 	// polls (polling: the current iteration's), awake those ticked,
 	// sleepers the hibernated leaders (slow PD heartbeats, sleepCursor the
-	// next to visit), splitDirty the regions written since the last split
+	// next to visit, sleepRoundAt the tick the next round may start),
+	// splitDirty the regions written since the last split
 	// check round; removed the peers that applied their own removal.
-	active      []*peer
-	polling     []*peer
-	awake       []*peer
-	sleepers    []*peer
-	sleepCursor int
-	splitDirty  []*peer
-	removed     []*peer
+	active       []*peer
+	polling      []*peer
+	awake        []*peer
+	sleepers     []*peer
+	sleepCursor  int
+	sleepRoundAt uint64
+	splitDirty   []*peer
+	removed      []*peer
 	// Store liveness (hibernate.go): every store this one exchanges raft
 	// messages with, by id and in id order; extraOut/extraTo the
 	// raftstore messages (Hibernate, StoreLiveness) queued this iteration.
