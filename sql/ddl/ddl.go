@@ -75,8 +75,13 @@ type DDL struct {
 	nodeID string
 	addr   string
 	ttl    time.Duration
-	poll   time.Duration // how often an idle owner looks at the queue
-	wake   chan struct{} // a job was submitted on this node
+	// poll is how often an owner looks at the queue within quietAfter of
+	// its last job step; idlePoll how often after that (TiDB's owner
+	// looks every second). A job submitted on this node wakes it at once.
+	// Each look is a scan of the meta region: an idle cluster's SQL node
+	// made its leader store the busiest one with ten a second.
+	poll, idlePoll time.Duration
+	wake           chan struct{} // a job was submitted on this node
 	// running: Run was called (this node campaigns).
 	running atomic.Bool
 	// owner: this node holds the owner lease (as far as Run knows).
@@ -103,8 +108,12 @@ func New(cfg Config) *DDL {
 	}
 	return &DDL{store: cfg.Store, cat: cfg.Catalog, log: log.With("component", "ddl"),
 		nodeID: fmt.Sprintf("%016x", rand.Uint64()), addr: cfg.Addr, ttl: ttl,
-		poll: max(lease/10, 10*time.Millisecond), wake: make(chan struct{}, 1)}
+		poll: max(lease/10, 10*time.Millisecond), idlePoll: max(lease, 10*time.Millisecond), wake: make(chan struct{}, 1)}
 }
+
+// quietAfter: an owner that ran no job step for this long looks at the
+// queue every idlePoll instead of every poll.
+const quietAfter = 30 * time.Second
 
 // NodeID is this node's id in the owner election.
 func (d *DDL) NodeID() string { return d.nodeID }
@@ -392,6 +401,7 @@ func (d *DDL) Run(ctx context.Context) {
 	}()
 	owner := false
 	var renewed time.Time // when the last campaign that won was sent
+	var stepped time.Time // when this node last ran a job step
 	for ctx.Err() == nil {
 		if !owner || time.Since(renewed) > d.ttl/3 {
 			sent := time.Now()
@@ -439,12 +449,16 @@ func (d *DDL) Run(ctx context.Context) {
 				worked = false // back off below
 			}
 			if worked {
+				stepped = time.Now()
 				continue
 			}
 		}
 		wait := d.poll
-		if !owner {
+		switch {
+		case !owner:
 			wait = d.ttl / 6
+		case time.Since(stepped) > quietAfter:
+			wait = d.idlePoll
 		}
 		t := time.NewTimer(wait)
 		select {
