@@ -642,8 +642,8 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		}}, nil
 	case "sleep":
 		// SLEEP(n) blocks the statement for n seconds and returns 0. It is
-		// not interrupted early (no KILL QUERY yet); a client that gives up
-		// closes its connection and the statement ends after the sleep.
+		// not interrupted early: KILL QUERY, or its client going away, ends
+		// the statement at its next wait for the cluster after the sleep.
 		if err := nargs(1, 1); err != nil {
 			return nil, err
 		}

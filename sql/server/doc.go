@@ -26,7 +26,9 @@
 // COM_DEBUG, COM_QUIT; SHOW [FULL] PROCESSLIST and KILL [CONNECTION|QUERY]
 // come from the server's connection list (KILL QUERY cancels the running
 // command's context: it stops at its next wait for the cluster with 1317;
-// the context is re-created only after a kill). Other commands get ERROR 1047; the
+// the context is re-created only after a kill; a client that closes its
+// connection while a command runs for a second or more gets the same, and
+// the connection ends: disconnect.go). Other commands get ERROR 1047; the
 // connection stays usable. Packets larger than 16 MB (split on the wire) are
 // reassembled, up to max_allowed_packet.
 //

@@ -30,6 +30,10 @@ var (
 		Namespace: "strata", Subsystem: "sql", Name: "idle_disconnects_total",
 		Help: "Connections closed with ERROR 4031 after wait_timeout (interactive_timeout) of idleness.",
 	})
+	abandonedStatements = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "abandoned_statements_total",
+		Help: "Statements cancelled because their client closed its connection while they ran.",
+	})
 	handshakeFailures = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "sql", Name: "handshake_failures_total",
 		Help: "Connections closed during the connection phase, by reason (timeout, malformed, auth, closed).",

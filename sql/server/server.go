@@ -289,12 +289,14 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { defer close(keepDone); s.exec.Catalog.Keep(ctx) }()
 	go func() { defer close(privDone); s.priv.Run(ctx) }()
 	go func() { defer close(ddlDone); s.exec.DDL.Run(ctx) }() // DDL owner election and job worker
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); s.watchDisconnects(ctx) }() // clients gone mid-statement
 	statsDone := make(chan struct{})
 	go func() {
 		defer close(statsDone)
 		s.exec.Stats.Run(ctx, cmp.Or(s.cfg.StatsLease, defaultStatsLease), s.exec.Catalog, s.autoAnalyzeOwner)
 	}() // modify counts, other nodes' ANALYZE, auto-analyze
-	defer func() { <-keepDone; <-privDone; <-ddlDone; <-statsDone }()
+	defer func() { <-keepDone; <-privDone; <-ddlDone; <-statsDone; <-watchDone }()
 	// Ready once the accept loop runs (tests count goroutines from here).
 	s.log.Info("sql ready", "addr", s.addr.String())
 	close(s.ready)

@@ -229,3 +229,51 @@ func TestKillQuery(t *testing.T) {
 	require.NoError(t, tx.Commit())
 	require.Equal(t, [][]string{{"1"}}, queryStrings(t, b, "SELECT v FROM kq WHERE id = 1"), "b's connection still works")
 }
+
+// TestClientGoneMidStatement: a client that closes its connection while
+// its statement waits for a row lock does not leave the statement waiting
+// (for innodb_lock_wait_timeout) or its transaction open: the server
+// cancels it within a few seconds, rolls it back, and the lock holder's
+// row is free of it.
+func TestClientGoneMidStatement(t *testing.T) {
+	ts := startServer(t)
+	a, root := ts.open(t, "test", ""), ts.open(t, "test", "")
+	a.SetMaxOpenConns(1)
+	_, err := root.Exec("CREATE TABLE cg (id INT PRIMARY KEY, v INT)")
+	require.NoError(t, err)
+	_, err = root.Exec("INSERT INTO cg VALUES (1, 0), (2, 0)")
+	require.NoError(t, err)
+	tx, err := a.Begin()
+	require.NoError(t, err)
+	_, err = tx.Exec("UPDATE cg SET v = 1 WHERE id = 1")
+	require.NoError(t, err)
+
+	r := dialRaw(t, ts.addr)
+	r.login()
+	r.write(0, []byte("\x03SET innodb_lock_wait_timeout = 60"))
+	require.Equal(t, byte(0), r.read()[0])
+	r.write(0, []byte("\x03BEGIN"))
+	require.Equal(t, byte(0), r.read()[0])
+	r.write(0, []byte("\x03UPDATE test.cg SET v = 2 WHERE id = 2"))
+	require.Equal(t, byte(0), r.read()[0])
+	r.write(0, []byte("\x03UPDATE test.cg SET v = 2 WHERE id = 1")) // waits for a's lock
+	waitFor(t, func() bool {
+		ts.store.mu.Lock()
+		defer ts.store.mu.Unlock()
+		return len(ts.store.waitsFor) == 1
+	})
+	gone := time.Now()
+	require.NoError(t, r.c.Close())
+	waitFor(t, func() bool {
+		ts.store.mu.Lock()
+		defer ts.store.mu.Unlock()
+		return len(ts.store.waitsFor) == 0
+	})
+	require.Less(t, time.Since(gone), 10*time.Second, "the statement was cancelled, not left to its lock wait timeout")
+	// Its transaction was rolled back: row 2's lock is gone and its write
+	// never happened.
+	_, err = root.Exec("UPDATE cg SET v = 3 WHERE id = 2")
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	require.Equal(t, [][]string{{"1", "1"}, {"2", "3"}}, queryStrings(t, root, "SELECT id, v FROM cg ORDER BY id"))
+}
