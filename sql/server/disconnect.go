@@ -71,5 +71,5 @@ func (c *clientConn) abandoned() {
 	}
 	abandonedStatements.Inc()
 	c.log.Info("client closed its connection while a statement ran; the statement is cancelled",
-		"conn", c.id, "user", c.user, "running", time.Since(c.cmdStart).Round(time.Millisecond))
+		"conn", c.id, "user", c.shown.user, "running", time.Since(c.cmdStart).Round(time.Millisecond))
 }
