@@ -193,6 +193,7 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 			in.dur = in.dur && durationOperands(e.Type(), ie.Type())
 			in.list = append(in.list, ie)
 		}
+		in.mixed = mixedTimeList(e, in.list)
 		return in, nil
 	case *ast.BetweenExpr:
 		e, err := Compile(x.Expr, c)
@@ -377,10 +378,15 @@ func (c *Ctx) compileCase(x *ast.CaseExpr) (Expr, error) {
 	}
 	ce.ft = unify(resTypes)
 	ce.conv = convertsTo(ce.ft, resTypes)
+	if ce.value != nil {
+		ce.mixed = mixedTimeList(ce.value, ce.whens)
+	}
 	return ce, nil
 }
 
-// newCompare compiles `l op r`: strings (and temporals) compare bytewise,
+// newCompare compiles `l op r`: strings (and temporals) compare bytewise
+// (a DATE with a DATETIME, or DATETIMEs of different precisions, after
+// widening both to one length),
 // a TIME with a TIME or a string as durations, anything else as numbers.
 // A string constant compared with a DATE, DATETIME or TIMESTAMP is first
 // converted to that type's canonical text (temporalConstant).
@@ -393,7 +399,41 @@ func newCompare(op opcode.Op, l, r Expr) *compareExpr {
 		op = FlipCompare(fop)
 	}
 	lt, rt := l.Type(), r.Type()
-	return &compareExpr{op: op, l: l, r: r, byBytes: stringish(lt) && stringish(rt), dur: durationOperands(lt, rt)}
+	return &compareExpr{op: op, l: l, r: r, byBytes: stringish(lt) && stringish(rt), dur: durationOperands(lt, rt), mixedTime: mixedTimeOperands(lt, rt)}
+}
+
+// mixedTimeList returns, for each of list compared with e for equality
+// (IN, simple CASE), whether the pair is mixedTimeOperands; nil if none is.
+func mixedTimeList(e Expr, list []Expr) []bool {
+	t := e.Type()
+	if !types.IsDateOrDatetime(t) {
+		return nil
+	}
+	var out []bool
+	for i, x := range list {
+		if mixedTimeOperands(t, x.Type()) {
+			if out == nil {
+				out = make([]bool, len(list))
+			}
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// mixedTimeOperands reports whether a and b are DATE, DATETIME or
+// TIMESTAMP types whose texts differ in shape: a date and a datetime, or
+// datetimes with different fractional digits (widenTime).
+func mixedTimeOperands(a, b types.FieldType) bool {
+	if !types.IsDateOrDatetime(a) || !types.IsDateOrDatetime(b) {
+		return false
+	}
+	ad := a.Tp == mysql.TypeDate || a.Tp == mysql.TypeNewDate
+	bd := b.Tp == mysql.TypeDate || b.Tp == mysql.TypeNewDate
+	if ad || bd {
+		return ad != bd
+	}
+	return max(a.Decimal, 0) != max(b.Decimal, 0)
 }
 
 // temporalConstant makes `x op e`, x of type t (DATE, DATETIME or

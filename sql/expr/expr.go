@@ -143,12 +143,44 @@ func cmp3(lt, gt bool) int {
 	return 0
 }
 
+// compareWidened compares two non-NULL DATE, DATETIME or TIMESTAMP values
+// of mixed shapes (mixedTimeOperands) as times.
+func compareWidened(a, b Datum) int {
+	if a.Kind() != tablecodec.KindBytes || b.Kind() != tablecodec.KindBytes {
+		return Compare(a, b, true)
+	}
+	var x, y [26]byte
+	return bytes.Compare(widenTime(x[:0], a.Bytes()), widenTime(y[:0], b.Bytes()))
+}
+
+// widenTime appends the canonical text of a DATE, DATETIME or TIMESTAMP
+// value widened to a DATETIME(6)'s ("2024-01-02" is "2024-01-02
+// 00:00:00.000000", "…10:00:00.5" is "…10:00:00.500000"), so that
+// values of mixed types and precisions compare bytewise as times do
+// (MySQL compares a DATE with a DATETIME as a DATETIME at midnight).
+func widenTime(dst, t []byte) []byte {
+	const full = "0000-00-00 00:00:00.000000"
+	dst = append(dst, t...)
+	switch {
+	case len(t) == 10:
+		dst = append(dst, full[10:]...)
+	case len(t) == 19:
+		dst = append(dst, full[19:]...)
+	case len(t) > 20 && len(t) < len(full):
+		dst = append(dst, full[len(t):]...)
+	}
+	return dst
+}
+
 // Compare is a comparison operator.
 type compareExpr struct {
 	op      opcode.Op
 	l, r    Expr
 	byBytes bool
 	dur     bool // a TIME compared with a TIME or a string: as durations
+	// mixedTime: DATE, DATETIME and TIMESTAMP operands of different types
+	// or precisions: their texts are widened to one length first.
+	mixedTime bool
 }
 
 func (e *compareExpr) Type() types.FieldType { return boolT }
@@ -174,9 +206,12 @@ func (e *compareExpr) Eval(row []Datum) (Datum, error) {
 		return tablecodec.NullDatum, nil
 	}
 	var c int
-	if e.dur {
+	switch {
+	case e.dur:
 		c = CompareAs(a, b, types.FieldType{Tp: mysql.TypeDuration})
-	} else {
+	case e.mixedTime:
+		c = compareWidened(a, b)
+	default:
 		c = Compare(a, b, e.byBytes)
 	}
 	switch e.op {
@@ -303,7 +338,8 @@ type inExpr struct {
 	list    []Expr
 	not     bool
 	byBytes bool
-	dur     bool // a TIME against TIMEs or strings: as durations
+	dur     bool   // a TIME against TIMEs or strings: as durations
+	mixed   []bool // items compared as mixedTimeOperands (nil: none)
 }
 
 func (e *inExpr) Type() types.FieldType { return boolT }
@@ -314,7 +350,7 @@ func (e *inExpr) Eval(row []Datum) (Datum, error) {
 		return tablecodec.NullDatum, err
 	}
 	sawNull := false
-	for _, x := range e.list {
+	for i, x := range e.list {
 		b, err := x.Eval(row)
 		if err != nil {
 			return b, err
@@ -323,7 +359,16 @@ func (e *inExpr) Eval(row []Datum) (Datum, error) {
 			sawNull = true
 			continue
 		}
-		if e.dur && CompareAs(a, b, types.FieldType{Tp: mysql.TypeDuration}) == 0 || !e.dur && Compare(a, b, e.byBytes) == 0 {
+		var c int
+		switch {
+		case e.dur:
+			c = CompareAs(a, b, types.FieldType{Tp: mysql.TypeDuration})
+		case e.mixed != nil && e.mixed[i]:
+			c = compareWidened(a, b)
+		default:
+			c = Compare(a, b, e.byBytes)
+		}
+		if c == 0 {
 			return boolDatum(!e.not), nil
 		}
 	}
@@ -628,7 +673,8 @@ type caseExpr struct {
 	els     Expr
 	ft      types.FieldType
 	byBytes bool
-	conv    bool // results are converted to ft (INT branches of a DECIMAL CASE)
+	conv    bool   // results are converted to ft (INT branches of a DECIMAL CASE)
+	mixed   []bool // whens compared with value as mixedTimeOperands (nil: none)
 }
 
 func (e *caseExpr) Type() types.FieldType { return e.ft }
@@ -655,7 +701,13 @@ func (e *caseExpr) Eval(row []Datum) (Datum, error) {
 		}
 		var hit bool
 		if e.value != nil {
-			hit = !v.IsNull() && !c.IsNull() && Compare(v, c, e.byBytes) == 0
+			if !v.IsNull() && !c.IsNull() {
+				if e.mixed != nil && e.mixed[i] {
+					hit = compareWidened(v, c) == 0
+				} else {
+					hit = Compare(v, c, e.byBytes) == 0
+				}
+			}
 		} else {
 			t, n := IsTrue(c)
 			hit = t && !n

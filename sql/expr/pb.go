@@ -141,7 +141,8 @@ func FromPB(n *pb.Expr, width int) (Expr, error) {
 		if err := arity(2); err != nil {
 			return nil, err
 		}
-		return &compareExpr{op: op, l: ch[0], r: ch[1], byBytes: n.ByBytes, dur: n.Dur}, nil
+		return &compareExpr{op: op, l: ch[0], r: ch[1], byBytes: n.ByBytes, dur: n.Dur,
+			mixedTime: mixedTimeOperands(ch[0].Type(), ch[1].Type())}, nil
 	case pb.ExprType_ExprLogic:
 		if op != opcode.LogicAnd && op != opcode.LogicOr && op != opcode.LogicXor {
 			return nil, fmt.Errorf("%w: logic operator %v", ErrBadPB, op)
@@ -169,7 +170,7 @@ func FromPB(n *pb.Expr, width int) (Expr, error) {
 		if len(ch) < 1 {
 			return nil, fmt.Errorf("%w: IN without operand", ErrBadPB)
 		}
-		return &inExpr{e: ch[0], list: ch[1:], not: n.Not, byBytes: n.ByBytes, dur: n.Dur}, nil
+		return &inExpr{e: ch[0], list: ch[1:], not: n.Not, byBytes: n.ByBytes, dur: n.Dur, mixed: mixedTimeList(ch[0], ch[1:])}, nil
 	case pb.ExprType_ExprArith:
 		switch op {
 		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.IntDiv, opcode.Mod:
@@ -211,6 +212,9 @@ func FromPB(n *pb.Expr, width int) (Expr, error) {
 		}
 		if c.els != nil {
 			ts = append(ts, c.els.Type())
+		}
+		if c.value != nil {
+			c.mixed = mixedTimeList(c.value, c.whens)
 		}
 		c.conv = convertsTo(c.ft, ts)
 		return c, nil
