@@ -248,6 +248,14 @@ func (p *peer) syncLease(st *raft.BasicStatus) {
 	}
 }
 
+// tickLeaseHeld reports whether p's tick-based lease is valid at now, with
+// raft's current state (syncLease first).
+func (p *peer) tickLeaseHeld(now time.Time) bool {
+	st := p.rn.BasicStatus()
+	p.syncLease(&st)
+	return p.lease.valid(now, st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee)
+}
+
 // publishLease publishes the lease to local readers when it is valid for
 // reads (renewed in a term whose entry this leader applied, no transfer);
 // the loop's own checks (raft state, transferee) are kept in step by

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"go.etcd.io/raft/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/proto/errorpb"
@@ -348,18 +347,15 @@ func (s *Store) resolveRegions(ts uint64) {
 }
 
 // leaseHeld reports whether leader p holds a lease now: the tick lease, or
-// as a hibernated leader the support lease (support.go).
+// as a hibernated leader the support lease (support.go). A hibernated
+// leader's tick lease, which reads accept until the followers' acks
+// arrive (hibernatedLeaseRead), is not counted: its resolved ts waits for
+// the support lease.
 func (s *Store) leaseHeld(p *peer, now time.Time) bool {
 	if p.hibernated {
-		if !s.supportEnabled() {
-			return false
-		}
-		d := p.delegate.Load()
-		return d != nil && d.support != nil && now.Before(supportExpiry(d.support, d.need, s.grants()))
+		return s.supportLease(p, now) != nil
 	}
-	st := p.rn.BasicStatus()
-	p.syncLease(&st)
-	return p.lease.valid(now, st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee)
+	return p.tickLeaseHeld(now)
 }
 
 // receiveSafeTS records the resolved ts a leader's store sent.

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"go.etcd.io/raft/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/proto/metapb"
@@ -262,6 +261,18 @@ func supportExpiry(acks []supportAck, need int, grants map[uint64]supportGrant) 
 	return exp[need-1]
 }
 
+// supportLease returns hibernated leader p's published support lease when
+// it is valid at now, else nil.
+func (s *Store) supportLease(p *peer, now time.Time) *readDelegate {
+	if !p.hibernated || !s.supportEnabled() {
+		return nil
+	}
+	if d := p.delegate.Load(); d != nil && d.support != nil && now.Before(supportExpiry(d.support, d.need, s.grants())) {
+		return d
+	}
+	return nil
+}
+
 // hibernatedLeaseRead serves rr on hibernated leader p when its support
 // lease, or the tick-based lease it hibernated with, is valid now, without
 // waking it (the tick-based lease is not renewed: it only bridges the time
@@ -271,14 +282,12 @@ func (s *Store) hibernatedLeaseRead(p *peer, rr *readRequest) bool {
 		return false
 	}
 	now := s.now()
-	if d := p.delegate.Load(); d != nil && d.support != nil && now.Before(supportExpiry(d.support, d.need, s.grants())) {
+	if d := s.supportLease(p, now); d != nil {
 		readsTotal.WithLabelValues("hibernated_lease").Inc()
 		rr.respond(readResult{region: d.region})
 		return true
 	}
-	st := s.status(p)
-	p.syncLease(st)
-	if !p.lease.valid(now, st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee) {
+	if !p.tickLeaseHeld(now) {
 		return false
 	}
 	readsTotal.WithLabelValues("lease").Inc()
