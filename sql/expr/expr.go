@@ -143,6 +143,18 @@ func cmp3(lt, gt bool) int {
 	return 0
 }
 
+// compareHow compares two non-NULL values as a compiled comparison says:
+// as durations (dur), as times of mixed shapes (mixed), else with Compare.
+func compareHow(a, b Datum, byBytes, dur, mixed bool) int {
+	switch {
+	case dur:
+		return CompareAs(a, b, types.FieldType{Tp: mysql.TypeDuration})
+	case mixed:
+		return compareWidened(a, b)
+	}
+	return Compare(a, b, byBytes)
+}
+
 // compareWidened compares two non-NULL DATE, DATETIME or TIMESTAMP values
 // of mixed shapes (mixedTimeOperands) as times.
 func compareWidened(a, b Datum) int {
@@ -205,15 +217,7 @@ func (e *compareExpr) Eval(row []Datum) (Datum, error) {
 		}
 		return tablecodec.NullDatum, nil
 	}
-	var c int
-	switch {
-	case e.dur:
-		c = CompareAs(a, b, types.FieldType{Tp: mysql.TypeDuration})
-	case e.mixedTime:
-		c = compareWidened(a, b)
-	default:
-		c = Compare(a, b, e.byBytes)
-	}
+	c := compareHow(a, b, e.byBytes, e.dur, e.mixedTime)
 	switch e.op {
 	case opcode.EQ, opcode.NullEQ:
 		return boolDatum(c == 0), nil
@@ -359,16 +363,7 @@ func (e *inExpr) Eval(row []Datum) (Datum, error) {
 			sawNull = true
 			continue
 		}
-		var c int
-		switch {
-		case e.dur:
-			c = CompareAs(a, b, types.FieldType{Tp: mysql.TypeDuration})
-		case e.mixed != nil && e.mixed[i]:
-			c = compareWidened(a, b)
-		default:
-			c = Compare(a, b, e.byBytes)
-		}
-		if c == 0 {
+		if compareHow(a, b, e.byBytes, e.dur, e.mixed != nil && e.mixed[i]) == 0 {
 			return boolDatum(!e.not), nil
 		}
 	}
@@ -701,13 +696,7 @@ func (e *caseExpr) Eval(row []Datum) (Datum, error) {
 		}
 		var hit bool
 		if e.value != nil {
-			if !v.IsNull() && !c.IsNull() {
-				if e.mixed != nil && e.mixed[i] {
-					hit = compareWidened(v, c) == 0
-				} else {
-					hit = Compare(v, c, e.byBytes) == 0
-				}
-			}
+			hit = !v.IsNull() && !c.IsNull() && compareHow(v, c, e.byBytes, false, e.mixed != nil && e.mixed[i]) == 0
 		} else {
 			t, n := IsTrue(c)
 			hit = t && !n
