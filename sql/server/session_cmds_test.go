@@ -213,11 +213,7 @@ func TestKillQuery(t *testing.T) {
 	require.NoError(t, b.QueryRow("SELECT CONNECTION_ID()").Scan(&bID))
 	done := make(chan error, 1)
 	go func() { _, err := b.Exec("UPDATE kq SET v = 2 WHERE id = 1"); done <- err }()
-	waitFor(t, func() bool {
-		ts.store.mu.Lock()
-		defer ts.store.mu.Unlock()
-		return len(ts.store.waitsFor) == 1
-	})
+	ts.waitLockWaiters(t, 1)
 	_, err = root.Exec("KILL QUERY " + bID)
 	require.NoError(t, err)
 	select {
@@ -228,6 +224,17 @@ func TestKillQuery(t *testing.T) {
 	}
 	require.NoError(t, tx.Commit())
 	require.Equal(t, [][]string{{"1"}}, queryStrings(t, b, "SELECT v FROM kq WHERE id = 1"), "b's connection still works")
+}
+
+// waitLockWaiters waits until n statements wait for a row lock in the
+// test store.
+func (ts *testServer) waitLockWaiters(t *testing.T, n int) {
+	t.Helper()
+	waitFor(t, func() bool {
+		ts.store.mu.Lock()
+		defer ts.store.mu.Unlock()
+		return len(ts.store.waitsFor) == n
+	})
 }
 
 // TestClientGoneMidStatement: a client that closes its connection while
@@ -257,18 +264,10 @@ func TestClientGoneMidStatement(t *testing.T) {
 	r.write(0, []byte("\x03UPDATE test.cg SET v = 2 WHERE id = 2"))
 	require.Equal(t, byte(0), r.read()[0])
 	r.write(0, []byte("\x03UPDATE test.cg SET v = 2 WHERE id = 1")) // waits for a's lock
-	waitFor(t, func() bool {
-		ts.store.mu.Lock()
-		defer ts.store.mu.Unlock()
-		return len(ts.store.waitsFor) == 1
-	})
+	ts.waitLockWaiters(t, 1)
 	gone := time.Now()
 	require.NoError(t, r.c.Close())
-	waitFor(t, func() bool {
-		ts.store.mu.Lock()
-		defer ts.store.mu.Unlock()
-		return len(ts.store.waitsFor) == 0
-	})
+	ts.waitLockWaiters(t, 0)
 	require.Less(t, time.Since(gone), 10*time.Second, "the statement was cancelled, not left to its lock wait timeout")
 	// Its transaction was rolled back: row 2's lock is gone and its write
 	// never happened.
