@@ -427,9 +427,13 @@ func TestAPIOperatorsMoveReplica(t *testing.T) {
 	require.Equal(t, newStore, region.Leader.StoreID)
 	// The moved region splits on PD's request, its new leader running it.
 	op(map[string]any{"name": "split-region", "region_id": region.ID, "keys": []string{"7480"}})
+	// The operator ends when PD sees the parent's new version; the new
+	// region reaches PD separately (the store's ReportBatchSplit after the
+	// apply, or its leader's first heartbeat), a few milliseconds later.
 	var after apiRegions
-	require.NoError(t, pdAPI(t, c, "GET", "regions", nil, &after))
-	require.Equal(t, rs.Count+1, after.Count)
+	require.Eventually(t, func() bool {
+		return pdAPI(t, c, "GET", "regions", nil, &after) == nil && after.Count == rs.Count+1
+	}, 10*time.Second, 10*time.Millisecond, "PD lists both halves of the split")
 
 	acked, gap := w.finish()
 	t.Logf("%d writes acknowledged, %d failed, longest gap %v", len(acked), w.errs.Load(), gap)
