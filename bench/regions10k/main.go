@@ -18,7 +18,10 @@
 // holds the same rows in 3 regions led by the 3 stores, one each: reads
 // fan out over the stores as tn's do but without many regions, so tn
 // against t3 is the cost of the region count and t3 against t1 the cost
-// of the fan-out. With --profile-reads N every store and the SQL node are
+// of the fan-out. Then (--colocated, the default) every tn leader moves to
+// the store leading t1's region and t1 and tn are measured again: with the
+// reads of both tables going to one store, as with one region, tn against
+// t1 is the cost of the region count alone. With --profile-reads N every store and the SQL node are
 // CPU-profiled during N more seconds of point selects per table.
 //
 //	make build
@@ -62,6 +65,7 @@ type config struct {
 	slice             time.Duration
 	pauseSchedulers   bool
 	control           bool
+	colocated         bool
 	profileReads      int
 }
 
@@ -83,6 +87,7 @@ func main() {
 	flag.DurationVar(&cfg.slice, "slice", 5*time.Second, "the two tables are measured in alternating slices of this length (--time seconds each in all)")
 	flag.BoolVar(&cfg.pauseSchedulers, "pause-schedulers", true, "disable PD's schedulers once settled, so no leader moves during the measurement (the count of leader changes is reported either way)")
 	flag.BoolVar(&cfg.control, "control", false, "also measure t3, the same rows in 3 regions led by the 3 stores (one each): the cost of fanning reads out over the stores without many regions")
+	flag.BoolVar(&cfg.colocated, "colocated", true, "after the measurement with balanced leaders, move every tn leader to t1's leader store and measure t1 and tn again: the region count's cost with the same leader placement as one region")
 	flag.IntVar(&cfg.profileReads, "profile-reads", 0, "after the measurement, one more slice of this many seconds per table with CPU profiles of every store and the SQL node (0: none), under bench/results/profiles")
 	flag.Parse()
 	if err := run(cfg); err != nil {
@@ -319,21 +324,69 @@ func run(cfg config) error {
 		rep.printf("Control table t3: its regions' leaders on stores %v (one per store, PD operators)\n\n", placed)
 		tables = append(tables, benchTable{"t3", 3})
 	}
+	rep.printf("## Point selects (%d threads, prepared `SELECT c FROM t WHERE id = ?`, random id; %d s per table in alternating %v slices after a warm-up that read every row once and %d s of random reads per table)\n\n",
+		cfg.threads, cfg.runSec, cfg.slice, cfg.warmup)
+	rep.printf("### Leaders balanced by PD (tn's about a third on each store)\n\n")
+	p99, err := measureReads(c, db, cfg, tables, &rep)
+	if err != nil {
+		return err
+	}
+	rep.printf("\np99 ratio (%d regions / 1 region): %.2f\n", cfg.regions, p99[1]/p99[0])
+	if cfg.control {
+		rep.printf("p99 ratio (3 regions, one leader per store / 1 region): %.2f\np99 ratio (%d regions / 3 regions): %.2f\n", p99[2]/p99[0], cfg.regions, p99[1]/p99[2])
+	}
+	if cfg.colocated {
+		// The same two tables with every tn leader moved to t1's leader
+		// store: both tables' reads then go to one store, as with one
+		// region, and the ratio is the cost of the region count alone.
+		store, moved, took, err := colocateLeaders(c, db)
+		if err != nil {
+			return err
+		}
+		rep.printf("\n### tn's leaders on t1's leader store (store %d; %d leaders moved by PD operators in %v)\n\n", store, moved, took.Round(time.Second))
+		p99, err := measureReads(c, db, cfg, tables[:2], &rep)
+		if err != nil {
+			return err
+		}
+		rep.printf("\np99 ratio (%d regions / 1 region, leaders on one store): %.2f\n", cfg.regions, p99[1]/p99[0])
+	}
+	if cfg.profileReads > 0 {
+		if err := profileReads(c, db, cfg, stamp, tables, &rep); err != nil {
+			logf("profiles: %v", err)
+		}
+	}
+	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
+		return err
+	}
+	out := filepath.Join(cfg.results, stamp+"-regions10k.md")
+	if err := os.WriteFile(out, []byte(rep.b.String()), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s", out)
+	return nil
+}
+
+// measureReads warms the SQL node's region cache for tables (every row
+// once, then --warmup seconds of random reads each), runs point selects on
+// them in alternating slices, --time seconds each, and adds their latency,
+// read paths and cost per query to rep. It returns each table's p99 in ms.
+func measureReads(c *localcluster.Cluster, db *sql.DB, cfg config, tables []benchTable, rep *report) ([]float64, error) {
+	stores := c.Stores
+	statusOf := func(i int) string { return storeStatus(stores[i].Args) }
 	// Warm-up: every row once, so the SQL node's region cache holds every
 	// region (a miss is a PD round trip, which is not what is measured),
 	// then --warmup seconds of random reads per table.
 	for _, t := range tables {
 		t0 := time.Now()
 		if err := readAll(db, "b."+t.name, cfg.rows, cfg.threads); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := pointSelects(db, "b."+t.name, cfg.rows, cfg.threads, time.Duration(cfg.warmup)*time.Second); err != nil {
-			return err
+			return nil, err
 		}
 		logf("warmed %s in %v", t.name, time.Since(t0).Round(time.Millisecond))
 	}
-	rep.printf("## Point selects (%d threads, prepared `SELECT c FROM t WHERE id = ?`, random id; %d s per table in alternating %v slices after a warm-up that read every row once and %d s of random reads per table)\n\nload average before: %s\n\n",
-		cfg.threads, cfg.runSec, cfg.slice, cfg.warmup, loadAvg())
+	rep.printf("load average before: %s\n\n", loadAvg())
 	n := len(tables)
 	res := make([]selectResult, n)
 	sqlDiff, storeDiff := make([]map[string]float64, n), make([]map[string]float64, n)
@@ -363,7 +416,7 @@ func run(cfg config) error {
 		mb, sb, cb := must(scrape(sqlStatus)), scrapeStores(), groups.read()
 		rs, err := pointSelects(db, "b."+t.name, cfg.rows, cfg.threads, cfg.slice)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ca, ma, sa := groups.read(), must(scrape(sqlStatus)), scrapeStores()
 		for g, v := range ca {
@@ -403,24 +456,8 @@ func run(cfg config) error {
 			us(sq.OnCPU), us(sq.RunQueueWait), float64(sq.Timeslices)/max(q, 1),
 			us(cl.OnCPU), us(cl.RunQueueWait), us(pd.OnCPU))
 	}
-	rep.printf("\nload average after: %s\n\np99 ratio (%d regions / 1 region): %.2f\n", loadAvg(), cfg.regions, p99[1]/p99[0])
-	if cfg.control {
-		rep.printf("p99 ratio (3 regions, one leader per store / 1 region): %.2f\np99 ratio (%d regions / 3 regions): %.2f\n", p99[2]/p99[0], cfg.regions, p99[1]/p99[2])
-	}
-	if cfg.profileReads > 0 {
-		if err := profileReads(c, db, cfg, stamp, tables, &rep); err != nil {
-			logf("profiles: %v", err)
-		}
-	}
-	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
-		return err
-	}
-	out := filepath.Join(cfg.results, stamp+"-regions10k.md")
-	if err := os.WriteFile(out, []byte(rep.b.String()), 0o644); err != nil {
-		return err
-	}
-	logf("wrote %s", out)
-	return nil
+	rep.printf("\nload average after: %s\n", loadAvg())
+	return p99, nil
 }
 
 type benchTable struct {
@@ -501,6 +538,46 @@ func placeControlLeaders(c *localcluster.Cluster, db *sql.DB) ([]uint64, error) 
 			return nil, fmt.Errorf("t3's leaders not placed on %v in 3 minutes: regions %v led by %v", ids, regions, leaders)
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// colocateLeaders moves the leader of every tn region to the store leading
+// t1's region (PD transfer-leader operators, re-sent each round until
+// every leader is there) and returns that store and how many leaders moved.
+func colocateLeaders(c *localcluster.Cluster, db *sql.DB) (store uint64, moved int, took time.Duration, err error) {
+	_, l1, err := tableRegions(db, "b.t1")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if len(l1) != 1 || l1[0] == 0 {
+		return 0, 0, 0, fmt.Errorf("t1 has leaders %v, want one region with a leader", l1)
+	}
+	store = l1[0]
+	start := time.Now()
+	deadline := start.Add(10 * time.Minute)
+	for round := 0; ; round++ {
+		regions, leaders, err := tableRegions(db, "b.tn")
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		away := 0
+		for i, r := range regions {
+			if leaders[i] != store {
+				away++
+				_ = c.PDAPI("POST", "operators", map[string]any{"name": "transfer-leader", "region_id": r, "to_store_id": store}, nil)
+			}
+		}
+		if round == 0 {
+			moved = away
+		}
+		logf("colocating tn's leaders on store %d: %d of %d elsewhere", store, away, len(regions))
+		if away == 0 {
+			return store, moved, time.Since(start), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, 0, fmt.Errorf("%d of tn's leaders still off store %d after 10 minutes", away, store)
+		}
+		time.Sleep(5 * time.Second)
 	}
 }
 
