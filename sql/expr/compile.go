@@ -31,6 +31,9 @@ type Env interface {
 	// Param returns the value bound to the i-th (0-based) parameter marker
 	// of the prepared statement being executed; ok=false when none is.
 	Param(i int) (d Datum, ok bool)
+	// StatementDone is closed once the running statement is interrupted
+	// (KILL QUERY, its client gone); nil when it cannot be.
+	StatementDone() <-chan struct{}
 }
 
 // SchemaColumn is one slot of the row an expression is evaluated on.
@@ -428,8 +431,7 @@ func mixedTimeOperands(a, b types.FieldType) bool {
 	if !types.IsDateOrDatetime(a) || !types.IsDateOrDatetime(b) {
 		return false
 	}
-	ad := a.Tp == mysql.TypeDate || a.Tp == mysql.TypeNewDate
-	bd := b.Tp == mysql.TypeDate || b.Tp == mysql.TypeNewDate
+	ad, bd := types.IsDate(a.Tp), types.IsDate(b.Tp)
 	if ad || bd {
 		return ad != bd
 	}
@@ -681,21 +683,34 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			return tablecodec.NewString(strings.ToUpper(hex.EncodeToString(a[0].Bytes()))), nil
 		}}, nil
 	case "sleep":
-		// SLEEP(n) blocks the statement for n seconds and returns 0. It is
-		// not interrupted early: KILL QUERY, or its client going away, ends
-		// the statement at its next wait for the cluster after the sleep.
+		// SLEEP(n) blocks the statement for n seconds and returns 0. KILL
+		// QUERY (or its client going away) ends the sleep early, and then
+		// it returns 1, as MySQL's does; the statement stops at its next
+		// wait for the cluster.
 		if err := nargs(1, 1); err != nil {
 			return nil, err
 		}
+		env := c.Env
 		return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
 			if a[0].IsNull() {
 				return tablecodec.NullDatum, nil
 			}
 			f, _ := types.ToFloat(a[0])
-			if f > 0 {
-				time.Sleep(time.Duration(min(f, 1<<31) * float64(time.Second)))
+			if f <= 0 {
+				return tablecodec.NewInt(0), nil
 			}
-			return tablecodec.NewInt(0), nil
+			var done <-chan struct{} // nil: never
+			if env != nil {
+				done = env.StatementDone()
+			}
+			t := time.NewTimer(time.Duration(min(f, 1<<31) * float64(time.Second)))
+			defer t.Stop()
+			select {
+			case <-t.C:
+				return tablecodec.NewInt(0), nil
+			case <-done:
+				return tablecodec.NewInt(1), nil
+			}
 		}}, nil
 	case "abs":
 		if err := nargs(1, 1); err != nil {

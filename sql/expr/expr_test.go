@@ -21,13 +21,14 @@ import (
 
 type env struct{}
 
-func (env) CurrentDB() string            { return "db1" }
-func (env) User() string                 { return "root@127.0.0.1" }
-func (env) ConnectionID() uint64         { return 7 }
-func (env) LastInsertID() uint64         { return 42 }
-func (env) Now() time.Time               { return time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC) }
-func (env) UserVar(string) expr.Datum    { return tablecodec.NullDatum }
-func (env) Param(int) (expr.Datum, bool) { return tablecodec.NullDatum, false }
+func (env) CurrentDB() string              { return "db1" }
+func (env) User() string                   { return "root@127.0.0.1" }
+func (env) ConnectionID() uint64           { return 7 }
+func (env) LastInsertID() uint64           { return 42 }
+func (env) Now() time.Time                 { return time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC) }
+func (env) UserVar(string) expr.Datum      { return tablecodec.NullDatum }
+func (env) Param(int) (expr.Datum, bool)   { return tablecodec.NullDatum, false }
+func (env) StatementDone() <-chan struct{} { return nil }
 func (env) SysVar(name string, _ bool) (expr.Datum, types.FieldType, error) {
 	if name == "autocommit" {
 		return tablecodec.NewInt(1), types.Int64Type, nil

@@ -19,13 +19,14 @@ import (
 
 type nullEnv struct{}
 
-func (nullEnv) CurrentDB() string             { return "db" }
-func (nullEnv) User() string                  { return "root@%" }
-func (nullEnv) ConnectionID() uint64          { return 1 }
-func (nullEnv) LastInsertID() uint64          { return 0 }
-func (nullEnv) Now() time.Time                { return time.Unix(0, 0) }
-func (nullEnv) UserVar(string) types.Datum    { return tablecodec.NullDatum }
-func (nullEnv) Param(int) (types.Datum, bool) { return tablecodec.NullDatum, false }
+func (nullEnv) CurrentDB() string              { return "db" }
+func (nullEnv) User() string                   { return "root@%" }
+func (nullEnv) ConnectionID() uint64           { return 1 }
+func (nullEnv) LastInsertID() uint64           { return 0 }
+func (nullEnv) Now() time.Time                 { return time.Unix(0, 0) }
+func (nullEnv) UserVar(string) types.Datum     { return tablecodec.NullDatum }
+func (nullEnv) Param(int) (types.Datum, bool)  { return tablecodec.NullDatum, false }
+func (nullEnv) StatementDone() <-chan struct{} { return nil }
 func (nullEnv) SysVar(name string, _ bool) (types.Datum, types.FieldType, error) {
 	return tablecodec.NullDatum, types.FieldType{}, errno.New(errno.ErrUnknownSystemVar, "Unknown system variable '%s'", name)
 }

@@ -226,6 +226,47 @@ func TestKillQuery(t *testing.T) {
 	require.Equal(t, [][]string{{"1"}}, queryStrings(t, b, "SELECT v FROM kq WHERE id = 1"), "b's connection still works")
 }
 
+// TestKillQuerySleep: KILL QUERY ends a SLEEP early, and the sleep returns
+// 1 instead of 0, as in MySQL; the connection stays usable, and an
+// uninterrupted SLEEP still returns 0.
+func TestKillQuerySleep(t *testing.T) {
+	ts := startServer(t)
+	b, root := ts.open(t, "test", ""), ts.open(t, "test", "")
+	b.SetMaxOpenConns(1)
+	var bID string
+	require.NoError(t, b.QueryRow("SELECT CONNECTION_ID()").Scan(&bID))
+	type result struct {
+		v   string
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		var r result
+		r.err = b.QueryRow("SELECT SLEEP(60)").Scan(&r.v)
+		done <- r
+	}()
+	waitFor(t, func() bool {
+		for _, r := range queryStrings(t, root, "SHOW FULL PROCESSLIST") {
+			if r[0] == bID && r[7] == "SELECT SLEEP(60)" {
+				return true
+			}
+		}
+		return false
+	})
+	_, err := root.Exec("KILL QUERY " + bID)
+	require.NoError(t, err)
+	select {
+	case r := <-done:
+		require.NoError(t, r.err)
+		require.Equal(t, "1", r.v, "an interrupted SLEEP returns 1")
+		require.Less(t, time.Since(start), 30*time.Second)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed SLEEP still sleeps")
+	}
+	require.Equal(t, [][]string{{"0"}}, queryStrings(t, b, "SELECT SLEEP(0.01)"), "b's next SLEEP is not interrupted")
+}
+
 // waitLockWaiters waits until n statements wait for a row lock in the
 // test store.
 func (ts *testServer) waitLockWaiters(t *testing.T, n int) {

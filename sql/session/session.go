@@ -64,6 +64,8 @@ type Session struct {
 
 	mem      *memory.Statement // memvars.go
 	memDepth int               // nesting of Execute
+
+	stmtDone <-chan struct{} // StatementDone
 }
 
 // New returns a session for connection connID of user@host.
@@ -83,6 +85,10 @@ func (s *Session) ConnectionID() uint64 { return s.connID }
 
 // LastInsertID implements expr.Env.
 func (s *Session) LastInsertID() uint64 { return s.lastID }
+
+// StatementDone implements expr.Env: the channel of the context
+// the current (or last) statement runs under, closed by KILL QUERY.
+func (s *Session) StatementDone() <-chan struct{} { return s.stmtDone }
 
 // Now implements expr.Env.
 func (s *Session) Now() time.Time { return time.Now() }
@@ -198,6 +204,7 @@ var stmtLabels sync.Map
 // Execute runs one statement.
 func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
 	end := s.startStatementMemory()
+	s.stmtDone = ctx.Done()
 	res, err := s.checkedExecute(ctx, stmt)
 	end()
 	if err != nil {

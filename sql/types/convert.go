@@ -220,7 +220,7 @@ func ParseTime(s string) (time.Time, bool) {
 
 // FormatTime renders t as a DATE, or a DATETIME with fsp fractional digits.
 func FormatTime(t time.Time, tp byte, fsp int) string {
-	if tp == mysql.TypeDate || tp == mysql.TypeNewDate {
+	if IsDate(tp) {
 		return t.Format("2006-01-02")
 	}
 	if tp == mysql.TypeDuration {

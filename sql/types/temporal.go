@@ -17,6 +17,9 @@ func IsDateOrDatetime(ft FieldType) bool {
 	return false
 }
 
+// IsDate reports whether tp is DATE (either of its type codes).
+func IsDate(tp byte) bool { return tp == mysql.TypeDate || tp == mysql.TypeNewDate }
+
 // TemporalConstant converts a string s compared with a value of ft (DATE,
 // DATETIME or TIMESTAMP) to ft's canonical text, as MySQL compares a
 // temporal column with a string: as times, so '2024-1-2' equals DATE
@@ -30,7 +33,7 @@ func TemporalConstant(ft FieldType, s string) (canon string, exact, ok bool) {
 		return "", false, false
 	}
 	var tc time.Time
-	if ft.Tp == mysql.TypeDate || ft.Tp == mysql.TypeNewDate {
+	if IsDate(ft.Tp) {
 		tc = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 	} else {
 		fsp := min(max(ft.Decimal, 0), 6)
