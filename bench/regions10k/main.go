@@ -456,6 +456,14 @@ func measureReads(c *localcluster.Cluster, db *sql.DB, cfg config, tables []benc
 			us(sq.OnCPU), us(sq.RunQueueWait), float64(sq.Timeslices)/max(q, 1),
 			us(cl.OnCPU), us(cl.RunQueueWait), us(pd.OnCPU))
 	}
+	rep.printf("\nBatchCommands messages per point select (requests share a message when they queue behind a Send): SQL node to stores, and stores' answers:\n\n| table | messages sent by the SQL node | requests per message | answer messages sent by the stores | answers per message |\n|---|---|---|---|---|\n")
+	for i, t := range tables {
+		q := max(float64(len(res[i].lat)), 1)
+		sd, qd := storeDiff[i], sqlDiff[i]
+		sent, reqs := qd["strata_kvclient_batch_commands_size_count"], qd["strata_kvclient_batch_commands_size_sum"]
+		ans, answers := sd[`strata_store_batch_commands_size_count{dir="send"}`], sd[`strata_store_batch_commands_size_sum{dir="send"}`]
+		rep.printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", t.name, sent/q, reqs/max(sent, 1), ans/q, answers/max(ans, 1))
+	}
 	rep.printf("\nload average after: %s\n", loadAvg())
 	return p99, nil
 }
