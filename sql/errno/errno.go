@@ -38,6 +38,7 @@ const (
 	ErrDataTruncated       uint16 = 1265
 	ErrTruncatedWrongValue uint16 = 1292
 	ErrQueryInterrupted    uint16 = 1317
+	ErrWrongValue          uint16 = 1525
 	ErrNoDefaultForField   uint16 = 1364
 	ErrTruncatedWrongField uint16 = 1366
 	ErrDataTooLong         uint16 = 1406
