@@ -875,8 +875,11 @@ func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
 
 // temporalLiteral compiles DATE 'str', TIMESTAMP 'str' or TIME 'str'.
 func temporalLiteral(name string, args []Expr) (Expr, error) {
-	k, ok := args[0].(*Constant)
-	if len(args) != 1 || !ok {
+	var k *Constant
+	if len(args) == 1 {
+		k, _ = args[0].(*Constant)
+	}
+	if k == nil {
 		return nil, errno.New(errno.ErrParse, "You have an error in your SQL syntax: a DATE, TIME or TIMESTAMP literal needs a string")
 	}
 	s := strings.TrimSpace(string(k.Value.Bytes()))
