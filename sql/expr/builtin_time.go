@@ -456,6 +456,15 @@ func datetimeType(fsp int) types.FieldType {
 	return ft
 }
 
+// durationType is TIME(fsp).
+func durationType(fsp int) types.FieldType {
+	ft := timeType
+	if fsp > 0 {
+		ft.Decimal, ft.Flen = fsp, ft.Flen+1+fsp
+	}
+	return ft
+}
+
 // fspOf is the fractional-second digits of a temporal argument.
 func fspOf(ft types.FieldType) int {
 	if ft.Class() == types.ClassTime {
@@ -1242,7 +1251,7 @@ func buildStrToDate(name string, args []Expr) (Expr, error) {
 		case clock && !date:
 			ft = timeType
 			if frac {
-				ft.Decimal, ft.Flen = 6, 17
+				ft = durationType(6)
 			}
 		default:
 			ft = datetimeType(fsp)

@@ -637,8 +637,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		// fractional digits as str has; a str that is none is ERROR 1525.
 		return temporalLiteral(name, args)
 	case "curdate", "current_date":
-		ft := types.FieldType{Tp: mysql.TypeDate, Flen: 10, Flag: mysql.BinaryFlag}
-		return &Constant{Value: tablecodec.NewString(types.FormatTime(c.Env.Now(), mysql.TypeDate, 0)), Ft: ft}, nil
+		return &Constant{Value: tablecodec.NewString(types.FormatTime(c.Env.Now(), mysql.TypeDate, 0)), Ft: dateType}, nil
 	case "concat":
 		if err := nargs(1, 1<<16); err != nil {
 			return nil, err
@@ -890,20 +889,17 @@ func temporalLiteral(name string, args []Expr) (Expr, error) {
 	switch name {
 	case ast.DateLiteral:
 		if t, ok := types.ParseTime(s); ok && !strings.ContainsAny(s, ": ") {
-			ft := types.FieldType{Tp: mysql.TypeDate, Flen: 10, Flag: mysql.BinaryFlag}
-			return &Constant{Value: tablecodec.NewString(types.FormatTime(t, mysql.TypeDate, 0)), Ft: ft}, nil
+			return &Constant{Value: tablecodec.NewString(types.FormatTime(t, mysql.TypeDate, 0)), Ft: dateType}, nil
 		}
 		return nil, errno.New(errno.ErrWrongValue, "Incorrect DATE value: '%s'", s)
 	case ast.TimestampLiteral:
 		if t, ok := types.ParseTime(s); ok {
-			ft := types.FieldType{Tp: mysql.TypeDatetime, Flen: 19 + min(fsp, 1) + fsp, Decimal: fsp, Flag: mysql.BinaryFlag}
-			return &Constant{Value: tablecodec.NewString(types.FormatTime(t, mysql.TypeDatetime, fsp)), Ft: ft}, nil
+			return &Constant{Value: tablecodec.NewString(types.FormatTime(t, mysql.TypeDatetime, fsp)), Ft: datetimeType(fsp)}, nil
 		}
 		return nil, errno.New(errno.ErrWrongValue, "Incorrect DATETIME value: '%s'", s)
 	default:
 		if d, ok := types.CastDuration(tablecodec.NewString(s), fsp); ok {
-			ft := types.FieldType{Tp: mysql.TypeDuration, Flen: 10 + min(fsp, 1) + fsp, Decimal: fsp, Flag: mysql.BinaryFlag}
-			return &Constant{Value: d, Ft: ft}, nil
+			return &Constant{Value: d, Ft: durationType(fsp)}, nil
 		}
 		return nil, errno.New(errno.ErrWrongValue, "Incorrect TIME value: '%s'", s)
 	}
