@@ -526,32 +526,13 @@ func placeControlLeaders(c *localcluster.Cluster, db *sql.DB) ([]uint64, error) 
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("PD lists no stores")
 	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		regions, leaders, err := tableRegions(db, "b.t3")
-		if err != nil {
-			return nil, err
-		}
-		placed := true
-		for i, r := range regions {
-			if to := ids[i%len(ids)]; leaders[i] != to {
-				placed = false
-				_ = c.PDAPI("POST", "operators", map[string]any{"name": "transfer-leader", "region_id": r, "to_store_id": to}, nil)
-			}
-		}
-		if placed {
-			return leaders, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("t3's leaders not placed on %v in 3 minutes: regions %v led by %v", ids, regions, leaders)
-		}
-		time.Sleep(time.Second)
-	}
+	leaders, _, err := moveLeaders(c, db, "b.t3", func(i int) uint64 { return ids[i%len(ids)] }, 3*time.Minute)
+	return leaders, err
 }
 
 // colocateLeaders moves the leader of every tn region to the store leading
-// t1's region (PD transfer-leader operators, re-sent each round until
-// every leader is there) and returns that store and how many leaders moved.
+// t1's region and returns that store, how many leaders moved and how long
+// it took.
 func colocateLeaders(c *localcluster.Cluster, db *sql.DB) (store uint64, moved int, took time.Duration, err error) {
 	_, l1, err := tableRegions(db, "b.t1")
 	if err != nil {
@@ -562,30 +543,46 @@ func colocateLeaders(c *localcluster.Cluster, db *sql.DB) (store uint64, moved i
 	}
 	store = l1[0]
 	start := time.Now()
-	deadline := start.Add(10 * time.Minute)
+	_, moved, err = moveLeaders(c, db, "b.tn", func(int) uint64 { return store }, 10*time.Minute)
+	return store, moved, time.Since(start), err
+}
+
+// moveLeaders moves the leader of table's i-th region (in key order) to
+// store to(i) with PD transfer-leader operators, sent again each round
+// until every leader is there or limit passes. It returns the leaders'
+// stores and how many were elsewhere at first. Run it with PD's
+// schedulers paused.
+func moveLeaders(c *localcluster.Cluster, db *sql.DB, table string, to func(i int) uint64, limit time.Duration) (leaders []uint64, moved int, err error) {
+	deadline := time.Now().Add(limit)
 	for round := 0; ; round++ {
-		regions, leaders, err := tableRegions(db, "b.tn")
+		regions, leaders, err := tableRegions(db, table)
 		if err != nil {
-			return 0, 0, 0, err
+			return nil, 0, err
 		}
 		away := 0
 		for i, r := range regions {
-			if leaders[i] != store {
+			if leaders[i] != to(i) {
 				away++
-				_ = c.PDAPI("POST", "operators", map[string]any{"name": "transfer-leader", "region_id": r, "to_store_id": store}, nil)
+				_ = c.PDAPI("POST", "operators", map[string]any{"name": "transfer-leader", "region_id": r, "to_store_id": to(i)}, nil)
 			}
 		}
 		if round == 0 {
 			moved = away
 		}
-		logf("colocating tn's leaders on store %d: %d of %d elsewhere", store, away, len(regions))
+		logf("placing %s's leaders: %d of %d elsewhere", table, away, len(regions))
 		if away == 0 {
-			return store, moved, time.Since(start), nil
+			return leaders, moved, nil
 		}
 		if time.Now().After(deadline) {
-			return 0, 0, 0, fmt.Errorf("%d of tn's leaders still off store %d after 10 minutes", away, store)
+			return nil, 0, fmt.Errorf("%d of %s's %d leaders not placed in %v", away, table, len(regions), limit)
 		}
-		time.Sleep(5 * time.Second)
+		// Thousands of operators take seconds; a round re-sends every
+		// missing one.
+		if len(regions) > 100 {
+			time.Sleep(5 * time.Second)
+		} else {
+			time.Sleep(time.Second)
+		}
 	}
 }
 
