@@ -1,10 +1,18 @@
 // Package failpoint lets cluster tests stop a process at a named point, as
-// TiDB's failpoints do, to prove what happens when it dies exactly there
-// (e.g. a SQL node killed between prewrite and commit).
+// TiDB's failpoints do, to prove what happens when it dies or stalls
+// exactly there (e.g. a SQL node killed between prewrite and commit, a
+// commit stalled across schema changes), and skew a process's wall clock.
 //
-// Hit is a no-op in normal builds. In builds with the tag "failpoints"
-// (tests/ builds its binaries so), the environment variable
-// STRATA_FAILPOINTS, a comma-separated list of name=pause, makes Hit(name)
-// log "failpoint <name>: pausing" to stderr and block forever; the test
-// then kills the process.
+// Hit and Now are plain in normal builds. In builds with the tag
+// "failpoints" (tests/ builds its binaries so), the environment variable
+// STRATA_FAILPOINTS is a comma-separated list of name=action:
+//
+//   - name=pause: Hit(name) logs "failpoint <name>: pausing" to stderr and
+//     blocks forever; the test then kills the process.
+//   - name=hold:<path>: while the file at path exists, Hit(name) logs
+//     "failpoint <name>: holding while <path> exists" and blocks; it logs
+//     "released" and returns once the test removes the file. The test
+//     arms the point by creating the file and releases it by removing it.
+//
+// STRATA_CLOCK_SKEW (a Go duration, "-1h") shifts what Now returns.
 package failpoint

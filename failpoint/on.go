@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 var active = sync.OnceValue(func() map[string]string {
@@ -19,14 +20,37 @@ var active = sync.OnceValue(func() map[string]string {
 	return m
 })
 
-// Hit blocks forever when name is set to pause in STRATA_FAILPOINTS.
+// Hit blocks forever when name is set to pause in STRATA_FAILPOINTS, and
+// while the file exists when it is set to hold:<path>.
 func Hit(name string) {
-	switch action := active()[name]; action {
-	case "":
-	case "pause":
+	action := active()[name]
+	switch path, hold := strings.CutPrefix(action, "hold:"); {
+	case action == "":
+	case action == "pause":
 		fmt.Fprintf(os.Stderr, "failpoint %s: pausing\n", name)
 		select {}
+	case hold:
+		if _, err := os.Stat(path); err != nil {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "failpoint %s: holding while %s exists\n", name, path)
+		for {
+			time.Sleep(5 * time.Millisecond) // polling a file: no event to wait on
+			if _, err := os.Stat(path); err != nil {
+				fmt.Fprintf(os.Stderr, "failpoint %s: released\n", name)
+				return
+			}
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "failpoint %s: unknown action %q ignored\n", name, action)
 	}
 }
+
+var skew = sync.OnceValue(func() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("STRATA_CLOCK_SKEW"))
+	return d
+})
+
+// Now is the wall clock shifted by STRATA_CLOCK_SKEW (a duration such as
+// "-1h"), to test that no decision depends on nodes' clocks agreeing.
+func Now() time.Time { return time.Now().Add(skew()) }

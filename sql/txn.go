@@ -50,6 +50,23 @@ type LockOptions struct {
 	ReturnValues bool
 }
 
+// CommitGuard is what the schema allows a commit: the transaction may
+// commit at any commit_ts up to MaxCommitTS without more ado; above it (a
+// commit that stalled, or a store that had to pick a later timestamp)
+// Check is asked, with the commit_ts chosen, before the commit point, and
+// an error it returns aborts the commit. A 1PC or async-commit prewrite
+// carries MaxCommitTS as its max_commit_ts, so that a store never commits
+// one above it (it falls back to two-phase commit, which asks Check).
+type CommitGuard struct {
+	MaxCommitTS uint64
+	Check       func(ctx context.Context, commitTS uint64) error
+}
+
+// Allows reports whether a commit at commitTS needs no Check.
+func (g CommitGuard) Allows(commitTS uint64) bool {
+	return g.Check == nil || commitTS <= g.MaxCommitTS
+}
+
 // KvPair is one key and its value.
 type KvPair struct {
 	Key, Value []byte
@@ -94,10 +111,14 @@ type Txn interface {
 	RollbackToSavepoint(name string) error
 	ReleaseSavepoint(name string) error
 
+	// SetCommitGuard bounds the commit_ts of the next Commit (see
+	// CommitGuard); the zero guard bounds nothing.
+	SetCommitGuard(g CommitGuard)
 	// Commit makes the writes durable at one commit_ts on every region.
 	// Errors: *WriteConflictError (optimistic), *KeyExistsError,
 	// ErrUndetermined (sent, outcome unknown: never reported as a
-	// rollback), ErrRegionUnavailable.
+	// rollback), ErrRegionUnavailable, and whatever the guard's Check
+	// returned (nothing was committed then).
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
 }

@@ -32,10 +32,17 @@ type Catalog struct {
 	nodeID     string     // this node's row in the schema syncer
 	registered bool       // the sync row was written (under refreshMu)
 
+	// refreshTS is the timestamp of the last read that confirmed the
+	// loaded version: no schema change committed below it is unknown here.
+	refreshTS atomic.Uint64
+
 	mu         sync.RWMutex
-	version    int64                // loaded schema version
-	reported   int64                // version in the sync row
-	reportedAt int64                // clock() of that write
+	version    int64 // loaded schema version
+	reported   int64 // version in the sync row
+	reportedAt int64 // clock() of that write
+	// rowExpires is when the sync row last written stops counting, in PD's
+	// physical milliseconds (0 before the first write).
+	rowExpires int64
 	gen        uint64               // bumped when the cache is dropped
 	history    map[int64]schemaDiff // version -> what it changed
 	// Running transactions by the schema version they began at (the

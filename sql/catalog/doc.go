@@ -24,4 +24,22 @@
 // the version move. A transaction's commit is checked against the diffs
 // since it began (8028). Catalog is safe for concurrent use; TableInfo
 // values are immutable once published.
+//
+// # Schema sync and the commit window
+//
+// Each node keeps a sync row ('m' SchemaSync {node}) with the oldest
+// version it or a running transaction of it uses, renewed every 10 s and
+// expiring 30 s after the TSO timestamp fetched before it was written:
+// liveness is judged on PD's clock, never by comparing nodes' wall
+// clocks. A schema change waits until every live row shows its version,
+// for two leases at most (WaitVersion). So a version committed after a
+// node's last confirming read at ts r is followed by the next step of its
+// job no sooner than two leases later, and CheckCommit vouches for a
+// commit_ts up to r + 1.5 leases (sql.CommitGuard.MaxCommitTS; 1PC and
+// async commit send it as max_commit_ts). A commit that gets a later
+// commit_ts is checked again at it before its commit point: the version
+// committed below commit_ts, read at commit_ts, may be at most one
+// compatible step past the transaction's. A node whose row expired before
+// its renewal committed fails its running transactions (the owner may
+// have gone on without them).
 package catalog

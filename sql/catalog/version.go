@@ -14,11 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/stratadb/strata/failpoint"
 	"github.com/stratadb/strata/kv/codec"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/tso"
 )
 
 // DefaultLease is the schema lease: a SQL node uses its cached schema for at
@@ -55,6 +57,15 @@ var (
 		Namespace: "strata", Subsystem: "sql", Name: "schema_changed_commits_total",
 		Help: "Commits refused with 8028 because a table they wrote changed schema.",
 	})
+	schemaCommitRechecks = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "schema_commit_rechecks_total",
+		Help: "Commits whose commit_ts passed the schema lease window and were checked again at it, by outcome (allowed, refused, error).",
+	}, []string{"outcome"})
+	schemaSyncWaitSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "schema_sync_wait_seconds",
+		Help:    "Time a schema change waited for every live SQL node to load its version.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	})
 )
 
 func versionKey() []byte { return metaPrefix("SchemaVersion") }
@@ -78,6 +89,9 @@ type schemaDiff struct {
 type TxnSchema struct {
 	version int64
 	n       atomic.Int64
+	// lapsed: this node's sync row expired while the transaction ran, so
+	// the DDL owner may have stopped waiting for it (CheckCommit fails).
+	lapsed atomic.Bool
 }
 
 // Version is the schema version the transaction began at.
@@ -86,14 +100,23 @@ func (t *TxnSchema) Version() int64 { return t.version }
 // TxnBegin registers a transaction beginning at the loaded version; call
 // TxnEnd when it ends. Lock-free (two atomic operations).
 func (c *Catalog) TxnBegin() *TxnSchema {
-	t := c.curTxns.Load()
-	if t == nil { // before the first version check
-		c.mu.Lock()
-		t = c.txnSchemaLocked(c.version)
-		c.mu.Unlock()
+	for {
+		t := c.curTxns.Load()
+		if t == nil { // before the first version check
+			c.mu.Lock()
+			t = c.txnSchemaLocked(c.version)
+			c.mu.Unlock()
+		}
+		t.n.Add(1)
+		// A version loaded between the two lines above may have been
+		// reported without this transaction: register at the new one.
+		// (refresh stores curTxns, then reads the counts: one of the two
+		// sides sees the other.)
+		if c.curTxns.Load() == t {
+			return t
+		}
+		t.n.Add(-1)
 	}
-	t.n.Add(1)
-	return t
 }
 
 // TxnEnd ends a transaction registered by TxnBegin.
@@ -200,7 +223,7 @@ func (c *Catalog) refresh(ctx context.Context) error {
 		if err := c.reportIfDue(ctx); err != nil {
 			return err
 		}
-		c.validUntil.Store(sent + int64(c.lease))
+		c.confirmed(ts, sent)
 		return nil
 	}
 	var diffs []schemaDiff
@@ -242,16 +265,38 @@ func (c *Catalog) refresh(ctx context.Context) error {
 	if err := c.reportIfDue(ctx); err != nil {
 		return err
 	}
-	c.validUntil.Store(sent + int64(c.lease))
+	c.confirmed(ts, sent)
 	return nil
+}
+
+// confirmed records that the read at ts (sent at clock() sent) confirmed
+// the loaded version: the lease runs from sent, the commit window from ts.
+func (c *Catalog) confirmed(ts uint64, sent int64) {
+	if ts > c.refreshTS.Load() {
+		c.refreshTS.Store(ts) // under refreshMu: no other writer
+	}
+	c.validUntil.Store(sent + int64(c.lease))
 }
 
 // syncEntry is a SQL node's row in the schema syncer ('m' SchemaSync
 // {node}): the version it has loaded and no running transaction of it
-// began before, until when the row counts.
+// began before, until when the row counts. The expiry is on PD's clock
+// (the physical part of a TSO timestamp the node fetched before writing
+// the row), so nodes' wall clocks never decide whether a node is alive.
+// ExpiresMs (its own wall clock) is still written for, and read from,
+// nodes that predate ExpiresPDMs.
 type syncEntry struct {
-	Version   int64 `json:"version"`
-	ExpiresMs int64 `json:"expires_ms"` // wall clock
+	Version     int64 `json:"version"`
+	ExpiresMs   int64 `json:"expires_ms"`
+	ExpiresPDMs int64 `json:"expires_pd_ms,omitempty"`
+}
+
+// live reports whether the row still counts at PD time nowPD.
+func (e syncEntry) live(nowPD int64) bool {
+	if e.ExpiresPDMs > 0 {
+		return e.ExpiresPDMs > nowPD
+	}
+	return e.ExpiresMs > failpoint.Now().UnixMilli()
 }
 
 func syncPrefix() []byte { return metaPrefix("SchemaSync") }
@@ -275,55 +320,97 @@ func (c *Catalog) reportIfDue(ctx context.Context) error {
 	return c.report(ctx)
 }
 
+// report writes this node's sync row. A row that had already expired when
+// its renewal committed let the DDL owner go on without this node: the
+// transactions running since then lapse (CheckCommit refuses them).
 func (c *Catalog) report(ctx context.Context) error {
 	c.mu.RLock()
 	v := c.effectiveLocked()
 	c.mu.RUnlock()
 	at := c.clock()
-	row, _ := json.Marshal(syncEntry{Version: v, ExpiresMs: time.Now().Add(c.syncTTL()).UnixMilli()})
-	if err := c.writeMeta(ctx, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: c.syncKey(), Value: row}); err != nil {
+	start, err := c.store.GetTS(ctx)
+	if err != nil {
+		return fmt.Errorf("report loaded schema version: %w", err)
+	}
+	ttl := c.syncTTL()
+	expires := physicalMs(start) + ttl.Milliseconds()
+	row, _ := json.Marshal(syncEntry{Version: v, ExpiresMs: failpoint.Now().Add(ttl).UnixMilli(), ExpiresPDMs: expires})
+	commit, err := c.commitMeta(ctx, start, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: c.syncKey(), Value: row})
+	if err != nil {
 		return fmt.Errorf("report loaded schema version: %w", err)
 	}
 	c.mu.Lock()
-	c.reported, c.reportedAt = v, at
+	if c.rowExpires > 0 && physicalMs(commit) >= c.rowExpires {
+		c.lapseLocked(physicalMs(commit) - c.rowExpires)
+	}
+	c.reported, c.reportedAt, c.rowExpires = v, at, expires
 	c.mu.Unlock()
 	return nil
 }
+
+// lapseLocked marks every running transaction lapsed: this node's sync
+// row had expired (by late ms) before its renewal committed.
+func (c *Catalog) lapseLocked(late int64) {
+	running := 0
+	for v, t := range c.txnCounts {
+		t.lapsed.Store(true)
+		running += int(t.n.Load())
+		delete(c.txnCounts, v)
+	}
+	c.txnSchemaLocked(c.version)
+	c.log.Warn("schema sync row expired before its renewal: running transactions that write will fail with 8028",
+		"late_ms", late, "running", running, "ttl", c.syncTTL())
+}
+
+func physicalMs(ts uint64) int64 { p, _ := tso.ParseTS(ts); return p }
 
 func (c *Catalog) writeMeta(ctx context.Context, m *kvrpcpb.Mutation) error {
 	start, err := c.store.GetTS(ctx)
 	if err != nil {
 		return err
 	}
-	commit, err := c.store.GetTS(ctx)
-	if err != nil {
-		return err
-	}
-	return c.store.Commit(ctx, []*kvrpcpb.Mutation{m}, start, commit)
+	_, err = c.commitMeta(ctx, start, m)
+	return err
 }
 
-// synced reports whether every live SQL node has loaded version v.
-func (c *Catalog) synced(ctx context.Context, v int64) (bool, error) {
+// commitMeta commits m in a transaction that began at start and returns
+// its commit timestamp.
+func (c *Catalog) commitMeta(ctx context.Context, start uint64, m *kvrpcpb.Mutation) (uint64, error) {
+	commit, err := c.store.GetTS(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return commit, c.store.Commit(ctx, []*kvrpcpb.Mutation{m}, start, commit)
+}
+
+// behind lists the live SQL nodes that have not loaded version v (their
+// ids and the versions their sync rows show).
+func (c *Catalog) behind(ctx context.Context, v int64) (map[string]int64, error) {
 	ts, err := c.store.GetTS(ctx)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	p := syncPrefix()
 	pairs, err := c.store.Scan(ctx, p, tablecodec.PrefixNext(p), ts, 0)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	now := time.Now().UnixMilli()
+	now := physicalMs(ts)
+	var out map[string]int64
 	for _, kv := range pairs {
 		var e syncEntry
 		if err := json.Unmarshal(kv.Value, &e); err != nil {
-			return false, fmt.Errorf("corrupt schema sync row: %w", err)
+			return nil, fmt.Errorf("corrupt schema sync row: %w", err)
 		}
-		if e.ExpiresMs > now && e.Version < v {
-			return false, nil
+		if e.live(now) && e.Version < v {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			_, node, _ := codec.DecodeBytes(kv.Key[len(p):], nil)
+			out[string(node)] = e.Version
 		}
 	}
-	return true, nil
+	return out, nil
 }
 
 func (c *Catalog) readVersion(ctx context.Context, ts uint64) (int64, error) {
@@ -367,46 +454,98 @@ func (c *Catalog) Keep(ctx context.Context) {
 	}
 }
 
+// commitWindow is how long after the read that confirmed this node's
+// version a transaction may commit without checking the schema again. A
+// schema change committed after that read is followed by the next step
+// of its job (or returns, for TRUNCATE and DROP) no sooner than two
+// leases later, while this node's sync row still shows an older version
+// (WaitVersion); half a lease is left for clock rate drift and for TSO's
+// physical time running ahead of the owner's clock.
+func (c *Catalog) commitWindow() time.Duration { return c.lease * 3 / 2 }
+
 // CheckCommit reports ERROR 8028 when a table in written changed its schema
-// after version began (the transaction's rows would be written under a
+// after the transaction t began (its rows would be written under a
 // definition other nodes no longer use: a dropped or truncated table's dead
 // id, an index it does not maintain). One compatible change (an index
 // state step) is allowed: the DDL owner publishes the next one only after
 // this transaction ended (TxnBegin), or after two leases, and then it
 // spans two. To judge that it reads the cluster's version first. It
 // confirms the lease first.
-func (c *Catalog) CheckCommit(ctx context.Context, began int64, written func(yield func(int64) bool)) error {
+//
+// The check holds for a commit_ts up to the guard's MaxCommitTS (the
+// commit window after the read that confirmed the version); a commit that
+// stalls past it (a slow prewrite, a region failover) is checked again at
+// its commit_ts by the guard's Check, before its commit point, against
+// the schema version committed below that timestamp.
+func (c *Catalog) CheckCommit(ctx context.Context, t *TxnSchema, written func(yield func(int64) bool)) (sql.CommitGuard, error) {
 	if err := c.ensureValid(ctx); err != nil {
-		return err
+		return sql.CommitGuard{}, err
 	}
-	ok, oneStep := c.checkCommit(began, written)
-	if ok || !oneStep {
-		return c.commitVerdict(ok, began)
+	if t.lapsed.Load() {
+		schemaChangedAborts.Inc()
+		return sql.CommitGuard{}, errno.New(errno.ErrInfoSchemaChanged,
+			"Information schema is changed during the execution of the statement: this SQL node could not renew its schema registration within %v while the transaction ran, so schema changes may have gone on without it; nothing was committed, run the transaction again", c.syncTTL())
 	}
-	// One compatible step: make sure no second one was published since
-	// this node's last check.
-	c.refreshMu.Lock()
-	err := c.refresh(ctx)
-	c.refreshMu.Unlock()
-	if err != nil {
-		return errno.New(errno.ErrInfoSchemaExpired, "Information schema is out of date: %v", err)
+	ids := slices.Collect(written)
+	asOf := c.refreshTS.Load() // before the version the check reads
+	ok, oneStep := c.checkCommit(t.version, c.Version(), ids)
+	if !ok && oneStep {
+		// One compatible step: make sure no second one was published since
+		// this node's last check.
+		c.refreshMu.Lock()
+		err := c.refresh(ctx)
+		c.refreshMu.Unlock()
+		if err != nil {
+			return sql.CommitGuard{}, errno.New(errno.ErrInfoSchemaExpired, "Information schema is out of date: %v", err)
+		}
+		asOf = c.refreshTS.Load()
+		ok, oneStep = c.checkCommit(t.version, c.Version(), ids)
+		ok = ok || oneStep
 	}
-	ok, oneStep = c.checkCommit(began, written)
-	return c.commitVerdict(ok || oneStep, began)
+	if err := c.commitVerdict(ok, t.version); err != nil {
+		return sql.CommitGuard{}, err
+	}
+	return sql.CommitGuard{
+		MaxCommitTS: tso.ComposeTS(physicalMs(asOf)+c.commitWindow().Milliseconds(), 0),
+		Check:       func(ctx context.Context, commitTS uint64) error { return c.checkAt(ctx, t.version, ids, commitTS) },
+	}, nil
 }
 
-// checkCommit: ok when nothing written changed since began; oneStep when
-// exactly one compatible change did (allowed if no other one followed).
-func (c *Catalog) checkCommit(began int64, written func(yield func(int64) bool)) (ok, oneStep bool) {
+// checkAt is CheckCommit at commitTS: the schema version committed below
+// it may be at most one compatible step on ids past began.
+func (c *Catalog) checkAt(ctx context.Context, began int64, ids []int64, commitTS uint64) error {
+	v, err := c.readVersion(ctx, commitTS)
+	if err == nil {
+		err = c.Load(ctx, v)
+	}
+	if err != nil {
+		schemaCommitRechecks.WithLabelValues("error").Inc()
+		return errno.New(errno.ErrInfoSchemaExpired,
+			"Information schema is out of date: the commit was slow and the schema at its commit timestamp could not be read (%v); nothing was committed, run the transaction again", err)
+	}
+	ok, oneStep := c.checkCommit(began, v, ids)
+	if ok || oneStep {
+		schemaCommitRechecks.WithLabelValues("allowed").Inc()
+		return nil
+	}
+	schemaCommitRechecks.WithLabelValues("refused").Inc()
+	schemaChangedAborts.Inc()
+	return infoSchemaChanged(began, v)
+}
+
+// checkCommit: ok when no table in ids changed in (began, upTo]; oneStep
+// when exactly one compatible change did (allowed if no other one
+// followed).
+func (c *Catalog) checkCommit(began, upTo int64, ids []int64) (ok, oneStep bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	steps := 0
-	for v := began + 1; v <= c.version; v++ {
+	for v := began + 1; v <= upTo; v++ {
 		d, found := c.history[v]
 		if !found { // older than the history: assume the worst
 			return false, false
 		}
-		for id := range written {
+		for _, id := range ids {
 			if slices.Contains(d.TableIDs, id) {
 				if !d.Compatible {
 					return false, false
@@ -519,18 +658,29 @@ func (c *Catalog) WaitSchemaSync(ctx context.Context) error { return c.WaitVersi
 // WaitVersion is WaitSchemaSync for version v (a DDL owner that took over a
 // job waits for the version its previous owner committed).
 func (c *Catalog) WaitVersion(ctx context.Context, v int64) error {
+	begin := time.Now()
+	defer func() { schemaSyncWaitSeconds.Observe(time.Since(begin).Seconds()) }()
 	deadline := time.NewTimer(2 * c.lease)
 	defer deadline.Stop()
 	poll := time.NewTicker(c.lease / 16)
 	defer poll.Stop()
+	var waited map[string]int64
 	for {
-		if ok, err := c.synced(ctx, v); err == nil && ok {
+		nodes, err := c.behind(ctx, v)
+		if err == nil && len(nodes) == 0 {
 			return nil
+		}
+		if err == nil && waited == nil {
+			waited = nodes
+			c.log.Info("waiting for SQL nodes to load schema version", "version", v, "nodes", nodes, "most", 2*c.lease)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
+			if waited != nil {
+				c.log.Warn("SQL nodes did not load schema version in 2 leases: going on (they have stopped using older versions, and their transactions that began before fail at commit)", "version", v, "nodes", waited)
+			}
 			return nil
 		case <-poll.C:
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/tso"
 )
 
 // downStore is a Storage whose PD cannot be reached.
@@ -44,9 +45,11 @@ func TestCheckCommit(t *testing.T) {
 		{"older than the history", 3, []int64{1}, errno.ErrInfoSchemaChanged},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := c.CheckCommit(context.Background(), tc.began, slices.Values(tc.written))
+			g, err := c.CheckCommit(context.Background(), &TxnSchema{version: tc.began}, slices.Values(tc.written))
 			if tc.code == 0 {
 				require.NoError(t, err)
+				require.True(t, g.Allows(g.MaxCommitTS))
+				require.False(t, g.Allows(g.MaxCommitTS+1), "a later commit is checked again")
 				return
 			}
 			var e *errno.Error
@@ -81,7 +84,7 @@ func TestCheckCommitCompatibleSteps(t *testing.T) {
 		{13, []int64{3}, false, false}, // not compatible
 		{2, []int64{9}, false, false},  // older than the history
 	} {
-		ok, one := c.checkCommit(tc.began, slices.Values(tc.written))
+		ok, one := c.checkCommit(tc.began, c.version, tc.written)
 		require.Equal(t, tc.ok, ok, "%+v", tc)
 		require.Equal(t, tc.oneStep, one, "%+v", tc)
 	}
@@ -109,4 +112,45 @@ func TestTxnSchemaHoldsReportedVersion(t *testing.T) {
 	require.Equal(t, int64(6), c.effectiveLocked())
 	c.mu.RUnlock()
 	c.TxnEnd(cur)
+}
+
+// TestCommitGuardWindow: a commit may go without another check up to the
+// commit window after the read that confirmed the loaded version.
+func TestCommitGuardWindow(t *testing.T) {
+	c := New(downStore{})
+	c.validUntil.Store(c.clock() + int64(c.lease)*1000)
+	c.version = 3
+	confirmedAt := tso.ComposeTS(1_000_000, 7)
+	c.refreshTS.Store(confirmedAt)
+	g, err := c.CheckCommit(context.Background(), &TxnSchema{version: 3}, slices.Values([]int64{1}))
+	require.NoError(t, err)
+	require.Equal(t, tso.ComposeTS(1_000_000+c.commitWindow().Milliseconds(), 0), g.MaxCommitTS)
+	require.Less(t, c.commitWindow(), 2*c.lease, "inside the owner's two-lease wait")
+}
+
+// TestLapsedTransactionsFail: once this node's sync row expired before its
+// renewal, the transactions that were running fail at commit (the DDL owner
+// may have gone on without them); those that begin afterwards do not.
+func TestLapsedTransactionsFail(t *testing.T) {
+	c := New(downStore{})
+	c.validUntil.Store(c.clock() + int64(c.lease)*1000)
+	c.mu.Lock()
+	c.version = 4
+	c.txnSchemaLocked(4)
+	c.mu.Unlock()
+	running := c.TxnBegin()
+	c.mu.Lock()
+	c.lapseLocked(1500)
+	c.mu.Unlock()
+	_, err := c.CheckCommit(context.Background(), running, slices.Values([]int64{1}))
+	var e *errno.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, errno.ErrInfoSchemaChanged, e.Code)
+	c.TxnEnd(running)
+
+	fresh := c.TxnBegin()
+	require.NotSame(t, running, fresh)
+	_, err = c.CheckCommit(context.Background(), fresh, slices.Values([]int64{1}))
+	require.NoError(t, err)
+	c.TxnEnd(fresh)
 }

@@ -316,6 +316,9 @@ func cloneBuf(b map[string]bufEntry) map[string]bufEntry {
 func (t *memTxn) StartTS() uint64     { return t.startTS }
 func (t *memTxn) ForUpdateTS() uint64 { return t.forUpdateTS }
 
+// SetCommitGuard: the fake commits at once, never above a guard's bound.
+func (t *memTxn) SetCommitGuard(sql.CommitGuard) {}
+
 func (t *memTxn) Get(ctx context.Context, key []byte) ([]byte, bool, error) {
 	if e, ok := t.buf[string(key)]; ok {
 		return append([]byte(nil), e.value...), e.value != nil, nil

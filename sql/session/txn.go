@@ -212,13 +212,16 @@ func (s *Session) commitTxn(ctx context.Context) error {
 }
 
 // commitChecked commits t unless a table it wrote changed schema since it
-// began (ERROR 8028; t is rolled back).
+// began (ERROR 8028; t is rolled back), also when the schema changes while
+// the commit is under way (the guard CheckCommit returns).
 func (s *Session) commitChecked(ctx context.Context, t *txnState) error {
 	if len(t.written) > 0 {
-		if err := s.cat.CheckCommit(ctx, t.schema.Version(), maps.Keys(t.written)); err != nil {
+		g, err := s.cat.CheckCommit(ctx, t.schema, maps.Keys(t.written))
+		if err != nil {
 			_ = t.txn.Rollback(ctx)
 			return err
 		}
+		t.txn.SetCommitGuard(g)
 	}
 	return t.txn.Commit(ctx)
 }

@@ -132,6 +132,7 @@ func (cm *committer) run(ctx context.Context) (commitMode, error) {
 	}
 
 	start := time.Now()
+	failpoint.Hit("txn-before-prewrite")
 	if err := cm.prewrite(ctx, bo); err != nil {
 		return mode, cm.fail(ctx, err)
 	}
@@ -285,6 +286,9 @@ func (cm *committer) prewriteChunk(ctx context.Context, bo *client.Backoffer, r 
 			UseAsyncCommit: cm.async,
 			TryOnePc:       cm.onePC,
 		}
+		if (cm.async || cm.onePC) && t.guard.Check != nil {
+			req.MaxCommitTs = t.guard.MaxCommitTS
+		}
 		if t.opts.Pessimistic {
 			req.PessimisticActions = cm.actions[a:b]
 		}
@@ -361,6 +365,12 @@ func (cm *committer) commit2PC(ctx context.Context, bo *client.Backoffer) error 
 	}
 	commitTS = max(commitTS, cm.maxMinCommit)
 	for {
+		if !t.guard.Allows(commitTS) {
+			// Later than the schema vouches for: ask it (not committed).
+			if err := t.guard.Check(ctx, commitTS); err != nil {
+				return cm.fail(ctx, err)
+			}
+		}
 		err = cm.commitKeys(ctx, bo, commitTS, [][]byte{cm.primary})
 		var expired *commitTSExpired
 		if errors.As(err, &expired) {

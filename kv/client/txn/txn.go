@@ -31,6 +31,7 @@ type Txn struct {
 	locked   int    // keys holding pessimistic locks
 	finished bool
 	began    time.Time
+	guard    sql.CommitGuard
 
 	// skip: transactions whose locks this transaction's reads may read
 	// through (resolved, or committing after readTS). Reset with readTS.
@@ -53,6 +54,9 @@ func (t *Txn) StartTS() uint64 { return t.startTS }
 
 // ForUpdateTS is the timestamp the latest pessimistic locks read at.
 func (t *Txn) ForUpdateTS() uint64 { return t.forUpdateTS }
+
+// SetCommitGuard bounds the next Commit's commit_ts. See sql.Txn.
+func (t *Txn) SetCommitGuard(g sql.CommitGuard) { t.guard = g }
 
 // Size is the bytes buffered in the transaction.
 func (t *Txn) Size() int { return t.mem.Size() }
