@@ -138,6 +138,25 @@ func (p *Proc) Kill() error { return p.signalAndWait(syscall.SIGKILL, 0) }
 // Stop sends SIGTERM and waits up to grace for a clean exit, then SIGKILL.
 func (p *Proc) Stop(grace time.Duration) error { return p.signalAndWait(syscall.SIGTERM, grace) }
 
+// Pause sends SIGSTOP: the process keeps its sockets and memory but runs
+// no instruction (a GC pause, a VM stall) until Resume. Its peers see no
+// connection error; its monotonic clock keeps running. Kill works on a
+// paused process; Stop kills it after its grace (it cannot run a handler).
+func (p *Proc) Pause() error { return p.signal(syscall.SIGSTOP) }
+
+// Resume sends SIGCONT to a paused process.
+func (p *Proc) Resume() error { return p.signal(syscall.SIGCONT) }
+
+func (p *Proc) signal(sig syscall.Signal) error {
+	if !p.Running() {
+		return fmt.Errorf("localcluster: %s is not running", p.Name)
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("localcluster: signal %s: %w", p.Name, err)
+	}
+	return nil
+}
+
 func (p *Proc) signalAndWait(sig syscall.Signal, grace time.Duration) error {
 	if !p.Running() {
 		return nil
