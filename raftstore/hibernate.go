@@ -223,11 +223,13 @@ func (s *Store) maybeHibernate(p *peer) bool {
 	st := p.rn.BasicStatus()
 	p.hibernated, p.idleTicks = true, 0
 	// The tick-based lease stays: until the followers' acks give the
-	// support lease, reads are served under it (support.go).
+	// support lease, reads are served under it (support.go). Only acks of
+	// this round count.
 	p.supportAcks = p.supportAcks[:0]
+	p.hibRound++
 	hibernatedPeers.Inc()
 	x := &raft_serverpb.ExtraMessage{Type: raft_serverpb.ExtraMessageType_Hibernate, Term: st.GetTerm(),
-		Index: p.ps.lastIndex, LogTerm: p.ps.lastTerm}
+		Index: p.ps.lastIndex, LogTerm: p.ps.lastTerm, Round: p.hibRound}
 	for _, pm := range p.region.GetPeers() {
 		if pm.GetId() == p.meta.GetId() {
 			continue
@@ -260,7 +262,7 @@ func (s *Store) handleHibernate(rm *raft_serverpb.RaftMessage) {
 	p.hibernated, p.idleTicks, p.hibTerm = true, 0, st.GetTerm()
 	hibernatedPeers.Inc()
 	s.touch(p) // apply may still be catching up with the commit index
-	s.holdFollower(p, rm.GetFromPeer().GetId(), rm.GetFromPeer().GetStoreId(), x.GetTerm(), x.GetIndex())
+	s.holdFollower(p, rm.GetFromPeer().GetId(), rm.GetFromPeer().GetStoreId(), x)
 }
 
 // wakesOnMessage reports whether message m wakes hibernated peer p. A
