@@ -134,8 +134,12 @@ func (s *Store) wake(p *peer) {
 		p.supportAcks = p.supportAcks[:0]
 		p.renewLease = true
 		// The followers' activity was not sampled while asleep: start
-		// afresh rather than report them down (fillPeerHealth).
+		// afresh rather than report them down (fillPeerHealth), and
+		// trust raft's RecentActive again only after a CheckQuorum
+		// (an election timeout of ticks) cleared what it kept from
+		// before (quorumAfterRemoval).
 		p.peerActive = nil
+		p.activeFrom = s.ticks + uint64(s.cfg.ElectionTicks) + 1
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratadb/strata/proto/pdpb"
 	"github.com/stratadb/strata/proto/raft_serverpb"
 )
 
@@ -164,4 +165,58 @@ func TestHarnessHibernateStaleAck(t *testing.T) {
 		t.Run(fmt.Sprintf("reordered/seed_%d", seed), func(t *testing.T) { staleHibernateAck(t, seedOr(t, seed), false) })
 	}
 	t.Run("in_order_stall", func(t *testing.T) { staleHibernateAck(t, seedOr(t, 7), true) })
+}
+
+// pdStepAfterWakeDeadVoter: region {A, B, C} hibernates with leader A; C's
+// store dies and right after (before store liveness finds it down) PD asks
+// A to remove B, re-sending the step as PD does. raft's RecentActive still
+// says C is active (a hibernated leader's progress is not refreshed): the
+// removal would leave {A, C} with C dead, a region without a quorum. It
+// must be refused until C's store is back; then it goes through.
+func pdStepAfterWakeDeadVoter(t *testing.T, seed uint64) *harness {
+	h := newHarness(t, seed, 3, nil)
+	h.writeKeys("k", 3)
+	rid := h.regionAt("k000").GetId()
+	h.waitFor("the region hibernates", 100, func() bool { return h.hibernated(rid) })
+	a := h.leader(rid)
+	var b, c *Store
+	for _, s := range h.replicas(rid) {
+		switch {
+		case s == a:
+		case b == nil:
+			b = s
+		default:
+			c = s
+		}
+	}
+	bPeer := peerOf(b, rid)
+	h.stop(c.id)
+	refusedBefore := counterValue(t, confChanges.WithLabelValues("refused"))
+	for range 30 { // three election timeouts, a step per tick
+		if a.peers[rid].peerOnStore(b.id) != nil {
+			h.pdStep(rid, changePeer(pdpb.ConfChangeType_RemoveNode, bPeer))
+		}
+		h.tick()
+	}
+	require.NotNil(t, a.peers[rid].peerOnStore(b.id),
+		"PD's step removed store %d's voter while store %d was dead: the region is left with one live voter of two", b.id, c.id)
+	require.Greater(t, counterValue(t, confChanges.WithLabelValues("refused")), refusedBefore, "the steps were refused")
+	res := h.propose(a, putCmd(a.peers[rid].region, "k001", "after-refusal"))
+	h.waitFor("a write with C dead", 50, func() bool { return res.done })
+	require.NoError(t, res.err)
+	require.Nil(t, res.resp.GetRegionError())
+
+	// With C back, the same removal goes through (PD re-sends it).
+	h.restart(c.id)
+	h.removePeer(rid, b)
+	h.mustPut("k002", "after-removal")
+	h.requireConsistent(rid)
+	return h
+}
+
+// TestHarnessPDStepAfterWakeDeadVoter: see pdStepAfterWakeDeadVoter.
+func TestHarnessPDStepAfterWakeDeadVoter(t *testing.T) {
+	for _, seed := range []uint64{17, 18} {
+		t.Run(fmt.Sprintf("seed_%d", seed), func(t *testing.T) { pdStepAfterWakeDeadVoter(t, seedOr(t, seed)) })
+	}
 }

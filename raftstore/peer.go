@@ -178,6 +178,9 @@ type peer struct {
 	peerActive  map[uint64]time.Time
 	activeTerm  uint64
 	activeSince time.Time
+	// activeFrom is the store tick from which raft's RecentActive flags
+	// are fresh again after the leader woke (quorumAfterRemoval).
+	activeFrom uint64
 
 	// Raft log GC (loggc.go): compactProposed is the highest compact index
 	// proposed (not proposed again), logBytes approximates the bytes
