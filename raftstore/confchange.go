@@ -27,8 +27,9 @@ import (
 // (split.go's SplitRegion, run off the loop). The leader checks the
 // step is safe now (the epoch is the one PD computed it for; a promoted
 // learner has caught up; a removal leaves a live quorum, judged by raft's
-// activity flags only once they are fresh after a wake-up and by store
-// liveness (quorumAfterRemoval); it never removes itself) and proposes it as a raft ConfChange (v1: each is a single-voter
+// activity flags once they are fresh after a wake-up and by store liveness
+// (quorumAfterRemoval); it never removes itself) and proposes it as a raft
+// ConfChange (v1: each is a single-voter
 // change, so raft needs no joint consensus) whose context is a
 // RaftCmdRequest carrying the region epoch. Every replica applies it at
 // the same index: the epoch is re-checked, the region's peers change and

@@ -65,7 +65,8 @@ import (
 // store's grant is in epoch e and expires after now. Any new leader needs
 // a vote from a quorum, which includes one of those: the leader itself
 // never votes while it leads, and a held follower neither votes nor
-// campaigns before its store's grant expires or the leader wakes. The hibernated leader has every entry committed and applied (it
+// campaigns before its store's grant expires or the leader wakes. The
+// hibernated leader has every entry committed and applied (it
 // hibernates only then and wakes before it can take a write), so reads are
 // served at once. Waking the leader (any proposal, raft message other than
 // a stale response, PD step) withdraws this lease at once; the woken leader
