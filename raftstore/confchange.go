@@ -26,8 +26,10 @@ import (
 // learner), remove a peer, transfer the leadership, or split at keys
 // (split.go's SplitRegion, run off the loop). The leader checks the
 // step is safe now (the epoch is the one PD computed it for; a promoted
-// learner has caught up; a removal leaves a live quorum; it never removes
-// itself) and proposes it as a raft ConfChange (v1: each is a single-voter
+// learner has caught up; a removal leaves a live quorum, judged by raft's
+// activity flags once they are fresh after a wake-up and by store liveness
+// (quorumAfterRemoval); it never removes itself) and proposes it as a raft
+// ConfChange (v1: each is a single-voter
 // change, so raft needs no joint consensus) whose context is a
 // RaftCmdRequest carrying the region epoch. Every replica applies it at
 // the same index: the epoch is re-checked, the region's peers change and
@@ -139,7 +141,7 @@ func (s *Store) proposeConfChange(p *peer, cp *pdpb.ChangePeer) error {
 			return fmt.Errorf("%w: the leader does not remove itself (transfer first)", errConfChangeUnsafe)
 		}
 		if cur.GetRole() == metapb.PeerRole_Voter {
-			if err := quorumAfterRemoval(p.rn, target.GetId()); err != nil {
+			if err := s.quorumAfterRemoval(p, target.GetId()); err != nil {
 				return err
 			}
 		}
@@ -186,17 +188,30 @@ func learnerCaughtUp(rn *raft.RawNode, id uint64) error {
 	return err
 }
 
-// quorumAfterRemoval: the voters left after removing id include a majority
-// that is recently active (the leader counts itself).
-func quorumAfterRemoval(rn *raft.RawNode, id uint64) error {
+// quorumAfterRemoval: the voters left after removing id from leader p's
+// region include a majority that is active (the leader counts itself).
+//
+// raft's RecentActive alone is stale: CheckQuorum clears it once per
+// election timeout of the leader's ticks, so it may say active for an
+// election timeout after a voter died, and a hibernated leader does not
+// tick at all: right after it wakes, every voter it had when it fell asleep
+// still looks active. So a voter counts only when RecentActive, with a
+// CheckQuorum since the leader last woke (p.activeFrom: until then nothing
+// counts), and its store is not down and was heard from within an election
+// timeout (store liveness, hibernate.go).
+func (s *Store) quorumAfterRemoval(p *peer, id uint64) error {
+	if s.ticks < p.activeFrom {
+		return fmt.Errorf("%w: the leader woke from hibernation less than an election timeout ago; raft's view of the voters' activity predates it",
+			errConfChangeUnsafe)
+	}
 	voters, active := 0, 0
-	self := rn.BasicStatus().ID
-	rn.WithProgress(func(pid uint64, _ raft.ProgressType, pr tracker.Progress) {
+	self := p.meta.GetId()
+	p.rn.WithProgress(func(pid uint64, _ raft.ProgressType, pr tracker.Progress) {
 		if pid == id || pr.IsLearner {
 			return
 		}
 		voters++
-		if pr.RecentActive || pid == self {
+		if pid == self || pr.RecentActive && s.storeHeardRecently(p.storeOf(pid)) {
 			active++
 		}
 	})
@@ -204,6 +219,13 @@ func quorumAfterRemoval(rn *raft.RawNode, id uint64) error {
 		return fmt.Errorf("%w: removing %d leaves %d of %d voters active", errConfChangeUnsafe, id, active, voters)
 	}
 	return nil
+}
+
+// storeHeardRecently reports whether store id is not down and was heard
+// from within an election timeout.
+func (s *Store) storeHeardRecently(id uint64) bool {
+	l := s.live[id]
+	return l != nil && !l.down && s.ticks-l.heardTick <= uint64(s.cfg.ElectionTicks)
 }
 
 // applyConfChange applies a committed conf change entry of p into b and

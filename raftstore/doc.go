@@ -309,7 +309,10 @@
 // them campaign or vote while they support the leader's store) publishes a
 // delegate without an expiry whose lease lasts as long as those stores'
 // support grants; reads are served from it, locally or in the loop,
-// without waking the region. Waking withdraws it.
+// without waking the region. Waking withdraws it. Each hibernation is a
+// new round and only acks of the current round count: a late ack of an
+// earlier round at the same term and index comes from a follower the
+// wake-up in between released (TestHarnessHibernateStaleAck).
 // reads_total{path=hibernated_lease|local_hibernated_lease}.
 //
 // # Graceful stop (leader transfer)

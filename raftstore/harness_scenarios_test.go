@@ -769,6 +769,9 @@ var replayScenarios = []struct {
 		return hibernatedLeaseFault(t, seed, c.cut, c.newLeader)
 	}},
 	{"hibernated_lease_faults_3_stores", 41, hibernatedLeaseFaults(3)},
+	{"hibernate_stale_ack", 7, func(t *testing.T, seed uint64) *harness { return staleHibernateAck(t, seed, false) }},
+	{"hibernate_rounds_chaos", 62, hibernateRoundsChaos},
+	{"pd_step_after_wake_dead_voter", 17, pdStepAfterWakeDeadVoter},
 }
 
 func chaos(stores int) func(*testing.T, uint64) *harness {

@@ -134,8 +134,12 @@ func (s *Store) wake(p *peer) {
 		p.supportAcks = p.supportAcks[:0]
 		p.renewLease = true
 		// The followers' activity was not sampled while asleep: start
-		// afresh rather than report them down (fillPeerHealth).
+		// afresh rather than report them down (fillPeerHealth), and
+		// trust raft's RecentActive again only after a CheckQuorum
+		// (an election timeout of ticks) cleared what it kept from
+		// before (quorumAfterRemoval).
 		p.peerActive = nil
+		p.activeFrom = s.ticks + uint64(s.cfg.ElectionTicks) + 1
 	}
 }
 
@@ -223,11 +227,13 @@ func (s *Store) maybeHibernate(p *peer) bool {
 	st := p.rn.BasicStatus()
 	p.hibernated, p.idleTicks = true, 0
 	// The tick-based lease stays: until the followers' acks give the
-	// support lease, reads are served under it (support.go).
+	// support lease, reads are served under it (support.go). Only acks of
+	// this round count.
 	p.supportAcks = p.supportAcks[:0]
+	p.hibRound++
 	hibernatedPeers.Inc()
 	x := &raft_serverpb.ExtraMessage{Type: raft_serverpb.ExtraMessageType_Hibernate, Term: st.GetTerm(),
-		Index: p.ps.lastIndex, LogTerm: p.ps.lastTerm}
+		Index: p.ps.lastIndex, LogTerm: p.ps.lastTerm, Round: p.hibRound}
 	for _, pm := range p.region.GetPeers() {
 		if pm.GetId() == p.meta.GetId() {
 			continue
@@ -260,7 +266,7 @@ func (s *Store) handleHibernate(rm *raft_serverpb.RaftMessage) {
 	p.hibernated, p.idleTicks, p.hibTerm = true, 0, st.GetTerm()
 	hibernatedPeers.Inc()
 	s.touch(p) // apply may still be catching up with the commit index
-	s.holdFollower(p, rm.GetFromPeer().GetId(), rm.GetFromPeer().GetStoreId(), x.GetTerm(), x.GetIndex())
+	s.holdFollower(p, rm.GetFromPeer().GetId(), rm.GetFromPeer().GetStoreId(), x)
 }
 
 // wakesOnMessage reports whether message m wakes hibernated peer p. A

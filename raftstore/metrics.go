@@ -186,6 +186,10 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "hibernate_acks_total",
 		Help: "Followers' acks of their leader's hibernation received (each a held follower whose store's support lets the leader serve reads while hibernated).",
 	})
+	hibernateAcksStale = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "hibernate_acks_stale_total",
+		Help: "Followers' acks of their leader's hibernation refused because they answer another hibernation round (late, or from a store that predates rounds).",
+	})
 	leaderChanges = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "leader_changes_total",
 		Help: "Times a peer of this store became leader.",

@@ -178,6 +178,9 @@ type peer struct {
 	peerActive  map[uint64]time.Time
 	activeTerm  uint64
 	activeSince time.Time
+	// activeFrom is the store tick from which raft's RecentActive flags
+	// are fresh again after the leader woke (quorumAfterRemoval).
+	activeFrom uint64
 
 	// Raft log GC (loggc.go): compactProposed is the highest compact index
 	// proposed (not proposed again), logBytes approximates the bytes
@@ -221,13 +224,17 @@ type peer struct {
 	// store tick of its last append/heartbeat/snapshot from the leader;
 	// hold is set while it is held (not ticked, not woken by others) for
 	// holdLeader on holdStore in support epoch holdEpoch. A hibernated
-	// leader: supportAcks are the followers that acked this hibernation.
+	// leader: hibRound numbers its hibernations (the current one while
+	// hibernated; in memory: a restarted peer never leads again in a term
+	// it led, and acks name the term), supportAcks are the followers that
+	// acked this round.
 	leaderMsgTick uint64
 	hold          bool
 	holdStore     uint64
 	holdEpoch     uint64
 	holdLeader    uint64
 	supportAcks   []supportAck
+	hibRound      uint64
 }
 
 // syncLease aligns the lease with raft's state st: a new term starts

@@ -41,18 +41,32 @@ import (
 // another peer wakes it, until a message from its leader arrives (the
 // leader woke up) or B's support epoch for A changes (B declared A down,
 // which happens only after the window above). It tells the leader with a
-// HibernateAck carrying the epoch. A forced vote (a leader transfer, which
-// only an awake leader starts) is still stepped by raft and then releases
-// the hold (the term changed).
+// HibernateAck carrying the epoch and the round of the Hibernate message.
+// A forced vote (a leader transfer, which only an awake leader starts) is
+// still stepped by raft and then releases the hold (the term changed).
+//
+// Rounds. Each time a leader hibernates it starts a new round (peer
+// hibRound), named in its Hibernate messages and echoed by the acks. The
+// leader counts only acks of its current round: an ack of an earlier
+// round comes from a follower that the wake-up ending that round may have
+// released (the leader's heartbeats reached it after it acked; it is awake
+// and free to vote now), even when the term and last index are the same
+// (a region only read wakes and sleeps at the same index). An ack of the
+// current round was sent after the follower got this round's Hibernate,
+// which the leader sent after its last message of the awake period (one
+// ordered stream per pair of stores), and no message of the leader's
+// follows until it wakes, which ends the round: the follower is still
+// held while the leader is in that round.
 //
 // Lease. A hibernated leader in term T (with the lease state of T: an
-// entry of T committed, no transfer) may serve a read at now when, counting
-// itself, a quorum of the region's voters are followers that acked its
-// hibernation in T with epoch e and whose store's grant is in epoch e and
-// expires after now. Any new leader needs a vote from a quorum, which
-// includes one of those: the leader itself never votes while it leads, and
-// a held follower neither votes nor campaigns before its store's grant
-// expires. The hibernated leader has every entry committed and applied (it
+// entry of T committed, no transfer), in round r, may serve a read at now
+// when, counting itself, a quorum of the region's voters are followers
+// that acked round r of its hibernation in T with epoch e and whose
+// store's grant is in epoch e and expires after now. Any new leader needs
+// a vote from a quorum, which includes one of those: the leader itself
+// never votes while it leads, and a held follower neither votes nor
+// campaigns before its store's grant expires or the leader wakes. The
+// hibernated leader has every entry committed and applied (it
 // hibernates only then and wakes before it can take a write), so reads are
 // served at once. Waking the leader (any proposal, raft message other than
 // a stale response, PD step) withdraws this lease at once; the woken leader
@@ -66,8 +80,16 @@ import (
 // old acks never count again. Unreachable reports make a store down only
 // once the window passed as well.
 //
+// Rounds are not persisted: a restarted peer never leads again in a term it
+// led (raft restarts it as a follower; leading takes an election, a new
+// term), and acks name the term. A store that predates rounds acks with
+// round 0, which never counts (its followers give no support lease; the
+// leader serves under its tick lease and wakes, as before hibernated
+// leases).
+//
 // Metrics: strata_raftstore_reads_total{path="hibernated_lease"|
-// "local_hibernated_lease"}, strata_raftstore_hibernate_acks_total.
+// "local_hibernated_lease"}, strata_raftstore_hibernate_acks_total,
+// strata_raftstore_hibernate_acks_stale_total (acks of another round).
 
 // supportGrant is the support another store gives this one: epoch, and
 // until when (this store's clock) it holds at least.
@@ -160,10 +182,10 @@ func (s *Store) grants() map[uint64]supportGrant {
 }
 
 // holdFollower runs when follower p hibernated with its leader (peer
-// leader on store leaderStore): if it heard from the leader recently and
-// this store supports the leader's store, p is held and the leader gets a
-// HibernateAck.
-func (s *Store) holdFollower(p *peer, leader, leaderStore, term, index uint64) {
+// leader on store leaderStore) on Hibernate message x: if it heard from the
+// leader recently and this store supports the leader's store, p is held and
+// the leader gets a HibernateAck of x's term, index and round.
+func (s *Store) holdFollower(p *peer, leader, leaderStore uint64, x *raft_serverpb.ExtraMessage) {
 	l := s.live[leaderStore]
 	if !s.supportEnabled() || l == nil || l.down || s.ticks-p.leaderMsgTick >= uint64(s.cfg.ElectionTicks/2) {
 		return
@@ -171,7 +193,8 @@ func (s *Store) holdFollower(p *peer, leader, leaderStore, term, index uint64) {
 	p.hold, p.holdStore, p.holdEpoch, p.holdLeader = true, leaderStore, l.epoch, leader
 	s.sendExtra(leaderStore, &raft_serverpb.RaftMessage{
 		RegionId: p.region.GetId(), FromPeer: p.meta, ToPeer: p.peerMeta(leader), RegionEpoch: p.region.GetRegionEpoch(),
-		Extra: &raft_serverpb.ExtraMessage{Type: raft_serverpb.ExtraMessageType_HibernateAck, Term: term, Index: index, Epoch: l.epoch},
+		Extra: &raft_serverpb.ExtraMessage{Type: raft_serverpb.ExtraMessageType_HibernateAck, Term: x.GetTerm(), Index: x.GetIndex(),
+			Round: x.GetRound(), Epoch: l.epoch},
 	})
 }
 
@@ -188,13 +211,21 @@ func (s *Store) held(p *peer) bool {
 	return p.hold
 }
 
-// handleHibernateAck records a follower's ack of its leader's hibernation
-// and publishes the hibernated lease once a quorum acked.
+// handleHibernateAck records a follower's ack of its leader's current
+// hibernation round and publishes the hibernated lease once a quorum acked.
+// An ack of another round is refused: the wake-up that ended its round may
+// have released that follower (see Lease above).
 func (s *Store) handleHibernateAck(rm *raft_serverpb.RaftMessage) {
 	p := s.peers[rm.GetRegionId()]
 	x := rm.GetExtra()
 	if p == nil || !p.isLeader || !p.hibernated || p.meta.GetId() != rm.GetToPeer().GetId() ||
 		p.rn.BasicStatus().GetTerm() != x.GetTerm() || p.ps.lastIndex != x.GetIndex() {
+		return
+	}
+	if x.GetRound() != p.hibRound {
+		hibernateAcksStale.Inc()
+		s.log.Debug("stale hibernate ack", "region", p.region.GetId(), "from_peer", rm.GetFromPeer().GetId(),
+			"round", x.GetRound(), "current_round", p.hibRound)
 		return
 	}
 	hibernateAcks.Inc()

@@ -29,7 +29,8 @@ const (
 	// Hibernate: the region's leader (from_peer), in term `term`, with its
 	// log ending at `index` of `log_term`, all committed and applied, stops
 	// ticking; a follower of that leader in that term whose log and commit
-	// index are the same stops ticking too (raftstore/hibernate.go).
+	// index are the same stops ticking too (raftstore/hibernate.go). `round`
+	// numbers the leader's hibernations (a new one each time it falls asleep).
 	ExtraMessageType_Hibernate ExtraMessageType = 1
 	// StoreLiveness: a store-level heartbeat (region_id 0; from_peer and
 	// to_peer carry only store ids), sent to every store hosting a peer of a
@@ -42,7 +43,9 @@ const (
 	ExtraMessageType_StoreLivenessResp ExtraMessageType = 3
 	// HibernateAck: a follower (from_peer) hibernated with its leader
 	// (to_peer) in term `term` at `index`, held while its store supports the
-	// leader's store in support epoch `epoch` (raftstore/support.go).
+	// leader's store in support epoch `epoch` (raftstore/support.go). It
+	// echoes the Hibernate's `round`: the leader counts only acks of its
+	// current round (0, from a store that predates rounds, never counts).
 	ExtraMessageType_HibernateAck ExtraMessageType = 4
 )
 
@@ -214,7 +217,9 @@ type ExtraMessage struct {
 	Epoch   uint64                 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// safe_ts rides on StoreLiveness: the resolved ts of regions the sender
 	// leads with a peer on the receiver (raftstore/replicaread.go).
-	SafeTs        *SafeTSBatch `protobuf:"bytes,7,opt,name=safe_ts,json=safeTs,proto3" json:"safe_ts,omitempty"`
+	SafeTs *SafeTSBatch `protobuf:"bytes,7,opt,name=safe_ts,json=safeTs,proto3" json:"safe_ts,omitempty"`
+	// round: Hibernate and HibernateAck, the leader's hibernation round.
+	Round         uint64 `protobuf:"varint,8,opt,name=round,proto3" json:"round,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -289,6 +294,13 @@ func (x *ExtraMessage) GetSafeTs() *SafeTSBatch {
 		return x.SafeTs
 	}
 	return nil
+}
+
+func (x *ExtraMessage) GetRound() uint64 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
 }
 
 // SafeTSBatch: for each i, every write of region_ids[i] committed at
@@ -515,14 +527,15 @@ const file_raft_serverpb_proto_rawDesc = "" +
 	"\aend_key\x18\x06 \x01(\fR\x06endKey\x12\x18\n" +
 	"\amessage\x18\a \x01(\fR\amessage\x12!\n" +
 	"\fis_tombstone\x18\b \x01(\bR\visTombstone\x121\n" +
-	"\x05extra\x18\t \x01(\v2\x1b.raft_serverpb.ExtraMessageR\x05extra\"\xd9\x01\n" +
+	"\x05extra\x18\t \x01(\v2\x1b.raft_serverpb.ExtraMessageR\x05extra\"\xef\x01\n" +
 	"\fExtraMessage\x123\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1f.raft_serverpb.ExtraMessageTypeR\x04type\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x19\n" +
 	"\blog_term\x18\x04 \x01(\x04R\alogTerm\x12\x14\n" +
 	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\x123\n" +
-	"\asafe_ts\x18\a \x01(\v2\x1a.raft_serverpb.SafeTSBatchR\x06safeTsJ\x04\b\x06\x10\a\"\x82\x01\n" +
+	"\asafe_ts\x18\a \x01(\v2\x1a.raft_serverpb.SafeTSBatchR\x06safeTs\x12\x14\n" +
+	"\x05round\x18\b \x01(\x04R\x05roundJ\x04\b\x06\x10\a\"\x82\x01\n" +
 	"\vSafeTSBatch\x12\x1d\n" +
 	"\n" +
 	"region_ids\x18\x01 \x03(\x04R\tregionIds\x12'\n" +
