@@ -22,15 +22,21 @@ type Txn struct {
 	forUpdateTS uint64
 	// readTS is the snapshot reads use: startTS, or in READ-COMMITTED a
 	// fresh ts per statement (fetched at the statement's first read).
-	readTS   uint64
-	rcStale  bool
-	mem      *memdb.MemDB
-	stmtCP   int // memdb checkpoint of the running statement, -1 if none
-	saves    []savepoint
-	primary  []byte // first pessimistically locked key, or chosen at commit
-	locked   int    // keys holding pessimistic locks
-	finished bool
-	began    time.Time
+	readTS  uint64
+	rcStale bool
+	mem     *memdb.MemDB
+	stmtCP  int // memdb checkpoint of the running statement, -1 if none
+	saves   []savepoint
+	primary []byte // first pessimistically locked key, or chosen at commit
+	locked  int    // keys holding pessimistic locks
+	// lockTS is the newest for_update_ts any lock request carried (a
+	// failed round's included): no lock of the transaction has a newer.
+	lockTS uint64
+	// maybeLocked: keys of failed lock rounds whose release did not (or
+	// may not yet have) landed; Rollback releases them with the rest.
+	maybeLocked [][]byte
+	finished    bool
+	began       time.Time
 
 	// skip: transactions whose locks this transaction's reads may read
 	// through (resolved, or committing after readTS). Reset with readTS.
