@@ -318,6 +318,9 @@ func (cm *committer) prewriteChunk(ctx context.Context, bo *client.Backoffer, r 
 		if kes := pr.GetErrors(); len(kes) > 0 {
 			var locks []*kvrpcpb.LockInfo
 			for _, ke := range kes {
+				if ke.Retryable != "" {
+					return false, t.lockLost(keyError(ke, t.startTS))
+				}
 				if ke.Locked == nil {
 					return false, keyError(ke, t.startTS)
 				}

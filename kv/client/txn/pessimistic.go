@@ -138,6 +138,7 @@ func (t *Txn) lockPessimistic(ctx context.Context, opts sql.LockOptions, keys []
 			return fmt.Errorf("kv/txn: for_update_ts: %w", mapErr(err))
 		}
 		sentTS = forUpdateTS
+		lockStart := time.Now()
 		t.lockTS = max(t.lockTS, forUpdateTS)
 		lock := func(bo *client.Backoffer, ks [][]byte, first bool) error {
 			return t.c.kv.OnSorted(ctx, bo, len(ks), func(i int) []byte { return ks[i] },
@@ -178,6 +179,7 @@ func (t *Txn) lockPessimistic(ctx context.Context, opts sql.LockOptions, keys []
 			return mapErr(err)
 		}
 		t.forUpdateTS = max(t.forUpdateTS, forUpdateTS)
+		t.renewed(lockStart)
 		for _, k := range keys {
 			t.mem.Lock(k, memdb.Locked)
 		}
@@ -477,6 +479,7 @@ func (t *Txn) startHeartbeat(primary []byte) {
 	primary = slices.Clone(primary)
 	c, startTS := t.c, t.startTS
 	go func() {
+		// t's fields other than aliveUntil are not touched here.
 		tick := time.NewTicker(c.cfg.HeartbeatInterval)
 		defer tick.Stop()
 		for {
@@ -487,8 +490,12 @@ func (t *Txn) startHeartbeat(primary []byte) {
 			}
 			ttl := uint64(time.Now().UnixMilli()-physicalMs(startTS)) + uint64(c.cfg.LockTTL.Milliseconds())
 			ctx, cancel := context.WithTimeout(context.Background(), c.kv.RPCTimeout())
+			sent := time.Now()
 			err := c.heartbeat(ctx, primary, startTS, ttl)
 			cancel()
+			if err == nil {
+				t.renewed(sent)
+			}
 			if err != nil {
 				slog.Debug("kv/txn: heartbeat", "txn", startTS, "err", err)
 				var ke *heartbeatKeyError
@@ -498,6 +505,29 @@ func (t *Txn) startHeartbeat(primary []byte) {
 			}
 		}
 	}()
+}
+
+// renewed notes that the locks' TTL was extended by a request sent at
+// sent: they live LockTTL past it.
+func (t *Txn) renewed(sent time.Time) {
+	until := sent.Add(t.c.cfg.LockTTL).UnixMilli()
+	for {
+		cur := t.aliveUntil.Load()
+		if cur >= until || t.aliveUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// lockLost is the error for a pessimistic lock found missing at prewrite:
+// sql.ErrPessimisticLockExpired when its TTL had run out by this client's
+// clock (it was resolved by another transaction), else err (its region's
+// leader lost it).
+func (t *Txn) lockLost(err error) error {
+	if until := t.aliveUntil.Load(); until != 0 && time.Now().UnixMilli() > until {
+		return fmt.Errorf("%w: %w", sql.ErrPessimisticLockExpired, err)
+	}
+	return err
 }
 
 func (t *Txn) stopHeartbeat() {

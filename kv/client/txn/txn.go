@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stratadb/strata/kv/client/txn/memdb"
@@ -13,7 +14,7 @@ import (
 
 // Txn is one transaction; it implements sql.Txn. A Txn is used by one
 // session (goroutine) at a time; its heartbeat runs on its own goroutine
-// and touches only the fields under hbMu.
+// and touches only the fields under hbMu and aliveUntil.
 type Txn struct {
 	c    *Client
 	opts sql.TxnOptions
@@ -35,8 +36,11 @@ type Txn struct {
 	// maybeLocked: keys of failed lock rounds whose release did not (or
 	// may not yet have) landed; Rollback releases them with the rest.
 	maybeLocked [][]byte
-	finished    bool
-	began       time.Time
+	// aliveUntil (unix ms) is when the locks' TTL runs out as last
+	// renewed by a lock round or heartbeat (0: no lock yet).
+	aliveUntil atomic.Int64
+	finished   bool
+	began      time.Time
 
 	// skip: transactions whose locks this transaction's reads may read
 	// through (resolved, or committing after readTS). Reset with readTS.
