@@ -87,6 +87,10 @@ var (
 	// the row since; the transaction was rolled back and can be run again
 	// (MySQL 1213, which clients retry).
 	ErrPessimisticLockLost = errors.New("sql: pessimistic lock lost")
+	// ErrPessimisticLockExpired is ErrPessimisticLockLost when the lock
+	// was not renewed past its TTL (the transaction's client or SQL node
+	// stalled) and another transaction resolved it: no leader failed.
+	ErrPessimisticLockExpired = fmt.Errorf("%w: its TTL expired", ErrPessimisticLockLost)
 )
 
 // DeadlockError: waiting for Key would close a cycle of lock waits; this

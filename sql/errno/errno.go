@@ -232,6 +232,8 @@ func FromError(err error) *Error {
 		return New(ErrLockNowait, "Statement aborted because lock(s) could not be acquired immediately and NOWAIT is set.")
 	}
 	switch {
+	case errors.Is(err, sql.ErrPessimisticLockExpired):
+		return New(ErrLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction (a row lock of this transaction expired: it was not renewed for longer than its TTL, as when the client or SQL node stalls, and another transaction then wrote or locked the row; the transaction was rolled back)")
 	case errors.Is(err, sql.ErrPessimisticLockLost):
 		return New(ErrLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction (a row lock of this transaction was lost when its region's leader failed, and the row was written or locked since; the transaction was rolled back)")
 	case errors.Is(err, sql.ErrLockWaitTimeout):

@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -37,4 +38,19 @@ func TestMinStartTS(t *testing.T) {
 	stale := begin(t, c, sql.TxnOptions{StartTS: old, ReadOnly: true})
 	require.Zero(t, c.MinStartTS(), "older than MaxGCWait: ignored")
 	require.NoError(t, stale.Rollback(bg))
+}
+
+// TestLockLostCause: a lock found missing at prewrite after its TTL ran
+// out (no renewal since) is reported as expired, not as a leader's loss.
+func TestLockLostCause(t *testing.T) {
+	f := newFakeKV(t)
+	c := f.newClient(Config{LockTTL: time.Second})
+	tx := begin(t, c, sql.TxnOptions{Pessimistic: true})
+	lost := fmt.Errorf("%w: lost", sql.ErrPessimisticLockLost)
+	require.NotErrorIs(t, tx.lockLost(lost), sql.ErrPessimisticLockExpired, "no lock yet")
+	tx.renewed(time.Now())
+	require.NotErrorIs(t, tx.lockLost(lost), sql.ErrPessimisticLockExpired, "renewed within its TTL")
+	tx.aliveUntil.Store(time.Now().Add(-time.Millisecond).UnixMilli())
+	require.ErrorIs(t, tx.lockLost(lost), sql.ErrPessimisticLockExpired)
+	require.ErrorIs(t, tx.lockLost(lost), sql.ErrPessimisticLockLost)
 }

@@ -159,11 +159,16 @@ func (cm *committer) run(ctx context.Context) (commitMode, error) {
 	return mode, cm.commit2PC(ctx, bo)
 }
 
-// fail rolls back what prewrite may have left and returns err. An
-// undetermined 1PC or async-commit prewrite may have committed the
-// transaction: it stays undetermined unless the primary is rolled back.
+// fail rolls back what prewrite may have left and returns err. The
+// rollback is done before err is returned, so a retry of the transaction
+// (or any other writer) does not meet its locks; only when the store
+// itself failed (undetermined, region unavailable) is it left to the
+// background, not to delay the error by a second timeout. An undetermined
+// 1PC or async-commit prewrite may have committed the transaction: it
+// stays undetermined unless the primary is rolled back.
 func (cm *committer) fail(ctx context.Context, err error) error {
 	if !cm.prewritten {
+		cm.t.releaseAll(ctx, "failed_commit") // pessimistic locks taken before the commit
 		return err
 	}
 	if isUndetermined(err) && cm.onePC {
@@ -176,17 +181,24 @@ func (cm *committer) fail(ctx context.Context, err error) error {
 			return mapErr(err)
 		}
 	}
-	go func() {
-		bctx, cancel := context.WithTimeout(context.Background(), secondaryCommitTimeout)
+	rollback := func() {
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
 		keys := make([][]byte, len(cm.muts))
 		for i, m := range cm.muts {
 			keys[i] = m.Key
 		}
-		if rerr := cm.rollbackKeys(bctx, keys); rerr != nil {
-			slog.Debug("kv/txn: rollback after failed prewrite", "txn", cm.t.startTS, "err", rerr)
+		rerr := cm.rollbackKeys(bctx, keys)
+		lockReleases.WithLabelValues("failed_commit", outcomeLabel(rerr)).Inc()
+		if rerr != nil {
+			slog.Info("kv/txn: rollback after failed prewrite (locks left to their TTL)", "txn", cm.t.startTS, "err", rerr)
 		}
-	}()
+	}
+	if isUndetermined(err) || errors.Is(err, sql.ErrRegionUnavailable) || errors.Is(err, client.ErrRegionUnavailable) {
+		go rollback()
+	} else {
+		rollback()
+	}
 	if isUndetermined(err) {
 		// The primary is not committed (2PC) or was rolled back (async):
 		// the transaction did not commit.
@@ -310,6 +322,9 @@ func (cm *committer) prewriteChunk(ctx context.Context, bo *client.Backoffer, r 
 		if kes := pr.GetErrors(); len(kes) > 0 {
 			var locks []*kvrpcpb.LockInfo
 			for _, ke := range kes {
+				if ke.Retryable != "" {
+					return false, t.lockLost(keyError(ke, t.startTS))
+				}
 				if ke.Locked == nil {
 					return false, keyError(ke, t.startTS)
 				}
@@ -450,22 +465,24 @@ func (cm *committer) commitKeys(ctx context.Context, bo *client.Backoffer, commi
 		})
 }
 
-// rollbackKeys writes rollback records for sorted keys.
+// rollbackKeys writes rollback records for sorted keys: the regions in
+// parallel, one that fails does not stop the others.
 func (cm *committer) rollbackKeys(ctx context.Context, keys [][]byte) error {
 	t := cm.t
-	bo := t.c.kv.NewBackoffer()
-	return t.c.kv.OnSorted(ctx, bo, len(keys), func(i int) []byte { return keys[i] },
-		func(r *locate.Region, lo, hi int) (bool, error) {
-			for ; lo < hi; lo += maxChunkKeys {
-				req := &kvrpcpb.BatchRollbackRequest{StartVersion: t.startTS, Keys: keys[lo:min(hi, lo+maxChunkKeys)]}
-				resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_BatchRollback{BatchRollback: req}})
-				if err != nil || retry {
-					return retry, err
+	return t.onRegions(ctx, t.c.kv.NewBackoffer(), keys, func(bo *client.Backoffer, ks [][]byte) error {
+		return t.c.kv.OnSorted(ctx, bo, len(ks), func(i int) []byte { return ks[i] },
+			func(r *locate.Region, lo, hi int) (bool, error) {
+				for ; lo < hi; lo += maxChunkKeys {
+					req := &kvrpcpb.BatchRollbackRequest{StartVersion: t.startTS, Keys: ks[lo:min(hi, lo+maxChunkKeys)]}
+					resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_BatchRollback{BatchRollback: req}})
+					if err != nil || retry {
+						return retry, err
+					}
+					if ke := resp.GetBatchRollback().GetError(); ke != nil {
+						return false, keyError(ke, t.startTS)
+					}
 				}
-				if ke := resp.GetBatchRollback().GetError(); ke != nil {
-					return false, keyError(ke, t.startTS)
-				}
-			}
-			return false, nil
-		})
+				return false, nil
+			})
+	})
 }

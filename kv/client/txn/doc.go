@@ -44,11 +44,24 @@
 // primary every HeartbeatInterval so its TTL (LockTTL past its age) never
 // lapses while it lives.
 //
+// A LockKeys call marks its keys locked only once all are; one that fails
+// (lock wait timeout, deadlock, NOWAIT, a cancelled context, any error)
+// releases every key it may have locked, the primary it chose included,
+// at the newest for_update_ts it sent, before it returns (in the
+// background only when the store itself failed), and the transaction
+// chooses a new primary at its next lock. Rollback releases every lock,
+// and keys whose release after a failed round did not land, at the newest
+// for_update_ts any lock request carried: one request per region, the
+// regions in parallel, not cut short by a cancelled context. A failed
+// commit rolls back its prewrite locks (or, before any prewrite, its
+// pessimistic locks) before it returns the error. A lock left behind
+// (release failed) lives until its TTL.
+//
 // # Staging
 //
 // StmtBegin/StmtCommit/StmtRollback and savepoints are memdb checkpoints; a
-// rolled-back statement keeps its pessimistic locks (they are released at
-// commit or rollback).
+// rolled-back statement keeps the pessimistic locks of its successful lock
+// rounds (they are released at commit or rollback).
 //
 // # Concurrency and ownership
 //
@@ -59,5 +72,6 @@
 // # Metrics
 //
 // strata_txn_transactions_total{mode,outcome},
-// strata_txn_commit_phase_seconds{phase}, strata_txn_lock_resolves_total{result}.
+// strata_txn_commit_phase_seconds{phase}, strata_txn_lock_resolves_total{result},
+// strata_txn_lock_releases_total{cause,outcome}.
 package txn

@@ -38,8 +38,20 @@ var (
 		Namespace: "strata", Subsystem: "txn", Name: "pessimistic_lock_resends_total",
 		Help: "Pessimistic lock requests sent again after an undetermined outcome (store died or answer lost), within the lock wait timeout.",
 	})
+	lockReleases = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "lock_releases_total",
+		Help: "Releases of a transaction's locks, by cause (failed_lock: a failed pessimistic lock round, rollback: ROLLBACK, failed_commit: a failed commit's prewrites and locks) and outcome (ok, error: left to their TTL).",
+	}, []string{"cause", "outcome"})
 	onePCFallbacks = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "txn", Name: "one_pc_fallbacks_total",
 		Help: "Transactions that chose 1PC but found their keys in several regions at prewrite (a split) and committed with 2PC.",
 	})
 )
+
+// outcomeLabel is a release's outcome label.
+func outcomeLabel(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}

@@ -25,6 +25,11 @@ const defaultLockWait = 50 * time.Second
 // newer one.
 var errRetryLock = errors.New("kv/txn: pessimistic lock must retry at a newer for_update_ts")
 
+// afterPrimaryLocked, set only by tests before any transaction runs, is
+// called between a lock round's primary lock and the rest: the window in
+// which another transaction can queue behind the primary.
+var afterPrimaryLocked func()
+
 // LockKeys takes pessimistic locks on keys at a fresh for_update_ts (see
 // sql.Txn). The first key ever locked becomes the primary. In optimistic
 // mode the keys are only marked, to be checked for conflicts at commit.
@@ -102,29 +107,39 @@ func (t *Txn) LockKeys(ctx context.Context, opts sql.LockOptions, keys ...[]byte
 }
 
 // lockPessimistic locks sorted keys (none held yet), the primary's first.
-func (t *Txn) lockPessimistic(ctx context.Context, opts sql.LockOptions, keys [][]byte, got map[string][]byte) error {
+// Nothing is marked locked until every key is: a call that fails releases
+// every key it may have locked, the primary it chose included (see
+// releaseFailed).
+func (t *Txn) lockPessimistic(ctx context.Context, opts sql.LockOptions, keys [][]byte, got map[string][]byte) (err error) {
 	wait := defaultLockWait
 	if opts.WaitTimeoutMs > 0 {
 		wait = time.Duration(opts.WaitTimeoutMs) * time.Millisecond
 	}
 	deadline := time.Now().Add(wait)
-	if t.locked == 0 {
+	choosePrimary := t.locked == 0
+	if choosePrimary {
 		t.primary = slices.Clone(keys[0])
 	}
+	primaryLocked := !choosePrimary
+	rest := keys
+	// sentTS is the newest for_update_ts a request of this call carried
+	// (0: none sent); the locks it may have left carry no newer one.
+	var sentTS uint64
+	defer func() {
+		if err != nil {
+			t.releaseFailed(ctx, keys, sentTS, choosePrimary, err)
+		}
+	}()
 	bo := t.c.kv.NewBackoffer()
 	var mu sync.Mutex
 	for {
-		keys = slices.DeleteFunc(keys, func(k []byte) bool {
-			e, ok := t.mem.Get(k)
-			return ok && e.Flags&memdb.Locked != 0
-		})
-		if len(keys) == 0 {
-			return nil
-		}
 		forUpdateTS, err := t.c.oracle.GetTS(ctx)
 		if err != nil {
 			return fmt.Errorf("kv/txn: for_update_ts: %w", mapErr(err))
 		}
+		sentTS = forUpdateTS
+		lockStart := time.Now()
+		t.lockTS = max(t.lockTS, forUpdateTS)
 		lock := func(bo *client.Backoffer, ks [][]byte, first bool) error {
 			return t.c.kv.OnSorted(ctx, bo, len(ks), func(i int) []byte { return ks[i] },
 				func(r *locate.Region, lo, hi int) (bool, error) {
@@ -142,51 +157,59 @@ func (t *Txn) lockPessimistic(ctx context.Context, opts sql.LockOptions, keys []
 					return false, nil
 				})
 		}
-		rest := keys
-		if t.locked == 0 {
+		if !primaryLocked {
 			// The primary is locked before any secondary, so a resolver
 			// that finds a secondary can always find the primary.
 			if err = lock(bo, [][]byte{t.primary}, true); err == nil {
-				t.mem.Lock(t.primary, memdb.Locked)
-				t.locked++
+				primaryLocked = true
 				rest = slices.DeleteFunc(slices.Clone(keys), func(k []byte) bool { return compareBytes(k, t.primary) == 0 })
 				t.startHeartbeat(t.primary)
+				if afterPrimaryLocked != nil {
+					afterPrimaryLocked()
+				}
 			}
 		}
 		if err == nil && len(rest) > 0 {
 			err = t.lockParallel(ctx, bo, rest, lock)
 		}
 		if errors.Is(err, errRetryLock) {
-			continue
+			continue // the locks taken stay, and are taken again (idempotent)
 		}
 		if err != nil {
-			t.asyncPessimisticRollback(keys, forUpdateTS)
 			return mapErr(err)
 		}
 		t.forUpdateTS = max(t.forUpdateTS, forUpdateTS)
-		for _, k := range rest {
+		t.renewed(lockStart)
+		for _, k := range keys {
 			t.mem.Lock(k, memdb.Locked)
 		}
-		t.locked += len(rest)
+		t.locked += len(keys)
 		return nil
 	}
 }
 
 func (t *Txn) lockParallel(ctx context.Context, bo *client.Backoffer, keys [][]byte, lock func(*client.Backoffer, [][]byte, bool) error) error {
+	return t.onRegions(ctx, bo, keys, func(bo *client.Backoffer, ks [][]byte) error { return lock(bo, ks, false) })
+}
+
+// onRegions runs f on the sorted keys of each region, the regions in
+// parallel (each with a fork of bo), and returns errRetryLock if any
+// returned it, else firstErr of theirs.
+func (t *Txn) onRegions(ctx context.Context, bo *client.Backoffer, keys [][]byte, f func(*client.Backoffer, [][]byte) error) error {
 	groups, err := t.c.kv.GroupSorted(ctx, bo, len(keys), func(i int) []byte { return keys[i] })
 	if err != nil {
 		return err
 	}
 	if len(groups) == 1 {
-		return lock(bo, keys, false)
+		return f(bo, keys)
 	}
 	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
 	for i, g := range groups[1:] {
 		sub := bo.Fork()
-		wg.Go(func() { errs[i+1] = lock(sub, keys[g.Lo:g.Hi], false) })
+		wg.Go(func() { errs[i+1] = f(sub, keys[g.Lo:g.Hi]) })
 	}
-	errs[0] = lock(bo.Fork(), keys[groups[0].Lo:groups[0].Hi], false)
+	errs[0] = f(bo.Fork(), keys[groups[0].Lo:groups[0].Hi])
 	wg.Wait()
 	for _, err := range errs {
 		if errors.Is(err, errRetryLock) {
@@ -331,48 +354,81 @@ func waitLockOwner(ctx context.Context, n *int, deadline time.Time) error {
 	}
 }
 
-// asyncPessimisticRollback releases, in the background, the locks a failed
-// LockKeys may have taken on keys (never the ones held before it).
-func (t *Txn) asyncPessimisticRollback(keys [][]byte, forUpdateTS uint64) {
-	var rel [][]byte
-	for _, k := range keys {
-		if e, ok := t.mem.Get(k); ok && e.Flags&memdb.Locked != 0 {
-			continue
-		}
-		rel = append(rel, k)
+// releaseTimeout bounds a synchronous release of pessimistic locks (a
+// failed lock round, Rollback): past it the locks are left to their TTL.
+const releaseTimeout = 10 * time.Second
+
+// releaseFailed releases the locks a failed LockKeys call may have taken
+// on keys (none was held before it) at sentTS, the newest for_update_ts
+// it sent, and forgets the primary the call chose. It waits for the
+// release, so a deadlock victim's or a timed-out statement's locks are gone
+// before its error is returned, and the next writer of the keys is not
+// stalled until their TTL; only when the store itself failed (cause
+// undetermined or region unavailable) is the release left to the
+// background, so the error is not delayed by a second timeout.
+func (t *Txn) releaseFailed(ctx context.Context, keys [][]byte, sentTS uint64, chosePrimary bool, cause error) {
+	if chosePrimary {
+		t.stopHeartbeat()
+		t.primary = nil
 	}
-	if len(rel) == 0 {
+	if sentTS == 0 {
+		return // no lock request was sent
+	}
+	keys = cloneKeys(keys) // the caller's; kept past the return
+	release := func() error {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		err := t.pessimisticRollback(rctx, keys, sentTS)
+		lockReleases.WithLabelValues("failed_lock", outcomeLabel(err)).Inc()
+		if err != nil {
+			slog.Info("kv/txn: release locks of failed lock request (left to their TTL)", "txn", t.startTS, "keys", len(keys), "err", err)
+		}
+		return err
+	}
+	if isUndetermined(cause) || errors.Is(cause, sql.ErrRegionUnavailable) {
+		// Rollback releases them again should this release not land.
+		t.maybeLocked = append(t.maybeLocked, keys...)
+		go func() { _ = release() }()
 		return
 	}
-	startTS := t.startTS
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), secondaryCommitTimeout)
-		defer cancel()
-		if err := t.pessimisticRollback(ctx, rel, forUpdateTS); err != nil {
-			slog.Debug("kv/txn: release locks of failed lock request", "txn", startTS, "err", err)
-		}
-	}()
+	if release() != nil {
+		t.maybeLocked = append(t.maybeLocked, keys...)
+	}
+}
+
+func cloneKeys(keys [][]byte) [][]byte {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = slices.Clone(k)
+	}
+	return out
 }
 
 // pessimisticRollback releases this transaction's pessimistic locks on
-// sorted keys.
+// sorted keys with for_update_ts <= forUpdateTS: one request per region,
+// the regions in parallel; a region that fails does not stop the others.
 func (t *Txn) pessimisticRollback(ctx context.Context, keys [][]byte, forUpdateTS uint64) error {
-	bo := t.c.kv.NewBackoffer()
-	return t.c.kv.OnSorted(ctx, bo, len(keys), func(i int) []byte { return keys[i] },
-		func(r *locate.Region, lo, hi int) (bool, error) {
-			req := &kvrpcpb.PessimisticRollbackRequest{StartVersion: t.startTS, ForUpdateTs: forUpdateTS, Keys: keys[lo:hi]}
-			resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_PessimisticRollback{PessimisticRollback: req}})
-			if err != nil || retry {
-				return retry, err
-			}
-			if kes := resp.GetPessimisticRollback().GetErrors(); len(kes) > 0 {
-				return false, keyError(kes[0], t.startTS)
-			}
-			return false, nil
-		})
+	return t.onRegions(ctx, t.c.kv.NewBackoffer(), keys, func(bo *client.Backoffer, ks [][]byte) error {
+		return t.c.kv.OnSorted(ctx, bo, len(ks), func(i int) []byte { return ks[i] },
+			func(r *locate.Region, lo, hi int) (bool, error) {
+				req := &kvrpcpb.PessimisticRollbackRequest{StartVersion: t.startTS, ForUpdateTs: forUpdateTS, Keys: ks[lo:hi]}
+				resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_PessimisticRollback{PessimisticRollback: req}})
+				if err != nil || retry {
+					return retry, err
+				}
+				if kes := resp.GetPessimisticRollback().GetErrors(); len(kes) > 0 {
+					return false, keyError(kes[0], t.startTS)
+				}
+				return false, nil
+			})
+	})
 }
 
-// Rollback discards the transaction and releases its pessimistic locks.
+// Rollback discards the transaction and releases its pessimistic locks
+// (also those a failed lock round could not release), at the newest
+// for_update_ts any of its lock requests carried, one request per region,
+// before it returns. It does not give up when ctx is cancelled (KILL, a
+// client gone): the release is bounded by releaseTimeout instead.
 func (t *Txn) Rollback(ctx context.Context) error {
 	if t.finished {
 		return nil
@@ -381,20 +437,33 @@ func (t *Txn) Rollback(ctx context.Context) error {
 	defer t.c.active.remove(t.startTS)
 	t.stopHeartbeat()
 	txnTotal.WithLabelValues(string(modeRollback), "rolled_back").Inc()
-	if t.locked == 0 {
-		return nil
-	}
-	var keys [][]byte
+	t.releaseAll(ctx, "rollback")
+	return nil
+}
+
+// releaseAll releases every pessimistic lock the transaction holds or may
+// hold, at the newest for_update_ts any of its lock requests carried, and
+// waits for it (bounded by releaseTimeout, whatever ctx's cancellation).
+// A failure is logged: the locks expire with their TTL (no heartbeats).
+func (t *Txn) releaseAll(ctx context.Context, cause string) {
+	keys := t.maybeLocked
 	for k, e := range t.mem.Iter(nil, nil, false) {
 		if e.Flags&memdb.Locked != 0 {
 			keys = append(keys, k)
 		}
 	}
-	if err := t.pessimisticRollback(ctx, keys, t.forUpdateTS); err != nil {
-		// The locks expire with their TTL (no more heartbeats).
-		slog.Debug("kv/txn: pessimistic rollback", "txn", t.startTS, "err", err)
+	if len(keys) == 0 {
+		return
 	}
-	return nil
+	slices.SortFunc(keys, compareBytes)
+	keys = slices.CompactFunc(keys, func(a, b []byte) bool { return compareBytes(a, b) == 0 })
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	err := t.pessimisticRollback(rctx, keys, max(t.forUpdateTS, t.lockTS))
+	lockReleases.WithLabelValues(cause, outcomeLabel(err)).Inc()
+	if err != nil {
+		slog.Info("kv/txn: release pessimistic locks (left to their TTL)", "txn", t.startTS, "cause", cause, "keys", len(keys), "err", err)
+	}
 }
 
 // startHeartbeat keeps the transaction's locks alive (TxnHeartBeat on the
@@ -410,6 +479,7 @@ func (t *Txn) startHeartbeat(primary []byte) {
 	primary = slices.Clone(primary)
 	c, startTS := t.c, t.startTS
 	go func() {
+		// t's fields other than aliveUntil are not touched here.
 		tick := time.NewTicker(c.cfg.HeartbeatInterval)
 		defer tick.Stop()
 		for {
@@ -420,8 +490,12 @@ func (t *Txn) startHeartbeat(primary []byte) {
 			}
 			ttl := uint64(time.Now().UnixMilli()-physicalMs(startTS)) + uint64(c.cfg.LockTTL.Milliseconds())
 			ctx, cancel := context.WithTimeout(context.Background(), c.kv.RPCTimeout())
+			sent := time.Now()
 			err := c.heartbeat(ctx, primary, startTS, ttl)
 			cancel()
+			if err == nil {
+				t.renewed(sent)
+			}
 			if err != nil {
 				slog.Debug("kv/txn: heartbeat", "txn", startTS, "err", err)
 				var ke *heartbeatKeyError
@@ -431,6 +505,29 @@ func (t *Txn) startHeartbeat(primary []byte) {
 			}
 		}
 	}()
+}
+
+// renewed notes that the locks' TTL was extended by a request sent at
+// sent: they live LockTTL past it.
+func (t *Txn) renewed(sent time.Time) {
+	until := sent.Add(t.c.cfg.LockTTL).UnixMilli()
+	for {
+		cur := t.aliveUntil.Load()
+		if cur >= until || t.aliveUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// lockLost is the error for a pessimistic lock found missing at prewrite:
+// sql.ErrPessimisticLockExpired when its TTL had run out by this client's
+// clock (it was resolved by another transaction), else err (its region's
+// leader lost it).
+func (t *Txn) lockLost(err error) error {
+	if until := t.aliveUntil.Load(); until != 0 && time.Now().UnixMilli() > until {
+		return fmt.Errorf("%w: %w", sql.ErrPessimisticLockExpired, err)
+	}
+	return err
 }
 
 func (t *Txn) stopHeartbeat() {

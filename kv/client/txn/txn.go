@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stratadb/strata/kv/client/txn/memdb"
@@ -13,7 +14,7 @@ import (
 
 // Txn is one transaction; it implements sql.Txn. A Txn is used by one
 // session (goroutine) at a time; its heartbeat runs on its own goroutine
-// and touches only the fields under hbMu.
+// and touches only the fields under hbMu and aliveUntil.
 type Txn struct {
 	c    *Client
 	opts sql.TxnOptions
@@ -22,16 +23,25 @@ type Txn struct {
 	forUpdateTS uint64
 	// readTS is the snapshot reads use: startTS, or in READ-COMMITTED a
 	// fresh ts per statement (fetched at the statement's first read).
-	readTS   uint64
-	rcStale  bool
-	mem      *memdb.MemDB
-	stmtCP   int // memdb checkpoint of the running statement, -1 if none
-	saves    []savepoint
-	primary  []byte // first pessimistically locked key, or chosen at commit
-	locked   int    // keys holding pessimistic locks
-	finished bool
-	began    time.Time
-	guard    sql.CommitGuard
+	readTS  uint64
+	rcStale bool
+	mem     *memdb.MemDB
+	stmtCP  int // memdb checkpoint of the running statement, -1 if none
+	saves   []savepoint
+	primary []byte // first pessimistically locked key, or chosen at commit
+	locked  int    // keys holding pessimistic locks
+	// lockTS is the newest for_update_ts any lock request carried (a
+	// failed round's included): no lock of the transaction has a newer.
+	lockTS uint64
+	// maybeLocked: keys of failed lock rounds whose release did not (or
+	// may not yet have) landed; Rollback releases them with the rest.
+	maybeLocked [][]byte
+	// aliveUntil (unix ms) is when the locks' TTL runs out as last
+	// renewed by a lock round or heartbeat (0: no lock yet).
+	aliveUntil atomic.Int64
+	finished   bool
+	began      time.Time
+	guard      sql.CommitGuard
 
 	// skip: transactions whose locks this transaction's reads may read
 	// through (resolved, or committing after readTS). Reset with readTS.
