@@ -205,8 +205,11 @@
 // Open ingests the kept files again (idempotent: nothing else writes the
 // region meanwhile) before it creates the peer. Destroying an installing
 // peer waits for its ingest. Proposals of the receiving peer at or below
-// the snapshot's index get ErrUndetermined. Metrics:
-// strata_raftstore_snapshots_total{event}, snapshot_bytes_total{event}
+// the snapshot's index get ErrUndetermined; the peer stopped leading
+// before (Store.LeaderTerm, published when the loop handles raft's state
+// change, is 0 by then), which a leader read whose wait such an answer
+// ended checks after taking its snapshot (kv/txn doc.go, "Leader reads").
+// Metrics: strata_raftstore_snapshots_total{event}, snapshot_bytes_total{event}
 // (SST bytes), snapshot_disk_bytes{kind} (files on disk),
 // snapshot_generate_seconds, snapshot_send_seconds,
 // snapshot_install_seconds (synced batch to normal, ingest included).

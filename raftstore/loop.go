@@ -448,6 +448,7 @@ func (s *Store) handleSoftState(readies []peerReady) {
 			s.leaderChanged(p.region.GetId(), false)
 			s.leaderChanged(p.region.GetId(), true)
 			p.leaderTerm = st.GetTerm()
+			p.leadTermPub.Store(p.leaderTerm)
 		}
 		if ss == nil {
 			continue
@@ -458,6 +459,11 @@ func (s *Store) handleSoftState(readies []peerReady) {
 		p.isLeader = ss.RaftState == raft.StateLeader
 		if wasLeader && !p.isLeader {
 			p.steppedDown = s.now()
+		}
+		if p.isLeader {
+			p.leadTermPub.Store(st.GetTerm())
+		} else {
+			p.leadTermPub.Store(0)
 		}
 		if p.isLeader != wasLeader {
 			p.leaderTerm = st.GetTerm()

@@ -122,6 +122,12 @@ type peer struct {
 	// leaderTerm is the term isLeader was last reported for (TxnHooks).
 	leaderTerm uint64
 	leaderID   uint64
+	// leadTermPub is the term of this peer's current leadership, 0 while
+	// it does not lead, for readers off the loop (Store.LeaderTerm). The
+	// loop sets it when it handles raft's state change, before it persists
+	// or applies anything of that Ready: before a snapshot install clears
+	// the region's ranges and before a proposal is answered undetermined.
+	leadTermPub atomic.Uint64
 
 	unassigned  map[uint64]*proposal // proposed, index not yet known
 	pending     []*proposal          // ordered by index
@@ -407,6 +413,28 @@ func (p *peer) snapshotApplied(index uint64) {
 	}
 	clear(p.pending[len(kept):])
 	p.pending = kept
+}
+
+// LeaderTerm returns the term in which this store's peer of regionID
+// leads it, or 0: no peer here, not the leader, or installing a snapshot.
+// Safe from any goroutine. A leader read loads it before its ReadIndex and
+// again after taking its engine snapshot (kv/txn doc.go, "Leader reads"):
+// the same non-zero term both times means the peer led without a break in
+// between, so the snapshot holds the region's data and no write of the
+// region was answered undetermined here meanwhile. Those answers
+// (snapshotApplied, expireOverwritten, destroyPeer) all come after the
+// peer stopped leading: a snapshot or another leader's entries reach only
+// a follower, and a destroyed peer has left the delegates map first.
+func (s *Store) LeaderTerm(regionID uint64) uint64 {
+	v, ok := s.delegates.Load(regionID)
+	if !ok {
+		return 0
+	}
+	p := v.(*peer)
+	if p.installingPub.Load() {
+		return 0
+	}
+	return p.leadTermPub.Load()
 }
 
 // expireOverwritten answers ErrUndetermined to the proposals overwritten in

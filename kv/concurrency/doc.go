@@ -20,6 +20,13 @@
 // raise maxTS; they wait for in-flight writes of their key, so they still see
 // every write acknowledged before they started.
 //
+// A write whose outcome is unknown (raftstore's ErrUndetermined: its peer
+// installed a snapshot, was destroyed, or had its entry overwritten) is
+// released too, and may still commit through another peer: the reads it
+// let go must check that their peer still leads before they use their
+// snapshot (kv/txn doc.go, "Leader reads"). WaitingReads counts the reads
+// waiting now.
+//
 // maxTS is per store and in memory: a store that becomes leader of a region
 // must first raise maxTS to a fresh PD timestamp (SyncMaxTS), above every
 // read the previous leader served. All methods are safe for concurrent use.

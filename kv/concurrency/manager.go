@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // Manager is a store's in-memory lock table and max read timestamp.
@@ -12,6 +13,8 @@ type Manager struct {
 	mu    sync.Mutex
 	maxTS uint64
 	locks map[string]*lock
+	// waiting counts the reads waiting for an in-flight write now.
+	waiting atomic.Int64
 }
 
 type lock struct {
@@ -115,7 +118,7 @@ func (m *Manager) ReadKey(ctx context.Context, key []byte, ts uint64) error {
 		if !ok || l.commitTS > ts {
 			return nil
 		}
-		if err := wait(ctx, l); err != nil {
+		if err := m.wait(ctx, l); err != nil {
 			return err
 		}
 	}
@@ -148,13 +151,19 @@ func (m *Manager) ReadRange(ctx context.Context, start, end []byte, ts uint64) e
 		if blocking == nil {
 			return nil
 		}
-		if err := wait(ctx, blocking); err != nil {
+		if err := m.wait(ctx, blocking); err != nil {
 			return err
 		}
 	}
 }
 
-func wait(ctx context.Context, l *lock) error {
+// WaitingReads is the number of reads (ReadKey, ReadRange) waiting for an
+// in-flight write now.
+func (m *Manager) WaitingReads() int { return int(m.waiting.Load()) }
+
+func (m *Manager) wait(ctx context.Context, l *lock) error {
+	m.waiting.Add(1)
+	defer m.waiting.Add(-1)
 	select {
 	case <-l.released:
 		return nil

@@ -7,7 +7,13 @@
 // raftEngine: reads pass raftstore.ReadIndex (leader, lease or ReadIndex
 // round, applied index caught up), record their timestamp and wait for
 // in-flight async-commit/1PC writes they must see (kv/concurrency), then
-// read a Pebble snapshot with Percolator lock checks (kv/mvcc). Writes take
+// take a Pebble snapshot, which they read (Percolator lock checks,
+// kv/mvcc) only if the peer still leads in the term it led in before the
+// ReadIndex (txn.ReadCheck; kv/txn doc.go, "Leader reads": the wait may
+// have ended because the region left this peer), else NotLeader. The
+// coprocessor, its index lookups (rows of a region that stopped leading go
+// back to the SQL node) and the ReadIndex RPC of follower reads (checked
+// after the applied index is taken) follow the same order. Writes take
 // per-key latches, are evaluated on the leader, and their plain writes
 // (raft_cmdpb) are proposed with raftstore.Propose; the handler returns
 // once they are applied here, and the latches stay held until then even if

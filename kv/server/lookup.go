@@ -5,6 +5,7 @@ import (
 
 	"github.com/stratadb/strata/kv/mvcc"
 	"github.com/stratadb/strata/kv/regionkeys"
+	"github.com/stratadb/strata/kv/txn"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
 )
@@ -19,14 +20,22 @@ import (
 // raises max_ts (concurrency manager, as every read does), then takes one
 // engine snapshot and reads every local key at start_ts with Percolator
 // lock checks. Keys in regions led elsewhere, or whose lease is not fresh,
-// are left to the SQL node.
+// are left to the SQL node, and so are those of a region whose peer
+// stopped leading before the snapshot was taken (txn.ReadCheck).
 type rowLookup struct {
 	s    *Service
 	ctx  context.Context
 	rctx *kvrpcpb.Context
 	ts   uint64
 	// leased holds the regions found leased during the current batch.
-	leased []*metapb.Region
+	leased []leasedRegion
+}
+
+// leasedRegion is a region found readable here, with the check its
+// leadership must still pass once the batch took its snapshot.
+type leasedRegion struct {
+	region *metapb.Region
+	check  txn.ReadCheck
 }
 
 // region returns the region of key that this store may read now, or nil.
@@ -34,16 +43,17 @@ type rowLookup struct {
 // ReadIndex (which renews the lease), once per region and batch.
 func (l *rowLookup) region(key []byte) (*metapb.Region, error) {
 	for _, r := range l.leased {
-		if regionkeys.KeyIn(key, r) {
-			return r, nil
+		if regionkeys.KeyIn(key, r.region) {
+			return r.region, nil
 		}
 	}
+	led := l.s.store.LedRegionAt(key)
+	if led == nil {
+		return nil, nil
+	}
+	check := txn.NewReadCheck(l.s.eng, nil, led.GetId())
 	r := l.s.store.LeasedRegion(key)
 	if r == nil {
-		led := l.s.store.LedRegionAt(key)
-		if led == nil {
-			return nil, nil
-		}
 		region, rerr, err := l.s.store.ReadIndex(l.ctx, &kvrpcpb.Context{RegionId: led.GetId(), RegionEpoch: led.GetRegionEpoch()})
 		if err != nil {
 			return nil, err
@@ -53,7 +63,7 @@ func (l *rowLookup) region(key []byte) (*metapb.Region, error) {
 		}
 		r = region
 	}
-	l.leased = append(l.leased, r)
+	l.leased = append(l.leased, leasedRegion{region: r, check: check})
 	return r, nil
 }
 
@@ -83,6 +93,22 @@ func (l *rowLookup) LookUp(keys, vals [][]byte, local []bool) error {
 	// what each region acknowledged before the check.
 	snap := readView(l.s.store.Engine())
 	defer snap.Close()
+	// A region whose peer stopped leading since its check (a wait for an
+	// in-flight write may have ended because of it) is not read here.
+	for _, r := range l.leased {
+		if r.check.Gone() == nil {
+			continue
+		}
+		for i, k := range keys {
+			if local[i] && regionkeys.KeyIn(k, r.region) {
+				local[i] = false
+				n--
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(l.rctx, l.ts))
 	defer sr.Close()
 	for i, k := range keys {

@@ -13,6 +13,7 @@ import (
 	"github.com/stratadb/strata/kv/concurrency"
 	"github.com/stratadb/strata/kv/keys"
 	"github.com/stratadb/strata/kv/mvcc"
+	"github.com/stratadb/strata/kv/txn"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
@@ -40,6 +41,7 @@ func (s *Service) ReadIndex(ctx context.Context, req *storepb.ReadIndexRequest) 
 
 func (s *Service) readIndex(ctx context.Context, req *storepb.ReadIndexRequest) (*storepb.ReadIndexResponse, error) {
 	rctx := req.GetContext()
+	check := txn.NewReadCheck(s.eng, nil, rctx.GetRegionId())
 	region, rerr, err := s.store.ReadIndex(ctx, rctx)
 	if err != nil {
 		return nil, err
@@ -54,6 +56,11 @@ func (s *Service) readIndex(ctx context.Context, req *storepb.ReadIndexRequest) 
 	if idx == 0 {
 		return &storepb.ReadIndexResponse{RegionError: &errorpb.Error{Message: "server: region left this store",
 			RegionNotFound: &errorpb.RegionNotFound{RegionId: region.GetId()}}}, nil
+	}
+	// The index covers the writes the read must see only if the wait did
+	// not end because this peer lost the region (txn.ReadCheck).
+	if rerr := check.Gone(); rerr != nil {
+		return &storepb.ReadIndexResponse{RegionError: rerr}, nil
 	}
 	return &storepb.ReadIndexResponse{ReadIndex: idx}, nil
 }

@@ -106,6 +106,8 @@ func readView(db *pebble.DB) txn.Snapshot {
 
 func (e raftEngine) LeaderGeneration() uint64 { return e.s.LeaderGeneration() }
 
+func (e raftEngine) LeaderTerm(regionID uint64) uint64 { return e.s.LeaderTerm(regionID) }
+
 func (e raftEngine) Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, gen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error) {
 	resp, err := e.s.Propose(ctx, raftCmd(rctx, region, reqs), gen)
 	if err != nil {
@@ -324,7 +326,10 @@ func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 // copRegion runs dag over ranges of the region rctx names: a ReadIndex
 // (leadership and epoch), the ranges checked against the region, the
 // concurrency manager's max_ts raised and its in-memory locks checked,
-// then one engine snapshot read at startTS under a coprocessor slot.
+// then one engine snapshot, valid only if the peer still leads in the term
+// it led in before the ReadIndex (txn.ReadCheck: the wait may have ended
+// because the region left this peer), read at startTS under a coprocessor
+// slot.
 func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, rctx *kvrpcpb.Context, kranges []*kvrpcpb.KeyRange, startTS uint64) (*kvrpcpb.CoprocessorResponse, error) {
 	var (
 		region *metapb.Region
@@ -332,6 +337,11 @@ func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, 
 		err    error
 	)
 	replica := rctx.GetReplicaRead() || rctx.GetStaleRead()
+	var rr txn.ReplicaReader
+	if replica {
+		rr = s.eng
+	}
+	check := txn.NewReadCheck(s.eng, rr, rctx.GetRegionId())
 	if replica {
 		region, rerr, err = s.eng.ReadReplica(ctx, rctx, startTS)
 	} else {
@@ -362,9 +372,8 @@ func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, 
 	// even if the region's data left this store while it waited.
 	snap := readView(s.store.Engine())
 	defer snap.Close()
-	if replica && !s.store.ReplicaPresent(region.GetId()) {
-		return &kvrpcpb.CoprocessorResponse{RegionError: &errorpb.Error{Message: "server: replica removed during the read",
-			RegionNotFound: &errorpb.RegionNotFound{RegionId: region.GetId()}}}, nil
+	if rerr := check.Gone(); rerr != nil {
+		return &kvrpcpb.CoprocessorResponse{RegionError: rerr}, nil
 	}
 	if err := s.cop.Acquire(ctx); err != nil {
 		return nil, err

@@ -29,6 +29,36 @@
 // fresh PD timestamp (SyncMaxTS), and such writes are proposed only at the
 // leader generation that sync covered.
 //
+// # Leader reads
+//
+// A read (Get, BatchGet, Scan, ScanLock; kv/server's coprocessor, index
+// lookups and the leader's half of a follower read likewise) loads the
+// peer's leader term (Engine.LeaderTerm), passes ReadIndex, raises max_ts
+// and waits for the in-flight writes it must see, takes its engine
+// snapshot, and only then checks that the peer still leads in that same
+// term (ReadCheck). Invariant: the snapshot is read only if the leadership
+// the ReadIndex confirmed lasted, unbroken, until after the snapshot was
+// taken. The wait can last up to the request's deadline and can end
+// because the region left this peer: a 1PC or async-commit write is
+// answered undetermined, and its in-memory lock released, when its peer
+// installs a snapshot (the region's ranges are cleared before the ingest),
+// is destroyed (its data deleted), or has the write's entry overwritten by
+// another leader's and not decided in time, and that write may still
+// commit at its commit_ts through another peer. Every such answer comes
+// after the peer stopped leading (raftstore's LeaderTerm is 0 or another
+// term by then), so the read that the release let go fails with NotLeader
+// (a replica read whose peer left: RegionNotFound), which the client
+// retries at the region's leader, instead of reading deleted data or
+// missing a write a later read at the same timestamp sees. Checking only
+// at the ReadIndex, before the wait, is not enough; TiKV's order
+// (max_ts and in-memory locks first, then lease check and snapshot
+// together) is the other way to get the same guarantee. The released
+// write also leaves the resolved-ts minimum (kv/concurrency ResolveTS):
+// harmless, since a store computes resolved ts only for regions it leads
+// under a lease, which in a later term it holds only after applying an
+// entry of that term, so after the write's entry was decided and, if
+// committed, applied. Metric: strata_txn_reads_refused_total{reason}.
+//
 // # Pessimistic lock waiting
 //
 // A PessimisticLock meeting another transaction's lock queues on that key

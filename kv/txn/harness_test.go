@@ -68,6 +68,9 @@ func (e *pebbleEngine) Snapshot() Snapshot {
 
 func (e *pebbleEngine) LeaderGeneration() uint64 { return e.gen.Load() }
 
+// LeaderTerm: the single region is always led, in term 1.
+func (e *pebbleEngine) LeaderTerm(uint64) uint64 { return 1 }
+
 func (e *pebbleEngine) Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, gen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error) {
 	if gen != 0 && gen != e.gen.Load() {
 		return &errorpb.Error{Message: "leader changed", StaleCommand: &errorpb.StaleCommand{}}, nil

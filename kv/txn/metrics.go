@@ -26,6 +26,10 @@ var (
 		Help:    "Time write commands waited, latches held, for a linearizable view of their region (lease check or ReadIndex, applied index).",
 		Buckets: prometheus.ExponentialBuckets(0.00001, 2, 22),
 	})
+	readsRefused = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "reads_refused_total",
+		Help: "Reads refused after their engine snapshot because the region left this peer meanwhile, by reason (leadership_changed: NotLeader; replica_gone: RegionNotFound). The client retries them elsewhere.",
+	}, []string{"reason"})
 	memLocksGauge = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: "strata", Subsystem: "txn", Name: "memory_pessimistic_locks",
 		Help: "Pessimistic locks held in the memory of region leaders on this store.",

@@ -35,6 +35,12 @@ type Engine interface {
 	Snapshot() Snapshot
 	// LeaderGeneration counts the region leaderships this store gained.
 	LeaderGeneration() uint64
+	// LeaderTerm returns the term in which this store's peer of regionID
+	// leads it now, or 0 (not the leader, no peer here, installing a
+	// snapshot). A read loads it before ReadIndex and again after its
+	// Snapshot (ReadCheck): the snapshot holds the region's data only if
+	// the peer led in the same term throughout.
+	LeaderTerm(regionID uint64) uint64
 	// Write replicates reqs in region (as returned by the ReadIndex the
 	// command was evaluated after: its epoch is checked again at apply) and
 	// returns once they are applied on this store (durable on a quorum).
@@ -62,26 +68,64 @@ type ReplicaReader interface {
 }
 
 // readIndex is the ReadIndex of a read at ts: on a replica when the
-// request asks for it and the engine can. replica reports that it went
-// there (the read must check ReplicaPresent after its snapshot).
-func (s *Storage) readIndex(ctx context.Context, rctx *kvrpcpb.Context, ts uint64) (replica ReplicaReader, region *metapb.Region, rerr *errorpb.Error, err error) {
+// request asks for it and the engine can. The read must call the
+// returned check's Gone after taking its snapshot.
+func (s *Storage) readIndex(ctx context.Context, rctx *kvrpcpb.Context, ts uint64) (check ReadCheck, region *metapb.Region, rerr *errorpb.Error, err error) {
+	check = NewReadCheck(s.engine, nil, rctx.GetRegionId())
 	if rctx.GetReplicaRead() || rctx.GetStaleRead() {
 		if rr, ok := s.engine.(ReplicaReader); ok {
+			check.replica = rr
 			region, rerr, err = rr.ReadReplica(ctx, rctx, ts)
-			return rr, region, rerr, err
+			return check, region, rerr, err
 		}
 	}
 	region, rerr, err = s.engine.ReadIndex(ctx, rctx)
-	return nil, region, rerr, err
+	return check, region, rerr, err
 }
 
-// replicaGone is the region error of a replica read whose peer was
-// destroyed before its snapshot was taken.
-func replicaGone(replica ReplicaReader, regionID uint64) *errorpb.Error {
-	if replica == nil || replica.ReplicaPresent(regionID) {
-		return nil
+// ReadCheck is what a read re-checks after taking its engine snapshot
+// (doc.go, "Leader reads"). The ReadIndex made the region readable here at
+// one moment; the read then waited for the in-flight writes it must see
+// (kv/concurrency, up to the request's deadline) and only then took its
+// snapshot. Meanwhile the peer may have lost the region: installed a
+// snapshot (its ranges cleared before the ingest), been destroyed (its
+// data deleted), or had a write's entry overwritten by another leader; in
+// each case the writes it had in flight were answered undetermined and
+// their in-memory locks released, which is what let the read go on. term
+// is the peer's leader term loaded before the ReadIndex.
+type ReadCheck struct {
+	engine   Engine
+	replica  ReplicaReader // a replica read
+	regionID uint64
+	term     uint64
+}
+
+// NewReadCheck starts the check of a read of regionID through engine,
+// before its ReadIndex (replica: the replica read's engine, or nil for a
+// leader read). kv/server's coprocessor and follower-read index use it too.
+func NewReadCheck(engine Engine, replica ReplicaReader, regionID uint64) ReadCheck {
+	return ReadCheck{engine: engine, replica: replica, regionID: regionID, term: engine.LeaderTerm(regionID)}
+}
+
+// Gone returns the region error of a read whose snapshot may not hold the
+// region as the ReadIndex confirmed it: a leader read whose peer did not
+// lead in the same term from before the ReadIndex until now, a replica
+// read whose peer was destroyed or is installing a snapshot (or, if it led
+// the region when the read began, stopped leading: a stale read above the
+// safe ts is a leader read). Both are errors the client retries elsewhere.
+func (c ReadCheck) Gone() *errorpb.Error {
+	if c.replica != nil && !c.replica.ReplicaPresent(c.regionID) {
+		readsRefused.WithLabelValues("replica_gone").Inc()
+		return &errorpb.Error{Message: "txn: replica removed during the read", RegionNotFound: &errorpb.RegionNotFound{RegionId: c.regionID}}
 	}
-	return &errorpb.Error{Message: "txn: replica removed during the read", RegionNotFound: &errorpb.RegionNotFound{RegionId: regionID}}
+	if c.replica != nil && c.term == 0 {
+		return nil // a replica read on a follower: present is enough
+	}
+	if c.term == 0 || c.engine.LeaderTerm(c.regionID) != c.term {
+		readsRefused.WithLabelValues("leadership_changed").Inc()
+		return &errorpb.Error{Message: "txn: leadership of the region changed during the read", NotLeader: &errorpb.NotLeader{RegionId: c.regionID}}
+	}
+	return nil
 }
 
 // TSO hands out PD timestamps.
@@ -379,7 +423,7 @@ func observeSince(cmd string, start time.Time) {
 // blocks it.
 func (s *Storage) Get(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, error) {
 	defer observeSince("get", time.Now())
-	replica, region, rerr, err := s.readIndex(ctx, req.GetContext(), req.GetVersion())
+	check, region, rerr, err := s.readIndex(ctx, req.GetContext(), req.GetVersion())
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +438,7 @@ func (s *Storage) Get(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.Ge
 	}
 	snap := s.engine.Snapshot()
 	defer snap.Close()
-	if rerr := replicaGone(replica, region.GetId()); rerr != nil {
+	if rerr := check.Gone(); rerr != nil {
 		return &kvrpcpb.GetResponse{RegionError: rerr}, nil
 	}
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetVersion()))
@@ -412,7 +456,7 @@ func (s *Storage) Get(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.Ge
 // BatchGet serves a BatchGetRequest.
 func (s *Storage) BatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*kvrpcpb.BatchGetResponse, error) {
 	defer observeSince("batch_get", time.Now())
-	replica, region, rerr, err := s.readIndex(ctx, req.GetContext(), req.GetVersion())
+	check, region, rerr, err := s.readIndex(ctx, req.GetContext(), req.GetVersion())
 	if err != nil {
 		return nil, err
 	}
@@ -432,7 +476,7 @@ func (s *Storage) BatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*
 	}
 	snap := s.engine.Snapshot()
 	defer snap.Close()
-	if rerr := replicaGone(replica, region.GetId()); rerr != nil {
+	if rerr := check.Gone(); rerr != nil {
 		return &kvrpcpb.BatchGetResponse{RegionError: rerr}, nil
 	}
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetVersion()))
@@ -454,7 +498,7 @@ func (s *Storage) BatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*
 // Scan serves a ScanRequest; the range is clamped to the region.
 func (s *Storage) Scan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.ScanResponse, error) {
 	defer observeSince("scan", time.Now())
-	replica, region, rerr, err := s.readIndex(ctx, req.GetContext(), req.GetVersion())
+	check, region, rerr, err := s.readIndex(ctx, req.GetContext(), req.GetVersion())
 	if err != nil {
 		return nil, err
 	}
@@ -479,7 +523,7 @@ func (s *Storage) Scan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.
 	}
 	snap := s.engine.Snapshot()
 	defer snap.Close()
-	if rerr := replicaGone(replica, region.GetId()); rerr != nil {
+	if rerr := check.Gone(); rerr != nil {
 		return &kvrpcpb.ScanResponse{RegionError: rerr}, nil
 	}
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetVersion()))
@@ -507,6 +551,7 @@ func (s *Storage) Scan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.
 // ScanLock serves a ScanLockRequest: locks with lock_version <= max_version.
 func (s *Storage) ScanLock(ctx context.Context, req *kvrpcpb.ScanLockRequest) (*kvrpcpb.ScanLockResponse, error) {
 	defer observeSince("scan_lock", time.Now())
+	check := NewReadCheck(s.engine, nil, req.GetContext().GetRegionId())
 	region, rerr, err := s.engine.ReadIndex(ctx, req.GetContext())
 	if err != nil {
 		return nil, err
@@ -519,6 +564,9 @@ func (s *Storage) ScanLock(ctx context.Context, req *kvrpcpb.ScanLockRequest) (*
 	}
 	snap := s.engine.Snapshot()
 	defer snap.Close()
+	if rerr := check.Gone(); rerr != nil {
+		return &kvrpcpb.ScanLockResponse{RegionError: rerr}, nil
+	}
 	r := s.newReader(snap, region.GetId())
 	defer r.Close()
 	resp := &kvrpcpb.ScanLockResponse{}
