@@ -68,9 +68,11 @@ func TestRolledBackLockRoundReleasesPrimary(t *testing.T) {
 // two SQL nodes, no faults; half lock both rows first (BEGIN; SELECT ...
 // FOR UPDATE; two UPDATEs; COMMIT), half update them in transfer order: deadlocks and lock wait timeouts happen, and must not stall
 // the others (a victim's locks left to their TTL stalled every transfer
-// for seconds, issue 34). It reports the fraction of one-second windows
-// with at least one committed transfer (STRATA_BANK_SECONDS sets the
-// length, 6 s by default); the balances must sum to the start total.
+// for seconds, issue 34, and so did a deadlock hidden behind a waiter
+// still recorded as waiting for a key's previous holder). At least 95 %
+// of the one-second windows must have a committed transfer
+// (STRATA_BANK_SECONDS sets the length, 6 s by default; with 6 windows,
+// every one); the balances must sum to the start total.
 func TestBankProgressNoFault(t *testing.T) {
 	c := startCluster(t, clusterOpts{sqlNodes: 2})
 	admin := openDB(t, c, 0, "")
@@ -150,9 +152,7 @@ func TestBankProgressNoFault(t *testing.T) {
 	frac := float64(n) / float64(windows)
 	t.Logf("%d transfers committed in %v, retryable errors %v; %d of %d one-second windows (%.1f%%) had a commit; idle windows: [%s]",
 		len(commits), d, codes, n, windows, 100*frac, strings.Join(idle, " "))
-	// Not asserted yet: stalls remain that issue 34's fix does not remove
-	// (see the report on issue 34); the fraction is logged.
-	require.Positive(t, len(commits))
+	require.GreaterOrEqual(t, frac, 0.95, "transfers stalled for a second or more with no fault")
 }
 
 // transferForUpdate moves amount from one account to another in a

@@ -68,7 +68,12 @@
 // it then evaluates again. It gives up after wait_timeout
 // (LockWaitTimeout), returns Locked when the holder's TTL ran out (the
 // client resolves it), and fails at once with Deadlock when the wait would
-// close a cycle in the Detector's wait-for graph.
+// close a cycle in the Detector's wait-for graph. A transaction that takes
+// a key's lock while others are queued for it (one that came in between
+// a release and the woken waiter's retry) makes them evaluate again, so
+// each waits for, and the graph has its edge to, the key's current holder
+// (strata_txn_lock_wait_rechecks_total); an edge left pointing at the
+// previous holder would hide a deadlock until a wait timed out.
 //
 // # In-memory pessimistic locks
 //

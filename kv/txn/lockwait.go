@@ -13,8 +13,13 @@ import (
 // transaction holds the key's lock (TiKV's lock manager waiter table).
 // Waiters of a key are ordered by arrival (a waiter that retries keeps its
 // place); a release wakes the first, and a woken waiter that does not get
-// to wait again (it took the lock, or failed) wakes the next. Safe for
-// concurrent use; no goroutine per waiter beyond the caller's.
+// to wait again (it took the lock, or failed) wakes the next. When another
+// transaction takes a key's lock (the first waiter, or one that came in
+// between), the key's other waiters are told to evaluate again (recheck):
+// each then waits for the new holder, and the deadlock detector learns
+// that edge (a waiter left pointing at the old holder hid every deadlock
+// through the key until its wait timed out). Safe for concurrent use; no
+// goroutine per waiter beyond the caller's.
 type lockWaits struct {
 	mu   sync.Mutex
 	seq  uint64
@@ -28,12 +33,14 @@ type lockWaiter struct {
 	seq     uint64
 	ch      chan struct{} // closed-once signal: woken
 	queued  bool          // under lockWaits.mu
+	recheck bool          // woken because the key changed holder (set before ch closes)
 }
 
 type waitOutcome int
 
 const (
 	waitWoken    waitOutcome = iota // the holder released the key
+	waitRecheck                     // another transaction took the key: evaluate again
 	waitExpired                     // the holder's TTL ran out: evaluate again
 	waitTimeout                     // wait_timeout passed
 	waitCanceled                    // the request's context ended
@@ -106,6 +113,23 @@ func (q *lockWaits) wakeNext(key []byte) {
 	close(w.ch)
 }
 
+// recheck wakes every waiter of key, which another transaction just
+// locked, to evaluate again (and wait for the new holder). It reports how
+// many it woke.
+func (q *lockWaits) recheck(key []byte) int {
+	q.mu.Lock()
+	ws := q.keys[string(key)]
+	delete(q.keys, string(key))
+	for _, w := range ws {
+		w.queued, w.recheck = false, true
+	}
+	q.mu.Unlock()
+	for _, w := range ws {
+		close(w.ch)
+	}
+	return len(ws)
+}
+
 // LockWaiters is the number of pessimistic lock requests queued behind
 // another transaction's lock.
 func (s *Storage) LockWaiters() int { return s.waits.waiters() }
@@ -139,6 +163,9 @@ func (q *lockWaits) wait(ctx context.Context, w *lockWaiter, deadline time.Time)
 	defer t.Stop()
 	select {
 	case <-w.ch:
+		if w.recheck {
+			return waitRecheck
+		}
 		return waitWoken
 	case <-t.C:
 	case <-ctx.Done():
@@ -146,6 +173,12 @@ func (q *lockWaits) wait(ctx context.Context, w *lockWaiter, deadline time.Time)
 	}
 	if !q.remove(w) {
 		// Woken meanwhile.
+		if w.recheck {
+			if outcome == waitCanceled {
+				return waitCanceled
+			}
+			return waitRecheck
+		}
 		if outcome == waitCanceled {
 			q.wakeNext(w.key)
 			return waitCanceled

@@ -37,6 +37,13 @@ func (s *Storage) PessimisticLock(ctx context.Context, req *kvrpcpb.PessimisticL
 		}
 		woken = false
 		if err != nil || w == nil {
+			if err == nil && len(resp.GetErrors()) == 0 && resp.GetRegionError() == nil {
+				// Locked: whoever still waits for these keys now waits for
+				// this transaction.
+				for _, m := range req.GetMutations() {
+					lockRechecks.Add(float64(s.waits.recheck(m.GetKey())))
+				}
+			}
 			if waited {
 				lockWaitSeconds.WithLabelValues("acquired").Observe(time.Since(start).Seconds())
 			}
@@ -61,7 +68,7 @@ func (s *Storage) PessimisticLock(ctx context.Context, req *kvrpcpb.PessimisticL
 		switch outcome {
 		case waitWoken:
 			woken = true
-		case waitExpired:
+		case waitRecheck, waitExpired:
 			woken = false
 		case waitTimeout:
 			lockWaitSeconds.WithLabelValues("timeout").Observe(time.Since(start).Seconds())

@@ -337,3 +337,54 @@ func TestWokenWaiterMovingOnWakesNext(t *testing.T) {
 	h.pessimisticRollback(t, x, "k1")
 	require.Empty(t, (<-wDone).Errors)
 }
+
+// TestDeadlockThroughFirstWaiter: B and D queue for k0 behind A; D holds
+// k1. A releases k0 and B, first in line, takes it: D now waits for B.
+// When B then asks for k1 the cycle B -> D -> B is found at once.
+func TestDeadlockThroughFirstWaiter(t *testing.T) {
+	h := newHarness(t)
+	base := nowTS()
+	a, b, d := base+1, base+2, base+3
+	require.Empty(t, h.lock(t, a, -1, "k0").Errors)
+	require.Empty(t, h.lock(t, d, -1, "k1").Errors)
+	bGot := make(chan *kvrpcpb.PessimisticLockResponse, 1)
+	go func() { bGot <- h.lock(t, b, 10000, "k0") }()
+	waitFor(t, "B queued", func() bool { return h.s.waits.waiters() == 1 })
+	dGot := make(chan *kvrpcpb.PessimisticLockResponse, 1)
+	go func() { dGot <- h.lock(t, d, 10000, "k0") }()
+	waitFor(t, "D queued", func() bool { return h.s.waits.waiters() == 2 })
+
+	h.pessimisticRollback(t, a, "k0")
+	require.Empty(t, (<-bGot).Errors, "B, first in line, takes k0")
+	waitFor(t, "D waits for B", func() bool { return h.s.waits.waiters() == 1 })
+
+	resp := h.lock(t, b, 3000, "k1")
+	require.Len(t, resp.Errors, 1)
+	require.NotNil(t, resp.Errors[0].Deadlock, "B waits for D, which waits for B: got %v", resp.Errors[0])
+	h.pessimisticRollback(t, b, "k0")
+	require.Empty(t, (<-dGot).Errors, "D takes k0 once the victim's lock is gone")
+}
+
+// TestLockWaitRecheckedOnNewHolder: a transaction that takes a key's lock
+// while others are queued for the key (one that came in between a release
+// and the woken waiter's retry) makes them evaluate again, so that they
+// wait for, and the deadlock detector sees them waiting for, the new
+// holder. Before, such a waiter stayed recorded as waiting for the old
+// holder and a deadlock through the key went unseen until a wait timed
+// out: the ~2.5 s stalls of every transfer in issue 34's bank workload.
+func TestLockWaitRecheckedOnNewHolder(t *testing.T) {
+	h := newHarness(t)
+	base := nowTS()
+	old, c, d := base+1, base+2, base+3
+	// D's waiter as a release left it: queued for k0, recorded as waiting
+	// for its old holder, which no longer holds it.
+	w := h.s.waits.add([]byte("k0"), d, &kvrpcpb.LockInfo{Key: []byte("k0"), LockVersion: old, LockTtl: 60000}, nil)
+	require.Empty(t, h.lock(t, c, -1, "k0").Errors, "C takes the free key")
+	select {
+	case <-w.ch:
+		require.True(t, w.recheck, "woken to evaluate again, not as the key's next owner")
+	case <-time.After(10 * time.Second):
+		t.Fatal("D still recorded as waiting for k0's old holder after C took it")
+	}
+	require.Zero(t, h.s.waits.waiters())
+}
