@@ -17,7 +17,7 @@ var (
 	}, []string{"phase"})
 	lockResolves = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "txn", Name: "lock_resolves_total",
-		Help: "Locks of other transactions met, by what was done: committed, rolled_back, pushed (skipped by the reader), wait, cached.",
+		Help: "Locks of other transactions met, by what was done: committed, rolled_back, pushed (skipped by the reader), wait, cached, async_fallback (an expired async-commit primary whose transaction fell back to two-phase commit, decided by its primary).",
 	}, []string{"result"})
 )
 
@@ -33,6 +33,8 @@ var (
 	resolvePushed     = lockResolves.WithLabelValues("pushed")
 	resolveWait       = lockResolves.WithLabelValues("wait")
 	resolveCached     = lockResolves.WithLabelValues("cached")
+
+	asyncFallbacksResolved = lockResolves.WithLabelValues("async_fallback")
 
 	lockResends = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "txn", Name: "pessimistic_lock_resends_total",

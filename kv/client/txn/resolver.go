@@ -157,6 +157,13 @@ func (lr *LockResolver) status(ctx context.Context, bo *client.Backoffer, l *kvr
 }
 
 func (lr *LockResolver) checkStatus(ctx context.Context, bo *client.Backoffer, l *kvrpcpb.LockInfo, callerTS uint64) (TxnStatus, error) {
+	return lr.checkStatusMode(ctx, bo, l, callerTS, false)
+}
+
+// checkStatusMode is checkStatus; forceSync treats an async-commit primary
+// as a two-phase one (its transaction fell back to two-phase commit: some
+// region refused async commit, so its primary's commit decides).
+func (lr *LockResolver) checkStatusMode(ctx context.Context, bo *client.Backoffer, l *kvrpcpb.LockInfo, callerTS uint64, forceSync bool) (TxnStatus, error) {
 	now, err := lr.oracle.GetTS(ctx)
 	if err != nil {
 		return TxnStatus{}, fmt.Errorf("kv/txn: resolve lock: %w", err)
@@ -169,6 +176,7 @@ func (lr *LockResolver) checkStatus(ctx context.Context, bo *client.Backoffer, l
 		CurrentTs:                now,
 		RollbackIfNotExist:       isExpired,
 		ResolvingPessimisticLock: l.LockType == kvrpcpb.Op_PessimisticLock,
+		ForceSyncCommit:          forceSync,
 	}
 	for {
 		r, err := lr.kv.Locate(ctx, bo, l.PrimaryLock)
@@ -196,8 +204,13 @@ func (lr *LockResolver) checkStatus(ctx context.Context, bo *client.Backoffer, l
 			return TxnStatus{}, fmt.Errorf("kv/txn: check txn %d status: %w", l.LockVersion, keyError(ke, l.LockVersion))
 		}
 		st := TxnStatus{TTL: cr.LockTtl, CommitTS: cr.CommitVersion, Action: cr.Action, Lock: cr.LockInfo}
-		if !st.Final() && st.Lock != nil && st.Lock.UseAsyncCommit && expired(st.Lock, now) {
-			return lr.asyncCommitStatus(ctx, bo, st.Lock)
+		if !forceSync && !st.Final() && st.Lock != nil && st.Lock.UseAsyncCommit && expired(st.Lock, now) {
+			st, fellBack, err := lr.asyncCommitStatus(ctx, bo, st.Lock)
+			if err != nil || !fellBack {
+				return st, err
+			}
+			asyncFallbacksResolved.Inc()
+			return lr.checkStatusMode(ctx, bo, l, callerTS, true)
 		}
 		return st, nil
 	}
@@ -207,13 +220,19 @@ func (lr *LockResolver) checkStatus(ctx context.Context, bo *client.Backoffer, l
 // secondaries: committed if any is committed or all are still locked (at
 // the largest min_commit_ts), else rolled back (CheckSecondaryLocks leaves
 // a rollback record on a missing lock, so the prewrite cannot land later).
-func (lr *LockResolver) asyncCommitStatus(ctx context.Context, bo *client.Backoffer, primary *kvrpcpb.LockInfo) (TxnStatus, error) {
+// A secondary locked without async commit means a region refused it (its
+// max_commit_ts would have been passed) and the committer fell back to
+// two-phase commit: fellBack, nothing is decided or resolved here, and the
+// primary's fate decides as for any two-phase transaction (counting such
+// a lock as "still locked" would commit a transaction its client may be
+// rolling back, at a timestamp it never chose).
+func (lr *LockResolver) asyncCommitStatus(ctx context.Context, bo *client.Backoffer, primary *kvrpcpb.LockInfo) (st TxnStatus, fellBack bool, err error) {
 	keys := slices.Clone(primary.Secondaries)
 	slices.SortFunc(keys, func(a, b []byte) int { return compareBytes(a, b) })
 	commitTS := primary.MinCommitTs
 	missing := false
 	committed := uint64(0)
-	err := lr.kv.OnSorted(ctx, bo, len(keys), func(i int) []byte { return keys[i] },
+	err = lr.kv.OnSorted(ctx, bo, len(keys), func(i int) []byte { return keys[i] },
 		func(r *locate.Region, lo, hi int) (bool, error) {
 			req := &kvrpcpb.CheckSecondaryLocksRequest{Keys: keys[lo:hi], StartVersion: primary.LockVersion}
 			resp, retry, err := lr.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_CheckSecondaryLocks{CheckSecondaryLocks: req}})
@@ -232,13 +251,19 @@ func (lr *LockResolver) asyncCommitStatus(ctx context.Context, bo *client.Backof
 			}
 			for _, l := range cr.Locks {
 				commitTS = max(commitTS, l.MinCommitTs)
+				if !l.UseAsyncCommit {
+					fellBack = true
+				}
 			}
 			return false, nil
 		})
 	if err != nil {
-		return TxnStatus{}, fmt.Errorf("kv/txn: check secondaries of txn %d: %w", primary.LockVersion, err)
+		return TxnStatus{}, false, fmt.Errorf("kv/txn: check secondaries of txn %d: %w", primary.LockVersion, err)
 	}
-	st := TxnStatus{Action: kvrpcpb.Action_NoAction}
+	if fellBack && committed == 0 {
+		return TxnStatus{}, true, nil
+	}
+	st = TxnStatus{Action: kvrpcpb.Action_NoAction}
 	switch {
 	case committed > 0:
 		st.CommitTS = committed
@@ -253,9 +278,9 @@ func (lr *LockResolver) asyncCommitStatus(ctx context.Context, bo *client.Backof
 	slices.SortFunc(all, compareBytes)
 	all = slices.CompactFunc(all, func(a, b []byte) bool { return compareBytes(a, b) == 0 })
 	if err := lr.resolveKeys(ctx, bo, primary.LockVersion, st.CommitTS, all); err != nil {
-		return TxnStatus{}, err
+		return TxnStatus{}, false, err
 	}
-	return st, nil
+	return st, false, nil
 }
 
 // resolveLock commits or rolls back l as st says: the key itself, and for
