@@ -159,6 +159,10 @@ func (s *Store) applyCmd(b *pebble.Batch, p *peer, as *applyState, cmd *raft_cmd
 		}
 		return &raft_cmdpb.RaftCmdResponse{AppliedIndex: index, AdminResponse: &raft_cmdpb.AdminResponse{}}
 	}
+	// Before the deletes it carries can be seen: b is committed after this.
+	if err := s.learnGCSafePoint(b, cmd.GetGcSafePoint(), "apply"); err != nil {
+		s.fatal("apply gc safe point", err)
+	}
 	var err error
 	if s.keyBuf, err = applyWrites(b, cmd, s.keyBuf); err != nil {
 		s.fatal("apply writes", err)

@@ -12,6 +12,8 @@
 //	0x01 0x03 regionID             snapshot install in progress: index,
 //	                               term, files' directory, description
 //	                               (snapinstall.go)
+//	0x01 0x04                      GC safe point data was collected under
+//	                               here (8 bytes BE; gcsafepoint.go)
 //	0x02 regionID 0x01             raft hard state (raftpb.HardState)
 //	0x02 regionID 0x02 index       raft log entry (raftpb.Entry)
 //	0x03 regionID                  apply state: applied index, truncated
@@ -179,8 +181,10 @@
 // region's ranges in every key space (kv/keys.CFBounds) into one SST file
 // per non-empty key space under <data dir>/snap (memory: the sstable
 // writer's buffers); raft is told "temporarily unavailable" until it is
-// done. raft's snapshot data is only the description: the region, and per
-// file its key space, size, CRC-32C, key count and key bounds. The MsgSnap
+// done. raft's snapshot data is only the description: the region, per
+// file its key space, size, CRC-32C, key count and key bounds, and the GC
+// safe point the store knew (gcsafepoint.go), which the receiver raises
+// its own to in the install batch. The MsgSnap
 // travels on its own RPC (storepb Snapshot: the message, then the files'
 // bytes in 1 MiB chunks, throttled store-wide by
 // Config.SnapshotMaxBytesPerSec, default 100 MiB/s; at most one send per

@@ -21,6 +21,7 @@ const (
 	storeIdentSuffix  byte = 0x01
 	regionStateSuffix byte = 0x02
 	snapApplySuffix   byte = 0x03
+	gcSafePointSuffix byte = 0x04
 	hardStateSuffix   byte = 0x01
 	entrySuffix       byte = 0x02
 )
@@ -62,6 +63,10 @@ func snapApplyKey(regionID uint64) []byte {
 func snapApplyRange() (lower, upper []byte) {
 	return []byte{localPrefix, snapApplySuffix}, []byte{localPrefix, snapApplySuffix + 1}
 }
+
+// gcSafePointKey holds the newest GC safe point data was collected under
+// on this store (gcsafepoint.go).
+func gcSafePointKey() []byte { return []byte{localPrefix, gcSafePointSuffix} }
 
 func hardStateKey(regionID uint64) []byte {
 	k := binary.BigEndian.AppendUint64([]byte{raftPrefix}, regionID)

@@ -249,6 +249,10 @@ var (
 		Help:    "Duration of a snapshot install, from writing its raft state into the Ready's batch to the region marked normal after the ingest of its files (off the Ready loop).",
 		Buckets: latencyBuckets,
 	})
+	gcSafePointLearned = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "gc_safe_point_learned_total",
+		Help: "Times this store's known GC safe point rose through raft rather than its own PD poll, by source (apply: a GC delete command; snapshot: an installed region snapshot).",
+	}, []string{"from"})
 	snapshotDiskBytes = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "snapshot_disk_bytes",
 		Help: "Bytes of snapshot files on disk by kind (generated: kept for sends; received: waiting for or in their install).",

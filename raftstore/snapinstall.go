@@ -313,6 +313,10 @@ func (ps *peerStorage) writeSnapshot(b *pebble.Batch, snap *raftpb.Snapshot) err
 	if err := deleteRegionData(b, region); err != nil {
 		return err
 	}
+	// Before the ingest makes the snapshot's data visible.
+	if err := ps.snaps.s.learnGCSafePoint(b, meta.gcSafePoint, "snapshot"); err != nil {
+		return err
+	}
 	rs, err := encodeRegionState(peerStateApplying, region)
 	if err != nil {
 		return err

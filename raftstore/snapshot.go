@@ -89,11 +89,20 @@ type snapFile struct {
 func (f snapFile) name() string { return fmt.Sprintf("%d.sst", f.cf) }
 
 // snapMeta is a snapshot's raft data: the region (first, so a receiver can
-// check overlaps without decoding the rest) and its files.
+// check overlaps without decoding the rest), its files, and the GC safe
+// point the sender knew when it cut the snapshot (0: none), which the
+// region's data may have been collected under (gcsafepoint.go).
 type snapMeta struct {
-	region *metapb.Region
-	files  []snapFile
+	region      *metapb.Region
+	files       []snapFile
+	gcSafePoint uint64
 }
+
+// snapTagGCSafePoint, where a file's key space would be, starts the last
+// item of a snapshot description: uvarint gc safe point. It is written
+// only when the safe point is set; a store built before it refuses such a
+// description as corrupt (the send fails and raft retries it).
+const snapTagGCSafePoint = 0xff
 
 func (m *snapMeta) size() uint64 {
 	var n uint64
@@ -112,7 +121,8 @@ func (m *snapMeta) keys() uint64 {
 }
 
 // encode is (uvarint len, region) then per file (uvarint cf, uvarint size,
-// uvarint keys, 4-byte CRC, uvarint len, smallest, uvarint len, largest).
+// uvarint keys, 4-byte CRC, uvarint len, smallest, uvarint len, largest),
+// then, when set, (uvarint snapTagGCSafePoint, uvarint gc safe point).
 func (m *snapMeta) encode() ([]byte, error) {
 	rb, err := proto.Marshal(m.region)
 	if err != nil {
@@ -129,6 +139,10 @@ func (m *snapMeta) encode() ([]byte, error) {
 		out = append(out, f.smallest...)
 		out = binary.AppendUvarint(out, uint64(len(f.largest)))
 		out = append(out, f.largest...)
+	}
+	if m.gcSafePoint != 0 {
+		out = binary.AppendUvarint(out, snapTagGCSafePoint)
+		out = binary.AppendUvarint(out, m.gcSafePoint)
 	}
 	return out, nil
 }
@@ -155,8 +169,14 @@ func decodeSnapMeta(data []byte) (*snapMeta, error) {
 	}
 	seen := map[raft_cmdpb.CF]bool{}
 	for len(rest) > 0 && err == nil {
-		var f snapFile
-		f.cf = raft_cmdpb.CF(uv())
+		tag := uv()
+		if tag == snapTagGCSafePoint && err == nil {
+			if m.gcSafePoint = uv(); err == nil && len(rest) > 0 {
+				err = fmt.Errorf("%w: snapshot description continues after its gc safe point", ErrCorrupt)
+			}
+			break
+		}
+		f := snapFile{cf: raft_cmdpb.CF(tag)}
 		f.size = uv()
 		f.keys = uv()
 		if err != nil || len(rest) < 4 {
@@ -263,6 +283,9 @@ func (ps *peerStorage) Snapshot() (*raftpb.Snapshot, error) {
 	}
 	dbSnap := ps.db.NewSnapshot()
 	ss := ps.snaps
+	// After the engine snapshot: at least every safe point its data was
+	// collected under (those are raised before their deletes commit).
+	gcSafePoint := ss.s.GCSafePoint()
 	g := &snapGen{ss: ss, index: index, term: term, cs: ps.confState(), confVer: ps.region.GetRegionEpoch().GetConfVer(),
 		dir: ss.newDir("gen", ps.regionID, term, index), done: make(chan struct{})}
 	g.refs.Store(1)
@@ -273,6 +296,7 @@ func (ps *peerStorage) Snapshot() (*raftpb.Snapshot, error) {
 		g.meta, g.err = ss.generate(dbSnap, region, g.dir)
 		dbSnap.Close()
 		if g.err == nil {
+			g.meta.gcSafePoint = gcSafePoint
 			g.data, g.err = g.meta.encode()
 		}
 		if g.err != nil {

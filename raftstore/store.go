@@ -303,6 +303,8 @@ type Store struct {
 	// ticksPaused (tests) stops raft's logical clock, as a stalled process
 	// would: no CheckQuorum step-down, no election timeout.
 	ticksPaused atomic.Bool
+	// gcSafePoint is the GC safe point this store knows (gcsafepoint.go).
+	gcSafePoint atomic.Uint64
 
 	// meta is the shared view of regions and leadership (for the PD
 	// heartbeat loops, the KV service and tests).
@@ -355,6 +357,10 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 	// (support.go); 0 means none.
 	s.supportEpochBase = rand.Uint64()>>1 + 1
 	if err := s.bootstrap(ctx); err != nil {
+		eng.close()
+		return nil, err
+	}
+	if err := s.loadGCSafePoint(); err != nil {
 		eng.close()
 		return nil, err
 	}

@@ -26,7 +26,7 @@
 // then the keys' latches (kv/txn's, shared with every write command) are
 // taken, the region is read again linearizably (ReadIndex), the deletes are
 // computed again on a fresh snapshot and proposed as plain raft_cmdpb
-// deletes, and the latches are released once they applied. No command can
+// deletes carrying the safe point (see below), and the latches are released once they applied. No command can
 // therefore rewrite a record (a rollback setting OverlappedRollback on an
 // old commit record) between GC's read and its delete. Batches are
 // separated by BatchPause, so foreground latency pays for at most one small
@@ -34,13 +34,30 @@
 //
 // # Safe point
 //
-// The worker polls PD every PollInterval. A new safe point is published to
-// readers at once (SafePoint) but used for deletion only DeleteDelay later:
-// every store polls at the same interval, so by then every store in contact
-// with PD refuses reads below it too, including a store that becomes leader
-// of a region whose old versions this one deleted. Locks below the safe
-// point were resolved by the SQL node's GC leader before it raised the safe
-// point (kv/gcleader).
+// Readers check the safe point the store knows (Store.SafePoint,
+// raftstore's GCSafePoint), which rises two ways. The worker polls PD
+// every PollInterval and raises it at once; it deletes under a safe point
+// only DeleteDelay after polling it, so stores in contact with PD mostly
+// know it before any version goes. A store that is not (partitioned from
+// PD, a PD failover) does not depend on that timing: every GC delete
+// command carries the safe point it deletes under
+// (RaftCmdRequest.gc_safe_point), and every replica applying it raises its
+// store's known safe point in the same apply pass, before the batch with
+// the deletes is committed to Pebble. A read takes its engine snapshot and
+// only then checks (kv/server's gcChecked), so a snapshot that shows a
+// deletion is checked against a safe point at least the one it was made
+// under: follower, stale and leader reads there (also once the store
+// becomes leader) are refused, not answered from collected data. A region
+// snapshot carries the sender's known safe point, taken after the engine
+// snapshot it is cut from, and the receiver raises its own in the install
+// batch, before the files are ingested. The raised value is persisted in
+// the same batch as the deletes (or the install), so a restarted store
+// refuses the same reads before its first poll. Wire compatibility: a
+// store built before the field ignores it (and keeps the old, timing-based
+// guarantee); it refuses a snapshot description carrying a safe point as
+// corrupt, so the snapshot is retried until that store is upgraded. Locks
+// below the safe point were resolved by the SQL node's GC leader before it
+// raised the safe point (kv/gcleader).
 //
 // # Ownership
 //

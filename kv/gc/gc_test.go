@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
@@ -27,12 +28,14 @@ import (
 )
 
 // pebbleStore is a Store over a plain Pebble DB: one region led here,
-// writes applied directly (no raft).
+// writes applied directly (no raft), the safe point raised before them as
+// a replica's apply does.
 type pebbleStore struct {
-	db     *pebble.DB
-	region *metapb.Region
-	mu     sync.Mutex
-	writes int // Write calls
+	db        *pebble.DB
+	region    *metapb.Region
+	mu        sync.Mutex
+	writes    int // Write calls
+	safePoint atomic.Uint64
 }
 
 func newPebbleStore(t testing.TB) *pebbleStore {
@@ -49,11 +52,19 @@ func (s *pebbleStore) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*me
 	return s.region, nil, ctx.Err()
 }
 
-func (s *pebbleStore) Write(ctx context.Context, region *metapb.Region, reqs []*raft_cmdpb.Request) (*errorpb.Error, error) {
+func (s *pebbleStore) Write(ctx context.Context, region *metapb.Region, reqs []*raft_cmdpb.Request, safePoint uint64) (*errorpb.Error, error) {
 	s.mu.Lock()
 	s.writes++
 	s.mu.Unlock()
+	s.RaiseSafePoint(safePoint)
 	return nil, s.apply(reqs)
+}
+
+func (s *pebbleStore) SafePoint() uint64 { return s.safePoint.Load() }
+
+func (s *pebbleStore) RaiseSafePoint(sp uint64) {
+	for cur := s.safePoint.Load(); sp > cur && !s.safePoint.CompareAndSwap(cur, sp); cur = s.safePoint.Load() {
+	}
 }
 
 func (s *pebbleStore) apply(reqs []*raft_cmdpb.Request) error {
@@ -301,9 +312,12 @@ func TestGCRandomHistories(t *testing.T) {
 		probes := s.probesAtOrAbove(t, sp)
 		before := s.reads(t, probes)
 		w := newTestWorker(s, Config{BatchKeys: 1 + rng.IntN(3), MaxBatchRequests: 1 + rng.IntN(4), BatchPause: 1})
-		_, err := w.Region(context.Background(), s.region, sp)
+		deleted, err := w.Region(context.Background(), s.region, sp)
 		require.NoError(t, err)
 		require.Equal(t, before, s.reads(t, probes), "iteration %d sp %d:\n%s", iter, sp, s.dump(t))
+		if deleted > 0 {
+			require.Equal(t, sp, w.SafePoint(), "the deletes carry the safe point they collected under")
+		}
 		s.checkCollected(t, sp)
 		// A second pass finds nothing.
 		n, err := w.Region(context.Background(), s.region, sp)
@@ -312,13 +326,15 @@ func TestGCRandomHistories(t *testing.T) {
 	}
 }
 
-// TestCheckRead: reads below the published safe point get GCTooEarly.
+// TestCheckRead: reads below the store's known safe point get GCTooEarly.
 func TestCheckRead(t *testing.T) {
 	var nilWorker *Worker
 	require.Nil(t, nilWorker.CheckRead(1))
-	w := newTestWorker(newPebbleStore(t), Config{})
+	s := newPebbleStore(t)
+	w := newTestWorker(s, Config{})
 	require.Nil(t, w.CheckRead(5))
-	w.safePoint.Store(10)
+	s.RaiseSafePoint(10)
+	s.RaiseSafePoint(7) // never lowered
 	require.Nil(t, w.CheckRead(10))
 	require.Nil(t, w.CheckRead(math.MaxUint64))
 	ke := w.CheckRead(9)

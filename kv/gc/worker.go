@@ -35,9 +35,18 @@ type Store interface {
 	ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error)
 	// Snapshot is a consistent view of the engine as of now.
 	Snapshot() Snapshot
-	// Write replicates reqs in region (epoch checked at apply) and returns
-	// once they applied here; a region error means nothing was written.
-	Write(ctx context.Context, region *metapb.Region, reqs []*raft_cmdpb.Request) (*errorpb.Error, error)
+	// Write replicates reqs, GC's deletes under safePoint, in region
+	// (epoch checked at apply) and returns once they applied here; a
+	// region error means nothing was written. Every replica applying them
+	// raises its store's SafePoint to safePoint before the deletes are
+	// visible in its engine (raftstore carries it in the raft command).
+	Write(ctx context.Context, region *metapb.Region, reqs []*raft_cmdpb.Request, safePoint uint64) (*errorpb.Error, error)
+	// SafePoint is the GC safe point the store knows: the newest one
+	// raised here or learned through raft (Write's, a region snapshot's).
+	// Safe for concurrent use.
+	SafePoint() uint64
+	// RaiseSafePoint raises SafePoint to sp; it never lowers it.
+	RaiseSafePoint(sp uint64)
 }
 
 // PD gives the cluster's GC safe point (*pdclient.Client is one).
@@ -93,7 +102,6 @@ type Worker struct {
 	cfg     Config
 	log     *slog.Logger
 
-	safePoint atomic.Uint64 // published to readers
 	// done is the safe point every region this store led was collected at
 	// in the last complete round (tests wait on it).
 	done atomic.Uint64
@@ -107,10 +115,11 @@ func NewWorker(store Store, storeID uint64, pd PD, latches *txn.Latches, cfg Con
 		log: cfg.Logger.With("component", "gc", "store", storeID)}
 }
 
-// SafePoint is the GC safe point this store knows: reads below it must be
-// refused (versions they would see may be gone). Check it after taking the
-// snapshot the read uses. Safe for concurrent use.
-func (w *Worker) SafePoint() uint64 { return w.safePoint.Load() }
+// SafePoint is the GC safe point this store knows, from its own PD polls
+// or through raft from the leaders that collected under it: reads below it
+// must be refused (versions they would see may be gone). Check it after
+// taking the snapshot the read uses. Safe for concurrent use.
+func (w *Worker) SafePoint() uint64 { return w.store.SafePoint() }
 
 // CollectedSafePoint is the safe point of the last round that went over
 // every region this store led.
@@ -122,7 +131,7 @@ func (w *Worker) CheckRead(ts uint64) *kvrpcpb.KeyError {
 	if w == nil {
 		return nil
 	}
-	if sp := w.safePoint.Load(); ts < sp {
+	if sp := w.store.SafePoint(); ts < sp {
 		readsRefused.Inc()
 		return &kvrpcpb.KeyError{
 			GcTooEarly: &kvrpcpb.GCTooEarly{StartTs: ts, SafePoint: sp},
@@ -134,7 +143,8 @@ func (w *Worker) CheckRead(ts uint64) *kvrpcpb.KeyError {
 
 // Run polls PD and collects garbage until ctx ends.
 func (w *Worker) Run(ctx context.Context) {
-	var pending uint64 // newest safe point seen, not yet used for deletion
+	var polled uint64  // newest safe point PD gave
+	var pending uint64 // newest safe point polled, not yet used for deletion
 	var seenAt time.Time
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -148,12 +158,14 @@ func (w *Worker) Run(ctx context.Context) {
 			if ctx.Err() == nil {
 				w.log.Warn("get gc safe point", "err", err)
 			}
-		} else if sp > w.safePoint.Load() {
-			w.safePoint.Store(sp)
-			storeSafePoint.Set(float64(sp))
-			pending, seenAt = sp, time.Now()
+		} else if sp > polled {
+			// Perhaps known already through raft; deleted under only by
+			// the leaders that polled it DeleteDelay ago.
+			w.store.RaiseSafePoint(sp)
+			polled, pending, seenAt = sp, sp, time.Now()
 			w.log.Info("gc safe point", "safe_point", sp)
 		}
+		storeSafePoint.Set(float64(w.store.SafePoint()))
 		if pending > w.done.Load() && time.Since(seenAt) >= w.cfg.DeleteDelay {
 			if err := w.round(ctx, pending); err != nil {
 				if ctx.Err() != nil {
@@ -297,7 +309,7 @@ func (w *Worker) collectBatch(ctx context.Context, rctx *kvrpcpb.Context, candid
 	deleted := 0
 	for len(reqs) > 0 {
 		n := min(len(reqs), w.cfg.MaxBatchRequests)
-		rerr, err := w.store.Write(context.WithoutCancel(ctx), region, reqs[:n])
+		rerr, err := w.store.Write(context.WithoutCancel(ctx), region, reqs[:n], safePoint)
 		if err != nil {
 			return deleted, err
 		}

@@ -17,12 +17,14 @@ type gcStore struct{ s *raftstore.Store }
 func (g gcStore) Regions() []*metapb.Region     { return g.s.Regions() }
 func (g gcStore) IsLeader(regionID uint64) bool { return g.s.IsLeader(regionID) }
 func (g gcStore) Snapshot() gc.Snapshot         { return g.s.Engine().NewSnapshot() }
+func (g gcStore) SafePoint() uint64             { return g.s.GCSafePoint() }
+func (g gcStore) RaiseSafePoint(sp uint64)      { g.s.RaiseGCSafePoint(sp) }
 
 func (g gcStore) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
 	return g.s.ReadIndex(ctx, rctx)
 }
 
-func (g gcStore) Write(ctx context.Context, region *metapb.Region, reqs []*raft_cmdpb.Request) (*errorpb.Error, error) {
+func (g gcStore) Write(ctx context.Context, region *metapb.Region, reqs []*raft_cmdpb.Request, safePoint uint64) (*errorpb.Error, error) {
 	var peer *metapb.Peer
 	for _, p := range region.GetPeers() {
 		if p.GetStoreId() == g.s.ID() {
@@ -30,8 +32,9 @@ func (g gcStore) Write(ctx context.Context, region *metapb.Region, reqs []*raft_
 		}
 	}
 	cmd := &raft_cmdpb.RaftCmdRequest{
-		Header:   &raft_cmdpb.RaftRequestHeader{RegionId: region.GetId(), Peer: peer, RegionEpoch: region.GetRegionEpoch()},
-		Requests: reqs,
+		Header:      &raft_cmdpb.RaftRequestHeader{RegionId: region.GetId(), Peer: peer, RegionEpoch: region.GetRegionEpoch()},
+		Requests:    reqs,
+		GcSafePoint: safePoint,
 	}
 	resp, err := g.s.Propose(ctx, cmd, 0)
 	if err != nil {

@@ -743,10 +743,16 @@ func (x *AdminRequest) GetVerifyHash() *VerifyHashRequest {
 }
 
 type RaftCmdRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Header        *RaftRequestHeader     `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
-	Requests      []*Request             `protobuf:"bytes,2,rep,name=requests,proto3" json:"requests,omitempty"`
-	AdminRequest  *AdminRequest          `protobuf:"bytes,3,opt,name=admin_request,json=adminRequest,proto3" json:"admin_request,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Header       *RaftRequestHeader     `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Requests     []*Request             `protobuf:"bytes,2,rep,name=requests,proto3" json:"requests,omitempty"`
+	AdminRequest *AdminRequest          `protobuf:"bytes,3,opt,name=admin_request,json=adminRequest,proto3" json:"admin_request,omitempty"`
+	// gc_safe_point, when set, is the GC safe point the requests (GC's
+	// deletes of old versions) delete under: every replica applying the
+	// command raises its store's known safe point to it before the deletes
+	// reach its engine, so it refuses reads below it (kv/gc). A store built
+	// before the field ignores it.
+	GcSafePoint   uint64 `protobuf:"varint,4,opt,name=gc_safe_point,json=gcSafePoint,proto3" json:"gc_safe_point,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -800,6 +806,13 @@ func (x *RaftCmdRequest) GetAdminRequest() *AdminRequest {
 		return x.AdminRequest
 	}
 	return nil
+}
+
+func (x *RaftCmdRequest) GetGcSafePoint() uint64 {
+	if x != nil {
+		return x.GcSafePoint
+	}
+	return 0
 }
 
 type AdminResponse struct {
@@ -965,11 +978,12 @@ const file_raft_cmdpb_proto_rawDesc = "" +
 	"compactLog\x12J\n" +
 	"\x0ftransfer_leader\x18\x05 \x01(\v2!.raft_cmdpb.TransferLeaderRequestR\x0etransferLeader\x12>\n" +
 	"\vverify_hash\x18\x06 \x01(\v2\x1d.raft_cmdpb.VerifyHashRequestR\n" +
-	"verifyHash\"\xb7\x01\n" +
+	"verifyHash\"\xdb\x01\n" +
 	"\x0eRaftCmdRequest\x125\n" +
 	"\x06header\x18\x01 \x01(\v2\x1d.raft_cmdpb.RaftRequestHeaderR\x06header\x12/\n" +
 	"\brequests\x18\x02 \x03(\v2\x13.raft_cmdpb.RequestR\brequests\x12=\n" +
-	"\radmin_request\x18\x03 \x01(\v2\x18.raft_cmdpb.AdminRequestR\fadminRequest\"a\n" +
+	"\radmin_request\x18\x03 \x01(\v2\x18.raft_cmdpb.AdminRequestR\fadminRequest\x12\"\n" +
+	"\rgc_safe_point\x18\x04 \x01(\x04R\vgcSafePoint\"a\n" +
 	"\rAdminResponse\x12(\n" +
 	"\aregions\x18\x01 \x03(\v2\x0e.metapb.RegionR\aregions\x12&\n" +
 	"\x06region\x18\x02 \x01(\v2\x0e.metapb.RegionR\x06region\"\xab\x01\n" +
