@@ -9,9 +9,9 @@ import (
 
 	"github.com/stratadb/strata/kv/codec"
 	"github.com/stratadb/strata/kv/keys"
-	"github.com/stratadb/strata/kv/mvcc"
 	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/localcluster"
+	"github.com/stratadb/strata/store/mvcc"
 )
 
 // dumpMVCC is a failure diagnostic: it kills every store and logs the LOCK

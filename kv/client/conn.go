@@ -103,7 +103,7 @@ var dialOptions = []grpc.DialOption{
 	// A store cut off by a partition (no RST, no FIN) is noticed within
 	// Time+Timeout instead of at each request's RPC timeout: the connection
 	// fails, its requests fail over to other peers. The store permits pings
-	// this often (kv/server keepalive enforcement).
+	// this often (store/server keepalive enforcement).
 	grpc.WithKeepaliveParams(keepalive.ClientParameters{
 		Time:                KeepaliveTime,
 		Timeout:             time.Second,
@@ -113,7 +113,7 @@ var dialOptions = []grpc.DialOption{
 
 // StreamWindowSize and ConnWindowSize are the static HTTP/2 flow-control
 // windows of store connections (per stream and per connection); stores
-// use the same on their side (kv/server).
+// use the same on their side (store/server).
 const (
 	StreamWindowSize = 16 << 20
 	ConnWindowSize   = 64 << 20

@@ -63,7 +63,7 @@
 //
 // A conflict is always reported as a WriteConflictError. The store may
 // raise a write's commit_ts above the reads it already served (package
-// kv/concurrency), so the commit_ts of a conflicting version cannot tell an
+// store/concurrency), so the commit_ts of a conflicting version cannot tell an
 // earlier attempt of our own write from another writer's; resending only
 // writes that certainly did not apply is what keeps a resend from
 // conflicting with itself.

@@ -4,7 +4,7 @@ package client_test
 
 // Integration test against a real PD and three real store nodes, in process
 // on loopback. Behind a build tag so the package's unit tests do not depend
-// on the state of pd/ and kv/server:
+// on the state of pd/ and store/server:
 //
 //	go test -tags integration -run Integration ./kv/client/
 
@@ -19,10 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/kv/client"
-	"github.com/stratadb/strata/kv/server"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/pd/pdtest"
 	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/store/server"
 )
 
 type node struct {

@@ -208,7 +208,7 @@ func (c *Client) commitRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 
 // onePCKeyErrors maps a OnePC response's key errors. A conflict is always
 // reported as one: the store may raise a write's commit_ts above reads it
-// served (kv/concurrency), so a conflicting version's commit_ts cannot tell
+// served (store/concurrency), so a conflicting version's commit_ts cannot tell
 // our own earlier attempt from another writer, and a OnePC is resent only
 // when its earlier attempt certainly did not apply.
 func onePCKeyErrors(kes []*kvrpcpb.KeyError, regionID uint64) error {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/gc"
 	"github.com/stratadb/strata/kv/gcleader"
 	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/store/gc"
 )
 
 // BenchmarkGCForeground measures, on a 3-store loopback cluster, the rate

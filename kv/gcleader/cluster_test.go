@@ -14,10 +14,8 @@ import (
 
 	"github.com/stratadb/strata/kv/client"
 	"github.com/stratadb/strata/kv/client/txn"
-	"github.com/stratadb/strata/kv/gc"
 	"github.com/stratadb/strata/kv/gcleader"
 	"github.com/stratadb/strata/kv/keys"
-	"github.com/stratadb/strata/kv/server"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/pd/pdtest"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -25,6 +23,8 @@ import (
 	"github.com/stratadb/strata/proto/storepb"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/store/gc"
+	"github.com/stratadb/strata/store/server"
 )
 
 const waitFor = 30 * time.Second

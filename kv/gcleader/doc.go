@@ -14,7 +14,7 @@
 //     client's backoff budget — the round fails if one stays);
 //  3. raises PD's safe point (UpdateGCSafePoint).
 //
-// Stores then delete the old versions themselves (kv/gc); nothing here
+// Stores then delete the old versions themselves (store/gc); nothing here
 // reads or deletes data.
 //
 // Concurrency: Leader.Run owns one goroutine. Two nodes acting as leader at

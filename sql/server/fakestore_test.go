@@ -12,10 +12,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stratadb/strata/coprocessor"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/store/coprocessor"
 )
 
 // memStore is an in-memory sql.Storage for tests only: MVCC versions per

@@ -15,12 +15,12 @@ import (
 
 	"github.com/stratadb/strata/kv/client"
 	"github.com/stratadb/strata/kv/client/txn"
-	"github.com/stratadb/strata/kv/server"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/pd/pdtest"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
 	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/store/server"
 )
 
 type cluster struct {

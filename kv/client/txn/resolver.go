@@ -159,7 +159,7 @@ func (lr *LockResolver) status(ctx context.Context, bo *client.Backoffer, l *kvr
 func (lr *LockResolver) checkStatus(ctx context.Context, bo *client.Backoffer, l *kvrpcpb.LockInfo, callerTS uint64) (TxnStatus, error) {
 	now, err := lr.oracle.GetTS(ctx)
 	if err != nil {
-		return TxnStatus{}, fmt.Errorf("kv/txn: resolve lock: %w", err)
+		return TxnStatus{}, fmt.Errorf("store/txn: resolve lock: %w", err)
 	}
 	isExpired := expired(l, now)
 	req := &kvrpcpb.CheckTxnStatusRequest{
@@ -193,7 +193,7 @@ func (lr *LockResolver) checkStatus(ctx context.Context, bo *client.Backoffer, l
 				// Another lock on the primary key: wait.
 				return TxnStatus{TTL: l.LockTtl}, nil
 			}
-			return TxnStatus{}, fmt.Errorf("kv/txn: check txn %d status: %w", l.LockVersion, keyError(ke, l.LockVersion))
+			return TxnStatus{}, fmt.Errorf("store/txn: check txn %d status: %w", l.LockVersion, keyError(ke, l.LockVersion))
 		}
 		st := TxnStatus{TTL: cr.LockTtl, CommitTS: cr.CommitVersion, Action: cr.Action, Lock: cr.LockInfo}
 		if !st.Final() && st.Lock != nil && st.Lock.UseAsyncCommit && expired(st.Lock, now) {
@@ -236,7 +236,7 @@ func (lr *LockResolver) asyncCommitStatus(ctx context.Context, bo *client.Backof
 			return false, nil
 		})
 	if err != nil {
-		return TxnStatus{}, fmt.Errorf("kv/txn: check secondaries of txn %d: %w", primary.LockVersion, err)
+		return TxnStatus{}, fmt.Errorf("store/txn: check secondaries of txn %d: %w", primary.LockVersion, err)
 	}
 	st := TxnStatus{Action: kvrpcpb.Action_NoAction}
 	switch {
@@ -308,7 +308,7 @@ func (lr *LockResolver) resolveRegionAsync(ctx context.Context, bo *client.Backo
 		ctx, cancel := context.WithTimeout(context.Background(), regionResolveTimeout)
 		defer cancel()
 		if err := lr.resolveRegion(ctx, l, commitTS); err != nil {
-			slog.Debug("kv/txn: background region resolve failed", "txn", l.LockVersion, "err", err)
+			slog.Debug("store/txn: background region resolve failed", "txn", l.LockVersion, "err", err)
 		}
 	}()
 }
@@ -331,7 +331,7 @@ func (lr *LockResolver) resolveRegion(ctx context.Context, l *kvrpcpb.LockInfo, 
 			continue
 		}
 		if ke := resp.GetResolveLock().GetError(); ke != nil {
-			return fmt.Errorf("kv/txn: resolve txn %d: %w", l.LockVersion, keyError(ke, l.LockVersion))
+			return fmt.Errorf("store/txn: resolve txn %d: %w", l.LockVersion, keyError(ke, l.LockVersion))
 		}
 		return nil
 	}
@@ -370,7 +370,7 @@ func (lr *LockResolver) pessimisticRollback(ctx context.Context, bo *client.Back
 			continue
 		}
 		if kes := resp.GetPessimisticRollback().GetErrors(); len(kes) > 0 {
-			return fmt.Errorf("kv/txn: pessimistic rollback of txn %d: %w", l.LockVersion, keyError(kes[0], l.LockVersion))
+			return fmt.Errorf("store/txn: pessimistic rollback of txn %d: %w", l.LockVersion, keyError(kes[0], l.LockVersion))
 		}
 		return nil
 	}
@@ -384,11 +384,11 @@ func resolveErr(startTS uint64, err error) error {
 		return nil
 	}
 	if errors.Is(err, client.ErrUndetermined) {
-		slog.Debug("kv/txn: lock resolve outcome unknown", "txn", startTS, "err", err)
+		slog.Debug("store/txn: lock resolve outcome unknown", "txn", startTS, "err", err)
 		// The caller's request did nothing yet: a retryable failure (9005).
-		return fmt.Errorf("%w: kv/txn: resolve locks of txn %d: %v", sql.ErrRegionUnavailable, startTS, err)
+		return fmt.Errorf("%w: store/txn: resolve locks of txn %d: %v", sql.ErrRegionUnavailable, startTS, err)
 	}
-	return fmt.Errorf("kv/txn: resolve locks of txn %d: %w", startTS, err)
+	return fmt.Errorf("store/txn: resolve locks of txn %d: %w", startTS, err)
 }
 
 func compareBytes(a, b []byte) int {
