@@ -12,6 +12,6 @@
 //	sql/errno    MySQL error codes, SQLSTATEs and the client-visible Error type
 //
 // This package holds the one contract the SQL layer needs from below: Storage.
-// The production Storage is pd/pdclient + kv/client (wired in cmd/sqlnode);
+// The production Storage is pd/pdclient + kvclient (wired in cmd/sqlnode);
 // tests use an in-memory fake that lives only in _test files.
 package sql

@@ -5,7 +5,7 @@ import "context"
 // The transaction contract between the SQL layer and KV (issue 6). The
 // session owns one Txn per transaction (explicit or autocommit); executors
 // read and write only through it and never fetch timestamps or commit
-// themselves. kv/client/txn implements it; only its committer talks to
+// themselves. kvclient/txn implements it; only its committer talks to
 // stores.
 
 // IsolationLevel of a transaction.

@@ -43,12 +43,12 @@ type Category struct {
 // share).
 var cpuCategories = map[string][][3]string{
 	"sql": {
-		{"MySQL protocol + connection I/O (sql/server, minus session/KV/TSO below it)", `strata/sql/server\.`, `strata/sql/(session|executor|expr)\.|strata/kv/client|strata/pd/pdclient`},
+		{"MySQL protocol + connection I/O (sql/server, minus session/KV/TSO below it)", `strata/sql/server\.`, `strata/sql/(session|executor|expr)\.|strata/kvclient|strata/pd/pdclient`},
 		{"SQL parser (tidb parser)", `tidb/pkg/parser`, ""},
-		{"session, planner, executor, expressions (minus KV/TSO calls)", `strata/sql/(session|executor|expr|catalog|types)\.`, `strata/kv/client|strata/pd/pdclient`},
-		{"KV client incl. its gRPC calls (kv/client)", `strata/kv/client`, ""},
+		{"session, planner, executor, expressions (minus KV/TSO calls)", `strata/sql/(session|executor|expr|catalog|types)\.`, `strata/kvclient|strata/pd/pdclient`},
+		{"KV client incl. its gRPC calls (kvclient)", `strata/kvclient`, ""},
 		{"TSO client incl. its gRPC stream (pd/pdclient)", `strata/pd/pdclient`, ""},
-		{"gRPC transport goroutines (not under kv/client or pdclient)", `google\.golang\.org/grpc`, `strata/kv/client|strata/pd/pdclient`},
+		{"gRPC transport goroutines (not under kvclient or pdclient)", `google\.golang\.org/grpc`, `strata/kvclient|strata/pd/pdclient`},
 		{"protobuf (anywhere)", `google\.golang\.org/protobuf`, ""},
 		{"syscalls (anywhere: network read/write)", `^syscall\.|internal/runtime/syscall`, ""},
 		{"GC (mark workers + assists)", `runtime\.gcBgMarkWorker|runtime\.gcAssistAlloc|runtime\.markroot|runtime\.gcDrain`, ""},

@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/config"
-	kvclient "github.com/stratadb/strata/kv/client"
-	"github.com/stratadb/strata/kv/client/txn"
 	"github.com/stratadb/strata/kv/gcleader"
+	"github.com/stratadb/strata/kvclient"
+	"github.com/stratadb/strata/kvclient/txn"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/sql/auth"
 	"github.com/stratadb/strata/sql/catalog"
@@ -178,7 +178,7 @@ func run(args []string) error {
 		RequireSecureTransport: cfg.RequireSecureTransport,
 		AuthPlugin:             cfg.DefaultAuthPlugin,
 		Addr:                   cfg.Addr,
-		Store:                  &kvStorage{pd: pd, kv: kv, txn: txnClient},
+		Store:                  txn.NewStorage(pd, kv, txnClient),
 		Users:                  map[string]string{"root": cfg.RootPassword},
 		SkipGrantTables:        cfg.SkipGrantTables,
 		ShutdownTimeout:        cfg.ShutdownTimeout,

@@ -12,10 +12,10 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/client"
-	"github.com/stratadb/strata/kv/client/txn"
 	"github.com/stratadb/strata/kv/gcleader"
 	"github.com/stratadb/strata/kv/keys"
+	"github.com/stratadb/strata/kvclient"
+	"github.com/stratadb/strata/kvclient/txn"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/pd/pdtest"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -33,7 +33,7 @@ const waitFor = 30 * time.Second
 // with the stores' GC workers polling fast.
 type cluster struct {
 	pd     *pdclient.Client
-	kv     *client.Client
+	kv     *kvclient.Client
 	txn    *txn.Client
 	stores []*server.Server
 }
@@ -76,7 +76,7 @@ func startCluster(t testing.TB, gcCfg gc.Config) *cluster {
 		}
 		c.stores = append(c.stores, srv)
 	}
-	c.kv = client.New(pd, client.Config{})
+	c.kv = kvclient.New(pd, kvclient.Config{})
 	t.Cleanup(func() { c.kv.Close() })
 	c.txn = txn.NewClient(c.kv, pd, txn.Config{})
 	return c
@@ -159,7 +159,7 @@ func TestClusterGC(t *testing.T) {
 	for {
 		r, err := c.kv.Locate(ctx, bo, []byte("abandoned"))
 		require.NoError(t, err)
-		resp, retry, err := c.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_Prewrite{Prewrite: &kvrpcpb.PrewriteRequest{
+		resp, retry, err := c.kv.SendRequest(ctx, bo, r, &kvclient.Request{Cmd: &storepb.BatchCommandsRequest_Request_Prewrite{Prewrite: &kvrpcpb.PrewriteRequest{
 			Mutations:   []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("abandoned"), Value: []byte("never")}},
 			PrimaryLock: []byte("abandoned"), StartVersion: lockTS, LockTtl: 50, TxnSize: 1,
 		}}})

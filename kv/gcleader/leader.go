@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/stratadb/strata/kv/client"
-	"github.com/stratadb/strata/kv/client/txn"
+	"github.com/stratadb/strata/kvclient"
+	"github.com/stratadb/strata/kvclient/txn"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/pdpb"
 	"github.com/stratadb/strata/proto/storepb"
@@ -76,7 +76,7 @@ type Config struct {
 // rounds. See the package documentation.
 type Leader struct {
 	pd       PD
-	kv       *client.Client
+	kv       *kvclient.Client
 	resolver *txn.LockResolver
 	cfg      Config
 	log      *slog.Logger
@@ -85,7 +85,7 @@ type Leader struct {
 
 // New returns a Leader using kv to reach stores and resolver to resolve
 // locks.
-func New(pd PD, kv *client.Client, resolver *txn.LockResolver, cfg Config) *Leader {
+func New(pd PD, kv *kvclient.Client, resolver *txn.LockResolver, cfg Config) *Leader {
 	if cfg.NodeID == "" {
 		cfg.NodeID = fmt.Sprintf("sql-%d", time.Now().UnixNano())
 	}
@@ -211,7 +211,7 @@ func (l *Leader) ResolveLocks(ctx context.Context, safePoint uint64) (int, error
 			return total, fmt.Errorf("gcleader: locate %q: %w", key, err)
 		}
 		req := &kvrpcpb.ScanLockRequest{MaxVersion: safePoint, StartKey: key, EndKey: r.EndKey(), Limit: uint32(l.cfg.ScanLockLimit)}
-		resp, retry, err := l.kv.SendRequest(ctx, bo, r, &client.Request{Cmd: &storepb.BatchCommandsRequest_Request_ScanLock{ScanLock: req}})
+		resp, retry, err := l.kv.SendRequest(ctx, bo, r, &kvclient.Request{Cmd: &storepb.BatchCommandsRequest_Request_ScanLock{ScanLock: req}})
 		if err != nil {
 			return total, fmt.Errorf("gcleader: scan locks in region %d: %w", r.ID(), err)
 		}

@@ -188,7 +188,7 @@ func NotSupported(what string) *Error {
 // Coded is an error that carries its MySQL error code and message without
 // importing this package: sql/expr's evaluation errors, and the ones a
 // store's coprocessor raised evaluating a pushed-down expression (which
-// kv/client returns wrapped with the region).
+// kvclient returns wrapped with the region).
 type Coded interface {
 	error
 	MySQLError() (code uint16, msg string)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stratadb/strata/kv/rpcstats"
+	"github.com/stratadb/strata/kvclient/rpcstats"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/planner"

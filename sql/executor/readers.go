@@ -391,7 +391,7 @@ func (p *keyPager) fetch(ctx context.Context) error {
 		return p.fetchBackward(ctx, start, end, page)
 	}
 	if p.cop != nil {
-		// One page from one region (kv/client with paging_size): the
+		// One page from one region (kvclient with paging_size): the
 		// store stops after page rows and says where to go on.
 		p.cop.PagingSize = uint64(page)
 		resps, err := p.rc.coprocessor(ctx, p.cop, []*kvrpcpb.KeyRange{{Start: start, End: end}}, p.cs)

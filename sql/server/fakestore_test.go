@@ -155,7 +155,7 @@ func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGReques
 		limit := 0
 		if dag.GetPagingSize() > 0 {
 			// One page of the first "region" (and the key after it) is all
-			// a paging request reads, as kv/client does.
+			// a paging request reads, as kvclient does.
 			if limit = m.regionRows + 1 - len(pairs); limit <= 0 {
 				break
 			}
@@ -167,7 +167,7 @@ func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGReques
 		chunk := memPairs(pairs[i:min(i+m.regionRows, len(pairs))])
 		if dag.GetPagingSize() == 0 && dag.GetPageMs() > 0 {
 			// A page bounded in time may end anywhere: end each after a
-			// few rows and resume, as kv/client does, so that the SQL
+			// few rows and resume, as kvclient does, so that the SQL
 			// node merges several pages per region.
 			paged := proto.Clone(dag).(*coprocessorpb.DAGRequest)
 			paged.PageScanRows = 2

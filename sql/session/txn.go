@@ -12,8 +12,8 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/replicaread"
 	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/kvclient/replicaread"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"

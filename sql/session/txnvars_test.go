@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/replicaread"
 	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/kvclient/replicaread"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
 )

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
-	"github.com/stratadb/strata/kv/client"
+	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/storepb"
@@ -224,10 +224,10 @@ func (s *Server) Run(ctx context.Context) error {
 		// one when every worker is busy, so a slow request never blocks others.
 		grpc.NumStreamWorkers(uint32(4*runtime.GOMAXPROCS(0))),
 		// Static flow-control windows, as the SQL nodes' side
-		// (kv/client.StreamWindowSize): no BDP ping per request.
-		grpc.InitialWindowSize(client.StreamWindowSize), grpc.InitialConnWindowSize(client.ConnWindowSize),
+		// (kvclient.StreamWindowSize): no BDP ping per request.
+		grpc.InitialWindowSize(kvclient.StreamWindowSize), grpc.InitialConnWindowSize(kvclient.ConnWindowSize),
 		// SQL nodes and other stores ping idle connections to notice
-		// partitions (kv/client.KeepaliveTime); allow it.
+		// partitions (kvclient.KeepaliveTime); allow it.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}))
 	tso := s.cfg.TSO
 	if tso == nil {

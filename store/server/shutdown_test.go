@@ -11,18 +11,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/client"
+	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/store/mvcc"
 )
 
-// writeLoad runs writers that commit unique keys through kv/client (half of
+// writeLoad runs writers that commit unique keys through kvclient (half of
 // them reading each write back), until stop is called. Every error is recorded: during a
 // graceful leader transfer there must be none (no undetermined write, no
 // stale read).
 type writeLoad struct {
 	c       *testCluster
-	kv      *client.Client
+	kv      *kvclient.Client
 	done    atomic.Int64
 	stopped chan struct{}
 	wg      sync.WaitGroup
@@ -35,7 +35,7 @@ type writeLoad struct {
 }
 
 func startWriteLoad(t *testing.T, c *testCluster, writers int) *writeLoad {
-	kv := client.New(c.pd, client.Config{})
+	kv := kvclient.New(c.pd, kvclient.Config{})
 	t.Cleanup(func() { kv.Close() })
 	l := &writeLoad{c: c, kv: kv, stopped: make(chan struct{}), last: time.Now(), written: map[string]string{}}
 	for w := range writers {
