@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/kv/codec"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // Catalog is the cached, KV-backed schema. Safe for concurrent use.

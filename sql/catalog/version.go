@@ -16,10 +16,10 @@ import (
 
 	"github.com/stratadb/strata/failpoint"
 	"github.com/stratadb/strata/kv/codec"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/tso"
 )
 

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/failpoint"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/table"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 

@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/stratadb/strata/kv/codec"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // AutoIncStep is how many AUTO_INCREMENT values one SQL node reserves for a

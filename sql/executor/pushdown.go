@@ -9,12 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/kvclient/rpcstats"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // partialAggOp is a HashAgg whose TableReader child pushed the

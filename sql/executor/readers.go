@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql"
@@ -18,6 +17,8 @@ import (
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
+	"github.com/stratadb/strata/sql/tablecodec"
+	"github.com/stratadb/strata/sql/types"
 )
 
 // Paging of range reads (TiDB's coprocessor paging): the first request
@@ -838,6 +839,6 @@ func (o *countOp) Next(ctx context.Context, ck *Chunk) error {
 	if err != nil {
 		return err
 	}
-	ck.alloc()[len(o.src.Cols)] = tablecodec.NewInt(n)
+	ck.alloc()[len(o.src.Cols)] = types.NewInt(n)
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/ddl"
@@ -14,6 +13,7 @@ import (
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/statistics"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // TxnSource hands a statement the transaction it runs in. The session

@@ -5,11 +5,11 @@ import (
 	"slices"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/table"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // valuesTable names the slots of the row being inserted that VALUES(col)

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/auth"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // DefaultPollInterval is how often a SQL node checks the privilege

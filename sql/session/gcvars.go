@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/types"
@@ -48,7 +47,7 @@ func (s *Session) gcSysVar(name string) (d types.Datum, ft types.FieldType, ok b
 	str := v.String()
 	ft = types.VarcharType
 	ft.Flen = len(str)
-	return tablecodec.NewString(str), ft, true, nil
+	return types.NewString(str), ft, true, nil
 }
 
 // setGCSysVar handles SET [GLOBAL] of a GC variable (handled false for

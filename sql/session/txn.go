@@ -12,13 +12,13 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/kvclient/replicaread"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/statistics"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // txnState is the session's open transaction: explicit (BEGIN), implicit

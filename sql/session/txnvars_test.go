@@ -5,10 +5,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/kvclient/replicaread"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/types"
 )
 
 // TestNormalizeTxnVars: the transaction variables accept MySQL's and TiDB's
@@ -43,7 +43,7 @@ func TestNormalizeTxnVars(t *testing.T) {
 	}
 	s := &Session{vars: map[string]sysVar{}}
 	for _, c := range cases {
-		got, err := s.normalizeSysVar(c.name, c.name, tablecodec.NewString(c.val))
+		got, err := s.normalizeSysVar(c.name, c.name, types.NewString(c.val))
 		if c.code != 0 {
 			require.Equal(t, c.code, errno.FromError(err).Code, "%s = %q: %v", c.name, c.val, err)
 			continue

@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/stratadb/strata/kv/codec"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // Modify counts and auto-analyze (TiDB's stats_meta.modify_count and

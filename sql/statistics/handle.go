@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/stratadb/strata/kv/codec"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 

@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -20,7 +20,7 @@ type aggState struct {
 	isFloat bool
 	sumF    float64
 	dec     types.Decimal
-	v       expr.Datum
+	v       types.Datum
 	has     bool
 }
 
@@ -49,7 +49,7 @@ func (x *run) accumulate(states []aggState) error {
 		switch f.tp {
 		case coprocessorpb.AggFuncType_Sum, coprocessorpb.AggFuncType_Avg:
 			c := f.arg.Type().Class()
-			if c == types.ClassInt && !st.has && v.Kind() == tablecodec.KindInt64 {
+			if c == types.ClassInt && !st.has && v.Kind() == types.KindInt64 {
 				// Integers sum in an int64 until it would overflow.
 				if s := st.sumI + v.Int64(); (s > st.sumI) == (v.Int64() > 0) {
 					st.sumI = s
@@ -83,27 +83,27 @@ func (x *run) accumulate(states []aggState) error {
 }
 
 // appendPartial appends the partial state of f (see coprocessorpb.Aggregation).
-func (st *aggState) appendPartial(out []expr.Datum, f aggFunc) []expr.Datum {
+func (st *aggState) appendPartial(out []types.Datum, f aggFunc) []types.Datum {
 	switch f.tp {
 	case coprocessorpb.AggFuncType_Count:
-		return append(out, tablecodec.NewInt(st.count))
+		return append(out, types.NewInt(st.count))
 	case coprocessorpb.AggFuncType_Sum:
 		return append(out, st.sum())
 	case coprocessorpb.AggFuncType_Avg:
-		return append(out, tablecodec.NewInt(st.count), st.sum())
+		return append(out, types.NewInt(st.count), st.sum())
 	}
 	if !st.has {
-		return append(out, tablecodec.NullDatum)
+		return append(out, types.NullDatum)
 	}
 	return append(out, st.v)
 }
 
-func (st *aggState) sum() expr.Datum {
+func (st *aggState) sum() types.Datum {
 	switch {
 	case st.count == 0:
-		return tablecodec.NullDatum
+		return types.NullDatum
 	case st.isFloat:
-		return tablecodec.NewFloat(st.sumF)
+		return types.NewFloat(st.sumF)
 	case !st.has:
 		return types.NewDecimal(st.sumI, 0).Datum()
 	}
@@ -126,9 +126,9 @@ var ErrTooManyGroups = errors.New("coprocessor: too many groups in one request")
 // (expr.AppendGroupKey, as the SQL node groups).
 type groupTable struct {
 	index  map[string]int
-	keys   [][]expr.Datum
+	keys   [][]types.Datum
 	states [][]aggState
-	vals   []expr.Datum
+	vals   []types.Datum
 	buf    []byte
 }
 
@@ -136,7 +136,7 @@ type groupTable struct {
 func (g *groupTable) lookup(x *run, p *plan) ([]aggState, error) {
 	if g.index == nil {
 		g.index = make(map[string]int)
-		g.vals = make([]expr.Datum, len(p.group))
+		g.vals = make([]types.Datum, len(p.group))
 	}
 	for i, e := range p.group {
 		v, err := e.Eval(x.row)
@@ -152,7 +152,7 @@ func (g *groupTable) lookup(x *run, p *plan) ([]aggState, error) {
 	if len(g.keys) >= maxGroups {
 		return nil, fmt.Errorf("%w (%d)", ErrTooManyGroups, maxGroups)
 	}
-	key := make([]expr.Datum, len(g.vals))
+	key := make([]types.Datum, len(g.vals))
 	for i, v := range g.vals {
 		key[i] = cloneDatum(v)
 	}
@@ -165,7 +165,7 @@ func (g *groupTable) lookup(x *run, p *plan) ([]aggState, error) {
 // rows encodes each group as a row: its key values, then its states.
 func (g *groupTable) rows(p *plan) []*coprocessorpb.Row {
 	out := make([]*coprocessorpb.Row, len(g.keys))
-	vals := make([]expr.Datum, 0, len(p.group)+2*len(p.aggs))
+	vals := make([]types.Datum, 0, len(p.group)+2*len(p.aggs))
 	var ids []int64
 	for i, key := range g.keys {
 		vals = append(vals[:0], key...)

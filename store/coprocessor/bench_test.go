@@ -11,9 +11,9 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	cop "github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 	"github.com/stratadb/strata/store/mvcc"
 )
@@ -34,7 +34,7 @@ func BenchmarkSelectionCount(b *testing.B) {
 	var w mvcc.Txn
 	scratch := make([]types.Datum, 4)
 	for id := int64(1); id <= 10000; id++ {
-		row := []types.Datum{tablecodec.NewInt(id), tablecodec.NewInt(id * 7919 % 10000), tablecodec.NewString(strings.Repeat("7", 119)), tablecodec.NewString(strings.Repeat("p", 59))}
+		row := []types.Datum{types.NewInt(id), types.NewInt(id * 7919 % 10000), types.NewString(strings.Repeat("7", 119)), types.NewString(strings.Repeat("p", 59))}
 		w.PutWrite(tablecodec.RowKey(tbl.ID, id), 10, &mvcc.Write{Kind: mvcc.WritePut, StartTS: 9, ShortValue: tbl.EncodeRow(nil, row, scratch), HasShortValue: true})
 	}
 	bt := db.NewBatch()

@@ -10,11 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -270,7 +270,7 @@ type Scanner interface {
 
 // topRow is a TopN candidate: its sort keys (bytes owned) and its output.
 type topRow struct {
-	keys       []expr.Datum
+	keys       []types.Datum
 	key, value []byte
 }
 
@@ -278,10 +278,10 @@ type topRow struct {
 type run struct {
 	p        plan
 	resp     *coprocessorpb.SelectResponse
-	row      []expr.Datum
-	out      []expr.Datum // projected values
-	ids      []int64      // column ids 0..n-1 of an encoded projection
-	produced []uint64     // rows handed on, per executor
+	row      []types.Datum
+	out      []types.Datum // projected values
+	ids      []int64       // column ids 0..n-1 of an encoded projection
+	produced []uint64      // rows handed on, per executor
 	scanned  int64
 	maxScan  int64
 	emitted  int       // rows counted against limit / paging
@@ -320,10 +320,10 @@ func ExecuteLookUp(r Scanner, rows RowReader, dag *coprocessorpb.DAGRequest, ran
 		x.maxScan = DefaultMaxScanRows
 	}
 	if p.tbl != nil {
-		x.row = make([]expr.Datum, p.tbl.RowWidth())
+		x.row = make([]types.Datum, p.tbl.RowWidth())
 	}
 	if p.proj != nil {
-		x.out = make([]expr.Datum, len(p.proj))
+		x.out = make([]types.Datum, len(p.proj))
 		x.ids = tablecodec.SeqColumnIDs(len(p.proj))
 	}
 	if len(p.aggs) > 0 && len(p.group) == 0 {
@@ -480,9 +480,9 @@ func (x *run) emit(k, v []byte) error {
 	return nil
 }
 
-func cloneDatum(d expr.Datum) expr.Datum {
-	if d.Kind() == tablecodec.KindBytes {
-		return tablecodec.NewBytes(bytes.Clone(d.Bytes()))
+func cloneDatum(d types.Datum) types.Datum {
+	if d.Kind() == types.KindBytes {
+		return types.NewBytes(bytes.Clone(d.Bytes()))
 	}
 	return d
 }
@@ -513,7 +513,7 @@ func (x *run) cmpTop(a, b topRow) int {
 }
 
 func (x *run) addTop(k, v []byte) bool {
-	tr := topRow{keys: make([]expr.Datum, len(x.p.topN))}
+	tr := topRow{keys: make([]types.Datum, len(x.p.topN))}
 	for j, sk := range x.p.topN {
 		d, err := sk.e.Eval(x.row)
 		if err != nil {
@@ -582,7 +582,7 @@ func (x *run) finish() error {
 		x.produced[len(x.produced)-1] = uint64(len(x.resp.Rows))
 		return nil
 	}
-	vals := make([]expr.Datum, 0, len(p.aggs)+1)
+	vals := make([]types.Datum, 0, len(p.aggs)+1)
 	for i, f := range p.aggs {
 		vals = x.states[i].appendPartial(vals, f)
 	}

@@ -19,10 +19,10 @@ import (
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	cop "github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 	"github.com/stratadb/strata/store/mvcc"
 )
@@ -44,13 +44,13 @@ func dagTable(t *testing.T) (*catalog.TableInfo, *pebble.DB) {
 	var w mvcc.Txn
 	scratch := make([]types.Datum, 4)
 	for id := int64(1); id <= 20; id++ {
-		k := tablecodec.NewInt(id % 7)
+		k := types.NewInt(id % 7)
 		if id%5 == 0 {
-			k = tablecodec.NullDatum
+			k = types.NullDatum
 		}
-		d, ok := types.ToDecimal(tablecodec.NewFloat(float64(id) * 1.25))
+		d, ok := types.ToDecimal(types.NewFloat(float64(id) * 1.25))
 		require.True(t, ok)
-		row := []types.Datum{tablecodec.NewInt(id), k, tablecodec.NewString(fmt.Sprintf("c%d", id%4)), d.Round(2).Datum()}
+		row := []types.Datum{types.NewInt(id), k, types.NewString(fmt.Sprintf("c%d", id%4)), d.Round(2).Datum()}
 		w.PutWrite(tablecodec.RowKey(tbl.ID, id), 10, &mvcc.Write{Kind: mvcc.WritePut, StartTS: 9, ShortValue: tbl.EncodeRow(nil, row, scratch), HasShortValue: true})
 	}
 	b := db.NewBatch()
@@ -217,7 +217,7 @@ func decodeOut(t *testing.T, v []byte, n int) string {
 	for i := range ids {
 		ids[i] = int64(i)
 	}
-	out := make([]tablecodec.Datum, n)
+	out := make([]types.Datum, n)
 	require.NoError(t, tablecodec.NewRowDecoder(ids).Decode(v, out))
 	s := make([]string, n)
 	for i, d := range out {
@@ -246,12 +246,12 @@ func TestLimiter(t *testing.T) {
 func TestSumOverflow(t *testing.T) {
 	col := &expr.Column{Offset: 0, Ft: types.Int64Type}
 	x := &run{p: plan{aggs: []aggFunc{{tp: cop.AggFuncType_Sum, arg: col}, {tp: cop.AggFuncType_Avg, arg: col}}},
-		states: make([]aggState, 2), row: make([]expr.Datum, 1)}
+		states: make([]aggState, 2), row: make([]types.Datum, 1)}
 	for _, v := range []int64{math.MaxInt64 - 1, 3, -5, math.MinInt64} {
-		x.row[0] = tablecodec.NewInt(v)
+		x.row[0] = types.NewInt(v)
 		require.NoError(t, x.accumulate(x.states))
 	}
-	var out []expr.Datum
+	var out []types.Datum
 	for i, f := range x.p.aggs {
 		out = x.states[i].appendPartial(out, f)
 	}

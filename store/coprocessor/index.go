@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/coprocessorpb"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // RowReader reads the rows an IndexLookUp needs, on the store that ran the

@@ -10,9 +10,9 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	cop "github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 	"github.com/stratadb/strata/store/mvcc"
 )
@@ -26,9 +26,9 @@ func indexTable(t *testing.T, lockedID int64) (*catalog.TableInfo, *pebble.DB) {
 	tbl.Init()
 	var w mvcc.Txn
 	for id := int64(1); id <= 20; id++ {
-		k := tablecodec.NewInt(id % 7)
+		k := types.NewInt(id % 7)
 		if id%5 == 0 {
-			k = tablecodec.NullDatum
+			k = types.NullDatum
 		}
 		key := tablecodec.AppendIndexKey(nil, tbl.ID, 1, []types.Datum{k}, true, id)
 		w.PutWrite(key, 10, &mvcc.Write{Kind: mvcc.WritePut, StartTS: 9, ShortValue: tablecodec.IndexValue(true, id), HasShortValue: true})
@@ -90,7 +90,7 @@ func TestIndexScanAndLookUp(t *testing.T) {
 		return &cop.Executor{Tp: cop.ExecType_TypeTopN, TopN: &cop.TopN{Limit: n, OrderBy: []*cop.ByItem{{Expr: compileExpr(t, tbl, by), Desc: desc}}}}
 	}
 	ixKey := func(k int64) []byte {
-		return tablecodec.AppendIndexKey(nil, tbl.ID, 1, []types.Datum{tablecodec.NewInt(k)}, false, 0)
+		return tablecodec.AppendIndexKey(nil, tbl.ID, 1, []types.Datum{types.NewInt(k)}, false, 0)
 	}
 	// k in [2, 4]: ids 2 9 16 (k=2), 3 17 (k=3; 10 is NULL), 4 11 18 (k=4).
 	k24 := []Range{{Start: ixKey(2), End: ixKey(5)}}
@@ -210,9 +210,9 @@ func TestLookUpBatches(t *testing.T) {
 	scratch := make([]types.Datum, 2)
 	for id := int64(1); id <= n; id++ {
 		k := (id * 7919) % n // a permutation: index order is not handle order
-		row := []types.Datum{tablecodec.NewInt(id), tablecodec.NewInt(k)}
+		row := []types.Datum{types.NewInt(id), types.NewInt(k)}
 		w.PutWrite(tablecodec.RowKey(tbl.ID, id), 10, &mvcc.Write{Kind: mvcc.WritePut, StartTS: 9, ShortValue: tbl.EncodeRow(nil, row, scratch), HasShortValue: true})
-		w.PutWrite(tablecodec.AppendIndexKey(nil, tbl.ID, 1, []types.Datum{tablecodec.NewInt(k)}, true, id), 10,
+		w.PutWrite(tablecodec.AppendIndexKey(nil, tbl.ID, 1, []types.Datum{types.NewInt(k)}, true, id), 10,
 			&mvcc.Write{Kind: mvcc.WritePut, StartTS: 9, ShortValue: tablecodec.IndexValue(true, id), HasShortValue: true})
 	}
 	b := db.NewBatch()

@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+
+	"github.com/stratadb/strata/sql/types"
 )
 
 // RowFormatV1 is the first byte of every row value written by this package.
@@ -22,29 +25,29 @@ var ErrCorruptRow = errors.New("tablecodec: corrupt row value")
 
 // EncodeRow appends the row value for the given columns to buf and returns it.
 // colIDs and vals are parallel; KindAbsent values are skipped.
-func EncodeRow(buf []byte, colIDs []int64, vals []Datum) []byte {
+func EncodeRow(buf []byte, colIDs []int64, vals []types.Datum) []byte {
 	buf = append(buf, RowFormatV1)
 	for i, d := range vals {
-		if d.k == KindAbsent {
+		if d.Kind() == types.KindAbsent {
 			continue
 		}
 		buf = binary.AppendUvarint(buf, uint64(colIDs[i]))
-		switch d.k {
-		case KindNull:
+		switch d.Kind() {
+		case types.KindNull:
 			buf = append(buf, tagNull)
-		case KindInt64:
+		case types.KindInt64:
 			buf = append(buf, tagInt)
-			buf = binary.AppendVarint(buf, int64(d.n))
-		case KindUint64:
+			buf = binary.AppendVarint(buf, d.Int64())
+		case types.KindUint64:
 			buf = append(buf, tagUint)
-			buf = binary.AppendUvarint(buf, d.n)
-		case KindFloat64:
+			buf = binary.AppendUvarint(buf, d.Uint64())
+		case types.KindFloat64:
 			buf = append(buf, tagFloat)
-			buf = binary.LittleEndian.AppendUint64(buf, d.n)
-		case KindBytes:
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(d.Float64()))
+		case types.KindBytes:
 			buf = append(buf, tagBytes)
-			buf = binary.AppendUvarint(buf, uint64(len(d.b)))
-			buf = append(buf, d.b...)
+			buf = binary.AppendUvarint(buf, uint64(len(d.Bytes())))
+			buf = append(buf, d.Bytes()...)
 		}
 	}
 	return buf
@@ -87,12 +90,12 @@ func NewRowDecoder(colIDs []int64) *RowDecoder {
 // Decode fills out[:n] (n = number of requested columns) from row. Columns
 // missing from the value are KindAbsent. Byte values alias row. It does not
 // allocate.
-func (rd *RowDecoder) Decode(row []byte, out []Datum) error {
+func (rd *RowDecoder) Decode(row []byte, out []types.Datum) error {
 	if len(out) < rd.n {
 		return fmt.Errorf("tablecodec: output has %d slots, decoder needs %d", len(out), rd.n)
 	}
 	for i := 0; i < rd.n; i++ {
-		out[i] = Datum{k: KindAbsent}
+		out[i] = types.AbsentDatum
 	}
 	if len(row) == 0 || row[0] != RowFormatV1 {
 		return fmt.Errorf("%w: bad version", ErrCorruptRow)
@@ -105,7 +108,7 @@ func (rd *RowDecoder) Decode(row []byte, out []Datum) error {
 		}
 		tag := b[n]
 		b = b[n+1:]
-		var d Datum
+		var d types.Datum
 		switch tag {
 		case tagNull:
 		case tagInt:
@@ -113,24 +116,24 @@ func (rd *RowDecoder) Decode(row []byte, out []Datum) error {
 			if m <= 0 {
 				return fmt.Errorf("%w: int", ErrCorruptRow)
 			}
-			d, b = Datum{k: KindInt64, n: uint64(v)}, b[m:]
+			d, b = types.NewInt(v), b[m:]
 		case tagUint:
 			v, m := binary.Uvarint(b)
 			if m <= 0 {
 				return fmt.Errorf("%w: uint", ErrCorruptRow)
 			}
-			d, b = Datum{k: KindUint64, n: v}, b[m:]
+			d, b = types.NewUint(v), b[m:]
 		case tagFloat:
 			if len(b) < 8 {
 				return fmt.Errorf("%w: float", ErrCorruptRow)
 			}
-			d, b = Datum{k: KindFloat64, n: binary.LittleEndian.Uint64(b)}, b[8:]
+			d, b = types.NewFloat(math.Float64frombits(binary.LittleEndian.Uint64(b))), b[8:]
 		case tagBytes:
 			l, m := binary.Uvarint(b)
 			if m <= 0 || l > uint64(len(b)-m) {
 				return fmt.Errorf("%w: bytes", ErrCorruptRow)
 			}
-			d, b = Datum{k: KindBytes, b: b[m : m+int(l) : m+int(l)]}, b[m+int(l):]
+			d, b = types.NewBytes(b[m:m+int(l):m+int(l)]), b[m+int(l):]
 		default:
 			return fmt.Errorf("%w: tag %d", ErrCorruptRow, tag)
 		}

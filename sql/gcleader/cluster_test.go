@@ -12,7 +12,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/gcleader"
 	"github.com/stratadb/strata/kv/keys"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/txn"
@@ -23,6 +22,7 @@ import (
 	"github.com/stratadb/strata/proto/storepb"
 	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/gcleader"
 	"github.com/stratadb/strata/store/gc"
 	"github.com/stratadb/strata/store/server"
 )

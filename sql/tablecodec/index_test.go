@@ -6,18 +6,20 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/sql/types"
 )
 
 // Encoded datums of one kind sort as their values, NULL first.
 func TestMemComparableOrder(t *testing.T) {
 	cases := []struct {
 		name   string
-		sorted []Datum
+		sorted []types.Datum
 	}{
-		{"int", []Datum{NullDatum, NewInt(math.MinInt64), NewInt(-1), NewInt(0), NewInt(1), NewInt(math.MaxInt64)}},
-		{"uint", []Datum{NullDatum, NewUint(0), NewUint(1), NewUint(1 << 63), NewUint(math.MaxUint64)}},
-		{"float", []Datum{NullDatum, NewFloat(math.Inf(-1)), NewFloat(-2.5), NewFloat(-1e-300), NewFloat(0), NewFloat(1e-300), NewFloat(3), NewFloat(math.Inf(1))}},
-		{"bytes", []Datum{NullDatum, NewString(""), NewString("a"), NewString("a\x00"), NewString("ab"), NewString("abcdefghij"), NewString("b")}},
+		{"int", []types.Datum{types.NullDatum, types.NewInt(math.MinInt64), types.NewInt(-1), types.NewInt(0), types.NewInt(1), types.NewInt(math.MaxInt64)}},
+		{"uint", []types.Datum{types.NullDatum, types.NewUint(0), types.NewUint(1), types.NewUint(1 << 63), types.NewUint(math.MaxUint64)}},
+		{"float", []types.Datum{types.NullDatum, types.NewFloat(math.Inf(-1)), types.NewFloat(-2.5), types.NewFloat(-1e-300), types.NewFloat(0), types.NewFloat(1e-300), types.NewFloat(3), types.NewFloat(math.Inf(1))}},
+		{"bytes", []types.Datum{types.NullDatum, types.NewString(""), types.NewString("a"), types.NewString("a\x00"), types.NewString("ab"), types.NewString("abcdefghij"), types.NewString("b")}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -36,19 +38,19 @@ func TestMemComparableOrder(t *testing.T) {
 		})
 	}
 	// -0 and 0 are one value.
-	require.Equal(t, AppendMemComparable(nil, NewFloat(0)), AppendMemComparable(nil, NewFloat(math.Copysign(0, -1))))
+	require.Equal(t, AppendMemComparable(nil, types.NewFloat(0)), AppendMemComparable(nil, types.NewFloat(math.Copysign(0, -1))))
 }
 
 func TestIndexKeyRoundTrip(t *testing.T) {
 	cases := []struct {
-		vals       []Datum
+		vals       []types.Datum
 		withHandle bool
 		handle     int64
 	}{
-		{[]Datum{NewInt(5)}, false, 9},
-		{[]Datum{NewInt(5)}, true, -9},
-		{[]Datum{NewString("x"), NullDatum, NewFloat(1.5)}, true, 1 << 40},
-		{[]Datum{NewString("abcdefgh"), NewUint(7)}, false, 0},
+		{[]types.Datum{types.NewInt(5)}, false, 9},
+		{[]types.Datum{types.NewInt(5)}, true, -9},
+		{[]types.Datum{types.NewString("x"), types.NullDatum, types.NewFloat(1.5)}, true, 1 << 40},
+		{[]types.Datum{types.NewString("abcdefgh"), types.NewUint(7)}, false, 0},
 	}
 	for _, c := range cases {
 		key := AppendIndexKey(nil, 42, 3, c.vals, c.withHandle, c.handle)
@@ -75,7 +77,7 @@ func TestIndexKeyRoundTrip(t *testing.T) {
 	require.False(t, IsIndexKey(RowKey(42, 1)))
 	_, _, _, _, _, err := DecodeIndexKey(RowKey(42, 1), 1)
 	require.ErrorIs(t, err, ErrInvalidIndexKey)
-	key := AppendIndexKey(nil, 42, 3, []Datum{NewInt(1)}, false, 0)
+	key := AppendIndexKey(nil, 42, 3, []types.Datum{types.NewInt(1)}, false, 0)
 	_, _, _, _, _, err = DecodeIndexKey(append(key, 1, 2), 1)
 	require.ErrorIs(t, err, ErrInvalidIndexKey)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/sql/types"
 )
 
 func TestRowKeyRoundTripAndOrder(t *testing.T) {
@@ -50,18 +52,18 @@ func TestRowRoundTrip(t *testing.T) {
 	cases := []struct {
 		name string
 		ids  []int64
-		vals []Datum
+		vals []types.Datum
 	}{
 		{"empty", nil, nil},
-		{"ints", []int64{1, 2, 3}, []Datum{NewInt(0), NewInt(math.MinInt64), NewInt(math.MaxInt64)}},
-		{"mixed", []int64{1, 5, 9, 3}, []Datum{NewUint(math.MaxUint64), NewFloat(-1.5), NewString("héllo"), NullDatum}},
-		{"empty string", []int64{2}, []Datum{NewBytes([]byte{})}},
-		{"big ids", []int64{300, 1}, []Datum{NewInt(-7), NewFloat(math.Inf(1))}},
+		{"ints", []int64{1, 2, 3}, []types.Datum{types.NewInt(0), types.NewInt(math.MinInt64), types.NewInt(math.MaxInt64)}},
+		{"mixed", []int64{1, 5, 9, 3}, []types.Datum{types.NewUint(math.MaxUint64), types.NewFloat(-1.5), types.NewString("héllo"), types.NullDatum}},
+		{"empty string", []int64{2}, []types.Datum{types.NewBytes([]byte{})}},
+		{"big ids", []int64{300, 1}, []types.Datum{types.NewInt(-7), types.NewFloat(math.Inf(1))}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			row := EncodeRow(nil, c.ids, c.vals)
-			out := make([]Datum, len(c.ids))
+			out := make([]types.Datum, len(c.ids))
 			require.NoError(t, NewRowDecoder(c.ids).Decode(row, out))
 			for i := range c.vals {
 				require.Equal(t, c.vals[i].Kind(), out[i].Kind())
@@ -72,19 +74,19 @@ func TestRowRoundTrip(t *testing.T) {
 }
 
 func TestRowDecodeSubsetAndAbsent(t *testing.T) {
-	row := EncodeRow(nil, []int64{1, 2, 3}, []Datum{NewInt(1), NewString("x"), NewFloat(2)})
-	out := make([]Datum, 3)
+	row := EncodeRow(nil, []int64{1, 2, 3}, []types.Datum{types.NewInt(1), types.NewString("x"), types.NewFloat(2)})
+	out := make([]types.Datum, 3)
 	require.NoError(t, NewRowDecoder([]int64{3, 7, 1}).Decode(row, out))
 	require.Equal(t, 2.0, out[0].Float64())
-	require.Equal(t, KindAbsent, out[1].Kind())
+	require.Equal(t, types.KindAbsent, out[1].Kind())
 	require.True(t, out[1].IsNull())
 	require.Equal(t, int64(1), out[2].Int64())
 }
 
 func TestRowDecodeCorrupt(t *testing.T) {
-	good := EncodeRow(nil, []int64{1, 2}, []Datum{NewInt(300), NewString("abcdef")})
+	good := EncodeRow(nil, []int64{1, 2}, []types.Datum{types.NewInt(300), types.NewString("abcdef")})
 	dec := NewRowDecoder([]int64{1, 2})
-	out := make([]Datum, 2)
+	out := make([]types.Datum, 2)
 	for i := 0; i < len(good); i++ {
 		if i == 1 || i == 5 { // column boundaries: a valid shorter row
 			continue
@@ -98,9 +100,9 @@ func TestRowDecodeCorrupt(t *testing.T) {
 
 func BenchmarkRowEncodeDecode(b *testing.B) {
 	ids := []int64{1, 2, 3, 4}
-	vals := []Datum{NewInt(42), NewString("some varchar value"), NewFloat(3.25), NewString("2024-01-02 03:04:05")}
+	vals := []types.Datum{types.NewInt(42), types.NewString("some varchar value"), types.NewFloat(3.25), types.NewString("2024-01-02 03:04:05")}
 	dec := NewRowDecoder(ids)
-	out := make([]Datum, len(ids))
+	out := make([]types.Datum, len(ids))
 	buf := make([]byte, 0, 128)
 	b.ReportAllocs()
 	for b.Loop() {

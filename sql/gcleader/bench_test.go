@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/gcleader"
 	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/gcleader"
 	"github.com/stratadb/strata/store/gc"
 )
 

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/stratadb/strata/kv/codec"
+	"github.com/stratadb/strata/sql/types"
 )
 
 // Memcomparable datum flags: the first byte of every value in an index key.
@@ -27,13 +28,13 @@ var ErrInvalidIndexKey = errors.New("tablecodec: not an index key")
 // AppendMemComparable appends d so that the encodings of datums of one
 // kind sort as the values do (bytes compare as binary strings, which is
 // the utf8mb4_bin order) and NULL sorts before everything.
-func AppendMemComparable(b []byte, d Datum) []byte {
-	switch d.k {
-	case KindInt64:
+func AppendMemComparable(b []byte, d types.Datum) []byte {
+	switch d.Kind() {
+	case types.KindInt64:
 		return codec.EncodeInt(append(b, flagInt), d.Int64())
-	case KindUint64:
-		return codec.EncodeUint(append(b, flagUint), d.n)
-	case KindFloat64:
+	case types.KindUint64:
+		return codec.EncodeUint(append(b, flagUint), d.Uint64())
+	case types.KindFloat64:
 		f := d.Float64()
 		if f == 0 {
 			f = 0 // -0 == 0
@@ -45,28 +46,28 @@ func AppendMemComparable(b []byte, d Datum) []byte {
 			u = ^u
 		}
 		return codec.EncodeUint(append(b, flagFloat), u)
-	case KindBytes:
-		return codec.EncodeBytes(append(b, flagBytes), d.b)
+	case types.KindBytes:
+		return codec.EncodeBytes(append(b, flagBytes), d.Bytes())
 	}
 	return append(b, flagNull)
 }
 
 // DecodeMemComparable decodes one datum written by AppendMemComparable and
 // returns the rest of b. Byte values are copied.
-func DecodeMemComparable(b []byte) ([]byte, Datum, error) {
+func DecodeMemComparable(b []byte) ([]byte, types.Datum, error) {
 	if len(b) == 0 {
-		return b, NullDatum, codec.ErrInsufficientBytes
+		return b, types.NullDatum, codec.ErrInsufficientBytes
 	}
 	flag, b := b[0], b[1:]
 	switch flag {
 	case flagNull:
-		return b, NullDatum, nil
+		return b, types.NullDatum, nil
 	case flagInt:
 		rest, v, err := codec.DecodeInt(b)
-		return rest, NewInt(v), err
+		return rest, types.NewInt(v), err
 	case flagUint:
 		rest, v, err := codec.DecodeUint(b)
-		return rest, NewUint(v), err
+		return rest, types.NewUint(v), err
 	case flagFloat:
 		rest, u, err := codec.DecodeUint(b)
 		if u&(1<<63) != 0 {
@@ -74,12 +75,12 @@ func DecodeMemComparable(b []byte) ([]byte, Datum, error) {
 		} else {
 			u = ^u
 		}
-		return rest, NewFloat(math.Float64frombits(u)), err
+		return rest, types.NewFloat(math.Float64frombits(u)), err
 	case flagBytes:
 		rest, v, err := codec.DecodeBytes(b, nil)
-		return rest, NewBytes(v), err
+		return rest, types.NewBytes(v), err
 	}
-	return b, NullDatum, fmt.Errorf("%w: unknown datum flag %#x", codec.ErrInvalidEncoding, flag)
+	return b, types.NullDatum, fmt.Errorf("%w: unknown datum flag %#x", codec.ErrInvalidEncoding, flag)
 }
 
 // AppendIndexKey appends the key of an index entry:
@@ -88,7 +89,7 @@ func DecodeMemComparable(b []byte) ([]byte, Datum, error) {
 //
 // The handle is appended when withHandle (non-unique indexes, and unique
 // ones whose values contain a NULL, which never conflict).
-func AppendIndexKey(b []byte, tableID, indexID int64, values []Datum, withHandle bool, handle int64) []byte {
+func AppendIndexKey(b []byte, tableID, indexID int64, values []types.Datum, withHandle bool, handle int64) []byte {
 	b = AppendIndexPrefix(b, tableID, indexID)
 	for _, d := range values {
 		b = AppendMemComparable(b, d)
@@ -107,14 +108,14 @@ func IndexRange(tableID, indexID int64) (start, end []byte) {
 
 // DecodeIndexKey splits an index key into its table id, index id, ncols
 // values and, when the key carries one (hasHandle), the handle.
-func DecodeIndexKey(key []byte, ncols int) (tableID, indexID int64, values []Datum, handle int64, hasHandle bool, err error) {
+func DecodeIndexKey(key []byte, ncols int) (tableID, indexID int64, values []types.Datum, handle int64, hasHandle bool, err error) {
 	if len(key) < indexPrefixLen || key[0] != TablePrefix || key[9] != indexSep[0] || key[10] != indexSep[1] {
 		return 0, 0, nil, 0, false, fmt.Errorf("%w: %x", ErrInvalidIndexKey, key)
 	}
 	_, tableID, _ = codec.DecodeInt(key[1:9])
 	_, indexID, _ = codec.DecodeInt(key[11:19])
 	rest := key[19:]
-	values = make([]Datum, ncols)
+	values = make([]types.Datum, ncols)
 	for i := range values {
 		if rest, values[i], err = DecodeMemComparable(rest); err != nil {
 			return 0, 0, nil, 0, false, fmt.Errorf("%w: %x: %v", ErrInvalidIndexKey, key, err)

@@ -1,4 +1,4 @@
-package tablecodec
+package types
 
 import (
 	"math"
@@ -50,6 +50,10 @@ type Datum struct {
 
 // NullDatum is SQL NULL.
 var NullDatum = Datum{}
+
+// AbsentDatum stands for a requested column the row value does not contain
+// (tablecodec's row decoding produces it).
+var AbsentDatum = Datum{k: KindAbsent}
 
 // NewInt returns a signed integer datum.
 func NewInt(v int64) Datum { return Datum{k: KindInt64, n: uint64(v)} }
