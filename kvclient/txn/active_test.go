@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/tso"
 )
 
@@ -21,9 +21,9 @@ func TestMinStartTS(t *testing.T) {
 	c := f.newClient(Config{})
 	require.Zero(t, c.MinStartTS())
 
-	a := begin(t, c, sql.TxnOptions{})
-	b := begin(t, c, sql.TxnOptions{})
-	point := begin(t, c, sql.TxnOptions{StartTS: math.MaxUint64, ReadOnly: true})
+	a := begin(t, c, kv.TxnOptions{})
+	b := begin(t, c, kv.TxnOptions{})
+	point := begin(t, c, kv.TxnOptions{StartTS: math.MaxUint64, ReadOnly: true})
 	require.Equal(t, a.StartTS(), c.MinStartTS())
 
 	require.NoError(t, a.Commit(bg))
@@ -35,7 +35,7 @@ func TestMinStartTS(t *testing.T) {
 	require.Zero(t, c.MinStartTS(), "none running")
 
 	old := tso.ComposeTS(time.Now().Add(-MaxGCWait-time.Minute).UnixMilli(), 0)
-	stale := begin(t, c, sql.TxnOptions{StartTS: old, ReadOnly: true})
+	stale := begin(t, c, kv.TxnOptions{StartTS: old, ReadOnly: true})
 	require.Zero(t, c.MinStartTS(), "older than MaxGCWait: ignored")
 	require.NoError(t, stale.Rollback(bg))
 }
@@ -45,12 +45,12 @@ func TestMinStartTS(t *testing.T) {
 func TestLockLostCause(t *testing.T) {
 	f := newFakeKV(t)
 	c := f.newClient(Config{LockTTL: time.Second})
-	tx := begin(t, c, sql.TxnOptions{Pessimistic: true})
-	lost := fmt.Errorf("%w: lost", sql.ErrPessimisticLockLost)
-	require.NotErrorIs(t, tx.lockLost(lost), sql.ErrPessimisticLockExpired, "no lock yet")
+	tx := begin(t, c, kv.TxnOptions{Pessimistic: true})
+	lost := fmt.Errorf("%w: lost", kv.ErrPessimisticLockLost)
+	require.NotErrorIs(t, tx.lockLost(lost), kv.ErrPessimisticLockExpired, "no lock yet")
 	tx.renewed(time.Now())
-	require.NotErrorIs(t, tx.lockLost(lost), sql.ErrPessimisticLockExpired, "renewed within its TTL")
+	require.NotErrorIs(t, tx.lockLost(lost), kv.ErrPessimisticLockExpired, "renewed within its TTL")
 	tx.aliveUntil.Store(time.Now().Add(-time.Millisecond).UnixMilli())
-	require.ErrorIs(t, tx.lockLost(lost), sql.ErrPessimisticLockExpired)
-	require.ErrorIs(t, tx.lockLost(lost), sql.ErrPessimisticLockLost)
+	require.ErrorIs(t, tx.lockLost(lost), kv.ErrPessimisticLockExpired)
+	require.ErrorIs(t, tx.lockLost(lost), kv.ErrPessimisticLockLost)
 }

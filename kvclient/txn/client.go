@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/txn/memdb"
-	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/tso"
 )
 
@@ -64,7 +64,7 @@ func (c *Client) Resolver() *LockResolver { return c.resolver }
 
 // Begin starts a transaction: start_ts is opts.StartTS when set (a
 // read-only snapshot), else a fresh timestamp.
-func (c *Client) Begin(ctx context.Context, opts sql.TxnOptions) (*Txn, error) {
+func (c *Client) Begin(ctx context.Context, opts kv.TxnOptions) (*Txn, error) {
 	ts := opts.StartTS
 	if ts != 0 && !opts.ReadOnly {
 		return nil, fmt.Errorf("store/txn: a transaction reading at a given timestamp must be read-only")

@@ -13,13 +13,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/txn"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/pd/pdtest"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
-	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/store/server"
 )
 
@@ -70,7 +70,7 @@ func startClusterTB(t testing.TB, cfg kvclient.Config) *cluster {
 	return &cluster{pd: pd, kv: kv, tc: txn.NewClient(kv, pd, txn.Config{LockTTL: 500 * time.Millisecond})}
 }
 
-func (c *cluster) begin(t *testing.T, opts sql.TxnOptions) *txn.Txn {
+func (c *cluster) begin(t *testing.T, opts kv.TxnOptions) *txn.Txn {
 	t.Helper()
 	tx, err := c.tc.Begin(context.Background(), opts)
 	require.NoError(t, err)
@@ -81,7 +81,7 @@ func (c *cluster) read(t *testing.T, key string) (string, bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	tx := c.begin(t, sql.TxnOptions{ReadOnly: true})
+	tx := c.begin(t, kv.TxnOptions{ReadOnly: true})
 	v, found, err := tx.Get(ctx, []byte(key))
 	require.NoError(t, err)
 	return string(v), found
@@ -90,7 +90,7 @@ func (c *cluster) read(t *testing.T, key string) (string, bool) {
 func TestClusterCommitModes(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	for i, opts := range []sql.TxnOptions{
+	for i, opts := range []kv.TxnOptions{
 		{},                               // 2PC
 		{OnePC: true},                    // 1PC
 		{AsyncCommit: true},              // async commit
@@ -100,7 +100,7 @@ func TestClusterCommitModes(t *testing.T) {
 		tx := c.begin(t, opts)
 		keys := [][]byte{[]byte(fmt.Sprintf("m%d-a", i)), []byte(fmt.Sprintf("m%d-b", i))}
 		if opts.Pessimistic {
-			_, err := tx.LockKeys(ctx, sql.LockOptions{}, keys...)
+			_, err := tx.LockKeys(ctx, kv.LockOptions{}, keys...)
 			require.NoError(t, err)
 		}
 		for _, k := range keys {
@@ -114,16 +114,16 @@ func TestClusterCommitModes(t *testing.T) {
 	}
 
 	// Conflicts and existence checks.
-	t1 := c.begin(t, sql.TxnOptions{})
+	t1 := c.begin(t, kv.TxnOptions{})
 	require.NoError(t, t1.Set([]byte("m0-a"), []byte("t1")))
-	t2 := c.begin(t, sql.TxnOptions{OnePC: true})
+	t2 := c.begin(t, kv.TxnOptions{OnePC: true})
 	require.NoError(t, t2.Set([]byte("m0-a"), []byte("t2")))
 	require.NoError(t, t2.Commit(ctx))
-	var wc *sql.WriteConflictError
+	var wc *kv.WriteConflictError
 	require.ErrorAs(t, t1.Commit(ctx), &wc)
-	t3 := c.begin(t, sql.TxnOptions{})
+	t3 := c.begin(t, kv.TxnOptions{})
 	require.NoError(t, t3.Insert([]byte("m0-b"), []byte("x")))
-	var ke *sql.KeyExistsError
+	var ke *kv.KeyExistsError
 	require.ErrorAs(t, t3.Commit(ctx), &ke)
 }
 
@@ -172,7 +172,7 @@ func commitPrimary(t *testing.T, c *cluster, key string, startTS uint64) uint64 
 func TestClusterResolvesAbandonedTxn(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	setup := c.begin(t, sql.TxnOptions{})
+	setup := c.begin(t, kv.TxnOptions{})
 	for _, k := range []string{"r-a", "r-b", "c-a", "c-b"} {
 		require.NoError(t, setup.Set([]byte(k), []byte("old")))
 	}
@@ -205,7 +205,7 @@ func TestClusterResolvesAbandonedTxn(t *testing.T) {
 	require.Equal(t, "dead-c-b", v, "a committed primary commits its secondaries")
 
 	// A writer meets the resolved keys without trouble.
-	w := c.begin(t, sql.TxnOptions{})
+	w := c.begin(t, kv.TxnOptions{})
 	require.NoError(t, w.Set([]byte("r-b"), []byte("new")))
 	require.NoError(t, w.Set([]byte("c-b"), []byte("new")))
 	require.NoError(t, w.Commit(ctx))
@@ -214,19 +214,19 @@ func TestClusterResolvesAbandonedTxn(t *testing.T) {
 func TestClusterPessimisticWaitTimeoutAndDeadlock(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	t1 := c.begin(t, sql.TxnOptions{Pessimistic: true})
-	t2 := c.begin(t, sql.TxnOptions{Pessimistic: true})
-	_, err := t1.LockKeys(ctx, sql.LockOptions{}, []byte("p-a"))
+	t1 := c.begin(t, kv.TxnOptions{Pessimistic: true})
+	t2 := c.begin(t, kv.TxnOptions{Pessimistic: true})
+	_, err := t1.LockKeys(ctx, kv.LockOptions{}, []byte("p-a"))
 	require.NoError(t, err)
-	_, err = t2.LockKeys(ctx, sql.LockOptions{}, []byte("p-b"))
+	_, err = t2.LockKeys(ctx, kv.LockOptions{}, []byte("p-b"))
 	require.NoError(t, err)
 
 	start := time.Now()
-	_, err = t2.LockKeys(ctx, sql.LockOptions{WaitTimeoutMs: 300}, []byte("p-a"))
-	require.ErrorIs(t, err, sql.ErrLockWaitTimeout)
+	_, err = t2.LockKeys(ctx, kv.LockOptions{WaitTimeoutMs: 300}, []byte("p-a"))
+	require.ErrorIs(t, err, kv.ErrLockWaitTimeout)
 	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
-	var lc *sql.LockConflictError
-	_, err = t2.LockKeys(ctx, sql.LockOptions{NoWait: true}, []byte("p-a"))
+	var lc *kv.LockConflictError
+	_, err = t2.LockKeys(ctx, kv.LockOptions{NoWait: true}, []byte("p-a"))
 	require.ErrorAs(t, err, &lc)
 
 	// t1 waits for p-b (t2), t2 for p-a (t1): one of them is the victim
@@ -240,12 +240,12 @@ func TestClusterPessimisticWaitTimeoutAndDeadlock(t *testing.T) {
 	results := make(chan result, 2)
 	for i := range txns {
 		go func() {
-			_, err := txns[i].LockKeys(ctx, sql.LockOptions{WaitTimeoutMs: 10_000}, []byte(keys[i]))
+			_, err := txns[i].LockKeys(ctx, kv.LockOptions{WaitTimeoutMs: 10_000}, []byte(keys[i]))
 			results <- result{i, err}
 		}()
 	}
 	first := <-results
-	var dl *sql.DeadlockError
+	var dl *kv.DeadlockError
 	require.ErrorAs(t, first.err, &dl)
 	require.NoError(t, txns[first.i].Rollback(ctx))
 	second := <-results
@@ -265,7 +265,7 @@ func BenchmarkClusterPointGet(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			c := startClusterTB(b, kvclient.Config{DisableBatch: unary})
 			ctx := context.Background()
-			tx, err := c.tc.Begin(ctx, sql.TxnOptions{})
+			tx, err := c.tc.Begin(ctx, kv.TxnOptions{})
 			require.NoError(b, err)
 			require.NoError(b, tx.Set([]byte("bench"), []byte("value")))
 			require.NoError(b, tx.Commit(ctx))

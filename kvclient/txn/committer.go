@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/failpoint"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/locate"
 	"github.com/stratadb/strata/kvclient/txn/memdb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
-	"github.com/stratadb/strata/sql"
 )
 
 // commitMode is how a transaction commits (a metric label).
@@ -51,7 +51,7 @@ type committer struct {
 	prewritten   bool // some prewrite may have left locks
 }
 
-// Commit makes the buffered writes durable at one commit_ts. See sql.Txn.
+// Commit makes the buffered writes durable at one commit_ts. See kv.Txn.
 func (t *Txn) Commit(ctx context.Context) (err error) {
 	if t.finished {
 		return ErrFinished
@@ -71,7 +71,7 @@ func (t *Txn) Commit(ctx context.Context) (err error) {
 }
 
 func outcome(err error) string {
-	var wc *sql.WriteConflictError
+	var wc *kv.WriteConflictError
 	switch {
 	case err == nil:
 		return "committed"
@@ -194,7 +194,7 @@ func (cm *committer) fail(ctx context.Context, err error) error {
 			slog.Info("store/txn: rollback after failed prewrite (locks left to their TTL)", "txn", cm.t.startTS, "err", rerr)
 		}
 	}
-	if isUndetermined(err) || errors.Is(err, sql.ErrRegionUnavailable) || errors.Is(err, kvclient.ErrRegionUnavailable) {
+	if isUndetermined(err) || errors.Is(err, kv.ErrRegionUnavailable) || errors.Is(err, kvclient.ErrRegionUnavailable) {
 		go rollback()
 	} else {
 		rollback()
@@ -203,7 +203,7 @@ func (cm *committer) fail(ctx context.Context, err error) error {
 		// The primary is not committed (2PC) or was rolled back (async):
 		// the transaction did not commit.
 		// Nothing committed: the client sees 9005 (retry), not 1105.
-		return fmt.Errorf("%w: %w: prewrite outcome unknown, transaction rolled back: %v", sql.ErrRegionUnavailable, ErrTxnAborted, err)
+		return fmt.Errorf("%w: %w: prewrite outcome unknown, transaction rolled back: %v", kv.ErrRegionUnavailable, ErrTxnAborted, err)
 	}
 	return mapErr(err)
 }

@@ -2,7 +2,7 @@
 // (Percolator, as TiKV's client-go): a Txn buffers writes in a memdb, reads
 // a snapshot merged with its own writes, takes pessimistic locks, and
 // commits with 1PC, async commit or two-phase commit across regions. It
-// implements sql.Txn; Client.Begin starts one.
+// implements kv.Txn; Client.Begin starts one.
 //
 // # Reads
 //
@@ -28,7 +28,7 @@
 // background. A transaction has exactly one commit_ts in every region.
 //
 // A store that declines 1PC or async commit falls back to 2PC. A commit of
-// the primary whose answer is lost is sql.ErrUndetermined, never a
+// the primary whose answer is lost is kv.ErrUndetermined, never a
 // rollback; so is a lost 1PC prewrite, and a lost async-commit prewrite
 // unless the primary's rollback then succeeds.
 //
@@ -37,8 +37,8 @@
 // LockKeys locks at a fresh for_update_ts; the first key a transaction
 // locks is its primary and is locked before the others. The store waits
 // for conflicting locks in slices below the RPC timeout, up to the
-// caller's wait timeout (sql.ErrLockWaitTimeout); NOWAIT fails at once
-// (*sql.LockConflictError); a deadlock is *sql.DeadlockError; a commit after
+// caller's wait timeout (kv.ErrLockWaitTimeout); NOWAIT fails at once
+// (*kv.LockConflictError); a deadlock is *kv.DeadlockError; a commit after
 // for_update_ts (WriteConflict PessimisticRetry) locks again at a newer
 // for_update_ts. A transaction holding locks sends TxnHeartBeat to its
 // primary every HeartbeatInterval so its TTL (LockTTL past its age) never

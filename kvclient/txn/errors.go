@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/sql"
 )
 
 var (
@@ -30,27 +30,27 @@ var (
 func keyError(ke *kvrpcpb.KeyError, startTS uint64) error {
 	switch {
 	case ke.AlreadyExist != nil:
-		return &sql.KeyExistsError{Key: ke.AlreadyExist.Key}
+		return &kv.KeyExistsError{Key: ke.AlreadyExist.Key}
 	case ke.Conflict != nil:
 		c := ke.Conflict
-		return &sql.WriteConflictError{StartTS: startTS, ConflictStartTS: c.ConflictTs,
+		return &kv.WriteConflictError{StartTS: startTS, ConflictStartTS: c.ConflictTs,
 			ConflictCommitTS: c.ConflictCommitTs, Key: c.Key}
 	case ke.Deadlock != nil:
-		return &sql.DeadlockError{Key: ke.Deadlock.LockKey}
+		return &kv.DeadlockError{Key: ke.Deadlock.LockKey}
 	case ke.LockWaitTimeout != nil:
-		return fmt.Errorf("%w: key %x locked by txn %d", sql.ErrLockWaitTimeout, ke.LockWaitTimeout.Key, ke.LockWaitTimeout.LockTs)
+		return fmt.Errorf("%w: key %x locked by txn %d", kv.ErrLockWaitTimeout, ke.LockWaitTimeout.Key, ke.LockWaitTimeout.LockTs)
 	case ke.TxnLockNotFound != nil:
 		return fmt.Errorf("%w: lock of key %x not found (rolled back by another transaction)", ErrTxnAborted, ke.TxnLockNotFound.Key)
 	case ke.TxnNotFound != nil:
 		return fmt.Errorf("%w: txn %d not found", ErrTxnAborted, ke.TxnNotFound.StartTs)
 	case ke.GcTooEarly != nil: // before Abort: the store sets both
-		return fmt.Errorf("%w: %w", ErrGCTooEarly, &sql.GCTooEarlyError{StartTS: ke.GcTooEarly.StartTs, SafePoint: ke.GcTooEarly.SafePoint})
+		return fmt.Errorf("%w: %w", ErrGCTooEarly, &kv.GCTooEarlyError{StartTS: ke.GcTooEarly.StartTs, SafePoint: ke.GcTooEarly.SafePoint})
 	case ke.Abort != "":
 		return fmt.Errorf("%w: %s", ErrTxnAborted, ke.Abort)
 	case ke.Retryable != "":
 		// The store's only retryable key error: a pessimistic lock lost
 		// with a failed leader, and the key taken since.
-		return fmt.Errorf("%w: %w: %s", ErrTxnAborted, sql.ErrPessimisticLockLost, ke.Retryable)
+		return fmt.Errorf("%w: %w: %s", ErrTxnAborted, kv.ErrPessimisticLockLost, ke.Retryable)
 	case ke.CommitTsExpired != nil:
 		return fmt.Errorf("%w: commit ts %d expired (min %d)", ErrTxnAborted, ke.CommitTsExpired.AttemptedCommitTs, ke.CommitTsExpired.MinCommitTs)
 	case ke.Locked != nil:
@@ -69,25 +69,25 @@ func mapErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, sql.ErrUndetermined), errors.Is(err, sql.ErrRegionUnavailable):
+	case errors.Is(err, kv.ErrUndetermined), errors.Is(err, kv.ErrRegionUnavailable):
 		return err
 	case errors.Is(err, kvclient.ErrPartialCommit):
 		// Some regions committed: not a clean failure the statement could
 		// be retried after, whatever the failing region said (%v: its
 		// error, a conflict say, must not match errors.As).
-		return fmt.Errorf("%w: %v", sql.ErrUndetermined, err)
+		return fmt.Errorf("%w: %v", kv.ErrUndetermined, err)
 	case errors.As(err, &ae):
-		return &sql.KeyExistsError{Key: ae.Key}
+		return &kv.KeyExistsError{Key: ae.Key}
 	case errors.As(err, &wc):
-		return &sql.WriteConflictError{StartTS: wc.StartTS, ConflictCommitTS: wc.ConflictTS, Key: wc.Key}
+		return &kv.WriteConflictError{StartTS: wc.StartTS, ConflictCommitTS: wc.ConflictTS, Key: wc.Key}
 	case errors.Is(err, kvclient.ErrUndetermined):
-		return fmt.Errorf("%w: %w", sql.ErrUndetermined, err)
+		return fmt.Errorf("%w: %w", kv.ErrUndetermined, err)
 	case errors.Is(err, kvclient.ErrRegionUnavailable):
-		return fmt.Errorf("%w: %w", sql.ErrRegionUnavailable, err)
+		return fmt.Errorf("%w: %w", kv.ErrRegionUnavailable, err)
 	}
 	return err
 }
 
 func isUndetermined(err error) bool {
-	return errors.Is(err, kvclient.ErrUndetermined) || errors.Is(err, sql.ErrUndetermined)
+	return errors.Is(err, kvclient.ErrUndetermined) || errors.Is(err, kv.ErrUndetermined)
 }

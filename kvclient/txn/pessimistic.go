@@ -9,12 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/locate"
 	"github.com/stratadb/strata/kvclient/txn/memdb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
-	"github.com/stratadb/strata/sql"
 )
 
 // defaultLockWait is the wait for a conflicting lock when the caller gives
@@ -31,11 +31,11 @@ var errRetryLock = errors.New("store/txn: pessimistic lock must retry at a newer
 var afterPrimaryLocked func()
 
 // LockKeys takes pessimistic locks on keys at a fresh for_update_ts (see
-// sql.Txn). The first key ever locked becomes the primary. In optimistic
+// kv.Txn). The first key ever locked becomes the primary. In optimistic
 // mode the keys are only marked, to be checked for conflicts at commit.
 // values (opts.ReturnValues) are the latest committed values, nil when
 // absent, in the order of keys.
-func (t *Txn) LockKeys(ctx context.Context, opts sql.LockOptions, keys ...[]byte) ([][]byte, error) {
+func (t *Txn) LockKeys(ctx context.Context, opts kv.LockOptions, keys ...[]byte) ([][]byte, error) {
 	if err := t.checkWrite(); err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (t *Txn) LockKeys(ctx context.Context, opts sql.LockOptions, keys ...[]byte
 // Nothing is marked locked until every key is: a call that fails releases
 // every key it may have locked, the primary it chose included (see
 // releaseFailed).
-func (t *Txn) lockPessimistic(ctx context.Context, opts sql.LockOptions, keys [][]byte, got map[string][]byte) (err error) {
+func (t *Txn) lockPessimistic(ctx context.Context, opts kv.LockOptions, keys [][]byte, got map[string][]byte) (err error) {
 	wait := defaultLockWait
 	if opts.WaitTimeoutMs > 0 {
 		wait = time.Duration(opts.WaitTimeoutMs) * time.Millisecond
@@ -221,7 +221,7 @@ func (t *Txn) onRegions(ctx context.Context, bo *kvclient.Backoffer, keys [][]by
 
 // lockRegion locks keys of region r, waiting for conflicting locks until
 // deadline.
-func (t *Txn) lockRegion(ctx context.Context, bo *kvclient.Backoffer, r *locate.Region, opts sql.LockOptions,
+func (t *Txn) lockRegion(ctx context.Context, bo *kvclient.Backoffer, r *locate.Region, opts kv.LockOptions,
 	keys [][]byte, forUpdateTS uint64, first bool, deadline time.Time) ([][]byte, bool, error) {
 	muts := make([]*kvrpcpb.Mutation, len(keys))
 	for i, k := range keys {
@@ -239,7 +239,7 @@ func (t *Txn) lockRegion(ctx context.Context, bo *kvclient.Backoffer, r *locate.
 		if opts.NoWait {
 			waitMs = -1
 		} else if wait <= 0 {
-			return nil, false, fmt.Errorf("%w: key %x", sql.ErrLockWaitTimeout, keys[0])
+			return nil, false, fmt.Errorf("%w: key %x", kv.ErrLockWaitTimeout, keys[0])
 		}
 		req := &kvrpcpb.PessimisticLockRequest{
 			Mutations:    muts,
@@ -268,7 +268,7 @@ func (t *Txn) lockRegion(ctx context.Context, bo *kvclient.Backoffer, r *locate.
 				return nil, false, errRetryLock
 			case ke.LockWaitTimeout != nil:
 				if opts.NoWait {
-					return nil, false, &sql.LockConflictError{Key: ke.LockWaitTimeout.Key}
+					return nil, false, &kv.LockConflictError{Key: ke.LockWaitTimeout.Key}
 				}
 				if time.Now().Before(deadline) {
 					locks = append(locks, nil) // waited one slice: try again
@@ -300,7 +300,7 @@ func (t *Txn) lockRegion(ctx context.Context, bo *kvclient.Backoffer, r *locate.
 				return nil, false, err
 			}
 			if res.Wait && opts.NoWait {
-				return nil, false, &sql.LockConflictError{Key: real[0].Key}
+				return nil, false, &kv.LockConflictError{Key: real[0].Key}
 			}
 			if res.Wait {
 				// A live owner's prewrite lock (the store queues waiters
@@ -341,7 +341,7 @@ func (t *Txn) resendLock(ctx context.Context, bo *kvclient.Backoffer, r *locate.
 func waitLockOwner(ctx context.Context, n *int, deadline time.Time) error {
 	d := min(2*time.Millisecond<<min(*n, 7), 200*time.Millisecond, time.Until(deadline))
 	if d <= 0 {
-		return sql.ErrLockWaitTimeout
+		return kv.ErrLockWaitTimeout
 	}
 	*n++
 	t := time.NewTimer(d)
@@ -385,7 +385,7 @@ func (t *Txn) releaseFailed(ctx context.Context, keys [][]byte, sentTS uint64, c
 		}
 		return err
 	}
-	if isUndetermined(cause) || errors.Is(cause, sql.ErrRegionUnavailable) {
+	if isUndetermined(cause) || errors.Is(cause, kv.ErrRegionUnavailable) {
 		// Rollback releases them again should this release not land.
 		t.maybeLocked = append(t.maybeLocked, keys...)
 		go func() { _ = release() }()
@@ -520,12 +520,12 @@ func (t *Txn) renewed(sent time.Time) {
 }
 
 // lockLost is the error for a pessimistic lock found missing at prewrite:
-// sql.ErrPessimisticLockExpired when its TTL had run out by this client's
+// kv.ErrPessimisticLockExpired when its TTL had run out by this client's
 // clock (it was resolved by another transaction), else err (its region's
 // leader lost it).
 func (t *Txn) lockLost(err error) error {
 	if until := t.aliveUntil.Load(); until != 0 && time.Now().UnixMilli() > until {
-		return fmt.Errorf("%w: %w", sql.ErrPessimisticLockExpired, err)
+		return fmt.Errorf("%w: %w", kv.ErrPessimisticLockExpired, err)
 	}
 	return err
 }

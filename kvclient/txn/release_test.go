@@ -15,11 +15,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/txn"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
-	"github.com/stratadb/strata/sql"
 )
 
 // releaseBound is how much longer than an uncontended lock request the
@@ -40,7 +40,7 @@ func releaseClient(c *cluster) *txn.Client {
 
 func pbegin(t *testing.T, tc *txn.Client) *txn.Txn {
 	t.Helper()
-	tx, err := tc.Begin(context.Background(), sql.TxnOptions{Pessimistic: true})
+	tx, err := tc.Begin(context.Background(), kv.TxnOptions{Pessimistic: true})
 	require.NoError(t, err)
 	return tx
 }
@@ -61,7 +61,7 @@ func lockCost(t *testing.T, tc *txn.Client) time.Duration {
 	w := pbegin(t, tc)
 	defer func() { _ = w.Rollback(ctx) }()
 	start := time.Now()
-	_, err := w.LockKeys(ctx, sql.LockOptions{WaitTimeoutMs: 5000}, []byte(fmt.Sprintf("probe/%d", probeSeq.Add(1))))
+	_, err := w.LockKeys(ctx, kv.LockOptions{WaitTimeoutMs: 5000}, []byte(fmt.Sprintf("probe/%d", probeSeq.Add(1))))
 	require.NoError(t, err)
 	return time.Since(start)
 }
@@ -75,7 +75,7 @@ func requireReleased(t *testing.T, tc *txn.Client, keys ...string) {
 	w := pbegin(t, tc)
 	defer func() { _ = w.Rollback(ctx) }()
 	start := time.Now()
-	_, err := w.LockKeys(ctx, sql.LockOptions{WaitTimeoutMs: 5000}, byteKeys(keys...)...)
+	_, err := w.LockKeys(ctx, kv.LockOptions{WaitTimeoutMs: 5000}, byteKeys(keys...)...)
 	took := time.Since(start)
 	require.NoError(t, err, "%v not released: the next writer waited %v", keys, took)
 	require.Less(t, took, base+releaseBound, "%v: the next writer waited %v (uncontended lock: %v)", keys, took, base)
@@ -89,16 +89,16 @@ func TestReleaseLockWaitTimeoutMultiKey(t *testing.T) {
 	tc := releaseClient(c)
 	ctx := context.Background()
 	h := pbegin(t, tc)
-	_, err := h.LockKeys(ctx, sql.LockOptions{}, []byte("lwt/k6"))
+	_, err := h.LockKeys(ctx, kv.LockOptions{}, []byte("lwt/k6"))
 	require.NoError(t, err)
 
 	v := pbegin(t, tc)
-	_, err = v.LockKeys(ctx, sql.LockOptions{WaitTimeoutMs: 300}, byteKeys("lwt/k1", "lwt/k6")...)
-	require.ErrorIs(t, err, sql.ErrLockWaitTimeout)
+	_, err = v.LockKeys(ctx, kv.LockOptions{WaitTimeoutMs: 300}, byteKeys("lwt/k1", "lwt/k6")...)
+	require.ErrorIs(t, err, kv.ErrLockWaitTimeout)
 	requireReleased(t, tc, "lwt/k1")
 
 	// The transaction goes on: its next lock round chooses a primary anew.
-	_, err = v.LockKeys(ctx, sql.LockOptions{}, []byte("lwt/k2"))
+	_, err = v.LockKeys(ctx, kv.LockOptions{}, []byte("lwt/k2"))
 	require.NoError(t, err)
 	require.NoError(t, v.Rollback(ctx))
 	requireReleased(t, tc, "lwt/k1", "lwt/k2")
@@ -114,11 +114,11 @@ func TestReleaseStatementErrorAfterPartialLock(t *testing.T) {
 	tc := releaseClient(c)
 	ctx := context.Background()
 	h := pbegin(t, tc)
-	_, err := h.LockKeys(ctx, sql.LockOptions{}, []byte("nw/k6"))
+	_, err := h.LockKeys(ctx, kv.LockOptions{}, []byte("nw/k6"))
 	require.NoError(t, err)
 	v := pbegin(t, tc)
-	var lc *sql.LockConflictError
-	_, err = v.LockKeys(ctx, sql.LockOptions{NoWait: true}, byteKeys("nw/k1", "nw/k6")...)
+	var lc *kv.LockConflictError
+	_, err = v.LockKeys(ctx, kv.LockOptions{NoWait: true}, byteKeys("nw/k1", "nw/k6")...)
 	require.ErrorAs(t, err, &lc)
 	requireReleased(t, tc, "nw/k1")
 	require.NoError(t, v.Rollback(ctx))
@@ -132,14 +132,14 @@ func TestReleaseKilledLockWait(t *testing.T) {
 	tc := releaseClient(c)
 	ctx := context.Background()
 	h := pbegin(t, tc)
-	_, err := h.LockKeys(ctx, sql.LockOptions{}, []byte("kill/k6"))
+	_, err := h.LockKeys(ctx, kv.LockOptions{}, []byte("kill/k6"))
 	require.NoError(t, err)
 
 	v := pbegin(t, tc)
 	sctx, kill := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		_, err := v.LockKeys(sctx, sql.LockOptions{WaitTimeoutMs: 20_000}, byteKeys("kill/k1", "kill/k6")...)
+		_, err := v.LockKeys(sctx, kv.LockOptions{WaitTimeoutMs: 20_000}, byteKeys("kill/k1", "kill/k6")...)
 		done <- err
 	}()
 	// V holds k1 once a NOWAIT lock of it fails: it then locks or waits
@@ -147,9 +147,9 @@ func TestReleaseKilledLockWait(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		p := pbegin(t, tc)
-		_, err := p.LockKeys(ctx, sql.LockOptions{NoWait: true}, []byte("kill/k1"))
+		_, err := p.LockKeys(ctx, kv.LockOptions{NoWait: true}, []byte("kill/k1"))
 		require.NoError(t, p.Rollback(ctx))
-		var lc *sql.LockConflictError
+		var lc *kv.LockConflictError
 		if errors.As(err, &lc) {
 			break
 		}
@@ -200,7 +200,7 @@ func TestReleaseDeadlockVictim(t *testing.T) {
 	tc := releaseClient(c)
 	ctx := context.Background()
 	h := pbegin(t, tc)
-	_, err := h.LockKeys(ctx, sql.LockOptions{}, []byte("dl/k6"))
+	_, err := h.LockKeys(ctx, kv.LockOptions{}, []byte("dl/k6"))
 	require.NoError(t, err)
 	base := lockCost(t, tc)
 
@@ -214,14 +214,14 @@ func TestReleaseDeadlockVictim(t *testing.T) {
 	}
 	vDone := make(chan result, 1)
 	go func() {
-		_, err := v.LockKeys(ctx, sql.LockOptions{WaitTimeoutMs: 20_000}, byteKeys("dl/k1", "dl/k6")...)
+		_, err := v.LockKeys(ctx, kv.LockOptions{WaitTimeoutMs: 20_000}, byteKeys("dl/k1", "dl/k6")...)
 		vDone <- result{time.Now(), err}
 	}()
 	<-ready // V holds k1 and has not asked for k6 yet
 	hDone := make(chan result, 1)
 	waitH := func() {
 		go func() {
-			_, err := h.LockKeys(ctx, sql.LockOptions{WaitTimeoutMs: 20_000}, []byte("dl/k1"))
+			_, err := h.LockKeys(ctx, kv.LockOptions{WaitTimeoutMs: 20_000}, []byte("dl/k1"))
 			hDone <- result{time.Now(), err}
 		}()
 	}
@@ -229,7 +229,7 @@ func TestReleaseDeadlockVictim(t *testing.T) {
 	// Until H waits for V at the store: a 1 ms wait as V for k6 is then a
 	// deadlock. Should H's wait arrive during such a probe, H is that
 	// cycle's victim (nothing taken): it waits again.
-	var dl *sql.DeadlockError
+	var dl *kv.DeadlockError
 	deadline := time.Now().Add(20 * time.Second)
 	for !probeDeadlock(t, c, v.StartTS(), []byte("dl/k6")) {
 		select {
@@ -260,16 +260,16 @@ func TestReleaseFailedCommit(t *testing.T) {
 	ctx := context.Background()
 	_, err := c.kv.SplitRegions(ctx, byteKeys("fc/k5"))
 	require.NoError(t, err)
-	t1, err := tc.Begin(ctx, sql.TxnOptions{})
+	t1, err := tc.Begin(ctx, kv.TxnOptions{})
 	require.NoError(t, err)
 	for _, k := range []string{"fc/k1", "fc/k6"} {
 		require.NoError(t, t1.Set([]byte(k), []byte("t1")))
 	}
-	t2, err := tc.Begin(ctx, sql.TxnOptions{})
+	t2, err := tc.Begin(ctx, kv.TxnOptions{})
 	require.NoError(t, err)
 	require.NoError(t, t2.Set([]byte("fc/k6"), []byte("t2")))
 	require.NoError(t, t2.Commit(ctx))
-	var wc *sql.WriteConflictError
+	var wc *kv.WriteConflictError
 	require.ErrorAs(t, t1.Commit(ctx), &wc)
 	requireReleased(t, tc, "fc/k1", "fc/k6")
 }

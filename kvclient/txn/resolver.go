@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/locate"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
-	"github.com/stratadb/strata/sql"
 )
 
 // smallTxnKeys: locks of transactions with fewer keys are resolved key by
@@ -386,7 +386,7 @@ func resolveErr(startTS uint64, err error) error {
 	if errors.Is(err, kvclient.ErrUndetermined) {
 		slog.Debug("store/txn: lock resolve outcome unknown", "txn", startTS, "err", err)
 		// The caller's request did nothing yet: a retryable failure (9005).
-		return fmt.Errorf("%w: store/txn: resolve locks of txn %d: %v", sql.ErrRegionUnavailable, startTS, err)
+		return fmt.Errorf("%w: store/txn: resolve locks of txn %d: %v", kv.ErrRegionUnavailable, startTS, err)
 	}
 	return fmt.Errorf("store/txn: resolve locks of txn %d: %w", startTS, err)
 }

@@ -8,11 +8,11 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/locate"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
-	"github.com/stratadb/strata/sql"
 )
 
 var errLocked = errors.New("store/txn: key locked by a live transaction")
@@ -20,7 +20,7 @@ var errLocked = errors.New("store/txn: key locked by a live transaction")
 // readCtx is the request context of a snapshot read.
 func (t *Txn) readCtx() *kvrpcpb.Context {
 	rc := &kvrpcpb.Context{ResolvedLocks: slices.Clone(t.skip)}
-	if t.opts.Isolation == sql.ReadCommitted {
+	if t.opts.Isolation == kv.ReadCommitted {
 		rc.IsolationLevel = kvrpcpb.IsolationLevel_RC
 	}
 	return rc
@@ -207,7 +207,7 @@ func proto_clone(c *kvrpcpb.Context) *kvrpcpb.Context {
 // Scan returns up to limit (0: all) pairs of [start, end) (end empty: no
 // bound) merging the buffer over the snapshot, descending when reverse.
 // Pairs are owned by the caller.
-func (t *Txn) Scan(ctx context.Context, start, end []byte, limit int, reverse bool) ([]sql.KvPair, error) {
+func (t *Txn) Scan(ctx context.Context, start, end []byte, limit int, reverse bool) ([]kv.KvPair, error) {
 	if t.finished {
 		return nil, ErrFinished
 	}
@@ -250,7 +250,7 @@ func (t *Txn) Scan(ctx context.Context, start, end []byte, limit int, reverse bo
 		}
 		return compareBytes(a, b) < 0
 	}
-	var out []sql.KvPair
+	var out []kv.KvPair
 	mk, mv, mdel, mok := nextMem()
 	sp, err := sc.next(ctx)
 	if err != nil {
@@ -265,11 +265,11 @@ func (t *Txn) Scan(ctx context.Context, start, end []byte, limit int, reverse bo
 				}
 			}
 			if !mdel {
-				out = append(out, sql.KvPair{Key: slices.Clone(mk), Value: slices.Clone(mv)})
+				out = append(out, kv.KvPair{Key: slices.Clone(mk), Value: slices.Clone(mv)})
 			}
 			mk, mv, mdel, mok = nextMem()
 		default:
-			out = append(out, sql.KvPair{Key: sp.Key, Value: sp.Value})
+			out = append(out, kv.KvPair{Key: sp.Key, Value: sp.Value})
 			if sp, err = sc.next(ctx); err != nil {
 				return nil, mapErr(err)
 			}

@@ -5,16 +5,16 @@ import (
 	"errors"
 	"time"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/sql"
 )
 
-// Storage is the production sql.Storage of a SQL node: timestamps and ids
+// Storage is the production kv.Storage of a SQL node: timestamps and ids
 // from PD, data through the KV client and the transaction client. Its errors
-// are the ones sql.Storage documents (mapErr).
+// are the ones kv.Storage documents (mapErr).
 type Storage struct {
 	pd  *pdclient.Client
 	kv  *kvclient.Client
@@ -27,7 +27,7 @@ func NewStorage(pd *pdclient.Client, kv *kvclient.Client, txn *Client) *Storage 
 	return &Storage{pd: pd, kv: kv, txn: txn}
 }
 
-var _ sql.Storage = (*Storage)(nil)
+var _ kv.Storage = (*Storage)(nil)
 
 func (s *Storage) GetTS(ctx context.Context) (uint64, error) {
 	ts, err := s.pd.GetTS(ctx)
@@ -45,7 +45,7 @@ func (s *Storage) AllocID(ctx context.Context, count uint32) (uint64, error) {
 // privilege change committing, or left behind by a SQL node that died
 // while committing it, must not fail every other node's reads.
 func (s *Storage) Get(ctx context.Context, key []byte, ts uint64) ([]byte, bool, error) {
-	t, err := s.txn.Begin(ctx, sql.TxnOptions{StartTS: ts, ReadOnly: true})
+	t, err := s.txn.Begin(ctx, kv.TxnOptions{StartTS: ts, ReadOnly: true})
 	if err != nil {
 		return nil, false, mapErr(err)
 	}
@@ -55,7 +55,7 @@ func (s *Storage) Get(ctx context.Context, key []byte, ts uint64) ([]byte, bool,
 }
 
 func (s *Storage) Scan(ctx context.Context, start, end []byte, ts uint64, limit int) ([]*kvrpcpb.KvPair, error) {
-	t, err := s.txn.Begin(ctx, sql.TxnOptions{StartTS: ts, ReadOnly: true})
+	t, err := s.txn.Begin(ctx, kv.TxnOptions{StartTS: ts, ReadOnly: true})
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -76,7 +76,7 @@ func (s *Storage) Scan(ctx context.Context, start, end []byte, ts uint64, limit 
 // 2PC, atomic across regions). The commit timestamp is the protocol's,
 // not commitTS: it must be above every read the stores served.
 func (s *Storage) Commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS, _ uint64) error {
-	return s.txn.CommitMutations(ctx, muts, startTS, sql.TxnOptions{OnePC: true, AsyncCommit: true})
+	return s.txn.CommitMutations(ctx, muts, startTS, kv.TxnOptions{OnePC: true, AsyncCommit: true})
 }
 
 func (s *Storage) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error) {
@@ -105,7 +105,7 @@ func (s *Storage) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest
 }
 
 // Begin starts a transaction (its errors already are the sql package's).
-func (s *Storage) Begin(ctx context.Context, opts sql.TxnOptions) (sql.Txn, error) {
+func (s *Storage) Begin(ctx context.Context, opts kv.TxnOptions) (kv.Txn, error) {
 	t, err := s.txn.Begin(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func (s *Storage) Begin(ctx context.Context, opts sql.TxnOptions) (sql.Txn, erro
 	return t, nil
 }
 
-// GCConfig implements sql.GCSettings: the cluster's GC settings in PD.
+// GCConfig implements kv.GCSettings: the cluster's GC settings in PD.
 func (s *Storage) GCConfig(ctx context.Context) (lifeTime, runInterval time.Duration, err error) {
 	c, err := s.pd.SetGCConfig(ctx, 0, 0) // both zero: a read
 	if err != nil {
@@ -122,28 +122,28 @@ func (s *Storage) GCConfig(ctx context.Context) (lifeTime, runInterval time.Dura
 	return time.Duration(c.GetLifeTimeMs()) * time.Millisecond, time.Duration(c.GetRunIntervalMs()) * time.Millisecond, nil
 }
 
-// SetGCConfig implements sql.GCSettings.
+// SetGCConfig implements kv.GCSettings.
 func (s *Storage) SetGCConfig(ctx context.Context, lifeTime, runInterval time.Duration) error {
 	_, err := s.pd.SetGCConfig(ctx, lifeTime, runInterval)
 	return mapErr(err)
 }
 
-var _ sql.RegionAdmin = (*Storage)(nil)
+var _ kv.RegionAdmin = (*Storage)(nil)
 
 func (s *Storage) SplitRegions(ctx context.Context, keys [][]byte) (int, error) {
 	n, err := s.kv.SplitRegions(ctx, keys)
 	return n, mapErr(err)
 }
 
-func (s *Storage) ScanRegions(ctx context.Context, start, end []byte) ([]sql.RegionInfo, error) {
+func (s *Storage) ScanRegions(ctx context.Context, start, end []byte) ([]kv.RegionInfo, error) {
 	stats, err := s.pd.ScanRegions(ctx, start, end, 0)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	out := make([]sql.RegionInfo, 0, len(stats))
+	out := make([]kv.RegionInfo, 0, len(stats))
 	for _, st := range stats {
 		r := st.GetRegion()
-		info := sql.RegionInfo{
+		info := kv.RegionInfo{
 			ID: r.GetId(), StartKey: r.GetStartKey(), EndKey: r.GetEndKey(),
 			LeaderID: st.GetLeader().GetId(), LeaderStoreID: st.GetLeader().GetStoreId(),
 			WrittenBytes: st.GetBytesWritten(), ReadBytes: st.GetBytesRead(),

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
-	"github.com/stratadb/strata/sql"
 )
 
 func TestMapErr(t *testing.T) {
@@ -21,11 +21,11 @@ func TestMapErr(t *testing.T) {
 	}{
 		{"nil", nil, func(t *testing.T, err error) { require.NoError(t, err) }},
 		{"already exists", &kvclient.AlreadyExistError{Key: []byte("k")}, func(t *testing.T, err error) {
-			var ke *sql.KeyExistsError
+			var ke *kv.KeyExistsError
 			require.ErrorAs(t, err, &ke)
 		}},
 		{"conflict", fmt.Errorf("region 1: %w", conflict), func(t *testing.T, err error) {
-			var wc *sql.WriteConflictError
+			var wc *kv.WriteConflictError
 			require.ErrorAs(t, err, &wc)
 			require.Equal(t, uint64(2), wc.ConflictCommitTS)
 		}},
@@ -33,12 +33,12 @@ func TestMapErr(t *testing.T) {
 		// look like a clean conflict (the SQL layer would run the statement
 		// again on top of its own half-written result).
 		{"partial commit", fmt.Errorf("%w: %w", kvclient.ErrPartialCommit, conflict), func(t *testing.T, err error) {
-			require.ErrorIs(t, err, sql.ErrUndetermined)
-			var wc *sql.WriteConflictError
+			require.ErrorIs(t, err, kv.ErrUndetermined)
+			var wc *kv.WriteConflictError
 			require.False(t, errors.As(err, &wc))
 		}},
-		{"undetermined", kvclient.ErrUndetermined, func(t *testing.T, err error) { require.ErrorIs(t, err, sql.ErrUndetermined) }},
-		{"unavailable", kvclient.ErrRegionUnavailable, func(t *testing.T, err error) { require.ErrorIs(t, err, sql.ErrRegionUnavailable) }},
+		{"undetermined", kvclient.ErrUndetermined, func(t *testing.T, err error) { require.ErrorIs(t, err, kv.ErrUndetermined) }},
+		{"unavailable", kvclient.ErrRegionUnavailable, func(t *testing.T, err error) { require.ErrorIs(t, err, kv.ErrRegionUnavailable) }},
 		{"deadline", context.DeadlineExceeded, func(t *testing.T, err error) { require.ErrorIs(t, err, context.DeadlineExceeded) }},
 	}
 	for _, tt := range tests {

@@ -8,16 +8,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient/txn/memdb"
-	"github.com/stratadb/strata/sql"
 )
 
-// Txn is one transaction; it implements sql.Txn. A Txn is used by one
+// Txn is one transaction; it implements kv.Txn. A Txn is used by one
 // session (goroutine) at a time; its heartbeat runs on its own goroutine
 // and touches only the fields under hbMu and aliveUntil.
 type Txn struct {
 	c    *Client
-	opts sql.TxnOptions
+	opts kv.TxnOptions
 
 	startTS     uint64
 	forUpdateTS uint64
@@ -41,7 +41,7 @@ type Txn struct {
 	aliveUntil atomic.Int64
 	finished   bool
 	began      time.Time
-	guard      sql.CommitGuard
+	guard      kv.CommitGuard
 
 	// skip: transactions whose locks this transaction's reads may read
 	// through (resolved, or committing after readTS). Reset with readTS.
@@ -57,7 +57,7 @@ type savepoint struct {
 	cp   int
 }
 
-var _ sql.Txn = (*Txn)(nil)
+var _ kv.Txn = (*Txn)(nil)
 
 // StartTS is the transaction's start timestamp.
 func (t *Txn) StartTS() uint64 { return t.startTS }
@@ -65,8 +65,8 @@ func (t *Txn) StartTS() uint64 { return t.startTS }
 // ForUpdateTS is the timestamp the latest pessimistic locks read at.
 func (t *Txn) ForUpdateTS() uint64 { return t.forUpdateTS }
 
-// SetCommitGuard bounds the next Commit's commit_ts. See sql.Txn.
-func (t *Txn) SetCommitGuard(g sql.CommitGuard) { t.guard = g }
+// SetCommitGuard bounds the next Commit's commit_ts. See kv.Txn.
+func (t *Txn) SetCommitGuard(g kv.CommitGuard) { t.guard = g }
 
 // Size is the bytes buffered in the transaction.
 func (t *Txn) Size() int { return t.mem.Size() }
@@ -95,7 +95,7 @@ func (t *Txn) checkWrite() error {
 
 func (t *Txn) checkSize() error {
 	if t.mem.Size() > t.c.cfg.MaxTxnSize {
-		return &sql.TxnTooLargeError{Size: t.mem.Size(), Limit: t.c.cfg.MaxTxnSize}
+		return &kv.TxnTooLargeError{Size: t.mem.Size(), Limit: t.c.cfg.MaxTxnSize}
 	}
 	return nil
 }
@@ -119,14 +119,14 @@ func (t *Txn) Delete(key []byte) error {
 }
 
 // Insert buffers a Put asserting the key has no live value: a key with a
-// value buffered in this transaction fails at once with *sql.KeyExistsError;
+// value buffered in this transaction fails at once with *kv.KeyExistsError;
 // otherwise the store checks at prewrite.
 func (t *Txn) Insert(key, value []byte) error {
 	if err := t.checkWrite(); err != nil {
 		return err
 	}
 	if e, ok := t.mem.Get(key); ok && e.HasValue() && !e.Deleted() {
-		return &sql.KeyExistsError{Key: slices.Clone(key)}
+		return &kv.KeyExistsError{Key: slices.Clone(key)}
 	}
 	t.mem.Insert(key, value)
 	return t.checkSize()
@@ -150,7 +150,7 @@ func (t *Txn) StmtBegin() {
 		t.mem.Release(t.stmtCP)
 	}
 	t.stmtCP = t.mem.Checkpoint()
-	if t.opts.Isolation == sql.ReadCommitted && t.opts.StartTS == 0 {
+	if t.opts.Isolation == kv.ReadCommitted && t.opts.StartTS == 0 {
 		t.rcStale = true
 	}
 }

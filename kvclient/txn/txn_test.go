@@ -11,14 +11,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/tso"
 )
 
 var bg = context.Background()
 
-func begin(t *testing.T, c *Client, opts sql.TxnOptions) *Txn {
+func begin(t *testing.T, c *Client, opts kv.TxnOptions) *Txn {
 	t.Helper()
 	tx, err := c.Begin(bg, opts)
 	require.NoError(t, err)
@@ -40,16 +40,16 @@ func requireRead(t *testing.T, tx *Txn, key, want string) {
 func TestCommitModes(t *testing.T) {
 	tests := []struct {
 		name        string
-		opts        sql.TxnOptions
+		opts        kv.TxnOptions
 		keys        []string
 		wantCommits int // Commit RPCs the answer waits for
 	}{
-		{"2pc one region", sql.TxnOptions{}, []string{"a1", "a2"}, 1},
-		{"2pc two regions", sql.TxnOptions{}, []string{"a1", "m1", "m2"}, 1},
-		{"1pc", sql.TxnOptions{OnePC: true}, []string{"a1", "a2"}, 0},
-		{"1pc not possible across regions", sql.TxnOptions{OnePC: true}, []string{"a1", "m1"}, 1},
-		{"async commit", sql.TxnOptions{AsyncCommit: true}, []string{"a1", "m1", "m2"}, 0},
-		{"pessimistic async", sql.TxnOptions{Pessimistic: true, AsyncCommit: true, OnePC: true}, []string{"a1", "m1"}, 0},
+		{"2pc one region", kv.TxnOptions{}, []string{"a1", "a2"}, 1},
+		{"2pc two regions", kv.TxnOptions{}, []string{"a1", "m1", "m2"}, 1},
+		{"1pc", kv.TxnOptions{OnePC: true}, []string{"a1", "a2"}, 0},
+		{"1pc not possible across regions", kv.TxnOptions{OnePC: true}, []string{"a1", "m1"}, 1},
+		{"async commit", kv.TxnOptions{AsyncCommit: true}, []string{"a1", "m1", "m2"}, 0},
+		{"pessimistic async", kv.TxnOptions{Pessimistic: true, AsyncCommit: true, OnePC: true}, []string{"a1", "m1"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,7 +64,7 @@ func TestCommitModes(t *testing.T) {
 				for i, k := range tt.keys {
 					keys[i] = []byte(k)
 				}
-				_, err := tx.LockKeys(bg, sql.LockOptions{}, keys...)
+				_, err := tx.LockKeys(bg, kv.LockOptions{}, keys...)
 				require.NoError(t, err)
 			}
 			// A reader at a later ts pushes max_ts in region 2 so async
@@ -107,7 +107,7 @@ func TestCommitModes(t *testing.T) {
 					require.Greater(t, commitTS, readTS, "commit ts above every read the stores served")
 				}
 			}
-			rd := begin(t, c, sql.TxnOptions{})
+			rd := begin(t, c, kv.TxnOptions{})
 			for _, k := range tt.keys {
 				requireRead(t, rd, k, "v-"+k)
 			}
@@ -118,16 +118,16 @@ func TestCommitModes(t *testing.T) {
 func TestOptimisticConflict(t *testing.T) {
 	f := newFakeKV(t, "m")
 	c := f.newClient(Config{})
-	tx := begin(t, c, sql.TxnOptions{})
+	tx := begin(t, c, kv.TxnOptions{})
 	require.NoError(t, tx.Set([]byte("a"), []byte("mine")))
 	require.NoError(t, tx.Set([]byte("z"), []byte("mine")))
 	f.put("z", "theirs")
 	err := tx.Commit(bg)
-	var wc *sql.WriteConflictError
+	var wc *kv.WriteConflictError
 	require.ErrorAs(t, err, &wc)
 	require.Equal(t, "z", string(wc.Key))
 	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond, "prewritten keys rolled back")
-	rd := begin(t, c, sql.TxnOptions{})
+	rd := begin(t, c, kv.TxnOptions{})
 	requireRead(t, rd, "a", "")
 	requireRead(t, rd, "z", "theirs")
 }
@@ -136,12 +136,12 @@ func TestInsertExists(t *testing.T) {
 	f := newFakeKV(t)
 	c := f.newClient(Config{})
 	f.put("a", "1")
-	tx := begin(t, c, sql.TxnOptions{})
+	tx := begin(t, c, kv.TxnOptions{})
 	require.NoError(t, tx.Insert([]byte("a"), []byte("2")))
-	var ke *sql.KeyExistsError
+	var ke *kv.KeyExistsError
 	require.ErrorAs(t, tx.Commit(bg), &ke)
 
-	tx = begin(t, c, sql.TxnOptions{})
+	tx = begin(t, c, kv.TxnOptions{})
 	require.NoError(t, tx.Insert([]byte("b"), []byte("1")))
 	require.ErrorAs(t, tx.Insert([]byte("b"), []byte("2")), &ke, "buffered value exists")
 	require.NoError(t, tx.Commit(bg))
@@ -153,7 +153,7 @@ func TestSnapshotAndOwnWrites(t *testing.T) {
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g"} {
 		f.put(k, "old-"+k)
 	}
-	tx := begin(t, c, sql.TxnOptions{})
+	tx := begin(t, c, kv.TxnOptions{})
 	f.put("d", "newer") // after start_ts: invisible
 	require.NoError(t, tx.Set([]byte("b"), []byte("mine")))
 	require.NoError(t, tx.Delete([]byte("e")))
@@ -164,7 +164,7 @@ func TestSnapshotAndOwnWrites(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string][]byte{"a": []byte("old-a"), "b": []byte("mine"), "d": []byte("old-d"), "g": []byte("old-g")}, m)
 
-	render := func(ps []sql.KvPair) string {
+	render := func(ps []kv.KvPair) string {
 		s := ""
 		for _, p := range ps {
 			s += fmt.Sprintf("%s=%s ", p.Key, p.Value)
@@ -195,13 +195,13 @@ func TestSnapshotAndOwnWrites(t *testing.T) {
 func TestStatementRollbackAndSavepoints(t *testing.T) {
 	f := newFakeKV(t)
 	c := f.newClient(Config{})
-	tx := begin(t, c, sql.TxnOptions{Pessimistic: true})
+	tx := begin(t, c, kv.TxnOptions{Pessimistic: true})
 	tx.StmtBegin()
 	require.NoError(t, tx.Set([]byte("a"), []byte("1")))
 	tx.StmtCommit()
 	tx.Savepoint("s1")
 	tx.StmtBegin()
-	_, err := tx.LockKeys(bg, sql.LockOptions{}, []byte("b"))
+	_, err := tx.LockKeys(bg, kv.LockOptions{}, []byte("b"))
 	require.NoError(t, err)
 	require.NoError(t, tx.Set([]byte("b"), []byte("1")))
 	tx.StmtRollback()
@@ -214,7 +214,7 @@ func TestStatementRollbackAndSavepoints(t *testing.T) {
 	require.NoError(t, tx.Commit(bg))
 	// b's lock, kept after its statement failed, was released by commit.
 	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond)
-	rd := begin(t, c, sql.TxnOptions{})
+	rd := begin(t, c, kv.TxnOptions{})
 	requireRead(t, rd, "a", "1")
 	requireRead(t, rd, "b", "")
 }
@@ -240,7 +240,7 @@ func TestResolveAbandonedTxn(t *testing.T) {
 				f.mu.Unlock()
 				want = "new"
 			}
-			rd := begin(t, c, sql.TxnOptions{})
+			rd := begin(t, c, kv.TxnOptions{})
 			// Waits (backs off) until the TTL expires, then resolves.
 			requireRead(t, rd, "z", want)
 			requireRead(t, rd, "a", want)
@@ -279,7 +279,7 @@ func TestBigTxnResolvedInBackground(t *testing.T) {
 		}
 		return 0
 	})
-	rd := begin(t, c, sql.TxnOptions{})
+	rd := begin(t, c, kv.TxnOptions{})
 	began := time.Now()
 	requireRead(t, rd, "b", "new")
 	require.Less(t, time.Since(began), 1500*time.Millisecond, "the reader waited for the region-wide resolve")
@@ -294,7 +294,7 @@ func TestReaderPushesLiveLock(t *testing.T) {
 	f.put("a", "old")
 	start := f.ts()
 	f.lock("a", "a", start, 60_000, "new") // alive for a minute
-	rd := begin(t, c, sql.TxnOptions{})
+	rd := begin(t, c, kv.TxnOptions{})
 	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
 	defer cancel()
 	v, found, err := rd.Get(ctx, []byte("a"))
@@ -320,7 +320,7 @@ func TestResolveExpiredAsyncCommit(t *testing.T) {
 	f.locks["z"].info.MinCommitTs = start + 20
 	f.locks["a"].info.Secondaries = [][]byte{[]byte("z")}
 	f.mu.Unlock()
-	rd := begin(t, c, sql.TxnOptions{})
+	rd := begin(t, c, kv.TxnOptions{})
 	requireRead(t, rd, "z", "v") // all prewrites there: committed at max min_commit_ts
 	require.Equal(t, start+20, f.commitTSOf("a", start))
 	require.Equal(t, start+20, f.commitTSOf("z", start))
@@ -330,21 +330,21 @@ func TestPessimisticLocks(t *testing.T) {
 	f := newFakeKV(t, "m")
 	c := f.newClient(Config{})
 	f.put("a", "1")
-	t1 := begin(t, c, sql.TxnOptions{Pessimistic: true})
-	vals, err := t1.LockKeys(bg, sql.LockOptions{ReturnValues: true}, []byte("z"), []byte("a"))
+	t1 := begin(t, c, kv.TxnOptions{Pessimistic: true})
+	vals, err := t1.LockKeys(bg, kv.LockOptions{ReturnValues: true}, []byte("z"), []byte("a"))
 	require.NoError(t, err)
 	require.Equal(t, [][]byte{[]byte(nil), []byte("1")}, vals)
 	// The lock answered both values, the absent one too: no read follows
 	// (an INSERT's unique checks read nothing per key).
 	require.Zero(t, f.count("Get")+f.count("BatchGet"))
 
-	t2 := begin(t, c, sql.TxnOptions{Pessimistic: true})
-	_, err = t2.LockKeys(bg, sql.LockOptions{NoWait: true}, []byte("a"))
-	var lc *sql.LockConflictError
+	t2 := begin(t, c, kv.TxnOptions{Pessimistic: true})
+	_, err = t2.LockKeys(bg, kv.LockOptions{NoWait: true}, []byte("a"))
+	var lc *kv.LockConflictError
 	require.ErrorAs(t, err, &lc)
 	start := time.Now()
-	_, err = t2.LockKeys(bg, sql.LockOptions{WaitTimeoutMs: 200}, []byte("a"))
-	require.ErrorIs(t, err, sql.ErrLockWaitTimeout)
+	_, err = t2.LockKeys(bg, kv.LockOptions{WaitTimeoutMs: 200}, []byte("a"))
+	require.ErrorIs(t, err, kv.ErrLockWaitTimeout)
 	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
 
 	// t2 waits; t1 commits a new value; t2's lock then meets a commit after
@@ -353,7 +353,7 @@ func TestPessimisticLocks(t *testing.T) {
 	var got [][]byte
 	go func() {
 		var err error
-		got, err = t2.LockKeys(bg, sql.LockOptions{ReturnValues: true, WaitTimeoutMs: 5000}, []byte("a"))
+		got, err = t2.LockKeys(bg, kv.LockOptions{ReturnValues: true, WaitTimeoutMs: 5000}, []byte("a"))
 		done <- err
 	}()
 	require.NoError(t, t1.Set([]byte("a"), []byte("2")))
@@ -363,13 +363,13 @@ func TestPessimisticLocks(t *testing.T) {
 	require.NoError(t, t2.Set([]byte("a"), []byte("3")))
 	require.NoError(t, t2.Commit(bg))
 	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond)
-	requireRead(t, begin(t, c, sql.TxnOptions{}), "a", "3")
+	requireRead(t, begin(t, c, kv.TxnOptions{}), "a", "3")
 }
 
 func TestPessimisticRetryAtNewForUpdateTS(t *testing.T) {
 	f := newFakeKV(t)
 	c := f.newClient(Config{})
-	tx := begin(t, c, sql.TxnOptions{Pessimistic: true})
+	tx := begin(t, c, kv.TxnOptions{Pessimistic: true})
 	var once bool
 	f.setHook(func(method string, req any) time.Duration {
 		if method == "PessimisticLock" && !once {
@@ -378,7 +378,7 @@ func TestPessimisticRetryAtNewForUpdateTS(t *testing.T) {
 		}
 		return 0
 	})
-	vals, err := tx.LockKeys(bg, sql.LockOptions{ReturnValues: true}, []byte("a"))
+	vals, err := tx.LockKeys(bg, kv.LockOptions{ReturnValues: true}, []byte("a"))
 	require.NoError(t, err)
 	require.Equal(t, "late", string(vals[0]))
 	require.Equal(t, 2, f.count("PessimisticLock"))
@@ -390,7 +390,7 @@ func TestPrimaryCommitLostIsUndetermined(t *testing.T) {
 	f := newFakeKV(t, "m")
 	kvCfg := Config{}
 	c := f.newClient(kvCfg)
-	tx := begin(t, c, sql.TxnOptions{})
+	tx := begin(t, c, kv.TxnOptions{})
 	require.NoError(t, tx.Set([]byte("a"), []byte("1")))
 	require.NoError(t, tx.Set([]byte("z"), []byte("1")))
 	f.setHook(func(method string, req any) time.Duration {
@@ -400,7 +400,7 @@ func TestPrimaryCommitLostIsUndetermined(t *testing.T) {
 		return 0
 	})
 	err := tx.Commit(bg)
-	require.ErrorIs(t, err, sql.ErrUndetermined)
+	require.ErrorIs(t, err, kv.ErrUndetermined)
 	require.Equal(t, 0, f.count("BatchRollback"), "never rolled back")
 }
 
@@ -409,13 +409,13 @@ func TestReadOnlyAndFinished(t *testing.T) {
 	c := f.newClient(Config{})
 	ts := f.put("a", "1")
 	f.put("a", "2")
-	tx := begin(t, c, sql.TxnOptions{ReadOnly: true, StartTS: ts})
+	tx := begin(t, c, kv.TxnOptions{ReadOnly: true, StartTS: ts})
 	requireRead(t, tx, "a", "1")
 	require.ErrorIs(t, tx.Set([]byte("a"), nil), ErrReadOnly)
 	require.NoError(t, tx.Commit(bg))
 	_, _, err := tx.Get(bg, []byte("a"))
 	require.ErrorIs(t, err, ErrFinished)
-	_, err = c.Begin(bg, sql.TxnOptions{StartTS: ts})
+	_, err = c.Begin(bg, kv.TxnOptions{StartTS: ts})
 	require.Error(t, err)
 }
 
@@ -423,7 +423,7 @@ func TestReadCommittedFreshSnapshotPerStatement(t *testing.T) {
 	f := newFakeKV(t)
 	c := f.newClient(Config{})
 	f.put("a", "1")
-	tx := begin(t, c, sql.TxnOptions{Isolation: sql.ReadCommitted})
+	tx := begin(t, c, kv.TxnOptions{Isolation: kv.ReadCommitted})
 	tx.StmtBegin()
 	requireRead(t, tx, "a", "1")
 	tx.StmtCommit()
@@ -437,16 +437,16 @@ func TestReadCommittedFreshSnapshotPerStatement(t *testing.T) {
 func TestTxnTooLarge(t *testing.T) {
 	f := newFakeKV(t)
 	c := f.newClient(Config{MaxTxnSize: 100})
-	tx := begin(t, c, sql.TxnOptions{})
+	tx := begin(t, c, kv.TxnOptions{})
 	require.NoError(t, tx.Set([]byte("a"), make([]byte, 50)))
-	var tl *sql.TxnTooLargeError
+	var tl *kv.TxnTooLargeError
 	require.ErrorAs(t, tx.Set([]byte("b"), make([]byte, 60)), &tl)
 }
 
 func TestKeyErrorMapping(t *testing.T) {
-	var dl *sql.DeadlockError
+	var dl *kv.DeadlockError
 	require.ErrorAs(t, keyError(&kvrpcpb.KeyError{Deadlock: &kvrpcpb.Deadlock{LockKey: []byte("k")}}, 1), &dl)
-	require.ErrorIs(t, keyError(&kvrpcpb.KeyError{LockWaitTimeout: &kvrpcpb.LockWaitTimeout{Key: []byte("k")}}, 1), sql.ErrLockWaitTimeout)
+	require.ErrorIs(t, keyError(&kvrpcpb.KeyError{LockWaitTimeout: &kvrpcpb.LockWaitTimeout{Key: []byte("k")}}, 1), kv.ErrLockWaitTimeout)
 	require.ErrorIs(t, keyError(&kvrpcpb.KeyError{TxnLockNotFound: &kvrpcpb.TxnLockNotFound{}}, 1), ErrTxnAborted)
 	require.True(t, errors.Is(mapErr(fmt.Errorf("x: %w", errFake)), errFake))
 }
@@ -457,8 +457,8 @@ func TestCommitMutations(t *testing.T) {
 	f.put("c", "1")
 	start := f.ts()
 	start2 := f.ts() // a second statement that read "a" before the first committed
-	requireRead(t, begin(t, c, sql.TxnOptions{ReadOnly: true, StartTS: start2}), "a", "")
-	opts := sql.TxnOptions{OnePC: true, AsyncCommit: true}
+	requireRead(t, begin(t, c, kv.TxnOptions{ReadOnly: true, StartTS: start2}), "a", "")
+	opts := kv.TxnOptions{OnePC: true, AsyncCommit: true}
 	muts := []*kvrpcpb.Mutation{
 		{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("1")},
 		{Op: kvrpcpb.Op_Insert, Key: []byte("b"), Value: []byte("1")},
@@ -467,26 +467,26 @@ func TestCommitMutations(t *testing.T) {
 	require.NoError(t, c.CommitMutations(bg, muts, start, opts))
 	require.Equal(t, 0, f.count("Commit"), "one region: 1PC")
 	require.Equal(t, 1, f.count("Prewrite"))
-	rd := begin(t, c, sql.TxnOptions{})
+	rd := begin(t, c, kv.TxnOptions{})
 	requireRead(t, rd, "a", "1")
 	requireRead(t, rd, "c", "")
 
 	// A key written after start_ts conflicts; nothing is written.
 	err := c.CommitMutations(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("2")},
 		{Op: kvrpcpb.Op_Put, Key: []byte("z"), Value: []byte("2")}}, start2, opts)
-	var wc *sql.WriteConflictError
+	var wc *kv.WriteConflictError
 	require.ErrorAs(t, err, &wc)
 	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond)
-	requireRead(t, begin(t, c, sql.TxnOptions{}), "z", "")
+	requireRead(t, begin(t, c, kv.TxnOptions{}), "z", "")
 
-	var ke *sql.KeyExistsError
+	var ke *kv.KeyExistsError
 	require.ErrorAs(t, c.CommitMutations(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: []byte("b")}}, f.ts(), opts), &ke)
 }
 
 func TestLargeTxnChunked(t *testing.T) {
 	f := newFakeKV(t, "k5")
 	c := f.newClient(Config{})
-	tx := begin(t, c, sql.TxnOptions{OnePC: true, AsyncCommit: true})
+	tx := begin(t, c, kv.TxnOptions{OnePC: true, AsyncCommit: true})
 	const n = 10_000
 	for i := range n {
 		require.NoError(t, tx.Set([]byte(fmt.Sprintf("k%05d", i)), make([]byte, 200)))
@@ -497,7 +497,7 @@ func TestLargeTxnChunked(t *testing.T) {
 	require.GreaterOrEqual(t, f.count("Prewrite"), 4)
 	require.GreaterOrEqual(t, f.count("Commit"), 1)
 	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 10*time.Second, time.Millisecond)
-	m, err := begin(t, c, sql.TxnOptions{}).BatchGet(bg, [][]byte{[]byte("k00000"), []byte("k09999")})
+	m, err := begin(t, c, kv.TxnOptions{}).BatchGet(bg, [][]byte{[]byte("k00000"), []byte("k09999")})
 	require.NoError(t, err)
 	require.Len(t, m, 2)
 }
@@ -514,7 +514,7 @@ func TestGCTooEarly(t *testing.T) {
 func TestOnePCRegionSplitFallsBackTo2PC(t *testing.T) {
 	f := newFakeKV(t)
 	c := f.newClient(Config{})
-	warm := begin(t, c, sql.TxnOptions{})
+	warm := begin(t, c, kv.TxnOptions{})
 	requireMissing := func(k string) {
 		_, ok, err := warm.Get(bg, []byte(k))
 		require.NoError(t, err)
@@ -536,7 +536,7 @@ func TestOnePCRegionSplitFallsBackTo2PC(t *testing.T) {
 		}
 		return 0
 	})
-	tx := begin(t, c, sql.TxnOptions{OnePC: true})
+	tx := begin(t, c, kv.TxnOptions{OnePC: true})
 	for _, k := range []string{"a1", "z1"} {
 		require.NoError(t, tx.Set([]byte(k), []byte("v-"+k)))
 	}
@@ -575,10 +575,10 @@ func TestPessimisticLockResentWhenUndetermined(t *testing.T) {
 				}
 				return 0
 			})
-			tx := begin(t, c, sql.TxnOptions{Pessimistic: true})
-			vals, err := tx.LockKeys(bg, sql.LockOptions{ReturnValues: true, WaitTimeoutMs: tc.waitMs}, []byte("a"), []byte("z"))
+			tx := begin(t, c, kv.TxnOptions{Pessimistic: true})
+			vals, err := tx.LockKeys(bg, kv.LockOptions{ReturnValues: true, WaitTimeoutMs: tc.waitMs}, []byte("a"), []byte("z"))
 			if !tc.ok {
-				require.ErrorIs(t, err, sql.ErrUndetermined)
+				require.ErrorIs(t, err, kv.ErrUndetermined)
 				require.Equal(t, int32(1), calls.Load(), "no resend past the lock wait")
 				require.NoError(t, tx.Rollback(bg))
 				return
@@ -589,7 +589,7 @@ func TestPessimisticLockResentWhenUndetermined(t *testing.T) {
 			require.NoError(t, tx.Set([]byte("a"), []byte("2")))
 			require.NoError(t, tx.Commit(bg))
 			require.Eventually(t, func() bool { return f.lockCount() == 0 }, 10*time.Second, time.Millisecond)
-			requireRead(t, begin(t, c, sql.TxnOptions{}), "a", "2")
+			requireRead(t, begin(t, c, kv.TxnOptions{}), "a", "2")
 		})
 	}
 }

@@ -1,4 +1,4 @@
-// Package executor runs DML against a sql.Storage: SELECT, INSERT, UPDATE,
+// Package executor runs DML against a kv.Storage: SELECT, INSERT, UPDATE,
 // DELETE and EXPLAIN. SELECT and the reads of UPDATE and DELETE run the
 // physical plan sql/planner chose as a tree of operators (Open / Next /
 // Close) passing chunks of up to 256 rows on the caller's goroutine:
@@ -11,7 +11,7 @@
 // select, runs without operators.
 //
 // Every statement runs in the transaction its TxnSource (the session)
-// hands over: reads and writes go through sql.Txn only; the executor never
+// hands over: reads and writes go through kv.Txn only; the executor never
 // fetches a timestamp or commits. Point reads use Txn.Get; range reads go to
 // the coprocessor at the transaction's start_ts, or through Txn.Scan when
 // the transaction has buffered writes in the range (the coprocessor cannot

@@ -10,9 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
@@ -296,7 +296,7 @@ type keyPager struct {
 	ri       int
 	cur      []byte // forward: next start; reverse: next end
 	started  bool
-	pairs    []sql.KvPair
+	pairs    []kv.KvPair
 	rows     []*coprocessorpb.Row
 	pos      int
 	finished bool

@@ -7,7 +7,7 @@ import (
 	"math"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
@@ -265,7 +265,7 @@ func dupEntry(src *planner.Source, handle int64) error {
 }
 
 // writer returns the sql/table writer of a statement writing tbl in txn.
-func (e *Executor) writer(tx TxnSource, txn sql.Txn, tbl *catalog.TableInfo) *table.Writer {
+func (e *Executor) writer(tx TxnSource, txn kv.Txn, tbl *catalog.TableInfo) *table.Writer {
 	return &table.Writer{Txn: txn, T: tbl, Pessimistic: tx.TxnOptions().Pessimistic, LockWaitTimeoutMs: tx.LockWaitTimeoutMs(),
 		OnRows: func(added, modified int64) { tx.NoteRows(tbl, added, modified) }}
 }
@@ -288,7 +288,7 @@ func DupEntryError(tbl *catalog.TableInfo, key []byte) error {
 // In optimistic mode the snapshot rows are used and conflicts are found at
 // commit.
 func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where ast.ExprNode, order *ast.OrderByClause, limit *ast.Limit,
-	env expr.Env, tx TxnSource, txn sql.Txn) ([][]datum, error) {
+	env expr.Env, tx TxnSource, txn kv.Txn) ([][]datum, error) {
 	sp, err := e.planner.PlanScan(src, where, order, limit, env)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/gcleader"
 	"github.com/stratadb/strata/store/gc"
 )
@@ -33,7 +33,7 @@ func BenchmarkGCForeground(b *testing.B) {
 			defer wg.Done()
 			for i := w; i < keys; i += 4 {
 				for v := range versions {
-					tx, err := c.txn.Begin(ctx, sql.TxnOptions{})
+					tx, err := c.txn.Begin(ctx, kv.TxnOptions{})
 					require.NoError(b, err)
 					require.NoError(b, tx.Set([]byte(fmt.Sprintf("key%05d", i)), []byte(fmt.Sprintf("value-%d-%d", i, v))))
 					require.NoError(b, tx.Commit(ctx))

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kv/keys"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/txn"
@@ -20,7 +21,6 @@ import (
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/raft_cmdpb"
 	"github.com/stratadb/strata/proto/storepb"
-	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/gcleader"
 	"github.com/stratadb/strata/store/gc"
@@ -85,7 +85,7 @@ func startCluster(t testing.TB, gcCfg gc.Config) *cluster {
 func (c *cluster) put(t *testing.T, key, value string) uint64 {
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	tx, err := c.txn.Begin(ctx, sql.TxnOptions{})
+	tx, err := c.txn.Begin(ctx, kv.TxnOptions{})
 	require.NoError(t, err)
 	require.NoError(t, tx.Set([]byte(key), []byte(value)))
 	require.NoError(t, tx.Commit(ctx))
@@ -94,7 +94,7 @@ func (c *cluster) put(t *testing.T, key, value string) uint64 {
 
 // readAt reads key in a read-only snapshot at ts.
 func (c *cluster) readAt(ctx context.Context, key string, ts uint64) (string, bool, error) {
-	tx, err := c.txn.Begin(ctx, sql.TxnOptions{ReadOnly: true, StartTS: ts})
+	tx, err := c.txn.Begin(ctx, kv.TxnOptions{ReadOnly: true, StartTS: ts})
 	if err != nil {
 		return "", false, err
 	}
@@ -220,7 +220,7 @@ func TestClusterGC(t *testing.T) {
 
 	_, _, err = c.readAt(ctx, "k", oldTS)
 	require.Error(t, err, "a read below the safe point is refused")
-	var gte *sql.GCTooEarlyError
+	var gte *kv.GCTooEarlyError
 	require.ErrorAs(t, err, &gte)
 	require.Equal(t, oldTS, gte.StartTS)
 	require.GreaterOrEqual(t, gte.SafePoint, sp)

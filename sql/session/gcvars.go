@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -17,8 +17,8 @@ var gcVars = map[string]bool{"tidb_gc_life_time": true, "tidb_gc_run_interval": 
 
 const gcVarTimeout = 5 * time.Second
 
-func (s *Session) gcSettings() (sql.GCSettings, error) {
-	g, ok := s.exec.Store.(sql.GCSettings)
+func (s *Session) gcSettings() (kv.GCSettings, error) {
+	g, ok := s.exec.Store.(kv.GCSettings)
 	if !ok {
 		return nil, errno.NotSupported("GC settings on this storage")
 	}

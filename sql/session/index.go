@@ -8,7 +8,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
@@ -219,7 +219,7 @@ func (s *Session) dropIndex(ctx context.Context, stmt ast.StmtNode, tn *ast.Tabl
 // same value) and every index entry belongs to a row. The rows' expected
 // entries are held in memory (bounded by the table's size).
 func (s *Session) adminCheck(ctx context.Context, x *ast.AdminStmt) (*executor.Result, error) {
-	txn, err := s.exec.Store.Begin(ctx, sql.TxnOptions{ReadOnly: true})
+	txn, err := s.exec.Store.Begin(ctx, kv.TxnOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +261,7 @@ type expected struct {
 	vals   string
 }
 
-func checkIndexes(ctx context.Context, txn sql.Txn, t *catalog.TableInfo, ixs []*catalog.IndexInfo) error {
+func checkIndexes(ctx context.Context, txn kv.Txn, t *catalog.TableInfo, ixs []*catalog.IndexInfo) error {
 	if len(ixs) == 0 {
 		return nil
 	}

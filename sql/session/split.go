@@ -10,7 +10,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/format"
 
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
@@ -36,8 +36,8 @@ const (
 	minSplitStep    = 1000 // TiDB's minRegionStepValue for integer handles
 )
 
-func (s *Session) regionAdmin() (sql.RegionAdmin, error) {
-	a, ok := s.exec.Store.(sql.RegionAdmin)
+func (s *Session) regionAdmin() (kv.RegionAdmin, error) {
+	a, ok := s.exec.Store.(kv.RegionAdmin)
 	if !ok {
 		return nil, errno.NotSupported("region splits on this storage")
 	}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient/replicaread"
-	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -72,14 +72,14 @@ func TestReplicaReadMode(t *testing.T) {
 // session variables, and a one-shot isolation level wins once.
 func TestNextTxnOptions(t *testing.T) {
 	s := &Session{vars: map[string]sysVar{}}
-	require.Equal(t, sql.TxnOptions{Pessimistic: true, AsyncCommit: true, OnePC: true}, s.nextTxnOptions())
+	require.Equal(t, kv.TxnOptions{Pessimistic: true, AsyncCommit: true, OnePC: true}, s.nextTxnOptions())
 	s.vars["tidb_txn_mode"] = sysVar{value: "optimistic"}
 	s.vars["tidb_enable_1pc"] = sysVar{value: "0", numeric: true}
 	s.vars["transaction_read_only"] = sysVar{value: "1", numeric: true}
 	s.oneShotIsolation = "READ-COMMITTED"
-	require.Equal(t, sql.TxnOptions{Isolation: sql.ReadCommitted, ReadOnly: true, AsyncCommit: true}, s.nextTxnOptions())
+	require.Equal(t, kv.TxnOptions{Isolation: kv.ReadCommitted, ReadOnly: true, AsyncCommit: true}, s.nextTxnOptions())
 	s.vars["transaction_isolation"] = sysVar{value: "SERIALIZABLE"} // accepted with the check skipped
 	s.oneShotIsolation = ""
-	require.Equal(t, sql.RepeatableRead, s.nextTxnOptions().Isolation)
+	require.Equal(t, kv.RepeatableRead, s.nextTxnOptions().Isolation)
 	require.Equal(t, int64(50000), s.LockWaitTimeoutMs())
 }

@@ -3,7 +3,7 @@ package table
 import (
 	"testing"
 
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/tablecodec"
@@ -73,6 +73,6 @@ func TestDupKeyError(t *testing.T) {
 		require.Equal(t, c.want, e.Msg)
 	}
 	// An index key of an unknown table stays a KeyExistsError.
-	var ke *sql.KeyExistsError
+	var ke *kv.KeyExistsError
 	require.ErrorAs(t, DupKeyError(nil, ukey), &ke)
 }
