@@ -9,6 +9,8 @@
 //     through it.
 //   - RegionAdmin, RegionInfo (regions.go) and GCSettings: SPLIT TABLE,
 //     SHOW TABLE ... REGIONS and the cluster's GC settings.
+//   - StreamWindowSize, ConnWindowSize, KeepaliveTime (transport.go): the
+//     gRPC settings both ends of a SQL node's store connection use.
 //   - The errors every implementation reports (KeyExistsError,
 //     WriteConflictError, ErrUndetermined, ...), matched with errors.Is and
 //     errors.As and turned into MySQL errors by sql/errno.

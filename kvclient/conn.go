@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/storepb"
 )
@@ -98,30 +99,18 @@ var dialOptions = []grpc.DialOption{
 	// sends a PING after nearly every data frame when requests and
 	// responses alternate, one extra frame, write and read on both sides
 	// per point read. The sizes are the estimator's own ceiling.
-	grpc.WithInitialWindowSize(StreamWindowSize),
-	grpc.WithInitialConnWindowSize(ConnWindowSize),
+	grpc.WithInitialWindowSize(kv.StreamWindowSize),
+	grpc.WithInitialConnWindowSize(kv.ConnWindowSize),
 	// A store cut off by a partition (no RST, no FIN) is noticed within
 	// Time+Timeout instead of at each request's RPC timeout: the connection
 	// fails, its requests fail over to other peers. The store permits pings
 	// this often (store/server keepalive enforcement).
 	grpc.WithKeepaliveParams(keepalive.ClientParameters{
-		Time:                KeepaliveTime,
+		Time:                kv.KeepaliveTime,
 		Timeout:             time.Second,
 		PermitWithoutStream: true,
 	}),
 }
-
-// StreamWindowSize and ConnWindowSize are the static HTTP/2 flow-control
-// windows of store connections (per stream and per connection); stores
-// use the same on their side (store/server).
-const (
-	StreamWindowSize = 16 << 20
-	ConnWindowSize   = 64 << 20
-)
-
-// KeepaliveTime is how often an idle store connection is pinged; servers
-// must allow pings at least this often.
-const KeepaliveTime = 2 * time.Second
 
 // get returns the connection to addr, creating it (without I/O: grpc dials
 // lazily) on first use.

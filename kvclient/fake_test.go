@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -82,7 +83,7 @@ func newFakeCluster(t testing.TB, nStores int) *fakeCluster {
 		id := uint64(i)
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
-		s := &fakeStore{id: id, cl: cl, srv: grpc.NewServer(grpc.InitialWindowSize(StreamWindowSize), grpc.InitialConnWindowSize(ConnWindowSize)), addr: lis.Addr().String()}
+		s := &fakeStore{id: id, cl: cl, srv: grpc.NewServer(grpc.InitialWindowSize(kv.StreamWindowSize), grpc.InitialConnWindowSize(kv.ConnWindowSize)), addr: lis.Addr().String()}
 		storepb.RegisterStoreServer(s.srv, s)
 		go func() { _ = s.srv.Serve(lis) }()
 		cl.stores[id] = s

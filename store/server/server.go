@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
-	"github.com/stratadb/strata/kvclient"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/storepb"
@@ -224,10 +224,10 @@ func (s *Server) Run(ctx context.Context) error {
 		// one when every worker is busy, so a slow request never blocks others.
 		grpc.NumStreamWorkers(uint32(4*runtime.GOMAXPROCS(0))),
 		// Static flow-control windows, as the SQL nodes' side
-		// (kvclient.StreamWindowSize): no BDP ping per request.
-		grpc.InitialWindowSize(kvclient.StreamWindowSize), grpc.InitialConnWindowSize(kvclient.ConnWindowSize),
+		// (kv.StreamWindowSize): no BDP ping per request.
+		grpc.InitialWindowSize(kv.StreamWindowSize), grpc.InitialConnWindowSize(kv.ConnWindowSize),
 		// SQL nodes and other stores ping idle connections to notice
-		// partitions (kvclient.KeepaliveTime); allow it.
+		// partitions (kv.KeepaliveTime); allow it.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}))
 	tso := s.cfg.TSO
 	if tso == nil {
