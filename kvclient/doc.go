@@ -5,10 +5,20 @@
 //
 // # Usage
 //
-//	c := client.New(pd, client.Config{})
+// A SQL node builds one Client and the transaction client over it
+// (cmd/sqlnode); the SQL layer reaches both only through kv.Storage, whose
+// production implementation is kvclient/txn.Storage:
+//
+//	c := kvclient.New(pd, kvclient.Config{})
 //	defer c.Close()
-//	v, found, err := c.Get(ctx, key, startTS)
-//	err = c.Commit(ctx, mutations, startTS, commitTS)
+//	txns := txn.NewClient(c, pd, txn.Config{}) // package kvclient/txn
+//	store := txn.NewStorage(pd, c, txns)       // a kv.Storage
+//	t, err := store.Begin(ctx, kv.TxnOptions{Pessimistic: true})
+//
+// Transactions send Percolator commands through SendRequest (below);
+// pushed-down reads go through Coprocessor / CoprocessorResolved. Get, Scan
+// and Commit (kv.go) are one-shot reads and writes outside a transaction,
+// used by tests only (see Writes).
 //
 // # Routing and retries
 //

@@ -4,8 +4,9 @@
 // Close) passing chunks of up to 256 rows on the caller's goroutine:
 // readers (point and batch point gets, table ranges paged through the
 // coprocessor, index readers and index lookups paged through Txn.Scan),
-// Selection, HashAgg, Sort / TopN, Limit, Projection, Distinct and
-// SelectLock. Rows a chunk holds are valid until its producer's next
+// Selection, HashAgg, HashJoin / IndexJoin, Union, Sort / TopN, Limit,
+// Projection, Distinct and SelectLock; window functions (window.go),
+// recursive CTEs and INTERSECT / EXCEPT (cte.go) compute their rows whole. Rows a chunk holds are valid until its producer's next
 // Next; operators that keep rows (sorts, aggregation, locking) copy them.
 // Projection over a point get by handle, the latency-critical point
 // select, runs without operators.
@@ -26,7 +27,11 @@
 // WHERE evaluated again on them; in optimistic mode they read the snapshot
 // and conflicts are found at commit.
 //
-// Filtering, sorting, grouping, aggregation (other than COUNT(*) without a
-// WHERE) and projection run on the SQL node. Executor is safe for
+// What the planner pushed down (conditions, partial aggregates, TopN,
+// index lookups) runs on the stores (store/coprocessor); the rest of
+// filtering, sorting, grouping, aggregation, joins, windows and projection
+// runs here; sorts, hash aggregation and hash joins spill to disk past the
+// statement's memory quota (package spill, tidb_enable_tmp_storage_on_oom).
+// Executor is safe for
 // concurrent use; per-statement state lives in the statement's operators.
 package executor
