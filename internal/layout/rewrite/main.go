@@ -73,13 +73,28 @@ func walk(fn func(path string) error) {
 	}
 }
 
+func parse(name string, src []byte) (*token.FileSet, *ast.File, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
+	return fset, f, err
+}
+
+// write formats f, imports sorted, into the file name.
+func write(name string, fset *token.FileSet, f *ast.File) error {
+	ast.SortImports(fset, f)
+	var buf bytes.Buffer
+	if err := format.Node(&buf, fset, f); err != nil {
+		return err
+	}
+	return os.WriteFile(name, buf.Bytes(), 0o644)
+}
+
 func rewriteFile(name, oldPath, newPath, newName string) error {
 	src, err := os.ReadFile(name)
 	if err != nil {
 		return err
 	}
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
+	fset, f, err := parse(name, src)
 	if err != nil {
 		return err
 	}
@@ -122,12 +137,7 @@ func rewriteFile(name, oldPath, newPath, newName string) error {
 	if !changed {
 		return nil
 	}
-	ast.SortImports(fset, f)
-	var buf bytes.Buffer
-	if err := format.Node(&buf, fset, f); err != nil {
-		return err
-	}
-	return os.WriteFile(name, buf.Bytes(), 0o644)
+	return write(name, fset, f)
 }
 
 // modulePath is the module of the current directory's go.mod.
@@ -191,8 +201,7 @@ func moveSyms(name, oldPath, newPath string, syms map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
+	fset, f, err := parse(name, src)
 	if err != nil {
 		return err
 	}
@@ -247,7 +256,7 @@ func moveSyms(name, oldPath, newPath string, syms map[string]bool) error {
 		return nil
 	}
 	src = applyEdits(src, edits)
-	if f, err = parser.ParseFile(fset, name, src, parser.ParseComments); err != nil {
+	if fset, f, err = parse(name, src); err != nil {
 		return err
 	}
 	edits = edits[:0]
@@ -285,13 +294,8 @@ func moveSyms(name, oldPath, newPath string, syms map[string]bool) error {
 		edits = append(edits, edit{at, at, line})
 	}
 	src = applyEdits(src, edits)
-	if f, err = parser.ParseFile(fset, name, src, parser.ParseComments); err != nil {
+	if fset, f, err = parse(name, src); err != nil {
 		return err
 	}
-	ast.SortImports(fset, f)
-	var buf bytes.Buffer
-	if err := format.Node(&buf, fset, f); err != nil {
-		return err
-	}
-	return os.WriteFile(name, buf.Bytes(), 0o644)
+	return write(name, fset, f)
 }
