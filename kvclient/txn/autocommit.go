@@ -32,7 +32,7 @@ func (c *Client) CommitMutations(ctx context.Context, muts []*kvrpcpb.Mutation, 
 		case kvrpcpb.Op_Lock:
 			t.mem.Lock(m.Key, 0)
 		default:
-			err = fmt.Errorf("store/txn: unsupported mutation op %v", m.Op)
+			err = fmt.Errorf("kvclient/txn: unsupported mutation op %v", m.Op)
 		}
 		if err != nil {
 			return err

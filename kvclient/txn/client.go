@@ -67,12 +67,12 @@ func (c *Client) Resolver() *LockResolver { return c.resolver }
 func (c *Client) Begin(ctx context.Context, opts kv.TxnOptions) (*Txn, error) {
 	ts := opts.StartTS
 	if ts != 0 && !opts.ReadOnly {
-		return nil, fmt.Errorf("store/txn: a transaction reading at a given timestamp must be read-only")
+		return nil, fmt.Errorf("kvclient/txn: a transaction reading at a given timestamp must be read-only")
 	}
 	if ts == 0 {
 		var err error
 		if ts, err = c.oracle.GetTS(ctx); err != nil {
-			return nil, fmt.Errorf("store/txn: begin: %w", mapErr(err))
+			return nil, fmt.Errorf("kvclient/txn: begin: %w", mapErr(err))
 		}
 	}
 	t := &Txn{

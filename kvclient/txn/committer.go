@@ -191,7 +191,7 @@ func (cm *committer) fail(ctx context.Context, err error) error {
 		rerr := cm.rollbackKeys(bctx, keys)
 		lockReleases.WithLabelValues("failed_commit", outcomeLabel(rerr)).Inc()
 		if rerr != nil {
-			slog.Info("store/txn: rollback after failed prewrite (locks left to their TTL)", "txn", cm.t.startTS, "err", rerr)
+			slog.Info("kvclient/txn: rollback after failed prewrite (locks left to their TTL)", "txn", cm.t.startTS, "err", rerr)
 		}
 	}
 	if isUndetermined(err) || errors.Is(err, kv.ErrRegionUnavailable) || errors.Is(err, kvclient.ErrRegionUnavailable) {
@@ -376,7 +376,7 @@ func (cm *committer) commit2PC(ctx context.Context, bo *kvclient.Backoffer) erro
 	commitTS, err := t.c.oracle.GetTS(ctx)
 	if err != nil {
 		// Not committed: roll back.
-		return cm.fail(ctx, fmt.Errorf("store/txn: commit ts: %w", err))
+		return cm.fail(ctx, fmt.Errorf("kvclient/txn: commit ts: %w", err))
 	}
 	commitTS = max(commitTS, cm.maxMinCommit)
 	for {
@@ -419,7 +419,7 @@ func (cm *committer) commit2PC(ctx context.Context, bo *kvclient.Backoffer) erro
 type commitTSExpired struct{ min uint64 }
 
 func (e *commitTSExpired) Error() string {
-	return fmt.Sprintf("store/txn: commit ts below min_commit_ts %d", e.min)
+	return fmt.Sprintf("kvclient/txn: commit ts below min_commit_ts %d", e.min)
 }
 
 // commitAll commits every key but the primary (async commit: the primary
@@ -439,7 +439,7 @@ func (cm *committer) commitAll(commitTS uint64) {
 	}
 	bo := cm.t.c.kv.NewBackoffer()
 	if err := cm.commitKeys(ctx, bo, commitTS, keys); err != nil {
-		slog.Debug("store/txn: commit secondaries (readers resolve what is left)", "txn", cm.t.startTS, "commit_ts", commitTS, "err", err)
+		slog.Debug("kvclient/txn: commit secondaries (readers resolve what is left)", "txn", cm.t.startTS, "commit_ts", commitTS, "err", err)
 	}
 }
 

@@ -13,16 +13,16 @@ var (
 	// ErrTxnAborted: the store aborted the transaction (its locks were
 	// rolled back by another transaction's lock resolution, or the store
 	// refused the command); nothing of it was committed.
-	ErrTxnAborted = errors.New("store/txn: transaction aborted")
+	ErrTxnAborted = errors.New("kvclient/txn: transaction aborted")
 	// ErrFinished: the transaction was already committed or rolled back.
-	ErrFinished = errors.New("store/txn: transaction already finished")
+	ErrFinished = errors.New("kvclient/txn: transaction already finished")
 	// ErrReadOnly: a write in a read-only transaction.
-	ErrReadOnly = errors.New("store/txn: transaction is read-only")
+	ErrReadOnly = errors.New("kvclient/txn: transaction is read-only")
 	// ErrGCTooEarly: the snapshot is below the GC safe point; versions it
 	// would see may be gone (TiDB's 9006).
-	ErrGCTooEarly = errors.New("store/txn: snapshot is older than the GC safe point")
+	ErrGCTooEarly = errors.New("kvclient/txn: snapshot is older than the GC safe point")
 	// ErrNoSavepoint: ROLLBACK TO / RELEASE of an unknown savepoint.
-	ErrNoSavepoint = errors.New("store/txn: savepoint does not exist")
+	ErrNoSavepoint = errors.New("kvclient/txn: savepoint does not exist")
 )
 
 // keyError converts a store KeyError (not Locked, which callers resolve)
@@ -54,7 +54,7 @@ func keyError(ke *kvrpcpb.KeyError, startTS uint64) error {
 	case ke.CommitTsExpired != nil:
 		return fmt.Errorf("%w: commit ts %d expired (min %d)", ErrTxnAborted, ke.CommitTsExpired.AttemptedCommitTs, ke.CommitTsExpired.MinCommitTs)
 	case ke.Locked != nil:
-		return fmt.Errorf("store/txn: key %x locked by txn %d", ke.Locked.Key, ke.Locked.LockVersion)
+		return fmt.Errorf("kvclient/txn: key %x locked by txn %d", ke.Locked.Key, ke.Locked.LockVersion)
 	}
 	return fmt.Errorf("%w: unknown key error %v", ErrTxnAborted, ke)
 }

@@ -23,7 +23,7 @@ const defaultLockWait = 50 * time.Second
 
 // errRetryLock: the key was committed after for_update_ts; lock again at a
 // newer one.
-var errRetryLock = errors.New("store/txn: pessimistic lock must retry at a newer for_update_ts")
+var errRetryLock = errors.New("kvclient/txn: pessimistic lock must retry at a newer for_update_ts")
 
 // afterPrimaryLocked, set only by tests before any transaction runs, is
 // called between a lock round's primary lock and the rest: the window in
@@ -135,7 +135,7 @@ func (t *Txn) lockPessimistic(ctx context.Context, opts kv.LockOptions, keys [][
 	for {
 		forUpdateTS, err := t.c.oracle.GetTS(ctx)
 		if err != nil {
-			return fmt.Errorf("store/txn: for_update_ts: %w", mapErr(err))
+			return fmt.Errorf("kvclient/txn: for_update_ts: %w", mapErr(err))
 		}
 		sentTS = forUpdateTS
 		lockStart := time.Now()
@@ -331,7 +331,7 @@ func (t *Txn) resendLock(ctx context.Context, bo *kvclient.Backoffer, r *locate.
 		return false
 	}
 	lockResends.Inc()
-	slog.Info("store/txn: pessimistic lock undetermined, resending at the region's current leader",
+	slog.Info("kvclient/txn: pessimistic lock undetermined, resending at the region's current leader",
 		"txn", t.startTS, "region", r.ID(), "err", err)
 	return true
 }
@@ -381,7 +381,7 @@ func (t *Txn) releaseFailed(ctx context.Context, keys [][]byte, sentTS uint64, c
 		err := t.pessimisticRollback(rctx, keys, sentTS)
 		lockReleases.WithLabelValues("failed_lock", outcomeLabel(err)).Inc()
 		if err != nil {
-			slog.Info("store/txn: release locks of failed lock request (left to their TTL)", "txn", t.startTS, "keys", len(keys), "err", err)
+			slog.Info("kvclient/txn: release locks of failed lock request (left to their TTL)", "txn", t.startTS, "keys", len(keys), "err", err)
 		}
 		return err
 	}
@@ -462,7 +462,7 @@ func (t *Txn) releaseAll(ctx context.Context, cause string) {
 	err := t.pessimisticRollback(rctx, keys, max(t.forUpdateTS, t.lockTS))
 	lockReleases.WithLabelValues(cause, outcomeLabel(err)).Inc()
 	if err != nil {
-		slog.Info("store/txn: release pessimistic locks (left to their TTL)", "txn", t.startTS, "cause", cause, "keys", len(keys), "err", err)
+		slog.Info("kvclient/txn: release pessimistic locks (left to their TTL)", "txn", t.startTS, "cause", cause, "keys", len(keys), "err", err)
 	}
 }
 
@@ -497,7 +497,7 @@ func (t *Txn) startHeartbeat(primary []byte) {
 				t.renewed(sent)
 			}
 			if err != nil {
-				slog.Debug("store/txn: heartbeat", "txn", startTS, "err", err)
+				slog.Debug("kvclient/txn: heartbeat", "txn", startTS, "err", err)
 				var ke *heartbeatKeyError
 				if errors.As(err, &ke) {
 					return // the lock is gone: nothing left to keep alive

@@ -159,7 +159,7 @@ func (lr *LockResolver) status(ctx context.Context, bo *kvclient.Backoffer, l *k
 func (lr *LockResolver) checkStatus(ctx context.Context, bo *kvclient.Backoffer, l *kvrpcpb.LockInfo, callerTS uint64) (TxnStatus, error) {
 	now, err := lr.oracle.GetTS(ctx)
 	if err != nil {
-		return TxnStatus{}, fmt.Errorf("store/txn: resolve lock: %w", err)
+		return TxnStatus{}, fmt.Errorf("kvclient/txn: resolve lock: %w", err)
 	}
 	isExpired := expired(l, now)
 	req := &kvrpcpb.CheckTxnStatusRequest{
@@ -193,7 +193,7 @@ func (lr *LockResolver) checkStatus(ctx context.Context, bo *kvclient.Backoffer,
 				// Another lock on the primary key: wait.
 				return TxnStatus{TTL: l.LockTtl}, nil
 			}
-			return TxnStatus{}, fmt.Errorf("store/txn: check txn %d status: %w", l.LockVersion, keyError(ke, l.LockVersion))
+			return TxnStatus{}, fmt.Errorf("kvclient/txn: check txn %d status: %w", l.LockVersion, keyError(ke, l.LockVersion))
 		}
 		st := TxnStatus{TTL: cr.LockTtl, CommitTS: cr.CommitVersion, Action: cr.Action, Lock: cr.LockInfo}
 		if !st.Final() && st.Lock != nil && st.Lock.UseAsyncCommit && expired(st.Lock, now) {
@@ -236,7 +236,7 @@ func (lr *LockResolver) asyncCommitStatus(ctx context.Context, bo *kvclient.Back
 			return false, nil
 		})
 	if err != nil {
-		return TxnStatus{}, fmt.Errorf("store/txn: check secondaries of txn %d: %w", primary.LockVersion, err)
+		return TxnStatus{}, fmt.Errorf("kvclient/txn: check secondaries of txn %d: %w", primary.LockVersion, err)
 	}
 	st := TxnStatus{Action: kvrpcpb.Action_NoAction}
 	switch {
@@ -308,7 +308,7 @@ func (lr *LockResolver) resolveRegionAsync(ctx context.Context, bo *kvclient.Bac
 		ctx, cancel := context.WithTimeout(context.Background(), regionResolveTimeout)
 		defer cancel()
 		if err := lr.resolveRegion(ctx, l, commitTS); err != nil {
-			slog.Debug("store/txn: background region resolve failed", "txn", l.LockVersion, "err", err)
+			slog.Debug("kvclient/txn: background region resolve failed", "txn", l.LockVersion, "err", err)
 		}
 	}()
 }
@@ -331,7 +331,7 @@ func (lr *LockResolver) resolveRegion(ctx context.Context, l *kvrpcpb.LockInfo, 
 			continue
 		}
 		if ke := resp.GetResolveLock().GetError(); ke != nil {
-			return fmt.Errorf("store/txn: resolve txn %d: %w", l.LockVersion, keyError(ke, l.LockVersion))
+			return fmt.Errorf("kvclient/txn: resolve txn %d: %w", l.LockVersion, keyError(ke, l.LockVersion))
 		}
 		return nil
 	}
@@ -370,7 +370,7 @@ func (lr *LockResolver) pessimisticRollback(ctx context.Context, bo *kvclient.Ba
 			continue
 		}
 		if kes := resp.GetPessimisticRollback().GetErrors(); len(kes) > 0 {
-			return fmt.Errorf("store/txn: pessimistic rollback of txn %d: %w", l.LockVersion, keyError(kes[0], l.LockVersion))
+			return fmt.Errorf("kvclient/txn: pessimistic rollback of txn %d: %w", l.LockVersion, keyError(kes[0], l.LockVersion))
 		}
 		return nil
 	}
@@ -384,11 +384,11 @@ func resolveErr(startTS uint64, err error) error {
 		return nil
 	}
 	if errors.Is(err, kvclient.ErrUndetermined) {
-		slog.Debug("store/txn: lock resolve outcome unknown", "txn", startTS, "err", err)
+		slog.Debug("kvclient/txn: lock resolve outcome unknown", "txn", startTS, "err", err)
 		// The caller's request did nothing yet: a retryable failure (9005).
-		return fmt.Errorf("%w: store/txn: resolve locks of txn %d: %v", kv.ErrRegionUnavailable, startTS, err)
+		return fmt.Errorf("%w: kvclient/txn: resolve locks of txn %d: %v", kv.ErrRegionUnavailable, startTS, err)
 	}
-	return fmt.Errorf("store/txn: resolve locks of txn %d: %w", startTS, err)
+	return fmt.Errorf("kvclient/txn: resolve locks of txn %d: %w", startTS, err)
 }
 
 func compareBytes(a, b []byte) int {

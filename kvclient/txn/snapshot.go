@@ -15,7 +15,7 @@ import (
 	"github.com/stratadb/strata/proto/storepb"
 )
 
-var errLocked = errors.New("store/txn: key locked by a live transaction")
+var errLocked = errors.New("kvclient/txn: key locked by a live transaction")
 
 // readCtx is the request context of a snapshot read.
 func (t *Txn) readCtx() *kvrpcpb.Context {
@@ -86,7 +86,7 @@ func (t *Txn) snapshotGet(ctx context.Context, key []byte, ts uint64) ([]byte, b
 				}
 				continue
 			}
-			return nil, false, fmt.Errorf("store/txn: get %x: %w", key, keyError(ke, t.startTS))
+			return nil, false, fmt.Errorf("kvclient/txn: get %x: %w", key, keyError(ke, t.startTS))
 		}
 		if g.GetNotFound() {
 			return nil, false, nil
@@ -148,7 +148,7 @@ func (t *Txn) snapshotBatchGet(ctx context.Context, keys [][]byte, ts uint64, ou
 					defer mu.Unlock()
 					if ke := bg.GetError(); ke != nil {
 						if ke.Locked == nil {
-							return false, fmt.Errorf("store/txn: batch get: %w", keyError(ke, t.startTS))
+							return false, fmt.Errorf("kvclient/txn: batch get: %w", keyError(ke, t.startTS))
 						}
 						locks = append(locks, ke.Locked)
 						locked = append(locked, ks[lo:hi]...)
@@ -157,7 +157,7 @@ func (t *Txn) snapshotBatchGet(ctx context.Context, keys [][]byte, ts uint64, ou
 					for _, p := range bg.GetPairs() {
 						if p.Error != nil {
 							if p.Error.Locked == nil {
-								return false, fmt.Errorf("store/txn: batch get %x: %w", p.Key, keyError(p.Error, t.startTS))
+								return false, fmt.Errorf("kvclient/txn: batch get %x: %w", p.Key, keyError(p.Error, t.startTS))
 							}
 							locks = append(locks, p.Error.Locked)
 							locked = append(locked, p.Key)
@@ -212,7 +212,7 @@ func (t *Txn) Scan(ctx context.Context, start, end []byte, limit int, reverse bo
 		return nil, ErrFinished
 	}
 	if limit < 0 {
-		return nil, fmt.Errorf("store/txn: scan: negative limit %d", limit)
+		return nil, fmt.Errorf("kvclient/txn: scan: negative limit %d", limit)
 	}
 	if len(end) != 0 && compareBytes(start, end) >= 0 {
 		return nil, nil
@@ -340,7 +340,7 @@ func (s *scanner) fill(ctx context.Context) error {
 	for i, p := range pairs {
 		if p.Error != nil {
 			if p.Error.Locked == nil {
-				return fmt.Errorf("store/txn: scan %x: %w", p.Key, keyError(p.Error, s.t.startTS))
+				return fmt.Errorf("kvclient/txn: scan %x: %w", p.Key, keyError(p.Error, s.t.startTS))
 			}
 			lock, pairs = p.Error.Locked, pairs[:i]
 			break
@@ -348,7 +348,7 @@ func (s *scanner) fill(ctx context.Context) error {
 	}
 	if ke := sr.GetError(); ke != nil && lock == nil {
 		if ke.Locked == nil {
-			return fmt.Errorf("store/txn: scan: %w", keyError(ke, s.t.startTS))
+			return fmt.Errorf("kvclient/txn: scan: %w", keyError(ke, s.t.startTS))
 		}
 		lock = ke.Locked
 	}

@@ -76,7 +76,7 @@ func (t *Txn) snapshotTS(ctx context.Context) (uint64, error) {
 	if t.rcStale {
 		ts, err := t.c.oracle.GetTS(ctx)
 		if err != nil {
-			return 0, fmt.Errorf("store/txn: statement snapshot: %w", mapErr(err))
+			return 0, fmt.Errorf("kvclient/txn: statement snapshot: %w", mapErr(err))
 		}
 		t.readTS, t.rcStale, t.skip = ts, false, t.skip[:0]
 	}
