@@ -113,7 +113,7 @@
 // (Put/Delete/DeleteRange of cf keys; the engine key is kv/keys.EngineKey(cf,
 // key)), or an admin command (CompactLog, Split; Propose accepts none from
 // callers: the store proposes them itself). raftstore knows nothing
-// of transactions: the layer above (kv/server's 1PC today, kv/txn next)
+// of transactions: the layer above (store/server's 1PC today, store/txn next)
 // evaluates against the engine on the leader under its own per-key latches
 // and proposes the resulting writes through Store.Propose.
 //
@@ -212,7 +212,7 @@
 // the snapshot's index get ErrUndetermined; the peer stopped leading
 // before (Store.LeaderTerm, published when the loop handles raft's state
 // change, is 0 by then), which a leader read whose wait such an answer
-// ended checks after taking its snapshot (kv/txn doc.go, "Leader reads").
+// ended checks after taking its snapshot (store/txn doc.go, "Leader reads").
 // Metrics: strata_raftstore_snapshots_total{event}, snapshot_bytes_total{event}
 // (SST bytes), snapshot_disk_bytes{kind} (files on disk),
 // snapshot_generate_seconds, snapshot_send_seconds,

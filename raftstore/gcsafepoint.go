@@ -8,7 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// The GC safe point this store knows (kv/gc): reads below it are refused.
+// The GC safe point this store knows (store/gc): reads below it are refused.
 // GC deletes the versions below a safe point through raft commands that
 // carry it (RaftCmdRequest.gc_safe_point), so every replica that applies
 // the deletes, including one whose store never heard of the safe point from

@@ -253,7 +253,7 @@ func (h *harness) stop(id uint64) {
 // depends on scheduling, so the same seed diverged in about 1 run in 60
 // under -race (TestHarnessReplay/chaos_3_stores, commit index 26 vs 27 at
 // tick 116). Kill -9 with unsynced writes surviving is covered by the
-// real-binary tests (tests/, kv/server).
+// real-binary tests (tests/, store/server).
 func (h *harness) crash(id uint64) { h.crashKeeping(id, 0) }
 
 // crashKeeping is crash keeping percent % of the unsynced writes.

@@ -12,15 +12,15 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stratadb/strata/kv/concurrency"
-	"github.com/stratadb/strata/kv/mvcc"
-	"github.com/stratadb/strata/kv/txn"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/pdpb"
 	"github.com/stratadb/strata/proto/raft_cmdpb"
 	"github.com/stratadb/strata/proto/raft_serverpb"
+	"github.com/stratadb/strata/store/concurrency"
+	"github.com/stratadb/strata/store/mvcc"
+	"github.com/stratadb/strata/store/txn"
 )
 
 // Issue 25 §3: a leader read that waits on an in-memory lock (a 1PC write
@@ -31,8 +31,8 @@ import (
 // read it released must then fail with a region error the client retries,
 // or read what every later read at its timestamp reads.
 
-// txnEngine is txn.Engine over a harness store, as kv/server's raftEngine
-// is over a real one (kv/server imports raftstore, so this package cannot
+// txnEngine is txn.Engine over a harness store, as store/server's raftEngine
+// is over a real one (store/server imports raftstore, so this package cannot
 // use it). With hold set, a write answered ErrUndetermined returns only
 // once release is called: the test decides when the write's in-memory
 // lock is released relative to the loop.

@@ -418,7 +418,7 @@ func (p *peer) snapshotApplied(index uint64) {
 // LeaderTerm returns the term in which this store's peer of regionID
 // leads it, or 0: no peer here, not the leader, or installing a snapshot.
 // Safe from any goroutine. A leader read loads it before its ReadIndex and
-// again after taking its engine snapshot (kv/txn doc.go, "Leader reads"):
+// again after taking its engine snapshot (store/txn doc.go, "Leader reads"):
 // the same non-zero term both times means the peer led without a break in
 // between, so the snapshot holds the region's data and no write of the
 // region was answered undetermined here meanwhile. Those answers

@@ -17,7 +17,7 @@ import (
 // cmd.requests are plain writes per key space (keys are cf keys; raftstore
 // adds the key-space prefix, see kv/keys), decided by the caller beforehand.
 //
-// Contract for callers that evaluate against the engine (kv/txn, kv/server):
+// Contract for callers that evaluate against the engine (store/txn, store/server):
 // a nil error and no region error mean every request of cmd was applied on
 // this store, in one batch with the applied index, before Propose returned;
 // so a caller that read the engine (after ReadIndex) under its own per-key

@@ -17,7 +17,7 @@ import (
 //
 // Follower read (ReplicaReadIndex). A follower or learner asked for a
 // linearizable read gets a read index from its region's leader (the layer
-// above makes the round trip: kv/server's ReadIndex RPC, where the leader
+// above makes the round trip: store/server's ReadIndex RPC, where the leader
 // confirms its leadership as for its own reads, records the read's
 // timestamp and waits for the in-flight writes the read must see, then
 // answers its applied index), and serves the read once its own applied

@@ -1,17 +1,30 @@
 // Package sql is the root of Strata's SQL layer: the stateless SQL node that
 // speaks the MySQL protocol and turns statements into KV reads and writes.
+// It holds no code; the contract the layer needs from below is package kv
+// (kv.Storage, kv.Txn), implemented by kvclient/txn.Storage and wired in
+// cmd/sqlnode.
 //
-// Layout (each subpackage has its own doc.go):
+// Subpackages (each has its own doc.go), roughly in the order a query
+// passes through them:
 //
-//	sql/server   MySQL wire protocol: listener, handshake, auth, commands, result packets
-//	sql/session  per-connection state; parses a query and dispatches each statement
-//	sql/executor plans and runs SELECT / INSERT / SHOW / SET against a Storage
-//	sql/catalog  databases and tables, persisted as JSON under 'm' keys, cached
-//	sql/expr     expression compilation (TiDB AST -> Expr) and evaluation
-//	sql/types    column types, value conversion and range checks
-//	sql/errno    MySQL error codes, SQLSTATEs and the client-visible Error type
-//
-// This package holds the one contract the SQL layer needs from below: Storage.
-// The production Storage is pd/pdclient + kv/client (wired in cmd/sqlnode);
-// tests use an in-memory fake that lives only in _test files.
+//	sql/server      MySQL wire protocol: listener, handshake, auth, commands, result packets
+//	sql/auth        authentication plugins and password hashes
+//	sql/session     per-connection state; parses a query and runs each statement
+//	                (transactions, DDL, SHOW, SPLIT, LOAD DATA, ANALYZE, views)
+//	sql/planner     logical and physical plans: access paths, joins, CTEs,
+//	                windows, aggregation, what is pushed down to the stores
+//	sql/executor    runs plans and DML against a kv.Txn
+//	sql/expr        expression compilation (TiDB AST -> Expr) and evaluation,
+//	                also run by the stores' coprocessor
+//	sql/types       column types, Datum, value conversion and range checks
+//	sql/table       writes a row with its index entries
+//	sql/tablecodec  SQL rows and index entries onto KV keys and values
+//	sql/catalog     databases and tables, persisted as JSON under 'm' keys, cached
+//	sql/ddl         schema changes as jobs run by the DDL owner
+//	sql/statistics  what ANALYZE TABLE learns, for the planner
+//	sql/infoschema  information_schema tables
+//	sql/privilege   users and privileges (GRANT, REVOKE; no roles)
+//	sql/memory      statement memory tracking and quotas
+//	sql/gcleader    the cluster's GC rounds, run by one SQL node
+//	sql/errno       MySQL error codes, SQLSTATEs and the client-visible Error type
 package sql

@@ -21,7 +21,7 @@ import (
 // acknowledged commits. A lost lock would only cost a retried 1213 (the
 // prewrite's check keeps the counter right), so lost locks are logged, not
 // failed on (an unplanned election on a loaded machine loses them
-// legitimately); kv/server's TestMemLocksSurviveTransferAndSplit asserts
+// legitimately); store/server's TestMemLocksSurviveTransferAndSplit asserts
 // that a transfer keeps them. Without the handover this test logged 1 lost
 // lock in 30 transfers, with it none in 17.
 func TestSelectForUpdateAcrossLeaderTransfers(t *testing.T) {

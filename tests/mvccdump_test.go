@@ -9,9 +9,10 @@ import (
 
 	"github.com/stratadb/strata/kv/codec"
 	"github.com/stratadb/strata/kv/keys"
-	"github.com/stratadb/strata/kv/mvcc"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/localcluster"
+	"github.com/stratadb/strata/sql/tablecodec"
+	"github.com/stratadb/strata/sql/types"
+	"github.com/stratadb/strata/store/mvcc"
 )
 
 // dumpMVCC is a failure diagnostic: it kills every store and logs the LOCK
@@ -33,7 +34,7 @@ func dumpMVCC(t *testing.T, c *localcluster.Cluster) {
 		it, _ := db.NewIter(&pebble.IterOptions{LowerBound: []byte{'l'}, UpperBound: []byte{'x'}})
 		var sb strings.Builder
 		rd := tablecodec.NewRowDecoder([]int64{1, 2})
-		out := make([]tablecodec.Datum, 2)
+		out := make([]types.Datum, 2)
 		for it.First(); it.Valid(); it.Next() {
 			k := it.Key()
 			switch k[0] {

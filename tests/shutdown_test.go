@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	kvclient "github.com/stratadb/strata/kv/client"
+	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/localcluster"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -116,7 +116,7 @@ func loop(t *testing.T, f func(ctx context.Context) error) *progress {
 	return p
 }
 
-// TestStoreStopWriteStall: one writer commits through kv/client in a loop
+// TestStoreStopWriteStall: one writer commits through kvclient in a loop
 // while the store leading the region is stopped, first with SIGTERM, then
 // (after that store is back) with kill -9. SIGTERM hands the leadership over
 // first: no write fails and the stall is a few round trips instead of an
@@ -147,7 +147,7 @@ func TestStoreStopWriteStall(t *testing.T) {
 	})
 
 	// SIGTERM first, on a cluster where every client connection is warm
-	// (see the report: kv/client's gRPC reconnect backoff to a store that
+	// (see the report: kvclient's gRPC reconnect backoff to a store that
 	// was just restarted can add up to 1s when the leadership moves to it).
 	stopped := regionLeader(t, c, pd)
 	gracefulStall, gracefulErrs := writes.measure(t, 50, func() {

@@ -22,13 +22,13 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/config"
-	kvclient "github.com/stratadb/strata/kv/client"
-	"github.com/stratadb/strata/kv/client/txn"
-	"github.com/stratadb/strata/kv/gcleader"
+	"github.com/stratadb/strata/kvclient"
+	"github.com/stratadb/strata/kvclient/txn"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/sql/auth"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/executor/spill"
+	"github.com/stratadb/strata/sql/gcleader"
 	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/server"
 	"github.com/stratadb/strata/status"
@@ -159,7 +159,7 @@ func run(args []string) error {
 
 	txnClient := txn.NewClient(kv, pd, txn.Config{MaxTxnSize: cfg.TxnTotalSizeLimit})
 	// Every SQL node takes part in the GC leader election; the leader runs
-	// GC rounds (kv/gcleader).
+	// GC rounds (sql/gcleader).
 	host, _ := os.Hostname()
 	gcl := gcleader.New(pd, kv, txnClient.Resolver(), gcleader.Config{NodeID: fmt.Sprintf("%s/%s/%d", host, cfg.Addr, os.Getpid()),
 		MinStartTS: txnClient.MinStartTS})
@@ -178,7 +178,7 @@ func run(args []string) error {
 		RequireSecureTransport: cfg.RequireSecureTransport,
 		AuthPlugin:             cfg.DefaultAuthPlugin,
 		Addr:                   cfg.Addr,
-		Store:                  &kvStorage{pd: pd, kv: kv, txn: txnClient},
+		Store:                  txn.NewStorage(pd, kv, txnClient),
 		Users:                  map[string]string{"root": cfg.RootPassword},
 		SkipGrantTables:        cfg.SkipGrantTables,
 		ShutdownTimeout:        cfg.ShutdownTimeout,

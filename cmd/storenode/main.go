@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/config"
-	"github.com/stratadb/strata/kv/server"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/raftstore"
 	"github.com/stratadb/strata/status"
+	"github.com/stratadb/strata/store/server"
 )
 
 // fileConfig is the TOML/flag configuration of a store node.
@@ -58,7 +58,7 @@ type fileConfig struct {
 	BlockCacheSize int64 `toml:"block-cache-size"`
 	// Labels are the store's location labels, "zone=z1,host=h1".
 	Labels string `toml:"labels"`
-	// InMemoryPessimisticLock: see kv/txn Config (on by default).
+	// InMemoryPessimisticLock: see store/txn Config (on by default).
 	InMemoryPessimisticLock bool `toml:"in-memory-pessimistic-lock"`
 }
 

@@ -3,7 +3,7 @@
 // prefix byte followed by the memcomparable user key and, for versioned
 // spaces, a descending timestamp.
 //
-//	LOCK    'l' enc(key)              -> lock (kv/mvcc)
+//	LOCK    'l' enc(key)              -> lock (store/mvcc)
 //	WRITE   'w' enc(key) ^commit_ts   -> write record, short value inlined
 //	DEFAULT 'z' enc(key) ^start_ts    -> long value
 //

@@ -1,7 +1,7 @@
 // Package regionkeys checks user keys and ranges against a region's
 // [start_key, end_key) (an empty end_key is +infinity) and builds the
-// KeyNotInRegion region error. raftstore, kv/txn and kv/gc share it so that
-// kv/txn and kv/gc need not import raftstore. Functions are pure and safe
+// KeyNotInRegion region error. raftstore, store/txn and store/gc share it so that
+// store/txn and store/gc need not import raftstore. Functions are pure and safe
 // for concurrent use; returned slices alias the arguments or the region.
 package regionkeys
 

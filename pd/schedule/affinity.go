@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/metapb"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // Data affinity (TiDB 8.5's table-level affinity, PD's
@@ -22,7 +22,7 @@ import (
 // index lookup can finish in one RPC on one store.
 //
 //   - Grouping: a region belongs to the table its start key is in
-//     (`t{tableID}...`, kv/tablecodec's layout: rows `t{id}_r{handle}`,
+//     (`t{tableID}...`, sql/tablecodec's layout: rows `t{id}_r{handle}`,
 //     index entries `t{id}_i{indexID}...`). A region starting before the
 //     table (in another table or the catalog) is not in the group.
 //   - Target: chosen from where the group's replicas and leaders are

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/kv/codec"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/pdpb"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 func TestDecodeTableKey(t *testing.T) {

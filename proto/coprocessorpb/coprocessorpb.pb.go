@@ -1060,7 +1060,7 @@ func (x *FieldType) GetElems() []string {
 	return nil
 }
 
-// Datum mirrors kv/tablecodec.Datum: kind 0 NULL, 1 int64, 2 uint64,
+// Datum mirrors sql/types.Datum: kind 0 NULL, 1 int64, 2 uint64,
 // 3 float64 (n holds the bits), 4 bytes.
 type Datum struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`

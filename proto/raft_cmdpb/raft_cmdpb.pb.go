@@ -750,7 +750,7 @@ type RaftCmdRequest struct {
 	// gc_safe_point, when set, is the GC safe point the requests (GC's
 	// deletes of old versions) delete under: every replica applying the
 	// command raises its store's known safe point to it before the deletes
-	// reach its engine, so it refuses reads below it (kv/gc). A store built
+	// reach its engine, so it refuses reads below it (store/gc). A store built
 	// before the field ignores it.
 	GcSafePoint   uint64 `protobuf:"varint,4,opt,name=gc_safe_point,json=gcSafePoint,proto3" json:"gc_safe_point,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -84,7 +84,7 @@ type StoreClient interface {
 	// ReadIndex is a follower read's leader round (TiKV's follower read): the
 	// region's leader here confirms its leadership (lease or raft ReadIndex),
 	// records start_ts as a read of the region and waits for the in-flight
-	// writes it must see (kv/concurrency), then answers its applied index; the
+	// writes it must see (store/concurrency), then answers its applied index; the
 	// follower serves the read once it applied that index.
 	ReadIndex(ctx context.Context, in *ReadIndexRequest, opts ...grpc.CallOption) (*ReadIndexResponse, error)
 	SplitRegion(ctx context.Context, in *kvrpcpb.SplitRegionRequest, opts ...grpc.CallOption) (*kvrpcpb.SplitRegionResponse, error)
@@ -372,7 +372,7 @@ type StoreServer interface {
 	// ReadIndex is a follower read's leader round (TiKV's follower read): the
 	// region's leader here confirms its leadership (lease or raft ReadIndex),
 	// records start_ts as a read of the region and waits for the in-flight
-	// writes it must see (kv/concurrency), then answers its applied index; the
+	// writes it must see (store/concurrency), then answers its applied index; the
 	// follower serves the read once it applied that index.
 	ReadIndex(context.Context, *ReadIndexRequest) (*ReadIndexResponse, error)
 	SplitRegion(context.Context, *kvrpcpb.SplitRegionRequest) (*kvrpcpb.SplitRegionResponse, error)

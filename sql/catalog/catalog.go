@@ -12,16 +12,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kv/codec"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // Catalog is the cached, KV-backed schema. Safe for concurrent use.
 type Catalog struct {
-	store sql.Storage
+	store kv.Storage
 	log   *slog.Logger
 	lease time.Duration
 	epoch time.Time // clock() counts from here
@@ -59,7 +59,7 @@ type tableName struct {
 }
 
 // New returns a Catalog over store.
-func New(store sql.Storage) *Catalog {
+func New(store kv.Storage) *Catalog {
 	return &Catalog{store: store, log: slog.Default(), lease: DefaultLease, nodeID: fmt.Sprintf("%016x", rand.Uint64()), epoch: time.Now(), history: map[int64]schemaDiff{}, txnCounts: map[int64]*TxnSchema{},
 		dbs: map[string]*DBInfo{}, tables: map[tableName]*TableInfo{}}
 }
@@ -194,7 +194,7 @@ func (c *Catalog) CreateDB(ctx context.Context, db *DBInfo, ifNotExists bool, st
 	err := c.commitDDL(ctx, nil, false, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
 		return step.add(start, version, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: dbKey(name), Value: v}})
 	})
-	var ke *sql.KeyExistsError
+	var ke *kv.KeyExistsError
 	if errors.As(err, &ke) {
 		if ifNotExists {
 			return nil
@@ -314,7 +314,7 @@ func (c *Catalog) CreateTable(ctx context.Context, db *DBInfo, t *TableInfo, ifN
 	err = c.commitDDL(ctx, nil, false, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
 		return step.add(start, version, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: tableKey(db.ID, t.Name), Value: v}})
 	})
-	var ke *sql.KeyExistsError
+	var ke *kv.KeyExistsError
 	if errors.As(err, &ke) {
 		if ifNotExists {
 			return nil

@@ -35,7 +35,7 @@
 // for two leases at most (WaitVersion). So a version committed after a
 // node's last confirming read at ts r is followed by the next step of its
 // job no sooner than two leases later, and CheckCommit vouches for a
-// commit_ts up to r + 1.5 leases (sql.CommitGuard.MaxCommitTS; 1PC and
+// commit_ts up to r + 1.5 leases (kv.CommitGuard.MaxCommitTS; 1PC and
 // async commit send it as max_commit_ts). A commit that gets a later
 // commit_ts is checked again at it before its commit point: the version
 // committed below commit_ts, read at commit_ts, may be at most one

@@ -3,7 +3,6 @@ package catalog
 import (
 	"strings"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -41,7 +40,7 @@ type IndexColumn struct {
 }
 
 // IndexInfo describes a secondary index. Keys are laid out as in
-// kv/tablecodec: t{table id}_i{index id}{values}[{handle}].
+// sql/tablecodec: t{table id}_i{index id}{values}[{handle}].
 type IndexInfo struct {
 	ID      int64          `json:"id"` // unique within the table, >= 1, never reused
 	Name    string         `json:"name"`
@@ -117,12 +116,12 @@ func (t *TableInfo) SetIndexRow(ix *IndexInfo, vals []types.Datum, h int64, row 
 	for i, c := range ix.Columns {
 		row[c.Offset] = vals[i]
 	}
-	row[len(t.Columns)] = tablecodec.NewInt(h)
+	row[len(t.Columns)] = types.NewInt(h)
 	if t.PKIsHandle {
 		if t.Columns[t.HandleOffset].Type.Unsigned() {
-			row[t.HandleOffset] = tablecodec.NewUint(uint64(h))
+			row[t.HandleOffset] = types.NewUint(uint64(h))
 		} else {
-			row[t.HandleOffset] = tablecodec.NewInt(h)
+			row[t.HandleOffset] = types.NewInt(h)
 		}
 	}
 }

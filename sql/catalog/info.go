@@ -4,8 +4,8 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -145,14 +145,14 @@ func (t *TableInfo) DecodeRow(key, value []byte, out []types.Datum) error {
 		return err
 	}
 	for i, c := range t.Columns {
-		if out[i].Kind() == tablecodec.KindAbsent {
+		if out[i].Kind() == types.KindAbsent {
 			out[i] = c.DefaultDatum()
 		}
 	}
-	hd := tablecodec.NewInt(handle)
+	hd := types.NewInt(handle)
 	if t.PKIsHandle {
 		if t.Columns[t.HandleOffset].Type.Unsigned() {
-			out[t.HandleOffset] = tablecodec.NewUint(uint64(handle))
+			out[t.HandleOffset] = types.NewUint(uint64(handle))
 		} else {
 			out[t.HandleOffset] = hd
 		}
@@ -165,11 +165,11 @@ func (t *TableInfo) DecodeRow(key, value []byte, out []types.Datum) error {
 // CURRENT_TIMESTAMP is resolved by the caller.
 func (c *ColumnInfo) DefaultDatum() types.Datum {
 	if !c.HasDefault || c.DefaultNull || c.DefaultNow {
-		return tablecodec.NullDatum
+		return types.NullDatum
 	}
-	d, err := c.Type.Convert(tablecodec.NewString(c.Default))
+	d, err := c.Type.Convert(types.NewString(c.Default))
 	if err != nil {
-		return tablecodec.NullDatum
+		return types.NullDatum
 	}
 	return d
 }

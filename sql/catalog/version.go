@@ -15,11 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/stratadb/strata/failpoint"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kv/codec"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/tso"
 )
 
@@ -477,13 +477,13 @@ func (c *Catalog) commitWindow() time.Duration { return c.lease * 3 / 2 }
 // stalls past it (a slow prewrite, a region failover) is checked again at
 // its commit_ts by the guard's Check, before its commit point, against
 // the schema version committed below that timestamp.
-func (c *Catalog) CheckCommit(ctx context.Context, t *TxnSchema, written func(yield func(int64) bool)) (sql.CommitGuard, error) {
+func (c *Catalog) CheckCommit(ctx context.Context, t *TxnSchema, written func(yield func(int64) bool)) (kv.CommitGuard, error) {
 	if err := c.ensureValid(ctx); err != nil {
-		return sql.CommitGuard{}, err
+		return kv.CommitGuard{}, err
 	}
 	if t.lapsed.Load() {
 		schemaChangedAborts.Inc()
-		return sql.CommitGuard{}, errno.New(errno.ErrInfoSchemaChanged,
+		return kv.CommitGuard{}, errno.New(errno.ErrInfoSchemaChanged,
 			"Information schema is changed during the execution of the statement: this SQL node could not renew its schema registration within %v while the transaction ran, so schema changes may have gone on without it; nothing was committed, run the transaction again", c.syncTTL())
 	}
 	ids := slices.Collect(written)
@@ -496,16 +496,16 @@ func (c *Catalog) CheckCommit(ctx context.Context, t *TxnSchema, written func(yi
 		err := c.refresh(ctx)
 		c.refreshMu.Unlock()
 		if err != nil {
-			return sql.CommitGuard{}, errno.New(errno.ErrInfoSchemaExpired, "Information schema is out of date: %v", err)
+			return kv.CommitGuard{}, errno.New(errno.ErrInfoSchemaExpired, "Information schema is out of date: %v", err)
 		}
 		asOf = c.refreshTS.Load()
 		ok, oneStep = c.checkCommit(t.version, c.Version(), ids)
 		ok = ok || oneStep
 	}
 	if err := c.commitVerdict(ok, t.version); err != nil {
-		return sql.CommitGuard{}, err
+		return kv.CommitGuard{}, err
 	}
-	return sql.CommitGuard{
+	return kv.CommitGuard{
 		MaxCommitTS: tso.ComposeTS(physicalMs(asOf)+c.commitWindow().Milliseconds(), 0),
 		Check:       func(ctx context.Context, commitTS uint64) error { return c.checkAt(ctx, t.version, ids, commitTS) },
 	}, nil
@@ -611,7 +611,7 @@ func (c *Catalog) commitDDL(ctx context.Context, changed []int64, compatible boo
 			return fmt.Errorf("catalog: get commit ts: %w", err)
 		}
 		err = c.store.Commit(ctx, muts, start, commit)
-		var wc *sql.WriteConflictError
+		var wc *kv.WriteConflictError
 		// Two changes that read the same version also write the same diff
 		// key; the store may report either key.
 		if errors.As(err, &wc) && attempt < maxDDLRetries &&

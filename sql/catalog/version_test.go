@@ -8,13 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/tso"
 )
 
 // downStore is a Storage whose PD cannot be reached.
-type downStore struct{ sql.Storage }
+type downStore struct{ kv.Storage }
 
 func (downStore) GetTS(context.Context) (uint64, error) { return 0, errors.New("pd unreachable") }
 

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/failpoint"
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/table"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -72,10 +72,10 @@ func (d *DDL) backfill(ctx context.Context, j *Job) error {
 }
 
 func retryableBackfill(err error) bool {
-	var wc *sql.WriteConflictError
-	var ke *sql.KeyExistsError
-	var dl *sql.DeadlockError
-	return errors.As(err, &wc) || errors.As(err, &ke) || errors.As(err, &dl) || errors.Is(err, sql.ErrLockWaitTimeout)
+	var wc *kv.WriteConflictError
+	var ke *kv.KeyExistsError
+	var dl *kv.DeadlockError
+	return errors.As(err, &wc) || errors.As(err, &ke) || errors.As(err, &dl) || errors.Is(err, kv.ErrLockWaitTimeout)
 }
 
 // backfillBatch indexes up to size rows from j.ReorgKey in one optimistic
@@ -86,7 +86,7 @@ func retryableBackfill(err error) bool {
 // cancel committed meanwhile makes it conflict.
 func (d *DDL) backfillBatch(ctx context.Context, t *catalog.TableInfo, ix *catalog.IndexInfo, j *Job, end []byte, size int) error {
 	began := time.Now()
-	txn, err := d.store.Begin(ctx, sql.TxnOptions{})
+	txn, err := d.store.Begin(ctx, kv.TxnOptions{})
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (d *DDL) backfillBatch(ctx context.Context, t *catalog.TableInfo, ix *catal
 	// Optimistic LockKeys only marks the row keys: the commit fails if any
 	// of them changed after this snapshot.
 	if len(rowKeys) > 0 {
-		if _, err := txn.LockKeys(ctx, sql.LockOptions{}, rowKeys...); err != nil {
+		if _, err := txn.LockKeys(ctx, kv.LockOptions{}, rowKeys...); err != nil {
 			return err
 		}
 	}
@@ -178,7 +178,7 @@ func (d *DDL) backfillBatch(ctx context.Context, t *catalog.TableInfo, ix *catal
 	if err := txn.Set(queueKey(j.ID), encodeJob(&next)); err != nil {
 		return err
 	}
-	// A *sql.KeyExistsError or write conflict from Commit is retried by the
+	// A *kv.KeyExistsError or write conflict from Commit is retried by the
 	// caller: a concurrent change, or a real duplicate the next try reports.
 	if err := txn.Commit(ctx); err != nil {
 		return err

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 )
@@ -51,7 +51,7 @@ var (
 
 // Config configures a DDL.
 type Config struct {
-	Store   sql.Storage
+	Store   kv.Storage
 	Catalog *catalog.Catalog
 	// Addr is this node's MySQL address, shown as the owner's address.
 	Addr string
@@ -69,7 +69,7 @@ type Config struct {
 // DDL is one SQL node's part in DDL: it submits jobs and, while it is the
 // owner, runs them. Safe for concurrent use.
 type DDL struct {
-	store  sql.Storage
+	store  kv.Storage
 	cat    *catalog.Catalog
 	log    *slog.Logger
 	nodeID string
@@ -269,7 +269,7 @@ func (d *DDL) Jobs(ctx context.Context, limit int) (running, history []*Job, err
 		}
 		running = append(running, j)
 	}
-	txn, err := d.store.Begin(ctx, sql.TxnOptions{ReadOnly: true, StartTS: ts})
+	txn, err := d.store.Begin(ctx, kv.TxnOptions{ReadOnly: true, StartTS: ts})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -408,7 +408,7 @@ func (d *DDL) Run(ctx context.Context) {
 			won, err := d.campaign(ctx)
 			switch {
 			case err != nil && ctx.Err() == nil:
-				var wc *sql.WriteConflictError
+				var wc *kv.WriteConflictError
 				if errors.As(err, &wc) { // another node campaigned at the same time
 					d.log.Debug("ddl: owner campaign lost a race", "err", err)
 				} else {

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/kv/codec"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // ActionType is what a job does, named as TiDB's JOB_TYPE column names it.

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // head reads the oldest job of the queue (nil when it is empty).

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 )
 
 // MySQL and TiDB error codes used by Strata.
@@ -188,7 +188,7 @@ func NotSupported(what string) *Error {
 // Coded is an error that carries its MySQL error code and message without
 // importing this package: sql/expr's evaluation errors, and the ones a
 // store's coprocessor raised evaluating a pushed-down expression (which
-// kv/client returns wrapped with the region).
+// kvclient returns wrapped with the region).
 type Coded interface {
 	error
 	MySQLError() (code uint16, msg string)
@@ -205,42 +205,42 @@ func FromError(err error) *Error {
 		code, msg := ce.MySQLError()
 		return New(code, "%s", msg)
 	}
-	var wc *sql.WriteConflictError
+	var wc *kv.WriteConflictError
 	if errors.As(err, &wc) {
 		return New(ErrWriteConflict, "Write conflict, txnStartTS=%d, conflictStartTS=%d, conflictCommitTS=%d, key=%x: another transaction committed this row after yours started; the transaction was rolled back, run it again [try again later]",
 			wc.StartTS, wc.ConflictStartTS, wc.ConflictCommitTS, wc.Key)
 	}
-	var gc *sql.GCTooEarlyError
+	var gc *kv.GCTooEarlyError
 	if errors.As(err, &gc) {
 		return New(ErrGCTooEarly, "GC life time is shorter than transaction duration, transaction starts at %s, GC safe point is %s; run shorter transactions or raise tidb_gc_life_time",
 			tsTime(gc.StartTS), tsTime(gc.SafePoint))
 	}
-	var ke *sql.KeyExistsError
+	var ke *kv.KeyExistsError
 	if errors.As(err, &ke) {
 		return New(ErrDupEntry, "Duplicate entry for key %x", ke.Key)
 	}
-	var tl *sql.TxnTooLargeError
+	var tl *kv.TxnTooLargeError
 	if errors.As(err, &tl) {
 		return New(ErrTxnTooLarge, "Transaction is too large, size: %d (limit %d bytes, txn-total-size-limit): split the statement or transaction into smaller ones, or raise the SQL node's txn-total-size-limit", tl.Size, tl.Limit)
 	}
-	var dl *sql.DeadlockError
+	var dl *kv.DeadlockError
 	if errors.As(err, &dl) {
 		return New(ErrLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction")
 	}
-	var lc *sql.LockConflictError
+	var lc *kv.LockConflictError
 	if errors.As(err, &lc) {
 		return New(ErrLockNowait, "Statement aborted because lock(s) could not be acquired immediately and NOWAIT is set.")
 	}
 	switch {
-	case errors.Is(err, sql.ErrPessimisticLockExpired):
+	case errors.Is(err, kv.ErrPessimisticLockExpired):
 		return New(ErrLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction (a row lock of this transaction expired: it was not renewed for longer than its TTL, as when the client or SQL node stalls, and another transaction then wrote or locked the row; the transaction was rolled back)")
-	case errors.Is(err, sql.ErrPessimisticLockLost):
+	case errors.Is(err, kv.ErrPessimisticLockLost):
 		return New(ErrLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction (a row lock of this transaction was lost when its region's leader failed, and the row was written or locked since; the transaction was rolled back)")
-	case errors.Is(err, sql.ErrLockWaitTimeout):
+	case errors.Is(err, kv.ErrLockWaitTimeout):
 		return New(ErrLockWaitTimeout, "Lock wait timeout exceeded; try restarting transaction")
-	case errors.Is(err, sql.ErrRegionUnavailable):
+	case errors.Is(err, kv.ErrRegionUnavailable):
 		return New(ErrRegionUnavailable, "Region is unavailable; the data's replicas have no reachable leader right now, try again later")
-	case errors.Is(err, sql.ErrUndetermined):
+	case errors.Is(err, kv.ErrUndetermined):
 		return New(ErrResultUndetermined, "Execution result undetermined: the commit was sent but its outcome is unknown; check whether the change was applied before retrying")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return New(ErrQueryInterrupted, "Query execution was interrupted")

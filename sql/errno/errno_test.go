@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	kvclient "github.com/stratadb/strata/kv/client"
+	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 )

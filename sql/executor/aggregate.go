@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/types"
@@ -59,7 +58,7 @@ func (st *aggState) addValue(spec *planner.AggSpec, v datum) {
 	st.count++
 	switch spec.Fn {
 	case ast.AggFuncSum, ast.AggFuncAvg:
-		if !st.isFloat && !st.isDec && v.Kind() == tablecodec.KindInt64 {
+		if !st.isFloat && !st.isDec && v.Kind() == types.KindInt64 {
 			s := st.sumI + v.Int64()
 			if (s > st.sumI) == (v.Int64() > 0) {
 				st.sumI = s
@@ -124,24 +123,24 @@ func partialWidth(spec *planner.AggSpec) int {
 func (st *aggState) result(spec *planner.AggSpec) datum {
 	switch spec.Fn {
 	case ast.AggFuncCount:
-		return tablecodec.NewInt(st.count)
+		return types.NewInt(st.count)
 	case ast.AggFuncSum:
 		if st.count == 0 {
-			return tablecodec.NullDatum
+			return types.NullDatum
 		}
 		if st.isDec {
 			return st.dec.Round(spec.Ft.Decimal).Datum()
 		}
 		if !st.isFloat && spec.Ft.Class() != types.ClassFloat {
-			return tablecodec.NewInt(st.sumI)
+			return types.NewInt(st.sumI)
 		}
 		if st.isFloat {
-			return tablecodec.NewFloat(st.sumF)
+			return types.NewFloat(st.sumF)
 		}
-		return tablecodec.NewFloat(float64(st.sumI))
+		return types.NewFloat(float64(st.sumI))
 	case ast.AggFuncAvg:
 		if st.count == 0 {
-			return tablecodec.NullDatum
+			return types.NullDatum
 		}
 		if spec.Ft.Class() == types.ClassDecimal {
 			sum := st.dec
@@ -157,12 +156,12 @@ func (st *aggState) result(spec *planner.AggSpec) datum {
 		}
 		r := s / float64(st.count)
 		if math.IsNaN(r) {
-			return tablecodec.NullDatum
+			return types.NullDatum
 		}
-		return tablecodec.NewFloat(r)
+		return types.NewFloat(r)
 	}
 	if !st.has {
-		return tablecodec.NullDatum
+		return types.NullDatum
 	}
 	return st.v
 }

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kv/codec"
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // AutoIncStep is how many AUTO_INCREMENT values one SQL node reserves for a
@@ -26,7 +26,7 @@ const AutoIncStep = 1000
 // Explicit values rebase the allocator (Rebase) so later automatic values
 // are larger. Safe for concurrent use.
 type AutoIncAllocator struct {
-	store  sql.Storage
+	store  kv.Storage
 	mu     sync.Mutex
 	tables map[int64]*autoRange
 }
@@ -37,7 +37,7 @@ type autoRange struct {
 }
 
 // NewAutoIncAllocator returns an allocator over store.
-func NewAutoIncAllocator(store sql.Storage) *AutoIncAllocator {
+func NewAutoIncAllocator(store kv.Storage) *AutoIncAllocator {
 	return &AutoIncAllocator{store: store, tables: map[int64]*autoRange{}}
 }
 
@@ -135,7 +135,7 @@ func (a *AutoIncAllocator) reserve(ctx context.Context, tableID, floor, count in
 	key := AutoIncKey(tableID)
 	var lastErr error
 	for attempt := 0; attempt < 20; attempt++ {
-		txn, err := a.store.Begin(ctx, sql.TxnOptions{})
+		txn, err := a.store.Begin(ctx, kv.TxnOptions{})
 		if err != nil {
 			return 0, fmt.Errorf("executor: AUTO_INCREMENT of table %d: %w", tableID, err)
 		}
@@ -157,7 +157,7 @@ func (a *AutoIncAllocator) reserve(ctx context.Context, tableID, floor, count in
 		if err == nil {
 			return base + 1, nil
 		}
-		var wc *sql.WriteConflictError
+		var wc *kv.WriteConflictError
 		if !errors.As(err, &wc) {
 			return 0, fmt.Errorf("executor: AUTO_INCREMENT of table %d: %w", tableID, err)
 		}

@@ -1,17 +1,18 @@
-// Package executor runs DML against a sql.Storage: SELECT, INSERT, UPDATE,
+// Package executor runs DML against a kv.Storage: SELECT, INSERT, UPDATE,
 // DELETE and EXPLAIN. SELECT and the reads of UPDATE and DELETE run the
 // physical plan sql/planner chose as a tree of operators (Open / Next /
 // Close) passing chunks of up to 256 rows on the caller's goroutine:
 // readers (point and batch point gets, table ranges paged through the
 // coprocessor, index readers and index lookups paged through Txn.Scan),
-// Selection, HashAgg, Sort / TopN, Limit, Projection, Distinct and
-// SelectLock. Rows a chunk holds are valid until its producer's next
+// Selection, HashAgg, HashJoin / IndexJoin, Union, Sort / TopN, Limit,
+// Projection, Distinct and SelectLock; window functions (window.go),
+// recursive CTEs and INTERSECT / EXCEPT (cte.go) compute their rows whole. Rows a chunk holds are valid until its producer's next
 // Next; operators that keep rows (sorts, aggregation, locking) copy them.
 // Projection over a point get by handle, the latency-critical point
 // select, runs without operators.
 //
 // Every statement runs in the transaction its TxnSource (the session)
-// hands over: reads and writes go through sql.Txn only; the executor never
+// hands over: reads and writes go through kv.Txn only; the executor never
 // fetches a timestamp or commits. Point reads use Txn.Get; range reads go to
 // the coprocessor at the transaction's start_ts, or through Txn.Scan when
 // the transaction has buffered writes in the range (the coprocessor cannot
@@ -26,7 +27,11 @@
 // WHERE evaluated again on them; in optimistic mode they read the snapshot
 // and conflicts are found at commit.
 //
-// Filtering, sorting, grouping, aggregation (other than COUNT(*) without a
-// WHERE) and projection run on the SQL node. Executor is safe for
+// What the planner pushed down (conditions, partial aggregates, TopN,
+// index lookups) runs on the stores (store/coprocessor); the rest of
+// filtering, sorting, grouping, aggregation, joins, windows and projection
+// runs here; sorts, hash aggregation and hash joins spill to disk past the
+// statement's memory quota (package spill, tidb_enable_tmp_storage_on_oom).
+// Executor is safe for
 // concurrent use; per-statement state lives in the statement's operators.
 package executor

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
@@ -134,7 +133,7 @@ func explainResult(root planner.Plan, brief bool, stats map[planner.Plan]*opStat
 		}
 		row := make([]datum, len(vals))
 		for i, v := range vals {
-			row[i] = tablecodec.NewString(v)
+			row[i] = types.NewString(v)
 		}
 		res.Rows = append(res.Rows, row)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 )
 
 // IDBatch is how many ids one AllocID call reserves.
@@ -15,14 +15,14 @@ const IDBatch = 1000
 // values) from batches reserved with Storage.AllocID. Safe for concurrent
 // use; at most one AllocID call is in flight.
 type IDAllocator struct {
-	store sql.Storage
+	store kv.Storage
 	mu    sync.Mutex
 	next  uint64
 	end   uint64 // exclusive
 }
 
 // NewIDAllocator returns an allocator over store.
-func NewIDAllocator(store sql.Storage) *IDAllocator { return &IDAllocator{store: store} }
+func NewIDAllocator(store kv.Storage) *IDAllocator { return &IDAllocator{store: store} }
 
 // Alloc returns n consecutive ids... not guaranteed consecutive across
 // batches; it returns the ids in out (len n).

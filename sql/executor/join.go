@@ -4,10 +4,10 @@ import (
 	"context"
 	"math"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/planner"
+	"github.com/stratadb/strata/sql/types"
 )
 
 // hashJoinOp is planner.HashJoin: Open reads the build side into a hash
@@ -354,9 +354,9 @@ func (o *indexJoinOp) lookup(ctx context.Context, outer [][]datum) ([][]datum, e
 // handleValue is an integer key as a handle (false: no row can have it).
 func handleValue(d datum) (int64, bool) {
 	switch d.Kind() {
-	case tablecodec.KindInt64:
+	case types.KindInt64:
 		return d.Int64(), true
-	case tablecodec.KindUint64:
+	case types.KindUint64:
 		if d.Uint64() <= math.MaxInt64 {
 			return int64(d.Uint64()), true
 		}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stratadb/strata/kv/rpcstats"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/kvclient/rpcstats"
 	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/planner"
 )
@@ -70,7 +70,7 @@ type Operator interface {
 type runCtx struct {
 	e   *Executor
 	tx  TxnSource
-	txn sql.Txn
+	txn kv.Txn
 	mem *memory.Statement // nil: untracked
 	// rpcs counts the statement's coprocessor RPCs (rc.coprocessor puts
 	// it in each call's context; observeRPCs records it at the end).
@@ -84,7 +84,7 @@ type MemoryTracked interface {
 	StatementMemory() *memory.Statement
 }
 
-func newRunCtx(e *Executor, tx TxnSource, txn sql.Txn) *runCtx {
+func newRunCtx(e *Executor, tx TxnSource, txn kv.Txn) *runCtx {
 	rc := &runCtx{e: e, tx: tx, txn: txn}
 	if m, ok := tx.(MemoryTracked); ok {
 		rc.mem = m.StatementMemory()

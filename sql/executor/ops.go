@@ -6,11 +6,11 @@ import (
 	"hash/maphash"
 	"slices"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/executor/spill"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/planner"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -419,7 +419,7 @@ func (o *hashAggOp) aggregate(feed func(each func([]datum) error) error, depth i
 				if len(p.Rollup) > 0 {
 					gr.first = slices.Clone(r)
 					for _, off := range p.Rollup[level:] {
-						gr.first[off] = tablecodec.NullDatum
+						gr.first[off] = types.NullDatum
 					}
 					gr.vals, gr.level = slices.Clone(gvals), level
 				}

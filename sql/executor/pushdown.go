@@ -9,17 +9,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/stratadb/strata/kv/rpcstats"
-	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/kvclient/rpcstats"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // partialAggOp is a HashAgg whose TableReader child pushed the
 // aggregation to the stores: one coprocessor request per region (in
-// parallel, kv/client) answers each region's partial states per group
+// parallel, kvclient) answers each region's partial states per group
 // (coprocessorpb.Aggregation), merged here by group key in region order,
 // so groups come out in the order a scan on the SQL node meets them. Each
 // output row is p.Width source slots (the FirstRow columns' values, the

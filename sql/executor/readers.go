@@ -10,14 +10,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
+	"github.com/stratadb/strata/sql/tablecodec"
+	"github.com/stratadb/strata/sql/types"
 )
 
 // Paging of range reads (TiDB's coprocessor paging): the first request
@@ -295,7 +296,7 @@ type keyPager struct {
 	ri       int
 	cur      []byte // forward: next start; reverse: next end
 	started  bool
-	pairs    []sql.KvPair
+	pairs    []kv.KvPair
 	rows     []*coprocessorpb.Row
 	pos      int
 	finished bool
@@ -391,7 +392,7 @@ func (p *keyPager) fetch(ctx context.Context) error {
 		return p.fetchBackward(ctx, start, end, page)
 	}
 	if p.cop != nil {
-		// One page from one region (kv/client with paging_size): the
+		// One page from one region (kvclient with paging_size): the
 		// store stops after page rows and says where to go on.
 		p.cop.PagingSize = uint64(page)
 		resps, err := p.rc.coprocessor(ctx, p.cop, []*kvrpcpb.KeyRange{{Start: start, End: end}}, p.cs)
@@ -838,6 +839,6 @@ func (o *countOp) Next(ctx context.Context, ck *Chunk) error {
 	if err != nil {
 		return err
 	}
-	ck.alloc()[len(o.src.Cols)] = tablecodec.NewInt(n)
+	ck.alloc()[len(o.src.Cols)] = types.NewInt(n)
 	return nil
 }

@@ -6,20 +6,20 @@ import (
 	"log/slog"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/statistics"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
 // Executor runs DML statements. Safe for concurrent use.
 type Executor struct {
-	Store   sql.Storage
+	Store   kv.Storage
 	Catalog *catalog.Catalog
 	// DDL runs schema changes as jobs (package ddl); set by the server.
 	DDL     *ddl.DDL
@@ -31,7 +31,7 @@ type Executor struct {
 }
 
 // New returns an Executor.
-func New(store sql.Storage, cat *catalog.Catalog) *Executor {
+func New(store kv.Storage, cat *catalog.Catalog) *Executor {
 	stats := statistics.NewHandle(store, slog.Default().With("component", "stats"))
 	return &Executor{Store: store, Catalog: cat, IDs: NewIDAllocator(store), AutoInc: NewAutoIncAllocator(store),
 		planner: &planner.Planner{Catalog: cat, Stats: stats}, Stats: stats}

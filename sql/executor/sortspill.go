@@ -5,9 +5,9 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/executor/spill"
 	"github.com/stratadb/strata/sql/planner"
+	"github.com/stratadb/strata/sql/types"
 )
 
 // datumSize is the in-memory size of one datum (bytes values apart).
@@ -18,7 +18,7 @@ const datumSize = int64(unsafe.Sizeof(datum{}))
 func rowSize(r []datum) int64 {
 	n := int64(len(r))*datumSize + 24
 	for _, d := range r {
-		if d.Kind() == tablecodec.KindBytes {
+		if d.Kind() == types.KindBytes {
 			n += int64(len(d.Bytes()))
 		}
 	}

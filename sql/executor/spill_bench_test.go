@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/executor/spill"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/planner"
+	"github.com/stratadb/strata/sql/types"
 )
 
 // genOp generates n rows (id, key, 100-byte pad) without holding them:
@@ -30,11 +30,11 @@ func (o *genOp) Next(_ context.Context, ck *Chunk) error {
 	pad := make([]byte, 100*chunkRows) // fresh per chunk: kept rows really hold it
 	for j := 0; o.i < o.n && !ck.full(); j++ {
 		r := ck.alloc()
-		r[0] = tablecodec.NewInt(o.i)
-		r[1] = tablecodec.NewInt(o.i * 7919 % o.n)
+		r[0] = types.NewInt(o.i)
+		r[1] = types.NewInt(o.i * 7919 % o.n)
 		p := pad[j*100 : (j+1)*100 : (j+1)*100]
 		p[0] = byte(o.i)
-		r[2] = tablecodec.NewBytes(p)
+		r[2] = types.NewBytes(p)
 		o.i++
 	}
 	return nil
@@ -49,7 +49,7 @@ func BenchmarkHashJoinSpill(b *testing.B) {
 	if v := os.Getenv("STRATA_SPILL_BENCH_MB"); v != "" {
 		mb, _ = strconv.ParseInt(v, 10, 64)
 	}
-	rowBytes := rowSize([]datum{tablecodec.NewInt(0), tablecodec.NewInt(0), tablecodec.NewBytes(make([]byte, 100))}) + mapEntrySize + 8
+	rowBytes := rowSize([]datum{types.NewInt(0), types.NewInt(0), types.NewBytes(make([]byte, 100))}) + mapEntrySize + 8
 	n := mb << 20 / rowBytes
 	p := &planner.HashJoin{Type: planner.InnerJoin, BuildRight: true, LeftW: 3, RightW: 3,
 		LeftKeys: []expr.Expr{col(1)}, RightKeys: []expr.Expr{col(1)}}

@@ -13,7 +13,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor/spill"
 	"github.com/stratadb/strata/sql/expr"
@@ -41,15 +40,15 @@ func TestMain(m *testing.M) {
 func randRows(rng *rand.Rand, n, keys int) [][]datum {
 	rows := make([][]datum, n)
 	for i := range rows {
-		a := tablecodec.NewInt(int64(rng.Intn(keys)))
+		a := types.NewInt(int64(rng.Intn(keys)))
 		if rng.Intn(20) == 0 {
-			a = tablecodec.NullDatum
+			a = types.NullDatum
 		}
 		c := make([]byte, rng.Intn(41))
 		for j := range c {
 			c[j] = byte('a' + rng.Intn(26))
 		}
-		rows[i] = []datum{a, tablecodec.NewInt(rng.Int63n(1000) - 500), tablecodec.NewBytes(c)}
+		rows[i] = []datum{a, types.NewInt(rng.Int63n(1000) - 500), types.NewBytes(c)}
 	}
 	return rows
 }
@@ -196,7 +195,7 @@ type ltExpr struct{ l, r int }
 
 func (e *ltExpr) Eval(row []datum) (datum, error) {
 	if row[e.l].IsNull() || row[e.r].IsNull() {
-		return tablecodec.NullDatum, nil
+		return types.NullDatum, nil
 	}
 	return boolDatum(row[e.l].Int64() < row[e.r].Int64()), nil
 }
@@ -204,9 +203,9 @@ func (e *ltExpr) Type() types.FieldType { return types.Int64Type }
 
 func boolDatum(b bool) datum {
 	if b {
-		return tablecodec.NewInt(1)
+		return types.NewInt(1)
 	}
-	return tablecodec.NewInt(0)
+	return types.NewInt(0)
 }
 
 func TestHashAggSpillMatchesInMemory(t *testing.T) {

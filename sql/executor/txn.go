@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // TxnSource hands a statement the transaction it runs in. The session
@@ -20,10 +20,10 @@ type TxnSource interface {
 	// Txn returns the statement's transaction. pointRead says the statement
 	// reads exactly one key and writes nothing; an autocommit statement may
 	// then read the newest committed version without a start_ts.
-	Txn(ctx context.Context, pointRead bool) (sql.Txn, error)
+	Txn(ctx context.Context, pointRead bool) (kv.Txn, error)
 	// TxnOptions are the options of the statement's transaction (of the one
 	// Txn would begin when none is open).
-	TxnOptions() sql.TxnOptions
+	TxnOptions() kv.TxnOptions
 	// LockWaitTimeoutMs is innodb_lock_wait_timeout in milliseconds.
 	LockWaitTimeoutMs() int64
 	// NoteWrite records that the transaction writes rows of tbl, so that a
@@ -45,12 +45,12 @@ func keyEnd(key []byte) []byte {
 // in optimistic mode) and, when pessimistic, returns each key's latest
 // value: the newest committed one, or the transaction's own write when it
 // has one. nil means absent.
-func (e *Executor) lockKeys(ctx context.Context, tx TxnSource, txn sql.Txn, nowait bool, keys [][]byte) ([][]byte, bool, error) {
+func (e *Executor) lockKeys(ctx context.Context, tx TxnSource, txn kv.Txn, nowait bool, keys [][]byte) ([][]byte, bool, error) {
 	pess := tx.TxnOptions().Pessimistic
 	if len(keys) == 0 {
 		return nil, pess, nil
 	}
-	opts := sql.LockOptions{NoWait: nowait, WaitTimeoutMs: tx.LockWaitTimeoutMs(), ReturnValues: pess}
+	opts := kv.LockOptions{NoWait: nowait, WaitTimeoutMs: tx.LockWaitTimeoutMs(), ReturnValues: pess}
 	vals, err := txn.LockKeys(ctx, opts, keys...)
 	if err != nil || !opts.ReturnValues {
 		return nil, pess, err
@@ -77,12 +77,12 @@ func (e *Executor) lockKeys(ctx context.Context, tx TxnSource, txn sql.Txn, nowa
 // transaction instead of the coprocessor: the transaction has its own
 // writes there, or it reads a fresh snapshot per statement (READ
 // COMMITTED), which only the Txn knows.
-func readDirect(tx TxnSource, txn sql.Txn, start, end []byte) bool {
-	return tx.TxnOptions().Isolation == sql.ReadCommitted || txn.Dirty(start, end)
+func readDirect(tx TxnSource, txn kv.Txn, start, end []byte) bool {
+	return tx.TxnOptions().Isolation == kv.ReadCommitted || txn.Dirty(start, end)
 }
 
 // countRows counts the rows of a table as the transaction sees them.
-func (e *Executor) countRows(ctx context.Context, tx TxnSource, txn sql.Txn, tableID int64) (int64, error) {
+func (e *Executor) countRows(ctx context.Context, tx TxnSource, txn kv.Txn, tableID int64) (int64, error) {
 	start, end := tablecodec.RecordRange(tableID)
 	if readDirect(tx, txn, start, end) {
 		pairs, err := txn.Scan(ctx, start, end, 0, false)

@@ -5,11 +5,11 @@ import (
 	"slices"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/table"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // valuesTable names the slots of the row being inserted that VALUES(col)
@@ -23,7 +23,7 @@ const valuesTable = "\x00values"
 // to its current values (1 with CLIENT_FOUND_ROWS, the FoundRows count).
 // In pessimistic mode the keys a row could collide on and the rows found
 // there are locked, and their latest values decide.
-func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.Source, env expr.Env, tx TxnSource, txn sql.Txn,
+func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.Source, env expr.Env, tx TxnSource, txn kv.Txn,
 	handles []int64, rows [][]datum) (*Result, error) {
 	tbl := src.Table
 	ncols := len(tbl.Columns)
@@ -107,7 +107,7 @@ func (valuesRewriter) Leave(n ast.Node) (ast.Node, bool) {
 // pessimistic mode) of the existing rows row (with handle h) collides with:
 // on the primary key, then on each writable unique index without a NULL,
 // distinct, in that order.
-func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSource, txn sql.Txn, row []datum, h int64) ([]int64, [][]datum, error) {
+func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSource, txn kv.Txn, row []datum, h int64) ([]int64, [][]datum, error) {
 	tbl := src.Table
 	var keys [][]byte
 	if tbl.PKIsHandle {
@@ -170,7 +170,7 @@ func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSou
 // latest returns each key's value as the statement must see it (nil:
 // absent): locked at for_update_ts in pessimistic mode, else the
 // transaction's snapshot and own writes.
-func (e *Executor) latest(ctx context.Context, tx TxnSource, txn sql.Txn, keys [][]byte) ([][]byte, error) {
+func (e *Executor) latest(ctx context.Context, tx TxnSource, txn kv.Txn, keys [][]byte) ([][]byte, error) {
 	if tx.TxnOptions().Pessimistic {
 		vals, _, err := e.lockKeys(ctx, tx, txn, false, keys)
 		return vals, err

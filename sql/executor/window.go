@@ -5,7 +5,6 @@ import (
 	"sort"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/types"
@@ -129,21 +128,21 @@ func (w *windowPart) compute(rows, okeys [][]datum) error {
 			var v datum
 			switch f.Fn {
 			case ast.WindowFuncRowNumber:
-				v = tablecodec.NewInt(int64(i + 1))
+				v = types.NewInt(int64(i + 1))
 			case ast.WindowFuncRank:
-				v = tablecodec.NewInt(int64(w.peerStart[i] + 1))
+				v = types.NewInt(int64(w.peerStart[i] + 1))
 			case ast.WindowFuncDenseRank:
-				v = tablecodec.NewInt(int64(w.peerRank[i]))
+				v = types.NewInt(int64(w.peerRank[i]))
 			case ast.WindowFuncPercentRank:
 				pr := 0.0
 				if n > 1 {
 					pr = float64(w.peerStart[i]) / float64(n-1)
 				}
-				v = tablecodec.NewFloat(pr)
+				v = types.NewFloat(pr)
 			case ast.WindowFuncCumeDist:
-				v = tablecodec.NewFloat(float64(w.peerEnd[i]+1) / float64(n))
+				v = types.NewFloat(float64(w.peerEnd[i]+1) / float64(n))
 			case ast.WindowFuncNtile:
-				v = tablecodec.NewInt(ntile(i, n, f.N))
+				v = types.NewInt(ntile(i, n, f.N))
 			case ast.WindowFuncLag, ast.WindowFuncLead:
 				at := i - int(f.N)
 				if f.Fn == ast.WindowFuncLead {
@@ -156,7 +155,7 @@ func (w *windowPart) compute(rows, okeys [][]datum) error {
 				case f.Default != nil:
 					v, err = f.Default.Eval(r)
 				default:
-					v = tablecodec.NullDatum
+					v = types.NullDatum
 				}
 				if err != nil {
 					return err
@@ -279,7 +278,7 @@ func (w *windowPart) framed(f *planner.WindowFunc, rows [][]datum, lo, hi int, s
 			at = lo + int(f.N) - 1
 		}
 		if hi < lo || at > hi || at < lo {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		return f.Args[0].Eval(rows[at])
 	}
@@ -292,7 +291,7 @@ func (w *windowPart) framed(f *planner.WindowFunc, rows [][]datum, lo, hi int, s
 	var err error
 	for j := from; j <= hi; j++ {
 		if w.keyBuf, err = st.add(spec, rows[j], w.keyBuf); err != nil {
-			return tablecodec.NullDatum, err
+			return types.NullDatum, err
 		}
 	}
 	*curLo, *curHi = lo, max(hi, lo-1)

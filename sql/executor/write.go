@@ -7,13 +7,13 @@ import (
 	"math"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/table"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -27,7 +27,7 @@ func convertColumn(c *catalog.ColumnInfo, v datum, rowNum int) (datum, error) {
 		if c.Type.NotNull() {
 			return v, errno.New(errno.ErrBadNull, "Column '%s' cannot be null", c.Name)
 		}
-		return tablecodec.NullDatum, nil
+		return types.NullDatum, nil
 	}
 	d, err := c.Type.Convert(v)
 	if err == nil {
@@ -54,15 +54,15 @@ func convertColumn(c *catalog.ColumnInfo, v datum, rowNum int) (datum, error) {
 func defaultValue(c *catalog.ColumnInfo, env expr.Env, rowNum int) (datum, error) {
 	switch {
 	case c.DefaultNow:
-		return tablecodec.NewString(types.FormatTime(env.Now(), c.Type.Tp, c.Type.Decimal)), nil
+		return types.NewString(types.FormatTime(env.Now(), c.Type.Tp, c.Type.Decimal)), nil
 	case c.HasDefault:
 		return c.DefaultDatum(), nil
 	case c.AutoIncrement:
-		return tablecodec.NullDatum, nil
+		return types.NullDatum, nil
 	case c.Type.NotNull():
-		return tablecodec.NullDatum, errno.New(errno.ErrNoDefaultForField, "Field '%s' doesn't have a default value", c.Name)
+		return types.NullDatum, errno.New(errno.ErrNoDefaultForField, "Field '%s' doesn't have a default value", c.Name)
 	}
-	return tablecodec.NullDatum, nil
+	return types.NullDatum, nil
 }
 
 // Insert runs INSERT ... VALUES / INSERT ... SET in tx's transaction. Rows
@@ -169,7 +169,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 			}
 			if c.AutoIncrement && (row[i].IsNull() || isZero(row[i])) {
 				autoRows = append(autoRows, ri)
-				row[i] = tablecodec.NullDatum
+				row[i] = types.NullDatum
 				continue
 			}
 			if row[i], err = convertColumn(c, row[i], rowNum); err != nil {
@@ -192,7 +192,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		}
 		ac := tbl.Columns[tbl.AutoIncOffset]
 		for i, ri := range autoRows {
-			d, err := convertColumn(ac, tablecodec.NewInt(autoIDs[i]), ri+1)
+			d, err := convertColumn(ac, types.NewInt(autoIDs[i]), ri+1)
 			if err != nil {
 				return nil, fmt.Errorf("%w (AUTO_INCREMENT ran out of values for the column type)", err)
 			}
@@ -242,7 +242,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 
 func isZero(d datum) bool {
 	switch d.Kind() {
-	case tablecodec.KindInt64, tablecodec.KindUint64:
+	case types.KindInt64, types.KindUint64:
 		return d.Uint64() == 0
 	}
 	return false
@@ -252,9 +252,9 @@ func isZero(d datum) bool {
 // (0 for values that do not move the counter).
 func autoIncValue(d datum) int64 {
 	switch d.Kind() {
-	case tablecodec.KindInt64:
+	case types.KindInt64:
 		return max(d.Int64(), 0)
-	case tablecodec.KindUint64:
+	case types.KindUint64:
 		return int64(min(d.Uint64(), math.MaxInt64))
 	}
 	return 0
@@ -265,7 +265,7 @@ func dupEntry(src *planner.Source, handle int64) error {
 }
 
 // writer returns the sql/table writer of a statement writing tbl in txn.
-func (e *Executor) writer(tx TxnSource, txn sql.Txn, tbl *catalog.TableInfo) *table.Writer {
+func (e *Executor) writer(tx TxnSource, txn kv.Txn, tbl *catalog.TableInfo) *table.Writer {
 	return &table.Writer{Txn: txn, T: tbl, Pessimistic: tx.TxnOptions().Pessimistic, LockWaitTimeoutMs: tx.LockWaitTimeoutMs(),
 		OnRows: func(added, modified int64) { tx.NoteRows(tbl, added, modified) }}
 }
@@ -288,7 +288,7 @@ func DupEntryError(tbl *catalog.TableInfo, key []byte) error {
 // In optimistic mode the snapshot rows are used and conflicts are found at
 // commit.
 func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where ast.ExprNode, order *ast.OrderByClause, limit *ast.Limit,
-	env expr.Env, tx TxnSource, txn sql.Txn) ([][]datum, error) {
+	env expr.Env, tx TxnSource, txn kv.Txn) ([][]datum, error) {
 	sp, err := e.planner.PlanScan(src, where, order, limit, env)
 	if err != nil {
 		return nil, err
@@ -474,7 +474,7 @@ func sameDatum(a, b datum) bool {
 	if a.Kind() != b.Kind() {
 		return false
 	}
-	if a.Kind() == tablecodec.KindBytes {
+	if a.Kind() == types.KindBytes {
 		return string(a.Bytes()) == string(b.Bytes())
 	}
 	return a.Uint64() == b.Uint64()

@@ -2,7 +2,6 @@ package expr
 
 import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -71,18 +70,22 @@ func errParamCount(name string) error {
 // unitArg is a time unit keyword argument; it evaluates to the unit's name.
 type unitArg struct{ unit ast.TimeUnitType }
 
-func (u *unitArg) Eval([]Datum) (Datum, error) { return tablecodec.NewString(u.unit.String()), nil }
-func (u *unitArg) Type() types.FieldType       { return types.VarcharType }
+func (u *unitArg) Eval([]types.Datum) (types.Datum, error) {
+	return types.NewString(u.unit.String()), nil
+}
+func (u *unitArg) Type() types.FieldType { return types.VarcharType }
 
 // trimDirArg is TRIM's BOTH / LEADING / TRAILING keyword.
 type trimDirArg struct{ dir ast.TrimDirectionType }
 
-func (t *trimDirArg) Eval([]Datum) (Datum, error) { return tablecodec.NewString(t.dir.String()), nil }
-func (t *trimDirArg) Type() types.FieldType       { return types.VarcharType }
+func (t *trimDirArg) Eval([]types.Datum) (types.Datum, error) {
+	return types.NewString(t.dir.String()), nil
+}
+func (t *trimDirArg) Type() types.FieldType { return types.VarcharType }
 
 // textOf is d's text without copying when it already is bytes (NULL: nil).
-func textOf(d Datum) []byte {
-	if d.Kind() == tablecodec.KindBytes {
+func textOf(d types.Datum) []byte {
+	if d.Kind() == types.KindBytes {
 		return d.Bytes()
 	}
 	return types.AppendText(nil, d, nil)
@@ -90,11 +93,11 @@ func textOf(d Datum) []byte {
 
 // intOf converts a numeric argument the way MySQL does for positions and
 // lengths: integers as they are, others rounded to the nearest integer.
-func intOf(d Datum) int64 {
+func intOf(d types.Datum) int64 {
 	switch d.Kind() {
-	case tablecodec.KindInt64:
+	case types.KindInt64:
 		return d.Int64()
-	case tablecodec.KindUint64:
+	case types.KindUint64:
 		if d.Uint64() > 1<<63-1 {
 			return 1<<63 - 1
 		}
@@ -114,7 +117,7 @@ func intOf(d Datum) int64 {
 }
 
 // anyNull reports whether one of a is NULL.
-func anyNull(a []Datum) bool {
+func anyNull(a []types.Datum) bool {
 	for _, d := range a {
 		if d.IsNull() {
 			return true

@@ -7,7 +7,6 @@ import (
 	"math"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -84,9 +83,9 @@ func buildRound(name string, args []Expr) (Expr, error) {
 		}
 		ft = types.DecimalResultType(at.Flen-max(at.Decimal, 0)+scale+1, scale)
 	}
-	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		d := int64(0)
 		if len(a) == 2 {
@@ -101,19 +100,19 @@ func buildRound(name string, args []Expr) (Expr, error) {
 			v = roundDecimal(v, int(d), trunc)
 			if ft.Unsigned() {
 				if v.Sign() < 0 {
-					return tablecodec.NewUint(0), nil
+					return types.NewUint(0), nil
 				}
 				if r, ok := v.Int64(); ok {
-					return tablecodec.NewUint(uint64(r)), nil
+					return types.NewUint(uint64(r)), nil
 				}
 				f, _ := types.ToFloat(v.Datum())
-				return tablecodec.NewUint(uint64(f)), nil
+				return types.NewUint(uint64(f)), nil
 			}
 			r, ok := v.Int64()
 			if !ok {
-				return tablecodec.NullDatum, &RangeError{Msg: fmt.Sprintf("BIGINT value is out of range in '%s(%s,%d)'", name, a[0].String(), d)}
+				return types.NullDatum, &RangeError{Msg: fmt.Sprintf("BIGINT value is out of range in '%s(%s,%d)'", name, a[0].String(), d)}
 			}
-			return tablecodec.NewInt(r), nil
+			return types.NewInt(r), nil
 		case types.ClassDecimal:
 			if v, ok := types.ToDecimal(a[0]); ok {
 				v = roundDecimal(v, int(d), trunc)
@@ -121,7 +120,7 @@ func buildRound(name string, args []Expr) (Expr, error) {
 			}
 		}
 		f, _ := types.ToFloat(a[0])
-		return tablecodec.NewFloat(roundFloat(f, int(d), trunc)), nil
+		return types.NewFloat(roundFloat(f, int(d), trunc)), nil
 	}}, nil
 }
 
@@ -192,9 +191,9 @@ func buildFloorCeil(name string, args []Expr) (Expr, error) {
 			ft = types.DecimalResultType(at.Flen-max(at.Decimal, 0)+1, 0)
 		}
 	}
-	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		switch class {
 		case types.ClassInt:
@@ -210,16 +209,16 @@ func buildFloorCeil(name string, args []Expr) (Expr, error) {
 				r = r.Round(0)
 				if ft.Class() == types.ClassInt {
 					n, _ := r.Int64()
-					return tablecodec.NewInt(n), nil
+					return types.NewInt(n), nil
 				}
 				return r.Datum(), nil
 			}
 		}
 		f, _ := types.ToFloat(a[0])
 		if ceil {
-			return tablecodec.NewFloat(math.Ceil(f)), nil
+			return types.NewFloat(math.Ceil(f)), nil
 		}
-		return tablecodec.NewFloat(math.Floor(f)), nil
+		return types.NewFloat(math.Floor(f)), nil
 	}}, nil
 }
 
@@ -270,9 +269,9 @@ func buildFloatFn(name string, args []Expr) (Expr, error) {
 	if len(args) == 1 && f1 == nil || len(args) == 2 && f2 == nil {
 		return nil, errParamCount(name)
 	}
-	return &funcExpr{name: name, args: args, ft: types.DoubleType, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: types.DoubleType, fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		x, _ := types.ToFloat(a[0])
 		var r float64
@@ -283,12 +282,12 @@ func buildFloatFn(name string, args []Expr) (Expr, error) {
 			r = f1(x)
 		}
 		if math.IsNaN(r) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		if math.IsInf(r, 0) {
-			return tablecodec.NullDatum, &RangeError{Msg: fmt.Sprintf("DOUBLE value is out of range in '%s(%s)'", name, a[0].String())}
+			return types.NullDatum, &RangeError{Msg: fmt.Sprintf("DOUBLE value is out of range in '%s(%s)'", name, a[0].String())}
 		}
-		return tablecodec.NewFloat(r), nil
+		return types.NewFloat(r), nil
 	}}, nil
 }
 
@@ -304,27 +303,27 @@ func logOf(f func(float64) float64) func(float64) float64 {
 
 func buildSign(name string, args []Expr) (Expr, error) {
 	ft := types.FieldType{Tp: mysql.TypeLonglong, Flen: 2, Flag: mysql.BinaryFlag}
-	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		switch a[0].Kind() {
-		case tablecodec.KindNull, tablecodec.KindAbsent:
-			return tablecodec.NullDatum, nil
-		case tablecodec.KindInt64:
-			return tablecodec.NewInt(int64(cmp3(a[0].Int64() < 0, a[0].Int64() > 0))), nil
-		case tablecodec.KindUint64:
-			return tablecodec.NewInt(int64(cmp3(false, a[0].Uint64() > 0))), nil
+		case types.KindNull, types.KindAbsent:
+			return types.NullDatum, nil
+		case types.KindInt64:
+			return types.NewInt(int64(cmp3(a[0].Int64() < 0, a[0].Int64() > 0))), nil
+		case types.KindUint64:
+			return types.NewInt(int64(cmp3(false, a[0].Uint64() > 0))), nil
 		}
 		if v, ok := types.ToDecimal(a[0]); ok {
-			return tablecodec.NewInt(int64(v.Sign())), nil
+			return types.NewInt(int64(v.Sign())), nil
 		}
 		f, _ := types.ToFloat(a[0])
-		return tablecodec.NewInt(int64(cmp3(f < 0, f > 0))), nil
+		return types.NewInt(int64(cmp3(f < 0, f > 0))), nil
 	}}, nil
 }
 
 func buildPi(string, []Expr) (Expr, error) {
 	ft := types.DoubleType
 	ft.Flen, ft.Decimal = 8, 6 // PI() shows 3.141593
-	return &Constant{Value: tablecodec.NewFloat(math.Pi), Ft: ft}, nil
+	return &Constant{Value: types.NewFloat(math.Pi), Ft: ft}, nil
 }
 
 // buildGreatestLeast compiles GREATEST / LEAST: NULL if any argument is;
@@ -351,9 +350,9 @@ func buildGreatestLeast(name string, args []Expr) (Expr, error) {
 	case numeric && ft.Class() == types.ClassFloat:
 		ft = exactUnion(ts, ft)
 	}
-	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		best := a[0]
 		for _, d := range a[1:] {
@@ -392,15 +391,15 @@ func exactUnion(ts []types.FieldType, ft types.FieldType) types.FieldType {
 
 // castResult converts d (a non-NULL value of one argument) to the class
 // of a function's unified result type.
-func castResult(d Datum, ft types.FieldType) Datum {
+func castResult(d types.Datum, ft types.FieldType) types.Datum {
 	switch ft.Class() {
 	case types.ClassFloat:
-		if d.Kind() != tablecodec.KindFloat64 {
+		if d.Kind() != types.KindFloat64 {
 			f, _ := types.ToFloat(d)
-			return tablecodec.NewFloat(f)
+			return types.NewFloat(f)
 		}
 	case types.ClassDecimal:
-		if d.Kind() != tablecodec.KindBytes {
+		if d.Kind() != types.KindBytes {
 			if v, ok := types.ToDecimal(d); ok {
 				return v.Round(max(ft.Decimal, 0)).Datum()
 			}
@@ -409,8 +408,8 @@ func castResult(d Datum, ft types.FieldType) Datum {
 			return v.Round(max(ft.Decimal, 0)).Datum()
 		}
 	case types.ClassString, types.ClassTime:
-		if d.Kind() != tablecodec.KindBytes {
-			return tablecodec.NewBytes(textOf(d))
+		if d.Kind() != types.KindBytes {
+			return types.NewBytes(textOf(d))
 		}
 	}
 	return d
@@ -419,10 +418,10 @@ func castResult(d Datum, ft types.FieldType) Datum {
 func buildCRC32(name string, args []Expr) (Expr, error) {
 	ft := types.Uint64Type
 	ft.Flen = 10
-	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
-		return tablecodec.NewUint(uint64(crc32.ChecksumIEEE(textOf(a[0])))), nil
+		return types.NewUint(uint64(crc32.ChecksumIEEE(textOf(a[0])))), nil
 	}}, nil
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -19,7 +18,7 @@ import (
 // result is NULL.
 const maxStringResult = 64 << 20
 
-var emptyBytes = tablecodec.NewBytes([]byte{})
+var emptyBytes = types.NewBytes([]byte{})
 
 var stringBuiltins = map[string]builtin{
 	"substring":   {2, 3, buildSubstring},
@@ -82,9 +81,9 @@ func charOffset(s []byte, n int, bin bool) int {
 
 func buildSubstring(name string, args []Expr) (Expr, error) {
 	bin := binaryString(args[0].Type())
-	return &funcExpr{name: name, args: args, ft: strType(argFlen(args[0])), fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: strType(argFlen(args[0])), fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		s := textOf(a[0])
 		pos := intOf(a[1])
@@ -112,16 +111,16 @@ func buildSubstring(name string, args []Expr) (Expr, error) {
 		}
 		i := charOffset(s, int(pos), bin)
 		j := i + charOffset(s[i:], int(end-pos), bin)
-		return tablecodec.NewBytes(s[i:j]), nil
+		return types.NewBytes(s[i:j]), nil
 	}}, nil
 }
 
 func buildLeftRight(name string, args []Expr) (Expr, error) {
 	bin := binaryString(args[0].Type())
 	right := name == "right"
-	return &funcExpr{name: name, args: args, ft: strType(argFlen(args[0])), fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: strType(argFlen(args[0])), fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		s := textOf(a[0])
 		l := intOf(a[1])
@@ -130,15 +129,15 @@ func buildLeftRight(name string, args []Expr) (Expr, error) {
 		}
 		if !right {
 			if l >= int64(len(s)) {
-				return tablecodec.NewBytes(s), nil
+				return types.NewBytes(s), nil
 			}
-			return tablecodec.NewBytes(s[:charOffset(s, int(l), bin)]), nil
+			return types.NewBytes(s[:charOffset(s, int(l), bin)]), nil
 		}
 		n := int64(strChars(s, bin))
 		if l >= n {
-			return tablecodec.NewBytes(s), nil
+			return types.NewBytes(s), nil
 		}
-		return tablecodec.NewBytes(s[charOffset(s, int(n-l), bin):]), nil
+		return types.NewBytes(s[charOffset(s, int(n-l), bin):]), nil
 	}}, nil
 }
 
@@ -159,9 +158,9 @@ func buildTrim(name string, args []Expr) (Expr, error) {
 		}
 		args = args[:2]
 	}
-	return &funcExpr{name: name, args: args, ft: strType(argFlen(args[0])), fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: strType(argFlen(args[0])), fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		s := textOf(a[0])
 		cut := []byte{' '}
@@ -169,7 +168,7 @@ func buildTrim(name string, args []Expr) (Expr, error) {
 			cut = textOf(a[1])
 		}
 		if len(cut) == 0 {
-			return tablecodec.NewBytes(s), nil
+			return types.NewBytes(s), nil
 		}
 		if leading {
 			for bytes.HasPrefix(s, cut) {
@@ -181,20 +180,20 @@ func buildTrim(name string, args []Expr) (Expr, error) {
 				s = s[:len(s)-len(cut)]
 			}
 		}
-		return tablecodec.NewBytes(s), nil
+		return types.NewBytes(s), nil
 	}}, nil
 }
 
 func buildReplace(name string, args []Expr) (Expr, error) {
-	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		s, from := textOf(a[0]), textOf(a[1])
 		if len(from) == 0 || !bytes.Contains(s, from) {
-			return tablecodec.NewBytes(s), nil
+			return types.NewBytes(s), nil
 		}
-		return tablecodec.NewBytes(bytes.ReplaceAll(s, from, textOf(a[2]))), nil
+		return types.NewBytes(bytes.ReplaceAll(s, from, textOf(a[2]))), nil
 	}}, nil
 }
 
@@ -203,9 +202,9 @@ func buildReplace(name string, args []Expr) (Expr, error) {
 func buildLocate(name string, args []Expr) (Expr, error) {
 	swap := name == "instr"
 	bin := binaryString(args[0].Type()) || binaryString(args[1].Type())
-	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		sub, s := textOf(a[0]), textOf(a[1])
 		if swap {
@@ -215,16 +214,16 @@ func buildLocate(name string, args []Expr) (Expr, error) {
 		if len(a) == 3 {
 			p := intOf(a[2])
 			if p < 1 || p > int64(strChars(s, bin))+1 {
-				return tablecodec.NewInt(0), nil
+				return types.NewInt(0), nil
 			}
 			start = p - 1
 		}
 		off := charOffset(s, int(start), bin)
 		i := bytes.Index(s[off:], sub)
 		if i < 0 {
-			return tablecodec.NewInt(0), nil
+			return types.NewInt(0), nil
 		}
-		return tablecodec.NewInt(start + int64(strChars(s[off:off+i], bin)) + 1), nil
+		return types.NewInt(start + int64(strChars(s[off:off+i], bin)) + 1), nil
 	}}, nil
 }
 
@@ -235,20 +234,20 @@ func buildPad(name string, args []Expr) (Expr, error) {
 	if k, ok := args[1].(*Constant); ok && !k.Value.IsNull() {
 		flen = int(max(min(intOf(k.Value), maxStringResult), 0))
 	}
-	return &funcExpr{name: name, args: args, ft: strType(flen), fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: strType(flen), fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		s, l, pad := textOf(a[0]), intOf(a[1]), textOf(a[2])
 		if l < 0 || l > maxStringResult {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		n := int64(strChars(s, bin))
 		if l <= n {
-			return tablecodec.NewBytes(s[:charOffset(s, int(l), bin)]), nil
+			return types.NewBytes(s[:charOffset(s, int(l), bin)]), nil
 		}
 		if len(pad) == 0 {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		need := l - n // characters to add
 		padChars := int64(strChars(pad, bin))
@@ -263,31 +262,31 @@ func buildPad(name string, args []Expr) (Expr, error) {
 		if left {
 			out = append(out, s...)
 		}
-		return tablecodec.NewBytes(out), nil
+		return types.NewBytes(out), nil
 	}}, nil
 }
 
 func buildRepeat(name string, args []Expr) (Expr, error) {
-	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		s, n := textOf(a[0]), intOf(a[1])
 		if n <= 0 || len(s) == 0 {
 			return emptyBytes, nil
 		}
 		if n > maxStringResult/int64(len(s)) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
-		return tablecodec.NewBytes(bytes.Repeat(s, int(n))), nil
+		return types.NewBytes(bytes.Repeat(s, int(n))), nil
 	}}, nil
 }
 
 func buildReverse(name string, args []Expr) (Expr, error) {
 	bin := binaryString(args[0].Type())
-	return &funcExpr{name: name, args: args, ft: strType(argFlen(args[0])), fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: strType(argFlen(args[0])), fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		s := textOf(a[0])
 		out := make([]byte, len(s))
@@ -299,16 +298,16 @@ func buildReverse(name string, args []Expr) (Expr, error) {
 			copy(out[len(s)-i-w:], s[i:i+w])
 			i += w
 		}
-		return tablecodec.NewBytes(out), nil
+		return types.NewBytes(out), nil
 	}}, nil
 }
 
 // buildConcatWS compiles CONCAT_WS(sep, s...): NULL separator gives NULL,
 // NULL strings are skipped.
 func buildConcatWS(name string, args []Expr) (Expr, error) {
-	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		sep := textOf(a[0])
 		out := []byte{}
@@ -323,47 +322,47 @@ func buildConcatWS(name string, args []Expr) (Expr, error) {
 			first = false
 			out = types.AppendText(out, d, nil)
 		}
-		return tablecodec.NewBytes(out), nil
+		return types.NewBytes(out), nil
 	}}, nil
 }
 
 func buildASCII(name string, args []Expr) (Expr, error) {
 	ft := types.FieldType{Tp: mysql.TypeLong, Flen: 3, Flag: mysql.BinaryFlag}
-	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		s := textOf(a[0])
 		if len(s) == 0 {
-			return tablecodec.NewInt(0), nil
+			return types.NewInt(0), nil
 		}
-		return tablecodec.NewInt(int64(s[0])), nil
+		return types.NewInt(int64(s[0])), nil
 	}}, nil
 }
 
 func buildSpace(name string, args []Expr) (Expr, error) {
-	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		n := intOf(a[0])
 		if n <= 0 {
 			return emptyBytes, nil
 		}
 		if n > maxStringResult {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
-		return tablecodec.NewBytes(bytes.Repeat([]byte{' '}, int(n))), nil
+		return types.NewBytes(bytes.Repeat([]byte{' '}, int(n))), nil
 	}}, nil
 }
 
 func buildStrcmp(name string, args []Expr) (Expr, error) {
 	ft := types.FieldType{Tp: mysql.TypeLong, Flen: 2, Flag: mysql.BinaryFlag}
-	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
-		return tablecodec.NewInt(int64(bytes.Compare(textOf(a[0]), textOf(a[1])))), nil
+		return types.NewInt(int64(bytes.Compare(textOf(a[0]), textOf(a[1])))), nil
 	}}, nil
 }
 
@@ -378,18 +377,18 @@ func buildElt(name string, args []Expr) (Expr, error) {
 	if ft.Class() != types.ClassString {
 		ft = strType(-1)
 	}
-	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		n := intOf(a[0])
 		if n < 1 || n >= int64(len(a)) || a[n].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
-		if a[n].Kind() == tablecodec.KindBytes {
+		if a[n].Kind() == types.KindBytes {
 			return a[n], nil
 		}
-		return tablecodec.NewBytes(textOf(a[n])), nil
+		return types.NewBytes(textOf(a[n])), nil
 	}}, nil
 }
 
@@ -403,9 +402,9 @@ func buildField(name string, args []Expr) (Expr, error) {
 			numeric = true
 		}
 	}
-	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NewInt(0), nil
+			return types.NewInt(0), nil
 		}
 		for i, d := range a[1:] {
 			if d.IsNull() {
@@ -418,23 +417,23 @@ func buildField(name string, args []Expr) (Expr, error) {
 				eq = bytes.Equal(textOf(a[0]), textOf(d))
 			}
 			if eq {
-				return tablecodec.NewInt(int64(i + 1)), nil
+				return types.NewInt(int64(i + 1)), nil
 			}
 		}
-		return tablecodec.NewInt(0), nil
+		return types.NewInt(0), nil
 	}}, nil
 }
 
 // buildFindInSet compiles FIND_IN_SET(s, list): the 1-based position of s
 // in the comma-separated list, 0 if absent.
 func buildFindInSet(name string, args []Expr) (Expr, error) {
-	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		s, list := textOf(a[0]), textOf(a[1])
 		if len(list) == 0 || bytes.IndexByte(s, ',') >= 0 {
-			return tablecodec.NewInt(0), nil
+			return types.NewInt(0), nil
 		}
 		for i := int64(1); ; i++ {
 			item := list
@@ -443,10 +442,10 @@ func buildFindInSet(name string, args []Expr) (Expr, error) {
 				item = list[:j]
 			}
 			if bytes.Equal(item, s) {
-				return tablecodec.NewInt(i), nil
+				return types.NewInt(i), nil
 			}
 			if j < 0 {
-				return tablecodec.NewInt(0), nil
+				return types.NewInt(0), nil
 			}
 			list = list[j+1:]
 		}
@@ -457,14 +456,14 @@ func buildFindInSet(name string, args []Expr) (Expr, error) {
 // from pos replaced by new; s itself when pos is outside it.
 func buildInsert(name string, args []Expr) (Expr, error) {
 	bin := binaryString(args[0].Type())
-	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		s, pos, l, nw := textOf(a[0]), intOf(a[1]), intOf(a[2]), textOf(a[3])
 		n := int64(strChars(s, bin))
 		if pos < 1 || pos > n {
-			return tablecodec.NewBytes(s), nil
+			return types.NewBytes(s), nil
 		}
 		if l < 0 || l > n-pos+1 {
 			l = n - pos + 1
@@ -473,6 +472,6 @@ func buildInsert(name string, args []Expr) (Expr, error) {
 		j := i + charOffset(s[i:], int(l), bin)
 		out := make([]byte, 0, len(s)-(j-i)+len(nw))
 		out = append(append(append(out, s[:i]...), nw...), s[j:]...)
-		return tablecodec.NewBytes(out), nil
+		return types.NewBytes(out), nil
 	}}, nil
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
@@ -26,17 +25,17 @@ var fnSchema = []expr.SchemaColumn{
 	{Table: "t", Name: "f", Type: types.FieldType{Tp: mysql.TypeDouble, Flen: 22, Decimal: -1}},
 }
 
-var fnRow = []expr.Datum{
-	tablecodec.NewString("Hello, World"),
-	tablecodec.NewString("héllo wörld"),
-	tablecodec.NewString("h\xc3\xa9llo"),
-	tablecodec.NullDatum,
-	tablecodec.NewInt(5),
-	tablecodec.NewString("2024-03-15 13:45:30.123456"),
-	tablecodec.NewString("2023-12-31"),
-	tablecodec.NewString("-100:02:03"),
-	tablecodec.NewString("-12.35"),
-	tablecodec.NewFloat(2.5),
+var fnRow = []types.Datum{
+	types.NewString("Hello, World"),
+	types.NewString("héllo wörld"),
+	types.NewString("h\xc3\xa9llo"),
+	types.NullDatum,
+	types.NewInt(5),
+	types.NewString("2024-03-15 13:45:30.123456"),
+	types.NewString("2023-12-31"),
+	types.NewString("-100:02:03"),
+	types.NewString("-12.35"),
+	types.NewFloat(2.5),
 }
 
 type fnCase struct {

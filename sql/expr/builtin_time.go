@@ -6,7 +6,6 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -100,15 +99,15 @@ func parseCanonical(b []byte) (t dateTime, ok bool) {
 
 // toDateTime converts a value to a date-time; ok=false (NULL) for
 // something that is not a valid date.
-func toDateTime(d Datum) (t dateTime, ok bool) {
+func toDateTime(d types.Datum) (t dateTime, ok bool) {
 	var b []byte
 	switch d.Kind() {
-	case tablecodec.KindBytes:
+	case types.KindBytes:
 		b = d.Bytes()
 		if t, ok = parseCanonical(b); ok {
 			return t, validDate(t)
 		}
-	case tablecodec.KindInt64, tablecodec.KindUint64, tablecodec.KindFloat64:
+	case types.KindInt64, types.KindUint64, types.KindFloat64:
 		b = types.AppendText(nil, d, nil)
 	default:
 		return t, false
@@ -133,8 +132,8 @@ func validDate(t dateTime) bool {
 
 // toDuration converts a value to a time of day or TIME: "HH:MM:SS" text,
 // a TIME column, or the time part of a DATETIME.
-func toDuration(d Datum) (t dateTime, ok bool) {
-	if d.Kind() == tablecodec.KindBytes {
+func toDuration(d types.Datum) (t dateTime, ok bool) {
+	if d.Kind() == types.KindBytes {
 		if t, ok = parseCanonical(d.Bytes()); ok {
 			return t, validDate(t)
 		}
@@ -153,7 +152,7 @@ func toDuration(d Datum) (t dateTime, ok bool) {
 }
 
 // readTime reads a value as a duration (dur) or a date-time.
-func readTime(d Datum, dur bool) (dateTime, bool) {
+func readTime(d types.Datum, dur bool) (dateTime, bool) {
 	if dur {
 		return toDuration(d)
 	}
@@ -320,15 +319,15 @@ func buildExtract(name string, args []Expr) (Expr, error) {
 	}
 	unit := u.unit
 	dur := timeOnlyUnit(unit) || args[1].Type().Tp == mysql.TypeDuration
-	return &funcExpr{name: name, args: args[1:], ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args[1:], ft: types.Int64Type, fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		t, ok := readTime(a[0], dur)
 		if !ok {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
-		return tablecodec.NewInt(extractUnit(unit, t)), nil
+		return types.NewInt(extractUnit(unit, t)), nil
 	}}, nil
 }
 
@@ -376,32 +375,32 @@ func buildDatePart(name string, args []Expr) (Expr, error) {
 			return n, true
 		}
 	}
-	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		t, ok := readTime(a[0], dur)
 		if !ok {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		v, ok := part(t)
 		if !ok {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
-		return tablecodec.NewInt(v), nil
+		return types.NewInt(v), nil
 	}}, nil
 }
 
 // buildWeek compiles WEEK(d[, mode]), WEEKOFYEAR(d) (mode 3) and
 // YEARWEEK(d[, mode]) (year*100 + week, with mode|2).
 func buildWeek(name string, args []Expr) (Expr, error) {
-	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		t, ok := toDateTime(a[0])
 		if !ok || t.month == 0 || t.day == 0 {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		mode := 0
 		if name == "weekofyear" {
@@ -412,10 +411,10 @@ func buildWeek(name string, args []Expr) (Expr, error) {
 		}
 		if name == "yearweek" {
 			w, y := calcWeek(t, mode|weekYear)
-			return tablecodec.NewInt(int64(y)*100 + int64(w)), nil
+			return types.NewInt(int64(y)*100 + int64(w)), nil
 		}
 		w, _ := calcWeek(t, mode)
-		return tablecodec.NewInt(int64(w)), nil
+		return types.NewInt(int64(w)), nil
 	}}, nil
 }
 
@@ -512,15 +511,15 @@ func appendDateTime(b []byte, t dateTime, fsp int) []byte {
 func zeroDate(t dateTime) bool { return t.month == 0 || t.day == 0 }
 
 func buildDate(name string, args []Expr) (Expr, error) {
-	return &funcExpr{name: name, args: args, ft: dateType, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: dateType, fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		t, ok := toDateTime(a[0])
 		if !ok {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
-		return tablecodec.NewBytes(appendDate(make([]byte, 0, 10), t)), nil
+		return types.NewBytes(appendDate(make([]byte, 0, 10), t)), nil
 	}}, nil
 }
 
@@ -528,13 +527,13 @@ func buildTime(name string, args []Expr) (Expr, error) {
 	fsp := fspOf(args[0].Type())
 	ft := timeType
 	ft.Decimal = fsp
-	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		t, ok := toDuration(a[0])
 		if !ok {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		f := fsp
 		if f == 0 && t.micro != 0 {
@@ -544,7 +543,7 @@ func buildTime(name string, args []Expr) (Expr, error) {
 		if t.neg {
 			us = -us
 		}
-		return tablecodec.NewString(types.FormatDuration(us, f)), nil
+		return types.NewString(types.FormatDuration(us, f)), nil
 	}}, nil
 }
 
@@ -595,13 +594,13 @@ type interval struct {
 // parseInterval reads INTERVAL v unit. Simple units take a number
 // (SECOND a fraction too); compound units a string of digit groups
 // ('1:30' HOUR_MINUTE), missing leading groups being zero.
-func parseInterval(v Datum, u ast.TimeUnitType) (iv interval, ok bool) {
+func parseInterval(v types.Datum, u ast.TimeUnitType) (iv interval, ok bool) {
 	fields := unitFields(u)
 	if fields == "" {
 		switch u {
 		case ast.TimeUnitSecond:
 			f, ok := types.ToFloat(v)
-			if !ok && v.Kind() == tablecodec.KindBytes {
+			if !ok && v.Kind() == types.KindBytes {
 				return iv, false
 			}
 			return interval{micros: int64(math.Round(f * 1e6))}, true
@@ -761,25 +760,25 @@ func buildDateAdd(name string, args []Expr) (Expr, error) {
 	default:
 		ft = strType(29)
 	}
-	return &funcExpr{name: name, args: args[:2], ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args[:2], ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		t, ok := toDateTime(a[0])
 		if !ok || zeroDate(t) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		iv, ok := parseInterval(a[1], unit)
 		if !ok {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		if sub {
 			iv.months, iv.micros = -iv.months, -iv.micros
 		}
-		hadTime := a[0].Kind() != tablecodec.KindBytes || len(a[0].Bytes()) > 10
+		hadTime := a[0].Kind() != types.KindBytes || len(a[0].Bytes()) > 10
 		r, ok := addInterval(t, iv)
 		if !ok {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		b := make([]byte, 0, 26)
 		switch {
@@ -796,21 +795,21 @@ func buildDateAdd(name string, args []Expr) (Expr, error) {
 			}
 			b = appendDateTime(b, r, fsp)
 		}
-		return tablecodec.NewBytes(b), nil
+		return types.NewBytes(b), nil
 	}}, nil
 }
 
 func buildDateDiff(name string, args []Expr) (Expr, error) {
-	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		x, ok1 := toDateTime(a[0])
 		y, ok2 := toDateTime(a[1])
 		if !ok1 || !ok2 || zeroDate(x) || zeroDate(y) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
-		return tablecodec.NewInt(dayNumber(x.year, x.month, x.day) - dayNumber(y.year, y.month, y.day)), nil
+		return types.NewInt(dayNumber(x.year, x.month, x.day) - dayNumber(y.year, y.month, y.day)), nil
 	}}, nil
 }
 
@@ -831,14 +830,14 @@ func buildTimestampDiff(name string, args []Expr) (Expr, error) {
 	if unitFields(unit) != "" {
 		return nil, errParamCount(name)
 	}
-	return &funcExpr{name: name, args: args[1:], ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args[1:], ft: types.Int64Type, fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		x, ok1 := toDateTime(a[0])
 		y, ok2 := toDateTime(a[1])
 		if !ok1 || !ok2 || zeroDate(x) || zeroDate(y) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		switch unit {
 		case ast.TimeUnitMonth, ast.TimeUnitQuarter, ast.TimeUnitYear:
@@ -856,41 +855,41 @@ func buildTimestampDiff(name string, args []Expr) (Expr, error) {
 			case ast.TimeUnitYear:
 				m /= 12
 			}
-			return tablecodec.NewInt(m), nil
+			return types.NewInt(m), nil
 		}
 		d := microsOf(y) - microsOf(x)
 		per := map[ast.TimeUnitType]int64{ast.TimeUnitMicrosecond: 1, ast.TimeUnitSecond: 1e6, ast.TimeUnitMinute: 60e6,
 			ast.TimeUnitHour: 3600e6, ast.TimeUnitDay: 86400e6, ast.TimeUnitWeek: 7 * 86400e6}[unit]
 		if per == 0 {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
-		return tablecodec.NewInt(d / per), nil
+		return types.NewInt(d / per), nil
 	}}, nil
 }
 
 func buildLastDay(name string, args []Expr) (Expr, error) {
-	return &funcExpr{name: name, args: args, ft: dateType, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: dateType, fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		t, ok := toDateTime(a[0])
 		if !ok || t.month == 0 {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		t.day = daysInMonth(t.year, t.month)
-		return tablecodec.NewBytes(appendDate(make([]byte, 0, 10), t)), nil
+		return types.NewBytes(appendDate(make([]byte, 0, 10), t)), nil
 	}}, nil
 }
 
 // buildMakeDate compiles MAKEDATE(year, dayofyear).
 func buildMakeDate(name string, args []Expr) (Expr, error) {
-	return &funcExpr{name: name, args: args, ft: dateType, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: dateType, fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		y, doy := intOf(a[0]), intOf(a[1])
 		if doy <= 0 || y < 0 || y > 9999 {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		if y < 70 {
 			y += 2000
@@ -899,9 +898,9 @@ func buildMakeDate(name string, args []Expr) (Expr, error) {
 		}
 		n := dayNumber(int(y), 1, 1) + doy - 1
 		if n >= dayNumber(10000, 1, 1) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
-		return tablecodec.NewBytes(appendDate(make([]byte, 0, 10), fromDayNumber(n))), nil
+		return types.NewBytes(appendDate(make([]byte, 0, 10), fromDayNumber(n))), nil
 	}}, nil
 }
 
@@ -911,24 +910,24 @@ var (
 )
 
 func buildNames(name string, args []Expr) (Expr, error) {
-	return &funcExpr{name: name, args: args, ft: strType(9), fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: strType(9), fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		t, ok := toDateTime(a[0])
 		if !ok {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		if name == "monthname" {
 			if t.month == 0 {
-				return tablecodec.NullDatum, nil
+				return types.NullDatum, nil
 			}
-			return tablecodec.NewString(monthNames[t.month]), nil
+			return types.NewString(monthNames[t.month]), nil
 		}
 		if zeroDate(t) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
-		return tablecodec.NewString(dayNames[weekdayOf(dayNumber(t.year, t.month, t.day), false)]), nil
+		return types.NewString(dayNames[weekdayOf(dayNumber(t.year, t.month, t.day), false)]), nil
 	}}, nil
 }
 
@@ -1057,16 +1056,16 @@ func formatNeedsDate(f []byte) bool {
 }
 
 func buildDateFormat(name string, args []Expr) (Expr, error) {
-	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		t, ok := toDateTime(a[0])
 		f := textOf(a[1])
 		if !ok || zeroDate(t) && formatNeedsDate(f) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
-		return tablecodec.NewBytes(appendDateFormat(make([]byte, 0, len(f)+16), t, f)), nil
+		return types.NewBytes(appendDateFormat(make([]byte, 0, len(f)+16), t, f)), nil
 	}}, nil
 }
 
@@ -1257,13 +1256,13 @@ func buildStrToDate(name string, args []Expr) (Expr, error) {
 			ft = datetimeType(fsp)
 		}
 	}
-	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		t, ok := strToDate(textOf(a[0]), textOf(a[1]))
 		if !ok || ft.Tp != mysql.TypeDuration && zeroDate(t) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		b := make([]byte, 0, 26)
 		switch ft.Tp {
@@ -1274,7 +1273,7 @@ func buildStrToDate(name string, args []Expr) (Expr, error) {
 		default:
 			b = appendDateTime(b, t, ft.Decimal)
 		}
-		return tablecodec.NewBytes(b), nil
+		return types.NewBytes(b), nil
 	}}, nil
 }
 
@@ -1287,10 +1286,10 @@ const maxUnixTime = 32536771199
 // DATETIME(fsp) argument.
 func buildUnixTimestamp(env Env, name string, args []Expr) (Expr, error) {
 	if len(args) == 0 {
-		return &Constant{Value: tablecodec.NewInt(env.Now().Unix()), Ft: types.Int64Type}, nil
+		return &Constant{Value: types.NewInt(env.Now().Unix()), Ft: types.Int64Type}, nil
 	}
 	fsp := fspOf(args[0].Type())
-	if k, ok := args[0].(*Constant); ok && k.Value.Kind() == tablecodec.KindBytes {
+	if k, ok := args[0].(*Constant); ok && k.Value.Kind() == types.KindBytes {
 		if t, ok := toDateTime(k.Value); ok && t.micro != 0 {
 			fsp = 6
 		}
@@ -1299,20 +1298,20 @@ func buildUnixTimestamp(env Env, name string, args []Expr) (Expr, error) {
 	if fsp > 0 {
 		ft = types.DecimalType(11+fsp, fsp)
 	}
-	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		t, ok := toDateTime(a[0])
 		if !ok {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		sec := time.Date(t.year, time.Month(t.month), t.day, t.hour, t.minute, t.second, 0, time.Local).Unix()
 		if zeroDate(t) || sec < 0 || sec > maxUnixTime {
 			sec, t.micro = 0, 0
 		}
 		if fsp == 0 {
-			return tablecodec.NewInt(sec), nil
+			return types.NewInt(sec), nil
 		}
 		v := types.NewDecimal(sec*1e6+int64(t.micro), 6)
 		return v.Round(fsp).Datum(), nil
@@ -1332,24 +1331,24 @@ func buildFromUnixtime(name string, args []Expr) (Expr, error) {
 	if len(args) == 2 {
 		ft = strType(-1)
 	}
-	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: name, args: args, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if anyNull(a) {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		v, ok := types.ToDecimal(a[0])
 		if !ok || v.Sign() < 0 {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		us, ok := v.Mul(types.NewDecimal(1e6, 0)).Int64()
 		if !ok || us > (maxUnixTime+1)*1e6-1 {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		tt := time.UnixMicro(us).In(time.Local)
 		t := dateTime{year: tt.Year(), month: int(tt.Month()), day: tt.Day(), hour: tt.Hour(),
 			minute: tt.Minute(), second: tt.Second(), micro: tt.Nanosecond() / 1000}
 		if len(a) == 2 {
-			return tablecodec.NewBytes(appendDateFormat(nil, t, textOf(a[1]))), nil
+			return types.NewBytes(appendDateFormat(nil, t, textOf(a[1]))), nil
 		}
-		return tablecodec.NewBytes(appendDateTime(make([]byte, 0, 26), t, fsp)), nil
+		return types.NewBytes(appendDateTime(make([]byte, 0, 26), t, fsp)), nil
 	}}, nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -24,13 +23,13 @@ type Env interface {
 	ConnectionID() uint64
 	LastInsertID() uint64
 	// SysVar returns a system variable's value and type, or ERROR 1193.
-	SysVar(name string, global bool) (Datum, types.FieldType, error)
+	SysVar(name string, global bool) (types.Datum, types.FieldType, error)
 	// UserVar returns a user variable (@name); NULL when unset.
-	UserVar(name string) Datum
+	UserVar(name string) types.Datum
 	Now() time.Time
 	// Param returns the value bound to the i-th (0-based) parameter marker
 	// of the prepared statement being executed; ok=false when none is.
-	Param(i int) (d Datum, ok bool)
+	Param(i int) (d types.Datum, ok bool)
 	// StatementDone is closed once the running statement is interrupted
 	// (KILL QUERY, its client gone); nil when it cannot be.
 	StatementDone() <-chan struct{}
@@ -283,31 +282,31 @@ func constantFromValue(v *driver.ValueExpr) (Expr, error) {
 	d := &v.Datum
 	switch d.Kind() {
 	case driver.KindNull:
-		return &Constant{Value: tablecodec.NullDatum, Ft: types.NullType}, nil
+		return &Constant{Value: types.NullDatum, Ft: types.NullType}, nil
 	case driver.KindInt64:
-		return &Constant{Value: tablecodec.NewInt(d.GetInt64()), Ft: types.Int64Type}, nil
+		return &Constant{Value: types.NewInt(d.GetInt64()), Ft: types.Int64Type}, nil
 	case driver.KindUint64:
-		return &Constant{Value: tablecodec.NewUint(d.GetUint64()), Ft: types.Uint64Type}, nil
+		return &Constant{Value: types.NewUint(d.GetUint64()), Ft: types.Uint64Type}, nil
 	case driver.KindFloat32, driver.KindFloat64:
-		return &Constant{Value: tablecodec.NewFloat(d.GetFloat64()), Ft: types.DoubleType}, nil
+		return &Constant{Value: types.NewFloat(d.GetFloat64()), Ft: types.DoubleType}, nil
 	case driver.KindString, driver.KindBytes:
 		s := d.GetString()
 		ft := types.VarcharType
 		ft.Flen = len(s)
-		return &Constant{Value: tablecodec.NewString(s), Ft: ft}, nil
+		return &Constant{Value: types.NewString(s), Ft: ft}, nil
 	case driver.KindMysqlDecimal:
 		s := d.GetMysqlDecimal().String()
 		scale := 0
 		if i := strings.IndexByte(s, '.'); i >= 0 {
 			scale = len(s) - i - 1
 		}
-		return &Constant{Value: tablecodec.NewString(s), Ft: types.DecimalType(len(s), scale)}, nil
+		return &Constant{Value: types.NewString(s), Ft: types.DecimalType(len(s), scale)}, nil
 	case driver.KindBinaryLiteral, driver.KindMysqlBit:
 		b := []byte(d.GetBinaryLiteral())
 		ft := types.VarcharType
 		ft.Flag |= mysql.BinaryFlag
 		ft.Flen = len(b)
-		return &Constant{Value: tablecodec.NewBytes(b), Ft: ft}, nil
+		return &Constant{Value: types.NewBytes(b), Ft: ft}, nil
 	}
 	return nil, errno.NotSupported("literal of this kind")
 }
@@ -445,7 +444,7 @@ func mixedTimeOperands(a, b types.FieldType) bool {
 // date, is returned unchanged.
 func temporalConstant(op opcode.Op, t types.FieldType, e Expr) (opcode.Op, Expr) {
 	c, ok := e.(*Constant)
-	if !ok || c.Value.Kind() != tablecodec.KindBytes || c.Ft.Tp == mysql.TypeDuration {
+	if !ok || c.Value.Kind() != types.KindBytes || c.Ft.Tp == mysql.TypeDuration {
 		return op, e
 	}
 	if cl := c.Ft.Class(); cl != types.ClassString && cl != types.ClassTime {
@@ -455,7 +454,7 @@ func temporalConstant(op opcode.Op, t types.FieldType, e Expr) (opcode.Op, Expr)
 	if !ok || none {
 		return op, e
 	}
-	return op2, &Constant{Value: tablecodec.NewString(canon), Ft: t}
+	return op2, &Constant{Value: types.NewString(canon), Ft: t}
 }
 
 // TemporalCompare rewrites `x op s`, x of type t (DATE, DATETIME or
@@ -577,7 +576,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 	str := func(s string) (Expr, error) {
 		ft := types.VarcharType
 		ft.Flen = max(len(s), 1)
-		return &Constant{Value: tablecodec.NewString(s), Ft: ft}, nil
+		return &Constant{Value: types.NewString(s), Ft: ft}, nil
 	}
 	if b, ok := lookupBuiltin(name); ok {
 		return c.compileBuiltin(x, b)
@@ -601,7 +600,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		if db := c.Env.CurrentDB(); db != "" {
 			return str(db)
 		}
-		return &Constant{Value: tablecodec.NullDatum, Ft: types.VarcharType}, nil
+		return &Constant{Value: types.NullDatum, Ft: types.VarcharType}, nil
 	case "version":
 		d, _, err := c.Env.SysVar("version", false)
 		if err != nil {
@@ -616,28 +615,28 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 	case "user", "session_user", "system_user":
 		return str(c.Env.User())
 	case "connection_id":
-		return &Constant{Value: tablecodec.NewUint(c.Env.ConnectionID()), Ft: types.Uint64Type}, nil
+		return &Constant{Value: types.NewUint(c.Env.ConnectionID()), Ft: types.Uint64Type}, nil
 	case "last_insert_id":
 		if len(args) == 0 {
-			return &Constant{Value: tablecodec.NewUint(c.Env.LastInsertID()), Ft: types.Uint64Type}, nil
+			return &Constant{Value: types.NewUint(c.Env.LastInsertID()), Ft: types.Uint64Type}, nil
 		}
 	case "now", "current_timestamp", "sysdate", "localtime", "localtimestamp":
 		t := c.Env.Now()
 		fsp := 0
 		if len(args) == 1 {
-			if k, ok := args[0].(*Constant); ok && k.Value.Kind() == tablecodec.KindInt64 && k.Value.Int64() >= 0 && k.Value.Int64() <= 6 {
+			if k, ok := args[0].(*Constant); ok && k.Value.Kind() == types.KindInt64 && k.Value.Int64() >= 0 && k.Value.Int64() <= 6 {
 				fsp = int(k.Value.Int64())
 			}
 		}
 		ft := types.FieldType{Tp: mysql.TypeDatetime, Flen: 19, Decimal: fsp, Flag: mysql.BinaryFlag}
-		return &Constant{Value: tablecodec.NewString(types.FormatTime(t, mysql.TypeDatetime, fsp)), Ft: ft}, nil
+		return &Constant{Value: types.NewString(types.FormatTime(t, mysql.TypeDatetime, fsp)), Ft: ft}, nil
 	case ast.DateLiteral, ast.TimestampLiteral, ast.TimeLiteral:
 		// DATE 'str', TIMESTAMP 'str' and TIME 'str' (the parser's names for
 		// them): typed constants, the TIMESTAMP one a DATETIME with as many
 		// fractional digits as str has; a str that is none is ERROR 1525.
 		return temporalLiteral(name, args)
 	case "curdate", "current_date":
-		return &Constant{Value: tablecodec.NewString(types.FormatTime(c.Env.Now(), mysql.TypeDate, 0)), Ft: dateType}, nil
+		return &Constant{Value: types.NewString(types.FormatTime(c.Env.Now(), mysql.TypeDate, 0)), Ft: dateType}, nil
 	case "concat":
 		if err := nargs(1, 1<<16); err != nil {
 			return nil, err
@@ -653,15 +652,15 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			return nil, err
 		}
 		chars := name == "char_length" || name == "character_length"
-		return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+		return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []types.Datum) (types.Datum, error) {
 			if a[0].IsNull() {
-				return tablecodec.NullDatum, nil
+				return types.NullDatum, nil
 			}
 			s := types.AppendText(nil, a[0], nil)
 			if chars {
-				return tablecodec.NewInt(int64(len([]rune(string(s))))), nil
+				return types.NewInt(int64(len([]rune(string(s))))), nil
 			}
-			return tablecodec.NewInt(int64(len(s))), nil
+			return types.NewInt(int64(len(s))), nil
 		}}, nil
 	case "hex":
 		// HEX(number) is the integer in hex; HEX(string) its bytes.
@@ -669,22 +668,22 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			return nil, err
 		}
 		numeric := args[0].Type().Numeric()
-		return &funcExpr{name: name, args: args, ft: types.VarcharType, fn: func(a []Datum) (Datum, error) {
+		return &funcExpr{name: name, args: args, ft: types.VarcharType, fn: func(a []types.Datum) (types.Datum, error) {
 			if a[0].IsNull() {
-				return tablecodec.NullDatum, nil
+				return types.NullDatum, nil
 			}
-			if numeric || a[0].Kind() != tablecodec.KindBytes {
+			if numeric || a[0].Kind() != types.KindBytes {
 				var v uint64
 				switch a[0].Kind() {
-				case tablecodec.KindInt64, tablecodec.KindUint64:
+				case types.KindInt64, types.KindUint64:
 					v = a[0].Uint64()
 				default:
 					f, _ := types.ToFloat(a[0])
 					v = uint64(int64(math.Round(f)))
 				}
-				return tablecodec.NewString(strings.ToUpper(strconv.FormatUint(v, 16))), nil
+				return types.NewString(strings.ToUpper(strconv.FormatUint(v, 16))), nil
 			}
-			return tablecodec.NewString(strings.ToUpper(hex.EncodeToString(a[0].Bytes()))), nil
+			return types.NewString(strings.ToUpper(hex.EncodeToString(a[0].Bytes()))), nil
 		}}, nil
 	case "sleep":
 		// SLEEP(n) blocks the statement for n seconds and returns 0. KILL
@@ -695,13 +694,13 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			return nil, err
 		}
 		env := c.Env
-		return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []Datum) (Datum, error) {
+		return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []types.Datum) (types.Datum, error) {
 			if a[0].IsNull() {
-				return tablecodec.NullDatum, nil
+				return types.NullDatum, nil
 			}
 			f, _ := types.ToFloat(a[0])
 			if f <= 0 {
-				return tablecodec.NewInt(0), nil
+				return types.NewInt(0), nil
 			}
 			var done <-chan struct{} // nil: never
 			if env != nil {
@@ -711,9 +710,9 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			defer t.Stop()
 			select {
 			case <-t.C:
-				return tablecodec.NewInt(0), nil
+				return types.NewInt(0), nil
 			case <-done:
-				return tablecodec.NewInt(1), nil
+				return types.NewInt(1), nil
 			}
 		}}, nil
 	case "abs":
@@ -721,14 +720,14 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			return nil, err
 		}
 		isDec := args[0].Type().Class() == types.ClassDecimal // ABS(-5.00) is 5.00
-		return &funcExpr{name: name, args: args, ft: args[0].Type(), fn: func(a []Datum) (Datum, error) {
+		return &funcExpr{name: name, args: args, ft: args[0].Type(), fn: func(a []types.Datum) (types.Datum, error) {
 			switch a[0].Kind() {
-			case tablecodec.KindInt64:
+			case types.KindInt64:
 				if v := a[0].Int64(); v < 0 {
-					return tablecodec.NewInt(-v), nil
+					return types.NewInt(-v), nil
 				}
 				return a[0], nil
-			case tablecodec.KindUint64, tablecodec.KindNull:
+			case types.KindUint64, types.KindNull:
 				return a[0], nil
 			}
 			if isDec {
@@ -743,7 +742,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			if f < 0 {
 				f = -f
 			}
-			return tablecodec.NewFloat(f), nil
+			return types.NewFloat(f), nil
 		}}, nil
 	case "pow", "power":
 		// POW(x, y) is a DOUBLE; NULL with a NULL argument, 1690 when the
@@ -751,17 +750,17 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		if err := nargs(2, 2); err != nil {
 			return nil, err
 		}
-		return &funcExpr{name: name, args: args, ft: types.DoubleType, fn: func(a []Datum) (Datum, error) {
+		return &funcExpr{name: name, args: args, ft: types.DoubleType, fn: func(a []types.Datum) (types.Datum, error) {
 			if a[0].IsNull() || a[1].IsNull() {
-				return tablecodec.NullDatum, nil
+				return types.NullDatum, nil
 			}
 			x, _ := types.ToFloat(a[0])
 			y, _ := types.ToFloat(a[1])
 			v := math.Pow(x, y)
 			if math.IsInf(v, 0) || math.IsNaN(v) {
-				return tablecodec.NullDatum, &RangeError{Msg: fmt.Sprintf("DOUBLE value is out of range in 'pow(%s,%s)'", a[0].String(), a[1].String())}
+				return types.NullDatum, &RangeError{Msg: fmt.Sprintf("DOUBLE value is out of range in 'pow(%s,%s)'", a[0].String(), a[1].String())}
 			}
-			return tablecodec.NewFloat(v), nil
+			return types.NewFloat(v), nil
 		}}, nil
 	case "coalesce", "ifnull":
 		if err := nargs(1, 1<<16); err != nil {
@@ -773,7 +772,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		}
 		ft := unify(ts)
 		conv := convertsTo(ft, ts)
-		return &funcExpr{name: name, args: args, ft: ft, fn: func(a []Datum) (Datum, error) {
+		return &funcExpr{name: name, args: args, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 			for _, v := range a {
 				if !v.IsNull() {
 					if conv {
@@ -782,7 +781,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 					return v, nil
 				}
 			}
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}}, nil
 	case "if":
 		if err := nargs(3, 3); err != nil {
@@ -796,9 +795,9 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			return nil, err
 		}
 		bb := stringish(args[0].Type()) && stringish(args[1].Type())
-		return &funcExpr{name: name, args: args, ft: args[0].Type(), fn: func(a []Datum) (Datum, error) {
+		return &funcExpr{name: name, args: args, ft: args[0].Type(), fn: func(a []types.Datum) (types.Datum, error) {
 			if !a[0].IsNull() && !a[1].IsNull() && Compare(a[0], a[1], bb) == 0 {
-				return tablecodec.NullDatum, nil
+				return types.NullDatum, nil
 			}
 			return a[0], nil
 		}}, nil
@@ -848,25 +847,25 @@ func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
 	default:
 		return nil, errno.NotSupported("CAST to this type")
 	}
-	return &funcExpr{name: "cast", args: []Expr{e}, ft: ft, fn: func(a []Datum) (Datum, error) {
+	return &funcExpr{name: "cast", args: []Expr{e}, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
 			return a[0], nil
 		}
 		if ft.Tp == mysql.TypeDuration {
 			d, ok := types.CastDuration(a[0], ft.Decimal)
 			if !ok {
-				return tablecodec.NullDatum, nil
+				return types.NullDatum, nil
 			}
 			return d, nil
 		}
-		if ft.Class() == types.ClassInt && a[0].Kind() == tablecodec.KindBytes {
+		if ft.Class() == types.ClassInt && a[0].Kind() == types.KindBytes {
 			// CAST('12abc' AS SIGNED) takes the numeric prefix.
 			f, _ := types.ToFloat(a[0])
-			a[0] = tablecodec.NewFloat(f)
+			a[0] = types.NewFloat(f)
 		}
 		d, err := ft.Convert(a[0])
 		if err != nil {
-			return tablecodec.NullDatum, nil // MySQL: NULL with a warning
+			return types.NullDatum, nil // MySQL: NULL with a warning
 		}
 		return d, nil
 	}}, nil
@@ -889,16 +888,16 @@ func temporalLiteral(name string, args []Expr) (Expr, error) {
 	switch name {
 	case ast.DateLiteral:
 		if t, ok := types.ParseTime(s); ok && !strings.ContainsAny(s, ": ") {
-			return &Constant{Value: tablecodec.NewString(types.FormatTime(t, mysql.TypeDate, 0)), Ft: dateType}, nil
+			return &Constant{Value: types.NewString(types.FormatTime(t, mysql.TypeDate, 0)), Ft: dateType}, nil
 		}
 		return nil, errno.New(errno.ErrWrongValue, "Incorrect DATE value: '%s'", s)
 	case ast.TimestampLiteral:
 		if t, ok := types.ParseTime(s); ok {
-			return &Constant{Value: tablecodec.NewString(types.FormatTime(t, mysql.TypeDatetime, fsp)), Ft: datetimeType(fsp)}, nil
+			return &Constant{Value: types.NewString(types.FormatTime(t, mysql.TypeDatetime, fsp)), Ft: datetimeType(fsp)}, nil
 		}
 		return nil, errno.New(errno.ErrWrongValue, "Incorrect DATETIME value: '%s'", s)
 	default:
-		if d, ok := types.CastDuration(tablecodec.NewString(s), fsp); ok {
+		if d, ok := types.CastDuration(types.NewString(s), fsp); ok {
 			return &Constant{Value: d, Ft: durationType(fsp)}, nil
 		}
 		return nil, errno.New(errno.ErrWrongValue, "Incorrect TIME value: '%s'", s)
@@ -906,15 +905,15 @@ func temporalLiteral(name string, args []Expr) (Expr, error) {
 }
 
 // ParamType is the static type of a bound parameter value.
-func ParamType(d Datum) types.FieldType {
+func ParamType(d types.Datum) types.FieldType {
 	switch d.Kind() {
-	case tablecodec.KindInt64:
+	case types.KindInt64:
 		return types.Int64Type
-	case tablecodec.KindUint64:
+	case types.KindUint64:
 		return types.Uint64Type
-	case tablecodec.KindFloat64:
+	case types.KindFloat64:
 		return types.DoubleType
-	case tablecodec.KindBytes:
+	case types.KindBytes:
 		ft := types.VarcharType
 		ft.Flen = max(len(d.Bytes()), 1)
 		return ft

@@ -8,28 +8,24 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
-
-// Datum is a SQL value.
-type Datum = tablecodec.Datum
 
 // Expr is a compiled expression.
 type Expr interface {
 	// Eval computes the value for one row.
-	Eval(row []Datum) (Datum, error)
+	Eval(row []types.Datum) (types.Datum, error)
 	// Type is the static result type.
 	Type() types.FieldType
 }
 
 var (
-	trueD  = tablecodec.NewInt(1)
-	falseD = tablecodec.NewInt(0)
+	trueD  = types.NewInt(1)
+	falseD = types.NewInt(0)
 	boolT  = types.FieldType{Tp: mysql.TypeLonglong, Flen: 1, Flag: mysql.BinaryFlag}
 )
 
-func boolDatum(b bool) Datum {
+func boolDatum(b bool) types.Datum {
 	if b {
 		return trueD
 	}
@@ -38,12 +34,12 @@ func boolDatum(b bool) Datum {
 
 // Constant is a literal or a folded session value.
 type Constant struct {
-	Value Datum
+	Value types.Datum
 	Ft    types.FieldType
 }
 
 // Eval implements Expr.
-func (c *Constant) Eval([]Datum) (Datum, error) { return c.Value, nil }
+func (c *Constant) Eval([]types.Datum) (types.Datum, error) { return c.Value, nil }
 
 // Type implements Expr.
 func (c *Constant) Type() types.FieldType { return c.Ft }
@@ -56,19 +52,19 @@ type Column struct {
 }
 
 // Eval implements Expr.
-func (c *Column) Eval(row []Datum) (Datum, error) { return row[c.Offset], nil }
+func (c *Column) Eval(row []types.Datum) (types.Datum, error) { return row[c.Offset], nil }
 
 // Type implements Expr.
 func (c *Column) Type() types.FieldType { return c.Ft }
 
 // IsTrue evaluates d as a condition: (value, isNull).
-func IsTrue(d Datum) (bool, bool) {
+func IsTrue(d types.Datum) (bool, bool) {
 	switch d.Kind() {
-	case tablecodec.KindInt64, tablecodec.KindUint64:
+	case types.KindInt64, types.KindUint64:
 		return d.Uint64() != 0, false
-	case tablecodec.KindFloat64:
+	case types.KindFloat64:
 		return d.Float64() != 0, false
-	case tablecodec.KindBytes:
+	case types.KindBytes:
 		f, _ := types.ToFloat(d)
 		return f != 0, false
 	}
@@ -81,25 +77,25 @@ func stringish(ft types.FieldType) bool {
 }
 
 // Compare compares two non-NULL values. byBytes selects bytewise comparison.
-func Compare(a, b Datum, byBytes bool) int {
-	if byBytes && a.Kind() == tablecodec.KindBytes && b.Kind() == tablecodec.KindBytes {
+func Compare(a, b types.Datum, byBytes bool) int {
+	if byBytes && a.Kind() == types.KindBytes && b.Kind() == types.KindBytes {
 		return bytes.Compare(a.Bytes(), b.Bytes())
 	}
 	ak, bk := a.Kind(), b.Kind()
 	switch {
-	case ak == tablecodec.KindInt64 && bk == tablecodec.KindInt64:
+	case ak == types.KindInt64 && bk == types.KindInt64:
 		return cmp3(a.Int64() < b.Int64(), a.Int64() > b.Int64())
-	case ak == tablecodec.KindUint64 && bk == tablecodec.KindUint64:
+	case ak == types.KindUint64 && bk == types.KindUint64:
 		return cmp3(a.Uint64() < b.Uint64(), a.Uint64() > b.Uint64())
-	case ak == tablecodec.KindInt64 && bk == tablecodec.KindUint64:
+	case ak == types.KindInt64 && bk == types.KindUint64:
 		if a.Int64() < 0 {
 			return -1
 		}
 		return cmp3(uint64(a.Int64()) < b.Uint64(), uint64(a.Int64()) > b.Uint64())
-	case ak == tablecodec.KindUint64 && bk == tablecodec.KindInt64:
+	case ak == types.KindUint64 && bk == types.KindInt64:
 		return -Compare(b, a, byBytes)
 	}
-	if ak != tablecodec.KindFloat64 && bk != tablecodec.KindFloat64 {
+	if ak != types.KindFloat64 && bk != types.KindFloat64 {
 		// Exact numbers (decimals, integers, numeric strings) compare
 		// exactly: 1.10 = 1.1, and 20-digit values do not collapse.
 		if x, ok := types.ToDecimal(a); ok {
@@ -117,7 +113,7 @@ func Compare(a, b Datum, byBytes bool) int {
 // MIN/MAX): TIME values as durations (their text does not order negative
 // or 100+ hour values), ENUM values by member position as MySQL sorts
 // them; everything else as Compare with ft's byBytes.
-func CompareAs(a, b Datum, ft types.FieldType) int {
+func CompareAs(a, b types.Datum, ft types.FieldType) int {
 	switch ft.Tp {
 	case mysql.TypeDuration:
 		if x, ok := types.ParseDuration(string(types.AppendText(nil, a, nil))); ok {
@@ -145,7 +141,7 @@ func cmp3(lt, gt bool) int {
 
 // compareHow compares two non-NULL values as a compiled comparison says:
 // as durations (dur), as times of mixed shapes (mixed), else with Compare.
-func compareHow(a, b Datum, byBytes, dur, mixed bool) int {
+func compareHow(a, b types.Datum, byBytes, dur, mixed bool) int {
 	switch {
 	case dur:
 		return CompareAs(a, b, types.FieldType{Tp: mysql.TypeDuration})
@@ -157,8 +153,8 @@ func compareHow(a, b Datum, byBytes, dur, mixed bool) int {
 
 // compareWidened compares two non-NULL DATE, DATETIME or TIMESTAMP values
 // of mixed shapes (mixedTimeOperands) as times.
-func compareWidened(a, b Datum) int {
-	if a.Kind() != tablecodec.KindBytes || b.Kind() != tablecodec.KindBytes {
+func compareWidened(a, b types.Datum) int {
+	if a.Kind() != types.KindBytes || b.Kind() != types.KindBytes {
 		return Compare(a, b, true)
 	}
 	var x, y [26]byte
@@ -198,7 +194,7 @@ type compareExpr struct {
 func (e *compareExpr) Type() types.FieldType { return boolT }
 
 // evalOperands evaluates both operands of a binary operator, left first.
-func evalOperands(l, r Expr, row []Datum) (a, b Datum, err error) {
+func evalOperands(l, r Expr, row []types.Datum) (a, b types.Datum, err error) {
 	if a, err = l.Eval(row); err != nil {
 		return a, b, err
 	}
@@ -206,16 +202,16 @@ func evalOperands(l, r Expr, row []Datum) (a, b Datum, err error) {
 	return a, b, err
 }
 
-func (e *compareExpr) Eval(row []Datum) (Datum, error) {
+func (e *compareExpr) Eval(row []types.Datum) (types.Datum, error) {
 	a, b, err := evalOperands(e.l, e.r, row)
 	if err != nil {
-		return tablecodec.NullDatum, err
+		return types.NullDatum, err
 	}
 	if a.IsNull() || b.IsNull() {
 		if e.op == opcode.NullEQ {
 			return boolDatum(a.IsNull() && b.IsNull()), nil
 		}
-		return tablecodec.NullDatum, nil
+		return types.NullDatum, nil
 	}
 	c := compareHow(a, b, e.byBytes, e.dur, e.mixedTime)
 	switch e.op {
@@ -232,7 +228,7 @@ func (e *compareExpr) Eval(row []Datum) (Datum, error) {
 	case opcode.GE:
 		return boolDatum(c >= 0), nil
 	}
-	return tablecodec.NullDatum, fmt.Errorf("expr: bad comparison %s", e.op)
+	return types.NullDatum, fmt.Errorf("expr: bad comparison %s", e.op)
 }
 
 type logicExpr struct {
@@ -242,7 +238,7 @@ type logicExpr struct {
 
 func (e *logicExpr) Type() types.FieldType { return boolT }
 
-func (e *logicExpr) Eval(row []Datum) (Datum, error) {
+func (e *logicExpr) Eval(row []types.Datum) (types.Datum, error) {
 	a, err := e.l.Eval(row)
 	if err != nil {
 		return a, err
@@ -269,7 +265,7 @@ func (e *logicExpr) Eval(row []Datum) (Datum, error) {
 			return falseD, nil
 		}
 		if an || bn {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		return trueD, nil
 	case opcode.LogicOr:
@@ -277,12 +273,12 @@ func (e *logicExpr) Eval(row []Datum) (Datum, error) {
 			return trueD, nil
 		}
 		if an || bn {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		return falseD, nil
 	default: // xor
 		if an || bn {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		return boolDatum(av != bv), nil
 	}
@@ -292,14 +288,14 @@ type notExpr struct{ e Expr }
 
 func (e *notExpr) Type() types.FieldType { return boolT }
 
-func (e *notExpr) Eval(row []Datum) (Datum, error) {
+func (e *notExpr) Eval(row []types.Datum) (types.Datum, error) {
 	a, err := e.e.Eval(row)
 	if err != nil {
 		return a, err
 	}
 	v, n := IsTrue(a)
 	if n {
-		return tablecodec.NullDatum, nil
+		return types.NullDatum, nil
 	}
 	return boolDatum(!v), nil
 }
@@ -311,7 +307,7 @@ type isNullExpr struct {
 
 func (e *isNullExpr) Type() types.FieldType { return boolT }
 
-func (e *isNullExpr) Eval(row []Datum) (Datum, error) {
+func (e *isNullExpr) Eval(row []types.Datum) (types.Datum, error) {
 	a, err := e.e.Eval(row)
 	if err != nil {
 		return a, err
@@ -327,7 +323,7 @@ type isTruthExpr struct {
 
 func (e *isTruthExpr) Type() types.FieldType { return boolT }
 
-func (e *isTruthExpr) Eval(row []Datum) (Datum, error) {
+func (e *isTruthExpr) Eval(row []types.Datum) (types.Datum, error) {
 	a, err := e.e.Eval(row)
 	if err != nil {
 		return a, err
@@ -348,10 +344,10 @@ type inExpr struct {
 
 func (e *inExpr) Type() types.FieldType { return boolT }
 
-func (e *inExpr) Eval(row []Datum) (Datum, error) {
+func (e *inExpr) Eval(row []types.Datum) (types.Datum, error) {
 	a, err := e.e.Eval(row)
 	if err != nil || a.IsNull() {
-		return tablecodec.NullDatum, err
+		return types.NullDatum, err
 	}
 	sawNull := false
 	for i, x := range e.list {
@@ -368,7 +364,7 @@ func (e *inExpr) Eval(row []Datum) (Datum, error) {
 		}
 	}
 	if sawNull {
-		return tablecodec.NullDatum, nil
+		return types.NullDatum, nil
 	}
 	return boolDatum(e.not), nil
 }
@@ -382,57 +378,57 @@ type arithExpr struct {
 
 func (e *arithExpr) Type() types.FieldType { return e.ft }
 
-func isInt(d Datum) bool {
-	return d.Kind() == tablecodec.KindInt64 || d.Kind() == tablecodec.KindUint64
+func isInt(d types.Datum) bool {
+	return d.Kind() == types.KindInt64 || d.Kind() == types.KindUint64
 }
 
-func (e *arithExpr) Eval(row []Datum) (Datum, error) {
+func (e *arithExpr) Eval(row []types.Datum) (types.Datum, error) {
 	if e.dec {
 		return e.evalDecimal(row)
 	}
 	a, b, err := evalOperands(e.l, e.r, row)
 	if err != nil {
-		return tablecodec.NullDatum, err
+		return types.NullDatum, err
 	}
 	if a.IsNull() || b.IsNull() {
-		return tablecodec.NullDatum, nil
+		return types.NullDatum, nil
 	}
 	if isInt(a) && isInt(b) && e.op != opcode.Div {
 		x, y := a.Int64(), b.Int64()
-		if a.Kind() == tablecodec.KindInt64 && b.Kind() == tablecodec.KindInt64 {
+		if a.Kind() == types.KindInt64 && b.Kind() == types.KindInt64 {
 			switch e.op {
 			case opcode.Plus:
 				if s := x + y; (s > x) == (y > 0) {
-					return tablecodec.NewInt(s), nil
+					return types.NewInt(s), nil
 				}
 			case opcode.Minus:
 				if s := x - y; (s < x) == (y > 0) {
-					return tablecodec.NewInt(s), nil
+					return types.NewInt(s), nil
 				}
 			case opcode.Mul:
 				if x == 0 || y == 0 {
-					return tablecodec.NewInt(0), nil
+					return types.NewInt(0), nil
 				}
 				if s := x * y; s/y == x && !(x == -1 && y == math.MinInt64) && !(y == -1 && x == math.MinInt64) {
-					return tablecodec.NewInt(s), nil
+					return types.NewInt(s), nil
 				}
 			case opcode.IntDiv:
 				if y == 0 {
-					return tablecodec.NullDatum, nil
+					return types.NullDatum, nil
 				}
 				if !(x == math.MinInt64 && y == -1) {
-					return tablecodec.NewInt(x / y), nil
+					return types.NewInt(x / y), nil
 				}
 			case opcode.Mod:
 				if y == 0 {
-					return tablecodec.NullDatum, nil
+					return types.NullDatum, nil
 				}
 				if y == -1 {
-					return tablecodec.NewInt(0), nil
+					return types.NewInt(0), nil
 				}
-				return tablecodec.NewInt(x % y), nil
+				return types.NewInt(x % y), nil
 			}
-			return tablecodec.NullDatum, outOfRange(e, a, b)
+			return types.NullDatum, outOfRange(e, a, b)
 		}
 	}
 	fa, _ := types.ToFloat(a)
@@ -447,31 +443,31 @@ func (e *arithExpr) Eval(row []Datum) (Datum, error) {
 		r = fa * fb
 	case opcode.Div:
 		if fb == 0 {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		r = fa / fb
 	case opcode.IntDiv:
 		if fb == 0 {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		q := math.Trunc(fa / fb)
 		if q > math.MaxInt64 || q < math.MinInt64 {
-			return tablecodec.NullDatum, outOfRange(e, a, b)
+			return types.NullDatum, outOfRange(e, a, b)
 		}
-		return tablecodec.NewInt(int64(q)), nil
+		return types.NewInt(int64(q)), nil
 	case opcode.Mod:
 		if fb == 0 {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		r = math.Mod(fa, fb)
 	}
 	if math.IsInf(r, 0) || math.IsNaN(r) {
-		return tablecodec.NullDatum, outOfRange(e, a, b)
+		return types.NullDatum, outOfRange(e, a, b)
 	}
 	if e.ft.Class() == types.ClassInt {
-		return tablecodec.NewInt(int64(r)), nil
+		return types.NewInt(int64(r)), nil
 	}
-	return tablecodec.NewFloat(r), nil
+	return types.NewFloat(r), nil
 }
 
 // decRangeError is ERROR 1690 for a DECIMAL result beyond 65 digits.
@@ -481,7 +477,7 @@ func decRangeError(x, y types.Decimal) error {
 
 // decOperand evaluates an operand of an exact operator as a Decimal; a
 // nested exact operator is computed without a text round trip.
-func decOperand(x Expr, row []Datum) (v types.Decimal, null bool, err error) {
+func decOperand(x Expr, row []types.Datum) (v types.Decimal, null bool, err error) {
 	if ae, ok := x.(*arithExpr); ok && ae.dec && ae.op != opcode.IntDiv {
 		return ae.evalDec(row)
 	}
@@ -493,14 +489,14 @@ func decOperand(x Expr, row []Datum) (v types.Decimal, null bool, err error) {
 		return v, false, nil
 	}
 	f, _ := types.ToFloat(d) // not reached for typed operands; be lenient
-	v, _ = types.ToDecimal(tablecodec.NewFloat(f))
+	v, _ = types.ToDecimal(types.NewFloat(f))
 	return v, false, nil
 }
 
 // evalDec computes a DECIMAL result exactly, rounded half up to the static
 // result scale so the text matches the column metadata; null for NULL
 // operands and division by zero.
-func (e *arithExpr) evalDec(row []Datum) (r types.Decimal, null bool, err error) {
+func (e *arithExpr) evalDec(row []types.Datum) (r types.Decimal, null bool, err error) {
 	x, null, err := decOperand(e.l, row)
 	if err != nil || null {
 		return r, true, err
@@ -534,16 +530,16 @@ func (e *arithExpr) evalDec(row []Datum) (r types.Decimal, null bool, err error)
 	return r, false, nil
 }
 
-func (e *arithExpr) evalDecimal(row []Datum) (Datum, error) {
+func (e *arithExpr) evalDecimal(row []types.Datum) (types.Datum, error) {
 	r, null, err := e.evalDec(row)
 	if err != nil || null {
-		return tablecodec.NullDatum, err
+		return types.NullDatum, err
 	}
 	if e.op == opcode.IntDiv {
 		if v, fits := r.Int64(); fits {
-			return tablecodec.NewInt(v), nil
+			return types.NewInt(v), nil
 		}
-		return tablecodec.NullDatum, &RangeError{Msg: fmt.Sprintf("BIGINT value is out of range in '%s'", r.String())}
+		return types.NullDatum, &RangeError{Msg: fmt.Sprintf("BIGINT value is out of range in '%s'", r.String())}
 	}
 	return r.Datum(), nil
 }
@@ -552,22 +548,22 @@ type negExpr struct{ e Expr }
 
 func (e *negExpr) Type() types.FieldType { return e.e.Type() }
 
-func (e *negExpr) Eval(row []Datum) (Datum, error) {
+func (e *negExpr) Eval(row []types.Datum) (types.Datum, error) {
 	a, err := e.e.Eval(row)
 	if err != nil || a.IsNull() {
 		return a, err
 	}
 	switch a.Kind() {
-	case tablecodec.KindInt64:
+	case types.KindInt64:
 		if a.Int64() == math.MinInt64 {
-			return tablecodec.NullDatum, outOfRange(e, a, a)
+			return types.NullDatum, outOfRange(e, a, a)
 		}
-		return tablecodec.NewInt(-a.Int64()), nil
-	case tablecodec.KindUint64:
+		return types.NewInt(-a.Int64()), nil
+	case types.KindUint64:
 		if a.Uint64() <= 1<<63 {
-			return tablecodec.NewInt(-int64(a.Uint64())), nil
+			return types.NewInt(-int64(a.Uint64())), nil
 		}
-		return tablecodec.NullDatum, outOfRange(e, a, a)
+		return types.NullDatum, outOfRange(e, a, a)
 	}
 	if e.e.Type().Class() == types.ClassDecimal {
 		if v, ok := types.ToDecimal(a); ok {
@@ -575,7 +571,7 @@ func (e *negExpr) Eval(row []Datum) (Datum, error) {
 		}
 	}
 	f, _ := types.ToFloat(a)
-	return tablecodec.NewFloat(-f), nil
+	return types.NewFloat(-f), nil
 }
 
 type likeExpr struct {
@@ -586,14 +582,14 @@ type likeExpr struct {
 
 func (e *likeExpr) Type() types.FieldType { return boolT }
 
-func (e *likeExpr) Eval(row []Datum) (Datum, error) {
+func (e *likeExpr) Eval(row []types.Datum) (types.Datum, error) {
 	a, err := e.e.Eval(row)
 	if err != nil || a.IsNull() {
-		return tablecodec.NullDatum, err
+		return types.NullDatum, err
 	}
 	p, err := e.pat.Eval(row)
 	if err != nil || p.IsNull() {
-		return tablecodec.NullDatum, err
+		return types.NullDatum, err
 	}
 	s := types.AppendText(nil, a, nil)
 	pat := types.AppendText(nil, p, nil)
@@ -649,7 +645,7 @@ func decodeRune(s []byte) (rune, int) {
 	return r[0], n
 }
 
-func outOfRange(e Expr, a, b Datum) error {
+func outOfRange(e Expr, a, b types.Datum) error {
 	return &RangeError{Msg: fmt.Sprintf("BIGINT value is out of range in '(%s, %s)'", a.String(), b.String())}
 }
 
@@ -674,15 +670,15 @@ type caseExpr struct {
 
 func (e *caseExpr) Type() types.FieldType { return e.ft }
 
-func (e *caseExpr) result(v Datum, err error) (Datum, error) {
+func (e *caseExpr) result(v types.Datum, err error) (types.Datum, error) {
 	if err != nil || !e.conv || v.IsNull() {
 		return v, err
 	}
 	return e.ft.Convert(v)
 }
 
-func (e *caseExpr) Eval(row []Datum) (Datum, error) {
-	var v Datum
+func (e *caseExpr) Eval(row []types.Datum) (types.Datum, error) {
+	var v types.Datum
 	var err error
 	if e.value != nil {
 		if v, err = e.value.Eval(row); err != nil {
@@ -708,7 +704,7 @@ func (e *caseExpr) Eval(row []Datum) (Datum, error) {
 	if e.els != nil {
 		return e.result(e.els.Eval(row))
 	}
-	return tablecodec.NullDatum, nil
+	return types.NullDatum, nil
 }
 
 // funcExpr is a scalar function evaluated per row.
@@ -716,13 +712,13 @@ type funcExpr struct {
 	name string
 	args []Expr
 	ft   types.FieldType
-	fn   func(args []Datum) (Datum, error)
+	fn   func(args []types.Datum) (types.Datum, error)
 }
 
 func (e *funcExpr) Type() types.FieldType { return e.ft }
 
-func (e *funcExpr) Eval(row []Datum) (Datum, error) {
-	var buf [4]Datum
+func (e *funcExpr) Eval(row []types.Datum) (types.Datum, error) {
+	var buf [4]types.Datum
 	vals := buf[:0]
 	for _, a := range e.args {
 		v, err := a.Eval(row)
@@ -734,29 +730,29 @@ func (e *funcExpr) Eval(row []Datum) (Datum, error) {
 	return e.fn(vals)
 }
 
-func concatFn(args []Datum) (Datum, error) {
+func concatFn(args []types.Datum) (types.Datum, error) {
 	var b []byte
 	for _, a := range args {
 		if a.IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		b = types.AppendText(b, a, nil)
 	}
 	if b == nil {
 		b = []byte{}
 	}
-	return tablecodec.NewBytes(b), nil
+	return types.NewBytes(b), nil
 }
 
-func lowerUpper(upper bool) func([]Datum) (Datum, error) {
-	return func(args []Datum) (Datum, error) {
+func lowerUpper(upper bool) func([]types.Datum) (types.Datum, error) {
+	return func(args []types.Datum) (types.Datum, error) {
 		if args[0].IsNull() {
-			return tablecodec.NullDatum, nil
+			return types.NullDatum, nil
 		}
 		s := string(types.AppendText(nil, args[0], nil))
 		if upper {
-			return tablecodec.NewString(strings.ToUpper(s)), nil
+			return types.NewString(strings.ToUpper(s)), nil
 		}
-		return tablecodec.NewString(strings.ToLower(s)), nil
+		return types.NewString(strings.ToLower(s)), nil
 	}
 }

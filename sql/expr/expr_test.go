@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	coppb "github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
@@ -26,14 +25,14 @@ func (env) User() string                   { return "root@127.0.0.1" }
 func (env) ConnectionID() uint64           { return 7 }
 func (env) LastInsertID() uint64           { return 42 }
 func (env) Now() time.Time                 { return time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC) }
-func (env) UserVar(string) expr.Datum      { return tablecodec.NullDatum }
-func (env) Param(int) (expr.Datum, bool)   { return tablecodec.NullDatum, false }
+func (env) UserVar(string) types.Datum     { return types.NullDatum }
+func (env) Param(int) (types.Datum, bool)  { return types.NullDatum, false }
 func (env) StatementDone() <-chan struct{} { return nil }
-func (env) SysVar(name string, _ bool) (expr.Datum, types.FieldType, error) {
+func (env) SysVar(name string, _ bool) (types.Datum, types.FieldType, error) {
 	if name == "autocommit" {
-		return tablecodec.NewInt(1), types.Int64Type, nil
+		return types.NewInt(1), types.Int64Type, nil
 	}
-	return tablecodec.NullDatum, types.FieldType{}, errno.New(errno.ErrUnknownSystemVar, "Unknown system variable '%s'", name)
+	return types.NullDatum, types.FieldType{}, errno.New(errno.ErrUnknownSystemVar, "Unknown system variable '%s'", name)
 }
 
 var schema = []expr.SchemaColumn{
@@ -44,7 +43,7 @@ var schema = []expr.SchemaColumn{
 	{Table: "t", Name: "u", Type: types.FieldType{Tp: mysql.TypeLonglong, Flag: mysql.UnsignedFlag}},
 }
 
-var row = []expr.Datum{tablecodec.NewInt(5), tablecodec.NewString("abc"), tablecodec.NewString("10.50"), tablecodec.NullDatum, tablecodec.NewUint(1 << 63)}
+var row = []types.Datum{types.NewInt(5), types.NewString("abc"), types.NewString("10.50"), types.NullDatum, types.NewUint(1 << 63)}
 
 func parseExpr(t testing.TB, s string) ast.ExprNode {
 	stmt, err := parser.New().ParseOneStmt("SELECT "+s+" FROM t", "", "")
@@ -170,7 +169,7 @@ func TestEval(t *testing.T) {
 // trip (its text does not order 100+ hour values).
 func TestPBDurations(t *testing.T) {
 	sch := []expr.SchemaColumn{{Table: "t", Name: "tm", Type: types.FieldType{Tp: mysql.TypeDuration}}}
-	r := []expr.Datum{tablecodec.NewString("100:00:00")}
+	r := []types.Datum{types.NewString("100:00:00")}
 	for _, s := range []string{"tm > '99:00:00'", "tm IN ('-01:00:00', '100:00:00')", "tm BETWEEN '20:00:00' AND '120:00:00'"} {
 		e, err := expr.Compile(parseExpr(t, s), &expr.Ctx{Columns: sch, Env: env{}})
 		require.NoError(t, err, s)

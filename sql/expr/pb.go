@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/pingcap/tidb/pkg/parser/opcode"
-	"github.com/stratadb/strata/kv/tablecodec"
 	pb "github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -240,13 +239,13 @@ func FieldTypeFromPB(p *pb.FieldType) types.FieldType {
 }
 
 // DatumToPB converts a datum for the wire.
-func DatumToPB(d Datum) *pb.Datum {
+func DatumToPB(d types.Datum) *pb.Datum {
 	switch d.Kind() {
-	case tablecodec.KindInt64, tablecodec.KindUint64:
+	case types.KindInt64, types.KindUint64:
 		return &pb.Datum{Kind: uint32(d.Kind()), N: d.Uint64()}
-	case tablecodec.KindFloat64:
+	case types.KindFloat64:
 		return &pb.Datum{Kind: uint32(d.Kind()), N: d.Uint64()}
-	case tablecodec.KindBytes:
+	case types.KindBytes:
 		b := d.Bytes()
 		if b == nil {
 			b = []byte{}
@@ -257,24 +256,24 @@ func DatumToPB(d Datum) *pb.Datum {
 }
 
 // DatumFromPB is the inverse of DatumToPB (nil: NULL).
-func DatumFromPB(p *pb.Datum) (Datum, error) {
-	switch tablecodec.Kind(p.GetKind()) {
-	case tablecodec.KindNull:
-		return tablecodec.NullDatum, nil
-	case tablecodec.KindInt64:
-		return tablecodec.NewInt(int64(p.GetN())), nil
-	case tablecodec.KindUint64:
-		return tablecodec.NewUint(p.GetN()), nil
-	case tablecodec.KindFloat64:
-		return tablecodec.NewFloat(math.Float64frombits(p.GetN())), nil
-	case tablecodec.KindBytes:
+func DatumFromPB(p *pb.Datum) (types.Datum, error) {
+	switch types.Kind(p.GetKind()) {
+	case types.KindNull:
+		return types.NullDatum, nil
+	case types.KindInt64:
+		return types.NewInt(int64(p.GetN())), nil
+	case types.KindUint64:
+		return types.NewUint(p.GetN()), nil
+	case types.KindFloat64:
+		return types.NewFloat(math.Float64frombits(p.GetN())), nil
+	case types.KindBytes:
 		b := p.GetB()
 		if b == nil {
 			b = []byte{}
 		}
-		return tablecodec.NewBytes(b), nil
+		return types.NewBytes(b), nil
 	}
-	return tablecodec.NullDatum, fmt.Errorf("%w: datum kind %d", ErrBadPB, p.GetKind())
+	return types.NullDatum, fmt.Errorf("%w: datum kind %d", ErrBadPB, p.GetKind())
 }
 
 // ReadsOnlyFrom reports whether e reads no column below offset from (it

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
@@ -118,11 +117,11 @@ func table(name string, rows func(ctx context.Context, v Viewer) ([][]datum, err
 }
 
 // str, num and null build datums.
-func str(s string) datum  { return tablecodec.NewString(s) }
-func num(v int64) datum   { return tablecodec.NewInt(v) }
-func unum(v uint64) datum { return tablecodec.NewUint(v) }
+func str(s string) datum  { return types.NewString(s) }
+func num(v int64) datum   { return types.NewInt(v) }
+func unum(v uint64) datum { return types.NewUint(v) }
 
-var null = tablecodec.NullDatum
+var null = types.NullDatum
 
 func strOrNull(s string) datum {
 	if s == "" {

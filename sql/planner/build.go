@@ -7,7 +7,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
@@ -600,11 +599,11 @@ func limitValue(n ast.ExprNode, env expr.Env) (uint64, error) {
 		return 0, err
 	}
 	switch d.Kind() {
-	case tablecodec.KindInt64:
+	case types.KindInt64:
 		if d.Int64() >= 0 {
 			return uint64(d.Int64()), nil
 		}
-	case tablecodec.KindUint64:
+	case types.KindUint64:
 		return d.Uint64(), nil
 	}
 	return 0, errno.New(1210, "Incorrect arguments to LIMIT")

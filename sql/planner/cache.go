@@ -7,7 +7,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
@@ -168,9 +167,9 @@ func (pl *Planner) BindPoint(ctx context.Context, t *PointTemplate, env expr.Env
 func handleOf(src *Source, v types.Datum) (int64, bool) {
 	unsigned := src.Cols[src.HandleOffset()].Type.Unsigned()
 	switch {
-	case v.Kind() == tablecodec.KindInt64 && (!unsigned || v.Int64() >= 0):
+	case v.Kind() == types.KindInt64 && (!unsigned || v.Int64() >= 0):
 		return v.Int64(), true
-	case v.Kind() == tablecodec.KindUint64 && (unsigned || v.Uint64() <= math.MaxInt64):
+	case v.Kind() == types.KindUint64 && (unsigned || v.Uint64() <= math.MaxInt64):
 		return int64(v.Uint64()), true
 	}
 	return 0, false

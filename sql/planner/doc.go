@@ -1,9 +1,15 @@
-// Package planner turns a parsed single-table statement into a physical
-// plan the executor runs as a tree of streaming operators.
+// Package planner turns a parsed statement into a physical plan the
+// executor runs as a tree of streaming operators: SELECT over tables,
+// joins (join.go, joinreorder.go), subqueries (subquery.go,
+// decorrelate.go), derived tables and views (view.go), CTEs including
+// recursive ones (cte.go), window functions (window.go), UNION (setop.go)
+// and information_schema tables (memtable.go), and the reads of UPDATE and
+// DELETE (ScanPlan).
 //
-// Planning has three steps, as in TiDB's pkg/planner/core at our scale:
+// Planning has four steps, as in TiDB's pkg/planner/core at our scale:
 //
-//  1. Name resolution and a logical plan: the FROM table (Source), WHERE
+//  1. Name resolution and a logical plan: the FROM clause (one table, or a
+//     join tree whose Source has every table's columns), WHERE
 //     split into conjuncts, aggregates, HAVING, ORDER BY, LIMIT and the
 //     select list, compiled against the source row (every column, then the
 //     handle).
@@ -20,15 +26,21 @@
 //     ranges, then batched row gets), compared by a cost from estimated
 //     row counts (TiDB's pseudo statistics: 10000 rows, 1/1000 for an
 //     equality, 1/40 for a bounded range, 1/3 for a half-open one) and
-//     restricted by USE / FORCE / IGNORE INDEX. Only public indexes are
-//     read: an index being built (delete-only, write-only) never is.
+//     restricted by USE / FORCE / IGNORE INDEX. Row counts come from
+//     ANALYZE's statistics where a table has them (stats.go). Only public
+//     indexes are read: an index being built (delete-only, write-only)
+//     never is. Joins are HashJoins or IndexJoins (the outer side's keys
+//     looked up in the inner table's handle or index), inner joins of
+//     three or more tables reordered greedily by estimated size.
 //  4. Store pushdown (strata_allow_pushdown, ON by default), over a
-//     TableReader only: the residual conditions when every one serializes
-//     (expr.ToPB) become a cop[tikv] Selection, an aggregation without
-//     GROUP BY a cop[tikv] HashAgg of partial states merged by the root
-//     HashAgg (PushedPartial), and ORDER BY ... LIMIT a cop[tikv] TopN of
-//     offset+count rows per region under the root TopN. A LIMIT reaches
-//     the access path only when no sort comes between them.
+//     TableReader: the residual conditions when every one serializes
+//     (expr.ToPB) become a cop[tikv] Selection, an aggregation (with or
+//     without GROUP BY, when every key and argument serializes; not
+//     COUNT(DISTINCT)) a cop[tikv] HashAgg of partial states merged by the
+//     root HashAgg (PushedPartial), and ORDER BY ... LIMIT a cop[tikv] TopN
+//     of offset+count rows per region under the root TopN. An IndexLookUp's
+//     row lookups run on the stores (strata_index_lookup_pushdown). A LIMIT
+//     reaches the access path only when no sort comes between them.
 //
 // Plans are built per execution and are not shared; a plan holds the
 // catalog objects it was built from, which are immutable. The exception is

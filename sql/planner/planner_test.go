@@ -11,9 +11,9 @@ import (
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -24,11 +24,11 @@ func (nullEnv) User() string                   { return "root@%" }
 func (nullEnv) ConnectionID() uint64           { return 1 }
 func (nullEnv) LastInsertID() uint64           { return 0 }
 func (nullEnv) Now() time.Time                 { return time.Unix(0, 0) }
-func (nullEnv) UserVar(string) types.Datum     { return tablecodec.NullDatum }
-func (nullEnv) Param(int) (types.Datum, bool)  { return tablecodec.NullDatum, false }
+func (nullEnv) UserVar(string) types.Datum     { return types.NullDatum }
+func (nullEnv) Param(int) (types.Datum, bool)  { return types.NullDatum, false }
 func (nullEnv) StatementDone() <-chan struct{} { return nil }
 func (nullEnv) SysVar(name string, _ bool) (types.Datum, types.FieldType, error) {
-	return tablecodec.NullDatum, types.FieldType{}, errno.New(errno.ErrUnknownSystemVar, "Unknown system variable '%s'", name)
+	return types.NullDatum, types.FieldType{}, errno.New(errno.ErrUnknownSystemVar, "Unknown system variable '%s'", name)
 }
 
 // testSource is t(id INT PRIMARY KEY, k INT, c VARCHAR(10), u BIGINT
@@ -134,9 +134,9 @@ func TestRanges(t *testing.T) {
 
 func TestHandleRanges(t *testing.T) {
 	r := handleRanges([]Range{
-		{Low: []types.Datum{tablecodec.NewInt(3)}, High: []types.Datum{tablecodec.NewInt(7)}, LowExcl: true, HighExcl: true},
-		{Low: []types.Datum{tablecodec.NullDatum}, LowExcl: true, High: []types.Datum{tablecodec.NewInt(-1)}},
-		{Low: []types.Datum{tablecodec.NullDatum}, High: []types.Datum{tablecodec.NullDatum}},
+		{Low: []types.Datum{types.NewInt(3)}, High: []types.Datum{types.NewInt(7)}, LowExcl: true, HighExcl: true},
+		{Low: []types.Datum{types.NullDatum}, LowExcl: true, High: []types.Datum{types.NewInt(-1)}},
+		{Low: []types.Datum{types.NullDatum}, High: []types.Datum{types.NullDatum}},
 	})
 	require.Equal(t, []HandleRange{{4, 6}, {FullHandleRange.Lo, -1}}, r)
 	start, end := HandleRange{Lo: 3, Hi: 7}.Keys(9)

@@ -9,8 +9,8 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -29,7 +29,7 @@ var (
 	negInf  = bound{inf: -1}
 	posInf  = bound{inf: 1}
 	fullIv  = interval{lo: negInf, hi: posInf}
-	notNull = interval{lo: bound{v: tablecodec.NullDatum, excl: true}, hi: posInf}
+	notNull = interval{lo: bound{v: types.NullDatum, excl: true}, hi: posInf}
 )
 
 // cmpVal orders values of one column kind; NULL first.
@@ -43,11 +43,11 @@ func cmpVal(a, b types.Datum) int {
 		return 1
 	}
 	switch a.Kind() {
-	case tablecodec.KindInt64:
+	case types.KindInt64:
 		return cmpOrdered(a.Int64(), b.Int64())
-	case tablecodec.KindUint64:
+	case types.KindUint64:
 		return cmpOrdered(a.Uint64(), b.Uint64())
-	case tablecodec.KindFloat64:
+	case types.KindFloat64:
 		return cmpOrdered(a.Float64(), b.Float64())
 	}
 	return bytes.Compare(a.Bytes(), b.Bytes())
@@ -332,7 +332,7 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 		if x.Not {
 			return []interval{notNull}, true, true
 		}
-		null := bound{v: tablecodec.NullDatum}
+		null := bound{v: types.NullDatum}
 		return []interval{{lo: null, hi: null}}, true, true
 	}
 	return nil, false, false
@@ -349,7 +349,7 @@ func cmpInterval(col types.FieldType, op opcode.Op, v types.Datum, ft types.Fiel
 	switch domainOf(col) {
 	case domainString:
 		c := ft.Class()
-		if v.Kind() != tablecodec.KindBytes || (c != types.ClassString && c != types.ClassTime && c != types.ClassNull) {
+		if v.Kind() != types.KindBytes || (c != types.ClassString && c != types.ClassTime && c != types.ClassNull) {
 			return nil, false, false // compared as numbers by the evaluator
 		}
 		if types.IsDateOrDatetime(col) {
@@ -358,17 +358,17 @@ func cmpInterval(col types.FieldType, op opcode.Op, v types.Datum, ft types.Fiel
 				if none {
 					return nil, true, true
 				}
-				return []interval{opInterval(op2, tablecodec.NewString(canon))}, true, true
+				return []interval{opInterval(op2, types.NewString(canon))}, true, true
 			}
 		}
 		return []interval{opInterval(op, v)}, true, true
 	case domainUint:
 		switch v.Kind() {
-		case tablecodec.KindUint64:
+		case types.KindUint64:
 			return []interval{opInterval(op, v)}, true, true
-		case tablecodec.KindInt64:
+		case types.KindInt64:
 			if v.Int64() >= 0 {
-				return []interval{opInterval(op, tablecodec.NewUint(uint64(v.Int64())))}, true, true
+				return []interval{opInterval(op, types.NewUint(uint64(v.Int64())))}, true, true
 			}
 			if op == opcode.GT || op == opcode.GE { // every value is above a negative one
 				return []interval{notNull}, true, true
@@ -378,11 +378,11 @@ func cmpInterval(col types.FieldType, op opcode.Op, v types.Datum, ft types.Fiel
 		return nil, false, false
 	case domainInt:
 		switch v.Kind() {
-		case tablecodec.KindInt64:
+		case types.KindInt64:
 			return []interval{opInterval(op, v)}, true, true
-		case tablecodec.KindUint64:
+		case types.KindUint64:
 			if v.Uint64() <= math.MaxInt64 {
-				return []interval{opInterval(op, tablecodec.NewInt(int64(v.Uint64())))}, true, true
+				return []interval{opInterval(op, types.NewInt(int64(v.Uint64())))}, true, true
 			}
 			if op == opcode.LT || op == opcode.LE {
 				return []interval{notNull}, true, true
@@ -403,7 +403,7 @@ func opInterval(op opcode.Op, v types.Datum) interval {
 	b := bound{v: v}
 	switch op {
 	case opcode.LT, opcode.LE:
-		return interval{lo: bound{v: tablecodec.NullDatum, excl: true}, hi: bound{v: v, excl: op == opcode.LT}}
+		return interval{lo: bound{v: types.NullDatum, excl: true}, hi: bound{v: v, excl: op == opcode.LT}}
 	case opcode.GT, opcode.GE:
 		return interval{lo: bound{v: v, excl: op == opcode.GT}, hi: posInf}
 	}
@@ -419,7 +419,7 @@ func floatIntInterval(op opcode.Op, f float64) []interval {
 		if f != math.Trunc(f) || f < -two63 || f >= two63 {
 			return none
 		}
-		return []interval{opInterval(op, tablecodec.NewInt(int64(f)))}
+		return []interval{opInterval(op, types.NewInt(int64(f)))}
 	case opcode.GT, opcode.GE:
 		c := math.Ceil(f)
 		switch {
@@ -428,7 +428,7 @@ func floatIntInterval(op opcode.Op, f float64) []interval {
 		case c < -two63:
 			return all
 		}
-		return []interval{opInterval(ternary(c == f, op, opcode.GE), tablecodec.NewInt(int64(c)))}
+		return []interval{opInterval(ternary(c == f, op, opcode.GE), types.NewInt(int64(c)))}
 	default: // LT, LE
 		c := math.Floor(f)
 		switch {
@@ -437,7 +437,7 @@ func floatIntInterval(op opcode.Op, f float64) []interval {
 		case c >= two63:
 			return all
 		}
-		return []interval{opInterval(ternary(c == f, op, opcode.LE), tablecodec.NewInt(int64(c)))}
+		return []interval{opInterval(ternary(c == f, op, opcode.LE), types.NewInt(int64(c)))}
 	}
 }
 
@@ -819,7 +819,7 @@ func datumText(d types.Datum) string {
 	if d.IsNull() {
 		return "NULL"
 	}
-	if d.Kind() == tablecodec.KindBytes {
+	if d.Kind() == types.KindBytes {
 		return `"` + string(d.Bytes()) + `"`
 	}
 	return d.String()

@@ -6,7 +6,6 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
@@ -311,7 +310,7 @@ func (t textExpr) Eval(row []types.Datum) (types.Datum, error) {
 	if err != nil || d.IsNull() {
 		return d, err
 	}
-	return tablecodec.NewBytes(types.AppendText(nil, d, &t.ft)), nil
+	return types.NewBytes(types.AppendText(nil, d, &t.ft)), nil
 }
 
 func (t textExpr) Type() types.FieldType { return types.VarcharType }

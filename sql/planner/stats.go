@@ -5,10 +5,10 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/statistics"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 

@@ -9,7 +9,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
@@ -110,13 +109,13 @@ func appendKey(b []byte, v types.Datum) []byte {
 	switch {
 	case v.IsNull():
 		return append(b, 'n')
-	case v.Kind() == tablecodec.KindInt64:
+	case v.Kind() == types.KindInt64:
 		b = append(b, 'i')
 		return append(strconv.AppendInt(b, v.Int64(), 10), 0)
-	case v.Kind() == tablecodec.KindUint64:
+	case v.Kind() == types.KindUint64:
 		b = append(b, 'i')
 		return append(strconv.AppendUint(b, v.Uint64(), 10), 0)
-	case v.Kind() == tablecodec.KindFloat64:
+	case v.Kind() == types.KindFloat64:
 		b = append(b, 'f')
 		return append(strconv.AppendFloat(b, v.Float64(), 'g', -1, 64), 0)
 	}
@@ -151,7 +150,7 @@ func (c *outerColumn) Type() types.FieldType { return c.ft }
 
 func (c *outerColumn) Eval([]types.Datum) (types.Datum, error) {
 	if c.scope.row == nil {
-		return tablecodec.NullDatum, errSubqueryNotRun
+		return types.NullDatum, errSubqueryNotRun
 	}
 	return c.scope.row[c.off], nil
 }
@@ -337,11 +336,11 @@ func (s *scalarSubquery) Eval(row []types.Datum) (types.Datum, error) {
 	rows, err := s.sq.result(row)
 	switch {
 	case err != nil:
-		return tablecodec.NullDatum, err
+		return types.NullDatum, err
 	case len(rows) == 0:
-		return tablecodec.NullDatum, nil
+		return types.NullDatum, nil
 	case len(rows) > 1:
-		return tablecodec.NullDatum, errno.New(1242, "Subquery returns more than 1 row")
+		return types.NullDatum, errno.New(1242, "Subquery returns more than 1 row")
 	}
 	return rows[0][0], nil
 }
@@ -356,7 +355,7 @@ func (s *existsSubquery) Type() types.FieldType { return boolType }
 func (s *existsSubquery) Eval(row []types.Datum) (types.Datum, error) {
 	rows, err := s.sq.result(row)
 	if err != nil {
-		return tablecodec.NullDatum, err
+		return types.NullDatum, err
 	}
 	return boolValue((len(rows) > 0) != s.not), nil
 }
@@ -378,14 +377,14 @@ func (s *compareSubquery) Type() types.FieldType { return boolType }
 func (s *compareSubquery) Eval(row []types.Datum) (types.Datum, error) {
 	rows, err := s.sq.result(row)
 	if err != nil {
-		return tablecodec.NullDatum, err
+		return types.NullDatum, err
 	}
 	if len(rows) == 0 {
 		return boolValue(s.all != s.not), nil
 	}
 	l, err := s.l.Eval(row)
 	if err != nil {
-		return tablecodec.NullDatum, err
+		return types.NullDatum, err
 	}
 	sawNull := l.IsNull()
 	if !sawNull {
@@ -402,7 +401,7 @@ func (s *compareSubquery) Eval(row []types.Datum) (types.Datum, error) {
 		}
 	}
 	if sawNull {
-		return tablecodec.NullDatum, nil
+		return types.NullDatum, nil
 	}
 	return boolValue(s.all != s.not), nil
 }
@@ -425,7 +424,7 @@ func compareTrue(op opcode.Op, c int) bool {
 
 func boolValue(b bool) types.Datum {
 	if b {
-		return tablecodec.NewInt(1)
+		return types.NewInt(1)
 	}
-	return tablecodec.NewInt(0)
+	return types.NewInt(0)
 }

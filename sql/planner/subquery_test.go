@@ -6,7 +6,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -15,8 +14,8 @@ import (
 // three-valued results, and that the subquery runs once however many
 // rows evaluate it.
 func TestCompareSubquery(t *testing.T) {
-	null := tablecodec.NullDatum
-	i := func(v int64) types.Datum { return tablecodec.NewInt(v) }
+	null := types.NullDatum
+	i := func(v int64) types.Datum { return types.NewInt(v) }
 	set := func(vs ...types.Datum) [][]types.Datum {
 		rows := make([][]types.Datum, len(vs))
 		for j, v := range vs {
@@ -69,8 +68,8 @@ func TestCompareSubquery(t *testing.T) {
 // form runs the decorrelated query once and the correlated plan only for
 // an aggregate's missing group.
 func TestCorrelatedSubqueryRuns(t *testing.T) {
-	i := func(v int64) types.Datum { return tablecodec.NewInt(v) }
-	null := tablecodec.NullDatum
+	i := func(v int64) types.Datum { return types.NewInt(v) }
+	null := types.NullDatum
 	outerRows := [][]types.Datum{{i(1)}, {i(2)}, {i(1)}, {null}, {i(2)}, {null}, {i(3)}}
 
 	scope := &outerScope{keys: []expr.Expr{outerKey{off: 0}}}

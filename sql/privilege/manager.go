@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/auth"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // DefaultPollInterval is how often a SQL node checks the privilege
@@ -22,7 +22,7 @@ const DefaultPollInterval = 500 * time.Millisecond
 
 // Config configures a Manager.
 type Config struct {
-	Store sql.Storage
+	Store kv.Storage
 	// DefaultPlugin is the plugin of CREATE USER without IDENTIFIED WITH
 	// (default_authentication_plugin) and of the bootstrap accounts.
 	DefaultPlugin string
@@ -197,7 +197,7 @@ func (m *Manager) bootstrap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	txn, err := m.cfg.Store.Begin(ctx, sql.TxnOptions{})
+	txn, err := m.cfg.Store.Begin(ctx, kv.TxnOptions{})
 	if err != nil {
 		return fmt.Errorf("privilege: bootstrap: %w", err)
 	}
@@ -213,8 +213,8 @@ func (m *Manager) bootstrap(ctx context.Context) error {
 		}
 	}
 	err = txn.Commit(ctx)
-	var ke *sql.KeyExistsError
-	var wc *sql.WriteConflictError
+	var ke *kv.KeyExistsError
+	var wc *kv.WriteConflictError
 	if errors.As(err, &ke) || errors.As(err, &wc) {
 		return nil // another node bootstrapped
 	}
@@ -238,7 +238,7 @@ func (m *Manager) update(ctx context.Context, fn func(g *Grants) error) error {
 			return err
 		}
 		err := m.tryUpdate(ctx, fn)
-		var wc *sql.WriteConflictError
+		var wc *kv.WriteConflictError
 		if errors.As(err, &wc) {
 			continue
 		}
@@ -248,7 +248,7 @@ func (m *Manager) update(ctx context.Context, fn func(g *Grants) error) error {
 }
 
 func (m *Manager) tryUpdate(ctx context.Context, fn func(g *Grants) error) (err error) {
-	txn, err := m.cfg.Store.Begin(ctx, sql.TxnOptions{})
+	txn, err := m.cfg.Store.Begin(ctx, kv.TxnOptions{})
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/stratadb/strata/kv/codec"
-	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // Ident is an account: user name (case-sensitive) and host pattern

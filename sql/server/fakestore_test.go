@@ -12,13 +12,13 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stratadb/strata/coprocessor"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/store/coprocessor"
 )
 
-// memStore is an in-memory sql.Storage for tests only: MVCC versions per
+// memStore is an in-memory kv.Storage for tests only: MVCC versions per
 // key, Insert/conflict checks like the real KV layer, and a coprocessor that
 // splits its answer into "regions" of regionRows rows so cross-region
 // merging is exercised.
@@ -53,7 +53,7 @@ type version struct {
 
 func newMemStore() *memStore { return &memStore{data: map[string][]version{}, regionRows: 3} }
 
-var _ sql.Storage = (*memStore)(nil)
+var _ kv.Storage = (*memStore)(nil)
 
 func (m *memStore) GetTS(ctx context.Context) (uint64, error) {
 	if err := ctx.Err(); err != nil {
@@ -122,11 +122,11 @@ func (m *memStore) Commit(_ context.Context, muts []*kvrpcpb.Mutation, startTS, 
 	for _, mu := range muts {
 		vs := m.data[string(mu.Key)]
 		if n := len(vs); n > 0 && vs[n-1].commitTS > startTS {
-			return &sql.WriteConflictError{StartTS: startTS, ConflictCommitTS: vs[n-1].commitTS, Key: mu.Key}
+			return &kv.WriteConflictError{StartTS: startTS, ConflictCommitTS: vs[n-1].commitTS, Key: mu.Key}
 		}
 		if mu.Op == kvrpcpb.Op_Insert {
 			if _, ok := m.readLocked(string(mu.Key), commitTS); ok {
-				return &sql.KeyExistsError{Key: mu.Key}
+				return &kv.KeyExistsError{Key: mu.Key}
 			}
 		}
 	}
@@ -155,7 +155,7 @@ func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGReques
 		limit := 0
 		if dag.GetPagingSize() > 0 {
 			// One page of the first "region" (and the key after it) is all
-			// a paging request reads, as kv/client does.
+			// a paging request reads, as kvclient does.
 			if limit = m.regionRows + 1 - len(pairs); limit <= 0 {
 				break
 			}
@@ -167,7 +167,7 @@ func (m *memStore) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGReques
 		chunk := memPairs(pairs[i:min(i+m.regionRows, len(pairs))])
 		if dag.GetPagingSize() == 0 && dag.GetPageMs() > 0 {
 			// A page bounded in time may end anywhere: end each after a
-			// few rows and resume, as kv/client does, so that the SQL
+			// few rows and resume, as kvclient does, so that the SQL
 			// node merges several pages per region.
 			paged := proto.Clone(dag).(*coprocessorpb.DAGRequest)
 			paged.PageScanRows = 2
@@ -262,12 +262,12 @@ type memLock struct {
 // fakeDefaultLockWait is the lock wait when LockOptions gives none.
 const fakeDefaultLockWait = time.Second
 
-// Begin implements sql.Storage with a test-only transaction: a snapshot at
+// Begin implements kv.Storage with a test-only transaction: a snapshot at
 // start_ts (a fresh one per statement in READ-COMMITTED), writes buffered
 // until Commit, pessimistic row locks that block (with timeout, NOWAIT and
 // deadlock detection over the wait-for graph), and at commit a conflict
 // check of every written key not locked pessimistically.
-func (m *memStore) Begin(ctx context.Context, opts sql.TxnOptions) (sql.Txn, error) {
+func (m *memStore) Begin(ctx context.Context, opts kv.TxnOptions) (kv.Txn, error) {
 	t := &memTxn{m: m, opts: opts, buf: map[string]bufEntry{}, locked: map[string]bool{}, marked: map[string]bool{},
 		savepoints: map[string]map[string]bufEntry{}}
 	if opts.StartTS != 0 {
@@ -293,7 +293,7 @@ type bufEntry struct {
 
 type memTxn struct {
 	m           *memStore
-	opts        sql.TxnOptions
+	opts        kv.TxnOptions
 	startTS     uint64
 	readTS      uint64
 	forUpdateTS uint64
@@ -317,7 +317,7 @@ func (t *memTxn) StartTS() uint64     { return t.startTS }
 func (t *memTxn) ForUpdateTS() uint64 { return t.forUpdateTS }
 
 // SetCommitGuard: the fake commits at once, never above a guard's bound.
-func (t *memTxn) SetCommitGuard(sql.CommitGuard) {}
+func (t *memTxn) SetCommitGuard(kv.CommitGuard) {}
 
 func (t *memTxn) Get(ctx context.Context, key []byte) ([]byte, bool, error) {
 	if e, ok := t.buf[string(key)]; ok {
@@ -344,7 +344,7 @@ func inRange(k string, start, end []byte) bool {
 	return bytes.Compare([]byte(k), start) >= 0 && (len(end) == 0 || bytes.Compare([]byte(k), end) < 0)
 }
 
-func (t *memTxn) Scan(ctx context.Context, start, end []byte, limit int, reverse bool) ([]sql.KvPair, error) {
+func (t *memTxn) Scan(ctx context.Context, start, end []byte, limit int, reverse bool) ([]kv.KvPair, error) {
 	pairs, err := t.m.Scan(ctx, start, end, t.readTS, 0)
 	if err != nil {
 		return nil, err
@@ -376,9 +376,9 @@ func (t *memTxn) Scan(ctx context.Context, start, end []byte, limit int, reverse
 	if limit > 0 && len(keys) > limit {
 		keys = keys[:limit]
 	}
-	out := make([]sql.KvPair, len(keys))
+	out := make([]kv.KvPair, len(keys))
 	for i, k := range keys {
-		out[i] = sql.KvPair{Key: []byte(k), Value: merged[k]}
+		out[i] = kv.KvPair{Key: []byte(k), Value: merged[k]}
 	}
 	return out, nil
 }
@@ -396,14 +396,14 @@ func (t *memTxn) Delete(key []byte) error {
 func (t *memTxn) Insert(key, value []byte) error {
 	e, ok := t.buf[string(key)]
 	if ok && e.value != nil {
-		return &sql.KeyExistsError{Key: append([]byte(nil), key...)}
+		return &kv.KeyExistsError{Key: append([]byte(nil), key...)}
 	}
 	// After our own delete the key is ours to write: no assertion.
 	t.buf[string(key)] = bufEntry{value: append([]byte{}, value...), insert: !ok}
 	return nil
 }
 
-func (t *memTxn) LockKeys(ctx context.Context, opts sql.LockOptions, keys ...[]byte) ([][]byte, error) {
+func (t *memTxn) LockKeys(ctx context.Context, opts kv.LockOptions, keys ...[]byte) ([][]byte, error) {
 	if !t.opts.Pessimistic {
 		for _, k := range keys {
 			t.marked[string(k)] = true
@@ -441,7 +441,7 @@ func (t *memTxn) LockKeys(ctx context.Context, opts sql.LockOptions, keys ...[]b
 	for i, k := range keys {
 		v, live := m.readLocked(string(k), math.MaxUint64)
 		if e := t.buf[string(k)]; e.insert && live {
-			return nil, &sql.KeyExistsError{Key: append([]byte(nil), k...)}
+			return nil, &kv.KeyExistsError{Key: append([]byte(nil), k...)}
 		}
 		if live && opts.ReturnValues {
 			vals[i] = append([]byte{}, v...)
@@ -468,7 +468,7 @@ func (m *memStore) lock(ctx context.Context, t *memTxn, key string, nowait bool,
 			return nil
 		}
 		if nowait {
-			return &sql.LockConflictError{Key: []byte(key)}
+			return &kv.LockConflictError{Key: []byte(key)}
 		}
 		// Waiting for l.owner closes a cycle when l.owner (transitively)
 		// waits for t.
@@ -476,7 +476,7 @@ func (m *memStore) lock(ctx context.Context, t *memTxn, key string, nowait bool,
 		for i := 0; o != nil && i <= len(m.waitsFor); i++ {
 			if o == t {
 				m.deadlocks++
-				return &sql.DeadlockError{Key: []byte(key)}
+				return &kv.DeadlockError{Key: []byte(key)}
 			}
 			o = m.waitsFor[o]
 		}
@@ -490,7 +490,7 @@ func (m *memStore) lock(ctx context.Context, t *memTxn, key string, nowait bool,
 		select {
 		case <-l.released:
 		case <-timer.C:
-			err = sql.ErrLockWaitTimeout
+			err = kv.ErrLockWaitTimeout
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
@@ -525,7 +525,7 @@ func (t *memTxn) Dirty(start, end []byte) bool {
 
 func (t *memTxn) StmtBegin() {
 	t.stmtBuf = cloneBuf(t.buf)
-	if t.opts.Isolation == sql.ReadCommitted {
+	if t.opts.Isolation == kv.ReadCommitted {
 		t.readTS, _ = t.m.GetTS(context.Background())
 	}
 }
@@ -577,11 +577,11 @@ func (t *memTxn) Commit(ctx context.Context) error {
 			return nil
 		}
 		if l := m.locks[k]; l != nil && l.owner != t {
-			return &sql.WriteConflictError{StartTS: t.startTS, ConflictStartTS: l.owner.startTS, Key: []byte(k)}
+			return &kv.WriteConflictError{StartTS: t.startTS, ConflictStartTS: l.owner.startTS, Key: []byte(k)}
 		}
 		vs := m.data[k]
 		if n := len(vs); n > 0 && vs[n-1].commitTS > t.startTS {
-			return &sql.WriteConflictError{StartTS: t.startTS, ConflictCommitTS: vs[n-1].commitTS, Key: []byte(k)}
+			return &kv.WriteConflictError{StartTS: t.startTS, ConflictCommitTS: vs[n-1].commitTS, Key: []byte(k)}
 		}
 		return nil
 	}
@@ -590,7 +590,7 @@ func (t *memTxn) Commit(ctx context.Context) error {
 			return err
 		}
 		if _, live := m.readLocked(k, math.MaxUint64); e.insert && live {
-			return &sql.KeyExistsError{Key: []byte(k)}
+			return &kv.KeyExistsError{Key: []byte(k)}
 		}
 	}
 	for k := range t.marked {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/auth"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/ddl"
@@ -30,7 +30,7 @@ type Config struct {
 	// Addr is the MySQL listen address (host:port; port 0 picks one).
 	Addr string
 	// Store is the KV layer (production: PD + KV client).
-	Store sql.Storage
+	Store kv.Storage
 	// Users maps the user names created at '%' with ALL PRIVILEGES WITH
 	// GRANT OPTION when the cluster's privilege tables are bootstrapped
 	// (first start) to their initial passwords. Nil means {"root": ""}.

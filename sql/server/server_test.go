@@ -16,7 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
-	strsql "github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/server"
 )
 
@@ -274,9 +274,9 @@ func TestKVErrorsMapToMySQLCodes(t *testing.T) {
 	}{
 		// A conflict is retried (statement retry); only a lasting one
 		// reaches the client.
-		{&strsql.WriteConflictError{StartTS: 10, ConflictCommitTS: 12, Key: []byte("k")}, 100, 9007, "Write conflict, txnStartTS=10"},
-		{fmt.Errorf("wrapped: %w", strsql.ErrRegionUnavailable), 1, 9005, "Region is unavailable"},
-		{strsql.ErrUndetermined, 1, 8110, "undetermined"},
+		{&kv.WriteConflictError{StartTS: 10, ConflictCommitTS: 12, Key: []byte("k")}, 100, 9007, "Write conflict, txnStartTS=10"},
+		{fmt.Errorf("wrapped: %w", kv.ErrRegionUnavailable), 1, 9005, "Region is unavailable"},
+		{kv.ErrUndetermined, 1, 8110, "undetermined"},
 		{context.DeadlineExceeded, 1, 1317, "Query execution was interrupted"},
 	}
 	for _, c := range cases {
@@ -330,7 +330,7 @@ func TestConcurrentUpdatesOfOneRow(t *testing.T) {
 			}
 			// A conflict that clears is invisible to the client.
 			ts.store.mu.Lock()
-			ts.store.failCommit, ts.store.failCommitTimes = &strsql.WriteConflictError{Key: []byte("k")}, 3
+			ts.store.failCommit, ts.store.failCommitTimes = &kv.WriteConflictError{Key: []byte("k")}, 3
 			ts.store.mu.Unlock()
 			before := counter(t, "strata_sql_statement_retries_total")
 			_, err = db.Exec("UPDATE c SET n = 0 WHERE id = 1")
@@ -341,7 +341,7 @@ func TestConcurrentUpdatesOfOneRow(t *testing.T) {
 }
 
 // TestLockLostBeforeCommit: a pessimistic lock whose answer was lost
-// (sql.ErrUndetermined from LockKeys) committed nothing. An autocommit
+// (kv.ErrUndetermined from LockKeys) committed nothing. An autocommit
 // statement is run again; inside a transaction the statement fails with
 // 9002 (not 8110: no commit was sent), only it is rolled back, and the
 // transaction goes on.
@@ -353,7 +353,7 @@ func TestLockLostBeforeCommit(t *testing.T) {
 	require.NoError(t, err)
 	_, err = db.Exec("INSERT INTO c VALUES (1, 0), (2, 0)")
 	require.NoError(t, err)
-	lost := fmt.Errorf("%w: connection reset after send", strsql.ErrUndetermined)
+	lost := fmt.Errorf("%w: connection reset after send", kv.ErrUndetermined)
 	ts.store.mu.Lock()
 	ts.store.failLock, ts.store.failLockTimes = lost, 2
 	ts.store.mu.Unlock()
@@ -386,7 +386,7 @@ func TestNoRetryInsideTransaction(t *testing.T) {
 	_, err := db.Exec("CREATE TABLE c (id INT PRIMARY KEY, n INT)")
 	require.NoError(t, err)
 	ts.store.mu.Lock()
-	ts.store.failCommit, ts.store.failCommitTimes = &strsql.WriteConflictError{Key: []byte("k")}, 1
+	ts.store.failCommit, ts.store.failCommitTimes = &kv.WriteConflictError{Key: []byte("k")}, 1
 	ts.store.mu.Unlock()
 	before := counter(t, "strata_sql_statement_retries_total")
 	for _, q := range []string{"BEGIN OPTIMISTIC", "INSERT INTO c VALUES (1, 1)"} {

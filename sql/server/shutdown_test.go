@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	strsql "github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/server"
 )
 
@@ -27,11 +27,11 @@ type gatedStore struct {
 }
 
 type gatedTxn struct {
-	strsql.Txn
+	kv.Txn
 	g *gatedStore
 }
 
-func (g *gatedStore) Begin(ctx context.Context, opts strsql.TxnOptions) (strsql.Txn, error) {
+func (g *gatedStore) Begin(ctx context.Context, opts kv.TxnOptions) (kv.Txn, error) {
 	t, err := g.memStore.Begin(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/session"
@@ -102,7 +101,7 @@ func (c *clientConn) handleStmtExecute(ctx context.Context, data []byte) error {
 				continue
 			}
 			if ld, ok := p.LongData[i]; ok {
-				params[i] = tablecodec.NewBytes(ld)
+				params[i] = types.NewBytes(ld)
 				continue
 			}
 			var err error
@@ -175,59 +174,59 @@ func readBinaryParam(tp byte, unsigned bool, b []byte) (types.Datum, []byte, err
 	}
 	switch tp {
 	case mysql.TypeNull:
-		return tablecodec.NullDatum, b, nil
+		return types.NullDatum, b, nil
 	case mysql.TypeTiny:
 		if err := need(1); err != nil {
-			return tablecodec.NullDatum, b, err
+			return types.NullDatum, b, err
 		}
 		if unsigned {
-			return tablecodec.NewInt(int64(b[0])), b[1:], nil
+			return types.NewInt(int64(b[0])), b[1:], nil
 		}
-		return tablecodec.NewInt(int64(int8(b[0]))), b[1:], nil
+		return types.NewInt(int64(int8(b[0]))), b[1:], nil
 	case mysql.TypeShort, mysql.TypeYear:
 		if err := need(2); err != nil {
-			return tablecodec.NullDatum, b, err
+			return types.NullDatum, b, err
 		}
 		v := binary.LittleEndian.Uint16(b)
 		if unsigned {
-			return tablecodec.NewInt(int64(v)), b[2:], nil
+			return types.NewInt(int64(v)), b[2:], nil
 		}
-		return tablecodec.NewInt(int64(int16(v))), b[2:], nil
+		return types.NewInt(int64(int16(v))), b[2:], nil
 	case mysql.TypeLong, mysql.TypeInt24:
 		if err := need(4); err != nil {
-			return tablecodec.NullDatum, b, err
+			return types.NullDatum, b, err
 		}
 		v := binary.LittleEndian.Uint32(b)
 		if unsigned {
-			return tablecodec.NewInt(int64(v)), b[4:], nil
+			return types.NewInt(int64(v)), b[4:], nil
 		}
-		return tablecodec.NewInt(int64(int32(v))), b[4:], nil
+		return types.NewInt(int64(int32(v))), b[4:], nil
 	case mysql.TypeLonglong:
 		if err := need(8); err != nil {
-			return tablecodec.NullDatum, b, err
+			return types.NullDatum, b, err
 		}
 		v := binary.LittleEndian.Uint64(b)
 		if unsigned && v > math.MaxInt64 {
-			return tablecodec.NewUint(v), b[8:], nil
+			return types.NewUint(v), b[8:], nil
 		}
-		return tablecodec.NewInt(int64(v)), b[8:], nil
+		return types.NewInt(int64(v)), b[8:], nil
 	case mysql.TypeFloat:
 		if err := need(4); err != nil {
-			return tablecodec.NullDatum, b, err
+			return types.NullDatum, b, err
 		}
-		return tablecodec.NewFloat(float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))), b[4:], nil
+		return types.NewFloat(float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))), b[4:], nil
 	case mysql.TypeDouble:
 		if err := need(8); err != nil {
-			return tablecodec.NullDatum, b, err
+			return types.NullDatum, b, err
 		}
-		return tablecodec.NewFloat(math.Float64frombits(binary.LittleEndian.Uint64(b))), b[8:], nil
+		return types.NewFloat(math.Float64frombits(binary.LittleEndian.Uint64(b))), b[8:], nil
 	case mysql.TypeDate, mysql.TypeDatetime, mysql.TypeTimestamp:
 		if err := need(1); err != nil {
-			return tablecodec.NullDatum, b, err
+			return types.NullDatum, b, err
 		}
 		n := int(b[0])
 		if err := need(1 + n); err != nil {
-			return tablecodec.NullDatum, b, err
+			return types.NullDatum, b, err
 		}
 		v, rest := b[1:1+n], b[1+n:]
 		var y, mo, d, h, mi, s, us int
@@ -247,21 +246,21 @@ func readBinaryParam(tp byte, unsigned bool, b []byte) (types.Datum, []byte, err
 		if tp == mysql.TypeDate {
 			str = str[:10]
 		}
-		return tablecodec.NewString(str), rest, nil
+		return types.NewString(str), rest, nil
 	case mysql.TypeDuration:
 		if err := need(1); err != nil {
-			return tablecodec.NullDatum, b, err
+			return types.NullDatum, b, err
 		}
 		n := int(b[0])
 		if err := need(1 + n); err != nil {
-			return tablecodec.NullDatum, b, err
+			return types.NullDatum, b, err
 		}
 		v, rest := b[1:1+n], b[1+n:]
 		if n == 0 {
-			return tablecodec.NewString("00:00:00"), rest, nil
+			return types.NewString("00:00:00"), rest, nil
 		}
 		if n < 8 {
-			return tablecodec.NullDatum, b, fmt.Errorf("bad TIME length %d", n)
+			return types.NullDatum, b, fmt.Errorf("bad TIME length %d", n)
 		}
 		sign := ""
 		if v[0] == 1 {
@@ -272,14 +271,14 @@ func readBinaryParam(tp byte, unsigned bool, b []byte) (types.Datum, []byte, err
 		if n >= 12 {
 			str += fmt.Sprintf(".%06d", binary.LittleEndian.Uint32(v[8:]))
 		}
-		return tablecodec.NewString(str), rest, nil
+		return types.NewString(str), rest, nil
 	}
 	// Everything else (strings, decimals, blobs, JSON, ...) is length-encoded.
 	n, rest, ok := readLenEncInt(b)
 	if !ok || uint64(len(rest)) < n {
-		return tablecodec.NullDatum, b, fmt.Errorf("bad length-encoded value of type %d", tp)
+		return types.NullDatum, b, fmt.Errorf("bad length-encoded value of type %d", tp)
 	}
-	return tablecodec.NewBytes(rest[:n:n]), rest[n:], nil
+	return types.NewBytes(rest[:n:n]), rest[n:], nil
 }
 
 func (c *clientConn) writeBinaryResultSet(res *executor.Result, status uint16) error {
@@ -320,7 +319,7 @@ func (c *clientConn) writeBinaryResultSet(res *executor.Result, status uint16) e
 
 func datumInt(d types.Datum) uint64 {
 	switch d.Kind() {
-	case tablecodec.KindInt64, tablecodec.KindUint64:
+	case types.KindInt64, types.KindUint64:
 		return d.Uint64()
 	}
 	f, _ := types.ToFloat(d)

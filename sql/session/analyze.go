@@ -8,7 +8,6 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
@@ -94,7 +93,7 @@ func (s *Session) showStats(ctx context.Context, x *ast.ShowStmt) (*executor.Res
 		}
 		return st.Updated.Local().Format("2006-01-02 15:04:05")
 	}
-	num := func(v int64) types.Datum { return tablecodec.NewInt(v) }
+	num := func(v int64) types.Datum { return types.NewInt(v) }
 	if x.Tp == ast.ShowStatsMeta {
 		res.Columns = []executor.ResultColumn{strCol("Db_name", 64), strCol("Table_name", 64), strCol("Partition_name", 64),
 			strCol("Update_time", 19), intCol("Modify_count"), intCol("Row_count")}
@@ -126,7 +125,7 @@ func (s *Session) showStats(ctx context.Context, x *ast.ShowStmt) (*executor.Res
 			topn += int64(len(it.Value) + 8)
 		}
 		row := strRow(t.db, t.t.Name, "", c.Name)
-		row = append(row, num(isIndex), tablecodec.NewString(dt(t.st)), num(c.NDV), num(c.NullCount))
+		row = append(row, num(isIndex), types.NewString(dt(t.st)), num(c.NDV), num(c.NullCount))
 		row = append(row, strRow(strconv.FormatFloat(avg, 'f', 2, 64), "0", "allLoaded")...)
 		row = append(row, num(hist+topn), num(hist), num(topn), num(0))
 		res.Rows = append(res.Rows, row)

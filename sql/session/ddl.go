@@ -9,7 +9,6 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
@@ -199,8 +198,8 @@ func (s *Session) adminShowDDL(ctx context.Context) (*executor.Result, error) {
 	if len(running) > 0 {
 		query = running[0].Query
 	}
-	res.Rows = append(res.Rows, []types.Datum{tablecodec.NewInt(s.cat.Version()), tablecodec.NewString(o.NodeID), tablecodec.NewString(o.Addr),
-		tablecodec.NewString(strings.Join(ids, "\n")), tablecodec.NewString(s.exec.DDL.NodeID()), tablecodec.NewString(query)})
+	res.Rows = append(res.Rows, []types.Datum{types.NewInt(s.cat.Version()), types.NewString(o.NodeID), types.NewString(o.Addr),
+		types.NewString(strings.Join(ids, "\n")), types.NewString(s.exec.DDL.NodeID()), types.NewString(query)})
 	return res, nil
 }
 
@@ -225,18 +224,18 @@ func (s *Session) adminShowDDLJobs(ctx context.Context, x *ast.AdminStmt) (*exec
 	}}
 	at := func(ms int64) types.Datum {
 		if ms == 0 {
-			return tablecodec.NullDatum
+			return types.NullDatum
 		}
-		return tablecodec.NewString(time.UnixMilli(ms).Format(time.DateTime))
+		return types.NewString(time.UnixMilli(ms).Format(time.DateTime))
 	}
 	for i := len(running) - 1; i >= 0; i-- { // newest first, as TiDB
 		history = append([]*ddl.Job{running[i]}, history...)
 	}
 	for _, j := range history {
 		res.Rows = append(res.Rows, []types.Datum{
-			tablecodec.NewInt(j.ID), tablecodec.NewString(j.SchemaName), tablecodec.NewString(j.TableName), tablecodec.NewString(string(j.Type)),
-			tablecodec.NewString(j.SchemaState), tablecodec.NewInt(j.SchemaID), tablecodec.NewInt(j.TableID), tablecodec.NewInt(j.RowCount),
-			at(j.CreateMs), at(j.StartMs), at(j.EndMs), tablecodec.NewString(string(j.State)),
+			types.NewInt(j.ID), types.NewString(j.SchemaName), types.NewString(j.TableName), types.NewString(string(j.Type)),
+			types.NewString(j.SchemaState), types.NewInt(j.SchemaID), types.NewInt(j.TableID), types.NewInt(j.RowCount),
+			at(j.CreateMs), at(j.StartMs), at(j.EndMs), types.NewString(string(j.State)),
 		})
 	}
 	if x.Where != nil {
@@ -264,7 +263,7 @@ func (s *Session) adminCancelDDLJobs(ctx context.Context, x *ast.AdminStmt) (*ex
 			e := errno.FromError(err)
 			msg = fmt.Sprintf("error: [%d]%s", e.Code, e.Msg)
 		}
-		res.Rows = append(res.Rows, []types.Datum{tablecodec.NewInt(id), tablecodec.NewString(msg)})
+		res.Rows = append(res.Rows, []types.Datum{types.NewInt(id), types.NewString(msg)})
 	}
 	return res, nil
 }

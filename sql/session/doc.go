@@ -6,7 +6,7 @@
 //
 // # Transactions
 //
-// The session owns the current sql.Txn. BEGIN / START TRANSACTION (READ
+// The session owns the current kv.Txn. BEGIN / START TRANSACTION (READ
 // ONLY, WITH CONSISTENT SNAPSHOT, BEGIN OPTIMISTIC / PESSIMISTIC) and, with
 // autocommit=0, the first statement open one; COMMIT, ROLLBACK, DDL (an
 // implicit commit, as in MySQL), BEGIN inside a transaction, SET

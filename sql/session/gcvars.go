@@ -5,8 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -18,8 +17,8 @@ var gcVars = map[string]bool{"tidb_gc_life_time": true, "tidb_gc_run_interval": 
 
 const gcVarTimeout = 5 * time.Second
 
-func (s *Session) gcSettings() (sql.GCSettings, error) {
-	g, ok := s.exec.Store.(sql.GCSettings)
+func (s *Session) gcSettings() (kv.GCSettings, error) {
+	g, ok := s.exec.Store.(kv.GCSettings)
 	if !ok {
 		return nil, errno.NotSupported("GC settings on this storage")
 	}
@@ -48,7 +47,7 @@ func (s *Session) gcSysVar(name string) (d types.Datum, ft types.FieldType, ok b
 	str := v.String()
 	ft = types.VarcharType
 	ft.Flen = len(str)
-	return tablecodec.NewString(str), ft, true, nil
+	return types.NewString(str), ft, true, nil
 }
 
 // setGCSysVar handles SET [GLOBAL] of a GC variable (handled false for

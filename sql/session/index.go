@@ -8,13 +8,13 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/table"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -219,7 +219,7 @@ func (s *Session) dropIndex(ctx context.Context, stmt ast.StmtNode, tn *ast.Tabl
 // same value) and every index entry belongs to a row. The rows' expected
 // entries are held in memory (bounded by the table's size).
 func (s *Session) adminCheck(ctx context.Context, x *ast.AdminStmt) (*executor.Result, error) {
-	txn, err := s.exec.Store.Begin(ctx, sql.TxnOptions{ReadOnly: true})
+	txn, err := s.exec.Store.Begin(ctx, kv.TxnOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +261,7 @@ type expected struct {
 	vals   string
 }
 
-func checkIndexes(ctx context.Context, txn sql.Txn, t *catalog.TableInfo, ixs []*catalog.IndexInfo) error {
+func checkIndexes(ctx context.Context, txn kv.Txn, t *catalog.TableInfo, ixs []*catalog.IndexInfo) error {
 	if len(ixs) == 0 {
 		return nil
 	}
@@ -363,9 +363,9 @@ func (s *Session) showIndex(ctx context.Context, x *ast.ShowStmt) (*executor.Res
 			cl = "YES"
 		}
 		res.Rows = append(res.Rows, []types.Datum{
-			tablecodec.NewString(t.Name), tablecodec.NewInt(nonUnique), tablecodec.NewString(key), tablecodec.NewInt(int64(seq)), tablecodec.NewString(c.Name),
-			tablecodec.NewString("A"), tablecodec.NewInt(0), tablecodec.NullDatum, tablecodec.NullDatum, tablecodec.NewString(null),
-			tablecodec.NewString("BTREE"), tablecodec.NewString(""), tablecodec.NewString(comment), tablecodec.NewString("YES"), tablecodec.NullDatum, tablecodec.NewString(cl),
+			types.NewString(t.Name), types.NewInt(nonUnique), types.NewString(key), types.NewInt(int64(seq)), types.NewString(c.Name),
+			types.NewString("A"), types.NewInt(0), types.NullDatum, types.NullDatum, types.NewString(null),
+			types.NewString("BTREE"), types.NewString(""), types.NewString(comment), types.NewString("YES"), types.NullDatum, types.NewString(cl),
 		})
 	}
 	if t.PKIsHandle {

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/types"
@@ -56,7 +55,7 @@ func serverMemSysVar(name string) (types.Datum, types.FieldType, bool) {
 	v := memory.NodeLimiter.Text()
 	ft := types.VarcharType
 	ft.Flen = len(v)
-	return tablecodec.NewString(v), ft, true
+	return types.NewString(v), ft, true
 }
 
 // setServerMemSysVar runs SET GLOBAL tidb_server_memory_limit (handled

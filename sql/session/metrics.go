@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/errno"
 )
 
@@ -56,7 +56,7 @@ var txnDurations = [2]prometheus.Observer{
 	txnDuration.WithLabelValues(modeLabel(true)),
 }
 
-func observeTxn(opts sql.TxnOptions, began time.Time, outcome string) {
+func observeTxn(opts kv.TxnOptions, began time.Time, outcome string) {
 	k := txnMetricKey{opts.Pessimistic, outcome}
 	c, ok := txnCounters.Load(k)
 	if !ok {
@@ -74,9 +74,9 @@ func observeTxn(opts sql.TxnOptions, began time.Time, outcome string) {
 
 func outcomeOf(err error) string {
 	var (
-		wc *sql.WriteConflictError
-		dl *sql.DeadlockError
-		ke *sql.KeyExistsError
+		wc *kv.WriteConflictError
+		dl *kv.DeadlockError
+		ke *kv.KeyExistsError
 	)
 	switch {
 	case err == nil:
@@ -85,11 +85,11 @@ func outcomeOf(err error) string {
 		return outcomeConflict
 	case errors.As(err, &dl):
 		return outcomeDeadlock
-	case errors.Is(err, sql.ErrLockWaitTimeout):
+	case errors.Is(err, kv.ErrLockWaitTimeout):
 		return outcomeLockTimeout
 	case errors.As(err, &ke):
 		return outcomeDuplicate
-	case errors.Is(err, sql.ErrUndetermined):
+	case errors.Is(err, kv.ErrUndetermined):
 		return outcomeUndetermined
 	}
 	var e *errno.Error

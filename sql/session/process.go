@@ -5,7 +5,6 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/types"
@@ -51,14 +50,14 @@ func (s *Session) showProcessList(full bool) (*executor.Result, error) {
 		if !full && len(info) > 100 {
 			info = info[:100]
 		}
-		row := []types.Datum{tablecodec.NewUint(p.ID), tablecodec.NewString(p.User), tablecodec.NewString(p.Host),
-			tablecodec.NullDatum, tablecodec.NewString(p.Command), tablecodec.NewInt(p.TimeSec),
-			tablecodec.NewString(""), tablecodec.NullDatum}
+		row := []types.Datum{types.NewUint(p.ID), types.NewString(p.User), types.NewString(p.Host),
+			types.NullDatum, types.NewString(p.Command), types.NewInt(p.TimeSec),
+			types.NewString(""), types.NullDatum}
 		if p.DB != "" {
-			row[3] = tablecodec.NewString(p.DB)
+			row[3] = types.NewString(p.DB)
 		}
 		if info != "" {
-			row[7] = tablecodec.NewString(info)
+			row[7] = types.NewString(info)
 		}
 		res.Rows = append(res.Rows, row)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 )
@@ -57,7 +57,7 @@ func retryStatement(ctx context.Context, optimistic bool, run func() (*executor.
 }
 
 func retryable(err error, optimistic bool) bool {
-	var wc *sql.WriteConflictError
+	var wc *kv.WriteConflictError
 	if optimistic && errors.As(err, &wc) {
 		return true
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/charset"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
@@ -96,7 +95,7 @@ func (s *Session) Now() time.Time { return time.Now() }
 // Param implements expr.Env.
 func (s *Session) Param(i int) (types.Datum, bool) {
 	if i < 0 || i >= len(s.params) {
-		return tablecodec.NullDatum, false
+		return types.NullDatum, false
 	}
 	return s.params[i], true
 }
@@ -107,7 +106,7 @@ func (s *Session) UserVar(name string) types.Datum { return s.userVars[name] }
 // SysVar implements expr.Env.
 func (s *Session) SysVar(name string, global bool) (types.Datum, types.FieldType, error) {
 	if name == "last_insert_id" || name == "identity" {
-		return tablecodec.NewUint(s.lastID), types.Uint64Type, nil
+		return types.NewUint(s.lastID), types.Uint64Type, nil
 	}
 	if name == "last_plan_from_cache" { // did the previous statement run a cached plan
 		return boolInt(s.lastPlanFromCache), types.Int64Type, nil
@@ -133,7 +132,7 @@ func (s *Session) SysVar(name string, global bool) (types.Datum, types.FieldType
 	}
 	v, ok := defaultSysVars[name]
 	if !ok {
-		return tablecodec.NullDatum, types.FieldType{}, errno.New(errno.ErrUnknownSystemVar, "Unknown system variable '%s'", name)
+		return types.NullDatum, types.FieldType{}, errno.New(errno.ErrUnknownSystemVar, "Unknown system variable '%s'", name)
 	}
 	d, ft := v.datum()
 	return d, ft, nil
@@ -375,7 +374,7 @@ func (s *Session) set(ctx context.Context, x *ast.SetStmt) error {
 		}
 		var val types.Datum
 		if _, isDef := v.Value.(*ast.DefaultExpr); isDef || v.Value == nil {
-			val = tablecodec.NullDatum
+			val = types.NullDatum
 			if def, ok := defaultSysVars[name]; ok {
 				val, _ = def.datum()
 			}
@@ -387,7 +386,7 @@ func (s *Session) set(ctx context.Context, x *ast.SetStmt) error {
 				if !ok {
 					return err
 				}
-				val = tablecodec.NewString(cn.Name.Name.O)
+				val = types.NewString(cn.Name.Name.O)
 			} else if val, err = ve.Eval(nil); err != nil {
 				return err
 			}
@@ -542,8 +541,8 @@ func (s *Session) normalizeSysVar(name, given string, val types.Datum) (string, 
 }
 
 func copyDatum(d types.Datum) types.Datum {
-	if d.Kind() == tablecodec.KindBytes {
-		return tablecodec.NewBytes(append([]byte(nil), d.Bytes()...))
+	if d.Kind() == types.KindBytes {
+		return types.NewBytes(append([]byte(nil), d.Bytes()...))
 	}
 	return d
 }
@@ -560,9 +559,9 @@ func (s *Session) dbFor(ctx context.Context, schema string) (*catalog.DBInfo, er
 
 func boolInt(b bool) types.Datum {
 	if b {
-		return tablecodec.NewInt(1)
+		return types.NewInt(1)
 	}
-	return tablecodec.NewInt(0)
+	return types.NewInt(0)
 }
 
 // hasSubquery reports whether n contains a subquery (which reads tables,

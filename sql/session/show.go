@@ -8,7 +8,6 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
@@ -27,7 +26,7 @@ func strCol(name string, flen int) executor.ResultColumn {
 func strRow(vals ...string) []types.Datum {
 	row := make([]types.Datum, len(vals))
 	for i, v := range vals {
-		row[i] = tablecodec.NewString(v)
+		row[i] = types.NewString(v)
 	}
 	return row
 }
@@ -104,11 +103,11 @@ func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, 
 			row := strRow(c.Name, c.Type.SQLName(), null, key, "", extra)
 			switch {
 			case c.DefaultNow:
-				row[4] = tablecodec.NewString("CURRENT_TIMESTAMP")
+				row[4] = types.NewString("CURRENT_TIMESTAMP")
 			case c.HasDefault && !c.DefaultNull:
-				row[4] = tablecodec.NewString(defaultText(c))
+				row[4] = types.NewString(defaultText(c))
 			default:
-				row[4] = tablecodec.NullDatum
+				row[4] = types.NullDatum
 			}
 			res.Rows = append(res.Rows, row)
 		}
@@ -140,12 +139,12 @@ func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, 
 		sort.Strings(names)
 		for _, n := range names {
 			d, _, _ := s.SysVar(n, x.GlobalScope)
-			res.Rows = append(res.Rows, []types.Datum{tablecodec.NewString(n), tablecodec.NewString(d.String())})
+			res.Rows = append(res.Rows, []types.Datum{types.NewString(n), types.NewString(d.String())})
 		}
 	case ast.ShowWarnings, ast.ShowErrors:
 		if x.CountWarningsOrErrors {
 			return &executor.Result{Columns: []executor.ResultColumn{{Name: "@@session.warning_count", Type: types.Int64Type}},
-				Rows: [][]types.Datum{{tablecodec.NewInt(0)}}}, nil
+				Rows: [][]types.Datum{{types.NewInt(0)}}}, nil
 		}
 		res = &executor.Result{Columns: []executor.ResultColumn{strCol("Level", 7), strCol("Code", 4), strCol("Message", 512)}}
 	case ast.ShowStatus:
@@ -213,7 +212,7 @@ func filterShow(res *executor.Result, x *ast.ShowStmt, env expr.Env) (*executor.
 		if x.Pattern != nil {
 			// Names match case-insensitively, like MySQL's SHOW ... LIKE.
 			r0 := r[0]
-			r[0] = tablecodec.NewString(strings.ToLower(r0.String()))
+			r[0] = types.NewString(strings.ToLower(r0.String()))
 			d, err := cond.Eval(r)
 			r[0] = r0
 			if err != nil {

@@ -10,12 +10,12 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/format"
 
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -36,8 +36,8 @@ const (
 	minSplitStep    = 1000 // TiDB's minRegionStepValue for integer handles
 )
 
-func (s *Session) regionAdmin() (sql.RegionAdmin, error) {
-	a, ok := s.exec.Store.(sql.RegionAdmin)
+func (s *Session) regionAdmin() (kv.RegionAdmin, error) {
+	a, ok := s.exec.Store.(kv.RegionAdmin)
 	if !ok {
 		return nil, errno.NotSupported("region splits on this storage")
 	}
@@ -83,7 +83,7 @@ func (s *Session) splitTable(ctx context.Context, x *ast.SplitRegionStmt) (*exec
 	}
 	return &executor.Result{
 		Columns: []executor.ResultColumn{intCol("TOTAL_SPLIT_REGION"), {Name: "SCATTER_FINISH_RATIO", OrgName: "SCATTER_FINISH_RATIO", Type: types.DoubleType}},
-		Rows:    [][]types.Datum{{tablecodec.NewInt(int64(n)), tablecodec.NewFloat(ratio)}},
+		Rows:    [][]types.Datum{{types.NewInt(int64(n)), types.NewFloat(ratio)}},
 	}, nil
 }
 
@@ -297,10 +297,10 @@ func (s *Session) showRegions(ctx context.Context, x *ast.ShowStmt) (*executor.R
 			peers[i] = fmt.Sprint(id)
 		}
 		res.Rows = append(res.Rows, []types.Datum{
-			tablecodec.NewInt(int64(r.ID)), tablecodec.NewString(regionKeyString(r.StartKey)), tablecodec.NewString(regionKeyString(r.EndKey)),
-			tablecodec.NewInt(int64(r.LeaderID)), tablecodec.NewInt(int64(r.LeaderStoreID)), tablecodec.NewString(strings.Join(peers, ", ")),
-			tablecodec.NewInt(0), tablecodec.NewInt(int64(r.WrittenBytes)), tablecodec.NewInt(int64(r.ReadBytes)),
-			tablecodec.NewInt(int64(max(1, (r.ApproximateSize+(1<<19))>>20))), tablecodec.NewInt(int64(r.ApproximateKeys)),
+			types.NewInt(int64(r.ID)), types.NewString(regionKeyString(r.StartKey)), types.NewString(regionKeyString(r.EndKey)),
+			types.NewInt(int64(r.LeaderID)), types.NewInt(int64(r.LeaderStoreID)), types.NewString(strings.Join(peers, ", ")),
+			types.NewInt(0), types.NewInt(int64(r.WrittenBytes)), types.NewInt(int64(r.ReadBytes)),
+			types.NewInt(int64(max(1, (r.ApproximateSize+(1<<19))>>20))), types.NewInt(int64(r.ApproximateKeys)),
 		})
 	}
 	return res, nil

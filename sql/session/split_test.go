@@ -5,12 +5,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
 func TestRegionKeyString(t *testing.T) {
-	idx := tablecodec.AppendIndexKey(nil, 7, 2, []types.Datum{tablecodec.NewInt(5)}, false, 0)
+	idx := tablecodec.AppendIndexKey(nil, 7, 2, []types.Datum{types.NewInt(5)}, false, 0)
 	for _, c := range []struct {
 		key  []byte
 		want string

@@ -7,7 +7,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
-	"github.com/stratadb/strata/kv/replicaread"
+	"github.com/stratadb/strata/kvclient/replicaread"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
@@ -15,7 +15,7 @@ import (
 
 // Replica reads (tidb_replica_read) and stale reads (AS OF TIMESTAMP), as
 // TiDB has them. The mode travels to the KV client in the statement's
-// context (kv/replicaread); only reads of SELECT statements without FOR
+// context (kvclient/replicaread); only reads of SELECT statements without FOR
 // UPDATE / LOCK IN SHARE MODE carry one, so writes, locking reads and the
 // reads of writing statements stay on the leader.
 

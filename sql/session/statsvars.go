@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -33,9 +32,9 @@ func (s *Session) statsSysVar(name string) (types.Datum, types.FieldType, bool) 
 		}
 		ft := types.VarcharType
 		ft.Flen = len(v)
-		return tablecodec.NewString(v), ft, true
+		return types.NewString(v), ft, true
 	case autoAnalyzeRatioVar:
-		return tablecodec.NewFloat(a.Ratio), types.DoubleType, true
+		return types.NewFloat(a.Ratio), types.DoubleType, true
 	}
 	return types.Datum{}, types.FieldType{}, false
 }

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -165,13 +164,13 @@ func globalOverrides() map[string]sysVar {
 func (v sysVar) datum() (types.Datum, types.FieldType) {
 	if v.numeric {
 		if n, err := strconv.ParseInt(v.value, 10, 64); err == nil {
-			return tablecodec.NewInt(n), types.Int64Type
+			return types.NewInt(n), types.Int64Type
 		}
 		if n, err := strconv.ParseUint(v.value, 10, 64); err == nil {
-			return tablecodec.NewUint(n), types.Uint64Type
+			return types.NewUint(n), types.Uint64Type
 		}
 	}
 	ft := types.VarcharType
 	ft.Flen = max(len(v.value), 1)
-	return tablecodec.NewString(v.value), ft
+	return types.NewString(v.value), ft
 }

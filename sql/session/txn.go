@@ -12,21 +12,21 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/replicaread"
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/kvclient/replicaread"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/statistics"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // txnState is the session's open transaction: explicit (BEGIN), implicit
 // (autocommit=0), or the one-statement transaction of an autocommit
 // statement while that statement runs.
 type txnState struct {
-	txn        sql.Txn
-	opts       sql.TxnOptions
+	txn        kv.Txn
+	opts       kv.TxnOptions
 	began      time.Time
 	written    map[int64]*catalog.TableInfo // tables written: 1062 and 8028 at commit
 	schema     *catalog.TxnSchema           // catalog version when it began (held until it ends)
@@ -98,8 +98,8 @@ func (s *Session) varValue(name string) string {
 
 // nextTxnOptions are the options a transaction begun now gets, from the
 // session variables (and a one-shot SET TRANSACTION ISOLATION LEVEL).
-func (s *Session) nextTxnOptions() sql.TxnOptions {
-	opts := sql.TxnOptions{
+func (s *Session) nextTxnOptions() kv.TxnOptions {
+	opts := kv.TxnOptions{
 		Pessimistic: !strings.EqualFold(s.varValue("tidb_txn_mode"), "optimistic"),
 		ReadOnly:    s.varValue("transaction_read_only") == "1",
 		AsyncCommit: s.varValue("tidb_enable_async_commit") == "1",
@@ -110,13 +110,13 @@ func (s *Session) nextTxnOptions() sql.TxnOptions {
 		iso = s.oneShotIsolation
 	}
 	if iso == "READ-COMMITTED" {
-		opts.Isolation = sql.ReadCommitted
+		opts.Isolation = kv.ReadCommitted
 	}
 	return opts
 }
 
 // TxnOptions implements executor.TxnSource.
-func (s *Session) TxnOptions() sql.TxnOptions {
+func (s *Session) TxnOptions() kv.TxnOptions {
 	if s.stmt != nil {
 		return s.stmt.opts
 	}
@@ -154,7 +154,7 @@ func (s *Session) NoteWrite(tbl *catalog.TableInfo) {
 
 // Txn implements executor.TxnSource: the open transaction, or a new
 // one-statement transaction for an autocommit statement.
-func (s *Session) Txn(ctx context.Context, pointRead bool) (sql.Txn, error) {
+func (s *Session) Txn(ctx context.Context, pointRead bool) (kv.Txn, error) {
 	if s.txn != nil {
 		return s.txn.txn, nil
 	}
@@ -188,7 +188,7 @@ type stmtState struct {
 
 // beginTxn opens a transaction with opts (BEGIN, or the first statement
 // under autocommit=0).
-func (s *Session) beginTxn(ctx context.Context, opts sql.TxnOptions) error {
+func (s *Session) beginTxn(ctx context.Context, opts kv.TxnOptions) error {
 	txn, err := s.exec.Store.Begin(ctx, opts)
 	if err != nil {
 		return err
@@ -241,7 +241,7 @@ func commitError(t *txnState, err error) error {
 	if err == nil {
 		return nil
 	}
-	var ke *sql.KeyExistsError
+	var ke *kv.KeyExistsError
 	if errors.As(err, &ke) {
 		var tbl *catalog.TableInfo
 		if tid, ok := tablecodec.TableIDOf(ke.Key); ok {
@@ -431,7 +431,7 @@ func (s *Session) runRead(ctx context.Context, n ast.Node, lock bool, run func(c
 // Txn.Commit, and a lock that was taken after all is released by the
 // transaction's rollback or end. The statement failed cleanly.
 func lostBeforeCommit(err error) error {
-	if !errors.Is(err, sql.ErrUndetermined) {
+	if !errors.Is(err, kv.ErrUndetermined) {
 		return err
 	}
 	return errno.New(errno.ErrStoreTimeout, "A request to a store was lost before commit (%v); nothing was committed, run the statement again", err)
@@ -456,7 +456,7 @@ func (s *Session) inTxn(ctx context.Context, run func() (*executor.Result, error
 	}
 	t.StmtRollback()
 	err = lostBeforeCommit(err)
-	var dl *sql.DeadlockError
+	var dl *kv.DeadlockError
 	if errors.As(err, &dl) {
 		s.rollbackTxn(ctx, outcomeDeadlock)
 	}
@@ -465,7 +465,7 @@ func (s *Session) inTxn(ctx context.Context, run func() (*executor.Result, error
 
 // autocommitStmt runs one statement as its own transaction: begun when
 // the statement first reads or writes, committed when it succeeds.
-func (s *Session) autocommitStmt(ctx context.Context, opts sql.TxnOptions, writes bool, run func() (*executor.Result, error)) (*executor.Result, error) {
+func (s *Session) autocommitStmt(ctx context.Context, opts kv.TxnOptions, writes bool, run func() (*executor.Result, error)) (*executor.Result, error) {
 	st := &stmtState{txnState: txnState{opts: opts, schema: s.cat.TxnBegin()}, readOnlyStmt: !writes}
 	defer s.cat.TxnEnd(st.schema) // also when run panics
 	s.stmt = st

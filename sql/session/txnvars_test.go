@@ -5,10 +5,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/replicaread"
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/kvclient/replicaread"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/types"
 )
 
 // TestNormalizeTxnVars: the transaction variables accept MySQL's and TiDB's
@@ -43,7 +43,7 @@ func TestNormalizeTxnVars(t *testing.T) {
 	}
 	s := &Session{vars: map[string]sysVar{}}
 	for _, c := range cases {
-		got, err := s.normalizeSysVar(c.name, c.name, tablecodec.NewString(c.val))
+		got, err := s.normalizeSysVar(c.name, c.name, types.NewString(c.val))
 		if c.code != 0 {
 			require.Equal(t, c.code, errno.FromError(err).Code, "%s = %q: %v", c.name, c.val, err)
 			continue
@@ -72,14 +72,14 @@ func TestReplicaReadMode(t *testing.T) {
 // session variables, and a one-shot isolation level wins once.
 func TestNextTxnOptions(t *testing.T) {
 	s := &Session{vars: map[string]sysVar{}}
-	require.Equal(t, sql.TxnOptions{Pessimistic: true, AsyncCommit: true, OnePC: true}, s.nextTxnOptions())
+	require.Equal(t, kv.TxnOptions{Pessimistic: true, AsyncCommit: true, OnePC: true}, s.nextTxnOptions())
 	s.vars["tidb_txn_mode"] = sysVar{value: "optimistic"}
 	s.vars["tidb_enable_1pc"] = sysVar{value: "0", numeric: true}
 	s.vars["transaction_read_only"] = sysVar{value: "1", numeric: true}
 	s.oneShotIsolation = "READ-COMMITTED"
-	require.Equal(t, sql.TxnOptions{Isolation: sql.ReadCommitted, ReadOnly: true, AsyncCommit: true}, s.nextTxnOptions())
+	require.Equal(t, kv.TxnOptions{Isolation: kv.ReadCommitted, ReadOnly: true, AsyncCommit: true}, s.nextTxnOptions())
 	s.vars["transaction_isolation"] = sysVar{value: "SERIALIZABLE"} // accepted with the check skipped
 	s.oneShotIsolation = ""
-	require.Equal(t, sql.RepeatableRead, s.nextTxnOptions().Isolation)
+	require.Equal(t, kv.RepeatableRead, s.nextTxnOptions().Isolation)
 	require.Equal(t, int64(50000), s.LockWaitTimeoutMs())
 }

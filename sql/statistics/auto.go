@@ -11,10 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kv/codec"
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/tablecodec"
 )
 
 // Modify counts and auto-analyze (TiDB's stats_meta.modify_count and
@@ -115,7 +115,7 @@ func (h *Handle) SetAutoSettings(ctx context.Context, s AutoSettings) error {
 	if err != nil {
 		return err
 	}
-	txn, err := h.store.Begin(ctx, sql.TxnOptions{})
+	txn, err := h.store.Begin(ctx, kv.TxnOptions{})
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func (h *Handle) flush(ctx context.Context) error {
 }
 
 func (h *Handle) addDeltas(ctx context.Context, p map[int64]Delta) error {
-	txn, err := h.store.Begin(ctx, sql.TxnOptions{})
+	txn, err := h.store.Begin(ctx, kv.TxnOptions{})
 	if err != nil {
 		return err
 	}

@@ -15,10 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kv/codec"
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -43,7 +43,7 @@ func versionKey() []byte            { return catalog.MetaKey("StatsVersion") }
 // holds them in memory and reloads them when `m StatsVersion` changes
 // (another SQL node ran ANALYZE), checked every lease.
 type Handle struct {
-	store   sql.Storage
+	store   kv.Storage
 	log     *slog.Logger
 	tables  atomic.Pointer[map[int64]*Table]
 	mu      sync.Mutex // serialises reloads and saves
@@ -56,7 +56,7 @@ type Handle struct {
 }
 
 // NewHandle returns a handle with nothing loaded.
-func NewHandle(store sql.Storage, log *slog.Logger) *Handle {
+func NewHandle(store kv.Storage, log *slog.Logger) *Handle {
 	h := &Handle{store: store, log: log}
 	m := map[int64]*Table{}
 	h.tables.Store(&m)
@@ -176,7 +176,7 @@ func (h *Handle) Save(ctx context.Context, t *Table) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	txn, err := h.store.Begin(ctx, sql.TxnOptions{})
+	txn, err := h.store.Begin(ctx, kv.TxnOptions{})
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (h *Handle) Save(ctx context.Context, t *Table) error {
 }
 
 // analyze reads every row of t at one snapshot and builds its statistics.
-func analyze(ctx context.Context, store sql.Storage, t *catalog.TableInfo) (*Table, error) {
+func analyze(ctx context.Context, store kv.Storage, t *catalog.TableInfo) (*Table, error) {
 	began := time.Now()
 	ts, err := store.GetTS(ctx)
 	if err != nil {

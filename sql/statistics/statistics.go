@@ -7,7 +7,7 @@
 // sample of values from which it builds the top-N most frequent values
 // and an equi-depth histogram of the rest. An index gets the same over its
 // whole key tuple. Values are compared in their memcomparable encoding
-// (kv/tablecodec.AppendMemComparable): the order of index keys and of the
+// (sql/tablecodec.AppendMemComparable): the order of index keys and of the
 // planner's ranges.
 //
 // A table's statistics are one JSON row under the catalog's meta keys

@@ -7,10 +7,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/tablecodec"
+	"github.com/stratadb/strata/sql/types"
 )
 
-func enc(v int64) []byte { return tablecodec.AppendMemComparable(nil, tablecodec.NewInt(v)) }
+func enc(v int64) []byte { return tablecodec.AppendMemComparable(nil, types.NewInt(v)) }
 
 // TestBuilderEstimates builds statistics of 100,000 rows: a unique column,
 // a skewed one (half the rows 7, the rest 0..999) and one with NULLs, and

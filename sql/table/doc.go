@@ -1,6 +1,6 @@
 // Package table is the one place that writes a row: AddRecords,
 // UpdateRecords and RemoveRecords build the row key, the row value and
-// every secondary index entry of a table and buffer them in a sql.Txn.
+// every secondary index entry of a table and buffer them in a kv.Txn.
 // INSERT, UPDATE, DELETE, the index backfill and ADMIN CHECK all derive
 // index entries through IndexEntry, so the entries a query reads are the
 // ones DML wrote.

@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -25,7 +25,7 @@ const MaxIndexKeyLen = 3072 + 64
 
 // Writer writes rows of one table in one transaction.
 type Writer struct {
-	Txn sql.Txn
+	Txn kv.Txn
 	T   *catalog.TableInfo
 	// Pessimistic: lock every written key at statement time (the
 	// transaction's mode). LockWaitTimeoutMs is innodb_lock_wait_timeout.
@@ -241,7 +241,7 @@ func (w *Writer) write(ctx context.Context, p put) error {
 		return w.Txn.Set(p.key, p.value)
 	}
 	if err := w.Txn.Insert(p.key, p.value); err != nil {
-		var ke *sql.KeyExistsError
+		var ke *kv.KeyExistsError
 		if errors.As(err, &ke) {
 			return DupKeyError(w.T, p.key)
 		}
@@ -257,7 +257,7 @@ func (w *Writer) lock(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	opts := sql.LockOptions{WaitTimeoutMs: w.LockWaitTimeoutMs, ReturnValues: true}
+	opts := kv.LockOptions{WaitTimeoutMs: w.LockWaitTimeoutMs, ReturnValues: true}
 	vals, err := w.Txn.LockKeys(ctx, opts, keys...)
 	if err != nil {
 		return nil, err
@@ -287,7 +287,7 @@ func keyEnd(key []byte) []byte {
 // DupKeyError is ERROR 1062 for key, a row key or a unique index key of
 // t (nil when unknown), naming the values and the key as MySQL does:
 // Duplicate entry '<vals>' for key '<table>.<index>'. Any other key gives
-// a *sql.KeyExistsError.
+// a *kv.KeyExistsError.
 func DupKeyError(t *catalog.TableInfo, key []byte) error {
 	if tid, h, err := tablecodec.DecodeRowKey(key); err == nil {
 		if t == nil || t.ID != tid {
@@ -306,7 +306,7 @@ func DupKeyError(t *catalog.TableInfo, key []byte) error {
 			}
 		}
 	}
-	return &sql.KeyExistsError{Key: key}
+	return &kv.KeyExistsError{Key: key}
 }
 
 // FormatValues renders index values as MySQL's duplicate-key message does:

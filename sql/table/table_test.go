@@ -3,10 +3,10 @@ package table
 import (
 	"testing"
 
-	"github.com/stratadb/strata/kv/tablecodec"
-	"github.com/stratadb/strata/sql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 	"github.com/stretchr/testify/require"
 )
@@ -34,9 +34,9 @@ func TestIndexEntry(t *testing.T) {
 		keyHandle  bool
 		wantHandle int64
 	}{
-		{0, []types.Datum{tablecodec.NewInt(3), tablecodec.NewString("x")}, false, true, 11},
-		{1, []types.Datum{tablecodec.NewInt(3), tablecodec.NewString("x")}, true, false, 11},
-		{1, []types.Datum{tablecodec.NewInt(3), tablecodec.NullDatum}, false, true, 11},
+		{0, []types.Datum{types.NewInt(3), types.NewString("x")}, false, true, 11},
+		{1, []types.Datum{types.NewInt(3), types.NewString("x")}, true, false, 11},
+		{1, []types.Datum{types.NewInt(3), types.NullDatum}, false, true, 11},
 	}
 	for _, c := range cases {
 		ix := tbl.Indices[c.ix]
@@ -56,7 +56,7 @@ func TestIndexEntry(t *testing.T) {
 
 func TestDupKeyError(t *testing.T) {
 	tbl := testTable()
-	ukey, _, _ := IndexEntry(nil, tbl, tbl.Indices[1], []types.Datum{tablecodec.NewInt(-4), tablecodec.NewString("x y")}, 1)
+	ukey, _, _ := IndexEntry(nil, tbl, tbl.Indices[1], []types.Datum{types.NewInt(-4), types.NewString("x y")}, 1)
 	cases := []struct {
 		tbl  *catalog.TableInfo
 		key  []byte
@@ -73,6 +73,6 @@ func TestDupKeyError(t *testing.T) {
 		require.Equal(t, c.want, e.Msg)
 	}
 	// An index key of an unknown table stays a KeyExistsError.
-	var ke *sql.KeyExistsError
+	var ke *kv.KeyExistsError
 	require.ErrorAs(t, DupKeyError(nil, ukey), &ke)
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 )
 
 // BIT(n) values are stored as Uint64 and sent (text and binary protocol
@@ -21,17 +20,17 @@ import (
 func (ft FieldType) convertBit(d Datum) (Datum, error) {
 	var v uint64
 	switch d.Kind() {
-	case tablecodec.KindInt64:
+	case KindInt64:
 		v = uint64(d.Int64())
-	case tablecodec.KindUint64:
+	case KindUint64:
 		v = d.Uint64()
-	case tablecodec.KindFloat64:
+	case KindFloat64:
 		f := math.Round(d.Float64())
 		if f < 0 || f >= 18446744073709551616.0 {
 			return d, &ConvError{Kind: ConvTooLong, Value: d.String()}
 		}
 		v = uint64(f)
-	case tablecodec.KindBytes:
+	case KindBytes:
 		b := d.Bytes()
 		for len(b) > 0 && b[0] == 0 {
 			b = b[1:]
@@ -48,7 +47,7 @@ func (ft FieldType) convertBit(d Datum) (Datum, error) {
 	if ft.Flen < 64 && v>>uint(ft.Flen) != 0 {
 		return d, &ConvError{Kind: ConvTooLong, Value: d.String()}
 	}
-	return tablecodec.NewUint(v), nil
+	return NewUint(v), nil
 }
 
 // appendBit appends a BIT(n) value as its ceil(n/8) big-endian bytes.
@@ -66,16 +65,16 @@ func (ft FieldType) convertYear(d Datum) (Datum, error) {
 	var v int64
 	str := false
 	switch d.Kind() {
-	case tablecodec.KindInt64:
+	case KindInt64:
 		v = d.Int64()
-	case tablecodec.KindUint64:
+	case KindUint64:
 		if d.Uint64() > 9999 {
 			return d, bad
 		}
 		v = int64(d.Uint64())
-	case tablecodec.KindFloat64:
+	case KindFloat64:
 		v = int64(math.Round(d.Float64()))
-	case tablecodec.KindBytes:
+	case KindBytes:
 		s := strings.TrimSpace(string(d.Bytes()))
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
@@ -101,7 +100,7 @@ func (ft FieldType) convertYear(d Datum) (Datum, error) {
 	default:
 		return d, bad
 	}
-	return tablecodec.NewInt(v), nil
+	return NewInt(v), nil
 }
 
 // convertEnum: a member's text (case-insensitive, trailing spaces ignored)
@@ -111,7 +110,7 @@ func (ft FieldType) convertEnum(d Datum) (Datum, error) {
 	bad := &ConvError{Kind: ConvTruncated, Value: d.String()}
 	isSet := ft.Tp == mysql.TypeSet
 	switch d.Kind() {
-	case tablecodec.KindInt64, tablecodec.KindUint64, tablecodec.KindFloat64:
+	case KindInt64, KindUint64, KindFloat64:
 		f, _ := ToFloat(d)
 		if f < 0 || f != math.Trunc(f) {
 			return d, bad
@@ -121,7 +120,7 @@ func (ft FieldType) convertEnum(d Datum) (Datum, error) {
 			if n == 0 || n > uint64(len(ft.Elems)) {
 				return d, bad
 			}
-			return tablecodec.NewString(ft.Elems[n-1]), nil
+			return NewString(ft.Elems[n-1]), nil
 		}
 		if len(ft.Elems) < 64 && n>>uint(len(ft.Elems)) != 0 {
 			return d, bad
@@ -132,8 +131,8 @@ func (ft FieldType) convertEnum(d Datum) (Datum, error) {
 				parts = append(parts, e)
 			}
 		}
-		return tablecodec.NewString(strings.Join(parts, ",")), nil
-	case tablecodec.KindBytes:
+		return NewString(strings.Join(parts, ",")), nil
+	case KindBytes:
 	default:
 		return d, bad
 	}
@@ -151,11 +150,11 @@ func (ft FieldType) convertEnum(d Datum) (Datum, error) {
 		i := find(s)
 		if i < 0 {
 			if n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64); err == nil {
-				return ft.convertEnum(tablecodec.NewUint(n))
+				return ft.convertEnum(NewUint(n))
 			}
 			return d, bad
 		}
-		return tablecodec.NewString(ft.Elems[i]), nil
+		return NewString(ft.Elems[i]), nil
 	}
 	var mask uint64
 	if s != "" {
@@ -163,20 +162,20 @@ func (ft FieldType) convertEnum(d Datum) (Datum, error) {
 			i := find(p)
 			if i < 0 {
 				if n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64); err == nil && !strings.Contains(s, ",") {
-					return ft.convertEnum(tablecodec.NewUint(n))
+					return ft.convertEnum(NewUint(n))
 				}
 				return d, bad
 			}
 			mask |= 1 << uint(i)
 		}
 	}
-	return ft.convertEnum(tablecodec.NewUint(mask))
+	return ft.convertEnum(NewUint(mask))
 }
 
 // EnumIndex is the position of an ENUM value among ft's members (-1 when
 // it is not one).
 func EnumIndex(ft FieldType, d Datum) int {
-	if d.Kind() != tablecodec.KindBytes {
+	if d.Kind() != KindBytes {
 		return -1
 	}
 	v := string(d.Bytes())

@@ -9,11 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 )
-
-// Datum is the value type shared with the row codec.
-type Datum = tablecodec.Datum
 
 // ConvErrKind says why a value does not fit a column.
 type ConvErrKind uint8
@@ -91,7 +87,7 @@ func (ft FieldType) Convert(d Datum) (Datum, error) {
 		if ft.Unsigned() && f < 0 {
 			return d, &ConvError{Kind: ConvOutOfRange, Value: d.String(), What: "double"}
 		}
-		return tablecodec.NewFloat(f), nil
+		return NewFloat(f), nil
 	case ClassDecimal:
 		return ft.convertDecimal(d)
 	case ClassTime:
@@ -99,7 +95,7 @@ func (ft FieldType) Convert(d Datum) (Datum, error) {
 	}
 	// Strings and blobs.
 	var b []byte
-	if d.Kind() == tablecodec.KindBytes {
+	if d.Kind() == KindBytes {
 		b = d.Bytes()
 	} else {
 		b = AppendText(nil, d, nil)
@@ -118,7 +114,7 @@ func (ft FieldType) Convert(d Datum) (Datum, error) {
 	if ft.Flen >= 0 && n > ft.Flen {
 		return d, &ConvError{Kind: ConvTooLong, Value: string(b)}
 	}
-	return tablecodec.NewBytes(b), nil
+	return NewBytes(b), nil
 }
 
 func (ft FieldType) convertInt(d Datum) (Datum, error) {
@@ -128,7 +124,7 @@ func (ft FieldType) convertInt(d Datum) (Datum, error) {
 	var neg bool
 	var mag uint64 // absolute value
 	switch d.Kind() {
-	case tablecodec.KindInt64:
+	case KindInt64:
 		v := d.Int64()
 		neg = v < 0
 		if neg {
@@ -136,9 +132,9 @@ func (ft FieldType) convertInt(d Datum) (Datum, error) {
 		} else {
 			mag = uint64(v)
 		}
-	case tablecodec.KindUint64:
+	case KindUint64:
 		mag = d.Uint64()
-	case tablecodec.KindFloat64:
+	case KindFloat64:
 		f := math.Round(d.Float64())
 		if math.IsNaN(f) || f >= 18446744073709551616.0 || f < -9223372036854775808.0 {
 			return oor()
@@ -149,13 +145,13 @@ func (ft FieldType) convertInt(d Datum) (Datum, error) {
 		} else {
 			mag = uint64(f)
 		}
-	case tablecodec.KindBytes:
+	case KindBytes:
 		s := strings.TrimSpace(string(d.Bytes()))
 		if v, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return ft.convertInt(tablecodec.NewInt(v))
+			return ft.convertInt(NewInt(v))
 		}
 		if v, err := strconv.ParseUint(s, 10, 64); err == nil {
-			return ft.convertInt(tablecodec.NewUint(v))
+			return ft.convertInt(NewUint(v))
 		}
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil {
@@ -164,7 +160,7 @@ func (ft FieldType) convertInt(d Datum) (Datum, error) {
 			}
 			return bad()
 		}
-		return ft.convertInt(tablecodec.NewFloat(f))
+		return ft.convertInt(NewFloat(f))
 	default:
 		return bad()
 	}
@@ -172,15 +168,15 @@ func (ft FieldType) convertInt(d Datum) (Datum, error) {
 		if mag > uint64(-(lo+1))+1 || (lo == 0 && mag > 0) {
 			return oor()
 		}
-		return tablecodec.NewInt(-int64(mag-1) - 1), nil
+		return NewInt(-int64(mag-1) - 1), nil
 	}
 	if mag > hi {
 		return oor()
 	}
 	if ft.Unsigned() {
-		return tablecodec.NewUint(mag), nil
+		return NewUint(mag), nil
 	}
-	return tablecodec.NewInt(int64(mag)), nil
+	return NewInt(int64(mag)), nil
 }
 
 func (ft FieldType) convertDecimal(d Datum) (Datum, error) {
@@ -240,9 +236,9 @@ func (ft FieldType) convertTime(d Datum) (Datum, error) {
 	}
 	var s string
 	switch d.Kind() {
-	case tablecodec.KindBytes:
+	case KindBytes:
 		s = string(d.Bytes())
-	case tablecodec.KindInt64, tablecodec.KindUint64:
+	case KindInt64, KindUint64:
 		s = d.String()
 	default:
 		return d, &ConvError{Kind: ConvBadValue, Value: d.String(), What: what}
@@ -256,20 +252,20 @@ func (ft FieldType) convertTime(d Datum) (Datum, error) {
 	} else {
 		t = t.Round(time.Second)
 	}
-	return tablecodec.NewString(FormatTime(t, ft.Tp, ft.Decimal)), nil
+	return NewString(FormatTime(t, ft.Tp, ft.Decimal)), nil
 }
 
 // ToFloat converts a numeric-ish value to float64 the way MySQL does in a
 // numeric context (strings: the longest numeric prefix; ok=false if none).
 func ToFloat(d Datum) (float64, bool) {
 	switch d.Kind() {
-	case tablecodec.KindInt64:
+	case KindInt64:
 		return float64(d.Int64()), true
-	case tablecodec.KindUint64:
+	case KindUint64:
 		return float64(d.Uint64()), true
-	case tablecodec.KindFloat64:
+	case KindFloat64:
 		return d.Float64(), true
-	case tablecodec.KindBytes:
+	case KindBytes:
 		s := strings.TrimSpace(string(d.Bytes()))
 		if f, err := strconv.ParseFloat(s, 64); err == nil {
 			return f, true
@@ -298,15 +294,15 @@ func ToFloat(d Datum) (float64, bool) {
 // AppendText appends the text-protocol form of d (ft may be nil). NULL
 // appends nothing; the caller encodes NULL separately.
 func AppendText(b []byte, d Datum, ft *FieldType) []byte {
-	if ft != nil && ft.Tp == mysql.TypeBit && (d.Kind() == tablecodec.KindUint64 || d.Kind() == tablecodec.KindInt64) {
+	if ft != nil && ft.Tp == mysql.TypeBit && (d.Kind() == KindUint64 || d.Kind() == KindInt64) {
 		return appendBit(b, d.Uint64(), ft.Flen)
 	}
 	switch d.Kind() {
-	case tablecodec.KindInt64:
+	case KindInt64:
 		return strconv.AppendInt(b, d.Int64(), 10)
-	case tablecodec.KindUint64:
+	case KindUint64:
 		return strconv.AppendUint(b, d.Uint64(), 10)
-	case tablecodec.KindFloat64:
+	case KindFloat64:
 		bits := 64
 		if ft != nil && ft.Tp == mysql.TypeFloat {
 			bits = 32
@@ -315,7 +311,7 @@ func AppendText(b []byte, d Datum, ft *FieldType) []byte {
 			return strconv.AppendFloat(b, d.Float64(), 'f', ft.Decimal, bits)
 		}
 		return AppendFloat(b, d.Float64(), bits)
-	case tablecodec.KindBytes:
+	case KindBytes:
 		return append(b, d.Bytes()...)
 	}
 	return b

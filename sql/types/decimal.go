@@ -6,8 +6,6 @@ import (
 	"math/big"
 	"math/bits"
 	"strconv"
-
-	"github.com/stratadb/strata/kv/tablecodec"
 )
 
 // Decimal limits as MySQL has them.
@@ -321,7 +319,7 @@ func (d Decimal) Overflows() bool {
 func (d Decimal) String() string { return string(d.Append(nil)) }
 
 // Datum returns d in its storage form (canonical text).
-func (d Decimal) Datum() Datum { return tablecodec.NewBytes(d.Append(nil)) }
+func (d Decimal) Datum() Datum { return NewBytes(d.Append(nil)) }
 
 // Float64 converts d to the nearest double.
 func (d Decimal) Float64() float64 {
@@ -407,21 +405,21 @@ func ParseDecimal(s []byte) (Decimal, bool) {
 // ok=false for NULL and non-numeric strings.
 func ToDecimal(d Datum) (Decimal, bool) {
 	switch d.Kind() {
-	case tablecodec.KindInt64:
+	case KindInt64:
 		return Decimal{c: d.Int64()}, true
-	case tablecodec.KindUint64:
+	case KindUint64:
 		if v := d.Uint64(); v <= math.MaxInt64 {
 			return Decimal{c: int64(v)}, true
 		}
 		return Decimal{b: new(big.Int).SetUint64(d.Uint64())}, true
-	case tablecodec.KindFloat64:
+	case KindFloat64:
 		f := d.Float64()
 		if math.IsInf(f, 0) || math.IsNaN(f) {
 			return Decimal{}, false
 		}
 		var buf [32]byte
 		return ParseDecimal(strconv.AppendFloat(buf[:0], f, 'g', -1, 64))
-	case tablecodec.KindBytes:
+	case KindBytes:
 		return ParseDecimal(d.Bytes())
 	}
 	return Decimal{}, false

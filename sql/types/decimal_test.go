@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 	"github.com/stretchr/testify/require"
 )
@@ -147,13 +146,13 @@ func TestToDecimal(t *testing.T) {
 		want string
 		ok   bool
 	}{
-		{tablecodec.NewInt(-7), "-7", true},
-		{tablecodec.NewUint(18446744073709551615), "18446744073709551615", true},
-		{tablecodec.NewFloat(0.1), "0.1", true},
-		{tablecodec.NewFloat(1e20), "100000000000000000000", true},
-		{tablecodec.NewString("3.14"), "3.14", true},
-		{tablecodec.NewString("x"), "", false},
-		{tablecodec.NullDatum, "", false},
+		{types.NewInt(-7), "-7", true},
+		{types.NewUint(18446744073709551615), "18446744073709551615", true},
+		{types.NewFloat(0.1), "0.1", true},
+		{types.NewFloat(1e20), "100000000000000000000", true},
+		{types.NewString("3.14"), "3.14", true},
+		{types.NewString("x"), "", false},
+		{types.NullDatum, "", false},
 	}
 	for _, c := range cases {
 		d, ok := types.ToDecimal(c.in)

@@ -3,7 +3,7 @@
 // strict-mode checks: range for integers and decimals, length for strings,
 // validity for dates.
 //
-// Storage forms (tablecodec.Datum kinds): signed integers and YEAR are
+// Storage forms (Datum kinds, datum.go): signed integers and YEAR are
 // Int64, unsigned integers and BIT(n) Uint64, FLOAT/DOUBLE Float64; strings,
 // blobs, DECIMAL (canonical text, e.g. "12.30" for DECIMAL(5,2)),
 // DATE/DATETIME/TIMESTAMP (canonical text, e.g. "2024-01-02 03:04:05"), TIME

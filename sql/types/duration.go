@@ -4,8 +4,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-
-	"github.com/stratadb/strata/kv/tablecodec"
 )
 
 // TIME values (MySQL's duration type) are signed microsecond counts in
@@ -182,7 +180,7 @@ func (ft FieldType) convertDuration(d Datum) (Datum, error) {
 	if us > MaxDuration || us < -MaxDuration {
 		return d, &ConvError{Kind: ConvBadValue, Value: d.String(), What: "time"}
 	}
-	return tablecodec.NewBytes(AppendDuration(nil, us, ft.Decimal)), nil
+	return NewBytes(AppendDuration(nil, us, ft.Decimal)), nil
 }
 
 // CastDuration is CAST(d AS TIME(fsp)): out-of-range values are clipped to
@@ -195,5 +193,5 @@ func CastDuration(d Datum, fsp int) (Datum, bool) {
 	}
 	us = RoundDuration(us, fsp)
 	us = max(min(us, MaxDuration), -MaxDuration)
-	return tablecodec.NewBytes(AppendDuration(nil, us, fsp)), true
+	return NewBytes(AppendDuration(nil, us, fsp)), true
 }

@@ -3,7 +3,6 @@ package types
 import (
 	"testing"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,7 +46,7 @@ func TestRoundDuration(t *testing.T) {
 	require.Equal(t, "12:34:57", FormatDuration(RoundDuration(45296_500000, 0), 0))
 	require.Equal(t, "-12:34:57", FormatDuration(RoundDuration(-45296_500000, 0), 0))
 	require.Equal(t, "00:00:00.1", FormatDuration(RoundDuration(149999, 1), 1))
-	d, ok := CastDuration(Datum(tablecodec.NewString("900:00:00")), 0)
+	d, ok := CastDuration(Datum(NewString("900:00:00")), 0)
 	require.True(t, ok)
 	require.Equal(t, "838:59:59", string(d.Bytes()))
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/kv/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -23,33 +22,33 @@ func TestConvert(t *testing.T) {
 	cases := []struct {
 		name string
 		ft   types.FieldType
-		in   tablecodec.Datum
+		in   types.Datum
 		want string
 		err  types.ConvErrKind
 		fail bool
 	}{
-		{"tiny ok", tiny, tablecodec.NewInt(127), "127", 0, false},
-		{"tiny min", tiny, tablecodec.NewInt(-128), "-128", 0, false},
-		{"tiny over", tiny, tablecodec.NewInt(128), "", types.ConvOutOfRange, true},
-		{"utiny neg", utiny, tablecodec.NewInt(-1), "", types.ConvOutOfRange, true},
-		{"utiny 255", utiny, tablecodec.NewInt(255), "255", 0, false},
-		{"tiny from string", tiny, tablecodec.NewString(" 12 "), "12", 0, false},
-		{"tiny from float rounds", tiny, tablecodec.NewFloat(2.5), "3", 0, false},
-		{"tiny from junk", tiny, tablecodec.NewString("abc"), "", types.ConvBadValue, true},
-		{"bigint unsigned max", bigU, tablecodec.NewString("18446744073709551615"), "18446744073709551615", 0, false},
-		{"decimal rounds", dec, tablecodec.NewString("1.005"), "1.01", 0, false},
-		{"decimal pads", dec, tablecodec.NewInt(3), "3.00", 0, false},
-		{"decimal over", dec, tablecodec.NewString("1000"), "", types.ConvOutOfRange, true},
-		{"decimal negative zero", dec, tablecodec.NewString("-0.001"), "0.00", 0, false},
-		{"varchar fits runes", vc, tablecodec.NewString("héé"), "héé", 0, false},
-		{"varchar too long", vc, tablecodec.NewString("abcd"), "", types.ConvTooLong, true},
-		{"char trims trailing spaces", ch, tablecodec.NewString("ab   "), "ab", 0, false},
-		{"varchar from int", vc, tablecodec.NewInt(12), "12", 0, false},
-		{"datetime", dt, tablecodec.NewString("2024-01-02 03:04:05"), "2024-01-02 03:04:05", 0, false},
-		{"datetime from date", dt, tablecodec.NewString("2024-01-02"), "2024-01-02 00:00:00", 0, false},
-		{"date from datetime", date, tablecodec.NewString("2024-01-02 10:00:00"), "2024-01-02", 0, false},
-		{"bad date", date, tablecodec.NewString("2024-13-40"), "", types.ConvBadValue, true},
-		{"double from string", dbl, tablecodec.NewString("1e3"), "1000", 0, false},
+		{"tiny ok", tiny, types.NewInt(127), "127", 0, false},
+		{"tiny min", tiny, types.NewInt(-128), "-128", 0, false},
+		{"tiny over", tiny, types.NewInt(128), "", types.ConvOutOfRange, true},
+		{"utiny neg", utiny, types.NewInt(-1), "", types.ConvOutOfRange, true},
+		{"utiny 255", utiny, types.NewInt(255), "255", 0, false},
+		{"tiny from string", tiny, types.NewString(" 12 "), "12", 0, false},
+		{"tiny from float rounds", tiny, types.NewFloat(2.5), "3", 0, false},
+		{"tiny from junk", tiny, types.NewString("abc"), "", types.ConvBadValue, true},
+		{"bigint unsigned max", bigU, types.NewString("18446744073709551615"), "18446744073709551615", 0, false},
+		{"decimal rounds", dec, types.NewString("1.005"), "1.01", 0, false},
+		{"decimal pads", dec, types.NewInt(3), "3.00", 0, false},
+		{"decimal over", dec, types.NewString("1000"), "", types.ConvOutOfRange, true},
+		{"decimal negative zero", dec, types.NewString("-0.001"), "0.00", 0, false},
+		{"varchar fits runes", vc, types.NewString("héé"), "héé", 0, false},
+		{"varchar too long", vc, types.NewString("abcd"), "", types.ConvTooLong, true},
+		{"char trims trailing spaces", ch, types.NewString("ab   "), "ab", 0, false},
+		{"varchar from int", vc, types.NewInt(12), "12", 0, false},
+		{"datetime", dt, types.NewString("2024-01-02 03:04:05"), "2024-01-02 03:04:05", 0, false},
+		{"datetime from date", dt, types.NewString("2024-01-02"), "2024-01-02 00:00:00", 0, false},
+		{"date from datetime", date, types.NewString("2024-01-02 10:00:00"), "2024-01-02", 0, false},
+		{"bad date", date, types.NewString("2024-13-40"), "", types.ConvBadValue, true},
+		{"double from string", dbl, types.NewString("1e3"), "1000", 0, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

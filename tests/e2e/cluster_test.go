@@ -28,7 +28,7 @@ const maxOutage = 10 * time.Second
 
 // maxPartitionStall bounds the stall when the leader store is cut off the
 // network without closing its connections: SQL nodes notice it by keepalive
-// (kv/client.KeepaliveTime + 1 s) and the other stores elect a leader, so
+// (kv.KeepaliveTime + 1 s) and the other stores elect a leader, so
 // the same bound as a stopped store applies.
 const maxPartitionStall = maxOutage
 

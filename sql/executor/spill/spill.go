@@ -17,11 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/stratadb/strata/kv/tablecodec"
+	"github.com/stratadb/strata/sql/types"
 )
-
-// Datum is the value type of the rows spilled.
-type Datum = tablecodec.Datum
 
 const dirPrefix = "strata-spill-"
 
@@ -158,18 +155,18 @@ func (f *File) Size() int64 { return f.size }
 func (f *File) Rows() int64 { return f.rows }
 
 // Write appends row.
-func (f *File) Write(row []Datum) error {
+func (f *File) Write(row []types.Datum) error {
 	b := f.buf[:0]
 	for _, d := range row {
 		k := d.Kind()
-		if k == tablecodec.KindAbsent {
-			k = tablecodec.KindNull
+		if k == types.KindAbsent {
+			k = types.KindNull
 		}
 		b = append(b, byte(k))
 		switch k {
-		case tablecodec.KindInt64, tablecodec.KindUint64, tablecodec.KindFloat64:
+		case types.KindInt64, types.KindUint64, types.KindFloat64:
 			b = binary.LittleEndian.AppendUint64(b, d.Uint64())
-		case tablecodec.KindBytes:
+		case types.KindBytes:
 			b = binary.AppendUvarint(b, uint64(len(d.Bytes())))
 			b = append(b, d.Bytes()...)
 		}
@@ -213,7 +210,7 @@ type Reader struct {
 
 // Next decodes the next row into row (len width). Byte values are new
 // allocations the caller may keep. ok is false at the end.
-func (r *Reader) Next(row []Datum) (ok bool, err error) {
+func (r *Reader) Next(row []types.Datum) (ok bool, err error) {
 	var buf []byte
 	for i := range r.width {
 		k, err := r.r.ReadByte()
@@ -223,24 +220,24 @@ func (r *Reader) Next(row []Datum) (ok bool, err error) {
 			}
 			return false, fmt.Errorf("spill: read: %w", eofErr(err))
 		}
-		switch tablecodec.Kind(k) {
-		case tablecodec.KindNull:
-			row[i] = tablecodec.NullDatum
-		case tablecodec.KindInt64, tablecodec.KindUint64, tablecodec.KindFloat64:
+		switch types.Kind(k) {
+		case types.KindNull:
+			row[i] = types.NullDatum
+		case types.KindInt64, types.KindUint64, types.KindFloat64:
 			var b [8]byte
 			if _, err := io.ReadFull(r.r, b[:]); err != nil {
 				return false, fmt.Errorf("spill: read: %w", eofErr(err))
 			}
 			n := binary.LittleEndian.Uint64(b[:])
-			switch tablecodec.Kind(k) {
-			case tablecodec.KindInt64:
-				row[i] = tablecodec.NewInt(int64(n))
-			case tablecodec.KindUint64:
-				row[i] = tablecodec.NewUint(n)
+			switch types.Kind(k) {
+			case types.KindInt64:
+				row[i] = types.NewInt(int64(n))
+			case types.KindUint64:
+				row[i] = types.NewUint(n)
 			default:
-				row[i] = tablecodec.NewFloat(math.Float64frombits(n))
+				row[i] = types.NewFloat(math.Float64frombits(n))
 			}
-		case tablecodec.KindBytes:
+		case types.KindBytes:
 			n, err := binary.ReadUvarint(r.r)
 			if err != nil {
 				return false, fmt.Errorf("spill: read: %w", eofErr(err))
@@ -253,7 +250,7 @@ func (r *Reader) Next(row []Datum) (ok bool, err error) {
 			if _, err := io.ReadFull(r.r, v); err != nil {
 				return false, fmt.Errorf("spill: read: %w", eofErr(err))
 			}
-			row[i] = tablecodec.NewBytes(v)
+			row[i] = types.NewBytes(v)
 		default:
 			return false, fmt.Errorf("spill: read: bad datum kind %d", k)
 		}

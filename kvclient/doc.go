@@ -1,0 +1,118 @@
+// Package kvclient is the SQL node's client for store nodes: it routes reads,
+// writes and coprocessor requests to the leader of the region that holds each
+// key, and rides through region errors (leader changes, splits, busy or dead
+// stores) within a backoff budget.
+//
+// # Usage
+//
+// A SQL node builds one Client and the transaction client over it
+// (cmd/sqlnode); the SQL layer reaches both only through kv.Storage, whose
+// production implementation is kvclient/txn.Storage:
+//
+//	c := kvclient.New(pd, kvclient.Config{})
+//	defer c.Close()
+//	txns := txn.NewClient(c, pd, txn.Config{}) // package kvclient/txn
+//	store := txn.NewStorage(pd, c, txns)       // a kv.Storage
+//	t, err := store.Begin(ctx, kv.TxnOptions{Pessimistic: true})
+//
+// Transactions send Percolator commands through SendRequest (below);
+// pushed-down reads go through Coprocessor / CoprocessorResolved. Get, Scan
+// and Commit (kv.go) are one-shot reads and writes outside a transaction,
+// used by tests only (see Writes).
+//
+// # Routing and retries
+//
+// Regions come from a cache (package kvclient/locate) loaded from PD with
+// single-flight. Every request carries the region id, epoch and peer it was
+// routed with; the store answers region errors, which the client handles:
+//
+//   - NotLeader with a leader hint: switch leader, retry at once.
+//   - NotLeader without hint, store unreachable, RPC timeout (reads): try the
+//     region's next peer (round robin) after a backoff.
+//   - EpochNotMatch: replace the cached regions with the current ones the
+//     store sent, retry at once (no PD round trip).
+//   - RegionNotFound, KeyNotInRegion: drop the region, reload it from PD.
+//   - ServerIsBusy, StaleCommand: back off and retry (StaleCommand means the
+//     proposal was dropped or its log index taken by another entry, so even
+//     a write was not applied).
+//
+// Backoff is exponential with jitter (2ms doubling to 500ms, per reason) and
+// bounded per call by Config.BackoffBudget, counted in time slept; the caller's
+// ctx bounds wall time. When the budget is spent the call fails with
+// ErrRegionUnavailable wrapping the last error.
+//
+// # Replica reads
+//
+// A read whose ctx carries a kvclient/replicaread mode (tidb_replica_read, AS OF
+// TIMESTAMP) goes to a follower (Follower), any peer (LeaderAndFollower,
+// Stale) spread round robin, with the request's replica_read or stale_read
+// set; only gets, batch gets, scans and coprocessor requests. A region
+// error from a replica (DataIsNotReady, no leader known there, leader out
+// of its reach) or a failed send to it sends the rest of the call to the
+// leader at once (strata_kvclient_replica_read_fallbacks_total); epoch and
+// region errors update the cache as for leader reads.
+//
+// # Writes
+//
+// Transactions (package kvclient/txn) write through SendRequest with
+// Percolator commands; the SQL node's autocommit path does too. Commit is
+// the legacy path, kept for tests until the stores drop KvOnePC: it groups
+// mutations by region and sends one KvOnePC per region, regions
+// in parallel. It is atomic within one region only: when mutations span
+// regions, some regions may commit while another fails (cross-region 2PC is a
+// later issue; until then the SQL layer should keep multi-region writes to
+// statements that tolerate it, or retry idempotently).
+//
+// A OnePC is retried only when its outcome is known not to have been applied:
+// region errors NotLeader, RegionNotFound, EpochNotMatch, KeyNotInRegion,
+// ServerIsBusy, StaleCommand, and transport failures before the request reached a
+// connection (no HTTP/2 stream was created, e.g. connection refused). Any
+// other failure (RPC timeout, connection lost after sending,
+// unknown region errors, ctx cancelled in flight) returns an error wrapping
+// ErrUndetermined: the write may or may not have been applied.
+//
+// A conflict is always reported as a WriteConflictError. The store may
+// raise a write's commit_ts above the reads it already served (package
+// store/concurrency), so the commit_ts of a conflicting version cannot tell an
+// earlier attempt of our own write from another writer's; resending only
+// writes that certainly did not apply is what keeps a resend from
+// conflicting with itself.
+//
+// # Transaction commands
+//
+// SendRequest sends any store command (a Request: the BatchCommands
+// request oneof) to a region once, with the routing and retry
+// classification above; OnSorted and GroupSorted split sorted keys by
+// region. Package kvclient/txn builds transactions on them.
+//
+// # Connections and batching
+//
+// One grpc.ClientConn per store address, created lazily and shared by all
+// requests; addresses come from PD (GetStore), cached, and dropped when the
+// store is unreachable so a moved store is found again.
+//
+// Every request to a store travels on one BatchCommands stream of that
+// connection: a sender goroutine coalesces the requests queued while it was
+// sending into the next message (up to 128), a receiver matches responses
+// by id. A broken stream fails only the requests in flight on it (as sent:
+// writes among them are undetermined); requests not yet sent fail as
+// unsent and are retried like a refused connection. A caller that gives up
+// waits only until its request was marshalled. Stores that answer
+// Unimplemented get unary RPCs; Config.DisableBatch forces them.
+//
+// # Metrics
+//
+// strata_kvclient_rpc_duration_seconds{type,result} (per store RPC attempt),
+// strata_kvclient_region_errors_total{type}, strata_kvclient_backoff_total
+// and strata_kvclient_backoff_seconds_total{reason},
+// strata_kvclient_undetermined_writes_total,
+// strata_kvclient_batch_commands_size (requests per stream message), and from kvclient/locate
+// strata_kvclient_region_cache_lookups_total{result=hit|miss} and
+// strata_kvclient_pd_region_loads_total{result}.
+//
+// # Concurrency and ownership
+//
+// Client is safe for concurrent use. Keys and mutations passed in are not
+// retained after a call returns and are never modified. Returned values and
+// pairs are owned by the caller.
+package kvclient

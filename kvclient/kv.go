@@ -1,0 +1,479 @@
+package kvclient
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stratadb/strata/kvclient/locate"
+	"github.com/stratadb/strata/proto/coprocessorpb"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/storepb"
+)
+
+// getState is the per-call request memory of Get, pooled: the request has
+// been marshalled (unary) or answered (batched) by the time the call
+// returns, so it can be reused.
+type getState struct {
+	req  kvrpcpb.GetRequest
+	rctx kvrpcpb.Context
+	cmd  storepb.BatchCommandsRequest_Request_Get
+	wrap Request
+}
+
+var getPool = sync.Pool{New: func() any { return new(getState) }}
+
+// Get reads the newest version of key committed at or before ts. The
+// returned value is owned by the caller. found is false when the key has no
+// live version at ts.
+func (c *Client) Get(ctx context.Context, key []byte, ts uint64) (value []byte, found bool, err error) {
+	st := getPool.Get().(*getState)
+	st.req.Key, st.req.Version, st.req.Context = key, ts, &st.rctx
+	st.cmd.Get = &st.req
+	st.wrap.Cmd = &st.cmd
+	bo := newBackoffer(c.cfg.BackoffBudget)
+	for {
+		r, err := c.locate(ctx, &bo, key)
+		if err != nil {
+			return nil, false, err
+		}
+		resp, retry, err := c.sendToRegion(ctx, &bo, r, &st.wrap)
+		if err != nil {
+			// A request abandoned in flight may still be read by the
+			// transport: do not reuse its memory.
+			return nil, false, err
+		}
+		if retry {
+			continue
+		}
+		g := resp.GetGet()
+		st.req.Key, st.req.Context = nil, nil
+		st.rctx.RegionEpoch, st.rctx.Peer = nil, nil
+		getPool.Put(st)
+		if g.Error != nil {
+			return nil, false, fmt.Errorf("kvclient: get %q: %w", key, keyError(g.Error))
+		}
+		if g.NotFound {
+			return nil, false, nil
+		}
+		return g.Value, true, nil
+	}
+}
+
+// Scan returns the pairs in [start, end) visible at ts, in key order, across
+// regions. end nil or empty means +infinity; limit 0 means no limit. The
+// returned pairs are owned by the caller.
+func (c *Client) Scan(ctx context.Context, start, end []byte, ts uint64, limit int) ([]*kvrpcpb.KvPair, error) {
+	if limit < 0 {
+		return nil, fmt.Errorf("kvclient: scan: negative limit %d", limit)
+	}
+	if len(end) != 0 && bytes.Compare(start, end) >= 0 {
+		return nil, nil
+	}
+	var (
+		out  []*kvrpcpb.KvPair
+		rctx kvrpcpb.Context
+		req  = kvrpcpb.ScanRequest{Context: &rctx, Version: ts}
+		wrap = Request{Cmd: &storepb.BatchCommandsRequest_Request_Scan{Scan: &req}}
+	)
+	bo := newBackoffer(c.cfg.BackoffBudget)
+	cur := start
+	for {
+		r, err := c.locate(ctx, &bo, cur)
+		if err != nil {
+			return nil, err
+		}
+		regionEnd := r.EndKey()
+		req.StartKey, req.EndKey = cur, end
+		if len(regionEnd) != 0 && (len(end) == 0 || bytes.Compare(regionEnd, end) < 0) {
+			req.EndKey = regionEnd
+		}
+		req.Limit = 0
+		if limit > 0 {
+			req.Limit = uint32(min(limit-len(out), math.MaxUint32))
+		}
+		sr, retry, err := c.sendToRegion(ctx, &bo, r, &wrap)
+		if err != nil {
+			return nil, err
+		}
+		if retry {
+			continue
+		}
+		resp := sr.GetScan()
+		if resp.Error != nil {
+			return nil, fmt.Errorf("kvclient: scan [%q, %q) region %d: %w", cur, req.EndKey, r.ID(), keyError(resp.Error))
+		}
+		out = append(out, resp.Pairs...)
+		if limit > 0 && len(out) >= limit {
+			return out[:limit], nil
+		}
+		if len(regionEnd) == 0 || (len(end) != 0 && bytes.Compare(regionEnd, end) >= 0) {
+			return out, nil
+		}
+		cur = regionEnd
+	}
+}
+
+// Commit (legacy: nothing in the product calls it since the SQL node commits
+// through kvclient/txn) writes muts at commitTS, failing on keys committed by others after
+// startTS. Mutations are grouped by region and each group is committed with
+// one KvOnePC, groups in parallel. Atomic within a region only: see the
+// package documentation for partial commits across regions, for
+// ErrUndetermined, and for how a retried write that had landed is
+// recognised. Key errors come back as *AlreadyExistError or
+// *WriteConflictError (wrapped). muts is not modified.
+func (c *Client) Commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) error {
+	if len(muts) == 0 {
+		return nil
+	}
+	if len(muts) > 1 {
+		muts = slices.Clone(muts)
+		slices.SortFunc(muts, func(a, b *kvrpcpb.Mutation) int { return bytes.Compare(a.Key, b.Key) })
+	}
+	bo := newBackoffer(c.cfg.BackoffBudget)
+	return c.commitMutations(ctx, &bo, muts, startTS, commitTS)
+}
+
+// batch is the mutations (sorted by key) of one region.
+type batch struct {
+	r    *locate.Region
+	muts []*kvrpcpb.Mutation
+}
+
+// groupMutations splits sorted muts by region.
+func (c *Client) groupMutations(ctx context.Context, bo *backoffer, muts []*kvrpcpb.Mutation) ([]batch, error) {
+	var out []batch
+	for i := 0; i < len(muts); {
+		r, err := c.locate(ctx, bo, muts[i].Key)
+		if err != nil {
+			return nil, err
+		}
+		j := len(muts)
+		if end := r.EndKey(); len(end) != 0 {
+			j = i + 1
+			for j < len(muts) && bytes.Compare(muts[j].Key, end) < 0 {
+				j++
+			}
+		}
+		out = append(out, batch{r: r, muts: muts[i:j]})
+		i = j
+	}
+	return out, nil
+}
+
+func (c *Client) commitMutations(ctx context.Context, bo *backoffer, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) error {
+	batches, err := c.groupMutations(ctx, bo, muts)
+	if err != nil {
+		return err
+	}
+	if len(batches) == 1 {
+		return c.commitBatch(ctx, bo, batches[0], startTS, commitTS)
+	}
+	errs := make([]error, len(batches))
+	var wg sync.WaitGroup
+	for i := 1; i < len(batches); i++ {
+		sub := bo.fork()
+		wg.Go(func() { errs[i] = c.commitBatch(ctx, sub, batches[i], startTS, commitTS) })
+	}
+	errs[0] = c.commitBatch(ctx, bo.fork(), batches[0], startTS, commitTS)
+	wg.Wait()
+	return mergeBatchErrors(errs, commitTS)
+}
+
+// commitBatch commits one region's mutations; when routing changed it
+// regroups them (they may now span regions) and goes on.
+func (c *Client) commitBatch(ctx context.Context, bo *backoffer, b batch, startTS, commitTS uint64) error {
+	retry, err := c.commitRegion(ctx, bo, b.r, b.muts, startTS, commitTS)
+	if err != nil || !retry {
+		return err
+	}
+	return c.commitMutations(ctx, bo, b.muts, startTS, commitTS)
+}
+
+func (c *Client) commitRegion(ctx context.Context, bo *backoffer, r *locate.Region, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) (bool, error) {
+	req := &kvrpcpb.OnePCRequest{Context: &kvrpcpb.Context{}, Mutations: muts, StartTs: startTS, CommitTs: commitTS}
+	resp, retry, err := c.sendToRegion(ctx, bo, r, &Request{Cmd: &storepb.BatchCommandsRequest_Request_OnePc{OnePc: req}})
+	if err != nil || retry {
+		return retry, err
+	}
+	return false, onePCKeyErrors(resp.GetOnePc().GetErrors(), r.ID())
+}
+
+// onePCKeyErrors maps a OnePC response's key errors. A conflict is always
+// reported as one: the store may raise a write's commit_ts above reads it
+// served (store/concurrency), so a conflicting version's commit_ts cannot tell
+// our own earlier attempt from another writer, and a OnePC is resent only
+// when its earlier attempt certainly did not apply.
+func onePCKeyErrors(kes []*kvrpcpb.KeyError, regionID uint64) error {
+	if len(kes) == 0 {
+		return nil
+	}
+	return fmt.Errorf("kvclient: commit region %d: %w", regionID, keyError(kes[0]))
+}
+
+// mergeBatchErrors picks the error of a multi-region commit: an undetermined
+// outcome first (it is the one the caller must not take as a clean failure),
+// else the first error. Other errors are logged.
+func mergeBatchErrors(errs []error, commitTS uint64) error {
+	var first, undet error
+	failed := 0
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		failed++
+		if first == nil {
+			first = err
+		}
+		if undet == nil && isUndetermined(err) {
+			undet = err
+		}
+	}
+	if failed == 0 {
+		return nil
+	}
+	err := first
+	if undet != nil {
+		err = undet
+	}
+	if failed < len(errs) {
+		slog.Warn("kvclient: commit partially applied across regions",
+			"commit_ts", commitTS, "regions", len(errs), "failed", failed, "err", err)
+		return fmt.Errorf("%w (%d of %d regions failed): %w", ErrPartialCommit, failed, len(errs), err)
+	}
+	return err
+}
+
+// copConcurrency bounds the RPCs one Coprocessor call has in flight.
+const copConcurrency = 8
+
+// Coprocessor sends dag once per region overlapping ranges, each time with
+// the ranges clipped to that region, and returns the decoded responses in
+// region (key) order. Regions whose leaders share a store go up to
+// Config.CopStoreBatch per RPC (store batching, copbatch.go); the RPCs
+// are sent in parallel, at most copConcurrency at a time, the caller's
+// goroutine being one of the workers; the first error cancels the others
+// and is returned. A store that ends a page (DAGRequest.page_ms) is asked
+// again for the rest of its region's ranges, so a region may answer
+// several responses, in scan order. ranges should not
+// overlap; they are sorted by start key here (the caller's slice and ranges
+// are not modified). A range with an empty end extends to +infinity.
+//
+// With dag.paging_size set, Coprocessor answers one page instead: it
+// queries only the region holding the first range's start and returns its
+// one response, whose resume_key is where the next page starts (the
+// store's, or the region's end when the region is exhausted and the ranges
+// go on; unset when the ranges are exhausted). The caller resumes with the
+// ranges clipped to start there. So a scan holds one page in memory, and
+// no region is asked for rows that would be thrown away.
+func (c *Client) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error) {
+	return c.CoprocessorResolved(ctx, dag, ranges, ts, nil)
+}
+
+// CoprocessorResolved is Coprocessor for a reader that resolved some locks
+// already: resolved are the start_ts of transactions whose locks the
+// stores read through (Context.resolved_locks). A lock met is returned as
+// a *LockedError for the caller to resolve.
+func (c *Client) CoprocessorResolved(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64, resolved []uint64) ([]*coprocessorpb.SelectResponse, error) {
+	data, err := proto.Marshal(dag)
+	if err != nil {
+		return nil, fmt.Errorf("%w: marshal dag: %w", ErrCoprocessor, err)
+	}
+	rs := make([]*kvrpcpb.KeyRange, 0, len(ranges))
+	for _, kr := range ranges {
+		if len(kr.End) == 0 || bytes.Compare(kr.Start, kr.End) < 0 {
+			rs = append(rs, kr)
+		}
+	}
+	slices.SortFunc(rs, func(a, b *kvrpcpb.KeyRange) int { return bytes.Compare(a.Start, b.Start) })
+
+	bo := newBackoffer(c.cfg.BackoffBudget)
+	if dag.GetPagingSize() > 0 && len(rs) > 0 {
+		return c.copPage(ctx, &bo, data, ts, resolved, rs)
+	}
+	// Split the ranges by region up front: one task per region.
+	var tasks []copTask
+	for rest := rs; len(rest) > 0; {
+		r, err := c.locate(ctx, &bo, rest[0].Start)
+		if err != nil {
+			return nil, err
+		}
+		var in []*kvrpcpb.KeyRange
+		in, rest = clipRanges(r.EndKey(), rest)
+		tasks = append(tasks, copTask{i: len(tasks), region: r, ranges: in})
+	}
+	if len(tasks) == 0 {
+		return nil, nil
+	}
+	cc := &copCall{data: data, ts: ts, resolved: resolved, desc: dagDesc(dag), results: make([][]*coprocessorpb.SelectResponse, len(tasks))}
+	if units := c.storeBatches(tasks); len(units) == 1 {
+		if err := c.copUnit(ctx, &bo, cc, units[0]); err != nil {
+			return nil, err
+		}
+	} else if err := c.copUnits(ctx, &bo, cc, units); err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, r := range cc.results {
+		n += len(r)
+	}
+	out := make([]*coprocessorpb.SelectResponse, 0, n)
+	for _, r := range cc.results {
+		out = append(out, r...)
+	}
+	return out, nil
+}
+
+// copUnits runs units in parallel, at most copConcurrency at a time, the
+// caller's goroutine being one of the workers; the first error cancels
+// the others and is returned.
+func (c *Client) copUnits(ctx context.Context, bo *backoffer, cc *copCall, units [][]copTask) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next     atomic.Int32
+		errOnce  sync.Once
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	worker := func(bo *backoffer) {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(units) || ctx.Err() != nil {
+				return
+			}
+			if err := c.copUnit(ctx, bo, cc, units[i]); err != nil {
+				errOnce.Do(func() { firstErr = err; cancel() })
+				return
+			}
+		}
+	}
+	for range min(len(units), copConcurrency) - 1 {
+		sub := bo.fork()
+		wg.Go(func() { worker(sub) })
+	}
+	worker(bo.fork())
+	wg.Wait()
+	return firstErr
+}
+
+// copRanges runs the coprocessor request over sorted rs, one region at a
+// time in key order (usually rs lies in one region; after a split it may
+// not), and appends the responses to out. A response with a resume_key
+// (the store ended a page: DAGRequest.page_ms, page_scan_rows) is
+// followed by the same request over the rest of the region's ranges, so
+// out may hold several responses per region, in scan order.
+func (c *Client) copRanges(ctx context.Context, bo *backoffer, cc *copCall, rs []*kvrpcpb.KeyRange, out []*coprocessorpb.SelectResponse) ([]*coprocessorpb.SelectResponse, error) {
+	var (
+		rctx = kvrpcpb.Context{ResolvedLocks: cc.resolved}
+		req  = kvrpcpb.CoprocessorRequest{Context: &rctx, Data: cc.data, StartTs: cc.ts}
+		wrap = Request{Cmd: &storepb.BatchCommandsRequest_Request_Coprocessor{Coprocessor: &req}}
+	)
+	for len(rs) > 0 {
+		r, err := c.locate(ctx, bo, rs[0].Start)
+		if err != nil {
+			return nil, err
+		}
+		in, rest := clipRanges(r.EndKey(), rs)
+		req.Ranges = in
+		resp, retry, err := c.sendToRegion(ctx, bo, r, &wrap)
+		if err != nil {
+			return nil, err
+		}
+		if retry {
+			continue
+		}
+		sr, err := decodeCopResponse(resp.GetCoprocessor(), r.ID())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sr)
+		if len(sr.ResumeKey) > 0 {
+			in = resumeRanges(in, sr.ResumeKey, cc.desc)
+			rs = append(in[:len(in):len(in)], rest...)
+			continue
+		}
+		rs = rest
+	}
+	return out, nil
+}
+
+// copPage runs one page of a paging request: over the part of sorted rs
+// in the region holding rs[0].Start, and returns its response with
+// resume_key set to where the next page starts.
+func (c *Client) copPage(ctx context.Context, bo *backoffer, data []byte, ts uint64, resolved []uint64, rs []*kvrpcpb.KeyRange) ([]*coprocessorpb.SelectResponse, error) {
+	var (
+		rctx = kvrpcpb.Context{ResolvedLocks: resolved}
+		req  = kvrpcpb.CoprocessorRequest{Context: &rctx, Data: data, StartTs: ts}
+		wrap = Request{Cmd: &storepb.BatchCommandsRequest_Request_Coprocessor{Coprocessor: &req}}
+	)
+	for {
+		r, err := c.locate(ctx, bo, rs[0].Start)
+		if err != nil {
+			return nil, err
+		}
+		in, rest := clipRanges(r.EndKey(), rs)
+		req.Ranges = in
+		resp, retry, err := c.sendToRegion(ctx, bo, r, &wrap)
+		if err != nil {
+			return nil, err
+		}
+		if retry {
+			continue
+		}
+		sr, err := decodeCopResponse(resp.GetCoprocessor(), r.ID())
+		if err != nil {
+			return nil, err
+		}
+		if len(sr.ResumeKey) == 0 && len(rest) > 0 {
+			sr.ResumeKey = rest[0].Start
+		}
+		return []*coprocessorpb.SelectResponse{sr}, nil
+	}
+}
+
+// clipRanges splits sorted ranges rs, the first of which starts in a region
+// ending at end (empty = +infinity), into the parts inside that region and
+// the rest. It allocates new KeyRanges for split ranges and never modifies rs
+// or its elements.
+func clipRanges(end []byte, rs []*kvrpcpb.KeyRange) (in, rest []*kvrpcpb.KeyRange) {
+	if len(end) == 0 {
+		return rs, nil
+	}
+	for i, kr := range rs {
+		if bytes.Compare(kr.Start, end) >= 0 {
+			return rs[:i:i], rs[i:]
+		}
+		if len(kr.End) != 0 && bytes.Compare(kr.End, end) <= 0 {
+			continue
+		}
+		in = append(slices.Clip(rs[:i]), &kvrpcpb.KeyRange{Start: kr.Start, End: end})
+		rest = append([]*kvrpcpb.KeyRange{{Start: end, End: kr.End}}, rs[i+1:]...)
+		return in, rest
+	}
+	return rs, nil
+}
+
+func decodeCopResponse(resp *kvrpcpb.CoprocessorResponse, regionID uint64) (*coprocessorpb.SelectResponse, error) {
+	if resp.Locked != nil {
+		return nil, fmt.Errorf("%w: region %d: %w", ErrCoprocessor, regionID, keyError(resp.Locked))
+	}
+	if resp.OtherError != "" {
+		return nil, fmt.Errorf("%w: region %d: %s", ErrCoprocessor, regionID, resp.OtherError)
+	}
+	sr := new(coprocessorpb.SelectResponse)
+	if err := proto.Unmarshal(resp.Data, sr); err != nil {
+		return nil, fmt.Errorf("%w: region %d: decode response: %w", ErrCoprocessor, regionID, err)
+	}
+	if e := sr.GetError(); e != nil {
+		return nil, &CopExprError{RegionID: regionID, Code: uint16(e.GetCode()), Msg: e.GetMsg()}
+	}
+	return sr, nil
+}

@@ -1,0 +1,24 @@
+// Package gcleader runs the cluster's GC rounds from a SQL node, as TiDB's
+// gc_worker does: every SQL node heartbeats PD with the smallest start_ts
+// of its running transactions; one of them at a time is GC leader (PD
+// grants it, see pd/gc.go) and every run interval it
+//
+//  1. computes safe_point = now(TSO) − life time (tidb_gc_life_time,
+//     never less than MinLifeTime), lowered to the smallest start_ts any
+//     live SQL node reported, and skips the round if that is not above the
+//     current safe point;
+//  2. resolves every lock with start_ts <= safe_point, region by region
+//     (KvScanLock in pages, then the client's lock resolver: locks of
+//     finished transactions are committed or rolled back as their primary
+//     says, expired ones rolled back, live ones waited for within the
+//     client's backoff budget — the round fails if one stays);
+//  3. raises PD's safe point (UpdateGCSafePoint).
+//
+// Stores then delete the old versions themselves (store/gc); nothing here
+// reads or deletes data.
+//
+// Concurrency: Leader.Run owns one goroutine. Two nodes acting as leader at
+// once (a PD leader change, a paused process) is harmless: both compute
+// safe points the same way, lock resolution is idempotent, and PD's safe
+// point never moves back.
+package gcleader

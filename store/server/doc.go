@@ -1,0 +1,45 @@
+// Package server is a store node: the storepb.Store gRPC service (KV reads,
+// 1PC writes, coprocessor, raft transport) wired onto a raftstore.Store, and
+// the Server that owns the listener, the PD client and the store's lifetime.
+//
+// Request flow: every KV command (KvGet, KvBatchGet, KvScan, the
+// Percolator commands, KvOnePC) is served by store/txn's Storage over
+// raftEngine: reads pass raftstore.ReadIndex (leader, lease or ReadIndex
+// round, applied index caught up), record their timestamp and wait for
+// in-flight async-commit/1PC writes they must see (store/concurrency), then
+// take a Pebble snapshot, which they read (Percolator lock checks,
+// store/mvcc) only if the peer still leads in the term it led in before the
+// ReadIndex (txn.ReadCheck; store/txn doc.go, "Leader reads": the wait may
+// have ended because the region left this peer), else NotLeader. The
+// coprocessor, its index lookups (rows of a region that stopped leading go
+// back to the SQL node) and the ReadIndex RPC of follower reads (checked
+// after the applied index is taken) follow the same order. Writes take
+// per-key latches, are evaluated on the leader, and their plain writes
+// (raft_cmdpb) are proposed with raftstore.Propose; the handler returns
+// once they are applied here, and the latches stay held until then even if
+// the client has gone. Reads with replica_read or stale_read are served by
+// any replica (replicaread.go: the leader's half of a follower read is the
+// ReadIndex RPC). Coprocessor reads the same way through
+// coprocessor.Execute, one region per request plus, with store batching
+// (CoprocessorRequest.tasks), more regions run concurrently and answered
+// each in its own StoreBatchTaskResponse (region error, lock or data).
+// BatchCommands multiplexes all of these on one
+// stream (a bounded worker pool per stream; pessimistic lock requests,
+// which may wait for other transactions, on a separate bounded set).
+// Region problems come back as errorpb.Error in the response's
+// region_error, per-key problems as kvrpcpb.KeyError; gRPC status errors
+// are only used for a stopped store, a cancelled request, or a write whose
+// outcome is unknown (codes.Unknown).
+//
+// Shutdown (Server.Run after its context is cancelled): first the store hands
+// the leadership of its regions to other replicas (raftstore
+// TransferLeaders, bounded by Config.LeaderTransferTimeout) while it keeps
+// serving raft messages and requests, so clients are redirected by NotLeader
+// hints within milliseconds instead of waiting for an election timeout; then
+// gRPC stops accepting, the raft loop stops (waiting requests are answered,
+// raft streams from other stores end) and, once every handler has returned,
+// Pebble is closed.
+//
+// Concurrency: handlers run on gRPC's goroutines; none is started per
+// request. Everything persistent belongs to the raftstore (see its doc).
+package server

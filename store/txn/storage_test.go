@@ -1,0 +1,390 @@
+package txn
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/store/concurrency"
+)
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// nowTS is a PD-style timestamp of the current wall clock.
+func nowTS() uint64 { return uint64(time.Now().UnixMilli()) << 18 }
+
+func (h *harness) lock(t *testing.T, startTS uint64, wait int64, keys ...string) *kvrpcpb.PessimisticLockResponse {
+	t.Helper()
+	var muts []*kvrpcpb.Mutation
+	for _, k := range keys {
+		muts = append(muts, &kvrpcpb.Mutation{Op: kvrpcpb.Op_PessimisticLock, Key: []byte(k)})
+	}
+	resp, err := h.s.PessimisticLock(bg, &kvrpcpb.PessimisticLockRequest{
+		Mutations: muts, PrimaryLock: []byte(keys[0]), StartVersion: startTS, ForUpdateTs: startTS,
+		LockTtl: 60000, WaitTimeout: wait,
+	})
+	require.NoError(t, err)
+	require.Nil(t, resp.RegionError)
+	return resp
+}
+
+func (h *harness) pessimisticRollback(t *testing.T, startTS uint64, keys ...string) {
+	t.Helper()
+	var ks [][]byte
+	for _, k := range keys {
+		ks = append(ks, []byte(k))
+	}
+	resp, err := h.s.PessimisticRollback(bg, &kvrpcpb.PessimisticRollbackRequest{StartVersion: startTS, ForUpdateTs: startTS, Keys: ks})
+	require.NoError(t, err)
+	require.Empty(t, resp.Errors)
+}
+
+func TestLockWaitWakesOnReleaseInOrder(t *testing.T) {
+	h := newHarness(t)
+	base := nowTS()
+	holder := base + 1
+	require.Empty(t, h.lock(t, holder, -1, "k").Errors)
+
+	// Three waiters queue in order.
+	type result struct {
+		ts   uint64
+		resp *kvrpcpb.PessimisticLockResponse
+	}
+	results := make(chan result, 3)
+	var wg sync.WaitGroup
+	for i := uint64(0); i < 3; i++ {
+		ts := base + 10 + i
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results <- result{ts, h.lock(t, ts, 10000, "k")}
+		}()
+		waitFor(t, "waiter queued", func() bool { return h.s.waits.waiters() == int(i+1) })
+	}
+	// Each release lets exactly the next waiter in, in arrival order.
+	release := holder
+	for i := uint64(0); i < 3; i++ {
+		h.pessimisticRollback(t, release, "k")
+		r := <-results
+		require.Empty(t, r.resp.Errors)
+		require.Equal(t, base+10+i, r.ts, "waiters acquire in arrival order")
+		release = r.ts
+		waitFor(t, "others still waiting", func() bool { return h.s.waits.waiters() == int(2-i) })
+	}
+	wg.Wait()
+}
+
+func TestLockWaitAfterCommitIsWriteConflict(t *testing.T) {
+	h := newHarness(t)
+	holder := nowTS()
+	require.Empty(t, h.lock(t, holder, -1, "k").Errors)
+	done := make(chan *kvrpcpb.PessimisticLockResponse, 1)
+	go func() { done <- h.lock(t, holder+1, 10000, "k") }()
+	waitFor(t, "waiter queued", func() bool { return h.s.waits.waiters() == 1 })
+
+	pre, err := h.s.Prewrite(bg, &kvrpcpb.PrewriteRequest{
+		Mutations:   []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k"), Value: []byte("v")}},
+		PrimaryLock: []byte("k"), StartVersion: holder, ForUpdateTs: holder, LockTtl: 60000,
+		PessimisticActions: []kvrpcpb.PessimisticAction{kvrpcpb.PessimisticAction_DoPessimisticCheck},
+	})
+	require.NoError(t, err)
+	require.Empty(t, pre.Errors)
+	cr, err := h.s.Commit(bg, &kvrpcpb.CommitRequest{StartVersion: holder, CommitVersion: holder + 5, Keys: [][]byte{[]byte("k")}})
+	require.NoError(t, err)
+	require.Nil(t, cr.Error)
+
+	resp := <-done
+	require.Len(t, resp.Errors, 1)
+	require.NotNil(t, resp.Errors[0].Conflict)
+	require.Equal(t, kvrpcpb.WriteConflict_PessimisticRetry, resp.Errors[0].Conflict.Reason)
+	require.Equal(t, holder+5, resp.Errors[0].Conflict.ConflictCommitTs)
+}
+
+func TestLockWaitTimeout(t *testing.T) {
+	h := newHarness(t)
+	holder := nowTS()
+	require.Empty(t, h.lock(t, holder, -1, "k").Errors)
+	start := time.Now()
+	resp := h.lock(t, holder+1, 100, "k")
+	require.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
+	require.Len(t, resp.Errors, 1)
+	require.NotNil(t, resp.Errors[0].LockWaitTimeout, "got %v", resp.Errors[0])
+	require.Equal(t, holder, resp.Errors[0].LockWaitTimeout.LockTs)
+	require.Zero(t, h.s.waits.waiters())
+
+	// NOWAIT: Locked at once.
+	resp = h.lock(t, holder+2, -1, "k")
+	require.NotNil(t, resp.Errors[0].Locked)
+}
+
+func TestLockWaitOnExpiredHolderReturnsLocked(t *testing.T) {
+	h := newHarness(t)
+	old := nowTS() - 10000<<18 // 10 s ago with a 1 s TTL
+	resp, err := h.s.PessimisticLock(bg, &kvrpcpb.PessimisticLockRequest{
+		Mutations:   []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_PessimisticLock, Key: []byte("k")}},
+		PrimaryLock: []byte("k"), StartVersion: old, ForUpdateTs: old, LockTtl: 1000,
+	})
+	require.NoError(t, err)
+	require.Empty(t, resp.Errors)
+	start := time.Now()
+	resp = h.lock(t, nowTS(), 10000, "k")
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.NotNil(t, resp.Errors[0].Locked, "the client must resolve the expired lock")
+}
+
+// A pessimistic lock request that meets a live prewrite lock is answered
+// Locked at once instead of queueing: the owner is committing and waits for
+// no one, and a committed owner's locks are resolved region-wide by the
+// client (a queued waiter was woken once per key as a large transaction's
+// secondaries were committed in the background: TestLargeTransaction's
+// UPDATE timed out behind a 100,000-key INSERT).
+func TestLockMeetingPrewriteLockReturnsLockedAtOnce(t *testing.T) {
+	h := newHarness(t)
+	owner := nowTS()
+	pre, err := h.s.Prewrite(bg, &kvrpcpb.PrewriteRequest{
+		Mutations:   []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k"), Value: []byte("v")}},
+		PrimaryLock: []byte("k"), StartVersion: owner, LockTtl: 60000,
+	})
+	require.NoError(t, err)
+	require.Empty(t, pre.Errors)
+	start := time.Now()
+	resp := h.lock(t, owner+1, 10000, "k")
+	require.Less(t, time.Since(start), 5*time.Second, "must not wait for the 10 s lock wait timeout")
+	require.Len(t, resp.Errors, 1)
+	require.NotNil(t, resp.Errors[0].Locked, "got %v", resp.Errors[0])
+	require.Equal(t, owner, resp.Errors[0].Locked.LockVersion)
+	require.Zero(t, h.s.waits.waiters())
+}
+
+func TestDeadlockVictimFailsAtOnce(t *testing.T) {
+	h := newHarness(t)
+	a, b := nowTS(), nowTS()+1
+	require.Empty(t, h.lock(t, a, -1, "k1").Errors)
+	require.Empty(t, h.lock(t, b, -1, "k2").Errors)
+	done := make(chan *kvrpcpb.PessimisticLockResponse, 1)
+	go func() { done <- h.lock(t, a, 20000, "k2") }() // a waits for b
+	waitFor(t, "a waiting", func() bool { return h.s.waits.waiters() == 1 })
+
+	start := time.Now()
+	resp := h.lock(t, b, 20000, "k1") // b would wait for a: cycle
+	require.Less(t, time.Since(start), time.Second)
+	require.Len(t, resp.Errors, 1)
+	dl := resp.Errors[0].Deadlock
+	require.NotNil(t, dl, "got %v", resp.Errors[0])
+	require.Equal(t, a, dl.LockTs)
+	require.Len(t, dl.WaitChain, 2)
+
+	// The victim rolls back; the survivor gets its lock.
+	h.pessimisticRollback(t, b, "k2")
+	require.Empty(t, (<-done).Errors)
+}
+
+func TestDetectorChains(t *testing.T) {
+	d := NewLocalDetector()
+	require.Nil(t, d.Detect(1, 2, []byte("a")))
+	require.Nil(t, d.Detect(2, 3, []byte("b")))
+	dl := d.Detect(3, 1, []byte("c"))
+	require.NotNil(t, dl)
+	require.Len(t, dl.WaitChain, 3)
+	d.CleanUp(2, 3)
+	require.Nil(t, d.Detect(3, 1, []byte("c")), "the cycle is gone once 2 stops waiting")
+}
+
+// An async-commit prewrite keeps its keys locked in memory until its write
+// is applied: a read at or above min_commit_ts waits and then sees the lock;
+// a read below it does not wait.
+func TestAsyncCommitMemoryLockOrdersReads(t *testing.T) {
+	h := newHarness(t)
+	h.s.cm.SyncMaxTS(100)
+	unblock := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	h.e.beforeWrite = func() {
+		entered <- struct{}{}
+		<-unblock
+	}
+	done := make(chan *kvrpcpb.PrewriteResponse, 1)
+	go func() {
+		resp, err := h.s.Prewrite(bg, &kvrpcpb.PrewriteRequest{
+			Mutations:   []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k"), Value: []byte("v")}},
+			PrimaryLock: []byte("k"), StartVersion: 50, LockTtl: 1000, UseAsyncCommit: true,
+		})
+		require.NoError(t, err)
+		done <- resp
+	}()
+	<-entered
+	h.e.beforeWrite = nil
+
+	// Below min_commit_ts (101): not blocked, sees nothing.
+	g, err := h.s.Get(bg, &kvrpcpb.GetRequest{Key: []byte("k"), Version: 100})
+	require.NoError(t, err)
+	require.True(t, g.NotFound)
+
+	// At 101: waits for the apply.
+	ctx, cancel := context.WithTimeout(bg, 30*time.Millisecond)
+	_, err = h.s.Get(ctx, &kvrpcpb.GetRequest{Key: []byte("k"), Version: 101})
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	got := make(chan *kvrpcpb.GetResponse, 1)
+	go func() {
+		g, err := h.s.Get(bg, &kvrpcpb.GetRequest{Key: []byte("k"), Version: 101})
+		require.NoError(t, err)
+		got <- g
+	}()
+	close(unblock)
+	require.Equal(t, uint64(101), (<-done).MinCommitTs)
+	g = <-got
+	require.NotNil(t, g.Error)
+	require.NotNil(t, g.Error.Locked)
+}
+
+func TestResolveLockRegionWideInBatches(t *testing.T) {
+	e := newPebbleEngine(t)
+	s := New(e, concurrency.New(), &counterTSO{}, Config{ResolveBatch: 3})
+	var muts []*kvrpcpb.Mutation
+	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+		muts = append(muts, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: []byte(k), Value: []byte(k)})
+	}
+	pre, err := s.Prewrite(bg, &kvrpcpb.PrewriteRequest{Mutations: muts, PrimaryLock: []byte("a"), StartVersion: 10})
+	require.NoError(t, err)
+	require.Empty(t, pre.Errors)
+	before := e.writes.Load()
+	resp, err := s.ResolveLock(bg, &kvrpcpb.ResolveLockRequest{StartVersion: 10, CommitVersion: 20})
+	require.NoError(t, err)
+	require.Nil(t, resp.Error)
+	require.Equal(t, int64(3), e.writes.Load()-before, "7 locks in batches of 3")
+	sc, err := s.Scan(bg, &kvrpcpb.ScanRequest{Version: 20})
+	require.NoError(t, err)
+	require.Nil(t, sc.Error)
+	require.Len(t, sc.Pairs, 7)
+}
+
+func TestLatchesSerializeAndHonourContext(t *testing.T) {
+	l := NewLatches(8)
+	g, err := l.Acquire(bg, [][]byte{[]byte("a"), []byte("b")})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
+	_, err = l.Acquire(ctx, [][]byte{[]byte("b")})
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	var (
+		mu    sync.Mutex
+		order []int
+	)
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := l.Acquire(bg, [][]byte{[]byte("b"), []byte("a")})
+			require.NoError(t, err)
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			g.Release()
+		}()
+		waitFor(t, "queued", func() bool {
+			s := &l.slots[min(slotOf(l, []byte("a")), slotOf(l, []byte("b")))]
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return len(s.waiters) == i+1
+		})
+	}
+	g.Release()
+	wg.Wait()
+	require.Equal(t, []int{0, 1, 2}, order, "FIFO")
+}
+
+// A woken waiter that then waits for another key passes the wake-up on:
+// the next waiter of the released key gets it at once.
+func TestWokenWaiterMovingOnWakesNext(t *testing.T) {
+	h := newHarness(t)
+	base := nowTS()
+	h1, h2, w, x := base+1, base+2, base+3, base+4
+	require.Empty(t, h.lock(t, h1, -1, "k1").Errors)
+	require.Empty(t, h.lock(t, h2, -1, "k2").Errors)
+	wDone := make(chan *kvrpcpb.PessimisticLockResponse, 1)
+	go func() { wDone <- h.lock(t, w, 20000, "k1", "k2") }()
+	waitFor(t, "w waits for k1", func() bool { return h.s.waits.waiters() == 1 })
+	xDone := make(chan *kvrpcpb.PessimisticLockResponse, 1)
+	go func() { xDone <- h.lock(t, x, 20000, "k1") }()
+	waitFor(t, "x waits for k1", func() bool { return h.s.waits.waiters() == 2 })
+
+	h.pessimisticRollback(t, h1, "k1") // w wakes, then waits for k2
+	resp := <-xDone
+	require.Empty(t, resp.Errors, "x gets k1 without waiting for its timeout")
+	h.pessimisticRollback(t, h2, "k2")
+	// w now finds k1 held by x: it waits again until x lets go.
+	waitFor(t, "w waits for k1 again", func() bool {
+		h.s.waits.mu.Lock()
+		defer h.s.waits.mu.Unlock()
+		return len(h.s.waits.keys["k1"]) == 1
+	})
+	h.pessimisticRollback(t, x, "k1")
+	require.Empty(t, (<-wDone).Errors)
+}
+
+// TestDeadlockThroughFirstWaiter: B and D queue for k0 behind A; D holds
+// k1. A releases k0 and B, first in line, takes it: D now waits for B.
+// When B then asks for k1 the cycle B -> D -> B is found at once.
+func TestDeadlockThroughFirstWaiter(t *testing.T) {
+	h := newHarness(t)
+	base := nowTS()
+	a, b, d := base+1, base+2, base+3
+	require.Empty(t, h.lock(t, a, -1, "k0").Errors)
+	require.Empty(t, h.lock(t, d, -1, "k1").Errors)
+	bGot := make(chan *kvrpcpb.PessimisticLockResponse, 1)
+	go func() { bGot <- h.lock(t, b, 10000, "k0") }()
+	waitFor(t, "B queued", func() bool { return h.s.waits.waiters() == 1 })
+	dGot := make(chan *kvrpcpb.PessimisticLockResponse, 1)
+	go func() { dGot <- h.lock(t, d, 10000, "k0") }()
+	waitFor(t, "D queued", func() bool { return h.s.waits.waiters() == 2 })
+
+	h.pessimisticRollback(t, a, "k0")
+	require.Empty(t, (<-bGot).Errors, "B, first in line, takes k0")
+	waitFor(t, "D waits for B", func() bool { return h.s.waits.waiters() == 1 })
+
+	resp := h.lock(t, b, 3000, "k1")
+	require.Len(t, resp.Errors, 1)
+	require.NotNil(t, resp.Errors[0].Deadlock, "B waits for D, which waits for B: got %v", resp.Errors[0])
+	h.pessimisticRollback(t, b, "k0")
+	require.Empty(t, (<-dGot).Errors, "D takes k0 once the victim's lock is gone")
+}
+
+// TestLockWaitRecheckedOnNewHolder: a transaction that takes a key's lock
+// while others are queued for the key (one that came in between a release
+// and the woken waiter's retry) makes them evaluate again, so that they
+// wait for, and the deadlock detector sees them waiting for, the new
+// holder. Before, such a waiter stayed recorded as waiting for the old
+// holder and a deadlock through the key went unseen until a wait timed
+// out: the ~2.5 s stalls of every transfer in issue 34's bank workload.
+func TestLockWaitRecheckedOnNewHolder(t *testing.T) {
+	h := newHarness(t)
+	base := nowTS()
+	old, c, d := base+1, base+2, base+3
+	// D's waiter as a release left it: queued for k0, recorded as waiting
+	// for its old holder, which no longer holds it.
+	w := h.s.waits.add([]byte("k0"), d, &kvrpcpb.LockInfo{Key: []byte("k0"), LockVersion: old, LockTtl: 60000}, nil)
+	require.Empty(t, h.lock(t, c, -1, "k0").Errors, "C takes the free key")
+	select {
+	case <-w.ch:
+		require.True(t, w.recheck, "woken to evaluate again, not as the key's next owner")
+	case <-time.After(10 * time.Second):
+		t.Fatal("D still recorded as waiting for k0's old holder after C took it")
+	}
+	require.Zero(t, h.s.waits.waiters())
+}
