@@ -40,7 +40,7 @@
 // with PD refuses reads below it too, including a store that becomes leader
 // of a region whose old versions this one deleted. Locks below the safe
 // point were resolved by the SQL node's GC leader before it raised the safe
-// point (sql/gcleader).
+// point (kv/gcleader).
 //
 // # Ownership
 //
