@@ -73,6 +73,9 @@ func TestCommitModes(t *testing.T) {
 			f.mu.Lock()
 			f.maxTS = max(f.maxTS, readTS)
 			f.mu.Unlock()
+			// readTS stands for a timestamp PD handed out: every later
+			// one (the final reader's) is above it, as with a real PD.
+			f.lastTS.Store(max(f.lastTS.Load(), readTS))
 
 			if tt.wantCommits == 0 {
 				// The answer must not wait for any Commit RPC: hold them
