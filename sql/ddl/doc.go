@@ -29,7 +29,11 @@
 //
 // none -> delete only -> write only -> write reorganization -> public, each
 // state a schema version that every live node loads before the next
-// (catalog.WaitVersion). In write reorganization the rows are indexed in
+// (catalog.WaitVersion, which goes on after two leases without a node
+// still behind: a transaction of that node that commits after the window
+// its schema check vouched for is checked again at its commit_ts, see
+// sql/catalog's doc, so it never commits across two steps). In write
+// reorganization the rows are indexed in
 // batches of BackfillBatch, each one transaction that also writes the
 // checkpoint (the next row key) into the job; a new owner resumes there.
 // ADMIN CANCEL DDL JOBS marks the job cancelling (a batch running then
