@@ -16,3 +16,6 @@ func ComposeTS(physical, logical int64) uint64 {
 func ParseTS(ts uint64) (physical, logical int64) {
 	return int64(ts >> LogicalBits), int64(ts & uint64(MaxLogical-1))
 }
+
+// Physical is the physical part of ts: PD's clock in milliseconds.
+func Physical(ts uint64) int64 { return int64(ts >> LogicalBits) }

@@ -73,7 +73,7 @@ func (c *Client) MinStartTS() uint64 {
 	c.active.mu.Unlock()
 	age := 0.0
 	if min != 0 {
-		age = float64(now-physicalMs(min)) / 1000
+		age = float64(now-tso.Physical(min)) / 1000
 		if age > 600 {
 			slog.Warn("a transaction running for over 10 minutes holds the GC safe point back", "start_ts", min, "age_s", age)
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/txn/memdb"
-	"github.com/stratadb/strata/tso"
 )
 
 // Oracle hands out timestamps; *pdclient.Client satisfies it.
@@ -87,10 +86,4 @@ func (c *Client) Begin(ctx context.Context, opts kv.TxnOptions) (*Txn, error) {
 	}
 	c.active.add(ts)
 	return t, nil
-}
-
-// physicalMs is ts's physical part in milliseconds.
-func physicalMs(ts uint64) int64 {
-	p, _ := tso.ParseTS(ts)
-	return p
 }

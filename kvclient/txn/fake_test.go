@@ -422,7 +422,7 @@ func (f *fakeKV) KvCheckTxnStatus(_ context.Context, req *kvrpcpb.CheckTxnStatus
 	}
 	defer f.mu.Unlock()
 	if l := f.locks[string(req.PrimaryKey)]; l != nil && l.info.LockVersion == req.LockTs {
-		if physicalMs(req.CurrentTs) >= physicalMs(l.info.LockVersion)+int64(l.info.LockTtl) && !l.info.UseAsyncCommit {
+		if tso.Physical(req.CurrentTs) >= tso.Physical(l.info.LockVersion)+int64(l.info.LockTtl) && !l.info.UseAsyncCommit {
 			delete(f.locks, string(req.PrimaryKey))
 			f.addWrite(req.PrimaryKey, fakeWrite{startTS: req.LockTs, commitTS: req.LockTs, rollback: true})
 			return &kvrpcpb.CheckTxnStatusResponse{Action: kvrpcpb.Action_TTLExpireRollback}, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/stratadb/strata/kvclient/txn/memdb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
+	"github.com/stratadb/strata/tso"
 )
 
 // defaultLockWait is the wait for a conflicting lock when the caller gives
@@ -488,7 +489,7 @@ func (t *Txn) startHeartbeat(primary []byte) {
 				return
 			case <-tick.C:
 			}
-			ttl := uint64(time.Now().UnixMilli()-physicalMs(startTS)) + uint64(c.cfg.LockTTL.Milliseconds())
+			ttl := uint64(time.Now().UnixMilli()-tso.Physical(startTS)) + uint64(c.cfg.LockTTL.Milliseconds())
 			ctx, cancel := context.WithTimeout(context.Background(), c.kv.RPCTimeout())
 			sent := time.Now()
 			err := c.heartbeat(ctx, primary, startTS, ttl)

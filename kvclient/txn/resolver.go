@@ -14,6 +14,7 @@ import (
 	"github.com/stratadb/strata/kvclient/locate"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
+	"github.com/stratadb/strata/tso"
 )
 
 // smallTxnKeys: locks of transactions with fewer keys are resolved key by
@@ -110,7 +111,7 @@ func (lr *LockResolver) Resolve(ctx context.Context, bo *kvclient.Backoffer, cal
 }
 
 func expired(l *kvrpcpb.LockInfo, currentTS uint64) bool {
-	return physicalMs(currentTS) >= physicalMs(l.LockVersion)+int64(l.LockTtl)
+	return tso.Physical(currentTS) >= tso.Physical(l.LockVersion)+int64(l.LockTtl)
 }
 
 // status returns the outcome of l's transaction, from the cache or one

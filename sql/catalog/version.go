@@ -333,15 +333,15 @@ func (c *Catalog) report(ctx context.Context) error {
 		return fmt.Errorf("report loaded schema version: %w", err)
 	}
 	ttl := c.syncTTL()
-	expires := physicalMs(start) + ttl.Milliseconds()
+	expires := tso.Physical(start) + ttl.Milliseconds()
 	row, _ := json.Marshal(syncEntry{Version: v, ExpiresMs: failpoint.Now().Add(ttl).UnixMilli(), ExpiresPDMs: expires})
 	commit, err := c.commitMeta(ctx, start, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: c.syncKey(), Value: row})
 	if err != nil {
 		return fmt.Errorf("report loaded schema version: %w", err)
 	}
 	c.mu.Lock()
-	if c.rowExpires > 0 && physicalMs(commit) >= c.rowExpires {
-		c.lapseLocked(physicalMs(commit) - c.rowExpires)
+	if c.rowExpires > 0 && tso.Physical(commit) >= c.rowExpires {
+		c.lapseLocked(tso.Physical(commit) - c.rowExpires)
 	}
 	c.reported, c.reportedAt, c.rowExpires = v, at, expires
 	c.mu.Unlock()
@@ -361,8 +361,6 @@ func (c *Catalog) lapseLocked(late int64) {
 	c.log.Warn("schema sync row expired before its renewal: running transactions that write will fail with 8028",
 		"late_ms", late, "running", running, "ttl", c.syncTTL())
 }
-
-func physicalMs(ts uint64) int64 { p, _ := tso.ParseTS(ts); return p }
 
 func (c *Catalog) writeMeta(ctx context.Context, m *kvrpcpb.Mutation) error {
 	start, err := c.store.GetTS(ctx)
@@ -395,7 +393,7 @@ func (c *Catalog) behind(ctx context.Context, v int64) (map[string]int64, error)
 	if err != nil {
 		return nil, err
 	}
-	now := physicalMs(ts)
+	now := tso.Physical(ts)
 	var out map[string]int64
 	for _, kv := range pairs {
 		var e syncEntry
@@ -454,14 +452,18 @@ func (c *Catalog) Keep(ctx context.Context) {
 	}
 }
 
+// syncWait is how long WaitVersion waits for a node whose sync row shows
+// an older version before going on without it.
+func (c *Catalog) syncWait() time.Duration { return 2 * c.lease }
+
 // commitWindow is how long after the read that confirmed this node's
 // version a transaction may commit without checking the schema again. A
 // schema change committed after that read is followed by the next step
-// of its job (or returns, for TRUNCATE and DROP) no sooner than two
-// leases later, while this node's sync row still shows an older version
-// (WaitVersion); half a lease is left for clock rate drift and for TSO's
-// physical time running ahead of the owner's clock.
-func (c *Catalog) commitWindow() time.Duration { return c.lease * 3 / 2 }
+// of its job (or returns, for TRUNCATE and DROP) no sooner than syncWait
+// later, while this node's sync row still shows an older version; half a
+// lease is left for clock rate drift and for TSO's physical time running
+// ahead of the owner's clock.
+func (c *Catalog) commitWindow() time.Duration { return c.syncWait() - c.lease/2 }
 
 // CheckCommit reports ERROR 8028 when a table in written changed its schema
 // after the transaction t began (its rows would be written under a
@@ -506,7 +508,7 @@ func (c *Catalog) CheckCommit(ctx context.Context, t *TxnSchema, written func(yi
 		return kv.CommitGuard{}, err
 	}
 	return kv.CommitGuard{
-		MaxCommitTS: tso.ComposeTS(physicalMs(asOf)+c.commitWindow().Milliseconds(), 0),
+		MaxCommitTS: tso.ComposeTS(tso.Physical(asOf)+c.commitWindow().Milliseconds(), 0),
 		Check:       func(ctx context.Context, commitTS uint64) error { return c.checkAt(ctx, t.version, ids, commitTS) },
 	}, nil
 }
@@ -660,7 +662,7 @@ func (c *Catalog) WaitSchemaSync(ctx context.Context) error { return c.WaitVersi
 func (c *Catalog) WaitVersion(ctx context.Context, v int64) error {
 	begin := time.Now()
 	defer func() { schemaSyncWaitSeconds.Observe(time.Since(begin).Seconds()) }()
-	deadline := time.NewTimer(2 * c.lease)
+	deadline := time.NewTimer(c.syncWait())
 	defer deadline.Stop()
 	poll := time.NewTicker(c.lease / 16)
 	defer poll.Stop()
@@ -672,14 +674,14 @@ func (c *Catalog) WaitVersion(ctx context.Context, v int64) error {
 		}
 		if err == nil && waited == nil {
 			waited = nodes
-			c.log.Info("waiting for SQL nodes to load schema version", "version", v, "nodes", nodes, "most", 2*c.lease)
+			c.log.Info("waiting for SQL nodes to load schema version", "version", v, "nodes", nodes, "most", c.syncWait())
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
 			if waited != nil {
-				c.log.Warn("SQL nodes did not load schema version in 2 leases: going on (they have stopped using older versions, and their transactions that began before fail at commit)", "version", v, "nodes", waited)
+				c.log.Warn("SQL nodes did not load schema version in time: going on without them (a node past its lease stops using its schema; a transaction of theirs that commits after its commit window is checked again at its commit_ts)", "version", v, "nodes", waited, "waited", c.syncWait())
 			}
 			return nil
 		case <-poll.C:

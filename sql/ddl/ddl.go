@@ -17,6 +17,7 @@ import (
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/tso"
 )
 
 var (
@@ -146,7 +147,7 @@ func (d *DDL) Submit(ctx context.Context, j *Job) error {
 	}
 	j.ID, j.State, j.SchemaState = int64(id), StateQueueing, SchemaNone
 	err = d.txn(ctx, func(start uint64) ([]*kvrpcpb.Mutation, error) {
-		j.CreateMs = physicalMs(start)
+		j.CreateMs = tso.Physical(start)
 		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: queueKey(j.ID), Value: encodeJob(j)}}, nil
 	})
 	if err != nil {
@@ -304,7 +305,7 @@ func (d *DDL) Owner(ctx context.Context) (o OwnerInfo, ok bool, err error) {
 	if err != nil || !found {
 		return o, false, err
 	}
-	return OwnerInfo{NodeID: row.Node, Addr: row.Addr, Expired: row.ExpiresMs <= physicalMs(ts)}, true, nil
+	return OwnerInfo{NodeID: row.Node, Addr: row.Addr, Expired: row.ExpiresMs <= tso.Physical(ts)}, true, nil
 }
 
 // ownerRow is the owner lease ('m' DDLOwner).
@@ -340,14 +341,14 @@ func (d *DDL) fence(ctx context.Context, start uint64) (*kvrpcpb.Mutation, error
 	if err != nil {
 		return nil, err
 	}
-	if !found || row.Node != d.nodeID || row.ExpiresMs <= physicalMs(start) {
+	if !found || row.Node != d.nodeID || row.ExpiresMs <= tso.Physical(start) {
 		return nil, errNotOwner
 	}
 	return d.leaseMutation(start), nil
 }
 
 func (d *DDL) leaseMutation(start uint64) *kvrpcpb.Mutation {
-	v, _ := json.Marshal(ownerRow{Node: d.nodeID, Addr: d.addr, ExpiresMs: physicalMs(start) + d.ttl.Milliseconds()})
+	v, _ := json.Marshal(ownerRow{Node: d.nodeID, Addr: d.addr, ExpiresMs: tso.Physical(start) + d.ttl.Milliseconds()})
 	return &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: ownerKey(), Value: v}
 }
 
@@ -360,7 +361,7 @@ func (d *DDL) campaign(ctx context.Context) (bool, error) {
 		if err != nil {
 			return nil, err
 		}
-		if found && row.Node != d.nodeID && row.ExpiresMs > physicalMs(start) {
+		if found && row.Node != d.nodeID && row.ExpiresMs > tso.Physical(start) {
 			return nil, nil
 		}
 		owner = true

@@ -156,7 +156,6 @@ func historyKey(id int64) []byte { return codec.EncodeInt(historyPrefix(), id) }
 func prefixEnd(p []byte) []byte { return tablecodec.PrefixNext(p) }
 
 // physicalMs is the wall-clock part of a TSO timestamp.
-func physicalMs(ts uint64) int64 { return int64(ts >> 18) }
 
 func msTime(ms int64) time.Time { return time.UnixMilli(ms) }
 

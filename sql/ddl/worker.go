@@ -10,6 +10,7 @@ import (
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/tablecodec"
+	"github.com/stratadb/strata/tso"
 )
 
 // head reads the oldest job of the queue (nil when it is empty).
@@ -139,7 +140,7 @@ func (d *DDL) jobStep(ctx context.Context, j *Job) catalog.Step {
 		}
 		j.Version = version
 		if j.StartMs == 0 {
-			j.StartMs = physicalMs(start)
+			j.StartMs = tso.Physical(start)
 		}
 		if j.Finished() && !needsSync(j.Type) {
 			return append(d.historyMutations(j, start), f), nil
@@ -153,7 +154,7 @@ func (d *DDL) historyMutations(j *Job, start uint64) []*kvrpcpb.Mutation {
 	if j.State == StateDone {
 		j.State = StateSynced
 	}
-	j.EndMs = physicalMs(start)
+	j.EndMs = tso.Physical(start)
 	return []*kvrpcpb.Mutation{
 		{Op: kvrpcpb.Op_Del, Key: queueKey(j.ID)},
 		{Op: kvrpcpb.Op_Put, Key: historyKey(j.ID), Value: encodeJob(j)},
@@ -168,7 +169,7 @@ func (d *DDL) updateJob(ctx context.Context, j *Job) error {
 			return nil, err
 		}
 		if j.StartMs == 0 {
-			j.StartMs = physicalMs(start)
+			j.StartMs = tso.Physical(start)
 		}
 		return []*kvrpcpb.Mutation{f, {Op: kvrpcpb.Op_Put, Key: queueKey(j.ID), Value: encodeJob(j)}}, nil
 	})
