@@ -12,7 +12,7 @@ PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build run test test-unit test-integration test-bank test-affinity test-clients test-go-sql-driver proto deps clean tools-mysql help gcc test-ch
+.PHONY: all build run test chaos test-unit test-integration test-bank test-affinity test-clients test-go-sql-driver proto deps clean tools-mysql help gcc test-ch
 
 all: build
 
@@ -48,6 +48,16 @@ test-unit: deps
 
 test-integration: deps
 	$(GO) test -timeout $(TEST_TIMEOUT) -v ./tests/...
+
+# Jepsen-style runs (tests/chaos): every workload with every nemesis family
+# for CHAOS_SECONDS each, reports under chaos-results/ (make test runs each
+# workload once for 15 s). CHAOS_SEED=n replays a fault schedule.
+CHAOS_SECONDS ?= 60
+chaos: deps
+	STRATA_CHAOS_FULL=1 STRATA_CHAOS_SECONDS=$(CHAOS_SECONDS) STRATA_CHAOS_SEED=$(CHAOS_SEED) \
+		STRATA_CHAOS_REPORT_DIR=$(CURDIR)/chaos-results/$$(date +%Y-%m-%d-%H%M)-$(GIT_HASH) \
+		$(GO) test -timeout 60m -count=1 -v -run TestChaos ./tests/chaos/
+	@ls -d $(CURDIR)/chaos-results/*/ | tail -1 | xargs -I{} echo "reports: {}summary.md"
 
 # The bank transfer invariant as a soak (make test runs it for 6 s per mode).
 BANK_SECONDS ?= 60

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -306,4 +307,30 @@ func SnapshotBins(dir, prefix string) (string, error) {
 		}
 	}
 	return tmp, nil
+}
+
+// Build compiles pd, storenode and sqlnode of the module that holds the
+// current directory into dir (static binaries; tags such as "failpoints"
+// passed to go build), for tests that run real processes.
+func Build(dir string, tags ...string) error {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return fmt.Errorf("localcluster: find the module root: %w", err)
+	}
+	root := strings.TrimSpace(string(out))
+	args := []string{"build", "-o", dir + "/"}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	for _, c := range []string{"pd", "storenode", "sqlnode"} {
+		args = append(args, filepath.Join(root, "cmd", c))
+	}
+	build := exec.Command("go", args...)
+	build.Dir = root
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("localcluster: build binaries: %w", err)
+	}
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -26,11 +25,8 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	// With failpoints (package failpoint): inert unless a test sets
 	// STRATA_FAILPOINTS for a process.
-	build := exec.Command("go", "build", "-tags", "failpoints", "-o", dir+"/", "../cmd/pd", "../cmd/storenode", "../cmd/sqlnode")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building binaries:", err)
+	if err := localcluster.Build(dir, "failpoints"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}

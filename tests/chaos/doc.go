@@ -1,0 +1,23 @@
+// Package chaos runs Jepsen-style tests against a real Strata cluster
+// (1 PD, 3 stores, 2 SQL nodes as processes on loopback ports): 6-10
+// clients drive a workload through both SQL nodes while a nemesis injects
+// faults on a seeded schedule (kill -9 and restart, SIGSTOP / SIGCONT past
+// the leases), every operation is recorded as an invocation and a
+// completion (ok, fail, or info when its outcome is unknown) with monotonic
+// timestamps, and package checker checks the history.
+//
+// Workloads: bank (transfers keep a fixed total; reads in one statement
+// and across statements of one transaction), register (per-key
+// linearizable read / write / compare-and-set), append (Elle list-append
+// transactions: snapshot isolation in optimistic mode, no cycle at all when
+// a pessimistic transaction locks what it reads), set (acknowledged
+// inserts survive), monotonic (a counter and PD's timestamps never go
+// backwards).
+//
+// `make test` runs each workload once with one nemesis family for a short
+// time (STRATA_CHAOS_SECONDS, default 15); `make chaos` runs every workload
+// with every nemesis family for longer (STRATA_CHAOS_FULL=1) and writes
+// one markdown report per run, plus a summary table, under
+// STRATA_CHAOS_REPORT_DIR. STRATA_CHAOS_SEED replays a schedule (the seed
+// is in every report; timing still differs between runs).
+package chaos
