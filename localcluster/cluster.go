@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,6 +37,14 @@ type Config struct {
 	PDArgs []string
 	// SQLArgs are extra flags for every SQL node.
 	SQLArgs []string
+	// Hosts, when set, gives process i (in Procs order: PD, stores, SQL
+	// nodes) its own IP address to listen on and advertise instead of
+	// 127.0.0.1, e.g. an address in a network namespace of the test's.
+	Hosts []string
+	// Wrap, when set, returns the command prefix that runs process i (in
+	// Procs order), e.g. "ip netns exec NS"; the prefix must exec the
+	// binary in its own process, so signals reach it.
+	Wrap func(i int) []string
 }
 
 // Cluster is a running (or stopped) set of processes.
@@ -89,13 +98,28 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	logDir := filepath.Join(dataDir, "logs")
 	c := &Cluster{cfg: cfg}
+	proc := 0 // index of the process being laid out, in Procs order
+	addr := func(port int) string {
+		host := "127.0.0.1"
+		if proc < len(cfg.Hosts) {
+			host = cfg.Hosts[proc]
+		}
+		return net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	wrap := func(p *Proc) *Proc {
+		if cfg.Wrap != nil {
+			p.Wrap = cfg.Wrap(proc)
+		}
+		proc++
+		return p
+	}
 
 	pp, err := ports(2379, 2380, 2381, 2382)
 	if err != nil {
 		return nil, err
 	}
 	c.pdAddr, c.PDStatusAddr = addr(pp[0]), addr(pp[3])
-	c.PD = &Proc{
+	c.PD = wrap(&Proc{
 		Name: "pd", Bin: filepath.Join(binDir, "pd"), LogPath: filepath.Join(logDir, "pd.log"),
 		Args: []string{
 			"--name", "pd", "--data-dir", filepath.Join(dataDir, "pd"),
@@ -105,7 +129,7 @@ func New(cfg Config) (*Cluster, error) {
 			"--status-addr", addr(pp[3]),
 			"--replicas", strconv.Itoa(min(3, cfg.Stores)),
 		},
-	}
+	})
 	c.PD.Args = append(c.PD.Args, cfg.PDArgs...)
 	for i := 0; i < cfg.Stores; i++ {
 		sp, err := ports(20160+i, 20180+i)
@@ -117,10 +141,10 @@ func New(cfg Config) (*Cluster, error) {
 			"--pd", c.pdAddr, "--addr", addr(sp[0]), "--status-addr", addr(sp[1]),
 			"--data-dir", filepath.Join(dataDir, name),
 		}
-		c.Stores = append(c.Stores, &Proc{
+		c.Stores = append(c.Stores, wrap(&Proc{
 			Name: name, Bin: filepath.Join(binDir, "storenode"), LogPath: filepath.Join(logDir, name+".log"),
 			Args: append(args, cfg.StoreArgs...),
-		})
+		}))
 	}
 	for i := 0; i < cfg.SQLNodes; i++ {
 		qp, err := ports(4000+i, 10080+i)
@@ -129,10 +153,10 @@ func New(cfg Config) (*Cluster, error) {
 		}
 		name := fmt.Sprintf("sql%d", i+1)
 		c.SQLAddrs = append(c.SQLAddrs, addr(qp[0]))
-		c.SQL = append(c.SQL, &Proc{
+		c.SQL = append(c.SQL, wrap(&Proc{
 			Name: name, Bin: filepath.Join(binDir, "sqlnode"), LogPath: filepath.Join(logDir, name+".log"),
 			Args: append([]string{"--pd", c.pdAddr, "--addr", addr(qp[0]), "--status-addr", addr(qp[1])}, cfg.SQLArgs...),
-		})
+		}))
 	}
 	return c, nil
 }
@@ -284,8 +308,6 @@ func (c *Cluster) PDAPI(method, path string, body, out any) error {
 // out of the way of outgoing connections and of other test processes (see
 // internal/freeport), so a process restarted on its old port finds it free.
 func FreePorts(n int) ([]int, error) { return freeport.Take(n) }
-
-func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
 // SnapshotBins copies pd, storenode and sqlnode from dir into a new temp
 // directory (prefix names it) and returns it, so a long benchmark keeps

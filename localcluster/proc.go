@@ -19,6 +19,7 @@ type Proc struct {
 	Bin     string   // absolute path of the binary
 	Args    []string // command-line flags
 	Env     []string // added to this process's environment ("K=V")
+	Wrap    []string // command prefix that execs Bin (e.g. "ip netns exec NS")
 	LogPath string
 
 	cmd  *exec.Cmd
@@ -39,6 +40,9 @@ func (p *Proc) Start() error {
 		return fmt.Errorf("localcluster: open log of %s: %w", p.Name, err)
 	}
 	cmd := exec.Command(p.Bin, p.Args...)
+	if len(p.Wrap) > 0 {
+		cmd = exec.Command(p.Wrap[0], append(append(p.Wrap[1:len(p.Wrap):len(p.Wrap)], p.Bin), p.Args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if len(p.Env) > 0 {
 		cmd.Env = append(os.Environ(), p.Env...)

@@ -22,12 +22,12 @@ var workloads = []struct {
 	// quick is the nemesis family `make test` runs this workload with.
 	quick string
 }{
-	{"bank", func(*run) workload { return bank{} }, "kill"},
+	{"bank", func(*run) workload { return bank{} }, "partition"},
 	{"register", func(*run) workload { return &register{} }, "pause"},
 	{"append-optimistic", func(*run) workload { return &appendWL{} }, "kill"},
-	{"append-pessimistic", func(*run) workload { return &appendWL{pessimistic: true} }, "pause"},
+	{"append-pessimistic", func(*run) workload { return &appendWL{pessimistic: true} }, "partition"},
 	{"set", func(*run) workload { return &set{} }, "kill"},
-	{"monotonic", func(r *run) workload { return &monotonic{pd: pdFor(r)} }, "kill"},
+	{"monotonic", func(r *run) workload { return &monotonic{pd: pdFor(r)} }, "net"},
 }
 
 // pdFor returns a lazily made PD client of r's cluster, closed at the end
@@ -55,11 +55,11 @@ func envInt(name string, def int) int {
 
 // TestChaos runs every workload under faults and checks its history. By
 // default each workload runs once, with its quick nemesis, for
-// STRATA_CHAOS_SECONDS (15); STRATA_CHAOS_FULL=1 (`make chaos`) runs every
+// STRATA_CHAOS_SECONDS (20); STRATA_CHAOS_FULL=1 (`make chaos`) runs every
 // workload with every nemesis family.
 func TestChaos(t *testing.T) {
 	full := os.Getenv("STRATA_CHAOS_FULL") == "1"
-	seconds := envInt("STRATA_CHAOS_SECONDS", 15)
+	seconds := envInt("STRATA_CHAOS_SECONDS", 20)
 	base := uint64(envInt("STRATA_CHAOS_SEED", int(time.Now().UnixNano()%1e9)))
 	for _, w := range workloads {
 		for _, n := range nemeses {
@@ -70,7 +70,7 @@ func TestChaos(t *testing.T) {
 				h := fnv.New64a()
 				h.Write([]byte(w.name + "/" + n.name))
 				seed := base ^ h.Sum64()%1e6
-				r := startRun(t, config{nemesis: n, clients: 8, duration: time.Duration(seconds) * time.Second, seed: seed})
+				r := startRun(t, config{nemesis: n, clients: 8, duration: time.Duration(seconds) * time.Second, seed: seed, lab: n.lab})
 				r.cfg.workload = w.build(r)
 				rep := r.Run()
 				rep.name = w.name

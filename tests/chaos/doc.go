@@ -1,10 +1,19 @@
 // Package chaos runs Jepsen-style tests against a real Strata cluster
-// (1 PD, 3 stores, 2 SQL nodes as processes on loopback ports): 6-10
-// clients drive a workload through both SQL nodes while a nemesis injects
-// faults on a seeded schedule (kill -9 and restart, SIGSTOP / SIGCONT past
-// the leases), every operation is recorded as an invocation and a
-// completion (ok, fail, or info when its outcome is unknown) with monotonic
+// (1 PD, 3 stores, 2 SQL nodes as processes): 8 clients drive a workload
+// through both SQL nodes while a nemesis injects faults on a seeded
+// schedule, every operation is recorded as an invocation and a completion
+// (ok, fail, or info when its outcome is unknown) with monotonic
 // timestamps, and package checker checks the history.
+//
+// Nemesis families: kill (kill -9 and restart a store, the PD, a SQL node,
+// a store and the PD, every process), pause (SIGSTOP / SIGCONT of a store,
+// the PD or a SQL node past its leases), partition (one member isolated,
+// the busiest region's leader isolated, halves, a bridge of overlapping
+// majorities, a one-way cut) and net (20 % packet loss, a 1 Mbit/s cap).
+// The last two run the cluster in network namespaces of the test's own
+// (netlab_test.go: a bridge in a hub namespace, nftables rules and tc
+// qdiscs inside the members' namespaces; needs root); kill and pause run
+// it on loopback ports.
 //
 // Workloads: bank (transfers keep a fixed total; reads in one statement
 // and across statements of one transaction), register (per-key
@@ -15,8 +24,9 @@
 // backwards).
 //
 // `make test` runs each workload once with one nemesis family for a short
-// time (STRATA_CHAOS_SECONDS, default 15); `make chaos` runs every workload
-// with every nemesis family for longer (STRATA_CHAOS_FULL=1) and writes
+// time (STRATA_CHAOS_SECONDS, default 20, the last 8 s a recovery tail
+// without faults); `make chaos` runs every workload with every nemesis
+// family for longer (STRATA_CHAOS_FULL=1) and writes
 // one markdown report per run, plus a summary table, under
 // STRATA_CHAOS_REPORT_DIR. STRATA_CHAOS_SEED replays a schedule (the seed
 // is in every report; timing still differs between runs).

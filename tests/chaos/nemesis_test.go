@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -15,6 +17,7 @@ import (
 // before the next: quiet for 2-4 s, then a fault held for 2-6 s.
 type nemesis struct {
 	name string
+	lab  bool // needs the cluster in network namespaces (netlab)
 	// faults lists what the nemesis may do; inject starts one and returns
 	// what it did and how to heal it.
 	faults []func(r *run, rng *rand.Rand) (what string, heal func())
@@ -109,5 +112,198 @@ var (
 			return pause(r, fmt.Sprintf("SQL node %d", i+1), p)
 		},
 	}}
-	nemeses = []nemesis{killNemesis, pauseNemesis}
+	partitionNemesis = nemesis{name: "partition", lab: true, faults: []func(*run, *rand.Rand) (string, func()){
+		func(r *run, rng *rand.Rand) (string, func()) {
+			// One member cut from every other: PD, a store or a SQL node.
+			i := rng.IntN(len(r.c.Procs()))
+			return partition(r, "isolate "+r.c.Procs()[i].Name, []int{i}, others(r, i))
+		},
+		func(r *run, rng *rand.Rand) (string, func()) {
+			// The leader of the busiest region, cut from every other
+			// member: its lease must end before another store serves.
+			i := hotLeader(r)
+			if i < 0 {
+				i = 1 + rng.IntN(3)
+			}
+			return partition(r, "isolate "+r.c.Procs()[i].Name+" (the busiest region's leader)", []int{i}, others(r, i))
+		},
+		func(r *run, rng *rand.Rand) (string, func()) {
+			// Halves: one store (with, at random, PD) and one SQL node
+			// against the other two stores and SQL node.
+			stores := rng.Perm(3)
+			minority := []int{1 + stores[0], 4 + rng.IntN(2)}
+			if rng.IntN(2) == 0 {
+				minority = append(minority, 0)
+			}
+			return partition(r, "halves: minority "+names(r, minority), minority, complement(r, minority))
+		},
+		func(r *run, rng *rand.Rand) (string, func()) {
+			// A bridge (overlapping majorities): two stores cannot reach
+			// each other, the third reaches both.
+			s := rng.Perm(3)
+			return partition(r, fmt.Sprintf("bridge: %s and %s cut, %s reaches both", r.c.Stores[s[0]].Name, r.c.Stores[s[1]].Name, r.c.Stores[s[2]].Name),
+				[]int{1 + s[0]}, []int{1 + s[1]})
+		},
+		func(r *run, rng *rand.Rand) (string, func()) {
+			// One way: a store hears nothing from another (its answers
+			// still go out).
+			s := rng.Perm(3)
+			r.lab.drop(1+s[0], []int{1 + s[1]}, true)
+			return fmt.Sprintf("one-way: %s drops what %s sends", r.c.Stores[s[0]].Name, r.c.Stores[s[1]].Name), r.lab.heal
+		},
+	}}
+	netNemesis = nemesis{name: "net", lab: true, faults: []func(*run, *rand.Rand) (string, func()){
+		func(r *run, rng *rand.Rand) (string, func()) {
+			i := 1 + rng.IntN(3)
+			r.lab.lose(i, 20)
+			return "20 % packet loss at " + r.c.Procs()[i].Name, r.lab.heal
+		},
+		func(r *run, rng *rand.Rand) (string, func()) {
+			i := 1 + rng.IntN(3)
+			r.lab.slow(i, "1mbit")
+			return "1 Mbit/s cap on " + r.c.Procs()[i].Name, r.lab.heal
+		},
+	}}
+	scheduleNemesis = nemesis{name: "schedule", faults: []func(*run, *rand.Rand) (string, func()){
+		func(r *run, rng *rand.Rand) (string, func()) {
+			// Splits in the middle of the load (SPLIT TABLE, as a user
+			// would); nothing to heal: the regions stay split.
+			table, keys := r.cfg.workload.splitKeys(rng)
+			var by []string
+			for _, k := range keys {
+				by = append(by, fmt.Sprintf("(%d)", k))
+			}
+			q := fmt.Sprintf("SPLIT TABLE %s BY %s", table, strings.Join(by, ", "))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, err := r.dbs[rng.IntN(len(r.dbs))].ExecContext(ctx, q)
+			cancel()
+			require.NoError(r.t, err, q)
+			return q, func() {}
+		},
+		func(r *run, rng *rand.Rand) (string, func()) {
+			// A storm of leader transfers: every 300 ms each region's
+			// leader is moved to another store, until healed.
+			stop, done := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					transferLeaders(r, rng.Uint64())
+					select {
+					case <-stop:
+						return
+					case <-time.After(300 * time.Millisecond):
+					}
+				}
+			}()
+			return "leader transfers every 300 ms", func() { close(stop); <-done }
+		},
+	}}
+	nemeses = []nemesis{killNemesis, pauseNemesis, partitionNemesis, netNemesis, scheduleNemesis}
 )
+
+// partition cuts every member of a from every member of b, both ways.
+func partition(r *run, what string, a, b []int) (string, func()) {
+	for _, i := range a {
+		r.lab.drop(i, b, false)
+	}
+	for _, i := range b {
+		r.lab.drop(i, a, false)
+	}
+	return "partition " + what, r.lab.heal
+}
+
+// others lists every member but i.
+func others(r *run, i int) []int { return complement(r, []int{i}) }
+
+func complement(r *run, a []int) []int {
+	var out []int
+	for i := range r.c.Procs() {
+		if !slices.Contains(a, i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func names(r *run, members []int) string {
+	var n []string
+	for _, i := range members {
+		n = append(n, r.c.Procs()[i].Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// hotLeader returns the member index of the store leading the region with
+// the most keys read and written (PD's view), or -1 if PD cannot tell.
+func hotLeader(r *run) int {
+	var regions struct {
+		Regions []struct {
+			Leader *struct {
+				StoreID uint64 `json:"store_id"`
+			} `json:"leader"`
+			WrittenKeys uint64 `json:"written_keys"`
+			ReadKeys    uint64 `json:"read_keys"`
+		} `json:"regions"`
+	}
+	var stores struct {
+		Stores []struct {
+			Store struct {
+				ID      uint64 `json:"id"`
+				Address string `json:"address"`
+			} `json:"store"`
+		} `json:"stores"`
+	}
+	if r.c.PDAPI("GET", "regions", nil, &regions) != nil || r.c.PDAPI("GET", "stores", nil, &stores) != nil {
+		return -1
+	}
+	var leader, best uint64
+	for _, rg := range regions.Regions {
+		if rg.Leader != nil && rg.WrittenKeys+rg.ReadKeys >= best {
+			leader, best = rg.Leader.StoreID, rg.WrittenKeys+rg.ReadKeys
+		}
+	}
+	for _, st := range stores.Stores {
+		if st.Store.ID != leader {
+			continue
+		}
+		for i, p := range r.c.Stores {
+			if slices.Contains(p.Args, st.Store.Address) {
+				return 1 + i
+			}
+		}
+	}
+	return -1
+}
+
+// transferLeaders asks PD to move every region's leader to another of its
+// voters (chosen by seed); refusals (an operator already running) are
+// ignored: the storm only needs most of them.
+func transferLeaders(r *run, seed uint64) {
+	var regions struct {
+		Regions []struct {
+			ID    uint64 `json:"id"`
+			Peers []struct {
+				StoreID uint64 `json:"store_id"`
+			} `json:"peers"`
+			Leader *struct {
+				StoreID uint64 `json:"store_id"`
+			} `json:"leader"`
+		} `json:"regions"`
+	}
+	if r.c.PDAPI("GET", "regions", nil, &regions) != nil {
+		return
+	}
+	for i, rg := range regions.Regions {
+		if rg.Leader == nil || len(rg.Peers) < 2 {
+			continue
+		}
+		var to []uint64
+		for _, p := range rg.Peers {
+			if p.StoreID != rg.Leader.StoreID {
+				to = append(to, p.StoreID)
+			}
+		}
+		target := to[(seed+uint64(i))%uint64(len(to))]
+		_ = r.c.PDAPI("POST", "operators", map[string]any{"name": "transfer-leader", "region_id": rg.ID, "to_store_id": target}, nil)
+	}
+}

@@ -25,10 +25,11 @@ import (
 // the outcome as unknown (the SQL node may still commit it).
 const opTimeout = 15 * time.Second
 
-// recoveryTail is how long the clients go on after the last fault healed.
-// Every fault must see an operation succeed within maxRecovery of its heal.
+// recoveryTail is how long the clients go on after the last fault healed
+// (the end of each run's duration). Every fault must see an operation
+// succeed within maxRecovery of its heal.
 const (
-	recoveryTail = 10 * time.Second
+	recoveryTail = 8 * time.Second
 	maxRecovery  = 15 * time.Second
 )
 
@@ -46,6 +47,9 @@ type workload interface {
 	final() []finalOp
 	// check checks the whole history.
 	check(h []checker.Op) (*checker.Result, error)
+	// splitKeys names the workload's table and integer primary keys to
+	// split it at, inside the keys it uses now.
+	splitKeys(rng *rand.Rand) (table string, keys []int)
 }
 
 type finalOp struct {
@@ -58,8 +62,11 @@ type config struct {
 	workload workload
 	nemesis  nemesis
 	clients  int
-	duration time.Duration // clients run this long, faults included
+	duration time.Duration // clients run this long: faults, then recoveryTail
 	seed     uint64
+	// lab runs every process in a network namespace of its own
+	// (partition, loss and bandwidth nemeses need it).
+	lab bool
 }
 
 // run is one chaos run in progress: its cluster, history and timeline.
@@ -68,6 +75,7 @@ type run struct {
 	cfg   config
 	c     *localcluster.Cluster
 	dbs   []*sql.DB // one pool per SQL node
+	lab   *netlab   // with cfg.lab; member i is Procs()[i]
 	start time.Time
 
 	mu       sync.Mutex
@@ -85,12 +93,18 @@ type fault struct {
 // loopback ports and opens a pool to each SQL node.
 func startRun(t *testing.T, cfg config) *run {
 	t.Helper()
-	c, err := localcluster.New(localcluster.Config{
+	lc := localcluster.Config{
 		BinDir: binDir, DataDir: t.TempDir(), Stores: 3, SQLNodes: 2, FreePorts: true,
 		// Fast ticks keep failover short, as in the cluster tests.
 		StoreArgs: []string{"--raft-tick", "50ms", "--heartbeat-interval", "200ms"},
 		SQLArgs:   []string{"--run-auto-analyze=false"},
-	})
+	}
+	var lab *netlab
+	if cfg.lab {
+		lab = newNetlab(t, 1+lc.Stores+lc.SQLNodes)
+		lc.Hosts, lc.Wrap = lab.ips, lab.wrap
+	}
+	c, err := localcluster.New(lc)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		c.Kill()
@@ -99,7 +113,7 @@ func startRun(t *testing.T, cfg config) *run {
 		}
 	})
 	require.NoError(t, c.Start())
-	r := &run{t: t, cfg: cfg, c: c}
+	r := &run{t: t, cfg: cfg, c: c, lab: lab}
 	r.waitReady()
 	for i := range c.SQL {
 		db, err := sql.Open("mysql", c.DSN(i, "test"))
@@ -168,9 +182,9 @@ func (r *run) Run() *report {
 	require.NoError(r.t, r.cfg.workload.setup(setupCtx, r.dbs[0]))
 	cancel()
 
-	// The nemesis injects faults for cfg.duration and heals the last one;
-	// the clients go on for recoveryTail after that, so that every fault
-	// shows how soon the cluster served again.
+	// The nemesis injects faults until recoveryTail before the end and
+	// heals the last one; the clients go on for recoveryTail after that,
+	// so that every fault shows how soon the cluster served again.
 	r.start = time.Now()
 	loadDone := make(chan struct{})
 	var wg sync.WaitGroup
@@ -193,7 +207,7 @@ func (r *run) Run() *report {
 			}
 		})
 	}
-	nctx, stop := context.WithTimeout(ctx, r.cfg.duration)
+	nctx, stop := context.WithTimeout(ctx, max(r.cfg.duration-recoveryTail, time.Second))
 	r.cfg.nemesis.run(nctx, r, rand.New(rand.NewPCG(r.cfg.seed, 0)))
 	stop()
 	time.Sleep(recoveryTail) // load keeps running: this is the measurement window

@@ -171,6 +171,10 @@ type querier interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 }
 
+func (bank) splitKeys(rng *rand.Rand) (string, []int) {
+	return "bank", []int{1 + rng.IntN(bankAccounts-1)}
+}
+
 func (bank) final() []finalOp { return []finalOp{{"read", bankRead{}}} }
 
 func (bank) check(h []checker.Op) (*checker.Result, error) {
@@ -223,6 +227,10 @@ func (*register) run(ctx context.Context, db *sql.DB, f string, v any) (checker.
 }
 
 func (*register) final() []finalOp { return nil }
+
+func (w *register) splitKeys(rng *rand.Rand) (string, []int) {
+	return "reg", []int{int(w.ops.Load()/300)*5 + rng.IntN(5)}
+}
 
 func (*register) check(h []checker.Op) (*checker.Result, error) {
 	return checker.Register(h, time.Minute)
@@ -299,6 +307,10 @@ func (w *appendWL) run(ctx context.Context, db *sql.DB, f string, v any) (checke
 
 func (*appendWL) final() []finalOp { return nil }
 
+func (w *appendWL) splitKeys(rng *rand.Rand) (string, []int) {
+	return "app", []int{int(w.ops.Load()/400)*8 + rng.IntN(8)}
+}
+
 func (w *appendWL) check(h []checker.Op) (*checker.Result, error) {
 	r, err := checker.ListAppend(h)
 	if err != nil {
@@ -318,13 +330,13 @@ func (w *appendWL) check(h []checker.Op) (*checker.Result, error) {
 
 // set: unique autocommit inserts; after the faults heal, a read holds
 // every acknowledged one.
-type set struct{ next_ atomic.Int64 }
+type set struct{ seq atomic.Int64 }
 
 func (*set) setup(ctx context.Context, db *sql.DB) error {
 	return execAll(ctx, db, "CREATE TABLE st (id INT PRIMARY KEY)")
 }
 
-func (w *set) next(*rand.Rand, int) (string, any) { return "add", int(w.next_.Add(1)) }
+func (w *set) next(*rand.Rand, int) (string, any) { return "add", int(w.seq.Add(1)) }
 
 func (*set) run(ctx context.Context, db *sql.DB, f string, v any) (checker.Type, any, error) {
 	if f == "add" {
@@ -351,6 +363,10 @@ func (*set) run(ctx context.Context, db *sql.DB, f string, v any) (checker.Type,
 }
 
 func (*set) final() []finalOp { return []finalOp{{"read", nil}} }
+
+func (w *set) splitKeys(rng *rand.Rand) (string, []int) {
+	return "st", []int{1 + rng.IntN(int(w.seq.Load())+1)}
+}
 
 func (*set) check(h []checker.Op) (*checker.Result, error) {
 	r, _, err := checker.Set(h)
@@ -402,6 +418,10 @@ func (w *monotonic) run(ctx context.Context, db *sql.DB, f string, v any) (check
 }
 
 func (*monotonic) final() []finalOp { return []finalOp{{"read", "counter"}} }
+
+// splitKeys splits cnt right after its one row, so the row's region
+// changes under the increments.
+func (*monotonic) splitKeys(*rand.Rand) (string, []int) { return "cnt", []int{1} }
 
 func (*monotonic) check(h []checker.Op) (*checker.Result, error) {
 	r, err := checker.Monotonic(h)
