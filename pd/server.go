@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratadb/strata/failpoint"
 	"github.com/stratadb/strata/proto/pdpb"
 	"github.com/stratadb/strata/tso"
 )
@@ -311,7 +312,7 @@ func (s *Server) campaignAndLead(ctx context.Context) error {
 	}
 	kv := &fencedKV{cli: s.cli, fence: clientv3.Compare(clientv3.CreateRevision(el.Key()), "=", el.Rev())}
 	t := &term{kv: kv, ids: &idAllocator{kv: kv}, lease: lease}
-	t.tso = tso.NewAllocator(tsoWindowStore{kv}, tso.Options{Window: s.cfg.TSOWindow, Logger: slog.Default().With("component", "tso", "name", s.cfg.Name)})
+	t.tso = tso.NewAllocator(tsoWindowStore{kv}, tso.Options{Window: s.cfg.TSOWindow, Now: failpoint.Now, Logger: slog.Default().With("component", "tso", "name", s.cfg.Name)})
 	t.cluster = newCluster(kv, t.ids, s.cfg.Replicas, s.cfg.Schedule, s.log)
 	t.gc = newGCState(kv)
 	defer t.tso.Reset()

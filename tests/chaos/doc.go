@@ -9,7 +9,11 @@
 // a store and the PD, every process), pause (SIGSTOP / SIGCONT of a store,
 // the PD or a SQL node past its leases), partition (one member isolated,
 // the busiest region's leader isolated, halves, a bridge of overlapping
-// majorities, a one-way cut) and net (20 % packet loss, a 1 Mbit/s cap).
+// majorities, a one-way cut), net (20 % packet loss, a 1 Mbit/s cap),
+// schedule (SPLIT TABLE under load, storms of leader transfers) and clock
+// (PD or a SQL node restarted with its wall clock up to an hour off, then
+// with the true one: STRATA_CLOCK_SKEW, so the binaries are built with
+// the failpoints tag).
 // The last two run the cluster in network namespaces of the test's own
 // (netlab_test.go: a bridge in a hub namespace, nftables rules and tc
 // qdiscs inside the members' namespaces; needs root); kill and pause run

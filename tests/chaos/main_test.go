@@ -18,7 +18,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	if err := localcluster.Build(dir); err != nil {
+	// With failpoints: STRATA_CLOCK_SKEW shifts a process's wall clock
+	// (the clock nemesis).
+	if err := localcluster.Build(dir, "failpoints"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)

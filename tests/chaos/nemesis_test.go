@@ -198,7 +198,20 @@ var (
 			return "leader transfers every 300 ms", func() { close(stop); <-done }
 		},
 	}}
-	nemeses = []nemesis{killNemesis, pauseNemesis, partitionNemesis, netNemesis, scheduleNemesis}
+	clockNemesis = nemesis{name: "clock", faults: []func(*run, *rand.Rand) (string, func()){
+		func(r *run, rng *rand.Rand) (string, func()) {
+			// PD's wall clock (the TSO's physical part) jumps; it comes
+			// back at heal. Timestamps must never go backwards.
+			return skew(r, rng, r.c.PD)
+		},
+		func(r *run, rng *rand.Rand) (string, func()) {
+			// A SQL node's wall clock: schema-sync liveness must not
+			// depend on it (it is on PD's clock).
+			_, p := pick(rng, r.c.SQL)
+			return skew(r, rng, p)
+		},
+	}}
+	nemeses = []nemesis{killNemesis, pauseNemesis, partitionNemesis, netNemesis, scheduleNemesis, clockNemesis}
 )
 
 // partition cuts every member of a from every member of b, both ways.
@@ -306,4 +319,19 @@ func transferLeaders(r *run, seed uint64) {
 		target := to[(seed+uint64(i))%uint64(len(to))]
 		_ = r.c.PDAPI("POST", "operators", map[string]any{"name": "transfer-leader", "region_id": rg.ID, "to_store_id": target}, nil)
 	}
+}
+
+// skew restarts p (kill -9) with its wall clock shifted by up to ±1 h
+// (STRATA_CLOCK_SKEW, failpoints builds), and restarts it with the true
+// clock to heal: a clock that jumps ahead and back again.
+func skew(r *run, rng *rand.Rand, p *localcluster.Proc) (string, func()) {
+	d := time.Duration(rng.IntN(7200)-3600) * time.Second
+	restart := func(env []string) {
+		require.NoError(r.t, p.Kill())
+		p.Env = env
+		require.NoError(r.t, p.Start())
+	}
+	base := slices.Clone(p.Env)
+	restart(append(slices.Clone(base), "STRATA_CLOCK_SKEW="+d.String()))
+	return fmt.Sprintf("%s restarted with its clock %v off", p.Name, d), func() { restart(base) }
 }
