@@ -28,11 +28,11 @@ func (s *Session) analyze(ctx context.Context, x *ast.AnalyzeTableStmt) (*execut
 		if err != nil {
 			return nil, err
 		}
-		st, err := s.exec.Stats.Analyze(ctx, t)
+		st, err := s.dom.Stats().Analyze(ctx, t)
 		if err != nil {
 			return nil, fmt.Errorf("analyze table %s: %w", t.Name, err)
 		}
-		if err := s.exec.Stats.Save(ctx, st); err != nil {
+		if err := s.dom.Stats().Save(ctx, st); err != nil {
 			return nil, fmt.Errorf("analyze table %s: saving statistics: %w", t.Name, err)
 		}
 	}
@@ -63,8 +63,8 @@ func (s *Session) analyzedTables(ctx context.Context) ([]statsTable, error) {
 			return nil, err
 		}
 		for _, t := range ts {
-			st := s.exec.Stats.Get(t.ID)
-			d, ok := s.exec.Stats.Delta(t.ID)
+			st := s.dom.Stats().Get(t.ID)
+			d, ok := s.dom.Stats().Delta(t.ID)
 			if st != nil || ok {
 				out = append(out, statsTable{db: db.Name, t: t, st: st, delta: d, hasDelta: ok})
 			}

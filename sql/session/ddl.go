@@ -42,7 +42,7 @@ func (s *Session) createTable(ctx context.Context, x *ast.CreateTableStmt) (*exe
 		}
 		return nil, errno.New(errno.ErrTableExists, "Table '%s' already exists", t.Name)
 	}
-	id, err := s.exec.Store.AllocID(ctx, 1)
+	id, err := s.dom.Store().AllocID(ctx, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (s *Session) createTable(ctx context.Context, x *ast.CreateTableStmt) (*exe
 		// AUTO_INCREMENT=N: the first automatic value is N (the table is
 		// new, so the stored bound is raised to N-1 before any insert).
 		if o.Tp == ast.TableOptionAutoIncrement && o.UintValue > 1 && t.AutoIncOffset >= 0 {
-			if err := s.exec.AutoInc.Rebase(ctx, t.ID, int64(min(o.UintValue-1, 1<<62))); err != nil {
+			if err := s.dom.AutoInc().Rebase(ctx, t.ID, int64(min(o.UintValue-1, 1<<62))); err != nil {
 				return nil, err
 			}
 		}
@@ -68,7 +68,7 @@ func (s *Session) createTable(ctx context.Context, x *ast.CreateTableStmt) (*exe
 // waits for it to end.
 func (s *Session) submitDDL(ctx context.Context, stmt ast.StmtNode, job *ddl.Job) error {
 	job.Query = stmt.Text()
-	return s.exec.DDL.Submit(ctx, job)
+	return s.dom.DDL().Submit(ctx, job)
 }
 
 func (s *Session) createDatabase(ctx context.Context, x *ast.CreateDatabaseStmt) (*executor.Result, error) {
@@ -81,7 +81,7 @@ func (s *Session) createDatabase(ctx context.Context, x *ast.CreateDatabaseStmt)
 		}
 		return nil, errno.New(errno.ErrDBCreateExists, "Can't create database '%s'; database exists", x.Name.O)
 	}
-	id, err := s.exec.Store.AllocID(ctx, 1)
+	id, err := s.dom.Store().AllocID(ctx, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (s *Session) truncateTable(ctx context.Context, x *ast.TruncateTableStmt) (
 	if t.IsView() {
 		return nil, errno.New(errno.ErrNoSuchTable, "Table '%s.%s' doesn't exist", db.Name, t.Name)
 	}
-	id, err := s.exec.Store.AllocID(ctx, 1)
+	id, err := s.dom.Store().AllocID(ctx, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -178,11 +178,11 @@ func (s *Session) truncateTable(ctx context.Context, x *ast.TruncateTableStmt) (
 // adminShowDDL answers ADMIN SHOW DDL: the schema version, the owner and
 // the running jobs, with TiDB's columns.
 func (s *Session) adminShowDDL(ctx context.Context) (*executor.Result, error) {
-	o, _, err := s.exec.DDL.Owner(ctx)
+	o, _, err := s.dom.DDL().Owner(ctx)
 	if err != nil {
 		return nil, err
 	}
-	running, _, err := s.exec.DDL.Jobs(ctx, 0)
+	running, _, err := s.dom.DDL().Jobs(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (s *Session) adminShowDDL(ctx context.Context) (*executor.Result, error) {
 		query = running[0].Query
 	}
 	res.Rows = append(res.Rows, []types.Datum{types.NewInt(s.cat.Version()), types.NewString(o.NodeID), types.NewString(o.Addr),
-		types.NewString(strings.Join(ids, "\n")), types.NewString(s.exec.DDL.NodeID()), types.NewString(query)})
+		types.NewString(strings.Join(ids, "\n")), types.NewString(s.dom.DDL().NodeID()), types.NewString(query)})
 	return res, nil
 }
 
@@ -210,7 +210,7 @@ func (s *Session) adminShowDDLJobs(ctx context.Context, x *ast.AdminStmt) (*exec
 	if x.JobNumber > 0 {
 		n = int(x.JobNumber)
 	}
-	running, history, err := s.exec.DDL.Jobs(ctx, n)
+	running, history, err := s.dom.DDL().Jobs(ctx, n)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +256,7 @@ func (s *Session) adminCancelDDLJobs(ctx context.Context, x *ast.AdminStmt) (*ex
 	}}
 	for _, id := range x.JobIDs {
 		msg := "successful"
-		if err := s.exec.DDL.Cancel(ctx, id); err != nil {
+		if err := s.dom.DDL().Cancel(ctx, id); err != nil {
 			if ctx.Err() != nil {
 				return nil, err
 			}

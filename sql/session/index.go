@@ -219,7 +219,7 @@ func (s *Session) dropIndex(ctx context.Context, stmt ast.StmtNode, tn *ast.Tabl
 // same value) and every index entry belongs to a row. The rows' expected
 // entries are held in memory (bounded by the table's size).
 func (s *Session) adminCheck(ctx context.Context, x *ast.AdminStmt) (*executor.Result, error) {
-	txn, err := s.exec.Store.Begin(ctx, kv.TxnOptions{ReadOnly: true})
+	txn, err := s.dom.Store().Begin(ctx, kv.TxnOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}

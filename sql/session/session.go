@@ -15,6 +15,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/charset"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/domain"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/expr"
@@ -30,6 +31,7 @@ type Session struct {
 	// server; nil: none).
 	statusVars func() []StatusVar
 
+	dom      *domain.Domain
 	exec     *executor.Executor
 	cat      *catalog.Catalog
 	parser   *parser.Parser
@@ -67,9 +69,10 @@ type Session struct {
 	stmtDone <-chan struct{} // StatementDone
 }
 
-// New returns a session for connection connID of user@host.
-func New(exec *executor.Executor, connID uint64, user, host string) *Session {
-	return &Session{exec: exec, cat: exec.Catalog, parser: parser.New(), connID: connID, user: user, host: host,
+// New returns a session for connection connID of user@host on the node's
+// domain.
+func New(dom *domain.Domain, connID uint64, user, host string) *Session {
+	return &Session{dom: dom, exec: executor.New(dom), cat: dom.Catalog(), parser: parser.New(), connID: connID, user: user, host: host,
 		vars: globalOverrides(), userVars: map[string]types.Datum{}, mem: memory.NewStatement(connID)}
 }
 

@@ -37,7 +37,7 @@ const (
 )
 
 func (s *Session) regionAdmin() (kv.RegionAdmin, error) {
-	a, ok := s.exec.Store.(kv.RegionAdmin)
+	a, ok := s.dom.Store().(kv.RegionAdmin)
 	if !ok {
 		return nil, errno.NotSupported("region splits on this storage")
 	}

@@ -169,7 +169,7 @@ func (s *Session) Txn(ctx context.Context, pointRead bool) (kv.Txn, error) {
 			// trip (the store checks locks for such reads).
 			opts.StartTS, opts.ReadOnly = math.MaxUint64, true
 		}
-		txn, err := s.exec.Store.Begin(ctx, opts)
+		txn, err := s.dom.Store().Begin(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +189,7 @@ type stmtState struct {
 // beginTxn opens a transaction with opts (BEGIN, or the first statement
 // under autocommit=0).
 func (s *Session) beginTxn(ctx context.Context, opts kv.TxnOptions) error {
-	txn, err := s.exec.Store.Begin(ctx, opts)
+	txn, err := s.dom.Store().Begin(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (s *Session) commitTxn(ctx context.Context) error {
 	err := s.commitChecked(ctx, t)
 	observeTxn(t.opts, t.began, outcomeOf(err))
 	if err == nil {
-		s.exec.Stats.NoteModified(t.rows)
+		s.dom.Stats().NoteModified(t.rows)
 	}
 	return commitError(t, err)
 }
@@ -498,6 +498,6 @@ func (s *Session) autocommitStmt(ctx context.Context, opts kv.TxnOptions, writes
 	if err != nil {
 		return nil, commitError(&st.txnState, err)
 	}
-	s.exec.Stats.NoteModified(rows)
+	s.dom.Stats().NoteModified(rows)
 	return res, nil
 }

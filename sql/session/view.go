@@ -71,7 +71,7 @@ func (s *Session) createView(ctx context.Context, x *ast.CreateViewStmt) (*execu
 			return nil, err
 		}
 	}
-	id, err := s.exec.Store.AllocID(ctx, 1)
+	id, err := s.dom.Store().AllocID(ctx, 1)
 	if err != nil {
 		return nil, err
 	}
