@@ -43,9 +43,6 @@ func (e *Executor) resolveTable(ctx context.Context, refs *ast.TableRefsClause, 
 	return src, err
 }
 
-// SystemSchema is the information_schema the planner reads.
-func (e *Executor) SystemSchema() planner.SystemSchema { return e.planner.System }
-
 // Select runs a SELECT in tx's transaction: planned by sql/planner, run as
 // a tree of streaming operators. FOR UPDATE and LOCK IN SHARE MODE lock
 // the rows read (both take an exclusive lock: Strata has no shared locks)

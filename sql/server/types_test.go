@@ -102,7 +102,7 @@ func TestTemporalAndBitBinaryProtocol(t *testing.T) {
 
 // TestAutoIncrementAcrossNodes: two SQL nodes on one store draw
 // AUTO_INCREMENT values from one per-table bound, in ranges of
-// executor.AutoIncStep, so concurrent inserts through both never collide,
+// autoid.AutoIncStep, so concurrent inserts through both never collide,
 // and an explicit value moves the counter of the node that wrote it (the
 // other node finishes the range it holds first, as TiDB's do).
 func TestAutoIncrementAcrossNodes(t *testing.T) {

@@ -483,9 +483,9 @@ func (s *Session) showGrants(x *ast.ShowStmt) (*executor.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &executor.Result{Columns: []executor.ResultColumn{strCol("Grants for "+id.User+"@"+id.Host, 1024)}}
+	res := &executor.Result{Columns: []executor.ResultColumn{executor.StringColumn("Grants for "+id.User+"@"+id.Host, 1024)}}
 	for _, l := range lines {
-		res.Rows = append(res.Rows, []types.Datum{strRow(l)[0]})
+		res.Rows = append(res.Rows, []types.Datum{executor.StringRow(l)[0]})
 	}
 	return res, nil
 }
@@ -509,19 +509,15 @@ func (s *Session) mayUseDB(db string) error {
 	return privilege.DBDenied(s.user, s.host, db)
 }
 
-// visibleDB / visibleTable filter SHOW DATABASES and SHOW TABLES.
-func (s *Session) visibleDB(db string) bool {
+// VisibleDB and VisibleTable filter SHOW DATABASES and SHOW TABLES and
+// information_schema (infoschema.Viewer, executor.StmtEnv).
+func (s *Session) VisibleDB(db string) bool {
 	u, skip := s.account()
 	return skip || (u != nil && (u.HasGlobal(mysql.ShowDBPriv) || u.AnyInDB(db)))
 }
 
-func (s *Session) visibleTable(db, table string) bool {
+// VisibleTable: see VisibleDB.
+func (s *Session) VisibleTable(db, table string) bool {
 	u, skip := s.account()
 	return skip || (u != nil && u.AnyOnTable(db, table))
 }
-
-// VisibleDB and VisibleTable implement infoschema.Viewer.
-func (s *Session) VisibleDB(db string) bool { return s.visibleDB(db) }
-
-// VisibleTable implements infoschema.Viewer.
-func (s *Session) VisibleTable(db, table string) bool { return s.visibleTable(db, table) }

@@ -1,0 +1,43 @@
+package executor
+
+import (
+	"context"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
+)
+
+// StmtEnv is what the statements other than DML (DDL, SHOW, SPLIT, ADMIN,
+// ANALYZE, LOAD DATA) ask of the session running them, beyond expr.Env:
+// who runs them and what that user may see. The session implements it;
+// calls come from the session's goroutine only.
+type StmtEnv interface {
+	expr.Env
+	// Account is the session's user and host (expr.Env's User is
+	// "user@host").
+	Account() (user, host string)
+	// VisibleDB and VisibleTable report whether the user holds any
+	// privilege on the database or table (SHOW lists only those).
+	VisibleDB(db string) bool
+	VisibleTable(db, table string) bool
+	// CheckGlobal returns ERROR 1227 unless the user holds privilege p
+	// globally; what names it in the message.
+	CheckGlobal(p mysql.PrivilegeType, what string) error
+	// ClearCurrentDB leaves the session without a current database (its
+	// database was dropped).
+	ClearCurrentDB()
+}
+
+// dbFor resolves schema, or env's current database when schema is empty
+// (ERROR 1046 when there is none).
+func (e *Executor) dbFor(ctx context.Context, env expr.Env, schema string) (*catalog.DBInfo, error) {
+	if schema == "" {
+		schema = env.CurrentDB()
+	}
+	if schema == "" {
+		return nil, errno.New(errno.ErrNoDB, "No database selected; run USE <database> or qualify the table name")
+	}
+	return e.dom.Catalog().GetDB(ctx, schema)
+}
