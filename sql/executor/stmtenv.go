@@ -18,6 +18,8 @@ type StmtEnv interface {
 	// Account is the session's user and host (expr.Env's User is
 	// "user@host").
 	Account() (user, host string)
+	// CurrentUser is CURRENT_USER(): the account the login matched.
+	CurrentUser() string
 	// VisibleDB and VisibleTable report whether the user holds any
 	// privilege on the database or table (SHOW lists only those).
 	VisibleDB(db string) bool

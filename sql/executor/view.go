@@ -83,7 +83,8 @@ func (e *Executor) createView(ctx context.Context, env StmtEnv, x *ast.CreateVie
 	return &Result{}, nil
 }
 
-// viewDBEnv is the session with the view's database as the current one.
+// viewDBEnv is the session with the view's database as the current one
+// (CURRENT_USER() still the session's: StmtEnv has it).
 type viewDBEnv struct {
 	StmtEnv
 	db string

@@ -283,11 +283,11 @@ func (s *Session) columnFallback(ctx context.Context, u *privilege.User, stmt as
 		return denied
 	}
 	if star {
-		db, err := s.cat.GetDB(ctx, r.db)
+		db, err := s.dom.Catalog().GetDB(ctx, r.db)
 		if err != nil {
 			return err
 		}
-		t, err := s.cat.GetTable(ctx, db, r.table)
+		t, err := s.dom.Catalog().GetTable(ctx, db, r.table)
 		if err != nil {
 			return err
 		}
@@ -445,11 +445,11 @@ func (s *Session) accountStmt(ctx context.Context, stmt ast.StmtNode) (*executor
 		err = m.SetPassword(ctx, r, x)
 	case *ast.GrantStmt:
 		err = m.Grant(ctx, r, x, func(db, table string) error {
-			d, err := s.cat.GetDB(ctx, db)
+			d, err := s.dom.Catalog().GetDB(ctx, db)
 			if err != nil {
 				return err
 			}
-			_, err = s.cat.GetTable(ctx, d, table)
+			_, err = s.dom.Catalog().GetTable(ctx, d, table)
 			return err
 		})
 	case *ast.RevokeStmt:

@@ -14,7 +14,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/charset"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/domain"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
@@ -33,7 +32,6 @@ type Session struct {
 
 	dom      *domain.Domain
 	exec     *executor.Executor
-	cat      *catalog.Catalog
 	parser   *parser.Parser
 	connID   uint64
 	user     string
@@ -72,7 +70,7 @@ type Session struct {
 // New returns a session for connection connID of user@host on the node's
 // domain.
 func New(dom *domain.Domain, connID uint64, user, host string) *Session {
-	return &Session{dom: dom, exec: executor.New(dom), cat: dom.Catalog(), parser: parser.New(), connID: connID, user: user, host: host,
+	return &Session{dom: dom, exec: executor.New(dom), parser: parser.New(), connID: connID, user: user, host: host,
 		vars: globalOverrides(), userVars: map[string]types.Datum{}, mem: memory.NewStatement(connID)}
 }
 
@@ -174,7 +172,7 @@ func (s *Session) UseDB(ctx context.Context, name string) error {
 	if err := s.mayUseDB(name); err != nil {
 		return err
 	}
-	db, err := s.cat.GetDB(ctx, name)
+	db, err := s.dom.Catalog().GetDB(ctx, name)
 	if err != nil {
 		return err
 	}
