@@ -16,7 +16,7 @@
 //	sql/planner     logical and physical plans: access paths, joins, CTEs,
 //	                windows, aggregation, what is pushed down to the stores
 //	sql/executor    runs statements: plans and DML against a kv.Txn, DDL,
-//	                SHOW, SPLIT, ADMIN, ANALYZE, LOAD DATA, views
+//	                SHOW, SPLIT, ADMIN, ANALYZE, LOAD DATA, views, accounts
 //	sql/expr        expression compilation (TiDB AST -> Expr) and evaluation,
 //	                also run by the stores' coprocessor
 //	sql/types       column types, Datum, value conversion and range checks

@@ -5,14 +5,15 @@
 // indexes; view.go: views; submitted to the DDL job queue, package ddl),
 // SHOW about the schema and cluster (show.go), SPLIT TABLE and SHOW TABLE
 // REGIONS (split.go), ADMIN CHECK / SHOW DDL / CANCEL DDL JOBS (admin.go),
-// ANALYZE TABLE and SHOW STATS_* (analyze.go) and LOAD DATA (loaddata.go).
+// ANALYZE TABLE and SHOW STATS_* (analyze.go), LOAD DATA (loaddata.go) and
+// the account statements with SHOW GRANTS (grant.go).
 // An Executor reads the node's shared state from its sql/domain.Domain
 // (catalog, DDL, statistics, id allocators, information_schema, wired into
 // its planner by New); everything per session comes in per call: expr.Env
 // for evaluation, TxnSource for the transaction, StmtEnv for who runs the
 // statement and what they may see. The session (sql/session) keeps the
-// statements about itself (SET, USE, SHOW VARIABLES / STATUS / GRANTS /
-// PROCESSLIST, transactions, accounts).
+// statements about itself (SET, USE, SHOW VARIABLES / STATUS / WARNINGS /
+// PROCESSLIST, KILL, transactions).
 //
 // SELECT and the reads of UPDATE and DELETE run the
 // physical plan sql/planner chose as a tree of operators (Open / Next /

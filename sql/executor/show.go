@@ -31,9 +31,9 @@ func StringRow(vals ...string) []types.Datum {
 
 // Show answers the SHOW statements about the schema and the cluster
 // (databases, tables, columns, indexes, CREATE TABLE / VIEW, engines,
-// table regions, statistics) for the session env, filtered by LIKE or
+// table regions, statistics, grants) for the session env, filtered by LIKE or
 // WHERE. SHOW statements about the session itself (variables, status,
-// warnings, grants, processes) are the session's.
+// warnings, processes) are the session's.
 func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Result, error) {
 	var res *Result
 	switch x.Tp {
@@ -41,6 +41,8 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 		return e.showRegions(ctx, env, x)
 	case ast.ShowStatsMeta, ast.ShowStatsHistograms:
 		return e.showStats(ctx, env, x)
+	case ast.ShowGrants:
+		return e.showGrants(env, x) // grant.go
 	case ast.ShowDatabases:
 		dbs, err := e.dom.Catalog().ListDBs(ctx)
 		if err != nil {

@@ -7,10 +7,11 @@ import (
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/privilege"
 )
 
 // StmtEnv is what the statements other than DML (DDL, SHOW, SPLIT, ADMIN,
-// ANALYZE, LOAD DATA) ask of the session running them, beyond expr.Env:
+// ANALYZE, LOAD DATA, account statements) ask of the session running them, beyond expr.Env:
 // who runs them and what that user may see. The session implements it;
 // calls come from the session's goroutine only.
 type StmtEnv interface {
@@ -30,6 +31,10 @@ type StmtEnv interface {
 	// ClearCurrentDB leaves the session without a current database (its
 	// database was dropped).
 	ClearCurrentDB()
+	// Requester is the session's account as account statements and SHOW
+	// GRANTS see it (nil: the session checks no privileges and manages no
+	// accounts); skip: checks are skipped (--skip-grant-tables).
+	Requester() (r *privilege.Requester, skip bool)
 }
 
 // dbFor resolves schema, or env's current database when schema is empty

@@ -420,7 +420,7 @@ func (c *clientConn) runCommand(ctx context.Context, data []byte) (quit bool, er
 func (c *clientConn) newSession() {
 	c.sess = session.New(c.srv.dom, c.id, c.user, c.sessHost())
 	c.sess.SetStatusVars(c.statusVars)
-	c.sess.SetPrivileges(c.srv.dom.Privileges(), c.account)
+	c.sess.SetPrivileges(c.account)
 	c.sess.SetProcesses(c.srv)
 }
 

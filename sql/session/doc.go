@@ -3,10 +3,11 @@
 // statements, the user's privileges) and turns query text into results: it
 // parses with the TiDB parser, dispatches each statement and maps every
 // failure to a MySQL error (sql/errno). Statements execute in sql/executor
-// (DML, DDL, SHOW about the schema, SPLIT, ADMIN, ANALYZE, LOAD DATA); the
-// session runs only those about itself: transactions, SET, USE, DO, SHOW
-// VARIABLES / STATUS / WARNINGS / GRANTS / PROCESSLIST, KILL, and account
-// statements (privs.go). It passes itself to the executor as expr.Env,
+// (DML, DDL, SHOW about the schema, SPLIT, ADMIN, ANALYZE, LOAD DATA,
+// account statements); the session runs only those about itself:
+// transactions, SET, USE, DO, SHOW VARIABLES / STATUS / WARNINGS /
+// PROCESSLIST and KILL. It checks every statement's privileges at dispatch
+// (privs.go) and passes itself to the executor as expr.Env,
 // executor.TxnSource and executor.StmtEnv.
 //
 // # Transactions

@@ -316,7 +316,7 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		return &executor.Result{}, nil
 	case *ast.CreateUserStmt, *ast.AlterUserStmt, *ast.DropUserStmt, *ast.RenameUserStmt, *ast.SetPwdStmt,
 		*ast.GrantStmt, *ast.RevokeStmt, *ast.FlushStmt:
-		return s.accountStmt(ctx, stmt) // privs.go
+		return s.exec.ExecuteAccount(ctx, stmt, s)
 	case *ast.KillStmt:
 		return s.kill(ctx, x) // process.go
 	}

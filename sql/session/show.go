@@ -11,7 +11,7 @@ import (
 )
 
 // show answers the SHOW statements about the session itself: variables,
-// status, warnings, grants and processes; the executor answers the rest
+// status, warnings and processes; the executor answers the rest
 // (executor.Show).
 func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, error) {
 	var res *executor.Result
@@ -40,8 +40,6 @@ func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, 
 				res.Rows = append(res.Rows, executor.StringRow(v.Name, v.Value))
 			}
 		}
-	case ast.ShowGrants:
-		return s.showGrants(x) // privs.go
 	case ast.ShowProcessList:
 		return s.showProcessList(x.Full) // process.go
 	default:
