@@ -1,4 +1,8 @@
-// Package server is the MySQL protocol front end of a Strata SQL node.
+// Package server is the MySQL protocol front end of a Strata SQL node. New
+// builds the node's sql/domain.Domain (catalog, DDL owner, statistics,
+// allocators, information_schema, privileges) and every connection's
+// session gets it; Run starts the domain's background work before Ready
+// and returns after it has stopped.
 //
 // Accounts come from the cluster's privilege tables (package privilege):
 // a login matches user@host in the node's snapshot, confirmed current
