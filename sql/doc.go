@@ -9,18 +9,23 @@
 //
 //	sql/server      MySQL wire protocol: listener, handshake, auth, commands, result packets
 //	sql/auth        authentication plugins and password hashes
-//	sql/session     per-connection state; parses a query and runs each statement
-//	                (transactions, DDL, SHOW, SPLIT, LOAD DATA, ANALYZE, views)
+//	sql/domain      the node's shared state: catalog, DDL owner, statistics,
+//	                id allocators, information_schema, privileges
+//	sql/session     per-connection state (variables, transaction, prepared
+//	                statements); parses a query and dispatches each statement
 //	sql/planner     logical and physical plans: access paths, joins, CTEs,
 //	                windows, aggregation, what is pushed down to the stores
-//	sql/executor    runs plans and DML against a kv.Txn
+//	sql/executor    runs statements: plans and DML against a kv.Txn, DDL,
+//	                SHOW, SPLIT, ADMIN, ANALYZE, LOAD DATA, views, accounts
 //	sql/expr        expression compilation (TiDB AST -> Expr) and evaluation,
 //	                also run by the stores' coprocessor
 //	sql/types       column types, Datum, value conversion and range checks
 //	sql/table       writes a row with its index entries
 //	sql/tablecodec  SQL rows and index entries onto KV keys and values
 //	sql/catalog     databases and tables, persisted as JSON under 'm' keys, cached
-//	sql/ddl         schema changes as jobs run by the DDL owner
+//	sql/ddl         schema changes as jobs run by the DDL owner; CREATE TABLE
+//	                and index definitions to table info
+//	sql/autoid      row handles and AUTO_INCREMENT values
 //	sql/statistics  what ANALYZE TABLE learns, for the planner
 //	sql/infoschema  information_schema tables
 //	sql/privilege   users and privileges (GRANT, REVOKE; no roles)

@@ -45,6 +45,14 @@
 // TABLE and TRUNCATE TABLE are one step; they go through the queue so all
 // schema changes are serialized.
 //
+// # Table info
+//
+// BuildTableInfo turns a CREATE TABLE statement into the catalog's
+// TableInfo (columns, defaults, the PRIMARY KEY as row handle or
+// NONCLUSTERED index, indexes, AUTO_INCREMENT) and NewIndexInfo validates
+// an index definition against a table, with MySQL's errors; both are pure
+// (tableinfo.go). sql/executor allocates the ids and submits the job.
+//
 // Concurrency: a DDL is safe for concurrent use; Run is one goroutine that
 // both campaigns and runs jobs.
 package ddl

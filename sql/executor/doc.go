@@ -1,5 +1,21 @@
-// Package executor runs DML against a kv.Storage: SELECT, INSERT, UPDATE,
-// DELETE and EXPLAIN. SELECT and the reads of UPDATE and DELETE run the
+// Package executor runs statements for a session, one file per statement
+// family as in TiDB's pkg/executor: SELECT and set operations (select.go,
+// cte.go, window.go), INSERT / UPDATE / DELETE (write.go, upsert.go),
+// EXPLAIN (explain.go), schema changes (ddl.go: databases, tables,
+// indexes; view.go: views; submitted to the DDL job queue, package ddl),
+// SHOW about the schema and cluster (show.go), SPLIT TABLE and SHOW TABLE
+// REGIONS (split.go), ADMIN CHECK / SHOW DDL / CANCEL DDL JOBS (admin.go),
+// ANALYZE TABLE and SHOW STATS_* (analyze.go), LOAD DATA (loaddata.go) and
+// the account statements with SHOW GRANTS (grant.go).
+// An Executor reads the node's shared state from its sql/domain.Domain
+// (catalog, DDL, statistics, id allocators, information_schema, wired into
+// its planner by New); everything per session comes in per call: expr.Env
+// for evaluation, TxnSource for the transaction, StmtEnv for who runs the
+// statement and what they may see. The session (sql/session) keeps the
+// statements about itself (SET, USE, SHOW VARIABLES / STATUS / WARNINGS /
+// PROCESSLIST, KILL, transactions).
+//
+// SELECT and the reads of UPDATE and DELETE run the
 // physical plan sql/planner chose as a tree of operators (Open / Next /
 // Close) passing chunks of up to 256 rows on the caller's goroutine:
 // readers (point and batch point gets, table ranges paged through the
@@ -11,9 +27,11 @@
 // Projection over a point get by handle, the latency-critical point
 // select, runs without operators.
 //
-// Every statement runs in the transaction its TxnSource (the session)
+// Every DML statement runs in the transaction its TxnSource (the session)
 // hands over: reads and writes go through kv.Txn only; the executor never
-// fetches a timestamp or commits. Point reads use Txn.Get; range reads go to
+// fetches a timestamp or commits it. (DDL runs in the job queue's own
+// transactions, ADMIN CHECK in a read-only one of its own, LOAD DATA as
+// INSERTs the session runs.) Point reads use Txn.Get; range reads go to
 // the coprocessor at the transaction's start_ts, or through Txn.Scan when
 // the transaction has buffered writes in the range (the coprocessor cannot
 // see them) or reads a fresh snapshot per statement (READ-COMMITTED).

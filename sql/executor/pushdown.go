@@ -229,7 +229,7 @@ var aggFuncPB = map[string]coprocessorpb.AggFuncType{
 func (rc *runCtx) coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, cs *copStats) ([]*coprocessorpb.SelectResponse, error) {
 	dag.CollectSummaries = cs != nil
 	start := time.Now()
-	resps, err := rc.e.Store.Coprocessor(rpcstats.With(ctx, &rc.rpcs), dag, ranges, rc.txn.StartTS())
+	resps, err := rc.e.dom.Store().Coprocessor(rpcstats.With(ctx, &rc.rpcs), dag, ranges, rc.txn.StartTS())
 	if cs != nil && err == nil {
 		cs.add(resps, time.Since(start))
 	}

@@ -3,38 +3,26 @@ package executor
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/stratadb/strata/kv"
-	"github.com/stratadb/strata/sql/catalog"
-	"github.com/stratadb/strata/sql/ddl"
+	"github.com/stratadb/strata/sql/domain"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
-	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
 // Executor runs DML statements. Safe for concurrent use.
 type Executor struct {
-	Store   kv.Storage
-	Catalog *catalog.Catalog
-	// DDL runs schema changes as jobs (package ddl); set by the server.
-	DDL     *ddl.DDL
-	IDs     *IDAllocator
-	AutoInc *AutoIncAllocator
+	dom     *domain.Domain
 	planner *planner.Planner
-	// Stats serves ANALYZE's statistics to the planner.
-	Stats *statistics.Handle
 }
 
-// New returns an Executor.
-func New(store kv.Storage, cat *catalog.Catalog) *Executor {
-	stats := statistics.NewHandle(store, slog.Default().With("component", "stats"))
-	return &Executor{Store: store, Catalog: cat, IDs: NewIDAllocator(store), AutoInc: NewAutoIncAllocator(store),
-		planner: &planner.Planner{Catalog: cat, Stats: stats}, Stats: stats}
+// New returns an Executor over the node's domain; its planner reads the
+// domain's catalog, statistics and information_schema.
+func New(dom *domain.Domain) *Executor {
+	return &Executor{dom: dom, planner: &planner.Planner{Catalog: dom.Catalog(), Stats: dom.Stats(), System: dom.InfoSchema()}}
 }
 
 type datum = types.Datum
@@ -54,13 +42,6 @@ func (e *Executor) resolveTable(ctx context.Context, refs *ast.TableRefsClause, 
 	}
 	return src, err
 }
-
-// SetSystemSchema installs the information_schema implementation; call it
-// before the executor is used.
-func (e *Executor) SetSystemSchema(s planner.SystemSchema) { e.planner.System = s }
-
-// SystemSchema returns what SetSystemSchema installed (nil if nothing).
-func (e *Executor) SystemSchema() planner.SystemSchema { return e.planner.System }
 
 // Select runs a SELECT in tx's transaction: planned by sql/planner, run as
 // a tree of streaming operators. FOR UPDATE and LOCK IN SHARE MODE lock

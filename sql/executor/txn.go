@@ -92,7 +92,7 @@ func (e *Executor) countRows(ctx context.Context, tx TxnSource, txn kv.Txn, tabl
 		{Tp: coprocessorpb.ExecType_TypeTableScan, TblScan: &coprocessorpb.TableScan{TableId: tableID}},
 		{Tp: coprocessorpb.ExecType_TypeAggregation, Aggregation: &coprocessorpb.Aggregation{AggFunc: []coprocessorpb.AggFuncType{coprocessorpb.AggFuncType_Count}}},
 	}}
-	resps, err := e.Store.Coprocessor(ctx, dag, []*kvrpcpb.KeyRange{{Start: start, End: end}}, txn.StartTS())
+	resps, err := e.dom.Store().Coprocessor(ctx, dag, []*kvrpcpb.KeyRange{{Start: start, End: end}}, txn.StartTS())
 	if err != nil {
 		return 0, err
 	}

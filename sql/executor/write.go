@@ -181,13 +181,13 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		}
 	}
 	if explicitMax > 0 {
-		if err := e.AutoInc.Rebase(ctx, tbl.ID, explicitMax); err != nil {
+		if err := e.dom.AutoInc().Rebase(ctx, tbl.ID, explicitMax); err != nil {
 			return nil, err
 		}
 	}
 	if len(autoRows) > 0 {
 		autoIDs = make([]int64, len(autoRows))
-		if err := e.AutoInc.Alloc(ctx, tbl.ID, autoIDs); err != nil {
+		if err := e.dom.AutoInc().Alloc(ctx, tbl.ID, autoIDs); err != nil {
 			return nil, err
 		}
 		ac := tbl.Columns[tbl.AutoIncOffset]
@@ -200,7 +200,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		}
 	}
 	if needRowID {
-		if err := e.IDs.Alloc(ctx, handles); err != nil {
+		if err := e.dom.IDs().Alloc(ctx, handles); err != nil {
 			return nil, err
 		}
 	} else {

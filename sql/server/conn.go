@@ -418,9 +418,9 @@ func (c *clientConn) runCommand(ctx context.Context, data []byte) (quit bool, er
 
 // newSession gives the connection a fresh session of its account.
 func (c *clientConn) newSession() {
-	c.sess = session.New(c.srv.exec, c.id, c.user, c.sessHost())
+	c.sess = session.New(c.srv.dom, c.id, c.user, c.sessHost())
 	c.sess.SetStatusVars(c.statusVars)
-	c.sess.SetPrivileges(c.srv.priv, c.account)
+	c.sess.SetPrivileges(c.account)
 	c.sess.SetProcesses(c.srv)
 }
 

@@ -1,4 +1,8 @@
-// Package server is the MySQL protocol front end of a Strata SQL node.
+// Package server is the MySQL protocol front end of a Strata SQL node. New
+// builds the node's sql/domain.Domain (catalog, DDL owner, statistics,
+// allocators, information_schema, privileges) and every connection's
+// session gets it; Run starts the domain's background work before Ready
+// and returns after it has stopped.
 //
 // Accounts come from the cluster's privilege tables (package privilege):
 // a login matches user@host in the node's snapshot, confirmed current
@@ -20,7 +24,7 @@
 // CONNECT_WITH_DB, CONNECT_ATTRS, TRANSACTIONS, MULTI_STATEMENTS,
 // MULTI_RESULTS, PS_MULTI_RESULTS, DEPRECATE_EOF, SSL, LOCAL_FILES), COM_QUERY (text protocol, multi-statement;
 // LOAD DATA LOCAL INFILE streams the client's file into batches of
-// session.LoadBatchRows rows, each one INSERT),
+// executor.LoadBatchRows rows, each one INSERT),
 // COM_INIT_DB, COM_PING, COM_FIELD_LIST, COM_STATISTICS,
 // COM_RESET_CONNECTION, COM_CHANGE_USER, COM_PROCESS_KILL, COM_SET_OPTION,
 // COM_DEBUG, COM_QUIT; SHOW [FULL] PROCESSLIST and KILL [CONNECTION|QUERY]

@@ -53,7 +53,7 @@ func (t *TestConn) Handshake(ctx context.Context) error {
 func (t *TestConn) LoginAs(ctx context.Context, user string, caps uint32) {
 	t.c.caps = caps & t.c.srv.caps()
 	t.c.user = user
-	t.c.sess = session.New(t.c.srv.exec, t.c.id, user, "127.0.0.1")
+	t.c.sess = session.New(t.c.srv.dom, t.c.id, user, "127.0.0.1")
 }
 
 // Dispatch runs one command packet (payload without header) as serve does,

@@ -305,7 +305,7 @@ func (c *clientConn) writeAuthPacket(b []byte) error {
 // *errno.Error for a locked account or a missing TLS the account requires.
 func (c *clientConn) authenticate(ctx context.Context, resp *handshakeResponse, host string) (*privilege.User, error) {
 	rctx, cancel := context.WithTimeout(ctx, c.srv.cfg.HandshakeTimeout)
-	snap, err := c.srv.priv.Refresh(rctx)
+	snap, err := c.srv.dom.Privileges().Refresh(rctx)
 	cancel()
 	if snap == nil {
 		return nil, errno.New(errno.ErrUnknown, "Cannot read the privilege tables, so no login is possible yet: %v", err)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -17,10 +16,8 @@ import (
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/auth"
 	"github.com/stratadb/strata/sql/catalog"
-	"github.com/stratadb/strata/sql/ddl"
+	"github.com/stratadb/strata/sql/domain"
 	"github.com/stratadb/strata/sql/errno"
-	"github.com/stratadb/strata/sql/executor"
-	"github.com/stratadb/strata/sql/infoschema"
 	"github.com/stratadb/strata/sql/privilege"
 	"github.com/stratadb/strata/sql/session"
 )
@@ -84,7 +81,7 @@ type Config struct {
 	NoAutoAnalyze bool
 	// StatsLease is how often the node flushes its modify counts, reloads
 	// statistics and (as DDL owner) looks for tables to auto-analyze
-	// (defaultStatsLease when zero).
+	// (domain.DefaultStatsLease when zero).
 	StatsLease time.Duration
 }
 
@@ -92,7 +89,7 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	log    *slog.Logger
-	exec   *executor.Executor
+	dom    *domain.Domain
 	nextID atomic.Uint64
 
 	ready chan struct{}
@@ -104,7 +101,6 @@ type Server struct {
 	wg        sync.WaitGroup
 	stopping  bool
 
-	priv      *privilege.Manager
 	sha2Cache *auth.SHA2Cache
 	rsaMu     sync.Mutex // guards rsa; held while a key is generated
 	rsa       *auth.RSAKey
@@ -143,23 +139,17 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	cat := catalog.New(cfg.Store)
-	cat.SetLogger(log.With("component", "catalog"))
-	if cfg.SchemaLease > 0 {
-		cat.SetLease(cfg.SchemaLease)
-	}
-	exec := executor.New(cfg.Store, cat)
-	exec.SetSystemSchema(infoschema.New(cat, exec.AutoInc.Peek))
-	exec.DDL = ddl.New(ddl.Config{Store: cfg.Store, Catalog: cat, Addr: cfg.Addr, SchemaLease: cfg.SchemaLease, Logger: log})
+	dom := domain.New(domain.Config{Store: cfg.Store, Addr: cfg.Addr, SchemaLease: cfg.SchemaLease, StatsLease: cfg.StatsLease,
+		NoAutoAnalyze: cfg.NoAutoAnalyze, Logger: log,
+		Privilege: privilege.Config{DefaultPlugin: cfg.AuthPlugin, Bootstrap: cfg.Users, SkipGrantTables: cfg.SkipGrantTables,
+			PollInterval: cfg.PrivilegePollInterval, Logger: log}})
 	return &Server{
 		cfg:       cfg,
 		log:       log.With("component", "sql"),
-		exec:      exec,
+		dom:       dom,
 		ready:     make(chan struct{}),
 		defaultDB: make(chan struct{}),
 		conns:     map[*clientConn]struct{}{},
-		priv: privilege.NewManager(privilege.Config{Store: cfg.Store, DefaultPlugin: cfg.AuthPlugin, Bootstrap: cfg.Users,
-			SkipGrantTables: cfg.SkipGrantTables, PollInterval: cfg.PrivilegePollInterval, Logger: log}),
 		sha2Cache: auth.NewSHA2Cache(),
 		rsa:       cfg.RSAKey,
 	}, nil
@@ -241,7 +231,7 @@ func (s *Server) KillQuery(id uint64) bool {
 }
 
 // Privileges is the node's privilege manager.
-func (s *Server) Privileges() *privilege.Manager { return s.priv }
+func (s *Server) Privileges() *privilege.Manager { return s.dom.Privileges() }
 
 // Addr returns the listen address once Ready is closed.
 func (s *Server) Addr() net.Addr { return s.addr }
@@ -282,21 +272,13 @@ func (s *Server) Run(ctx context.Context) error {
 			go c.serve(stmtCtx)
 		}
 	}()
-	// The schema version and privilege pollers and the DDL worker run
-	// until ctx ends; Run returns after them. Both start before Ready: tests count goroutines
-	// from there.
-	keepDone, privDone, ddlDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() { defer close(keepDone); s.exec.Catalog.Keep(ctx) }()
-	go func() { defer close(privDone); s.priv.Run(ctx) }()
-	go func() { defer close(ddlDone); s.exec.DDL.Run(ctx) }() // DDL owner election and job worker
+	// The domain's background work (schema version and privilege pollers,
+	// the DDL worker, statistics) runs until ctx ends; Run returns after
+	// it. It starts before Ready: tests count goroutines from there.
+	waitDomain := s.dom.Start(ctx)
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); s.watchDisconnects(ctx) }() // clients gone mid-statement
-	statsDone := make(chan struct{})
-	go func() {
-		defer close(statsDone)
-		s.exec.Stats.Run(ctx, cmp.Or(s.cfg.StatsLease, defaultStatsLease), s.exec.Catalog, s.autoAnalyzeOwner)
-	}() // modify counts, other nodes' ANALYZE, auto-analyze
-	defer func() { <-keepDone; <-privDone; <-ddlDone; <-statsDone; <-watchDone }()
+	defer func() { waitDomain(); <-watchDone }()
 	// Ready once the accept loop runs (tests count goroutines from here).
 	s.log.Info("sql ready", "addr", s.addr.String())
 	close(s.ready)
@@ -391,7 +373,7 @@ func (s *Server) connCount() int {
 func (s *Server) ensureDefaultDB(ctx context.Context) {
 	wait := 100 * time.Millisecond
 	for {
-		err := s.exec.Catalog.CreateDB(ctx, &catalog.DBInfo{Name: "test"}, true, nil)
+		err := s.dom.Catalog().CreateDB(ctx, &catalog.DBInfo{Name: "test"}, true, nil)
 		if err == nil {
 			close(s.defaultDB)
 			return
@@ -410,11 +392,3 @@ func (s *Server) ensureDefaultDB(ctx context.Context) {
 		wait = min(2*wait, 5*time.Second)
 	}
 }
-
-// autoAnalyzeOwner: this node runs auto-analyze now (the DDL owner, unless
-// configured not to).
-func (s *Server) autoAnalyzeOwner() bool { return !s.cfg.NoAutoAnalyze && s.exec.DDL.IsOwner() }
-
-// defaultStatsLease is how often a SQL node checks whether another node's
-// ANALYZE changed table statistics (TiDB's stats-lease, 3 s).
-const defaultStatsLease = 3 * time.Second

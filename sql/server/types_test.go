@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratadb/strata/sql/executor"
+	"github.com/stratadb/strata/sql/autoid"
 	"github.com/stratadb/strata/sql/server"
 	"github.com/stretchr/testify/require"
 )
@@ -102,7 +102,7 @@ func TestTemporalAndBitBinaryProtocol(t *testing.T) {
 
 // TestAutoIncrementAcrossNodes: two SQL nodes on one store draw
 // AUTO_INCREMENT values from one per-table bound, in ranges of
-// executor.AutoIncStep, so concurrent inserts through both never collide,
+// autoid.AutoIncStep, so concurrent inserts through both never collide,
 // and an explicit value moves the counter of the node that wrote it (the
 // other node finishes the range it holds first, as TiDB's do).
 func TestAutoIncrementAcrossNodes(t *testing.T) {
@@ -119,7 +119,7 @@ func TestAutoIncrementAcrossNodes(t *testing.T) {
 		return id
 	}
 	require.Equal(t, int64(1), first(da, "a"))
-	require.Equal(t, int64(executor.AutoIncStep+1), first(db, "b"))
+	require.Equal(t, int64(autoid.AutoIncStep+1), first(db, "b"))
 	require.Equal(t, int64(2), first(da, "a"))
 
 	var wg sync.WaitGroup
@@ -142,6 +142,6 @@ func TestAutoIncrementAcrossNodes(t *testing.T) {
 	// it, node b within its range.
 	_, err = da.Exec("INSERT INTO ai VALUES (5000, 'a')")
 	require.NoError(t, err)
-	require.Greater(t, first(db, "b"), int64(executor.AutoIncStep+51))
+	require.Greater(t, first(db, "b"), int64(autoid.AutoIncStep+51))
 	require.Greater(t, first(da, "a"), int64(5000))
 }

@@ -1,8 +1,14 @@
 // Package session holds one client connection's state (current database,
-// session and user variables, last insert id) and turns query text into
-// results: it parses with the TiDB parser, dispatches each statement (DDL to
-// the catalog, DML to the executor, SHOW/SET/USE here) and maps every
-// failure to a MySQL error (sql/errno).
+// session and user variables, last insert id, the transaction, prepared
+// statements, the user's privileges) and turns query text into results: it
+// parses with the TiDB parser, dispatches each statement and maps every
+// failure to a MySQL error (sql/errno). Statements execute in sql/executor
+// (DML, DDL, SHOW about the schema, SPLIT, ADMIN, ANALYZE, LOAD DATA,
+// account statements); the session runs only those about itself:
+// transactions, SET, USE, DO, SHOW VARIABLES / STATUS / WARNINGS /
+// PROCESSLIST and KILL. It checks every statement's privileges at dispatch
+// (privs.go) and passes itself to the executor as expr.Env,
+// executor.TxnSource and executor.StmtEnv.
 //
 // # Transactions
 //
@@ -33,5 +39,5 @@
 // rows in the index scan's request.
 //
 // A Session belongs to one connection and is not safe for concurrent use.
-// Everything it shares with other sessions (Catalog, Executor) is.
+// Everything it shares with other sessions (its sql/domain.Domain) is.
 package session

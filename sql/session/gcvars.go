@@ -18,7 +18,7 @@ var gcVars = map[string]bool{"tidb_gc_life_time": true, "tidb_gc_run_interval": 
 const gcVarTimeout = 5 * time.Second
 
 func (s *Session) gcSettings() (kv.GCSettings, error) {
-	g, ok := s.exec.Store.(kv.GCSettings)
+	g, ok := s.dom.Store().(kv.GCSettings)
 	if !ok {
 		return nil, errno.NotSupported("GC settings on this storage")
 	}

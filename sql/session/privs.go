@@ -6,10 +6,8 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/privilege"
-	"github.com/stratadb/strata/sql/types"
 )
 
 // Privilege checks happen here, at statement dispatch, before the statement
@@ -27,9 +25,10 @@ type sessPrivs struct {
 }
 
 // SetPrivileges makes the session check its statements against account id
-// (the account the login matched) in m. Without it nothing is checked.
-func (s *Session) SetPrivileges(m *privilege.Manager, id privilege.Ident) {
-	s.privs = sessPrivs{mgr: m, id: id}
+// (the account the login matched) in its domain's privilege manager.
+// Without it nothing is checked and account statements are refused.
+func (s *Session) SetPrivileges(id privilege.Ident) {
+	s.privs = sessPrivs{mgr: s.dom.Privileges(), id: id}
 }
 
 // CurrentUser implements CURRENT_USER(): the account the login matched.
@@ -61,12 +60,16 @@ func (s *Session) account() (u *privilege.User, skip bool) {
 	return p.user, false
 }
 
-func (s *Session) requester() *privilege.Requester {
+// Requester implements executor.StmtEnv.
+func (s *Session) Requester() (r *privilege.Requester, skip bool) {
+	if s.privs.mgr == nil {
+		return nil, true
+	}
 	u, skip := s.account()
-	if skip && s.privs.mgr != nil {
+	if skip {
 		u = privilege.SkipGrantsUser
 	}
-	return &privilege.Requester{User: u, LoginUser: s.user, ClientHost: s.host, CurrentDB: s.db}
+	return &privilege.Requester{User: u, LoginUser: s.user, ClientHost: s.host, CurrentDB: s.db}, skip
 }
 
 // stmtCover is the privileges that, held globally, cover every check of a
@@ -283,11 +286,11 @@ func (s *Session) columnFallback(ctx context.Context, u *privilege.User, stmt as
 		return denied
 	}
 	if star {
-		db, err := s.cat.GetDB(ctx, r.db)
+		db, err := s.dom.Catalog().GetDB(ctx, r.db)
 		if err != nil {
 			return err
 		}
-		t, err := s.cat.GetTable(ctx, db, r.table)
+		t, err := s.dom.Catalog().GetTable(ctx, db, r.table)
 		if err != nil {
 			return err
 		}
@@ -424,72 +427,6 @@ func (c *refCollector) Enter(n ast.Node) (ast.Node, bool) {
 
 func (c *refCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
-// accountStmt runs the account statements (package privilege).
-func (s *Session) accountStmt(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
-	m := s.privs.mgr
-	if m == nil {
-		return nil, errno.NotSupported("account management without a privilege manager")
-	}
-	r := s.requester()
-	var err error
-	switch x := stmt.(type) {
-	case *ast.CreateUserStmt:
-		err = m.CreateUser(ctx, r, x)
-	case *ast.AlterUserStmt:
-		err = m.AlterUser(ctx, r, x)
-	case *ast.DropUserStmt:
-		err = m.DropUser(ctx, r, x)
-	case *ast.RenameUserStmt:
-		err = m.RenameUser(ctx, r, x)
-	case *ast.SetPwdStmt:
-		err = m.SetPassword(ctx, r, x)
-	case *ast.GrantStmt:
-		err = m.Grant(ctx, r, x, func(db, table string) error {
-			d, err := s.cat.GetDB(ctx, db)
-			if err != nil {
-				return err
-			}
-			_, err = s.cat.GetTable(ctx, d, table)
-			return err
-		})
-	case *ast.RevokeStmt:
-		err = m.Revoke(ctx, r, x)
-	case *ast.FlushStmt:
-		if x.Tp != ast.FlushPrivileges {
-			return &executor.Result{}, nil // FLUSH TABLES/STATUS/LOGS...: nothing to flush
-		}
-		if r.User != nil && !r.User.HasGlobal(mysql.ReloadPriv) {
-			if _, skip := s.account(); !skip {
-				return nil, privilege.NeedPrivilege("RELOAD")
-			}
-		}
-		_, err = m.Refresh(ctx)
-	default:
-		return nil, errno.NotSupported(strings.ToUpper(StmtLabel(stmt)))
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &executor.Result{}, nil
-}
-
-// showGrants answers SHOW GRANTS [FOR user].
-func (s *Session) showGrants(x *ast.ShowStmt) (*executor.Result, error) {
-	m := s.privs.mgr
-	if m == nil {
-		return nil, errno.NotSupported("SHOW GRANTS without a privilege manager")
-	}
-	id, lines, err := m.ShowGrants(s.requester(), x.User)
-	if err != nil {
-		return nil, err
-	}
-	res := &executor.Result{Columns: []executor.ResultColumn{strCol("Grants for "+id.User+"@"+id.Host, 1024)}}
-	for _, l := range lines {
-		res.Rows = append(res.Rows, []types.Datum{strRow(l)[0]})
-	}
-	return res, nil
-}
-
 // CheckGlobal requires a global privilege of the session's account
 // (ERROR 1227 naming what in the message).
 func (s *Session) CheckGlobal(p mysql.PrivilegeType, what string) error {
@@ -509,19 +446,15 @@ func (s *Session) mayUseDB(db string) error {
 	return privilege.DBDenied(s.user, s.host, db)
 }
 
-// visibleDB / visibleTable filter SHOW DATABASES and SHOW TABLES.
-func (s *Session) visibleDB(db string) bool {
+// VisibleDB and VisibleTable filter SHOW DATABASES and SHOW TABLES and
+// information_schema (infoschema.Viewer, executor.StmtEnv).
+func (s *Session) VisibleDB(db string) bool {
 	u, skip := s.account()
 	return skip || (u != nil && (u.HasGlobal(mysql.ShowDBPriv) || u.AnyInDB(db)))
 }
 
-func (s *Session) visibleTable(db, table string) bool {
+// VisibleTable: see VisibleDB.
+func (s *Session) VisibleTable(db, table string) bool {
 	u, skip := s.account()
 	return skip || (u != nil && u.AnyOnTable(db, table))
 }
-
-// VisibleDB and VisibleTable implement infoschema.Viewer.
-func (s *Session) VisibleDB(db string) bool { return s.visibleDB(db) }
-
-// VisibleTable implements infoschema.Viewer.
-func (s *Session) VisibleTable(db, table string) bool { return s.visibleTable(db, table) }

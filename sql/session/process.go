@@ -40,8 +40,8 @@ func (s *Session) showProcessList(full bool) (*executor.Result, error) {
 	}
 	all := s.CheckGlobal(mysql.ProcessPriv, "PROCESS") == nil
 	res := &executor.Result{Columns: []executor.ResultColumn{
-		{Name: "Id", OrgName: "Id", Type: types.Uint64Type}, strCol("User", 32), strCol("Host", 64), strCol("db", 64),
-		strCol("Command", 16), {Name: "Time", OrgName: "Time", Type: types.Int64Type}, strCol("State", 64), strCol("Info", 65535)}}
+		{Name: "Id", OrgName: "Id", Type: types.Uint64Type}, executor.StringColumn("User", 32), executor.StringColumn("Host", 64), executor.StringColumn("db", 64),
+		executor.StringColumn("Command", 16), {Name: "Time", OrgName: "Time", Type: types.Int64Type}, executor.StringColumn("State", 64), executor.StringColumn("Info", 65535)}}
 	for _, p := range s.procs.List() {
 		if !all && p.User != s.user {
 			continue

@@ -14,7 +14,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/charset"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
-	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/domain"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/expr"
@@ -30,8 +30,8 @@ type Session struct {
 	// server; nil: none).
 	statusVars func() []StatusVar
 
+	dom      *domain.Domain
 	exec     *executor.Executor
-	cat      *catalog.Catalog
 	parser   *parser.Parser
 	connID   uint64
 	user     string
@@ -67,9 +67,10 @@ type Session struct {
 	stmtDone <-chan struct{} // StatementDone
 }
 
-// New returns a session for connection connID of user@host.
-func New(exec *executor.Executor, connID uint64, user, host string) *Session {
-	return &Session{exec: exec, cat: exec.Catalog, parser: parser.New(), connID: connID, user: user, host: host,
+// New returns a session for connection connID of user@host on the node's
+// domain.
+func New(dom *domain.Domain, connID uint64, user, host string) *Session {
+	return &Session{dom: dom, exec: executor.New(dom), parser: parser.New(), connID: connID, user: user, host: host,
 		vars: globalOverrides(), userVars: map[string]types.Datum{}, mem: memory.NewStatement(connID)}
 }
 
@@ -154,6 +155,14 @@ func (s *Session) SetClientCollation(id int) {
 	s.vars["collation_connection"] = sysVar{value: coll.Name}
 }
 
+// Account implements executor.StmtEnv.
+func (s *Session) Account() (user, host string) { return s.user, s.host }
+
+// ClearCurrentDB implements executor.StmtEnv.
+func (s *Session) ClearCurrentDB() { s.db = "" }
+
+var _ executor.StmtEnv = (*Session)(nil)
+
 // UseDB switches the current database (USE, COM_INIT_DB, CONNECT_WITH_DB).
 func (s *Session) UseDB(ctx context.Context, name string) error {
 	if strings.EqualFold(name, infoschema.DBName) {
@@ -163,7 +172,7 @@ func (s *Session) UseDB(ctx context.Context, name string) error {
 	if err := s.mayUseDB(name); err != nil {
 		return err
 	}
-	db, err := s.cat.GetDB(ctx, name)
+	db, err := s.dom.Catalog().GetDB(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -273,48 +282,17 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		return s.releaseSavepoint(x.Name)
 	case *ast.UseStmt:
 		return &executor.Result{}, s.UseDB(ctx, x.DBName)
-	case *ast.CreateDatabaseStmt:
-		return s.createDatabase(ctx, x)
-	case *ast.DropDatabaseStmt:
-		return s.dropDatabase(ctx, x)
-	case *ast.CreateTableStmt:
-		return s.createTable(ctx, x)
-	case *ast.DropTableStmt:
-		return s.dropTable(ctx, x)
-	case *ast.CreateViewStmt:
-		return s.createView(ctx, x)
-	case *ast.TruncateTableStmt:
-		return s.truncateTable(ctx, x)
-	case *ast.CreateIndexStmt:
-		return s.createIndex(ctx, x)
-	case *ast.DropIndexStmt:
-		return s.dropIndexStmt(ctx, x)
-	case *ast.AlterTableStmt:
-		return s.alterTable(ctx, x)
+	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.CreateViewStmt,
+		*ast.TruncateTableStmt, *ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt:
+		return s.exec.ExecuteDDL(ctx, stmt, s)
 	case *ast.AdminStmt:
-		switch x.Tp {
-		case ast.AdminCheckTable, ast.AdminCheckIndex:
-			return s.adminCheck(ctx, x)
-		case ast.AdminShowDDL:
-			return s.adminShowDDL(ctx)
-		case ast.AdminShowDDLJobs:
-			return s.adminShowDDLJobs(ctx, x)
-		case ast.AdminCancelDDLJobs:
-			return s.adminCancelDDLJobs(ctx, x)
-		}
-		return nil, errno.NotSupported("this ADMIN statement")
+		return s.exec.Admin(ctx, x, s)
 	case *ast.ShowStmt:
-		switch x.Tp {
-		case ast.ShowRegions:
-			return s.showRegions(ctx, x)
-		case ast.ShowStatsMeta, ast.ShowStatsHistograms:
-			return s.showStats(ctx, x)
-		}
-		return s.show(ctx, x)
+		return s.show(ctx, x) // show.go: the session's own, else the executor's
 	case *ast.SplitRegionStmt:
-		return s.splitTable(ctx, x)
+		return s.exec.Split(ctx, x, s)
 	case *ast.AnalyzeTableStmt:
-		return s.analyze(ctx, x)
+		return s.exec.Analyze(ctx, x, s)
 	case *ast.ExplainStmt:
 		if show, ok := x.Stmt.(*ast.ShowStmt); ok { // DESC t
 			return s.show(ctx, show)
@@ -338,7 +316,7 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		return &executor.Result{}, nil
 	case *ast.CreateUserStmt, *ast.AlterUserStmt, *ast.DropUserStmt, *ast.RenameUserStmt, *ast.SetPwdStmt,
 		*ast.GrantStmt, *ast.RevokeStmt, *ast.FlushStmt:
-		return s.accountStmt(ctx, stmt) // privs.go
+		return s.exec.ExecuteAccount(ctx, stmt, s)
 	case *ast.KillStmt:
 		return s.kill(ctx, x) // process.go
 	}
@@ -545,16 +523,6 @@ func copyDatum(d types.Datum) types.Datum {
 		return types.NewBytes(append([]byte(nil), d.Bytes()...))
 	}
 	return d
-}
-
-func (s *Session) dbFor(ctx context.Context, schema string) (*catalog.DBInfo, error) {
-	if schema == "" {
-		schema = s.db
-	}
-	if schema == "" {
-		return nil, errno.New(errno.ErrNoDB, "No database selected; run USE <database> or qualify the table name")
-	}
-	return s.cat.GetDB(ctx, schema)
 }
 
 func boolInt(b bool) types.Datum {

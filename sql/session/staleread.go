@@ -121,7 +121,7 @@ func (s *Session) evalAsOf(ctx context.Context, c *ast.AsOfClause) (uint64, erro
 		return 0, errAsOf("'" + raw + "' is before 1970")
 	}
 	ts := uint64(t.UnixMilli()) << 18
-	now, err := s.exec.Store.GetTS(ctx)
+	now, err := s.dom.Store().GetTS(ctx)
 	if err != nil {
 		return 0, err
 	}

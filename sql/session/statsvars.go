@@ -23,7 +23,7 @@ const (
 // statsSysVar returns the value of an auto-analyze variable (ok false for
 // other names).
 func (s *Session) statsSysVar(name string) (types.Datum, types.FieldType, bool) {
-	a := s.exec.Stats.AutoSettings()
+	a := s.dom.Stats().AutoSettings()
 	switch name {
 	case autoAnalyzeVar:
 		v := "OFF"
@@ -49,7 +49,7 @@ func (s *Session) setStatsSysVar(ctx context.Context, name string, global bool, 
 		return true, errno.New(1229, "Variable '%s' is a GLOBAL variable and should be set with SET GLOBAL", name)
 	}
 	text := strings.TrimSpace(string(types.AppendText(nil, val, nil)))
-	a := s.exec.Stats.AutoSettings()
+	a := s.dom.Stats().AutoSettings()
 	switch name {
 	case autoAnalyzeVar:
 		switch strings.ToUpper(text) {
@@ -69,5 +69,5 @@ func (s *Session) setStatsSysVar(ctx context.Context, name string, global bool, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return true, s.exec.Stats.SetAutoSettings(ctx, a)
+	return true, s.dom.Stats().SetAutoSettings(ctx, a)
 }

@@ -169,7 +169,7 @@ func (s *Session) Txn(ctx context.Context, pointRead bool) (kv.Txn, error) {
 			// trip (the store checks locks for such reads).
 			opts.StartTS, opts.ReadOnly = math.MaxUint64, true
 		}
-		txn, err := s.exec.Store.Begin(ctx, opts)
+		txn, err := s.dom.Store().Begin(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -189,12 +189,12 @@ type stmtState struct {
 // beginTxn opens a transaction with opts (BEGIN, or the first statement
 // under autocommit=0).
 func (s *Session) beginTxn(ctx context.Context, opts kv.TxnOptions) error {
-	txn, err := s.exec.Store.Begin(ctx, opts)
+	txn, err := s.dom.Store().Begin(ctx, opts)
 	if err != nil {
 		return err
 	}
 	s.oneShotIsolation = ""
-	s.txn = &txnState{txn: txn, opts: opts, began: time.Now(), schema: s.cat.TxnBegin()}
+	s.txn = &txnState{txn: txn, opts: opts, began: time.Now(), schema: s.dom.Catalog().TxnBegin()}
 	return nil
 }
 
@@ -202,11 +202,11 @@ func (s *Session) beginTxn(ctx context.Context, opts kv.TxnOptions) error {
 func (s *Session) commitTxn(ctx context.Context) error {
 	t := s.txn
 	s.txn = nil
-	defer s.cat.TxnEnd(t.schema)
+	defer s.dom.Catalog().TxnEnd(t.schema)
 	err := s.commitChecked(ctx, t)
 	observeTxn(t.opts, t.began, outcomeOf(err))
 	if err == nil {
-		s.exec.Stats.NoteModified(t.rows)
+		s.dom.Stats().NoteModified(t.rows)
 	}
 	return commitError(t, err)
 }
@@ -216,7 +216,7 @@ func (s *Session) commitTxn(ctx context.Context) error {
 // the commit is under way (the guard CheckCommit returns).
 func (s *Session) commitChecked(ctx context.Context, t *txnState) error {
 	if len(t.written) > 0 {
-		g, err := s.cat.CheckCommit(ctx, t.schema, maps.Keys(t.written))
+		g, err := s.dom.Catalog().CheckCommit(ctx, t.schema, maps.Keys(t.written))
 		if err != nil {
 			_ = t.txn.Rollback(ctx)
 			return err
@@ -229,7 +229,7 @@ func (s *Session) commitChecked(ctx context.Context, t *txnState) error {
 func (s *Session) rollbackTxn(ctx context.Context, outcome string) {
 	t := s.txn
 	s.txn = nil
-	defer s.cat.TxnEnd(t.schema)
+	defer s.dom.Catalog().TxnEnd(t.schema)
 	// A failed rollback leaves locks that other transactions resolve once
 	// their TTL passes: nothing the client could act on.
 	_ = t.txn.Rollback(context.WithoutCancel(ctx)) // also after KILL QUERY
@@ -466,8 +466,8 @@ func (s *Session) inTxn(ctx context.Context, run func() (*executor.Result, error
 // autocommitStmt runs one statement as its own transaction: begun when
 // the statement first reads or writes, committed when it succeeds.
 func (s *Session) autocommitStmt(ctx context.Context, opts kv.TxnOptions, writes bool, run func() (*executor.Result, error)) (*executor.Result, error) {
-	st := &stmtState{txnState: txnState{opts: opts, schema: s.cat.TxnBegin()}, readOnlyStmt: !writes}
-	defer s.cat.TxnEnd(st.schema) // also when run panics
+	st := &stmtState{txnState: txnState{opts: opts, schema: s.dom.Catalog().TxnBegin()}, readOnlyStmt: !writes}
+	defer s.dom.Catalog().TxnEnd(st.schema) // also when run panics
 	s.stmt = st
 	s.stmtRows = nil
 	res, err := run()
@@ -498,6 +498,6 @@ func (s *Session) autocommitStmt(ctx context.Context, opts kv.TxnOptions, writes
 	if err != nil {
 		return nil, commitError(&st.txnState, err)
 	}
-	s.exec.Stats.NoteModified(rows)
+	s.dom.Stats().NoteModified(rows)
 	return res, nil
 }

@@ -1,4 +1,4 @@
-package session
+package executor
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
-	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -19,24 +18,24 @@ import (
 // statistics (package statistics), which the planner then uses instead of
 // pseudo estimates. Options (INDEX, COLUMNS, WITH n BUCKETS …) are
 // accepted; every column and index is analyzed.
-func (s *Session) analyze(ctx context.Context, x *ast.AnalyzeTableStmt) (*executor.Result, error) {
+func (e *Executor) Analyze(ctx context.Context, x *ast.AnalyzeTableStmt, env StmtEnv) (*Result, error) {
 	if len(x.PartitionNames) > 0 {
 		return nil, errno.NotSupported("ANALYZE of partitions")
 	}
 	for _, tn := range x.TableNames {
-		t, err := s.showTable(ctx, tn, "")
+		t, err := e.showTable(ctx, env, tn, "")
 		if err != nil {
 			return nil, err
 		}
-		st, err := s.exec.Stats.Analyze(ctx, t)
+		st, err := e.dom.Stats().Analyze(ctx, t)
 		if err != nil {
 			return nil, fmt.Errorf("analyze table %s: %w", t.Name, err)
 		}
-		if err := s.exec.Stats.Save(ctx, st); err != nil {
+		if err := e.dom.Stats().Save(ctx, st); err != nil {
 			return nil, fmt.Errorf("analyze table %s: saving statistics: %w", t.Name, err)
 		}
 	}
-	return &executor.Result{}, nil
+	return &Result{}, nil
 }
 
 // statsTable is a table with statistics or modify counts, with its names.
@@ -48,23 +47,23 @@ type statsTable struct {
 	hasDelta bool
 }
 
-func (s *Session) analyzedTables(ctx context.Context) ([]statsTable, error) {
-	dbs, err := s.cat.ListDBs(ctx)
+func (e *Executor) analyzedTables(ctx context.Context, env StmtEnv) ([]statsTable, error) {
+	dbs, err := e.dom.Catalog().ListDBs(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []statsTable
 	for _, db := range dbs {
-		if !s.visibleDB(db.Name) {
+		if !env.VisibleDB(db.Name) {
 			continue
 		}
-		ts, err := s.cat.ListTables(ctx, db)
+		ts, err := e.dom.Catalog().ListTables(ctx, db)
 		if err != nil {
 			return nil, err
 		}
 		for _, t := range ts {
-			st := s.exec.Stats.Get(t.ID)
-			d, ok := s.exec.Stats.Delta(t.ID)
+			st := e.dom.Stats().Get(t.ID)
+			d, ok := e.dom.Stats().Delta(t.ID)
 			if st != nil || ok {
 				out = append(out, statsTable{db: db.Name, t: t, st: st, delta: d, hasDelta: ok})
 			}
@@ -81,12 +80,12 @@ func (s *Session) analyzedTables(ctx context.Context) ([]statsTable, error) {
 
 // showStats answers SHOW STATS_META and SHOW STATS_HISTOGRAMS with TiDB's
 // columns (LIKE and WHERE filter them as for other SHOW statements).
-func (s *Session) showStats(ctx context.Context, x *ast.ShowStmt) (*executor.Result, error) {
-	tables, err := s.analyzedTables(ctx)
+func (e *Executor) showStats(ctx context.Context, env StmtEnv, x *ast.ShowStmt) (*Result, error) {
+	tables, err := e.analyzedTables(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	res := &executor.Result{}
+	res := &Result{}
 	dt := func(st *statistics.Table) string {
 		if st == nil {
 			return ""
@@ -95,8 +94,8 @@ func (s *Session) showStats(ctx context.Context, x *ast.ShowStmt) (*executor.Res
 	}
 	num := func(v int64) types.Datum { return types.NewInt(v) }
 	if x.Tp == ast.ShowStatsMeta {
-		res.Columns = []executor.ResultColumn{strCol("Db_name", 64), strCol("Table_name", 64), strCol("Partition_name", 64),
-			strCol("Update_time", 19), intCol("Modify_count"), intCol("Row_count")}
+		res.Columns = []ResultColumn{StringColumn("Db_name", 64), StringColumn("Table_name", 64), StringColumn("Partition_name", 64),
+			StringColumn("Update_time", 19), IntColumn("Modify_count"), IntColumn("Row_count")}
 		for _, t := range tables {
 			// Modify_count and Row_count as of the last statistics lease
 			// (every SQL node's committed writes, flushed each lease).
@@ -104,14 +103,14 @@ func (s *Session) showStats(ctx context.Context, x *ast.ShowStmt) (*executor.Res
 			if !t.hasDelta {
 				count = t.st.Count
 			}
-			res.Rows = append(res.Rows, append(strRow(t.db, t.t.Name, "", dt(t.st)), num(t.delta.Modify), num(count)))
+			res.Rows = append(res.Rows, append(StringRow(t.db, t.t.Name, "", dt(t.st)), num(t.delta.Modify), num(count)))
 		}
-		return filterShow(res, x, s)
+		return FilterShow(res, x, env)
 	}
-	res.Columns = []executor.ResultColumn{strCol("Db_name", 64), strCol("Table_name", 64), strCol("Partition_name", 64),
-		strCol("Column_name", 64), intCol("Is_index"), strCol("Update_time", 19), intCol("Distinct_count"),
-		intCol("Null_count"), strCol("Avg_col_size", 20), strCol("Correlation", 20), strCol("Load_status", 20),
-		intCol("Total_mem_usage"), intCol("Hist_mem_usage"), intCol("Topn_mem_usage"), intCol("Cms_mem_usage")}
+	res.Columns = []ResultColumn{StringColumn("Db_name", 64), StringColumn("Table_name", 64), StringColumn("Partition_name", 64),
+		StringColumn("Column_name", 64), IntColumn("Is_index"), StringColumn("Update_time", 19), IntColumn("Distinct_count"),
+		IntColumn("Null_count"), StringColumn("Avg_col_size", 20), StringColumn("Correlation", 20), StringColumn("Load_status", 20),
+		IntColumn("Total_mem_usage"), IntColumn("Hist_mem_usage"), IntColumn("Topn_mem_usage"), IntColumn("Cms_mem_usage")}
 	add := func(t statsTable, c *statistics.Column, isIndex int64) {
 		avg := 0.0
 		if n := t.st.Count - c.NullCount; n > 0 {
@@ -124,9 +123,9 @@ func (s *Session) showStats(ctx context.Context, x *ast.ShowStmt) (*executor.Res
 		for _, it := range c.TopN {
 			topn += int64(len(it.Value) + 8)
 		}
-		row := strRow(t.db, t.t.Name, "", c.Name)
+		row := StringRow(t.db, t.t.Name, "", c.Name)
 		row = append(row, num(isIndex), types.NewString(dt(t.st)), num(c.NDV), num(c.NullCount))
-		row = append(row, strRow(strconv.FormatFloat(avg, 'f', 2, 64), "0", "allLoaded")...)
+		row = append(row, StringRow(strconv.FormatFloat(avg, 'f', 2, 64), "0", "allLoaded")...)
 		row = append(row, num(hist+topn), num(hist), num(topn), num(0))
 		res.Rows = append(res.Rows, row)
 	}
@@ -145,5 +144,5 @@ func (s *Session) showStats(ctx context.Context, x *ast.ShowStmt) (*executor.Res
 			}
 		}
 	}
-	return filterShow(res, x, s)
+	return FilterShow(res, x, env)
 }

@@ -1,4 +1,4 @@
-package executor
+package autoid
 
 import (
 	"context"
@@ -123,7 +123,7 @@ func (a *AutoIncAllocator) Peek(ctx context.Context, tableID int64) (int64, erro
 	}
 	cur, err := strconv.ParseInt(string(v), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("executor: AUTO_INCREMENT bound of table %d: %w", tableID, err)
+		return 0, fmt.Errorf("autoid: AUTO_INCREMENT bound of table %d: %w", tableID, err)
 	}
 	return cur + 1, nil
 }
@@ -137,7 +137,7 @@ func (a *AutoIncAllocator) reserve(ctx context.Context, tableID, floor, count in
 	for attempt := 0; attempt < 20; attempt++ {
 		txn, err := a.store.Begin(ctx, kv.TxnOptions{})
 		if err != nil {
-			return 0, fmt.Errorf("executor: AUTO_INCREMENT of table %d: %w", tableID, err)
+			return 0, fmt.Errorf("autoid: AUTO_INCREMENT of table %d: %w", tableID, err)
 		}
 		cur := int64(0)
 		v, found, err := txn.Get(ctx, key)
@@ -146,7 +146,7 @@ func (a *AutoIncAllocator) reserve(ctx context.Context, tableID, floor, count in
 		}
 		if err != nil {
 			_ = txn.Rollback(ctx)
-			return 0, fmt.Errorf("executor: AUTO_INCREMENT of table %d: %w", tableID, err)
+			return 0, fmt.Errorf("autoid: AUTO_INCREMENT of table %d: %w", tableID, err)
 		}
 		base := max(cur, floor)
 		if err := txn.Set(key, []byte(strconv.FormatInt(base+count, 10))); err != nil {
@@ -159,9 +159,9 @@ func (a *AutoIncAllocator) reserve(ctx context.Context, tableID, floor, count in
 		}
 		var wc *kv.WriteConflictError
 		if !errors.As(err, &wc) {
-			return 0, fmt.Errorf("executor: AUTO_INCREMENT of table %d: %w", tableID, err)
+			return 0, fmt.Errorf("autoid: AUTO_INCREMENT of table %d: %w", tableID, err)
 		}
 		lastErr = err
 	}
-	return 0, fmt.Errorf("executor: AUTO_INCREMENT of table %d: too many concurrent reservations: %w", tableID, lastErr)
+	return 0, fmt.Errorf("autoid: AUTO_INCREMENT of table %d: too many concurrent reservations: %w", tableID, lastErr)
 }

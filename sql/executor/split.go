@@ -1,4 +1,4 @@
-package session
+package executor
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
-	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
@@ -36,23 +35,24 @@ const (
 	minSplitStep    = 1000 // TiDB's minRegionStepValue for integer handles
 )
 
-func (s *Session) regionAdmin() (kv.RegionAdmin, error) {
-	a, ok := s.exec.Store.(kv.RegionAdmin)
+func (e *Executor) regionAdmin() (kv.RegionAdmin, error) {
+	a, ok := e.dom.Store().(kv.RegionAdmin)
 	if !ok {
 		return nil, errno.NotSupported("region splits on this storage")
 	}
 	return a, nil
 }
 
-func (s *Session) splitTable(ctx context.Context, x *ast.SplitRegionStmt) (*executor.Result, error) {
+// Split runs SPLIT TABLE / SPLIT TABLE ... INDEX for the session env.
+func (e *Executor) Split(ctx context.Context, x *ast.SplitRegionStmt, env StmtEnv) (*Result, error) {
 	if len(x.PartitionNames) > 0 {
 		return nil, errno.NotSupported("SPLIT PARTITION")
 	}
-	admin, err := s.regionAdmin()
+	admin, err := e.regionAdmin()
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.showTable(ctx, x.Table, "")
+	t, err := e.showTable(ctx, env, x.Table, "")
 	if err != nil {
 		return nil, err
 	}
@@ -62,13 +62,13 @@ func (s *Session) splitTable(ctx context.Context, x *ast.SplitRegionStmt) (*exec
 	}
 	var keys [][]byte
 	if x.IndexName.L == "" {
-		keys, err = s.tableSplitKeys(t, opt)
+		keys, err = e.tableSplitKeys(env, t, opt)
 	} else {
 		ix := t.FindIndex(x.IndexName.O)
 		if ix == nil || !ix.Public() {
 			return nil, errno.New(errno.ErrKeyDoesNotExist, "Key '%s' doesn't exist in table '%s'", x.IndexName.O, t.Name)
 		}
-		keys, err = s.indexSplitKeys(t, ix, opt)
+		keys, err = e.indexSplitKeys(env, t, ix, opt)
 	}
 	if err != nil {
 		return nil, err
@@ -81,25 +81,21 @@ func (s *Session) splitTable(ctx context.Context, x *ast.SplitRegionStmt) (*exec
 	if n == 0 {
 		ratio = 0
 	}
-	return &executor.Result{
-		Columns: []executor.ResultColumn{intCol("TOTAL_SPLIT_REGION"), {Name: "SCATTER_FINISH_RATIO", OrgName: "SCATTER_FINISH_RATIO", Type: types.DoubleType}},
+	return &Result{
+		Columns: []ResultColumn{IntColumn("TOTAL_SPLIT_REGION"), {Name: "SCATTER_FINISH_RATIO", OrgName: "SCATTER_FINISH_RATIO", Type: types.DoubleType}},
 		Rows:    [][]types.Datum{{types.NewInt(int64(n)), types.NewFloat(ratio)}},
 	}, nil
 }
 
-func intCol(name string) executor.ResultColumn {
-	return executor.ResultColumn{Name: name, OrgName: name, Type: types.Int64Type}
-}
-
 // splitValues evaluates one parenthesised value list, converting each value
 // to its column's type.
-func (s *Session) splitValues(list []ast.ExprNode, cols []types.FieldType, what string) ([]types.Datum, error) {
+func (e *Executor) splitValues(env StmtEnv, list []ast.ExprNode, cols []types.FieldType, what string) ([]types.Datum, error) {
 	if len(list) == 0 || len(list) > len(cols) {
 		return nil, errno.New(errno.ErrWrongValueCount, "Split %s: %d values for %d columns", what, len(list), len(cols))
 	}
 	out := make([]types.Datum, len(list))
 	for i, e := range list {
-		ce, err := expr.Compile(e, &expr.Ctx{Env: s, Clause: "split region"})
+		ce, err := expr.Compile(e, &expr.Ctx{Env: env, Clause: "split region"})
 		if err != nil {
 			return nil, err
 		}
@@ -114,12 +110,12 @@ func (s *Session) splitValues(list []ast.ExprNode, cols []types.FieldType, what 
 	return out, nil
 }
 
-func (s *Session) handleValue(t *catalog.TableInfo, list []ast.ExprNode) (int64, error) {
+func (e *Executor) handleValue(env StmtEnv, t *catalog.TableInfo, list []ast.ExprNode) (int64, error) {
 	ft := types.Int64Type
 	if t.PKIsHandle {
 		ft = t.Columns[t.HandleOffset].Type
 	}
-	v, err := s.splitValues(list, []types.FieldType{ft}, "table `"+t.Name+"`")
+	v, err := e.splitValues(env, list, []types.FieldType{ft}, "table `"+t.Name+"`")
 	if err != nil {
 		return 0, err
 	}
@@ -129,14 +125,14 @@ func (s *Session) handleValue(t *catalog.TableInfo, list []ast.ExprNode) (int64,
 	return v[0].Int64(), nil
 }
 
-func (s *Session) tableSplitKeys(t *catalog.TableInfo, opt *ast.SplitOption) ([][]byte, error) {
+func (e *Executor) tableSplitKeys(env StmtEnv, t *catalog.TableInfo, opt *ast.SplitOption) ([][]byte, error) {
 	var keys [][]byte
 	if len(t.Indices) > 0 {
 		keys = append(keys, tablecodec.AppendRecordPrefix(nil, t.ID))
 	}
 	if len(opt.ValueLists) > 0 {
 		for _, list := range opt.ValueLists {
-			h, err := s.handleValue(t, list)
+			h, err := e.handleValue(env, t, list)
 			if err != nil {
 				return nil, err
 			}
@@ -147,11 +143,11 @@ func (s *Session) tableSplitKeys(t *catalog.TableInfo, opt *ast.SplitOption) ([]
 	if err := checkSplitNum(opt.Num); err != nil {
 		return nil, err
 	}
-	lo, err := s.handleValue(t, opt.Lower)
+	lo, err := e.handleValue(env, t, opt.Lower)
 	if err != nil {
 		return nil, err
 	}
-	hi, err := s.handleValue(t, opt.Upper)
+	hi, err := e.handleValue(env, t, opt.Upper)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +176,7 @@ func checkSplitNum(n int64) error {
 	return nil
 }
 
-func (s *Session) indexSplitKeys(t *catalog.TableInfo, ix *catalog.IndexInfo, opt *ast.SplitOption) ([][]byte, error) {
+func (e *Executor) indexSplitKeys(env StmtEnv, t *catalog.TableInfo, ix *catalog.IndexInfo, opt *ast.SplitOption) ([][]byte, error) {
 	cols := make([]types.FieldType, len(ix.Columns))
 	for i, c := range ix.Columns {
 		cols[i] = t.Columns[c.Offset].Type
@@ -189,7 +185,7 @@ func (s *Session) indexSplitKeys(t *catalog.TableInfo, ix *catalog.IndexInfo, op
 	start, end := tablecodec.IndexRange(t.ID, ix.ID)
 	keys := [][]byte{start, end}
 	key := func(list []ast.ExprNode) ([]byte, error) {
-		vals, err := s.splitValues(list, cols, what)
+		vals, err := e.splitValues(env, list, cols, what)
 		if err != nil {
 			return nil, err
 		}
@@ -265,12 +261,12 @@ func exprList(list []ast.ExprNode) string {
 
 // showRegions is SHOW TABLE t [INDEX idx] REGIONS: the regions overlapping
 // the table (or the index), as PD last heard of them.
-func (s *Session) showRegions(ctx context.Context, x *ast.ShowStmt) (*executor.Result, error) {
-	admin, err := s.regionAdmin()
+func (e *Executor) showRegions(ctx context.Context, env StmtEnv, x *ast.ShowStmt) (*Result, error) {
+	admin, err := e.regionAdmin()
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.showTable(ctx, x.Table, x.DBName)
+	t, err := e.showTable(ctx, env, x.Table, x.DBName)
 	if err != nil {
 		return nil, err
 	}
@@ -286,10 +282,10 @@ func (s *Session) showRegions(ctx context.Context, x *ast.ShowStmt) (*executor.R
 	if err != nil {
 		return nil, err
 	}
-	res := &executor.Result{Columns: []executor.ResultColumn{
-		intCol("REGION_ID"), strCol("START_KEY", 1024), strCol("END_KEY", 1024), intCol("LEADER_ID"), intCol("LEADER_STORE_ID"),
-		strCol("PEERS", 1024), intCol("SCATTERING"), intCol("WRITTEN_BYTES"), intCol("READ_BYTES"),
-		intCol("APPROXIMATE_SIZE(MB)"), intCol("APPROXIMATE_KEYS"),
+	res := &Result{Columns: []ResultColumn{
+		IntColumn("REGION_ID"), StringColumn("START_KEY", 1024), StringColumn("END_KEY", 1024), IntColumn("LEADER_ID"), IntColumn("LEADER_STORE_ID"),
+		StringColumn("PEERS", 1024), IntColumn("SCATTERING"), IntColumn("WRITTEN_BYTES"), IntColumn("READ_BYTES"),
+		IntColumn("APPROXIMATE_SIZE(MB)"), IntColumn("APPROXIMATE_KEYS"),
 	}}
 	for _, r := range regions {
 		peers := make([]string, len(r.PeerIDs))

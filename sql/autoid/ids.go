@@ -1,4 +1,4 @@
-package executor
+package autoid
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func (a *IDAllocator) Alloc(ctx context.Context, out []int64) error {
 			batch := uint32(max(IDBatch, len(out)-i))
 			first, err := a.store.AllocID(ctx, batch)
 			if err != nil {
-				return fmt.Errorf("executor: allocate ids: %w", err)
+				return fmt.Errorf("autoid: allocate ids: %w", err)
 			}
 			a.next, a.end = first, first+uint64(batch)
 		}

@@ -1,15 +1,15 @@
-package session
+package executor
 
 import (
 	"context"
 	"strings"
 
+	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/format"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
-	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -19,8 +19,8 @@ import (
 // catalog table entry created by the DDL job queue. OR REPLACE over a
 // view drops and re-creates it; over a table it is 1347, and without it
 // an existing name is 1050.
-func (s *Session) createView(ctx context.Context, x *ast.CreateViewStmt) (*executor.Result, error) {
-	db, err := s.dbFor(ctx, x.ViewName.Schema.O)
+func (e *Executor) createView(ctx context.Context, env StmtEnv, x *ast.CreateViewStmt) (*Result, error) {
+	db, err := e.dbFor(ctx, env, x.ViewName.Schema.O)
 	if err != nil {
 		return nil, err
 	}
@@ -31,11 +31,11 @@ func (s *Session) createView(ctx context.Context, x *ast.CreateViewStmt) (*execu
 	text := sb.String()
 	// Plan the definition as it will be planned: parsed from its text,
 	// names in the view's database.
-	stmts, _, err := s.parser.ParseSQL(text)
+	stmts, _, err := parser.New().ParseSQL(text)
 	if err != nil || len(stmts) != 1 {
 		return nil, errno.NotSupported("this view definition")
 	}
-	cols, err := s.exec.QueryColumns(ctx, stmts[0], viewDBEnv{s, db.Name})
+	cols, err := e.QueryColumns(ctx, stmts[0], viewDBEnv{env, db.Name})
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func (s *Session) createView(ctx context.Context, x *ast.CreateViewStmt) (*execu
 	}
 	t := &catalog.TableInfo{Name: x.ViewName.Name.O, HandleOffset: -1, AutoIncOffset: -1,
 		View: &catalog.ViewInfo{Select: text, Algorithm: strings.ToUpper(x.Algorithm.String()), Security: strings.ToUpper(x.Security.String()),
-			Definer: definerText(x, s)}}
+			Definer: definerText(x, env)}}
 	seen := map[string]bool{}
 	for i, c := range cols {
 		name := c.Name
@@ -59,40 +59,41 @@ func (s *Session) createView(ctx context.Context, x *ast.CreateViewStmt) (*execu
 		ft := c.Type
 		t.Columns = append(t.Columns, &catalog.ColumnInfo{ID: int64(i + 1), Name: name, Type: ft})
 	}
-	if old, err := s.cat.GetTable(ctx, db, t.Name); err == nil {
+	if old, err := e.dom.Catalog().GetTable(ctx, db, t.Name); err == nil {
 		if !x.OrReplace {
 			return nil, errno.New(errno.ErrTableExists, "Table '%s' already exists", t.Name)
 		}
 		if !old.IsView() {
 			return nil, errno.New(1347, "'%s.%s' is not VIEW", db.Name, old.Name)
 		}
-		if err := s.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionDropTable, SchemaID: db.ID, SchemaName: db.Name,
+		if err := e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionDropTable, SchemaID: db.ID, SchemaName: db.Name,
 			TableID: old.ID, TableName: old.Name}); err != nil {
 			return nil, err
 		}
 	}
-	id, err := s.exec.Store.AllocID(ctx, 1)
+	id, err := e.dom.Store().AllocID(ctx, 1)
 	if err != nil {
 		return nil, err
 	}
 	t.ID, t.DBID = int64(id), db.ID
-	if err := s.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionCreateTable, SchemaID: db.ID, SchemaName: db.Name,
+	if err := e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionCreateTable, SchemaID: db.ID, SchemaName: db.Name,
 		TableID: t.ID, TableName: t.Name, Table: t}); err != nil {
 		return nil, err
 	}
-	return &executor.Result{}, nil
+	return &Result{}, nil
 }
 
-// viewDBEnv is the session with the view's database as the current one.
+// viewDBEnv is the session with the view's database as the current one
+// (CURRENT_USER() still the session's: StmtEnv has it).
 type viewDBEnv struct {
-	*Session
+	StmtEnv
 	db string
 }
 
 func (v viewDBEnv) CurrentDB() string { return v.db }
 
-func definerText(x *ast.CreateViewStmt, s *Session) string {
-	user, host := s.user, s.host
+func definerText(x *ast.CreateViewStmt, env StmtEnv) string {
+	user, host := env.Account()
 	if d := x.Definer; d != nil && !d.CurrentUser {
 		user, host = d.Username, d.Hostname
 	}
@@ -104,14 +105,14 @@ func definerText(x *ast.CreateViewStmt, s *Session) string {
 
 // dropViews runs DROP VIEW: 1051 for a name that is not there (skipped
 // with IF EXISTS), 1347 for a table.
-func (s *Session) dropViews(ctx context.Context, x *ast.DropTableStmt) (*executor.Result, error) {
+func (e *Executor) dropViews(ctx context.Context, env StmtEnv, x *ast.DropTableStmt) (*Result, error) {
 	var missing []string
 	for _, tn := range x.Tables {
-		db, err := s.dbFor(ctx, tn.Schema.O)
+		db, err := e.dbFor(ctx, env, tn.Schema.O)
 		if err != nil {
 			return nil, err
 		}
-		t, err := s.cat.GetTable(ctx, db, tn.Name.O)
+		t, err := e.dom.Catalog().GetTable(ctx, db, tn.Name.O)
 		if err != nil {
 			if errno.FromError(err).Code == errno.ErrNoSuchTable {
 				missing = append(missing, db.Name+"."+tn.Name.O)
@@ -122,7 +123,7 @@ func (s *Session) dropViews(ctx context.Context, x *ast.DropTableStmt) (*executo
 		if !t.IsView() {
 			return nil, errno.New(1347, "'%s.%s' is not VIEW", db.Name, t.Name)
 		}
-		if err := s.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionDropTable, SchemaID: db.ID, SchemaName: db.Name,
+		if err := e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionDropTable, SchemaID: db.ID, SchemaName: db.Name,
 			TableID: t.ID, TableName: t.Name, IfExists: x.IfExists}); err != nil {
 			return nil, err
 		}
@@ -130,7 +131,7 @@ func (s *Session) dropViews(ctx context.Context, x *ast.DropTableStmt) (*executo
 	if len(missing) > 0 && !x.IfExists {
 		return nil, errno.New(errno.ErrBadTable, "Unknown table '%s'", strings.Join(missing, ","))
 	}
-	return &executor.Result{}, nil
+	return &Result{}, nil
 }
 
 // createViewSQL is SHOW CREATE VIEW's statement.
@@ -153,7 +154,7 @@ func createViewSQL(t *catalog.TableInfo) string {
 }
 
 // showCreateView is SHOW CREATE VIEW (and SHOW CREATE TABLE of a view).
-func showCreateView(t *catalog.TableInfo) *executor.Result {
-	return &executor.Result{Columns: []executor.ResultColumn{strCol("View", 64), strCol("Create View", 1024), strCol("character_set_client", 32), strCol("collation_connection", 32)},
-		Rows: [][]types.Datum{strRow(t.Name, createViewSQL(t), "utf8mb4", "utf8mb4_bin")}}
+func showCreateView(t *catalog.TableInfo) *Result {
+	return &Result{Columns: []ResultColumn{StringColumn("View", 64), StringColumn("Create View", 1024), StringColumn("character_set_client", 32), StringColumn("collation_connection", 32)},
+		Rows: [][]types.Datum{StringRow(t.Name, createViewSQL(t), "utf8mb4", "utf8mb4_bin")}}
 }

@@ -1,4 +1,4 @@
-package session
+package executor
 
 import (
 	"bufio"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/sql/errno"
-	"github.com/stratadb/strata/sql/executor"
 )
 
 // LoadBatchRows is how many rows of LOAD DATA go into one INSERT (one
@@ -190,12 +189,14 @@ func (l *loadReader) next(fields []loadField) ([]loadField, error) {
 }
 
 // LoadData runs LOAD DATA LOCAL INFILE x with the file's content read
-// from r, inserting LoadBatchRows rows per INSERT statement (so under
-// autocommit each batch commits on its own and memory stays bounded). The
+// from r, inserting LoadBatchRows rows per INSERT statement, each run by
+// run, the session's statement runner (so under autocommit each batch
+// commits on its own and memory stays bounded). The
 // result counts the inserted rows; a failing batch (a duplicate key too:
 // IGNORE is not supported) stops the load with its error, earlier batches
 // staying committed under autocommit.
-func (s *Session) LoadData(ctx context.Context, x *ast.LoadDataStmt, r io.Reader) (*executor.Result, error) {
+func (e *Executor) LoadData(ctx context.Context, x *ast.LoadDataStmt, r io.Reader, env StmtEnv,
+	run func(context.Context, ast.StmtNode) (*Result, error)) (*Result, error) {
 	if x.OnDuplicate == ast.OnDuplicateKeyHandlingReplace {
 		return nil, errno.NotSupported("LOAD DATA ... REPLACE")
 	}
@@ -219,11 +220,11 @@ func (s *Session) LoadData(ctx context.Context, x *ast.LoadDataStmt, r io.Reader
 		}
 	}
 	if len(cols) == 0 { // every column of the table, in order
-		db, err := s.dbFor(ctx, x.Table.Schema.O)
+		db, err := e.dbFor(ctx, env, x.Table.Schema.O)
 		if err != nil {
 			return nil, err
 		}
-		t, err := s.cat.GetTable(ctx, db, x.Table.Name.O)
+		t, err := e.dom.Catalog().GetTable(ctx, db, x.Table.Name.O)
 		if err != nil {
 			return nil, err
 		}
@@ -237,7 +238,7 @@ func (s *Session) LoadData(ctx context.Context, x *ast.LoadDataStmt, r io.Reader
 	if x.IgnoreLines != nil {
 		ignore = *x.IgnoreLines
 	}
-	total := &executor.Result{}
+	total := &Result{}
 	var fields []loadField
 	rows := make([][]ast.ExprNode, 0, LoadBatchRows)
 	flush := func() error {
@@ -249,7 +250,7 @@ func (s *Session) LoadData(ctx context.Context, x *ast.LoadDataStmt, r io.Reader
 			Columns: cols,
 			Lists:   rows,
 		}
-		res, err := s.Execute(ctx, ins)
+		res, err := run(ctx, ins)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,341 @@
+package ddl
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// Table-info building: a CREATE TABLE statement or an index definition
+// validated and turned into the catalog's TableInfo / IndexInfo, before an
+// id is allocated and the job is submitted.
+
+// MySQL error codes of table and index definitions.
+const (
+	errDupKeyName          uint16 = 1061 // Duplicate key name
+	errKeyColumnNotExist   uint16 = 1072 // Key column '%s' doesn't exist in table
+	errBlobKeyWithoutLen   uint16 = 1170 // BLOB/TEXT column used in key specification without a key length
+	errTooManyKeys         uint16 = 1069
+	errTooManyKeyParts     uint16 = 1070
+	errPrimaryCantHaveNull uint16 = 1171 // All parts of a PRIMARY KEY must be NOT NULL
+)
+
+const (
+	maxIndexes    = 64
+	maxIndexParts = 16
+)
+
+// addIndexInfo appends a new index (in state public: the table is being
+// created, it has no rows) to t.
+func addIndexInfo(t *catalog.TableInfo, name string, parts []*ast.IndexPartSpecification, unique bool, opt *ast.IndexOption) error {
+	ix, err := NewIndexInfo(t, name, parts, unique, opt)
+	if err != nil {
+		return err
+	}
+	t.MaxIndexID++
+	ix.ID = t.MaxIndexID
+	t.Indices = append(t.Indices, ix)
+	return nil
+}
+
+// NewIndexInfo validates an index definition against t and returns it
+// (without an id).
+func NewIndexInfo(t *catalog.TableInfo, name string, parts []*ast.IndexPartSpecification, unique bool, opt *ast.IndexOption) (*catalog.IndexInfo, error) {
+	if len(parts) == 0 {
+		return nil, errno.New(errno.ErrParse, "an index needs at least one column")
+	}
+	if len(parts) > maxIndexParts {
+		return nil, errno.New(errTooManyKeyParts, "Too many key parts specified; max %d parts allowed", maxIndexParts)
+	}
+	if len(t.Indices) >= maxIndexes {
+		return nil, errno.New(errTooManyKeys, "Too many keys specified; max %d keys allowed", maxIndexes)
+	}
+	ix := &catalog.IndexInfo{Unique: unique}
+	if opt != nil {
+		ix.Comment = opt.Comment
+	}
+	for _, p := range parts {
+		if p.Expr != nil || p.Column == nil {
+			return nil, errno.NotSupported("expression indexes")
+		}
+		off := t.FindColumn(p.Column.Name.O)
+		if off < 0 {
+			return nil, errno.New(errKeyColumnNotExist, "Key column '%s' doesn't exist in table", p.Column.Name.O)
+		}
+		c := t.Columns[off]
+		if p.Length > 0 {
+			return nil, errno.NotSupported("index prefix lengths")
+		}
+		switch c.Type.Tp {
+		case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
+			return nil, errno.New(errBlobKeyWithoutLen, "BLOB/TEXT column '%s' used in key specification without a key length", c.Name)
+		}
+		for _, have := range ix.Columns {
+			if have.Offset == off {
+				return nil, errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", c.Name)
+			}
+		}
+		ix.Columns = append(ix.Columns, &catalog.IndexColumn{Name: c.Name, Offset: off})
+	}
+	if name == "" {
+		// MySQL names an unnamed index after its first column, _2, _3... on
+		// a clash.
+		base := ix.Columns[0].Name
+		name = base
+		for i := 2; t.FindIndex(name) != nil || strings.EqualFold(name, "PRIMARY"); i++ {
+			name = fmt.Sprintf("%s_%d", base, i)
+		}
+	}
+	if len(name) > 64 {
+		return nil, errno.New(1059, "Identifier name '%s' is too long", name)
+	}
+	if strings.EqualFold(name, "PRIMARY") {
+		return nil, errno.New(1280, "Incorrect index name '%s'", name)
+	}
+	if t.FindIndex(name) != nil {
+		return nil, errno.New(errDupKeyName, "Duplicate key name '%s'", name)
+	}
+	ix.Name = name
+	return ix, nil
+}
+
+// BuildTableInfo validates a CREATE TABLE and converts it to a TableInfo
+// (without an id).
+func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, error) {
+	t := &catalog.TableInfo{Name: x.Table.Name.O, HandleOffset: -1, AutoIncOffset: -1}
+	if len(x.Cols) == 0 {
+		return nil, errno.New(errno.ErrTableMustHaveCols, "A table must have at least 1 column")
+	}
+	if len(t.Name) > 64 {
+		return nil, errno.New(1103, "Incorrect table name '%s'", t.Name)
+	}
+	// pkParts is the PRIMARY KEY, from a column option or a constraint.
+	var pkParts []*ast.IndexPartSpecification
+	setPK := func(parts []*ast.IndexPartSpecification) error {
+		if pkParts != nil {
+			return errno.New(errno.ErrMultiplePriKey, "Multiple primary key defined")
+		}
+		pkParts = parts
+		return nil
+	}
+	nullable := map[int]bool{} // columns declared NULL explicitly
+	names := map[string]bool{}
+	var uniqCols []string // columns declared UNIQUE
+	for i, cd := range x.Cols {
+		name := cd.Name.Name.O
+		if names[strings.ToLower(name)] {
+			return nil, errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", name)
+		}
+		if strings.EqualFold(name, catalog.HandleColumnName) {
+			return nil, errno.New(errno.ErrWrongFieldSpec, "Incorrect column name '%s': the name is reserved for the hidden row handle", name)
+		}
+		names[strings.ToLower(name)] = true
+		ft, err := types.FromAST(cd.Tp)
+		if errors.Is(err, types.ErrBitWidth) {
+			return nil, errno.New(errno.ErrTooBigDisplayWidth, "Display width out of range for column '%s' (max = 64)", name)
+		}
+		if err != nil {
+			return nil, errno.NotSupported(err.Error())
+		}
+		c := &catalog.ColumnInfo{ID: int64(i + 1), Name: name, Offset: i, Type: ft}
+		var defExpr ast.ExprNode
+		for _, o := range cd.Options {
+			switch o.Tp {
+			case ast.ColumnOptionPrimaryKey:
+				if err := setPK([]*ast.IndexPartSpecification{{Column: cd.Name}}); err != nil {
+					return nil, err
+				}
+			case ast.ColumnOptionNotNull:
+				c.Type.Flag |= mysql.NotNullFlag
+				delete(nullable, i)
+			case ast.ColumnOptionNull:
+				c.Type.Flag &^= mysql.NotNullFlag
+				nullable[i] = true
+			case ast.ColumnOptionAutoIncrement:
+				if c.Type.Class() != types.ClassInt && c.Type.Class() != types.ClassFloat {
+					return nil, errno.New(errno.ErrWrongFieldSpec, "Incorrect column specifier for column '%s'", name)
+				}
+				if t.AutoIncOffset >= 0 {
+					return nil, errno.New(errno.ErrWrongAutoKey, "Incorrect table definition; there can be only one auto column and it must be defined as a key")
+				}
+				c.AutoIncrement = true
+				c.Type.Flag |= mysql.AutoIncrementFlag
+				t.AutoIncOffset = i
+			case ast.ColumnOptionDefaultValue:
+				defExpr = o.Expr
+			case ast.ColumnOptionUniqKey:
+				uniqCols = append(uniqCols, name)
+			case ast.ColumnOptionComment, ast.ColumnOptionCollate, ast.ColumnOptionColumnFormat, ast.ColumnOptionStorage, ast.ColumnOptionReference, ast.ColumnOptionNoOption:
+				// No effect on storage or semantics Strata implements.
+			case ast.ColumnOptionOnUpdate:
+				return nil, errno.NotSupported("ON UPDATE CURRENT_TIMESTAMP")
+			case ast.ColumnOptionGenerated:
+				return nil, errno.NotSupported("generated columns")
+			case ast.ColumnOptionCheck:
+				return nil, errno.NotSupported("CHECK constraints")
+			default:
+				return nil, errno.NotSupported("this column option")
+			}
+		}
+		if defExpr != nil {
+			if err := setDefault(c, defExpr, env); err != nil {
+				return nil, err
+			}
+		}
+		t.Columns = append(t.Columns, c)
+	}
+	t.Init() // name lookups for the constraints; Init runs again below
+	for _, con := range x.Constraints {
+		switch con.Tp {
+		case ast.ConstraintPrimaryKey:
+			if err := setPK(con.Keys); err != nil {
+				return nil, err
+			}
+		case ast.ConstraintCheck:
+			return nil, errno.NotSupported("CHECK constraints")
+		case ast.ConstraintForeignKey:
+			return nil, errno.NotSupported("FOREIGN KEY")
+		case ast.ConstraintIndex, ast.ConstraintKey, ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
+			unique := con.Tp == ast.ConstraintUniq || con.Tp == ast.ConstraintUniqKey || con.Tp == ast.ConstraintUniqIndex
+			if err := addIndexInfo(t, con.Name, con.Keys, unique, con.Option); err != nil {
+				return nil, err
+			}
+		case ast.ConstraintFulltext, ast.ConstraintVector, ast.ConstraintColumnar:
+			return nil, errno.NotSupported("FULLTEXT / VECTOR / COLUMNAR indexes")
+		default:
+			return nil, errno.NotSupported("this table constraint")
+		}
+	}
+	for _, c := range uniqCols {
+		spec := []*ast.IndexPartSpecification{{Column: &ast.ColumnName{Name: ast.NewCIStr(c)}}}
+		if err := addIndexInfo(t, "", spec, true, nil); err != nil {
+			return nil, err
+		}
+	}
+	if pkParts != nil {
+		if err := setPrimaryKey(t, pkParts, nullable); err != nil {
+			return nil, err
+		}
+	}
+	if t.AutoIncOffset >= 0 && !isKeyPrefix(t, t.AutoIncOffset) {
+		return nil, errno.New(errno.ErrWrongAutoKey, "Incorrect table definition; there can be only one auto column and it must be defined as a key")
+	}
+	for _, o := range x.Options {
+		if o.Tp == ast.TableOptionComment {
+			t.Comment = o.StrValue
+		}
+	}
+	t.Init()
+	return t, nil
+}
+
+// setPrimaryKey makes parts t's PRIMARY KEY. With TiDB's default
+// tidb_enable_clustered_index=INT_ONLY a single integer column is the row
+// handle (clustered); any other key is NONCLUSTERED: a unique index named
+// PRIMARY, rows keeping a hidden _tidb_rowid handle. Every key column
+// becomes NOT NULL (1171 when declared NULL, as MySQL).
+func setPrimaryKey(t *catalog.TableInfo, parts []*ast.IndexPartSpecification, nullable map[int]bool) error {
+	offs := make([]int, len(parts))
+	for i, p := range parts {
+		if p.Expr != nil || p.Column == nil {
+			return errno.NotSupported("expression indexes")
+		}
+		off := t.FindColumn(p.Column.Name.O)
+		if off < 0 {
+			return errno.New(errKeyColumnNotExist, "Key column '%s' doesn't exist in table", p.Column.Name.O)
+		}
+		c := t.Columns[off]
+		if nullable[off] {
+			return errno.New(errPrimaryCantHaveNull, "All parts of a PRIMARY KEY must be NOT NULL; if you need NULL in a key, use UNIQUE instead")
+		}
+		if c.HasDefault && c.DefaultNull {
+			return errno.New(errno.ErrInvalidDefault, "Invalid default value for '%s'", c.Name)
+		}
+		offs[i] = off
+	}
+	if len(offs) == 1 && t.Columns[offs[0]].Type.Class() == types.ClassInt && parts[0].Length <= 0 {
+		c := t.Columns[offs[0]]
+		c.Type.Flag |= mysql.PriKeyFlag | mysql.NotNullFlag
+		t.PKIsHandle, t.HandleOffset = true, offs[0]
+		return nil
+	}
+	ix, err := NewIndexInfo(t, "", parts, true, nil)
+	if err != nil {
+		return err
+	}
+	for _, off := range offs {
+		t.Columns[off].Type.Flag |= mysql.PriKeyFlag | mysql.NotNullFlag
+	}
+	ix.Name, ix.Primary = "PRIMARY", true
+	t.MaxIndexID++
+	ix.ID = t.MaxIndexID
+	// First, as MySQL lists it in SHOW INDEX and SHOW CREATE TABLE.
+	t.Indices = append([]*catalog.IndexInfo{ix}, t.Indices...)
+	return nil
+}
+
+// isKeyPrefix reports whether column off is the row handle or the first
+// column of an index: MySQL's condition for an AUTO_INCREMENT column.
+func isKeyPrefix(t *catalog.TableInfo, off int) bool {
+	if t.PKIsHandle && t.HandleOffset == off {
+		return true
+	}
+	for _, ix := range t.Indices {
+		if ix.Columns[0].Offset == off {
+			return true
+		}
+	}
+	return false
+}
+
+func setDefault(c *catalog.ColumnInfo, n ast.ExprNode, env expr.Env) error {
+	invalid := errno.New(errno.ErrInvalidDefault, "Invalid default value for '%s'", c.Name)
+	if f, ok := n.(*ast.FuncCallExpr); ok {
+		switch f.FnName.L {
+		case "current_timestamp", "now", "localtime", "localtimestamp":
+			if c.Type.Class() != types.ClassTime || c.Type.Tp == mysql.TypeDate {
+				return invalid
+			}
+			c.HasDefault, c.DefaultNow = true, true
+			return nil
+		}
+	}
+	e, err := expr.Compile(n, &expr.Ctx{Env: env})
+	if err != nil {
+		return invalid
+	}
+	v, err := e.Eval(nil)
+	if err != nil {
+		return invalid
+	}
+	c.HasDefault = true
+	if v.IsNull() {
+		if c.Type.NotNull() {
+			return invalid
+		}
+		c.DefaultNull = true
+		return nil
+	}
+	if c.AutoIncrement {
+		return invalid
+	}
+	d, err := c.Type.Convert(v)
+	if err != nil {
+		return invalid
+	}
+	if c.Type.Class() == types.ClassFloat {
+		c.Default = string(types.AppendFloat(nil, d.Float64(), 64))
+	} else if c.Type.Tp == mysql.TypeBit {
+		c.Default = string(types.AppendText(nil, d, &c.Type)) // its bytes, read back by Convert
+	} else {
+		c.Default = string(types.AppendText(nil, d, nil))
+	}
+	return nil
+}

@@ -1,0 +1,301 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/ddl"
+	"github.com/stratadb/strata/sql/errno"
+)
+
+// errCantDropKey is MySQL's "Can't DROP '%s'; check that column/key exists".
+const errCantDropKey uint16 = 1091
+
+// ExecuteDDL runs a schema change (CREATE / DROP DATABASE, CREATE / DROP /
+// TRUNCATE TABLE, CREATE / DROP VIEW, CREATE / DROP INDEX, ALTER TABLE)
+// for the session env: validated here against the catalog, then submitted
+// as a job to the cluster's DDL queue (package ddl) and waited for. The
+// session commits its open transaction first.
+func (e *Executor) ExecuteDDL(ctx context.Context, stmt ast.StmtNode, env StmtEnv) (*Result, error) {
+	switch x := stmt.(type) {
+	case *ast.CreateDatabaseStmt:
+		return e.createDatabase(ctx, env, x)
+	case *ast.DropDatabaseStmt:
+		return e.dropDatabase(ctx, env, x)
+	case *ast.CreateTableStmt:
+		return e.createTable(ctx, env, x)
+	case *ast.DropTableStmt:
+		return e.dropTable(ctx, env, x)
+	case *ast.CreateViewStmt:
+		return e.createView(ctx, env, x)
+	case *ast.TruncateTableStmt:
+		return e.truncateTable(ctx, env, x)
+	case *ast.CreateIndexStmt:
+		return e.createIndex(ctx, env, x)
+	case *ast.DropIndexStmt:
+		return e.dropIndexStmt(ctx, env, x)
+	case *ast.AlterTableStmt:
+		return e.alterTable(ctx, env, x)
+	}
+	return nil, errno.NotSupported(fmt.Sprintf("%T as DDL", stmt))
+}
+
+func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTableStmt) (*Result, error) {
+	switch {
+	case x.ReferTable != nil:
+		return nil, errno.NotSupported("CREATE TABLE ... LIKE")
+	case x.Select != nil:
+		return nil, errno.NotSupported("CREATE TABLE ... SELECT")
+	case x.Partition != nil:
+		return nil, errno.NotSupported("partitioned tables")
+	case x.TemporaryKeyword != ast.TemporaryNone:
+		return nil, errno.NotSupported("temporary tables")
+	}
+	db, err := e.dbFor(ctx, env, x.Table.Schema.O)
+	if err != nil {
+		return nil, err
+	}
+	t, err := ddl.BuildTableInfo(x, env)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.dom.Catalog().GetTable(ctx, db, t.Name); err == nil {
+		if x.IfNotExists {
+			return &Result{}, nil
+		}
+		return nil, errno.New(errno.ErrTableExists, "Table '%s' already exists", t.Name)
+	}
+	id, err := e.dom.Store().AllocID(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	t.ID, t.DBID = int64(id), db.ID
+	err = e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionCreateTable, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, Table: t, IfNotExists: x.IfNotExists})
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range x.Options {
+		// AUTO_INCREMENT=N: the first automatic value is N (the table is
+		// new, so the stored bound is raised to N-1 before any insert).
+		if o.Tp == ast.TableOptionAutoIncrement && o.UintValue > 1 && t.AutoIncOffset >= 0 {
+			if err := e.dom.AutoInc().Rebase(ctx, t.ID, int64(min(o.UintValue-1, 1<<62))); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &Result{}, nil
+}
+
+// submitDDL runs job through the cluster's DDL job queue (package ddl) and
+// waits for it to end.
+func (e *Executor) submitDDL(ctx context.Context, stmt ast.StmtNode, job *ddl.Job) error {
+	job.Query = stmt.Text()
+	return e.dom.DDL().Submit(ctx, job)
+}
+
+func (e *Executor) createDatabase(ctx context.Context, env StmtEnv, x *ast.CreateDatabaseStmt) (*Result, error) {
+	if err := catalog.CheckDBName(x.Name.O); err != nil {
+		return nil, err
+	}
+	if _, err := e.dom.Catalog().GetDB(ctx, x.Name.O); err == nil {
+		if x.IfNotExists {
+			return &Result{AffectedRows: 1}, nil
+		}
+		return nil, errno.New(errno.ErrDBCreateExists, "Can't create database '%s'; database exists", x.Name.O)
+	}
+	id, err := e.dom.Store().AllocID(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	err = e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionCreateSchema, SchemaID: int64(id), SchemaName: x.Name.O,
+		DB: &catalog.DBInfo{ID: int64(id), Name: x.Name.O}, IfNotExists: x.IfNotExists})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{AffectedRows: 1}, nil
+}
+
+func (e *Executor) dropDatabase(ctx context.Context, env StmtEnv, x *ast.DropDatabaseStmt) (*Result, error) {
+	db, err := e.dom.Catalog().GetDB(ctx, x.Name.O)
+	if err != nil {
+		if errno.FromError(err).Code == errno.ErrBadDB {
+			if x.IfExists {
+				return &Result{}, nil
+			}
+			return nil, errno.New(errno.ErrDBDropExists, "Can't drop database '%s'; database doesn't exist", x.Name.O)
+		}
+		return nil, err
+	}
+	err = e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionDropSchema, SchemaID: db.ID, SchemaName: db.Name, IfExists: x.IfExists})
+	if err != nil {
+		return nil, err
+	}
+	if strings.EqualFold(env.CurrentDB(), x.Name.O) {
+		env.ClearCurrentDB()
+	}
+	return &Result{}, nil
+}
+
+// dropTable drops each table in its own job; it returns once no SQL node
+// writes under the dropped ids any more.
+func (e *Executor) dropTable(ctx context.Context, env StmtEnv, x *ast.DropTableStmt) (*Result, error) {
+	if x.IsView {
+		return e.dropViews(ctx, env, x)
+	}
+	for _, tn := range x.Tables {
+		db, err := e.dbFor(ctx, env, tn.Schema.O)
+		if err != nil {
+			if x.IfExists && errno.FromError(err).Code == errno.ErrBadDB {
+				continue
+			}
+			return nil, err
+		}
+		t, err := e.dom.Catalog().GetTable(ctx, db, tn.Name.O)
+		if err != nil {
+			if errno.FromError(err).Code == errno.ErrNoSuchTable {
+				if x.IfExists {
+					continue
+				}
+				return nil, errno.New(errno.ErrBadTable, "Unknown table '%s.%s'", db.Name, tn.Name.O)
+			}
+			return nil, err
+		}
+		if t.IsView() { // DROP TABLE does not drop views (MySQL)
+			if x.IfExists {
+				continue
+			}
+			return nil, errno.New(errno.ErrBadTable, "Unknown table '%s.%s'", db.Name, tn.Name.O)
+		}
+		err = e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionDropTable, SchemaID: db.ID, SchemaName: db.Name,
+			TableID: t.ID, TableName: t.Name, IfExists: x.IfExists})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &Result{}, nil
+}
+
+// truncateTable gives the table a new id: the old rows become unreachable
+// at once, whatever their number.
+func (e *Executor) truncateTable(ctx context.Context, env StmtEnv, x *ast.TruncateTableStmt) (*Result, error) {
+	db, err := e.dbFor(ctx, env, x.Table.Schema.O)
+	if err != nil {
+		return nil, err
+	}
+	t, err := e.dom.Catalog().GetTable(ctx, db, x.Table.Name.O)
+	if err != nil {
+		return nil, err
+	}
+	if t.IsView() {
+		return nil, errno.New(errno.ErrNoSuchTable, "Table '%s.%s' doesn't exist", db.Name, t.Name)
+	}
+	id, err := e.dom.Store().AllocID(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{}, e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionTruncateTable, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, NewTableID: int64(id)})
+}
+
+func (e *Executor) createIndex(ctx context.Context, env StmtEnv, x *ast.CreateIndexStmt) (*Result, error) {
+	switch x.KeyType {
+	case ast.IndexKeyTypeNone, ast.IndexKeyTypeUnique:
+	default:
+		return nil, errno.NotSupported("FULLTEXT / SPATIAL / VECTOR indexes")
+	}
+	spec := &ast.Constraint{Name: x.IndexName, Keys: x.IndexPartSpecifications, Option: x.IndexOption, IfNotExists: x.IfNotExists}
+	return &Result{}, e.addIndex(ctx, env, x, x.Table, spec, x.KeyType == ast.IndexKeyTypeUnique)
+}
+
+func (e *Executor) dropIndexStmt(ctx context.Context, env StmtEnv, x *ast.DropIndexStmt) (*Result, error) {
+	return &Result{}, e.dropIndex(ctx, env, x, x.Table, x.IndexName, x.IfExists)
+}
+
+func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTableStmt) (*Result, error) {
+	for _, sp := range x.Specs {
+		switch sp.Tp {
+		case ast.AlterTableAddConstraint:
+			c := sp.Constraint
+			switch c.Tp {
+			case ast.ConstraintIndex, ast.ConstraintKey:
+				if err := e.addIndex(ctx, env, x, x.Table, c, false); err != nil {
+					return nil, err
+				}
+			case ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
+				if err := e.addIndex(ctx, env, x, x.Table, c, true); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, errno.NotSupported("ALTER TABLE ADD of this constraint")
+			}
+		case ast.AlterTableDropIndex:
+			if err := e.dropIndex(ctx, env, x, x.Table, sp.Name, sp.IfExists); err != nil {
+				return nil, err
+			}
+		case ast.AlterTableLock, ast.AlterTableAlgorithm:
+			// Accepted: index changes are always online here.
+		default:
+			return nil, errno.NotSupported("this ALTER TABLE clause (only ADD/DROP INDEX)")
+		}
+	}
+	return &Result{}, nil
+}
+
+// freshTable reads the table definition from the KV layer, not the cache.
+func (e *Executor) freshTable(ctx context.Context, db *catalog.DBInfo, name string) (*catalog.TableInfo, error) {
+	e.dom.Catalog().Reload(db, name)
+	return e.dom.Catalog().GetTable(ctx, db, name)
+}
+
+// addIndex validates the index against the table's definition and runs it
+// as an ADD INDEX job (package ddl: delete only, write only, backfill,
+// public; a failed backfill, e.g. a duplicate in a UNIQUE index, removes
+// the index again).
+func (e *Executor) addIndex(ctx context.Context, env StmtEnv, stmt ast.StmtNode, tn *ast.TableName, c *ast.Constraint, unique bool) error {
+	db, err := e.dbFor(ctx, env, tn.Schema.O)
+	if err != nil {
+		return err
+	}
+	t, err := e.freshTable(ctx, db, tn.Name.O)
+	if err != nil {
+		return err
+	}
+	if c.IfNotExists && c.Name != "" && t.FindIndex(c.Name) != nil {
+		return nil
+	}
+	ix, err := ddl.NewIndexInfo(t, c.Name, c.Keys, unique, c.Option)
+	if err != nil {
+		return err
+	}
+	return e.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionAddIndex, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, Index: ix, IfNotExists: c.IfNotExists})
+}
+
+// dropIndex runs a DROP INDEX job: write only (queries stop reading it),
+// then absent. Its entries stay under an id never reused.
+func (e *Executor) dropIndex(ctx context.Context, env StmtEnv, stmt ast.StmtNode, tn *ast.TableName, name string, ifExists bool) error {
+	db, err := e.dbFor(ctx, env, tn.Schema.O)
+	if err != nil {
+		return err
+	}
+	t, err := e.freshTable(ctx, db, tn.Name.O)
+	if err != nil {
+		return err
+	}
+	ix := t.FindIndex(name)
+	if ix == nil {
+		if ifExists {
+			return nil
+		}
+		return errno.New(errCantDropKey, "Can't DROP '%s'; check that column/key exists", name)
+	}
+	if ix.Primary {
+		return errno.NotSupported("dropping a PRIMARY KEY")
+	}
+	return e.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionDropIndex, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, IndexName: name, IfExists: ifExists})
+}

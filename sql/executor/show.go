@@ -1,0 +1,387 @@
+package executor
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/infoschema"
+	"github.com/stratadb/strata/sql/privilege"
+	"github.com/stratadb/strata/sql/types"
+)
+
+func StringColumn(name string, flen int) ResultColumn {
+	ft := types.VarcharType
+	ft.Flen = flen
+	return ResultColumn{Name: name, OrgName: name, Type: ft}
+}
+
+func StringRow(vals ...string) []types.Datum {
+	row := make([]types.Datum, len(vals))
+	for i, v := range vals {
+		row[i] = types.NewString(v)
+	}
+	return row
+}
+
+// Show answers the SHOW statements about the schema and the cluster
+// (databases, tables, columns, indexes, CREATE TABLE / VIEW, engines,
+// table regions, statistics, grants) for the session env, filtered by LIKE or
+// WHERE. SHOW statements about the session itself (variables, status,
+// warnings, processes) are the session's.
+func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Result, error) {
+	var res *Result
+	switch x.Tp {
+	case ast.ShowRegions:
+		return e.showRegions(ctx, env, x)
+	case ast.ShowStatsMeta, ast.ShowStatsHistograms:
+		return e.showStats(ctx, env, x)
+	case ast.ShowGrants:
+		return e.showGrants(env, x) // grant.go
+	case ast.ShowDatabases:
+		dbs, err := e.dom.Catalog().ListDBs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res = &Result{Columns: []ResultColumn{StringColumn("Database", 64)}}
+		res.Rows = append(res.Rows, StringRow(infoschema.DBName))
+		for _, db := range dbs {
+			if env.VisibleDB(db.Name) {
+				res.Rows = append(res.Rows, StringRow(db.Name))
+			}
+		}
+	case ast.ShowTables:
+		if is := e.dom.InfoSchema(); strings.EqualFold(x.DBName, infoschema.DBName) || (x.DBName == "" && env.CurrentDB() == infoschema.DBName) {
+			res = &Result{Columns: []ResultColumn{StringColumn("Tables_in_"+infoschema.DBName, 64)}}
+			if x.Full {
+				res.Columns = append(res.Columns, StringColumn("Table_type", 64))
+			}
+			for _, n := range is.TableNames() {
+				if x.Full {
+					res.Rows = append(res.Rows, StringRow(n, "SYSTEM VIEW"))
+				} else {
+					res.Rows = append(res.Rows, StringRow(n))
+				}
+			}
+			break
+		}
+		db, err := e.dbFor(ctx, env, x.DBName)
+		if err != nil {
+			return nil, err
+		}
+		tables, err := e.dom.Catalog().ListTables(ctx, db)
+		if err != nil {
+			return nil, err
+		}
+		res = &Result{Columns: []ResultColumn{StringColumn("Tables_in_"+db.Name, 64)}}
+		if x.Full {
+			res.Columns = append(res.Columns, StringColumn("Table_type", 64))
+		}
+		for _, t := range tables {
+			if !env.VisibleTable(db.Name, t.Name) {
+				continue
+			}
+			if x.Full {
+				res.Rows = append(res.Rows, StringRow(t.Name, "BASE TABLE"))
+			} else {
+				res.Rows = append(res.Rows, StringRow(t.Name))
+			}
+		}
+	case ast.ShowColumns:
+		t, err := e.showTable(ctx, env, x.Table, x.DBName)
+		if err != nil {
+			return nil, err
+		}
+		res = &Result{Columns: []ResultColumn{StringColumn("Field", 64), StringColumn("Type", 64), StringColumn("Null", 3), StringColumn("Key", 3), StringColumn("Default", 64), StringColumn("Extra", 64)}}
+		for _, c := range t.Columns {
+			null, key, extra := "YES", "", ""
+			if c.Type.NotNull() {
+				null = "NO"
+			}
+			if c.IsPrimaryKey() {
+				key = "PRI"
+			}
+			if c.AutoIncrement {
+				extra = "auto_increment"
+			}
+			row := StringRow(c.Name, c.Type.SQLName(), null, key, "", extra)
+			switch {
+			case c.DefaultNow:
+				row[4] = types.NewString("CURRENT_TIMESTAMP")
+			case c.HasDefault && !c.DefaultNull:
+				row[4] = types.NewString(defaultText(c))
+			default:
+				row[4] = types.NullDatum
+			}
+			res.Rows = append(res.Rows, row)
+		}
+	case ast.ShowIndex:
+		return e.showIndex(ctx, env, x)
+	case ast.ShowCreateTable, ast.ShowCreateView:
+		t, err := e.showTable(ctx, env, x.Table, "")
+		if err != nil {
+			return nil, err
+		}
+		if t.IsView() {
+			return showCreateView(t), nil
+		}
+		if x.Tp == ast.ShowCreateView {
+			db := x.Table.Schema.O
+			if db == "" {
+				db = env.CurrentDB()
+			}
+			return nil, errno.New(1347, "'%s.%s' is not VIEW", db, t.Name)
+		}
+		res = &Result{Columns: []ResultColumn{StringColumn("Table", 64), StringColumn("Create Table", 1024)},
+			Rows: [][]types.Datum{StringRow(t.Name, createTableSQL(t))}}
+	case ast.ShowEngines:
+		res = &Result{Columns: []ResultColumn{StringColumn("Engine", 64), StringColumn("Support", 8), StringColumn("Comment", 80), StringColumn("Transactions", 3), StringColumn("XA", 3), StringColumn("Savepoints", 3)},
+			Rows: [][]types.Datum{StringRow("InnoDB", "DEFAULT", "Strata distributed storage (Raft-replicated regions)", "YES", "NO", "NO")}}
+	default:
+		return nil, errno.NotSupported("this SHOW statement")
+	}
+	return FilterShow(res, x, env)
+}
+
+func (e *Executor) showTable(ctx context.Context, env StmtEnv, tn *ast.TableName, dbName string) (*catalog.TableInfo, error) {
+	schema := tn.Schema.O
+	if dbName != "" {
+		schema = dbName
+	}
+	if t, ok, err := e.systemTable(env, schema, tn.Name.O); ok {
+		return t, err
+	}
+	db, err := e.dbFor(ctx, env, schema)
+	if err != nil {
+		return nil, err
+	}
+	if !env.VisibleTable(db.Name, tn.Name.O) {
+		user, host := env.Account()
+		return nil, privilege.TableDenied("SELECT", user, host, tn.Name.O)
+	}
+	return e.dom.Catalog().GetTable(ctx, db, tn.Name.O)
+}
+
+// filterShow applies SHOW ... LIKE 'p' (on the first column) and SHOW ... WHERE.
+func FilterShow(res *Result, x *ast.ShowStmt, env expr.Env) (*Result, error) {
+	if x.Pattern == nil && x.Where == nil {
+		return res, nil
+	}
+	cols := make([]expr.SchemaColumn, len(res.Columns))
+	for i, c := range res.Columns {
+		cols[i] = expr.SchemaColumn{Name: c.Name, Type: c.Type}
+	}
+	var cond expr.Expr
+	var err error
+	if x.Pattern != nil {
+		x.Pattern.Expr = &ast.ColumnNameExpr{Name: &ast.ColumnName{Name: ast.NewCIStr(res.Columns[0].Name)}}
+		// The names are lowered below; lower the pattern too ('Ssl%').
+		x.Pattern.Pattern = &ast.FuncCallExpr{FnName: ast.NewCIStr("lower"), Args: []ast.ExprNode{x.Pattern.Pattern}}
+		cond, err = expr.Compile(x.Pattern, &expr.Ctx{Columns: cols, Env: env, Clause: "where clause"})
+	} else {
+		cond, err = expr.Compile(x.Where, &expr.Ctx{Columns: cols, Env: env, Clause: "where clause"})
+	}
+	if err != nil {
+		return nil, err
+	}
+	kept := res.Rows[:0]
+	for _, r := range res.Rows {
+		if x.Pattern != nil {
+			// Names match case-insensitively, like MySQL's SHOW ... LIKE.
+			r0 := r[0]
+			r[0] = types.NewString(strings.ToLower(r0.String()))
+			d, err := cond.Eval(r)
+			r[0] = r0
+			if err != nil {
+				return nil, err
+			}
+			if ok, null := expr.IsTrue(d); ok && !null {
+				kept = append(kept, r)
+			}
+			continue
+		}
+		d, err := cond.Eval(r)
+		if err != nil {
+			return nil, err
+		}
+		if ok, null := expr.IsTrue(d); ok && !null {
+			kept = append(kept, r)
+		}
+	}
+	res.Rows = kept
+	return res, nil
+}
+
+func createTableSQL(t *catalog.TableInfo) string {
+	var b strings.Builder
+	b.WriteString("CREATE TABLE `" + t.Name + "` (\n")
+	for _, c := range t.Columns {
+		b.WriteString("  `" + c.Name + "` " + c.Type.SQLName())
+		if c.Type.NotNull() {
+			b.WriteString(" NOT NULL")
+		}
+		switch {
+		case c.DefaultNow:
+			b.WriteString(" DEFAULT CURRENT_TIMESTAMP")
+		case c.HasDefault && c.DefaultNull:
+			b.WriteString(" DEFAULT NULL")
+		case c.HasDefault && c.Type.Tp == mysql.TypeBit:
+			b.WriteString(" DEFAULT " + defaultText(c))
+		case c.HasDefault:
+			b.WriteString(" DEFAULT '" + strings.ReplaceAll(c.Default, "'", "''") + "'")
+		case !c.Type.NotNull():
+			b.WriteString(" DEFAULT NULL")
+		}
+		if c.AutoIncrement {
+			b.WriteString(" AUTO_INCREMENT")
+		}
+		b.WriteString(",\n")
+	}
+	var defs []string
+	if t.PKIsHandle {
+		defs = append(defs, "  PRIMARY KEY (`"+t.Columns[t.HandleOffset].Name+"`) /*T![clustered_index] CLUSTERED */")
+	}
+	defs = append(defs, indexDefs(t)...)
+	if len(defs) == 0 {
+		s := b.String()
+		b.Reset()
+		b.WriteString(strings.TrimSuffix(s, ",\n") + "\n")
+	} else {
+		b.WriteString(strings.Join(defs, ",\n") + "\n")
+	}
+	b.WriteString(") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
+	if t.Comment != "" {
+		b.WriteString(" COMMENT='" + strings.ReplaceAll(t.Comment, "'", "''") + "'")
+	}
+	return b.String()
+}
+
+// FieldList answers COM_FIELD_LIST: the columns of a table in env's current
+// database.
+func (e *Executor) FieldList(ctx context.Context, table string, env StmtEnv) ([]ResultColumn, error) {
+	t, ok, err := e.systemTable(env, "", table)
+	dbName := infoschema.DBName
+	if !ok {
+		db, err := e.dbFor(ctx, env, "")
+		if err != nil {
+			return nil, err
+		}
+		if !env.VisibleTable(db.Name, table) {
+			user, host := env.Account()
+			return nil, privilege.TableDenied("SELECT", user, host, table)
+		}
+		if t, err = e.dom.Catalog().GetTable(ctx, db, table); err != nil {
+			return nil, err
+		}
+		dbName = db.Name
+	} else if err != nil {
+		return nil, err
+	}
+	cols := make([]ResultColumn, len(t.Columns))
+	for i, c := range t.Columns {
+		cols[i] = ResultColumn{DB: dbName, Table: t.Name, OrgTable: t.Name, Name: c.Name, OrgName: c.Name, Type: c.Type}
+	}
+	return cols, nil
+}
+
+// systemTable resolves db.name when db (the current database when empty)
+// is information_schema: ok reports whether it is.
+func (e *Executor) systemTable(env StmtEnv, db, name string) (t *catalog.TableInfo, ok bool, err error) {
+	if db == "" {
+		db = env.CurrentDB()
+	}
+	sys := e.dom.InfoSchema()
+	if !sys.IsSystemDB(db) {
+		return nil, false, nil
+	}
+	t, _, err = sys.Table(db, name)
+	return t, true, err
+}
+
+// defaultText is a column default as DESCRIBE shows it: BIT defaults as
+// b'101', everything else as stored.
+func defaultText(c *catalog.ColumnInfo) string {
+	if c.Type.Tp == mysql.TypeBit {
+		return "b'" + strconv.FormatUint(c.DefaultDatum().Uint64(), 2) + "'"
+	}
+	return c.Default
+}
+
+func IntColumn(name string) ResultColumn {
+	return ResultColumn{Name: name, OrgName: name, Type: types.Int64Type}
+}
+
+// showIndex answers SHOW INDEX / KEYS FROM t in MySQL's column layout.
+func (e *Executor) showIndex(ctx context.Context, env StmtEnv, x *ast.ShowStmt) (*Result, error) {
+	t, err := e.showTable(ctx, env, x.Table, x.DBName)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: []ResultColumn{
+		StringColumn("Table", 64), IntColumn("Non_unique"), StringColumn("Key_name", 64), IntColumn("Seq_in_index"), StringColumn("Column_name", 64),
+		StringColumn("Collation", 1), IntColumn("Cardinality"), IntColumn("Sub_part"), StringColumn("Packed", 10), StringColumn("Null", 3),
+		StringColumn("Index_type", 16), StringColumn("Comment", 16), StringColumn("Index_comment", 1024), StringColumn("Visible", 3), StringColumn("Expression", 64), StringColumn("Clustered", 3),
+	}}
+	add := func(key string, unique bool, seq int, c *catalog.ColumnInfo, comment string, clustered bool) {
+		nonUnique, null, cl := int64(1), "YES", "NO"
+		if unique {
+			nonUnique = 0
+		}
+		if c.Type.NotNull() {
+			null = ""
+		}
+		if clustered {
+			cl = "YES"
+		}
+		res.Rows = append(res.Rows, []types.Datum{
+			types.NewString(t.Name), types.NewInt(nonUnique), types.NewString(key), types.NewInt(int64(seq)), types.NewString(c.Name),
+			types.NewString("A"), types.NewInt(0), types.NullDatum, types.NullDatum, types.NewString(null),
+			types.NewString("BTREE"), types.NewString(""), types.NewString(comment), types.NewString("YES"), types.NullDatum, types.NewString(cl),
+		})
+	}
+	if t.PKIsHandle {
+		add("PRIMARY", true, 1, t.Columns[t.HandleOffset], "", true)
+	}
+	for _, ix := range t.Indices {
+		if !ix.Public() {
+			continue
+		}
+		for i, c := range ix.Columns {
+			add(ix.Name, ix.Unique, i+1, t.Columns[c.Offset], ix.Comment, false)
+		}
+	}
+	return FilterShow(res, x, env)
+}
+
+// indexDefs renders the public indexes of t as SHOW CREATE TABLE lines.
+func indexDefs(t *catalog.TableInfo) []string {
+	var out []string
+	for _, ix := range t.Indices {
+		if !ix.Public() {
+			continue
+		}
+		cols := make([]string, len(ix.Columns))
+		for i, c := range ix.Columns {
+			cols[i] = "`" + t.Columns[c.Offset].Name + "`"
+		}
+		var line string
+		switch {
+		case ix.Primary:
+			line = "  PRIMARY KEY (" + strings.Join(cols, ",") + ") /*T![clustered_index] NONCLUSTERED */"
+		case ix.Unique:
+			line = "  UNIQUE KEY `" + ix.Name + "` (" + strings.Join(cols, ",") + ")"
+		default:
+			line = "  KEY `" + ix.Name + "` (" + strings.Join(cols, ",") + ")"
+		}
+		if ix.Comment != "" {
+			line += " COMMENT '" + strings.ReplaceAll(ix.Comment, "'", "''") + "'"
+		}
+		out = append(out, line)
+	}
+	return out
+}
