@@ -22,12 +22,12 @@ var workloads = []struct {
 	// quick is the nemesis family `make test` runs this workload with.
 	quick string
 }{
-	{"bank", func(*run) workload { return bank{} }, "partition"},
-	{"register", func(*run) workload { return &register{} }, "pause"},
-	{"append-optimistic", func(*run) workload { return &appendWL{} }, "kill"},
-	{"append-pessimistic", func(*run) workload { return &appendWL{pessimistic: true} }, "partition"},
-	{"set", func(*run) workload { return &set{} }, "kill"},
-	{"monotonic", func(r *run) workload { return &monotonic{pd: pdFor(r)} }, "net"},
+	{"bank", func(*run) workload { return bank{} }, "network"},
+	{"register", func(*run) workload { return &register{} }, "process"},
+	{"append-optimistic", func(*run) workload { return &appendWL{} }, "process"},
+	{"append-pessimistic", func(*run) workload { return &appendWL{pessimistic: true} }, "network"},
+	{"set", func(*run) workload { return &set{} }, "schedule"},
+	{"monotonic", func(r *run) workload { return &monotonic{pd: pdFor(r)} }, "clock"},
 }
 
 // pdFor returns a lazily made PD client of r's cluster, closed at the end

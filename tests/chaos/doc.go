@@ -5,19 +5,19 @@
 // (ok, fail, or info when its outcome is unknown) with monotonic
 // timestamps, and package checker checks the history.
 //
-// Nemesis families: kill (kill -9 and restart a store, the PD, a SQL node,
-// a store and the PD, every process), pause (SIGSTOP / SIGCONT of a store,
-// the PD or a SQL node past its leases), partition (one member isolated,
-// the busiest region's leader isolated, halves, a bridge of overlapping
-// majorities, a one-way cut), net (20 % packet loss, a 1 Mbit/s cap),
-// schedule (SPLIT TABLE under load, storms of leader transfers) and clock
-// (PD or a SQL node restarted with its wall clock up to an hour off, then
-// with the true one: STRATA_CLOCK_SKEW, so the binaries are built with
-// the failpoints tag).
-// The last two run the cluster in network namespaces of the test's own
-// (netlab_test.go: a bridge in a hub namespace, nftables rules and tc
-// qdiscs inside the members' namespaces; needs root); kill and pause run
-// it on loopback ports.
+// Nemesis families (a full run crosses each with every workload):
+// process (kill -9 and restart a store, the PD, a SQL node, a store and
+// the PD, every process; SIGSTOP / SIGCONT of a store, the PD or a SQL
+// node past its leases), network (one member isolated, the busiest
+// region's leader isolated, halves, a bridge of overlapping majorities, a
+// one-way cut, 20 % packet loss, a 1 Mbit/s cap), schedule (SPLIT TABLE
+// under load, storms of leader transfers) and clock (PD or a SQL node
+// restarted with its wall clock up to an hour off, then with the true
+// one: STRATA_CLOCK_SKEW, so the binaries are built with the failpoints
+// tag). The network family runs the cluster in network namespaces of the
+// test's own (netlab_test.go: a bridge in a hub namespace, nftables rules
+// and tc qdiscs inside the members' namespaces; needs root); the others
+// run it on loopback ports.
 //
 // Workloads: bank (transfers keep a fixed total; reads in one statement
 // and across statements of one transaction), register (per-key
@@ -30,8 +30,8 @@
 // `make test` runs each workload once with one nemesis family for a short
 // time (STRATA_CHAOS_SECONDS, default 20, the last 8 s a recovery tail
 // without faults); `make chaos` runs every workload with every nemesis
-// family for longer (STRATA_CHAOS_FULL=1) and writes
-// one markdown report per run, plus a summary table, under
+// family for 60 s (STRATA_CHAOS_FULL=1; 24 runs, under 30 minutes) and
+// writes one markdown report per run, plus a summary table, under
 // STRATA_CHAOS_REPORT_DIR. STRATA_CHAOS_SEED replays a schedule (the seed
 // is in every report; timing still differs between runs).
 package chaos

@@ -211,7 +211,15 @@ var (
 			return skew(r, rng, p)
 		},
 	}}
-	nemeses = []nemesis{killNemesis, pauseNemesis, partitionNemesis, netNemesis, scheduleNemesis, clockNemesis}
+	// The families a full run crosses with every workload: processes
+	// killed or paused, the network partitioned or degraded, the
+	// schedule, the clocks.
+	nemeses = []nemesis{
+		{name: "process", faults: slices.Concat(killNemesis.faults, pauseNemesis.faults)},
+		{name: "network", lab: true, faults: slices.Concat(partitionNemesis.faults, netNemesis.faults)},
+		scheduleNemesis,
+		clockNemesis,
+	}
 )
 
 // partition cuts every member of a from every member of b, both ways.
