@@ -113,9 +113,9 @@
 // (Put/Delete/DeleteRange of cf keys; the engine key is kv/keys.EngineKey(cf,
 // key)), or an admin command (CompactLog, Split; Propose accepts none from
 // callers: the store proposes them itself). raftstore knows nothing
-// of transactions: the layer above (store/server's 1PC today, store/txn next)
-// evaluates against the engine on the leader under its own per-key latches
-// and proposes the resulting writes through Store.Propose.
+// of transactions: the layer above (store/txn) evaluates against the
+// engine on the leader under its own per-key latches and proposes the
+// resulting writes through Store.Propose.
 //
 // Propose checks leadership, the caller's leader generation, the epoch, the
 // term (when given) and that every key lies in the region, then proposes.
