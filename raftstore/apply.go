@@ -27,9 +27,11 @@ import (
 // responses, and the side effects the loop runs once the batch is
 // committed (conf changes for raft and storeMeta, splits, removed peers,
 // written regions for the split checker). Of a peer it touches only the
-// apply side: its region (later entries of the round are checked against
-// it), its lease's commit and publication state, its write counters and
-// its proposals awaiting an index. Everything else of the store it reaches
+// apply side: its region and what follows from it (later entries of the
+// round are checked against it; siblings, the removed flag, whether the
+// split checker measured it), its lease's commit and publication state,
+// its write and log-size counters, its resolved-ts lock flag and its
+// proposals awaiting an index. Everything else of the store it reaches
 // through applyHost. It runs on the loop's goroutine today; it is the unit
 // an apply worker pool would run for disjoint peers.
 type applier struct {
