@@ -171,12 +171,11 @@ func (p *peer) status(iter uint64) *raft.BasicStatus {
 // ReadIndex would). It reports false when the read needs a ReadIndex.
 func (s *Store) leaseRead(p *peer, rr *readRequest) bool {
 	st := p.status(s.iter)
-	p.syncLease(st)
 	now := s.now()
-	if !p.lease.valid(now, st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee) {
+	rem, ok := p.leaseLeft(st, now)
+	if !ok {
 		return false
 	}
-	rem := p.lease.remaining(now)
 	readsTotal.WithLabelValues("lease").Inc()
 	leaseRemainingSeconds.Observe(rem.Seconds())
 	if h := s.leaseHook.Load(); h != nil {
@@ -186,17 +185,33 @@ func (s *Store) leaseRead(p *peer, rr *readRequest) bool {
 	if rem < s.maxLease/2 {
 		p.renewLease = true // renew in the background, before it runs out
 	}
+	p.readAtCommit(rr, st, now)
+	return true
+}
+
+// leaseLeft syncs p's lease with raft's status st and returns the time it
+// has left at now, or false when it is not valid.
+func (p *peer) leaseLeft(st *raft.BasicStatus, now time.Time) (time.Duration, bool) {
+	p.syncLease(st)
+	if !p.lease.valid(now, st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee) {
+		return 0, false
+	}
+	return p.lease.remaining(now), true
+}
+
+// readAtCommit serves rr once p's applied index reaches raft's commit
+// index in st: at once, or with the read batch waiting for that index.
+func (p *peer) readAtCommit(rr *readRequest, st *raft.BasicStatus, now time.Time) {
 	commit := st.GetCommit()
 	if p.ps.apply.applied >= commit {
 		rr.respond(readResult{region: proto.Clone(p.region).(*metapb.Region)})
-		return true
+		return
 	}
 	if n := len(p.readBatches); n > 0 && p.readBatches[n-1].ctx == nil && p.readBatches[n-1].index == commit {
 		p.readBatches[n-1].reqs = append(p.readBatches[n-1].reqs, rr)
-		return true
+		return
 	}
 	p.readBatches = append(p.readBatches, &readBatch{index: commit, reqs: []*readRequest{rr}, issued: now, term: st.GetTerm()})
-	return true
 }
 
 // issueReadIndex puts p's queued reads (possibly none: a lease renewal)
