@@ -2,8 +2,12 @@
 // below it: what the SQL layer may ask of KV, and the errors it gets back.
 //
 //   - Storage (storage.go): timestamps, ids, coprocessor requests and
-//     transactions; the one-shot Get/Scan/Commit read and write catalog
-//     entries outside a transaction.
+//     transactions (Begin); every read and write of data goes through a
+//     Txn.
+//   - ReadAt, GetAt, ScanAt, Update and Mutate (snapshot.go): a read-only
+//     snapshot at a timestamp, and an optimistic write transaction, for
+//     code outside a session's transaction (catalog, DDL, statistics,
+//     privileges).
 //   - Txn, TxnOptions, LockOptions, CommitGuard, KvPair (txn.go): one
 //     transaction, owned by a session; executors read and write only
 //     through it.

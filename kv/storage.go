@@ -25,15 +25,6 @@ type Storage interface {
 	// AllocID reserves count cluster-unique ids and returns the first;
 	// the reserved ids are [first, first+count).
 	AllocID(ctx context.Context, count uint32) (uint64, error)
-	// Get reads the newest version of key committed at or before ts.
-	Get(ctx context.Context, key []byte, ts uint64) (value []byte, found bool, err error)
-	// Scan reads up to limit (0: no limit) pairs in [start, end) at ts, in
-	// key order. An empty end means no upper bound.
-	Scan(ctx context.Context, start, end []byte, ts uint64, limit int) ([]*kvrpcpb.KvPair, error)
-	// Commit atomically applies muts with the given timestamps. An Insert of
-	// a live key fails with *KeyExistsError; a key written after startTS
-	// fails with *WriteConflictError; nothing is written in either case.
-	Commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) error
 	// Coprocessor runs dag over ranges at ts and returns one response per
 	// region touched, in key order.
 	Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error)

@@ -24,6 +24,34 @@ var bg = context.Background()
 
 func key(i int) string { return fmt.Sprintf("k%02d", i) }
 
+// commit1PC writes muts (all in the region of the first) as kvclient/txn
+// sends a one-region write: one prewrite with try_one_pc, committed at
+// commitTS, sent again only when SendRequest says so. Key errors come back
+// as keyError maps them.
+func commit1PC(ctx context.Context, c *Client, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) error {
+	bo := newBackoffer(c.cfg.BackoffBudget)
+	req := &kvrpcpb.PrewriteRequest{Mutations: muts, PrimaryLock: muts[0].GetKey(), StartVersion: startTS,
+		LockTtl: 3000, TxnSize: uint64(len(muts)), MinCommitTs: commitTS, TryOnePc: true}
+	for {
+		r, err := c.locate(ctx, &bo, muts[0].GetKey())
+		if err != nil {
+			return err
+		}
+		req.Context = nil
+		resp, retry, err := c.sendToRegion(ctx, &bo, r, &Request{Cmd: &storepb.BatchCommandsRequest_Request_Prewrite{Prewrite: req}})
+		if err != nil {
+			return err
+		}
+		if retry {
+			continue
+		}
+		if kes := resp.GetPrewrite().GetErrors(); len(kes) > 0 {
+			return fmt.Errorf("commit region %d: %w", r.ID(), keyError(kes[0]))
+		}
+		return nil
+	}
+}
+
 func requireGet(t *testing.T, c *Client, k string, ts uint64, want string) {
 	t.Helper()
 	v, found, err := c.Get(bg, []byte(k), ts)
@@ -154,7 +182,7 @@ func TestStoreDown(t *testing.T) {
 
 	// A write refused before it was sent is retried on the next peer.
 	c2 := cl.client(Config{})
-	err := c2.Commit(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("b"), Value: []byte("w")}}, 20, 21)
+	err := commit1PC(bg, c2, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("b"), Value: []byte("w")}}, 20, 21)
 	require.NoError(t, err)
 	require.Equal(t, 1, cl.appliedOnePCs(1))
 	requireGet(t, c, "b", 30, "w")
@@ -227,74 +255,7 @@ func seq(from, to int) []int {
 	return out
 }
 
-func TestCommitGroupsByRegion(t *testing.T) {
-	cl := newFakeCluster(t, 2)
-	r2 := cl.split(key(10))
-	cl.setLeader(r2, 2)
-	c := cl.client(Config{})
-	muts := []*kvrpcpb.Mutation{
-		{Op: kvrpcpb.Op_Put, Key: []byte(key(15)), Value: []byte("a")},
-		{Op: kvrpcpb.Op_Put, Key: []byte(key(1)), Value: []byte("b")},
-		{Op: kvrpcpb.Op_Insert, Key: []byte(key(19)), Value: []byte("c")},
-		{Op: kvrpcpb.Op_Put, Key: []byte(key(2)), Value: []byte("d")},
-	}
-	require.NoError(t, c.Commit(bg, muts, 10, 11))
-	require.Equal(t, []byte(key(15)), muts[0].Key, "caller's slice not reordered")
-	require.Equal(t, 1, cl.appliedOnePCs(1))
-	require.Equal(t, 1, cl.appliedOnePCs(r2))
-	require.Equal(t, 1, cl.calls(1, "KvOnePC"))
-	require.Equal(t, 1, cl.calls(2, "KvOnePC"))
-	for k, v := range map[string]string{key(15): "a", key(1): "b", key(19): "c", key(2): "d"} {
-		requireGet(t, c, k, 12, v)
-	}
-
-	// Delete one key in each region.
-	require.NoError(t, c.Commit(bg, []*kvrpcpb.Mutation{
-		{Op: kvrpcpb.Op_Del, Key: []byte(key(1))}, {Op: kvrpcpb.Op_Del, Key: []byte(key(19))},
-	}, 12, 13))
-	requireGet(t, c, key(1), 14, "")
-	requireGet(t, c, key(19), 14, "")
-	requireGet(t, c, key(1), 12, "b")
-}
-
-func TestCommitPartialAcrossRegions(t *testing.T) {
-	cl := newFakeCluster(t, 2)
-	r2 := cl.split(key(10))
-	cl.setLeader(r2, 2)
-	cl.put(key(15), "newer", 50) // region 2 conflicts, region 1 commits
-	c := cl.client(Config{})
-	err := c.Commit(bg, []*kvrpcpb.Mutation{
-		{Op: kvrpcpb.Op_Put, Key: []byte(key(1)), Value: []byte("a")},
-		{Op: kvrpcpb.Op_Put, Key: []byte(key(15)), Value: []byte("b")},
-	}, 20, 60)
-	require.ErrorIs(t, err, ErrPartialCommit, "a conflict after another region committed is not a clean failure")
-	var wc *WriteConflictError
-	require.ErrorAs(t, err, &wc, "the failing region's error is kept")
-	requireGet(t, c, key(1), 61, "a")
-	requireGet(t, c, key(15), 61, "newer")
-
-	// Every region failing is a clean failure.
-	err = c.Commit(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte(key(15)), Value: []byte("c")}}, 20, 70)
-	require.ErrorAs(t, err, &wc)
-	require.NotErrorIs(t, err, ErrPartialCommit)
-}
-
-func TestCommitRegroupsAfterSplit(t *testing.T) {
-	cl := newFakeCluster(t, 1)
-	c := cl.client(Config{})
-	requireGet(t, c, key(0), 1, "") // cache the whole-space region
-	r2 := cl.split(key(10))
-	muts := []*kvrpcpb.Mutation{
-		{Op: kvrpcpb.Op_Put, Key: []byte(key(1)), Value: []byte("x")},
-		{Op: kvrpcpb.Op_Put, Key: []byte(key(11)), Value: []byte("y")},
-	}
-	require.NoError(t, c.Commit(bg, muts, 10, 11))
-	require.Equal(t, 1, cl.appliedOnePCs(1))
-	require.Equal(t, 1, cl.appliedOnePCs(r2))
-	requireGet(t, c, key(11), 12, "y")
-}
-
-func TestCommitKeyErrors(t *testing.T) {
+func TestOnePCKeyErrors(t *testing.T) {
 	cl := newFakeCluster(t, 1)
 	cl.put("exists", "v", 10)
 	cl.put("hot", "v", 50)
@@ -323,38 +284,38 @@ func TestCommitKeyErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.check(t, c.Commit(bg, []*kvrpcpb.Mutation{tt.mut}, tt.start, tt.start+100))
+			tt.check(t, commit1PC(bg, c, []*kvrpcpb.Mutation{tt.mut}, tt.start, tt.start+100))
 		})
 	}
 }
 
-func TestCommitRetriesStaleCommand(t *testing.T) {
+func TestOnePCRetriesStaleCommand(t *testing.T) {
 	cl := newFakeCluster(t, 1)
 	var once sync.Once
 	// StaleCommand means the proposal was dropped or overwritten before it
 	// applied: the write is sent again and lands exactly once.
 	cl.setHook(1, func(_ context.Context, method string, after bool) *errorpb.Error {
 		var re *errorpb.Error
-		if method == "KvOnePC" && !after {
+		if method == "KvPrewrite" && !after {
 			once.Do(func() { re = &errorpb.Error{StaleCommand: &errorpb.StaleCommand{}} })
 		}
 		return re
 	})
 	c := cl.client(Config{})
-	err := c.Commit(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("v")}}, 10, 11)
+	err := commit1PC(bg, c, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("v")}}, 10, 11)
 	require.NoError(t, err)
-	require.Equal(t, 2, cl.calls(1, "KvOnePC"))
+	require.Equal(t, 2, cl.calls(1, "KvPrewrite"))
 	require.Equal(t, 1, cl.appliedOnePCs(1))
 }
 
-func TestCommitUndetermined(t *testing.T) {
+func TestOnePCUndetermined(t *testing.T) {
 	tests := []struct {
 		name string
 		hook func(release <-chan struct{}) hookFn
 	}{
 		{"rpc timeout", func(release <-chan struct{}) hookFn {
 			return func(_ context.Context, method string, after bool) *errorpb.Error {
-				if method == "KvOnePC" && after {
+				if method == "KvPrewrite" && after {
 					// Applied, but the answer never arrives in time.
 					<-release
 				}
@@ -363,7 +324,7 @@ func TestCommitUndetermined(t *testing.T) {
 		}},
 		{"unknown region error", func(<-chan struct{}) hookFn {
 			return func(_ context.Context, method string, after bool) *errorpb.Error {
-				if method == "KvOnePC" {
+				if method == "KvPrewrite" {
 					return &errorpb.Error{Message: "something"}
 				}
 				return nil
@@ -382,9 +343,9 @@ func TestCommitUndetermined(t *testing.T) {
 			// rightly retried and is not the case under test.
 			_, _, err := c.Get(bg, []byte("warm-up"), 10)
 			require.NoError(t, err)
-			err = c.Commit(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a")}}, 10, 11)
+			err = commit1PC(bg, c, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a")}}, 10, 11)
 			require.ErrorIs(t, err, ErrUndetermined)
-			require.Equal(t, 1, cl.calls(1, "KvOnePC"), "an ambiguous write is not retried")
+			require.Equal(t, 1, cl.calls(1, "KvPrewrite"), "an ambiguous write is not retried")
 		})
 	}
 }
@@ -551,7 +512,7 @@ func TestConcurrentClients(t *testing.T) {
 			for i := range 20 {
 				k := []byte(fmt.Sprintf("k%02d-%d", i, g))
 				ts := uint64(1000*g + 10*i + 1)
-				if err := c.Commit(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: k, Value: k}}, ts, ts+1); err != nil {
+				if err := commit1PC(bg, c, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: k, Value: k}}, ts, ts+1); err != nil {
 					errs <- err
 					return
 				}
@@ -674,7 +635,7 @@ func TestCallerDeadlineWithHungStore(t *testing.T) {
 
 	ctx2, cancel2 := context.WithTimeout(bg, 50*time.Millisecond)
 	defer cancel2()
-	err = c.Commit(ctx2, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a")}}, 10, 11)
+	err = commit1PC(ctx2, c, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a")}}, 10, 11)
 	require.ErrorIs(t, err, ErrUndetermined, "the write was sent and may apply")
 }
 
@@ -685,7 +646,7 @@ func TestCloseDuringWriteIsUndetermined(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	cl.setHook(1, func(ctx context.Context, method string, after bool) *errorpb.Error {
-		if method == "KvOnePC" && after {
+		if method == "KvPrewrite" && after {
 			select { // applied; the answer is held back
 			case <-release:
 			case <-ctx.Done():
@@ -698,7 +659,7 @@ func TestCloseDuringWriteIsUndetermined(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Commit(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a")}}, 10, 11)
+		done <- commit1PC(bg, c, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a")}}, 10, 11)
 	}()
 	require.Eventually(t, func() bool { return cl.appliedOnePCs(1) == 1 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.Close())

@@ -16,9 +16,9 @@
 //	t, err := store.Begin(ctx, kv.TxnOptions{Pessimistic: true})
 //
 // Transactions send Percolator commands through SendRequest (below);
-// pushed-down reads go through Coprocessor / CoprocessorResolved. Get, Scan
-// and Commit (kv.go) are one-shot reads and writes outside a transaction,
-// used by tests only (see Writes).
+// pushed-down reads go through Coprocessor / CoprocessorResolved. Get and
+// Scan (kv.go) are one-shot reads outside a transaction (no lock
+// resolution), used by tests of the routing only.
 //
 // # Routing and retries
 //
@@ -54,22 +54,19 @@
 //
 // # Writes
 //
-// Transactions (package kvclient/txn) write through SendRequest with
-// Percolator commands; the SQL node's autocommit path does too. Commit is
-// the legacy path, kept for tests until the stores drop KvOnePC: it groups
-// mutations by region and sends one KvOnePC per region, regions
-// in parallel. It is atomic within one region only: when mutations span
-// regions, some regions may commit while another fails (cross-region 2PC is a
-// later issue; until then the SQL layer should keep multi-region writes to
-// statements that tolerate it, or retry idempotently).
+// Every write is a transaction's: package kvclient/txn sends Percolator
+// commands (a 1PC write is a prewrite with try_one_pc) through SendRequest,
+// grouping its keys by region with GroupSorted / OnSorted. There is no
+// one-shot write.
 //
-// A OnePC is retried only when its outcome is known not to have been applied:
-// region errors NotLeader, RegionNotFound, EpochNotMatch, KeyNotInRegion,
-// ServerIsBusy, StaleCommand, and transport failures before the request reached a
-// connection (no HTTP/2 stream was created, e.g. connection refused). Any
-// other failure (RPC timeout, connection lost after sending,
-// unknown region errors, ctx cancelled in flight) returns an error wrapping
-// ErrUndetermined: the write may or may not have been applied.
+// A write command is resent only when its outcome is known not to have
+// been applied: region errors NotLeader, RegionNotFound, EpochNotMatch,
+// KeyNotInRegion, ServerIsBusy, StaleCommand, and transport failures before
+// the request reached a connection (no HTTP/2 stream was created, e.g.
+// connection refused). Any other failure (RPC timeout, connection lost
+// after sending, unknown region errors, ctx cancelled in flight) returns an
+// error wrapping ErrUndetermined: the write may or may not have been
+// applied.
 //
 // A conflict is always reported as a WriteConflictError. The store may
 // raise a write's commit_ts above the reads it already served (package

@@ -16,11 +16,6 @@ var (
 	// leaves its outcome unknown: it may or may not have been applied.
 	ErrUndetermined = errors.New("kvclient: write outcome undetermined")
 
-	// ErrPartialCommit is returned (wrapping the failing region's error) when
-	// a commit spanning regions was applied in some regions and failed in
-	// others: the write is neither done nor undone, and must not be retried
-	// as if nothing had been written.
-	ErrPartialCommit = errors.New("kvclient: commit applied in some regions only")
 	// ErrAborted is returned (wrapped, with the store's reason) for a
 	// KeyError the store marked unretryable.
 	ErrAborted = errors.New("kvclient: aborted by store")
@@ -79,8 +74,6 @@ func keyError(ke *kvrpcpb.KeyError) error {
 		return fmt.Errorf("%w: unknown key error %v", ErrAborted, ke)
 	}
 }
-
-func isUndetermined(err error) bool { return errors.Is(err, ErrUndetermined) }
 
 // CopExprError is a MySQL error a store's coprocessor raised evaluating a
 // pushed-down expression (coprocessorpb.SelectResponse.error): 1690 for an

@@ -37,7 +37,7 @@ type fakeCluster struct {
 	noBatch  bool                     // stores ignore StoreBatchTasks (as before store batching)
 	pdLeader map[uint64]uint64        // region id → store PD claims leads it
 	pdErr    error
-	onePCs   map[uint64]int // region id → applied OnePC requests
+	onePCs   map[uint64]int // region id → applied 1PC prewrites
 
 	pdCalls atomic.Int32
 }
@@ -54,7 +54,7 @@ type fakeVersion struct {
 }
 
 // hookFn runs in a store handler before it serves (after=false) and, for
-// KvOnePC, after it applied (after=true). A non-nil result is sent as the
+// KvPrewrite, after it applied (after=true). A non-nil result is sent as the
 // region error instead of the normal response.
 type hookFn func(ctx context.Context, method string, after bool) *errorpb.Error
 
@@ -388,9 +388,15 @@ func (s *fakeStore) KvScan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrp
 	return &kvrpcpb.ScanResponse{Pairs: s.cl.scan(req.StartKey, end, req.Version, int(req.Limit))}, nil
 }
 
-func (s *fakeStore) KvOnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
-	if re := s.enter(ctx, "KvOnePC", false); re != nil {
-		return &kvrpcpb.OnePCResponse{RegionError: re}, nil
+// KvPrewrite serves 1PC prewrites only (try_one_pc, as kvclient/txn sends
+// a one-region write): every mutation is committed at min_commit_ts, or the
+// key errors are returned.
+func (s *fakeStore) KvPrewrite(ctx context.Context, req *kvrpcpb.PrewriteRequest) (*kvrpcpb.PrewriteResponse, error) {
+	if !req.GetTryOnePc() {
+		return nil, errors.New("fake store: only 1PC prewrites are supported")
+	}
+	if re := s.enter(ctx, "KvPrewrite", false); re != nil {
+		return &kvrpcpb.PrewriteResponse{RegionError: re}, nil
 	}
 	cl := s.cl
 	cl.mu.Lock()
@@ -401,32 +407,35 @@ func (s *fakeStore) KvOnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kv
 	r, re := s.check(req.Context, keys...)
 	if re != nil {
 		cl.mu.Unlock()
-		return &kvrpcpb.OnePCResponse{RegionError: re}, nil
+		return &kvrpcpb.PrewriteResponse{RegionError: re}, nil
 	}
 	var kes []*kvrpcpb.KeyError
 	for _, m := range req.Mutations {
 		vs := cl.data[string(m.Key)]
-		if n := len(vs); n > 0 && vs[n-1].commitTS > req.StartTs {
+		if n := len(vs); n > 0 && vs[n-1].commitTS > req.StartVersion {
 			kes = append(kes, &kvrpcpb.KeyError{Conflict: &kvrpcpb.WriteConflict{
-				StartTs: req.StartTs, ConflictCommitTs: vs[n-1].commitTS, Key: m.Key}})
+				StartTs: req.StartVersion, ConflictCommitTs: vs[n-1].commitTS, Key: m.Key}})
 			continue
 		}
-		if _, live := cl.visible(string(m.Key), req.StartTs); live && m.Op == kvrpcpb.Op_Insert {
+		if _, live := cl.visible(string(m.Key), req.StartVersion); live && m.Op == kvrpcpb.Op_Insert {
 			kes = append(kes, &kvrpcpb.KeyError{AlreadyExist: &kvrpcpb.AlreadyExist{Key: m.Key}})
 		}
 	}
 	if len(kes) == 0 {
 		for _, m := range req.Mutations {
 			cl.data[string(m.Key)] = append(cl.data[string(m.Key)], fakeVersion{
-				commitTS: req.CommitTs, value: m.Value, deleted: m.Op == kvrpcpb.Op_Del})
+				commitTS: req.MinCommitTs, value: m.Value, deleted: m.Op == kvrpcpb.Op_Del})
 		}
 		cl.onePCs[r.meta.Id]++
 	}
 	cl.mu.Unlock()
-	if re := s.enter(ctx, "KvOnePC", true); re != nil {
-		return &kvrpcpb.OnePCResponse{RegionError: re}, nil
+	if re := s.enter(ctx, "KvPrewrite", true); re != nil {
+		return &kvrpcpb.PrewriteResponse{RegionError: re}, nil
 	}
-	return &kvrpcpb.OnePCResponse{Errors: kes}, nil
+	if len(kes) == 0 {
+		return &kvrpcpb.PrewriteResponse{OnePcCommitTs: req.MinCommitTs}, nil
+	}
+	return &kvrpcpb.PrewriteResponse{Errors: kes}, nil
 }
 
 // Coprocessor returns the rows in the ranges, or their count when the DAG
@@ -546,10 +555,10 @@ func (s *fakeStore) dispatch(ctx context.Context, r *storepb.BatchCommandsReques
 		var resp *kvrpcpb.ScanResponse
 		resp, err = s.KvScan(ctx, c.Scan)
 		out.Cmd = &storepb.BatchCommandsResponse_Response_Scan{Scan: resp}
-	case *storepb.BatchCommandsRequest_Request_OnePc:
-		var resp *kvrpcpb.OnePCResponse
-		resp, err = s.KvOnePC(ctx, c.OnePc)
-		out.Cmd = &storepb.BatchCommandsResponse_Response_OnePc{OnePc: resp}
+	case *storepb.BatchCommandsRequest_Request_Prewrite:
+		var resp *kvrpcpb.PrewriteResponse
+		resp, err = s.KvPrewrite(ctx, c.Prewrite)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Prewrite{Prewrite: resp}
 	case *storepb.BatchCommandsRequest_Request_SplitRegion:
 		var resp *kvrpcpb.SplitRegionResponse
 		resp, err = s.SplitRegion(ctx, c.SplitRegion)

@@ -18,7 +18,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
+	kvtxn "github.com/stratadb/strata/kvclient/txn"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/pd/pdtest"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -94,15 +96,18 @@ func TestIntegrationRidesThroughStartAndLeaderKill(t *testing.T) {
 		require.NoError(t, err)
 		return v
 	}
+	txns := kvtxn.NewClient(c, pd, kvtxn.Config{})
+	commit := func(muts []*kvrpcpb.Mutation) error {
+		return kv.Update(ctx, kvtxn.NewStorage(pd, c, txns), func(t kv.Txn) error { return kv.Mutate(t, muts) })
+	}
 
 	// Right after start: maybe no leader yet; the client must ride through.
-	start := ts()
 	var muts []*kvrpcpb.Mutation
 	for i := range 20 {
 		k := fmt.Sprintf("k%02d", i)
 		muts = append(muts, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Insert, Key: []byte(k), Value: []byte("v" + k)})
 	}
-	require.NoError(t, c.Commit(ctx, muts, start, ts()))
+	require.NoError(t, commit(muts))
 
 	v, found, err := c.Get(ctx, []byte("k05"), ts())
 	require.NoError(t, err)
@@ -113,9 +118,9 @@ func TestIntegrationRidesThroughStartAndLeaderKill(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, pairs, 10)
 
-	err = c.Commit(ctx, muts[:1], ts(), ts())
-	var ae *kvclient.AlreadyExistError
-	require.ErrorAs(t, err, &ae)
+	err = commit(muts[:1])
+	var ke *kv.KeyExistsError
+	require.ErrorAs(t, err, &ke)
 
 	// Kill the leader's store: reads and writes go on.
 	r, _, err := pd.GetRegion(ctx, []byte("k05"))
@@ -126,8 +131,7 @@ func TestIntegrationRidesThroughStartAndLeaderKill(t *testing.T) {
 			break
 		}
 	}
-	s := ts()
-	require.NoError(t, c.Commit(ctx, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k05"), Value: []byte("after")}}, s, ts()))
+	require.NoError(t, commit([]*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k05"), Value: []byte("after")}}))
 	v, found, err = c.Get(ctx, []byte("k05"), ts())
 	require.NoError(t, err)
 	require.True(t, found)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -12,7 +11,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stratadb/strata/kvclient/locate"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
@@ -119,136 +117,6 @@ func (c *Client) Scan(ctx context.Context, start, end []byte, ts uint64, limit i
 		}
 		cur = regionEnd
 	}
-}
-
-// Commit (legacy: nothing in the product calls it since the SQL node commits
-// through kvclient/txn) writes muts at commitTS, failing on keys committed by others after
-// startTS. Mutations are grouped by region and each group is committed with
-// one KvOnePC, groups in parallel. Atomic within a region only: see the
-// package documentation for partial commits across regions, for
-// ErrUndetermined, and for how a retried write that had landed is
-// recognised. Key errors come back as *AlreadyExistError or
-// *WriteConflictError (wrapped). muts is not modified.
-func (c *Client) Commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) error {
-	if len(muts) == 0 {
-		return nil
-	}
-	if len(muts) > 1 {
-		muts = slices.Clone(muts)
-		slices.SortFunc(muts, func(a, b *kvrpcpb.Mutation) int { return bytes.Compare(a.Key, b.Key) })
-	}
-	bo := newBackoffer(c.cfg.BackoffBudget)
-	return c.commitMutations(ctx, &bo, muts, startTS, commitTS)
-}
-
-// batch is the mutations (sorted by key) of one region.
-type batch struct {
-	r    *locate.Region
-	muts []*kvrpcpb.Mutation
-}
-
-// groupMutations splits sorted muts by region.
-func (c *Client) groupMutations(ctx context.Context, bo *backoffer, muts []*kvrpcpb.Mutation) ([]batch, error) {
-	var out []batch
-	for i := 0; i < len(muts); {
-		r, err := c.locate(ctx, bo, muts[i].Key)
-		if err != nil {
-			return nil, err
-		}
-		j := len(muts)
-		if end := r.EndKey(); len(end) != 0 {
-			j = i + 1
-			for j < len(muts) && bytes.Compare(muts[j].Key, end) < 0 {
-				j++
-			}
-		}
-		out = append(out, batch{r: r, muts: muts[i:j]})
-		i = j
-	}
-	return out, nil
-}
-
-func (c *Client) commitMutations(ctx context.Context, bo *backoffer, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) error {
-	batches, err := c.groupMutations(ctx, bo, muts)
-	if err != nil {
-		return err
-	}
-	if len(batches) == 1 {
-		return c.commitBatch(ctx, bo, batches[0], startTS, commitTS)
-	}
-	errs := make([]error, len(batches))
-	var wg sync.WaitGroup
-	for i := 1; i < len(batches); i++ {
-		sub := bo.fork()
-		wg.Go(func() { errs[i] = c.commitBatch(ctx, sub, batches[i], startTS, commitTS) })
-	}
-	errs[0] = c.commitBatch(ctx, bo.fork(), batches[0], startTS, commitTS)
-	wg.Wait()
-	return mergeBatchErrors(errs, commitTS)
-}
-
-// commitBatch commits one region's mutations; when routing changed it
-// regroups them (they may now span regions) and goes on.
-func (c *Client) commitBatch(ctx context.Context, bo *backoffer, b batch, startTS, commitTS uint64) error {
-	retry, err := c.commitRegion(ctx, bo, b.r, b.muts, startTS, commitTS)
-	if err != nil || !retry {
-		return err
-	}
-	return c.commitMutations(ctx, bo, b.muts, startTS, commitTS)
-}
-
-func (c *Client) commitRegion(ctx context.Context, bo *backoffer, r *locate.Region, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) (bool, error) {
-	req := &kvrpcpb.OnePCRequest{Context: &kvrpcpb.Context{}, Mutations: muts, StartTs: startTS, CommitTs: commitTS}
-	resp, retry, err := c.sendToRegion(ctx, bo, r, &Request{Cmd: &storepb.BatchCommandsRequest_Request_OnePc{OnePc: req}})
-	if err != nil || retry {
-		return retry, err
-	}
-	return false, onePCKeyErrors(resp.GetOnePc().GetErrors(), r.ID())
-}
-
-// onePCKeyErrors maps a OnePC response's key errors. A conflict is always
-// reported as one: the store may raise a write's commit_ts above reads it
-// served (store/concurrency), so a conflicting version's commit_ts cannot tell
-// our own earlier attempt from another writer, and a OnePC is resent only
-// when its earlier attempt certainly did not apply.
-func onePCKeyErrors(kes []*kvrpcpb.KeyError, regionID uint64) error {
-	if len(kes) == 0 {
-		return nil
-	}
-	return fmt.Errorf("kvclient: commit region %d: %w", regionID, keyError(kes[0]))
-}
-
-// mergeBatchErrors picks the error of a multi-region commit: an undetermined
-// outcome first (it is the one the caller must not take as a clean failure),
-// else the first error. Other errors are logged.
-func mergeBatchErrors(errs []error, commitTS uint64) error {
-	var first, undet error
-	failed := 0
-	for _, err := range errs {
-		if err == nil {
-			continue
-		}
-		failed++
-		if first == nil {
-			first = err
-		}
-		if undet == nil && isUndetermined(err) {
-			undet = err
-		}
-	}
-	if failed == 0 {
-		return nil
-	}
-	err := first
-	if undet != nil {
-		err = undet
-	}
-	if failed < len(errs) {
-		slog.Warn("kvclient: commit partially applied across regions",
-			"commit_ts", commitTS, "regions", len(errs), "failed", failed, "err", err)
-		return fmt.Errorf("%w (%d of %d regions failed): %w", ErrPartialCommit, failed, len(errs), err)
-	}
-	return err
 }
 
 // copConcurrency bounds the RPCs one Coprocessor call has in flight.

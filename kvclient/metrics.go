@@ -11,7 +11,6 @@ type rpcKind uint8
 const (
 	kindGet rpcKind = iota
 	kindScan
-	kindOnePC
 	kindCop
 	kindBatchGet
 	kindPrewrite
@@ -29,7 +28,7 @@ const (
 	numKinds
 )
 
-var kindNames = [numKinds]string{"get", "scan", "one_pc", "coprocessor", "batch_get",
+var kindNames = [numKinds]string{"get", "scan", "coprocessor", "batch_get",
 	"prewrite", "commit", "batch_rollback", "cleanup", "check_txn_status",
 	"check_secondary_locks", "resolve_lock", "txn_heart_beat", "pessimistic_lock",
 	"pessimistic_rollback", "scan_lock", "split_region"}

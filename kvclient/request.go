@@ -176,8 +176,6 @@ func requestInfo(req *Request) (rpcKind, *kvrpcpb.Context) {
 		return kindScanLock, ctxOf(&c.ScanLock.Context)
 	case *storepb.BatchCommandsRequest_Request_Coprocessor:
 		return kindCop, ctxOf(&c.Coprocessor.Context)
-	case *storepb.BatchCommandsRequest_Request_OnePc:
-		return kindOnePC, ctxOf(&c.OnePc.Context)
 	case *storepb.BatchCommandsRequest_Request_SplitRegion:
 		return kindSplitRegion, ctxOf(&c.SplitRegion.Context)
 	}
@@ -278,12 +276,6 @@ func callUnary(ctx context.Context, sc storepb.StoreClient, req *Request, opts .
 			return nil, err
 		}
 		out.Cmd = &storepb.BatchCommandsResponse_Response_Coprocessor{Coprocessor: r}
-	case *storepb.BatchCommandsRequest_Request_OnePc:
-		r, err := sc.KvOnePC(ctx, c.OnePc, opts...)
-		if err != nil {
-			return nil, err
-		}
-		out.Cmd = &storepb.BatchCommandsResponse_Response_OnePc{OnePc: r}
 	case *storepb.BatchCommandsRequest_Request_SplitRegion:
 		r, err := sc.SplitRegion(ctx, c.SplitRegion, opts...)
 		if err != nil {
@@ -331,8 +323,6 @@ func responseRegionError(resp *Response) *errorpb.Error {
 		m = c.ScanLock
 	case *storepb.BatchCommandsResponse_Response_Coprocessor:
 		m = c.Coprocessor
-	case *storepb.BatchCommandsResponse_Response_OnePc:
-		m = c.OnePc
 	case *storepb.BatchCommandsResponse_Response_SplitRegion:
 		m = c.SplitRegion
 	default:

@@ -77,6 +77,7 @@ func must(b []byte, err error) []byte {
 func TestApplyEpochRecheck(t *testing.T) {
 	db := memDB(t)
 	s := &Store{db: db, log: slog.Default()}
+	a := &applier{db: db, host: s, log: s.log}
 	region := &metapb.Region{Id: 7, StartKey: []byte("a"), EndKey: []byte("m"),
 		RegionEpoch: &metapb.RegionEpoch{ConfVer: 1, Version: 1},
 		Peers:       []*metapb.Peer{{Id: 8, StoreId: 1}}}
@@ -113,7 +114,7 @@ func TestApplyEpochRecheck(t *testing.T) {
 			cmd.AdminRequest = &raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_Split}
 		}
 		as := applyState{applied: uint64(10 + i)}
-		resp := s.applyCmd(b, p, &as, cmd, uint64(10+i))
+		resp, _ := a.applyCmd(b, p, &as, cmd, uint64(10+i))
 		require.Equal(t, uint64(10+i), resp.GetAppliedIndex(), st.name)
 		if !st.wantEpoch {
 			require.Nil(t, resp.GetRegionError(), st.name)

@@ -229,35 +229,37 @@ func (s *Store) storeHeardRecently(id uint64) bool {
 }
 
 // applyConfChange applies a committed conf change entry of p into b and
-// raft; it returns the command's response. Deterministic: every replica
-// decides the same from the region at this index.
-func (s *Store) applyConfChange(b *pebble.Batch, p *peer, e *raftpb.Entry) *raft_cmdpb.RaftCmdResponse {
+// returns the command's response; raft and the store learn of it after the
+// batch commits (confChangeApplied). Deterministic: every replica decides
+// the same from the region at this index.
+func (a *applier) applyConfChange(b *pebble.Batch, p *peer, e *raftpb.Entry) *raft_cmdpb.RaftCmdResponse {
 	index := e.GetIndex()
 	var cc raftpb.ConfChangeI
 	if e.GetType() == raftpb.EntryType_EntryConfChangeV2 {
 		v2 := &raftpb.ConfChangeV2{}
 		if err := proto.Unmarshal(e.GetData(), v2); err != nil {
-			s.fatal("decode conf change", err)
+			a.host.fatal("decode conf change", err)
 		}
 		if len(v2.GetChanges()) == 0 {
-			p.rn.ApplyConfChange(v2) // raft's own (leave joint): no region change
+			// raft's own (leave joint): no region change
+			a.res.confChanges = append(a.res.confChanges, confChangeResult{p: p, cc: v2})
 			return nil
 		}
 		cc = v2
 	} else {
 		v1 := &raftpb.ConfChange{}
 		if err := proto.Unmarshal(e.GetData(), v1); err != nil {
-			s.fatal("decode conf change", err)
+			a.host.fatal("decode conf change", err)
 		}
 		cc = v1
 	}
 	v1, ok := cc.AsV1()
 	if !ok {
-		s.fatal("apply conf change", fmt.Errorf("%w: joint conf change at index %d of region %d", ErrCorrupt, index, p.region.GetId()))
+		a.host.fatal("apply conf change", fmt.Errorf("%w: joint conf change at index %d of region %d", ErrCorrupt, index, p.region.GetId()))
 	}
 	cmd, err := decodeCmd(v1.GetContext())
 	if err != nil {
-		s.fatal("decode conf change command", err)
+		a.host.fatal("decode conf change command", err)
 	}
 	if e := checkCmdEpoch(cmd, p.region); e != nil {
 		applyEpochNotMatch.Inc()
@@ -270,29 +272,52 @@ func (s *Store) applyConfChange(b *pebble.Batch, p *peer, e *raftpb.Entry) *raft
 		// Does not fit the region (e.g. a duplicate): neither the region
 		// nor raft's configuration changes, on every replica alike.
 		confChanges.WithLabelValues("skipped").Inc()
-		s.log.Warn("conf change skipped", "region", p.region.GetId(), "index", index, "change", change.String())
+		a.log.Warn("conf change skipped", "region", p.region.GetId(), "index", index, "change", change.String())
 		return &raft_cmdpb.RaftCmdResponse{AppliedIndex: index, AdminResponse: &raft_cmdpb.AdminResponse{Region: p.region}}
 	}
 	rs, err := encodeRegionState(peerStateNormal, region)
 	if err != nil {
-		s.fatal("encode region state", err)
+		a.host.fatal("encode region state", err)
 	}
 	if err := b.Set(regionStateKey(region.GetId()), rs, nil); err != nil {
-		s.fatal("write region state", err)
+		a.host.fatal("write region state", err)
 	}
-	p.rn.ApplyConfChange(v1)
-	s.setRegion(p, region)
+	p.setRegion(region) // later entries of the round are checked against it
 	confChanges.WithLabelValues("applied").Inc()
-	s.log.Info("conf change applied", "region", region.GetId(), "index", index, "type", raftpb.ConfChangeType(change.GetChangeType()).String(),
+	a.log.Info("conf change applied", "region", region.GetId(), "index", index, "type", raftpb.ConfChangeType(change.GetChangeType()).String(),
 		"peer", change.GetPeer().GetId(), "store", change.GetPeer().GetStoreId(), "conf_ver", region.GetRegionEpoch().GetConfVer())
 	if v1.GetType() == raftpb.ConfChangeType_ConfChangeRemoveNode && v1.GetNodeId() == p.meta.GetId() {
 		p.removed = true // destroyed at the end of this iteration
+	}
+	a.res.confChanges = append(a.res.confChanges, confChangeResult{p: p, cc: v1, region: region})
+	return &raft_cmdpb.RaftCmdResponse{AppliedIndex: index, AdminResponse: &raft_cmdpb.AdminResponse{Region: region}}
+}
+
+// confChangeResult is a conf change an apply round applied to p: cc for
+// raft, and the region after it (nil when raft's own, leaving a joint
+// configuration, changed no region).
+type confChangeResult struct {
+	p      *peer
+	cc     raftpb.ConfChangeI
+	region *metapb.Region
+}
+
+// confChangeApplied runs a conf change after the apply batch holding it
+// committed: raft's configuration, the shared region view, the removal of
+// this store's own peer and PD's view of a region this store leads.
+func (s *Store) confChangeApplied(cc confChangeResult) {
+	p := cc.p
+	p.rn.ApplyConfChange(cc.cc)
+	if cc.region == nil {
+		return
+	}
+	s.publishRegion(cc.region)
+	if v1, ok := cc.cc.AsV1(); ok && v1.GetType() == raftpb.ConfChangeType_ConfChangeRemoveNode && v1.GetNodeId() == p.meta.GetId() {
 		s.removed = append(s.removed, p)
 	}
 	if p.isLeader {
 		s.queueRegionHeartbeat(p) // PD sees the step done at once
 	}
-	return &raft_cmdpb.RaftCmdResponse{AppliedIndex: index, AdminResponse: &raft_cmdpb.AdminResponse{Region: region}}
 }
 
 // changedRegion returns region after the change, with conf_ver bumped, or
@@ -348,12 +373,22 @@ func changedRegion(region *metapb.Region, typ raftpb.ConfChangeType, target *met
 
 // setRegion makes region p's region everywhere it is kept in memory.
 func (s *Store) setRegion(p *peer, region *metapb.Region) {
+	p.setRegion(region)
+	s.publishRegion(region)
+}
+
+// setRegion makes region p's.
+func (p *peer) setRegion(region *metapb.Region) {
 	p.lease.unpublish() // local readers wait for a renewal with the new region
 	p.region = region
 	p.ps.region = region
 	if m := p.peerMeta(p.meta.GetId()); m != nil {
 		p.meta = m
 	}
+}
+
+// publishRegion puts region into the shared view and tracks its stores.
+func (s *Store) publishRegion(region *metapb.Region) {
 	s.meta.setRegion(region)
 	for _, pm := range region.GetPeers() {
 		s.trackStore(pm.GetStoreId())
@@ -413,7 +448,7 @@ func (s *Store) maybeCreatePeer(rm *raft_serverpb.RaftMessage, msg *raftpb.Messa
 		return false
 	}
 	p := &peer{meta: meta, region: region, rn: rn, ps: ps, unassigned: map[uint64]*proposal{}, created: s.now(), uninitialized: true}
-	s.initLease(p)
+	p.initLease(s.maxLease)
 	s.addPeer(p)
 	peersCreated.WithLabelValues("raft_message").Inc()
 	s.log.Info("uninitialized peer created", "region", rid, "peer", meta.GetId(), "from_store", rm.GetFromPeer().GetStoreId())

@@ -261,20 +261,20 @@ func (s *Store) CheckConsistency(ctx context.Context, regionID uint64) (HashReco
 // index (the epoch was checked). For ComputeHash it commits b (which holds
 // as, p's apply state at index) so that a snapshot sees exactly the region
 // at index, starts the hash and returns the batch to continue with.
-func (s *Store) applyHashAdmin(b *pebble.Batch, p *peer, as applyState, admin *raft_cmdpb.AdminRequest) *pebble.Batch {
+func (a *applier) applyHashAdmin(b *pebble.Batch, p *peer, as applyState, admin *raft_cmdpb.AdminRequest) *pebble.Batch {
 	if admin.GetCmdType() == raft_cmdpb.AdminCmdType_VerifyHash {
-		s.verifyHash(p.region.GetId(), admin.GetVerifyHash().GetIndex(), admin.GetVerifyHash().GetHash())
+		a.host.verifyHash(p.region.GetId(), admin.GetVerifyHash().GetIndex(), admin.GetVerifyHash().GetHash())
 		return b
 	}
 	if err := b.Set(applyStateKey(p.region.GetId()), as.encode(), nil); err != nil {
-		s.fatal("write apply state", err)
+		a.host.fatal("write apply state", err)
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
-		s.fatal("commit apply batch", err)
+		a.host.fatal("commit apply batch", err)
 	}
 	b.Close()
-	s.startHash(proto.Clone(p.region).(*metapb.Region), as.applied, s.db.NewSnapshot())
-	return s.db.NewBatch()
+	a.host.startHash(proto.Clone(p.region).(*metapb.Region), as.applied, a.db.NewSnapshot())
+	return a.db.NewBatch()
 }
 
 func isHashAdmin(a *raft_cmdpb.AdminRequest) bool {

@@ -113,9 +113,9 @@
 // (Put/Delete/DeleteRange of cf keys; the engine key is kv/keys.EngineKey(cf,
 // key)), or an admin command (CompactLog, Split; Propose accepts none from
 // callers: the store proposes them itself). raftstore knows nothing
-// of transactions: the layer above (store/server's 1PC today, store/txn next)
-// evaluates against the engine on the leader under its own per-key latches
-// and proposes the resulting writes through Store.Propose.
+// of transactions: the layer above (store/txn) evaluates against the
+// engine on the leader under its own per-key latches and proposes the
+// resulting writes through Store.Propose.
 //
 // Propose checks leadership, the caller's leader generation, the epoch, the
 // term (when given) and that every key lies in the region, then proposes.
@@ -382,11 +382,18 @@
 // Read, region lookups); inbox.go takes raft messages from the transport;
 // loop.go is the Ready loop (tick, step, persist, send, with the phase
 // timings behind the loop stall warning); propose.go, read.go (leases,
-// ReadIndex), transfer.go and apply.go serve one concern each; split.go,
-// confchange.go and loggc.go are the admin commands; snapshot.go generates and
-// sends snapshots (two generations at a time, paced at the send rate),
-// snapinstall.go installs them; engine.go opens Pebble with the settings
-// and event listener a store needs.
+// ReadIndex) and transfer.go serve one concern each, with what concerns
+// one peer only as methods of *peer (peer.go holds its state); apply.go
+// holds the applier: the loop hands it each peer's committed entries, it
+// writes them in one batch with the applied indexes and hands back the
+// apply states, the proposals to answer and the side effects the loop
+// runs after the commit (conf changes, splits, removed peers; what it
+// needs of the store meanwhile is applyHost); cmd.go encodes and checks
+// raft commands; split.go, confchange.go and loggc.go are the admin
+// commands (their apply halves are applier methods); snapshot.go
+// generates and sends snapshots (two generations at a time, paced at the
+// send rate), snapinstall.go installs them; engine.go opens Pebble with
+// the settings and event listener a store needs.
 //
 // # Not yet
 //
@@ -398,7 +405,7 @@
 // pending until its index is applied here (answered with its result or
 // StaleCommand) or, if it was overwritten locally, until the undetermined
 // timeout; a request that gives up earlier (context, stop) has an
-// undetermined outcome. No merges or async apply pool: apply runs in the loop. (A replica that
+// undetermined outcome. No merges or async apply pool: the applier runs on the loop's goroutine. (A replica that
 // lagged past log GC across a split installs the shrunk region from a
 // snapshot; the regions split off are then created here by their leaders'
 // raft messages as uninitialized peers and filled by snapshots too, never

@@ -76,7 +76,7 @@ func (s *Store) maybeCompactLog(p *peer) {
 // truncated state is returned for the apply state written with the batch,
 // and the entries up to it are deleted. A request at or below the current
 // truncated index is a no-op (a later one already applied).
-func (s *Store) applyCompactLog(b *pebble.Batch, p *peer, as *applyState, req *raft_cmdpb.CompactLogRequest, index uint64) error {
+func applyCompactLog(b *pebble.Batch, p *peer, as *applyState, req *raft_cmdpb.CompactLogRequest, index uint64) error {
 	ci, ct := req.GetCompactIndex(), req.GetCompactTerm()
 	if ci <= as.truncatedIndex {
 		return nil

@@ -24,7 +24,7 @@ func TestApplyCompactLog(t *testing.T) {
 	ps, err := loadPeerStorage(db, region)
 	require.NoError(t, err)
 	persist(t, ps, ents(6, 6, 20), nil)
-	s := &Store{db: db, log: slog.Default()}
+	a := &applier{db: db, host: &Store{db: db, log: slog.Default()}, log: slog.Default()}
 	p := &peer{region: region, ps: ps}
 
 	apply := func(ci, index uint64) {
@@ -36,7 +36,7 @@ func TestApplyCompactLog(t *testing.T) {
 			AdminRequest: &raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_CompactLog,
 				CompactLog: &raft_cmdpb.CompactLogRequest{CompactIndex: ci, CompactTerm: 6}},
 		}
-		resp := s.applyCmd(b, p, &as, cmd, index)
+		resp, _ := a.applyCmd(b, p, &as, cmd, index)
 		require.Nil(t, resp.GetRegionError(), "CompactLog is not epoch-checked")
 		require.NoError(t, b.Set(applyStateKey(region.GetId()), as.encode(), nil))
 		require.NoError(t, b.Commit(pebble.Sync))

@@ -485,7 +485,7 @@ func (s *Store) handleSoftState(readies []peerReady) {
 		}
 		if !p.isLeader {
 			p.failReads(errNotLeader(p.region.GetId(), p.leaderHint()), nil)
-			s.answerParked(p)
+			s.nParked -= p.answerParked()
 			if ss.Lead != 0 {
 				p.transferee = 0 // the real leader is known now
 			}

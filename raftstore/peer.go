@@ -190,12 +190,9 @@ type peer struct {
 
 	// Raft log GC (loggc.go): compactProposed is the highest compact index
 	// proposed (not proposed again), logBytes approximates the bytes
-	// appended since the last compaction, nextApply is the apply state
-	// written by the current iteration's apply batch.
+	// appended since the last compaction.
 	compactProposed uint64
 	logBytes        uint64
-	nextApply       applyState
-	applyPending    bool // nextApply is written but not yet committed
 
 	// lease lets the leader serve reads without ReadIndex (see leaderLease);
 	// delegate publishes it to reads outside the loop (Store.localRead).

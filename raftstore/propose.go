@@ -112,27 +112,45 @@ func (s *Store) propose(pr *proposal) {
 		pr.regionError(ErrServerIsBusy("leadership changed while the write was prepared"), "leader_changed")
 		return
 	}
-	if h.GetRegionEpoch() == nil || checkCmdEpoch(pr.cmd, p.region) != nil {
-		pr.regionError(p.epochNotMatch(), "epoch_not_match")
-		return
-	}
-	if t := h.GetTerm(); t != 0 && t != p.rn.BasicStatus().GetTerm() {
-		pr.regionError(errStaleCommand(), "stale_term")
-		return
-	}
-	if e := checkCmdKeys(pr.cmd, p.region); e != nil {
-		pr.regionError(e, "key_not_in_region")
+	if p.refuseProposal(pr) {
 		return
 	}
 	s.propSeq++
-	pr.id = s.propSeq
-	h.ProposalId = pr.id
+	if p.propose(pr, s.propSeq, s.now()) {
+		s.nParked++
+	}
+}
+
+// refuseProposal answers pr and reports true when p (the leader) must not
+// propose it: its epoch, term or keys do not match the region.
+func (p *peer) refuseProposal(pr *proposal) bool {
+	h := pr.cmd.GetHeader()
+	if h.GetRegionEpoch() == nil || checkCmdEpoch(pr.cmd, p.region) != nil {
+		pr.regionError(p.epochNotMatch(), "epoch_not_match")
+		return true
+	}
+	if t := h.GetTerm(); t != 0 && t != p.rn.BasicStatus().GetTerm() {
+		pr.regionError(errStaleCommand(), "stale_term")
+		return true
+	}
+	if e := checkCmdKeys(pr.cmd, p.region); e != nil {
+		pr.regionError(e, "key_not_in_region")
+		return true
+	}
+	return false
+}
+
+// propose hands pr to raft as proposal id at now. It reports true when pr
+// was parked (see peer.parked) instead; a refusal is answered.
+func (p *peer) propose(pr *proposal, id uint64, now time.Time) (parked bool) {
+	pr.id = id
+	pr.cmd.GetHeader().ProposalId = id
 	data, err := encodeCmd(pr.cmd)
 	if err != nil {
 		pr.respond(nil, err, "error")
-		return
+		return false
 	}
-	pr.proposed = s.now()
+	pr.proposed = now
 	if err := p.rn.Propose(data); err != nil {
 		st := p.rn.BasicStatus()
 		if st.RaftState == raft.StateLeader && st.LeadTransferee != 0 {
@@ -140,8 +158,7 @@ func (s *Store) propose(pr *proposal) {
 			// hold the write until the transfer ends (see peer.parked).
 			p.transferee = st.LeadTransferee
 			p.parked = append(p.parked, pr)
-			s.nParked++
-			return
+			return true
 		}
 		if st.RaftState == raft.StateLeader {
 			// Still leader, no transfer: raft refused it for another reason
@@ -149,7 +166,7 @@ func (s *Store) propose(pr *proposal) {
 			// send the client around the other peers; this one is the
 			// leader, it is only busy.
 			pr.regionError(ErrServerIsBusy("raft refused the proposal: "+err.Error()), "raft_refused")
-			return
+			return false
 		}
 		// Raft stepped down earlier in this iteration (p.isLeader catches up
 		// after the Ready): name raft's current leader, or the transfer
@@ -159,9 +176,10 @@ func (s *Store) propose(pr *proposal) {
 			hint = p.peerMeta(p.transferee)
 		}
 		pr.regionError(errNotLeader(p.region.GetId(), hint), "not_leader")
-		return
+		return false
 	}
 	p.unassigned[pr.id] = pr
+	return false
 }
 
 // unparkAborted proposes again the parked writes of peers that are still
@@ -183,17 +201,18 @@ func (s *Store) unparkAborted() {
 	}
 }
 
-// answerParked answers a peer's parked writes with NotLeader and the best
-// leader hint, once it has stepped down.
-func (s *Store) answerParked(p *peer) {
-	if len(p.parked) == 0 {
-		return
+// answerParked answers p's parked writes with NotLeader and the best
+// leader hint, once it has stepped down, and returns how many it answered.
+func (p *peer) answerParked() int {
+	n := len(p.parked)
+	if n == 0 {
+		return 0
 	}
 	hint := p.leaderHint()
 	for _, pr := range p.parked {
 		pr.regionError(errNotLeader(p.region.GetId(), hint), "transfer_not_leader")
 	}
-	s.nParked -= len(p.parked)
 	clear(p.parked)
 	p.parked = p.parked[:0]
+	return n
 }

@@ -27,10 +27,11 @@ func (s *Store) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.R
 	return s.submitRead(ctx, &readRequest{rctx: rctx, start: time.Now(), done: make(chan readResult, 1)})
 }
 
-// initLease sets up a new peer's lease and its publication to local readers.
-func (s *Store) initLease(p *peer) {
-	p.lease.maxLease = s.maxLease
-	if s.maxLease > 0 {
+// initLease sets up a new peer's lease (at most maxLease long; none when
+// not positive) and its publication to local readers.
+func (p *peer) initLease(maxLease time.Duration) {
+	p.lease.maxLease = maxLease
+	if maxLease > 0 {
 		p.lease.pub = &p.delegate
 	}
 }
@@ -154,12 +155,13 @@ func (s *Store) queueRead(rr *readRequest) {
 	}
 }
 
-// status returns raft's status of p, computed once per iteration: reads are
-// queued after every message, transfer and proposal of the iteration was
-// stepped, and nothing in between changes raft's term, state or transferee.
-func (s *Store) status(p *peer) *raft.BasicStatus {
-	if p.stIter != s.iter {
-		p.st, p.stIter = p.rn.BasicStatus(), s.iter
+// status returns raft's status of p, computed once per loop iteration
+// (iter): reads are queued after every message, transfer and proposal of
+// the iteration was stepped, and nothing in between changes raft's term,
+// state or transferee.
+func (p *peer) status(iter uint64) *raft.BasicStatus {
+	if p.stIter != iter {
+		p.st, p.stIter = p.rn.BasicStatus(), iter
 	}
 	return &p.st
 }
@@ -168,13 +170,12 @@ func (s *Store) status(p *peer) *raft.BasicStatus {
 // applied index has reached raft's commit index, else once it does (as a
 // ReadIndex would). It reports false when the read needs a ReadIndex.
 func (s *Store) leaseRead(p *peer, rr *readRequest) bool {
-	st := s.status(p)
-	p.syncLease(st)
+	st := p.status(s.iter)
 	now := s.now()
-	if !p.lease.valid(now, st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee) {
+	rem, ok := p.leaseLeft(st, now)
+	if !ok {
 		return false
 	}
-	rem := p.lease.remaining(now)
 	readsTotal.WithLabelValues("lease").Inc()
 	leaseRemainingSeconds.Observe(rem.Seconds())
 	if h := s.leaseHook.Load(); h != nil {
@@ -184,28 +185,50 @@ func (s *Store) leaseRead(p *peer, rr *readRequest) bool {
 	if rem < s.maxLease/2 {
 		p.renewLease = true // renew in the background, before it runs out
 	}
+	p.readAtCommit(rr, st, now)
+	return true
+}
+
+// leaseLeft syncs p's lease with raft's status st and returns the time it
+// has left at now, or false when it is not valid.
+func (p *peer) leaseLeft(st *raft.BasicStatus, now time.Time) (time.Duration, bool) {
+	p.syncLease(st)
+	if !p.lease.valid(now, st.RaftState == raft.StateLeader, st.GetTerm(), st.LeadTransferee) {
+		return 0, false
+	}
+	return p.lease.remaining(now), true
+}
+
+// readAtCommit serves rr once p's applied index reaches raft's commit
+// index in st: at once, or with the read batch waiting for that index.
+func (p *peer) readAtCommit(rr *readRequest, st *raft.BasicStatus, now time.Time) {
 	commit := st.GetCommit()
 	if p.ps.apply.applied >= commit {
 		rr.respond(readResult{region: proto.Clone(p.region).(*metapb.Region)})
-		return true
+		return
 	}
 	if n := len(p.readBatches); n > 0 && p.readBatches[n-1].ctx == nil && p.readBatches[n-1].index == commit {
 		p.readBatches[n-1].reqs = append(p.readBatches[n-1].reqs, rr)
-		return true
+		return
 	}
 	p.readBatches = append(p.readBatches, &readBatch{index: commit, reqs: []*readRequest{rr}, issued: now, term: st.GetTerm()})
-	return true
 }
 
 // issueReadIndex puts p's queued reads (possibly none: a lease renewal)
 // behind one ReadIndex with a unique context.
 func (s *Store) issueReadIndex(p *peer) {
 	s.readSeq++
-	ctx := binary.BigEndian.AppendUint64(make([]byte, 0, 8), s.readSeq)
+	// issued is taken before raft can send the heartbeat carrying the
+	// context, so the lease this ReadIndex renews starts no later than
+	// that send.
+	p.issueReadIndex(s.readSeq, s.now())
+}
+
+// issueReadIndex puts p's queued reads behind one ReadIndex whose context
+// is seq (unique in the store), issued at issued.
+func (p *peer) issueReadIndex(seq uint64, issued time.Time) {
+	ctx := binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq)
 	readsTotal.WithLabelValues("read_index").Add(float64(len(p.reads)))
-	// issued is taken before raft can send the heartbeat carrying ctx, so
-	// the lease this ReadIndex renews starts no later than that send.
-	issued := s.now()
 	term := p.rn.BasicStatus().GetTerm()
 	p.rn.ReadIndex(ctx)
 	p.readBatches = append(p.readBatches, &readBatch{ctx: ctx, reqs: p.reads, issued: issued, term: term})

@@ -185,33 +185,33 @@ func splitRegions(region *metapb.Region, req *raft_cmdpb.SplitRequest) ([]*metap
 // applySplit executes a committed Split of p into b. The peer's region
 // changes at once (later entries of the same batch are checked against
 // it); the new peers are created by finishSplits after the batch commits.
-func (s *Store) applySplit(b *pebble.Batch, p *peer, req *raft_cmdpb.SplitRequest, index uint64) *raft_cmdpb.RaftCmdResponse {
+func (a *applier) applySplit(b *pebble.Batch, p *peer, req *raft_cmdpb.SplitRequest, index uint64) *raft_cmdpb.RaftCmdResponse {
 	regions, err := splitRegions(p.region, req)
 	if err != nil {
-		s.log.Warn("split refused at apply", "region", p.region.GetId(), "index", index, "err", err)
+		a.log.Warn("split refused at apply", "region", p.region.GetId(), "index", index, "err", err)
 		return &raft_cmdpb.RaftCmdResponse{AppliedIndex: index, RegionError: &errorpb.Error{Message: err.Error()}}
 	}
 	rs, err := encodeRegionState(peerStateNormal, regions[0])
 	if err != nil {
-		s.fatal("encode split region", err)
+		a.host.fatal("encode split region", err)
 	}
 	if err := b.Set(regionStateKey(regions[0].GetId()), rs, nil); err != nil {
-		s.fatal("write split region", err)
+		a.host.fatal("write split region", err)
 	}
 	for _, r := range regions[1:] {
-		if _, ok := s.peers[r.GetId()]; ok {
-			s.log.Warn("split: new region already exists here, keeping it", "region", r.GetId())
+		if a.host.hosts(r.GetId()) {
+			a.log.Warn("split: new region already exists here, keeping it", "region", r.GetId())
 			continue
 		}
 		if err := writeInitialState(b, r); err != nil {
-			s.fatal("write split region state", err)
+			a.host.fatal("write split region state", err)
 		}
 	}
 	p.lease.unpublish() // local readers wait for a renewal with the new range
 	p.region, p.ps.region = regions[0], regions[0]
 	p.siblings = regions[1:]
 	p.checked = false // measure the shrunk region again
-	s.splits = append(s.splits, splitResult{p: p, regions: regions, wasLeader: p.isLeader})
+	a.res.splits = append(a.res.splits, splitResult{p: p, regions: regions, wasLeader: p.isLeader})
 	out := make([]*metapb.Region, len(regions))
 	for i, r := range regions {
 		out[i] = proto.Clone(r).(*metapb.Region)
@@ -219,11 +219,11 @@ func (s *Store) applySplit(b *pebble.Batch, p *peer, req *raft_cmdpb.SplitReques
 	return &raft_cmdpb.RaftCmdResponse{AppliedIndex: index, AdminResponse: &raft_cmdpb.AdminResponse{Regions: out}}
 }
 
-// finishSplits runs after the apply batch holding the splits committed:
+// finishSplits runs after the apply batch holding splits committed:
 // publishes the regions, creates the new peers, and lets the new peers of a
 // split this store led campaign at once.
-func (s *Store) finishSplits() {
-	for _, sp := range s.splits {
+func (s *Store) finishSplits(splits []splitResult) {
+	for _, sp := range splits {
 		s.meta.setRegion(sp.regions[0])
 		for _, r := range sp.regions[1:] {
 			if _, ok := s.peers[r.GetId()]; ok {
@@ -249,8 +249,6 @@ func (s *Store) finishSplits() {
 		s.log.Info("split applied", "region", sp.regions[0].GetId(), "new_regions", len(sp.regions)-1,
 			"version", sp.regions[0].GetRegionEpoch().GetVersion(), "leader", sp.wasLeader)
 	}
-	clear(s.splits)
-	s.splits = s.splits[:0]
 }
 
 // splitInFlight reports whether a Split this peer proposed is not applied

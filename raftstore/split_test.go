@@ -103,6 +103,7 @@ func TestNormalizeSplitKeys(t *testing.T) {
 func testStore(t *testing.T, db *pebble.DB) *Store {
 	s := &Store{db: db, id: 1, log: slog.Default(), peers: map[uint64]*peer{}, led: map[uint64]*peer{}, meta: newStoreMeta(), approx: map[uint64]approxStat{}}
 	s.cfg.setDefaults()
+	s.applier = applier{db: db, host: s, log: s.log}
 	regions, err := s.loadRegions()
 	require.NoError(t, err)
 	for _, r := range regions {
@@ -146,17 +147,17 @@ func TestApplySplit(t *testing.T) {
 
 	b = db.NewBatch()
 	as := p.ps.apply
-	resp := s.applyCmd(b, p, &as, lockPut(oldEpoch, "a"), 6)
+	resp, _ := s.applier.applyCmd(b, p, &as, lockPut(oldEpoch, "a"), 6)
 	require.Nil(t, resp.GetRegionError())
 	split := &raft_cmdpb.RaftCmdRequest{
 		Header:       &raft_cmdpb.RaftRequestHeader{RegionId: region.GetId(), RegionEpoch: region.GetRegionEpoch()},
 		AdminRequest: &raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_Split, Split: splitReq([]string{"m"}, 20)},
 	}
-	resp = s.applyCmd(b, p, &as, split, 7)
+	resp, _ = s.applier.applyCmd(b, p, &as, split, 7)
 	require.Nil(t, resp.GetRegionError())
 	require.Len(t, resp.GetAdminResponse().GetRegions(), 2)
 	for _, k := range []string{"x", "b"} { // right and left of the split key
-		resp = s.applyCmd(b, p, &as, lockPut(oldEpoch, k), 8)
+		resp, _ = s.applier.applyCmd(b, p, &as, lockPut(oldEpoch, k), 8)
 		enm := resp.GetRegionError().GetEpochNotMatch()
 		require.NotNil(t, enm, "write of %q proposed before the split", k)
 		require.Len(t, enm.GetCurrentRegions(), 2)
@@ -164,15 +165,15 @@ func TestApplySplit(t *testing.T) {
 		require.Equal(t, uint64(20), enm.GetCurrentRegions()[1].GetId())
 	}
 	// A write with the new epoch in the same batch goes through.
-	resp = s.applyCmd(b, p, &as, lockPut(p.region, "c"), 9)
+	resp, _ = s.applier.applyCmd(b, p, &as, lockPut(p.region, "c"), 9)
 	require.Nil(t, resp.GetRegionError())
 	// The same split applied again (e.g. a duplicate proposal) is refused.
-	resp = s.applyCmd(b, p, &as, split, 10)
+	resp, _ = s.applier.applyCmd(b, p, &as, split, 10)
 	require.NotNil(t, resp.GetRegionError().GetEpochNotMatch())
 	as.applied = 10
 	require.NoError(t, b.Set(applyStateKey(region.GetId()), as.encode(), nil))
 	require.NoError(t, b.Commit(pebble.NoSync))
-	s.finishSplits()
+	s.finishSplits(s.applier.res.splits)
 
 	require.True(t, lockExists(t, db, "a"))
 	require.True(t, lockExists(t, db, "c"))

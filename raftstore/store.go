@@ -257,21 +257,20 @@ type Store struct {
 	// Store liveness (hibernate.go): every store this one exchanges raft
 	// messages with, by id and in id order; extraOut/extraTo the
 	// raftstore messages (Hibernate, StoreLiveness) queued this iteration.
-	live      map[uint64]*storeLive
-	liveIDs   []uint64
-	extraOut  map[uint64]*raft_serverpb.BatchRaftMessage
-	extraTo   []uint64
-	readSeq   uint64
-	iter      uint64
-	propSeq   uint64
-	readies   []peerReady
-	applyBufs []appliedProposal
-	keyBuf    []byte                 // engine key scratch for apply
-	splits    []splitResult          // applied in the current apply batch (split.go)
-	newPeers  bool                   // a split created peers this iteration
-	orphans   map[uint64]*orphanMsgs // raft messages for regions not hosted yet
-	ticks     uint64                 // raft ticks so far
-	phases    loopPhases             // the current iteration's (stall warning)
+	live       map[uint64]*storeLive
+	liveIDs    []uint64
+	extraOut   map[uint64]*raft_serverpb.BatchRaftMessage
+	extraTo    []uint64
+	readSeq    uint64
+	iter       uint64
+	propSeq    uint64
+	readies    []peerReady
+	applier    applier                // executes committed entries (apply.go)
+	applyTasks []applyTask            // scratch for apply
+	newPeers   bool                   // a split created peers this iteration
+	orphans    map[uint64]*orphanMsgs // raft messages for regions not hosted yet
+	ticks      uint64                 // raft ticks so far
+	phases     loopPhases             // the current iteration's (stall warning)
 
 	// Store liveness support (support.go): livenessSeq numbers the
 	// StoreLiveness messages sent; supportEpochBase is this process's
@@ -365,6 +364,7 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 		return nil, err
 	}
 	s.log = s.log.With("store", s.id)
+	s.applier = applier{db: s.db, host: s, log: s.log}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.trans = newTransport(s)
 	if err := s.snaps.open(s); err != nil { // finishes interrupted snapshot installs
@@ -528,7 +528,7 @@ func (s *Store) createPeer(region *metapb.Region, fromSplit bool) error {
 		return err
 	}
 	p := &peer{meta: meta, region: region, rn: rn, ps: ps, unassigned: map[uint64]*proposal{}, created: s.now()}
-	s.initLease(p)
+	p.initLease(s.maxLease)
 	// A replica that may have acknowledged a leader before a restart lost
 	// the memory of it (raft restarts with no leader, so CheckQuorum's vote
 	// rejection does not apply): it refuses votes for an election timeout,

@@ -18,7 +18,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
+	kvtxn "github.com/stratadb/strata/kvclient/txn"
 	"github.com/stratadb/strata/localcluster"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -116,7 +118,7 @@ func loop(t *testing.T, f func(ctx context.Context) error) *progress {
 	return p
 }
 
-// TestStoreStopWriteStall: one writer commits through kvclient in a loop
+// TestStoreStopWriteStall: one writer commits through kvclient/txn in a loop
 // while the store leading the region is stopped, first with SIGTERM, then
 // (after that store is back) with kill -9. SIGTERM hands the leadership over
 // first: no write fails and the stall is a few round trips instead of an
@@ -128,22 +130,23 @@ func TestStoreStopWriteStall(t *testing.T) {
 	pd, err := pdclient.New(ctx, []string{c.PDAddr()})
 	require.NoError(t, err)
 	t.Cleanup(func() { pd.Close() })
-	kv := kvclient.New(pd, kvclient.Config{})
-	t.Cleanup(func() { kv.Close() })
+	kvc := kvclient.New(pd, kvclient.Config{})
+	t.Cleanup(func() { kvc.Close() })
+	txns := kvtxn.NewClient(kvc, pd, kvtxn.Config{})
 
 	next := 0
 	writes := loop(t, func(ctx context.Context) error {
 		next++
-		start, err := pd.GetTS(ctx)
-		if err != nil {
-			return err
-		}
-		commit, err := pd.GetTS(ctx)
+		tx, err := txns.Begin(ctx, kv.TxnOptions{OnePC: true, AsyncCommit: true})
 		if err != nil {
 			return err
 		}
 		key := fmt.Appendf(nil, "stall-%06d", next)
-		return kv.Commit(ctx, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: key, Value: key}}, start, commit)
+		if err := tx.Set(key, key); err != nil {
+			_ = tx.Rollback(ctx)
+			return err
+		}
+		return tx.Commit(ctx)
 	})
 
 	// SIGTERM first, on a cluster where every client connection is warm

@@ -17,7 +17,10 @@
 //
 // # Commit
 //
-// Mutations are grouped by region. With one region and OnePC allowed, a
+// Mutations are grouped by region (committer.run, over
+// kvclient.GroupSorted: the one place a commit splits its keys by region;
+// every write of a SQL node, catalog and DDL included, commits here). With
+// one region and OnePC allowed, a
 // single Prewrite(try_one_pc) commits. Otherwise every region is prewritten
 // in parallel. With async commit (and at most Config.AsyncCommitMaxKeys
 // keys) the primary's lock lists the secondaries, each prewrite returns a

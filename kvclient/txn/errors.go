@@ -71,11 +71,6 @@ func mapErr(err error) error {
 		return nil
 	case errors.Is(err, kv.ErrUndetermined), errors.Is(err, kv.ErrRegionUnavailable):
 		return err
-	case errors.Is(err, kvclient.ErrPartialCommit):
-		// Some regions committed: not a clean failure the statement could
-		// be retried after, whatever the failing region said (%v: its
-		// error, a conflict say, must not match errors.As).
-		return fmt.Errorf("%w: %v", kv.ErrUndetermined, err)
 	case errors.As(err, &ae):
 		return &kv.KeyExistsError{Key: ae.Key}
 	case errors.As(err, &wc):

@@ -39,46 +39,6 @@ func (s *Storage) AllocID(ctx context.Context, count uint32) (uint64, error) {
 	return id, mapErr(err)
 }
 
-// Get and Scan (catalog, schema version and privilege reads) read at ts
-// through a read-only snapshot of the transaction client, so that a lock
-// they meet is resolved as a transaction's read resolves it: a schema or
-// privilege change committing, or left behind by a SQL node that died
-// while committing it, must not fail every other node's reads.
-func (s *Storage) Get(ctx context.Context, key []byte, ts uint64) ([]byte, bool, error) {
-	t, err := s.txn.Begin(ctx, kv.TxnOptions{StartTS: ts, ReadOnly: true})
-	if err != nil {
-		return nil, false, mapErr(err)
-	}
-	defer func() { _ = t.Rollback(ctx) }()
-	v, ok, err := t.Get(ctx, key)
-	return v, ok, mapErr(err)
-}
-
-func (s *Storage) Scan(ctx context.Context, start, end []byte, ts uint64, limit int) ([]*kvrpcpb.KvPair, error) {
-	t, err := s.txn.Begin(ctx, kv.TxnOptions{StartTS: ts, ReadOnly: true})
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer func() { _ = t.Rollback(ctx) }()
-	pairs, err := t.Scan(ctx, start, end, limit, false)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	out := make([]*kvrpcpb.KvPair, len(pairs))
-	for i, p := range pairs {
-		out[i] = &kvrpcpb.KvPair{Key: p.Key, Value: p.Value}
-	}
-	return out, nil
-}
-
-// Commit runs muts as one optimistic transaction that read at startTS
-// (1PC when they lie in one region, else async commit or
-// 2PC, atomic across regions). The commit timestamp is the protocol's,
-// not commitTS: it must be above every read the stores served.
-func (s *Storage) Commit(ctx context.Context, muts []*kvrpcpb.Mutation, startTS, _ uint64) error {
-	return s.txn.CommitMutations(ctx, muts, startTS, kv.TxnOptions{OnePC: true, AsyncCommit: true})
-}
-
 func (s *Storage) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error) {
 	// Locks met (e.g. secondaries of a transaction committing across
 	// regions) are resolved as the transaction client's reads do, then the

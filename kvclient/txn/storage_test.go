@@ -2,7 +2,6 @@ package txn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 
@@ -28,14 +27,6 @@ func TestMapErr(t *testing.T) {
 			var wc *kv.WriteConflictError
 			require.ErrorAs(t, err, &wc)
 			require.Equal(t, uint64(2), wc.ConflictCommitTS)
-		}},
-		// A conflict in one region after another region committed must not
-		// look like a clean conflict (the SQL layer would run the statement
-		// again on top of its own half-written result).
-		{"partial commit", fmt.Errorf("%w: %w", kvclient.ErrPartialCommit, conflict), func(t *testing.T, err error) {
-			require.ErrorIs(t, err, kv.ErrUndetermined)
-			var wc *kv.WriteConflictError
-			require.False(t, errors.As(err, &wc))
 		}},
 		{"undetermined", kvclient.ErrUndetermined, func(t *testing.T, err error) { require.ErrorIs(t, err, kv.ErrUndetermined) }},
 		{"unavailable", kvclient.ErrRegionUnavailable, func(t *testing.T, err error) { require.ErrorIs(t, err, kv.ErrRegionUnavailable) }},

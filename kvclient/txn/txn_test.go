@@ -454,20 +454,24 @@ func TestKeyErrorMapping(t *testing.T) {
 	require.True(t, errors.Is(mapErr(fmt.Errorf("x: %w", errFake)), errFake))
 }
 
-func TestCommitMutations(t *testing.T) {
+// TestUpdateTxn: the transaction kv.Update runs (catalog, DDL and the
+// schema sync rows write through it): optimistic, 1PC in one region; a
+// key written after its start_ts conflicts and nothing is written; an
+// Insert of a live key fails.
+func TestUpdateTxn(t *testing.T) {
 	f := newFakeKV(t, "m")
 	c := f.newClient(Config{})
 	f.put("c", "1")
-	start := f.ts()
-	start2 := f.ts() // a second statement that read "a" before the first committed
-	requireRead(t, begin(t, c, kv.TxnOptions{ReadOnly: true, StartTS: start2}), "a", "")
 	opts := kv.TxnOptions{OnePC: true, AsyncCommit: true}
-	muts := []*kvrpcpb.Mutation{
+	tx := begin(t, c, opts)
+	late := begin(t, c, opts) // a second one that read "a" before the first committed
+	requireRead(t, late, "a", "")
+	require.NoError(t, kv.Mutate(tx, []*kvrpcpb.Mutation{
 		{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("1")},
 		{Op: kvrpcpb.Op_Insert, Key: []byte("b"), Value: []byte("1")},
 		{Op: kvrpcpb.Op_Del, Key: []byte("c")},
-	}
-	require.NoError(t, c.CommitMutations(bg, muts, start, opts))
+	}))
+	require.NoError(t, tx.Commit(bg))
 	require.Equal(t, 0, f.count("Commit"), "one region: 1PC")
 	require.Equal(t, 1, f.count("Prewrite"))
 	rd := begin(t, c, kv.TxnOptions{})
@@ -475,15 +479,17 @@ func TestCommitMutations(t *testing.T) {
 	requireRead(t, rd, "c", "")
 
 	// A key written after start_ts conflicts; nothing is written.
-	err := c.CommitMutations(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("2")},
-		{Op: kvrpcpb.Op_Put, Key: []byte("z"), Value: []byte("2")}}, start2, opts)
+	require.NoError(t, kv.Mutate(late, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("2")},
+		{Op: kvrpcpb.Op_Put, Key: []byte("z"), Value: []byte("2")}}))
 	var wc *kv.WriteConflictError
-	require.ErrorAs(t, err, &wc)
+	require.ErrorAs(t, late.Commit(bg), &wc)
 	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond)
 	requireRead(t, begin(t, c, kv.TxnOptions{}), "z", "")
 
 	var ke *kv.KeyExistsError
-	require.ErrorAs(t, c.CommitMutations(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: []byte("b")}}, f.ts(), opts), &ke)
+	ins := begin(t, c, opts)
+	require.NoError(t, kv.Mutate(ins, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: []byte("b")}}))
+	require.ErrorAs(t, ins.Commit(bg), &ke)
 }
 
 func TestLargeTxnChunked(t *testing.T) {

@@ -117,7 +117,7 @@ func (a *AutoIncAllocator) Peek(ctx context.Context, tableID int64) (int64, erro
 	if err != nil {
 		return 0, err
 	}
-	v, found, err := a.store.Get(ctx, AutoIncKey(tableID), ts)
+	v, found, err := kv.GetAt(ctx, a.store, AutoIncKey(tableID), ts)
 	if err != nil || !found {
 		return 1, err
 	}

@@ -90,7 +90,7 @@ func (c *Catalog) read(ctx context.Context, key []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("catalog: get ts: %w", err)
 	}
-	v, ok, err := c.store.Get(ctx, key, ts)
+	v, ok, err := kv.GetAt(ctx, c.store, key, ts)
 	if err != nil {
 		return nil, false, fmt.Errorf("catalog: read %q: %w", key, err)
 	}
@@ -136,7 +136,7 @@ func (c *Catalog) ListDBs(ctx context.Context) ([]*DBInfo, error) {
 		return nil, err
 	}
 	p := metaPrefix("DB")
-	pairs, err := c.store.Scan(ctx, p, tablecodec.PrefixNext(p), ts, 0)
+	pairs, err := kv.ScanAt(ctx, c.store, p, tablecodec.PrefixNext(p), ts, 0)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: list databases: %w", err)
 	}
@@ -280,7 +280,7 @@ func (c *Catalog) ListTables(ctx context.Context, db *DBInfo) ([]*TableInfo, err
 		return nil, err
 	}
 	p := tablePrefix(db.ID)
-	pairs, err := c.store.Scan(ctx, p, tablecodec.PrefixNext(p), ts, 0)
+	pairs, err := kv.ScanAt(ctx, c.store, p, tablecodec.PrefixNext(p), ts, 0)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: list tables: %w", err)
 	}
@@ -379,7 +379,7 @@ func (c *Catalog) UpdateTable(ctx context.Context, db *DBInfo, nt *TableInfo, st
 	}
 	key := tableKey(db.ID, nt.Name)
 	return c.commitDDL(ctx, []int64{nt.ID}, true, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
-		v, found, err := c.store.Get(ctx, key, start)
+		v, found, err := kv.GetAt(ctx, c.store, key, start)
 		if err != nil {
 			return nil, fmt.Errorf("catalog: read %q: %w", key, err)
 		}

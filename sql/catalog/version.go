@@ -229,7 +229,7 @@ func (c *Catalog) refresh(ctx context.Context) error {
 	var diffs []schemaDiff
 	if v > cur {
 		from := max(cur+1, v-historyLen+1)
-		pairs, err := c.store.Scan(ctx, diffKey(from), diffKey(v+1), ts, 0)
+		pairs, err := kv.ScanAt(ctx, c.store, diffKey(from), diffKey(v+1), ts, 0)
 		if err != nil {
 			schemaReloads.WithLabelValues("error").Inc()
 			return fmt.Errorf("read schema diffs: %w", err)
@@ -328,14 +328,13 @@ func (c *Catalog) report(ctx context.Context) error {
 	v := c.effectiveLocked()
 	c.mu.RUnlock()
 	at := c.clock()
-	start, err := c.store.GetTS(ctx)
-	if err != nil {
-		return fmt.Errorf("report loaded schema version: %w", err)
-	}
 	ttl := c.syncTTL()
-	expires := tso.Physical(start) + ttl.Milliseconds()
-	row, _ := json.Marshal(syncEntry{Version: v, ExpiresMs: failpoint.Now().Add(ttl).UnixMilli(), ExpiresPDMs: expires})
-	commit, err := c.commitMeta(ctx, start, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: c.syncKey(), Value: row})
+	var expires int64
+	commit, err := c.commitMeta(ctx, func(start uint64) *kvrpcpb.Mutation {
+		expires = tso.Physical(start) + ttl.Milliseconds()
+		row, _ := json.Marshal(syncEntry{Version: v, ExpiresMs: failpoint.Now().Add(ttl).UnixMilli(), ExpiresPDMs: expires})
+		return &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: c.syncKey(), Value: row}
+	})
 	if err != nil {
 		return fmt.Errorf("report loaded schema version: %w", err)
 	}
@@ -363,22 +362,24 @@ func (c *Catalog) lapseLocked(late int64) {
 }
 
 func (c *Catalog) writeMeta(ctx context.Context, m *kvrpcpb.Mutation) error {
-	start, err := c.store.GetTS(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = c.commitMeta(ctx, start, m)
+	_, err := c.commitMeta(ctx, func(uint64) *kvrpcpb.Mutation { return m })
 	return err
 }
 
-// commitMeta commits m in a transaction that began at start and returns
-// its commit timestamp.
-func (c *Catalog) commitMeta(ctx context.Context, start uint64, m *kvrpcpb.Mutation) (uint64, error) {
-	commit, err := c.store.GetTS(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return commit, c.store.Commit(ctx, []*kvrpcpb.Mutation{m}, start, commit)
+// commitMeta commits the mutation m returns for the start ts of its
+// transaction and returns a timestamp taken right before the commit (the
+// commit timestamp is at or above it).
+func (c *Catalog) commitMeta(ctx context.Context, m func(start uint64) *kvrpcpb.Mutation) (uint64, error) {
+	var commit uint64
+	err := kv.Update(ctx, c.store, func(t kv.Txn) error {
+		if err := kv.Mutate(t, []*kvrpcpb.Mutation{m(t.StartTS())}); err != nil {
+			return err
+		}
+		var err error
+		commit, err = c.store.GetTS(ctx)
+		return err
+	})
+	return commit, err
 }
 
 // behind lists the live SQL nodes that have not loaded version v (their
@@ -389,7 +390,7 @@ func (c *Catalog) behind(ctx context.Context, v int64) (map[string]int64, error)
 		return nil, err
 	}
 	p := syncPrefix()
-	pairs, err := c.store.Scan(ctx, p, tablecodec.PrefixNext(p), ts, 0)
+	pairs, err := kv.ScanAt(ctx, c.store, p, tablecodec.PrefixNext(p), ts, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -412,7 +413,7 @@ func (c *Catalog) behind(ctx context.Context, v int64) (map[string]int64, error)
 }
 
 func (c *Catalog) readVersion(ctx context.Context, ts uint64) (int64, error) {
-	raw, found, err := c.store.Get(ctx, versionKey(), ts)
+	raw, found, err := kv.GetAt(ctx, c.store, versionKey(), ts)
 	if err != nil {
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
@@ -589,30 +590,26 @@ func infoSchemaChanged(from, to int64) error {
 // node has loaded the new version.
 func (c *Catalog) commitDDL(ctx context.Context, changed []int64, compatible bool, build func(start uint64, version int64) ([]*kvrpcpb.Mutation, error)) error {
 	for attempt := 0; ; attempt++ {
-		start, err := c.store.GetTS(ctx)
-		if err != nil {
-			return fmt.Errorf("catalog: get start ts: %w", err)
-		}
-		v, err := c.readVersion(ctx, start)
-		if err != nil {
-			return fmt.Errorf("catalog: %w", err)
-		}
-		next := v + 1
-		muts, err := build(start, next)
-		if err != nil {
-			return err
-		}
-		var raw [8]byte
-		binary.BigEndian.PutUint64(raw[:], uint64(next))
-		diff, _ := json.Marshal(schemaDiff{Version: next, TableIDs: changed, Compatible: compatible})
-		muts = append(muts,
-			&kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: versionKey(), Value: raw[:]},
-			&kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: diffKey(next), Value: diff})
-		commit, err := c.store.GetTS(ctx)
-		if err != nil {
-			return fmt.Errorf("catalog: get commit ts: %w", err)
-		}
-		err = c.store.Commit(ctx, muts, start, commit)
+		var next int64
+		err := kv.Update(ctx, c.store, func(t kv.Txn) error {
+			start := t.StartTS()
+			v, err := c.readVersion(ctx, start)
+			if err != nil {
+				return fmt.Errorf("catalog: %w", err)
+			}
+			next = v + 1
+			muts, err := build(start, next)
+			if err != nil {
+				return err
+			}
+			var raw [8]byte
+			binary.BigEndian.PutUint64(raw[:], uint64(next))
+			diff, _ := json.Marshal(schemaDiff{Version: next, TableIDs: changed, Compatible: compatible})
+			muts = append(muts,
+				&kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: versionKey(), Value: raw[:]},
+				&kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: diffKey(next), Value: diff})
+			return kv.Mutate(t, muts)
+		})
 		var wc *kv.WriteConflictError
 		// Two changes that read the same version also write the same diff
 		// key; the store may report either key.

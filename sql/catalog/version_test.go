@@ -18,6 +18,11 @@ type downStore struct{ kv.Storage }
 
 func (downStore) GetTS(context.Context) (uint64, error) { return 0, errors.New("pd unreachable") }
 
+// Begin needs a start ts from PD.
+func (downStore) Begin(context.Context, kv.TxnOptions) (kv.Txn, error) {
+	return nil, errors.New("pd unreachable")
+}
+
 func TestExpiredLeaseIs8027(t *testing.T) {
 	c := New(downStore{})
 	_, err := c.GetTable(context.Background(), &DBInfo{ID: 1, Name: "d"}, "t")

@@ -122,19 +122,13 @@ func (d *DDL) NodeID() string { return d.nodeID }
 // txn runs build at a fresh start ts and commits the mutations it returns
 // as one transaction (nothing when it returns none).
 func (d *DDL) txn(ctx context.Context, build func(start uint64) ([]*kvrpcpb.Mutation, error)) error {
-	start, err := d.store.GetTS(ctx)
-	if err != nil {
-		return err
-	}
-	muts, err := build(start)
-	if err != nil || len(muts) == 0 {
-		return err
-	}
-	commit, err := d.store.GetTS(ctx)
-	if err != nil {
-		return err
-	}
-	return d.store.Commit(ctx, muts, start, commit)
+	return kv.Update(ctx, d.store, func(t kv.Txn) error {
+		muts, err := build(t.StartTS())
+		if err != nil {
+			return err
+		}
+		return kv.Mutate(t, muts)
+	})
 }
 
 // Submit persists j in the job queue and waits until it ended: nil when it
@@ -202,7 +196,7 @@ func (d *DDL) wait(ctx context.Context, id int64) (*Job, error) {
 		if err == nil {
 			var v []byte
 			var found bool
-			if v, found, err = d.store.Get(ctx, historyKey(id), ts); err == nil && found {
+			if v, found, err = kv.GetAt(ctx, d.store, historyKey(id), ts); err == nil && found {
 				return decodeJob(v)
 			}
 		}
@@ -227,12 +221,12 @@ func (d *DDL) wait(ctx context.Context, id int64) (*Job, error) {
 // it can be undone.
 func (d *DDL) Cancel(ctx context.Context, id int64) error {
 	return d.txn(ctx, func(start uint64) ([]*kvrpcpb.Mutation, error) {
-		v, found, err := d.store.Get(ctx, queueKey(id), start)
+		v, found, err := kv.GetAt(ctx, d.store, queueKey(id), start)
 		if err != nil {
 			return nil, err
 		}
 		if !found {
-			if _, done, err := d.store.Get(ctx, historyKey(id), start); err != nil {
+			if _, done, err := kv.GetAt(ctx, d.store, historyKey(id), start); err != nil {
 				return nil, err
 			} else if done {
 				return nil, errno.New(errno.ErrCancelFinishedDDLJob, "This job:%d is finished, so can't be cancelled", id)
@@ -259,7 +253,7 @@ func (d *DDL) Jobs(ctx context.Context, limit int) (running, history []*Job, err
 	if err != nil {
 		return nil, nil, err
 	}
-	pairs, err := d.store.Scan(ctx, queuePrefix(), prefixEnd(queuePrefix()), ts, 0)
+	pairs, err := kv.ScanAt(ctx, d.store, queuePrefix(), prefixEnd(queuePrefix()), ts, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -317,7 +311,7 @@ type ownerRow struct {
 
 func (d *DDL) readOwner(ctx context.Context, ts uint64) (ownerRow, bool, error) {
 	var row ownerRow
-	v, found, err := d.store.Get(ctx, ownerKey(), ts)
+	v, found, err := kv.GetAt(ctx, d.store, ownerKey(), ts)
 	if err != nil || !found {
 		return row, false, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
@@ -19,7 +20,7 @@ func (d *DDL) head(ctx context.Context) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	pairs, err := d.store.Scan(ctx, queuePrefix(), prefixEnd(queuePrefix()), ts, 1)
+	pairs, err := kv.ScanAt(ctx, d.store, queuePrefix(), prefixEnd(queuePrefix()), ts, 1)
 	if err != nil || len(pairs) == 0 {
 		return nil, err
 	}

@@ -130,7 +130,7 @@ func (m *Manager) load(ctx context.Context) (*Snapshot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("privilege: get ts: %w", err)
 		}
-		v, found, err := m.cfg.Store.Get(ctx, versionKey, ts)
+		v, found, err := kv.GetAt(ctx, m.cfg.Store, versionKey, ts)
 		if err != nil {
 			return nil, fmt.Errorf("privilege: read version: %w", err)
 		}
@@ -148,7 +148,7 @@ func (m *Manager) load(ctx context.Context) (*Snapshot, error) {
 			return cur, nil
 		}
 		p := privPrefix()
-		pairs, err := m.cfg.Store.Scan(ctx, p, tablecodec.PrefixNext(p), ts, 0)
+		pairs, err := kv.ScanAt(ctx, m.cfg.Store, p, tablecodec.PrefixNext(p), ts, 0)
 		if err != nil {
 			return nil, fmt.Errorf("privilege: read tables: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,8 +30,8 @@ type memStore struct {
 	data       map[string][]version // newest last
 	regionRows int
 	// failCommit is returned by the next commit of a transaction (memTxn)
-	// that writes; the catalog's and the DDL owner's direct Commits, which
-	// run in the background, never take it.
+	// that writes outside the catalog's 'm' keys: the catalog's and the DDL
+	// owner's transactions, which run in the background, never take it.
 	failCommit error
 	// failCommitTimes makes failCommit stick for that many Commits (0: once).
 	failCommitTimes int
@@ -114,30 +115,6 @@ func (m *memStore) Scan(_ context.Context, start, end []byte, ts uint64, limit i
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.scanLocked(start, end, ts, limit), nil
-}
-
-func (m *memStore) Commit(_ context.Context, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, mu := range muts {
-		vs := m.data[string(mu.Key)]
-		if n := len(vs); n > 0 && vs[n-1].commitTS > startTS {
-			return &kv.WriteConflictError{StartTS: startTS, ConflictCommitTS: vs[n-1].commitTS, Key: mu.Key}
-		}
-		if mu.Op == kvrpcpb.Op_Insert {
-			if _, ok := m.readLocked(string(mu.Key), commitTS); ok {
-				return &kv.KeyExistsError{Key: mu.Key}
-			}
-		}
-	}
-	for _, mu := range muts {
-		v := version{commitTS: commitTS}
-		if mu.Op != kvrpcpb.Op_Del {
-			v.value = append([]byte{}, mu.Value...)
-		}
-		m.data[string(mu.Key)] = append(m.data[string(mu.Key)], v)
-	}
-	return nil
 }
 
 // Coprocessor runs dag with the stores' own coprocessor (pushed
@@ -566,7 +543,7 @@ func (t *memTxn) Commit(ctx context.Context) error {
 	}
 	t.done = true
 	defer m.releaseLocked(t)
-	if err := m.failCommit; err != nil && len(t.buf) > 0 {
+	if err := m.failCommit; err != nil && writesData(t.buf) {
 		if m.failCommitTimes--; m.failCommitTimes <= 0 {
 			m.failCommit = nil
 		}
@@ -607,6 +584,17 @@ func (t *memTxn) Commit(ctx context.Context) error {
 	}
 	m.commits++
 	return nil
+}
+
+// writesData reports whether buf writes a key outside the catalog's 'm'
+// key space.
+func writesData(buf map[string]bufEntry) bool {
+	for k := range buf {
+		if !strings.HasPrefix(k, "m") {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *memTxn) Rollback(context.Context) error {

@@ -197,7 +197,7 @@ func (h *Handle) reloadDeltas(ctx context.Context, ts uint64) error {
 	end := tablecodec.PrefixNext(start)
 	m := map[int64]Delta{}
 	for {
-		pairs, err := h.store.Scan(ctx, start, end, ts, 256)
+		pairs, err := kv.ScanAt(ctx, h.store, start, end, ts, 256)
 		if err != nil {
 			return err
 		}
@@ -219,7 +219,7 @@ func (h *Handle) reloadDeltas(ctx context.Context, ts uint64) error {
 	}
 	h.deltas.Store(&m)
 	s := DefaultAutoSettings
-	v, found, err := h.store.Get(ctx, autoKey(), ts)
+	v, found, err := kv.GetAt(ctx, h.store, autoKey(), ts)
 	if err != nil {
 		return err
 	}

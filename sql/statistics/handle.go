@@ -129,7 +129,7 @@ func (h *Handle) Reload(ctx context.Context) error {
 	if err := h.reloadDeltas(ctx, ts); err != nil {
 		return err
 	}
-	v, found, err := h.store.Get(ctx, versionKey(), ts)
+	v, found, err := kv.GetAt(ctx, h.store, versionKey(), ts)
 	if err != nil || !found {
 		return err
 	}
@@ -141,7 +141,7 @@ func (h *Handle) Reload(ctx context.Context) error {
 	end := tablecodec.PrefixNext(start)
 	m := map[int64]*Table{}
 	for {
-		pairs, err := h.store.Scan(ctx, start, end, ts, 256)
+		pairs, err := kv.ScanAt(ctx, h.store, start, end, ts, 256)
 		if err != nil {
 			return err
 		}
@@ -232,7 +232,7 @@ func analyze(ctx context.Context, store kv.Storage, t *catalog.TableInfo) (*Tabl
 	start, end := tablecodec.RecordRange(t.ID)
 	const page = 1024
 	for {
-		pairs, err := store.Scan(ctx, start, end, ts, page)
+		pairs, err := kv.ScanAt(ctx, store, start, end, ts, page)
 		if err != nil {
 			return nil, err
 		}

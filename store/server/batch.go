@@ -239,10 +239,6 @@ func (s *Service) dispatch(ctx context.Context, r *storepb.BatchCommandsRequest_
 		var resp *kvrpcpb.CoprocessorResponse
 		resp, err = s.Coprocessor(ctx, c.Coprocessor)
 		out.Cmd = &storepb.BatchCommandsResponse_Response_Coprocessor{Coprocessor: resp}
-	case *storepb.BatchCommandsRequest_Request_OnePc:
-		var resp *kvrpcpb.OnePCResponse
-		resp, err = s.KvOnePC(ctx, c.OnePc)
-		out.Cmd = &storepb.BatchCommandsResponse_Response_OnePc{OnePc: resp}
 	case *storepb.BatchCommandsRequest_Request_SplitRegion:
 		var resp *kvrpcpb.SplitRegionResponse
 		resp, err = s.SplitRegion(ctx, c.SplitRegion)

@@ -16,7 +16,7 @@ import (
 )
 
 // BenchmarkOnePCWrite measures the Ready loop write path end to end: N
-// concurrent writers send single-key KvOnePC requests over gRPC to the leader
+// concurrent writers send single-key 1PC prewrites over gRPC to the leader
 // of a 3-replica region on 3 in-process stores (real fsyncs on temp dirs).
 // It reports ops/s and latency percentiles.
 //
@@ -46,11 +46,9 @@ func BenchmarkOnePCWrite(b *testing.B) {
 						}
 						ts := c.nextTS()
 						t0 := time.Now()
-						resp, err := n.client.KvOnePC(context.Background(), &kvrpcpb.OnePCRequest{
-							Context:   rctx,
-							Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: fmt.Appendf(nil, "bench-%d-%d", writers, i), Value: value}},
-							StartTs:   ts - 5, CommitTs: ts,
-						})
+						resp, err := n.client.KvPrewrite(context.Background(), onePCRequest(rctx,
+							[]*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: fmt.Appendf(nil, "bench-%d-%d", writers, i), Value: value}},
+							ts-5, ts))
 						lat[w] = append(lat[w], time.Since(t0))
 						if err != nil || resp.GetRegionError() != nil || len(resp.GetErrors()) > 0 {
 							b.Errorf("write %d: err=%v region=%v key=%v", i, err, resp.GetRegionError(), resp.GetErrors())

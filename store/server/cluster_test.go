@@ -189,14 +189,22 @@ func retryable(e *errorpb.Error) bool {
 	return e.GetNotLeader() != nil || e.GetStaleCommand() != nil || e.GetServerIsBusy() != nil
 }
 
+// onePCRequest is a write of muts (in one region) committed by 1PC, as the
+// SQL node's transactions send it: a prewrite with try_one_pc that read at
+// startTS, committed at commitTS or above.
+func onePCRequest(rctx *kvrpcpb.Context, muts []*kvrpcpb.Mutation, startTS, commitTS uint64) *kvrpcpb.PrewriteRequest {
+	return &kvrpcpb.PrewriteRequest{Context: rctx, Mutations: muts, PrimaryLock: muts[0].GetKey(), StartVersion: startTS,
+		LockTtl: 3000, TxnSize: uint64(len(muts)), MinCommitTs: commitTS, TryOnePc: true}
+}
+
 // onePC writes through the current leader, retrying on leader changes.
-func (c *testCluster) onePC(muts []*kvrpcpb.Mutation, startTS, commitTS uint64) *kvrpcpb.OnePCResponse {
-	var resp *kvrpcpb.OnePCResponse
+func (c *testCluster) onePC(muts []*kvrpcpb.Mutation, startTS, commitTS uint64) *kvrpcpb.PrewriteResponse {
+	var resp *kvrpcpb.PrewriteResponse
 	c.retry(func(n *testNode) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		var err error
-		resp, err = n.client.KvOnePC(ctx, &kvrpcpb.OnePCRequest{Context: c.reqCtx(), Mutations: muts, StartTs: startTS, CommitTs: commitTS})
+		resp, err = n.client.KvPrewrite(ctx, onePCRequest(c.reqCtx(), muts, startTS, commitTS))
 		if err != nil || retryable(resp.GetRegionError()) {
 			return false
 		}

@@ -1,9 +1,10 @@
 // Package server is a store node: the storepb.Store gRPC service (KV reads,
-// 1PC writes, coprocessor, raft transport) wired onto a raftstore.Store, and
+// Percolator writes, coprocessor, raft transport) wired onto a raftstore.Store, and
 // the Server that owns the listener, the PD client and the store's lifetime.
 //
 // Request flow: every KV command (KvGet, KvBatchGet, KvScan, the
-// Percolator commands, KvOnePC) is served by store/txn's Storage over
+// Percolator commands; a 1PC write is a KvPrewrite with try_one_pc) is
+// served by store/txn's Storage over
 // raftEngine: reads pass raftstore.ReadIndex (leader, lease or ReadIndex
 // round, applied index caught up), record their timestamp and wait for
 // in-flight async-commit/1PC writes they must see (store/concurrency), then

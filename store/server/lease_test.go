@@ -299,8 +299,8 @@ func requireNoStaleReadsWhenCutOff(t *testing.T, c *testCluster, old int, last i
 			}
 			ts := c.nextTS()
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			resp, err := n.client.KvOnePC(ctx, &kvrpcpb.OnePCRequest{Context: c.reqCtx(), StartTs: ts - 5, CommitTs: ts,
-				Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k"), Value: fmt.Appendf(nil, "v%d", i)}}})
+			resp, err := n.client.KvPrewrite(ctx, onePCRequest(c.reqCtx(),
+				[]*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k"), Value: fmt.Appendf(nil, "v%d", i)}}, ts-5, ts))
 			cancel()
 			if err == nil && resp.GetRegionError() == nil && len(resp.GetErrors()) == 0 {
 				acked.Store(i)

@@ -250,13 +250,6 @@ func (s *Service) KvScanLock(ctx context.Context, req *kvrpcpb.ScanLockRequest) 
 	return call(ctx, "kv_scan_lock", req, s.st.ScanLock)
 }
 
-// KvOnePC implements storepb.StoreServer: a prewrite with try_one_pc that
-// commits every mutation at a commit_ts at or above the requested one and
-// above every read this store served, or reports the key errors.
-func (s *Service) KvOnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
-	return call(ctx, "kv_one_pc", req, s.st.OnePC)
-}
-
 // SplitRegion implements storepb.StoreServer: splits the region in the
 // request's context, which this store must lead (raftstore.SplitRegion).
 func (s *Service) SplitRegion(ctx context.Context, req *kvrpcpb.SplitRegionRequest) (*kvrpcpb.SplitRegionResponse, error) {

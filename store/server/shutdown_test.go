@@ -11,12 +11,31 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	strkv "github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
-	"github.com/stratadb/strata/proto/kvrpcpb"
+	kvtxn "github.com/stratadb/strata/kvclient/txn"
 	"github.com/stratadb/strata/store/mvcc"
 )
 
-// writeLoad runs writers that commit unique keys through kvclient (half of
+// clusterTSO hands out the test cluster's timestamps (kvclient/txn's Oracle).
+type clusterTSO struct{ c *testCluster }
+
+func (o clusterTSO) GetTS(context.Context) (uint64, error) { return o.c.nextTS(), nil }
+
+// commitOne writes key in a transaction of its own (1PC in one region).
+func commitOne(ctx context.Context, txns *kvtxn.Client, key, value []byte) error {
+	tx, err := txns.Begin(ctx, strkv.TxnOptions{OnePC: true, AsyncCommit: true})
+	if err != nil {
+		return err
+	}
+	if err := tx.Set(key, value); err != nil {
+		_ = tx.Rollback(ctx)
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// writeLoad runs writers that commit unique keys through kvclient/txn (half of
 // them reading each write back), until stop is called. Every error is recorded: during a
 // graceful leader transfer there must be none (no undetermined write, no
 // stale read).
@@ -37,6 +56,7 @@ type writeLoad struct {
 func startWriteLoad(t *testing.T, c *testCluster, writers int) *writeLoad {
 	kv := kvclient.New(c.pd, kvclient.Config{})
 	t.Cleanup(func() { kv.Close() })
+	txns := kvtxn.NewClient(kv, clusterTSO{c}, kvtxn.Config{})
 	l := &writeLoad{c: c, kv: kv, stopped: make(chan struct{}), last: time.Now(), written: map[string]string{}}
 	for w := range writers {
 		l.wg.Go(func() {
@@ -47,9 +67,8 @@ func startWriteLoad(t *testing.T, c *testCluster, writers int) *writeLoad {
 				default:
 				}
 				k, v := fmt.Sprintf("load-%d-%05d", w, i), fmt.Sprintf("v%d", i)
-				ts := c.nextTS()
 				ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-				err := kv.Commit(ctx, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte(k), Value: []byte(v)}}, ts-5, ts)
+				err := commitOne(ctx, txns, []byte(k), []byte(v))
 				if err == nil && w%2 == 0 { // half the writers read their write back
 					var got []byte
 					var found bool

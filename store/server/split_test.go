@@ -83,9 +83,9 @@ func TestSplitRegion(t *testing.T) {
 
 	// A write prepared with the old epoch: EpochNotMatch with both regions.
 	ts := c.nextTS()
-	resp, err := c.nodes[l].client.KvOnePC(ctx, &kvrpcpb.OnePCRequest{
-		Context:   &kvrpcpb.Context{RegionId: parent.GetId(), RegionEpoch: parent.GetRegionEpoch()},
-		Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k015"), Value: []byte("stale")}}, StartTs: ts - 5, CommitTs: ts})
+	resp, err := c.nodes[l].client.KvPrewrite(ctx, onePCRequest(
+		&kvrpcpb.Context{RegionId: parent.GetId(), RegionEpoch: parent.GetRegionEpoch()},
+		[]*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k015"), Value: []byte("stale")}}, ts-5, ts))
 	require.NoError(t, err)
 	enm := resp.GetRegionError().GetEpochNotMatch()
 	require.NotNil(t, enm)
@@ -166,9 +166,9 @@ func (c *testCluster) putRouted(key, value string) {
 			return false
 		}
 		ts := c.nextTS()
-		resp, err := c.nodes[l].client.KvOnePC(ctx, &kvrpcpb.OnePCRequest{
-			Context:   &kvrpcpb.Context{RegionId: r.GetId(), RegionEpoch: r.GetRegionEpoch()},
-			Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte(key), Value: []byte(value)}}, StartTs: ts - 5, CommitTs: ts})
+		resp, err := c.nodes[l].client.KvPrewrite(ctx, onePCRequest(
+			&kvrpcpb.Context{RegionId: r.GetId(), RegionEpoch: r.GetRegionEpoch()},
+			[]*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte(key), Value: []byte(value)}}, ts-5, ts))
 		return err == nil && resp.GetRegionError() == nil && len(resp.GetErrors()) == 0
 	}, waitFor, time.Millisecond, "put %q", key)
 }

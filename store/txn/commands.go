@@ -148,30 +148,6 @@ func (s *Storage) Prewrite(ctx context.Context, req *kvrpcpb.PrewriteRequest) (*
 	return resp, nil
 }
 
-// OnePC serves the legacy OnePCRequest as a prewrite with try_one_pc
-// (commit_ts raised above the store's max read timestamp as needed). It
-// never leaves locks: either every mutation is committed or the response
-// carries the errors.
-func (s *Storage) OnePC(ctx context.Context, req *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
-	if len(req.GetMutations()) == 0 {
-		return &kvrpcpb.OnePCResponse{}, nil
-	}
-	presp, err := s.Prewrite(ctx, &kvrpcpb.PrewriteRequest{
-		Context:      req.GetContext(),
-		Mutations:    req.GetMutations(),
-		PrimaryLock:  req.GetMutations()[0].GetKey(),
-		StartVersion: req.GetStartTs(),
-		LockTtl:      3000,
-		TxnSize:      uint64(len(req.GetMutations())),
-		MinCommitTs:  req.GetCommitTs(),
-		TryOnePc:     true,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &kvrpcpb.OnePCResponse{RegionError: presp.GetRegionError(), Errors: presp.GetErrors()}, nil
-}
-
 // Commit serves a CommitRequest: every key's lock of start_version becomes
 // a write record at commit_version. Keys already committed by the
 // transaction are skipped; a missing lock is TxnLockNotFound, a commit_ts

@@ -2,8 +2,8 @@
 // TiKV's storage layer does: reads with lock checks (Get, BatchGet, Scan,
 // ScanLock) and the write commands Prewrite (optimistic and pessimistic,
 // async commit, 1PC), Commit, BatchRollback, Cleanup, CheckTxnStatus,
-// CheckSecondaryLocks, ResolveLock, TxnHeartBeat, PessimisticLock,
-// PessimisticRollback, and the legacy OnePC. Request and response types are
+// CheckSecondaryLocks, ResolveLock, TxnHeartBeat, PessimisticLock and
+// PessimisticRollback. Request and response types are
 // kvrpcpb's; store/server's handlers call Storage directly.
 //
 // # Write path

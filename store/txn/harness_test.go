@@ -411,16 +411,8 @@ func (h *harness) run(d *datadriven.TestData) string {
 	case "max_ts":
 		h.s.cm.SyncMaxTS(a.ts("ts"))
 		return fmt.Sprintf("max_ts=%s\n", fmtTS(h.s.cm.MaxTS()))
-	case "prewrite", "one_pc":
+	case "prewrite":
 		muts, actions, pessimistic := parseMutations(d.Input)
-		if d.Cmd == "one_pc" {
-			resp, err := h.s.OnePC(bg, &kvrpcpb.OnePCRequest{Mutations: muts, StartTs: a.ts("start"), CommitTs: a.ts("commit")})
-			if err != nil {
-				return fail(err)
-			}
-			keyErrs(resp.Errors)
-			break
-		}
 		req := &kvrpcpb.PrewriteRequest{
 			Context: rctxFrom(a), Mutations: muts, PrimaryLock: a.bytes("primary"),
 			StartVersion: a.ts("start"), LockTtl: uint64(a.int("ttl")), ForUpdateTs: a.ts("for_update"),
