@@ -23,6 +23,8 @@
 //	sql/table       writes a row with its index entries
 //	sql/tablecodec  SQL rows and index entries onto KV keys and values
 //	sql/catalog     databases and tables, persisted as JSON under 'm' keys, cached
+//	sql/model       the schema model (DBInfo, TableInfo, ColumnInfo, IndexInfo,
+//	                schema states), shared with the stores' coprocessor
 //	sql/ddl         schema changes as jobs run by the DDL owner; CREATE TABLE
 //	                and index definitions to table info
 //	sql/autoid      row handles and AUTO_INCREMENT values

@@ -16,6 +16,7 @@ import (
 	"github.com/stratadb/strata/kv/codec"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 )
 
@@ -49,8 +50,8 @@ type Catalog struct {
 	// metadata lock, version.go); curTxns is the loaded version's.
 	txnCounts map[int64]*TxnSchema
 	curTxns   atomic.Pointer[TxnSchema]
-	dbs       map[string]*DBInfo
-	tables    map[tableName]*TableInfo
+	dbs       map[string]*model.DBInfo
+	tables    map[tableName]*model.TableInfo
 }
 
 type tableName struct {
@@ -61,7 +62,7 @@ type tableName struct {
 // New returns a Catalog over store.
 func New(store kv.Storage) *Catalog {
 	return &Catalog{store: store, log: slog.Default(), lease: DefaultLease, nodeID: fmt.Sprintf("%016x", rand.Uint64()), epoch: time.Now(), history: map[int64]schemaDiff{}, txnCounts: map[int64]*TxnSchema{},
-		dbs: map[string]*DBInfo{}, tables: map[tableName]*TableInfo{}}
+		dbs: map[string]*model.DBInfo{}, tables: map[tableName]*model.TableInfo{}}
 }
 
 // MetaKey is the prefix of the catalog's rows of one kind ('m' +
@@ -98,7 +99,7 @@ func (c *Catalog) read(ctx context.Context, key []byte) ([]byte, bool, error) {
 }
 
 // GetDB returns the named database, or ERROR 1049.
-func (c *Catalog) GetDB(ctx context.Context, name string) (*DBInfo, error) {
+func (c *Catalog) GetDB(ctx context.Context, name string) (*model.DBInfo, error) {
 	if err := c.ensureValid(ctx); err != nil {
 		return nil, err
 	}
@@ -117,7 +118,7 @@ func (c *Catalog) GetDB(ctx context.Context, name string) (*DBInfo, error) {
 	if !found {
 		return nil, errno.New(errno.ErrBadDB, "Unknown database '%s'", name)
 	}
-	db = new(DBInfo)
+	db = new(model.DBInfo)
 	if err := json.Unmarshal(v, db); err != nil {
 		return nil, fmt.Errorf("catalog: corrupt database info %q: %w", name, err)
 	}
@@ -130,7 +131,7 @@ func (c *Catalog) GetDB(ctx context.Context, name string) (*DBInfo, error) {
 }
 
 // ListDBs returns every database, sorted by name.
-func (c *Catalog) ListDBs(ctx context.Context) ([]*DBInfo, error) {
+func (c *Catalog) ListDBs(ctx context.Context) ([]*model.DBInfo, error) {
 	ts, err := c.store.GetTS(ctx)
 	if err != nil {
 		return nil, err
@@ -140,9 +141,9 @@ func (c *Catalog) ListDBs(ctx context.Context) ([]*DBInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog: list databases: %w", err)
 	}
-	out := make([]*DBInfo, 0, len(pairs))
+	out := make([]*model.DBInfo, 0, len(pairs))
 	for _, kv := range pairs {
-		db := new(DBInfo)
+		db := new(model.DBInfo)
 		if err := json.Unmarshal(kv.Value, db); err != nil {
 			return nil, fmt.Errorf("catalog: corrupt database info: %w", err)
 		}
@@ -178,7 +179,7 @@ func CheckDBName(name string) error {
 
 // CreateDB creates database db (an id of 0 is allocated here); ERROR 1007
 // if it exists (unless ifNotExists).
-func (c *Catalog) CreateDB(ctx context.Context, db *DBInfo, ifNotExists bool, step Step) error {
+func (c *Catalog) CreateDB(ctx context.Context, db *model.DBInfo, ifNotExists bool, step Step) error {
 	if err := CheckDBName(db.Name); err != nil {
 		return err
 	}
@@ -233,7 +234,7 @@ func (c *Catalog) DropDB(ctx context.Context, name string, ifExists bool, step S
 }
 
 // GetTable returns the named table, or ERROR 1146.
-func (c *Catalog) GetTable(ctx context.Context, db *DBInfo, name string) (*TableInfo, error) {
+func (c *Catalog) GetTable(ctx context.Context, db *model.DBInfo, name string) (*model.TableInfo, error) {
 	if err := c.ensureValid(ctx); err != nil {
 		return nil, err
 	}
@@ -264,8 +265,8 @@ func (c *Catalog) GetTable(ctx context.Context, db *DBInfo, name string) (*Table
 	return t, nil
 }
 
-func decodeTable(v []byte) (*TableInfo, error) {
-	t := new(TableInfo)
+func decodeTable(v []byte) (*model.TableInfo, error) {
+	t := new(model.TableInfo)
 	if err := json.Unmarshal(v, t); err != nil {
 		return nil, fmt.Errorf("catalog: corrupt table info: %w", err)
 	}
@@ -274,7 +275,7 @@ func decodeTable(v []byte) (*TableInfo, error) {
 }
 
 // ListTables returns the tables of db, sorted by name.
-func (c *Catalog) ListTables(ctx context.Context, db *DBInfo) ([]*TableInfo, error) {
+func (c *Catalog) ListTables(ctx context.Context, db *model.DBInfo) ([]*model.TableInfo, error) {
 	ts, err := c.store.GetTS(ctx)
 	if err != nil {
 		return nil, err
@@ -284,7 +285,7 @@ func (c *Catalog) ListTables(ctx context.Context, db *DBInfo) ([]*TableInfo, err
 	if err != nil {
 		return nil, fmt.Errorf("catalog: list tables: %w", err)
 	}
-	out := make([]*TableInfo, 0, len(pairs))
+	out := make([]*model.TableInfo, 0, len(pairs))
 	for _, kv := range pairs {
 		t, err := decodeTable(kv.Value)
 		if err != nil {
@@ -297,7 +298,7 @@ func (c *Catalog) ListTables(ctx context.Context, db *DBInfo) ([]*TableInfo, err
 
 // CreateTable persists t (an ID of 0 is allocated here); ERROR 1050 if a
 // table of that name exists (nil error when ifNotExists).
-func (c *Catalog) CreateTable(ctx context.Context, db *DBInfo, t *TableInfo, ifNotExists bool, step Step) error {
+func (c *Catalog) CreateTable(ctx context.Context, db *model.DBInfo, t *model.TableInfo, ifNotExists bool, step Step) error {
 	if t.ID == 0 {
 		id, err := c.store.AllocID(ctx, 1)
 		if err != nil {
@@ -326,7 +327,7 @@ func (c *Catalog) CreateTable(ctx context.Context, db *DBInfo, t *TableInfo, ifN
 
 // DropTable removes a table's catalog entry; ERROR 1051 if it does not exist
 // (nil when ifExists). Its rows become unreachable (ids are never reused).
-func (c *Catalog) DropTable(ctx context.Context, db *DBInfo, name string, ifExists bool, step Step) error {
+func (c *Catalog) DropTable(ctx context.Context, db *model.DBInfo, name string, ifExists bool, step Step) error {
 	t, err := c.GetTable(ctx, db, name)
 	if err != nil {
 		var e *errno.Error
@@ -346,7 +347,7 @@ func (c *Catalog) DropTable(ctx context.Context, db *DBInfo, name string, ifExis
 // TruncateTable gives table t the new id newID (0: allocated here) in one
 // catalog write, so its old rows become unreachable at once whatever their
 // number.
-func (c *Catalog) TruncateTable(ctx context.Context, db *DBInfo, t *TableInfo, newID int64, step Step) error {
+func (c *Catalog) TruncateTable(ctx context.Context, db *model.DBInfo, t *model.TableInfo, newID int64, step Step) error {
 	if newID == 0 {
 		id, err := c.store.AllocID(ctx, 1)
 		if err != nil {
@@ -371,7 +372,7 @@ func (c *Catalog) TruncateTable(ctx context.Context, db *DBInfo, t *TableInfo, n
 // version; the table must still exist under nt.ID, else ERROR 1146. The
 // change must be one F1 state step (compatible with the previous version:
 // transactions that began under it may commit).
-func (c *Catalog) UpdateTable(ctx context.Context, db *DBInfo, nt *TableInfo, step Step) error {
+func (c *Catalog) UpdateTable(ctx context.Context, db *model.DBInfo, nt *model.TableInfo, step Step) error {
 	nt.Init()
 	nv, err := json.Marshal(nt)
 	if err != nil {
@@ -399,7 +400,7 @@ func (c *Catalog) UpdateTable(ctx context.Context, db *DBInfo, nt *TableInfo, st
 
 // Reload drops the cached entry of a table so the next GetTable reads it
 // from the KV layer.
-func (c *Catalog) Reload(db *DBInfo, name string) {
+func (c *Catalog) Reload(db *model.DBInfo, name string) {
 	c.mu.Lock()
 	delete(c.tables, tableName{dbID: db.ID, name: strings.ToLower(name)})
 	c.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/tso"
 )
 
@@ -25,7 +26,7 @@ func (downStore) Begin(context.Context, kv.TxnOptions) (kv.Txn, error) {
 
 func TestExpiredLeaseIs8027(t *testing.T) {
 	c := New(downStore{})
-	_, err := c.GetTable(context.Background(), &DBInfo{ID: 1, Name: "d"}, "t")
+	_, err := c.GetTable(context.Background(), &model.DBInfo{ID: 1, Name: "d"}, "t")
 	var e *errno.Error
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, errno.ErrInfoSchemaExpired, e.Code)

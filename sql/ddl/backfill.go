@@ -9,7 +9,7 @@ import (
 
 	"github.com/stratadb/strata/failpoint"
 	"github.com/stratadb/strata/kv"
-	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/table"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
@@ -68,7 +68,7 @@ func (d *DDL) backfill(ctx context.Context, j *Job) error {
 		size = min(size*2, BackfillBatch)
 	}
 	d.log.Info("add index: backfill done", "job", j.ID, "table", t.Name, "index", ix.Name, "rows", j.RowCount, "took", time.Since(begin))
-	return d.setIndexState(ctx, j, catalog.StatePublic, false, func() { j.State, j.SchemaState = StateDone, SchemaPublic })
+	return d.setIndexState(ctx, j, model.StatePublic, false, func() { j.State, j.SchemaState = StateDone, SchemaPublic })
 }
 
 func retryableBackfill(err error) bool {
@@ -84,7 +84,7 @@ func retryableBackfill(err error) bool {
 // renews the owner lease. It checks the job is still running at its
 // snapshot (errJobChanged: cancelled), and writes the job's key, so a
 // cancel committed meanwhile makes it conflict.
-func (d *DDL) backfillBatch(ctx context.Context, t *catalog.TableInfo, ix *catalog.IndexInfo, j *Job, end []byte, size int) error {
+func (d *DDL) backfillBatch(ctx context.Context, t *model.TableInfo, ix *model.IndexInfo, j *Job, end []byte, size int) error {
 	began := time.Now()
 	txn, err := d.store.Begin(ctx, kv.TxnOptions{})
 	if err != nil {

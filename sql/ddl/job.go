@@ -8,6 +8,7 @@ import (
 	"github.com/stratadb/strata/kv/codec"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 )
 
@@ -70,13 +71,13 @@ type Job struct {
 	Query       string     `json:"query,omitempty"`
 
 	// Arguments, by type.
-	DB          *catalog.DBInfo    `json:"db,omitempty"`         // create schema
-	Table       *catalog.TableInfo `json:"table,omitempty"`      // create table
-	Index       *catalog.IndexInfo `json:"index,omitempty"`      // add index (its ID is set by the first step)
-	IndexName   string             `json:"index_name,omitempty"` // drop index
-	NewTableID  int64              `json:"new_table_id,omitempty"`
-	IfExists    bool               `json:"if_exists,omitempty"`
-	IfNotExists bool               `json:"if_not_exists,omitempty"`
+	DB          *model.DBInfo    `json:"db,omitempty"`         // create schema
+	Table       *model.TableInfo `json:"table,omitempty"`      // create table
+	Index       *model.IndexInfo `json:"index,omitempty"`      // add index (its ID is set by the first step)
+	IndexName   string           `json:"index_name,omitempty"` // drop index
+	NewTableID  int64            `json:"new_table_id,omitempty"`
+	IfExists    bool             `json:"if_exists,omitempty"`
+	IfNotExists bool             `json:"if_not_exists,omitempty"`
 
 	// ReorgKey is the backfill's checkpoint: the row key the next batch
 	// starts at (an ADD INDEX in write reorganization). It is written in

@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 )
 
 func TestNextStep(t *testing.T) {
@@ -74,8 +74,8 @@ func TestCancelErr(t *testing.T) {
 }
 
 func TestJobRoundTrip(t *testing.T) {
-	tbl := &catalog.TableInfo{ID: 5, Name: "t", HandleOffset: -1, AutoIncOffset: -1,
-		Columns: []*catalog.ColumnInfo{{ID: 1, Name: "a"}}}
+	tbl := &model.TableInfo{ID: 5, Name: "t", HandleOffset: -1, AutoIncOffset: -1,
+		Columns: []*model.ColumnInfo{{ID: 1, Name: "a"}}}
 	j := &Job{ID: 3, Type: ActionCreateTable, SchemaName: "d", TableName: "t", Table: tbl, State: StateRunning,
 		SchemaState: SchemaReorg, ReorgKey: []byte("t\x80k"), Version: 9, RowCount: 42}
 	j.setErr(errno.New(errno.ErrDupEntry, "Duplicate entry '1' for key 't.k'"))

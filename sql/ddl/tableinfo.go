@@ -7,9 +7,9 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -34,7 +34,7 @@ const (
 
 // addIndexInfo appends a new index (in state public: the table is being
 // created, it has no rows) to t.
-func addIndexInfo(t *catalog.TableInfo, name string, parts []*ast.IndexPartSpecification, unique bool, opt *ast.IndexOption) error {
+func addIndexInfo(t *model.TableInfo, name string, parts []*ast.IndexPartSpecification, unique bool, opt *ast.IndexOption) error {
 	ix, err := NewIndexInfo(t, name, parts, unique, opt)
 	if err != nil {
 		return err
@@ -47,7 +47,7 @@ func addIndexInfo(t *catalog.TableInfo, name string, parts []*ast.IndexPartSpeci
 
 // NewIndexInfo validates an index definition against t and returns it
 // (without an id).
-func NewIndexInfo(t *catalog.TableInfo, name string, parts []*ast.IndexPartSpecification, unique bool, opt *ast.IndexOption) (*catalog.IndexInfo, error) {
+func NewIndexInfo(t *model.TableInfo, name string, parts []*ast.IndexPartSpecification, unique bool, opt *ast.IndexOption) (*model.IndexInfo, error) {
 	if len(parts) == 0 {
 		return nil, errno.New(errno.ErrParse, "an index needs at least one column")
 	}
@@ -57,7 +57,7 @@ func NewIndexInfo(t *catalog.TableInfo, name string, parts []*ast.IndexPartSpeci
 	if len(t.Indices) >= maxIndexes {
 		return nil, errno.New(errTooManyKeys, "Too many keys specified; max %d keys allowed", maxIndexes)
 	}
-	ix := &catalog.IndexInfo{Unique: unique}
+	ix := &model.IndexInfo{Unique: unique}
 	if opt != nil {
 		ix.Comment = opt.Comment
 	}
@@ -82,7 +82,7 @@ func NewIndexInfo(t *catalog.TableInfo, name string, parts []*ast.IndexPartSpeci
 				return nil, errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", c.Name)
 			}
 		}
-		ix.Columns = append(ix.Columns, &catalog.IndexColumn{Name: c.Name, Offset: off})
+		ix.Columns = append(ix.Columns, &model.IndexColumn{Name: c.Name, Offset: off})
 	}
 	if name == "" {
 		// MySQL names an unnamed index after its first column, _2, _3... on
@@ -108,8 +108,8 @@ func NewIndexInfo(t *catalog.TableInfo, name string, parts []*ast.IndexPartSpeci
 
 // BuildTableInfo validates a CREATE TABLE and converts it to a TableInfo
 // (without an id).
-func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, error) {
-	t := &catalog.TableInfo{Name: x.Table.Name.O, HandleOffset: -1, AutoIncOffset: -1}
+func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*model.TableInfo, error) {
+	t := &model.TableInfo{Name: x.Table.Name.O, HandleOffset: -1, AutoIncOffset: -1}
 	if len(x.Cols) == 0 {
 		return nil, errno.New(errno.ErrTableMustHaveCols, "A table must have at least 1 column")
 	}
@@ -133,7 +133,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, e
 		if names[strings.ToLower(name)] {
 			return nil, errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", name)
 		}
-		if strings.EqualFold(name, catalog.HandleColumnName) {
+		if strings.EqualFold(name, model.HandleColumnName) {
 			return nil, errno.New(errno.ErrWrongFieldSpec, "Incorrect column name '%s': the name is reserved for the hidden row handle", name)
 		}
 		names[strings.ToLower(name)] = true
@@ -144,7 +144,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, e
 		if err != nil {
 			return nil, errno.NotSupported(err.Error())
 		}
-		c := &catalog.ColumnInfo{ID: int64(i + 1), Name: name, Offset: i, Type: ft}
+		c := &model.ColumnInfo{ID: int64(i + 1), Name: name, Offset: i, Type: ft}
 		var defExpr ast.ExprNode
 		for _, o := range cd.Options {
 			switch o.Tp {
@@ -241,7 +241,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*catalog.TableInfo, e
 // handle (clustered); any other key is NONCLUSTERED: a unique index named
 // PRIMARY, rows keeping a hidden _tidb_rowid handle. Every key column
 // becomes NOT NULL (1171 when declared NULL, as MySQL).
-func setPrimaryKey(t *catalog.TableInfo, parts []*ast.IndexPartSpecification, nullable map[int]bool) error {
+func setPrimaryKey(t *model.TableInfo, parts []*ast.IndexPartSpecification, nullable map[int]bool) error {
 	offs := make([]int, len(parts))
 	for i, p := range parts {
 		if p.Expr != nil || p.Column == nil {
@@ -277,13 +277,13 @@ func setPrimaryKey(t *catalog.TableInfo, parts []*ast.IndexPartSpecification, nu
 	t.MaxIndexID++
 	ix.ID = t.MaxIndexID
 	// First, as MySQL lists it in SHOW INDEX and SHOW CREATE TABLE.
-	t.Indices = append([]*catalog.IndexInfo{ix}, t.Indices...)
+	t.Indices = append([]*model.IndexInfo{ix}, t.Indices...)
 	return nil
 }
 
 // isKeyPrefix reports whether column off is the row handle or the first
 // column of an index: MySQL's condition for an AUTO_INCREMENT column.
-func isKeyPrefix(t *catalog.TableInfo, off int) bool {
+func isKeyPrefix(t *model.TableInfo, off int) bool {
 	if t.PKIsHandle && t.HandleOffset == off {
 		return true
 	}
@@ -295,7 +295,7 @@ func isKeyPrefix(t *catalog.TableInfo, off int) bool {
 	return false
 }
 
-func setDefault(c *catalog.ColumnInfo, n ast.ExprNode, env expr.Env) error {
+func setDefault(c *model.ColumnInfo, n ast.ExprNode, env expr.Env) error {
 	invalid := errno.New(errno.ErrInvalidDefault, "Invalid default value for '%s'", c.Name)
 	if f, ok := n.(*ast.FuncCallExpr); ok {
 		switch f.FnName.L {

@@ -10,6 +10,7 @@ import (
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/tso"
 )
@@ -95,13 +96,13 @@ func (d *DDL) do(ctx context.Context, j *Job, st step) error {
 		if j.Type == ActionDropIndex {
 			return d.dropIndexWriteOnly(ctx, j)
 		}
-		return d.setIndexState(ctx, j, catalog.StateWriteOnly, false, func() { j.SchemaState = SchemaWriteOnly })
+		return d.setIndexState(ctx, j, model.StateWriteOnly, false, func() { j.SchemaState = SchemaWriteOnly })
 	case stepReorg:
 		// A version of its own, as TiDB's: the backfill starts once no
 		// transaction that began while the index was delete only can
 		// commit (it would span two steps: catalog.CheckCommit).
 		start, _ := tablecodec.RecordRange(j.TableID)
-		return d.setIndexState(ctx, j, catalog.StateWriteOnly, false, func() { j.SchemaState, j.ReorgKey = SchemaReorg, start })
+		return d.setIndexState(ctx, j, model.StateWriteOnly, false, func() { j.SchemaState, j.ReorgKey = SchemaReorg, start })
 	case stepBackfill:
 		return d.backfill(ctx, j)
 	case stepRemoveIndex:
@@ -222,7 +223,7 @@ func (d *DDL) failJob(ctx context.Context, j *Job, err error) error {
 
 // table reads the job's database and table from the KV layer (not the
 // cache), checking they are still the ones the job was created for.
-func (d *DDL) table(ctx context.Context, j *Job) (*catalog.TableInfo, *catalog.DBInfo, error) {
+func (d *DDL) table(ctx context.Context, j *Job) (*model.TableInfo, *model.DBInfo, error) {
 	db, err := d.db(ctx, j)
 	if err != nil {
 		return nil, nil, err
@@ -238,7 +239,7 @@ func (d *DDL) table(ctx context.Context, j *Job) (*catalog.TableInfo, *catalog.D
 	return t, db, nil
 }
 
-func (d *DDL) db(ctx context.Context, j *Job) (*catalog.DBInfo, error) {
+func (d *DDL) db(ctx context.Context, j *Job) (*model.DBInfo, error) {
 	db, err := d.cat.GetDB(ctx, j.SchemaName)
 	if err != nil {
 		return nil, err
@@ -266,7 +267,7 @@ func (d *DDL) runSingle(ctx context.Context, j *Job) error {
 			return d.finish(ctx, j)
 		}
 	case ActionCreateTable:
-		var db *catalog.DBInfo
+		var db *model.DBInfo
 		if db, err = d.db(ctx, j); err == nil {
 			err = d.cat.CreateTable(ctx, db, j.Table, false, d.jobStep(ctx, j))
 			if code(err) == errno.ErrTableExists && j.IfNotExists {
@@ -275,7 +276,7 @@ func (d *DDL) runSingle(ctx context.Context, j *Job) error {
 		}
 	case ActionDropTable:
 		j.SchemaState = SchemaNone
-		var db *catalog.DBInfo
+		var db *model.DBInfo
 		if db, err = d.db(ctx, j); err == nil {
 			err = d.cat.DropTable(ctx, db, j.TableName, false, d.jobStep(ctx, j))
 			if code(err) == errno.ErrBadTable && j.IfExists {
@@ -283,8 +284,8 @@ func (d *DDL) runSingle(ctx context.Context, j *Job) error {
 			}
 		}
 	case ActionTruncateTable:
-		var t *catalog.TableInfo
-		var db *catalog.DBInfo
+		var t *model.TableInfo
+		var db *model.DBInfo
 		if t, db, err = d.table(ctx, j); err == nil {
 			err = d.cat.TruncateTable(ctx, db, t, j.NewTableID, d.jobStep(ctx, j))
 		}
@@ -327,7 +328,7 @@ func (d *DDL) addIndexDeleteOnly(ctx context.Context, j *Job) error {
 	nt := t.Clone()
 	nt.MaxIndexID++
 	ix := *j.Index
-	ix.ID, ix.State = nt.MaxIndexID, catalog.StateDeleteOnly
+	ix.ID, ix.State = nt.MaxIndexID, model.StateDeleteOnly
 	nt.Indices = append(nt.Indices, &ix)
 	j.Index.ID = ix.ID
 	j.TableID = t.ID
@@ -355,14 +356,14 @@ func (d *DDL) dropIndexWriteOnly(ctx context.Context, j *Job) error {
 		}
 		return errno.New(1091, "Can't DROP '%s'; check that column/key exists", j.IndexName)
 	}
-	j.Index = &catalog.IndexInfo{ID: ix.ID, Name: ix.Name}
+	j.Index = &model.IndexInfo{ID: ix.ID, Name: ix.Name}
 	j.TableID = t.ID
-	return d.setIndexState(ctx, j, catalog.StateWriteOnly, false, func() { j.State, j.SchemaState = StateRunning, SchemaWriteOnly })
+	return d.setIndexState(ctx, j, model.StateWriteOnly, false, func() { j.State, j.SchemaState = StateRunning, SchemaWriteOnly })
 }
 
 // setIndexState publishes the job's index in state st (remove: drops it
 // from the table), with the job changed by update, as one schema version.
-func (d *DDL) setIndexState(ctx context.Context, j *Job, st catalog.SchemaState, remove bool, update func()) error {
+func (d *DDL) setIndexState(ctx context.Context, j *Job, st model.SchemaState, remove bool, update func()) error {
 	t, db, err := d.table(ctx, j)
 	if err != nil {
 		return err

@@ -10,9 +10,9 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/table"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
@@ -53,13 +53,13 @@ func (e *Executor) adminCheck(ctx context.Context, env StmtEnv, x *ast.AdminStmt
 		if err != nil {
 			return nil, err
 		}
-		var ixs []*catalog.IndexInfo
+		var ixs []*model.IndexInfo
 		if x.Tp == ast.AdminCheckIndex {
 			ix := t.FindIndex(x.Index)
 			if ix == nil || !ix.Public() {
 				return nil, errno.New(errno.ErrUnknown, "index %s not found in table %s", x.Index, t.Name)
 			}
-			ixs = []*catalog.IndexInfo{ix}
+			ixs = []*model.IndexInfo{ix}
 		} else {
 			for _, ix := range t.Indices {
 				if ix.Public() {
@@ -90,7 +90,7 @@ type expected struct {
 	vals   string
 }
 
-func checkIndexes(ctx context.Context, txn kv.Txn, t *catalog.TableInfo, ixs []*catalog.IndexInfo) error {
+func checkIndexes(ctx context.Context, txn kv.Txn, t *model.TableInfo, ixs []*model.IndexInfo) error {
 	if len(ixs) == 0 {
 		return nil
 	}

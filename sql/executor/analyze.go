@@ -8,8 +8,8 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -41,7 +41,7 @@ func (e *Executor) Analyze(ctx context.Context, x *ast.AnalyzeTableStmt, env Stm
 // statsTable is a table with statistics or modify counts, with its names.
 type statsTable struct {
 	db       string
-	t        *catalog.TableInfo
+	t        *model.TableInfo
 	st       *statistics.Table // nil: never analyzed
 	delta    statistics.Delta
 	hasDelta bool

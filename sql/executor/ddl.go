@@ -9,6 +9,7 @@ import (
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 )
 
 // errCantDropKey is MySQL's "Can't DROP '%s'; check that column/key exists".
@@ -112,7 +113,7 @@ func (e *Executor) createDatabase(ctx context.Context, env StmtEnv, x *ast.Creat
 		return nil, err
 	}
 	err = e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionCreateSchema, SchemaID: int64(id), SchemaName: x.Name.O,
-		DB: &catalog.DBInfo{ID: int64(id), Name: x.Name.O}, IfNotExists: x.IfNotExists})
+		DB: &model.DBInfo{ID: int64(id), Name: x.Name.O}, IfNotExists: x.IfNotExists})
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +247,7 @@ func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 }
 
 // freshTable reads the table definition from the KV layer, not the cache.
-func (e *Executor) freshTable(ctx context.Context, db *catalog.DBInfo, name string) (*catalog.TableInfo, error) {
+func (e *Executor) freshTable(ctx context.Context, db *model.DBInfo, name string) (*model.TableInfo, error) {
 	e.dom.Catalog().Reload(db, name)
 	return e.dom.Catalog().GetTable(ctx, db, name)
 }

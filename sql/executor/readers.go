@@ -13,9 +13,9 @@ import (
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
@@ -579,11 +579,11 @@ func selectionPB(conds []expr.Expr) (*coprocessorpb.Executor, error) {
 var tableInfos sync.Map // int64 -> cachedInfo
 
 type cachedInfo struct {
-	t *catalog.TableInfo
+	t *model.TableInfo
 	b []byte
 }
 
-func tableInfoPB(t *catalog.TableInfo) ([]byte, error) {
+func tableInfoPB(t *model.TableInfo) ([]byte, error) {
 	if c, ok := tableInfos.Load(t.ID); ok && c.(cachedInfo).t == t {
 		return c.(cachedInfo).b, nil
 	}

@@ -7,10 +7,10 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/infoschema"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/privilege"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -148,7 +148,7 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 	return FilterShow(res, x, env)
 }
 
-func (e *Executor) showTable(ctx context.Context, env StmtEnv, tn *ast.TableName, dbName string) (*catalog.TableInfo, error) {
+func (e *Executor) showTable(ctx context.Context, env StmtEnv, tn *ast.TableName, dbName string) (*model.TableInfo, error) {
 	schema := tn.Schema.O
 	if dbName != "" {
 		schema = dbName
@@ -217,7 +217,7 @@ func FilterShow(res *Result, x *ast.ShowStmt, env expr.Env) (*Result, error) {
 	return res, nil
 }
 
-func createTableSQL(t *catalog.TableInfo) string {
+func createTableSQL(t *model.TableInfo) string {
 	var b strings.Builder
 	b.WriteString("CREATE TABLE `" + t.Name + "` (\n")
 	for _, c := range t.Columns {
@@ -291,7 +291,7 @@ func (e *Executor) FieldList(ctx context.Context, table string, env StmtEnv) ([]
 
 // systemTable resolves db.name when db (the current database when empty)
 // is information_schema: ok reports whether it is.
-func (e *Executor) systemTable(env StmtEnv, db, name string) (t *catalog.TableInfo, ok bool, err error) {
+func (e *Executor) systemTable(env StmtEnv, db, name string) (t *model.TableInfo, ok bool, err error) {
 	if db == "" {
 		db = env.CurrentDB()
 	}
@@ -305,7 +305,7 @@ func (e *Executor) systemTable(env StmtEnv, db, name string) (t *catalog.TableIn
 
 // defaultText is a column default as DESCRIBE shows it: BIT defaults as
 // b'101', everything else as stored.
-func defaultText(c *catalog.ColumnInfo) string {
+func defaultText(c *model.ColumnInfo) string {
 	if c.Type.Tp == mysql.TypeBit {
 		return "b'" + strconv.FormatUint(c.DefaultDatum().Uint64(), 2) + "'"
 	}
@@ -327,7 +327,7 @@ func (e *Executor) showIndex(ctx context.Context, env StmtEnv, x *ast.ShowStmt) 
 		StringColumn("Collation", 1), IntColumn("Cardinality"), IntColumn("Sub_part"), StringColumn("Packed", 10), StringColumn("Null", 3),
 		StringColumn("Index_type", 16), StringColumn("Comment", 16), StringColumn("Index_comment", 1024), StringColumn("Visible", 3), StringColumn("Expression", 64), StringColumn("Clustered", 3),
 	}}
-	add := func(key string, unique bool, seq int, c *catalog.ColumnInfo, comment string, clustered bool) {
+	add := func(key string, unique bool, seq int, c *model.ColumnInfo, comment string, clustered bool) {
 		nonUnique, null, cl := int64(1), "YES", "NO"
 		if unique {
 			nonUnique = 0
@@ -359,7 +359,7 @@ func (e *Executor) showIndex(ctx context.Context, env StmtEnv, x *ast.ShowStmt) 
 }
 
 // indexDefs renders the public indexes of t as SHOW CREATE TABLE lines.
-func indexDefs(t *catalog.TableInfo) []string {
+func indexDefs(t *model.TableInfo) []string {
 	var out []string
 	for _, ix := range t.Indices {
 		if !ix.Public() {

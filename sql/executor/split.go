@@ -11,9 +11,9 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/format"
 
 	"github.com/stratadb/strata/kv"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -110,7 +110,7 @@ func (e *Executor) splitValues(env StmtEnv, list []ast.ExprNode, cols []types.Fi
 	return out, nil
 }
 
-func (e *Executor) handleValue(env StmtEnv, t *catalog.TableInfo, list []ast.ExprNode) (int64, error) {
+func (e *Executor) handleValue(env StmtEnv, t *model.TableInfo, list []ast.ExprNode) (int64, error) {
 	ft := types.Int64Type
 	if t.PKIsHandle {
 		ft = t.Columns[t.HandleOffset].Type
@@ -125,7 +125,7 @@ func (e *Executor) handleValue(env StmtEnv, t *catalog.TableInfo, list []ast.Exp
 	return v[0].Int64(), nil
 }
 
-func (e *Executor) tableSplitKeys(env StmtEnv, t *catalog.TableInfo, opt *ast.SplitOption) ([][]byte, error) {
+func (e *Executor) tableSplitKeys(env StmtEnv, t *model.TableInfo, opt *ast.SplitOption) ([][]byte, error) {
 	var keys [][]byte
 	if len(t.Indices) > 0 {
 		keys = append(keys, tablecodec.AppendRecordPrefix(nil, t.ID))
@@ -176,7 +176,7 @@ func checkSplitNum(n int64) error {
 	return nil
 }
 
-func (e *Executor) indexSplitKeys(env StmtEnv, t *catalog.TableInfo, ix *catalog.IndexInfo, opt *ast.SplitOption) ([][]byte, error) {
+func (e *Executor) indexSplitKeys(env StmtEnv, t *model.TableInfo, ix *model.IndexInfo, opt *ast.SplitOption) ([][]byte, error) {
 	cols := make([]types.FieldType, len(ix.Columns))
 	for i, c := range ix.Columns {
 		cols[i] = t.Columns[c.Offset].Type

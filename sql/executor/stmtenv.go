@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/privilege"
 )
 
@@ -39,7 +39,7 @@ type StmtEnv interface {
 
 // dbFor resolves schema, or env's current database when schema is empty
 // (ERROR 1046 when there is none).
-func (e *Executor) dbFor(ctx context.Context, env expr.Env, schema string) (*catalog.DBInfo, error) {
+func (e *Executor) dbFor(ctx context.Context, env expr.Env, schema string) (*model.DBInfo, error) {
 	if schema == "" {
 		schema = env.CurrentDB()
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 )
 
@@ -28,11 +28,11 @@ type TxnSource interface {
 	LockWaitTimeoutMs() int64
 	// NoteWrite records that the transaction writes rows of tbl, so that a
 	// duplicate key found only at commit can be reported with its table.
-	NoteWrite(tbl *catalog.TableInfo)
+	NoteWrite(tbl *model.TableInfo)
 	// NoteRows counts rows the statement added (net) and modified in tbl;
 	// they count towards auto-analyze if the statement and its transaction
 	// commit.
-	NoteRows(tbl *catalog.TableInfo, added, modified int64)
+	NoteRows(tbl *model.TableInfo, added, modified int64)
 }
 
 // keyEnd is the smallest key greater than key: [key, keyEnd(key)) holds

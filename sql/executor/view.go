@@ -7,9 +7,9 @@ import (
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/format"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -42,8 +42,8 @@ func (e *Executor) createView(ctx context.Context, env StmtEnv, x *ast.CreateVie
 	if len(x.Cols) > 0 && len(x.Cols) != len(cols) {
 		return nil, errno.New(1353, "In definition of view, derived table or common table expression, SELECT list and column names list have different column counts")
 	}
-	t := &catalog.TableInfo{Name: x.ViewName.Name.O, HandleOffset: -1, AutoIncOffset: -1,
-		View: &catalog.ViewInfo{Select: text, Algorithm: strings.ToUpper(x.Algorithm.String()), Security: strings.ToUpper(x.Security.String()),
+	t := &model.TableInfo{Name: x.ViewName.Name.O, HandleOffset: -1, AutoIncOffset: -1,
+		View: &model.ViewInfo{Select: text, Algorithm: strings.ToUpper(x.Algorithm.String()), Security: strings.ToUpper(x.Security.String()),
 			Definer: definerText(x, env)}}
 	seen := map[string]bool{}
 	for i, c := range cols {
@@ -57,7 +57,7 @@ func (e *Executor) createView(ctx context.Context, env StmtEnv, x *ast.CreateVie
 		}
 		seen[strings.ToLower(name)] = true
 		ft := c.Type
-		t.Columns = append(t.Columns, &catalog.ColumnInfo{ID: int64(i + 1), Name: name, Type: ft})
+		t.Columns = append(t.Columns, &model.ColumnInfo{ID: int64(i + 1), Name: name, Type: ft})
 	}
 	if old, err := e.dom.Catalog().GetTable(ctx, db, t.Name); err == nil {
 		if !x.OrReplace {
@@ -135,7 +135,7 @@ func (e *Executor) dropViews(ctx context.Context, env StmtEnv, x *ast.DropTableS
 }
 
 // createViewSQL is SHOW CREATE VIEW's statement.
-func createViewSQL(t *catalog.TableInfo) string {
+func createViewSQL(t *model.TableInfo) string {
 	v := t.View
 	var sb strings.Builder
 	sb.WriteString("CREATE ALGORITHM=" + v.Algorithm + " DEFINER=" + v.Definer + " SQL SECURITY " + v.Security + " VIEW `" + t.Name + "`")
@@ -154,7 +154,7 @@ func createViewSQL(t *catalog.TableInfo) string {
 }
 
 // showCreateView is SHOW CREATE VIEW (and SHOW CREATE TABLE of a view).
-func showCreateView(t *catalog.TableInfo) *Result {
+func showCreateView(t *model.TableInfo) *Result {
 	return &Result{Columns: []ResultColumn{StringColumn("View", 64), StringColumn("Create View", 1024), StringColumn("character_set_client", 32), StringColumn("collation_connection", 32)},
 		Rows: [][]types.Datum{StringRow(t.Name, createViewSQL(t), "utf8mb4", "utf8mb4_bin")}}
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/kv"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/table"
 	"github.com/stratadb/strata/sql/tablecodec"
@@ -22,7 +22,7 @@ const MaxEntrySize = table.MaxEntrySize
 
 // convertColumn converts v for column c of row rowNum (1-based), mapping
 // failures to the MySQL errors strict mode raises.
-func convertColumn(c *catalog.ColumnInfo, v datum, rowNum int) (datum, error) {
+func convertColumn(c *model.ColumnInfo, v datum, rowNum int) (datum, error) {
 	if v.IsNull() {
 		if c.Type.NotNull() {
 			return v, errno.New(errno.ErrBadNull, "Column '%s' cannot be null", c.Name)
@@ -51,7 +51,7 @@ func convertColumn(c *catalog.ColumnInfo, v datum, rowNum int) (datum, error) {
 	return v, errno.New(errno.ErrTruncatedWrongField, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
 }
 
-func defaultValue(c *catalog.ColumnInfo, env expr.Env, rowNum int) (datum, error) {
+func defaultValue(c *model.ColumnInfo, env expr.Env, rowNum int) (datum, error) {
 	switch {
 	case c.DefaultNow:
 		return types.NewString(types.FormatTime(env.Now(), c.Type.Tp, c.Type.Decimal)), nil
@@ -265,7 +265,7 @@ func dupEntry(src *planner.Source, handle int64) error {
 }
 
 // writer returns the sql/table writer of a statement writing tbl in txn.
-func (e *Executor) writer(tx TxnSource, txn kv.Txn, tbl *catalog.TableInfo) *table.Writer {
+func (e *Executor) writer(tx TxnSource, txn kv.Txn, tbl *model.TableInfo) *table.Writer {
 	return &table.Writer{Txn: txn, T: tbl, Pessimistic: tx.TxnOptions().Pessimistic, LockWaitTimeoutMs: tx.LockWaitTimeoutMs(),
 		OnRows: func(added, modified int64) { tx.NoteRows(tbl, added, modified) }}
 }
@@ -273,7 +273,7 @@ func (e *Executor) writer(tx TxnSource, txn kv.Txn, tbl *catalog.TableInfo) *tab
 // DupEntryError is ERROR 1062 for a duplicate key (a row or unique index
 // key) found only at commit, naming the table and index when tbl (the
 // table the key belongs to) is known.
-func DupEntryError(tbl *catalog.TableInfo, key []byte) error {
+func DupEntryError(tbl *model.TableInfo, key []byte) error {
 	return table.DupKeyError(tbl, key)
 }
 
@@ -440,7 +440,7 @@ func compileAssignments(list []*ast.Assignment, src *planner.Source, ectx *expr.
 
 // assignRow applies as to row (which starts as the old row) left to right,
 // each assignment seeing the earlier ones, as MySQL evaluates them.
-func assignRow(as []assign, tbl *catalog.TableInfo, env expr.Env, row []datum, rowNum int) error {
+func assignRow(as []assign, tbl *model.TableInfo, env expr.Env, row []datum, rowNum int) error {
 	for _, a := range as {
 		var v datum
 		var err error

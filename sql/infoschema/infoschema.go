@@ -9,6 +9,7 @@ import (
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -63,7 +64,7 @@ func (s *Schema) IsSystemDB(db string) bool { return strings.EqualFold(db, DBNam
 func (s *Schema) TableNames() []string { return s.names }
 
 // Table implements planner.SystemSchema.
-func (s *Schema) Table(db, name string) (*catalog.TableInfo, planner.MemTable, error) {
+func (s *Schema) Table(db, name string) (*model.TableInfo, planner.MemTable, error) {
 	t, ok := s.tables[strings.ToLower(name)]
 	if !ok {
 		return nil, nil, errno.New(errno.ErrNoSuchTable, "Table '%s.%s' doesn't exist", DBName, name)
@@ -73,7 +74,7 @@ func (s *Schema) Table(db, name string) (*catalog.TableInfo, planner.MemTable, e
 
 // memTable is one information_schema table.
 type memTable struct {
-	info *catalog.TableInfo
+	info *model.TableInfo
 	rows func(ctx context.Context, v Viewer) ([][]datum, error)
 }
 
@@ -109,9 +110,9 @@ type col struct {
 }
 
 func table(name string, rows func(ctx context.Context, v Viewer) ([][]datum, error), cols ...col) *memTable {
-	t := &catalog.TableInfo{Name: name, HandleOffset: -1, AutoIncOffset: -1}
+	t := &model.TableInfo{Name: name, HandleOffset: -1, AutoIncOffset: -1}
 	for i, c := range cols {
-		t.Columns = append(t.Columns, &catalog.ColumnInfo{ID: int64(i + 1), Name: c.name, Type: c.ft})
+		t.Columns = append(t.Columns, &model.ColumnInfo{ID: int64(i + 1), Name: c.name, Type: c.ft})
 	}
 	return &memTable{info: t, rows: rows}
 }

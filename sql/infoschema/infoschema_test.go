@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
 	"github.com/stretchr/testify/require"
 )
@@ -49,10 +49,10 @@ func TestColumnFacts(t *testing.T) {
 }
 
 func TestKeyOf(t *testing.T) {
-	tbl := &catalog.TableInfo{Name: "t", PKIsHandle: true, HandleOffset: 0, Columns: []*catalog.ColumnInfo{{Name: "id"}, {Name: "a"}, {Name: "b"}, {Name: "c"}},
-		Indices: []*catalog.IndexInfo{
-			{Name: "ua", Unique: true, Columns: []*catalog.IndexColumn{{Name: "a", Offset: 1}}},
-			{Name: "bc", Columns: []*catalog.IndexColumn{{Name: "b", Offset: 2}, {Name: "c", Offset: 3}}},
+	tbl := &model.TableInfo{Name: "t", PKIsHandle: true, HandleOffset: 0, Columns: []*model.ColumnInfo{{Name: "id"}, {Name: "a"}, {Name: "b"}, {Name: "c"}},
+		Indices: []*model.IndexInfo{
+			{Name: "ua", Unique: true, Columns: []*model.IndexColumn{{Name: "a", Offset: 1}}},
+			{Name: "bc", Columns: []*model.IndexColumn{{Name: "b", Offset: 2}, {Name: "c", Offset: 3}}},
 		}}
 	var got []string
 	for i := range tbl.Columns {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/charset"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -69,7 +69,7 @@ func (s *Schema) defs() []*memTable {
 
 // visible lists the databases the viewer may see (information_schema
 // first, as MySQL lists it), and calls fn for each table of the others.
-func (s *Schema) eachTable(ctx context.Context, v Viewer, fn func(db string, t *catalog.TableInfo) error) error {
+func (s *Schema) eachTable(ctx context.Context, v Viewer, fn func(db string, t *model.TableInfo) error) error {
 	dbs, err := s.cat.ListDBs(ctx)
 	if err != nil {
 		return err
@@ -115,7 +115,7 @@ func (s *Schema) tablesRows(ctx context.Context, v Viewer) ([][]datum, error) {
 		rows = append(rows, []datum{str("def"), str(DBName), str(n), str("SYSTEM VIEW"), null, num(10), null, null,
 			null, null, null, null, null, null, null, null, null, str("utf8mb3_general_ci"), null, str(""), str("")})
 	}
-	err := s.eachTable(ctx, v, func(db string, t *catalog.TableInfo) error {
+	err := s.eachTable(ctx, v, func(db string, t *model.TableInfo) error {
 		auto := null
 		if t.AutoIncOffset >= 0 && s.peek != nil {
 			n, err := s.peek(ctx, t.ID)
@@ -133,7 +133,7 @@ func (s *Schema) tablesRows(ctx context.Context, v Viewer) ([][]datum, error) {
 
 // keyOf is COLUMNS.COLUMN_KEY of column off: PRI, UNI (first column of a
 // single-column unique index), MUL (first column of another index).
-func keyOf(t *catalog.TableInfo, off int) string {
+func keyOf(t *model.TableInfo, off int) string {
 	if t.PKIsHandle && t.HandleOffset == off {
 		return "PRI"
 	}
@@ -159,7 +159,7 @@ func keyOf(t *catalog.TableInfo, off int) string {
 
 func (s *Schema) columns(ctx context.Context, v Viewer) ([][]datum, error) {
 	var rows [][]datum
-	err := s.eachTable(ctx, v, func(db string, t *catalog.TableInfo) error {
+	err := s.eachTable(ctx, v, func(db string, t *model.TableInfo) error {
 		for i, c := range t.Columns {
 			ft := c.Type
 			def := null
@@ -245,7 +245,7 @@ func typeFacts(ft types.FieldType) (charLen, octLen, prec, scale, dtPrec, cs, co
 
 // indexColumns calls fn for every column of the table's keys: the integer
 // primary key (PRIMARY) and every public index, in order.
-func indexColumns(t *catalog.TableInfo, fn func(name string, unique, primary bool, seq int, c *catalog.ColumnInfo)) {
+func indexColumns(t *model.TableInfo, fn func(name string, unique, primary bool, seq int, c *model.ColumnInfo)) {
 	if t.PKIsHandle {
 		fn("PRIMARY", true, true, 1, t.Columns[t.HandleOffset])
 	}
@@ -261,8 +261,8 @@ func indexColumns(t *catalog.TableInfo, fn func(name string, unique, primary boo
 
 func (s *Schema) statistics(ctx context.Context, v Viewer) ([][]datum, error) {
 	var rows [][]datum
-	err := s.eachTable(ctx, v, func(db string, t *catalog.TableInfo) error {
-		indexColumns(t, func(name string, unique, _ bool, seq int, c *catalog.ColumnInfo) {
+	err := s.eachTable(ctx, v, func(db string, t *model.TableInfo) error {
+		indexColumns(t, func(name string, unique, _ bool, seq int, c *model.ColumnInfo) {
 			nonUnique, nullable := int64(1), "YES"
 			if unique {
 				nonUnique = 0
@@ -280,8 +280,8 @@ func (s *Schema) statistics(ctx context.Context, v Viewer) ([][]datum, error) {
 
 func (s *Schema) keyColumnUsage(ctx context.Context, v Viewer) ([][]datum, error) {
 	var rows [][]datum
-	err := s.eachTable(ctx, v, func(db string, t *catalog.TableInfo) error {
-		indexColumns(t, func(name string, unique, _ bool, seq int, c *catalog.ColumnInfo) {
+	err := s.eachTable(ctx, v, func(db string, t *model.TableInfo) error {
+		indexColumns(t, func(name string, unique, _ bool, seq int, c *model.ColumnInfo) {
 			if unique {
 				rows = append(rows, []datum{str("def"), str(db), str(name), str("def"), str(db), str(t.Name), str(c.Name),
 					unum(uint64(seq)), null, null, null, null})
@@ -294,8 +294,8 @@ func (s *Schema) keyColumnUsage(ctx context.Context, v Viewer) ([][]datum, error
 
 func (s *Schema) tableConstraints(ctx context.Context, v Viewer) ([][]datum, error) {
 	var rows [][]datum
-	err := s.eachTable(ctx, v, func(db string, t *catalog.TableInfo) error {
-		indexColumns(t, func(name string, unique, primary bool, seq int, _ *catalog.ColumnInfo) {
+	err := s.eachTable(ctx, v, func(db string, t *model.TableInfo) error {
+		indexColumns(t, func(name string, unique, primary bool, seq int, _ *model.ColumnInfo) {
 			if !unique || seq != 1 {
 				return
 			}

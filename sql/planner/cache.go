@@ -7,8 +7,8 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -19,7 +19,7 @@ import (
 // (BindPoint). Templates are per session and not safe for concurrent use.
 type PointTemplate struct {
 	Src       *Source
-	Index     *catalog.IndexInfo // nil: by handle
+	Index     *model.IndexInfo // nil: by handle
 	Proj      *Projection
 	Columns   []ResultColumn
 	params    []int // per key column: the parameter's order

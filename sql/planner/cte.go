@@ -6,9 +6,9 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -38,7 +38,7 @@ type cteDef struct {
 
 type cteWorking struct {
 	storage *CTEStorage
-	table   *catalog.TableInfo
+	table   *model.TableInfo
 }
 
 // CTEStorage holds the rows of a recursive CTE's previous round while
@@ -128,7 +128,7 @@ func (pl *Planner) openCTE(ctx context.Context, d *cteDef, alias ast.CIStr) (*So
 		for _, c := range w.table.Columns {
 			sub.Columns = append(sub.Columns, ResultColumn{Name: c.Name, Type: c.Type})
 		}
-		return &Source{DB: &catalog.DBInfo{}, Table: w.table, Alias: alias.L, AliasO: alias.O, Cols: w.table.BuildSchema(alias.L), Sub: sub}, nil
+		return &Source{DB: &model.DBInfo{}, Table: w.table, Alias: alias.L, AliasO: alias.O, Cols: w.table.BuildSchema(alias.L), Sub: sub}, nil
 	}
 	if d.recursive {
 		if sp, err := pl.planRecursive(ctx, d); sp != nil || err != nil {
@@ -153,14 +153,14 @@ func derivedSource(sub *SelectPlan, alias ast.CIStr, names []ast.CIStr) (*Source
 	if err != nil {
 		return nil, err
 	}
-	return &Source{DB: &catalog.DBInfo{}, Table: t, Alias: alias.L, AliasO: alias.O, Cols: t.Schema(), Sub: sub}, nil
+	return &Source{DB: &model.DBInfo{}, Table: t, Alias: alias.L, AliasO: alias.O, Cols: t.Schema(), Sub: sub}, nil
 }
 
-func derivedTable(cols []ResultColumn, alias ast.CIStr, names []ast.CIStr) (*catalog.TableInfo, error) {
+func derivedTable(cols []ResultColumn, alias ast.CIStr, names []ast.CIStr) (*model.TableInfo, error) {
 	if len(names) > 0 && len(names) != len(cols) {
 		return nil, errno.New(1353, "In definition of view, derived table or common table expression, SELECT list and column names list have different column counts")
 	}
-	t := &catalog.TableInfo{Name: alias.O, HandleOffset: -1, AutoIncOffset: -1}
+	t := &model.TableInfo{Name: alias.O, HandleOffset: -1, AutoIncOffset: -1}
 	seen := map[string]bool{}
 	for i, c := range cols {
 		name := c.Name
@@ -173,7 +173,7 @@ func derivedTable(cols []ResultColumn, alias ast.CIStr, names []ast.CIStr) (*cat
 		seen[strings.ToLower(name)] = true
 		ft := c.Type
 		ft.Flag &^= mysql.PriKeyFlag | mysql.UniqueKeyFlag | mysql.MultipleKeyFlag | mysql.AutoIncrementFlag
-		t.Columns = append(t.Columns, &catalog.ColumnInfo{ID: int64(i + 1), Name: name, Type: ft})
+		t.Columns = append(t.Columns, &model.ColumnInfo{ID: int64(i + 1), Name: name, Type: ft})
 	}
 	t.Init()
 	return t, nil

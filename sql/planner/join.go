@@ -7,9 +7,9 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -111,8 +111,8 @@ func (pl *Planner) openJoin(ctx context.Context, j *ast.Join, where ast.ExprNode
 		setStraight(root)
 	}
 	ji.root = root
-	t := &catalog.TableInfo{HandleOffset: -1, AutoIncOffset: -1}
-	return &Source{DB: &catalog.DBInfo{}, Table: t, Cols: jb.cols, Join: ji}, nil
+	t := &model.TableInfo{HandleOffset: -1, AutoIncOffset: -1}
+	return &Source{DB: &model.DBInfo{}, Table: t, Cols: jb.cols, Join: ji}, nil
 }
 
 func setStraight(n *joinNode) {
@@ -908,7 +908,7 @@ type IndexJoin struct {
 	// IndexKeys, or, for j < 0, the constant Consts[-j-1] an inner
 	// condition fixes the column to).
 	HandleKey int
-	Index     *catalog.IndexInfo
+	Index     *model.IndexInfo
 	IndexKeys []int
 	Consts    []types.Datum
 	// Filters are the inner table's own conditions, on its row.
@@ -1054,7 +1054,7 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 		outer      Plan
 		inner      *joinNode
 		handleKey  int
-		index      *catalog.IndexInfo
+		index      *model.IndexInfo
 		keys       []int
 		consts     []types.Datum
 		cost       float64

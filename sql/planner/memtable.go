@@ -4,8 +4,8 @@ import (
 	"context"
 	"strings"
 
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/privilege"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -25,7 +25,7 @@ type SystemSchema interface {
 	IsSystemDB(db string) bool
 	// Table returns the definition and rows of db.name: ERROR 1146 when
 	// db has no such table.
-	Table(db, name string) (*catalog.TableInfo, MemTable, error)
+	Table(db, name string) (*model.TableInfo, MemTable, error)
 }
 
 // MemTableScan reads every row of a MemTable (EXPLAIN: MemTableScan).
@@ -46,7 +46,7 @@ func (pl *Planner) openSystemTable(dbName, name, alias string) (*Source, error) 
 	if alias == "" {
 		alias = strings.ToLower(tbl.Name)
 	}
-	db := &catalog.DBInfo{Name: strings.ToLower(dbName)}
+	db := &model.DBInfo{Name: strings.ToLower(dbName)}
 	s := &Source{DB: db, Table: tbl, Alias: alias, Cols: tbl.Schema(), Mem: mt}
 	if alias != strings.ToLower(tbl.Name) {
 		s.Cols = tbl.BuildSchema(alias)

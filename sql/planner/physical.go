@@ -9,9 +9,9 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/format"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -497,7 +497,7 @@ func (b *builder) tableReader(src *Source, ranges []HandleRange, rows float64, c
 // order (not for ENUM, which sorts by member position).
 func sortable(ft types.FieldType) bool { return ft.Tp != mysql.TypeEnum && domainOf(ft) != domainNone }
 
-func (b *builder) indexPath(rg *ranger, src *Source, ix *catalog.IndexInfo, conds []ast.ExprNode, needed []bool, req *orderReq, limit uint64, forced bool) *accessPath {
+func (b *builder) indexPath(rg *ranger, src *Source, ix *model.IndexInfo, conds []ast.ExprNode, needed []bool, req *orderReq, limit uint64, forced bool) *accessPath {
 	cols := make([]int, len(ix.Columns))
 	for i, c := range ix.Columns {
 		cols[i] = c.Offset
@@ -799,12 +799,12 @@ func exprText(n ast.ExprNode, src *Source) string {
 }
 
 // keysOfPoint is the unique index key of values.
-func keysOfPoint(src *Source, ix *catalog.IndexInfo, vals []types.Datum) []byte {
+func keysOfPoint(src *Source, ix *model.IndexInfo, vals []types.Datum) []byte {
 	return tablecodec.AppendIndexKey(nil, src.Table.ID, ix.ID, vals, false, 0)
 }
 
 // UniqueKey returns the key of a unique index entry with vals (none NULL).
-func UniqueKey(src *Source, ix *catalog.IndexInfo, vals []types.Datum) []byte {
+func UniqueKey(src *Source, ix *model.IndexInfo, vals []types.Datum) []byte {
 	return keysOfPoint(src, ix, vals)
 }
 
@@ -841,7 +841,7 @@ const IndexLookupPushdownVar = "strata_index_lookup_pushdown"
 
 // lookupPushdown decides whether an IndexLookUp of src through ix runs
 // its lookups on the stores.
-func (b *builder) lookupPushdown(src *Source, ix *catalog.IndexInfo) bool {
+func (b *builder) lookupPushdown(src *Source, ix *model.IndexInfo) bool {
 	if !b.pushdown() {
 		return false
 	}
@@ -869,7 +869,7 @@ func (b *builder) lookupPushdown(src *Source, ix *catalog.IndexInfo) bool {
 
 // hintNames reports whether table hint h names src (by alias) and, when
 // it lists indexes, ix.
-func hintNames(h *ast.TableOptimizerHint, src *Source, ix *catalog.IndexInfo) bool {
+func hintNames(h *ast.TableOptimizerHint, src *Source, ix *model.IndexInfo) bool {
 	named := false
 	for _, t := range h.Tables {
 		if strings.EqualFold(t.TableName.O, src.Alias) && (t.DBName.L == "" || strings.EqualFold(t.DBName.O, src.DB.Name)) {

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -15,8 +15,8 @@ import (
 // Source is the table a statement reads, with its row layout: every
 // column by offset, then the handle.
 type Source struct {
-	DB    *catalog.DBInfo
-	Table *catalog.TableInfo
+	DB    *model.DBInfo
+	Table *model.TableInfo
 	Alias string
 	Cols  []expr.SchemaColumn
 	Hints []*ast.IndexHint
@@ -31,7 +31,7 @@ type Source struct {
 	AliasO string
 	// View, when set, is the view this derived table expands (Sub is its
 	// query).
-	View *catalog.TableInfo
+	View *model.TableInfo
 	// Join, when set, is the join tree of a FROM clause with several
 	// tables; Cols are every table's columns side by side and Table
 	// describes nothing.
@@ -162,8 +162,8 @@ type PointGet struct {
 	BasePlan
 	Src    *Source
 	Handle int64
-	Index  *catalog.IndexInfo // nil: by handle
-	Values []types.Datum      // index values
+	Index  *model.IndexInfo // nil: by handle
+	Values []types.Datum    // index values
 }
 
 // BatchPointGet reads rows by several handles or unique index values.
@@ -171,7 +171,7 @@ type BatchPointGet struct {
 	BasePlan
 	Src     *Source
 	Handles []int64 // ascending, distinct
-	Index   *catalog.IndexInfo
+	Index   *model.IndexInfo
 	Values  [][]types.Datum
 }
 
@@ -214,7 +214,7 @@ type TableReader struct {
 type IndexScan struct {
 	BasePlan
 	Src       *Source
-	Index     *catalog.IndexInfo
+	Index     *model.IndexInfo
 	Ranges    []Range
 	KeepOrder bool
 	Desc      bool
@@ -384,7 +384,7 @@ func tableObject(s *Source) string {
 	return "table:" + s.Table.Name
 }
 
-func indexObject(s *Source, ix *catalog.IndexInfo) string {
+func indexObject(s *Source, ix *model.IndexInfo) string {
 	cols := make([]string, len(ix.Columns))
 	for i, c := range ix.Columns {
 		cols[i] = c.Name

@@ -11,8 +11,8 @@ import (
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -34,25 +34,25 @@ func (nullEnv) SysVar(name string, _ bool) (types.Datum, types.FieldType, error)
 // testSource is t(id INT PRIMARY KEY, k INT, c VARCHAR(10), u BIGINT
 // UNSIGNED, d DECIMAL) with KEY k(k), UNIQUE uc(c, k) and an index w(c)
 // in state wState; without pkHandle the handle is _tidb_rowid.
-func testSource(pkHandle bool, wState catalog.SchemaState) *Source {
-	t := &catalog.TableInfo{ID: 9, Name: "t", HandleOffset: -1, AutoIncOffset: -1, Columns: []*catalog.ColumnInfo{
+func testSource(pkHandle bool, wState model.SchemaState) *Source {
+	t := &model.TableInfo{ID: 9, Name: "t", HandleOffset: -1, AutoIncOffset: -1, Columns: []*model.ColumnInfo{
 		{ID: 1, Name: "id", Type: types.FieldType{Tp: mysql.TypeLong, Flag: mysql.PriKeyFlag | mysql.NotNullFlag}},
 		{ID: 2, Name: "k", Type: types.FieldType{Tp: mysql.TypeLong}},
 		{ID: 3, Name: "c", Type: types.FieldType{Tp: mysql.TypeVarchar, Flen: 10}},
 		{ID: 4, Name: "u", Type: types.FieldType{Tp: mysql.TypeLonglong, Flag: mysql.UnsignedFlag}},
 		{ID: 5, Name: "d", Type: types.DecimalType(6, 2)},
-	}, Indices: []*catalog.IndexInfo{
-		{ID: 1, Name: "k", Columns: []*catalog.IndexColumn{{Name: "k", Offset: 1}}},
-		{ID: 2, Name: "uc", Unique: true, Columns: []*catalog.IndexColumn{{Name: "c", Offset: 2}, {Name: "k", Offset: 1}}},
-		{ID: 3, Name: "w", State: wState, Columns: []*catalog.IndexColumn{{Name: "c", Offset: 2}}},
-		{ID: 4, Name: "iu", Columns: []*catalog.IndexColumn{{Name: "u", Offset: 3}}},
-		{ID: 5, Name: "id_", Columns: []*catalog.IndexColumn{{Name: "d", Offset: 4}}},
+	}, Indices: []*model.IndexInfo{
+		{ID: 1, Name: "k", Columns: []*model.IndexColumn{{Name: "k", Offset: 1}}},
+		{ID: 2, Name: "uc", Unique: true, Columns: []*model.IndexColumn{{Name: "c", Offset: 2}, {Name: "k", Offset: 1}}},
+		{ID: 3, Name: "w", State: wState, Columns: []*model.IndexColumn{{Name: "c", Offset: 2}}},
+		{ID: 4, Name: "iu", Columns: []*model.IndexColumn{{Name: "u", Offset: 3}}},
+		{ID: 5, Name: "id_", Columns: []*model.IndexColumn{{Name: "d", Offset: 4}}},
 	}}
 	if pkHandle {
 		t.PKIsHandle, t.HandleOffset = true, 0
 	}
 	t.Init()
-	return &Source{DB: &catalog.DBInfo{ID: 1, Name: "db"}, Table: t, Alias: "t", Cols: t.Schema()}
+	return &Source{DB: &model.DBInfo{ID: 1, Name: "db"}, Table: t, Alias: "t", Cols: t.Schema()}
 }
 
 func parseWhere(t *testing.T, where string) (*ast.SelectStmt, []ast.ExprNode) {
@@ -115,7 +115,7 @@ func TestRanges(t *testing.T) {
 		{"(c = 'a' AND k = 1) OR k = 2", []int{2, 1}, "", 1},                               // a disjunct bounds no column
 		{"(k, u) IN ((1, 5), (2, 6))", []int{1}, "[1,1] [2,2]", 1},
 	}
-	src := testSource(true, catalog.StatePublic)
+	src := testSource(true, model.StatePublic)
 	for _, c := range cases {
 		_, conds := parseWhere(t, c.where)
 		rg := &ranger{src: src, env: nullEnv{}}
@@ -150,30 +150,30 @@ func TestAccessPaths(t *testing.T) {
 	cases := []struct {
 		where    string
 		pkHandle bool
-		wState   catalog.SchemaState
+		wState   model.SchemaState
 		hints    string
 		plan     string // root's type and, for index reads, the index
 	}{
-		{"id = 5", true, catalog.StatePublic, "", "Point_Get"},
-		{"id = 5 AND k = 1", true, catalog.StatePublic, "", "Point_Get"},
-		{"id IN (1, 2)", true, catalog.StatePublic, "", "Batch_Point_Get"},
-		{"id > 5", true, catalog.StatePublic, "", "TableReader/TableRangeScan"},
-		{"id = 5", false, catalog.StatePublic, "", "TableReader/TableFullScan"},
-		{"_tidb_rowid = 4", false, catalog.StatePublic, "", "Point_Get"},
-		{"k = 1", true, catalog.StatePublic, "", "IndexLookUp/k"},
-		{"c = 'a' AND k = 1", true, catalog.StatePublic, "", "Point_Get/uc"},
-		{"c = 'a' AND k IS NULL", true, catalog.StatePublic, "", "IndexLookUp/uc"},
-		{"c = 'a'", true, catalog.StatePublic, "", "IndexLookUp/w"},
-		{"c = 'a'", true, catalog.StateWriteOnly, "", "IndexLookUp/uc"},
-		{"c = 'a'", true, catalog.StateDeleteOnly, "", "IndexLookUp/uc"},
-		{"c = 'a'", true, catalog.StateWriteOnly, "USE INDEX (k)", "TableReader/TableFullScan"},
-		{"c = 'a'", true, catalog.StateWriteOnly, "FORCE INDEX (k)", "IndexLookUp/k"},
-		{"c = 'a'", true, catalog.StatePublic, "IGNORE INDEX (w, uc)", "TableReader/TableFullScan"},
-		{"k = 1", true, catalog.StatePublic, "USE INDEX ()", "TableReader/TableFullScan"},
-		{"k = 1", true, catalog.StatePublic, "FORCE INDEX (uc)", "IndexLookUp/uc"},
-		{"d = 1", true, catalog.StatePublic, "", "TableReader/TableFullScan"},
-		{"u = 1", true, catalog.StatePublic, "", "IndexLookUp/iu"},
-		{"k = 1 AND 1 = 0", true, catalog.StatePublic, "", "TableDual"},
+		{"id = 5", true, model.StatePublic, "", "Point_Get"},
+		{"id = 5 AND k = 1", true, model.StatePublic, "", "Point_Get"},
+		{"id IN (1, 2)", true, model.StatePublic, "", "Batch_Point_Get"},
+		{"id > 5", true, model.StatePublic, "", "TableReader/TableRangeScan"},
+		{"id = 5", false, model.StatePublic, "", "TableReader/TableFullScan"},
+		{"_tidb_rowid = 4", false, model.StatePublic, "", "Point_Get"},
+		{"k = 1", true, model.StatePublic, "", "IndexLookUp/k"},
+		{"c = 'a' AND k = 1", true, model.StatePublic, "", "Point_Get/uc"},
+		{"c = 'a' AND k IS NULL", true, model.StatePublic, "", "IndexLookUp/uc"},
+		{"c = 'a'", true, model.StatePublic, "", "IndexLookUp/w"},
+		{"c = 'a'", true, model.StateWriteOnly, "", "IndexLookUp/uc"},
+		{"c = 'a'", true, model.StateDeleteOnly, "", "IndexLookUp/uc"},
+		{"c = 'a'", true, model.StateWriteOnly, "USE INDEX (k)", "TableReader/TableFullScan"},
+		{"c = 'a'", true, model.StateWriteOnly, "FORCE INDEX (k)", "IndexLookUp/k"},
+		{"c = 'a'", true, model.StatePublic, "IGNORE INDEX (w, uc)", "TableReader/TableFullScan"},
+		{"k = 1", true, model.StatePublic, "USE INDEX ()", "TableReader/TableFullScan"},
+		{"k = 1", true, model.StatePublic, "FORCE INDEX (uc)", "IndexLookUp/uc"},
+		{"d = 1", true, model.StatePublic, "", "TableReader/TableFullScan"},
+		{"u = 1", true, model.StatePublic, "", "IndexLookUp/iu"},
+		{"k = 1 AND 1 = 0", true, model.StatePublic, "", "TableDual"},
 	}
 	for _, c := range cases {
 		src := testSource(c.pkHandle, c.wState)
@@ -210,7 +210,7 @@ func TestAccessPaths(t *testing.T) {
 		require.Equal(t, c.plan, got, q)
 	}
 	// A hint naming an index that is not public is an unknown key.
-	src := testSource(true, catalog.StateWriteOnly)
+	src := testSource(true, model.StateWriteOnly)
 	stmt, err := parser.New().ParseOneStmt("SELECT * FROM t USE INDEX (w) WHERE c = 'a'", "", "")
 	require.NoError(t, err)
 	src.Hints = stmt.(*ast.SelectStmt).From.TableRefs.Left.(*ast.TableSource).Source.(*ast.TableName).IndexHints

@@ -5,8 +5,8 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
@@ -56,7 +56,7 @@ func encodeDatum(d types.Datum) []byte { return tablecodec.AppendMemComparable(n
 // rangeRows estimates the rows in ranges over the columns cols (source
 // offsets, index order; ix the index, nil for handle ranges). unique: a
 // full point is at most one row.
-func rangeRows(src *Source, cols []int, ix *catalog.IndexInfo, rs []Range, unique bool) float64 {
+func rangeRows(src *Source, cols []int, ix *model.IndexInfo, rs []Range, unique bool) float64 {
 	total := 0.0
 	count := tableRows(src)
 	analyzed := count // what selectivities from the statistics are of

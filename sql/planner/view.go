@@ -7,9 +7,9 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 )
 
 // Views: a view is a catalog table entry with a ViewInfo (its SELECT as
@@ -40,7 +40,7 @@ func (v viewEnv) CurrentUser() string {
 }
 
 // openView plans view t of db under alias.
-func (pl *Planner) openView(ctx context.Context, db *catalog.DBInfo, t *catalog.TableInfo, alias, aliasO string, env expr.Env) (*Source, error) {
+func (pl *Planner) openView(ctx context.Context, db *model.DBInfo, t *model.TableInfo, alias, aliasO string, env expr.Env) (*Source, error) {
 	se, _ := pl.withSubqueries(ctx, env)
 	if se.views >= maxViewDepth {
 		return nil, errno.New(1462, "`%s`.`%s` contains view recursion", db.Name, t.Name)

@@ -15,9 +15,9 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/auth"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/domain"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/privilege"
 	"github.com/stratadb/strata/sql/session"
 )
@@ -373,7 +373,7 @@ func (s *Server) connCount() int {
 func (s *Server) ensureDefaultDB(ctx context.Context) {
 	wait := 100 * time.Millisecond
 	for {
-		err := s.dom.Catalog().CreateDB(ctx, &catalog.DBInfo{Name: "test"}, true, nil)
+		err := s.dom.Catalog().CreateDB(ctx, &model.DBInfo{Name: "test"}, true, nil)
 		if err == nil {
 			close(s.defaultDB)
 			return

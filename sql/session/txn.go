@@ -17,6 +17,7 @@ import (
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/tablecodec"
 )
@@ -28,14 +29,14 @@ type txnState struct {
 	txn        kv.Txn
 	opts       kv.TxnOptions
 	began      time.Time
-	written    map[int64]*catalog.TableInfo // tables written: 1062 and 8028 at commit
-	schema     *catalog.TxnSchema           // catalog version when it began (held until it ends)
-	savepoints []string                     // oldest first
-	rows       map[int64]statistics.Delta   // rows its finished statements added and modified, by table
+	written    map[int64]*model.TableInfo // tables written: 1062 and 8028 at commit
+	schema     *catalog.TxnSchema         // catalog version when it began (held until it ends)
+	savepoints []string                   // oldest first
+	rows       map[int64]statistics.Delta // rows its finished statements added and modified, by table
 }
 
 // NoteRows implements executor.TxnSource.
-func (s *Session) NoteRows(tbl *catalog.TableInfo, added, modified int64) {
+func (s *Session) NoteRows(tbl *model.TableInfo, added, modified int64) {
 	if s.stmtRows == nil {
 		s.stmtRows = map[int64]statistics.Delta{}
 	}
@@ -136,7 +137,7 @@ func (s *Session) LockWaitTimeoutMs() int64 {
 }
 
 // NoteWrite implements executor.TxnSource.
-func (s *Session) NoteWrite(tbl *catalog.TableInfo) {
+func (s *Session) NoteWrite(tbl *model.TableInfo) {
 	var st *txnState
 	switch {
 	case s.txn != nil:
@@ -147,7 +148,7 @@ func (s *Session) NoteWrite(tbl *catalog.TableInfo) {
 		return
 	}
 	if st.written == nil {
-		st.written = map[int64]*catalog.TableInfo{}
+		st.written = map[int64]*model.TableInfo{}
 	}
 	st.written[tbl.ID] = tbl
 }
@@ -243,7 +244,7 @@ func commitError(t *txnState, err error) error {
 	}
 	var ke *kv.KeyExistsError
 	if errors.As(err, &ke) {
-		var tbl *catalog.TableInfo
+		var tbl *model.TableInfo
 		if tid, ok := tablecodec.TableIDOf(ke.Key); ok {
 			tbl = t.written[tid]
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kv/codec"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 )
 
@@ -136,7 +137,7 @@ func (h *Handle) SetAutoSettings(ctx context.Context, s AutoSettings) error {
 // to the scanned count, or they would be added to it again afterwards;
 // other nodes' unflushed counts (at most one lease of their writes) still
 // are.
-func (h *Handle) Analyze(ctx context.Context, t *catalog.TableInfo) (*Table, error) {
+func (h *Handle) Analyze(ctx context.Context, t *model.TableInfo) (*Table, error) {
 	if err := h.flush(ctx); err != nil {
 		return nil, err
 	}
@@ -257,8 +258,8 @@ func NeedsAnalyze(st *Table, d Delta, s AutoSettings) string {
 
 // Tables lists the catalog's tables for auto-analyze.
 type Tables interface {
-	ListDBs(ctx context.Context) ([]*catalog.DBInfo, error)
-	ListTables(ctx context.Context, db *catalog.DBInfo) ([]*catalog.TableInfo, error)
+	ListDBs(ctx context.Context) ([]*model.DBInfo, error)
+	ListTables(ctx context.Context, db *model.DBInfo) ([]*model.TableInfo, error)
 }
 
 // autoAnalyze analyzes the first table (in catalog order) that needs it,

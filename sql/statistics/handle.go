@@ -18,6 +18,7 @@ import (
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kv/codec"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -206,7 +207,7 @@ func (h *Handle) Save(ctx context.Context, t *Table) error {
 }
 
 // analyze reads every row of t at one snapshot and builds its statistics.
-func analyze(ctx context.Context, store kv.Storage, t *catalog.TableInfo) (*Table, error) {
+func analyze(ctx context.Context, store kv.Storage, t *model.TableInfo) (*Table, error) {
 	began := time.Now()
 	ts, err := store.GetTS(ctx)
 	if err != nil {
@@ -219,7 +220,7 @@ func analyze(ctx context.Context, store kv.Storage, t *catalog.TableInfo) (*Tabl
 	}
 	var ixIDs []int64
 	var ixNames []string
-	var ixs []*catalog.IndexInfo
+	var ixs []*model.IndexInfo
 	for _, ix := range t.Indices {
 		if ix.Public() {
 			ixIDs, ixNames, ixs = append(ixIDs, ix.ID), append(ixNames, ix.Name), append(ixs, ix)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -26,7 +26,7 @@ const MaxIndexKeyLen = 3072 + 64
 // Writer writes rows of one table in one transaction.
 type Writer struct {
 	Txn kv.Txn
-	T   *catalog.TableInfo
+	T   *model.TableInfo
 	// Pessimistic: lock every written key at statement time (the
 	// transaction's mode). LockWaitTimeoutMs is innodb_lock_wait_timeout.
 	Pessimistic       bool
@@ -43,12 +43,12 @@ type Writer struct {
 // table's columns by offset; handle is the row's handle) and whether the
 // entry is subject to the unique check (a unique index and no NULL value).
 // The key is appended to buf.
-func IndexEntry(buf []byte, t *catalog.TableInfo, ix *catalog.IndexInfo, row []types.Datum, handle int64) (key, value []byte, unique bool) {
+func IndexEntry(buf []byte, t *model.TableInfo, ix *model.IndexInfo, row []types.Datum, handle int64) (key, value []byte, unique bool) {
 	vals := make([]types.Datum, len(ix.Columns))
 	return indexEntry(buf, t, ix, row, handle, vals)
 }
 
-func indexEntry(buf []byte, t *catalog.TableInfo, ix *catalog.IndexInfo, row []types.Datum, handle int64, vals []types.Datum) (key, value []byte, unique bool) {
+func indexEntry(buf []byte, t *model.TableInfo, ix *model.IndexInfo, row []types.Datum, handle int64, vals []types.Datum) (key, value []byte, unique bool) {
 	unique = ix.Unique
 	for i, c := range ix.Columns {
 		vals[i] = row[c.Offset]
@@ -60,7 +60,7 @@ func indexEntry(buf []byte, t *catalog.TableInfo, ix *catalog.IndexInfo, row []t
 	return key, tablecodec.IndexValue(!unique, handle), unique
 }
 
-func (w *Writer) entry(ix *catalog.IndexInfo, row []types.Datum, handle int64) (key, value []byte, unique bool) {
+func (w *Writer) entry(ix *model.IndexInfo, row []types.Datum, handle int64) (key, value []byte, unique bool) {
 	if cap(w.vals) < len(ix.Columns) {
 		w.vals = make([]types.Datum, len(ix.Columns))
 	}
@@ -288,7 +288,7 @@ func keyEnd(key []byte) []byte {
 // t (nil when unknown), naming the values and the key as MySQL does:
 // Duplicate entry '<vals>' for key '<table>.<index>'. Any other key gives
 // a *kv.KeyExistsError.
-func DupKeyError(t *catalog.TableInfo, key []byte) error {
+func DupKeyError(t *model.TableInfo, key []byte) error {
 	if tid, h, err := tablecodec.DecodeRowKey(key); err == nil {
 		if t == nil || t.ID != tid {
 			return errno.New(errno.ErrDupEntry, "Duplicate entry '%d' for key 'PRIMARY'", h)

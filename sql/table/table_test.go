@@ -4,20 +4,20 @@ import (
 	"testing"
 
 	"github.com/stratadb/strata/kv"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 	"github.com/stretchr/testify/require"
 )
 
-func testTable() *catalog.TableInfo {
-	t := &catalog.TableInfo{ID: 7, Name: "t", HandleOffset: -1, AutoIncOffset: -1, Columns: []*catalog.ColumnInfo{
+func testTable() *model.TableInfo {
+	t := &model.TableInfo{ID: 7, Name: "t", HandleOffset: -1, AutoIncOffset: -1, Columns: []*model.ColumnInfo{
 		{ID: 1, Name: "a", Type: types.Int64Type},
 		{ID: 2, Name: "b", Type: types.VarcharType},
-	}, Indices: []*catalog.IndexInfo{
-		{ID: 1, Name: "ia", Columns: []*catalog.IndexColumn{{Name: "a", Offset: 0}}},
-		{ID: 2, Name: "uab", Unique: true, Columns: []*catalog.IndexColumn{{Name: "a", Offset: 0}, {Name: "b", Offset: 1}}},
+	}, Indices: []*model.IndexInfo{
+		{ID: 1, Name: "ia", Columns: []*model.IndexColumn{{Name: "a", Offset: 0}}},
+		{ID: 2, Name: "uab", Unique: true, Columns: []*model.IndexColumn{{Name: "a", Offset: 0}, {Name: "b", Offset: 1}}},
 	}, MaxIndexID: 2}
 	t.Init()
 	return t
@@ -58,7 +58,7 @@ func TestDupKeyError(t *testing.T) {
 	tbl := testTable()
 	ukey, _, _ := IndexEntry(nil, tbl, tbl.Indices[1], []types.Datum{types.NewInt(-4), types.NewString("x y")}, 1)
 	cases := []struct {
-		tbl  *catalog.TableInfo
+		tbl  *model.TableInfo
 		key  []byte
 		want string
 	}{
