@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	cop "github.com/stratadb/strata/proto/coprocessorpb"
-	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 	"github.com/stratadb/strata/store/mvcc"
@@ -21,7 +21,7 @@ import (
 // BenchmarkSelectionCount: sysbench's select_random_ranges without its
 // index: COUNT(k) of 10 BETWEENs over a 10,000-row sbtest1 region.
 func BenchmarkSelectionCount(b *testing.B) {
-	tbl := &catalog.TableInfo{ID: 7, Name: "sbtest1", PKIsHandle: true, AutoIncOffset: -1, Columns: []*catalog.ColumnInfo{
+	tbl := &model.TableInfo{ID: 7, Name: "sbtest1", PKIsHandle: true, AutoIncOffset: -1, Columns: []*model.ColumnInfo{
 		{ID: 1, Name: "id", Type: types.FieldType{Tp: mysql.TypeLong, Flag: mysql.PriKeyFlag | mysql.NotNullFlag}},
 		{ID: 2, Name: "k", Type: types.FieldType{Tp: mysql.TypeLong, Flag: mysql.NotNullFlag}},
 		{ID: 3, Name: "c", Type: types.FieldType{Tp: mysql.TypeString, Flen: 120}},

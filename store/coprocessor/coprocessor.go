@@ -12,8 +12,8 @@ import (
 
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -70,9 +70,9 @@ type sortKey struct {
 //	IndexScan → IndexLookUp → Limit*
 type plan struct {
 	desc   bool
-	tbl    *catalog.TableInfo // nil: rows are opaque
-	idx    *catalog.IndexInfo // the source is an IndexScan of this index
-	lookup bool               // IndexLookUp: each entry's row is read
+	tbl    *model.TableInfo // nil: rows are opaque
+	idx    *model.IndexInfo // the source is an IndexScan of this index
+	lookup bool             // IndexLookUp: each entry's row is read
 	hasSel bool
 	conds  []expr.Expr
 	limit  int // 0 = none, -1 = LIMIT 0
@@ -609,26 +609,26 @@ func (x *run) countTail(n int) {
 // is emptied when it reaches maxSchemas (schema versions come and go).
 var schemas struct {
 	sync.Mutex
-	m map[string]*catalog.TableInfo
+	m map[string]*model.TableInfo
 }
 
 const maxSchemas = 256
 
-func schemaOf(info []byte) (*catalog.TableInfo, error) {
+func schemaOf(info []byte) (*model.TableInfo, error) {
 	schemas.Lock()
 	t, ok := schemas.m[string(info)]
 	schemas.Unlock()
 	if ok {
 		return t, nil
 	}
-	t = new(catalog.TableInfo)
+	t = new(model.TableInfo)
 	if err := json.Unmarshal(info, t); err != nil {
 		return nil, fmt.Errorf("%w: table info: %v", ErrUnsupported, err)
 	}
 	t.Init()
 	schemas.Lock()
 	if schemas.m == nil || len(schemas.m) >= maxSchemas {
-		schemas.m = make(map[string]*catalog.TableInfo)
+		schemas.m = make(map[string]*model.TableInfo)
 	}
 	schemas.m[string(info)] = t
 	schemas.Unlock()

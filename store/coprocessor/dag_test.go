@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	cop "github.com/stratadb/strata/proto/coprocessorpb"
-	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 	"github.com/stratadb/strata/store/mvcc"
@@ -30,8 +30,8 @@ import (
 // dagTable is t(id BIGINT PRIMARY KEY, k INT, c VARCHAR(20), d DECIMAL(10,2))
 // with rows id 1..20: k = id % 7 (NULL when id % 5 == 0), c = "c<id%4>",
 // d = id * 1.25.
-func dagTable(t *testing.T) (*catalog.TableInfo, *pebble.DB) {
-	tbl := &catalog.TableInfo{ID: 42, Name: "t", PKIsHandle: true, HandleOffset: 0, AutoIncOffset: -1, Columns: []*catalog.ColumnInfo{
+func dagTable(t *testing.T) (*model.TableInfo, *pebble.DB) {
+	tbl := &model.TableInfo{ID: 42, Name: "t", PKIsHandle: true, HandleOffset: 0, AutoIncOffset: -1, Columns: []*model.ColumnInfo{
 		{ID: 1, Name: "id", Type: types.FieldType{Tp: mysql.TypeLonglong, Flag: mysql.PriKeyFlag | mysql.NotNullFlag}},
 		{ID: 2, Name: "k", Type: types.FieldType{Tp: mysql.TypeLong}},
 		{ID: 3, Name: "c", Type: types.FieldType{Tp: mysql.TypeVarchar, Flen: 20}},
@@ -59,7 +59,7 @@ func dagTable(t *testing.T) (*catalog.TableInfo, *pebble.DB) {
 	return tbl, db
 }
 
-func compileExpr(t testing.TB, tbl *catalog.TableInfo, s string) *cop.Expr {
+func compileExpr(t testing.TB, tbl *model.TableInfo, s string) *cop.Expr {
 	stmt, err := parser.New().ParseOneStmt("SELECT "+s+" FROM t", "", "")
 	require.NoError(t, err)
 	e, err := expr.Compile(stmt.(*ast.SelectStmt).Fields.Fields[0].Expr, &expr.Ctx{Columns: tbl.Schema()})

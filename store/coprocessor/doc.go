@@ -16,7 +16,7 @@
 //
 // TableScan walks the MVCC versions visible at start_ts in ascending order
 // (descending with desc, ranges visited last to first). With the table's
-// schema (TableScan.table_info) each row is decoded by catalog.TableInfo's
+// schema (TableScan.table_info) each row is decoded by model.TableInfo's
 // DecodeRow into the SQL node's row layout, and Selection, TopN,
 // Projection and the aggregate arguments are sql/expr trees rebuilt with
 // expr.FromPB: the stores evaluate exactly the code the SQL node does (one

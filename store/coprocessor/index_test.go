@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	cop "github.com/stratadb/strata/proto/coprocessorpb"
-	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 	"github.com/stratadb/strata/store/mvcc"
@@ -20,9 +20,9 @@ import (
 // indexTable is dagTable with index k_1 (id 1) on k: one entry per row
 // (k NULL for ids divisible by 5). lockedID's row, when > 0, also carries
 // a lock of a transaction that started before the readers' timestamp.
-func indexTable(t *testing.T, lockedID int64) (*catalog.TableInfo, *pebble.DB) {
+func indexTable(t *testing.T, lockedID int64) (*model.TableInfo, *pebble.DB) {
 	tbl, db := dagTable(t)
-	tbl.Indices = []*catalog.IndexInfo{{ID: 1, Name: "k_1", Columns: []*catalog.IndexColumn{{Name: "k", Offset: 1}}}}
+	tbl.Indices = []*model.IndexInfo{{ID: 1, Name: "k_1", Columns: []*model.IndexColumn{{Name: "k", Offset: 1}}}}
 	tbl.Init()
 	var w mvcc.Txn
 	for id := int64(1); id <= 20; id++ {
@@ -199,10 +199,10 @@ func TestLookUpLocked(t *testing.T) {
 // TestLookUpBatches: more entries than one lookup batch keep index order
 // across batches.
 func TestLookUpBatches(t *testing.T) {
-	tbl := &catalog.TableInfo{ID: 7, Name: "b", PKIsHandle: true, HandleOffset: 0, AutoIncOffset: -1, Columns: []*catalog.ColumnInfo{
+	tbl := &model.TableInfo{ID: 7, Name: "b", PKIsHandle: true, HandleOffset: 0, AutoIncOffset: -1, Columns: []*model.ColumnInfo{
 		{ID: 1, Name: "id", Type: types.FieldType{Tp: mysql.TypeLonglong, Flag: mysql.PriKeyFlag | mysql.NotNullFlag}},
 		{ID: 2, Name: "k", Type: types.FieldType{Tp: mysql.TypeLonglong}},
-	}, Indices: []*catalog.IndexInfo{{ID: 1, Name: "k", Columns: []*catalog.IndexColumn{{Name: "k", Offset: 1}}}}}
+	}, Indices: []*model.IndexInfo{{ID: 1, Name: "k", Columns: []*model.IndexColumn{{Name: "k", Offset: 1}}}}}
 	tbl.Init()
 	_, db := dagTable(t)
 	var w mvcc.Txn
