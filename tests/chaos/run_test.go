@@ -126,11 +126,21 @@ func startRun(t *testing.T, cfg config) *run {
 	return r
 }
 
+// waitReady waits until every SQL node serves and sees database test
+// (the SQL nodes create it at start; a node may answer before it has).
 func (r *run) waitReady() {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	for i := range r.c.SQL {
 		require.NoError(r.t, r.c.WaitReady(ctx, i))
+		db, err := sql.Open("mysql", r.c.DSN(i, ""))
+		require.NoError(r.t, err)
+		require.Eventually(r.t, func() bool {
+			var n int
+			err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'test'").Scan(&n)
+			return err == nil && n == 1
+		}, 90*time.Second, 50*time.Millisecond, "SQL node %d never saw database test", i+1)
+		db.Close()
 	}
 }
 
