@@ -13,6 +13,10 @@
 //     "failpoint <name>: holding while <path> exists" and blocks; it logs
 //     "released" and returns once the test removes the file. The test
 //     arms the point by creating the file and releases it by removing it.
+//   - name=delay:<path>: Hit(name) sleeps for the Go duration written in
+//     the file at path ("150ms") while the file exists: a test slows a
+//     path (e.g. raft-send, every raft message batch a store sends) and
+//     speeds it up again without restarting the process.
 //
 // STRATA_CLOCK_SKEW (a Go duration, "-1h") shifts what Now returns.
 package failpoint

@@ -13,10 +13,13 @@ import (
 
 // holdPath is the file that holds failpoint h (STRATA_FAILPOINTS is read
 // once per process, so every test's points are set here).
-var holdPath = filepath.Join(os.TempDir(), "strata-failpoint-test-hold")
+var (
+	holdPath  = filepath.Join(os.TempDir(), "strata-failpoint-test-hold")
+	delayPath = filepath.Join(os.TempDir(), "strata-failpoint-test-delay")
+)
 
 func TestMain(m *testing.M) {
-	os.Setenv("STRATA_FAILPOINTS", "a=pause, b=bogus, h=hold:"+holdPath)
+	os.Setenv("STRATA_FAILPOINTS", "a=pause, b=bogus, h=hold:"+holdPath+", d=delay:"+delayPath)
 	os.Exit(m.Run())
 }
 
@@ -46,4 +49,18 @@ func TestHold(t *testing.T) {
 	}
 	require.NoError(t, os.Remove(holdPath))
 	<-done
+}
+
+func TestDelay(t *testing.T) {
+	_ = os.Remove(delayPath)
+	t.Cleanup(func() { _ = os.Remove(delayPath) })
+	Hit("d") // no file: returns at once
+	require.NoError(t, os.WriteFile(delayPath, []byte("80ms\n"), 0o644))
+	start := time.Now()
+	Hit("d")
+	require.GreaterOrEqual(t, time.Since(start), 80*time.Millisecond, "Hit(d) sleeps the file's duration")
+	require.NoError(t, os.WriteFile(delayPath, []byte("not a duration"), 0o644))
+	Hit("d") // unparsable: returns
+	require.NoError(t, os.Remove(delayPath))
+	Hit("d")
 }

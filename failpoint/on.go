@@ -24,6 +24,10 @@ var active = sync.OnceValue(func() map[string]string {
 // while the file exists when it is set to hold:<path>.
 func Hit(name string) {
 	action := active()[name]
+	if path, ok := strings.CutPrefix(action, "delay:"); ok {
+		delay(path)
+		return
+	}
 	switch path, hold := strings.CutPrefix(action, "hold:"); {
 	case action == "":
 	case action == "pause":
@@ -43,6 +47,18 @@ func Hit(name string) {
 		}
 	default:
 		fmt.Fprintf(os.Stderr, "failpoint %s: unknown action %q ignored\n", name, action)
+	}
+}
+
+// delay sleeps for the duration written in the file at path, if it
+// exists and holds one.
+func delay(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	if d, err := time.ParseDuration(strings.TrimSpace(string(b))); err == nil && d > 0 {
+		time.Sleep(d)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/stratadb/strata/failpoint"
 	"github.com/stratadb/strata/proto/raft_serverpb"
 	"github.com/stratadb/strata/proto/storepb"
 )
@@ -231,6 +232,7 @@ func (t *transport) stream(ctx context.Context, ss *storeSender, addr string, ok
 				break coalesce
 			}
 		}
+		failpoint.Hit("raft-send") // tests delay a store's raft traffic here
 		start := time.Now()
 		if err := stream.Send(b); err != nil {
 			t.reportUnreachable(b)

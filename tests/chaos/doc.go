@@ -10,7 +10,8 @@
 // the PD, every process; SIGSTOP / SIGCONT of a store, the PD or a SQL
 // node past its leases), network (one member isolated, the busiest
 // region's leader isolated, halves, a bridge of overlapping majorities, a
-// one-way cut, 20 % packet loss, a 1 Mbit/s cap), schedule (SPLIT TABLE
+// one-way cut, 20 % packet loss, a 1 Mbit/s cap, a store's raft messages
+// delayed 50-300 ms through failpoint raft-send), schedule (SPLIT TABLE
 // under load, storms of leader transfers) and clock (PD or a SQL node
 // restarted with its wall clock up to an hour off, then with the true
 // one: STRATA_CLOCK_SKEW, so the binaries are built with the failpoints

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -162,6 +163,15 @@ var (
 			i := 1 + rng.IntN(3)
 			r.lab.slow(i, "1mbit")
 			return "1 Mbit/s cap on " + r.c.Procs()[i].Name, r.lab.heal
+		},
+		func(r *run, rng *rand.Rand) (string, func()) {
+			// This kernel has no netem: a store's raft sends wait in
+			// the transport (failpoint raft-send) instead.
+			i, d := rng.IntN(3), time.Duration(50+rng.IntN(250))*time.Millisecond
+			require.NoError(r.t, os.WriteFile(r.raftDelay[i], []byte(d.String()), 0o644))
+			return fmt.Sprintf("%s's raft messages delayed %v", r.c.Stores[i].Name, d), func() {
+				require.NoError(r.t, os.Remove(r.raftDelay[i]))
+			}
 		},
 	}}
 	scheduleNemesis = nemesis{name: "schedule", faults: []func(*run, *rand.Rand) (string, func()){

@@ -76,6 +76,8 @@ type run struct {
 	c     *localcluster.Cluster
 	dbs   []*sql.DB // one pool per SQL node
 	lab   *netlab   // with cfg.lab; member i is Procs()[i]
+	// raftDelay[i] is store i's raft-send delay file (see startRun).
+	raftDelay []string
 	start time.Time
 
 	mu       sync.Mutex
@@ -106,6 +108,14 @@ func startRun(t *testing.T, cfg config) *run {
 	}
 	c, err := localcluster.New(lc)
 	require.NoError(t, err)
+	// Each store delays its raft sends by what its file says, while the
+	// file exists (failpoint raft-send; the network family's delays).
+	var raftDelay []string
+	for i, p := range c.Stores {
+		f := filepath.Join(t.TempDir(), fmt.Sprintf("raft-delay-%d", i+1))
+		p.Env = append(p.Env, "STRATA_FAILPOINTS=raft-send=delay:"+f)
+		raftDelay = append(raftDelay, f)
+	}
 	t.Cleanup(func() {
 		c.Kill()
 		if t.Failed() {
@@ -113,7 +123,7 @@ func startRun(t *testing.T, cfg config) *run {
 		}
 	})
 	require.NoError(t, c.Start())
-	r := &run{t: t, cfg: cfg, c: c, lab: lab}
+	r := &run{t: t, cfg: cfg, c: c, lab: lab, raftDelay: raftDelay}
 	r.waitReady()
 	for i := range c.SQL {
 		db, err := sql.Open("mysql", c.DSN(i, "test"))
