@@ -71,14 +71,14 @@ type config struct {
 
 // run is one chaos run in progress: its cluster, history and timeline.
 type run struct {
-	t     *testing.T
-	cfg   config
-	c     *localcluster.Cluster
-	dbs   []*sql.DB // one pool per SQL node
-	lab   *netlab   // with cfg.lab; member i is Procs()[i]
+	t   *testing.T
+	cfg config
+	c   *localcluster.Cluster
+	dbs []*sql.DB // one pool per SQL node
+	lab *netlab   // with cfg.lab; member i is Procs()[i]
 	// raftDelay[i] is store i's raft-send delay file (see startRun).
 	raftDelay []string
-	start time.Time
+	start     time.Time
 
 	mu       sync.Mutex
 	hist     []checker.Op
