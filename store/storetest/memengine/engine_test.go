@@ -79,7 +79,9 @@ func TestSplitBySize(t *testing.T) {
 // NotLeader with the leader.
 func TestNotLeader(t *testing.T) {
 	e, err := Open(Options{
-		Peers:  func(id uint64) []*metapb.Peer { return []*metapb.Peer{{Id: 10 * id, StoreId: 1}, {Id: 10*id + 1, StoreId: 2}} },
+		Peers: func(id uint64) []*metapb.Peer {
+			return []*metapb.Peer{{Id: 10 * id, StoreId: 1}, {Id: 10*id + 1, StoreId: 2}}
+		},
 		Leader: func(r *metapb.Region) *metapb.Peer { return r.GetPeers()[1] },
 	})
 	require.NoError(t, err)
