@@ -56,9 +56,22 @@ func (s *Store) Hits(f *Fault) int {
 	return f.hits
 }
 
-// fault returns the answer of the first fault matching req.
+// Calls is how many requests of method (an RPC as storepb names it:
+// "KvGet", "KvPrewrite", ...) the store received, faulted ones included.
+func (s *Store) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[method]
+}
+
+// fault counts the request and returns the answer of the first fault
+// matching it.
 func (s *Store) fault(method string, req proto.Message) (proto.Message, error, bool) {
 	s.mu.Lock()
+	if s.calls == nil {
+		s.calls = map[string]int{}
+	}
+	s.calls[method]++
 	var f *Fault
 	for _, g := range s.faults {
 		if g.Method == method && (g.Times == 0 || g.hits < g.Times) && (g.Match == nil || g.Match(req)) {

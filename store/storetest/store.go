@@ -63,6 +63,7 @@ type Store struct {
 	checkedWrites int64
 
 	mu         sync.Mutex
+	calls      map[string]int
 	faults     []*Fault
 	gcLifeTime uint64
 	gcInterval uint64
