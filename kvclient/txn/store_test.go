@@ -48,6 +48,12 @@ func (r *realStore) put(key, value string) uint64 {
 	tx := begin(r.t, r.c, kv.TxnOptions{})
 	require.NoError(r.t, tx.Set([]byte(key), []byte(value)))
 	require.NoError(r.t, tx.Commit(bg))
+	return r.ts()
+}
+
+// ts returns a fresh timestamp.
+func (r *realStore) ts() uint64 {
+	r.t.Helper()
 	ts, err := r.st.GetTS(bg)
 	require.NoError(r.t, err)
 	return ts
@@ -195,10 +201,8 @@ func TestResolveAbandonedTxn(t *testing.T) {
 			r.prewrite("z", "a", start, 100, "new")
 			want := "old"
 			if tt.committed {
-				commitTS, err := r.st.GetTS(bg)
-				require.NoError(t, err)
 				resp, err := r.st.Storage().Commit(bg, &kvrpcpb.CommitRequest{Context: r.rctx("a"),
-					StartVersion: start, Keys: [][]byte{[]byte("a")}, CommitVersion: commitTS})
+					StartVersion: start, Keys: [][]byte{[]byte("a")}, CommitVersion: r.ts()})
 				require.NoError(t, err)
 				require.Nil(t, resp.GetError())
 				want = "new"
@@ -282,4 +286,55 @@ func TestReadCommittedFreshSnapshotPerStatement(t *testing.T) {
 	tx.StmtBegin()
 	requireRead(t, tx, "a", "2")
 	tx.StmtCommit()
+}
+
+func TestCommitMutations(t *testing.T) {
+	r := newRealStore(t, Config{}, "m")
+	c := r.c
+	start := r.put("c", "1")
+	start2 := r.ts() // a second statement that read "a" before the first committed
+	requireRead(t, begin(t, c, kv.TxnOptions{ReadOnly: true, StartTS: start2}), "a", "")
+	opts := kv.TxnOptions{OnePC: true, AsyncCommit: true}
+	muts := []*kvrpcpb.Mutation{
+		{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("1")},
+		{Op: kvrpcpb.Op_Insert, Key: []byte("b"), Value: []byte("1")},
+		{Op: kvrpcpb.Op_Del, Key: []byte("c")},
+	}
+	commits, prewrites := r.st.Calls("KvCommit"), r.st.Calls("KvPrewrite")
+	require.NoError(t, c.CommitMutations(bg, muts, start, opts))
+	require.Equal(t, commits, r.st.Calls("KvCommit"), "one region: 1PC")
+	require.Equal(t, prewrites+1, r.st.Calls("KvPrewrite"))
+	rd := begin(t, c, kv.TxnOptions{})
+	requireRead(t, rd, "a", "1")
+	requireRead(t, rd, "c", "")
+
+	// A key written after start_ts conflicts; nothing is written.
+	err := c.CommitMutations(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("2")},
+		{Op: kvrpcpb.Op_Put, Key: []byte("z"), Value: []byte("2")}}, start2, opts)
+	var wc *kv.WriteConflictError
+	require.ErrorAs(t, err, &wc)
+	require.Eventually(t, func() bool { return r.lockCount() == 0 }, 5*time.Second, time.Millisecond)
+	requireRead(t, begin(t, c, kv.TxnOptions{}), "z", "")
+
+	var ke *kv.KeyExistsError
+	require.ErrorAs(t, c.CommitMutations(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: []byte("b")}}, r.ts(), opts), &ke)
+}
+
+func TestLargeTxnChunked(t *testing.T) {
+	r := newRealStore(t, Config{}, "k5")
+	c := r.c
+	tx := begin(t, c, kv.TxnOptions{OnePC: true, AsyncCommit: true})
+	const n = 10_000
+	for i := range n {
+		require.NoError(t, tx.Set([]byte(fmt.Sprintf("k%05d", i)), make([]byte, 200)))
+	}
+	require.NoError(t, tx.Commit(bg))
+	// 2 regions, ~2 MB in each: several prewrites per region; too many
+	// keys for async commit and too big for 1PC, so plain 2PC.
+	require.GreaterOrEqual(t, r.st.Calls("KvPrewrite"), 4)
+	require.GreaterOrEqual(t, r.st.Calls("KvCommit"), 1)
+	require.Eventually(t, func() bool { return r.lockCount() == 0 }, 10*time.Second, time.Millisecond)
+	m, err := begin(t, c, kv.TxnOptions{}).BatchGet(bg, [][]byte{[]byte("k00000"), []byte("k09999")})
+	require.NoError(t, err)
+	require.Len(t, m, 2)
 }

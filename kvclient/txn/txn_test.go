@@ -247,57 +247,6 @@ func TestKeyErrorMapping(t *testing.T) {
 	require.True(t, errors.Is(mapErr(fmt.Errorf("x: %w", errFake)), errFake))
 }
 
-func TestCommitMutations(t *testing.T) {
-	f := newFakeKV(t, "m")
-	c := f.newClient(Config{})
-	f.put("c", "1")
-	start := f.ts()
-	start2 := f.ts() // a second statement that read "a" before the first committed
-	requireRead(t, begin(t, c, kv.TxnOptions{ReadOnly: true, StartTS: start2}), "a", "")
-	opts := kv.TxnOptions{OnePC: true, AsyncCommit: true}
-	muts := []*kvrpcpb.Mutation{
-		{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("1")},
-		{Op: kvrpcpb.Op_Insert, Key: []byte("b"), Value: []byte("1")},
-		{Op: kvrpcpb.Op_Del, Key: []byte("c")},
-	}
-	require.NoError(t, c.CommitMutations(bg, muts, start, opts))
-	require.Equal(t, 0, f.count("Commit"), "one region: 1PC")
-	require.Equal(t, 1, f.count("Prewrite"))
-	rd := begin(t, c, kv.TxnOptions{})
-	requireRead(t, rd, "a", "1")
-	requireRead(t, rd, "c", "")
-
-	// A key written after start_ts conflicts; nothing is written.
-	err := c.CommitMutations(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("2")},
-		{Op: kvrpcpb.Op_Put, Key: []byte("z"), Value: []byte("2")}}, start2, opts)
-	var wc *kv.WriteConflictError
-	require.ErrorAs(t, err, &wc)
-	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond)
-	requireRead(t, begin(t, c, kv.TxnOptions{}), "z", "")
-
-	var ke *kv.KeyExistsError
-	require.ErrorAs(t, c.CommitMutations(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: []byte("b")}}, f.ts(), opts), &ke)
-}
-
-func TestLargeTxnChunked(t *testing.T) {
-	f := newFakeKV(t, "k5")
-	c := f.newClient(Config{})
-	tx := begin(t, c, kv.TxnOptions{OnePC: true, AsyncCommit: true})
-	const n = 10_000
-	for i := range n {
-		require.NoError(t, tx.Set([]byte(fmt.Sprintf("k%05d", i)), make([]byte, 200)))
-	}
-	require.NoError(t, tx.Commit(bg))
-	// 2 regions, ~2 MB in each: several prewrites per region; too many
-	// keys for async commit and too big for 1PC, so plain 2PC.
-	require.GreaterOrEqual(t, f.count("Prewrite"), 4)
-	require.GreaterOrEqual(t, f.count("Commit"), 1)
-	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 10*time.Second, time.Millisecond)
-	m, err := begin(t, c, kv.TxnOptions{}).BatchGet(bg, [][]byte{[]byte("k00000"), []byte("k09999")})
-	require.NoError(t, err)
-	require.Len(t, m, 2)
-}
-
 func TestGCTooEarly(t *testing.T) {
 	require.ErrorIs(t, keyError(&kvrpcpb.KeyError{GcTooEarly: &kvrpcpb.GCTooEarly{StartTs: 1, SafePoint: 2}}, 1), ErrGCTooEarly)
 }
