@@ -26,9 +26,11 @@ import (
 // testStoreOptions: two store nodes, so that clients batch per store and
 // index lookups leave the rows of the other node's regions to the SQL
 // node; regions of three keys, so that transactions span regions and
-// scans merge many regions' answers; the catalog's keys and the tables'
-// in regions of their own from the start, so that both nodes lead some.
-var testStoreOptions = storetest.Options{Stores: 2, RegionKeys: 3,
+// scans merge many regions' answers; time-bounded pages of two rows, so
+// that the SQL node merges several pages per region; the catalog's keys
+// and the tables' in regions of their own from the start, so that both
+// nodes lead some.
+var testStoreOptions = storetest.Options{Stores: 2, RegionKeys: 3, PageScanRows: 2,
 	SplitKeys: [][]byte{{tablecodec.MetaPrefix}, {tablecodec.TablePrefix}}}
 
 // nodeStorage is one SQL node's kv.Storage over a test store: its own KV

@@ -26,7 +26,10 @@
 // Options.RegionKeys splits every region holding more committed keys than
 // that before each coprocessor request, so that transactions span regions
 // (2PC, async commit, lock resolution across regions) and the SQL node
-// merges many regions' coprocessor answers. With Options.Stores > 1 the
+// merges many regions' coprocessor answers; Options.PageScanRows ends
+// time-bounded coprocessor pages early, as a store whose page time ran out
+// does, so that the client resumes regions page by page. With
+// Options.Stores > 1 the
 // regions' leaders are spread over several simulated store nodes (own
 // listener, one shared engine and transaction layer), so clients batch per
 // store and an index lookup's rows in regions another node leads are left

@@ -195,8 +195,28 @@ func (sv *service) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequ
 		return nil, server.GRPCError(err)
 	}
 	return handle(ctx, sv, "Coprocessor", req, func(ctx context.Context, req *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
-		return server.ServeCoprocessor(ctx, req, sv.copRegion)
+		return server.ServeCoprocessor(ctx, sv.s.shortPages(req), sv.copRegion)
 	})
+}
+
+// shortPages returns req with its time-bounded pages ended after
+// Options.PageScanRows rows (req itself when that does not apply).
+func (s *Store) shortPages(req *kvrpcpb.CoprocessorRequest) *kvrpcpb.CoprocessorRequest {
+	if s.opts.PageScanRows == 0 {
+		return req
+	}
+	dag := &coprocessorpb.DAGRequest{}
+	if err := proto.Unmarshal(req.GetData(), dag); err != nil || dag.GetPageMs() == 0 {
+		return req // a bad DAG is ServeCoprocessor's to answer
+	}
+	dag.PageScanRows = s.opts.PageScanRows
+	data, err := proto.Marshal(dag)
+	if err != nil {
+		return req
+	}
+	out := proto.Clone(req).(*kvrpcpb.CoprocessorRequest)
+	out.Data = data
+	return out
 }
 
 // copRegion runs dag over ranges of the region rctx names, in the order

@@ -35,6 +35,11 @@ type Options struct {
 	// store's split checker, run at a point where tests see its effect:
 	// the SQL node then merges the answers of many small regions).
 	RegionKeys int
+	// PageScanRows, when positive, ends every time-bounded coprocessor
+	// page (page_ms set) after that many scanned rows, as a store whose
+	// page time ran out does: the client then resumes each region several
+	// times and merges the pages.
+	PageScanRows uint64
 	// SplitKeys are split at when the Store starts.
 	SplitKeys [][]byte
 	// DisableInMemoryPessimisticLock is store/server.Config's.
