@@ -12,10 +12,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/raftstore"
+	"github.com/stratadb/strata/store/server"
 	"github.com/stratadb/strata/store/storetest"
 )
 
@@ -29,6 +32,18 @@ type realStore struct {
 // newRealStore starts a store with regions split at splits, led by two
 // store nodes.
 func newRealStore(t *testing.T, cfg Config, splits ...string) *realStore {
+	return newRealStoreWith(t, cfg, kvclient.Config{}, splits...)
+}
+
+// newRealStoreWith is newRealStore with the KV client's configuration
+// (timeouts default to 5 s of backoff and 2 s per RPC).
+func newRealStoreWith(t *testing.T, cfg Config, kvCfg kvclient.Config, splits ...string) *realStore {
+	if kvCfg.BackoffBudget == 0 {
+		kvCfg.BackoffBudget = 5 * time.Second
+	}
+	if kvCfg.RPCTimeout == 0 {
+		kvCfg.RPCTimeout = 2 * time.Second
+	}
 	opts := storetest.Options{Stores: 2}
 	for _, s := range splits {
 		opts.SplitKeys = append(opts.SplitKeys, []byte(s))
@@ -36,7 +51,7 @@ func newRealStore(t *testing.T, cfg Config, splits ...string) *realStore {
 	st, err := storetest.New(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	kvc := kvclient.New(st, kvclient.Config{BackoffBudget: 5 * time.Second, RPCTimeout: 2 * time.Second})
+	kvc := kvclient.New(st, kvCfg)
 	t.Cleanup(func() { _ = kvc.Close() })
 	return &realStore{t: t, st: st, c: NewClient(kvc, st, cfg)}
 }
@@ -337,4 +352,24 @@ func TestLargeTxnChunked(t *testing.T) {
 	m, err := begin(t, c, kv.TxnOptions{}).BatchGet(bg, [][]byte{[]byte("k00000"), []byte("k09999")})
 	require.NoError(t, err)
 	require.Len(t, m, 2)
+}
+
+// TestOnePCAnswerLostIsUndetermined: a 1PC prewrite the store applied but
+// whose answer was lost (the store answers codes.Unknown: its write's
+// outcome is unknown) is reported undetermined, never as a failure: the
+// transaction did commit. Unary RPCs: on a BatchCommands stream the
+// store's handler error travels as a string the client takes for "not
+// run", and the client resends (see the issue's closing note).
+func TestOnePCAnswerLostIsUndetermined(t *testing.T) {
+	r := newRealStoreWith(t, Config{}, kvclient.Config{DisableBatch: true})
+	start := r.put("a", "0")
+	lost := &storetest.Fault{Method: "KvPrewrite", Times: 1, Applied: true, Answer: func(proto.Message) (proto.Message, error) {
+		return nil, server.GRPCError(raftstore.ErrUndetermined)
+	}}
+	r.st.Inject(lost)
+	err := r.c.CommitMutations(bg, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("1")}},
+		start, kv.TxnOptions{OnePC: true, AsyncCommit: true})
+	require.ErrorIs(t, err, kv.ErrUndetermined)
+	require.Equal(t, 1, r.st.Hits(lost))
+	requireRead(t, begin(t, r.c, kv.TxnOptions{}), "a", "1")
 }

@@ -37,8 +37,10 @@
 //
 // Inject answers matching requests with what a store would send instead
 // (a region error, a key error, a gRPC status such as codes.Unknown for a
-// write whose outcome is unknown): the fault injection of tests that check
-// how the client and the SQL node react.
+// write whose outcome is unknown), before running them or, with
+// Fault.Applied, after (an answer lost once the write was applied): the
+// fault injection of tests that check how the client and the SQL node
+// react.
 //
 // # What it is not
 //

@@ -27,6 +27,9 @@ type Fault struct {
 	Times int
 	// Answer returns the response or the error for req.
 	Answer func(req proto.Message) (proto.Message, error)
+	// Applied runs the request first and then answers with Answer instead
+	// of its response: an answer lost after the store applied the request.
+	Applied bool
 
 	hits int
 }
@@ -64,9 +67,8 @@ func (s *Store) Calls(method string) int {
 	return s.calls[method]
 }
 
-// fault counts the request and returns the answer of the first fault
-// matching it.
-func (s *Store) fault(method string, req proto.Message) (proto.Message, error, bool) {
+// fault counts the request and returns the first fault matching it.
+func (s *Store) fault(method string, req proto.Message) *Fault {
 	s.mu.Lock()
 	if s.calls == nil {
 		s.calls = map[string]int{}
@@ -81,11 +83,7 @@ func (s *Store) fault(method string, req proto.Message) (proto.Message, error, b
 		}
 	}
 	s.mu.Unlock()
-	if f == nil {
-		return nil, nil, false
-	}
-	resp, err := f.Answer(req)
-	return resp, err, true
+	return f
 }
 
 // service is the gRPC service of one simulated store node.
@@ -102,17 +100,21 @@ var _ storepb.StoreServer = (*service)(nil)
 // answers with.
 func handle[Req, Resp proto.Message](ctx context.Context, sv *service, method string, req Req, fn func(context.Context, Req) (Resp, error)) (Resp, error) {
 	var zero Resp
-	if resp, err, ok := sv.s.fault(method, req); ok {
-		if err != nil {
-			return zero, err
+	f := sv.s.fault(method, req)
+	if f == nil || f.Applied {
+		resp, err := fn(ctx, req)
+		if f == nil || err != nil {
+			if err != nil {
+				return zero, server.GRPCError(err)
+			}
+			return resp, nil
 		}
-		return resp.(Resp), nil
 	}
-	resp, err := fn(ctx, req)
+	resp, err := f.Answer(req)
 	if err != nil {
-		return zero, server.GRPCError(err)
+		return zero, err
 	}
-	return resp, nil
+	return resp.(Resp), nil
 }
 
 func (sv *service) KvGet(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, error) {
