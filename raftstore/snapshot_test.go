@@ -23,11 +23,11 @@ import (
 	"github.com/stratadb/strata/proto/raft_serverpb"
 )
 
-// memStore is a Store with only an engine and snapshot files on fs (a new
+// engineStore is a Store with only an engine and snapshot files on fs (a new
 // MemFS when nil), enough for the snapshot code; manual: synchronous.
-func memStore(t *testing.T, manual bool) *Store { return memStoreOn(t, vfs.NewMem(), manual) }
+func engineStore(t *testing.T, manual bool) *Store { return engineStoreOn(t, vfs.NewMem(), manual) }
 
-func memStoreOn(t *testing.T, fs vfs.FS, manual bool) *Store {
+func engineStoreOn(t *testing.T, fs vfs.FS, manual bool) *Store {
 	db, err := pebble.Open("/db", &pebble.Options{FS: fs})
 	require.NoError(t, err)
 	s := &Store{db: db, log: slog.New(slog.DiscardHandler), cfg: Config{DataDir: "/db", fs: fs, manual: manual}}
@@ -113,13 +113,13 @@ type snapshotFixture struct {
 func newSnapshotFixture(t *testing.T, dstFS vfs.FS) *snapshotFixture {
 	f := &snapshotFixture{region: testRegion()}
 	f.region.StartKey, f.region.EndKey = []byte("b"), []byte("d")
-	f.src = memStore(t, true)
+	f.src = engineStore(t, true)
 	for _, k := range []string{"a", "b", "c", "c\xff", "d"} {
 		for _, cf := range keys.CFs {
 			require.NoError(t, f.src.db.Set(ekey(cf, k), []byte("src-"+k), nil))
 		}
 	}
-	f.dst = memStoreOn(t, dstFS, true)
+	f.dst = engineStoreOn(t, dstFS, true)
 	b := f.dst.db.NewBatch()
 	require.NoError(t, writeInitialState(b, f.region))
 	require.NoError(t, b.Commit(pebble.Sync))
@@ -216,7 +216,7 @@ func TestSnapshotInstallRecovery(t *testing.T) {
 		}
 		require.NoError(t, f.dst.db.Close())
 		f.dst.db = nil
-		s := memStoreOn(t, fs, true) // Open runs recover
+		s := engineStoreOn(t, fs, true) // Open runs recover
 		f.checkInstalled(t, s.db, &s.snaps)
 	}
 }
@@ -225,7 +225,7 @@ func TestSnapshotInstallRecovery(t *testing.T) {
 // description with keys outside its region and a snapshot of another
 // region are refused, and leave no file behind.
 func TestSnapshotCorruption(t *testing.T) {
-	src, dst := memStore(t, true), memStore(t, true)
+	src, dst := engineStore(t, true), engineStore(t, true)
 	region := testRegion()
 	region.StartKey, region.EndKey = []byte("b"), []byte("d")
 	for _, k := range []string{"a", "b", "c", "d"} {
@@ -280,7 +280,7 @@ func must2[T any](v T, err error) T {
 // the store's cap (beyond the limiter's burst), so a burst of snapshot
 // generations cannot take the disk from the raft log's fsyncs.
 func TestSnapshotGenerationPaced(t *testing.T) {
-	s := memStore(t, true)
+	s := engineStore(t, true)
 	const genRate = 8 << 20
 	s.snaps.genLimit = rate.NewLimiter(genRate, snapshotChunkSize)
 	rnd := mrand.New(mrand.NewPCG(1, 2))

@@ -73,7 +73,7 @@ func TestPeerStorageInitialState(t *testing.T) {
 	require.ErrorIs(t, err, raft.ErrUnavailable)
 	// A snapshot is generated in the background: unavailable at first,
 	// then at the applied index.
-	ps.snaps = &memStore(t, false).snaps
+	ps.snaps = &engineStore(t, false).snaps
 	_, err = ps.Snapshot()
 	require.ErrorIs(t, err, raft.ErrSnapshotTemporarilyUnavailable)
 	ps.snaps.wg.Wait()

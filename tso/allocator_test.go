@@ -11,20 +11,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-type memStore struct {
+type windowStore struct {
 	mu    sync.Mutex
 	bound int64
 	saves int
 	fail  error
 }
 
-func (m *memStore) LoadWindow(context.Context) (int64, error) {
+func (m *windowStore) LoadWindow(context.Context) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.bound, nil
 }
 
-func (m *memStore) SaveWindow(_ context.Context, b int64) error {
+func (m *windowStore) SaveWindow(_ context.Context, b int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
@@ -35,7 +35,7 @@ func (m *memStore) SaveWindow(_ context.Context, b int64) error {
 	return nil
 }
 
-func (m *memStore) get() int64 {
+func (m *windowStore) get() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.bound
@@ -46,7 +46,7 @@ type fakeClock struct{ ms atomic.Int64 }
 func (c *fakeClock) now() time.Time   { return time.UnixMilli(c.ms.Load()) }
 func (c *fakeClock) advance(ms int64) { c.ms.Add(ms) }
 
-func newTestAllocator(t *testing.T, st *memStore, clk *fakeClock) *Allocator {
+func newTestAllocator(t *testing.T, st *windowStore, clk *fakeClock) *Allocator {
 	t.Helper()
 	a := NewAllocator(st, Options{Now: clk.now, Window: 3 * time.Second})
 	require.NoError(t, a.Sync(context.Background()))
@@ -66,7 +66,7 @@ func TestComposeParse(t *testing.T) {
 }
 
 func TestGenerateNotReady(t *testing.T) {
-	a := NewAllocator(&memStore{}, Options{})
+	a := NewAllocator(&windowStore{}, Options{})
 	_, _, err := a.Generate(context.Background(), 1)
 	require.ErrorIs(t, err, ErrNotReady)
 	require.NoError(t, a.Sync(context.Background()))
@@ -75,12 +75,12 @@ func TestGenerateNotReady(t *testing.T) {
 	a.Reset()
 	_, _, err = a.Generate(context.Background(), 1)
 	require.ErrorIs(t, err, ErrNotReady)
-	_, _, err = NewAllocator(&memStore{}, Options{}).Generate(context.Background(), uint32(MaxLogical))
+	_, _, err = NewAllocator(&windowStore{}, Options{}).Generate(context.Background(), uint32(MaxLogical))
 	require.ErrorIs(t, err, ErrBadCount)
 }
 
 func TestGenerateConcurrentStrictlyIncreasing(t *testing.T) {
-	st := &memStore{}
+	st := &windowStore{}
 	a := NewAllocator(st, Options{})
 	require.NoError(t, a.Sync(context.Background()))
 	const workers, per = 8, 2000
@@ -122,7 +122,7 @@ func TestGenerateConcurrentStrictlyIncreasing(t *testing.T) {
 func TestWindowPersistedBeforeUse(t *testing.T) {
 	clk := &fakeClock{}
 	clk.ms.Store(1_000_000)
-	st := &memStore{}
+	st := &windowStore{}
 	a := newTestAllocator(t, st, clk)
 	require.Equal(t, int64(1_003_000), st.get())
 
@@ -152,7 +152,7 @@ func TestWindowPersistedBeforeUse(t *testing.T) {
 func TestLogicalOverflow(t *testing.T) {
 	clk := &fakeClock{}
 	clk.ms.Store(5_000)
-	st := &memStore{}
+	st := &windowStore{}
 	a := newTestAllocator(t, st, clk)
 	big := uint32(MaxLogical/2 + 1)
 	p1, l1, err := a.Generate(context.Background(), big)
@@ -192,7 +192,7 @@ func TestLogicalOverflow(t *testing.T) {
 func TestSyncNeverGoesBackwards(t *testing.T) {
 	clk := &fakeClock{}
 	clk.ms.Store(100_000)
-	st := &memStore{}
+	st := &windowStore{}
 	a := newTestAllocator(t, st, clk)
 	var last uint64
 	for range 100 {
@@ -211,7 +211,7 @@ func TestSyncNeverGoesBackwards(t *testing.T) {
 }
 
 func BenchmarkGenerate(b *testing.B) {
-	a := NewAllocator(&memStore{}, Options{})
+	a := NewAllocator(&windowStore{}, Options{})
 	require.NoError(b, a.Sync(context.Background()))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

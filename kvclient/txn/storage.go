@@ -10,20 +10,32 @@ import (
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/pdpb"
 )
+
+// PD is what Storage needs from the placement driver; *pdclient.Client
+// satisfies it (and so does store/storetest's Store, in tests).
+type PD interface {
+	Oracle
+	AllocID(ctx context.Context, count uint32) (uint64, error)
+	SetGCConfig(ctx context.Context, lifeTime, runInterval time.Duration) (*pdpb.GCConfig, error)
+	ScanRegions(ctx context.Context, start, end []byte, limit int) ([]*pdpb.RegionStat, error)
+}
+
+var _ PD = (*pdclient.Client)(nil)
 
 // Storage is the production kv.Storage of a SQL node: timestamps and ids
 // from PD, data through the KV client and the transaction client. Its errors
 // are the ones kv.Storage documents (mapErr).
 type Storage struct {
-	pd  *pdclient.Client
+	pd  PD
 	kv  *kvclient.Client
 	txn *Client
 }
 
 // NewStorage returns the Storage over pd, kv and the transaction client
 // txn (built over the same kv).
-func NewStorage(pd *pdclient.Client, kv *kvclient.Client, txn *Client) *Storage {
+func NewStorage(pd PD, kv *kvclient.Client, txn *Client) *Storage {
 	return &Storage{pd: pd, kv: kv, txn: txn}
 }
 

@@ -39,7 +39,7 @@ func fuzzServer(f *testing.F) *server.Server { return fuzzServerWith(f, "") }
 // fuzzServerWith is fuzzServer with accounts of authentication plugin.
 func fuzzServerWith(f *testing.F, plugin string) *server.Server {
 	srv, err := server.New(server.Config{
-		Store:      newMemStore(),
+		Store:      newTestStore(f),
 		Users:      map[string]string{"root": "", "alice": "s3cret"},
 		AuthPlugin: plugin,
 		MaxPacket:  1 << 20,

@@ -79,7 +79,7 @@ func nativeScramble(pw string, nonce []byte) []byte {
 func TestPrivilegesAcrossNodes(t *testing.T) {
 	a, _ := startServerWith(t, func(c *server.Config) { c.PrivilegePollInterval = 50 * time.Millisecond })
 	b, tlsParam := tlsServer(t, func(c *server.Config) {
-		c.Store = a.store
+		c.Store = a.store.newNode(t)
 		c.PrivilegePollInterval = 50 * time.Millisecond
 	})
 	root := a.open(t, "", "")
@@ -127,7 +127,7 @@ func TestPrivilegesAcrossNodes(t *testing.T) {
 func TestSkipGrantTables(t *testing.T) {
 	a, _ := startServerWith(t, func(c *server.Config) { c.Users = map[string]string{"root": "lost"} })
 	require.Equal(t, uint16(1045), mysqlCode(ping(t, a.dsn("root", "", "", ""))))
-	b, _ := startServerWith(t, func(c *server.Config) { c.Store = a.store; c.SkipGrantTables = true })
+	b, _ := startServerWith(t, func(c *server.Config) { c.Store = a.store.newNode(t); c.SkipGrantTables = true })
 	db := b.openAs(t, "anyone", "anything")
 	require.Equal(t, [][]string{{"skip-grants user@skip-grants host"}}, queryStrings(t, db, "SELECT CURRENT_USER()"))
 	_, err := db.Exec("ALTER USER 'root'@'%' IDENTIFIED BY 'found'")

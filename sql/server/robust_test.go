@@ -28,10 +28,8 @@ import (
 // opt, and returns the server too.
 func startServerWith(t *testing.T, opt func(*server.Config)) (*testServer, *server.Server) {
 	t.Helper()
-	store := newMemStore()
 	cfg := server.Config{
 		Addr:            "127.0.0.1:0",
-		Store:           store,
 		Users:           map[string]string{"root": "", "alice": "s3cret"},
 		CreateDefaultDB: true,
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -41,8 +39,10 @@ func startServerWith(t *testing.T, opt func(*server.Config)) (*testServer, *serv
 		SchemaLease:   testSchemaLease,
 	}
 	opt(&cfg)
-	if ms, ok := cfg.Store.(*memStore); ok { // a second node on another's store
-		store = ms
+	store, ok := cfg.Store.(*nodeStorage) // a second node on another's store
+	if !ok {
+		store = newTestStore(t)
+		cfg.Store = store
 	}
 	srv, err := server.New(cfg)
 	require.NoError(t, err)

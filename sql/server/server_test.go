@@ -15,14 +15,16 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
-	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/sql/server"
+	"github.com/stratadb/strata/store/storetest"
 )
 
 type testServer struct {
 	addr  string
-	store *memStore
+	store *nodeStorage
 }
 
 // testSchemaLease keeps schema changes fast: each test server is the only
@@ -31,7 +33,7 @@ const testSchemaLease = 20 * time.Millisecond
 
 func startServer(t testing.TB) *testServer {
 	t.Helper()
-	store := newMemStore()
+	store := newTestStore(t)
 	srv, err := server.New(server.Config{
 		Addr:            "127.0.0.1:0",
 		Store:           store,
@@ -261,29 +263,34 @@ func TestErrors(t *testing.T) {
 }
 
 func TestKVErrorsMapToMySQLCodes(t *testing.T) {
-	ts := startServer(t)
+	// A short backoff budget: a region that stays unavailable is given up
+	// on in a second instead of twenty. Unary RPCs: see lostAnswer.
+	ts, _ := startServerWith(t, func(c *server.Config) {
+		c.Store = newNodeStorage(t, newTestStore(t).st, kvclient.Config{BackoffBudget: time.Second, DisableBatch: true})
+	})
 	db := ts.open(t, "test", "")
 	db.SetMaxOpenConns(1)
 	_, err := db.Exec("CREATE TABLE t (id INT PRIMARY KEY)")
 	require.NoError(t, err)
 	cases := []struct {
-		err   error
-		times int // consecutive failing commits
-		code  uint16
-		msg   string
+		answer func(proto.Message) (proto.Message, error)
+		times  int // consecutive prewrites answered (0: all)
+		code   uint16
+		msg    string
 	}{
 		// A conflict is retried (statement retry); only a lasting one
 		// reaches the client.
-		{&kv.WriteConflictError{StartTS: 10, ConflictCommitTS: 12, Key: []byte("k")}, 100, 9007, "Write conflict, txnStartTS=10"},
-		{fmt.Errorf("wrapped: %w", kv.ErrRegionUnavailable), 1, 9005, "Region is unavailable"},
-		{kv.ErrUndetermined, 1, 8110, "undetermined"},
-		{context.DeadlineExceeded, 1, 1317, "Query execution was interrupted"},
+		{conflictAnswer, 0, 9007, "Write conflict, txnStartTS="},
+		{busyAnswer, 0, 9005, "Region is unavailable"},
+		{lostAnswer, 1, 8110, "undetermined"},
+		// A statement interrupted while a store request is in flight
+		// (1317) is TestKillQuery's.
 	}
+	match := touchesTable(ts.store.tableID(t, "test", "t"))
 	for _, c := range cases {
-		ts.store.mu.Lock()
-		ts.store.failCommit, ts.store.failCommitTimes = c.err, c.times
-		ts.store.mu.Unlock()
+		remove := ts.store.st.Inject(&storetest.Fault{Method: "KvPrewrite", Match: match, Times: c.times, Answer: c.answer})
 		_, err := db.Exec("INSERT INTO t VALUES (1)")
+		remove()
 		require.Equal(t, c.code, mysqlCode(err), "%v", err)
 		require.Contains(t, err.Error(), c.msg)
 	}
@@ -291,8 +298,10 @@ func TestKVErrorsMapToMySQLCodes(t *testing.T) {
 
 // TestConcurrentUpdatesOfOneRow: concurrent autocommit UPDATEs of one row
 // lose no update. In pessimistic mode (the default) they wait for the row
-// lock; in optimistic mode they conflict in the store and each is run
-// again at a new timestamp (statement retry).
+// lock and all succeed; in optimistic mode they conflict in the store and
+// each is run again at a new timestamp (statement retry), up to a limit: a
+// statement that still loses reaches the client as 9007 and, as the error
+// says, was not applied, so the row counts exactly the successful ones.
 func TestConcurrentUpdatesOfOneRow(t *testing.T) {
 	for _, mode := range []string{"pessimistic", "optimistic"} {
 		t.Run(mode, func(t *testing.T) {
@@ -304,24 +313,42 @@ func TestConcurrentUpdatesOfOneRow(t *testing.T) {
 			require.NoError(t, err)
 			retriesBefore := counter(t, "strata_sql_statement_retries_total")
 			const workers, each = 8, 25
-			errs := make(chan error, workers)
+			type result struct {
+				applied   int
+				conflicts int
+				err       error
+			}
+			results := make(chan result, workers)
 			for range workers {
 				go func() {
+					var r result
 					for range each {
-						if _, err := db.Exec("UPDATE c SET n = n + 1 WHERE id = 1"); err != nil {
-							errs <- err
+						_, err := db.Exec("UPDATE c SET n = n + 1 WHERE id = 1")
+						switch {
+						case err == nil:
+							r.applied++
+						case mode == "optimistic" && mysqlCode(err) == 9007:
+							r.conflicts++
+						default:
+							r.err = err
+							results <- r
 							return
 						}
 					}
-					errs <- nil
+					results <- r
 				}()
 			}
+			applied, conflicts := 0, 0
 			for range workers {
-				require.NoError(t, <-errs)
+				r := <-results
+				require.NoError(t, r.err)
+				applied, conflicts = applied+r.applied, conflicts+r.conflicts
 			}
 			var n int
 			require.NoError(t, db.QueryRow("SELECT n FROM c WHERE id = 1").Scan(&n))
-			require.Equal(t, workers*each, n)
+			require.Equal(t, applied, n, "every update the client saw succeed, and no other")
+			require.Equal(t, workers*each, applied+conflicts)
+			t.Logf("updates applied: %d, conflicts past the retries: %d", applied, conflicts)
 			retries := counter(t, "strata_sql_statement_retries_total") - retriesBefore
 			t.Logf("statement retries: %v", retries)
 			if mode == "pessimistic" {
@@ -329,9 +356,8 @@ func TestConcurrentUpdatesOfOneRow(t *testing.T) {
 				return
 			}
 			// A conflict that clears is invisible to the client.
-			ts.store.mu.Lock()
-			ts.store.failCommit, ts.store.failCommitTimes = &kv.WriteConflictError{Key: []byte("k")}, 3
-			ts.store.mu.Unlock()
+			ts.store.st.Inject(&storetest.Fault{Method: "KvPrewrite", Match: touchesTable(ts.store.tableID(t, "test", "c")),
+				Times: 3, Answer: conflictAnswer})
 			before := counter(t, "strata_sql_statement_retries_total")
 			_, err = db.Exec("UPDATE c SET n = 0 WHERE id = 1")
 			require.NoError(t, err)
@@ -340,36 +366,37 @@ func TestConcurrentUpdatesOfOneRow(t *testing.T) {
 	}
 }
 
-// TestLockLostBeforeCommit: a pessimistic lock whose answer was lost
-// (kv.ErrUndetermined from LockKeys) committed nothing. An autocommit
-// statement is run again; inside a transaction the statement fails with
-// 9002 (not 8110: no commit was sent), only it is rolled back, and the
+// TestLockLostBeforeCommit: a pessimistic lock request whose answer was
+// lost (the store answers that the outcome is unknown) committed nothing.
+// The client sends it again, so a loss that clears is invisible; one that
+// lasts until the lock wait timeout fails the statement with 9002 (not
+// 8110: no commit was sent), only the statement is rolled back, and the
 // transaction goes on.
 func TestLockLostBeforeCommit(t *testing.T) {
-	ts := startServer(t)
+	ts, _ := startServerWith(t, func(c *server.Config) { // unary RPCs: see lostAnswer
+		c.Store = newNodeStorage(t, newTestStore(t).st, kvclient.Config{DisableBatch: true})
+	})
 	db := ts.open(t, "test", "")
 	db.SetMaxOpenConns(1)
 	_, err := db.Exec("CREATE TABLE c (id INT PRIMARY KEY, n INT)")
 	require.NoError(t, err)
 	_, err = db.Exec("INSERT INTO c VALUES (1, 0), (2, 0)")
 	require.NoError(t, err)
-	lost := fmt.Errorf("%w: connection reset after send", kv.ErrUndetermined)
-	ts.store.mu.Lock()
-	ts.store.failLock, ts.store.failLockTimes = lost, 2
-	ts.store.mu.Unlock()
-	before := counter(t, "strata_sql_statement_retries_total")
+	match := touchesTable(ts.store.tableID(t, "test", "c"))
+	lost := &storetest.Fault{Method: "KvPessimisticLock", Match: match, Times: 2, Answer: lostAnswer}
+	remove := ts.store.st.Inject(lost)
 	_, err = db.Exec("UPDATE c SET n = 1 WHERE id = 1")
+	remove()
 	require.NoError(t, err)
-	require.Equal(t, before+2, counter(t, "strata_sql_statement_retries_total"))
+	require.Equal(t, 2, ts.store.st.Hits(lost), "both lost lock requests were answered")
 
-	for _, q := range []string{"BEGIN", "UPDATE c SET n = 2 WHERE id = 2"} {
+	for _, q := range []string{"SET innodb_lock_wait_timeout = 1", "BEGIN", "UPDATE c SET n = 2 WHERE id = 2"} {
 		_, err := db.Exec(q)
 		require.NoError(t, err, q)
 	}
-	ts.store.mu.Lock()
-	ts.store.failLock, ts.store.failLockTimes = lost, 1
-	ts.store.mu.Unlock()
+	remove = ts.store.st.Inject(&storetest.Fault{Method: "KvPessimisticLock", Match: match, Answer: lostAnswer})
 	_, err = db.Exec("UPDATE c SET n = 2 WHERE id = 1")
+	remove()
 	require.Equal(t, uint16(9002), mysqlCode(err), "%v", err)
 	require.Contains(t, err.Error(), "nothing was committed, run the statement again")
 	_, err = db.Exec("COMMIT")
@@ -385,9 +412,8 @@ func TestNoRetryInsideTransaction(t *testing.T) {
 	db.SetMaxOpenConns(1)
 	_, err := db.Exec("CREATE TABLE c (id INT PRIMARY KEY, n INT)")
 	require.NoError(t, err)
-	ts.store.mu.Lock()
-	ts.store.failCommit, ts.store.failCommitTimes = &kv.WriteConflictError{Key: []byte("k")}, 1
-	ts.store.mu.Unlock()
+	ts.store.st.Inject(&storetest.Fault{Method: "KvPrewrite", Match: touchesTable(ts.store.tableID(t, "test", "c")),
+		Times: 1, Answer: conflictAnswer})
 	before := counter(t, "strata_sql_statement_retries_total")
 	for _, q := range []string{"BEGIN OPTIMISTIC", "INSERT INTO c VALUES (1, 1)"} {
 		_, err := db.Exec(q)

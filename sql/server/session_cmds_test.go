@@ -272,9 +272,7 @@ func TestKillQuerySleep(t *testing.T) {
 func (ts *testServer) waitLockWaiters(t *testing.T, n int) {
 	t.Helper()
 	waitFor(t, func() bool {
-		ts.store.mu.Lock()
-		defer ts.store.mu.Unlock()
-		return len(ts.store.waitsFor) == n
+		return ts.store.st.LockWaiters() == n
 	})
 }
 

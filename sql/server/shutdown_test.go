@@ -20,7 +20,7 @@ import (
 // release is closed or the statement's context ends; entered says one is
 // held.
 type gatedStore struct {
-	*memStore
+	kv.Storage
 	block   atomic.Bool
 	entered chan struct{}
 	release chan struct{}
@@ -32,7 +32,7 @@ type gatedTxn struct {
 }
 
 func (g *gatedStore) Begin(ctx context.Context, opts kv.TxnOptions) (kv.Txn, error) {
-	t, err := g.memStore.Begin(ctx, opts)
+	t, err := g.Storage.Begin(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func TestShutdownDrainsStatements(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			store := &gatedStore{memStore: newMemStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+			store := &gatedStore{Storage: newTestStore(t), entered: make(chan struct{}, 1), release: make(chan struct{})}
 			srv, err := server.New(server.Config{
 				Addr: "127.0.0.1:0", Store: store, ShutdownTimeout: tc.timeout,
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -132,7 +132,9 @@ func TestShutdownDrainsStatements(t *testing.T) {
 			err = <-stmtErr
 			require.NoError(t, <-done)
 			took := time.Since(shutdownAt)
-			rows, scanErr := store.memStore.Scan(context.Background(), []byte("t"), []byte("u"), ^uint64(0), 0)
+			now, tsErr := store.GetTS(context.Background())
+			require.NoError(t, tsErr)
+			rows, scanErr := kv.ScanAt(context.Background(), store, []byte("t"), []byte("u"), now, 0)
 			require.NoError(t, scanErr)
 			if tc.wantErr {
 				require.Error(t, err)

@@ -91,7 +91,7 @@ func TestAnalyzeStatistics(t *testing.T) {
 	require.Equal(t, "100", byName["c/0"][7], "Null_count of c")
 
 	// Another SQL node on the same store reloads the statistics.
-	other, _ := startServerWith(t, func(c *server.Config) { c.Store = ts.store })
+	other, _ := startServerWith(t, func(c *server.Config) { c.Store = ts.store.newNode(t) })
 	odb := other.open(t, "test", "")
 	deadline := time.Now().Add(10 * time.Second)
 	for strings.Contains(plan(odb, "SELECT * FROM s WHERE k = 1"), "IndexRangeScan") {

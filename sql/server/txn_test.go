@@ -1,9 +1,11 @@
 package server_test
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"regexp"
 	"strings"
@@ -154,7 +156,7 @@ func TestTxnScripts(t *testing.T) { runScripts(t, "testdata/txn") }
 func TestPrivilegeScripts(t *testing.T) { runScripts(t, "testdata/privilege") }
 
 // runScripts runs the data-driven SQL scripts under dir (see TestTxnScripts).
-var tsInMessage = regexp.MustCompile(`(txnStartTS|conflictCommitTS)=[0-9]+`)
+var tsInMessage = regexp.MustCompile(`(txnStartTS|conflictStartTS|conflictCommitTS)=[0-9]+`)
 
 func runScripts(t *testing.T, dir string) {
 	datadriven.Walk(t, dir, func(t *testing.T, path string) {
@@ -217,9 +219,7 @@ func runScripts(t *testing.T, dir string) {
 				d.ScanArgs(t, "n", &n)
 				deadline := time.Now().Add(10 * time.Second)
 				for {
-					ts.store.mu.Lock()
-					got := len(ts.store.waitsFor)
-					ts.store.mu.Unlock()
+					got := ts.store.st.LockWaiters()
 					if got == n {
 						return ""
 					}
@@ -239,9 +239,9 @@ func runScripts(t *testing.T, dir string) {
 					t.Fatalf("statement of %s did not finish in 30s", name)
 				}
 			case "store":
-				ts.store.mu.Lock()
-				defer ts.store.mu.Unlock()
-				return fmt.Sprintf("locks=%d waiters=%d deadlocks=%d\n", len(ts.store.locks), len(ts.store.waitsFor), ts.store.deadlocks)
+				locks, err := ts.store.st.Locks(context.Background(), math.MaxUint64)
+				require.NoError(t, err)
+				return fmt.Sprintf("locks=%d waiters=%d deadlocks=%d\n", len(locks), ts.store.st.LockWaiters(), ts.store.st.Deadlocks())
 			}
 			t.Fatalf("unknown command %s", d.Cmd)
 			return ""

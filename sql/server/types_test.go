@@ -107,7 +107,7 @@ func TestTemporalAndBitBinaryProtocol(t *testing.T) {
 // other node finishes the range it holds first, as TiDB's do).
 func TestAutoIncrementAcrossNodes(t *testing.T) {
 	a, _ := startServerWith(t, func(*server.Config) {})
-	b, _ := startServerWith(t, func(c *server.Config) { c.Store = a.store })
+	b, _ := startServerWith(t, func(c *server.Config) { c.Store = a.store.newNode(t) })
 	da, db := a.open(t, "test", ""), b.open(t, "test", "")
 	_, err := da.Exec("CREATE TABLE ai (id BIGINT PRIMARY KEY AUTO_INCREMENT, node CHAR(1))")
 	require.NoError(t, err)

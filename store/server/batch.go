@@ -49,14 +49,20 @@ type batchResult struct {
 	resp *storepb.BatchCommandsResponse_Response
 }
 
-// BatchCommands implements storepb.StoreServer: requests of one stream run
-// on a bounded pool of workers (pessimistic lock requests, which may wait,
-// on their own bounded set of goroutines; point gets that can be served at
-// once on the receiving goroutine) through the same handlers as the unary
-// RPCs; responses are sent as they complete, several per message
-// when ready together, matched by request id. The stream ends when the
-// client closes it; requests still running are answered first.
+// BatchCommands implements storepb.StoreServer (ServeBatchCommands).
 func (s *Service) BatchCommands(stream storepb.Store_BatchCommandsServer) error {
+	return ServeBatchCommands(stream, s, s.getRunsInline)
+}
+
+// ServeBatchCommands serves one BatchCommands stream with h's unary
+// handlers: requests run on a bounded pool of workers (pessimistic lock
+// requests, which may wait, on their own bounded set of goroutines; point
+// gets for which inline, when not nil, reports true, at once on the
+// receiving goroutine); responses are sent as they complete, several per
+// message when ready together, matched by request id. The stream ends when
+// the client closes it; requests still running are answered first. It is
+// exported so that store/storetest serves streams as a store node does.
+func ServeBatchCommands(stream storepb.Store_BatchCommandsServer, h storepb.StoreServer, inline func(*kvrpcpb.GetRequest) bool) error {
 	ctx := stream.Context()
 	results := make(chan batchResult, maxResponsesPerMessage)
 	sendDone := make(chan error, 1)
@@ -69,7 +75,7 @@ func (s *Service) BatchCommands(stream storepb.Store_BatchCommandsServer) error 
 		go func() {
 			defer wg.Done()
 			for t := range tasks {
-				results <- batchResult{id: t.id, resp: s.dispatch(ctx, t.req)}
+				results <- batchResult{id: t.id, resp: dispatch(ctx, h, t.req)}
 			}
 		}()
 	}
@@ -91,10 +97,10 @@ recv:
 		batchRecvSize.Observe(float64(len(reqs)))
 		for i, r := range reqs {
 			t := batchTask{id: ids[i], req: r}
-			if g, ok := r.GetCmd().(*storepb.BatchCommandsRequest_Request_Get); ok && s.getRunsInline(g.Get) {
+			if g, ok := r.GetCmd().(*storepb.BatchCommandsRequest_Request_Get); ok && inline != nil && inline(g.Get) {
 				// Served here: a lease read of one key takes microseconds,
 				// less than waking a worker for it.
-				results <- batchResult{id: t.id, resp: s.dispatch(ctx, t.req)}
+				results <- batchResult{id: t.id, resp: dispatch(ctx, h, t.req)}
 				continue
 			}
 			if _, ok := r.GetCmd().(*storepb.BatchCommandsRequest_Request_PessimisticLock); ok {
@@ -103,7 +109,7 @@ recv:
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						results <- batchResult{id: t.id, resp: s.dispatch(ctx, t.req)}
+						results <- batchResult{id: t.id, resp: dispatch(ctx, h, t.req)}
 						<-waiters
 					}()
 				default:
@@ -173,9 +179,9 @@ func sendResults(stream storepb.Store_BatchCommandsServer, results <-chan batchR
 	return sendErr
 }
 
-// dispatch runs one request of a stream through its unary handler. A
+// dispatch runs one request of a stream through its unary handler in s. A
 // handler error (the request could not run) becomes the response's error.
-func (s *Service) dispatch(ctx context.Context, r *storepb.BatchCommandsRequest_Request) *storepb.BatchCommandsResponse_Response {
+func dispatch(ctx context.Context, s storepb.StoreServer, r *storepb.BatchCommandsRequest_Request) *storepb.BatchCommandsResponse_Response {
 	out := &storepb.BatchCommandsResponse_Response{}
 	var err error
 	switch c := r.GetCmd().(type) {

@@ -109,7 +109,16 @@ func (l *rowLookup) LookUp(keys, vals [][]byte, local []bool) error {
 	if n == 0 {
 		return nil
 	}
-	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(l.rctx, l.ts))
+	return ReadLocalRows(snap, l.rctx, l.ts, keys, vals, local)
+}
+
+// ReadLocalRows reads the keys marked local from snap at ts, with the
+// lock checks of rctx's read (a lock met is an *mvcc.KeyError), into vals
+// (an empty slice for an empty value, nil for no row): the read of an
+// IndexLookUp's rows in regions this store leads, shared with
+// store/storetest.
+func ReadLocalRows(snap txn.Snapshot, rctx *kvrpcpb.Context, ts uint64, keys, vals [][]byte, local []bool) error {
+	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(rctx, ts))
 	defer sr.Close()
 	for i, k := range keys {
 		if !local[i] {

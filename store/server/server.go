@@ -167,6 +167,22 @@ func (s *Server) GC() *gc.Worker {
 	return s.gc
 }
 
+// GRPCServerOptions are the options of a store node's gRPC server
+// (store/storetest serves with the same).
+func GRPCServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.WaitForHandlers(true), grpc.MaxRecvMsgSize(raftstore.MaxRaftBatchBytes),
+		// Reuse a fixed pool of goroutines for incoming streams instead of
+		// one new goroutine (and stack growth) per RPC; gRPC still spawns
+		// one when every worker is busy, so a slow request never blocks others.
+		grpc.NumStreamWorkers(uint32(4 * runtime.GOMAXPROCS(0))),
+		// Static flow-control windows, as the SQL nodes' side
+		// (kv.StreamWindowSize): no BDP ping per request.
+		grpc.InitialWindowSize(kv.StreamWindowSize), grpc.InitialConnWindowSize(kv.ConnWindowSize),
+		// SQL nodes and other stores ping idle connections to notice
+		// partitions (kv.KeepaliveTime); allow it.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true})}
+}
+
 // Run opens the store, serves until ctx is cancelled, then shuts down
 // gracefully:
 //
@@ -218,17 +234,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.store = store
 	s.mu.Unlock()
 
-	gs := grpc.NewServer(grpc.WaitForHandlers(true), grpc.MaxRecvMsgSize(raftstore.MaxRaftBatchBytes),
-		// Reuse a fixed pool of goroutines for incoming streams instead of
-		// one new goroutine (and stack growth) per RPC; gRPC still spawns
-		// one when every worker is busy, so a slow request never blocks others.
-		grpc.NumStreamWorkers(uint32(4*runtime.GOMAXPROCS(0))),
-		// Static flow-control windows, as the SQL nodes' side
-		// (kv.StreamWindowSize): no BDP ping per request.
-		grpc.InitialWindowSize(kv.StreamWindowSize), grpc.InitialConnWindowSize(kv.ConnWindowSize),
-		// SQL nodes and other stores ping idle connections to notice
-		// partitions (kv.KeepaliveTime); allow it.
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}))
+	gs := grpc.NewServer(GRPCServerOptions()...)
 	tso := s.cfg.TSO
 	if tso == nil {
 		tso = pd

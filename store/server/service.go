@@ -127,7 +127,9 @@ func raftCmd(rctx *kvrpcpb.Context, region *metapb.Region, reqs []*raft_cmdpb.Re
 
 var _ storepb.StoreServer = (*Service)(nil)
 
-func grpcError(err error) error {
+// GRPCError maps a store/txn (or raftstore) error to the gRPC status error
+// a store node answers with.
+func GRPCError(err error) error {
 	switch {
 	case errors.Is(err, raftstore.ErrUndetermined):
 		// The write reached raft; the client reports it as undetermined.
@@ -170,7 +172,7 @@ func call[Req, Resp any](ctx context.Context, method string, req Req, fn func(co
 	rpcSeconds.WithLabelValues(method, resultOf(resp, err)).Observe(time.Since(start).Seconds())
 	if err != nil {
 		var zero Resp
-		return zero, grpcError(err)
+		return zero, GRPCError(err)
 	}
 	return resp, nil
 }
@@ -278,13 +280,24 @@ func (s *Service) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 }
 
 func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
+	return ServeCoprocessor(ctx, req, s.copRegion)
+}
+
+// CopRegion runs dag over ranges of the region rctx names, read at startTS.
+type CopRegion func(ctx context.Context, dag *coprocessorpb.DAGRequest, rctx *kvrpcpb.Context, ranges []*kvrpcpb.KeyRange, startTS uint64) (*kvrpcpb.CoprocessorResponse, error)
+
+// ServeCoprocessor decodes req's DAG and runs it with region over the
+// request's region and, concurrently, over every store-batched task's
+// region. It is exported so that store/storetest answers coprocessor
+// requests as a store node does.
+func ServeCoprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequest, region CopRegion) (*kvrpcpb.CoprocessorResponse, error) {
 	dag := &coprocessorpb.DAGRequest{}
 	if err := proto.Unmarshal(req.GetData(), dag); err != nil {
 		return &kvrpcpb.CoprocessorResponse{OtherError: "coprocessor: bad DAG request: " + err.Error()}, nil
 	}
 	tasks := req.GetTasks()
 	if len(tasks) == 0 {
-		return s.copRegion(ctx, dag, req.GetContext(), req.GetRanges(), req.GetStartTs())
+		return region(ctx, dag, req.GetContext(), req.GetRanges(), req.GetStartTs())
 	}
 	// Store batching: every task is a region of its own, checked and read
 	// as the request's region is, concurrently with it (each takes its own
@@ -295,7 +308,7 @@ func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 		wg.Go(func() {
 			rctx := proto.Clone(req.GetContext()).(*kvrpcpb.Context)
 			rctx.RegionId, rctx.RegionEpoch, rctx.Peer = t.GetRegionId(), t.GetRegionEpoch(), t.GetPeer()
-			resp, err := s.copRegion(ctx, dag, rctx, t.GetRanges(), req.GetStartTs())
+			resp, err := region(ctx, dag, rctx, t.GetRanges(), req.GetStartTs())
 			if err != nil {
 				// What fails a request (a stopped store, a failed
 				// ReadIndex) makes the client retry the task alone, as
@@ -306,7 +319,7 @@ func (s *Service) coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorReque
 			batch[i] = &kvrpcpb.StoreBatchTaskResponse{RegionError: resp.RegionError, Locked: resp.Locked, OtherError: resp.OtherError, Data: resp.Data}
 		})
 	}
-	resp, err := s.copRegion(ctx, dag, req.GetContext(), req.GetRanges(), req.GetStartTs())
+	resp, err := region(ctx, dag, req.GetContext(), req.GetRanges(), req.GetStartTs())
 	wg.Wait()
 	copBatchTasks.Add(float64(len(tasks)))
 	if err != nil {
@@ -343,21 +356,15 @@ func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, 
 	if err != nil {
 		return nil, err
 	}
-	ranges := coprocessor.RangesFromProto(kranges)
-	for i := range ranges {
-		if rerr != nil {
-			break
-		}
-		rerr = regionkeys.CheckRange(ranges[i].Start, ranges[i].End, region)
-		ranges[i].End = regionkeys.ClampEnd(ranges[i].End, region)
-	}
 	if rerr != nil {
 		return &kvrpcpb.CoprocessorResponse{RegionError: rerr}, nil
 	}
-	for _, r := range ranges {
-		if err := s.cm.ReadRange(ctx, r.Start, r.End, startTS); err != nil {
-			return nil, err
-		}
+	ranges, rerr, err := CopRanges(ctx, s.cm, region, kranges, startTS)
+	if err != nil {
+		return nil, err
+	}
+	if rerr != nil {
+		return &kvrpcpb.CoprocessorResponse{RegionError: rerr}, nil
 	}
 	// The snapshot is taken before waiting for a slot, right after the
 	// checks that make it valid (leadership, epoch, applied index, in-flight
@@ -378,7 +385,34 @@ func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, 
 	if execs := dag.GetExecutors(); len(execs) > 1 && execs[1].GetTp() == coprocessorpb.ExecType_TypeIndexLookUp {
 		rows = &rowLookup{s: s, ctx: ctx, rctx: rctx, ts: startTS}
 	}
-	sel, err := coprocessor.ExecuteLookUp(sr, rows, dag, ranges)
+	return CopResponse(coprocessor.ExecuteLookUp(sr, rows, dag, ranges))
+}
+
+// CopRanges checks a coprocessor request's ranges against region (a
+// KeyNotInRegion region error for one reaching outside) and clamps them to
+// it, then raises max_ts to startTS and waits for the in-memory locks of
+// writes committing over them (cm.ReadRange), as every read does before
+// it takes its snapshot.
+func CopRanges(ctx context.Context, cm *concurrency.Manager, region *metapb.Region, kranges []*kvrpcpb.KeyRange, startTS uint64) ([]coprocessor.Range, *errorpb.Error, error) {
+	ranges := coprocessor.RangesFromProto(kranges)
+	for i := range ranges {
+		if rerr := regionkeys.CheckRange(ranges[i].Start, ranges[i].End, region); rerr != nil {
+			return nil, rerr, nil
+		}
+		ranges[i].End = regionkeys.ClampEnd(ranges[i].End, region)
+	}
+	for _, r := range ranges {
+		if err := cm.ReadRange(ctx, r.Start, r.End, startTS); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ranges, nil, nil
+}
+
+// CopResponse is the response of a coprocessor run that returned sel and
+// err: a lock met becomes Locked, a pushed-down expression's MySQL error
+// travels with its code, any other failure is other_error.
+func CopResponse(sel *coprocessorpb.SelectResponse, err error) (*kvrpcpb.CoprocessorResponse, error) {
 	var ke *mvcc.KeyError
 	if errors.As(err, &ke) {
 		return &kvrpcpb.CoprocessorResponse{Locked: ke.Err}, nil

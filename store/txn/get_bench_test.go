@@ -44,12 +44,12 @@ func BenchmarkStorageGet(b *testing.B) {
 		name string
 		snap func() Snapshot
 	}{
-		{"snapshot", func() Snapshot { return h.e.db.NewSnapshot() }},
-		{"view", func() Snapshot { v, _ := mvcc.NewView(h.e.db); return v }},
+		{"snapshot", func() Snapshot { return h.e.DB().NewSnapshot() }},
+		{"view", func() Snapshot { v, _ := mvcc.NewView(h.e.DB()); return v }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			h.e.snapshot = tc.snap
-			defer func() { h.e.snapshot = nil }()
+			h.e.SetSnapshot(tc.snap)
+			defer h.e.SetSnapshot(nil)
 			reqs := make([]*kvrpcpb.GetRequest, n)
 			for i := range reqs {
 				reqs[i] = &kvrpcpb.GetRequest{Context: &kvrpcpb.Context{}, Key: fmt.Appendf(nil, "row%04d", i), Version: 100}

@@ -6,85 +6,29 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/stratadb/strata/kv/keys"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/proto/metapb"
-	"github.com/stratadb/strata/proto/raft_cmdpb"
 	"github.com/stratadb/strata/store/concurrency"
 	"github.com/stratadb/strata/store/mvcc"
+	"github.com/stratadb/strata/store/storetest/memengine"
 )
 
-// pebbleEngine is an Engine over a plain Pebble DB: one region, writes
-// applied directly (no raft).
-type pebbleEngine struct {
-	db     *pebble.DB
-	mu     sync.Mutex
-	region *metapb.Region
-	gen    atomic.Uint64
-	writes atomic.Int64
-	// beforeWrite, when set, runs before each write is applied.
-	beforeWrite func()
-	// snapshot, when set, replaces the default view (benchmarks).
-	snapshot func() Snapshot
-}
-
-func newPebbleEngine(t testing.TB) *pebbleEngine {
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{t}})
+// newEngine returns the Engine the harness evaluates commands on:
+// store/storetest's engine over in-memory Pebble (one region, id 1, until
+// a test changes it; writes applied at once, no raft).
+func newEngine(t testing.TB) *memengine.Engine {
+	e, err := memengine.Open(memengine.Options{Logger: quietLogger{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	e := &pebbleEngine{db: db, region: &metapb.Region{Id: 1}}
-	e.gen.Store(1)
+	t.Cleanup(func() { e.Close() })
 	return e
-}
-
-func (e *pebbleEngine) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.region, nil, ctx.Err()
-}
-
-// Snapshot returns the view the product uses (store/server readView).
-func (e *pebbleEngine) Snapshot() Snapshot {
-	if e.snapshot != nil {
-		return e.snapshot()
-	}
-	v, err := mvcc.NewView(e.db)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
-func (e *pebbleEngine) LeaderGeneration() uint64 { return e.gen.Load() }
-
-// LeaderTerm: the single region is always led, in term 1.
-func (e *pebbleEngine) LeaderTerm(uint64) uint64 { return 1 }
-
-func (e *pebbleEngine) Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, gen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error) {
-	if gen != 0 && gen != e.gen.Load() {
-		return &errorpb.Error{Message: "leader changed", StaleCommand: &errorpb.StaleCommand{}}, nil
-	}
-	if e.beforeWrite != nil {
-		e.beforeWrite()
-	}
-	b := e.db.NewBatch()
-	defer b.Close()
-	if err := mvcc.ApplyWrites(b, reqs); err != nil {
-		return nil, err
-	}
-	e.writes.Add(1)
-	return nil, b.Commit(pebble.Sync)
 }
 
 // quietLogger drops pebble's informational logs.
@@ -100,7 +44,7 @@ func (c *counterTSO) GetTS(context.Context) (uint64, error) { return c.ts.Add(1)
 
 type harness struct {
 	t   testing.TB
-	e   *pebbleEngine
+	e   *memengine.Engine
 	s   *Storage
 	tso *counterTSO
 }
@@ -111,7 +55,7 @@ func newHarness(t testing.TB) *harness {
 }
 
 func newHarnessWith(t testing.TB, cfg Config) *harness {
-	e := newPebbleEngine(t)
+	e := newEngine(t)
 	tso := &counterTSO{}
 	return &harness{t: t, e: e, tso: tso, s: New(e, concurrency.New(), tso, cfg)}
 }
@@ -328,7 +272,7 @@ func fmtRegionError(e *errorpb.Error) string { return "region error: " + e.GetMe
 func (h *harness) dump() string {
 	var sb strings.Builder
 	snap := h.e.Snapshot()
-	r := h.s.newReader(snap, h.e.region.GetId())
+	r := h.s.newReader(snap, 1)
 	err := r.ScanLocks(nil, nil, func(uk []byte, l *mvcc.Lock) bool {
 		fmt.Fprintf(&sb, "lock %s: %s", uk, fmtLockInfo(l.Info(uk)))
 		if l.HasShortValue {
@@ -342,7 +286,7 @@ func (h *harness) dump() string {
 	if err != nil {
 		return err.Error()
 	}
-	it, err := h.e.db.NewIter(nil)
+	it, err := h.e.DB().NewIter(nil)
 	if err != nil {
 		return err.Error()
 	}

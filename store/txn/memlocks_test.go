@@ -42,7 +42,7 @@ func (h *harness) commit(t *testing.T, startTS, commitTS uint64, keys ...string)
 func TestMemLockNoRaftRound(t *testing.T) {
 	h := newHarness(t)
 	require.Empty(t, h.lock(t, 10, 1000, "a", "b").Errors)
-	require.Equal(t, int64(0), h.e.writes.Load(), "locks in memory")
+	require.Equal(t, int64(0), h.e.Writes(), "locks in memory")
 	require.Equal(t, "lock a: key=a primary=a start=10 ttl=60000 type=PessimisticLock for_update=10\n"+
 		"lock b: key=b primary=a start=10 ttl=60000 type=PessimisticLock for_update=10\n", h.dump())
 
@@ -52,10 +52,10 @@ func TestMemLockNoRaftRound(t *testing.T) {
 	require.Equal(t, uint64(10), r.Errors[0].GetLocked().GetLockVersion())
 
 	h.pessimisticRollback(t, 10, "b")
-	require.Equal(t, int64(0), h.e.writes.Load(), "rollback of an in-memory lock")
+	require.Equal(t, int64(0), h.e.Writes(), "rollback of an in-memory lock")
 
 	require.Empty(t, h.prewritePessimistic(t, 10, 10, "a", "v").Errors)
-	require.Equal(t, int64(1), h.e.writes.Load())
+	require.Equal(t, int64(1), h.e.Writes())
 	h.commit(t, 10, 11, "a")
 	require.Equal(t, "write a@11: Put start=10 value=v\n", h.dump())
 }
@@ -104,20 +104,20 @@ func TestMemLockHandover(t *testing.T) {
 		reqs []*raft_cmdpb.Request
 		done func(error)
 	)
-	h.s.Handover(h.e.region, func(r []*raft_cmdpb.Request, d func(error)) { reqs, done = r, d })
+	h.s.Handover(h.e.RegionByID(1), func(r []*raft_cmdpb.Request, d func(error)) { reqs, done = r, d })
 	require.Len(t, reqs, 2)
 	// The flush is in the log ahead of anything later (raftstore
 	// guarantees it); apply it first here.
-	_, err := h.e.Write(bg, nil, h.e.region, 0, reqs)
+	_, err := h.e.Write(bg, nil, h.e.RegionByID(1), 0, reqs)
 	require.NoError(t, err)
 
 	// While frozen a new lock is written through raft, and a write of a
 	// flushed key goes through raft too (after the flush).
-	writes := h.e.writes.Load()
+	writes := h.e.Writes()
 	require.Empty(t, h.lock(t, 20, 1000, "c").Errors)
-	require.Equal(t, writes+1, h.e.writes.Load())
+	require.Equal(t, writes+1, h.e.Writes())
 	h.pessimisticRollback(t, 10, "b")
-	require.Equal(t, writes+2, h.e.writes.Load())
+	require.Equal(t, writes+2, h.e.Writes())
 
 	done(nil)
 	h.s.mem.regions[1].mu.Lock()
@@ -136,7 +136,7 @@ func TestMemLockHandoverRefused(t *testing.T) {
 	h := newHarness(t)
 	require.Empty(t, h.lock(t, 10, 1000, "a", "b").Errors)
 	var done func(error)
-	h.s.Handover(h.e.region, func(_ []*raft_cmdpb.Request, d func(error)) { done = d })
+	h.s.Handover(h.e.RegionByID(1), func(_ []*raft_cmdpb.Request, d func(error)) { done = d })
 	done(errors.New("raft refused the proposal"))
 	h.s.mem.regions[1].mu.Lock()
 	require.Len(t, h.s.mem.regions[1].locks, 2)
@@ -148,9 +148,9 @@ func TestMemLockHandoverRefused(t *testing.T) {
 		"lock b: key=b primary=a start=10 ttl=60000 type=PessimisticLock for_update=10\n", h.dump(), "still visible to readers")
 
 	var reqs []*raft_cmdpb.Request
-	h.s.Handover(h.e.region, func(r []*raft_cmdpb.Request, d func(error)) { reqs, done = r, d })
+	h.s.Handover(h.e.RegionByID(1), func(r []*raft_cmdpb.Request, d func(error)) { reqs, done = r, d })
 	require.Len(t, reqs, 2, "proposed again")
-	_, err := h.e.Write(bg, nil, h.e.region, 0, reqs)
+	_, err := h.e.Write(bg, nil, h.e.RegionByID(1), 0, reqs)
 	require.NoError(t, err)
 	done(nil)
 	require.Empty(t, h.prewritePessimistic(t, 10, 10, "a", "v").Errors)
@@ -166,9 +166,7 @@ func TestMemLockEpochChange(t *testing.T) {
 	h.s.Handover(&metapb.Region{Id: 1, EndKey: []byte("k")}, func(r []*raft_cmdpb.Request, d func(error)) { reqs = r })
 	require.Len(t, reqs, 1, "only a lies in [, k)")
 
-	h.e.mu.Lock()
-	h.e.region = &metapb.Region{Id: 1, RegionEpoch: &metapb.RegionEpoch{Version: 2}}
-	h.e.mu.Unlock()
+	h.e.SetRegion(&metapb.Region{Id: 1, RegionEpoch: &metapb.RegionEpoch{Version: 2}})
 	require.Empty(t, h.lock(t, 20, 1000, "z").Errors)
 	require.Equal(t, "lock z: key=z primary=z start=20 ttl=60000 type=PessimisticLock for_update=20\n", h.dump())
 }

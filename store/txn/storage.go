@@ -17,7 +17,10 @@ import (
 )
 
 // Snapshot is a consistent view of the store's engine; Close releases it.
-type Snapshot interface {
+// It is an alias of an unnamed interface so that an Engine can be written
+// outside this package without importing it (store/storetest/memengine,
+// which this package's own tests use).
+type Snapshot = interface {
 	mvcc.Snapshot
 	Close() error
 }

@@ -212,10 +212,10 @@ func TestAsyncCommitMemoryLockOrdersReads(t *testing.T) {
 	h.s.cm.SyncMaxTS(100)
 	unblock := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	h.e.beforeWrite = func() {
+	h.e.SetBeforeWrite(func() {
 		entered <- struct{}{}
 		<-unblock
-	}
+	})
 	done := make(chan *kvrpcpb.PrewriteResponse, 1)
 	go func() {
 		resp, err := h.s.Prewrite(bg, &kvrpcpb.PrewriteRequest{
@@ -226,7 +226,7 @@ func TestAsyncCommitMemoryLockOrdersReads(t *testing.T) {
 		done <- resp
 	}()
 	<-entered
-	h.e.beforeWrite = nil
+	h.e.SetBeforeWrite(nil)
 
 	// Below min_commit_ts (101): not blocked, sees nothing.
 	g, err := h.s.Get(bg, &kvrpcpb.GetRequest{Key: []byte("k"), Version: 100})
@@ -252,7 +252,7 @@ func TestAsyncCommitMemoryLockOrdersReads(t *testing.T) {
 }
 
 func TestResolveLockRegionWideInBatches(t *testing.T) {
-	e := newPebbleEngine(t)
+	e := newEngine(t)
 	s := New(e, concurrency.New(), &counterTSO{}, Config{ResolveBatch: 3})
 	var muts []*kvrpcpb.Mutation
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g"} {
@@ -261,11 +261,11 @@ func TestResolveLockRegionWideInBatches(t *testing.T) {
 	pre, err := s.Prewrite(bg, &kvrpcpb.PrewriteRequest{Mutations: muts, PrimaryLock: []byte("a"), StartVersion: 10})
 	require.NoError(t, err)
 	require.Empty(t, pre.Errors)
-	before := e.writes.Load()
+	before := e.Writes()
 	resp, err := s.ResolveLock(bg, &kvrpcpb.ResolveLockRequest{StartVersion: 10, CommitVersion: 20})
 	require.NoError(t, err)
 	require.Nil(t, resp.Error)
-	require.Equal(t, int64(3), e.writes.Load()-before, "7 locks in batches of 3")
+	require.Equal(t, int64(3), e.Writes()-before, "7 locks in batches of 3")
 	sc, err := s.Scan(bg, &kvrpcpb.ScanRequest{Version: 20})
 	require.NoError(t, err)
 	require.Nil(t, sc.Error)
