@@ -330,8 +330,16 @@ func (bc *batchConn) recvLoop(st *batchStream) {
 			delete(st.pending, id)
 			r := msg.Responses[i]
 			if r.Error != "" {
-				// The store could not run it at all.
-				e.ch <- batchResult{err: unsentError{status.Error(codes.Unavailable, r.Error)}}
+				// The handler failed: classified by the code a unary call
+				// would have failed with. Unavailable (or none, from an
+				// older store) means nothing ran; anything else left
+				// for the store, and a write may have been applied
+				// (Unknown: its outcome is undetermined).
+				if code := codes.Code(r.ErrorCode); code != codes.OK && code != codes.Unavailable {
+					e.ch <- batchResult{err: status.Error(code, r.Error)}
+				} else {
+					e.ch <- batchResult{err: unsentError{status.Error(codes.Unavailable, r.Error)}}
+				}
 				continue
 			}
 			e.ch <- batchResult{resp: r}

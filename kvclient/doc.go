@@ -93,7 +93,11 @@
 // sending into the next message (up to 128), a receiver matches responses
 // by id. A broken stream fails only the requests in flight on it (as sent:
 // writes among them are undetermined); requests not yet sent fail as
-// unsent and are retried like a refused connection. A caller that gives up
+// unsent and are retried like a refused connection. A request whose handler
+// failed comes back with the gRPC code a unary call would have failed with
+// (error_code): Unavailable means it never ran and is sent again, Unknown
+// that a write reached raft with an unknown outcome (undetermined, never
+// resent). A caller that gives up
 // waits only until its request was marshalled. Stores that answer
 // Unimplemented get unary RPCs; Config.DisableBatch forces them.
 //

@@ -363,20 +363,28 @@ func TestLargeTxnChunked(t *testing.T) {
 
 // TestOnePCAnswerLostIsUndetermined: a 1PC prewrite the store applied but
 // whose answer was lost (the store answers codes.Unknown: its write's
-// outcome is unknown) is reported undetermined, never as a failure: the
-// transaction did commit. Unary RPCs: on a BatchCommands stream the
-// store's handler error travels as a string the client takes for "not
-// run", and the client resends (see the issue's closing note).
+// outcome is unknown) is reported undetermined, never as a failure and
+// never sent again: the transaction did commit. On a BatchCommands stream
+// the handler's error carries the same code (error_code); before it did,
+// the client took the error for "not run", sent the prewrite again, and
+// reported the write conflict with its own commit (an autocommit
+// statement would then have run twice).
 func TestOnePCAnswerLostIsUndetermined(t *testing.T) {
-	r := newRealStoreWith(t, Config{}, kvclient.Config{DisableBatch: true})
-	start := r.put("a", "0")
-	lost := &storetest.Fault{Method: "KvPrewrite", Times: 1, Applied: true, Answer: func(proto.Message) (proto.Message, error) {
-		return nil, server.GRPCError(raftstore.ErrUndetermined)
-	}}
-	r.st.Inject(lost)
-	tx := begin(t, r.c, kv.TxnOptions{StartTS: start, OnePC: true, AsyncCommit: true})
-	require.NoError(t, tx.Set([]byte("a"), []byte("1")))
-	require.ErrorIs(t, tx.Commit(bg), kv.ErrUndetermined)
-	require.Equal(t, 1, r.st.Hits(lost))
-	requireRead(t, begin(t, r.c, kv.TxnOptions{}), "a", "1")
+	for _, unary := range []bool{true, false} {
+		t.Run(fmt.Sprintf("unary=%v", unary), func(t *testing.T) {
+			r := newRealStoreWith(t, Config{}, kvclient.Config{DisableBatch: unary})
+			r.put("a", "0")
+			lost := &storetest.Fault{Method: "KvPrewrite", Times: 1, Applied: true, Answer: func(proto.Message) (proto.Message, error) {
+				return nil, server.GRPCError(raftstore.ErrUndetermined)
+			}}
+			r.st.Inject(lost)
+			prewrites := r.st.Calls("KvPrewrite")
+			tx := begin(t, r.c, kv.TxnOptions{OnePC: true, AsyncCommit: true})
+			require.NoError(t, tx.Set([]byte("a"), []byte("1")))
+			require.ErrorIs(t, tx.Commit(bg), kv.ErrUndetermined)
+			require.Equal(t, 1, r.st.Hits(lost))
+			require.Equal(t, prewrites+1, r.st.Calls("KvPrewrite"), "the prewrite was not sent again")
+			requireRead(t, begin(t, r.c, kv.TxnOptions{}), "a", "1")
+		})
+	}
 }

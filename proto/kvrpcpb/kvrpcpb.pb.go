@@ -3393,129 +3393,6 @@ func (x *ScanLockResponse) GetLocks() []*LockInfo {
 	return nil
 }
 
-// OnePCRequest atomically writes all mutations (all in one region) at
-// commit_ts. Kept while the SQL node's autocommit path moves to Prewrite
-// with try_one_pc; removed after.
-type OnePCRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
-	Mutations     []*Mutation            `protobuf:"bytes,2,rep,name=mutations,proto3" json:"mutations,omitempty"`
-	StartTs       uint64                 `protobuf:"varint,3,opt,name=start_ts,json=startTs,proto3" json:"start_ts,omitempty"`
-	CommitTs      uint64                 `protobuf:"varint,4,opt,name=commit_ts,json=commitTs,proto3" json:"commit_ts,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *OnePCRequest) Reset() {
-	*x = OnePCRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[43]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *OnePCRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*OnePCRequest) ProtoMessage() {}
-
-func (x *OnePCRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[43]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use OnePCRequest.ProtoReflect.Descriptor instead.
-func (*OnePCRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{43}
-}
-
-func (x *OnePCRequest) GetContext() *Context {
-	if x != nil {
-		return x.Context
-	}
-	return nil
-}
-
-func (x *OnePCRequest) GetMutations() []*Mutation {
-	if x != nil {
-		return x.Mutations
-	}
-	return nil
-}
-
-func (x *OnePCRequest) GetStartTs() uint64 {
-	if x != nil {
-		return x.StartTs
-	}
-	return 0
-}
-
-func (x *OnePCRequest) GetCommitTs() uint64 {
-	if x != nil {
-		return x.CommitTs
-	}
-	return 0
-}
-
-type OnePCResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
-	Errors        []*KeyError            `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *OnePCResponse) Reset() {
-	*x = OnePCResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[44]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *OnePCResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*OnePCResponse) ProtoMessage() {}
-
-func (x *OnePCResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[44]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use OnePCResponse.ProtoReflect.Descriptor instead.
-func (*OnePCResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{44}
-}
-
-func (x *OnePCResponse) GetRegionError() *errorpb.Error {
-	if x != nil {
-		return x.RegionError
-	}
-	return nil
-}
-
-func (x *OnePCResponse) GetErrors() []*KeyError {
-	if x != nil {
-		return x.Errors
-	}
-	return nil
-}
-
 type KeyRange struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Start         []byte                 `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
@@ -3526,7 +3403,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_kvrpcpb_proto_msgTypes[45]
+	mi := &file_kvrpcpb_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3538,7 +3415,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[45]
+	mi := &file_kvrpcpb_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3551,7 +3428,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{45}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *KeyRange) GetStart() []byte {
@@ -3590,7 +3467,7 @@ type CoprocessorRequest struct {
 
 func (x *CoprocessorRequest) Reset() {
 	*x = CoprocessorRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[46]
+	mi := &file_kvrpcpb_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3602,7 +3479,7 @@ func (x *CoprocessorRequest) String() string {
 func (*CoprocessorRequest) ProtoMessage() {}
 
 func (x *CoprocessorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[46]
+	mi := &file_kvrpcpb_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3615,7 +3492,7 @@ func (x *CoprocessorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoprocessorRequest.ProtoReflect.Descriptor instead.
 func (*CoprocessorRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{46}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CoprocessorRequest) GetContext() *Context {
@@ -3666,7 +3543,7 @@ type StoreBatchTask struct {
 
 func (x *StoreBatchTask) Reset() {
 	*x = StoreBatchTask{}
-	mi := &file_kvrpcpb_proto_msgTypes[47]
+	mi := &file_kvrpcpb_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3678,7 +3555,7 @@ func (x *StoreBatchTask) String() string {
 func (*StoreBatchTask) ProtoMessage() {}
 
 func (x *StoreBatchTask) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[47]
+	mi := &file_kvrpcpb_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3691,7 +3568,7 @@ func (x *StoreBatchTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchTask.ProtoReflect.Descriptor instead.
 func (*StoreBatchTask) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{47}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *StoreBatchTask) GetRegionId() uint64 {
@@ -3736,7 +3613,7 @@ type StoreBatchTaskResponse struct {
 
 func (x *StoreBatchTaskResponse) Reset() {
 	*x = StoreBatchTaskResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[48]
+	mi := &file_kvrpcpb_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3748,7 +3625,7 @@ func (x *StoreBatchTaskResponse) String() string {
 func (*StoreBatchTaskResponse) ProtoMessage() {}
 
 func (x *StoreBatchTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[48]
+	mi := &file_kvrpcpb_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3761,7 +3638,7 @@ func (x *StoreBatchTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchTaskResponse.ProtoReflect.Descriptor instead.
 func (*StoreBatchTaskResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{48}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *StoreBatchTaskResponse) GetRegionError() *errorpb.Error {
@@ -3805,7 +3682,7 @@ type CoprocessorResponse struct {
 
 func (x *CoprocessorResponse) Reset() {
 	*x = CoprocessorResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[49]
+	mi := &file_kvrpcpb_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3817,7 +3694,7 @@ func (x *CoprocessorResponse) String() string {
 func (*CoprocessorResponse) ProtoMessage() {}
 
 func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[49]
+	mi := &file_kvrpcpb_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3830,7 +3707,7 @@ func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoprocessorResponse.ProtoReflect.Descriptor instead.
 func (*CoprocessorResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{49}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CoprocessorResponse) GetRegionError() *errorpb.Error {
@@ -3878,7 +3755,7 @@ type SplitRegionRequest struct {
 
 func (x *SplitRegionRequest) Reset() {
 	*x = SplitRegionRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[50]
+	mi := &file_kvrpcpb_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3890,7 +3767,7 @@ func (x *SplitRegionRequest) String() string {
 func (*SplitRegionRequest) ProtoMessage() {}
 
 func (x *SplitRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[50]
+	mi := &file_kvrpcpb_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3903,7 +3780,7 @@ func (x *SplitRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRegionRequest.ProtoReflect.Descriptor instead.
 func (*SplitRegionRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{50}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SplitRegionRequest) GetContext() *Context {
@@ -3932,7 +3809,7 @@ type SplitRegionResponse struct {
 
 func (x *SplitRegionResponse) Reset() {
 	*x = SplitRegionResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[51]
+	mi := &file_kvrpcpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3944,7 +3821,7 @@ func (x *SplitRegionResponse) String() string {
 func (*SplitRegionResponse) ProtoMessage() {}
 
 func (x *SplitRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[51]
+	mi := &file_kvrpcpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3957,7 +3834,7 @@ func (x *SplitRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRegionResponse.ProtoReflect.Descriptor instead.
 func (*SplitRegionResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{51}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SplitRegionResponse) GetRegionError() *errorpb.Error {
@@ -4237,15 +4114,7 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\x10ScanLockResponse\x121\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
 	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x12'\n" +
-	"\x05locks\x18\x03 \x03(\v2\x11.kvrpcpb.LockInfoR\x05locks\"\xa3\x01\n" +
-	"\fOnePCRequest\x12*\n" +
-	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12/\n" +
-	"\tmutations\x18\x02 \x03(\v2\x11.kvrpcpb.MutationR\tmutations\x12\x19\n" +
-	"\bstart_ts\x18\x03 \x01(\x04R\astartTs\x12\x1b\n" +
-	"\tcommit_ts\x18\x04 \x01(\x04R\bcommitTs\"m\n" +
-	"\rOnePCResponse\x121\n" +
-	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12)\n" +
-	"\x06errors\x18\x02 \x03(\v2\x11.kvrpcpb.KeyErrorR\x06errors\"2\n" +
+	"\x05locks\x18\x03 \x03(\v2\x11.kvrpcpb.LockInfoR\x05locks\"2\n" +
 	"\bKeyRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"\xc9\x01\n" +
@@ -4317,7 +4186,7 @@ func file_kvrpcpb_proto_rawDescGZIP() []byte {
 }
 
 var file_kvrpcpb_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_kvrpcpb_proto_goTypes = []any{
 	(IsolationLevel)(0),                 // 0: kvrpcpb.IsolationLevel
 	(Op)(0),                             // 1: kvrpcpb.Op
@@ -4367,23 +4236,21 @@ var file_kvrpcpb_proto_goTypes = []any{
 	(*PessimisticRollbackResponse)(nil), // 45: kvrpcpb.PessimisticRollbackResponse
 	(*ScanLockRequest)(nil),             // 46: kvrpcpb.ScanLockRequest
 	(*ScanLockResponse)(nil),            // 47: kvrpcpb.ScanLockResponse
-	(*OnePCRequest)(nil),                // 48: kvrpcpb.OnePCRequest
-	(*OnePCResponse)(nil),               // 49: kvrpcpb.OnePCResponse
-	(*KeyRange)(nil),                    // 50: kvrpcpb.KeyRange
-	(*CoprocessorRequest)(nil),          // 51: kvrpcpb.CoprocessorRequest
-	(*StoreBatchTask)(nil),              // 52: kvrpcpb.StoreBatchTask
-	(*StoreBatchTaskResponse)(nil),      // 53: kvrpcpb.StoreBatchTaskResponse
-	(*CoprocessorResponse)(nil),         // 54: kvrpcpb.CoprocessorResponse
-	(*SplitRegionRequest)(nil),          // 55: kvrpcpb.SplitRegionRequest
-	(*SplitRegionResponse)(nil),         // 56: kvrpcpb.SplitRegionResponse
-	(*metapb.RegionEpoch)(nil),          // 57: metapb.RegionEpoch
-	(*metapb.Peer)(nil),                 // 58: metapb.Peer
-	(*errorpb.Error)(nil),               // 59: errorpb.Error
-	(*metapb.Region)(nil),               // 60: metapb.Region
+	(*KeyRange)(nil),                    // 48: kvrpcpb.KeyRange
+	(*CoprocessorRequest)(nil),          // 49: kvrpcpb.CoprocessorRequest
+	(*StoreBatchTask)(nil),              // 50: kvrpcpb.StoreBatchTask
+	(*StoreBatchTaskResponse)(nil),      // 51: kvrpcpb.StoreBatchTaskResponse
+	(*CoprocessorResponse)(nil),         // 52: kvrpcpb.CoprocessorResponse
+	(*SplitRegionRequest)(nil),          // 53: kvrpcpb.SplitRegionRequest
+	(*SplitRegionResponse)(nil),         // 54: kvrpcpb.SplitRegionResponse
+	(*metapb.RegionEpoch)(nil),          // 55: metapb.RegionEpoch
+	(*metapb.Peer)(nil),                 // 56: metapb.Peer
+	(*errorpb.Error)(nil),               // 57: errorpb.Error
+	(*metapb.Region)(nil),               // 58: metapb.Region
 }
 var file_kvrpcpb_proto_depIdxs = []int32{
-	57, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
-	58, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
+	55, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
+	56, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
 	0,  // 2: kvrpcpb.Context.isolation_level:type_name -> kvrpcpb.IsolationLevel
 	9,  // 3: kvrpcpb.KvPair.error:type_name -> kvrpcpb.KeyError
 	1,  // 4: kvrpcpb.Mutation.op:type_name -> kvrpcpb.Op
@@ -4400,80 +4267,76 @@ var file_kvrpcpb_proto_depIdxs = []int32{
 	4,  // 15: kvrpcpb.WriteConflict.reason:type_name -> kvrpcpb.WriteConflict.Reason
 	13, // 16: kvrpcpb.Deadlock.wait_chain:type_name -> kvrpcpb.WaitForEntry
 	5,  // 17: kvrpcpb.GetRequest.context:type_name -> kvrpcpb.Context
-	59, // 18: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
+	57, // 18: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
 	9,  // 19: kvrpcpb.GetResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 20: kvrpcpb.BatchGetRequest.context:type_name -> kvrpcpb.Context
-	59, // 21: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
+	57, // 21: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
 	6,  // 22: kvrpcpb.BatchGetResponse.pairs:type_name -> kvrpcpb.KvPair
 	9,  // 23: kvrpcpb.BatchGetResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 24: kvrpcpb.ScanRequest.context:type_name -> kvrpcpb.Context
-	59, // 25: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
+	57, // 25: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
 	6,  // 26: kvrpcpb.ScanResponse.pairs:type_name -> kvrpcpb.KvPair
 	9,  // 27: kvrpcpb.ScanResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 28: kvrpcpb.PrewriteRequest.context:type_name -> kvrpcpb.Context
 	7,  // 29: kvrpcpb.PrewriteRequest.mutations:type_name -> kvrpcpb.Mutation
 	2,  // 30: kvrpcpb.PrewriteRequest.pessimistic_actions:type_name -> kvrpcpb.PessimisticAction
-	59, // 31: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
+	57, // 31: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
 	9,  // 32: kvrpcpb.PrewriteResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 33: kvrpcpb.CommitRequest.context:type_name -> kvrpcpb.Context
-	59, // 34: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
+	57, // 34: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
 	9,  // 35: kvrpcpb.CommitResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 36: kvrpcpb.BatchRollbackRequest.context:type_name -> kvrpcpb.Context
-	59, // 37: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
+	57, // 37: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
 	9,  // 38: kvrpcpb.BatchRollbackResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 39: kvrpcpb.CleanupRequest.context:type_name -> kvrpcpb.Context
-	59, // 40: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
+	57, // 40: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
 	9,  // 41: kvrpcpb.CleanupResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 42: kvrpcpb.CheckTxnStatusRequest.context:type_name -> kvrpcpb.Context
-	59, // 43: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
+	57, // 43: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
 	9,  // 44: kvrpcpb.CheckTxnStatusResponse.error:type_name -> kvrpcpb.KeyError
 	3,  // 45: kvrpcpb.CheckTxnStatusResponse.action:type_name -> kvrpcpb.Action
 	8,  // 46: kvrpcpb.CheckTxnStatusResponse.lock_info:type_name -> kvrpcpb.LockInfo
 	5,  // 47: kvrpcpb.CheckSecondaryLocksRequest.context:type_name -> kvrpcpb.Context
-	59, // 48: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
+	57, // 48: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
 	9,  // 49: kvrpcpb.CheckSecondaryLocksResponse.error:type_name -> kvrpcpb.KeyError
 	8,  // 50: kvrpcpb.CheckSecondaryLocksResponse.locks:type_name -> kvrpcpb.LockInfo
 	5,  // 51: kvrpcpb.ResolveLockRequest.context:type_name -> kvrpcpb.Context
 	37, // 52: kvrpcpb.ResolveLockRequest.txn_infos:type_name -> kvrpcpb.TxnInfo
-	59, // 53: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
+	57, // 53: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 54: kvrpcpb.ResolveLockResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 55: kvrpcpb.TxnHeartBeatRequest.context:type_name -> kvrpcpb.Context
-	59, // 56: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
+	57, // 56: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
 	9,  // 57: kvrpcpb.TxnHeartBeatResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 58: kvrpcpb.PessimisticLockRequest.context:type_name -> kvrpcpb.Context
 	7,  // 59: kvrpcpb.PessimisticLockRequest.mutations:type_name -> kvrpcpb.Mutation
-	59, // 60: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
+	57, // 60: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 61: kvrpcpb.PessimisticLockResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 62: kvrpcpb.PessimisticRollbackRequest.context:type_name -> kvrpcpb.Context
-	59, // 63: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
+	57, // 63: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
 	9,  // 64: kvrpcpb.PessimisticRollbackResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 65: kvrpcpb.ScanLockRequest.context:type_name -> kvrpcpb.Context
-	59, // 66: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
+	57, // 66: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 67: kvrpcpb.ScanLockResponse.error:type_name -> kvrpcpb.KeyError
 	8,  // 68: kvrpcpb.ScanLockResponse.locks:type_name -> kvrpcpb.LockInfo
-	5,  // 69: kvrpcpb.OnePCRequest.context:type_name -> kvrpcpb.Context
-	7,  // 70: kvrpcpb.OnePCRequest.mutations:type_name -> kvrpcpb.Mutation
-	59, // 71: kvrpcpb.OnePCResponse.region_error:type_name -> errorpb.Error
-	9,  // 72: kvrpcpb.OnePCResponse.errors:type_name -> kvrpcpb.KeyError
-	5,  // 73: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
-	50, // 74: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
-	52, // 75: kvrpcpb.CoprocessorRequest.tasks:type_name -> kvrpcpb.StoreBatchTask
-	57, // 76: kvrpcpb.StoreBatchTask.region_epoch:type_name -> metapb.RegionEpoch
-	58, // 77: kvrpcpb.StoreBatchTask.peer:type_name -> metapb.Peer
-	50, // 78: kvrpcpb.StoreBatchTask.ranges:type_name -> kvrpcpb.KeyRange
-	59, // 79: kvrpcpb.StoreBatchTaskResponse.region_error:type_name -> errorpb.Error
-	9,  // 80: kvrpcpb.StoreBatchTaskResponse.locked:type_name -> kvrpcpb.KeyError
-	59, // 81: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
-	9,  // 82: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
-	53, // 83: kvrpcpb.CoprocessorResponse.batch_responses:type_name -> kvrpcpb.StoreBatchTaskResponse
-	5,  // 84: kvrpcpb.SplitRegionRequest.context:type_name -> kvrpcpb.Context
-	59, // 85: kvrpcpb.SplitRegionResponse.region_error:type_name -> errorpb.Error
-	60, // 86: kvrpcpb.SplitRegionResponse.regions:type_name -> metapb.Region
-	87, // [87:87] is the sub-list for method output_type
-	87, // [87:87] is the sub-list for method input_type
-	87, // [87:87] is the sub-list for extension type_name
-	87, // [87:87] is the sub-list for extension extendee
-	0,  // [0:87] is the sub-list for field type_name
+	5,  // 69: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
+	48, // 70: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
+	50, // 71: kvrpcpb.CoprocessorRequest.tasks:type_name -> kvrpcpb.StoreBatchTask
+	55, // 72: kvrpcpb.StoreBatchTask.region_epoch:type_name -> metapb.RegionEpoch
+	56, // 73: kvrpcpb.StoreBatchTask.peer:type_name -> metapb.Peer
+	48, // 74: kvrpcpb.StoreBatchTask.ranges:type_name -> kvrpcpb.KeyRange
+	57, // 75: kvrpcpb.StoreBatchTaskResponse.region_error:type_name -> errorpb.Error
+	9,  // 76: kvrpcpb.StoreBatchTaskResponse.locked:type_name -> kvrpcpb.KeyError
+	57, // 77: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
+	9,  // 78: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
+	51, // 79: kvrpcpb.CoprocessorResponse.batch_responses:type_name -> kvrpcpb.StoreBatchTaskResponse
+	5,  // 80: kvrpcpb.SplitRegionRequest.context:type_name -> kvrpcpb.Context
+	57, // 81: kvrpcpb.SplitRegionResponse.region_error:type_name -> errorpb.Error
+	58, // 82: kvrpcpb.SplitRegionResponse.regions:type_name -> metapb.Region
+	83, // [83:83] is the sub-list for method output_type
+	83, // [83:83] is the sub-list for method input_type
+	83, // [83:83] is the sub-list for extension type_name
+	83, // [83:83] is the sub-list for extension extendee
+	0,  // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_kvrpcpb_proto_init() }
@@ -4487,7 +4350,7 @@ func file_kvrpcpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvrpcpb_proto_rawDesc), len(file_kvrpcpb_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   52,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

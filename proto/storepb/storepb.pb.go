@@ -405,7 +405,6 @@ type BatchCommandsRequest_Request struct {
 	//	*BatchCommandsRequest_Request_PessimisticRollback
 	//	*BatchCommandsRequest_Request_ScanLock
 	//	*BatchCommandsRequest_Request_Coprocessor
-	//	*BatchCommandsRequest_Request_OnePc
 	//	*BatchCommandsRequest_Request_SplitRegion
 	Cmd           isBatchCommandsRequest_Request_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
@@ -584,15 +583,6 @@ func (x *BatchCommandsRequest_Request) GetCoprocessor() *kvrpcpb.CoprocessorRequ
 	return nil
 }
 
-func (x *BatchCommandsRequest_Request) GetOnePc() *kvrpcpb.OnePCRequest {
-	if x != nil {
-		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_OnePc); ok {
-			return x.OnePc
-		}
-	}
-	return nil
-}
-
 func (x *BatchCommandsRequest_Request) GetSplitRegion() *kvrpcpb.SplitRegionRequest {
 	if x != nil {
 		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_SplitRegion); ok {
@@ -666,10 +656,6 @@ type BatchCommandsRequest_Request_Coprocessor struct {
 	Coprocessor *kvrpcpb.CoprocessorRequest `protobuf:"bytes,15,opt,name=coprocessor,proto3,oneof"`
 }
 
-type BatchCommandsRequest_Request_OnePc struct {
-	OnePc *kvrpcpb.OnePCRequest `protobuf:"bytes,16,opt,name=one_pc,json=onePc,proto3,oneof"`
-}
-
 type BatchCommandsRequest_Request_SplitRegion struct {
 	SplitRegion *kvrpcpb.SplitRegionRequest `protobuf:"bytes,17,opt,name=split_region,json=splitRegion,proto3,oneof"`
 }
@@ -704,8 +690,6 @@ func (*BatchCommandsRequest_Request_ScanLock) isBatchCommandsRequest_Request_Cmd
 
 func (*BatchCommandsRequest_Request_Coprocessor) isBatchCommandsRequest_Request_Cmd() {}
 
-func (*BatchCommandsRequest_Request_OnePc) isBatchCommandsRequest_Request_Cmd() {}
-
 func (*BatchCommandsRequest_Request_SplitRegion) isBatchCommandsRequest_Request_Cmd() {}
 
 type BatchCommandsResponse_Response struct {
@@ -727,12 +711,15 @@ type BatchCommandsResponse_Response struct {
 	//	*BatchCommandsResponse_Response_PessimisticRollback
 	//	*BatchCommandsResponse_Response_ScanLock
 	//	*BatchCommandsResponse_Response_Coprocessor
-	//	*BatchCommandsResponse_Response_OnePc
 	//	*BatchCommandsResponse_Response_SplitRegion
 	Cmd isBatchCommandsResponse_Response_Cmd `protobuf_oneof:"cmd"`
-	// error: the request could not be run at all (store stopping, bad
-	// request); the caller treats it as a transport error for this one.
+	// error: the handler failed instead of answering; error_code is the
+	// gRPC status code a unary call would have failed with. Unavailable
+	// (or 0, from a store that predates error_code): nothing ran, the
+	// client may send it again. Unknown: a write reached raft and its
+	// outcome is unknown (undetermined). Others: the request failed.
 	Error         string `protobuf:"bytes,100,opt,name=error,proto3" json:"error,omitempty"`
+	ErrorCode     uint32 `protobuf:"varint,101,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -909,15 +896,6 @@ func (x *BatchCommandsResponse_Response) GetCoprocessor() *kvrpcpb.CoprocessorRe
 	return nil
 }
 
-func (x *BatchCommandsResponse_Response) GetOnePc() *kvrpcpb.OnePCResponse {
-	if x != nil {
-		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_OnePc); ok {
-			return x.OnePc
-		}
-	}
-	return nil
-}
-
 func (x *BatchCommandsResponse_Response) GetSplitRegion() *kvrpcpb.SplitRegionResponse {
 	if x != nil {
 		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_SplitRegion); ok {
@@ -932,6 +910,13 @@ func (x *BatchCommandsResponse_Response) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *BatchCommandsResponse_Response) GetErrorCode() uint32 {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return 0
 }
 
 type isBatchCommandsResponse_Response_Cmd interface {
@@ -998,10 +983,6 @@ type BatchCommandsResponse_Response_Coprocessor struct {
 	Coprocessor *kvrpcpb.CoprocessorResponse `protobuf:"bytes,15,opt,name=coprocessor,proto3,oneof"`
 }
 
-type BatchCommandsResponse_Response_OnePc struct {
-	OnePc *kvrpcpb.OnePCResponse `protobuf:"bytes,16,opt,name=one_pc,json=onePc,proto3,oneof"`
-}
-
 type BatchCommandsResponse_Response_SplitRegion struct {
 	SplitRegion *kvrpcpb.SplitRegionResponse `protobuf:"bytes,17,opt,name=split_region,json=splitRegion,proto3,oneof"`
 }
@@ -1036,19 +1017,17 @@ func (*BatchCommandsResponse_Response_ScanLock) isBatchCommandsResponse_Response
 
 func (*BatchCommandsResponse_Response_Coprocessor) isBatchCommandsResponse_Response_Cmd() {}
 
-func (*BatchCommandsResponse_Response_OnePc) isBatchCommandsResponse_Response_Cmd() {}
-
 func (*BatchCommandsResponse_Response_SplitRegion) isBatchCommandsResponse_Response_Cmd() {}
 
 var File_storepb_proto protoreflect.FileDescriptor
 
 const file_storepb_proto_rawDesc = "" +
 	"\n" +
-	"\rstorepb.proto\x12\astorepb\x1a\rkvrpcpb.proto\x1a\x13raft_serverpb.proto\x1a\rerrorpb.proto\"\xc5\t\n" +
+	"\rstorepb.proto\x12\astorepb\x1a\rkvrpcpb.proto\x1a\x13raft_serverpb.proto\x1a\rerrorpb.proto\"\xa3\t\n" +
 	"\x14BatchCommandsRequest\x12A\n" +
 	"\brequests\x18\x01 \x03(\v2%.storepb.BatchCommandsRequest.RequestR\brequests\x12\x1f\n" +
 	"\vrequest_ids\x18\x02 \x03(\x04R\n" +
-	"requestIds\x1a\xc8\b\n" +
+	"requestIds\x1a\xa6\b\n" +
 	"\aRequest\x12'\n" +
 	"\x03get\x18\x01 \x01(\v2\x13.kvrpcpb.GetRequestH\x00R\x03get\x127\n" +
 	"\tbatch_get\x18\x02 \x01(\v2\x18.kvrpcpb.BatchGetRequestH\x00R\bbatchGet\x12*\n" +
@@ -1065,14 +1044,13 @@ const file_storepb_proto_rawDesc = "" +
 	"\x10pessimistic_lock\x18\f \x01(\v2\x1f.kvrpcpb.PessimisticLockRequestH\x00R\x0fpessimisticLock\x12X\n" +
 	"\x14pessimistic_rollback\x18\r \x01(\v2#.kvrpcpb.PessimisticRollbackRequestH\x00R\x13pessimisticRollback\x127\n" +
 	"\tscan_lock\x18\x0e \x01(\v2\x18.kvrpcpb.ScanLockRequestH\x00R\bscanLock\x12?\n" +
-	"\vcoprocessor\x18\x0f \x01(\v2\x1b.kvrpcpb.CoprocessorRequestH\x00R\vcoprocessor\x12.\n" +
-	"\x06one_pc\x18\x10 \x01(\v2\x15.kvrpcpb.OnePCRequestH\x00R\x05onePc\x12@\n" +
+	"\vcoprocessor\x18\x0f \x01(\v2\x1b.kvrpcpb.CoprocessorRequestH\x00R\vcoprocessor\x12@\n" +
 	"\fsplit_region\x18\x11 \x01(\v2\x1b.kvrpcpb.SplitRegionRequestH\x00R\vsplitRegionB\x05\n" +
-	"\x03cmd\"\xf2\t\n" +
+	"\x03cmdJ\x04\b\x10\x10\x11R\x06one_pc\"\xee\t\n" +
 	"\x15BatchCommandsResponse\x12E\n" +
 	"\tresponses\x18\x01 \x03(\v2'.storepb.BatchCommandsResponse.ResponseR\tresponses\x12\x1f\n" +
 	"\vrequest_ids\x18\x02 \x03(\x04R\n" +
-	"requestIds\x1a\xf0\b\n" +
+	"requestIds\x1a\xec\b\n" +
 	"\bResponse\x12(\n" +
 	"\x03get\x18\x01 \x01(\v2\x14.kvrpcpb.GetResponseH\x00R\x03get\x128\n" +
 	"\tbatch_get\x18\x02 \x01(\v2\x19.kvrpcpb.BatchGetResponseH\x00R\bbatchGet\x12+\n" +
@@ -1089,11 +1067,12 @@ const file_storepb_proto_rawDesc = "" +
 	"\x10pessimistic_lock\x18\f \x01(\v2 .kvrpcpb.PessimisticLockResponseH\x00R\x0fpessimisticLock\x12Y\n" +
 	"\x14pessimistic_rollback\x18\r \x01(\v2$.kvrpcpb.PessimisticRollbackResponseH\x00R\x13pessimisticRollback\x128\n" +
 	"\tscan_lock\x18\x0e \x01(\v2\x19.kvrpcpb.ScanLockResponseH\x00R\bscanLock\x12@\n" +
-	"\vcoprocessor\x18\x0f \x01(\v2\x1c.kvrpcpb.CoprocessorResponseH\x00R\vcoprocessor\x12/\n" +
-	"\x06one_pc\x18\x10 \x01(\v2\x16.kvrpcpb.OnePCResponseH\x00R\x05onePc\x12A\n" +
+	"\vcoprocessor\x18\x0f \x01(\v2\x1c.kvrpcpb.CoprocessorResponseH\x00R\vcoprocessor\x12A\n" +
 	"\fsplit_region\x18\x11 \x01(\v2\x1c.kvrpcpb.SplitRegionResponseH\x00R\vsplitRegion\x12\x14\n" +
-	"\x05error\x18d \x01(\tR\x05errorB\x05\n" +
-	"\x03cmd\"Y\n" +
+	"\x05error\x18d \x01(\tR\x05error\x12\x1d\n" +
+	"\n" +
+	"error_code\x18e \x01(\rR\terrorCodeB\x05\n" +
+	"\x03cmdJ\x04\b\x10\x10\x11R\x06one_pc\"Y\n" +
 	"\x10ReadIndexRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x19\n" +
 	"\bstart_ts\x18\x02 \x01(\x04R\astartTs\"e\n" +
@@ -1110,7 +1089,7 @@ const file_storepb_proto_rawDesc = "" +
 	"\aCleanUp\x10\x01\"b\n" +
 	"\x0eDetectResponse\x12!\n" +
 	"\fnot_detector\x18\x01 \x01(\bR\vnotDetector\x12-\n" +
-	"\bdeadlock\x18\x02 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock2\xe8\f\n" +
+	"\bdeadlock\x18\x02 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock2\xac\f\n" +
 	"\x05Store\x124\n" +
 	"\x05KvGet\x12\x13.kvrpcpb.GetRequest\x1a\x14.kvrpcpb.GetResponse\"\x00\x12C\n" +
 	"\n" +
@@ -1128,8 +1107,7 @@ const file_storepb_proto_rawDesc = "" +
 	"\x11KvPessimisticLock\x12\x1f.kvrpcpb.PessimisticLockRequest\x1a .kvrpcpb.PessimisticLockResponse\"\x00\x12d\n" +
 	"\x15KvPessimisticRollback\x12#.kvrpcpb.PessimisticRollbackRequest\x1a$.kvrpcpb.PessimisticRollbackResponse\"\x00\x12C\n" +
 	"\n" +
-	"KvScanLock\x12\x18.kvrpcpb.ScanLockRequest\x1a\x19.kvrpcpb.ScanLockResponse\"\x00\x12:\n" +
-	"\aKvOnePC\x12\x15.kvrpcpb.OnePCRequest\x1a\x16.kvrpcpb.OnePCResponse\"\x00\x12J\n" +
+	"KvScanLock\x12\x18.kvrpcpb.ScanLockRequest\x1a\x19.kvrpcpb.ScanLockResponse\"\x00\x12J\n" +
 	"\vCoprocessor\x12\x1b.kvrpcpb.CoprocessorRequest\x1a\x1c.kvrpcpb.CoprocessorResponse\"\x00\x12T\n" +
 	"\rBatchCommands\x12\x1d.storepb.BatchCommandsRequest\x1a\x1e.storepb.BatchCommandsResponse\"\x00(\x010\x01\x12;\n" +
 	"\x06Detect\x12\x16.storepb.DetectRequest\x1a\x17.storepb.DetectResponse\"\x00\x12D\n" +
@@ -1181,28 +1159,26 @@ var file_storepb_proto_goTypes = []any{
 	(*kvrpcpb.PessimisticRollbackRequest)(nil),  // 25: kvrpcpb.PessimisticRollbackRequest
 	(*kvrpcpb.ScanLockRequest)(nil),             // 26: kvrpcpb.ScanLockRequest
 	(*kvrpcpb.CoprocessorRequest)(nil),          // 27: kvrpcpb.CoprocessorRequest
-	(*kvrpcpb.OnePCRequest)(nil),                // 28: kvrpcpb.OnePCRequest
-	(*kvrpcpb.SplitRegionRequest)(nil),          // 29: kvrpcpb.SplitRegionRequest
-	(*kvrpcpb.GetResponse)(nil),                 // 30: kvrpcpb.GetResponse
-	(*kvrpcpb.BatchGetResponse)(nil),            // 31: kvrpcpb.BatchGetResponse
-	(*kvrpcpb.ScanResponse)(nil),                // 32: kvrpcpb.ScanResponse
-	(*kvrpcpb.PrewriteResponse)(nil),            // 33: kvrpcpb.PrewriteResponse
-	(*kvrpcpb.CommitResponse)(nil),              // 34: kvrpcpb.CommitResponse
-	(*kvrpcpb.BatchRollbackResponse)(nil),       // 35: kvrpcpb.BatchRollbackResponse
-	(*kvrpcpb.CleanupResponse)(nil),             // 36: kvrpcpb.CleanupResponse
-	(*kvrpcpb.CheckTxnStatusResponse)(nil),      // 37: kvrpcpb.CheckTxnStatusResponse
-	(*kvrpcpb.CheckSecondaryLocksResponse)(nil), // 38: kvrpcpb.CheckSecondaryLocksResponse
-	(*kvrpcpb.ResolveLockResponse)(nil),         // 39: kvrpcpb.ResolveLockResponse
-	(*kvrpcpb.TxnHeartBeatResponse)(nil),        // 40: kvrpcpb.TxnHeartBeatResponse
-	(*kvrpcpb.PessimisticLockResponse)(nil),     // 41: kvrpcpb.PessimisticLockResponse
-	(*kvrpcpb.PessimisticRollbackResponse)(nil), // 42: kvrpcpb.PessimisticRollbackResponse
-	(*kvrpcpb.ScanLockResponse)(nil),            // 43: kvrpcpb.ScanLockResponse
-	(*kvrpcpb.CoprocessorResponse)(nil),         // 44: kvrpcpb.CoprocessorResponse
-	(*kvrpcpb.OnePCResponse)(nil),               // 45: kvrpcpb.OnePCResponse
-	(*kvrpcpb.SplitRegionResponse)(nil),         // 46: kvrpcpb.SplitRegionResponse
-	(*raft_serverpb.BatchRaftMessage)(nil),      // 47: raft_serverpb.BatchRaftMessage
-	(*raft_serverpb.SnapshotChunk)(nil),         // 48: raft_serverpb.SnapshotChunk
-	(*raft_serverpb.Done)(nil),                  // 49: raft_serverpb.Done
+	(*kvrpcpb.SplitRegionRequest)(nil),          // 28: kvrpcpb.SplitRegionRequest
+	(*kvrpcpb.GetResponse)(nil),                 // 29: kvrpcpb.GetResponse
+	(*kvrpcpb.BatchGetResponse)(nil),            // 30: kvrpcpb.BatchGetResponse
+	(*kvrpcpb.ScanResponse)(nil),                // 31: kvrpcpb.ScanResponse
+	(*kvrpcpb.PrewriteResponse)(nil),            // 32: kvrpcpb.PrewriteResponse
+	(*kvrpcpb.CommitResponse)(nil),              // 33: kvrpcpb.CommitResponse
+	(*kvrpcpb.BatchRollbackResponse)(nil),       // 34: kvrpcpb.BatchRollbackResponse
+	(*kvrpcpb.CleanupResponse)(nil),             // 35: kvrpcpb.CleanupResponse
+	(*kvrpcpb.CheckTxnStatusResponse)(nil),      // 36: kvrpcpb.CheckTxnStatusResponse
+	(*kvrpcpb.CheckSecondaryLocksResponse)(nil), // 37: kvrpcpb.CheckSecondaryLocksResponse
+	(*kvrpcpb.ResolveLockResponse)(nil),         // 38: kvrpcpb.ResolveLockResponse
+	(*kvrpcpb.TxnHeartBeatResponse)(nil),        // 39: kvrpcpb.TxnHeartBeatResponse
+	(*kvrpcpb.PessimisticLockResponse)(nil),     // 40: kvrpcpb.PessimisticLockResponse
+	(*kvrpcpb.PessimisticRollbackResponse)(nil), // 41: kvrpcpb.PessimisticRollbackResponse
+	(*kvrpcpb.ScanLockResponse)(nil),            // 42: kvrpcpb.ScanLockResponse
+	(*kvrpcpb.CoprocessorResponse)(nil),         // 43: kvrpcpb.CoprocessorResponse
+	(*kvrpcpb.SplitRegionResponse)(nil),         // 44: kvrpcpb.SplitRegionResponse
+	(*raft_serverpb.BatchRaftMessage)(nil),      // 45: raft_serverpb.BatchRaftMessage
+	(*raft_serverpb.SnapshotChunk)(nil),         // 46: raft_serverpb.SnapshotChunk
+	(*raft_serverpb.Done)(nil),                  // 47: raft_serverpb.Done
 }
 var file_storepb_proto_depIdxs = []int32{
 	7,  // 0: storepb.BatchCommandsRequest.requests:type_name -> storepb.BatchCommandsRequest.Request
@@ -1227,74 +1203,70 @@ var file_storepb_proto_depIdxs = []int32{
 	25, // 19: storepb.BatchCommandsRequest.Request.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackRequest
 	26, // 20: storepb.BatchCommandsRequest.Request.scan_lock:type_name -> kvrpcpb.ScanLockRequest
 	27, // 21: storepb.BatchCommandsRequest.Request.coprocessor:type_name -> kvrpcpb.CoprocessorRequest
-	28, // 22: storepb.BatchCommandsRequest.Request.one_pc:type_name -> kvrpcpb.OnePCRequest
-	29, // 23: storepb.BatchCommandsRequest.Request.split_region:type_name -> kvrpcpb.SplitRegionRequest
-	30, // 24: storepb.BatchCommandsResponse.Response.get:type_name -> kvrpcpb.GetResponse
-	31, // 25: storepb.BatchCommandsResponse.Response.batch_get:type_name -> kvrpcpb.BatchGetResponse
-	32, // 26: storepb.BatchCommandsResponse.Response.scan:type_name -> kvrpcpb.ScanResponse
-	33, // 27: storepb.BatchCommandsResponse.Response.prewrite:type_name -> kvrpcpb.PrewriteResponse
-	34, // 28: storepb.BatchCommandsResponse.Response.commit:type_name -> kvrpcpb.CommitResponse
-	35, // 29: storepb.BatchCommandsResponse.Response.batch_rollback:type_name -> kvrpcpb.BatchRollbackResponse
-	36, // 30: storepb.BatchCommandsResponse.Response.cleanup:type_name -> kvrpcpb.CleanupResponse
-	37, // 31: storepb.BatchCommandsResponse.Response.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusResponse
-	38, // 32: storepb.BatchCommandsResponse.Response.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksResponse
-	39, // 33: storepb.BatchCommandsResponse.Response.resolve_lock:type_name -> kvrpcpb.ResolveLockResponse
-	40, // 34: storepb.BatchCommandsResponse.Response.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatResponse
-	41, // 35: storepb.BatchCommandsResponse.Response.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockResponse
-	42, // 36: storepb.BatchCommandsResponse.Response.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackResponse
-	43, // 37: storepb.BatchCommandsResponse.Response.scan_lock:type_name -> kvrpcpb.ScanLockResponse
-	44, // 38: storepb.BatchCommandsResponse.Response.coprocessor:type_name -> kvrpcpb.CoprocessorResponse
-	45, // 39: storepb.BatchCommandsResponse.Response.one_pc:type_name -> kvrpcpb.OnePCResponse
-	46, // 40: storepb.BatchCommandsResponse.Response.split_region:type_name -> kvrpcpb.SplitRegionResponse
-	13, // 41: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
-	14, // 42: storepb.Store.KvBatchGet:input_type -> kvrpcpb.BatchGetRequest
-	15, // 43: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
-	16, // 44: storepb.Store.KvPrewrite:input_type -> kvrpcpb.PrewriteRequest
-	17, // 45: storepb.Store.KvCommit:input_type -> kvrpcpb.CommitRequest
-	18, // 46: storepb.Store.KvBatchRollback:input_type -> kvrpcpb.BatchRollbackRequest
-	19, // 47: storepb.Store.KvCleanup:input_type -> kvrpcpb.CleanupRequest
-	20, // 48: storepb.Store.KvCheckTxnStatus:input_type -> kvrpcpb.CheckTxnStatusRequest
-	21, // 49: storepb.Store.KvCheckSecondaryLocks:input_type -> kvrpcpb.CheckSecondaryLocksRequest
-	22, // 50: storepb.Store.KvResolveLock:input_type -> kvrpcpb.ResolveLockRequest
-	23, // 51: storepb.Store.KvTxnHeartBeat:input_type -> kvrpcpb.TxnHeartBeatRequest
-	24, // 52: storepb.Store.KvPessimisticLock:input_type -> kvrpcpb.PessimisticLockRequest
-	25, // 53: storepb.Store.KvPessimisticRollback:input_type -> kvrpcpb.PessimisticRollbackRequest
-	26, // 54: storepb.Store.KvScanLock:input_type -> kvrpcpb.ScanLockRequest
-	28, // 55: storepb.Store.KvOnePC:input_type -> kvrpcpb.OnePCRequest
-	27, // 56: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
-	1,  // 57: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
-	5,  // 58: storepb.Store.Detect:input_type -> storepb.DetectRequest
-	3,  // 59: storepb.Store.ReadIndex:input_type -> storepb.ReadIndexRequest
-	29, // 60: storepb.Store.SplitRegion:input_type -> kvrpcpb.SplitRegionRequest
-	47, // 61: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
-	48, // 62: storepb.Store.Snapshot:input_type -> raft_serverpb.SnapshotChunk
-	30, // 63: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
-	31, // 64: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
-	32, // 65: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
-	33, // 66: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
-	34, // 67: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
-	35, // 68: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
-	36, // 69: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
-	37, // 70: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
-	38, // 71: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
-	39, // 72: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
-	40, // 73: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
-	41, // 74: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
-	42, // 75: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
-	43, // 76: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
-	45, // 77: storepb.Store.KvOnePC:output_type -> kvrpcpb.OnePCResponse
-	44, // 78: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
-	2,  // 79: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
-	6,  // 80: storepb.Store.Detect:output_type -> storepb.DetectResponse
-	4,  // 81: storepb.Store.ReadIndex:output_type -> storepb.ReadIndexResponse
-	46, // 82: storepb.Store.SplitRegion:output_type -> kvrpcpb.SplitRegionResponse
-	49, // 83: storepb.Store.Raft:output_type -> raft_serverpb.Done
-	49, // 84: storepb.Store.Snapshot:output_type -> raft_serverpb.Done
-	63, // [63:85] is the sub-list for method output_type
-	41, // [41:63] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	28, // 22: storepb.BatchCommandsRequest.Request.split_region:type_name -> kvrpcpb.SplitRegionRequest
+	29, // 23: storepb.BatchCommandsResponse.Response.get:type_name -> kvrpcpb.GetResponse
+	30, // 24: storepb.BatchCommandsResponse.Response.batch_get:type_name -> kvrpcpb.BatchGetResponse
+	31, // 25: storepb.BatchCommandsResponse.Response.scan:type_name -> kvrpcpb.ScanResponse
+	32, // 26: storepb.BatchCommandsResponse.Response.prewrite:type_name -> kvrpcpb.PrewriteResponse
+	33, // 27: storepb.BatchCommandsResponse.Response.commit:type_name -> kvrpcpb.CommitResponse
+	34, // 28: storepb.BatchCommandsResponse.Response.batch_rollback:type_name -> kvrpcpb.BatchRollbackResponse
+	35, // 29: storepb.BatchCommandsResponse.Response.cleanup:type_name -> kvrpcpb.CleanupResponse
+	36, // 30: storepb.BatchCommandsResponse.Response.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusResponse
+	37, // 31: storepb.BatchCommandsResponse.Response.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksResponse
+	38, // 32: storepb.BatchCommandsResponse.Response.resolve_lock:type_name -> kvrpcpb.ResolveLockResponse
+	39, // 33: storepb.BatchCommandsResponse.Response.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatResponse
+	40, // 34: storepb.BatchCommandsResponse.Response.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockResponse
+	41, // 35: storepb.BatchCommandsResponse.Response.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackResponse
+	42, // 36: storepb.BatchCommandsResponse.Response.scan_lock:type_name -> kvrpcpb.ScanLockResponse
+	43, // 37: storepb.BatchCommandsResponse.Response.coprocessor:type_name -> kvrpcpb.CoprocessorResponse
+	44, // 38: storepb.BatchCommandsResponse.Response.split_region:type_name -> kvrpcpb.SplitRegionResponse
+	13, // 39: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
+	14, // 40: storepb.Store.KvBatchGet:input_type -> kvrpcpb.BatchGetRequest
+	15, // 41: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
+	16, // 42: storepb.Store.KvPrewrite:input_type -> kvrpcpb.PrewriteRequest
+	17, // 43: storepb.Store.KvCommit:input_type -> kvrpcpb.CommitRequest
+	18, // 44: storepb.Store.KvBatchRollback:input_type -> kvrpcpb.BatchRollbackRequest
+	19, // 45: storepb.Store.KvCleanup:input_type -> kvrpcpb.CleanupRequest
+	20, // 46: storepb.Store.KvCheckTxnStatus:input_type -> kvrpcpb.CheckTxnStatusRequest
+	21, // 47: storepb.Store.KvCheckSecondaryLocks:input_type -> kvrpcpb.CheckSecondaryLocksRequest
+	22, // 48: storepb.Store.KvResolveLock:input_type -> kvrpcpb.ResolveLockRequest
+	23, // 49: storepb.Store.KvTxnHeartBeat:input_type -> kvrpcpb.TxnHeartBeatRequest
+	24, // 50: storepb.Store.KvPessimisticLock:input_type -> kvrpcpb.PessimisticLockRequest
+	25, // 51: storepb.Store.KvPessimisticRollback:input_type -> kvrpcpb.PessimisticRollbackRequest
+	26, // 52: storepb.Store.KvScanLock:input_type -> kvrpcpb.ScanLockRequest
+	27, // 53: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
+	1,  // 54: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
+	5,  // 55: storepb.Store.Detect:input_type -> storepb.DetectRequest
+	3,  // 56: storepb.Store.ReadIndex:input_type -> storepb.ReadIndexRequest
+	28, // 57: storepb.Store.SplitRegion:input_type -> kvrpcpb.SplitRegionRequest
+	45, // 58: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
+	46, // 59: storepb.Store.Snapshot:input_type -> raft_serverpb.SnapshotChunk
+	29, // 60: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
+	30, // 61: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
+	31, // 62: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
+	32, // 63: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
+	33, // 64: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
+	34, // 65: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
+	35, // 66: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
+	36, // 67: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
+	37, // 68: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
+	38, // 69: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
+	39, // 70: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
+	40, // 71: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
+	41, // 72: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
+	42, // 73: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
+	43, // 74: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
+	2,  // 75: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
+	6,  // 76: storepb.Store.Detect:output_type -> storepb.DetectResponse
+	4,  // 77: storepb.Store.ReadIndex:output_type -> storepb.ReadIndexResponse
+	44, // 78: storepb.Store.SplitRegion:output_type -> kvrpcpb.SplitRegionResponse
+	47, // 79: storepb.Store.Raft:output_type -> raft_serverpb.Done
+	47, // 80: storepb.Store.Snapshot:output_type -> raft_serverpb.Done
+	60, // [60:81] is the sub-list for method output_type
+	39, // [39:60] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_storepb_proto_init() }
@@ -1318,7 +1290,6 @@ func file_storepb_proto_init() {
 		(*BatchCommandsRequest_Request_PessimisticRollback)(nil),
 		(*BatchCommandsRequest_Request_ScanLock)(nil),
 		(*BatchCommandsRequest_Request_Coprocessor)(nil),
-		(*BatchCommandsRequest_Request_OnePc)(nil),
 		(*BatchCommandsRequest_Request_SplitRegion)(nil),
 	}
 	file_storepb_proto_msgTypes[7].OneofWrappers = []any{
@@ -1337,7 +1308,6 @@ func file_storepb_proto_init() {
 		(*BatchCommandsResponse_Response_PessimisticRollback)(nil),
 		(*BatchCommandsResponse_Response_ScanLock)(nil),
 		(*BatchCommandsResponse_Response_Coprocessor)(nil),
-		(*BatchCommandsResponse_Response_OnePc)(nil),
 		(*BatchCommandsResponse_Response_SplitRegion)(nil),
 	}
 	type x struct{}

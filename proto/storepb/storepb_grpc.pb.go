@@ -35,7 +35,6 @@ const (
 	Store_KvPessimisticLock_FullMethodName     = "/storepb.Store/KvPessimisticLock"
 	Store_KvPessimisticRollback_FullMethodName = "/storepb.Store/KvPessimisticRollback"
 	Store_KvScanLock_FullMethodName            = "/storepb.Store/KvScanLock"
-	Store_KvOnePC_FullMethodName               = "/storepb.Store/KvOnePC"
 	Store_Coprocessor_FullMethodName           = "/storepb.Store/Coprocessor"
 	Store_BatchCommands_FullMethodName         = "/storepb.Store/BatchCommands"
 	Store_Detect_FullMethodName                = "/storepb.Store/Detect"
@@ -67,7 +66,6 @@ type StoreClient interface {
 	KvPessimisticLock(ctx context.Context, in *kvrpcpb.PessimisticLockRequest, opts ...grpc.CallOption) (*kvrpcpb.PessimisticLockResponse, error)
 	KvPessimisticRollback(ctx context.Context, in *kvrpcpb.PessimisticRollbackRequest, opts ...grpc.CallOption) (*kvrpcpb.PessimisticRollbackResponse, error)
 	KvScanLock(ctx context.Context, in *kvrpcpb.ScanLockRequest, opts ...grpc.CallOption) (*kvrpcpb.ScanLockResponse, error)
-	KvOnePC(ctx context.Context, in *kvrpcpb.OnePCRequest, opts ...grpc.CallOption) (*kvrpcpb.OnePCResponse, error)
 	Coprocessor(ctx context.Context, in *kvrpcpb.CoprocessorRequest, opts ...grpc.CallOption) (*kvrpcpb.CoprocessorResponse, error)
 	// BatchCommands multiplexes KV and coprocessor requests from one SQL
 	// node to this store on one stream (client-go's BatchCommands):
@@ -244,16 +242,6 @@ func (c *storeClient) KvScanLock(ctx context.Context, in *kvrpcpb.ScanLockReques
 	return out, nil
 }
 
-func (c *storeClient) KvOnePC(ctx context.Context, in *kvrpcpb.OnePCRequest, opts ...grpc.CallOption) (*kvrpcpb.OnePCResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(kvrpcpb.OnePCResponse)
-	err := c.cc.Invoke(ctx, Store_KvOnePC_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 func (c *storeClient) Coprocessor(ctx context.Context, in *kvrpcpb.CoprocessorRequest, opts ...grpc.CallOption) (*kvrpcpb.CoprocessorResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(kvrpcpb.CoprocessorResponse)
@@ -355,7 +343,6 @@ type StoreServer interface {
 	KvPessimisticLock(context.Context, *kvrpcpb.PessimisticLockRequest) (*kvrpcpb.PessimisticLockResponse, error)
 	KvPessimisticRollback(context.Context, *kvrpcpb.PessimisticRollbackRequest) (*kvrpcpb.PessimisticRollbackResponse, error)
 	KvScanLock(context.Context, *kvrpcpb.ScanLockRequest) (*kvrpcpb.ScanLockResponse, error)
-	KvOnePC(context.Context, *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error)
 	Coprocessor(context.Context, *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error)
 	// BatchCommands multiplexes KV and coprocessor requests from one SQL
 	// node to this store on one stream (client-go's BatchCommands):
@@ -433,9 +420,6 @@ func (UnimplementedStoreServer) KvPessimisticRollback(context.Context, *kvrpcpb.
 }
 func (UnimplementedStoreServer) KvScanLock(context.Context, *kvrpcpb.ScanLockRequest) (*kvrpcpb.ScanLockResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method KvScanLock not implemented")
-}
-func (UnimplementedStoreServer) KvOnePC(context.Context, *kvrpcpb.OnePCRequest) (*kvrpcpb.OnePCResponse, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method KvOnePC not implemented")
 }
 func (UnimplementedStoreServer) Coprocessor(context.Context, *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Coprocessor not implemented")
@@ -731,24 +715,6 @@ func _Store_KvScanLock_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Store_KvOnePC_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(kvrpcpb.OnePCRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(StoreServer).KvOnePC(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Store_KvOnePC_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(StoreServer).KvOnePC(ctx, req.(*kvrpcpb.OnePCRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
 func _Store_Coprocessor_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(kvrpcpb.CoprocessorRequest)
 	if err := dec(in); err != nil {
@@ -904,10 +870,6 @@ var Store_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "KvScanLock",
 			Handler:    _Store_KvScanLock_Handler,
-		},
-		{
-			MethodName: "KvOnePC",
-			Handler:    _Store_KvOnePC_Handler,
 		},
 		{
 			MethodName: "Coprocessor",

@@ -264,9 +264,9 @@ func TestErrors(t *testing.T) {
 
 func TestKVErrorsMapToMySQLCodes(t *testing.T) {
 	// A short backoff budget: a region that stays unavailable is given up
-	// on in a second instead of twenty. Unary RPCs: see lostAnswer.
+	// on in a second instead of twenty.
 	ts, _ := startServerWith(t, func(c *server.Config) {
-		c.Store = newNodeStorage(t, newTestStore(t).st, kvclient.Config{BackoffBudget: time.Second, DisableBatch: true})
+		c.Store = newNodeStorage(t, newTestStore(t).st, kvclient.Config{BackoffBudget: time.Second})
 	})
 	db := ts.open(t, "test", "")
 	db.SetMaxOpenConns(1)
@@ -373,8 +373,8 @@ func TestConcurrentUpdatesOfOneRow(t *testing.T) {
 // 8110: no commit was sent), only the statement is rolled back, and the
 // transaction goes on.
 func TestLockLostBeforeCommit(t *testing.T) {
-	ts, _ := startServerWith(t, func(c *server.Config) { // unary RPCs: see lostAnswer
-		c.Store = newNodeStorage(t, newTestStore(t).st, kvclient.Config{DisableBatch: true})
+	ts, _ := startServerWith(t, func(c *server.Config) {
+		c.Store = newNodeStorage(t, newTestStore(t).st, kvclient.Config{})
 	})
 	db := ts.open(t, "test", "")
 	db.SetMaxOpenConns(1)

@@ -141,12 +141,10 @@ func busyAnswer(proto.Message) (proto.Message, error) {
 		ServerIsBusy: &errorpb.ServerIsBusy{Reason: "test"}}}, nil
 }
 
-// lostAnswer is what a store node answers to a unary write RPC whose
-// outcome it does not know (proposed to raft, then the leader stepped
-// down): codes.Unknown, which the client takes for an answer lost after
-// the request was sent. (On a BatchCommands stream a handler's error
-// travels as a string the client takes for "not run", so tests of lost
-// answers use unary RPCs.)
+// lostAnswer is what a store node answers to a write whose outcome it does
+// not know (proposed to raft, then the leader stepped down):
+// codes.Unknown (on a BatchCommands stream, as the response's error_code),
+// which the client takes for an answer lost after the request was sent.
 func lostAnswer(proto.Message) (proto.Message, error) {
 	return nil, storeserver.GRPCError(raftstore.ErrUndetermined)
 }

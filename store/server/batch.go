@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	"google.golang.org/grpc/status"
 
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
@@ -253,7 +254,11 @@ func dispatch(ctx context.Context, s storepb.StoreServer, r *storepb.BatchComman
 		err = fmt.Errorf("server: batch commands: unknown request %T", c)
 	}
 	if err != nil {
-		return &storepb.BatchCommandsResponse_Response{Error: err.Error()}
+		// The code a unary call would fail with: the client must tell a
+		// write that may have been applied (Unknown) from one that never
+		// ran (Unavailable), exactly as for a unary call.
+		st := status.Convert(GRPCError(err))
+		return &storepb.BatchCommandsResponse_Response{Error: st.Message(), ErrorCode: uint32(st.Code())}
 	}
 	return out
 }

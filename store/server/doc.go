@@ -30,7 +30,8 @@
 // Region problems come back as errorpb.Error in the response's
 // region_error, per-key problems as kvrpcpb.KeyError; gRPC status errors
 // are only used for a stopped store, a cancelled request, or a write whose
-// outcome is unknown (codes.Unknown).
+// outcome is unknown (codes.Unknown); on the BatchCommands stream the same
+// code travels in the response's error_code beside the message.
 //
 // Shutdown (Server.Run after its context is cancelled): first the store hands
 // the leadership of its regions to other replicas (raftstore
