@@ -16,9 +16,9 @@
 //	t, err := store.Begin(ctx, kv.TxnOptions{Pessimistic: true})
 //
 // Transactions send Percolator commands through SendRequest (below);
-// pushed-down reads go through Coprocessor / CoprocessorResolved. Get and
-// Scan (kv.go) are one-shot reads outside a transaction (no lock
-// resolution), used by tests of the routing only.
+// pushed-down reads go through Coprocessor / CoprocessorResolved. There is
+// no read outside a transaction: the routing tests' one-shot Get and Scan
+// live in oneshot_test.go.
 //
 // # Routing and retries
 //

@@ -72,7 +72,7 @@ func startWriteLoad(t *testing.T, c *testCluster, writers int) *writeLoad {
 				if err == nil && w%2 == 0 { // half the writers read their write back
 					var got []byte
 					var found bool
-					got, found, err = kv.Get(ctx, []byte(k), c.nextTS())
+					got, found, err = readAt(ctx, txns, []byte(k), c.nextTS())
 					if err == nil && (!found || string(got) != v) {
 						err = fmt.Errorf("read %s after its commit: found=%v value=%q", k, found, got)
 					}
@@ -175,4 +175,14 @@ func counterValue(t *testing.T, name, label, value string) float64 {
 		}
 	}
 	return 0
+}
+
+// readAt reads key in a read-only snapshot at ts.
+func readAt(ctx context.Context, txns *kvtxn.Client, key []byte, ts uint64) ([]byte, bool, error) {
+	tx, err := txns.Begin(ctx, strkv.TxnOptions{StartTS: ts, ReadOnly: true})
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	return tx.Get(ctx, key)
 }
