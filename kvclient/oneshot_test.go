@@ -118,4 +118,3 @@ func (c *Client) Scan(ctx context.Context, start, end []byte, ts uint64, limit i
 		cur = regionEnd
 	}
 }
-
