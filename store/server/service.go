@@ -74,9 +74,8 @@ func NewService(store *raftstore.Store, tso TSO, pd RegionLocator, log *slog.Log
 	det := newClusterDetector(store, pd, log)
 	eng := raftEngine{s: store, peers: &storeClients{pd: pd}}
 	st := txn.New(eng, cm, tso, txn.Config{Detector: det, InMemoryPessimisticLock: memLocks})
-	if memLocks {
-		store.SetTxnHooks(&raftstore.TxnHooks{LeaderChanged: st.LeaderChanged, Handover: st.Handover})
-	}
+	// Always: a lost leadership also wakes the region's lock waiters.
+	store.SetTxnHooks(&raftstore.TxnHooks{LeaderChanged: st.LeaderChanged, Handover: st.Handover})
 	store.SetResolvedTSHooks(resolvedTSHooks(tso, cm))
 	return &Service{store: store, eng: eng, cm: cm, detector: det, st: st, cop: coprocessor.NewLimiter(copSlots())}
 }

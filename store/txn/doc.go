@@ -73,7 +73,11 @@
 // a release and the woken waiter's retry) makes them evaluate again, so
 // each waits for, and the graph has its edge to, the key's current holder
 // (strata_txn_lock_wait_rechecks_total); an edge left pointing at the
-// previous holder would hide a deadlock until a wait timed out.
+// previous holder would hide a deadlock until a wait timed out. When this
+// store stops leading a region (LeaderChanged), the region's waiters
+// evaluate again at once and get NotLeader: the release they wait for will
+// be served by the new leader and would never wake them here
+// (strata_txn_lock_waiters_moved_total).
 //
 // # In-memory pessimistic locks
 //

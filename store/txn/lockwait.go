@@ -28,6 +28,7 @@ type lockWaits struct {
 
 type lockWaiter struct {
 	key     []byte
+	region  uint64 // the region the request was addressed to
 	startTS uint64
 	lock    *kvrpcpb.LockInfo // the lock waited for
 	seq     uint64
@@ -50,10 +51,10 @@ func newLockWaits() *lockWaits { return &lockWaits{keys: map[string][]*lockWaite
 
 // add queues a waiter for key; prev (may be nil) is the same request's
 // earlier waiter, whose place it keeps.
-func (q *lockWaits) add(key []byte, startTS uint64, lock *kvrpcpb.LockInfo, prev *lockWaiter) *lockWaiter {
+func (q *lockWaits) add(key []byte, region, startTS uint64, lock *kvrpcpb.LockInfo, prev *lockWaiter) *lockWaiter {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	w := &lockWaiter{key: key, startTS: startTS, lock: lock, ch: make(chan struct{}), queued: true}
+	w := &lockWaiter{key: key, region: region, startTS: startTS, lock: lock, ch: make(chan struct{}), queued: true}
 	if prev != nil {
 		w.seq = prev.seq
 	} else {
@@ -128,6 +129,37 @@ func (q *lockWaits) recheck(key []byte) int {
 		close(w.ch)
 	}
 	return len(ws)
+}
+
+// recheckRegion wakes every waiter addressed to region to evaluate again:
+// this store stopped leading it, so the release of the lock they wait for
+// will be served by another store and never wake them here. Evaluating
+// again answers them NotLeader, and the client goes to the new leader at
+// once instead of when its wait slice ends. It reports how many it woke.
+func (q *lockWaits) recheckRegion(region uint64) int {
+	q.mu.Lock()
+	var woken []*lockWaiter
+	for k, ws := range q.keys {
+		kept := ws[:0]
+		for _, w := range ws {
+			if w.region == region {
+				w.queued, w.recheck = false, true
+				woken = append(woken, w)
+			} else {
+				kept = append(kept, w)
+			}
+		}
+		if len(kept) == 0 {
+			delete(q.keys, k)
+		} else {
+			q.keys[k] = kept
+		}
+	}
+	q.mu.Unlock()
+	for _, w := range woken {
+		close(w.ch)
+	}
+	return len(woken)
 }
 
 // LockWaiters is the number of pessimistic lock requests queued behind

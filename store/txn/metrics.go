@@ -58,6 +58,10 @@ var (
 		Namespace: "strata", Subsystem: "txn", Name: "deadlocks_total",
 		Help: "Pessimistic lock requests failed as deadlock victims.",
 	})
+	lockWaitersMoved = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "lock_waiters_moved_total",
+		Help: "Queued pessimistic lock waiters woken because this store stopped leading their region: they evaluate again, get NotLeader, and the client retries at the new leader.",
+	})
 	lockRechecks = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "txn", Name: "lock_wait_rechecks_total",
 		Help: "Queued pessimistic lock waiters told to evaluate again because another transaction took the key they waited for (they then wait for, and are checked for deadlock against, the new holder).",

@@ -142,7 +142,7 @@ func (s *Storage) tryPessimisticLock(ctx context.Context, req *kvrpcpb.Pessimist
 				return lockedResponse(ke.Locked), nil, nil
 			}
 			if ke.Locked != nil {
-				w := s.waits.add(m.GetKey(), p.startTS, ke.Locked, prev)
+				w := s.waits.add(m.GetKey(), req.GetContext().GetRegionId(), p.startTS, ke.Locked, prev)
 				return nil, w, nil
 			}
 			return &kvrpcpb.PessimisticLockResponse{Errors: []*kvrpcpb.KeyError{ke}}, nil, nil

@@ -153,7 +153,9 @@ type Config struct {
 	// InMemoryPessimisticLock keeps the pessimistic locks a region's
 	// leader takes in its memory instead of writing them through raft
 	// (TiKV's in-memory pessimistic locks; doc.go). The store must call
-	// LeaderChanged and Handover (raftstore's TxnHooks).
+	// LeaderChanged and Handover (raftstore's TxnHooks); LeaderChanged
+	// also wakes the lock waiters of a region this store stopped leading,
+	// so it is installed either way.
 	InMemoryPessimisticLock bool
 	// MemLockLimit caps the in-memory locks of one region (default
 	// 16384); past it new locks go through raft.
@@ -225,6 +227,9 @@ func New(engine Engine, cm *concurrency.Manager, tso TSO, cfg Config) *Storage {
 func (s *Storage) LeaderChanged(regionID uint64, leader bool) {
 	if s.mem != nil {
 		s.mem.leaderChanged(regionID, leader)
+	}
+	if !leader {
+		lockWaitersMoved.Add(float64(s.waits.recheckRegion(regionID)))
 	}
 }
 

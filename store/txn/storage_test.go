@@ -3,13 +3,16 @@ package txn
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/store/concurrency"
+	"github.com/stratadb/strata/store/storetest/memengine"
 )
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -378,7 +381,7 @@ func TestLockWaitRecheckedOnNewHolder(t *testing.T) {
 	old, c, d := base+1, base+2, base+3
 	// D's waiter as a release left it: queued for k0, recorded as waiting
 	// for its old holder, which no longer holds it.
-	w := h.s.waits.add([]byte("k0"), d, &kvrpcpb.LockInfo{Key: []byte("k0"), LockVersion: old, LockTtl: 60000}, nil)
+	w := h.s.waits.add([]byte("k0"), 1, d, &kvrpcpb.LockInfo{Key: []byte("k0"), LockVersion: old, LockTtl: 60000}, nil)
 	require.Empty(t, h.lock(t, c, -1, "k0").Errors, "C takes the free key")
 	select {
 	case <-w.ch:
@@ -387,4 +390,79 @@ func TestLockWaitRecheckedOnNewHolder(t *testing.T) {
 		t.Fatal("D still recorded as waiting for k0's old holder after C took it")
 	}
 	require.Zero(t, h.s.waits.waiters())
+}
+
+// TestLockWaitersMoveWithTheLeader: a waiter queued on this store for a
+// region whose leadership moves away is answered NotLeader at once (the
+// holder's release will be served by the new leader and never wake it
+// here), not when its wait ends; a waiter of another region keeps
+// waiting.
+func TestLockWaitersMoveWithTheLeader(t *testing.T) {
+	// Every region has a peer on stores 1 and 2, led from store 1 until
+	// the test moves region moved's leadership to store 2.
+	var moved atomic.Uint64
+	e, err := memengine.Open(memengine.Options{Logger: quietLogger{t},
+		Peers: func(id uint64) []*metapb.Peer {
+			return []*metapb.Peer{{Id: id*10 + 1, StoreId: 1}, {Id: id*10 + 2, StoreId: 2}}
+		},
+		Leader: func(r *metapb.Region) *metapb.Peer {
+			if r.GetId() == moved.Load() {
+				return r.GetPeers()[1]
+			}
+			return r.GetPeers()[0]
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { e.Close() })
+	e.Split([]byte("m"))
+	s := New(e, concurrency.New(), &counterTSO{}, Config{InMemoryPessimisticLock: true})
+	lock := func(region *metapb.Region, startTS uint64, wait int64, key string) (*kvrpcpb.PessimisticLockResponse, error) {
+		return s.PessimisticLock(bg, &kvrpcpb.PessimisticLockRequest{
+			Context:   &kvrpcpb.Context{RegionId: region.GetId(), RegionEpoch: region.GetRegionEpoch(), Peer: region.GetPeers()[0]},
+			Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_PessimisticLock, Key: []byte(key)}}, PrimaryLock: []byte(key),
+			StartVersion: startTS, ForUpdateTs: startTS, LockTtl: 60000, WaitTimeout: wait})
+	}
+	r1, r2 := e.RegionByKey([]byte("a")), e.RegionByKey([]byte("x"))
+	require.NotEqual(t, r1.GetId(), r2.GetId())
+	holder := nowTS()
+	for _, k := range []struct {
+		r   *metapb.Region
+		key string
+	}{{r1, "a"}, {r2, "x"}} {
+		resp, err := lock(k.r, holder, -1, k.key)
+		require.NoError(t, err)
+		require.Empty(t, resp.Errors)
+	}
+	type result struct {
+		resp *kvrpcpb.PessimisticLockResponse
+		err  error
+	}
+	movedWaiter, stays := make(chan result, 1), make(chan result, 1)
+	go func() { r, err := lock(r1, holder+1, 20000, "a"); movedWaiter <- result{r, err} }()
+	go func() { r, err := lock(r2, holder+2, 20000, "x"); stays <- result{r, err} }()
+	waitFor(t, "both queued", func() bool { return s.LockWaiters() == 2 })
+
+	start := time.Now()
+	moved.Store(r1.GetId()) // store 2's peer leads r1 now
+	s.LeaderChanged(r1.GetId(), false)
+	select {
+	case r := <-movedWaiter:
+		require.NoError(t, r.err)
+		require.NotNil(t, r.resp.GetRegionError().GetNotLeader(), "%v", r.resp)
+		require.Less(t, time.Since(start), 5*time.Second)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter of the region that moved was not answered")
+	}
+	require.Equal(t, 1, s.LockWaiters(), "the other region's waiter still waits")
+	select {
+	case r := <-stays:
+		t.Fatalf("the waiter of region %d was woken: %v", r2.GetId(), r)
+	default:
+	}
+	_, err = s.PessimisticRollback(bg, &kvrpcpb.PessimisticRollbackRequest{
+		Context:      &kvrpcpb.Context{RegionId: r2.GetId(), RegionEpoch: r2.GetRegionEpoch(), Peer: r2.GetPeers()[0]},
+		StartVersion: holder, ForUpdateTs: holder, Keys: [][]byte{[]byte("x")}})
+	require.NoError(t, err)
+	r := <-stays
+	require.NoError(t, r.err)
+	require.Empty(t, r.resp.Errors, "released: the waiter takes x")
 }
