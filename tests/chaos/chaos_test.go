@@ -27,7 +27,7 @@ var workloads = []struct {
 	{"append-optimistic", func(*run) workload { return &appendWL{} }, "process"},
 	{"append-pessimistic", func(*run) workload { return &appendWL{pessimistic: true} }, "network"},
 	{"set", func(*run) workload { return &set{} }, "schedule"},
-	{"monotonic", func(r *run) workload { return &monotonic{pd: pdFor(r)} }, "clock"},
+	{"monotonic", func(r *run) workload { return &monotonic{pd: pdFor(r)} }, "process"},
 }
 
 // pdFor returns a lazily made PD client of r's cluster, closed at the end
