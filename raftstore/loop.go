@@ -465,6 +465,11 @@ func (s *Store) handleSoftState(readies []peerReady) {
 		} else {
 			p.leadTermPub.Store(0)
 		}
+		if p.isLeader && !wasLeader {
+			// Before the leadership is published: whoever sees this store
+			// lead the region sees the generation that counts it.
+			s.leaderGen.Add(1)
+		}
 		if p.isLeader != wasLeader {
 			p.leaderTerm = st.GetTerm()
 			s.leaderChanged(p.region.GetId(), p.isLeader)
@@ -478,7 +483,6 @@ func (s *Store) handleSoftState(readies []peerReady) {
 		}
 		if p.isLeader && !wasLeader {
 			leaderChanges.Inc()
-			s.leaderGen.Add(1)
 			p.transferee = 0
 			s.queueRegionHeartbeat(p)
 			s.markSplitDirty(p) // written while following: the checker looks at it now
