@@ -306,6 +306,19 @@ func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where 
 	return rc.lockRows(ctx, src, sp.Where, sp.PointHandle, false, rows)
 }
 
+// forWrite returns src reading its table's ForWrite table: the rows an
+// UPDATE reads then hold the values of the columns an ADD or DROP COLUMN
+// is moving through its states, which the rewritten rows must keep.
+func forWrite(src *planner.Source) *planner.Source {
+	w := src.Table.ForWrite()
+	if w == src.Table {
+		return src
+	}
+	s := *src
+	s.Table, s.Cols = w, w.BuildSchema(src.Alias)
+	return &s
+}
+
 func checkSingleTableDML(with *ast.WithClause) error {
 	if with != nil {
 		return errno.NotSupported("WITH")
@@ -362,6 +375,7 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 	if err != nil {
 		return nil, err
 	}
+	src = forWrite(src)
 	tbl := src.Table
 	as, err := compileAssignments(s.List, src, &expr.Ctx{Columns: src.Cols, Env: env, Clause: "field list"})
 	if err != nil {
