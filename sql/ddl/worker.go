@@ -103,13 +103,22 @@ func (d *DDL) do(ctx context.Context, j *Job, st step) error {
 		return d.setIndexState(ctx, j, catalog.StateWriteOnly, false, func() { j.SchemaState, j.ReorgKey = SchemaReorg, start })
 	case stepBackfill:
 		return d.backfill(ctx, j)
+	case stepAddColumn:
+		return d.addColumnStep(ctx, j)
+	case stepDropColumn:
+		return d.dropColumnStep(ctx, j)
 	case stepRemoveIndex:
 		return d.setIndexState(ctx, j, 0, true, func() { j.State, j.SchemaState = StateDone, SchemaNone })
 	case stepRollback:
 		if j.ErrCode == 0 {
 			j.setErr(errCancelled())
 		}
-		err := d.setIndexState(ctx, j, 0, true, func() { j.State, j.SchemaState = StateRollbackDone, SchemaNone })
+		var err error
+		if j.Type == ActionAddColumn {
+			err = d.rollbackAddColumn(ctx, j)
+		} else {
+			err = d.setIndexState(ctx, j, 0, true, func() { j.State, j.SchemaState = StateRollbackDone, SchemaNone })
+		}
 		if isJobError(err) { // the table is gone: nothing to roll back
 			j.State, j.SchemaState = StateRollbackDone, SchemaNone
 			return d.updateJob(ctx, j)
@@ -211,7 +220,7 @@ func (d *DDL) ended(j *Job) {
 // back first; any other job changed nothing and is cancelled.
 func (d *DDL) failJob(ctx context.Context, j *Job, err error) error {
 	j.setErr(err)
-	if j.Type == ActionAddIndex && j.SchemaState != SchemaNone {
+	if (j.Type == ActionAddIndex || j.Type == ActionAddColumn) && j.SchemaState != SchemaNone {
 		j.State = StateRollingBack
 		return d.updateJob(ctx, j)
 	}
@@ -287,6 +296,10 @@ func (d *DDL) runSingle(ctx context.Context, j *Job) error {
 		if t, db, err = d.table(ctx, j); err == nil {
 			err = d.cat.TruncateTable(ctx, db, t, j.NewTableID, d.jobStep(ctx, j))
 		}
+	case ActionModifyColumn, ActionSetDefault:
+		err = d.modifyColumn(ctx, j)
+	case ActionRenameTable:
+		err = d.renameTable(ctx, j)
 	default:
 		return fmt.Errorf("ddl: %v is not a one-step job", j)
 	}

@@ -39,6 +39,8 @@ func (e *Executor) ExecuteDDL(ctx context.Context, stmt ast.StmtNode, env StmtEn
 		return e.dropIndexStmt(ctx, env, x)
 	case *ast.AlterTableStmt:
 		return e.alterTable(ctx, env, x)
+	case *ast.RenameTableStmt:
+		return e.renameTables(ctx, env, x)
 	}
 	return nil, errno.NotSupported(fmt.Sprintf("%T as DDL", stmt))
 }
@@ -215,34 +217,207 @@ func (e *Executor) dropIndexStmt(ctx context.Context, env StmtEnv, x *ast.DropIn
 	return &Result{}, e.dropIndex(ctx, env, x, x.Table, x.IndexName, x.IfExists)
 }
 
+// alterTable runs each clause of an ALTER TABLE as its own job, in order
+// (consecutive ADD COLUMN clauses are one job, so they become public
+// together). Every clause is checked when its turn comes: a failing
+// clause leaves the ones before it done, which MySQL's single rebuild
+// would not.
 func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTableStmt) (*Result, error) {
-	for _, sp := range x.Specs {
+	for i := 0; i < len(x.Specs); i++ {
+		sp := x.Specs[i]
+		var err error
 		switch sp.Tp {
 		case ast.AlterTableAddConstraint:
 			c := sp.Constraint
 			switch c.Tp {
 			case ast.ConstraintIndex, ast.ConstraintKey:
-				if err := e.addIndex(ctx, env, x, x.Table, c, false); err != nil {
-					return nil, err
-				}
+				err = e.addIndex(ctx, env, x, x.Table, c, false)
 			case ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
-				if err := e.addIndex(ctx, env, x, x.Table, c, true); err != nil {
-					return nil, err
-				}
+				err = e.addIndex(ctx, env, x, x.Table, c, true)
 			default:
 				return nil, errno.NotSupported("ALTER TABLE ADD of this constraint")
 			}
 		case ast.AlterTableDropIndex:
-			if err := e.dropIndex(ctx, env, x, x.Table, sp.Name, sp.IfExists); err != nil {
-				return nil, err
+			err = e.dropIndex(ctx, env, x, x.Table, sp.Name, sp.IfExists)
+		case ast.AlterTableAddColumns:
+			n := i + 1
+			for n < len(x.Specs) && x.Specs[n].Tp == ast.AlterTableAddColumns {
+				n++
 			}
+			err = e.addColumns(ctx, env, x, x.Specs[i:n])
+			i = n - 1
+		case ast.AlterTableDropColumn:
+			err = e.dropColumn(ctx, env, x, sp)
+		case ast.AlterTableRenameColumn, ast.AlterTableAlterColumn, ast.AlterTableChangeColumn, ast.AlterTableModifyColumn:
+			err = e.modifyColumn(ctx, env, x, sp)
+		case ast.AlterTableRenameTable:
+			err = e.renameTable(ctx, env, x, x.Table, sp.NewTable)
 		case ast.AlterTableLock, ast.AlterTableAlgorithm:
-			// Accepted: index changes are always online here.
+			// Accepted: index and column changes are always online here.
 		default:
-			return nil, errno.NotSupported("this ALTER TABLE clause (only ADD/DROP INDEX)")
+			return nil, errno.NotSupported("this ALTER TABLE clause")
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	return &Result{}, nil
+}
+
+// addColumns runs ADD COLUMN clauses as one ADD COLUMN job (package ddl:
+// delete only, write only, public; instant: existing rows are not
+// rewritten, they read the new columns as their origin defaults).
+func (e *Executor) addColumns(ctx context.Context, env StmtEnv, stmt *ast.AlterTableStmt, specs []*ast.AlterTableSpec) error {
+	db, t, err := e.alterTarget(ctx, env, stmt.Table)
+	if err != nil {
+		return err
+	}
+	var defs []*ast.ColumnDef
+	var pos []*ast.ColumnPosition
+	for _, sp := range specs {
+		for _, cd := range sp.NewColumns {
+			if sp.IfNotExists && t.FindColumn(cd.Name.Name.O) >= 0 {
+				continue // MySQL/TiDB: a note, nothing added
+			}
+			defs, pos = append(defs, cd), append(pos, sp.Position)
+		}
+		if len(sp.NewConstraints) > 0 {
+			return errno.NotSupported("constraints in ADD COLUMN (...)")
+		}
+	}
+	if len(defs) == 0 {
+		return nil
+	}
+	cols, poss, err := ddl.NewColumns(t, defs, pos, env)
+	if err != nil {
+		return err
+	}
+	return e.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionAddColumn, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, Columns: cols, Positions: poss})
+}
+
+// dropColumn runs a DROP COLUMN job: write only, delete only, gone (its
+// single-column indexes are dropped with it, first); the values stay in
+// the rows under a column id never reused.
+func (e *Executor) dropColumn(ctx context.Context, env StmtEnv, stmt *ast.AlterTableStmt, sp *ast.AlterTableSpec) error {
+	db, t, err := e.alterTarget(ctx, env, stmt.Table)
+	if err != nil {
+		return err
+	}
+	name := sp.OldColumnName.Name.O
+	if sp.IfExists && t.FindColumn(name) < 0 {
+		return nil
+	}
+	if err := ddl.CheckDropColumn(t, name); err != nil {
+		return err
+	}
+	return e.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionDropColumn, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, ColumnName: t.Columns[t.FindColumn(name)].Name})
+}
+
+// modifyColumn runs RENAME COLUMN, ALTER COLUMN ... SET / DROP DEFAULT and
+// CHANGE / MODIFY COLUMN as one-step jobs: only changes the stored rows
+// decode unchanged under are allowed (ddl.ModifyColumn).
+func (e *Executor) modifyColumn(ctx context.Context, env StmtEnv, stmt *ast.AlterTableStmt, sp *ast.AlterTableSpec) error {
+	db, t, err := e.alterTarget(ctx, env, stmt.Table)
+	if err != nil {
+		return err
+	}
+	var old string
+	var nc *catalog.ColumnInfo
+	var pos *ast.ColumnPosition
+	typ := ddl.ActionModifyColumn
+	switch sp.Tp {
+	case ast.AlterTableRenameColumn:
+		old = sp.OldColumnName.Name.O
+		off := t.FindColumn(old)
+		if off < 0 {
+			return errno.New(errno.ErrBadField, "Unknown column '%s' in '%s'", old, t.Name)
+		}
+		c := *t.Columns[off]
+		c.Name = sp.NewColumnName.Name.O
+		if !strings.EqualFold(c.Name, old) && t.FindColumn(c.Name) >= 0 {
+			return errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", c.Name)
+		}
+		if err := ddl.CheckColumnName(c.Name); err != nil {
+			return err
+		}
+		nc = &c
+	case ast.AlterTableAlterColumn:
+		typ = ddl.ActionSetDefault
+		old = sp.NewColumns[0].Name.Name.O
+		if nc, err = ddl.AlterDefault(t, sp.NewColumns[0], env); err != nil {
+			return err
+		}
+	default: // CHANGE, MODIFY
+		old = sp.NewColumns[0].Name.Name.O
+		if sp.Tp == ast.AlterTableChangeColumn {
+			old = sp.OldColumnName.Name.O
+		}
+		if nc, err = ddl.ModifyColumn(t, old, sp.NewColumns[0], env); err != nil {
+			return err
+		}
+		pos = sp.Position
+	}
+	old = t.Columns[t.FindColumn(old)].Name
+	return e.submitDDL(ctx, stmt, &ddl.Job{Type: typ, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, ColumnName: old, Columns: []*catalog.ColumnInfo{nc},
+		Positions: []ddl.ColumnPosition{ddl.PositionOf(pos)}})
+}
+
+// alterTarget resolves the table of an ALTER (fresh from the KV layer); a
+// view is 1347 as in MySQL.
+func (e *Executor) alterTarget(ctx context.Context, env StmtEnv, tn *ast.TableName) (*catalog.DBInfo, *catalog.TableInfo, error) {
+	db, err := e.dbFor(ctx, env, tn.Schema.O)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := e.freshTable(ctx, db, tn.Name.O)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.IsView() {
+		return nil, nil, errno.New(1347, "'%s.%s' is not BASE TABLE", db.Name, t.Name)
+	}
+	return db, t, nil
+}
+
+// renameTables runs RENAME TABLE a TO b, c TO d: one job per pair, in
+// order.
+func (e *Executor) renameTables(ctx context.Context, env StmtEnv, x *ast.RenameTableStmt) (*Result, error) {
+	for _, tt := range x.TableToTables {
+		if err := e.renameTable(ctx, env, x, tt.OldTable, tt.NewTable); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{}, nil
+}
+
+// renameTable moves a table to another name or database: one schema
+// version, its id (rows, indexes) unchanged.
+func (e *Executor) renameTable(ctx context.Context, env StmtEnv, stmt ast.StmtNode, from, to *ast.TableName) error {
+	db, t, err := e.alterTarget(ctx, env, from)
+	if err != nil {
+		return err
+	}
+	ndb, err := e.dbFor(ctx, env, to.Schema.O)
+	if err != nil {
+		return err
+	}
+	name := to.Name.O
+	if len(name) > 64 || name == "" {
+		return errno.New(1103, "Incorrect table name '%s'", name)
+	}
+	if ndb.ID == db.ID && name == t.Name {
+		return nil
+	}
+	if !(ndb.ID == db.ID && strings.EqualFold(name, t.Name)) {
+		if _, err := e.freshTable(ctx, ndb, name); err == nil {
+			return errno.New(errno.ErrTableExists, "Table '%s' already exists", name)
+		}
+	}
+	return e.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionRenameTable, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, NewSchemaID: ndb.ID, NewSchemaName: ndb.Name, NewTableName: name})
 }
 
 // freshTable reads the table definition from the KV layer, not the cache.
