@@ -92,7 +92,11 @@ func NewColumns(t *catalog.TableInfo, defs []*ast.ColumnDef, pos []*ast.ColumnPo
 			return nil, nil, errUnknownColumn(p.After, t.Name)
 		}
 		names[strings.ToLower(c.Name)] = true
-		c.Origin = originOf(c, env.Now())
+		var now time.Time
+		if c.DefaultNow {
+			now = env.Now()
+		}
+		c.Origin = originOf(c, now)
 		cols, poss = append(cols, c), append(poss, p)
 	}
 	return cols, poss, nil

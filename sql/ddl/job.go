@@ -210,9 +210,15 @@ func nextStep(j *Job) step {
 	}
 	switch j.Type {
 	case ActionAddColumn:
-		return stepAddColumn
+		switch j.SchemaState {
+		case SchemaNone, SchemaDeleteOnly, SchemaWriteOnly:
+			return stepAddColumn
+		}
 	case ActionDropColumn:
-		return stepDropColumn
+		switch j.SchemaState {
+		case SchemaNone, SchemaPublic, SchemaWriteOnly, SchemaDeleteOnly:
+			return stepDropColumn
+		}
 	case ActionAddIndex:
 		switch j.SchemaState {
 		case SchemaNone:

@@ -79,8 +79,10 @@ func (w *Writer) encodeRow(row []types.Datum) ([]byte, error) {
 	if cap(w.scratch) < 2*n {
 		w.scratch = make([]types.Datum, 2*n)
 	}
-	vals := row[:n:n]
-	if n > npub && (w.T != full || len(row) < n) {
+	var vals []types.Datum
+	if n == npub || (w.T == full && len(row) >= n) {
+		vals = row[:n:n]
+	} else {
 		vals = w.scratch[n : 2*n]
 		copy(vals, row[:npub])
 		for i := npub; i < n; i++ {
