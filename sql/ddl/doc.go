@@ -45,13 +45,48 @@
 // TABLE and TRUNCATE TABLE are one step; they go through the queue so all
 // schema changes are serialized.
 //
+// # Column changes
+//
+// ADD COLUMN (all the ADD COLUMN clauses of one ALTER are one job) goes
+// none -> delete only -> write only -> public, each a compatible schema
+// version. It is instant: no row is rewritten; each new column carries
+// its origin default (its default at the ALTER, the ALTER's time for
+// DEFAULT CURRENT_TIMESTAMP, MySQL's implicit value for NOT NULL without
+// DEFAULT), which rows that lack it decode to, on the SQL nodes and in
+// the stores' pushed-down scans alike (catalog.TableInfo.DecodeRow); a
+// later SET DEFAULT changes new rows only. While a column is not public it
+// is in TableInfo.NonPublic, invisible to queries; a write-only one is
+// written by INSERT (catalog.ColumnInfo.FillDatum) and carried over by
+// UPDATE, which reads rows through TableInfo.ForWrite, so a node one
+// version behind never drops a value a newer node wrote (the same holds
+// for a column being dropped, for the nodes that still show it).
+//
+// DROP COLUMN: when single-column indexes cover the column they go write
+// only first (MySQL drops them with the column; a multi-column index or
+// the PRIMARY KEY is refused with 1235: MySQL would shorten the index,
+// a rebuild); then the indexes are removed and the column goes write
+// only (a column the table was created with gets an origin default, the
+// value a node still showing it reads in rows inserted without it), then
+// delete only, then gone. An index never refers to a non-public column.
+// The values stay in the rows under a column id never reused
+// (TableInfo.MaxColumnID).
+//
+// RENAME COLUMN, ALTER COLUMN SET / DROP DEFAULT and CHANGE / MODIFY
+// COLUMN changes that the stored rows decode unchanged under (a rename,
+// NULL allowed, a wider integer or VARCHAR, a move with FIRST / AFTER)
+// are one compatible step; narrowing is 1265 / 1406, NOT NULL on a
+// nullable column and other type changes are 1235 (they would need a
+// check or a rewrite of every row). RENAME TABLE (also to another
+// database) is one step that moves the catalog entry and keeps the id.
+//
 // # Table info
 //
 // BuildTableInfo turns a CREATE TABLE statement into the catalog's
 // TableInfo (columns, defaults, the PRIMARY KEY as row handle or
 // NONCLUSTERED index, indexes, AUTO_INCREMENT) and NewIndexInfo validates
-// an index definition against a table, with MySQL's errors; both are pure
-// (tableinfo.go). sql/executor allocates the ids and submits the job.
+// an index definition against a table, with MySQL's errors; NewColumns,
+// CheckDropColumn, ModifyColumn and AlterDefault do the same for column
+// changes; all are pure (tableinfo.go, column.go). sql/executor allocates the ids and submits the job.
 //
 // Concurrency: a DDL is safe for concurrent use; Run is one goroutine that
 // both campaigns and runs jobs.
