@@ -43,6 +43,9 @@ type ColumnInfo struct {
 	// the column existed when the table was created (every row holds it);
 	// a missing value decodes as DefaultDatum.
 	Origin *OriginDefault `json:"origin_default,omitempty"`
+	// PreventNull: DML refuses NULL in the column while MODIFY COLUMN ...
+	// NOT NULL checks that no row holds one (TiDB's PreventNullInsertFlag).
+	PreventNull bool `json:"prevent_null,omitempty"`
 }
 
 // OriginDefault is a column's origin default: NULL, or a value in the
@@ -292,6 +295,10 @@ func (c *ColumnInfo) FillDatum() types.Datum {
 	}
 	return c.OriginDatum()
 }
+
+// RefusesNull reports whether DML must refuse NULL in the column: it is
+// NOT NULL, or becoming so.
+func (c *ColumnInfo) RefusesNull() bool { return c.Type.NotNull() || c.PreventNull }
 
 // IsPrimaryKey reports whether the column is the primary key.
 func (c *ColumnInfo) IsPrimaryKey() bool { return c.Type.Flag&mysql.PriKeyFlag != 0 }

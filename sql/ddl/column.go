@@ -2,14 +2,17 @@ package ddl
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -220,7 +223,7 @@ func columnIndexes(t *catalog.TableInfo, off int) []*catalog.IndexInfo {
 // wider integer of the same signedness; narrowing is 1265 (numbers) or
 // 1406 (strings), like MySQL's strict mode on existing data would be for
 // some row; other type changes are 1235. NOT NULL on a nullable column is
-// 1235 (it needs a check of every row against concurrent writers).
+// checked by the job (NeedsNullCheck).
 func ModifyColumn(t *catalog.TableInfo, old string, cd *ast.ColumnDef, env expr.Env) (*catalog.ColumnInfo, error) {
 	off := t.FindColumn(old)
 	if off < 0 {
@@ -253,12 +256,10 @@ func ModifyColumn(t *catalog.TableInfo, old string, cd *ast.ColumnDef, env expr.
 	return nc, nil
 }
 
-// compatibleType checks that rows of column oc decode unchanged as nc.
+// compatibleType checks that rows of column oc decode unchanged as nc
+// (NULL allowed or not aside: NeedsNullCheck).
 func compatibleType(oc, nc *catalog.ColumnInfo) error {
 	of, nf := oc.Type, nc.Type
-	if nf.NotNull() && !of.NotNull() {
-		return errno.NotSupported("MODIFY COLUMN from NULL to NOT NULL")
-	}
 	if of.Tp == nf.Tp && of.Unsigned() == nf.Unsigned() && of.Flen == nf.Flen && of.Decimal == nf.Decimal &&
 		of.Binary() == nf.Binary() && strings.Join(of.Elems, ",") == strings.Join(nf.Elems, ",") {
 		return nil
@@ -281,6 +282,12 @@ func compatibleType(oc, nc *catalog.ColumnInfo) error {
 		return nil
 	}
 	return errno.NotSupported("changing column '" + oc.Name + "' from " + of.SQLName() + " to " + nf.SQLName() + " (it would rewrite every row)")
+}
+
+// NeedsNullCheck reports whether changing column oc to nc makes it NOT
+// NULL: the job must check that no row holds NULL (Job.CheckNull).
+func NeedsNullCheck(oc, nc *catalog.ColumnInfo) bool {
+	return nc.Type.NotNull() && !oc.Type.NotNull()
 }
 
 func intRank(tp byte) int {
@@ -586,6 +593,91 @@ func (d *DDL) modifyColumn(ctx context.Context, j *Job) error {
 		relayout(t)
 		return nil
 	}, func() { j.State, j.SchemaState = StateDone, SchemaPublic })
+}
+
+// notNullStep runs a MODIFY COLUMN that makes a nullable column NOT NULL:
+// none -> write only (DML refuses NULL in the column: PreventNull) ->
+// write reorganization (a version of its own, as ADD INDEX's reorg: once
+// every node loaded it, no transaction that began before DML refused NULL
+// can commit, catalog.CheckCommit) -> the rows are read at a fresh
+// snapshot; none holds NULL: the column is changed (public, done); one
+// does: PreventNull is cleared again and the job ends with 1138, as
+// MySQL's "Invalid use of NULL value".
+func (d *DDL) notNullStep(ctx context.Context, j *Job) error {
+	prevent := func(on bool) func(t *catalog.TableInfo) error {
+		return func(t *catalog.TableInfo) error {
+			off := t.FindColumn(j.ColumnName)
+			if off < 0 {
+				return errUnknownColumn(j.ColumnName, t.Name)
+			}
+			t.Columns[off].PreventNull = on
+			return nil
+		}
+	}
+	switch j.SchemaState {
+	case SchemaNone:
+		return d.columnStep(ctx, j, prevent(true), func() { j.State, j.SchemaState = StateRunning, SchemaWriteOnly })
+	case SchemaWriteOnly:
+		return d.columnStep(ctx, j, prevent(true), func() { j.SchemaState = SchemaReorg })
+	}
+	t, _, err := d.table(ctx, j)
+	if err != nil {
+		return err
+	}
+	off := t.FindColumn(j.ColumnName)
+	if off < 0 {
+		return errUnknownColumn(j.ColumnName, t.Name)
+	}
+	found, rows, err := d.findNull(ctx, t, off)
+	if err != nil {
+		return err
+	}
+	j.RowCount = rows
+	if found {
+		j.setErr(errno.New(errno.ErrInvalidUseOfNull, "Invalid use of NULL value (column '%s' holds NULL in a row)", j.ColumnName))
+		return d.columnStep(ctx, j, prevent(false), func() { j.State, j.SchemaState = StateRollbackDone, SchemaNone })
+	}
+	return d.modifyColumn(ctx, j)
+}
+
+// nullCheckBatch is how many rows one read of the NOT NULL check scans.
+const nullCheckBatch = 1024
+
+// findNull reads the rows of t at a fresh snapshot and reports whether
+// column off is NULL in one, and how many rows it read.
+func (d *DDL) findNull(ctx context.Context, t *catalog.TableInfo, off int) (bool, int64, error) {
+	ts, err := d.store.GetTS(ctx)
+	if err != nil {
+		return false, 0, err
+	}
+	txn, err := d.store.Begin(ctx, kv.TxnOptions{ReadOnly: true, StartTS: ts})
+	if err != nil {
+		return false, 0, err
+	}
+	defer func() { _ = txn.Rollback(context.WithoutCancel(ctx)) }()
+	start, end := tablecodec.RecordRange(t.ID)
+	row := make([]types.Datum, t.RowWidth())
+	var n int64
+	for {
+		pairs, err := txn.Scan(ctx, start, end, nullCheckBatch, false)
+		if err != nil {
+			return false, n, err
+		}
+		for _, p := range pairs {
+			if err := t.DecodeRow(p.Key, p.Value, row); err != nil {
+				return false, n, fmt.Errorf("not null check: decode row of %s: %w", t.Name, err)
+			}
+			n++
+			if row[off].IsNull() {
+				return true, n, nil
+			}
+		}
+		if len(pairs) < nullCheckBatch {
+			return false, n, nil
+		}
+		last := pairs[len(pairs)-1].Key
+		start = append(append(make([]byte, 0, len(last)+1), last...), 0)
+	}
 }
 
 // renameTable runs RENAME TABLE: one schema version that moves the

@@ -154,7 +154,7 @@ func TestModifyColumn(t *testing.T) {
 		{"ALTER TABLE t MODIFY u BIGINT UNSIGNED", 0},
 		{"ALTER TABLE t MODIFY s VARCHAR(20)", 0},
 		{"ALTER TABLE t MODIFY s VARCHAR(5)", errno.ErrDataTooLong},
-		{"ALTER TABLE t MODIFY s VARCHAR(10) NOT NULL", errno.ErrNotSupportedYet},
+		{"ALTER TABLE t MODIFY s VARCHAR(10) NOT NULL", 0},
 		{"ALTER TABLE t MODIFY s INT", errno.ErrNotSupportedYet},
 		{"ALTER TABLE t MODIFY nn INT NULL", 0},
 		{"ALTER TABLE t MODIFY f FLOAT", errno.ErrNotSupportedYet},
@@ -176,6 +176,15 @@ func TestModifyColumn(t *testing.T) {
 		}
 		require.NoError(t, err, tc.alter)
 		require.Equal(t, tbl.Columns[tbl.FindColumn(old)].ID, nc.ID, tc.alter)
+	}
+	// NOT NULL on a nullable column is checked by the job.
+	sp0 := alterSpecs(t, "ALTER TABLE t MODIFY s VARCHAR(10) NOT NULL")[0]
+	nc0, err := ModifyColumn(tbl, "s", sp0.NewColumns[0], nil)
+	require.NoError(t, err)
+	require.True(t, NeedsNullCheck(tbl.Columns[tbl.FindColumn("s")], nc0))
+	require.False(t, NeedsNullCheck(tbl.Columns[tbl.FindColumn("nn")], tbl.Columns[tbl.FindColumn("nn")]))
+	for st, want := range map[string]step{SchemaNone: stepNotNull, SchemaWriteOnly: stepNotNull, SchemaReorg: stepNotNull, SchemaDeleteOnly: stepNone} {
+		require.Equal(t, want, nextStep(&Job{Type: ActionModifyColumn, CheckNull: true, State: StateRunning, SchemaState: st}), st)
 	}
 	// The primary key keeps its key flags and stays NOT NULL.
 	sp := alterSpecs(t, "ALTER TABLE t MODIFY id BIGINT")[0]

@@ -317,7 +317,9 @@ func (e *Executor) dropColumn(ctx context.Context, env StmtEnv, stmt *ast.AlterT
 
 // modifyColumn runs RENAME COLUMN, ALTER COLUMN ... SET / DROP DEFAULT and
 // CHANGE / MODIFY COLUMN as one-step jobs: only changes the stored rows
-// decode unchanged under are allowed (ddl.ModifyColumn).
+// decode unchanged under are allowed (ddl.ModifyColumn). Making a column
+// NOT NULL is three steps: DML refuses NULL in it, then the rows are
+// checked (1138 when one holds NULL).
 func (e *Executor) modifyColumn(ctx context.Context, env StmtEnv, stmt *ast.AlterTableStmt, sp *ast.AlterTableSpec) error {
 	db, t, err := e.alterTarget(ctx, env, stmt.Table)
 	if err != nil {
@@ -359,10 +361,10 @@ func (e *Executor) modifyColumn(ctx context.Context, env StmtEnv, stmt *ast.Alte
 		}
 		pos = sp.Position
 	}
-	old = t.Columns[t.FindColumn(old)].Name
+	oc := t.Columns[t.FindColumn(old)]
 	return e.submitDDL(ctx, stmt, &ddl.Job{Type: typ, SchemaID: db.ID, SchemaName: db.Name,
-		TableID: t.ID, TableName: t.Name, ColumnName: old, Columns: []*catalog.ColumnInfo{nc},
-		Positions: []ddl.ColumnPosition{ddl.PositionOf(pos)}})
+		TableID: t.ID, TableName: t.Name, ColumnName: oc.Name, Columns: []*catalog.ColumnInfo{nc},
+		Positions: []ddl.ColumnPosition{ddl.PositionOf(pos)}, CheckNull: ddl.NeedsNullCheck(oc, nc)})
 }
 
 // alterTarget resolves the table of an ALTER (fresh from the KV layer); a

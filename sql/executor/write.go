@@ -24,7 +24,7 @@ const MaxEntrySize = table.MaxEntrySize
 // failures to the MySQL errors strict mode raises.
 func convertColumn(c *catalog.ColumnInfo, v datum, rowNum int) (datum, error) {
 	if v.IsNull() {
-		if c.Type.NotNull() {
+		if c.RefusesNull() {
 			return v, errno.New(errno.ErrBadNull, "Column '%s' cannot be null", c.Name)
 		}
 		return types.NullDatum, nil
