@@ -84,8 +84,10 @@ func TestColumnDDLUnderWrites(t *testing.T) {
 				row := m[id]
 				val := r.IntN(1 << 20)
 				var q string
-				op := r.IntN(6)
+				op := r.IntN(7)
 				switch {
+				case op == 6: // a range read pushed to the stores, with the schema's non-public columns
+					q = fmt.Sprintf("UPDATE t SET v = v + 1 WHERE id >= %d AND id < %d AND id %% %d = %d", id, id+4*writers, writers, w)
 				case op == 0 && !row.exists:
 					q = fmt.Sprintf("INSERT INTO t (id, v) VALUES (%d, %d)", id, val)
 				case op == 0, op == 1:
@@ -98,12 +100,25 @@ func TestColumnDDLUnderWrites(t *testing.T) {
 					q = fmt.Sprintf("UPDATE t SET v = %d, pad = 'w%d' WHERE id = %d", val, n, id)
 				}
 				node := r.IntN(2)
-				_, err := dbs[node].ExecContext(ctx, q)
+				res, err := dbs[node].ExecContext(ctx, q)
 				logs[w][id] = append(logs[w][id], fmt.Sprintf("node %d: %s: %v", node, q, err))
 				switch code := mysqlErrCode(err); {
 				case err == nil:
 					ok.Add(1)
 					switch {
+					case op == 6:
+						var want int64
+						for k := id; k < id+4*writers; k += writers {
+							if rk := m[k]; rk != nil && rk.exists {
+								rk.v++
+								want++
+								logs[w][k] = append(logs[w][k], fmt.Sprintf("node %d: %s", node, q))
+							}
+						}
+						if n, _ := res.RowsAffected(); n != want {
+							errs <- fmt.Errorf("%s: %d rows changed, want %d", q, n, want)
+							return
+						}
 					case strings.HasPrefix(q, "INSERT"):
 						*row = colRow{exists: true, v: val, c: 7}
 					case strings.HasPrefix(q, "DELETE"):
@@ -111,8 +126,10 @@ func TestColumnDDLUnderWrites(t *testing.T) {
 					case op == 2 && row.exists:
 						row.c = val
 						setC.Add(1)
-					case op > 3 && row.exists:
-						row.v = val
+					case op == 4 || op == 5:
+						if row.exists {
+							row.v = val
+						}
 					}
 				case code == 1054 && (op == 2 || op == 3):
 					// c is not public yet on that node, or x is dropped.

@@ -205,6 +205,39 @@ func AlterDefault(t *catalog.TableInfo, cd *ast.ColumnDef, env expr.Env) (*catal
 	return &c, nil
 }
 
+// removeColumn removes public column off and its single-column indexes
+// from t (not re-initialised) and returns it.
+func removeColumn(t *catalog.TableInfo, off int) *catalog.ColumnInfo {
+	c := t.Columns[off]
+	var kept []*catalog.IndexInfo
+	for _, ix := range t.Indices {
+		if !(len(ix.Columns) == 1 && ix.Columns[0].Offset == off) {
+			kept = append(kept, ix)
+		}
+	}
+	t.Indices = kept
+	t.Columns = append(t.Columns[:off:off], t.Columns[off+1:]...)
+	return c
+}
+
+// SimulateAddColumns applies validated ADD COLUMN results to t (a Clone)
+// as if they were public: to check the clauses of an ALTER that follow.
+func SimulateAddColumns(t *catalog.TableInfo, cols []*catalog.ColumnInfo, pos []ColumnPosition) {
+	applyAddColumns(t, &Job{Columns: cols, Positions: pos}, catalog.StatePublic)
+}
+
+// SimulateDropColumn removes a validated DROP COLUMN's column and its
+// single-column indexes from t (a Clone).
+func SimulateDropColumn(t *catalog.TableInfo, name string) {
+	removeColumn(t, t.FindColumn(name))
+	relayout(t)
+}
+
+// SimulateModifyColumn replaces column old of t (a Clone) by nc at pos.
+func SimulateModifyColumn(t *catalog.TableInfo, old string, nc *catalog.ColumnInfo, pos ColumnPosition) error {
+	return replaceColumn(t, old, nc, pos)
+}
+
 // columnIndexes returns the indexes of t that are over column off alone.
 func columnIndexes(t *catalog.TableInfo, off int) []*catalog.IndexInfo {
 	var out []*catalog.IndexInfo
@@ -503,15 +536,7 @@ func (d *DDL) dropColumnStep(ctx context.Context, j *Job) error {
 					return nil
 				}
 			}
-			c := t.Columns[off]
-			var kept []*catalog.IndexInfo
-			for _, ix := range t.Indices {
-				if !(len(ix.Columns) == 1 && ix.Columns[0].Offset == off) {
-					kept = append(kept, ix)
-				}
-			}
-			t.Indices = kept
-			t.Columns = append(t.Columns[:off:off], t.Columns[off+1:]...)
+			c := removeColumn(t, off)
 			if c.Origin == nil {
 				c.Origin = originOf(c, time.Now())
 			}
@@ -566,33 +591,46 @@ func (d *DDL) modifyColumn(ctx context.Context, j *Job) error {
 			return errUnknownColumn(j.ColumnName, t.Name)
 		}
 		nc := *j.Columns[0]
-		oc := t.Columns[off]
-		if nc.ID != oc.ID {
+		if nc.ID != t.Columns[off].ID {
 			return errno.New(errno.ErrUnknown, "column %s of %s.%s changed during %v", j.ColumnName, j.SchemaName, j.TableName, j)
 		}
-		if !strings.EqualFold(nc.Name, oc.Name) && t.FindColumn(nc.Name) >= 0 {
-			return errDupColumn(nc.Name)
+		var pos ColumnPosition
+		if len(j.Positions) == 1 {
+			pos = j.Positions[0]
 		}
-		if len(j.Positions) == 1 && (j.Positions[0].First || j.Positions[0].After != "") {
-			p := j.Positions[0]
-			if p.After != "" && (t.FindColumn(p.After) < 0 || strings.EqualFold(p.After, oc.Name)) {
-				return errUnknownColumn(p.After, t.Name)
-			}
-			t.Columns = append(t.Columns[:off:off], t.Columns[off+1:]...)
-			t.Columns = placeColumn(t.Columns, &nc, p)
-		} else {
-			t.Columns[off] = &nc
-		}
-		for _, ix := range t.Indices {
-			for _, ic := range ix.Columns {
-				if strings.EqualFold(ic.Name, oc.Name) {
-					ic.Name = nc.Name
-				}
-			}
-		}
-		relayout(t)
-		return nil
+		return replaceColumn(t, j.ColumnName, &nc, pos)
 	}, func() { j.State, j.SchemaState = StateDone, SchemaPublic })
+}
+
+// replaceColumn replaces column old of t by nc (same id), moved to pos
+// when that is FIRST or AFTER; index columns follow a rename.
+func replaceColumn(t *catalog.TableInfo, old string, nc *catalog.ColumnInfo, pos ColumnPosition) error {
+	off := t.FindColumn(old)
+	if off < 0 {
+		return errUnknownColumn(old, t.Name)
+	}
+	oc := t.Columns[off]
+	if !strings.EqualFold(nc.Name, oc.Name) && t.FindColumn(nc.Name) >= 0 {
+		return errDupColumn(nc.Name)
+	}
+	if pos.First || pos.After != "" {
+		if pos.After != "" && (t.FindColumn(pos.After) < 0 || strings.EqualFold(pos.After, oc.Name)) {
+			return errUnknownColumn(pos.After, t.Name)
+		}
+		t.Columns = append(t.Columns[:off:off], t.Columns[off+1:]...)
+		t.Columns = placeColumn(t.Columns, nc, pos)
+	} else {
+		t.Columns[off] = nc
+	}
+	for _, ix := range t.Indices {
+		for _, ic := range ix.Columns {
+			if strings.EqualFold(ic.Name, oc.Name) {
+				ic.Name = nc.Name
+			}
+		}
+	}
+	relayout(t)
+	return nil
 }
 
 // notNullStep runs a MODIFY COLUMN that makes a nullable column NOT NULL:

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -219,24 +220,23 @@ func (e *Executor) dropIndexStmt(ctx context.Context, env StmtEnv, x *ast.DropIn
 
 // alterTable runs each clause of an ALTER TABLE as its own job, in order
 // (consecutive ADD COLUMN clauses are one job, so they become public
-// together). Every clause is checked when its turn comes: a failing
-// clause leaves the ones before it done, which MySQL's single rebuild
-// would not.
+// together; RENAME TO last, as MySQL applies it). The clauses are first
+// checked together against the table as the earlier ones leave it, so a
+// statement with an invalid clause changes nothing; a clause that fails
+// on the data (a duplicate in a new UNIQUE index, a NULL for NOT NULL)
+// leaves the clauses before it done, which MySQL's single rebuild would
+// not.
 func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTableStmt) (*Result, error) {
+	if err := e.checkAlter(ctx, env, x); err != nil {
+		return nil, err
+	}
+	var rename *ast.AlterTableSpec
 	for i := 0; i < len(x.Specs); i++ {
 		sp := x.Specs[i]
 		var err error
 		switch sp.Tp {
 		case ast.AlterTableAddConstraint:
-			c := sp.Constraint
-			switch c.Tp {
-			case ast.ConstraintIndex, ast.ConstraintKey:
-				err = e.addIndex(ctx, env, x, x.Table, c, false)
-			case ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
-				err = e.addIndex(ctx, env, x, x.Table, c, true)
-			default:
-				return nil, errno.NotSupported("ALTER TABLE ADD of this constraint")
-			}
+			err = e.addIndex(ctx, env, x, x.Table, sp.Constraint, isUniqueConstraint(sp.Constraint))
 		case ast.AlterTableDropIndex:
 			err = e.dropIndex(ctx, env, x, x.Table, sp.Name, sp.IfExists)
 		case ast.AlterTableAddColumns:
@@ -251,17 +251,100 @@ func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 		case ast.AlterTableRenameColumn, ast.AlterTableAlterColumn, ast.AlterTableChangeColumn, ast.AlterTableModifyColumn:
 			err = e.modifyColumn(ctx, env, x, sp)
 		case ast.AlterTableRenameTable:
-			err = e.renameTable(ctx, env, x, x.Table, sp.NewTable)
-		case ast.AlterTableLock, ast.AlterTableAlgorithm:
-			// Accepted: index and column changes are always online here.
-		default:
-			return nil, errno.NotSupported("this ALTER TABLE clause")
+			rename = sp
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+	if rename != nil {
+		if err := e.renameTable(ctx, env, x, x.Table, rename.NewTable); err != nil {
+			return nil, err
+		}
+	}
 	return &Result{}, nil
+}
+
+func isUniqueConstraint(c *ast.Constraint) bool {
+	return c.Tp == ast.ConstraintUniq || c.Tp == ast.ConstraintUniqKey || c.Tp == ast.ConstraintUniqIndex
+}
+
+// checkAlter validates every clause of x against the table as the clauses
+// before it leave it (a copy changed in memory), with the errors the jobs
+// would end with.
+func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTableStmt) error {
+	_, t, err := e.alterTarget(ctx, env, x.Table)
+	if err != nil {
+		return err
+	}
+	sim := t.Clone()
+	renames := 0
+	for _, sp := range x.Specs {
+		switch sp.Tp {
+		case ast.AlterTableAddConstraint:
+			c := sp.Constraint
+			switch c.Tp {
+			case ast.ConstraintIndex, ast.ConstraintKey, ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
+			default:
+				return errno.NotSupported("ALTER TABLE ADD of this constraint")
+			}
+			if c.IfNotExists && c.Name != "" && sim.FindIndex(c.Name) != nil {
+				continue
+			}
+			ix, err := ddl.NewIndexInfo(sim, c.Name, c.Keys, isUniqueConstraint(c), c.Option)
+			if err != nil {
+				return err
+			}
+			sim.Indices = append(sim.Indices, ix)
+		case ast.AlterTableDropIndex:
+			ix := sim.FindIndex(sp.Name)
+			switch {
+			case ix == nil && sp.IfExists:
+				continue
+			case ix == nil:
+				return errno.New(errCantDropKey, "Can't DROP '%s'; check that column/key exists", sp.Name)
+			case ix.Primary:
+				return errno.NotSupported("dropping a PRIMARY KEY")
+			}
+			sim.Indices = slices.DeleteFunc(sim.Indices, func(x *catalog.IndexInfo) bool { return x == ix })
+		case ast.AlterTableAddColumns:
+			if len(sp.NewConstraints) > 0 {
+				return errno.NotSupported("constraints in ADD COLUMN (...)")
+			}
+			defs, pos := newColumnDefs(sim, sp)
+			cols, poss, err := ddl.NewColumns(sim, defs, pos, env)
+			if err != nil {
+				return err
+			}
+			ddl.SimulateAddColumns(sim, cols, poss)
+		case ast.AlterTableDropColumn:
+			name := sp.OldColumnName.Name.O
+			if sp.IfExists && sim.FindColumn(name) < 0 {
+				continue
+			}
+			if err := ddl.CheckDropColumn(sim, name); err != nil {
+				return err
+			}
+			ddl.SimulateDropColumn(sim, name)
+		case ast.AlterTableRenameColumn, ast.AlterTableAlterColumn, ast.AlterTableChangeColumn, ast.AlterTableModifyColumn:
+			old, nc, pos, err := columnChange(sim, sp, env)
+			if err != nil {
+				return err
+			}
+			if err := ddl.SimulateModifyColumn(sim, old, nc, ddl.PositionOf(pos)); err != nil {
+				return err
+			}
+		case ast.AlterTableRenameTable:
+			if renames++; renames > 1 {
+				return errno.NotSupported("several RENAME TO clauses in one ALTER TABLE")
+			}
+		case ast.AlterTableLock, ast.AlterTableAlgorithm:
+			// Accepted: index and column changes are always online here.
+		default:
+			return errno.NotSupported("this ALTER TABLE clause")
+		}
+	}
+	return nil
 }
 
 // addColumns runs ADD COLUMN clauses as one ADD COLUMN job (package ddl:
@@ -275,15 +358,8 @@ func (e *Executor) addColumns(ctx context.Context, env StmtEnv, stmt *ast.AlterT
 	var defs []*ast.ColumnDef
 	var pos []*ast.ColumnPosition
 	for _, sp := range specs {
-		for _, cd := range sp.NewColumns {
-			if sp.IfNotExists && t.FindColumn(cd.Name.Name.O) >= 0 {
-				continue // MySQL/TiDB: a note, nothing added
-			}
-			defs, pos = append(defs, cd), append(pos, sp.Position)
-		}
-		if len(sp.NewConstraints) > 0 {
-			return errno.NotSupported("constraints in ADD COLUMN (...)")
-		}
+		d, p := newColumnDefs(t, sp)
+		defs, pos = append(defs, d...), append(pos, p...)
 	}
 	if len(defs) == 0 {
 		return nil
@@ -325,46 +401,73 @@ func (e *Executor) modifyColumn(ctx context.Context, env StmtEnv, stmt *ast.Alte
 	if err != nil {
 		return err
 	}
-	var old string
-	var nc *catalog.ColumnInfo
-	var pos *ast.ColumnPosition
+	old, nc, pos, err := columnChange(t, sp, env)
+	if err != nil {
+		return err
+	}
 	typ := ddl.ActionModifyColumn
-	switch sp.Tp {
-	case ast.AlterTableRenameColumn:
-		old = sp.OldColumnName.Name.O
-		off := t.FindColumn(old)
-		if off < 0 {
-			return errno.New(errno.ErrBadField, "Unknown column '%s' in '%s'", old, t.Name)
-		}
-		c := *t.Columns[off]
-		c.Name = sp.NewColumnName.Name.O
-		if !strings.EqualFold(c.Name, old) && t.FindColumn(c.Name) >= 0 {
-			return errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", c.Name)
-		}
-		if err := ddl.CheckColumnName(c.Name); err != nil {
-			return err
-		}
-		nc = &c
-	case ast.AlterTableAlterColumn:
+	if sp.Tp == ast.AlterTableAlterColumn {
 		typ = ddl.ActionSetDefault
-		old = sp.NewColumns[0].Name.Name.O
-		if nc, err = ddl.AlterDefault(t, sp.NewColumns[0], env); err != nil {
-			return err
-		}
-	default: // CHANGE, MODIFY
-		old = sp.NewColumns[0].Name.Name.O
-		if sp.Tp == ast.AlterTableChangeColumn {
-			old = sp.OldColumnName.Name.O
-		}
-		if nc, err = ddl.ModifyColumn(t, old, sp.NewColumns[0], env); err != nil {
-			return err
-		}
-		pos = sp.Position
 	}
 	oc := t.Columns[t.FindColumn(old)]
 	return e.submitDDL(ctx, stmt, &ddl.Job{Type: typ, SchemaID: db.ID, SchemaName: db.Name,
 		TableID: t.ID, TableName: t.Name, ColumnName: oc.Name, Columns: []*catalog.ColumnInfo{nc},
 		Positions: []ddl.ColumnPosition{ddl.PositionOf(pos)}, CheckNull: ddl.NeedsNullCheck(oc, nc)})
+}
+
+// newColumnDefs returns the columns an ADD COLUMN clause adds to t (IF NOT
+// EXISTS skips existing ones, as MySQL and TiDB do) and their positions.
+func newColumnDefs(t *catalog.TableInfo, sp *ast.AlterTableSpec) ([]*ast.ColumnDef, []*ast.ColumnPosition) {
+	var defs []*ast.ColumnDef
+	var pos []*ast.ColumnPosition
+	for _, cd := range sp.NewColumns {
+		if sp.IfNotExists && t.FindColumn(cd.Name.Name.O) >= 0 {
+			continue
+		}
+		defs, pos = append(defs, cd), append(pos, sp.Position)
+	}
+	return defs, pos
+}
+
+// columnChange validates a RENAME / ALTER / CHANGE / MODIFY COLUMN clause
+// against t and returns the column it changes (its current name), the
+// column as it will be and where it goes (nil: where it is).
+func columnChange(t *catalog.TableInfo, sp *ast.AlterTableSpec, env StmtEnv) (string, *catalog.ColumnInfo, *ast.ColumnPosition, error) {
+	switch sp.Tp {
+	case ast.AlterTableRenameColumn:
+		old := sp.OldColumnName.Name.O
+		off := t.FindColumn(old)
+		if off < 0 {
+			return "", nil, nil, errno.New(errno.ErrBadField, "Unknown column '%s' in '%s'", old, t.Name)
+		}
+		c := *t.Columns[off]
+		c.Name = sp.NewColumnName.Name.O
+		if !strings.EqualFold(c.Name, old) && t.FindColumn(c.Name) >= 0 {
+			return "", nil, nil, errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", c.Name)
+		}
+		if err := ddl.CheckColumnName(c.Name); err != nil {
+			return "", nil, nil, err
+		}
+		return t.Columns[off].Name, &c, nil, nil
+	case ast.AlterTableAlterColumn:
+		nc, err := ddl.AlterDefault(t, sp.NewColumns[0], env)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		return nc.Name, nc, nil, nil
+	}
+	old := sp.NewColumns[0].Name.Name.O // MODIFY
+	if sp.Tp == ast.AlterTableChangeColumn {
+		old = sp.OldColumnName.Name.O
+	}
+	nc, err := ddl.ModifyColumn(t, old, sp.NewColumns[0], env)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if len(sp.NewConstraints) > 0 {
+		return "", nil, nil, errno.NotSupported("constraints in CHANGE / MODIFY COLUMN")
+	}
+	return t.Columns[t.FindColumn(old)].Name, nc, sp.Position, nil
 }
 
 // alterTarget resolves the table of an ALTER (fresh from the KV layer); a
