@@ -206,3 +206,50 @@ func TestColumnDDLUnderWrites(t *testing.T) {
 		require.Zero(t, n)
 	}
 }
+
+// TestCancelAddColumn: ADMIN CANCEL DDL JOBS stops an ADD COLUMN that is
+// not public yet. A transaction left open on SQL node 1 makes the owner
+// wait (two leases at most) at each step for node 1's schema version, so
+// the cancel arrives while the job waits, after it read the job: the
+// owner must not overwrite the cancel with its next step. The column is
+// removed again, the ALTER's session gets 8214, and the rows written
+// meanwhile are intact.
+func TestCancelAddColumn(t *testing.T) {
+	c := startCluster(t, clusterOpts{sqlNodes: 2})
+	db0, db1 := openDB(t, c, 0, ""), openDB(t, c, 1, "")
+	mustExec(t, db0, "CREATE DATABASE ca")
+	mustExec(t, db0, "CREATE TABLE ca.t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, db0, "INSERT INTO ca.t VALUES (1, 1), (2, 2)")
+	makeDDLOwner(t, c, 0)
+	db0, db1 = openDB(t, c, 0, ""), openDB(t, c, 1, "")
+
+	tx, err := db1.BeginTx(context.Background(), nil)
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, tx.QueryRow("SELECT COUNT(*) FROM ca.t").Scan(&n))
+	alter := make(chan error, 1)
+	go func() { _, err := db0.Exec("ALTER TABLE ca.t ADD COLUMN c INT DEFAULT 3"); alter <- err }()
+	var job ddlJob
+	require.Eventually(t, func() bool {
+		j, ok := ddlJobOf(t, db0, "add column", "t")
+		job = j
+		return ok && j.schema == "delete only"
+	}, 30*time.Second, 10*time.Millisecond, "the ADD COLUMN job reaches delete only")
+	res := queryRows(t, db0, fmt.Sprintf("ADMIN CANCEL DDL JOBS %d", job.id))
+	require.Equal(t, "successful", res[0][1])
+	require.NoError(t, tx.Rollback())
+	requireMySQLError(t, <-alter, 8214)
+	j, ok := ddlJobOf(t, db0, "add column", "t")
+	require.True(t, ok)
+	require.Equal(t, "rollback done", j.state)
+
+	mustExec(t, db1, "INSERT INTO ca.t VALUES (3, 3)")
+	for _, db := range []*sql.DB{db0, db1} {
+		rows := queryRows(t, db, "SELECT * FROM ca.t ORDER BY id")
+		require.Equal(t, [][]string{{"1", "1"}, {"2", "2"}, {"3", "3"}}, rows)
+	}
+	mustExec(t, db0, "ADMIN CHECK TABLE ca.t")
+	// It can be added again.
+	mustExec(t, db1, "ALTER TABLE ca.t ADD COLUMN c INT DEFAULT 4")
+	require.Equal(t, [][]string{{"1", "1", "4"}, {"2", "2", "4"}, {"3", "3", "4"}}, queryRows(t, db0, "SELECT * FROM ca.t ORDER BY id"))
+}

@@ -143,11 +143,26 @@ func errCancelled() error { return errno.New(errno.ErrCancelledDDLJob, "Cancelle
 // jobStep is the catalog.Step that writes j (as it is when the schema
 // change commits, with Version set to the change's version) and the owner
 // fence. A job that ended and needs no sync goes to the history at once.
+// A cancel committed since the owner read the job (it waited for the
+// previous version meanwhile) fails the step with errJobChanged instead
+// of being overwritten: the owner reads the job again and rolls it back.
 func (d *DDL) jobStep(ctx context.Context, j *Job) catalog.Step {
 	return func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
 		f, err := d.fence(ctx, start)
 		if err != nil {
 			return nil, err
+		}
+		if cur, found, err := d.store.Get(ctx, queueKey(j.ID), start); err != nil {
+			return nil, err
+		} else if found {
+			cj, err := decodeJob(cur)
+			if err != nil {
+				return nil, err
+			}
+			stopping := func(s JobState) bool { return s == StateCancelling || s == StateRollingBack }
+			if stopping(cj.State) && !stopping(j.State) && j.State != StateRollbackDone && j.State != StateCancelled {
+				return nil, errJobChanged
+			}
 		}
 		j.Version = version
 		if j.StartMs == 0 {
