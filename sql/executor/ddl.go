@@ -498,12 +498,19 @@ func (e *Executor) renameTables(ctx context.Context, env StmtEnv, x *ast.RenameT
 	return &Result{}, nil
 }
 
-// renameTable moves a table to another name or database: one schema
-// version, its id (rows, indexes) unchanged.
+// renameTable moves a table (or, for RENAME TABLE, a view) to another
+// name or database: one schema version, its id (rows, indexes) unchanged.
 func (e *Executor) renameTable(ctx context.Context, env StmtEnv, stmt ast.StmtNode, from, to *ast.TableName) error {
-	db, t, err := e.alterTarget(ctx, env, from)
+	db, err := e.dbFor(ctx, env, from.Schema.O)
 	if err != nil {
 		return err
+	}
+	t, err := e.freshTable(ctx, db, from.Name.O)
+	if err != nil {
+		return err
+	}
+	if _, isAlter := stmt.(*ast.AlterTableStmt); isAlter && t.IsView() {
+		return errno.New(1347, "'%s.%s' is not BASE TABLE", db.Name, t.Name)
 	}
 	ndb, err := e.dbFor(ctx, env, to.Schema.O)
 	if err != nil {
