@@ -37,8 +37,10 @@
 // batches of BackfillBatch, each one transaction that also writes the
 // checkpoint (the next row key) into the job; a new owner resumes there.
 // ADMIN CANCEL DDL JOBS marks the job cancelling (a batch running then
-// conflicts on the job's key); the owner removes the index again (rollback
-// done) and the session gets ERROR 8214. A duplicate found by a UNIQUE
+// conflicts on the job's key, and a step whose owner read the job before
+// the cancel committed sees it at its start ts and reads the job again);
+// the owner removes the index again (rollback done) and the session gets
+// ERROR 8214. An ADD COLUMN is cancelled the same way until it is public. A duplicate found by a UNIQUE
 // index's backfill rolls back the same way with ERROR 1062.
 //
 // DROP INDEX goes write only, then gone. CREATE/DROP DATABASE, CREATE/DROP
