@@ -108,6 +108,10 @@ func (t *TableInfo) Clone() *TableInfo {
 				o := *c.Origin
 				cc.Origin = &o
 			}
+			if c.Pending != nil {
+				p := *c.Pending
+				cc.Pending = &p
+			}
 			out[i] = &cc
 		}
 		return out

@@ -43,9 +43,11 @@ type ColumnInfo struct {
 	// the column existed when the table was created (every row holds it);
 	// a missing value decodes as DefaultDatum.
 	Origin *OriginDefault `json:"origin_default,omitempty"`
-	// PreventNull: DML refuses NULL in the column while MODIFY COLUMN ...
-	// NOT NULL checks that no row holds one (TiDB's PreventNullInsertFlag).
-	PreventNull bool `json:"prevent_null,omitempty"`
+	// Pending, while MODIFY COLUMN narrows the column or makes it NOT
+	// NULL, is the type it is becoming: DML also refuses values that type
+	// refuses (TiDB's PreventNullInsertFlag, for types too) until the job
+	// has checked every row.
+	Pending *types.FieldType `json:"pending_type,omitempty"`
 }
 
 // OriginDefault is a column's origin default: NULL, or a value in the
@@ -298,7 +300,9 @@ func (c *ColumnInfo) FillDatum() types.Datum {
 
 // RefusesNull reports whether DML must refuse NULL in the column: it is
 // NOT NULL, or becoming so.
-func (c *ColumnInfo) RefusesNull() bool { return c.Type.NotNull() || c.PreventNull }
+func (c *ColumnInfo) RefusesNull() bool {
+	return c.Type.NotNull() || (c.Pending != nil && c.Pending.NotNull())
+}
 
 // IsPrimaryKey reports whether the column is the primary key.
 func (c *ColumnInfo) IsPrimaryKey() bool { return c.Type.Flag&mysql.PriKeyFlag != 0 }

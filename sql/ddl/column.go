@@ -2,6 +2,7 @@ package ddl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -253,10 +254,9 @@ func columnIndexes(t *catalog.TableInfo, off int) []*catalog.IndexInfo {
 // old to the definition nc) and ALTER COLUMN, and returns the column as it
 // will be. Only changes that need no row rewrite are allowed: a rename,
 // the default, NULL allowed, a wider VARCHAR/CHAR/VARBINARY/BINARY or a
-// wider integer of the same signedness; narrowing is 1265 (numbers) or
-// 1406 (strings), like MySQL's strict mode on existing data would be for
-// some row; other type changes are 1235. NOT NULL on a nullable column is
-// checked by the job (NeedsNullCheck).
+// wider integer of the same signedness; a narrower integer or VARCHAR and
+// NOT NULL on a nullable column are allowed, and the job checks every
+// row (NeedsCheck); other type changes are 1235.
 func ModifyColumn(t *catalog.TableInfo, old string, cd *ast.ColumnDef, env expr.Env) (*catalog.ColumnInfo, error) {
 	off := t.FindColumn(old)
 	if off < 0 {
@@ -290,7 +290,7 @@ func ModifyColumn(t *catalog.TableInfo, old string, cd *ast.ColumnDef, env expr.
 }
 
 // compatibleType checks that rows of column oc decode unchanged as nc
-// (NULL allowed or not aside: NeedsNullCheck).
+// (NULL allowed or not and narrowing aside: NeedsCheck).
 func compatibleType(oc, nc *catalog.ColumnInfo) error {
 	of, nf := oc.Type, nc.Type
 	if of.Tp == nf.Tp && of.Unsigned() == nf.Unsigned() && of.Flen == nf.Flen && of.Decimal == nf.Decimal &&
@@ -304,23 +304,27 @@ func compatibleType(oc, nc *catalog.ColumnInfo) error {
 		if of.Unsigned() != nf.Unsigned() {
 			return errno.NotSupported("changing the signedness of an integer column")
 		}
-		if intRank(nf.Tp) < intRank(of.Tp) {
-			return errno.New(errno.ErrDataTruncated, "Data truncated for column '%s' (narrowing %s to %s needs a data check this version does not run)", oc.Name, of.SQLName(), nf.SQLName())
-		}
-		return nil
+		return nil // narrowing: the job checks the rows (NeedsCheck)
 	case isVarString(of.Tp) && isVarString(nf.Tp) && of.Binary() == nf.Binary():
-		if nf.Flen < of.Flen {
-			return errno.New(errno.ErrDataTooLong, "Data too long for column '%s' (narrowing %s to %s needs a data check this version does not run)", oc.Name, of.SQLName(), nf.SQLName())
-		}
 		return nil
 	}
 	return errno.NotSupported("changing column '" + oc.Name + "' from " + of.SQLName() + " to " + nf.SQLName() + " (it would rewrite every row)")
 }
 
-// NeedsNullCheck reports whether changing column oc to nc makes it NOT
-// NULL: the job must check that no row holds NULL (Job.CheckNull).
-func NeedsNullCheck(oc, nc *catalog.ColumnInfo) bool {
-	return nc.Type.NotNull() && !oc.Type.NotNull()
+// NeedsCheck reports whether changing column oc to nc (compatibleType
+// allowed it) makes it NOT NULL or narrower: the job must check that
+// every row fits (Job.CheckRows).
+func NeedsCheck(oc, nc *catalog.ColumnInfo) bool {
+	of, nf := oc.Type, nc.Type
+	switch {
+	case nf.NotNull() && !of.NotNull():
+		return true
+	case of.Class() == types.ClassInt && nf.Class() == types.ClassInt:
+		return intRank(nf.Tp) < intRank(of.Tp)
+	case isVarString(of.Tp) && isVarString(nf.Tp):
+		return nf.Flen < of.Flen
+	}
+	return false
 }
 
 func intRank(tp byte) int {
@@ -633,30 +637,32 @@ func replaceColumn(t *catalog.TableInfo, old string, nc *catalog.ColumnInfo, pos
 	return nil
 }
 
-// notNullStep runs a MODIFY COLUMN that makes a nullable column NOT NULL:
-// none -> write only (DML refuses NULL in the column: PreventNull) ->
-// write reorganization (a version of its own, as ADD INDEX's reorg: once
-// every node loaded it, no transaction that began before DML refused NULL
-// can commit, catalog.CheckCommit) -> the rows are read at a fresh
-// snapshot; none holds NULL: the column is changed (public, done); one
-// does: PreventNull is cleared again and the job ends with 1138, as
-// MySQL's "Invalid use of NULL value".
-func (d *DDL) notNullStep(ctx context.Context, j *Job) error {
-	prevent := func(on bool) func(t *catalog.TableInfo) error {
+// checkStep runs a MODIFY COLUMN that makes a column NOT NULL or
+// narrower (Job.CheckRows): none -> write only (DML refuses values the new
+// type refuses: ColumnInfo.Pending) -> write reorganization (a version of
+// its own, as ADD INDEX's reorg: once every node loaded it, no
+// transaction that began before DML refused them can commit,
+// catalog.CheckCommit) -> the rows are read at a fresh snapshot; every
+// one fits: the column is changed (public, done); one does not: Pending
+// is cleared again and the job ends with MySQL's error for the row (1138
+// Invalid use of NULL value, 1264 out of range, 1265 data truncated).
+func (d *DDL) checkStep(ctx context.Context, j *Job) error {
+	pending := func(ft *types.FieldType) func(t *catalog.TableInfo) error {
 		return func(t *catalog.TableInfo) error {
 			off := t.FindColumn(j.ColumnName)
 			if off < 0 {
 				return errUnknownColumn(j.ColumnName, t.Name)
 			}
-			t.Columns[off].PreventNull = on
+			t.Columns[off].Pending = ft
 			return nil
 		}
 	}
+	nt := j.Columns[0].Type
 	switch j.SchemaState {
 	case SchemaNone:
-		return d.columnStep(ctx, j, prevent(true), func() { j.State, j.SchemaState = StateRunning, SchemaWriteOnly })
+		return d.columnStep(ctx, j, pending(&nt), func() { j.State, j.SchemaState = StateRunning, SchemaWriteOnly })
 	case SchemaWriteOnly:
-		return d.columnStep(ctx, j, prevent(true), func() { j.SchemaState = SchemaReorg })
+		return d.columnStep(ctx, j, pending(&nt), func() { j.SchemaState = SchemaReorg })
 	}
 	t, _, err := d.table(ctx, j)
 	if err != nil {
@@ -666,56 +672,77 @@ func (d *DDL) notNullStep(ctx context.Context, j *Job) error {
 	if off < 0 {
 		return errUnknownColumn(j.ColumnName, t.Name)
 	}
-	found, rows, err := d.findNull(ctx, t, off)
+	bad, rows, err := d.checkRows(ctx, t, off, j.Columns[0])
 	if err != nil {
 		return err
 	}
 	j.RowCount = rows
-	if found {
-		j.setErr(errno.New(errno.ErrInvalidUseOfNull, "Invalid use of NULL value (column '%s' holds NULL in a row)", j.ColumnName))
-		return d.columnStep(ctx, j, prevent(false), func() { j.State, j.SchemaState = StateRollbackDone, SchemaNone })
+	if bad != nil {
+		d.log.Info("modify column: a row does not fit", "job", j.ID, "table", j.TableName, "column", j.ColumnName, "err", bad)
+		j.setErr(bad)
+		return d.columnStep(ctx, j, pending(nil), func() { j.State, j.SchemaState = StateRollbackDone, SchemaNone })
 	}
 	return d.modifyColumn(ctx, j)
 }
 
-// nullCheckBatch is how many rows one read of the NOT NULL check scans.
-const nullCheckBatch = 1024
+// checkBatch is how many rows one read of a MODIFY COLUMN check scans.
+const checkBatch = 1024
 
-// findNull reads the rows of t at a fresh snapshot and reports whether
-// column off is NULL in one, and how many rows it read.
-func (d *DDL) findNull(ctx context.Context, t *catalog.TableInfo, off int) (bool, int64, error) {
+// checkRows reads the rows of t at a fresh snapshot and returns MySQL's
+// error for the first whose column off does not fit nc (nil: all fit) and
+// how many rows it read.
+func (d *DDL) checkRows(ctx context.Context, t *catalog.TableInfo, off int, nc *catalog.ColumnInfo) (bad error, n int64, err error) {
 	ts, err := d.store.GetTS(ctx)
 	if err != nil {
-		return false, 0, err
+		return nil, 0, err
 	}
 	txn, err := d.store.Begin(ctx, kv.TxnOptions{ReadOnly: true, StartTS: ts})
 	if err != nil {
-		return false, 0, err
+		return nil, 0, err
 	}
 	defer func() { _ = txn.Rollback(context.WithoutCancel(ctx)) }()
 	start, end := tablecodec.RecordRange(t.ID)
 	row := make([]types.Datum, t.RowWidth())
-	var n int64
 	for {
-		pairs, err := txn.Scan(ctx, start, end, nullCheckBatch, false)
+		pairs, err := txn.Scan(ctx, start, end, checkBatch, false)
 		if err != nil {
-			return false, n, err
+			return nil, n, err
 		}
 		for _, p := range pairs {
 			if err := t.DecodeRow(p.Key, p.Value, row); err != nil {
-				return false, n, fmt.Errorf("not null check: decode row of %s: %w", t.Name, err)
+				return nil, n, fmt.Errorf("modify column: decode row of %s: %w", t.Name, err)
 			}
 			n++
-			if row[off].IsNull() {
-				return true, n, nil
+			if bad := fits(nc, row[off], n); bad != nil {
+				return bad, n, nil
 			}
 		}
-		if len(pairs) < nullCheckBatch {
-			return false, n, nil
+		if len(pairs) < checkBatch {
+			return nil, n, nil
 		}
 		last := pairs[len(pairs)-1].Key
 		start = append(append(make([]byte, 0, len(last)+1), last...), 0)
 	}
+}
+
+// fits returns MySQL's error when v, the value of row n, does not fit
+// column nc (ALTER in strict mode).
+func fits(nc *catalog.ColumnInfo, v types.Datum, n int64) error {
+	if v.IsNull() {
+		if nc.Type.NotNull() {
+			return errno.New(errno.ErrInvalidUseOfNull, "Invalid use of NULL value")
+		}
+		return nil
+	}
+	_, err := nc.Type.Convert(v)
+	var ce *types.ConvError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce) && ce.Kind == types.ConvOutOfRange:
+		return errno.New(errno.ErrWarnDataOutOfRange, "Out of range value for column '%s' at row %d", nc.Name, n)
+	}
+	return errno.New(errno.ErrDataTruncated, "Data truncated for column '%s' at row %d", nc.Name, n)
 }
 
 // renameTable runs RENAME TABLE: one schema version that moves the

@@ -11,6 +11,7 @@ import (
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/types"
 )
 
 type nowEnv struct{ expr.Env }
@@ -149,11 +150,11 @@ func TestModifyColumn(t *testing.T) {
 		{"ALTER TABLE t MODIFY n BIGINT", 0},
 		{"ALTER TABLE t MODIFY n INT DEFAULT 4", 0},
 		{"ALTER TABLE t MODIFY n SMALLINT", 0},
-		{"ALTER TABLE t MODIFY n TINYINT", errno.ErrDataTruncated},
+		{"ALTER TABLE t MODIFY n TINYINT", 0},
 		{"ALTER TABLE t MODIFY n BIGINT UNSIGNED", errno.ErrNotSupportedYet},
 		{"ALTER TABLE t MODIFY u BIGINT UNSIGNED", 0},
 		{"ALTER TABLE t MODIFY s VARCHAR(20)", 0},
-		{"ALTER TABLE t MODIFY s VARCHAR(5)", errno.ErrDataTooLong},
+		{"ALTER TABLE t MODIFY s VARCHAR(5)", 0},
 		{"ALTER TABLE t MODIFY s VARCHAR(10) NOT NULL", 0},
 		{"ALTER TABLE t MODIFY s INT", errno.ErrNotSupportedYet},
 		{"ALTER TABLE t MODIFY nn INT NULL", 0},
@@ -181,10 +182,19 @@ func TestModifyColumn(t *testing.T) {
 	sp0 := alterSpecs(t, "ALTER TABLE t MODIFY s VARCHAR(10) NOT NULL")[0]
 	nc0, err := ModifyColumn(tbl, "s", sp0.NewColumns[0], nil)
 	require.NoError(t, err)
-	require.True(t, NeedsNullCheck(tbl.Columns[tbl.FindColumn("s")], nc0))
-	require.False(t, NeedsNullCheck(tbl.Columns[tbl.FindColumn("nn")], tbl.Columns[tbl.FindColumn("nn")]))
-	for st, want := range map[string]step{SchemaNone: stepNotNull, SchemaWriteOnly: stepNotNull, SchemaReorg: stepNotNull, SchemaDeleteOnly: stepNone} {
-		require.Equal(t, want, nextStep(&Job{Type: ActionModifyColumn, CheckNull: true, State: StateRunning, SchemaState: st}), st)
+	require.True(t, NeedsCheck(tbl.Columns[tbl.FindColumn("s")], nc0))
+	require.False(t, NeedsCheck(tbl.Columns[tbl.FindColumn("nn")], tbl.Columns[tbl.FindColumn("nn")]))
+	// So is a narrower type; a wider one is not.
+	for alter, want := range map[string]bool{"ALTER TABLE t MODIFY n TINYINT": true, "ALTER TABLE t MODIFY n BIGINT": false,
+		"ALTER TABLE t MODIFY s VARCHAR(5)": true, "ALTER TABLE t MODIFY s VARCHAR(50)": false} {
+		sp := alterSpecs(t, alter)[0]
+		old := sp.NewColumns[0].Name.Name.O
+		nc, err := ModifyColumn(tbl, old, sp.NewColumns[0], nil)
+		require.NoError(t, err, alter)
+		require.Equal(t, want, NeedsCheck(tbl.Columns[tbl.FindColumn(old)], nc), alter)
+	}
+	for st, want := range map[string]step{SchemaNone: stepCheckRows, SchemaWriteOnly: stepCheckRows, SchemaReorg: stepCheckRows, SchemaDeleteOnly: stepNone} {
+		require.Equal(t, want, nextStep(&Job{Type: ActionModifyColumn, CheckRows: true, State: StateRunning, SchemaState: st}), st)
 	}
 	// The primary key keeps its key flags and stays NOT NULL.
 	sp := alterSpecs(t, "ALTER TABLE t MODIFY id BIGINT")[0]
@@ -192,6 +202,32 @@ func TestModifyColumn(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, nc.IsPrimaryKey())
 	require.True(t, nc.Type.NotNull())
+}
+
+// TestFits: the errors a MODIFY COLUMN check ends with, as MySQL's ALTER
+// in strict mode.
+func TestFits(t *testing.T) {
+	tbl := testTable(t, "CREATE TABLE t (a TINYINT NOT NULL, s VARCHAR(3) NOT NULL, n INT)")
+	for _, tc := range []struct {
+		col  string
+		v    types.Datum
+		code uint16
+	}{
+		{"a", types.NewInt(127), 0},
+		{"a", types.NewInt(300), errno.ErrWarnDataOutOfRange},
+		{"a", types.NullDatum, errno.ErrInvalidUseOfNull},
+		{"s", types.NewString("abc"), 0},
+		{"s", types.NewString("abcd"), errno.ErrDataTruncated},
+		{"n", types.NullDatum, 0},
+	} {
+		err := fits(tbl.Columns[tbl.FindColumn(tc.col)], tc.v, 7)
+		if tc.code == 0 {
+			require.NoError(t, err, "%s %v", tc.col, tc.v)
+			continue
+		}
+		require.Equal(t, tc.code, errno.FromError(err).Code, "%s %v: %v", tc.col, tc.v, err)
+	}
+	require.Equal(t, "Out of range value for column 'a' at row 7", errno.FromError(fits(tbl.Columns[0], types.NewInt(300), 7)).Msg)
 }
 
 func TestAlterDefault(t *testing.T) {

@@ -76,12 +76,14 @@
 // RENAME COLUMN, ALTER COLUMN SET / DROP DEFAULT and CHANGE / MODIFY
 // COLUMN changes that the stored rows decode unchanged under (a rename,
 // NULL allowed, a wider integer or VARCHAR, a move with FIRST / AFTER)
-// are one compatible step; narrowing is 1265 / 1406 and other type
-// changes are 1235 (they would rewrite every row). NOT NULL on a
-// nullable column goes none -> write only (DML refuses NULL in it) ->
-// write reorganization (a version of its own, so no transaction that
-// could still write NULL can commit) -> the rows are checked at a fresh
-// snapshot: public, or the refusal undone and ERROR 1138. RENAME TABLE (also to another
+// are one compatible step; other type changes are 1235 (they would
+// rewrite every row). NOT NULL on a nullable column and a narrower
+// integer or VARCHAR go none -> write only (DML refuses what the new type
+// refuses: ColumnInfo.Pending) -> write reorganization (a version of its
+// own, so no transaction that could still write such a value can commit)
+// -> the rows are checked at a fresh snapshot: public, or the refusal
+// undone and MySQL's error for the first row that does not fit (1138,
+// 1264, 1265). RENAME TABLE (also to another
 // database) is one step that moves the catalog entry and keeps the id.
 //
 // # Table info

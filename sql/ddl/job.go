@@ -84,12 +84,12 @@ type Job struct {
 	// Positions); modify column / set default value (the column as it
 	// will be, Columns[0], replacing ColumnName; Positions[0] when it
 	// moves). ColumnName: drop column.
-	// CheckNull: a modify column that makes a nullable column NOT NULL:
-	// DML refuses NULL in it (write only), a version later (write
-	// reorganization) no transaction that could write one can commit,
-	// and the rows are checked (1138 when one holds NULL).
+	// CheckRows: a modify column that makes the column NOT NULL or
+	// narrower: DML refuses what the new type refuses (write only), a
+	// version later (write reorganization) no transaction that could
+	// write such a value can commit, and the rows are checked.
 	Columns    []*catalog.ColumnInfo `json:"columns,omitempty"`
-	CheckNull  bool                  `json:"check_null,omitempty"`
+	CheckRows  bool                  `json:"check_rows,omitempty"`
 	Positions  []ColumnPosition      `json:"positions,omitempty"`
 	ColumnName string                `json:"column_name,omitempty"`
 	// Rename table: the new database and name.
@@ -196,10 +196,10 @@ const (
 	stepFinish           // wait for the last version, move the job to the history
 	stepAddColumn        // add column: none -> delete only -> write only -> public
 	stepDropColumn       // drop column: (indexes write only) -> write only -> delete only -> gone
-	stepNotNull          // modify column to NOT NULL: refuse NULL -> reorg -> check the rows, then public
+	stepCheckRows        // modify column to NOT NULL / narrower: refuse -> reorg -> check the rows, then public
 )
 
-var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish", "add column", "drop column", "not null"}
+var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish", "add column", "drop column", "check rows"}
 
 func (s step) String() string { return stepNames[s] }
 
@@ -221,10 +221,10 @@ func nextStep(j *Job) step {
 			return stepAddColumn
 		}
 	case ActionModifyColumn:
-		if j.CheckNull {
+		if j.CheckRows {
 			switch j.SchemaState {
 			case SchemaNone, SchemaWriteOnly, SchemaReorg:
-				return stepNotNull
+				return stepCheckRows
 			}
 			return stepNone
 		}

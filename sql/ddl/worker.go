@@ -107,8 +107,8 @@ func (d *DDL) do(ctx context.Context, j *Job, st step) error {
 		return d.addColumnStep(ctx, j)
 	case stepDropColumn:
 		return d.dropColumnStep(ctx, j)
-	case stepNotNull:
-		return d.notNullStep(ctx, j)
+	case stepCheckRows:
+		return d.checkStep(ctx, j)
 	case stepRemoveIndex:
 		return d.setIndexState(ctx, j, 0, true, func() { j.State, j.SchemaState = StateDone, SchemaNone })
 	case stepRollback:

@@ -394,8 +394,8 @@ func (e *Executor) dropColumn(ctx context.Context, env StmtEnv, stmt *ast.AlterT
 // modifyColumn runs RENAME COLUMN, ALTER COLUMN ... SET / DROP DEFAULT and
 // CHANGE / MODIFY COLUMN as one-step jobs: only changes the stored rows
 // decode unchanged under are allowed (ddl.ModifyColumn). Making a column
-// NOT NULL is three steps: DML refuses NULL in it, then the rows are
-// checked (1138 when one holds NULL).
+// NOT NULL or narrower is three steps: DML refuses what will not fit,
+// then the rows are checked (MySQL's error for the first that does not).
 func (e *Executor) modifyColumn(ctx context.Context, env StmtEnv, stmt *ast.AlterTableStmt, sp *ast.AlterTableSpec) error {
 	db, t, err := e.alterTarget(ctx, env, stmt.Table)
 	if err != nil {
@@ -412,7 +412,7 @@ func (e *Executor) modifyColumn(ctx context.Context, env StmtEnv, stmt *ast.Alte
 	oc := t.Columns[t.FindColumn(old)]
 	return e.submitDDL(ctx, stmt, &ddl.Job{Type: typ, SchemaID: db.ID, SchemaName: db.Name,
 		TableID: t.ID, TableName: t.Name, ColumnName: oc.Name, Columns: []*catalog.ColumnInfo{nc},
-		Positions: []ddl.ColumnPosition{ddl.PositionOf(pos)}, CheckNull: ddl.NeedsNullCheck(oc, nc)})
+		Positions: []ddl.ColumnPosition{ddl.PositionOf(pos)}, CheckRows: ddl.NeedsCheck(oc, nc)})
 }
 
 // newColumnDefs returns the columns an ADD COLUMN clause adds to t (IF NOT

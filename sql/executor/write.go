@@ -30,6 +30,10 @@ func convertColumn(c *catalog.ColumnInfo, v datum, rowNum int) (datum, error) {
 		return types.NullDatum, nil
 	}
 	d, err := c.Type.Convert(v)
+	if err == nil && c.Pending != nil {
+		// MODIFY COLUMN narrows the column: refuse what will not fit.
+		_, err = c.Pending.Convert(v)
+	}
 	if err == nil {
 		return d, nil
 	}
