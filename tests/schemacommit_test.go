@@ -132,6 +132,32 @@ func TestCommitAcrossAddColumn(t *testing.T) {
 	mustExec(t, owner, "ADMIN CHECK TABLE sc.ac")
 }
 
+// TestCommitStalledAcrossNotNull: T inserts a NULL before MODIFY COLUMN
+// ... NOT NULL begins and its commit stalls while the job refuses NULL,
+// waits a version and checks the rows (T's row is not there yet, so the
+// check passes). T must then fail with 8028: committed, its row would be
+// a NULL in a NOT NULL column.
+func TestCommitStalledAcrossNotNull(t *testing.T) {
+	c, hold := stalledCommitCluster(t)
+	owner, node1 := openDB(t, c, 0, ""), openDB(t, c, 1, "")
+	mustExec(t, owner, "CREATE DATABASE sc")
+	mustExec(t, owner, "CREATE TABLE sc.nn (id INT PRIMARY KEY, v INT)")
+	mustExec(t, owner, "INSERT INTO sc.nn VALUES (1, 1)")
+
+	tx, err := node1.BeginTx(context.Background(), nil)
+	require.NoError(t, err)
+	_, err = tx.Exec("INSERT INTO sc.nn VALUES (2, NULL)")
+	require.NoError(t, err)
+	commit := holdCommit(t, c, hold, tx)
+	_, err = owner.Exec("ALTER TABLE sc.nn MODIFY v INT NOT NULL")
+	require.NoError(t, err, "no committed row holds NULL")
+	require.NoError(t, os.Remove(hold))
+	requireMySQLError(t, <-commit, 8028)
+	require.Zero(t, countWhere(t, owner, "SELECT COUNT(*) FROM sc.nn WHERE v IS NULL"))
+	_, err = node1.Exec("INSERT INTO sc.nn VALUES (3, NULL)")
+	requireMySQLError(t, err, 1048)
+}
+
 // TestCommitStalledAcrossTruncateAndDrop: T's schema check passes, its
 // commit stalls, and TRUNCATE (or DROP + CREATE) of the table returns
 // meanwhile. Before the fix T's COMMIT then succeeded with its row under
