@@ -90,13 +90,19 @@ func ddlJobs(ctx context.Context, db *sql.DB) ([]ddlJob, error) {
 // addIndexJob finds the newest ADD INDEX job of table.
 func addIndexJob(t *testing.T, db *sql.DB, table string) (ddlJob, bool) {
 	t.Helper()
+	return ddlJobOf(t, db, "add index", table)
+}
+
+// ddlJobOf finds the newest job of type typ (JOB_TYPE) on table.
+func ddlJobOf(t *testing.T, db *sql.DB, typ, table string) (ddlJob, bool) {
+	t.Helper()
 	jobs, err := ddlJobs(context.Background(), db)
 	if err != nil {
 		t.Logf("ADMIN SHOW DDL JOBS: %v", err)
 		return ddlJob{}, false
 	}
 	for _, j := range jobs {
-		if j.typ == "add index" && j.table == table {
+		if j.typ == typ && j.table == table {
 			return j, true
 		}
 	}

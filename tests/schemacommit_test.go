@@ -92,6 +92,72 @@ func TestCommitStalledAcrossAddIndex(t *testing.T) {
 	require.Zero(t, countWhere(t, owner, "SELECT COUNT(*) FROM sc.ai WHERE id = 100"), "the refused transaction wrote nothing")
 }
 
+// TestCommitAcrossAddColumn: ADD COLUMN's states are compatible single
+// steps, as an index's: T1 began before the column was added and commits
+// while it is delete only (one step on): it commits, and its row reads the
+// column's default. T2 began there too but its commit is held until the
+// column is public (three steps): it fails with 8028, writing nothing.
+func TestCommitAcrossAddColumn(t *testing.T) {
+	c, hold := stalledCommitCluster(t)
+	owner, node1 := openDB(t, c, 0, ""), openDB(t, c, 1, "")
+	mustExec(t, owner, "CREATE DATABASE sc")
+	mustExec(t, owner, "CREATE TABLE sc.ac (id INT PRIMARY KEY, v INT)")
+
+	tx1, err := node1.BeginTx(context.Background(), nil)
+	require.NoError(t, err)
+	_, err = tx1.Exec("INSERT INTO sc.ac VALUES (1, 1)")
+	require.NoError(t, err)
+	tx2, err := node1.BeginTx(context.Background(), nil)
+	require.NoError(t, err)
+	_, err = tx2.Exec("INSERT INTO sc.ac VALUES (2, 2)")
+	require.NoError(t, err)
+
+	alter := make(chan error, 1)
+	go func() { _, err := owner.Exec("ALTER TABLE sc.ac ADD COLUMN c INT DEFAULT 5"); alter <- err }()
+	require.Eventually(t, func() bool {
+		j, ok := ddlJobOf(t, owner, "add column", "ac")
+		return ok && j.schema == "delete only"
+	}, 30*time.Second, 10*time.Millisecond, "the ADD COLUMN job reaches delete only")
+	// The job waits (two leases at most) for node 1's open transactions.
+	require.NoError(t, tx1.Commit(), "one compatible step: T1 commits")
+	commit := holdCommit(t, c, hold, tx2)
+	require.NoError(t, <-alter, "ADD COLUMN finishes while T2's commit is held")
+	require.NoError(t, os.Remove(hold))
+	requireMySQLError(t, <-commit, 8028)
+
+	var id, v, cv int
+	require.NoError(t, owner.QueryRow("SELECT * FROM sc.ac").Scan(&id, &v, &cv))
+	require.Equal(t, []int{1, 1, 5}, []int{id, v, cv})
+	require.Equal(t, 1, countWhere(t, owner, "SELECT COUNT(*) FROM sc.ac"), "the refused transaction wrote nothing")
+	mustExec(t, owner, "ADMIN CHECK TABLE sc.ac")
+}
+
+// TestCommitStalledAcrossNotNull: T inserts a NULL before MODIFY COLUMN
+// ... NOT NULL begins and its commit stalls while the job refuses NULL,
+// waits a version and checks the rows (T's row is not there yet, so the
+// check passes). T must then fail with 8028: committed, its row would be
+// a NULL in a NOT NULL column.
+func TestCommitStalledAcrossNotNull(t *testing.T) {
+	c, hold := stalledCommitCluster(t)
+	owner, node1 := openDB(t, c, 0, ""), openDB(t, c, 1, "")
+	mustExec(t, owner, "CREATE DATABASE sc")
+	mustExec(t, owner, "CREATE TABLE sc.nn (id INT PRIMARY KEY, v INT)")
+	mustExec(t, owner, "INSERT INTO sc.nn VALUES (1, 1)")
+
+	tx, err := node1.BeginTx(context.Background(), nil)
+	require.NoError(t, err)
+	_, err = tx.Exec("INSERT INTO sc.nn VALUES (2, NULL)")
+	require.NoError(t, err)
+	commit := holdCommit(t, c, hold, tx)
+	_, err = owner.Exec("ALTER TABLE sc.nn MODIFY v INT NOT NULL")
+	require.NoError(t, err, "no committed row holds NULL")
+	require.NoError(t, os.Remove(hold))
+	requireMySQLError(t, <-commit, 8028)
+	require.Zero(t, countWhere(t, owner, "SELECT COUNT(*) FROM sc.nn WHERE v IS NULL"))
+	_, err = node1.Exec("INSERT INTO sc.nn VALUES (3, NULL)")
+	requireMySQLError(t, err, 1048)
+}
+
 // TestCommitStalledAcrossTruncateAndDrop: T's schema check passes, its
 // commit stalls, and TRUNCATE (or DROP + CREATE) of the table returns
 // meanwhile. Before the fix T's COMMIT then succeeded with its row under

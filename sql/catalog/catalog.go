@@ -405,3 +405,43 @@ func (c *Catalog) Reload(db *model.DBInfo, name string) {
 	delete(c.tables, tableName{dbID: db.ID, name: strings.ToLower(name)})
 	c.mu.Unlock()
 }
+
+// RenameTable moves table t of db to newDB under newName (RENAME TABLE,
+// ALTER TABLE ... RENAME TO), keeping its id, so its rows and indexes stay
+// where they are; ERROR 1050 if newName exists there. The diff is not
+// compatible: a transaction that wrote the table under its old name
+// fails with 8028.
+func (c *Catalog) RenameTable(ctx context.Context, db *model.DBInfo, t *model.TableInfo, newDB *model.DBInfo, newName string, step Step) error {
+	nt := t.Clone()
+	nt.Name, nt.DBID = newName, newDB.ID
+	nt.Init()
+	v, err := json.Marshal(nt)
+	if err != nil {
+		return err
+	}
+	oldKey := tableKey(db.ID, t.Name)
+	err = c.commitDDL(ctx, []int64{t.ID}, false, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
+		cur, found, err := kv.GetAt(ctx, c.store, oldKey, start)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: read %q: %w", oldKey, err)
+		}
+		if !found {
+			return nil, errno.New(errno.ErrNoSuchTable, "Table '%s.%s' doesn't exist", db.Name, t.Name)
+		}
+		if ct, err := decodeTable(cur); err != nil {
+			return nil, err
+		} else if ct.ID != t.ID {
+			return nil, errno.New(errno.ErrNoSuchTable, "Table '%s.%s' was truncated or recreated during the rename", db.Name, t.Name)
+		}
+		muts := []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Del, Key: oldKey}, {Op: kvrpcpb.Op_Insert, Key: tableKey(newDB.ID, newName), Value: v}}
+		if db.ID == newDB.ID && strings.EqualFold(t.Name, newName) {
+			muts = []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: oldKey, Value: v}} // a change of letter case
+		}
+		return step.add(start, version, muts)
+	})
+	var ke *kv.KeyExistsError
+	if errors.As(err, &ke) {
+		return errno.New(errno.ErrTableExists, "Table '%s' already exists", newName)
+	}
+	return err
+}

@@ -14,6 +14,15 @@
 // writes its key with an Insert mutation: of two concurrent CREATEs of the
 // same name exactly one commits, the other gets "already exists".
 //
+// # Columns
+//
+// TableInfo.Columns are the public columns, by offset; the columns an ADD
+// or DROP COLUMN job is moving through the F1 states are in NonPublic
+// (ForWrite gives the table with them appended, for UPDATE). A row value
+// holds values by column id, so rows written under any version decode
+// under any other: a column the value lacks decodes as its origin default
+// (ColumnInfo.Origin), set when the column was added.
+//
 // # Cache and schema versions
 //
 // Each SQL node caches DBInfo/TableInfo by name for as long as the cluster's

@@ -74,8 +74,9 @@ func diffKey(v int64) []byte { return codec.EncodeInt(metaPrefix("SchemaDiff"), 
 
 // schemaDiff is what one version changed: the ids of the tables whose
 // definition a transaction that began before it must not write under,
-// unless the change is Compatible: an index state step (F1's states), which
-// a transaction that began one version before may span.
+// unless the change is Compatible: an index or column state step (F1's
+// states), or a column change rows decode the same under (a rename, a
+// default), which a transaction that began one version before may span.
 type schemaDiff struct {
 	Version    int64   `json:"version"`
 	TableIDs   []int64 `json:"table_ids"`

@@ -37,21 +37,63 @@
 // batches of BackfillBatch, each one transaction that also writes the
 // checkpoint (the next row key) into the job; a new owner resumes there.
 // ADMIN CANCEL DDL JOBS marks the job cancelling (a batch running then
-// conflicts on the job's key); the owner removes the index again (rollback
-// done) and the session gets ERROR 8214. A duplicate found by a UNIQUE
+// conflicts on the job's key, and a step whose owner read the job before
+// the cancel committed sees it at its start ts and reads the job again);
+// the owner removes the index again (rollback done) and the session gets
+// ERROR 8214. An ADD COLUMN is cancelled the same way until it is public. A duplicate found by a UNIQUE
 // index's backfill rolls back the same way with ERROR 1062.
 //
 // DROP INDEX goes write only, then gone. CREATE/DROP DATABASE, CREATE/DROP
 // TABLE and TRUNCATE TABLE are one step; they go through the queue so all
 // schema changes are serialized.
 //
+// # Column changes
+//
+// ADD COLUMN (all the ADD COLUMN clauses of one ALTER are one job) goes
+// none -> delete only -> write only -> public, each a compatible schema
+// version. It is instant: no row is rewritten; each new column carries
+// its origin default (its default at the ALTER, the ALTER's time for
+// DEFAULT CURRENT_TIMESTAMP, MySQL's implicit value for NOT NULL without
+// DEFAULT), which rows that lack it decode to, on the SQL nodes and in
+// the stores' pushed-down scans alike (catalog.TableInfo.DecodeRow); a
+// later SET DEFAULT changes new rows only. While a column is not public it
+// is in TableInfo.NonPublic, invisible to queries; a write-only one is
+// written by INSERT (catalog.ColumnInfo.FillDatum) and carried over by
+// UPDATE, which reads rows through TableInfo.ForWrite, so a node one
+// version behind never drops a value a newer node wrote (the same holds
+// for a column being dropped, for the nodes that still show it).
+//
+// DROP COLUMN: when single-column indexes cover the column they go write
+// only first (MySQL drops them with the column; a multi-column index or
+// the PRIMARY KEY is refused with 1235: MySQL would shorten the index,
+// a rebuild); then the indexes are removed and the column goes write
+// only (a column the table was created with gets an origin default, the
+// value a node still showing it reads in rows inserted without it), then
+// delete only, then gone. An index never refers to a non-public column.
+// The values stay in the rows under a column id never reused
+// (TableInfo.MaxColumnID).
+//
+// RENAME COLUMN, ALTER COLUMN SET / DROP DEFAULT and CHANGE / MODIFY
+// COLUMN changes that the stored rows decode unchanged under (a rename,
+// NULL allowed, a wider integer or VARCHAR, a move with FIRST / AFTER)
+// are one compatible step; other type changes are 1235 (they would
+// rewrite every row). NOT NULL on a nullable column and a narrower
+// integer or VARCHAR go none -> write only (DML refuses what the new type
+// refuses: ColumnInfo.Pending) -> write reorganization (a version of its
+// own, so no transaction that could still write such a value can commit)
+// -> the rows are checked at a fresh snapshot: public, or the refusal
+// undone and MySQL's error for the first row that does not fit (1138,
+// 1264, 1265). RENAME TABLE (also to another
+// database) is one step that moves the catalog entry and keeps the id.
+//
 // # Table info
 //
 // BuildTableInfo turns a CREATE TABLE statement into the catalog's
 // TableInfo (columns, defaults, the PRIMARY KEY as row handle or
 // NONCLUSTERED index, indexes, AUTO_INCREMENT) and NewIndexInfo validates
-// an index definition against a table, with MySQL's errors; both are pure
-// (tableinfo.go). sql/executor allocates the ids and submits the job.
+// an index definition against a table, with MySQL's errors; NewColumns,
+// CheckDropColumn, ModifyColumn and AlterDefault do the same for column
+// changes; all are pure (tableinfo.go, column.go). sql/executor allocates the ids and submits the job.
 //
 // Concurrency: a DDL is safe for concurrent use; Run is one goroutine that
 // both campaigns and runs jobs.

@@ -24,6 +24,11 @@ const (
 	ActionTruncateTable ActionType = "truncate table"
 	ActionAddIndex      ActionType = "add index"
 	ActionDropIndex     ActionType = "drop index"
+	ActionAddColumn     ActionType = "add column"
+	ActionDropColumn    ActionType = "drop column"
+	ActionModifyColumn  ActionType = "modify column"
+	ActionSetDefault    ActionType = "set default value"
+	ActionRenameTable   ActionType = "rename table"
 )
 
 // JobState is where a job is in its life, as TiDB's STATE column names it.
@@ -71,13 +76,29 @@ type Job struct {
 	Query       string     `json:"query,omitempty"`
 
 	// Arguments, by type.
-	DB          *model.DBInfo    `json:"db,omitempty"`         // create schema
-	Table       *model.TableInfo `json:"table,omitempty"`      // create table
-	Index       *model.IndexInfo `json:"index,omitempty"`      // add index (its ID is set by the first step)
-	IndexName   string           `json:"index_name,omitempty"` // drop index
-	NewTableID  int64            `json:"new_table_id,omitempty"`
-	IfExists    bool             `json:"if_exists,omitempty"`
-	IfNotExists bool             `json:"if_not_exists,omitempty"`
+	DB         *model.DBInfo    `json:"db,omitempty"`         // create schema
+	Table      *model.TableInfo `json:"table,omitempty"`      // create table
+	Index      *model.IndexInfo `json:"index,omitempty"`      // add index (its ID is set by the first step)
+	IndexName  string           `json:"index_name,omitempty"` // drop index
+	NewTableID int64            `json:"new_table_id,omitempty"`
+	// Columns: add column (the new columns, in statement order, with
+	// Positions); modify column / set default value (the column as it
+	// will be, Columns[0], replacing ColumnName; Positions[0] when it
+	// moves). ColumnName: drop column.
+	// CheckRows: a modify column that makes the column NOT NULL or
+	// narrower: DML refuses what the new type refuses (write only), a
+	// version later (write reorganization) no transaction that could
+	// write such a value can commit, and the rows are checked.
+	Columns    []*model.ColumnInfo `json:"columns,omitempty"`
+	CheckRows  bool                `json:"check_rows,omitempty"`
+	Positions  []ColumnPosition    `json:"positions,omitempty"`
+	ColumnName string              `json:"column_name,omitempty"`
+	// Rename table: the new database and name.
+	NewSchemaID   int64  `json:"new_schema_id,omitempty"`
+	NewSchemaName string `json:"new_schema_name,omitempty"`
+	NewTableName  string `json:"new_table_name,omitempty"`
+	IfExists      bool   `json:"if_exists,omitempty"`
+	IfNotExists   bool   `json:"if_not_exists,omitempty"`
 
 	// ReorgKey is the backfill's checkpoint: the row key the next batch
 	// starts at (an ADD INDEX in write reorganization). It is written in
@@ -174,9 +195,12 @@ const (
 	stepRollback         // add index: remove the index again (cancelled or failed)
 	stepCancel           // the job changed nothing yet: it ends cancelled
 	stepFinish           // wait for the last version, move the job to the history
+	stepAddColumn        // add column: none -> delete only -> write only -> public
+	stepDropColumn       // drop column: (indexes write only) -> write only -> delete only -> gone
+	stepCheckRows        // modify column to NOT NULL / narrower: refuse -> reorg -> check the rows, then public
 )
 
-var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish"}
+var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish", "add column", "drop column", "check rows"}
 
 func (s step) String() string { return stepNames[s] }
 
@@ -186,12 +210,33 @@ func nextStep(j *Job) step {
 		return stepFinish
 	}
 	if j.State == StateCancelling || j.State == StateRollingBack {
-		if j.Type == ActionAddIndex && j.SchemaState != SchemaNone {
+		if (j.Type == ActionAddIndex || j.Type == ActionAddColumn) && j.SchemaState != SchemaNone {
 			return stepRollback
 		}
 		return stepCancel
 	}
 	switch j.Type {
+	case ActionAddColumn:
+		switch j.SchemaState {
+		case SchemaNone, SchemaDeleteOnly, SchemaWriteOnly:
+			return stepAddColumn
+		}
+	case ActionModifyColumn:
+		if j.CheckRows {
+			switch j.SchemaState {
+			case SchemaNone, SchemaWriteOnly, SchemaReorg:
+				return stepCheckRows
+			}
+			return stepNone
+		}
+		if j.SchemaState == SchemaNone {
+			return stepRun
+		}
+	case ActionDropColumn:
+		switch j.SchemaState {
+		case SchemaNone, SchemaPublic, SchemaWriteOnly, SchemaDeleteOnly:
+			return stepDropColumn
+		}
 	case ActionAddIndex:
 		switch j.SchemaState {
 		case SchemaNone:
@@ -219,8 +264,8 @@ func nextStep(j *Job) step {
 }
 
 // cancelErr is why ADMIN CANCEL DDL JOBS cannot cancel j now (nil: it
-// can). An ADD INDEX can be cancelled until it is public (it is rolled
-// back); other jobs only before their first step (they are one or two
+// can). An ADD INDEX or ADD COLUMN can be cancelled until it is public (it
+// is rolled back); other jobs only before their first step (they are one or two
 // steps and the schema they changed is already in use).
 func cancelErr(j *Job) error {
 	switch {
@@ -228,7 +273,7 @@ func cancelErr(j *Job) error {
 		return errno.New(errno.ErrCancelFinishedDDLJob, "This job:%d is finished, so can't be cancelled", j.ID)
 	case j.State == StateCancelling || j.State == StateRollingBack:
 		return errno.New(errno.ErrCancelFinishedDDLJob, "This job:%d is finished, so can't be cancelled", j.ID)
-	case j.Type == ActionAddIndex && j.SchemaState != SchemaPublic:
+	case (j.Type == ActionAddIndex || j.Type == ActionAddColumn) && j.SchemaState != SchemaPublic:
 		return nil
 	case j.SchemaState == SchemaNone:
 		return nil
@@ -240,6 +285,9 @@ func cancelErr(j *Job) error {
 // before the statement returns: a change that invalidates what nodes
 // cached (drops, truncates, index states). A new database or table needs
 // no wait: a node that has not loaded it yet answers "doesn't exist".
+//
+// A column step or a rename needs it too: ADD COLUMN's statement returns
+// once every node shows the column.
 func needsSync(t ActionType) bool {
 	return t != ActionCreateSchema && t != ActionCreateTable
 }

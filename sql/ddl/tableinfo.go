@@ -133,64 +133,32 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*model.TableInfo, err
 		if names[strings.ToLower(name)] {
 			return nil, errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", name)
 		}
-		if strings.EqualFold(name, model.HandleColumnName) {
-			return nil, errno.New(errno.ErrWrongFieldSpec, "Incorrect column name '%s': the name is reserved for the hidden row handle", name)
-		}
 		names[strings.ToLower(name)] = true
-		ft, err := types.FromAST(cd.Tp)
-		if errors.Is(err, types.ErrBitWidth) {
-			return nil, errno.New(errno.ErrTooBigDisplayWidth, "Display width out of range for column '%s' (max = 64)", name)
-		}
+		c, o, err := buildColumn(cd, int64(i+1), env)
 		if err != nil {
-			return nil, errno.NotSupported(err.Error())
+			return nil, err
 		}
-		c := &model.ColumnInfo{ID: int64(i + 1), Name: name, Offset: i, Type: ft}
-		var defExpr ast.ExprNode
-		for _, o := range cd.Options {
-			switch o.Tp {
-			case ast.ColumnOptionPrimaryKey:
-				if err := setPK([]*ast.IndexPartSpecification{{Column: cd.Name}}); err != nil {
-					return nil, err
-				}
-			case ast.ColumnOptionNotNull:
-				c.Type.Flag |= mysql.NotNullFlag
-				delete(nullable, i)
-			case ast.ColumnOptionNull:
-				c.Type.Flag &^= mysql.NotNullFlag
-				nullable[i] = true
-			case ast.ColumnOptionAutoIncrement:
-				if c.Type.Class() != types.ClassInt && c.Type.Class() != types.ClassFloat {
-					return nil, errno.New(errno.ErrWrongFieldSpec, "Incorrect column specifier for column '%s'", name)
-				}
-				if t.AutoIncOffset >= 0 {
-					return nil, errno.New(errno.ErrWrongAutoKey, "Incorrect table definition; there can be only one auto column and it must be defined as a key")
-				}
-				c.AutoIncrement = true
-				c.Type.Flag |= mysql.AutoIncrementFlag
-				t.AutoIncOffset = i
-			case ast.ColumnOptionDefaultValue:
-				defExpr = o.Expr
-			case ast.ColumnOptionUniqKey:
-				uniqCols = append(uniqCols, name)
-			case ast.ColumnOptionComment, ast.ColumnOptionCollate, ast.ColumnOptionColumnFormat, ast.ColumnOptionStorage, ast.ColumnOptionReference, ast.ColumnOptionNoOption:
-				// No effect on storage or semantics Strata implements.
-			case ast.ColumnOptionOnUpdate:
-				return nil, errno.NotSupported("ON UPDATE CURRENT_TIMESTAMP")
-			case ast.ColumnOptionGenerated:
-				return nil, errno.NotSupported("generated columns")
-			case ast.ColumnOptionCheck:
-				return nil, errno.NotSupported("CHECK constraints")
-			default:
-				return nil, errno.NotSupported("this column option")
-			}
-		}
-		if defExpr != nil {
-			if err := setDefault(c, defExpr, env); err != nil {
+		c.Offset = i
+		if o.pk {
+			if err := setPK([]*ast.IndexPartSpecification{{Column: cd.Name}}); err != nil {
 				return nil, err
 			}
 		}
+		if o.null {
+			nullable[i] = true
+		}
+		if o.unique {
+			uniqCols = append(uniqCols, name)
+		}
+		if c.AutoIncrement {
+			if t.AutoIncOffset >= 0 {
+				return nil, errno.New(errno.ErrWrongAutoKey, "Incorrect table definition; there can be only one auto column and it must be defined as a key")
+			}
+			t.AutoIncOffset = i
+		}
 		t.Columns = append(t.Columns, c)
 	}
+	t.MaxColumnID = int64(len(t.Columns))
 	t.Init() // name lookups for the constraints; Init runs again below
 	for _, con := range x.Constraints {
 		switch con.Tp {
@@ -234,6 +202,75 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*model.TableInfo, err
 	}
 	t.Init()
 	return t, nil
+}
+
+// columnOpts are the options of a column definition that are about the
+// table rather than the column.
+type columnOpts struct {
+	pk     bool // PRIMARY KEY
+	unique bool // UNIQUE
+	null   bool // NULL given explicitly (last of NULL / NOT NULL)
+}
+
+// buildColumn validates a column definition and converts it to a
+// ColumnInfo with the given id (CREATE TABLE, ADD / CHANGE / MODIFY
+// COLUMN).
+func buildColumn(cd *ast.ColumnDef, id int64, env expr.Env) (*model.ColumnInfo, columnOpts, error) {
+	var o columnOpts
+	name := cd.Name.Name.O
+	if strings.EqualFold(name, model.HandleColumnName) {
+		return nil, o, errno.New(errno.ErrWrongFieldSpec, "Incorrect column name '%s': the name is reserved for the hidden row handle", name)
+	}
+	if name == "" || len(name) > 64 || strings.HasSuffix(name, " ") {
+		return nil, o, errno.New(1166, "Incorrect column name '%s'", name)
+	}
+	ft, err := types.FromAST(cd.Tp)
+	if errors.Is(err, types.ErrBitWidth) {
+		return nil, o, errno.New(errno.ErrTooBigDisplayWidth, "Display width out of range for column '%s' (max = 64)", name)
+	}
+	if err != nil {
+		return nil, o, errno.NotSupported(err.Error())
+	}
+	c := &model.ColumnInfo{ID: id, Name: name, Type: ft}
+	var defExpr ast.ExprNode
+	for _, opt := range cd.Options {
+		switch opt.Tp {
+		case ast.ColumnOptionPrimaryKey:
+			o.pk = true
+		case ast.ColumnOptionNotNull:
+			c.Type.Flag |= mysql.NotNullFlag
+			o.null = false
+		case ast.ColumnOptionNull:
+			c.Type.Flag &^= mysql.NotNullFlag
+			o.null = true
+		case ast.ColumnOptionAutoIncrement:
+			if c.Type.Class() != types.ClassInt && c.Type.Class() != types.ClassFloat {
+				return nil, o, errno.New(errno.ErrWrongFieldSpec, "Incorrect column specifier for column '%s'", name)
+			}
+			c.AutoIncrement = true
+			c.Type.Flag |= mysql.AutoIncrementFlag
+		case ast.ColumnOptionDefaultValue:
+			defExpr = opt.Expr
+		case ast.ColumnOptionUniqKey:
+			o.unique = true
+		case ast.ColumnOptionComment, ast.ColumnOptionCollate, ast.ColumnOptionColumnFormat, ast.ColumnOptionStorage, ast.ColumnOptionReference, ast.ColumnOptionNoOption:
+			// No effect on storage or semantics Strata implements.
+		case ast.ColumnOptionOnUpdate:
+			return nil, o, errno.NotSupported("ON UPDATE CURRENT_TIMESTAMP")
+		case ast.ColumnOptionGenerated:
+			return nil, o, errno.NotSupported("generated columns")
+		case ast.ColumnOptionCheck:
+			return nil, o, errno.NotSupported("CHECK constraints")
+		default:
+			return nil, o, errno.NotSupported("this column option")
+		}
+	}
+	if defExpr != nil {
+		if err := setDefault(c, defExpr, env); err != nil {
+			return nil, o, err
+		}
+	}
+	return c, o, nil
 }
 
 // setPrimaryKey makes parts t's PRIMARY KEY. With TiDB's default

@@ -105,13 +105,24 @@ func (d *DDL) do(ctx context.Context, j *Job, st step) error {
 		return d.setIndexState(ctx, j, model.StateWriteOnly, false, func() { j.SchemaState, j.ReorgKey = SchemaReorg, start })
 	case stepBackfill:
 		return d.backfill(ctx, j)
+	case stepAddColumn:
+		return d.addColumnStep(ctx, j)
+	case stepDropColumn:
+		return d.dropColumnStep(ctx, j)
+	case stepCheckRows:
+		return d.checkStep(ctx, j)
 	case stepRemoveIndex:
 		return d.setIndexState(ctx, j, 0, true, func() { j.State, j.SchemaState = StateDone, SchemaNone })
 	case stepRollback:
 		if j.ErrCode == 0 {
 			j.setErr(errCancelled())
 		}
-		err := d.setIndexState(ctx, j, 0, true, func() { j.State, j.SchemaState = StateRollbackDone, SchemaNone })
+		var err error
+		if j.Type == ActionAddColumn {
+			err = d.rollbackAddColumn(ctx, j)
+		} else {
+			err = d.setIndexState(ctx, j, 0, true, func() { j.State, j.SchemaState = StateRollbackDone, SchemaNone })
+		}
 		if isJobError(err) { // the table is gone: nothing to roll back
 			j.State, j.SchemaState = StateRollbackDone, SchemaNone
 			return d.updateJob(ctx, j)
@@ -134,11 +145,26 @@ func errCancelled() error { return errno.New(errno.ErrCancelledDDLJob, "Cancelle
 // jobStep is the catalog.Step that writes j (as it is when the schema
 // change commits, with Version set to the change's version) and the owner
 // fence. A job that ended and needs no sync goes to the history at once.
+// A cancel committed since the owner read the job (it waited for the
+// previous version meanwhile) fails the step with errJobChanged instead
+// of being overwritten: the owner reads the job again and rolls it back.
 func (d *DDL) jobStep(ctx context.Context, j *Job) catalog.Step {
 	return func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
 		f, err := d.fence(ctx, start)
 		if err != nil {
 			return nil, err
+		}
+		if cur, found, err := kv.GetAt(ctx, d.store, queueKey(j.ID), start); err != nil {
+			return nil, err
+		} else if found {
+			cj, err := decodeJob(cur)
+			if err != nil {
+				return nil, err
+			}
+			stopping := func(s JobState) bool { return s == StateCancelling || s == StateRollingBack }
+			if stopping(cj.State) && !stopping(j.State) && j.State != StateRollbackDone && j.State != StateCancelled {
+				return nil, errJobChanged
+			}
 		}
 		j.Version = version
 		if j.StartMs == 0 {
@@ -213,7 +239,7 @@ func (d *DDL) ended(j *Job) {
 // back first; any other job changed nothing and is cancelled.
 func (d *DDL) failJob(ctx context.Context, j *Job, err error) error {
 	j.setErr(err)
-	if j.Type == ActionAddIndex && j.SchemaState != SchemaNone {
+	if (j.Type == ActionAddIndex || j.Type == ActionAddColumn) && j.SchemaState != SchemaNone {
 		j.State = StateRollingBack
 		return d.updateJob(ctx, j)
 	}
@@ -289,6 +315,10 @@ func (d *DDL) runSingle(ctx context.Context, j *Job) error {
 		if t, db, err = d.table(ctx, j); err == nil {
 			err = d.cat.TruncateTable(ctx, db, t, j.NewTableID, d.jobStep(ctx, j))
 		}
+	case ActionModifyColumn, ActionSetDefault:
+		err = d.modifyColumn(ctx, j)
+	case ActionRenameTable:
+		err = d.renameTable(ctx, j)
 	default:
 		return fmt.Errorf("ddl: %v is not a one-step job", j)
 	}

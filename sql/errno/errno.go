@@ -42,6 +42,7 @@ const (
 	ErrNoDefaultForField   uint16 = 1364
 	ErrTruncatedWrongField uint16 = 1366
 	ErrDataTooLong         uint16 = 1406
+	ErrInvalidUseOfNull    uint16 = 1138
 	ErrDivisionByZero      uint16 = 1365
 	ErrDataOutOfRange      uint16 = 1690
 	ErrWrongFieldSpec      uint16 = 1063
@@ -131,6 +132,7 @@ var sqlStates = map[uint16]string{
 	ErrTruncatedWrongValue:      "22007",
 	ErrQueryInterrupted:         "70100",
 	ErrDataTooLong:              "22001",
+	ErrInvalidUseOfNull:         "22004",
 	ErrDivisionByZero:           "22012",
 	ErrDataOutOfRange:           "22003",
 	ErrWrongFieldSpec:           "42000",

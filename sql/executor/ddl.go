@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -40,6 +41,8 @@ func (e *Executor) ExecuteDDL(ctx context.Context, stmt ast.StmtNode, env StmtEn
 		return e.dropIndexStmt(ctx, env, x)
 	case *ast.AlterTableStmt:
 		return e.alterTable(ctx, env, x)
+	case *ast.RenameTableStmt:
+		return e.renameTables(ctx, env, x)
 	}
 	return nil, errno.NotSupported(fmt.Sprintf("%T as DDL", stmt))
 }
@@ -216,34 +219,318 @@ func (e *Executor) dropIndexStmt(ctx context.Context, env StmtEnv, x *ast.DropIn
 	return &Result{}, e.dropIndex(ctx, env, x, x.Table, x.IndexName, x.IfExists)
 }
 
+// alterTable runs each clause of an ALTER TABLE as its own job, in order
+// (consecutive ADD COLUMN clauses are one job, so they become public
+// together; RENAME TO last, as MySQL applies it). The clauses are first
+// checked together against the table as the earlier ones leave it, so a
+// statement with an invalid clause changes nothing; a clause that fails
+// on the data (a duplicate in a new UNIQUE index, a NULL for NOT NULL)
+// leaves the clauses before it done, which MySQL's single rebuild would
+// not.
 func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTableStmt) (*Result, error) {
+	if err := e.checkAlter(ctx, env, x); err != nil {
+		return nil, err
+	}
+	var rename *ast.AlterTableSpec
+	for i := 0; i < len(x.Specs); i++ {
+		sp := x.Specs[i]
+		var err error
+		switch sp.Tp {
+		case ast.AlterTableAddConstraint:
+			err = e.addIndex(ctx, env, x, x.Table, sp.Constraint, isUniqueConstraint(sp.Constraint))
+		case ast.AlterTableDropIndex:
+			err = e.dropIndex(ctx, env, x, x.Table, sp.Name, sp.IfExists)
+		case ast.AlterTableAddColumns:
+			n := i + 1
+			for n < len(x.Specs) && x.Specs[n].Tp == ast.AlterTableAddColumns {
+				n++
+			}
+			err = e.addColumns(ctx, env, x, x.Specs[i:n])
+			i = n - 1
+		case ast.AlterTableDropColumn:
+			err = e.dropColumn(ctx, env, x, sp)
+		case ast.AlterTableRenameColumn, ast.AlterTableAlterColumn, ast.AlterTableChangeColumn, ast.AlterTableModifyColumn:
+			err = e.modifyColumn(ctx, env, x, sp)
+		case ast.AlterTableRenameTable:
+			rename = sp
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if rename != nil {
+		if err := e.renameTable(ctx, env, x, x.Table, rename.NewTable); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{}, nil
+}
+
+func isUniqueConstraint(c *ast.Constraint) bool {
+	return c.Tp == ast.ConstraintUniq || c.Tp == ast.ConstraintUniqKey || c.Tp == ast.ConstraintUniqIndex
+}
+
+// checkAlter validates every clause of x against the table as the clauses
+// before it leave it (a copy changed in memory), with the errors the jobs
+// would end with.
+func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTableStmt) error {
+	_, t, err := e.alterTarget(ctx, env, x.Table)
+	if err != nil {
+		return err
+	}
+	sim := t.Clone()
+	renames := 0
 	for _, sp := range x.Specs {
 		switch sp.Tp {
 		case ast.AlterTableAddConstraint:
 			c := sp.Constraint
 			switch c.Tp {
-			case ast.ConstraintIndex, ast.ConstraintKey:
-				if err := e.addIndex(ctx, env, x, x.Table, c, false); err != nil {
-					return nil, err
-				}
-			case ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
-				if err := e.addIndex(ctx, env, x, x.Table, c, true); err != nil {
-					return nil, err
-				}
+			case ast.ConstraintIndex, ast.ConstraintKey, ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
 			default:
-				return nil, errno.NotSupported("ALTER TABLE ADD of this constraint")
+				return errno.NotSupported("ALTER TABLE ADD of this constraint")
 			}
+			if c.IfNotExists && c.Name != "" && sim.FindIndex(c.Name) != nil {
+				continue
+			}
+			ix, err := ddl.NewIndexInfo(sim, c.Name, c.Keys, isUniqueConstraint(c), c.Option)
+			if err != nil {
+				return err
+			}
+			sim.Indices = append(sim.Indices, ix)
 		case ast.AlterTableDropIndex:
-			if err := e.dropIndex(ctx, env, x, x.Table, sp.Name, sp.IfExists); err != nil {
-				return nil, err
+			ix := sim.FindIndex(sp.Name)
+			switch {
+			case ix == nil && sp.IfExists:
+				continue
+			case ix == nil:
+				return errno.New(errCantDropKey, "Can't DROP '%s'; check that column/key exists", sp.Name)
+			case ix.Primary:
+				return errno.NotSupported("dropping a PRIMARY KEY")
+			}
+			sim.Indices = slices.DeleteFunc(sim.Indices, func(x *model.IndexInfo) bool { return x == ix })
+		case ast.AlterTableAddColumns:
+			if len(sp.NewConstraints) > 0 {
+				return errno.NotSupported("constraints in ADD COLUMN (...)")
+			}
+			defs, pos := newColumnDefs(sim, sp)
+			cols, poss, err := ddl.NewColumns(sim, defs, pos, env)
+			if err != nil {
+				return err
+			}
+			ddl.SimulateAddColumns(sim, cols, poss)
+		case ast.AlterTableDropColumn:
+			name := sp.OldColumnName.Name.O
+			if sp.IfExists && sim.FindColumn(name) < 0 {
+				continue
+			}
+			if err := ddl.CheckDropColumn(sim, name); err != nil {
+				return err
+			}
+			ddl.SimulateDropColumn(sim, name)
+		case ast.AlterTableRenameColumn, ast.AlterTableAlterColumn, ast.AlterTableChangeColumn, ast.AlterTableModifyColumn:
+			old, nc, pos, err := columnChange(sim, sp, env)
+			if err != nil {
+				return err
+			}
+			if err := ddl.SimulateModifyColumn(sim, old, nc, ddl.PositionOf(pos)); err != nil {
+				return err
+			}
+		case ast.AlterTableRenameTable:
+			if renames++; renames > 1 {
+				return errno.NotSupported("several RENAME TO clauses in one ALTER TABLE")
 			}
 		case ast.AlterTableLock, ast.AlterTableAlgorithm:
-			// Accepted: index changes are always online here.
+			// Accepted: index and column changes are always online here.
 		default:
-			return nil, errno.NotSupported("this ALTER TABLE clause (only ADD/DROP INDEX)")
+			return errno.NotSupported("this ALTER TABLE clause")
+		}
+	}
+	return nil
+}
+
+// addColumns runs ADD COLUMN clauses as one ADD COLUMN job (package ddl:
+// delete only, write only, public; instant: existing rows are not
+// rewritten, they read the new columns as their origin defaults).
+func (e *Executor) addColumns(ctx context.Context, env StmtEnv, stmt *ast.AlterTableStmt, specs []*ast.AlterTableSpec) error {
+	db, t, err := e.alterTarget(ctx, env, stmt.Table)
+	if err != nil {
+		return err
+	}
+	var defs []*ast.ColumnDef
+	var pos []*ast.ColumnPosition
+	for _, sp := range specs {
+		d, p := newColumnDefs(t, sp)
+		defs, pos = append(defs, d...), append(pos, p...)
+	}
+	if len(defs) == 0 {
+		return nil
+	}
+	cols, poss, err := ddl.NewColumns(t, defs, pos, env)
+	if err != nil {
+		return err
+	}
+	return e.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionAddColumn, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, Columns: cols, Positions: poss})
+}
+
+// dropColumn runs a DROP COLUMN job: write only, delete only, gone (its
+// single-column indexes are dropped with it, first); the values stay in
+// the rows under a column id never reused.
+func (e *Executor) dropColumn(ctx context.Context, env StmtEnv, stmt *ast.AlterTableStmt, sp *ast.AlterTableSpec) error {
+	db, t, err := e.alterTarget(ctx, env, stmt.Table)
+	if err != nil {
+		return err
+	}
+	name := sp.OldColumnName.Name.O
+	if sp.IfExists && t.FindColumn(name) < 0 {
+		return nil
+	}
+	if err := ddl.CheckDropColumn(t, name); err != nil {
+		return err
+	}
+	return e.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionDropColumn, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, ColumnName: t.Columns[t.FindColumn(name)].Name})
+}
+
+// modifyColumn runs RENAME COLUMN, ALTER COLUMN ... SET / DROP DEFAULT and
+// CHANGE / MODIFY COLUMN as one-step jobs: only changes the stored rows
+// decode unchanged under are allowed (ddl.ModifyColumn). Making a column
+// NOT NULL or narrower is three steps: DML refuses what will not fit,
+// then the rows are checked (MySQL's error for the first that does not).
+func (e *Executor) modifyColumn(ctx context.Context, env StmtEnv, stmt *ast.AlterTableStmt, sp *ast.AlterTableSpec) error {
+	db, t, err := e.alterTarget(ctx, env, stmt.Table)
+	if err != nil {
+		return err
+	}
+	old, nc, pos, err := columnChange(t, sp, env)
+	if err != nil {
+		return err
+	}
+	typ := ddl.ActionModifyColumn
+	if sp.Tp == ast.AlterTableAlterColumn {
+		typ = ddl.ActionSetDefault
+	}
+	oc := t.Columns[t.FindColumn(old)]
+	return e.submitDDL(ctx, stmt, &ddl.Job{Type: typ, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, ColumnName: oc.Name, Columns: []*model.ColumnInfo{nc},
+		Positions: []ddl.ColumnPosition{ddl.PositionOf(pos)}, CheckRows: ddl.NeedsCheck(oc, nc)})
+}
+
+// newColumnDefs returns the columns an ADD COLUMN clause adds to t (IF NOT
+// EXISTS skips existing ones, as MySQL and TiDB do) and their positions.
+func newColumnDefs(t *model.TableInfo, sp *ast.AlterTableSpec) ([]*ast.ColumnDef, []*ast.ColumnPosition) {
+	var defs []*ast.ColumnDef
+	var pos []*ast.ColumnPosition
+	for _, cd := range sp.NewColumns {
+		if sp.IfNotExists && t.FindColumn(cd.Name.Name.O) >= 0 {
+			continue
+		}
+		defs, pos = append(defs, cd), append(pos, sp.Position)
+	}
+	return defs, pos
+}
+
+// columnChange validates a RENAME / ALTER / CHANGE / MODIFY COLUMN clause
+// against t and returns the column it changes (its current name), the
+// column as it will be and where it goes (nil: where it is).
+func columnChange(t *model.TableInfo, sp *ast.AlterTableSpec, env StmtEnv) (string, *model.ColumnInfo, *ast.ColumnPosition, error) {
+	switch sp.Tp {
+	case ast.AlterTableRenameColumn:
+		old := sp.OldColumnName.Name.O
+		off := t.FindColumn(old)
+		if off < 0 {
+			return "", nil, nil, errno.New(errno.ErrBadField, "Unknown column '%s' in '%s'", old, t.Name)
+		}
+		c := *t.Columns[off]
+		c.Name = sp.NewColumnName.Name.O
+		if !strings.EqualFold(c.Name, old) && t.FindColumn(c.Name) >= 0 {
+			return "", nil, nil, errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", c.Name)
+		}
+		if err := ddl.CheckColumnName(c.Name); err != nil {
+			return "", nil, nil, err
+		}
+		return t.Columns[off].Name, &c, nil, nil
+	case ast.AlterTableAlterColumn:
+		nc, err := ddl.AlterDefault(t, sp.NewColumns[0], env)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		return nc.Name, nc, nil, nil
+	}
+	old := sp.NewColumns[0].Name.Name.O // MODIFY
+	if sp.Tp == ast.AlterTableChangeColumn {
+		old = sp.OldColumnName.Name.O
+	}
+	nc, err := ddl.ModifyColumn(t, old, sp.NewColumns[0], env)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if len(sp.NewConstraints) > 0 {
+		return "", nil, nil, errno.NotSupported("constraints in CHANGE / MODIFY COLUMN")
+	}
+	return t.Columns[t.FindColumn(old)].Name, nc, sp.Position, nil
+}
+
+// alterTarget resolves the table of an ALTER (fresh from the KV layer); a
+// view is 1347 as in MySQL.
+func (e *Executor) alterTarget(ctx context.Context, env StmtEnv, tn *ast.TableName) (*model.DBInfo, *model.TableInfo, error) {
+	db, err := e.dbFor(ctx, env, tn.Schema.O)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := e.freshTable(ctx, db, tn.Name.O)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.IsView() {
+		return nil, nil, errno.New(1347, "'%s.%s' is not BASE TABLE", db.Name, t.Name)
+	}
+	return db, t, nil
+}
+
+// renameTables runs RENAME TABLE a TO b, c TO d: one job per pair, in
+// order.
+func (e *Executor) renameTables(ctx context.Context, env StmtEnv, x *ast.RenameTableStmt) (*Result, error) {
+	for _, tt := range x.TableToTables {
+		if err := e.renameTable(ctx, env, x, tt.OldTable, tt.NewTable); err != nil {
+			return nil, err
 		}
 	}
 	return &Result{}, nil
+}
+
+// renameTable moves a table (or, for RENAME TABLE, a view) to another
+// name or database: one schema version, its id (rows, indexes) unchanged.
+func (e *Executor) renameTable(ctx context.Context, env StmtEnv, stmt ast.StmtNode, from, to *ast.TableName) error {
+	db, err := e.dbFor(ctx, env, from.Schema.O)
+	if err != nil {
+		return err
+	}
+	t, err := e.freshTable(ctx, db, from.Name.O)
+	if err != nil {
+		return err
+	}
+	if _, isAlter := stmt.(*ast.AlterTableStmt); isAlter && t.IsView() {
+		return errno.New(1347, "'%s.%s' is not BASE TABLE", db.Name, t.Name)
+	}
+	ndb, err := e.dbFor(ctx, env, to.Schema.O)
+	if err != nil {
+		return err
+	}
+	name := to.Name.O
+	if len(name) > 64 || name == "" {
+		return errno.New(1103, "Incorrect table name '%s'", name)
+	}
+	if ndb.ID == db.ID && name == t.Name {
+		return nil
+	}
+	if !(ndb.ID == db.ID && strings.EqualFold(name, t.Name)) {
+		if _, err := e.freshTable(ctx, ndb, name); err == nil {
+			return errno.New(errno.ErrTableExists, "Table '%s' already exists", name)
+		}
+	}
+	return e.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionRenameTable, SchemaID: db.ID, SchemaName: db.Name,
+		TableID: t.ID, TableName: t.Name, NewSchemaID: ndb.ID, NewSchemaName: ndb.Name, NewTableName: name})
 }
 
 // freshTable reads the table definition from the KV layer, not the cache.

@@ -25,12 +25,13 @@ const valuesTable = "\x00values"
 // there are locked, and their latest values decide.
 func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.Source, env expr.Env, tx TxnSource, txn kv.Txn,
 	handles []int64, rows [][]datum) (*Result, error) {
+	src = forWrite(src)
 	tbl := src.Table
-	ncols := len(tbl.Columns)
+	ncols := tbl.PublicColumns() // rows hold the public columns
 	var as []assign
 	if !s.IsReplace {
 		cols := slices.Clone(src.Cols)
-		for _, c := range tbl.Columns {
+		for _, c := range tbl.Columns[:ncols] {
 			cols = append(cols, expr.SchemaColumn{Table: valuesTable, Name: valuesTable + c.Name, Type: c.Type, Hidden: true})
 		}
 		list := make([]*ast.Assignment, len(s.OnDuplicate))
@@ -73,7 +74,7 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 			return nil, err
 		}
 		newRow := evalRow[:len(src.Cols):len(src.Cols)]
-		if sameRow(old, newRow, ncols) {
+		if sameRow(old, newRow, len(tbl.Columns)) {
 			res.FoundRows++
 			continue
 		}

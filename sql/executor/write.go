@@ -24,12 +24,16 @@ const MaxEntrySize = table.MaxEntrySize
 // failures to the MySQL errors strict mode raises.
 func convertColumn(c *model.ColumnInfo, v datum, rowNum int) (datum, error) {
 	if v.IsNull() {
-		if c.Type.NotNull() {
+		if c.RefusesNull() {
 			return v, errno.New(errno.ErrBadNull, "Column '%s' cannot be null", c.Name)
 		}
 		return types.NullDatum, nil
 	}
 	d, err := c.Type.Convert(v)
+	if err == nil && c.Pending != nil {
+		// MODIFY COLUMN narrows the column: refuse what will not fit.
+		_, err = c.Pending.Convert(v)
+	}
 	if err == nil {
 		return d, nil
 	}
@@ -306,6 +310,19 @@ func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where 
 	return rc.lockRows(ctx, src, sp.Where, sp.PointHandle, false, rows)
 }
 
+// forWrite returns src reading its table's ForWrite table: the rows an
+// UPDATE reads then hold the values of the columns an ADD or DROP COLUMN
+// is moving through its states, which the rewritten rows must keep.
+func forWrite(src *planner.Source) *planner.Source {
+	w := src.Table.ForWrite()
+	if w == src.Table {
+		return src
+	}
+	s := *src
+	s.Table, s.Cols = w, w.BuildSchema(src.Alias)
+	return &s
+}
+
 func checkSingleTableDML(with *ast.WithClause) error {
 	if with != nil {
 		return errno.NotSupported("WITH")
@@ -362,6 +379,7 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 	if err != nil {
 		return nil, err
 	}
+	src = forWrite(src)
 	tbl := src.Table
 	as, err := compileAssignments(s.List, src, &expr.Ctx{Columns: src.Cols, Env: env, Clause: "field list"})
 	if err != nil {

@@ -95,16 +95,42 @@ func (t *TableInfo) IndexByID(id int64) *IndexInfo {
 	return nil
 }
 
-// Clone returns a copy of t whose Indices slice and IndexInfos may be
-// modified; columns are shared (they are immutable). Call Init on the copy
-// before publishing it.
+// Clone returns a deep copy of t (columns, indexes and their columns),
+// which may be modified; t, which may be published, is left alone. Call
+// Init on the copy before publishing it.
 func (t *TableInfo) Clone() *TableInfo {
 	nt := *t
+	cloneCols := func(cols []*ColumnInfo) []*ColumnInfo {
+		out := make([]*ColumnInfo, len(cols))
+		for i, c := range cols {
+			cc := *c
+			if c.Origin != nil {
+				o := *c.Origin
+				cc.Origin = &o
+			}
+			if c.Pending != nil {
+				p := *c.Pending
+				cc.Pending = &p
+			}
+			out[i] = &cc
+		}
+		return out
+	}
+	nt.Columns = cloneCols(t.Columns)
+	if t.NonPublic != nil {
+		nt.NonPublic = cloneCols(t.NonPublic)
+	}
 	nt.Indices = make([]*IndexInfo, len(t.Indices))
 	for i, ix := range t.Indices {
 		c := *ix
+		c.Columns = make([]*IndexColumn, len(ix.Columns))
+		for j, ic := range ix.Columns {
+			icc := *ic
+			c.Columns[j] = &icc
+		}
 		nt.Indices[i] = &c
 	}
+	nt.write = nil
 	return &nt
 }
 

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -30,6 +31,30 @@ type ColumnInfo struct {
 	Default       string `json:"default,omitempty"`
 	DefaultNow    bool   `json:"default_now,omitempty"`
 	AutoIncrement bool   `json:"auto_increment,omitempty"`
+	// State is the column's F1 state while ALTER TABLE ADD / DROP COLUMN
+	// runs (public otherwise). A non-public column is not in
+	// TableInfo.Columns but in NonPublic: queries do not see it; DML keeps
+	// it as its state says (ForWrite).
+	State SchemaState `json:"state,omitempty"`
+	// Origin, when set, is the value a row that lacks the column decodes
+	// to: the column's default when ADD COLUMN added it (TiDB's origin
+	// default), so that rows written before it, which were never
+	// rewritten, read as that value whatever SET DEFAULT does later. Nil:
+	// the column existed when the table was created (every row holds it);
+	// a missing value decodes as DefaultDatum.
+	Origin *OriginDefault `json:"origin_default,omitempty"`
+	// Pending, while MODIFY COLUMN narrows the column or makes it NOT
+	// NULL, is the type it is becoming: DML also refuses values that type
+	// refuses (TiDB's PreventNullInsertFlag, for types too) until the job
+	// has checked every row.
+	Pending *types.FieldType `json:"pending_type,omitempty"`
+}
+
+// OriginDefault is a column's origin default: NULL, or a value in the
+// canonical text form of Default.
+type OriginDefault struct {
+	Null  bool   `json:"null,omitempty"`
+	Value string `json:"value,omitempty"`
 }
 
 // HandleColumnName is the name of the hidden row handle of tables without an
@@ -57,6 +82,14 @@ type TableInfo struct {
 	// View, when set, makes the entry a view: no rows, Columns are its
 	// result columns.
 	View *ViewInfo `json:"view,omitempty"`
+	// NonPublic are the columns an ADD or DROP COLUMN job is moving
+	// through the F1 states (delete only, write only); Columns holds the
+	// public ones only, so every reader sees the table as it is public.
+	// MaxColumnID is the largest column id ever given (0 on tables from
+	// before it was kept: the largest id in Columns): ids of dropped
+	// columns are never reused, as old rows still hold values under them.
+	NonPublic   []*ColumnInfo `json:"non_public_columns,omitempty"`
+	MaxColumnID int64         `json:"max_column_id,omitempty"`
 
 	// Derived on load.
 	storedIDs []int64                // ids of columns stored in the value, in offset order
@@ -64,6 +97,8 @@ type TableInfo struct {
 	decoder   *tablecodec.RowDecoder // decodes all columns (by offset)
 	byName    map[string]int
 	schema    []expr.SchemaColumn
+	npub      int        // public columns: Columns[:npub]
+	write     *TableInfo // ForWrite's table (nil: t itself)
 }
 
 // ViewInfo is a view's definition (CREATE VIEW), as MySQL keeps it.
@@ -79,30 +114,91 @@ type ViewInfo struct {
 // IsView reports whether t is a view.
 func (t *TableInfo) IsView() bool { return t.View != nil }
 
-// Init computes the derived fields; call it once before publishing.
+// Init computes the derived fields; call it once before publishing. The
+// columns of Columns must be the table's own (Init sets their Offset).
 func (t *TableInfo) Init() {
 	t.storedIDs, t.storedOff = nil, nil
 	ids := make([]int64, len(t.Columns))
 	t.byName = make(map[string]int, len(t.Columns))
+	t.npub = 0
 	for i, c := range t.Columns {
 		c.Offset = i
 		ids[i] = c.ID
-		t.byName[strings.ToLower(c.Name)] = i
-		if t.PKIsHandle && i == t.HandleOffset {
+		if c.State == StatePublic {
+			// ForWrite's table lists the non-public columns last.
+			t.npub = i + 1
+			t.byName[strings.ToLower(c.Name)] = i
+		}
+		if (t.PKIsHandle && i == t.HandleOffset) || c.State == StateDeleteOnly {
 			continue
 		}
 		t.storedIDs = append(t.storedIDs, c.ID)
 		t.storedOff = append(t.storedOff, i)
 	}
+	for _, ix := range t.Indices {
+		for _, ic := range ix.Columns {
+			if off, ok := t.byName[strings.ToLower(ic.Name)]; ok {
+				ic.Offset = off // columns added FIRST / AFTER move the others
+			}
+		}
+	}
 	t.decoder = tablecodec.NewRowDecoder(ids)
 	t.schema = t.BuildSchema(strings.ToLower(t.Name))
+	t.write = nil
+	if len(t.NonPublic) > 0 {
+		w := *t
+		w.Columns = slices.Clone(t.Columns)
+		for _, c := range t.NonPublic {
+			cc := *c
+			w.Columns = append(w.Columns, &cc)
+		}
+		w.NonPublic = nil
+		w.Init()
+		t.write = &w
+	}
+}
+
+// ForWrite returns the table as DML that rewrites rows must see it: t
+// itself when every column is public, else a copy whose Columns are the
+// public ones followed by the non-public ones (by their offsets there,
+// as hidden schema columns no name resolves to). An UPDATE reads its rows
+// through it, so a value a newer node wrote to a column this node does
+// not show yet is carried over instead of lost (TiDB's WritableCols);
+// its index offsets are t's. Its JSON is what a pushed-down scan of such
+// a read gets.
+func (t *TableInfo) ForWrite() *TableInfo {
+	if t.write != nil {
+		return t.write
+	}
+	return t
+}
+
+// PublicColumns is the number of public columns: Columns[:PublicColumns()]
+// (all of Columns except on a ForWrite table).
+func (t *TableInfo) PublicColumns() int { return t.npub }
+
+// NextColumnID is the id a new column gets.
+func (t *TableInfo) NextColumnID() int64 {
+	id := t.MaxColumnID
+	for _, c := range t.Columns {
+		id = max(id, c.ID)
+	}
+	for _, c := range t.NonPublic {
+		id = max(id, c.ID)
+	}
+	return id + 1
 }
 
 // BuildSchema returns the row layout expressions resolve against: every
-// column, then the hidden handle, qualified by alias.
+// column, then the hidden handle, qualified by alias. Non-public columns
+// (on a ForWrite table) are hidden and have no name.
 func (t *TableInfo) BuildSchema(alias string) []expr.SchemaColumn {
 	cols := make([]expr.SchemaColumn, 0, len(t.Columns)+1)
 	for _, c := range t.Columns {
+		if c.State != StatePublic {
+			cols = append(cols, expr.SchemaColumn{Table: alias, Type: c.Type, Hidden: true})
+			continue
+		}
 		cols = append(cols, expr.SchemaColumn{Table: alias, Name: c.Name, Type: c.Type})
 	}
 	return append(cols, expr.SchemaColumn{Table: alias, Name: HandleColumnName, Type: types.Int64Type, Hidden: true})
@@ -146,7 +242,7 @@ func (t *TableInfo) DecodeRow(key, value []byte, out []types.Datum) error {
 	}
 	for i, c := range t.Columns {
 		if out[i].Kind() == types.KindAbsent {
-			out[i] = c.DefaultDatum()
+			out[i] = c.OriginDatum()
 		}
 	}
 	hd := types.NewInt(handle)
@@ -172,6 +268,40 @@ func (c *ColumnInfo) DefaultDatum() types.Datum {
 		return types.NullDatum
 	}
 	return d
+}
+
+// OriginDatum is the value of the column in a row that lacks it: its
+// origin default, or DefaultDatum for a column the table was created with.
+func (c *ColumnInfo) OriginDatum() types.Datum {
+	if c.Origin == nil {
+		return c.DefaultDatum()
+	}
+	if c.Origin.Null {
+		return types.NullDatum
+	}
+	d, err := c.Type.Convert(types.NewString(c.Origin.Value))
+	if err != nil {
+		return types.NullDatum
+	}
+	return d
+}
+
+// FillDatum is the value DML writes to a write-only column it does not
+// show when it inserts a row: the column's default, or its origin
+// default when the default depends on the time or there is none (a
+// NOT NULL column without one is being added or dropped: MySQL's
+// implicit value).
+func (c *ColumnInfo) FillDatum() types.Datum {
+	if c.HasDefault && !c.DefaultNow {
+		return c.DefaultDatum()
+	}
+	return c.OriginDatum()
+}
+
+// RefusesNull reports whether DML must refuse NULL in the column: it is
+// NOT NULL, or becoming so.
+func (c *ColumnInfo) RefusesNull() bool {
+	return c.Type.NotNull() || (c.Pending != nil && c.Pending.NotNull())
 }
 
 // IsPrimaryKey reports whether the column is the primary key.

@@ -100,6 +100,8 @@ func stmtCover(stmt ast.StmtNode) mysql.PrivilegeType {
 		return mysql.IndexPriv
 	case *ast.AlterTableStmt:
 		return mysql.AlterPriv | mysql.IndexPriv
+	case *ast.RenameTableStmt: // MySQL: ALTER and DROP on the old, CREATE and INSERT on the new
+		return mysql.AlterPriv | mysql.DropPriv | mysql.CreatePriv | mysql.InsertPriv
 	case *ast.AdminStmt:
 		return mysql.SelectPriv
 	case *ast.SplitRegionStmt: // as TiDB
@@ -189,6 +191,17 @@ func (s *Session) checkPrivileges(ctx context.Context, stmt ast.StmtNode) error 
 			}
 		}
 		c.target(x.Table, p)
+		for _, spec := range x.Specs {
+			if spec.Tp == ast.AlterTableRenameTable {
+				c.target(x.Table, mysql.DropPriv)
+				c.target(spec.NewTable, mysql.CreatePriv|mysql.InsertPriv)
+			}
+		}
+	case *ast.RenameTableStmt:
+		for _, tt := range x.TableToTables {
+			c.target(tt.OldTable, mysql.AlterPriv|mysql.DropPriv)
+			c.target(tt.NewTable, mysql.CreatePriv|mysql.InsertPriv)
+		}
 	case *ast.InsertStmt:
 		p := mysql.InsertPriv
 		if x.IsReplace {

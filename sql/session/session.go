@@ -232,7 +232,7 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	s.lastPlanFromCache, s.plans.LastHit = s.plans.LastHit, false
 	switch stmt.(type) {
 	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.TruncateTableStmt,
-		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt,
+		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt, *ast.RenameTableStmt,
 		*ast.CreateUserStmt, *ast.AlterUserStmt, *ast.DropUserStmt, *ast.RenameUserStmt, *ast.SetPwdStmt, *ast.GrantStmt, *ast.RevokeStmt:
 		// DDL and account statements commit the open transaction first, as in
 		// MySQL; a READ ONLY session may not run them.
@@ -283,7 +283,7 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	case *ast.UseStmt:
 		return &executor.Result{}, s.UseDB(ctx, x.DBName)
 	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.CreateViewStmt,
-		*ast.TruncateTableStmt, *ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt:
+		*ast.TruncateTableStmt, *ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt, *ast.RenameTableStmt:
 		return s.exec.ExecuteDDL(ctx, stmt, s)
 	case *ast.AdminStmt:
 		return s.exec.Admin(ctx, x, s)

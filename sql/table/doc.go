@@ -13,6 +13,12 @@
 //   - Entries follow the index's schema state (catalog.SchemaState):
 //     delete-only indexes get their entries deleted but none written;
 //     write-only and public ones are fully maintained.
+//   - Columns an ADD or DROP COLUMN is moving through its states
+//     (catalog.TableInfo.NonPublic) are written as their state says: a
+//     write-only one gets its FillDatum on INSERT and keeps its value on
+//     UPDATE, whose rows must be read through TableInfo.ForWrite (an
+//     UPDATE through a table without them is refused, never a silent
+//     loss); a delete-only one is not written.
 //   - A unique index with no NULL in the entry's values holds one key per
 //     value tuple; a second row with the same values is ERROR 1062
 //     "Duplicate entry '<vals>' for key '<table>.<index>'".

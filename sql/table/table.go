@@ -67,17 +67,38 @@ func (w *Writer) entry(ix *model.IndexInfo, row []types.Datum, handle int64) (ke
 	return indexEntry(nil, w.T, ix, row, handle, w.vals[:len(ix.Columns)])
 }
 
+// encodeRow encodes row for writing. The table's non-public columns
+// (ForWrite) are written as their state says: a write-only one carries the
+// value in row when the Writer's table is the ForWrite one and row holds
+// it (an UPDATE, which read the row through it), else gets its FillDatum
+// (an INSERT, whose rows hold the public columns); a delete-only one is
+// not written (EncodeRow skips it).
 func (w *Writer) encodeRow(row []types.Datum) ([]byte, error) {
-	n := len(w.T.Columns)
-	if cap(w.scratch) < n {
-		w.scratch = make([]types.Datum, n)
+	full := w.T.ForWrite()
+	n, npub := len(full.Columns), full.PublicColumns()
+	if cap(w.scratch) < 2*n {
+		w.scratch = make([]types.Datum, 2*n)
 	}
-	v := w.T.EncodeRow(nil, row[:n], w.scratch[:n])
+	var vals []types.Datum
+	if n == npub || (w.T == full && len(row) >= n) {
+		vals = row[:n:n]
+	} else {
+		vals = w.scratch[n : 2*n]
+		copy(vals, row[:npub])
+		for i := npub; i < n; i++ {
+			vals[i] = full.Columns[i].FillDatum()
+		}
+	}
+	v := full.EncodeRow(nil, vals, w.scratch[:n])
 	if len(v)+tablecodec.RowKeyLen > MaxEntrySize {
 		return nil, errno.New(errno.ErrEntryTooLarge, "entry too large, the max entry size is %d, the size of data is %d; store large values outside the database or split them", MaxEntrySize, len(v)+tablecodec.RowKeyLen)
 	}
 	return v, nil
 }
+
+// errNotForWrite: an UPDATE through a table whose non-public columns it
+// did not read would drop their values from the rows it rewrites.
+var errNotForWrite = errors.New("table: rows updated through a table info with non-public columns must be read through its ForWrite table")
 
 // put is one buffered write; check: the key must have no live value
 // (a row key or a unique entry being inserted).
@@ -86,8 +107,9 @@ type put struct {
 	check      bool
 }
 
-// AddRecords inserts rows (each holding at least the table's columns by
-// offset) with the given handles, and their index entries. Errors: ERROR
+// AddRecords inserts rows (each holding at least the table's public
+// columns by offset; non-public ones get their FillDatum unless w.T is the
+// ForWrite table and the row holds them) with the given handles, and their index entries. Errors: ERROR
 // 1062 for an existing row handle or unique value (at once in pessimistic
 // mode; from Commit, see DupKeyError, in optimistic mode), lock errors.
 func (w *Writer) AddRecords(ctx context.Context, handles []int64, rows [][]types.Datum) error {
@@ -137,7 +159,13 @@ func (w *Writer) RemoveRecords(ctx context.Context, handles []int64, rows [][]ty
 // (handle newHandles[i]; a changed handle moves the row). Index entries
 // whose key or value changes are deleted and rewritten; unchanged ones are
 // left alone.
+//
+// When the table has non-public columns, w.T must be its ForWrite table
+// and the rows read through it, so their values are carried over.
 func (w *Writer) UpdateRecords(ctx context.Context, oldHandles []int64, oldRows [][]types.Datum, newHandles []int64, newRows [][]types.Datum) error {
+	if w.T.ForWrite() != w.T {
+		return errNotForWrite
+	}
 	var dels [][]byte
 	puts := make([]put, 0, len(newRows))
 	for i, nr := range newRows {

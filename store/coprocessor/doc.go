@@ -17,7 +17,8 @@
 // TableScan walks the MVCC versions visible at start_ts in ascending order
 // (descending with desc, ranges visited last to first). With the table's
 // schema (TableScan.table_info) each row is decoded by model.TableInfo's
-// DecodeRow into the SQL node's row layout, and Selection, TopN,
+// DecodeRow into the SQL node's row layout (a column added after the row
+// was written decodes as its origin default), and Selection, TopN,
 // Projection and the aggregate arguments are sql/expr trees rebuilt with
 // expr.FromPB: the stores evaluate exactly the code the SQL node does (one
 // implementation of MySQL semantics). Without a schema rows are opaque and

@@ -129,6 +129,9 @@ var _ storepb.StoreServer = (*Service)(nil)
 // GRPCError maps a store/txn (or raftstore) error to the gRPC status error
 // a store node answers with.
 func GRPCError(err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err // already a status (a handler, or a test's fault, chose it)
+	}
 	switch {
 	case errors.Is(err, raftstore.ErrUndetermined):
 		// The write reached raft; the client reports it as undetermined.
