@@ -194,10 +194,11 @@ var (
 			// A storm of leader transfers: every 300 ms each region's
 			// leader is moved to another store, until healed.
 			stop, done := make(chan struct{}), make(chan struct{})
+			storm := rand.New(rand.NewPCG(rng.Uint64(), 0)) // the nemesis's rng stays on its goroutine
 			go func() {
 				defer close(done)
 				for {
-					transferLeaders(r, rng.Uint64())
+					transferLeaders(r, storm.Uint64())
 					select {
 					case <-stop:
 						return
