@@ -141,24 +141,13 @@ func TestColumnDDLUnderWrites(t *testing.T) {
 			}
 		}()
 	}
-	waitWrites := func(n int64) {
-		deadline := time.Now().Add(30 * time.Second)
-		for start := ok.Load(); ok.Load() < start+n; {
-			require.True(t, time.Now().Before(deadline), "writers stalled")
-			select {
-			case err := <-errs:
-				t.Fatal(err)
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}
-	waitWrites(50)
+	waitWrites(t, &ok, errs, 50)
 	before := ok.Load()
 	mustExec(t, admin, "ALTER TABLE cd.t ADD COLUMN c INT DEFAULT 7")
-	waitWrites(100)
+	waitWrites(t, &ok, errs, 100)
 	mustExec(t, admin, "ALTER TABLE cd.t DROP COLUMN x")
 	during := ok.Load() - before
-	waitWrites(100)
+	waitWrites(t, &ok, errs, 100)
 	stop.Store(true)
 	wg.Wait()
 	select {

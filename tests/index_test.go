@@ -77,23 +77,12 @@ func TestAddIndexUnderWrites(t *testing.T) {
 			}
 		}()
 	}
-	waitWrites := func(n int64) {
-		deadline := time.Now().Add(30 * time.Second)
-		for start := ok.Load(); ok.Load() < start+n; {
-			require.True(t, time.Now().Before(deadline), "writers stalled")
-			select {
-			case err := <-errs:
-				t.Fatal(err)
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}
-	waitWrites(50)
+	waitWrites(t, &ok, errs, 50)
 	before := ok.Load()
 	mustExec(t, admin, "CREATE INDEX k_1 ON ix.t (k)")
 	mustExec(t, admin, "ALTER TABLE ix.t ADD UNIQUE INDEX u_1 (u)")
 	during := ok.Load() - before
-	waitWrites(50)
+	waitWrites(t, &ok, errs, 50)
 	cancel()
 	wg.Wait()
 	select {
@@ -116,5 +105,21 @@ func TestAddIndexUnderWrites(t *testing.T) {
 		_, err := openDB(t, c, i, "ix").Exec(fmt.Sprintf("INSERT INTO t VALUES (%d, 0, %d, 'dup')", rows*3+i, id))
 		requireMySQLError(t, err, 1062)
 		require.Contains(t, err.Error(), fmt.Sprintf("Duplicate entry '%d' for key 't.u_1'", id))
+	}
+}
+
+// waitWrites waits until the writers counted by ok have made n more
+// writes, failing the test on the first error they send on errs or when
+// they make none for 30 s.
+func waitWrites(t *testing.T, ok *atomic.Int64, errs <-chan error, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for start := ok.Load(); ok.Load() < start+n; {
+		require.True(t, time.Now().Before(deadline), "writers stalled")
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
