@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -33,6 +34,9 @@ var (
 	})
 	statsReloads = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "strata_sql_stats_reloads_total", Help: "Times this SQL node reloaded table statistics after another node's ANALYZE.",
+	})
+	statsSaveConflicts = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "strata_sql_stats_save_conflicts_total", Help: "Statistics saves written again because a Delta flush committed the same key meanwhile.",
 	})
 )
 
@@ -177,24 +181,17 @@ func (h *Handle) Save(ctx context.Context, t *Table) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	txn, err := h.store.Begin(ctx, kv.TxnOptions{})
+	// A Delta flush of this or another node (every stats lease) may commit
+	// the same Delta key meanwhile: the save is then written again at a
+	// new timestamp, as ANALYZE must not fail for the statistics' own
+	// bookkeeping.
+	for attempt := 0; attempt < saveAttempts; attempt++ {
+		if err = h.save(ctx, t.TableID, b, d); !errors.As(err, new(*kv.WriteConflictError)) {
+			break
+		}
+		statsSaveConflicts.Inc()
+	}
 	if err != nil {
-		return err
-	}
-	ver := binary.BigEndian.AppendUint64(nil, txn.StartTS())
-	if err := txn.Set(statsKey(t.TableID), b); err != nil {
-		_ = txn.Rollback(ctx)
-		return err
-	}
-	if err := txn.Set(versionKey(), ver); err != nil {
-		_ = txn.Rollback(ctx)
-		return err
-	}
-	if err := txn.Set(deltaKey(t.TableID), d); err != nil {
-		_ = txn.Rollback(ctx)
-		return err
-	}
-	if err := txn.Commit(ctx); err != nil {
 		return err
 	}
 	m := maps.Clone(*h.tables.Load())
@@ -204,6 +201,26 @@ func (h *Handle) Save(ctx context.Context, t *Table) error {
 	dm[t.TableID] = Delta{Count: t.Count}
 	h.deltas.Store(&dm)
 	return nil
+}
+
+// saveAttempts bounds how often Save writes again after a write conflict.
+const saveAttempts = 5
+
+// save writes a table's statistics, the version bump and its Delta in one
+// transaction.
+func (h *Handle) save(ctx context.Context, tableID int64, stats, delta []byte) error {
+	txn, err := h.store.Begin(ctx, kv.TxnOptions{})
+	if err != nil {
+		return err
+	}
+	ver := binary.BigEndian.AppendUint64(nil, txn.StartTS())
+	for _, kv := range []struct{ k, v []byte }{{statsKey(tableID), stats}, {versionKey(), ver}, {deltaKey(tableID), delta}} {
+		if err := txn.Set(kv.k, kv.v); err != nil {
+			_ = txn.Rollback(ctx)
+			return err
+		}
+	}
+	return txn.Commit(ctx)
 }
 
 // analyze reads every row of t at one snapshot and builds its statistics.
