@@ -40,20 +40,7 @@ func TestColumnDDLUnderWrites(t *testing.T) {
 	mustExec(t, admin, "CREATE DATABASE cd")
 	mustExec(t, admin, "CREATE TABLE cd.t (id INT PRIMARY KEY, v INT NOT NULL, x INT, pad VARCHAR(20), KEY kx (x))")
 	const rows, writers = 600, 4
-	var sb strings.Builder
-	for i := range rows {
-		if i%100 == 0 {
-			if sb.Len() > 0 {
-				mustExec(t, admin, sb.String())
-			}
-			sb.Reset()
-			sb.WriteString("INSERT INTO cd.t VALUES ")
-		} else {
-			sb.WriteString(", ")
-		}
-		fmt.Fprintf(&sb, "(%d, %d, %d, 'p%d')", i, i, i, i)
-	}
-	mustExec(t, admin, sb.String())
+	insertRows(t, admin, "cd.t", rows, func(i int) string { return fmt.Sprintf("(%d, %d, %d, 'p%d')", i, i, i, i) })
 	logs := make([]colLog, writers)
 	models := make([]map[int]*colRow, writers)
 	for w := range models {

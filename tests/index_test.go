@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -26,20 +27,7 @@ func TestAddIndexUnderWrites(t *testing.T) {
 	mustExec(t, admin, "CREATE DATABASE ix")
 	mustExec(t, admin, "CREATE TABLE ix.t (id INT PRIMARY KEY, k INT NOT NULL, u INT, pad VARCHAR(20))")
 	const rows = 600
-	var sb strings.Builder
-	for i := range rows {
-		if i%100 == 0 {
-			if sb.Len() > 0 {
-				mustExec(t, admin, sb.String())
-			}
-			sb.Reset()
-			sb.WriteString("INSERT INTO ix.t VALUES ")
-		} else {
-			sb.WriteString(", ")
-		}
-		fmt.Fprintf(&sb, "(%d, %d, %d, 'p%d')", i, i%37, i, i)
-	}
-	mustExec(t, admin, sb.String())
+	insertRows(t, admin, "ix.t", rows, func(i int) string { return fmt.Sprintf("(%d, %d, %d, 'p%d')", i, i%37, i, i) })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -121,5 +109,18 @@ func waitWrites(t *testing.T, ok *atomic.Int64, errs <-chan error, n int64) {
 			t.Fatal(err)
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// insertRows inserts rows 0..n-1 of table, row(i) giving each one's
+// VALUES tuple, 100 rows a statement.
+func insertRows(t *testing.T, db *sql.DB, table string, n int, row func(i int) string) {
+	t.Helper()
+	for lo := 0; lo < n; lo += 100 {
+		var vals []string
+		for i := lo; i < min(lo+100, n); i++ {
+			vals = append(vals, row(i))
+		}
+		mustExec(t, db, "INSERT INTO "+table+" VALUES "+strings.Join(vals, ", "))
 	}
 }
