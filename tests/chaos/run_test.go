@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -245,12 +246,19 @@ func (r *run) Run() *report {
 }
 
 // classify turns a statement's error into the completion type: MySQL
-// errors after which nothing was committed are Fail; anything else (a lost
-// connection, a timeout, 8110 undetermined, an unknown error) is Info.
+// errors after which nothing was committed, and a refused connection (the
+// statement was never sent), are Fail; anything else (a lost connection, a
+// timeout, 8110 undetermined, an unknown error) is Info. Every Info write
+// stays open to the end of the history and doubles the register checker's
+// search space, so a statement that certainly never left the client must
+// not be one.
 // committed reports whether the failing statement could have committed
 // anything (a COMMIT, or an autocommit write); if not, every error is Fail.
 func classify(err error, committed bool) checker.Type {
 	if !committed {
+		return checker.Fail
+	}
+	if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Op == "dial" {
 		return checker.Fail
 	}
 	var me *mysql.MySQLError
@@ -304,6 +312,7 @@ type report struct {
 	seed          uint64
 	duration      time.Duration
 	result        *checker.Result
+	hist          []checker.Op
 	byF           map[string][3]int // ok, fail, info per operation
 	timeline      []fault
 	windows       []window
@@ -333,7 +342,7 @@ func percentiles(d []time.Duration) latencies {
 
 func (r *run) report(res *checker.Result) *report {
 	rep := &report{nemesis: r.cfg.nemesis.name, seed: r.cfg.seed, duration: r.cfg.duration, result: res,
-		byF: map[string][3]int{}, timeline: r.timeline}
+		hist: r.hist, byF: map[string][3]int{}, timeline: r.timeline}
 	pairs, err := checker.Pairs(r.hist)
 	require.NoError(r.t, err)
 	var in, out []time.Duration
@@ -452,6 +461,11 @@ func writeReport(t *testing.T, rep *report) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	name := strings.NewReplacer("/", "-", " ", "-").Replace(rep.name + "-" + rep.nemesis)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".md"), []byte(rep.markdown()), 0o644))
+	var hist strings.Builder
+	for _, o := range rep.hist {
+		hist.WriteString(o.String() + "\n")
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".history.txt"), []byte(hist.String()), 0o644))
 	sum := filepath.Join(dir, "summary.md")
 	_, err := os.Stat(sum)
 	f, ferr := os.OpenFile(sum, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
