@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,20 +26,21 @@ import (
 type Config struct {
 	BinDir   string // holds pd, storenode, sqlnode
 	DataDir  string // data and logs; reused across runs
+	PDs      int    // PD members (an embedded etcd cluster); default 1
 	Stores   int    // default 3
 	SQLNodes int    // default 1
 	// FreePorts picks unused loopback ports (tests). Otherwise the TiDB
-	// defaults are used: PD 2379-2382, stores 20160+i / 20180+i, SQL nodes
-	// 4000+i / 10080+i.
+	// defaults are used: PD member i 2379+4i to 2382+4i, stores 20160+i /
+	// 20180+i, SQL nodes 4000+i / 10080+i.
 	FreePorts bool
 	// StoreArgs are extra flags for every store node (e.g. a faster raft tick).
 	StoreArgs []string
-	// PDArgs are extra flags for PD (e.g. --schedule-interval).
+	// PDArgs are extra flags for every PD member (e.g. --schedule-interval).
 	PDArgs []string
 	// SQLArgs are extra flags for every SQL node.
 	SQLArgs []string
-	// Hosts, when set, gives process i (in Procs order: PD, stores, SQL
-	// nodes) its own IP address to listen on and advertise instead of
+	// Hosts, when set, gives process i (in Procs order: PD members,
+	// stores, SQL nodes) its own IP address to listen on and advertise instead of
 	// 127.0.0.1, e.g. an address in a network namespace of the test's.
 	Hosts []string
 	// Wrap, when set, returns the command prefix that runs process i (in
@@ -50,18 +52,21 @@ type Config struct {
 // Cluster is a running (or stopped) set of processes.
 type Cluster struct {
 	cfg    Config
-	PD     *Proc
+	PDs    []*Proc // named "pd" when there is one member, else pd1, pd2, ...
 	Stores []*Proc
 	SQL    []*Proc
-	pdAddr string
-	// PDStatusAddr is PD's HTTP status address (also its /pd/api/v1 API).
-	PDStatusAddr string
+	// pdAddrs and pdStatus are each PD member's gRPC and HTTP status
+	// addresses (the HTTP one also serves the /pd/api/v1 API).
+	pdAddrs, pdStatus []string
 	// SQLAddrs are the MySQL addresses, one per SQL node.
 	SQLAddrs []string
 }
 
 // New lays out the processes of a cluster without starting them.
 func New(cfg Config) (*Cluster, error) {
+	if cfg.PDs == 0 {
+		cfg.PDs = 1
+	}
 	if cfg.Stores == 0 {
 		cfg.Stores = 3
 	}
@@ -84,7 +89,7 @@ func New(cfg Config) (*Cluster, error) {
 	// With FreePorts, every port is chosen in one call so none repeats.
 	var free []int
 	if cfg.FreePorts {
-		if free, err = FreePorts(4 + 2*cfg.Stores + 2*cfg.SQLNodes); err != nil {
+		if free, err = FreePorts(4*cfg.PDs + 2*cfg.Stores + 2*cfg.SQLNodes); err != nil {
 			return nil, err
 		}
 	}
@@ -114,23 +119,35 @@ func New(cfg Config) (*Cluster, error) {
 		return p
 	}
 
-	pp, err := ports(2379, 2380, 2381, 2382)
-	if err != nil {
-		return nil, err
-	}
-	c.pdAddr, c.PDStatusAddr = addr(pp[0]), addr(pp[3])
-	c.PD = wrap(&Proc{
-		Name: "pd", Bin: filepath.Join(binDir, "pd"), LogPath: filepath.Join(logDir, "pd.log"),
-		Args: []string{
-			"--name", "pd", "--data-dir", filepath.Join(dataDir, "pd"),
-			"--addr", c.pdAddr,
-			"--peer-url", "http://" + addr(pp[1]),
+	var initial []string // name=peer-url of every member
+	var pdArgs [][]string
+	for i := range cfg.PDs {
+		pp, err := ports(2379+4*i, 2380+4*i, 2381+4*i, 2382+4*i)
+		if err != nil {
+			return nil, err
+		}
+		name := "pd"
+		if cfg.PDs > 1 {
+			name = fmt.Sprintf("pd%d", i+1)
+		}
+		peer := "http://" + addr(pp[1])
+		initial = append(initial, name+"="+peer)
+		c.pdAddrs = append(c.pdAddrs, addr(pp[0]))
+		c.pdStatus = append(c.pdStatus, addr(pp[3]))
+		pdArgs = append(pdArgs, []string{
+			"--name", name, "--data-dir", filepath.Join(dataDir, name),
+			"--addr", addr(pp[0]),
+			"--peer-url", peer,
 			"--etcd-client-url", "http://" + addr(pp[2]),
 			"--status-addr", addr(pp[3]),
 			"--replicas", strconv.Itoa(min(3, cfg.Stores)),
-		},
-	})
-	c.PD.Args = append(c.PD.Args, cfg.PDArgs...)
+		})
+		c.PDs = append(c.PDs, wrap(&Proc{Name: name, Bin: filepath.Join(binDir, "pd"), LogPath: filepath.Join(logDir, name+".log")}))
+	}
+	for i, p := range c.PDs {
+		p.Args = append(append(pdArgs[i], "--initial-cluster", strings.Join(initial, ",")), cfg.PDArgs...)
+	}
+	pdList := strings.Join(c.pdAddrs, ",")
 	for i := 0; i < cfg.Stores; i++ {
 		sp, err := ports(20160+i, 20180+i)
 		if err != nil {
@@ -138,7 +155,7 @@ func New(cfg Config) (*Cluster, error) {
 		}
 		name := fmt.Sprintf("store%d", i+1)
 		args := []string{
-			"--pd", c.pdAddr, "--addr", addr(sp[0]), "--status-addr", addr(sp[1]),
+			"--pd", pdList, "--addr", addr(sp[0]), "--status-addr", addr(sp[1]),
 			"--data-dir", filepath.Join(dataDir, name),
 		}
 		c.Stores = append(c.Stores, wrap(&Proc{
@@ -155,18 +172,18 @@ func New(cfg Config) (*Cluster, error) {
 		c.SQLAddrs = append(c.SQLAddrs, addr(qp[0]))
 		c.SQL = append(c.SQL, wrap(&Proc{
 			Name: name, Bin: filepath.Join(binDir, "sqlnode"), LogPath: filepath.Join(logDir, name+".log"),
-			Args: append([]string{"--pd", c.pdAddr, "--addr", addr(qp[0]), "--status-addr", addr(qp[1])}, cfg.SQLArgs...),
+			Args: append([]string{"--pd", pdList, "--addr", addr(qp[0]), "--status-addr", addr(qp[1])}, cfg.SQLArgs...),
 		}))
 	}
 	return c, nil
 }
 
-// PDAddr is PD's gRPC address.
-func (c *Cluster) PDAddr() string { return c.pdAddr }
+// PDAddrs are the PD members' gRPC addresses.
+func (c *Cluster) PDAddrs() []string { return c.pdAddrs }
 
-// Procs lists every process, PD first.
+// Procs lists every process: PD members, stores, SQL nodes.
 func (c *Cluster) Procs() []*Proc {
-	all := []*Proc{c.PD}
+	all := slices.Clone(c.PDs)
 	all = append(all, c.Stores...)
 	return append(all, c.SQL...)
 }
@@ -239,7 +256,8 @@ func (c *Cluster) DSN(i int, db string) string {
 	return cfg.FormatDSN()
 }
 
-// Stop stops every running process with SIGTERM, SQL nodes first, PD last.
+// Stop stops every running process with SIGTERM, SQL nodes first, PD
+// members last.
 func (c *Cluster) Stop(grace time.Duration) {
 	all := c.Procs()
 	for i := len(all) - 1; i >= 0; i-- {
@@ -270,38 +288,62 @@ func (c *Cluster) Logs(n int64) string {
 	return b.String()
 }
 
-// PDAPI calls PD's HTTP API (/pd/api/v1/path): body, if not nil, is sent
-// as JSON, and a 200 answer is decoded into out, if not nil; any other
-// status is an error carrying the answer.
+// PDAPI calls PD's HTTP API (/pd/api/v1/path) on the first PD member that
+// answers (members forward leader-only calls to the leader): body, if not
+// nil, is sent as JSON, and a 200 answer is decoded into out, if not nil;
+// any other status is an error carrying the answer.
 func (c *Cluster) PDAPI(method, path string, body, out any) error {
-	var rd io.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return err
+		}
+	}
+	var err error
+	for _, status := range c.pdStatus {
+		var req *http.Request
+		req, err = http.NewRequest(method, "http://"+status+"/pd/api/v1/"+path, bytes.NewReader(b))
 		if err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
+		var resp *http.Response
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			continue // this member is down: try the next
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, data)
+		}
+		if out != nil {
+			return json.Unmarshal(data, out)
+		}
+		return nil
 	}
-	req, err := http.NewRequest(method, "http://"+c.PDStatusAddr+"/pd/api/v1/"+path, rd)
-	if err != nil {
-		return err
+	return err
+}
+
+// PDLeader returns the PD member that PD's members API names as leader.
+func (c *Cluster) PDLeader() (*Proc, error) {
+	var m struct {
+		Leader struct {
+			Name string `json:"name"`
+		} `json:"leader"`
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
+	if err := c.PDAPI(http.MethodGet, "members", nil, &m); err != nil {
+		return nil, err
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
+	for _, p := range c.PDs {
+		if i := slices.Index(p.Args, "--name"); i >= 0 && p.Args[i+1] == m.Leader.Name {
+			return p, nil
+		}
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, data)
-	}
-	if out != nil {
-		return json.Unmarshal(data, out)
-	}
-	return nil
+	return nil, fmt.Errorf("localcluster: PD names %q as leader, not a member of this cluster", m.Leader.Name)
 }
 
 // FreePorts returns n distinct loopback ports for processes to bind, kept

@@ -1,5 +1,6 @@
 // Package localcluster starts a Strata cluster as real processes on this
-// machine: one PD, N store nodes and M SQL nodes, all on 127.0.0.1. It is the
+// machine: one PD member (or an etcd cluster of several), N store nodes and
+// M SQL nodes, all on 127.0.0.1. It is the
 // engine behind `make run` (cmd/playground) and behind the cluster-level
 // tests in tests/, which use it to kill -9, restart and stop members.
 //

@@ -127,7 +127,7 @@ func TestStoreStopWriteStall(t *testing.T) {
 	c := startCluster(t, clusterOpts{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	pd, err := pdclient.New(ctx, []string{c.PDAddr()})
+	pd, err := pdclient.New(ctx, c.PDAddrs())
 	require.NoError(t, err)
 	t.Cleanup(func() { pd.Close() })
 	kvc := kvclient.New(pd, kvclient.Config{})

@@ -217,7 +217,7 @@ func TestSplitTableKillLeader(t *testing.T) {
 	regions := waitTableRegions(t, db, "spk.t", 32)
 	pdCtx, pdCancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer pdCancel()
-	pd, err := pdclient.New(pdCtx, []string{c.PDAddr()})
+	pd, err := pdclient.New(pdCtx, c.PDAddrs())
 	require.NoError(t, err)
 	defer pd.Close()
 	victim := busiestStore(t, c, pd, regions)

@@ -60,7 +60,7 @@ func TestBankTransfers(t *testing.T) {
 	mustExec(t, admin, "CREATE DATABASE bank")
 	pdCtx, pdCancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer pdCancel()
-	pd, err := pdclient.New(pdCtx, []string{c.PDAddr()})
+	pd, err := pdclient.New(pdCtx, c.PDAddrs())
 	require.NoError(t, err)
 	defer pd.Close()
 	for _, mode := range []string{"pessimistic", "optimistic"} {

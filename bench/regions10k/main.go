@@ -214,14 +214,8 @@ func run(cfg config) error {
 	}
 
 	if cfg.leaderLimit > 0 {
-		body := fmt.Sprintf(`{"leader-schedule-limit": %d}`, cfg.leaderLimit)
-		resp, err := http.Post("http://"+c.PDStatusAddr+"/pd/api/v1/config", "application/json", strings.NewReader(body))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("PD config %s: %s", body, resp.Status)
+		if err := c.PDAPI(http.MethodPost, "config", map[string]int{"leader-schedule-limit": cfg.leaderLimit}, nil); err != nil {
+			return fmt.Errorf("PD config: %w", err)
 		}
 	}
 	stores := c.Stores
@@ -279,7 +273,7 @@ func run(cfg config) error {
 		rep.printf("PD's schedulers paused for the measurement: %v\n\n", names)
 	}
 	// Idle CPU of every process.
-	procs := append([]*localcluster.Proc{c.PD}, append(slices.Clone(stores), c.SQL...)...)
+	procs := append(slices.Clone(c.PDs), append(slices.Clone(stores), c.SQL...)...)
 	before := make([]float64, len(procs))
 	for i, p := range procs {
 		before[i] = procCPU(p.Pid())
@@ -478,7 +472,7 @@ type benchTable struct {
 type procGroups map[string][]int
 
 func processGroups(c *localcluster.Cluster) procGroups {
-	g := procGroups{"pd": {c.PD.Pid()}, "client": {os.Getpid()}}
+	g := procGroups{"pd": {c.PDs[0].Pid()}, "client": {os.Getpid()}}
 	for _, s := range c.Stores {
 		g["stores"] = append(g["stores"], s.Pid())
 	}

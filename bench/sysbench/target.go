@@ -123,7 +123,7 @@ func (s *strataTarget) Setup(ctx context.Context) error {
 	_, portStr, _ := strings.Cut(c.SQLAddrs[0], ":")
 	s.port, _ = strconv.Atoi(portStr)
 	s.readVersion(ctx)
-	s.log("%s: cluster up in %s (PD %s, SQL %s)", s.name, dir, c.PDAddr(), c.SQLAddrs[0])
+	s.log("%s: cluster up in %s (PD %s, SQL %s)", s.name, dir, strings.Join(c.PDAddrs(), ","), c.SQLAddrs[0])
 	return execSQL(ctx, c.DSN(0, ""), "CREATE DATABASE sbtest")
 }
 
@@ -135,7 +135,9 @@ func (s *strataTarget) Procs() []proc {
 	add := func(p *localcluster.Proc, role string) {
 		out = append(out, proc{Name: p.Name, Role: role, PID: p.Pid(), Status: flagValue(p.Args, "--status-addr")})
 	}
-	add(s.cluster.PD, "pd")
+	for _, p := range s.cluster.PDs {
+		add(p, "pd")
+	}
 	for _, p := range s.cluster.Stores {
 		add(p, "store")
 	}

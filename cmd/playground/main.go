@@ -1,5 +1,5 @@
-// Command playground runs a local Strata cluster (1 PD, N store nodes, M SQL
-// nodes) as processes on this machine; `make run` builds and starts it.
+// Command playground runs a local Strata cluster (1 or more PD members, N
+// store nodes, M SQL nodes) as processes on this machine; `make run` builds and starts it.
 // Data and logs live under --data-dir and are reused by the next run.
 // Ctrl-C (or SIGTERM) stops every process cleanly.
 package main
@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,16 +24,17 @@ func main() {
 	exe, _ := os.Executable()
 	binDir := flag.String("bin-dir", filepath.Dir(exe), "directory holding pd, storenode and sqlnode")
 	dataDir := flag.String("data-dir", "data", "data and log directory (reused across runs)")
+	pds := flag.Int("pds", 1, "number of PD members")
 	stores := flag.Int("stores", 3, "number of store nodes")
 	sqlNodes := flag.Int("sql", 1, "number of SQL nodes")
 	readyTimeout := flag.Duration("ready-timeout", 2*time.Minute, "how long to wait for the cluster to serve SQL")
 	freePorts := flag.Bool("free-ports", false, "listen on free loopback ports instead of the defaults (4000, 2379, 20160...); the SQL addresses are printed")
 	flag.Parse()
-	if *stores < 1 || *sqlNodes < 1 {
-		fmt.Fprintln(os.Stderr, "playground: --stores and --sql must be at least 1")
+	if *pds < 1 || *stores < 1 || *sqlNodes < 1 {
+		fmt.Fprintln(os.Stderr, "playground: --pds, --stores and --sql must be at least 1")
 		os.Exit(2)
 	}
-	if err := run(localcluster.Config{BinDir: *binDir, DataDir: *dataDir, Stores: *stores, SQLNodes: *sqlNodes, FreePorts: *freePorts}, *readyTimeout); err != nil {
+	if err := run(localcluster.Config{BinDir: *binDir, DataDir: *dataDir, PDs: *pds, Stores: *stores, SQLNodes: *sqlNodes, FreePorts: *freePorts}, *readyTimeout); err != nil {
 		fmt.Fprintln(os.Stderr, "playground:", err)
 		os.Exit(1)
 	}
@@ -51,8 +53,8 @@ func run(cfg localcluster.Config, readyTimeout time.Duration) error {
 	if err := c.Start(); err != nil {
 		return err
 	}
-	fmt.Printf("Starting Strata: 1 PD (%s), %d store nodes, %d SQL nodes; logs in %s\n",
-		c.PDAddr(), stores, sqlNodes, filepath.Join(dataDir, "logs"))
+	fmt.Printf("Starting Strata: %d PD (%s), %d store nodes, %d SQL nodes; logs in %s\n",
+		len(c.PDs), strings.Join(c.PDAddrs(), ","), stores, sqlNodes, filepath.Join(dataDir, "logs"))
 	readyCtx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	for i := range c.SQL {

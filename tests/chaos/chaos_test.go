@@ -38,7 +38,7 @@ func pdFor(r *run) func() *pdclient.Client {
 	return func() *pdclient.Client {
 		once.Do(func() {
 			var err error
-			c, err = pdclient.New(context.Background(), []string{r.c.PDAddr()})
+			c, err = pdclient.New(context.Background(), r.c.PDAddrs())
 			require.NoError(r.t, err)
 			r.t.Cleanup(func() { c.Close() })
 		})

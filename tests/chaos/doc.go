@@ -1,18 +1,18 @@
 // Package chaos runs Jepsen-style tests against a real Strata cluster
-// (1 PD, 3 stores, 2 SQL nodes as processes): 8 clients drive a workload
+// (3 PD members, 3 stores, 2 SQL nodes as processes): 8 clients drive a workload
 // through both SQL nodes while a nemesis injects faults on a seeded
 // schedule, every operation is recorded as an invocation and a completion
 // (ok, fail, or info when its outcome is unknown) with monotonic
 // timestamps, and package checker checks the history.
 //
 // Nemesis families (a full run crosses each with every workload):
-// process (kill -9 and restart a store, the PD, a SQL node, a store and
-// the PD, every process; SIGSTOP / SIGCONT of a store, the PD or a SQL
-// node past its leases), network (one member isolated, the busiest
+// process (kill -9 and restart a store, the PD leader, a SQL node, a
+// store and the PD leader, every process; SIGSTOP / SIGCONT of a store,
+// the PD leader or a SQL node past its leases), network (one member isolated, the busiest
 // region's leader isolated, halves, a bridge of overlapping majorities, a
 // one-way cut, 20 % packet loss, a 1 Mbit/s cap, a store's raft messages
 // delayed 50-300 ms through failpoint raft-send), schedule (SPLIT TABLE
-// under load, storms of leader transfers) and clock (PD or a SQL node
+// under load, storms of leader transfers) and clock (the PD leader or a SQL node
 // restarted with its wall clock up to an hour off, then with the true
 // one: STRATA_CLOCK_SKEW, so the binaries are built with the failpoints
 // tag). The network family runs the cluster in network namespaces of the

@@ -90,15 +90,15 @@ var (
 			i, p := pick(rng, r.c.Stores)
 			return kill(r, fmt.Sprintf("store %d", i+1), p)
 		},
-		func(r *run, rng *rand.Rand) (string, func()) { return kill(r, "PD", r.c.PD) },
+		func(r *run, rng *rand.Rand) (string, func()) { return kill(r, "the PD leader", pdLeader(r, rng)) },
 		func(r *run, rng *rand.Rand) (string, func()) {
 			i, p := pick(rng, r.c.SQL)
 			return kill(r, fmt.Sprintf("SQL node %d", i+1), p)
 		},
 		func(r *run, rng *rand.Rand) (string, func()) {
-			// A minority: one store and the PD.
+			// A minority: one store and the PD leader.
 			i, p := pick(rng, r.c.Stores)
-			return kill(r, fmt.Sprintf("store %d and PD", i+1), r.c.PD, p)
+			return kill(r, fmt.Sprintf("store %d and the PD leader", i+1), pdLeader(r, rng), p)
 		},
 		func(r *run, rng *rand.Rand) (string, func()) { return kill(r, "every process", r.c.Procs()...) },
 	}}
@@ -107,7 +107,7 @@ var (
 			i, p := pick(rng, r.c.Stores)
 			return pause(r, fmt.Sprintf("store %d", i+1), p)
 		},
-		func(r *run, rng *rand.Rand) (string, func()) { return pause(r, "PD", r.c.PD) },
+		func(r *run, rng *rand.Rand) (string, func()) { return pause(r, "the PD leader", pdLeader(r, rng)) },
 		func(r *run, rng *rand.Rand) (string, func()) {
 			i, p := pick(rng, r.c.SQL)
 			return pause(r, fmt.Sprintf("SQL node %d", i+1), p)
@@ -115,7 +115,8 @@ var (
 	}}
 	partitionNemesis = nemesis{name: "partition", lab: true, faults: []func(*run, *rand.Rand) (string, func()){
 		func(r *run, rng *rand.Rand) (string, func()) {
-			// One member cut from every other: PD, a store or a SQL node.
+			// One member cut from every other: a PD member, a store or a
+			// SQL node.
 			i := rng.IntN(len(r.c.Procs()))
 			return partition(r, "isolate "+r.c.Procs()[i].Name, []int{i}, others(r, i))
 		},
@@ -124,17 +125,17 @@ var (
 			// member: its lease must end before another store serves.
 			i := hotLeader(r)
 			if i < 0 {
-				i = 1 + rng.IntN(3)
+				i = storeMember(r, rng.IntN(len(r.c.Stores)))
 			}
 			return partition(r, "isolate "+r.c.Procs()[i].Name+" (the busiest region's leader)", []int{i}, others(r, i))
 		},
 		func(r *run, rng *rand.Rand) (string, func()) {
-			// Halves: one store (with, at random, PD) and one SQL node
-			// against the other two stores and SQL node.
-			stores := rng.Perm(3)
-			minority := []int{1 + stores[0], 4 + rng.IntN(2)}
+			// Halves: one store (with, at random, the PD leader) and
+			// one SQL node against the other two stores, the PD
+			// majority and the other SQL node.
+			minority := []int{storeMember(r, rng.IntN(len(r.c.Stores))), sqlMember(r, rng.IntN(len(r.c.SQL)))}
 			if rng.IntN(2) == 0 {
-				minority = append(minority, 0)
+				minority = append(minority, slices.Index(r.c.Procs(), pdLeader(r, rng)))
 			}
 			return partition(r, "halves: minority "+names(r, minority), minority, complement(r, minority))
 		},
@@ -143,24 +144,24 @@ var (
 			// each other, the third reaches both.
 			s := rng.Perm(3)
 			return partition(r, fmt.Sprintf("bridge: %s and %s cut, %s reaches both", r.c.Stores[s[0]].Name, r.c.Stores[s[1]].Name, r.c.Stores[s[2]].Name),
-				[]int{1 + s[0]}, []int{1 + s[1]})
+				[]int{storeMember(r, s[0])}, []int{storeMember(r, s[1])})
 		},
 		func(r *run, rng *rand.Rand) (string, func()) {
 			// One way: a store hears nothing from another (its answers
 			// still go out).
 			s := rng.Perm(3)
-			r.lab.drop(1+s[0], []int{1 + s[1]}, true)
+			r.lab.drop(storeMember(r, s[0]), []int{storeMember(r, s[1])}, true)
 			return fmt.Sprintf("one-way: %s drops what %s sends", r.c.Stores[s[0]].Name, r.c.Stores[s[1]].Name), r.lab.heal
 		},
 	}}
 	netNemesis = nemesis{name: "net", lab: true, faults: []func(*run, *rand.Rand) (string, func()){
 		func(r *run, rng *rand.Rand) (string, func()) {
-			i := 1 + rng.IntN(3)
+			i := storeMember(r, rng.IntN(len(r.c.Stores)))
 			r.lab.lose(i, 20)
 			return "20 % packet loss at " + r.c.Procs()[i].Name, r.lab.heal
 		},
 		func(r *run, rng *rand.Rand) (string, func()) {
-			i := 1 + rng.IntN(3)
+			i := storeMember(r, rng.IntN(len(r.c.Stores)))
 			r.lab.slow(i, "1mbit")
 			return "1 Mbit/s cap on " + r.c.Procs()[i].Name, r.lab.heal
 		},
@@ -211,9 +212,10 @@ var (
 	}}
 	clockNemesis = nemesis{name: "clock", faults: []func(*run, *rand.Rand) (string, func()){
 		func(r *run, rng *rand.Rand) (string, func()) {
-			// PD's wall clock (the TSO's physical part) jumps; it comes
-			// back at heal. Timestamps must never go backwards.
-			return skew(r, rng, r.c.PD)
+			// The PD leader's wall clock (the TSO's physical part)
+			// jumps; it comes back at heal. Timestamps must never go
+			// backwards.
+			return skew(r, rng, pdLeader(r, rng))
 		},
 		func(r *run, rng *rand.Rand) (string, func()) {
 			// A SQL node's wall clock: schema-sync liveness must not
@@ -242,6 +244,21 @@ func partition(r *run, what string, a, b []int) (string, func()) {
 		r.lab.drop(i, a, false)
 	}
 	return "partition " + what, r.lab.heal
+}
+
+// storeMember and sqlMember are the member (Procs) indexes of store i and
+// SQL node i.
+func storeMember(r *run, i int) int { return len(r.c.PDs) + i }
+func sqlMember(r *run, i int) int   { return len(r.c.PDs) + len(r.c.Stores) + i }
+
+// pdLeader is the PD member PD names as leader, or a random member when no
+// member answers (all of them down or without a leader).
+func pdLeader(r *run, rng *rand.Rand) *localcluster.Proc {
+	if p, err := r.c.PDLeader(); err == nil {
+		return p
+	}
+	_, p := pick(rng, r.c.PDs)
+	return p
 }
 
 // others lists every member but i.
@@ -300,7 +317,7 @@ func hotLeader(r *run) int {
 		}
 		for i, p := range r.c.Stores {
 			if slices.Contains(p.Args, st.Store.Address) {
-				return 1 + i
+				return storeMember(r, i)
 			}
 		}
 	}

@@ -97,14 +97,14 @@ type fault struct {
 func startRun(t *testing.T, cfg config) *run {
 	t.Helper()
 	lc := localcluster.Config{
-		BinDir: binDir, DataDir: t.TempDir(), Stores: 3, SQLNodes: 2, FreePorts: true,
+		BinDir: binDir, DataDir: t.TempDir(), PDs: 3, Stores: 3, SQLNodes: 2, FreePorts: true,
 		// Fast ticks keep failover short, as in the cluster tests.
 		StoreArgs: []string{"--raft-tick", "50ms", "--heartbeat-interval", "200ms"},
 		SQLArgs:   []string{"--run-auto-analyze=false"},
 	}
 	var lab *netlab
 	if cfg.lab {
-		lab = newNetlab(t, 1+lc.Stores+lc.SQLNodes)
+		lab = newNetlab(t, lc.PDs+lc.Stores+lc.SQLNodes)
 		lc.Hosts, lc.Wrap = lab.ips, lab.wrap
 	}
 	c, err := localcluster.New(lc)
