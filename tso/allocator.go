@@ -38,6 +38,10 @@ type Options struct {
 	Window time.Duration
 	// Now returns the wall clock (time.Now by default). Tests override it.
 	Now func() time.Time
+	// Monotonic returns a reading of a clock that never jumps (by default
+	// the time elapsed since the process started, from Go's monotonic
+	// clock). Tests override it together with Now.
+	Monotonic func() time.Duration
 	// Logger receives sync events (slog.Default with component=tso by default).
 	Logger *slog.Logger
 }
@@ -48,6 +52,7 @@ type Allocator struct {
 	store  WindowStore
 	window int64 // ms
 	now    func() time.Time
+	mono   func() time.Duration
 	log    *slog.Logger
 
 	// saveMu serialises window saves (Sync, extend) so the persisted bound
@@ -61,6 +66,13 @@ type Allocator struct {
 	physical int64
 	logical  int64
 	limit    int64 // persisted bound: handed-out physical < limit
+	// ahead: the wall clock is behind the timestamps by more than a
+	// window (it was stepped back, or this member took over from one
+	// whose clock ran ahead); physical then follows the monotonic clock
+	// from anchorPhys at anchorMono until the wall clock catches up.
+	ahead      bool
+	anchorPhys int64
+	anchorMono time.Duration
 }
 
 // NewAllocator returns an allocator that is not ready until Sync succeeds.
@@ -71,6 +83,10 @@ func NewAllocator(store WindowStore, opts Options) *Allocator {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Monotonic == nil {
+		start := time.Now()
+		opts.Monotonic = func() time.Duration { return time.Since(start) }
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default().With("component", "tso")
 	}
@@ -78,11 +94,39 @@ func NewAllocator(store WindowStore, opts Options) *Allocator {
 		store:  store,
 		window: opts.Window.Milliseconds(),
 		now:    opts.Now,
+		mono:   opts.Monotonic,
 		log:    opts.Logger,
 	}
 }
 
-func (a *Allocator) nowMS() int64 { return a.now().UnixMilli() }
+// clockLocked returns the physical time to hand out timestamps at, in ms:
+// the wall clock, unless it is behind the timestamps already handed out
+// (or the saved bound a new leader resumes from) by more than a window. A
+// clock that far behind would freeze the physical part (only logical
+// overflow would move it) until the wall clock caught up, minutes or hours
+// later, and with it everything judged by timestamps: lock TTLs, as
+// CheckTxnStatus compares them with a client's current timestamp. The
+// physical part then advances with the monotonic clock instead, staying
+// ahead of the wall clock by the same amount until the wall clock catches
+// up. Behind by less than a window (the saved bound a normal failover
+// resumes from), it waits for the wall clock as before, so failovers do not
+// accumulate a lead. a.mu must be held.
+func (a *Allocator) clockLocked() int64 {
+	wall, mono := a.now().UnixMilli(), a.mono()
+	if !a.ahead && a.ready && a.physical-wall > a.window {
+		a.ahead, a.anchorPhys, a.anchorMono = true, a.physical, mono
+		a.log.Warn("wall clock behind the timestamps handed out: physical time follows the monotonic clock",
+			"behind_ms", a.physical-wall)
+	}
+	if a.ahead {
+		if est := a.anchorPhys + (mono - a.anchorMono).Milliseconds(); est > wall {
+			return est
+		}
+		a.ahead = false
+		a.log.Info("wall clock caught up with the timestamps")
+	}
+	return wall
+}
 
 // Sync loads the persisted bound, persists a new window starting at
 // max(now, saved+1ms) and makes the allocator ready. Call it when becoming
@@ -95,7 +139,8 @@ func (a *Allocator) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("tso: load window: %w", err)
 	}
-	start := max(a.nowMS(), saved+1)
+	wall, mono := a.now().UnixMilli(), a.mono()
+	start := max(wall, saved+1)
 	bound := start + a.window
 	if err := a.store.SaveWindow(ctx, bound); err != nil {
 		return fmt.Errorf("tso: save window: %w", err)
@@ -104,8 +149,9 @@ func (a *Allocator) Sync(ctx context.Context) error {
 	a.gen++
 	a.ready = true
 	a.physical, a.logical, a.limit = start, 0, bound
+	a.ahead, a.anchorPhys, a.anchorMono = start-wall > a.window, start, mono
 	a.mu.Unlock()
-	a.log.Info("tso synced", "saved_bound", saved, "start_physical", start, "bound", bound)
+	a.log.Info("tso synced", "saved_bound", saved, "start_physical", start, "bound", bound, "wall_behind_ms", start-wall)
 	return nil
 }
 
@@ -115,6 +161,7 @@ func (a *Allocator) Reset() {
 	a.gen++
 	a.ready = false
 	a.physical, a.logical, a.limit = 0, 0, 0
+	a.ahead = false
 	a.mu.Unlock()
 }
 
@@ -142,7 +189,8 @@ func (a *Allocator) Generate(ctx context.Context, count uint32) (physical, logic
 			a.mu.Unlock()
 			return 0, 0, ErrNotReady
 		}
-		now := min(a.nowMS(), a.limit-1)
+		clock := a.clockLocked()
+		now := min(clock, a.limit-1)
 		if now > a.physical {
 			a.physical, a.logical = now, 0
 		}
@@ -152,7 +200,7 @@ func (a *Allocator) Generate(ctx context.Context, count uint32) (physical, logic
 				// up: extend the window before answering.
 				gen, need := a.gen, a.physical+1
 				a.mu.Unlock()
-				if err := a.extend(ctx, gen, max(a.nowMS(), need)+a.window); err != nil {
+				if err := a.extend(ctx, gen, max(clock, need)+a.window); err != nil {
 					return 0, 0, err
 				}
 				continue
@@ -173,11 +221,11 @@ func (a *Allocator) Generate(ctx context.Context, count uint32) (physical, logic
 func (a *Allocator) Tick(ctx context.Context) error {
 	a.mu.Lock()
 	ready, gen, limit := a.ready, a.gen, a.limit
+	now := a.clockLocked()
 	a.mu.Unlock()
 	if !ready {
 		return ErrNotReady
 	}
-	now := a.nowMS()
 	if limit-now > a.window*2/3 {
 		return nil
 	}

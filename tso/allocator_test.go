@@ -41,14 +41,17 @@ func (m *windowStore) get() int64 {
 	return m.bound
 }
 
-type fakeClock struct{ ms atomic.Int64 }
+// fakeClock is a wall clock (ms, which a test may step anywhere) and a
+// monotonic one (mono) that only advance moves.
+type fakeClock struct{ ms, mono atomic.Int64 }
 
-func (c *fakeClock) now() time.Time   { return time.UnixMilli(c.ms.Load()) }
-func (c *fakeClock) advance(ms int64) { c.ms.Add(ms) }
+func (c *fakeClock) now() time.Time           { return time.UnixMilli(c.ms.Load()) }
+func (c *fakeClock) monotonic() time.Duration { return time.Duration(c.mono.Load()) * time.Millisecond }
+func (c *fakeClock) advance(ms int64)         { c.ms.Add(ms); c.mono.Add(ms) }
 
 func newTestAllocator(t *testing.T, st *windowStore, clk *fakeClock) *Allocator {
 	t.Helper()
-	a := NewAllocator(st, Options{Now: clk.now, Window: 3 * time.Second})
+	a := NewAllocator(st, Options{Now: clk.now, Monotonic: clk.monotonic, Window: 3 * time.Second})
 	require.NoError(t, a.Sync(context.Background()))
 	return a
 }
@@ -208,6 +211,58 @@ func TestSyncNeverGoesBackwards(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, ComposeTS(p, l), last)
 	require.Equal(t, int64(103_001), p)
+}
+
+// A wall clock stepped back by an hour, or a new leader whose clock is an
+// hour behind the saved bound, must not freeze the physical part for that
+// hour (lock TTLs are judged by it): it follows elapsed time until the
+// wall clock catches up. Behind by less than a window (a normal failover)
+// it waits for the wall clock, so failovers add no lasting lead.
+func TestWallClockBehindFollowsElapsedTime(t *testing.T) {
+	gen := func(a *Allocator) int64 {
+		t.Helper()
+		require.NoError(t, a.Tick(context.Background()))
+		p, _, err := a.Generate(context.Background(), 1)
+		require.NoError(t, err)
+		return p
+	}
+	clk := &fakeClock{}
+	clk.ms.Store(100_000_000)
+	st := &windowStore{}
+	a := newTestAllocator(t, st, clk)
+	require.Equal(t, int64(100_000_000), gen(a))
+
+	clk.ms.Add(-3_600_000) // stepped back an hour
+	require.Equal(t, int64(100_000_000), gen(a), "never backwards")
+	clk.advance(1_000)
+	require.Equal(t, int64(100_001_000), gen(a), "a second later, a second further")
+
+	// A new leader with the same clock resumes past the saved bound and
+	// moves on with elapsed time too.
+	a.Reset()
+	b := newTestAllocator(t, st, clk)
+	start := gen(b)
+	require.Greater(t, start, int64(100_001_000))
+	clk.advance(2_000)
+	require.Equal(t, start+2_000, gen(b))
+
+	// The wall clock catches up (jumps past): it rules again.
+	clk.ms.Store(100_100_000)
+	require.Equal(t, int64(100_100_000), gen(b))
+	clk.advance(5)
+	require.Equal(t, int64(100_100_005), gen(b))
+
+	// A failover behind the saved bound by less than a window waits for
+	// the wall clock instead of keeping the lead.
+	b.Reset()
+	clk.advance(500)
+	c := newTestAllocator(t, st, clk)
+	first := gen(c)
+	require.Greater(t, first, clk.now().UnixMilli())
+	clk.advance(first - clk.now().UnixMilli() - 1)
+	require.Equal(t, first, gen(c), "frozen while the wall clock is behind by less than a window")
+	clk.advance(10)
+	require.Equal(t, clk.now().UnixMilli(), gen(c))
 }
 
 func BenchmarkGenerate(b *testing.B) {

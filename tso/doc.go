@@ -17,6 +17,13 @@
 //     max(now, saved+1ms), so every timestamp of a new term is larger than
 //     every timestamp of any earlier term. A wall clock that jumps backwards
 //     is ignored (physical only moves forward).
+//   - Keep pace with elapsed time: when the wall clock is behind the
+//     timestamps handed out (or the saved bound a term resumes from) by
+//     more than a window, physical advances with the monotonic clock
+//     (Options.Monotonic) until the wall clock catches up, instead of
+//     freezing for as long as the clock is behind (lock TTLs are judged by
+//     timestamps). Behind by less than a window, as after a normal
+//     failover, it waits for the wall clock, so leads do not accumulate.
 //   - Reset (on losing leadership) drops the in-memory state; Generate fails
 //     with ErrNotReady until the next Sync.
 //
