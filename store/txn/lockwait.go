@@ -178,13 +178,13 @@ func (q *lockWaits) waiters() int {
 }
 
 // wait blocks until w is woken, the deadline passes, the held lock's TTL
-// runs out (by this store's clock) or ctx ends. Unless woken, w leaves
+// runs out (at expiry: its TTL on PD's clock, see tsoNowMS, translated to
+// this store's monotonic clock) or ctx ends. Unless woken, w leaves
 // its queue; a waiter woken at the moment it gives up passes the wake-up
 // on.
-func (q *lockWaits) wait(ctx context.Context, w *lockWaiter, deadline time.Time) waitOutcome {
+func (q *lockWaits) wait(ctx context.Context, w *lockWaiter, deadline, expiry time.Time) waitOutcome {
 	outcome := waitTimeout
 	until := time.Until(deadline)
-	expiry := time.UnixMilli(int64(physical(w.lock.GetLockVersion()) + w.lock.GetLockTtl()))
 	if d := time.Until(expiry); d < until {
 		until, outcome = d, waitExpired
 	}

@@ -28,7 +28,7 @@ func (s *Storage) PessimisticLock(ctx context.Context, req *kvrpcpb.PessimisticL
 	woken := false       // prev was woken by a release
 	waited := false
 	for {
-		resp, w, err := s.tryPessimisticLock(ctx, req, prev)
+		resp, w, err := s.tryPessimisticLock(ctx, req, prev, tsoNowMS(req, start))
 		if woken && (w == nil || !bytes.Equal(w.key, prev.key)) {
 			// The retry after a wake-up did not wait for that key again
 			// (it took the lock, failed, or now waits for another key):
@@ -62,7 +62,8 @@ func (s *Storage) PessimisticLock(ctx context.Context, req *kvrpcpb.PessimisticL
 			return &kvrpcpb.PessimisticLockResponse{Errors: []*kvrpcpb.KeyError{{Deadlock: dl}}}, nil
 		}
 		waited = true
-		outcome := s.waits.wait(ctx, w, deadline)
+		ttlLeft := int64(physical(w.lock.GetLockVersion())+w.lock.GetLockTtl()) - int64(tsoNowMS(req, start))
+		outcome := s.waits.wait(ctx, w, deadline, time.Now().Add(time.Duration(ttlLeft)*time.Millisecond))
 		s.detector.CleanUp(w.startTS, w.lock.GetLockVersion())
 		prev = w
 		switch outcome {
@@ -86,9 +87,23 @@ func lockedResponse(l *kvrpcpb.LockInfo) *kvrpcpb.PessimisticLockResponse {
 	return &kvrpcpb.PessimisticLockResponse{Errors: []*kvrpcpb.KeyError{{Locked: l}}}
 }
 
-// lockInfoExpired reports whether l's TTL ran out by this store's clock.
-func lockInfoExpired(l *kvrpcpb.LockInfo) bool {
-	return physical(l.GetLockVersion())+l.GetLockTtl() < uint64(time.Now().UnixMilli())
+// tsoNowMS estimates PD's clock (the physical part of a timestamp taken
+// now) for req: the physical part of its for_update_ts, taken from PD when
+// the lock round began, plus how long the request has been served here
+// since start (a monotonic measure). Lock TTLs run on PD's clock, as
+// CheckTxnStatus judges them with the client's current timestamp; this
+// store's wall clock may be minutes off PD's (a clock stepped back, a PD
+// whose timestamps stay ahead of a clock that jumped), and must not judge
+// them. The estimate lags PD's clock by the client's round trip, so a lock
+// is at worst deemed expired that much late.
+func tsoNowMS(req *kvrpcpb.PessimisticLockRequest, start time.Time) uint64 {
+	return physical(req.GetForUpdateTs()) + uint64(time.Since(start).Milliseconds())
+}
+
+// lockInfoExpired reports whether l's TTL ran out by nowMS, an estimate of
+// PD's clock (tsoNowMS).
+func lockInfoExpired(l *kvrpcpb.LockInfo, nowMS uint64) bool {
+	return physical(l.GetLockVersion())+l.GetLockTtl() < nowMS
 }
 
 // tryPessimisticLock evaluates the request once. When a key is locked by
@@ -96,7 +111,7 @@ func lockInfoExpired(l *kvrpcpb.LockInfo) bool {
 // are released (so the holder's release cannot be missed) and returns it.
 // prev is the waiter of an earlier round, whose place in the queue a new
 // waiter keeps.
-func (s *Storage) tryPessimisticLock(ctx context.Context, req *kvrpcpb.PessimisticLockRequest, prev *lockWaiter) (*kvrpcpb.PessimisticLockResponse, *lockWaiter, error) {
+func (s *Storage) tryPessimisticLock(ctx context.Context, req *kvrpcpb.PessimisticLockRequest, prev *lockWaiter, nowMS uint64) (*kvrpcpb.PessimisticLockResponse, *lockWaiter, error) {
 	muts := req.GetMutations()
 	p := &pessimisticProps{
 		startTS:     req.GetStartVersion(),
@@ -126,7 +141,7 @@ func (s *Storage) tryPessimisticLock(ctx context.Context, req *kvrpcpb.Pessimist
 			if !ok {
 				return nil, nil, err
 			}
-			if ke.Locked != nil && lockInfoExpired(ke.Locked) {
+			if ke.Locked != nil && lockInfoExpired(ke.Locked, nowMS) {
 				// The holder may be gone: the client resolves the lock.
 				lockWaitSeconds.WithLabelValues("lock_expired").Observe(0)
 				return lockedResponse(ke.Locked), nil, nil

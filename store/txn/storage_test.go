@@ -149,6 +149,47 @@ func TestLockWaitOnExpiredHolderReturnsLocked(t *testing.T) {
 	require.NotNil(t, resp.Errors[0].Locked, "the client must resolve the expired lock")
 }
 
+// Lock TTLs run on PD's clock, which may be far from this store's wall
+// clock: a PD whose clock was an hour ahead leaves timestamps an hour
+// ahead, and one whose clock is behind hands out timestamps an hour
+// behind. A waiter is judged by its request's for_update_ts, never by the
+// store's clock: an expired holder is reported Locked (for the client to
+// resolve) after its TTL, not an hour later, and a live one is waited for,
+// not reported expired at once.
+func TestLockTTLRunsOnPDClock(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		offset  time.Duration // PD's clock minus this store's
+		ttl     uint64        // the holder's, ms
+		waitMS  int64
+		expired bool
+	}{
+		{"PD an hour ahead, holder expires", time.Hour, 200, 20000, true},
+		{"PD an hour behind, holder alive", -time.Hour, 60000, 300, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			pdNow := func() uint64 { return uint64(time.Now().Add(tc.offset).UnixMilli()) << 18 }
+			holder := pdNow()
+			resp, err := h.s.PessimisticLock(bg, &kvrpcpb.PessimisticLockRequest{
+				Mutations:   []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_PessimisticLock, Key: []byte("k")}},
+				PrimaryLock: []byte("k"), StartVersion: holder, ForUpdateTs: holder, LockTtl: tc.ttl,
+			})
+			require.NoError(t, err)
+			require.Empty(t, resp.Errors)
+			start := time.Now()
+			resp = h.lock(t, holder+1, tc.waitMS, "k")
+			require.Len(t, resp.Errors, 1)
+			if tc.expired {
+				require.NotNil(t, resp.Errors[0].Locked, "the expired holder is for the client to resolve: %v", resp.Errors[0])
+				require.Less(t, time.Since(start), 10*time.Second, "judged by the store's clock, the TTL would run out an hour later")
+				return
+			}
+			require.NotNil(t, resp.Errors[0].LockWaitTimeout, "a live holder is waited for, not reported expired: %v", resp.Errors[0])
+		})
+	}
+}
+
 // A pessimistic lock request that meets a live prewrite lock is answered
 // Locked at once instead of queueing: the owner is committing and waits for
 // no one, and a committed owner's locks are resolved region-wide by the
