@@ -118,7 +118,7 @@ func (cm *committer) run(ctx context.Context) (commitMode, error) {
 	}
 	cm.onePC = t.opts.OnePC && len(cm.groups) == 1 && cm.chunkEnd(0, len(cm.muts)) == len(cm.muts)
 	cm.async = !cm.onePC && t.opts.AsyncCommit && len(cm.muts) <= t.c.cfg.AsyncCommitMaxKeys
-	cm.ttl = uint64(t.c.cfg.LockTTL.Milliseconds()) + uint64(time.Since(t.began).Milliseconds())
+	cm.ttl = t.lockTTL()
 	cm.minCommit = max(t.startTS, t.forUpdateTS) + 1
 	mode := mode2PC
 	switch {

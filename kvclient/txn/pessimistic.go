@@ -15,7 +15,6 @@ import (
 	"github.com/stratadb/strata/kvclient/txn/memdb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
-	"github.com/stratadb/strata/tso"
 )
 
 // defaultLockWait is the wait for a conflicting lock when the caller gives
@@ -246,7 +245,7 @@ func (t *Txn) lockRegion(ctx context.Context, bo *kvclient.Backoffer, r *locate.
 			Mutations:    muts,
 			PrimaryLock:  t.primary,
 			StartVersion: t.startTS,
-			LockTtl:      uint64(t.c.cfg.LockTTL.Milliseconds()) + uint64(time.Since(t.began).Milliseconds()),
+			LockTtl:      t.lockTTL(),
 			ForUpdateTs:  forUpdateTS,
 			IsFirstLock:  first,
 			WaitTimeout:  waitMs,
@@ -480,7 +479,8 @@ func (t *Txn) startHeartbeat(primary []byte) {
 	primary = slices.Clone(primary)
 	c, startTS := t.c, t.startTS
 	go func() {
-		// t's fields other than aliveUntil are not touched here.
+		// t's fields other than aliveUntil are not touched here (lockTTL
+		// reads only what never changes).
 		tick := time.NewTicker(c.cfg.HeartbeatInterval)
 		defer tick.Stop()
 		for {
@@ -489,7 +489,7 @@ func (t *Txn) startHeartbeat(primary []byte) {
 				return
 			case <-tick.C:
 			}
-			ttl := uint64(time.Now().UnixMilli()-tso.Physical(startTS)) + uint64(c.cfg.LockTTL.Milliseconds())
+			ttl := t.lockTTL()
 			ctx, cancel := context.WithTimeout(context.Background(), c.kv.RPCTimeout())
 			sent := time.Now()
 			err := c.heartbeat(ctx, primary, startTS, ttl)

@@ -62,6 +62,17 @@ var _ kv.Txn = (*Txn)(nil)
 // StartTS is the transaction's start timestamp.
 func (t *Txn) StartTS() uint64 { return t.startTS }
 
+// lockTTL is the TTL (ms) the transaction's locks are written or renewed
+// with: LockTTL past the transaction's age, measured on this node's
+// monotonic clock. A TTL counts from the physical part of start_ts (PD's
+// clock), so the age must not be taken as this node's wall clock minus
+// that physical part: with PD's timestamps ahead of this node's clock the
+// difference is negative, and as a uint64 it made a heartbeat keep a dead
+// transaction's locks for ever.
+func (t *Txn) lockTTL() uint64 {
+	return uint64(t.c.cfg.LockTTL.Milliseconds()) + uint64(time.Since(t.began).Milliseconds())
+}
+
 // ForUpdateTS is the timestamp the latest pessimistic locks read at.
 func (t *Txn) ForUpdateTS() uint64 { return t.forUpdateTS }
 
