@@ -212,16 +212,16 @@ var (
 	}}
 	clockNemesis = nemesis{name: "clock", faults: []func(*run, *rand.Rand) (string, func()){
 		func(r *run, rng *rand.Rand) (string, func()) {
-			// The PD leader's wall clock (the TSO's physical part)
-			// jumps; it comes back at heal. Timestamps must never go
-			// backwards.
-			return skew(r, rng, pdLeader(r, rng))
+			// Every PD member's wall clock (the TSO's physical part)
+			// jumps, so whichever leads after the restart is off; it
+			// comes back at heal. Timestamps must never go backwards.
+			return skew(r, rng, "every PD member", r.c.PDs...)
 		},
 		func(r *run, rng *rand.Rand) (string, func()) {
 			// A SQL node's wall clock: schema-sync liveness must not
 			// depend on it (it is on PD's clock).
 			_, p := pick(rng, r.c.SQL)
-			return skew(r, rng, p)
+			return skew(r, rng, p.Name, p)
 		},
 	}}
 	// The families a full run crosses with every workload: processes
@@ -357,17 +357,26 @@ func transferLeaders(r *run, seed uint64) {
 	}
 }
 
-// skew restarts p (kill -9) with its wall clock shifted by up to ±1 h
-// (STRATA_CLOCK_SKEW, failpoints builds), and restarts it with the true
-// clock to heal: a clock that jumps ahead and back again.
-func skew(r *run, rng *rand.Rand, p *localcluster.Proc) (string, func()) {
+// skew restarts procs (kill -9) with their wall clocks shifted by the
+// same random amount of up to ±1 h (STRATA_CLOCK_SKEW, failpoints builds),
+// and restarts them with the true clock to heal: clocks that jump ahead
+// and back again.
+func skew(r *run, rng *rand.Rand, what string, procs ...*localcluster.Proc) (string, func()) {
 	d := time.Duration(rng.IntN(7200)-3600) * time.Second
-	restart := func(env []string) {
-		require.NoError(r.t, p.Kill())
-		p.Env = env
-		require.NoError(r.t, p.Start())
+	base := make([][]string, len(procs))
+	restart := func(skewed bool) {
+		for i, p := range procs {
+			require.NoError(r.t, p.Kill())
+			p.Env = slices.Clone(base[i])
+			if skewed {
+				p.Env = append(p.Env, "STRATA_CLOCK_SKEW="+d.String())
+			}
+			require.NoError(r.t, p.Start())
+		}
 	}
-	base := slices.Clone(p.Env)
-	restart(append(slices.Clone(base), "STRATA_CLOCK_SKEW="+d.String()))
-	return fmt.Sprintf("%s restarted with its clock %v off", p.Name, d), func() { restart(base) }
+	for i, p := range procs {
+		base[i] = slices.Clone(p.Env)
+	}
+	restart(true)
+	return fmt.Sprintf("%s restarted with the clock %v off", what, d), func() { restart(false) }
 }

@@ -313,6 +313,7 @@ type report struct {
 	duration      time.Duration
 	result        *checker.Result
 	hist          []checker.Op
+	procs         []*localcluster.Proc // whose logs the report keeps
 	byF           map[string][3]int // ok, fail, info per operation
 	timeline      []fault
 	windows       []window
@@ -342,7 +343,7 @@ func percentiles(d []time.Duration) latencies {
 
 func (r *run) report(res *checker.Result) *report {
 	rep := &report{nemesis: r.cfg.nemesis.name, seed: r.cfg.seed, duration: r.cfg.duration, result: res,
-		hist: r.hist, byF: map[string][3]int{}, timeline: r.timeline}
+		hist: r.hist, procs: r.c.Procs(), byF: map[string][3]int{}, timeline: r.timeline}
 	pairs, err := checker.Pairs(r.hist)
 	require.NoError(r.t, err)
 	var in, out []time.Duration
@@ -466,6 +467,13 @@ func writeReport(t *testing.T, rep *report) {
 		hist.WriteString(o.String() + "\n")
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".history.txt"), []byte(hist.String()), 0o644))
+	logs := filepath.Join(dir, name+"-logs")
+	require.NoError(t, os.MkdirAll(logs, 0o755))
+	for _, p := range rep.procs {
+		if data, err := os.ReadFile(p.LogPath); err == nil {
+			require.NoError(t, os.WriteFile(filepath.Join(logs, p.Name+".log"), data, 0o644))
+		}
+	}
 	sum := filepath.Join(dir, "summary.md")
 	_, err := os.Stat(sum)
 	f, ferr := os.OpenFile(sum, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
