@@ -18,5 +18,7 @@
 //     path (e.g. raft-send, every raft message batch a store sends) and
 //     speeds it up again without restarting the process.
 //
-// STRATA_CLOCK_SKEW (a Go duration, "-1h") shifts what Now returns.
+// STRATA_CLOCK_SKEW (a Go duration, "-1h") shifts what Now returns;
+// STRATA_CLOCK_STROBE ("<jump>/<period>", e.g. "5s/200ms") makes it jump
+// forward by jump and back again every period.
 package failpoint

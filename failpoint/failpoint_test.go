@@ -64,3 +64,17 @@ func TestDelay(t *testing.T) {
 	require.NoError(t, os.Remove(delayPath))
 	Hit("d")
 }
+
+func TestStrobeOffset(t *testing.T) {
+	c := strobeConfig{jump: 5 * time.Second, period: 200 * time.Millisecond}
+	for _, tc := range []struct {
+		elapsed time.Duration
+		want    time.Duration
+	}{
+		{0, 0}, {199 * time.Millisecond, 0}, {200 * time.Millisecond, 5 * time.Second},
+		{399 * time.Millisecond, 5 * time.Second}, {400 * time.Millisecond, 0}, {650 * time.Millisecond, 5 * time.Second},
+	} {
+		require.Equal(t, tc.want, c.offset(tc.elapsed), "at %v", tc.elapsed)
+	}
+	require.Zero(t, strobeConfig{}.offset(time.Second), "no strobe configured")
+}

@@ -67,6 +67,33 @@ var skew = sync.OnceValue(func() time.Duration {
 	return d
 })
 
+// strobe is STRATA_CLOCK_STROBE, "<jump>/<period>" (e.g. "5s/200ms"), and
+// when it was first read.
+var strobe = sync.OnceValues(func() (strobeConfig, time.Time) {
+	var c strobeConfig
+	if j, p, ok := strings.Cut(os.Getenv("STRATA_CLOCK_STROBE"), "/"); ok {
+		c.jump, _ = time.ParseDuration(j)
+		c.period, _ = time.ParseDuration(p)
+	}
+	return c, time.Now()
+})
+
+type strobeConfig struct{ jump, period time.Duration }
+
+// offset is the strobe's shift elapsed after it started: jump during every
+// other period, nothing in between.
+func (c strobeConfig) offset(elapsed time.Duration) time.Duration {
+	if c.period <= 0 || (elapsed/c.period)%2 == 0 {
+		return 0
+	}
+	return c.jump
+}
+
 // Now is the wall clock shifted by STRATA_CLOCK_SKEW (a duration such as
-// "-1h"), to test that no decision depends on nodes' clocks agreeing.
-func Now() time.Time { return time.Now().Add(skew()) }
+// "-1h") and, with STRATA_CLOCK_STROBE ("5s/200ms"), jumping forward by
+// the strobe's jump and back again every period, to test that no decision
+// depends on nodes' clocks agreeing or moving forward.
+func Now() time.Time {
+	c, start := strobe()
+	return time.Now().Add(skew() + c.offset(time.Since(start)))
+}

@@ -13,9 +13,11 @@
 // one-way cut, 20 % packet loss, a 1 Mbit/s cap, a store's raft messages
 // delayed 50-300 ms through failpoint raft-send), schedule (SPLIT TABLE
 // under load, storms of leader transfers) and clock (every PD member, or
-// a SQL node, restarted with its wall clock up to an hour off, then with
-// the true one: STRATA_CLOCK_SKEW, so the binaries are built with the
-// failpoints tag). The network family runs the cluster in network namespaces of the
+// a SQL node, restarted with its wall clock up to an hour off, or every PD
+// member with its clock strobing up to 10 s ahead and back every
+// 50-500 ms, then with the true one: STRATA_CLOCK_SKEW and
+// STRATA_CLOCK_STROBE, so the binaries are built with the failpoints
+// tag). The network family runs the cluster in network namespaces of the
 // test's own (netlab_test.go: a bridge in a hub namespace, nftables rules
 // and tc qdiscs inside the members' namespaces; needs root); the others
 // run it on loopback ports.

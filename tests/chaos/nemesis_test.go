@@ -215,13 +215,22 @@ var (
 			// Every PD member's wall clock (the TSO's physical part)
 			// jumps, so whichever leads after the restart is off; it
 			// comes back at heal. Timestamps must never go backwards.
-			return skew(r, rng, "every PD member", r.c.PDs...)
+			d := time.Duration(rng.IntN(7200)-3600) * time.Second
+			return restartWith(r, fmt.Sprintf("every PD member restarted with the clock %v off", d), "STRATA_CLOCK_SKEW="+d.String(), r.c.PDs...)
+		},
+		func(r *run, rng *rand.Rand) (string, func()) {
+			// Every PD member's clock strobes: it jumps forward by up
+			// to 10 s and back again every 50-500 ms.
+			jump, period := time.Duration(1+rng.IntN(10))*time.Second, time.Duration(50+rng.IntN(450))*time.Millisecond
+			return restartWith(r, fmt.Sprintf("every PD member restarted with its clock jumping %v ahead and back every %v", jump, period),
+				fmt.Sprintf("STRATA_CLOCK_STROBE=%v/%v", jump, period), r.c.PDs...)
 		},
 		func(r *run, rng *rand.Rand) (string, func()) {
 			// A SQL node's wall clock: schema-sync liveness must not
 			// depend on it (it is on PD's clock).
 			_, p := pick(rng, r.c.SQL)
-			return skew(r, rng, p.Name, p)
+			d := time.Duration(rng.IntN(7200)-3600) * time.Second
+			return restartWith(r, fmt.Sprintf("%s restarted with the clock %v off", p.Name, d), "STRATA_CLOCK_SKEW="+d.String(), p)
 		},
 	}}
 	// The families a full run crosses with every workload: processes
@@ -357,19 +366,18 @@ func transferLeaders(r *run, seed uint64) {
 	}
 }
 
-// skew restarts procs (kill -9) with their wall clocks shifted by the
-// same random amount of up to ±1 h (STRATA_CLOCK_SKEW, failpoints builds),
-// and restarts them with the true clock to heal: clocks that jump ahead
-// and back again.
-func skew(r *run, rng *rand.Rand, what string, procs ...*localcluster.Proc) (string, func()) {
-	d := time.Duration(rng.IntN(7200)-3600) * time.Second
+// restartWith restarts procs (kill -9) with env added to their
+// environment (a clock failpoint: STRATA_CLOCK_SKEW or
+// STRATA_CLOCK_STROBE, failpoints builds), and restarts them without it to
+// heal: clocks that jump away and back again.
+func restartWith(r *run, what, env string, procs ...*localcluster.Proc) (string, func()) {
 	base := make([][]string, len(procs))
-	restart := func(skewed bool) {
+	restart := func(faulty bool) {
 		for i, p := range procs {
 			require.NoError(r.t, p.Kill())
 			p.Env = slices.Clone(base[i])
-			if skewed {
-				p.Env = append(p.Env, "STRATA_CLOCK_SKEW="+d.String())
+			if faulty {
+				p.Env = append(p.Env, env)
 			}
 			require.NoError(r.t, p.Start())
 		}
@@ -378,5 +386,5 @@ func skew(r *run, rng *rand.Rand, what string, procs ...*localcluster.Proc) (str
 		base[i] = slices.Clone(p.Env)
 	}
 	restart(true)
-	return fmt.Sprintf("%s restarted with the clock %v off", what, d), func() { restart(false) }
+	return what, func() { restart(false) }
 }

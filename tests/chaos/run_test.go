@@ -314,7 +314,7 @@ type report struct {
 	result        *checker.Result
 	hist          []checker.Op
 	procs         []*localcluster.Proc // whose logs the report keeps
-	byF           map[string][3]int // ok, fail, info per operation
+	byF           map[string][3]int    // ok, fail, info per operation
 	timeline      []fault
 	windows       []window
 	inFault       latencies
