@@ -57,6 +57,8 @@ type applyHost interface {
 	// commands (consistency.go).
 	startHash(region *metapb.Region, index uint64, snap *pebble.Snapshot)
 	verifyHash(regionID, index uint64, leaderHash []byte)
+	// stepPersisted reports a persistence step to the harness.
+	stepPersisted(step string)
 }
 
 // applyTask is one peer's share of an apply round: its committed entries
@@ -156,6 +158,7 @@ func (a *applier) apply(tasks []applyTask) *applyResult {
 		a.host.fatal("commit apply batch", err)
 	}
 	b.Close()
+	a.host.stepPersisted("apply")
 	return &a.res
 }
 

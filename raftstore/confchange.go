@@ -585,6 +585,7 @@ func (s *Store) destroyPeer(p *peer) {
 	if err != nil {
 		s.fatal("destroy peer", err)
 	}
+	s.stepPersisted("peer-destroy")
 	s.dropSnapshotFiles(p)
 	peersDestroyed.Inc()
 	s.log.Info("peer destroyed", "region", rid, "peer", p.meta.GetId(), "conf_ver", p.region.GetRegionEpoch().GetConfVer())

@@ -238,7 +238,13 @@
 // synchronously) over an in-process transport with filters and a manual
 // clock (Config.clock, read by the lease and peer lifecycle); with
 // Config.fs on a crashable in-memory file system a store can be killed
-// losing a seeded share of its unsynced writes. A run replays from its
+// losing a seeded share of its unsynced writes, between operations or
+// right after any named persistence step (persistSteps: raft log, apply,
+// snapshot received / ingested / installed, region created, peer
+// destroyed; Config.persisted reports each, the harness takes its crash
+// image there and cuts the store off; TestHarnessCrashAtEveryPersistenceStep
+// crashes at each under load and checks every acknowledged write and the
+// replicas' hashes after the restart). A run replays from its
 // seed: raft's election jitter (crypto/rand inside go.etcd.io/raft) is set
 // to it with testing/cryptotest, and the loop ticks (manual mode) and
 // handles Readies in region order, not map order; consistency hashes are

@@ -31,6 +31,33 @@ func (h *harness) writeKeys(prefix string, n int) {
 	}
 }
 
+// requireSurvived checks, after faults, that the replicas of every region
+// agree, that every acknowledged write (key: value) is on every replica of
+// its region, and that every region's replicas hash equal through raft;
+// it returns the number of regions.
+func (h *harness) requireSurvived(acked map[string]string) int {
+	h.t.Helper()
+	h.requireAllConsistent()
+	for _, k := range slices.Sorted(maps.Keys(acked)) { // waitFor may tick: one order
+		v := acked[k]
+		var r *metapb.Region
+		h.waitFor("a leader for "+k, 100, func() bool { r = h.ledRegionAt(k); return r != nil })
+		for _, s := range h.replicas(r.GetId()) {
+			require.Equal(h.t, v, value(h.t, s, k), "store %d key %s", s.id, k)
+		}
+	}
+	regions := map[uint64]bool{}
+	for _, s := range h.running() {
+		for _, r := range s.meta.sorted() {
+			if !regions[r.GetId()] {
+				regions[r.GetId()] = true
+				h.checkHash(r.GetId()) // through raft, on every replica
+			}
+		}
+	}
+	return len(regions)
+}
+
 // requireAllConsistent checks every region the leaders know.
 func (h *harness) requireAllConsistent() {
 	h.t.Helper()
@@ -574,25 +601,8 @@ func runChaos(t *testing.T, h *harness) *harness {
 			ops = append(ops, fmt.Sprintf("move region %d from store %d to %d", r.GetId(), from.id, to))
 		}
 	}
-	h.requireAllConsistent()
-	for _, k := range slices.Sorted(maps.Keys(acked)) { // waitFor may tick: one order
-		v := acked[k]
-		var r *metapb.Region
-		h.waitFor("a leader for "+k, 100, func() bool { r = h.ledRegionAt(k); return r != nil })
-		for _, s := range h.replicas(r.GetId()) {
-			require.Equal(t, v, value(t, s, k), "store %d key %s", s.id, k)
-		}
-	}
-	regions := map[uint64]bool{}
-	for _, s := range h.running() {
-		for _, r := range s.meta.sorted() {
-			if !regions[r.GetId()] {
-				regions[r.GetId()] = true
-				h.checkHash(r.GetId()) // through raft, on every replica
-			}
-		}
-	}
-	t.Logf("%d operations, %d keys acknowledged, %d regions hash equal", len(ops), len(acked), len(regions))
+	regions := h.requireSurvived(acked)
+	t.Logf("%d operations, %d keys acknowledged, %d regions hash equal", len(ops), len(acked), regions)
 	return h
 }
 
@@ -603,6 +613,9 @@ func (h *harness) removePeer(regionID uint64, victim *Store) {
 	h.t.Helper()
 	old := peerOf(victim, regionID)
 	h.waitFor("removed", 200, func() bool {
+		if s := h.stores[victim.id]; s != nil {
+			victim = s // restarted meanwhile (crashAt)
+		}
 		if p := victim.peers[regionID]; p == nil || p.meta.GetId() != old.GetId() {
 			return true
 		}

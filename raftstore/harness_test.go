@@ -45,6 +45,7 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -111,6 +112,18 @@ type harness struct {
 	// regionHeartbeats counts the region heartbeats the stores queued for
 	// PD, by region id (tick drains them).
 	regionHeartbeats map[uint64]int
+	// armed maps a store to the persistence step it crashes at next
+	// (crashAt); images holds the crash image taken there until the end
+	// of the tick crashes the store onto it; down counts the ticks until a
+	// store crashed so restarts.
+	armed  map[uint64]armedCrash
+	images map[uint64]*vfs.MemFS
+	down   map[uint64]int
+}
+
+type armedCrash struct {
+	step string
+	skip int // occurrences of step to let pass first
 }
 
 // logRing is an io.Writer keeping the last lines written to it.
@@ -144,23 +157,25 @@ func (l *logRing) String() string {
 // then waits for its leader. The run replays from seed (tests pass
 // seedOr(t, theirDefault)). tune adjusts every store's Config.
 func newHarness(t *testing.T, seed uint64, n int, tune func(*Config)) *harness {
-	return startHarness(t, seed, n, tune, false)
+	return startHarness(t, seed, n, tune, false, nil)
 }
 
 // newCrashHarness is newHarness with each store's Pebble on a crashable
 // in-memory file system, so that crash can lose what was not synced.
 func newCrashHarness(t *testing.T, seed uint64, n int, tune func(*Config)) *harness {
-	return startHarness(t, seed, n, tune, true)
+	return startHarness(t, seed, n, tune, true, nil)
 }
 
-func startHarness(t *testing.T, seed uint64, n int, tune func(*Config), crashable bool) *harness {
+// startHarness starts n stores; beforeBootstrap, if set, runs once they are
+// open, before PD bootstraps the first region on them.
+func startHarness(t *testing.T, seed uint64, n int, tune func(*Config), crashable bool, beforeBootstrap func(*harness)) *harness {
 	t.Logf("harness seed %d", seed)
 	// raft's election jitter: crypto/rand, here a stream of this seed.
 	cryptotest.SetGlobalRandom(t, seed)
 	h := &harness{
 		t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		pd: newFakePD(), stores: map[uint64]*Store{}, dirs: map[uint64]string{}, tune: tune, logs: &logRing{},
-		regionHeartbeats: map[uint64]int{},
+		regionHeartbeats: map[uint64]int{}, armed: map[uint64]armedCrash{}, images: map[uint64]*vfs.MemFS{}, down: map[uint64]int{},
 	}
 	h.clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	h.net = &memNet{h: h, links: map[[2]uint64]*rand.Rand{}, order: rand.New(rand.NewPCG(seed^0xd1b54a32d192ed03, seed+1))}
@@ -201,6 +216,9 @@ func startHarness(t *testing.T, seed uint64, n int, tune func(*Config), crashabl
 			}
 		}
 	})
+	if beforeBootstrap != nil {
+		beforeBootstrap(h)
+	}
 	voters := h.ids[:min(3, n)]
 	region := &metapb.Region{Id: h.pd.alloc(), RegionEpoch: &metapb.RegionEpoch{ConfVer: 1, Version: 1}}
 	for _, sid := range voters {
@@ -226,6 +244,7 @@ func (h *harness) openOn(dir string, fs *vfs.MemFS) *Store {
 	}
 	if fs != nil {
 		cfg.fs = fs
+		cfg.persisted = func(step string) { h.persisted(fs, step) }
 	}
 	if h.tune != nil {
 		h.tune(&cfg)
@@ -270,6 +289,58 @@ func (h *harness) crashKeeping(id uint64, percent int) {
 	h.fs[id] = clone
 }
 
+// crashAt arms a crash of store id right after the persistence step named
+// step (persistSteps; newCrashHarness only), once skip occurrences of it
+// have passed: its crash image is taken there, it sends and receives
+// nothing more, the tick crashes it onto that image, and downTicks ticks
+// later it restarts.
+func (h *harness) crashAt(id uint64, step string, skip, downTicks int) {
+	require.Contains(h.t, persistSteps, step)
+	h.armed[id] = armedCrash{step: step, skip: skip}
+	h.down[id] = downTicks
+}
+
+// persisted is every crashable store's Config.persisted hook.
+func (h *harness) persisted(fs *vfs.MemFS, step string) {
+	for id, f := range h.fs {
+		a, ok := h.armed[id]
+		if f != fs || !ok || a.step != step || h.images[id] != nil {
+			continue
+		}
+		if a.skip > 0 {
+			a.skip--
+			h.armed[id] = a
+			continue
+		}
+		delete(h.armed, id)
+		h.images[id] = fs.CrashClone(vfs.CrashCloneCfg{RNG: rand.New(rand.NewPCG(h.rng.Uint64(), h.rng.Uint64()))})
+		h.net.setDead(id, true)
+		h.t.Logf("store %d: crash image taken after %s at tick %d", id, step, h.ticks)
+	}
+}
+
+// finishCrashes crashes every store whose crash image was taken, and
+// restarts those whose downtime is over.
+func (h *harness) finishCrashes() {
+	for _, id := range slices.Sorted(maps.Keys(h.down)) {
+		if _, armed := h.armed[id]; armed || h.images[id] != nil {
+			continue
+		}
+		if h.down[id]--; h.down[id] < 0 {
+			delete(h.down, id)
+			h.restart(id)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(h.images)) {
+		s := h.stores[id]
+		delete(h.stores, id)
+		_ = s.Close() // writes only to the abandoned file system
+		h.fs[id] = h.images[id]
+		delete(h.images, id)
+		h.net.setDead(id, false)
+	}
+}
+
 // restart opens store id again from its data dir.
 func (h *harness) restart(id uint64) *Store {
 	s := h.openOn(h.dirs[id], h.fs[id])
@@ -277,11 +348,12 @@ func (h *harness) restart(id uint64) *Store {
 	return s
 }
 
-// running returns the running stores in id order.
+// running returns the running stores in id order (a store past its crash
+// point is not running).
 func (h *harness) running() []*Store {
 	var out []*Store
 	for _, id := range h.ids {
-		if s := h.stores[id]; s != nil {
+		if s := h.stores[id]; s != nil && h.images[id] == nil {
 			out = append(out, s)
 		}
 	}
@@ -302,6 +374,7 @@ func (h *harness) tick() {
 		}
 	}
 	h.settle()
+	h.finishCrashes()
 }
 
 // settle runs loop iterations until no store has queued input or a Ready
@@ -631,6 +704,18 @@ type memNet struct {
 	trace []traceEvent
 	// sent, when set, sees every batch a store sends (before filters).
 	sent func(from, to uint64, b *raft_serverpb.BatchRaftMessage)
+	// dead stores are past their crash point (crashAt): what they send
+	// is lost and nothing reaches them.
+	dead map[uint64]bool
+}
+
+func (n *memNet) setDead(id uint64, dead bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.dead == nil {
+		n.dead = map[uint64]bool{}
+	}
+	n.dead[id] = dead
 }
 
 type envelope struct {
@@ -723,6 +808,9 @@ func (n *memNet) send(from, to uint64, b *raft_serverpb.BatchRaftMessage) bool {
 	if n.refuse != nil && n.refuse(from, to) {
 		return false
 	}
+	if n.dead[from] {
+		return true
+	}
 	for _, m := range b.GetMsgs() {
 		if drop, delay := n.fate(from, to, m); !drop {
 			n.queue = append(n.queue, envelope{from: from, to: to, due: n.h.ticks + delay, m: m})
@@ -734,6 +822,7 @@ func (n *memNet) send(from, to uint64, b *raft_serverpb.BatchRaftMessage) bool {
 func (n *memNet) sendSnapshot(from, to uint64, m *raft_serverpb.RaftMessage, stream func(send func(*raft_serverpb.SnapshotChunk) error) error) error {
 	n.mu.Lock()
 	drop, _ := n.fate(from, to, m) // a snapshot is not delayed: it is one stream
+	drop = drop || n.dead[from] || n.dead[to]
 	n.mu.Unlock()
 	s := n.h.stores[to]
 	if drop || s == nil {
@@ -770,7 +859,7 @@ func (n *memNet) deliver(s *Store) bool {
 	kept := n.queue[:0]
 	for _, e := range n.queue {
 		switch {
-		case n.h.stores[e.to] == nil: // down: lost
+		case n.h.stores[e.to] == nil || n.dead[e.to]: // down: lost
 		case e.to == s.id && e.due <= n.h.ticks:
 			due = append(due, e)
 		default:

@@ -549,6 +549,9 @@ func (s *Store) persist(readies []peerReady) {
 			s.fatal("commit raft batch", err)
 		}
 	}
+	if !b.Empty() {
+		s.stepPersisted("raft-log")
+	}
 	now := s.now()
 	for _, r := range readies {
 		if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {

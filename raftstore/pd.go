@@ -111,6 +111,7 @@ func (s *Store) maybeCreateRegion(r *metapb.Region) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return err
 	}
+	s.stepPersisted("region-create")
 	s.meta.setRegion(r)
 	s.log.Info("region created from PD", "region", r.GetId(), "peers", len(r.GetPeers()))
 	s.inbox.push(func(m *inboxMsgs) { m.creates = append(m.creates, r) })

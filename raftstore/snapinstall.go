@@ -132,6 +132,7 @@ func (s *Store) receiveSnapshot(recv func() (*raft_serverpb.SnapshotChunk, error
 		snapshotsTotal.WithLabelValues("receive_failed").Inc()
 		return receivedSnap{}, err
 	}
+	s.stepPersisted("snapshot-received")
 	ss.addDisk(dir, "received", meta.size())
 	snapshotsTotal.WithLabelValues("received").Inc()
 	snapshotBytes.WithLabelValues("received").Add(float64(meta.size()))
@@ -445,6 +446,7 @@ func (ss *snapshotSender) ingest(inst *snapInstall) error {
 	if err := ss.s.db.Ingest(context.Background(), paths); err != nil {
 		return fmt.Errorf("raftstore: ingest snapshot of region %d: %w", inst.region.GetId(), err)
 	}
+	ss.s.stepPersisted("snapshot-ingested")
 	return nil
 }
 
@@ -465,6 +467,7 @@ func (ss *snapshotSender) finishInstall(inst *snapInstall) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return err
 	}
+	ss.s.stepPersisted("snapshot-install")
 	ss.removeDir(inst.dir)
 	return nil
 }

@@ -117,6 +117,10 @@ type Config struct {
 	net    netTransport
 	manual bool
 	fs     vfs.FS // the engine's file system (nil: the OS's); a crashable MemFS in the harness
+	// persisted, when set, is called right after each step of persistence
+	// named in persistSteps has written (and, where the step syncs,
+	// synced): the harness takes its crash image there.
+	persisted func(step string)
 	// sendBytesPerIteration (the sendBudget) and maxBatchBytes (one
 	// BatchRaftMessage sendMessages builds) are the constants of those
 	// names unless a test shrinks them.
@@ -134,6 +138,26 @@ type netTransport interface {
 
 // DefaultBlockCacheSize is Config.BlockCacheSize's default.
 const DefaultBlockCacheSize = 512 << 20
+
+// persistSteps names the points where the store's durable state changes,
+// in the order a region meets them: the harness crashes a store at each
+// (TestHarnessCrashAtEveryPersistenceStep).
+var persistSteps = []string{
+	"raft-log",          // a Ready's entries and hard state (synced when raft asks)
+	"apply",             // an apply round's writes and applied indexes (not synced)
+	"snapshot-received", // a received snapshot's files, each synced
+	"snapshot-ingested", // its SSTs ingested into the engine
+	"snapshot-install",  // the region marked normal again (synced)
+	"region-create",     // a region PD created on this store (synced)
+	"peer-destroy",      // a removed peer's tombstone (synced)
+}
+
+// stepPersisted reports step to the harness (Config.persisted).
+func (s *Store) stepPersisted(step string) {
+	if f := s.cfg.persisted; f != nil {
+		f(step)
+	}
+}
 
 // now is the store's clock: wall time, or the harness's manual clock.
 func (s *Store) now() time.Time {
