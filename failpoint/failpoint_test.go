@@ -3,8 +3,11 @@
 package failpoint
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,12 +22,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Setenv("STRATA_FAILPOINTS", "a=pause, b=bogus, h=hold:"+holdPath+", d=delay:"+delayPath)
+	os.Setenv("STRATA_FAILPOINTS", "a=pause, h=hold:"+holdPath+", d=delay:"+delayPath+", r=return(7), two=2*return(true), p=panic")
 	os.Exit(m.Run())
 }
 
 func TestPause(t *testing.T) {
-	Hit("b") // unknown action: returns
 	Hit("c") // not set: returns
 	done := make(chan struct{})
 	go func() { Hit("a"); close(done) }()
@@ -77,4 +79,34 @@ func TestStrobeOffset(t *testing.T) {
 		require.Equal(t, tc.want, c.offset(tc.elapsed), "at %v", tc.elapsed)
 	}
 	require.Zero(t, strobeConfig{}.offset(time.Second), "no strobe configured")
+}
+
+// Actions other than ours are pingcap/failpoint terms: return values,
+// counts, panics; Handler sets them at run time.
+func TestPingcapTerms(t *testing.T) {
+	v, ok := Eval("r")
+	require.True(t, ok)
+	require.Equal(t, 7, v)
+	for range 2 {
+		v, ok := Eval("two")
+		require.True(t, ok)
+		require.Equal(t, true, v)
+	}
+	_, ok = Eval("two")
+	require.False(t, ok, "2*return fires twice")
+	require.Panics(t, func() { Hit("p") })
+	_, ok = Eval("later")
+	require.False(t, ok)
+
+	srv := httptest.NewServer(Handler())
+	defer srv.Close()
+	req, err := http.NewRequest(http.MethodPut, srv.URL+"/debug/fail/later", strings.NewReader("return(\"x\")"))
+	require.NoError(t, err)
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	v, ok = Eval("later")
+	require.True(t, ok)
+	require.Equal(t, "x", v)
 }

@@ -4,50 +4,81 @@ package failpoint
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	pf "github.com/pingcap/failpoint"
 )
 
+// active holds the actions of STRATA_FAILPOINTS that are ours (pause,
+// hold:, delay:); every other action is a pingcap/failpoint term, enabled
+// there when the variable is first read.
 var active = sync.OnceValue(func() map[string]string {
 	m := map[string]string{}
 	for _, kv := range strings.Split(os.Getenv("STRATA_FAILPOINTS"), ",") {
-		if name, action, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
-			m[name] = action
+		name, action, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			continue
 		}
+		if action == "pause" || strings.HasPrefix(action, "hold:") || strings.HasPrefix(action, "delay:") {
+			m[name] = action
+			continue
+		}
+		if err := pf.Enable(name, action); err != nil {
+			fmt.Fprintf(os.Stderr, "failpoint %s: bad action %q: %v\n", name, action, err)
+			os.Exit(2)
+		}
+		fmt.Fprintf(os.Stderr, "failpoint %s: enabled %q\n", name, action)
 	}
 	return m
 })
 
-// Hit blocks forever when name is set to pause in STRATA_FAILPOINTS, and
-// while the file exists when it is set to hold:<path>.
-func Hit(name string) {
+// Hit evaluates failpoint name: see Eval.
+func Hit(name string) { Eval(name) }
+
+// Eval evaluates failpoint name. Ours: pause blocks forever (logging
+// "failpoint <name>: pausing"), hold:<path> blocks while the file exists,
+// delay:<path> sleeps the duration the file holds. Otherwise it is
+// pingcap/failpoint's, set in STRATA_FAILPOINTS or at run time through
+// Handler: its term runs (sleep, panic, pause, a probability or a count)
+// and a return term's value comes back with true.
+func Eval(name string) (any, bool) {
 	action := active()[name]
 	if path, ok := strings.CutPrefix(action, "delay:"); ok {
 		delay(path)
-		return
+		return nil, false
 	}
 	switch path, hold := strings.CutPrefix(action, "hold:"); {
 	case action == "":
+		v, err := pf.Eval(name)
+		return v, err == nil
 	case action == "pause":
 		fmt.Fprintf(os.Stderr, "failpoint %s: pausing\n", name)
 		select {}
 	case hold:
 		if _, err := os.Stat(path); err != nil {
-			return
+			return nil, false
 		}
 		fmt.Fprintf(os.Stderr, "failpoint %s: holding while %s exists\n", name, path)
 		for {
 			time.Sleep(5 * time.Millisecond) // polling a file: no event to wait on
 			if _, err := os.Stat(path); err != nil {
 				fmt.Fprintf(os.Stderr, "failpoint %s: released\n", name)
-				return
+				return nil, false
 			}
 		}
-	default:
-		fmt.Fprintf(os.Stderr, "failpoint %s: unknown action %q ignored\n", name, action)
 	}
+	return nil, false
+}
+
+// Handler serves pingcap/failpoint's HTTP API under a status server's
+// /debug/fail/ (PUT /debug/fail/<name> with a term as the body enables,
+// DELETE disables, GET lists), as TiDB's /fail/ does.
+func Handler() http.Handler {
+	return http.StripPrefix("/debug/fail", &pf.HttpHandler{})
 }
 
 // delay sleeps for the duration written in the file at path, if it

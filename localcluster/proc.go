@@ -3,9 +3,12 @@ package localcluster
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,6 +75,36 @@ func (p *Proc) Running() bool {
 	default:
 		return true
 	}
+}
+
+// SetFailpoint sets failpoint name of the running process to term, a
+// pingcap/failpoint term ("panic", "return(1)", "sleep(100)",
+// "25%panic", ...), through its status server's /debug/fail/ (binaries
+// built with the failpoints tag, localcluster.Build(dir, "failpoints"));
+// an empty term disables it.
+func (p *Proc) SetFailpoint(name, term string) error {
+	i := slices.Index(p.Args, "--status-addr")
+	if i < 0 || i+1 >= len(p.Args) {
+		return fmt.Errorf("localcluster: %s has no --status-addr", p.Name)
+	}
+	method := http.MethodPut
+	if term == "" {
+		method = http.MethodDelete
+	}
+	req, err := http.NewRequest(method, "http://"+p.Args[i+1]+"/debug/fail/"+name, strings.NewReader(term))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		body, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("localcluster: %s: %s failpoint %s: %s: %s (built without the failpoints tag?)", p.Name, method, name, resp.Status, body)
+	}
+	return nil
 }
 
 // Pid is the process id of the running process, or 0.

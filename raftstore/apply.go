@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/stratadb/strata/failpoint"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/raft_cmdpb"
 )
@@ -154,6 +155,7 @@ func (a *applier) apply(tasks []applyTask) *applyResult {
 			a.res.written = append(a.res.written, p)
 		}
 	}
+	failpoint.Hit("raft-apply")
 	if err := b.Commit(pebble.NoSync); err != nil {
 		a.host.fatal("commit apply batch", err)
 	}

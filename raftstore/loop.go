@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratadb/strata/failpoint"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/raft_serverpb"
 )
@@ -535,10 +536,12 @@ func (s *Store) persist(readies []peerReady) {
 	}
 	switch {
 	case mustSync:
+		failpoint.Hit("raft-before-fsync")
 		start := time.Now()
 		if err := b.Commit(pebble.Sync); err != nil {
 			s.fatal("commit raft batch", err)
 		}
+		failpoint.Hit("raft-after-fsync")
 		raftLogFsyncSeconds.Observe(time.Since(start).Seconds())
 		appendedEntries.Observe(float64(nEntries))
 		fsyncRegions.Observe(float64(nRegions))

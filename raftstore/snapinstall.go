@@ -16,6 +16,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratadb/strata/failpoint"
 	"github.com/stratadb/strata/kv/keys"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/raft_serverpb"
@@ -443,6 +444,7 @@ func (ss *snapshotSender) ingest(inst *snapInstall) error {
 	if len(paths) == 0 {
 		return nil
 	}
+	failpoint.Hit("snapshot-before-ingest")
 	if err := ss.s.db.Ingest(context.Background(), paths); err != nil {
 		return fmt.Errorf("raftstore: ingest snapshot of region %d: %w", inst.region.GetId(), err)
 	}
@@ -452,6 +454,7 @@ func (ss *snapshotSender) ingest(inst *snapInstall) error {
 
 // finishInstall marks inst's region normal (synced) and deletes its files.
 func (ss *snapshotSender) finishInstall(inst *snapInstall) error {
+	failpoint.Hit("snapshot-before-install-done")
 	b := ss.s.db.NewBatch()
 	defer b.Close()
 	rs, err := encodeRegionState(peerStateNormal, inst.region)

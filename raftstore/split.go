@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratadb/strata/failpoint"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/pdpb"
@@ -186,6 +187,7 @@ func splitRegions(region *metapb.Region, req *raft_cmdpb.SplitRequest) ([]*metap
 // changes at once (later entries of the same batch are checked against
 // it); the new peers are created by finishSplits after the batch commits.
 func (a *applier) applySplit(b *pebble.Batch, p *peer, req *raft_cmdpb.SplitRequest, index uint64) *raft_cmdpb.RaftCmdResponse {
+	failpoint.Hit("raft-split-apply")
 	regions, err := splitRegions(p.region, req)
 	if err != nil {
 		a.log.Warn("split refused at apply", "region", p.region.GetId(), "index", index, "err", err)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/stratadb/strata/failpoint"
 )
 
 // Version and GitHash identify the build; the Makefile overrides them.
@@ -59,6 +61,9 @@ func Serve(ctx context.Context, addr, role string, routes ...Route) (net.Addr, e
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if h := failpoint.Handler(); h != nil { // failpoints builds only
+		mux.Handle("/debug/fail/", h)
+	}
 	for _, r := range routes {
 		mux.Handle(r.Pattern, r.Handler)
 	}

@@ -64,6 +64,20 @@ func kill(r *run, what string, procs ...*localcluster.Proc) (string, func()) {
 	}
 }
 
+// panicAt sets failpoint site of p to panic (through its status server),
+// runs trigger, and waits for p to die there; restarting it heals. Binaries
+// of chaos runs are built with the failpoints tag.
+func panicAt(r *run, what string, p *localcluster.Proc, site string, trigger func()) (string, func()) {
+	require.NoError(r.t, p.SetFailpoint(site, "panic"))
+	trigger()
+	select {
+	case <-p.Exited():
+	case <-time.After(20 * time.Second):
+		require.FailNow(r.t, "no panic", "%s: %s did not reach failpoint %s in 20 s", what, p.Name, site)
+	}
+	return what, func() { require.NoError(r.t, p.Start()) }
+}
+
 // pause SIGSTOPs the processes, SIGCONT to heal: past every lease (store
 // leases are under a second with these ticks, the schema lease 1 s, PD's
 // TSO lease 3 s), so the rest of the cluster must go on without them and
@@ -101,6 +115,14 @@ var (
 			return kill(r, fmt.Sprintf("store %d and the PD leader", i+1), pdLeader(r, rng), p)
 		},
 		func(r *run, rng *rand.Rand) (string, func()) { return kill(r, "every process", r.c.Procs()...) },
+		func(r *run, rng *rand.Rand) (string, func()) {
+			// A store dies at a step of raft persistence, as a crash at
+			// that instruction would: before or after the log's fsync,
+			// or inside an apply round.
+			i, p := pick(rng, r.c.Stores)
+			_, site := pick(rng, []string{"raft-before-fsync", "raft-after-fsync", "raft-apply"})
+			return panicAt(r, fmt.Sprintf("store %d panics at failpoint %s", i+1, site), p, site, func() {})
+		},
 	}}
 	pauseNemesis = nemesis{name: "pause", faults: []func(*run, *rand.Rand) (string, func()){
 		func(r *run, rng *rand.Rand) (string, func()) {
@@ -190,6 +212,19 @@ var (
 			cancel()
 			require.NoError(r.t, err, q)
 			return q, func() {}
+		},
+		func(r *run, rng *rand.Rand) (string, func()) {
+			// A store dies applying a split (its replica re-applies it
+			// from the log on restart); the split itself may fail if
+			// that store led the region.
+			table, keys := r.cfg.workload.splitKeys(rng)
+			i, p := pick(rng, r.c.Stores)
+			q := fmt.Sprintf("SPLIT TABLE %s BY (%d)", table, keys[0])
+			return panicAt(r, fmt.Sprintf("store %d panics applying %s", i+1, q), p, "raft-split-apply", func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				_, _ = r.dbs[rng.IntN(len(r.dbs))].ExecContext(ctx, q)
+				cancel()
+			})
 		},
 		func(r *run, rng *rand.Rand) (string, func()) {
 			// A storm of leader transfers: every 300 ms each region's
