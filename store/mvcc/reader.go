@@ -169,13 +169,23 @@ func (r *TxnReader) SeekWrite(key []byte, ts uint64) (commitTS uint64, w *Write,
 		return 0, nil, err
 	}
 	prefix := r.writePrefix(key)
-	return seekWrite(it, prefix, ts)
+	return seekWrite(it, prefix, ts, false)
 }
 
 // seekWrite positions it at prefix's newest version <= ts and decodes it.
-func seekWrite(it *pebble.Iterator, prefix []byte, ts uint64) (uint64, *Write, error) {
+// A point read's seek (scan false) is a SeekPrefixGE: Pebble consults its
+// bloom filters for prefix, and Next stays within prefix's versions until
+// the next seek. A scan's is a SeekGE, which keeps the iterator's position
+// for the next key.
+func seekWrite(it *pebble.Iterator, prefix []byte, ts uint64, scan bool) (uint64, *Write, error) {
 	seek := codec.EncodeUintDesc(prefix, ts)
-	if !it.SeekGE(seek) {
+	var valid bool
+	if scan {
+		valid = it.SeekGE(seek)
+	} else {
+		valid = it.SeekPrefixGE(seek)
+	}
+	if !valid {
 		return 0, nil, it.Error()
 	}
 	return curWrite(it, prefix[:len(prefix):len(prefix)])
@@ -210,7 +220,7 @@ func (r *TxnReader) GetWrite(key []byte, ts uint64) (commitTS uint64, w *Write, 
 		return 0, nil, err
 	}
 	prefix := r.writePrefix(key)
-	commitTS, w, err = seekWrite(it, prefix, ts)
+	commitTS, w, err = seekWrite(it, prefix, ts, false)
 	for err == nil && w != nil && (w.Kind == WriteLock || w.Kind == WriteRollback) {
 		if !it.Next() {
 			return 0, nil, it.Error()
@@ -230,7 +240,7 @@ func (r *TxnReader) LoadData(key []byte, startTS uint64) ([]byte, error) {
 		r.dataIt = it
 	}
 	r.buf = keys.EncodeVersioned(append(r.buf[:0], keys.PrefixDefault), key, startTS)
-	if !r.dataIt.SeekGE(r.buf) || !bytes.Equal(r.dataIt.Key(), r.buf) {
+	if !r.dataIt.SeekPrefixGE(r.buf) || !bytes.Equal(r.dataIt.Key(), r.buf) {
 		if err := r.dataIt.Error(); err != nil {
 			return nil, fmt.Errorf("mvcc: load data: %w", err)
 		}
@@ -302,7 +312,7 @@ func (r *TxnReader) TxnCommitRecord(key []byte, startTS uint64) (CommitRecord, e
 		return CommitRecord{}, err
 	}
 	prefix := r.writePrefix(key)
-	commitTS, w, err := seekWrite(it, prefix, math.MaxUint64)
+	commitTS, w, err := seekWrite(it, prefix, math.MaxUint64, false)
 	for err == nil && w != nil && commitTS >= startTS {
 		if w.StartTS == startTS {
 			if w.Kind == WriteRollback {

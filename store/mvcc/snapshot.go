@@ -300,7 +300,7 @@ func (sc *scanner) visible() ([]byte, bool, error) {
 	sc.seekBuf = prefix
 	prefix = prefix[:len(prefix):len(prefix)]
 	it := sc.writeIt
-	_, w, err := seekWrite(it, prefix, sc.s.opts.TS)
+	_, w, err := seekWrite(it, prefix, sc.s.opts.TS, true)
 	for err == nil && w != nil && (w.Kind == WriteLock || w.Kind == WriteRollback) {
 		if !it.Next() {
 			return nil, false, it.Error()
