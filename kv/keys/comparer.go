@@ -15,7 +15,10 @@ const ComparerName = "strata.keys.v1"
 // raft and local key spaces, bounds, and anything not a well-formed
 // versioned key) is its own prefix. Pebble requires of Split that prefixes
 // order keys before suffixes; that holds for any byte strings here because
-// the prefix is found by parsing enc(key) from the front (see split).
+// the prefix is found by parsing enc(key) from the front
+// (versionedPrefixLen). It does not hold for keys with leading bytes cut
+// off, so Pebble's synthetic prefixes (external files ingested under a
+// replaced prefix) must not be used with it.
 var Comparer = func() *pebble.Comparer {
 	c := *pebble.DefaultComparer
 	c.Split = split
