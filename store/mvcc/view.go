@@ -34,7 +34,8 @@ type nopCloser struct{}
 func (nopCloser) Close() error { return nil }
 
 // Get returns key's value. Unlike pebble's, the value is valid only until
-// the next call on the view (closing the closer is optional). The lookup is
+// the next call on the view or point read of a TxnReader over it, which
+// shares the view's iterator (closing the closer is optional). The lookup is
 // a SeekPrefixGE: Pebble skips the SSTables whose bloom filter does not
 // hold key's prefix (kv/keys.Comparer) and, once the prefix ends, stops
 // without stepping over the tombstones of later keys (the LOCK column
