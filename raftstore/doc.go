@@ -28,6 +28,14 @@
 // which in bench/regions10k (three tables of 20,000 rows) held neither the
 // data nor the index blocks of point reads: each read then read and
 // decompressed blocks through the file system, 30 µs of a 45 µs read).
+// Keys are ordered by kv/keys.Comparer (bytewise; a WRITE or DEFAULT key
+// splits into 'w'/'z' enc(key) and its timestamp, every other key is whole)
+// and every level's SSTables carry a bloom filter of those prefixes, so a
+// point read (SeekPrefixGE) skips the tables that lack its key. The
+// comparer's name is in the engine's files: a data directory written
+// before it (Pebble's default comparer) does not open (ErrEngineComparer
+// says what to do), and snapshot SSTables are written with the same
+// options.
 //
 // # Regions and peers
 //

@@ -2,13 +2,19 @@ package raftstore
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/stratadb/strata/kv/keys"
 )
 
 // Engine settings. Pebble's defaults (a 4 MiB memtable, writes stopped
@@ -26,7 +32,49 @@ const (
 	// engineDiskSlow is how long one write or sync to a file may take
 	// before it is logged (Pebble's disk health check).
 	engineDiskSlow = time.Second
+	// engineBloomBitsPerKey sizes the bloom filter of every SSTable (about
+	// 1 % false positives): a point read (SeekPrefixGE, Get) skips the
+	// tables that do not hold its key's prefix (keys.Comparer).
+	engineBloomBitsPerKey = 10
 )
+
+// ErrEngineComparer is returned by Open (and the test helpers that open a
+// data directory) for a data directory whose engine
+// was written with another key comparer than keys.Comparer.
+var ErrEngineComparer = errors.New("raftstore: the data directory was written by an older Strata with another engine key comparer")
+
+// snapshotWriterOptions are the options of the SSTables a snapshot is sent
+// in, ingested by the receiving store's engine of format.
+func snapshotWriterOptions(format sstable.TableFormat) sstable.WriterOptions {
+	opts := engineOptions()
+	opts.EnsureDefaults()
+	return opts.MakeWriterOptions(0, format)
+}
+
+// engineOptions returns the Pebble options of a store's engine: the
+// engine key order of kv/keys and a bloom filter on every level. Anything
+// that opens a store's data directory, or writes SSTables for it, uses
+// them.
+func engineOptions() *pebble.Options {
+	opts := &pebble.Options{Comparer: keys.Comparer}
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(engineBloomBitsPerKey)
+	}
+	return opts
+}
+
+// openPebble opens the engine in dir with opts, naming a data directory
+// of an older binary (Pebble's default comparer) as such.
+func openPebble(dir string, opts *pebble.Options) (*pebble.DB, error) {
+	db, err := pebble.Open(dir, opts)
+	if err != nil && strings.Contains(err.Error(), "comparer name from") {
+		return nil, fmt.Errorf("%w (this binary needs %q): %v. The directory %s cannot be opened in place: "+
+			"with the old binary still running, remove the store (curl -X DELETE http://PD:2382/pd/api/v1/store/ID) and wait until PD shows it Tombstone, "+
+			"then stop it, empty the data directory and start this binary on it (it joins as a new store); a test cluster may instead be recreated with empty data directories",
+			ErrEngineComparer, keys.ComparerName, err, dir)
+	}
+	return db, err
+}
 
 // engine is the store's Pebble instance and the disk health checker
 // wrapped around its file system.
@@ -44,19 +92,18 @@ func openEngine(dir string, fs vfs.FS, cacheSize int64, log *slog.Logger) (engin
 		fs = vfs.Default
 		fs, e.health = vfs.WithDiskHealthChecks(fs, engineDiskSlow, nil, stalls.diskSlow)
 	}
-	opts := &pebble.Options{
-		Logger:                      pebbleLogger{l: log},
-		FS:                          fs,
-		CacheSize:                   cacheSize,
-		MemTableSize:                engineMemTableSize,
-		MemTableStopWritesThreshold: engineMemTableStopWrites,
-		L0StopWritesThreshold:       engineL0StopWrites,
-		EventListener: &pebble.EventListener{
-			WriteStallBegin: stalls.begin,
-			WriteStallEnd:   stalls.end,
-		},
+	opts := engineOptions()
+	opts.Logger = pebbleLogger{l: log}
+	opts.FS = fs
+	opts.CacheSize = cacheSize
+	opts.MemTableSize = engineMemTableSize
+	opts.MemTableStopWritesThreshold = engineMemTableStopWrites
+	opts.L0StopWritesThreshold = engineL0StopWrites
+	opts.EventListener = &pebble.EventListener{
+		WriteStallBegin: stalls.begin,
+		WriteStallEnd:   stalls.end,
 	}
-	db, err := pebble.Open(dir, opts)
+	db, err := openPebble(dir, opts)
 	if err != nil {
 		e.closeHealth()
 		return engine{}, err

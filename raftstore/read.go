@@ -83,13 +83,12 @@ func (s *Store) localLease(rctx *kvrpcpb.Context) (*readDelegate, time.Duration)
 	return d, rem
 }
 
-// LocalReadable reports whether ReadIndex would serve rctx on the caller's
-// goroutine now, without waiting for the Ready loop. A caller that must not
-// block (a stream's receiving goroutine) runs the read itself only then.
-func (s *Store) LocalReadable(rctx *kvrpcpb.Context) bool {
-	d, _ := s.localLease(rctx)
-	return d != nil
-}
+// LocalRead is ReadIndex when it is served on the caller's goroutine now,
+// without waiting for the Ready loop (a valid lease): it returns the
+// region (shared, read-only), else nil and the caller must use ReadIndex.
+// A caller that must not block (a stream's receiving goroutine) runs the
+// read itself only then.
+func (s *Store) LocalRead(rctx *kvrpcpb.Context) *metapb.Region { return s.localRead(rctx) }
 
 // LeasedRegion returns the region holding key when this store leads it and
 // may serve a read of it on the caller's goroutine now, on localRead's

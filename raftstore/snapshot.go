@@ -478,7 +478,7 @@ func (ss *snapshotSender) open(s *Store) error {
 		ss.fs = vfs.Default
 	}
 	ss.dir = filepath.Join(s.cfg.DataDir, "snap")
-	ss.wopts = sstable.WriterOptions{TableFormat: s.db.TableFormat()}
+	ss.wopts = snapshotWriterOptions(s.db.TableFormat())
 	ss.onDisk = map[string]snapDirStat{}
 	if bps := s.cfg.SnapshotMaxBytesPerSec; bps > 0 && !ss.manual {
 		ss.limit = rate.NewLimiter(rate.Limit(bps), int(min(bps, snapshotChunkSize)))

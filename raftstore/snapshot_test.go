@@ -28,7 +28,9 @@ import (
 func engineStore(t *testing.T, manual bool) *Store { return engineStoreOn(t, vfs.NewMem(), manual) }
 
 func engineStoreOn(t *testing.T, fs vfs.FS, manual bool) *Store {
-	db, err := pebble.Open("/db", &pebble.Options{FS: fs})
+	opts := engineOptions()
+	opts.FS = fs
+	db, err := pebble.Open("/db", opts)
 	require.NoError(t, err)
 	s := &Store{db: db, log: slog.New(slog.DiscardHandler), cfg: Config{DataDir: "/db", fs: fs, manual: manual}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())

@@ -21,7 +21,9 @@ func testRegion() *metapb.Region {
 }
 
 func memDB(t *testing.T) *pebble.DB {
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	opts := engineOptions()
+	opts.FS = vfs.NewMem()
+	db, err := pebble.Open("", opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	return db

@@ -15,7 +15,7 @@ import (
 // re-applying the (synced) raft log. It fails if a region's log was
 // compacted or the region was split. Tests only.
 func ForgetAppliedForTest(dataDir string) error {
-	db, err := pebble.Open(dataDir, &pebble.Options{})
+	db, err := openPebble(dataDir, engineOptions())
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func dumpMVCC(t *testing.T, c *localcluster.Cluster) {
 	}
 	for _, p := range c.Stores {
 		dir := flagValue(p, "--data-dir")
-		db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true})
+		db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Comparer: keys.Comparer})
 		if err != nil {
 			t.Logf("dump %s: %v", p.Name, err)
 			continue

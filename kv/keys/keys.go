@@ -14,6 +14,11 @@
 // the prefix) and uses CFBounds to find a region's data for splits,
 // snapshots and consistency checks; it knows nothing else of MVCC. The
 // raft and local key spaces (raftstore/keys.go) use prefixes below 0x10.
+//
+// Comparer is the engine's key order (bytewise) with the Split that tells
+// Pebble where the timestamp of a WRITE or DEFAULT key begins: every
+// store engine, and every Pebble DB that holds MVCC data for store/mvcc's
+// readers (whose point reads are SeekPrefixGE), is opened with it.
 package keys
 
 import (

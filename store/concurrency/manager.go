@@ -134,6 +134,18 @@ func (m *Manager) Blocks(key []byte, ts uint64) bool {
 	return ok && l.commitTS <= ts
 }
 
+// TryReadKey is ReadKey without the wait: it records the read of key at
+// ts and reports true, or reports false when ReadKey would wait now (an
+// in-flight write holds key with a commit ts at or below ts); the read is
+// then recorded all the same, as ReadKey records it before waiting.
+func (m *Manager) TryReadKey(key []byte, ts uint64) bool {
+	m.mu.Lock()
+	m.raiseLocked(ts)
+	l, ok := m.locks[string(key)]
+	m.mu.Unlock()
+	return !ok || l.commitTS > ts
+}
+
 // ReadRange is ReadKey for every key in [start, end) (end nil: no bound).
 // It scans the lock table, which holds only in-flight writes.
 func (m *Manager) ReadRange(ctx context.Context, start, end []byte, ts uint64) error {

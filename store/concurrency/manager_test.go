@@ -100,3 +100,21 @@ func TestWritesToOneKeyTakeTurns(t *testing.T) {
 		return err
 	}, release)
 }
+
+// TryReadKey answers what ReadKey would wait for, without waiting, and
+// records the read either way (a write locking afterwards commits above).
+func TestTryReadKeyRecordsAndNeverWaits(t *testing.T) {
+	m := New()
+	_, release, err := m.LockKeys(bg, [][]byte{[]byte("k")}, 100)
+	require.NoError(t, err)
+	require.True(t, m.TryReadKey([]byte("k"), 99), "commit_ts 100 is not visible at 99")
+	require.True(t, m.TryReadKey([]byte("j"), 150))
+	require.False(t, m.TryReadKey([]byte("k"), 200))
+	require.Equal(t, uint64(200), m.MaxTS())
+	release()
+	require.True(t, m.TryReadKey([]byte("k"), 200))
+	ts, release, err := m.LockKeys(bg, [][]byte{[]byte("k")}, 150)
+	require.NoError(t, err)
+	release()
+	require.Equal(t, uint64(201), ts)
+}

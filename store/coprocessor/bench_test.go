@@ -11,6 +11,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/kv/keys"
 	cop "github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
@@ -28,7 +29,7 @@ func BenchmarkSelectionCount(b *testing.B) {
 		{ID: 4, Name: "pad", Type: types.FieldType{Tp: mysql.TypeString, Flen: 60}},
 	}}
 	tbl.Init()
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	db, err := pebble.Open("", &pebble.Options{Comparer: keys.Comparer, FS: vfs.NewMem()})
 	require.NoError(b, err)
 	defer db.Close()
 	var w mvcc.Txn

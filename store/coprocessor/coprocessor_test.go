@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/kv/keys"
 	cop "github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/store/mvcc"
 )
@@ -26,7 +27,7 @@ func count(n int) *cop.Executor {
 }
 
 func TestExecute(t *testing.T) {
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	db, err := pebble.Open("", &pebble.Options{Comparer: keys.Comparer, FS: vfs.NewMem()})
 	require.NoError(t, err)
 	defer db.Close()
 	var w mvcc.Txn

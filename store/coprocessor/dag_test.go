@@ -19,6 +19,7 @@ import (
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/kv/keys"
 	cop "github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
@@ -38,7 +39,7 @@ func dagTable(t *testing.T) (*model.TableInfo, *pebble.DB) {
 		{ID: 4, Name: "d", Type: types.FieldType{Tp: mysql.TypeNewDecimal, Flen: 10, Decimal: 2}},
 	}}
 	tbl.Init()
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	db, err := pebble.Open("", &pebble.Options{Comparer: keys.Comparer, FS: vfs.NewMem()})
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	var w mvcc.Txn

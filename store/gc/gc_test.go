@@ -39,7 +39,7 @@ type pebbleStore struct {
 }
 
 func newPebbleStore(t testing.TB) *pebbleStore {
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{t}})
+	db, err := pebble.Open("", &pebble.Options{Comparer: keys.Comparer, FS: vfs.NewMem(), Logger: quietLogger{t}})
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	return &pebbleStore{db: db, region: &metapb.Region{Id: 1, Peers: []*metapb.Peer{{Id: 1, StoreId: 1}}}}

@@ -33,5 +33,9 @@
 // closed. Values and records they return are copies owned by the caller
 // unless a method says otherwise. Txn only collects writes; applying them
 // (through raft, or ApplyWrites on a plain batch in tests) is the caller's.
-// The package knows nothing of raft or regions.
+// The package knows nothing of raft or regions. The engine must order keys
+// with kv/keys.Comparer: point reads of one key (a lock, a key's write
+// records, a long value) are SeekPrefixGE, which Pebble serves from the
+// bloom filters and versions of the key's prefix as that Comparer splits
+// it; scans are SeekGE.
 package mvcc

@@ -29,10 +29,15 @@ type Snapshot interface {
 type TxnReader struct {
 	snap    Snapshot
 	overlay LockOverlay
+	// view is snap when it is a *View: its iterator serves the point reads
+	// (writeIt and dataIt stay nil; one iterator instead of two clones).
+	view    *View
 	writeIt *pebble.Iterator
 	dataIt  *pebble.Iterator
-	buf     []byte
-	wbuf    []byte
+	// w is the write record Get decodes into (no allocation per read).
+	w    Write
+	buf  []byte
+	wbuf []byte
 	// scratch backs buf and wbuf for ordinary key sizes (one allocation
 	// with the reader instead of one per buffer and growth).
 	scratch [2][64]byte
@@ -59,12 +64,14 @@ type OverlayLock struct {
 
 // NewTxnReader returns a reader over snap; snap must outlive it.
 func NewTxnReader(snap Snapshot) *TxnReader {
-	r := &TxnReader{snap: snap}
-	r.initBufs()
+	r := &TxnReader{}
+	r.init(snap)
 	return r
 }
 
-func (r *TxnReader) initBufs() {
+func (r *TxnReader) init(snap Snapshot) {
+	r.snap = snap
+	r.view, _ = snap.(*View)
 	r.buf, r.wbuf = r.scratch[0][:0], r.scratch[1][:0]
 }
 
@@ -82,22 +89,31 @@ func (r *TxnReader) Close() error {
 	return err
 }
 
-func cfIter(snap Snapshot, cf raft_cmdpb.CF) (*pebble.Iterator, error) {
-	if int(cf) < len(cfBounds) {
-		b := &cfBounds[cf]
-		return snap.NewIter(&pebble.IterOptions{LowerBound: b[0], UpperBound: b[1]})
+// pointIter returns the iterator of r's point reads in cf: the view's, or
+// *it, opened on first use (Close closes it).
+func (r *TxnReader) pointIter(it **pebble.Iterator, cf raft_cmdpb.CF) (*pebble.Iterator, error) {
+	if r.view != nil {
+		return r.view.base, nil
 	}
-	p := keys.Prefix(cf)
-	return snap.NewIter(&pebble.IterOptions{LowerBound: []byte{p}, UpperBound: []byte{p + 1}})
+	if *it == nil {
+		// Pebble copies the options: the shared ones do not escape.
+		c, err := r.snap.NewIter(&cfIterOptions[cf])
+		if err != nil {
+			return nil, fmt.Errorf("mvcc: %v iterator: %w", cf, err)
+		}
+		*it = c
+	}
+	return *it, nil
 }
 
-// cfBounds are the column families' iterator bounds by CF (never modified).
-var cfBounds = func() (b [3][2][]byte) {
-	for cf := range b {
+// cfIterOptions bound an iterator to a column family, by CF (never
+// modified).
+var cfIterOptions = func() (o [3]pebble.IterOptions) {
+	for cf := range o {
 		p := keys.Prefix(raft_cmdpb.CF(cf))
-		b[cf] = [2][]byte{{p}, {p + 1}}
+		o[cf] = pebble.IterOptions{LowerBound: []byte{p}, UpperBound: []byte{p + 1}}
 	}
-	return b
+	return o
 }()
 
 // SetOverlay makes the reader see o's locks over the engine's (nil: none).
@@ -145,14 +161,7 @@ func (r *TxnReader) loadEngineLock(key []byte) (*Lock, error) {
 }
 
 func (r *TxnReader) writeIter() (*pebble.Iterator, error) {
-	if r.writeIt == nil {
-		it, err := cfIter(r.snap, raft_cmdpb.CF_WRITE)
-		if err != nil {
-			return nil, fmt.Errorf("mvcc: write iterator: %w", err)
-		}
-		r.writeIt = it
-	}
-	return r.writeIt, nil
+	return r.pointIter(&r.writeIt, raft_cmdpb.CF_WRITE)
 }
 
 // writePrefix sets r.wbuf to the WRITE engine prefix of key's versions.
@@ -169,20 +178,33 @@ func (r *TxnReader) SeekWrite(key []byte, ts uint64) (commitTS uint64, w *Write,
 		return 0, nil, err
 	}
 	prefix := r.writePrefix(key)
-	return seekWrite(it, prefix, ts)
+	return seekWrite(it, prefix, ts, false, nil)
 }
 
 // seekWrite positions it at prefix's newest version <= ts and decodes it.
-func seekWrite(it *pebble.Iterator, prefix []byte, ts uint64) (uint64, *Write, error) {
+// A point read's seek (scan false) is a SeekPrefixGE: Pebble consults its
+// bloom filters for prefix, and Next stays within prefix's versions until
+// the next seek. A scan's is a SeekGE, which keeps the iterator's position
+// for the next key. The record is decoded as curWrite does with dst.
+func seekWrite(it *pebble.Iterator, prefix []byte, ts uint64, scan bool, dst *Write) (uint64, *Write, error) {
 	seek := codec.EncodeUintDesc(prefix, ts)
-	if !it.SeekGE(seek) {
+	var valid bool
+	if scan {
+		valid = it.SeekGE(seek)
+	} else {
+		valid = it.SeekPrefixGE(seek)
+	}
+	if !valid {
 		return 0, nil, it.Error()
 	}
-	return curWrite(it, prefix[:len(prefix):len(prefix)])
+	return curWrite(it, prefix[:len(prefix):len(prefix)], dst)
 }
 
-// curWrite decodes the write record under it if it is a version of prefix.
-func curWrite(it *pebble.Iterator, prefix []byte) (uint64, *Write, error) {
+// curWrite decodes the write record under it if it is a version of prefix:
+// with dst nil into a new Write that owns a copy of the record, else into
+// *dst, whose ShortValue then aliases the iterator's value (valid until it
+// moves).
+func curWrite(it *pebble.Iterator, prefix []byte, dst *Write) (uint64, *Write, error) {
 	k := it.Key()
 	if len(k) != len(prefix)+8 || !bytes.HasPrefix(k, prefix) {
 		return 0, nil, nil
@@ -195,48 +217,54 @@ func curWrite(it *pebble.Iterator, prefix []byte) (uint64, *Write, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("mvcc: read write record: %w", err)
 	}
-	w, err := DecodeWrite(bytes.Clone(v))
+	if dst == nil {
+		dst, err = DecodeWrite(bytes.Clone(v))
+	} else {
+		err = dst.decode(v)
+	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("write record %x: %w", k, err)
 	}
-	return commitTS, w, nil
+	return commitTS, dst, nil
 }
 
 // GetWrite returns the newest Put or Delete record of key with commit_ts
 // <= ts, skipping Lock and Rollback records, or a nil Write.
 func (r *TxnReader) GetWrite(key []byte, ts uint64) (commitTS uint64, w *Write, err error) {
+	return r.getWrite(key, ts, nil)
+}
+
+// getWrite is GetWrite decoding as curWrite does with dst.
+func (r *TxnReader) getWrite(key []byte, ts uint64, dst *Write) (commitTS uint64, w *Write, err error) {
 	it, err := r.writeIter()
 	if err != nil {
 		return 0, nil, err
 	}
 	prefix := r.writePrefix(key)
-	commitTS, w, err = seekWrite(it, prefix, ts)
+	commitTS, w, err = seekWrite(it, prefix, ts, false, dst)
 	for err == nil && w != nil && (w.Kind == WriteLock || w.Kind == WriteRollback) {
 		if !it.Next() {
 			return 0, nil, it.Error()
 		}
-		commitTS, w, err = curWrite(it, prefix)
+		commitTS, w, err = curWrite(it, prefix, dst)
 	}
 	return commitTS, w, err
 }
 
 // LoadData returns the long value a transaction with startTS wrote to key.
 func (r *TxnReader) LoadData(key []byte, startTS uint64) ([]byte, error) {
-	if r.dataIt == nil {
-		it, err := cfIter(r.snap, raft_cmdpb.CF_DEFAULT)
-		if err != nil {
-			return nil, fmt.Errorf("mvcc: data iterator: %w", err)
-		}
-		r.dataIt = it
+	it, err := r.pointIter(&r.dataIt, raft_cmdpb.CF_DEFAULT)
+	if err != nil {
+		return nil, err
 	}
 	r.buf = keys.EncodeVersioned(append(r.buf[:0], keys.PrefixDefault), key, startTS)
-	if !r.dataIt.SeekGE(r.buf) || !bytes.Equal(r.dataIt.Key(), r.buf) {
-		if err := r.dataIt.Error(); err != nil {
+	if !it.SeekPrefixGE(r.buf) || !bytes.Equal(it.Key(), r.buf) {
+		if err := it.Error(); err != nil {
 			return nil, fmt.Errorf("mvcc: load data: %w", err)
 		}
 		return nil, fmt.Errorf("%w: value of %q at %d missing", ErrCorruptRecord, key, startTS)
 	}
-	v, err := r.dataIt.ValueAndErr()
+	v, err := it.ValueAndErr()
 	if err != nil {
 		return nil, fmt.Errorf("mvcc: load data: %w", err)
 	}
@@ -261,11 +289,14 @@ func (r *TxnReader) LockValue(key []byte, l *Lock) ([]byte, error) {
 
 // Get returns key's committed value visible at ts (ignoring locks).
 func (r *TxnReader) Get(key []byte, ts uint64) (value []byte, found bool, err error) {
-	_, w, err := r.GetWrite(key, ts)
+	_, w, err := r.getWrite(key, ts, &r.w)
 	if err != nil || w == nil || w.Kind != WritePut {
 		return nil, false, err
 	}
-	v, err := r.WriteValue(key, w)
+	if w.HasShortValue {
+		return bytes.Clone(w.ShortValue), true, nil // w aliases the iterator
+	}
+	v, err := r.LoadData(key, w.StartTS)
 	return v, err == nil, err
 }
 
@@ -302,7 +333,7 @@ func (r *TxnReader) TxnCommitRecord(key []byte, startTS uint64) (CommitRecord, e
 		return CommitRecord{}, err
 	}
 	prefix := r.writePrefix(key)
-	commitTS, w, err := seekWrite(it, prefix, math.MaxUint64)
+	commitTS, w, err := seekWrite(it, prefix, math.MaxUint64, false, nil)
 	for err == nil && w != nil && commitTS >= startTS {
 		if w.StartTS == startTS {
 			if w.Kind == WriteRollback {
@@ -319,7 +350,7 @@ func (r *TxnReader) TxnCommitRecord(key []byte, startTS uint64) (CommitRecord, e
 		if !it.Next() {
 			return CommitRecord{}, it.Error()
 		}
-		commitTS, w, err = curWrite(it, prefix)
+		commitTS, w, err = curWrite(it, prefix, nil)
 	}
 	return CommitRecord{}, err
 }

@@ -79,8 +79,8 @@ type SnapshotReader struct {
 
 // NewSnapshotReader returns a reader of snap with opts; snap must outlive it.
 func NewSnapshotReader(snap Snapshot, opts ReadOptions) *SnapshotReader {
-	s := &SnapshotReader{r: TxnReader{snap: snap}, opts: opts}
-	s.r.initBufs()
+	s := &SnapshotReader{opts: opts}
+	s.r.init(snap)
 	return s
 }
 
@@ -300,12 +300,12 @@ func (sc *scanner) visible() ([]byte, bool, error) {
 	sc.seekBuf = prefix
 	prefix = prefix[:len(prefix):len(prefix)]
 	it := sc.writeIt
-	_, w, err := seekWrite(it, prefix, sc.s.opts.TS)
+	_, w, err := seekWrite(it, prefix, sc.s.opts.TS, true, nil)
 	for err == nil && w != nil && (w.Kind == WriteLock || w.Kind == WriteRollback) {
 		if !it.Next() {
 			return nil, false, it.Error()
 		}
-		_, w, err = curWrite(it, prefix)
+		_, w, err = curWrite(it, prefix, nil)
 	}
 	if err != nil || w == nil || w.Kind != WritePut {
 		return nil, false, err

@@ -17,8 +17,7 @@ import (
 // allocations on a store. Keep a View short-lived: it pins the files and
 // memtables it reads. Not safe for concurrent use; Close it after use.
 type View struct {
-	base  *pebble.Iterator
-	upper []byte
+	base *pebble.Iterator
 }
 
 // NewView opens a view of db's current state.
@@ -35,14 +34,14 @@ type nopCloser struct{}
 func (nopCloser) Close() error { return nil }
 
 // Get returns key's value. Unlike pebble's, the value is valid only until
-// the next call on the view (closing the closer is optional).
+// the next call on the view or point read of a TxnReader over it, which
+// shares the view's iterator (closing the closer is optional). The lookup is
+// a SeekPrefixGE: Pebble skips the SSTables whose bloom filter does not
+// hold key's prefix (kv/keys.Comparer) and, once the prefix ends, stops
+// without stepping over the tombstones of later keys (the LOCK column
+// family is mostly tombstones of resolved locks).
 func (v *View) Get(key []byte) ([]byte, io.Closer, error) {
-	// Bound the seek to key alone: unbounded, a missing key would step
-	// over every tombstone after it (the LOCK column family is mostly
-	// tombstones of resolved locks) to the next live key.
-	v.upper = append(append(v.upper[:0], key...), 0)
-	v.base.SetBounds(key, v.upper) // copied by the iterator
-	if !v.base.SeekGE(key) || !bytes.Equal(v.base.Key(), key) {
+	if !v.base.SeekPrefixGE(key) || !bytes.Equal(v.base.Key(), key) {
 		if err := v.base.Error(); err != nil {
 			return nil, nil, err
 		}
@@ -58,7 +57,7 @@ func (v *View) Get(key []byte) ([]byte, io.Closer, error) {
 // NewIter returns an iterator over the view's state with o.
 func (v *View) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 	if o == nil {
-		o = &pebble.IterOptions{} // not the bounds of the last Get
+		o = &pebble.IterOptions{} // not the base's (prefix) state
 	}
 	return v.base.Clone(pebble.CloneOptions{IterOptions: o})
 }

@@ -6,12 +6,14 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/kv/keys"
 )
 
 // TestViewIsConsistent: a View's Get and its iterators see the DB as of
 // NewView, not writes, deletes or flushes after it.
 func TestViewIsConsistent(t *testing.T) {
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	db, err := pebble.Open("", &pebble.Options{Comparer: keys.Comparer, FS: vfs.NewMem()})
 	require.NoError(t, err)
 	defer db.Close()
 	require.NoError(t, db.Set([]byte("a"), []byte("1"), pebble.NoSync))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -52,18 +53,18 @@ type batchResult struct {
 
 // BatchCommands implements storepb.StoreServer (ServeBatchCommands).
 func (s *Service) BatchCommands(stream storepb.Store_BatchCommandsServer) error {
-	return ServeBatchCommands(stream, s, s.getRunsInline)
+	return ServeBatchCommands(stream, s, s.getInline)
 }
 
 // ServeBatchCommands serves one BatchCommands stream with h's unary
 // handlers: requests run on a bounded pool of workers (pessimistic lock
 // requests, which may wait, on their own bounded set of goroutines; point
-// gets for which inline, when not nil, reports true, at once on the
-// receiving goroutine); responses are sent as they complete, several per
+// gets that inline, when not nil, serves (ok true) on the receiving
+// goroutine, where it must not wait); responses are sent as they complete, several per
 // message when ready together, matched by request id. The stream ends when
 // the client closes it; requests still running are answered first. It is
 // exported so that store/storetest serves streams as a store node does.
-func ServeBatchCommands(stream storepb.Store_BatchCommandsServer, h storepb.StoreServer, inline func(*kvrpcpb.GetRequest) bool) error {
+func ServeBatchCommands(stream storepb.Store_BatchCommandsServer, h storepb.StoreServer, inline func(context.Context, *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, bool, error)) error {
 	ctx := stream.Context()
 	results := make(chan batchResult, maxResponsesPerMessage)
 	sendDone := make(chan error, 1)
@@ -98,11 +99,13 @@ recv:
 		batchRecvSize.Observe(float64(len(reqs)))
 		for i, r := range reqs {
 			t := batchTask{id: ids[i], req: r}
-			if g, ok := r.GetCmd().(*storepb.BatchCommandsRequest_Request_Get); ok && inline != nil && inline(g.Get) {
-				// Served here: a lease read of one key takes microseconds,
-				// less than waking a worker for it.
-				results <- batchResult{id: t.id, resp: dispatch(ctx, h, t.req)}
-				continue
+			if g, ok := r.GetCmd().(*storepb.BatchCommandsRequest_Request_Get); ok && inline != nil {
+				// Served here when it can be: a lease read of one key takes
+				// microseconds, less than waking a worker for it.
+				if resp, ok, err := inline(ctx, g.Get); ok {
+					results <- batchResult{id: t.id, resp: getResult(resp, err)}
+					continue
+				}
 			}
 			if _, ok := r.GetCmd().(*storepb.BatchCommandsRequest_Request_PessimisticLock); ok {
 				select {
@@ -136,15 +139,21 @@ recv:
 	return recvErr
 }
 
-// getRunsInline reports whether a point get can be served on the stream's
-// receiving goroutine without waiting for anything: a leader read under a
-// local lease (no Ready loop round) of a key no in-flight write holds at or
-// below its ts. Anything else (replica reads, lease renewals, memory locks)
-// goes to a worker, so one slow request never holds up the stream.
-func (s *Service) getRunsInline(req *kvrpcpb.GetRequest) bool {
-	rctx := req.GetContext()
-	return !rctx.GetReplicaRead() && !rctx.GetStaleRead() &&
-		s.store.LocalReadable(rctx) && !s.cm.Blocks(req.GetKey(), req.GetVersion())
+// getInline serves a point get on the stream's receiving goroutine, as
+// KvGet would, when that needs no waiting (txn.Storage.GetLocal: a leader
+// read under a local lease, no Ready loop round, of a key no in-flight
+// write holds at or below its ts); ok false: nothing was served. Anything
+// else (replica reads, lease renewals, memory locks) goes to a worker, so
+// one slow request never holds up the stream.
+func (s *Service) getInline(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, bool, error) {
+	start := time.Now()
+	resp, ok, err := s.st.GetLocal(ctx, req)
+	if !ok {
+		return nil, false, nil
+	}
+	resp, err = gcCheck(s.gc, req.GetVersion(), resp, err, refuseGet)
+	resp, err = called("kv_get", start, resp, err)
+	return resp, true, err
 }
 
 // sendResults sends results as they come, batching those ready together,
@@ -254,11 +263,24 @@ func dispatch(ctx context.Context, s storepb.StoreServer, r *storepb.BatchComman
 		err = fmt.Errorf("server: batch commands: unknown request %T", c)
 	}
 	if err != nil {
-		// The code a unary call would fail with: the client must tell a
-		// write that may have been applied (Unknown) from one that never
-		// ran (Unavailable), exactly as for a unary call.
-		st := status.Convert(GRPCError(err))
-		return &storepb.BatchCommandsResponse_Response{Error: st.Message(), ErrorCode: uint32(st.Code())}
+		return errorResult(err)
 	}
 	return out
+}
+
+// getResult is the stream's response to a get answered with resp and err.
+func getResult(resp *kvrpcpb.GetResponse, err error) *storepb.BatchCommandsResponse_Response {
+	if err != nil {
+		return errorResult(err)
+	}
+	return &storepb.BatchCommandsResponse_Response{Cmd: &storepb.BatchCommandsResponse_Response_Get{Get: resp}}
+}
+
+// errorResult is the stream's response to a request that failed with err:
+// the code a unary call would fail with, so that the client tells a write
+// that may have been applied (Unknown) from one that never ran
+// (Unavailable), exactly as for a unary call.
+func errorResult(err error) *storepb.BatchCommandsResponse_Response {
+	st := status.Convert(GRPCError(err))
+	return &storepb.BatchCommandsResponse_Response{Error: st.Message(), ErrorCode: uint32(st.Code())}
 }

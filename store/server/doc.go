@@ -26,7 +26,11 @@
 // each in its own StoreBatchTaskResponse (region error, lock or data).
 // BatchCommands multiplexes all of these on one
 // stream (a bounded worker pool per stream; pessimistic lock requests,
-// which may wait for other transactions, on a separate bounded set).
+// which may wait for other transactions, on a separate bounded set; a
+// point get that needs no waiting, a lease read of a key no in-flight
+// write holds, is served on the receiving goroutine by
+// txn.Storage.GetLocal, with one lease check and one concurrency-manager
+// check like any get, and otherwise goes to a worker).
 // Region problems come back as errorpb.Error in the response's
 // region_error, per-key problems as kvrpcpb.KeyError; gRPC status errors
 // are only used for a stopped store, a cancelled request, or a write whose

@@ -56,12 +56,18 @@ func gcChecked[Req interface{ GetContext() *kvrpcpb.Context }, Resp interface{ G
 	}
 	return func(ctx context.Context, req Req) (Resp, error) {
 		resp, err := fn(ctx, req)
-		if err != nil || resp.GetRegionError() != nil {
-			return resp, err
-		}
-		if ke := w.CheckRead(version(req)); ke != nil {
-			return refuse(ke), nil
-		}
-		return resp, nil
+		return gcCheck(w, version(req), resp, err, refuse)
 	}
+}
+
+// gcCheck is gcChecked's check of one read at version that returned resp
+// and err (w nil: no check).
+func gcCheck[Resp interface{ GetRegionError() *errorpb.Error }](w *gc.Worker, version uint64, resp Resp, err error, refuse func(*kvrpcpb.KeyError) Resp) (Resp, error) {
+	if w == nil || err != nil || resp.GetRegionError() != nil {
+		return resp, err
+	}
+	if ke := w.CheckRead(version); ke != nil {
+		return refuse(ke), nil
+	}
+	return resp, nil
 }

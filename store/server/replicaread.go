@@ -65,7 +65,8 @@ func (s *Service) readIndex(ctx context.Context, req *storepb.ReadIndexRequest) 
 	return &storepb.ReadIndexResponse{ReadIndex: idx}, nil
 }
 
-// raftEngine is txn.Engine (and txn.ReplicaReader) over a raftstore.Store.
+// raftEngine is txn.Engine (and txn.LocalReader, txn.ReplicaReader) over a
+// raftstore.Store.
 type raftEngine struct {
 	s     *raftstore.Store
 	peers *storeClients
@@ -74,6 +75,9 @@ type raftEngine struct {
 func (e raftEngine) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
 	return e.s.ReadIndex(ctx, rctx)
 }
+
+// ReadLocal implements txn.LocalReader.
+func (e raftEngine) ReadLocal(rctx *kvrpcpb.Context) *metapb.Region { return e.s.LocalRead(rctx) }
 
 // ReadReplica implements txn.ReplicaReader.
 func (e raftEngine) ReadReplica(ctx context.Context, rctx *kvrpcpb.Context, ts uint64) (*metapb.Region, *errorpb.Error, error) {

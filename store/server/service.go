@@ -171,6 +171,12 @@ func resultOf(resp any, err error) string {
 func call[Req, Resp any](ctx context.Context, method string, req Req, fn func(context.Context, Req) (Resp, error)) (Resp, error) {
 	start := time.Now()
 	resp, err := fn(ctx, req)
+	return called(method, start, resp, err)
+}
+
+// called is call's end: it records the latency of a command that started
+// at start and maps its error to a gRPC status error.
+func called[Resp any](method string, start time.Time, resp Resp, err error) (Resp, error) {
 	rpcSeconds.WithLabelValues(method, resultOf(resp, err)).Observe(time.Since(start).Seconds())
 	if err != nil {
 		var zero Resp
@@ -181,9 +187,11 @@ func call[Req, Resp any](ctx context.Context, method string, req Req, fn func(co
 
 // KvGet implements storepb.StoreServer.
 func (s *Service) KvGet(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, error) {
-	return call(ctx, "kv_get", req, gcChecked(s.gc, (*kvrpcpb.GetRequest).GetVersion,
-		func(ke *kvrpcpb.KeyError) *kvrpcpb.GetResponse { return &kvrpcpb.GetResponse{Error: ke} }, s.st.Get))
+	return call(ctx, "kv_get", req, gcChecked(s.gc, (*kvrpcpb.GetRequest).GetVersion, refuseGet, s.st.Get))
 }
+
+// refuseGet is a get's answer for a version below the GC safe point.
+func refuseGet(ke *kvrpcpb.KeyError) *kvrpcpb.GetResponse { return &kvrpcpb.GetResponse{Error: ke} }
 
 // KvBatchGet implements storepb.StoreServer.
 func (s *Service) KvBatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*kvrpcpb.BatchGetResponse, error) {

@@ -58,6 +58,10 @@
 // under a lease, which in a later term it holds only after applying an
 // entry of that term, so after the write's entry was decided and, if
 // committed, applied. Metric: strata_txn_reads_refused_total{reason}.
+// GetLocal is Get in the same order for a caller that must not wait (a
+// stream's receiving goroutine): a lease read (LocalReader) instead of the
+// ReadIndex, concurrency.TryReadKey instead of the wait; if either would
+// wait it returns without serving, and the caller runs Get.
 //
 // # Pessimistic lock waiting
 //

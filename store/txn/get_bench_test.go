@@ -14,7 +14,7 @@ import (
 // seek) for a committed short value among 1000 keys, read through a
 // pebble.Snapshot and through an mvcc.View (what store/server uses).
 //
-//	go test -run NONE -bench StorageGet -benchmem ./kv/txn
+//	go test -run NONE -bench StorageGet -benchmem ./store/txn
 func BenchmarkStorageGet(b *testing.B) {
 	ctx := context.Background()
 	h := newHarness(b)
@@ -40,14 +40,22 @@ func BenchmarkStorageGet(b *testing.B) {
 			b.Fatalf("get: %v %v %q", err, resp.GetError(), resp.GetValue())
 		}
 	}
+	view := func() Snapshot { v, _ := mvcc.NewView(h.e.DB()); return v }
 	for _, tc := range []struct {
-		name string
-		snap func() Snapshot
+		name  string
+		snap  func() Snapshot
+		setup func(b *testing.B)
 	}{
-		{"snapshot", func() Snapshot { return h.e.DB().NewSnapshot() }},
-		{"view", func() Snapshot { v, _ := mvcc.NewView(h.e.DB()); return v }},
+		{"snapshot", func() Snapshot { return h.e.DB().NewSnapshot() }, nil},
+		{"view", view, nil},
+		// The rows in one of four SSTables, the other three holding other
+		// rows: what a store's point read meets once memtables flush.
+		{"view-sstables", view, func(b *testing.B) { flushWithOtherRows(b, h, n) }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
+			if tc.setup != nil {
+				tc.setup(b)
+			}
 			h.e.SetSnapshot(tc.snap)
 			defer h.e.SetSnapshot(nil)
 			reqs := make([]*kvrpcpb.GetRequest, n)
@@ -59,5 +67,34 @@ func BenchmarkStorageGet(b *testing.B) {
 				require(h.s.Get(ctx, reqs[i%n]))
 			}
 		})
+	}
+}
+
+// flushWithOtherRows flushes h's engine, then writes and flushes n rows
+// of other keys three times.
+func flushWithOtherRows(b *testing.B, h *harness, n int) {
+	ctx := context.Background()
+	if err := h.e.DB().Flush(); err != nil {
+		b.Fatal(err)
+	}
+	for t := range 3 {
+		muts := make([]*kvrpcpb.Mutation, n)
+		keys := make([][]byte, n)
+		for i := range muts {
+			keys[i] = fmt.Appendf(nil, "other%d-%04d", t, i)
+			muts[i] = &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: keys[i], Value: []byte("value")}
+		}
+		start := uint64(20 + 2*t)
+		resp, err := h.s.Prewrite(ctx, &kvrpcpb.PrewriteRequest{Mutations: muts, PrimaryLock: keys[0], StartVersion: start, LockTtl: 3000})
+		if err != nil || len(resp.GetErrors()) > 0 {
+			b.Fatalf("prewrite: %v %v", err, resp.GetErrors())
+		}
+		cresp, err := h.s.Commit(ctx, &kvrpcpb.CommitRequest{StartVersion: start, Keys: keys, CommitVersion: start + 1})
+		if err != nil || cresp.GetError() != nil {
+			b.Fatalf("commit: %v %v", err, cresp.GetError())
+		}
+		if err := h.e.DB().Flush(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

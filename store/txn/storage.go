@@ -55,6 +55,16 @@ type Engine interface {
 	Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, leaderGen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error)
 }
 
+// LocalReader is an Engine that serves some leader reads without waiting
+// (raftstore's lease reads). Storage.GetLocal uses it.
+type LocalReader interface {
+	// ReadLocal returns the region of rctx (shared, read-only) when this
+	// store may serve a linearizable read of it on the caller's goroutine
+	// now, as ReadIndex would without waiting; nil when ReadIndex would
+	// have to wait (no valid lease, epoch mismatch, not the leader).
+	ReadLocal(rctx *kvrpcpb.Context) *metapb.Region
+}
+
 // ReplicaReader is an Engine whose followers and learners serve reads
 // (kvrpcpb.Context replica_read, stale_read; raftstore/replicaread.go).
 // Storage's reads use it when the request asks for it.
@@ -430,35 +440,74 @@ func observeSince(cmd string, start time.Time) {
 // Get serves a GetRequest: the newest version at version, or the lock that
 // blocks it.
 func (s *Storage) Get(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, error) {
+	resp, _, err := s.get(ctx, req, false)
+	return resp, err
+}
+
+// GetLocal serves req as Get does when that needs no waiting: a leader
+// read the engine serves on the caller's goroutine now (LocalReader) of a
+// key no in-flight write visible at its version holds. Otherwise (ok
+// false) it did nothing the caller must undo, and the caller runs Get,
+// which may wait, where waiting is allowed (a stream's worker).
+func (s *Storage) GetLocal(ctx context.Context, req *kvrpcpb.GetRequest) (resp *kvrpcpb.GetResponse, ok bool, err error) {
+	return s.get(ctx, req, true)
+}
+
+// get is Get; with local it gives up (ok false) instead of waiting for
+// the ReadIndex or an in-flight write. Each get passes one lease (or
+// ReadIndex) check and one concurrency-manager check.
+func (s *Storage) get(ctx context.Context, req *kvrpcpb.GetRequest, local bool) (*kvrpcpb.GetResponse, bool, error) {
 	defer observeSince("get", time.Now())
-	check, region, rerr, err := s.readIndex(ctx, req.GetContext(), req.GetVersion())
-	if err != nil {
-		return nil, err
+	rctx := req.GetContext()
+	var (
+		check  ReadCheck
+		region *metapb.Region
+		rerr   *errorpb.Error
+		err    error
+	)
+	if local {
+		lr, ok := s.engine.(LocalReader)
+		if !ok || rctx.GetReplicaRead() || rctx.GetStaleRead() {
+			return nil, false, nil
+		}
+		check = NewReadCheck(s.engine, nil, rctx.GetRegionId())
+		if region = lr.ReadLocal(rctx); region == nil {
+			return nil, false, nil
+		}
+	} else {
+		check, region, rerr, err = s.readIndex(ctx, rctx, req.GetVersion())
+		if err != nil {
+			return nil, true, err
+		}
 	}
 	if rerr == nil {
 		rerr = regionkeys.CheckKey(req.GetKey(), region)
 	}
 	if rerr != nil {
-		return &kvrpcpb.GetResponse{RegionError: rerr}, nil
+		return &kvrpcpb.GetResponse{RegionError: rerr}, true, nil
 	}
-	if err := s.cm.ReadKey(ctx, req.GetKey(), req.GetVersion()); err != nil {
-		return nil, err
+	if local {
+		if !s.cm.TryReadKey(req.GetKey(), req.GetVersion()) {
+			return nil, false, nil
+		}
+	} else if err := s.cm.ReadKey(ctx, req.GetKey(), req.GetVersion()); err != nil {
+		return nil, true, err
 	}
 	snap := s.engine.Snapshot()
 	defer snap.Close()
 	if rerr := check.Gone(); rerr != nil {
-		return &kvrpcpb.GetResponse{RegionError: rerr}, nil
+		return &kvrpcpb.GetResponse{RegionError: rerr}, true, nil
 	}
-	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetVersion()))
+	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(rctx, req.GetVersion()))
 	defer sr.Close()
 	v, found, err := sr.Get(req.GetKey())
 	if ke, ok := toKeyError(err); ok {
-		return &kvrpcpb.GetResponse{Error: ke}, nil
+		return &kvrpcpb.GetResponse{Error: ke}, true, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	return &kvrpcpb.GetResponse{Value: v, NotFound: !found}, nil
+	return &kvrpcpb.GetResponse{Value: v, NotFound: !found}, true, nil
 }
 
 // BatchGet serves a BatchGetRequest.

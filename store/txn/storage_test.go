@@ -507,3 +507,64 @@ func TestLockWaitersMoveWithTheLeader(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Empty(t, r.resp.Errors, "released: the waiter takes x")
 }
+
+// leasedEngine is a memengine whose reads are local (LocalReader) while
+// leased is set.
+type leasedEngine struct {
+	*memengine.Engine
+	leased atomic.Bool
+}
+
+func (e *leasedEngine) ReadLocal(rctx *kvrpcpb.Context) *metapb.Region {
+	if !e.leased.Load() {
+		return nil
+	}
+	region, rerr, err := e.ReadIndex(bg, rctx)
+	if rerr != nil || err != nil {
+		return nil
+	}
+	return region
+}
+
+// GetLocal serves a get only when nothing would wait: a local read of a
+// key no in-flight write visible at its version holds; otherwise it leaves
+// the get to Get.
+func TestGetLocalServesOnlyWithoutWaiting(t *testing.T) {
+	e := &leasedEngine{Engine: newEngine(t)}
+	cm := concurrency.New()
+	s := New(e, cm, &counterTSO{}, Config{})
+	pre, err := s.Prewrite(bg, &kvrpcpb.PrewriteRequest{
+		Mutations:   []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k"), Value: []byte("v")}},
+		PrimaryLock: []byte("k"), StartVersion: 10, LockTtl: 3000,
+	})
+	require.NoError(t, err)
+	require.Empty(t, pre.GetErrors())
+	com, err := s.Commit(bg, &kvrpcpb.CommitRequest{StartVersion: 10, Keys: [][]byte{[]byte("k")}, CommitVersion: 11})
+	require.NoError(t, err)
+	require.Nil(t, com.GetError())
+
+	get := func(rctx *kvrpcpb.Context, ts uint64) (*kvrpcpb.GetResponse, bool) {
+		resp, ok, err := s.GetLocal(bg, &kvrpcpb.GetRequest{Context: rctx, Key: []byte("k"), Version: ts})
+		require.NoError(t, err)
+		return resp, ok
+	}
+	_, ok := get(&kvrpcpb.Context{}, 100)
+	require.False(t, ok, "no lease: the get must wait for a ReadIndex")
+	e.leased.Store(true)
+	resp, ok := get(&kvrpcpb.Context{}, 100)
+	require.True(t, ok)
+	require.Equal(t, "v", string(resp.GetValue()))
+	_, ok = get(&kvrpcpb.Context{ReplicaRead: true}, 100)
+	require.False(t, ok, "a replica read goes through ReadReplica")
+
+	commitTS, release, err := cm.LockKeys(bg, [][]byte{[]byte("k")}, 50)
+	require.NoError(t, err)
+	_, ok = get(&kvrpcpb.Context{}, commitTS)
+	require.False(t, ok, "an in-flight write is visible at its commit_ts")
+	resp, ok = get(&kvrpcpb.Context{}, commitTS-1)
+	require.True(t, ok)
+	require.Equal(t, "v", string(resp.GetValue()))
+	release()
+	_, ok = get(&kvrpcpb.Context{}, commitTS)
+	require.True(t, ok)
+}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"google.golang.org/protobuf/proto"
 
@@ -89,7 +90,12 @@ func Open(opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = nopLogger{}
 	}
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: opts.Logger})
+	// The key order and bloom filters of a store's engine (raftstore).
+	popts := &pebble.Options{FS: vfs.NewMem(), Logger: opts.Logger, Comparer: keys.Comparer}
+	for i := range popts.Levels {
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	db, err := pebble.Open("", popts)
 	if err != nil {
 		return nil, fmt.Errorf("memengine: open pebble: %w", err)
 	}
