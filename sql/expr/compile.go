@@ -125,11 +125,7 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 	case *ast.ColumnNameExpr:
 		return c.resolve(x.Name)
 	case *ast.BinaryOperationExpr:
-		l, err := Compile(x.L, c)
-		if err != nil {
-			return nil, err
-		}
-		r, err := Compile(x.R, c)
+		l, r, err := compilePair(x.L, x.R, c)
 		if err != nil {
 			return nil, err
 		}
@@ -219,15 +215,13 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if !x.IsLike {
 			return nil, errno.NotSupported("ILIKE")
 		}
-		e, err := Compile(x.Expr, c)
-		if err != nil {
-			return nil, err
-		}
-		p, err := Compile(x.Pattern, c)
+		e, p, err := compilePair(x.Expr, x.Pattern, c)
 		if err != nil {
 			return nil, err
 		}
 		return &likeExpr{e: e, pat: p, escape: x.Escape, not: x.Not}, nil
+	case *ast.PatternRegexpExpr:
+		return c.compileRegexpOp(x)
 	case *ast.VariableExpr:
 		if x.Value != nil {
 			return nil, errno.NotSupported("assignment in expressions")
@@ -271,6 +265,16 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		return c.Window(x)
 	}
 	return nil, errno.NotSupported("expression " + strings.TrimPrefix(typeName(n), "*ast."))
+}
+
+// compilePair compiles the two operands of a binary operator, l first.
+func compilePair(l, r ast.ExprNode, c *Ctx) (Expr, Expr, error) {
+	le, err := Compile(l, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	re, err := Compile(r, c)
+	return le, re, err
 }
 
 func typeName(n ast.Node) string {
@@ -881,10 +885,7 @@ func temporalLiteral(name string, args []Expr) (Expr, error) {
 		return nil, errno.New(errno.ErrParse, "You have an error in your SQL syntax: a DATE, TIME or TIMESTAMP literal needs a string")
 	}
 	s := strings.TrimSpace(string(k.Value.Bytes()))
-	fsp := 0
-	if i := strings.LastIndexByte(s, '.'); i >= 0 && strings.IndexByte(s[i:], ':') < 0 && strings.IndexByte(s[i:], '-') < 0 {
-		fsp = min(len(s)-i-1, 6)
-	}
+	fsp := fracDigits(s)
 	switch name {
 	case ast.DateLiteral:
 		if t, ok := types.ParseTime(s); ok && !strings.ContainsAny(s, ": ") {
@@ -902,6 +903,15 @@ func temporalLiteral(name string, args []Expr) (Expr, error) {
 		}
 		return nil, errno.New(errno.ErrWrongValue, "Incorrect TIME value: '%s'", s)
 	}
+}
+
+// fracDigits is the number of fractional-second digits (at most 6) of a
+// date, time or datetime text.
+func fracDigits(s string) int {
+	if i := strings.LastIndexByte(s, '.'); i >= 0 && strings.IndexByte(s[i:], ':') < 0 && strings.IndexByte(s[i:], '-') < 0 {
+		return min(len(s)-i-1, 6)
+	}
+	return 0
 }
 
 // ParamType is the static type of a bound parameter value.
