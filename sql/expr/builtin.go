@@ -67,7 +67,7 @@ func (c *Ctx) compileBuiltin(x *ast.FuncCallExpr, b builtin) (Expr, error) {
 }
 
 func errParamCount(name string) error {
-	return errno.New(1582, "Incorrect parameter count in the call to native function '%s'", name)
+	return errno.New(errno.ErrWrongParamCount, "Incorrect parameter count in the call to native function '%s'", name)
 }
 
 // unitArg is a time unit keyword argument; it evaluates to the unit's name.

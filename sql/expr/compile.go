@@ -595,7 +595,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 	}
 	nargs := func(lo, hi int) error {
 		if len(args) < lo || len(args) > hi {
-			return errno.New(1582, "Incorrect parameter count in the call to native function '%s'", x.FnName.O)
+			return errParamCount(x.FnName.O)
 		}
 		return nil
 	}

@@ -443,7 +443,7 @@ func (lg *logical) addWhere(where ast.ExprNode, env expr.Env) error {
 		if err != nil {
 			return err
 		}
-		if k, ok := ce.(*expr.Constant); ok || !hasColumn(c) {
+		if k, ok := ce.(*expr.Constant); ok || foldable(c) {
 			var v types.Datum
 			if ok {
 				v = k.Value

@@ -14,7 +14,9 @@
 //     select list, compiled against the source row (every column, then the
 //     handle).
 //  2. Rewrites: constant folding of conjuncts (a false or NULL one makes
-//     the plan a TableDual of no rows, a true one is dropped), predicate
+//     the plan a TableDual of no rows, a true one is dropped; a conjunct
+//     calling RAND, UUID or another per-call function is not folded and
+//     filters each row), predicate
 //     pushdown (every conjunct reaches the data source, where the ranger
 //     turns the ones on an index prefix into key ranges and the rest stay a
 //     Selection), column pruning (only the columns the statement reads are
