@@ -59,6 +59,10 @@ type Ctx struct {
 	// Window, when set, compiles a window function call (the select list
 	// and ORDER BY); elsewhere one is ERROR 3593.
 	Window func(*ast.WindowFuncExpr) (Expr, error)
+	// Alias, when set, is asked first about every unqualified column name
+	// (HAVING's select-list aliases): it returns the expression the name
+	// stands for, or nil, nil when the name is no alias.
+	Alias func(name *ast.ColumnName) (Expr, error)
 }
 
 // compileRowIn compiles (a, b) IN ((1, 2), ...) as (a = 1 AND b = 2) OR
@@ -123,6 +127,11 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 	case *ast.ParenthesesExpr:
 		return Compile(x.Expr, c)
 	case *ast.ColumnNameExpr:
+		if c.Alias != nil && x.Name.Table.L == "" {
+			if e, err := c.Alias(x.Name); e != nil || err != nil {
+				return e, err
+			}
+		}
 		return c.resolve(x.Name)
 	case *ast.BinaryOperationExpr:
 		l, r, err := compilePair(x.L, x.R, c)
