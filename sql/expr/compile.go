@@ -97,6 +97,60 @@ func compileRowIn(row *ast.RowExpr, x *ast.PatternInExpr, c *Ctx) (Expr, error) 
 	return Compile(or, c)
 }
 
+// StatementCounts is implemented by an Env that remembers the previous
+// statement's counts: ROW_COUNT() (affected rows, -1 after a result set)
+// and FOUND_ROWS(). Without it both are ERROR 1235.
+type StatementCounts interface {
+	RowCount() int64
+	FoundRows() uint64
+}
+
+// LastInsertIDSetter is implemented by an Env where LAST_INSERT_ID(expr)
+// sets the session's last insert id; without it the call only returns
+// expr.
+type LastInsertIDSetter interface {
+	SetLastInsertID(id uint64)
+}
+
+// EnvWrapper is implemented by an Env that wraps another (the planner's
+// per-statement ones): the optional interfaces above are looked up
+// through it.
+type EnvWrapper interface {
+	Unwrap() Env
+}
+
+// envAs finds the optional interface T on env or an Env it wraps.
+func envAs[T any](env Env) (T, bool) {
+	for env != nil {
+		if t, ok := env.(T); ok {
+			return t, true
+		}
+		w, ok := env.(EnvWrapper)
+		if !ok {
+			break
+		}
+		env = w.Unwrap()
+	}
+	var none T
+	return none, false
+}
+
+// lastInsertIDSet compiles LAST_INSERT_ID(expr): expr as a BIGINT
+// UNSIGNED, which LAST_INSERT_ID() then returns (NULL sets nothing).
+func lastInsertIDSet(env Env, args []Expr) Expr {
+	set, _ := envAs[LastInsertIDSetter](env)
+	return &funcExpr{name: "last_insert_id", args: args, ft: types.Uint64Type, fn: func(a []types.Datum) (types.Datum, error) {
+		if a[0].IsNull() {
+			return types.NullDatum, nil
+		}
+		id := uint64(intOf(a[0]))
+		if set != nil {
+			set.SetLastInsertID(id)
+		}
+		return types.NewUint(id), nil
+	}}
+}
+
 // SubqueryCompiler is implemented by an Env that plans subqueries (the
 // planner's); without one, subqueries are ERROR 1235. n is a
 // SubqueryExpr, ExistsSubqueryExpr, CompareSubqueryExpr or a
@@ -630,9 +684,25 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 	case "connection_id":
 		return &Constant{Value: types.NewUint(c.Env.ConnectionID()), Ft: types.Uint64Type}, nil
 	case "last_insert_id":
+		if err := nargs(0, 1); err != nil {
+			return nil, err
+		}
 		if len(args) == 0 {
 			return &Constant{Value: types.NewUint(c.Env.LastInsertID()), Ft: types.Uint64Type}, nil
 		}
+		return lastInsertIDSet(c.Env, args), nil
+	case "row_count", "found_rows":
+		if err := nargs(0, 0); err != nil {
+			return nil, err
+		}
+		sc, ok := envAs[StatementCounts](c.Env)
+		if !ok {
+			break
+		}
+		if name == "row_count" {
+			return &Constant{Value: types.NewInt(sc.RowCount()), Ft: types.Int64Type}, nil
+		}
+		return &Constant{Value: types.NewInt(int64(sc.FoundRows())), Ft: types.Int64Type}, nil
 	case "now", "current_timestamp", "sysdate", "localtime", "localtimestamp":
 		t := c.Env.Now()
 		fsp := 0
