@@ -242,6 +242,9 @@ func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	res, err := s.checkedExecute(ctx, stmt)
 	end()
 	if err != nil {
+		if top {
+			s.rowCount = -1 // MySQL's my_error() sets ROW_COUNT() so
+		}
 		var e *errno.Error
 		if !errors.As(err, &e) {
 			err = errno.FromError(err)
@@ -262,7 +265,7 @@ func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 
 // noteCounts keeps what ROW_COUNT() and FOUND_ROWS() of the next
 // statement return. Only a result set changes FOUND_ROWS(); a statement
-// that fails changes neither.
+// that fails makes ROW_COUNT() -1 (Execute).
 func (s *Session) noteCounts(res *executor.Result) {
 	if !res.IsQuery() {
 		s.rowCount = int64(res.AffectedRows)
@@ -290,7 +293,10 @@ func (s *Session) selectCalcFoundRows(ctx context.Context, x *ast.SelectStmt) (*
 	}
 	all := *x
 	all.Limit = nil
+	prepared := s.prepared
+	s.prepared = false // plan the copy afresh: the plan cache keys statements by address
 	res, err := s.execute(ctx, &all)
+	s.prepared = prepared
 	if err != nil {
 		return nil, err
 	}
