@@ -232,7 +232,9 @@ func (r *mysqlRand) next() float64 {
 // buildRand compiles RAND() (a uniform value in [0, 1) per row) and
 // RAND(N): with a constant N, a sequence seeded once per statement (each
 // row takes the next value, as MySQL's); with a column, seeded again by
-// each row's value. A NULL seed is 0.
+// each row's value. A NULL seed is 0. Only a literal or a parameter counts
+// as constant here: RAND(1 + 1) is seeded again per row, where MySQL
+// would seed it once.
 func buildRand(name string, args []Expr) (Expr, error) {
 	if len(args) == 0 {
 		return &funcExpr{name: name, ft: types.DoubleType, fn: func([]types.Datum) (types.Datum, error) {
