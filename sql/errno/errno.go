@@ -49,6 +49,7 @@ const (
 	ErrTooBigDisplayWidth  uint16 = 1439
 	ErrInvalidDefault      uint16 = 1067
 	ErrWrongDBName         uint16 = 1102
+	ErrWrongParamCount     uint16 = 1582 // of a native function
 	ErrStoreTimeout        uint16 = 9002 // TiDB's ErrTiKVServerTimeout
 	ErrRegionUnavailable   uint16 = 9005
 	ErrWriteConflict       uint16 = 9007
@@ -127,6 +128,7 @@ var sqlStates = map[uint16]string{
 	ErrNetPacketTooLarge:        "08S01",
 	ErrNoSuchTable:              "42S02",
 	ErrNotSupportedYet:          "42000",
+	ErrWrongParamCount:          "42000",
 	ErrWarnDataOutOfRange:       "22003",
 	ErrDataTruncated:            "01000",
 	ErrTruncatedWrongValue:      "22007",

@@ -2,6 +2,8 @@ package executor
 
 import (
 	"math"
+	"slices"
+	"unicode/utf8"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/sql/expr"
@@ -19,6 +21,7 @@ type aggState struct {
 	v       datum
 	has     bool
 	seen    map[string]struct{}
+	concat  *concatState // GROUP_CONCAT
 }
 
 type group struct {
@@ -35,22 +38,64 @@ func (st *aggState) add(spec *planner.AggSpec, row []datum, keyBuf []byte) ([]by
 		st.count++
 		return keyBuf, nil
 	}
+	if spec.Args != nil {
+		return st.addArgs(spec, row, keyBuf)
+	}
 	v, err := spec.Arg.Eval(row)
 	if err != nil || v.IsNull() {
 		return keyBuf, err
 	}
 	if spec.Distinct {
-		if st.seen == nil {
-			st.seen = map[string]struct{}{}
-		}
-		keyBuf = rowKey(keyBuf[:0], []datum{v})
-		if _, dup := st.seen[string(keyBuf)]; dup {
+		var dup bool
+		if keyBuf, dup = st.seenBefore(keyBuf, []datum{v}); dup {
 			return keyBuf, nil
 		}
-		st.seen[string(keyBuf)] = struct{}{}
 	}
 	st.addValue(spec, v)
 	return keyBuf, nil
+}
+
+// seenBefore records vals in the DISTINCT set and reports whether they
+// were there already.
+func (st *aggState) seenBefore(keyBuf []byte, vals []datum) ([]byte, bool) {
+	if st.seen == nil {
+		st.seen = map[string]struct{}{}
+	}
+	keyBuf = rowKey(keyBuf[:0], vals)
+	if _, dup := st.seen[string(keyBuf)]; dup {
+		return keyBuf, true
+	}
+	st.seen[string(keyBuf)] = struct{}{}
+	return keyBuf, false
+}
+
+// addArgs adds a row to an aggregate of several arguments
+// (COUNT(DISTINCT a, b), GROUP_CONCAT): rows with a NULL argument are
+// skipped.
+func (st *aggState) addArgs(spec *planner.AggSpec, row []datum, keyBuf []byte) ([]byte, error) {
+	var buf [4]datum
+	vals := buf[:0]
+	for _, a := range spec.Args {
+		v, err := a.Eval(row)
+		if err != nil || v.IsNull() {
+			return keyBuf, err
+		}
+		vals = append(vals, v)
+	}
+	if spec.Distinct {
+		var dup bool
+		if keyBuf, dup = st.seenBefore(keyBuf, vals); dup {
+			return keyBuf, nil
+		}
+	}
+	st.count++
+	if spec.Fn != ast.AggFuncGroupConcat {
+		return keyBuf, nil
+	}
+	if st.concat == nil {
+		st.concat = &concatState{}
+	}
+	return keyBuf, st.concat.add(spec, vals, row)
 }
 
 // addValue adds one non-NULL argument value.
@@ -122,6 +167,11 @@ func partialWidth(spec *planner.AggSpec) int {
 
 func (st *aggState) result(spec *planner.AggSpec) datum {
 	switch spec.Fn {
+	case ast.AggFuncGroupConcat:
+		if st.concat == nil {
+			return types.NullDatum
+		}
+		return st.concat.result(spec)
 	case ast.AggFuncCount:
 		return types.NewInt(st.count)
 	case ast.AggFuncSum:
@@ -164,4 +214,80 @@ func (st *aggState) result(spec *planner.AggSpec) datum {
 		return types.NullDatum
 	}
 	return st.v
+}
+
+// concatState is a GROUP_CONCAT group's text: built as rows come without
+// ORDER BY (and no longer once past group_concat_max_len), else every
+// row's text and sort keys, sorted at the end.
+type concatState struct {
+	text []byte
+	rows []concatRow
+}
+
+type concatRow struct {
+	text []byte
+	keys []datum
+}
+
+func (c *concatState) add(spec *planner.AggSpec, vals, row []datum) error {
+	if len(spec.Order) == 0 {
+		if len(c.text) > spec.MaxLen {
+			return nil // cut at the end anyway
+		}
+		if c.text != nil {
+			c.text = append(c.text, spec.Sep...)
+		}
+		c.text = appendConcat(c.text, vals)
+		return nil
+	}
+	r := concatRow{text: appendConcat(nil, vals), keys: make([]datum, len(spec.Order))}
+	for i, k := range spec.Order {
+		v, err := k.E.Eval(row)
+		if err != nil {
+			return err
+		}
+		r.keys[i] = v
+	}
+	c.rows = append(c.rows, r)
+	return nil
+}
+
+// appendConcat appends the text of vals, one after the other.
+func appendConcat(b []byte, vals []datum) []byte {
+	if b == nil {
+		b = []byte{}
+	}
+	for _, v := range vals {
+		b = types.AppendText(b, v, nil)
+	}
+	return b
+}
+
+func (c *concatState) result(spec *planner.AggSpec) datum {
+	text := c.text
+	if len(spec.Order) > 0 {
+		kts := make([]types.FieldType, len(spec.Order))
+		for i, k := range spec.Order {
+			kts[i] = k.E.Type()
+		}
+		slices.SortStableFunc(c.rows, func(a, b concatRow) int { return compareKeys(spec.Order, kts, a.keys, b.keys) })
+		for i, r := range c.rows {
+			if i > 0 {
+				text = append(text, spec.Sep...)
+			}
+			text = append(text, r.text...)
+			if len(text) > spec.MaxLen {
+				break
+			}
+		}
+	}
+	if len(text) > spec.MaxLen {
+		// Cut at group_concat_max_len bytes, not inside a character.
+		n := spec.MaxLen
+		for n > 0 && !utf8.RuneStart(text[n]) {
+			n--
+		}
+		text = text[:n]
+	}
+	return types.NewBytes(text)
 }

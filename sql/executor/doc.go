@@ -50,6 +50,9 @@
 // filtering, sorting, grouping, aggregation, joins, windows and projection
 // runs here; sorts, hash aggregation and hash joins spill to disk past the
 // statement's memory quota (package spill, tidb_enable_tmp_storage_on_oom).
+// A group's DISTINCT set and GROUP_CONCAT ... ORDER BY rows are not
+// counted against the quota (GROUP_CONCAT without ORDER BY stops growing
+// at group_concat_max_len).
 // Executor is safe for
 // concurrent use; per-statement state lives in the statement's operators.
 package executor

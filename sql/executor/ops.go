@@ -204,6 +204,35 @@ func (o *sortOp) Close() error {
 
 func (o *sortOp) width() int { return o.child.width() }
 
+// compareNullsFirst compares two values of type ft as ORDER BY does:
+// NULL before everything else.
+func compareNullsFirst(x, y datum, ft types.FieldType) int {
+	switch {
+	case x.IsNull() && y.IsNull():
+		return 0
+	case x.IsNull():
+		return -1
+	case y.IsNull():
+		return 1
+	}
+	return expr.CompareAs(x, y, ft)
+}
+
+// compareKeys compares two rows' values a and b of keys (of types kts):
+// NULL first, then as ORDER BY compares, reversed for DESC.
+func compareKeys(keys []planner.SortKey, kts []types.FieldType, a, b []datum) int {
+	for j, k := range keys {
+		c := compareNullsFirst(a[j], b[j], kts[j])
+		if k.Desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
 func (o *sortOp) Open(ctx context.Context) error {
 	if err := o.child.Open(ctx); err != nil {
 		return err
@@ -214,28 +243,7 @@ func (o *sortOp) Open(ctx context.Context) error {
 	for j, k := range o.keys {
 		kts[j] = k.E.Type()
 	}
-	o.cmp = func(a, b keyedRow) int {
-		for j, k := range o.keys {
-			x, y := a.keys[j], b.keys[j]
-			var c int
-			switch {
-			case x.IsNull() && y.IsNull():
-			case x.IsNull():
-				c = -1
-			case y.IsNull():
-				c = 1
-			default:
-				c = expr.CompareAs(x, y, kts[j])
-			}
-			if k.Desc {
-				c = -c
-			}
-			if c != 0 {
-				return c
-			}
-		}
-		return 0
-	}
+	o.cmp = func(a, b keyedRow) int { return compareKeys(o.keys, kts, a.keys, b.keys) }
 	keep := planner.SatAdd(o.offset, o.count)
 	var ks []keyedRow
 	err := collect(ctx, o.child, func(row []datum) error {
@@ -489,18 +497,7 @@ func sortRollup(groups []*group, keys []expr.Expr) {
 			case br:
 				return -1
 			}
-			x, y := a.vals[i], b.vals[i]
-			var c int
-			switch {
-			case x.IsNull() && y.IsNull():
-			case x.IsNull():
-				c = -1
-			case y.IsNull():
-				c = 1
-			default:
-				c = expr.CompareAs(x, y, k.Type())
-			}
-			if c != 0 {
+			if c := compareNullsFirst(a.vals[i], b.vals[i], k.Type()); c != 0 {
 				return c
 			}
 		}

@@ -8,7 +8,9 @@ import (
 
 // builtin is a scalar function compiled from a table rather than
 // compileFunc's switch: the string (builtin_string.go), math
-// (builtin_math.go) and date/time (builtin_time.go) functions.
+// (builtin_math.go), date/time (builtin_time.go), hash/encoding/random
+// (builtin_crypto.go) and regular expression (builtin_regexp.go)
+// functions.
 type builtin struct {
 	min, max int // argument count bounds; max < 0 is unbounded
 	// build returns the compiled call; args are compiled, a unit keyword
@@ -23,16 +25,17 @@ var envBuiltins = map[string]func(env Env, name string, args []Expr) (Expr, erro
 	"unix_timestamp": buildUnixTimestamp,
 }
 
+// builtinTables are the function tables lookupBuiltin searches.
+var builtinTables = []map[string]builtin{stringBuiltins, mathBuiltins, timeBuiltins, cryptoBuiltins, regexpBuiltins}
+
 // lookupBuiltin finds a table function by lower-case name.
 func lookupBuiltin(name string) (builtin, bool) {
-	if b, ok := stringBuiltins[name]; ok {
-		return b, true
+	for _, t := range builtinTables {
+		if b, ok := t[name]; ok {
+			return b, true
+		}
 	}
-	if b, ok := mathBuiltins[name]; ok {
-		return b, true
-	}
-	b, ok := timeBuiltins[name]
-	return b, ok
+	return builtin{}, false
 }
 
 // compileBuiltin compiles a call of a table function: its arguments, the
@@ -64,7 +67,7 @@ func (c *Ctx) compileBuiltin(x *ast.FuncCallExpr, b builtin) (Expr, error) {
 }
 
 func errParamCount(name string) error {
-	return errno.New(1582, "Incorrect parameter count in the call to native function '%s'", name)
+	return errno.New(errno.ErrWrongParamCount, "Incorrect parameter count in the call to native function '%s'", name)
 }
 
 // unitArg is a time unit keyword argument; it evaluates to the unit's name.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"strconv"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/sql/types"
@@ -43,6 +44,7 @@ var mathBuiltins = map[string]builtin{
 	"greatest": {2, -1, buildGreatestLeast},
 	"least":    {2, -1, buildGreatestLeast},
 	"crc32":    {1, 1, buildCRC32},
+	"format":   {2, 3, buildFormat},
 }
 
 // constInt is the value of a constant integer argument.
@@ -424,4 +426,58 @@ func buildCRC32(name string, args []Expr) (Expr, error) {
 		}
 		return types.NewUint(uint64(crc32.ChecksumIEEE(textOf(a[0])))), nil
 	}}, nil
+}
+
+// maxFormatDecimals is MySQL's bound on FORMAT's decimals.
+const maxFormatDecimals = 30
+
+// buildFormat compiles FORMAT(x, d[, locale]): x rounded to d decimals
+// (0 to 30) with ',' between groups of three integer digits and '.'
+// before the decimals. Integers and DECIMALs round exactly, half away
+// from zero; anything else as a DOUBLE (ROUND's rule). The locale is
+// accepted and ignored: every locale formats as en_US, where MySQL would
+// use e.g. de_DE's '.' and ','.
+func buildFormat(name string, args []Expr) (Expr, error) {
+	class := args[0].Type().Class()
+	exact := class == types.ClassInt || class == types.ClassDecimal
+	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []types.Datum) (types.Datum, error) {
+		if a[0].IsNull() || a[1].IsNull() {
+			return types.NullDatum, nil
+		}
+		d := int(max(min(intOf(a[1]), maxFormatDecimals), 0))
+		var num []byte
+		if v, ok := types.ToDecimal(a[0]); ok && exact {
+			num = v.Round(d).Append(nil)
+		} else {
+			f, _ := types.ToFloat(a[0])
+			num = strconv.AppendFloat(nil, roundFloat(f, d, false), 'f', d, 64)
+		}
+		return types.NewBytes(groupThousands(num)), nil
+	}}, nil
+}
+
+// groupThousands puts ',' between groups of three digits of num's integer
+// part ("-1234567.5" is "-1,234,567.5").
+func groupThousands(num []byte) []byte {
+	sign := 0
+	if len(num) > 0 && num[0] == '-' {
+		sign = 1
+	}
+	end := bytes.IndexByte(num, '.')
+	if end < 0 {
+		end = len(num)
+	}
+	digits := end - sign
+	if digits <= 3 {
+		return num
+	}
+	out := make([]byte, 0, len(num)+digits/3)
+	out = append(out, num[:sign]...)
+	for i := sign; i < end; i++ {
+		if i > sign && (end-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, num[i])
+	}
+	return append(out, num[end:]...)
 }

@@ -2,7 +2,10 @@ package expr
 
 import (
 	"math"
+	"strings"
+	"sync"
 	"time"
+	_ "time/tzdata" // CONVERT_TZ's named zones without the host's zoneinfo
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -437,6 +440,7 @@ func init() {
 		"str_to_date":    {2, 2, buildStrToDate},
 		"unix_timestamp": {0, 1, nil},
 		"from_unixtime":  {1, 2, buildFromUnixtime},
+		"convert_tz":     {3, 3, buildConvertTZ},
 	} {
 		timeBuiltins[name] = b
 	}
@@ -1348,6 +1352,82 @@ func buildFromUnixtime(name string, args []Expr) (Expr, error) {
 			minute: tt.Minute(), second: tt.Second(), micro: tt.Nanosecond() / 1000}
 		if len(a) == 2 {
 			return types.NewBytes(appendDateFormat(nil, t, textOf(a[1]))), nil
+		}
+		return types.NewBytes(appendDateTime(make([]byte, 0, 26), t, fsp)), nil
+	}}, nil
+}
+
+// tzLocations caches the named zones CONVERT_TZ has loaded.
+var tzLocations sync.Map // string -> *time.Location (nil: unknown)
+
+// timeZone reads a time zone argument: 'SYSTEM' (this process's local
+// zone, which NOW() and FROM_UNIXTIME use), an offset '+HH:MM' from
+// -13:59 to +14:00, or a name of the IANA database ('UTC',
+// 'Europe/Berlin'; Go's embedded copy where MySQL reads its
+// mysql.time_zone tables). ok=false for anything else.
+func timeZone(s []byte) (*time.Location, bool) {
+	if bytesEqualFold(s, "system") {
+		return time.Local, true
+	}
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		i := 1 + len(s[1:]) - len(strings.TrimLeft(string(s[1:]), "0123456789"))
+		h, okH := digits(s[1:i])
+		m, okM := digits(s[min(i+1, len(s)):])
+		if !okH || !okM || i-1 > 2 || i >= len(s) || s[i] != ':' || len(s)-i-1 != 2 || m > 59 {
+			return nil, false
+		}
+		off := h*3600 + m*60
+		if s[0] == '-' {
+			off = -off
+		}
+		if off < -(13*3600+59*60) || off > 14*3600 {
+			return nil, false
+		}
+		return time.FixedZone(string(s), off), true
+	}
+	if l, ok := tzLocations.Load(string(s)); ok {
+		loc := l.(*time.Location)
+		return loc, loc != nil
+	}
+	loc, err := time.LoadLocation(string(s))
+	if err != nil || len(s) == 0 || strings.EqualFold(string(s), "local") {
+		loc = nil
+	}
+	tzLocations.Store(string(s), loc)
+	return loc, loc != nil
+}
+
+// buildConvertTZ compiles CONVERT_TZ(dt, from, to): dt read in zone from,
+// as a DATETIME in zone to. NULL when an argument is NULL, dt is no date
+// or a zone is unknown; a dt whose instant lies outside the TIMESTAMP
+// range (1970 to FROM_UNIXTIME's 3001 bound) is returned unconverted, as
+// MySQL does.
+func buildConvertTZ(name string, args []Expr) (Expr, error) {
+	fsp := fspOf(args[0].Type())
+	if c := args[0].Type().Class(); c == types.ClassString {
+		fsp = 6
+		if k, ok := args[0].(*Constant); ok && k.Value.Kind() == types.KindBytes {
+			fsp = fracDigits(strings.TrimSpace(string(k.Value.Bytes())))
+		}
+	}
+	return &funcExpr{name: name, args: args, ft: datetimeType(fsp), fn: func(a []types.Datum) (types.Datum, error) {
+		if anyNull(a) {
+			return types.NullDatum, nil
+		}
+		t, ok := toDateTime(a[0])
+		if !ok || zeroDate(t) {
+			return types.NullDatum, nil
+		}
+		from, okF := timeZone(textOf(a[1]))
+		to, okT := timeZone(textOf(a[2]))
+		if !okF || !okT {
+			return types.NullDatum, nil
+		}
+		tt := time.Date(t.year, time.Month(t.month), t.day, t.hour, t.minute, t.second, t.micro*1000, from)
+		if sec := tt.Unix(); sec >= 0 && sec <= maxUnixTime {
+			tt = tt.In(to)
+			t = dateTime{year: tt.Year(), month: int(tt.Month()), day: tt.Day(), hour: tt.Hour(),
+				minute: tt.Minute(), second: tt.Second(), micro: tt.Nanosecond() / 1000}
 		}
 		return types.NewBytes(appendDateTime(make([]byte, 0, 26), t, fsp)), nil
 	}}, nil

@@ -59,6 +59,10 @@ type Ctx struct {
 	// Window, when set, compiles a window function call (the select list
 	// and ORDER BY); elsewhere one is ERROR 3593.
 	Window func(*ast.WindowFuncExpr) (Expr, error)
+	// Alias, when set, is asked first about every unqualified column name
+	// (HAVING's select-list aliases): it returns the expression the name
+	// stands for, or nil, nil when the name is no alias.
+	Alias func(name *ast.ColumnName) (Expr, error)
 }
 
 // compileRowIn compiles (a, b) IN ((1, 2), ...) as (a = 1 AND b = 2) OR
@@ -93,6 +97,60 @@ func compileRowIn(row *ast.RowExpr, x *ast.PatternInExpr, c *Ctx) (Expr, error) 
 	return Compile(or, c)
 }
 
+// StatementCounts is implemented by an Env that remembers the previous
+// statement's counts: ROW_COUNT() (affected rows, -1 after a result set)
+// and FOUND_ROWS(). Without it both are ERROR 1235.
+type StatementCounts interface {
+	RowCount() int64
+	FoundRows() uint64
+}
+
+// LastInsertIDSetter is implemented by an Env where LAST_INSERT_ID(expr)
+// sets the session's last insert id; without it the call only returns
+// expr.
+type LastInsertIDSetter interface {
+	SetLastInsertID(id uint64)
+}
+
+// EnvWrapper is implemented by an Env that wraps another (the planner's
+// per-statement ones): the optional interfaces above are looked up
+// through it.
+type EnvWrapper interface {
+	Unwrap() Env
+}
+
+// envAs finds the optional interface T on env or an Env it wraps.
+func envAs[T any](env Env) (T, bool) {
+	for env != nil {
+		if t, ok := env.(T); ok {
+			return t, true
+		}
+		w, ok := env.(EnvWrapper)
+		if !ok {
+			break
+		}
+		env = w.Unwrap()
+	}
+	var none T
+	return none, false
+}
+
+// lastInsertIDSet compiles LAST_INSERT_ID(expr): expr as a BIGINT
+// UNSIGNED, which LAST_INSERT_ID() then returns (NULL sets nothing).
+func lastInsertIDSet(env Env, args []Expr) Expr {
+	set, _ := envAs[LastInsertIDSetter](env)
+	return &funcExpr{name: "last_insert_id", args: args, ft: types.Uint64Type, fn: func(a []types.Datum) (types.Datum, error) {
+		if a[0].IsNull() {
+			return types.NullDatum, nil
+		}
+		id := uint64(intOf(a[0]))
+		if set != nil {
+			set.SetLastInsertID(id)
+		}
+		return types.NewUint(id), nil
+	}}
+}
+
 // SubqueryCompiler is implemented by an Env that plans subqueries (the
 // planner's); without one, subqueries are ERROR 1235. n is a
 // SubqueryExpr, ExistsSubqueryExpr, CompareSubqueryExpr or a
@@ -123,13 +181,14 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 	case *ast.ParenthesesExpr:
 		return Compile(x.Expr, c)
 	case *ast.ColumnNameExpr:
+		if c.Alias != nil && x.Name.Table.L == "" {
+			if e, err := c.Alias(x.Name); e != nil || err != nil {
+				return e, err
+			}
+		}
 		return c.resolve(x.Name)
 	case *ast.BinaryOperationExpr:
-		l, err := Compile(x.L, c)
-		if err != nil {
-			return nil, err
-		}
-		r, err := Compile(x.R, c)
+		l, r, err := compilePair(x.L, x.R, c)
 		if err != nil {
 			return nil, err
 		}
@@ -219,15 +278,13 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if !x.IsLike {
 			return nil, errno.NotSupported("ILIKE")
 		}
-		e, err := Compile(x.Expr, c)
-		if err != nil {
-			return nil, err
-		}
-		p, err := Compile(x.Pattern, c)
+		e, p, err := compilePair(x.Expr, x.Pattern, c)
 		if err != nil {
 			return nil, err
 		}
 		return &likeExpr{e: e, pat: p, escape: x.Escape, not: x.Not}, nil
+	case *ast.PatternRegexpExpr:
+		return c.compileRegexpOp(x)
 	case *ast.VariableExpr:
 		if x.Value != nil {
 			return nil, errno.NotSupported("assignment in expressions")
@@ -271,6 +328,16 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		return c.Window(x)
 	}
 	return nil, errno.NotSupported("expression " + strings.TrimPrefix(typeName(n), "*ast."))
+}
+
+// compilePair compiles the two operands of a binary operator, l first.
+func compilePair(l, r ast.ExprNode, c *Ctx) (Expr, Expr, error) {
+	le, err := Compile(l, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	re, err := Compile(r, c)
+	return le, re, err
 }
 
 func typeName(n ast.Node) string {
@@ -591,7 +658,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 	}
 	nargs := func(lo, hi int) error {
 		if len(args) < lo || len(args) > hi {
-			return errno.New(1582, "Incorrect parameter count in the call to native function '%s'", x.FnName.O)
+			return errParamCount(x.FnName.O)
 		}
 		return nil
 	}
@@ -617,9 +684,25 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 	case "connection_id":
 		return &Constant{Value: types.NewUint(c.Env.ConnectionID()), Ft: types.Uint64Type}, nil
 	case "last_insert_id":
+		if err := nargs(0, 1); err != nil {
+			return nil, err
+		}
 		if len(args) == 0 {
 			return &Constant{Value: types.NewUint(c.Env.LastInsertID()), Ft: types.Uint64Type}, nil
 		}
+		return lastInsertIDSet(c.Env, args), nil
+	case "row_count", "found_rows":
+		if err := nargs(0, 0); err != nil {
+			return nil, err
+		}
+		sc, ok := envAs[StatementCounts](c.Env)
+		if !ok {
+			break
+		}
+		if name == "row_count" {
+			return &Constant{Value: types.NewInt(sc.RowCount()), Ft: types.Int64Type}, nil
+		}
+		return &Constant{Value: types.NewInt(int64(sc.FoundRows())), Ft: types.Int64Type}, nil
 	case "now", "current_timestamp", "sysdate", "localtime", "localtimestamp":
 		t := c.Env.Now()
 		fsp := 0
@@ -881,10 +964,7 @@ func temporalLiteral(name string, args []Expr) (Expr, error) {
 		return nil, errno.New(errno.ErrParse, "You have an error in your SQL syntax: a DATE, TIME or TIMESTAMP literal needs a string")
 	}
 	s := strings.TrimSpace(string(k.Value.Bytes()))
-	fsp := 0
-	if i := strings.LastIndexByte(s, '.'); i >= 0 && strings.IndexByte(s[i:], ':') < 0 && strings.IndexByte(s[i:], '-') < 0 {
-		fsp = min(len(s)-i-1, 6)
-	}
+	fsp := fracDigits(s)
 	switch name {
 	case ast.DateLiteral:
 		if t, ok := types.ParseTime(s); ok && !strings.ContainsAny(s, ": ") {
@@ -902,6 +982,15 @@ func temporalLiteral(name string, args []Expr) (Expr, error) {
 		}
 		return nil, errno.New(errno.ErrWrongValue, "Incorrect TIME value: '%s'", s)
 	}
+}
+
+// fracDigits is the number of fractional-second digits (at most 6) of a
+// date, time or datetime text.
+func fracDigits(s string) int {
+	if i := strings.LastIndexByte(s, '.'); i >= 0 && strings.IndexByte(s[i:], ':') < 0 && strings.IndexByte(s[i:], '-') < 0 {
+		return min(len(s)-i-1, 6)
+	}
+	return 0
 }
 
 // ParamType is the static type of a bound parameter value.

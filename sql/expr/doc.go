@@ -9,6 +9,16 @@
 // integers, as float64 otherwise, strings by their numeric prefix as MySQL
 // does). NULL follows SQL three-valued logic.
 //
-// A compiled Expr is immutable and safe for concurrent use; Eval does not
+// Scalar functions are compiled from tables (builtin*.go): each checks its
+// argument count (ERROR 1582) and fixes its result type. Regular
+// expressions run on Go's RE2 rather than MySQL's ICU (builtin_regexp.go
+// lists the differences); they match case-sensitively, as utf8mb4_bin
+// does. Functions whose value differs per call (RAND, UUID) are evaluated
+// per row: nothing here folds them, and the planner does not fold them
+// either.
+//
+// A compiled Expr is safe for concurrent use and immutable but for
+// RAND(N)'s sequence (one per compiled call, under a mutex) and the last
+// pattern a REGEXP with a non-constant pattern compiled; Eval does not
 // retain row. Byte results may alias row or the Expr's constants.
 package expr

@@ -371,7 +371,9 @@ func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error
 		lg.cols = append(lg.cols, rc)
 	}
 	if s.Having != nil {
-		h, err := compileByItem(s.Having.Expr, s.Fields.Fields, srcCols, env, "having clause", aggHook, nil)
+		ctx := &expr.Ctx{Columns: srcCols, Env: env, Clause: "having clause", Agg: aggHook}
+		ctx.Alias = havingAlias(s, ctx)
+		h, err := expr.Compile(s.Having.Expr, ctx)
 		if err != nil {
 			return err
 		}
@@ -443,7 +445,7 @@ func (lg *logical) addWhere(where ast.ExprNode, env expr.Env) error {
 		if err != nil {
 			return err
 		}
-		if k, ok := ce.(*expr.Constant); ok || !hasColumn(c) {
+		if k, ok := ce.(*expr.Constant); ok || foldable(c) {
 			var v types.Datum
 			if ok {
 				v = k.Value
@@ -571,11 +573,14 @@ func positionRef(n ast.ExprNode) (int, bool) {
 	return 0, false
 }
 
-// compileByItem compiles a GROUP BY / HAVING / ORDER BY expression: a bare
-// name matching a select-list alias refers to that field's expression.
+// compileByItem compiles a GROUP BY / ORDER BY expression: a bare name
+// matching a select-list alias refers to that field's expression, except
+// in GROUP BY when a column of the table has the name too (MySQL takes
+// the column there, with a warning).
 func compileByItem(n ast.ExprNode, fields []*ast.SelectField, cols []expr.SchemaColumn, env expr.Env, clause string,
 	agg func(*ast.AggregateFuncExpr) (expr.Expr, error), win func(*ast.WindowFuncExpr) (expr.Expr, error)) (expr.Expr, error) {
-	if cn, ok := unparen(n).(*ast.ColumnNameExpr); ok && cn.Name.Table.L == "" {
+	if cn, ok := unparen(n).(*ast.ColumnNameExpr); ok && cn.Name.Table.L == "" &&
+		!(clause == "group statement" && isSourceColumn(cols, cn.Name.Name.L)) {
 		for _, f := range fields {
 			if f.AsName.L != "" && f.AsName.L == cn.Name.Name.L {
 				return expr.Compile(f.Expr, &expr.Ctx{Columns: cols, Env: env, Clause: clause, Agg: agg, Window: win})
@@ -583,6 +588,43 @@ func compileByItem(n ast.ExprNode, fields []*ast.SelectField, cols []expr.Schema
 		}
 	}
 	return expr.Compile(n, &expr.Ctx{Columns: cols, Env: env, Clause: clause, Agg: agg, Window: win})
+}
+
+// havingAlias resolves HAVING's names as MySQL does: a select-list alias
+// stands for its expression anywhere in the condition (HAVING c > 1 for
+// COUNT(*) AS c), unless a GROUP BY column of the table has the name (MySQL prefers the
+// standard's meaning then); inside an aggregate's argument names are
+// columns (compileAgg does not ask). ctx compiles the alias's expression,
+// without aliases, so `a + 1 AS a` refers to column a.
+func havingAlias(s *ast.SelectStmt, ctx *expr.Ctx) func(*ast.ColumnName) (expr.Expr, error) {
+	return func(n *ast.ColumnName) (expr.Expr, error) {
+		if s.GroupBy != nil {
+			for _, g := range s.GroupBy.Items {
+				if cn, ok := unparen(g.Expr).(*ast.ColumnNameExpr); ok && cn.Name.Name.L == n.Name.L && isSourceColumn(ctx.Columns, n.Name.L) {
+					return nil, nil
+				}
+			}
+		}
+		for _, f := range s.Fields.Fields {
+			if f.AsName.L != "" && f.AsName.L == n.Name.L {
+				plain := *ctx
+				plain.Alias = nil
+				return expr.Compile(f.Expr, &plain)
+			}
+		}
+		return nil, nil
+	}
+}
+
+// isSourceColumn reports whether a column of cols has the (lower-case)
+// name.
+func isSourceColumn(cols []expr.SchemaColumn, name string) bool {
+	for _, c := range cols {
+		if !c.Redundant && strings.EqualFold(c.Name, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // LimitValue evaluates a LIMIT / OFFSET operand (ERROR 1210 when it is not
@@ -612,22 +654,82 @@ func limitValue(n ast.ExprNode, env expr.Env) (uint64, error) {
 func compileAgg(a *ast.AggregateFuncExpr, src *Source, cols []expr.SchemaColumn, env expr.Env) (AggSpec, error) {
 	fn := strings.ToLower(a.F)
 	spec := AggSpec{Fn: fn, Distinct: a.Distinct, Node: a}
+	argCtx := &expr.Ctx{Columns: cols, Env: env, Clause: "field list"}
 	switch fn {
+	case ast.AggFuncGroupConcat:
+		return compileGroupConcat(a, argCtx)
 	case ast.AggFuncCount, ast.AggFuncSum, ast.AggFuncAvg, ast.AggFuncMax, ast.AggFuncMin:
 	default:
 		return spec, errno.NotSupported("aggregate function " + strings.ToUpper(fn))
 	}
-	if len(a.Args) != 1 {
+	if len(a.Args) != 1 && (fn != ast.AggFuncCount || !a.Distinct) {
 		return spec, errno.NotSupported(strings.ToUpper(fn) + " with several arguments")
 	}
-	argCtx := &expr.Ctx{Columns: cols, Env: env, Clause: "field list"}
-	arg, err := expr.Compile(a.Args[0], argCtx)
+	args, err := compileArgs(a.Args, argCtx)
 	if err != nil {
 		return spec, err
 	}
-	out := aggSpec(fn, arg, a.Distinct)
+	out := aggSpec(fn, args[0], a.Distinct)
+	if len(args) > 1 { // COUNT(DISTINCT a, b, ...)
+		out.Args = args
+	}
 	out.Node = a
 	return out, nil
+}
+
+func compileArgs(ns []ast.ExprNode, c *expr.Ctx) ([]expr.Expr, error) {
+	out := make([]expr.Expr, len(ns))
+	for i, n := range ns {
+		e, err := expr.Compile(n, c)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// compileGroupConcat compiles GROUP_CONCAT([DISTINCT] expr, ... [ORDER BY
+// ...] [SEPARATOR 's']); the parser passes the separator as the last
+// argument. The result is a VARCHAR of group_concat_max_len bytes (MySQL
+// reports a TEXT type above 512), and GROUP_CONCAT is never pushed to
+// the stores. An ORDER BY position names an argument, as in MySQL.
+func compileGroupConcat(a *ast.AggregateFuncExpr, c *expr.Ctx) (AggSpec, error) {
+	spec := AggSpec{Fn: ast.AggFuncGroupConcat, Distinct: a.Distinct, Node: a}
+	args, err := compileArgs(a.Args, c) // at least one, and the separator
+	if err != nil {
+		return spec, err
+	}
+	sep, _ := args[len(args)-1].Eval(nil)
+	spec.Sep = types.AppendText(nil, sep, nil)
+	spec.Args, spec.Arg = args[:len(args)-1], args[0]
+	if a.Order != nil {
+		for _, item := range a.Order.Items {
+			if pos, ok := positionRef(item.Expr); ok {
+				if pos < 1 || pos > len(spec.Args) {
+					return spec, errno.New(errno.ErrBadField, "Unknown column '%d' in 'order clause'", pos)
+				}
+				spec.Order = append(spec.Order, SortKey{E: spec.Args[pos-1], Desc: item.Desc, Node: item.Expr})
+				continue
+			}
+			k, err := expr.Compile(item.Expr, c)
+			if err != nil {
+				return spec, err
+			}
+			spec.Order = append(spec.Order, SortKey{E: k, Desc: item.Desc, Node: item.Expr})
+		}
+	}
+	spec.MaxLen = 1024
+	if d, _, err := c.Env.SysVar("group_concat_max_len", false); err == nil {
+		if v, ok := types.ToDecimal(d); ok {
+			if n, ok := v.Int64(); ok && n > 0 {
+				spec.MaxLen = int(min(n, 1<<30))
+			}
+		}
+	}
+	spec.Ft = types.VarcharType
+	spec.Ft.Flen = spec.MaxLen
+	return spec, nil
 }
 
 // aggSpec is the aggregate fn over arg: its result type, and COUNT of a

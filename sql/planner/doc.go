@@ -12,9 +12,14 @@
 //     join tree whose Source has every table's columns), WHERE
 //     split into conjuncts, aggregates, HAVING, ORDER BY, LIMIT and the
 //     select list, compiled against the source row (every column, then the
-//     handle).
+//     handle). Names resolve as MySQL's do: a select-list alias may stand
+//     anywhere in HAVING (a GROUP BY column of the same name wins), as a
+//     bare name in ORDER BY, and in GROUP BY only when no column has the
+//     name.
 //  2. Rewrites: constant folding of conjuncts (a false or NULL one makes
-//     the plan a TableDual of no rows, a true one is dropped), predicate
+//     the plan a TableDual of no rows, a true one is dropped; a conjunct
+//     calling RAND, UUID or another per-call function is not folded and
+//     filters each row), predicate
 //     pushdown (every conjunct reaches the data source, where the ranger
 //     turns the ones on an index prefix into key ranges and the rest stay a
 //     Selection), column pruning (only the columns the statement reads are
@@ -36,7 +41,7 @@
 //     TableReader: the residual conditions when every one serializes
 //     (expr.ToPB) become a cop[tikv] Selection, an aggregation (with or
 //     without GROUP BY, when every key and argument serializes; not
-//     COUNT(DISTINCT)) a cop[tikv] HashAgg of partial states merged by the
+//     COUNT(DISTINCT) nor GROUP_CONCAT, as in TiDB before 5.x) a cop[tikv] HashAgg of partial states merged by the
 //     root HashAgg (PushedPartial), and ORDER BY ... LIMIT a cop[tikv] TopN
 //     of offset+count rows per region under the root TopN. An IndexLookUp's
 //     row lookups run on the stores (strata_index_lookup_pushdown). A LIMIT

@@ -131,7 +131,18 @@ func deterministic(n ast.ExprNode) bool {
 	return !v.non
 }
 
-type detVisitor struct{ non bool }
+// callsNonDeterministic reports whether n calls one of nonDeterministic
+// (subqueries and variables aside).
+func callsNonDeterministic(n ast.ExprNode) bool {
+	v := &detVisitor{callsOnly: true}
+	n.Accept(v)
+	return v.non
+}
+
+type detVisitor struct {
+	non       bool
+	callsOnly bool // only function calls count
+}
 
 func (v *detVisitor) Enter(n ast.Node) (ast.Node, bool) {
 	switch x := n.(type) {
@@ -140,7 +151,9 @@ func (v *detVisitor) Enter(n ast.Node) (ast.Node, bool) {
 			v.non = true
 		}
 	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.VariableExpr:
-		v.non = true // a subquery or a variable assignment: leave it alone
+		if !v.callsOnly {
+			v.non = true // a subquery or a variable assignment: leave it alone
+		}
 	}
 	return n, v.non
 }

@@ -768,15 +768,30 @@ func exprText(n ast.ExprNode, src *Source) string {
 		}
 		return s
 	case *ast.AggregateFuncExpr:
-		parts := make([]string, len(x.Args))
-		for i, a := range x.Args {
+		args, tail := x.Args, ""
+		if strings.EqualFold(x.F, ast.AggFuncGroupConcat) && len(args) > 1 { // the separator is last
+			if x.Order != nil {
+				keys := make([]string, len(x.Order.Items))
+				for i, it := range x.Order.Items {
+					keys[i] = exprText(it.Expr, src)
+					if it.Desc {
+						keys[i] += " desc"
+					}
+				}
+				tail = " order by " + strings.Join(keys, ", ")
+			}
+			tail += " separator " + exprText(args[len(args)-1], src)
+			args = args[:len(args)-1]
+		}
+		parts := make([]string, len(args))
+		for i, a := range args {
 			parts[i] = exprText(a, src)
 		}
 		d := ""
 		if x.Distinct {
 			d = "distinct "
 		}
-		return strings.ToLower(x.F) + "(" + d + strings.Join(parts, ", ") + ")"
+		return strings.ToLower(x.F) + "(" + d + strings.Join(parts, ", ") + tail + ")"
 	case *ast.FuncCallExpr:
 		parts := make([]string, len(x.Args))
 		for i, a := range x.Args {

@@ -136,11 +136,21 @@ func (b *BasePlan) ExplainID() string { return b.Tp + "_" + strconv.Itoa(b.ID) }
 
 // AggSpec is one aggregate function call.
 type AggSpec struct {
-	Fn       string    // count, sum, avg, max, min
-	Arg      expr.Expr // nil: COUNT(*)
+	Fn  string    // count, sum, avg, max, min, group_concat
+	Arg expr.Expr // nil: COUNT(*); the first argument when there are several
+	// Args are every argument of COUNT(DISTINCT a, b, ...) and of
+	// GROUP_CONCAT (nil for the others): a row with a NULL in any of them
+	// is skipped, and DISTINCT compares them together.
+	Args     []expr.Expr
 	Distinct bool
 	Ft       types.FieldType
 	Node     *ast.AggregateFuncExpr // for EXPLAIN; nil: count(1)
+	// GROUP_CONCAT's ORDER BY (evaluated on the input row), SEPARATOR
+	// and the statement's group_concat_max_len (bytes; longer results
+	// are cut there, on a character boundary).
+	Order  []SortKey
+	Sep    []byte
+	MaxLen int
 }
 
 // SortKey is one ORDER BY item.

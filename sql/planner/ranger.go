@@ -214,9 +214,9 @@ func (r *ranger) isColumn(n ast.ExprNode, off int) bool {
 	return r.src.columnOffset(cn.Name) == off
 }
 
-// constant evaluates n when it references no column.
+// constant evaluates n when it is foldable.
 func (r *ranger) constant(n ast.ExprNode) (types.Datum, types.FieldType, bool) {
-	if hasColumn(n) {
+	if !foldable(n) {
 		return types.Datum{}, types.FieldType{}, false
 	}
 	k, err := expr.Compile(n, &expr.Ctx{Env: r.env})
@@ -229,6 +229,11 @@ func (r *ranger) constant(n ast.ExprNode) (types.Datum, types.FieldType, bool) {
 	}
 	return v, k.Type(), true
 }
+
+// foldable reports whether n has one value for the whole statement, which
+// planning may compute once: it references no column and calls no
+// function whose value differs per call (RAND() < 0.5 filters each row).
+func foldable(n ast.ExprNode) bool { return !hasColumn(n) && !callsNonDeterministic(n) }
 
 func hasColumn(n ast.ExprNode) bool {
 	v := &columnFinder{}

@@ -187,6 +187,9 @@ func (pl *Planner) withSubqueries(ctx context.Context, env expr.Env) (*subqueryE
 	return se, true
 }
 
+// Unwrap implements expr.EnvWrapper.
+func (se *subqueryEnv) Unwrap() expr.Env { return se.Env }
+
 // CurrentUser forwards CURRENT_USER() to the session.
 func (se *subqueryEnv) CurrentUser() string {
 	if cu, ok := se.Env.(interface{ CurrentUser() string }); ok {

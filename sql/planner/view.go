@@ -31,6 +31,9 @@ type viewEnv struct {
 
 func (v viewEnv) CurrentDB() string { return v.db }
 
+// Unwrap implements expr.EnvWrapper.
+func (v viewEnv) Unwrap() expr.Env { return v.Env }
+
 // CurrentUser forwards CURRENT_USER() to the session.
 func (v viewEnv) CurrentUser() string {
 	if cu, ok := v.Env.(interface{ CurrentUser() string }); ok {

@@ -1,12 +1,14 @@
 // Package session holds one client connection's state (current database,
-// session and user variables, last insert id, the transaction, prepared
-// statements, the user's privileges) and turns query text into results: it
+// session and user variables, last insert id, the previous statement's
+// ROW_COUNT() and FOUND_ROWS(), the transaction, prepared statements, the
+// user's privileges) and turns query text into results: it
 // parses with the TiDB parser, dispatches each statement and maps every
 // failure to a MySQL error (sql/errno). Statements execute in sql/executor
 // (DML, DDL, SHOW about the schema, SPLIT, ADMIN, ANALYZE, LOAD DATA,
 // account statements); the session runs only those about itself:
 // transactions, SET, USE, DO, SHOW VARIABLES / STATUS / WARNINGS /
-// PROCESSLIST and KILL. It checks every statement's privileges at dispatch
+// PROCESSLIST and KILL, and SELECT SQL_CALC_FOUND_ROWS ... LIMIT (the
+// whole result is computed and counted, then limited). It checks every statement's privileges at dispatch
 // (privs.go) and passes itself to the executor as expr.Env,
 // executor.TxnSource and executor.StmtEnv.
 //

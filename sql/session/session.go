@@ -20,6 +20,7 @@ import (
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/infoschema"
 	"github.com/stratadb/strata/sql/memory"
+	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/statistics"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -40,9 +41,17 @@ type Session struct {
 	vars     map[string]sysVar // session overrides of defaultSysVars
 	userVars map[string]types.Datum
 	lastID   uint64
-	params   []types.Datum // bound while a prepared statement executes
-	prepared bool          // a prepared statement is executing
-	plans    executor.PlanCache
+	// lastIDSet: LAST_INSERT_ID(expr) set lastID in the running statement.
+	lastIDSet bool
+	// rowCount and foundRows are the previous statement's ROW_COUNT() and
+	// FOUND_ROWS(); calcFound, when >= 0, is the running SELECT
+	// SQL_CALC_FOUND_ROWS's row count without its LIMIT.
+	rowCount  int64
+	foundRows uint64
+	calcFound int64
+	params    []types.Datum // bound while a prepared statement executes
+	prepared  bool          // a prepared statement is executing
+	plans     executor.PlanCache
 	// lastPlanFromCache: the previous statement ran a cached plan
 	// (@@last_plan_from_cache).
 	lastPlanFromCache bool
@@ -85,6 +94,19 @@ func (s *Session) ConnectionID() uint64 { return s.connID }
 
 // LastInsertID implements expr.Env.
 func (s *Session) LastInsertID() uint64 { return s.lastID }
+
+// SetLastInsertID implements expr.LastInsertIDSetter: LAST_INSERT_ID(expr)
+// sets the value LAST_INSERT_ID() returns from the next statement on, and
+// the statement's OK packet carries it.
+func (s *Session) SetLastInsertID(id uint64) { s.lastID, s.lastIDSet = id, true }
+
+// RowCount implements expr.StatementCounts: the previous statement's
+// affected rows, -1 when it returned a result set.
+func (s *Session) RowCount() int64 { return s.rowCount }
+
+// FoundRows implements expr.StatementCounts: the rows the last SELECT
+// returned (without its LIMIT for SELECT SQL_CALC_FOUND_ROWS).
+func (s *Session) FoundRows() uint64 { return s.foundRows }
 
 // StatementDone implements expr.Env: the channel of the context
 // the current (or last) statement runs under, closed by KILL QUERY.
@@ -211,20 +233,76 @@ var stmtLabels sync.Map
 
 // Execute runs one statement.
 func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
+	top := s.memDepth == 0
+	if top {
+		s.lastIDSet, s.calcFound = false, -1
+	}
 	end := s.startStatementMemory()
 	s.stmtDone = ctx.Done()
 	res, err := s.checkedExecute(ctx, stmt)
 	end()
 	if err != nil {
+		if top {
+			s.rowCount = -1 // MySQL's my_error() sets ROW_COUNT() so
+		}
 		var e *errno.Error
 		if !errors.As(err, &e) {
 			err = errno.FromError(err)
 		}
 		return nil, err
 	}
-	if res.LastInsertID != 0 {
+	switch {
+	case res.LastInsertID != 0:
 		s.lastID = res.LastInsertID
+	case s.lastIDSet && top:
+		res.LastInsertID = s.lastID
 	}
+	if top {
+		s.noteCounts(res)
+	}
+	return res, nil
+}
+
+// noteCounts keeps what ROW_COUNT() and FOUND_ROWS() of the next
+// statement return. Only a result set changes FOUND_ROWS(); a statement
+// that fails makes ROW_COUNT() -1 (Execute).
+func (s *Session) noteCounts(res *executor.Result) {
+	if !res.IsQuery() {
+		s.rowCount = int64(res.AffectedRows)
+		return
+	}
+	s.rowCount, s.foundRows = -1, uint64(len(res.Rows))
+	if s.calcFound >= 0 {
+		s.foundRows = uint64(s.calcFound)
+	}
+}
+
+// selectCalcFoundRows runs SELECT SQL_CALC_FOUND_ROWS ... LIMIT: the whole
+// result is computed (MySQL reads every row too), counted for
+// FOUND_ROWS(), and then limited.
+func (s *Session) selectCalcFoundRows(ctx context.Context, x *ast.SelectStmt) (*executor.Result, error) {
+	var off, cnt uint64
+	var err error
+	if cnt, err = planner.LimitValue(x.Limit.Count, s); err != nil {
+		return nil, err
+	}
+	if x.Limit.Offset != nil {
+		if off, err = planner.LimitValue(x.Limit.Offset, s); err != nil {
+			return nil, err
+		}
+	}
+	all := *x
+	all.Limit = nil
+	prepared := s.prepared
+	s.prepared = false // plan the copy afresh: the plan cache keys statements by address
+	res, err := s.execute(ctx, &all)
+	s.prepared = prepared
+	if err != nil {
+		return nil, err
+	}
+	n := uint64(len(res.Rows))
+	s.calcFound = int64(n)
+	res.Rows = res.Rows[min(off, n):min(planner.SatAdd(off, cnt), n)]
 	return res, nil
 }
 
@@ -251,6 +329,9 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	}
 	switch x := stmt.(type) {
 	case *ast.SelectStmt:
+		if x.SelectStmtOpts != nil && x.SelectStmtOpts.CalcFoundRows && x.Limit != nil {
+			return s.selectCalcFoundRows(ctx, x)
+		}
 		if x.From == nil && x.LockInfo == nil && !hasSubquery(x) {
 			return s.exec.Select(ctx, x, s, s) // no table: no transaction needed
 		}
