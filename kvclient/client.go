@@ -45,7 +45,7 @@ type Config struct {
 	CopStoreBatch int
 	// BatchMaxWait is how long the BatchCommands sender may hold a message
 	// to collect more requests while its stream is busy (see
-	// BatchBusyThreshold). Default 20µs; negative never waits, so every
+	// BatchBusyThreshold). Default 5µs; negative never waits, so every
 	// message carries only what queued while the previous one was sent.
 	BatchMaxWait time.Duration
 	// BatchBusyThreshold is the number of requests in flight on a store's
@@ -58,7 +58,7 @@ type Config struct {
 const (
 	defaultBackoffBudget      = 20 * time.Second
 	defaultRPCTimeout         = 5 * time.Second
-	defaultBatchMaxWait       = 20 * time.Microsecond
+	defaultBatchMaxWait       = 5 * time.Microsecond
 	defaultBatchBusyThreshold = 4
 )
 

@@ -93,7 +93,7 @@
 // sending into the next message (up to 128), a receiver matches responses
 // by id. When the stream is busy (Config.BatchBusyThreshold requests in
 // flight, default 4) the sender holds a message up to Config.BatchMaxWait
-// (default 20µs) until it carries a target number of requests (starting
+// (default 5µs) until it carries a target number of requests (starting
 // at 8, raised when waits fill it, lowered when they time out, at least
 // 2), like client-go's max-batch-wait-time; below the threshold a request
 // leaves at once. A request held there, like one queued, fails unsent if
