@@ -23,9 +23,32 @@ import (
 // callers by request id. A broken stream fails only the requests in
 // flight on it (as sent: a write among them is undetermined); the next
 // request opens a new stream.
+//
+// gRPC's Send only hands the message to its writer goroutine, so little
+// queues behind it on its own. When the stream is busy (at least
+// batchPolicy.busy requests in flight) the sender therefore holds a
+// message for up to batchPolicy.maxWait until it has `target` requests,
+// as client-go does when TiKV reports overload (max-batch-wait-time,
+// batch-wait-size). target adapts: a wait that fills it raises it, one
+// that times out short lowers it (never below 2, so a busy stream always
+// gives a second request a chance to join). Below the threshold a request
+// leaves at once: no added latency at low load.
 
 // maxBatch bounds the requests in one BatchCommands message.
 const maxBatch = 128
+
+// initialBatchTarget is the batch size a busy stream first waits for
+// (client-go's batch-wait-size default); minBatchTarget its floor.
+const (
+	initialBatchTarget = 8
+	minBatchTarget     = 2
+)
+
+// batchPolicy is when the sender waits for more requests.
+type batchPolicy struct {
+	maxWait time.Duration // 0: never
+	busy    int64         // requests in flight that make the stream busy
+}
 
 // errBatchUnsupported: the store does not serve BatchCommands; nothing was
 // run. The caller falls back to a unary RPC.
@@ -66,11 +89,19 @@ var entryPool = sync.Pool{New: func() any { return &batchEntry{ch: make(chan bat
 // batchConn multiplexes one store connection's requests on a stream.
 type batchConn struct {
 	client storepb.StoreClient
+	policy batchPolicy
 	reqCh  chan *batchEntry
 	closed chan struct{}
 	start  sync.Once
 
 	unsupported atomic.Bool
+
+	// inflight counts requests sent on the stream and not yet answered or
+	// failed (entries of the current stream's pending map).
+	inflight atomic.Int64
+	// held is how many requests the sender holds while it waits for more
+	// (tests observe it).
+	held atomic.Int32
 
 	mu     sync.Mutex
 	stream *batchStream
@@ -83,11 +114,12 @@ type batchStream struct {
 
 	mu      sync.Mutex
 	pending map[uint64]*batchEntry
-	err     error // set once broken
+	err     error         // set once broken
+	settled *atomic.Int64 // the conn's inflight: decremented per pending entry removed
 }
 
-func newBatchConn(client storepb.StoreClient) *batchConn {
-	return &batchConn{client: client, reqCh: make(chan *batchEntry, 4*maxBatch), closed: make(chan struct{})}
+func newBatchConn(client storepb.StoreClient, policy batchPolicy) *batchConn {
+	return &batchConn{client: client, policy: policy, reqCh: make(chan *batchEntry, 4*maxBatch), closed: make(chan struct{})}
 }
 
 // close stops the sender; requests in flight fail when the connection
@@ -191,6 +223,8 @@ func isUnsent(err error) bool {
 
 func (bc *batchConn) sendLoop() {
 	batch := make([]*batchEntry, 0, maxBatch)
+	target := initialBatchTarget
+	var timer *time.Timer // the wait's, reused
 	for {
 		batch = batch[:0]
 		select {
@@ -200,16 +234,73 @@ func (bc *batchConn) sendLoop() {
 			bc.shutdown()
 			return
 		}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case e := <-bc.reqCh:
-				batch = append(batch, e)
-			default:
-				break drain
+		batch = bc.drain(batch)
+		if bc.policy.maxWait > 0 && len(batch) < target && bc.inflight.Load() >= bc.policy.busy {
+			start := time.Now()
+			if timer == nil {
+				timer = time.NewTimer(bc.policy.maxWait)
+			} else {
+				timer.Reset(bc.policy.maxWait)
+			}
+			var closed bool
+			batch, closed = bc.collect(batch, target, timer.C)
+			timer.Stop()
+			batchWait.Observe(time.Since(start).Seconds())
+			if closed {
+				failUnsent(batch, ErrClosed)
+				bc.shutdown()
+				return
+			}
+			if len(batch) >= target {
+				target = min(target+1, maxBatch)
+				batch = bc.drain(batch)
+			} else {
+				target = max(target-1, minBatchTarget)
 			}
 		}
 		bc.sendBatch(batch)
+	}
+}
+
+// drain appends the requests queued now, without blocking, up to maxBatch.
+func (bc *batchConn) drain(batch []*batchEntry) []*batchEntry {
+	for len(batch) < maxBatch {
+		select {
+		case e := <-bc.reqCh:
+			batch = append(batch, e)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// collect appends queued requests until batch holds target or expired
+// fires. closed reports that the connection was closed meanwhile.
+func (bc *batchConn) collect(batch []*batchEntry, target int, expired <-chan time.Time) (_ []*batchEntry, closed bool) {
+	defer bc.held.Store(0)
+	for len(batch) < target {
+		bc.held.Store(int32(len(batch)))
+		select {
+		case e := <-bc.reqCh:
+			batch = append(batch, e)
+		case <-expired:
+			return batch, false
+		case <-bc.closed:
+			return batch, true
+		}
+	}
+	return batch, false
+}
+
+// failUnsent fails the requests of batch that their callers still wait
+// for as never sent (err wrapped in unsentError).
+func failUnsent(batch []*batchEntry, err error) {
+	for _, e := range batch {
+		e.flushed = closedCh
+		if e.state.CompareAndSwap(entryQueued, entrySent) {
+			e.ch <- batchResult{err: unsentError{err}}
+		}
 	}
 }
 
@@ -218,10 +309,7 @@ func (bc *batchConn) shutdown() {
 	for {
 		select {
 		case e := <-bc.reqCh:
-			e.flushed = closedCh
-			if e.state.CompareAndSwap(entryQueued, entrySent) {
-				e.ch <- batchResult{err: unsentError{ErrClosed}}
-			}
+			failUnsent([]*batchEntry{e}, ErrClosed)
 		default:
 			bc.mu.Lock()
 			st := bc.stream
@@ -238,12 +326,7 @@ func (bc *batchConn) shutdown() {
 func (bc *batchConn) sendBatch(batch []*batchEntry) {
 	st, err := bc.getStream()
 	if err != nil {
-		for _, e := range batch {
-			e.flushed = closedCh
-			if e.state.CompareAndSwap(entryQueued, entrySent) {
-				e.ch <- batchResult{err: unsentError{err}}
-			}
-		}
+		failUnsent(batch, err)
 		return
 	}
 	msg := &storepb.BatchCommandsRequest{
@@ -267,6 +350,7 @@ func (bc *batchConn) sendBatch(batch []*batchEntry) {
 		msg.Requests = append(msg.Requests, e.req)
 		msg.RequestIds = append(msg.RequestIds, bc.nextID)
 	}
+	bc.inflight.Add(int64(len(msg.Requests)))
 	st.mu.Unlock()
 	if len(msg.Requests) == 0 {
 		return
@@ -300,7 +384,7 @@ func (bc *batchConn) getStream() (*batchStream, error) {
 		cancel()
 		return nil, err
 	}
-	st := &batchStream{s: s, cancel: cancel, pending: make(map[uint64]*batchEntry)}
+	st := &batchStream{s: s, cancel: cancel, pending: make(map[uint64]*batchEntry), settled: &bc.inflight}
 	bc.stream = st
 	go bc.recvLoop(st)
 	return st, nil
@@ -328,6 +412,7 @@ func (bc *batchConn) recvLoop(st *batchStream) {
 				continue
 			}
 			delete(st.pending, id)
+			st.settled.Add(-1)
 			r := msg.Responses[i]
 			if r.Error != "" {
 				// The handler failed: classified by the code a unary call
@@ -357,6 +442,7 @@ func (st *batchStream) fail(err error) {
 	}
 	for id, e := range st.pending {
 		delete(st.pending, id)
+		st.settled.Add(-1)
 		e.ch <- batchResult{err: err}
 	}
 }

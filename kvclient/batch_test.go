@@ -101,7 +101,7 @@ type callResult struct {
 func TestBatchCoalescesAndMatchesByID(t *testing.T) {
 	s := newScriptedStore()
 	s.gate = make(chan struct{})
-	bc := newBatchConn(s)
+	bc := newBatchConn(s, batchPolicy{})
 	defer bc.close()
 
 	results := make(chan callResult, 10)
@@ -137,7 +137,7 @@ func TestBatchCoalescesAndMatchesByID(t *testing.T) {
 
 func TestBatchStreamErrorFailsOnlyInFlight(t *testing.T) {
 	s := newScriptedStore()
-	bc := newBatchConn(s)
+	bc := newBatchConn(s, batchPolicy{})
 	defer bc.close()
 
 	done := make(chan callResult, 1)
@@ -186,7 +186,7 @@ func TestBatchCallerTimeout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newScriptedStore()
 			s.gate = make(chan struct{})
-			bc := newBatchConn(s)
+			bc := newBatchConn(s, batchPolicy{})
 			defer bc.close()
 
 			// First request blocks in Send; the second is queued behind it and its
@@ -251,4 +251,135 @@ func (u unimplementedBatch) BatchCommands(context.Context, ...grpc.CallOption) (
 	st := &scriptedStream{resps: make(chan *storepb.BatchCommandsResponse), errc: make(chan error, 1), st: &scriptedStore{sent: make(chan *storepb.BatchCommandsRequest, 10)}}
 	st.errc <- status.Error(codes.Unimplemented, "unknown method")
 	return st, nil
+}
+
+// busyPolicy makes one request in flight a busy stream, and waits for a
+// full batch for an hour: a test that finishes shows that no request
+// waited for the timer.
+var busyPolicy = batchPolicy{maxWait: time.Hour, busy: 1}
+
+// goCall starts bc.call(ctx, key) and returns where its result arrives.
+func goCall(ctx context.Context, bc *batchConn, key string) <-chan callResult {
+	done := make(chan callResult, 1)
+	go func() {
+		resp, sent, err := bc.call(ctx, getReq(key))
+		done <- callResult{key, resp, sent, err}
+	}()
+	return done
+}
+
+// busyConn returns a connection with policy and one request in flight,
+// never answered.
+func busyConn(policy batchPolicy) (*scriptedStore, *batchConn) {
+	s := newScriptedStore()
+	bc := newBatchConn(s, policy)
+	goCall(bg, bc, "blocker")
+	<-s.sent
+	return s, bc
+}
+
+// TestBatchLoneRequestNotDelayed: with nothing in flight a request leaves
+// at once, whatever the wait.
+func TestBatchLoneRequestNotDelayed(t *testing.T) {
+	s := newScriptedStore()
+	bc := newBatchConn(s, busyPolicy)
+	defer bc.close()
+	for i := range 3 {
+		done := goCall(bg, bc, key(i))
+		m := <-s.sent
+		require.Len(t, m.Requests, 1)
+		s.stream(0).answer(m)
+		r := <-done
+		require.NoError(t, r.err)
+		require.Equal(t, key(i), string(r.resp.GetGet().GetValue()))
+	}
+}
+
+// TestBatchWaitsWhenBusy: while a request is in flight the sender holds
+// the next message until initialBatchTarget requests share it; each is
+// answered.
+func TestBatchWaitsWhenBusy(t *testing.T) {
+	s := newScriptedStore()
+	bc := newBatchConn(s, busyPolicy)
+	defer bc.close()
+	results := make(chan callResult, initialBatchTarget+1)
+	call := func(key string) {
+		resp, sent, err := bc.call(bg, getReq(key))
+		results <- callResult{key, resp, sent, err}
+	}
+	go call("first")
+	m1 := <-s.sent
+	require.Len(t, m1.Requests, 1)
+	before := histogramCount(t, batchWait)
+	for i := range initialBatchTarget {
+		go call(key(i))
+		if i < initialBatchTarget-1 {
+			// One at a time: the sender holds each until the next.
+			require.Eventually(t, func() bool { return bc.held.Load() == int32(i+1) }, 5*time.Second, time.Millisecond)
+		}
+	}
+	m2 := <-s.sent
+	require.Len(t, m2.Requests, initialBatchTarget, "requests arriving one by one share one message")
+	require.Equal(t, before+1, histogramCount(t, batchWait))
+	st := s.stream(0)
+	st.answer(m1)
+	st.answer(m2)
+	for range initialBatchTarget + 1 {
+		r := <-results
+		require.NoError(t, r.err)
+		require.True(t, r.sent)
+		require.Equal(t, r.key, string(r.resp.GetGet().GetValue()))
+	}
+	require.Zero(t, bc.inflight.Load())
+}
+
+// TestBatchWaitExpires: a busy stream's message leaves when the wait
+// ends, even if short of the target.
+func TestBatchWaitExpires(t *testing.T) {
+	s, bc := busyConn(batchPolicy{maxWait: time.Millisecond, busy: 1})
+	defer bc.close()
+	done := goCall(bg, bc, "b")
+	m := <-s.sent
+	require.Len(t, m.Requests, 1)
+	s.stream(0).answer(m)
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, "b", string(r.resp.GetGet().GetValue()))
+}
+
+// TestBatchHeldRequestCanceled: a caller whose request the sender holds
+// gives up: it fails unsent, and the request is not sent later.
+func TestBatchHeldRequestCanceled(t *testing.T) {
+	s, bc := busyConn(busyPolicy)
+	defer bc.close()
+	ctx, cancel := context.WithCancel(bg)
+	done := goCall(ctx, bc, "canceled")
+	require.Eventually(t, func() bool { return bc.held.Load() == 1 }, 5*time.Second, time.Millisecond)
+	cancel()
+	r := <-done
+	require.Equal(t, codes.Canceled, status.Code(r.err))
+	require.False(t, r.sent)
+
+	// The held entry still counts towards the target; the message carries
+	// only the live requests.
+	for i := range initialBatchTarget - 1 {
+		goCall(bg, bc, key(i))
+	}
+	m := <-s.sent
+	require.Len(t, m.Requests, initialBatchTarget-1)
+	for _, req := range m.Requests {
+		require.NotEqual(t, "canceled", string(req.GetGet().GetKey()))
+	}
+}
+
+// TestBatchCloseWhileHolding: closing the connection fails the requests
+// the sender holds as unsent.
+func TestBatchCloseWhileHolding(t *testing.T) {
+	_, bc := busyConn(busyPolicy)
+	done := goCall(bg, bc, "held")
+	require.Eventually(t, func() bool { return bc.held.Load() == 1 }, 5*time.Second, time.Millisecond)
+	bc.close()
+	r := <-done
+	require.ErrorIs(t, r.err, ErrClosed)
+	require.False(t, r.sent)
 }

@@ -2,12 +2,15 @@ package kvclient
 
 import (
 	"testing"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // BenchmarkGet measures a cached-route Get through a fake store over
 // loopback gRPC: client overhead plus one round trip, as a unary RPC and
 // on the BatchCommands stream. The Parallel variants run GOMAXPROCS*8
-// concurrent callers (where batching coalesces).
+// concurrent callers (where batching coalesces); the batched ones report
+// req/msg, the mean number of requests per BatchCommands message.
 func BenchmarkGet(b *testing.B) {
 	for _, mode := range []struct {
 		name  string
@@ -46,6 +49,8 @@ func BenchmarkGetParallel(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.SetParallelism(8)
+			msgs, reqs := batchSizeTotals()
+			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if _, _, err := c.Get(bg, k, 20); err != nil {
@@ -54,6 +59,21 @@ func BenchmarkGetParallel(b *testing.B) {
 					}
 				}
 			})
+			b.StopTimer()
+			if !mode.unary {
+				msgs2, reqs2 := batchSizeTotals()
+				b.ReportMetric((reqs2-reqs)/float64(msgs2-msgs), "req/msg")
+			}
 		})
 	}
+}
+
+// batchSizeTotals reads the batch size histogram: messages sent and the
+// requests they carried, over every store connection of the process.
+func batchSizeTotals() (msgs uint64, reqs float64) {
+	var m dto.Metric
+	if err := batchSize.Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 }

@@ -43,11 +43,23 @@ type Config struct {
 	// are on one store a single RPC carries (TiDB's store batching,
 	// tidb_store_batch_size). Default 4; 1 sends one RPC per region.
 	CopStoreBatch int
+	// BatchMaxWait is how long the BatchCommands sender may hold a message
+	// to collect more requests while its stream is busy (see
+	// BatchBusyThreshold). Default 5µs; negative never waits, so every
+	// message carries only what queued while the previous one was sent.
+	BatchMaxWait time.Duration
+	// BatchBusyThreshold is the number of requests in flight on a store's
+	// stream (sent, not yet answered) at or above which the stream counts
+	// as busy and the sender waits up to BatchMaxWait. Below it a request
+	// is sent at once. Default 4.
+	BatchBusyThreshold int
 }
 
 const (
-	defaultBackoffBudget = 20 * time.Second
-	defaultRPCTimeout    = 5 * time.Second
+	defaultBackoffBudget      = 20 * time.Second
+	defaultRPCTimeout         = 5 * time.Second
+	defaultBatchMaxWait       = 5 * time.Microsecond
+	defaultBatchBusyThreshold = 4
 )
 
 // Client sends KV requests to store nodes. It is safe for concurrent use.
@@ -69,11 +81,18 @@ func New(pd PD, cfg Config) *Client {
 	if cfg.RPCTimeout <= 0 {
 		cfg.RPCTimeout = defaultRPCTimeout
 	}
+	if cfg.BatchMaxWait == 0 {
+		cfg.BatchMaxWait = defaultBatchMaxWait
+	}
+	if cfg.BatchBusyThreshold <= 0 {
+		cfg.BatchBusyThreshold = defaultBatchBusyThreshold
+	}
+	policy := batchPolicy{maxWait: max(cfg.BatchMaxWait, 0), busy: int64(cfg.BatchBusyThreshold)}
 	return &Client{
 		cfg:    cfg,
 		cache:  locate.NewRegionCache(pd),
 		stores: storeResolver{pd: pd, addrs: make(map[uint64]storeAddr)},
-		conns:  connPool{conns: make(map[string]*storeConn)},
+		conns:  connPool{conns: make(map[string]*storeConn), batch: policy},
 	}
 }
 

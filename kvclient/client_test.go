@@ -120,6 +120,12 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	return m.GetCounter().GetValue()
 }
 
+func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
+	var m dto.Metric
+	require.NoError(t, h.Write(&m))
+	return m.GetHistogram().GetSampleCount()
+}
+
 func TestNotLeaderHintSkipsBackoff(t *testing.T) {
 	cl := newFakeCluster(t, 3)
 	cl.put("a", "v", 10)

@@ -73,6 +73,7 @@ type connPool struct {
 	mu     sync.RWMutex
 	conns  map[string]*storeConn
 	closed bool
+	batch  batchPolicy // of every connection's stream
 }
 
 type storeConn struct {
@@ -138,7 +139,7 @@ func (p *connPool) get(addr string) (*storeConn, error) {
 		return nil, fmt.Errorf("kvclient: connect %s: %w", addr, err)
 	}
 	client := storepb.NewStoreClient(cc)
-	c = &storeConn{cc: cc, client: client, batch: newBatchConn(client)}
+	c = &storeConn{cc: cc, client: client, batch: newBatchConn(client, p.batch)}
 	p.conns[addr] = c
 	return c, nil
 }

@@ -91,7 +91,13 @@
 // Every request to a store travels on one BatchCommands stream of that
 // connection: a sender goroutine coalesces the requests queued while it was
 // sending into the next message (up to 128), a receiver matches responses
-// by id. A broken stream fails only the requests in flight on it (as sent:
+// by id. When the stream is busy (Config.BatchBusyThreshold requests in
+// flight, default 4) the sender holds a message up to Config.BatchMaxWait
+// (default 5µs) until it carries a target number of requests (starting
+// at 8, raised when waits fill it, lowered when they time out, at least
+// 2), like client-go's max-batch-wait-time; below the threshold a request
+// leaves at once. A request held there, like one queued, fails unsent if
+// its caller gives up or the client closes. A broken stream fails only the requests in flight on it (as sent:
 // writes among them are undetermined); requests not yet sent fail as
 // unsent and are retried like a refused connection. A request whose handler
 // failed comes back with the gRPC code a unary call would have failed with
@@ -107,7 +113,9 @@
 // strata_kvclient_region_errors_total{type}, strata_kvclient_backoff_total
 // and strata_kvclient_backoff_seconds_total{reason},
 // strata_kvclient_undetermined_writes_total,
-// strata_kvclient_batch_commands_size (requests per stream message), and from kvclient/locate
+// strata_kvclient_batch_commands_size (requests per stream message),
+// strata_kvclient_batch_wait_seconds (how long each held message was held),
+// and from kvclient/locate
 // strata_kvclient_region_cache_lookups_total{result=hit|miss} and
 // strata_kvclient_pd_region_loads_total{result}.
 //

@@ -88,6 +88,13 @@ var (
 		Help:      "Requests per BatchCommands message sent to a store.",
 		Buckets:   []float64{1, 2, 4, 8, 16, 32, 64, 128},
 	})
+	batchWait = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata",
+		Subsystem: "kvclient",
+		Name:      "batch_wait_seconds",
+		Help:      "Time the BatchCommands sender held a message to collect more requests, observed for each message it held (only while the stream was busy).",
+		Buckets:   []float64{1e-6, 2e-6, 5e-6, 10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 1e-2},
+	})
 	copBatchedTasks = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata",
 		Subsystem: "kvclient",

@@ -4,13 +4,20 @@
 //
 // # Structure
 //
-// Cached regions are kept in a slice sorted by start key; regions in the
-// slice never overlap (inserting a region evicts every cached region that
-// overlaps it). A lookup is a binary search under a read lock, over a
-// parallel slice of the start keys (with 10,000 regions, following each
-// step's *Region to its key would be cache misses). A map by
-// region id serves invalidation. Misses are loaded from PD with single-flight:
-// concurrent misses for the same key share one PD call.
+// Cached regions are kept in an immutable index sorted by start key;
+// regions in it never overlap (inserting a region evicts every cached
+// region that overlaps it). The index is a list of chunks of at most 64
+// regions, each chunk holding its regions' start and end keys next to
+// them (with 10,000 regions, following each search step's *Region to its
+// key would be cache misses). A lookup loads the current index from an
+// atomic pointer and does two binary searches: it takes no lock. Writers
+// (Insert, Invalidate, OnEpochNotMatch) serialise on a mutex, copy the
+// chunks they change plus the list of chunk pointers, and publish the new
+// index; a lookup racing with them sees the old or the new index, and a
+// region they evict is marked invalid before the new index is published.
+// A map by region id, under the writers' mutex, serves invalidation.
+// Misses are loaded from PD with single-flight: concurrent misses for the
+// same key share one PD call.
 //
 // # Invariants
 //
@@ -19,9 +26,9 @@
 //     membership) replace the *Region with a new one and mark the old one
 //     invalid, so a request that still holds the old *Region notices.
 //   - The leader of a Region is an index into its peers, updated atomically
-//     in place (NotLeader hints and peer round robin) without the cache lock.
-//   - No I/O happens under the cache lock: PD calls are made outside it and
-//     their result is inserted under a short write lock.
+//     in place (NotLeader hints and peer round robin) without any lock.
+//   - No I/O happens under the writers' mutex: PD calls are made outside
+//     it and their result is inserted under it.
 //
 // # Concurrency
 //

@@ -155,14 +155,11 @@ func (r *Region) UpdateLeader(leader *metapb.Peer) bool {
 type RegionCache struct {
 	pd PD
 
-	mu     sync.RWMutex
-	sorted []*Region // by start key, non-overlapping
-	// starts[i] is sorted[i]'s start key: the binary search of a lookup
-	// reads these (one slice header array) instead of following three
-	// pointers per step (Region, metapb.Region, key), which with 10,000
-	// regions are cache misses.
-	starts [][]byte
-	byID   map[uint64]*Region
+	// index is the current snapshot, read without a lock; writers replace
+	// it under mu.
+	index atomic.Pointer[regionIndex]
+	mu    sync.Mutex // serialises writers; guards byID
+	byID  map[uint64]*Region
 
 	sfMu     sync.Mutex
 	inflight map[string]*loadCall
@@ -177,11 +174,13 @@ type loadCall struct {
 
 // NewRegionCache returns an empty cache that loads misses from pd.
 func NewRegionCache(pd PD) *RegionCache {
-	return &RegionCache{
+	c := &RegionCache{
 		pd:       pd,
 		byID:     make(map[uint64]*Region),
 		inflight: make(map[string]*loadCall),
 	}
+	c.index.Store(&regionIndex{})
+	return c
 }
 
 // Locate returns the region containing key, loading it from PD on a miss.
@@ -207,28 +206,10 @@ func (c *RegionCache) Locate(ctx context.Context, key []byte) (*Region, error) {
 	}
 }
 
-// lookup is the cache hit path: a binary search under the read lock.
+// lookup is the cache hit path: a search of the current snapshot, without
+// a lock.
 func (c *RegionCache) lookup(key []byte) *Region {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	i := c.searchLocked(key)
-	if i < 0 {
-		return nil
-	}
-	r := c.sorted[i]
-	if len(r.meta.EndKey) != 0 && bytes.Compare(key, r.meta.EndKey) >= 0 {
-		return nil
-	}
-	return r
-}
-
-// searchLocked returns the index of the last region whose start key is <=
-// key, or -1.
-func (c *RegionCache) searchLocked(key []byte) int {
-	s := c.starts
-	return sort.Search(len(s), func(i int) bool {
-		return bytes.Compare(s[i], key) > 0
-	}) - 1
+	return c.index.Load().get(key)
 }
 
 func (c *RegionCache) load(ctx context.Context, key []byte) (*Region, error) {
@@ -308,27 +289,29 @@ func (c *RegionCache) Insert(meta *metapb.Region, leader *metapb.Peer) *Region {
 			}
 		}
 	}
-	lo := c.searchLocked(meta.StartKey)
-	if lo < 0 {
-		lo = 0
-	} else if e := c.sorted[lo].meta.EndKey; len(e) != 0 && bytes.Compare(e, meta.StartKey) <= 0 {
-		lo++ // the region at lo ends before meta starts
-	}
-	hi := len(c.sorted)
-	if len(meta.EndKey) != 0 {
-		hi = sort.Search(len(c.starts), func(i int) bool {
-			return bytes.Compare(c.starts[i], meta.EndKey) >= 0
-		})
-	}
-	if hi < lo {
-		hi = lo
-	}
-	for _, o := range c.sorted[lo:hi] {
-		o.invalid.Store(true)
-		delete(c.byID, o.meta.Id)
-	}
-	c.sorted = slices.Replace(c.sorted, lo, hi, r)
-	c.starts = slices.Replace(c.starts, lo, hi, meta.StartKey)
+	ix := c.index.Load().update(meta.StartKey, meta.EndKey, func(es []indexEntry) []indexEntry {
+		lo := lastStartLE(es, meta.StartKey)
+		if lo < 0 {
+			lo = 0
+		} else if e := es[lo].end; len(e) != 0 && bytes.Compare(e, meta.StartKey) <= 0 {
+			lo++ // the region at lo ends before meta starts
+		}
+		hi := len(es)
+		if len(meta.EndKey) != 0 {
+			hi = sort.Search(len(es), func(i int) bool {
+				return bytes.Compare(es[i].start, meta.EndKey) >= 0
+			})
+		}
+		if hi < lo {
+			hi = lo
+		}
+		for _, o := range es[lo:hi] {
+			o.r.invalid.Store(true)
+			delete(c.byID, o.r.meta.Id)
+		}
+		return slices.Replace(es, lo, hi, entryOf(r))
+	})
+	c.index.Store(ix)
 	c.byID[meta.Id] = r
 	return r
 }
@@ -348,11 +331,13 @@ func (c *RegionCache) Invalidate(r *Region) {
 		return
 	}
 	delete(c.byID, r.meta.Id)
-	i := c.searchLocked(r.meta.StartKey)
-	if i >= 0 && c.sorted[i] == r {
-		c.sorted = slices.Delete(c.sorted, i, i+1)
-		c.starts = slices.Delete(c.starts, i, i+1)
-	}
+	start := r.meta.StartKey
+	c.index.Store(c.index.Load().update(start, start, func(es []indexEntry) []indexEntry {
+		if i := lastStartLE(es, start); i >= 0 && es[i].r == r {
+			return slices.Delete(es, i, i+1)
+		}
+		return es
+	}))
 }
 
 // OnEpochNotMatch replaces stale with the current regions a store reported
@@ -387,7 +372,5 @@ func (c *RegionCache) OnEpochNotMatch(stale *Region, current []*metapb.Region, l
 
 // Len is the number of cached regions.
 func (c *RegionCache) Len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.sorted)
+	return c.index.Load().n
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,18 +65,32 @@ func (p *fakePD) GetRegion(ctx context.Context, key []byte) (*metapb.Region, *me
 	return nil, nil, errors.New("fake pd: no region")
 }
 
+// cachedRanges lists the cached ranges in order, checking the index's
+// invariants on the way.
 func cachedRanges(c *RegionCache) []string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	ix := c.index.Load()
 	var out []string
-	for i, r := range c.sorted {
-		if !bytes.Equal(c.starts[i], r.meta.StartKey) {
-			panic(fmt.Sprintf("region cache: starts[%d] = %q, region %d starts at %q", i, c.starts[i], r.ID(), r.meta.StartKey))
+	var prevEnd []byte
+	n := 0
+	for ci, ch := range ix.chunks {
+		if len(ch) == 0 || len(ch) > chunkSize || !bytes.Equal(ix.firsts[ci], ch[0].start) {
+			panic(fmt.Sprintf("region cache: chunk %d has %d entries, first %q", ci, len(ch), ix.firsts[ci]))
 		}
-		out = append(out, string(r.meta.StartKey)+"-"+string(r.meta.EndKey))
+		for _, e := range ch {
+			m := e.r.meta
+			if !bytes.Equal(e.start, m.StartKey) || !bytes.Equal(e.end, m.EndKey) {
+				panic(fmt.Sprintf("region cache: entry [%q, %q) for region %d [%q, %q)", e.start, e.end, m.Id, m.StartKey, m.EndKey))
+			}
+			if n > 0 && (len(prevEnd) == 0 || bytes.Compare(prevEnd, e.start) > 0) {
+				panic(fmt.Sprintf("region cache: region %d [%q, %q) overlaps its predecessor (end %q)", m.Id, e.start, e.end, prevEnd))
+			}
+			prevEnd = e.end
+			n++
+			out = append(out, string(m.StartKey)+"-"+string(m.EndKey))
+		}
 	}
-	if len(c.starts) != len(c.sorted) {
-		panic(fmt.Sprintf("region cache: %d starts for %d regions", len(c.starts), len(c.sorted)))
+	if n != ix.n || len(ix.firsts) != len(ix.chunks) {
+		panic(fmt.Sprintf("region cache: %d regions counted as %d, %d firsts for %d chunks", n, ix.n, len(ix.firsts), len(ix.chunks)))
 	}
 	return out
 }
@@ -114,6 +129,93 @@ func TestInsertEvictsOverlaps(t *testing.T) {
 			require.Equal(t, tt.want, cachedRanges(c))
 			require.Len(t, c.byID, len(tt.want))
 		})
+	}
+}
+
+// TestIndexRandomOps runs random inserts (new, merged and split ranges)
+// and invalidations over a cache of many chunks, checking the cached
+// ranges and lookups against a plain list after every step.
+func TestIndexRandomOps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	c := NewRegionCache(&fakePD{})
+	type span struct{ start, end int } // in units of 10 keys; end -1 = +inf
+	var model []span                   // sorted, non-overlapping
+	k := func(i int) string {
+		if i <= 0 {
+			return ""
+		}
+		return fmt.Sprintf("k%06d", i*10)
+	}
+	overlaps := func(a, b span) bool {
+		return (a.end < 0 || b.start < a.end) && (b.end < 0 || a.start < b.end)
+	}
+	id := uint64(0)
+	insert := func(sp span) *Region {
+		id++
+		end := ""
+		if sp.end >= 0 {
+			end = k(sp.end)
+		}
+		kept := model[:0:0]
+		for _, o := range model {
+			if !overlaps(o, sp) {
+				kept = append(kept, o)
+			}
+		}
+		model = append(kept, sp)
+		slices.SortFunc(model, func(a, b span) int { return a.start - b.start })
+		return c.Insert(region(id, k(sp.start), end, 1, 1), nil)
+	}
+	const n = 1000
+	for _, i := range rng.Perm(n) {
+		end := i + 1
+		if i == n-1 {
+			end = -1
+		}
+		insert(span{i, end})
+	}
+	for step := range 2000 {
+		switch op := rng.IntN(8); {
+		case op == 0 && len(model) > 0: // invalidate
+			i := rng.IntN(len(model))
+			r := c.lookup([]byte(k(model[i].start) + "\x00"))
+			require.NotNil(t, r, step)
+			c.Invalidate(r)
+			model = slices.Delete(model, i, i+1)
+		case op == 1: // merge up to 20 units
+			a := rng.IntN(n)
+			insert(span{a, min(a+1+rng.IntN(20), n)})
+		default: // one unit: a split, or a load into a hole
+			a := rng.IntN(n)
+			insert(span{a, a + 1})
+		}
+		var want []string
+		for _, sp := range model {
+			end := ""
+			if sp.end >= 0 {
+				end = k(sp.end)
+			}
+			want = append(want, k(sp.start)+"-"+end)
+		}
+		require.Equal(t, want, cachedRanges(c), step)
+		require.Equal(t, len(model), c.Len())
+		if step%500 == 0 {
+			t.Logf("step %d: %d regions in %d chunks", step, len(model), len(c.index.Load().chunks))
+		}
+		for range 5 {
+			x := rng.IntN(n * 10)
+			key := []byte(fmt.Sprintf("k%06d", x))
+			r := c.lookup(key)
+			j := slices.IndexFunc(model, func(sp span) bool {
+				return sp.start*10 <= x && (sp.end < 0 || x < sp.end*10)
+			})
+			if j < 0 {
+				require.Nil(t, r, "step %d key %s", step, key)
+			} else {
+				require.NotNil(t, r, "step %d key %s", step, key)
+				require.Equal(t, k(model[j].start), string(r.StartKey()), step)
+			}
+		}
 	}
 }
 
@@ -316,4 +418,21 @@ func BenchmarkLocateHit(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// BenchmarkInsert10000 fills an empty cache with 10,000 regions in random
+// order, as a SQL node loads them from PD: the write side of the index.
+func BenchmarkInsert10000(b *testing.B) {
+	const n = 10000
+	metas := make([]*metapb.Region, 0, n)
+	for _, i := range rand.New(rand.NewPCG(1, 2)).Perm(n) {
+		metas = append(metas, region(uint64(i+1), fmt.Sprintf("k%06d", i*10), fmt.Sprintf("k%06d", (i+1)*10), 1, 1, 2, 3))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c := NewRegionCache(&fakePD{})
+		for _, m := range metas {
+			c.Insert(m, nil)
+		}
+	}
 }
