@@ -17,7 +17,7 @@ TEST_TIMEOUT ?= 20m
 all: build
 
 help:
-	@echo "make run    build and start 1 PD + 3 stores + 1 SQL node (STORES=n SQL=m to change)"
+	@echo "make run    build and start 1 PD + 3 stores + 1 SQL node (PDS=k STORES=n SQL=m to change)"
 	@echo "make test   unit and integration tests"
 	@echo "make build  binaries into ./bin"
 	@echo "make proto  regenerate proto/ Go code (installs protoc and plugins)"
@@ -29,10 +29,11 @@ deps:
 build: deps
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/pd ./cmd/storenode ./cmd/sqlnode ./cmd/playground ./cmd/consistencycheck
 
+PDS ?= 1
 STORES ?= 3
 SQL ?= 1
 run: build
-	$(BIN)/playground --bin-dir $(BIN) --data-dir $(CURDIR)/data --stores $(STORES) --sql $(SQL)
+	$(BIN)/playground --bin-dir $(BIN) --data-dir $(CURDIR)/data --pds $(PDS) --stores $(STORES) --sql $(SQL)
 
 # Unit and cluster tests run with the race detector (it needs cgo and gcc).
 test: deps gcc
