@@ -6,6 +6,10 @@ import (
 )
 
 var (
+	tsoStalls = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "pdclient", Name: "tso_stalls_total",
+		Help: "TSO streams given up because the PD leader did not answer a batch within 2 s (then the client reconnects to the leader etcd names).",
+	})
 	tsoBatchWait = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "pdclient", Name: "tso_batch_duration_seconds",
 		Help:    "Time from sending a TsoRequest to its answer, by TSO mode (default, parallel).",

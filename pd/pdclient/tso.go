@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -137,6 +138,16 @@ func newTSOMetrics(m TSOMode) tsoMetrics {
 // is down (PD leader change, PD unreachable).
 const tsoRetryTimeout = 10 * time.Second
 
+// tsoStallTimeout bounds how long a batch waits for its answer before the
+// stream is given up: a PD leader that is paused or cut off keeps the
+// connection open, and only gRPC's keepalive (10 s + 3 s) would notice,
+// while every transaction of this node waits for a timestamp. The batch
+// fails (GetTS sends it again on the next stream) and the worker goes to
+// the member etcd names as leader. A healthy leader answers in
+// milliseconds; one extending its window through a slow etcd write can
+// take longer, and then pays one reconnect.
+const tsoStallTimeout = 2 * time.Second
+
 // GetTS returns a timestamp larger than every timestamp this client returned
 // before the call began, from the PD leader. It rides through PD leader
 // changes: a request whose stream broke is sent again on the next stream,
@@ -220,7 +231,7 @@ func (c *Client) tsoLoop() {
 			continue
 		}
 		opened := time.Now()
-		err = c.tsoServe(stream, b, req)
+		err = c.tsoServe(stream, cancel, b, req)
 		cancel()
 		select {
 		case <-c.closing:
@@ -285,10 +296,15 @@ func (c *Client) failQueued(err error) {
 }
 
 // tsoServe collects the callers waiting at the moment into one batch, sends
-// it and waits for its answer, until the stream breaks or the client closes.
-// One batch is in flight per stream; on return b is empty (every caller was
-// answered or failed).
-func (c *Client) tsoServe(stream pdpb.PD_TsoClient, b *tsoBatch, req *pdpb.TsoRequest) error {
+// it and waits for its answer, until the stream breaks, an answer takes
+// longer than tsoStallTimeout (cancel ends the stream) or the client
+// closes. One batch is in flight per stream; on return b is empty (every
+// caller was answered or failed).
+func (c *Client) tsoServe(stream pdpb.PD_TsoClient, cancel context.CancelFunc, b *tsoBatch, req *pdpb.TsoRequest) error {
+	var stalled atomic.Bool
+	watchdog := time.AfterFunc(time.Hour, func() { stalled.Store(true); cancel() })
+	watchdog.Stop()
+	defer watchdog.Stop()
 	for {
 		select {
 		case r := <-c.tsoCh:
@@ -308,10 +324,22 @@ func (c *Client) tsoServe(stream pdpb.PD_TsoClient, b *tsoBatch, req *pdpb.TsoRe
 		b.floor = c.maxTS.Load()
 		b.start = time.Now()
 		req.Count = uint32(len(b.reqs))
+		watchdog.Reset(tsoStallTimeout)
 		err := stream.Send(req)
 		var resp *pdpb.TsoResponse
 		if err == nil {
 			resp, err = stream.Recv()
+		}
+		if !watchdog.Stop() && stalled.Load() {
+			tsoStalls.Inc()
+			stall := fmt.Errorf("no answer from the PD leader in %v (paused, overloaded or cut off?)", tsoStallTimeout)
+			if err == nil { // answered as the watchdog fired: the stream is cancelled all the same
+				if derr := c.deliver(b, resp); derr != nil {
+					return derr
+				}
+				return stall
+			}
+			err = fmt.Errorf("%w: %w", stall, err)
 		}
 		if err != nil {
 			b.fail(fmt.Errorf("%w: %v", ErrTSOUnavailable, err))
