@@ -46,6 +46,8 @@ type fakeKV struct {
 	hook func(method string, req any) (delay time.Duration)
 
 	lastTS atomic.Uint64
+	// pdAhead is how far the oracle's clock runs ahead of this process's.
+	pdAhead time.Duration
 }
 
 type fakeWrite struct {
@@ -87,7 +89,7 @@ func newFakeKV(t testing.TB, splits ...string) *fakeKV {
 func (f *fakeKV) GetTS(context.Context) (uint64, error) {
 	for {
 		last := f.lastTS.Load()
-		ts := max(tso.ComposeTS(time.Now().UnixMilli(), 0), last+1)
+		ts := max(tso.ComposeTS(time.Now().Add(f.pdAhead).UnixMilli(), 0), last+1)
 		if f.lastTS.CompareAndSwap(last, ts) {
 			return ts, nil
 		}

@@ -338,3 +338,32 @@ func TestPessimisticLockResentWhenUndetermined(t *testing.T) {
 		})
 	}
 }
+
+// A lock's TTL counts from its start_ts's physical part, on PD's clock;
+// heartbeats must advise LockTTL past the transaction's age, measured here,
+// whatever PD's clock says. With PD's timestamps an hour ahead of this
+// node's clock, the old formula (this node's wall clock minus start_ts's
+// physical part, as a uint64) advised a TTL of about 2^64 ms, and a
+// transaction whose node then died kept its locks for ever.
+func TestHeartbeatTTLIsTheTransactionsAge(t *testing.T) {
+	f := newFakeKV(t)
+	f.pdAhead = time.Hour
+	ttls := make(chan uint64, 16)
+	f.hook = func(method string, req any) time.Duration {
+		if hb, ok := req.(*kvrpcpb.TxnHeartBeatRequest); ok {
+			select {
+			case ttls <- hb.GetAdviseLockTtl():
+			default:
+			}
+		}
+		return 0
+	}
+	c := f.newClient(Config{LockTTL: 3 * time.Second, HeartbeatInterval: 10 * time.Millisecond})
+	tx := begin(t, c, kv.TxnOptions{Pessimistic: true})
+	defer func() { _ = tx.Rollback(bg) }()
+	_, err := tx.LockKeys(bg, kv.LockOptions{}, []byte("a"))
+	require.NoError(t, err)
+	ttl := <-ttls
+	require.GreaterOrEqual(t, ttl, uint64(3000))
+	require.Less(t, ttl, uint64(3000+60_000), "LockTTL past the transaction's age, not past PD's clock offset")
+}
