@@ -30,8 +30,9 @@
 // txn-after-primary-commit (kvclient/txn), ddl-backfill-batch (sql/ddl),
 // raft-send (each raft message batch a store sends), raft-before-fsync and
 // raft-after-fsync (around the raft log's synced write), raft-apply (an
-// apply round, before its batch commits), raft-split-apply, and
-// snapshot-before-ingest and snapshot-before-install-done (raftstore).
+// apply round, before its batch commits), raft-split-apply,
+// snapshot-before-ingest, snapshot-before-install-done and
+// consistency-hash (a replica's hash of a region, off the loop) (raftstore).
 //
 // STRATA_CLOCK_SKEW (a Go duration, "-1h") shifts what Now returns;
 // STRATA_CLOCK_STROBE ("<jump>/<period>", e.g. "5s/200ms") makes it jump

@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratadb/strata/failpoint"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/raft_cmdpb"
@@ -78,6 +79,7 @@ func (s *Store) startHash(region *metapb.Region, index uint64, snap *pebble.Snap
 	c.states[region.GetId()] = st
 	c.mu.Unlock()
 	hash := func() {
+		failpoint.Hit("consistency-hash") // a slow hash: the replica reports its index, no hash yet
 		start := time.Now()
 		h, err := hashRegion(snap, region)
 		snap.Close()

@@ -33,7 +33,9 @@ func reportOf(r HashRecord) ConsistencyReport {
 //	POST ?region=N     check region N (this store must lead it)
 //	POST ?region=all   check every region this store leads, one at a time
 //	GET                this store's latest hash of every region it hosts
-//	                   (index 0 and no hash: not hashed since it started)
+//	                   (index 0 and no hash: not hashed since it started;
+//	                   an index and no hash: hashing at that index, off
+//	                   the loop, or it failed: verify "error")
 //
 // Answers are JSON arrays of ConsistencyReport. A POST entry's hash is the
 // leader's; every replica compares its own when it applies the VerifyHash

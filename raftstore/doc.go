@@ -236,7 +236,10 @@
 // then proposes VerifyHash with its hash and each replica compares when it
 // applies it: strata_raftstore_consistency_checks_total{result}, an error
 // log on a mismatch; ConsistencyHashes lists a store's hashes so a checker
-// can compare the replicas itself (consistency.go).
+// can compare the replicas itself (consistency.go). A replica lists the
+// check's index as soon as it applied the ComputeHash, its hash only once
+// the goroutine is done: a checker (replicacheck) waits for it and must
+// not read the missing hash as a mismatch.
 //
 // # Testing: the deterministic harness
 //

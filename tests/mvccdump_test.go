@@ -15,6 +15,18 @@ import (
 	"github.com/stratadb/strata/store/mvcc"
 )
 
+// openStoreEngine opens stopped store p's engine read-only (nil, logged,
+// if it cannot) and returns it with its directory.
+func openStoreEngine(t *testing.T, p *localcluster.Proc) (*pebble.DB, string) {
+	dir := flagValue(p, "--data-dir")
+	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Comparer: keys.Comparer})
+	if err != nil {
+		t.Logf("open the engine of %s: %v", p.Name, err)
+		return nil, dir
+	}
+	return db, dir
+}
+
 // dumpMVCC is a failure diagnostic: it kills every store and logs the LOCK
 // and WRITE records of every row key on each store's engine, with the
 // second column decoded as an integer (the bank tables' balance), so that
@@ -25,10 +37,8 @@ func dumpMVCC(t *testing.T, c *localcluster.Cluster) {
 		_ = p.Kill()
 	}
 	for _, p := range c.Stores {
-		dir := flagValue(p, "--data-dir")
-		db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Comparer: keys.Comparer})
-		if err != nil {
-			t.Logf("dump %s: %v", p.Name, err)
+		db, dir := openStoreEngine(t, p)
+		if db == nil {
 			continue
 		}
 		it, _ := db.NewIter(&pebble.IterOptions{LowerBound: []byte{'l'}, UpperBound: []byte{'x'}})

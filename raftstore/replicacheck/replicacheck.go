@@ -8,7 +8,9 @@
 // A region whose check failed (its leadership moved, it split) or whose
 // replica reports no hash at the leader's index (it caught up from a
 // snapshot taken after the check) is checked again in the next round, until
-// ctx ends. Used by cmd/consistencycheck and tests/.
+// ctx ends. A replica that reports the leader's index without a hash is
+// still computing it (or failed to: "error"): it is no mismatch, it is
+// polled again. Used by cmd/consistencycheck and tests/.
 package replicacheck
 
 import (
@@ -85,6 +87,12 @@ func Run(ctx context.Context, client *http.Client, statusAddrs []string) (Result
 					hosted[r.RegionID] = true
 					want, ok := round[r.RegionID]
 					if !ok || r.Index != want.Index {
+						continue
+					}
+					if r.Hash == "" {
+						// Applied the ComputeHash but still hashing (the
+						// hash is off the Ready loop), or hashing failed
+						// ("error", in that store's log): no verdict yet.
 						continue
 					}
 					if r.Hash != want.Hash || r.Verify == "mismatch" {

@@ -68,6 +68,15 @@ func TestRun(t *testing.T) {
 			unfinish: 1,
 		},
 		{
+			// The replica applied the ComputeHash (it reports the index)
+			// but its hash goroutine is not done: no hash yet, no verdict.
+			name:     "a replica's hash is still being computed",
+			leadsA:   []raftstore.ConsistencyReport{lead(1, 10, "aa")},
+			hashesA:  []raftstore.ConsistencyReport{rep(1, 10, "aa", "match")},
+			hashesB:  []raftstore.ConsistencyReport{rep(1, 10, "", "")},
+			unfinish: 1,
+		},
+		{
 			name:     "a hosted region has no leader to check it",
 			leadsA:   []raftstore.ConsistencyReport{{RegionID: 3, Error: "not leader here"}},
 			hashesA:  []raftstore.ConsistencyReport{{RegionID: 3}},
