@@ -297,12 +297,11 @@ func TestKVErrorsMapToMySQLCodes(t *testing.T) {
 }
 
 // TestConcurrentUpdatesOfOneRow: concurrent autocommit UPDATEs of one row
-// lose no update. In both modes an autocommit UPDATE runs optimistic
-// (pessimistic-auto-commit = false, as in TiDB): they conflict in the store
-// and each is run again at a new timestamp with fresh reads (statement
-// retry), up to a limit: a statement that still loses reaches the client
-// as 9007 and, as the error says, was not applied, so the row counts
-// exactly the successful ones.
+// lose no update. In pessimistic mode (the default) they wait for the row
+// lock and all succeed; in optimistic mode they conflict in the store and
+// each is run again at a new timestamp (statement retry), up to a limit: a
+// statement that still loses reaches the client as 9007 and, as the error
+// says, was not applied, so the row counts exactly the successful ones.
 func TestConcurrentUpdatesOfOneRow(t *testing.T) {
 	for _, mode := range []string{"pessimistic", "optimistic"} {
 		t.Run(mode, func(t *testing.T) {
@@ -328,7 +327,7 @@ func TestConcurrentUpdatesOfOneRow(t *testing.T) {
 						switch {
 						case err == nil:
 							r.applied++
-						case mysqlCode(err) == 9007:
+						case mode == "optimistic" && mysqlCode(err) == 9007:
 							r.conflicts++
 						default:
 							r.err = err
@@ -352,6 +351,10 @@ func TestConcurrentUpdatesOfOneRow(t *testing.T) {
 			t.Logf("updates applied: %d, conflicts past the retries: %d", applied, conflicts)
 			retries := counter(t, "strata_sql_statement_retries_total") - retriesBefore
 			t.Logf("statement retries: %v", retries)
+			if mode == "pessimistic" {
+				require.Zero(t, retries, "pessimistic statements wait for locks instead of retrying")
+				return
+			}
 			// A conflict that clears is invisible to the client.
 			ts.store.st.Inject(&storetest.Fault{Method: "KvPrewrite", Match: touchesTable(ts.store.tableID(t, "test", "c")),
 				Times: 3, Answer: conflictAnswer})
@@ -382,12 +385,9 @@ func TestLockLostBeforeCommit(t *testing.T) {
 	match := touchesTable(ts.store.tableID(t, "test", "c"))
 	lost := &storetest.Fault{Method: "KvPessimisticLock", Match: match, Times: 2, Answer: lostAnswer}
 	remove := ts.store.st.Inject(lost)
-	// Inside BEGIN: an autocommit UPDATE takes no pessimistic lock.
-	for _, q := range []string{"BEGIN", "UPDATE c SET n = 1 WHERE id = 1", "COMMIT"} {
-		_, err := db.Exec(q)
-		require.NoError(t, err, q)
-	}
+	_, err = db.Exec("UPDATE c SET n = 1 WHERE id = 1")
 	remove()
+	require.NoError(t, err)
 	require.Equal(t, 2, ts.store.st.Hits(lost), "both lost lock requests were answered")
 
 	for _, q := range []string{"SET innodb_lock_wait_timeout = 1", "BEGIN", "UPDATE c SET n = 2 WHERE id = 2"} {

@@ -24,11 +24,8 @@
 // transaction is rolled back, a lock wait timeout only the statement. A
 // statement outside a transaction is its own transaction, begun on first
 // read or write and committed when it succeeds; only such a statement is
-// ever run again (retryStatement). An autocommit INSERT, UPDATE or DELETE
-// runs optimistic whatever tidb_txn_mode says (TiDB's
-// pessimistic-auto-commit = false): no pessimistic lock round, 1PC when one
-// region holds its keys; it is run again after a write conflict at commit
-// (9007 when retries run out), and when a request it sent before
+// ever run again (retryStatement): in optimistic mode after a write
+// conflict at commit, and in both modes when a request it sent before
 // committing (a pessimistic lock) was lost with its store (ERROR 9002 when
 // retries run out; never 8110, since nothing was committed). A statement
 // inside an explicit transaction is never re-run. Options come from transaction_isolation (REPEATABLE-READ or

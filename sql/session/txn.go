@@ -377,22 +377,9 @@ func readOnlyTxnError() error {
 	return errno.New(errno.ErrCantExecuteInReadOnlyTxn, "Cannot execute statement in a READ ONLY transaction.")
 }
 
-// pessimisticAutoCommit is TiDB's pessimistic-auto-commit (false there
-// too): when false an autocommit INSERT, UPDATE or DELETE runs optimistic
-// whatever tidb_txn_mode says. It takes no pessimistic lock round (one
-// read and one prewrite, 1PC when one region holds its keys), and a write
-// conflict runs the statement again (retryStatement), which a statement
-// can be because it is the whole transaction.
-const pessimisticAutoCommit = false
-
-// runDML runs an INSERT, UPDATE or DELETE (writes) or a SELECT: inside the
-// open transaction, or as its own transaction when autocommit is on.
+// runDML runs a SELECT, INSERT, UPDATE or DELETE: inside the open
+// transaction, or as its own transaction when autocommit is on.
 func (s *Session) runDML(ctx context.Context, writes bool, run func() (*executor.Result, error)) (*executor.Result, error) {
-	return s.runStmt(ctx, writes, writes && !pessimisticAutoCommit, run)
-}
-
-// runStmt is runDML; optimistic makes an autocommit statement optimistic.
-func (s *Session) runStmt(ctx context.Context, writes, optimistic bool, run func() (*executor.Result, error)) (*executor.Result, error) {
 	if s.txn == nil && !s.autocommit() {
 		if err := s.beginTxn(ctx, s.nextTxnOptions()); err != nil {
 			return nil, err
@@ -408,9 +395,6 @@ func (s *Session) runStmt(ctx context.Context, writes, optimistic bool, run func
 	s.oneShotIsolation = ""
 	if writes && opts.ReadOnly {
 		return nil, readOnlyTxnError()
-	}
-	if optimistic {
-		opts.Pessimistic = false
 	}
 	if writes {
 		return retryStatement(ctx, !opts.Pessimistic, func() (*executor.Result, error) { return s.autocommitStmt(ctx, opts, writes, run) })
@@ -439,9 +423,7 @@ func (s *Session) runRead(ctx context.Context, n ast.Node, lock bool, run func(c
 	case !lock:
 		ctx = replicaread.With(ctx, s.replicaReadMode())
 	}
-	// An autocommit SELECT ... FOR UPDATE keeps tidb_txn_mode: its locks
-	// are what the client asked for.
-	return s.runStmt(ctx, lock, false, func() (*executor.Result, error) { return run(ctx) })
+	return s.runDML(ctx, lock, func() (*executor.Result, error) { return run(ctx) })
 }
 
 // lostBeforeCommit: a request the statement sent before any commit (a
