@@ -339,7 +339,7 @@ func (c *Cluster) PDLeader() (*Proc, error) {
 		return nil, err
 	}
 	for _, p := range c.PDs {
-		if i := slices.Index(p.Args, "--name"); i >= 0 && p.Args[i+1] == m.Leader.Name {
+		if p.Flag("--name") == m.Leader.Name {
 			return p, nil
 		}
 	}

@@ -77,21 +77,30 @@ func (p *Proc) Running() bool {
 	}
 }
 
+// Flag returns the value p was started with for flag name ("--status-addr"),
+// or "" if it has none.
+func (p *Proc) Flag(name string) string {
+	if i := slices.Index(p.Args, name); i >= 0 && i+1 < len(p.Args) {
+		return p.Args[i+1]
+	}
+	return ""
+}
+
 // SetFailpoint sets failpoint name of the running process to term, a
 // pingcap/failpoint term ("panic", "return(1)", "sleep(100)",
 // "25%panic", ...), through its status server's /debug/fail/ (binaries
 // built with the failpoints tag, localcluster.Build(dir, "failpoints"));
 // an empty term disables it.
 func (p *Proc) SetFailpoint(name, term string) error {
-	i := slices.Index(p.Args, "--status-addr")
-	if i < 0 || i+1 >= len(p.Args) {
+	status := p.Flag("--status-addr")
+	if status == "" {
 		return fmt.Errorf("localcluster: %s has no --status-addr", p.Name)
 	}
 	method := http.MethodPut
 	if term == "" {
 		method = http.MethodDelete
 	}
-	req, err := http.NewRequest(method, "http://"+p.Args[i+1]+"/debug/fail/"+name, strings.NewReader(term))
+	req, err := http.NewRequest(method, "http://"+status+"/debug/fail/"+name, strings.NewReader(term))
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func checkConsistency(t *testing.T, c *localcluster.Cluster) int {
 	t.Helper()
 	var addrs []string
 	for _, st := range c.Stores {
-		addrs = append(addrs, flagValue(st, "--status-addr"))
+		addrs = append(addrs, st.Flag("--status-addr"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -51,7 +51,7 @@ func TestConsistencyCheckSlowReplicaHash(t *testing.T) {
 	c := startCluster(t, clusterOpts{})
 	t.Cleanup(func() {
 		if keep := os.Getenv("STRATA_KEEP_DIR"); keep != "" && t.Failed() {
-			_ = exec.Command("cp", "-a", filepath.Dir(flagValue(c.Stores[0], "--data-dir")), filepath.Join(keep, "slowhash")).Run()
+			_ = exec.Command("cp", "-a", filepath.Dir(c.Stores[0].Flag("--data-dir")), filepath.Join(keep, "slowhash")).Run()
 		}
 	})
 	db := openDB(t, c, 0, "")

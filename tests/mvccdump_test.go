@@ -18,7 +18,7 @@ import (
 // openStoreEngine opens stopped store p's engine read-only (nil, logged,
 // if it cannot) and returns it with its directory.
 func openStoreEngine(t *testing.T, p *localcluster.Proc) (*pebble.DB, string) {
-	dir := flagValue(p, "--data-dir")
+	dir := p.Flag("--data-dir")
 	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Comparer: keys.Comparer})
 	if err != nil {
 		t.Logf("open the engine of %s: %v", p.Name, err)

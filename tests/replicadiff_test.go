@@ -29,7 +29,7 @@ func dumpReplicaDiff(t *testing.T, c *localcluster.Cluster, ms []replicacheck.Mi
 		_ = p.Kill()
 	}
 	if keep := os.Getenv("STRATA_KEEP_DIR"); keep != "" {
-		dir := filepath.Dir(flagValue(c.Stores[0], "--data-dir"))
+		dir := filepath.Dir(c.Stores[0].Flag("--data-dir"))
 		out := filepath.Join(keep, fmt.Sprintf("%s-%d", t.Name(), os.Getpid()))
 		if err := exec.Command("cp", "-a", dir, out).Run(); err != nil {
 			t.Logf("keep %s: %v", dir, err)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -217,7 +216,7 @@ func regionLeader(t *testing.T, c *localcluster.Cluster, pd *pdclient.Client) *l
 // leader replicates to it) while the writes go on.
 func waitReplicating(t *testing.T, store *localcluster.Proc) {
 	t.Helper()
-	url := "http://" + flagValue(store, "--status-addr") + "/metrics"
+	url := "http://" + store.Flag("--status-addr") + "/metrics"
 	appends := func() int {
 		resp, err := http.Get(url)
 		if err != nil {
@@ -252,7 +251,7 @@ func waitReplicating(t *testing.T, store *localcluster.Proc) {
 // procByFlag returns the process started with flag value v.
 func procByFlag(procs []*localcluster.Proc, flag, v string) *localcluster.Proc {
 	for _, p := range procs {
-		if i := slices.Index(p.Args, flag); i >= 0 && i+1 < len(p.Args) && p.Args[i+1] == v {
+		if p.Flag(flag) == v {
 			return p
 		}
 	}
@@ -268,7 +267,7 @@ func TestPDLeaderStopTSOGap(t *testing.T) {
 	pds := startPDs(t, 3)
 	var addrs []string
 	for _, p := range pds {
-		addrs = append(addrs, flagValue(p, "--addr"))
+		addrs = append(addrs, p.Flag("--addr"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -360,11 +359,4 @@ func pdLeader(t *testing.T, pd *pdclient.Client, procs []*localcluster.Proc) *lo
 		return leader != nil && leader.Running()
 	}, 20*time.Second, 10*time.Millisecond, "no pd leader")
 	return leader
-}
-
-func flagValue(p *localcluster.Proc, flag string) string {
-	if i := slices.Index(p.Args, flag); i >= 0 && i+1 < len(p.Args) {
-		return p.Args[i+1]
-	}
-	return ""
 }

@@ -143,12 +143,7 @@ func cluster(stores, late int, storeArgs ...string) (*localcluster.Cluster, func
 // buildHash is the git hash the store binaries report on /status.
 var buildHash = "?"
 
-func storeStatusAddr(p *localcluster.Proc) string {
-	if i := slices.Index(p.Args, "--status-addr"); i >= 0 && i+1 < len(p.Args) {
-		return p.Args[i+1]
-	}
-	return ""
-}
+func storeStatusAddr(p *localcluster.Proc) string { return p.Flag("--status-addr") }
 
 func getJSON(url string, out any) error {
 	resp, err := http.Get(url)
