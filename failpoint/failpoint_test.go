@@ -22,7 +22,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Setenv("STRATA_FAILPOINTS", "a=pause, h=hold:"+holdPath+", d=delay:"+delayPath+", r=return(7), two=2*return(true), p=panic")
+	os.Setenv("STRATA_FAILPOINTS", "a=pause, h=hold:"+holdPath+", d=delay:"+delayPath+", r=return(7), p=panic")
 	os.Exit(m.Run())
 }
 
@@ -81,12 +81,37 @@ func TestStrobeOffset(t *testing.T) {
 	require.Zero(t, strobeConfig{}.offset(time.Second), "no strobe configured")
 }
 
-// Actions other than ours are pingcap/failpoint terms: return values,
-// counts, panics; Handler sets them at run time.
+// Actions other than ours are pingcap/failpoint terms (r and p, from
+// STRATA_FAILPOINTS): return values, panics; Handler sets and clears terms
+// at run time, counts included. Failpoints are process-wide: what the test
+// sets it clears, so it passes again under -count.
 func TestPingcapTerms(t *testing.T) {
 	v, ok := Eval("r")
 	require.True(t, ok)
 	require.Equal(t, 7, v)
+	require.Panics(t, func() { Hit("p") })
+
+	srv := httptest.NewServer(Handler())
+	t.Cleanup(srv.Close) // after the cleanups below, which use it
+	set := func(method, name, term string) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+"/debug/fail/"+name, strings.NewReader(term))
+		require.NoError(t, err)
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s %s", method, name)
+	}
+	_, ok = Eval("later")
+	require.False(t, ok)
+	set(http.MethodPut, "later", `return("x")`)
+	t.Cleanup(func() { set(http.MethodDelete, "later", "") })
+	v, ok = Eval("later")
+	require.True(t, ok)
+	require.Equal(t, "x", v)
+
+	set(http.MethodPut, "two", "2*return(true)")
+	t.Cleanup(func() { set(http.MethodDelete, "two", "") })
 	for range 2 {
 		v, ok := Eval("two")
 		require.True(t, ok)
@@ -94,19 +119,4 @@ func TestPingcapTerms(t *testing.T) {
 	}
 	_, ok = Eval("two")
 	require.False(t, ok, "2*return fires twice")
-	require.Panics(t, func() { Hit("p") })
-	_, ok = Eval("later")
-	require.False(t, ok)
-
-	srv := httptest.NewServer(Handler())
-	defer srv.Close()
-	req, err := http.NewRequest(http.MethodPut, srv.URL+"/debug/fail/later", strings.NewReader("return(\"x\")"))
-	require.NoError(t, err)
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusNoContent, resp.StatusCode)
-	v, ok = Eval("later")
-	require.True(t, ok)
-	require.Equal(t, "x", v)
 }
