@@ -231,8 +231,17 @@ func (s *Store) apply(readies []peerReady, persistedOnly bool) {
 			if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {
 				continue
 			}
+			// Only entries this store holds durably: at or below its last
+			// persisted index, and below the first entry this Ready writes,
+			// which may replace persisted ones at the same indexes (a new
+			// leader overwriting uncommitted entries commits its own there
+			// in the same message).
+			limit := r.p.ps.lastIndex
+			if len(r.rd.Entries) > 0 {
+				limit = min(limit, r.rd.Entries[0].GetIndex()-1)
+			}
 			n := 0
-			for n < len(ents) && ents[n].GetIndex() <= r.p.ps.lastIndex {
+			for n < len(ents) && ents[n].GetIndex() <= limit {
 				n++
 			}
 			ents = ents[:n]

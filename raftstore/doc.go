@@ -66,9 +66,12 @@
 //     leader's fsync overlaps the followers'; raft only counts the leader's
 //     own copy for commit after it is persisted);
 //  5. applies the committed entries that were already in the local log
-//     before this iteration (step 7's batch, ahead of this fsync: a write
-//     committed by the followers' acks is answered without waiting for an
-//     fsync of the entries proposed since);
+//     before this iteration and that this Ready does not rewrite (step 7's
+//     batch, ahead of this fsync: a write committed by the followers' acks
+//     is answered without waiting for an fsync of the entries proposed
+//     since; an entry a new leader overwrote at a persisted index waits
+//     for step 7, or a kill -9 would leave its effect applied over the
+//     replaced entry in the log);
 //  6. writes all their entries (deleting an overwritten log tail) and hard
 //     states in ONE Pebble batch, committed with Sync when any Ready has
 //     MustSync or installs a snapshot (raft acknowledges it; group commit,

@@ -124,6 +124,10 @@ type harness struct {
 type armedCrash struct {
 	step string
 	skip int // occurrences of step to let pass first
+	// kill: the crash is a kill -9 right after every write so far reached
+	// the file (the WAL is synced before the image is taken), not a power
+	// loss that drops what was not synced.
+	kill bool
 }
 
 // logRing is an io.Writer keeping the last lines written to it.
@@ -300,6 +304,14 @@ func (h *harness) crashAt(id uint64, step string, skip, downTicks int) {
 	h.down[id] = downTicks
 }
 
+// killAt is crashAt as a kill -9: the writes made so far, synced or not,
+// survive (Pebble's WAL writer had put them into the file).
+func (h *harness) killAt(id uint64, step string, skip, downTicks int) {
+	require.Contains(h.t, persistSteps, step)
+	h.armed[id] = armedCrash{step: step, skip: skip, kill: true}
+	h.down[id] = downTicks
+}
+
 // persisted is every crashable store's Config.persisted hook.
 func (h *harness) persisted(fs *vfs.MemFS, step string) {
 	for id, f := range h.fs {
@@ -313,6 +325,9 @@ func (h *harness) persisted(fs *vfs.MemFS, step string) {
 			continue
 		}
 		delete(h.armed, id)
+		if a.kill {
+			require.NoError(h.t, h.stores[id].db.LogData(nil, pebble.Sync))
+		}
 		h.images[id] = fs.CrashClone(vfs.CrashCloneCfg{RNG: rand.New(rand.NewPCG(h.rng.Uint64(), h.rng.Uint64()))})
 		h.net.setDead(id, true)
 		h.t.Logf("store %d: crash image taken after %s at tick %d", id, step, h.ticks)

@@ -276,10 +276,11 @@ func (s *Store) iterate(tick bool) bool {
 	// Advance), and everything else waits for the fsync.
 	s.sendMessages(readies, true)
 	s.phases.mark("early_send")
-	// Committed entries already in the local log are applied (and their
-	// writers answered) before this Ready's new entries are fsynced: they
-	// are durable on a quorum, and waiting for an fsync of unrelated
-	// entries would add its whole duration to every write under load.
+	// Committed entries already in the local log (and not rewritten by
+	// this Ready) are applied, and their writers answered, before this
+	// Ready's new entries are fsynced: they are durable on a quorum, and
+	// waiting for an fsync of unrelated entries would add its whole
+	// duration to every write under load.
 	s.apply(readies, true)
 	s.phases.mark("apply_before_fsync")
 	s.persist(readies)
