@@ -83,7 +83,7 @@ func TestStoreImportsOnlySharedSQL(t *testing.T) {
 				used[edge] = true
 				continue
 			}
-			t.Errorf("%s: store packages may import only sql/types, sql/expr and sql/tablecodec from sql/, nothing from kvclient/", edge)
+			t.Errorf("%s: store packages may import only sql/types, sql/expr, sql/tablecodec and sql/model from sql/, nothing from kvclient/", edge)
 		}
 	}
 	for edge, why := range knownExceptions {
