@@ -25,4 +25,10 @@
 // kv/keys (a store's engine key layout) and kv/regionkeys (keys against a
 // region's range). Nothing here imports the SQL layer, the KV client or the
 // store.
+//
+// # Transport
+//
+// StreamWindowSize and ConnWindowSize are static HTTP/2 windows on both ends
+// because gRPC's dynamic window sent a BDP ping per request / response
+// exchange on the BatchCommands stream.
 package kv

@@ -124,4 +124,13 @@
 // Client is safe for concurrent use. Keys and mutations passed in are not
 // retained after a call returns and are never modified. Returned values and
 // pairs are owned by the caller.
+//
+// # Defaults
+//
+// BackoffBudget is 20 s by default; a call that spends it reaches a MySQL
+// client as ERROR 9005 (sql/errno ErrRegionUnavailable). A coprocessor
+// request carries the tasks of up to CopStoreBatch (4) regions whose leaders
+// share a store (TiDB's store batching, copbatch.go); the store answers each
+// task on its own, and a task with a region error is retried alone, split
+// again by region.
 package kvclient

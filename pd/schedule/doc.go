@@ -38,4 +38,14 @@
 // table's regions on one store set with one leader store; the balance
 // schedulers and location moves skip those regions. Everything is decided on the in-memory model, so the logic
 // is tested without processes (*_test.go).
+//
+// # Settings
+//
+// Config (config.go, PD's HTTP API): DisconnectTime 20 s,
+// max-store-down-time, store-limit (operations per store per minute),
+// location-labels (the replica checker places replicas across them),
+// schedule-interval (1 s) and affinity-tables (affinity.go has the rules).
+// Region heartbeats carrying a stale epoch or term are rejected, and the
+// leader's store checks each step before it runs it (raftstore's
+// confchange.go).
 package schedule

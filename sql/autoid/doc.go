@@ -9,4 +9,10 @@
 //
 // The node's allocators belong to its sql/domain.Domain; they are safe for
 // concurrent use.
+//
+// # AUTO_INCREMENT
+//
+// Values are per table from 1. A node reserves AutoIncStep (1000) values at
+// a time; an explicit value rebases the counter past it (Rebase), and the
+// AUTO_INCREMENT=N table option starts it at N.
 package autoid

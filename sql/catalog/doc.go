@@ -51,4 +51,17 @@
 // compatible step past the transaction's. A node whose row expired before
 // its renewal committed fails its running transactions (the owner may
 // have gone on without them).
+//
+// # Checks and the metadata lock
+//
+// Keep checks the version every quarter lease (--schema-lease, 1 s: a TSO
+// and a point get); the cache is trusted within a lease of the last check's
+// send time, past that a statement checks first and fails with 8027 if it
+// cannot. A transaction records the version it began at and holds it until
+// it ends (TxnBegin, TiDB's metadata lock): the node's sync row shows the
+// oldest such version, so a DDL step waits for those transactions, at most
+// two leases, instead of failing them. Its COMMIT fails with 8028, writing
+// nothing, when a table it wrote appears in a diff since, unless that diff is
+// one compatible index or column state step; an autocommit statement is then
+// re-run (sql/session/retry.go).
 package catalog

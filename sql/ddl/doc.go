@@ -97,4 +97,28 @@
 //
 // Concurrency: a DDL is safe for concurrent use; Run is one goroutine that
 // both campaigns and runs jobs.
+//
+// # Timings, ADMIN and keys
+//
+// The owner lease lasts 30 schema leases, at least 3 s (Config.OwnerTTL);
+// each renewal writes the meta region and so wakes it from hibernation. The
+// owner looks at the queue every tenth of a lease while jobs run and every
+// lease after 30 s without one. A backfill batch (BackfillBatch, 256 rows)
+// also conflict-checks the row keys it read, so a batch racing a DML on its
+// rows fails at prewrite and is retried on a new snapshot; a unique entry
+// DML already wrote for the same handle is kept. Entries of a dropped index
+// stay under an index id that is never reused (nothing collects them). ADMIN
+// SHOW DDL JOBS lists queued and recent jobs with TiDB's columns, ADMIN SHOW
+// DDL the owner; ADMIN CANCEL DDL JOBS answers 8224 for an unknown job, 8225
+// for one that ended and 8226 for one too far along (sql/executor/admin.go
+// runs them, and ADMIN CHECK TABLE / INDEX: at one snapshot, 8223 for an
+// entry without its row or with another handle, 8003 for a row without its
+// entry). RENAME TABLE is an incompatible version: a transaction that wrote
+// the table fails with 8028. A PRIMARY KEY is the row handle only when it is
+// one integer column (TiDB's tidb_enable_clustered_index=INT_ONLY); any other
+// is NONCLUSTERED, a unique index named PRIMARY over the hidden _tidb_rowid
+// handle, its columns NOT NULL (1171 when declared NULL); dropping it is
+// 1235 (tableinfo.go), and so are index prefix lengths and expression
+// indexes. Tests: tests/ddl_test.go (an owner killed mid-backfill)
+// and tests/column_test.go (column DDL under writers on two SQL nodes).
 package ddl

@@ -55,4 +55,60 @@
 // at group_concat_max_len).
 // Executor is safe for
 // concurrent use; per-statement state lives in the statement's operators.
+//
+// # Range reads and the coprocessor
+//
+// Range reads go through the coprocessor in pages (readers.go): the first
+// request asks for 256 rows (or the pushed-down limit), each next one for
+// twice as many, up to 8192; a page is one request to one region
+// (paging_size; the store returns its resume key), so a scan holds one page
+// and no region is asked for rows it would discard. Backward table scans,
+// ranges the transaction has written in, and READ-COMMITTED reads go through
+// Txn.Scan instead, which merges the buffer. With index lookup pushdown
+// (strata_index_lookup_pushdown; hints INDEX_LOOKUP_PUSHDOWN and
+// NO_INDEX_LOOKUP_PUSHDOWN) the store reads the rows of the regions it leads
+// and marks the others remote, in place; the executor fetches those with one
+// BatchGet per chunk, so rows stay in index order and no answer depends on
+// placement (strata_distsql_index_lookup_rows_total{path}). Partial
+// aggregates come back per region and group, in first-scanned order, and the
+// root HashAgg merges them by expr.AppendGroupKey in region order, so groups,
+// their order and first-row values are those of the root path (a DOUBLE SUM
+// or AVG may differ in the last digits). Aggregation, top-N and table-page
+// requests carry a time budget (page_ms, 1 s, pushdown.go): a store that
+// spends it answers the part it scanned with a resume key, and the rest of
+// the region is asked for again, never retried whole.
+// strata_distsql_rpcs_per_statement counts coprocessor RPCs per statement
+// (kvclient/rpcstats). EXPLAIN ANALYZE shows the stores' execution summaries:
+// cop_task on the reader, tikv_task on each pushed operator. An expression
+// error on a store with a MySQL code (1690) reaches the client with that code
+// (errno.Coded).
+//
+// # Other operators
+//
+// SelectLock under a LIMIT with nothing reordering below it locks rows as it
+// reads them until LIMIT of them still satisfy WHERE at for_update_ts (a row
+// deleted meanwhile is skipped, as InnoDB does). IndexJoin reads, per
+// 256-row chunk of outer rows, one BatchGet of row keys or one batch of index
+// point ranges for the chunk's distinct keys. A recursive CTE (cte.go) runs
+// its recursive blocks round after round over the previous round's rows
+// until a round adds none; round cte_max_recursion_depth + 1 is ERROR 3636.
+// Window (window.go) materializes its input, finds partitions and peer
+// groups, and extends an aggregate whose frame only grows at its end instead
+// of recomputing it. WITH ROLLUP is the root HashAgg adding each row to its
+// group and every prefix group, then sorting as MySQL returns them; it is
+// never pushed down and does not spill. A result set is held until it is
+// sent (not streamed) and counts toward the statement's memory, not its
+// quota. Past the quota a sort writes sorted runs and merges them, 64 at a
+// time (sortspill.go); a hash join becomes a grace hash join and a hash
+// aggregation writes the rows of new groups to partitions (both 32 ways, up
+// to 3 levels, joinspill.go, aggspill.go); Distinct, cross joins and a
+// partition whose keys cannot be split fail with ERROR 8175.
+//
+// # Plan cache
+//
+// A prepared point select's plan is cached per session (plancache.go,
+// PlanCache over planner.PointTemplate) and replanned when its table's
+// definition or (for an unqualified table name) the current database
+// changed; @@last_plan_from_cache and strata_sql_plan_cache_total
+// show it.
 package executor

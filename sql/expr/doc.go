@@ -21,4 +21,14 @@
 // RAND(N)'s sequence (one per compiled call, under a mutex) and the last
 // pattern a REGEXP with a non-constant pattern compiled; Eval does not
 // retain row. Byte results may alias row or the Expr's constants.
+//
+// # Where functions live
+//
+// compileFunc (compile.go) looks a name up in the builtin tables first
+// (builtin_string.go, builtin_math.go, builtin_time.go, ...: SUBSTRING,
+// TRIM, LOCATE, LPAD, ROUND, TRUNCATE, GREATEST, EXTRACT, DATE_ADD and
+// d + INTERVAL n unit, DATEDIFF, TIMESTAMPDIFF, DATE_FORMAT, STR_TO_DATE,
+// ...), then handles session functions and a few basics itself. ToPB
+// (pb.go) serializes comparisons, logic, IN, arithmetic, LIKE and CASE for
+// the stores; a scalar function or a cast is not pushable (ErrNotPushable).
 package expr

@@ -21,4 +21,15 @@
 // once (a PD leader change, a paused process) is harmless: both compute
 // safe points the same way, lock resolution is idempotent, and PD's safe
 // point never moves back.
+//
+// # Settings and leadership
+//
+// The life time is never below 10 minutes (DefaultMinLifeTime, as TiDB). A
+// transaction older than 24 h (kvclient/txn.MaxGCWait, TiDB's
+// tidb_gc_max_wait_time) no longer holds the safe point back; its reads then
+// fail with 9006. tidb_gc_life_time and tidb_gc_run_interval are GLOBAL
+// variables kept by PD (SET GLOBAL, SELECT @@global...;
+// sql/session/gcvars.go). PD grants the GC leadership in memory, and a new
+// PD term grants none until every SQL node had a full heartbeat TTL to
+// report its smallest start_ts (pd/gc.go).
 package gcleader

@@ -27,4 +27,12 @@
 // Concurrency: a Statement's counters are atomics (the Limiter reads them
 // from its own goroutine); Start and End belong to the session's goroutine.
 // A Tracker belongs to one operator, on the statement's goroutine.
+//
+// # Defaults and metrics
+//
+// tidb_mem_quota_query defaults to 1 GiB; tidb_server_memory_limit (GLOBAL,
+// this node) to 80% of the machine's or the cgroup's memory. Metrics:
+// strata_sql_memory_bytes{scope}, strata_sql_statement_memory_peak_bytes,
+// strata_sql_memory_cancels_total{reason}, and from sql/executor/spill
+// strata_sql_spill_total and strata_sql_spill_bytes_total.
 package memory

@@ -68,4 +68,51 @@
 // exact: integer columns compared with numbers, string columns with
 // strings (bytewise, utf8mb4_bin). Decimal and temporal columns are
 // stored as text in index keys, so they are never turned into ranges.
+//
+// # Joins
+//
+// Comma, CROSS, INNER and LEFT / RIGHT [OUTER] joins with ON, USING or
+// NATURAL resolve names as MySQL does (join.go: a USING column is one column
+// for * and unqualified names; 1052 for an ambiguous name, 1066 for a
+// repeated alias). WHERE conjuncts are qualified, x = c AND x = y adds y = c,
+// and each conjunct moves below the joins to the one table it reads; a WHERE
+// that rejects the NULL rows of an outer join's inner side makes it an inner
+// join. HashJoin builds on the side with fewer estimated rows (the inner side
+// of an outer join). IndexJoin replaces it when the inner table's handle or
+// an index prefix is among the keys and it costs less, in rows read, than
+// the hash join and the index join the other way round; a pseudo estimate
+// (a table without statistics) weighs 10 times more, so an unanalyzed big
+// table is not trusted as a small outer side. STRAIGHT_JOIN keeps MySQL's
+// meaning: no reorder, the left table first. The greedy reorder of three or
+// more inner-joined tables (joinreorder.go) starts from the smallest
+// estimated input and adds at each step the smallest table connected by an
+// equality to those joined; a Projection puts the columns back in the
+// statement's order. A condition holding a correlated subquery is placed
+// where every table it may name is joined.
+//
+// # Other sources
+//
+// A derived table is a SubqueryScan over its plan; in a join, a = constant
+// the statement implies on a plain column the subquery groups on goes into
+// the subquery's WHERE (derivedpush.go). A subquery in an expression
+// (subquery.go: scalar, EXISTS, IN, ANY / ALL, with MySQL's NULL semantics,
+// 1242 and 1241) is planned with the statement; an uncorrelated one runs at
+// most once, in the statement's transaction. A name its own tables lack
+// resolves in the enclosing queries (expr.OuterResolver), which makes it
+// correlated. When every outer reference is a WHERE conjunct inner = outer
+// on integers or strings it is decorrelated (decorrelate.go): run once
+// without those conjuncts, hashed by the inner sides, and looked up per outer
+// row; otherwise it re-runs per outer row, cached per distinct outer value.
+// A FROM name resolves to a CTE in scope before a table (cte.go); a
+// non-recursive CTE is planned as a derived table at each reference, a
+// recursive one becomes the executor's CTE operator, with MySQL's 3573 /
+// 3574 / 3575 / 3577 restrictions. Window functions (window.go) run after
+// GROUP BY / HAVING and before ORDER BY / DISTINCT / LIMIT; the functions of
+// one window share a Sort and a Window operator; elsewhere a window function
+// is 3593, window definition errors are 3579 to 3591. GROUP BY ... WITH
+// ROLLUP takes columns only (an expression is 1235). A view (view.go) is
+// planned from its stored SQL as a derived table, names resolving in the
+// view's database: 1356 when it no longer plans, 1462 past 32 nested views;
+// writing a view is 1288. Expressions serialize for pushdown (expr.ToPB)
+// unless they hold a scalar function or a cast.
 package planner

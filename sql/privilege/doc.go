@@ -35,4 +35,16 @@
 // With SkipGrantTables (sqlnode --skip-grant-tables) every login succeeds
 // without a password check and every check passes; the account statements
 // still write the tables (operations.md describes the recovery).
+//
+// # Logins and checks
+//
+// A login (sql/server handshake.go) matches user@host in the snapshot in
+// MySQL's order (most specific host first, named users before anonymous),
+// runs the account's plugin, and refuses a locked account (3118) and REQUIRE
+// SSL without TLS. sql/session checks every statement at dispatch
+// (privs.go): the session's account is re-resolved once per snapshot; when
+// its global privileges do not cover the statement, its table references get
+// SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER and INDEX checks at
+// global, database, table and (single-table statements) column level:
+// 1142, 1143, 1044 or 1227 (stmts.go).
 package privilege

@@ -50,4 +50,11 @@
 // logged with its stack, and closes only that connection. On shutdown the
 // listener closes at once, idle connections are closed, running statements
 // may finish within Config.ShutdownTimeout, then everything is cut.
+//
+// # Testing with real clients
+//
+// tests/clients_test.go runs the mysql CLI, pymysql, MySQLdb and GORM
+// against a cluster (make test-clients); make test-go-sql-driver runs
+// go-sql-driver's own suite (tests/clients/go-sql-driver.sh; results in
+// bench/results/2026-11-30-2016-go-sql-driver.md).
 package server

@@ -42,4 +42,26 @@
 //
 // A Session belongs to one connection and is not safe for concurrent use.
 // Everything it shares with other sessions (its sql/domain.Domain) is.
+//
+// # Statement retry and point reads
+//
+// retryStatement (retry.go) runs an autocommit INSERT, UPDATE or DELETE again
+// from the start (a new start_ts, fresh reads), with backoff, at most 10
+// times: in optimistic mode after a write conflict at commit (9007), in both
+// modes when a request sent before committing was lost with its store, and
+// when a table it wrote changed schema under it (8028). An autocommit point
+// SELECT reads the newest committed version (the maximal timestamp: no TSO
+// round trip; the store still checks locks and waits for in-flight writes of
+// the key); inside a transaction reads are at its start_ts. A prepared point
+// select is planned once per session and statement (executor.PlanCache).
+//
+// # Replica and stale reads
+//
+// tidb_replica_read ('leader', 'follower', 'leader-and-follower'; the
+// 'closest-*' values act like 'leader-and-follower') and AS OF TIMESTAMP
+// (SELECT ... FROM t AS OF TIMESTAMP, START TRANSACTION READ ONLY AS OF
+// TIMESTAMP; the datetime becomes a TSO timestamp of its milliseconds) put a
+// mode into the statement's context (kvclient/replicaread) for the reads of
+// non-locking SELECTs only (staleread.go). A future time, or AS OF in a
+// write or a locking read, is ERROR 8135.
 package session

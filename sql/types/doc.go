@@ -13,4 +13,12 @@
 // SET sorts as its text, not by its bit value as in MySQL.
 //
 // Everything here is pure and safe for concurrent use.
+//
+// # Decimals and conversion errors
+//
+// DECIMAL values are exact (decimal.go): a coefficient and a scale, the
+// coefficient an int64 when it fits and a big.Int beyond, with MySQL's
+// result scales; a value stored into a column is rounded half away from zero
+// to the column's scale. A value out of a column's range is 1264, a string
+// too long for it 1406 (convert.go).
 package types

@@ -62,4 +62,10 @@
 // # Ownership
 //
 // Worker.Run owns one goroutine; SafePoint is safe for concurrent use.
+//
+// # Defaults
+//
+// BatchKeys is 256 keys, BatchPause 5 ms, DeleteDelay two PollIntervals
+// (worker.go). KvGet, KvBatchGet, KvScan and Coprocessor requests are the
+// reads refused below the safe point.
 package gc

@@ -38,4 +38,12 @@
 // records, a long value) are SeekPrefixGE, which Pebble serves from the
 // bloom filters and versions of the key's prefix as that Comparer splits
 // it; scans are SeekGE.
+//
+// # Read views
+//
+// A store's requests read through a View (view.go): one Pebble iterator pins
+// the DB's state and every further iterator is its clone, cheaper for short
+// reads than a *pebble.Snapshot, which takes the DB mutex twice and runs the
+// compaction picker when closed as the oldest snapshot; store/server falls
+// back to a snapshot when a View cannot be opened.
 package mvcc

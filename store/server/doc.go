@@ -48,4 +48,17 @@
 //
 // Concurrency: handlers run on gRPC's goroutines; none is started per
 // request. Everything persistent belongs to the raftstore (see its doc).
+//
+// # Deadlock detection and index lookups
+//
+// The deadlock detector's wait-for graph lives on the store leading the
+// region of the empty key; other stores send it their waits through the
+// Detect RPC (detector.go), looking the detector store up in PD. An index
+// lookup pushed into a coprocessor request (rowLookup) reads a row itself
+// only when raftstore.LeasedRegion says this store leads the row's region
+// with a published lease of which half is left, or a ReadIndex succeeds
+// because its peer leads; after the concurrency manager's check of the key it
+// reads from one engine view per batch of entries at start_ts with lock
+// checks. Every other row goes back marked remote
+// (strata_coprocessor_index_lookup_rows_total).
 package server
