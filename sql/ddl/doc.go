@@ -55,7 +55,7 @@
 // its origin default (its default at the ALTER, the ALTER's time for
 // DEFAULT CURRENT_TIMESTAMP, MySQL's implicit value for NOT NULL without
 // DEFAULT), which rows that lack it decode to, on the SQL nodes and in
-// the stores' pushed-down scans alike (catalog.TableInfo.DecodeRow); a
+// the stores' pushed-down scans alike (model.TableInfo.DecodeRow); a
 // later SET DEFAULT changes new rows only. While a column is not public it
 // is in TableInfo.NonPublic, invisible to queries; a write-only one is
 // written by INSERT (catalog.ColumnInfo.FillDatum) and carried over by
