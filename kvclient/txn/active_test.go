@@ -17,8 +17,7 @@ import (
 // not a snapshot to protect, and a transaction older than MaxGCWait no
 // longer holds GC back.
 func TestMinStartTS(t *testing.T) {
-	f := newFakeKV(t)
-	c := f.newClient(Config{})
+	c := newRealStore(t, Config{}).c
 	require.Zero(t, c.MinStartTS())
 
 	a := begin(t, c, kv.TxnOptions{})
@@ -43,8 +42,7 @@ func TestMinStartTS(t *testing.T) {
 // TestLockLostCause: a lock found missing at prewrite after its TTL ran
 // out (no renewal since) is reported as expired, not as a leader's loss.
 func TestLockLostCause(t *testing.T) {
-	f := newFakeKV(t)
-	c := f.newClient(Config{LockTTL: time.Second})
+	c := newRealStore(t, Config{LockTTL: time.Second}).c
 	tx := begin(t, c, kv.TxnOptions{Pessimistic: true})
 	lost := fmt.Errorf("%w: lost", kv.ErrPessimisticLockLost)
 	require.NotErrorIs(t, tx.lockLost(lost), kv.ErrPessimisticLockExpired, "no lock yet")

@@ -1,23 +1,28 @@
 package txn
 
 // Transaction semantics against the real store side: store/txn and its
-// Percolator commands behind store/storetest, over gRPC on loopback.
-// fake_test.go's fakeKV stays for tests that hold or drop a store's
-// answers at a chosen point.
+// Percolator commands behind store/storetest, over gRPC on loopback. Tests
+// that need a store's answer held or lost at a chosen point inject a
+// storetest.Fault (held) that serves the request with the real command
+// once released.
 
 import (
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/raftstore"
+	"github.com/stratadb/strata/store/mvcc"
 	"github.com/stratadb/strata/store/server"
 	"github.com/stratadb/strata/store/storetest"
 )
@@ -38,15 +43,20 @@ func newRealStore(t *testing.T, cfg Config, splits ...string) *realStore {
 // newRealStoreWith is newRealStore with the KV client's configuration
 // (timeouts default to 5 s of backoff and 2 s per RPC).
 func newRealStoreWith(t *testing.T, cfg Config, kvCfg kvclient.Config, splits ...string) *realStore {
+	opts := storetest.Options{Stores: 2}
+	for _, s := range splits {
+		opts.SplitKeys = append(opts.SplitKeys, []byte(s))
+	}
+	return newRealStoreOpts(t, cfg, kvCfg, opts)
+}
+
+// newRealStoreOpts is newRealStoreWith with the store's options.
+func newRealStoreOpts(t *testing.T, cfg Config, kvCfg kvclient.Config, opts storetest.Options) *realStore {
 	if kvCfg.BackoffBudget == 0 {
 		kvCfg.BackoffBudget = 5 * time.Second
 	}
 	if kvCfg.RPCTimeout == 0 {
 		kvCfg.RPCTimeout = 2 * time.Second
-	}
-	opts := storetest.Options{Stores: 2}
-	for _, s := range splits {
-		opts.SplitKeys = append(opts.SplitKeys, []byte(s))
 	}
 	st, err := storetest.New(opts)
 	require.NoError(t, err)
@@ -98,6 +108,96 @@ func (r *realStore) prewrite(key, primary string, startTS, ttl uint64, value str
 	require.NoError(r.t, err)
 	require.Nil(r.t, resp.GetRegionError())
 	require.Empty(r.t, resp.GetErrors())
+}
+
+// prewriteReq sends req (its context filled in for the region of its
+// first key) to the store as a client that then died would have.
+func (r *realStore) prewriteReq(req *kvrpcpb.PrewriteRequest) {
+	r.t.Helper()
+	req.Context = r.rctx(string(req.GetMutations()[0].GetKey()))
+	resp, err := r.st.Storage().Prewrite(bg, req)
+	require.NoError(r.t, err)
+	require.Nil(r.t, resp.GetRegionError())
+	require.Empty(r.t, resp.GetErrors())
+}
+
+// commit commits key's lock of transaction startTS at commitTS.
+func (r *realStore) commit(key string, startTS, commitTS uint64) {
+	r.t.Helper()
+	resp, err := r.st.Storage().Commit(bg, &kvrpcpb.CommitRequest{Context: r.rctx(key),
+		StartVersion: startTS, Keys: [][]byte{[]byte(key)}, CommitVersion: commitTS})
+	require.NoError(r.t, err)
+	require.Nil(r.t, resp.GetRegionError())
+	require.Nil(r.t, resp.GetError())
+}
+
+func (r *realStore) locks() []*kvrpcpb.LockInfo {
+	r.t.Helper()
+	locks, err := r.st.Locks(bg, math.MaxUint64)
+	require.NoError(r.t, err)
+	return locks
+}
+
+// commitTSOf returns the commit ts of the version of key transaction
+// startTS wrote (0: none, or rolled back), from the store's write records.
+func (r *realStore) commitTSOf(key string, startTS uint64) uint64 {
+	r.t.Helper()
+	snap := r.st.Engine().Snapshot()
+	defer snap.Close()
+	rd := mvcc.NewTxnReader(snap)
+	defer rd.Close()
+	rec, err := rd.TxnCommitRecord([]byte(key), startTS)
+	require.NoError(r.t, err)
+	if rec.Kind != mvcc.RecordCommitted {
+		return 0
+	}
+	return rec.CommitTS
+}
+
+// serve runs req with the store's own command, as the store would have
+// served it: what a fault answers once it has done its part.
+func (r *realStore) serve(req proto.Message) (proto.Message, error) {
+	st := r.st.Storage()
+	var resp proto.Message
+	var err error
+	switch req := req.(type) {
+	case *kvrpcpb.PrewriteRequest:
+		resp, err = st.Prewrite(bg, req)
+	case *kvrpcpb.CommitRequest:
+		resp, err = st.Commit(bg, req)
+	case *kvrpcpb.PessimisticLockRequest:
+		resp, err = st.PessimisticLock(bg, req)
+	case *kvrpcpb.ResolveLockRequest:
+		resp, err = st.ResolveLock(bg, req)
+	case *kvrpcpb.TxnHeartBeatRequest:
+		resp, err = st.TxnHeartBeat(bg, req)
+	default:
+		return nil, status.Errorf(codes.Unimplemented, "serve: %T", req)
+	}
+	if err != nil {
+		return nil, server.GRPCError(err)
+	}
+	return resp, nil
+}
+
+// hold injects a fault that holds the requests of method that match
+// (match nil: all) until release is called, at the latest when the test
+// ends: then the store serves them (applied false) or, applied, the store
+// applied each at once and its answer is lost (the client sees none before
+// its attempt times out).
+func (r *realStore) hold(method string, match func(proto.Message) bool, applied bool) (f *storetest.Fault, release func()) {
+	held := make(chan struct{})
+	release = sync.OnceFunc(func() { close(held) })
+	r.t.Cleanup(release) // before the store stops: it waits for held requests
+	f = &storetest.Fault{Method: method, Match: match, Applied: applied, Answer: func(req proto.Message) (proto.Message, error) {
+		<-held
+		if applied {
+			return nil, status.Error(codes.Unavailable, "answer lost")
+		}
+		return r.serve(req)
+	}}
+	r.st.Inject(f)
+	return f, release
 }
 
 func TestOptimisticConflict(t *testing.T) {

@@ -10,9 +10,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/store/storetest"
 	"github.com/stratadb/strata/tso"
 )
 
@@ -53,52 +58,46 @@ func TestCommitModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeKV(t, "m")
-			c := f.newClient(Config{})
+			r := newRealStore(t, Config{}, "m")
+			c := r.c
 			tx := begin(t, c, tt.opts)
-			for _, k := range tt.keys {
+			keys := make([][]byte, len(tt.keys))
+			for i, k := range tt.keys {
+				keys[i] = []byte(k)
 				require.NoError(t, tx.Set([]byte(k), []byte("v-"+k)))
 			}
 			if tt.opts.Pessimistic {
-				keys := make([][]byte, len(tt.keys))
-				for i, k := range tt.keys {
-					keys[i] = []byte(k)
-				}
 				_, err := tx.LockKeys(bg, kv.LockOptions{}, keys...)
 				require.NoError(t, err)
 			}
-			// A reader at a later ts pushes max_ts in region 2 so async
-			// commit must pick a commit ts above it.
-			readTS := f.ts() + 1000
-			f.mu.Lock()
-			f.maxTS = max(f.maxTS, readTS)
-			f.mu.Unlock()
-			// readTS stands for a timestamp PD handed out: every later
-			// one (the final reader's) is above it, as with a real PD.
-			f.lastTS.Store(max(f.lastTS.Load(), readTS))
+			// A reader at a later ts than start_ts (and for_update_ts)
+			// reads every key, in both regions: the stores' max_ts is
+			// then above start_ts, and async commit and 1PC must pick a
+			// commit ts above the read.
+			readTS := r.ts()
+			rd := begin(t, c, kv.TxnOptions{ReadOnly: true, StartTS: readTS})
+			m, err := rd.BatchGet(bg, keys)
+			require.NoError(t, err)
+			require.Empty(t, m)
+			require.NoError(t, rd.Rollback(bg))
 
+			commits := r.st.Calls("KvCommit")
 			if tt.wantCommits == 0 {
-				// The answer must not wait for any Commit RPC: hold them
-				// all until Commit has returned.
-				release := make(chan struct{})
-				f.setHook(func(method string, _ any) time.Duration {
-					if method == "Commit" {
-						<-release
-					}
-					return 0
-				})
+				// The answer must not wait for any Commit RPC: the store
+				// holds them all until Commit has returned.
+				_, release := r.hold("KvCommit", nil, false)
 				require.NoError(t, tx.Commit(bg))
-				close(release)
+				release()
 			} else {
 				require.NoError(t, tx.Commit(bg))
-				require.GreaterOrEqual(t, f.count("Commit"), 1, "primary committed before the answer")
+				require.Greater(t, r.st.Calls("KvCommit"), commits, "primary committed before the answer")
 			}
 			// Every key committed (secondaries in the background) at one
 			// commit ts.
-			require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return r.lockCount() == 0 }, 5*time.Second, time.Millisecond)
 			var commitTS uint64
 			for _, k := range tt.keys {
-				ts := f.commitTSOf(k, tx.StartTS())
+				ts := r.commitTSOf(k, tx.StartTS())
 				require.NotZero(t, ts, k)
 				if commitTS == 0 {
 					commitTS = ts
@@ -110,7 +109,7 @@ func TestCommitModes(t *testing.T) {
 					require.Greater(t, commitTS, readTS, "commit ts above every read the stores served")
 				}
 			}
-			rd := begin(t, c, kv.TxnOptions{})
+			rd = begin(t, c, kv.TxnOptions{})
 			for _, k := range tt.keys {
 				requireRead(t, rd, k, "v-"+k)
 			}
@@ -122,44 +121,44 @@ func TestCommitModes(t *testing.T) {
 // big transaction resolves its own key and goes on; the region-wide
 // ResolveLock of the transaction's other locks runs in the background (a
 // slow one, as a region full of deleted locks makes it, no longer fails
-// the reader).
+// the reader: here the store holds it until the reader has its value).
 func TestBigTxnResolvedInBackground(t *testing.T) {
-	f := newFakeKV(t)
-	c := f.newClient(Config{})
-	start := f.ts() - tso.ComposeTS(1000, 0)
+	r := newRealStore(t, Config{})
+	c := r.c
 	for _, k := range []string{"a", "b", "c"} {
-		f.put(k, "old")
-		f.lock(k, "a", start, 100, "new")
-		f.mu.Lock()
-		f.locks[k].info.TxnSize = smallTxnKeys
-		f.mu.Unlock()
+		r.put(k, "old")
 	}
-	f.mu.Lock()
-	require.Nil(t, f.finish([]byte("a"), start, f.lastTS.Add(1)))
-	f.mu.Unlock()
-	var regionWide atomic.Int32
-	f.setHook(func(method string, req any) time.Duration {
-		if r, ok := req.(*kvrpcpb.ResolveLockRequest); ok && len(r.Keys) == 0 {
-			regionWide.Add(1)
-			return 2 * time.Second
-		}
-		return 0
-	})
+	start := r.ts()
+	for _, k := range []string{"a", "b", "c"} {
+		r.prewriteReq(&kvrpcpb.PrewriteRequest{
+			Mutations:   []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte(k), Value: []byte("new")}},
+			PrimaryLock: []byte("a"), StartVersion: start, LockTtl: 100, TxnSize: smallTxnKeys, MinCommitTs: start + 1})
+	}
+	r.commit("a", start, r.ts()) // the primary: the transaction committed
+	regionWide, release := r.hold("KvResolveLock", func(req proto.Message) bool {
+		return len(req.(*kvrpcpb.ResolveLockRequest).GetKeys()) == 0
+	}, false)
 	rd := begin(t, c, kv.TxnOptions{})
-	began := time.Now()
-	requireRead(t, rd, "b", "new")
-	require.Less(t, time.Since(began), 1500*time.Millisecond, "the reader waited for the region-wide resolve")
-	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 10*time.Second, 10*time.Millisecond)
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	v, found, err := rd.Get(ctx, []byte("b"))
+	require.NoError(t, err, "the reader waited for the region-wide resolve")
+	require.True(t, found)
+	require.Equal(t, "new", string(v))
+	release()
+	require.Eventually(t, func() bool { return r.lockCount() == 0 }, 10*time.Second, 10*time.Millisecond)
 	requireRead(t, rd, "c", "new")
-	require.Equal(t, int32(1), regionWide.Load(), "one region-wide resolve per transaction and region")
+	require.Equal(t, 1, r.st.Hits(regionWide), "one region-wide resolve per transaction and region")
 }
 
 func TestReaderPushesLiveLock(t *testing.T) {
-	f := newFakeKV(t)
-	c := f.newClient(Config{})
-	f.put("a", "old")
-	start := f.ts()
-	f.lock("a", "a", start, 60_000, "new") // alive for a minute
+	r := newRealStore(t, Config{})
+	c := r.c
+	r.put("a", "old")
+	start := r.ts()
+	r.prewriteReq(&kvrpcpb.PrewriteRequest{ // alive for a minute
+		Mutations:   []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("new")}},
+		PrimaryLock: []byte("a"), StartVersion: start, LockTtl: 60_000, TxnSize: 1, MinCommitTs: start + 1})
 	rd := begin(t, c, kv.TxnOptions{})
 	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
 	defer cancel()
@@ -167,72 +166,80 @@ func TestReaderPushesLiveLock(t *testing.T) {
 	require.NoError(t, err, "the reader pushes min_commit_ts instead of waiting")
 	require.True(t, found)
 	require.Equal(t, "old", string(v))
-	f.mu.Lock()
-	require.Greater(t, f.locks["a"].info.MinCommitTs, rd.StartTS())
-	f.mu.Unlock()
+	locks := r.locks()
+	require.Len(t, locks, 1)
+	require.Greater(t, locks[0].GetMinCommitTs(), rd.StartTS())
 }
 
 func TestResolveExpiredAsyncCommit(t *testing.T) {
-	f := newFakeKV(t, "m")
-	c := f.newClient(Config{})
-	start := f.ts() - tso.ComposeTS(1000, 0)
-	f.lock("a", "a", start, 50, "v")
-	f.lock("z", "a", start, 50, "v")
-	f.mu.Lock()
-	for _, k := range []string{"a", "z"} {
-		f.locks[k].info.UseAsyncCommit = true
-		f.locks[k].info.MinCommitTs = start + 10
+	r := newRealStore(t, Config{}, "m")
+	c := r.c
+	start := r.ts()
+	put := func(k string) []*kvrpcpb.Mutation {
+		return []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte(k), Value: []byte("v")}}
 	}
-	f.locks["z"].info.MinCommitTs = start + 20
-	f.locks["a"].info.Secondaries = [][]byte{[]byte("z")}
-	f.mu.Unlock()
+	r.prewriteReq(&kvrpcpb.PrewriteRequest{Mutations: put("a"), PrimaryLock: []byte("a"), StartVersion: start,
+		LockTtl: 50, TxnSize: 2, MinCommitTs: start + 1, UseAsyncCommit: true, Secondaries: [][]byte{[]byte("z")}})
+	// A read between the two prewrites raises max_ts: z's prewrite gets
+	// the larger min_commit_ts.
+	requireRead(t, begin(t, c, kv.TxnOptions{}), "y", "")
+	r.prewriteReq(&kvrpcpb.PrewriteRequest{Mutations: put("z"), PrimaryLock: []byte("a"), StartVersion: start,
+		LockTtl: 50, TxnSize: 2, MinCommitTs: start + 1, UseAsyncCommit: true})
+	locks := r.locks()
+	require.Len(t, locks, 2)
+	minA, minZ := locks[0].GetMinCommitTs(), locks[1].GetMinCommitTs()
+	require.Greater(t, minZ, minA)
+
 	rd := begin(t, c, kv.TxnOptions{})
 	requireRead(t, rd, "z", "v") // all prewrites there: committed at max min_commit_ts
-	require.Equal(t, start+20, f.commitTSOf("a", start))
-	require.Equal(t, start+20, f.commitTSOf("z", start))
+	require.Equal(t, minZ, r.commitTSOf("a", start))
+	require.Equal(t, minZ, r.commitTSOf("z", start))
 }
 
 func TestPessimisticRetryAtNewForUpdateTS(t *testing.T) {
-	f := newFakeKV(t)
-	c := f.newClient(Config{})
+	r := newRealStore(t, Config{})
+	c := r.c
 	tx := begin(t, c, kv.TxnOptions{Pessimistic: true})
-	var once bool
-	f.setHook(func(method string, req any) time.Duration {
-		if method == "PessimisticLock" && !once {
-			once = true
-			f.put("a", "late") // committed after the first for_update_ts
+	// Another transaction commits a after the first request's
+	// for_update_ts, before the store serves it.
+	r.st.Inject(&storetest.Fault{Method: "KvPessimisticLock", Times: 1, Answer: func(req proto.Message) (proto.Message, error) {
+		other, err := c.Begin(bg, kv.TxnOptions{})
+		if err == nil {
+			err = other.Set([]byte("a"), []byte("late"))
 		}
-		return 0
-	})
+		if err == nil {
+			err = other.Commit(bg)
+		}
+		if err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return r.serve(req)
+	}})
 	vals, err := tx.LockKeys(bg, kv.LockOptions{ReturnValues: true}, []byte("a"))
 	require.NoError(t, err)
 	require.Equal(t, "late", string(vals[0]))
-	require.Equal(t, 2, f.count("PessimisticLock"))
+	require.Equal(t, 2, r.st.Calls("KvPessimisticLock"))
 	require.NoError(t, tx.Rollback(bg))
-	require.Equal(t, 0, f.lockCount(), "rollback released the lock")
+	require.Equal(t, 0, r.lockCount(), "rollback released the lock")
 }
 
+// TestPrimaryCommitLostIsUndetermined: the store applies the primary's
+// commit but its answer never comes (the attempt times out): the commit
+// is undetermined, never rolled back.
 func TestPrimaryCommitLostIsUndetermined(t *testing.T) {
-	f := newFakeKV(t, "m")
-	kvCfg := Config{}
-	c := f.newClient(kvCfg)
-	tx := begin(t, c, kv.TxnOptions{})
+	r := newRealStoreWith(t, Config{}, kvclient.Config{RPCTimeout: time.Second}, "m")
+	tx := begin(t, r.c, kv.TxnOptions{})
 	require.NoError(t, tx.Set([]byte("a"), []byte("1")))
 	require.NoError(t, tx.Set([]byte("z"), []byte("1")))
-	f.setHook(func(method string, req any) time.Duration {
-		if method == "Commit" {
-			return 3 * time.Second // past the 2s RPC timeout
-		}
-		return 0
-	})
+	lost, _ := r.hold("KvCommit", nil, true)
 	err := tx.Commit(bg)
 	require.ErrorIs(t, err, kv.ErrUndetermined)
-	require.Equal(t, 0, f.count("BatchRollback"), "never rolled back")
+	require.Equal(t, 1, r.st.Hits(lost))
+	require.Equal(t, 0, r.st.Calls("KvBatchRollback"), "never rolled back")
 }
 
 func TestTxnTooLarge(t *testing.T) {
-	f := newFakeKV(t)
-	c := f.newClient(Config{MaxTxnSize: 100})
+	c := newRealStore(t, Config{MaxTxnSize: 100}).c
 	tx := begin(t, c, kv.TxnOptions{})
 	require.NoError(t, tx.Set([]byte("a"), make([]byte, 50)))
 	var tl *kv.TxnTooLargeError
@@ -244,7 +251,8 @@ func TestKeyErrorMapping(t *testing.T) {
 	require.ErrorAs(t, keyError(&kvrpcpb.KeyError{Deadlock: &kvrpcpb.Deadlock{LockKey: []byte("k")}}, 1), &dl)
 	require.ErrorIs(t, keyError(&kvrpcpb.KeyError{LockWaitTimeout: &kvrpcpb.LockWaitTimeout{Key: []byte("k")}}, 1), kv.ErrLockWaitTimeout)
 	require.ErrorIs(t, keyError(&kvrpcpb.KeyError{TxnLockNotFound: &kvrpcpb.TxnLockNotFound{}}, 1), ErrTxnAborted)
-	require.True(t, errors.Is(mapErr(fmt.Errorf("x: %w", errFake)), errFake))
+	errX := errors.New("x")
+	require.True(t, errors.Is(mapErr(fmt.Errorf("x: %w", errX)), errX))
 }
 
 func TestGCTooEarly(t *testing.T) {
@@ -257,47 +265,38 @@ func TestGCTooEarly(t *testing.T) {
 // in the first region visible before the other exists) but commit both
 // parts with 2PC at one commit ts.
 func TestOnePCRegionSplitFallsBackTo2PC(t *testing.T) {
-	f := newFakeKV(t)
-	c := f.newClient(Config{})
+	r := newRealStore(t, Config{})
+	c := r.c
 	warm := begin(t, c, kv.TxnOptions{})
-	requireMissing := func(k string) {
-		_, ok, err := warm.Get(bg, []byte(k))
-		require.NoError(t, err)
-		require.False(t, ok)
-	}
-	requireMissing("a1") // the client caches the one region
-	var mu sync.Mutex
-	var partialOnePC int
-	split := sync.OnceFunc(func() { f.split("m") })
-	f.setHook(func(method string, req any) time.Duration {
-		if method != "Prewrite" {
-			return 0
-		}
+	requireRead(t, warm, "a1", "") // the client caches the one region
+	var partialOnePC atomic.Int32
+	split := sync.OnceFunc(func() { r.st.Split([]byte("m")) })
+	r.st.Inject(&storetest.Fault{Method: "KvPrewrite", Answer: func(req proto.Message) (proto.Message, error) {
 		split() // before the first prewrite is served
-		if pr := req.(*kvrpcpb.PrewriteRequest); pr.TryOnePc && len(pr.Mutations) != 2 {
-			mu.Lock()
-			partialOnePC++
-			mu.Unlock()
+		if pr := req.(*kvrpcpb.PrewriteRequest); pr.GetTryOnePc() && len(pr.GetMutations()) != 2 {
+			partialOnePC.Add(1)
 		}
-		return 0
-	})
+		return r.serve(req)
+	}})
 	tx := begin(t, c, kv.TxnOptions{OnePC: true})
 	for _, k := range []string{"a1", "z1"} {
 		require.NoError(t, tx.Set([]byte(k), []byte("v-"+k)))
 	}
 	require.NoError(t, tx.Commit(bg))
-	require.Zero(t, partialOnePC, "no 1PC of a part of the transaction")
-	require.GreaterOrEqual(t, f.count("Commit"), 1, "committed with 2PC")
-	require.Eventually(t, func() bool { return f.lockCount() == 0 }, 5*time.Second, time.Millisecond)
-	require.NotZero(t, f.commitTSOf("a1", tx.StartTS()))
-	require.Equal(t, f.commitTSOf("a1", tx.StartTS()), f.commitTSOf("z1", tx.StartTS()), "one commit ts")
+	require.Len(t, r.st.Engine().Regions(), 2)
+	require.Zero(t, partialOnePC.Load(), "no 1PC of a part of the transaction")
+	require.GreaterOrEqual(t, r.st.Calls("KvCommit"), 1, "committed with 2PC")
+	require.Eventually(t, func() bool { return r.lockCount() == 0 }, 5*time.Second, time.Millisecond)
+	require.NotZero(t, r.commitTSOf("a1", tx.StartTS()))
+	require.Equal(t, r.commitTSOf("a1", tx.StartTS()), r.commitTSOf("z1", tx.StartTS()), "one commit ts")
 }
 
 // TestPessimisticLockResentWhenUndetermined: a lock request whose answer
-// is lost (here: it outlives its attempt timeout, as when the leader dies
-// under it) is sent again while the statement's lock wait lasts, and the
-// resend finds the key locked by this transaction or locks it; past the
-// lock wait the statement fails undetermined (9002) as before.
+// is lost (the store applies it but the answer never comes: the attempt
+// times out, as when the leader dies under it) is sent again while the
+// statement's lock wait lasts, and the resend finds the key locked by
+// this transaction; past the lock wait the statement fails undetermined
+// (9002) as before.
 func TestPessimisticLockResentWhenUndetermined(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -308,32 +307,36 @@ func TestPessimisticLockResentWhenUndetermined(t *testing.T) {
 		{"lock wait over before the answer", 500, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeKV(t, "m")
-			c := f.newClient(Config{})
-			f.put("a", "1")
-			var calls atomic.Int32
-			f.setHook(func(method string, req any) time.Duration {
-				if method == "PessimisticLock" && calls.Add(1) == 1 {
-					// Past the attempt timeout: 2 s RPC timeout plus the
-					// request's wait (at most 1 s). The fake then applies it.
-					return 3500 * time.Millisecond
-				}
-				return 0
-			})
+			// Attempts time out after the 1 s RPC timeout plus the
+			// request's wait (at most half of it).
+			r := newRealStoreWith(t, Config{}, kvclient.Config{RPCTimeout: time.Second}, "m")
+			c := r.c
+			r.put("a", "1")
+			lost := &storetest.Fault{Method: "KvPessimisticLock", Times: 1, Applied: true}
+			held := make(chan struct{})
+			t.Cleanup(func() { close(held) }) // before the store stops
+			lost.Answer = func(proto.Message) (proto.Message, error) {
+				<-held
+				return nil, status.Error(codes.Unavailable, "answer lost")
+			}
+			r.st.Inject(lost)
+			calls := r.st.Calls("KvPessimisticLock")
 			tx := begin(t, c, kv.TxnOptions{Pessimistic: true})
 			vals, err := tx.LockKeys(bg, kv.LockOptions{ReturnValues: true, WaitTimeoutMs: tc.waitMs}, []byte("a"), []byte("z"))
+			calls = r.st.Calls("KvPessimisticLock") - calls
+			require.Equal(t, 1, r.st.Hits(lost))
 			if !tc.ok {
 				require.ErrorIs(t, err, kv.ErrUndetermined)
-				require.Equal(t, int32(1), calls.Load(), "no resend past the lock wait")
+				require.Equal(t, 1, calls, "no resend past the lock wait")
 				require.NoError(t, tx.Rollback(bg))
 				return
 			}
 			require.NoError(t, err)
 			require.Equal(t, [][]byte{[]byte("1"), nil}, vals)
-			require.GreaterOrEqual(t, calls.Load(), int32(3), "primary resent, then the secondary")
+			require.GreaterOrEqual(t, calls, 3, "primary resent, then the secondary")
 			require.NoError(t, tx.Set([]byte("a"), []byte("2")))
 			require.NoError(t, tx.Commit(bg))
-			require.Eventually(t, func() bool { return f.lockCount() == 0 }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return r.lockCount() == 0 }, 10*time.Second, time.Millisecond)
 			requireRead(t, begin(t, c, kv.TxnOptions{}), "a", "2")
 		})
 	}
@@ -346,21 +349,19 @@ func TestPessimisticLockResentWhenUndetermined(t *testing.T) {
 // physical part, as a uint64) advised a TTL of about 2^64 ms, and a
 // transaction whose node then died kept its locks for ever.
 func TestHeartbeatTTLIsTheTransactionsAge(t *testing.T) {
-	f := newFakeKV(t)
-	f.pdAhead = time.Hour
+	r := newRealStoreOpts(t, Config{LockTTL: 3 * time.Second, HeartbeatInterval: 10 * time.Millisecond},
+		kvclient.Config{}, storetest.Options{ClockAhead: time.Hour})
 	ttls := make(chan uint64, 16)
-	f.hook = func(method string, req any) time.Duration {
-		if hb, ok := req.(*kvrpcpb.TxnHeartBeatRequest); ok {
-			select {
-			case ttls <- hb.GetAdviseLockTtl():
-			default:
-			}
+	r.st.Inject(&storetest.Fault{Method: "KvTxnHeartBeat", Answer: func(req proto.Message) (proto.Message, error) {
+		select {
+		case ttls <- req.(*kvrpcpb.TxnHeartBeatRequest).GetAdviseLockTtl():
+		default:
 		}
-		return 0
-	}
-	c := f.newClient(Config{LockTTL: 3 * time.Second, HeartbeatInterval: 10 * time.Millisecond})
-	tx := begin(t, c, kv.TxnOptions{Pessimistic: true})
+		return r.serve(req)
+	}})
+	tx := begin(t, r.c, kv.TxnOptions{Pessimistic: true})
 	defer func() { _ = tx.Rollback(bg) }()
+	require.Greater(t, tso.Physical(tx.StartTS()), time.Now().Add(59*time.Minute).UnixMilli(), "PD's clock an hour ahead")
 	_, err := tx.LockKeys(bg, kv.LockOptions{}, []byte("a"))
 	require.NoError(t, err)
 	ttl := <-ttls

@@ -46,6 +46,10 @@ type Options struct {
 	DisableInMemoryPessimisticLock bool
 	// LockWaitTimeout is txn.Config's (default 50s).
 	LockWaitTimeout time.Duration
+	// ClockAhead runs the timestamp clock (PD's, which GetTS answers and
+	// the store syncs max_ts with) that far ahead of this process's wall
+	// clock, as a PD whose clock is off from the SQL node's.
+	ClockAhead time.Duration
 }
 
 // Store is an in-process store for tests: store/txn and store/coprocessor
@@ -103,6 +107,7 @@ func New(opts Options) (*Store, error) {
 	s := &Store{opts: opts, eng: eng, cm: concurrency.New(), gcLifeTime: uint64((10 * time.Minute).Milliseconds()),
 		gcInterval: uint64((10 * time.Minute).Milliseconds())}
 	s.ids.Store(0)
+	s.clock.ahead = opts.ClockAhead
 	s.det = &countingDetector{Detector: txn.NewLocalDetector()}
 	s.st = txn.New(eng, s.cm, &s.clock, txn.Config{
 		Detector:                s.det,
@@ -276,12 +281,15 @@ func (s *Store) ScanRegions(_ context.Context, start, end []byte, limit int) ([]
 type clock struct {
 	mu   sync.Mutex
 	last uint64
+
+	// ahead is Options.ClockAhead.
+	ahead time.Duration
 }
 
 func (c *clock) next() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ts := tso.ComposeTS(time.Now().UnixMilli(), 0)
+	ts := tso.ComposeTS(time.Now().Add(c.ahead).UnixMilli(), 0)
 	if ts <= c.last {
 		ts = c.last + 1
 	}
