@@ -217,10 +217,10 @@ func TestBatchCallerTimeout(t *testing.T) {
 // their entry (and its stopped timer) to the pool; later requests reuse
 // them and are answered, each bounded by its own timeout.
 func TestBatchTimeoutEntriesReused(t *testing.T) {
-	cl := newFakeCluster(t, 1)
+	cl := newStores(t, 1)
 	cl.put("a", "1", 10)
 	c := cl.client(Config{})
-	sc, err := c.conns.get(cl.stores[1].addr)
+	sc, err := c.conns.get(cl.Addr(1))
 	require.NoError(t, err)
 	for i := range 200 {
 		resp, sent, err := sc.batch.callTimeout(bg, getReq("a"), time.Minute)
@@ -231,18 +231,18 @@ func TestBatchTimeoutEntriesReused(t *testing.T) {
 }
 
 func TestBatchUnsupportedFallsBackToUnary(t *testing.T) {
-	cl := newFakeCluster(t, 1)
+	cl := newStores(t, 1)
 	cl.put("a", "1", 10)
 	c := cl.client(Config{})
-	sc, err := c.conns.get(cl.stores[1].addr)
+	sc, err := c.conns.get(cl.Addr(1))
 	require.NoError(t, err)
-	// The fake serves BatchCommands; make this connection's stream
+	// The store serves BatchCommands; make this connection's stream
 	// answer Unimplemented as an old store would.
 	sc.batch.client = unimplementedBatch{sc.client}
 	requireGet(t, c, "a", 20, "1")
 	require.True(t, sc.batch.unsupported.Load())
 	requireGet(t, c, "a", 20, "1")
-	require.Equal(t, 2, cl.calls(1, "KvGet"))
+	require.Equal(t, 2, cl.NodeCalls(1, "KvGet"))
 }
 
 type unimplementedBatch struct{ storepb.StoreClient }

@@ -6,9 +6,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// BenchmarkGet measures a cached-route Get through a fake store over
-// loopback gRPC: client overhead plus one round trip, as a unary RPC and
-// on the BatchCommands stream. The Parallel variants run GOMAXPROCS*8
+// BenchmarkGet measures a cached-route Get through a store (storetest:
+// the real transaction layer over an in-memory engine) over loopback
+// gRPC: client overhead plus one round trip and the store's read, as a
+// unary RPC and on the BatchCommands stream. The Parallel variants run GOMAXPROCS*8
 // concurrent callers (where batching coalesces); the batched ones report
 // req/msg, the mean number of requests per BatchCommands message.
 func BenchmarkGet(b *testing.B) {
@@ -17,7 +18,7 @@ func BenchmarkGet(b *testing.B) {
 		unary bool
 	}{{"unary", true}, {"batched", false}} {
 		b.Run(mode.name, func(b *testing.B) {
-			cl := newFakeCluster(b, 1)
+			cl := newStores(b, 1)
 			cl.put("key", "value", 10)
 			c := cl.client(Config{DisableBatch: mode.unary})
 			k := []byte("key")
@@ -40,7 +41,7 @@ func BenchmarkGetParallel(b *testing.B) {
 		unary bool
 	}{{"unary", true}, {"batched", false}} {
 		b.Run(mode.name, func(b *testing.B) {
-			cl := newFakeCluster(b, 1)
+			cl := newStores(b, 1)
 			cl.put("key", "value", 10)
 			c := cl.client(Config{DisableBatch: mode.unary})
 			k := []byte("key")

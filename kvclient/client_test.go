@@ -12,12 +12,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/storepb"
+	"github.com/stratadb/strata/store/storetest"
 )
 
 var bg = context.Background()
@@ -65,7 +66,7 @@ func requireGet(t *testing.T, c *Client, k string, ts uint64, want string) {
 }
 
 func TestGet(t *testing.T) {
-	cl := newFakeCluster(t, 1)
+	cl := newStores(t, 1)
 	cl.put("a", "a1", 10)
 	cl.put("a", "a2", 20)
 	c := cl.client(Config{})
@@ -79,7 +80,7 @@ func TestGet(t *testing.T) {
 	for _, tt := range tests {
 		requireGet(t, c, tt.key, tt.ts, tt.want)
 	}
-	require.Equal(t, int32(1), cl.pdCalls.Load(), "region cached after first load")
+	require.Equal(t, 1, cl.PDCalls("GetRegion"), "region cached after first load")
 }
 
 func TestNotLeaderRedirect(t *testing.T) {
@@ -96,20 +97,19 @@ func TestNotLeaderRedirect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cl := newFakeCluster(t, 3)
+			cl := newStores(t, 3)
 			cl.put("a", "v", 10)
-			cl.hideHint = tt.hideHint
-			cl.setLeader(1, tt.leader)
-			cl.setPDLeader(1, 1) // PD is behind
+			cl.SetLeader(1, tt.leader, !tt.hideHint)
+			cl.SetPDLeader(1, 1) // PD is behind
 			c := cl.client(Config{})
 			requireGet(t, c, "a", 20, "v")
 			for i := range 3 {
-				require.Equal(t, tt.wantCalls[i], cl.calls(uint64(i+1), "KvGet"), "store %d", i+1)
+				require.Equal(t, tt.wantCalls[i], cl.NodeCalls(uint64(i+1), "KvGet"), "store %d", i+1)
 			}
 			// The cache learnt the leader: the next Get goes straight there.
 			requireGet(t, c, "a", 20, "v")
-			require.Equal(t, tt.wantCalls[tt.leader-1]+1, cl.calls(tt.leader, "KvGet"))
-			require.Equal(t, int32(1), cl.pdCalls.Load())
+			require.Equal(t, tt.wantCalls[tt.leader-1]+1, cl.NodeCalls(tt.leader, "KvGet"))
+			require.Equal(t, 1, cl.PDCalls("GetRegion"))
 		})
 	}
 }
@@ -127,10 +127,10 @@ func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
 }
 
 func TestNotLeaderHintSkipsBackoff(t *testing.T) {
-	cl := newFakeCluster(t, 3)
+	cl := newStores(t, 3)
 	cl.put("a", "v", 10)
-	cl.setLeader(1, 2)
-	cl.setPDLeader(1, 1)
+	cl.SetLeader(1, 2, true)
+	cl.SetPDLeader(1, 1)
 	c := cl.client(Config{})
 	before := counterValue(t, boCount[boNotLeader])
 	requireGet(t, c, "a", 20, "v")
@@ -138,50 +138,44 @@ func TestNotLeaderHintSkipsBackoff(t *testing.T) {
 }
 
 func TestEpochNotMatchRefreshesWithoutPD(t *testing.T) {
-	cl := newFakeCluster(t, 1)
+	cl := newStores(t, 1)
 	for i := range 20 {
 		cl.put(key(i), "v"+key(i), 10)
 	}
 	c := cl.client(Config{})
 	requireGet(t, c, key(1), 20, "v"+key(1)) // caches the whole-space region
-	require.Equal(t, int32(1), cl.pdCalls.Load())
+	require.Equal(t, 1, cl.PDCalls("GetRegion"))
 
-	newID := cl.split(key(10))
+	cl.split(key(10))
 	requireGet(t, c, key(15), 20, "v"+key(15))
 	requireGet(t, c, key(5), 20, "v"+key(5))
-	require.Equal(t, int32(1), cl.pdCalls.Load(), "current regions from EpochNotMatch, no PD call")
+	require.Equal(t, 1, cl.PDCalls("GetRegion"), "current regions from EpochNotMatch, no PD call")
 	require.Equal(t, 2, c.cache.Len())
 
 	pairs, err := c.Scan(bg, nil, nil, 20, 0)
 	require.NoError(t, err)
 	require.Len(t, pairs, 20)
-	_ = newID
 }
 
 func TestRegionNotFoundReloads(t *testing.T) {
-	cl := newFakeCluster(t, 2)
+	cl := newStores(t, 2)
 	cl.put("a", "v", 10)
 	c := cl.client(Config{})
 	requireGet(t, c, "a", 20, "v")
 	// The region's peer on store 1 goes away (its leader moves to store 2);
 	// store 1 no longer knows the region.
-	cl.mu.Lock()
-	old := cl.regions[1].meta
-	cl.regions[1] = &fakeRegion{leader: 2, meta: &metapb.Region{
-		Id: 1, Peers: old.Peers[1:],
-		RegionEpoch: &metapb.RegionEpoch{ConfVer: old.RegionEpoch.ConfVer + 1, Version: old.RegionEpoch.Version},
-	}}
-	cl.mu.Unlock()
+	cl.SetLeader(1, 2, true)
+	cl.RemovePeer(1, 1)
 	requireGet(t, c, "a", 20, "v")
-	require.Equal(t, int32(2), cl.pdCalls.Load())
+	require.Equal(t, 2, cl.PDCalls("GetRegion"))
 }
 
 func TestStoreDown(t *testing.T) {
-	cl := newFakeCluster(t, 3)
+	cl := newStores(t, 3)
 	cl.put("a", "v", 10)
-	cl.kill(1)
-	cl.setLeader(1, 2)
-	cl.setPDLeader(1, 1) // PD still names the dead store
+	cl.StopNode(1)
+	cl.SetLeader(1, 2, true)
+	cl.SetPDLeader(1, 1) // PD still names the dead store
 
 	c := cl.client(Config{})
 	requireGet(t, c, "a", 20, "v")
@@ -190,26 +184,27 @@ func TestStoreDown(t *testing.T) {
 	c2 := cl.client(Config{})
 	err := commit1PC(bg, c2, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("b"), Value: []byte("w")}}, 20, 21)
 	require.NoError(t, err)
-	require.Equal(t, 1, cl.appliedOnePCs(1))
-	requireGet(t, c, "b", 30, "w")
+	require.Equal(t, 1, cl.versions("b"), "applied once")
+	// The store commits a 1PC write above its max_ts, synced with PD's
+	// clock: read it at a fresh timestamp.
+	requireGet(t, c, "b", cl.ts(), "w")
 }
 
 func TestReadTimeoutTriesNextPeer(t *testing.T) {
-	cl := newFakeCluster(t, 2)
+	cl := newStores(t, 2)
 	cl.put("a", "v", 10)
-	cl.setLeader(1, 2)
-	cl.setPDLeader(1, 1)
+	cl.SetLeader(1, 2, true)
+	cl.SetPDLeader(1, 1)
 	// Store 1 hangs (e.g. paused process).
-	cl.setHook(1, func(ctx context.Context, _ string, _ bool) *errorpb.Error {
-		<-ctx.Done()
-		return nil
-	})
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // runs before the cluster stops
+	cl.Inject(&storetest.Fault{Method: "KvGet", Store: 1, Do: wait(release)})
 	c := cl.client(Config{RPCTimeout: 50 * time.Millisecond})
 	requireGet(t, c, "a", 20, "v")
 }
 
 func TestScanAcrossRegions(t *testing.T) {
-	cl := newFakeCluster(t, 2)
+	cl := newStores(t, 2)
 	for i := range 20 {
 		cl.put(key(i), "v", 10)
 	}
@@ -262,7 +257,7 @@ func seq(from, to int) []int {
 }
 
 func TestOnePCKeyErrors(t *testing.T) {
-	cl := newFakeCluster(t, 1)
+	cl := newStores(t, 1)
 	cl.put("exists", "v", 10)
 	cl.put("hot", "v", 50)
 	c := cl.client(Config{})
@@ -296,53 +291,42 @@ func TestOnePCKeyErrors(t *testing.T) {
 }
 
 func TestOnePCRetriesStaleCommand(t *testing.T) {
-	cl := newFakeCluster(t, 1)
-	var once sync.Once
+	cl := newStores(t, 1)
 	// StaleCommand means the proposal was dropped or overwritten before it
 	// applied: the write is sent again and lands exactly once.
-	cl.setHook(1, func(_ context.Context, method string, after bool) *errorpb.Error {
-		var re *errorpb.Error
-		if method == "KvPrewrite" && !after {
-			once.Do(func() { re = &errorpb.Error{StaleCommand: &errorpb.StaleCommand{}} })
-		}
-		return re
-	})
+	f := &storetest.Fault{Method: "KvPrewrite", Times: 1, Answer: func(proto.Message) (proto.Message, error) {
+		return &kvrpcpb.PrewriteResponse{RegionError: &errorpb.Error{StaleCommand: &errorpb.StaleCommand{}}}, nil
+	}}
+	cl.Inject(f)
 	c := cl.client(Config{})
 	err := commit1PC(bg, c, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("v")}}, 10, 11)
 	require.NoError(t, err)
-	require.Equal(t, 2, cl.calls(1, "KvPrewrite"))
-	require.Equal(t, 1, cl.appliedOnePCs(1))
+	require.Equal(t, 1, cl.Hits(f))
+	require.Equal(t, 2, cl.NodeCalls(1, "KvPrewrite"))
+	require.Equal(t, 1, cl.versions("a"))
 }
 
 func TestOnePCUndetermined(t *testing.T) {
 	tests := []struct {
-		name string
-		hook func(release <-chan struct{}) hookFn
+		name  string
+		fault func(release <-chan struct{}) *storetest.Fault
 	}{
-		{"rpc timeout", func(release <-chan struct{}) hookFn {
-			return func(_ context.Context, method string, after bool) *errorpb.Error {
-				if method == "KvPrewrite" && after {
-					// Applied, but the answer never arrives in time.
-					<-release
-				}
-				return nil
-			}
+		// Applied, but the answer never arrives in time.
+		{"rpc timeout", func(release <-chan struct{}) *storetest.Fault {
+			return &storetest.Fault{Method: "KvPrewrite", Applied: true, Do: wait(release)}
 		}},
-		{"unknown region error", func(<-chan struct{}) hookFn {
-			return func(_ context.Context, method string, after bool) *errorpb.Error {
-				if method == "KvPrewrite" {
-					return &errorpb.Error{Message: "something"}
-				}
-				return nil
-			}
+		{"unknown region error", func(<-chan struct{}) *storetest.Fault {
+			return &storetest.Fault{Method: "KvPrewrite", Answer: func(proto.Message) (proto.Message, error) {
+				return &kvrpcpb.PrewriteResponse{RegionError: &errorpb.Error{Message: "something"}}, nil
+			}}
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cl := newFakeCluster(t, 1)
+			cl := newStores(t, 1)
 			release := make(chan struct{})
 			t.Cleanup(func() { close(release) }) // runs before the cluster stops
-			cl.setHook(1, tt.hook(release))
+			cl.Inject(tt.fault(release))
 			c := cl.client(Config{RPCTimeout: 100 * time.Millisecond})
 			// Connect first: a dial slower than the RPC timeout (as under
 			// -race on a loaded machine) fails before sending, which is
@@ -351,28 +335,28 @@ func TestOnePCUndetermined(t *testing.T) {
 			require.NoError(t, err)
 			err = commit1PC(bg, c, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a")}}, 10, 11)
 			require.ErrorIs(t, err, ErrUndetermined)
-			require.Equal(t, 1, cl.calls(1, "KvPrewrite"), "an ambiguous write is not retried")
+			require.Equal(t, 1, cl.NodeCalls(1, "KvPrewrite"), "an ambiguous write is not retried")
 		})
 	}
 }
 
 func TestBudgetExhausted(t *testing.T) {
-	busy := func(context.Context, string, bool) *errorpb.Error {
-		return &errorpb.Error{ServerIsBusy: &errorpb.ServerIsBusy{Reason: "test"}}
+	busy := func(proto.Message) (proto.Message, error) {
+		return &kvrpcpb.GetResponse{RegionError: &errorpb.Error{ServerIsBusy: &errorpb.ServerIsBusy{Reason: "test"}}}, nil
 	}
 	tests := []struct {
 		name    string
-		setup   func(cl *fakeCluster)
+		setup   func(cl *cluster)
 		wantMsg string
 	}{
-		{"server busy", func(cl *fakeCluster) { cl.setHook(1, busy) }, "region 1"},
-		{"stores down", func(cl *fakeCluster) { cl.kill(1); cl.kill(2) }, "region 1"},
-		{"no leader", func(cl *fakeCluster) { cl.hideHint = true; cl.setLeader(1, 0) }, "region 1"},
-		{"pd has no region", func(cl *fakeCluster) { cl.setPDErr(errors.New("not bootstrapped")) }, "not bootstrapped"},
+		{"server busy", func(cl *cluster) { cl.Inject(&storetest.Fault{Method: "KvGet", Store: 1, Answer: busy}) }, "region 1"},
+		{"stores down", func(cl *cluster) { cl.StopNode(1); cl.StopNode(2) }, "region 1"},
+		{"no leader", func(cl *cluster) { cl.SetLeader(1, 0, false) }, "region 1"},
+		{"pd has no region", func(cl *cluster) { cl.SetPDError(errors.New("not bootstrapped")) }, "not bootstrapped"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cl := newFakeCluster(t, 2)
+			cl := newStores(t, 2)
 			tt.setup(cl)
 			c := cl.client(Config{BackoffBudget: 100 * time.Millisecond})
 			start := time.Now()
@@ -385,10 +369,9 @@ func TestBudgetExhausted(t *testing.T) {
 }
 
 func TestRidesThroughLeaderElection(t *testing.T) {
-	cl := newFakeCluster(t, 3)
+	cl := newStores(t, 3)
 	cl.put("a", "v", 10)
-	cl.hideHint = true
-	cl.setLeader(1, 0) // election in progress
+	cl.SetLeader(1, 0, false) // election in progress
 	c := cl.client(Config{})
 	done := make(chan error, 1)
 	go func() {
@@ -399,14 +382,14 @@ func TestRidesThroughLeaderElection(t *testing.T) {
 		done <- err
 	}()
 	// Let the client see the missing leader a few times, then elect store 3.
-	require.Eventually(t, func() bool { return cl.calls(1, "KvGet")+cl.calls(2, "KvGet") >= 4 }, 5*time.Second, time.Millisecond)
-	cl.setLeader(1, 3)
+	require.Eventually(t, func() bool { return cl.NodeCalls(1, "KvGet")+cl.NodeCalls(2, "KvGet") >= 4 }, 5*time.Second, time.Millisecond)
+	cl.SetLeader(1, 3, false)
 	require.NoError(t, <-done)
 }
 
 func TestContextCancelled(t *testing.T) {
-	cl := newFakeCluster(t, 1)
-	cl.setPDErr(errors.New("not bootstrapped"))
+	cl := newStores(t, 1)
+	cl.SetPDError(errors.New("not bootstrapped"))
 	c := cl.client(Config{BackoffBudget: time.Minute})
 	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
 	defer cancel()
@@ -417,20 +400,19 @@ func TestContextCancelled(t *testing.T) {
 }
 
 func TestCoprocessorAcrossRegions(t *testing.T) {
-	cl := newFakeCluster(t, 2)
+	cl := newStores(t, 2)
 	for i := range 20 {
 		cl.put(key(i), "v", 10)
 	}
 	r2 := cl.split(key(10))
-	cl.setLeader(r2, 2)
+	cl.SetLeader(r2, 2, true)
 	c := cl.client(Config{})
 	ranges := []*kvrpcpb.KeyRange{
 		{Start: []byte(key(18)), End: nil},
 		{Start: []byte(key(0)), End: []byte(key(3))},
 		{Start: []byte(key(8)), End: []byte(key(12))},
 	}
-	scan := &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeTableScan}}}
-	resps, err := c.Coprocessor(bg, scan, ranges, 20)
+	resps, err := c.Coprocessor(bg, scanDAG(), ranges, 20)
 	require.NoError(t, err)
 	require.Len(t, resps, 2)
 	rowKeys := func(sr *coprocessorpb.SelectResponse) []string {
@@ -443,14 +425,10 @@ func TestCoprocessorAcrossRegions(t *testing.T) {
 	require.Equal(t, []string{key(0), key(1), key(2), key(8), key(9)}, rowKeys(resps[0]))
 	require.Equal(t, []string{key(10), key(11), key(18), key(19)}, rowKeys(resps[1]))
 	require.Equal(t, []byte(key(12)), ranges[2].End, "caller's ranges untouched")
-	require.Equal(t, 1, cl.calls(1, "Coprocessor"))
-	require.Equal(t, 1, cl.calls(2, "Coprocessor"))
+	require.Equal(t, 1, cl.NodeCalls(1, "Coprocessor"))
+	require.Equal(t, 1, cl.NodeCalls(2, "Coprocessor"))
 
-	count := &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{
-		{Tp: coprocessorpb.ExecType_TypeTableScan},
-		{Tp: coprocessorpb.ExecType_TypeAggregation, Aggregation: &coprocessorpb.Aggregation{}},
-	}}
-	resps, err = c.Coprocessor(bg, count, []*kvrpcpb.KeyRange{{Start: []byte(""), End: nil}}, 20)
+	resps, err = c.Coprocessor(bg, countDAG(), []*kvrpcpb.KeyRange{{Start: []byte(""), End: nil}}, 20)
 	require.NoError(t, err)
 	require.Len(t, resps, 2)
 	require.Equal(t, []int64{10}, resps[0].AggValues)
@@ -499,7 +477,7 @@ func TestClipRanges(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	cl := newFakeCluster(t, 1)
+	cl := newStores(t, 1)
 	c := cl.client(Config{})
 	requireGet(t, c, "a", 1, "")
 	require.NoError(t, c.Close())
@@ -508,7 +486,7 @@ func TestClose(t *testing.T) {
 }
 
 func TestConcurrentClients(t *testing.T) {
-	cl := newFakeCluster(t, 3)
+	cl := newStores(t, 3)
 	cl.split(key(10))
 	c := cl.client(Config{})
 	var wg sync.WaitGroup
@@ -517,12 +495,23 @@ func TestConcurrentClients(t *testing.T) {
 		wg.Go(func() {
 			for i := range 20 {
 				k := []byte(fmt.Sprintf("k%02d-%d", i, g))
-				ts := uint64(1000*g + 10*i + 1)
+				// PD timestamps: the store commits a 1PC write above the
+				// reads it served (max_ts), and those of the other
+				// goroutines are at any timestamp.
+				ts, err := cl.GetTS(bg)
+				if err != nil {
+					errs <- err
+					return
+				}
 				if err := commit1PC(bg, c, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: k, Value: k}}, ts, ts+1); err != nil {
 					errs <- err
 					return
 				}
-				if v, found, err := c.Get(bg, k, ts+2); err != nil || !found || string(v) != string(k) {
+				if ts, err = cl.GetTS(bg); err != nil {
+					errs <- err
+					return
+				}
+				if v, found, err := c.Get(bg, k, ts); err != nil || !found || string(v) != string(k) {
 					errs <- fmt.Errorf("get %s: %q %v %v", k, v, found, err)
 					return
 				}
@@ -534,33 +523,28 @@ func TestConcurrentClients(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.LessOrEqual(t, cl.pdCalls.Load(), int32(16*2), "single-flight bounds PD calls")
+	require.LessOrEqual(t, cl.PDCalls("GetRegion"), 16*2, "single-flight bounds PD calls")
 }
 
 func TestCoprocessorManyRegionsWithSplit(t *testing.T) {
-	cl := newFakeCluster(t, 3)
+	cl := newStores(t, 3)
 	for i := range 40 {
 		cl.put(key(i), "v", 10)
 	}
 	for i := 4; i < 40; i += 4 {
 		id := cl.split(key(i))
-		cl.setLeader(id, uint64(i%3+1))
+		cl.SetLeader(id, uint64(i%3+1), true)
 	}
 	c := cl.client(Config{})
 	all := []*kvrpcpb.KeyRange{{Start: []byte("")}}
-	count := &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{
-		{Tp: coprocessorpb.ExecType_TypeTableScan},
-		{Tp: coprocessorpb.ExecType_TypeAggregation, Aggregation: &coprocessorpb.Aggregation{}},
-	}}
-	resps, err := c.Coprocessor(bg, count, all, 20)
+	resps, err := c.Coprocessor(bg, countDAG(), all, 20)
 	require.NoError(t, err)
 	require.Len(t, resps, 10)
 	// Split two cached regions: their tasks meet EpochNotMatch and are
 	// re-split; results stay in key order.
 	cl.split(key(6))
 	cl.split(key(33))
-	scan := &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeTableScan}}}
-	resps, err = c.Coprocessor(bg, scan, all, 20)
+	resps, err = c.Coprocessor(bg, scanDAG(), all, 20)
 	require.NoError(t, err)
 	require.Len(t, resps, 12)
 	require.Equal(t, seq(0, 40), rowInts(t, resps))
@@ -570,14 +554,15 @@ func TestCoprocessorManyRegionsWithSplit(t *testing.T) {
 // region and says where the next starts; following the resume keys reads
 // every row once, asking each region only for the pages it serves.
 func TestCoprocessorPaging(t *testing.T) {
-	cl := newFakeCluster(t, 2)
+	cl := newStores(t, 2)
 	for i := range 25 {
 		cl.put(key(i), "v", 10)
 	}
 	r2 := cl.split(key(10))
-	cl.setLeader(r2, 2)
+	cl.SetLeader(r2, 2, true)
 	c := cl.client(Config{})
-	dag := &coprocessorpb.DAGRequest{PagingSize: 4, Executors: []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeTableScan}}}
+	dag := scanDAG()
+	dag.PagingSize = 4
 	start, end := []byte(key(1)), []byte(key(23))
 	var got []string
 	var pages []int
@@ -599,39 +584,35 @@ func TestCoprocessorPaging(t *testing.T) {
 	// Region 1 holds keys 1..9 (pages 4, 4, 1), region 2 keys 10..22
 	// (4, 4, 4, 1): no call reads rows past its page.
 	require.Equal(t, []int{4, 4, 1, 4, 4, 4, 1}, pages)
-	require.Equal(t, 3, cl.calls(1, "Coprocessor"))
-	require.Equal(t, 4, cl.calls(2, "Coprocessor"))
+	require.Equal(t, 3, cl.NodeCalls(1, "Coprocessor"))
+	require.Equal(t, 4, cl.NodeCalls(2, "Coprocessor"))
 }
 
 func TestCoprocessorError(t *testing.T) {
-	cl := newFakeCluster(t, 2)
+	cl := newStores(t, 2)
 	r2 := cl.split(key(10))
-	cl.setLeader(r2, 2)
+	cl.SetLeader(r2, 2, true)
 	c := cl.client(Config{})
-	_, err := c.Coprocessor(bg, &coprocessorpb.DAGRequest{}, []*kvrpcpb.KeyRange{{Start: []byte(key(5)), End: []byte(key(15))}}, 20)
+	_, err := c.Coprocessor(bg, scanDAG(), []*kvrpcpb.KeyRange{{Start: []byte(key(5)), End: []byte(key(15))}}, 20)
 	require.NoError(t, err)
-	// A range past its region's end (the fake rejects it) can't happen via
+	// A range past its region's end (a store rejects it) can't happen via
 	// the client; use a store failure instead.
-	cl.setHook(2, func(context.Context, string, bool) *errorpb.Error {
-		return &errorpb.Error{ServerIsBusy: &errorpb.ServerIsBusy{}}
-	})
+	cl.Inject(&storetest.Fault{Method: "Coprocessor", Store: 2, Answer: func(proto.Message) (proto.Message, error) {
+		return &kvrpcpb.CoprocessorResponse{RegionError: &errorpb.Error{ServerIsBusy: &errorpb.ServerIsBusy{}}}, nil
+	}})
 	c2 := cl.client(Config{BackoffBudget: 50 * time.Millisecond})
-	_, err = c2.Coprocessor(bg, &coprocessorpb.DAGRequest{}, []*kvrpcpb.KeyRange{{Start: []byte(key(5)), End: []byte(key(15))}}, 20)
+	_, err = c2.Coprocessor(bg, scanDAG(), []*kvrpcpb.KeyRange{{Start: []byte(key(5)), End: []byte(key(15))}}, 20)
 	require.ErrorIs(t, err, ErrRegionUnavailable)
 	require.Contains(t, err.Error(), fmt.Sprintf("region %d", r2))
 }
 
 func TestCallerDeadlineWithHungStore(t *testing.T) {
-	cl := newFakeCluster(t, 1)
+	cl := newStores(t, 1)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) }) // before the servers stop
-	cl.setHook(1, func(ctx context.Context, _ string, after bool) *errorpb.Error {
-		if !after {
-			<-ctx.Done()
-			<-release
-		}
-		return nil
-	})
+	for _, m := range []string{"KvGet", "KvPrewrite"} {
+		cl.Inject(&storetest.Fault{Method: m, Do: wait(release)})
+	}
 	c := cl.client(Config{RPCTimeout: time.Minute})
 	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
 	defer cancel()
@@ -648,18 +629,14 @@ func TestCallerDeadlineWithHungStore(t *testing.T) {
 // A write in flight when the client closes may have been applied: it is
 // undetermined, not a plain ErrClosed failure (issue 6).
 func TestCloseDuringWriteIsUndetermined(t *testing.T) {
-	cl := newFakeCluster(t, 1)
-	release := make(chan struct{})
+	cl := newStores(t, 1)
+	release, applied := make(chan struct{}), make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	cl.setHook(1, func(ctx context.Context, method string, after bool) *errorpb.Error {
-		if method == "KvPrewrite" && after {
-			select { // applied; the answer is held back
-			case <-release:
-			case <-ctx.Done():
-			}
-		}
-		return nil
-	})
+	hold := wait(release)
+	cl.Inject(&storetest.Fault{Method: "KvPrewrite", Applied: true, Times: 1, Do: func(ctx context.Context, req proto.Message) {
+		close(applied) // applied; the answer is held back
+		hold(ctx, req)
+	}})
 	c := cl.client(Config{})
 	_, _, err := c.Get(bg, []byte("warm-up"), 10)
 	require.NoError(t, err)
@@ -667,7 +644,8 @@ func TestCloseDuringWriteIsUndetermined(t *testing.T) {
 	go func() {
 		done <- commit1PC(bg, c, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a")}}, 10, 11)
 	}()
-	require.Eventually(t, func() bool { return cl.appliedOnePCs(1) == 1 }, 10*time.Second, time.Millisecond)
+	<-applied
+	require.Equal(t, 1, cl.versions("a"))
 	require.NoError(t, c.Close())
 	err = <-done
 	require.ErrorIs(t, err, ErrUndetermined)
@@ -679,14 +657,14 @@ func TestCloseDuringWriteIsUndetermined(t *testing.T) {
 // split meanwhile with its keys regrouped, and learns the new regions from
 // the answers (no PD lookups afterwards).
 func TestSplitRegions(t *testing.T) {
-	cl := newFakeCluster(t, 1)
+	cl := newStores(t, 1)
 	c := cl.client(Config{})
 	requireGet(t, c, key(0), 1, "") // cache the whole-space region
 	n, err := c.SplitRegions(bg, [][]byte{[]byte(key(20)), []byte(key(10)), []byte(key(10)), []byte(key(30))})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	require.Equal(t, 4, c.cache.Len(), "regions learnt from the answer")
-	require.Equal(t, int32(1), cl.pdCalls.Load())
+	require.Equal(t, 1, cl.PDCalls("GetRegion"))
 
 	// key(15) splits behind the client's back: the request for [10, 20)
 	// meets EpochNotMatch and is regrouped; key(20) is a boundary already.
@@ -699,7 +677,7 @@ func TestSplitRegions(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, key(k), string(r.StartKey()), "a region starts at %s", key(k))
 	}
-	require.Equal(t, int32(1), cl.pdCalls.Load(), "no PD lookups")
+	require.Equal(t, 1, cl.PDCalls("GetRegion"), "no PD lookups")
 }
 
 func TestAttemptTimeoutCoversLockWait(t *testing.T) {

@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/kvclient/rpcstats"
 	"github.com/stratadb/strata/proto/coprocessorpb"
-	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/store/storetest"
 )
 
 func rowInts(t *testing.T, resps []*coprocessorpb.SelectResponse) []int {
@@ -32,7 +33,7 @@ func rowInts(t *testing.T, resps []*coprocessorpb.SelectResponse) []int {
 // region split meanwhile is retried alone; every row comes back once,
 // in key order, and the RPCs are counted on the context's counter.
 func TestCoprocessorStoreBatch(t *testing.T) {
-	cl := newFakeCluster(t, 2)
+	cl := newStores(t, 2)
 	for i := range 40 {
 		cl.put(key(i), "v", 10)
 	}
@@ -40,31 +41,27 @@ func TestCoprocessorStoreBatch(t *testing.T) {
 	for i := 4; i < 40; i += 4 {
 		id := cl.split(key(i))
 		if i >= 32 {
-			cl.setLeader(id, 2)
+			cl.SetLeader(id, 2, true)
 		}
 	}
 	c := cl.client(Config{CopStoreBatch: 4})
 	all := []*kvrpcpb.KeyRange{{Start: []byte("")}}
-	scan := &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeTableScan}}}
+	scan := scanDAG()
 	var n rpcstats.Counter
 	resps, err := c.Coprocessor(rpcstats.With(bg, &n), scan, all, 20)
 	require.NoError(t, err)
 	require.Len(t, resps, 10)
 	require.Equal(t, seq(0, 40), rowInts(t, resps))
 	// Store 1: 8 tasks in 2 RPCs; store 2: 2 tasks in 1.
-	require.Equal(t, 2, cl.calls(1, "Coprocessor"))
-	require.Equal(t, 1, cl.calls(2, "Coprocessor"))
+	require.Equal(t, 2, cl.NodeCalls(1, "Coprocessor"))
+	require.Equal(t, 1, cl.NodeCalls(2, "Coprocessor"))
 	require.EqualValues(t, 3, n.Cop())
 
 	// Split regions behind the cache: one is a batch's first task (its
 	// RPC is redone task by task), one a batched task (retried alone).
 	cl.split(key(2))
 	cl.split(key(14))
-	count := &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{
-		{Tp: coprocessorpb.ExecType_TypeTableScan},
-		{Tp: coprocessorpb.ExecType_TypeAggregation, Aggregation: &coprocessorpb.Aggregation{}},
-	}}
-	resps, err = c.Coprocessor(bg, count, all, 20)
+	resps, err = c.Coprocessor(bg, countDAG(), all, 20)
 	require.NoError(t, err)
 	var total int64
 	for _, r := range resps {
@@ -87,20 +84,16 @@ func TestCoprocessorStoreBatch(t *testing.T) {
 // TestCoprocessorStoreWithoutBatching: a store that ignores the batched
 // tasks (answers the first region only) gets them again one by one.
 func TestCoprocessorStoreWithoutBatching(t *testing.T) {
-	cl := newFakeCluster(t, 1)
+	cl := newCluster(t, storetest.Options{IgnoreStoreBatch: true})
 	for i := range 20 {
 		cl.put(key(i), "v", 10)
 	}
 	for i := 5; i < 20; i += 5 {
 		cl.split(key(i))
 	}
-	cl.mu.Lock()
-	cl.noBatch = true
-	cl.mu.Unlock()
 	c := cl.client(Config{})
-	scan := &coprocessorpb.DAGRequest{Executors: []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeTableScan}}}
 	var n rpcstats.Counter
-	resps, err := c.Coprocessor(rpcstats.With(bg, &n), scan, []*kvrpcpb.KeyRange{{Start: []byte("")}}, 20)
+	resps, err := c.Coprocessor(rpcstats.With(bg, &n), scanDAG(), []*kvrpcpb.KeyRange{{Start: []byte("")}}, 20)
 	require.NoError(t, err)
 	require.Equal(t, seq(0, 20), rowInts(t, resps))
 	require.EqualValues(t, 4, n.Cop(), "one batched RPC, then the three other regions alone")
@@ -112,7 +105,7 @@ func TestCoprocessorStoreWithoutBatching(t *testing.T) {
 func TestCoprocessorPagedTasks(t *testing.T) {
 	for _, batch := range []int{1, 4} {
 		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) {
-			cl := newFakeCluster(t, 2)
+			cl := newStores(t, 2)
 			for i := range 30 {
 				cl.put(key(i), "v", 10)
 			}
@@ -125,7 +118,8 @@ func TestCoprocessorPagedTasks(t *testing.T) {
 				{Start: []byte(key(7)), End: []byte(key(23))},
 				{Start: []byte(key(26))},
 			}
-			dag := &coprocessorpb.DAGRequest{PageScanRows: 3, Executors: []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeTableScan}}}
+			dag := scanDAG()
+			dag.PageScanRows = 3
 			var n rpcstats.Counter
 			resps, err := c.Coprocessor(rpcstats.With(bg, &n), dag, ranges, 20)
 			require.NoError(t, err)
@@ -180,7 +174,7 @@ func TestResumeRanges(t *testing.T) {
 func TestCoprocessorSplitBetweenPages(t *testing.T) {
 	for _, batch := range []int{1, 4} {
 		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) {
-			cl := newFakeCluster(t, 1)
+			cl := newStores(t, 1)
 			for i := range 40 {
 				cl.put(key(i), "v", 10)
 			}
@@ -188,18 +182,18 @@ func TestCoprocessorSplitBetweenPages(t *testing.T) {
 				cl.split(key(i))
 			}
 			var calls atomic.Int32
-			cl.setHook(1, func(_ context.Context, method string, after bool) *errorpb.Error {
-				if method == "Coprocessor" && !after && calls.Add(1) == 2 {
-					// After the first pages: split the first and the third
-					// region ahead of and behind their resume points.
+			cl.Inject(&storetest.Fault{Method: "Coprocessor",
+				Match: func(proto.Message) bool { return calls.Add(1) == 2 },
+				// After the first pages: split the first and the third
+				// region ahead of and behind their resume points.
+				Do: func(context.Context, proto.Message) {
 					cl.split(key(5))
 					cl.split(key(23))
 					cl.split(key(27))
-				}
-				return nil
-			})
+				}})
 			c := cl.client(Config{CopStoreBatch: batch})
-			dag := &coprocessorpb.DAGRequest{PageScanRows: 4, Executors: []*coprocessorpb.Executor{{Tp: coprocessorpb.ExecType_TypeTableScan}}}
+			dag := scanDAG()
+			dag.PageScanRows = 4
 			resps, err := c.Coprocessor(bg, dag, []*kvrpcpb.KeyRange{{Start: []byte(key(1)), End: []byte(key(38))}}, 20)
 			require.NoError(t, err)
 			require.Equal(t, seq(1, 38), rowInts(t, resps))

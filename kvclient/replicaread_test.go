@@ -5,9 +5,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/kvclient/replicaread"
 	"github.com/stratadb/strata/proto/errorpb"
+	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/store/storetest"
 )
 
 // TestReplicaReadRouting: reads carrying a replica-read mode go where the
@@ -32,17 +35,16 @@ func TestReplicaReadRouting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cl := newFakeCluster(t, 3)
+			cl := newStores(t, 3)
 			cl.put("a", "a1", 10)
 			if tt.notReady {
 				for _, id := range []uint64{2, 3} {
-					hook := hookFn(func(context.Context, string, bool) *errorpb.Error {
+					cl.Inject(&storetest.Fault{Method: "KvGet", Store: id, Answer: func(proto.Message) (proto.Message, error) {
 						if tt.mode == replicaread.Stale {
-							return &errorpb.Error{DataIsNotReady: &errorpb.DataIsNotReady{RegionId: 1, SafeTs: 5}}
+							return &kvrpcpb.GetResponse{RegionError: &errorpb.Error{DataIsNotReady: &errorpb.DataIsNotReady{RegionId: 1, SafeTs: 5}}}, nil
 						}
-						return &errorpb.Error{Message: "follower read: leader store unreachable"}
-					})
-					cl.stores[id].hook.Store(&hook)
+						return &kvrpcpb.GetResponse{RegionError: &errorpb.Error{Message: "follower read: leader store unreachable"}}, nil
+					}})
 				}
 			}
 			c := cl.client(Config{})
@@ -53,8 +55,8 @@ func TestReplicaReadRouting(t *testing.T) {
 				require.True(t, found)
 				require.Equal(t, "a1", string(v))
 			}
-			leader := cl.stores[1].count("KvGet")
-			followers := cl.stores[2].count("KvGet") + cl.stores[3].count("KvGet")
+			leader := cl.NodeCalls(1, "KvGet")
+			followers := cl.NodeCalls(2, "KvGet") + cl.NodeCalls(3, "KvGet")
 			require.Equal(t, tt.wantLeader, leader > 0, "leader served %d", leader)
 			require.Equal(t, tt.wantFollowers, followers > 0, "followers served %d", followers)
 			if tt.notReady {

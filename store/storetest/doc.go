@@ -42,11 +42,34 @@
 // fault injection of tests that check how the client and the SQL node
 // react.
 //
+// # A cluster's behaviour
+//
+// What a cluster does to the routing of its clients is simulated over the
+// one engine, for tests of the KV client:
+//
+//   - SetLeader moves a region's leadership to another node (or to none:
+//     an election); the other nodes then answer NotLeader naming the new
+//     leader, or nobody when the hint is off, as followers that have not
+//     heard from it yet do. Leader tells who leads.
+//   - SetPDLeader makes PD report a stale leader for a region (a PD behind
+//     the heartbeats) until ClearPDLeader; SetPDError fails PD's region
+//     lookups.
+//   - StopNode stops a node: its listener closes (connections refused)
+//     and its connections break, while PD still names it.
+//   - RemovePeer removes a region's peer on a node (conf_ver + 1): that
+//     node answers RegionNotFound for the region.
+//   - NodeCalls counts one node's requests of a method, PDCalls PD's
+//     region lookups; Fault.Store limits a fault to one node, Fault.Do
+//     holds a request (a node that hangs, an answer held back) or acts
+//     at that point, and a Fault without Answer lets the store answer.
+//   - Options.IgnoreStoreBatch makes the nodes ignore the batched tasks
+//     of coprocessor requests, as a store from before store batching.
+//
 // # What it is not
 //
 // There is no raft: no replication, no followers (replica and stale reads
-// are served as leader reads), no region failover or leader transfer, no
-// snapshots, no GC, nothing durable. A split happens only when a test or
+// are served as leader reads), no region failover (a leader moves only
+// when a test says so), no snapshots, no GC, nothing durable. A split happens only when a test or
 // the RegionKeys check asks for it. Every node shares one transaction
 // layer, so the deadlock detector and lock waits are local to it. Tests of
 // those behaviours run real store nodes (store/server, tests/).

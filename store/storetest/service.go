@@ -21,11 +21,22 @@ type Fault struct {
 	// Method is the RPC, as storepb names it: "KvPrewrite", "KvCommit",
 	// "KvPessimisticLock", ...
 	Method string
-	// Match, when set, picks the requests the fault applies to.
+	// Store, when not zero, limits the fault to requests arriving at that
+	// store node.
+	Store uint64
+	// Match, when set, picks the requests the fault applies to. It runs
+	// with the Store's lock held.
 	Match func(req proto.Message) bool
 	// Times is how many requests the fault answers; 0: until removed.
 	Times int
-	// Answer returns the response or the error for req.
+	// Do, when set, runs where the fault acts (before the request runs,
+	// or with Applied after it applied), before the answer: a wait (a
+	// node that hangs, an answer held back until the test lets it go or
+	// ctx ends; ctx is the request's, or its BatchCommands stream's) or
+	// an action of the test at that point (a split between two pages).
+	Do func(ctx context.Context, req proto.Message)
+	// Answer returns the response or the error for req. Nil: the store's
+	// own (the request runs after Do, or with Applied has run).
 	Answer func(req proto.Message) (proto.Message, error)
 	// Applied runs the request first and then answers with Answer instead
 	// of its response: an answer lost after the store applied the request.
@@ -67,16 +78,19 @@ func (s *Store) Calls(method string) int {
 	return s.calls[method]
 }
 
-// fault counts the request and returns the first fault matching it.
-func (s *Store) fault(method string, req proto.Message) *Fault {
+// fault counts the request to node storeID and returns the first fault
+// matching it.
+func (s *Store) fault(storeID uint64, method string, req proto.Message) *Fault {
 	s.mu.Lock()
 	if s.calls == nil {
 		s.calls = map[string]int{}
+		s.nodeCalls = map[nodeMethod]int{}
 	}
 	s.calls[method]++
+	s.nodeCalls[nodeMethod{storeID, method}]++
 	var f *Fault
 	for _, g := range s.faults {
-		if g.Method == method && (g.Times == 0 || g.hits < g.Times) && (g.Match == nil || g.Match(req)) {
+		if g.Method == method && (g.Store == 0 || g.Store == storeID) && (g.Times == 0 || g.hits < g.Times) && (g.Match == nil || g.Match(req)) {
 			f = g
 			f.hits++
 			break
@@ -100,21 +114,39 @@ var _ storepb.StoreServer = (*service)(nil)
 // answers with.
 func handle[Req, Resp proto.Message](ctx context.Context, sv *service, method string, req Req, fn func(context.Context, Req) (Resp, error)) (Resp, error) {
 	var zero Resp
-	f := sv.s.fault(method, req)
-	if f == nil || f.Applied {
+	f := sv.s.fault(sv.storeID, method, req)
+	if f == nil {
 		resp, err := fn(ctx, req)
-		if f == nil || err != nil {
-			if err != nil {
-				return zero, server.GRPCError(err)
-			}
-			return resp, nil
+		if err != nil {
+			return zero, server.GRPCError(err)
+		}
+		return resp, nil
+	}
+	var (
+		resp Resp
+		err  error
+	)
+	if f.Applied {
+		if resp, err = fn(ctx, req); err != nil {
+			return zero, server.GRPCError(err)
 		}
 	}
-	resp, err := f.Answer(req)
+	if f.Do != nil {
+		f.Do(ctx, req)
+	}
+	if f.Answer == nil {
+		if !f.Applied {
+			if resp, err = fn(ctx, req); err != nil {
+				return zero, server.GRPCError(err)
+			}
+		}
+		return resp, nil
+	}
+	ans, err := f.Answer(req)
 	if err != nil {
 		return zero, err
 	}
-	return resp.(Resp), nil
+	return ans.(Resp), nil
 }
 
 func (sv *service) KvGet(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, error) {
@@ -193,6 +225,10 @@ func (sv *service) Coprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequ
 		return nil, server.GRPCError(err)
 	}
 	return handle(ctx, sv, "Coprocessor", req, func(ctx context.Context, req *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
+		if sv.s.opts.IgnoreStoreBatch && len(req.GetTasks()) > 0 {
+			req = proto.Clone(req).(*kvrpcpb.CoprocessorRequest)
+			req.Tasks = nil
+		}
 		return server.ServeCoprocessor(ctx, sv.s.shortPages(req), sv.copRegion)
 	})
 }

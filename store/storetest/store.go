@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
@@ -27,8 +26,8 @@ import (
 type Options struct {
 	// Stores is how many store nodes the Store looks like (default 1):
 	// each has its own gRPC listener and a peer of every region; region id
-	// N is led by store N mod Stores + 1. They share one engine and one
-	// transaction layer.
+	// N is led by store N mod Stores + 1 (until SetLeader moves it). They
+	// share one engine and one transaction layer.
 	Stores int
 	// RegionKeys, when positive, splits every region holding more than that
 	// many committed keys before each coprocessor request is served (a
@@ -50,6 +49,10 @@ type Options struct {
 	// the store syncs max_ts with) that far ahead of this process's wall
 	// clock, as a PD whose clock is off from the SQL node's.
 	ClockAhead time.Duration
+	// IgnoreStoreBatch makes the nodes serve a coprocessor request's own
+	// region only and ignore its batched tasks (store_batch_tasks), as a
+	// store from before store batching does.
+	IgnoreStoreBatch bool
 }
 
 // Store is an in-process store for tests: store/txn and store/coprocessor
@@ -71,8 +74,14 @@ type Store struct {
 	splitMu       sync.Mutex
 	checkedWrites int64
 
+	// lead is who leads each region, for the nodes and for PD.
+	lead *leadership
+
 	mu         sync.Mutex
 	calls      map[string]int
+	nodeCalls  map[nodeMethod]int
+	pdCalls    map[string]int
+	pdErr      error
 	faults     []*Fault
 	gcLifeTime uint64
 	gcInterval uint64
@@ -85,12 +94,19 @@ type node struct {
 	gs  *grpc.Server
 }
 
+// nodeMethod counts one node's requests of one method.
+type nodeMethod struct {
+	store  uint64
+	method string
+}
+
 // New starts a Store listening on 127.0.0.1. Close stops it.
 func New(opts Options) (*Store, error) {
 	if opts.Stores <= 0 {
 		opts.Stores = 1
 	}
 	n := uint64(opts.Stores)
+	lead := &leadership{stores: n, leader: map[uint64]uint64{}, noHint: map[uint64]bool{}, pd: map[uint64]uint64{}}
 	eng, err := memengine.Open(memengine.Options{
 		Peers: func(id uint64) []*metapb.Peer {
 			ps := make([]*metapb.Peer, n)
@@ -99,12 +115,13 @@ func New(opts Options) (*Store, error) {
 			}
 			return ps
 		},
-		Leader: func(r *metapb.Region) *metapb.Peer { return r.GetPeers()[r.GetId()%n] },
+		Leader: lead.leaderPeer,
+		Hint:   lead.hint,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{opts: opts, eng: eng, cm: concurrency.New(), gcLifeTime: uint64((10 * time.Minute).Milliseconds()),
+	s := &Store{opts: opts, eng: eng, cm: concurrency.New(), lead: lead, gcLifeTime: uint64((10 * time.Minute).Milliseconds()),
 		gcInterval: uint64((10 * time.Minute).Milliseconds())}
 	s.ids.Store(0)
 	s.clock.ahead = opts.ClockAhead
@@ -213,18 +230,24 @@ func (s *Store) Split(keys ...[]byte) []*metapb.Region { return s.eng.Split(keys
 
 // GetRegion returns the region holding key and its leader (kvclient.PD).
 func (s *Store) GetRegion(_ context.Context, key []byte) (*metapb.Region, *metapb.Peer, error) {
+	if err := s.pdCall("GetRegion"); err != nil {
+		return nil, nil, err
+	}
 	r := s.eng.RegionByKey(key)
-	return r, proto.Clone(s.eng.Leader(r)).(*metapb.Peer), nil
+	return r, s.lead.pdLeader(r), nil
 }
 
 // GetRegionByID returns region id and its leader, or nils when there is
 // no such region (kvclient.PD).
 func (s *Store) GetRegionByID(_ context.Context, id uint64) (*metapb.Region, *metapb.Peer, error) {
+	if err := s.pdCall("GetRegionByID"); err != nil {
+		return nil, nil, err
+	}
 	r := s.eng.RegionByID(id)
 	if r == nil {
 		return nil, nil, nil
 	}
-	return r, proto.Clone(s.eng.Leader(r)).(*metapb.Peer), nil
+	return r, s.lead.pdLeader(r), nil
 }
 
 // GetStore returns store id with its address (kvclient.PD).
@@ -261,6 +284,9 @@ func (s *Store) SetGCConfig(_ context.Context, lifeTime, runInterval time.Durati
 // ScanRegions returns the regions overlapping [start, end) (an empty end:
 // to the end), at most limit of them when limit is positive.
 func (s *Store) ScanRegions(_ context.Context, start, end []byte, limit int) ([]*pdpb.RegionStat, error) {
+	if err := s.pdCall("ScanRegions"); err != nil {
+		return nil, err
+	}
 	var out []*pdpb.RegionStat
 	for _, r := range s.eng.Regions() {
 		if len(r.GetEndKey()) > 0 && bytes.Compare(r.GetEndKey(), start) <= 0 {
@@ -269,7 +295,7 @@ func (s *Store) ScanRegions(_ context.Context, start, end []byte, limit int) ([]
 		if len(end) > 0 && bytes.Compare(r.GetStartKey(), end) >= 0 {
 			break
 		}
-		out = append(out, &pdpb.RegionStat{Region: r, Leader: proto.Clone(s.eng.Leader(r)).(*metapb.Peer)})
+		out = append(out, &pdpb.RegionStat{Region: r, Leader: s.lead.pdLeader(r)})
 		if limit > 0 && len(out) == limit {
 			break
 		}

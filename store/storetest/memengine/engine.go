@@ -35,8 +35,13 @@ type Options struct {
 	Peers func(regionID uint64) []*metapb.Peer
 	// Leader returns the leading peer of region (default: its first peer).
 	// Requests addressed to another peer get NotLeader with this one as
-	// hint.
+	// hint. A nil peer: the region has no leader (an election in
+	// progress).
 	Leader func(region *metapb.Region) *metapb.Peer
+	// Hint, when set, returns the leader a peer that is not the leader
+	// names in NotLeader (default: Leader's); nil: none, as a follower
+	// that has not heard from the new leader yet answers.
+	Hint func(region *metapb.Region) *metapb.Peer
 	// Logger receives Pebble's errors (default: dropped).
 	Logger pebble.Logger
 }
@@ -193,7 +198,8 @@ func (e *Engine) byIDLocked(id uint64) *metapb.Region {
 }
 
 // checkLocked returns the current region of rctx or the region error a
-// store answers: RegionNotFound, NotLeader (the request was addressed to
+// store answers: RegionNotFound (no such region, or no peer of it on the
+// store rctx addresses), NotLeader (the request was addressed to
 // another peer than the leader) or EpochNotMatch (with every current
 // region, so the client replaces what it cached).
 func (e *Engine) checkLocked(rctx *kvrpcpb.Context, id uint64, epoch *metapb.RegionEpoch) (*metapb.Region, *errorpb.Error) {
@@ -201,10 +207,21 @@ func (e *Engine) checkLocked(rctx *kvrpcpb.Context, id uint64, epoch *metapb.Reg
 	if r == nil {
 		return nil, &errorpb.Error{Message: fmt.Sprintf("region %d not found", id), RegionNotFound: &errorpb.RegionNotFound{RegionId: id}}
 	}
+	if p := rctx.GetPeer(); p != nil && !hasStore(r, p.GetStoreId()) {
+		// The store has no peer of the region (removed by a conf change).
+		return nil, &errorpb.Error{Message: fmt.Sprintf("region %d not found on store %d", id, p.GetStoreId()), RegionNotFound: &errorpb.RegionNotFound{RegionId: id}}
+	}
 	if p := rctx.GetPeer(); p != nil && !rctx.GetReplicaRead() && !rctx.GetStaleRead() {
-		if l := e.opts.Leader(r); p.GetStoreId() != l.GetStoreId() {
-			return nil, &errorpb.Error{Message: fmt.Sprintf("peer %d of region %d is not leader", p.GetId(), id),
-				NotLeader: &errorpb.NotLeader{RegionId: id, Leader: proto.Clone(l).(*metapb.Peer)}}
+		if l := e.opts.Leader(r); l == nil || p.GetStoreId() != l.GetStoreId() {
+			hint := l
+			if e.opts.Hint != nil {
+				hint = e.opts.Hint(r)
+			}
+			nl := &errorpb.NotLeader{RegionId: id}
+			if hint != nil {
+				nl.Leader = proto.Clone(hint).(*metapb.Peer)
+			}
+			return nil, &errorpb.Error{Message: fmt.Sprintf("peer %d of region %d is not leader", p.GetId(), id), NotLeader: nl}
 		}
 	}
 	if epoch != nil && (epoch.GetVersion() != r.GetRegionEpoch().GetVersion() || epoch.GetConfVer() != r.GetRegionEpoch().GetConfVer()) {
@@ -216,6 +233,16 @@ func (e *Engine) checkLocked(rctx *kvrpcpb.Context, id uint64, epoch *metapb.Reg
 			EpochNotMatch: &errorpb.EpochNotMatch{CurrentRegions: cur}}
 	}
 	return r, nil
+}
+
+// hasStore reports whether region r has a peer on store storeID.
+func hasStore(r *metapb.Region, storeID uint64) bool {
+	for _, p := range r.GetPeers() {
+		if p.GetStoreId() == storeID {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadIndex implements store/txn's Engine: the region of rctx if this peer
