@@ -15,6 +15,21 @@ type Result struct {
 	FoundRows    uint64
 	LastInsertID uint64
 	Info         string
+	// Warnings are the statement's notes and warnings, in order (SHOW
+	// WARNINGS; their count goes in the OK / EOF packet).
+	Warnings []Warning
+}
+
+// Warning is one row of SHOW WARNINGS.
+type Warning struct {
+	Level string // "Note", "Warning" or "Error"
+	Code  uint16
+	Msg   string
+}
+
+// Warn appends a Warning-level message.
+func (r *Result) Warn(code uint16, msg string) {
+	r.Warnings = append(r.Warnings, Warning{Level: "Warning", Code: code, Msg: msg})
 }
 
 // IsQuery reports whether the result is a result set.

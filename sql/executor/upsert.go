@@ -2,11 +2,14 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/table"
 	"github.com/stratadb/strata/sql/tablecodec"
@@ -47,9 +50,14 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 	w := e.writer(tx, txn, tbl)
 	res := &Result{}
 	for ri, row := range rows {
-		oldHs, oldRows, err := e.conflicts(ctx, src, tx, txn, row, handles[ri])
+		oldHs, oldRows, dupKey, err := e.conflicts(ctx, src, tx, txn, row, handles[ri])
 		if err != nil {
 			return nil, err
+		}
+		if len(oldHs) > 0 && s.IgnoreErr && !s.IsReplace && len(s.OnDuplicate) == 0 {
+			// INSERT IGNORE: the row is skipped with the error as a warning.
+			res.Warn(errno.ErrDupEntry, dupKeyMessage(tbl, dupKey))
+			continue
 		}
 		if s.IsReplace || len(oldHs) == 0 {
 			if len(oldHs) > 0 {
@@ -104,11 +112,20 @@ func (valuesRewriter) Leave(n ast.Node) (ast.Node, bool) {
 	return n, true
 }
 
+// dupKeyMessage is ERROR 1062's message for key of tbl.
+func dupKeyMessage(tbl *model.TableInfo, key []byte) string {
+	var e *errno.Error
+	if err := table.DupKeyError(tbl, key); errors.As(err, &e) {
+		return e.Msg
+	}
+	return "Duplicate entry for key"
+}
+
 // conflicts returns the handles and rows (their latest values, locked, in
 // pessimistic mode) of the existing rows row (with handle h) collides with:
 // on the primary key, then on each writable unique index without a NULL,
-// distinct, in that order.
-func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSource, txn kv.Txn, row []datum, h int64) ([]int64, [][]datum, error) {
+// distinct, in that order; and the first key that collided.
+func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSource, txn kv.Txn, row []datum, h int64) ([]int64, [][]datum, []byte, error) {
 	tbl := src.Table
 	var keys [][]byte
 	if tbl.PKIsHandle {
@@ -124,17 +141,21 @@ func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSou
 	}
 	vals, err := e.latest(ctx, tx, txn, keys)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var hs []int64
+	var first []byte
 	for i, v := range vals {
 		if v == nil {
 			continue
 		}
+		if first == nil {
+			first = keys[i]
+		}
 		oh := h
 		if tablecodec.IsIndexKey(keys[i]) {
 			if oh, err = tablecodec.DecodeIndexHandle(0, false, v); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 		if !slices.Contains(hs, oh) {
@@ -142,7 +163,7 @@ func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSou
 		}
 	}
 	if len(hs) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	rowKeys := make([][]byte, len(hs))
 	for i, oh := range hs {
@@ -150,7 +171,7 @@ func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSou
 	}
 	rvals, err := e.latest(ctx, tx, txn, rowKeys)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	out := make([][]datum, 0, len(hs))
 	kept := hs[:0]
@@ -160,12 +181,12 @@ func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSou
 		}
 		r := make([]datum, tbl.RowWidth())
 		if err := decodeRowInto(src, rowKeys[i], v, r); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		kept = append(kept, hs[i])
 		out = append(out, r)
 	}
-	return kept, out, nil
+	return kept, out, first, nil
 }
 
 // latest returns each key's value as the statement must see it (nil:

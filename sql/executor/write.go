@@ -73,10 +73,9 @@ func defaultValue(c *model.ColumnInfo, env expr.Env, rowNum int) (datum, error) 
 // are buffered with Txn.Insert; a duplicate primary key fails with ERROR
 // 1062 when the keys are locked (pessimistic) or at commit (optimistic).
 func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, tx TxnSource) (*Result, error) {
-	upsert := s.IsReplace || len(s.OnDuplicate) > 0
-	if s.IgnoreErr {
-		return nil, errno.NotSupported("INSERT IGNORE")
-	}
+	// INSERT IGNORE takes the upsert path too: each row sees the rows
+	// before it, and one that collides is skipped with a warning.
+	upsert := s.IsReplace || len(s.OnDuplicate) > 0 || s.IgnoreErr
 	src, err := e.resolveTable(ctx, s.Table, env, "INSERT")
 	if err != nil {
 		return nil, err
@@ -231,6 +230,9 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	if upsert {
 		if res, err = e.upsert(ctx, s, src, env, tx, txn, handles, rows); err != nil {
 			return nil, err
+		}
+		if s.IgnoreErr && nrows > 1 && len(s.OnDuplicate) == 0 && !s.IsReplace {
+			res.Info = fmt.Sprintf("Records: %d  Duplicates: %d  Warnings: %d", nrows, len(res.Warnings), len(res.Warnings))
 		}
 	} else {
 		if err := e.writer(tx, txn, tbl).AddRecords(ctx, handles, rows); err != nil {

@@ -592,12 +592,21 @@ func (c *clientConn) writeOK(affected, lastID uint64, status uint16, info string
 	b = appendLenEncInt(b, affected)
 	b = appendLenEncInt(b, lastID)
 	b = binary.LittleEndian.AppendUint16(b, status)
-	b = binary.LittleEndian.AppendUint16(b, 0)
+	b = binary.LittleEndian.AppendUint16(b, c.warningCount())
 	if info != "" {
 		b = appendLenEncString(b, info) // as MySQL's net_send_ok: libmysql/libmariadb read a length
 	}
 	c.wbuf = b
 	return c.pkt.writePacket(b)
+}
+
+// warningCount is the warnings of the session's last statement, as OK and
+// EOF packets carry them.
+func (c *clientConn) warningCount() uint16 {
+	if c.sess == nil {
+		return 0
+	}
+	return uint16(min(c.sess.WarningCount(), 65535))
 }
 
 // writeEOF ends a result set: an OK packet with the 0xFE header when the
@@ -607,9 +616,9 @@ func (c *clientConn) writeEOF(status uint16) error {
 	if c.caps&mysql.ClientDeprecateEOF != 0 {
 		b = append(b, 0, 0) // affected rows, last insert id
 		b = binary.LittleEndian.AppendUint16(b, status)
-		b = binary.LittleEndian.AppendUint16(b, 0)
+		b = binary.LittleEndian.AppendUint16(b, c.warningCount())
 	} else {
-		b = binary.LittleEndian.AppendUint16(b, 0) // warnings
+		b = binary.LittleEndian.AppendUint16(b, c.warningCount())
 		b = binary.LittleEndian.AppendUint16(b, status)
 	}
 	c.wbuf = b

@@ -73,7 +73,7 @@ func flags(status uint16) string {
 }
 
 // query runs q and renders the answer: "ok [flags]" (with the affected
-// rows when any), "error CODE (STATE): message", or the rows then
+// rows and " warnings=N" when any), "error CODE (STATE): message", or the rows then
 // "[flags]".
 func (c *txnClient) query(q string, timeout time.Duration) (string, error) {
 	if err := c.c.SetDeadline(time.Now().Add(timeout)); err != nil {
@@ -94,6 +94,9 @@ func (c *txnClient) query(q string, timeout time.Duration) (string, error) {
 		out := "ok " + flags(binary.LittleEndian.Uint16(rest))
 		if affected > 0 {
 			out = fmt.Sprintf("ok %d %s", affected, flags(binary.LittleEndian.Uint16(rest)))
+		}
+		if w := binary.LittleEndian.Uint16(rest[2:]); w > 0 {
+			out += fmt.Sprintf(" warnings=%d", w)
 		}
 		return out, nil
 	case 0xff:

@@ -1,14 +1,19 @@
 // Package session holds one client connection's state (current database,
 // session and user variables, last insert id, the previous statement's
-// ROW_COUNT() and FOUND_ROWS(), the transaction, prepared statements, the
-// user's privileges) and turns query text into results: it
+// ROW_COUNT() and FOUND_ROWS(), its warnings, the transaction, prepared
+// statements, the user's privileges) and turns query text into results: it
 // parses with the TiDB parser, dispatches each statement and maps every
 // failure to a MySQL error (sql/errno). Statements execute in sql/executor
 // (DML, DDL, SHOW about the schema, SPLIT, ADMIN, ANALYZE, LOAD DATA,
 // account statements); the session runs only those about itself:
 // transactions, SET, USE, DO, SHOW VARIABLES / STATUS / WARNINGS /
 // PROCESSLIST and KILL, and SELECT SQL_CALC_FOUND_ROWS ... LIMIT (the
-// whole result is computed and counted, then limited). It checks every statement's privileges at dispatch
+// whole result is computed and counted, then limited). SHOW WARNINGS /
+// ERRORS list the last statement's warnings (executor.Result.Warnings) or
+// its error; a statement that uses no table (SELECT without FROM, SET) and
+// raises none keeps them, as MySQL's diagnostics area, so SELECT
+// @@warning_count sees the statement before; the OK / EOF packet counts the
+// statement's own (WarningCount). It checks every statement's privileges at dispatch
 // (privs.go) and passes itself to the executor as expr.Env,
 // executor.TxnSource and executor.StmtEnv.
 //

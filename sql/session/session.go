@@ -49,9 +49,15 @@ type Session struct {
 	rowCount  int64
 	foundRows uint64
 	calcFound int64
-	params    []types.Datum // bound while a prepared statement executes
-	prepared  bool          // a prepared statement is executing
-	plans     executor.PlanCache
+	// warnings are the last statement's (SHOW WARNINGS, @@warning_count),
+	// kept across statements that use no table and raise none, as MySQL
+	// keeps its diagnostics area (keepsDiagnostics); stmtWarnings is the
+	// last statement's own count, for its OK / EOF packet.
+	warnings     []executor.Warning
+	stmtWarnings int
+	params       []types.Datum // bound while a prepared statement executes
+	prepared     bool          // a prepared statement is executing
+	plans        executor.PlanCache
 	// lastPlanFromCache: the previous statement ran a cached plan
 	// (@@last_plan_from_cache).
 	lastPlanFromCache bool
@@ -130,6 +136,15 @@ func (s *Session) UserVar(name string) types.Datum { return s.userVars[name] }
 func (s *Session) SysVar(name string, global bool) (types.Datum, types.FieldType, error) {
 	if name == "last_insert_id" || name == "identity" {
 		return types.NewUint(s.lastID), types.Uint64Type, nil
+	}
+	if name == "warning_count" || name == "error_count" {
+		n := 0
+		for _, w := range s.warnings {
+			if name == "warning_count" || w.Level == "Error" {
+				n++
+			}
+		}
+		return types.NewInt(int64(n)), types.Int64Type, nil
 	}
 	if name == "last_plan_from_cache" { // did the previous statement run a cached plan
 		return boolInt(s.lastPlanFromCache), types.Int64Type, nil
@@ -242,14 +257,22 @@ func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	res, err := s.checkedExecute(ctx, stmt)
 	end()
 	if err != nil {
-		if top {
-			s.rowCount = -1 // MySQL's my_error() sets ROW_COUNT() so
-		}
 		var e *errno.Error
 		if !errors.As(err, &e) {
-			err = errno.FromError(err)
+			e = errno.FromError(err)
+			err = e
+		}
+		if top {
+			s.rowCount = -1 // MySQL's my_error() sets ROW_COUNT() so
+			s.warnings = append(s.warnings[:0], executor.Warning{Level: "Error", Code: e.Code, Msg: e.Msg})
 		}
 		return nil, err
+	}
+	if top {
+		s.stmtWarnings = len(res.Warnings)
+		if len(res.Warnings) > 0 || !keepsDiagnostics(stmt) {
+			s.warnings = append(s.warnings[:0], res.Warnings...)
+		}
 	}
 	switch {
 	case res.LastInsertID != 0:
@@ -261,6 +284,27 @@ func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		s.noteCounts(res)
 	}
 	return res, nil
+}
+
+// WarningCount is the number of warnings the last statement raised, for
+// its OK and EOF packets (SHOW WARNINGS may list an earlier statement's).
+func (s *Session) WarningCount() int { return s.stmtWarnings }
+
+// keepsDiagnostics reports whether stmt, when it raises no warning, leaves
+// the previous statement's warnings in place: the diagnostic statements
+// (SHOW WARNINGS / ERRORS) and those that use no table (SELECT without
+// FROM, SET), as in MySQL, so that SELECT @@warning_count and SHOW
+// WARNINGS both see the statement before.
+func keepsDiagnostics(stmt ast.StmtNode) bool {
+	switch x := stmt.(type) {
+	case *ast.ShowStmt:
+		return x.Tp == ast.ShowWarnings || x.Tp == ast.ShowErrors
+	case *ast.SelectStmt:
+		return x.From == nil
+	case *ast.SetStmt:
+		return true
+	}
+	return false
 }
 
 // noteCounts keeps what ROW_COUNT() and FOUND_ROWS() of the next

@@ -28,11 +28,25 @@ func (s *Session) show(ctx context.Context, x *ast.ShowStmt) (*executor.Result, 
 			res.Rows = append(res.Rows, []types.Datum{types.NewString(n), types.NewString(d.String())})
 		}
 	case ast.ShowWarnings, ast.ShowErrors:
-		if x.CountWarningsOrErrors {
-			return &executor.Result{Columns: []executor.ResultColumn{{Name: "@@session.warning_count", Type: types.Int64Type}},
-				Rows: [][]types.Datum{{types.NewInt(0)}}}, nil
+		var ws []executor.Warning
+		for _, w := range s.warnings {
+			if x.Tp == ast.ShowWarnings || w.Level == "Error" {
+				ws = append(ws, w)
+			}
 		}
-		res = &executor.Result{Columns: []executor.ResultColumn{executor.StringColumn("Level", 7), executor.StringColumn("Code", 4), executor.StringColumn("Message", 512)}}
+		if x.CountWarningsOrErrors {
+			name := "@@session.warning_count"
+			if x.Tp == ast.ShowErrors {
+				name = "@@session.error_count"
+			}
+			return &executor.Result{Columns: []executor.ResultColumn{{Name: name, Type: types.Int64Type}},
+				Rows: [][]types.Datum{{types.NewInt(int64(len(ws)))}}}, nil
+		}
+		res = &executor.Result{Columns: []executor.ResultColumn{executor.StringColumn("Level", 7),
+			{Name: "Code", Type: types.Uint64Type}, executor.StringColumn("Message", 512)}}
+		for _, w := range ws {
+			res.Rows = append(res.Rows, []types.Datum{types.NewString(w.Level), types.NewUint(uint64(w.Code)), types.NewString(w.Msg)})
+		}
 	case ast.ShowStatus:
 		res = &executor.Result{Columns: []executor.ResultColumn{executor.StringColumn("Variable_name", 64), executor.StringColumn("Value", 1024)}}
 		if s.statusVars != nil {
