@@ -35,6 +35,15 @@
 // the coprocessor at the transaction's start_ts, or through Txn.Scan when
 // the transaction has buffered writes in the range (the coprocessor cannot
 // see them) or reads a fresh snapshot per statement (READ-COMMITTED).
+// A value that does not fit its column fails the statement in strict
+// mode (sql_mode's STRICT_TRANS_TABLES, the default; SQLMode reads the
+// session's); outside it, and under INSERT / UPDATE IGNORE, it is stored
+// adjusted (types.ConvertLenient: clipped to the range, cut to the length,
+// a string's numeric prefix) with the error as a warning in
+// Result.Warnings, and NULL for a NOT NULL column becomes 0 or the empty string except
+// in a single-row INSERT (write.go, conv). Dates, ENUM, SET, BIT and YEAR
+// keep the error. INSERT IGNORE skips a row that collides on a primary or
+// unique key, with warning 1062 (upsert.go).
 // INSERT buffers Txn.Insert (a duplicate key is ERROR 1062, found when the
 // key is locked or at commit); REPLACE and INSERT ... ON DUPLICATE KEY
 // UPDATE first read (and in pessimistic mode lock) the rows a new row

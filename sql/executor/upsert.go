@@ -27,7 +27,7 @@ const valuesTable = "\x00values"
 // In pessimistic mode the keys a row could collide on and the rows found
 // there are locked, and their latest values decide.
 func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.Source, env expr.Env, tx TxnSource, txn kv.Txn,
-	handles []int64, rows [][]datum) (*Result, error) {
+	handles []int64, rows [][]datum, cv *conv) (*Result, error) {
 	src = forWrite(src)
 	tbl := src.Table
 	ncols := tbl.PublicColumns() // rows hold the public columns
@@ -78,7 +78,7 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 		evalRow := make([]datum, len(src.Cols)+ncols)
 		copy(evalRow, old)
 		copy(evalRow[len(src.Cols):], row[:ncols])
-		if err := assignRow(as, tbl, env, evalRow, ri+1); err != nil {
+		if err := assignRow(as, tbl, env, evalRow, ri+1, cv); err != nil {
 			return nil, err
 		}
 		newRow := evalRow[:len(src.Cols):len(src.Cols)]

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
@@ -20,12 +21,59 @@ import (
 // MaxEntrySize bounds one row (key + value); see table.MaxEntrySize.
 const MaxEntrySize = table.MaxEntrySize
 
+// conv is how a statement stores a value that does not fit its column:
+// strict (nil, or lenient false) fails the statement with the error
+// strict mode raises; lenient stores it adjusted (types.ConvertLenient)
+// and adds the error as a warning to res, as MySQL does outside strict
+// mode and under IGNORE. nullDefault stores NULL given for a NOT NULL
+// column as the type's implicit default (0, ”), with warning 1048, as
+// MySQL does under IGNORE, in UPDATE and in multi-row INSERT outside
+// strict mode.
+type conv struct {
+	lenient, nullDefault bool
+	res                  *Result
+}
+
+// newConv is the conversion policy of a statement: strict is sql_mode's
+// STRICT_TRANS_TABLES / STRICT_ALL_TABLES, ignore the statement's IGNORE,
+// multiRow whether NULL may become the implicit default outside strict
+// mode (every statement but a single-row INSERT).
+func newConv(env expr.Env, ignore, multiRow bool) *conv {
+	strict := SQLMode(env).HasStrictMode()
+	return &conv{lenient: ignore || !strict, nullDefault: ignore || (!strict && multiRow), res: &Result{}}
+}
+
+// SQLMode is env's sql_mode (a session's, cached), or MySQL's default
+// when env does not say.
+func SQLMode(env expr.Env) mysql.SQLMode {
+	if m, ok := env.(interface{ SQLMode() mysql.SQLMode }); ok {
+		return m.SQLMode()
+	}
+	return mysql.ModeStrictTransTables | mysql.ModeOnlyFullGroupBy
+}
+
+// warnings returns the warnings cv collected (nil for a nil cv).
+func (cv *conv) warnings() []Warning {
+	if cv == nil {
+		return nil
+	}
+	return cv.res.Warnings
+}
+
 // convertColumn converts v for column c of row rowNum (1-based), mapping
-// failures to the MySQL errors strict mode raises.
-func convertColumn(c *model.ColumnInfo, v datum, rowNum int) (datum, error) {
+// failures to the MySQL errors strict mode raises, or, when cv is lenient,
+// to warnings beside the adjusted value.
+func convertColumn(c *model.ColumnInfo, v datum, rowNum int, cv *conv) (datum, error) {
 	if v.IsNull() {
 		if c.RefusesNull() {
-			return v, errno.New(errno.ErrBadNull, "Column '%s' cannot be null", c.Name)
+			err := errno.New(errno.ErrBadNull, "Column '%s' cannot be null", c.Name)
+			if cv != nil && cv.nullDefault {
+				if d, ok := implicitDefault(c); ok {
+					cv.res.Warn(err.Code, err.Msg)
+					return d, nil
+				}
+			}
+			return v, err
 		}
 		return types.NullDatum, nil
 	}
@@ -33,26 +81,71 @@ func convertColumn(c *model.ColumnInfo, v datum, rowNum int) (datum, error) {
 	if err == nil && c.Pending != nil {
 		// MODIFY COLUMN narrows the column: refuse what will not fit.
 		_, err = c.Pending.Convert(v)
+		if err != nil {
+			return v, convError(c, err, rowNum)
+		}
 	}
 	if err == nil {
 		return d, nil
 	}
+	if cv != nil && cv.lenient {
+		if d, warn, ok := c.Type.ConvertLenient(v); ok {
+			if c.Pending != nil {
+				if _, perr := c.Pending.Convert(d); perr != nil {
+					return v, convError(c, perr, rowNum)
+				}
+			}
+			e := convError(c, warn, rowNum)
+			var me *errno.Error
+			if errors.As(e, &me) {
+				cv.res.Warn(me.Code, me.Msg)
+			}
+			return d, nil
+		}
+	}
+	return v, convError(c, err, rowNum)
+}
+
+// convError is the MySQL error for a value of column c that err says
+// does not fit.
+func convError(c *model.ColumnInfo, err error, rowNum int) error {
 	var ce *types.ConvError
 	if !errors.As(err, &ce) {
-		return v, err
+		return err
 	}
 	switch ce.Kind {
 	case types.ConvOutOfRange:
-		return v, errno.New(errno.ErrWarnDataOutOfRange, "Out of range value for column '%s' at row %d", c.Name, rowNum)
+		return errno.New(errno.ErrWarnDataOutOfRange, "Out of range value for column '%s' at row %d", c.Name, rowNum)
 	case types.ConvTooLong:
-		return v, errno.New(errno.ErrDataTooLong, "Data too long for column '%s' at row %d", c.Name, rowNum)
+		return errno.New(errno.ErrDataTooLong, "Data too long for column '%s' at row %d", c.Name, rowNum)
 	case types.ConvTruncated:
-		return v, errno.New(errno.ErrDataTruncated, "Data truncated for column '%s' at row %d", c.Name, rowNum)
+		return errno.New(errno.ErrDataTruncated, "Data truncated for column '%s' at row %d", c.Name, rowNum)
 	}
 	if c.Type.Class() == types.ClassTime {
-		return v, errno.New(errno.ErrTruncatedWrongValue, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
+		return errno.New(errno.ErrTruncatedWrongValue, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
 	}
-	return v, errno.New(errno.ErrTruncatedWrongField, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
+	return errno.New(errno.ErrTruncatedWrongField, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
+}
+
+// implicitDefault is the value MySQL stores for NULL in a NOT NULL column
+// outside strict mode: 0 for numbers, ” for strings; ok is false for the
+// other types (dates, ENUM, SET, BIT, YEAR), which keep the error.
+func implicitDefault(c *model.ColumnInfo) (datum, bool) {
+	switch c.Type.Tp {
+	case mysql.TypeBit, mysql.TypeYear, mysql.TypeDuration, mysql.TypeEnum, mysql.TypeSet:
+		return types.NullDatum, false
+	}
+	var zero datum
+	switch c.Type.Class() {
+	case types.ClassInt, types.ClassFloat, types.ClassDecimal:
+		zero = types.NewInt(0)
+	case types.ClassString:
+		zero = types.NewString("")
+	default:
+		return types.NullDatum, false
+	}
+	d, err := c.Type.Convert(zero)
+	return d, err == nil
 }
 
 func defaultValue(c *model.ColumnInfo, env expr.Env, rowNum int) (datum, error) {
@@ -119,6 +212,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 			return &Result{}, nil
 		}
 	}
+	cv := newConv(env, s.IgnoreErr, nrows > 1)
 	ncols := len(tbl.Columns)
 	slab := make([]datum, nrows*ncols)
 	given := make([]bool, ncols)
@@ -175,7 +269,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 				row[i] = types.NullDatum
 				continue
 			}
-			if row[i], err = convertColumn(c, row[i], rowNum); err != nil {
+			if row[i], err = convertColumn(c, row[i], rowNum, cv); err != nil {
 				return nil, err
 			}
 			if c.AutoIncrement {
@@ -195,7 +289,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		}
 		ac := tbl.Columns[tbl.AutoIncOffset]
 		for i, ri := range autoRows {
-			d, err := convertColumn(ac, types.NewInt(autoIDs[i]), ri+1)
+			d, err := convertColumn(ac, types.NewInt(autoIDs[i]), ri+1, nil)
 			if err != nil {
 				return nil, fmt.Errorf("%w (AUTO_INCREMENT ran out of values for the column type)", err)
 			}
@@ -228,17 +322,19 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	}
 	var res *Result
 	if upsert {
-		if res, err = e.upsert(ctx, s, src, env, tx, txn, handles, rows); err != nil {
+		if res, err = e.upsert(ctx, s, src, env, tx, txn, handles, rows, cv); err != nil {
 			return nil, err
-		}
-		if s.IgnoreErr && nrows > 1 && len(s.OnDuplicate) == 0 && !s.IsReplace {
-			res.Info = fmt.Sprintf("Records: %d  Duplicates: %d  Warnings: %d", nrows, len(res.Warnings), len(res.Warnings))
 		}
 	} else {
 		if err := e.writer(tx, txn, tbl).AddRecords(ctx, handles, rows); err != nil {
 			return nil, err
 		}
 		res = &Result{AffectedRows: uint64(nrows)}
+	}
+	dups := len(res.Warnings) // INSERT IGNORE's skipped rows (upsert)
+	res.Warnings = append(cv.warnings(), res.Warnings...)
+	if nrows > 1 && (s.IgnoreErr || len(res.Warnings) > 0) && len(s.OnDuplicate) == 0 && !s.IsReplace {
+		res.Info = fmt.Sprintf("Records: %d  Duplicates: %d  Warnings: %d", nrows, dups, len(res.Warnings))
 	}
 	if len(autoIDs) > 0 {
 		res.LastInsertID = uint64(autoIDs[0])
@@ -396,6 +492,7 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 		return nil, err
 	}
 	tx.NoteWrite(tbl)
+	cv := newConv(env, s.IgnoreErr, true)
 	ncols := len(tbl.Columns)
 	hOff := ncols
 	var oldHs, newHs []int64
@@ -405,7 +502,7 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 	for ri, r := range rows {
 		newRow := slab[ri*w : (ri+1)*w : (ri+1)*w]
 		copy(newRow, r)
-		if err := assignRow(as, tbl, env, newRow, ri+1); err != nil {
+		if err := assignRow(as, tbl, env, newRow, ri+1, cv); err != nil {
 			return nil, err
 		}
 		if sameRow(r, newRow, ncols) {
@@ -425,7 +522,8 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 			return nil, err
 		}
 	}
-	return &Result{AffectedRows: uint64(changed), FoundRows: uint64(len(rows)), Info: fmt.Sprintf("Rows matched: %d  Changed: %d  Warnings: 0", len(rows), changed)}, nil
+	return &Result{AffectedRows: uint64(changed), FoundRows: uint64(len(rows)), Warnings: cv.warnings(),
+		Info: fmt.Sprintf("Rows matched: %d  Changed: %d  Warnings: %d", len(rows), changed, len(cv.warnings()))}, nil
 }
 
 // assign is one `col = expr` of UPDATE or ON DUPLICATE KEY UPDATE.
@@ -459,8 +557,9 @@ func compileAssignments(list []*ast.Assignment, src *planner.Source, ectx *expr.
 }
 
 // assignRow applies as to row (which starts as the old row) left to right,
-// each assignment seeing the earlier ones, as MySQL evaluates them.
-func assignRow(as []assign, tbl *model.TableInfo, env expr.Env, row []datum, rowNum int) error {
+// each assignment seeing the earlier ones, as MySQL evaluates them; cv
+// says how a value that does not fit is stored.
+func assignRow(as []assign, tbl *model.TableInfo, env expr.Env, row []datum, rowNum int, cv *conv) error {
 	for _, a := range as {
 		var v datum
 		var err error
@@ -471,7 +570,7 @@ func assignRow(as []assign, tbl *model.TableInfo, env expr.Env, row []datum, row
 		} else if v, err = a.e.Eval(row); err != nil {
 			return err
 		}
-		if row[a.off], err = convertColumn(tbl.Columns[a.off], v, rowNum); err != nil {
+		if row[a.off], err = convertColumn(tbl.Columns[a.off], v, rowNum, cv); err != nil {
 			return err
 		}
 	}

@@ -13,7 +13,9 @@
 // its error; a statement that uses no table (SELECT without FROM, SET) and
 // raises none keeps them, as MySQL's diagnostics area, so SELECT
 // @@warning_count sees the statement before; the OK / EOF packet counts the
-// statement's own (WarningCount). It checks every statement's privileges at dispatch
+// statement's own (WarningCount). sql_mode (SQLMode, sqlmode.go) is checked
+// by SET (1231 for an unknown mode), sets the parser's modes before every
+// parse and tells the executor whether writes are strict. It checks every statement's privileges at dispatch
 // (privs.go) and passes itself to the executor as expr.Env,
 // executor.TxnSource and executor.StmtEnv.
 //

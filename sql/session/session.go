@@ -55,6 +55,7 @@ type Session struct {
 	// last statement's own count, for its OK / EOF packet.
 	warnings     []executor.Warning
 	stmtWarnings int
+	sqlMode      sqlModeCache  // SQLMode
 	params       []types.Datum // bound while a prepared statement executes
 	prepared     bool          // a prepared statement is executing
 	plans        executor.PlanCache
@@ -219,6 +220,7 @@ func (s *Session) UseDB(ctx context.Context, name string) error {
 
 // Parse splits sql into statements. Syntax errors are ERROR 1064.
 func (s *Session) Parse(sql string) ([]ast.StmtNode, error) {
+	s.parser.SetSQLMode(s.SQLMode())
 	stmts, _, err := s.parser.ParseSQL(sql)
 	if err != nil {
 		msg := err.Error()
@@ -606,6 +608,8 @@ func (s *Session) normalizeSysVar(name, given string, val types.Datum) (string, 
 		return "", wrongValue(given, raw)
 	case "tidb_replica_read":
 		return normalizeReplicaRead(given, raw)
+	case "sql_mode":
+		return normalizeSQLMode(given, raw)
 	case "tidb_txn_mode":
 		switch strings.ToLower(strings.TrimSpace(raw)) {
 		case "pessimistic", "":
