@@ -6,6 +6,11 @@
 // and information_schema tables (memtable.go), and the reads of UPDATE and
 // DELETE (ScanPlan).
 //
+// Its behaviour is pinned by the scripts in testdata/ (EXPLAIN of each
+// access path beside the rows the plan returns); they run through a whole
+// SQL node in sql/server's TestPlannerScripts, since they need sessions,
+// the catalog, statistics and storage.
+//
 // Planning has four steps, as in TiDB's pkg/planner/core at our scale:
 //
 //  1. Name resolution and a logical plan: the FROM clause (one table, or a
