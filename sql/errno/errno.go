@@ -61,6 +61,13 @@ const (
 	ErrInfoSchemaExpired   uint16 = 8027 // schema lease not renewed
 	ErrInfoSchemaChanged   uint16 = 8028 // a written table's schema changed
 
+	// Prepared statements.
+	ErrEmptyQuery           uint16 = 1065
+	ErrWrongArguments       uint16 = 1210 // Incorrect arguments to EXECUTE
+	ErrUnknownStmtHandler   uint16 = 1243
+	ErrUnsupportedPS        uint16 = 1295
+	ErrMaxPreparedStmtCount uint16 = 1461
+
 	ErrLockWaitTimeout            uint16 = 1205
 	ErrLockDeadlock               uint16 = 1213
 	ErrSpDoesNotExist             uint16 = 1305 // SAVEPOINT ... does not exist
@@ -121,6 +128,8 @@ var sqlStates = map[uint16]string{
 	ErrDupFieldName:             "42S21",
 	ErrDupEntry:                 "23000",
 	ErrParse:                    "42000",
+	ErrEmptyQuery:               "42000",
+	ErrMaxPreparedStmtCount:     "42000",
 	ErrMultiplePriKey:           "42000",
 	ErrWrongAutoKey:             "42000",
 	ErrTableMustHaveCols:        "42000",

@@ -7,7 +7,7 @@
 // (DML, DDL, SHOW about the schema, SPLIT, ADMIN, ANALYZE, LOAD DATA,
 // account statements); the session runs only those about itself:
 // transactions, SET, USE, DO, SHOW VARIABLES / STATUS / WARNINGS /
-// PROCESSLIST and KILL, and SELECT SQL_CALC_FOUND_ROWS ... LIMIT (the
+// PROCESSLIST, KILL, PREPARE / EXECUTE / DEALLOCATE PREPARE, and SELECT SQL_CALC_FOUND_ROWS ... LIMIT (the
 // whole result is computed and counted, then limited). SHOW WARNINGS /
 // ERRORS list the last statement's warnings (executor.Result.Warnings) or
 // its error; a statement that uses no table (SELECT without FROM, SET) and
@@ -61,6 +61,28 @@
 // round trip; the store still checks locks and waits for in-flight writes of
 // the key); inside a transaction reads are at its start_ts. A prepared point
 // select is planned once per session and statement (executor.PlanCache).
+//
+// # Prepared statements
+//
+// COM_STMT_PREPARE (Prepare, prepared.go) and SQL-level PREPARE name FROM
+// 'text' | @var (sqlprepare.go) prepare a statement the same way: parsed
+// once, privileges checked, its ? markers numbered, a SELECT's columns
+// found. SQL-level statements are named (case-insensitive), a namespace
+// apart from the binary protocol's ids; EXECUTE name USING @a, ... binds
+// the user variables with their types (unset: NULL) and runs the statement
+// through the binary protocol's path, so a repeated point select runs its
+// cached plan (@@last_plan_from_cache), and as if sent directly: its
+// privileges are checked again, it runs in the session's transaction (an
+// autocommit write is retried as usual), and it sets ROW_COUNT() and
+// LAST_INSERT_ID(). Re-PREPARE of a name deallocates the old statement
+// first; DEALLOCATE PREPARE / DROP PREPARE forget one; COM_RESET_CONNECTION
+// (a new Session) and the connection's end drop them all. Errors as MySQL:
+// 1210 (wrong number of USING variables), 1243 (unknown name), 1295 (a
+// statement MySQL cannot prepare: PREPARE / EXECUTE / DEALLOCATE, BEGIN,
+// ROLLBACK, SAVEPOINT, USE, LOAD DATA, ...), 1064, 1065 (empty text), and
+// 1461 past max_prepared_stmt_count (GLOBAL, default 16382; binary and
+// SQL-level statements of a session together; this SQL node's, not
+// persisted).
 //
 // # Replica and stale reads
 //

@@ -11,8 +11,9 @@ import (
 	"github.com/stratadb/strata/sql/types"
 )
 
-// MaxPreparedStmts bounds prepared statements per connection
-// (max_prepared_stmt_count).
+// MaxPreparedStmts is max_prepared_stmt_count's default: the bound on the
+// prepared statements (binary-protocol and SQL-level together) one
+// connection holds.
 const MaxPreparedStmts = 16382
 
 // Prepared is a statement parsed once by COM_STMT_PREPARE and executed many
@@ -43,17 +44,49 @@ func (m *markerCollector) Enter(n ast.Node) (ast.Node, bool) {
 
 func (m *markerCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
-// Prepare parses sql (exactly one statement) and registers it.
+// Prepare parses sql (exactly one statement) and registers it under a new
+// binary-protocol statement id (COM_STMT_PREPARE).
 func (s *Session) Prepare(ctx context.Context, sql string) (*Prepared, error) {
-	if len(s.stmts) >= MaxPreparedStmts {
-		return nil, errno.New(1461, "Can't create more than max_prepared_stmt_count statements (current value: %d); close unused statements", MaxPreparedStmts)
+	if err := s.checkPreparedCount(); err != nil {
+		return nil, err
 	}
 	stmts, err := s.Parse(sql)
 	if err != nil {
 		return nil, err
 	}
+	p, err := s.prepare(ctx, stmts, false)
+	if err != nil {
+		return nil, err
+	}
+	if s.stmts == nil {
+		s.stmts = map[uint32]*Prepared{}
+	}
+	s.nextStmt++
+	p.ID = s.nextStmt
+	s.stmts[p.ID] = p
+	return p, nil
+}
+
+// checkPreparedCount is ERROR 1461 when the session holds
+// max_prepared_stmt_count statements (binary and SQL-level together).
+func (s *Session) checkPreparedCount() error {
+	limit := maxPreparedStmtCount.Load()
+	if int64(len(s.stmts)+len(s.sqlStmts.byName)) >= limit {
+		return errno.New(errno.ErrMaxPreparedStmtCount, "Can't create more than max_prepared_stmt_count statements (current value: %d)", limit)
+	}
+	return nil
+}
+
+// prepare makes the Prepared of a parsed statement text, shared by
+// COM_STMT_PREPARE and SQL-level PREPARE (sqlLevel: only the statements
+// MySQL lets PREPARE prepare; the binary protocol refuses just the
+// prepared-statement statements themselves).
+func (s *Session) prepare(ctx context.Context, stmts []ast.StmtNode, sqlLevel bool) (*Prepared, error) {
 	if len(stmts) != 1 {
 		return nil, errno.New(errno.ErrParse, "You have an error in your SQL syntax; a prepared statement must contain exactly one statement")
+	}
+	if !preparable(stmts[0], sqlLevel) {
+		return nil, errno.New(errno.ErrUnsupportedPS, "This command is not supported in the prepared statement protocol yet")
 	}
 	if s.privs.mgr != nil { // as MySQL, at prepare too (the columns would tell)
 		if err := s.checkPrivileges(ctx, stmts[0]); err != nil {
@@ -69,19 +102,15 @@ func (s *Session) Prepare(ctx context.Context, sql string) (*Prepared, error) {
 	p := &Prepared{Stmt: stmts[0], NumParams: len(mc.markers)}
 	switch q := stmts[0].(type) {
 	case *ast.SelectStmt, *ast.SetOprStmt:
+		params, prepared := s.params, s.prepared
 		s.params = make([]types.Datum, p.NumParams) // all NULL
-		p.Columns, err = s.exec.QueryColumns(ctx, q, s)
-		s.params = nil
+		cols, err := s.exec.QueryColumns(ctx, q, s)
+		s.params, s.prepared = params, prepared
 		if err != nil {
 			return nil, errno.FromError(err)
 		}
+		p.Columns = cols
 	}
-	if s.stmts == nil {
-		s.stmts = map[uint32]*Prepared{}
-	}
-	s.nextStmt++
-	p.ID = s.nextStmt
-	s.stmts[p.ID] = p
 	return p, nil
 }
 
@@ -106,7 +135,7 @@ func (s *Session) PlanCacheHits() uint64 { return s.plans.Hits }
 // ExecutePrepared runs p with params bound to its markers in order.
 func (s *Session) ExecutePrepared(ctx context.Context, p *Prepared, params []types.Datum) (*executor.Result, error) {
 	if len(params) != p.NumParams {
-		return nil, errno.New(1210, "Incorrect arguments to EXECUTE: %d parameters for %d markers", len(params), p.NumParams)
+		return nil, errno.New(errno.ErrWrongArguments, "Incorrect arguments to EXECUTE: %d parameters for %d markers", len(params), p.NumParams)
 	}
 	s.params, s.prepared = params, true
 	defer func() { s.params, s.prepared = nil, false }()

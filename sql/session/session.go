@@ -64,6 +64,7 @@ type Session struct {
 	lastPlanFromCache bool
 	stmts             map[uint32]*Prepared
 	nextStmt          uint32
+	sqlStmts          sqlPrepared // PREPARE / EXECUTE, sqlprepare.go
 
 	txn  *txnState  // open explicit or implicit transaction
 	stmt *stmtState // autocommit statement's transaction while it runs
@@ -160,6 +161,9 @@ func (s *Session) SysVar(name string, global bool) (types.Datum, types.FieldType
 	if d, ft, ok := serverMemSysVar(name); ok { // this node's, memvars.go
 		return d, ft, nil
 	}
+	if d, ft, ok := preparedSysVar(name); ok { // this node's, sqlprepare.go
+		return d, ft, nil
+	}
 	if d, ft, ok := s.statsSysVar(name); ok { // cluster-wide, statsvars.go
 		return d, ft, nil
 	}
@@ -219,9 +223,16 @@ func (s *Session) UseDB(ctx context.Context, name string) error {
 }
 
 // Parse splits sql into statements. Syntax errors are ERROR 1064.
-func (s *Session) Parse(sql string) ([]ast.StmtNode, error) {
-	s.parser.SetSQLMode(s.SQLMode())
-	stmts, _, err := s.parser.ParseSQL(sql)
+func (s *Session) Parse(sql string) ([]ast.StmtNode, error) { return s.parseWith(s.parser, sql) }
+
+// parseWith parses sql with p under the session's sql_mode.
+func (s *Session) parseWith(p *parser.Parser, sql string) ([]ast.StmtNode, error) {
+	p.SetSQLMode(s.SQLMode())
+	return parseSQL(p, sql)
+}
+
+func parseSQL(p *parser.Parser, sql string) ([]ast.StmtNode, error) {
+	stmts, _, err := p.ParseSQL(sql)
 	if err != nil {
 		msg := err.Error()
 		if i := strings.Index(msg, "]"); strings.HasPrefix(msg, "[") && i > 0 {
@@ -446,6 +457,12 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		return s.exec.ExecuteAccount(ctx, stmt, s)
 	case *ast.KillStmt:
 		return s.kill(ctx, x) // process.go
+	case *ast.PrepareStmt: // sqlprepare.go
+		return s.sqlPrepare(ctx, x)
+	case *ast.ExecuteStmt:
+		return s.sqlExecute(ctx, x)
+	case *ast.DeallocateStmt:
+		return s.sqlDeallocate(x)
 	}
 	return nil, errno.NotSupported(strings.ToUpper(StmtLabel(stmt)))
 }
@@ -513,6 +530,12 @@ func (s *Session) set(ctx context.Context, x *ast.SetStmt) error {
 			continue
 		}
 		if handled, err := setServerMemSysVar(name, v.IsGlobal, val); handled { // memvars.go
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if handled, err := setPreparedSysVar(name, v.IsGlobal, val); handled { // sqlprepare.go
 			if err != nil {
 				return err
 			}
