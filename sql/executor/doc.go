@@ -51,8 +51,10 @@
 // and SELECT ... FOR UPDATE / LOCK IN SHARE MODE lock their rows at
 // statement time (LockKeys at a fresh for_update_ts) and UPDATE / DELETE /
 // FOR UPDATE work on the latest committed values the lock returns, with
-// WHERE evaluated again on them; in optimistic mode they read the snapshot
-// and conflicts are found at commit.
+// WHERE evaluated again on them (a statement on one row by its handle
+// sends only the lock request, no snapshot read before it: pointOnly); in
+// optimistic mode they read the snapshot and conflicts are found at
+// commit.
 //
 // What the planner pushed down (conditions, partial aggregates, TopN,
 // index lookups) runs on the stores (store/coprocessor); the rest of

@@ -527,12 +527,28 @@ type selectLockOp struct {
 	child Operator
 	p     *planner.SelectLock
 	out   emitter
+	// lockOnly: the child was not run; the lock's latest row answered.
+	lockOnly bool
 }
 
-func (o *selectLockOp) Close() error { return o.child.Close() }
-func (o *selectLockOp) width() int   { return o.child.width() }
+func (o *selectLockOp) Close() error {
+	if o.lockOnly {
+		return nil
+	}
+	return o.child.Close()
+}
+
+func (o *selectLockOp) width() int { return o.child.width() }
 
 func (o *selectLockOp) Open(ctx context.Context) error {
+	if o.p.PointHandle != nil && o.rc.tx.TxnOptions().Pessimistic && len(o.p.Children) == 1 && pointOnly(o.p.Children[0]) {
+		// A point read by handle: the lock returns the key's latest value,
+		// which is the answer; the snapshot read is skipped (readForWrite).
+		o.lockOnly = true
+		rows, err := o.rc.lockRows(ctx, o.p.Src, o.p.Where, o.p.PointHandle, o.p.NoWait, nil)
+		o.out = emitter{rows: rows}
+		return err
+	}
 	if err := o.child.Open(ctx); err != nil {
 		return err
 	}

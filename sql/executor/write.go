@@ -396,16 +396,32 @@ func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where 
 		return nil, err
 	}
 	rc := newRunCtx(e, tx, txn)
+	defer rc.observeRPCs()
+	if sp.PointHandle != nil && tx.TxnOptions().Pessimistic && pointOnly(sp.Root) {
+		// The lock returns the key's latest value, which decides: a read of
+		// the snapshot first would be one more request for nothing (as
+		// TiDB's point get with lock).
+		return rc.lockRows(ctx, src, sp.Where, sp.PointHandle, false, nil)
+	}
 	op, err := rc.build(sp.Root, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer rc.observeRPCs()
 	rows, err := drain(ctx, op, rc.mem)
 	if err != nil || !tx.TxnOptions().Pessimistic {
 		return rows, err
 	}
 	return rc.lockRows(ctx, src, sp.Where, sp.PointHandle, false, rows)
+}
+
+// pointOnly reports whether p reads one handle's row and at most filters
+// it: no Limit, Sort or TopN that the lock's latest row would bypass.
+func pointOnly(p planner.Plan) bool {
+	if sel, ok := p.(*planner.Selection); ok && len(sel.Children) == 1 {
+		p = sel.Children[0]
+	}
+	_, ok := p.(*planner.PointGet)
+	return ok
 }
 
 // forWrite returns src reading its table's ForWrite table: the rows an

@@ -115,6 +115,10 @@ func touchesTable(id int64) func(proto.Message) bool {
 			}
 		case *kvrpcpb.CommitRequest:
 			keys = r.GetKeys()
+		case *kvrpcpb.GetRequest:
+			keys = [][]byte{r.GetKey()}
+		case *kvrpcpb.BatchGetRequest:
+			keys = r.GetKeys()
 		}
 		for _, k := range keys {
 			if bytes.HasPrefix(k, prefix) {
