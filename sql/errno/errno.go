@@ -113,6 +113,7 @@ var sqlStates = map[uint16]string{
 	1171:                        "42000", // PRIMARY KEY part NULL
 	1280:                        "42000", // wrong index name
 	1066:                        "42000", // not unique table/alias
+	1109:                        "42S02", // unknown table in MULTI DELETE
 	1222:                        "21000", // different number of columns
 	1241:                        "21000", // operand should contain n column(s)
 	1242:                        "21000", // subquery returns more than 1 row

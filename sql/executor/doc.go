@@ -1,6 +1,7 @@
 // Package executor runs statements for a session, one file per statement
 // family as in TiDB's pkg/executor: SELECT and set operations (select.go,
-// cte.go, window.go), INSERT / UPDATE / DELETE (write.go, upsert.go),
+// cte.go, window.go), INSERT / UPDATE / DELETE (write.go, upsert.go,
+// multiwrite.go),
 // EXPLAIN (explain.go), schema changes (ddl.go: databases, tables,
 // indexes; view.go: views; submitted to the DDL job queue, package ddl),
 // SHOW about the schema and cluster (show.go), SPLIT TABLE and SHOW TABLE
@@ -55,6 +56,25 @@
 // sends only the lock request, no snapshot read before it: pointOnly); in
 // optimistic mode they read the snapshot and conflicts are found at
 // commit.
+//
+// Multi-table UPDATE and DELETE (multiwrite.go: UPDATE t1 JOIN t2 ... SET,
+// UPDATE t1, t2 ... SET, DELETE t1, t2 FROM ..., DELETE FROM t1 USING ...)
+// plan their FROM clause and WHERE as SELECT * through the planner's join
+// planning and run the plan below its projection: each joined row holds
+// every table's columns and hidden handle. In pessimistic mode the SELECT
+// is SELECT ... FOR UPDATE OF <the target tables>, so the target rows are
+// locked as they are read and joined with their latest committed values
+// (re-checked against their own conditions); the tables only read are
+// read from the snapshot and not locked, as in TiDB. Each target row is
+// written once however many joined rows match it (NULL-extended rows of
+// an outer join match nothing): UPDATE evaluates its assignments to a
+// table on the first joined row that matches its row, left to right, then
+// writes each table's changed rows through sql/table (a new primary key
+// moves the row; 1062 on a collision); affected rows are the changed
+// rows, "Rows matched" the distinct target rows. A table a self-join
+// names twice is written once per row. ORDER BY and LIMIT are 1221, a
+// derived table or view as a target 1288, a DELETE target not in FROM
+// 1109, a primary key updated through two aliases of one table 1706.
 //
 // What the planner pushed down (conditions, partial aggregates, TopN,
 // index lookups) runs on the stores (store/coprocessor); the rest of

@@ -45,9 +45,15 @@ func (e *Executor) Explain(ctx context.Context, x *ast.ExplainStmt, env expr.Env
 		tp := "Update"
 		if u, ok := s.(*ast.UpdateStmt); ok {
 			refs, where, order, limit = u.TableRefs, u.Where, u.Order, u.Limit
+			if u.MultipleTable || multiTableRefs(refs) {
+				return nil, errno.NotSupported("EXPLAIN of multi-table UPDATE")
+			}
 		} else {
 			d := s.(*ast.DeleteStmt)
 			refs, where, order, limit, tp = d.TableRefs, d.Where, d.Order, d.Limit, "Delete"
+			if d.IsMultiTable {
+				return nil, errno.NotSupported("EXPLAIN of multi-table DELETE")
+			}
 		}
 		src, err := e.resolveTable(ctx, refs, env, strings.ToUpper(tp))
 		if err != nil {

@@ -447,7 +447,7 @@ func checkSingleTableDML(with *ast.WithClause) error {
 // Delete runs a single-table DELETE in tx's transaction.
 func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env, tx TxnSource) (*Result, error) {
 	if s.IsMultiTable {
-		return nil, errno.NotSupported("multi-table DELETE")
+		return e.multiDelete(ctx, s, env, tx)
 	}
 	if err := checkSingleTableDML(s.With); err != nil {
 		return nil, err
@@ -483,8 +483,8 @@ func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env, 
 // integer primary key moves the row (delete + insert, failing with 1062 if
 // the new key exists).
 func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, tx TxnSource) (*Result, error) {
-	if s.MultipleTable {
-		return nil, errno.NotSupported("multi-table UPDATE")
+	if s.MultipleTable || multiTableRefs(s.TableRefs) {
+		return e.multiUpdate(ctx, s, env, tx)
 	}
 	if err := checkSingleTableDML(s.With); err != nil {
 		return nil, err

@@ -176,9 +176,6 @@ func (pl *Planner) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 		default:
 			return nil, errno.NotSupported("SELECT ... " + s.LockInfo.LockType.String())
 		}
-		if len(s.LockInfo.Tables) > 0 {
-			return nil, errno.NotSupported("SELECT ... FOR UPDATE OF")
-		}
 	}
 	lg.needW = lg.lock
 	if s.From != nil {
@@ -196,6 +193,11 @@ func (pl *Planner) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 		}
 		lg.src = src
 		sp.Src = src
+	}
+	if lg.lock && len(s.LockInfo.Tables) > 0 {
+		if err := lg.lockOnly(s.LockInfo.Tables); err != nil {
+			return nil, err
+		}
 	}
 	if err := lg.resolve(s, env, describe); err != nil {
 		return nil, err
@@ -246,6 +248,9 @@ type logical struct {
 	hasLimit bool
 	lock     bool
 	nowait   bool
+	// lockOf, when set (FOR UPDATE OF), names the tables (by alias) a
+	// locking read locks; the others are read as a plain SELECT reads.
+	lockOf map[string]bool
 
 	access Plan // the chosen data source plan
 
@@ -773,4 +778,37 @@ func aggSumAvgType(fn string, arg types.FieldType) types.FieldType {
 		return types.DecimalResultType(p+22, s)
 	}
 	return types.DecimalResultType(p+types.DivPrecisionIncr, s+types.DivPrecisionIncr)
+}
+
+// lockOnly restricts a locking read to the tables FOR UPDATE OF names,
+// each the alias of a table of the FROM clause (ERROR 3568 otherwise).
+func (lg *logical) lockOnly(names []*ast.TableName) error {
+	var leaves []*Source
+	switch {
+	case lg.src == nil:
+	case lg.src.Join != nil:
+		leaves, _ = lg.src.Join.Leaves()
+	default:
+		leaves = []*Source{lg.src}
+	}
+	lg.lockOf = map[string]bool{}
+	for _, n := range names {
+		found := false
+		for _, l := range leaves {
+			if l.Alias == n.Name.L && (n.Schema.L == "" || (l.DB != nil && strings.EqualFold(l.DB.Name, n.Schema.O))) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return errno.New(3568, "Unresolved name '%s' for FOR UPDATE OF clause", n.Name.O)
+		}
+		lg.lockOf[n.Name.L] = true
+	}
+	return nil
+}
+
+// locks reports whether a locking read locks the rows it reads of src.
+func (lg *logical) locks(src *Source) bool {
+	return lg.lock && (lg.lockOf == nil || lg.lockOf[src.Alias])
 }

@@ -48,6 +48,10 @@ type JoinInfo struct {
 	base   []int // first slot of each leaf's row
 }
 
+// Leaves returns the join's tables, left to right, and the first slot of
+// each one's columns in the joined row. Callers must not modify them.
+func (ji *JoinInfo) Leaves() ([]*Source, []int) { return ji.leaves, ji.base }
+
 // joinNode is a node of the logical join tree: a table (leaf) or a join.
 type joinNode struct {
 	leaf        *Source
@@ -836,7 +840,7 @@ func (b *builder) leafPlan(lg *logical, n *joinNode) (Plan, error) {
 	var p Plan
 	switch {
 	case src.Sub != nil:
-		if lg.lock {
+		if lg.locks(src) {
 			return nil, errno.NotSupported("locking reads of a derived table")
 		}
 		p = &SubqueryScan{BasePlan: b.base("SubqueryScan", src.Sub.Root.Base().EstRows, taskRoot, src.Sub.Root), Src: src}
@@ -846,7 +850,7 @@ func (b *builder) leafPlan(lg *logical, n *joinNode) (Plan, error) {
 		}
 		return p, nil
 	case src.Mem != nil:
-		if lg.lock {
+		if lg.locks(src) {
 			return nil, ErrReadOnlySystemTable(b.env.User(), src)
 		}
 		p = &MemTableScan{BasePlan: b.base("MemTableScan", pseudoRowCount, taskRoot), Src: src, Env: baseEnv(b.env)}
@@ -873,7 +877,7 @@ func (b *builder) leafPlan(lg *logical, n *joinNode) (Plan, error) {
 		}
 		p = sel
 	}
-	if lg.lock {
+	if lg.locks(src) {
 		var where expr.Expr
 		if len(conds) > 0 {
 			all := conds[0]
@@ -1176,7 +1180,7 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 	if len(best.inner.filterE) > 0 {
 		show = &Selection{BasePlan: b.base("Selection", est*selectionFactor, taskRoot, show), Conds: best.inner.filterE, exprNodes: exprNodes{Src: src, Nodes: best.inner.filterN}}
 	}
-	if lg.lock {
+	if lg.locks(src) {
 		ij.Lock = &SelectLock{BasePlan: b.base("SelectLock", show.Base().EstRows, taskRoot, show), Src: src, Where: best.inner.lockWhere, NoWait: lg.nowait}
 		show = ij.Lock
 	}

@@ -216,15 +216,37 @@ func (s *Session) checkPrivileges(ctx context.Context, stmt ast.StmtNode) error 
 		if x.Where != nil {
 			p |= mysql.SelectPriv
 		}
-		c.targets(x.TableRefs, p)
+		if x.MultipleTable || joinRefs(x.TableRefs) {
+			ts := fromTables(x.TableRefs)
+			// Multi-table: UPDATE on the tables SET assigns, SELECT on
+			// the others (found below).
+			for _, t := range s.updatedTables(ctx, ts, x.List) {
+				c.target(t.name, p)
+			}
+		} else {
+			c.targets(x.TableRefs, p)
+		}
 	case *ast.DeleteStmt:
 		p := mysql.DeletePriv
 		if x.Where != nil {
 			p |= mysql.SelectPriv
 		}
 		if x.IsMultiTable && x.Tables != nil {
+			// DELETE on the FROM tables the targets name (by alias),
+			// SELECT on the others.
+			ts := fromTables(x.TableRefs)
 			for _, t := range x.Tables.Tables {
-				c.target(t, p)
+				if c.seen == nil {
+					c.seen = map[*ast.TableName]bool{}
+				}
+				c.seen[t] = true // a target names a FROM table
+				for _, ft := range ts {
+					if ft.alias == t.Name.L && (t.Schema.L == "" || strings.EqualFold(t.Schema.O, ft.name.Schema.O) ||
+						(ft.name.Schema.L == "" && strings.EqualFold(t.Schema.O, c.db))) {
+						c.target(ft.name, p)
+						break
+					}
+				}
 			}
 		} else {
 			c.targets(x.TableRefs, p)
@@ -470,4 +492,103 @@ func (s *Session) VisibleDB(db string) bool {
 func (s *Session) VisibleTable(db, table string) bool {
 	u, skip := s.account()
 	return skip || (u != nil && u.AnyOnTable(db, table))
+}
+
+// joinRefs reports whether a FROM clause joins tables.
+func joinRefs(refs *ast.TableRefsClause) bool {
+	if refs == nil || refs.TableRefs == nil {
+		return false
+	}
+	j := refs.TableRefs
+	if j.Right != nil {
+		return true
+	}
+	switch l := j.Left.(type) {
+	case *ast.Join:
+		return true
+	case *ast.TableSource:
+		_, nested := l.Source.(*ast.Join)
+		return nested
+	}
+	return false
+}
+
+// fromTable is a table of a FROM clause under its alias.
+type fromTable struct {
+	name  *ast.TableName
+	alias string
+}
+
+// fromTables lists the tables of a FROM clause (not those of its
+// subqueries or derived tables).
+func fromTables(refs *ast.TableRefsClause) []fromTable {
+	if refs == nil || refs.TableRefs == nil {
+		return nil
+	}
+	v := &fromWalker{}
+	refs.TableRefs.Accept(v)
+	return v.tables
+}
+
+type fromWalker struct{ tables []fromTable }
+
+func (v *fromWalker) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.TableSource:
+		if tn, ok := x.Source.(*ast.TableName); ok {
+			alias := x.AsName.L
+			if alias == "" {
+				alias = tn.Name.L
+			}
+			v.tables = append(v.tables, fromTable{name: tn, alias: alias})
+			return n, true
+		}
+		if _, ok := x.Source.(*ast.Join); !ok {
+			return n, true // a derived table
+		}
+	case *ast.SelectStmt, *ast.SetOprStmt, *ast.SubqueryExpr:
+		return n, true
+	}
+	return n, false
+}
+
+func (v *fromWalker) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// updatedTables returns the tables of a multi-table UPDATE's FROM clause
+// its assignments name: by qualifier, or, for an unqualified column, the
+// tables that have a column of that name (the statement itself fails
+// when there is not exactly one).
+func (s *Session) updatedTables(ctx context.Context, ts []fromTable, list []*ast.Assignment) []fromTable {
+	var out []fromTable
+	add := func(t fromTable) {
+		for _, o := range out {
+			if o.name == t.name {
+				return
+			}
+		}
+		out = append(out, t)
+	}
+	for _, a := range list {
+		for _, t := range ts {
+			if a.Column.Table.L != "" {
+				if t.alias == a.Column.Table.L {
+					add(t)
+				}
+				continue
+			}
+			db := t.name.Schema.O
+			if db == "" {
+				db = s.db
+			}
+			dbi, err := s.dom.Catalog().GetDB(ctx, db)
+			if err != nil {
+				continue
+			}
+			ti, err := s.dom.Catalog().GetTable(ctx, dbi, t.name.Name.O)
+			if err == nil && ti.View == nil && ti.FindColumn(a.Column.Name.O) >= 0 {
+				add(t)
+			}
+		}
+	}
+	return out
 }
