@@ -51,7 +51,10 @@
 //
 // ADD COLUMN (all the ADD COLUMN clauses of one ALTER are one job) goes
 // none -> delete only -> write only -> public, each a compatible schema
-// version. It is instant: no row is rewritten; each new column carries
+// version. The keys an ADD COLUMN declares (a column's UNIQUE, the
+// constraints of ADD COLUMN (...)) become ADD INDEX jobs right after it
+// (sql/executor splitColumnKeys): a duplicate then fails the index, not the
+// column, which stays. It is instant: no row is rewritten; each new column carries
 // its origin default (its default at the ALTER, the ALTER's time for
 // DEFAULT CURRENT_TIMESTAMP, MySQL's implicit value for NOT NULL without
 // DEFAULT), which rows that lack it decode to, on the SQL nodes and in

@@ -228,6 +228,7 @@ func (e *Executor) dropIndexStmt(ctx context.Context, env StmtEnv, x *ast.DropIn
 // leaves the clauses before it done, which MySQL's single rebuild would
 // not.
 func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTableStmt) (*Result, error) {
+	x = splitColumnKeys(x)
 	if err := e.checkAlter(ctx, env, x); err != nil {
 		return nil, err
 	}
@@ -264,6 +265,62 @@ func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 		}
 	}
 	return &Result{}, nil
+}
+
+// splitColumnKeys returns x with the keys its ADD COLUMN clauses declare
+// (a column's UNIQUE [KEY] option, the constraints of ADD COLUMN (...))
+// as ADD INDEX clauses of their own, right after the ADD COLUMN clauses
+// they follow: MySQL adds them in the same statement, here the columns
+// become public first and each index is then built online (an unnamed
+// one named after its first column, as MySQL does). x is not modified.
+func splitColumnKeys(x *ast.AlterTableStmt) *ast.AlterTableStmt {
+	split := false
+	for _, sp := range x.Specs {
+		if sp.Tp == ast.AlterTableAddColumns && (len(sp.NewConstraints) > 0 || slices.ContainsFunc(sp.NewColumns, hasUniqueOption)) {
+			split = true
+		}
+	}
+	if !split {
+		return x
+	}
+	out := *x
+	out.Specs = nil
+	var pending []*ast.AlterTableSpec
+	flush := func() {
+		out.Specs = append(out.Specs, pending...)
+		pending = nil
+	}
+	for _, sp := range x.Specs {
+		if sp.Tp != ast.AlterTableAddColumns {
+			flush()
+			out.Specs = append(out.Specs, sp)
+			continue
+		}
+		ns := *sp
+		ns.NewColumns = make([]*ast.ColumnDef, len(sp.NewColumns))
+		for i, cd := range sp.NewColumns {
+			if !hasUniqueOption(cd) {
+				ns.NewColumns[i] = cd
+				continue
+			}
+			c := *cd
+			c.Options = slices.DeleteFunc(slices.Clone(cd.Options), func(o *ast.ColumnOption) bool { return o.Tp == ast.ColumnOptionUniqKey })
+			ns.NewColumns[i] = &c
+			pending = append(pending, &ast.AlterTableSpec{Tp: ast.AlterTableAddConstraint, Constraint: &ast.Constraint{
+				Tp: ast.ConstraintUniq, Keys: []*ast.IndexPartSpecification{{Column: &ast.ColumnName{Name: cd.Name.Name}, Length: -1}}}})
+		}
+		for _, con := range sp.NewConstraints {
+			pending = append(pending, &ast.AlterTableSpec{Tp: ast.AlterTableAddConstraint, Constraint: con})
+		}
+		ns.NewConstraints = nil
+		out.Specs = append(out.Specs, &ns)
+	}
+	flush()
+	return &out
+}
+
+func hasUniqueOption(cd *ast.ColumnDef) bool {
+	return slices.ContainsFunc(cd.Options, func(o *ast.ColumnOption) bool { return o.Tp == ast.ColumnOptionUniqKey })
 }
 
 func isUniqueConstraint(c *ast.Constraint) bool {
