@@ -455,7 +455,9 @@ func TestLargeTxnChunked(t *testing.T) {
 	// keys for async commit and too big for 1PC, so plain 2PC.
 	require.GreaterOrEqual(t, r.st.Calls("KvPrewrite"), 4)
 	require.GreaterOrEqual(t, r.st.Calls("KvCommit"), 1)
-	require.Eventually(t, func() bool { return r.lockCount() == 0 }, 10*time.Second, time.Millisecond)
+	// The secondaries are committed in the background: a bound on a stuck
+	// commit (10 s was exceeded under -race on a loaded 2-core machine).
+	require.Eventually(t, func() bool { return r.lockCount() == 0 }, time.Minute, time.Millisecond)
 	m, err := begin(t, c, kv.TxnOptions{}).BatchGet(bg, [][]byte{[]byte("k00000"), []byte("k09999")})
 	require.NoError(t, err)
 	require.Len(t, m, 2)
