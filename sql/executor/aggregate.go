@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"unicode/utf8"
@@ -165,6 +166,23 @@ func partialWidth(spec *planner.AggSpec) int {
 	return 1
 }
 
+// cut reports whether result cut a GROUP_CONCAT at group_concat_max_len.
+func (st *aggState) cut() bool { return st.concat != nil && st.concat.cut }
+
+// warnCut adds MySQL's warning 1260 for a GROUP_CONCAT of result row
+// rowNum (1-based) that result cut.
+func warnCut(rc *runCtx, aggs []aggState, rowNum int) {
+	for i := range aggs {
+		if aggs[i].cut() {
+			rc.warn(errCutGroupConcat, fmt.Sprintf("Row %d was cut by GROUP_CONCAT()", rowNum))
+			return
+		}
+	}
+}
+
+// errCutGroupConcat is ER_CUT_VALUE_GROUP_CONCAT.
+const errCutGroupConcat = 1260
+
 func (st *aggState) result(spec *planner.AggSpec) datum {
 	switch spec.Fn {
 	case ast.AggFuncGroupConcat:
@@ -222,6 +240,7 @@ func (st *aggState) result(spec *planner.AggSpec) datum {
 type concatState struct {
 	text []byte
 	rows []concatRow
+	cut  bool // result cut the text at group_concat_max_len
 }
 
 type concatRow struct {
@@ -283,6 +302,7 @@ func (c *concatState) result(spec *planner.AggSpec) datum {
 	}
 	if len(text) > spec.MaxLen {
 		// Cut at group_concat_max_len bytes, not inside a character.
+		c.cut = true
 		n := spec.MaxLen
 		for n > 0 && !utf8.RuneStart(text[n]) {
 			n--

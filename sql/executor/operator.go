@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/stratadb/strata/kv"
@@ -75,6 +76,17 @@ type runCtx struct {
 	// rpcs counts the statement's coprocessor RPCs (rc.coprocessor puts
 	// it in each call's context; observeRPCs records it at the end).
 	rpcs rpcstats.Counter
+	// warnings are the statement's (Result.Warnings); operators may add
+	// them from their own goroutines.
+	warnMu   sync.Mutex
+	warnings []Warning
+}
+
+// warn adds a Warning-level message to the statement's result.
+func (rc *runCtx) warn(code uint16, msg string) {
+	rc.warnMu.Lock()
+	rc.warnings = append(rc.warnings, Warning{Level: "Warning", Code: code, Msg: msg})
+	rc.warnMu.Unlock()
 }
 
 // MemoryTracked is implemented by a TxnSource whose statements' memory is
@@ -199,7 +211,7 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 	case *planner.SelectLock:
 		return &selectLockOp{rc: rc, child: child, p: x}, nil
 	case *planner.HashAgg:
-		return &hashAggOp{child: child, p: x, mem: memory.NewTracker(rc.mem)}, nil
+		return &hashAggOp{child: child, p: x, mem: memory.NewTracker(rc.mem), rc: rc}, nil
 	case *planner.Sort:
 		return &sortOp{child: child, keys: x.Keys, mem: memory.NewTracker(rc.mem)}, nil
 	case *planner.TopN:

@@ -367,6 +367,8 @@ type hashAggOp struct {
 	out     emitter
 	mem     *memory.Tracker
 	pending []aggPart // spilled partitions still to aggregate, last first
+	rc      *runCtx   // for warnings (nil: none)
+	emitted int       // result rows so far (a warning names its row)
 }
 
 func (o *hashAggOp) Close() error {
@@ -475,6 +477,10 @@ func (o *hashAggOp) results(order []*group) [][]datum {
 		copy(row, gr.first[:p.Width])
 		for j := range p.Aggs {
 			row[p.Width+j] = gr.aggs[j].result(&p.Aggs[j])
+		}
+		o.emitted++
+		if o.rc != nil {
+			warnCut(o.rc, gr.aggs, o.emitted)
 		}
 		rows[i] = row
 	}

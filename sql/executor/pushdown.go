@@ -64,7 +64,7 @@ func (o *partialAggOp) Open(ctx context.Context) error {
 		dirty = dirty || readDirect(o.rc.tx, o.rc.txn, s, e)
 	}
 	if dirty {
-		o.local = &hashAggOp{child: &tableReaderOp{rc: o.rc, scan: o.reader.Scan, conds: o.reader.Conds}, p: o.p}
+		o.local = &hashAggOp{child: &tableReaderOp{rc: o.rc, scan: o.reader.Scan, conds: o.reader.Conds}, p: o.p, rc: o.rc}
 		return o.local.Open(ctx)
 	}
 	dag, err := o.dag()
@@ -135,6 +135,7 @@ func (o *partialAggOp) Open(ctx context.Context) error {
 		for j := range o.p.Aggs {
 			row[o.p.Width+j] = g.aggs[j].result(&o.p.Aggs[j])
 		}
+		warnCut(o.rc, g.aggs, i+1)
 		o.out.rows[i] = row
 	}
 	return nil

@@ -125,7 +125,7 @@ func (e *Executor) runSelect(ctx context.Context, p *planner.SelectPlan, tx TxnS
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Columns: p.Columns, Rows: rows}, nil
+	return &Result{Columns: p.Columns, Rows: rows, Warnings: rc.warnings}, nil
 }
 
 // pointSelect runs Projection over PointGet, the point select, without

@@ -73,8 +73,8 @@ func flags(status uint16) string {
 }
 
 // query runs q and renders the answer: "ok [flags]" (with the affected
-// rows and " warnings=N" when any), "error CODE (STATE): message", or the rows then
-// "[flags]".
+// rows and " warnings=N" when any), "error CODE (STATE): message", or the
+// rows then "[flags]" (and " warnings=N").
 func (c *txnClient) query(q string, timeout time.Duration) (string, error) {
 	if err := c.c.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return "", err
@@ -121,6 +121,9 @@ func (c *txnClient) query(q string, timeout time.Duration) (string, error) {
 		}
 		if r[0] == 0xfe && len(r) < 9 {
 			sb.WriteString(flags(binary.LittleEndian.Uint16(r[3:])))
+			if w := binary.LittleEndian.Uint16(r[1:]); w > 0 {
+				fmt.Fprintf(&sb, " warnings=%d", w)
+			}
 			return sb.String(), nil
 		}
 		var vals []string
