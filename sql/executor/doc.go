@@ -44,7 +44,9 @@
 // Result.Warnings, and NULL for a NOT NULL column becomes 0 or the empty string except
 // in a single-row INSERT (write.go, conv). Dates, ENUM, SET, BIT and YEAR
 // keep the error. INSERT IGNORE skips a row that collides on a primary or
-// unique key, with warning 1062 (upsert.go).
+// unique key, with warning 1062 (upsert.go); UPDATE IGNORE leaves a row
+// whose new values another row holds as it is, with the same warning
+// (updateConflict), its rows updated one by one so each sees the others.
 // INSERT buffers Txn.Insert (a duplicate key is ERROR 1062, found when the
 // key is locked or at commit); REPLACE and INSERT ... ON DUPLICATE KEY
 // UPDATE first read (and in pessimistic mode lock) the rows a new row

@@ -189,6 +189,46 @@ func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSou
 	return kept, out, first, nil
 }
 
+// updateConflict returns the first key another row holds among those of
+// row, the new values of the row whose handle was oldH and is now h: the
+// row key when the handle changes, then each writable unique index entry
+// without a NULL. nil: none. In pessimistic mode the keys are locked
+// (latest).
+func (e *Executor) updateConflict(ctx context.Context, src *planner.Source, tx TxnSource, txn kv.Txn, row []datum, oldH, h int64) ([]byte, error) {
+	tbl := src.Table
+	var keys [][]byte
+	if tbl.PKIsHandle && h != oldH {
+		keys = append(keys, tablecodec.RowKey(tbl.ID, h))
+	}
+	for _, ix := range tbl.Indices {
+		if !ix.Unique || !ix.Writable() {
+			continue
+		}
+		if k, _, unique := table.IndexEntry(nil, tbl, ix, row, h); unique {
+			keys = append(keys, k)
+		}
+	}
+	vals, err := e.latest(ctx, tx, txn, keys)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range vals {
+		if v == nil {
+			continue
+		}
+		oh := h
+		if tablecodec.IsIndexKey(keys[i]) {
+			if oh, err = tablecodec.DecodeIndexHandle(0, false, v); err != nil {
+				return nil, err
+			}
+		}
+		if oh != oldH {
+			return keys[i], nil
+		}
+	}
+	return nil, nil
+}
+
 // latest returns each key's value as the statement must see it (nil:
 // absent): locked at for_update_ts in pessimistic mode, else the
 // transaction's snapshot and own writes.

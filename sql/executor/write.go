@@ -533,7 +533,28 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 		oldRows, newRows = append(oldRows, r), append(newRows, newRow)
 	}
 	changed := len(newRows)
-	if changed > 0 {
+	switch {
+	case s.IgnoreErr && changed > 0:
+		// UPDATE IGNORE: row by row, each seeing the ones before it; a row
+		// whose new values another row holds (a unique key, or the primary
+		// key it moves to) is left as it is, with warning 1062.
+		w := e.writer(tx, txn, tbl)
+		changed = 0
+		for i := range newRows {
+			key, err := e.updateConflict(ctx, src, tx, txn, newRows[i], oldHs[i], newHs[i])
+			if err != nil {
+				return nil, err
+			}
+			if key != nil {
+				cv.res.Warn(errno.ErrDupEntry, dupKeyMessage(tbl, key))
+				continue
+			}
+			if err := w.UpdateRecords(ctx, oldHs[i:i+1], oldRows[i:i+1], newHs[i:i+1], newRows[i:i+1]); err != nil {
+				return nil, err
+			}
+			changed++
+		}
+	case changed > 0:
 		if err := e.writer(tx, txn, tbl).UpdateRecords(ctx, oldHs, oldRows, newHs, newRows); err != nil {
 			return nil, err
 		}
