@@ -147,14 +147,14 @@ test-ch: deps
 	GO_TPC=$(TOOLS)/go-tpc $(GO) test -tags chbench -timeout 60m -count=1 -v -run TestCHBenchmarkMatchesMariaDB ./tests/
 
 # ---- issue 32: make bench / make bench-quick (bench/README.md) ----
-# Every sysbench OLTP workload at 1 thread (latency) and 8 threads (the 2
-# cores saturated), Strata and a private MariaDB interleaved run by run,
+# Every sysbench OLTP workload at 1 thread (latency) and 16 threads
+# (saturation), Strata and a private MariaDB interleaved run by run,
 # then go-tpc TPC-C on both; one session directory
 # bench/results/<date>-<git hash>/ with raw logs, one JSON per run,
-# report.md and PNG plots. About 27 minutes on the 2-core dev machine (the
+# report.md and PNG plots. About 23 minutes on the 2-core dev machine (the
 # driver prints its plan at start). BENCH_ARGS overrides the sizes.
 BENCH_WORKLOADS := oltp_point_select,oltp_read_only,oltp_read_write,oltp_write_only,oltp_update_index,oltp_update_non_index,oltp_insert,select_random_points,select_random_ranges
-BENCH_ARGS ?= --threads 1,8 --time 20 --warmup 5 --table-size 10000 --tpcc-time 120 --tpcc-warehouses 1 --tpcc-threads 8
+BENCH_ARGS ?= --threads 1,16 --time 20 --warmup 5 --table-size 10000 --tpcc-time 120 --tpcc-warehouses 1 --tpcc-threads 4
 BENCH_QUICK_ARGS ?= --threads 4 --time 4 --warmup 0 --table-size 1000 --tpcc-time 10 --tpcc-warehouses 1 --tpcc-threads 2
 # Errors sysbench retries instead of failing the run (counted as "ignored
 # err/s" in the report): MariaDB's deadlock / lock wait timeout (sysbench's
