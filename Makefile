@@ -178,8 +178,8 @@ bench: build bench-tools-sysbench bench-tools-mariadb bench-tools-gotpc
 		--sysbench-args '--mysql-ignore-errors=$(BENCH_IGNORE_ERRORS)' --go-tpc $(TOOLS)/go-tpc \
 		--session-dir bench/results/$(BENCH_STAMP) $(BENCH_ARGS)
 
-# Smoke test of the whole pipeline (about 2 minutes): every workload for 5 s
-# and 1 warehouse of TPC-C for 15 s, Strata only, tiny tables; exits non-zero
+# Smoke test of the whole pipeline (about 2.5 minutes): every workload for 4 s
+# and 1 warehouse of TPC-C for 10 s, Strata only, tiny tables; exits non-zero
 # on any sysbench or go-tpc error. Results go to bench/results/quick-*/
 # (ignored by git).
 bench-quick: build bench-tools-sysbench bench-tools-gotpc
