@@ -48,7 +48,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
-	"github.com/stratadb/strata/bench/internal/promtext"
+	"github.com/stratadb/strata/internal/promtext"
 	"github.com/stratadb/strata/localcluster"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stratadb/strata/bench/internal/promtext"
+	"github.com/stratadb/strata/internal/promtext"
 )
 
 func TestParseOutput(t *testing.T) {
