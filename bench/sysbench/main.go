@@ -74,15 +74,20 @@ type config struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == goClientFlag {
+		os.Exit(goClientMain(os.Args[2:], os.Stdout))
+	}
 	var cfg config
 	var workloads, targets, extra, storeArgs, threads, sessionDir, tpccTargets string
 	var render, planOnly bool
+	var drivers string
 	flag.StringVar(&workloads, "workload", "oltp_point_select", "comma-separated sysbench workloads; options after colons (oltp_read_only:skip_trx=on)")
 	flag.StringVar(&targets, "targets", "strata", "comma-separated: strata (--bin-dir), strata-base (--base-bin-dir: another build to compare with), mariadb")
 	flag.StringVar(&cfg.BaseBinDir, "base-bin-dir", "", "binaries of the strata-base target (e.g. a build of the previous commit)")
 	flag.StringVar(&cfg.Baseline, "baseline", "", "target the ratios are computed against (default: mariadb if measured, else strata-base)")
 	flag.StringVar(&threads, "threads", "8", "sysbench --threads; a comma-separated list measures each (1,8)")
 	flag.StringVar(&sessionDir, "session-dir", "", "write everything of this session into this directory (created; default: --results); also writes report.md there")
+	flag.StringVar(&drivers, "driver", "sysbench", "load generator of the workloads: sysbench, go (the Go driver with HDR histograms: oltp_point_select and oltp_update_non_index only), or sysbench,go (both; go only where it applies). A workload can also name its own: oltp_point_select:driver=go")
 	flag.IntVar(&cfg.ReportInterval, "report-interval", 1, "sysbench --report-interval of the measured run (seconds)")
 	flag.IntVar(&cfg.Progress, "progress", 5, "print a progress line every N seconds of a measured run (0: none)")
 	flag.BoolVar(&cfg.Plots, "plots", true, "draw PNG plots (latency percentiles, per-second throughput and p99) under plots/")
@@ -112,7 +117,11 @@ func main() {
 	flag.BoolVar(&render, "render", false, "re-write the markdown of the session JSON files given as arguments (after a report format change)")
 	flag.BoolVar(&cfg.Probe, "probe", false, "instead of benchmarking, send every statement shape sysbench uses once to each target and write which ones fail")
 	flag.Parse()
-	cfg.Workloads = splitList(workloads)
+	wls, err := expandDrivers(splitList(workloads), splitList(drivers))
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.Workloads = wls
 	cfg.Targets = splitList(targets)
 	for _, t := range splitList(threads) {
 		n, err := strconv.Atoi(t)
@@ -291,6 +300,44 @@ func run(ctx context.Context, cfg config) error {
 	return nil
 }
 
+// expandDrivers gives every workload the load generators of --driver:
+// "oltp_point_select" with drivers sysbench,go becomes "oltp_point_select"
+// and "oltp_point_select:driver=go". Workloads that name a driver are kept
+// as they are; go is skipped for the scripts it does not implement unless
+// it is the only driver, which is an error.
+func expandDrivers(workloads, drivers []string) ([]string, error) {
+	if len(drivers) == 0 {
+		drivers = []string{"sysbench"}
+	}
+	var out []string
+	for _, wl := range workloads {
+		script, opts := workloadSpec(wl)
+		if d, _ := driverOf(opts); slices.ContainsFunc(opts, func(o string) bool { return strings.HasPrefix(o, "--driver=") }) {
+			if d != "sysbench" && d != "go" {
+				return nil, fmt.Errorf("%s: unknown driver %q (sysbench, go)", wl, d)
+			}
+			if d == "go" && !slices.Contains(goDriverScripts, script) {
+				return nil, fmt.Errorf("%s: the Go driver runs only %v", wl, goDriverScripts)
+			}
+			out = append(out, wl)
+			continue
+		}
+		for _, d := range drivers {
+			switch {
+			case d == "sysbench":
+				out = append(out, wl)
+			case d == "go" && slices.Contains(goDriverScripts, script):
+				out = append(out, wl+":driver=go")
+			case d == "go" && len(drivers) == 1:
+				return nil, fmt.Errorf("--driver go: the Go driver runs only %v, not %s", goDriverScripts, script)
+			case d != "go":
+				return nil, fmt.Errorf("--driver: unknown driver %q (sysbench, go)", d)
+			}
+		}
+	}
+	return out, nil
+}
+
 // workloadSpec splits "oltp_read_only:skip_trx=on" into the script name and
 // sysbench options.
 func workloadSpec(wl string) (script string, opts []string) {
@@ -304,8 +351,20 @@ func workloadSpec(wl string) (script string, opts []string) {
 // runOne prepares a fresh database on t, warms up, and measures one run.
 func runOne(ctx context.Context, cfg config, sess *session, t target, wl string, threads, runNo int) Result {
 	script, opts := workloadSpec(wl)
+	driver, opts := driverOf(opts)
 	res := Result{Target: t.Name(), Workload: wl, Run: runNo, Threads: threads, TimeSec: cfg.TimeSec,
-		TableSize: cfg.TableSize, Started: time.Now().UTC()}
+		TableSize: cfg.TableSize, Started: time.Now().UTC(), Driver: driver}
+	// The warm-up and the measured run use the workload's driver; prepare
+	// is always sysbench's. The Go driver is this binary with --go-client.
+	runBin, runPre := cfg.Sysbench, []string{}
+	if driver == "go" {
+		exe, err := os.Executable()
+		if err != nil {
+			res.Status, res.Error = "setup_failed", err.Error()
+			return res
+		}
+		runBin, runPre = exe, []string{goClientFlag}
+	}
 	defer t.Teardown()
 	if err := t.Setup(ctx); err != nil {
 		res.Status, res.Error = "setup_failed", err.Error()
@@ -340,9 +399,9 @@ func runOne(ctx context.Context, cfg config, sess *session, t target, wl string,
 
 	// warm-up
 	if cfg.WarmupSec > 0 {
-		wu := append(append([]string{}, common...), fmt.Sprintf("--threads=%d", threads),
+		wu := append(append(slices.Clone(runPre), common...), fmt.Sprintf("--threads=%d", threads),
 			fmt.Sprintf("--time=%d", cfg.WarmupSec), "run")
-		out, err := runSysbench(ctx, cfg.Sysbench, wu, time.Duration(cfg.WarmupSec+120)*time.Second, raw)
+		out, err := runSysbench(ctx, runBin, wu, time.Duration(cfg.WarmupSec+120)*time.Second, raw)
 		if err != nil {
 			res.Status, res.Error = "run_failed", failure(out, err)
 			return res
@@ -350,9 +409,9 @@ func runOne(ctx context.Context, cfg config, sess *session, t target, wl string,
 	}
 
 	// measured run
-	args := append(append([]string{}, common...), fmt.Sprintf("--threads=%d", threads),
+	args := append(append(slices.Clone(runPre), common...), fmt.Sprintf("--threads=%d", threads),
 		fmt.Sprintf("--time=%d", cfg.TimeSec), "--histogram=on", "--percentile=99", fmt.Sprintf("--report-interval=%d", max(1, cfg.ReportInterval)), "run")
-	res.Command = cfg.Sysbench + " " + strings.Join(args, " ")
+	res.Command = runBin + " " + strings.Join(args, " ")
 	procs := t.Procs()
 	before := make([]sample, len(procs))
 	for i, p := range procs {
@@ -377,7 +436,7 @@ func runOne(ctx context.Context, cfg config, sess *session, t target, wl string,
 	if cfg.Progress > 0 {
 		sink = io.MultiWriter(raw, &progressWriter{label: fmt.Sprintf("  %s %s t=%d", wl, t.Name(), threads), every: cfg.Progress, total: cfg.TimeSec})
 	}
-	out, cpu, err := runSysbenchCPU(ctx, cfg.Sysbench, args, time.Duration(cfg.TimeSec+120)*time.Second, sink)
+	out, cpu, err := runSysbenchCPU(ctx, runBin, args, time.Duration(cfg.TimeSec+120)*time.Second, sink)
 	wall := time.Since(start).Seconds()
 	busy1, total1 := machineCPUBusy()
 	res.LoadAvgAfter = loadAvg()

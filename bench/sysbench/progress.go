@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -106,13 +107,28 @@ func planned(cfg config) plan {
 	if contains(cfg.Targets, "mariadb") {
 		sysb += 3
 	}
-	p.Parts = append(p.Parts, fmt.Sprintf("sysbench %s: %d workloads × threads %s × %d run(s) × %d target(s), %d s + %d s warm-up each",
-		secs(sysb), len(cfg.Workloads), threadList(cfg), cfg.Runs, len(cfg.Targets), cfg.TimeSec, cfg.WarmupSec))
+	goWl := ""
+	if n := countGoDriver(cfg.Workloads); n > 0 {
+		goWl = fmt.Sprintf(" (%d of them with the Go driver)", n)
+	}
+	p.Parts = append(p.Parts, fmt.Sprintf("sysbench %s: %d workloads%s × threads %s × %d run(s) × %d target(s), %d s + %d s warm-up each",
+		secs(sysb), len(cfg.Workloads), goWl, threadList(cfg), cfg.Runs, len(cfg.Targets), cfg.TimeSec, cfg.WarmupSec))
 	if tpcc > 0 {
 		p.Parts = append(p.Parts, fmt.Sprintf("TPC-C %s: %d warehouse(s), %d s on %s", secs(tpcc), cfg.TPCC.Warehouses, cfg.TPCC.TimeSec, strings.Join(cfg.TPCC.Targets, ",")))
 	}
 	p.Total = time.Duration((sysb + tpcc) * float64(time.Second))
 	return p
+}
+
+// countGoDriver counts the workloads run by the Go driver.
+func countGoDriver(workloads []string) int {
+	n := 0
+	for _, wl := range workloads {
+		if _, opts := workloadSpec(wl); slices.Contains(opts, "--driver=go") {
+			n++
+		}
+	}
+	return n
 }
 
 func secs(s float64) string {

@@ -24,6 +24,9 @@ type Result struct {
 	Started  time.Time `json:"started"`
 	Command  string    `json:"command,omitempty"`
 	Profiled bool      `json:"profiled,omitempty"`
+	// Driver is the load generator of the warm-up and measured run:
+	// sysbench, or go (godriver.go: HDR histogram, 0.1 % buckets).
+	Driver string `json:"driver,omitempty"`
 
 	Threads    int     `json:"threads"`
 	TimeSec    int     `json:"time_s"`
