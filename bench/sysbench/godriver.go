@@ -139,6 +139,7 @@ type goClientOpts struct {
 	percentile       float64
 	ignore           []uint16
 	ignoreAll        bool
+	histogram        bool // --histogram=on: print the histogram
 }
 
 func parseGoClientArgs(args []string) (goClientOpts, error) {
@@ -179,6 +180,8 @@ func parseGoClientArgs(args []string) (goClientOpts, error) {
 			o.timeSec = atoi()
 		case "report-interval":
 			o.reportInterval = atoi()
+		case "histogram":
+			o.histogram = v == "on"
 		case "percentile":
 			o.percentile = float64(atoi())
 		case "mysql-ignore-errors":
@@ -430,7 +433,7 @@ func goClientRun(ctx context.Context, o goClientOpts, w io.Writer) error {
 	writeSysbenchReport(w, report{
 		write: write, events: events, ignored: ignored, elapsed: elapsed,
 		minMs: float64(minNs) / 1e6, maxMs: float64(maxNs) / 1e6, sumMs: float64(sumNs) / 1e6,
-		percentile: o.percentile, buckets: histBuckets(all), threads: o.threads,
+		percentile: o.percentile, buckets: histBuckets(all), threads: o.threads, histogram: o.histogram,
 	})
 	return nil
 }
@@ -451,20 +454,23 @@ type report struct {
 	percentile          float64
 	buckets             []Bucket
 	threads             int
+	histogram           bool // print the buckets (sysbench's --histogram=on)
 }
 
 // writeSysbenchReport prints the Go driver's figures in sysbench 1.0's
 // layout (histogram, SQL statistics, general statistics, latency), which
 // ParseOutput reads.
 func writeSysbenchReport(w io.Writer, r report) {
-	fmt.Fprintf(w, "Latency histogram (values are in milliseconds)\n       value  ------------- distribution ------------- count\n")
-	var most int64
-	for _, b := range r.buckets {
-		most = max(most, b.Count)
-	}
-	for _, b := range r.buckets {
-		stars := int(40 * b.Count / max(1, most))
-		fmt.Fprintf(w, "%12.3f |%-40s %d\n", b.Ms, strings.Repeat("*", stars), b.Count)
+	if r.histogram {
+		fmt.Fprintf(w, "Latency histogram (values are in milliseconds)\n       value  ------------- distribution ------------- count\n")
+		var most int64
+		for _, b := range r.buckets {
+			most = max(most, b.Count)
+		}
+		for _, b := range r.buckets {
+			stars := int(40 * b.Count / max(1, most))
+			fmt.Fprintf(w, "%12.3f |%-40s %d\n", b.Ms, strings.Repeat("*", stars), b.Count)
+		}
 	}
 	reads, writes := r.events, int64(0)
 	if r.write {

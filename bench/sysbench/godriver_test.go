@@ -134,7 +134,7 @@ func TestGoDriverReportParses(t *testing.T) {
 			n := int64(len(tc.us))
 			writeSysbenchReport(&w, report{write: tc.write, events: n, ignored: 3, elapsed: 2,
 				minMs: float64(mn) / 1000, maxMs: float64(mx) / 1000, sumMs: float64(sum) / 1000,
-				percentile: 99, buckets: b, threads: 4})
+				percentile: 99, buckets: b, threads: 4, histogram: true})
 			o := ParseOutput(w.String())
 			require.Empty(t, o.Fatal)
 			require.Equal(t, b, o.Histogram)
@@ -158,6 +158,14 @@ func TestGoDriverReportParses(t *testing.T) {
 				require.InDelta(t, Percentile(b, 0.99), o.ReportedPctMs, 0.001)
 			}
 			require.Equal(t, []Interval{{AtSec: 1, TPS: 1000, QPS: 1000, LatPctMs: 1.25, ErrPerSec: 0.5}}, o.Intervals)
+
+			// Without --histogram=on (the warm-up) the same report has no
+			// histogram lines.
+			w.Reset()
+			writeSysbenchReport(&w, report{events: n, elapsed: 2, percentile: 99, buckets: b, threads: 4})
+			o = ParseOutput(w.String())
+			require.Empty(t, o.Histogram)
+			require.Equal(t, n, o.Events)
 		})
 	}
 }
@@ -217,7 +225,7 @@ func TestParseGoClientArgs(t *testing.T) {
 			"--mysql-user=root", "--mysql-db=sbtest", "--tables=2", "--table-size=500", "--create_secondary=off",
 			"--mysql-ignore-errors=1213,9007", "--threads=16", "--time=20", "--histogram=on", "--percentile=99", "--report-interval=1", "run"},
 			want: goClientOpts{script: "oltp_point_select", host: "127.0.0.1", port: 4123, user: "root", db: "sbtest",
-				tables: 2, size: 500, threads: 16, timeSec: 20, reportInterval: 1, percentile: 99, ignore: []uint16{1213, 9007}}},
+				tables: 2, size: 500, threads: 16, timeSec: 20, reportInterval: 1, percentile: 99, ignore: []uint16{1213, 9007}, histogram: true}},
 		{name: "ignore all", args: []string{"oltp_update_non_index", "--mysql-ignore-errors=all"},
 			want: goClientOpts{script: "oltp_update_non_index", host: "127.0.0.1", port: 3306, user: "root", db: "sbtest",
 				tables: 1, size: 10000, threads: 1, timeSec: 10, percentile: 95, ignoreAll: true}},
