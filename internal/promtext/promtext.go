@@ -59,7 +59,7 @@ type sample struct {
 	value  float64
 }
 
-func (f Families) each(buckets bool, fn func(s sample)) {
+func (f Families) each(buckets, quantiles bool, fn func(s sample)) {
 	for name, mf := range f {
 		for _, m := range mf.GetMetric() {
 			lp := m.GetLabel()
@@ -84,6 +84,11 @@ func (f Families) each(buckets bool, fn func(s sample)) {
 				}
 			case m.Summary != nil:
 				s := m.GetSummary()
+				if quantiles {
+					for _, q := range s.GetQuantile() {
+						fn(sample{name, withLabel(lp, "quantile", q.GetQuantile()), q.GetValue()})
+					}
+				}
 				fn(sample{name + "_sum", lp, s.GetSampleSum()})
 				fn(sample{name + "_count", lp, float64(s.GetSampleCount())})
 			}
@@ -92,8 +97,11 @@ func (f Families) each(buckets bool, fn func(s sample)) {
 }
 
 func withLe(lp []*dto.LabelPair, le float64) []*dto.LabelPair {
-	out := append(slices.Clone(lp), &dto.LabelPair{Name: ptr("le"), Value: ptr(formatLe(le))})
-	return out
+	return withLabel(lp, "le", le)
+}
+
+func withLabel(lp []*dto.LabelPair, name string, v float64) []*dto.LabelPair {
+	return append(slices.Clone(lp), &dto.LabelPair{Name: ptr(name), Value: ptr(formatLe(v))})
 }
 
 func ptr(s string) *string { return &s }
@@ -109,16 +117,18 @@ func formatLe(v float64) string {
 // name, histograms and summaries as name_sum and name_count (no buckets).
 func (f Families) ByName() map[string]float64 {
 	out := map[string]float64{}
-	f.each(false, func(s sample) { out[s.name] += s.value })
+	f.each(false, false, func(s sample) { out[s.name] += s.value })
 	return out
 }
 
 // Series maps every sample to its value by `name{k="v",...}` (labels sorted
-// by name, as client_golang exposes them; just `name` without labels), with
-// histogram buckets (`name_bucket{...,le="0.5"}`) when buckets is true.
+// by name, as client_golang exposes them; just `name` without labels):
+// counters, gauges, summaries' quantiles (`name{...,quantile="0.5"}`),
+// _sum and _count, and histogram buckets (`name_bucket{...,le="0.5"}`) when
+// buckets is true.
 func (f Families) Series(buckets bool) map[string]float64 {
 	out := map[string]float64{}
-	f.each(buckets, func(s sample) { out[SeriesKey(s.name, s.labels)] += s.value })
+	f.each(buckets, true, func(s sample) { out[SeriesKey(s.name, s.labels)] += s.value })
 	return out
 }
 
@@ -130,8 +140,8 @@ func SeriesKey(name string, labels []*dto.LabelPair) string {
 	lp := slices.Clone(labels)
 	sort.SliceStable(lp, func(i, j int) bool {
 		a, b := lp[i].GetName(), lp[j].GetName()
-		if a == "le" || b == "le" {
-			return b == "le" && a != "le"
+		if last(a) || last(b) {
+			return last(b) && !last(a)
 		}
 		return a < b
 	})
@@ -151,6 +161,10 @@ func SeriesKey(name string, labels []*dto.LabelPair) string {
 	return b.String()
 }
 
+// last tells the labels client_golang writes after the others: a
+// histogram bucket's le and a summary's quantile.
+func last(label string) bool { return label == "le" || label == "quantile" }
+
 var escaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
 
 // Sum adds the samples of name (a family name, or a histogram's or
@@ -158,7 +172,7 @@ var escaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
 // match.
 func (f Families) Sum(name string, match map[string]string) float64 {
 	var total float64
-	f.each(false, func(s sample) {
+	f.each(false, false, func(s sample) {
 		if s.name != name {
 			return
 		}

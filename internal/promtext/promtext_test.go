@@ -62,6 +62,9 @@ func TestSeries(t *testing.T) {
 		{false, `strata_raftstore_read_index_wait_seconds_bucket{store="1",le="0.01"}`, 0, true},
 		{true, `strata_raftstore_read_index_wait_seconds_bucket{store="1",le="0.01"}`, 15, false},
 		{true, `strata_raftstore_read_index_wait_seconds_bucket{store="2",le="+Inf"}`, 4, false},
+		{false, `rpc_seconds{type="get",quantile="0.5"}`, 0.002, false},
+		{true, `rpc_seconds{type="get",quantile="0.5"}`, 0.002, false},
+		{false, `rpc_seconds_count{type="get"}`, 1000, false},
 	} {
 		got, ok := mfs.Series(tc.buckets)[tc.key]
 		if tc.absent {
