@@ -145,3 +145,47 @@ test-ch: deps
 	@command -v mariadbd >/dev/null || { apt-get update -qq && apt-get install -y -qq mariadb-server; }
 	GOBIN=$(TOOLS) $(GO) install github.com/pingcap/go-tpc/cmd/go-tpc@v1.0.7
 	GO_TPC=$(TOOLS)/go-tpc $(GO) test -tags chbench -timeout 60m -count=1 -v -run TestCHBenchmarkMatchesMariaDB ./tests/
+
+# ---- issue 32: make bench / make bench-quick (bench/README.md) ----
+# Every sysbench OLTP workload at 1 thread (latency) and 16 threads
+# (saturation), Strata and a private MariaDB interleaved run by run,
+# then go-tpc TPC-C on both; one session directory
+# bench/results/<date>-<git hash>/ with raw logs, one JSON per run,
+# report.md and PNG plots. oltp_point_select and oltp_update_non_index
+# are measured a second time by the Go driver (HDR histogram latencies,
+# bench/sysbench/godriver.go). About 27 minutes on the 2-core dev machine
+# (the driver prints its plan at start). BENCH_ARGS overrides the sizes.
+BENCH_WORKLOADS := oltp_point_select,oltp_read_only,oltp_read_write,oltp_write_only,oltp_update_index,oltp_update_non_index,oltp_insert,select_random_points,select_random_ranges
+BENCH_GO_WORKLOADS := oltp_point_select:driver=go,oltp_update_non_index:driver=go
+BENCH_ARGS ?= --threads 1,16 --time 20 --warmup 5 --table-size 10000 --tpcc-time 120 --tpcc-warehouses 1 --tpcc-threads 4
+BENCH_QUICK_ARGS ?= --threads 4 --time 4 --warmup 0 --table-size 1000 --tpcc-time 10 --tpcc-warehouses 1 --tpcc-threads 2
+# Errors sysbench retries instead of failing the run (counted as "ignored
+# err/s" in the report): MariaDB's deadlock / lock wait timeout (sysbench's
+# default list) and Strata's write conflict.
+BENCH_IGNORE_ERRORS := 1213,1020,1205,9007
+GO_TPC_VERSION := v1.0.7
+BENCH_STAMP = $(shell date -u +%Y-%m-%d)-$(GIT_HASH)
+.PHONY: bench bench-quick bench-tools-sysbench bench-tools-mariadb bench-tools-gotpc
+
+bench-tools-sysbench:
+	@command -v sysbench >/dev/null || { apt-get update -qq && apt-get install -y -qq sysbench; }
+
+bench-tools-mariadb:
+	@test -x /usr/sbin/mariadbd || command -v mariadbd >/dev/null || { apt-get update -qq && apt-get install -y -qq mariadb-server; }
+
+bench-tools-gotpc:
+	@test -x $(TOOLS)/go-tpc || GOBIN=$(TOOLS) $(GO) install github.com/pingcap/go-tpc/cmd/go-tpc@$(GO_TPC_VERSION)
+
+bench: build bench-tools-sysbench bench-tools-mariadb bench-tools-gotpc
+	$(GO) run ./bench/sysbench --workload $(BENCH_WORKLOADS),$(BENCH_GO_WORKLOADS) --targets strata,mariadb \
+		--sysbench-args '--mysql-ignore-errors=$(BENCH_IGNORE_ERRORS)' --go-tpc $(TOOLS)/go-tpc \
+		--session-dir bench/results/$(BENCH_STAMP) $(BENCH_ARGS)
+
+# Smoke test of the whole pipeline (about 2.5 minutes): every workload for 4 s
+# and 1 warehouse of TPC-C for 10 s, Strata only, tiny tables; exits non-zero
+# on any sysbench or go-tpc error. Results go to bench/results/quick-*/
+# (ignored by git).
+bench-quick: build bench-tools-sysbench bench-tools-gotpc
+	$(GO) run ./bench/sysbench --workload $(BENCH_WORKLOADS) --targets strata --fail-on-error \
+		--sysbench-args '--mysql-ignore-errors=$(BENCH_IGNORE_ERRORS)' --go-tpc $(TOOLS)/go-tpc \
+		--session-dir bench/results/quick-$(BENCH_STAMP) $(BENCH_QUICK_ARGS)

@@ -6,8 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/internal/promtext"
 	"github.com/stratadb/strata/localcluster"
 )
 
@@ -576,8 +575,9 @@ func TestScaleOutBalances(t *testing.T) {
 	requireRowsPresent(t, db, acked)
 }
 
-// metric returns the value of an unlabelled metric on a process's status
-// port, or -1 if absent or unreachable.
+// metric returns the value of one series (`name` or `name{k="v",...}` as
+// exposed, labels sorted by name) on a process's status port, read with
+// expfmt (internal/promtext), or -1 if absent or unreachable.
 func metric(t *testing.T, p *localcluster.Proc, name string) float64 {
 	t.Helper()
 	var addr string
@@ -586,19 +586,12 @@ func metric(t *testing.T, p *localcluster.Proc, name string) float64 {
 			addr = p.Args[i+1]
 		}
 	}
-	resp, err := http.Get("http://" + addr + "/metrics")
+	mfs, err := promtext.Fetch(context.Background(), addr)
 	if err != nil {
 		return -1
 	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		var v float64
-		if bytes.HasPrefix(line, []byte(name+" ")) {
-			if _, err := fmt.Sscanf(string(line[len(name)+1:]), "%g", &v); err == nil {
-				return v
-			}
-		}
+	if v, ok := mfs.Series(false)[name]; ok {
+		return v
 	}
 	return -1
 }

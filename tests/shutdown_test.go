@@ -3,11 +3,8 @@ package tests
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/stratadb/strata/internal/promtext"
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	kvtxn "github.com/stratadb/strata/kvclient/txn"
@@ -216,26 +214,14 @@ func regionLeader(t *testing.T, c *localcluster.Cluster, pd *pdclient.Client) *l
 // leader replicates to it) while the writes go on.
 func waitReplicating(t *testing.T, store *localcluster.Proc) {
 	t.Helper()
-	url := "http://" + store.Flag("--status-addr") + "/metrics"
+	addr := store.Flag("--status-addr")
 	appends := func() int {
-		resp, err := http.Get(url)
+		mfs, err := promtext.Fetch(context.Background(), addr)
 		if err != nil {
 			return -1
 		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return -1
-		}
-		for _, line := range strings.Split(string(body), "\n") {
-			if v, ok := strings.CutPrefix(line, "strata_raftstore_appended_entries_per_fsync_count "); ok {
-				n, err := strconv.Atoi(strings.TrimSpace(v))
-				if err == nil {
-					return n
-				}
-			}
-		}
-		return 0 // no fsync yet
+		// 0 when absent: no fsync yet.
+		return int(mfs.Series(false)["strata_raftstore_appended_entries_per_fsync_count"])
 	}
 	first := -1
 	require.Eventually(t, func() bool {

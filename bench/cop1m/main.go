@@ -15,14 +15,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"database/sql"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +32,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"github.com/stratadb/strata/internal/promtext"
 	"github.com/stratadb/strata/localcluster"
 )
 
@@ -310,32 +309,18 @@ func explain(db *sql.DB, q string) string {
 	return b.String()
 }
 
-// metric sums the samples of name whose labels contain match.
+// metric sums the samples of name whose labels include match (`k="v"`, or
+// "" for all); -1 if /metrics cannot be read.
 func metric(status, name, match string) float64 {
-	resp, err := http.Get("http://" + status + "/metrics")
+	mfs, err := promtext.Fetch(context.Background(), status)
 	if err != nil {
 		return -1
 	}
-	defer resp.Body.Close()
-	var sum float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		if !strings.HasPrefix(l, name) || (match != "" && !strings.Contains(l, match)) {
-			continue
-		}
-		rest := strings.TrimPrefix(l, name)
-		if rest != "" && rest[0] != '{' && rest[0] != ' ' {
-			continue
-		}
-		f := strings.Fields(l)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			sum += v
-		}
+	var labels map[string]string
+	if k, v, ok := strings.Cut(match, "="); ok {
+		labels = map[string]string{k: strings.Trim(v, `"`)}
 	}
-	return sum
+	return mfs.Sum(name, labels)
 }
 
 func statusAddr(args []string) string {

@@ -13,14 +13,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"flag"
 	"fmt"
 	"log"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -31,6 +29,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"github.com/stratadb/strata/internal/promtext"
 	"github.com/stratadb/strata/localcluster"
 )
 
@@ -382,24 +381,11 @@ func lookupMetrics(c *localcluster.Cluster) (local, remote float64) {
 			addr = c.SQL[0].Args[i+1]
 		}
 	}
-	resp, err := http.Get("http://" + addr + "/metrics")
+	mfs, err := promtext.Fetch(context.Background(), addr)
 	if err != nil {
 		return 0, 0
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		var v float64
-		switch {
-		case strings.HasPrefix(line, `strata_distsql_index_lookup_rows_total{path="local"} `):
-			fmt.Sscanf(line[strings.LastIndexByte(line, ' ')+1:], "%g", &v)
-			local = v
-		case strings.HasPrefix(line, `strata_distsql_index_lookup_rows_total{path="remote"} `):
-			fmt.Sscanf(line[strings.LastIndexByte(line, ' ')+1:], "%g", &v)
-			remote = v
-		}
-	}
+	local = mfs.Sum("strata_distsql_index_lookup_rows_total", map[string]string{"path": "local"})
+	remote = mfs.Sum("strata_distsql_index_lookup_rows_total", map[string]string{"path": "remote"})
 	return local, remote
 }

@@ -43,6 +43,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"github.com/stratadb/strata/internal/promtext"
 	"github.com/stratadb/strata/localcluster"
 )
 
@@ -773,64 +774,18 @@ func scrapeStore(ctx context.Context, statusAddr string) metrics {
 		return m
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		sp := strings.LastIndexByte(line, ' ')
-		if sp < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[sp+1:], 64)
-		if err != nil {
-			continue
-		}
-		series := line[:sp]
-		m.series[series] += v
-		name, labels, _ := strings.Cut(series, "{")
-		switch {
-		case strings.HasSuffix(name, "_bucket"):
-			h := m.histFor(strings.TrimSuffix(name, "_bucket"))
-			i := strings.Index(labels, `le="`)
-			if i < 0 {
-				continue
-			}
-			leStr := labels[i+4:]
-			leStr = leStr[:strings.IndexByte(leStr, '"')]
-			le, err := strconv.ParseFloat(leStr, 64)
-			if err != nil {
-				continue
-			}
-			j := slices.Index(h.les, le)
-			if j < 0 {
-				h.les = append(h.les, le)
-				h.cum = append(h.cum, 0)
-				j = len(h.les) - 1
-			}
-			h.cum[j] += v
-		case strings.HasSuffix(name, "_sum"):
-			if h := m.hists[strings.TrimSuffix(name, "_sum")]; h != nil {
-				h.sum += v
-			}
-		case strings.HasSuffix(name, "_count"):
-			if h := m.hists[strings.TrimSuffix(name, "_count")]; h != nil {
-				h.count += v
-			}
+	mfs, err := promtext.Parse(resp.Body)
+	if err != nil {
+		log.Printf("scrape %s: %v", statusAddr, err)
+		return m
+	}
+	m.series = mfs.Series(true)
+	for name, mf := range mfs {
+		if h := mfs.Histogram(name); h != nil && mf != nil {
+			m.hists[name] = &hist{les: h.Les, cum: h.Cum, sum: h.Sum, count: h.Count}
 		}
 	}
 	return m
-}
-
-func (m metrics) histFor(name string) *hist {
-	h := m.hists[name]
-	if h == nil {
-		h = &hist{}
-		m.hists[name] = h
-	}
-	return h
 }
 
 func numCPU() int {

@@ -29,7 +29,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"errors"
@@ -49,6 +48,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"github.com/stratadb/strata/internal/promtext"
 	"github.com/stratadb/strata/localcluster"
 )
 
@@ -812,33 +812,14 @@ func storeStatus(args []string) string {
 	return ""
 }
 
-// scrape sums every series of /metrics by name and labels (histograms:
-// their _sum and _count only).
+// scrape reads every series of /metrics by name and labels as exposed
+// (`name{k="v"}`; histograms: their _sum and _count only).
 func scrape(hostport string) (map[string]float64, error) {
-	resp, err := http.Get("http://" + hostport + "/metrics")
+	mfs, err := promtext.Fetch(context.Background(), hostport)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") || strings.Contains(line, "_bucket{") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[:i]] += v
-	}
-	return out, sc.Err()
+	return mfs.Series(false), nil
 }
 
 // procCPU is the user+system CPU seconds of pid (0 if unreadable).

@@ -19,6 +19,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/exec"
@@ -26,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,7 +38,8 @@ import (
 type config struct {
 	Workloads      []string      `json:"workloads"`
 	Targets        []string      `json:"targets"`
-	Threads        int           `json:"threads"`
+	Threads        int           `json:"threads"`                 // the first of ThreadCounts
+	ThreadCounts   []int         `json:"thread_counts,omitempty"` // every --threads value, each measured
 	TimeSec        int           `json:"time_s"`
 	WarmupSec      int           `json:"warmup_s"`
 	TableSize      int           `json:"table_size"`
@@ -57,17 +60,44 @@ type config struct {
 	StoreArgs      []string      `json:"store_args,omitempty"`
 	PrepareTimeout time.Duration `json:"-"`
 	Probe          bool          `json:"-"`
+	SessionReport  bool          `json:"-"`
+	// ReportInterval is sysbench's --report-interval of the measured run
+	// (per-second lines: the time series plots).
+	ReportInterval int `json:"report_interval_s"`
+	// Progress prints a progress line every this many seconds of a run.
+	Progress int  `json:"-"`
+	Plots    bool `json:"-"`
+	// FailOnError makes the driver exit 1 if any run (sysbench or TPC-C)
+	// did not finish cleanly.
+	FailOnError bool       `json:"-"`
+	TPCC        tpccConfig `json:"tpcc,omitzero"`
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == goClientFlag {
+		os.Exit(goClientMain(os.Args[2:], os.Stdout))
+	}
 	var cfg config
-	var workloads, targets, extra, storeArgs string
-	var render bool
+	var workloads, targets, extra, storeArgs, threads, sessionDir, tpccTargets string
+	var render, planOnly bool
+	var drivers string
 	flag.StringVar(&workloads, "workload", "oltp_point_select", "comma-separated sysbench workloads; options after colons (oltp_read_only:skip_trx=on)")
 	flag.StringVar(&targets, "targets", "strata", "comma-separated: strata (--bin-dir), strata-base (--base-bin-dir: another build to compare with), mariadb")
 	flag.StringVar(&cfg.BaseBinDir, "base-bin-dir", "", "binaries of the strata-base target (e.g. a build of the previous commit)")
 	flag.StringVar(&cfg.Baseline, "baseline", "", "target the ratios are computed against (default: mariadb if measured, else strata-base)")
-	flag.IntVar(&cfg.Threads, "threads", 8, "sysbench --threads")
+	flag.StringVar(&threads, "threads", "8", "sysbench --threads; a comma-separated list measures each (1,8)")
+	flag.StringVar(&sessionDir, "session-dir", "", "write everything of this session into this directory (created; default: --results); also writes report.md there")
+	flag.StringVar(&drivers, "driver", "sysbench", "load generator of the workloads: sysbench, go (the Go driver with HDR histograms: oltp_point_select and oltp_update_non_index only), or sysbench,go (both; go only where it applies). A workload can also name its own: oltp_point_select:driver=go")
+	flag.IntVar(&cfg.ReportInterval, "report-interval", 1, "sysbench --report-interval of the measured run (seconds)")
+	flag.IntVar(&cfg.Progress, "progress", 5, "print a progress line every N seconds of a measured run (0: none)")
+	flag.BoolVar(&cfg.Plots, "plots", true, "draw PNG plots (latency percentiles, per-second throughput and p99) under plots/")
+	flag.BoolVar(&planOnly, "plan", false, "print the planned duration of the session and exit")
+	flag.BoolVar(&cfg.FailOnError, "fail-on-error", false, "exit 1 if any sysbench or go-tpc run failed")
+	flag.IntVar(&cfg.TPCC.TimeSec, "tpcc-time", 0, "after the sysbench workloads, run go-tpc TPC-C for this many seconds on each TPC-C target (0: no TPC-C)")
+	flag.IntVar(&cfg.TPCC.Warehouses, "tpcc-warehouses", 1, "go-tpc --warehouses")
+	flag.IntVar(&cfg.TPCC.Threads, "tpcc-threads", 4, "go-tpc -T for the run")
+	flag.StringVar(&tpccTargets, "tpcc-targets", "", "targets for TPC-C (default: --targets)")
+	flag.StringVar(&cfg.TPCC.GoTPC, "go-tpc", "bin/tools/go-tpc", "go-tpc binary (make installs v1.0.7 there)")
 	flag.IntVar(&cfg.TimeSec, "time", 60, "measured seconds per run")
 	flag.IntVar(&cfg.WarmupSec, "warmup", 10, "unmeasured sysbench run before each measured run (seconds, 0 = none)")
 	flag.IntVar(&cfg.TableSize, "table-size", 10000, "sysbench --table-size")
@@ -87,13 +117,45 @@ func main() {
 	flag.BoolVar(&render, "render", false, "re-write the markdown of the session JSON files given as arguments (after a report format change)")
 	flag.BoolVar(&cfg.Probe, "probe", false, "instead of benchmarking, send every statement shape sysbench uses once to each target and write which ones fail")
 	flag.Parse()
-	cfg.Workloads = splitList(workloads)
+	wls, err := expandDrivers(splitList(workloads), splitList(drivers))
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.Workloads = wls
 	cfg.Targets = splitList(targets)
+	for _, t := range splitList(threads) {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 1 {
+			log.Fatalf("--threads: bad thread count %q", t)
+		}
+		cfg.ThreadCounts = append(cfg.ThreadCounts, n)
+	}
+	if len(cfg.ThreadCounts) == 0 {
+		log.Fatal("--threads: no thread count")
+	}
+	cfg.Threads = cfg.ThreadCounts[0]
+	if cfg.TPCC.TimeSec > 0 {
+		cfg.TPCC.Targets = splitList(tpccTargets)
+		if len(cfg.TPCC.Targets) == 0 {
+			cfg.TPCC.Targets = cfg.Targets
+		}
+		if _, err := os.Stat(cfg.TPCC.GoTPC); err != nil {
+			log.Fatalf("go-tpc not found at %s (make installs it: GOBIN=bin/tools go install github.com/pingcap/go-tpc/cmd/go-tpc@v1.0.7): %v", cfg.TPCC.GoTPC, err)
+		}
+	}
+	if sessionDir != "" {
+		cfg.ResultsDir = sessionDir
+		cfg.SessionReport = true
+	}
 	cfg.ExtraArgs = strings.Fields(extra)
 	cfg.StoreArgs = strings.Fields(storeArgs)
 	cfg.PrepareTimeout = 10 * time.Minute
 	if cfg.ProfileSec > 0 && cfg.ProfileSec > cfg.TimeSec-2 {
 		log.Fatalf("--profile %d must be at most --time minus 2", cfg.ProfileSec)
+	}
+	if planOnly {
+		fmt.Println(planned(cfg))
+		return
 	}
 	if render {
 		if err := renderJSON(cfg.ResultsDir, flag.Args()); err != nil {
@@ -172,33 +234,108 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.Probe {
 		return probe(ctx, cfg, sess, tgts)
 	}
-	logf("session %s: workloads %v, targets %v, %d run(s), %d threads, %ds (+%ds warm-up), table size %d",
-		sess.Stamp, cfg.Workloads, cfg.Targets, cfg.Runs, cfg.Threads, cfg.TimeSec, cfg.WarmupSec, cfg.TableSize)
+	logf("session %s: workloads %v, targets %v, %d run(s), threads %v, %ds (+%ds warm-up), table size %d, results in %s",
+		sess.Stamp, cfg.Workloads, cfg.Targets, cfg.Runs, cfg.ThreadCounts, cfg.TimeSec, cfg.WarmupSec, cfg.TableSize, cfg.ResultsDir)
+	plan := planned(cfg)
+	logf("planned: %s", plan)
+	sess.Planned = plan.Total.Round(time.Second).String()
+	total := len(cfg.Workloads) * len(cfg.ThreadCounts) * cfg.Runs * len(tgts)
+	n := 0
 	for _, wl := range cfg.Workloads {
-		for r := 1; r <= cfg.Runs; r++ {
-			for _, t := range tgts {
-				if ctx.Err() != nil {
-					break
+		for _, threads := range cfg.ThreadCounts {
+			for r := 1; r <= cfg.Runs; r++ {
+				for _, t := range tgts {
+					if ctx.Err() != nil {
+						break
+					}
+					n++
+					logf("[%d/%d, %s elapsed] %s %s threads=%d run %d", n, total, time.Since(sess.Started).Round(time.Second), wl, t.Name(), threads, r)
+					res := runOne(ctx, cfg, sess, t, wl, threads, r)
+					sess.Results = append(sess.Results, res)
+					logf("%s %s threads=%d run %d: %s", t.Name(), wl, threads, r, res.oneLine())
+					if err := sess.write(cfg); err != nil {
+						return err
+					}
 				}
-				res := runOne(ctx, cfg, sess, t, wl, r)
-				sess.Results = append(sess.Results, res)
-				logf("%s %s run %d: %s", t.Name(), wl, r, res.oneLine())
-				if err := sess.write(cfg); err != nil {
-					return err
-				}
+			}
+			if cfg.Plots {
+				sess.plotWorkload(cfg, wl, threads)
+			}
+		}
+	}
+	if cfg.TPCC.TimeSec > 0 {
+		for _, t := range tgts {
+			if ctx.Err() != nil || !slices.Contains(cfg.TPCC.Targets, t.Name()) {
+				continue
+			}
+			logf("[%s elapsed] TPC-C on %s: %d warehouse(s), %d threads, %ds", time.Since(sess.Started).Round(time.Second), t.Name(), cfg.TPCC.Warehouses, cfg.TPCC.Threads, cfg.TPCC.TimeSec)
+			res := runTPCC(ctx, cfg, sess, t)
+			sess.TPCC = append(sess.TPCC, res)
+			logf("TPC-C %s: %s", t.Name(), res.oneLine())
+			if err := sess.write(cfg); err != nil {
+				return err
 			}
 		}
 	}
 	for _, t := range tgts {
 		sess.Versions[t.Name()] = t.Version()
 	}
+	sess.Elapsed = time.Since(sess.Started).Round(time.Second).String()
 	if err := sess.write(cfg); err != nil {
 		return err
 	}
 	for _, f := range sess.files(cfg) {
 		logf("wrote %s", f)
 	}
-	return ctx.Err()
+	printSummary(os.Stdout, sess)
+	logf("session took %s (planned %s)", sess.Elapsed, sess.Planned)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if cfg.FailOnError {
+		if bad := sess.failures(); len(bad) > 0 {
+			return fmt.Errorf("%d run(s) failed:\n  %s", len(bad), strings.Join(bad, "\n  "))
+		}
+	}
+	return nil
+}
+
+// expandDrivers gives every workload the load generators of --driver:
+// "oltp_point_select" with drivers sysbench,go becomes "oltp_point_select"
+// and "oltp_point_select:driver=go". Workloads that name a driver are kept
+// as they are; go is skipped for the scripts it does not implement unless
+// it is the only driver, which is an error.
+func expandDrivers(workloads, drivers []string) ([]string, error) {
+	if len(drivers) == 0 {
+		drivers = []string{"sysbench"}
+	}
+	var out []string
+	for _, wl := range workloads {
+		script, opts := workloadSpec(wl)
+		if d, _ := driverOf(opts); slices.ContainsFunc(opts, func(o string) bool { return strings.HasPrefix(o, "--driver=") }) {
+			if d != "sysbench" && d != "go" {
+				return nil, fmt.Errorf("%s: unknown driver %q (sysbench, go)", wl, d)
+			}
+			if d == "go" && !slices.Contains(goDriverScripts, script) {
+				return nil, fmt.Errorf("%s: the Go driver runs only %v", wl, goDriverScripts)
+			}
+			out = append(out, wl)
+			continue
+		}
+		for _, d := range drivers {
+			switch {
+			case d == "sysbench":
+				out = append(out, wl)
+			case d == "go" && slices.Contains(goDriverScripts, script):
+				out = append(out, wl+":driver=go")
+			case d == "go" && len(drivers) == 1:
+				return nil, fmt.Errorf("--driver go: the Go driver runs only %v, not %s", goDriverScripts, script)
+			case d != "go":
+				return nil, fmt.Errorf("--driver: unknown driver %q (sysbench, go)", d)
+			}
+		}
+	}
+	return out, nil
 }
 
 // workloadSpec splits "oltp_read_only:skip_trx=on" into the script name and
@@ -212,10 +349,22 @@ func workloadSpec(wl string) (script string, opts []string) {
 }
 
 // runOne prepares a fresh database on t, warms up, and measures one run.
-func runOne(ctx context.Context, cfg config, sess *session, t target, wl string, runNo int) Result {
+func runOne(ctx context.Context, cfg config, sess *session, t target, wl string, threads, runNo int) Result {
 	script, opts := workloadSpec(wl)
-	res := Result{Target: t.Name(), Workload: wl, Run: runNo, Threads: cfg.Threads, TimeSec: cfg.TimeSec,
-		TableSize: cfg.TableSize, Started: time.Now().UTC()}
+	driver, opts := driverOf(opts)
+	res := Result{Target: t.Name(), Workload: wl, Run: runNo, Threads: threads, TimeSec: cfg.TimeSec,
+		TableSize: cfg.TableSize, Started: time.Now().UTC(), Driver: driver}
+	// The warm-up and the measured run use the workload's driver; prepare
+	// is always sysbench's. The Go driver is this binary with --go-client.
+	runBin, runPre := cfg.Sysbench, []string{}
+	if driver == "go" {
+		exe, err := os.Executable()
+		if err != nil {
+			res.Status, res.Error = "setup_failed", err.Error()
+			return res
+		}
+		runBin, runPre = exe, []string{goClientFlag}
+	}
 	defer t.Teardown()
 	if err := t.Setup(ctx); err != nil {
 		res.Status, res.Error = "setup_failed", err.Error()
@@ -228,7 +377,7 @@ func runOne(ctx context.Context, cfg config, sess *session, t target, wl string,
 		"--create_secondary=off"}
 	common = append(common, opts...)
 	common = append(common, cfg.ExtraArgs...)
-	stem := fmt.Sprintf("%s-%s-%s-run%d", sess.Stamp, safe(wl), t.Name(), runNo)
+	stem := fmt.Sprintf("%s-%s-t%d-%s-run%d", sess.Stamp, safe(wl), threads, t.Name(), runNo)
 	rawPath := filepath.Join(cfg.ResultsDir, "raw", stem+".txt")
 	raw, err := os.Create(rawPath)
 	if err != nil {
@@ -239,7 +388,7 @@ func runOne(ctx context.Context, cfg config, sess *session, t target, wl string,
 	res.RawOutput = filepath.Join("raw", stem+".txt")
 
 	// prepare
-	prep := append(append([]string{}, common...), fmt.Sprintf("--threads=%d", cfg.Threads), "prepare")
+	prep := append(append([]string{}, common...), fmt.Sprintf("--threads=%d", threads), "prepare")
 	t0 := time.Now()
 	out, err := runSysbench(ctx, cfg.Sysbench, prep, cfg.PrepareTimeout, raw)
 	res.PrepareSec = time.Since(t0).Seconds()
@@ -250,9 +399,9 @@ func runOne(ctx context.Context, cfg config, sess *session, t target, wl string,
 
 	// warm-up
 	if cfg.WarmupSec > 0 {
-		wu := append(append([]string{}, common...), fmt.Sprintf("--threads=%d", cfg.Threads),
+		wu := append(append(slices.Clone(runPre), common...), fmt.Sprintf("--threads=%d", threads),
 			fmt.Sprintf("--time=%d", cfg.WarmupSec), "run")
-		out, err := runSysbench(ctx, cfg.Sysbench, wu, time.Duration(cfg.WarmupSec+120)*time.Second, raw)
+		out, err := runSysbench(ctx, runBin, wu, time.Duration(cfg.WarmupSec+120)*time.Second, raw)
 		if err != nil {
 			res.Status, res.Error = "run_failed", failure(out, err)
 			return res
@@ -260,9 +409,9 @@ func runOne(ctx context.Context, cfg config, sess *session, t target, wl string,
 	}
 
 	// measured run
-	args := append(append([]string{}, common...), fmt.Sprintf("--threads=%d", cfg.Threads),
-		fmt.Sprintf("--time=%d", cfg.TimeSec), "--histogram=on", "--percentile=99", "--report-interval=5", "run")
-	res.Command = cfg.Sysbench + " " + strings.Join(args, " ")
+	args := append(append(slices.Clone(runPre), common...), fmt.Sprintf("--threads=%d", threads),
+		fmt.Sprintf("--time=%d", cfg.TimeSec), "--histogram=on", "--percentile=99", fmt.Sprintf("--report-interval=%d", max(1, cfg.ReportInterval)), "run")
+	res.Command = runBin + " " + strings.Join(args, " ")
 	procs := t.Procs()
 	before := make([]sample, len(procs))
 	for i, p := range procs {
@@ -283,7 +432,11 @@ func runOne(ctx context.Context, cfg config, sess *session, t target, wl string,
 		}()
 	}
 	start := time.Now()
-	out, cpu, err := runSysbenchCPU(ctx, cfg.Sysbench, args, time.Duration(cfg.TimeSec+120)*time.Second, raw)
+	var sink io.Writer = raw
+	if cfg.Progress > 0 {
+		sink = io.MultiWriter(raw, &progressWriter{label: fmt.Sprintf("  %s %s t=%d", wl, t.Name(), threads), every: cfg.Progress, total: cfg.TimeSec})
+	}
+	out, cpu, err := runSysbenchCPU(ctx, runBin, args, time.Duration(cfg.TimeSec+120)*time.Second, sink)
 	wall := time.Since(start).Seconds()
 	busy1, total1 := machineCPUBusy()
 	res.LoadAvgAfter = loadAvg()

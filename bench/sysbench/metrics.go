@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/stratadb/strata/internal/promtext"
 	"github.com/stratadb/strata/localcluster"
 )
 
@@ -64,52 +61,14 @@ func procCPU(pid int) float64 { return localcluster.CPUSeconds(pid) }
 // clkTck is USER_HZ, 100 on every Linux this runs on.
 const clkTck = 100
 
-// scrape fetches /metrics and sums every series over its labels (histogram
-// buckets are skipped).
+// scrape fetches /metrics and sums every series over its labels (histograms
+// and summaries as name_sum and name_count; buckets are skipped).
 func scrape(ctx context.Context, hostport string) (map[string]float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+hostport+"/metrics", nil)
+	mfs, err := promtext.Fetch(ctx, hostport)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return parseProm(resp.Body), nil
-}
-
-func parseProm(r io.Reader) map[string]float64 {
-	out := map[string]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name, rest, ok := strings.Cut(line, " ")
-		if i := strings.IndexByte(line, '{'); i >= 0 {
-			name = line[:i]
-			j := strings.LastIndexByte(line, '}')
-			if j < 0 {
-				continue
-			}
-			rest, ok = strings.TrimSpace(line[j+1:]), true
-		}
-		if !ok || strings.HasSuffix(name, "_bucket") {
-			continue
-		}
-		valStr, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
-		v, err := strconv.ParseFloat(valStr, 64)
-		if err != nil {
-			continue
-		}
-		out[name] += v
-	}
-	return out
+	return mfs.ByName(), nil
 }
 
 // procStats turns two samples into the run's cost, given the query count

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/stratadb/strata/internal/promtext"
 )
 
 func TestParseOutput(t *testing.T) {
@@ -81,10 +83,17 @@ func TestParseProm(t *testing.T) {
 go_memstats_mallocs_total 1.5e+06
 strata_raftstore_proposals_total{result="ok"} 10
 strata_raftstore_proposals_total{result="err"} 2
+# TYPE strata_sql_query_duration_seconds histogram
 strata_sql_query_duration_seconds_bucket{type="select",le="0.1"} 7
+strata_sql_query_duration_seconds_bucket{type="select",le="+Inf"} 7
 strata_sql_query_duration_seconds_sum{type="select"} 0.5
+strata_sql_query_duration_seconds_count{type="select"} 7
 `
-	m := parseProm(strings.NewReader(in))
+	mfs, err := promtext.Parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mfs.ByName()
 	if m["go_memstats_mallocs_total"] != 1.5e6 || m["strata_raftstore_proposals_total"] != 12 ||
 		m["strata_sql_query_duration_seconds_sum"] != 0.5 || m["strata_sql_query_duration_seconds_bucket"] != 0 {
 		t.Errorf("%v", m)

@@ -24,6 +24,9 @@ type Result struct {
 	Started  time.Time `json:"started"`
 	Command  string    `json:"command,omitempty"`
 	Profiled bool      `json:"profiled,omitempty"`
+	// Driver is the load generator of the warm-up and measured run:
+	// sysbench, or go (godriver.go: HDR histogram, 0.1 % buckets).
+	Driver string `json:"driver,omitempty"`
 
 	Threads    int     `json:"threads"`
 	TimeSec    int     `json:"time_s"`
@@ -45,6 +48,7 @@ type Result struct {
 	MinMs       float64 `json:"min_ms"`
 	AvgMs       float64 `json:"avg_ms"`
 	P50Ms       float64 `json:"p50_ms"`
+	P90Ms       float64 `json:"p90_ms"`
 	P95Ms       float64 `json:"p95_ms"`
 	P99Ms       float64 `json:"p99_ms"`
 	P999Ms      float64 `json:"p999_ms"`
@@ -52,6 +56,9 @@ type Result struct {
 	SysbenchP99 float64 `json:"sysbench_p99_ms"`
 	HistEvents  int64   `json:"histogram_events"`
 
+	// Histogram is sysbench's --histogram of the measured run (the
+	// percentile plots are drawn from it).
+	Histogram []Bucket    `json:"histogram,omitempty"`
 	Intervals []Interval  `json:"intervals,omitempty"`
 	Procs     []ProcStats `json:"procs,omitempty"`
 	Leader    string      `json:"leader_store,omitempty"`
@@ -78,12 +85,40 @@ func (r *Result) fill(o Output) {
 	r.SysbenchP99 = o.ReportedPctMs
 	r.HistEvents = HistogramCount(o.Histogram)
 	if r.HistEvents > 0 {
-		r.P50Ms = Percentile(o.Histogram, 0.50)
-		r.P95Ms = Percentile(o.Histogram, 0.95)
-		r.P99Ms = Percentile(o.Histogram, 0.99)
-		r.P999Ms = Percentile(o.Histogram, 0.999)
+		r.setPercentiles(o.Histogram)
 	}
+	r.Histogram = o.Histogram
 	r.Intervals = o.Intervals
+}
+
+func (r *Result) setPercentiles(h []Bucket) {
+	r.P50Ms = Percentile(h, 0.50)
+	r.P90Ms = Percentile(h, 0.90)
+	r.P95Ms = Percentile(h, 0.95)
+	r.P99Ms = Percentile(h, 0.99)
+	r.P999Ms = Percentile(h, 0.999)
+	// A bucket's value can lie a little above the slowest event (buckets
+	// are ~1.8 % wide): no percentile is reported above sysbench's max.
+	if r.MaxMs > 0 {
+		for _, p := range []*float64{&r.P50Ms, &r.P90Ms, &r.P95Ms, &r.P99Ms, &r.P999Ms} {
+			*p = min(*p, r.MaxMs)
+		}
+	}
+}
+
+// serverCPUUs is the CPU µs per query of every server process together
+// (not sysbench).
+func (r *Result) serverCPUUs() float64 {
+	var s float64
+	for _, p := range r.Procs {
+		s += p.CPUUsPerQuery
+	}
+	return s
+}
+
+// stem names the run's files (the raw output's base name).
+func (r *Result) stem() string {
+	return strings.TrimSuffix(filepath.Base(r.RawOutput), ".txt")
 }
 
 func (r *Result) ignoredRate() string {
@@ -111,7 +146,10 @@ type session struct {
 	Config   config            `json:"config"`
 	Env      map[string]string `json:"environment"`
 	Versions map[string]string `json:"versions"`
+	Planned  string            `json:"planned,omitempty"`
+	Elapsed  string            `json:"elapsed,omitempty"`
 	Results  []Result          `json:"results"`
+	TPCC     []TPCCResult      `json:"tpcc,omitempty"`
 }
 
 func newSession(cfg config) *session {
@@ -167,6 +205,9 @@ func (s *session) files(cfg config) []string {
 	if len(s.workloads()) > 1 {
 		out = append(out, s.stem(cfg, "summary")+".md")
 	}
+	if cfg.SessionReport {
+		out = append(out, filepath.Join(cfg.ResultsDir, "report.md"))
+	}
 	return out
 }
 
@@ -193,9 +234,57 @@ func (s *session) write(cfg config) error {
 		}
 	}
 	if len(s.workloads()) > 1 {
-		return os.WriteFile(s.stem(cfg, "summary")+".md", []byte(s.summary(cfg)), 0o644)
+		if err := os.WriteFile(s.stem(cfg, "summary")+".md", []byte(s.summary(cfg)), 0o644); err != nil {
+			return err
+		}
+	}
+	// One JSON per run (with its histogram and per-second intervals).
+	if err := os.MkdirAll(filepath.Join(cfg.ResultsDir, "runs"), 0o755); err != nil {
+		return err
+	}
+	for i := range s.Results {
+		r := &s.Results[i]
+		if r.RawOutput == "" {
+			continue
+		}
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(cfg.ResultsDir, "runs", r.stem()+".json"), append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	for i := range s.TPCC {
+		r := &s.TPCC[i]
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(cfg.ResultsDir, "runs", r.stem(s.Stamp)+".json"), append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if cfg.SessionReport {
+		return os.WriteFile(filepath.Join(cfg.ResultsDir, "report.md"), []byte(s.report(cfg)), 0o644)
 	}
 	return nil
+}
+
+// failures lists the runs that did not finish cleanly.
+func (s *session) failures() []string {
+	var out []string
+	for _, r := range s.Results {
+		if r.Status != "ok" {
+			out = append(out, fmt.Sprintf("sysbench %s threads=%d %s run %d: %s: %s", r.Workload, r.Threads, r.Target, r.Run, r.Status, shorten(r.Error, 300)))
+		}
+	}
+	for _, r := range s.TPCC {
+		if r.Status != "ok" {
+			out = append(out, fmt.Sprintf("tpcc %s: %s: %s", r.Target, r.Status, shorten(r.Error, 300)))
+		}
+	}
+	return out
 }
 
 func (s *session) header(b *strings.Builder, cfg config) {
@@ -204,8 +293,8 @@ func (s *session) header(b *strings.Builder, cfg config) {
 }
 
 func (s *session) headerRun(b *strings.Builder, cfg config) {
-	fmt.Fprintf(b, "Session %s (UTC). %d threads, %d s measured after %d s warm-up, table size %d, %d table(s), Strata with %d stores + 1 SQL node + 1 PD, fresh cluster per run.\n\n",
-		s.Stamp, cfg.Threads, cfg.TimeSec, cfg.WarmupSec, cfg.TableSize, cfg.Tables, cfg.Stores)
+	fmt.Fprintf(b, "Session %s (UTC). %s threads, %d s measured after %d s warm-up, table size %d, %d table(s), Strata with %d stores + 1 SQL node + 1 PD, fresh cluster per run.\n\n",
+		s.Stamp, threadList(cfg), cfg.TimeSec, cfg.WarmupSec, cfg.TableSize, cfg.Tables, cfg.Stores)
 }
 
 func (s *session) headerEnv(b *strings.Builder, cfg config) {
@@ -242,15 +331,15 @@ func (s *session) markdown(cfg config, wl string) string {
 	b.WriteString("## Throughput and latency\n\n")
 	b.WriteString("Latency is per sysbench event, in ms; p50/p95/p99/p999 from the `--histogram` buckets (bucket value where the cumulative count reaches the quantile, as sysbench computes its own percentile). \"other cores\" is CPU used on the machine by processes that are not this benchmark during the run (the noise).\n\n")
 	b.WriteString("\"ignored err/s\" counts errors sysbench was told to ignore (`--mysql-ignore-errors`): each one restarted an event and is not in QPS.\n\n")
-	b.WriteString("| target | run | status | QPS | TPS | p50 | p95 | p99 | p999 | max | avg | ignored err/s | other cores | error |\n")
-	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| threads | target | run | status | QPS | TPS | p50 | p90 | p95 | p99 | p999 | max | avg | ignored err/s | other cores | error |\n")
+	b.WriteString("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range s.Results {
 		run := fmt.Sprint(r.Run)
 		if r.Profiled {
 			run += " (profiled)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s | %.2f | %s |\n",
-			r.Target, run, r.Status, r.QPS, r.TPS, ms(r.P50Ms), ms(r.P95Ms), ms(r.P99Ms), ms(r.P999Ms), ms(r.MaxMs), ms(r.AvgMs),
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %s |\n",
+			r.Threads, r.Target, run, r.Status, r.QPS, r.TPS, ms(r.P50Ms), ms(r.P90Ms), ms(r.P95Ms), ms(r.P99Ms), ms(r.P999Ms), ms(r.MaxMs), ms(r.AvgMs),
 			r.ignoredRate(), r.OtherCores, mdEscape(shorten(r.Error, 300)))
 	}
 	b.WriteString("\n")
@@ -258,8 +347,8 @@ func (s *session) markdown(cfg config, wl string) string {
 
 	b.WriteString("## Cost per query\n\n")
 	b.WriteString("CPU from /proc/<pid>/stat over the measured run; allocations from each Go process's go_memstats_mallocs_total / go_memstats_alloc_bytes_total; Strata histogram means from its /metrics. \"sysbench\" is the client's own CPU.\n\n")
-	b.WriteString("| target | run | process | CPU (% of a core) | CPU µs/query | allocs/query | bytes/query | notes |\n")
-	b.WriteString("|---|---|---|---:|---:|---:|---:|---|\n")
+	b.WriteString("| threads | target | run | process | CPU (% of a core) | CPU µs/query | allocs/query | bytes/query | notes |\n")
+	b.WriteString("|---:|---|---|---|---:|---:|---:|---:|---|\n")
 	for _, r := range s.Results {
 		if r.Queries == 0 {
 			continue
@@ -292,11 +381,11 @@ func (s *session) markdown(cfg config, wl string) string {
 			if p.Mallocs > 0 {
 				allocs, bytes = fmt.Sprintf("%.0f", p.MallocsPerQuery), fmt.Sprintf("%.0f", p.AllocBytesPerQuery)
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %.0f | %.1f | %s | %s | %s |\n",
-				r.Target, r.Run, name, p.CPUPercent, p.CPUUsPerQuery, allocs, bytes, strings.Join(notes, "; "))
+			fmt.Fprintf(&b, "| %d | %s | %d | %s | %.0f | %.1f | %s | %s | %s |\n",
+				r.Threads, r.Target, r.Run, name, p.CPUPercent, p.CPUUsPerQuery, allocs, bytes, strings.Join(notes, "; "))
 		}
 		q := float64(r.Queries)
-		fmt.Fprintf(&b, "| %s | %d | sysbench | %.0f | %.1f | | | |\n", r.Target, r.Run,
+		fmt.Fprintf(&b, "| %d | %s | %d | sysbench | %.0f | %.1f | | | |\n", r.Threads, r.Target, r.Run,
 			100*r.SysbenchCPUSec/float64(r.TimeSec), 1e6*r.SysbenchCPUSec/q)
 	}
 	b.WriteString("\n")
@@ -338,34 +427,41 @@ func (s *session) ratios(b *strings.Builder, wl string) {
 	if base == "" {
 		return
 	}
-	byRun := map[int]map[string]*Result{}
+	type key struct{ threads, run int }
+	byRun := map[key]map[string]*Result{}
 	for i := range s.Results {
 		r := &s.Results[i]
 		if r.Workload != wl || r.Status != "ok" {
 			continue
 		}
-		if byRun[r.Run] == nil {
-			byRun[r.Run] = map[string]*Result{}
+		k := key{r.Threads, r.Run}
+		if byRun[k] == nil {
+			byRun[k] = map[string]*Result{}
 		}
-		byRun[r.Run][r.Target] = r
+		byRun[k][r.Target] = r
 	}
 	for _, tname := range s.Config.Targets {
 		if tname == base {
 			continue
 		}
-		var runs []int
-		for run, m := range byRun {
+		var runs []key
+		for k, m := range byRun {
 			if m[tname] != nil && m[base] != nil {
-				runs = append(runs, run)
+				runs = append(runs, k)
 			}
 		}
 		if len(runs) == 0 {
 			continue
 		}
-		sort.Ints(runs)
+		sort.Slice(runs, func(i, j int) bool {
+			if runs[i].threads != runs[j].threads {
+				return runs[i].threads < runs[j].threads
+			}
+			return runs[i].run < runs[j].run
+		})
 		fmt.Fprintf(b, "### %s / %s\n\n", tname, base)
 		fmt.Fprintf(b, "Ratios of runs measured back to back (same noise window). QPS below 1 and latency above 1 mean %s is slower than %s.\n\n", tname, base)
-		b.WriteString("| run | QPS | p50 | p99 | p999 |\n|---|---:|---:|---:|---:|\n")
+		b.WriteString("| threads | run | QPS | p50 | p99 | p999 | server CPU µs/query |\n|---:|---|---:|---:|---:|---:|---:|\n")
 		var q, p50, p99, p999 []float64
 		for _, run := range runs {
 			st, ma := byRun[run][tname], byRun[run][base]
@@ -373,10 +469,14 @@ func (s *session) ratios(b *strings.Builder, wl string) {
 			p50 = append(p50, st.P50Ms/ma.P50Ms)
 			p99 = append(p99, st.P99Ms/ma.P99Ms)
 			p999 = append(p999, st.P999Ms/ma.P999Ms)
-			fmt.Fprintf(b, "| %d | %.3f | %.1f× | %.1f× | %.1f× |\n", run, q[len(q)-1], p50[len(p50)-1], p99[len(p99)-1], p999[len(p999)-1])
+			cpu := "—"
+			if st.serverCPUUs() > 0 && ma.serverCPUUs() > 0 {
+				cpu = fmt.Sprintf("%.1f×", st.serverCPUUs()/ma.serverCPUUs())
+			}
+			fmt.Fprintf(b, "| %d | %d | %.3f | %.1f× | %.1f× | %.1f× | %s |\n", run.threads, run.run, q[len(q)-1], p50[len(p50)-1], p99[len(p99)-1], p999[len(p999)-1], cpu)
 		}
 		if len(runs) > 1 {
-			fmt.Fprintf(b, "| geomean | %.3f | %.1f× | %.1f× | %.1f× |\n", geomean(q), geomean(p50), geomean(p99), geomean(p999))
+			fmt.Fprintf(b, "| all | geomean | %.3f | %.1f× | %.1f× | %.1f× | |\n", geomean(q), geomean(p50), geomean(p99), geomean(p999))
 		}
 		b.WriteString("\n")
 	}
@@ -386,11 +486,11 @@ func (s *session) summary(cfg config) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# sysbench summary — %s\n\n", s.Stamp)
 	s.header(&b, cfg)
-	b.WriteString("| workload | target | run | status | QPS | p50 ms | p99 ms | p999 ms | ignored err/s | other cores | error |\n")
-	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| workload | threads | target | run | status | QPS | p50 ms | p99 ms | p999 ms | ignored err/s | other cores | error |\n")
+	b.WriteString("|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range s.Results {
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %.0f | %s | %s | %s | %s | %.2f | %s |\n",
-			r.Workload, r.Target, r.Run, r.Status, r.QPS, ms(r.P50Ms), ms(r.P99Ms), ms(r.P999Ms), r.ignoredRate(), r.OtherCores,
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %s | %.0f | %s | %s | %s | %s | %.2f | %s |\n",
+			r.Workload, r.Threads, r.Target, r.Run, r.Status, r.QPS, ms(r.P50Ms), ms(r.P99Ms), ms(r.P999Ms), r.ignoredRate(), r.OtherCores,
 			mdEscape(shorten(r.Error, 200)))
 	}
 	b.WriteString("\n")
@@ -486,6 +586,7 @@ func renderJSON(dir string, files []string) error {
 		}
 		key := s.Stamp + "/" + s.Config.Label
 		if have, ok := sessions[key]; ok {
+			// Every per-workload file carries the session's TPC-C runs.
 			have.Results = append(have.Results, s.Results...)
 			for k, v := range s.Versions {
 				have.Versions[k] = v
@@ -519,14 +620,26 @@ func renderJSON(dir string, files []string) error {
 				continue
 			}
 			if o := ParseOutput(measuredRun(string(raw))); HistogramCount(o.Histogram) > 0 {
-				r.P50Ms = Percentile(o.Histogram, 0.50)
-				r.P95Ms = Percentile(o.Histogram, 0.95)
-				r.P99Ms = Percentile(o.Histogram, 0.99)
-				r.P999Ms = Percentile(o.Histogram, 0.999)
+				r.setPercentiles(o.Histogram)
+				r.Histogram = o.Histogram
 			}
 		}
 		// Keep the order the session measured in.
 		sort.SliceStable(s.Results, func(i, j int) bool { return s.Results[i].Started.Before(s.Results[j].Started) })
+		if _, err := os.Stat(filepath.Join(dir, "report.md")); err == nil {
+			cfg.SessionReport = true
+		}
+		for _, wl := range s.workloads() {
+			var threads []int
+			for _, r := range s.Results {
+				if r.Workload == wl && !containsInt(threads, r.Threads) {
+					threads = append(threads, r.Threads)
+				}
+			}
+			for _, t := range threads {
+				s.plotWorkload(cfg, wl, t)
+			}
+		}
 		if err := s.write(cfg); err != nil {
 			return err
 		}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/internal/promtext"
 )
 
 // projectPrefix starts the compose project name of every e2e run; only
@@ -209,7 +211,8 @@ func (p *project) sqlAddr(service string) string {
 }
 
 // metrics scrapes a service's /metrics from inside its container (the status
-// ports are not published) and returns value by series ("name{labels}").
+// ports are not published), parses it with expfmt (internal/promtext) and
+// returns value by series ("name{labels}", histogram buckets included).
 func (p *project) metrics(service string) (map[string]float64, error) {
 	kind := strings.TrimRight(service, "0123456789")
 	out, err := docker("exec", p.id(service), "healthcheck", "-print",
@@ -217,20 +220,11 @@ func (p *project) metrics(service string) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := map[string]float64{}
-	for _, line := range strings.Split(out, "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			m[line[:i]] = v
-		}
+	mfs, err := promtext.Parse(strings.NewReader(out))
+	if err != nil {
+		return nil, err
 	}
-	return m, nil
+	return mfs.Series(true), nil
 }
 
 // metric returns one series of a service, or -1 when it cannot be read.
