@@ -44,6 +44,9 @@ done
 [[ -x $GOTPC ]] || { echo "go-tpc not found: go install github.com/pingcap/go-tpc/cmd/go-tpc@latest" >&2; exit 1; }
 
 WORK=$(mktemp -d /tmp/tpcc-bench-XXXXXX)
+# /metrics are read through the Prometheus text parser (bench/promget).
+PROMGET=$WORK/promget
+(cd "$ROOT" && go build -o "$PROMGET" ./bench/promget)
 STAMP=$(date -u +%Y-%m-%d-%H%M)
 OUT=$ROOT/bench/results/$STAMP-tpcc$LABEL.md
 PIDS=() # processes this script started, stopped by PID at exit
@@ -114,7 +117,7 @@ busiest_store() {
   for pid in $(pgrep -f -- "storenode .*--pd $pd( |$)"); do
     local st n
     st=$(tr '\0' '\n' </proc/"$pid"/cmdline | grep -A1 -- '--status-addr' | tail -1)
-    n=$(curl -s "http://$st/metrics" | awk '/^strata_raftstore_regions\{type="leaders"\}/ {print $2}' | head -1)
+    n=$("$PROMGET" --sum "$st" strata_raftstore_regions type=leaders 2>/dev/null)
     n=${n%.*}
     if [[ ${n:-0} -gt $bestn ]]; then best=$pid bestn=${n:-0}; fi
   done
@@ -147,7 +150,7 @@ sql_errors() {
   [[ $tgt == strata ]] || return 0
   local st
   st=$(tr '\0' '\n' </proc/"$SQLPID"/cmdline | grep -A1 -- '^--status-addr$' | tail -1)
-  [[ -n $st ]] && curl -s "http://$st/metrics" | grep '^strata_sql_errors_total' || true
+  [[ -n $st ]] && "$PROMGET" "$st" strata_sql_errors_total 2>/dev/null || true
 }
 
 # error_diff prints "code N" for each error code whose count grew between
