@@ -220,7 +220,8 @@ func (p *project) metrics(service string) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	mfs, err := promtext.Parse(strings.NewReader(out))
+	// run trims the output; the text format ends every line with "\n".
+	mfs, err := promtext.Parse(strings.NewReader(out + "\n"))
 	if err != nil {
 		return nil, err
 	}
