@@ -13,14 +13,15 @@ import (
 // runSysbench runs sysbench with args, copies its combined output to raw
 // (after a header line with the command) and returns that output.
 func runSysbench(ctx context.Context, bin string, args []string, timeout time.Duration, raw io.Writer) (string, error) {
-	out, _, err := runSysbenchCPU(ctx, bin, args, timeout, raw)
+	out, _, err := runClient(ctx, bin, args, timeout, raw)
 	return out, err
 }
 
-// runSysbenchCPU is runSysbench that also returns the CPU seconds (user +
-// system) sysbench itself used: on a 2-core machine the client's share is
-// part of the picture.
-func runSysbenchCPU(ctx context.Context, bin string, args []string, timeout time.Duration, raw io.Writer) (string, float64, error) {
+// runClient runs a load client (sysbench, our Go driver, go-tpc) with its
+// output copied to raw, and returns the output and the CPU seconds (user +
+// system) the client itself used: on a 2-core machine the client's share
+// is part of the picture.
+func runClient(ctx context.Context, bin string, args []string, timeout time.Duration, raw io.Writer) (string, float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	fmt.Fprintf(raw, "==== %s %s\n", bin, strings.Join(args, " "))

@@ -436,7 +436,7 @@ func runOne(ctx context.Context, cfg config, sess *session, t target, wl string,
 	if cfg.Progress > 0 {
 		sink = io.MultiWriter(raw, &progressWriter{label: fmt.Sprintf("  %s %s t=%d", wl, t.Name(), threads), every: cfg.Progress, total: cfg.TimeSec})
 	}
-	out, cpu, err := runSysbenchCPU(ctx, runBin, args, time.Duration(cfg.TimeSec+120)*time.Second, sink)
+	out, cpu, err := runClient(ctx, runBin, args, time.Duration(cfg.TimeSec+120)*time.Second, sink)
 	wall := time.Since(start).Seconds()
 	busy1, total1 := machineCPUBusy()
 	res.LoadAvgAfter = loadAvg()

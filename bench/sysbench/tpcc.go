@@ -2,12 +2,10 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -230,7 +228,7 @@ func runTPCC(ctx context.Context, cfg config, sess *session, t target) TPCCResul
 
 	prep := append(slices.Clone(common), "prepare", "-T", strconv.Itoa(max(tc.Threads, tc.Warehouses)), "--no-check")
 	t0 := time.Now()
-	out, _, err := runGoTPC(ctx, tc.GoTPC, prep, cfg.PrepareTimeout, raw)
+	out, _, err := runClient(ctx, tc.GoTPC, prep, cfg.PrepareTimeout, raw)
 	res.PrepareSec = time.Since(t0).Seconds()
 	if err != nil {
 		res.Status, res.Error = "prepare_failed", tailLines(out, err)
@@ -254,7 +252,7 @@ func runTPCC(ctx context.Context, cfg config, sess *session, t target) TPCCResul
 	if cfg.Progress > 0 {
 		sink = io.MultiWriter(raw, &progressWriter{label: "  tpcc " + t.Name(), total: tc.TimeSec, tpcc: true, start: start})
 	}
-	out, cpu, err := runGoTPC(ctx, tc.GoTPC, args, time.Duration(tc.TimeSec+180)*time.Second, sink)
+	out, cpu, err := runClient(ctx, tc.GoTPC, args, time.Duration(tc.TimeSec+180)*time.Second, sink)
 	wall := time.Since(start).Seconds()
 	o := ParseGoTPC(out)
 	res.TpmC, res.TpmTotal, res.Efficiency = o.TpmC, o.TpmTotal, o.Efficiency
@@ -277,26 +275,6 @@ func runTPCC(ctx context.Context, cfg config, sess *session, t target) TPCCResul
 		res.Procs = append(res.Procs, procStats(p, before[i], takeSample(ctx, p), txns, wall))
 	}
 	return res
-}
-
-func runGoTPC(ctx context.Context, bin string, args []string, timeout time.Duration, raw io.Writer) (string, float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	fmt.Fprintf(raw, "==== %s %s\n", bin, strings.Join(args, " "))
-	var buf bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout = io.MultiWriter(&buf, raw)
-	cmd.Stderr = cmd.Stdout
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	var cpu float64
-	if ps := cmd.ProcessState; ps != nil {
-		cpu = (ps.UserTime() + ps.SystemTime()).Seconds()
-	}
-	if err != nil {
-		fmt.Fprintf(raw, "==== exit: %v\n", err)
-	}
-	return buf.String(), cpu, err
 }
 
 func tailLines(out string, err error) string {
