@@ -45,7 +45,7 @@ func (e *Executor) Explain(ctx context.Context, x *ast.ExplainStmt, env expr.Env
 		tp := "Update"
 		if u, ok := s.(*ast.UpdateStmt); ok {
 			refs, where, order, limit = u.TableRefs, u.Where, u.Order, u.Limit
-			if u.MultipleTable || multiTableRefs(refs) {
+			if IsMultiTableUpdate(u) {
 				return nil, errno.NotSupported("EXPLAIN of multi-table UPDATE")
 			}
 		} else {

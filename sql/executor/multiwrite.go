@@ -58,11 +58,15 @@ func (l *multiLeaf) segment(row []datum) []datum {
 	return row[l.base : l.base+w : l.base+w]
 }
 
-// multiTableRefs reports whether an UPDATE's table reference is a join
-// (the parser takes `UPDATE t1 JOIN t2 ...` for the single-table form,
-// which allows ORDER BY and LIMIT, and `UPDATE t1, t2 ...` for the
-// multi-table one).
-func multiTableRefs(refs *ast.TableRefsClause) bool {
+// IsMultiTableUpdate reports whether s is a multi-table UPDATE: `UPDATE
+// t1, t2 ...`, or a join the parser takes for the single-table form
+// (`UPDATE t1 JOIN t2 ...`, which allows ORDER BY and LIMIT). The
+// executor and the session's privilege check decide by it alike.
+func IsMultiTableUpdate(s *ast.UpdateStmt) bool {
+	if s.MultipleTable {
+		return true
+	}
+	refs := s.TableRefs
 	if refs == nil || refs.TableRefs == nil {
 		return false
 	}
@@ -122,16 +126,7 @@ func (e *Executor) joinRows(ctx context.Context, sp *planner.SelectPlan, tx TxnS
 	}
 	rc := newRunCtx(e, tx, txn)
 	defer rc.observeRPCs()
-	for _, sq := range sp.Subqueries {
-		root := sq.Plan.Root
-		sq.Run = func() ([][]datum, error) {
-			op, err := rc.build(root, nil)
-			if err != nil {
-				return nil, err
-			}
-			return drain(ctx, op, rc.mem)
-		}
-	}
+	rc.bindSubqueries(ctx, sp.Subqueries)
 	op, err := rc.build(proj.Children[0], nil)
 	if err != nil {
 		return nil, err

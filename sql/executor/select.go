@@ -100,16 +100,7 @@ func (e *Executor) runSelect(ctx context.Context, p *planner.SelectPlan, tx TxnS
 		}
 		rc.txn = txn
 	}
-	for _, sq := range p.Subqueries {
-		root := sq.Plan.Root
-		sq.Run = func() ([][]datum, error) {
-			op, err := rc.build(root, nil)
-			if err != nil {
-				return nil, err
-			}
-			return drain(ctx, op, rc.mem)
-		}
-	}
+	rc.bindSubqueries(ctx, p.Subqueries)
 	if stats == nil {
 		if proj, ok := p.Root.(*planner.Projection); ok {
 			if pg, ok := proj.Children[0].(*planner.PointGet); ok {
@@ -126,6 +117,21 @@ func (e *Executor) runSelect(ctx context.Context, p *planner.SelectPlan, tx TxnS
 		return nil, err
 	}
 	return &Result{Columns: p.Columns, Rows: rows, Warnings: rc.warnings}, nil
+}
+
+// bindSubqueries sets each subquery's Run: its plan, built and drained in
+// rc (the statement's transaction).
+func (rc *runCtx) bindSubqueries(ctx context.Context, subs []*planner.Subquery) {
+	for _, sq := range subs {
+		root := sq.Plan.Root
+		sq.Run = func() ([][]datum, error) {
+			op, err := rc.build(root, nil)
+			if err != nil {
+				return nil, err
+			}
+			return drain(ctx, op, rc.mem)
+		}
+	}
 }
 
 // pointSelect runs Projection over PointGet, the point select, without

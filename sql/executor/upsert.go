@@ -127,43 +127,18 @@ func dupKeyMessage(tbl *model.TableInfo, key []byte) string {
 // distinct, in that order; and the first key that collided.
 func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSource, txn kv.Txn, row []datum, h int64) ([]int64, [][]datum, []byte, error) {
 	tbl := src.Table
-	var keys [][]byte
-	if tbl.PKIsHandle {
-		keys = append(keys, tablecodec.RowKey(tbl.ID, h))
-	}
-	for _, ix := range tbl.Indices {
-		if !ix.Unique || !ix.Writable() {
-			continue
-		}
-		if k, _, unique := table.IndexEntry(nil, tbl, ix, row, h); unique {
-			keys = append(keys, k)
-		}
-	}
-	vals, err := e.latest(ctx, tx, txn, keys)
+	held, err := e.keyHolders(ctx, src, tx, txn, row, h, tbl.PKIsHandle)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var hs []int64
-	var first []byte
-	for i, v := range vals {
-		if v == nil {
-			continue
-		}
-		if first == nil {
-			first = keys[i]
-		}
-		oh := h
-		if tablecodec.IsIndexKey(keys[i]) {
-			if oh, err = tablecodec.DecodeIndexHandle(0, false, v); err != nil {
-				return nil, nil, nil, err
-			}
-		}
-		if !slices.Contains(hs, oh) {
-			hs = append(hs, oh)
-		}
-	}
-	if len(hs) == 0 {
+	if len(held) == 0 {
 		return nil, nil, nil, nil
+	}
+	var hs []int64
+	for _, k := range held {
+		if !slices.Contains(hs, k.h) {
+			hs = append(hs, k.h)
+		}
 	}
 	rowKeys := make([][]byte, len(hs))
 	for i, oh := range hs {
@@ -186,7 +161,7 @@ func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSou
 		kept = append(kept, hs[i])
 		out = append(out, r)
 	}
-	return kept, out, first, nil
+	return kept, out, held[0].key, nil
 }
 
 // updateConflict returns the first key another row holds among those of
@@ -195,9 +170,33 @@ func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSou
 // without a NULL. nil: none. In pessimistic mode the keys are locked
 // (latest).
 func (e *Executor) updateConflict(ctx context.Context, src *planner.Source, tx TxnSource, txn kv.Txn, row []datum, oldH, h int64) ([]byte, error) {
+	held, err := e.keyHolders(ctx, src, tx, txn, row, h, src.Table.PKIsHandle && h != oldH)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range held {
+		if k.h != oldH {
+			return k.key, nil
+		}
+	}
+	return nil, nil
+}
+
+// heldKey is a key of a row being written that a row holds: h.
+type heldKey struct {
+	key []byte
+	h   int64
+}
+
+// keyHolders reads the keys that row (with handle h) takes and another row
+// may hold — its row key when rowKey, then each writable unique index
+// entry without a NULL — as the statement must see them (latest: locked in
+// pessimistic mode), and returns those that are held, in that order, each
+// with the handle of the row holding it.
+func (e *Executor) keyHolders(ctx context.Context, src *planner.Source, tx TxnSource, txn kv.Txn, row []datum, h int64, rowKey bool) ([]heldKey, error) {
 	tbl := src.Table
 	var keys [][]byte
-	if tbl.PKIsHandle && h != oldH {
+	if rowKey {
 		keys = append(keys, tablecodec.RowKey(tbl.ID, h))
 	}
 	for _, ix := range tbl.Indices {
@@ -212,6 +211,7 @@ func (e *Executor) updateConflict(ctx context.Context, src *planner.Source, tx T
 	if err != nil {
 		return nil, err
 	}
+	var held []heldKey
 	for i, v := range vals {
 		if v == nil {
 			continue
@@ -222,11 +222,9 @@ func (e *Executor) updateConflict(ctx context.Context, src *planner.Source, tx T
 				return nil, err
 			}
 		}
-		if oh != oldH {
-			return keys[i], nil
-		}
+		held = append(held, heldKey{key: keys[i], h: oh})
 	}
-	return nil, nil
+	return held, nil
 }
 
 // latest returns each key's value as the statement must see it (nil:

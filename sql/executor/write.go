@@ -483,7 +483,7 @@ func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env, 
 // integer primary key moves the row (delete + insert, failing with 1062 if
 // the new key exists).
 func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, tx TxnSource) (*Result, error) {
-	if s.MultipleTable || multiTableRefs(s.TableRefs) {
+	if IsMultiTableUpdate(s) {
 		return e.multiUpdate(ctx, s, env, tx)
 	}
 	if err := checkSingleTableDML(s.With); err != nil {

@@ -216,7 +216,7 @@ func (s *Session) checkPrivileges(ctx context.Context, stmt ast.StmtNode) error 
 		if x.Where != nil {
 			p |= mysql.SelectPriv
 		}
-		if x.MultipleTable || joinRefs(x.TableRefs) {
+		if executor.IsMultiTableUpdate(x) {
 			ts := fromTables(x.TableRefs)
 			// Multi-table: UPDATE on the tables SET assigns, SELECT on
 			// the others (found below).
@@ -492,25 +492,6 @@ func (s *Session) VisibleDB(db string) bool {
 func (s *Session) VisibleTable(db, table string) bool {
 	u, skip := s.account()
 	return skip || (u != nil && u.AnyOnTable(db, table))
-}
-
-// joinRefs reports whether a FROM clause joins tables.
-func joinRefs(refs *ast.TableRefsClause) bool {
-	if refs == nil || refs.TableRefs == nil {
-		return false
-	}
-	j := refs.TableRefs
-	if j.Right != nil {
-		return true
-	}
-	switch l := j.Left.(type) {
-	case *ast.Join:
-		return true
-	case *ast.TableSource:
-		_, nested := l.Source.(*ast.Join)
-		return nested
-	}
-	return false
 }
 
 // fromTable is a table of a FROM clause under its alias.
