@@ -373,8 +373,7 @@ func runOne(ctx context.Context, cfg config, sess *session, t target, wl string,
 	common := []string{script,
 		"--db-driver=mysql", "--mysql-host=127.0.0.1", fmt.Sprintf("--mysql-port=%d", t.Port()),
 		"--mysql-user=root", "--mysql-db=sbtest",
-		fmt.Sprintf("--tables=%d", cfg.Tables), fmt.Sprintf("--table-size=%d", cfg.TableSize),
-		"--create_secondary=off"}
+		fmt.Sprintf("--tables=%d", cfg.Tables), fmt.Sprintf("--table-size=%d", cfg.TableSize)}
 	common = append(common, opts...)
 	common = append(common, cfg.ExtraArgs...)
 	stem := fmt.Sprintf("%s-%s-t%d-%s-run%d", sess.Stamp, safe(wl), threads, t.Name(), runNo)
