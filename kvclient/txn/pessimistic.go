@@ -132,11 +132,23 @@ func (t *Txn) lockPessimistic(ctx context.Context, opts kv.LockOptions, keys [][
 	}()
 	bo := t.c.kv.NewBackoffer()
 	var mu sync.Mutex
+	// The transaction's first lock round locks at the snapshot its
+	// statement reads (start_ts, or READ COMMITTED's statement snapshot)
+	// instead of fetching a new timestamp, as TiDB locks a first statement's
+	// point gets: a store refuses a lock on a key committed after
+	// for_update_ts (WriteConflict, PessimisticRetry), and then the round
+	// runs again at a fresh timestamp, so a lock never returns a value
+	// older than the newest committed one. An autocommit UPDATE saves one
+	// of its two TSO round trips.
+	reuseReadTS := t.lockTS == 0 && !t.rcStale && t.readTS >= t.startTS
 	for {
-		forUpdateTS, err := t.c.oracle.GetTS(ctx)
-		if err != nil {
-			return fmt.Errorf("kvclient/txn: for_update_ts: %w", mapErr(err))
+		forUpdateTS := t.readTS
+		if !reuseReadTS {
+			if forUpdateTS, err = t.c.oracle.GetTS(ctx); err != nil {
+				return fmt.Errorf("kvclient/txn: for_update_ts: %w", mapErr(err))
+			}
 		}
+		reuseReadTS = false
 		sentTS = forUpdateTS
 		lockStart := time.Now()
 		t.lockTS = max(t.lockTS, forUpdateTS)

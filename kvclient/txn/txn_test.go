@@ -223,6 +223,57 @@ func TestPessimisticRetryAtNewForUpdateTS(t *testing.T) {
 	require.Equal(t, 0, r.lockCount(), "rollback released the lock")
 }
 
+// countingOracle counts the timestamps a transaction client asks for.
+type countingOracle struct {
+	Oracle
+	n atomic.Int64
+}
+
+func (o *countingOracle) GetTS(ctx context.Context) (uint64, error) {
+	o.n.Add(1)
+	return o.Oracle.GetTS(ctx)
+}
+
+// TestFirstLockRoundAtReadTS: a transaction's first lock round locks at
+// its snapshot (no timestamp fetched), and a key committed after that
+// snapshot makes the round run again at a fresh timestamp, so the value
+// the lock returns is still the newest committed one; later rounds fetch a
+// fresh for_update_ts each.
+func TestFirstLockRoundAtReadTS(t *testing.T) {
+	r := newRealStore(t, Config{})
+	r.put("b", "old")
+	o := &countingOracle{Oracle: r.st}
+	c := NewClient(r.c.kv, o, Config{})
+
+	tx := begin(t, c, kv.TxnOptions{Pessimistic: true})
+	require.Equal(t, int64(1), o.n.Load(), "start_ts")
+	vals, err := tx.LockKeys(bg, kv.LockOptions{ReturnValues: true}, []byte("b"))
+	require.NoError(t, err)
+	require.Equal(t, "old", string(vals[0]))
+	require.Equal(t, int64(1), o.n.Load(), "the first round locks at start_ts")
+	require.Equal(t, tx.StartTS(), tx.ForUpdateTS())
+	require.Equal(t, 1, r.st.Calls("KvPessimisticLock"))
+	_, err = tx.LockKeys(bg, kv.LockOptions{ReturnValues: true}, []byte("c"))
+	require.NoError(t, err)
+	require.Equal(t, int64(2), o.n.Load(), "a later round fetches its for_update_ts")
+	require.Greater(t, tx.ForUpdateTS(), tx.StartTS())
+	require.NoError(t, tx.Rollback(bg))
+
+	// Committed after start_ts, before the first round: the round at
+	// start_ts conflicts and runs again at a fresh timestamp.
+	tx = begin(t, c, kv.TxnOptions{Pessimistic: true})
+	r.put("b", "new")
+	calls := r.st.Calls("KvPessimisticLock")
+	vals, err = tx.LockKeys(bg, kv.LockOptions{ReturnValues: true}, []byte("b"))
+	require.NoError(t, err)
+	require.Equal(t, "new", string(vals[0]))
+	require.Equal(t, calls+2, r.st.Calls("KvPessimisticLock"))
+	require.Greater(t, tx.ForUpdateTS(), tx.StartTS())
+	require.NoError(t, tx.Set([]byte("b"), []byte("mine")))
+	require.NoError(t, tx.Commit(bg))
+	requireRead(t, begin(t, c, kv.TxnOptions{}), "b", "mine")
+}
+
 // TestPrimaryCommitLostIsUndetermined: the store applies the primary's
 // commit but its answer never comes (the attempt times out): the commit
 // is undetermined, never rolled back.
