@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 )
 
 // ErrInsufficientBytes is returned when the input ends inside a value.
@@ -65,6 +66,7 @@ const (
 // a suffix (such as a version) can follow it.
 func EncodeBytes(b []byte, data []byte) []byte {
 	dLen := len(data)
+	b = slices.Grow(b, EncodedBytesLen(dLen))
 	for idx := 0; idx <= dLen; idx += groupSize {
 		remain := dLen - idx
 		padCount := 0

@@ -51,6 +51,9 @@ func TestExecute(t *testing.T) {
 
 	all := []Range{{Start: []byte("r"), End: []byte("s")}}
 	two := []Range{{Start: []byte("r00"), End: []byte("r03")}, {Start: []byte("r07"), End: nil}}
+	// One reader scans every range with the same two iterators, re-bounded
+	// per range (the lock on r04 lies in the second).
+	three := []Range{{Start: []byte("r01"), End: []byte("r02")}, {Start: []byte("r04"), End: []byte("r06")}, {Start: []byte("r08"), End: nil}}
 	tests := []struct {
 		name    string
 		execs   []*cop.Executor
@@ -70,6 +73,11 @@ func TestExecute(t *testing.T) {
 			rows: []string{"r01=v1", "r02=v2", "r07=v7", "r08=v8"}},
 		{name: "desc-limit", execs: []*cop.Executor{scan(true), limit(3)}, ranges: two, ts: 100,
 			rows: []string{"r08=v8", "r07=v7", "r02=v2"}},
+		{name: "three-ranges", execs: []*cop.Executor{scan(false)}, ranges: three, ts: 100,
+			rows: []string{"r01=v1", "r04=v4", "r05=new", "r08=v8"}},
+		{name: "three-ranges-desc", execs: []*cop.Executor{scan(true)}, ranges: three, ts: 100,
+			rows: []string{"r08=v8", "r05=new", "r04=v4", "r01=v1"}},
+		{name: "three-ranges-locked", execs: []*cop.Executor{scan(false)}, ranges: three, ts: 300, wantLocked: true},
 		{name: "limit", execs: []*cop.Executor{scan(false), limit(2)}, ranges: all, ts: 100,
 			rows: []string{"r01=v1", "r02=v2"}},
 		{name: "limit-0", execs: []*cop.Executor{scan(false), limit(0)}, ranges: all, ts: 100},

@@ -271,14 +271,6 @@ func (r *TxnReader) LoadData(key []byte, startTS uint64) ([]byte, error) {
 	return bytes.Clone(v), nil
 }
 
-// WriteValue returns the value a Put record carries (inline or in DEFAULT).
-func (r *TxnReader) WriteValue(key []byte, w *Write) ([]byte, error) {
-	if w.HasShortValue {
-		return w.ShortValue, nil
-	}
-	return r.LoadData(key, w.StartTS)
-}
-
 // LockValue returns the value a Put lock carries (inline or in DEFAULT).
 func (r *TxnReader) LockValue(key []byte, l *Lock) ([]byte, error) {
 	if l.HasShortValue {

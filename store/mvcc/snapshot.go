@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -75,6 +76,11 @@ func (o *ReadOptions) CheckLock(l *Lock) lockAction {
 type SnapshotReader struct {
 	r    TxnReader
 	opts ReadOptions
+	// scanLock and scanWrite serve every Scan of the reader, re-bounded
+	// per range: a coprocessor request over ten ranges opens two
+	// iterators, not twenty.
+	scanLock, scanWrite *pebble.Iterator
+	sc                  scanner // its buffers serve every Scan
 }
 
 // NewSnapshotReader returns a reader of snap with opts; snap must outlive it.
@@ -85,7 +91,30 @@ func NewSnapshotReader(snap Snapshot, opts ReadOptions) *SnapshotReader {
 }
 
 // Close releases the reader's iterators.
-func (s *SnapshotReader) Close() error { return s.r.Close() }
+func (s *SnapshotReader) Close() error {
+	err := s.r.Close()
+	for _, it := range []**pebble.Iterator{&s.scanLock, &s.scanWrite} {
+		if *it != nil {
+			err = errors.Join(err, (*it).Close())
+			*it = nil
+		}
+	}
+	return err
+}
+
+// scanIter returns *it bounded to [lo, hi), opened on first use.
+func (s *SnapshotReader) scanIter(it **pebble.Iterator, lo, hi []byte) (*pebble.Iterator, error) {
+	if *it != nil {
+		(*it).SetBounds(lo, hi)
+		return *it, nil
+	}
+	n, err := s.r.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, fmt.Errorf("mvcc: scan: %w", err)
+	}
+	*it = n
+	return n, nil
+}
 
 // Get returns key's value at the read timestamp. The value is owned by the
 // caller.
@@ -155,20 +184,20 @@ func (s *SnapshotReader) Scan(start, end []byte, keyOnly, reverse bool, fn func(
 	var lockIt *pebble.Iterator
 	if s.opts.Isolation != kvrpcpb.IsolationLevel_RC {
 		lo, hi := keys.CFBounds(raft_cmdpb.CF_LOCK, start, end)
-		it, err := s.r.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		it, err := s.scanIter(&s.scanLock, lo, hi)
 		if err != nil {
-			return fmt.Errorf("mvcc: scan: %w", err)
+			return err
 		}
-		defer it.Close()
 		lockIt = it
 	}
 	lo, hi := keys.CFBounds(raft_cmdpb.CF_WRITE, start, end)
-	writeIt, err := s.r.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	writeIt, err := s.scanIter(&s.scanWrite, lo, hi)
 	if err != nil {
-		return fmt.Errorf("mvcc: scan: %w", err)
+		return err
 	}
-	defer writeIt.Close()
-	sc := scanner{s: s, lockIt: lockIt, writeIt: writeIt, keyOnly: keyOnly, reverse: reverse, fn: fn}
+	sc := &s.sc
+	*sc = scanner{s: s, lockIt: lockIt, writeIt: writeIt, keyOnly: keyOnly, reverse: reverse, fn: fn,
+		cur: sc.cur[:0], userKey: sc.userKey[:0], seekBuf: sc.seekBuf[:0]}
 	return sc.run()
 }
 
@@ -182,6 +211,7 @@ type scanner struct {
 	cur     []byte // enc(key) of the key being read
 	userKey []byte
 	seekBuf []byte
+	w       Write // the write record visible decodes into
 }
 
 func (sc *scanner) run() error {
@@ -295,22 +325,27 @@ func (sc *scanner) step(it *pebble.Iterator) bool {
 }
 
 // visible reads the value of sc.cur at the read timestamp from WRITE.
+// The value is the caller's: the records are decoded in place (sc.w
+// aliases the iterator) and only the value is copied.
 func (sc *scanner) visible() ([]byte, bool, error) {
+	// The seek key is built in seekBuf's spare capacity: no allocation.
 	prefix := append(append(sc.seekBuf[:0], keys.PrefixWrite), sc.cur...)
 	sc.seekBuf = prefix
-	prefix = prefix[:len(prefix):len(prefix)]
 	it := sc.writeIt
-	_, w, err := seekWrite(it, prefix, sc.s.opts.TS, true, nil)
+	_, w, err := seekWrite(it, prefix, sc.s.opts.TS, true, &sc.w)
 	for err == nil && w != nil && (w.Kind == WriteLock || w.Kind == WriteRollback) {
 		if !it.Next() {
 			return nil, false, it.Error()
 		}
-		_, w, err = curWrite(it, prefix, nil)
+		_, w, err = curWrite(it, prefix, &sc.w)
 	}
 	if err != nil || w == nil || w.Kind != WritePut {
 		return nil, false, err
 	}
-	v, err := sc.s.r.WriteValue(sc.userKey, w)
+	if w.HasShortValue {
+		return bytes.Clone(w.ShortValue), true, nil
+	}
+	v, err := sc.s.r.LoadData(sc.userKey, w.StartTS)
 	return v, err == nil, err
 }
 
