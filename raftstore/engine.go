@@ -109,11 +109,13 @@ func openEngine(dir string, fs vfs.FS, cacheSize int64, log *slog.Logger) (engin
 		return engine{}, err
 	}
 	e.db = db
+	engines.add(db, dir)
 	return e, nil
 }
 
 // close closes the engine (after the store stopped using it).
 func (e engine) close() error {
+	engines.remove(e.db)
 	err := e.db.Close()
 	return errors.Join(err, e.closeHealth())
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/kv/keys"
@@ -49,4 +50,51 @@ func TestEngineRefusesOldComparer(t *testing.T) {
 	_, err = openEngine("/db", fs, 1<<20, slog.New(slog.DiscardHandler))
 	require.ErrorIs(t, err, ErrEngineComparer)
 	require.Contains(t, err.Error(), "empty the data directory")
+}
+
+// The engine's Pebble metrics are exported by data directory while it is
+// open, and no longer once it is closed.
+func TestEngineMetricsExported(t *testing.T) {
+	const dir = "/metrics-db"
+	e, err := openEngine(dir, vfs.NewMem(), 1<<20, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, e.db.Set([]byte("k"), []byte("v"), pebble.Sync))
+	require.NoError(t, e.db.Flush())
+	require.NoError(t, e.db.Set([]byte("k2"), []byte("v"), pebble.Sync))
+
+	value := func(name string, labels map[string]string) (float64, bool) {
+		mfs, err := prometheus.DefaultGatherer.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+		next:
+			for _, m := range mf.GetMetric() {
+				for _, lp := range m.GetLabel() {
+					if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
+						continue next
+					}
+				}
+				if m.GetGauge() != nil {
+					return m.GetGauge().GetValue(), true
+				}
+				return m.GetCounter().GetValue(), true
+			}
+		}
+		return 0, false
+	}
+	l0, ok := value("strata_engine_level_files", map[string]string{"dir": dir, "level": "0"})
+	require.True(t, ok)
+	require.Equal(t, 1.0, l0)
+	flushes, ok := value("strata_engine_flushes_total", map[string]string{"dir": dir})
+	require.True(t, ok)
+	require.GreaterOrEqual(t, flushes, 1.0)
+	mem, ok := value("strata_engine_memtable_bytes", map[string]string{"dir": dir})
+	require.True(t, ok)
+	require.Greater(t, mem, 0.0)
+
+	require.NoError(t, e.close())
+	_, ok = value("strata_engine_memtable_bytes", map[string]string{"dir": dir})
+	require.False(t, ok, "a closed engine's metrics are gone")
 }
