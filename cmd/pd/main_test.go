@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/config"
+	"github.com/stratadb/strata/deploy/k8s"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -82,4 +83,19 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 func TestEveryKeyHasAFlag(t *testing.T) {
 	var cfg fileConfig
 	require.NoError(t, config.CheckFlags(newFlagSet(&cfg), &cfg))
+}
+
+// TestKubernetesCommandLine: the command line and configuration file the
+// strata-pd pods of deploy/k8s run with parse with this binary's flags.
+func TestKubernetesCommandLine(t *testing.T) {
+	binary, args, err := k8s.Command("../../deploy/k8s/base", "StatefulSet", "strata-pd", "strata-pd-1", t.TempDir())
+	require.NoError(t, err)
+	require.Equal(t, "pd", binary)
+	cfg, err := parseFlags(args)
+	require.NoError(t, err)
+	require.Equal(t, "strata-pd-1", cfg.Name)
+	require.Equal(t, "strata-pd-1.strata-pd-peer:2379", cfg.AdvertiseAddr)
+	require.Equal(t, "http://strata-pd-1.strata-pd-peer:2380", cfg.PeerURL)
+	require.Equal(t, "/data/pd", cfg.DataDir)
+	require.Equal(t, 3, cfg.Replicas)
 }

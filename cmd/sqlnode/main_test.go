@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/config"
+	"github.com/stratadb/strata/deploy/k8s"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -71,4 +72,16 @@ func TestParseFlags(t *testing.T) {
 func TestEveryKeyHasAFlag(t *testing.T) {
 	var cfg Config
 	require.NoError(t, config.CheckFlags(newFlagSet(&cfg), &cfg))
+}
+
+// TestKubernetesCommandLine: the command line and configuration file the
+// strata-sql pods of deploy/k8s run with parse with this binary's flags.
+func TestKubernetesCommandLine(t *testing.T) {
+	binary, args, err := k8s.Command("../../deploy/k8s/base", "Deployment", "strata-sql", "strata-sql-abc12-xyz34", t.TempDir())
+	require.NoError(t, err)
+	require.Equal(t, "sqlnode", binary)
+	cfg, err := parseFlags(args)
+	require.NoError(t, err)
+	require.Equal(t, "0.0.0.0:4000", cfg.Addr)
+	require.Equal(t, "/spill", cfg.TmpStoragePath)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/config"
+	"github.com/stratadb/strata/deploy/k8s"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -90,4 +91,18 @@ func TestParseLabels(t *testing.T) {
 		}
 		require.Equal(t, tc.want, s, tc.in)
 	}
+}
+
+// TestKubernetesCommandLine: the command line and configuration file the
+// strata-store pods of deploy/k8s run with parse with this binary's flags.
+func TestKubernetesCommandLine(t *testing.T) {
+	binary, args, err := k8s.Command("../../deploy/k8s/base", "StatefulSet", "strata-store", "strata-store-2", t.TempDir())
+	require.NoError(t, err)
+	require.Equal(t, "storenode", binary)
+	cfg, err := parseFlags(args)
+	require.NoError(t, err)
+	require.Equal(t, "strata-store-2.strata-store-peer:20160", cfg.AdvertiseAddr)
+	require.Equal(t, "0.0.0.0:20160", cfg.Addr)
+	require.Equal(t, "/data/store", cfg.DataDir)
+	require.Equal(t, 20*time.Second, cfg.LeaderTransferTimeout)
 }
