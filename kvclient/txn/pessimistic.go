@@ -458,6 +458,9 @@ func (t *Txn) Rollback(ctx context.Context) error {
 // waits for it (bounded by releaseTimeout, whatever ctx's cancellation).
 // A failure is logged: the locks expire with their TTL (no heartbeats).
 func (t *Txn) releaseAll(ctx context.Context, cause string) {
+	if t.mem.Len() == 0 && len(t.maybeLocked) == 0 {
+		return // nothing buffered, nothing locked (a read-only transaction)
+	}
 	keys := t.maybeLocked
 	for k, e := range t.mem.Iter(nil, nil, false) {
 		if e.Flags&memdb.Locked != 0 {

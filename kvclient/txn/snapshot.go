@@ -19,11 +19,17 @@ var errLocked = errors.New("kvclient/txn: key locked by a live transaction")
 
 // readCtx is the request context of a snapshot read.
 func (t *Txn) readCtx() *kvrpcpb.Context {
-	rc := &kvrpcpb.Context{ResolvedLocks: slices.Clone(t.skip)}
+	rc := &kvrpcpb.Context{}
+	t.fillReadCtx(rc)
+	return rc
+}
+
+// fillReadCtx sets rc as readCtx's.
+func (t *Txn) fillReadCtx(rc *kvrpcpb.Context) {
+	rc.ResolvedLocks = slices.Clone(t.skip)
 	if t.opts.Isolation == kv.ReadCommitted {
 		rc.IsolationLevel = kvrpcpb.IsolationLevel_RC
 	}
-	return rc
 }
 
 // onLocks resolves locks a read at ts met; afterwards the read is resent.
@@ -70,8 +76,19 @@ func (t *Txn) snapshotGet(ctx context.Context, key []byte, ts uint64) ([]byte, b
 		if err != nil {
 			return nil, false, err
 		}
-		req := &kvrpcpb.GetRequest{Context: t.readCtx(), Key: key, Version: ts}
-		resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &kvclient.Request{Cmd: &storepb.BatchCommandsRequest_Request_Get{Get: req}})
+		// One allocation for the request's parts (a point select sends
+		// nothing else).
+		call := &struct {
+			rc  kvrpcpb.Context
+			get kvrpcpb.GetRequest
+			cmd storepb.BatchCommandsRequest_Request_Get
+			req kvclient.Request
+		}{}
+		t.fillReadCtx(&call.rc)
+		call.get.Context, call.get.Key, call.get.Version = &call.rc, key, ts
+		call.cmd.Get = &call.get
+		call.req.Cmd = &call.cmd
+		resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &call.req)
 		if err != nil {
 			return nil, false, err
 		}

@@ -42,6 +42,8 @@ type undoRec struct {
 
 // MemDB is the write buffer. The zero value is not usable; use New.
 type MemDB struct {
+	// tree is made by the first write: a read-only transaction (every
+	// autocommit SELECT) never builds one.
 	tree  *btreemap.BTreeMap[string, Entry]
 	undo  []undoRec
 	holds int // live checkpoints; undo is recorded while > 0
@@ -49,23 +51,34 @@ type MemDB struct {
 }
 
 // New returns an empty buffer.
-func New() *MemDB {
-	return &MemDB{tree: btreemap.New[string, Entry](16, strings.Compare)}
-}
+func New() *MemDB { return &MemDB{} }
 
 // Len is the number of keys in the buffer (written or locked).
-func (m *MemDB) Len() int { return m.tree.Len() }
+func (m *MemDB) Len() int {
+	if m.tree == nil {
+		return 0
+	}
+	return m.tree.Len()
+}
 
 // Size is the bytes of keys and values in the buffer.
 func (m *MemDB) Size() int { return m.size }
 
 // Get returns key's entry.
-func (m *MemDB) Get(key []byte) (Entry, bool) {
-	_, e, ok := m.tree.Get(string(key))
+func (m *MemDB) Get(key []byte) (Entry, bool) { return m.get(string(key)) }
+
+func (m *MemDB) get(k string) (Entry, bool) {
+	if m.tree == nil {
+		return Entry{}, false
+	}
+	_, e, ok := m.tree.Get(k)
 	return e, ok
 }
 
 func (m *MemDB) put(k string, e Entry) {
+	if m.tree == nil {
+		m.tree = btreemap.New[string, Entry](16, strings.Compare)
+	}
 	_, prev, had := m.tree.ReplaceOrInsert(k, e)
 	if m.holds > 0 {
 		m.undo = append(m.undo, undoRec{key: k, prev: prev, hadKey: had})
@@ -80,7 +93,7 @@ func (m *MemDB) put(k string, e Entry) {
 // that it did not exist before the transaction still holds).
 func (m *MemDB) Set(key, value []byte) {
 	k := string(key)
-	_, prev, had := m.tree.Get(k)
+	prev, had := m.get(k)
 	op := kvrpcpb.Op_Put
 	if had && (prev.Op == kvrpcpb.Op_Insert || prev.Op == kvrpcpb.Op_CheckNotExists) {
 		op = kvrpcpb.Op_Insert
@@ -93,7 +106,7 @@ func (m *MemDB) Set(key, value []byte) {
 // already exists); a key deleted earlier in the transaction is simply put.
 func (m *MemDB) Insert(key, value []byte) {
 	k := string(key)
-	_, prev, had := m.tree.Get(k)
+	prev, had := m.get(k)
 	op := kvrpcpb.Op_Insert
 	if had && prev.Op == kvrpcpb.Op_Del {
 		op = kvrpcpb.Op_Put
@@ -105,7 +118,7 @@ func (m *MemDB) Insert(key, value []byte) {
 // leaves only the assertion that it did not exist (CheckNotExists).
 func (m *MemDB) Delete(key []byte) {
 	k := string(key)
-	_, prev, had := m.tree.Get(k)
+	prev, had := m.get(k)
 	op := kvrpcpb.Op_Del
 	if had && (prev.Op == kvrpcpb.Op_Insert || prev.Op == kvrpcpb.Op_CheckNotExists) {
 		op = kvrpcpb.Op_CheckNotExists
@@ -117,7 +130,7 @@ func (m *MemDB) Delete(key []byte) {
 // key has none) and ORs flags in.
 func (m *MemDB) Lock(key []byte, flags Flags) {
 	k := string(key)
-	_, prev, had := m.tree.Get(k)
+	prev, had := m.get(k)
 	if had && prev.Flags&flags == flags {
 		return
 	}
@@ -175,6 +188,9 @@ func (m *MemDB) RevertTo(cp int) {
 // during the iteration.
 func (m *MemDB) Iter(start, end []byte, reverse bool) iter.Seq2[[]byte, Entry] {
 	return func(yield func([]byte, Entry) bool) {
+		if m.tree == nil {
+			return
+		}
 		lo := btreemap.GE(string(start))
 		hi := btreemap.Max[string]()
 		if len(end) != 0 {

@@ -133,3 +133,24 @@ func TestSavepoints(t *testing.T) {
 	m.Release(sp1)
 	require.Empty(t, m.undo)
 }
+
+// TestEmptyBuildsNothing: a buffer nobody wrote to answers every read
+// without building its tree (read-only transactions never allocate one),
+// and checkpoints over it revert to empty.
+func TestEmptyBuildsNothing(t *testing.T) {
+	m := New()
+	_, ok := m.Get([]byte("a"))
+	require.False(t, ok)
+	require.Zero(t, m.Len())
+	for range m.Iter(nil, nil, false) {
+		t.Fatal("an empty buffer yields nothing")
+	}
+	require.Nil(t, m.tree)
+	cp := m.Checkpoint()
+	m.Set([]byte("a"), []byte("1"))
+	require.Equal(t, 1, m.Len())
+	m.RevertTo(cp)
+	m.Release(cp)
+	require.Zero(t, m.Len())
+	require.Zero(t, m.Size())
+}
