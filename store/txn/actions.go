@@ -358,6 +358,37 @@ type pessimisticProps struct {
 	onlyIfExist bool
 }
 
+// valueFromNewest sets the value (and found) a pessimistic lock returns
+// from w, the key's newest write record (committed at or below
+// for_update_ts, or nil): a Put or Delete answers without a second seek of
+// the key's versions; behind a Lock or Rollback record readValue reads on.
+func valueFromNewest(r *mvcc.TxnReader, p *pessimisticProps, key []byte, w *mvcc.Write, value *[]byte, found *bool, readValue func() error) error {
+	if !p.needValue && !p.needExist && !p.onlyIfExist {
+		return nil
+	}
+	switch {
+	case w == nil:
+		*found = false
+		return nil
+	case w.Kind == mvcc.WriteDelete:
+		*found = false
+		return nil
+	case w.Kind != mvcc.WritePut:
+		return readValue()
+	}
+	*found = true
+	if !p.needValue {
+		return nil
+	}
+	if w.HasShortValue {
+		*value = w.ShortValue // w is the reader's copy
+		return nil
+	}
+	v, err := r.LoadData(key, w.StartTS)
+	*value = v
+	return err
+}
+
 func acquirePessimisticLock(r *mvcc.TxnReader, t *mvcc.Txn, p *pessimisticProps, key []byte, shouldNotExist bool) (value []byte, found bool, err error) {
 	readValue := func() error {
 		if !p.needValue && !p.needExist && !p.onlyIfExist {
@@ -421,7 +452,7 @@ func acquirePessimisticLock(r *mvcc.TxnReader, t *mvcc.Txn, p *pessimisticProps,
 			}
 		}
 	}
-	if err := readValue(); err != nil {
+	if err := valueFromNewest(r, p, key, w, &value, &found, readValue); err != nil {
 		return nil, false, err
 	}
 	if p.onlyIfExist && !found {
