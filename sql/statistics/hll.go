@@ -1,27 +1,30 @@
 package statistics
 
 import (
-	"hash/maphash"
 	"math"
 	"math/bits"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // hll is a HyperLogLog sketch (2^14 registers, ~0.8 % standard error) of
 // the distinct values ANALYZE sees, so counting them costs 16 KiB per
-// column whatever the table's size.
+// column whatever the table's size. The hash has a fixed seed (xxHash64):
+// the same rows give the same estimate on every node and every ANALYZE,
+// so plans do not change between runs over unchanged data (a per-process
+// random seed moved a 101-value column's estimate to 98 about once in a
+// few hundred runs: three hash collisions among 16,384 registers).
 type hll struct {
 	regs []uint8
 }
 
 const hllP = 14
 
-var hllSeed = maphash.MakeSeed()
-
 func (h *hll) add(v []byte) {
 	if h.regs == nil {
 		h.regs = make([]uint8, 1<<hllP)
 	}
-	x := maphash.Bytes(hllSeed, v)
+	x := xxhash.Sum64(v)
 	i := x >> (64 - hllP)
 	rank := uint8(bits.LeadingZeros64(x<<hllP|1<<(hllP-1))) + 1
 	if rank > h.regs[i] {
