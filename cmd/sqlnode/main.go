@@ -60,6 +60,9 @@ type Config struct {
 	TxnTotalSizeLimit int `toml:"txn-total-size-limit"`
 	// SchemaLease is TiDB's lease: see catalog.DefaultLease.
 	SchemaLease time.Duration `toml:"schema-lease"`
+	// SlowQueryFile and SlowThreshold: see sql/server Config.
+	SlowQueryFile string        `toml:"slow-query-file"`
+	SlowThreshold time.Duration `toml:"slow-threshold"`
 	// TmpStoragePath is where operators spill past tidb_mem_quota_query
 	// (sql/executor/spill; "": os.TempDir()).
 	TmpStoragePath string `toml:"tmp-storage-path"`
@@ -81,7 +84,7 @@ func main() {
 // parseFlags applies defaults, then the --config TOML file, then flags.
 func parseFlags(args []string) (Config, error) {
 	cfg := Config{PD: "127.0.0.1:2379", Addr: "127.0.0.1:4000", StatusAddr: "127.0.0.1:10080", ShutdownTimeout: 10 * time.Second, LogLevel: "info", TSOClientRPCMode: "default",
-		MaxConnections: 1000, ConnectTimeout: 10 * time.Second, SchemaLease: catalog.DefaultLease, TxnTotalSizeLimit: 100 << 20, TLS: true, DefaultAuthPlugin: auth.NativePassword,
+		MaxConnections: 1000, ConnectTimeout: 10 * time.Second, SchemaLease: catalog.DefaultLease, SlowThreshold: server.DefaultSlowThreshold, TxnTotalSizeLimit: 100 << 20, TLS: true, DefaultAuthPlugin: auth.NativePassword,
 		ServerMemoryLimit: fmt.Sprintf("%d%%", memory.DefaultServerLimitPercent), RunAutoAnalyze: true}
 	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
@@ -186,6 +189,8 @@ func run(args []string) error {
 		HandshakeTimeout:       cfg.ConnectTimeout,
 		CreateDefaultDB:        true,
 		SchemaLease:            cfg.SchemaLease,
+		SlowQueryFile:          cfg.SlowQueryFile,
+		SlowThreshold:          cfg.SlowThreshold,
 		NoAutoAnalyze:          !cfg.RunAutoAnalyze,
 	})
 	if err != nil {
@@ -246,6 +251,8 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.TmpStoragePath, "tmp-storage-path", cfg.TmpStoragePath, "directory under which sorts, hash joins and hash aggregations over tidb_mem_quota_query spill to disk (a strata-spill-<pid> directory; empty: the system temp directory)")
 	fs.BoolVar(&cfg.RunAutoAnalyze, "run-auto-analyze", cfg.RunAutoAnalyze, "analyze tables whose rows changed enough (tidb_auto_analyze_ratio) while this node is the DDL owner")
 	fs.StringVar(&cfg.ServerMemoryLimit, "server-memory-limit", cfg.ServerMemoryLimit, "initial tidb_server_memory_limit: past it the statement using the most memory is cancelled (ERROR 8176); 0, a size (4GB) or a percentage of RAM / the cgroup limit (80%)")
+	fs.StringVar(&cfg.SlowQueryFile, "slow-query-file", cfg.SlowQueryFile, "file the slow query log is written to as JSON lines, rotated at 64 MiB with 4 old files kept (empty: slow queries go to the process log)")
+	fs.DurationVar(&cfg.SlowThreshold, "slow-threshold", cfg.SlowThreshold, "statements taking this long or longer go to the slow query log (TiDB's tidb_slow_log_threshold; negative: none)")
 	fs.DurationVar(&cfg.SchemaLease, "schema-lease", cfg.SchemaLease, "how long this node trusts its schema without confirming the cluster's schema version; a schema change waits 2 leases for every node to load it")
 	return fs
 }

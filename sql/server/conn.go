@@ -491,7 +491,7 @@ func (c *clientConn) handleQuery(ctx context.Context, q string) error {
 			if e.Code == errno.ErrUnknown {
 				c.log.Error("statement failed", "stmt", label, "err", err)
 			}
-			durationFor(label).Observe(time.Since(start).Seconds())
+			c.observe(label, stmt.Text(), false, start, nil, e.Code)
 			return c.writeError(e)
 		}
 		st := c.status()
@@ -503,12 +503,32 @@ func (c *clientConn) handleQuery(ctx context.Context, q string) error {
 		} else {
 			err = c.writeOK(c.affected(res), res.LastInsertID, st, res.Info)
 		}
-		durationFor(label).Observe(time.Since(start).Seconds())
+		c.observe(label, stmt.Text(), false, start, res, 0)
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// observe records a statement that started at start: its latency
+// (strata_sql_query_duration_seconds) and, when it was slow, a slow query
+// log entry. res is nil when it failed with MySQL error code.
+func (c *clientConn) observe(label, query string, prepared bool, start time.Time, res *executor.Result, code uint16) {
+	d := time.Since(start)
+	durationFor(label).Observe(d.Seconds())
+	if !c.srv.slow.Slow(d) {
+		return
+	}
+	e := SlowEntry{Time: time.Now(), ConnID: c.id, User: c.sess.User(), DB: c.sess.CurrentDB(), Type: label,
+		QueryTime: d.Seconds(), Prepared: prepared, Succ: res != nil, ErrorCode: code, Query: query}
+	if res != nil {
+		e.Rows = c.affected(res)
+		if res.IsQuery() {
+			e.Rows = uint64(len(res.Rows))
+		}
+	}
+	c.srv.slow.Write(e)
 }
 
 // errNotAllowed is ER_NOT_ALLOWED_COMMAND.

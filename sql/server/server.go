@@ -83,6 +83,13 @@ type Config struct {
 	// statistics and (as DDL owner) looks for tables to auto-analyze
 	// (domain.DefaultStatsLease when zero).
 	StatsLease time.Duration
+	// SlowQueryFile receives the statements that took SlowThreshold or
+	// longer as JSON lines (rotated at 64 MiB); empty: they are logged
+	// through Logger.
+	SlowQueryFile string
+	// SlowThreshold is the slow query log's threshold (0:
+	// DefaultSlowThreshold, TiDB's 300 ms; negative: nothing is logged).
+	SlowThreshold time.Duration
 }
 
 // Server accepts MySQL connections and serves them.
@@ -104,6 +111,7 @@ type Server struct {
 	sha2Cache *auth.SHA2Cache
 	rsaMu     sync.Mutex // guards rsa; held while a key is generated
 	rsa       *auth.RSAKey
+	slow      *SlowLog
 }
 
 // New validates cfg and returns a Server; call Run to serve.
@@ -139,6 +147,10 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	slow, err := OpenSlowLog(cfg.SlowQueryFile, cfg.SlowThreshold, log.With("component", "sql"))
+	if err != nil {
+		return nil, fmt.Errorf("server: %w (--slow-query-file names a file in a writable directory)", err)
+	}
 	dom := domain.New(domain.Config{Store: cfg.Store, Addr: cfg.Addr, SchemaLease: cfg.SchemaLease, StatsLease: cfg.StatsLease,
 		NoAutoAnalyze: cfg.NoAutoAnalyze, Logger: log,
 		Privilege: privilege.Config{DefaultPlugin: cfg.AuthPlugin, Bootstrap: cfg.Users, SkipGrantTables: cfg.SkipGrantTables,
@@ -152,6 +164,7 @@ func New(cfg Config) (*Server, error) {
 		conns:     map[*clientConn]struct{}{},
 		sha2Cache: auth.NewSHA2Cache(),
 		rsa:       cfg.RSAKey,
+		slow:      slow,
 	}, nil
 }
 
@@ -251,6 +264,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("server: listen %s: %w", s.cfg.Addr, err)
 	}
 	s.addr = ln.Addr()
+	defer s.slow.Close() // after every connection ended
 	// Statements run under stmtCtx, which outlives ctx by ShutdownTimeout.
 	stmtCtx, cancelStmts := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelStmts()

@@ -115,8 +115,8 @@ func (c *clientConn) handleStmtExecute(ctx context.Context, data []byte) error {
 	label := session.StmtLabel(p.Stmt)
 	res, err := c.sess.ExecutePrepared(ctx, p, params)
 	if err != nil {
-		durationFor(label).Observe(time.Since(start).Seconds())
 		e := errno.FromError(err)
+		c.observe(label, p.Stmt.Text(), true, start, nil, e.Code)
 		if e.Code == errno.ErrUnknown {
 			c.log.Error("statement failed", "stmt", label, "err", err)
 		}
@@ -127,7 +127,7 @@ func (c *clientConn) handleStmtExecute(ctx context.Context, data []byte) error {
 	} else {
 		err = c.writeOK(c.affected(res), res.LastInsertID, c.status(), res.Info)
 	}
-	durationFor(label).Observe(time.Since(start).Seconds())
+	c.observe(label, p.Stmt.Text(), true, start, res, 0)
 	return err
 }
 

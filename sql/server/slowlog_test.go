@@ -1,0 +1,92 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/sql/server"
+)
+
+// TestSlowQueryLog: statements that take the threshold or longer are
+// written to the slow query file as JSON lines, through the text and the
+// binary protocol, failed ones with their error code; faster ones are not.
+func TestSlowQueryLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "slow.log")
+	ts, _ := startServerWith(t, func(c *server.Config) {
+		c.SlowQueryFile = path
+		c.SlowThreshold = 100 * time.Millisecond
+	})
+	db := ts.open(t, "test", "")
+	ctx := context.Background()
+	_, err := db.Exec("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	require.NoError(t, err)
+	_, err = db.Exec("INSERT INTO t VALUES (1, 1)")
+	require.NoError(t, err)
+
+	var one int
+	require.NoError(t, db.QueryRow("SELECT 1").Scan(&one))
+	require.NoError(t, db.QueryRow("SELECT SLEEP(0.2)").Scan(&one))
+	require.NoError(t, db.QueryRow("SELECT SLEEP(?) + 1", 0.15).Scan(&one)) // prepared
+
+	// A statement that fails after waiting: 1205 behind another's lock.
+	holder, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer holder.Close()
+	_, err = holder.ExecContext(ctx, "BEGIN")
+	require.NoError(t, err)
+	_, err = holder.ExecContext(ctx, "SELECT * FROM t WHERE id = 1 FOR UPDATE")
+	require.NoError(t, err)
+	waiter, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer waiter.Close()
+	_, err = waiter.ExecContext(ctx, "SET innodb_lock_wait_timeout = 1")
+	require.NoError(t, err)
+	_, err = waiter.ExecContext(ctx, "UPDATE t SET v = 2 WHERE id = 1")
+	require.EqualValues(t, 1205, mysqlCode(err))
+	_, err = holder.ExecContext(ctx, "ROLLBACK")
+	require.NoError(t, err)
+
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var entries []server.SlowEntry
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e server.SlowEntry
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &e), sc.Text())
+		entries = append(entries, e)
+	}
+	require.NoError(t, sc.Err())
+	require.Len(t, entries, 3, "only the slow statements: %+v", entries)
+
+	sleep := entries[0]
+	require.Equal(t, "SELECT SLEEP(0.2)", sleep.Query)
+	require.Equal(t, "Select", sleep.Type)
+	require.False(t, sleep.Prepared)
+	require.True(t, sleep.Succ)
+	require.EqualValues(t, 1, sleep.Rows)
+	require.GreaterOrEqual(t, sleep.QueryTime, 0.2)
+	require.Equal(t, "test", sleep.DB)
+	require.Equal(t, "root@127.0.0.1", sleep.User)
+	require.NotZero(t, sleep.ConnID)
+	require.Len(t, sleep.Digest, 64)
+
+	prep := entries[1]
+	require.Equal(t, "SELECT SLEEP(?) + 1", prep.Query)
+	require.True(t, prep.Prepared)
+	require.GreaterOrEqual(t, prep.QueryTime, 0.15)
+
+	failed := entries[2]
+	require.Equal(t, "UPDATE t SET v = 2 WHERE id = 1", failed.Query)
+	require.Equal(t, "Update", failed.Type)
+	require.False(t, failed.Succ)
+	require.EqualValues(t, 1205, failed.ErrorCode)
+	require.GreaterOrEqual(t, failed.QueryTime, 1.0)
+}
