@@ -52,6 +52,7 @@ type Catalog struct {
 	curTxns   atomic.Pointer[TxnSchema]
 	dbs       map[string]*model.DBInfo
 	tables    map[tableName]*model.TableInfo
+	fks       *fkGraph // foreign keys by parent (foreignkey.go)
 }
 
 type tableName struct {

@@ -101,6 +101,16 @@
 // Concurrency: a DDL is safe for concurrent use; Run is one goroutine that
 // both campaigns and runs jobs.
 //
+// # Foreign keys
+//
+// A FOREIGN KEY of CREATE TABLE is validated by NewFKInfo and AddFK
+// (foreignkey.go: MySQL's 1239, 1826, 1830, SET DEFAULT refused as
+// InnoDB does), named <table>_ibfk_<n> when unnamed, and given an index on
+// its columns when no index starts with them (named after the FK, or
+// after its first column); CheckFKParent checks the parent (3734, 3780,
+// 1822). The FK is part of the child's TableInfo, so it is created with
+// the table in one step.
+//
 // # Timings, ADMIN and keys
 //
 // The owner lease lasts 30 schema leases, at least 3 s (Config.OwnerTTL);

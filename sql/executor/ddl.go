@@ -62,7 +62,7 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 	if err != nil {
 		return nil, err
 	}
-	t, err := ddl.BuildTableInfo(x, env)
+	t, err := ddl.BuildTableInfo(x, db.Name, env)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +71,11 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 			return &Result{}, nil
 		}
 		return nil, errno.New(errno.ErrTableExists, "Table '%s' already exists", t.Name)
+	}
+	for _, fk := range t.ForeignKeys {
+		if err := e.checkFKParent(ctx, env, db, t, fk); err != nil {
+			return nil, err
+		}
 	}
 	id, err := e.dom.Store().AllocID(ctx, 1)
 	if err != nil {
@@ -173,6 +178,9 @@ func (e *Executor) dropTable(ctx context.Context, env StmtEnv, x *ast.DropTableS
 				continue
 			}
 			return nil, errno.New(errno.ErrBadTable, "Unknown table '%s.%s'", db.Name, tn.Name.O)
+		}
+		if err := e.checkDropParent(ctx, env, db, t, x.Tables); err != nil {
+			return nil, err
 		}
 		err = e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionDropTable, SchemaID: db.ID, SchemaName: db.Name,
 			TableID: t.ID, TableName: t.Name, IfExists: x.IfExists})
@@ -643,4 +651,58 @@ func (e *Executor) dropIndex(ctx context.Context, env StmtEnv, stmt ast.StmtNode
 	}
 	return e.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionDropIndex, SchemaID: db.ID, SchemaName: db.Name,
 		TableID: t.ID, TableName: t.Name, IndexName: name, IfExists: ifExists})
+}
+
+// checkFKParent checks a new foreign key fk of table t (in db) against its
+// parent: the parent must exist (1824, unless foreign_key_checks=0; the
+// FK then waits for a parent of that name) and have compatible, indexed
+// columns (ddl.CheckFKParent). A self-referencing FK is checked against t.
+func (e *Executor) checkFKParent(ctx context.Context, env StmtEnv, db *model.DBInfo, t *model.TableInfo, fk *model.FKInfo) error {
+	if fk.References(db.Name, t.Name) {
+		return ddl.CheckFKParent(t, fk, t)
+	}
+	pdb, err := e.dom.Catalog().GetDB(ctx, fk.RefSchema)
+	var parent *model.TableInfo
+	if err == nil {
+		parent, err = e.freshTable(ctx, pdb, fk.RefTable)
+	}
+	if err != nil {
+		code := errno.FromError(err).Code
+		if code != errno.ErrBadDB && code != errno.ErrNoSuchTable {
+			return err
+		}
+		if !fkChecksOn(env) {
+			return nil
+		}
+		return errno.New(errno.ErrFKCannotOpenParent, "Failed to open the referenced table '%s'", fk.RefTable)
+	}
+	if parent.IsView() {
+		return errno.New(errno.ErrFKCannotOpenParent, "Failed to open the referenced table '%s'", fk.RefTable)
+	}
+	return ddl.CheckFKParent(t, fk, parent)
+}
+
+// checkDropParent refuses (3730) to drop t while a table outside the
+// statement's list references it, unless foreign_key_checks=0.
+func (e *Executor) checkDropParent(ctx context.Context, env StmtEnv, db *model.DBInfo, t *model.TableInfo, dropped []*ast.TableName) error {
+	if !fkChecksOn(env) {
+		return nil
+	}
+	refs, err := e.dom.Catalog().Referrers(ctx, t)
+	if err != nil {
+		return err
+	}
+	for _, ref := range refs {
+		if ref.Child.ID == t.ID || slices.ContainsFunc(dropped, func(tn *ast.TableName) bool {
+			s := tn.Schema.O
+			if s == "" {
+				s = env.CurrentDB()
+			}
+			return strings.EqualFold(s, ref.ChildDB) && strings.EqualFold(tn.Name.O, ref.Child.Name)
+		}) {
+			continue
+		}
+		return errno.New(errno.ErrFKCannotDropParent, "Cannot drop table '%s' referenced by a foreign key constraint '%s' on table '%s'.", t.Name, ref.FK.Name, ref.Child.Name)
+	}
+	return nil
 }

@@ -47,7 +47,7 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 			return nil, err
 		}
 	}
-	w := e.writer(tx, txn, tbl)
+	w := e.writer(tx, txn, tbl, env)
 	res := &Result{}
 	for ri, row := range rows {
 		oldHs, oldRows, dupKey, err := e.conflicts(ctx, src, tx, txn, row, handles[ri])

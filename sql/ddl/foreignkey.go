@@ -1,0 +1,194 @@
+package ddl
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// Foreign key definitions: a FOREIGN KEY clause validated against its
+// child table (and, by CheckFKParent, its parent) and turned into a
+// model.FKInfo, with MySQL 8.0's errors.
+
+// NewFKInfo validates FOREIGN KEY c of child table t against t alone and
+// returns it without an id; a name not given is left empty (AddFK names
+// it). db is the child's database: the parent's when REFERENCES does not
+// name one.
+func NewFKInfo(t *model.TableInfo, c *ast.Constraint, db string) (*model.FKInfo, error) {
+	ref := c.Refer
+	if ref == nil || ref.Table == nil {
+		return nil, errno.New(errno.ErrParse, "FOREIGN KEY needs a REFERENCES clause")
+	}
+	fk := &model.FKInfo{Name: c.Name, RefSchema: ref.Table.Schema.O, RefTable: ref.Table.Name.O}
+	if fk.RefSchema == "" {
+		fk.RefSchema = db
+	}
+	if len(fk.Name) > 64 {
+		return nil, errno.New(1059, "Identifier name '%s' is too long", fk.Name)
+	}
+	name := fk.Name
+	if name == "" {
+		name = "foreign key without name"
+	}
+	if len(c.Keys) != len(ref.IndexPartSpecifications) || len(c.Keys) == 0 {
+		return nil, errno.New(errno.ErrWrongFKDef, "Incorrect foreign key definition for '%s': Key reference and table reference don't match", name)
+	}
+	for i, p := range c.Keys {
+		rp := ref.IndexPartSpecifications[i]
+		if p.Column == nil || rp.Column == nil {
+			return nil, errno.NotSupported("expressions in FOREIGN KEY")
+		}
+		off := t.FindColumn(p.Column.Name.O)
+		if off < 0 {
+			return nil, errno.New(errKeyColumnNotExist, "Key column '%s' doesn't exist in table", p.Column.Name.O)
+		}
+		fk.Cols = append(fk.Cols, t.Columns[off].Name)
+		fk.RefCols = append(fk.RefCols, rp.Column.Name.O)
+	}
+	var err error
+	if ref.OnDelete != nil {
+		if fk.OnDelete, err = fkAction(ref.OnDelete.ReferOpt); err != nil {
+			return nil, err
+		}
+	}
+	if ref.OnUpdate != nil {
+		if fk.OnUpdate, err = fkAction(ref.OnUpdate.ReferOpt); err != nil {
+			return nil, err
+		}
+	}
+	if fk.OnDelete == model.FKSetNull || fk.OnUpdate == model.FKSetNull {
+		for _, col := range fk.Cols {
+			if t.Columns[t.FindColumn(col)].Type.NotNull() {
+				return nil, errno.New(errno.ErrFKColumnNotNull, "Column '%s' cannot be NOT NULL: needed in a foreign key constraint '%s' SET NULL", col, fkDisplayName(t, fk))
+			}
+		}
+	}
+	return fk, nil
+}
+
+// fkDisplayName is fk's name, or the one AddFK will give it.
+func fkDisplayName(t *model.TableInfo, fk *model.FKInfo) string {
+	if fk.Name != "" {
+		return fk.Name
+	}
+	return fmt.Sprintf("%s_ibfk_%d", t.Name, nextFKNumber(t))
+}
+
+func fkAction(o ast.ReferOptionType) (model.FKAction, error) {
+	switch o {
+	case ast.ReferOptionRestrict:
+		return model.FKRestrict, nil
+	case ast.ReferOptionCascade:
+		return model.FKCascade, nil
+	case ast.ReferOptionSetNull:
+		return model.FKSetNull, nil
+	case ast.ReferOptionNoAction:
+		return model.FKNoAction, nil
+	case ast.ReferOptionSetDefault:
+		// InnoDB rejects SET DEFAULT.
+		return "", errno.New(errno.ErrCannotAddForeign, "Cannot add foreign key constraint")
+	}
+	return model.FKDefault, nil
+}
+
+// nextFKNumber is n of the next generated name <table>_ibfk_<n>: one more
+// than the largest n a name of that form has (MySQL's rule).
+func nextFKNumber(t *model.TableInfo) int {
+	n := 0
+	prefix := strings.ToLower(t.Name) + "_ibfk_"
+	for _, fk := range t.ForeignKeys {
+		var k int
+		if l := strings.ToLower(fk.Name); strings.HasPrefix(l, prefix) {
+			if _, err := fmt.Sscanf(l[len(prefix):], "%d", &k); err == nil && fmt.Sprint(k) == l[len(prefix):] {
+				n = max(n, k)
+			}
+		}
+	}
+	return n + 1
+}
+
+// AddFK names fk when it has no name, gives it an id and appends it to t,
+// first adding an index over its columns when no index of t starts with
+// them (named after the FK, or after its first column when the FK had no
+// name, as MySQL names it), in state public: the caller builds the index
+// (CREATE TABLE: the table is empty). It returns the index it added, or
+// nil.
+func AddFK(t *model.TableInfo, fk *model.FKInfo) (*model.IndexInfo, error) {
+	given := fk.Name
+	if fk.Name == "" {
+		fk.Name = fkDisplayName(t, fk)
+	}
+	if t.FindFK(fk.Name) != nil {
+		return nil, errno.New(errno.ErrFKDupName, "Duplicate foreign key constraint name '%s'", fk.Name)
+	}
+	offs, _ := t.ColumnOffsets(fk.Cols)
+	var added *model.IndexInfo
+	if _, ok := t.FKIndex(offs); !ok {
+		parts := make([]*ast.IndexPartSpecification, len(fk.Cols))
+		for i, c := range fk.Cols {
+			parts[i] = &ast.IndexPartSpecification{Column: &ast.ColumnName{Name: ast.NewCIStr(c)}}
+		}
+		name := given
+		if name != "" && t.FindIndex(name) != nil {
+			name = "" // MySQL names it after the column then
+		}
+		ix, err := NewIndexInfo(t, name, parts, false, nil)
+		if err != nil {
+			return nil, err
+		}
+		t.MaxIndexID++
+		ix.ID = t.MaxIndexID
+		t.Indices = append(t.Indices, ix)
+		added = ix
+	}
+	t.MaxFKID++
+	fk.ID = t.MaxFKID
+	t.ForeignKeys = append(t.ForeignKeys, fk)
+	return added, nil
+}
+
+// CheckFKParent checks fk of child against its parent table: the
+// referenced columns exist and have compatible types (3780) and an index
+// starts with them (1822).
+func CheckFKParent(child *model.TableInfo, fk *model.FKInfo, parent *model.TableInfo) error {
+	offs := make([]int, len(fk.RefCols))
+	for i, rc := range fk.RefCols {
+		off := parent.FindColumn(rc)
+		if off < 0 {
+			return errno.New(errno.ErrFKNoColumnParent, "Failed to add the foreign key constraint. Missing column '%s' for constraint '%s' in the referenced table '%s'", rc, fk.Name, parent.Name)
+		}
+		offs[i] = off
+		cc := child.Columns[child.FindColumn(fk.Cols[i])]
+		if !fkCompatible(&cc.Type, &parent.Columns[off].Type) {
+			return errno.New(errno.ErrFKIncompatibleColumns, "Referencing column '%s' and referenced column '%s' in foreign key constraint '%s' are incompatible.", cc.Name, parent.Columns[off].Name, fk.Name)
+		}
+	}
+	if _, ok := parent.FKIndex(offs); !ok {
+		return errno.New(errno.ErrFKNoIndexParent, "Failed to add the foreign key constraint. Missing index for constraint '%s' in the referenced table '%s'", fk.Name, parent.Name)
+	}
+	return nil
+}
+
+// fkCompatible is InnoDB's rule for the columns of a foreign key: integer
+// and DECIMAL types of the same size and sign, strings of any length but
+// the same kind (character or binary), any other type only with itself.
+func fkCompatible(a, b *types.FieldType) bool {
+	switch {
+	case a.Class() == types.ClassInt && b.Class() == types.ClassInt:
+		return a.Tp == b.Tp && a.Unsigned() == b.Unsigned()
+	case a.Tp == mysql.TypeNewDecimal && b.Tp == mysql.TypeNewDecimal:
+		return a.Flen == b.Flen && a.Decimal == b.Decimal && a.Unsigned() == b.Unsigned()
+	case isFKString(a) && isFKString(b):
+		return a.Binary() == b.Binary()
+	}
+	return a.Tp == b.Tp && a.Unsigned() == b.Unsigned()
+}
+
+func isFKString(t *types.FieldType) bool {
+	return t.Tp == mysql.TypeString || t.Tp == mysql.TypeVarchar || t.Tp == mysql.TypeVarString
+}
