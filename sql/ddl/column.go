@@ -13,7 +13,6 @@ import (
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
-	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -701,29 +700,24 @@ func (d *DDL) checkRows(ctx context.Context, t *model.TableInfo, off int, nc *mo
 		return nil, 0, err
 	}
 	defer func() { _ = txn.Rollback(context.WithoutCancel(ctx)) }()
-	start, end := tablecodec.RecordRange(t.ID)
-	row := make([]types.Datum, t.RowWidth())
-	for {
-		pairs, err := txn.Scan(ctx, start, end, checkBatch, false)
-		if err != nil {
-			return nil, n, err
+	err = scanRows(ctx, txn, t, func(row []types.Datum) error {
+		n++
+		if bad = fits(nc, row[off], n); bad != nil {
+			return errStopScan
 		}
-		for _, p := range pairs {
-			if err := t.DecodeRow(p.Key, p.Value, row); err != nil {
-				return nil, n, fmt.Errorf("modify column: decode row of %s: %w", t.Name, err)
-			}
-			n++
-			if bad := fits(nc, row[off], n); bad != nil {
-				return bad, n, nil
-			}
-		}
-		if len(pairs) < checkBatch {
-			return nil, n, nil
-		}
-		last := pairs[len(pairs)-1].Key
-		start = append(append(make([]byte, 0, len(last)+1), last...), 0)
+		return nil
+	})
+	if errors.Is(err, errStopScan) {
+		err = nil
 	}
+	if err != nil {
+		err = fmt.Errorf("modify column: %w", err)
+	}
+	return bad, n, err
 }
+
+// errStopScan ends a scanRows early.
+var errStopScan = errors.New("ddl: scan stopped")
 
 // fits returns MySQL's error when v, the value of row n, does not fit
 // column nc (ALTER in strict mode).

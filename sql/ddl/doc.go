@@ -111,6 +111,15 @@
 // 1822). The FK is part of the child's TableInfo, so it is created with
 // the table in one step.
 //
+// ALTER TABLE ADD FOREIGN KEY is an ADD INDEX job first when the child
+// lacks an index on the FK's columns (dropped again when the FK fails),
+// then an ADD FOREIGN KEY job: none -> write only (the FK is in the
+// child's TableInfo and every node's DML keeps it once it loaded the
+// version) -> the existing rows are checked at one fresh snapshot (with
+// foreign_key_checks on; the parent's keys are held in memory) -> public,
+// or the FK removed again (rollback done) with 1452. DROP FOREIGN KEY is
+// one step; the index stays, as in MySQL.
+//
 // # Timings, ADMIN and keys
 //
 // The owner lease lasts 30 schema leases, at least 3 s (Config.OwnerTTL);

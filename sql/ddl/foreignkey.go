@@ -1,13 +1,18 @@
 package ddl
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -191,4 +196,154 @@ func fkCompatible(a, b *types.FieldType) bool {
 
 func isFKString(t *types.FieldType) bool {
 	return t.Tp == mysql.TypeString || t.Tp == mysql.TypeVarchar || t.Tp == mysql.TypeVarString
+}
+
+// addFKStep runs ALTER TABLE ADD FOREIGN KEY: the FK is added to the
+// child (state write only: every node's DML keeps it once it loaded the
+// version), then, a version later, the existing rows are checked at a
+// fresh snapshot when the job says so: a child row without its parent
+// removes the FK again and ends the job with 1452. The child's index on
+// the FK's columns exists already (the executor submits an ADD INDEX job
+// first when it does not).
+func (d *DDL) addFKStep(ctx context.Context, j *Job) error {
+	if j.SchemaState == SchemaNone {
+		return d.columnStep(ctx, j, func(t *model.TableInfo) error {
+			if t.FindFK(j.FK.Name) != nil {
+				return errno.New(errno.ErrFKDupName, "Duplicate foreign key constraint name '%s'", j.FK.Name)
+			}
+			offs, ok := t.ColumnOffsets(j.FK.Cols)
+			if !ok {
+				return errno.New(errKeyColumnNotExist, "Key column '%s' doesn't exist in table", strings.Join(j.FK.Cols, ","))
+			}
+			if _, ok := t.FKIndex(offs); !ok {
+				return errno.New(errno.ErrDropIndexFK, "Cannot add foreign key '%s': its index on the child columns was dropped", j.FK.Name)
+			}
+			fk := *j.FK
+			t.MaxFKID++
+			fk.ID = t.MaxFKID
+			t.ForeignKeys = append(t.ForeignKeys, &fk)
+			return nil
+		}, func() { j.State, j.SchemaState = StateRunning, SchemaWriteOnly })
+	}
+	var bad error
+	if j.CheckRows {
+		var err error
+		if bad, err = d.checkFKRows(ctx, j); err != nil && !isJobError(err) {
+			return err
+		} else if err != nil {
+			bad = err
+		}
+	}
+	if bad != nil {
+		d.log.Info("add foreign key: a row has no parent", "job", j.ID, "table", j.TableName, "fk", j.FK.Name, "err", bad)
+		j.setErr(bad)
+		return d.columnStep(ctx, j, func(t *model.TableInfo) error {
+			t.ForeignKeys = slices.DeleteFunc(t.ForeignKeys, func(fk *model.FKInfo) bool { return strings.EqualFold(fk.Name, j.FK.Name) })
+			return nil
+		}, func() { j.State, j.SchemaState = StateRollbackDone, SchemaNone })
+	}
+	j.State, j.SchemaState = StateDone, SchemaPublic
+	return d.finish(ctx, j)
+}
+
+// checkFKRows returns 1452 when a row of the job's table has FK values
+// (none NULL) that no row of the parent holds, reading both at one fresh
+// snapshot. It holds the parent's keys in memory.
+func (d *DDL) checkFKRows(ctx context.Context, j *Job) (bad error, err error) {
+	child, _, err := d.table(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	parent := child
+	if !j.FK.References(j.SchemaName, j.TableName) {
+		pdb, err := d.cat.GetDB(ctx, j.FK.RefSchema)
+		if err != nil {
+			return nil, err
+		}
+		if parent, err = d.cat.GetTable(ctx, pdb, j.FK.RefTable); err != nil {
+			return nil, err
+		}
+	}
+	coffs, ok1 := child.ColumnOffsets(j.FK.Cols)
+	poffs, ok2 := parent.ColumnOffsets(j.FK.RefCols)
+	if !ok1 || !ok2 {
+		return nil, errno.New(errno.ErrUnknown, "the columns of foreign key %s changed during %v", j.FK.Name, j)
+	}
+	ts, err := d.store.GetTS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	txn, err := d.store.Begin(ctx, kv.TxnOptions{ReadOnly: true, StartTS: ts})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = txn.Rollback(context.WithoutCancel(ctx)) }()
+	keys := map[string]bool{}
+	err = scanRows(ctx, txn, parent, func(row []types.Datum) error {
+		if k, ok := fkKey(row, poffs, nil); ok {
+			keys[string(k)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = scanRows(ctx, txn, child, func(row []types.Datum) error {
+		k, ok := fkKey(row, coffs, func(i int, v types.Datum) (types.Datum, error) { return parent.Columns[poffs[i]].Type.Convert(v) })
+		if ok && !keys[string(k)] {
+			j.RowCount++
+			return errno.New(errno.ErrNoReferencedRow2, "Cannot add or update a child row: a foreign key constraint fails (`%s`.`%s`, %s)", j.SchemaName, child.Name, j.FK.Clause(j.SchemaName))
+		}
+		j.RowCount++
+		return nil
+	})
+	if e := (*errno.Error)(nil); errors.As(err, &e) && e.Code == errno.ErrNoReferencedRow2 {
+		return err, nil
+	}
+	return nil, err
+}
+
+// scanRows calls fn with each row of t in txn, reading checkBatch rows
+// at a time (the row is reused).
+func scanRows(ctx context.Context, txn kv.Txn, t *model.TableInfo, fn func(row []types.Datum) error) error {
+	start, end := tablecodec.RecordRange(t.ID)
+	row := make([]types.Datum, t.RowWidth())
+	return kv.ScanPages(ctx, txn, start, end, checkBatch, func(p kv.KvPair) error {
+		if err := t.DecodeRow(p.Key, p.Value, row); err != nil {
+			return fmt.Errorf("decode row of %s: %w", t.Name, err)
+		}
+		return fn(row)
+	})
+}
+
+// fkKey is the memcomparable key of row's values at offs (each through
+// conv when set); ok is false when one is NULL or does not convert.
+func fkKey(row []types.Datum, offs []int, conv func(i int, v types.Datum) (types.Datum, error)) (key []byte, ok bool) {
+	for i, off := range offs {
+		v := row[off]
+		if v.IsNull() {
+			return nil, false
+		}
+		if conv != nil {
+			var err error
+			if v, err = conv(i, v); err != nil {
+				return nil, false
+			}
+		}
+		key = tablecodec.AppendMemComparable(key, v)
+	}
+	return key, true
+}
+
+// dropFK runs ALTER TABLE DROP FOREIGN KEY: one step that removes the FK
+// (its index stays, as in MySQL); 1091 when the table has no such FK.
+func (d *DDL) dropFK(ctx context.Context, j *Job) error {
+	return d.columnStep(ctx, j, func(t *model.TableInfo) error {
+		n := len(t.ForeignKeys)
+		t.ForeignKeys = slices.DeleteFunc(t.ForeignKeys, func(fk *model.FKInfo) bool { return strings.EqualFold(fk.Name, j.FK.Name) })
+		if len(t.ForeignKeys) == n {
+			return errno.New(1091, "Can't DROP '%s'; check that column/key exists", j.FK.Name)
+		}
+		return nil
+	}, func() { j.State, j.SchemaState = StateDone, SchemaNone })
 }

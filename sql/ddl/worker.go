@@ -111,6 +111,8 @@ func (d *DDL) do(ctx context.Context, j *Job, st step) error {
 		return d.dropColumnStep(ctx, j)
 	case stepCheckRows:
 		return d.checkStep(ctx, j)
+	case stepAddFK:
+		return d.addFKStep(ctx, j)
 	case stepRemoveIndex:
 		return d.setIndexState(ctx, j, 0, true, func() { j.State, j.SchemaState = StateDone, SchemaNone })
 	case stepRollback:
@@ -319,6 +321,8 @@ func (d *DDL) runSingle(ctx context.Context, j *Job) error {
 		err = d.modifyColumn(ctx, j)
 	case ActionRenameTable:
 		err = d.renameTable(ctx, j)
+	case ActionDropFK:
+		err = d.dropFK(ctx, j)
 	default:
 		return fmt.Errorf("ddl: %v is not a one-step job", j)
 	}

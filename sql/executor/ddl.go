@@ -205,6 +205,17 @@ func (e *Executor) truncateTable(ctx context.Context, env StmtEnv, x *ast.Trunca
 	if t.IsView() {
 		return nil, errno.New(errno.ErrNoSuchTable, "Table '%s.%s' doesn't exist", db.Name, t.Name)
 	}
+	if fkChecksOn(env) {
+		refs, err := e.dom.Catalog().Referrers(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		for _, ref := range refs {
+			if ref.Child.ID != t.ID {
+				return nil, errno.New(errno.ErrTruncateIllegalFK, "Cannot truncate a table referenced in a foreign key constraint (`%s`.`%s`, %s)", ref.ChildDB, ref.Child.Name, ref.FK.Clause(ref.ChildDB))
+			}
+		}
+	}
 	id, err := e.dom.Store().AllocID(ctx, 1)
 	if err != nil {
 		return nil, err
@@ -246,9 +257,15 @@ func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 		var err error
 		switch sp.Tp {
 		case ast.AlterTableAddConstraint:
-			err = e.addIndex(ctx, env, x, x.Table, sp.Constraint, isUniqueConstraint(sp.Constraint))
+			if sp.Constraint.Tp == ast.ConstraintForeignKey {
+				err = e.addForeignKey(ctx, env, x, sp.Constraint)
+			} else {
+				err = e.addIndex(ctx, env, x, x.Table, sp.Constraint, isUniqueConstraint(sp.Constraint))
+			}
 		case ast.AlterTableDropIndex:
 			err = e.dropIndex(ctx, env, x, x.Table, sp.Name, sp.IfExists)
+		case ast.AlterTableDropForeignKey:
+			err = e.dropForeignKey(ctx, env, x, sp.Name)
 		case ast.AlterTableAddColumns:
 			n := i + 1
 			for n < len(x.Specs) && x.Specs[n].Tp == ast.AlterTableAddColumns {
@@ -339,18 +356,37 @@ func isUniqueConstraint(c *ast.Constraint) bool {
 // before it leave it (a copy changed in memory), with the errors the jobs
 // would end with.
 func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTableStmt) error {
-	_, t, err := e.alterTarget(ctx, env, x.Table)
+	db, t, err := e.alterTarget(ctx, env, x.Table)
 	if err != nil {
 		return err
 	}
 	sim := t.Clone()
+	refs, err := e.dom.Catalog().Referrers(ctx, t)
+	if err != nil {
+		return err
+	}
 	renames := 0
 	for _, sp := range x.Specs {
+		if err := checkAlterFK(sim, refs, sp); err != nil {
+			return err
+		}
 		switch sp.Tp {
 		case ast.AlterTableAddConstraint:
 			c := sp.Constraint
 			switch c.Tp {
 			case ast.ConstraintIndex, ast.ConstraintKey, ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
+			case ast.ConstraintForeignKey:
+				fk, err := ddl.NewFKInfo(sim, c, db.Name)
+				if err != nil {
+					return err
+				}
+				if _, err := ddl.AddFK(sim, fk); err != nil {
+					return err
+				}
+				if err := e.checkFKParent(ctx, env, db, sim, fk); err != nil {
+					return err
+				}
+				continue
 			default:
 				return errno.NotSupported("ALTER TABLE ADD of this constraint")
 			}
@@ -373,6 +409,11 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 				return errno.NotSupported("dropping a PRIMARY KEY")
 			}
 			sim.Indices = slices.DeleteFunc(sim.Indices, func(x *model.IndexInfo) bool { return x == ix })
+		case ast.AlterTableDropForeignKey:
+			if sim.FindFK(sp.Name) == nil {
+				return errno.New(errCantDropKey, "Can't DROP '%s'; check that column/key exists", sp.Name)
+			}
+			sim.ForeignKeys = slices.DeleteFunc(sim.ForeignKeys, func(fk *model.FKInfo) bool { return strings.EqualFold(fk.Name, sp.Name) })
 		case ast.AlterTableAddColumns:
 			if len(sp.NewConstraints) > 0 {
 				return errno.NotSupported("constraints in ADD COLUMN (...)")
@@ -578,6 +619,11 @@ func (e *Executor) renameTable(ctx context.Context, env StmtEnv, stmt ast.StmtNo
 	if _, isAlter := stmt.(*ast.AlterTableStmt); isAlter && t.IsView() {
 		return errno.New(1347, "'%s.%s' is not BASE TABLE", db.Name, t.Name)
 	}
+	if refs, err := e.dom.Catalog().Referrers(ctx, t); err != nil {
+		return err
+	} else if len(refs) > 0 {
+		return errno.NotSupported("renaming a table a FOREIGN KEY references")
+	}
 	ndb, err := e.dbFor(ctx, env, to.Schema.O)
 	if err != nil {
 		return err
@@ -648,6 +694,13 @@ func (e *Executor) dropIndex(ctx context.Context, env StmtEnv, stmt ast.StmtNode
 	}
 	if ix.Primary {
 		return errno.NotSupported("dropping a PRIMARY KEY")
+	}
+	refs, err := e.dom.Catalog().Referrers(ctx, t)
+	if err != nil {
+		return err
+	}
+	if err := checkDropFKIndex(t, refs, ix); err != nil {
+		return err
 	}
 	return e.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionDropIndex, SchemaID: db.ID, SchemaName: db.Name,
 		TableID: t.ID, TableName: t.Name, IndexName: name, IfExists: ifExists})
