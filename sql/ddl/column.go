@@ -632,6 +632,13 @@ func replaceColumn(t *model.TableInfo, old string, nc *model.ColumnInfo, pos Col
 			}
 		}
 	}
+	for _, fk := range t.ForeignKeys { // the child side (the executor refuses a referenced column)
+		for i, c := range fk.Cols {
+			if strings.EqualFold(c, oc.Name) {
+				fk.Cols[i] = nc.Name
+			}
+		}
+	}
 	relayout(t)
 	return nil
 }
@@ -753,7 +760,11 @@ func (d *DDL) renameTable(ctx context.Context, j *Job) error {
 	if j.NewSchemaID != 0 && newDB.ID != j.NewSchemaID {
 		return errno.New(errno.ErrBadDB, "Unknown database '%s' (it was dropped and created again after the DDL was issued)", j.NewSchemaName)
 	}
-	if err := d.cat.RenameTable(ctx, db, t, newDB, j.NewTableName, d.jobStep(ctx, j)); err != nil {
+	children, err := d.renamedParent(ctx, db, t, newDB, j.NewTableName)
+	if err != nil {
+		return err
+	}
+	if err := d.cat.RenameTable(ctx, db, t, newDB, j.NewTableName, children, d.jobStep(ctx, j)); err != nil {
 		return err
 	}
 	d.log.Info("rename table", "job", j.ID, "from", j.SchemaName+"."+j.TableName, "to", j.NewSchemaName+"."+j.NewTableName, "version", j.Version)

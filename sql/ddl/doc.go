@@ -118,7 +118,9 @@
 // version) -> the existing rows are checked at one fresh snapshot (with
 // foreign_key_checks on; the parent's keys are held in memory) -> public,
 // or the FK removed again (rollback done) with 1452. DROP FOREIGN KEY is
-// one step; the index stays, as in MySQL.
+// one step; the index stays, as in MySQL. RENAME TABLE of a parent
+// rewrites its children's FKs in the same version (renamedParent), and
+// renaming an FK's own column renames it in the FK (replaceColumn).
 //
 // # Timings, ADMIN and keys
 //

@@ -10,6 +10,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
@@ -346,4 +347,43 @@ func (d *DDL) dropFK(ctx context.Context, j *Job) error {
 		}
 		return nil
 	}, func() { j.State, j.SchemaState = StateDone, SchemaNone })
+}
+
+// renamedParent returns the tables whose foreign keys reference t (of db)
+// with those FKs naming newDB.newName instead, as RENAME TABLE must leave
+// them (MySQL follows a rename); t's own self-references are among them
+// (the catalog renames t itself with them).
+func (d *DDL) renamedParent(ctx context.Context, db *model.DBInfo, t *model.TableInfo, newDB *model.DBInfo, newName string) ([]catalog.TableUpdate, error) {
+	refs, err := d.cat.Referrers(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[int64]*catalog.TableUpdate{}
+	var out []catalog.TableUpdate
+	for _, ref := range refs {
+		u := byID[ref.Child.ID]
+		if u == nil {
+			cdb, err := d.cat.GetDB(ctx, ref.ChildDB)
+			if err != nil {
+				return nil, err
+			}
+			d.cat.Reload(cdb, ref.Child.Name) // the stored definition, not a cached one
+			child, err := d.cat.GetTable(ctx, cdb, ref.Child.Name)
+			if err != nil {
+				return nil, err
+			}
+			if child.ID != ref.Child.ID {
+				return nil, errno.New(errno.ErrUnknown, "table %s.%s changed during %s", ref.ChildDB, ref.Child.Name, "RENAME TABLE")
+			}
+			out = append(out, catalog.TableUpdate{DB: cdb, Table: child.Clone()})
+			u = &out[len(out)-1]
+			byID[ref.Child.ID] = u
+		}
+		for _, fk := range u.Table.ForeignKeys {
+			if fk.References(db.Name, t.Name) {
+				fk.RefSchema, fk.RefTable = newDB.Name, newName
+			}
+		}
+	}
+	return out, nil
 }

@@ -619,11 +619,6 @@ func (e *Executor) renameTable(ctx context.Context, env StmtEnv, stmt ast.StmtNo
 	if _, isAlter := stmt.(*ast.AlterTableStmt); isAlter && t.IsView() {
 		return errno.New(1347, "'%s.%s' is not BASE TABLE", db.Name, t.Name)
 	}
-	if refs, err := e.dom.Catalog().Referrers(ctx, t); err != nil {
-		return err
-	} else if len(refs) > 0 {
-		return errno.NotSupported("renaming a table a FOREIGN KEY references")
-	}
 	ndb, err := e.dbFor(ctx, env, to.Schema.O)
 	if err != nil {
 		return err

@@ -40,28 +40,24 @@ func TestForeignKeyConcurrentParentDelete(t *testing.T) {
 		_, err := c.ExecContext(ctx, q)
 		return err
 	}
-	async := func(c *sql.Conn, q string) <-chan error {
-		ch := make(chan error, 1)
-		go func() { ch <- exec(c, q) }()
-		return ch
+	// behind runs held in a transaction of holder, then waiting on waiter,
+	// which must wait for holder's lock; holder commits and waiting's
+	// error is returned.
+	behind := func(holder *sql.Conn, held string, waiter *sql.Conn, waiting string) error {
+		require.NoError(t, exec(holder, "BEGIN"))
+		require.NoError(t, exec(holder, held))
+		done := make(chan error, 1)
+		go func() { done <- exec(waiter, waiting) }()
+		ts.waitLockWaiters(t, 1)
+		require.NoError(t, exec(holder, "COMMIT"))
+		return <-done
 	}
 
 	// The child first: the DELETE waits for its commit, then fails.
-	require.NoError(t, exec(a, "BEGIN"))
-	require.NoError(t, exec(a, "INSERT INTO fc VALUES (1, 1)"))
-	del := async(b, "DELETE FROM fp WHERE id = 1")
-	ts.waitLockWaiters(t, 1)
-	require.NoError(t, exec(a, "COMMIT"))
-	require.EqualValues(t, 1451, mysqlCode(<-del))
-
+	require.EqualValues(t, 1451, mysqlCode(behind(a, "INSERT INTO fc VALUES (1, 1)", b, "DELETE FROM fp WHERE id = 1")))
 	// The parent's delete first: the INSERT waits for its commit, then
 	// finds no parent.
-	require.NoError(t, exec(b, "BEGIN"))
-	require.NoError(t, exec(b, "DELETE FROM fp WHERE id = 2"))
-	ins := async(a, "INSERT INTO fc VALUES (2, 2)")
-	ts.waitLockWaiters(t, 1)
-	require.NoError(t, exec(b, "COMMIT"))
-	require.EqualValues(t, 1452, mysqlCode(<-ins))
+	require.EqualValues(t, 1452, mysqlCode(behind(b, "DELETE FROM fp WHERE id = 2", a, "INSERT INTO fc VALUES (2, 2)")))
 	require.Equal(t, [][]string{{"1", "1"}}, queryStrings(t, db, "SELECT * FROM fc ORDER BY id"))
 	require.Equal(t, [][]string{{"1"}}, queryStrings(t, db, "SELECT * FROM fp ORDER BY id"))
 
