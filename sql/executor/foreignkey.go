@@ -135,6 +135,18 @@ func sameValues(a, b []datum) bool {
 // afterWrite checks the foreign keys of t's rows that changed from old to
 // new (old nil: inserted; new nil: deleted).
 func (c *fkChecker) afterWrite(ctx context.Context, t *model.TableInfo, old, new [][]datum) error {
+	if err := c.checkParents(ctx, t, old, new); err != nil {
+		return err
+	}
+	if old == nil {
+		return nil
+	}
+	return c.actOnChildren(ctx, t, old, new)
+}
+
+// checkParents checks that the parents of every FK value of new (t's
+// rows, before: old, nil for inserted rows) that changed exist (1452).
+func (c *fkChecker) checkParents(ctx context.Context, t *model.TableInfo, old, new [][]datum) error {
 	for _, fk := range t.ForeignKeys {
 		offs, ok := t.ColumnOffsets(fk.Cols)
 		if !ok {
@@ -150,9 +162,12 @@ func (c *fkChecker) afterWrite(ctx context.Context, t *model.TableInfo, old, new
 			}
 		}
 	}
-	if old == nil {
-		return nil
-	}
+	return nil
+}
+
+// actOnChildren applies the FKs referencing t to the children of t's
+// rows old, deleted (new nil) or changed to new.
+func (c *fkChecker) actOnChildren(ctx context.Context, t *model.TableInfo, old, new [][]datum) error {
 	refs, err := c.e.dom.Catalog().Referrers(ctx, t)
 	if err != nil {
 		return err
