@@ -109,7 +109,9 @@
 // its columns when no index starts with them (named after the FK, or
 // after its first column); CheckFKParent checks the parent (3734, 3780,
 // 1822). The FK is part of the child's TableInfo, so it is created with
-// the table in one step.
+// the table in one step; such a CREATE TABLE returns once every node
+// loaded it (needsSync), so no node deletes a parent row without looking
+// for the new table's rows.
 //
 // ALTER TABLE ADD FOREIGN KEY is an ADD INDEX job first when the child
 // lacks an index on the FK's columns (dropped again when the FK fails),

@@ -299,7 +299,12 @@ func cancelErr(j *Job) error {
 // no wait: a node that has not loaded it yet answers "doesn't exist".
 //
 // A column step or a rename needs it too: ADD COLUMN's statement returns
-// once every node shows the column.
-func needsSync(t ActionType) bool {
-	return t != ActionCreateSchema && t != ActionCreateTable
+// once every node shows the column. So does a new table with FOREIGN
+// KEYs: a node that does not know it would delete a parent row without
+// looking for its children.
+func needsSync(j *Job) bool {
+	if j.Type == ActionCreateTable {
+		return j.Table != nil && len(j.Table.ForeignKeys) > 0
+	}
+	return j.Type != ActionCreateSchema
 }
