@@ -170,7 +170,7 @@ func CheckFKParent(child *model.TableInfo, fk *model.FKInfo, parent *model.Table
 		}
 		offs[i] = off
 		cc := child.Columns[child.FindColumn(fk.Cols[i])]
-		if !fkCompatible(&cc.Type, &parent.Columns[off].Type) {
+		if !FKCompatible(&cc.Type, &parent.Columns[off].Type) {
 			return errno.New(errno.ErrFKIncompatibleColumns, "Referencing column '%s' and referenced column '%s' in foreign key constraint '%s' are incompatible.", cc.Name, parent.Columns[off].Name, fk.Name)
 		}
 	}
@@ -180,10 +180,10 @@ func CheckFKParent(child *model.TableInfo, fk *model.FKInfo, parent *model.Table
 	return nil
 }
 
-// fkCompatible is InnoDB's rule for the columns of a foreign key: integer
+// FKCompatible is InnoDB's rule for the columns of a foreign key: integer
 // and DECIMAL types of the same size and sign, strings of any length but
 // the same kind (character or binary), any other type only with itself.
-func fkCompatible(a, b *types.FieldType) bool {
+func FKCompatible(a, b *types.FieldType) bool {
 	switch {
 	case a.Class() == types.ClassInt && b.Class() == types.ClassInt:
 		return a.Tp == b.Tp && a.Unsigned() == b.Unsigned()

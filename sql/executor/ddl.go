@@ -438,6 +438,9 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 			if err != nil {
 				return err
 			}
+			if err := e.checkFKColumnType(ctx, db, sim, refs, old, nc); err != nil {
+				return err
+			}
 			if err := ddl.SimulateModifyColumn(sim, old, nc, ddl.PositionOf(pos)); err != nil {
 				return err
 			}

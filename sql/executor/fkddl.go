@@ -143,3 +143,44 @@ func checkDropFKIndex(t *model.TableInfo, refs []catalog.FKRef, ix *model.IndexI
 func containsFold(names []string, name string) bool {
 	return slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, name) })
 }
+
+// checkFKColumnType is 3780 when column old of t (in db), changed to nc,
+// no longer matches the column on the other side of a foreign key: its
+// parent's column (t's FKs) or its children's (refs, the FKs referencing
+// t), by ddl.FKCompatible.
+func (e *Executor) checkFKColumnType(ctx context.Context, db *model.DBInfo, t *model.TableInfo, refs []catalog.FKRef, old string, nc *model.ColumnInfo) error {
+	incompatible := func(child, parent string, fk *model.FKInfo) error {
+		return errno.New(errno.ErrFKIncompatibleColumns, "Referencing column '%s' and referenced column '%s' in foreign key constraint '%s' are incompatible.", child, parent, fk.Name)
+	}
+	for _, fk := range t.ForeignKeys {
+		for i, c := range fk.Cols {
+			if !strings.EqualFold(c, old) {
+				continue
+			}
+			parent := t
+			if !fk.References(db.Name, t.Name) {
+				pdb, err := e.dom.Catalog().GetDB(ctx, fk.RefSchema)
+				if err == nil {
+					parent, err = e.dom.Catalog().GetTable(ctx, pdb, fk.RefTable)
+				}
+				if err != nil {
+					continue // no parent (foreign_key_checks=0): nothing to match
+				}
+			}
+			if off := parent.FindColumn(fk.RefCols[i]); off >= 0 && !ddl.FKCompatible(&nc.Type, &parent.Columns[off].Type) {
+				return incompatible(nc.Name, fk.RefCols[i], fk)
+			}
+		}
+	}
+	for _, ref := range refs {
+		for i, c := range ref.FK.RefCols {
+			if !strings.EqualFold(c, old) || ref.Child.ID == t.ID {
+				continue
+			}
+			if off := ref.Child.FindColumn(ref.FK.Cols[i]); off >= 0 && !ddl.FKCompatible(&ref.Child.Columns[off].Type, &nc.Type) {
+				return incompatible(ref.FK.Cols[i], nc.Name, ref.FK)
+			}
+		}
+	}
+	return nil
+}
