@@ -139,6 +139,24 @@ func (e *Executor) dropDatabase(ctx context.Context, env StmtEnv, x *ast.DropDat
 		}
 		return nil, err
 	}
+	if fkChecksOn(env) {
+		// A table referenced from another database cannot go (3730).
+		tables, err := e.dom.Catalog().ListTables(ctx, db)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tables {
+			refs, err := e.dom.Catalog().Referrers(ctx, t)
+			if err != nil {
+				return nil, err
+			}
+			for _, ref := range refs {
+				if !strings.EqualFold(ref.ChildDB, db.Name) {
+					return nil, errDropParent(t, ref)
+				}
+			}
+		}
+	}
 	err = e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionDropSchema, SchemaID: db.ID, SchemaName: db.Name, IfExists: x.IfExists})
 	if err != nil {
 		return nil, err
@@ -753,7 +771,13 @@ func (e *Executor) checkDropParent(ctx context.Context, env StmtEnv, db *model.D
 		}) {
 			continue
 		}
-		return errno.New(errno.ErrFKCannotDropParent, "Cannot drop table '%s' referenced by a foreign key constraint '%s' on table '%s'.", t.Name, ref.FK.Name, ref.Child.Name)
+		return errDropParent(t, ref)
 	}
 	return nil
+}
+
+// errDropParent is MySQL's 3730 for dropping parent t while ref
+// references it.
+func errDropParent(t *model.TableInfo, ref catalog.FKRef) error {
+	return errno.New(errno.ErrFKCannotDropParent, "Cannot drop table '%s' referenced by a foreign key constraint '%s' on table '%s'.", t.Name, ref.FK.Name, ref.Child.Name)
 }
