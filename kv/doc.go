@@ -7,7 +7,7 @@
 //   - ReadAt, GetAt, ScanAt, Update and Mutate (snapshot.go): a read-only
 //     snapshot at a timestamp, and an optimistic write transaction, for
 //     code outside a session's transaction (catalog, DDL, statistics,
-//     privileges).
+//     privileges); ScanPages reads a large range of any Txn page by page.
 //   - Txn, TxnOptions, LockOptions, CommitGuard, KvPair (txn.go): one
 //     transaction, owned by a session; executors read and write only
 //     through it.

@@ -42,6 +42,29 @@ func ScanAt(ctx context.Context, s Storage, start, end []byte, ts uint64, limit 
 	return pairs, err
 }
 
+// ScanPages calls fn with every pair of [start, end) that t reads, in key
+// order, reading page pairs per Scan so a large range is never held at
+// once; an error of fn stops the scan and is returned. fn must not keep
+// the pair's slices past the page.
+func ScanPages(ctx context.Context, t Txn, start, end []byte, page int, fn func(p KvPair) error) error {
+	for {
+		pairs, err := t.Scan(ctx, start, end, page, false)
+		if err != nil {
+			return err
+		}
+		for _, p := range pairs {
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		if len(pairs) < page {
+			return nil
+		}
+		last := pairs[len(pairs)-1].Key
+		start = append(append(make([]byte, 0, len(last)+1), last...), 0)
+	}
+}
+
 // Update runs build in a new optimistic transaction and commits what it
 // buffered, 1PC when the writes lie in one region, else async commit or
 // two-phase commit (atomic across regions). build reads through t (at

@@ -52,6 +52,7 @@ type Catalog struct {
 	curTxns   atomic.Pointer[TxnSchema]
 	dbs       map[string]*model.DBInfo
 	tables    map[tableName]*model.TableInfo
+	fks       *fkGraph // foreign keys by parent (foreignkey.go)
 }
 
 type tableName struct {
@@ -406,13 +407,37 @@ func (c *Catalog) Reload(db *model.DBInfo, name string) {
 	c.mu.Unlock()
 }
 
+// TableUpdate is a table's new definition (same id and name) written with
+// another schema change.
+type TableUpdate struct {
+	DB    *model.DBInfo
+	Table *model.TableInfo
+}
+
 // RenameTable moves table t of db to newDB under newName (RENAME TABLE,
 // ALTER TABLE ... RENAME TO), keeping its id, so its rows and indexes stay
-// where they are; ERROR 1050 if newName exists there. The diff is not
-// compatible: a transaction that wrote the table under its old name
-// fails with 8028.
-func (c *Catalog) RenameTable(ctx context.Context, db *model.DBInfo, t *model.TableInfo, newDB *model.DBInfo, newName string, step Step) error {
+// where they are; ERROR 1050 if newName exists there. The tables in also
+// (children whose foreign keys follow the rename; an entry for t itself
+// gives its new foreign keys) are rewritten in the same version. The diff
+// is not compatible: a transaction that wrote these tables fails with
+// 8028.
+func (c *Catalog) RenameTable(ctx context.Context, db *model.DBInfo, t *model.TableInfo, newDB *model.DBInfo, newName string, also []TableUpdate, step Step) error {
 	nt := t.Clone()
+	ids := []int64{t.ID}
+	var more []*kvrpcpb.Mutation
+	for _, u := range also {
+		if u.Table.ID == t.ID {
+			nt.ForeignKeys = u.Table.ForeignKeys
+			continue
+		}
+		u.Table.Init()
+		v, err := json.Marshal(u.Table)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, u.Table.ID)
+		more = append(more, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: tableKey(u.DB.ID, u.Table.Name), Value: v})
+	}
 	nt.Name, nt.DBID = newName, newDB.ID
 	nt.Init()
 	v, err := json.Marshal(nt)
@@ -420,7 +445,7 @@ func (c *Catalog) RenameTable(ctx context.Context, db *model.DBInfo, t *model.Ta
 		return err
 	}
 	oldKey := tableKey(db.ID, t.Name)
-	err = c.commitDDL(ctx, []int64{t.ID}, false, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
+	err = c.commitDDL(ctx, ids, false, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
 		cur, found, err := kv.GetAt(ctx, c.store, oldKey, start)
 		if err != nil {
 			return nil, fmt.Errorf("catalog: read %q: %w", oldKey, err)
@@ -437,7 +462,7 @@ func (c *Catalog) RenameTable(ctx context.Context, db *model.DBInfo, t *model.Ta
 		if db.ID == newDB.ID && strings.EqualFold(t.Name, newName) {
 			muts = []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: oldKey, Value: v}} // a change of letter case
 		}
-		return step.add(start, version, muts)
+		return step.add(start, version, append(muts, more...))
 	})
 	var ke *kv.KeyExistsError
 	if errors.As(err, &ke) {

@@ -23,6 +23,13 @@
 // under any other: a column the value lacks decodes as its origin default
 // (ColumnInfo.Origin), set when the column was added.
 //
+// # Foreign keys
+//
+// A table's FOREIGN KEYs are stored on the child (TableInfo.ForeignKeys,
+// naming the parent by database and table name). Referrers answers the
+// other direction, from a graph of every FK built once per loaded schema
+// version on first use (foreignkey.go).
+//
 // # Cache and schema versions
 //
 // Each SQL node caches DBInfo/TableInfo by name for as long as the cluster's

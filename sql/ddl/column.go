@@ -13,7 +13,6 @@ import (
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
-	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -633,6 +632,13 @@ func replaceColumn(t *model.TableInfo, old string, nc *model.ColumnInfo, pos Col
 			}
 		}
 	}
+	for _, fk := range t.ForeignKeys { // the child side (the executor refuses a referenced column)
+		for i, c := range fk.Cols {
+			if strings.EqualFold(c, oc.Name) {
+				fk.Cols[i] = nc.Name
+			}
+		}
+	}
 	relayout(t)
 	return nil
 }
@@ -701,29 +707,24 @@ func (d *DDL) checkRows(ctx context.Context, t *model.TableInfo, off int, nc *mo
 		return nil, 0, err
 	}
 	defer func() { _ = txn.Rollback(context.WithoutCancel(ctx)) }()
-	start, end := tablecodec.RecordRange(t.ID)
-	row := make([]types.Datum, t.RowWidth())
-	for {
-		pairs, err := txn.Scan(ctx, start, end, checkBatch, false)
-		if err != nil {
-			return nil, n, err
+	err = scanRows(ctx, txn, t, func(row []types.Datum) error {
+		n++
+		if bad = fits(nc, row[off], n); bad != nil {
+			return errStopScan
 		}
-		for _, p := range pairs {
-			if err := t.DecodeRow(p.Key, p.Value, row); err != nil {
-				return nil, n, fmt.Errorf("modify column: decode row of %s: %w", t.Name, err)
-			}
-			n++
-			if bad := fits(nc, row[off], n); bad != nil {
-				return bad, n, nil
-			}
-		}
-		if len(pairs) < checkBatch {
-			return nil, n, nil
-		}
-		last := pairs[len(pairs)-1].Key
-		start = append(append(make([]byte, 0, len(last)+1), last...), 0)
+		return nil
+	})
+	if errors.Is(err, errStopScan) {
+		err = nil
 	}
+	if err != nil {
+		err = fmt.Errorf("modify column: %w", err)
+	}
+	return bad, n, err
 }
+
+// errStopScan ends a scanRows early.
+var errStopScan = errors.New("ddl: scan stopped")
 
 // fits returns MySQL's error when v, the value of row n, does not fit
 // column nc (ALTER in strict mode).
@@ -759,7 +760,11 @@ func (d *DDL) renameTable(ctx context.Context, j *Job) error {
 	if j.NewSchemaID != 0 && newDB.ID != j.NewSchemaID {
 		return errno.New(errno.ErrBadDB, "Unknown database '%s' (it was dropped and created again after the DDL was issued)", j.NewSchemaName)
 	}
-	if err := d.cat.RenameTable(ctx, db, t, newDB, j.NewTableName, d.jobStep(ctx, j)); err != nil {
+	children, err := d.renamedParent(ctx, db, t, newDB, j.NewTableName)
+	if err != nil {
+		return err
+	}
+	if err := d.cat.RenameTable(ctx, db, t, newDB, j.NewTableName, children, d.jobStep(ctx, j)); err != nil {
 		return err
 	}
 	d.log.Info("rename table", "job", j.ID, "from", j.SchemaName+"."+j.TableName, "to", j.NewSchemaName+"."+j.NewTableName, "version", j.Version)

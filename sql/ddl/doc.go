@@ -101,6 +101,29 @@
 // Concurrency: a DDL is safe for concurrent use; Run is one goroutine that
 // both campaigns and runs jobs.
 //
+// # Foreign keys
+//
+// A FOREIGN KEY of CREATE TABLE is validated by NewFKInfo and AddFK
+// (foreignkey.go: MySQL's 1239, 1826, 1830, SET DEFAULT refused as
+// InnoDB does), named <table>_ibfk_<n> when unnamed, and given an index on
+// its columns when no index starts with them (named after the FK, or
+// after its first column); CheckFKParent checks the parent (3734, 3780,
+// 1822). The FK is part of the child's TableInfo, so it is created with
+// the table in one step; such a CREATE TABLE returns once every node
+// loaded it (needsSync), so no node deletes a parent row without looking
+// for the new table's rows.
+//
+// ALTER TABLE ADD FOREIGN KEY is an ADD INDEX job first when the child
+// lacks an index on the FK's columns (dropped again when the FK fails),
+// then an ADD FOREIGN KEY job: none -> write only (the FK is in the
+// child's TableInfo and every node's DML keeps it once it loaded the
+// version) -> the existing rows are checked at one fresh snapshot (with
+// foreign_key_checks on; the parent's keys are held in memory) -> public,
+// or the FK removed again (rollback done) with 1452. DROP FOREIGN KEY is
+// one step; the index stays, as in MySQL. RENAME TABLE of a parent
+// rewrites its children's FKs in the same version (renamedParent), and
+// renaming an FK's own column renames it in the FK (replaceColumn).
+//
 // # Timings, ADMIN and keys
 //
 // The owner lease lasts 30 schema leases, at least 3 s (Config.OwnerTTL);

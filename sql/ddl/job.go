@@ -29,6 +29,8 @@ const (
 	ActionModifyColumn  ActionType = "modify column"
 	ActionSetDefault    ActionType = "set default value"
 	ActionRenameTable   ActionType = "rename table"
+	ActionAddFK         ActionType = "add foreign key"
+	ActionDropFK        ActionType = "drop foreign key"
 )
 
 // JobState is where a job is in its life, as TiDB's STATE column names it.
@@ -93,6 +95,10 @@ type Job struct {
 	CheckRows  bool                `json:"check_rows,omitempty"`
 	Positions  []ColumnPosition    `json:"positions,omitempty"`
 	ColumnName string              `json:"column_name,omitempty"`
+	// FK: add foreign key (its ID is given by the first step; CheckRows:
+	// the existing rows are checked, foreign_key_checks was on); drop
+	// foreign key (FK.Name only).
+	FK *model.FKInfo `json:"fk,omitempty"`
 	// Rename table: the new database and name.
 	NewSchemaID   int64  `json:"new_schema_id,omitempty"`
 	NewSchemaName string `json:"new_schema_name,omitempty"`
@@ -198,9 +204,10 @@ const (
 	stepAddColumn        // add column: none -> delete only -> write only -> public
 	stepDropColumn       // drop column: (indexes write only) -> write only -> delete only -> gone
 	stepCheckRows        // modify column to NOT NULL / narrower: refuse -> reorg -> check the rows, then public
+	stepAddFK            // add foreign key: none -> write only (DML keeps it) -> rows checked -> public, or removed again
 )
 
-var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish", "add column", "drop column", "check rows"}
+var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish", "add column", "drop column", "check rows", "add foreign key"}
 
 func (s step) String() string { return stepNames[s] }
 
@@ -236,6 +243,11 @@ func nextStep(j *Job) step {
 		switch j.SchemaState {
 		case SchemaNone, SchemaPublic, SchemaWriteOnly, SchemaDeleteOnly:
 			return stepDropColumn
+		}
+	case ActionAddFK:
+		switch j.SchemaState {
+		case SchemaNone, SchemaWriteOnly:
+			return stepAddFK
 		}
 	case ActionAddIndex:
 		switch j.SchemaState {
@@ -287,7 +299,12 @@ func cancelErr(j *Job) error {
 // no wait: a node that has not loaded it yet answers "doesn't exist".
 //
 // A column step or a rename needs it too: ADD COLUMN's statement returns
-// once every node shows the column.
-func needsSync(t ActionType) bool {
-	return t != ActionCreateSchema && t != ActionCreateTable
+// once every node shows the column. So does a new table with FOREIGN
+// KEYs: a node that does not know it would delete a parent row without
+// looking for its children.
+func needsSync(j *Job) bool {
+	if j.Type == ActionCreateTable {
+		return j.Table != nil && len(j.Table.ForeignKeys) > 0
+	}
+	return j.Type != ActionCreateSchema
 }

@@ -107,8 +107,10 @@ func NewIndexInfo(t *model.TableInfo, name string, parts []*ast.IndexPartSpecifi
 }
 
 // BuildTableInfo validates a CREATE TABLE and converts it to a TableInfo
-// (without an id).
-func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*model.TableInfo, error) {
+// (without an id). db is the database it is created in (the parent's of
+// a FOREIGN KEY that names none); its FOREIGN KEYs are checked against
+// the table only (the caller checks their parents: CheckFKParent).
+func BuildTableInfo(x *ast.CreateTableStmt, db string, env expr.Env) (*model.TableInfo, error) {
 	t := &model.TableInfo{Name: x.Table.Name.O, HandleOffset: -1, AutoIncOffset: -1}
 	if len(x.Cols) == 0 {
 		return nil, errno.New(errno.ErrTableMustHaveCols, "A table must have at least 1 column")
@@ -160,6 +162,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*model.TableInfo, err
 	}
 	t.MaxColumnID = int64(len(t.Columns))
 	t.Init() // name lookups for the constraints; Init runs again below
+	var fks []*ast.Constraint
 	for _, con := range x.Constraints {
 		switch con.Tp {
 		case ast.ConstraintPrimaryKey:
@@ -169,7 +172,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*model.TableInfo, err
 		case ast.ConstraintCheck:
 			return nil, errno.NotSupported("CHECK constraints")
 		case ast.ConstraintForeignKey:
-			return nil, errno.NotSupported("FOREIGN KEY")
+			fks = append(fks, con) // after the PRIMARY KEY and the other indexes, as MySQL
 		case ast.ConstraintIndex, ast.ConstraintKey, ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
 			unique := con.Tp == ast.ConstraintUniq || con.Tp == ast.ConstraintUniqKey || con.Tp == ast.ConstraintUniqIndex
 			if err := addIndexInfo(t, con.Name, con.Keys, unique, con.Option); err != nil {
@@ -189,6 +192,15 @@ func BuildTableInfo(x *ast.CreateTableStmt, env expr.Env) (*model.TableInfo, err
 	}
 	if pkParts != nil {
 		if err := setPrimaryKey(t, pkParts, nullable); err != nil {
+			return nil, err
+		}
+	}
+	for _, con := range fks {
+		fk, err := NewFKInfo(t, con, db)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := AddFK(t, fk); err != nil {
 			return nil, err
 		}
 	}

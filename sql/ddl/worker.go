@@ -111,6 +111,8 @@ func (d *DDL) do(ctx context.Context, j *Job, st step) error {
 		return d.dropColumnStep(ctx, j)
 	case stepCheckRows:
 		return d.checkStep(ctx, j)
+	case stepAddFK:
+		return d.addFKStep(ctx, j)
 	case stepRemoveIndex:
 		return d.setIndexState(ctx, j, 0, true, func() { j.State, j.SchemaState = StateDone, SchemaNone })
 	case stepRollback:
@@ -170,7 +172,7 @@ func (d *DDL) jobStep(ctx context.Context, j *Job) catalog.Step {
 		if j.StartMs == 0 {
 			j.StartMs = tso.Physical(start)
 		}
-		if j.Finished() && !needsSync(j.Type) {
+		if j.Finished() && !needsSync(j) {
 			return append(d.historyMutations(j, start), f), nil
 		}
 		return []*kvrpcpb.Mutation{f, {Op: kvrpcpb.Op_Put, Key: queueKey(j.ID), Value: encodeJob(j)}}, nil
@@ -207,7 +209,7 @@ func (d *DDL) updateJob(ctx context.Context, j *Job) error {
 // changed one that needs it), then moves the job to the history, where
 // its session finds it.
 func (d *DDL) finish(ctx context.Context, j *Job) error {
-	if j.Version > 0 && needsSync(j.Type) {
+	if j.Version > 0 && needsSync(j) {
 		if err := d.cat.WaitVersion(ctx, j.Version); err != nil {
 			return err
 		}
@@ -319,6 +321,8 @@ func (d *DDL) runSingle(ctx context.Context, j *Job) error {
 		err = d.modifyColumn(ctx, j)
 	case ActionRenameTable:
 		err = d.renameTable(ctx, j)
+	case ActionDropFK:
+		err = d.dropFK(ctx, j)
 	default:
 		return fmt.Errorf("ddl: %v is not a one-step job", j)
 	}

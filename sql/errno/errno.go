@@ -100,9 +100,30 @@ const (
 	ErrDDLJobNotFound       uint16 = 8224
 	ErrCancelFinishedDDLJob uint16 = 8225
 	ErrCannotCancelDDLJob   uint16 = 8226
+
+	// Foreign keys (MySQL 8.0's).
+	ErrCannotAddForeign        uint16 = 1215 // Cannot add foreign key constraint
+	ErrWrongFKDef              uint16 = 1239 // Incorrect foreign key definition
+	ErrRowIsReferenced2        uint16 = 1451 // Cannot delete or update a parent row
+	ErrNoReferencedRow2        uint16 = 1452 // Cannot add or update a child row
+	ErrDropIndexFK             uint16 = 1553 // Cannot drop index: needed in a foreign key constraint
+	ErrFKNoIndexParent         uint16 = 1822 // Missing index for constraint in the referenced table
+	ErrFKCannotOpenParent      uint16 = 1824 // Failed to open the referenced table
+	ErrFKDupName               uint16 = 1826 // Duplicate foreign key constraint name
+	ErrFKColumnCannotDrop      uint16 = 1828 // Cannot drop column: needed in a foreign key constraint
+	ErrTruncateIllegalFK       uint16 = 1701 // Cannot truncate a table referenced in a foreign key constraint
+	ErrFKColumnCannotDropChild uint16 = 1829 // Cannot drop column: needed in a foreign key constraint of table
+	ErrFKColumnNotNull         uint16 = 1830 // Column cannot be NOT NULL: needed in a foreign key constraint SET NULL
+	ErrFKDepthExceeded         uint16 = 3008 // Foreign key cascade delete/update exceeds max depth
+	ErrFKCannotDropParent      uint16 = 3730 // Cannot drop table referenced by a foreign key constraint
+	ErrFKNoColumnParent        uint16 = 3734 // Missing column for constraint in the referenced table
+	ErrFKIncompatibleColumns   uint16 = 3780 // Referencing column and referenced column are incompatible
 )
 
 var sqlStates = map[uint16]string{
+	ErrWrongFKDef:               "42000",
+	ErrRowIsReferenced2:         "23000",
+	ErrNoReferencedRow2:         "23000",
 	1061:                        "42000", // duplicate key name
 	1069:                        "42000", // too many keys
 	1070:                        "42000", // too many key parts

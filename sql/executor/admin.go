@@ -101,63 +101,49 @@ func checkIndexes(ctx context.Context, txn kv.Txn, t *model.TableInfo, ixs []*mo
 	row := make([]types.Datum, t.RowWidth())
 	var rows int64
 	start, end := tablecodec.RecordRange(t.ID)
-	for {
-		pairs, err := txn.Scan(ctx, start, end, adminCheckPage, false)
-		if err != nil {
-			return err
+	err := kv.ScanPages(ctx, txn, start, end, adminCheckPage, func(p kv.KvPair) error {
+		if err := t.DecodeRow(p.Key, p.Value, row); err != nil {
+			return fmt.Errorf("admin check: decode row of %s: %w", t.Name, err)
 		}
-		for _, kv := range pairs {
-			if err := t.DecodeRow(kv.Key, kv.Value, row); err != nil {
-				return fmt.Errorf("admin check: decode row of %s: %w", t.Name, err)
+		rows++
+		h := row[len(t.Columns)].Int64()
+		for i, ix := range ixs {
+			k, v, _ := table.IndexEntry(nil, t, ix, row, h)
+			vals := make([]types.Datum, len(ix.Columns))
+			for j, c := range ix.Columns {
+				vals[j] = row[c.Offset]
 			}
-			rows++
-			h := row[len(t.Columns)].Int64()
-			for i, ix := range ixs {
-				k, v, _ := table.IndexEntry(nil, t, ix, row, h)
-				vals := make([]types.Datum, len(ix.Columns))
-				for j, c := range ix.Columns {
-					vals[j] = row[c.Offset]
-				}
-				want[i][string(k)] = expected{value: v, handle: h, vals: table.FormatValues(vals)}
-			}
+			want[i][string(k)] = expected{value: v, handle: h, vals: table.FormatValues(vals)}
 		}
-		if len(pairs) < adminCheckPage {
-			break
-		}
-		last := pairs[len(pairs)-1].Key
-		start = append(append(make([]byte, 0, len(last)+1), last...), 0)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for i, ix := range ixs {
 		var entries int64
 		start, end := tablecodec.IndexRange(t.ID, ix.ID)
-		for {
-			pairs, err := txn.Scan(ctx, start, end, adminCheckPage, false)
+		err := kv.ScanPages(ctx, txn, start, end, adminCheckPage, func(p kv.KvPair) error {
+			entries++
+			_, _, vals, kh, hasH, err := tablecodec.DecodeIndexKey(p.Key, len(ix.Columns))
 			if err != nil {
-				return err
+				return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, malformed key %x: %v", t.Name, ix.Name, p.Key, err)
 			}
-			for _, kv := range pairs {
-				entries++
-				_, _, vals, kh, hasH, err := tablecodec.DecodeIndexKey(kv.Key, len(ix.Columns))
-				if err != nil {
-					return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, malformed key %x: %v", t.Name, ix.Name, kv.Key, err)
-				}
-				h, herr := tablecodec.DecodeIndexHandle(kh, hasH, kv.Value)
-				e, ok := want[i][string(kv.Key)]
-				switch {
-				case herr != nil:
-					return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, index-values:%q has a malformed value %x", t.Name, ix.Name, table.FormatValues(vals), kv.Value)
-				case !ok:
-					return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, handle: %d, index-values:%q != record-values:<none>", t.Name, ix.Name, h, table.FormatValues(vals))
-				case !bytes.Equal(e.value, kv.Value):
-					return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, handle: %d, index-values:%q (handle %d) != record-values:%q", t.Name, ix.Name, e.handle, table.FormatValues(vals), h, e.vals)
-				}
-				delete(want[i], string(kv.Key))
+			h, herr := tablecodec.DecodeIndexHandle(kh, hasH, p.Value)
+			e, ok := want[i][string(p.Key)]
+			switch {
+			case herr != nil:
+				return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, index-values:%q has a malformed value %x", t.Name, ix.Name, table.FormatValues(vals), p.Value)
+			case !ok:
+				return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, handle: %d, index-values:%q != record-values:<none>", t.Name, ix.Name, h, table.FormatValues(vals))
+			case !bytes.Equal(e.value, p.Value):
+				return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, handle: %d, index-values:%q (handle %d) != record-values:%q", t.Name, ix.Name, e.handle, table.FormatValues(vals), h, e.vals)
 			}
-			if len(pairs) < adminCheckPage {
-				break
-			}
-			last := pairs[len(pairs)-1].Key
-			start = append(append(make([]byte, 0, len(last)+1), last...), 0)
+			delete(want[i], string(p.Key))
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		for _, e := range want[i] {
 			return errno.New(errAdminCheckTable, "admin check table %s failed: index %s has %d entries for %d rows; the row with handle %d (values %q) has no entry", t.Name, ix.Name, entries, rows, e.handle, e.vals)

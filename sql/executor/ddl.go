@@ -62,7 +62,7 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 	if err != nil {
 		return nil, err
 	}
-	t, err := ddl.BuildTableInfo(x, env)
+	t, err := ddl.BuildTableInfo(x, db.Name, env)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +71,11 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 			return &Result{}, nil
 		}
 		return nil, errno.New(errno.ErrTableExists, "Table '%s' already exists", t.Name)
+	}
+	for _, fk := range t.ForeignKeys {
+		if err := e.checkFKParent(ctx, env, db, t, fk); err != nil {
+			return nil, err
+		}
 	}
 	id, err := e.dom.Store().AllocID(ctx, 1)
 	if err != nil {
@@ -134,6 +139,24 @@ func (e *Executor) dropDatabase(ctx context.Context, env StmtEnv, x *ast.DropDat
 		}
 		return nil, err
 	}
+	if fkChecksOn(env) {
+		// A table referenced from another database cannot go (3730).
+		tables, err := e.dom.Catalog().ListTables(ctx, db)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tables {
+			refs, err := e.dom.Catalog().Referrers(ctx, t)
+			if err != nil {
+				return nil, err
+			}
+			for _, ref := range refs {
+				if !strings.EqualFold(ref.ChildDB, db.Name) {
+					return nil, errDropParent(t, ref)
+				}
+			}
+		}
+	}
 	err = e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionDropSchema, SchemaID: db.ID, SchemaName: db.Name, IfExists: x.IfExists})
 	if err != nil {
 		return nil, err
@@ -174,6 +197,9 @@ func (e *Executor) dropTable(ctx context.Context, env StmtEnv, x *ast.DropTableS
 			}
 			return nil, errno.New(errno.ErrBadTable, "Unknown table '%s.%s'", db.Name, tn.Name.O)
 		}
+		if err := e.checkDropParent(ctx, env, db, t, x.Tables); err != nil {
+			return nil, err
+		}
 		err = e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionDropTable, SchemaID: db.ID, SchemaName: db.Name,
 			TableID: t.ID, TableName: t.Name, IfExists: x.IfExists})
 		if err != nil {
@@ -196,6 +222,17 @@ func (e *Executor) truncateTable(ctx context.Context, env StmtEnv, x *ast.Trunca
 	}
 	if t.IsView() {
 		return nil, errno.New(errno.ErrNoSuchTable, "Table '%s.%s' doesn't exist", db.Name, t.Name)
+	}
+	if fkChecksOn(env) {
+		refs, err := e.dom.Catalog().Referrers(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		for _, ref := range refs {
+			if ref.Child.ID != t.ID {
+				return nil, errno.New(errno.ErrTruncateIllegalFK, "Cannot truncate a table referenced in a foreign key constraint (`%s`.`%s`, %s)", ref.ChildDB, ref.Child.Name, ref.FK.Clause(ref.ChildDB))
+			}
+		}
 	}
 	id, err := e.dom.Store().AllocID(ctx, 1)
 	if err != nil {
@@ -238,9 +275,15 @@ func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 		var err error
 		switch sp.Tp {
 		case ast.AlterTableAddConstraint:
-			err = e.addIndex(ctx, env, x, x.Table, sp.Constraint, isUniqueConstraint(sp.Constraint))
+			if sp.Constraint.Tp == ast.ConstraintForeignKey {
+				err = e.addForeignKey(ctx, env, x, sp.Constraint)
+			} else {
+				err = e.addIndex(ctx, env, x, x.Table, sp.Constraint, isUniqueConstraint(sp.Constraint))
+			}
 		case ast.AlterTableDropIndex:
 			err = e.dropIndex(ctx, env, x, x.Table, sp.Name, sp.IfExists)
+		case ast.AlterTableDropForeignKey:
+			err = e.dropForeignKey(ctx, env, x, sp.Name)
 		case ast.AlterTableAddColumns:
 			n := i + 1
 			for n < len(x.Specs) && x.Specs[n].Tp == ast.AlterTableAddColumns {
@@ -331,18 +374,37 @@ func isUniqueConstraint(c *ast.Constraint) bool {
 // before it leave it (a copy changed in memory), with the errors the jobs
 // would end with.
 func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTableStmt) error {
-	_, t, err := e.alterTarget(ctx, env, x.Table)
+	db, t, err := e.alterTarget(ctx, env, x.Table)
 	if err != nil {
 		return err
 	}
 	sim := t.Clone()
+	refs, err := e.dom.Catalog().Referrers(ctx, t)
+	if err != nil {
+		return err
+	}
 	renames := 0
 	for _, sp := range x.Specs {
+		if err := checkAlterFK(sim, refs, sp); err != nil {
+			return err
+		}
 		switch sp.Tp {
 		case ast.AlterTableAddConstraint:
 			c := sp.Constraint
 			switch c.Tp {
 			case ast.ConstraintIndex, ast.ConstraintKey, ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
+			case ast.ConstraintForeignKey:
+				fk, err := ddl.NewFKInfo(sim, c, db.Name)
+				if err != nil {
+					return err
+				}
+				if _, err := ddl.AddFK(sim, fk); err != nil {
+					return err
+				}
+				if err := e.checkFKParent(ctx, env, db, sim, fk); err != nil {
+					return err
+				}
+				continue
 			default:
 				return errno.NotSupported("ALTER TABLE ADD of this constraint")
 			}
@@ -365,6 +427,11 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 				return errno.NotSupported("dropping a PRIMARY KEY")
 			}
 			sim.Indices = slices.DeleteFunc(sim.Indices, func(x *model.IndexInfo) bool { return x == ix })
+		case ast.AlterTableDropForeignKey:
+			if sim.FindFK(sp.Name) == nil {
+				return errno.New(errCantDropKey, "Can't DROP '%s'; check that column/key exists", sp.Name)
+			}
+			sim.ForeignKeys = slices.DeleteFunc(sim.ForeignKeys, func(fk *model.FKInfo) bool { return strings.EqualFold(fk.Name, sp.Name) })
 		case ast.AlterTableAddColumns:
 			if len(sp.NewConstraints) > 0 {
 				return errno.NotSupported("constraints in ADD COLUMN (...)")
@@ -387,6 +454,9 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 		case ast.AlterTableRenameColumn, ast.AlterTableAlterColumn, ast.AlterTableChangeColumn, ast.AlterTableModifyColumn:
 			old, nc, pos, err := columnChange(sim, sp, env)
 			if err != nil {
+				return err
+			}
+			if err := e.checkFKColumnType(ctx, db, sim, refs, old, nc); err != nil {
 				return err
 			}
 			if err := ddl.SimulateModifyColumn(sim, old, nc, ddl.PositionOf(pos)); err != nil {
@@ -641,6 +711,73 @@ func (e *Executor) dropIndex(ctx context.Context, env StmtEnv, stmt ast.StmtNode
 	if ix.Primary {
 		return errno.NotSupported("dropping a PRIMARY KEY")
 	}
+	refs, err := e.dom.Catalog().Referrers(ctx, t)
+	if err != nil {
+		return err
+	}
+	if err := checkDropFKIndex(t, refs, ix); err != nil {
+		return err
+	}
 	return e.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionDropIndex, SchemaID: db.ID, SchemaName: db.Name,
 		TableID: t.ID, TableName: t.Name, IndexName: name, IfExists: ifExists})
+}
+
+// checkFKParent checks a new foreign key fk of table t (in db) against its
+// parent: the parent must exist (1824, unless foreign_key_checks=0; the
+// FK then waits for a parent of that name) and have compatible, indexed
+// columns (ddl.CheckFKParent). A self-referencing FK is checked against t.
+func (e *Executor) checkFKParent(ctx context.Context, env StmtEnv, db *model.DBInfo, t *model.TableInfo, fk *model.FKInfo) error {
+	if fk.References(db.Name, t.Name) {
+		return ddl.CheckFKParent(t, fk, t)
+	}
+	pdb, err := e.dom.Catalog().GetDB(ctx, fk.RefSchema)
+	var parent *model.TableInfo
+	if err == nil {
+		parent, err = e.freshTable(ctx, pdb, fk.RefTable)
+	}
+	if err != nil {
+		code := errno.FromError(err).Code
+		if code != errno.ErrBadDB && code != errno.ErrNoSuchTable {
+			return err
+		}
+		if !fkChecksOn(env) {
+			return nil
+		}
+		return errno.New(errno.ErrFKCannotOpenParent, "Failed to open the referenced table '%s'", fk.RefTable)
+	}
+	if parent.IsView() {
+		return errno.New(errno.ErrFKCannotOpenParent, "Failed to open the referenced table '%s'", fk.RefTable)
+	}
+	return ddl.CheckFKParent(t, fk, parent)
+}
+
+// checkDropParent refuses (3730) to drop t while a table outside the
+// statement's list references it, unless foreign_key_checks=0.
+func (e *Executor) checkDropParent(ctx context.Context, env StmtEnv, db *model.DBInfo, t *model.TableInfo, dropped []*ast.TableName) error {
+	if !fkChecksOn(env) {
+		return nil
+	}
+	refs, err := e.dom.Catalog().Referrers(ctx, t)
+	if err != nil {
+		return err
+	}
+	for _, ref := range refs {
+		if ref.Child.ID == t.ID || slices.ContainsFunc(dropped, func(tn *ast.TableName) bool {
+			s := tn.Schema.O
+			if s == "" {
+				s = env.CurrentDB()
+			}
+			return strings.EqualFold(s, ref.ChildDB) && strings.EqualFold(tn.Name.O, ref.Child.Name)
+		}) {
+			continue
+		}
+		return errDropParent(t, ref)
+	}
+	return nil
+}
+
+// errDropParent is MySQL's 3730 for dropping parent t while ref
+// references it.
+func errDropParent(t *model.TableInfo, ref catalog.FKRef) error {
+	return errno.New(errno.ErrFKCannotDropParent, "Cannot drop table '%s' referenced by a foreign key constraint '%s' on table '%s'.", t.Name, ref.FK.Name, ref.Child.Name)
 }

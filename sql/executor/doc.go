@@ -89,6 +89,21 @@
 // Executor is safe for
 // concurrent use; per-statement state lives in the statement's operators.
 //
+// # Foreign keys
+//
+// Every row INSERT, REPLACE, ON DUPLICATE KEY UPDATE, UPDATE and DELETE
+// (single- and multi-table, and cascades) write goes through a rowWriter
+// (foreignkey.go): after buffering the change it checks the foreign keys
+// the row is the child of (1452 when no parent row holds the new values)
+// and acts on those whose parent it is (1451 for RESTRICT / NO ACTION,
+// else the children are deleted, updated or set to NULL through a writer
+// one level deeper; past 15 levels 3008), unless foreign_key_checks=0.
+// Keys with a NULL are not checked. Rows on the other side are found by
+// the FK's index at the snapshot and, in pessimistic mode, at a fresh
+// timestamp, then locked and re-read, so a child INSERT and a DELETE of
+// its parent serialize on the parent's row key. The FKs that reference a
+// table come from catalog.Referrers.
+//
 // # Range reads and the coprocessor
 //
 // Range reads go through the coprocessor in pages (readers.go): the first

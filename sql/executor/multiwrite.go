@@ -260,7 +260,7 @@ func (e *Executor) multiDelete(ctx context.Context, s *ast.DeleteStmt, env expr.
 	}
 	for _, g := range groups {
 		tx.NoteWrite(g.tbl)
-		if err := e.writer(tx, txn, g.tbl).RemoveRecords(ctx, g.handles, g.rows); err != nil {
+		if err := e.writer(tx, txn, g.tbl, env).RemoveRecords(ctx, g.handles, g.rows); err != nil {
 			return nil, err
 		}
 	}
@@ -457,7 +457,7 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 			w.newHs = append(w.newHs, newH)
 		}
 		tx.NoteWrite(w.tbl)
-		if err := e.writer(tx, txn, w.tbl).UpdateRecords(ctx, w.oldHs, w.oldRows, w.newHs, w.newRows); err != nil {
+		if err := e.writer(tx, txn, w.tbl, env).UpdateRecords(ctx, w.oldHs, w.oldRows, w.newHs, w.newRows); err != nil {
 			return nil, err
 		}
 	}

@@ -137,8 +137,12 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 			}
 			return nil, errno.New(1347, "'%s.%s' is not VIEW", db, t.Name)
 		}
+		db := x.Table.Schema.O
+		if db == "" {
+			db = env.CurrentDB()
+		}
 		res = &Result{Columns: []ResultColumn{StringColumn("Table", 64), StringColumn("Create Table", 1024)},
-			Rows: [][]types.Datum{StringRow(t.Name, createTableSQL(t))}}
+			Rows: [][]types.Datum{StringRow(t.Name, createTableSQL(t, db))}}
 	case ast.ShowEngines:
 		res = &Result{Columns: []ResultColumn{StringColumn("Engine", 64), StringColumn("Support", 8), StringColumn("Comment", 80), StringColumn("Transactions", 3), StringColumn("XA", 3), StringColumn("Savepoints", 3)},
 			Rows: [][]types.Datum{StringRow("InnoDB", "DEFAULT", "Strata distributed storage (Raft-replicated regions)", "YES", "NO", "NO")}}
@@ -217,7 +221,9 @@ func FilterShow(res *Result, x *ast.ShowStmt, env expr.Env) (*Result, error) {
 	return res, nil
 }
 
-func createTableSQL(t *model.TableInfo) string {
+// createTableSQL is SHOW CREATE TABLE's statement for table t of database
+// db (its foreign keys name a parent in another database with it).
+func createTableSQL(t *model.TableInfo, db string) string {
 	var b strings.Builder
 	b.WriteString("CREATE TABLE `" + t.Name + "` (\n")
 	for _, c := range t.Columns {
@@ -247,6 +253,9 @@ func createTableSQL(t *model.TableInfo) string {
 		defs = append(defs, "  PRIMARY KEY (`"+t.Columns[t.HandleOffset].Name+"`) /*T![clustered_index] CLUSTERED */")
 	}
 	defs = append(defs, indexDefs(t)...)
+	for _, fk := range t.ForeignKeys {
+		defs = append(defs, "  "+fk.Clause(db))
+	}
 	if len(defs) == 0 {
 		s := b.String()
 		b.Reset()

@@ -47,7 +47,7 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 			return nil, err
 		}
 	}
-	w := e.writer(tx, txn, tbl)
+	w := e.writer(tx, txn, tbl, env)
 	res := &Result{}
 	for ri, row := range rows {
 		oldHs, oldRows, dupKey, err := e.conflicts(ctx, src, tx, txn, row, handles[ri])
@@ -58,6 +58,17 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 			// INSERT IGNORE: the row is skipped with the error as a warning.
 			res.Warn(errno.ErrDupEntry, dupKeyMessage(tbl, dupKey))
 			continue
+		}
+		if s.IgnoreErr && !s.IsReplace && len(s.OnDuplicate) == 0 && w.fk != nil {
+			// INSERT IGNORE: a row without its parent is skipped with the
+			// error as a warning (MySQL).
+			if err := w.fk.checkParents(ctx, tbl, nil, rows[ri:ri+1]); err != nil {
+				if e := errno.FromError(err); e.Code == errno.ErrNoReferencedRow2 {
+					res.Warn(e.Code, e.Msg)
+					continue
+				}
+				return nil, err
+			}
 		}
 		if s.IsReplace || len(oldHs) == 0 {
 			if len(oldHs) > 0 {

@@ -326,7 +326,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 			return nil, err
 		}
 	} else {
-		if err := e.writer(tx, txn, tbl).AddRecords(ctx, handles, rows); err != nil {
+		if err := e.writer(tx, txn, tbl, env).AddRecords(ctx, handles, rows); err != nil {
 			return nil, err
 		}
 		res = &Result{AffectedRows: uint64(nrows)}
@@ -364,12 +364,6 @@ func autoIncValue(d datum) int64 {
 
 func dupEntry(src *planner.Source, handle int64) error {
 	return table.DupKeyError(src.Table, tablecodec.RowKey(src.Table.ID, handle))
-}
-
-// writer returns the sql/table writer of a statement writing tbl in txn.
-func (e *Executor) writer(tx TxnSource, txn kv.Txn, tbl *model.TableInfo) *table.Writer {
-	return &table.Writer{Txn: txn, T: tbl, Pessimistic: tx.TxnOptions().Pessimistic, LockWaitTimeoutMs: tx.LockWaitTimeoutMs(),
-		OnRows: func(added, modified int64) { tx.NoteRows(tbl, added, modified) }}
 }
 
 // DupEntryError is ERROR 1062 for a duplicate key (a row or unique index
@@ -473,7 +467,7 @@ func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env, 
 	for i, r := range rows {
 		handles[i] = r[hOff].Int64()
 	}
-	if err := e.writer(tx, txn, src.Table).RemoveRecords(ctx, handles, rows); err != nil {
+	if err := e.writer(tx, txn, src.Table, env).RemoveRecords(ctx, handles, rows); err != nil {
 		return nil, err
 	}
 	return &Result{AffectedRows: uint64(len(rows))}, nil
@@ -538,7 +532,7 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 		// UPDATE IGNORE: row by row, each seeing the ones before it; a row
 		// whose new values another row holds (a unique key, or the primary
 		// key it moves to) is left as it is, with warning 1062.
-		w := e.writer(tx, txn, tbl)
+		w := e.writer(tx, txn, tbl, env)
 		changed = 0
 		for i := range newRows {
 			key, err := e.updateConflict(ctx, src, tx, txn, newRows[i], oldHs[i], newHs[i])
@@ -555,7 +549,7 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 			changed++
 		}
 	case changed > 0:
-		if err := e.writer(tx, txn, tbl).UpdateRecords(ctx, oldHs, oldRows, newHs, newRows); err != nil {
+		if err := e.writer(tx, txn, tbl, env).UpdateRecords(ctx, oldHs, oldRows, newHs, newRows); err != nil {
 			return nil, err
 		}
 	}

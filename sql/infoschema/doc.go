@@ -2,7 +2,10 @@
 // from the catalog (SCHEMATA, TABLES, COLUMNS, STATISTICS,
 // KEY_COLUMN_USAGE, TABLE_CONSTRAINTS, REFERENTIAL_CONSTRAINTS), the node's
 // connections (PROCESSLIST) and fixed server facts (ENGINES, COLLATIONS,
-// CHARACTER_SETS), with MySQL 8.0's column names and types.
+// CHARACTER_SETS), with MySQL 8.0's column names and types. Foreign keys
+// appear in KEY_COLUMN_USAGE (with their REFERENCED_ columns),
+// TABLE_CONSTRAINTS (FOREIGN KEY) and REFERENTIAL_CONSTRAINTS (rules
+// NO ACTION when none was given, as MySQL 8.0 shows them).
 //
 // The planner reads them as MemTables (planner.SystemSchema): the rows are
 // built when a statement opens the table, then filtered, sorted and limited

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/charset"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -45,7 +46,7 @@ func (s *Schema) defs() []*memTable {
 		table("TABLE_CONSTRAINTS", s.tableConstraints,
 			col{"CONSTRAINT_CATALOG", name64}, col{"CONSTRAINT_SCHEMA", name64}, col{"CONSTRAINT_NAME", varchar(64)},
 			col{"TABLE_SCHEMA", name64}, col{"TABLE_NAME", name64}, col{"CONSTRAINT_TYPE", notNull(varchar(11))}, col{"ENFORCED", notNull(varchar(3))}),
-		table("REFERENTIAL_CONSTRAINTS", func(context.Context, Viewer) ([][]datum, error) { return nil, nil }, // no foreign keys
+		table("REFERENTIAL_CONSTRAINTS", s.referentialConstraints,
 			col{"CONSTRAINT_CATALOG", name64}, col{"CONSTRAINT_SCHEMA", name64}, col{"CONSTRAINT_NAME", varchar(64)},
 			col{"UNIQUE_CONSTRAINT_CATALOG", name64}, col{"UNIQUE_CONSTRAINT_SCHEMA", name64}, col{"UNIQUE_CONSTRAINT_NAME", varchar(64)},
 			col{"MATCH_OPTION", notNull(varchar(7))}, col{"UPDATE_RULE", notNull(varchar(11))}, col{"DELETE_RULE", notNull(varchar(11))},
@@ -287,9 +288,68 @@ func (s *Schema) keyColumnUsage(ctx context.Context, v Viewer) ([][]datum, error
 					unum(uint64(seq)), null, null, null, null})
 			}
 		})
+		for _, fk := range t.ForeignKeys {
+			for i, c := range fk.Cols {
+				rows = append(rows, []datum{str("def"), str(db), str(fk.Name), str("def"), str(db), str(t.Name), str(c),
+					unum(uint64(i + 1)), unum(uint64(i + 1)), str(fk.RefSchema), str(fk.RefTable), str(fk.RefCols[i])})
+			}
+		}
 		return nil
 	})
 	return rows, err
+}
+
+// referentialConstraints is a row per foreign key; UNIQUE_CONSTRAINT_NAME
+// is the parent's unique key over exactly the referenced columns (NULL
+// when the parent has none or does not exist).
+func (s *Schema) referentialConstraints(ctx context.Context, v Viewer) ([][]datum, error) {
+	var rows [][]datum
+	err := s.eachTable(ctx, v, func(db string, t *model.TableInfo) error {
+		for _, fk := range t.ForeignKeys {
+			uniq, err := s.uniqueKeyOf(ctx, fk)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, []datum{str("def"), str(db), str(fk.Name), str("def"), str(fk.RefSchema), uniq,
+				str("NONE"), str(fk.OnUpdate.String()), str(fk.OnDelete.String()), str(t.Name), str(fk.RefTable)})
+		}
+		return nil
+	})
+	return rows, err
+}
+
+func (s *Schema) uniqueKeyOf(ctx context.Context, fk *model.FKInfo) (datum, error) {
+	pdb, err := s.cat.GetDB(ctx, fk.RefSchema)
+	var p *model.TableInfo
+	if err == nil {
+		p, err = s.cat.GetTable(ctx, pdb, fk.RefTable)
+	}
+	if err != nil {
+		if c := errno.FromError(err).Code; c == errno.ErrBadDB || c == errno.ErrNoSuchTable {
+			return null, nil
+		}
+		return null, err
+	}
+	offs, ok := p.ColumnOffsets(fk.RefCols)
+	if !ok {
+		return null, nil
+	}
+	if len(offs) == 1 && p.PKIsHandle && offs[0] == p.HandleOffset {
+		return str("PRIMARY"), nil
+	}
+	for _, ix := range p.Indices {
+		if !ix.Unique || !ix.Public() || len(ix.Columns) != len(offs) {
+			continue
+		}
+		match := true
+		for i, c := range ix.Columns {
+			match = match && c.Offset == offs[i]
+		}
+		if match {
+			return str(ix.Name), nil
+		}
+	}
+	return null, nil
 }
 
 func (s *Schema) tableConstraints(ctx context.Context, v Viewer) ([][]datum, error) {
@@ -305,6 +365,9 @@ func (s *Schema) tableConstraints(ctx context.Context, v Viewer) ([][]datum, err
 			}
 			rows = append(rows, []datum{str("def"), str(db), str(name), str(db), str(t.Name), str(tp), str("YES")})
 		})
+		for _, fk := range t.ForeignKeys {
+			rows = append(rows, []datum{str("def"), str(db), str(fk.Name), str(db), str(t.Name), str("FOREIGN KEY"), str("YES")})
+		}
 		return nil
 	})
 	return rows, err

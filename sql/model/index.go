@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/stratadb/strata/sql/types"
@@ -130,6 +131,14 @@ func (t *TableInfo) Clone() *TableInfo {
 		}
 		nt.Indices[i] = &c
 	}
+	if t.ForeignKeys != nil {
+		nt.ForeignKeys = make([]*FKInfo, len(t.ForeignKeys))
+		for i, fk := range t.ForeignKeys {
+			c := *fk
+			c.Cols, c.RefCols = slices.Clone(fk.Cols), slices.Clone(fk.RefCols)
+			nt.ForeignKeys[i] = &c
+		}
+	}
 	nt.write = nil
 	return &nt
 }
@@ -149,5 +158,133 @@ func (t *TableInfo) SetIndexRow(ix *IndexInfo, vals []types.Datum, h int64, row 
 		} else {
 			row[t.HandleOffset] = types.NewInt(h)
 		}
+	}
+}
+
+// FKAction is a foreign key's ON DELETE / ON UPDATE action.
+type FKAction string
+
+// The actions. The zero value is no clause given: NO ACTION, which InnoDB
+// checks at once, as RESTRICT; SHOW CREATE TABLE omits it and
+// information_schema shows NO ACTION (MySQL 8.0). SET DEFAULT is refused.
+const (
+	FKDefault  FKAction = ""
+	FKRestrict FKAction = "RESTRICT"
+	FKNoAction FKAction = "NO ACTION"
+	FKCascade  FKAction = "CASCADE"
+	FKSetNull  FKAction = "SET NULL"
+)
+
+// String is the action as information_schema names it.
+func (a FKAction) String() string {
+	if a == FKDefault {
+		return string(FKNoAction)
+	}
+	return string(a)
+}
+
+// FKInfo is a FOREIGN KEY of the table holding it (the child): Cols
+// reference RefCols of table RefSchema.RefTable (the parent), by name as
+// MySQL keeps them, so the parent may be created after the child under
+// foreign_key_checks=0. Every FK has an index of the child whose first
+// columns are Cols (ddl creates one when none exists) and the parent one
+// whose first columns are RefCols (or RefCols is its integer primary key).
+type FKInfo struct {
+	ID        int64    `json:"id"`
+	Name      string   `json:"name"`
+	Cols      []string `json:"cols"`
+	RefSchema string   `json:"ref_schema"`
+	RefTable  string   `json:"ref_table"`
+	RefCols   []string `json:"ref_cols"`
+	OnDelete  FKAction `json:"on_delete,omitempty"`
+	OnUpdate  FKAction `json:"on_update,omitempty"`
+}
+
+// FindFK returns the named foreign key (case-insensitive), or nil.
+func (t *TableInfo) FindFK(name string) *FKInfo {
+	for _, fk := range t.ForeignKeys {
+		if strings.EqualFold(fk.Name, name) {
+			return fk
+		}
+	}
+	return nil
+}
+
+// References reports whether fk's parent is db.table (case-insensitive).
+func (fk *FKInfo) References(db, table string) bool {
+	return strings.EqualFold(fk.RefSchema, db) && strings.EqualFold(fk.RefTable, table)
+}
+
+// ColumnOffsets returns the offsets in t of the named columns; ok is false
+// when one is missing.
+func (t *TableInfo) ColumnOffsets(names []string) (offs []int, ok bool) {
+	offs = make([]int, len(names))
+	for i, n := range names {
+		if offs[i] = t.FindColumn(n); offs[i] < 0 {
+			return nil, false
+		}
+	}
+	return offs, true
+}
+
+// FKIndex returns the index whose first columns are offs (in order) that
+// a foreign key over them uses: a public one, preferring the shortest;
+// nil when there is none. On a table whose integer primary key is the
+// row handle, a key of that column alone needs no index (ok is true, ix
+// nil).
+func (t *TableInfo) FKIndex(offs []int) (ix *IndexInfo, ok bool) {
+	if len(offs) == 1 && t.PKIsHandle && offs[0] == t.HandleOffset {
+		return nil, true
+	}
+	for _, cand := range t.Indices {
+		if !cand.Public() || len(cand.Columns) < len(offs) || (ix != nil && len(ix.Columns) <= len(cand.Columns)) {
+			continue
+		}
+		match := true
+		for i, off := range offs {
+			if cand.Columns[i].Offset != off {
+				match = false
+				break
+			}
+		}
+		if match {
+			ix = cand
+		}
+	}
+	return ix, ix != nil
+}
+
+// Clause is fk as SHOW CREATE TABLE prints it and MySQL's 1451 / 1452
+// messages quote it: CONSTRAINT `fk` FOREIGN KEY (`c`) REFERENCES
+// `parent` (`id`) [ON DELETE ...] [ON UPDATE ...], the parent qualified
+// by its database when that is not childDB.
+func (fk *FKInfo) Clause(childDB string) string {
+	var b strings.Builder
+	b.WriteString("CONSTRAINT " + quoteIdent(fk.Name) + " FOREIGN KEY (")
+	writeIdents(&b, fk.Cols)
+	b.WriteString(") REFERENCES ")
+	if !strings.EqualFold(fk.RefSchema, childDB) {
+		b.WriteString(quoteIdent(fk.RefSchema) + ".")
+	}
+	b.WriteString(quoteIdent(fk.RefTable) + " (")
+	writeIdents(&b, fk.RefCols)
+	b.WriteString(")")
+	if fk.OnDelete != FKDefault {
+		b.WriteString(" ON DELETE " + string(fk.OnDelete))
+	}
+	if fk.OnUpdate != FKDefault {
+		b.WriteString(" ON UPDATE " + string(fk.OnUpdate))
+	}
+	return b.String()
+}
+
+func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+func writeIdents(b *strings.Builder, names []string) {
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteIdent(n))
 	}
 }

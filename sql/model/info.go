@@ -90,6 +90,10 @@ type TableInfo struct {
 	// columns are never reused, as old rows still hold values under them.
 	NonPublic   []*ColumnInfo `json:"non_public_columns,omitempty"`
 	MaxColumnID int64         `json:"max_column_id,omitempty"`
+	// ForeignKeys are the table's FOREIGN KEY constraints (it is their
+	// child), in creation order; MaxFKID is the largest FK id given.
+	ForeignKeys []*FKInfo `json:"foreign_keys,omitempty"`
+	MaxFKID     int64     `json:"max_fk_id,omitempty"`
 
 	// Derived on load.
 	storedIDs []int64                // ids of columns stored in the value, in offset order

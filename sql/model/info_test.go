@@ -69,3 +69,43 @@ func TestForWrite(t *testing.T) {
 	require.Equal(t, "4", tbl.NonPublic[0].Origin.Value)
 	require.Equal(t, 1, tbl.Indices[0].Columns[0].Offset)
 }
+
+// TestForeignKeys: an FK's clause as SHOW CREATE TABLE and the 1451 / 1452
+// messages print it, the index an FK uses, Clone's deep copy, and a
+// stored table info from before FKs decoding without them.
+func TestForeignKeys(t *testing.T) {
+	tbl := &TableInfo{ID: 7, Name: "c", PKIsHandle: true, HandleOffset: 0, AutoIncOffset: -1, Columns: []*ColumnInfo{
+		{ID: 1, Name: "id", Type: types.Int64Type},
+		{ID: 2, Name: "a", Type: types.Int64Type},
+		{ID: 3, Name: "b", Type: types.Int64Type},
+	}, Indices: []*IndexInfo{
+		{ID: 1, Name: "abc", Columns: []*IndexColumn{{Name: "a"}, {Name: "b"}, {Name: "id"}}},
+		{ID: 2, Name: "ab", Columns: []*IndexColumn{{Name: "a"}, {Name: "b"}}},
+		{ID: 3, Name: "b", Columns: []*IndexColumn{{Name: "b"}}, State: StateWriteOnly},
+	}, ForeignKeys: []*FKInfo{{ID: 1, Name: "fk", Cols: []string{"a", "b"}, RefSchema: "other", RefTable: "p", RefCols: []string{"x", "y"}, OnDelete: FKCascade}}}
+	tbl.Init()
+	fk := tbl.ForeignKeys[0]
+	require.Equal(t, "CONSTRAINT `fk` FOREIGN KEY (`a`, `b`) REFERENCES `other`.`p` (`x`, `y`) ON DELETE CASCADE", fk.Clause("test"))
+	require.Equal(t, "CONSTRAINT `fk` FOREIGN KEY (`a`, `b`) REFERENCES `p` (`x`, `y`) ON DELETE CASCADE", fk.Clause("OTHER"))
+	require.Equal(t, "NO ACTION", fk.OnUpdate.String())
+
+	ix, ok := tbl.FKIndex([]int{1, 2})
+	require.True(t, ok)
+	require.Equal(t, "ab", ix.Name, "the shortest index starting with the columns")
+	ix, ok = tbl.FKIndex([]int{0})
+	require.True(t, ok)
+	require.Nil(t, ix, "the integer primary key is the handle")
+	_, ok = tbl.FKIndex([]int{2})
+	require.False(t, ok, "a write-only index does not count")
+
+	c := tbl.Clone()
+	c.ForeignKeys[0].Cols[0] = "z"
+	require.Equal(t, "a", fk.Cols[0])
+
+	var old TableInfo
+	require.NoError(t, json.Unmarshal([]byte(`{"id":1,"name":"t","columns":[],"pk_is_handle":false,"handle_offset":-1,"auto_inc_offset":-1}`), &old))
+	require.Nil(t, old.ForeignKeys)
+	v, err := json.Marshal(&old)
+	require.NoError(t, err)
+	require.NotContains(t, string(v), "foreign_keys")
+}

@@ -54,3 +54,8 @@ func TestFoundRowsPrepared(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(42), id)
 }
+
+// TestForeignKeyScripts runs testdata/foreignkey: FOREIGN KEY DDL, the
+// checks and cascades of DML, foreign_key_checks, SHOW CREATE TABLE and
+// information_schema, with MySQL 8.0's outputs and errors.
+func TestForeignKeyScripts(t *testing.T) { runScripts(t, "testdata/foreignkey") }

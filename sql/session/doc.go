@@ -42,6 +42,8 @@
 // default), tidb_enable_async_commit, tidb_enable_1pc and
 // innodb_lock_wait_timeout. SET GLOBAL of these applies to this SQL node's
 // later sessions only (not persisted, not shared with other nodes).
+// foreign_key_checks (ON; SET GLOBAL as above) turns the FOREIGN KEY
+// checks and actions of DML and DDL on or off (sql/executor).
 // strata_allow_pushdown (ON) lets the planner run selections, top-N and
 // partial aggregates on the stores (sql/planner);
 // strata_index_lookup_pushdown (ON) lets the stores read an IndexLookUp's

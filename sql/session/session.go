@@ -606,7 +606,7 @@ func (s *Session) normalizeSysVar(name, given string, val types.Datum) (string, 
 	switch name {
 	case "autocommit", "transaction_read_only", "tx_read_only", "tidb_enable_async_commit", "tidb_enable_1pc",
 		"tidb_skip_isolation_level_check", "strata_allow_pushdown", "tidb_enable_tmp_storage_on_oom",
-		"strata_index_lookup_pushdown":
+		"strata_index_lookup_pushdown", "foreign_key_checks":
 		switch text {
 		case "1", "ON", "TRUE":
 			return "1", nil

@@ -125,7 +125,7 @@ var globalSettable = map[string]bool{
 	"tx_read_only": true, "tidb_txn_mode": true, "tidb_enable_async_commit": true, "tidb_enable_1pc": true,
 	"innodb_lock_wait_timeout": true, "tidb_skip_isolation_level_check": true, "strata_allow_pushdown": true,
 	"tidb_mem_quota_query": true, "tidb_enable_tmp_storage_on_oom": true,
-	"strata_index_lookup_pushdown": true, "tidb_replica_read": true,
+	"strata_index_lookup_pushdown": true, "tidb_replica_read": true, "foreign_key_checks": true,
 }
 
 var globals struct {
