@@ -29,6 +29,9 @@ type Viewer interface {
 	// information_schema.PROCESSLIST rows (ID, USER, HOST, DB, COMMAND,
 	// TIME, STATE, INFO).
 	ProcessRows() [][]datum
+	// SlowQueryRows are the node's slow query log entries the session may
+	// see, as information_schema.SLOW_QUERY rows.
+	SlowQueryRows() ([][]datum, error)
 }
 
 // AutoIncPeek returns the next AUTO_INCREMENT value of a table

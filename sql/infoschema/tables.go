@@ -65,6 +65,16 @@ func (s *Schema) defs() []*memTable {
 			col{"ID", notNull(bigintU)}, col{"USER", notNull(varchar(32))}, col{"HOST", notNull(varchar(261))},
 			col{"DB", varchar(64)}, col{"COMMAND", notNull(varchar(16))}, col{"TIME", notNull(types.FieldType{Tp: mysql.TypeLong, Flen: 7, Flag: mysql.BinaryFlag})},
 			col{"STATE", varchar(64)}, col{"INFO", ltext}),
+		// This SQL node's slow query log (--slow-query-file), TiDB's columns
+		// where they apply.
+		table("SLOW_QUERY", func(_ context.Context, v Viewer) ([][]datum, error) { return v.SlowQueryRows() },
+			col{"Time", notNull(types.FieldType{Tp: mysql.TypeDatetime, Flen: 26, Decimal: 6, Flag: mysql.BinaryFlag})},
+			col{"User", varchar(64)}, col{"Host", varchar(64)}, col{"Conn_ID", bigintU},
+			col{"Query_time", types.DoubleType},
+			col{"DB", varchar(64)}, col{"Type", varchar(32)}, col{"Digest", varchar(64)},
+			col{"Prepared", types.FieldType{Tp: mysql.TypeTiny, Flen: 1, Flag: mysql.BinaryFlag}},
+			col{"Succ", types.FieldType{Tp: mysql.TypeTiny, Flen: 1, Flag: mysql.BinaryFlag}},
+			col{"Error_code", intU}, col{"Result_rows", bigintU}, col{"Query", ltext}),
 	}
 }
 

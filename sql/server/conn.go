@@ -520,7 +520,8 @@ func (c *clientConn) observe(label, query string, prepared bool, start time.Time
 	if !c.srv.slow.Slow(d) {
 		return
 	}
-	e := SlowEntry{Time: time.Now(), ConnID: c.id, User: c.sess.User(), DB: c.sess.CurrentDB(), Type: label,
+	user, host := c.sess.Account()
+	e := SlowEntry{Time: time.Now(), ConnID: c.id, User: user, Host: host, DB: c.sess.CurrentDB(), Type: label,
 		QueryTime: d.Seconds(), Prepared: prepared, Succ: res != nil, ErrorCode: code, Query: query}
 	if res != nil {
 		e.Rows = c.affected(res)

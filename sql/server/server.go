@@ -190,6 +190,9 @@ func (s *Server) rsaKey() (*auth.RSAKey, error) {
 	return s.rsa, nil
 }
 
+// SlowQueries implements session.SlowQueryLog.
+func (s *Server) SlowQueries() ([]session.SlowQuery, error) { return s.slow.Entries() }
+
 // List implements session.Processes: this node's connections.
 func (s *Server) List() []session.ProcessInfo {
 	s.mu.Lock()

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,6 +13,8 @@ import (
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/stratadb/strata/sql/session"
 )
 
 // Slow query log defaults.
@@ -36,22 +40,9 @@ var (
 	})
 )
 
-// SlowEntry is one line of the slow query log (JSON; field names as in
-// TiDB's slow log and information_schema.slow_query where they apply).
-type SlowEntry struct {
-	Time      time.Time `json:"time"`       // when the statement ended
-	ConnID    uint64    `json:"conn_id"`    // the connection (SHOW PROCESSLIST's Id)
-	User      string    `json:"user"`       // user@host
-	DB        string    `json:"db"`         // the current database
-	Type      string    `json:"type"`       // Select, Update, ... (strata_sql_query_duration_seconds' label)
-	QueryTime float64   `json:"query_time"` // seconds, from receiving the command to answering it
-	Digest    string    `json:"digest"`     // of the normalized statement: the same for every literal
-	Prepared  bool      `json:"prepared"`   // run by COM_STMT_EXECUTE
-	Succ      bool      `json:"succ"`
-	ErrorCode uint16    `json:"error_code,omitempty"` // the MySQL error the client got
-	Rows      uint64    `json:"rows"`                 // rows sent, or affected rows
-	Query     string    `json:"query"`                // the statement text (cut at 4 KiB)
-}
+// SlowEntry is one line of the slow query log (JSON), and one row of
+// information_schema.SLOW_QUERY.
+type SlowEntry = session.SlowQuery
 
 // SlowLog writes the statements that took at least its threshold as JSON
 // lines to a file rotated at 64 MiB (four old files kept), or, without a
@@ -122,7 +113,7 @@ func (l *SlowLog) Write(e SlowEntry) {
 		return
 	}
 	if l.path == "" {
-		l.log.Warn("slow query", "query_time", e.QueryTime, "conn_id", e.ConnID, "user", e.User, "db", e.DB,
+		l.log.Warn("slow query", "query_time", e.QueryTime, "conn_id", e.ConnID, "user", e.User, "host", e.Host, "db", e.DB,
 			"type", e.Type, "succ", e.Succ, "error_code", e.ErrorCode, "rows", e.Rows, "digest", e.Digest, "query", e.Query)
 	}
 }
@@ -164,6 +155,45 @@ func (l *SlowLog) rotate() error {
 		return err
 	}
 	return l.open()
+}
+
+// Entries returns the entries of the log's files, the oldest file first
+// (none without a file). A line that is not an entry (a torn write) is
+// skipped.
+func (l *SlowLog) Entries() ([]SlowEntry, error) {
+	if l == nil || l.path == "" {
+		return nil, nil
+	}
+	l.mu.Lock() // no rotation while the files are read
+	defer l.mu.Unlock()
+	var out []SlowEntry
+	for i := slowLogKeep; i >= 0; i-- {
+		p := l.path
+		if i > 0 {
+			p = fmt.Sprintf("%s.%d", l.path, i)
+		}
+		f, err := os.Open(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("slow query log: %w", err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		for sc.Scan() {
+			var e SlowEntry
+			if json.Unmarshal(sc.Bytes(), &e) == nil {
+				out = append(out, e)
+			}
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("slow query log %s: %w", p, err)
+		}
+	}
+	return out, nil
 }
 
 // Close closes the file.

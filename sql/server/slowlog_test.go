@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -74,7 +75,8 @@ func TestSlowQueryLog(t *testing.T) {
 	require.EqualValues(t, 1, sleep.Rows)
 	require.GreaterOrEqual(t, sleep.QueryTime, 0.2)
 	require.Equal(t, "test", sleep.DB)
-	require.Equal(t, "root@127.0.0.1", sleep.User)
+	require.Equal(t, "root", sleep.User)
+	require.Equal(t, "127.0.0.1", sleep.Host)
 	require.NotZero(t, sleep.ConnID)
 	require.Len(t, sleep.Digest, 64)
 
@@ -89,4 +91,24 @@ func TestSlowQueryLog(t *testing.T) {
 	require.False(t, failed.Succ)
 	require.EqualValues(t, 1205, failed.ErrorCode)
 	require.GreaterOrEqual(t, failed.QueryTime, 1.0)
+
+	// information_schema.SLOW_QUERY reads the same entries back.
+	rows := queryStrings(t, db, "SELECT User, Host, DB, Type, Prepared, Succ, Error_code, Result_rows, Query FROM information_schema.SLOW_QUERY ORDER BY Time")
+	require.Equal(t, [][]string{
+		{"root", "127.0.0.1", "test", "Select", "0", "1", "0", "1", "SELECT SLEEP(0.2)"},
+		{"root", "127.0.0.1", "test", "Select", "1", "1", "0", "1", "SELECT SLEEP(?) + 1"},
+		{"root", "127.0.0.1", "test", "Update", "0", "0", "1205", "0", "UPDATE t SET v = 2 WHERE id = 1"},
+	}, rows)
+	var slowest float64
+	require.NoError(t, db.QueryRow("SELECT MAX(Query_time) FROM information_schema.SLOW_QUERY WHERE Succ = 0").Scan(&slowest))
+	require.GreaterOrEqual(t, slowest, 1.0)
+	// Without PROCESS a user sees only its own.
+	_, err = db.Exec("CREATE USER bob IDENTIFIED BY 'pw'")
+	require.NoError(t, err)
+	_, err = db.Exec("GRANT SELECT ON test.* TO bob")
+	require.NoError(t, err)
+	bob, err := sql.Open("mysql", ts.dsn("bob", "pw", "test", ""))
+	require.NoError(t, err)
+	defer bob.Close()
+	require.Empty(t, queryStrings(t, bob, "SELECT Query FROM information_schema.SLOW_QUERY"))
 }

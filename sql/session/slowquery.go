@@ -1,0 +1,72 @@
+package session
+
+import (
+	"time"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+
+	"github.com/stratadb/strata/sql/types"
+)
+
+// SlowQuery is one entry of a SQL node's slow query log: a JSON line of
+// the file, a row of information_schema.SLOW_QUERY (field names as TiDB's
+// slow log where they apply).
+type SlowQuery struct {
+	Time      time.Time `json:"time"`       // when the statement ended
+	ConnID    uint64    `json:"conn_id"`    // the connection (SHOW PROCESSLIST's Id)
+	User      string    `json:"user"`       // the account's user name
+	Host      string    `json:"host"`       // the client's host
+	DB        string    `json:"db"`         // the current database
+	Type      string    `json:"type"`       // Select, Update, ... (strata_sql_query_duration_seconds' label)
+	QueryTime float64   `json:"query_time"` // seconds, from receiving the command to answering it
+	Digest    string    `json:"digest"`     // of the normalized statement: the same for every literal
+	Prepared  bool      `json:"prepared"`   // run by COM_STMT_EXECUTE
+	Succ      bool      `json:"succ"`
+	ErrorCode uint16    `json:"error_code,omitempty"` // the MySQL error the client got
+	Rows      uint64    `json:"rows"`                 // rows sent, or affected rows
+	Query     string    `json:"query"`                // the statement text (cut at 4 KiB)
+}
+
+// SlowQueryLog is what a server offers sessions about its slow query log
+// (the Processes of SetProcesses may implement it).
+type SlowQueryLog interface {
+	// SlowQueries returns the entries of the log's files, oldest first.
+	SlowQueries() ([]SlowQuery, error)
+}
+
+// SlowQueryRows implements infoschema.Viewer: the node's slow queries, all
+// of them with the PROCESS privilege, else the session's user's own.
+func (s *Session) SlowQueryRows() ([][]types.Datum, error) {
+	l, ok := s.procs.(SlowQueryLog)
+	if !ok {
+		return nil, nil
+	}
+	entries, err := l.SlowQueries()
+	if err != nil {
+		return nil, err
+	}
+	all := s.CheckGlobal(mysql.ProcessPriv, "PROCESS") == nil
+	var rows [][]types.Datum
+	for _, e := range entries {
+		if !all && e.User != s.user {
+			continue
+		}
+		b := func(v bool) types.Datum {
+			if v {
+				return types.NewInt(1)
+			}
+			return types.NewInt(0)
+		}
+		db := types.NewString(e.DB)
+		if e.DB == "" {
+			db = types.NullDatum
+		}
+		rows = append(rows, []types.Datum{
+			types.NewString(e.Time.In(time.Local).Format("2006-01-02 15:04:05.000000")),
+			types.NewString(e.User), types.NewString(e.Host), types.NewUint(e.ConnID), types.NewFloat(e.QueryTime),
+			db, types.NewString(e.Type), types.NewString(e.Digest), b(e.Prepared), b(e.Succ),
+			types.NewUint(uint64(e.ErrorCode)), types.NewUint(e.Rows), types.NewString(e.Query),
+		})
+	}
+	return rows, nil
+}
