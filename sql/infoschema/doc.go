@@ -1,8 +1,9 @@
 // Package infoschema serves information_schema: read-only tables computed
 // from the catalog (SCHEMATA, TABLES, COLUMNS, STATISTICS,
 // KEY_COLUMN_USAGE, TABLE_CONSTRAINTS, REFERENTIAL_CONSTRAINTS), the node's
-// connections (PROCESSLIST) and slow query log (SLOW_QUERY, TiDB's columns
-// where they apply) and fixed server facts (ENGINES, COLLATIONS,
+// connections (PROCESSLIST), slow query log (SLOW_QUERY) and statement
+// digests (STATEMENTS_SUMMARY[_HISTORY]), TiDB's columns where they apply,
+// and fixed server facts (ENGINES, COLLATIONS,
 // CHARACTER_SETS), with MySQL 8.0's column names and types. Foreign keys
 // appear in KEY_COLUMN_USAGE (with their REFERENCED_ columns),
 // TABLE_CONSTRAINTS (FOREIGN KEY) and REFERENTIAL_CONSTRAINTS (rules
@@ -14,7 +15,7 @@
 // database or table appears only when the session's account holds some
 // privilege on it (as SHOW DATABASES / SHOW TABLES filter), and PROCESSLIST
 // and SLOW_QUERY show other users' connections and statements only with
-// PROCESS. The session passed as
+// PROCESS, and the statements summary needs PROCESS. The session passed as
 // the statement's expr.Env must implement Viewer.
 //
 // Schema is immutable after New and safe for concurrent use; each read

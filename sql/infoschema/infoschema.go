@@ -32,6 +32,10 @@ type Viewer interface {
 	// SlowQueryRows are the node's slow query log entries the session may
 	// see, as information_schema.SLOW_QUERY rows.
 	SlowQueryRows() ([][]datum, error)
+	// StatementsSummaryRows are the node's statement digests of the
+	// current window (history: of the earlier ones), as
+	// information_schema.STATEMENTS_SUMMARY[_HISTORY] rows.
+	StatementsSummaryRows(history bool) ([][]datum, error)
 }
 
 // AutoIncPeek returns the next AUTO_INCREMENT value of a table

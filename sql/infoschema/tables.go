@@ -75,7 +75,24 @@ func (s *Schema) defs() []*memTable {
 			col{"Prepared", types.FieldType{Tp: mysql.TypeTiny, Flen: 1, Flag: mysql.BinaryFlag}},
 			col{"Succ", types.FieldType{Tp: mysql.TypeTiny, Flen: 1, Flag: mysql.BinaryFlag}},
 			col{"Error_code", intU}, col{"Result_rows", bigintU}, col{"Query", ltext}),
+		stmtsSummary("STATEMENTS_SUMMARY", false),
+		stmtsSummary("STATEMENTS_SUMMARY_HISTORY", true),
 	}
+}
+
+// stmtsSummary is STATEMENTS_SUMMARY[_HISTORY]: this SQL node's statements
+// by schema and digest per 30-minute window, TiDB's columns where they
+// apply (latencies in nanoseconds; P99_LATENCY is the upper bound of its
+// power-of-two bucket).
+func stmtsSummary(name string, history bool) *memTable {
+	return table(name, func(_ context.Context, v Viewer) ([][]datum, error) { return v.StatementsSummaryRows(history) },
+		col{"SUMMARY_BEGIN_TIME", notNull(dt)}, col{"SUMMARY_END_TIME", notNull(dt)}, col{"STMT_TYPE", notNull(varchar(64))},
+		col{"SCHEMA_NAME", varchar(64)}, col{"DIGEST", varchar(64)}, col{"DIGEST_TEXT", ltext},
+		col{"EXEC_COUNT", notNull(bigintU)}, col{"SUM_ERRORS", notNull(bigintU)}, col{"SUM_LATENCY", notNull(bigintU)},
+		col{"MAX_LATENCY", notNull(bigintU)}, col{"MIN_LATENCY", notNull(bigintU)}, col{"AVG_LATENCY", notNull(bigintU)},
+		col{"P99_LATENCY", notNull(bigintU)}, col{"SUM_RESULT_ROWS", notNull(bigintU)}, col{"AVG_RESULT_ROWS", notNull(bigintU)},
+		col{"PREPARED", notNull(types.FieldType{Tp: mysql.TypeTiny, Flen: 1, Flag: mysql.BinaryFlag})},
+		col{"FIRST_SEEN", notNull(dt)}, col{"LAST_SEEN", notNull(dt)}, col{"QUERY_SAMPLE_TEXT", ltext})
 }
 
 // visible lists the databases the viewer may see (information_schema

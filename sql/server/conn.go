@@ -515,21 +515,24 @@ func (c *clientConn) handleQuery(ctx context.Context, q string) error {
 // (strata_sql_query_duration_seconds) and, when it was slow, a slow query
 // log entry. res is nil when it failed with MySQL error code.
 func (c *clientConn) observe(label, query string, prepared bool, start time.Time, res *executor.Result, code uint16) {
-	d := time.Since(start)
+	now := time.Now()
+	d := now.Sub(start)
 	durationFor(label).Observe(d.Seconds())
+	var rows uint64
+	if res != nil {
+		rows = c.affected(res)
+		if res.IsQuery() {
+			rows = uint64(len(res.Rows))
+		}
+	}
+	dg := c.srv.digests.get(query)
+	c.srv.summary.add(now, c.sess.CurrentDB(), label, dg, query, prepared, d, rows, res == nil)
 	if !c.srv.slow.Slow(d) {
 		return
 	}
 	user, host := c.sess.Account()
-	e := SlowEntry{Time: time.Now(), ConnID: c.id, User: user, Host: host, DB: c.sess.CurrentDB(), Type: label,
-		QueryTime: d.Seconds(), Prepared: prepared, Succ: res != nil, ErrorCode: code, Query: query}
-	if res != nil {
-		e.Rows = c.affected(res)
-		if res.IsQuery() {
-			e.Rows = uint64(len(res.Rows))
-		}
-	}
-	c.srv.slow.Write(e)
+	c.srv.slow.Write(SlowEntry{Time: now, ConnID: c.id, User: user, Host: host, DB: c.sess.CurrentDB(), Type: label,
+		QueryTime: d.Seconds(), Digest: dg.digest, Prepared: prepared, Succ: res != nil, ErrorCode: code, Rows: rows, Query: query})
 }
 
 // errNotAllowed is ER_NOT_ALLOWED_COMMAND.

@@ -112,6 +112,8 @@ type Server struct {
 	rsaMu     sync.Mutex // guards rsa; held while a key is generated
 	rsa       *auth.RSAKey
 	slow      *SlowLog
+	summary   *stmtSummary
+	digests   digestCache
 }
 
 // New validates cfg and returns a Server; call Run to serve.
@@ -165,6 +167,7 @@ func New(cfg Config) (*Server, error) {
 		sha2Cache: auth.NewSHA2Cache(),
 		rsa:       cfg.RSAKey,
 		slow:      slow,
+		summary:   newStmtSummary(time.Now()),
 	}, nil
 }
 
@@ -188,6 +191,11 @@ func (s *Server) rsaKey() (*auth.RSAKey, error) {
 		s.rsa = k
 	}
 	return s.rsa, nil
+}
+
+// StatementsSummary implements session.StmtSummaries.
+func (s *Server) StatementsSummary(history bool) []session.StmtSummary {
+	return s.summary.rows(time.Now(), history)
 }
 
 // SlowQueries implements session.SlowQueryLog.

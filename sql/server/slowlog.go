@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -98,8 +97,6 @@ func (l *SlowLog) Write(e SlowEntry) {
 	if len(e.Query) > slowQueryMaxLen {
 		e.Query = fmt.Sprintf("%s...(%d bytes)", e.Query[:slowQueryMaxLen], len(e.Query))
 	}
-	_, digest := parser.NormalizeDigest(e.Query)
-	e.Digest = digest.String()
 	slowQueries.WithLabelValues(e.Type).Inc()
 	line, err := json.Marshal(e)
 	if err == nil {

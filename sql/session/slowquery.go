@@ -70,3 +70,60 @@ func (s *Session) SlowQueryRows() ([][]types.Datum, error) {
 	}
 	return rows, nil
 }
+
+// StmtSummary is one statement digest's aggregate over a window
+// (information_schema.STATEMENTS_SUMMARY[_HISTORY]).
+type StmtSummary struct {
+	Begin, End           time.Time
+	Schema, Digest       string
+	DigestText, StmtType string
+	Prepared             bool
+	ExecCount, Errors    uint64
+	SumLatency           time.Duration
+	MaxLatency           time.Duration
+	MinLatency           time.Duration
+	P99Latency           time.Duration // the upper bound of its power-of-two bucket
+	Rows                 uint64
+	FirstSeen, LastSeen  time.Time
+	Sample               string // one execution's text
+}
+
+// StmtSummaries is what a server offers sessions about the statements it
+// ran (the Processes of SetProcesses may implement it).
+type StmtSummaries interface {
+	// StatementsSummary returns the current window's digests, or with
+	// history the earlier windows'.
+	StatementsSummary(history bool) []StmtSummary
+}
+
+// StatementsSummaryRows implements infoschema.Viewer: the node's
+// statement summary, with the PROCESS privilege (it spans every user).
+func (s *Session) StatementsSummaryRows(history bool) ([][]types.Datum, error) {
+	p, ok := s.procs.(StmtSummaries)
+	if !ok || s.CheckGlobal(mysql.ProcessPriv, "PROCESS") != nil {
+		return nil, nil
+	}
+	ts := func(t time.Time) types.Datum { return types.NewString(t.In(time.Local).Format("2006-01-02 15:04:05")) }
+	ns := func(d time.Duration) types.Datum { return types.NewUint(uint64(d.Nanoseconds())) }
+	str := func(v string) types.Datum {
+		if v == "" {
+			return types.NullDatum
+		}
+		return types.NewString(v)
+	}
+	var rows [][]types.Datum
+	for _, e := range p.StatementsSummary(history) {
+		prepared := types.NewInt(0)
+		if e.Prepared {
+			prepared = types.NewInt(1)
+		}
+		rows = append(rows, []types.Datum{
+			ts(e.Begin), ts(e.End), types.NewString(e.StmtType), str(e.Schema), str(e.Digest), str(e.DigestText),
+			types.NewUint(e.ExecCount), types.NewUint(e.Errors), ns(e.SumLatency), ns(e.MaxLatency), ns(e.MinLatency),
+			ns(e.SumLatency / time.Duration(max(e.ExecCount, 1))), ns(e.P99Latency),
+			types.NewUint(e.Rows), types.NewUint(e.Rows / max(e.ExecCount, 1)), prepared,
+			ts(e.FirstSeen), ts(e.LastSeen), str(e.Sample),
+		})
+	}
+	return rows, nil
+}
