@@ -9,8 +9,8 @@ import (
 // builtin is a scalar function compiled from a table rather than
 // compileFunc's switch: the string (builtin_string.go), math
 // (builtin_math.go), date/time (builtin_time.go), hash/encoding/random
-// (builtin_crypto.go) and regular expression (builtin_regexp.go)
-// functions.
+// (builtin_crypto.go), regular expression (builtin_regexp.go) and JSON
+// (builtin_json.go) functions.
 type builtin struct {
 	min, max int // argument count bounds; max < 0 is unbounded
 	// build returns the compiled call; args are compiled, a unit keyword
@@ -26,7 +26,7 @@ var envBuiltins = map[string]func(env Env, name string, args []Expr) (Expr, erro
 }
 
 // builtinTables are the function tables lookupBuiltin searches.
-var builtinTables = []map[string]builtin{stringBuiltins, mathBuiltins, timeBuiltins, cryptoBuiltins, regexpBuiltins}
+var builtinTables = []map[string]builtin{stringBuiltins, mathBuiltins, timeBuiltins, cryptoBuiltins, regexpBuiltins, jsonBuiltins}
 
 // lookupBuiltin finds a table function by lower-case name.
 func lookupBuiltin(name string) (builtin, bool) {
