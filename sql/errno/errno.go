@@ -179,6 +179,7 @@ var sqlStates = map[uint16]string{
 	3154: "42000", // oneOrAll argument
 	3157: "22032", // JSON document too deep
 	3158: "22032", // NULL member name
+	3165: "42000", // not a path to an array cell
 }
 
 // State returns the SQLSTATE of code (HY000 when MySQL has no specific one).

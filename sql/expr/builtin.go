@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"errors"
+
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/types"
@@ -63,7 +65,12 @@ func (c *Ctx) compileBuiltin(x *ast.FuncCallExpr, b builtin) (Expr, error) {
 	if f, ok := envBuiltins[x.FnName.L]; ok {
 		return f(c.Env, x.FnName.L, args)
 	}
-	return b.build(x.FnName.L, args)
+	e, err := b.build(x.FnName.L, args)
+	var me *errno.Error
+	if errors.As(err, &me) && me.Code == errno.ErrWrongParamCount {
+		return nil, errParamCount(x.FnName.O) // as the query spells it
+	}
+	return e, err
 }
 
 func errParamCount(name string) error {

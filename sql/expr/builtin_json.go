@@ -36,6 +36,10 @@ var jsonBuiltins = map[string]builtin{
 	"json_merge_preserve": {2, -1, buildJSONMerge},
 	"json_merge":          {2, -1, buildJSONMerge},
 	"json_memberof":       {2, 2, buildMemberOf},
+	"json_array_append":   {3, -1, buildJSONSet},
+	"json_array_insert":   {3, -1, buildJSONSet},
+	"json_overlaps":       {2, 2, buildJSONOverlaps},
+	"json_pretty":         {1, 1, buildJSONPretty},
 }
 
 var (
@@ -189,11 +193,23 @@ func buildJSONArray(name string, args []Expr) (Expr, error) {
 	}), nil
 }
 
+// buildJSONSet compiles the functions that change a document at (path,
+// value) pairs: JSON_SET, JSON_INSERT, JSON_REPLACE, JSON_ARRAY_APPEND
+// and JSON_ARRAY_INSERT.
 func buildJSONSet(name string, args []Expr) (Expr, error) {
 	if len(args)%2 != 1 {
 		return nil, errParamCount(name)
 	}
-	mode := map[string]types.JSONModify{"json_set": types.JSONModifySet, "json_insert": types.JSONModifyInsert, "json_replace": types.JSONModifyReplace}[name]
+	change := func(doc types.JSON, paths []types.JSONPath, vals []types.JSON) (types.JSON, error) {
+		switch name {
+		case "json_array_append":
+			return types.JSONArrayAppend(doc, paths, vals)
+		case "json_array_insert":
+			return types.JSONArrayInsert(doc, paths, vals)
+		}
+		mode := map[string]types.JSONModify{"json_set": types.JSONModifySet, "json_insert": types.JSONModifyInsert, "json_replace": types.JSONModifyReplace}[name]
+		return types.JSONSet(doc, paths, vals, mode)
+	}
 	return jsonFunc(name, args, jsonT, func(a []types.Datum, ts []types.FieldType) (types.Datum, error) {
 		doc, ok, err := jsonDoc(name, 1, a[0])
 		if err != nil || !ok {
@@ -209,7 +225,7 @@ func buildJSONSet(name string, args []Expr) (Expr, error) {
 			paths = append(paths, p)
 			vals = append(vals, jsonValue(a[i+1], ts[i+1]))
 		}
-		j, err := types.JSONSet(doc, paths, vals, mode)
+		j, err := change(doc, paths, vals)
 		if err != nil {
 			return types.NullDatum, err
 		}
@@ -470,4 +486,28 @@ func castToJSON(e Expr) Expr {
 		}
 		return types.NewJSONDatum(jsonValue(d, ft)), nil
 	}}
+}
+
+func buildJSONOverlaps(name string, args []Expr) (Expr, error) {
+	return &funcExpr{name: name, args: args, ft: types.Int64Type, fn: func(a []types.Datum) (types.Datum, error) {
+		var docs [2]types.JSON
+		for i := range docs {
+			j, ok, err := jsonDoc(name, i+1, a[i])
+			if err != nil || !ok {
+				return types.NullDatum, err
+			}
+			docs[i] = j
+		}
+		return boolDatum(types.JSONOverlaps(docs[0], docs[1])), nil
+	}}, nil
+}
+
+func buildJSONPretty(name string, args []Expr) (Expr, error) {
+	return &funcExpr{name: name, args: args, ft: longTextT, fn: func(a []types.Datum) (types.Datum, error) {
+		j, ok, err := jsonDoc(name, 1, a[0])
+		if err != nil || !ok {
+			return types.NullDatum, err
+		}
+		return types.NewBytes(j.AppendPretty(nil, 0)), nil
+	}}, nil
 }

@@ -311,3 +311,71 @@ func JSONToDatum(j JSON) Datum {
 	}
 	return NewBytes(j.Unquoted())
 }
+
+// JSONOverlaps is JSON_OVERLAPS: two arrays share an element, two objects
+// a member (key and value), an array holds a scalar, or two scalars are
+// equal.
+func JSONOverlaps(a, b JSON) bool {
+	switch {
+	case a.Tp != JSONArray && b.Tp == JSONArray:
+		a, b = b, a
+	case a.Tp == JSONObject && b.Tp == JSONObject:
+		for i := range b.Count() {
+			if v, ok := a.Member(b.ObjectKey(i)); ok && CompareJSON(v, b.ObjectVal(i)) == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if a.Tp != JSONArray {
+		return CompareJSON(a, b) == 0
+	}
+	for i := range a.Count() {
+		if b.Tp != JSONArray {
+			if CompareJSON(a.ArrayElem(i), b) == 0 {
+				return true
+			}
+			continue
+		}
+		for k := range b.Count() {
+			if CompareJSON(a.ArrayElem(i), b.ArrayElem(k)) == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// AppendPretty appends JSON_PRETTY's text of j: one member or element a
+// line, indented by two spaces a level.
+func (j JSON) AppendPretty(b []byte, indent int) []byte {
+	n := 0
+	if j.Tp == JSONArray || j.Tp == JSONObject {
+		n = j.Count()
+	}
+	if n == 0 {
+		return j.AppendText(b)
+	}
+	open, closing := byte('['), byte(']')
+	if j.Tp == JSONObject {
+		open, closing = '{', '}'
+	}
+	b = append(b, open)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '\n')
+		b = append(b, bytes.Repeat([]byte("  "), indent+1)...)
+		if j.Tp == JSONObject {
+			b = appendJSONString(b, j.ObjectKey(i))
+			b = append(b, ": "...)
+			b = j.ObjectVal(i).AppendPretty(b, indent+1)
+		} else {
+			b = j.ArrayElem(i).AppendPretty(b, indent+1)
+		}
+	}
+	b = append(b, '\n')
+	b = append(b, bytes.Repeat([]byte("  "), indent)...)
+	return append(b, closing)
+}

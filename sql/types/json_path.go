@@ -404,3 +404,80 @@ func removeLegs(node any, legs []pathLeg) any {
 	}
 	return node
 }
+
+// ErrJSONNotArrayCell is ERROR 3165 (JSON_ARRAY_INSERT's path must end in
+// an array position).
+var ErrJSONNotArrayCell = &JSONError{Code: 3165, Msg: "A path expression is not a path to a cell in an array."}
+
+// applyAt replaces the value legs lead to in node (a non-array is a
+// one-element array for [0]) with fn of it; nothing when there is none.
+func applyAt(node any, legs []pathLeg, fn func(any) any) any {
+	if len(legs) == 0 {
+		return fn(node)
+	}
+	l := legs[0]
+	switch l.kind {
+	case legKey:
+		if o, ok := node.(*jsonObject); ok {
+			if i, found := o.find(l.key); found {
+				o.vals[i] = applyAt(o.vals[i], legs[1:], fn)
+			}
+		}
+	case legIndex:
+		a, isArr := node.([]any)
+		if !isArr {
+			if l.idx.resolve(1) == 0 {
+				return applyAt(node, legs[1:], fn)
+			}
+			return node
+		}
+		if i := l.idx.resolve(len(a)); i >= 0 && i < len(a) {
+			a[i] = applyAt(a[i], legs[1:], fn)
+		}
+	}
+	return node
+}
+
+// JSONArrayAppend is JSON_ARRAY_APPEND: vals[i] is appended to the array
+// paths[i] selects (a non-array value becomes an array of it first).
+func JSONArrayAppend(doc JSON, paths []JSONPath, vals []JSON) (JSON, error) {
+	root := doc.tree()
+	for i, p := range paths {
+		if p.wild {
+			return JSON{}, ErrJSONPathWildcard
+		}
+		v := vals[i].tree()
+		root = applyAt(root, p.legs, func(cur any) any {
+			if a, ok := cur.([]any); ok {
+				return append(a, v)
+			}
+			return []any{cur, v}
+		})
+	}
+	return encodeJSON(root), nil
+}
+
+// JSONArrayInsert is JSON_ARRAY_INSERT: vals[i] is inserted at the array
+// position paths[i] ends in (past the end: appended).
+func JSONArrayInsert(doc JSON, paths []JSONPath, vals []JSON) (JSON, error) {
+	root := doc.tree()
+	for i, p := range paths {
+		if p.wild {
+			return JSON{}, ErrJSONPathWildcard
+		}
+		n := len(p.legs)
+		if n == 0 || p.legs[n-1].kind != legIndex {
+			return JSON{}, ErrJSONNotArrayCell
+		}
+		v, at := vals[i].tree(), p.legs[n-1].idx
+		root = applyAt(root, p.legs[:n-1], func(cur any) any {
+			a, ok := cur.([]any)
+			if !ok {
+				return cur
+			}
+			k := min(max(at.resolve(len(a)), 0), len(a))
+			return append(a[:k], append([]any{v}, a[k:]...)...)
+		})
+	}
+	return encodeJSON(root), nil
+}

@@ -202,3 +202,82 @@ func TestJSONCompareContains(t *testing.T) {
 		require.Equal(t, tc.want, JSONContains(mustJSON(t, tc.target), mustJSON(t, tc.cand)), "%s in %s", tc.cand, tc.target)
 	}
 }
+
+// FuzzJSON: no text and no path makes the parser, the path parser or the
+// operations on what they accept panic; accepted text prints as text that
+// parses back to an equal value.
+func FuzzJSON(f *testing.F) {
+	for _, s := range []string{`{"a": [1, {"b": null}], "c": "x"}`, `[[[]]]`, `"\u00e9\ud83d\ude00"`, `1e308`, `-0`, `{"":{"":""}}`, `[1,`, `{"a"`, `"\`, `$`} {
+		f.Add(s, `$.a[0]`)
+		f.Add(s, `$**.b`)
+	}
+	f.Add(`[1, 2, 3]`, `$[last-1 to last]`)
+	f.Add(`{"a": 1}`, `$."a`)
+	f.Fuzz(checkJSONOps)
+}
+
+// checkJSONOps parses text and path and, when they are accepted, checks
+// that the text prints back to an equal value and runs the operations on
+// them (a panic fails the test).
+func checkJSONOps(t *testing.T, text, path string) {
+	j, err := ParseJSON([]byte(text))
+	if err != nil {
+		return
+	}
+	back, err := ParseJSON(j.AppendText(nil))
+	require.NoError(t, err, text)
+	require.Equal(t, 0, CompareJSON(j, back), text)
+	_ = j.Depth()
+	_ = j.AppendPretty(nil, 0)
+	_ = JSONMergePreserve([]JSON{j, j})
+	_ = JSONMergePatch([]JSON{j, j})
+	p, err := ParseJSONPath([]byte(path))
+	if err != nil {
+		return
+	}
+	for _, v := range p.Extract(j) {
+		_ = JSONContains(j, v)
+		_ = JSONOverlaps(j, v)
+	}
+	if !p.Wild() {
+		_, _ = JSONSet(j, []JSONPath{p}, []JSON{j}, JSONModifySet)
+		_, _ = JSONRemove(j, []JSONPath{p})
+		_, _ = JSONArrayAppend(j, []JSONPath{p}, []JSON{j})
+		_, _ = JSONArrayInsert(j, []JSONPath{p}, []JSON{j})
+	}
+}
+
+// TestJSONMutations feeds many byte-level mutations of valid documents and
+// paths through checkJSONOps without the fuzzing engine.
+func TestJSONMutations(t *testing.T) {
+	docs := []string{`{"a": [1, {"b": null}], "c": "x\n", "dd": [true, false, 1.5e3]}`, `[[1], [2, [3]]]`}
+	paths := []string{`$.a[1].b`, `$**.b`, `$[1][last]`, `$."c"`, `$.*[0 to 1]`}
+	r := uint64(1)
+	next := func(n int) int {
+		r = r*6364136223846793005 + 1442695040888963407
+		return int(r>>33) % n
+	}
+	const alphabet = "{}[]\",:\\ .$*0123456789abelnrstu-+eE\x00\xff"
+	mutate := func(s string) string {
+		b := []byte(s)
+		for range 1 + next(3) {
+			i := next(len(b) + 1)
+			switch next(3) {
+			case 0:
+				b = append(b[:i], append([]byte{alphabet[next(len(alphabet))]}, b[i:]...)...)
+			case 1:
+				if i < len(b) {
+					b = append(b[:i], b[i+1:]...)
+				}
+			default:
+				if i < len(b) {
+					b[i] = alphabet[next(len(alphabet))]
+				}
+			}
+		}
+		return string(b)
+	}
+	for range 20000 {
+		checkJSONOps(t, mutate(docs[next(len(docs))]), mutate(paths[next(len(paths))]))
+	}
+}
