@@ -52,6 +52,9 @@ func (st *aggState) addJSON(spec *planner.AggSpec, row []datum) error {
 	st.count++
 	last := len(vals) - 1
 	v := types.NewJSONDatum(types.ToJSON(vals[last], spec.Args[last].Type())).JSON() // a copy
+	if v.Depth() >= types.MaxJSONDepth {
+		return types.ErrJSONTooDeep // the result would nest one level deeper
+	}
 	if spec.Fn == ast.AggFuncJsonArrayagg {
 		st.json.elems = append(st.json.elems, v)
 		return nil
