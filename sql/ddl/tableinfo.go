@@ -25,6 +25,8 @@ const (
 	errTooManyKeys         uint16 = 1069
 	errTooManyKeyParts     uint16 = 1070
 	errPrimaryCantHaveNull uint16 = 1171 // All parts of a PRIMARY KEY must be NOT NULL
+	errBlobCantHaveDefault uint16 = 1101 // BLOB, TEXT, GEOMETRY or JSON column can't have a default value
+	errJSONUsedAsKey       uint16 = 3152 // JSON column supports indexing only via generated columns
 )
 
 const (
@@ -76,6 +78,8 @@ func NewIndexInfo(t *model.TableInfo, name string, parts []*ast.IndexPartSpecifi
 		switch c.Type.Tp {
 		case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
 			return nil, errno.New(errBlobKeyWithoutLen, "BLOB/TEXT column '%s' used in key specification without a key length", c.Name)
+		case mysql.TypeJSON:
+			return nil, errno.New(errJSONUsedAsKey, "JSON column '%s' supports indexing only via generated columns on a specified JSON path.", c.Name)
 		}
 		for _, have := range ix.Columns {
 			if have.Offset == off {
@@ -374,6 +378,9 @@ func setDefault(c *model.ColumnInfo, n ast.ExprNode, env expr.Env) error {
 	}
 	if c.AutoIncrement {
 		return invalid
+	}
+	if c.Type.Tp == mysql.TypeJSON {
+		return errno.New(errBlobCantHaveDefault, "BLOB, TEXT, GEOMETRY or JSON column '%s' can't have a default value", c.Name)
 	}
 	d, err := c.Type.Convert(v)
 	if err != nil {

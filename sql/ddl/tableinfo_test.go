@@ -35,7 +35,9 @@ func TestBuildTableInfo(t *testing.T) {
 		{"CREATE TABLE t (a TINYINT DEFAULT 300)", errno.ErrInvalidDefault, false, -1},
 		{"CREATE TABLE t (a INT NOT NULL DEFAULT NULL)", errno.ErrInvalidDefault, false, -1},
 		{"CREATE TABLE t (a INT DEFAULT CURRENT_TIMESTAMP)", errno.ErrInvalidDefault, false, -1},
-		{"CREATE TABLE t (j JSON)", errno.ErrNotSupportedYet, false, -1},
+		{"CREATE TABLE t (j JSON)", 0, false, -1},
+		{"CREATE TABLE t (j JSON DEFAULT '{}')", 1101, false, -1},
+		{"CREATE TABLE t (j JSON, KEY (j))", 3152, false, -1},
 		{"CREATE TABLE t (_tidb_rowid INT)", errno.ErrWrongFieldSpec, false, -1},
 	}
 	for _, c := range cases {

@@ -187,6 +187,20 @@ var sqlStates = map[uint16]string{
 	ErrNonexistingTableGrant:    "42000",
 	ErrSpecificAccessDenied:     "42000",
 	ErrCantCreateUserWithGrant:  "42000",
+	1101:                        "42000", // BLOB, TEXT or JSON column can't have a default value
+	// JSON (MySQL 8.0's codes).
+	3140: "22032", // invalid JSON text (a column's value)
+	3141: "22032", // invalid JSON text in a function's argument
+	3143: "42000", // invalid JSON path
+	3146: "22032", // invalid data type for JSON data
+	3149: "42000", // path wildcards not allowed here
+	3151: "22032", // JSON key too long
+	3152: "42000", // JSON column used as a key
+	3153: "42000", // path '$' not allowed here
+	3154: "42000", // oneOrAll argument
+	3157: "22032", // JSON document too deep
+	3158: "22032", // NULL member name
+	3165: "42000", // not a path to an array cell
 }
 
 // State returns the SQLSTATE of code (HY000 when MySQL has no specific one).

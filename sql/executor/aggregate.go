@@ -22,8 +22,55 @@ type aggState struct {
 	v       datum
 	has     bool
 	seen    map[string]struct{}
-	concat  *concatState // GROUP_CONCAT
+	concat  *concatState  // GROUP_CONCAT
+	json    *jsonAggState // JSON_ARRAYAGG, JSON_OBJECTAGG
 }
+
+// jsonAggState is a JSON_ARRAYAGG's elements or a JSON_OBJECTAGG's
+// members so far (their own copies: input rows are reused).
+type jsonAggState struct {
+	elems []types.JSON
+	obj   types.JSONObjectBuilder
+}
+
+// addJSON adds a row to JSON_ARRAYAGG (its value, NULL as null) or
+// JSON_OBJECTAGG (a NULL key is ERROR 3158, a repeated key keeps the last
+// value).
+func (st *aggState) addJSON(spec *planner.AggSpec, row []datum) error {
+	var buf [2]datum
+	vals := buf[:0]
+	for _, a := range spec.Args {
+		v, err := a.Eval(row)
+		if err != nil {
+			return err
+		}
+		vals = append(vals, v)
+	}
+	if st.json == nil {
+		st.json = &jsonAggState{}
+	}
+	st.count++
+	last := len(vals) - 1
+	v := types.NewJSONDatum(types.ToJSON(vals[last], spec.Args[last].Type())).JSON() // a copy
+	if v.Depth() >= types.MaxJSONDepth {
+		return types.ErrJSONTooDeep // the result would nest one level deeper
+	}
+	if spec.Fn == ast.AggFuncJsonArrayagg {
+		st.json.elems = append(st.json.elems, v)
+		return nil
+	}
+	if vals[0].IsNull() {
+		return errJSONNullKey
+	}
+	key := types.AppendText(nil, vals[0], nil)
+	if vals[0].Kind() == types.KindJSON {
+		key = vals[0].JSON().Unquoted()
+	}
+	st.json.obj.Add(key, v)
+	return nil
+}
+
+var errJSONNullKey = &types.JSONError{Code: 3158, Msg: "JSON documents may not contain NULL member names."}
 
 type group struct {
 	first []datum
@@ -38,6 +85,9 @@ func (st *aggState) add(spec *planner.AggSpec, row []datum, keyBuf []byte) ([]by
 	if spec.Arg == nil {
 		st.count++
 		return keyBuf, nil
+	}
+	if spec.Fn == ast.AggFuncJsonArrayagg || spec.Fn == ast.AggFuncJsonObjectAgg {
+		return keyBuf, st.addJSON(spec, row)
 	}
 	if spec.Args != nil {
 		return st.addArgs(spec, row, keyBuf)
@@ -190,6 +240,14 @@ func (st *aggState) result(spec *planner.AggSpec) datum {
 			return types.NullDatum
 		}
 		return st.concat.result(spec)
+	case ast.AggFuncJsonArrayagg, ast.AggFuncJsonObjectAgg:
+		switch {
+		case st.json == nil:
+			return types.NullDatum
+		case spec.Fn == ast.AggFuncJsonArrayagg:
+			return types.NewJSONDatum(types.JSONArrayOf(st.json.elems))
+		}
+		return types.NewJSONDatum(st.json.obj.Build())
 	case ast.AggFuncCount:
 		return types.NewInt(st.count)
 	case ast.AggFuncSum:

@@ -85,7 +85,8 @@
 // statement's memory quota (package spill, tidb_enable_tmp_storage_on_oom).
 // A group's DISTINCT set and GROUP_CONCAT ... ORDER BY rows are not
 // counted against the quota (GROUP_CONCAT without ORDER BY stops growing
-// at group_concat_max_len).
+// at group_concat_max_len), nor are JSON_ARRAYAGG's and JSON_OBJECTAGG's
+// values.
 // Executor is safe for
 // concurrent use; per-statement state lives in the statement's operators.
 //

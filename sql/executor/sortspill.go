@@ -7,7 +7,6 @@ import (
 
 	"github.com/stratadb/strata/sql/executor/spill"
 	"github.com/stratadb/strata/sql/planner"
-	"github.com/stratadb/strata/sql/types"
 )
 
 // datumSize is the in-memory size of one datum (bytes values apart).
@@ -18,7 +17,7 @@ const datumSize = int64(unsafe.Sizeof(datum{}))
 func rowSize(r []datum) int64 {
 	n := int64(len(r))*datumSize + 24
 	for _, d := range r {
-		if d.Kind() == types.KindBytes {
+		if d.HasBytes() {
 			n += int64(len(d.Bytes()))
 		}
 	}

@@ -63,7 +63,7 @@ func (cv *conv) warnings() []Warning {
 // convertColumn converts v for column c of row rowNum (1-based), mapping
 // failures to the MySQL errors strict mode raises, or, when cv is lenient,
 // to warnings beside the adjusted value.
-func convertColumn(c *model.ColumnInfo, v datum, rowNum int, cv *conv) (datum, error) {
+func convertColumn(tbl *model.TableInfo, c *model.ColumnInfo, v datum, rowNum int, cv *conv) (datum, error) {
 	if v.IsNull() {
 		if c.RefusesNull() {
 			err := errno.New(errno.ErrBadNull, "Column '%s' cannot be null", c.Name)
@@ -82,7 +82,7 @@ func convertColumn(c *model.ColumnInfo, v datum, rowNum int, cv *conv) (datum, e
 		// MODIFY COLUMN narrows the column: refuse what will not fit.
 		_, err = c.Pending.Convert(v)
 		if err != nil {
-			return v, convError(c, err, rowNum)
+			return v, convError(tbl, c, err, rowNum)
 		}
 	}
 	if err == nil {
@@ -92,10 +92,10 @@ func convertColumn(c *model.ColumnInfo, v datum, rowNum int, cv *conv) (datum, e
 		if d, warn, ok := c.Type.ConvertLenient(v); ok {
 			if c.Pending != nil {
 				if _, perr := c.Pending.Convert(d); perr != nil {
-					return v, convError(c, perr, rowNum)
+					return v, convError(tbl, c, perr, rowNum)
 				}
 			}
-			e := convError(c, warn, rowNum)
+			e := convError(tbl, c, warn, rowNum)
 			var me *errno.Error
 			if errors.As(e, &me) {
 				cv.res.Warn(me.Code, me.Msg)
@@ -103,12 +103,12 @@ func convertColumn(c *model.ColumnInfo, v datum, rowNum int, cv *conv) (datum, e
 			return d, nil
 		}
 	}
-	return v, convError(c, err, rowNum)
+	return v, convError(tbl, c, err, rowNum)
 }
 
 // convError is the MySQL error for a value of column c that err says
 // does not fit.
-func convError(c *model.ColumnInfo, err error, rowNum int) error {
+func convError(tbl *model.TableInfo, c *model.ColumnInfo, err error, rowNum int) error {
 	var ce *types.ConvError
 	if !errors.As(err, &ce) {
 		return err
@@ -120,6 +120,12 @@ func convError(c *model.ColumnInfo, err error, rowNum int) error {
 		return errno.New(errno.ErrDataTooLong, "Data too long for column '%s' at row %d", c.Name, rowNum)
 	case types.ConvTruncated:
 		return errno.New(errno.ErrDataTruncated, "Data truncated for column '%s' at row %d", c.Name, rowNum)
+	case types.ConvInvalidJSON:
+		var se *types.JSONSyntaxError
+		if errors.As(ce.Err, &se) {
+			return errno.New(3140, "Invalid JSON text: \"%s\" at position %d in value for column '%s.%s'.", se.Msg, se.Pos, tbl.Name, c.Name)
+		}
+		return ce.Err
 	}
 	if c.Type.Class() == types.ClassTime {
 		return errno.New(errno.ErrTruncatedWrongValue, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
@@ -269,7 +275,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 				row[i] = types.NullDatum
 				continue
 			}
-			if row[i], err = convertColumn(c, row[i], rowNum, cv); err != nil {
+			if row[i], err = convertColumn(tbl, c, row[i], rowNum, cv); err != nil {
 				return nil, err
 			}
 			if c.AutoIncrement {
@@ -289,7 +295,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		}
 		ac := tbl.Columns[tbl.AutoIncOffset]
 		for i, ri := range autoRows {
-			d, err := convertColumn(ac, types.NewInt(autoIDs[i]), ri+1, nil)
+			d, err := convertColumn(tbl, ac, types.NewInt(autoIDs[i]), ri+1, nil)
 			if err != nil {
 				return nil, fmt.Errorf("%w (AUTO_INCREMENT ran out of values for the column type)", err)
 			}
@@ -601,7 +607,7 @@ func assignRow(as []assign, tbl *model.TableInfo, env expr.Env, row []datum, row
 		} else if v, err = a.e.Eval(row); err != nil {
 			return err
 		}
-		if row[a.off], err = convertColumn(tbl.Columns[a.off], v, rowNum, cv); err != nil {
+		if row[a.off], err = convertColumn(tbl, tbl.Columns[a.off], v, rowNum, cv); err != nil {
 			return err
 		}
 	}
@@ -624,7 +630,7 @@ func sameDatum(a, b datum) bool {
 	if a.Kind() != b.Kind() {
 		return false
 	}
-	if a.Kind() == types.KindBytes {
+	if a.HasBytes() {
 		return string(a.Bytes()) == string(b.Bytes())
 	}
 	return a.Uint64() == b.Uint64()

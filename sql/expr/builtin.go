@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"errors"
+
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/types"
@@ -9,8 +11,8 @@ import (
 // builtin is a scalar function compiled from a table rather than
 // compileFunc's switch: the string (builtin_string.go), math
 // (builtin_math.go), date/time (builtin_time.go), hash/encoding/random
-// (builtin_crypto.go) and regular expression (builtin_regexp.go)
-// functions.
+// (builtin_crypto.go), regular expression (builtin_regexp.go) and JSON
+// (builtin_json.go) functions.
 type builtin struct {
 	min, max int // argument count bounds; max < 0 is unbounded
 	// build returns the compiled call; args are compiled, a unit keyword
@@ -26,7 +28,7 @@ var envBuiltins = map[string]func(env Env, name string, args []Expr) (Expr, erro
 }
 
 // builtinTables are the function tables lookupBuiltin searches.
-var builtinTables = []map[string]builtin{stringBuiltins, mathBuiltins, timeBuiltins, cryptoBuiltins, regexpBuiltins}
+var builtinTables = []map[string]builtin{stringBuiltins, mathBuiltins, timeBuiltins, cryptoBuiltins, regexpBuiltins, jsonBuiltins}
 
 // lookupBuiltin finds a table function by lower-case name.
 func lookupBuiltin(name string) (builtin, bool) {
@@ -63,7 +65,12 @@ func (c *Ctx) compileBuiltin(x *ast.FuncCallExpr, b builtin) (Expr, error) {
 	if f, ok := envBuiltins[x.FnName.L]; ok {
 		return f(c.Env, x.FnName.L, args)
 	}
-	return b.build(x.FnName.L, args)
+	e, err := b.build(x.FnName.L, args)
+	var me *errno.Error
+	if errors.As(err, &me) && me.Code == errno.ErrWrongParamCount {
+		return nil, errParamCount(x.FnName.O) // as the query spells it
+	}
+	return e, err
 }
 
 func errParamCount(name string) error {

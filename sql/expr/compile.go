@@ -250,6 +250,9 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 			if types.IsDateOrDatetime(e.Type()) {
 				_, ie = temporalConstant(opcode.EQ, e.Type(), ie)
 			}
+			if isJSON(e.Type()) {
+				_, ie = jsonOperands(e, ie)
+			}
 			in.byBytes = in.byBytes && stringish(ie.Type())
 			in.dur = in.dur && durationOperands(e.Type(), ie.Type())
 			in.list = append(in.list, ie)
@@ -351,6 +354,9 @@ func constantFromValue(v *driver.ValueExpr) (Expr, error) {
 	case driver.KindNull:
 		return &Constant{Value: types.NullDatum, Ft: types.NullType}, nil
 	case driver.KindInt64:
+		if v.Type.GetFlag()&mysql.IsBooleanFlag != 0 { // TRUE, FALSE: booleans in JSON
+			return &Constant{Value: types.NewInt(d.GetInt64()), Ft: boolT}, nil
+		}
 		return &Constant{Value: types.NewInt(d.GetInt64()), Ft: types.Int64Type}, nil
 	case driver.KindUint64:
 		return &Constant{Value: types.NewUint(d.GetUint64()), Ft: types.Uint64Type}, nil
@@ -467,6 +473,7 @@ func newCompare(op opcode.Op, l, r Expr) *compareExpr {
 		fop, l = temporalConstant(FlipCompare(op), t, l)
 		op = FlipCompare(fop)
 	}
+	l, r = jsonOperands(l, r)
 	lt, rt := l.Type(), r.Type()
 	return &compareExpr{op: op, l: l, r: r, byBytes: stringish(lt) && stringish(rt), dur: durationOperands(lt, rt), mixedTime: mixedTimeOperands(lt, rt)}
 }
@@ -922,6 +929,8 @@ func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
 	case mysql.TypeVarString, mysql.TypeString, mysql.TypeVarchar:
 		ft = types.VarcharType
 		ft.Flen = -1
+	case mysql.TypeJSON:
+		return castToJSON(e), nil
 	case mysql.TypeNewDecimal, mysql.TypeDate, mysql.TypeDatetime, mysql.TypeDouble, mysql.TypeFloat, mysql.TypeDuration:
 		var err error
 		if ft, err = types.FromAST(pt); err != nil {
@@ -933,6 +942,9 @@ func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
 	return &funcExpr{name: "cast", args: []Expr{e}, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		if a[0].IsNull() {
 			return a[0], nil
+		}
+		if a[0].Kind() == types.KindJSON && ft.Class() != types.ClassString {
+			a[0] = types.JSONToDatum(a[0].JSON()) // numbers as numbers, strings unquoted
 		}
 		if ft.Tp == mysql.TypeDuration {
 			d, ok := types.CastDuration(a[0], ft.Decimal)

@@ -31,4 +31,16 @@
 // ...), then handles session functions and a few basics itself. ToPB
 // (pb.go) serializes comparisons, logic, IN, arithmetic, LIKE and CASE for
 // the stores; a scalar function or a cast is not pushable (ErrNotPushable).
+//
+// # JSON
+//
+// JSON values are types.KindJSON datums. The JSON functions
+// (builtin_json.go; -> and ->> are JSON_EXTRACT and JSON_UNQUOTE of it)
+// and CAST(x AS JSON) are function nodes, so they stay on the SQL node. A
+// comparison of a JSON operand with a SQL value converts the SQL value to
+// JSON first (jsonValueExpr: a string is a JSON string, a DECIMAL a
+// number) and compares as MySQL does (types.CompareJSON); that node is not
+// pushable either. A JSON column read by a pushable node (IS NULL, a
+// comparison of two JSON columns, MIN/MAX) is evaluated by the stores with
+// this same code.
 package expr

@@ -64,7 +64,7 @@ func IsTrue(d types.Datum) (bool, bool) {
 		return d.Uint64() != 0, false
 	case types.KindFloat64:
 		return d.Float64() != 0, false
-	case types.KindBytes:
+	case types.KindBytes, types.KindJSON:
 		f, _ := types.ToFloat(d)
 		return f != 0, false
 	}
@@ -78,6 +78,12 @@ func stringish(ft types.FieldType) bool {
 
 // Compare compares two non-NULL values. byBytes selects bytewise comparison.
 func Compare(a, b types.Datum, byBytes bool) int {
+	if a.Kind() == types.KindJSON || b.Kind() == types.KindJSON {
+		// MySQL's JSON comparison; a SQL value on one side (a string is a
+		// JSON string) is converted first. Compilation converts typed
+		// operands (jsonOperands), so a DECIMAL stays a number.
+		return types.CompareJSON(types.ToJSON(a, types.FieldType{}), types.ToJSON(b, types.FieldType{}))
+	}
 	if byBytes && a.Kind() == types.KindBytes && b.Kind() == types.KindBytes {
 		return bytes.Compare(a.Bytes(), b.Bytes())
 	}

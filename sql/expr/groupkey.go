@@ -6,7 +6,8 @@ import (
 
 // AppendGroupKey appends the grouping / DISTINCT key of vals to b: equal
 // keys for values GROUP BY puts together (numbers by value, NULL distinct
-// from ""; strings and DECIMAL text as bytes). The SQL node and the stores'
+// from ""; strings and DECIMAL text as bytes; JSON numbers by value, other
+// JSON values by their encoding). The SQL node and the stores'
 // partial aggregation group by it, so both group alike.
 func AppendGroupKey(b []byte, vals []types.Datum) []byte {
 	for _, v := range vals {
@@ -22,6 +23,20 @@ func AppendGroupKey(b []byte, vals []types.Datum) []byte {
 				b = types.AppendText(b, v, nil)
 			} else {
 				b = types.AppendFloat(b, f, 64)
+			}
+		case types.KindJSON:
+			// JSON numbers group by value (1 with 1.0), as they compare;
+			// anything else by its encoding.
+			if j := v.JSON(); j.Tp == types.JSONInt || j.Tp == types.JSONUint || j.Tp == types.JSONDouble || j.Tp == types.JSONDecimal {
+				n := types.JSONToDatum(j)
+				if j.Tp == types.JSONDecimal {
+					f, _ := types.JSONToFloat(j)
+					n = types.NewFloat(f)
+				}
+				b = AppendGroupKey(append(b, 3), []types.Datum{n})
+			} else {
+				b = append(b, 4)
+				b = append(b, v.Bytes()...)
 			}
 		default:
 			b = append(b, 2)

@@ -245,7 +245,7 @@ func DatumToPB(d types.Datum) *pb.Datum {
 		return &pb.Datum{Kind: uint32(d.Kind()), N: d.Uint64()}
 	case types.KindFloat64:
 		return &pb.Datum{Kind: uint32(d.Kind()), N: d.Uint64()}
-	case types.KindBytes:
+	case types.KindBytes, types.KindJSON:
 		b := d.Bytes()
 		if b == nil {
 			b = []byte{}
@@ -272,6 +272,11 @@ func DatumFromPB(p *pb.Datum) (types.Datum, error) {
 			b = []byte{}
 		}
 		return types.NewBytes(b), nil
+	case types.KindJSON:
+		if len(p.GetB()) == 0 {
+			return types.NullDatum, fmt.Errorf("%w: empty JSON datum", ErrBadPB)
+		}
+		return types.NewJSONBytes(p.GetB()), nil
 	}
 	return types.NullDatum, fmt.Errorf("%w: datum kind %d", ErrBadPB, p.GetKind())
 }

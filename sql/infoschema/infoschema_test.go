@@ -40,6 +40,7 @@ func TestColumnFacts(t *testing.T) {
 		{dec, "decimal", "NULL", "NULL", "8", "2", "NULL", "NULL", "NULL"},
 		{dt, "datetime", "NULL", "NULL", "NULL", "NULL", "3", "NULL", "NULL"},
 		{u64, "bigint", "NULL", "NULL", "20", "0", "NULL", "NULL", "NULL"},
+		{types.JSONType, "json", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL"},
 	} {
 		require.Equal(t, c.dataType, dataType(c.ft))
 		a, b, p, s, d, cs, coll := typeFacts(c.ft)

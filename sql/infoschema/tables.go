@@ -229,6 +229,9 @@ func dataType(ft types.FieldType) string {
 // typeFacts are COLUMNS' length, precision and charset columns.
 func typeFacts(ft types.FieldType) (charLen, octLen, prec, scale, dtPrec, cs, coll datum) {
 	charLen, octLen, prec, scale, dtPrec, cs, coll = null, null, null, null, null, null, null
+	if ft.Tp == mysql.TypeJSON {
+		return // MySQL gives a JSON column no length and no charset
+	}
 	switch ft.Class() {
 	case types.ClassString:
 		n := int64(ft.Flen)

@@ -663,6 +663,19 @@ func compileAgg(a *ast.AggregateFuncExpr, src *Source, cols []expr.SchemaColumn,
 	switch fn {
 	case ast.AggFuncGroupConcat:
 		return compileGroupConcat(a, argCtx)
+	case ast.AggFuncJsonArrayagg, ast.AggFuncJsonObjectAgg:
+		// JSON_ARRAYAGG(v) and JSON_OBJECTAGG(k, v): every row counts
+		// (NULL values are JSON nulls); never pushed to the stores.
+		want := map[string]int{ast.AggFuncJsonArrayagg: 1, ast.AggFuncJsonObjectAgg: 2}[fn]
+		if len(a.Args) != want || a.Distinct {
+			return spec, errno.New(errno.ErrWrongParamCount, "Incorrect parameter count in the call to native function '%s'", fn)
+		}
+		args, err := compileArgs(a.Args, argCtx)
+		if err != nil {
+			return spec, err
+		}
+		spec.Args, spec.Arg, spec.Ft = args, args[0], types.JSONType
+		return spec, nil
 	case ast.AggFuncCount, ast.AggFuncSum, ast.AggFuncAvg, ast.AggFuncMax, ast.AggFuncMin:
 	default:
 		return spec, errno.NotSupported("aggregate function " + strings.ToUpper(fn))

@@ -136,11 +136,12 @@ func (b *BasePlan) ExplainID() string { return b.Tp + "_" + strconv.Itoa(b.ID) }
 
 // AggSpec is one aggregate function call.
 type AggSpec struct {
-	Fn  string    // count, sum, avg, max, min, group_concat
+	Fn  string    // count, sum, avg, max, min, group_concat, json_arrayagg, json_objectagg
 	Arg expr.Expr // nil: COUNT(*); the first argument when there are several
 	// Args are every argument of COUNT(DISTINCT a, b, ...) and of
 	// GROUP_CONCAT (nil for the others): a row with a NULL in any of them
-	// is skipped, and DISTINCT compares them together.
+	// is skipped, and DISTINCT compares them together. JSON_ARRAYAGG and
+	// JSON_OBJECTAGG have theirs here too, and take NULLs as JSON nulls.
 	Args     []expr.Expr
 	Distinct bool
 	Ft       types.FieldType

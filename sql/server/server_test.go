@@ -243,7 +243,7 @@ func TestErrors(t *testing.T) {
 		{"SELECT * FROM t WHERE (id, id) IN (SELECT id, id FROM t)", 1235, "doesn't yet support 'row subqueries'"},
 		{"CREATE TABLE u (id INT, KEY (nope))", 1072, "Key column 'nope' doesn't exist in table"},
 		{"CREATE INDEX k ON t (nope)", 1072, "Key column 'nope' doesn't exist in table"},
-		{"CREATE TABLE u (j JSON)", 1235, "column type JSON"},
+		{"CREATE TABLE u (j JSON DEFAULT '{}')", 1101, "JSON column 'j' can't have a default value"},
 		{"SELECT @@nosuchvar", 1193, "Unknown system variable 'nosuchvar'"},
 	}
 	for _, c := range cases {

@@ -671,10 +671,7 @@ func (s *Session) normalizeSysVar(name, given string, val types.Datum) (string, 
 }
 
 func copyDatum(d types.Datum) types.Datum {
-	if d.Kind() == types.KindBytes {
-		return types.NewBytes(append([]byte(nil), d.Bytes()...))
-	}
-	return d
+	return d.Clone()
 }
 
 func boolInt(b bool) types.Datum {

@@ -30,6 +30,8 @@
 //	tagUint  : uvarint
 //	tagFloat : 8 bytes, little-endian IEEE-754 bits
 //	tagBytes : uvarint length + bytes
+//	tagJSON  : uvarint length + a JSON value's binary form (types.JSON:
+//	           type code, then the value), decoded as a KindJSON datum
 //
 // NULL is stored explicitly; a column absent from a value (added later by a
 // schema change) decodes as absent so the caller can apply its default.

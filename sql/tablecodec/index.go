@@ -46,7 +46,9 @@ func AppendMemComparable(b []byte, d types.Datum) []byte {
 			u = ^u
 		}
 		return codec.EncodeUint(append(b, flagFloat), u)
-	case types.KindBytes:
+	case types.KindBytes, types.KindJSON:
+		// A JSON value (never in an index: statistics' samples) by its
+		// binary form.
 		return codec.EncodeBytes(append(b, flagBytes), d.Bytes())
 	}
 	return append(b, flagNull)

@@ -18,6 +18,7 @@ const (
 	tagUint  byte = 2
 	tagFloat byte = 3
 	tagBytes byte = 4
+	tagJSON  byte = 5 // a JSON value's binary form (types/json.go)
 )
 
 // ErrCorruptRow is returned when a row value cannot be decoded.
@@ -44,8 +45,12 @@ func EncodeRow(buf []byte, colIDs []int64, vals []types.Datum) []byte {
 		case types.KindFloat64:
 			buf = append(buf, tagFloat)
 			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(d.Float64()))
-		case types.KindBytes:
-			buf = append(buf, tagBytes)
+		case types.KindBytes, types.KindJSON:
+			tag := tagBytes
+			if d.Kind() == types.KindJSON {
+				tag = tagJSON
+			}
+			buf = append(buf, tag)
 			buf = binary.AppendUvarint(buf, uint64(len(d.Bytes())))
 			buf = append(buf, d.Bytes()...)
 		}
@@ -128,12 +133,15 @@ func (rd *RowDecoder) Decode(row []byte, out []types.Datum) error {
 				return fmt.Errorf("%w: float", ErrCorruptRow)
 			}
 			d, b = types.NewFloat(math.Float64frombits(binary.LittleEndian.Uint64(b))), b[8:]
-		case tagBytes:
+		case tagBytes, tagJSON:
 			l, m := binary.Uvarint(b)
-			if m <= 0 || l > uint64(len(b)-m) {
+			if m <= 0 || l > uint64(len(b)-m) || (tag == tagJSON && l == 0) {
 				return fmt.Errorf("%w: bytes", ErrCorruptRow)
 			}
 			d, b = types.NewBytes(b[m:m+int(l):m+int(l)]), b[m+int(l):]
+			if tag == tagJSON {
+				d = types.NewJSONBytes(d.Bytes())
+			}
 		default:
 			return fmt.Errorf("%w: tag %d", ErrCorruptRow, tag)
 		}

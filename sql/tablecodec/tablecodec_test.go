@@ -59,6 +59,7 @@ func TestRowRoundTrip(t *testing.T) {
 		{"mixed", []int64{1, 5, 9, 3}, []types.Datum{types.NewUint(math.MaxUint64), types.NewFloat(-1.5), types.NewString("héllo"), types.NullDatum}},
 		{"empty string", []int64{2}, []types.Datum{types.NewBytes([]byte{})}},
 		{"big ids", []int64{300, 1}, []types.Datum{types.NewInt(-7), types.NewFloat(math.Inf(1))}},
+		{"json", []int64{1, 2, 3}, []types.Datum{jsonDatum(t, `{"a": [1, "x", null]}`), jsonDatum(t, `"s"`), types.NewString(`{"a": 1}`)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -71,6 +72,12 @@ func TestRowRoundTrip(t *testing.T) {
 			}
 		})
 	}
+}
+
+func jsonDatum(t *testing.T, s string) types.Datum {
+	j, err := types.ParseJSON([]byte(s))
+	require.NoError(t, err)
+	return types.NewJSONDatum(j)
 }
 
 func TestRowDecodeSubsetAndAbsent(t *testing.T) {

@@ -16,10 +16,11 @@ type ConvErrKind uint8
 
 // Conversion failures; the caller adds the column name and row number.
 const (
-	ConvOutOfRange ConvErrKind = iota // 1264
-	ConvTooLong                       // 1406
-	ConvBadValue                      // 1366 (numbers) / 1292 (dates)
-	ConvTruncated                     // 1265 (ENUM / SET members)
+	ConvOutOfRange  ConvErrKind = iota // 1264
+	ConvTooLong                        // 1406
+	ConvBadValue                       // 1366 (numbers) / 1292 (dates)
+	ConvTruncated                      // 1265 (ENUM / SET members)
+	ConvInvalidJSON                    // 3140 (Err says why)
 )
 
 // ConvError is returned by Convert.
@@ -27,6 +28,9 @@ type ConvError struct {
 	Kind  ConvErrKind
 	Value string // the offending value as text
 	What  string // "integer", "double", "decimal", "datetime", "date"
+	// Err is, for ConvInvalidJSON, the *JSONSyntaxError or a *JSONError
+	// (too deep: ERROR 3157, which the caller returns as it is).
+	Err error
 }
 
 func (e *ConvError) Error() string { return "cannot convert '" + e.Value + "' to " + e.What }
@@ -66,6 +70,8 @@ func (ft FieldType) Convert(d Datum) (Datum, error) {
 		return ft.convertDuration(d)
 	case mysql.TypeEnum, mysql.TypeSet:
 		return ft.convertEnum(d)
+	case mysql.TypeJSON:
+		return convertJSON(d)
 	}
 	switch ft.Class() {
 	case ClassInt:
@@ -265,6 +271,8 @@ func ToFloat(d Datum) (float64, bool) {
 		return float64(d.Uint64()), true
 	case KindFloat64:
 		return d.Float64(), true
+	case KindJSON:
+		return JSONToFloat(d.JSON())
 	case KindBytes:
 		s := strings.TrimSpace(string(d.Bytes()))
 		if f, err := strconv.ParseFloat(s, 64); err == nil {
@@ -313,8 +321,27 @@ func AppendText(b []byte, d Datum, ft *FieldType) []byte {
 		return AppendFloat(b, d.Float64(), bits)
 	case KindBytes:
 		return append(b, d.Bytes()...)
+	case KindJSON:
+		return d.JSON().AppendText(b)
 	}
 	return b
+}
+
+// convertJSON stores a value in a JSON column: JSON as it is, a string
+// parsed as JSON text; anything else is ERROR 3140 ("not a JSON text, may
+// need CAST"), as in MySQL.
+func convertJSON(d Datum) (Datum, error) {
+	switch d.Kind() {
+	case KindJSON:
+		return d, nil
+	case KindBytes:
+		j, err := ParseJSON(d.Bytes())
+		if err != nil {
+			return d, &ConvError{Kind: ConvInvalidJSON, Value: string(d.Bytes()), What: "json", Err: err}
+		}
+		return NewJSONDatum(j), nil
+	}
+	return d, &ConvError{Kind: ConvInvalidJSON, Value: d.String(), What: "json", Err: &JSONSyntaxError{Msg: "not a JSON text, may need CAST"}}
 }
 
 // AppendFloat formats f like MySQL: plain notation for moderate magnitudes,

@@ -17,6 +17,9 @@ const (
 	KindFloat64
 	KindBytes
 	KindAbsent
+	// KindJSON holds a JSON value's binary form (json.go): its type code,
+	// then the value.
+	KindJSON
 )
 
 // String names the kind for errors and tests.
@@ -34,6 +37,8 @@ func (k Kind) String() string {
 		return "bytes"
 	case KindAbsent:
 		return "absent"
+	case KindJSON:
+		return "json"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -85,7 +90,24 @@ func (d Datum) Uint64() uint64 { return d.n }
 // Float64 returns the value of a float64 datum.
 func (d Datum) Float64() float64 { return math.Float64frombits(d.n) }
 
-// Bytes returns the value of a bytes datum; it may alias a decoded row.
+// HasBytes reports whether d's value is its Bytes (a bytes or JSON datum),
+// which may alias a decoded row: callers keeping d copy them.
+func (d Datum) HasBytes() bool { return d.k == KindBytes || d.k == KindJSON }
+
+// Clone returns d with its bytes copied.
+func (d Datum) Clone() Datum {
+	if d.HasBytes() {
+		d.b = append(make([]byte, 0, len(d.b)), d.b...)
+	}
+	return d
+}
+
+// NewJSONBytes returns a JSON datum aliasing b, a JSON datum's Bytes (row
+// decoding, spilling).
+func NewJSONBytes(b []byte) Datum { return Datum{k: KindJSON, b: b} }
+
+// Bytes returns the value of a bytes datum (the encoding of a JSON
+// datum); it may alias a decoded row.
 func (d Datum) Bytes() []byte { return d.b }
 
 // String renders the datum for debugging and error messages.
@@ -99,6 +121,8 @@ func (d Datum) String() string {
 		return strconv.FormatFloat(d.Float64(), 'g', -1, 64)
 	case KindBytes:
 		return string(d.b)
+	case KindJSON:
+		return d.JSON().String()
 	}
 	return "NULL"
 }

@@ -421,6 +421,10 @@ func ToDecimal(d Datum) (Decimal, bool) {
 		return ParseDecimal(strconv.AppendFloat(buf[:0], f, 'g', -1, 64))
 	case KindBytes:
 		return ParseDecimal(d.Bytes())
+	case KindJSON:
+		if v := JSONToDatum(d.JSON()); v.Kind() != KindBytes || d.JSON().Tp == JSONDecimal {
+			return ToDecimal(v)
+		}
 	}
 	return Decimal{}, false
 }

@@ -10,7 +10,8 @@
 // ("-12:34:56.5" with the column's fsp digits) and ENUM/SET (the members'
 // text as the column spells them) are Bytes. Sorting and comparing TIME
 // parses the durations and ENUM sorts by member position (expr.CompareAs);
-// SET sorts as its text, not by its bit value as in MySQL.
+// SET sorts as its text, not by its bit value as in MySQL. JSON is its
+// own kind, KindJSON (below).
 //
 // Everything here is pure and safe for concurrent use.
 //
@@ -21,4 +22,20 @@
 // result scales; a value stored into a column is rounded half away from zero
 // to the column's scale. A value out of a column's range is 1264, a string
 // too long for it 1406 (convert.go).
+//
+// # JSON
+//
+// A JSON value is stored in a binary form (json.go, modelled on MySQL's and
+// TiDB's): a type code, then the value; arrays and objects carry offset
+// tables so that a path reads one member without decoding the rest, and
+// an object's keys are sorted as MySQL sorts them (shorter first, then
+// bytewise), which is also the order MySQL prints them in. ParseJSON
+// reads JSON text with MySQL's error messages and byte positions (ERROR
+// 3140 / 3141 at the caller) and refuses nesting deeper than 100 (3157);
+// ParseJSONPath reads MySQL's path language (json_path.go: $, .key,
+// ."key", .*, [n], [last-n], [m to n], [*], **; 3143 otherwise).
+// Changes (JSON_SET, JSON_REMOVE, merges) decode into a Go tree and encode
+// again (json_path.go, json_ops.go). CompareJSON is MySQL's JSON
+// comparison: type precedence, numbers numerically. A JSON column accepts
+// JSON and JSON text; any other value is 3140 ("may need CAST").
 package types

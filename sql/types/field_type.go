@@ -72,9 +72,10 @@ func (ft FieldType) Numeric() bool {
 	return c == ClassInt || c == ClassFloat || c == ClassDecimal
 }
 
-// Charset returns the collation id for column definitions.
+// Charset returns the collation id for column definitions (JSON is sent
+// as binary, as MySQL sends it).
 func (ft FieldType) Charset() uint16 {
-	if ft.Class() == ClassString && !ft.Binary() {
+	if ft.Class() == ClassString && !ft.Binary() && ft.Tp != mysql.TypeJSON {
 		return CollationUTF8MB4
 	}
 	return CollationBinary
@@ -99,7 +100,7 @@ func (ft FieldType) ColumnLength() uint32 {
 		}
 		return uint32(n)
 	}
-	if ft.Class() == ClassString && !ft.Binary() {
+	if ft.Class() == ClassString && !ft.Binary() && ft.Tp != mysql.TypeJSON {
 		n := uint64(ft.Flen) * 4
 		if n > 0xFFFFFFFF {
 			n = 0xFFFFFFFF
@@ -137,6 +138,8 @@ func (ft FieldType) WireFlags() uint16 {
 	switch ft.Tp {
 	case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
 		f |= mysql.BlobFlag
+	case mysql.TypeJSON:
+		f |= mysql.BlobFlag | mysql.BinaryFlag
 	case mysql.TypeBit:
 		f = f&^mysql.NumFlag | mysql.UnsignedFlag
 	case mysql.TypeYear:
@@ -156,6 +159,8 @@ var (
 	DoubleType  = FieldType{Tp: mysql.TypeDouble, Flen: 22, Decimal: -1, Flag: mysql.BinaryFlag}
 	VarcharType = FieldType{Tp: mysql.TypeVarString, Flen: 255}
 	NullType    = FieldType{Tp: mysql.TypeNull, Flen: 0, Flag: mysql.BinaryFlag}
+	// JSONType is a JSON column's and a JSON function's type.
+	JSONType = FieldType{Tp: mysql.TypeJSON, Flen: 4294967295}
 )
 
 // DecimalType returns an expression DECIMAL type of the given width.
@@ -252,6 +257,8 @@ func FromAST(pt *ptypes.FieldType) (FieldType, error) {
 		}
 	case mysql.TypeDate:
 		ft.Flen, ft.Decimal = 10, 0
+	case mysql.TypeJSON:
+		return JSONType, nil
 	case mysql.TypeDuration:
 		fsp := max(pt.GetDecimal(), 0)
 		if fsp > 6 {
@@ -353,6 +360,8 @@ func (ft FieldType) SQLName() string {
 		}
 	case mysql.TypeDate:
 		s = "date"
+	case mysql.TypeJSON:
+		return "json"
 	case mysql.TypeDuration:
 		s = "time"
 		if ft.Decimal > 0 {

@@ -27,7 +27,7 @@ func (ft FieldType) ConvertLenient(d Datum) (out Datum, warn *ConvError, ok bool
 		return d, nil, false
 	}
 	switch ft.Tp {
-	case mysql.TypeBit, mysql.TypeYear, mysql.TypeDuration, mysql.TypeEnum, mysql.TypeSet:
+	case mysql.TypeBit, mysql.TypeYear, mysql.TypeDuration, mysql.TypeEnum, mysql.TypeSet, mysql.TypeJSON:
 		return d, ce, false
 	}
 	switch ft.Class() {

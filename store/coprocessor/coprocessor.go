@@ -481,10 +481,7 @@ func (x *run) emit(k, v []byte) error {
 }
 
 func cloneDatum(d types.Datum) types.Datum {
-	if d.Kind() == types.KindBytes {
-		return types.NewBytes(bytes.Clone(d.Bytes()))
-	}
-	return d
+	return d.Clone()
 }
 
 func (x *run) cmpTop(a, b topRow) int {

@@ -166,7 +166,7 @@ func (f *File) Write(row []types.Datum) error {
 		switch k {
 		case types.KindInt64, types.KindUint64, types.KindFloat64:
 			b = binary.LittleEndian.AppendUint64(b, d.Uint64())
-		case types.KindBytes:
+		case types.KindBytes, types.KindJSON:
 			b = binary.AppendUvarint(b, uint64(len(d.Bytes())))
 			b = append(b, d.Bytes()...)
 		}
@@ -237,7 +237,7 @@ func (r *Reader) Next(row []types.Datum) (ok bool, err error) {
 			default:
 				row[i] = types.NewFloat(math.Float64frombits(n))
 			}
-		case types.KindBytes:
+		case types.KindBytes, types.KindJSON:
 			n, err := binary.ReadUvarint(r.r)
 			if err != nil {
 				return false, fmt.Errorf("spill: read: %w", eofErr(err))
@@ -251,6 +251,9 @@ func (r *Reader) Next(row []types.Datum) (ok bool, err error) {
 				return false, fmt.Errorf("spill: read: %w", eofErr(err))
 			}
 			row[i] = types.NewBytes(v)
+			if types.Kind(k) == types.KindJSON {
+				row[i] = types.NewJSONBytes(v)
+			}
 		default:
 			return false, fmt.Errorf("spill: read: bad datum kind %d", k)
 		}
