@@ -473,10 +473,54 @@ func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env, 
 	for i, r := range rows {
 		handles[i] = r[hOff].Int64()
 	}
-	if err := e.writer(tx, txn, src.Table, env).RemoveRecords(ctx, handles, rows); err != nil {
+	w := e.writer(tx, txn, src.Table, env)
+	if s.IgnoreErr && w.fk != nil {
+		// DELETE IGNORE: a row a foreign key keeps (1451) stays, with the
+		// error as a warning (MySQL).
+		res := &Result{}
+		for i := range rows {
+			skipped, err := ignoreFKError(txn, res, func() error { return w.RemoveRecords(ctx, handles[i:i+1], rows[i:i+1]) })
+			if err != nil {
+				return nil, err
+			}
+			if !skipped {
+				res.AffectedRows++
+			}
+		}
+		return res, nil
+	}
+	if err := w.RemoveRecords(ctx, handles, rows); err != nil {
 		return nil, err
 	}
 	return &Result{AffectedRows: uint64(len(rows))}, nil
+}
+
+// ignoreRowSavepoint marks the writes of one row of an IGNORE statement.
+const ignoreRowSavepoint = "\x00strata-ignore-row"
+
+// ignoreFKError runs write, one row's writes of an UPDATE or DELETE IGNORE,
+// and turns a foreign key error (1451, 1452) into a warning on res with
+// the row's writes undone (skipped true), as MySQL's IGNORE does.
+func ignoreFKError(txn kv.Txn, res *Result, write func() error) (skipped bool, err error) {
+	txn.Savepoint(ignoreRowSavepoint)
+	defer func() {
+		if rerr := txn.ReleaseSavepoint(ignoreRowSavepoint); err == nil {
+			err = rerr
+		}
+	}()
+	err = write()
+	if err == nil {
+		return false, nil
+	}
+	e := errno.FromError(err)
+	if e.Code != errno.ErrRowIsReferenced2 && e.Code != errno.ErrNoReferencedRow2 {
+		return false, err
+	}
+	if rerr := txn.RollbackToSavepoint(ignoreRowSavepoint); rerr != nil {
+		return false, rerr
+	}
+	res.Warn(e.Code, e.Msg)
+	return true, nil
 }
 
 // Update runs a single-table UPDATE in tx's transaction. Changing the
@@ -549,10 +593,15 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 				cv.res.Warn(errno.ErrDupEntry, dupKeyMessage(tbl, key))
 				continue
 			}
-			if err := w.UpdateRecords(ctx, oldHs[i:i+1], oldRows[i:i+1], newHs[i:i+1], newRows[i:i+1]); err != nil {
+			skipped, err := ignoreFKError(txn, cv.res, func() error {
+				return w.UpdateRecords(ctx, oldHs[i:i+1], oldRows[i:i+1], newHs[i:i+1], newRows[i:i+1])
+			})
+			if err != nil {
 				return nil, err
 			}
-			changed++
+			if !skipped {
+				changed++
+			}
 		}
 	case changed > 0:
 		if err := e.writer(tx, txn, tbl, env).UpdateRecords(ctx, oldHs, oldRows, newHs, newRows); err != nil {
