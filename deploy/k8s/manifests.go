@@ -29,7 +29,7 @@ import (
 
 // Object is one rendered manifest document.
 type Object struct {
-	Kind, Name string
+	APIVersion, Kind, Name string
 	// Obj is a pointer to the document's API type: *corev1.ConfigMap,
 	// *corev1.Service, *appsv1.StatefulSet, *appsv1.Deployment,
 	// *policyv1.PodDisruptionBudget or *ServiceMonitor.
@@ -94,7 +94,11 @@ func newObject(apiVersion, kind string) (any, error) {
 	return nil, fmt.Errorf("k8s: unexpected kind %s %s", apiVersion, kind)
 }
 
-var docSep = regexp.MustCompile(`(?m)^---[ \t]*$`)
+var (
+	docSep = regexp.MustCompile(`(?m)^---[ \t]*$`)
+	// envRef is a $(VAR) reference in a container's command or args.
+	envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+)
 
 // readDocs decodes every document of a YAML file strictly.
 func readDocs(path string) ([]Object, error) {
@@ -125,7 +129,7 @@ func readDocs(path string) ([]Object, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		out = append(out, Object{Kind: head.Kind, Name: head.Name, Obj: obj, File: path, raw: raw})
+		out = append(out, Object{APIVersion: head.APIVersion, Kind: head.Kind, Name: head.Name, Obj: obj, File: path, raw: raw})
 	}
 	return out, nil
 }
@@ -218,7 +222,7 @@ func applyPatch(objs []Object, patch Object) error {
 		if err != nil {
 			return fmt.Errorf("patch %s %s: %w", patch.Kind, patch.Name, err)
 		}
-		obj, _ := newObject(apiVersionOf(o.Obj), o.Kind)
+		obj, _ := newObject(o.APIVersion, o.Kind)
 		dec := json.NewDecoder(bytes.NewReader(merged))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(obj); err != nil {
@@ -228,13 +232,6 @@ func applyPatch(objs []Object, patch Object) error {
 		return nil
 	}
 	return fmt.Errorf("patch %s %s: no such object", patch.Kind, patch.Name)
-}
-
-func apiVersionOf(obj any) string {
-	b, _ := json.Marshal(obj)
-	var tm metav1.TypeMeta
-	_ = json.Unmarshal(b, &tm)
-	return tm.APIVersion
 }
 
 // meta returns the object's metadata.
@@ -313,10 +310,9 @@ func CommandLine(objs []Object, kind, name, podName string) (args []string, file
 			vars[e.Name] = e.Value
 		}
 	}
-	ref := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
 		var bad error
-		args = append(args, ref.ReplaceAllStringFunc(a, func(m string) string {
+		args = append(args, envRef.ReplaceAllStringFunc(a, func(m string) string {
 			v, ok := vars[m[2:len(m)-1]]
 			if !ok {
 				bad = fmt.Errorf("k8s: %s %s: %s is not set", kind, name, m)

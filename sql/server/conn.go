@@ -526,12 +526,13 @@ func (c *clientConn) observe(label, query string, prepared bool, start time.Time
 		}
 	}
 	dg := c.srv.digests.get(query)
-	c.srv.summary.add(now, c.sess.CurrentDB(), label, dg, query, prepared, d, rows, res == nil)
+	db := c.sess.CurrentDB()
+	c.srv.summary.add(now, db, label, dg, query, prepared, d, rows, res == nil)
 	if !c.srv.slow.Slow(d) {
 		return
 	}
 	user, host := c.sess.Account()
-	c.srv.slow.Write(SlowEntry{Time: now, ConnID: c.id, User: user, Host: host, DB: c.sess.CurrentDB(), Type: label,
+	c.srv.slow.Write(SlowEntry{Time: now, ConnID: c.id, User: user, Host: host, DB: db, Type: label,
 		QueryTime: d.Seconds(), Digest: dg.digest, Prepared: prepared, Succ: res != nil, ErrorCode: code, Rows: rows, Query: query})
 }
 

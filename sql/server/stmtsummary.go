@@ -92,9 +92,7 @@ func (c *digestCache) get(query string) stmtDigest {
 func (s *stmtSummary) add(now time.Time, schema, stmtType string, dg stmtDigest, query string, prepared bool, d time.Duration, rows uint64, failed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if now.Sub(s.begin) >= stmtSummaryWindow {
-		s.rotate(now)
-	}
+	s.rotate(now)
 	key := stmtKey{schema: schema, digest: dg.digest}
 	st := s.cur[key]
 	if st == nil {
@@ -126,7 +124,12 @@ func (s *stmtSummary) add(now time.Time, schema, stmtType string, dg stmtDigest,
 	st.lastSeen = now
 }
 
+// rotate starts a new window at now when the current one is over, moving
+// it to the history.
 func (s *stmtSummary) rotate(now time.Time) {
+	if now.Sub(s.begin) < stmtSummaryWindow {
+		return
+	}
 	s.history = append(s.history, stmtWindow{begin: s.begin, end: now, stmts: s.cur})
 	if len(s.history) > stmtSummaryHistory {
 		s.history = s.history[len(s.history)-stmtSummaryHistory:]
@@ -152,9 +155,7 @@ func (st *stmtStats) quantile(q float64) time.Duration {
 func (s *stmtSummary) rows(now time.Time, history bool) []session.StmtSummary {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if now.Sub(s.begin) >= stmtSummaryWindow {
-		s.rotate(now)
-	}
+	s.rotate(now)
 	windows := []stmtWindow{{begin: s.begin, end: now, stmts: s.cur}}
 	if history {
 		windows = s.history

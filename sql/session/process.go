@@ -50,16 +50,8 @@ func (s *Session) showProcessList(full bool) (*executor.Result, error) {
 		if !full && len(info) > 100 {
 			info = info[:100]
 		}
-		row := []types.Datum{types.NewUint(p.ID), types.NewString(p.User), types.NewString(p.Host),
-			types.NullDatum, types.NewString(p.Command), types.NewInt(p.TimeSec),
-			types.NewString(""), types.NullDatum}
-		if p.DB != "" {
-			row[3] = types.NewString(p.DB)
-		}
-		if info != "" {
-			row[7] = types.NewString(info)
-		}
-		res.Rows = append(res.Rows, row)
+		res.Rows = append(res.Rows, []types.Datum{types.NewUint(p.ID), types.NewString(p.User), types.NewString(p.Host),
+			nullIfEmpty(p.DB), types.NewString(p.Command), types.NewInt(p.TimeSec), types.NewString(""), nullIfEmpty(info)})
 	}
 	return res, nil
 }

@@ -51,20 +51,10 @@ func (s *Session) SlowQueryRows() ([][]types.Datum, error) {
 		if !all && e.User != s.user {
 			continue
 		}
-		b := func(v bool) types.Datum {
-			if v {
-				return types.NewInt(1)
-			}
-			return types.NewInt(0)
-		}
-		db := types.NewString(e.DB)
-		if e.DB == "" {
-			db = types.NullDatum
-		}
 		rows = append(rows, []types.Datum{
 			types.NewString(e.Time.In(time.Local).Format("2006-01-02 15:04:05.000000")),
 			types.NewString(e.User), types.NewString(e.Host), types.NewUint(e.ConnID), types.NewFloat(e.QueryTime),
-			db, types.NewString(e.Type), types.NewString(e.Digest), b(e.Prepared), b(e.Succ),
+			nullIfEmpty(e.DB), types.NewString(e.Type), types.NewString(e.Digest), boolInt(e.Prepared), boolInt(e.Succ),
 			types.NewUint(uint64(e.ErrorCode)), types.NewUint(e.Rows), types.NewString(e.Query),
 		})
 	}
@@ -105,25 +95,23 @@ func (s *Session) StatementsSummaryRows(history bool) ([][]types.Datum, error) {
 	}
 	ts := func(t time.Time) types.Datum { return types.NewString(t.In(time.Local).Format("2006-01-02 15:04:05")) }
 	ns := func(d time.Duration) types.Datum { return types.NewUint(uint64(d.Nanoseconds())) }
-	str := func(v string) types.Datum {
-		if v == "" {
-			return types.NullDatum
-		}
-		return types.NewString(v)
-	}
 	var rows [][]types.Datum
 	for _, e := range p.StatementsSummary(history) {
-		prepared := types.NewInt(0)
-		if e.Prepared {
-			prepared = types.NewInt(1)
-		}
 		rows = append(rows, []types.Datum{
-			ts(e.Begin), ts(e.End), types.NewString(e.StmtType), str(e.Schema), str(e.Digest), str(e.DigestText),
+			ts(e.Begin), ts(e.End), types.NewString(e.StmtType), nullIfEmpty(e.Schema), nullIfEmpty(e.Digest), nullIfEmpty(e.DigestText),
 			types.NewUint(e.ExecCount), types.NewUint(e.Errors), ns(e.SumLatency), ns(e.MaxLatency), ns(e.MinLatency),
 			ns(e.SumLatency / time.Duration(max(e.ExecCount, 1))), ns(e.P99Latency),
-			types.NewUint(e.Rows), types.NewUint(e.Rows / max(e.ExecCount, 1)), prepared,
-			ts(e.FirstSeen), ts(e.LastSeen), str(e.Sample),
+			types.NewUint(e.Rows), types.NewUint(e.Rows / max(e.ExecCount, 1)), boolInt(e.Prepared),
+			ts(e.FirstSeen), ts(e.LastSeen), nullIfEmpty(e.Sample),
 		})
 	}
 	return rows, nil
+}
+
+// nullIfEmpty is s as a datum, NULL when s is empty.
+func nullIfEmpty(s string) types.Datum {
+	if s == "" {
+		return types.NullDatum
+	}
+	return types.NewString(s)
 }
