@@ -51,6 +51,15 @@
 // listener closes at once, idle connections are closed, running statements
 // may finish within Config.ShutdownTimeout, then everything is cut.
 //
+// # Statement observation
+//
+// Every statement's end goes through clientConn.observe: its latency
+// (strata_sql_query_duration_seconds{type}), the statements summary
+// (stmtsummary.go: per schema and digest, 30-minute windows, read as
+// information_schema.STATEMENTS_SUMMARY[_HISTORY]) and, at or over
+// Config.SlowThreshold, the slow query log (slowlog.go: JSON lines,
+// rotated; information_schema.SLOW_QUERY; strata_sql_slow_queries_total).
+//
 // # Testing with real clients
 //
 // tests/clients_test.go runs the mysql CLI, pymysql, MySQLdb and GORM
