@@ -47,6 +47,8 @@ func init() {
 const (
 	boBase = 2 * time.Millisecond
 	boCap  = 500 * time.Millisecond
+	// leaderWaitCap caps the backoff of not_leader and store_unreachable.
+	leaderWaitCap = 100 * time.Millisecond
 	// maxImmediate is how many retries in a row may skip the backoff
 	// (NotLeader with hint, EpochNotMatch) before they start backing off, so
 	// a routing loop cannot spin.
@@ -84,9 +86,16 @@ func (b *backoffer) backoff(ctx context.Context, reason boReason, regionID uint6
 	if n < 255 {
 		b.attempts[reason]++
 	}
-	d := boCap
+	limit := boCap
+	if reason == boNotLeader || reason == boStoreUnreachable {
+		// Waiting for an election: a new leader is usually there within
+		// tens of milliseconds (raftstore/failover.go), at worst within
+		// two election timeouts; a short cap finds it soon after.
+		limit = leaderWaitCap
+	}
+	d := limit
 	if n < 16 {
-		d = min(boBase<<n, boCap)
+		d = min(boBase<<n, limit)
 	}
 	// Equal jitter: half fixed, half random.
 	d = d/2 + rand.N(d/2+1)

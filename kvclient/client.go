@@ -310,17 +310,23 @@ func (c *Client) onSendError(ctx context.Context, bo *backoffer, r *locate.Regio
 	}
 	switch code {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
-		reason := boStoreUnreachable
-		if code == codes.DeadlineExceeded {
-			reason = boRPCTimeout
-		} else {
-			// The store may have moved: ask PD again next time.
-			c.stores.invalidate(p.StoreId)
-		}
+		cause := fmt.Errorf("store %d (%s): %w", p.StoreId, addr, err)
 		slog.Debug("kvclient: store unreachable, trying next peer",
 			"region", r.ID(), "store", p.StoreId, "addr", addr, "rpc", kind, "err", err)
 		r.SwitchPeer(idx)
-		return true, bo.backoff(ctx, reason, r.ID(), fmt.Errorf("store %d (%s): %w", p.StoreId, addr, err))
+		if code == codes.DeadlineExceeded {
+			return true, bo.backoff(ctx, boRPCTimeout, r.ID(), cause)
+		}
+		// The store may have moved: ask PD again next time. A connection
+		// refused or reset fails at once, so the next peer is tried at
+		// once too (a follower that knows the new leader names it); only
+		// a run of such failures backs off (retryNow).
+		c.stores.invalidate(p.StoreId)
+		if bo.attempts[boStoreUnreachable] == 0 {
+			bo.attempts[boStoreUnreachable]++
+			return true, bo.retryNow(ctx, r.ID(), cause)
+		}
+		return true, bo.backoff(ctx, boStoreUnreachable, r.ID(), cause)
 	default:
 		return false, fmt.Errorf("kvclient: %s on region %d store %d: %w", kind, r.ID(), p.StoreId, err)
 	}

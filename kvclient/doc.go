@@ -27,8 +27,10 @@
 // routed with; the store answers region errors, which the client handles:
 //
 //   - NotLeader with a leader hint: switch leader, retry at once.
-//   - NotLeader without hint, store unreachable, RPC timeout (reads): try the
-//     region's next peer (round robin) after a backoff.
+//   - A connection refused or reset (the store died): try the region's next
+//     peer at once, then after a backoff if that fails the same way.
+//   - NotLeader without hint, store unreachable again, RPC timeout (reads):
+//     try the region's next peer (round robin) after a backoff.
 //   - EpochNotMatch: replace the cached regions with the current ones the
 //     store sent, retry at once (no PD round trip).
 //   - RegionNotFound, KeyNotInRegion: drop the region, reload it from PD.
@@ -36,7 +38,9 @@
 //     proposal was dropped or its log index taken by another entry, so even
 //     a write was not applied).
 //
-// Backoff is exponential with jitter (2ms doubling to 500ms, per reason) and
+// Backoff is exponential with jitter (2ms doubling to 500ms per reason; to
+// 100ms for not_leader and store_unreachable, so that a client waiting for
+// an election finds the new leader soon after it is there) and
 // bounded per call by Config.BackoffBudget, counted in time slept; the caller's
 // ctx bounds wall time. When the budget is spent the call fails with
 // ErrRegionUnavailable wrapping the last error.

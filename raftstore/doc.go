@@ -331,6 +331,22 @@
 // AppliedIndex (the applied index in the engine, published before any
 // proposal of the batch is answered) is a follower read's read index.
 //
+// Fast failover (failover.go, where the safety argument is): a dial to a
+// store that is refused (ECONNREFUSED: nothing listens on its address) shows
+// that its process is gone, because a store withdraws every lease before it
+// closes its listener and kill -9 ends both at once. The followers of the
+// regions it led then elect a new leader at once, the first live voter by
+// store id first (a forced election: no pre-vote, granted within the
+// voters' CheckQuorum lease), instead of waiting out the election timeout.
+// Only a follower whose current term's leader is on the gone store forces
+// an election, and a forced vote in the next term can win only where no
+// leader of that or a later term exists, so no live lease is pre-empted.
+// A follower that refuses such a vote (the candidate's log is behind its
+// own) campaigns at once the ordinary way. A paused or partitioned leader
+// refuses nothing and keeps the election timeout
+// (TestHarnessNoFastFailoverWhileLeaderLives); a killed one is replaced
+// within a tick or two (TestHarnessFailoverKilledLeader, …FollowerBehind).
+//
 // Hibernated leaders (support.go): a leader that hibernated with a quorum
 // of held followers (their stores promise, by store liveness, not to let
 // them campaign or vote while they support the leader's store) publishes a

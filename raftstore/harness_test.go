@@ -119,6 +119,8 @@ type harness struct {
 	armed  map[uint64]armedCrash
 	images map[uint64]*vfs.MemFS
 	down   map[uint64]int
+	// paused stores run nothing (pause).
+	paused map[uint64]bool
 }
 
 type armedCrash struct {
@@ -179,7 +181,7 @@ func startHarness(t *testing.T, seed uint64, n int, tune func(*Config), crashabl
 	h := &harness{
 		t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		pd: newFakePD(), stores: map[uint64]*Store{}, dirs: map[uint64]string{}, tune: tune, logs: &logRing{},
-		regionHeartbeats: map[uint64]int{}, armed: map[uint64]armedCrash{}, images: map[uint64]*vfs.MemFS{}, down: map[uint64]int{},
+		regionHeartbeats: map[uint64]int{}, armed: map[uint64]armedCrash{}, images: map[uint64]*vfs.MemFS{}, down: map[uint64]int{}, paused: map[uint64]bool{},
 	}
 	h.clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	h.net = &memNet{h: h, links: map[[2]uint64]*rand.Rand{}, order: rand.New(rand.NewPCG(seed^0xd1b54a32d192ed03, seed+1))}
@@ -268,6 +270,26 @@ func (h *harness) stop(id uint64) {
 	require.NoError(h.t, h.stores[id].Close())
 	delete(h.stores, id)
 }
+
+// kill stops store id as kill -9 does to its process: other stores' sends
+// to it are refused from now on, until it restarts. (Its engine is closed
+// cleanly; crash and killAt cover what a kill leaves on disk.)
+func (h *harness) kill(id uint64) {
+	h.stop(id)
+	h.net.mu.Lock()
+	if h.net.killed == nil {
+		h.net.killed = map[uint64]bool{}
+	}
+	h.net.killed[id] = true
+	h.net.mu.Unlock()
+}
+
+// pause freezes store id as SIGSTOP does: it runs no loop iteration and
+// gets no message (they queue for it, as in its sockets' buffers) until
+// resume; nothing refuses a connection to it.
+func (h *harness) pause(id uint64) { h.paused[id] = true }
+
+func (h *harness) resume(id uint64) { delete(h.paused, id) }
 
 // crash kills store id as a power loss would: its file system keeps what
 // was synced and nothing else (newCrashHarness only). Keeping a seeded
@@ -358,6 +380,9 @@ func (h *harness) finishCrashes() {
 
 // restart opens store id again from its data dir.
 func (h *harness) restart(id uint64) *Store {
+	h.net.mu.Lock()
+	delete(h.net.killed, id)
+	h.net.mu.Unlock()
 	s := h.openOn(h.dirs[id], h.fs[id])
 	require.Equal(h.t, id, s.id)
 	return s
@@ -368,7 +393,7 @@ func (h *harness) restart(id uint64) *Store {
 func (h *harness) running() []*Store {
 	var out []*Store
 	for _, id := range h.ids {
-		if s := h.stores[id]; s != nil && h.images[id] == nil {
+		if s := h.stores[id]; s != nil && h.images[id] == nil && !h.paused[id] {
 			out = append(out, s)
 		}
 	}
@@ -722,6 +747,10 @@ type memNet struct {
 	// dead stores are past their crash point (crashAt): what they send
 	// is lost and nothing reaches them.
 	dead map[uint64]bool
+	// killed stores' processes are gone (harness.kill): a send to one is
+	// refused, as a dial to a port nothing listens on, and the sender's
+	// store learns it (Store.StoreGone).
+	killed map[uint64]bool
 }
 
 func (n *memNet) setDead(id uint64, dead bool) {
@@ -821,6 +850,12 @@ func (n *memNet) send(from, to uint64, b *raft_serverpb.BatchRaftMessage) bool {
 		n.sent(from, to, b)
 	}
 	if n.refuse != nil && n.refuse(from, to) {
+		return false
+	}
+	if n.killed[to] {
+		if s := n.h.stores[from]; s != nil {
+			s.StoreGone(to)
+		}
 		return false
 	}
 	if n.dead[from] {

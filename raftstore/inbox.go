@@ -44,6 +44,7 @@ type inboxMsgs struct {
 	reads       []*readRequest
 	creates     []*metapb.Region
 	unreachable []unreachable
+	gone        []uint64                        // stores that refused a connection (failover.go)
 	drains      []chan struct{}                 // TransferLeaders waiters
 	resolveTS   uint64                          // a PD timestamp for resolveRegions (replicaread.go)
 	snaps       []receivedSnap                  // MsgSnaps received on the Snapshot RPC
@@ -68,7 +69,7 @@ func (m *inboxMsgs) reset() {
 	m.snaps, m.snapStatus, m.ingested = m.snaps[:0], m.snapStatus[:0], m.ingested[:0]
 	clear(m.pdSteps)
 	m.pdSteps, m.awaken = m.pdSteps[:0], m.awaken[:0]
-	m.raft, m.proposals, m.reads, m.creates, m.unreachable = m.raft[:0], m.proposals[:0], m.reads[:0], m.creates[:0], m.unreachable[:0]
+	m.raft, m.proposals, m.reads, m.creates, m.unreachable, m.gone = m.raft[:0], m.proposals[:0], m.reads[:0], m.creates[:0], m.unreachable[:0], m.gone[:0]
 	m.drains = m.drains[:0]
 	m.resolveTS = 0
 }

@@ -189,6 +189,9 @@ func (s *Store) iterate(tick bool) bool {
 			s.queueRegionHeartbeat(p) // PD answers with the step (execPDStep wakes it)
 		}
 	}
+	for _, id := range m.gone {
+		s.storeGone(id)
+	}
 	for _, u := range m.unreachable {
 		if u.regionID == 0 {
 			s.storeUnreachable(u.storeID) // a StoreLiveness message was lost
@@ -335,6 +338,9 @@ func (s *Store) tick() {
 	if s.cfg.SplitCheckInterval > 0 && s.ticks%max(uint64(s.cfg.SplitCheckInterval/s.cfg.RaftTick), 1) == 0 {
 		s.splitCandidates()
 	}
+	if len(s.failovers) > 0 {
+		s.checkFailovers()
+	}
 	now := s.now()
 	// Only awake peers tick (hibernate.go); a leader idle long enough
 	// hibernates here instead. The slice is compacted in place, in order.
@@ -423,8 +429,16 @@ func (s *Store) stepMessage(p *peer, rm *raft_serverpb.RaftMessage, msg *raftpb.
 	if p.hold && msg.GetFrom() == p.holdLeader {
 		p.hold = false // the leader is awake: its hibernated lease is gone (support.go)
 	}
+	var before raft.BasicStatus
+	forced := isForcedVote(msg)
+	if forced {
+		before = p.rn.BasicStatus()
+	}
 	if err := p.rn.Step(msg); err != nil && !errors.Is(err, raft.ErrStepPeerNotFound) && !errors.Is(err, raft.ErrStepLocalMsg) {
 		s.log.Debug("step raft message", "region", rm.GetRegionId(), "err", err)
+	}
+	if forced {
+		s.afterForcedVote(p, &before, msg)
 	}
 	if p.hibernated && !wakesOnMessage(p, msg) {
 		s.touch(p)

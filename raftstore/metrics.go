@@ -208,6 +208,10 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "stores_down_total",
 		Help: "Times another store was found down (not heard from for an election timeout, or unreachable), waking the hibernated peers that depend on it.",
 	})
+	fastCampaigns = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "fast_campaigns_total",
+		Help: "Forced elections started by followers because their leader's store refused a connection (its process is gone; failover.go).",
+	})
 	regionsGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "regions",
 		Help: "Regions hosted by this store (peers) and led by it (leaders).",

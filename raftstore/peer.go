@@ -238,6 +238,9 @@ type peer struct {
 	holdLeader    uint64
 	supportAcks   []supportAck
 	hibRound      uint64
+	// failover is a fast campaign this follower plans because its
+	// leader's store is gone (failover.go); zero term: none.
+	failover failoverPlan
 }
 
 // syncLease aligns the lease with raft's state st: a new term starts

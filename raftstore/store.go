@@ -106,7 +106,11 @@ type Config struct {
 	// resolved ts for stale reads on replicas (replicaread.go; default 1s,
 	// negative disables; needs SetResolvedTSHooks).
 	ResolvedTSInterval time.Duration
-	Logger             *slog.Logger
+	// DisableFastFailover keeps followers of a leader whose store refused
+	// a connection waiting out the election timeout (failover.go); for
+	// networks whose firewalls forge TCP resets for live hosts.
+	DisableFastFailover bool
+	Logger              *slog.Logger
 
 	// Seams for the deterministic harness (harness_test.go): a manual
 	// clock for every time the lease and peer lifecycle depend on, an
@@ -281,7 +285,10 @@ type Store struct {
 	// Store liveness (hibernate.go): every store this one exchanges raft
 	// messages with, by id and in id order; extraOut/extraTo the
 	// raftstore messages (Hibernate, StoreLiveness) queued this iteration.
-	live       map[uint64]*storeLive
+	live map[uint64]*storeLive
+	// failovers are followers with a fast campaign due at a later tick
+	// (failover.go).
+	failovers  []*peer
 	liveIDs    []uint64
 	extraOut   map[uint64]*raft_serverpb.BatchRaftMessage
 	extraTo    []uint64

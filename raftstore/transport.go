@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -199,9 +202,25 @@ func (t *transport) runSender(ss *storeSender) {
 	}
 }
 
+// errConnLost ends a stream whose connection left the ready state.
+var errConnLost = errors.New("raftstore: connection to store lost")
+
+// dialer dials a store's address and reports a refused connection: no
+// process listens there, so the store's process is gone (failover.go).
+func (t *transport) dialer(storeID uint64) func(context.Context, string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			t.s.StoreGone(storeID)
+		}
+		return c, err
+	}
+}
+
 // stream sends queued batches on one connection until an error.
 func (t *transport) stream(ctx context.Context, ss *storeSender, addr string, ok func()) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(t.dialer(ss.storeID)))
 	if err != nil {
 		return err
 	}
@@ -212,12 +231,29 @@ func (t *transport) stream(ctx context.Context, ss *storeSender, addr string, ok
 	if err != nil {
 		return err
 	}
+	// A client stream learns of a dead connection only at its next Send;
+	// the connection's state says so at once, so that a killed store is
+	// redialled (and found gone) now, not at the next heartbeat.
+	lost := make(chan struct{})
+	go func() {
+		defer close(lost)
+		for st := conn.GetState(); st == connectivity.Ready || st == connectivity.Connecting; st = conn.GetState() {
+			if !conn.WaitForStateChange(sctx, st) {
+				return
+			}
+		}
+	}()
 	for {
 		var b *raft_serverpb.BatchRaftMessage
 		select {
 		case <-ctx.Done():
 			_, _ = stream.CloseAndRecv()
 			return ctx.Err()
+		case <-lost:
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return errConnLost
 		case b = <-ss.ch:
 		}
 		// Coalesce whatever else is queued into one send.

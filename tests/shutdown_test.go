@@ -119,7 +119,10 @@ func loop(t *testing.T, f func(ctx context.Context) error) *progress {
 // while the store leading the region is stopped, first with SIGTERM, then
 // (after that store is back) with kill -9. SIGTERM hands the leadership over
 // first: no write fails and the stall is a few round trips instead of an
-// election timeout.
+// election timeout. After kill -9 the store's followers find it gone at
+// their next dial and elect a new leader at once (raftstore/failover.go):
+// the stall is below an election timeout too (in-flight 1PC and async
+// commits may end undetermined).
 func TestStoreStopWriteStall(t *testing.T) {
 	c := startCluster(t, clusterOpts{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -168,8 +171,11 @@ func TestStoreStopWriteStall(t *testing.T) {
 	log, err := os.ReadFile(stopped.LogPath)
 	require.NoError(t, err)
 	require.Contains(t, string(log), "leaders transferred before stop")
-	// The stores run a 50ms raft tick: an election takes at least 500ms.
+	// The stores run a 50ms raft tick: an election timeout is at least
+	// 500ms. A killed store refuses connections, so its followers elect a
+	// new leader without waiting for it (raftstore/failover.go).
 	require.Less(t, gracefulStall, 500*time.Millisecond, "the stall must not include an election timeout")
+	require.Less(t, killStall, 500*time.Millisecond, "a killed leader's store is found gone at once: the stall must not include an election timeout")
 }
 
 // regionLeader returns the store process leading the (single) region, as

@@ -43,9 +43,12 @@ type fileConfig struct {
 	SplitCheckInterval time.Duration `toml:"split-check-interval"`
 	// HibernateTicks: idle ticks after which a region's raft group stops
 	// ticking (0: 2x election ticks; negative: never).
-	HibernateTicks  int    `toml:"hibernate-ticks"`
-	RegionSplitSize uint64 `toml:"region-split-size"`
-	RegionSplitKeys uint64 `toml:"region-split-keys"`
+	HibernateTicks int `toml:"hibernate-ticks"`
+	// DisableFastFailover keeps followers of a leader whose store refused
+	// a connection waiting out the election timeout (raftstore/failover.go).
+	DisableFastFailover bool   `toml:"disable-fast-failover"`
+	RegionSplitSize     uint64 `toml:"region-split-size"`
+	RegionSplitKeys     uint64 `toml:"region-split-keys"`
 	// Raft log GC (raftstore.Config LogGCInterval, LogGCThreshold,
 	// LogGCLagLimit; 0: defaults 3s, 50 entries, 10000 entries; a negative
 	// interval disables it).
@@ -119,6 +122,7 @@ func run(args []string) error {
 		HeartbeatInterval:     cfg.HeartbeatInterval,
 		SplitCheckInterval:    cfg.SplitCheckInterval,
 		HibernateTicks:        cfg.HibernateTicks,
+		DisableFastFailover:   cfg.DisableFastFailover,
 		RegionSplitSize:       cfg.RegionSplitSize,
 		RegionSplitKeys:       cfg.RegionSplitKeys,
 		RaftLogGCInterval:     cfg.RaftLogGCInterval,
@@ -172,6 +176,7 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.HeartbeatTicks, "heartbeat-ticks", cfg.HeartbeatTicks, "raft heartbeat period, in ticks")
 	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "store heartbeat period to PD")
 	fs.DurationVar(&cfg.SplitCheckInterval, "split-check-interval", cfg.SplitCheckInterval, "how often written regions are checked for a split by size (negative: never)")
+	fs.BoolVar(&cfg.DisableFastFailover, "disable-fast-failover", cfg.DisableFastFailover, "do not elect a new leader at once when a leader's store refuses connections (set it where a firewall forges TCP resets for live hosts)")
 	fs.IntVar(&cfg.HibernateTicks, "hibernate-ticks", cfg.HibernateTicks, "idle raft ticks after which a region's group hibernates (0: 2x election ticks; negative: never)")
 	fs.Uint64Var(&cfg.RegionSplitSize, "region-split-size", cfg.RegionSplitSize, "a region larger than this many bytes is split")
 	fs.Uint64Var(&cfg.RegionSplitKeys, "region-split-keys", cfg.RegionSplitKeys, "a region with more engine keys than this is split")

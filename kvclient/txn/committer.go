@@ -283,6 +283,27 @@ func (cm *committer) prewriteRange(ctx context.Context, bo *kvclient.Backoffer, 
 		})
 }
 
+// resendPrewrite reports whether a 2PC prewrite whose outcome is
+// undetermined (its store died or its answer was lost after it was sent)
+// is to be sent again, after a backoff, to the region's leader found anew,
+// as TiDB's client retries a prewrite on a send failure. A 2PC prewrite
+// is idempotent: a key this transaction already prewrote answers success
+// (store/txn), and nothing is committed before the primary's commit. A 1PC
+// or async-commit prewrite may have committed the transaction by itself:
+// it stays undetermined (fail).
+func (cm *committer) resendPrewrite(ctx context.Context, bo *kvclient.Backoffer, r *locate.Region, err error) bool {
+	if cm.onePC || cm.async || !isUndetermined(err) || ctx.Err() != nil {
+		return false
+	}
+	if bo.Backoff(ctx, err) != nil {
+		return false
+	}
+	prewriteResends.Inc()
+	slog.Info("kvclient/txn: prewrite undetermined, resending at the region's current leader",
+		"txn", cm.t.startTS, "region", r.ID(), "err", err)
+	return true
+}
+
 // prewriteChunk prewrites muts[a:b], all in region r.
 func (cm *committer) prewriteChunk(ctx context.Context, bo *kvclient.Backoffer, r *locate.Region, a, b int) (bool, error) {
 	t := cm.t
@@ -315,6 +336,9 @@ func (cm *committer) prewriteChunk(ctx context.Context, bo *kvclient.Backoffer, 
 		cm.prewritten = true
 		cm.mu.Unlock()
 		resp, retry, err := t.c.kv.SendRequest(ctx, bo, r, &kvclient.Request{Cmd: &storepb.BatchCommandsRequest_Request_Prewrite{Prewrite: req}})
+		if err != nil && cm.resendPrewrite(ctx, bo, r, err) {
+			return true, nil
+		}
 		if err != nil || retry {
 			return retry, err
 		}

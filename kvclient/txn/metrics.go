@@ -40,6 +40,10 @@ var (
 		Namespace: "strata", Subsystem: "txn", Name: "pessimistic_lock_resends_total",
 		Help: "Pessimistic lock requests sent again after an undetermined outcome (store died or answer lost), within the lock wait timeout.",
 	})
+	prewriteResends = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "prewrite_resends_total",
+		Help: "2PC prewrites sent again after an undetermined outcome (store died or answer lost): a prewrite is idempotent.",
+	})
 	lockReleases = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "txn", Name: "lock_releases_total",
 		Help: "Releases of a transaction's locks, by cause (failed_lock: a failed pessimistic lock round, rollback: ROLLBACK, failed_commit: a failed commit's prewrites and locks) and outcome (ok, error: left to their TTL).",

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -391,6 +392,35 @@ func TestPessimisticLockResentWhenUndetermined(t *testing.T) {
 			requireRead(t, begin(t, c, kv.TxnOptions{}), "a", "2")
 		})
 	}
+}
+
+// TestPrewriteResentWhenUndetermined: a 2PC prewrite whose answer is lost
+// after the store applied it (the attempt times out, as when the leader's
+// store dies under it) is sent again, finds its own locks,
+// and the transaction commits: a 2PC prewrite commits nothing by itself,
+// so a resend is safe (a 1PC one is not: TestOnePCAnswerLostIsUndetermined).
+func TestPrewriteResentWhenUndetermined(t *testing.T) {
+	r := newRealStoreWith(t, Config{}, kvclient.Config{RPCTimeout: time.Second}, "m")
+	var first atomic.Bool
+	lost, _ := r.hold("KvPrewrite", func(proto.Message) bool { return first.CompareAndSwap(false, true) }, true)
+	prewrites, resends := r.st.Calls("KvPrewrite"), counterValue(t, prewriteResends)
+	tx := begin(t, r.c, kv.TxnOptions{})
+	require.NoError(t, tx.Set([]byte("a"), []byte("1")))
+	require.NoError(t, tx.Set([]byte("z"), []byte("1")))
+	require.NoError(t, tx.Commit(bg))
+	require.Equal(t, 1, r.st.Hits(lost))
+	require.GreaterOrEqual(t, r.st.Calls("KvPrewrite"), prewrites+3, "two regions, one resent")
+	require.Equal(t, 1.0, counterValue(t, prewriteResends)-resends)
+	require.Eventually(t, func() bool { return r.lockCount() == 0 }, 10*time.Second, time.Millisecond)
+	requireRead(t, begin(t, r.c, kv.TxnOptions{}), "a", "1")
+	requireRead(t, begin(t, r.c, kv.TxnOptions{}), "z", "1")
+}
+
+// counterValue reads a counter of this package.
+func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64 {
+	var m dto.Metric
+	require.NoError(t, c.Write(&m))
+	return m.GetCounter().GetValue()
 }
 
 // A lock's TTL counts from its start_ts's physical part, on PD's clock;

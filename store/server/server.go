@@ -84,7 +84,9 @@ type Config struct {
 	// HibernateTicks is raftstore.Config.HibernateTicks (0: 2x the
 	// election ticks; negative: idle regions never hibernate).
 	HibernateTicks int
-	Logger         *slog.Logger
+	// DisableFastFailover is raftstore.Config.DisableFastFailover.
+	DisableFastFailover bool
+	Logger              *slog.Logger
 }
 
 // DefaultLeaderTransferTimeout is Config.LeaderTransferTimeout's default.
@@ -222,6 +224,7 @@ func (s *Server) Run(ctx context.Context) error {
 		SnapshotMaxBytesPerSec: s.cfg.SnapMaxBytesPerSec,
 		SplitCheckInterval:     s.cfg.SplitCheckInterval,
 		HibernateTicks:         s.cfg.HibernateTicks,
+		DisableFastFailover:    s.cfg.DisableFastFailover,
 		RegionSplitSize:        s.cfg.RegionSplitSize,
 		RegionSplitKeys:        s.cfg.RegionSplitKeys,
 		BlockCacheSize:         s.cfg.BlockCacheSize,
@@ -280,13 +283,16 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	stopGC()
 	<-gcDone
-	// Stop accepting and stop the raft loop: waiting requests are answered
-	// at once and raft streams from other stores end. Handlers have all
-	// returned before Pebble is closed; a handler stuck elsewhere is cut off
-	// after a grace period.
+	// Stop the raft loop, then stop accepting: waiting requests are
+	// answered at once and raft streams from other stores end. The order
+	// matters: the loop withdraws every lease before the listener closes,
+	// so a store that refuses connections serves no read any more, which
+	// lets its followers elect a new leader at once (raftstore/failover.go).
+	// Handlers have all returned before Pebble is closed; a handler stuck
+	// elsewhere is cut off after a grace period.
+	store.Stop()
 	stopped := make(chan struct{})
 	go func() { gs.GracefulStop(); close(stopped) }()
-	store.Stop()
 	select {
 	case <-stopped:
 	case <-time.After(2 * time.Second):
