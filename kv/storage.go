@@ -82,6 +82,12 @@ var (
 	// was not renewed past its TTL (the transaction's client or SQL node
 	// stalled) and another transaction resolved it: no leader failed.
 	ErrPessimisticLockExpired = fmt.Errorf("%w: its TTL expired", ErrPessimisticLockLost)
+	// ErrCommitLost: a one-phase commit's answer was lost with its store,
+	// and the transaction's primary key, checked at the region's new
+	// leader, was neither committed nor can be any more (it was rolled
+	// back there): nothing was written, and the transaction can be run
+	// again (MySQL 1213, which clients retry).
+	ErrCommitLost = errors.New("sql: commit lost with its region's leader, transaction rolled back")
 )
 
 // DeadlockError: waiting for Key would close a cycle of lock waits; this

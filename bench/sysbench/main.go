@@ -36,28 +36,32 @@ import (
 )
 
 type config struct {
-	Workloads      []string      `json:"workloads"`
-	Targets        []string      `json:"targets"`
-	Threads        int           `json:"threads"`                 // the first of ThreadCounts
-	ThreadCounts   []int         `json:"thread_counts,omitempty"` // every --threads value, each measured
-	TimeSec        int           `json:"time_s"`
-	WarmupSec      int           `json:"warmup_s"`
-	TableSize      int           `json:"table_size"`
-	Tables         int           `json:"tables"`
-	Runs           int           `json:"runs"`
-	Stores         int           `json:"stores"`
-	ProfileSec     int           `json:"profile_s"`
-	BinDir         string        `json:"bin_dir"`
-	BaseBinDir     string        `json:"base_bin_dir,omitempty"`
-	Baseline       string        `json:"baseline,omitempty"`
-	ResultsDir     string        `json:"-"`
-	Sysbench       string        `json:"-"`
-	Mariadbd       string        `json:"-"`
-	KeepData       bool          `json:"-"`
-	Label          string        `json:"label,omitempty"`
-	Note           string        `json:"note,omitempty"`
-	ExtraArgs      []string      `json:"extra_sysbench_args,omitempty"`
-	StoreArgs      []string      `json:"store_args,omitempty"`
+	Workloads    []string `json:"workloads"`
+	Targets      []string `json:"targets"`
+	Threads      int      `json:"threads"`                 // the first of ThreadCounts
+	ThreadCounts []int    `json:"thread_counts,omitempty"` // every --threads value, each measured
+	TimeSec      int      `json:"time_s"`
+	WarmupSec    int      `json:"warmup_s"`
+	TableSize    int      `json:"table_size"`
+	Tables       int      `json:"tables"`
+	Runs         int      `json:"runs"`
+	Stores       int      `json:"stores"`
+	ProfileSec   int      `json:"profile_s"`
+	BinDir       string   `json:"bin_dir"`
+	BaseBinDir   string   `json:"base_bin_dir,omitempty"`
+	Baseline     string   `json:"baseline,omitempty"`
+	ResultsDir   string   `json:"-"`
+	Sysbench     string   `json:"-"`
+	Mariadbd     string   `json:"-"`
+	KeepData     bool     `json:"-"`
+	Label        string   `json:"label,omitempty"`
+	Note         string   `json:"note,omitempty"`
+	ExtraArgs    []string `json:"extra_sysbench_args,omitempty"`
+	StoreArgs    []string `json:"store_args,omitempty"`
+	// KillStoreAt, when positive, kills -9 the store leading the most
+	// regions this many seconds into each measured run on a Strata target
+	// (the failover tail; the next run gets a fresh cluster).
+	KillStoreAt    int           `json:"kill_store_at_s,omitempty"`
 	PrepareTimeout time.Duration `json:"-"`
 	Probe          bool          `json:"-"`
 	SessionReport  bool          `json:"-"`
@@ -114,6 +118,7 @@ func main() {
 	flag.StringVar(&cfg.Note, "note", "", "free text recorded in the results")
 	flag.StringVar(&extra, "sysbench-args", "", "extra sysbench options for every command, space-separated")
 	flag.StringVar(&storeArgs, "store-args", "", "extra storenode flags, space-separated")
+	flag.IntVar(&cfg.KillStoreAt, "kill-store-at", 0, "kill -9 the store leading the most regions this many seconds into each measured run on Strata targets (0: no fault)")
 	flag.BoolVar(&render, "render", false, "re-write the markdown of the session JSON files given as arguments (after a report format change)")
 	flag.BoolVar(&cfg.Probe, "probe", false, "instead of benchmarking, send every statement shape sysbench uses once to each target and write which ones fail")
 	flag.Parse()
@@ -435,8 +440,10 @@ func runOne(ctx context.Context, cfg config, sess *session, t target, wl string,
 	if cfg.Progress > 0 {
 		sink = io.MultiWriter(raw, &progressWriter{label: fmt.Sprintf("  %s %s t=%d", wl, t.Name(), threads), every: cfg.Progress, total: cfg.TimeSec})
 	}
+	fault := startFault(ctx, cfg, t)
 	out, cpu, err := runClient(ctx, runBin, args, time.Duration(cfg.TimeSec+120)*time.Second, sink)
 	wall := time.Since(start).Seconds()
+	res.Fault = fault()
 	busy1, total1 := machineCPUBusy()
 	res.LoadAvgAfter = loadAvg()
 	if profDone != nil {
@@ -456,7 +463,11 @@ func runOne(ctx context.Context, cfg config, sess *session, t target, wl string,
 	queries := float64(o.Queries)
 	var ours float64
 	for i, p := range procs {
-		st := procStats(p, before[i], takeSample(ctx, p), queries, wall)
+		after := takeSample(ctx, p)
+		if after.cpuSec == 0 { // killed (--kill-store-at): its CPU since is unknown
+			after.cpuSec = before[i].cpuSec
+		}
+		st := procStats(p, before[i], after, queries, wall)
 		ours += st.CPUSec
 		res.Procs = append(res.Procs, st)
 	}

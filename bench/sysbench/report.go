@@ -24,6 +24,8 @@ type Result struct {
 	Started  time.Time `json:"started"`
 	Command  string    `json:"command,omitempty"`
 	Profiled bool      `json:"profiled,omitempty"`
+	// Fault is what --kill-store-at did during the measured run.
+	Fault string `json:"fault,omitempty"`
 	// Driver is the load generator of the warm-up and measured run:
 	// sysbench, or go (godriver.go: HDR histogram, 0.1 % buckets).
 	Driver string `json:"driver,omitempty"`
@@ -326,6 +328,11 @@ func (s *session) markdown(cfg config, wl string) string {
 		if r.Command != "" {
 			fmt.Fprintf(&b, "Measured command (%s): `%s`\n\n", r.Target, r.Command)
 			break
+		}
+	}
+	for _, r := range s.Results {
+		if r.Fault != "" && r.Workload == wl {
+			fmt.Fprintf(&b, "Fault in %s run %d (%d threads): %s\n\n", r.Target, r.Run, r.Threads, r.Fault)
 		}
 	}
 	b.WriteString("## Throughput and latency\n\n")

@@ -134,6 +134,18 @@ func (cm *committer) run(ctx context.Context) (commitMode, error) {
 	start := time.Now()
 	failpoint.Hit("txn-before-prewrite")
 	if err := cm.prewrite(ctx, bo); err != nil {
+		if cm.onePC && isUndetermined(err) {
+			switch commitTS, rolledBack := cm.settleOnePC(ctx); {
+			case commitTS != 0:
+				cm.onePCTS = commitTS
+				return mode, nil
+			case rolledBack:
+				// Decided, not undetermined: fail rolls back the other
+				// keys' locks and the client may run it again.
+				err = fmt.Errorf("%w: %w (the answer was lost: %v)", ErrTxnAborted, kv.ErrCommitLost, err)
+				cm.onePC = false
+			}
+		}
 		return mode, cm.fail(ctx, err)
 	}
 	if cm.onePC && !cm.declined {
@@ -281,6 +293,48 @@ func (cm *committer) prewriteRange(ctx context.Context, bo *kvclient.Backoffer, 
 			}
 			return false, nil
 		})
+}
+
+// settleOnePC decides a 1PC commit whose answer was lost (its store died
+// under it) at the primary's current leader: Cleanup of the primary at
+// current_ts 0 reports its commit if the 1PC was applied, else removes
+// this transaction's lock and writes a rollback record there, under the
+// key's latch and after everything the region committed (a new leader
+// reads only after an entry of its term committed, which commits the old
+// leader's entries it has). The rollback record fences the 1PC for good:
+// a prewrite still to come finds it and fails. So commitTS != 0: committed
+// (at commitTS); rolledBack: it never commits; neither (the Cleanup failed
+// too): still undetermined.
+func (cm *committer) settleOnePC(ctx context.Context) (commitTS uint64, rolledBack bool) {
+	t := cm.t
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*t.c.kv.RPCTimeout())
+	defer cancel()
+	bo := t.c.kv.NewBackoffer()
+	err := t.c.kv.OnSorted(sctx, bo, 1, func(int) []byte { return cm.primary },
+		func(r *locate.Region, _, _ int) (bool, error) {
+			req := &kvrpcpb.CleanupRequest{Key: cm.primary, StartVersion: t.startTS}
+			resp, retry, err := t.c.kv.SendRequest(sctx, bo, r, &kvclient.Request{Cmd: &storepb.BatchCommandsRequest_Request_Cleanup{Cleanup: req}})
+			if err != nil || retry {
+				return retry, err
+			}
+			if ke := resp.GetCleanup().GetError(); ke != nil {
+				return false, keyError(ke, t.startTS)
+			}
+			commitTS = resp.GetCleanup().GetCommitVersion()
+			return false, nil
+		})
+	outcome := "undetermined"
+	switch {
+	case err != nil:
+		commitTS = 0
+	case commitTS != 0:
+		outcome = "committed"
+	default:
+		outcome, rolledBack = "rolled_back", true
+	}
+	onePCSettled.WithLabelValues(outcome).Inc()
+	slog.Info("kvclient/txn: settled a 1PC commit whose answer was lost", "txn", t.startTS, "outcome", outcome, "commit_ts", commitTS, "err", err)
+	return commitTS, rolledBack
 }
 
 // resendPrewrite reports whether a 2PC prewrite whose outcome is

@@ -44,6 +44,10 @@ var (
 		Namespace: "strata", Subsystem: "txn", Name: "prewrite_resends_total",
 		Help: "2PC prewrites sent again after an undetermined outcome (store died or answer lost): a prewrite is idempotent.",
 	})
+	onePCSettled = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "txn", Name: "one_pc_settled_total",
+		Help: "1PC commits whose answer was lost, decided at the primary's new leader: committed, rolled_back (the client gets 1213 and may retry) or undetermined (8110).",
+	}, []string{"outcome"})
 	lockReleases = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "txn", Name: "lock_releases_total",
 		Help: "Releases of a transaction's locks, by cause (failed_lock: a failed pessimistic lock round, rollback: ROLLBACK, failed_commit: a failed commit's prewrites and locks) and outcome (ok, error: left to their TTL).",

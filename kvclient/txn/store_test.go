@@ -467,30 +467,61 @@ func TestLargeTxnChunked(t *testing.T) {
 	require.Len(t, m, 2)
 }
 
-// TestOnePCAnswerLostIsUndetermined: a 1PC prewrite the store applied but
-// whose answer was lost (the store answers codes.Unknown: its write's
-// outcome is unknown) is reported undetermined, never as a failure and
-// never sent again: the transaction did commit. On a BatchCommands stream
-// the handler's error carries the same code (error_code); before it did,
-// the client took the error for "not run", sent the prewrite again, and
-// reported the write conflict with its own commit (an autocommit
-// statement would then have run twice).
-func TestOnePCAnswerLostIsUndetermined(t *testing.T) {
-	for _, unary := range []bool{true, false} {
-		t.Run(fmt.Sprintf("unary=%v", unary), func(t *testing.T) {
-			r := newRealStoreWith(t, Config{}, kvclient.Config{DisableBatch: unary})
-			r.put("a", "0")
-			lost := &storetest.Fault{Method: "KvPrewrite", Times: 1, Applied: true, Answer: func(proto.Message) (proto.Message, error) {
-				return nil, server.GRPCError(raftstore.ErrUndetermined)
-			}}
-			r.st.Inject(lost)
-			prewrites := r.st.Calls("KvPrewrite")
-			tx := begin(t, r.c, kv.TxnOptions{OnePC: true, AsyncCommit: true})
-			require.NoError(t, tx.Set([]byte("a"), []byte("1")))
-			require.ErrorIs(t, tx.Commit(bg), kv.ErrUndetermined)
-			require.Equal(t, 1, r.st.Hits(lost))
-			require.Equal(t, prewrites+1, r.st.Calls("KvPrewrite"), "the prewrite was not sent again")
-			requireRead(t, begin(t, r.c, kv.TxnOptions{}), "a", "1")
-		})
+// TestOnePCAnswerLostIsSettled: a 1PC prewrite whose answer was lost
+// (the store answers codes.Unknown: its write's outcome is unknown, as
+// when the leader dies under it) is never sent again; the client asks the
+// primary's leader instead (Cleanup at current_ts 0). If the store had
+// applied it, the commit succeeds; if not, the primary is rolled back
+// there (which fences a late 1PC) and the commit fails with
+// kv.ErrCommitLost, which the client may retry (1213). On a BatchCommands
+// stream the handler's error carries the same code (error_code); before
+// it did, the client took the error for "not run", sent the prewrite
+// again, and reported the write conflict with its own commit (an
+// autocommit statement would then have run twice).
+func TestOnePCAnswerLostIsSettled(t *testing.T) {
+	for _, applied := range []bool{true, false} {
+		for _, pessimistic := range []bool{false, true} {
+			unary := pessimistic // both transports, each mode once
+			t.Run(fmt.Sprintf("applied=%v/pessimistic=%v/unary=%v", applied, pessimistic, unary), func(t *testing.T) {
+				r := newRealStoreWith(t, Config{}, kvclient.Config{DisableBatch: unary})
+				r.put("a", "0")
+				lost := &storetest.Fault{Method: "KvPrewrite", Times: 1, Applied: applied, Answer: func(proto.Message) (proto.Message, error) {
+					return nil, server.GRPCError(raftstore.ErrUndetermined)
+				}}
+				r.st.Inject(lost)
+				prewrites, cleanups := r.st.Calls("KvPrewrite"), r.st.Calls("KvCleanup")
+				tx := begin(t, r.c, kv.TxnOptions{OnePC: true, AsyncCommit: true, Pessimistic: pessimistic})
+				if pessimistic {
+					_, err := tx.LockKeys(bg, kv.LockOptions{}, []byte("a"))
+					require.NoError(t, err)
+				}
+				require.NoError(t, tx.Set([]byte("a"), []byte("1")))
+				err := tx.Commit(bg)
+				require.Equal(t, 1, r.st.Hits(lost))
+				require.Equal(t, prewrites+1, r.st.Calls("KvPrewrite"), "the prewrite was not sent again")
+				require.Equal(t, cleanups+1, r.st.Calls("KvCleanup"), "the primary was settled at its leader")
+				if applied {
+					require.NoError(t, err)
+					requireRead(t, begin(t, r.c, kv.TxnOptions{}), "a", "1")
+					return
+				}
+				require.ErrorIs(t, err, kv.ErrCommitLost)
+				require.NotErrorIs(t, err, kv.ErrUndetermined)
+				requireRead(t, begin(t, r.c, kv.TxnOptions{}), "a", "0")
+				// The rollback record fences the lost 1PC: sent again, it fails.
+				late := &kvrpcpb.PrewriteRequest{
+					Mutations:   []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("a"), Value: []byte("late")}},
+					PrimaryLock: []byte("a"), StartVersion: tx.StartTS(), LockTtl: 3000, TryOnePc: true,
+				}
+				if pessimistic {
+					late.ForUpdateTs = tx.ForUpdateTS()
+					late.PessimisticActions = []kvrpcpb.PessimisticAction{kvrpcpb.PessimisticAction_DoPessimisticCheck}
+				}
+				resp, rerr := r.serve(late)
+				require.NoError(t, rerr)
+				require.NotEmpty(t, resp.(*kvrpcpb.PrewriteResponse).GetErrors(), "a late 1PC of the rolled-back transaction is refused")
+				requireRead(t, begin(t, r.c, kv.TxnOptions{}), "a", "0")
+			})
+		}
 	}
 }

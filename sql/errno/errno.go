@@ -285,6 +285,8 @@ func FromError(err error) *Error {
 		return New(ErrLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction (a row lock of this transaction expired: it was not renewed for longer than its TTL, as when the client or SQL node stalls, and another transaction then wrote or locked the row; the transaction was rolled back)")
 	case errors.Is(err, kv.ErrPessimisticLockLost):
 		return New(ErrLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction (a row lock of this transaction was lost when its region's leader failed, and the row was written or locked since; the transaction was rolled back)")
+	case errors.Is(err, kv.ErrCommitLost):
+		return New(ErrLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction (the commit was lost with its region's leader; the transaction was rolled back and nothing was written)")
 	case errors.Is(err, kv.ErrLockWaitTimeout):
 		return New(ErrLockWaitTimeout, "Lock wait timeout exceeded; try restarting transaction")
 	case errors.Is(err, kv.ErrRegionUnavailable):
