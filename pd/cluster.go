@@ -137,6 +137,9 @@ func (c *cluster) putStore(ctx context.Context, s *metapb.Store) error {
 	s = proto.CloneOf(s)
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
+	if err := c.checkStorageFormat(s); err != nil {
+		return err
+	}
 	old := c.model.GetStore(s.Id)
 	if old != nil {
 		switch old.Meta.GetState() {
@@ -157,6 +160,25 @@ func (c *cluster) putStore(ctx context.Context, s *metapb.Store) error {
 		c.log.Info("store registered", "store_id", s.Id, "address", s.Address, "status_address", s.StatusAddress)
 	}
 	return c.maybeBootstrapLocked(ctx)
+}
+
+// checkStorageFormat refuses store s if its binary cannot read the
+// storage format another live store holds: data moves between stores as
+// raft entries and snapshots (raftstore/format.go). A store from before
+// the fields reports 0: format 1.
+func (c *cluster) checkStorageFormat(s *metapb.Store) error {
+	reads := max(s.GetMaxStorageFormat(), 1)
+	for _, o := range c.model.Stores() {
+		m := o.Meta
+		if m.GetId() == s.GetId() || m.GetState() == metapb.StoreState_Tombstone {
+			continue
+		}
+		if f := max(m.GetStorageFormat(), 1); f > reads {
+			return fmt.Errorf("%w: store %d (%s) reads storage formats up to %d, but store %d holds format %d: run the Strata version the other stores run, or newer",
+				ErrStorageFormat, s.GetId(), s.GetAddress(), reads, m.GetId(), f)
+		}
+	}
+	return nil
 }
 
 // setStoreState persists a store's new state (Offline by the API,

@@ -14,6 +14,9 @@ var (
 	ErrInvalidArgument = errors.New("pd: invalid argument")
 	// ErrStoreTombstone: the store was removed and may not come back.
 	ErrStoreTombstone = errors.New("pd: store is tombstone")
+	// ErrStorageFormat: a store's binary cannot read the storage format
+	// another store of the cluster holds.
+	ErrStorageFormat = errors.New("pd: store cannot read the cluster's storage format")
 
 	// errTxnCond: an etcd transaction's non-fence condition failed.
 	errTxnCond = errors.New("pd: txn condition failed")

@@ -18,6 +18,9 @@ var (
 	ErrStopped = errors.New("raftstore: store stopped")
 	// ErrNoStoreID means PD did not hand out a store id.
 	ErrNoStoreID = errors.New("raftstore: no store id")
+	// ErrStorageFormat: the data directory holds a storage format this
+	// binary cannot read (format.go).
+	ErrStorageFormat = errors.New("raftstore: unreadable storage format")
 	// ErrUndetermined is returned (possibly wrapping the cause, e.g.
 	// ErrStopped) for a proposal whose entry may or may not be applied:
 	// it reached raft, and the store cannot tell whether it will commit.

@@ -22,6 +22,7 @@ const (
 	regionStateSuffix byte = 0x02
 	snapApplySuffix   byte = 0x03
 	gcSafePointSuffix byte = 0x04
+	formatSuffix      byte = 0x05
 	hardStateSuffix   byte = 0x01
 	entrySuffix       byte = 0x02
 )
@@ -44,6 +45,9 @@ const (
 )
 
 func storeIdentKey() []byte { return []byte{localPrefix, storeIdentSuffix} }
+
+// formatKey holds the storage format of the engine's data (format.go).
+func formatKey() []byte { return []byte{localPrefix, formatSuffix} }
 
 func regionStateKey(regionID uint64) []byte {
 	k := []byte{localPrefix, regionStateSuffix}

@@ -355,6 +355,8 @@ type Store struct {
 	approx       map[uint64]approxStat
 
 	cons consistency // replicas' region hashes (consistency.go)
+	// format is the storage format of the engine's data (format.go).
+	format uint32
 }
 
 // Open opens (or creates) the store in cfg.DataDir, registers it with PD and
@@ -367,8 +369,13 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: open engine %s: %w", cfg.DataDir, err)
 	}
+	format, err := checkStorageFormat(eng.db, cfg.DataDir)
+	if err != nil {
+		eng.close()
+		return nil, err
+	}
 	s := &Store{
-		cfg: cfg, pd: pd, eng: eng, db: eng.db, log: cfg.Logger,
+		cfg: cfg, pd: pd, eng: eng, db: eng.db, log: cfg.Logger, format: format,
 		done:             make(chan struct{}),
 		peers:            map[uint64]*peer{},
 		led:              map[uint64]*peer{},
@@ -454,7 +461,8 @@ func (s *Store) bootstrap(ctx context.Context) error {
 	default:
 		return fmt.Errorf("raftstore: read store ident: %w", err)
 	}
-	st := &metapb.Store{Id: s.id, Address: s.cfg.Addr, StatusAddress: s.cfg.StatusAddr, State: metapb.StoreState_Up, Labels: s.cfg.Labels}
+	st := &metapb.Store{Id: s.id, Address: s.cfg.Addr, StatusAddress: s.cfg.StatusAddr, State: metapb.StoreState_Up, Labels: s.cfg.Labels,
+		StorageFormat: s.format, MaxStorageFormat: StorageFormat}
 	if err := s.pd.PutStore(ctx, st); err != nil {
 		return fmt.Errorf("raftstore: put store %d: %w", s.id, err)
 	}

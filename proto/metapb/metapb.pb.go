@@ -128,9 +128,16 @@ type Store struct {
 	State         StoreState             `protobuf:"varint,4,opt,name=state,proto3,enum=metapb.StoreState" json:"state,omitempty"`
 	// labels place the store in the failure-domain hierarchy named by PD's
 	// location-labels (e.g. zone=z1, host=h1).
-	Labels        []*StoreLabel `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Labels []*StoreLabel `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty"`
+	// storage_format is the on-disk format of the store's data
+	// (raftstore.StorageFormat when it was created or last upgraded);
+	// max_storage_format the newest its binary reads. PD refuses a store
+	// whose binary cannot read a format another store holds. 0: a store
+	// from before these fields, format 1.
+	StorageFormat    uint32 `protobuf:"varint,6,opt,name=storage_format,json=storageFormat,proto3" json:"storage_format,omitempty"`
+	MaxStorageFormat uint32 `protobuf:"varint,7,opt,name=max_storage_format,json=maxStorageFormat,proto3" json:"max_storage_format,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Store) Reset() {
@@ -196,6 +203,20 @@ func (x *Store) GetLabels() []*StoreLabel {
 		return x.Labels
 	}
 	return nil
+}
+
+func (x *Store) GetStorageFormat() uint32 {
+	if x != nil {
+		return x.StorageFormat
+	}
+	return 0
+}
+
+func (x *Store) GetMaxStorageFormat() uint32 {
+	if x != nil {
+		return x.MaxStorageFormat
+	}
+	return 0
 }
 
 type StoreLabel struct {
@@ -447,13 +468,15 @@ var File_metapb_proto protoreflect.FileDescriptor
 
 const file_metapb_proto_rawDesc = "" +
 	"\n" +
-	"\fmetapb.proto\x12\x06metapb\"\xae\x01\n" +
+	"\fmetapb.proto\x12\x06metapb\"\x83\x02\n" +
 	"\x05Store\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12%\n" +
 	"\x0estatus_address\x18\x03 \x01(\tR\rstatusAddress\x12(\n" +
 	"\x05state\x18\x04 \x01(\x0e2\x12.metapb.StoreStateR\x05state\x12*\n" +
-	"\x06labels\x18\x05 \x03(\v2\x12.metapb.StoreLabelR\x06labels\"4\n" +
+	"\x06labels\x18\x05 \x03(\v2\x12.metapb.StoreLabelR\x06labels\x12%\n" +
+	"\x0estorage_format\x18\x06 \x01(\rR\rstorageFormat\x12,\n" +
+	"\x12max_storage_format\x18\a \x01(\rR\x10maxStorageFormat\"4\n" +
 	"\n" +
 	"StoreLabel\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
