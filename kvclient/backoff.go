@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratadb/strata/kv/execdetails"
 )
 
 // boReason is why a request backs off; each reason has its own exponential
@@ -112,6 +114,7 @@ func (b *backoffer) backoff(ctx context.Context, reason boReason, regionID uint6
 	select {
 	case <-t.C:
 		b.slept += d
+		execdetails.From(ctx).Add(execdetails.Backoff, d)
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("kvclient: region %d: %w (last error: %v)", regionID, ctx.Err(), cause)

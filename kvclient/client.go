@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/kvclient/locate"
 	"github.com/stratadb/strata/kvclient/replicaread"
 	"github.com/stratadb/strata/kvclient/rpcstats"
@@ -170,7 +171,11 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 	}
 	start := time.Now()
 	resp, sent, err := c.call(ctx, sc, kind, req, int(bo.attempts[boRPCTimeout]))
-	elapsed := time.Since(start).Seconds()
+	took := time.Since(start)
+	elapsed := took.Seconds()
+	if !kind.isWrite() {
+		execdetails.From(ctx).Add(execdetails.KVRead, took)
+	}
 
 	var rerr *errorpb.Error
 	if err == nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/txn/memdb"
 )
@@ -41,6 +42,15 @@ type Client struct {
 	active   activeTxns
 }
 
+// getTS takes a timestamp from the oracle, counting the wait as the
+// statement's TSO stage (execdetails).
+func (c *Client) getTS(ctx context.Context) (uint64, error) {
+	start := time.Now()
+	ts, err := c.oracle.GetTS(ctx)
+	execdetails.From(ctx).Since(execdetails.TSOWait, start)
+	return ts, err
+}
+
 // NewClient returns a transaction client over kv and oracle.
 func NewClient(kv *kvclient.Client, oracle Oracle, cfg Config) *Client {
 	if cfg.LockTTL <= 0 {
@@ -70,7 +80,7 @@ func (c *Client) Begin(ctx context.Context, opts kv.TxnOptions) (*Txn, error) {
 	}
 	if ts == 0 {
 		var err error
-		if ts, err = c.oracle.GetTS(ctx); err != nil {
+		if ts, err = c.getTS(ctx); err != nil {
 			return nil, fmt.Errorf("kvclient/txn: begin: %w", mapErr(err))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratadb/strata/failpoint"
 	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/locate"
 	"github.com/stratadb/strata/kvclient/txn/memdb"
@@ -57,6 +58,7 @@ func (t *Txn) Commit(ctx context.Context) (err error) {
 		return ErrFinished
 	}
 	t.finished = true
+	defer execdetails.From(ctx).Since(execdetails.Commit, time.Now())
 	defer t.c.active.remove(t.startTS)
 	defer t.stopHeartbeat()
 	cm := &committer{t: t}
@@ -451,7 +453,7 @@ func (cm *committer) primaryIndex() int {
 func (cm *committer) commit2PC(ctx context.Context, bo *kvclient.Backoffer) error {
 	t := cm.t
 	start := time.Now()
-	commitTS, err := t.c.oracle.GetTS(ctx)
+	commitTS, err := t.c.getTS(ctx)
 	if err != nil {
 		// Not committed: roll back.
 		return cm.fail(ctx, fmt.Errorf("kvclient/txn: commit ts: %w", err))
@@ -468,7 +470,7 @@ func (cm *committer) commit2PC(ctx context.Context, bo *kvclient.Backoffer) erro
 		var expired *commitTSExpired
 		if errors.As(err, &expired) {
 			// A reader pushed the primary's min_commit_ts: commit later.
-			ts, terr := t.c.oracle.GetTS(ctx)
+			ts, terr := t.c.getTS(ctx)
 			if terr != nil {
 				return cm.fail(ctx, terr)
 			}

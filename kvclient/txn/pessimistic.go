@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/locate"
 	"github.com/stratadb/strata/kvclient/txn/memdb"
@@ -42,6 +43,7 @@ func (t *Txn) LockKeys(ctx context.Context, opts kv.LockOptions, keys ...[]byte)
 	if len(keys) == 0 {
 		return nil, nil
 	}
+	defer execdetails.From(ctx).Since(execdetails.LockKeys, time.Now())
 	if !t.opts.Pessimistic {
 		for _, k := range keys {
 			t.mem.Lock(k, 0)
@@ -144,7 +146,7 @@ func (t *Txn) lockPessimistic(ctx context.Context, opts kv.LockOptions, keys [][
 	for {
 		forUpdateTS := t.readTS
 		if !reuseReadTS {
-			if forUpdateTS, err = t.c.oracle.GetTS(ctx); err != nil {
+			if forUpdateTS, err = t.c.getTS(ctx); err != nil {
 				return fmt.Errorf("kvclient/txn: for_update_ts: %w", mapErr(err))
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/locate"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -78,6 +79,7 @@ type ResolveResult struct {
 // (readers only: a lock whose min_commit_ts is above callerTS is skipped)
 // or waited for.
 func (lr *LockResolver) Resolve(ctx context.Context, bo *kvclient.Backoffer, callerTS uint64, locks []*kvrpcpb.LockInfo) (ResolveResult, error) {
+	defer execdetails.From(ctx).Since(execdetails.ResolveLock, time.Now())
 	var res ResolveResult
 	for _, l := range locks {
 		if slices.Contains(res.Skip, l.LockVersion) {
@@ -165,7 +167,9 @@ func (lr *LockResolver) checkStatus(ctx context.Context, bo *kvclient.Backoffer,
 // as a two-phase one (its transaction fell back to two-phase commit: some
 // region refused async commit, so its primary's commit decides).
 func (lr *LockResolver) checkStatusMode(ctx context.Context, bo *kvclient.Backoffer, l *kvrpcpb.LockInfo, callerTS uint64, forceSync bool) (TxnStatus, error) {
+	start := time.Now()
 	now, err := lr.oracle.GetTS(ctx)
+	execdetails.From(ctx).Since(execdetails.TSOWait, start)
 	if err != nil {
 		return TxnStatus{}, fmt.Errorf("kvclient/txn: resolve lock: %w", err)
 	}

@@ -2,11 +2,13 @@ package infoschema
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/charset"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
@@ -68,13 +70,15 @@ func (s *Schema) defs() []*memTable {
 		// This SQL node's slow query log (--slow-query-file), TiDB's columns
 		// where they apply.
 		table("SLOW_QUERY", func(_ context.Context, v Viewer) ([][]datum, error) { return v.SlowQueryRows() },
-			col{"Time", notNull(types.FieldType{Tp: mysql.TypeDatetime, Flen: 26, Decimal: 6, Flag: mysql.BinaryFlag})},
-			col{"User", varchar(64)}, col{"Host", varchar(64)}, col{"Conn_ID", bigintU},
-			col{"Query_time", types.DoubleType},
-			col{"DB", varchar(64)}, col{"Type", varchar(32)}, col{"Digest", varchar(64)},
-			col{"Prepared", types.FieldType{Tp: mysql.TypeTiny, Flen: 1, Flag: mysql.BinaryFlag}},
-			col{"Succ", types.FieldType{Tp: mysql.TypeTiny, Flen: 1, Flag: mysql.BinaryFlag}},
-			col{"Error_code", intU}, col{"Result_rows", bigintU}, col{"Query", ltext}),
+			slices.Concat([]col{
+				{"Time", notNull(types.FieldType{Tp: mysql.TypeDatetime, Flen: 26, Decimal: 6, Flag: mysql.BinaryFlag})},
+				{"User", varchar(64)}, {"Host", varchar(64)}, {"Conn_ID", bigintU},
+				{"Query_time", types.DoubleType},
+				{"DB", varchar(64)}, {"Type", varchar(32)}, {"Digest", varchar(64)},
+				{"Prepared", types.FieldType{Tp: mysql.TypeTiny, Flen: 1, Flag: mysql.BinaryFlag}},
+				{"Succ", types.FieldType{Tp: mysql.TypeTiny, Flen: 1, Flag: mysql.BinaryFlag}},
+				{"Error_code", intU}, {"Result_rows", bigintU},
+			}, stageCols(0, types.DoubleType), []col{{"Query", ltext}})...),
 		stmtsSummary("STATEMENTS_SUMMARY", false),
 		stmtsSummary("STATEMENTS_SUMMARY_HISTORY", true),
 	}
@@ -86,13 +90,39 @@ func (s *Schema) defs() []*memTable {
 // power-of-two bucket).
 func stmtsSummary(name string, history bool) *memTable {
 	return table(name, func(_ context.Context, v Viewer) ([][]datum, error) { return v.StatementsSummaryRows(history) },
-		col{"SUMMARY_BEGIN_TIME", notNull(dt)}, col{"SUMMARY_END_TIME", notNull(dt)}, col{"STMT_TYPE", notNull(varchar(64))},
-		col{"SCHEMA_NAME", varchar(64)}, col{"DIGEST", varchar(64)}, col{"DIGEST_TEXT", ltext},
-		col{"EXEC_COUNT", notNull(bigintU)}, col{"SUM_ERRORS", notNull(bigintU)}, col{"SUM_LATENCY", notNull(bigintU)},
-		col{"MAX_LATENCY", notNull(bigintU)}, col{"MIN_LATENCY", notNull(bigintU)}, col{"AVG_LATENCY", notNull(bigintU)},
-		col{"P99_LATENCY", notNull(bigintU)}, col{"SUM_RESULT_ROWS", notNull(bigintU)}, col{"AVG_RESULT_ROWS", notNull(bigintU)},
-		col{"PREPARED", notNull(types.FieldType{Tp: mysql.TypeTiny, Flen: 1, Flag: mysql.BinaryFlag})},
-		col{"FIRST_SEEN", notNull(dt)}, col{"LAST_SEEN", notNull(dt)}, col{"QUERY_SAMPLE_TEXT", ltext})
+		slices.Concat([]col{
+			{"SUMMARY_BEGIN_TIME", notNull(dt)}, {"SUMMARY_END_TIME", notNull(dt)}, {"STMT_TYPE", notNull(varchar(64))},
+			{"SCHEMA_NAME", varchar(64)}, {"DIGEST", varchar(64)}, {"DIGEST_TEXT", ltext},
+			{"EXEC_COUNT", notNull(bigintU)}, {"SUM_ERRORS", notNull(bigintU)}, {"SUM_LATENCY", notNull(bigintU)},
+			{"MAX_LATENCY", notNull(bigintU)}, {"MIN_LATENCY", notNull(bigintU)}, {"AVG_LATENCY", notNull(bigintU)},
+			{"P99_LATENCY", notNull(bigintU)}, {"SUM_RESULT_ROWS", notNull(bigintU)}, {"AVG_RESULT_ROWS", notNull(bigintU)},
+			{"PREPARED", notNull(types.FieldType{Tp: mysql.TypeTiny, Flen: 1, Flag: mysql.BinaryFlag})},
+		}, stageCols(1, notNull(bigintU)),
+			[]col{{"FIRST_SEEN", notNull(dt)}, {"LAST_SEEN", notNull(dt)}, {"QUERY_SAMPLE_TEXT", ltext}})...)
+}
+
+// stageColumns names, in execdetails stage order, the columns of
+// SLOW_QUERY (seconds) and STATEMENTS_SUMMARY[_HISTORY] (averages, in
+// nanoseconds) that hold a statement's time per stage (TiDB's names
+// where it has the stage).
+var stageColumns = [execdetails.NumStages][2]string{
+	execdetails.Parse:       {"Parse_time", "AVG_PARSE_LATENCY"},
+	execdetails.TSOWait:     {"Wait_TS", "AVG_WAIT_TS"},
+	execdetails.KVRead:      {"KV_read_time", "AVG_KV_READ_TIME"},
+	execdetails.LockKeys:    {"LockKeys_time", "AVG_LOCK_KEYS_TIME"},
+	execdetails.Commit:      {"Commit_time", "AVG_COMMIT_TIME"},
+	execdetails.Backoff:     {"Backoff_time", "AVG_BACKOFF_TIME"},
+	execdetails.ResolveLock: {"Resolve_lock_time", "AVG_RESOLVE_LOCK_TIME"},
+}
+
+// stageCols are the stage columns of SLOW_QUERY (which 0) or of the
+// summaries (which 1).
+func stageCols(which int, ft types.FieldType) []col {
+	out := make([]col, 0, len(stageColumns))
+	for _, names := range stageColumns {
+		out = append(out, col{names[which], ft})
+	}
+	return out
 }
 
 // visible lists the databases the viewer may see (information_schema

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/privilege"
@@ -50,13 +51,16 @@ const serverCaps = mysql.ClientLocalFiles | mysql.ClientLongPassword | mysql.Cli
 
 // clientConn serves one client connection.
 type clientConn struct {
-	srv  *Server
-	id   uint64
-	pkt  *packetIO
-	log  *slog.Logger
-	caps uint32
-	sess *session.Session
-	user string
+	// details is the running statement's time per stage: its context
+	// carries it (execdetails), observe reads and resets it.
+	details execdetails.Details
+	srv     *Server
+	id      uint64
+	pkt     *packetIO
+	log     *slog.Logger
+	caps    uint32
+	sess    *session.Session
+	user    string
 	// account is the account the login matched (CURRENT_USER()).
 	account privilege.Ident
 	salt    [20]byte
@@ -156,8 +160,9 @@ func (c *clientConn) serve(ctx context.Context) {
 			if c.stmtCancel != nil {
 				c.stmtCancel()
 			}
-			c.stmtCtx, c.stmtCancel = context.WithCancel(ctx)
+			c.stmtCtx, c.stmtCancel = context.WithCancel(execdetails.With(ctx, &c.details))
 		}
+		c.details.Reset()
 		cmdCtx := c.stmtCtx
 		c.cmd, c.cmdStart, c.query = 0, time.Now(), nil
 		if len(data) > 0 { // an empty packet is answered by dispatch
@@ -462,6 +467,7 @@ func (c *clientConn) affected(res *executor.Result) uint64 {
 func (c *clientConn) handleQuery(ctx context.Context, q string) error {
 	start := time.Now()
 	stmts, err := c.sess.Parse(q)
+	c.details.Since(execdetails.Parse, start)
 	if err != nil {
 		durationFor("ParseError").Observe(time.Since(start).Seconds())
 		return c.writeError(err)
@@ -525,15 +531,32 @@ func (c *clientConn) observe(label, query string, prepared bool, start time.Time
 			rows = uint64(len(res.Rows))
 		}
 	}
+	var stages [execdetails.NumStages]time.Duration
+	for st := range execdetails.NumStages {
+		if stages[st] = c.details.Get(st); stages[st] > 0 {
+			stageSeconds[st].Observe(stages[st].Seconds())
+		}
+	}
+	c.details.Reset() // the next statement of a multi-statement text starts at zero
 	dg := c.srv.digests.get(query)
 	db := c.sess.CurrentDB()
-	c.srv.summary.add(now, db, label, dg, query, prepared, d, rows, res == nil)
+	c.srv.summary.add(now, db, label, dg, query, prepared, d, rows, res == nil, &stages)
 	if !c.srv.slow.Slow(d) {
 		return
 	}
 	user, host := c.sess.Account()
+	var bySt map[string]float64
+	for st, v := range stages {
+		if v > 0 {
+			if bySt == nil {
+				bySt = map[string]float64{}
+			}
+			bySt[execdetails.Stage(st).String()] = v.Seconds()
+		}
+	}
 	c.srv.slow.Write(SlowEntry{Time: now, ConnID: c.id, User: user, Host: host, DB: db, Type: label,
-		QueryTime: d.Seconds(), Digest: dg.digest, Prepared: prepared, Succ: res != nil, ErrorCode: code, Rows: rows, Query: query})
+		QueryTime: d.Seconds(), Digest: dg.digest, Prepared: prepared, Succ: res != nil, ErrorCode: code, Rows: rows,
+		Stages: bySt, Query: query})
 }
 
 // errNotAllowed is ER_NOT_ALLOWED_COMMAND.

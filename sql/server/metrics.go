@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/stratadb/strata/kv/execdetails"
 )
 
 var (
@@ -51,6 +52,20 @@ var (
 // observers caches per-label histogram children so the hot path does no
 // label hashing.
 var observers sync.Map // string -> prometheus.Observer
+
+// stageSeconds observes each statement's time per stage
+// (strata_sql_stage_seconds{stage}), one observer per stage.
+var stageSeconds = func() (out [execdetails.NumStages]prometheus.Observer) {
+	h := promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "stage_seconds",
+		Help:    "Time statements spent per stage (parse, tso_wait, kv_read, lock_keys, commit, backoff, resolve_lock), observed for the stages a statement spent time in; stages overlap (a backoff within a read) and need not add up to its latency.",
+		Buckets: prometheus.ExponentialBuckets(10e-6, 2, 22),
+	}, []string{"stage"})
+	for st := range execdetails.NumStages {
+		out[st] = h.WithLabelValues(st.String())
+	}
+	return out
+}()
 
 func durationFor(label string) prometheus.Observer {
 	if o, ok := observers.Load(label); ok {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stratadb/strata/kv/execdetails"
 )
 
 // TestSlowLogRotates: a file that would pass its size is renamed to .1
@@ -47,12 +49,15 @@ func TestSlowLogRotates(t *testing.T) {
 // TestStmtSummaryWindows: a window's statements move to the history when
 // the next begins (24 kept); past 3,000 digests a window counts the rest
 // under an empty digest; P99 is its bucket's bound, never above the max.
+// noStages is a statement that spent no time in any stage.
+var noStages [execdetails.NumStages]time.Duration
+
 func TestStmtSummaryWindows(t *testing.T) {
 	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	s := newStmtSummary(t0)
 	dg := stmtDigest{normalized: "select ?", digest: "d1"}
 	for i := range 100 {
-		s.add(t0.Add(time.Minute), "test", "Select", dg, "SELECT 1", false, time.Duration(i+1)*time.Millisecond, 1, false)
+		s.add(t0.Add(time.Minute), "test", "Select", dg, "SELECT 1", false, time.Duration(i+1)*time.Millisecond, 1, false, &noStages)
 	}
 	cur := s.rows(t0.Add(time.Minute), false)
 	require.Len(t, cur, 1)
@@ -61,7 +66,7 @@ func TestStmtSummaryWindows(t *testing.T) {
 	require.Equal(t, time.Millisecond, cur[0].MinLatency)
 	require.Equal(t, 100*time.Millisecond, cur[0].P99Latency, "the 99th of 1..100 ms falls in the 65-131 ms bucket, capped at the max")
 
-	s.add(t0.Add(31*time.Minute), "test", "Select", dg, "SELECT 2", false, time.Millisecond, 1, false)
+	s.add(t0.Add(31*time.Minute), "test", "Select", dg, "SELECT 2", false, time.Millisecond, 1, false, &noStages)
 	hist := s.rows(t0.Add(31*time.Minute), true)
 	require.Len(t, hist, 1)
 	require.EqualValues(t, 100, hist[0].ExecCount)
@@ -69,13 +74,13 @@ func TestStmtSummaryWindows(t *testing.T) {
 	cur = s.rows(t0.Add(31*time.Minute), false)
 	require.EqualValues(t, 1, cur[0].ExecCount)
 	for w := range 30 {
-		s.add(t0.Add(time.Duration(62+31*w)*time.Minute), "test", "Select", dg, "SELECT 3", false, time.Millisecond, 1, false)
+		s.add(t0.Add(time.Duration(62+31*w)*time.Minute), "test", "Select", dg, "SELECT 3", false, time.Millisecond, 1, false, &noStages)
 	}
 	require.Len(t, s.rows(t0.Add(2000*time.Minute), true), stmtSummaryHistory)
 
 	s = newStmtSummary(t0)
 	for i := range stmtSummaryMaxStmts + 10 {
-		s.add(t0, "test", "Select", stmtDigest{digest: strconv.Itoa(i)}, "q", false, time.Millisecond, 0, false)
+		s.add(t0, "test", "Select", stmtDigest{digest: strconv.Itoa(i)}, "q", false, time.Millisecond, 0, false, &noStages)
 	}
 	cur = s.rows(t0, false)
 	require.Len(t, cur, stmtSummaryMaxStmts+1)

@@ -91,6 +91,11 @@ func TestSlowQueryLog(t *testing.T) {
 	require.False(t, failed.Succ)
 	require.EqualValues(t, 1205, failed.ErrorCode)
 	require.GreaterOrEqual(t, failed.QueryTime, 1.0)
+	// The stage it waited in is named: lock_keys (the row lock), about
+	// the whole 1 s; the sleeps spent no time locking.
+	require.GreaterOrEqual(t, failed.Stages["lock_keys"], 0.9, "stages %v", failed.Stages)
+	require.Greater(t, failed.Stages["parse"], 0.0)
+	require.Zero(t, sleep.Stages["lock_keys"], "stages %v", sleep.Stages)
 
 	// information_schema.SLOW_QUERY reads the same entries back.
 	rows := queryStrings(t, db, "SELECT User, Host, DB, Type, Prepared, Succ, Error_code, Result_rows, Query FROM information_schema.SLOW_QUERY ORDER BY Time")
@@ -99,9 +104,14 @@ func TestSlowQueryLog(t *testing.T) {
 		{"root", "127.0.0.1", "test", "Select", "1", "1", "0", "1", "SELECT SLEEP(?) + 1"},
 		{"root", "127.0.0.1", "test", "Update", "0", "0", "1205", "0", "UPDATE t SET v = 2 WHERE id = 1"},
 	}, rows)
-	var slowest float64
-	require.NoError(t, db.QueryRow("SELECT MAX(Query_time) FROM information_schema.SLOW_QUERY WHERE Succ = 0").Scan(&slowest))
+	var slowest, locking float64
+	require.NoError(t, db.QueryRow("SELECT MAX(Query_time), MAX(LockKeys_time) FROM information_schema.SLOW_QUERY WHERE Succ = 0").Scan(&slowest, &locking))
 	require.GreaterOrEqual(t, slowest, 1.0)
+	require.GreaterOrEqual(t, locking, 0.9)
+	// The statements summary averages the stage over the digest's runs.
+	var avgLock uint64
+	require.NoError(t, db.QueryRow("SELECT AVG_LOCK_KEYS_TIME FROM information_schema.STATEMENTS_SUMMARY WHERE STMT_TYPE = 'Update'").Scan(&avgLock))
+	require.GreaterOrEqual(t, avgLock, uint64(900*time.Millisecond))
 	// Without PROCESS a user sees only its own.
 	_, err = db.Exec("CREATE USER bob IDENTIFIED BY 'pw'")
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser"
 
+	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/sql/session"
 )
 
@@ -51,6 +52,7 @@ type stmtStats struct {
 	sumLatency, minLatency       time.Duration
 	maxLatency                   time.Duration
 	buckets                      [latencyBuckets]uint64
+	stages                       [execdetails.NumStages]time.Duration // sums
 	firstSeen, lastSeen          time.Time
 }
 
@@ -89,7 +91,7 @@ func (c *digestCache) get(query string) stmtDigest {
 }
 
 // add records one execution that ended at now.
-func (s *stmtSummary) add(now time.Time, schema, stmtType string, dg stmtDigest, query string, prepared bool, d time.Duration, rows uint64, failed bool) {
+func (s *stmtSummary) add(now time.Time, schema, stmtType string, dg stmtDigest, query string, prepared bool, d time.Duration, rows uint64, failed bool, stages *[execdetails.NumStages]time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rotate(now)
@@ -121,6 +123,9 @@ func (s *stmtSummary) add(now time.Time, schema, stmtType string, dg stmtDigest,
 	st.minLatency = min(st.minLatency, d)
 	st.maxLatency = max(st.maxLatency, d)
 	st.buckets[min(latencyBuckets-1, bits.Len64(uint64(d.Microseconds())))]++
+	for i, v := range stages {
+		st.stages[i] += v
+	}
 	st.lastSeen = now
 }
 
@@ -168,7 +173,7 @@ func (s *stmtSummary) rows(now time.Time, history bool) []session.StmtSummary {
 				Begin: w.begin, End: w.end, Schema: k.schema, Digest: k.digest, DigestText: st.digestText,
 				StmtType: st.stmtType, Prepared: st.prepared, ExecCount: st.execCount, Errors: st.errors,
 				SumLatency: st.sumLatency, MaxLatency: st.maxLatency, MinLatency: st.minLatency,
-				P99Latency: st.quantile(0.99), Rows: st.rows, FirstSeen: st.firstSeen, LastSeen: st.lastSeen,
+				P99Latency: st.quantile(0.99), SumStages: st.stages, Rows: st.rows, FirstSeen: st.firstSeen, LastSeen: st.lastSeen,
 				Sample: st.sample,
 			})
 		}

@@ -20,7 +20,7 @@ const maxStatementRetries = 10
 
 var statementRetries = promauto.NewCounter(prometheus.CounterOpts{
 	Namespace: "strata", Subsystem: "sql", Name: "statement_retries_total",
-	Help: "Autocommit write statements run again after a write conflict (optimistic mode) or a request lost before commit.",
+	Help: "Autocommit write statements run again after a write conflict (optimistic mode), a request lost before commit, or a one-phase commit lost and rolled back.",
 })
 
 // retryStatement runs an autocommit write statement, and runs it again from
@@ -28,7 +28,9 @@ var statementRetries = promauto.NewCounter(prometheus.CounterOpts{
 //   - optimistic is set and its commit lost a write conflict, or
 //   - a request it sent before committing was lost with its store
 //     (errno.ErrStoreTimeout: nothing was committed), or
-//   - a table it wrote changed schema under it (errno.ErrInfoSchemaChanged).
+//   - a table it wrote changed schema under it (errno.ErrInfoSchemaChanged), or
+//   - its one-phase commit was lost with its store and then rolled back at
+//     the new leader (kv.ErrCommitLost: decided, nothing written).
 //
 // This is not the silent transaction retry that gave TiDB 2.1.7 read skew:
 // the statement is the whole transaction, nothing of the failed attempt was
@@ -58,7 +60,7 @@ func retryStatement(ctx context.Context, optimistic bool, run func() (*executor.
 
 func retryable(err error, optimistic bool) bool {
 	var wc *kv.WriteConflictError
-	if optimistic && errors.As(err, &wc) {
+	if optimistic && errors.As(err, &wc) || errors.Is(err, kv.ErrCommitLost) {
 		return true
 	}
 	var e *errno.Error

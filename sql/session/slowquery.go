@@ -6,6 +6,8 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 
 	"github.com/stratadb/strata/sql/types"
+
+	"github.com/stratadb/strata/kv/execdetails"
 )
 
 // SlowQuery is one entry of a SQL node's slow query log: a JSON line of
@@ -24,7 +26,10 @@ type SlowQuery struct {
 	Succ      bool      `json:"succ"`
 	ErrorCode uint16    `json:"error_code,omitempty"` // the MySQL error the client got
 	Rows      uint64    `json:"rows"`                 // rows sent, or affected rows
-	Query     string    `json:"query"`                // the statement text (cut at 4 KiB)
+	// Stages is the statement's time per stage in seconds, by
+	// execdetails stage name; stages it did not spend time in are absent.
+	Stages map[string]float64 `json:"stages,omitempty"`
+	Query  string             `json:"query"` // the statement text (cut at 4 KiB)
 }
 
 // SlowQueryLog is what a server offers sessions about its slow query log
@@ -55,8 +60,13 @@ func (s *Session) SlowQueryRows() ([][]types.Datum, error) {
 			types.NewString(e.Time.In(time.Local).Format("2006-01-02 15:04:05.000000")),
 			types.NewString(e.User), types.NewString(e.Host), types.NewUint(e.ConnID), types.NewFloat(e.QueryTime),
 			nullIfEmpty(e.DB), types.NewString(e.Type), types.NewString(e.Digest), boolInt(e.Prepared), boolInt(e.Succ),
-			types.NewUint(uint64(e.ErrorCode)), types.NewUint(e.Rows), types.NewString(e.Query),
+			types.NewUint(uint64(e.ErrorCode)), types.NewUint(e.Rows),
 		})
+		row := &rows[len(rows)-1]
+		for st := range execdetails.NumStages {
+			*row = append(*row, types.NewFloat(e.Stages[st.String()]))
+		}
+		*row = append(*row, types.NewString(e.Query))
 	}
 	return rows, nil
 }
@@ -73,6 +83,7 @@ type StmtSummary struct {
 	MaxLatency           time.Duration
 	MinLatency           time.Duration
 	P99Latency           time.Duration // the upper bound of its power-of-two bucket
+	SumStages            [execdetails.NumStages]time.Duration
 	Rows                 uint64
 	FirstSeen, LastSeen  time.Time
 	Sample               string // one execution's text
@@ -102,8 +113,12 @@ func (s *Session) StatementsSummaryRows(history bool) ([][]types.Datum, error) {
 			types.NewUint(e.ExecCount), types.NewUint(e.Errors), ns(e.SumLatency), ns(e.MaxLatency), ns(e.MinLatency),
 			ns(e.SumLatency / time.Duration(max(e.ExecCount, 1))), ns(e.P99Latency),
 			types.NewUint(e.Rows), types.NewUint(e.Rows / max(e.ExecCount, 1)), boolInt(e.Prepared),
-			ts(e.FirstSeen), ts(e.LastSeen), nullIfEmpty(e.Sample),
 		})
+		row := &rows[len(rows)-1]
+		for _, d := range e.SumStages {
+			*row = append(*row, ns(d/time.Duration(max(e.ExecCount, 1))))
+		}
+		*row = append(*row, ts(e.FirstSeen), ts(e.LastSeen), nullIfEmpty(e.Sample))
 	}
 	return rows, nil
 }
