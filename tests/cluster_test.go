@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/internal/security"
 	"github.com/stratadb/strata/localcluster"
 )
 
@@ -43,6 +44,10 @@ type clusterOpts struct {
 	// TiDB's tests: plans asserted on pseudo statistics must not change
 	// under a test when a table reaches 1,000 rows.
 	autoAnalyze bool
+	// tls turns on cluster TLS (localcluster.Config.TLS); pdTokenFile is
+	// PD's --http-token-file.
+	tls         *security.Config
+	pdTokenFile string
 }
 
 // startCluster starts a cluster of real processes on free loopback ports in a
@@ -55,6 +60,7 @@ func startCluster(t *testing.T, o clusterOpts) *localcluster.Cluster {
 		// A faster tick keeps leader failover well under a second.
 		StoreArgs: append([]string{"--raft-tick", "50ms", "--heartbeat-interval", "200ms"}, o.storeArgs...),
 		SQLArgs:   []string{fmt.Sprintf("--run-auto-analyze=%t", o.autoAnalyze)},
+		TLS:       o.tls, PDTokenFile: o.pdTokenFile,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
