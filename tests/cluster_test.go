@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 
 // clusterOpts tunes startCluster; the zero value is 3 stores and 1 SQL node.
 type clusterOpts struct {
-	stores, sqlNodes int
+	pds, stores, sqlNodes int
 	storeArgs        []string // extra flags for every store node
 	// autoAnalyze: the SQL nodes run auto-analyze. Off by default, as in
 	// TiDB's tests: plans asserted on pseudo statistics must not change
@@ -56,7 +56,7 @@ type clusterOpts struct {
 func startCluster(t *testing.T, o clusterOpts) *localcluster.Cluster {
 	t.Helper()
 	c, err := localcluster.New(localcluster.Config{
-		BinDir: binDir, DataDir: t.TempDir(), Stores: o.stores, SQLNodes: o.sqlNodes, FreePorts: true,
+		BinDir: binDir, DataDir: t.TempDir(), PDs: o.pds, Stores: o.stores, SQLNodes: o.sqlNodes, FreePorts: true,
 		// A faster tick keeps leader failover well under a second.
 		StoreArgs: append([]string{"--raft-tick", "50ms", "--heartbeat-interval", "200ms"}, o.storeArgs...),
 		SQLArgs:   []string{fmt.Sprintf("--run-auto-analyze=%t", o.autoAnalyze)},
