@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 // clusterOpts tunes startCluster; the zero value is 3 stores and 1 SQL node.
 type clusterOpts struct {
 	pds, stores, sqlNodes int
-	storeArgs        []string // extra flags for every store node
+	storeArgs             []string // extra flags for every store node
 	// autoAnalyze: the SQL nodes run auto-analyze. Off by default, as in
 	// TiDB's tests: plans asserted on pseudo statistics must not change
 	// under a test when a table reaches 1,000 rows.
