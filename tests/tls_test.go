@@ -112,8 +112,10 @@ func TestClusterTLS(t *testing.T) {
 	c := startCluster(t, clusterOpts{pds: 3, tls: &clusterCfg, pdTokenFile: token})
 
 	// SQL writes and reads go through PD and the stores over TLS.
-	db := openDB(t, c, 0, "test")
-	_, err := db.Exec("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
+	_, err := openDB(t, c, 0, "").Exec("CREATE DATABASE sec")
+	require.NoError(t, err)
+	db := openDB(t, c, 0, "sec")
+	_, err = db.Exec("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
 	require.NoError(t, err)
 	_, err = db.Exec("INSERT INTO t VALUES (1, 'one'), (2, 'two'), (3, 'three')")
 	require.NoError(t, err)
