@@ -40,8 +40,8 @@ type project struct {
 	network string   // the project's bridge network (set by up)
 	// files are compose files added after deploy/docker-compose.yml
 	// (overrides); env is added to the compose command's environment.
-	files []string
-	extraEnv  []string
+	files    []string
+	extraEnv []string
 }
 
 // newProject picks a unique name and registers the teardown (compose down
