@@ -39,7 +39,7 @@ type project struct {
 	compose []string // "docker compose" or "docker-compose"
 	network string   // the project's bridge network (set by up)
 	// files are compose files added after deploy/docker-compose.yml
-	// (overrides); env is added to the compose command's environment.
+	// (overrides); extraEnv is added to the compose command's environment.
 	files    []string
 	extraEnv []string
 }
