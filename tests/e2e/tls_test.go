@@ -35,9 +35,11 @@ import (
 // PD's gRPC port and a store's, and that PD's state-changing HTTP calls
 // need the token or a client certificate.
 func TestComposeClusterTLS(t *testing.T) {
+	// Before newProject: cleanups run last-in first-out, and the teardown
+	// (compose down) still needs the override file.
+	dir := t.TempDir()
 	p := newProject(t)
 	reapStale(t, p.compose, p.root)
-	dir := t.TempDir()
 	certs := filepath.Join(dir, "certs")
 	gen := exec.Command("go", "run", "./cmd/certgen", "--out", certs, "--readable-keys", "--cert", "pd=pd1,pd2,pd3",
 		"--cert", "store=store1,store2,store3", "--cert", "sql=sql1,sql2", "--cert", "client", "--token", "pd-token")
