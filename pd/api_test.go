@@ -3,12 +3,9 @@ package pd_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -150,19 +147,6 @@ func TestAPIToken(t *testing.T) {
 	srv := pdtest.NewWith(t, 1, func(c *pd.Config) { c.HTTPTokenFile = token })
 	h := httptest.NewServer(srv.Server().APIHandler())
 	defer h.Close()
-	call := func(method, path, body, auth string) (int, string) {
-		req, err := http.NewRequest(method, h.URL+"/pd/api/v1/"+path, strings.NewReader(body))
-		require.NoError(t, err)
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
-	}
 	for _, tc := range []struct {
 		method, path, body, auth string
 		code                     int
@@ -177,7 +161,7 @@ func TestAPIToken(t *testing.T) {
 		{"POST", "config", "{}", "Bearer s3cret", 200, "updated"},
 		{"DELETE", "store/9", "", "Bearer s3cret", 404, "store 9 not found"},
 	} {
-		code, body := call(tc.method, tc.path, tc.body, tc.auth)
+		code, body := apiCall(t, h.URL, tc.method, tc.path, tc.body, tc.auth)
 		require.Equal(t, tc.code, code, "%s %s: %s", tc.method, tc.path, body)
 		require.Contains(t, body, tc.contains, "%s %s", tc.method, tc.path)
 	}
@@ -187,14 +171,9 @@ func TestAPIToken(t *testing.T) {
 // be https.
 func TestConfigTLSNeedsHTTPS(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := pki.NewCA("ca", time.Hour)
+	_, f, err := pki.NewFiles(dir, "pd", "pd", []string{"127.0.0.1"}, time.Hour)
 	require.NoError(t, err)
-	require.NoError(t, pki.WriteFile(filepath.Join(dir, "ca.pem"), ca.PEM, 0o644))
-	p, err := ca.Issue("pd", []string{"127.0.0.1"}, time.Hour)
-	require.NoError(t, err)
-	cert, key, err := p.Write(dir, "pd")
-	require.NoError(t, err)
-	sec, err := security.New(security.Config{CA: filepath.Join(dir, "ca.pem"), Cert: cert, Key: key}, "pd")
+	sec, err := security.New(security.Config{CA: f.CA, Cert: f.Cert, Key: f.Key}, "pd")
 	require.NoError(t, err)
 	cfg := pd.Config{DataDir: dir, Addr: "127.0.0.1:0", PeerURL: "http://127.0.0.1:1", ClientURL: "https://127.0.0.1:2", Security: sec}
 	require.ErrorContains(t, cfg.Validate(), `with cluster TLS the peer url must be https://, got "http://127.0.0.1:1"`)

@@ -20,37 +20,33 @@ import (
 	"github.com/stratadb/strata/internal/pki"
 	"github.com/stratadb/strata/internal/promtext"
 	"github.com/stratadb/strata/internal/security"
-	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/proto/pdpb"
-	"github.com/stratadb/strata/proto/storepb"
+	"github.com/stratadb/strata/localcluster"
 )
 
 // Cluster TLS (issue 33): PD, three stores and a SQL node with
 // --cluster-ssl-* and --cluster-verify-cn, and PD's HTTP API behind a
 // client certificate or token. Certificates are made here, never committed.
 
-// tlsFiles is a CA and the certificates a test issues from it.
+// tlsFiles is a CA in dir and the certificates a test issues from it.
 type tlsFiles struct {
 	dir string
 	ca  *pki.CA
 }
 
-func newTLSFiles(t *testing.T, dir string) *tlsFiles {
+// newTLSFiles makes a CA and a certificate named and with CommonName cn,
+// for 127.0.0.1, and returns the latter's configuration.
+func newTLSFiles(t *testing.T, dir, cn string) (*tlsFiles, security.Config) {
 	t.Helper()
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	ca, err := pki.NewCA("strata-test-ca", time.Hour)
+	ca, f, err := pki.NewFiles(dir, cn, cn, []string{"127.0.0.1"}, time.Hour)
 	require.NoError(t, err)
-	require.NoError(t, pki.WriteFile(filepath.Join(dir, "ca.pem"), ca.PEM, 0o644))
-	return &tlsFiles{dir: dir, ca: ca}
+	return &tlsFiles{dir: dir, ca: ca}, security.Config{CA: f.CA, Cert: f.Cert, Key: f.Key}
 }
 
 // issue writes a certificate for 127.0.0.1 with CommonName cn as
 // dir/name.pem and returns its configuration.
 func (f *tlsFiles) issue(t *testing.T, name, cn string) security.Config {
 	t.Helper()
-	p, err := f.ca.Issue(cn, []string{"127.0.0.1"}, time.Hour)
-	require.NoError(t, err)
-	cert, key, err := p.Write(f.dir, name)
+	cert, key, err := f.ca.IssueFiles(f.dir, name, cn, []string{"127.0.0.1"}, time.Hour)
 	require.NoError(t, err)
 	return security.Config{CA: filepath.Join(f.dir, "ca.pem"), Cert: cert, Key: key}
 }
@@ -64,22 +60,11 @@ func grpcRefused(t *testing.T, what, addr string, creds grpc.DialOption, pd bool
 	require.Equal(t, codes.Unavailable, status.Code(err), "%s: %v", what, err)
 }
 
-// grpcCall makes one RPC on a new connection: GetMembers to a PD,
-// KvGet of a missing region to a store (a region error, not an RPC error).
+// grpcCall is localcluster.ProbeGRPC with a 3 s deadline.
 func grpcCall(addr string, creds grpc.DialOption, pd bool) error {
-	conn, err := grpc.NewClient(addr, creds)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if pd {
-		_, err = pdpb.NewPDClient(conn).GetMembers(ctx, &pdpb.GetMembersRequest{})
-		return err
-	}
-	_, err = storepb.NewStoreClient(conn).KvGet(ctx, &kvrpcpb.GetRequest{})
-	return err
+	return localcluster.ProbeGRPC(ctx, addr, creds, pd)
 }
 
 // serverSerial is the serial number of the certificate addr presents to a
@@ -102,8 +87,7 @@ func serverSerial(t *testing.T, addr string, sec *security.TLS) string {
 // restart.
 func TestClusterTLS(t *testing.T) {
 	dir := t.TempDir()
-	files := newTLSFiles(t, filepath.Join(dir, "certs"))
-	clusterCfg := files.issue(t, "strata", "strata")
+	files, clusterCfg := newTLSFiles(t, filepath.Join(dir, "certs"), "strata")
 	clusterCfg.VerifyCN = "strata"
 	token := filepath.Join(dir, "pd-token")
 	require.NoError(t, os.WriteFile(token, []byte("test-token\n"), 0o600))
@@ -130,8 +114,8 @@ func TestClusterTLS(t *testing.T) {
 	require.NoError(t, grpcCall(storeAddr, good.DialOption(), false), "a client with the cluster's certificate")
 
 	t.Run("refused", func(t *testing.T) {
-		foreign := newTLSFiles(t, filepath.Join(dir, "foreign"))
-		foreignSec, err := security.New(foreign.issue(t, "client", "strata"), "test")
+		_, foreignCfg := newTLSFiles(t, filepath.Join(dir, "foreign"), "strata")
+		foreignSec, err := security.New(foreignCfg, "test")
 		require.NoError(t, err)
 		intruderSec, err := security.New(files.issue(t, "intruder", "intruder"), "test")
 		require.NoError(t, err)

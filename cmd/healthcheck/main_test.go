@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -47,15 +46,9 @@ func TestCheck(t *testing.T) {
 
 // TestCheckTLS: tls and https targets with the cluster certificate.
 func TestCheckTLS(t *testing.T) {
-	dir := t.TempDir()
-	ca, err := pki.NewCA("ca", time.Hour)
+	_, f, err := pki.NewFiles(t.TempDir(), "x", "x", []string{"127.0.0.1"}, time.Hour)
 	require.NoError(t, err)
-	require.NoError(t, pki.WriteFile(filepath.Join(dir, "ca.pem"), ca.PEM, 0o644))
-	p, err := ca.Issue("x", []string{"127.0.0.1"}, time.Hour)
-	require.NoError(t, err)
-	cert, key, err := p.Write(dir, "x")
-	require.NoError(t, err)
-	sec, err := security.New(security.Config{CA: filepath.Join(dir, "ca.pem"), Cert: cert, Key: key}, "test")
+	sec, err := security.New(security.Config{CA: f.CA, Cert: f.Cert, Key: f.Key}, "test")
 	require.NoError(t, err)
 
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

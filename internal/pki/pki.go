@@ -132,3 +132,40 @@ func (ca *CA) Pool() *x509.CertPool {
 	p.AddCert(ca.Cert)
 	return p
 }
+
+// Files are the paths of a CA certificate and of one certificate and key
+// it issued (the three files of a cluster TLS configuration).
+type Files struct {
+	CA, Cert, Key string
+}
+
+// NewFiles makes a CA valid for validFor, writes it as dir/ca.pem, and
+// issues a certificate for cn and hosts written as dir/name.pem and
+// dir/name-key.pem (tests; Issue adds more from the returned CA).
+func NewFiles(dir, name, cn string, hosts []string, validFor time.Duration) (*CA, Files, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, Files{}, fmt.Errorf("pki: %w", err)
+	}
+	ca, err := NewCA("Strata test CA", validFor)
+	if err != nil {
+		return nil, Files{}, err
+	}
+	f := Files{CA: filepath.Join(dir, "ca.pem")}
+	if err := WriteFile(f.CA, ca.PEM, 0o644); err != nil {
+		return nil, Files{}, err
+	}
+	if f.Cert, f.Key, err = ca.IssueFiles(dir, name, cn, hosts, validFor); err != nil {
+		return nil, Files{}, err
+	}
+	return ca, f, nil
+}
+
+// IssueFiles issues a certificate for cn and hosts and writes it as
+// dir/name.pem and dir/name-key.pem.
+func (ca *CA) IssueFiles(dir, name, cn string, hosts []string, validFor time.Duration) (cert, key string, err error) {
+	p, err := ca.Issue(cn, hosts, validFor)
+	if err != nil {
+		return "", "", err
+	}
+	return p.Write(dir, name)
+}

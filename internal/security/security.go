@@ -108,6 +108,8 @@ func New(cfg Config, component string) (*TLS, error) {
 		return nil, err
 	}
 	t.cur = m
+	t.log.Info("cluster TLS on", "ca", cfg.CA, "cert", cfg.Cert, "subject", m.cert.Leaf.Subject.String(),
+		"not_after", m.cert.Leaf.NotAfter, "verify_cn", cfg.VerifyCN)
 	return t, nil
 }
 

@@ -27,17 +27,14 @@ type files struct {
 
 func newFiles(t *testing.T, certs map[string]string) *files { // name -> CN
 	t.Helper()
-	ca, err := pki.NewCA("test-ca", time.Hour)
+	dir := t.TempDir()
+	ca, first, err := pki.NewFiles(dir, "first", "first", []string{"127.0.0.1"}, time.Hour)
 	require.NoError(t, err)
-	f := &files{dir: t.TempDir(), ca: ca, cfg: map[string]Config{}}
-	caFile := filepath.Join(f.dir, "ca.pem")
-	require.NoError(t, os.WriteFile(caFile, ca.PEM, 0o644))
+	f := &files{dir: dir, ca: ca, cfg: map[string]Config{"first": {CA: first.CA, Cert: first.Cert, Key: first.Key}}}
 	for name, cn := range certs {
-		p, err := ca.Issue(cn, []string{"127.0.0.1", "localhost"}, time.Hour)
+		c, k, err := ca.IssueFiles(dir, name, cn, []string{"127.0.0.1", "localhost"}, time.Hour)
 		require.NoError(t, err)
-		c, k, err := p.Write(f.dir, name)
-		require.NoError(t, err)
-		f.cfg[name] = Config{CA: caFile, Cert: c, Key: k}
+		f.cfg[name] = Config{CA: first.CA, Cert: c, Key: k}
 	}
 	return f
 }

@@ -22,9 +22,7 @@ import (
 
 	"github.com/stratadb/strata/internal/pki"
 	"github.com/stratadb/strata/internal/security"
-	"github.com/stratadb/strata/proto/kvrpcpb"
-	"github.com/stratadb/strata/proto/pdpb"
-	"github.com/stratadb/strata/proto/storepb"
+	"github.com/stratadb/strata/localcluster"
 )
 
 // TestComposeClusterTLS starts the compose cluster with
@@ -77,30 +75,15 @@ func TestComposeClusterTLS(t *testing.T) {
 	client, err := security.New(security.Config{CA: filepath.Join(certs, "ca.pem"),
 		Cert: filepath.Join(certs, "client.pem"), Key: filepath.Join(certs, "client-key.pem")}, "e2e")
 	require.NoError(t, err)
-	foreignDir := filepath.Join(dir, "foreign")
-	require.NoError(t, os.MkdirAll(foreignDir, 0o755))
-	ca, err := pki.NewCA("foreign", time.Hour)
+	_, ff, err := pki.NewFiles(filepath.Join(dir, "foreign"), "client", "client", []string{"127.0.0.1"}, time.Hour)
 	require.NoError(t, err)
-	require.NoError(t, pki.WriteFile(filepath.Join(foreignDir, "ca.pem"), ca.PEM, 0o644))
-	pair, err := ca.Issue("client", []string{"127.0.0.1"}, time.Hour)
-	require.NoError(t, err)
-	fc, fk, err := pair.Write(foreignDir, "client")
-	require.NoError(t, err)
-	foreign, err := security.New(security.Config{CA: filepath.Join(foreignDir, "ca.pem"), Cert: fc, Key: fk}, "e2e")
+	foreign, err := security.New(security.Config{CA: ff.CA, Cert: ff.Cert, Key: ff.Key}, "e2e")
 	require.NoError(t, err)
 
 	call := func(addr string, creds grpc.DialOption, pd bool) error {
-		conn, err := grpc.NewClient(addr, creds)
-		require.NoError(t, err)
-		defer conn.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if pd {
-			_, err = pdpb.NewPDClient(conn).GetMembers(ctx, &pdpb.GetMembersRequest{})
-			return err
-		}
-		_, err = storepb.NewStoreClient(conn).KvGet(ctx, &kvrpcpb.GetRequest{})
-		return err
+		return localcluster.ProbeGRPC(ctx, addr, creds, pd)
 	}
 	for _, target := range []struct {
 		name, addr string
