@@ -200,6 +200,7 @@ func TestClusterTLS(t *testing.T) {
 		require.NoError(t, err)
 		series := m.Series(false)
 		require.GreaterOrEqual(t, series[`strata_tls_reloads_total{component="store",result="ok"}`], 1.0, "%v", series)
+		require.Greater(t, series[`strata_tls_certificate_not_after_seconds{component="store"}`], float64(time.Now().Unix()))
 		require.GreaterOrEqual(t, series[`strata_tls_handshake_failures_total{component="store",side="server"}`], 3.0)
 	})
 }

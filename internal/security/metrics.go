@@ -14,6 +14,10 @@ var (
 		Namespace: "strata", Subsystem: "tls", Name: "reloads_total",
 		Help: "Re-reads of changed cluster TLS files by component and result (error: the previous certificate stays in use).",
 	}, []string{"component", "result"})
+	notAfter = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "tls", Name: "certificate_not_after_seconds",
+		Help: "Expiry (Unix seconds) of the cluster TLS certificate in use, by component: alert well before it.",
+	}, []string{"component"})
 	httpRefused = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "tls", Name: "http_unauthorized_total",
 		Help: "State-changing HTTP API requests refused with 401 (no verified client certificate, no valid token).",

@@ -108,6 +108,7 @@ func New(cfg Config, component string) (*TLS, error) {
 		return nil, err
 	}
 	t.cur = m
+	notAfter.WithLabelValues(component).Set(float64(m.cert.Leaf.NotAfter.Unix()))
 	t.log.Info("cluster TLS on", "ca", cfg.CA, "cert", cfg.Cert, "subject", m.cert.Leaf.Subject.String(),
 		"not_after", m.cert.Leaf.NotAfter, "verify_cn", cfg.VerifyCN)
 	return t, nil
@@ -181,6 +182,7 @@ func (t *TLS) current() *material {
 	reloads.WithLabelValues(t.component, "ok").Inc()
 	t.log.Info("cluster TLS files reloaded", "ca", t.cfg.CA, "cert", t.cfg.Cert, "subject", m.cert.Leaf.Subject.String(), "not_after", m.cert.Leaf.NotAfter)
 	t.cur = m
+	notAfter.WithLabelValues(t.component).Set(float64(m.cert.Leaf.NotAfter.Unix()))
 	return m
 }
 
