@@ -16,7 +16,7 @@
 // # Invariants
 //
 //   - Mutual: servers require and verify a client certificate signed by the
-//     CA (the HTTP API only asks for one; see Authorize), and clients verify
+//     CA (an HTTP API only asks for one: see HTTPServerConfig and Guard), and clients verify
 //     the server's certificate against the CA and the dialled host name or IP.
 //   - Reload: the CA, certificate and key files are stat'ed at every
 //     handshake and re-read when one's modification time or size changed, so
