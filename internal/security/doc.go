@@ -16,8 +16,9 @@
 // # Invariants
 //
 //   - Mutual: servers require and verify a client certificate signed by the
-//     CA (an HTTP API only asks for one: see HTTPServerConfig and Guard), and clients verify
-//     the server's certificate against the CA and the dialled host name or IP.
+//     CA (an HTTP API only asks for one: see HTTPServerConfig and Guard),
+//     and clients verify the server's certificate against the CA and the
+//     dialled host name or IP.
 //   - Reload: the CA, certificate and key files are stat'ed at every
 //     handshake and re-read when one's modification time or size changed, so
 //     new connections use rotated files without a restart; established
