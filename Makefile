@@ -22,6 +22,7 @@ help:
 	@echo "make build  binaries into ./bin"
 	@echo "make proto  regenerate proto/ Go code (installs protoc and plugins)"
 	@echo "make clean  remove ./bin and ./data"
+	@echo "make certs  CA and certificates for cluster TLS into deploy/certs (make cluster-up TLS=1 uses them)"
 
 deps:
 	$(GO) mod download
@@ -102,9 +103,11 @@ IMAGE ?= strata:latest
 # evaluated once, on first use.
 COMPOSE = $(eval COMPOSE := $(shell if docker compose version >/dev/null 2>&1; then echo "docker compose"; \
 	elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; fi))$(COMPOSE)
-CLUSTER := COMPOSE="$(COMPOSE)" STRATA_IMAGE=$(IMAGE) deploy/cluster.sh
+# TLS=1: the cluster TLS variant (deploy/docker-compose.tls.yml, files of
+# `make certs`).
+CLUSTER := COMPOSE="$(COMPOSE)" STRATA_IMAGE=$(IMAGE) STRATA_TLS=$(TLS) deploy/cluster.sh
 
-.PHONY: images cluster-up cluster-down cluster-clean e2e
+.PHONY: images cluster-up cluster-down cluster-clean e2e certs
 
 images: build
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/healthcheck
@@ -114,6 +117,16 @@ images: build
 cluster-up: images
 	@test -n "$(COMPOSE)" || { echo "docker compose / docker-compose not found"; exit 1; }
 	$(CLUSTER) up
+
+# Development PKI for cluster TLS in deploy/certs/ (git-ignored): a CA, one
+# certificate per component (CommonName pd, store, sql, client; the compose
+# service names, localhost and 127.0.0.1) and PD's HTTP API token. Keys are
+# world-readable so the containers' nobody user can read them: development
+# only. An existing CA is kept; CERTS_ARGS=--force makes a new one.
+certs:
+	@if [ -f deploy/certs/ca.pem ] && [ -z "$(CERTS_ARGS)" ]; then echo "deploy/certs/ca.pem exists (CERTS_ARGS=--force replaces it)"; else \
+	$(GO) run ./cmd/certgen --out deploy/certs --readable-keys --cert pd=pd1,pd2,pd3 --cert store=store1,store2,store3 \
+		--cert sql=sql1,sql2 --cert client --token pd-token $(CERTS_ARGS); fi
 
 # Removes containers and the network; data volumes are kept.
 cluster-down:

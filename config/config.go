@@ -58,15 +58,39 @@ func Parse(fs *flag.FlagSet, args []string, cfg any) error {
 // CheckFlags reports a mismatch between cfg's TOML keys and fs's flags:
 // every key must have a flag of the same name with a description (so
 // --help documents the whole configuration), and every flag but --config
-// must be a key. The mains' tests call it.
+// must be a key. The keys of an embedded struct without a tag (a section
+// shared by several binaries, such as security.Config) are cfg's own, as
+// for the TOML decoder. The mains' tests call it.
 func CheckFlags(fs *flag.FlagSet, cfg any) error {
 	rt := reflect.TypeOf(cfg)
 	if rt.Kind() == reflect.Pointer {
 		rt = rt.Elem()
 	}
 	keys := map[string]bool{}
+	if err := checkKeys(fs, rt, keys); err != nil {
+		return err
+	}
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "config" && !keys[f.Name] && err == nil {
+			err = fmt.Errorf("config: flag --%s is not a configuration key", f.Name)
+		}
+	})
+	return err
+}
+
+// checkKeys records the TOML keys of struct type rt in keys and checks
+// each has a described flag.
+func checkKeys(fs *flag.FlagSet, rt reflect.Type, keys map[string]bool) error {
 	for i := range rt.NumField() {
-		key := rt.Field(i).Tag.Get("toml")
+		field := rt.Field(i)
+		key := field.Tag.Get("toml")
+		if field.Anonymous && key == "" && field.Type.Kind() == reflect.Struct {
+			if err := checkKeys(fs, field.Type, keys); err != nil {
+				return err
+			}
+			continue
+		}
 		keys[key] = true
 		f := fs.Lookup(key)
 		if f == nil {
@@ -76,11 +100,5 @@ func CheckFlags(fs *flag.FlagSet, cfg any) error {
 			return fmt.Errorf("config: flag --%s has no description", key)
 		}
 	}
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if f.Name != "config" && !keys[f.Name] && err == nil {
-			err = fmt.Errorf("config: flag --%s is not a configuration key", f.Name)
-		}
-	})
-	return err
+	return nil
 }

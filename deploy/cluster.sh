@@ -7,7 +7,9 @@
 #
 # Environment: COMPOSE (the compose command; default: `docker compose` if the
 # plugin exists, else `docker-compose`), PROJECT (compose project name,
-# default strata), TIMEOUT (seconds `up`/`wait` wait for health, default 120).
+# default strata), TIMEOUT (seconds `up`/`wait` wait for health, default 120),
+# STRATA_TLS=1 (add docker-compose.tls.yml: cluster TLS with the files of
+# `make certs` in deploy/certs/).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -19,7 +21,14 @@ if [[ -z "${COMPOSE:-}" ]]; then
 fi
 PROJECT=${PROJECT:-strata}
 TIMEOUT=${TIMEOUT:-120}
-compose() { $COMPOSE -f docker-compose.yml -p "$PROJECT" "$@"; }
+FILES=(-f docker-compose.yml)
+if [[ "${STRATA_TLS:-}" == 1 ]]; then
+  if [[ ! -f certs/ca.pem ]]; then
+    echo "cluster.sh: STRATA_TLS=1 needs deploy/certs/ (run \`make certs\`)" >&2; exit 1
+  fi
+  FILES+=(-f docker-compose.tls.yml)
+fi
+compose() { $COMPOSE "${FILES[@]}" -p "$PROJECT" "$@"; }
 
 # wait_healthy polls the health of every container of the project until all
 # of them (8 without profiles) are healthy, or TIMEOUT seconds pass.

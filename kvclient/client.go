@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/stratadb/strata/internal/security"
 	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/kvclient/locate"
 	"github.com/stratadb/strata/kvclient/replicaread"
@@ -54,6 +55,8 @@ type Config struct {
 	// as busy and the sender waits up to BatchMaxWait. Below it a request
 	// is sent at once. Default 4.
 	BatchBusyThreshold int
+	// Security dials the stores with cluster TLS (nil: plaintext).
+	Security *security.TLS
 }
 
 const (
@@ -93,7 +96,7 @@ func New(pd PD, cfg Config) *Client {
 		cfg:    cfg,
 		cache:  locate.NewRegionCache(pd),
 		stores: storeResolver{pd: pd, addrs: make(map[uint64]storeAddr)},
-		conns:  connPool{conns: make(map[string]*storeConn), batch: policy},
+		conns:  connPool{conns: make(map[string]*storeConn), batch: policy, creds: cfg.Security.DialOption()},
 	}
 }
 

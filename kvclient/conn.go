@@ -9,7 +9,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/stratadb/strata/kv"
@@ -73,7 +72,8 @@ type connPool struct {
 	mu     sync.RWMutex
 	conns  map[string]*storeConn
 	closed bool
-	batch  batchPolicy // of every connection's stream
+	batch  batchPolicy     // of every connection's stream
+	creds  grpc.DialOption // cluster TLS or plaintext
 }
 
 type storeConn struct {
@@ -85,7 +85,6 @@ type storeConn struct {
 // dialOptions: fail fast when a store is down (no wait-for-ready, the client
 // retries on another peer), and reconnect quickly when it comes back.
 var dialOptions = []grpc.DialOption{
-	grpc.WithTransportCredentials(insecure.NewCredentials()),
 	grpc.WithConnectParams(grpc.ConnectParams{
 		Backoff: backoff.Config{
 			BaseDelay:  50 * time.Millisecond,
@@ -134,7 +133,7 @@ func (p *connPool) get(addr string) (*storeConn, error) {
 	if c, ok := p.conns[addr]; ok {
 		return c, nil
 	}
-	cc, err := grpc.NewClient(addr, dialOptions...)
+	cc, err := grpc.NewClient(addr, append([]grpc.DialOption{p.creds}, dialOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kvclient: connect %s: %w", addr, err)
 	}

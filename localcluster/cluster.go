@@ -20,6 +20,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/stratadb/strata/internal/freeport"
+	"github.com/stratadb/strata/internal/security"
 )
 
 // Config describes a local cluster.
@@ -47,6 +48,14 @@ type Config struct {
 	// Procs order), e.g. "ip netns exec NS"; the prefix must exec the
 	// binary in its own process, so signals reach it.
 	Wrap func(i int) []string
+	// TLS, when set, turns on cluster TLS: every process gets
+	// --cluster-ssl-ca/-cert/-key (and --cluster-verify-cn), PD's etcd URLs
+	// are https, and PDAPI calls PD's HTTP API over TLS with the same
+	// certificate.
+	TLS *security.Config
+	// PDTokenFile is PD's --http-token-file (empty: none); PDAPI sends the
+	// token.
+	PDTokenFile string
 }
 
 // Cluster is a running (or stopped) set of processes.
@@ -60,6 +69,9 @@ type Cluster struct {
 	pdAddrs, pdStatus []string
 	// SQLAddrs are the MySQL addresses, one per SQL node.
 	SQLAddrs []string
+	// sec is cfg.TLS loaded (nil: plaintext); httpCli calls PD's API.
+	sec     *security.TLS
+	httpCli *http.Client
 }
 
 // New lays out the processes of a cluster without starting them.
@@ -103,6 +115,17 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	logDir := filepath.Join(dataDir, "logs")
 	c := &Cluster{cfg: cfg}
+	var tlsArgs []string // every process's
+	scheme := "http"
+	if cfg.TLS != nil {
+		if c.sec, err = security.New(*cfg.TLS, "localcluster"); err != nil {
+			return nil, err
+		}
+		scheme = "https"
+		tlsArgs = []string{"--cluster-ssl-ca", cfg.TLS.CA, "--cluster-ssl-cert", cfg.TLS.Cert, "--cluster-ssl-key", cfg.TLS.Key,
+			"--cluster-verify-cn", cfg.TLS.VerifyCN}
+	}
+	c.httpCli = c.sec.HTTPClient(30 * time.Second)
 	proc := 0 // index of the process being laid out, in Procs order
 	addr := func(port int) string {
 		host := "127.0.0.1"
@@ -130,7 +153,7 @@ func New(cfg Config) (*Cluster, error) {
 		if cfg.PDs > 1 {
 			name = fmt.Sprintf("pd%d", i+1)
 		}
-		peer := "http://" + addr(pp[1])
+		peer := scheme + "://" + addr(pp[1])
 		initial = append(initial, name+"="+peer)
 		c.pdAddrs = append(c.pdAddrs, addr(pp[0]))
 		c.pdStatus = append(c.pdStatus, addr(pp[3]))
@@ -138,14 +161,18 @@ func New(cfg Config) (*Cluster, error) {
 			"--name", name, "--data-dir", filepath.Join(dataDir, name),
 			"--addr", addr(pp[0]),
 			"--peer-url", peer,
-			"--etcd-client-url", "http://" + addr(pp[2]),
+			"--etcd-client-url", scheme + "://" + addr(pp[2]),
 			"--status-addr", addr(pp[3]),
 			"--replicas", strconv.Itoa(min(3, cfg.Stores)),
 		})
 		c.PDs = append(c.PDs, wrap(&Proc{Name: name, Bin: filepath.Join(binDir, "pd"), LogPath: filepath.Join(logDir, name+".log")}))
 	}
 	for i, p := range c.PDs {
-		p.Args = append(append(pdArgs[i], "--initial-cluster", strings.Join(initial, ",")), cfg.PDArgs...)
+		p.Args = append(append(pdArgs[i], "--initial-cluster", strings.Join(initial, ",")), tlsArgs...)
+		if cfg.PDTokenFile != "" {
+			p.Args = append(p.Args, "--http-token-file", cfg.PDTokenFile)
+		}
+		p.Args = append(p.Args, cfg.PDArgs...)
 	}
 	pdList := strings.Join(c.pdAddrs, ",")
 	for i := 0; i < cfg.Stores; i++ {
@@ -160,7 +187,7 @@ func New(cfg Config) (*Cluster, error) {
 		}
 		c.Stores = append(c.Stores, wrap(&Proc{
 			Name: name, Bin: filepath.Join(binDir, "storenode"), LogPath: filepath.Join(logDir, name+".log"),
-			Args: append(args, cfg.StoreArgs...),
+			Args: append(append(args, tlsArgs...), cfg.StoreArgs...),
 		}))
 	}
 	for i := 0; i < cfg.SQLNodes; i++ {
@@ -172,11 +199,14 @@ func New(cfg Config) (*Cluster, error) {
 		c.SQLAddrs = append(c.SQLAddrs, addr(qp[0]))
 		c.SQL = append(c.SQL, wrap(&Proc{
 			Name: name, Bin: filepath.Join(binDir, "sqlnode"), LogPath: filepath.Join(logDir, name+".log"),
-			Args: append([]string{"--pd", pdList, "--addr", addr(qp[0]), "--status-addr", addr(qp[1])}, cfg.SQLArgs...),
+			Args: append(append([]string{"--pd", pdList, "--addr", addr(qp[0]), "--status-addr", addr(qp[1])}, tlsArgs...), cfg.SQLArgs...),
 		}))
 	}
 	return c, nil
 }
+
+// PDStatusAddrs are the PD members' HTTP addresses (status and API).
+func (c *Cluster) PDStatusAddrs() []string { return c.pdStatus }
 
 // PDAddrs are the PD members' gRPC addresses.
 func (c *Cluster) PDAddrs() []string { return c.pdAddrs }
@@ -303,12 +333,19 @@ func (c *Cluster) PDAPI(method, path string, body, out any) error {
 	var err error
 	for _, status := range c.pdStatus {
 		var req *http.Request
-		req, err = http.NewRequest(method, "http://"+status+"/pd/api/v1/"+path, bytes.NewReader(b))
+		req, err = http.NewRequest(method, c.sec.Scheme()+"://"+status+"/pd/api/v1/"+path, bytes.NewReader(b))
 		if err != nil {
 			return err
 		}
+		if c.cfg.PDTokenFile != "" {
+			token, err := os.ReadFile(c.cfg.PDTokenFile)
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+		}
 		var resp *http.Response
-		resp, err = http.DefaultClient.Do(req)
+		resp, err = c.httpCli.Do(req)
 		if err != nil {
 			continue // this member is down: try the next
 		}

@@ -27,7 +27,9 @@ import (
 // APIPrefix is the path every API route starts with.
 const APIPrefix = "/pd/api/v1/"
 
-// APIHandler returns the HTTP API handler.
+// APIHandler returns the HTTP API handler. State-changing requests need a
+// verified client certificate or the bearer token when cluster TLS or
+// Config.HTTPTokenFile is set (security.Guard).
 func (s *Server) APIHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+APIPrefix+"stores", s.leaderAPI(apiStores))
@@ -54,7 +56,7 @@ func (s *Server) APIHandler() http.Handler {
 	mux.HandleFunc("DELETE "+APIPrefix+"members/name/{name}", s.apiRemoveMember)
 	mux.HandleFunc("DELETE "+APIPrefix+"members/id/{id}", s.apiRemoveMember)
 	mux.HandleFunc("GET "+APIPrefix+"health", s.apiHealth)
-	return mux
+	return s.guard.Wrap(mux)
 }
 
 type apiFunc func(r *http.Request, c *cluster) (any, error)

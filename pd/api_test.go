@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/internal/pki"
+	"github.com/stratadb/strata/internal/security"
+	"github.com/stratadb/strata/pd"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/pd/pdtest"
 	"github.com/stratadb/strata/proto/metapb"
@@ -132,4 +137,46 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// TestAPIToken: with --http-token-file, state-changing API calls need the
+// bearer token (401 with a JSON error saying so otherwise); GETs stay open.
+func TestAPIToken(t *testing.T) {
+	token := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(token, []byte("s3cret\n"), 0o600))
+	srv := pdtest.NewWith(t, 1, func(c *pd.Config) { c.HTTPTokenFile = token })
+	h := httptest.NewServer(srv.Server().APIHandler())
+	defer h.Close()
+	for _, tc := range []struct {
+		method, path, body, auth string
+		code                     int
+		contains                 string
+	}{
+		{"GET", "config", "", "", 200, "max-store-down-time"},
+		{"GET", "members", "", "", 200, "pd1"},
+		{"POST", "config", "{}", "", 401, "--http-token-file"},
+		{"POST", "config", "{}", "Bearer wrong", 401, "needs authentication"},
+		{"DELETE", "store/1", "", "", 401, "Authorization: Bearer"},
+		{"DELETE", "members/name/pd1", "", "Basic czNjcmV0", 401, "needs authentication"},
+		{"POST", "config", "{}", "Bearer s3cret", 200, "updated"},
+		{"DELETE", "store/9", "", "Bearer s3cret", 404, "store 9 not found"},
+	} {
+		code, body := apiCall(t, h.URL, tc.method, tc.path, tc.body, tc.auth)
+		require.Equal(t, tc.code, code, "%s %s: %s", tc.method, tc.path, body)
+		require.Contains(t, body, tc.contains, "%s %s", tc.method, tc.path)
+	}
+}
+
+// TestConfigTLSNeedsHTTPS: with cluster TLS the embedded etcd's URLs must
+// be https.
+func TestConfigTLSNeedsHTTPS(t *testing.T) {
+	dir := t.TempDir()
+	_, f, err := pki.NewFiles(dir, "pd", "pd", []string{"127.0.0.1"}, time.Hour)
+	require.NoError(t, err)
+	sec, err := security.New(security.Config{CA: f.CA, Cert: f.Cert, Key: f.Key}, "pd")
+	require.NoError(t, err)
+	cfg := pd.Config{DataDir: dir, Addr: "127.0.0.1:0", PeerURL: "http://127.0.0.1:1", ClientURL: "https://127.0.0.1:2", Security: sec}
+	require.ErrorContains(t, cfg.Validate(), `with cluster TLS the peer url must be https://, got "http://127.0.0.1:1"`)
+	cfg = pd.Config{DataDir: dir, Addr: "127.0.0.1:0", PeerURL: "https://127.0.0.1:1", ClientURL: "https://127.0.0.1:2", Security: sec}
+	require.NoError(t, cfg.Validate())
 }

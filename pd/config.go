@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/stratadb/strata/internal/security"
 	"github.com/stratadb/strata/pd/schedule"
 )
 
@@ -56,6 +57,16 @@ type Config struct {
 	// Schedule is the scheduling configuration used until one is set
 	// through the HTTP API (which persists it in etcd and wins).
 	Schedule schedule.Config
+	// Security, when set, is cluster TLS: the gRPC service requires client
+	// certificates, the embedded etcd's peer and client URLs (which must
+	// then be https) use the same files, and the HTTP API is served over
+	// TLS by the caller (status.Serve) and forwarded to the leader over it.
+	// Nil is plaintext.
+	Security *security.TLS
+	// HTTPTokenFile holds the bearer token the HTTP API's state-changing
+	// requests may carry instead of a client certificate (see
+	// security.Guard; empty: none).
+	HTTPTokenFile string
 }
 
 func (c *Config) setDefaults() {
@@ -104,6 +115,16 @@ func (c *Config) Validate() error {
 		p, err := url.Parse(u.v)
 		if err != nil || p.Host == "" || (p.Scheme != "http" && p.Scheme != "https") {
 			return fmt.Errorf("%w: %s %q must be an http(s) URL", ErrBadConfig, u.name, u.v)
+		}
+	}
+	if c.Security != nil {
+		for _, u := range []struct{ name, v string }{
+			{"peer url", c.PeerURL}, {"etcd client url", c.ClientURL},
+			{"listen peer url", c.ListenPeerURL}, {"listen etcd client url", c.ListenClientURL},
+		} {
+			if p, _ := url.Parse(u.v); p.Scheme != "https" {
+				return fmt.Errorf("%w: with cluster TLS the %s must be https://, got %q (and so must every URL in the initial cluster)", ErrBadConfig, u.name, u.v)
+			}
 		}
 	}
 	if c.Replicas < 1 {

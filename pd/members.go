@@ -23,8 +23,6 @@ import (
 // forwards it again (no loops while the leadership moves).
 const forwardedHeader = "X-Strata-Pd-Forwarded"
 
-var forwardClient = &http.Client{Timeout: 30 * time.Second}
-
 // forward sends a leader-only request to the PD leader's HTTP API and
 // copies its answer back; false (nothing written) when the leader or its
 // HTTP address is unknown.
@@ -40,15 +38,20 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 	if err != nil || len(resp.Kvs) == 0 {
 		return false
 	}
-	target := "http://" + string(resp.Kvs[0].Value) + r.URL.RequestURI()
+	target := s.cfg.Security.Scheme() + "://" + string(resp.Kvs[0].Value) + r.URL.RequestURI()
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, target, r.Body)
 	if err != nil {
 		return false
 	}
 	req.Header.Set("Content-Type", r.Header.Get("Content-Type"))
 	req.Header.Set(forwardedHeader, s.cfg.Name)
+	// The request passed this member's guard; the leader's lets it
+	// through on our client certificate or the caller's token.
+	if a := r.Header.Get("Authorization"); a != "" {
+		req.Header.Set("Authorization", a)
+	}
 	start := time.Now()
-	ans, err := forwardClient.Do(req)
+	ans, err := s.httpCli.Do(req)
 	if err != nil {
 		apiForwarded.WithLabelValues("error").Inc()
 		writeJSON(w, http.StatusBadGateway, map[string]string{

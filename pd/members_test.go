@@ -16,15 +16,19 @@ import (
 	"github.com/stratadb/strata/pd/pdtest"
 )
 
-// apiCall sends one HTTP API request to addr ("host:port" or a URL) and
-// returns the status and body.
-func apiCall(t *testing.T, addr, method, path, body string) (int, string) {
+// apiCall sends one HTTP API request to addr ("host:port" or a URL), with
+// an Authorization header when auth is given, and returns the status and
+// body.
+func apiCall(t *testing.T, addr, method, path, body string, auth ...string) (int, string) {
 	t.Helper()
 	if !strings.HasPrefix(addr, "http://") {
 		addr = "http://" + addr
 	}
 	req, err := http.NewRequest(method, addr+"/pd/api/v1/"+path, bytes.NewBufferString(body))
 	require.NoError(t, err)
+	if len(auth) > 0 && auth[0] != "" {
+		req.Header.Set("Authorization", auth[0])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

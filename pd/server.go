@@ -2,14 +2,17 @@ package pd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -19,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/failpoint"
+	"github.com/stratadb/strata/internal/security"
 	"github.com/stratadb/strata/proto/pdpb"
 	"github.com/stratadb/strata/tso"
 )
@@ -36,6 +40,8 @@ type Server struct {
 	member   *pdpb.Member
 	memberV  string // marshalled member, the election value
 	grpcSrv  *grpc.Server
+	guard    *security.Guard      // of the HTTP API's state-changing requests
+	httpCli  *http.Client         // forwards API requests to the leader
 	leader   atomic.Pointer[term] // nil when not leader
 	stopping atomic.Bool          // set when shutdown starts (quiets etcd)
 }
@@ -59,11 +65,17 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	guard, err := security.NewGuard(cfg.Security, cfg.HTTPTokenFile)
+	if err != nil {
+		return nil, err
+	}
 	return &Server{
-		cfg:   cfg,
-		log:   slog.Default().With("component", "pd", "name", cfg.Name),
-		ready: make(chan struct{}),
-		quit:  make(chan struct{}),
+		guard:   guard,
+		httpCli: cfg.Security.HTTPClient(30 * time.Second),
+		cfg:     cfg,
+		log:     slog.Default().With("component", "pd", "name", cfg.Name),
+		ready:   make(chan struct{}),
+		quit:    make(chan struct{}),
 	}, nil
 }
 
@@ -121,6 +133,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 
 	s.grpcSrv = grpc.NewServer(
+		s.cfg.Security.ServerOption(),
 		grpc.ChainUnaryInterceptor(unaryMetrics),
 		// pdclient pings every 10s; allow it.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -211,6 +224,16 @@ func (s *Server) startEtcd(ctx context.Context) error {
 	ec.LogLevel = s.cfg.EtcdLogLevel
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newEtcdZapLogger(slog.Default().With("component", "etcd"), s.cfg.EtcdLogLevel, &s.stopping))
 	ec.EnableGRPCGateway = false
+	if sec := s.cfg.Security; sec != nil {
+		c := sec.Config()
+		info := transport.TLSInfo{
+			CertFile: c.Cert, KeyFile: c.Key, TrustedCAFile: c.CA, ClientCertAuth: true,
+			AllowedCNs: sec.VerifyCNs(), MinVersion: tls.VersionTLS12,
+			HandshakeFailure: func(_ *tls.Conn, err error) { sec.HandshakeFailed("server", err) },
+		}
+		// etcd re-reads the certificate and key at every handshake.
+		ec.PeerTLSInfo, ec.ClientTLSInfo = info, info
+	}
 	if s.cfg.EtcdTick > 0 {
 		ec.TickMs = uint(s.cfg.EtcdTick.Milliseconds())
 		ec.ElectionMs = uint(10 * s.cfg.EtcdTick.Milliseconds())

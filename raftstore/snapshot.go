@@ -24,7 +24,6 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/kv/keys"
@@ -670,7 +669,7 @@ func (ss *snapshotSender) stream(storeID uint64, m *raft_serverpb.RaftMessage, g
 	if err != nil {
 		return err
 	}
-	conn, err := grpc.NewClient(st.GetAddress(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(st.GetAddress(), ss.s.cfg.Security.DialOption())
 	if err != nil {
 		return err
 	}

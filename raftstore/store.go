@@ -16,6 +16,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratadb/strata/internal/security"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/proto/pdpb"
 	"github.com/stratadb/strata/proto/raft_serverpb"
@@ -111,6 +112,9 @@ type Config struct {
 	// networks whose firewalls forge TCP resets for live hosts.
 	DisableFastFailover bool
 	Logger              *slog.Logger
+	// Security dials other stores (raft messages, snapshots) with cluster
+	// TLS (nil: plaintext).
+	Security *security.TLS
 
 	// Seams for the deterministic harness (harness_test.go): a manual
 	// clock for every time the lease and peer lifecycle depend on, an
@@ -627,3 +631,7 @@ func (s *Store) fatal(what string, err error) {
 	s.log.Error("raftstore fatal: "+what, "err", err)
 	panic(fmt.Sprintf("raftstore: %s: %v", what, err))
 }
+
+// Security is the cluster TLS other stores are dialled with (nil:
+// plaintext); the store's other outgoing connections use it too.
+func (s *Store) Security() *security.TLS { return s.cfg.Security }

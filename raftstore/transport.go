@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/stratadb/strata/failpoint"
@@ -219,7 +218,7 @@ func (t *transport) dialer(storeID uint64) func(context.Context, string) (net.Co
 
 // stream sends queued batches on one connection until an error.
 func (t *transport) stream(ctx context.Context, ss *storeSender, addr string, ok func()) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	conn, err := grpc.NewClient(addr, t.s.cfg.Security.DialOption(),
 		grpc.WithContextDialer(t.dialer(ss.storeID)))
 	if err != nil {
 		return err

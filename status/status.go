@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/stratadb/strata/failpoint"
+	"github.com/stratadb/strata/internal/security"
 )
 
 // Version and GitHash identify the build; the Makefile overrides them.
@@ -42,6 +44,13 @@ type Route struct {
 // ctx is cancelled. It returns the bound address (useful with port 0) once
 // the listener is open; serving continues in a background goroutine.
 func Serve(ctx context.Context, addr, role string, routes ...Route) (net.Addr, error) {
+	return ServeTLS(ctx, addr, role, nil, routes...)
+}
+
+// ServeTLS is Serve over cluster TLS when sec is set (HTTPS; a client
+// certificate is verified when given but not required, see
+// security.TLS.HTTPServerConfig); a nil sec serves plain HTTP.
+func ServeTLS(ctx context.Context, addr, role string, sec *security.TLS, routes ...Route) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("status: listen %s: %w", addr, err)
@@ -68,6 +77,11 @@ func Serve(ctx context.Context, addr, role string, routes ...Route) (net.Addr, e
 		mux.Handle(r.Pattern, r.Handler)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if sec != nil {
+		srv.TLSConfig = sec.HTTPServerConfig()
+		srv.ErrorLog = sec.HTTPErrorLog()
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			slog.Error("status server stopped", "addr", ln.Addr().String(), "err", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/internal/security"
 	"github.com/stratadb/strata/localcluster"
 )
 
@@ -37,12 +38,16 @@ func TestMain(m *testing.M) {
 
 // clusterOpts tunes startCluster; the zero value is 3 stores and 1 SQL node.
 type clusterOpts struct {
-	stores, sqlNodes int
-	storeArgs        []string // extra flags for every store node
+	pds, stores, sqlNodes int
+	storeArgs             []string // extra flags for every store node
 	// autoAnalyze: the SQL nodes run auto-analyze. Off by default, as in
 	// TiDB's tests: plans asserted on pseudo statistics must not change
 	// under a test when a table reaches 1,000 rows.
 	autoAnalyze bool
+	// tls turns on cluster TLS (localcluster.Config.TLS); pdTokenFile is
+	// PD's --http-token-file.
+	tls         *security.Config
+	pdTokenFile string
 }
 
 // startCluster starts a cluster of real processes on free loopback ports in a
@@ -51,10 +56,11 @@ type clusterOpts struct {
 func startCluster(t *testing.T, o clusterOpts) *localcluster.Cluster {
 	t.Helper()
 	c, err := localcluster.New(localcluster.Config{
-		BinDir: binDir, DataDir: t.TempDir(), Stores: o.stores, SQLNodes: o.sqlNodes, FreePorts: true,
+		BinDir: binDir, DataDir: t.TempDir(), PDs: o.pds, Stores: o.stores, SQLNodes: o.sqlNodes, FreePorts: true,
 		// A faster tick keeps leader failover well under a second.
 		StoreArgs: append([]string{"--raft-tick", "50ms", "--heartbeat-interval", "200ms"}, o.storeArgs...),
 		SQLArgs:   []string{fmt.Sprintf("--run-auto-analyze=%t", o.autoAnalyze)},
+		TLS:       o.tls, PDTokenFile: o.pdTokenFile,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

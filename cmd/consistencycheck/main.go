@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/config"
+	"github.com/stratadb/strata/internal/security"
 	"github.com/stratadb/strata/raftstore/replicacheck"
 )
 
@@ -35,6 +36,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	pd := fs.String("pd", "", "PD status address (host:port); its API lists the stores")
 	stores := fs.String("stores", "", "comma-separated store status addresses (instead of --pd)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
+	var secCfg security.Config // PD's API is HTTPS with cluster TLS
+	secCfg.RegisterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -46,8 +49,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	client := &http.Client{Timeout: time.Minute}
 	addrs := config.SplitList(*stores)
 	if *pd != "" {
-		var err error
-		if addrs, err = storesFromPD(ctx, client, *pd); err != nil {
+		sec, err := security.New(secCfg, "consistencycheck")
+		if err != nil {
+			fmt.Fprintln(stderr, "consistencycheck:", err)
+			return 2
+		}
+		if addrs, err = storesFromPD(ctx, sec, *pd); err != nil {
 			fmt.Fprintln(stderr, "consistencycheck:", err)
 			return 2
 		}
@@ -78,12 +85,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // storesFromPD lists the status addresses of the stores PD knows (not
 // tombstones).
-func storesFromPD(ctx context.Context, client *http.Client, pd string) ([]string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pd+"/pd/api/v1/stores", nil)
+func storesFromPD(ctx context.Context, sec *security.TLS, pd string) ([]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, sec.Scheme()+"://"+pd+"/pd/api/v1/stores", nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := client.Do(req)
+	resp, err := sec.HTTPClient(time.Minute).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("list stores from PD %s: %w", pd, err)
 	}

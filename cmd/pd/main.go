@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/config"
+	"github.com/stratadb/strata/internal/security"
 	"github.com/stratadb/strata/pd"
 	"github.com/stratadb/strata/pd/schedule"
 	"github.com/stratadb/strata/status"
@@ -45,6 +46,13 @@ type fileConfig struct {
 	MaxStoreDownTime time.Duration `toml:"max-store-down-time"`
 	StoreLimit       float64       `toml:"store-limit"`
 	ScheduleInterval time.Duration `toml:"schedule-interval"`
+	// Cluster TLS (--cluster-ssl-*; docs/operations.md "Cluster TLS"):
+	// gRPC, the embedded etcd (its URLs must then be https) and the HTTP
+	// API.
+	security.Config
+	// HTTPTokenFile: the bearer token state-changing HTTP API requests may
+	// carry instead of a client certificate.
+	HTTPTokenFile string `toml:"http-token-file"`
 }
 
 func main() {
@@ -83,7 +91,12 @@ func run(args []string) error {
 		return err
 	}
 
+	sec, err := security.New(fc.Config, "pd")
+	if err != nil {
+		return err
+	}
 	srv, err := pd.NewServer(pd.Config{
+		Security: sec, HTTPTokenFile: fc.HTTPTokenFile,
 		Name: fc.Name, DataDir: fc.DataDir, Addr: fc.Addr, AdvertiseAddr: fc.AdvertiseAddr,
 		PeerURL: fc.PeerURL, ClientURL: fc.EtcdClientURL,
 		ListenPeerURL: fc.ListenPeerURL, ListenClientURL: fc.ListenEtcdClientURL,
@@ -99,7 +112,7 @@ func run(args []string) error {
 
 	ctx, stop := config.ShutdownContext()
 	defer stop()
-	statusBound, err := status.Serve(ctx, fc.StatusAddr, "pd", status.Route{Pattern: pd.APIPrefix, Handler: srv.APIHandler()})
+	statusBound, err := status.ServeTLS(ctx, fc.StatusAddr, "pd", sec, status.Route{Pattern: pd.APIPrefix, Handler: srv.APIHandler()})
 	if err != nil {
 		return err
 	}
@@ -147,5 +160,7 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.MaxStoreDownTime, "max-store-down-time", cfg.MaxStoreDownTime, "a store without a heartbeat this long is Down and its replicas are rebuilt elsewhere (default 30m)")
 	fs.Float64Var(&cfg.StoreLimit, "store-limit", cfg.StoreLimit, "peers added to (and removed from) one store per minute at most (default 15)")
 	fs.DurationVar(&cfg.ScheduleInterval, "schedule-interval", cfg.ScheduleInterval, "how often checkers and schedulers run (default 1s)")
+	cfg.Config.RegisterFlags(fs)
+	fs.StringVar(&cfg.HTTPTokenFile, "http-token-file", cfg.HTTPTokenFile, "file holding the bearer token (\"Authorization: Bearer <token>\") the HTTP API's state-changing requests must carry unless they present a cluster client certificate (empty: no token; without cluster TLS the API then answers everyone)")
 	return fs
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratadb/strata/config"
 	"github.com/stratadb/strata/deploy/k8s"
+	"github.com/stratadb/strata/internal/security"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -39,6 +40,11 @@ func TestParseFlags(t *testing.T) {
 			require.Equal(t, "http://0.0.0.0:2380", c.ListenPeerURL)
 			require.Equal(t, "http://pd1:2381", c.EtcdClientURL)
 			require.Equal(t, "http://0.0.0.0:2381", c.ListenEtcdClientURL)
+		}},
+		{"cluster tls from file and flags", []string{"--config", badFile(t, "cluster-ssl-ca = \"/c/ca.pem\"\ncluster-ssl-cert = \"/c/pd.pem\"\ncluster-verify-cn = \"pd,store\"\n"),
+			"--cluster-ssl-key", "/c/pd-key.pem", "--http-token-file", "/c/token"}, false, func(t *testing.T, c fileConfig) {
+			require.Equal(t, security.Config{CA: "/c/ca.pem", Cert: "/c/pd.pem", Key: "/c/pd-key.pem", VerifyCN: "pd,store"}, c.Config)
+			require.Equal(t, "/c/token", c.HTTPTokenFile)
 		}},
 		{"bad replicas", []string{"--replicas", "0"}, true, nil},
 		{"file unknown key", []string{"--config", badFile(t, "data_dir = \"x\"\n")}, true, nil},

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/config"
+	"github.com/stratadb/strata/internal/security"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/txn"
 	"github.com/stratadb/strata/pd/pdclient"
@@ -72,6 +73,9 @@ type Config struct {
 	// RunAutoAnalyze: this node runs auto-analyze while it is the DDL
 	// owner (TiDB's performance.run-auto-analyze).
 	RunAutoAnalyze bool `toml:"run-auto-analyze"`
+	// Cluster TLS (--cluster-ssl-*; docs/operations.md "Cluster TLS") for
+	// the connections to PD and the stores (the MySQL side is --tls).
+	security.Config
 }
 
 func main() {
@@ -149,15 +153,19 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	sec, err := security.New(cfg.Config, "sql")
+	if err != nil {
+		return err
+	}
 	endpoints := config.SplitList(cfg.PD)
 	slog.Info("connecting to pd", "pd", endpoints)
 	tsoMode, _ := pdclient.ParseTSOMode(cfg.TSOClientRPCMode) // validated by parseFlags
-	pd, err := pdclient.New(ctx, endpoints, pdclient.WithTSOMode(tsoMode))
+	pd, err := pdclient.New(ctx, endpoints, pdclient.WithTSOMode(tsoMode), pdclient.WithSecurity(sec))
 	if err != nil {
 		return fmt.Errorf("connect to pd %v: %w", endpoints, err)
 	}
 	defer pd.Close()
-	kv := kvclient.New(pd, kvclient.Config{})
+	kv := kvclient.New(pd, kvclient.Config{Security: sec})
 	defer kv.Close()
 
 	txnClient := txn.NewClient(kv, pd, txn.Config{MaxTxnSize: cfg.TxnTotalSizeLimit})
@@ -253,6 +261,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.ServerMemoryLimit, "server-memory-limit", cfg.ServerMemoryLimit, "initial tidb_server_memory_limit: past it the statement using the most memory is cancelled (ERROR 8176); 0, a size (4GB) or a percentage of RAM / the cgroup limit (80%)")
 	fs.StringVar(&cfg.SlowQueryFile, "slow-query-file", cfg.SlowQueryFile, "file the slow query log is written to as JSON lines, rotated at 64 MiB with 4 old files kept (empty: slow queries go to the process log)")
 	fs.DurationVar(&cfg.SlowThreshold, "slow-threshold", cfg.SlowThreshold, "statements taking this long or longer go to the slow query log (TiDB's tidb_slow_log_threshold; negative: none)")
+	cfg.Config.RegisterFlags(fs)
 	fs.DurationVar(&cfg.SchemaLease, "schema-lease", cfg.SchemaLease, "how long this node trusts its schema without confirming the cluster's schema version; a schema change waits 2 leases for every node to load it")
 	return fs
 }

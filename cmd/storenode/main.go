@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/config"
+	"github.com/stratadb/strata/internal/security"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/raftstore"
 	"github.com/stratadb/strata/status"
@@ -63,6 +64,9 @@ type fileConfig struct {
 	Labels string `toml:"labels"`
 	// InMemoryPessimisticLock: see store/txn Config (on by default).
 	InMemoryPessimisticLock bool `toml:"in-memory-pessimistic-lock"`
+	// Cluster TLS (--cluster-ssl-*; docs/operations.md "Cluster TLS") for
+	// the gRPC service and the connections to PD and other stores.
+	security.Config
 }
 
 func main() {
@@ -104,6 +108,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	sec, err := security.New(cfg.Config, "store")
+	if err != nil {
+		return err
+	}
 	transfer := cfg.LeaderTransferTimeout
 	if transfer == 0 {
 		transfer = -1 // server.Config: negative skips the transfer
@@ -131,6 +139,7 @@ func run(args []string) error {
 		SnapMaxBytesPerSec:    cfg.SnapMaxBytesPerSec,
 		BlockCacheSize:        cfg.BlockCacheSize,
 		Logger:                logger,
+		Security:              sec,
 
 		DisableInMemoryPessimisticLock: !cfg.InMemoryPessimisticLock,
 	})
@@ -192,6 +201,7 @@ func newFlagSet(cfg *fileConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.Labels, "labels", cfg.Labels, `location labels "key=value,..." for PD's location-labels (e.g. "zone=z1,host=h1")`)
 	fs.BoolVar(&cfg.InMemoryPessimisticLock, "in-memory-pessimistic-lock", cfg.InMemoryPessimisticLock,
 		"keep pessimistic locks in the region leader's memory (no raft round; put into the log before a leader transfer or split; lost in a crash, when a transaction whose lock was taken meanwhile fails at commit with a retryable error)")
+	cfg.Config.RegisterFlags(fs)
 	return fs
 }
 

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
@@ -65,7 +64,7 @@ type Client struct {
 }
 
 // New dials PD members (gRPC "host:port" addresses) and returns when one
-// answers or ctx is done. Options select the TSO mode.
+// answers or ctx is done. Options select the TSO mode and cluster TLS.
 func New(ctx context.Context, endpoints []string, opts ...Option) (*Client, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("pdclient: no endpoints")
@@ -85,7 +84,7 @@ func New(ctx context.Context, endpoints []string, opts ...Option) (*Client, erro
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	for _, ep := range endpoints {
 		conn, err := grpc.NewClient(ep,
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			o.security.DialOption(),
 			grpc.WithConnectParams(grpc.ConnectParams{
 				Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 				MinConnectTimeout: time.Second,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stratadb/strata/internal/security"
 	"github.com/stratadb/strata/proto/pdpb"
 	"github.com/stratadb/strata/tso"
 )
@@ -68,10 +69,14 @@ type Option func(*options)
 type options struct {
 	tsoMode    TSOMode
 	tsoStreams int
+	security   *security.TLS
 }
 
 // WithTSOMode selects the TSO mode (TSOModeDefault if not given).
 func WithTSOMode(m TSOMode) Option { return func(o *options) { o.tsoMode = m } }
+
+// WithSecurity dials PD with cluster TLS (nil: plaintext, the default).
+func WithSecurity(t *security.TLS) Option { return func(o *options) { o.security = t } }
 
 // WithTSOStreams sets the number of Tso streams in TSOModeParallel
 // (DefaultTSOParallelStreams if not given or < 2). TSOModeDefault always

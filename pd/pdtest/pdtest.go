@@ -50,10 +50,25 @@ func New(t testing.TB, replicas int) *Server {
 // until one of them leads. All are stopped in t.Cleanup.
 func NewCluster(t testing.TB, members, replicas int) []*Server {
 	t.Helper()
+	return newCluster(t, members, replicas, nil)
+}
+
+// NewWith is New with tweak applied to the member's configuration before
+// it starts (e.g. an HTTP token file).
+func NewWith(t testing.TB, replicas int, tweak func(*pd.Config)) *Server {
+	t.Helper()
+	return newCluster(t, 1, replicas, tweak)[0]
+}
+
+func newCluster(t testing.TB, members, replicas int, tweak func(*pd.Config)) []*Server {
+	t.Helper()
 	ss := make([]*Server, members)
 	var initial []string
 	for i := range ss {
 		ss[i] = newServer(t, fmt.Sprintf("pd%d", i+1), "http://"+listen(t), replicas)
+		if tweak != nil {
+			tweak(&ss[i].cfg)
+		}
 		initial = append(initial, ss[i].cfg.Name+"="+ss[i].cfg.PeerURL)
 	}
 	for _, s := range ss {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
@@ -97,7 +96,7 @@ func (d *clusterDetector) remote(ctx context.Context, refresh bool) (storepb.Sto
 	if d.client != nil && d.addr == st.GetAddress() {
 		return d.client, nil
 	}
-	conn, err := grpc.NewClient(st.GetAddress(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(st.GetAddress(), d.store.Security().DialOption())
 	if err != nil {
 		return nil, err
 	}

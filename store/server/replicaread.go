@@ -8,7 +8,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/stratadb/strata/kv/keys"
 	"github.com/stratadb/strata/proto/errorpb"
@@ -100,6 +99,7 @@ func (e raftEngine) ReplicaPresent(regionID uint64) bool { return e.s.ReplicaPre
 // addressed through PD and cached by store id. Safe for concurrent use.
 type storeClients struct {
 	pd    RegionLocator
+	dial  grpc.DialOption // cluster TLS or plaintext
 	mu    sync.Mutex
 	conns map[uint64]*grpc.ClientConn
 }
@@ -115,7 +115,7 @@ func (c *storeClients) client(ctx context.Context, storeID uint64) (storepb.Stor
 	if err != nil {
 		return nil, err
 	}
-	conn, err = grpc.NewClient(st.GetAddress(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err = grpc.NewClient(st.GetAddress(), c.dial)
 	if err != nil {
 		return nil, err
 	}

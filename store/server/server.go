@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/stratadb/strata/internal/security"
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/pd/pdclient"
 	"github.com/stratadb/strata/proto/metapb"
@@ -87,6 +88,9 @@ type Config struct {
 	// DisableFastFailover is raftstore.Config.DisableFastFailover.
 	DisableFastFailover bool
 	Logger              *slog.Logger
+	// Security is cluster TLS for the gRPC service and every connection
+	// the store makes (PD, other stores); nil is plaintext.
+	Security *security.TLS
 }
 
 // DefaultLeaderTransferTimeout is Config.LeaderTransferTimeout's default.
@@ -201,7 +205,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer s.lis.Close()
 	pd := s.cfg.PD
 	if pd == nil {
-		c, err := pdclient.New(ctx, s.cfg.PDEndpoints)
+		c, err := pdclient.New(ctx, s.cfg.PDEndpoints, pdclient.WithSecurity(s.cfg.Security))
 		if err != nil {
 			return fmt.Errorf("server: connect PD: %w", err)
 		}
@@ -229,6 +233,7 @@ func (s *Server) Run(ctx context.Context) error {
 		RegionSplitKeys:        s.cfg.RegionSplitKeys,
 		BlockCacheSize:         s.cfg.BlockCacheSize,
 		Logger:                 s.log,
+		Security:               s.cfg.Security,
 	}, pd)
 	if err != nil {
 		return err
@@ -237,7 +242,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.store = store
 	s.mu.Unlock()
 
-	gs := grpc.NewServer(GRPCServerOptions()...)
+	gs := grpc.NewServer(append(GRPCServerOptions(), s.cfg.Security.ServerOption())...)
 	tso := s.cfg.TSO
 	if tso == nil {
 		tso = pd

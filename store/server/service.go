@@ -72,7 +72,7 @@ type Service struct {
 func NewService(store *raftstore.Store, tso TSO, pd RegionLocator, log *slog.Logger, memLocks bool) *Service {
 	cm := concurrency.New()
 	det := newClusterDetector(store, pd, log)
-	eng := raftEngine{s: store, peers: &storeClients{pd: pd}}
+	eng := raftEngine{s: store, peers: &storeClients{pd: pd, dial: store.Security().DialOption()}}
 	st := txn.New(eng, cm, tso, txn.Config{Detector: det, InMemoryPessimisticLock: memLocks})
 	// Always: a lost leadership also wakes the region's lock waiters.
 	store.SetTxnHooks(&raftstore.TxnHooks{LeaderChanged: st.LeaderChanged, Handover: st.Handover})

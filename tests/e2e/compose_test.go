@@ -38,6 +38,10 @@ type project struct {
 	image   string   // image tag built for this run
 	compose []string // "docker compose" or "docker-compose"
 	network string   // the project's bridge network (set by up)
+	// files are compose files added after deploy/docker-compose.yml
+	// (overrides); extraEnv is added to the compose command's environment.
+	files    []string
+	extraEnv []string
 }
 
 // newProject picks a unique name and registers the teardown (compose down
@@ -85,7 +89,7 @@ func run(ctx context.Context, env []string, name string, args ...string) (string
 }
 
 func (p *project) env() []string {
-	return append(os.Environ(),
+	return append(append(os.Environ(), p.extraEnv...),
 		"STRATA_IMAGE="+p.image,
 		// Random host ports on loopback: never 4000/4001, never clashing.
 		"STRATA_SQL1_PUBLISH=127.0.0.1:", "STRATA_SQL2_PUBLISH=127.0.0.1:")
@@ -93,7 +97,11 @@ func (p *project) env() []string {
 
 // dc runs a compose subcommand on this project.
 func (p *project) dc(ctx context.Context, args ...string) (string, error) {
-	full := append(append([]string{}, p.compose[1:]...), "-f", filepath.Join(p.root, "deploy", "docker-compose.yml"), "-p", p.name)
+	full := append(append([]string{}, p.compose[1:]...), "-f", filepath.Join(p.root, "deploy", "docker-compose.yml"))
+	for _, f := range p.files {
+		full = append(full, "-f", f)
+	}
+	full = append(full, "-p", p.name)
 	return run(ctx, p.env(), p.compose[0], append(full, args...)...)
 }
 
