@@ -41,8 +41,9 @@ import (
 // Election. For each local follower whose leader, in the follower's
 // current term T, is a peer on the gone store, the voters on the other
 // live stores are ranked by store id; the first campaigns at once, the
-// k-th k ticks later if its term is still T and its leader is still the
-// gone peer (so two followers seldom split the vote). The campaign is
+// k-th k x max(2, ElectionTicks/4) ticks later if its term is still T and
+// its leader is still the gone peer (so two followers seldom split the
+// vote: the first may find the store gone a little later than the second). The campaign is
 // forced (raft's MsgTimeoutNow path: no pre-vote, and voters grant it
 // within their CheckQuorum lease), which is safe for every live lease:
 // a forced vote in term T+1 is granted only by voters still in a term
@@ -63,6 +64,13 @@ import (
 // force: raft's CheckQuorum rule alone protects any live lease, since a
 // voter following a live leader refuses it), and the most up-to-date
 // follower wins a tick or two later instead of an election timeout later.
+//
+// A follower restarted less than an election timeout ago refuses votes
+// (createPeer: a lease it acknowledged before the restart may be live).
+// When it follows, still in the term it restarted in, a leader on the gone
+// store, that lease can only be the gone leader's (a leader of its
+// persisted term, and the election of that leader respected every earlier
+// lease), so it votes again at once.
 //
 // Metrics: strata_raftstore_fast_campaigns_total, and stores_down_total
 // (the refusal also marks the store down at once, releasing followers
@@ -110,8 +118,16 @@ func (s *Store) storeGone(id uint64) {
 		if st.RaftState != raft.StateFollower || st.Lead == 0 || p.storeOf(st.Lead) != id || p.meta.GetRole() == metapb.PeerRole_Learner {
 			continue
 		}
+		if p.mayHaveAcked && st.GetTerm() == p.createdTerm {
+			// Restarted recently, it refuses votes for an election timeout
+			// to protect a lease it may have acknowledged before; any such
+			// lease is of a leader of its persisted term, the leader it
+			// follows now, whose process is gone: nothing is left to
+			// protect, and refusing would stall the fast election.
+			p.mayHaveAcked = false
+		}
 		rank := s.failoverRank(p, id)
-		p.failover = failoverPlan{store: id, term: st.GetTerm(), lead: st.Lead, at: s.ticks + uint64(rank)}
+		p.failover = failoverPlan{store: id, term: st.GetTerm(), lead: st.Lead, at: s.ticks + uint64(rank)*s.failoverStagger()}
 		planned++
 		if rank == 0 {
 			s.fastCampaign(p)
@@ -123,6 +139,13 @@ func (s *Store) storeGone(id uint64) {
 	if planned > 0 {
 		s.log.Info("leader store gone: fast elections", "gone_store", id, "campaigning_now", now, "later", planned-now)
 	}
+}
+
+// failoverStagger is how many ticks each rank waits after the one before
+// it: the first follower may find the store gone a little later (its
+// reconnect backoff), and two forced campaigns in one term split the vote.
+func (s *Store) failoverStagger() uint64 {
+	return uint64(max(2, s.cfg.ElectionTicks/4))
 }
 
 // failoverRank is this store's place among the voters of p's region on

@@ -158,3 +158,39 @@ func noEarlyElection(h *harness, rid, old, term uint64) {
 		}
 	}
 }
+
+// TestHarnessFailoverRestartedFollower: the first follower by store id
+// restarted a moment before the leader's store is killed and missed the
+// last write, so its forced campaign fails, and it still refuses votes (a restarted peer does, for an election timeout, to
+// protect a lease it may have acknowledged). That lease can only be the
+// gone leader's, so it votes again at once and a new leader is elected
+// within 3 ticks (before, the other follower's campaign was refused
+// until the restarted one's election timeout passed).
+func TestHarnessFailoverRestartedFollower(t *testing.T) {
+	h := newHarness(t, seedOr(t, 15), 3, nil)
+	acked, rid, l := failoverStart(t, h)
+	var first uint64
+	for _, s := range h.replicas(rid) {
+		if s.id != l.id && (first == 0 || s.id < first) {
+			first = s.id
+		}
+	}
+	h.stop(first)
+	h.restart(first)
+	h.waitFor("the restarted follower knows its leader", 5, func() bool {
+		return h.stores[first].peers[rid].rn.BasicStatus().Lead != 0
+	})
+	require.True(t, h.stores[first].peers[rid].mayHaveAcked, "still within its vote-refusing window")
+	// It also misses the last write, so its own forced campaign fails and
+	// the other follower's must get its vote.
+	h.net.addFilter(oneWay(l.id, first))
+	h.putRetrying("k-late", "v-late")
+	acked["k-late"] = "v-late"
+	term := h.term(rid)
+	h.kill(l.id)
+	h.net.clearFilters()
+	newLeaderTicks(h, rid, l.id, term, 3)
+	h.putRetrying("k-after", "v-after")
+	acked["k-after"] = "v-after"
+	h.requireSurvived(acked)
+}

@@ -202,6 +202,7 @@ type peer struct {
 	// state shows it may have followed a leader before (see createPeer).
 	created      time.Time
 	mayHaveAcked bool
+	createdTerm  uint64 // the persisted term it was built with
 	// renewLease asks the loop for a ReadIndex round (with or without reads)
 	// because a lease read found the lease past half its length.
 	renewLease bool

@@ -577,6 +577,7 @@ func (s *Store) createPeer(region *metapb.Region, fromSplit bool) error {
 	// rejection does not apply): it refuses votes for an election timeout,
 	// or that leader's lease could overlap a new leader.
 	p.mayHaveAcked = ps.hardState.GetTerm() > initTerm || ps.lastIndex > initIndex
+	p.createdTerm = ps.hardState.GetTerm()
 	s.addPeer(p)
 	// A brand-new region: its first peer campaigns at once instead of
 	// waiting for an election timeout.
