@@ -32,8 +32,14 @@
 //
 // A store that declines 1PC or async commit falls back to 2PC. A commit of
 // the primary whose answer is lost is kv.ErrUndetermined, never a
-// rollback; so is a lost 1PC prewrite, and a lost async-commit prewrite
-// unless the primary's rollback then succeeds.
+// rollback; so is a lost async-commit prewrite unless the primary's
+// rollback then succeeds. A lost 2PC prewrite is sent again (it is
+// idempotent and commits nothing). A lost 1PC prewrite is settled at the
+// primary's current leader (Cleanup at current_ts 0): committed there, the
+// commit succeeds; not, the primary is rolled back there, which fences the
+// lost request, and the commit fails with kv.ErrCommitLost (1213; an
+// autocommit statement runs again); if that fails too, it is
+// undetermined.
 //
 // # Pessimistic locks
 //

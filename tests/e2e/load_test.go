@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -49,6 +51,34 @@ type load struct {
 	acked  []write
 	failed int
 	errs   map[string]int // first line of each distinct error -> count
+	failAt []failure      // every failed statement
+}
+
+// failure is one failed statement: when it ended and its MySQL error
+// code (0: not a MySQL error, e.g. a broken connection).
+type failure struct {
+	at   time.Time
+	code uint16
+	msg  string
+}
+
+// retryableCodes are the MySQL errors a client runs the statement again
+// for: deadlock or a lost transaction (1213), lock wait timeout (1205),
+// region unavailable (9005), write conflict (9007), schema changed (8028).
+var retryableCodes = []uint16{1213, 1205, 9005, 9007, 8028}
+
+// notRetryableSince lists the failures after t other than retryable
+// MySQL errors.
+func (l *load) notRetryableSince(t time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, f := range l.failAt {
+		if f.at.After(t) && !slices.Contains(retryableCodes, f.code) {
+			out = append(out, fmt.Sprintf("%s (%d): %s", f.at.Format(time.StampMilli), f.code, f.msg))
+		}
+	}
+	return out
 }
 
 // startLoad starts writersPer writers on each db.
@@ -87,6 +117,12 @@ func (l *load) writer(node string, db *sql.DB) {
 				msg = msg[:120]
 			}
 			l.errs[msg]++
+			var me *mysql.MySQLError
+			code := uint16(0)
+			if errors.As(err, &me) {
+				code = me.Number
+			}
+			l.failAt = append(l.failAt, failure{at: end, code: code, msg: msg})
 		}
 		l.mu.Unlock()
 		if err != nil {
