@@ -42,9 +42,7 @@ type Collation struct {
 // keys as they are.
 func (c *Collation) Binary() bool { return c.kind == kindBinary }
 
-// CaseSensitive is SHOW COLLATION's "Compiled"-adjacent fact the
-// information schema reports as PAD_ATTRIBUTE's neighbour; exported for
-// COLLATIONS rows.
+// PadAttribute is information_schema.COLLATIONS' PAD_ATTRIBUTE.
 func (c *Collation) PadAttribute() string {
 	if c.NoPad {
 		return "NO PAD"
