@@ -365,7 +365,11 @@ func (c *fkChecker) findRows(ctx context.Context, t *model.TableInfo, offs []int
 	} else {
 		var start, end []byte
 		if ix != nil {
-			start = tablecodec.AppendIndexKey(nil, t.ID, ix.ID, vals, false, 0)
+			kv := make([]types.Datum, len(vals))
+			for i, v := range vals {
+				kv[i] = model.IndexDatum(t.Columns[offs[i]].Type, v)
+			}
+			start = tablecodec.AppendIndexKey(nil, t.ID, ix.ID, kv, false, 0)
 			end = tablecodec.PrefixNext(start)
 		} else {
 			start, end = tablecodec.RecordRange(t.ID)

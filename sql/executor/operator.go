@@ -8,6 +8,7 @@ import (
 
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient/rpcstats"
+	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/planner"
 )
@@ -221,7 +222,11 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 	case *planner.Projection:
 		return &projectionOp{child: child, exprs: x.Exprs}, nil
 	case *planner.Distinct:
-		return &distinctOp{child: child, mem: memory.NewTracker(rc.mem)}, nil
+		o := &distinctOp{child: child, mem: memory.NewTracker(rc.mem)}
+		if proj, ok := x.Children[0].(*planner.Projection); ok {
+			o.colls = expr.Collations(proj.Exprs)
+		}
+		return o, nil
 	case *planner.Window:
 		return &rowsOp{w: x.Width, load: func(ctx context.Context) ([][]datum, error) { return windowRows(ctx, x, child) }}, nil
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/sql/collate"
+	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/infoschema"
@@ -226,8 +228,10 @@ func FilterShow(res *Result, x *ast.ShowStmt, env expr.Env) (*Result, error) {
 func createTableSQL(t *model.TableInfo, db string) string {
 	var b strings.Builder
 	b.WriteString("CREATE TABLE `" + t.Name + "` (\n")
+	tcoll := ddl.TableCollation(t)
 	for _, c := range t.Columns {
 		b.WriteString("  `" + c.Name + "` " + c.Type.SQLName())
+		b.WriteString(columnCollation(c.Type, tcoll))
 		if c.Type.NotNull() {
 			b.WriteString(" NOT NULL")
 		}
@@ -263,7 +267,7 @@ func createTableSQL(t *model.TableInfo, db string) string {
 	} else {
 		b.WriteString(strings.Join(defs, ",\n") + "\n")
 	}
-	b.WriteString(") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
+	b.WriteString(") ENGINE=InnoDB DEFAULT CHARSET=" + tcoll.Charset + " COLLATE=" + tcoll.Name)
 	if t.Comment != "" {
 		b.WriteString(" COMMENT='" + strings.ReplaceAll(t.Comment, "'", "''") + "'")
 	}
@@ -393,4 +397,22 @@ func indexDefs(t *model.TableInfo) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// columnCollation is what SHOW CREATE TABLE adds after a text column's
+// type when its collation is not the table's (as MySQL 8.0 shows it):
+// " COLLATE name", with "CHARACTER SET cs" first when the character set
+// differs too.
+func columnCollation(ft types.FieldType, tcoll *collate.Collation) string {
+	if ft.Class() != types.ClassString || ft.Binary() || ft.Tp == mysql.TypeJSON || ft.Tp == mysql.TypeEnum || ft.Tp == mysql.TypeSet {
+		return ""
+	}
+	c := collate.ByID(ft.Collation())
+	switch {
+	case c == nil || c == tcoll:
+		return ""
+	case c.Charset != tcoll.Charset:
+		return " CHARACTER SET " + c.Charset + " COLLATE " + c.Name
+	}
+	return " COLLATE " + c.Name
 }

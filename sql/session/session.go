@@ -236,6 +236,15 @@ func parseSQL(p *parser.Parser, sql string) ([]ast.StmtNode, error) {
 	if err != nil {
 		msg := err.Error()
 		if i := strings.Index(msg, "]"); strings.HasPrefix(msg, "[") && i > 0 {
+			// The parser checks character set and collation names itself
+			// ("[ddl:1273]Unknown collation: ..."): those keep their code.
+			if _, c, ok := strings.Cut(msg[1:i], ":"); ok {
+				switch c {
+				case "1115", "1253", "1273":
+					code, _ := strconv.Atoi(c)
+					return nil, errno.New(uint16(code), "%s", strings.TrimSpace(msg[i+1:]))
+				}
+			}
 			msg = msg[i+1:]
 		}
 		return nil, errno.New(errno.ErrParse, "You have an error in your SQL syntax; check the manual that corresponds to your Strata version for the right syntax to use %s", strings.TrimSpace(msg))
