@@ -41,10 +41,15 @@ func ResolveCollation(cs, coll string, def *collate.Collation) (*collate.Collati
 
 // DBCollation is db's default collation (utf8mb4_bin when it names none).
 func DBCollation(db *model.DBInfo) *collate.Collation {
-	if db != nil && db.Collate != "" {
-		if c := collate.ByName(db.Collate); c != nil {
-			return c
-		}
+	if db != nil {
+		return byNameOrDefault(db.CollationName())
+	}
+	return collate.Default
+}
+
+func byNameOrDefault(name string) *collate.Collation {
+	if c := collate.ByName(name); c != nil {
+		return c
 	}
 	return collate.Default
 }
@@ -52,12 +57,7 @@ func DBCollation(db *model.DBInfo) *collate.Collation {
 // TableCollation is t's default collation, the one its new text columns
 // get (utf8mb4_bin when it names none).
 func TableCollation(t *model.TableInfo) *collate.Collation {
-	if t.Collate != "" {
-		if c := collate.ByName(t.Collate); c != nil {
-			return c
-		}
-	}
-	return collate.Default
+	return byNameOrDefault(t.CollationName())
 }
 
 // DatabaseCollation resolves the CHARACTER SET and COLLATE options of a

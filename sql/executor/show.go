@@ -145,6 +145,39 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 		}
 		res = &Result{Columns: []ResultColumn{StringColumn("Table", 64), StringColumn("Create Table", 1024)},
 			Rows: [][]types.Datum{StringRow(t.Name, createTableSQL(t, db))}}
+	case ast.ShowCollation:
+		res = &Result{Columns: []ResultColumn{StringColumn("Collation", 64), StringColumn("Charset", 64), IntColumn("Id"),
+			StringColumn("Default", 64), StringColumn("Compiled", 64), IntColumn("Sortlen"), StringColumn("Pad_attribute", 9)}}
+		for _, c := range collate.All() {
+			def := ""
+			if c.Default {
+				def = "Yes"
+			}
+			res.Rows = append(res.Rows, []types.Datum{types.NewString(c.Name), types.NewString(c.Charset), types.NewInt(int64(c.ID)),
+				types.NewString(def), types.NewString("Yes"), types.NewInt(int64(c.Sortlen)), types.NewString(c.PadAttribute())})
+		}
+	case ast.ShowCharset:
+		res = &Result{Columns: []ResultColumn{StringColumn("Charset", 64), StringColumn("Description", 2048), StringColumn("Default collation", 64), IntColumn("Maxlen")}}
+		for _, c := range collate.Charsets() {
+			res.Rows = append(res.Rows, []types.Datum{types.NewString(c.Name), types.NewString(c.Desc), types.NewString(c.Default.Name), types.NewInt(int64(c.Maxlen))})
+		}
+	case ast.ShowCreateDatabase:
+		db, err := e.dbFor(ctx, env, x.DBName)
+		if err != nil {
+			return nil, err
+		}
+		if !env.VisibleDB(db.Name) {
+			user, host := env.Account()
+			return nil, privilege.DBDenied(user, host, db.Name)
+		}
+		coll := ddl.DBCollation(db)
+		create := "CREATE DATABASE "
+		if x.IfNotExists {
+			create += "/*!32312 IF NOT EXISTS*/ "
+		}
+		create += "`" + db.Name + "` /*!40100 DEFAULT CHARACTER SET " + coll.Charset + " COLLATE " + coll.Name + " */"
+		return &Result{Columns: []ResultColumn{StringColumn("Database", 64), StringColumn("Create Database", 1024)},
+			Rows: [][]types.Datum{StringRow(db.Name, create)}}, nil
 	case ast.ShowEngines:
 		res = &Result{Columns: []ResultColumn{StringColumn("Engine", 64), StringColumn("Support", 8), StringColumn("Comment", 80), StringColumn("Transactions", 3), StringColumn("XA", 3), StringColumn("Savepoints", 3)},
 			Rows: [][]types.Datum{StringRow("InnoDB", "DEFAULT", "Strata distributed storage (Raft-replicated regions)", "YES", "NO", "NO")}}

@@ -112,6 +112,19 @@ type TableInfo struct {
 	write     *TableInfo // ForWrite's table (nil: t itself)
 }
 
+// CollationName is the database's default collation.
+func (d *DBInfo) CollationName() string { return orBin(d.Collate) }
+
+// CollationName is the table's default collation.
+func (t *TableInfo) CollationName() string { return orBin(t.Collate) }
+
+func orBin(c string) string {
+	if c == "" {
+		return "utf8mb4_bin"
+	}
+	return c
+}
+
 // ViewInfo is a view's definition (CREATE VIEW), as MySQL keeps it.
 type ViewInfo struct {
 	Select    string   `json:"select"`         // the query, restored as SQL
