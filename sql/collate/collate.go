@@ -16,7 +16,8 @@ type kind uint8
 const (
 	kindBinary  kind = iota // bytewise
 	kindGeneral             // one 16-bit weight per character (general_ci)
-	kindUCA                 // Unicode Collation Algorithm, primary strength
+	kindUnicode             // UCA 4.0.0 weights per character (unicode_ci)
+	kindUCA                 // x/text's UCA (CLDR root), primary strength (0900_ai_ci)
 )
 
 // Collation is one MySQL collation. Collations are immutable and shared;
@@ -63,6 +64,8 @@ func (c *Collation) Compare(a, b []byte) int {
 	switch c.kind {
 	case kindGeneral:
 		return compareGeneral(c.trim(a), c.trim(b))
+	case kindUnicode:
+		return compareUnicode(c.trim(a), c.trim(b))
 	case kindUCA:
 		st := c.pool.Get().(*ucaState)
 		defer c.pool.Put(st)
@@ -88,6 +91,8 @@ func (c *Collation) Key(dst, s []byte) []byte {
 			s = s[n:]
 		}
 		return dst
+	case kindUnicode:
+		return unicodeKey(dst, c.trim(s))
 	case kindUCA:
 		st := c.pool.Get().(*ucaState)
 		defer c.pool.Put(st)
@@ -106,6 +111,8 @@ func (c *Collation) runeEqual(a, b rune) bool {
 	switch c.kind {
 	case kindGeneral:
 		return generalWeight(a) == generalWeight(b)
+	case kindUnicode:
+		return unicodeRuneEqual(a, b)
 	case kindUCA:
 		st := c.pool.Get().(*ucaState)
 		defer c.pool.Put(st)
@@ -141,10 +148,10 @@ var (
 		{ID: 47, Name: "latin1_bin", Charset: "latin1", Default: true, Sortlen: 1},
 		{ID: 83, Name: "utf8_bin", Charset: "utf8", Default: true, Sortlen: 1},
 		{ID: 33, Name: "utf8_general_ci", Charset: "utf8", Sortlen: 1, kind: kindGeneral},
-		{ID: 192, Name: "utf8_unicode_ci", Charset: "utf8", Sortlen: 8, kind: kindUCA},
+		{ID: 192, Name: "utf8_unicode_ci", Charset: "utf8", Sortlen: 8, kind: kindUnicode},
 		{ID: 46, Name: "utf8mb4_bin", Charset: "utf8mb4", Default: true, Sortlen: 1},
 		{ID: 45, Name: "utf8mb4_general_ci", Charset: "utf8mb4", Sortlen: 1, kind: kindGeneral},
-		{ID: 224, Name: "utf8mb4_unicode_ci", Charset: "utf8mb4", Sortlen: 8, kind: kindUCA},
+		{ID: 224, Name: "utf8mb4_unicode_ci", Charset: "utf8mb4", Sortlen: 8, kind: kindUnicode},
 		{ID: 255, Name: "utf8mb4_0900_ai_ci", Charset: "utf8mb4", Sortlen: 0, NoPad: true, kind: kindUCA},
 		{ID: 309, Name: "utf8mb4_0900_bin", Charset: "utf8mb4", Sortlen: 1, NoPad: true},
 	}

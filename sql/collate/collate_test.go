@@ -31,6 +31,12 @@ func TestCompareAndKey(t *testing.T) {
 		{"utf8mb4_unicode_ci", "résumé", "resume", 0},
 		{"utf8mb4_unicode_ci", "ann ", "ANN", 0},
 		{"utf8mb4_unicode_ci", "a", "b", -1},
+		{"utf8mb4_unicode_ci", "Øre", "ore", 1}, // UCA 4.0.0: Ø is a letter after O
+		{"utf8mb4_unicode_ci", "Ærø", "aero", 1},
+		{"utf8mb4_unicode_ci", "😀", "😺", 0},   // every supplementary character weighs 0xFFFD
+		{"utf8mb4_unicode_ci", "😀", "zzz", 1}, // ... after every letter
+		{"utf8mb4_unicode_ci", "你", "好", -1},  // implicit weights: code point order
+		{"utf8_unicode_ci", "Müller", "muller", 0},
 		{"utf8mb4_0900_ai_ci", "ann ", "ann", 1}, // NO PAD
 		{"utf8mb4_0900_ai_ci", "Åsa", "asa", 0},
 		{"utf8mb4_0900_ai_ci", "ß", "ss", 0},
