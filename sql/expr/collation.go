@@ -161,6 +161,22 @@ func coercibilityName(c int) string {
 	return "COERCIBLE"
 }
 
+// CompareWith compares two non-NULL values as a comparison compiled with
+// byBytes and coll does (coll from PairCollation; nil: bytewise).
+func CompareWith(a, b types.Datum, byBytes bool, coll *collate.Collation) int {
+	return compareHow(a, b, byBytes, false, false, coll)
+}
+
+// PairCollation is the collation two string operands of types l and r
+// compare under when the caller has no expressions to weigh (a subquery's
+// column): l's non-binary collation, else r's, else nil (bytewise).
+func PairCollation(l, r types.FieldType) *collate.Collation {
+	if c := Collation(l); c != nil {
+		return c
+	}
+	return Collation(r)
+}
+
 // listCollation is the collation of e compared with every item of list
 // (IN, CASE x WHEN): the items are checked pairwise with e.
 func listCollation(op string, e Expr, list []Expr) (*collate.Collation, error) {

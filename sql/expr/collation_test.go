@@ -55,6 +55,10 @@ func TestCollationEval(t *testing.T) {
 		{"COERCIBILITY(ci COLLATE utf8mb4_bin)", "0"},
 		{"COERCIBILITY(NULL)", "6"},
 		{"COERCIBILITY(n)", "5"},
+		{"UPPER(ci) = 'strase'", "1"}, // a string function keeps its argument's collation
+		{"CONCAT(ci, 'x') = 'STRASEX'", "1"},
+		{"COLLATION(LOWER(uc))", "utf8mb4_unicode_ci"},
+		{"COERCIBILITY(LOWER(uc))", "2"},
 	} {
 		e, err := expr.Compile(parseExpr(t, c.expr), &expr.Ctx{Columns: collSchema, Env: env{}})
 		require.NoError(t, err, c.expr)

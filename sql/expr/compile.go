@@ -321,7 +321,7 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 	case *ast.CaseExpr:
 		return c.compileCase(x)
 	case *ast.FuncCallExpr:
-		return c.compileFunc(x)
+		return deriveCollation(c.compileFunc(x))
 	case *ast.SetCollationExpr:
 		return compileCollate(x, c)
 	case *ast.FuncCastExpr:
