@@ -8,7 +8,6 @@ import (
 
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient/rpcstats"
-	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/planner"
 )
@@ -222,11 +221,7 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 	case *planner.Projection:
 		return &projectionOp{child: child, exprs: x.Exprs}, nil
 	case *planner.Distinct:
-		o := &distinctOp{child: child, mem: memory.NewTracker(rc.mem)}
-		if proj, ok := x.Children[0].(*planner.Projection); ok {
-			o.colls = expr.Collations(proj.Exprs)
-		}
-		return o, nil
+		return &distinctOp{child: child, mem: memory.NewTracker(rc.mem), colls: outputCollations(x.Children[0])}, nil
 	case *planner.Window:
 		return &rowsOp{w: x.Width, load: func(ctx context.Context) ([][]datum, error) { return windowRows(ctx, x, child) }}, nil
 	}
