@@ -2,6 +2,7 @@ package collate
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -100,6 +101,24 @@ func (c *Collation) Key(dst, s []byte) []byte {
 		return append(dst, st.coll.Key(&st.buf, c.trim(s))...)
 	}
 	return append(dst, s...)
+}
+
+// KeyText renders a sort key for a message (a duplicate-key error met
+// where only the index key is known): under general_ci the weights are
+// characters (upper case, accents folded: 'résumé' shows as RESUME);
+// other keys show as hex.
+func (c *Collation) KeyText(key []byte) string {
+	if c.kind == kindBinary {
+		return string(key)
+	}
+	if c.kind == kindGeneral && len(key)%2 == 0 {
+		var b strings.Builder
+		for i := 0; i < len(key); i += 2 {
+			b.WriteRune(rune(key[i])<<8 | rune(key[i+1]))
+		}
+		return b.String()
+	}
+	return fmt.Sprintf("0x%X", key)
 }
 
 // runeEqual reports whether two characters are equal under c (LIKE

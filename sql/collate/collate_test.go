@@ -94,3 +94,11 @@ func TestNames(t *testing.T) {
 	require.Equal(t, "utf8_bin", CharsetByName("utf8mb3").Default.Name)
 	require.Equal(t, "utf8mb4_bin", Default.Name)
 }
+
+func TestKeyText(t *testing.T) {
+	g := ByName("utf8mb4_general_ci")
+	require.Equal(t, "RESUME", g.KeyText(g.Key(nil, []byte("résumé  "))))
+	u := ByName("utf8mb4_unicode_ci")
+	require.Equal(t, "0x0E33", u.KeyText(u.Key(nil, []byte("a"))))
+	require.Equal(t, "Ann", Default.KeyText([]byte("Ann")))
+}

@@ -368,6 +368,12 @@ func DupKeyError(t *model.TableInfo, key []byte) error {
 	if t != nil && tablecodec.IsIndexKey(key) {
 		if ix := t.IndexByID(tablecodec.IndexIDOf(key)); ix != nil {
 			if tid, _, vals, _, _, err := tablecodec.DecodeIndexKey(key, len(ix.Columns)); err == nil && tid == t.ID {
+				for i, c := range ix.Columns {
+					// A sort key, not the value: shown as well as it can be.
+					if coll := expr.Collation(t.Columns[c.Offset].Type); coll != nil && vals[i].Kind() == types.KindBytes {
+						vals[i] = types.NewString(coll.KeyText(vals[i].Bytes()))
+					}
+				}
 				return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", FormatValues(vals), t.Name, ix.Name)
 			}
 		}
