@@ -94,8 +94,12 @@ func Coercibility(e Expr) int {
 			return CoercibilityCoercible
 		}
 	default:
-		if ft.Class() == types.ClassString {
-			if ft.Coll != 0 {
+		// A function's or cast's string result: implicit when it has a
+		// collation of its own (from its arguments) or is binary (BINARY
+		// 'Ann' and CAST(x AS BINARY), so name = BINARY 'Ann' compares
+		// bytewise, as in MySQL), else coercible like a literal.
+		if ft.Class() == types.ClassString && ft.Tp != mysql.TypeNull {
+			if ft.Coll != 0 || ft.Binary() {
 				return CoercibilityImplicit
 			}
 			return CoercibilityCoercible

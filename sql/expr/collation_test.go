@@ -43,7 +43,10 @@ func TestCollationEval(t *testing.T) {
 		{"CASE ci WHEN 'STRASE' THEN 'y' ELSE 'n' END", "y"},
 		{"ci BETWEEN 'S' AND 'T'", "1"},
 		{"vb = 'ann'", "0"},
-		{"ci = vb", "0"}, // a binary string wins: bytewise
+		{"ci = vb", "0"},              // a binary string wins: bytewise
+		{"ci = BINARY 'straße'", "0"}, // BINARY is implicit and binary: it wins
+		{"ci = BINARY 'Straße'", "1"},
+		{"COERCIBILITY(BINARY 'x')", "2"},
 		{"n = '3'", "1"},
 		{"COLLATION(ci)", "utf8mb4_general_ci"},
 		{"COLLATION(ci COLLATE utf8mb4_unicode_ci)", "utf8mb4_unicode_ci"},

@@ -975,6 +975,9 @@ func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
 	case mysql.TypeVarString, mysql.TypeString, mysql.TypeVarchar:
 		ft = types.VarcharType
 		ft.Flen = -1
+		if pt.GetCharset() == "binary" {
+			ft.Flag |= mysql.BinaryFlag // CAST(x AS BINARY), BINARY x: the binary collation
+		}
 	case mysql.TypeJSON:
 		return castToJSON(e), nil
 	case mysql.TypeNewDecimal, mysql.TypeDate, mysql.TypeDatetime, mysql.TypeDouble, mysql.TypeFloat, mysql.TypeDuration:
