@@ -250,8 +250,14 @@ func hasColumn(n ast.ExprNode) bool {
 	})
 }
 
-// hasCollate reports whether n has a COLLATE clause.
+// hasCollate reports whether n has a COLLATE clause. A literal or a
+// parameter (the common constant) is answered without a walk, which
+// would allocate.
 func hasCollate(n ast.ExprNode) bool {
+	switch unparen(n).(type) {
+	case ast.ValueExpr, ast.ParamMarkerExpr:
+		return false
+	}
 	return contains(n, func(n ast.Node) bool {
 		_, ok := n.(*ast.SetCollationExpr)
 		return ok

@@ -32,17 +32,18 @@ const (
 
 // FieldType is a column's (or an expression's) type.
 type FieldType struct {
-	Tp      byte `json:"tp"`      // mysql.TypeXxx, as sent on the wire
-	Flen    int  `json:"flen"`    // display width / max chars; -1 unknown
-	Decimal int  `json:"decimal"` // scale for DECIMAL, fsp for DATETIME
-	Flag    uint `json:"flag"`    // mysql.XxxFlag bits (NotNull, Unsigned, PriKey, AutoIncrement, Binary)
-	// Elems are the members of an ENUM or SET, in definition order.
-	Elems []string `json:"elems,omitempty"`
+	Tp byte `json:"tp"` // mysql.TypeXxx, as sent on the wire
 	// Coll is a text type's collation (its MySQL id, sql/collate); 0 is
 	// utf8mb4_bin, the default, so that types from before collations and
 	// every utf8mb4_bin column keep the bytewise path. Binary strings
-	// (the Binary flag) are the binary collation whatever Coll says.
-	Coll uint16 `json:"coll,omitempty"`
+	// (the Binary flag) are the binary collation whatever Coll says. (It
+	// sits in Tp's padding: the type stays 56 bytes.)
+	Coll    uint16 `json:"coll,omitempty"`
+	Flen    int    `json:"flen"`    // display width / max chars; -1 unknown
+	Decimal int    `json:"decimal"` // scale for DECIMAL, fsp for DATETIME
+	Flag    uint   `json:"flag"`    // mysql.XxxFlag bits (NotNull, Unsigned, PriKey, AutoIncrement, Binary)
+	// Elems are the members of an ENUM or SET, in definition order.
+	Elems []string `json:"elems,omitempty"`
 }
 
 // Unsigned reports whether the type is an unsigned integer.
