@@ -79,8 +79,8 @@ func splitScript(s string) []string {
 }
 
 // runDiffScript runs stmts on db and renders each answer as a block: the
-// statement, then its rows (columns joined by '|', NULL as NULL), or
-// "ok", or "ERROR <code>" (messages differ between servers; codes do
+// statement, then its rows (values quoted, joined by '|', NULL as NULL),
+// or "ok", or "ERROR <code>" (messages differ between servers; codes do
 // not), blocks separated by a blank line.
 func runDiffScript(t *testing.T, db *sql.DB, stmts []string) string {
 	var b strings.Builder
@@ -96,30 +96,19 @@ func runDiffScript(t *testing.T, db *sql.DB, stmts []string) string {
 			b.WriteString("ERROR " + strconv.Itoa(int(me.Number)) + "\n")
 			continue
 		}
-		cols, err := rows.Columns()
-		require.NoError(t, err)
-		n := 0
-		for rows.Next() {
-			vals := make([]sql.RawBytes, len(cols))
-			ptrs := make([]any, len(cols))
-			for j := range vals {
-				ptrs[j] = &vals[j]
-			}
-			require.NoError(t, rows.Scan(ptrs...))
-			parts := make([]string, len(vals))
-			for j, v := range vals {
-				if v == nil {
-					parts[j] = "NULL"
+		const null = "\x00NULL" // not a value the script has
+		out, ncols := scanStrings(t, rows, null)
+		for _, row := range out {
+			for j, v := range row {
+				if v == null {
+					row[j] = "NULL"
 				} else {
-					parts[j] = "'" + string(v) + "'"
+					row[j] = "'" + v + "'"
 				}
 			}
-			b.WriteString(strings.Join(parts, "|") + "\n")
-			n++
+			b.WriteString(strings.Join(row, "|") + "\n")
 		}
-		require.NoError(t, rows.Err(), q)
-		rows.Close()
-		if len(cols) == 0 && n == 0 {
+		if ncols == 0 && len(out) == 0 {
 			b.WriteString("ok\n")
 		}
 	}
