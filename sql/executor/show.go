@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,6 +101,10 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 			return nil, err
 		}
 		res = &Result{Columns: []ResultColumn{StringColumn("Field", 64), StringColumn("Type", 64), StringColumn("Null", 3), StringColumn("Key", 3), StringColumn("Default", 64), StringColumn("Extra", 64)}}
+		if x.Full { // MySQL's FULL columns: Collation after Type, Privileges and Comment last
+			res.Columns = slices.Insert(res.Columns, 2, StringColumn("Collation", 64))
+			res.Columns = append(res.Columns, StringColumn("Privileges", 80), StringColumn("Comment", 1024))
+		}
 		for _, c := range t.Columns {
 			null, key, extra := "YES", "", ""
 			if c.Type.NotNull() {
@@ -119,6 +124,14 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 				row[4] = types.NewString(defaultText(c))
 			default:
 				row[4] = types.NullDatum
+			}
+			if x.Full {
+				coll := types.NullDatum
+				if c.Type.Class() == types.ClassString && !c.Type.Binary() && c.Type.Tp != mysql.TypeJSON {
+					coll = types.NewString(collate.ByID(c.Type.Collation()).Name)
+				}
+				row = slices.Insert(row, 2, coll)
+				row = append(row, types.NewString("select,insert,update,references"), types.NewString(""))
 			}
 			res.Rows = append(res.Rows, row)
 		}
