@@ -14,6 +14,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/charset"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/domain"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
@@ -219,6 +220,12 @@ func (s *Session) UseDB(ctx context.Context, name string) error {
 		return err
 	}
 	s.db = db.Name
+	// @@collation_database and @@character_set_database follow the
+	// current database's default, as in MySQL.
+	if coll := collate.ByName(db.CollationName()); coll != nil {
+		s.vars["collation_database"] = sysVar{value: coll.Name}
+		s.vars["character_set_database"] = sysVar{value: coll.Charset}
+	}
 	return nil
 }
 
