@@ -240,12 +240,12 @@ func typeFacts(ft types.FieldType) (charLen, octLen, prec, scale, dtPrec, cs, co
 		n := int64(ft.Flen)
 		charLen, octLen = num(n), num(n)
 		if !ft.Binary() {
+			c := collate.ByID(ft.Collation())
 			switch ft.Tp {
 			case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
 			default:
-				octLen = num(4 * n)
+				octLen = num(int64(collate.CharsetByName(c.Charset).Maxlen) * n) // bytes of n characters
 			}
-			c := collate.ByID(ft.Collation())
 			cs, coll = str(c.Charset), str(c.Name)
 		}
 	case types.ClassInt:
