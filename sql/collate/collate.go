@@ -218,6 +218,16 @@ func ByID(id uint16) *Collation {
 	return nil
 }
 
+// Of returns the collation with MySQL id id, or Default (utf8mb4_bin)
+// for an id this node does not know (a type written by a newer one):
+// for names and messages, never nil.
+func Of(id uint16) *Collation {
+	if c := ByID(id); c != nil {
+		return c
+	}
+	return Default
+}
+
 // Charset is one character set (SHOW CHARACTER SET).
 type Charset struct {
 	Name, Desc string

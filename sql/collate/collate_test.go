@@ -93,6 +93,8 @@ func TestNames(t *testing.T) {
 	require.Equal(t, "utf8mb4_bin", CharsetByName("utf8mb4").Default.Name)
 	require.Equal(t, "utf8_bin", CharsetByName("utf8mb3").Default.Name)
 	require.Equal(t, "utf8mb4_bin", Default.Name)
+	require.Same(t, Default, Of(300)) // an id this node does not know
+	require.Same(t, ByName("binary"), Of(63))
 }
 
 func TestKeyText(t *testing.T) {

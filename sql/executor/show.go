@@ -128,7 +128,7 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 			if x.Full {
 				coll := types.NullDatum
 				if c.Type.Class() == types.ClassString && !c.Type.Binary() && c.Type.Tp != mysql.TypeJSON {
-					coll = types.NewString(collate.ByID(c.Type.Collation()).Name)
+					coll = types.NewString(collate.Of(c.Type.Collation()).Name)
 				}
 				row = slices.Insert(row, 2, coll)
 				row = append(row, types.NewString("select,insert,update,references"), types.NewString(""))

@@ -59,7 +59,7 @@ func compileCollate(x *ast.SetCollationExpr, c *Ctx) (Expr, error) {
 		return nil, errno.New(errno.ErrUnknownCollation, "Unknown collation: '%s'", x.Collate)
 	}
 	ft := e.Type()
-	cs := collate.ByID(ft.Collation()).Charset
+	cs := collate.Of(ft.Collation()).Charset
 	if ft.Class() != types.ClassString || ft.Tp == mysql.TypeNull {
 		cs = "utf8mb4" // a number or temporal converts to a utf8mb4 string
 	}
@@ -144,7 +144,7 @@ func compareCollation(op string, l, r Expr) (*collate.Collation, error) {
 
 func errIllegalMix(lid uint16, lc int, rid uint16, rc int, op string) error {
 	return errno.New(errno.ErrIllegalMixOfCollations, "Illegal mix of collations (%s,%s) and (%s,%s) for operation '%s'",
-		collate.ByID(lid).Name, coercibilityName(lc), collate.ByID(rid).Name, coercibilityName(rc), op)
+		collate.Of(lid).Name, coercibilityName(lc), collate.Of(rid).Name, coercibilityName(rc), op)
 }
 
 func coercibilityName(c int) string {

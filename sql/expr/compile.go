@@ -708,7 +708,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		if err := nargs(1, 1); err != nil {
 			return nil, err
 		}
-		coll := collate.ByID(args[0].Type().Collation())
+		coll := collate.Of(args[0].Type().Collation())
 		switch {
 		case name == "coercibility":
 			return &Constant{Value: types.NewInt(int64(Coercibility(args[0]))), Ft: types.Int64Type}, nil

@@ -240,7 +240,7 @@ func typeFacts(ft types.FieldType) (charLen, octLen, prec, scale, dtPrec, cs, co
 		n := int64(ft.Flen)
 		charLen, octLen = num(n), num(n)
 		if !ft.Binary() {
-			c := collate.ByID(ft.Collation())
+			c := collate.Of(ft.Collation())
 			switch ft.Tp {
 			case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
 			default:
