@@ -12,7 +12,7 @@ PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build run test chaos test-unit test-integration test-bank test-affinity test-clients test-go-sql-driver proto deps clean tools-mysql help gcc test-ch
+.PHONY: all build run test chaos test-unit test-integration test-bank test-affinity test-clients test-go-sql-driver proto deps clean tools-mysql help gcc test-ch collation-reference
 
 all: build
 
@@ -86,6 +86,11 @@ test-go-sql-driver: build
 # mysql CLI for trying the playground by hand.
 tools-mysql:
 	@command -v mysql >/dev/null || { apt-get update -qq && apt-get install -y -qq mariadb-client; }
+
+# Re-record the collation differential test's expected answers and
+# sql/collate's weight tables from a private MariaDB 10.11 (see the script).
+collation-reference: bench-tools-mariadb
+	./sql/server/testdata/collation-mariadb/regen.sh
 
 proto:
 	@command -v protoc >/dev/null || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }

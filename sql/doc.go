@@ -20,6 +20,7 @@
 //	sql/expr        expression compilation (TiDB AST -> Expr) and evaluation,
 //	                also run by the stores' coprocessor
 //	sql/types       column types, Datum, value conversion and range checks
+//	sql/collate     collations: compare, sort keys, LIKE (shared with the stores)
 //	sql/table       writes a row with its index entries
 //	sql/tablecodec  SQL rows and index entries onto KV keys and values
 //	sql/catalog     databases and tables, persisted as JSON under 'm' keys, cached

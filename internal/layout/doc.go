@@ -5,8 +5,9 @@
 //     sql/planner, sql/executor, sql/ddl or sql/domain package.
 //   - cmd/sqlnode links nothing under store/.
 //   - no package under store/ imports kvclient/ or sql/ beyond sql/types,
-//     sql/expr and sql/tablecodec (the evaluator and codec both sides
-//     share), nor depends on kvclient/ through anything.
+//     sql/expr, sql/collate, sql/tablecodec and sql/model (the evaluator,
+//     its collations, the codec and the schema both sides share), nor
+//     depends on kvclient/ through anything.
 //
 // Known exceptions are listed in the test with the reason; one that is no
 // longer needed fails the test, so the list stays true. The rewrite

@@ -985,12 +985,15 @@ func (x *Limit) GetLimit() uint64 {
 
 // FieldType mirrors sql/types.FieldType.
 type FieldType struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tp            uint32                 `protobuf:"varint,1,opt,name=tp,proto3" json:"tp,omitempty"`
-	Flen          int64                  `protobuf:"varint,2,opt,name=flen,proto3" json:"flen,omitempty"`
-	Decimal       int64                  `protobuf:"varint,3,opt,name=decimal,proto3" json:"decimal,omitempty"`
-	Flag          uint64                 `protobuf:"varint,4,opt,name=flag,proto3" json:"flag,omitempty"`
-	Elems         []string               `protobuf:"bytes,5,rep,name=elems,proto3" json:"elems,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Tp      uint32                 `protobuf:"varint,1,opt,name=tp,proto3" json:"tp,omitempty"`
+	Flen    int64                  `protobuf:"varint,2,opt,name=flen,proto3" json:"flen,omitempty"`
+	Decimal int64                  `protobuf:"varint,3,opt,name=decimal,proto3" json:"decimal,omitempty"`
+	Flag    uint64                 `protobuf:"varint,4,opt,name=flag,proto3" json:"flag,omitempty"`
+	Elems   []string               `protobuf:"bytes,5,rep,name=elems,proto3" json:"elems,omitempty"`
+	// collate is the MySQL collation id of a string type (0: utf8mb4_bin,
+	// or binary with the binary flag); see sql/collate.
+	Collate       uint32 `protobuf:"varint,6,opt,name=collate,proto3" json:"collate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1060,6 +1063,13 @@ func (x *FieldType) GetElems() []string {
 	return nil
 }
 
+func (x *FieldType) GetCollate() uint32 {
+	if x != nil {
+		return x.Collate
+	}
+	return 0
+}
+
 // Datum mirrors sql/types.Datum: kind 0 NULL, 1 int64, 2 uint64,
 // 3 float64 (n holds the bits), 4 bytes.
 type Datum struct {
@@ -1126,21 +1136,24 @@ func (x *Datum) GetB() []byte {
 // opcode.Op; children are the operands in evaluation order (Case: value or
 // an empty Constant, then when/then pairs, then else when has_else).
 type Expr struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tp            ExprType               `protobuf:"varint,1,opt,name=tp,proto3,enum=coprocessorpb.ExprType" json:"tp,omitempty"`
-	Op            int32                  `protobuf:"varint,2,opt,name=op,proto3" json:"op,omitempty"`
-	Children      []*Expr                `protobuf:"bytes,3,rep,name=children,proto3" json:"children,omitempty"`
-	Val           *Datum                 `protobuf:"bytes,4,opt,name=val,proto3" json:"val,omitempty"`
-	Offset        int64                  `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
-	Ft            *FieldType             `protobuf:"bytes,6,opt,name=ft,proto3" json:"ft,omitempty"`
-	Not           bool                   `protobuf:"varint,7,opt,name=not,proto3" json:"not,omitempty"`
-	ByBytes       bool                   `protobuf:"varint,8,opt,name=by_bytes,json=byBytes,proto3" json:"by_bytes,omitempty"`
-	Truth         bool                   `protobuf:"varint,9,opt,name=truth,proto3" json:"truth,omitempty"`
-	Escape        uint32                 `protobuf:"varint,10,opt,name=escape,proto3" json:"escape,omitempty"`
-	Dec           bool                   `protobuf:"varint,11,opt,name=dec,proto3" json:"dec,omitempty"`
-	HasValue      bool                   `protobuf:"varint,12,opt,name=has_value,json=hasValue,proto3" json:"has_value,omitempty"`
-	HasElse       bool                   `protobuf:"varint,13,opt,name=has_else,json=hasElse,proto3" json:"has_else,omitempty"`
-	Dur           bool                   `protobuf:"varint,14,opt,name=dur,proto3" json:"dur,omitempty"` // Compare/In: a TIME against TIMEs or strings, as durations
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Tp       ExprType               `protobuf:"varint,1,opt,name=tp,proto3,enum=coprocessorpb.ExprType" json:"tp,omitempty"`
+	Op       int32                  `protobuf:"varint,2,opt,name=op,proto3" json:"op,omitempty"`
+	Children []*Expr                `protobuf:"bytes,3,rep,name=children,proto3" json:"children,omitempty"`
+	Val      *Datum                 `protobuf:"bytes,4,opt,name=val,proto3" json:"val,omitempty"`
+	Offset   int64                  `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	Ft       *FieldType             `protobuf:"bytes,6,opt,name=ft,proto3" json:"ft,omitempty"`
+	Not      bool                   `protobuf:"varint,7,opt,name=not,proto3" json:"not,omitempty"`
+	ByBytes  bool                   `protobuf:"varint,8,opt,name=by_bytes,json=byBytes,proto3" json:"by_bytes,omitempty"`
+	Truth    bool                   `protobuf:"varint,9,opt,name=truth,proto3" json:"truth,omitempty"`
+	Escape   uint32                 `protobuf:"varint,10,opt,name=escape,proto3" json:"escape,omitempty"`
+	Dec      bool                   `protobuf:"varint,11,opt,name=dec,proto3" json:"dec,omitempty"`
+	HasValue bool                   `protobuf:"varint,12,opt,name=has_value,json=hasValue,proto3" json:"has_value,omitempty"`
+	HasElse  bool                   `protobuf:"varint,13,opt,name=has_else,json=hasElse,proto3" json:"has_else,omitempty"`
+	Dur      bool                   `protobuf:"varint,14,opt,name=dur,proto3" json:"dur,omitempty"` // Compare/In: a TIME against TIMEs or strings, as durations
+	// collation: Compare/In/Like/Case of strings under a non-binary
+	// collation (its MySQL id; 0: bytewise).
+	Collation     uint32 `protobuf:"varint,15,opt,name=collation,proto3" json:"collation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1271,6 +1284,13 @@ func (x *Expr) GetDur() bool {
 		return x.Dur
 	}
 	return false
+}
+
+func (x *Expr) GetCollation() uint32 {
+	if x != nil {
+		return x.Collation
+	}
+	return 0
 }
 
 // ExecutorSummary is what one executor did for one request.
@@ -1636,17 +1656,18 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\x05funcs\x18\x02 \x03(\v2\x16.coprocessorpb.AggFuncR\x05funcs\x12.\n" +
 	"\bgroup_by\x18\x03 \x03(\v2\x13.coprocessorpb.ExprR\agroupBy\"\x1d\n" +
 	"\x05Limit\x12\x14\n" +
-	"\x05limit\x18\x01 \x01(\x04R\x05limit\"s\n" +
+	"\x05limit\x18\x01 \x01(\x04R\x05limit\"\x8d\x01\n" +
 	"\tFieldType\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\rR\x02tp\x12\x12\n" +
 	"\x04flen\x18\x02 \x01(\x03R\x04flen\x12\x18\n" +
 	"\adecimal\x18\x03 \x01(\x03R\adecimal\x12\x12\n" +
 	"\x04flag\x18\x04 \x01(\x04R\x04flag\x12\x14\n" +
-	"\x05elems\x18\x05 \x03(\tR\x05elems\"7\n" +
+	"\x05elems\x18\x05 \x03(\tR\x05elems\x12\x18\n" +
+	"\acollate\x18\x06 \x01(\rR\acollate\"7\n" +
 	"\x05Datum\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x04R\x01n\x12\f\n" +
-	"\x01b\x18\x03 \x01(\fR\x01b\"\x91\x03\n" +
+	"\x01b\x18\x03 \x01(\fR\x01b\"\xaf\x03\n" +
 	"\x04Expr\x12'\n" +
 	"\x02tp\x18\x01 \x01(\x0e2\x17.coprocessorpb.ExprTypeR\x02tp\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12/\n" +
@@ -1662,7 +1683,8 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\x03dec\x18\v \x01(\bR\x03dec\x12\x1b\n" +
 	"\thas_value\x18\f \x01(\bR\bhasValue\x12\x19\n" +
 	"\bhas_else\x18\r \x01(\bR\ahasElse\x12\x10\n" +
-	"\x03dur\x18\x0e \x01(\bR\x03dur\"\x90\x01\n" +
+	"\x03dur\x18\x0e \x01(\bR\x03dur\x12\x1c\n" +
+	"\tcollation\x18\x0f \x01(\rR\tcollation\"\x90\x01\n" +
 	"\x0fExecutorSummary\x12*\n" +
 	"\x11num_produced_rows\x18\x01 \x01(\x04R\x0fnumProducedRows\x12%\n" +
 	"\x0enum_iterations\x18\x02 \x01(\x04R\rnumIterations\x12*\n" +

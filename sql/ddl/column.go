@@ -75,7 +75,7 @@ func NewColumns(t *model.TableInfo, defs []*ast.ColumnDef, pos []*ast.ColumnPosi
 	cols := make([]*model.ColumnInfo, 0, len(defs))
 	poss := make([]ColumnPosition, 0, len(defs))
 	for i, cd := range defs {
-		c, o, err := buildColumn(cd, id+int64(i), env)
+		c, o, err := buildColumn(cd, id+int64(i), TableCollation(t), env)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -262,9 +262,13 @@ func ModifyColumn(t *model.TableInfo, old string, cd *ast.ColumnDef, env expr.En
 		return nil, errUnknownColumn(old, t.Name)
 	}
 	oc := t.Columns[off]
-	nc, o, err := buildColumn(cd, oc.ID, env)
+	nc, o, err := buildColumn(cd, oc.ID, TableCollation(t), env)
 	if err != nil {
 		return nil, err
+	}
+	if nc.Type.Collation() != oc.Type.Collation() && t.ColumnIndexed(off) {
+		// Its index entries hold the old collation's sort keys.
+		return nil, errno.NotSupported("changing the collation of an indexed column")
 	}
 	if o.pk || o.unique {
 		return nil, errno.NotSupported("CHANGE / MODIFY COLUMN ... PRIMARY KEY / UNIQUE")

@@ -21,7 +21,7 @@ func (nowEnv) Now() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UT
 func testTable(t *testing.T, sql string) *model.TableInfo {
 	stmt, err := parser.New().ParseOneStmt(sql, "", "")
 	require.NoError(t, err)
-	ti, err := BuildTableInfo(stmt.(*ast.CreateTableStmt), "test", nil)
+	ti, err := BuildTableInfo(stmt.(*ast.CreateTableStmt), "test", nil, nil)
 	require.NoError(t, err)
 	return ti
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
@@ -114,8 +115,18 @@ func NewIndexInfo(t *model.TableInfo, name string, parts []*ast.IndexPartSpecifi
 // (without an id). db is the database it is created in (the parent's of
 // a FOREIGN KEY that names none); its FOREIGN KEYs are checked against
 // the table only (the caller checks their parents: CheckFKParent).
-func BuildTableInfo(x *ast.CreateTableStmt, db string, env expr.Env) (*model.TableInfo, error) {
+func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation, env expr.Env) (*model.TableInfo, error) {
 	t := &model.TableInfo{Name: x.Table.Name.O, HandleOffset: -1, AutoIncOffset: -1}
+	if dbColl == nil {
+		dbColl = collate.Default
+	}
+	tcoll, err := tableOptionsCollation(x.Options, dbColl)
+	if err != nil {
+		return nil, err
+	}
+	if tcoll != collate.Default {
+		t.Collate = tcoll.Name
+	}
 	if len(x.Cols) == 0 {
 		return nil, errno.New(errno.ErrTableMustHaveCols, "A table must have at least 1 column")
 	}
@@ -140,7 +151,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, env expr.Env) (*model.Tab
 			return nil, errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", name)
 		}
 		names[strings.ToLower(name)] = true
-		c, o, err := buildColumn(cd, int64(i+1), env)
+		c, o, err := buildColumn(cd, int64(i+1), tcoll, env)
 		if err != nil {
 			return nil, err
 		}
@@ -231,7 +242,7 @@ type columnOpts struct {
 // buildColumn validates a column definition and converts it to a
 // ColumnInfo with the given id (CREATE TABLE, ADD / CHANGE / MODIFY
 // COLUMN).
-func buildColumn(cd *ast.ColumnDef, id int64, env expr.Env) (*model.ColumnInfo, columnOpts, error) {
+func buildColumn(cd *ast.ColumnDef, id int64, tcoll *collate.Collation, env expr.Env) (*model.ColumnInfo, columnOpts, error) {
 	var o columnOpts
 	name := cd.Name.Name.O
 	if strings.EqualFold(name, model.HandleColumnName) {
@@ -246,6 +257,9 @@ func buildColumn(cd *ast.ColumnDef, id int64, env expr.Env) (*model.ColumnInfo, 
 	}
 	if err != nil {
 		return nil, o, errno.NotSupported(err.Error())
+	}
+	if err := setColumnCollation(&ft, cd, tcoll); err != nil {
+		return nil, o, err
 	}
 	c := &model.ColumnInfo{ID: id, Name: name, Type: ft}
 	var defExpr ast.ExprNode
@@ -269,7 +283,7 @@ func buildColumn(cd *ast.ColumnDef, id int64, env expr.Env) (*model.ColumnInfo, 
 			defExpr = opt.Expr
 		case ast.ColumnOptionUniqKey:
 			o.unique = true
-		case ast.ColumnOptionComment, ast.ColumnOptionCollate, ast.ColumnOptionColumnFormat, ast.ColumnOptionStorage, ast.ColumnOptionReference, ast.ColumnOptionNoOption:
+		case ast.ColumnOptionComment, ast.ColumnOptionCollate /* setColumnCollation */, ast.ColumnOptionColumnFormat, ast.ColumnOptionStorage, ast.ColumnOptionReference, ast.ColumnOptionNoOption:
 			// No effect on storage or semantics Strata implements.
 		case ast.ColumnOptionOnUpdate:
 			return nil, o, errno.NotSupported("ON UPDATE CURRENT_TIMESTAMP")

@@ -43,7 +43,7 @@ func TestBuildTableInfo(t *testing.T) {
 	for _, c := range cases {
 		stmt, err := parser.New().ParseOneStmt(c.sql, "", "")
 		require.NoError(t, err, c.sql)
-		ti, err := BuildTableInfo(stmt.(*ast.CreateTableStmt), "test", nil)
+		ti, err := BuildTableInfo(stmt.(*ast.CreateTableStmt), "test", nil, nil)
 		if c.code != 0 {
 			require.Error(t, err, c.sql)
 			require.Equal(t, c.code, errno.FromError(err).Code, "%s: %v", c.sql, err)

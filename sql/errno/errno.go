@@ -9,6 +9,14 @@ import (
 	"github.com/stratadb/strata/kv"
 )
 
+// Character set and collation errors.
+const (
+	ErrUnknownCharacterSet      uint16 = 1115
+	ErrCollationCharsetMismatch uint16 = 1253
+	ErrIllegalMixOfCollations   uint16 = 1267
+	ErrUnknownCollation         uint16 = 1273
+)
+
 // MySQL and TiDB error codes used by Strata.
 const (
 	ErrDBCreateExists      uint16 = 1007
@@ -143,6 +151,8 @@ var sqlStates = map[uint16]string{
 	ErrUnknownCom:               "08S01",
 	ErrBadNull:                  "23000",
 	ErrBadDB:                    "42000",
+	ErrUnknownCharacterSet:      "42000",
+	ErrCollationCharsetMismatch: "42000",
 	ErrTableExists:              "42S01",
 	ErrBadTable:                 "42S02",
 	ErrNonUniq:                  "23000",

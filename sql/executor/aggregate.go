@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
 	"github.com/stratadb/strata/sql/types"
@@ -98,7 +99,11 @@ func (st *aggState) add(spec *planner.AggSpec, row []datum, keyBuf []byte) ([]by
 	}
 	if spec.Distinct {
 		var dup bool
-		if keyBuf, dup = st.seenBefore(keyBuf, []datum{v}); dup {
+		var colls []*collate.Collation
+		if c := expr.Collation(spec.Arg.Type()); c != nil {
+			colls = []*collate.Collation{c}
+		}
+		if keyBuf, dup = st.seenBefore(keyBuf, []datum{v}, colls); dup {
 			return keyBuf, nil
 		}
 	}
@@ -108,11 +113,11 @@ func (st *aggState) add(spec *planner.AggSpec, row []datum, keyBuf []byte) ([]by
 
 // seenBefore records vals in the DISTINCT set and reports whether they
 // were there already.
-func (st *aggState) seenBefore(keyBuf []byte, vals []datum) ([]byte, bool) {
+func (st *aggState) seenBefore(keyBuf []byte, vals []datum, colls []*collate.Collation) ([]byte, bool) {
 	if st.seen == nil {
 		st.seen = map[string]struct{}{}
 	}
-	keyBuf = rowKey(keyBuf[:0], vals)
+	keyBuf = expr.AppendGroupKeyColl(keyBuf[:0], vals, colls)
 	if _, dup := st.seen[string(keyBuf)]; dup {
 		return keyBuf, true
 	}
@@ -135,7 +140,7 @@ func (st *aggState) addArgs(spec *planner.AggSpec, row []datum, keyBuf []byte) (
 	}
 	if spec.Distinct {
 		var dup bool
-		if keyBuf, dup = st.seenBefore(keyBuf, vals); dup {
+		if keyBuf, dup = st.seenBefore(keyBuf, vals, expr.Collations(spec.Args)); dup {
 			return keyBuf, nil
 		}
 	}

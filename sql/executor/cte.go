@@ -3,7 +3,9 @@ package executor
 import (
 	"context"
 
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/planner"
 )
 
@@ -22,10 +24,11 @@ func (rc *runCtx) recursiveCTE(ctx context.Context, p *planner.RecursiveCTE, sta
 	}
 	var seen map[string]struct{}
 	var key []byte
+	colls := outputCollations(p.Children[0])
 	if p.Distinct {
 		seen = make(map[string]struct{}, len(work))
 		for _, r := range work {
-			key = rowKey(key[:0], r)
+			key = expr.AppendGroupKeyColl(key[:0], r, colls)
 			seen[string(key)] = struct{}{}
 		}
 	}
@@ -48,7 +51,7 @@ func (rc *runCtx) recursiveCTE(ctx context.Context, p *planner.RecursiveCTE, sta
 		if seen != nil {
 			kept := next[:0]
 			for _, r := range next {
-				key = rowKey(key[:0], r)
+				key = expr.AppendGroupKeyColl(key[:0], r, colls)
 				if _, dup := seen[string(key)]; !dup {
 					seen[string(key)] = struct{}{}
 					kept = append(kept, r)
@@ -76,8 +79,9 @@ func setOpRows(ctx context.Context, p *planner.SetOp, l, r Operator) ([][]datum,
 	}
 	counts := make(map[string]int, len(right))
 	var key []byte
+	colls := outputCollations(p.Children[0])
 	for _, row := range right {
-		key = rowKey(key[:0], row)
+		key = expr.AppendGroupKeyColl(key[:0], row, colls)
 		counts[string(key)]++
 	}
 	left, err := drain(ctx, l, nil)
@@ -87,7 +91,7 @@ func setOpRows(ctx context.Context, p *planner.SetOp, l, r Operator) ([][]datum,
 	out := left[:0]
 	emitted := map[string]bool{}
 	for _, row := range left {
-		key = rowKey(key[:0], row)
+		key = expr.AppendGroupKeyColl(key[:0], row, colls)
 		n := counts[string(key)]
 		keep := false
 		switch {
@@ -110,4 +114,20 @@ func setOpRows(ctx context.Context, p *planner.SetOp, l, r Operator) ([][]datum,
 		}
 	}
 	return out, nil
+}
+
+// outputCollations is the collation of each column p outputs when it is
+// a projection, or a set operation or DISTINCT over one (its first
+// branch's; nil: all bytewise or unknown): DISTINCT, UNION, INTERSECT,
+// EXCEPT and recursive CTEs compare rows under it.
+func outputCollations(p planner.Plan) []*collate.Collation {
+	switch x := p.(type) {
+	case *planner.Projection:
+		return expr.Collations(x.Exprs)
+	case *planner.Union, *planner.SetOp, *planner.Distinct, *planner.Limit, *planner.Sort, *planner.TopN:
+		if ch := p.Base().Children; len(ch) > 0 {
+			return outputCollations(ch[0])
+		}
+	}
+	return nil
 }

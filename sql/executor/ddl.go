@@ -8,6 +8,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
@@ -62,7 +63,7 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 	if err != nil {
 		return nil, err
 	}
-	t, err := ddl.BuildTableInfo(x, db.Name, env)
+	t, err := ddl.BuildTableInfo(x, db.Name, ddl.DBCollation(db), env)
 	if err != nil {
 		return nil, err
 	}
@@ -116,12 +117,21 @@ func (e *Executor) createDatabase(ctx context.Context, env StmtEnv, x *ast.Creat
 		}
 		return nil, errno.New(errno.ErrDBCreateExists, "Can't create database '%s'; database exists", x.Name.O)
 	}
+	coll, err := ddl.DatabaseCollation(x.Options)
+	if err != nil {
+		return nil, err
+	}
+	info := &model.DBInfo{Name: x.Name.O}
+	if coll != collate.Default {
+		info.Collate = coll.Name
+	}
 	id, err := e.dom.Store().AllocID(ctx, 1)
 	if err != nil {
 		return nil, err
 	}
+	info.ID = int64(id)
 	err = e.submitDDL(ctx, x, &ddl.Job{Type: ddl.ActionCreateSchema, SchemaID: int64(id), SchemaName: x.Name.O,
-		DB: &model.DBInfo{ID: int64(id), Name: x.Name.O}, IfNotExists: x.IfNotExists})
+		DB: info, IfNotExists: x.IfNotExists})
 	if err != nil {
 		return nil, err
 	}

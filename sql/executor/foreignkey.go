@@ -365,7 +365,7 @@ func (c *fkChecker) findRows(ctx context.Context, t *model.TableInfo, offs []int
 	} else {
 		var start, end []byte
 		if ix != nil {
-			start = tablecodec.AppendIndexKey(nil, t.ID, ix.ID, vals, false, 0)
+			start = tablecodec.AppendIndexKey(nil, t.ID, ix.ID, indexDatums(t, offs, vals), false, 0)
 			end = tablecodec.PrefixNext(start)
 		} else {
 			start, end = tablecodec.RecordRange(t.ID)
@@ -427,7 +427,7 @@ func (c *fkChecker) findRows(ctx context.Context, t *model.TableInfo, offs []int
 		}
 	}
 	tw := t.ForWrite()
-	want := encodeKey(vals)
+	want := encodeKey(indexDatums(t, offs, vals))
 	var rows [][]datum
 	for i, v := range values {
 		if v == nil {
@@ -437,12 +437,23 @@ func (c *fkChecker) findRows(ctx context.Context, t *model.TableInfo, offs []int
 		if err := tw.DecodeRow(keys[i], v, row); err != nil {
 			return nil, err
 		}
-		if have := keyValues(row, offs); have == nil || string(encodeKey(have)) != string(want) {
+		if have := keyValues(row, offs); have == nil || string(encodeKey(indexDatums(t, offs, have))) != string(want) {
 			continue
 		}
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// indexDatums is vals (of t's columns at offs) as an index holds them:
+// strings of a non-binary collation as its sort key, so that values equal
+// under the collation ('ann', 'ANN') match, as in MySQL.
+func indexDatums(t *model.TableInfo, offs []int, vals []datum) []datum {
+	out := make([]datum, len(vals))
+	for i, v := range vals {
+		out[i] = model.IndexDatum(t.Columns[offs[i]].Type, v)
+	}
+	return out
 }
 
 // encodeKey is vals in the memcomparable form index keys hold them in:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/planner"
@@ -29,6 +30,9 @@ type hashJoinOp struct {
 	all    [][]datum // every build row when there are no keys
 	keyBuf []byte
 	keyVal []datum
+	// colls: the collation each key pair compares under (nil: all
+	// bytewise); the hash key holds a string's sort key under it.
+	colls []*collate.Collation
 
 	in      *Chunk // the probe chunk being joined
 	pos     int    // next probe row of in
@@ -48,6 +52,19 @@ func newHashJoinOp(p *planner.HashJoin, build, probe Operator) *hashJoinOp {
 		o.buildKeys, o.probeKeys = p.RightKeys, p.LeftKeys
 	}
 	o.outerProbe = (p.Type == planner.LeftOuterJoin && p.BuildRight) || (p.Type == planner.RightOuterJoin && !p.BuildRight)
+	if c := expr.Collations(p.LeftKeys); c != nil {
+		o.colls = c
+	}
+	if c := expr.Collations(p.RightKeys); c != nil {
+		if o.colls == nil {
+			o.colls = c
+		}
+		for i := range o.colls {
+			if o.colls[i] == nil {
+				o.colls[i] = c[i]
+			}
+		}
+	}
 	return o
 }
 
@@ -105,7 +122,7 @@ func (o *hashJoinOp) key(keys []expr.Expr, row []datum) ([]byte, bool, error) {
 		}
 		o.keyVal = append(o.keyVal, d)
 	}
-	o.keyBuf = rowKey(o.keyBuf[:0], o.keyVal)
+	o.keyBuf = expr.AppendGroupKeyColl(o.keyBuf[:0], o.keyVal, o.colls)
 	return o.keyBuf, false, nil
 }
 

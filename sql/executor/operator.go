@@ -221,7 +221,7 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 	case *planner.Projection:
 		return &projectionOp{child: child, exprs: x.Exprs}, nil
 	case *planner.Distinct:
-		return &distinctOp{child: child, mem: memory.NewTracker(rc.mem)}, nil
+		return &distinctOp{child: child, mem: memory.NewTracker(rc.mem), colls: outputCollations(x.Children[0])}, nil
 	case *planner.Window:
 		return &rowsOp{w: x.Width, load: func(ctx context.Context) ([][]datum, error) { return windowRows(ctx, x, child) }}, nil
 	}

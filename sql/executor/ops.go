@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"slices"
 
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/executor/spill"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/memory"
@@ -318,6 +319,7 @@ type distinctOp struct {
 	seen  map[string]struct{}
 	key   []byte
 	mem   *memory.Tracker
+	colls []*collate.Collation // of the columns (nil: all bytewise)
 }
 
 func (o *distinctOp) Open(ctx context.Context) error {
@@ -338,7 +340,7 @@ func (o *distinctOp) Next(ctx context.Context, ck *Chunk) error {
 		}
 		kept := ck.rows[:0]
 		for _, r := range ck.rows {
-			o.key = rowKey(o.key[:0], r)
+			o.key = expr.AppendGroupKeyColl(o.key[:0], r, o.colls)
 			if _, dup := o.seen[string(o.key)]; dup {
 				continue
 			}
@@ -407,6 +409,7 @@ func (o *hashAggOp) aggregate(feed func(each func([]datum) error) error, depth i
 	var keyBuf, scratch []byte
 	var parts []*spill.File
 	gvals := make([]datum, len(p.GroupBy))
+	colls := expr.Collations(p.GroupBy)
 	err := feed(func(r []datum) error {
 		for i, g := range p.GroupBy {
 			v, err := g.Eval(r)
@@ -416,7 +419,7 @@ func (o *hashAggOp) aggregate(feed func(each func([]datum) error) error, depth i
 			gvals[i] = v
 		}
 		for level := len(gvals); level >= 0; level-- {
-			keyBuf = rowKey(keyBuf[:0], gvals[:level])
+			keyBuf = expr.AppendGroupKeyColl(keyBuf[:0], gvals[:level], colls)
 			if level < len(gvals) {
 				keyBuf = append(keyBuf, 'R', byte(level))
 			}

@@ -84,6 +84,7 @@ func (o *partialAggOp) Open(ctx context.Context) error {
 	groups := map[string]*partialGroup{}
 	var order []*partialGroup
 	var key []byte
+	colls := expr.Collations(o.reader.GroupBy)
 	add := func(v []byte) error {
 		// Absent values (never sent) decode as KindAbsent, which IsNull.
 		// Merged values may alias v: each row gets its own slice.
@@ -91,7 +92,7 @@ func (o *partialAggOp) Open(ctx context.Context) error {
 		if err := dec.Decode(v, part); err != nil {
 			return fmt.Errorf("executor: decode partial aggregate: %w", err)
 		}
-		key = rowKey(key[:0], part[:ng])
+		key = expr.AppendGroupKeyColl(key[:0], part[:ng], colls)
 		g, ok := groups[string(key)]
 		if !ok {
 			g = &partialGroup{first: part[n-nf:], aggs: make([]aggState, len(o.p.Aggs))}

@@ -2,11 +2,14 @@ package executor
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/sql/collate"
+	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/infoschema"
@@ -98,6 +101,10 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 			return nil, err
 		}
 		res = &Result{Columns: []ResultColumn{StringColumn("Field", 64), StringColumn("Type", 64), StringColumn("Null", 3), StringColumn("Key", 3), StringColumn("Default", 64), StringColumn("Extra", 64)}}
+		if x.Full { // MySQL's FULL columns: Collation after Type, Privileges and Comment last
+			res.Columns = slices.Insert(res.Columns, 2, StringColumn("Collation", 64))
+			res.Columns = append(res.Columns, StringColumn("Privileges", 80), StringColumn("Comment", 1024))
+		}
 		for _, c := range t.Columns {
 			null, key, extra := "YES", "", ""
 			if c.Type.NotNull() {
@@ -117,6 +124,14 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 				row[4] = types.NewString(defaultText(c))
 			default:
 				row[4] = types.NullDatum
+			}
+			if x.Full {
+				coll := types.NullDatum
+				if c.Type.Class() == types.ClassString && !c.Type.Binary() && c.Type.Tp != mysql.TypeJSON {
+					coll = types.NewString(collate.Of(c.Type.Collation()).Name)
+				}
+				row = slices.Insert(row, 2, coll)
+				row = append(row, types.NewString("select,insert,update,references"), types.NewString(""))
 			}
 			res.Rows = append(res.Rows, row)
 		}
@@ -143,6 +158,39 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 		}
 		res = &Result{Columns: []ResultColumn{StringColumn("Table", 64), StringColumn("Create Table", 1024)},
 			Rows: [][]types.Datum{StringRow(t.Name, createTableSQL(t, db))}}
+	case ast.ShowCollation:
+		res = &Result{Columns: []ResultColumn{StringColumn("Collation", 64), StringColumn("Charset", 64), IntColumn("Id"),
+			StringColumn("Default", 64), StringColumn("Compiled", 64), IntColumn("Sortlen"), StringColumn("Pad_attribute", 9)}}
+		for _, c := range collate.All() {
+			def := ""
+			if c.Default {
+				def = "Yes"
+			}
+			res.Rows = append(res.Rows, []types.Datum{types.NewString(c.Name), types.NewString(c.Charset), types.NewInt(int64(c.ID)),
+				types.NewString(def), types.NewString("Yes"), types.NewInt(int64(c.Sortlen)), types.NewString(c.PadAttribute())})
+		}
+	case ast.ShowCharset:
+		res = &Result{Columns: []ResultColumn{StringColumn("Charset", 64), StringColumn("Description", 2048), StringColumn("Default collation", 64), IntColumn("Maxlen")}}
+		for _, c := range collate.Charsets() {
+			res.Rows = append(res.Rows, []types.Datum{types.NewString(c.Name), types.NewString(c.Desc), types.NewString(c.Default.Name), types.NewInt(int64(c.Maxlen))})
+		}
+	case ast.ShowCreateDatabase:
+		db, err := e.dbFor(ctx, env, x.DBName)
+		if err != nil {
+			return nil, err
+		}
+		if !env.VisibleDB(db.Name) {
+			user, host := env.Account()
+			return nil, privilege.DBDenied(user, host, db.Name)
+		}
+		coll := ddl.DBCollation(db)
+		create := "CREATE DATABASE "
+		if x.IfNotExists {
+			create += "/*!32312 IF NOT EXISTS*/ "
+		}
+		create += "`" + db.Name + "` /*!40100 DEFAULT CHARACTER SET " + coll.Charset + " COLLATE " + coll.Name + " */"
+		return &Result{Columns: []ResultColumn{StringColumn("Database", 64), StringColumn("Create Database", 1024)},
+			Rows: [][]types.Datum{StringRow(db.Name, create)}}, nil
 	case ast.ShowEngines:
 		res = &Result{Columns: []ResultColumn{StringColumn("Engine", 64), StringColumn("Support", 8), StringColumn("Comment", 80), StringColumn("Transactions", 3), StringColumn("XA", 3), StringColumn("Savepoints", 3)},
 			Rows: [][]types.Datum{StringRow("InnoDB", "DEFAULT", "Strata distributed storage (Raft-replicated regions)", "YES", "NO", "NO")}}
@@ -226,8 +274,10 @@ func FilterShow(res *Result, x *ast.ShowStmt, env expr.Env) (*Result, error) {
 func createTableSQL(t *model.TableInfo, db string) string {
 	var b strings.Builder
 	b.WriteString("CREATE TABLE `" + t.Name + "` (\n")
+	tcoll := ddl.TableCollation(t)
 	for _, c := range t.Columns {
 		b.WriteString("  `" + c.Name + "` " + c.Type.SQLName())
+		b.WriteString(columnCollation(c.Type, tcoll))
 		if c.Type.NotNull() {
 			b.WriteString(" NOT NULL")
 		}
@@ -263,7 +313,7 @@ func createTableSQL(t *model.TableInfo, db string) string {
 	} else {
 		b.WriteString(strings.Join(defs, ",\n") + "\n")
 	}
-	b.WriteString(") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
+	b.WriteString(") ENGINE=InnoDB DEFAULT CHARSET=" + tcoll.Charset + " COLLATE=" + tcoll.Name)
 	if t.Comment != "" {
 		b.WriteString(" COMMENT='" + strings.ReplaceAll(t.Comment, "'", "''") + "'")
 	}
@@ -393,4 +443,22 @@ func indexDefs(t *model.TableInfo) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// columnCollation is what SHOW CREATE TABLE adds after a text column's
+// type when its collation is not the table's (as MySQL 8.0 shows it):
+// " COLLATE name", with "CHARACTER SET cs" first when the character set
+// differs too.
+func columnCollation(ft types.FieldType, tcoll *collate.Collation) string {
+	if ft.Class() != types.ClassString || ft.Binary() || ft.Tp == mysql.TypeJSON || ft.Tp == mysql.TypeEnum || ft.Tp == mysql.TypeSet {
+		return ""
+	}
+	c := collate.ByID(ft.Collation())
+	switch {
+	case c == nil || c == tcoll:
+		return ""
+	case c.Charset != tcoll.Charset:
+		return " CHARACTER SET " + c.Charset + " COLLATE " + c.Name
+	}
+	return " COLLATE " + c.Name
 }

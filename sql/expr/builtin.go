@@ -73,6 +73,32 @@ func (c *Ctx) compileBuiltin(x *ast.FuncCallExpr, b builtin) (Expr, error) {
 	return e, err
 }
 
+// derivesCollation: string functions whose result has their string
+// arguments' collation, as MySQL derives it (UPPER(name) = 'ANN' compares
+// under name's collation).
+var derivesCollation = map[string]bool{
+	"concat": true, "concat_ws": true, "substr": true, "substring": true, "left": true, "right": true,
+	"trim": true, "ltrim": true, "rtrim": true, "upper": true, "lower": true, "ucase": true, "lcase": true,
+	"replace": true, "lpad": true, "rpad": true, "reverse": true, "repeat": true, "substring_index": true,
+	"mid": true, "insert": true,
+}
+
+// deriveCollation gives a string function's result (a funcExpr) the
+// first non-binary collation among its arguments.
+func deriveCollation(e Expr, err error) (Expr, error) {
+	f, ok := e.(*funcExpr)
+	if err != nil || !ok || !derivesCollation[f.name] || f.ft.Class() != types.ClassString || f.ft.Binary() {
+		return e, err
+	}
+	for _, a := range f.args {
+		if Collation(a.Type()) != nil {
+			f.ft.Coll = a.Type().Coll
+			break
+		}
+	}
+	return f, nil
+}
+
 func errParamCount(name string) error {
 	return errno.New(errno.ErrWrongParamCount, "Incorrect parameter count in the call to native function '%s'", name)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -194,7 +195,7 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		}
 		switch x.Op {
 		case opcode.EQ, opcode.NE, opcode.LT, opcode.LE, opcode.GT, opcode.GE, opcode.NullEQ:
-			return newCompare(x.Op, l, r), nil
+			return newCompare(x.Op, l, r)
 		case opcode.LogicAnd, opcode.LogicOr, opcode.LogicXor:
 			return &logicExpr{op: x.Op, l: l, r: r}, nil
 		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.IntDiv, opcode.Mod:
@@ -258,6 +259,11 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 			in.list = append(in.list, ie)
 		}
 		in.mixed = mixedTimeList(e, in.list)
+		if in.byBytes {
+			if in.coll, err = listCollation("in", e, in.list); err != nil {
+				return nil, err
+			}
+		}
 		return in, nil
 	case *ast.BetweenExpr:
 		e, err := Compile(x.Expr, c)
@@ -272,7 +278,15 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		var res Expr = &logicExpr{op: opcode.LogicAnd, l: newCompare(opcode.GE, e, lo), r: newCompare(opcode.LE, e, hi)}
+		ge, err := newCompare(opcode.GE, e, lo)
+		if err != nil {
+			return nil, err
+		}
+		le, err := newCompare(opcode.LE, e, hi)
+		if err != nil {
+			return nil, err
+		}
+		var res Expr = &logicExpr{op: opcode.LogicAnd, l: ge, r: le}
 		if x.Not {
 			res = &notExpr{e: res}
 		}
@@ -285,7 +299,11 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &likeExpr{e: e, pat: p, escape: x.Escape, not: x.Not}, nil
+		coll, err := compareCollation("like", e, p)
+		if err != nil {
+			return nil, err
+		}
+		return &likeExpr{e: e, pat: p, escape: x.Escape, not: x.Not, coll: coll}, nil
 	case *ast.PatternRegexpExpr:
 		return c.compileRegexpOp(x)
 	case *ast.VariableExpr:
@@ -303,7 +321,9 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 	case *ast.CaseExpr:
 		return c.compileCase(x)
 	case *ast.FuncCallExpr:
-		return c.compileFunc(x)
+		return deriveCollation(c.compileFunc(x))
+	case *ast.SetCollationExpr:
+		return compileCollate(x, c)
 	case *ast.FuncCastExpr:
 		e, err := Compile(x.Expr, c)
 		if err != nil {
@@ -455,6 +475,11 @@ func (c *Ctx) compileCase(x *ast.CaseExpr) (Expr, error) {
 	ce.conv = convertsTo(ce.ft, resTypes)
 	if ce.value != nil {
 		ce.mixed = mixedTimeList(ce.value, ce.whens)
+		if ce.byBytes {
+			if ce.coll, err = listCollation("case", ce.value, ce.whens); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return ce, nil
 }
@@ -465,7 +490,7 @@ func (c *Ctx) compileCase(x *ast.CaseExpr) (Expr, error) {
 // a TIME with a TIME or a string as durations, anything else as numbers.
 // A string constant compared with a DATE, DATETIME or TIMESTAMP is first
 // converted to that type's canonical text (temporalConstant).
-func newCompare(op opcode.Op, l, r Expr) *compareExpr {
+func newCompare(op opcode.Op, l, r Expr) (*compareExpr, error) {
 	if t := l.Type(); types.IsDateOrDatetime(t) {
 		op, r = temporalConstant(op, t, r)
 	} else if t := r.Type(); types.IsDateOrDatetime(t) {
@@ -475,7 +500,16 @@ func newCompare(op opcode.Op, l, r Expr) *compareExpr {
 	}
 	l, r = jsonOperands(l, r)
 	lt, rt := l.Type(), r.Type()
-	return &compareExpr{op: op, l: l, r: r, byBytes: stringish(lt) && stringish(rt), dur: durationOperands(lt, rt), mixedTime: mixedTimeOperands(lt, rt)}
+	ce := &compareExpr{op: op, l: l, r: r, byBytes: stringish(lt) && stringish(rt), dur: durationOperands(lt, rt), mixedTime: mixedTimeOperands(lt, rt)}
+	if ce.byBytes {
+		var err error
+		var name strings.Builder
+		op.Format(&name)
+		if ce.coll, err = compareCollation(name.String(), l, r); err != nil {
+			return nil, err
+		}
+	}
+	return ce, nil
 }
 
 // mixedTimeList returns, for each of list compared with e for equality
@@ -670,6 +704,18 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		return nil
 	}
 	switch name {
+	case "collation", "charset", "coercibility":
+		if err := nargs(1, 1); err != nil {
+			return nil, err
+		}
+		coll := collate.Of(args[0].Type().Collation())
+		switch {
+		case name == "coercibility":
+			return &Constant{Value: types.NewInt(int64(Coercibility(args[0]))), Ft: types.Int64Type}, nil
+		case name == "collation":
+			return str(coll.Name)
+		}
+		return str(coll.Charset)
 	case "database", "schema":
 		if db := c.Env.CurrentDB(); db != "" {
 			return str(db)
@@ -929,6 +975,9 @@ func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
 	case mysql.TypeVarString, mysql.TypeString, mysql.TypeVarchar:
 		ft = types.VarcharType
 		ft.Flen = -1
+		if pt.GetCharset() == "binary" {
+			ft.Flag |= mysql.BinaryFlag // CAST(x AS BINARY), BINARY x: the binary collation
+		}
 	case mysql.TypeJSON:
 		return castToJSON(e), nil
 	case mysql.TypeNewDecimal, mysql.TypeDate, mysql.TypeDatetime, mysql.TypeDouble, mysql.TypeFloat, mysql.TypeDuration:

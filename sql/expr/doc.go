@@ -4,16 +4,35 @@
 // Compilation resolves column names against a Schema (to row offsets),
 // folds session values (DATABASE(), @@variables, ...) into constants through
 // Env, and fixes each node's static type, which decides how comparisons
-// work: two string/temporal operands compare bytewise (Strata's collation is
-// utf8mb4_bin); anything else compares numerically (exactly for two
-// integers, as float64 otherwise, strings by their numeric prefix as MySQL
-// does). NULL follows SQL three-valued logic.
+// work: two string/temporal operands compare as strings; anything else
+// compares numerically (exactly for two integers, as float64 otherwise,
+// strings by their numeric prefix as MySQL does). NULL follows SQL
+// three-valued logic.
+//
+// # Collations
+//
+// A text type carries its collation (types.FieldType.Coll; 0 is
+// utf8mb4_bin). Strings under utf8mb4_bin and the other binary collations
+// compare bytewise, on the same code path as before collations (a nil
+// *collate.Collation in the compiled node, no interface call); under
+// general_ci, unicode_ci or 0900_ai_ci, =, <>, <, >, BETWEEN, IN, CASE x
+// WHEN and LIKE compare with sql/collate. Which collation a comparison
+// uses follows MySQL's coercibility rules (collation.go: COLLATE 0, a
+// column 2, a literal 4, a number 5, NULL 6; the lower wins, a binary
+// string wins a tie, two different implicit or explicit ones are ERROR
+// 1267). `e COLLATE name` is 1273 for an unknown name and 1253 for
+// another character set's. CompareAs (ORDER BY, MIN / MAX) uses the
+// type's collation, AppendGroupKeyColl a string's sort key (GROUP BY,
+// DISTINCT, hash joins, the stores' partial aggregation), and the
+// comparison's collation travels in ToPB's tree, so the stores compare
+// as the SQL node does. String functions (CONCAT, UPPER, SUBSTRING, ...)
+// give their result their arguments' collation.
 //
 // Scalar functions are compiled from tables (builtin*.go): each checks its
 // argument count (ERROR 1582) and fixes its result type. Regular
 // expressions run on Go's RE2 rather than MySQL's ICU (builtin_regexp.go
-// lists the differences); they match case-sensitively, as utf8mb4_bin
-// does. Functions whose value differs per call (RAND, UUID) are evaluated
+// lists the differences); they match case-sensitively whatever the
+// collation. Functions whose value differs per call (RAND, UUID) are evaluated
 // per row: nothing here folds them, and the planner does not fold them
 // either.
 //

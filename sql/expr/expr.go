@@ -8,6 +8,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -118,8 +119,14 @@ func Compare(a, b types.Datum, byBytes bool) int {
 // CompareAs compares two non-NULL values of type ft (ORDER BY keys,
 // MIN/MAX): TIME values as durations (their text does not order negative
 // or 100+ hour values), ENUM values by member position as MySQL sorts
-// them; everything else as Compare with ft's byBytes.
+// them, strings of a non-binary collation under it; everything else as
+// Compare with ft's byBytes.
 func CompareAs(a, b types.Datum, ft types.FieldType) int {
+	if ft.Coll != 0 && a.Kind() == types.KindBytes && b.Kind() == types.KindBytes {
+		if c := Collation(ft); c != nil {
+			return c.Compare(a.Bytes(), b.Bytes())
+		}
+	}
 	switch ft.Tp {
 	case mysql.TypeDuration:
 		if x, ok := types.ParseDuration(string(types.AppendText(nil, a, nil))); ok {
@@ -146,13 +153,16 @@ func cmp3(lt, gt bool) int {
 }
 
 // compareHow compares two non-NULL values as a compiled comparison says:
-// as durations (dur), as times of mixed shapes (mixed), else with Compare.
-func compareHow(a, b types.Datum, byBytes, dur, mixed bool) int {
+// as durations (dur), as times of mixed shapes (mixed), two strings under
+// coll when it is set (a non-binary collation), else with Compare.
+func compareHow(a, b types.Datum, byBytes, dur, mixed bool, coll *collate.Collation) int {
 	switch {
 	case dur:
 		return CompareAs(a, b, types.FieldType{Tp: mysql.TypeDuration})
 	case mixed:
 		return compareWidened(a, b)
+	case coll != nil && a.Kind() == types.KindBytes && b.Kind() == types.KindBytes:
+		return coll.Compare(a.Bytes(), b.Bytes())
 	}
 	return Compare(a, b, byBytes)
 }
@@ -195,6 +205,7 @@ type compareExpr struct {
 	// mixedTime: DATE, DATETIME and TIMESTAMP operands of different types
 	// or precisions: their texts are widened to one length first.
 	mixedTime bool
+	coll      *collate.Collation // strings compare under it (nil: bytewise)
 }
 
 func (e *compareExpr) Type() types.FieldType { return boolT }
@@ -219,7 +230,7 @@ func (e *compareExpr) Eval(row []types.Datum) (types.Datum, error) {
 		}
 		return types.NullDatum, nil
 	}
-	c := compareHow(a, b, e.byBytes, e.dur, e.mixedTime)
+	c := compareHow(a, b, e.byBytes, e.dur, e.mixedTime, e.coll)
 	switch e.op {
 	case opcode.EQ, opcode.NullEQ:
 		return boolDatum(c == 0), nil
@@ -346,6 +357,7 @@ type inExpr struct {
 	byBytes bool
 	dur     bool   // a TIME against TIMEs or strings: as durations
 	mixed   []bool // items compared as mixedTimeOperands (nil: none)
+	coll    *collate.Collation
 }
 
 func (e *inExpr) Type() types.FieldType { return boolT }
@@ -365,7 +377,7 @@ func (e *inExpr) Eval(row []types.Datum) (types.Datum, error) {
 			sawNull = true
 			continue
 		}
-		if compareHow(a, b, e.byBytes, e.dur, e.mixed != nil && e.mixed[i]) == 0 {
+		if compareHow(a, b, e.byBytes, e.dur, e.mixed != nil && e.mixed[i], e.coll) == 0 {
 			return boolDatum(!e.not), nil
 		}
 	}
@@ -584,6 +596,7 @@ type likeExpr struct {
 	e, pat Expr
 	escape byte
 	not    bool
+	coll   *collate.Collation // characters compare under it (nil: bytewise)
 }
 
 func (e *likeExpr) Type() types.FieldType { return boolT }
@@ -599,6 +612,9 @@ func (e *likeExpr) Eval(row []types.Datum) (types.Datum, error) {
 	}
 	s := types.AppendText(nil, a, nil)
 	pat := types.AppendText(nil, p, nil)
+	if e.coll != nil {
+		return boolDatum(e.coll.Like(s, pat, rune(e.escape)) != e.not), nil
+	}
 	return boolDatum(Like(s, pat, e.escape) != e.not), nil
 }
 
@@ -672,6 +688,7 @@ type caseExpr struct {
 	byBytes bool
 	conv    bool   // results are converted to ft (INT branches of a DECIMAL CASE)
 	mixed   []bool // whens compared with value as mixedTimeOperands (nil: none)
+	coll    *collate.Collation
 }
 
 func (e *caseExpr) Type() types.FieldType { return e.ft }
@@ -698,7 +715,7 @@ func (e *caseExpr) Eval(row []types.Datum) (types.Datum, error) {
 		}
 		var hit bool
 		if e.value != nil {
-			hit = !v.IsNull() && !c.IsNull() && compareHow(v, c, e.byBytes, false, e.mixed != nil && e.mixed[i]) == 0
+			hit = !v.IsNull() && !c.IsNull() && compareHow(v, c, e.byBytes, false, e.mixed != nil && e.mixed[i], e.coll) == 0
 		} else {
 			t, n := IsTrue(c)
 			hit = t && !n

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -10,7 +11,15 @@ import (
 // JSON values by their encoding). The SQL node and the stores'
 // partial aggregation group by it, so both group alike.
 func AppendGroupKey(b []byte, vals []types.Datum) []byte {
-	for _, v := range vals {
+	return AppendGroupKeyColl(b, vals, nil)
+}
+
+// AppendGroupKeyColl is AppendGroupKey with the strings of vals[i] keyed
+// by colls[i]'s sort key when colls[i] is set (a non-binary collation:
+// 'Ann' and 'ann' group together under utf8mb4_general_ci). colls may be
+// nil (all bytewise) or as long as vals.
+func AppendGroupKeyColl(b []byte, vals []types.Datum, colls []*collate.Collation) []byte {
+	for i, v := range vals {
 		if v.IsNull() {
 			b = append(b, 0)
 			continue
@@ -40,9 +49,28 @@ func AppendGroupKey(b []byte, vals []types.Datum) []byte {
 			}
 		default:
 			b = append(b, 2)
-			b = append(b, v.Bytes()...)
+			if colls != nil && colls[i] != nil {
+				b = colls[i].Key(b, v.Bytes())
+			} else {
+				b = append(b, v.Bytes()...)
+			}
 		}
 		b = append(b, 0xFF, 0)
 	}
 	return b
+}
+
+// Collations returns the collation of each expression's type (Collation),
+// or nil when every one is bytewise, for AppendGroupKeyColl.
+func Collations(es []Expr) []*collate.Collation {
+	var out []*collate.Collation
+	for i, e := range es {
+		if c := Collation(e.Type()); c != nil {
+			if out == nil {
+				out = make([]*collate.Collation, len(es))
+			}
+			out[i] = c
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	pb "github.com/stratadb/strata/proto/coprocessorpb"
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -49,8 +50,18 @@ func ToPB(e Expr) (*pb.Expr, error) {
 		n.Tp, n.Val, n.Ft = pb.ExprType_ExprConstant, DatumToPB(x.Value), FieldTypeToPB(x.Ft)
 	case *Column:
 		n.Tp, n.Offset, n.Ft = pb.ExprType_ExprColumn, int64(x.Offset), FieldTypeToPB(x.Ft)
+	case *collateExpr:
+		// A column or constant under COLLATE travels as itself with the
+		// new type; the comparisons over it carry their collation.
+		switch k := x.e.(type) {
+		case *Column:
+			return ToPB(&Column{Offset: k.Offset, Ft: x.ft, Name: k.Name})
+		case *Constant:
+			return ToPB(&Constant{Value: k.Value, Ft: x.ft})
+		}
+		return nil, fmt.Errorf("%w: COLLATE of %T", ErrNotPushable, x.e)
 	case *compareExpr:
-		n.Tp, n.Op, n.ByBytes, n.Dur = pb.ExprType_ExprCompare, int32(x.op), x.byBytes, x.dur
+		n.Tp, n.Op, n.ByBytes, n.Dur, n.Collation = pb.ExprType_ExprCompare, int32(x.op), x.byBytes, x.dur, collID(x.coll)
 		n.Children, err = kids(x.l, x.r)
 	case *logicExpr:
 		n.Tp, n.Op = pb.ExprType_ExprLogic, int32(x.op)
@@ -65,7 +76,7 @@ func ToPB(e Expr) (*pb.Expr, error) {
 		n.Tp, n.Not, n.Truth = pb.ExprType_ExprIsTruth, x.not, x.truth
 		n.Children, err = kids(x.e)
 	case *inExpr:
-		n.Tp, n.Not, n.ByBytes, n.Dur = pb.ExprType_ExprIn, x.not, x.byBytes, x.dur
+		n.Tp, n.Not, n.ByBytes, n.Dur, n.Collation = pb.ExprType_ExprIn, x.not, x.byBytes, x.dur, collID(x.coll)
 		n.Children, err = kids(append([]Expr{x.e}, x.list...)...)
 	case *arithExpr:
 		n.Tp, n.Op, n.Ft, n.Dec = pb.ExprType_ExprArith, int32(x.op), FieldTypeToPB(x.ft), x.dec
@@ -74,10 +85,10 @@ func ToPB(e Expr) (*pb.Expr, error) {
 		n.Tp = pb.ExprType_ExprNeg
 		n.Children, err = kids(x.e)
 	case *likeExpr:
-		n.Tp, n.Not, n.Escape = pb.ExprType_ExprLike, x.not, uint32(x.escape)
+		n.Tp, n.Not, n.Escape, n.Collation = pb.ExprType_ExprLike, x.not, uint32(x.escape), collID(x.coll)
 		n.Children, err = kids(x.e, x.pat)
 	case *caseExpr:
-		n.Tp, n.Ft, n.ByBytes = pb.ExprType_ExprCase, FieldTypeToPB(x.ft), x.byBytes
+		n.Tp, n.Ft, n.ByBytes, n.Collation = pb.ExprType_ExprCase, FieldTypeToPB(x.ft), x.byBytes, collID(x.coll)
 		list := []Expr{x.value}
 		if x.value == nil {
 			list[0] = &Constant{}
@@ -140,8 +151,12 @@ func FromPB(n *pb.Expr, width int) (Expr, error) {
 		if err := arity(2); err != nil {
 			return nil, err
 		}
+		coll, err := collFromPB(n)
+		if err != nil {
+			return nil, err
+		}
 		return &compareExpr{op: op, l: ch[0], r: ch[1], byBytes: n.ByBytes, dur: n.Dur,
-			mixedTime: mixedTimeOperands(ch[0].Type(), ch[1].Type())}, nil
+			mixedTime: mixedTimeOperands(ch[0].Type(), ch[1].Type()), coll: coll}, nil
 	case pb.ExprType_ExprLogic:
 		if op != opcode.LogicAnd && op != opcode.LogicOr && op != opcode.LogicXor {
 			return nil, fmt.Errorf("%w: logic operator %v", ErrBadPB, op)
@@ -169,7 +184,11 @@ func FromPB(n *pb.Expr, width int) (Expr, error) {
 		if len(ch) < 1 {
 			return nil, fmt.Errorf("%w: IN without operand", ErrBadPB)
 		}
-		return &inExpr{e: ch[0], list: ch[1:], not: n.Not, byBytes: n.ByBytes, dur: n.Dur, mixed: mixedTimeList(ch[0], ch[1:])}, nil
+		coll, err := collFromPB(n)
+		if err != nil {
+			return nil, err
+		}
+		return &inExpr{e: ch[0], list: ch[1:], not: n.Not, byBytes: n.ByBytes, dur: n.Dur, mixed: mixedTimeList(ch[0], ch[1:]), coll: coll}, nil
 	case pb.ExprType_ExprArith:
 		switch op {
 		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.IntDiv, opcode.Mod:
@@ -189,12 +208,20 @@ func FromPB(n *pb.Expr, width int) (Expr, error) {
 		if err := arity(2); err != nil {
 			return nil, err
 		}
-		return &likeExpr{e: ch[0], pat: ch[1], escape: byte(n.Escape), not: n.Not}, nil
+		coll, err := collFromPB(n)
+		if err != nil {
+			return nil, err
+		}
+		return &likeExpr{e: ch[0], pat: ch[1], escape: byte(n.Escape), not: n.Not, coll: coll}, nil
 	case pb.ExprType_ExprCase:
 		if len(ch) < 1 || (len(ch)-1-b2i(n.HasElse))%2 != 0 || len(ch)-1-b2i(n.HasElse) < 0 {
 			return nil, fmt.Errorf("%w: CASE with %d operands", ErrBadPB, len(ch))
 		}
-		c := &caseExpr{ft: FieldTypeFromPB(n.Ft), byBytes: n.ByBytes}
+		coll, err := collFromPB(n)
+		if err != nil {
+			return nil, err
+		}
+		c := &caseExpr{ft: FieldTypeFromPB(n.Ft), byBytes: n.ByBytes, coll: coll}
 		if n.HasValue {
 			c.value = ch[0]
 		}
@@ -230,12 +257,12 @@ func b2i(b bool) int {
 
 // FieldTypeToPB converts a field type for the wire.
 func FieldTypeToPB(ft types.FieldType) *pb.FieldType {
-	return &pb.FieldType{Tp: uint32(ft.Tp), Flen: int64(ft.Flen), Decimal: int64(ft.Decimal), Flag: uint64(ft.Flag), Elems: ft.Elems}
+	return &pb.FieldType{Tp: uint32(ft.Tp), Flen: int64(ft.Flen), Decimal: int64(ft.Decimal), Flag: uint64(ft.Flag), Elems: ft.Elems, Collate: uint32(ft.Coll)}
 }
 
 // FieldTypeFromPB is the inverse of FieldTypeToPB (nil: the zero type).
 func FieldTypeFromPB(p *pb.FieldType) types.FieldType {
-	return types.FieldType{Tp: byte(p.GetTp()), Flen: int(p.GetFlen()), Decimal: int(p.GetDecimal()), Flag: uint(p.GetFlag()), Elems: p.GetElems()}
+	return types.FieldType{Tp: byte(p.GetTp()), Flen: int(p.GetFlen()), Decimal: int(p.GetDecimal()), Flag: uint(p.GetFlag()), Elems: p.GetElems(), Coll: uint16(p.GetCollate())}
 }
 
 // DatumToPB converts a datum for the wire.
@@ -319,4 +346,25 @@ func columnsFrom(n *pb.Expr, from int64) bool {
 		}
 	}
 	return true
+}
+
+// collID is a comparison's collation on the wire (0: bytewise).
+func collID(c *collate.Collation) uint32 {
+	if c == nil {
+		return 0
+	}
+	return uint32(c.ID)
+}
+
+// collFromPB is the comparison collation of n (nil: bytewise); an id this
+// node does not know is a malformed request, never a bytewise compare.
+func collFromPB(n *pb.Expr) (*collate.Collation, error) {
+	if n.Collation == 0 {
+		return nil, nil
+	}
+	c := collate.ByID(uint16(n.Collation))
+	if c == nil || n.Collation > 0xFFFF {
+		return nil, fmt.Errorf("%w: unknown collation %d", ErrBadPB, n.Collation)
+	}
+	return c, nil
 }

@@ -6,9 +6,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pingcap/tidb/pkg/parser/charset"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+
 	"github.com/stratadb/strata/kv/execdetails"
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
@@ -60,6 +61,8 @@ func (s *Schema) defs() []*memTable {
 			col{"COLLATION_NAME", name64}, col{"CHARACTER_SET_NAME", name64}, col{"ID", notNull(bigintU)},
 			col{"IS_DEFAULT", notNull(varchar(3))}, col{"IS_COMPILED", notNull(varchar(3))}, col{"SORTLEN", notNull(intU)},
 			col{"PAD_ATTRIBUTE", notNull(varchar(9))}),
+		table("COLLATION_CHARACTER_SET_APPLICABILITY", collationApplicability,
+			col{"COLLATION_NAME", name64}, col{"CHARACTER_SET_NAME", name64}),
 		table("CHARACTER_SETS", characterSets,
 			col{"CHARACTER_SET_NAME", name64}, col{"DEFAULT_COLLATE_NAME", name64}, col{"DESCRIPTION", notNull(varchar(2048))},
 			col{"MAXLEN", notNull(intU)}),
@@ -161,7 +164,8 @@ func (s *Schema) schemata(ctx context.Context, v Viewer) ([][]datum, error) {
 	}
 	for _, db := range dbs {
 		if v.VisibleDB(db.Name) {
-			rows = append(rows, []datum{str("def"), str(db.Name), str("utf8mb4"), str("utf8mb4_bin"), null, str("NO")})
+			coll := collationNamed(db.CollationName())
+			rows = append(rows, []datum{str("def"), str(db.Name), str(coll.Charset), str(coll.Name), null, str("NO")})
 		}
 	}
 	return rows, nil
@@ -183,7 +187,7 @@ func (s *Schema) tablesRows(ctx context.Context, v Viewer) ([][]datum, error) {
 			auto = unum(uint64(n))
 		}
 		rows = append(rows, []datum{str("def"), str(db), str(t.Name), str("BASE TABLE"), str("InnoDB"), num(10), str("Dynamic"),
-			unum(0), unum(0), unum(0), unum(0), unum(0), unum(0), auto, null, null, null, str("utf8mb4_bin"), null, str(""), str(t.Comment)})
+			unum(0), unum(0), unum(0), unum(0), unum(0), unum(0), auto, null, null, null, str(t.CollationName()), null, str(""), str(t.Comment)})
 		return nil
 	})
 	return rows, err
@@ -267,12 +271,13 @@ func typeFacts(ft types.FieldType) (charLen, octLen, prec, scale, dtPrec, cs, co
 		n := int64(ft.Flen)
 		charLen, octLen = num(n), num(n)
 		if !ft.Binary() {
+			c := collate.Of(ft.Collation())
 			switch ft.Tp {
 			case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
 			default:
-				octLen = num(4 * n)
+				octLen = num(int64(collate.CharsetByName(c.Charset).Maxlen) * n) // bytes of n characters
 			}
-			cs, coll = str("utf8mb4"), str("utf8mb4_bin")
+			cs, coll = str(c.Charset), str(c.Name)
 		}
 	case types.ClassInt:
 		p := map[byte]uint64{mysql.TypeTiny: 3, mysql.TypeShort: 5, mysql.TypeInt24: 7, mysql.TypeLong: 10, mysql.TypeLonglong: 19}[ft.Tp]
@@ -439,20 +444,37 @@ func engines(context.Context, Viewer) ([][]datum, error) {
 
 func collations(context.Context, Viewer) ([][]datum, error) {
 	var rows [][]datum
-	for _, c := range charset.GetSupportedCollations() {
+	for _, c := range collate.All() {
 		def := ""
-		if c.IsDefault {
+		if c.Default {
 			def = "Yes"
 		}
-		rows = append(rows, []datum{str(c.Name), str(c.CharsetName), unum(uint64(c.ID)), str(def), str("Yes"), unum(uint64(c.Sortlen)), str(c.PadAttribute)})
+		rows = append(rows, []datum{str(c.Name), str(c.Charset), unum(uint64(c.ID)), str(def), str("Yes"), unum(uint64(c.Sortlen)), str(c.PadAttribute())})
 	}
 	return rows, nil
 }
 
+func collationApplicability(context.Context, Viewer) ([][]datum, error) {
+	var rows [][]datum
+	for _, c := range collate.All() {
+		rows = append(rows, []datum{str(c.Name), str(c.Charset)})
+	}
+	return rows, nil
+}
+
+// collationNamed is the named collation, utf8mb4_bin for a name this
+// node does not know (written by a newer one).
+func collationNamed(name string) *collate.Collation {
+	if c := collate.ByName(name); c != nil {
+		return c
+	}
+	return collate.Default
+}
+
 func characterSets(context.Context, Viewer) ([][]datum, error) {
 	var rows [][]datum
-	for _, c := range charset.GetSupportedCharsets() {
-		rows = append(rows, []datum{str(c.Name), str(c.DefaultCollation), str(c.Desc), unum(uint64(c.Maxlen))})
+	for _, c := range collate.Charsets() {
+		rows = append(rows, []datum{str(c.Name), str(c.Default.Name), str(c.Desc), unum(uint64(c.Maxlen))})
 	}
 	return rows, nil
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -287,4 +288,31 @@ func writeIdents(b *strings.Builder, names []string) {
 		}
 		b.WriteString(quoteIdent(n))
 	}
+}
+
+// IndexDatum is the value an index entry holds for v, a value of a column
+// of type ft: v itself, or for a string of a non-binary collation its sort
+// key (so the index orders, and a unique index compares, as the collation
+// does; the row keeps the value, and such an index never covers it).
+// Range bounds on such a column are converted alike.
+func IndexDatum(ft types.FieldType, v types.Datum) types.Datum {
+	if ft.Coll == 0 || v.Kind() != types.KindBytes {
+		return v
+	}
+	if c := expr.Collation(ft); c != nil {
+		return types.NewBytes(c.Key(nil, v.Bytes()))
+	}
+	return v
+}
+
+// ColumnIndexed reports whether the column at offset off is in an index.
+func (t *TableInfo) ColumnIndexed(off int) bool {
+	for _, ix := range t.Indices {
+		for _, c := range ix.Columns {
+			if c.Offset == off {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -14,6 +14,9 @@ import (
 type DBInfo struct {
 	ID   int64  `json:"id"`
 	Name string `json:"name"`
+	// Collate is the default collation of its new tables (CREATE
+	// DATABASE ... COLLATE); empty is utf8mb4_bin.
+	Collate string `json:"collate,omitempty"`
 }
 
 // ColumnInfo describes a column.
@@ -74,6 +77,10 @@ type TableInfo struct {
 	HandleOffset  int    `json:"handle_offset"`   // -1 without PKIsHandle
 	AutoIncOffset int    `json:"auto_inc_offset"` // -1 without AUTO_INCREMENT
 	Comment       string `json:"comment,omitempty"`
+	// Collate is the table's default collation (DEFAULT CHARSET /
+	// COLLATE), the one text columns added later get; empty is
+	// utf8mb4_bin. Each column's own is in its type.
+	Collate string `json:"collate,omitempty"`
 	// Indices are the secondary indexes, in creation order; MaxIndexID is
 	// the largest index id ever given (ids are never reused, so entries of a
 	// dropped index are never mistaken for a new one's).
@@ -103,6 +110,19 @@ type TableInfo struct {
 	schema    []expr.SchemaColumn
 	npub      int        // public columns: Columns[:npub]
 	write     *TableInfo // ForWrite's table (nil: t itself)
+}
+
+// CollationName is the database's default collation.
+func (d *DBInfo) CollationName() string { return orBin(d.Collate) }
+
+// CollationName is the table's default collation.
+func (t *TableInfo) CollationName() string { return orBin(t.Collate) }
+
+func orBin(c string) string {
+	if c == "" {
+		return "utf8mb4_bin"
+	}
+	return c
 }
 
 // ViewInfo is a view's definition (CREATE VIEW), as MySQL keeps it.

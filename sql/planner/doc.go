@@ -71,8 +71,12 @@
 // ranges, the first non-point column ends them. Conditions are access
 // conditions (removed from the Selection) only when their intervals are
 // exact: integer columns compared with numbers, string columns with
-// strings (bytewise, utf8mb4_bin). Decimal and temporal columns are
-// stored as text in index keys, so they are never turned into ranges.
+// strings. Decimal and temporal columns are stored as text in index keys,
+// so they are never turned into ranges. An index of a column of a
+// non-binary collation holds the collation's sort key
+// (model.IndexDatum): its ranges and point gets are bounded by the
+// constants' sort keys, it never covers the column's value (the row is
+// read), and a constant under COLLATE does not bound it.
 //
 // # Joins
 //

@@ -550,7 +550,9 @@ func (b *builder) indexPath(rg *ranger, src *Source, ix *model.IndexInfo, conds 
 	covering := true
 	inIndex := make([]bool, len(src.Cols))
 	for _, c := range cols {
-		inIndex[c] = true
+		// An index of a column of a non-binary collation holds its sort
+		// key, not its value: it cannot give the value back.
+		inIndex[c] = expr.Collation(src.Cols[c].Type) == nil
 	}
 	inIndex[len(src.Table.Columns)] = true // the handle
 	if src.Table.PKIsHandle {

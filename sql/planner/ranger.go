@@ -2,6 +2,7 @@ package planner
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -215,8 +217,11 @@ func (r *ranger) isColumn(n ast.ExprNode, off int) bool {
 }
 
 // constant evaluates n when it is foldable.
+// A constant under COLLATE does not bound the column: the comparison
+// then runs under that collation, not the column's (whose order the
+// index has).
 func (r *ranger) constant(n ast.ExprNode) (types.Datum, types.FieldType, bool) {
-	if !foldable(n) {
+	if !foldable(n) || hasCollate(n) {
 		return types.Datum{}, types.FieldType{}, false
 	}
 	k, err := expr.Compile(n, &expr.Ctx{Env: r.env})
@@ -236,23 +241,50 @@ func (r *ranger) constant(n ast.ExprNode) (types.Datum, types.FieldType, bool) {
 func foldable(n ast.ExprNode) bool { return !hasColumn(n) && !callsNonDeterministic(n) }
 
 func hasColumn(n ast.ExprNode) bool {
-	v := &columnFinder{}
+	return contains(n, func(n ast.Node) bool {
+		switch n.(type) {
+		case *ast.ColumnNameExpr, *ast.AggregateFuncExpr, *ast.SubqueryExpr, *ast.DefaultExpr:
+			return true
+		}
+		return false
+	})
+}
+
+// hasCollate reports whether n has a COLLATE clause. A literal or a
+// parameter (the common constant) is answered without a walk, which
+// would allocate.
+func hasCollate(n ast.ExprNode) bool {
+	switch unparen(n).(type) {
+	case ast.ValueExpr, ast.ParamMarkerExpr:
+		return false
+	}
+	return contains(n, func(n ast.Node) bool {
+		_, ok := n.(*ast.SetCollationExpr)
+		return ok
+	})
+}
+
+// contains reports whether n or a node under it matches.
+func contains(n ast.ExprNode, match func(ast.Node) bool) bool {
+	v := &nodeFinder{match: match}
 	n.Accept(v)
 	return v.found
 }
 
-type columnFinder struct{ found bool }
+type nodeFinder struct {
+	match func(ast.Node) bool
+	found bool
+}
 
-func (c *columnFinder) Enter(n ast.Node) (ast.Node, bool) {
-	switch n.(type) {
-	case *ast.ColumnNameExpr, *ast.AggregateFuncExpr, *ast.SubqueryExpr, *ast.DefaultExpr:
-		c.found = true
+func (f *nodeFinder) Enter(n ast.Node) (ast.Node, bool) {
+	if f.match(n) {
+		f.found = true
 		return n, true
 	}
 	return n, false
 }
 
-func (c *columnFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+func (f *nodeFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // intervals returns the values of column off that can satisfy cond, and
 // whether they are exactly the values that satisfy it; ok is false when
@@ -366,7 +398,9 @@ func cmpInterval(col types.FieldType, op opcode.Op, v types.Datum, ft types.Fiel
 				return []interval{opInterval(op2, types.NewString(canon))}, true, true
 			}
 		}
-		return []interval{opInterval(op, v)}, true, true
+		// The index of a column of a non-binary collation holds sort
+		// keys (table.IndexDatum): bound it by the constant's.
+		return []interval{opInterval(op, model.IndexDatum(col, v))}, true, true
 	case domainUint:
 		switch v.Kind() {
 		case types.KindUint64:
@@ -825,7 +859,31 @@ func datumText(d types.Datum) string {
 		return "NULL"
 	}
 	if d.Kind() == types.KindBytes {
-		return `"` + string(d.Bytes()) + `"`
+		return `"` + printable(d.Bytes()) + `"`
 	}
 	return d.String()
+}
+
+// printable is b with control bytes as \xNN (the sort keys bounding an
+// index of a non-binary collation are mostly not text).
+func printable(b []byte) string {
+	clean := true
+	for _, c := range b {
+		if c < 0x20 || c == 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return string(b)
+	}
+	var sb strings.Builder
+	for _, c := range b {
+		if c < 0x20 || c == 0x7f {
+			fmt.Fprintf(&sb, `\x%02x`, c)
+		} else {
+			sb.WriteByte(c)
+		}
+	}
+	return sb.String()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
@@ -302,7 +303,11 @@ func (se *subqueryEnv) compare(l ast.ExprNode, sub *ast.SubqueryExpr, c *expr.Ct
 		return nil, err
 	}
 	byBytes := le.Type().Class() == types.ClassString && sq.Plan.Columns[0].Type.Class() == types.ClassString
-	return &compareSubquery{l: le, sq: sq, op: op, all: all, not: not, byBytes: byBytes}, nil
+	cs := &compareSubquery{l: le, sq: sq, op: op, all: all, not: not, byBytes: byBytes}
+	if byBytes {
+		cs.coll = expr.PairCollation(le.Type(), sq.Plan.Columns[0].Type)
+	}
+	return cs, nil
 }
 
 // plan plans the subquery of n in the scope of c's columns; one: it must
@@ -373,6 +378,7 @@ type compareSubquery struct {
 	op       opcode.Op
 	all, not bool
 	byBytes  bool
+	coll     *collate.Collation // strings compare under it (nil: bytewise)
 }
 
 func (s *compareSubquery) Type() types.FieldType { return boolType }
@@ -397,7 +403,7 @@ func (s *compareSubquery) Eval(row []types.Datum) (types.Datum, error) {
 				sawNull = true
 				continue
 			}
-			t := compareTrue(s.op, expr.Compare(l, v, s.byBytes))
+			t := compareTrue(s.op, expr.CompareWith(l, v, s.byBytes, s.coll))
 			if t != s.all { // ANY: a true one decides; ALL: a false one
 				return boolValue(t != s.not), nil
 			}

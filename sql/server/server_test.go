@@ -90,6 +90,15 @@ func queryStrings(t *testing.T, db *sql.DB, q string) [][]string {
 	t.Helper()
 	rows, err := db.Query(q)
 	require.NoError(t, err, q)
+	out, _ := scanStrings(t, rows, "NULL")
+	return out
+}
+
+// scanStrings reads and closes rows: each value as a string, null for
+// NULL; and the number of columns (0: the statement returned no result
+// set).
+func scanStrings(t *testing.T, rows *sql.Rows, null string) ([][]string, int) {
+	t.Helper()
 	defer rows.Close()
 	cols, err := rows.Columns()
 	require.NoError(t, err)
@@ -106,13 +115,13 @@ func queryStrings(t *testing.T, db *sql.DB, q string) [][]string {
 			if v.Valid {
 				row[i] = v.String
 			} else {
-				row[i] = "NULL"
+				row[i] = null
 			}
 		}
 		out = append(out, row)
 	}
 	require.NoError(t, rows.Err())
-	return out
+	return out, len(cols)
 }
 
 func TestEndToEnd(t *testing.T) {

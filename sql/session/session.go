@@ -14,6 +14,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/charset"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/domain"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
@@ -219,6 +220,12 @@ func (s *Session) UseDB(ctx context.Context, name string) error {
 		return err
 	}
 	s.db = db.Name
+	// @@collation_database and @@character_set_database follow the
+	// current database's default, as in MySQL.
+	if coll := collate.ByName(db.CollationName()); coll != nil {
+		s.vars["collation_database"] = sysVar{value: coll.Name}
+		s.vars["character_set_database"] = sysVar{value: coll.Charset}
+	}
 	return nil
 }
 
@@ -236,6 +243,15 @@ func parseSQL(p *parser.Parser, sql string) ([]ast.StmtNode, error) {
 	if err != nil {
 		msg := err.Error()
 		if i := strings.Index(msg, "]"); strings.HasPrefix(msg, "[") && i > 0 {
+			// The parser checks character set and collation names itself
+			// ("[ddl:1273]Unknown collation: ..."): those keep their code.
+			if _, c, ok := strings.Cut(msg[1:i], ":"); ok {
+				switch c {
+				case "1115", "1253", "1273":
+					code, _ := strconv.Atoi(c)
+					return nil, errno.New(uint16(code), "%s", strings.TrimSpace(msg[i+1:]))
+				}
+			}
 			msg = msg[i+1:]
 		}
 		return nil, errno.New(errno.ErrParse, "You have an error in your SQL syntax; check the manual that corresponds to your Strata version for the right syntax to use %s", strings.TrimSpace(msg))

@@ -21,7 +21,11 @@
 //     loss); a delete-only one is not written.
 //   - A unique index with no NULL in the entry's values holds one key per
 //     value tuple; a second row with the same values is ERROR 1062
-//     "Duplicate entry '<vals>' for key '<table>.<index>'".
+//     "Duplicate entry '<vals>' for key '<table>.<index>'". Values of a
+//     column of a non-binary collation are equal when the collation says
+//     so: the entry holds the sort key (model.IndexDatum), so 'a@x.com'
+//     collides with 'A@x.com' under utf8mb4_general_ci, and the error
+//     names the values the Writer wrote.
 //
 // # Locking
 //

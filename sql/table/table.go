@@ -10,6 +10,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
@@ -37,6 +38,10 @@ type Writer struct {
 
 	scratch []types.Datum
 	vals    []types.Datum
+	// shown: the values, as a duplicate-key error names them, of the
+	// unique entries written of indexes over a non-binary collation,
+	// whose keys hold sort keys rather than the values.
+	shown map[string]string
 }
 
 // IndexEntry returns the key and value of row's entry in ix (row holds the
@@ -51,7 +56,7 @@ func IndexEntry(buf []byte, t *model.TableInfo, ix *model.IndexInfo, row []types
 func indexEntry(buf []byte, t *model.TableInfo, ix *model.IndexInfo, row []types.Datum, handle int64, vals []types.Datum) (key, value []byte, unique bool) {
 	unique = ix.Unique
 	for i, c := range ix.Columns {
-		vals[i] = row[c.Offset]
+		vals[i] = model.IndexDatum(t.Columns[c.Offset].Type, row[c.Offset])
 		if vals[i].IsNull() {
 			unique = false
 		}
@@ -64,7 +69,40 @@ func (w *Writer) entry(ix *model.IndexInfo, row []types.Datum, handle int64) (ke
 	if cap(w.vals) < len(ix.Columns) {
 		w.vals = make([]types.Datum, len(ix.Columns))
 	}
-	return indexEntry(nil, w.T, ix, row, handle, w.vals[:len(ix.Columns)])
+	key, value, unique = indexEntry(nil, w.T, ix, row, handle, w.vals[:len(ix.Columns)])
+	if unique && collatedIndex(w.T, ix) {
+		orig := make([]types.Datum, len(ix.Columns))
+		for i, c := range ix.Columns {
+			orig[i] = row[c.Offset]
+		}
+		if w.shown == nil {
+			w.shown = map[string]string{}
+		}
+		w.shown[string(key)] = FormatValues(orig)
+	}
+	return key, value, unique
+}
+
+// collatedIndex reports whether an index has a column of a non-binary
+// collation.
+func collatedIndex(t *model.TableInfo, ix *model.IndexInfo) bool {
+	for _, c := range ix.Columns {
+		if t.Columns[c.Offset].Type.Coll != 0 && expr.Collation(t.Columns[c.Offset].Type) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// dupKeyError is DupKeyError naming the values this Writer wrote for key
+// when its index holds sort keys.
+func (w *Writer) dupKeyError(key []byte) error {
+	if v, ok := w.shown[string(key)]; ok && tablecodec.IsIndexKey(key) {
+		if ix := w.T.IndexByID(tablecodec.IndexIDOf(key)); ix != nil {
+			return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", v, w.T.Name, ix.Name)
+		}
+	}
+	return DupKeyError(w.T, key)
 }
 
 // encodeRow encodes row for writing. The table's non-public columns
@@ -211,7 +249,7 @@ func (w *Writer) apply(ctx context.Context, dels [][]byte, puts []put) error {
 			continue
 		}
 		if _, dup := seen[string(p.key)]; dup {
-			return DupKeyError(w.T, p.key)
+			return w.dupKeyError(p.key)
 		}
 		seen[string(p.key)] = struct{}{}
 	}
@@ -239,7 +277,7 @@ func (w *Writer) apply(ctx context.Context, dels [][]byte, puts []put) error {
 		}
 		for _, i := range checkAt {
 			if latest[i] != nil {
-				return DupKeyError(w.T, keys[i])
+				return w.dupKeyError(keys[i])
 			}
 		}
 	}
@@ -264,14 +302,14 @@ func (w *Writer) write(ctx context.Context, p put) error {
 			return err
 		}
 		if found {
-			return DupKeyError(w.T, p.key)
+			return w.dupKeyError(p.key)
 		}
 		return w.Txn.Set(p.key, p.value)
 	}
 	if err := w.Txn.Insert(p.key, p.value); err != nil {
 		var ke *kv.KeyExistsError
 		if errors.As(err, &ke) {
-			return DupKeyError(w.T, p.key)
+			return w.dupKeyError(p.key)
 		}
 		return err
 	}
@@ -330,6 +368,12 @@ func DupKeyError(t *model.TableInfo, key []byte) error {
 	if t != nil && tablecodec.IsIndexKey(key) {
 		if ix := t.IndexByID(tablecodec.IndexIDOf(key)); ix != nil {
 			if tid, _, vals, _, _, err := tablecodec.DecodeIndexKey(key, len(ix.Columns)); err == nil && tid == t.ID {
+				for i, c := range ix.Columns {
+					// A sort key, not the value: shown as well as it can be.
+					if coll := expr.Collation(t.Columns[c.Offset].Type); coll != nil && vals[i].Kind() == types.KindBytes {
+						vals[i] = types.NewString(coll.KeyText(vals[i].Bytes()))
+					}
+				}
 				return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", FormatValues(vals), t.Name, ix.Name)
 			}
 		}

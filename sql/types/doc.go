@@ -13,6 +13,10 @@
 // SET sorts as its text, not by its bit value as in MySQL. JSON is its
 // own kind, KindJSON (below).
 //
+// A text type's collation is its Coll (a MySQL collation id, sql/collate;
+// 0 is utf8mb4_bin, the default); Collation() is the id values compare
+// under and the one column definitions send.
+//
 // Everything here is pure and safe for concurrent use.
 //
 // # Decimals and conversion errors

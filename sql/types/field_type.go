@@ -32,10 +32,16 @@ const (
 
 // FieldType is a column's (or an expression's) type.
 type FieldType struct {
-	Tp      byte `json:"tp"`      // mysql.TypeXxx, as sent on the wire
-	Flen    int  `json:"flen"`    // display width / max chars; -1 unknown
-	Decimal int  `json:"decimal"` // scale for DECIMAL, fsp for DATETIME
-	Flag    uint `json:"flag"`    // mysql.XxxFlag bits (NotNull, Unsigned, PriKey, AutoIncrement, Binary)
+	Tp byte `json:"tp"` // mysql.TypeXxx, as sent on the wire
+	// Coll is a text type's collation (its MySQL id, sql/collate); 0 is
+	// utf8mb4_bin, the default, so that types from before collations and
+	// every utf8mb4_bin column keep the bytewise path. Binary strings
+	// (the Binary flag) are the binary collation whatever Coll says. (It
+	// sits in Tp's padding: the type stays 56 bytes.)
+	Coll    uint16 `json:"coll,omitempty"`
+	Flen    int    `json:"flen"`    // display width / max chars; -1 unknown
+	Decimal int    `json:"decimal"` // scale for DECIMAL, fsp for DATETIME
+	Flag    uint   `json:"flag"`    // mysql.XxxFlag bits (NotNull, Unsigned, PriKey, AutoIncrement, Binary)
 	// Elems are the members of an ENUM or SET, in definition order.
 	Elems []string `json:"elems,omitempty"`
 }
@@ -74,8 +80,16 @@ func (ft FieldType) Numeric() bool {
 
 // Charset returns the collation id for column definitions (JSON is sent
 // as binary, as MySQL sends it).
-func (ft FieldType) Charset() uint16 {
-	if ft.Class() == ClassString && !ft.Binary() && ft.Tp != mysql.TypeJSON {
+func (ft FieldType) Charset() uint16 { return ft.Collation() }
+
+// Collation is the id of the collation values of the type compare under:
+// Coll for text, utf8mb4_bin when unset, binary for binary strings,
+// numbers, temporals and JSON.
+func (ft FieldType) Collation() uint16 {
+	if ft.Class() == ClassString && !ft.Binary() && ft.Tp != mysql.TypeJSON && ft.Tp != mysql.TypeNull {
+		if ft.Coll != 0 {
+			return ft.Coll
+		}
 		return CollationUTF8MB4
 	}
 	return CollationBinary

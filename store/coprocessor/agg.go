@@ -145,7 +145,7 @@ func (g *groupTable) lookup(x *run, p *plan) ([]aggState, error) {
 		}
 		g.vals[i] = v
 	}
-	g.buf = expr.AppendGroupKey(g.buf[:0], g.vals)
+	g.buf = expr.AppendGroupKeyColl(g.buf[:0], g.vals, p.groupColls)
 	if i, ok := g.index[string(g.buf)]; ok {
 		return g.states[i], nil
 	}

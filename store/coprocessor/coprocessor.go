@@ -12,6 +12,7 @@ import (
 
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
@@ -83,7 +84,10 @@ type plan struct {
 	legacy []coprocessorpb.AggFuncType // COUNT(*) over opaque rows
 	aggs   []aggFunc
 	group  []expr.Expr // GROUP BY keys (partial states per group)
-	paging int
+	// groupColls: the collations of the group keys (nil: all bytewise);
+	// strings group by their sort key, as on the SQL node.
+	groupColls []*collate.Collation
+	paging     int
 	// pageRows and pageTime bound one response by rows scanned and by
 	// execution time (DAGRequest.page_scan_rows, page_ms); 0: unbounded.
 	pageRows int64
@@ -238,6 +242,7 @@ func buildPlan(dag *coprocessorpb.DAGRequest) (plan, error) {
 				}
 				p.group = append(p.group, x)
 			}
+			p.groupColls = expr.Collations(p.group)
 			if len(p.legacy) > 0 && (len(p.aggs) > 0 || len(p.group) > 0) {
 				return p, fmt.Errorf("%w: agg_func with funcs or group_by", ErrUnsupported)
 			}

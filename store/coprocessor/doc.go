@@ -21,8 +21,13 @@
 // was written decodes as its origin default), and Selection, TopN,
 // Projection and the aggregate arguments are sql/expr trees rebuilt with
 // expr.FromPB: the stores evaluate exactly the code the SQL node does (one
-// implementation of MySQL semantics). Without a schema rows are opaque and
-// only Limit and COUNT(*) apply.
+// implementation of MySQL semantics). Strings compare, sort and group
+// under the collation the SQL node sends (a comparison's
+// Expr.collation, a column's FieldType.collate; sql/collate), so a
+// utf8mb4_general_ci column filters and groups here as there. An
+// IndexScan of an index on such a column decodes the collation's sort
+// keys, not the values: the SQL node never reads those values from it.
+// Without a schema rows are opaque and only Limit and COUNT(*) apply.
 //
 // Output: the surviving rows (key and stored value, or the projected values
 // encoded as a row with column ids 0..n-1); TopN's first limit rows in
