@@ -23,6 +23,7 @@ type Stage uint8
 
 const (
 	Parse       Stage = iota // parsing the statement text
+	Compile                  // planning it (a plan cache hit plans nothing)
 	TSOWait                  // waiting for timestamps from PD
 	KVRead                   // read RPCs to stores (get, batch get, scan, coprocessor), summed over parallel ones
 	LockKeys                 // acquiring pessimistic row locks, waits for other transactions included
@@ -32,7 +33,7 @@ const (
 	NumStages
 )
 
-var names = [NumStages]string{"parse", "tso_wait", "kv_read", "lock_keys", "commit", "backoff", "resolve_lock"}
+var names = [NumStages]string{"parse", "compile", "tso_wait", "kv_read", "lock_keys", "commit", "backoff", "resolve_lock"}
 
 func (s Stage) String() string { return names[s] }
 

@@ -3,8 +3,10 @@ package executor
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
@@ -100,7 +102,9 @@ func (e *Executor) multiJoin(ctx context.Context, refs *ast.TableRefsClause, whe
 	if len(lock) > 0 {
 		sel.LockInfo = &ast.SelectLockInfo{LockType: ast.SelectLockForUpdate, Tables: lock}
 	}
+	start := time.Now()
 	sp, err := e.planner.PlanSelect(ctx, sel, env, false)
+	execdetails.From(ctx).Since(execdetails.Compile, start)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -3,8 +3,10 @@ package executor
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/sql/domain"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
@@ -48,7 +50,9 @@ func (e *Executor) resolveTable(ctx context.Context, refs *ast.TableRefsClause, 
 // the rows read (both take an exclusive lock: Strata has no shared locks)
 // and, in pessimistic mode, return their latest committed values.
 func (e *Executor) Select(ctx context.Context, s *ast.SelectStmt, env expr.Env, tx TxnSource) (*Result, error) {
+	start := time.Now()
 	p, err := e.planner.PlanSelect(ctx, s, env, false)
+	execdetails.From(ctx).Since(execdetails.Compile, start)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +61,9 @@ func (e *Executor) Select(ctx context.Context, s *ast.SelectStmt, env expr.Env, 
 
 // Query runs a query expression (a SELECT or a UNION) in tx's transaction.
 func (e *Executor) Query(ctx context.Context, n ast.Node, env expr.Env, tx TxnSource) (*Result, error) {
+	start := time.Now()
 	p, err := e.planner.PlanQuery(ctx, n, env, false)
+	execdetails.From(ctx).Since(execdetails.Compile, start)
 	if err != nil {
 		return nil, err
 	}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
@@ -391,7 +393,9 @@ func DupEntryError(tbl *model.TableInfo, key []byte) error {
 // commit.
 func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where ast.ExprNode, order *ast.OrderByClause, limit *ast.Limit,
 	env expr.Env, tx TxnSource, txn kv.Txn) ([][]datum, error) {
+	start := time.Now()
 	sp, err := e.planner.PlanScan(src, where, order, limit, env)
+	execdetails.From(ctx).Since(execdetails.Compile, start)
 	if err != nil {
 		return nil, err
 	}

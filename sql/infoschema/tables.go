@@ -110,6 +110,7 @@ func stmtsSummary(name string, history bool) *memTable {
 // where it has the stage).
 var stageColumns = [execdetails.NumStages][2]string{
 	execdetails.Parse:       {"Parse_time", "AVG_PARSE_LATENCY"},
+	execdetails.Compile:     {"Compile_time", "AVG_COMPILE_LATENCY"},
 	execdetails.TSOWait:     {"Wait_TS", "AVG_WAIT_TS"},
 	execdetails.KVRead:      {"KV_read_time", "AVG_KV_READ_TIME"},
 	execdetails.LockKeys:    {"LockKeys_time", "AVG_LOCK_KEYS_TIME"},

@@ -58,7 +58,7 @@ var observers sync.Map // string -> prometheus.Observer
 var stageSeconds = func() (out [execdetails.NumStages]prometheus.Observer) {
 	h := promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "sql", Name: "stage_seconds",
-		Help:    "Time statements spent per stage (parse, tso_wait, kv_read, lock_keys, commit, backoff, resolve_lock), observed for the stages a statement spent time in; stages overlap (a backoff within a read) and need not add up to its latency.",
+		Help:    "Time statements spent per stage (parse, compile, tso_wait, kv_read, lock_keys, commit, backoff, resolve_lock), observed for the stages a statement spent time in; stages overlap (a backoff within a read) and need not add up to its latency.",
 		Buckets: prometheus.ExponentialBuckets(10e-6, 2, 22),
 	}, []string{"stage"})
 	for st := range execdetails.NumStages {

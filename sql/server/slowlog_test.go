@@ -95,6 +95,7 @@ func TestSlowQueryLog(t *testing.T) {
 	// the whole 1 s; the sleeps spent no time locking.
 	require.GreaterOrEqual(t, failed.Stages["lock_keys"], 0.9, "stages %v", failed.Stages)
 	require.Greater(t, failed.Stages["parse"], 0.0)
+	require.Greater(t, failed.Stages["compile"], 0.0)
 	require.Zero(t, sleep.Stages["lock_keys"], "stages %v", sleep.Stages)
 
 	// information_schema.SLOW_QUERY reads the same entries back.
