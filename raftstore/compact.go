@@ -25,6 +25,10 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "delete_range_compactions_total",
 		Help: "Compactions of ranges removed by DeleteRange commands, by result (ok, error).",
 	}, []string{"result"})
+	rangeCompactionsQueued = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "delete_range_compactions_queued",
+		Help: "Ranges removed by DeleteRange commands waiting for (or in) their compaction.",
+	})
 	rangeCompactionSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "delete_range_compaction_seconds",
 		Help:    "Duration of compacting one range removed by a DeleteRange command.",
@@ -60,6 +64,7 @@ func (c *rangeCompactor) queue(rs []engineRange) {
 	c.mu.Lock()
 	c.pending = append(c.pending, rs...)
 	c.mu.Unlock()
+	rangeCompactionsQueued.Add(float64(len(rs)))
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -85,7 +90,9 @@ func (s *Store) compactLoop() {
 		}
 		for _, r := range s.compactor.take() {
 			start := time.Now()
-			if err := s.db.Compact(s.ctx, r.lo, r.hi, false); err != nil {
+			err := s.db.Compact(s.ctx, r.lo, r.hi, false)
+			rangeCompactionsQueued.Dec()
+			if err != nil {
 				if s.ctx.Err() != nil {
 					return
 				}
