@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/hex"
 	"strconv"
 	"testing"
 
@@ -98,4 +99,10 @@ func TestDropsRecordDeleteRanges(t *testing.T) {
 	require.Len(t, done, 1)
 	require.Equal(t, pending[0].What, done[0].What)
 	require.EqualValues(t, 1, done[0].DoneMs)
+
+	// information_schema shows them, pending first.
+	rows := queryStrings(t, db, "SELECT OBJECT, STATE, START_KEY FROM information_schema.STRATA_GC_DELETE_RANGE")
+	require.Len(t, rows, len(pending))
+	require.Equal(t, []string{"table " + strconv.FormatInt(tr, 10), "pending"}, rows[0][:2])
+	require.Equal(t, []string{name(d), "done", hex.EncodeToString(pending[0].StartKey)}, rows[len(rows)-1])
 }
