@@ -22,8 +22,9 @@
 // pending ranges at the new GC safe point (Pending): a range visible there
 // was recorded by a transaction that committed at or below the safe point,
 // so no read the stores still serve (at or above it) sees the dropped
-// object's keys — AS OF TIMESTAMP reads within the GC life time keep seeing
-// the data until then. It deletes each range through the stores
+// object's keys; a transaction that began before the drop and still reads
+// them holds the safe point below its start (gcleader's MinStartTS), and so
+// the deletion back. It deletes each range through the stores
 // (kvclient.DeleteRange: a raft command per region, then a compaction on
 // every replica) and then marks it done. A leader that dies in between
 // leaves the range pending; the next round deletes it again, which is
