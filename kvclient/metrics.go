@@ -25,13 +25,14 @@ const (
 	kindPessimisticRollback
 	kindScanLock
 	kindSplitRegion
+	kindDeleteRange
 	numKinds
 )
 
 var kindNames = [numKinds]string{"get", "scan", "coprocessor", "batch_get",
 	"prewrite", "commit", "batch_rollback", "cleanup", "check_txn_status",
 	"check_secondary_locks", "resolve_lock", "txn_heart_beat", "pessimistic_lock",
-	"pessimistic_rollback", "scan_lock", "split_region"}
+	"pessimistic_rollback", "scan_lock", "split_region", "delete_range"}
 
 func (k rpcKind) String() string { return kindNames[k] }
 

@@ -178,6 +178,8 @@ func requestInfo(req *Request) (rpcKind, *kvrpcpb.Context) {
 		return kindCop, ctxOf(&c.Coprocessor.Context)
 	case *storepb.BatchCommandsRequest_Request_SplitRegion:
 		return kindSplitRegion, ctxOf(&c.SplitRegion.Context)
+	case *storepb.BatchCommandsRequest_Request_DeleteRange:
+		return kindDeleteRange, ctxOf(&c.DeleteRange.Context)
 	}
 	return numKinds, nil
 }
@@ -282,6 +284,12 @@ func callUnary(ctx context.Context, sc storepb.StoreClient, req *Request, opts .
 			return nil, err
 		}
 		out.Cmd = &storepb.BatchCommandsResponse_Response_SplitRegion{SplitRegion: r}
+	case *storepb.BatchCommandsRequest_Request_DeleteRange:
+		r, err := sc.KvDeleteRange(ctx, c.DeleteRange, opts...)
+		if err != nil {
+			return nil, err
+		}
+		out.Cmd = &storepb.BatchCommandsResponse_Response_DeleteRange{DeleteRange: r}
 	default:
 		return nil, fmt.Errorf("kvclient: unsupported request %T", req.Cmd)
 	}
@@ -325,6 +333,8 @@ func responseRegionError(resp *Response) *errorpb.Error {
 		m = c.Coprocessor
 	case *storepb.BatchCommandsResponse_Response_SplitRegion:
 		m = c.SplitRegion
+	case *storepb.BatchCommandsResponse_Response_DeleteRange:
+		m = c.DeleteRange
 	default:
 		return nil
 	}

@@ -82,6 +82,9 @@ type applyResult struct {
 	confChanges []confChangeResult
 	splits      []splitResult
 	written     []*peer
+	// deleted are the engine ranges DeleteRange commands removed (the
+	// store compacts them, compact.go).
+	deleted []engineRange
 }
 
 type appliedState struct {
@@ -95,8 +98,9 @@ func (r *applyResult) reset() {
 	clear(r.confChanges)
 	clear(r.splits)
 	clear(r.written)
+	clear(r.deleted)
 	*r = applyResult{applied: r.applied[:0], answers: r.answers[:0], confChanges: r.confChanges[:0],
-		splits: r.splits[:0], written: r.written[:0]}
+		splits: r.splits[:0], written: r.written[:0], deleted: r.deleted[:0]}
 }
 
 // apply runs one round over tasks (non-empty) and commits it. The result
@@ -203,6 +207,9 @@ func (a *applier) applyCmd(b *pebble.Batch, p *peer, as *applyState, cmd *raft_c
 		if r.GetCf() == raft_cmdpb.CF_LOCK {
 			p.locksKnown = false // the resolved ts rescans (replicaread.go)
 		}
+		if r.GetCmdType() == raft_cmdpb.CmdType_DeleteRange {
+			a.res.deleted = append(a.res.deleted, deletedRange(r))
+		}
 		n := uint64(len(r.GetKey()) + len(r.GetValue()))
 		p.sizeDiff += n
 		p.writtenBytes += n
@@ -258,6 +265,7 @@ func (s *Store) apply(readies []peerReady, persistedOnly bool) {
 	for _, p := range res.written {
 		s.markSplitDirty(p)
 	}
+	s.compactor.queue(res.deleted)
 	for _, cc := range res.confChanges {
 		s.confChangeApplied(cc)
 	}

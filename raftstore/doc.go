@@ -126,7 +126,10 @@
 // callers: the store proposes them itself). raftstore knows nothing
 // of transactions: the layer above (store/txn) evaluates against the
 // engine on the leader under its own per-key latches and proposes the
-// resulting writes through Store.Propose.
+// resulting writes through Store.Propose. After applying a DeleteRange
+// (store/server's KvDeleteRange: the ranges of dropped tables and
+// indexes), every replica compacts the range in the background
+// (compact.go), so the space comes back on all of them.
 //
 // Propose checks leadership, the caller's leader generation, the epoch, the
 // term (when given) and that every key lies in the region, then proposes.

@@ -256,6 +256,9 @@ type Store struct {
 	id    uint64
 	log   *slog.Logger
 
+	// compactor compacts ranges removed by DeleteRange (compact.go).
+	compactor *rangeCompactor
+
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -407,6 +410,7 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 	}
 	s.log = s.log.With("store", s.id)
 	s.applier = applier{db: s.db, host: s, log: s.log}
+	s.compactor = newRangeCompactor()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.trans = newTransport(s)
 	if err := s.snaps.open(s); err != nil { // finishes interrupted snapshot installs
@@ -429,7 +433,8 @@ func Open(ctx context.Context, cfg Config, pd PDClient) (*Store, error) {
 			s.wg.Add(1)
 			go s.resolveLoop()
 		}
-		s.wg.Add(4)
+		s.wg.Add(5)
+		go s.compactLoop()
 		go s.run()
 		go s.storeHeartbeatLoop()
 		go s.regionHeartbeatLoop()

@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 type clusterOpts struct {
 	pds, stores, sqlNodes int
 	storeArgs             []string // extra flags for every store node
+	sqlArgs               []string // extra flags for every SQL node
 	// autoAnalyze: the SQL nodes run auto-analyze. Off by default, as in
 	// TiDB's tests: plans asserted on pseudo statistics must not change
 	// under a test when a table reaches 1,000 rows.
@@ -59,7 +60,7 @@ func startCluster(t *testing.T, o clusterOpts) *localcluster.Cluster {
 		BinDir: binDir, DataDir: t.TempDir(), PDs: o.pds, Stores: o.stores, SQLNodes: o.sqlNodes, FreePorts: true,
 		// A faster tick keeps leader failover well under a second.
 		StoreArgs: append([]string{"--raft-tick", "50ms", "--heartbeat-interval", "200ms"}, o.storeArgs...),
-		SQLArgs:   []string{fmt.Sprintf("--run-auto-analyze=%t", o.autoAnalyze)},
+		SQLArgs:   append([]string{fmt.Sprintf("--run-auto-analyze=%t", o.autoAnalyze)}, o.sqlArgs...),
 		TLS:       o.tls, PDTokenFile: o.pdTokenFile,
 	})
 	require.NoError(t, err)

@@ -61,6 +61,9 @@ type Config struct {
 	TxnTotalSizeLimit int `toml:"txn-total-size-limit"`
 	// SchemaLease is TiDB's lease: see catalog.DefaultLease.
 	SchemaLease time.Duration `toml:"schema-lease"`
+	// GCMinLifeTime bounds tidb_gc_life_time from below (gcleader's
+	// DefaultMinLifeTime; tests lower it).
+	GCMinLifeTime time.Duration `toml:"gc-min-life-time"`
 	// SlowQueryFile and SlowThreshold: see sql/server Config.
 	SlowQueryFile string        `toml:"slow-query-file"`
 	SlowThreshold time.Duration `toml:"slow-threshold"`
@@ -88,7 +91,7 @@ func main() {
 // parseFlags applies defaults, then the --config TOML file, then flags.
 func parseFlags(args []string) (Config, error) {
 	cfg := Config{PD: "127.0.0.1:2379", Addr: "127.0.0.1:4000", StatusAddr: "127.0.0.1:10080", ShutdownTimeout: 10 * time.Second, LogLevel: "info", TSOClientRPCMode: "default",
-		MaxConnections: 1000, ConnectTimeout: 10 * time.Second, SchemaLease: catalog.DefaultLease, SlowThreshold: server.DefaultSlowThreshold, TxnTotalSizeLimit: 100 << 20, TLS: true, DefaultAuthPlugin: auth.NativePassword,
+		MaxConnections: 1000, ConnectTimeout: 10 * time.Second, SchemaLease: catalog.DefaultLease, GCMinLifeTime: gcleader.DefaultMinLifeTime, SlowThreshold: server.DefaultSlowThreshold, TxnTotalSizeLimit: 100 << 20, TLS: true, DefaultAuthPlugin: auth.NativePassword,
 		ServerMemoryLimit: fmt.Sprintf("%d%%", memory.DefaultServerLimitPercent), RunAutoAnalyze: true}
 	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
@@ -173,7 +176,7 @@ func run(args []string) error {
 	// GC rounds (sql/gcleader).
 	host, _ := os.Hostname()
 	gcl := gcleader.New(pd, kv, txnClient.Resolver(), gcleader.Config{NodeID: fmt.Sprintf("%s/%s/%d", host, cfg.Addr, os.Getpid()),
-		MinStartTS: txnClient.MinStartTS})
+		MinStartTS: txnClient.MinStartTS, MinLifeTime: cfg.GCMinLifeTime, Meta: txn.NewStorage(pd, kv, txnClient)})
 	gcCtx, gcStop := context.WithCancel(ctx)
 	gcDone := make(chan struct{})
 	go func() { defer close(gcDone); gcl.Run(gcCtx) }()
@@ -262,6 +265,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.SlowQueryFile, "slow-query-file", cfg.SlowQueryFile, "file the slow query log is written to as JSON lines, rotated at 64 MiB with 4 old files kept (empty: slow queries go to the process log)")
 	fs.DurationVar(&cfg.SlowThreshold, "slow-threshold", cfg.SlowThreshold, "statements taking this long or longer go to the slow query log (TiDB's tidb_slow_log_threshold; negative: none)")
 	cfg.Config.RegisterFlags(fs)
+	fs.DurationVar(&cfg.GCMinLifeTime, "gc-min-life-time", cfg.GCMinLifeTime, "the smallest GC life time this node uses as GC leader, whatever tidb_gc_life_time says (TiDB's 10m; lower it only for tests)")
 	fs.DurationVar(&cfg.SchemaLease, "schema-lease", cfg.SchemaLease, "how long this node trusts its schema without confirming the cluster's schema version; a schema change waits 2 leases for every node to load it")
 	return fs
 }

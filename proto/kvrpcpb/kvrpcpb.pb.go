@@ -3393,6 +3393,145 @@ func (x *ScanLockResponse) GetLocks() []*LockInfo {
 	return nil
 }
 
+// DeleteRangeRequest removes every key of [start_key, end_key) in the
+// region of context from all three key spaces (lock, write, default),
+// through one raft command, so every replica deletes the same data (TiKV's
+// DeleteRange / UnsafeDestroyRange). The range is clamped to the region.
+// Used by the SQL node's GC leader for the ranges of dropped tables and
+// indexes once the GC safe point passed their drop; gc_safe_point is that
+// safe point: every replica applying the deletion raises its known safe
+// point to it first (reads below it are refused). Idempotent.
+type DeleteRangeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	StartKey      []byte                 `protobuf:"bytes,2,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	EndKey        []byte                 `protobuf:"bytes,3,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	GcSafePoint   uint64                 `protobuf:"varint,4,opt,name=gc_safe_point,json=gcSafePoint,proto3" json:"gc_safe_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteRangeRequest) Reset() {
+	*x = DeleteRangeRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRangeRequest) ProtoMessage() {}
+
+func (x *DeleteRangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRangeRequest.ProtoReflect.Descriptor instead.
+func (*DeleteRangeRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *DeleteRangeRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *DeleteRangeRequest) GetStartKey() []byte {
+	if x != nil {
+		return x.StartKey
+	}
+	return nil
+}
+
+func (x *DeleteRangeRequest) GetEndKey() []byte {
+	if x != nil {
+		return x.EndKey
+	}
+	return nil
+}
+
+func (x *DeleteRangeRequest) GetGcSafePoint() uint64 {
+	if x != nil {
+		return x.GcSafePoint
+	}
+	return 0
+}
+
+type DeleteRangeResponse struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	RegionError *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error       string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"` // a request the store refuses (no end key)
+	// The leader's estimate of the disk space the range took in this region
+	// before the deletion (Pebble's EstimateDiskUsage: data still only in
+	// the memtable counts 0).
+	ApproximateSize uint64 `protobuf:"varint,3,opt,name=approximate_size,json=approximateSize,proto3" json:"approximate_size,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DeleteRangeResponse) Reset() {
+	*x = DeleteRangeResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRangeResponse) ProtoMessage() {}
+
+func (x *DeleteRangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRangeResponse.ProtoReflect.Descriptor instead.
+func (*DeleteRangeResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *DeleteRangeResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *DeleteRangeResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *DeleteRangeResponse) GetApproximateSize() uint64 {
+	if x != nil {
+		return x.ApproximateSize
+	}
+	return 0
+}
+
 type KeyRange struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Start         []byte                 `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
@@ -3403,7 +3542,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_kvrpcpb_proto_msgTypes[43]
+	mi := &file_kvrpcpb_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3415,7 +3554,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[43]
+	mi := &file_kvrpcpb_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3428,7 +3567,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{43}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *KeyRange) GetStart() []byte {
@@ -3467,7 +3606,7 @@ type CoprocessorRequest struct {
 
 func (x *CoprocessorRequest) Reset() {
 	*x = CoprocessorRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[44]
+	mi := &file_kvrpcpb_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3479,7 +3618,7 @@ func (x *CoprocessorRequest) String() string {
 func (*CoprocessorRequest) ProtoMessage() {}
 
 func (x *CoprocessorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[44]
+	mi := &file_kvrpcpb_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3492,7 +3631,7 @@ func (x *CoprocessorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoprocessorRequest.ProtoReflect.Descriptor instead.
 func (*CoprocessorRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{44}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CoprocessorRequest) GetContext() *Context {
@@ -3543,7 +3682,7 @@ type StoreBatchTask struct {
 
 func (x *StoreBatchTask) Reset() {
 	*x = StoreBatchTask{}
-	mi := &file_kvrpcpb_proto_msgTypes[45]
+	mi := &file_kvrpcpb_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3555,7 +3694,7 @@ func (x *StoreBatchTask) String() string {
 func (*StoreBatchTask) ProtoMessage() {}
 
 func (x *StoreBatchTask) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[45]
+	mi := &file_kvrpcpb_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3568,7 +3707,7 @@ func (x *StoreBatchTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchTask.ProtoReflect.Descriptor instead.
 func (*StoreBatchTask) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{45}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StoreBatchTask) GetRegionId() uint64 {
@@ -3613,7 +3752,7 @@ type StoreBatchTaskResponse struct {
 
 func (x *StoreBatchTaskResponse) Reset() {
 	*x = StoreBatchTaskResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[46]
+	mi := &file_kvrpcpb_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3625,7 +3764,7 @@ func (x *StoreBatchTaskResponse) String() string {
 func (*StoreBatchTaskResponse) ProtoMessage() {}
 
 func (x *StoreBatchTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[46]
+	mi := &file_kvrpcpb_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3638,7 +3777,7 @@ func (x *StoreBatchTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchTaskResponse.ProtoReflect.Descriptor instead.
 func (*StoreBatchTaskResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{46}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *StoreBatchTaskResponse) GetRegionError() *errorpb.Error {
@@ -3682,7 +3821,7 @@ type CoprocessorResponse struct {
 
 func (x *CoprocessorResponse) Reset() {
 	*x = CoprocessorResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[47]
+	mi := &file_kvrpcpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3694,7 +3833,7 @@ func (x *CoprocessorResponse) String() string {
 func (*CoprocessorResponse) ProtoMessage() {}
 
 func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[47]
+	mi := &file_kvrpcpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3707,7 +3846,7 @@ func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoprocessorResponse.ProtoReflect.Descriptor instead.
 func (*CoprocessorResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{47}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CoprocessorResponse) GetRegionError() *errorpb.Error {
@@ -3755,7 +3894,7 @@ type SplitRegionRequest struct {
 
 func (x *SplitRegionRequest) Reset() {
 	*x = SplitRegionRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[48]
+	mi := &file_kvrpcpb_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3767,7 +3906,7 @@ func (x *SplitRegionRequest) String() string {
 func (*SplitRegionRequest) ProtoMessage() {}
 
 func (x *SplitRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[48]
+	mi := &file_kvrpcpb_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3780,7 +3919,7 @@ func (x *SplitRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRegionRequest.ProtoReflect.Descriptor instead.
 func (*SplitRegionRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{48}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SplitRegionRequest) GetContext() *Context {
@@ -3809,7 +3948,7 @@ type SplitRegionResponse struct {
 
 func (x *SplitRegionResponse) Reset() {
 	*x = SplitRegionResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[49]
+	mi := &file_kvrpcpb_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3821,7 +3960,7 @@ func (x *SplitRegionResponse) String() string {
 func (*SplitRegionResponse) ProtoMessage() {}
 
 func (x *SplitRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[49]
+	mi := &file_kvrpcpb_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3834,7 +3973,7 @@ func (x *SplitRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRegionResponse.ProtoReflect.Descriptor instead.
 func (*SplitRegionResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{49}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SplitRegionResponse) GetRegionError() *errorpb.Error {
@@ -4114,7 +4253,16 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\x10ScanLockResponse\x121\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
 	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x12'\n" +
-	"\x05locks\x18\x03 \x03(\v2\x11.kvrpcpb.LockInfoR\x05locks\"2\n" +
+	"\x05locks\x18\x03 \x03(\v2\x11.kvrpcpb.LockInfoR\x05locks\"\x9a\x01\n" +
+	"\x12DeleteRangeRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x1b\n" +
+	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
+	"\aend_key\x18\x03 \x01(\fR\x06endKey\x12\"\n" +
+	"\rgc_safe_point\x18\x04 \x01(\x04R\vgcSafePoint\"\x89\x01\n" +
+	"\x13DeleteRangeResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12)\n" +
+	"\x10approximate_size\x18\x03 \x01(\x04R\x0fapproximateSize\"2\n" +
 	"\bKeyRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"\xc9\x01\n" +
@@ -4186,7 +4334,7 @@ func file_kvrpcpb_proto_rawDescGZIP() []byte {
 }
 
 var file_kvrpcpb_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_kvrpcpb_proto_goTypes = []any{
 	(IsolationLevel)(0),                 // 0: kvrpcpb.IsolationLevel
 	(Op)(0),                             // 1: kvrpcpb.Op
@@ -4236,21 +4384,23 @@ var file_kvrpcpb_proto_goTypes = []any{
 	(*PessimisticRollbackResponse)(nil), // 45: kvrpcpb.PessimisticRollbackResponse
 	(*ScanLockRequest)(nil),             // 46: kvrpcpb.ScanLockRequest
 	(*ScanLockResponse)(nil),            // 47: kvrpcpb.ScanLockResponse
-	(*KeyRange)(nil),                    // 48: kvrpcpb.KeyRange
-	(*CoprocessorRequest)(nil),          // 49: kvrpcpb.CoprocessorRequest
-	(*StoreBatchTask)(nil),              // 50: kvrpcpb.StoreBatchTask
-	(*StoreBatchTaskResponse)(nil),      // 51: kvrpcpb.StoreBatchTaskResponse
-	(*CoprocessorResponse)(nil),         // 52: kvrpcpb.CoprocessorResponse
-	(*SplitRegionRequest)(nil),          // 53: kvrpcpb.SplitRegionRequest
-	(*SplitRegionResponse)(nil),         // 54: kvrpcpb.SplitRegionResponse
-	(*metapb.RegionEpoch)(nil),          // 55: metapb.RegionEpoch
-	(*metapb.Peer)(nil),                 // 56: metapb.Peer
-	(*errorpb.Error)(nil),               // 57: errorpb.Error
-	(*metapb.Region)(nil),               // 58: metapb.Region
+	(*DeleteRangeRequest)(nil),          // 48: kvrpcpb.DeleteRangeRequest
+	(*DeleteRangeResponse)(nil),         // 49: kvrpcpb.DeleteRangeResponse
+	(*KeyRange)(nil),                    // 50: kvrpcpb.KeyRange
+	(*CoprocessorRequest)(nil),          // 51: kvrpcpb.CoprocessorRequest
+	(*StoreBatchTask)(nil),              // 52: kvrpcpb.StoreBatchTask
+	(*StoreBatchTaskResponse)(nil),      // 53: kvrpcpb.StoreBatchTaskResponse
+	(*CoprocessorResponse)(nil),         // 54: kvrpcpb.CoprocessorResponse
+	(*SplitRegionRequest)(nil),          // 55: kvrpcpb.SplitRegionRequest
+	(*SplitRegionResponse)(nil),         // 56: kvrpcpb.SplitRegionResponse
+	(*metapb.RegionEpoch)(nil),          // 57: metapb.RegionEpoch
+	(*metapb.Peer)(nil),                 // 58: metapb.Peer
+	(*errorpb.Error)(nil),               // 59: errorpb.Error
+	(*metapb.Region)(nil),               // 60: metapb.Region
 }
 var file_kvrpcpb_proto_depIdxs = []int32{
-	55, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
-	56, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
+	57, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
+	58, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
 	0,  // 2: kvrpcpb.Context.isolation_level:type_name -> kvrpcpb.IsolationLevel
 	9,  // 3: kvrpcpb.KvPair.error:type_name -> kvrpcpb.KeyError
 	1,  // 4: kvrpcpb.Mutation.op:type_name -> kvrpcpb.Op
@@ -4267,76 +4417,78 @@ var file_kvrpcpb_proto_depIdxs = []int32{
 	4,  // 15: kvrpcpb.WriteConflict.reason:type_name -> kvrpcpb.WriteConflict.Reason
 	13, // 16: kvrpcpb.Deadlock.wait_chain:type_name -> kvrpcpb.WaitForEntry
 	5,  // 17: kvrpcpb.GetRequest.context:type_name -> kvrpcpb.Context
-	57, // 18: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
+	59, // 18: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
 	9,  // 19: kvrpcpb.GetResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 20: kvrpcpb.BatchGetRequest.context:type_name -> kvrpcpb.Context
-	57, // 21: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
+	59, // 21: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
 	6,  // 22: kvrpcpb.BatchGetResponse.pairs:type_name -> kvrpcpb.KvPair
 	9,  // 23: kvrpcpb.BatchGetResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 24: kvrpcpb.ScanRequest.context:type_name -> kvrpcpb.Context
-	57, // 25: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
+	59, // 25: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
 	6,  // 26: kvrpcpb.ScanResponse.pairs:type_name -> kvrpcpb.KvPair
 	9,  // 27: kvrpcpb.ScanResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 28: kvrpcpb.PrewriteRequest.context:type_name -> kvrpcpb.Context
 	7,  // 29: kvrpcpb.PrewriteRequest.mutations:type_name -> kvrpcpb.Mutation
 	2,  // 30: kvrpcpb.PrewriteRequest.pessimistic_actions:type_name -> kvrpcpb.PessimisticAction
-	57, // 31: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
+	59, // 31: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
 	9,  // 32: kvrpcpb.PrewriteResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 33: kvrpcpb.CommitRequest.context:type_name -> kvrpcpb.Context
-	57, // 34: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
+	59, // 34: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
 	9,  // 35: kvrpcpb.CommitResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 36: kvrpcpb.BatchRollbackRequest.context:type_name -> kvrpcpb.Context
-	57, // 37: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
+	59, // 37: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
 	9,  // 38: kvrpcpb.BatchRollbackResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 39: kvrpcpb.CleanupRequest.context:type_name -> kvrpcpb.Context
-	57, // 40: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
+	59, // 40: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
 	9,  // 41: kvrpcpb.CleanupResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 42: kvrpcpb.CheckTxnStatusRequest.context:type_name -> kvrpcpb.Context
-	57, // 43: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
+	59, // 43: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
 	9,  // 44: kvrpcpb.CheckTxnStatusResponse.error:type_name -> kvrpcpb.KeyError
 	3,  // 45: kvrpcpb.CheckTxnStatusResponse.action:type_name -> kvrpcpb.Action
 	8,  // 46: kvrpcpb.CheckTxnStatusResponse.lock_info:type_name -> kvrpcpb.LockInfo
 	5,  // 47: kvrpcpb.CheckSecondaryLocksRequest.context:type_name -> kvrpcpb.Context
-	57, // 48: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
+	59, // 48: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
 	9,  // 49: kvrpcpb.CheckSecondaryLocksResponse.error:type_name -> kvrpcpb.KeyError
 	8,  // 50: kvrpcpb.CheckSecondaryLocksResponse.locks:type_name -> kvrpcpb.LockInfo
 	5,  // 51: kvrpcpb.ResolveLockRequest.context:type_name -> kvrpcpb.Context
 	37, // 52: kvrpcpb.ResolveLockRequest.txn_infos:type_name -> kvrpcpb.TxnInfo
-	57, // 53: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
+	59, // 53: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 54: kvrpcpb.ResolveLockResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 55: kvrpcpb.TxnHeartBeatRequest.context:type_name -> kvrpcpb.Context
-	57, // 56: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
+	59, // 56: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
 	9,  // 57: kvrpcpb.TxnHeartBeatResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 58: kvrpcpb.PessimisticLockRequest.context:type_name -> kvrpcpb.Context
 	7,  // 59: kvrpcpb.PessimisticLockRequest.mutations:type_name -> kvrpcpb.Mutation
-	57, // 60: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
+	59, // 60: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 61: kvrpcpb.PessimisticLockResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 62: kvrpcpb.PessimisticRollbackRequest.context:type_name -> kvrpcpb.Context
-	57, // 63: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
+	59, // 63: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
 	9,  // 64: kvrpcpb.PessimisticRollbackResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 65: kvrpcpb.ScanLockRequest.context:type_name -> kvrpcpb.Context
-	57, // 66: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
+	59, // 66: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 67: kvrpcpb.ScanLockResponse.error:type_name -> kvrpcpb.KeyError
 	8,  // 68: kvrpcpb.ScanLockResponse.locks:type_name -> kvrpcpb.LockInfo
-	5,  // 69: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
-	48, // 70: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
-	50, // 71: kvrpcpb.CoprocessorRequest.tasks:type_name -> kvrpcpb.StoreBatchTask
-	55, // 72: kvrpcpb.StoreBatchTask.region_epoch:type_name -> metapb.RegionEpoch
-	56, // 73: kvrpcpb.StoreBatchTask.peer:type_name -> metapb.Peer
-	48, // 74: kvrpcpb.StoreBatchTask.ranges:type_name -> kvrpcpb.KeyRange
-	57, // 75: kvrpcpb.StoreBatchTaskResponse.region_error:type_name -> errorpb.Error
-	9,  // 76: kvrpcpb.StoreBatchTaskResponse.locked:type_name -> kvrpcpb.KeyError
-	57, // 77: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
-	9,  // 78: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
-	51, // 79: kvrpcpb.CoprocessorResponse.batch_responses:type_name -> kvrpcpb.StoreBatchTaskResponse
-	5,  // 80: kvrpcpb.SplitRegionRequest.context:type_name -> kvrpcpb.Context
-	57, // 81: kvrpcpb.SplitRegionResponse.region_error:type_name -> errorpb.Error
-	58, // 82: kvrpcpb.SplitRegionResponse.regions:type_name -> metapb.Region
-	83, // [83:83] is the sub-list for method output_type
-	83, // [83:83] is the sub-list for method input_type
-	83, // [83:83] is the sub-list for extension type_name
-	83, // [83:83] is the sub-list for extension extendee
-	0,  // [0:83] is the sub-list for field type_name
+	5,  // 69: kvrpcpb.DeleteRangeRequest.context:type_name -> kvrpcpb.Context
+	59, // 70: kvrpcpb.DeleteRangeResponse.region_error:type_name -> errorpb.Error
+	5,  // 71: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
+	50, // 72: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
+	52, // 73: kvrpcpb.CoprocessorRequest.tasks:type_name -> kvrpcpb.StoreBatchTask
+	57, // 74: kvrpcpb.StoreBatchTask.region_epoch:type_name -> metapb.RegionEpoch
+	58, // 75: kvrpcpb.StoreBatchTask.peer:type_name -> metapb.Peer
+	50, // 76: kvrpcpb.StoreBatchTask.ranges:type_name -> kvrpcpb.KeyRange
+	59, // 77: kvrpcpb.StoreBatchTaskResponse.region_error:type_name -> errorpb.Error
+	9,  // 78: kvrpcpb.StoreBatchTaskResponse.locked:type_name -> kvrpcpb.KeyError
+	59, // 79: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
+	9,  // 80: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
+	53, // 81: kvrpcpb.CoprocessorResponse.batch_responses:type_name -> kvrpcpb.StoreBatchTaskResponse
+	5,  // 82: kvrpcpb.SplitRegionRequest.context:type_name -> kvrpcpb.Context
+	59, // 83: kvrpcpb.SplitRegionResponse.region_error:type_name -> errorpb.Error
+	60, // 84: kvrpcpb.SplitRegionResponse.regions:type_name -> metapb.Region
+	85, // [85:85] is the sub-list for method output_type
+	85, // [85:85] is the sub-list for method input_type
+	85, // [85:85] is the sub-list for extension type_name
+	85, // [85:85] is the sub-list for extension extendee
+	0,  // [0:85] is the sub-list for field type_name
 }
 
 func init() { file_kvrpcpb_proto_init() }
@@ -4350,7 +4502,7 @@ func file_kvrpcpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvrpcpb_proto_rawDesc), len(file_kvrpcpb_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   50,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

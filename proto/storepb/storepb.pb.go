@@ -406,6 +406,7 @@ type BatchCommandsRequest_Request struct {
 	//	*BatchCommandsRequest_Request_ScanLock
 	//	*BatchCommandsRequest_Request_Coprocessor
 	//	*BatchCommandsRequest_Request_SplitRegion
+	//	*BatchCommandsRequest_Request_DeleteRange
 	Cmd           isBatchCommandsRequest_Request_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -592,6 +593,15 @@ func (x *BatchCommandsRequest_Request) GetSplitRegion() *kvrpcpb.SplitRegionRequ
 	return nil
 }
 
+func (x *BatchCommandsRequest_Request) GetDeleteRange() *kvrpcpb.DeleteRangeRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_DeleteRange); ok {
+			return x.DeleteRange
+		}
+	}
+	return nil
+}
+
 type isBatchCommandsRequest_Request_Cmd interface {
 	isBatchCommandsRequest_Request_Cmd()
 }
@@ -660,6 +670,10 @@ type BatchCommandsRequest_Request_SplitRegion struct {
 	SplitRegion *kvrpcpb.SplitRegionRequest `protobuf:"bytes,17,opt,name=split_region,json=splitRegion,proto3,oneof"`
 }
 
+type BatchCommandsRequest_Request_DeleteRange struct {
+	DeleteRange *kvrpcpb.DeleteRangeRequest `protobuf:"bytes,18,opt,name=delete_range,json=deleteRange,proto3,oneof"`
+}
+
 func (*BatchCommandsRequest_Request_Get) isBatchCommandsRequest_Request_Cmd() {}
 
 func (*BatchCommandsRequest_Request_BatchGet) isBatchCommandsRequest_Request_Cmd() {}
@@ -692,6 +706,8 @@ func (*BatchCommandsRequest_Request_Coprocessor) isBatchCommandsRequest_Request_
 
 func (*BatchCommandsRequest_Request_SplitRegion) isBatchCommandsRequest_Request_Cmd() {}
 
+func (*BatchCommandsRequest_Request_DeleteRange) isBatchCommandsRequest_Request_Cmd() {}
+
 type BatchCommandsResponse_Response struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Cmd:
@@ -712,6 +728,7 @@ type BatchCommandsResponse_Response struct {
 	//	*BatchCommandsResponse_Response_ScanLock
 	//	*BatchCommandsResponse_Response_Coprocessor
 	//	*BatchCommandsResponse_Response_SplitRegion
+	//	*BatchCommandsResponse_Response_DeleteRange
 	Cmd isBatchCommandsResponse_Response_Cmd `protobuf_oneof:"cmd"`
 	// error: the handler failed instead of answering; error_code is the
 	// gRPC status code a unary call would have failed with. Unavailable
@@ -905,6 +922,15 @@ func (x *BatchCommandsResponse_Response) GetSplitRegion() *kvrpcpb.SplitRegionRe
 	return nil
 }
 
+func (x *BatchCommandsResponse_Response) GetDeleteRange() *kvrpcpb.DeleteRangeResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_DeleteRange); ok {
+			return x.DeleteRange
+		}
+	}
+	return nil
+}
+
 func (x *BatchCommandsResponse_Response) GetError() string {
 	if x != nil {
 		return x.Error
@@ -987,6 +1013,10 @@ type BatchCommandsResponse_Response_SplitRegion struct {
 	SplitRegion *kvrpcpb.SplitRegionResponse `protobuf:"bytes,17,opt,name=split_region,json=splitRegion,proto3,oneof"`
 }
 
+type BatchCommandsResponse_Response_DeleteRange struct {
+	DeleteRange *kvrpcpb.DeleteRangeResponse `protobuf:"bytes,18,opt,name=delete_range,json=deleteRange,proto3,oneof"`
+}
+
 func (*BatchCommandsResponse_Response_Get) isBatchCommandsResponse_Response_Cmd() {}
 
 func (*BatchCommandsResponse_Response_BatchGet) isBatchCommandsResponse_Response_Cmd() {}
@@ -1019,15 +1049,17 @@ func (*BatchCommandsResponse_Response_Coprocessor) isBatchCommandsResponse_Respo
 
 func (*BatchCommandsResponse_Response_SplitRegion) isBatchCommandsResponse_Response_Cmd() {}
 
+func (*BatchCommandsResponse_Response_DeleteRange) isBatchCommandsResponse_Response_Cmd() {}
+
 var File_storepb_proto protoreflect.FileDescriptor
 
 const file_storepb_proto_rawDesc = "" +
 	"\n" +
-	"\rstorepb.proto\x12\astorepb\x1a\rkvrpcpb.proto\x1a\x13raft_serverpb.proto\x1a\rerrorpb.proto\"\xa3\t\n" +
+	"\rstorepb.proto\x12\astorepb\x1a\rkvrpcpb.proto\x1a\x13raft_serverpb.proto\x1a\rerrorpb.proto\"\xe5\t\n" +
 	"\x14BatchCommandsRequest\x12A\n" +
 	"\brequests\x18\x01 \x03(\v2%.storepb.BatchCommandsRequest.RequestR\brequests\x12\x1f\n" +
 	"\vrequest_ids\x18\x02 \x03(\x04R\n" +
-	"requestIds\x1a\xa6\b\n" +
+	"requestIds\x1a\xe8\b\n" +
 	"\aRequest\x12'\n" +
 	"\x03get\x18\x01 \x01(\v2\x13.kvrpcpb.GetRequestH\x00R\x03get\x127\n" +
 	"\tbatch_get\x18\x02 \x01(\v2\x18.kvrpcpb.BatchGetRequestH\x00R\bbatchGet\x12*\n" +
@@ -1045,12 +1077,14 @@ const file_storepb_proto_rawDesc = "" +
 	"\x14pessimistic_rollback\x18\r \x01(\v2#.kvrpcpb.PessimisticRollbackRequestH\x00R\x13pessimisticRollback\x127\n" +
 	"\tscan_lock\x18\x0e \x01(\v2\x18.kvrpcpb.ScanLockRequestH\x00R\bscanLock\x12?\n" +
 	"\vcoprocessor\x18\x0f \x01(\v2\x1b.kvrpcpb.CoprocessorRequestH\x00R\vcoprocessor\x12@\n" +
-	"\fsplit_region\x18\x11 \x01(\v2\x1b.kvrpcpb.SplitRegionRequestH\x00R\vsplitRegionB\x05\n" +
-	"\x03cmdJ\x04\b\x10\x10\x11R\x06one_pc\"\xee\t\n" +
+	"\fsplit_region\x18\x11 \x01(\v2\x1b.kvrpcpb.SplitRegionRequestH\x00R\vsplitRegion\x12@\n" +
+	"\fdelete_range\x18\x12 \x01(\v2\x1b.kvrpcpb.DeleteRangeRequestH\x00R\vdeleteRangeB\x05\n" +
+	"\x03cmdJ\x04\b\x10\x10\x11R\x06one_pc\"\xb1\n" +
+	"\n" +
 	"\x15BatchCommandsResponse\x12E\n" +
 	"\tresponses\x18\x01 \x03(\v2'.storepb.BatchCommandsResponse.ResponseR\tresponses\x12\x1f\n" +
 	"\vrequest_ids\x18\x02 \x03(\x04R\n" +
-	"requestIds\x1a\xec\b\n" +
+	"requestIds\x1a\xaf\t\n" +
 	"\bResponse\x12(\n" +
 	"\x03get\x18\x01 \x01(\v2\x14.kvrpcpb.GetResponseH\x00R\x03get\x128\n" +
 	"\tbatch_get\x18\x02 \x01(\v2\x19.kvrpcpb.BatchGetResponseH\x00R\bbatchGet\x12+\n" +
@@ -1068,7 +1102,8 @@ const file_storepb_proto_rawDesc = "" +
 	"\x14pessimistic_rollback\x18\r \x01(\v2$.kvrpcpb.PessimisticRollbackResponseH\x00R\x13pessimisticRollback\x128\n" +
 	"\tscan_lock\x18\x0e \x01(\v2\x19.kvrpcpb.ScanLockResponseH\x00R\bscanLock\x12@\n" +
 	"\vcoprocessor\x18\x0f \x01(\v2\x1c.kvrpcpb.CoprocessorResponseH\x00R\vcoprocessor\x12A\n" +
-	"\fsplit_region\x18\x11 \x01(\v2\x1c.kvrpcpb.SplitRegionResponseH\x00R\vsplitRegion\x12\x14\n" +
+	"\fsplit_region\x18\x11 \x01(\v2\x1c.kvrpcpb.SplitRegionResponseH\x00R\vsplitRegion\x12A\n" +
+	"\fdelete_range\x18\x12 \x01(\v2\x1c.kvrpcpb.DeleteRangeResponseH\x00R\vdeleteRange\x12\x14\n" +
 	"\x05error\x18d \x01(\tR\x05error\x12\x1d\n" +
 	"\n" +
 	"error_code\x18e \x01(\rR\terrorCodeB\x05\n" +
@@ -1089,7 +1124,7 @@ const file_storepb_proto_rawDesc = "" +
 	"\aCleanUp\x10\x01\"b\n" +
 	"\x0eDetectResponse\x12!\n" +
 	"\fnot_detector\x18\x01 \x01(\bR\vnotDetector\x12-\n" +
-	"\bdeadlock\x18\x02 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock2\xac\f\n" +
+	"\bdeadlock\x18\x02 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock2\xfa\f\n" +
 	"\x05Store\x124\n" +
 	"\x05KvGet\x12\x13.kvrpcpb.GetRequest\x1a\x14.kvrpcpb.GetResponse\"\x00\x12C\n" +
 	"\n" +
@@ -1107,7 +1142,8 @@ const file_storepb_proto_rawDesc = "" +
 	"\x11KvPessimisticLock\x12\x1f.kvrpcpb.PessimisticLockRequest\x1a .kvrpcpb.PessimisticLockResponse\"\x00\x12d\n" +
 	"\x15KvPessimisticRollback\x12#.kvrpcpb.PessimisticRollbackRequest\x1a$.kvrpcpb.PessimisticRollbackResponse\"\x00\x12C\n" +
 	"\n" +
-	"KvScanLock\x12\x18.kvrpcpb.ScanLockRequest\x1a\x19.kvrpcpb.ScanLockResponse\"\x00\x12J\n" +
+	"KvScanLock\x12\x18.kvrpcpb.ScanLockRequest\x1a\x19.kvrpcpb.ScanLockResponse\"\x00\x12L\n" +
+	"\rKvDeleteRange\x12\x1b.kvrpcpb.DeleteRangeRequest\x1a\x1c.kvrpcpb.DeleteRangeResponse\"\x00\x12J\n" +
 	"\vCoprocessor\x12\x1b.kvrpcpb.CoprocessorRequest\x1a\x1c.kvrpcpb.CoprocessorResponse\"\x00\x12T\n" +
 	"\rBatchCommands\x12\x1d.storepb.BatchCommandsRequest\x1a\x1e.storepb.BatchCommandsResponse\"\x00(\x010\x01\x12;\n" +
 	"\x06Detect\x12\x16.storepb.DetectRequest\x1a\x17.storepb.DetectResponse\"\x00\x12D\n" +
@@ -1160,25 +1196,27 @@ var file_storepb_proto_goTypes = []any{
 	(*kvrpcpb.ScanLockRequest)(nil),             // 26: kvrpcpb.ScanLockRequest
 	(*kvrpcpb.CoprocessorRequest)(nil),          // 27: kvrpcpb.CoprocessorRequest
 	(*kvrpcpb.SplitRegionRequest)(nil),          // 28: kvrpcpb.SplitRegionRequest
-	(*kvrpcpb.GetResponse)(nil),                 // 29: kvrpcpb.GetResponse
-	(*kvrpcpb.BatchGetResponse)(nil),            // 30: kvrpcpb.BatchGetResponse
-	(*kvrpcpb.ScanResponse)(nil),                // 31: kvrpcpb.ScanResponse
-	(*kvrpcpb.PrewriteResponse)(nil),            // 32: kvrpcpb.PrewriteResponse
-	(*kvrpcpb.CommitResponse)(nil),              // 33: kvrpcpb.CommitResponse
-	(*kvrpcpb.BatchRollbackResponse)(nil),       // 34: kvrpcpb.BatchRollbackResponse
-	(*kvrpcpb.CleanupResponse)(nil),             // 35: kvrpcpb.CleanupResponse
-	(*kvrpcpb.CheckTxnStatusResponse)(nil),      // 36: kvrpcpb.CheckTxnStatusResponse
-	(*kvrpcpb.CheckSecondaryLocksResponse)(nil), // 37: kvrpcpb.CheckSecondaryLocksResponse
-	(*kvrpcpb.ResolveLockResponse)(nil),         // 38: kvrpcpb.ResolveLockResponse
-	(*kvrpcpb.TxnHeartBeatResponse)(nil),        // 39: kvrpcpb.TxnHeartBeatResponse
-	(*kvrpcpb.PessimisticLockResponse)(nil),     // 40: kvrpcpb.PessimisticLockResponse
-	(*kvrpcpb.PessimisticRollbackResponse)(nil), // 41: kvrpcpb.PessimisticRollbackResponse
-	(*kvrpcpb.ScanLockResponse)(nil),            // 42: kvrpcpb.ScanLockResponse
-	(*kvrpcpb.CoprocessorResponse)(nil),         // 43: kvrpcpb.CoprocessorResponse
-	(*kvrpcpb.SplitRegionResponse)(nil),         // 44: kvrpcpb.SplitRegionResponse
-	(*raft_serverpb.BatchRaftMessage)(nil),      // 45: raft_serverpb.BatchRaftMessage
-	(*raft_serverpb.SnapshotChunk)(nil),         // 46: raft_serverpb.SnapshotChunk
-	(*raft_serverpb.Done)(nil),                  // 47: raft_serverpb.Done
+	(*kvrpcpb.DeleteRangeRequest)(nil),          // 29: kvrpcpb.DeleteRangeRequest
+	(*kvrpcpb.GetResponse)(nil),                 // 30: kvrpcpb.GetResponse
+	(*kvrpcpb.BatchGetResponse)(nil),            // 31: kvrpcpb.BatchGetResponse
+	(*kvrpcpb.ScanResponse)(nil),                // 32: kvrpcpb.ScanResponse
+	(*kvrpcpb.PrewriteResponse)(nil),            // 33: kvrpcpb.PrewriteResponse
+	(*kvrpcpb.CommitResponse)(nil),              // 34: kvrpcpb.CommitResponse
+	(*kvrpcpb.BatchRollbackResponse)(nil),       // 35: kvrpcpb.BatchRollbackResponse
+	(*kvrpcpb.CleanupResponse)(nil),             // 36: kvrpcpb.CleanupResponse
+	(*kvrpcpb.CheckTxnStatusResponse)(nil),      // 37: kvrpcpb.CheckTxnStatusResponse
+	(*kvrpcpb.CheckSecondaryLocksResponse)(nil), // 38: kvrpcpb.CheckSecondaryLocksResponse
+	(*kvrpcpb.ResolveLockResponse)(nil),         // 39: kvrpcpb.ResolveLockResponse
+	(*kvrpcpb.TxnHeartBeatResponse)(nil),        // 40: kvrpcpb.TxnHeartBeatResponse
+	(*kvrpcpb.PessimisticLockResponse)(nil),     // 41: kvrpcpb.PessimisticLockResponse
+	(*kvrpcpb.PessimisticRollbackResponse)(nil), // 42: kvrpcpb.PessimisticRollbackResponse
+	(*kvrpcpb.ScanLockResponse)(nil),            // 43: kvrpcpb.ScanLockResponse
+	(*kvrpcpb.CoprocessorResponse)(nil),         // 44: kvrpcpb.CoprocessorResponse
+	(*kvrpcpb.SplitRegionResponse)(nil),         // 45: kvrpcpb.SplitRegionResponse
+	(*kvrpcpb.DeleteRangeResponse)(nil),         // 46: kvrpcpb.DeleteRangeResponse
+	(*raft_serverpb.BatchRaftMessage)(nil),      // 47: raft_serverpb.BatchRaftMessage
+	(*raft_serverpb.SnapshotChunk)(nil),         // 48: raft_serverpb.SnapshotChunk
+	(*raft_serverpb.Done)(nil),                  // 49: raft_serverpb.Done
 }
 var file_storepb_proto_depIdxs = []int32{
 	7,  // 0: storepb.BatchCommandsRequest.requests:type_name -> storepb.BatchCommandsRequest.Request
@@ -1204,69 +1242,73 @@ var file_storepb_proto_depIdxs = []int32{
 	26, // 20: storepb.BatchCommandsRequest.Request.scan_lock:type_name -> kvrpcpb.ScanLockRequest
 	27, // 21: storepb.BatchCommandsRequest.Request.coprocessor:type_name -> kvrpcpb.CoprocessorRequest
 	28, // 22: storepb.BatchCommandsRequest.Request.split_region:type_name -> kvrpcpb.SplitRegionRequest
-	29, // 23: storepb.BatchCommandsResponse.Response.get:type_name -> kvrpcpb.GetResponse
-	30, // 24: storepb.BatchCommandsResponse.Response.batch_get:type_name -> kvrpcpb.BatchGetResponse
-	31, // 25: storepb.BatchCommandsResponse.Response.scan:type_name -> kvrpcpb.ScanResponse
-	32, // 26: storepb.BatchCommandsResponse.Response.prewrite:type_name -> kvrpcpb.PrewriteResponse
-	33, // 27: storepb.BatchCommandsResponse.Response.commit:type_name -> kvrpcpb.CommitResponse
-	34, // 28: storepb.BatchCommandsResponse.Response.batch_rollback:type_name -> kvrpcpb.BatchRollbackResponse
-	35, // 29: storepb.BatchCommandsResponse.Response.cleanup:type_name -> kvrpcpb.CleanupResponse
-	36, // 30: storepb.BatchCommandsResponse.Response.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusResponse
-	37, // 31: storepb.BatchCommandsResponse.Response.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksResponse
-	38, // 32: storepb.BatchCommandsResponse.Response.resolve_lock:type_name -> kvrpcpb.ResolveLockResponse
-	39, // 33: storepb.BatchCommandsResponse.Response.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatResponse
-	40, // 34: storepb.BatchCommandsResponse.Response.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockResponse
-	41, // 35: storepb.BatchCommandsResponse.Response.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackResponse
-	42, // 36: storepb.BatchCommandsResponse.Response.scan_lock:type_name -> kvrpcpb.ScanLockResponse
-	43, // 37: storepb.BatchCommandsResponse.Response.coprocessor:type_name -> kvrpcpb.CoprocessorResponse
-	44, // 38: storepb.BatchCommandsResponse.Response.split_region:type_name -> kvrpcpb.SplitRegionResponse
-	13, // 39: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
-	14, // 40: storepb.Store.KvBatchGet:input_type -> kvrpcpb.BatchGetRequest
-	15, // 41: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
-	16, // 42: storepb.Store.KvPrewrite:input_type -> kvrpcpb.PrewriteRequest
-	17, // 43: storepb.Store.KvCommit:input_type -> kvrpcpb.CommitRequest
-	18, // 44: storepb.Store.KvBatchRollback:input_type -> kvrpcpb.BatchRollbackRequest
-	19, // 45: storepb.Store.KvCleanup:input_type -> kvrpcpb.CleanupRequest
-	20, // 46: storepb.Store.KvCheckTxnStatus:input_type -> kvrpcpb.CheckTxnStatusRequest
-	21, // 47: storepb.Store.KvCheckSecondaryLocks:input_type -> kvrpcpb.CheckSecondaryLocksRequest
-	22, // 48: storepb.Store.KvResolveLock:input_type -> kvrpcpb.ResolveLockRequest
-	23, // 49: storepb.Store.KvTxnHeartBeat:input_type -> kvrpcpb.TxnHeartBeatRequest
-	24, // 50: storepb.Store.KvPessimisticLock:input_type -> kvrpcpb.PessimisticLockRequest
-	25, // 51: storepb.Store.KvPessimisticRollback:input_type -> kvrpcpb.PessimisticRollbackRequest
-	26, // 52: storepb.Store.KvScanLock:input_type -> kvrpcpb.ScanLockRequest
-	27, // 53: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
-	1,  // 54: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
-	5,  // 55: storepb.Store.Detect:input_type -> storepb.DetectRequest
-	3,  // 56: storepb.Store.ReadIndex:input_type -> storepb.ReadIndexRequest
-	28, // 57: storepb.Store.SplitRegion:input_type -> kvrpcpb.SplitRegionRequest
-	45, // 58: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
-	46, // 59: storepb.Store.Snapshot:input_type -> raft_serverpb.SnapshotChunk
-	29, // 60: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
-	30, // 61: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
-	31, // 62: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
-	32, // 63: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
-	33, // 64: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
-	34, // 65: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
-	35, // 66: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
-	36, // 67: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
-	37, // 68: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
-	38, // 69: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
-	39, // 70: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
-	40, // 71: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
-	41, // 72: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
-	42, // 73: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
-	43, // 74: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
-	2,  // 75: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
-	6,  // 76: storepb.Store.Detect:output_type -> storepb.DetectResponse
-	4,  // 77: storepb.Store.ReadIndex:output_type -> storepb.ReadIndexResponse
-	44, // 78: storepb.Store.SplitRegion:output_type -> kvrpcpb.SplitRegionResponse
-	47, // 79: storepb.Store.Raft:output_type -> raft_serverpb.Done
-	47, // 80: storepb.Store.Snapshot:output_type -> raft_serverpb.Done
-	60, // [60:81] is the sub-list for method output_type
-	39, // [39:60] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	29, // 23: storepb.BatchCommandsRequest.Request.delete_range:type_name -> kvrpcpb.DeleteRangeRequest
+	30, // 24: storepb.BatchCommandsResponse.Response.get:type_name -> kvrpcpb.GetResponse
+	31, // 25: storepb.BatchCommandsResponse.Response.batch_get:type_name -> kvrpcpb.BatchGetResponse
+	32, // 26: storepb.BatchCommandsResponse.Response.scan:type_name -> kvrpcpb.ScanResponse
+	33, // 27: storepb.BatchCommandsResponse.Response.prewrite:type_name -> kvrpcpb.PrewriteResponse
+	34, // 28: storepb.BatchCommandsResponse.Response.commit:type_name -> kvrpcpb.CommitResponse
+	35, // 29: storepb.BatchCommandsResponse.Response.batch_rollback:type_name -> kvrpcpb.BatchRollbackResponse
+	36, // 30: storepb.BatchCommandsResponse.Response.cleanup:type_name -> kvrpcpb.CleanupResponse
+	37, // 31: storepb.BatchCommandsResponse.Response.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusResponse
+	38, // 32: storepb.BatchCommandsResponse.Response.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksResponse
+	39, // 33: storepb.BatchCommandsResponse.Response.resolve_lock:type_name -> kvrpcpb.ResolveLockResponse
+	40, // 34: storepb.BatchCommandsResponse.Response.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatResponse
+	41, // 35: storepb.BatchCommandsResponse.Response.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockResponse
+	42, // 36: storepb.BatchCommandsResponse.Response.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackResponse
+	43, // 37: storepb.BatchCommandsResponse.Response.scan_lock:type_name -> kvrpcpb.ScanLockResponse
+	44, // 38: storepb.BatchCommandsResponse.Response.coprocessor:type_name -> kvrpcpb.CoprocessorResponse
+	45, // 39: storepb.BatchCommandsResponse.Response.split_region:type_name -> kvrpcpb.SplitRegionResponse
+	46, // 40: storepb.BatchCommandsResponse.Response.delete_range:type_name -> kvrpcpb.DeleteRangeResponse
+	13, // 41: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
+	14, // 42: storepb.Store.KvBatchGet:input_type -> kvrpcpb.BatchGetRequest
+	15, // 43: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
+	16, // 44: storepb.Store.KvPrewrite:input_type -> kvrpcpb.PrewriteRequest
+	17, // 45: storepb.Store.KvCommit:input_type -> kvrpcpb.CommitRequest
+	18, // 46: storepb.Store.KvBatchRollback:input_type -> kvrpcpb.BatchRollbackRequest
+	19, // 47: storepb.Store.KvCleanup:input_type -> kvrpcpb.CleanupRequest
+	20, // 48: storepb.Store.KvCheckTxnStatus:input_type -> kvrpcpb.CheckTxnStatusRequest
+	21, // 49: storepb.Store.KvCheckSecondaryLocks:input_type -> kvrpcpb.CheckSecondaryLocksRequest
+	22, // 50: storepb.Store.KvResolveLock:input_type -> kvrpcpb.ResolveLockRequest
+	23, // 51: storepb.Store.KvTxnHeartBeat:input_type -> kvrpcpb.TxnHeartBeatRequest
+	24, // 52: storepb.Store.KvPessimisticLock:input_type -> kvrpcpb.PessimisticLockRequest
+	25, // 53: storepb.Store.KvPessimisticRollback:input_type -> kvrpcpb.PessimisticRollbackRequest
+	26, // 54: storepb.Store.KvScanLock:input_type -> kvrpcpb.ScanLockRequest
+	29, // 55: storepb.Store.KvDeleteRange:input_type -> kvrpcpb.DeleteRangeRequest
+	27, // 56: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
+	1,  // 57: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
+	5,  // 58: storepb.Store.Detect:input_type -> storepb.DetectRequest
+	3,  // 59: storepb.Store.ReadIndex:input_type -> storepb.ReadIndexRequest
+	28, // 60: storepb.Store.SplitRegion:input_type -> kvrpcpb.SplitRegionRequest
+	47, // 61: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
+	48, // 62: storepb.Store.Snapshot:input_type -> raft_serverpb.SnapshotChunk
+	30, // 63: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
+	31, // 64: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
+	32, // 65: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
+	33, // 66: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
+	34, // 67: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
+	35, // 68: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
+	36, // 69: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
+	37, // 70: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
+	38, // 71: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
+	39, // 72: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
+	40, // 73: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
+	41, // 74: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
+	42, // 75: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
+	43, // 76: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
+	46, // 77: storepb.Store.KvDeleteRange:output_type -> kvrpcpb.DeleteRangeResponse
+	44, // 78: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
+	2,  // 79: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
+	6,  // 80: storepb.Store.Detect:output_type -> storepb.DetectResponse
+	4,  // 81: storepb.Store.ReadIndex:output_type -> storepb.ReadIndexResponse
+	45, // 82: storepb.Store.SplitRegion:output_type -> kvrpcpb.SplitRegionResponse
+	49, // 83: storepb.Store.Raft:output_type -> raft_serverpb.Done
+	49, // 84: storepb.Store.Snapshot:output_type -> raft_serverpb.Done
+	63, // [63:85] is the sub-list for method output_type
+	41, // [41:63] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_storepb_proto_init() }
@@ -1291,6 +1333,7 @@ func file_storepb_proto_init() {
 		(*BatchCommandsRequest_Request_ScanLock)(nil),
 		(*BatchCommandsRequest_Request_Coprocessor)(nil),
 		(*BatchCommandsRequest_Request_SplitRegion)(nil),
+		(*BatchCommandsRequest_Request_DeleteRange)(nil),
 	}
 	file_storepb_proto_msgTypes[7].OneofWrappers = []any{
 		(*BatchCommandsResponse_Response_Get)(nil),
@@ -1309,6 +1352,7 @@ func file_storepb_proto_init() {
 		(*BatchCommandsResponse_Response_ScanLock)(nil),
 		(*BatchCommandsResponse_Response_Coprocessor)(nil),
 		(*BatchCommandsResponse_Response_SplitRegion)(nil),
+		(*BatchCommandsResponse_Response_DeleteRange)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

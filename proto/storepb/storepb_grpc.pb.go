@@ -35,6 +35,7 @@ const (
 	Store_KvPessimisticLock_FullMethodName     = "/storepb.Store/KvPessimisticLock"
 	Store_KvPessimisticRollback_FullMethodName = "/storepb.Store/KvPessimisticRollback"
 	Store_KvScanLock_FullMethodName            = "/storepb.Store/KvScanLock"
+	Store_KvDeleteRange_FullMethodName         = "/storepb.Store/KvDeleteRange"
 	Store_Coprocessor_FullMethodName           = "/storepb.Store/Coprocessor"
 	Store_BatchCommands_FullMethodName         = "/storepb.Store/BatchCommands"
 	Store_Detect_FullMethodName                = "/storepb.Store/Detect"
@@ -66,6 +67,7 @@ type StoreClient interface {
 	KvPessimisticLock(ctx context.Context, in *kvrpcpb.PessimisticLockRequest, opts ...grpc.CallOption) (*kvrpcpb.PessimisticLockResponse, error)
 	KvPessimisticRollback(ctx context.Context, in *kvrpcpb.PessimisticRollbackRequest, opts ...grpc.CallOption) (*kvrpcpb.PessimisticRollbackResponse, error)
 	KvScanLock(ctx context.Context, in *kvrpcpb.ScanLockRequest, opts ...grpc.CallOption) (*kvrpcpb.ScanLockResponse, error)
+	KvDeleteRange(ctx context.Context, in *kvrpcpb.DeleteRangeRequest, opts ...grpc.CallOption) (*kvrpcpb.DeleteRangeResponse, error)
 	Coprocessor(ctx context.Context, in *kvrpcpb.CoprocessorRequest, opts ...grpc.CallOption) (*kvrpcpb.CoprocessorResponse, error)
 	// BatchCommands multiplexes KV and coprocessor requests from one SQL
 	// node to this store on one stream (client-go's BatchCommands):
@@ -242,6 +244,16 @@ func (c *storeClient) KvScanLock(ctx context.Context, in *kvrpcpb.ScanLockReques
 	return out, nil
 }
 
+func (c *storeClient) KvDeleteRange(ctx context.Context, in *kvrpcpb.DeleteRangeRequest, opts ...grpc.CallOption) (*kvrpcpb.DeleteRangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.DeleteRangeResponse)
+	err := c.cc.Invoke(ctx, Store_KvDeleteRange_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storeClient) Coprocessor(ctx context.Context, in *kvrpcpb.CoprocessorRequest, opts ...grpc.CallOption) (*kvrpcpb.CoprocessorResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(kvrpcpb.CoprocessorResponse)
@@ -343,6 +355,7 @@ type StoreServer interface {
 	KvPessimisticLock(context.Context, *kvrpcpb.PessimisticLockRequest) (*kvrpcpb.PessimisticLockResponse, error)
 	KvPessimisticRollback(context.Context, *kvrpcpb.PessimisticRollbackRequest) (*kvrpcpb.PessimisticRollbackResponse, error)
 	KvScanLock(context.Context, *kvrpcpb.ScanLockRequest) (*kvrpcpb.ScanLockResponse, error)
+	KvDeleteRange(context.Context, *kvrpcpb.DeleteRangeRequest) (*kvrpcpb.DeleteRangeResponse, error)
 	Coprocessor(context.Context, *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error)
 	// BatchCommands multiplexes KV and coprocessor requests from one SQL
 	// node to this store on one stream (client-go's BatchCommands):
@@ -420,6 +433,9 @@ func (UnimplementedStoreServer) KvPessimisticRollback(context.Context, *kvrpcpb.
 }
 func (UnimplementedStoreServer) KvScanLock(context.Context, *kvrpcpb.ScanLockRequest) (*kvrpcpb.ScanLockResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method KvScanLock not implemented")
+}
+func (UnimplementedStoreServer) KvDeleteRange(context.Context, *kvrpcpb.DeleteRangeRequest) (*kvrpcpb.DeleteRangeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvDeleteRange not implemented")
 }
 func (UnimplementedStoreServer) Coprocessor(context.Context, *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Coprocessor not implemented")
@@ -715,6 +731,24 @@ func _Store_KvScanLock_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Store_KvDeleteRange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.DeleteRangeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvDeleteRange(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvDeleteRange_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvDeleteRange(ctx, req.(*kvrpcpb.DeleteRangeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Store_Coprocessor_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(kvrpcpb.CoprocessorRequest)
 	if err := dec(in); err != nil {
@@ -870,6 +904,10 @@ var Store_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "KvScanLock",
 			Handler:    _Store_KvScanLock_Handler,
+		},
+		{
+			MethodName: "KvDeleteRange",
+			Handler:    _Store_KvDeleteRange_Handler,
 		},
 		{
 			MethodName: "Coprocessor",

@@ -66,6 +66,9 @@ func New(store kv.Storage) *Catalog {
 		dbs: map[string]*model.DBInfo{}, tables: map[tableName]*model.TableInfo{}}
 }
 
+// Store is the storage the catalog reads and writes.
+func (c *Catalog) Store() kv.Storage { return c.store }
+
 // MetaKey is the prefix of the catalog's rows of one kind ('m' +
 // EncodeBytes(kind)); other packages keep their cluster metadata (e.g. the
 // DDL job queue) under kinds of their own.

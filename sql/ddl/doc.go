@@ -124,6 +124,17 @@
 // rewrites its children's FKs in the same version (renamedParent), and
 // renaming an FK's own column renames it in the FK (replaceColumn).
 //
+// # Space of dropped objects
+//
+// The step that makes keys unreachable records their ranges (package
+// deleterange) in its own transaction, from Job.dropped: DROP TABLE (the
+// table's id as the step finds it; none for a view), TRUNCATE TABLE (the
+// old id), DROP DATABASE (every table it holds), DROP INDEX and a rolled-back
+// ADD INDEX (the index). A step that fails records nothing; a retried one
+// rewrites the same keys. The SQL node's GC leader deletes them once the GC
+// safe point passed the step's commit (sql/gcleader). Values of a dropped
+// column stay in the rows.
+//
 // # Timings, ADMIN and keys
 //
 // The owner lease lasts 30 schema leases, at least 3 s (Config.OwnerTTL);
@@ -133,7 +144,8 @@
 // also conflict-checks the row keys it read, so a batch racing a DML on its
 // rows fails at prewrite and is retried on a new snapshot; a unique entry
 // DML already wrote for the same handle is kept. Entries of a dropped index
-// stay under an index id that is never reused (nothing collects them). ADMIN
+// stay under an index id that is never reused until the GC leader deletes
+// them (below). ADMIN
 // SHOW DDL JOBS lists queued and recent jobs with TiDB's columns, ADMIN SHOW
 // DDL the owner; ADMIN CANCEL DDL JOBS answers 8224 for an unknown job, 8225
 // for one that ended and 8226 for one too far along (sql/executor/admin.go

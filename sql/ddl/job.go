@@ -7,6 +7,7 @@ import (
 
 	"github.com/stratadb/strata/kv/codec"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/deleterange"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
@@ -120,6 +121,11 @@ type Job struct {
 	ErrCode  uint16 `json:"err_code,omitempty"`
 	ErrState string `json:"err_state,omitempty"`
 	ErrMsg   string `json:"err_msg,omitempty"`
+
+	// dropped are the key ranges the step being taken leaves unreachable
+	// (set by the step, not persisted): jobStep records them for the GC
+	// leader to delete (package deleterange) in the step's transaction.
+	dropped []deleterange.Range
 
 	// Times, in milliseconds of the cluster's (PD's) clock.
 	CreateMs int64 `json:"create_ms"`

@@ -9,6 +9,7 @@ import (
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/sql/catalog"
+	"github.com/stratadb/strata/sql/deleterange"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
@@ -114,7 +115,10 @@ func (d *DDL) do(ctx context.Context, j *Job, st step) error {
 	case stepAddFK:
 		return d.addFKStep(ctx, j)
 	case stepRemoveIndex:
-		return d.setIndexState(ctx, j, 0, true, func() { j.State, j.SchemaState = StateDone, SchemaNone })
+		return d.setIndexState(ctx, j, 0, true, func() {
+			j.State, j.SchemaState = StateDone, SchemaNone
+			j.dropped = []deleterange.Range{deleterange.Index(j.ID, j.TableID, j.Index.ID)}
+		})
 	case stepRollback:
 		if j.ErrCode == 0 {
 			j.setErr(errCancelled())
@@ -123,7 +127,11 @@ func (d *DDL) do(ctx context.Context, j *Job, st step) error {
 		if j.Type == ActionAddColumn {
 			err = d.rollbackAddColumn(ctx, j)
 		} else {
-			err = d.setIndexState(ctx, j, 0, true, func() { j.State, j.SchemaState = StateRollbackDone, SchemaNone })
+			err = d.setIndexState(ctx, j, 0, true, func() {
+				j.State, j.SchemaState = StateRollbackDone, SchemaNone
+				// The entries the backfill and DML wrote under the index id.
+				j.dropped = []deleterange.Range{deleterange.Index(j.ID, j.TableID, j.Index.ID)}
+			})
 		}
 		if isJobError(err) { // the table is gone: nothing to roll back
 			j.State, j.SchemaState = StateRollbackDone, SchemaNone
@@ -172,10 +180,11 @@ func (d *DDL) jobStep(ctx context.Context, j *Job) catalog.Step {
 		if j.StartMs == 0 {
 			j.StartMs = tso.Physical(start)
 		}
+		muts := deleterange.Mutations(j.dropped, start)
 		if j.Finished() && !needsSync(j) {
-			return append(d.historyMutations(j, start), f), nil
+			return append(append(muts, d.historyMutations(j, start)...), f), nil
 		}
-		return []*kvrpcpb.Mutation{f, {Op: kvrpcpb.Op_Put, Key: queueKey(j.ID), Value: encodeJob(j)}}, nil
+		return append(muts, f, &kvrpcpb.Mutation{Op: kvrpcpb.Op_Put, Key: queueKey(j.ID), Value: encodeJob(j)}), nil
 	}
 }
 
@@ -290,6 +299,9 @@ func (d *DDL) runSingle(ctx context.Context, j *Job) error {
 		}
 	case ActionDropSchema:
 		j.SchemaState = SchemaNone
+		if j.dropped, err = d.schemaRanges(ctx, j); err != nil {
+			break
+		}
 		err = d.cat.DropDB(ctx, j.SchemaName, false, d.jobStep(ctx, j))
 		if code(err) == errno.ErrDBDropExists && j.IfExists {
 			return d.finish(ctx, j)
@@ -306,6 +318,9 @@ func (d *DDL) runSingle(ctx context.Context, j *Job) error {
 		j.SchemaState = SchemaNone
 		var db *model.DBInfo
 		if db, err = d.db(ctx, j); err == nil {
+			if j.dropped, err = d.tableRanges(ctx, j, db); err != nil {
+				break
+			}
 			err = d.cat.DropTable(ctx, db, j.TableName, false, d.jobStep(ctx, j))
 			if code(err) == errno.ErrBadTable && j.IfExists {
 				return d.finish(ctx, j)
@@ -315,6 +330,7 @@ func (d *DDL) runSingle(ctx context.Context, j *Job) error {
 		var t *model.TableInfo
 		var db *model.DBInfo
 		if t, db, err = d.table(ctx, j); err == nil {
+			j.dropped = []deleterange.Range{deleterange.Table(j.ID, t.ID)}
 			err = d.cat.TruncateTable(ctx, db, t, j.NewTableID, d.jobStep(ctx, j))
 		}
 	case ActionModifyColumn, ActionSetDefault:
@@ -328,8 +344,46 @@ func (d *DDL) runSingle(ctx context.Context, j *Job) error {
 	}
 	if err != nil {
 		j.State, j.SchemaState = StateQueueing, SchemaNone
+		j.dropped = nil
 	}
 	return err
+}
+
+// tableRanges is the range of the table a DROP TABLE job drops (none for a
+// view, or when the table is already gone). Jobs run one at a time, so the
+// table read here is the one the step drops.
+func (d *DDL) tableRanges(ctx context.Context, j *Job, db *model.DBInfo) ([]deleterange.Range, error) {
+	d.cat.Reload(db, j.TableName)
+	t, err := d.cat.GetTable(ctx, db, j.TableName)
+	if code(err) == errno.ErrNoSuchTable {
+		return nil, nil // DropTable answers
+	}
+	if err != nil || t.IsView() {
+		return nil, err
+	}
+	return []deleterange.Range{deleterange.Table(j.ID, t.ID)}, nil
+}
+
+// schemaRanges are the ranges of every table a DROP DATABASE job drops.
+func (d *DDL) schemaRanges(ctx context.Context, j *Job) ([]deleterange.Range, error) {
+	db, err := d.cat.GetDB(ctx, j.SchemaName)
+	if code(err) == errno.ErrBadDB {
+		return nil, nil // DropDB answers
+	}
+	if err != nil {
+		return nil, err
+	}
+	tables, err := d.cat.ListTables(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	var out []deleterange.Range
+	for _, t := range tables {
+		if !t.IsView() {
+			out = append(out, deleterange.Table(j.ID, t.ID))
+		}
+	}
+	return out, nil
 }
 
 // code is err's MySQL error code (0 for nil).

@@ -12,10 +12,16 @@
 //     finished transactions are committed or rolled back as their primary
 //     says, expired ones rolled back, live ones waited for within the
 //     client's backoff budget — the round fails if one stays);
-//  3. raises PD's safe point (UpdateGCSafePoint).
+//  3. raises PD's safe point (UpdateGCSafePoint);
+//  4. deletes the key ranges dropped tables and indexes left whose drop
+//     committed at or below the safe point (sql/deleterange; also in a
+//     round that keeps the safe point, for ranges a stopped leader left),
+//     each through kvclient.DeleteRange (a raft command per region, every
+//     replica then compacts the range), and marks each done. A range that
+//     fails stays pending for the next round; deleting one twice is
+//     harmless (deleterange.go, Config.Meta).
 //
-// Stores then delete the old versions themselves (store/gc); nothing here
-// reads or deletes data.
+// Stores delete the old versions of live keys themselves (store/gc).
 //
 // Concurrency: Leader.Run owns one goroutine. Two nodes acting as leader at
 // once (a PD leader change, a paused process) is harmless: both compute

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kvclient"
 	"github.com/stratadb/strata/kvclient/txn"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -69,7 +70,11 @@ type Config struct {
 	MinStartTS func() uint64
 	// ScanLockLimit is the page size of KvScanLock (default 256).
 	ScanLockLimit int
-	Logger        *slog.Logger
+	// Meta is the node's kv.Storage, through which the leader reads and
+	// updates the queue of ranges dropped tables and indexes left
+	// (sql/deleterange); nil leaves them alone.
+	Meta   kv.Storage
+	Logger *slog.Logger
 }
 
 // Leader takes part in the GC leader election and, while leader, runs GC
@@ -177,7 +182,9 @@ func (l *Leader) RunOnce(ctx context.Context, life time.Duration, minStartTS uin
 	}
 	if sp <= cur {
 		runs.WithLabelValues("skipped").Inc()
-		return cur, nil
+		// Ranges left by a leader that stopped mid-way, or recorded
+		// before the safe point it set.
+		return cur, l.DeleteRanges(ctx, cur, now)
 	}
 	n, err := l.ResolveLocks(ctx, sp)
 	runSeconds.WithLabelValues("resolve_locks").Observe(time.Since(start).Seconds())
@@ -196,7 +203,7 @@ func (l *Leader) RunOnce(ctx context.Context, life time.Duration, minStartTS uin
 	runs.WithLabelValues("ok").Inc()
 	safePointGauge.Set(float64(got))
 	l.log.Info("gc round done", "safe_point", got, "locks_resolved", n, "took", time.Since(start))
-	return got, nil
+	return got, l.DeleteRanges(ctx, got, now)
 }
 
 // ResolveLocks resolves every lock with start_ts <= safePoint in the whole

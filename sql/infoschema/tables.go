@@ -82,6 +82,7 @@ func (s *Schema) defs() []*memTable {
 				{"Succ", types.FieldType{Tp: mysql.TypeTiny, Flen: 1, Flag: mysql.BinaryFlag}},
 				{"Error_code", intU}, {"Result_rows", bigintU},
 			}, stageCols(0, types.DoubleType), []col{{"Query", ltext}})...),
+		gcDeleteRangeTable(s),
 		stmtsSummary("STATEMENTS_SUMMARY", false),
 		stmtsSummary("STATEMENTS_SUMMARY_HISTORY", true),
 	}

@@ -259,6 +259,10 @@ func dispatch(ctx context.Context, s storepb.StoreServer, r *storepb.BatchComman
 		var resp *kvrpcpb.SplitRegionResponse
 		resp, err = s.SplitRegion(ctx, c.SplitRegion)
 		out.Cmd = &storepb.BatchCommandsResponse_Response_SplitRegion{SplitRegion: resp}
+	case *storepb.BatchCommandsRequest_Request_DeleteRange:
+		var resp *kvrpcpb.DeleteRangeResponse
+		resp, err = s.KvDeleteRange(ctx, c.DeleteRange)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_DeleteRange{DeleteRange: resp}
 	default:
 		err = fmt.Errorf("server: batch commands: unknown request %T", c)
 	}

@@ -30,7 +30,10 @@
 // point get that needs no waiting, a lease read of a key no in-flight
 // write holds, is served on the receiving goroutine by
 // txn.Storage.GetLocal, with one lease check and one concurrency-manager
-// check like any get, and otherwise goes to a worker).
+// check like any get, and otherwise goes to a worker). KvDeleteRange
+// (deleterange.go) removes a range of one region in all key spaces with one
+// raft command, without latches, for the SQL node's GC leader (the ranges
+// of dropped tables and indexes once the GC safe point passed the drop).
 // Region problems come back as errorpb.Error in the response's
 // region_error, per-key problems as kvrpcpb.KeyError; gRPC status errors
 // are only used for a stopped store, a cancelled request, or a write whose
