@@ -97,15 +97,22 @@ func (s *Store) storeGone(id uint64) {
 		return
 	}
 	s.trackStore(id)
-	s.storeDown(id, "connection refused: its process is gone")
 	if s.cfg.DisableFastFailover {
+		// A refusal is no proof here: the store is only unreachable, down
+		// once the support window passed (support.go).
+		s.storeUnreachable(id)
 		return
 	}
+	s.storeDown(id, "connection refused: its process is gone")
 	planned, now := 0, 0
 	for _, r := range s.meta.sorted() { // key order keeps the harness deterministic
 		p := s.peers[r.GetId()]
 		if p == nil || p.destroyed || p.isLeader {
 			continue
+		}
+		st := p.rn.BasicStatus()
+		if p.failover.term != 0 && p.failover.term != st.GetTerm() {
+			p.failover = failoverPlan{} // of an earlier term: void
 		}
 		if p.failover.ordinary && p.failover.store == id {
 			s.ordinaryCampaign(p)
@@ -114,7 +121,6 @@ func (s *Store) storeGone(id uint64) {
 		if p.failover.term != 0 {
 			continue
 		}
-		st := p.rn.BasicStatus()
 		if st.RaftState != raft.StateFollower || st.Lead == 0 || p.storeOf(st.Lead) != id || p.meta.GetRole() == metapb.PeerRole_Learner {
 			continue
 		}

@@ -194,3 +194,19 @@ func TestHarnessFailoverRestartedFollower(t *testing.T) {
 	acked["k-after"] = "v-after"
 	h.requireSurvived(acked)
 }
+
+// TestHarnessFastFailoverDisabled: with DisableFastFailover (a network
+// whose firewalls forge resets), a refusal is no proof: the followers of
+// a killed leader wait out the election timeout as for a partition, and
+// then elect a new leader.
+func TestHarnessFastFailoverDisabled(t *testing.T) {
+	h := newHarness(t, seedOr(t, 16), 3, func(c *Config) { c.DisableFastFailover = true })
+	acked, rid, l := failoverStart(t, h)
+	term := h.term(rid)
+	h.kill(l.id)
+	noEarlyElection(h, rid, l.id, term)
+	newLeaderTicks(h, rid, l.id, term, 60)
+	h.putRetrying("k-after", "v-after")
+	acked["k-after"] = "v-after"
+	h.requireSurvived(acked)
+}
