@@ -28,6 +28,18 @@ func failoverStart(t *testing.T, h *harness) (map[string]string, uint64, *Store)
 	return acked, rid, l
 }
 
+// firstFollower is the store id of region rid's first follower by store
+// id (the one that campaigns first when leader's store is gone).
+func firstFollower(h *harness, rid, leader uint64) uint64 {
+	var first uint64
+	for _, s := range h.replicas(rid) {
+		if s.id != leader && (first == 0 || s.id < first) {
+			first = s.id
+		}
+	}
+	return first
+}
+
 // newLeaderTicks ticks until a running store other than old leads region
 // rid in a term above term, and returns how many ticks that took (fails
 // after maxTicks).
@@ -93,12 +105,7 @@ func TestHarnessFailoverKilledLeader(t *testing.T) {
 func TestHarnessFailoverKilledLeaderFollowerBehind(t *testing.T) {
 	h := newHarness(t, seedOr(t, 12), 3, nil)
 	acked, rid, l := failoverStart(t, h)
-	var first uint64
-	for _, s := range h.replicas(rid) {
-		if s.id != l.id && (first == 0 || s.id < first) {
-			first = s.id
-		}
-	}
+	first := firstFollower(h, rid, l.id)
 	h.net.addFilter(oneWay(l.id, first))
 	h.putRetrying("k-late", "v-late") // committed by the leader and the other follower
 	acked["k-late"] = "v-late"
@@ -169,12 +176,7 @@ func noEarlyElection(h *harness, rid, old, term uint64) {
 func TestHarnessFailoverRestartedFollower(t *testing.T) {
 	h := newHarness(t, seedOr(t, 15), 3, nil)
 	acked, rid, l := failoverStart(t, h)
-	var first uint64
-	for _, s := range h.replicas(rid) {
-		if s.id != l.id && (first == 0 || s.id < first) {
-			first = s.id
-		}
-	}
+	first := firstFollower(h, rid, l.id)
 	h.stop(first)
 	h.restart(first)
 	h.waitFor("the restarted follower knows its leader", 5, func() bool {
