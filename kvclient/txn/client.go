@@ -42,11 +42,13 @@ type Client struct {
 	active   activeTxns
 }
 
-// getTS takes a timestamp from the oracle, counting the wait as the
-// statement's TSO stage (execdetails).
-func (c *Client) getTS(ctx context.Context) (uint64, error) {
+// timedOracle counts every wait for a timestamp as the statement's TSO
+// stage (execdetails).
+type timedOracle struct{ Oracle }
+
+func (o timedOracle) GetTS(ctx context.Context) (uint64, error) {
 	start := time.Now()
-	ts, err := c.oracle.GetTS(ctx)
+	ts, err := o.Oracle.GetTS(ctx)
 	execdetails.From(ctx).Since(execdetails.TSOWait, start)
 	return ts, err
 }
@@ -65,6 +67,7 @@ func NewClient(kv *kvclient.Client, oracle Oracle, cfg Config) *Client {
 	if cfg.AsyncCommitMaxKeys <= 0 {
 		cfg.AsyncCommitMaxKeys = 256
 	}
+	oracle = timedOracle{oracle}
 	return &Client{kv: kv, oracle: oracle, cfg: cfg, resolver: newLockResolver(kv, oracle)}
 }
 
@@ -80,7 +83,7 @@ func (c *Client) Begin(ctx context.Context, opts kv.TxnOptions) (*Txn, error) {
 	}
 	if ts == 0 {
 		var err error
-		if ts, err = c.getTS(ctx); err != nil {
+		if ts, err = c.oracle.GetTS(ctx); err != nil {
 			return nil, fmt.Errorf("kvclient/txn: begin: %w", mapErr(err))
 		}
 	}

@@ -453,7 +453,7 @@ func (cm *committer) primaryIndex() int {
 func (cm *committer) commit2PC(ctx context.Context, bo *kvclient.Backoffer) error {
 	t := cm.t
 	start := time.Now()
-	commitTS, err := t.c.getTS(ctx)
+	commitTS, err := t.c.oracle.GetTS(ctx)
 	if err != nil {
 		// Not committed: roll back.
 		return cm.fail(ctx, fmt.Errorf("kvclient/txn: commit ts: %w", err))
@@ -470,7 +470,7 @@ func (cm *committer) commit2PC(ctx context.Context, bo *kvclient.Backoffer) erro
 		var expired *commitTSExpired
 		if errors.As(err, &expired) {
 			// A reader pushed the primary's min_commit_ts: commit later.
-			ts, terr := t.c.getTS(ctx)
+			ts, terr := t.c.oracle.GetTS(ctx)
 			if terr != nil {
 				return cm.fail(ctx, terr)
 			}

@@ -146,7 +146,7 @@ func (t *Txn) lockPessimistic(ctx context.Context, opts kv.LockOptions, keys [][
 	for {
 		forUpdateTS := t.readTS
 		if !reuseReadTS {
-			if forUpdateTS, err = t.c.getTS(ctx); err != nil {
+			if forUpdateTS, err = t.c.oracle.GetTS(ctx); err != nil {
 				return fmt.Errorf("kvclient/txn: for_update_ts: %w", mapErr(err))
 			}
 		}

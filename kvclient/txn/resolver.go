@@ -167,9 +167,7 @@ func (lr *LockResolver) checkStatus(ctx context.Context, bo *kvclient.Backoffer,
 // as a two-phase one (its transaction fell back to two-phase commit: some
 // region refused async commit, so its primary's commit decides).
 func (lr *LockResolver) checkStatusMode(ctx context.Context, bo *kvclient.Backoffer, l *kvrpcpb.LockInfo, callerTS uint64, forceSync bool) (TxnStatus, error) {
-	start := time.Now()
 	now, err := lr.oracle.GetTS(ctx)
-	execdetails.From(ctx).Since(execdetails.TSOWait, start)
 	if err != nil {
 		return TxnStatus{}, fmt.Errorf("kvclient/txn: resolve lock: %w", err)
 	}

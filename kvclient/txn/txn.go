@@ -85,7 +85,7 @@ func (t *Txn) Size() int { return t.mem.Size() }
 // snapshotTS returns the ts reads of the current statement use.
 func (t *Txn) snapshotTS(ctx context.Context) (uint64, error) {
 	if t.rcStale {
-		ts, err := t.c.getTS(ctx)
+		ts, err := t.c.oracle.GetTS(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("kvclient/txn: statement snapshot: %w", mapErr(err))
 		}
