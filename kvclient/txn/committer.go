@@ -63,6 +63,10 @@ func (t *Txn) Commit(ctx context.Context) (err error) {
 	defer t.stopHeartbeat()
 	cm := &committer{t: t}
 	cm.collect()
+	if cm.primary == nil {
+		// Nothing to write (at most keys inserted and deleted again).
+		cm.muts = nil
+	}
 	if len(cm.muts) == 0 {
 		txnTotal.WithLabelValues(string(modeReadOnly), "committed").Inc()
 		return nil
@@ -88,12 +92,23 @@ func outcome(err error) string {
 }
 
 // collect turns the buffer into mutations in key order.
+//
+// A key the transaction inserted and then deleted is buffered as
+// Op_CheckNotExists. Locked (pessimistic), nobody else can have written it
+// since: it is simply deleted, as TiDB does. Otherwise it is prewrite-only:
+// the store checks it and leaves no lock, so it is never the primary, nor
+// an async-commit secondary, nor committed (prewriteOnly); a resolver
+// would find no lock there and roll the whole transaction back.
 func (cm *committer) collect() {
 	t := cm.t
 	for k, e := range t.mem.Iter(nil, nil, false) {
 		// A Lock entry (a locked key, or one an optimistic LockKeys marked)
 		// is prewritten as Op_Lock: conflicts are checked, nothing written.
-		cm.muts = append(cm.muts, &kvrpcpb.Mutation{Op: e.Op, Key: k, Value: e.Value})
+		op := e.Op
+		if op == kvrpcpb.Op_CheckNotExists && t.opts.Pessimistic && e.Flags&memdb.Locked != 0 {
+			op = kvrpcpb.Op_Del
+		}
+		cm.muts = append(cm.muts, &kvrpcpb.Mutation{Op: op, Key: k, Value: e.Value})
 		if t.opts.Pessimistic {
 			a := kvrpcpb.PessimisticAction_DoConstraintCheck
 			if e.Flags&memdb.Locked != 0 {
@@ -103,10 +118,18 @@ func (cm *committer) collect() {
 		}
 	}
 	cm.primary = t.primary
-	if cm.primary == nil && len(cm.muts) > 0 {
-		cm.primary = cm.muts[0].Key
+	for _, m := range cm.muts {
+		if cm.primary != nil {
+			break
+		}
+		if !prewriteOnly(m) {
+			cm.primary = m.Key
+		}
 	}
 }
+
+// prewriteOnly: the mutation is checked by the prewrite and leaves no lock.
+func prewriteOnly(m *kvrpcpb.Mutation) bool { return m.GetOp() == kvrpcpb.Op_CheckNotExists }
 
 func (cm *committer) key(i int) []byte { return cm.muts[i].Key }
 
@@ -383,7 +406,7 @@ func (cm *committer) prewriteChunk(ctx context.Context, bo *kvclient.Backoffer, 
 		}
 		if cm.async && a <= cm.primaryIndex() && cm.primaryIndex() < b {
 			for _, m := range cm.muts {
-				if compareBytes(m.Key, cm.primary) != 0 {
+				if compareBytes(m.Key, cm.primary) != 0 && !prewriteOnly(m) {
 					req.Secondaries = append(req.Secondaries, m.Key)
 				}
 			}
@@ -509,7 +532,7 @@ func (cm *committer) commitAll(commitTS uint64) {
 	defer cancel()
 	keys := make([][]byte, 0, len(cm.muts))
 	for _, m := range cm.muts {
-		if !cm.async && compareBytes(m.Key, cm.primary) == 0 {
+		if prewriteOnly(m) || !cm.async && compareBytes(m.Key, cm.primary) == 0 {
 			continue
 		}
 		keys = append(keys, m.Key)

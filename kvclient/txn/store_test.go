@@ -216,6 +216,39 @@ func TestOptimisticConflict(t *testing.T) {
 	requireRead(t, rd, "z", "theirs")
 }
 
+// A key the transaction inserted and then deleted is only checked
+// (Op_CheckNotExists): no lock is left on it, so it can be neither the
+// primary nor an async-commit secondary. Here it sorts first. A reader
+// that meets the transaction's locks before the background commit (held
+// here) must find it committed, not roll it back.
+func TestCheckNotExistsIsNeverPrimaryNorSecondary(t *testing.T) {
+	for _, opts := range []kv.TxnOptions{{AsyncCommit: true}, {}} {
+		t.Run(fmt.Sprintf("async=%v", opts.AsyncCommit), func(t *testing.T) {
+			r := newRealStore(t, Config{}, "m")
+			tx := begin(t, r.c, opts)
+			require.NoError(t, tx.Insert([]byte("a"), []byte("gone")))
+			require.NoError(t, tx.Delete([]byte("a")))
+			require.NoError(t, tx.Set([]byte("b"), []byte("v")))
+			require.NoError(t, tx.Set([]byte("z"), []byte("v")))
+			if opts.AsyncCommit {
+				_, release := r.hold("KvCommit", nil, false)
+				require.NoError(t, tx.Commit(bg))
+				rd := begin(t, r.c, kv.TxnOptions{})
+				requireRead(t, rd, "z", "v")
+				requireRead(t, rd, "b", "v")
+				release()
+			} else {
+				require.NoError(t, tx.Commit(bg))
+			}
+			require.Eventually(t, func() bool { return r.lockCount() == 0 }, 5*time.Second, time.Millisecond)
+			rd := begin(t, r.c, kv.TxnOptions{})
+			requireRead(t, rd, "a", "")
+			requireRead(t, rd, "b", "v")
+			requireRead(t, rd, "z", "v")
+		})
+	}
+}
+
 func TestInsertExists(t *testing.T) {
 	r := newRealStore(t, Config{})
 	r.put("a", "1")
