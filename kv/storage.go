@@ -88,6 +88,9 @@ var (
 	// back there): nothing was written, and the transaction can be run
 	// again (MySQL 1213, which clients retry).
 	ErrCommitLost = errors.New("sql: commit lost with its region's leader, transaction rolled back")
+	// ErrWriteLocked: a FailOnLock transaction's prewrite met another
+	// transaction's lock; it was rolled back and nothing was written.
+	ErrWriteLocked = errors.New("sql: prewrite met another transaction's lock")
 )
 
 // DeadlockError: waiting for Key would close a cycle of lock waits; this

@@ -33,6 +33,13 @@ type TxnOptions struct {
 	// (tidb_enable_async_commit, tidb_enable_1pc).
 	AsyncCommit bool
 	OnePC       bool
+	// FailOnLock: an optimistic transaction whose prewrite meets another
+	// transaction's lock fails at once with ErrWriteLocked, leaving the
+	// lock alone, instead of resolving it or waiting for its owner. An
+	// autocommit statement's optimistic first attempt sets it: it then
+	// runs again pessimistically and waits in the store's lock-wait queue
+	// (deadlock detection, innodb_lock_wait_timeout) like any lock.
+	FailOnLock bool
 }
 
 // LockOptions control a pessimistic lock (UPDATE, DELETE, SELECT ... FOR

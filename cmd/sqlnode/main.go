@@ -59,6 +59,9 @@ type Config struct {
 	// TxnTotalSizeLimit bounds one transaction's write buffer (TiDB's
 	// performance.txn-total-size-limit); past it, ERROR 8004.
 	TxnTotalSizeLimit int `toml:"txn-total-size-limit"`
+	// PessimisticAutoCommit is TiDB's pessimistic-txn.pessimistic-auto-commit
+	// (domain.Config.PessimisticAutoCommit).
+	PessimisticAutoCommit bool `toml:"pessimistic-auto-commit"`
 	// SchemaLease is TiDB's lease: see catalog.DefaultLease.
 	SchemaLease time.Duration `toml:"schema-lease"`
 	// GCMinLifeTime bounds tidb_gc_life_time from below (gcleader's
@@ -203,6 +206,7 @@ func run(args []string) error {
 		SlowQueryFile:          cfg.SlowQueryFile,
 		SlowThreshold:          cfg.SlowThreshold,
 		NoAutoAnalyze:          !cfg.RunAutoAnalyze,
+		PessimisticAutoCommit:  cfg.PessimisticAutoCommit,
 	})
 	if err != nil {
 		return err
@@ -259,6 +263,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.TSOClientRPCMode, "tso-client-rpc-mode", cfg.TSOClientRPCMode, `how timestamps are fetched from PD: "default" (one batch in flight) or "parallel" (several streams, one batch in flight each; for network-bound PD round trips)`)
 	fs.IntVar(&cfg.TxnTotalSizeLimit, "txn-total-size-limit", cfg.TxnTotalSizeLimit, "bytes of keys and values one transaction may buffer; past it the statement fails with ERROR 8004")
+	fs.BoolVar(&cfg.PessimisticAutoCommit, "pessimistic-auto-commit", cfg.PessimisticAutoCommit, "in pessimistic mode, an autocommit INSERT / UPDATE / DELETE locks its rows before committing, as in an explicit transaction (TiDB's pessimistic-auto-commit); off, it first runs optimistically with one-phase commit and runs again pessimistically only if it met a lock or a conflict")
 	fs.StringVar(&cfg.TmpStoragePath, "tmp-storage-path", cfg.TmpStoragePath, "directory under which sorts, hash joins and hash aggregations over tidb_mem_quota_query spill to disk (a strata-spill-<pid> directory; empty: the system temp directory)")
 	fs.BoolVar(&cfg.RunAutoAnalyze, "run-auto-analyze", cfg.RunAutoAnalyze, "analyze tables whose rows changed enough (tidb_auto_analyze_ratio) while this node is the DDL owner")
 	fs.StringVar(&cfg.ServerMemoryLimit, "server-memory-limit", cfg.ServerMemoryLimit, "initial tidb_server_memory_limit: past it the statement using the most memory is cancelled (ERROR 8176); 0, a size (4GB) or a percentage of RAM / the cgroup limit (80%)")

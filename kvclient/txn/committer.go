@@ -433,6 +433,9 @@ func (cm *committer) prewriteChunk(ctx context.Context, bo *kvclient.Backoffer, 
 				}
 				locks = append(locks, ke.Locked)
 			}
+			if t.opts.FailOnLock {
+				return false, fmt.Errorf("%w: txn %d on key %x", kv.ErrWriteLocked, locks[0].LockVersion, locks[0].Key)
+			}
 			res, err := t.c.resolver.Resolve(ctx, bo, 0, locks)
 			if err != nil {
 				return false, err

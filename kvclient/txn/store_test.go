@@ -216,6 +216,30 @@ func TestOptimisticConflict(t *testing.T) {
 	requireRead(t, rd, "z", "theirs")
 }
 
+// A FailOnLock transaction whose prewrite meets another transaction's
+// lock fails at once with kv.ErrWriteLocked: what it prewrote in the other
+// region is rolled back, and the other transaction's lock is left alone.
+func TestFailOnLock(t *testing.T) {
+	r := newRealStore(t, Config{}, "m")
+	other := r.ts()
+	r.prewrite("z", "z", other, 60_000, "theirs") // a live lock, 1 min TTL
+	tx := begin(t, r.c, kv.TxnOptions{FailOnLock: true})
+	require.NoError(t, tx.Set([]byte("a"), []byte("mine")))
+	require.NoError(t, tx.Set([]byte("z"), []byte("mine")))
+	start := time.Now()
+	require.ErrorIs(t, tx.Commit(bg), kv.ErrWriteLocked)
+	require.Less(t, time.Since(start), 5*time.Second, "did not wait for the lock's TTL")
+	require.Eventually(t, func() bool { return r.lockCount() == 1 }, 5*time.Second, time.Millisecond, "own prewrite rolled back")
+	locks, err := r.st.Locks(bg, math.MaxUint64)
+	require.NoError(t, err)
+	require.Equal(t, "z", string(locks[0].GetKey()))
+	require.Equal(t, other, locks[0].GetLockVersion())
+	r.commit("z", other, r.ts())
+	rd := begin(t, r.c, kv.TxnOptions{})
+	requireRead(t, rd, "a", "")
+	requireRead(t, rd, "z", "theirs")
+}
+
 // A key the transaction inserted and then deleted is only checked
 // (Op_CheckNotExists): no lock is left on it, so it can be neither the
 // primary nor an async-commit secondary. Here it sorts first. A reader

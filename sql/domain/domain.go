@@ -29,6 +29,12 @@ type Config struct {
 	StatsLease time.Duration
 	// NoAutoAnalyze: this node never runs auto-analyze, even as DDL owner.
 	NoAutoAnalyze bool
+	// PessimisticAutoCommit: an autocommit INSERT, UPDATE or DELETE in
+	// pessimistic mode takes its row locks before committing, as a
+	// statement of an explicit transaction does (TiDB's
+	// pessimistic-txn.pessimistic-auto-commit). Off (the default, as in
+	// TiDB), it first runs optimistically (sql/session retry.go).
+	PessimisticAutoCommit bool
 	// Privilege configures the privilege manager; its Store is Store.
 	Privilege privilege.Config
 	// Logger; nil means slog.Default().
@@ -128,4 +134,7 @@ func (d *Domain) Start(ctx context.Context) (wait func()) {
 
 // autoAnalyzeOwner: this node runs auto-analyze now (the DDL owner, unless
 // configured not to).
+// PessimisticAutoCommit reports Config.PessimisticAutoCommit.
+func (d *Domain) PessimisticAutoCommit() bool { return d.cfg.PessimisticAutoCommit }
+
 func (d *Domain) autoAnalyzeOwner() bool { return !d.cfg.NoAutoAnalyze && d.ddl.IsOwner() }

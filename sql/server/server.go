@@ -87,6 +87,8 @@ type Config struct {
 	// longer as JSON lines (rotated at 64 MiB); empty: they are logged
 	// through Logger.
 	SlowQueryFile string
+	// PessimisticAutoCommit: see domain.Config.PessimisticAutoCommit.
+	PessimisticAutoCommit bool
 	// SlowThreshold is the slow query log's threshold (0:
 	// DefaultSlowThreshold, TiDB's 300 ms; negative: nothing is logged).
 	SlowThreshold time.Duration
@@ -154,7 +156,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w (--slow-query-file names a file in a writable directory)", err)
 	}
 	dom := domain.New(domain.Config{Store: cfg.Store, Addr: cfg.Addr, SchemaLease: cfg.SchemaLease, StatsLease: cfg.StatsLease,
-		NoAutoAnalyze: cfg.NoAutoAnalyze, Logger: log,
+		NoAutoAnalyze: cfg.NoAutoAnalyze, PessimisticAutoCommit: cfg.PessimisticAutoCommit, Logger: log,
 		Privilege: privilege.Config{DefaultPlugin: cfg.AuthPlugin, Bootstrap: cfg.Users, SkipGrantTables: cfg.SkipGrantTables,
 			PollInterval: cfg.PrivilegePollInterval, Logger: log}})
 	return &Server{

@@ -54,6 +54,16 @@
 //
 // # Statement retry and point reads
 //
+// In pessimistic mode an autocommit INSERT, UPDATE or DELETE first runs
+// optimistically (autocommitWrite, retry.go; TiDB's default
+// pessimistic-auto-commit = false): no lock round, and one 1PC prewrite
+// when its keys are in one region. If that prewrite meets another
+// transaction's lock (kv.TxnOptions.FailOnLock: it does not wait) or a newer
+// commit, the attempt is rolled back and the statement runs again
+// pessimistically, so that it queues for the lock with deadlock detection
+// and innodb_lock_wait_timeout as any pessimistic statement; sqlnode
+// --pessimistic-auto-commit turns the optimistic attempt off.
+//
 // retryStatement (retry.go) runs an autocommit INSERT, UPDATE or DELETE again
 // from the start (a new start_ts, fresh reads), with backoff, at most 10
 // times: in optimistic mode after a write conflict at commit (9007), in both

@@ -23,6 +23,60 @@ var statementRetries = promauto.NewCounter(prometheus.CounterOpts{
 	Help: "Autocommit write statements run again after a write conflict (optimistic mode), a request lost before commit, or a one-phase commit lost and rolled back.",
 })
 
+var autocommitOptimistic = promauto.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "strata", Subsystem: "sql", Name: "autocommit_optimistic_total",
+	Help: "Optimistic first attempts of autocommit INSERT, UPDATE and DELETE in pessimistic mode, by outcome: committed, fallback (met a lock or a conflict, or lost a request; run again pessimistically) or failed (any other error, returned).",
+}, []string{"outcome"})
+
+var (
+	optimisticCommitted = autocommitOptimistic.WithLabelValues("committed")
+	optimisticFallback  = autocommitOptimistic.WithLabelValues("fallback")
+	optimisticFailed    = autocommitOptimistic.WithLabelValues("failed")
+)
+
+// autocommitWrite runs an autocommit INSERT, UPDATE, DELETE or locking
+// SELECT as its own transaction with opts, retried by retryStatement.
+//
+// With optimisticFirst (pessimistic mode without --pessimistic-auto-commit,
+// TiDB's default), an INSERT, UPDATE or DELETE first runs optimistically:
+// no lock round before the commit, which is then one 1PC prewrite when
+// the statement's keys are in one region. A prewrite that meets another
+// transaction's lock fails at once (kv.TxnOptions.FailOnLock) and one
+// that meets a newer commit fails with a write conflict; both roll back
+// what they prewrote, and the statement then runs again pessimistically,
+// from the start at a new timestamp, so that under contention it queues
+// for the lock (deadlock detection, innodb_lock_wait_timeout, 1205)
+// exactly as without the optimistic attempt. A duplicate key found by the
+// prewrite runs again too: the pessimistic run reports it with the
+// values of the statement's row (an index key holds collation sort keys),
+// or succeeds if the row was deleted meanwhile. Nothing of the first
+// attempt is visible: it committed nothing. Only a statement that is the
+// whole transaction runs so; inside BEGIN every statement is pessimistic.
+func (s *Session) autocommitWrite(ctx context.Context, opts kv.TxnOptions, optimisticFirst bool, run func() (*executor.Result, error)) (*executor.Result, error) {
+	if optimisticFirst {
+		first := opts
+		first.Pessimistic, first.FailOnLock = false, true
+		res, err := s.autocommitStmt(ctx, first, true, run)
+		switch {
+		case err == nil:
+			optimisticCommitted.Inc()
+			return res, nil
+		case !fallBack(err):
+			optimisticFailed.Inc()
+			return nil, err
+		}
+		optimisticFallback.Inc()
+	}
+	return retryStatement(ctx, !opts.Pessimistic, func() (*executor.Result, error) { return s.autocommitStmt(ctx, opts, true, run) })
+}
+
+// fallBack: an optimistic first attempt that failed with err runs again
+// pessimistically.
+func fallBack(err error) bool {
+	var e *errno.Error
+	return errors.Is(err, kv.ErrWriteLocked) || retryable(err, true) || errors.As(err, &e) && e.Code == errno.ErrDupEntry
+}
+
 // retryStatement runs an autocommit write statement, and runs it again from
 // the start (new start_ts, fresh reads), with exponential backoff, when
 //   - optimistic is set and its commit lost a write conflict, or

@@ -419,11 +419,11 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	case *ast.SetOprStmt:
 		return s.runRead(ctx, x, false, func(ctx context.Context) (*executor.Result, error) { return s.exec.Query(ctx, x, s, s) })
 	case *ast.InsertStmt:
-		return s.runDML(ctx, true, func() (*executor.Result, error) { return s.exec.Insert(ctx, x, s, s) })
+		return s.runDML(ctx, true, true, func() (*executor.Result, error) { return s.exec.Insert(ctx, x, s, s) })
 	case *ast.UpdateStmt:
-		return s.runDML(ctx, true, func() (*executor.Result, error) { return s.exec.Update(ctx, x, s, s) })
+		return s.runDML(ctx, true, true, func() (*executor.Result, error) { return s.exec.Update(ctx, x, s, s) })
 	case *ast.DeleteStmt:
-		return s.runDML(ctx, true, func() (*executor.Result, error) { return s.exec.Delete(ctx, x, s, s) })
+		return s.runDML(ctx, true, true, func() (*executor.Result, error) { return s.exec.Delete(ctx, x, s, s) })
 	case *ast.BeginStmt:
 		return s.begin(ctx, x)
 	case *ast.CommitStmt:
@@ -452,7 +452,7 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 			return s.show(ctx, show)
 		}
 		if x.Analyze { // runs the statement
-			return s.runDML(ctx, false, func() (*executor.Result, error) { return s.exec.Explain(ctx, x, s, s) })
+			return s.runDML(ctx, false, false, func() (*executor.Result, error) { return s.exec.Explain(ctx, x, s, s) })
 		}
 		return s.exec.Explain(ctx, x, s, s)
 	case *ast.SetStmt:

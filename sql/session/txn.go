@@ -377,9 +377,10 @@ func readOnlyTxnError() error {
 	return errno.New(errno.ErrCantExecuteInReadOnlyTxn, "Cannot execute statement in a READ ONLY transaction.")
 }
 
-// runDML runs a SELECT, INSERT, UPDATE or DELETE: inside the open
-// transaction, or as its own transaction when autocommit is on.
-func (s *Session) runDML(ctx context.Context, writes bool, run func() (*executor.Result, error)) (*executor.Result, error) {
+// runDML runs a SELECT, INSERT, UPDATE or DELETE (dml: one of the last
+// three): inside the open transaction, or as its own transaction when
+// autocommit is on.
+func (s *Session) runDML(ctx context.Context, writes, dml bool, run func() (*executor.Result, error)) (*executor.Result, error) {
 	if s.txn == nil && !s.autocommit() {
 		if err := s.beginTxn(ctx, s.nextTxnOptions()); err != nil {
 			return nil, err
@@ -397,7 +398,7 @@ func (s *Session) runDML(ctx context.Context, writes bool, run func() (*executor
 		return nil, readOnlyTxnError()
 	}
 	if writes {
-		return retryStatement(ctx, !opts.Pessimistic, func() (*executor.Result, error) { return s.autocommitStmt(ctx, opts, writes, run) })
+		return s.autocommitWrite(ctx, opts, dml && opts.Pessimistic && !s.dom.PessimisticAutoCommit(), run)
 	}
 	return s.autocommitStmt(ctx, opts, writes, run)
 }
@@ -423,7 +424,7 @@ func (s *Session) runRead(ctx context.Context, n ast.Node, lock bool, run func(c
 	case !lock:
 		ctx = replicaread.With(ctx, s.replicaReadMode())
 	}
-	return s.runDML(ctx, lock, func() (*executor.Result, error) { return run(ctx) })
+	return s.runDML(ctx, lock, false, func() (*executor.Result, error) { return run(ctx) })
 }
 
 // lostBeforeCommit: a request the statement sent before any commit (a
