@@ -28,7 +28,7 @@ deps:
 	$(GO) mod download
 
 build: deps
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/pd ./cmd/storenode ./cmd/sqlnode ./cmd/playground ./cmd/consistencycheck
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/pd ./cmd/storenode ./cmd/sqlnode ./cmd/playground ./cmd/consistencycheck ./cmd/br
 
 PDS ?= 1
 STORES ?= 3
