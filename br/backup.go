@@ -64,6 +64,10 @@ func Backup(ctx context.Context, cfg Config) (*Manifest, error) {
 	if err := holdGC(ctx, c, service, cfg.GCTTL, ts); err != nil {
 		return nil, err
 	}
+	// A renewal refused because the hold expired (br stalled past the
+	// TTL and GC went on) fails the backup: its versions may be gone.
+	ctx, failBackup := context.WithCancelCause(ctx)
+	defer failBackup(nil)
 	keepCtx, stopKeep := context.WithCancel(ctx)
 	var keepWG sync.WaitGroup
 	keepWG.Add(1)
@@ -76,7 +80,12 @@ func Backup(ctx context.Context, cfg Config) (*Manifest, error) {
 			case <-keepCtx.Done():
 				return
 			case <-t.C:
-				if err := holdGC(keepCtx, c, service, cfg.GCTTL, ts); err != nil && keepCtx.Err() == nil {
+				err := holdGC(keepCtx, c, service, cfg.GCTTL, ts)
+				if errors.Is(err, ErrGCSafePoint) {
+					failBackup(err)
+					return
+				}
+				if err != nil && keepCtx.Err() == nil {
 					log.Warn("renew the backup's service GC safe point", "service", service, "err", err)
 				}
 			}
@@ -160,6 +169,9 @@ func Backup(ctx context.Context, cfg Config) (*Manifest, error) {
 			return false, nil
 		})
 	})
+	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, ErrGCSafePoint) {
+		return nil, cause
+	}
 	if err != nil {
 		return nil, err
 	}

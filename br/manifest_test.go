@@ -1,7 +1,9 @@
 package br
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -84,4 +86,28 @@ func TestFilter(t *testing.T) {
 	require.True(t, Filter{}.matchDB("x") && Filter{}.matchTable("y"))
 	require.True(t, systemDB("mysql"))
 	require.False(t, systemDB("test"))
+}
+
+// TestFileCuts: a file larger than the piece size is cut about every
+// piece size of pairs, at increasing keys inside it; a small one is not.
+func TestFileCuts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.sst")
+	w, err := backupfile.Create(context.Background(), path, nil)
+	require.NoError(t, err)
+	for i := range 1000 {
+		require.NoError(t, w.Add(fmt.Appendf(nil, "k%04d", i), make([]byte, 95))) // 100 bytes a pair
+	}
+	sum := w.Checksum()
+	_, err = w.Finish()
+	require.NoError(t, err)
+	f := FileMeta{Name: "f.sst", StartKey: []byte("k"), EndKey: []byte("l"), Checksum: sum}
+	cuts, err := fileCuts(path, f, 10_000)
+	require.NoError(t, err)
+	require.Len(t, cuts, 9)
+	for i, c := range cuts {
+		require.Equal(t, fmt.Sprintf("k%04d", (i+1)*100), string(c))
+	}
+	cuts, err = fileCuts(path, f, 200_000)
+	require.NoError(t, err)
+	require.Empty(t, cuts)
 }
