@@ -154,7 +154,7 @@ func Backup(ctx context.Context, cfg Config) (*Manifest, error) {
 				return retry, err
 			}
 			sub++
-			if f != nil {
+			if f.Name != "" {
 				f.TableID = u.table.ID
 				u.filesMu.Lock()
 				*u.outFiles = append(*u.outFiles, *f)
@@ -211,8 +211,10 @@ func holdGC(ctx context.Context, c *cluster, service string, ttl time.Duration, 
 	return nil
 }
 
-// exportPiece asks r's leader to export [lo, hi) at ts; a lock is resolved
-// (or waited for) and the piece retried.
+// exportPiece asks r's leader to export [lo, hi) at ts into dir/name (dir
+// empty: only checksum it) and returns what it exported (Name empty: no
+// file, the range held no pair); a lock is resolved (or waited for) and
+// the piece sent again.
 func exportPiece(ctx context.Context, c *cluster, bo *kvclient.Backoffer, r *locate.Region, lo, hi []byte, ts uint64, dir, name string, rate uint64) (*FileMeta, bool, error) {
 	var resolved []uint64
 	for {
@@ -244,9 +246,6 @@ func exportPiece(ctx context.Context, c *cluster, bo *kvclient.Backoffer, r *loc
 		}
 		if ex.GetOtherError() != "" {
 			return nil, false, fmt.Errorf("br: export [%x, %x) in region %d: %s", lo, hi, r.ID(), ex.GetOtherError())
-		}
-		if ex.GetFileName() == "" {
-			return nil, false, nil
 		}
 		return &FileMeta{Name: ex.GetFileName(), StartKey: ex.GetStartKey(), EndKey: ex.GetEndKey(), Size: ex.GetFileSize(),
 			Checksum: backupfile.Checksum{KVs: ex.GetKvs(), Bytes: ex.GetBytes(), CRC64: ex.GetCrc64Xor()}}, false, nil

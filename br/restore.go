@@ -291,36 +291,13 @@ func tableChecksum(ctx context.Context, c *cluster, id int64, ts uint64) (backup
 	var sum backupfile.Checksum
 	lo, hi := tablecodec.TableRange(id)
 	err := c.eachRegion(ctx, lo, hi, func(bo *kvclient.Backoffer, r *locate.Region, lo, hi []byte) (bool, error) {
-		f, retry, err := checksumPiece(ctx, c, bo, r, lo, hi, ts)
+		f, retry, err := exportPiece(ctx, c, bo, r, lo, hi, ts, "", "", 0)
 		if err == nil && !retry {
-			sum.Merge(f)
+			sum.Merge(f.Checksum)
 		}
 		return retry, err
 	})
 	return sum, err
-}
-
-func checksumPiece(ctx context.Context, c *cluster, bo *kvclient.Backoffer, r *locate.Region, lo, hi []byte, ts uint64) (backupfile.Checksum, bool, error) {
-	req := &kvrpcpb.ExportRequest{Context: &kvrpcpb.Context{}, StartKey: lo, EndKey: hi, Version: ts}
-	resp, retry, err := c.kv.SendRequest(ctx, bo, r, &kvclient.Request{Cmd: &storepb.BatchCommandsRequest_Request_Export{Export: req}})
-	if err != nil || retry {
-		return backupfile.Checksum{}, retry, err
-	}
-	ex := resp.GetExport()
-	if ke := ex.GetError(); ke != nil {
-		if l := ke.GetLocked(); l != nil {
-			res, err := c.resolver.Resolve(ctx, bo, ts, []*kvrpcpb.LockInfo{l})
-			if err == nil && res.Wait {
-				err = bo.Backoff(ctx, errors.New("br: lock in a restored table"))
-			}
-			return backupfile.Checksum{}, err == nil, err
-		}
-		return backupfile.Checksum{}, false, fmt.Errorf("br: checksum [%x, %x): %v", lo, hi, ke)
-	}
-	if ex.GetOtherError() != "" {
-		return backupfile.Checksum{}, false, fmt.Errorf("br: checksum [%x, %x): %s", lo, hi, ex.GetOtherError())
-	}
-	return backupfile.Checksum{KVs: ex.GetKvs(), Bytes: ex.GetBytes(), CRC64: ex.GetCrc64Xor()}, false, nil
 }
 
 // restoreSplitBytes: a restore splits a file's range about every this many
