@@ -28,7 +28,7 @@ deps:
 	$(GO) mod download
 
 build: deps
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/pd ./cmd/storenode ./cmd/sqlnode ./cmd/playground ./cmd/consistencycheck
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/pd ./cmd/storenode ./cmd/sqlnode ./cmd/playground ./cmd/consistencycheck ./cmd/br
 
 PDS ?= 1
 STORES ?= 3
@@ -207,3 +207,9 @@ bench-quick: build bench-tools-sysbench bench-tools-gotpc
 	$(GO) run ./bench/sysbench --workload $(BENCH_WORKLOADS) --targets strata --fail-on-error \
 		--sysbench-args '--mysql-ignore-errors=$(BENCH_IGNORE_ERRORS)' --go-tpc $(TOOLS)/go-tpc \
 		--session-dir bench/results/quick-$(BENCH_STAMP) $(BENCH_QUICK_ARGS)
+
+# br's acceptance check: backup of go-tpc TPC-C (4 warehouses) while it
+# runs, restore into a fresh cluster, go-tpc tpcc check there.
+.PHONY: bench-br-tpcc
+bench-br-tpcc: build bench-tools-gotpc
+	GOTPC=$(TOOLS)/go-tpc bench/br_tpcc.sh

@@ -26,13 +26,16 @@ const (
 	kindScanLock
 	kindSplitRegion
 	kindDeleteRange
+	kindExport
+	kindIngest
 	numKinds
 )
 
 var kindNames = [numKinds]string{"get", "scan", "coprocessor", "batch_get",
 	"prewrite", "commit", "batch_rollback", "cleanup", "check_txn_status",
 	"check_secondary_locks", "resolve_lock", "txn_heart_beat", "pessimistic_lock",
-	"pessimistic_rollback", "scan_lock", "split_region", "delete_range"}
+	"pessimistic_rollback", "scan_lock", "split_region", "delete_range",
+	"export", "ingest"}
 
 func (k rpcKind) String() string { return kindNames[k] }
 
@@ -50,7 +53,7 @@ func (k rpcKind) replicaReadable() bool {
 // was sent leaves its outcome unknown.
 func (k rpcKind) isWrite() bool {
 	switch k {
-	case kindGet, kindScan, kindCop, kindBatchGet, kindCheckSecondaryLocks, kindScanLock:
+	case kindGet, kindScan, kindCop, kindBatchGet, kindCheckSecondaryLocks, kindScanLock, kindExport:
 		return false
 	}
 	return true

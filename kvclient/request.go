@@ -180,6 +180,10 @@ func requestInfo(req *Request) (rpcKind, *kvrpcpb.Context) {
 		return kindSplitRegion, ctxOf(&c.SplitRegion.Context)
 	case *storepb.BatchCommandsRequest_Request_DeleteRange:
 		return kindDeleteRange, ctxOf(&c.DeleteRange.Context)
+	case *storepb.BatchCommandsRequest_Request_Export:
+		return kindExport, ctxOf(&c.Export.Context)
+	case *storepb.BatchCommandsRequest_Request_Ingest:
+		return kindIngest, ctxOf(&c.Ingest.Context)
 	}
 	return numKinds, nil
 }
@@ -290,6 +294,18 @@ func callUnary(ctx context.Context, sc storepb.StoreClient, req *Request, opts .
 			return nil, err
 		}
 		out.Cmd = &storepb.BatchCommandsResponse_Response_DeleteRange{DeleteRange: r}
+	case *storepb.BatchCommandsRequest_Request_Export:
+		r, err := sc.KvExport(ctx, c.Export, opts...)
+		if err != nil {
+			return nil, err
+		}
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Export{Export: r}
+	case *storepb.BatchCommandsRequest_Request_Ingest:
+		r, err := sc.KvIngest(ctx, c.Ingest, opts...)
+		if err != nil {
+			return nil, err
+		}
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Ingest{Ingest: r}
 	default:
 		return nil, fmt.Errorf("kvclient: unsupported request %T", req.Cmd)
 	}
@@ -335,6 +351,10 @@ func responseRegionError(resp *Response) *errorpb.Error {
 		m = c.SplitRegion
 	case *storepb.BatchCommandsResponse_Response_DeleteRange:
 		m = c.DeleteRange
+	case *storepb.BatchCommandsResponse_Response_Export:
+		m = c.Export
+	case *storepb.BatchCommandsResponse_Response_Ingest:
+		m = c.Ingest
 	default:
 		return nil
 	}

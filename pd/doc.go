@@ -19,6 +19,14 @@
 // etcd session ends or ctx is cancelled, the term is dropped, its TSO
 // allocator reset, and the member resigns and campaigns again.
 //
+// # GC safe points
+//
+// gc.go keeps the cluster's GC safe point (monotonic, persisted) and the
+// service GC safe points (TiDB's UpdateServiceGCSafePoint: a service id, a
+// TTL and a ts, persisted under /strata/gc/service_safe_point/): while one
+// is live, UpdateGCSafePoint never raises the GC safe point above it. br
+// holds one at its backup ts while a backup runs.
+//
 // # Shutdown
 //
 // On ctx cancel a member hands over before it goes (Server.shutdown): the

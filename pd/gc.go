@@ -2,13 +2,16 @@ package pd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stratadb/strata/proto/pdpb"
@@ -18,6 +21,8 @@ import (
 const (
 	keyGCSafePoint = rootPath + "gc/safe_point" // decimal TSO timestamp
 	keyGCConfig    = rootPath + "gc/config"     // pdpb.GCConfig
+	// + service id -> JSON serviceSafePoint
+	prefixServiceSafePoint = rootPath + "gc/service_safe_point/"
 )
 
 // GC defaults (TiDB's tidb_gc_life_time and tidb_gc_run_interval).
@@ -26,10 +31,27 @@ const (
 	DefaultGCRunInterval = 10 * time.Minute
 )
 
-var gcSafePointGauge = promauto.NewGauge(prometheus.GaugeOpts{
-	Namespace: "strata", Subsystem: "pd", Name: "gc_safe_point",
-	Help: "The cluster's GC safe point (a TSO timestamp; physical ms = value >> 18) as known to this PD leader.",
-})
+var (
+	gcSafePointGauge = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "pd", Name: "gc_safe_point",
+		Help: "The cluster's GC safe point (a TSO timestamp; physical ms = value >> 18) as known to this PD leader.",
+	})
+	serviceSafePointsGauge = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "pd", Name: "gc_service_safe_points",
+		Help: "Live service GC safe points (a running backup holds one) as known to this PD leader.",
+	})
+)
+
+// serviceSafePoint is a service's hold on the GC safe point (TiDB's
+// service GC safe point): until ExpiresMs (Unix milliseconds on the PD
+// leader's clock, persisted so a new leader honours it) the GC safe point
+// does not pass SafePoint.
+type serviceSafePoint struct {
+	SafePoint uint64 `json:"safe_point"`
+	ExpiresMs int64  `json:"expires_ms"`
+}
+
+func serviceSafePointKey(id string) string { return prefixServiceSafePoint + id }
 
 // gcState is one leader term's GC bookkeeping: the safe point (persisted,
 // monotonic), the GC settings (persisted), and the SQL nodes' heartbeats
@@ -52,6 +74,7 @@ type gcState struct {
 	leader    string
 	leaderExp time.Time
 	maxTTL    time.Duration // largest TTL any node asked for this term
+	services  map[string]serviceSafePoint
 }
 
 type gcNode struct {
@@ -82,9 +105,75 @@ func (g *gcState) load(ctx context.Context) error {
 			return fmt.Errorf("pd: decode %s: %w", keyGCConfig, err)
 		}
 	}
-	g.safePoint, g.cfg, g.loaded = sp, cfg, true
+	resp, err := g.kv.cli.Get(ctx, prefixServiceSafePoint, clientv3.WithPrefix())
+	if err != nil {
+		return fmt.Errorf("load service safe points: %w", err)
+	}
+	services := map[string]serviceSafePoint{}
+	for _, kv := range resp.Kvs {
+		var ssp serviceSafePoint
+		if err := json.Unmarshal(kv.Value, &ssp); err != nil {
+			return fmt.Errorf("pd: decode %s: %w", kv.Key, err)
+		}
+		services[strings.TrimPrefix(string(kv.Key), prefixServiceSafePoint)] = ssp
+	}
+	g.safePoint, g.cfg, g.services, g.loaded = sp, cfg, services, true
 	gcSafePointGauge.Set(float64(sp))
 	return nil
+}
+
+// minServiceSafePoint returns the smallest live service safe point and its
+// service, dropping expired ones from memory (their etcd keys stay until
+// the service is updated or removed, and are ignored); mu is held.
+func (g *gcState) minServiceSafePoint(now time.Time) (id string, sp uint64, ok bool) {
+	for sid, s := range g.services {
+		if now.UnixMilli() >= s.ExpiresMs {
+			delete(g.services, sid)
+			continue
+		}
+		if !ok || s.SafePoint < sp {
+			id, sp, ok = sid, s.SafePoint, true
+		}
+	}
+	serviceSafePointsGauge.Set(float64(len(g.services)))
+	return id, sp, ok
+}
+
+// updateServiceSafePoint registers or renews (ttl > 0) or removes (ttl <=
+// 0) service id's safe point and returns the smallest live one (the GC
+// safe point when none is live or it is smaller). A safe point below the
+// GC safe point is not registered: the returned minimum is then above
+// what the caller asked for, and the caller must give up (its snapshot's
+// versions may be gone).
+func (g *gcState) updateServiceSafePoint(ctx context.Context, id string, ttl time.Duration, sp uint64, now time.Time) (*pdpb.UpdateServiceGCSafePointResponse, error) {
+	if id == "" {
+		return nil, fmt.Errorf("%w: service safe point without service id", ErrInvalidArgument)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.load(ctx); err != nil {
+		return nil, err
+	}
+	switch {
+	case ttl <= 0:
+		if err := g.kv.txn(ctx, nil, clientv3.OpDelete(serviceSafePointKey(id))); err != nil {
+			return nil, fmt.Errorf("remove service safe point %s: %w", id, err)
+		}
+		delete(g.services, id)
+	case sp >= g.safePoint:
+		ssp := serviceSafePoint{SafePoint: sp, ExpiresMs: now.Add(ttl).UnixMilli()}
+		v, _ := json.Marshal(ssp)
+		if err := g.kv.put(ctx, serviceSafePointKey(id), string(v)); err != nil {
+			return nil, fmt.Errorf("persist service safe point %s: %w", id, err)
+		}
+		g.services[id] = ssp
+	}
+	resp := &pdpb.UpdateServiceGCSafePointResponse{ServiceId: "gc_worker", MinSafePoint: g.safePoint}
+	if sid, min, ok := g.minServiceSafePoint(now); ok && min >= g.safePoint {
+		resp.ServiceId, resp.MinSafePoint = sid, min
+		resp.TtlSeconds = int64(time.Duration(g.services[sid].ExpiresMs-now.UnixMilli()) * time.Millisecond / time.Second)
+	}
+	return resp, nil
 }
 
 func (g *gcState) getSafePoint(ctx context.Context) (uint64, error) {
@@ -96,14 +185,17 @@ func (g *gcState) getSafePoint(ctx context.Context) (uint64, error) {
 	return g.safePoint, nil
 }
 
-// updateSafePoint raises the safe point to sp if it is higher and returns
-// the resulting safe point. The new value is persisted before it is
-// returned or served.
-func (g *gcState) updateSafePoint(ctx context.Context, sp uint64) (uint64, error) {
+// updateSafePoint raises the safe point to sp if it is higher, but never
+// above a live service safe point, and returns the resulting safe point.
+// The new value is persisted before it is returned or served.
+func (g *gcState) updateSafePoint(ctx context.Context, sp uint64, now time.Time) (uint64, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := g.load(ctx); err != nil {
 		return 0, err
+	}
+	if _, min, ok := g.minServiceSafePoint(now); ok && sp > min {
+		sp = min
 	}
 	if sp <= g.safePoint {
 		return g.safePoint, nil
@@ -219,11 +311,24 @@ func (sv *service) UpdateGCSafePoint(ctx context.Context, req *pdpb.UpdateGCSafe
 	if t == nil {
 		return &pdpb.UpdateGCSafePointResponse{Header: notLeaderHeader}, nil
 	}
-	sp, err := t.gc.updateSafePoint(ctx, req.GetSafePoint())
+	sp, err := t.gc.updateSafePoint(ctx, req.GetSafePoint(), time.Now())
 	if err != nil {
 		return &pdpb.UpdateGCSafePointResponse{Header: errorHeader(t, err)}, nil
 	}
 	return &pdpb.UpdateGCSafePointResponse{Header: header(t), NewSafePoint: sp}, nil
+}
+
+func (sv *service) UpdateServiceGCSafePoint(ctx context.Context, req *pdpb.UpdateServiceGCSafePointRequest) (*pdpb.UpdateServiceGCSafePointResponse, error) {
+	t := sv.s.leaderTerm()
+	if t == nil {
+		return &pdpb.UpdateServiceGCSafePointResponse{Header: notLeaderHeader}, nil
+	}
+	resp, err := t.gc.updateServiceSafePoint(ctx, req.GetServiceId(), time.Duration(req.GetTtlSeconds())*time.Second, req.GetSafePoint(), time.Now())
+	if err != nil {
+		return &pdpb.UpdateServiceGCSafePointResponse{Header: errorHeader(t, err)}, nil
+	}
+	resp.Header = header(t)
+	return resp, nil
 }
 
 func (sv *service) GCNodeHeartbeat(ctx context.Context, req *pdpb.GCNodeHeartbeatRequest) (*pdpb.GCNodeHeartbeatResponse, error) {

@@ -54,7 +54,7 @@ type clusterOpts struct {
 // startCluster starts a cluster of real processes on free loopback ports in a
 // temp dir, waits until every SQL node serves, and tears it down (dumping
 // the process logs if the test failed) when the test ends.
-func startCluster(t *testing.T, o clusterOpts) *localcluster.Cluster {
+func startCluster(t testing.TB, o clusterOpts) *localcluster.Cluster {
 	t.Helper()
 	c, err := localcluster.New(localcluster.Config{
 		BinDir: binDir, DataDir: t.TempDir(), PDs: o.pds, Stores: o.stores, SQLNodes: o.sqlNodes, FreePorts: true,
@@ -75,7 +75,7 @@ func startCluster(t *testing.T, o clusterOpts) *localcluster.Cluster {
 	return c
 }
 
-func waitReady(t *testing.T, c *localcluster.Cluster) {
+func waitReady(t testing.TB, c *localcluster.Cluster) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -85,7 +85,7 @@ func waitReady(t *testing.T, c *localcluster.Cluster) {
 }
 
 // openDB opens a connection pool to SQL node i with db selected.
-func openDB(t *testing.T, c *localcluster.Cluster, i int, db string) *sql.DB {
+func openDB(t testing.TB, c *localcluster.Cluster, i int, db string) *sql.DB {
 	t.Helper()
 	conn, err := sql.Open("mysql", c.DSN(i, db))
 	require.NoError(t, err)

@@ -105,7 +105,7 @@ func checkRows(t *testing.T, db *sql.DB, n int) {
 	}
 }
 
-func mustExec(t *testing.T, db *sql.DB, q string) {
+func mustExec(t testing.TB, db *sql.DB, q string) {
 	t.Helper()
 	start := time.Now()
 	_, err := db.Exec(q)

@@ -31,6 +31,23 @@ func (c *Client) UpdateGCSafePoint(ctx context.Context, sp uint64) (uint64, erro
 	return out, err
 }
 
+// UpdateServiceGCSafePoint registers or renews service's hold on the GC
+// safe point at sp for ttl (whole seconds; ttl < 1s removes it): until it
+// expires PD's GC safe point does not pass sp. It returns the smallest
+// live service safe point (or the GC safe point when smaller): above sp
+// means sp was below the GC safe point and was not registered.
+func (c *Client) UpdateServiceGCSafePoint(ctx context.Context, service string, ttl time.Duration, sp uint64) (uint64, error) {
+	var out uint64
+	err := c.call(ctx, "UpdateServiceGCSafePoint", func(ctx context.Context, cli pdpb.PDClient) (*pdpb.ResponseHeader, error) {
+		resp, err := cli.UpdateServiceGCSafePoint(ctx, &pdpb.UpdateServiceGCSafePointRequest{
+			ServiceId: service, TtlSeconds: int64(ttl / time.Second), SafePoint: sp,
+		})
+		out = resp.GetMinSafePoint()
+		return resp.GetHeader(), err
+	})
+	return out, err
+}
+
 // GCNodeHeartbeat publishes a SQL node's smallest running start_ts (0:
 // none) for ttl, campaigns for (or keeps, or with campaign false resigns)
 // the GC leadership, and returns PD's answer with the effective GC config.

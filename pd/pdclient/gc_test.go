@@ -97,3 +97,57 @@ func TestGCNodeHeartbeatLeader(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 	require.Zero(t, r.MinStartTs, "b's heartbeat expired")
 }
+
+// TestServiceGCSafePoint: a live service safe point holds the GC safe
+// point below it (also across a PD restart); one below the GC safe point
+// is refused; removing it lets the GC safe point move on.
+func TestServiceGCSafePoint(t *testing.T) {
+	s := pdtest.New(t, 3)
+	c := newClient(t, []string{s.Addr})
+	ctx := testCtx(t)
+
+	_, err := c.UpdateGCSafePoint(ctx, 100)
+	require.NoError(t, err)
+	min, err := c.UpdateServiceGCSafePoint(ctx, "br-1", time.Minute, 50)
+	require.NoError(t, err)
+	require.Equal(t, uint64(100), min, "a service safe point below the GC safe point is not registered")
+
+	min, err = c.UpdateServiceGCSafePoint(ctx, "br-1", time.Minute, 200)
+	require.NoError(t, err)
+	require.Equal(t, uint64(200), min)
+	min, err = c.UpdateServiceGCSafePoint(ctx, "br-2", time.Minute, 300)
+	require.NoError(t, err)
+	require.Equal(t, uint64(200), min, "the smallest live service safe point")
+	got, err := c.UpdateGCSafePoint(ctx, 1000)
+	require.NoError(t, err)
+	require.Equal(t, uint64(200), got, "GC stops at the service safe point")
+
+	s.Stop()
+	s.Restart()
+	got, err = c.UpdateGCSafePoint(ctx, 1000)
+	require.NoError(t, err)
+	require.Equal(t, uint64(200), got, "the service safe point survives a PD restart")
+
+	min, err = c.UpdateServiceGCSafePoint(ctx, "br-1", 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, uint64(300), min, "br-1 removed, br-2 still holds")
+	got, err = c.UpdateGCSafePoint(ctx, 1000)
+	require.NoError(t, err)
+	require.Equal(t, uint64(300), got)
+	_, err = c.UpdateServiceGCSafePoint(ctx, "br-2", 0, 0)
+	require.NoError(t, err)
+	got, err = c.UpdateGCSafePoint(ctx, 1000)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1000), got, "no live service safe point: GC moves on")
+
+	// An expired one no longer holds.
+	_, err = c.UpdateServiceGCSafePoint(ctx, "br-3", time.Second, 1500)
+	require.NoError(t, err)
+	got, err = c.UpdateGCSafePoint(ctx, 2000)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1500), got)
+	require.Eventually(t, func() bool {
+		got, err = c.UpdateGCSafePoint(ctx, 2000)
+		return err == nil && got == 2000
+	}, 10*time.Second, 100*time.Millisecond, "an expired service safe point stops holding")
+}

@@ -3532,6 +3532,388 @@ func (x *DeleteRangeResponse) GetApproximateSize() uint64 {
 	return 0
 }
 
+// ExportRequest asks a region's leader to write the data of [start_key,
+// end_key) (clamped to the region; empty end_key: the region's end) visible
+// at version (a backup's TSO) as one SST file of plain key/value pairs
+// (the newest Put with commit_ts <= version of each key; deletions and
+// older versions are not exported) into dir, a directory of the store's
+// file system (a shared mount in a real deployment), named file_name (the
+// caller makes it unique). A lock with start_ts <= version stops the
+// export with error.locked: the caller resolves it and sends the request
+// again (Context.resolved_locks as for reads). With dir empty no file is
+// written: the response only counts and checksums the range (a restore
+// verifying what it wrote). rate_limit_bytes_per_sec caps the file's write
+// rate (0: none). br (cmd/br) sends it.
+type ExportRequest struct {
+	state                protoimpl.MessageState `protogen:"open.v1"`
+	Context              *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	StartKey             []byte                 `protobuf:"bytes,2,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	EndKey               []byte                 `protobuf:"bytes,3,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	Version              uint64                 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	Dir                  string                 `protobuf:"bytes,5,opt,name=dir,proto3" json:"dir,omitempty"`
+	FileName             string                 `protobuf:"bytes,6,opt,name=file_name,json=fileName,proto3" json:"file_name,omitempty"`
+	RateLimitBytesPerSec uint64                 `protobuf:"varint,7,opt,name=rate_limit_bytes_per_sec,json=rateLimitBytesPerSec,proto3" json:"rate_limit_bytes_per_sec,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *ExportRequest) Reset() {
+	*x = ExportRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportRequest) ProtoMessage() {}
+
+func (x *ExportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
+func (*ExportRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ExportRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *ExportRequest) GetStartKey() []byte {
+	if x != nil {
+		return x.StartKey
+	}
+	return nil
+}
+
+func (x *ExportRequest) GetEndKey() []byte {
+	if x != nil {
+		return x.EndKey
+	}
+	return nil
+}
+
+func (x *ExportRequest) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ExportRequest) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *ExportRequest) GetFileName() string {
+	if x != nil {
+		return x.FileName
+	}
+	return ""
+}
+
+func (x *ExportRequest) GetRateLimitBytesPerSec() uint64 {
+	if x != nil {
+		return x.RateLimitBytesPerSec
+	}
+	return 0
+}
+
+type ExportResponse struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	RegionError *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error       *KeyError              `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	OtherError  string                 `protobuf:"bytes,3,opt,name=other_error,json=otherError,proto3" json:"other_error,omitempty"` // the store could not write the file (disk, path)
+	// The range the export covered: the request's, clamped to the region.
+	StartKey      []byte `protobuf:"bytes,4,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	EndKey        []byte `protobuf:"bytes,5,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	Kvs           uint64 `protobuf:"varint,6,opt,name=kvs,proto3" json:"kvs,omitempty"`
+	Bytes         uint64 `protobuf:"varint,7,opt,name=bytes,proto3" json:"bytes,omitempty"`                       // sum of len(key)+len(value)
+	Crc64Xor      uint64 `protobuf:"varint,8,opt,name=crc64_xor,json=crc64Xor,proto3" json:"crc64_xor,omitempty"` // xor of crc64-ECMA(key||value) over the pairs
+	FileName      string `protobuf:"bytes,9,opt,name=file_name,json=fileName,proto3" json:"file_name,omitempty"`  // "" when the range held no pair (no file written)
+	FileSize      uint64 `protobuf:"varint,10,opt,name=file_size,json=fileSize,proto3" json:"file_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportResponse) Reset() {
+	*x = ExportResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportResponse) ProtoMessage() {}
+
+func (x *ExportResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
+func (*ExportResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ExportResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *ExportResponse) GetError() *KeyError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *ExportResponse) GetOtherError() string {
+	if x != nil {
+		return x.OtherError
+	}
+	return ""
+}
+
+func (x *ExportResponse) GetStartKey() []byte {
+	if x != nil {
+		return x.StartKey
+	}
+	return nil
+}
+
+func (x *ExportResponse) GetEndKey() []byte {
+	if x != nil {
+		return x.EndKey
+	}
+	return nil
+}
+
+func (x *ExportResponse) GetKvs() uint64 {
+	if x != nil {
+		return x.Kvs
+	}
+	return 0
+}
+
+func (x *ExportResponse) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *ExportResponse) GetCrc64Xor() uint64 {
+	if x != nil {
+		return x.Crc64Xor
+	}
+	return 0
+}
+
+func (x *ExportResponse) GetFileName() string {
+	if x != nil {
+		return x.FileName
+	}
+	return ""
+}
+
+func (x *ExportResponse) GetFileSize() uint64 {
+	if x != nil {
+		return x.FileSize
+	}
+	return 0
+}
+
+// IngestRequest asks a region's leader to write the pairs of the SST file
+// at path (an ExportRequest's file, on the store's file system) that fall
+// in [start_key, end_key) clamped to the region, as committed versions:
+// for each pair a Put write record at commit_version (start_ts
+// start_version, a long value in the default key space), proposed through
+// the region's raft group in batches, so every replica applies them. It
+// takes no latches and checks no locks: it is for a restore into key
+// ranges nobody else uses. Writing the same file again writes the same
+// records (idempotent), so a retry after any error is safe.
+type IngestRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	StartKey      []byte                 `protobuf:"bytes,3,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	EndKey        []byte                 `protobuf:"bytes,4,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	StartVersion  uint64                 `protobuf:"varint,5,opt,name=start_version,json=startVersion,proto3" json:"start_version,omitempty"`
+	CommitVersion uint64                 `protobuf:"varint,6,opt,name=commit_version,json=commitVersion,proto3" json:"commit_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngestRequest) Reset() {
+	*x = IngestRequest{}
+	mi := &file_kvrpcpb_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngestRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngestRequest) ProtoMessage() {}
+
+func (x *IngestRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngestRequest.ProtoReflect.Descriptor instead.
+func (*IngestRequest) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *IngestRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *IngestRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *IngestRequest) GetStartKey() []byte {
+	if x != nil {
+		return x.StartKey
+	}
+	return nil
+}
+
+func (x *IngestRequest) GetEndKey() []byte {
+	if x != nil {
+		return x.EndKey
+	}
+	return nil
+}
+
+func (x *IngestRequest) GetStartVersion() uint64 {
+	if x != nil {
+		return x.StartVersion
+	}
+	return 0
+}
+
+func (x *IngestRequest) GetCommitVersion() uint64 {
+	if x != nil {
+		return x.CommitVersion
+	}
+	return 0
+}
+
+type IngestResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"` // the file could not be read, or the request is malformed
+	Kvs           uint64                 `protobuf:"varint,3,opt,name=kvs,proto3" json:"kvs,omitempty"`
+	Bytes         uint64                 `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngestResponse) Reset() {
+	*x = IngestResponse{}
+	mi := &file_kvrpcpb_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngestResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngestResponse) ProtoMessage() {}
+
+func (x *IngestResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngestResponse.ProtoReflect.Descriptor instead.
+func (*IngestResponse) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *IngestResponse) GetRegionError() *errorpb.Error {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *IngestResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *IngestResponse) GetKvs() uint64 {
+	if x != nil {
+		return x.Kvs
+	}
+	return 0
+}
+
+func (x *IngestResponse) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
 type KeyRange struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Start         []byte                 `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
@@ -3542,7 +3924,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_kvrpcpb_proto_msgTypes[45]
+	mi := &file_kvrpcpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3554,7 +3936,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[45]
+	mi := &file_kvrpcpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3567,7 +3949,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{45}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *KeyRange) GetStart() []byte {
@@ -3606,7 +3988,7 @@ type CoprocessorRequest struct {
 
 func (x *CoprocessorRequest) Reset() {
 	*x = CoprocessorRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[46]
+	mi := &file_kvrpcpb_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3618,7 +4000,7 @@ func (x *CoprocessorRequest) String() string {
 func (*CoprocessorRequest) ProtoMessage() {}
 
 func (x *CoprocessorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[46]
+	mi := &file_kvrpcpb_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3631,7 +4013,7 @@ func (x *CoprocessorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoprocessorRequest.ProtoReflect.Descriptor instead.
 func (*CoprocessorRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{46}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CoprocessorRequest) GetContext() *Context {
@@ -3682,7 +4064,7 @@ type StoreBatchTask struct {
 
 func (x *StoreBatchTask) Reset() {
 	*x = StoreBatchTask{}
-	mi := &file_kvrpcpb_proto_msgTypes[47]
+	mi := &file_kvrpcpb_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3694,7 +4076,7 @@ func (x *StoreBatchTask) String() string {
 func (*StoreBatchTask) ProtoMessage() {}
 
 func (x *StoreBatchTask) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[47]
+	mi := &file_kvrpcpb_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3707,7 +4089,7 @@ func (x *StoreBatchTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchTask.ProtoReflect.Descriptor instead.
 func (*StoreBatchTask) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{47}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *StoreBatchTask) GetRegionId() uint64 {
@@ -3752,7 +4134,7 @@ type StoreBatchTaskResponse struct {
 
 func (x *StoreBatchTaskResponse) Reset() {
 	*x = StoreBatchTaskResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[48]
+	mi := &file_kvrpcpb_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3764,7 +4146,7 @@ func (x *StoreBatchTaskResponse) String() string {
 func (*StoreBatchTaskResponse) ProtoMessage() {}
 
 func (x *StoreBatchTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[48]
+	mi := &file_kvrpcpb_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3777,7 +4159,7 @@ func (x *StoreBatchTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchTaskResponse.ProtoReflect.Descriptor instead.
 func (*StoreBatchTaskResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{48}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *StoreBatchTaskResponse) GetRegionError() *errorpb.Error {
@@ -3821,7 +4203,7 @@ type CoprocessorResponse struct {
 
 func (x *CoprocessorResponse) Reset() {
 	*x = CoprocessorResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[49]
+	mi := &file_kvrpcpb_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3833,7 +4215,7 @@ func (x *CoprocessorResponse) String() string {
 func (*CoprocessorResponse) ProtoMessage() {}
 
 func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[49]
+	mi := &file_kvrpcpb_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3846,7 +4228,7 @@ func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoprocessorResponse.ProtoReflect.Descriptor instead.
 func (*CoprocessorResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{49}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *CoprocessorResponse) GetRegionError() *errorpb.Error {
@@ -3894,7 +4276,7 @@ type SplitRegionRequest struct {
 
 func (x *SplitRegionRequest) Reset() {
 	*x = SplitRegionRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[50]
+	mi := &file_kvrpcpb_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3906,7 +4288,7 @@ func (x *SplitRegionRequest) String() string {
 func (*SplitRegionRequest) ProtoMessage() {}
 
 func (x *SplitRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[50]
+	mi := &file_kvrpcpb_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3919,7 +4301,7 @@ func (x *SplitRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRegionRequest.ProtoReflect.Descriptor instead.
 func (*SplitRegionRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{50}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *SplitRegionRequest) GetContext() *Context {
@@ -3948,7 +4330,7 @@ type SplitRegionResponse struct {
 
 func (x *SplitRegionResponse) Reset() {
 	*x = SplitRegionResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[51]
+	mi := &file_kvrpcpb_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3960,7 +4342,7 @@ func (x *SplitRegionResponse) String() string {
 func (*SplitRegionResponse) ProtoMessage() {}
 
 func (x *SplitRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[51]
+	mi := &file_kvrpcpb_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3973,7 +4355,7 @@ func (x *SplitRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRegionResponse.ProtoReflect.Descriptor instead.
 func (*SplitRegionResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{51}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SplitRegionResponse) GetRegionError() *errorpb.Error {
@@ -4262,7 +4644,40 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\x13DeleteRangeResponse\x121\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12)\n" +
-	"\x10approximate_size\x18\x03 \x01(\x04R\x0fapproximateSize\"2\n" +
+	"\x10approximate_size\x18\x03 \x01(\x04R\x0fapproximateSize\"\xf2\x01\n" +
+	"\rExportRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x1b\n" +
+	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
+	"\aend_key\x18\x03 \x01(\fR\x06endKey\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\x04R\aversion\x12\x10\n" +
+	"\x03dir\x18\x05 \x01(\tR\x03dir\x12\x1b\n" +
+	"\tfile_name\x18\x06 \x01(\tR\bfileName\x126\n" +
+	"\x18rate_limit_bytes_per_sec\x18\a \x01(\x04R\x14rateLimitBytesPerSec\"\xc2\x02\n" +
+	"\x0eExportResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
+	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x12\x1f\n" +
+	"\vother_error\x18\x03 \x01(\tR\n" +
+	"otherError\x12\x1b\n" +
+	"\tstart_key\x18\x04 \x01(\fR\bstartKey\x12\x17\n" +
+	"\aend_key\x18\x05 \x01(\fR\x06endKey\x12\x10\n" +
+	"\x03kvs\x18\x06 \x01(\x04R\x03kvs\x12\x14\n" +
+	"\x05bytes\x18\a \x01(\x04R\x05bytes\x12\x1b\n" +
+	"\tcrc64_xor\x18\b \x01(\x04R\bcrc64Xor\x12\x1b\n" +
+	"\tfile_name\x18\t \x01(\tR\bfileName\x12\x1b\n" +
+	"\tfile_size\x18\n" +
+	" \x01(\x04R\bfileSize\"\xd1\x01\n" +
+	"\rIngestRequest\x12*\n" +
+	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1b\n" +
+	"\tstart_key\x18\x03 \x01(\fR\bstartKey\x12\x17\n" +
+	"\aend_key\x18\x04 \x01(\fR\x06endKey\x12#\n" +
+	"\rstart_version\x18\x05 \x01(\x04R\fstartVersion\x12%\n" +
+	"\x0ecommit_version\x18\x06 \x01(\x04R\rcommitVersion\"\x81\x01\n" +
+	"\x0eIngestResponse\x121\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x10\n" +
+	"\x03kvs\x18\x03 \x01(\x04R\x03kvs\x12\x14\n" +
+	"\x05bytes\x18\x04 \x01(\x04R\x05bytes\"2\n" +
 	"\bKeyRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"\xc9\x01\n" +
@@ -4334,7 +4749,7 @@ func file_kvrpcpb_proto_rawDescGZIP() []byte {
 }
 
 var file_kvrpcpb_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_kvrpcpb_proto_goTypes = []any{
 	(IsolationLevel)(0),                 // 0: kvrpcpb.IsolationLevel
 	(Op)(0),                             // 1: kvrpcpb.Op
@@ -4386,21 +4801,25 @@ var file_kvrpcpb_proto_goTypes = []any{
 	(*ScanLockResponse)(nil),            // 47: kvrpcpb.ScanLockResponse
 	(*DeleteRangeRequest)(nil),          // 48: kvrpcpb.DeleteRangeRequest
 	(*DeleteRangeResponse)(nil),         // 49: kvrpcpb.DeleteRangeResponse
-	(*KeyRange)(nil),                    // 50: kvrpcpb.KeyRange
-	(*CoprocessorRequest)(nil),          // 51: kvrpcpb.CoprocessorRequest
-	(*StoreBatchTask)(nil),              // 52: kvrpcpb.StoreBatchTask
-	(*StoreBatchTaskResponse)(nil),      // 53: kvrpcpb.StoreBatchTaskResponse
-	(*CoprocessorResponse)(nil),         // 54: kvrpcpb.CoprocessorResponse
-	(*SplitRegionRequest)(nil),          // 55: kvrpcpb.SplitRegionRequest
-	(*SplitRegionResponse)(nil),         // 56: kvrpcpb.SplitRegionResponse
-	(*metapb.RegionEpoch)(nil),          // 57: metapb.RegionEpoch
-	(*metapb.Peer)(nil),                 // 58: metapb.Peer
-	(*errorpb.Error)(nil),               // 59: errorpb.Error
-	(*metapb.Region)(nil),               // 60: metapb.Region
+	(*ExportRequest)(nil),               // 50: kvrpcpb.ExportRequest
+	(*ExportResponse)(nil),              // 51: kvrpcpb.ExportResponse
+	(*IngestRequest)(nil),               // 52: kvrpcpb.IngestRequest
+	(*IngestResponse)(nil),              // 53: kvrpcpb.IngestResponse
+	(*KeyRange)(nil),                    // 54: kvrpcpb.KeyRange
+	(*CoprocessorRequest)(nil),          // 55: kvrpcpb.CoprocessorRequest
+	(*StoreBatchTask)(nil),              // 56: kvrpcpb.StoreBatchTask
+	(*StoreBatchTaskResponse)(nil),      // 57: kvrpcpb.StoreBatchTaskResponse
+	(*CoprocessorResponse)(nil),         // 58: kvrpcpb.CoprocessorResponse
+	(*SplitRegionRequest)(nil),          // 59: kvrpcpb.SplitRegionRequest
+	(*SplitRegionResponse)(nil),         // 60: kvrpcpb.SplitRegionResponse
+	(*metapb.RegionEpoch)(nil),          // 61: metapb.RegionEpoch
+	(*metapb.Peer)(nil),                 // 62: metapb.Peer
+	(*errorpb.Error)(nil),               // 63: errorpb.Error
+	(*metapb.Region)(nil),               // 64: metapb.Region
 }
 var file_kvrpcpb_proto_depIdxs = []int32{
-	57, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
-	58, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
+	61, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
+	62, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
 	0,  // 2: kvrpcpb.Context.isolation_level:type_name -> kvrpcpb.IsolationLevel
 	9,  // 3: kvrpcpb.KvPair.error:type_name -> kvrpcpb.KeyError
 	1,  // 4: kvrpcpb.Mutation.op:type_name -> kvrpcpb.Op
@@ -4417,78 +4836,83 @@ var file_kvrpcpb_proto_depIdxs = []int32{
 	4,  // 15: kvrpcpb.WriteConflict.reason:type_name -> kvrpcpb.WriteConflict.Reason
 	13, // 16: kvrpcpb.Deadlock.wait_chain:type_name -> kvrpcpb.WaitForEntry
 	5,  // 17: kvrpcpb.GetRequest.context:type_name -> kvrpcpb.Context
-	59, // 18: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
+	63, // 18: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
 	9,  // 19: kvrpcpb.GetResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 20: kvrpcpb.BatchGetRequest.context:type_name -> kvrpcpb.Context
-	59, // 21: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
+	63, // 21: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
 	6,  // 22: kvrpcpb.BatchGetResponse.pairs:type_name -> kvrpcpb.KvPair
 	9,  // 23: kvrpcpb.BatchGetResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 24: kvrpcpb.ScanRequest.context:type_name -> kvrpcpb.Context
-	59, // 25: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
+	63, // 25: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
 	6,  // 26: kvrpcpb.ScanResponse.pairs:type_name -> kvrpcpb.KvPair
 	9,  // 27: kvrpcpb.ScanResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 28: kvrpcpb.PrewriteRequest.context:type_name -> kvrpcpb.Context
 	7,  // 29: kvrpcpb.PrewriteRequest.mutations:type_name -> kvrpcpb.Mutation
 	2,  // 30: kvrpcpb.PrewriteRequest.pessimistic_actions:type_name -> kvrpcpb.PessimisticAction
-	59, // 31: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
+	63, // 31: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
 	9,  // 32: kvrpcpb.PrewriteResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 33: kvrpcpb.CommitRequest.context:type_name -> kvrpcpb.Context
-	59, // 34: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
+	63, // 34: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
 	9,  // 35: kvrpcpb.CommitResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 36: kvrpcpb.BatchRollbackRequest.context:type_name -> kvrpcpb.Context
-	59, // 37: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
+	63, // 37: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
 	9,  // 38: kvrpcpb.BatchRollbackResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 39: kvrpcpb.CleanupRequest.context:type_name -> kvrpcpb.Context
-	59, // 40: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
+	63, // 40: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
 	9,  // 41: kvrpcpb.CleanupResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 42: kvrpcpb.CheckTxnStatusRequest.context:type_name -> kvrpcpb.Context
-	59, // 43: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
+	63, // 43: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
 	9,  // 44: kvrpcpb.CheckTxnStatusResponse.error:type_name -> kvrpcpb.KeyError
 	3,  // 45: kvrpcpb.CheckTxnStatusResponse.action:type_name -> kvrpcpb.Action
 	8,  // 46: kvrpcpb.CheckTxnStatusResponse.lock_info:type_name -> kvrpcpb.LockInfo
 	5,  // 47: kvrpcpb.CheckSecondaryLocksRequest.context:type_name -> kvrpcpb.Context
-	59, // 48: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
+	63, // 48: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
 	9,  // 49: kvrpcpb.CheckSecondaryLocksResponse.error:type_name -> kvrpcpb.KeyError
 	8,  // 50: kvrpcpb.CheckSecondaryLocksResponse.locks:type_name -> kvrpcpb.LockInfo
 	5,  // 51: kvrpcpb.ResolveLockRequest.context:type_name -> kvrpcpb.Context
 	37, // 52: kvrpcpb.ResolveLockRequest.txn_infos:type_name -> kvrpcpb.TxnInfo
-	59, // 53: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
+	63, // 53: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 54: kvrpcpb.ResolveLockResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 55: kvrpcpb.TxnHeartBeatRequest.context:type_name -> kvrpcpb.Context
-	59, // 56: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
+	63, // 56: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
 	9,  // 57: kvrpcpb.TxnHeartBeatResponse.error:type_name -> kvrpcpb.KeyError
 	5,  // 58: kvrpcpb.PessimisticLockRequest.context:type_name -> kvrpcpb.Context
 	7,  // 59: kvrpcpb.PessimisticLockRequest.mutations:type_name -> kvrpcpb.Mutation
-	59, // 60: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
+	63, // 60: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 61: kvrpcpb.PessimisticLockResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 62: kvrpcpb.PessimisticRollbackRequest.context:type_name -> kvrpcpb.Context
-	59, // 63: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
+	63, // 63: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
 	9,  // 64: kvrpcpb.PessimisticRollbackResponse.errors:type_name -> kvrpcpb.KeyError
 	5,  // 65: kvrpcpb.ScanLockRequest.context:type_name -> kvrpcpb.Context
-	59, // 66: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
+	63, // 66: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
 	9,  // 67: kvrpcpb.ScanLockResponse.error:type_name -> kvrpcpb.KeyError
 	8,  // 68: kvrpcpb.ScanLockResponse.locks:type_name -> kvrpcpb.LockInfo
 	5,  // 69: kvrpcpb.DeleteRangeRequest.context:type_name -> kvrpcpb.Context
-	59, // 70: kvrpcpb.DeleteRangeResponse.region_error:type_name -> errorpb.Error
-	5,  // 71: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
-	50, // 72: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
-	52, // 73: kvrpcpb.CoprocessorRequest.tasks:type_name -> kvrpcpb.StoreBatchTask
-	57, // 74: kvrpcpb.StoreBatchTask.region_epoch:type_name -> metapb.RegionEpoch
-	58, // 75: kvrpcpb.StoreBatchTask.peer:type_name -> metapb.Peer
-	50, // 76: kvrpcpb.StoreBatchTask.ranges:type_name -> kvrpcpb.KeyRange
-	59, // 77: kvrpcpb.StoreBatchTaskResponse.region_error:type_name -> errorpb.Error
-	9,  // 78: kvrpcpb.StoreBatchTaskResponse.locked:type_name -> kvrpcpb.KeyError
-	59, // 79: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
-	9,  // 80: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
-	53, // 81: kvrpcpb.CoprocessorResponse.batch_responses:type_name -> kvrpcpb.StoreBatchTaskResponse
-	5,  // 82: kvrpcpb.SplitRegionRequest.context:type_name -> kvrpcpb.Context
-	59, // 83: kvrpcpb.SplitRegionResponse.region_error:type_name -> errorpb.Error
-	60, // 84: kvrpcpb.SplitRegionResponse.regions:type_name -> metapb.Region
-	85, // [85:85] is the sub-list for method output_type
-	85, // [85:85] is the sub-list for method input_type
-	85, // [85:85] is the sub-list for extension type_name
-	85, // [85:85] is the sub-list for extension extendee
-	0,  // [0:85] is the sub-list for field type_name
+	63, // 70: kvrpcpb.DeleteRangeResponse.region_error:type_name -> errorpb.Error
+	5,  // 71: kvrpcpb.ExportRequest.context:type_name -> kvrpcpb.Context
+	63, // 72: kvrpcpb.ExportResponse.region_error:type_name -> errorpb.Error
+	9,  // 73: kvrpcpb.ExportResponse.error:type_name -> kvrpcpb.KeyError
+	5,  // 74: kvrpcpb.IngestRequest.context:type_name -> kvrpcpb.Context
+	63, // 75: kvrpcpb.IngestResponse.region_error:type_name -> errorpb.Error
+	5,  // 76: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
+	54, // 77: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
+	56, // 78: kvrpcpb.CoprocessorRequest.tasks:type_name -> kvrpcpb.StoreBatchTask
+	61, // 79: kvrpcpb.StoreBatchTask.region_epoch:type_name -> metapb.RegionEpoch
+	62, // 80: kvrpcpb.StoreBatchTask.peer:type_name -> metapb.Peer
+	54, // 81: kvrpcpb.StoreBatchTask.ranges:type_name -> kvrpcpb.KeyRange
+	63, // 82: kvrpcpb.StoreBatchTaskResponse.region_error:type_name -> errorpb.Error
+	9,  // 83: kvrpcpb.StoreBatchTaskResponse.locked:type_name -> kvrpcpb.KeyError
+	63, // 84: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
+	9,  // 85: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
+	57, // 86: kvrpcpb.CoprocessorResponse.batch_responses:type_name -> kvrpcpb.StoreBatchTaskResponse
+	5,  // 87: kvrpcpb.SplitRegionRequest.context:type_name -> kvrpcpb.Context
+	63, // 88: kvrpcpb.SplitRegionResponse.region_error:type_name -> errorpb.Error
+	64, // 89: kvrpcpb.SplitRegionResponse.regions:type_name -> metapb.Region
+	90, // [90:90] is the sub-list for method output_type
+	90, // [90:90] is the sub-list for method input_type
+	90, // [90:90] is the sub-list for extension type_name
+	90, // [90:90] is the sub-list for extension extendee
+	0,  // [0:90] is the sub-list for field type_name
 }
 
 func init() { file_kvrpcpb_proto_init() }
@@ -4502,7 +4926,7 @@ func file_kvrpcpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvrpcpb_proto_rawDesc), len(file_kvrpcpb_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   52,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2271,6 +2271,142 @@ func (x *UpdateGCSafePointResponse) GetNewSafePoint() uint64 {
 	return 0
 }
 
+type UpdateServiceGCSafePointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	ServiceId     string                 `protobuf:"bytes,2,opt,name=service_id,json=serviceId,proto3" json:"service_id,omitempty"`
+	TtlSeconds    int64                  `protobuf:"varint,3,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"` // <= 0: remove the service's safe point
+	SafePoint     uint64                 `protobuf:"varint,4,opt,name=safe_point,json=safePoint,proto3" json:"safe_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateServiceGCSafePointRequest) Reset() {
+	*x = UpdateServiceGCSafePointRequest{}
+	mi := &file_pdpb_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateServiceGCSafePointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateServiceGCSafePointRequest) ProtoMessage() {}
+
+func (x *UpdateServiceGCSafePointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateServiceGCSafePointRequest.ProtoReflect.Descriptor instead.
+func (*UpdateServiceGCSafePointRequest) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *UpdateServiceGCSafePointRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *UpdateServiceGCSafePointRequest) GetServiceId() string {
+	if x != nil {
+		return x.ServiceId
+	}
+	return ""
+}
+
+func (x *UpdateServiceGCSafePointRequest) GetTtlSeconds() int64 {
+	if x != nil {
+		return x.TtlSeconds
+	}
+	return 0
+}
+
+func (x *UpdateServiceGCSafePointRequest) GetSafePoint() uint64 {
+	if x != nil {
+		return x.SafePoint
+	}
+	return 0
+}
+
+type UpdateServiceGCSafePointResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	ServiceId     string                 `protobuf:"bytes,2,opt,name=service_id,json=serviceId,proto3" json:"service_id,omitempty"` // the service holding min_safe_point
+	TtlSeconds    int64                  `protobuf:"varint,3,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	MinSafePoint  uint64                 `protobuf:"varint,4,opt,name=min_safe_point,json=minSafePoint,proto3" json:"min_safe_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateServiceGCSafePointResponse) Reset() {
+	*x = UpdateServiceGCSafePointResponse{}
+	mi := &file_pdpb_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateServiceGCSafePointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateServiceGCSafePointResponse) ProtoMessage() {}
+
+func (x *UpdateServiceGCSafePointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateServiceGCSafePointResponse.ProtoReflect.Descriptor instead.
+func (*UpdateServiceGCSafePointResponse) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *UpdateServiceGCSafePointResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *UpdateServiceGCSafePointResponse) GetServiceId() string {
+	if x != nil {
+		return x.ServiceId
+	}
+	return ""
+}
+
+func (x *UpdateServiceGCSafePointResponse) GetTtlSeconds() int64 {
+	if x != nil {
+		return x.TtlSeconds
+	}
+	return 0
+}
+
+func (x *UpdateServiceGCSafePointResponse) GetMinSafePoint() uint64 {
+	if x != nil {
+		return x.MinSafePoint
+	}
+	return 0
+}
+
 // GCConfig is the cluster's GC settings (TiDB's tidb_gc_life_time and
 // tidb_gc_run_interval).
 type GCConfig struct {
@@ -2283,7 +2419,7 @@ type GCConfig struct {
 
 func (x *GCConfig) Reset() {
 	*x = GCConfig{}
-	mi := &file_pdpb_proto_msgTypes[37]
+	mi := &file_pdpb_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2295,7 +2431,7 @@ func (x *GCConfig) String() string {
 func (*GCConfig) ProtoMessage() {}
 
 func (x *GCConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[37]
+	mi := &file_pdpb_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2308,7 +2444,7 @@ func (x *GCConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCConfig.ProtoReflect.Descriptor instead.
 func (*GCConfig) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{37}
+	return file_pdpb_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GCConfig) GetLifeTimeMs() uint64 {
@@ -2342,7 +2478,7 @@ type GCNodeHeartbeatRequest struct {
 
 func (x *GCNodeHeartbeatRequest) Reset() {
 	*x = GCNodeHeartbeatRequest{}
-	mi := &file_pdpb_proto_msgTypes[38]
+	mi := &file_pdpb_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2354,7 +2490,7 @@ func (x *GCNodeHeartbeatRequest) String() string {
 func (*GCNodeHeartbeatRequest) ProtoMessage() {}
 
 func (x *GCNodeHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[38]
+	mi := &file_pdpb_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2367,7 +2503,7 @@ func (x *GCNodeHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCNodeHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*GCNodeHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{38}
+	return file_pdpb_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GCNodeHeartbeatRequest) GetHeader() *RequestHeader {
@@ -2419,7 +2555,7 @@ type GCNodeHeartbeatResponse struct {
 
 func (x *GCNodeHeartbeatResponse) Reset() {
 	*x = GCNodeHeartbeatResponse{}
-	mi := &file_pdpb_proto_msgTypes[39]
+	mi := &file_pdpb_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2431,7 +2567,7 @@ func (x *GCNodeHeartbeatResponse) String() string {
 func (*GCNodeHeartbeatResponse) ProtoMessage() {}
 
 func (x *GCNodeHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[39]
+	mi := &file_pdpb_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2444,7 +2580,7 @@ func (x *GCNodeHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCNodeHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*GCNodeHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{39}
+	return file_pdpb_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GCNodeHeartbeatResponse) GetHeader() *ResponseHeader {
@@ -2492,7 +2628,7 @@ type SetGCConfigRequest struct {
 
 func (x *SetGCConfigRequest) Reset() {
 	*x = SetGCConfigRequest{}
-	mi := &file_pdpb_proto_msgTypes[40]
+	mi := &file_pdpb_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2504,7 +2640,7 @@ func (x *SetGCConfigRequest) String() string {
 func (*SetGCConfigRequest) ProtoMessage() {}
 
 func (x *SetGCConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[40]
+	mi := &file_pdpb_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2517,7 +2653,7 @@ func (x *SetGCConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGCConfigRequest.ProtoReflect.Descriptor instead.
 func (*SetGCConfigRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{40}
+	return file_pdpb_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SetGCConfigRequest) GetHeader() *RequestHeader {
@@ -2544,7 +2680,7 @@ type SetGCConfigResponse struct {
 
 func (x *SetGCConfigResponse) Reset() {
 	*x = SetGCConfigResponse{}
-	mi := &file_pdpb_proto_msgTypes[41]
+	mi := &file_pdpb_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2556,7 +2692,7 @@ func (x *SetGCConfigResponse) String() string {
 func (*SetGCConfigResponse) ProtoMessage() {}
 
 func (x *SetGCConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[41]
+	mi := &file_pdpb_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2569,7 +2705,7 @@ func (x *SetGCConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGCConfigResponse.ProtoReflect.Descriptor instead.
 func (*SetGCConfigResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{41}
+	return file_pdpb_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SetGCConfigResponse) GetHeader() *ResponseHeader {
@@ -2597,7 +2733,7 @@ type AskBatchSplitRequest struct {
 
 func (x *AskBatchSplitRequest) Reset() {
 	*x = AskBatchSplitRequest{}
-	mi := &file_pdpb_proto_msgTypes[42]
+	mi := &file_pdpb_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2609,7 +2745,7 @@ func (x *AskBatchSplitRequest) String() string {
 func (*AskBatchSplitRequest) ProtoMessage() {}
 
 func (x *AskBatchSplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[42]
+	mi := &file_pdpb_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2622,7 +2758,7 @@ func (x *AskBatchSplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskBatchSplitRequest.ProtoReflect.Descriptor instead.
 func (*AskBatchSplitRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{42}
+	return file_pdpb_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AskBatchSplitRequest) GetHeader() *RequestHeader {
@@ -2656,7 +2792,7 @@ type SplitID struct {
 
 func (x *SplitID) Reset() {
 	*x = SplitID{}
-	mi := &file_pdpb_proto_msgTypes[43]
+	mi := &file_pdpb_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2668,7 +2804,7 @@ func (x *SplitID) String() string {
 func (*SplitID) ProtoMessage() {}
 
 func (x *SplitID) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[43]
+	mi := &file_pdpb_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2681,7 +2817,7 @@ func (x *SplitID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitID.ProtoReflect.Descriptor instead.
 func (*SplitID) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{43}
+	return file_pdpb_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SplitID) GetNewRegionId() uint64 {
@@ -2708,7 +2844,7 @@ type AskBatchSplitResponse struct {
 
 func (x *AskBatchSplitResponse) Reset() {
 	*x = AskBatchSplitResponse{}
-	mi := &file_pdpb_proto_msgTypes[44]
+	mi := &file_pdpb_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2720,7 +2856,7 @@ func (x *AskBatchSplitResponse) String() string {
 func (*AskBatchSplitResponse) ProtoMessage() {}
 
 func (x *AskBatchSplitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[44]
+	mi := &file_pdpb_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2733,7 +2869,7 @@ func (x *AskBatchSplitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskBatchSplitResponse.ProtoReflect.Descriptor instead.
 func (*AskBatchSplitResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{44}
+	return file_pdpb_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AskBatchSplitResponse) GetHeader() *ResponseHeader {
@@ -2762,7 +2898,7 @@ type ReportBatchSplitRequest struct {
 
 func (x *ReportBatchSplitRequest) Reset() {
 	*x = ReportBatchSplitRequest{}
-	mi := &file_pdpb_proto_msgTypes[45]
+	mi := &file_pdpb_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2774,7 +2910,7 @@ func (x *ReportBatchSplitRequest) String() string {
 func (*ReportBatchSplitRequest) ProtoMessage() {}
 
 func (x *ReportBatchSplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[45]
+	mi := &file_pdpb_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2787,7 +2923,7 @@ func (x *ReportBatchSplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBatchSplitRequest.ProtoReflect.Descriptor instead.
 func (*ReportBatchSplitRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{45}
+	return file_pdpb_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReportBatchSplitRequest) GetHeader() *RequestHeader {
@@ -2813,7 +2949,7 @@ type ReportBatchSplitResponse struct {
 
 func (x *ReportBatchSplitResponse) Reset() {
 	*x = ReportBatchSplitResponse{}
-	mi := &file_pdpb_proto_msgTypes[46]
+	mi := &file_pdpb_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2825,7 +2961,7 @@ func (x *ReportBatchSplitResponse) String() string {
 func (*ReportBatchSplitResponse) ProtoMessage() {}
 
 func (x *ReportBatchSplitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[46]
+	mi := &file_pdpb_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2838,7 +2974,7 @@ func (x *ReportBatchSplitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBatchSplitResponse.ProtoReflect.Descriptor instead.
 func (*ReportBatchSplitResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{46}
+	return file_pdpb_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReportBatchSplitResponse) GetHeader() *ResponseHeader {
@@ -2860,7 +2996,7 @@ type ScanRegionsRequest struct {
 
 func (x *ScanRegionsRequest) Reset() {
 	*x = ScanRegionsRequest{}
-	mi := &file_pdpb_proto_msgTypes[47]
+	mi := &file_pdpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2872,7 +3008,7 @@ func (x *ScanRegionsRequest) String() string {
 func (*ScanRegionsRequest) ProtoMessage() {}
 
 func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[47]
+	mi := &file_pdpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2885,7 +3021,7 @@ func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRegionsRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{47}
+	return file_pdpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ScanRegionsRequest) GetHeader() *RequestHeader {
@@ -2930,7 +3066,7 @@ type RegionStat struct {
 
 func (x *RegionStat) Reset() {
 	*x = RegionStat{}
-	mi := &file_pdpb_proto_msgTypes[48]
+	mi := &file_pdpb_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2942,7 +3078,7 @@ func (x *RegionStat) String() string {
 func (*RegionStat) ProtoMessage() {}
 
 func (x *RegionStat) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[48]
+	mi := &file_pdpb_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2955,7 +3091,7 @@ func (x *RegionStat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionStat.ProtoReflect.Descriptor instead.
 func (*RegionStat) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{48}
+	return file_pdpb_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RegionStat) GetRegion() *metapb.Region {
@@ -3010,7 +3146,7 @@ type ScanRegionsResponse struct {
 
 func (x *ScanRegionsResponse) Reset() {
 	*x = ScanRegionsResponse{}
-	mi := &file_pdpb_proto_msgTypes[49]
+	mi := &file_pdpb_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3158,7 @@ func (x *ScanRegionsResponse) String() string {
 func (*ScanRegionsResponse) ProtoMessage() {}
 
 func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[49]
+	mi := &file_pdpb_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3171,7 @@ func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRegionsResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{49}
+	return file_pdpb_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ScanRegionsResponse) GetHeader() *ResponseHeader {
@@ -3213,7 +3349,22 @@ const file_pdpb_proto_rawDesc = "" +
 	"safe_point\x18\x02 \x01(\x04R\tsafePoint\"o\n" +
 	"\x19UpdateGCSafePointResponse\x12,\n" +
 	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12$\n" +
-	"\x0enew_safe_point\x18\x02 \x01(\x04R\fnewSafePoint\"T\n" +
+	"\x0enew_safe_point\x18\x02 \x01(\x04R\fnewSafePoint\"\xad\x01\n" +
+	"\x1fUpdateServiceGCSafePointRequest\x12+\n" +
+	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12\x1d\n" +
+	"\n" +
+	"service_id\x18\x02 \x01(\tR\tserviceId\x12\x1f\n" +
+	"\vttl_seconds\x18\x03 \x01(\x03R\n" +
+	"ttlSeconds\x12\x1d\n" +
+	"\n" +
+	"safe_point\x18\x04 \x01(\x04R\tsafePoint\"\xb6\x01\n" +
+	" UpdateServiceGCSafePointResponse\x12,\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12\x1d\n" +
+	"\n" +
+	"service_id\x18\x02 \x01(\tR\tserviceId\x12\x1f\n" +
+	"\vttl_seconds\x18\x03 \x01(\x03R\n" +
+	"ttlSeconds\x12$\n" +
+	"\x0emin_safe_point\x18\x04 \x01(\x04R\fminSafePoint\"T\n" +
 	"\bGCConfig\x12 \n" +
 	"\flife_time_ms\x18\x01 \x01(\x04R\n" +
 	"lifeTimeMs\x12&\n" +
@@ -3285,8 +3436,7 @@ const file_pdpb_proto_rawDesc = "" +
 	"\aAddNode\x10\x00\x12\x0e\n" +
 	"\n" +
 	"RemoveNode\x10\x01\x12\x12\n" +
-	"\x0eAddLearnerNode\x10\x022\xe9\n" +
-	"\n" +
+	"\x0eAddLearnerNode\x10\x022\xd6\v\n" +
 	"\x02PD\x120\n" +
 	"\x03Tso\x12\x10.pdpb.TsoRequest\x1a\x11.pdpb.TsoResponse\"\x00(\x010\x01\x128\n" +
 	"\aAllocID\x12\x14.pdpb.AllocIDRequest\x1a\x15.pdpb.AllocIDResponse\"\x00\x12;\n" +
@@ -3302,7 +3452,8 @@ const file_pdpb_proto_rawDesc = "" +
 	"\n" +
 	"GetMembers\x12\x17.pdpb.GetMembersRequest\x1a\x18.pdpb.GetMembersResponse\"\x00\x12M\n" +
 	"\x0eGetGCSafePoint\x12\x1b.pdpb.GetGCSafePointRequest\x1a\x1c.pdpb.GetGCSafePointResponse\"\x00\x12V\n" +
-	"\x11UpdateGCSafePoint\x12\x1e.pdpb.UpdateGCSafePointRequest\x1a\x1f.pdpb.UpdateGCSafePointResponse\"\x00\x12P\n" +
+	"\x11UpdateGCSafePoint\x12\x1e.pdpb.UpdateGCSafePointRequest\x1a\x1f.pdpb.UpdateGCSafePointResponse\"\x00\x12k\n" +
+	"\x18UpdateServiceGCSafePoint\x12%.pdpb.UpdateServiceGCSafePointRequest\x1a&.pdpb.UpdateServiceGCSafePointResponse\"\x00\x12P\n" +
 	"\x0fGCNodeHeartbeat\x12\x1c.pdpb.GCNodeHeartbeatRequest\x1a\x1d.pdpb.GCNodeHeartbeatResponse\"\x00\x12D\n" +
 	"\vSetGCConfig\x12\x18.pdpb.SetGCConfigRequest\x1a\x19.pdpb.SetGCConfigResponse\"\x00\x12J\n" +
 	"\rAskBatchSplit\x12\x1a.pdpb.AskBatchSplitRequest\x1a\x1b.pdpb.AskBatchSplitResponse\"\x00\x12S\n" +
@@ -3322,64 +3473,66 @@ func file_pdpb_proto_rawDescGZIP() []byte {
 }
 
 var file_pdpb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_pdpb_proto_goTypes = []any{
-	(ErrorType)(0),                    // 0: pdpb.ErrorType
-	(ConfChangeType)(0),               // 1: pdpb.ConfChangeType
-	(*RequestHeader)(nil),             // 2: pdpb.RequestHeader
-	(*ResponseHeader)(nil),            // 3: pdpb.ResponseHeader
-	(*Error)(nil),                     // 4: pdpb.Error
-	(*Timestamp)(nil),                 // 5: pdpb.Timestamp
-	(*TsoRequest)(nil),                // 6: pdpb.TsoRequest
-	(*TsoResponse)(nil),               // 7: pdpb.TsoResponse
-	(*AllocIDRequest)(nil),            // 8: pdpb.AllocIDRequest
-	(*AllocIDResponse)(nil),           // 9: pdpb.AllocIDResponse
-	(*PutStoreRequest)(nil),           // 10: pdpb.PutStoreRequest
-	(*PutStoreResponse)(nil),          // 11: pdpb.PutStoreResponse
-	(*GetStoreRequest)(nil),           // 12: pdpb.GetStoreRequest
-	(*GetStoreResponse)(nil),          // 13: pdpb.GetStoreResponse
-	(*GetAllStoresRequest)(nil),       // 14: pdpb.GetAllStoresRequest
-	(*GetAllStoresResponse)(nil),      // 15: pdpb.GetAllStoresResponse
-	(*StoreStats)(nil),                // 16: pdpb.StoreStats
-	(*StoreHeartbeatRequest)(nil),     // 17: pdpb.StoreHeartbeatRequest
-	(*StoreHeartbeatResponse)(nil),    // 18: pdpb.StoreHeartbeatResponse
-	(*PeerStats)(nil),                 // 19: pdpb.PeerStats
-	(*RegionHeartbeatRequest)(nil),    // 20: pdpb.RegionHeartbeatRequest
-	(*ChangePeer)(nil),                // 21: pdpb.ChangePeer
-	(*TransferLeader)(nil),            // 22: pdpb.TransferLeader
-	(*SplitRegion)(nil),               // 23: pdpb.SplitRegion
-	(*RegionHeartbeatsRequest)(nil),   // 24: pdpb.RegionHeartbeatsRequest
-	(*RegionHeartbeatsResponse)(nil),  // 25: pdpb.RegionHeartbeatsResponse
-	(*RegionHeartbeatResponse)(nil),   // 26: pdpb.RegionHeartbeatResponse
-	(*GetRegionRequest)(nil),          // 27: pdpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),      // 28: pdpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),         // 29: pdpb.GetRegionResponse
-	(*IsBootstrappedRequest)(nil),     // 30: pdpb.IsBootstrappedRequest
-	(*IsBootstrappedResponse)(nil),    // 31: pdpb.IsBootstrappedResponse
-	(*Member)(nil),                    // 32: pdpb.Member
-	(*GetMembersRequest)(nil),         // 33: pdpb.GetMembersRequest
-	(*GetMembersResponse)(nil),        // 34: pdpb.GetMembersResponse
-	(*GetGCSafePointRequest)(nil),     // 35: pdpb.GetGCSafePointRequest
-	(*GetGCSafePointResponse)(nil),    // 36: pdpb.GetGCSafePointResponse
-	(*UpdateGCSafePointRequest)(nil),  // 37: pdpb.UpdateGCSafePointRequest
-	(*UpdateGCSafePointResponse)(nil), // 38: pdpb.UpdateGCSafePointResponse
-	(*GCConfig)(nil),                  // 39: pdpb.GCConfig
-	(*GCNodeHeartbeatRequest)(nil),    // 40: pdpb.GCNodeHeartbeatRequest
-	(*GCNodeHeartbeatResponse)(nil),   // 41: pdpb.GCNodeHeartbeatResponse
-	(*SetGCConfigRequest)(nil),        // 42: pdpb.SetGCConfigRequest
-	(*SetGCConfigResponse)(nil),       // 43: pdpb.SetGCConfigResponse
-	(*AskBatchSplitRequest)(nil),      // 44: pdpb.AskBatchSplitRequest
-	(*SplitID)(nil),                   // 45: pdpb.SplitID
-	(*AskBatchSplitResponse)(nil),     // 46: pdpb.AskBatchSplitResponse
-	(*ReportBatchSplitRequest)(nil),   // 47: pdpb.ReportBatchSplitRequest
-	(*ReportBatchSplitResponse)(nil),  // 48: pdpb.ReportBatchSplitResponse
-	(*ScanRegionsRequest)(nil),        // 49: pdpb.ScanRegionsRequest
-	(*RegionStat)(nil),                // 50: pdpb.RegionStat
-	(*ScanRegionsResponse)(nil),       // 51: pdpb.ScanRegionsResponse
-	(*metapb.Store)(nil),              // 52: metapb.Store
-	(*metapb.Region)(nil),             // 53: metapb.Region
-	(*metapb.Peer)(nil),               // 54: metapb.Peer
-	(*metapb.RegionEpoch)(nil),        // 55: metapb.RegionEpoch
+	(ErrorType)(0),                           // 0: pdpb.ErrorType
+	(ConfChangeType)(0),                      // 1: pdpb.ConfChangeType
+	(*RequestHeader)(nil),                    // 2: pdpb.RequestHeader
+	(*ResponseHeader)(nil),                   // 3: pdpb.ResponseHeader
+	(*Error)(nil),                            // 4: pdpb.Error
+	(*Timestamp)(nil),                        // 5: pdpb.Timestamp
+	(*TsoRequest)(nil),                       // 6: pdpb.TsoRequest
+	(*TsoResponse)(nil),                      // 7: pdpb.TsoResponse
+	(*AllocIDRequest)(nil),                   // 8: pdpb.AllocIDRequest
+	(*AllocIDResponse)(nil),                  // 9: pdpb.AllocIDResponse
+	(*PutStoreRequest)(nil),                  // 10: pdpb.PutStoreRequest
+	(*PutStoreResponse)(nil),                 // 11: pdpb.PutStoreResponse
+	(*GetStoreRequest)(nil),                  // 12: pdpb.GetStoreRequest
+	(*GetStoreResponse)(nil),                 // 13: pdpb.GetStoreResponse
+	(*GetAllStoresRequest)(nil),              // 14: pdpb.GetAllStoresRequest
+	(*GetAllStoresResponse)(nil),             // 15: pdpb.GetAllStoresResponse
+	(*StoreStats)(nil),                       // 16: pdpb.StoreStats
+	(*StoreHeartbeatRequest)(nil),            // 17: pdpb.StoreHeartbeatRequest
+	(*StoreHeartbeatResponse)(nil),           // 18: pdpb.StoreHeartbeatResponse
+	(*PeerStats)(nil),                        // 19: pdpb.PeerStats
+	(*RegionHeartbeatRequest)(nil),           // 20: pdpb.RegionHeartbeatRequest
+	(*ChangePeer)(nil),                       // 21: pdpb.ChangePeer
+	(*TransferLeader)(nil),                   // 22: pdpb.TransferLeader
+	(*SplitRegion)(nil),                      // 23: pdpb.SplitRegion
+	(*RegionHeartbeatsRequest)(nil),          // 24: pdpb.RegionHeartbeatsRequest
+	(*RegionHeartbeatsResponse)(nil),         // 25: pdpb.RegionHeartbeatsResponse
+	(*RegionHeartbeatResponse)(nil),          // 26: pdpb.RegionHeartbeatResponse
+	(*GetRegionRequest)(nil),                 // 27: pdpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),             // 28: pdpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),                // 29: pdpb.GetRegionResponse
+	(*IsBootstrappedRequest)(nil),            // 30: pdpb.IsBootstrappedRequest
+	(*IsBootstrappedResponse)(nil),           // 31: pdpb.IsBootstrappedResponse
+	(*Member)(nil),                           // 32: pdpb.Member
+	(*GetMembersRequest)(nil),                // 33: pdpb.GetMembersRequest
+	(*GetMembersResponse)(nil),               // 34: pdpb.GetMembersResponse
+	(*GetGCSafePointRequest)(nil),            // 35: pdpb.GetGCSafePointRequest
+	(*GetGCSafePointResponse)(nil),           // 36: pdpb.GetGCSafePointResponse
+	(*UpdateGCSafePointRequest)(nil),         // 37: pdpb.UpdateGCSafePointRequest
+	(*UpdateGCSafePointResponse)(nil),        // 38: pdpb.UpdateGCSafePointResponse
+	(*UpdateServiceGCSafePointRequest)(nil),  // 39: pdpb.UpdateServiceGCSafePointRequest
+	(*UpdateServiceGCSafePointResponse)(nil), // 40: pdpb.UpdateServiceGCSafePointResponse
+	(*GCConfig)(nil),                         // 41: pdpb.GCConfig
+	(*GCNodeHeartbeatRequest)(nil),           // 42: pdpb.GCNodeHeartbeatRequest
+	(*GCNodeHeartbeatResponse)(nil),          // 43: pdpb.GCNodeHeartbeatResponse
+	(*SetGCConfigRequest)(nil),               // 44: pdpb.SetGCConfigRequest
+	(*SetGCConfigResponse)(nil),              // 45: pdpb.SetGCConfigResponse
+	(*AskBatchSplitRequest)(nil),             // 46: pdpb.AskBatchSplitRequest
+	(*SplitID)(nil),                          // 47: pdpb.SplitID
+	(*AskBatchSplitResponse)(nil),            // 48: pdpb.AskBatchSplitResponse
+	(*ReportBatchSplitRequest)(nil),          // 49: pdpb.ReportBatchSplitRequest
+	(*ReportBatchSplitResponse)(nil),         // 50: pdpb.ReportBatchSplitResponse
+	(*ScanRegionsRequest)(nil),               // 51: pdpb.ScanRegionsRequest
+	(*RegionStat)(nil),                       // 52: pdpb.RegionStat
+	(*ScanRegionsResponse)(nil),              // 53: pdpb.ScanRegionsResponse
+	(*metapb.Store)(nil),                     // 54: metapb.Store
+	(*metapb.Region)(nil),                    // 55: metapb.Region
+	(*metapb.Peer)(nil),                      // 56: metapb.Peer
+	(*metapb.RegionEpoch)(nil),               // 57: metapb.RegionEpoch
 }
 var file_pdpb_proto_depIdxs = []int32{
 	4,  // 0: pdpb.ResponseHeader.error:type_name -> pdpb.Error
@@ -3390,41 +3543,41 @@ var file_pdpb_proto_depIdxs = []int32{
 	2,  // 5: pdpb.AllocIDRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 6: pdpb.AllocIDResponse.header:type_name -> pdpb.ResponseHeader
 	2,  // 7: pdpb.PutStoreRequest.header:type_name -> pdpb.RequestHeader
-	52, // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
+	54, // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
 	3,  // 9: pdpb.PutStoreResponse.header:type_name -> pdpb.ResponseHeader
 	2,  // 10: pdpb.GetStoreRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 11: pdpb.GetStoreResponse.header:type_name -> pdpb.ResponseHeader
-	52, // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
+	54, // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
 	2,  // 13: pdpb.GetAllStoresRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 14: pdpb.GetAllStoresResponse.header:type_name -> pdpb.ResponseHeader
-	52, // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
+	54, // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
 	2,  // 16: pdpb.StoreHeartbeatRequest.header:type_name -> pdpb.RequestHeader
 	16, // 17: pdpb.StoreHeartbeatRequest.stats:type_name -> pdpb.StoreStats
 	3,  // 18: pdpb.StoreHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	53, // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
-	54, // 20: pdpb.PeerStats.peer:type_name -> metapb.Peer
+	55, // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
+	56, // 20: pdpb.PeerStats.peer:type_name -> metapb.Peer
 	2,  // 21: pdpb.RegionHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	53, // 22: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
-	54, // 23: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
+	55, // 22: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
+	56, // 23: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
 	19, // 24: pdpb.RegionHeartbeatRequest.down_peers:type_name -> pdpb.PeerStats
-	54, // 25: pdpb.RegionHeartbeatRequest.pending_peers:type_name -> metapb.Peer
-	54, // 26: pdpb.ChangePeer.peer:type_name -> metapb.Peer
+	56, // 25: pdpb.RegionHeartbeatRequest.pending_peers:type_name -> metapb.Peer
+	56, // 26: pdpb.ChangePeer.peer:type_name -> metapb.Peer
 	1,  // 27: pdpb.ChangePeer.change_type:type_name -> pdpb.ConfChangeType
-	54, // 28: pdpb.TransferLeader.peer:type_name -> metapb.Peer
+	56, // 28: pdpb.TransferLeader.peer:type_name -> metapb.Peer
 	2,  // 29: pdpb.RegionHeartbeatsRequest.header:type_name -> pdpb.RequestHeader
 	20, // 30: pdpb.RegionHeartbeatsRequest.heartbeats:type_name -> pdpb.RegionHeartbeatRequest
 	3,  // 31: pdpb.RegionHeartbeatsResponse.header:type_name -> pdpb.ResponseHeader
 	26, // 32: pdpb.RegionHeartbeatsResponse.responses:type_name -> pdpb.RegionHeartbeatResponse
 	3,  // 33: pdpb.RegionHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	55, // 34: pdpb.RegionHeartbeatResponse.region_epoch:type_name -> metapb.RegionEpoch
+	57, // 34: pdpb.RegionHeartbeatResponse.region_epoch:type_name -> metapb.RegionEpoch
 	21, // 35: pdpb.RegionHeartbeatResponse.change_peer:type_name -> pdpb.ChangePeer
 	22, // 36: pdpb.RegionHeartbeatResponse.transfer_leader:type_name -> pdpb.TransferLeader
 	23, // 37: pdpb.RegionHeartbeatResponse.split_region:type_name -> pdpb.SplitRegion
 	2,  // 38: pdpb.GetRegionRequest.header:type_name -> pdpb.RequestHeader
 	2,  // 39: pdpb.GetRegionByIDRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 40: pdpb.GetRegionResponse.header:type_name -> pdpb.ResponseHeader
-	53, // 41: pdpb.GetRegionResponse.region:type_name -> metapb.Region
-	54, // 42: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
+	55, // 41: pdpb.GetRegionResponse.region:type_name -> metapb.Region
+	56, // 42: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
 	2,  // 43: pdpb.IsBootstrappedRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 44: pdpb.IsBootstrappedResponse.header:type_name -> pdpb.ResponseHeader
 	2,  // 45: pdpb.GetMembersRequest.header:type_name -> pdpb.RequestHeader
@@ -3435,68 +3588,72 @@ var file_pdpb_proto_depIdxs = []int32{
 	3,  // 50: pdpb.GetGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
 	2,  // 51: pdpb.UpdateGCSafePointRequest.header:type_name -> pdpb.RequestHeader
 	3,  // 52: pdpb.UpdateGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 53: pdpb.GCNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 54: pdpb.GCNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	39, // 55: pdpb.GCNodeHeartbeatResponse.config:type_name -> pdpb.GCConfig
-	2,  // 56: pdpb.SetGCConfigRequest.header:type_name -> pdpb.RequestHeader
-	39, // 57: pdpb.SetGCConfigRequest.config:type_name -> pdpb.GCConfig
-	3,  // 58: pdpb.SetGCConfigResponse.header:type_name -> pdpb.ResponseHeader
-	39, // 59: pdpb.SetGCConfigResponse.config:type_name -> pdpb.GCConfig
-	2,  // 60: pdpb.AskBatchSplitRequest.header:type_name -> pdpb.RequestHeader
-	53, // 61: pdpb.AskBatchSplitRequest.region:type_name -> metapb.Region
-	3,  // 62: pdpb.AskBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
-	45, // 63: pdpb.AskBatchSplitResponse.ids:type_name -> pdpb.SplitID
-	2,  // 64: pdpb.ReportBatchSplitRequest.header:type_name -> pdpb.RequestHeader
-	53, // 65: pdpb.ReportBatchSplitRequest.regions:type_name -> metapb.Region
-	3,  // 66: pdpb.ReportBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 67: pdpb.ScanRegionsRequest.header:type_name -> pdpb.RequestHeader
-	53, // 68: pdpb.RegionStat.region:type_name -> metapb.Region
-	54, // 69: pdpb.RegionStat.leader:type_name -> metapb.Peer
-	3,  // 70: pdpb.ScanRegionsResponse.header:type_name -> pdpb.ResponseHeader
-	50, // 71: pdpb.ScanRegionsResponse.regions:type_name -> pdpb.RegionStat
-	6,  // 72: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
-	8,  // 73: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
-	10, // 74: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
-	12, // 75: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
-	14, // 76: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
-	17, // 77: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
-	20, // 78: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
-	24, // 79: pdpb.PD.RegionHeartbeats:input_type -> pdpb.RegionHeartbeatsRequest
-	27, // 80: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
-	28, // 81: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
-	30, // 82: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
-	33, // 83: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
-	35, // 84: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
-	37, // 85: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
-	40, // 86: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
-	42, // 87: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
-	44, // 88: pdpb.PD.AskBatchSplit:input_type -> pdpb.AskBatchSplitRequest
-	47, // 89: pdpb.PD.ReportBatchSplit:input_type -> pdpb.ReportBatchSplitRequest
-	49, // 90: pdpb.PD.ScanRegions:input_type -> pdpb.ScanRegionsRequest
-	7,  // 91: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
-	9,  // 92: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
-	11, // 93: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
-	13, // 94: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
-	15, // 95: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
-	18, // 96: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
-	26, // 97: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
-	25, // 98: pdpb.PD.RegionHeartbeats:output_type -> pdpb.RegionHeartbeatsResponse
-	29, // 99: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
-	29, // 100: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
-	31, // 101: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
-	34, // 102: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
-	36, // 103: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
-	38, // 104: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
-	41, // 105: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
-	43, // 106: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
-	46, // 107: pdpb.PD.AskBatchSplit:output_type -> pdpb.AskBatchSplitResponse
-	48, // 108: pdpb.PD.ReportBatchSplit:output_type -> pdpb.ReportBatchSplitResponse
-	51, // 109: pdpb.PD.ScanRegions:output_type -> pdpb.ScanRegionsResponse
-	91, // [91:110] is the sub-list for method output_type
-	72, // [72:91] is the sub-list for method input_type
-	72, // [72:72] is the sub-list for extension type_name
-	72, // [72:72] is the sub-list for extension extendee
-	0,  // [0:72] is the sub-list for field type_name
+	2,  // 53: pdpb.UpdateServiceGCSafePointRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 54: pdpb.UpdateServiceGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 55: pdpb.GCNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
+	3,  // 56: pdpb.GCNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
+	41, // 57: pdpb.GCNodeHeartbeatResponse.config:type_name -> pdpb.GCConfig
+	2,  // 58: pdpb.SetGCConfigRequest.header:type_name -> pdpb.RequestHeader
+	41, // 59: pdpb.SetGCConfigRequest.config:type_name -> pdpb.GCConfig
+	3,  // 60: pdpb.SetGCConfigResponse.header:type_name -> pdpb.ResponseHeader
+	41, // 61: pdpb.SetGCConfigResponse.config:type_name -> pdpb.GCConfig
+	2,  // 62: pdpb.AskBatchSplitRequest.header:type_name -> pdpb.RequestHeader
+	55, // 63: pdpb.AskBatchSplitRequest.region:type_name -> metapb.Region
+	3,  // 64: pdpb.AskBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
+	47, // 65: pdpb.AskBatchSplitResponse.ids:type_name -> pdpb.SplitID
+	2,  // 66: pdpb.ReportBatchSplitRequest.header:type_name -> pdpb.RequestHeader
+	55, // 67: pdpb.ReportBatchSplitRequest.regions:type_name -> metapb.Region
+	3,  // 68: pdpb.ReportBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
+	2,  // 69: pdpb.ScanRegionsRequest.header:type_name -> pdpb.RequestHeader
+	55, // 70: pdpb.RegionStat.region:type_name -> metapb.Region
+	56, // 71: pdpb.RegionStat.leader:type_name -> metapb.Peer
+	3,  // 72: pdpb.ScanRegionsResponse.header:type_name -> pdpb.ResponseHeader
+	52, // 73: pdpb.ScanRegionsResponse.regions:type_name -> pdpb.RegionStat
+	6,  // 74: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
+	8,  // 75: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
+	10, // 76: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
+	12, // 77: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
+	14, // 78: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
+	17, // 79: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
+	20, // 80: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
+	24, // 81: pdpb.PD.RegionHeartbeats:input_type -> pdpb.RegionHeartbeatsRequest
+	27, // 82: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
+	28, // 83: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
+	30, // 84: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
+	33, // 85: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
+	35, // 86: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
+	37, // 87: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
+	39, // 88: pdpb.PD.UpdateServiceGCSafePoint:input_type -> pdpb.UpdateServiceGCSafePointRequest
+	42, // 89: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
+	44, // 90: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
+	46, // 91: pdpb.PD.AskBatchSplit:input_type -> pdpb.AskBatchSplitRequest
+	49, // 92: pdpb.PD.ReportBatchSplit:input_type -> pdpb.ReportBatchSplitRequest
+	51, // 93: pdpb.PD.ScanRegions:input_type -> pdpb.ScanRegionsRequest
+	7,  // 94: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
+	9,  // 95: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
+	11, // 96: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
+	13, // 97: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
+	15, // 98: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
+	18, // 99: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
+	26, // 100: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
+	25, // 101: pdpb.PD.RegionHeartbeats:output_type -> pdpb.RegionHeartbeatsResponse
+	29, // 102: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
+	29, // 103: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
+	31, // 104: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
+	34, // 105: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
+	36, // 106: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
+	38, // 107: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
+	40, // 108: pdpb.PD.UpdateServiceGCSafePoint:output_type -> pdpb.UpdateServiceGCSafePointResponse
+	43, // 109: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
+	45, // 110: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
+	48, // 111: pdpb.PD.AskBatchSplit:output_type -> pdpb.AskBatchSplitResponse
+	50, // 112: pdpb.PD.ReportBatchSplit:output_type -> pdpb.ReportBatchSplitResponse
+	53, // 113: pdpb.PD.ScanRegions:output_type -> pdpb.ScanRegionsResponse
+	94, // [94:114] is the sub-list for method output_type
+	74, // [74:94] is the sub-list for method input_type
+	74, // [74:74] is the sub-list for extension type_name
+	74, // [74:74] is the sub-list for extension extendee
+	0,  // [0:74] is the sub-list for field type_name
 }
 
 func init() { file_pdpb_proto_init() }
@@ -3510,7 +3667,7 @@ func file_pdpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pdpb_proto_rawDesc), len(file_pdpb_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   50,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

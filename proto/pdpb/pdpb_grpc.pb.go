@@ -19,25 +19,26 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	PD_Tso_FullMethodName               = "/pdpb.PD/Tso"
-	PD_AllocID_FullMethodName           = "/pdpb.PD/AllocID"
-	PD_PutStore_FullMethodName          = "/pdpb.PD/PutStore"
-	PD_GetStore_FullMethodName          = "/pdpb.PD/GetStore"
-	PD_GetAllStores_FullMethodName      = "/pdpb.PD/GetAllStores"
-	PD_StoreHeartbeat_FullMethodName    = "/pdpb.PD/StoreHeartbeat"
-	PD_RegionHeartbeat_FullMethodName   = "/pdpb.PD/RegionHeartbeat"
-	PD_RegionHeartbeats_FullMethodName  = "/pdpb.PD/RegionHeartbeats"
-	PD_GetRegion_FullMethodName         = "/pdpb.PD/GetRegion"
-	PD_GetRegionByID_FullMethodName     = "/pdpb.PD/GetRegionByID"
-	PD_IsBootstrapped_FullMethodName    = "/pdpb.PD/IsBootstrapped"
-	PD_GetMembers_FullMethodName        = "/pdpb.PD/GetMembers"
-	PD_GetGCSafePoint_FullMethodName    = "/pdpb.PD/GetGCSafePoint"
-	PD_UpdateGCSafePoint_FullMethodName = "/pdpb.PD/UpdateGCSafePoint"
-	PD_GCNodeHeartbeat_FullMethodName   = "/pdpb.PD/GCNodeHeartbeat"
-	PD_SetGCConfig_FullMethodName       = "/pdpb.PD/SetGCConfig"
-	PD_AskBatchSplit_FullMethodName     = "/pdpb.PD/AskBatchSplit"
-	PD_ReportBatchSplit_FullMethodName  = "/pdpb.PD/ReportBatchSplit"
-	PD_ScanRegions_FullMethodName       = "/pdpb.PD/ScanRegions"
+	PD_Tso_FullMethodName                      = "/pdpb.PD/Tso"
+	PD_AllocID_FullMethodName                  = "/pdpb.PD/AllocID"
+	PD_PutStore_FullMethodName                 = "/pdpb.PD/PutStore"
+	PD_GetStore_FullMethodName                 = "/pdpb.PD/GetStore"
+	PD_GetAllStores_FullMethodName             = "/pdpb.PD/GetAllStores"
+	PD_StoreHeartbeat_FullMethodName           = "/pdpb.PD/StoreHeartbeat"
+	PD_RegionHeartbeat_FullMethodName          = "/pdpb.PD/RegionHeartbeat"
+	PD_RegionHeartbeats_FullMethodName         = "/pdpb.PD/RegionHeartbeats"
+	PD_GetRegion_FullMethodName                = "/pdpb.PD/GetRegion"
+	PD_GetRegionByID_FullMethodName            = "/pdpb.PD/GetRegionByID"
+	PD_IsBootstrapped_FullMethodName           = "/pdpb.PD/IsBootstrapped"
+	PD_GetMembers_FullMethodName               = "/pdpb.PD/GetMembers"
+	PD_GetGCSafePoint_FullMethodName           = "/pdpb.PD/GetGCSafePoint"
+	PD_UpdateGCSafePoint_FullMethodName        = "/pdpb.PD/UpdateGCSafePoint"
+	PD_UpdateServiceGCSafePoint_FullMethodName = "/pdpb.PD/UpdateServiceGCSafePoint"
+	PD_GCNodeHeartbeat_FullMethodName          = "/pdpb.PD/GCNodeHeartbeat"
+	PD_SetGCConfig_FullMethodName              = "/pdpb.PD/SetGCConfig"
+	PD_AskBatchSplit_FullMethodName            = "/pdpb.PD/AskBatchSplit"
+	PD_ReportBatchSplit_FullMethodName         = "/pdpb.PD/ReportBatchSplit"
+	PD_ScanRegions_FullMethodName              = "/pdpb.PD/ScanRegions"
 )
 
 // PDClient is the client API for PD service.
@@ -77,6 +78,14 @@ type PDClient interface {
 	// returns the resulting value.
 	GetGCSafePoint(ctx context.Context, in *GetGCSafePointRequest, opts ...grpc.CallOption) (*GetGCSafePointResponse, error)
 	UpdateGCSafePoint(ctx context.Context, in *UpdateGCSafePointRequest, opts ...grpc.CallOption) (*UpdateGCSafePointResponse, error)
+	// UpdateServiceGCSafePoint registers, renews or (ttl 0) removes a
+	// service safe point (TiDB's, e.g. a backup holding its snapshot): until
+	// it expires, UpdateGCSafePoint never raises the GC safe point above
+	// it. A safe point below the current GC safe point is not registered;
+	// the response's min_safe_point then says why (the caller's data may be
+	// gone). It returns the smallest live service safe point, or the GC
+	// safe point when it is smaller.
+	UpdateServiceGCSafePoint(ctx context.Context, in *UpdateServiceGCSafePointRequest, opts ...grpc.CallOption) (*UpdateServiceGCSafePointResponse, error)
 	// GCNodeHeartbeat is sent periodically by every SQL node: it publishes the
 	// node's smallest running start_ts, campaigns for the GC leadership (one
 	// node at a time runs GC rounds) and returns the GC settings.
@@ -248,6 +257,16 @@ func (c *pDClient) UpdateGCSafePoint(ctx context.Context, in *UpdateGCSafePointR
 	return out, nil
 }
 
+func (c *pDClient) UpdateServiceGCSafePoint(ctx context.Context, in *UpdateServiceGCSafePointRequest, opts ...grpc.CallOption) (*UpdateServiceGCSafePointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateServiceGCSafePointResponse)
+	err := c.cc.Invoke(ctx, PD_UpdateServiceGCSafePoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *pDClient) GCNodeHeartbeat(ctx context.Context, in *GCNodeHeartbeatRequest, opts ...grpc.CallOption) (*GCNodeHeartbeatResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GCNodeHeartbeatResponse)
@@ -335,6 +354,14 @@ type PDServer interface {
 	// returns the resulting value.
 	GetGCSafePoint(context.Context, *GetGCSafePointRequest) (*GetGCSafePointResponse, error)
 	UpdateGCSafePoint(context.Context, *UpdateGCSafePointRequest) (*UpdateGCSafePointResponse, error)
+	// UpdateServiceGCSafePoint registers, renews or (ttl 0) removes a
+	// service safe point (TiDB's, e.g. a backup holding its snapshot): until
+	// it expires, UpdateGCSafePoint never raises the GC safe point above
+	// it. A safe point below the current GC safe point is not registered;
+	// the response's min_safe_point then says why (the caller's data may be
+	// gone). It returns the smallest live service safe point, or the GC
+	// safe point when it is smaller.
+	UpdateServiceGCSafePoint(context.Context, *UpdateServiceGCSafePointRequest) (*UpdateServiceGCSafePointResponse, error)
 	// GCNodeHeartbeat is sent periodically by every SQL node: it publishes the
 	// node's smallest running start_ts, campaigns for the GC leadership (one
 	// node at a time runs GC rounds) and returns the GC settings.
@@ -404,6 +431,9 @@ func (UnimplementedPDServer) GetGCSafePoint(context.Context, *GetGCSafePointRequ
 }
 func (UnimplementedPDServer) UpdateGCSafePoint(context.Context, *UpdateGCSafePointRequest) (*UpdateGCSafePointResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method UpdateGCSafePoint not implemented")
+}
+func (UnimplementedPDServer) UpdateServiceGCSafePoint(context.Context, *UpdateServiceGCSafePointRequest) (*UpdateServiceGCSafePointResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UpdateServiceGCSafePoint not implemented")
 }
 func (UnimplementedPDServer) GCNodeHeartbeat(context.Context, *GCNodeHeartbeatRequest) (*GCNodeHeartbeatResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GCNodeHeartbeat not implemented")
@@ -682,6 +712,24 @@ func _PD_UpdateGCSafePoint_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PD_UpdateServiceGCSafePoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateServiceGCSafePointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).UpdateServiceGCSafePoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_UpdateServiceGCSafePoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).UpdateServiceGCSafePoint(ctx, req.(*UpdateServiceGCSafePointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _PD_GCNodeHeartbeat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GCNodeHeartbeatRequest)
 	if err := dec(in); err != nil {
@@ -830,6 +878,10 @@ var PD_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateGCSafePoint",
 			Handler:    _PD_UpdateGCSafePoint_Handler,
+		},
+		{
+			MethodName: "UpdateServiceGCSafePoint",
+			Handler:    _PD_UpdateServiceGCSafePoint_Handler,
 		},
 		{
 			MethodName: "GCNodeHeartbeat",

@@ -407,6 +407,8 @@ type BatchCommandsRequest_Request struct {
 	//	*BatchCommandsRequest_Request_Coprocessor
 	//	*BatchCommandsRequest_Request_SplitRegion
 	//	*BatchCommandsRequest_Request_DeleteRange
+	//	*BatchCommandsRequest_Request_Export
+	//	*BatchCommandsRequest_Request_Ingest
 	Cmd           isBatchCommandsRequest_Request_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -602,6 +604,24 @@ func (x *BatchCommandsRequest_Request) GetDeleteRange() *kvrpcpb.DeleteRangeRequ
 	return nil
 }
 
+func (x *BatchCommandsRequest_Request) GetExport() *kvrpcpb.ExportRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_Export); ok {
+			return x.Export
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsRequest_Request) GetIngest() *kvrpcpb.IngestRequest {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsRequest_Request_Ingest); ok {
+			return x.Ingest
+		}
+	}
+	return nil
+}
+
 type isBatchCommandsRequest_Request_Cmd interface {
 	isBatchCommandsRequest_Request_Cmd()
 }
@@ -674,6 +694,14 @@ type BatchCommandsRequest_Request_DeleteRange struct {
 	DeleteRange *kvrpcpb.DeleteRangeRequest `protobuf:"bytes,18,opt,name=delete_range,json=deleteRange,proto3,oneof"`
 }
 
+type BatchCommandsRequest_Request_Export struct {
+	Export *kvrpcpb.ExportRequest `protobuf:"bytes,19,opt,name=export,proto3,oneof"`
+}
+
+type BatchCommandsRequest_Request_Ingest struct {
+	Ingest *kvrpcpb.IngestRequest `protobuf:"bytes,20,opt,name=ingest,proto3,oneof"`
+}
+
 func (*BatchCommandsRequest_Request_Get) isBatchCommandsRequest_Request_Cmd() {}
 
 func (*BatchCommandsRequest_Request_BatchGet) isBatchCommandsRequest_Request_Cmd() {}
@@ -708,6 +736,10 @@ func (*BatchCommandsRequest_Request_SplitRegion) isBatchCommandsRequest_Request_
 
 func (*BatchCommandsRequest_Request_DeleteRange) isBatchCommandsRequest_Request_Cmd() {}
 
+func (*BatchCommandsRequest_Request_Export) isBatchCommandsRequest_Request_Cmd() {}
+
+func (*BatchCommandsRequest_Request_Ingest) isBatchCommandsRequest_Request_Cmd() {}
+
 type BatchCommandsResponse_Response struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Cmd:
@@ -729,6 +761,8 @@ type BatchCommandsResponse_Response struct {
 	//	*BatchCommandsResponse_Response_Coprocessor
 	//	*BatchCommandsResponse_Response_SplitRegion
 	//	*BatchCommandsResponse_Response_DeleteRange
+	//	*BatchCommandsResponse_Response_Export
+	//	*BatchCommandsResponse_Response_Ingest
 	Cmd isBatchCommandsResponse_Response_Cmd `protobuf_oneof:"cmd"`
 	// error: the handler failed instead of answering; error_code is the
 	// gRPC status code a unary call would have failed with. Unavailable
@@ -931,6 +965,24 @@ func (x *BatchCommandsResponse_Response) GetDeleteRange() *kvrpcpb.DeleteRangeRe
 	return nil
 }
 
+func (x *BatchCommandsResponse_Response) GetExport() *kvrpcpb.ExportResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_Export); ok {
+			return x.Export
+		}
+	}
+	return nil
+}
+
+func (x *BatchCommandsResponse_Response) GetIngest() *kvrpcpb.IngestResponse {
+	if x != nil {
+		if x, ok := x.Cmd.(*BatchCommandsResponse_Response_Ingest); ok {
+			return x.Ingest
+		}
+	}
+	return nil
+}
+
 func (x *BatchCommandsResponse_Response) GetError() string {
 	if x != nil {
 		return x.Error
@@ -1017,6 +1069,14 @@ type BatchCommandsResponse_Response_DeleteRange struct {
 	DeleteRange *kvrpcpb.DeleteRangeResponse `protobuf:"bytes,18,opt,name=delete_range,json=deleteRange,proto3,oneof"`
 }
 
+type BatchCommandsResponse_Response_Export struct {
+	Export *kvrpcpb.ExportResponse `protobuf:"bytes,19,opt,name=export,proto3,oneof"`
+}
+
+type BatchCommandsResponse_Response_Ingest struct {
+	Ingest *kvrpcpb.IngestResponse `protobuf:"bytes,20,opt,name=ingest,proto3,oneof"`
+}
+
 func (*BatchCommandsResponse_Response_Get) isBatchCommandsResponse_Response_Cmd() {}
 
 func (*BatchCommandsResponse_Response_BatchGet) isBatchCommandsResponse_Response_Cmd() {}
@@ -1051,15 +1111,20 @@ func (*BatchCommandsResponse_Response_SplitRegion) isBatchCommandsResponse_Respo
 
 func (*BatchCommandsResponse_Response_DeleteRange) isBatchCommandsResponse_Response_Cmd() {}
 
+func (*BatchCommandsResponse_Response_Export) isBatchCommandsResponse_Response_Cmd() {}
+
+func (*BatchCommandsResponse_Response_Ingest) isBatchCommandsResponse_Response_Cmd() {}
+
 var File_storepb_proto protoreflect.FileDescriptor
 
 const file_storepb_proto_rawDesc = "" +
 	"\n" +
-	"\rstorepb.proto\x12\astorepb\x1a\rkvrpcpb.proto\x1a\x13raft_serverpb.proto\x1a\rerrorpb.proto\"\xe5\t\n" +
+	"\rstorepb.proto\x12\astorepb\x1a\rkvrpcpb.proto\x1a\x13raft_serverpb.proto\x1a\rerrorpb.proto\"\xc9\n" +
+	"\n" +
 	"\x14BatchCommandsRequest\x12A\n" +
 	"\brequests\x18\x01 \x03(\v2%.storepb.BatchCommandsRequest.RequestR\brequests\x12\x1f\n" +
 	"\vrequest_ids\x18\x02 \x03(\x04R\n" +
-	"requestIds\x1a\xe8\b\n" +
+	"requestIds\x1a\xcc\t\n" +
 	"\aRequest\x12'\n" +
 	"\x03get\x18\x01 \x01(\v2\x13.kvrpcpb.GetRequestH\x00R\x03get\x127\n" +
 	"\tbatch_get\x18\x02 \x01(\v2\x18.kvrpcpb.BatchGetRequestH\x00R\bbatchGet\x12*\n" +
@@ -1078,13 +1143,15 @@ const file_storepb_proto_rawDesc = "" +
 	"\tscan_lock\x18\x0e \x01(\v2\x18.kvrpcpb.ScanLockRequestH\x00R\bscanLock\x12?\n" +
 	"\vcoprocessor\x18\x0f \x01(\v2\x1b.kvrpcpb.CoprocessorRequestH\x00R\vcoprocessor\x12@\n" +
 	"\fsplit_region\x18\x11 \x01(\v2\x1b.kvrpcpb.SplitRegionRequestH\x00R\vsplitRegion\x12@\n" +
-	"\fdelete_range\x18\x12 \x01(\v2\x1b.kvrpcpb.DeleteRangeRequestH\x00R\vdeleteRangeB\x05\n" +
-	"\x03cmdJ\x04\b\x10\x10\x11R\x06one_pc\"\xb1\n" +
-	"\n" +
+	"\fdelete_range\x18\x12 \x01(\v2\x1b.kvrpcpb.DeleteRangeRequestH\x00R\vdeleteRange\x120\n" +
+	"\x06export\x18\x13 \x01(\v2\x16.kvrpcpb.ExportRequestH\x00R\x06export\x120\n" +
+	"\x06ingest\x18\x14 \x01(\v2\x16.kvrpcpb.IngestRequestH\x00R\x06ingestB\x05\n" +
+	"\x03cmdJ\x04\b\x10\x10\x11R\x06one_pc\"\x97\v\n" +
 	"\x15BatchCommandsResponse\x12E\n" +
 	"\tresponses\x18\x01 \x03(\v2'.storepb.BatchCommandsResponse.ResponseR\tresponses\x12\x1f\n" +
 	"\vrequest_ids\x18\x02 \x03(\x04R\n" +
-	"requestIds\x1a\xaf\t\n" +
+	"requestIds\x1a\x95\n" +
+	"\n" +
 	"\bResponse\x12(\n" +
 	"\x03get\x18\x01 \x01(\v2\x14.kvrpcpb.GetResponseH\x00R\x03get\x128\n" +
 	"\tbatch_get\x18\x02 \x01(\v2\x19.kvrpcpb.BatchGetResponseH\x00R\bbatchGet\x12+\n" +
@@ -1103,7 +1170,9 @@ const file_storepb_proto_rawDesc = "" +
 	"\tscan_lock\x18\x0e \x01(\v2\x19.kvrpcpb.ScanLockResponseH\x00R\bscanLock\x12@\n" +
 	"\vcoprocessor\x18\x0f \x01(\v2\x1c.kvrpcpb.CoprocessorResponseH\x00R\vcoprocessor\x12A\n" +
 	"\fsplit_region\x18\x11 \x01(\v2\x1c.kvrpcpb.SplitRegionResponseH\x00R\vsplitRegion\x12A\n" +
-	"\fdelete_range\x18\x12 \x01(\v2\x1c.kvrpcpb.DeleteRangeResponseH\x00R\vdeleteRange\x12\x14\n" +
+	"\fdelete_range\x18\x12 \x01(\v2\x1c.kvrpcpb.DeleteRangeResponseH\x00R\vdeleteRange\x121\n" +
+	"\x06export\x18\x13 \x01(\v2\x17.kvrpcpb.ExportResponseH\x00R\x06export\x121\n" +
+	"\x06ingest\x18\x14 \x01(\v2\x17.kvrpcpb.IngestResponseH\x00R\x06ingest\x12\x14\n" +
 	"\x05error\x18d \x01(\tR\x05error\x12\x1d\n" +
 	"\n" +
 	"error_code\x18e \x01(\rR\terrorCodeB\x05\n" +
@@ -1124,7 +1193,7 @@ const file_storepb_proto_rawDesc = "" +
 	"\aCleanUp\x10\x01\"b\n" +
 	"\x0eDetectResponse\x12!\n" +
 	"\fnot_detector\x18\x01 \x01(\bR\vnotDetector\x12-\n" +
-	"\bdeadlock\x18\x02 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock2\xfa\f\n" +
+	"\bdeadlock\x18\x02 \x01(\v2\x11.kvrpcpb.DeadlockR\bdeadlock2\xf8\r\n" +
 	"\x05Store\x124\n" +
 	"\x05KvGet\x12\x13.kvrpcpb.GetRequest\x1a\x14.kvrpcpb.GetResponse\"\x00\x12C\n" +
 	"\n" +
@@ -1143,7 +1212,9 @@ const file_storepb_proto_rawDesc = "" +
 	"\x15KvPessimisticRollback\x12#.kvrpcpb.PessimisticRollbackRequest\x1a$.kvrpcpb.PessimisticRollbackResponse\"\x00\x12C\n" +
 	"\n" +
 	"KvScanLock\x12\x18.kvrpcpb.ScanLockRequest\x1a\x19.kvrpcpb.ScanLockResponse\"\x00\x12L\n" +
-	"\rKvDeleteRange\x12\x1b.kvrpcpb.DeleteRangeRequest\x1a\x1c.kvrpcpb.DeleteRangeResponse\"\x00\x12J\n" +
+	"\rKvDeleteRange\x12\x1b.kvrpcpb.DeleteRangeRequest\x1a\x1c.kvrpcpb.DeleteRangeResponse\"\x00\x12=\n" +
+	"\bKvExport\x12\x16.kvrpcpb.ExportRequest\x1a\x17.kvrpcpb.ExportResponse\"\x00\x12=\n" +
+	"\bKvIngest\x12\x16.kvrpcpb.IngestRequest\x1a\x17.kvrpcpb.IngestResponse\"\x00\x12J\n" +
 	"\vCoprocessor\x12\x1b.kvrpcpb.CoprocessorRequest\x1a\x1c.kvrpcpb.CoprocessorResponse\"\x00\x12T\n" +
 	"\rBatchCommands\x12\x1d.storepb.BatchCommandsRequest\x1a\x1e.storepb.BatchCommandsResponse\"\x00(\x010\x01\x12;\n" +
 	"\x06Detect\x12\x16.storepb.DetectRequest\x1a\x17.storepb.DetectResponse\"\x00\x12D\n" +
@@ -1197,26 +1268,30 @@ var file_storepb_proto_goTypes = []any{
 	(*kvrpcpb.CoprocessorRequest)(nil),          // 27: kvrpcpb.CoprocessorRequest
 	(*kvrpcpb.SplitRegionRequest)(nil),          // 28: kvrpcpb.SplitRegionRequest
 	(*kvrpcpb.DeleteRangeRequest)(nil),          // 29: kvrpcpb.DeleteRangeRequest
-	(*kvrpcpb.GetResponse)(nil),                 // 30: kvrpcpb.GetResponse
-	(*kvrpcpb.BatchGetResponse)(nil),            // 31: kvrpcpb.BatchGetResponse
-	(*kvrpcpb.ScanResponse)(nil),                // 32: kvrpcpb.ScanResponse
-	(*kvrpcpb.PrewriteResponse)(nil),            // 33: kvrpcpb.PrewriteResponse
-	(*kvrpcpb.CommitResponse)(nil),              // 34: kvrpcpb.CommitResponse
-	(*kvrpcpb.BatchRollbackResponse)(nil),       // 35: kvrpcpb.BatchRollbackResponse
-	(*kvrpcpb.CleanupResponse)(nil),             // 36: kvrpcpb.CleanupResponse
-	(*kvrpcpb.CheckTxnStatusResponse)(nil),      // 37: kvrpcpb.CheckTxnStatusResponse
-	(*kvrpcpb.CheckSecondaryLocksResponse)(nil), // 38: kvrpcpb.CheckSecondaryLocksResponse
-	(*kvrpcpb.ResolveLockResponse)(nil),         // 39: kvrpcpb.ResolveLockResponse
-	(*kvrpcpb.TxnHeartBeatResponse)(nil),        // 40: kvrpcpb.TxnHeartBeatResponse
-	(*kvrpcpb.PessimisticLockResponse)(nil),     // 41: kvrpcpb.PessimisticLockResponse
-	(*kvrpcpb.PessimisticRollbackResponse)(nil), // 42: kvrpcpb.PessimisticRollbackResponse
-	(*kvrpcpb.ScanLockResponse)(nil),            // 43: kvrpcpb.ScanLockResponse
-	(*kvrpcpb.CoprocessorResponse)(nil),         // 44: kvrpcpb.CoprocessorResponse
-	(*kvrpcpb.SplitRegionResponse)(nil),         // 45: kvrpcpb.SplitRegionResponse
-	(*kvrpcpb.DeleteRangeResponse)(nil),         // 46: kvrpcpb.DeleteRangeResponse
-	(*raft_serverpb.BatchRaftMessage)(nil),      // 47: raft_serverpb.BatchRaftMessage
-	(*raft_serverpb.SnapshotChunk)(nil),         // 48: raft_serverpb.SnapshotChunk
-	(*raft_serverpb.Done)(nil),                  // 49: raft_serverpb.Done
+	(*kvrpcpb.ExportRequest)(nil),               // 30: kvrpcpb.ExportRequest
+	(*kvrpcpb.IngestRequest)(nil),               // 31: kvrpcpb.IngestRequest
+	(*kvrpcpb.GetResponse)(nil),                 // 32: kvrpcpb.GetResponse
+	(*kvrpcpb.BatchGetResponse)(nil),            // 33: kvrpcpb.BatchGetResponse
+	(*kvrpcpb.ScanResponse)(nil),                // 34: kvrpcpb.ScanResponse
+	(*kvrpcpb.PrewriteResponse)(nil),            // 35: kvrpcpb.PrewriteResponse
+	(*kvrpcpb.CommitResponse)(nil),              // 36: kvrpcpb.CommitResponse
+	(*kvrpcpb.BatchRollbackResponse)(nil),       // 37: kvrpcpb.BatchRollbackResponse
+	(*kvrpcpb.CleanupResponse)(nil),             // 38: kvrpcpb.CleanupResponse
+	(*kvrpcpb.CheckTxnStatusResponse)(nil),      // 39: kvrpcpb.CheckTxnStatusResponse
+	(*kvrpcpb.CheckSecondaryLocksResponse)(nil), // 40: kvrpcpb.CheckSecondaryLocksResponse
+	(*kvrpcpb.ResolveLockResponse)(nil),         // 41: kvrpcpb.ResolveLockResponse
+	(*kvrpcpb.TxnHeartBeatResponse)(nil),        // 42: kvrpcpb.TxnHeartBeatResponse
+	(*kvrpcpb.PessimisticLockResponse)(nil),     // 43: kvrpcpb.PessimisticLockResponse
+	(*kvrpcpb.PessimisticRollbackResponse)(nil), // 44: kvrpcpb.PessimisticRollbackResponse
+	(*kvrpcpb.ScanLockResponse)(nil),            // 45: kvrpcpb.ScanLockResponse
+	(*kvrpcpb.CoprocessorResponse)(nil),         // 46: kvrpcpb.CoprocessorResponse
+	(*kvrpcpb.SplitRegionResponse)(nil),         // 47: kvrpcpb.SplitRegionResponse
+	(*kvrpcpb.DeleteRangeResponse)(nil),         // 48: kvrpcpb.DeleteRangeResponse
+	(*kvrpcpb.ExportResponse)(nil),              // 49: kvrpcpb.ExportResponse
+	(*kvrpcpb.IngestResponse)(nil),              // 50: kvrpcpb.IngestResponse
+	(*raft_serverpb.BatchRaftMessage)(nil),      // 51: raft_serverpb.BatchRaftMessage
+	(*raft_serverpb.SnapshotChunk)(nil),         // 52: raft_serverpb.SnapshotChunk
+	(*raft_serverpb.Done)(nil),                  // 53: raft_serverpb.Done
 }
 var file_storepb_proto_depIdxs = []int32{
 	7,  // 0: storepb.BatchCommandsRequest.requests:type_name -> storepb.BatchCommandsRequest.Request
@@ -1243,72 +1318,80 @@ var file_storepb_proto_depIdxs = []int32{
 	27, // 21: storepb.BatchCommandsRequest.Request.coprocessor:type_name -> kvrpcpb.CoprocessorRequest
 	28, // 22: storepb.BatchCommandsRequest.Request.split_region:type_name -> kvrpcpb.SplitRegionRequest
 	29, // 23: storepb.BatchCommandsRequest.Request.delete_range:type_name -> kvrpcpb.DeleteRangeRequest
-	30, // 24: storepb.BatchCommandsResponse.Response.get:type_name -> kvrpcpb.GetResponse
-	31, // 25: storepb.BatchCommandsResponse.Response.batch_get:type_name -> kvrpcpb.BatchGetResponse
-	32, // 26: storepb.BatchCommandsResponse.Response.scan:type_name -> kvrpcpb.ScanResponse
-	33, // 27: storepb.BatchCommandsResponse.Response.prewrite:type_name -> kvrpcpb.PrewriteResponse
-	34, // 28: storepb.BatchCommandsResponse.Response.commit:type_name -> kvrpcpb.CommitResponse
-	35, // 29: storepb.BatchCommandsResponse.Response.batch_rollback:type_name -> kvrpcpb.BatchRollbackResponse
-	36, // 30: storepb.BatchCommandsResponse.Response.cleanup:type_name -> kvrpcpb.CleanupResponse
-	37, // 31: storepb.BatchCommandsResponse.Response.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusResponse
-	38, // 32: storepb.BatchCommandsResponse.Response.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksResponse
-	39, // 33: storepb.BatchCommandsResponse.Response.resolve_lock:type_name -> kvrpcpb.ResolveLockResponse
-	40, // 34: storepb.BatchCommandsResponse.Response.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatResponse
-	41, // 35: storepb.BatchCommandsResponse.Response.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockResponse
-	42, // 36: storepb.BatchCommandsResponse.Response.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackResponse
-	43, // 37: storepb.BatchCommandsResponse.Response.scan_lock:type_name -> kvrpcpb.ScanLockResponse
-	44, // 38: storepb.BatchCommandsResponse.Response.coprocessor:type_name -> kvrpcpb.CoprocessorResponse
-	45, // 39: storepb.BatchCommandsResponse.Response.split_region:type_name -> kvrpcpb.SplitRegionResponse
-	46, // 40: storepb.BatchCommandsResponse.Response.delete_range:type_name -> kvrpcpb.DeleteRangeResponse
-	13, // 41: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
-	14, // 42: storepb.Store.KvBatchGet:input_type -> kvrpcpb.BatchGetRequest
-	15, // 43: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
-	16, // 44: storepb.Store.KvPrewrite:input_type -> kvrpcpb.PrewriteRequest
-	17, // 45: storepb.Store.KvCommit:input_type -> kvrpcpb.CommitRequest
-	18, // 46: storepb.Store.KvBatchRollback:input_type -> kvrpcpb.BatchRollbackRequest
-	19, // 47: storepb.Store.KvCleanup:input_type -> kvrpcpb.CleanupRequest
-	20, // 48: storepb.Store.KvCheckTxnStatus:input_type -> kvrpcpb.CheckTxnStatusRequest
-	21, // 49: storepb.Store.KvCheckSecondaryLocks:input_type -> kvrpcpb.CheckSecondaryLocksRequest
-	22, // 50: storepb.Store.KvResolveLock:input_type -> kvrpcpb.ResolveLockRequest
-	23, // 51: storepb.Store.KvTxnHeartBeat:input_type -> kvrpcpb.TxnHeartBeatRequest
-	24, // 52: storepb.Store.KvPessimisticLock:input_type -> kvrpcpb.PessimisticLockRequest
-	25, // 53: storepb.Store.KvPessimisticRollback:input_type -> kvrpcpb.PessimisticRollbackRequest
-	26, // 54: storepb.Store.KvScanLock:input_type -> kvrpcpb.ScanLockRequest
-	29, // 55: storepb.Store.KvDeleteRange:input_type -> kvrpcpb.DeleteRangeRequest
-	27, // 56: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
-	1,  // 57: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
-	5,  // 58: storepb.Store.Detect:input_type -> storepb.DetectRequest
-	3,  // 59: storepb.Store.ReadIndex:input_type -> storepb.ReadIndexRequest
-	28, // 60: storepb.Store.SplitRegion:input_type -> kvrpcpb.SplitRegionRequest
-	47, // 61: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
-	48, // 62: storepb.Store.Snapshot:input_type -> raft_serverpb.SnapshotChunk
-	30, // 63: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
-	31, // 64: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
-	32, // 65: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
-	33, // 66: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
-	34, // 67: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
-	35, // 68: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
-	36, // 69: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
-	37, // 70: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
-	38, // 71: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
-	39, // 72: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
-	40, // 73: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
-	41, // 74: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
-	42, // 75: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
-	43, // 76: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
-	46, // 77: storepb.Store.KvDeleteRange:output_type -> kvrpcpb.DeleteRangeResponse
-	44, // 78: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
-	2,  // 79: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
-	6,  // 80: storepb.Store.Detect:output_type -> storepb.DetectResponse
-	4,  // 81: storepb.Store.ReadIndex:output_type -> storepb.ReadIndexResponse
-	45, // 82: storepb.Store.SplitRegion:output_type -> kvrpcpb.SplitRegionResponse
-	49, // 83: storepb.Store.Raft:output_type -> raft_serverpb.Done
-	49, // 84: storepb.Store.Snapshot:output_type -> raft_serverpb.Done
-	63, // [63:85] is the sub-list for method output_type
-	41, // [41:63] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	30, // 24: storepb.BatchCommandsRequest.Request.export:type_name -> kvrpcpb.ExportRequest
+	31, // 25: storepb.BatchCommandsRequest.Request.ingest:type_name -> kvrpcpb.IngestRequest
+	32, // 26: storepb.BatchCommandsResponse.Response.get:type_name -> kvrpcpb.GetResponse
+	33, // 27: storepb.BatchCommandsResponse.Response.batch_get:type_name -> kvrpcpb.BatchGetResponse
+	34, // 28: storepb.BatchCommandsResponse.Response.scan:type_name -> kvrpcpb.ScanResponse
+	35, // 29: storepb.BatchCommandsResponse.Response.prewrite:type_name -> kvrpcpb.PrewriteResponse
+	36, // 30: storepb.BatchCommandsResponse.Response.commit:type_name -> kvrpcpb.CommitResponse
+	37, // 31: storepb.BatchCommandsResponse.Response.batch_rollback:type_name -> kvrpcpb.BatchRollbackResponse
+	38, // 32: storepb.BatchCommandsResponse.Response.cleanup:type_name -> kvrpcpb.CleanupResponse
+	39, // 33: storepb.BatchCommandsResponse.Response.check_txn_status:type_name -> kvrpcpb.CheckTxnStatusResponse
+	40, // 34: storepb.BatchCommandsResponse.Response.check_secondary_locks:type_name -> kvrpcpb.CheckSecondaryLocksResponse
+	41, // 35: storepb.BatchCommandsResponse.Response.resolve_lock:type_name -> kvrpcpb.ResolveLockResponse
+	42, // 36: storepb.BatchCommandsResponse.Response.txn_heart_beat:type_name -> kvrpcpb.TxnHeartBeatResponse
+	43, // 37: storepb.BatchCommandsResponse.Response.pessimistic_lock:type_name -> kvrpcpb.PessimisticLockResponse
+	44, // 38: storepb.BatchCommandsResponse.Response.pessimistic_rollback:type_name -> kvrpcpb.PessimisticRollbackResponse
+	45, // 39: storepb.BatchCommandsResponse.Response.scan_lock:type_name -> kvrpcpb.ScanLockResponse
+	46, // 40: storepb.BatchCommandsResponse.Response.coprocessor:type_name -> kvrpcpb.CoprocessorResponse
+	47, // 41: storepb.BatchCommandsResponse.Response.split_region:type_name -> kvrpcpb.SplitRegionResponse
+	48, // 42: storepb.BatchCommandsResponse.Response.delete_range:type_name -> kvrpcpb.DeleteRangeResponse
+	49, // 43: storepb.BatchCommandsResponse.Response.export:type_name -> kvrpcpb.ExportResponse
+	50, // 44: storepb.BatchCommandsResponse.Response.ingest:type_name -> kvrpcpb.IngestResponse
+	13, // 45: storepb.Store.KvGet:input_type -> kvrpcpb.GetRequest
+	14, // 46: storepb.Store.KvBatchGet:input_type -> kvrpcpb.BatchGetRequest
+	15, // 47: storepb.Store.KvScan:input_type -> kvrpcpb.ScanRequest
+	16, // 48: storepb.Store.KvPrewrite:input_type -> kvrpcpb.PrewriteRequest
+	17, // 49: storepb.Store.KvCommit:input_type -> kvrpcpb.CommitRequest
+	18, // 50: storepb.Store.KvBatchRollback:input_type -> kvrpcpb.BatchRollbackRequest
+	19, // 51: storepb.Store.KvCleanup:input_type -> kvrpcpb.CleanupRequest
+	20, // 52: storepb.Store.KvCheckTxnStatus:input_type -> kvrpcpb.CheckTxnStatusRequest
+	21, // 53: storepb.Store.KvCheckSecondaryLocks:input_type -> kvrpcpb.CheckSecondaryLocksRequest
+	22, // 54: storepb.Store.KvResolveLock:input_type -> kvrpcpb.ResolveLockRequest
+	23, // 55: storepb.Store.KvTxnHeartBeat:input_type -> kvrpcpb.TxnHeartBeatRequest
+	24, // 56: storepb.Store.KvPessimisticLock:input_type -> kvrpcpb.PessimisticLockRequest
+	25, // 57: storepb.Store.KvPessimisticRollback:input_type -> kvrpcpb.PessimisticRollbackRequest
+	26, // 58: storepb.Store.KvScanLock:input_type -> kvrpcpb.ScanLockRequest
+	29, // 59: storepb.Store.KvDeleteRange:input_type -> kvrpcpb.DeleteRangeRequest
+	30, // 60: storepb.Store.KvExport:input_type -> kvrpcpb.ExportRequest
+	31, // 61: storepb.Store.KvIngest:input_type -> kvrpcpb.IngestRequest
+	27, // 62: storepb.Store.Coprocessor:input_type -> kvrpcpb.CoprocessorRequest
+	1,  // 63: storepb.Store.BatchCommands:input_type -> storepb.BatchCommandsRequest
+	5,  // 64: storepb.Store.Detect:input_type -> storepb.DetectRequest
+	3,  // 65: storepb.Store.ReadIndex:input_type -> storepb.ReadIndexRequest
+	28, // 66: storepb.Store.SplitRegion:input_type -> kvrpcpb.SplitRegionRequest
+	51, // 67: storepb.Store.Raft:input_type -> raft_serverpb.BatchRaftMessage
+	52, // 68: storepb.Store.Snapshot:input_type -> raft_serverpb.SnapshotChunk
+	32, // 69: storepb.Store.KvGet:output_type -> kvrpcpb.GetResponse
+	33, // 70: storepb.Store.KvBatchGet:output_type -> kvrpcpb.BatchGetResponse
+	34, // 71: storepb.Store.KvScan:output_type -> kvrpcpb.ScanResponse
+	35, // 72: storepb.Store.KvPrewrite:output_type -> kvrpcpb.PrewriteResponse
+	36, // 73: storepb.Store.KvCommit:output_type -> kvrpcpb.CommitResponse
+	37, // 74: storepb.Store.KvBatchRollback:output_type -> kvrpcpb.BatchRollbackResponse
+	38, // 75: storepb.Store.KvCleanup:output_type -> kvrpcpb.CleanupResponse
+	39, // 76: storepb.Store.KvCheckTxnStatus:output_type -> kvrpcpb.CheckTxnStatusResponse
+	40, // 77: storepb.Store.KvCheckSecondaryLocks:output_type -> kvrpcpb.CheckSecondaryLocksResponse
+	41, // 78: storepb.Store.KvResolveLock:output_type -> kvrpcpb.ResolveLockResponse
+	42, // 79: storepb.Store.KvTxnHeartBeat:output_type -> kvrpcpb.TxnHeartBeatResponse
+	43, // 80: storepb.Store.KvPessimisticLock:output_type -> kvrpcpb.PessimisticLockResponse
+	44, // 81: storepb.Store.KvPessimisticRollback:output_type -> kvrpcpb.PessimisticRollbackResponse
+	45, // 82: storepb.Store.KvScanLock:output_type -> kvrpcpb.ScanLockResponse
+	48, // 83: storepb.Store.KvDeleteRange:output_type -> kvrpcpb.DeleteRangeResponse
+	49, // 84: storepb.Store.KvExport:output_type -> kvrpcpb.ExportResponse
+	50, // 85: storepb.Store.KvIngest:output_type -> kvrpcpb.IngestResponse
+	46, // 86: storepb.Store.Coprocessor:output_type -> kvrpcpb.CoprocessorResponse
+	2,  // 87: storepb.Store.BatchCommands:output_type -> storepb.BatchCommandsResponse
+	6,  // 88: storepb.Store.Detect:output_type -> storepb.DetectResponse
+	4,  // 89: storepb.Store.ReadIndex:output_type -> storepb.ReadIndexResponse
+	47, // 90: storepb.Store.SplitRegion:output_type -> kvrpcpb.SplitRegionResponse
+	53, // 91: storepb.Store.Raft:output_type -> raft_serverpb.Done
+	53, // 92: storepb.Store.Snapshot:output_type -> raft_serverpb.Done
+	69, // [69:93] is the sub-list for method output_type
+	45, // [45:69] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_storepb_proto_init() }
@@ -1334,6 +1417,8 @@ func file_storepb_proto_init() {
 		(*BatchCommandsRequest_Request_Coprocessor)(nil),
 		(*BatchCommandsRequest_Request_SplitRegion)(nil),
 		(*BatchCommandsRequest_Request_DeleteRange)(nil),
+		(*BatchCommandsRequest_Request_Export)(nil),
+		(*BatchCommandsRequest_Request_Ingest)(nil),
 	}
 	file_storepb_proto_msgTypes[7].OneofWrappers = []any{
 		(*BatchCommandsResponse_Response_Get)(nil),
@@ -1353,6 +1438,8 @@ func file_storepb_proto_init() {
 		(*BatchCommandsResponse_Response_Coprocessor)(nil),
 		(*BatchCommandsResponse_Response_SplitRegion)(nil),
 		(*BatchCommandsResponse_Response_DeleteRange)(nil),
+		(*BatchCommandsResponse_Response_Export)(nil),
+		(*BatchCommandsResponse_Response_Ingest)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

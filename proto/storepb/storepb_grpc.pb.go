@@ -36,6 +36,8 @@ const (
 	Store_KvPessimisticRollback_FullMethodName = "/storepb.Store/KvPessimisticRollback"
 	Store_KvScanLock_FullMethodName            = "/storepb.Store/KvScanLock"
 	Store_KvDeleteRange_FullMethodName         = "/storepb.Store/KvDeleteRange"
+	Store_KvExport_FullMethodName              = "/storepb.Store/KvExport"
+	Store_KvIngest_FullMethodName              = "/storepb.Store/KvIngest"
 	Store_Coprocessor_FullMethodName           = "/storepb.Store/Coprocessor"
 	Store_BatchCommands_FullMethodName         = "/storepb.Store/BatchCommands"
 	Store_Detect_FullMethodName                = "/storepb.Store/Detect"
@@ -68,6 +70,9 @@ type StoreClient interface {
 	KvPessimisticRollback(ctx context.Context, in *kvrpcpb.PessimisticRollbackRequest, opts ...grpc.CallOption) (*kvrpcpb.PessimisticRollbackResponse, error)
 	KvScanLock(ctx context.Context, in *kvrpcpb.ScanLockRequest, opts ...grpc.CallOption) (*kvrpcpb.ScanLockResponse, error)
 	KvDeleteRange(ctx context.Context, in *kvrpcpb.DeleteRangeRequest, opts ...grpc.CallOption) (*kvrpcpb.DeleteRangeResponse, error)
+	// Backup and restore (store/server/backup.go, cmd/br).
+	KvExport(ctx context.Context, in *kvrpcpb.ExportRequest, opts ...grpc.CallOption) (*kvrpcpb.ExportResponse, error)
+	KvIngest(ctx context.Context, in *kvrpcpb.IngestRequest, opts ...grpc.CallOption) (*kvrpcpb.IngestResponse, error)
 	Coprocessor(ctx context.Context, in *kvrpcpb.CoprocessorRequest, opts ...grpc.CallOption) (*kvrpcpb.CoprocessorResponse, error)
 	// BatchCommands multiplexes KV and coprocessor requests from one SQL
 	// node to this store on one stream (client-go's BatchCommands):
@@ -254,6 +259,26 @@ func (c *storeClient) KvDeleteRange(ctx context.Context, in *kvrpcpb.DeleteRange
 	return out, nil
 }
 
+func (c *storeClient) KvExport(ctx context.Context, in *kvrpcpb.ExportRequest, opts ...grpc.CallOption) (*kvrpcpb.ExportResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.ExportResponse)
+	err := c.cc.Invoke(ctx, Store_KvExport_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeClient) KvIngest(ctx context.Context, in *kvrpcpb.IngestRequest, opts ...grpc.CallOption) (*kvrpcpb.IngestResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(kvrpcpb.IngestResponse)
+	err := c.cc.Invoke(ctx, Store_KvIngest_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storeClient) Coprocessor(ctx context.Context, in *kvrpcpb.CoprocessorRequest, opts ...grpc.CallOption) (*kvrpcpb.CoprocessorResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(kvrpcpb.CoprocessorResponse)
@@ -356,6 +381,9 @@ type StoreServer interface {
 	KvPessimisticRollback(context.Context, *kvrpcpb.PessimisticRollbackRequest) (*kvrpcpb.PessimisticRollbackResponse, error)
 	KvScanLock(context.Context, *kvrpcpb.ScanLockRequest) (*kvrpcpb.ScanLockResponse, error)
 	KvDeleteRange(context.Context, *kvrpcpb.DeleteRangeRequest) (*kvrpcpb.DeleteRangeResponse, error)
+	// Backup and restore (store/server/backup.go, cmd/br).
+	KvExport(context.Context, *kvrpcpb.ExportRequest) (*kvrpcpb.ExportResponse, error)
+	KvIngest(context.Context, *kvrpcpb.IngestRequest) (*kvrpcpb.IngestResponse, error)
 	Coprocessor(context.Context, *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error)
 	// BatchCommands multiplexes KV and coprocessor requests from one SQL
 	// node to this store on one stream (client-go's BatchCommands):
@@ -436,6 +464,12 @@ func (UnimplementedStoreServer) KvScanLock(context.Context, *kvrpcpb.ScanLockReq
 }
 func (UnimplementedStoreServer) KvDeleteRange(context.Context, *kvrpcpb.DeleteRangeRequest) (*kvrpcpb.DeleteRangeResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method KvDeleteRange not implemented")
+}
+func (UnimplementedStoreServer) KvExport(context.Context, *kvrpcpb.ExportRequest) (*kvrpcpb.ExportResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvExport not implemented")
+}
+func (UnimplementedStoreServer) KvIngest(context.Context, *kvrpcpb.IngestRequest) (*kvrpcpb.IngestResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvIngest not implemented")
 }
 func (UnimplementedStoreServer) Coprocessor(context.Context, *kvrpcpb.CoprocessorRequest) (*kvrpcpb.CoprocessorResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Coprocessor not implemented")
@@ -749,6 +783,42 @@ func _Store_KvDeleteRange_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Store_KvExport_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.ExportRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvExport(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvExport_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvExport(ctx, req.(*kvrpcpb.ExportRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Store_KvIngest_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(kvrpcpb.IngestRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServer).KvIngest(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Store_KvIngest_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServer).KvIngest(ctx, req.(*kvrpcpb.IngestRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Store_Coprocessor_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(kvrpcpb.CoprocessorRequest)
 	if err := dec(in); err != nil {
@@ -908,6 +978,14 @@ var Store_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "KvDeleteRange",
 			Handler:    _Store_KvDeleteRange_Handler,
+		},
+		{
+			MethodName: "KvExport",
+			Handler:    _Store_KvExport_Handler,
+		},
+		{
+			MethodName: "KvIngest",
+			Handler:    _Store_KvIngest_Handler,
 		},
 		{
 			MethodName: "Coprocessor",

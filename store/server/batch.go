@@ -263,6 +263,14 @@ func dispatch(ctx context.Context, s storepb.StoreServer, r *storepb.BatchComman
 		var resp *kvrpcpb.DeleteRangeResponse
 		resp, err = s.KvDeleteRange(ctx, c.DeleteRange)
 		out.Cmd = &storepb.BatchCommandsResponse_Response_DeleteRange{DeleteRange: resp}
+	case *storepb.BatchCommandsRequest_Request_Export:
+		var resp *kvrpcpb.ExportResponse
+		resp, err = s.KvExport(ctx, c.Export)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Export{Export: resp}
+	case *storepb.BatchCommandsRequest_Request_Ingest:
+		var resp *kvrpcpb.IngestResponse
+		resp, err = s.KvIngest(ctx, c.Ingest)
+		out.Cmd = &storepb.BatchCommandsResponse_Response_Ingest{Ingest: resp}
 	default:
 		err = fmt.Errorf("server: batch commands: unknown request %T", c)
 	}

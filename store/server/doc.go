@@ -34,6 +34,10 @@
 // (deleterange.go) removes a range of one region in all key spaces with one
 // raft command, without latches, for the SQL node's GC leader (the ranges
 // of dropped tables and indexes once the GC safe point passed the drop).
+// KvExport and KvIngest (backup.go) serve br (package br): a leader writes
+// what a read at a backup ts sees of its range as one SST file into a
+// shared directory (paced by one rate limiter per store), and reads such a
+// file back into raft as committed versions, in ~1 MiB commands.
 // Region problems come back as errorpb.Error in the response's
 // region_error, per-key problems as kvrpcpb.KeyError; gRPC status errors
 // are only used for a stopped store, a cancelled request, or a write whose

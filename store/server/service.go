@@ -57,6 +57,9 @@ type Service struct {
 	st       *txn.Storage
 	cm       *concurrency.Manager
 	detector *clusterDetector
+	// exportLimit paces every KvExport's file writes on this store
+	// together (backup.go).
+	exportLimit exportLimiter
 	// gc, when set, refuses reads below the GC safe point (gc.go).
 	gc *gc.Worker
 	// cop bounds concurrent coprocessor requests (point gets bypass it).

@@ -639,3 +639,48 @@ func (s *Storage) ScanLock(ctx context.Context, req *kvrpcpb.ScanLockRequest) (*
 	}
 	return resp, nil
 }
+
+// ScanFunc calls fn, in key order, with every pair of [start, end) clamped
+// to the region of rctx that a read at ts sees, after the checks of Scan
+// (leader, epoch, in-memory locks, GC is the caller's); k and v are valid
+// only during the call. fn's error stops the scan and is returned. A lock
+// the read must not pass is returned as a KeyError (Locked) after the
+// pairs before it were passed to fn. It returns the region the scan
+// covered. store/server's KvExport (backups) uses it.
+func (s *Storage) ScanFunc(ctx context.Context, rctx *kvrpcpb.Context, start, end []byte, ts uint64, fn func(k, v []byte) error) (*metapb.Region, *errorpb.Error, *kvrpcpb.KeyError, error) {
+	defer observeSince("scan_func", time.Now())
+	check, region, rerr, err := s.readIndex(ctx, rctx, ts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if rerr == nil {
+		start = regionkeys.ClampStart(start, region)
+		rerr = regionkeys.CheckKey(start, region)
+	}
+	if rerr != nil {
+		return nil, rerr, nil, nil
+	}
+	end = regionkeys.ClampEnd(end, region)
+	if err := s.cm.ReadRange(ctx, start, end, ts); err != nil {
+		return nil, nil, nil, err
+	}
+	snap := s.engine.Snapshot()
+	defer snap.Close()
+	if rerr := check.Gone(); rerr != nil {
+		return nil, rerr, nil, nil
+	}
+	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(rctx, ts))
+	defer sr.Close()
+	var fnErr error
+	err = sr.Scan(start, end, false, false, func(k, v []byte) bool {
+		fnErr = fn(k, v)
+		return fnErr == nil
+	})
+	if fnErr != nil {
+		return region, nil, nil, fnErr
+	}
+	if ke, ok := toKeyError(err); ok {
+		return region, nil, ke, nil
+	}
+	return region, nil, nil, err
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# br's acceptance check: a backup of go-tpc TPC-C taken while go-tpc runs,
+# restored into a fresh cluster, where `go-tpc tpcc check` must pass.
+#
+#   make build bench-tools-gotpc && bench/br_tpcc.sh [--warehouses 4] [--threads 4] [--time 3m]
+#
+# Two playground clusters (1 PD, 3 stores, 1 SQL node each) on free
+# loopback ports in a temp dir; the backup directory is in the same temp
+# dir (one machine: every store sees it). Prints each step's time and
+# br's rates; exits non-zero if a step or the check fails.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+GOTPC=${GOTPC:-$ROOT/bin/tools/go-tpc}
+WAREHOUSES=4 THREADS=4 TIME=3m
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --warehouses) WAREHOUSES=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    --time) TIME=$2; shift 2 ;;
+    *) echo "unknown flag $1" >&2; exit 2 ;;
+  esac
+done
+[[ -x $GOTPC ]] || { echo "go-tpc not found at $GOTPC: make bench-tools-gotpc" >&2; exit 1; }
+WORK=$(mktemp -d /tmp/br-tpcc-XXXXXX)
+PIDS=() # processes this script started, stopped by PID at exit
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do
+    for _ in $(seq 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+log() { echo "$(date -u +%H:%M:%S) $*"; }
+
+# start NAME: a playground cluster; sets PORT and PD.
+start() {
+  local dir=$WORK/$1
+  mkdir -p "$dir"
+  "$ROOT/bin/playground" --bin-dir "$ROOT/bin" --data-dir "$dir/data" --free-ports >"$dir/playground.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 600); do
+    grep -q "Strata is ready" "$dir/playground.log" && break
+    sleep 0.2
+  done
+  grep -q "Strata is ready" "$dir/playground.log" || { cat "$dir/playground.log" >&2; exit 1; }
+  PORT=$(grep -o -- '-P [0-9]*' "$dir/playground.log" | head -1 | cut -d' ' -f2)
+  PD=$(grep -o 'PD ([^)]*)' "$dir/playground.log" | head -1 | sed 's/PD (//; s/)//')
+}
+
+start src
+SRC_PORT=$PORT SRC_PD=$PD
+args=(-H 127.0.0.1 -U root -D tpcc --warehouses "$WAREHOUSES")
+log "source on port $SRC_PORT (PD $SRC_PD): prepare $WAREHOUSES warehouses"
+"$GOTPC" tpcc prepare "${args[@]}" -P "$SRC_PORT" -T "$WAREHOUSES" --no-check >"$WORK/prepare.log" 2>&1 || { tail "$WORK/prepare.log" >&2; exit 1; }
+log "prepared; go-tpc run for $TIME with $THREADS threads"
+"$GOTPC" tpcc run "${args[@]}" -P "$SRC_PORT" -T "$THREADS" --time "$TIME" --ignore-error >"$WORK/run.log" 2>&1 &
+RUN=$!
+PIDS+=($RUN)
+sleep 30 # let the workload reach steady state before the backup starts
+log "backup while go-tpc runs"
+"$ROOT/bin/br" backup full --pd "$SRC_PD" --storage "local://$WORK/backup" --db tpcc 2>"$WORK/backup.log" | grep -v '^Backup \[' || { tail "$WORK/backup.log" >&2; exit 1; }
+wait "$RUN" || true
+grep -E '^\[Summary\] (NEW_ORDER|PAYMENT) ' "$WORK/run.log" || true
+start dst
+log "fresh cluster on port $PORT: restore"
+"$ROOT/bin/br" restore full --pd "$PD" --storage "local://$WORK/backup" 2>"$WORK/restore.log" | grep -v '^Restore \[' || { tail "$WORK/restore.log" >&2; exit 1; }
+log "go-tpc tpcc check on the restored cluster"
+if "$GOTPC" tpcc check "${args[@]}" -P "$PORT" -T "$WAREHOUSES" >"$WORK/check.log" 2>&1 && ! grep -q failed "$WORK/check.log"; then
+  log "check passed"
+else
+  tail -20 "$WORK/check.log"
+  log "check FAILED"
+  exit 1
+fi
