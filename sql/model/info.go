@@ -2,6 +2,7 @@ package model
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -326,6 +327,16 @@ func (c *ColumnInfo) FillDatum() types.Datum {
 // NOT NULL, or becoming so.
 func (c *ColumnInfo) RefusesNull() bool {
 	return c.Type.NotNull() || (c.Pending != nil && c.Pending.NotNull())
+}
+
+// DefaultNowText is how MySQL shows the default of a DEFAULT
+// CURRENT_TIMESTAMP column: CURRENT_TIMESTAMP(n) with the column's
+// fractional seconds precision n.
+func (c *ColumnInfo) DefaultNowText() string {
+	if c.Type.Decimal > 0 {
+		return "CURRENT_TIMESTAMP(" + strconv.Itoa(c.Type.Decimal) + ")"
+	}
+	return "CURRENT_TIMESTAMP"
 }
 
 // IsPrimaryKey reports whether the column is the primary key.
