@@ -73,7 +73,7 @@ func TestMysqldumpRoundTrip(t *testing.T) {
 	for _, want := range []string{"LOCK TABLES `orders` WRITE;", "/*!40000 ALTER TABLE `orders` DISABLE KEYS */;",
 		"CONSTRAINT `fk_customer` FOREIGN KEY (`customer_id`) REFERENCES `customers` (`id`) ON DELETE CASCADE ON UPDATE RESTRICT",
 		"`name` varchar(100) COLLATE utf8mb4_unicode_ci NOT NULL DEFAULT 'anon'", "`attrs` json DEFAULT NULL",
-		"`updated` timestamp(3) NULL DEFAULT CURRENT_TIMESTAMP(3)", "`active` tinyint(1) NOT NULL DEFAULT '1'", "`note` text,",
+		"`updated` timestamp(3) NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3)", "`active` tinyint(1) NOT NULL DEFAULT '1'", "`note` text,",
 		"VIEW `big_orders` AS SELECT"} {
 		require.Contains(t, dump, want)
 	}

@@ -120,6 +120,7 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 			if c.AutoIncrement {
 				extra = "auto_increment"
 			}
+			extra = strings.TrimSpace(extra + " " + c.OnUpdateExtra())
 			row := StringRow(c.Name, c.Type.SQLName(), null, key, "", extra)
 			switch {
 			case c.DefaultNow:
@@ -327,6 +328,9 @@ func columnNullDefault(c *model.ColumnInfo) string {
 		b.WriteString(" DEFAULT '" + strings.ReplaceAll(c.Default, "'", "''") + "'")
 	case !c.Type.NotNull() && !isBlobType(c.Type.Tp):
 		b.WriteString(" DEFAULT NULL")
+	}
+	if c.OnUpdateNow {
+		b.WriteString(" ON UPDATE " + c.DefaultNowText())
 	}
 	return b.String()
 }

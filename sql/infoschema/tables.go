@@ -254,6 +254,7 @@ func (s *Schema) columns(ctx context.Context, v Viewer) ([][]datum, error) {
 			} else if c.DefaultNow {
 				extra = "DEFAULT_GENERATED"
 			}
+			extra = strings.TrimSpace(extra + " " + c.OnUpdateExtra())
 			charLen, octLen, prec, scale, dtPrec, cs, coll := typeFacts(ft)
 			rows = append(rows, []datum{str("def"), str(db), str(t.Name), str(c.Name), unum(uint64(i + 1)), def, str(nullable),
 				str(dataType(ft)), charLen, octLen, prec, scale, dtPrec, cs, coll, str(ft.SQLName()),

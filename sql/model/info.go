@@ -30,11 +30,14 @@ type ColumnInfo struct {
 	// DEFAULT NULL; otherwise Default holds the value in its canonical text
 	// form (already converted to the column type), or DefaultNow is set for
 	// DEFAULT CURRENT_TIMESTAMP.
-	HasDefault    bool   `json:"has_default,omitempty"`
-	DefaultNull   bool   `json:"default_null,omitempty"`
-	Default       string `json:"default,omitempty"`
-	DefaultNow    bool   `json:"default_now,omitempty"`
-	AutoIncrement bool   `json:"auto_increment,omitempty"`
+	HasDefault  bool   `json:"has_default,omitempty"`
+	DefaultNull bool   `json:"default_null,omitempty"`
+	Default     string `json:"default,omitempty"`
+	DefaultNow  bool   `json:"default_now,omitempty"`
+	// OnUpdateNow is ON UPDATE CURRENT_TIMESTAMP: an UPDATE that changes
+	// a row and does not assign the column sets it to the statement's time.
+	OnUpdateNow   bool `json:"on_update_now,omitempty"`
+	AutoIncrement bool `json:"auto_increment,omitempty"`
 	// State is the column's F1 state while ALTER TABLE ADD / DROP COLUMN
 	// runs (public otherwise). A non-public column is not in
 	// TableInfo.Columns but in NonPublic: queries do not see it; DML keeps
@@ -337,6 +340,15 @@ func (c *ColumnInfo) DefaultNowText() string {
 		return "CURRENT_TIMESTAMP(" + strconv.Itoa(c.Type.Decimal) + ")"
 	}
 	return "CURRENT_TIMESTAMP"
+}
+
+// OnUpdateExtra is the EXTRA text of an ON UPDATE CURRENT_TIMESTAMP
+// column ("on update CURRENT_TIMESTAMP(n)", as MySQL shows it), else "".
+func (c *ColumnInfo) OnUpdateExtra() string {
+	if !c.OnUpdateNow {
+		return ""
+	}
+	return "on update " + c.DefaultNowText()
 }
 
 // IsPrimaryKey reports whether the column is the primary key.

@@ -1,6 +1,7 @@
 -- The database TestMysqldumpRoundTrip dumps with mysqldump and reloads into
 -- a second cluster: foreign keys (CASCADE, RESTRICT, a composite primary
--- key), JSON, column, table and database collations, defaults, a view.
+-- key), JSON, column, table and database collations, defaults, ON UPDATE
+-- CURRENT_TIMESTAMP, a view.
 CREATE DATABASE dumpdb CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;
 USE dumpdb;
 CREATE TABLE customers (
@@ -9,7 +10,7 @@ CREATE TABLE customers (
   name VARCHAR(100) COLLATE utf8mb4_unicode_ci NOT NULL DEFAULT 'anon',
   code CHAR(8) CHARACTER SET ascii COLLATE ascii_bin,
   created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
-  updated TIMESTAMP(3) NULL DEFAULT CURRENT_TIMESTAMP(3),
+  updated TIMESTAMP(3) NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
   balance DECIMAL(12,2) NOT NULL DEFAULT 0.00,
   active TINYINT(1) NOT NULL DEFAULT 1,
   score DOUBLE,
@@ -47,6 +48,7 @@ INSERT INTO orders (customer_id, attrs, qty, price) VALUES
  (1, NULL, 1, 100.00),
  (3, '{"nested": {"k": null, "s": "é\\"q"}}', 5, 0.10);
 INSERT INTO order_tags VALUES (1, 'red'), (1, 'sale'), (3, 'tiny');
+UPDATE customers SET balance = balance + 1 WHERE id = 2; -- ON UPDATE CURRENT_TIMESTAMP(3) moves `updated`
 CREATE VIEW big_orders AS SELECT o.id, c.email, o.qty * o.price AS total FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.qty * o.price > 10;
 CREATE TABLE flags (
   id INT PRIMARY KEY,
