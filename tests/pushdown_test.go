@@ -90,9 +90,9 @@ func TestPushdownMatchesRoot(t *testing.T) {
 		{q: "SELECT pad, COUNT(*), AVG(d), MAX(f), COUNT(n) FROM t GROUP BY pad", cop: []string{"HashAgg"}},
 		{q: "SELECT d, COUNT(*), SUM(n) FROM t WHERE f < 50 GROUP BY d", cop: []string{"HashAgg", "Selection"}},
 		{q: "SELECT n, k > 250, COUNT(*), SUM(d) FROM t GROUP BY n, k > 250 HAVING COUNT(*) > 5", cop: []string{"HashAgg"}},
-		{q: "SELECT c, id, COUNT(*) FROM t GROUP BY pad", ordered: true, cop: []string{"HashAgg"}},
+		{q: "SELECT ANY_VALUE(c), ANY_VALUE(id), COUNT(*) FROM t GROUP BY pad", ordered: true, cop: []string{"HashAgg"}},
 		{q: "SELECT n, SUM(k) AS s FROM t WHERE id BETWEEN 1000 AND 6000 GROUP BY n ORDER BY s DESC, n LIMIT 5", ordered: true, cop: []string{"HashAgg", "TableRangeScan"}},
-		{q: "SELECT k, COUNT(*) FROM t", cop: []string{"HashAgg"}},
+		{q: "SELECT ANY_VALUE(k), COUNT(*) FROM t", cop: []string{"HashAgg"}},
 		{q: "SELECT n, COUNT(*) FROM t WHERE n > 100 GROUP BY n", cop: []string{"HashAgg"}},
 	}
 	explain := func(db *sql.DB, q string) string {

@@ -3,6 +3,7 @@ package ddl
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -286,7 +287,9 @@ func buildColumn(cd *ast.ColumnDef, id int64, tcoll *collate.Collation, env expr
 		case ast.ColumnOptionComment, ast.ColumnOptionCollate /* setColumnCollation */, ast.ColumnOptionColumnFormat, ast.ColumnOptionStorage, ast.ColumnOptionReference, ast.ColumnOptionNoOption:
 			// No effect on storage or semantics Strata implements.
 		case ast.ColumnOptionOnUpdate:
-			return nil, o, errno.NotSupported("ON UPDATE CURRENT_TIMESTAMP")
+			if err := setOnUpdate(c, opt.Expr); err != nil {
+				return nil, o, err
+			}
 		case ast.ColumnOptionGenerated:
 			return nil, o, errno.NotSupported("generated columns")
 		case ast.ColumnOptionCheck:
@@ -360,6 +363,45 @@ func isKeyPrefix(t *model.TableInfo, off int) bool {
 		}
 	}
 	return false
+}
+
+// errInvalidOnUpdate is MySQL's ER_INVALID_ON_UPDATE.
+const errInvalidOnUpdate uint16 = 1294
+
+// setOnUpdate makes c an ON UPDATE CURRENT_TIMESTAMP column. As in MySQL,
+// only a TIMESTAMP or DATETIME column may have it, and the function's
+// fractional seconds precision must be the column's (CURRENT_TIMESTAMP(3)
+// for a DATETIME(3)); anything else is ERROR 1294.
+func setOnUpdate(c *model.ColumnInfo, n ast.ExprNode) error {
+	invalid := errno.New(errInvalidOnUpdate, "Invalid ON UPDATE clause for '%s' column", c.Name)
+	f, ok := n.(*ast.FuncCallExpr)
+	if !ok || (c.Type.Tp != mysql.TypeTimestamp && c.Type.Tp != mysql.TypeDatetime) {
+		return invalid
+	}
+	switch f.FnName.L {
+	case "current_timestamp", "now", "localtime", "localtimestamp":
+	default:
+		return invalid
+	}
+	fsp := 0
+	if len(f.Args) == 1 {
+		v, ok := f.Args[0].(ast.ValueExpr)
+		if !ok {
+			return invalid
+		}
+		n, err := strconv.Atoi(fmt.Sprint(v.GetValue()))
+		if err != nil {
+			return invalid
+		}
+		fsp = n
+	} else if len(f.Args) > 1 {
+		return invalid
+	}
+	if fsp != max(c.Type.Decimal, 0) {
+		return invalid
+	}
+	c.OnUpdateNow = true
+	return nil
 }
 
 func setDefault(c *model.ColumnInfo, n ast.ExprNode, env expr.Env) error {

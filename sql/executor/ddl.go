@@ -280,6 +280,7 @@ func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 		return nil, err
 	}
 	var rename *ast.AlterTableSpec
+	res := &Result{}
 	for i := 0; i < len(x.Specs); i++ {
 		sp := x.Specs[i]
 		var err error
@@ -307,6 +308,9 @@ func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 			err = e.modifyColumn(ctx, env, x, sp)
 		case ast.AlterTableRenameTable:
 			rename = sp
+		case ast.AlterTableEnableKeys, ast.AlterTableDisableKeys:
+			res.Warnings = append(res.Warnings, Warning{Level: "Note", Code: errIllegalHaCreateOption,
+				Msg: fmt.Sprintf("Table storage engine for '%s' doesn't have this option", x.Table.Name.O)})
 		}
 		if err != nil {
 			return nil, err
@@ -317,8 +321,12 @@ func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 			return nil, err
 		}
 	}
-	return &Result{}, nil
+	return res, nil
 }
+
+// errIllegalHaCreateOption is MySQL's ER_ILLEGAL_HA: the note InnoDB gives
+// for ALTER TABLE ... DISABLE KEYS / ENABLE KEYS.
+const errIllegalHaCreateOption uint16 = 1031
 
 // splitColumnKeys returns x with the keys its ADD COLUMN clauses declare
 // (a column's UNIQUE [KEY] option, the constraints of ADD COLUMN (...))
@@ -478,6 +486,10 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 			}
 		case ast.AlterTableLock, ast.AlterTableAlgorithm:
 			// Accepted: index and column changes are always online here.
+		case ast.AlterTableEnableKeys, ast.AlterTableDisableKeys:
+			// Accepted with a note (alterTable), as InnoDB does: indexes
+			// are always maintained. mysqldump wraps every table's rows
+			// in DISABLE KEYS / ENABLE KEYS.
 		default:
 			return errno.NotSupported("this ALTER TABLE clause")
 		}

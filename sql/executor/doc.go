@@ -6,8 +6,11 @@
 // indexes; view.go: views; submitted to the DDL job queue, package ddl),
 // SHOW about the schema and cluster (show.go), SPLIT TABLE and SHOW TABLE
 // REGIONS (split.go), ADMIN CHECK / SHOW DDL / CANCEL DDL JOBS (admin.go),
-// ANALYZE TABLE and SHOW STATS_* (analyze.go), LOAD DATA (loaddata.go) and
-// the account statements with SHOW GRANTS (grant.go).
+// ANALYZE TABLE and SHOW STATS_* (analyze.go), LOAD DATA (loaddata.go),
+// the account statements with SHOW GRANTS (grant.go), MySQL's CHECKSUM
+// TABLE (checksum.go: a sum of per-row CRC-32s over the values, equal for
+// equal rows in any cluster) and LOCK / UNLOCK TABLES (locktables.go:
+// accepted with a warning, nothing is locked, as TiDB without table locks).
 // An Executor reads the node's shared state from its sql/domain.Domain
 // (catalog, DDL, statistics, id allocators, information_schema, wired into
 // its planner by New); everything per session comes in per call: expr.Env

@@ -437,6 +437,16 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 		if sameRow(c.old, c.new, len(c.tbl.Columns)) {
 			continue
 		}
+		if err := touchOnUpdate(c.tbl, func(off int) bool {
+			for _, ma := range as {
+				if targets[ma.t].src.Table.ID == c.tbl.ID && ma.a.off == off {
+					return true
+				}
+			}
+			return false
+		}, env, c.new, changed+1, cv); err != nil {
+			return nil, err
+		}
 		changed++
 		w := byTable[c.tbl.ID]
 		if w == nil {

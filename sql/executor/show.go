@@ -90,7 +90,11 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 				continue
 			}
 			if x.Full {
-				res.Rows = append(res.Rows, StringRow(t.Name, "BASE TABLE"))
+				kind := "BASE TABLE"
+				if t.IsView() {
+					kind = "VIEW"
+				}
+				res.Rows = append(res.Rows, StringRow(t.Name, kind))
 			} else {
 				res.Rows = append(res.Rows, StringRow(t.Name))
 			}
@@ -116,10 +120,11 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 			if c.AutoIncrement {
 				extra = "auto_increment"
 			}
+			extra = strings.TrimSpace(extra + " " + c.OnUpdateExtra())
 			row := StringRow(c.Name, c.Type.SQLName(), null, key, "", extra)
 			switch {
 			case c.DefaultNow:
-				row[4] = types.NewString("CURRENT_TIMESTAMP")
+				row[4] = types.NewString(c.DefaultNowText())
 			case c.HasDefault && !c.DefaultNull:
 				row[4] = types.NewString(defaultText(c))
 			default:
@@ -194,11 +199,41 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 	case ast.ShowEngines:
 		res = &Result{Columns: []ResultColumn{StringColumn("Engine", 64), StringColumn("Support", 8), StringColumn("Comment", 80), StringColumn("Transactions", 3), StringColumn("XA", 3), StringColumn("Savepoints", 3)},
 			Rows: [][]types.Datum{StringRow("InnoDB", "DEFAULT", "Strata distributed storage (Raft-replicated regions)", "YES", "NO", "NO")}}
+	case ast.ShowTriggers, ast.ShowEvents:
+		// Strata has no triggers or events: the database must exist
+		// (MySQL's 1046 / 1049), the answer is empty.
+		if _, err := e.dbFor(ctx, env, x.DBName); err != nil {
+			return nil, err
+		}
+		res = &Result{Columns: storedProgramColumns[x.Tp]}
+	case ast.ShowProcedureStatus, ast.ShowFunctionStatus: // no stored routines
+		res = &Result{Columns: storedProgramColumns[x.Tp]}
 	default:
 		return nil, errno.NotSupported("this SHOW statement")
 	}
 	return FilterShow(res, x, env)
 }
+
+// storedProgramColumns are MySQL 8.0's columns of SHOW TRIGGERS, SHOW
+// EVENTS and SHOW PROCEDURE / FUNCTION STATUS, which answer no rows here
+// (mysqldump --triggers --events --routines sends them).
+var storedProgramColumns = map[ast.ShowStmtType][]ResultColumn{
+	ast.ShowTriggers: {StringColumn("Trigger", 64), StringColumn("Event", 6), StringColumn("Table", 64),
+		StringColumn("Statement", 1024), StringColumn("Timing", 6), StringColumn("Created", 26), StringColumn("sql_mode", 520),
+		StringColumn("Definer", 288), StringColumn("character_set_client", 64), StringColumn("collation_connection", 64),
+		StringColumn("Database Collation", 64)},
+	ast.ShowEvents: {StringColumn("Db", 64), StringColumn("Name", 64), StringColumn("Definer", 288), StringColumn("Time zone", 64),
+		StringColumn("Type", 9), StringColumn("Execute at", 19), StringColumn("Interval value", 256), StringColumn("Interval field", 18),
+		StringColumn("Starts", 19), StringColumn("Ends", 19), StringColumn("Status", 21), IntColumn("Originator"),
+		StringColumn("character_set_client", 64), StringColumn("collation_connection", 64), StringColumn("Database Collation", 64)},
+	ast.ShowProcedureStatus: routineStatusColumns,
+	ast.ShowFunctionStatus:  routineStatusColumns,
+}
+
+var routineStatusColumns = []ResultColumn{StringColumn("Db", 64), StringColumn("Name", 64), StringColumn("Type", 9),
+	StringColumn("Definer", 288), StringColumn("Modified", 19), StringColumn("Created", 19), StringColumn("Security_type", 7),
+	StringColumn("Comment", 1024), StringColumn("character_set_client", 64), StringColumn("collation_connection", 64),
+	StringColumn("Database Collation", 64)}
 
 func (e *Executor) showTable(ctx context.Context, env StmtEnv, tn *ast.TableName, dbName string) (*model.TableInfo, error) {
 	schema := tn.Schema.O
@@ -269,6 +304,46 @@ func FilterShow(res *Result, x *ast.ShowStmt, env expr.Env) (*Result, error) {
 	return res, nil
 }
 
+// columnNullDefault is the NULL / NOT NULL and DEFAULT part of a column's
+// definition in SHOW CREATE TABLE, as MySQL 8.0 prints it: a nullable
+// TIMESTAMP says NULL (explicit_defaults_for_timestamp), a TEXT or BLOB
+// has no DEFAULT NULL (it cannot have a default), CURRENT_TIMESTAMP
+// carries the column's fractional seconds precision.
+func columnNullDefault(c *model.ColumnInfo) string {
+	var b strings.Builder
+	switch {
+	case c.Type.NotNull():
+		b.WriteString(" NOT NULL")
+	case c.Type.Tp == mysql.TypeTimestamp:
+		b.WriteString(" NULL")
+	}
+	switch {
+	case c.DefaultNow:
+		b.WriteString(" DEFAULT " + c.DefaultNowText())
+	case c.HasDefault && c.DefaultNull:
+		b.WriteString(" DEFAULT NULL")
+	case c.HasDefault && c.Type.Tp == mysql.TypeBit:
+		b.WriteString(" DEFAULT " + defaultText(c))
+	case c.HasDefault:
+		b.WriteString(" DEFAULT '" + strings.ReplaceAll(c.Default, "'", "''") + "'")
+	case !c.Type.NotNull() && !isBlobType(c.Type.Tp):
+		b.WriteString(" DEFAULT NULL")
+	}
+	if c.OnUpdateNow {
+		b.WriteString(" ON UPDATE " + c.DefaultNowText())
+	}
+	return b.String()
+}
+
+// isBlobType reports whether tp is a TEXT or BLOB type (JSON is not).
+func isBlobType(tp byte) bool {
+	switch tp {
+	case mysql.TypeTinyBlob, mysql.TypeBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
+		return true
+	}
+	return false
+}
+
 // createTableSQL is SHOW CREATE TABLE's statement for table t of database
 // db (its foreign keys name a parent in another database with it).
 func createTableSQL(t *model.TableInfo, db string) string {
@@ -278,21 +353,7 @@ func createTableSQL(t *model.TableInfo, db string) string {
 	for _, c := range t.Columns {
 		b.WriteString("  `" + c.Name + "` " + c.Type.SQLName())
 		b.WriteString(columnCollation(c.Type, tcoll))
-		if c.Type.NotNull() {
-			b.WriteString(" NOT NULL")
-		}
-		switch {
-		case c.DefaultNow:
-			b.WriteString(" DEFAULT CURRENT_TIMESTAMP")
-		case c.HasDefault && c.DefaultNull:
-			b.WriteString(" DEFAULT NULL")
-		case c.HasDefault && c.Type.Tp == mysql.TypeBit:
-			b.WriteString(" DEFAULT " + defaultText(c))
-		case c.HasDefault:
-			b.WriteString(" DEFAULT '" + strings.ReplaceAll(c.Default, "'", "''") + "'")
-		case !c.Type.NotNull():
-			b.WriteString(" DEFAULT NULL")
-		}
+		b.WriteString(columnNullDefault(c))
 		if c.AutoIncrement {
 			b.WriteString(" AUTO_INCREMENT")
 		}

@@ -97,6 +97,9 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 			res.FoundRows++
 			continue
 		}
+		if err := touchOnUpdate(tbl, assignsColumn(as), env, newRow, ri+1, cv); err != nil {
+			return nil, err
+		}
 		newH := oldHs[0]
 		if tbl.PKIsHandle {
 			newH = newRow[tbl.HandleOffset].Int64()

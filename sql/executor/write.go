@@ -572,6 +572,9 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 		if sameRow(r, newRow, ncols) {
 			continue
 		}
+		if err := touchOnUpdate(tbl, assignsColumn(as), env, newRow, ri+1, cv); err != nil {
+			return nil, err
+		}
 		oldH := r[hOff].Int64()
 		newH := oldH
 		if tbl.PKIsHandle {
@@ -665,6 +668,36 @@ func assignRow(as []assign, tbl *model.TableInfo, env expr.Env, row []datum, row
 		}
 	}
 	return nil
+}
+
+// touchOnUpdate sets the ON UPDATE CURRENT_TIMESTAMP columns of row, which
+// an UPDATE (or ON DUPLICATE KEY UPDATE) changes, to the statement's time,
+// but those the statement assigns: as in MySQL, an explicit value wins,
+// and a row the statement leaves unchanged keeps its time.
+func touchOnUpdate(tbl *model.TableInfo, assigned func(off int) bool, env expr.Env, row []datum, rowNum int, cv *conv) error {
+	for i, c := range tbl.Columns {
+		if !c.OnUpdateNow || assigned(i) {
+			continue
+		}
+		v, err := convertColumn(tbl, c, types.NewString(types.FormatTime(env.Now(), c.Type.Tp, c.Type.Decimal)), rowNum, cv)
+		if err != nil {
+			return err
+		}
+		row[i] = v
+	}
+	return nil
+}
+
+// assignsColumn reports whether as assigns column off.
+func assignsColumn(as []assign) func(off int) bool {
+	return func(off int) bool {
+		for _, a := range as {
+			if a.off == off {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 func sameRow(a, b []datum, ncols int) bool {

@@ -898,6 +898,11 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			}
 			return types.NewFloat(v), nil
 		}}, nil
+	case "any_value": // its argument: ONLY_FULL_GROUP_BY accepts it (planner)
+		if err := nargs(1, 1); err != nil {
+			return nil, err
+		}
+		return args[0], nil
 	case "coalesce", "ifnull":
 		if err := nargs(1, 1<<16); err != nil {
 			return nil, err

@@ -4,7 +4,11 @@
 // connections (PROCESSLIST), slow query log (SLOW_QUERY) and statement
 // digests (STATEMENTS_SUMMARY[_HISTORY]), TiDB's columns where they apply,
 // and fixed server facts (ENGINES, COLLATIONS,
-// CHARACTER_SETS), with MySQL 8.0's column names and types. Foreign keys
+// CHARACTER_SETS), with MySQL 8.0's column names and types. VIEWS lists
+// the views and PARTITIONS has MySQL's one row per non-partitioned table;
+// FILES, TRIGGERS, ROUTINES and EVENTS exist for the tools that read them
+// (mysqldump) and are empty: Strata has no tablespaces or stored programs
+// (files.go). Foreign keys
 // appear in KEY_COLUMN_USAGE (with their REFERENCED_ columns),
 // TABLE_CONSTRAINTS (FOREIGN KEY) and REFERENTIAL_CONSTRAINTS (rules
 // NO ACTION when none was given, as MySQL 8.0 shows them).

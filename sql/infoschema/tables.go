@@ -57,6 +57,12 @@ func (s *Schema) defs() []*memTable {
 		table("ENGINES", engines,
 			col{"ENGINE", name64}, col{"SUPPORT", notNull(varchar(8))}, col{"COMMENT", notNull(varchar(80))},
 			col{"TRANSACTIONS", varchar(3)}, col{"XA", varchar(3)}, col{"SAVEPOINTS", varchar(3)}),
+		table("FILES", noRows, filesColumns...), // files.go
+		table("PARTITIONS", s.partitions, partitionsColumns...),
+		table("TRIGGERS", noRows, triggersColumns...),
+		table("ROUTINES", noRows, routinesColumns...),
+		table("EVENTS", noRows, eventsColumns...),
+		table("VIEWS", s.views, viewsColumns...),
 		table("COLLATIONS", collations,
 			col{"COLLATION_NAME", name64}, col{"CHARACTER_SET_NAME", name64}, col{"ID", notNull(bigintU)},
 			col{"IS_DEFAULT", notNull(varchar(3))}, col{"IS_COMPILED", notNull(varchar(3))}, col{"SORTLEN", notNull(intU)},
@@ -180,6 +186,11 @@ func (s *Schema) tablesRows(ctx context.Context, v Viewer) ([][]datum, error) {
 			null, null, null, null, null, null, null, null, null, str("utf8mb3_general_ci"), null, str(""), str("")})
 	}
 	err := s.eachTable(ctx, v, func(db string, t *model.TableInfo) error {
+		if t.IsView() { // MySQL: a view has no engine, sizes or collation
+			rows = append(rows, []datum{str("def"), str(db), str(t.Name), str("VIEW"), null, null, null, null,
+				null, null, null, null, null, null, null, null, null, null, null, null, str("VIEW")})
+			return nil
+		}
 		auto := null
 		if t.AutoIncOffset >= 0 && s.peek != nil {
 			n, err := s.peek(ctx, t.ID)
@@ -229,7 +240,7 @@ func (s *Schema) columns(ctx context.Context, v Viewer) ([][]datum, error) {
 			def := null
 			switch {
 			case c.DefaultNow:
-				def = str("CURRENT_TIMESTAMP")
+				def = str(c.DefaultNowText())
 			case c.HasDefault && !c.DefaultNull:
 				def = str(c.Default)
 			}
@@ -243,6 +254,7 @@ func (s *Schema) columns(ctx context.Context, v Viewer) ([][]datum, error) {
 			} else if c.DefaultNow {
 				extra = "DEFAULT_GENERATED"
 			}
+			extra = strings.TrimSpace(extra + " " + c.OnUpdateExtra())
 			charLen, octLen, prec, scale, dtPrec, cs, coll := typeFacts(ft)
 			rows = append(rows, []datum{str("def"), str(db), str(t.Name), str(c.Name), unum(uint64(i + 1)), def, str(nullable),
 				str(dataType(ft)), charLen, octLen, prec, scale, dtPrec, cs, coll, str(ft.SQLName()),

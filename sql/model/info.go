@@ -2,6 +2,7 @@ package model
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -29,11 +30,14 @@ type ColumnInfo struct {
 	// DEFAULT NULL; otherwise Default holds the value in its canonical text
 	// form (already converted to the column type), or DefaultNow is set for
 	// DEFAULT CURRENT_TIMESTAMP.
-	HasDefault    bool   `json:"has_default,omitempty"`
-	DefaultNull   bool   `json:"default_null,omitempty"`
-	Default       string `json:"default,omitempty"`
-	DefaultNow    bool   `json:"default_now,omitempty"`
-	AutoIncrement bool   `json:"auto_increment,omitempty"`
+	HasDefault  bool   `json:"has_default,omitempty"`
+	DefaultNull bool   `json:"default_null,omitempty"`
+	Default     string `json:"default,omitempty"`
+	DefaultNow  bool   `json:"default_now,omitempty"`
+	// OnUpdateNow is ON UPDATE CURRENT_TIMESTAMP: an UPDATE that changes
+	// a row and does not assign the column sets it to the statement's time.
+	OnUpdateNow   bool `json:"on_update_now,omitempty"`
+	AutoIncrement bool `json:"auto_increment,omitempty"`
 	// State is the column's F1 state while ALTER TABLE ADD / DROP COLUMN
 	// runs (public otherwise). A non-public column is not in
 	// TableInfo.Columns but in NonPublic: queries do not see it; DML keeps
@@ -326,6 +330,25 @@ func (c *ColumnInfo) FillDatum() types.Datum {
 // NOT NULL, or becoming so.
 func (c *ColumnInfo) RefusesNull() bool {
 	return c.Type.NotNull() || (c.Pending != nil && c.Pending.NotNull())
+}
+
+// DefaultNowText is how MySQL shows the default of a DEFAULT
+// CURRENT_TIMESTAMP column: CURRENT_TIMESTAMP(n) with the column's
+// fractional seconds precision n.
+func (c *ColumnInfo) DefaultNowText() string {
+	if c.Type.Decimal > 0 {
+		return "CURRENT_TIMESTAMP(" + strconv.Itoa(c.Type.Decimal) + ")"
+	}
+	return "CURRENT_TIMESTAMP"
+}
+
+// OnUpdateExtra is the EXTRA text of an ON UPDATE CURRENT_TIMESTAMP
+// column ("on update CURRENT_TIMESTAMP(n)", as MySQL shows it), else "".
+func (c *ColumnInfo) OnUpdateExtra() string {
+	if !c.OnUpdateNow {
+		return ""
+	}
+	return "on update " + c.DefaultNowText()
 }
 
 // IsPrimaryKey reports whether the column is the primary key.

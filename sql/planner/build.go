@@ -411,6 +411,9 @@ func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error
 	if lg.having != nil && !lg.agg {
 		lg.agg = true // HAVING without aggregates: one group over everything
 	}
+	if err := lg.checkFullGroupBy(s, env); err != nil { // fullgroupby.go
+		return err
+	}
 	if s.Limit != nil && !describe {
 		var err error
 		lg.hasLimit = true

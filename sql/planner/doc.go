@@ -4,7 +4,9 @@
 // decorrelate.go), derived tables and views (view.go), CTEs including
 // recursive ones (cte.go), window functions (window.go), UNION (setop.go)
 // and information_schema tables (memtable.go), and the reads of UPDATE and
-// DELETE (ScanPlan).
+// DELETE (ScanPlan). A grouped SELECT is checked against sql_mode
+// ONLY_FULL_GROUP_BY (fullgroupby.go: functional dependencies through
+// primary and NOT NULL unique keys and equalities).
 //
 // Its behaviour is pinned by the scripts in testdata/ (EXPLAIN of each
 // access path beside the rows the plan returns); they run through a whole

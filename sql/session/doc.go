@@ -2,7 +2,8 @@
 // session and user variables, last insert id, the previous statement's
 // ROW_COUNT() and FOUND_ROWS(), its warnings, the transaction, prepared
 // statements, the user's privileges) and turns query text into results: it
-// parses with the TiDB parser, dispatches each statement and maps every
+// parses with the TiDB parser (plus CHECKSUM TABLE, which that parser
+// lacks: checksum.go), dispatches each statement and maps every
 // failure to a MySQL error (sql/errno). Statements execute in sql/executor
 // (DML, DDL, SHOW about the schema, SPLIT, ADMIN, ANALYZE, LOAD DATA,
 // account statements); the session runs only those about itself:

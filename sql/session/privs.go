@@ -102,8 +102,10 @@ func stmtCover(stmt ast.StmtNode) mysql.PrivilegeType {
 		return mysql.AlterPriv | mysql.IndexPriv
 	case *ast.RenameTableStmt: // MySQL: ALTER and DROP on the old, CREATE and INSERT on the new
 		return mysql.AlterPriv | mysql.DropPriv | mysql.CreatePriv | mysql.InsertPriv
-	case *ast.AdminStmt:
+	case *ast.AdminStmt, *ChecksumTableStmt:
 		return mysql.SelectPriv
+	case *ast.LockTablesStmt: // MySQL: LOCK TABLES and SELECT on each table
+		return mysql.LockTablesPriv | mysql.SelectPriv
 	case *ast.SplitRegionStmt: // as TiDB
 		return mysql.InsertPriv
 	case *ast.ExplainStmt:
@@ -175,6 +177,14 @@ func (s *Session) checkPrivileges(ctx context.Context, stmt ast.StmtNode) error 
 		c.target(x.Table, mysql.DropPriv)
 	case *ast.SplitRegionStmt:
 		c.target(x.Table, mysql.InsertPriv)
+	case *ChecksumTableStmt:
+		for _, t := range x.Tables {
+			c.target(t, mysql.SelectPriv)
+		}
+	case *ast.LockTablesStmt:
+		for _, tl := range x.TableLocks {
+			c.target(tl.Table, mysql.LockTablesPriv|mysql.SelectPriv)
+		}
 	case *ast.AnalyzeTableStmt: // TiDB: SELECT and INSERT on each table
 		for _, t := range x.TableNames {
 			c.target(t, mysql.SelectPriv|mysql.InsertPriv)

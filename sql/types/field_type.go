@@ -339,6 +339,9 @@ func (ft FieldType) SQLName() string {
 	switch ft.Tp {
 	case mysql.TypeTiny:
 		s = "tinyint"
+		if ft.Flen == 1 && !ft.Unsigned() { // MySQL 8.0.19+ drops display widths but signed TINYINT(1)'s (BOOL)
+			s = "tinyint(1)"
+		}
 	case mysql.TypeShort:
 		s = "smallint"
 	case mysql.TypeInt24:

@@ -76,3 +76,21 @@ func TestAppendFloat(t *testing.T) {
 		require.Equal(t, c.want, string(types.AppendFloat(nil, c.f, 64)))
 	}
 }
+
+// TestSQLNameIntegerWidths: as MySQL 8.0.19+, integer display widths are
+// not shown, but for signed TINYINT(1), which clients read as a boolean.
+func TestSQLNameIntegerWidths(t *testing.T) {
+	for _, c := range []struct {
+		ft   types.FieldType
+		want string
+	}{
+		{types.FieldType{Tp: mysql.TypeTiny, Flen: 1}, "tinyint(1)"},
+		{types.FieldType{Tp: mysql.TypeTiny, Flen: 4}, "tinyint"},
+		{types.FieldType{Tp: mysql.TypeTiny, Flen: 1, Flag: mysql.UnsignedFlag}, "tinyint unsigned"},
+		{types.FieldType{Tp: mysql.TypeShort, Flen: 1}, "smallint"},
+		{types.FieldType{Tp: mysql.TypeLong, Flen: 11}, "int"},
+		{types.FieldType{Tp: mysql.TypeLonglong, Flen: 20, Flag: mysql.UnsignedFlag}, "bigint unsigned"},
+	} {
+		require.Equal(t, c.want, c.ft.SQLName(), "%+v", c.ft)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"gorm.io/driver/mysql"
@@ -28,15 +29,15 @@ type Product struct {
 	UpdatedAt time.Time
 }
 
-// ProductV2 is Product with an index on Price (the second AutoMigrate).
-// A new column would make GORM send ALTER TABLE products ADD stock bigint
-// NOT NULL DEFAULT 0, which Strata does not support yet (ERROR 1235: ALTER
-// TABLE column changes are not built).
+// ProductV2 is Product with an index on Price, a new column with a
+// default (GORM sends ALTER TABLE products ADD stock bigint NOT NULL
+// DEFAULT 7), and a longer Note (ALTER TABLE ... MODIFY COLUMN).
 type ProductV2 struct {
 	ID        uint    `gorm:"primaryKey"`
 	Code      string  `gorm:"size:32;uniqueIndex"`
 	Price     int     `gorm:"index"`
-	Note      *string `gorm:"size:100"`
+	Note      *string `gorm:"size:200"`
+	Stock     int64   `gorm:"not null;default:7"`
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -183,12 +184,25 @@ func run(dsn string) error {
 	}
 	// AutoMigrate of the same model again changes nothing (information_schema
 	// describes the columns as GORM declared them); of a model with a new
-	// index, creates it (CREATE INDEX) and keeps the rows.
+	// index, a new column and a longer one, alters the populated table
+	// and keeps the rows.
 	if err := db.AutoMigrate(&Product{}); err != nil {
 		return check(err, "AutoMigrate of an existing table")
 	}
 	if err := db.AutoMigrate(&ProductV2{}); err != nil {
-		return check(err, "AutoMigrate adding an index")
+		return check(err, "AutoMigrate adding an index and a column")
+	}
+	if !db.Migrator().HasColumn(&ProductV2{}, "stock") {
+		return errors.New("AutoMigrate: the new column is missing")
+	}
+	types, err := db.Migrator().ColumnTypes(&ProductV2{})
+	if err != nil {
+		return check(err, "column types")
+	}
+	for _, ct := range types {
+		if n, ok := ct.Length(); ok && ct.Name() == "note" && n != 200 {
+			return fmt.Errorf("AutoMigrate: note is %d long, want 200", n)
+		}
 	}
 	if !db.Migrator().HasIndex(&ProductV2{}, "idx_products_price") {
 		return errors.New("AutoMigrate: the new index is missing")
@@ -199,6 +213,22 @@ func run(dsn string) error {
 	}
 	if len(cheap) != 3 {
 		return fmt.Errorf("after AutoMigrate: %d rows with price < 100, want 3", len(cheap))
+	}
+	for _, p := range cheap {
+		if p.Stock != 7 {
+			return fmt.Errorf("after AutoMigrate: %s has stock %d, want the default 7", p.Code, p.Stock)
+		}
+	}
+	long := strings.Repeat("n", 150)
+	if err := db.Create(&ProductV2{Code: "L1", Note: &long, Stock: 3}).Error; err != nil {
+		return check(err, "create with the new column")
+	}
+	var l ProductV2
+	if err := db.Where("code = ?", "L1").First(&l).Error; err != nil || l.Stock != 3 || *l.Note != long {
+		return fmt.Errorf("read with the new column: %+v, %v", l, err)
+	}
+	if err := db.AutoMigrate(&ProductV2{}); err != nil {
+		return check(err, "AutoMigrate of the migrated table")
 	}
 	return check(admin.Exec("DROP DATABASE gormtest").Error, "drop")
 }

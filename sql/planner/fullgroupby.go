@@ -1,0 +1,239 @@
+package planner
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
+)
+
+// MySQL's errors of sql_mode ONLY_FULL_GROUP_BY.
+const (
+	errFieldNotInGroupBy  uint16 = 1055 // ER_WRONG_FIELD_WITH_GROUP
+	errMixOfGroupFuncCols uint16 = 1140 // ER_MIX_OF_GROUP_FUNC_AND_FIELDS
+)
+
+// onlyFullGroupBy reports whether the session's sql_mode has
+// ONLY_FULL_GROUP_BY (MySQL 8.0's default, and Strata's).
+func onlyFullGroupBy(env expr.Env) bool {
+	for env != nil {
+		if m, ok := env.(interface{ SQLMode() mysql.SQLMode }); ok {
+			return m.SQLMode().HasOnlyFullGroupBy()
+		}
+		w, ok := env.(expr.EnvWrapper) // the planner's statement envs wrap the session
+		if !ok {
+			break
+		}
+		env = w.Unwrap()
+	}
+	return true
+}
+
+// checkFullGroupBy enforces ONLY_FULL_GROUP_BY on a grouped SELECT as
+// MySQL 5.7+ does: an expression of the select list, HAVING or ORDER BY
+// outside an aggregate (or ANY_VALUE) must be a GROUP BY expression or
+// use only columns functionally dependent on the GROUP BY columns, else
+// ERROR 1055. Dependent are the GROUP BY columns, the columns equal to
+// one of them or to a constant (WHERE and inner join ON equalities), and
+// every column of a table whose primary key or NOT NULL unique key is
+// dependent. With aggregates but no GROUP BY, a bare column is ERROR 1140.
+// Column references in subqueries and window functions are not checked.
+func (lg *logical) checkFullGroupBy(s *ast.SelectStmt, env expr.Env) error {
+	if lg.src == nil || (len(lg.aggs) == 0 && s.GroupBy == nil) || !onlyFullGroupBy(env) {
+		return nil
+	}
+	dep := lg.dependentColumns(s)
+	grouped := map[string]bool{}
+	for _, g := range lg.groupTx {
+		grouped[exprKey(g)] = true
+		gc, ok := unparen(g).(*ast.ColumnNameExpr)
+		if !ok || gc.Name.Table.L != "" {
+			continue
+		}
+		for _, f := range s.Fields.Fields { // GROUP BY a select alias
+			if f.Expr != nil && f.AsName.L == gc.Name.Name.L {
+				grouped[exprKey(f.Expr)] = true
+			}
+		}
+	}
+	check := func(n ast.ExprNode, what string, pos int) error {
+		if s.GroupBy != nil && grouped[exprKey(n)] {
+			return nil
+		}
+		var refs columnRefs
+		n.Accept(&refs)
+		for _, cn := range refs.cols {
+			off := lg.src.columnOffset(cn.Name)
+			if off < 0 || dep[off] { // an alias, an outer column, or dependent
+				continue
+			}
+			if s.GroupBy == nil {
+				return errno.New(errMixOfGroupFuncCols, "In aggregated query without GROUP BY, expression #%d of %s contains nonaggregated column '%s'; this is incompatible with sql_mode=only_full_group_by", pos, what, lg.src.colName(off))
+			}
+			return errno.New(errFieldNotInGroupBy, "Expression #%d of %s is not in GROUP BY clause and contains nonaggregated column '%s' which is not functionally dependent on columns in GROUP BY clause; this is incompatible with sql_mode=only_full_group_by", pos, what, lg.src.colName(off))
+		}
+		return nil
+	}
+	for i, f := range lg.fieldTx {
+		if err := check(f, "SELECT list", i+1); err != nil {
+			return err
+		}
+	}
+	if s.Having != nil {
+		if err := check(s.Having.Expr, "HAVING clause", 1); err != nil {
+			return err
+		}
+	}
+	for i, k := range lg.order {
+		if k.Node == nil {
+			continue
+		}
+		if s.OrderBy != nil && i < len(s.OrderBy.Items) {
+			if _, ok := positionRef(s.OrderBy.Items[i].Expr); ok {
+				continue // the select list item, checked above
+			}
+		}
+		if err := check(k.Node, "ORDER BY clause", i+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dependentColumns is the set of source slots functionally dependent on
+// the GROUP BY columns (see checkFullGroupBy).
+func (lg *logical) dependentColumns(s *ast.SelectStmt) map[int]bool {
+	dep := map[int]bool{}
+	for _, g := range lg.groupBy {
+		if c, ok := g.(*expr.Column); ok && c.Offset < lg.width {
+			dep[c.Offset] = true
+		}
+	}
+	// Equalities that hold on every row of the result: WHERE conjuncts
+	// and the ON conditions of inner joins.
+	var conds []ast.ExprNode
+	if s.Where != nil {
+		conds = conjuncts(s.Where, conds)
+	}
+	leaves, base := []*Source{lg.src}, []int{0}
+	if ji := lg.src.Join; ji != nil {
+		leaves, base = ji.Leaves()
+		var walk func(n *joinNode)
+		walk = func(n *joinNode) {
+			if n == nil || n.leaf != nil {
+				return
+			}
+			if n.tp == InnerJoin {
+				for _, on := range n.on {
+					conds = conjuncts(on, conds)
+				}
+			}
+			walk(n.left)
+			walk(n.right)
+		}
+		walk(ji.root)
+	}
+	type pair struct{ a, b int }
+	var eqs []pair
+	for _, c := range conds {
+		b, ok := c.(*ast.BinaryOperationExpr)
+		if !ok || b.Op != opcode.EQ {
+			continue
+		}
+		l, r := lg.slotOf(b.L), lg.slotOf(b.R)
+		_, lconst := unparen(b.L).(ast.ValueExpr)
+		_, rconst := unparen(b.R).(ast.ValueExpr)
+		switch {
+		case l >= 0 && r >= 0:
+			eqs = append(eqs, pair{l, r})
+		case l >= 0 && rconst:
+			dep[l] = true
+		case r >= 0 && lconst:
+			dep[r] = true
+		}
+	}
+	for grew := true; grew; {
+		grew = false
+		add := func(off int) {
+			if !dep[off] {
+				dep[off], grew = true, true
+			}
+		}
+		for _, e := range eqs {
+			if dep[e.a] {
+				add(e.b)
+			}
+			if dep[e.b] {
+				add(e.a)
+			}
+		}
+		for i, leaf := range leaves {
+			if leaf.Sub != nil || leaf.Mem != nil || leaf.Table == nil {
+				continue
+			}
+			if keyDependent(leaf, base[i], dep) {
+				for off := range leaf.Table.Columns {
+					add(base[i] + off)
+				}
+			}
+		}
+	}
+	return dep
+}
+
+// keyDependent reports whether a primary key or NOT NULL unique key of
+// leaf (whose columns start at slot base) has every column in dep.
+func keyDependent(leaf *Source, base int, dep map[int]bool) bool {
+	t := leaf.Table
+	if t.PKIsHandle && dep[base+t.HandleOffset] {
+		return true
+	}
+	for _, ix := range t.Indices {
+		if !ix.Unique || !ix.Public() {
+			continue
+		}
+		all := true
+		for _, c := range ix.Columns {
+			if !dep[base+c.Offset] || (!ix.Primary && !t.Columns[c.Offset].Type.NotNull()) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// slotOf is the source slot a column reference names (-1: not a column
+// of the source).
+func (lg *logical) slotOf(n ast.ExprNode) int {
+	cn, ok := unparen(n).(*ast.ColumnNameExpr)
+	if !ok {
+		return -1
+	}
+	return lg.src.columnOffset(cn.Name)
+}
+
+// columnRefs collects the column references of an expression outside
+// aggregates, ANY_VALUE(), window functions and subqueries.
+type columnRefs struct{ cols []*ast.ColumnNameExpr }
+
+func (v *columnRefs) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.AggregateFuncExpr, *ast.WindowFuncExpr, *ast.SubqueryExpr:
+		return n, true
+	case *ast.FuncCallExpr:
+		if x.FnName.L == "any_value" {
+			return n, true
+		}
+	case *ast.ColumnNameExpr:
+		v.cols = append(v.cols, x)
+	}
+	return n, false
+}
+
+func (v *columnRefs) Leave(n ast.Node) (ast.Node, bool) { return n, true }

@@ -1,0 +1,63 @@
+-- The database TestMysqldumpRoundTrip dumps with mysqldump and reloads into
+-- a second cluster: foreign keys (CASCADE, RESTRICT, a composite primary
+-- key), JSON, column, table and database collations, defaults, ON UPDATE
+-- CURRENT_TIMESTAMP, a view.
+CREATE DATABASE dumpdb CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;
+USE dumpdb;
+CREATE TABLE customers (
+  id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  email VARCHAR(191) NOT NULL,
+  name VARCHAR(100) COLLATE utf8mb4_unicode_ci NOT NULL DEFAULT 'anon',
+  code CHAR(8) CHARACTER SET ascii COLLATE ascii_bin,
+  created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  updated TIMESTAMP(3) NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
+  balance DECIMAL(12,2) NOT NULL DEFAULT 0.00,
+  active TINYINT(1) NOT NULL DEFAULT 1,
+  score DOUBLE,
+  note TEXT,
+  photo BLOB,
+  kind ENUM('a','b','c') DEFAULT 'a',
+  flags SET('x','y') DEFAULT NULL,
+  born DATE,
+  UNIQUE KEY uk_email (email),
+  KEY idx_name_created (name, created)
+) COMMENT 'people who buy';
+CREATE TABLE orders (
+  id INT NOT NULL AUTO_INCREMENT,
+  customer_id BIGINT NOT NULL,
+  attrs JSON,
+  qty INT NOT NULL DEFAULT 1,
+  price DECIMAL(10,2) NOT NULL,
+  KEY idx_price (price, qty),
+  PRIMARY KEY (id),
+  CONSTRAINT fk_customer FOREIGN KEY (customer_id) REFERENCES customers (id) ON DELETE CASCADE ON UPDATE RESTRICT
+);
+CREATE TABLE order_tags (
+  order_id INT NOT NULL,
+  tag VARCHAR(20) NOT NULL,
+  PRIMARY KEY (order_id, tag),
+  FOREIGN KEY (order_id) REFERENCES orders (id) ON DELETE CASCADE
+);
+CREATE TABLE empty_t (a INT, b VARCHAR(5) DEFAULT 'x');
+INSERT INTO customers (email, name, code, balance, score, note, photo, kind, flags, born) VALUES
+ ('ann@x.com', 'Ann', 'A0000001', 10.50, 1.5, 'line1\nline2 ''quoted'' \\ back', X'00FF10', 'b', 'x,y', '1980-02-29'),
+ ('bob@x.com', 'Bób', NULL, 0, NULL, NULL, NULL, 'c', '', NULL),
+ ('cy@x.com', '日本語 😀', 'C3', -5.25, -0.001, '', '', DEFAULT, 'y', '2000-01-01');
+INSERT INTO orders (customer_id, attrs, qty, price) VALUES
+ (1, '{"color": "red", "sizes": [1, 2, 3], "gift": true}', 2, 9.99),
+ (1, NULL, 1, 100.00),
+ (3, '{"nested": {"k": null, "s": "é\\"q"}}', 5, 0.10);
+INSERT INTO order_tags VALUES (1, 'red'), (1, 'sale'), (3, 'tiny');
+UPDATE customers SET balance = balance + 1 WHERE id = 2; -- ON UPDATE CURRENT_TIMESTAMP(3) moves `updated`
+CREATE VIEW big_orders AS SELECT o.id, c.email, o.qty * o.price AS total FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.qty * o.price > 10;
+CREATE TABLE flags (
+  id INT PRIMARY KEY,
+  ok BOOL NOT NULL DEFAULT TRUE,
+  t TIME(2) DEFAULT '10:11:12.5',
+  y YEAR,
+  b BIT(5) DEFAULT b'101',
+  u INT UNSIGNED,
+  vb VARBINARY(16),
+  ts TIMESTAMP NULL DEFAULT NULL
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci;
+INSERT INTO flags VALUES (1, FALSE, '-838:59:59', 2024, b'11111', 4294967295, X'DEADBEEF', '2024-02-29 23:59:59'), (2, DEFAULT, DEFAULT, NULL, DEFAULT, 0, '', NULL);
