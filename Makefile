@@ -12,7 +12,7 @@ PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build run test chaos test-unit test-integration test-bank test-affinity test-clients test-apps test-go-sql-driver proto deps clean tools-mysql help gcc test-ch collation-reference
+.PHONY: all build run test chaos test-unit test-integration test-bank test-affinity test-clients test-apps apps-deps test-go-sql-driver proto deps clean tools-mysql help gcc test-ch collation-reference
 
 all: build
 
@@ -37,7 +37,7 @@ run: build
 	$(BIN)/playground --bin-dir $(BIN) --data-dir $(CURDIR)/data --pds $(PDS) --stores $(STORES) --sql $(SQL)
 
 # Unit and cluster tests run with the race detector (it needs cgo and gcc).
-test: deps gcc
+test: deps gcc apps-deps
 	$(GO) vet ./...
 	CGO_ENABLED=1 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	CGO_ENABLED=1 $(GO) test -race -tags failpoints ./failpoint/
@@ -82,12 +82,15 @@ test-clients: deps gcc
 
 # The applications' round trips (tests/apps_test.go): Django's migrations
 # and ORM (python3-django 3.2, python3-mysqldb), mysqldump of one cluster
-# reloaded into another (mariadb-client). `make test` runs them only when
-# these are installed.
-test-apps: deps gcc
+# reloaded into another (mariadb-client). `make test` runs them too.
+test-apps: deps gcc apps-deps
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v -run 'TestDjango|TestMysqldumpRoundTrip' ./tests/
+
+# What the applications' round trips need; `make test` installs it too, so
+# that CI runs them.
+apps-deps:
 	@command -v mysqldump >/dev/null && /usr/bin/python3 -c 'import django, MySQLdb' 2>/dev/null || \
 		{ apt-get update -qq && apt-get install -y -qq mariadb-client python3-django python3-mysqldb; }
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v -run 'TestDjango|TestMysqldumpRoundTrip' ./tests/
 
 test-go-sql-driver: build
 	BIN=$(BIN) tests/clients/go-sql-driver.sh
