@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/sql/server"
 	"github.com/stratadb/strata/store/storetest"
 )
 
@@ -13,9 +14,11 @@ import (
 // transaction takes the row's latest value from its lock request, so it
 // sends no read of the snapshot (one request less per statement, as
 // TiDB's point get with lock); WHERE is still checked on that latest
-// value. An optimistic transaction reads its snapshot as before.
+// value. An optimistic transaction reads its snapshot as before. The
+// statements are autocommit ones run pessimistically
+// (--pessimistic-auto-commit), as every statement inside BEGIN is.
 func TestPessimisticPointWriteReadsOnlyThroughItsLock(t *testing.T) {
-	ts := startServer(t)
+	ts, _ := startServerWith(t, func(c *server.Config) { c.PessimisticAutoCommit = true })
 	db := ts.open(t, "test", "")
 	db.SetMaxOpenConns(1)
 	for _, q := range []string{

@@ -391,10 +391,12 @@ func TestConcurrentUpdatesOfOneRow(t *testing.T) {
 // The client sends it again, so a loss that clears is invisible; one that
 // lasts until the lock wait timeout fails the statement with 9002 (not
 // 8110: no commit was sent), only the statement is rolled back, and the
-// transaction goes on.
+// transaction goes on. The first UPDATE is an autocommit one run
+// pessimistically (--pessimistic-auto-commit).
 func TestLockLostBeforeCommit(t *testing.T) {
 	ts, _ := startServerWith(t, func(c *server.Config) {
 		c.Store = newNodeStorage(t, newTestStore(t).st, kvclient.Config{})
+		c.PessimisticAutoCommit = true
 	})
 	db := ts.open(t, "test", "")
 	db.SetMaxOpenConns(1)
