@@ -99,3 +99,30 @@ func TestKeep(t *testing.T) {
 	require.Equal(t, Span{Name: "get", DurNS: int64(time.Millisecond), RPC: true, Region: 3, Store: 1, Retries: 2}, tr.Spans[1])
 	require.Equal(t, time.Millisecond, x.Get(execdetails.KVRead), "the RPC counts in its stage")
 }
+
+// BenchmarkStatement is what tracing adds to a point select on the SQL
+// node's CPU: a statement's Begin, its four spans (parse, compile,
+// tso_wait, the get RPC) and the keep decision, with tracing on and off.
+func BenchmarkStatement(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			var x execdetails.Details
+			var q Quantile
+			b.ReportAllocs()
+			for b.Loop() {
+				start := time.Now()
+				x.Begin(start, on)
+				x.Since(execdetails.Parse, start)
+				x.Since(execdetails.Compile, start)
+				x.Since(execdetails.TSOWait, start)
+				x.RPC(execdetails.KVRead, "get", 2, 1, start, time.Millisecond, 0, false)
+				q.Observe(0.95, time.Since(start))
+				_ = x.Tracing()
+			}
+		})
+	}
+}
