@@ -12,13 +12,14 @@ PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build run test chaos test-unit test-integration test-bank test-affinity test-clients test-apps apps-deps test-go-sql-driver proto deps clean tools-mysql help gcc test-ch collation-reference
+.PHONY: all build run test chaos test-unit test-integration test-bank test-affinity test-clients test-apps apps-deps test-go-sql-driver proto deps clean tools-mysql help gcc test-ch collation-reference test-dashboard
 
 all: build
 
 help:
 	@echo "make run    build and start 1 PD + 3 stores + 1 SQL node (PDS=k STORES=n SQL=m to change)"
 	@echo "make test   unit and integration tests"
+	@echo "make test-dashboard  /dashboard in headless chromium (installs it); DASHBOARD_PNG=path for the screenshot"
 	@echo "make build  binaries into ./bin"
 	@echo "make proto  regenerate proto/ Go code (installs protoc and plugins)"
 	@echo "make clean  remove ./bin and ./data"
@@ -68,6 +69,14 @@ test-bank: deps
 
 # Data affinity under 5 minutes of load (make test runs 45 s of it).
 AFFINITY_LOAD ?= 5m
+# The SQL node's /dashboard in a real headless browser (Debian's chromium)
+# against a running cluster after a forced slow request (tests/
+# dashboard_browser_test.go); the screenshot goes to DASHBOARD_PNG.
+DASHBOARD_PNG ?= /tmp/strata-dashboard.png
+test-dashboard: deps
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+	STRATA_DASHBOARD_PNG=$(abspath $(DASHBOARD_PNG)) $(GO) test -tags browser -count=1 -timeout 15m -run 'TestDashboardBrowser' -v ./tests/
+
 test-affinity: deps
 	STRATA_AFFINITY_LOAD=$(AFFINITY_LOAD) $(GO) test -timeout $(TEST_TIMEOUT) -count=1 -v -run TestAffinityKeepsIndexAndRowsCoLed ./tests/
 

@@ -73,6 +73,16 @@ func newBackoffer(budget time.Duration) backoffer {
 	return backoffer{budget: budget}
 }
 
+// retries is how many times this call was retried so far (after a backoff
+// or at once).
+func (b *backoffer) retries() int {
+	n := b.immediate
+	for _, a := range b.attempts {
+		n += int(a)
+	}
+	return n
+}
+
 // fork returns a backoffer for a parallel sub-request with what is left of
 // the budget.
 func (b *backoffer) fork() *backoffer {

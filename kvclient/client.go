@@ -176,14 +176,16 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 	resp, sent, err := c.call(ctx, sc, kind, req, int(bo.attempts[boRPCTimeout]))
 	took := time.Since(start)
 	elapsed := took.Seconds()
-	if !kind.isWrite() {
-		execdetails.From(ctx).Add(execdetails.KVRead, took)
-	}
 
 	var rerr *errorpb.Error
 	if err == nil {
 		rerr = responseRegionError(resp)
 	}
+	stage := execdetails.NumStages // a write's time is its caller's stage (lock_keys, commit)
+	if !kind.isWrite() {
+		stage = execdetails.KVRead
+	}
+	execdetails.From(ctx).RPC(stage, kindNames[kind], r.ID(), p.StoreId, start, took, bo.retries(), err != nil || rerr != nil)
 	switch {
 	case err != nil:
 		rpcErr[kind].Observe(elapsed)

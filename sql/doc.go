@@ -31,6 +31,7 @@
 //	sql/autoid      row handles and AUTO_INCREMENT values
 //	sql/statistics  what ANALYZE TABLE learns, for the planner
 //	sql/infoschema  information_schema tables
+//	sql/trace       tail-based trace sampling: which statements' spans are kept
 //	sql/privilege   users and privileges (GRANT, REVOKE; no roles)
 //	sql/memory      statement memory tracking and quotas
 //	sql/gcleader    the cluster's GC rounds, run by one SQL node

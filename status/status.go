@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -94,4 +95,24 @@ func ServeTLS(ctx context.Context, addr, role string, sec *security.TLS, routes 
 		_ = srv.Shutdown(shutCtx)
 	}()
 	return ln.Addr(), nil
+}
+
+// Deferred is a route's handler that exists only later (the SQL node's
+// /dashboard needs the server, created after the status port opens):
+// until Set, it answers 503. Safe for concurrent use.
+type Deferred struct {
+	h atomic.Pointer[http.Handler]
+}
+
+// Set makes h serve the route's requests from now on.
+func (d *Deferred) Set(h http.Handler) { d.h.Store(&h) }
+
+// ServeHTTP implements http.Handler.
+func (d *Deferred) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := d.h.Load()
+	if h == nil {
+		http.Error(w, "the node is still starting; retry in a moment", http.StatusServiceUnavailable)
+		return
+	}
+	(*h).ServeHTTP(w, r)
 }

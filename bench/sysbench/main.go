@@ -86,7 +86,7 @@ func main() {
 	var render, planOnly bool
 	var drivers string
 	flag.StringVar(&workloads, "workload", "oltp_point_select", "comma-separated sysbench workloads; options after colons (oltp_read_only:skip_trx=on)")
-	flag.StringVar(&targets, "targets", "strata", "comma-separated: strata (--bin-dir), strata-base (--base-bin-dir: another build to compare with), mariadb")
+	flag.StringVar(&targets, "targets", "strata", "comma-separated: strata (--bin-dir), strata-base (--base-bin-dir: another build to compare with), strata-notrace (--bin-dir with trace sampling off: --baseline strata-notrace measures its cost), mariadb")
 	flag.StringVar(&cfg.BaseBinDir, "base-bin-dir", "", "binaries of the strata-base target (e.g. a build of the previous commit)")
 	flag.StringVar(&cfg.Baseline, "baseline", "", "target the ratios are computed against (default: mariadb if measured, else strata-base)")
 	flag.StringVar(&threads, "threads", "8", "sysbench --threads; a comma-separated list measures each (1,8)")
@@ -200,7 +200,7 @@ func run(ctx context.Context, cfg config) error {
 	var tgts []target
 	for _, name := range cfg.Targets {
 		switch name {
-		case "strata", "strata-base":
+		case "strata", "strata-base", "strata-notrace":
 			src := cfg.BinDir
 			if name == "strata-base" {
 				if src = cfg.BaseBinDir; src == "" {
@@ -214,7 +214,11 @@ func run(ctx context.Context, cfg config) error {
 				return err
 			}
 			defer os.RemoveAll(binDir)
-			tgts = append(tgts, &strataTarget{name: name, binDir: binDir, stores: cfg.Stores, keepData: cfg.KeepData, storeArgs: cfg.StoreArgs, log: logf})
+			st := &strataTarget{name: name, binDir: binDir, stores: cfg.Stores, keepData: cfg.KeepData, storeArgs: cfg.StoreArgs, log: logf}
+			if name == "strata-notrace" { // the A/B of trace sampling's cost
+				st.sqlArgs = []string{"--enable-trace=false"}
+			}
+			tgts = append(tgts, st)
 		case "mariadb":
 			tgts = append(tgts, &mariadbTarget{mariadbd: cfg.Mariadbd, log: logf})
 		default:

@@ -22,7 +22,7 @@ import (
 
 // target is a database that sysbench runs against.
 type target interface {
-	// Name is "strata", "strata-base" or "mariadb".
+	// Name is "strata", "strata-base", "strata-notrace" or "mariadb".
 	Name() string
 	// Setup gives a server with an empty database sbtest (a fresh cluster
 	// for Strata; a dropped and re-created database for MariaDB).
@@ -56,6 +56,7 @@ type strataTarget struct {
 	stores    int
 	keepData  bool
 	storeArgs []string
+	sqlArgs   []string // strata-notrace: --enable-trace=false
 	log       func(format string, args ...any)
 
 	dir     string
@@ -106,7 +107,7 @@ func (s *strataTarget) Setup(ctx context.Context) error {
 	s.dir = dir
 	c, err := localcluster.New(localcluster.Config{
 		BinDir: s.binDir, DataDir: dir, Stores: s.stores, SQLNodes: 1, FreePorts: true,
-		StoreArgs: s.storeArgs,
+		StoreArgs: s.storeArgs, SQLArgs: s.sqlArgs,
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 // Command sqlnode runs a stateless Strata SQL node: the MySQL protocol
 // server (sql/server) backed by PD (timestamps, ids, routing) and the KV
-// client, plus the HTTP status endpoints (/status, /metrics, /debug/pprof).
+// client, plus the HTTP status endpoints (/status, /metrics, /debug/pprof,
+// /dashboard).
 //
 // Configuration comes from flags, optionally on top of a TOML file given with
 // --config (keys are the flag names; unknown keys and wrong types are
@@ -32,6 +33,7 @@ import (
 	"github.com/stratadb/strata/sql/gcleader"
 	"github.com/stratadb/strata/sql/memory"
 	"github.com/stratadb/strata/sql/server"
+	"github.com/stratadb/strata/sql/trace"
 	"github.com/stratadb/strata/status"
 )
 
@@ -79,6 +81,11 @@ type Config struct {
 	// RunAutoAnalyze: this node runs auto-analyze while it is the DDL
 	// owner (TiDB's performance.run-auto-analyze).
 	RunAutoAnalyze bool `toml:"run-auto-analyze"`
+	// EnableTrace and TraceKeepThreshold: tail-based trace sampling's
+	// start values (sql/trace; SET GLOBAL strata_enable_trace and
+	// strata_trace_keep_threshold change them at run time).
+	EnableTrace        bool          `toml:"enable-trace"`
+	TraceKeepThreshold time.Duration `toml:"trace-keep-threshold"`
 	// Cluster TLS (--cluster-ssl-*; docs/operations.md "Cluster TLS") for
 	// the connections to PD and the stores (the MySQL side is --tls).
 	security.Config
@@ -95,7 +102,8 @@ func main() {
 func parseFlags(args []string) (Config, error) {
 	cfg := Config{PD: "127.0.0.1:2379", Addr: "127.0.0.1:4000", StatusAddr: "127.0.0.1:10080", ShutdownTimeout: 10 * time.Second, LogLevel: "info", TSOClientRPCMode: "default",
 		MaxConnections: 1000, ConnectTimeout: 10 * time.Second, SchemaLease: catalog.DefaultLease, GCMinLifeTime: gcleader.DefaultMinLifeTime, SlowThreshold: server.DefaultSlowThreshold, TxnTotalSizeLimit: 100 << 20, TLS: true, DefaultAuthPlugin: auth.NativePassword,
-		ServerMemoryLimit: fmt.Sprintf("%d%%", memory.DefaultServerLimitPercent), RunAutoAnalyze: true}
+		ServerMemoryLimit: fmt.Sprintf("%d%%", memory.DefaultServerLimitPercent), RunAutoAnalyze: true,
+		EnableTrace: true, TraceKeepThreshold: trace.DefaultKeepThreshold}
 	fs := newFlagSet(&cfg)
 	if err := config.Parse(fs, args, &cfg); err != nil {
 		return cfg, err
@@ -153,9 +161,14 @@ func run(args []string) error {
 	}
 	defer spill.Cleanup()
 	memory.NodeLimiter.Set(cfg.ServerMemoryLimit) // validated by parseFlags
+	trace.SetEnabled(cfg.EnableTrace)
+	trace.SetKeepThreshold(cfg.TraceKeepThreshold)
 	go memory.NodeLimiter.Run(ctx)
 
-	statusBound, err := status.Serve(ctx, cfg.StatusAddr, "sql")
+	// /dashboard (sql/server) is served once the server exists.
+	dashboard := new(status.Deferred)
+	statusBound, err := status.Serve(ctx, cfg.StatusAddr, "sql",
+		status.Route{Pattern: "/dashboard", Handler: dashboard}, status.Route{Pattern: "/dashboard/", Handler: dashboard})
 	if err != nil {
 		return err
 	}
@@ -211,6 +224,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	dashboard.Set(srv.DashboardHandler())
 	slog.Info("sql node starting", "addr", cfg.Addr, "status_addr", statusBound.String(), "pd", endpoints)
 	return srv.Run(ctx)
 }
@@ -248,7 +262,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("sqlnode", flag.ContinueOnError)
 	fs.StringVar(&cfg.PD, "pd", cfg.PD, "comma-separated PD addresses")
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "MySQL protocol listen address")
-	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof)")
+	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof, /dashboard)")
 	fs.StringVar(&cfg.RootPassword, "root-password", cfg.RootPassword, "initial password of root@'%' when this node creates the cluster's privilege tables (first start of a fresh cluster; empty: no password); afterwards accounts live in the cluster (ALTER USER)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long running statements may finish on SIGTERM")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "client connections this node accepts at once; one more gets ERROR 1040 (0: no limit)")
@@ -265,6 +279,8 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.IntVar(&cfg.TxnTotalSizeLimit, "txn-total-size-limit", cfg.TxnTotalSizeLimit, "bytes of keys and values one transaction may buffer; past it the statement fails with ERROR 8004")
 	fs.BoolVar(&cfg.PessimisticAutoCommit, "pessimistic-auto-commit", cfg.PessimisticAutoCommit, "in pessimistic mode, an autocommit INSERT / UPDATE / DELETE locks its rows before committing, as in an explicit transaction (TiDB's pessimistic-auto-commit); off, it first runs optimistically with one-phase commit and runs again pessimistically only if it met a lock or a conflict")
 	fs.StringVar(&cfg.TmpStoragePath, "tmp-storage-path", cfg.TmpStoragePath, "directory under which sorts, hash joins and hash aggregations over tidb_mem_quota_query spill to disk (a strata-spill-<pid> directory; empty: the system temp directory)")
+	fs.BoolVar(&cfg.EnableTrace, "enable-trace", cfg.EnableTrace, "record every statement's spans and keep the traces of the slow ones (slower than their digest's p95 or --trace-keep-threshold; SET GLOBAL strata_enable_trace)")
+	fs.DurationVar(&cfg.TraceKeepThreshold, "trace-keep-threshold", cfg.TraceKeepThreshold, "statements at least this long keep their trace (0: only those slower than their digest's p95 and slow log entries; SET GLOBAL strata_trace_keep_threshold)")
 	fs.BoolVar(&cfg.RunAutoAnalyze, "run-auto-analyze", cfg.RunAutoAnalyze, "analyze tables whose rows changed enough (tidb_auto_analyze_ratio) while this node is the DDL owner")
 	fs.StringVar(&cfg.ServerMemoryLimit, "server-memory-limit", cfg.ServerMemoryLimit, "initial tidb_server_memory_limit: past it the statement using the most memory is cancelled (ERROR 8176); 0, a size (4GB) or a percentage of RAM / the cgroup limit (80%)")
 	fs.StringVar(&cfg.SlowQueryFile, "slow-query-file", cfg.SlowQueryFile, "file the slow query log is written to as JSON lines, rotated at 64 MiB with 4 old files kept (empty: slow queries go to the process log)")

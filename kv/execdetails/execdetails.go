@@ -10,10 +10,21 @@
 // inside a commit) and need not add up to the statement's latency. A
 // Details is safe for concurrent use (a statement's region tasks run in
 // parallel); a nil *Details ignores adds, so callers need not check From.
+//
+// # Spans
+//
+// When its owner turned tracing on (Begin), a Details also records each
+// stage interval and each KV RPC (region, store, method, retries) as a
+// Span, the raw material of tail-based trace sampling (sql/trace): the
+// statement's spans are kept only when it ends slow. The span buffer
+// belongs to the Details, which a connection reuses for every statement,
+// so recording allocates nothing once the buffer has grown; a statement
+// records at most MaxSpans spans and counts the rest as dropped.
 package execdetails
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -37,23 +48,104 @@ var names = [NumStages]string{"parse", "compile", "tso_wait", "kv_read", "lock_k
 
 func (s Stage) String() string { return names[s] }
 
+// MaxSpans bounds the spans one statement records.
+const MaxSpans = 512
+
+// Span is one timed interval of a statement: a stage (RPC false) or one
+// KV RPC attempt (RPC true, inside the stage that issued it).
+type Span struct {
+	Name    string        // the stage's name, or the RPC's method ("get", "prewrite", ...)
+	Start   time.Duration // since the statement began
+	Dur     time.Duration
+	RPC     bool
+	Region  uint64 // RPC: the region it was sent to
+	Store   uint64 // RPC: the store it was sent to
+	Retries uint32 // RPC: the attempts before this one (backoffs and immediate retries)
+	Failed  bool   // RPC: it ended in an RPC or region error
+}
+
 // Details is the time per stage of one statement.
 type Details struct {
 	ns [NumStages]atomic.Int64
+
+	tracing atomic.Bool
+	mu      sync.Mutex // guards what follows
+	begin   time.Time
+	spans   []Span
+	dropped int
 }
 
 // Add counts d in stage s. No-op on a nil Details.
 func (x *Details) Add(s Stage, d time.Duration) {
 	if x != nil {
 		x.ns[s].Add(int64(d))
+		if x.tracing.Load() {
+			x.record(Span{Name: names[s], Dur: d}, time.Now().Add(-d))
+		}
 	}
 }
 
 // Since counts the time since start in stage s (no-op on nil).
 func (x *Details) Since(s Stage, start time.Time) {
 	if x != nil {
-		x.ns[s].Add(int64(time.Since(start)))
+		d := time.Since(start)
+		x.ns[s].Add(int64(d))
+		if x.tracing.Load() {
+			x.record(Span{Name: names[s], Dur: d}, start)
+		}
 	}
+}
+
+// RPC counts one KV RPC attempt that began at start and took d in stage
+// s (none when s is NumStages: its caller's stage covers it) and, when
+// tracing, records it as a span. No-op on nil. method must be a constant
+// string: the span keeps it.
+func (x *Details) RPC(s Stage, method string, region, store uint64, start time.Time, d time.Duration, retries int, failed bool) {
+	if x == nil {
+		return
+	}
+	if s < NumStages {
+		x.ns[s].Add(int64(d))
+	}
+	if x.tracing.Load() {
+		x.record(Span{Name: method, Dur: d, RPC: true, Region: region, Store: store, Retries: uint32(retries), Failed: failed}, start)
+	}
+}
+
+func (x *Details) record(sp Span, start time.Time) {
+	x.mu.Lock()
+	if len(x.spans) < MaxSpans {
+		sp.Start = start.Sub(x.begin)
+		x.spans = append(x.spans, sp)
+	} else {
+		x.dropped++
+	}
+	x.mu.Unlock()
+}
+
+// Begin starts a statement at start: the stages are zeroed, the span
+// buffer emptied (its memory kept), and spans are recorded from now on
+// only if trace.
+func (x *Details) Begin(start time.Time, trace bool) {
+	x.Reset()
+	x.mu.Lock()
+	x.begin, x.spans, x.dropped = start, x.spans[:0], 0
+	x.mu.Unlock()
+	x.tracing.Store(trace)
+}
+
+// Tracing reports whether spans are being recorded (false for nil).
+func (x *Details) Tracing() bool { return x != nil && x.tracing.Load() }
+
+// Spans appends the statement's spans so far to dst (in the order they
+// ended) and returns it, with the count of spans dropped past MaxSpans.
+func (x *Details) Spans(dst []Span) ([]Span, int) {
+	if x == nil {
+		return dst, 0
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return append(dst, x.spans...), x.dropped
 }
 
 // Get returns the time counted in stage s (0 for nil).
@@ -65,7 +157,7 @@ func (x *Details) Get(s Stage) time.Duration {
 }
 
 // Reset zeroes every stage (a connection reuses one Details per
-// statement).
+// statement); Begin also empties the spans.
 func (x *Details) Reset() {
 	for i := range x.ns {
 		x.ns[i].Store(0)

@@ -23,6 +23,7 @@ import (
 	"github.com/stratadb/strata/sql/executor"
 	"github.com/stratadb/strata/sql/privilege"
 	"github.com/stratadb/strata/sql/session"
+	"github.com/stratadb/strata/sql/trace"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -54,6 +55,8 @@ type clientConn struct {
 	// details is the running statement's time per stage: its context
 	// carries it (execdetails), observe reads and resets it.
 	details execdetails.Details
+	// spanBuf is reused to copy the spans of a trace being kept.
+	spanBuf []execdetails.Span
 	srv     *Server
 	id      uint64
 	pkt     *packetIO
@@ -162,9 +165,9 @@ func (c *clientConn) serve(ctx context.Context) {
 			}
 			c.stmtCtx, c.stmtCancel = context.WithCancel(execdetails.With(ctx, &c.details))
 		}
-		c.details.Reset()
 		cmdCtx := c.stmtCtx
 		c.cmd, c.cmdStart, c.query = 0, time.Now(), nil
+		c.details.Begin(c.cmdStart, trace.Enabled())
 		if len(data) > 0 { // an empty packet is answered by dispatch
 			c.cmd = data[0]
 			if c.cmd == mysql.ComQuery {
@@ -489,6 +492,8 @@ func (c *clientConn) handleQuery(ctx context.Context, q string) error {
 		var res *executor.Result
 		if ld, ok := stmt.(*ast.LoadDataStmt); ok && ld.FileLocRef == ast.FileLocClient {
 			res, err = c.loadDataLocal(ctx, ld)
+		} else if tr, ok := stmt.(*ast.TraceStmt); ok {
+			res, err = c.traceStmt(ctx, tr)
 		} else {
 			res, err = c.sess.Execute(ctx, stmt)
 		}
@@ -532,16 +537,54 @@ func (c *clientConn) observe(label, query string, prepared bool, start time.Time
 		}
 	}
 	var stages [execdetails.NumStages]time.Duration
+	slowest := execdetails.NumStages
 	for st := range execdetails.NumStages {
 		if stages[st] = c.details.Get(st); stages[st] > 0 {
 			stageSeconds[st].Observe(stages[st].Seconds())
+			if slowest == execdetails.NumStages || stages[st] > stages[slowest] {
+				slowest = st
+			}
 		}
 	}
-	c.details.Reset() // the next statement of a multi-statement text starts at zero
 	dg := c.srv.digests.get(query)
 	db := c.sess.CurrentDB()
-	c.srv.summary.add(now, db, label, dg, query, prepared, d, rows, res == nil, &stages)
-	if !c.srv.slow.Slow(d) {
+	p95, warm := c.srv.summary.add(now, db, label, dg, query, prepared, d, rows, res == nil, &stages)
+	slow := c.srv.slow.Slow(d)
+	// Tail-based sampling (sql/trace): the recorded spans are kept only
+	// for a statement slower than its digest's running p95, the keep
+	// threshold or the slow log's.
+	var kept *trace.Trace
+	if c.details.Tracing() {
+		reason := ""
+		switch {
+		case slow:
+			reason = "slow_log"
+		case trace.KeepThreshold() > 0 && d >= trace.KeepThreshold():
+			reason = "threshold"
+		case warm && d > p95:
+			reason = "p95"
+		}
+		if reason == "" {
+			trace.Dropped()
+		} else {
+			kept = &trace.Trace{Time: now, ConnID: c.id, Type: label, Digest: dg.digest, Query: query, Duration: d.Seconds(),
+				Reason: reason}
+			if warm {
+				kept.P95 = p95.Seconds()
+			}
+			if slowest < execdetails.NumStages {
+				kept.Slowest = slowest.String()
+			}
+			c.spanBuf, kept.Truncated = c.details.Spans(c.spanBuf[:0])
+			trace.Keep(kept, c.spanBuf, kept.Truncated)
+			if len(kept.Query) > slowQueryMaxLen {
+				kept.Query = kept.Query[:slowQueryMaxLen]
+			}
+			c.srv.traces.Add(kept)
+		}
+	}
+	c.details.Begin(time.Now(), trace.Enabled()) // the next statement of a multi-statement text starts at zero
+	if !slow {
 		return
 	}
 	user, host := c.sess.Account()
@@ -554,9 +597,14 @@ func (c *clientConn) observe(label, query string, prepared bool, start time.Time
 			bySt[execdetails.Stage(st).String()] = v.Seconds()
 		}
 	}
-	c.srv.slow.Write(SlowEntry{Time: now, ConnID: c.id, User: user, Host: host, DB: db, Type: label,
+	e := SlowEntry{Time: now, ConnID: c.id, User: user, Host: host, DB: db, Type: label,
 		QueryTime: d.Seconds(), Digest: dg.digest, Prepared: prepared, Succ: res != nil, ErrorCode: code, Rows: rows,
-		Stages: bySt, Query: query})
+		Stages: bySt, Query: query, Trace: kept}
+	if slowest < execdetails.NumStages {
+		e.SlowestStage = slowest.String()
+	}
+	c.srv.slowRing.Add(&e)
+	c.srv.slow.Write(e)
 }
 
 // errNotAllowed is ER_NOT_ALLOWED_COMMAND.

@@ -60,6 +60,21 @@
 // Config.SlowThreshold, the slow query log (slowlog.go: JSON lines,
 // rotated; information_schema.SLOW_QUERY; strata_sql_slow_queries_total).
 //
+// Tail-based trace sampling (package sql/trace): the connection's
+// execdetails.Details records the statement's spans when tracing is on
+// (read once per command); observe keeps the trace only when the
+// statement was slower than its digest's running p95 (kept beside the
+// digest's summary, under the summary's lock), than
+// strata_trace_keep_threshold, or than the slow log's threshold. Kept
+// traces go to a ring of keptTraces and into the slow log entry; the last
+// recentSlows slow entries stay in memory for /dashboard.
+// TRACE [FORMAT='row'] <stmt> (tracestmt.go) runs the statement with
+// spans on and answers its span tree.
+//
+// DashboardHandler (dashboard.go, dashboard.html embedded) serves
+// /dashboard on the node's status port: server-rendered HTML, no script,
+// and its JSON under /dashboard/api/.
+//
 // # Testing with real clients
 //
 // tests/clients_test.go runs the mysql CLI, pymysql, MySQLdb and GORM

@@ -20,6 +20,7 @@ import (
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/privilege"
 	"github.com/stratadb/strata/sql/session"
+	"github.com/stratadb/strata/sql/trace"
 )
 
 // Config configures a Server.
@@ -116,7 +117,17 @@ type Server struct {
 	slow      *SlowLog
 	summary   *stmtSummary
 	digests   digestCache
+	// traces are the last kept traces; slowRing the last slow log
+	// entries (the /dashboard's, whether or not the log has a file).
+	traces   *trace.Ring[trace.Trace]
+	slowRing *trace.Ring[SlowEntry]
 }
+
+// Ring sizes of the kept traces and slow queries a node remembers.
+const (
+	keptTraces  = 256
+	recentSlows = 64
+)
 
 // New validates cfg and returns a Server; call Run to serve.
 func New(cfg Config) (*Server, error) {
@@ -170,6 +181,8 @@ func New(cfg Config) (*Server, error) {
 		rsa:       cfg.RSAKey,
 		slow:      slow,
 		summary:   newStmtSummary(time.Now()),
+		traces:    trace.NewRing[trace.Trace](keptTraces),
+		slowRing:  trace.NewRing[SlowEntry](recentSlows),
 	}, nil
 }
 

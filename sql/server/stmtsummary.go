@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/sql/session"
+	"github.com/stratadb/strata/sql/trace"
 )
 
 // Statement summary limits (TiDB's tidb_stmt_summary_refresh_interval,
@@ -54,6 +55,9 @@ type stmtStats struct {
 	buckets                      [latencyBuckets]uint64
 	stages                       [execdetails.NumStages]time.Duration // sums
 	firstSeen, lastSeen          time.Time
+	// p95 is the running p95 latency of the digest, by which a
+	// statement's trace is kept (sql/trace); it carries over windows.
+	p95 *trace.Quantile
 }
 
 func newStmtSummary(now time.Time) *stmtSummary {
@@ -90,8 +94,10 @@ func (c *digestCache) get(query string) stmtDigest {
 	return dg
 }
 
-// add records one execution that ended at now.
-func (s *stmtSummary) add(now time.Time, schema, stmtType string, dg stmtDigest, query string, prepared bool, d time.Duration, rows uint64, failed bool, stages *[execdetails.NumStages]time.Duration) {
+// add records one execution that ended at now. It returns its digest's
+// running p95 latency from before it and whether that had warmed up
+// (trace.Quantile).
+func (s *stmtSummary) add(now time.Time, schema, stmtType string, dg stmtDigest, query string, prepared bool, d time.Duration, rows uint64, failed bool, stages *[execdetails.NumStages]time.Duration) (p95 time.Duration, warm bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rotate(now)
@@ -103,7 +109,7 @@ func (s *stmtSummary) add(now time.Time, schema, stmtType string, dg stmtDigest,
 			st = s.cur[key]
 		}
 		if st == nil {
-			st = &stmtStats{stmtType: stmtType, prepared: prepared, firstSeen: now, minLatency: d}
+			st = &stmtStats{stmtType: stmtType, prepared: prepared, firstSeen: now, minLatency: d, p95: s.carried(key)}
 			if key.digest != "" {
 				st.digestText = dg.normalized
 				st.sample = query
@@ -127,6 +133,18 @@ func (s *stmtSummary) add(now time.Time, schema, stmtType string, dg stmtDigest,
 		st.stages[i] += v
 	}
 	st.lastSeen = now
+	return st.p95.Observe(0.95, d)
+}
+
+// carried returns the p95 estimate key had in the last window, or a new
+// one: a digest's estimate survives the window's end.
+func (s *stmtSummary) carried(key stmtKey) *trace.Quantile {
+	if n := len(s.history); n > 0 {
+		if st := s.history[n-1].stmts[key]; st != nil {
+			return st.p95
+		}
+	}
+	return &trace.Quantile{}
 }
 
 // rotate starts a new window at now when the current one is over, moving

@@ -165,6 +165,9 @@ func (s *Session) SysVar(name string, global bool) (types.Datum, types.FieldType
 	if d, ft, ok := preparedSysVar(name); ok { // this node's, sqlprepare.go
 		return d, ft, nil
 	}
+	if d, ft, ok := traceSysVar(name); ok { // this node's, tracevars.go
+		return d, ft, nil
+	}
 	if d, ft, ok := s.statsSysVar(name); ok { // cluster-wide, statsvars.go
 		return d, ft, nil
 	}
@@ -564,6 +567,12 @@ func (s *Session) set(ctx context.Context, x *ast.SetStmt) error {
 			continue
 		}
 		if handled, err := setPreparedSysVar(name, v.IsGlobal, val); handled { // sqlprepare.go
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if handled, err := setTraceSysVar(name, v.IsGlobal, val); handled { // tracevars.go
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/stratadb/strata/sql/types"
 
 	"github.com/stratadb/strata/kv/execdetails"
+	"github.com/stratadb/strata/sql/trace"
 )
 
 // SlowQuery is one entry of a SQL node's slow query log: a JSON line of
@@ -29,7 +30,11 @@ type SlowQuery struct {
 	// Stages is the statement's time per stage in seconds, by
 	// execdetails stage name; stages it did not spend time in are absent.
 	Stages map[string]float64 `json:"stages,omitempty"`
-	Query  string             `json:"query"` // the statement text (cut at 4 KiB)
+	// SlowestStage is the stage it spent most time in.
+	SlowestStage string `json:"slowest_stage,omitempty"`
+	Query        string `json:"query"` // the statement text (cut at 4 KiB)
+	// Trace is its kept trace (sql/trace), absent when tracing was off.
+	Trace *trace.Trace `json:"trace,omitempty"`
 }
 
 // SlowQueryLog is what a server offers sessions about its slow query log
