@@ -408,9 +408,6 @@ func (lg *logical) resolve(s *ast.SelectStmt, env expr.Env, describe bool) error
 			lg.orderOff = append(lg.orderOff, off)
 		}
 	}
-	if lg.having != nil && !lg.agg {
-		lg.agg = true // HAVING without aggregates: one group over everything
-	}
 	if err := lg.checkFullGroupBy(s, env); err != nil { // fullgroupby.go
 		return err
 	}
