@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -707,4 +708,15 @@ func TestAttemptTimeoutCoversLockWait(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, c.attemptTimeout(tc.req, tc.timeouts))
 	}
+}
+
+// A read below the GC safe point is a *kv.GCTooEarlyError, which the SQL
+// node reports as 9006, whatever path read it (a get or a coprocessor
+// request).
+func TestKeyErrorGCTooEarly(t *testing.T) {
+	err := keyError(&kvrpcpb.KeyError{GcTooEarly: &kvrpcpb.GCTooEarly{StartTs: 5, SafePoint: 7}})
+	var gc *kv.GCTooEarlyError
+	require.ErrorAs(t, err, &gc)
+	require.Equal(t, kv.GCTooEarlyError{StartTS: 5, SafePoint: 7}, *gc)
+	require.ErrorIs(t, err, ErrAborted)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 )
 
@@ -66,8 +67,8 @@ func keyError(ke *kvrpcpb.KeyError) error {
 	case ke.GetConflict() != nil:
 		c := ke.Conflict
 		return &WriteConflictError{StartTS: c.GetStartTs(), ConflictTS: c.GetConflictCommitTs(), Key: c.GetKey()}
-	case ke.GetGcTooEarly() != nil:
-		return fmt.Errorf("%w: read at %d is below the GC safe point %d", ErrAborted, ke.GcTooEarly.StartTs, ke.GcTooEarly.SafePoint)
+	case ke.GetGcTooEarly() != nil: // 9006 for the client (sql/errno)
+		return fmt.Errorf("%w: %w", ErrAborted, &kv.GCTooEarlyError{StartTS: ke.GcTooEarly.GetStartTs(), SafePoint: ke.GcTooEarly.GetSafePoint()})
 	case ke.GetAbort() != "":
 		return fmt.Errorf("%w: %s", ErrAborted, ke.Abort)
 	default:
