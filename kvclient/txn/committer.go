@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -118,12 +119,9 @@ func (cm *committer) collect() {
 		}
 	}
 	cm.primary = t.primary
-	for _, m := range cm.muts {
-		if cm.primary != nil {
-			break
-		}
-		if !prewriteOnly(m) {
-			cm.primary = m.Key
+	if cm.primary == nil {
+		if i := slices.IndexFunc(cm.muts, func(m *kvrpcpb.Mutation) bool { return !prewriteOnly(m) }); i >= 0 {
+			cm.primary = cm.muts[i].Key
 		}
 	}
 }

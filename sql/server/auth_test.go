@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/sql/auth"
@@ -42,19 +41,7 @@ func tlsServer(t *testing.T, opt func(*server.Config)) (*testServer, string) {
 }
 
 func sha2Auths(t *testing.T, path string) float64 {
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != "strata_sql_caching_sha2_auths_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == path {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return labeledCounters(t, "strata_sql_caching_sha2_auths_total")[path]
 }
 
 func ping(t *testing.T, dsn string) error {

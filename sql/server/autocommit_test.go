@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/sql/server"
@@ -16,19 +15,7 @@ import (
 // autocommitOutcomes reads strata_sql_autocommit_optimistic_total by
 // outcome.
 func autocommitOutcomes(t *testing.T) map[string]float64 {
-	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	require.NoError(t, err)
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "strata_sql_autocommit_optimistic_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
-		}
-	}
-	return out
+	return labeledCounters(t, "strata_sql_autocommit_optimistic_total")
 }
 
 func outcomeDelta(before, after map[string]float64) map[string]float64 {

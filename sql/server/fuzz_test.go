@@ -91,6 +91,23 @@ func counter(t testing.TB, name string) float64 {
 	return 0
 }
 
+// labeledCounters reads the counter vector name by its (single) label's
+// value.
+func labeledCounters(t testing.TB, name string) map[string]float64 {
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
 // commandSeeds cover every command the server implements.
 var commandSeeds = [][]byte{
 	append([]byte{0x03}, "SELECT 1"...),
