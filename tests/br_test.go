@@ -28,7 +28,7 @@ var brTables = []struct{ name, ddl, cols string }{
 }
 
 // brSummary is a table's content in two ways: a SQL checksum (count and
-// sum of CRC32 of every row; Strata has no CHECKSUM TABLE) and the rows.
+// sum of CRC32 of every row) and the rows.
 func brSummary(t *testing.T, db *sql.DB, table, cols, asOf string) (string, [][]string) {
 	t.Helper()
 	sum := queryRows(t, db, fmt.Sprintf("SELECT COUNT(*), SUM(CRC32(CONCAT_WS('|', %s))) FROM bk.%s%s", cols, table, asOf))
@@ -76,7 +76,8 @@ func (w *pausingWriter) Write(p []byte) (int, error) {
 // versions stay readable), and releases it at the end. Restored into a
 // second, fresh cluster it has exactly the rows the source had at the
 // backup ts (the rows and a SQL checksum equal SELECT ... AS OF TIMESTAMP
-// on the source), ADMIN CHECK TABLE passes, the AUTO_INCREMENT counter
+// on the source, CHECKSUM TABLE equals the source's under tidb_snapshot at
+// the backup ts), ADMIN CHECK TABLE passes, the AUTO_INCREMENT counter
 // and the row ids go on above the restored rows. A --table restore
 // restores only that table; restoring a table the target already has
 // fails with a clear error and changes nothing.
@@ -193,6 +194,18 @@ func TestBackupRestore(t *testing.T) {
 		sum, rows := brSummary(t, db, tb.name, tb.cols, asOf)
 		want[tb.name] = [2]any{sum, rows}
 	}
+	// CHECKSUM TABLE at the backup ts: one connection with tidb_snapshot
+	// set (TiDB's history read), where writes are refused.
+	snap := openDB(t, src, 0, "")
+	snap.SetMaxOpenConns(1)
+	mustExec(t, snap, fmt.Sprintf("SET @@tidb_snapshot = '%d'", backupTS))
+	const checksumAll = "CHECKSUM TABLE bk.t1, bk.t2, bk.t3"
+	wantChecksums := queryRows(t, snap, checksumAll)
+	_, err := snap.Exec("UPDATE bk.t1 SET v = 0 WHERE id = 1")
+	require.Equal(t, uint16(1105), errCode(err), "a write under tidb_snapshot: %v", err)
+	require.Contains(t, err.Error(), "tidb_snapshot")
+	mustExec(t, snap, "SET @@tidb_snapshot = ''")
+	require.NotEqual(t, wantChecksums, queryRows(t, snap, checksumAll), "the writers changed the tables since the backup ts")
 	require.Equal(t, backupTS, gcSafePoint(t, src), "GC held at the backup ts while the backup runs")
 	close(pw.release)
 	<-done
@@ -210,7 +223,6 @@ func TestBackupRestore(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // polling interval
 	}
 	// The stores learn the new safe point within their poll interval.
-	var err error
 	for {
 		_, err = db.Exec("SELECT COUNT(*) FROM bk.t1" + asOf)
 		if err != nil || time.Now().After(deadline) {
@@ -246,6 +258,7 @@ func TestBackupRestore(t *testing.T) {
 		require.Equal(t, want[tb.name][1], rows, "%s: rows restored vs source AS OF the backup ts", tb.name)
 		mustExec(t, ddb, "ADMIN CHECK TABLE bk."+tb.name)
 	}
+	require.Equal(t, wantChecksums, queryRows(t, ddb, checksumAll), "CHECKSUM TABLE restored vs source at the backup ts")
 	// New rows get ids above the restored ones.
 	var maxID, newID int64
 	require.NoError(t, ddb.QueryRow("SELECT MAX(id) FROM bk.t3").Scan(&maxID))

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -101,7 +102,8 @@ func TestFollowerRead(t *testing.T) {
 // TestStaleRead: SELECT ... AS OF TIMESTAMP returns the value as of that
 // time after an update, served by a follower once its safe ts passed it;
 // START TRANSACTION READ ONLY AS OF TIMESTAMP reads the same; a future
-// time and a write with AS OF are refused.
+// time and a write with AS OF are refused. TIDB_PARSE_TSO names the time
+// by its TSO, and tidb_snapshot reads the whole session at it.
 func TestStaleRead(t *testing.T) {
 	c := startCluster(t, clusterOpts{})
 	db := openDB(t, c, 0, "")
@@ -154,6 +156,55 @@ func TestStaleRead(t *testing.T) {
 	require.Error(t, err)
 	_, err = db.Exec("SELECT v FROM sr.t AS OF TIMESTAMP '" + t0 + "' WHERE id = 1 FOR UPDATE")
 	requireMySQLError(t, err, 8135)
+
+	// The same snapshot named by its TSO (the SQL node runs in this
+	// process's time zone).
+	at, err := time.ParseInLocation("2006-01-02 15:04:05.000", t0, time.Local)
+	require.NoError(t, err)
+	tso := fmt.Sprint(uint64(at.UnixMilli()) << 18)
+	require.NoError(t, db.QueryRow("SELECT v FROM sr.t AS OF TIMESTAMP TIDB_PARSE_TSO("+tso+") WHERE id = 1").Scan(&v))
+	require.EqualValues(t, 1, v)
+
+	// tidb_snapshot: every read of the session at that time, by datetime
+	// or TSO, until it is cleared; writes and locking reads refused.
+	for _, snapshot := range []string{t0, tso} {
+		_, err = conn.ExecContext(bg, "SET @@tidb_snapshot = '"+snapshot+"'")
+		require.NoError(t, err)
+		require.NoError(t, conn.QueryRowContext(bg, "SELECT v FROM sr.t WHERE id = 1").Scan(&v))
+		require.EqualValues(t, 1, v, "tidb_snapshot %s: point get", snapshot)
+		var sum int64
+		require.NoError(t, conn.QueryRowContext(bg, "SELECT SUM(v) FROM sr.t").Scan(&sum))
+		require.EqualValues(t, 11, sum, "tidb_snapshot %s: scan", snapshot)
+		_, err = conn.ExecContext(bg, "BEGIN")
+		require.NoError(t, err)
+		require.NoError(t, conn.QueryRowContext(bg, "SELECT v FROM sr.t WHERE id = 1").Scan(&v))
+		require.EqualValues(t, 1, v, "tidb_snapshot %s: in a transaction", snapshot)
+		_, err = conn.ExecContext(bg, "SET @@tidb_snapshot = ''")
+		requireMySQLError(t, err, 1568)
+		_, err = conn.ExecContext(bg, "COMMIT")
+		require.NoError(t, err)
+		_, err = conn.ExecContext(bg, "UPDATE sr.t SET v = 3 WHERE id = 1")
+		requireMySQLError(t, err, 1105)
+		_, err = conn.ExecContext(bg, "SELECT v FROM sr.t WHERE id = 1 FOR UPDATE")
+		requireMySQLError(t, err, 1105)
+		_, err = conn.ExecContext(bg, "CREATE TABLE sr.u (id INT)")
+		requireMySQLError(t, err, 1105)
+	}
+	var text string
+	require.NoError(t, conn.QueryRowContext(bg, "SELECT @@tidb_snapshot").Scan(&text))
+	require.Equal(t, tso, text)
+	for _, bad := range []string{"2999-01-01 00:00:00", "yesterday"} {
+		_, err = conn.ExecContext(bg, "SET @@tidb_snapshot = '"+bad+"'")
+		requireMySQLError(t, err, 1231)
+	}
+	_, err = conn.ExecContext(bg, "SET GLOBAL tidb_snapshot = '"+tso+"'")
+	requireMySQLError(t, err, 1228)
+	_, err = conn.ExecContext(bg, "SET @@tidb_snapshot = ''")
+	require.NoError(t, err)
+	require.NoError(t, conn.QueryRowContext(bg, "SELECT v FROM sr.t WHERE id = 1").Scan(&v))
+	require.EqualValues(t, 2, v)
+	_, err = conn.ExecContext(bg, "UPDATE sr.t SET v = 3 WHERE id = 1")
+	require.NoError(t, err)
 }
 
 // waitClockPast polls until the SQL node's NOW(3) is past t.

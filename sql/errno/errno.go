@@ -41,6 +41,7 @@ const (
 	ErrNetPacketTooLarge   uint16 = 1153
 	ErrNoSuchTable         uint16 = 1146
 	ErrUnknownSystemVar    uint16 = 1193
+	ErrLocalVariable       uint16 = 1228 // a SESSION-only variable set GLOBAL
 	ErrNotSupportedYet     uint16 = 1235
 	ErrWarnDataOutOfRange  uint16 = 1264
 	ErrDataTruncated       uint16 = 1265

@@ -29,16 +29,17 @@ const checksumPage = 1024
 // Row order, row ids, regions and the history of the table (instant ADD
 // COLUMN defaults, DDL) do not change it, so a table dumped and reloaded
 // into another cluster checksums equal. The number is not the one MySQL
-// computes from its own row format. Rows are read from one snapshot, a
-// page at a time. With quick (CHECKSUM TABLE ... QUICK) every checksum is
+// computes from its own row format. Rows are read from one snapshot (at
+// readTS when it is not 0: the session's tidb_snapshot), a page at a
+// time. With quick (CHECKSUM TABLE ... QUICK) every checksum is
 // NULL: MySQL has a live checksum only for MyISAM tables and answers NULL
 // for InnoDB's, without reading them.
-func (e *Executor) ChecksumTable(ctx context.Context, tables []*ast.TableName, quick bool, env StmtEnv) (*Result, error) {
+func (e *Executor) ChecksumTable(ctx context.Context, tables []*ast.TableName, quick bool, readTS uint64, env StmtEnv) (*Result, error) {
 	res := &Result{Columns: []ResultColumn{
 		{Name: "Table", Type: types.FieldType{Tp: mysql.TypeVarchar, Flen: 129}},
 		{Name: "Checksum", Type: types.FieldType{Tp: mysql.TypeLonglong, Flen: 21, Flag: mysql.BinaryFlag}},
 	}}
-	txn, err := e.dom.Store().Begin(ctx, kv.TxnOptions{ReadOnly: true})
+	txn, err := e.dom.Store().Begin(ctx, kv.TxnOptions{ReadOnly: true, StartTS: readTS})
 	if err != nil {
 		return nil, err
 	}

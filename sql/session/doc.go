@@ -102,8 +102,15 @@
 // tidb_replica_read ('leader', 'follower', 'leader-and-follower'; the
 // 'closest-*' values act like 'leader-and-follower') and AS OF TIMESTAMP
 // (SELECT ... FROM t AS OF TIMESTAMP, START TRANSACTION READ ONLY AS OF
-// TIMESTAMP; the datetime becomes a TSO timestamp of its milliseconds) put a
-// mode into the statement's context (kvclient/replicaread) for the reads of
-// non-locking SELECTs only (staleread.go). A future time, or AS OF in a
-// write or a locking read, is ERROR 8135.
+// TIMESTAMP; the datetime becomes a TSO timestamp of its milliseconds, and
+// TIDB_PARSE_TSO(tso) names a TSO exactly) put a mode into the statement's
+// context (kvclient/replicaread) for the reads of non-locking SELECTs only
+// (staleread.go). A future time, or AS OF in a write or a locking read, is
+// ERROR 8135.
+//
+// SET tidb_snapshot = '<TSO>' | '<datetime>' (session only, TiDB's
+// history read) makes every read of the session a snapshot read at that
+// timestamp, CHECKSUM TABLE included (how a backup is compared with its
+// source at the backup's TSO), until it is set to ''; writes are ERROR
+// 1105 meanwhile, as in TiDB. The schema is the current one.
 package session

@@ -75,6 +75,9 @@ type Session struct {
 	// oneShotIsolation is SET TRANSACTION ISOLATION LEVEL's level for the
 	// next transaction only ("" when none).
 	oneShotIsolation string
+	// snapshotTS is tidb_snapshot's read timestamp (0: none): every read
+	// is at it and writes are refused (staleread.go).
+	snapshotTS uint64
 
 	privs sessPrivs // privs.go
 	procs Processes // process.go
@@ -400,6 +403,9 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 			return nil, err
 		}
 	}
+	if s.snapshotTS != 0 && writesData(stmt) {
+		return nil, errSnapshotWrite()
+	}
 	switch stmt.(type) {
 	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt:
 		if _, err := s.stmtAsOf(ctx, stmt, false); err != nil {
@@ -493,7 +499,7 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	case *ast.UnlockTablesStmt:
 		return s.exec.UnlockTables(), nil
 	case *ChecksumTableStmt: // checksum.go
-		return s.exec.ChecksumTable(ctx, x.Tables, x.Quick, s)
+		return s.exec.ChecksumTable(ctx, x.Tables, x.Quick, s.snapshotTS, s)
 	}
 	return nil, errno.NotSupported(strings.ToUpper(StmtLabel(stmt)))
 }
@@ -568,6 +574,12 @@ func (s *Session) set(ctx context.Context, x *ast.SetStmt) error {
 		}
 		if handled, err := setPreparedSysVar(name, v.IsGlobal, val); handled { // sqlprepare.go
 			if err != nil {
+				return err
+			}
+			continue
+		}
+		if name == "tidb_snapshot" { // staleread.go
+			if err := s.setSnapshot(ctx, v.Name, v.IsGlobal, val); err != nil {
 				return err
 			}
 			continue

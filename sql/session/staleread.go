@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,17 +94,19 @@ func (s *Session) stmtAsOf(ctx context.Context, n ast.Node, readOnly bool) (uint
 	return ts, nil
 }
 
-// evalAsOf evaluates an AS OF TIMESTAMP expression (a datetime literal or
-// an expression giving one, in the session's time zone) to a TSO timestamp
-// (physical milliseconds << 18) no later than now.
+// evalAsOf evaluates an AS OF TIMESTAMP expression to a TSO timestamp no
+// later than now: TIDB_PARSE_TSO(tso) names one exactly (a backup's
+// TSO), anything else must give a datetime, in the session's time zone
+// (physical milliseconds << 18).
 func (s *Session) evalAsOf(ctx context.Context, c *ast.AsOfClause) (uint64, error) {
-	if fn, ok := c.TsExpr.(*ast.FuncCallExpr); ok {
-		switch name := fn.FnName.L; name {
-		case "tidb_bounded_staleness", "tidb_parse_tso":
-			return 0, errno.NotSupported("AS OF TIMESTAMP " + strings.ToUpper(name) + "(); give a datetime")
-		}
+	if fn, ok := c.TsExpr.(*ast.FuncCallExpr); ok && fn.FnName.L == "tidb_bounded_staleness" {
+		return 0, errno.NotSupported("AS OF TIMESTAMP TIDB_BOUNDED_STALENESS(); give a datetime or TIDB_PARSE_TSO(tso)")
 	}
-	e, err := expr.Compile(c.TsExpr, &expr.Ctx{Env: s})
+	arg, tso := c.TsExpr, false
+	if fn, ok := c.TsExpr.(*ast.FuncCallExpr); ok && fn.FnName.L == "tidb_parse_tso" && len(fn.Args) == 1 {
+		arg, tso = fn.Args[0], true
+	}
+	e, err := expr.Compile(arg, &expr.Ctx{Env: s})
 	if err != nil {
 		return 0, err
 	}
@@ -112,21 +115,101 @@ func (s *Session) evalAsOf(ctx context.Context, c *ast.AsOfClause) (uint64, erro
 		return 0, err
 	}
 	raw := string(types.AppendText(nil, d, nil))
+	if tso {
+		ts, perr := strconv.ParseUint(strings.TrimSpace(raw), 10, 64)
+		if perr != nil || ts == 0 {
+			return 0, errAsOf("'" + raw + "' is not a TSO")
+		}
+		return s.notFuture(ctx, ts, errAsOf("cannot set read timestamp to a future time"))
+	}
+	ts, err := datetimeTS(raw, errAsOf)
+	if err != nil {
+		return 0, err
+	}
+	return s.notFuture(ctx, ts, errAsOf("cannot set read timestamp to a future time"))
+}
+
+// datetimeTS converts a datetime in the session's time zone to the TSO
+// timestamp of its millisecond; bad wraps what is wrong with it.
+func datetimeTS(raw string, bad func(string) error) (uint64, error) {
 	t, ok := types.ParseTime(raw)
 	if !ok {
-		return 0, errAsOf("'" + raw + "' is not a datetime")
+		return 0, bad("'" + raw + "' is not a datetime")
 	}
 	t = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.Local)
 	if t.UnixMilli() <= 0 {
-		return 0, errAsOf("'" + raw + "' is before 1970")
+		return 0, bad("'" + raw + "' is before 1970")
 	}
-	ts := uint64(t.UnixMilli()) << 18
+	return uint64(t.UnixMilli()) << 18, nil
+}
+
+// notFuture returns ts, or future when ts is later than a fresh
+// timestamp: a read there could miss commits still to come.
+func (s *Session) notFuture(ctx context.Context, ts uint64, future error) (uint64, error) {
 	now, err := s.dom.Store().GetTS(ctx)
 	if err != nil {
 		return 0, err
 	}
 	if ts > now {
-		return 0, errAsOf("cannot set read timestamp to a future time")
+		return 0, future
 	}
 	return ts, nil
+}
+
+// tidb_snapshot, as TiDB has it: SET @@tidb_snapshot = '<TSO>' or
+// '<datetime>' makes every later read of the session a snapshot read at
+// that timestamp (SELECT, CHECKSUM TABLE, ...), until it is set to ''.
+// Writes (DML, DDL, locking reads) are refused meanwhile, with TiDB's
+// error. Unlike TiDB, it cannot be set inside a transaction (the open
+// transaction already has its snapshot), and tables are read with the
+// current schema, not the schema of that time: a table dropped since is
+// not found, and a column added since reads as its default.
+
+// setSnapshot runs SET [SESSION] tidb_snapshot = val.
+func (s *Session) setSnapshot(ctx context.Context, given string, global bool, val types.Datum) error {
+	if global {
+		return errno.New(errno.ErrLocalVariable, "Variable '%s' is a SESSION variable and can't be used with SET GLOBAL", given)
+	}
+	if s.txn != nil {
+		return errno.New(1568, "Transaction characteristics can't be changed while a transaction is in progress (tidb_snapshot); COMMIT or ROLLBACK first")
+	}
+	raw := ""
+	if !val.IsNull() {
+		raw = strings.TrimSpace(string(types.AppendText(nil, val, nil)))
+	}
+	if raw == "" {
+		s.snapshotTS = 0
+		s.vars["tidb_snapshot"] = sysVar{}
+		return nil
+	}
+	bad := func(cause string) error { return wrongValue(given, raw+"' ("+cause+")") }
+	ts, err := strconv.ParseUint(raw, 10, 64)
+	if err != nil {
+		if ts, err = datetimeTS(raw, bad); err != nil {
+			return err
+		}
+	}
+	if ts, err = s.notFuture(ctx, ts, bad("a future time")); err != nil {
+		return err
+	}
+	s.snapshotTS = ts
+	s.vars["tidb_snapshot"] = sysVar{value: raw}
+	return nil
+}
+
+// errSnapshotWrite is TiDB's refusal of a write while tidb_snapshot is set.
+func errSnapshotWrite() error {
+	return errno.New(errno.ErrUnknown, "can not execute write statement when 'tidb_snapshot' is set; SET @@tidb_snapshot = '' first")
+}
+
+// writesData reports whether stmt writes rows or schema (refused under
+// tidb_snapshot; locking reads are refused where they are run).
+func writesData(stmt ast.StmtNode) bool {
+	switch stmt.(type) {
+	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt,
+		*ast.CreateTableStmt, *ast.DropTableStmt, *ast.CreateViewStmt, *ast.TruncateTableStmt,
+		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt, *ast.RenameTableStmt:
+		return true
+	}
+	return false
 }

@@ -93,6 +93,9 @@ var defaultSysVars = map[string]sysVar{
 	// tidb_replica_read: which replicas serve the reads of non-locking
 	// SELECTs (staleread.go).
 	"tidb_replica_read": {"leader", false},
+	// tidb_snapshot: the read timestamp of every statement ('' none;
+	// staleread.go).
+	"tidb_snapshot": {"", false},
 	// strata_allow_pushdown: selections, limits, top-N and partial
 	// aggregates run on the stores (sql/planner.AllowPushdownVar).
 	"strata_allow_pushdown": {"1", true},

@@ -113,6 +113,9 @@ func (s *Session) nextTxnOptions() kv.TxnOptions {
 	if iso == "READ-COMMITTED" {
 		opts.Isolation = kv.ReadCommitted
 	}
+	if s.snapshotTS != 0 { // tidb_snapshot: every transaction reads at it
+		opts.StartTS, opts.ReadOnly = s.snapshotTS, true
+	}
 	return opts
 }
 
@@ -412,6 +415,9 @@ func (s *Session) runRead(ctx context.Context, n ast.Node, lock bool, run func(c
 	ts, err := s.stmtAsOf(ctx, n, !lock)
 	if err != nil {
 		return nil, err
+	}
+	if lock && s.snapshotTS != 0 {
+		return nil, errSnapshotWrite()
 	}
 	switch {
 	case ts != 0:
