@@ -230,7 +230,8 @@ bench-quick: build bench-tools-sysbench bench-tools-gotpc
 		--session-dir bench/results/quick-$(BENCH_STAMP) $(BENCH_QUICK_ARGS)
 
 # br's acceptance check: backup of go-tpc TPC-C (4 warehouses) while it
-# runs, restore into a fresh cluster, go-tpc tpcc check there.
+# runs, restore into a fresh cluster, go-tpc tpcc check there and CHECKSUM
+# TABLE equal to the source's at the backup ts.
 .PHONY: bench-br-tpcc
-bench-br-tpcc: build bench-tools-gotpc
+bench-br-tpcc: build bench-tools-gotpc apps-deps
 	GOTPC=$(TOOLS)/go-tpc bench/br_tpcc.sh

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # br's acceptance check: a backup of go-tpc TPC-C taken while go-tpc runs,
-# restored into a fresh cluster, where `go-tpc tpcc check` must pass.
+# restored into a fresh cluster, where `go-tpc tpcc check` must pass and
+# CHECKSUM TABLE of every table must equal the source's at the backup ts
+# (read with tidb_snapshot while go-tpc still runs).
 #
-#   make build bench-tools-gotpc && bench/br_tpcc.sh [--warehouses 4] [--threads 4] [--time 3m]
+#   make build bench-tools-gotpc apps-deps && bench/br_tpcc.sh [--warehouses 4] [--threads 4] [--time 3m]
 #
 # Two playground clusters (1 PD, 3 stores, 1 SQL node each) on free
 # loopback ports in a temp dir; the backup directory is in the same temp
@@ -22,6 +24,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -x $GOTPC ]] || { echo "go-tpc not found at $GOTPC: make bench-tools-gotpc" >&2; exit 1; }
+command -v mysql >/dev/null || { echo "the mysql client is missing: make apps-deps" >&2; exit 1; }
+TABLES=tpcc.warehouse,tpcc.district,tpcc.customer,tpcc.history,tpcc.new_order,tpcc.orders,tpcc.order_line,tpcc.item,tpcc.stock
 WORK=$(mktemp -d /tmp/br-tpcc-XXXXXX)
 PIDS=() # processes this script started, stopped by PID at exit
 cleanup() {
@@ -61,7 +65,11 @@ RUN=$!
 PIDS+=($RUN)
 sleep 30 # let the workload reach steady state before the backup starts
 log "backup while go-tpc runs"
-"$ROOT/bin/br" backup full --pd "$SRC_PD" --storage "local://$WORK/backup" --db tpcc 2>"$WORK/backup.log" | grep -v '^Backup \[' || { tail "$WORK/backup.log" >&2; exit 1; }
+"$ROOT/bin/br" backup full --pd "$SRC_PD" --storage "local://$WORK/backup" --db tpcc 2>"$WORK/backup.log" | grep -v '^Backup \[' | tee "$WORK/backup.out" || { tail "$WORK/backup.log" >&2; exit 1; }
+BACKUP_TS=$(grep -o 'backup ts [0-9]*' "$WORK/backup.out" | cut -d' ' -f3)
+log "CHECKSUM TABLE on the source at the backup ts $BACKUP_TS (go-tpc still running)"
+mysql -h 127.0.0.1 -P "$SRC_PORT" -u root -N -e "SET @@tidb_snapshot = '$BACKUP_TS'; CHECKSUM TABLE $TABLES" >"$WORK/src.sum"
+kill -0 "$RUN" 2>/dev/null && log "go-tpc was still running" || log "go-tpc had ended"
 wait "$RUN" || true
 grep -E '^\[Summary\] (NEW_ORDER|PAYMENT) ' "$WORK/run.log" || true
 start dst
@@ -73,5 +81,13 @@ if "$GOTPC" tpcc check "${args[@]}" -P "$PORT" -T "$WAREHOUSES" >"$WORK/check.lo
 else
   tail -20 "$WORK/check.log"
   log "check FAILED"
+  exit 1
+fi
+mysql -h 127.0.0.1 -P "$PORT" -u root -N -e "CHECKSUM TABLE $TABLES" >"$WORK/dst.sum"
+if diff "$WORK/src.sum" "$WORK/dst.sum"; then
+  cat "$WORK/dst.sum"
+  log "CHECKSUM TABLE: all $(wc -l <"$WORK/dst.sum") tables equal the source's at the backup ts"
+else
+  log "CHECKSUM TABLE differs (< source at the backup ts, > restored)"
   exit 1
 fi
