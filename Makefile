@@ -165,7 +165,7 @@ cluster-clean:
 # End-to-end test against a compose cluster with its own project name and
 # random ports (tests/e2e); needs Docker.
 e2e:
-	$(GO) test -tags e2e -count=1 -v -timeout 20m ./tests/e2e/
+	$(GO) test -tags e2e -count=1 -v -timeout 30m ./tests/e2e/
 
 # sysbench against a fresh local cluster on free loopback ports (never 4000);
 # figures, raw output and profiles go to bench/results/ (see bench/README.md).

@@ -32,10 +32,12 @@ var statusPorts = map[string]int{"pd": 2382, "store": 20180, "sql": 10080}
 // project is one compose project: deploy/docker-compose.yml started under a
 // unique name, with its own image tag, network and volumes.
 type project struct {
-	t       *testing.T
-	root    string   // repository root
-	name    string   // compose project name
-	image   string   // image tag built for this run
+	t     *testing.T
+	root  string // repository root
+	name  string // compose project name
+	image string // image tag built for this run
+	// images are every image this run built (removed by teardown).
+	images  []string
 	compose []string // "docker compose" or "docker-compose"
 	network string   // the project's bridge network (set by up)
 	// files are compose files added after deploy/docker-compose.yml
@@ -135,6 +137,30 @@ func (p *project) buildImage() {
 	cmd := exec.CommandContext(ctx, "make", "-C", p.root, "images", "IMAGE="+p.image)
 	out, err := cmd.CombinedOutput()
 	require.NoError(p.t, err, "make images:\n%s", out)
+	p.images = append(p.images, p.image)
+}
+
+// buildImageAt builds the image of an earlier commit (from a temporary
+// detached worktree of this repository; the Go build cache makes the
+// packages that did not change since free) and returns its tag.
+func (p *project) buildImageAt(commit string) string {
+	p.t.Helper()
+	dir := p.t.TempDir()
+	tree := filepath.Join(dir, "tree")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if out, err := run(ctx, nil, "git", "-C", p.root, "worktree", "add", "--detach", tree, commit); err != nil {
+		p.t.Fatalf("git worktree add %s: %v %s (STRATA_UPGRADE_FROM names another commit)", commit, err, out)
+	}
+	defer func() {
+		_, _ = run(context.Background(), nil, "git", "-C", p.root, "worktree", "remove", "--force", tree)
+	}()
+	tag := p.image + "-" + commit
+	cmd := exec.CommandContext(ctx, "make", "-C", tree, "images", "IMAGE="+tag)
+	out, err := cmd.CombinedOutput()
+	require.NoError(p.t, err, "make images at %s:\n%s", commit, out)
+	p.images = append(p.images, tag)
+	return tag
 }
 
 // up starts the project and returns how long it took until every container
@@ -292,8 +318,10 @@ func (p *project) teardown() {
 	if out, err := p.dc(ctx, "--profile", "monitoring", "down", "--volumes", "--remove-orphans", "--timeout", "5"); err != nil {
 		t.Errorf("compose down %s: %v\n%s", p.name, err, out)
 	}
-	if out, err := docker("image", "rm", p.image); err != nil && !strings.Contains(err.Error(), "No such image") {
-		t.Logf("removing image %s: %v %s", p.image, err, out)
+	for _, image := range p.images {
+		if out, err := docker("image", "rm", image); err != nil && !strings.Contains(err.Error(), "No such image") {
+			t.Logf("removing image %s: %v %s", image, err, out)
+		}
 	}
 	// Nothing of this project may remain.
 	for _, kind := range []string{"ps -a", "volume ls", "network ls"} {

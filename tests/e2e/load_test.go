@@ -81,9 +81,11 @@ func (l *load) notRetryableSince(t time.Time) []string {
 	return out
 }
 
-// startLoad starts writersPer writers on each db.
-func startLoad(dbs map[string]*sql.DB, writersPer int) *load {
+// startLoad starts writersPer writers on each db, inserting ids above
+// after (a previous load's last id).
+func startLoad(dbs map[string]*sql.DB, writersPer int, after int64) *load {
 	l := &load{stop: make(chan struct{}), errs: map[string]int{}}
+	l.next.Store(after)
 	for node, db := range dbs {
 		for range writersPer {
 			l.wg.Add(1)
