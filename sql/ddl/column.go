@@ -252,8 +252,9 @@ func columnIndexes(t *model.TableInfo, off int) []*model.IndexInfo {
 // ModifyColumn validates CHANGE / MODIFY COLUMN (from the column named
 // old to the definition nc) and ALTER COLUMN, and returns the column as it
 // will be. Only changes that need no row rewrite are allowed: a rename,
-// the default, NULL allowed, a wider VARCHAR/CHAR/VARBINARY/BINARY or a
-// wider integer of the same signedness; a narrower integer or VARCHAR and
+// the default, NULL allowed, a wider VARCHAR/VARBINARY, a CHAR made longer
+// or a VARCHAR, or a wider integer of the same signedness; a narrower
+// integer, VARCHAR or CHAR and
 // NOT NULL on a nullable column are allowed, and the job checks every
 // row (NeedsCheck); other type changes are 1235.
 func ModifyColumn(t *model.TableInfo, old string, cd *ast.ColumnDef, env expr.Env) (*model.ColumnInfo, error) {
@@ -310,6 +311,10 @@ func compatibleType(oc, nc *model.ColumnInfo) error {
 		return nil // narrowing: the job checks the rows (NeedsCheck)
 	case isVarString(of.Tp) && isVarString(nf.Tp) && of.Binary() == nf.Binary():
 		return nil
+	case of.Tp == mysql.TypeString && !of.Binary() && !nf.Binary() && (nf.Tp == mysql.TypeString || isVarString(nf.Tp)):
+		// CHAR values are stored without their trailing spaces (sql/types),
+		// which is what a longer CHAR or a VARCHAR holds of them too.
+		return nil
 	}
 	return errno.NotSupported("changing column '" + oc.Name + "' from " + of.SQLName() + " to " + nf.SQLName() + " (it would rewrite every row)")
 }
@@ -324,7 +329,7 @@ func NeedsCheck(oc, nc *model.ColumnInfo) bool {
 		return true
 	case of.Class() == types.ClassInt && nf.Class() == types.ClassInt:
 		return intRank(nf.Tp) < intRank(of.Tp)
-	case isVarString(of.Tp) && isVarString(nf.Tp):
+	case (isVarString(of.Tp) || of.Tp == mysql.TypeString) && (isVarString(nf.Tp) || nf.Tp == mysql.TypeString):
 		return nf.Flen < of.Flen
 	}
 	return false

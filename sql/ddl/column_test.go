@@ -142,7 +142,7 @@ func TestCheckDropColumn(t *testing.T) {
 }
 
 func TestModifyColumn(t *testing.T) {
-	tbl := testTable(t, "CREATE TABLE t (id INT PRIMARY KEY, n SMALLINT, u INT UNSIGNED, s VARCHAR(10), nn INT NOT NULL, f DOUBLE)")
+	tbl := testTable(t, "CREATE TABLE t (id INT PRIMARY KEY, n SMALLINT, u INT UNSIGNED, s VARCHAR(10), nn INT NOT NULL, f DOUBLE, c CHAR(10), b BINARY(4))")
 	for _, tc := range []struct {
 		alter string
 		code  uint16
@@ -157,6 +157,12 @@ func TestModifyColumn(t *testing.T) {
 		{"ALTER TABLE t MODIFY s VARCHAR(5)", 0},
 		{"ALTER TABLE t MODIFY s VARCHAR(10) NOT NULL", 0},
 		{"ALTER TABLE t MODIFY s INT", errno.ErrNotSupportedYet},
+		{"ALTER TABLE t MODIFY s CHAR(10)", errno.ErrNotSupportedYet}, // trailing spaces go
+		{"ALTER TABLE t MODIFY c CHAR(20)", 0},
+		{"ALTER TABLE t MODIFY c CHAR(5)", 0},
+		{"ALTER TABLE t MODIFY c VARCHAR(10)", 0},
+		{"ALTER TABLE t MODIFY c VARBINARY(10)", errno.ErrNotSupportedYet},
+		{"ALTER TABLE t MODIFY b BINARY(8)", errno.ErrNotSupportedYet}, // padded with 0x00 to its length
 		{"ALTER TABLE t MODIFY nn INT NULL", 0},
 		{"ALTER TABLE t MODIFY f FLOAT", errno.ErrNotSupportedYet},
 		{"ALTER TABLE t CHANGE s n VARCHAR(10)", errno.ErrDupFieldName},
@@ -186,7 +192,8 @@ func TestModifyColumn(t *testing.T) {
 	require.False(t, NeedsCheck(tbl.Columns[tbl.FindColumn("nn")], tbl.Columns[tbl.FindColumn("nn")]))
 	// So is a narrower type; a wider one is not.
 	for alter, want := range map[string]bool{"ALTER TABLE t MODIFY n TINYINT": true, "ALTER TABLE t MODIFY n BIGINT": false,
-		"ALTER TABLE t MODIFY s VARCHAR(5)": true, "ALTER TABLE t MODIFY s VARCHAR(50)": false} {
+		"ALTER TABLE t MODIFY s VARCHAR(5)": true, "ALTER TABLE t MODIFY s VARCHAR(50)": false,
+		"ALTER TABLE t MODIFY c CHAR(5)": true, "ALTER TABLE t MODIFY c CHAR(50)": false, "ALTER TABLE t MODIFY c VARCHAR(8)": true} {
 		sp := alterSpecs(t, alter)[0]
 		old := sp.NewColumns[0].Name.Name.O
 		nc, err := ModifyColumn(tbl, old, sp.NewColumns[0], nil)

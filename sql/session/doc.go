@@ -111,6 +111,6 @@
 // SET tidb_snapshot = '<TSO>' | '<datetime>' (session only, TiDB's
 // history read) makes every read of the session a snapshot read at that
 // timestamp, CHECKSUM TABLE included (how a backup is compared with its
-// source at the backup's TSO), until it is set to ''; writes are ERROR
+// source at the backup's TSO), until it is set to ”; writes are ERROR
 // 1105 meanwhile, as in TiDB. The schema is the current one.
 package session
