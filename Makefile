@@ -229,6 +229,12 @@ bench-quick: build bench-tools-sysbench bench-tools-gotpc
 		--sysbench-args '--mysql-ignore-errors=$(BENCH_IGNORE_ERRORS)' --go-tpc $(TOOLS)/go-tpc \
 		--session-dir bench/results/quick-$(BENCH_STAMP) $(BENCH_QUICK_ARGS)
 
+# The externally written suites (../shared/suites: TiDB integration tests
+# and sqllogictest) against a fresh playground: pass counts per file.
+.PHONY: suites
+suites: build apps-deps
+	bench/suites.sh
+
 # br's acceptance check: backup of go-tpc TPC-C (4 warehouses) while it
 # runs, restore into a fresh cluster, go-tpc tpcc check there and CHECKSUM
 # TABLE equal to the source's at the backup ts.

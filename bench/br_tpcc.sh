@@ -27,32 +27,17 @@ done
 command -v mysql >/dev/null || { echo "the mysql client is missing: make apps-deps" >&2; exit 1; }
 TABLES=tpcc.warehouse,tpcc.district,tpcc.customer,tpcc.history,tpcc.new_order,tpcc.orders,tpcc.order_line,tpcc.item,tpcc.stock
 WORK=$(mktemp -d /tmp/br-tpcc-XXXXXX)
-PIDS=() # processes this script started, stopped by PID at exit
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 cleanup() {
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do
-    for _ in $(seq 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
-  done
+  stop_pids
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 log() { echo "$(date -u +%H:%M:%S) $*"; }
 
 # start NAME: a playground cluster; sets PORT and PD.
-start() {
-  local dir=$WORK/$1
-  mkdir -p "$dir"
-  "$ROOT/bin/playground" --bin-dir "$ROOT/bin" --data-dir "$dir/data" --free-ports >"$dir/playground.log" 2>&1 &
-  PIDS+=($!)
-  for _ in $(seq 600); do
-    grep -q "Strata is ready" "$dir/playground.log" && break
-    sleep 0.2
-  done
-  grep -q "Strata is ready" "$dir/playground.log" || { cat "$dir/playground.log" >&2; exit 1; }
-  PORT=$(grep -o -- '-P [0-9]*' "$dir/playground.log" | head -1 | cut -d' ' -f2)
-  PD=$(grep -o 'PD ([^)]*)' "$dir/playground.log" | head -1 | sed 's/PD (//; s/)//')
-}
+start() { start_playground "$ROOT/bin" "$WORK/$1"; }
 
 start src
 SRC_PORT=$PORT SRC_PD=$PD

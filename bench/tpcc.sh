@@ -49,13 +49,10 @@ PROMGET=$WORK/promget
 (cd "$ROOT" && go build -o "$PROMGET" ./bench/promget)
 STAMP=$(date -u +%Y-%m-%d-%H%M)
 OUT=$ROOT/bench/results/$STAMP-tpcc$LABEL.md
-PIDS=() # processes this script started, stopped by PID at exit
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 cleanup() {
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do
-    for _ in $(seq 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
-  done
+  stop_pids
   if [[ $KEEP == 0 ]]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
 }
 trap cleanup EXIT
@@ -261,12 +258,7 @@ for tgt in "${TGTS[@]}"; do
   } >>"$OUT.tmp"
   log "$tgt: $(grep -m1 '^tpmC' "$dir/run.log" || echo 'no tpmC'); check $check"
   # Stop this target before the next one starts (they share the cores).
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do
-    for _ in $(seq 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
-  done
-  PIDS=()
+  stop_pids
 done
 mv "$OUT.tmp" "$OUT"
 log "wrote $OUT (raw output in $WORK)"

@@ -61,7 +61,12 @@ type config struct {
 	// KillStoreAt, when positive, kills -9 the store leading the most
 	// regions this many seconds into each measured run on a Strata target
 	// (the failover tail; the next run gets a fresh cluster).
-	KillStoreAt    int           `json:"kill_store_at_s,omitempty"`
+	KillStoreAt int `json:"kill_store_at_s,omitempty"`
+	// DDLAt, when positive, runs DDL in order this many seconds into each
+	// measured run on a Strata target, then ADMIN CHECK TABLE (online
+	// schema change under load; the result's Fault says how it went).
+	DDLAt          int           `json:"ddl_at_s,omitempty"`
+	DDL            []string      `json:"ddl,omitempty"`
 	PrepareTimeout time.Duration `json:"-"`
 	Probe          bool          `json:"-"`
 	SessionReport  bool          `json:"-"`
@@ -118,6 +123,11 @@ func main() {
 	flag.StringVar(&cfg.Note, "note", "", "free text recorded in the results")
 	flag.StringVar(&extra, "sysbench-args", "", "extra sysbench options for every command, space-separated")
 	flag.StringVar(&storeArgs, "store-args", "", "extra storenode flags, space-separated")
+	flag.IntVar(&cfg.DDLAt, "ddl-at", 0, "run the --ddl statements (then ADMIN CHECK TABLE on every sysbench table) this many seconds into each measured run on Strata targets (0: none)")
+	flag.Func("ddl", "a DDL statement for --ddl-at, in database sbtest (repeat the flag for several, run in order)", func(v string) error {
+		cfg.DDL = append(cfg.DDL, v)
+		return nil
+	})
 	flag.IntVar(&cfg.KillStoreAt, "kill-store-at", 0, "kill -9 the store leading the most regions this many seconds into each measured run on Strata targets (0: no fault)")
 	flag.BoolVar(&render, "render", false, "re-write the markdown of the session JSON files given as arguments (after a report format change)")
 	flag.BoolVar(&cfg.Probe, "probe", false, "instead of benchmarking, send every statement shape sysbench uses once to each target and write which ones fail")
