@@ -232,28 +232,12 @@ func (rc *runCtx) buildOne(p planner.Plan, stats map[planner.Plan]*opStats) (Ope
 // the statement's memory (mem may be nil) until it ends, but not toward
 // its quota: a result set is held until it is sent, it cannot spill.
 func drain(ctx context.Context, op Operator, mem *memory.Statement) (rows [][]datum, err error) {
-	if err := op.Open(ctx); err != nil {
-		op.Close()
-		return nil, err
-	}
-	defer func() {
-		if cerr := op.Close(); err == nil {
-			err = cerr
-		}
-	}()
 	w := op.width()
-	ck := newChunk(w, chunkRows)
 	var slab []datum
 	tr := memory.NewResultTracker(mem)
-	for {
-		if err := op.Next(ctx, ck); err != nil {
-			return nil, err
-		}
-		if len(ck.rows) == 0 {
-			break
-		}
+	err = runOp(ctx, op, func(ck *Chunk) error {
 		if err := tr.Consume(rowsSize(ck.rows)); err != nil {
-			return nil, err
+			return err
 		}
 		if cap(slab)-len(slab) < len(ck.rows)*w {
 			slab = make([]datum, 0, max(len(ck.rows)*w, 2*cap(slab)))
@@ -263,8 +247,38 @@ func drain(ctx context.Context, op Operator, mem *memory.Statement) (rows [][]da
 			slab = append(slab, r...)
 			rows = append(rows, slab[start:len(slab):len(slab)])
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return rows, nil
+}
+
+// runOp opens op, hands each chunk it produces to each until it ends, and
+// closes it.
+func runOp(ctx context.Context, op Operator, each func(*Chunk) error) (err error) {
+	if err := op.Open(ctx); err != nil {
+		op.Close()
+		return err
+	}
+	defer func() {
+		if cerr := op.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	ck := newChunk(op.width(), chunkRows)
+	for {
+		if err := op.Next(ctx, ck); err != nil {
+			return err
+		}
+		if len(ck.rows) == 0 {
+			return nil
+		}
+		if err := each(ck); err != nil {
+			return err
+		}
+	}
 }
 
 // opStats are one operator's EXPLAIN ANALYZE numbers.

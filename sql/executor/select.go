@@ -118,6 +118,11 @@ func (e *Executor) runSelect(ctx context.Context, p *planner.SelectPlan, tx TxnS
 	if err != nil {
 		return nil, err
 	}
+	if stats != nil {
+		// EXPLAIN ANALYZE: the rows are counted, not kept, so a result
+		// that would not fit in memory can still be analysed.
+		return &Result{Columns: p.Columns, Warnings: rc.warnings}, runOp(ctx, op, func(*Chunk) error { return nil })
+	}
 	rows, err := drain(ctx, op, rc.mem)
 	if err != nil {
 		return nil, err

@@ -200,6 +200,8 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 			return &logicExpr{op: x.Op, l: l, r: r}, nil
 		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.IntDiv, opcode.Mod:
 			return compileArith(x.Op, l, r), nil
+		case opcode.And, opcode.Or, opcode.Xor, opcode.LeftShift, opcode.RightShift:
+			return &bitExpr{op: x.Op, l: l, r: r}, nil // bitops.go
 		}
 		return nil, errno.NotSupported("operator " + x.Op.String())
 	case *ast.UnaryOperationExpr:
@@ -214,6 +216,8 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 			return &negExpr{e: e}, nil
 		case opcode.Plus:
 			return e, nil
+		case opcode.BitNeg:
+			return &bitExpr{op: x.Op, l: e}, nil
 		}
 		return nil, errno.NotSupported("operator " + x.Op.String())
 	case *ast.IsNullExpr:
