@@ -56,10 +56,15 @@ type killReplyJSON struct {
 	Msg  string `json:"msg,omitempty"`
 }
 
+// nodeRecord is what the node publishes in the registry.
+func (s *Server) nodeRecord() *pdpb.SQLNode {
+	return &pdpb.SQLNode{ServerId: s.serverID.Load(), SqlAddr: s.addr.String(), StatusAddr: s.cfg.StatusAddr}
+}
+
 // register obtains the node's server id from PD, retrying until ctx ends;
 // the SQL address is known once the listener is open.
 func (s *Server) register(ctx context.Context) (lease int64, err error) {
-	node := &pdpb.SQLNode{SqlAddr: s.addr.String(), StatusAddr: s.cfg.StatusAddr}
+	node := s.nodeRecord()
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
 		id, l, err := s.cfg.Registry.SQLNodeHeartbeat(ctx, node, 0, serverIDTTL)
 		if err == nil {
@@ -92,7 +97,7 @@ func (s *Server) keepRegistered(ctx context.Context, lease int64) int64 {
 		}
 		old := s.serverID.Load()
 		rctx, cancel := context.WithTimeout(ctx, serverIDTTL/5)
-		id, l, err := s.cfg.Registry.SQLNodeHeartbeat(rctx, &pdpb.SQLNode{ServerId: old, SqlAddr: s.addr.String(), StatusAddr: s.cfg.StatusAddr}, lease, serverIDTTL)
+		id, l, err := s.cfg.Registry.SQLNodeHeartbeat(rctx, s.nodeRecord(), lease, serverIDTTL)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
@@ -116,7 +121,7 @@ func (s *Server) unregister(ctx context.Context, lease int64) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	sid := s.serverID.Load()
-	if _, _, err := s.cfg.Registry.SQLNodeHeartbeat(rctx, &pdpb.SQLNode{ServerId: sid, SqlAddr: s.addr.String(), StatusAddr: s.cfg.StatusAddr}, lease, 0); err != nil {
+	if _, _, err := s.cfg.Registry.SQLNodeHeartbeat(rctx, s.nodeRecord(), lease, 0); err != nil {
 		s.log.Warn("releasing the server id failed; it is free once its lease expires", "server_id", sid, "ttl", serverIDTTL, "err", err)
 	}
 }
