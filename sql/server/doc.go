@@ -93,8 +93,9 @@
 // the cluster CA get an answer (globalkill.go). If PD gives the node a new
 // server id (its lease expired while PD was unreachable and another node
 // took the id), connections with the old id are closed.
-// strata_sql_kill_total{scope,outcome} counts KILLs; remote ones are
-// logged on both nodes.
+// strata_sql_kill_total{scope,outcome} counts KILLs (remote ones are
+// logged on both nodes), strata_sql_peer_request_seconds{call,result}
+// times the requests to other nodes.
 //
 // DashboardHandler (dashboard.go, dashboard.html embedded) serves
 // /dashboard on the node's status port: server-rendered HTML, no script,

@@ -247,8 +247,16 @@ func withInstance(inst string, procs []session.ProcessInfo) []session.InstancePr
 }
 
 // peerCall POSTs in as JSON to another SQL node's /internal/<what> and
-// decodes the answer into out, within peerTimeout.
-func (s *Server) peerCall(ctx context.Context, addr, what string, in, out any) error {
+// decodes the answer into out, within peerTimeout
+// (strata_sql_peer_request_seconds).
+func (s *Server) peerCall(ctx context.Context, addr, what string, in, out any) (err error) {
+	defer func(start time.Time) {
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		peerSeconds.WithLabelValues(what, result).Observe(time.Since(start).Seconds())
+	}(time.Now())
 	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
 	defer cancel()
 	body, err := json.Marshal(in)
