@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,4 +132,40 @@ func TestGlobalKill(t *testing.T) {
 		_, err = onB.Exec("KILL " + strconv.FormatUint(unknown, 10))
 		require.Equal(t, uint16(1094), mysqlCode(err), "%d: %v", unknown, err)
 	}
+}
+
+// losingRegistry answers renewals with a new server id once lose is set,
+// as PD does when the node's lease expired and another node took its id.
+type losingRegistry struct {
+	memRegistry
+	lose atomic.Bool
+}
+
+func (r *losingRegistry) SQLNodeHeartbeat(ctx context.Context, n *pdpb.SQLNode, lease int64, ttl time.Duration) (uint64, int64, error) {
+	if n.ServerId != 0 && ttl > 0 && r.lose.Load() {
+		return n.ServerId + 10, lease + 1, nil
+	}
+	return r.memRegistry.SQLNodeHeartbeat(ctx, n, lease, ttl)
+}
+
+// TestServerIDLost: when a renewal answers a new server id, the
+// connections carrying the old one are closed (a KILL of their id would
+// reach another node) and new connections carry the new id.
+func TestServerIDLost(t *testing.T) {
+	reg := &losingRegistry{}
+	ts, _ := startNode(t, reg)
+	db := ts.open(t, "", "")
+	old, err := db.Conn(context.Background())
+	require.NoError(t, err)
+	defer old.Close()
+	var id uint64
+	require.NoError(t, old.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&id))
+	require.Equal(t, uint64(1), id>>21)
+	reg.lose.Store(true)
+	waitFor(t, func() bool {
+		var got uint64
+		return db.QueryRow("SELECT CONNECTION_ID()").Scan(&got) == nil && got>>21 == 11
+	})
+	_, err = old.ExecContext(context.Background(), "SELECT 1")
+	require.Error(t, err, "the connection with the lost server id is closed")
 }
