@@ -27,6 +27,17 @@
 // is live, UpdateGCSafePoint never raises the GC safe point above it. br
 // holds one at its backup ts while a backup runs.
 //
+// # SQL node registry
+//
+// sqlnodes.go gives each SQL node a server id (1..2047, the high bits of
+// its connection ids) under /strata/sql_nodes/, each key attached to an
+// etcd lease the node renews with SQLNodeHeartbeat; the key also holds the
+// node's MySQL and status addresses (GetSQLNodes lists them for global
+// KILL and CLUSTER_PROCESSLIST). etcd deletes the key when the lease
+// expires or the node releases it on shutdown; only then can another node
+// claim the id (a fenced transaction on the key's absence), so no two live
+// nodes share one.
+//
 // # Shutdown
 //
 // On ctx cancel a member hands over before it goes (Server.shutdown): the

@@ -93,7 +93,8 @@ func TestClusterTLS(t *testing.T) {
 	require.NoError(t, os.WriteFile(token, []byte("test-token\n"), 0o600))
 	// Three PD members: the embedded etcd's peers talk TLS too, and a
 	// follower forwards API calls to the leader over it.
-	c := startCluster(t, clusterOpts{pds: 3, tls: &clusterCfg, pdTokenFile: token})
+	// Two SQL nodes: they reach each other's status ports over TLS.
+	c := startCluster(t, clusterOpts{pds: 3, sqlNodes: 2, tls: &clusterCfg, pdTokenFile: token})
 
 	// SQL writes and reads go through PD and the stores over TLS.
 	_, err := openDB(t, c, 0, "").Exec("CREATE DATABASE sec")
@@ -172,6 +173,35 @@ func TestClusterTLS(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	})
+
+	t.Run("sql node peer api", func(t *testing.T) {
+		// CLUSTER_PROCESSLIST on node 2 reaches node 1 over TLS.
+		var id1 string
+		conn1, err := openDB(t, c, 0, "").Conn(context.Background())
+		require.NoError(t, err)
+		defer conn1.Close()
+		require.NoError(t, conn1.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&id1))
+		var inst string
+		require.NoError(t, openDB(t, c, 1, "").QueryRow("SELECT INSTANCE FROM information_schema.CLUSTER_PROCESSLIST WHERE ID = "+id1).Scan(&inst))
+		require.Equal(t, c.SQL[0].Flag("--status-addr"), inst)
+		// The peer endpoints answer only the cluster's certificates.
+		url := "https://" + c.SQL[0].Flag("--status-addr") + "/internal/processlist"
+		anon := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			RootCAs: files.ca.Pool(), MinVersion: tls.VersionTLS12}}} // presents no certificate
+		for _, tc := range []struct {
+			cli  *http.Client
+			want int
+		}{{anon, http.StatusUnauthorized}, {good.HTTPClient(10 * time.Second), http.StatusOK}} {
+			resp, err := tc.cli.Post(url, "application/json", strings.NewReader("{}"))
+			require.NoError(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, tc.want, resp.StatusCode, "%s", b)
+			if tc.want == http.StatusOK {
+				require.Contains(t, string(b), `"ID":`+id1)
+			}
+		}
 	})
 
 	t.Run("rotation", func(t *testing.T) {

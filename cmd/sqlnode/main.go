@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
@@ -86,6 +87,11 @@ type Config struct {
 	// strata_trace_keep_threshold change them at run time).
 	EnableTrace        bool          `toml:"enable-trace"`
 	TraceKeepThreshold time.Duration `toml:"trace-keep-threshold"`
+	// AdvertiseStatusAddr is the status address other SQL nodes reach
+	// this one at (global KILL, CLUSTER_PROCESSLIST); empty: the bound
+	// status address, an unspecified host (0.0.0.0) replaced by the host
+	// name.
+	AdvertiseStatusAddr string `toml:"advertise-status-addr"`
 	// Cluster TLS (--cluster-ssl-*; docs/operations.md "Cluster TLS") for
 	// the connections to PD and the stores (the MySQL side is --tls).
 	security.Config
@@ -165,14 +171,20 @@ func run(args []string) error {
 	trace.SetKeepThreshold(cfg.TraceKeepThreshold)
 	go memory.NodeLimiter.Run(ctx)
 
-	// /dashboard (sql/server) is served once the server exists.
-	dashboard := new(status.Deferred)
-	statusBound, err := status.Serve(ctx, cfg.StatusAddr, "sql",
-		status.Route{Pattern: "/dashboard", Handler: dashboard}, status.Route{Pattern: "/dashboard/", Handler: dashboard})
+	sec, err := security.New(cfg.Config, "sql")
 	if err != nil {
 		return err
 	}
-	sec, err := security.New(cfg.Config, "sql")
+	// /dashboard and the peer endpoints (sql/server) are served once the
+	// server exists; with cluster TLS the status port is HTTPS, as PD's.
+	dashboard, internal := new(status.Deferred), new(status.Deferred)
+	statusBound, err := status.ServeTLS(ctx, cfg.StatusAddr, "sql", sec,
+		status.Route{Pattern: "/dashboard", Handler: dashboard}, status.Route{Pattern: "/dashboard/", Handler: dashboard},
+		status.Route{Pattern: server.InternalPrefix, Handler: internal})
+	if err != nil {
+		return err
+	}
+	advertise, err := advertiseAddr(cfg.AdvertiseStatusAddr, statusBound.String())
 	if err != nil {
 		return err
 	}
@@ -220,13 +232,37 @@ func run(args []string) error {
 		SlowThreshold:          cfg.SlowThreshold,
 		NoAutoAnalyze:          !cfg.RunAutoAnalyze,
 		PessimisticAutoCommit:  cfg.PessimisticAutoCommit,
+		Registry:               pd,
+		StatusAddr:             advertise,
+		Security:               sec,
 	})
 	if err != nil {
 		return err
 	}
 	dashboard.Set(srv.DashboardHandler())
-	slog.Info("sql node starting", "addr", cfg.Addr, "status_addr", statusBound.String(), "pd", endpoints)
+	internal.Set(srv.InternalHandler())
+	slog.Info("sql node starting", "addr", cfg.Addr, "status_addr", statusBound.String(), "advertise_status_addr", advertise, "pd", endpoints)
 	return srv.Run(ctx)
+}
+
+// advertiseAddr is the status address published to the other SQL nodes.
+func advertiseAddr(flagged, bound string) (string, error) {
+	if flagged != "" {
+		if _, _, err := net.SplitHostPort(flagged); err != nil {
+			return "", fmt.Errorf("--advertise-status-addr must be host:port: %w", err)
+		}
+		return flagged, nil
+	}
+	host, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return "", err
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if host, err = os.Hostname(); err != nil {
+			return "", fmt.Errorf("status address %s binds every interface and the host name is unknown (%w); set --advertise-status-addr", bound, err)
+		}
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 // tlsAndKeys loads (or, on first start, creates and persists in
@@ -262,7 +298,8 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("sqlnode", flag.ContinueOnError)
 	fs.StringVar(&cfg.PD, "pd", cfg.PD, "comma-separated PD addresses")
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "MySQL protocol listen address")
-	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof, /dashboard)")
+	fs.StringVar(&cfg.StatusAddr, "status-addr", cfg.StatusAddr, "HTTP status address (/status, /metrics, /debug/pprof, /dashboard; HTTPS with cluster TLS)")
+	fs.StringVar(&cfg.AdvertiseStatusAddr, "advertise-status-addr", cfg.AdvertiseStatusAddr, "status address other SQL nodes reach this one at for global KILL and CLUSTER_PROCESSLIST (empty: the bound --status-addr, 0.0.0.0 replaced by the host name)")
 	fs.StringVar(&cfg.RootPassword, "root-password", cfg.RootPassword, "initial password of root@'%' when this node creates the cluster's privilege tables (first start of a fresh cluster; empty: no password); afterwards accounts live in the cluster (ALTER USER)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long running statements may finish on SIGTERM")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "client connections this node accepts at once; one more gets ERROR 1040 (0: no limit)")

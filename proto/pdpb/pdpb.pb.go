@@ -3188,6 +3188,296 @@ func (x *ScanRegionsResponse) GetRegions() []*RegionStat {
 	return nil
 }
 
+// SQLNode is one registered SQL node.
+type SQLNode struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ServerId uint64                 `protobuf:"varint,1,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	// MySQL protocol address and HTTP status address (host:port).
+	SqlAddr       string `protobuf:"bytes,2,opt,name=sql_addr,json=sqlAddr,proto3" json:"sql_addr,omitempty"`
+	StatusAddr    string `protobuf:"bytes,3,opt,name=status_addr,json=statusAddr,proto3" json:"status_addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SQLNode) Reset() {
+	*x = SQLNode{}
+	mi := &file_pdpb_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SQLNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SQLNode) ProtoMessage() {}
+
+func (x *SQLNode) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SQLNode.ProtoReflect.Descriptor instead.
+func (*SQLNode) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *SQLNode) GetServerId() uint64 {
+	if x != nil {
+		return x.ServerId
+	}
+	return 0
+}
+
+func (x *SQLNode) GetSqlAddr() string {
+	if x != nil {
+		return x.SqlAddr
+	}
+	return ""
+}
+
+func (x *SQLNode) GetStatusAddr() string {
+	if x != nil {
+		return x.StatusAddr
+	}
+	return ""
+}
+
+type SQLNodeHeartbeatRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// server_id 0 asks for a new id; else the id the node holds.
+	Node *SQLNode `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// The etcd lease of the id (0 on the first call).
+	LeaseId       int64  `protobuf:"varint,3,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	TtlMs         uint64 `protobuf:"varint,4,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SQLNodeHeartbeatRequest) Reset() {
+	*x = SQLNodeHeartbeatRequest{}
+	mi := &file_pdpb_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SQLNodeHeartbeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SQLNodeHeartbeatRequest) ProtoMessage() {}
+
+func (x *SQLNodeHeartbeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SQLNodeHeartbeatRequest.ProtoReflect.Descriptor instead.
+func (*SQLNodeHeartbeatRequest) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *SQLNodeHeartbeatRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *SQLNodeHeartbeatRequest) GetNode() *SQLNode {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *SQLNodeHeartbeatRequest) GetLeaseId() int64 {
+	if x != nil {
+		return x.LeaseId
+	}
+	return 0
+}
+
+func (x *SQLNodeHeartbeatRequest) GetTtlMs() uint64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+type SQLNodeHeartbeatResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// The node's id: the one it asked for, or a new one when that one was
+	// lost (its lease expired and another node took it).
+	ServerId      uint64 `protobuf:"varint,2,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	LeaseId       int64  `protobuf:"varint,3,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SQLNodeHeartbeatResponse) Reset() {
+	*x = SQLNodeHeartbeatResponse{}
+	mi := &file_pdpb_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SQLNodeHeartbeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SQLNodeHeartbeatResponse) ProtoMessage() {}
+
+func (x *SQLNodeHeartbeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SQLNodeHeartbeatResponse.ProtoReflect.Descriptor instead.
+func (*SQLNodeHeartbeatResponse) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *SQLNodeHeartbeatResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *SQLNodeHeartbeatResponse) GetServerId() uint64 {
+	if x != nil {
+		return x.ServerId
+	}
+	return 0
+}
+
+func (x *SQLNodeHeartbeatResponse) GetLeaseId() int64 {
+	if x != nil {
+		return x.LeaseId
+	}
+	return 0
+}
+
+type GetSQLNodesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSQLNodesRequest) Reset() {
+	*x = GetSQLNodesRequest{}
+	mi := &file_pdpb_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSQLNodesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSQLNodesRequest) ProtoMessage() {}
+
+func (x *GetSQLNodesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSQLNodesRequest.ProtoReflect.Descriptor instead.
+func (*GetSQLNodesRequest) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *GetSQLNodesRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+type GetSQLNodesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Nodes         []*SQLNode             `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSQLNodesResponse) Reset() {
+	*x = GetSQLNodesResponse{}
+	mi := &file_pdpb_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSQLNodesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSQLNodesResponse) ProtoMessage() {}
+
+func (x *GetSQLNodesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSQLNodesResponse.ProtoReflect.Descriptor instead.
+func (*GetSQLNodesResponse) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *GetSQLNodesResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GetSQLNodesResponse) GetNodes() []*SQLNode {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
 var File_pdpb_proto protoreflect.FileDescriptor
 
 const file_pdpb_proto_rawDesc = "" +
@@ -3422,7 +3712,26 @@ const file_pdpb_proto_rawDesc = "" +
 	"bytes_read\x18\x06 \x01(\x04R\tbytesRead\"o\n" +
 	"\x13ScanRegionsResponse\x12,\n" +
 	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12*\n" +
-	"\aregions\x18\x02 \x03(\v2\x10.pdpb.RegionStatR\aregions*\x8b\x01\n" +
+	"\aregions\x18\x02 \x03(\v2\x10.pdpb.RegionStatR\aregions\"b\n" +
+	"\aSQLNode\x12\x1b\n" +
+	"\tserver_id\x18\x01 \x01(\x04R\bserverId\x12\x19\n" +
+	"\bsql_addr\x18\x02 \x01(\tR\asqlAddr\x12\x1f\n" +
+	"\vstatus_addr\x18\x03 \x01(\tR\n" +
+	"statusAddr\"\x9b\x01\n" +
+	"\x17SQLNodeHeartbeatRequest\x12+\n" +
+	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12!\n" +
+	"\x04node\x18\x02 \x01(\v2\r.pdpb.SQLNodeR\x04node\x12\x19\n" +
+	"\blease_id\x18\x03 \x01(\x03R\aleaseId\x12\x15\n" +
+	"\x06ttl_ms\x18\x04 \x01(\x04R\x05ttlMs\"\x80\x01\n" +
+	"\x18SQLNodeHeartbeatResponse\x12,\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12\x1b\n" +
+	"\tserver_id\x18\x02 \x01(\x04R\bserverId\x12\x19\n" +
+	"\blease_id\x18\x03 \x01(\x03R\aleaseId\"A\n" +
+	"\x12GetSQLNodesRequest\x12+\n" +
+	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\"h\n" +
+	"\x13GetSQLNodesResponse\x12,\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12#\n" +
+	"\x05nodes\x18\x02 \x03(\v2\r.pdpb.SQLNodeR\x05nodes*\x8b\x01\n" +
 	"\tErrorType\x12\x06\n" +
 	"\x02OK\x10\x00\x12\v\n" +
 	"\aUNKNOWN\x10\x01\x12\x14\n" +
@@ -3436,7 +3745,7 @@ const file_pdpb_proto_rawDesc = "" +
 	"\aAddNode\x10\x00\x12\x0e\n" +
 	"\n" +
 	"RemoveNode\x10\x01\x12\x12\n" +
-	"\x0eAddLearnerNode\x10\x022\xd6\v\n" +
+	"\x0eAddLearnerNode\x10\x022\xf1\f\n" +
 	"\x02PD\x120\n" +
 	"\x03Tso\x12\x10.pdpb.TsoRequest\x1a\x11.pdpb.TsoResponse\"\x00(\x010\x01\x128\n" +
 	"\aAllocID\x12\x14.pdpb.AllocIDRequest\x1a\x15.pdpb.AllocIDResponse\"\x00\x12;\n" +
@@ -3455,7 +3764,9 @@ const file_pdpb_proto_rawDesc = "" +
 	"\x11UpdateGCSafePoint\x12\x1e.pdpb.UpdateGCSafePointRequest\x1a\x1f.pdpb.UpdateGCSafePointResponse\"\x00\x12k\n" +
 	"\x18UpdateServiceGCSafePoint\x12%.pdpb.UpdateServiceGCSafePointRequest\x1a&.pdpb.UpdateServiceGCSafePointResponse\"\x00\x12P\n" +
 	"\x0fGCNodeHeartbeat\x12\x1c.pdpb.GCNodeHeartbeatRequest\x1a\x1d.pdpb.GCNodeHeartbeatResponse\"\x00\x12D\n" +
-	"\vSetGCConfig\x12\x18.pdpb.SetGCConfigRequest\x1a\x19.pdpb.SetGCConfigResponse\"\x00\x12J\n" +
+	"\vSetGCConfig\x12\x18.pdpb.SetGCConfigRequest\x1a\x19.pdpb.SetGCConfigResponse\"\x00\x12S\n" +
+	"\x10SQLNodeHeartbeat\x12\x1d.pdpb.SQLNodeHeartbeatRequest\x1a\x1e.pdpb.SQLNodeHeartbeatResponse\"\x00\x12D\n" +
+	"\vGetSQLNodes\x12\x18.pdpb.GetSQLNodesRequest\x1a\x19.pdpb.GetSQLNodesResponse\"\x00\x12J\n" +
 	"\rAskBatchSplit\x12\x1a.pdpb.AskBatchSplitRequest\x1a\x1b.pdpb.AskBatchSplitResponse\"\x00\x12S\n" +
 	"\x10ReportBatchSplit\x12\x1d.pdpb.ReportBatchSplitRequest\x1a\x1e.pdpb.ReportBatchSplitResponse\"\x00\x12D\n" +
 	"\vScanRegions\x12\x18.pdpb.ScanRegionsRequest\x1a\x19.pdpb.ScanRegionsResponse\"\x00B'Z%github.com/stratadb/strata/proto/pdpbb\x06proto3"
@@ -3473,7 +3784,7 @@ func file_pdpb_proto_rawDescGZIP() []byte {
 }
 
 var file_pdpb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_pdpb_proto_goTypes = []any{
 	(ErrorType)(0),                           // 0: pdpb.ErrorType
 	(ConfChangeType)(0),                      // 1: pdpb.ConfChangeType
@@ -3529,131 +3840,146 @@ var file_pdpb_proto_goTypes = []any{
 	(*ScanRegionsRequest)(nil),               // 51: pdpb.ScanRegionsRequest
 	(*RegionStat)(nil),                       // 52: pdpb.RegionStat
 	(*ScanRegionsResponse)(nil),              // 53: pdpb.ScanRegionsResponse
-	(*metapb.Store)(nil),                     // 54: metapb.Store
-	(*metapb.Region)(nil),                    // 55: metapb.Region
-	(*metapb.Peer)(nil),                      // 56: metapb.Peer
-	(*metapb.RegionEpoch)(nil),               // 57: metapb.RegionEpoch
+	(*SQLNode)(nil),                          // 54: pdpb.SQLNode
+	(*SQLNodeHeartbeatRequest)(nil),          // 55: pdpb.SQLNodeHeartbeatRequest
+	(*SQLNodeHeartbeatResponse)(nil),         // 56: pdpb.SQLNodeHeartbeatResponse
+	(*GetSQLNodesRequest)(nil),               // 57: pdpb.GetSQLNodesRequest
+	(*GetSQLNodesResponse)(nil),              // 58: pdpb.GetSQLNodesResponse
+	(*metapb.Store)(nil),                     // 59: metapb.Store
+	(*metapb.Region)(nil),                    // 60: metapb.Region
+	(*metapb.Peer)(nil),                      // 61: metapb.Peer
+	(*metapb.RegionEpoch)(nil),               // 62: metapb.RegionEpoch
 }
 var file_pdpb_proto_depIdxs = []int32{
-	4,  // 0: pdpb.ResponseHeader.error:type_name -> pdpb.Error
-	0,  // 1: pdpb.Error.type:type_name -> pdpb.ErrorType
-	2,  // 2: pdpb.TsoRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 3: pdpb.TsoResponse.header:type_name -> pdpb.ResponseHeader
-	5,  // 4: pdpb.TsoResponse.timestamp:type_name -> pdpb.Timestamp
-	2,  // 5: pdpb.AllocIDRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 6: pdpb.AllocIDResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 7: pdpb.PutStoreRequest.header:type_name -> pdpb.RequestHeader
-	54, // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
-	3,  // 9: pdpb.PutStoreResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 10: pdpb.GetStoreRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 11: pdpb.GetStoreResponse.header:type_name -> pdpb.ResponseHeader
-	54, // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
-	2,  // 13: pdpb.GetAllStoresRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 14: pdpb.GetAllStoresResponse.header:type_name -> pdpb.ResponseHeader
-	54, // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
-	2,  // 16: pdpb.StoreHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	16, // 17: pdpb.StoreHeartbeatRequest.stats:type_name -> pdpb.StoreStats
-	3,  // 18: pdpb.StoreHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	55, // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
-	56, // 20: pdpb.PeerStats.peer:type_name -> metapb.Peer
-	2,  // 21: pdpb.RegionHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	55, // 22: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
-	56, // 23: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
-	19, // 24: pdpb.RegionHeartbeatRequest.down_peers:type_name -> pdpb.PeerStats
-	56, // 25: pdpb.RegionHeartbeatRequest.pending_peers:type_name -> metapb.Peer
-	56, // 26: pdpb.ChangePeer.peer:type_name -> metapb.Peer
-	1,  // 27: pdpb.ChangePeer.change_type:type_name -> pdpb.ConfChangeType
-	56, // 28: pdpb.TransferLeader.peer:type_name -> metapb.Peer
-	2,  // 29: pdpb.RegionHeartbeatsRequest.header:type_name -> pdpb.RequestHeader
-	20, // 30: pdpb.RegionHeartbeatsRequest.heartbeats:type_name -> pdpb.RegionHeartbeatRequest
-	3,  // 31: pdpb.RegionHeartbeatsResponse.header:type_name -> pdpb.ResponseHeader
-	26, // 32: pdpb.RegionHeartbeatsResponse.responses:type_name -> pdpb.RegionHeartbeatResponse
-	3,  // 33: pdpb.RegionHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	57, // 34: pdpb.RegionHeartbeatResponse.region_epoch:type_name -> metapb.RegionEpoch
-	21, // 35: pdpb.RegionHeartbeatResponse.change_peer:type_name -> pdpb.ChangePeer
-	22, // 36: pdpb.RegionHeartbeatResponse.transfer_leader:type_name -> pdpb.TransferLeader
-	23, // 37: pdpb.RegionHeartbeatResponse.split_region:type_name -> pdpb.SplitRegion
-	2,  // 38: pdpb.GetRegionRequest.header:type_name -> pdpb.RequestHeader
-	2,  // 39: pdpb.GetRegionByIDRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 40: pdpb.GetRegionResponse.header:type_name -> pdpb.ResponseHeader
-	55, // 41: pdpb.GetRegionResponse.region:type_name -> metapb.Region
-	56, // 42: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
-	2,  // 43: pdpb.IsBootstrappedRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 44: pdpb.IsBootstrappedResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 45: pdpb.GetMembersRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 46: pdpb.GetMembersResponse.header:type_name -> pdpb.ResponseHeader
-	32, // 47: pdpb.GetMembersResponse.members:type_name -> pdpb.Member
-	32, // 48: pdpb.GetMembersResponse.leader:type_name -> pdpb.Member
-	2,  // 49: pdpb.GetGCSafePointRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 50: pdpb.GetGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 51: pdpb.UpdateGCSafePointRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 52: pdpb.UpdateGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 53: pdpb.UpdateServiceGCSafePointRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 54: pdpb.UpdateServiceGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 55: pdpb.GCNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	3,  // 56: pdpb.GCNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	41, // 57: pdpb.GCNodeHeartbeatResponse.config:type_name -> pdpb.GCConfig
-	2,  // 58: pdpb.SetGCConfigRequest.header:type_name -> pdpb.RequestHeader
-	41, // 59: pdpb.SetGCConfigRequest.config:type_name -> pdpb.GCConfig
-	3,  // 60: pdpb.SetGCConfigResponse.header:type_name -> pdpb.ResponseHeader
-	41, // 61: pdpb.SetGCConfigResponse.config:type_name -> pdpb.GCConfig
-	2,  // 62: pdpb.AskBatchSplitRequest.header:type_name -> pdpb.RequestHeader
-	55, // 63: pdpb.AskBatchSplitRequest.region:type_name -> metapb.Region
-	3,  // 64: pdpb.AskBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
-	47, // 65: pdpb.AskBatchSplitResponse.ids:type_name -> pdpb.SplitID
-	2,  // 66: pdpb.ReportBatchSplitRequest.header:type_name -> pdpb.RequestHeader
-	55, // 67: pdpb.ReportBatchSplitRequest.regions:type_name -> metapb.Region
-	3,  // 68: pdpb.ReportBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
-	2,  // 69: pdpb.ScanRegionsRequest.header:type_name -> pdpb.RequestHeader
-	55, // 70: pdpb.RegionStat.region:type_name -> metapb.Region
-	56, // 71: pdpb.RegionStat.leader:type_name -> metapb.Peer
-	3,  // 72: pdpb.ScanRegionsResponse.header:type_name -> pdpb.ResponseHeader
-	52, // 73: pdpb.ScanRegionsResponse.regions:type_name -> pdpb.RegionStat
-	6,  // 74: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
-	8,  // 75: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
-	10, // 76: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
-	12, // 77: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
-	14, // 78: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
-	17, // 79: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
-	20, // 80: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
-	24, // 81: pdpb.PD.RegionHeartbeats:input_type -> pdpb.RegionHeartbeatsRequest
-	27, // 82: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
-	28, // 83: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
-	30, // 84: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
-	33, // 85: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
-	35, // 86: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
-	37, // 87: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
-	39, // 88: pdpb.PD.UpdateServiceGCSafePoint:input_type -> pdpb.UpdateServiceGCSafePointRequest
-	42, // 89: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
-	44, // 90: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
-	46, // 91: pdpb.PD.AskBatchSplit:input_type -> pdpb.AskBatchSplitRequest
-	49, // 92: pdpb.PD.ReportBatchSplit:input_type -> pdpb.ReportBatchSplitRequest
-	51, // 93: pdpb.PD.ScanRegions:input_type -> pdpb.ScanRegionsRequest
-	7,  // 94: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
-	9,  // 95: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
-	11, // 96: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
-	13, // 97: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
-	15, // 98: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
-	18, // 99: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
-	26, // 100: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
-	25, // 101: pdpb.PD.RegionHeartbeats:output_type -> pdpb.RegionHeartbeatsResponse
-	29, // 102: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
-	29, // 103: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
-	31, // 104: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
-	34, // 105: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
-	36, // 106: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
-	38, // 107: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
-	40, // 108: pdpb.PD.UpdateServiceGCSafePoint:output_type -> pdpb.UpdateServiceGCSafePointResponse
-	43, // 109: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
-	45, // 110: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
-	48, // 111: pdpb.PD.AskBatchSplit:output_type -> pdpb.AskBatchSplitResponse
-	50, // 112: pdpb.PD.ReportBatchSplit:output_type -> pdpb.ReportBatchSplitResponse
-	53, // 113: pdpb.PD.ScanRegions:output_type -> pdpb.ScanRegionsResponse
-	94, // [94:114] is the sub-list for method output_type
-	74, // [74:94] is the sub-list for method input_type
-	74, // [74:74] is the sub-list for extension type_name
-	74, // [74:74] is the sub-list for extension extendee
-	0,  // [0:74] is the sub-list for field type_name
+	4,   // 0: pdpb.ResponseHeader.error:type_name -> pdpb.Error
+	0,   // 1: pdpb.Error.type:type_name -> pdpb.ErrorType
+	2,   // 2: pdpb.TsoRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 3: pdpb.TsoResponse.header:type_name -> pdpb.ResponseHeader
+	5,   // 4: pdpb.TsoResponse.timestamp:type_name -> pdpb.Timestamp
+	2,   // 5: pdpb.AllocIDRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 6: pdpb.AllocIDResponse.header:type_name -> pdpb.ResponseHeader
+	2,   // 7: pdpb.PutStoreRequest.header:type_name -> pdpb.RequestHeader
+	59,  // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
+	3,   // 9: pdpb.PutStoreResponse.header:type_name -> pdpb.ResponseHeader
+	2,   // 10: pdpb.GetStoreRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 11: pdpb.GetStoreResponse.header:type_name -> pdpb.ResponseHeader
+	59,  // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
+	2,   // 13: pdpb.GetAllStoresRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 14: pdpb.GetAllStoresResponse.header:type_name -> pdpb.ResponseHeader
+	59,  // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
+	2,   // 16: pdpb.StoreHeartbeatRequest.header:type_name -> pdpb.RequestHeader
+	16,  // 17: pdpb.StoreHeartbeatRequest.stats:type_name -> pdpb.StoreStats
+	3,   // 18: pdpb.StoreHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
+	60,  // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
+	61,  // 20: pdpb.PeerStats.peer:type_name -> metapb.Peer
+	2,   // 21: pdpb.RegionHeartbeatRequest.header:type_name -> pdpb.RequestHeader
+	60,  // 22: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
+	61,  // 23: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
+	19,  // 24: pdpb.RegionHeartbeatRequest.down_peers:type_name -> pdpb.PeerStats
+	61,  // 25: pdpb.RegionHeartbeatRequest.pending_peers:type_name -> metapb.Peer
+	61,  // 26: pdpb.ChangePeer.peer:type_name -> metapb.Peer
+	1,   // 27: pdpb.ChangePeer.change_type:type_name -> pdpb.ConfChangeType
+	61,  // 28: pdpb.TransferLeader.peer:type_name -> metapb.Peer
+	2,   // 29: pdpb.RegionHeartbeatsRequest.header:type_name -> pdpb.RequestHeader
+	20,  // 30: pdpb.RegionHeartbeatsRequest.heartbeats:type_name -> pdpb.RegionHeartbeatRequest
+	3,   // 31: pdpb.RegionHeartbeatsResponse.header:type_name -> pdpb.ResponseHeader
+	26,  // 32: pdpb.RegionHeartbeatsResponse.responses:type_name -> pdpb.RegionHeartbeatResponse
+	3,   // 33: pdpb.RegionHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
+	62,  // 34: pdpb.RegionHeartbeatResponse.region_epoch:type_name -> metapb.RegionEpoch
+	21,  // 35: pdpb.RegionHeartbeatResponse.change_peer:type_name -> pdpb.ChangePeer
+	22,  // 36: pdpb.RegionHeartbeatResponse.transfer_leader:type_name -> pdpb.TransferLeader
+	23,  // 37: pdpb.RegionHeartbeatResponse.split_region:type_name -> pdpb.SplitRegion
+	2,   // 38: pdpb.GetRegionRequest.header:type_name -> pdpb.RequestHeader
+	2,   // 39: pdpb.GetRegionByIDRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 40: pdpb.GetRegionResponse.header:type_name -> pdpb.ResponseHeader
+	60,  // 41: pdpb.GetRegionResponse.region:type_name -> metapb.Region
+	61,  // 42: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
+	2,   // 43: pdpb.IsBootstrappedRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 44: pdpb.IsBootstrappedResponse.header:type_name -> pdpb.ResponseHeader
+	2,   // 45: pdpb.GetMembersRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 46: pdpb.GetMembersResponse.header:type_name -> pdpb.ResponseHeader
+	32,  // 47: pdpb.GetMembersResponse.members:type_name -> pdpb.Member
+	32,  // 48: pdpb.GetMembersResponse.leader:type_name -> pdpb.Member
+	2,   // 49: pdpb.GetGCSafePointRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 50: pdpb.GetGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
+	2,   // 51: pdpb.UpdateGCSafePointRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 52: pdpb.UpdateGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
+	2,   // 53: pdpb.UpdateServiceGCSafePointRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 54: pdpb.UpdateServiceGCSafePointResponse.header:type_name -> pdpb.ResponseHeader
+	2,   // 55: pdpb.GCNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 56: pdpb.GCNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
+	41,  // 57: pdpb.GCNodeHeartbeatResponse.config:type_name -> pdpb.GCConfig
+	2,   // 58: pdpb.SetGCConfigRequest.header:type_name -> pdpb.RequestHeader
+	41,  // 59: pdpb.SetGCConfigRequest.config:type_name -> pdpb.GCConfig
+	3,   // 60: pdpb.SetGCConfigResponse.header:type_name -> pdpb.ResponseHeader
+	41,  // 61: pdpb.SetGCConfigResponse.config:type_name -> pdpb.GCConfig
+	2,   // 62: pdpb.AskBatchSplitRequest.header:type_name -> pdpb.RequestHeader
+	60,  // 63: pdpb.AskBatchSplitRequest.region:type_name -> metapb.Region
+	3,   // 64: pdpb.AskBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
+	47,  // 65: pdpb.AskBatchSplitResponse.ids:type_name -> pdpb.SplitID
+	2,   // 66: pdpb.ReportBatchSplitRequest.header:type_name -> pdpb.RequestHeader
+	60,  // 67: pdpb.ReportBatchSplitRequest.regions:type_name -> metapb.Region
+	3,   // 68: pdpb.ReportBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
+	2,   // 69: pdpb.ScanRegionsRequest.header:type_name -> pdpb.RequestHeader
+	60,  // 70: pdpb.RegionStat.region:type_name -> metapb.Region
+	61,  // 71: pdpb.RegionStat.leader:type_name -> metapb.Peer
+	3,   // 72: pdpb.ScanRegionsResponse.header:type_name -> pdpb.ResponseHeader
+	52,  // 73: pdpb.ScanRegionsResponse.regions:type_name -> pdpb.RegionStat
+	2,   // 74: pdpb.SQLNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
+	54,  // 75: pdpb.SQLNodeHeartbeatRequest.node:type_name -> pdpb.SQLNode
+	3,   // 76: pdpb.SQLNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
+	2,   // 77: pdpb.GetSQLNodesRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 78: pdpb.GetSQLNodesResponse.header:type_name -> pdpb.ResponseHeader
+	54,  // 79: pdpb.GetSQLNodesResponse.nodes:type_name -> pdpb.SQLNode
+	6,   // 80: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
+	8,   // 81: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
+	10,  // 82: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
+	12,  // 83: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
+	14,  // 84: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
+	17,  // 85: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
+	20,  // 86: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
+	24,  // 87: pdpb.PD.RegionHeartbeats:input_type -> pdpb.RegionHeartbeatsRequest
+	27,  // 88: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
+	28,  // 89: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
+	30,  // 90: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
+	33,  // 91: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
+	35,  // 92: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
+	37,  // 93: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
+	39,  // 94: pdpb.PD.UpdateServiceGCSafePoint:input_type -> pdpb.UpdateServiceGCSafePointRequest
+	42,  // 95: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
+	44,  // 96: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
+	55,  // 97: pdpb.PD.SQLNodeHeartbeat:input_type -> pdpb.SQLNodeHeartbeatRequest
+	57,  // 98: pdpb.PD.GetSQLNodes:input_type -> pdpb.GetSQLNodesRequest
+	46,  // 99: pdpb.PD.AskBatchSplit:input_type -> pdpb.AskBatchSplitRequest
+	49,  // 100: pdpb.PD.ReportBatchSplit:input_type -> pdpb.ReportBatchSplitRequest
+	51,  // 101: pdpb.PD.ScanRegions:input_type -> pdpb.ScanRegionsRequest
+	7,   // 102: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
+	9,   // 103: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
+	11,  // 104: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
+	13,  // 105: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
+	15,  // 106: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
+	18,  // 107: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
+	26,  // 108: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
+	25,  // 109: pdpb.PD.RegionHeartbeats:output_type -> pdpb.RegionHeartbeatsResponse
+	29,  // 110: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
+	29,  // 111: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
+	31,  // 112: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
+	34,  // 113: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
+	36,  // 114: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
+	38,  // 115: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
+	40,  // 116: pdpb.PD.UpdateServiceGCSafePoint:output_type -> pdpb.UpdateServiceGCSafePointResponse
+	43,  // 117: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
+	45,  // 118: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
+	56,  // 119: pdpb.PD.SQLNodeHeartbeat:output_type -> pdpb.SQLNodeHeartbeatResponse
+	58,  // 120: pdpb.PD.GetSQLNodes:output_type -> pdpb.GetSQLNodesResponse
+	48,  // 121: pdpb.PD.AskBatchSplit:output_type -> pdpb.AskBatchSplitResponse
+	50,  // 122: pdpb.PD.ReportBatchSplit:output_type -> pdpb.ReportBatchSplitResponse
+	53,  // 123: pdpb.PD.ScanRegions:output_type -> pdpb.ScanRegionsResponse
+	102, // [102:124] is the sub-list for method output_type
+	80,  // [80:102] is the sub-list for method input_type
+	80,  // [80:80] is the sub-list for extension type_name
+	80,  // [80:80] is the sub-list for extension extendee
+	0,   // [0:80] is the sub-list for field type_name
 }
 
 func init() { file_pdpb_proto_init() }
@@ -3667,7 +3993,7 @@ func file_pdpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pdpb_proto_rawDesc), len(file_pdpb_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   52,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

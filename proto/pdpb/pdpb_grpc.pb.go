@@ -36,6 +36,8 @@ const (
 	PD_UpdateServiceGCSafePoint_FullMethodName = "/pdpb.PD/UpdateServiceGCSafePoint"
 	PD_GCNodeHeartbeat_FullMethodName          = "/pdpb.PD/GCNodeHeartbeat"
 	PD_SetGCConfig_FullMethodName              = "/pdpb.PD/SetGCConfig"
+	PD_SQLNodeHeartbeat_FullMethodName         = "/pdpb.PD/SQLNodeHeartbeat"
+	PD_GetSQLNodes_FullMethodName              = "/pdpb.PD/GetSQLNodes"
 	PD_AskBatchSplit_FullMethodName            = "/pdpb.PD/AskBatchSplit"
 	PD_ReportBatchSplit_FullMethodName         = "/pdpb.PD/ReportBatchSplit"
 	PD_ScanRegions_FullMethodName              = "/pdpb.PD/ScanRegions"
@@ -93,6 +95,16 @@ type PDClient interface {
 	// SetGCConfig changes the cluster's GC settings (fields left 0 keep their
 	// value).
 	SetGCConfig(ctx context.Context, in *SetGCConfigRequest, opts ...grpc.CallOption) (*SetGCConfigResponse, error)
+	// SQL node registry (global KILL, CLUSTER_PROCESSLIST). SQLNodeHeartbeat
+	// gives a SQL node a cluster-unique server id (1..2047, the high bits of
+	// its connection ids) held by an etcd lease of ttl_ms: the first call
+	// (server_id 0) allocates the lowest free id, later calls renew the
+	// lease; a node whose lease expired gets its id back if still free, else
+	// a new one. ttl_ms 0 releases the id (clean shutdown). The id is free
+	// for another node only once the lease has expired or been released.
+	SQLNodeHeartbeat(ctx context.Context, in *SQLNodeHeartbeatRequest, opts ...grpc.CallOption) (*SQLNodeHeartbeatResponse, error)
+	// GetSQLNodes lists the SQL nodes whose lease is live.
+	GetSQLNodes(ctx context.Context, in *GetSQLNodesRequest, opts ...grpc.CallOption) (*GetSQLNodesResponse, error)
 	// Region split (raftstore split.go). AskBatchSplit allocates, for a
 	// region about to split into split_count+1 regions, the ids of the new
 	// regions and of their peers (one per peer of the region, same order).
@@ -287,6 +299,26 @@ func (c *pDClient) SetGCConfig(ctx context.Context, in *SetGCConfigRequest, opts
 	return out, nil
 }
 
+func (c *pDClient) SQLNodeHeartbeat(ctx context.Context, in *SQLNodeHeartbeatRequest, opts ...grpc.CallOption) (*SQLNodeHeartbeatResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SQLNodeHeartbeatResponse)
+	err := c.cc.Invoke(ctx, PD_SQLNodeHeartbeat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pDClient) GetSQLNodes(ctx context.Context, in *GetSQLNodesRequest, opts ...grpc.CallOption) (*GetSQLNodesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSQLNodesResponse)
+	err := c.cc.Invoke(ctx, PD_GetSQLNodes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *pDClient) AskBatchSplit(ctx context.Context, in *AskBatchSplitRequest, opts ...grpc.CallOption) (*AskBatchSplitResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AskBatchSplitResponse)
@@ -369,6 +401,16 @@ type PDServer interface {
 	// SetGCConfig changes the cluster's GC settings (fields left 0 keep their
 	// value).
 	SetGCConfig(context.Context, *SetGCConfigRequest) (*SetGCConfigResponse, error)
+	// SQL node registry (global KILL, CLUSTER_PROCESSLIST). SQLNodeHeartbeat
+	// gives a SQL node a cluster-unique server id (1..2047, the high bits of
+	// its connection ids) held by an etcd lease of ttl_ms: the first call
+	// (server_id 0) allocates the lowest free id, later calls renew the
+	// lease; a node whose lease expired gets its id back if still free, else
+	// a new one. ttl_ms 0 releases the id (clean shutdown). The id is free
+	// for another node only once the lease has expired or been released.
+	SQLNodeHeartbeat(context.Context, *SQLNodeHeartbeatRequest) (*SQLNodeHeartbeatResponse, error)
+	// GetSQLNodes lists the SQL nodes whose lease is live.
+	GetSQLNodes(context.Context, *GetSQLNodesRequest) (*GetSQLNodesResponse, error)
 	// Region split (raftstore split.go). AskBatchSplit allocates, for a
 	// region about to split into split_count+1 regions, the ids of the new
 	// regions and of their peers (one per peer of the region, same order).
@@ -440,6 +482,12 @@ func (UnimplementedPDServer) GCNodeHeartbeat(context.Context, *GCNodeHeartbeatRe
 }
 func (UnimplementedPDServer) SetGCConfig(context.Context, *SetGCConfigRequest) (*SetGCConfigResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SetGCConfig not implemented")
+}
+func (UnimplementedPDServer) SQLNodeHeartbeat(context.Context, *SQLNodeHeartbeatRequest) (*SQLNodeHeartbeatResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SQLNodeHeartbeat not implemented")
+}
+func (UnimplementedPDServer) GetSQLNodes(context.Context, *GetSQLNodesRequest) (*GetSQLNodesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetSQLNodes not implemented")
 }
 func (UnimplementedPDServer) AskBatchSplit(context.Context, *AskBatchSplitRequest) (*AskBatchSplitResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method AskBatchSplit not implemented")
@@ -766,6 +814,42 @@ func _PD_SetGCConfig_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PD_SQLNodeHeartbeat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SQLNodeHeartbeatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).SQLNodeHeartbeat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_SQLNodeHeartbeat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).SQLNodeHeartbeat(ctx, req.(*SQLNodeHeartbeatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PD_GetSQLNodes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSQLNodesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).GetSQLNodes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_GetSQLNodes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).GetSQLNodes(ctx, req.(*GetSQLNodesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _PD_AskBatchSplit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(AskBatchSplitRequest)
 	if err := dec(in); err != nil {
@@ -890,6 +974,14 @@ var PD_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetGCConfig",
 			Handler:    _PD_SetGCConfig_Handler,
+		},
+		{
+			MethodName: "SQLNodeHeartbeat",
+			Handler:    _PD_SQLNodeHeartbeat_Handler,
+		},
+		{
+			MethodName: "GetSQLNodes",
+			Handler:    _PD_GetSQLNodes_Handler,
 		},
 		{
 			MethodName: "AskBatchSplit",

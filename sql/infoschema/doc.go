@@ -1,7 +1,8 @@
 // Package infoschema serves information_schema: read-only tables computed
 // from the catalog (SCHEMATA, TABLES, COLUMNS, STATISTICS,
 // KEY_COLUMN_USAGE, TABLE_CONSTRAINTS, REFERENTIAL_CONSTRAINTS), the node's
-// connections (PROCESSLIST), slow query log (SLOW_QUERY) and statement
+// connections (PROCESSLIST) and every live SQL node's (CLUSTER_PROCESSLIST,
+// gathered by sql/server from its peers), slow query log (SLOW_QUERY) and statement
 // digests (STATEMENTS_SUMMARY[_HISTORY]), TiDB's columns where they apply,
 // and fixed server facts (ENGINES, COLLATIONS,
 // CHARACTER_SETS), with MySQL 8.0's column names and types. VIEWS lists
@@ -17,8 +18,8 @@
 // built when a statement opens the table, then filtered, sorted and limited
 // by the ordinary operators. Rows a session may not see are left out: a
 // database or table appears only when the session's account holds some
-// privilege on it (as SHOW DATABASES / SHOW TABLES filter), and PROCESSLIST
-// and SLOW_QUERY show other users' connections and statements only with
+// privilege on it (as SHOW DATABASES / SHOW TABLES filter), and
+// [CLUSTER_]PROCESSLIST and SLOW_QUERY show other users' connections and statements only with
 // PROCESS, and the statements summary needs PROCESS. The session passed as
 // the statement's expr.Env must implement Viewer.
 //

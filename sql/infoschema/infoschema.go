@@ -29,6 +29,10 @@ type Viewer interface {
 	// information_schema.PROCESSLIST rows (ID, USER, HOST, DB, COMMAND,
 	// TIME, STATE, INFO).
 	ProcessRows() [][]datum
+	// ClusterProcessRows are every live SQL node's connections the session
+	// may see, as CLUSTER_PROCESSLIST rows (INSTANCE, then PROCESSLIST's
+	// columns); nodes that did not answer are left out with a warning.
+	ClusterProcessRows(ctx context.Context) ([][]datum, error)
 	// SlowQueryRows are the node's slow query log entries the session may
 	// see, as information_schema.SLOW_QUERY rows.
 	SlowQueryRows() ([][]datum, error)

@@ -72,10 +72,10 @@ func (s *Schema) defs() []*memTable {
 		table("CHARACTER_SETS", characterSets,
 			col{"CHARACTER_SET_NAME", name64}, col{"DEFAULT_COLLATE_NAME", name64}, col{"DESCRIPTION", notNull(varchar(2048))},
 			col{"MAXLEN", notNull(intU)}),
-		table("PROCESSLIST", func(_ context.Context, v Viewer) ([][]datum, error) { return v.ProcessRows(), nil },
-			col{"ID", notNull(bigintU)}, col{"USER", notNull(varchar(32))}, col{"HOST", notNull(varchar(261))},
-			col{"DB", varchar(64)}, col{"COMMAND", notNull(varchar(16))}, col{"TIME", notNull(types.FieldType{Tp: mysql.TypeLong, Flen: 7, Flag: mysql.BinaryFlag})},
-			col{"STATE", varchar(64)}, col{"INFO", ltext}),
+		table("PROCESSLIST", func(_ context.Context, v Viewer) ([][]datum, error) { return v.ProcessRows(), nil }, processListColumns...),
+		// Every live SQL node's PROCESSLIST (TiDB's CLUSTER_PROCESSLIST).
+		table("CLUSTER_PROCESSLIST", func(ctx context.Context, v Viewer) ([][]datum, error) { return v.ClusterProcessRows(ctx) },
+			slices.Concat([]col{{"INSTANCE", varchar(64)}}, processListColumns)...),
 		// This SQL node's slow query log (--slow-query-file), TiDB's columns
 		// where they apply.
 		table("SLOW_QUERY", func(_ context.Context, v Viewer) ([][]datum, error) { return v.SlowQueryRows() },
@@ -92,6 +92,13 @@ func (s *Schema) defs() []*memTable {
 		stmtsSummary("STATEMENTS_SUMMARY", false),
 		stmtsSummary("STATEMENTS_SUMMARY_HISTORY", true),
 	}
+}
+
+// processListColumns are PROCESSLIST's (MySQL 8.0's).
+var processListColumns = []col{
+	{"ID", notNull(bigintU)}, {"USER", notNull(varchar(32))}, {"HOST", notNull(varchar(261))},
+	{"DB", varchar(64)}, {"COMMAND", notNull(varchar(16))}, {"TIME", notNull(types.FieldType{Tp: mysql.TypeLong, Flen: 7, Flag: mysql.BinaryFlag})},
+	{"STATE", varchar(64)}, {"INFO", ltext},
 }
 
 // stmtsSummary is STATEMENTS_SUMMARY[_HISTORY]: this SQL node's statements

@@ -29,7 +29,9 @@
 // COM_RESET_CONNECTION, COM_CHANGE_USER, COM_PROCESS_KILL, COM_SET_OPTION,
 // COM_DEBUG, COM_QUIT; SHOW [FULL] PROCESSLIST and KILL [CONNECTION|QUERY]
 // come from the server's connection list (KILL QUERY cancels the running
-// command's context: it stops at its next wait for the cluster with 1317;
+// command's context: it stops at its next wait for the cluster with 1317,
+// and a SLEEP returns 1 at once; KILL CONNECTION cancels it too and closes
+// the connection;
 // the context is re-created only after a kill; a client that closes its
 // connection while a command runs for a second or more gets the same, and
 // the connection ends: disconnect.go). Other commands get ERROR 1047; the
@@ -70,6 +72,30 @@
 // recentSlows slow entries stay in memory for /dashboard.
 // TRACE [FORMAT='row'] <stmt> (tracestmt.go) runs the statement with
 // spans on and answers its span tree.
+//
+// # Global connection ids, KILL and CLUSTER_PROCESSLIST
+//
+// With Config.Registry (PD), Run registers the node before it accepts
+// connections: PD grants a server id 1..2047 on an etcd lease renewed
+// every 2 s (10 s TTL) and released after the last connection ended on
+// shutdown (pd/sqlnodes.go). Connection ids are TiDB's 32-bit global ids,
+// server id in bits 31-21, a local id in bits 20-1 (connid.go), so they
+// fit the handshake's 4-byte id that clients keep. KILL [CONNECTION |
+// QUERY] of another node's id is sent to that node's status port (POST
+// /internal/kill), where it is judged as a local KILL with the
+// requester's user and SUPER; an id no live node holds is 1094.
+// information_schema.CLUSTER_PROCESSLIST gathers POST
+// /internal/processlist from every registered node in parallel, 3 s per
+// node, and reports a node that did not answer as a warning; SHOW
+// PROCESSLIST and PROCESSLIST stay this node's, as in TiDB. Both
+// endpoints are POST so security.Guard protects them as PD's
+// state-changing API: with cluster TLS only peers with a certificate of
+// the cluster CA get an answer (globalkill.go). If PD gives the node a new
+// server id (its lease expired while PD was unreachable and another node
+// took the id), connections with the old id are closed.
+// strata_sql_kill_total{scope,outcome} counts KILLs (remote ones are
+// logged on both nodes), strata_sql_peer_request_seconds{call,result}
+// times the requests to other nodes.
 //
 // DashboardHandler (dashboard.go, dashboard.html embedded) serves
 // /dashboard on the node's status port: server-rendered HTML, no script,

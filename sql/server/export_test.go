@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/stratadb/strata/sql/session"
@@ -29,6 +30,9 @@ func (m *memConn) SetDeadline(time.Time) error      { return nil }
 func (m *memConn) SetReadDeadline(time.Time) error  { return nil }
 func (m *memConn) SetWriteDeadline(time.Time) error { return nil }
 
+// testConnIDs numbers the TestConns.
+var testConnIDs atomic.Uint64
+
 // TestConn is a connection of s served in-process.
 type TestConn struct {
 	c  *clientConn
@@ -39,7 +43,7 @@ type TestConn struct {
 // connection is not registered with the server (no Run needed).
 func (s *Server) NewTestConn(input []byte) *TestConn {
 	mc := &memConn{in: bytes.NewReader(input)}
-	c := &clientConn{srv: s, id: s.nextID.Add(1), pkt: newPacketIO(mc, s.cfg.MaxPacket), log: s.log}
+	c := &clientConn{srv: s, id: makeConnID(0, testConnIDs.Add(1)), pkt: newPacketIO(mc, s.cfg.MaxPacket), log: s.log}
 	return &TestConn{c: c, mc: mc}
 }
 

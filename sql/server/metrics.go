@@ -23,6 +23,15 @@ var (
 		Namespace: "strata", Subsystem: "sql", Name: "errors_total",
 		Help: "Errors returned to clients, by MySQL error code.",
 	}, []string{"code"})
+	killTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "kill_total",
+		Help: "KILL [QUERY] statements by scope (local: the connection is this node's; remote: sent to the node owning it; peer: run here for another node) and outcome (ok, unknown_id, denied, error).",
+	}, []string{"scope", "outcome"})
+	peerSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "peer_request_seconds",
+		Help:    "Requests to other SQL nodes' status ports (call: kill, processlist; result: ok, error).",
+		Buckets: prometheus.ExponentialBuckets(100e-6, 2, 16),
+	}, []string{"call", "result"})
 	refusedConnections = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "sql", Name: "connections_refused_total",
 		Help: "Connections refused with ERROR 1040 because MaxConnections were open.",

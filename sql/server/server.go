@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/internal/security"
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/sql/auth"
 	"github.com/stratadb/strata/sql/domain"
@@ -93,14 +95,29 @@ type Config struct {
 	// SlowThreshold is the slow query log's threshold (0:
 	// DefaultSlowThreshold, TiDB's 300 ms; negative: nothing is logged).
 	SlowThreshold time.Duration
+	// Registry, when set, registers the node with PD's SQL node registry
+	// for a server id (connection ids carry it) and makes KILL and
+	// CLUSTER_PROCESSLIST reach the other registered nodes
+	// (globalkill.go); nil: the node stands alone.
+	Registry NodeRegistry
+	// StatusAddr is the node's status address (host:port) that other
+	// nodes reach InternalHandler at, published with the server id.
+	StatusAddr string
+	// Security is the cluster TLS of the status port: InternalHandler
+	// answers only peers with a certificate of the cluster CA, and this
+	// node presents its own to them (nil: plain HTTP, open).
+	Security *security.TLS
 }
 
 // Server accepts MySQL connections and serves them.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	dom    *domain.Domain
-	nextID atomic.Uint64
+	cfg Config
+	log *slog.Logger
+	dom *domain.Domain
+	// serverID is the node's id in PD's SQL node registry (0: not
+	// registered); connection ids carry it (connid.go, globalkill.go).
+	serverID atomic.Uint64
+	ids      connIDs // under mu
 
 	ready chan struct{}
 	// defaultDB is closed once database "test" exists (CreateDefaultDB).
@@ -108,6 +125,7 @@ type Server struct {
 	addr      net.Addr
 	mu        sync.Mutex
 	conns     map[*clientConn]struct{}
+	byID      map[uint64]*clientConn // the same connections by id
 	wg        sync.WaitGroup
 	stopping  bool
 
@@ -121,6 +139,9 @@ type Server struct {
 	// entries (the /dashboard's, whether or not the log has a file).
 	traces   *trace.Ring[trace.Trace]
 	slowRing *trace.Ring[SlowEntry]
+	// peers calls the other nodes' InternalHandler; guard protects ours.
+	peers *http.Client
+	guard *security.Guard
 }
 
 // Ring sizes of the kept traces and slow queries a node remembers.
@@ -177,12 +198,15 @@ func New(cfg Config) (*Server, error) {
 		ready:     make(chan struct{}),
 		defaultDB: make(chan struct{}),
 		conns:     map[*clientConn]struct{}{},
+		byID:      map[uint64]*clientConn{},
 		sha2Cache: auth.NewSHA2Cache(),
 		rsa:       cfg.RSAKey,
 		slow:      slow,
 		summary:   newStmtSummary(time.Now()),
 		traces:    trace.NewRing[trace.Trace](keptTraces),
 		slowRing:  trace.NewRing[SlowEntry](recentSlows),
+		peers:     cfg.Security.HTTPClient(peerTimeout),
+		guard:     newGuard(cfg.Security),
 	}, nil
 }
 
@@ -233,41 +257,34 @@ func (s *Server) List() []session.ProcessInfo {
 	return out
 }
 
-// Kill implements session.Processes: connection id is closed (a running
-// statement finishes first; its answer is lost).
-func (s *Server) Kill(id uint64) bool {
+// killLocal runs r against this node's connection r.ID: KILL QUERY
+// cancels its running statement (it fails with 1317 when it next waits
+// for the cluster; an idle connection is left alone), KILL CONNECTION
+// cancels it and closes the connection. 1094 when there is no such
+// connection, 1095 when r.User does not own it and r.Super is false.
+func (s *Server) killLocal(r session.KillRequest) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for c := range s.conns {
-		if c.id == id {
-			c.mu.Lock()
-			c.closing = true
-			c.mu.Unlock()
-			_ = c.netConn.Close()
-			return true
-		}
+	c := s.byID[r.ID]
+	s.mu.Unlock()
+	if c == nil {
+		return errUnknownThread(r.ID)
 	}
-	return false
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shown.user != r.User && !r.Super {
+		return errno.New(1095, "You are not owner of thread %d", r.ID)
+	}
+	if c.busy && c.stmtCancel != nil {
+		c.stmtCancel()
+	}
+	if !r.Query {
+		c.closing = true
+		_ = c.netConn.Close()
+	}
+	return nil
 }
 
-// KillQuery implements session.Processes: the running statement of
-// connection id is cancelled (it fails with 1317 when it next waits for
-// the cluster); an idle connection is left alone.
-func (s *Server) KillQuery(id uint64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for c := range s.conns {
-		if c.id == id {
-			c.mu.Lock()
-			if c.busy && c.stmtCancel != nil {
-				c.stmtCancel()
-			}
-			c.mu.Unlock()
-			return true
-		}
-	}
-	return false
-}
+func errUnknownThread(id uint64) error { return errno.New(1094, "Unknown thread id: %d", id) }
 
 // Privileges is the node's privilege manager.
 func (s *Server) Privileges() *privilege.Manager { return s.dom.Privileges() }
@@ -290,6 +307,16 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("server: listen %s: %w", s.cfg.Addr, err)
 	}
 	s.addr = ln.Addr()
+	if s.cfg.Registry != nil {
+		lease, err := s.register(ctx)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		regDone := make(chan int64, 1)
+		go func() { regDone <- s.keepRegistered(ctx, lease) }()
+		defer func() { s.unregister(ctx, <-regDone) }() // after every connection ended
+	}
 	defer s.slow.Close() // after every connection ended
 	// Statements run under stmtCtx, which outlives ctx by ShutdownTimeout.
 	stmtCtx, cancelStmts := context.WithCancel(context.WithoutCancel(ctx))
@@ -367,9 +394,17 @@ func (s *Server) newConn(nc net.Conn) *clientConn {
 		refuseConn(nc)
 		return nil
 	}
-	c := &clientConn{srv: s, id: s.nextID.Add(1), pkt: newPacketIO(nc, s.cfg.MaxPacket), netConn: nc}
+	sid := s.serverID.Load()
+	local, ok := s.ids.next(func(l uint64) bool { return s.byID[makeConnID(sid, l)] != nil })
+	if !ok { // 2^20-1 open connections
+		refusedConnections.Inc()
+		refuseConn(nc)
+		return nil
+	}
+	c := &clientConn{srv: s, id: makeConnID(sid, local), pkt: newPacketIO(nc, s.cfg.MaxPacket), netConn: nc}
 	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
 	s.conns[c] = struct{}{}
+	s.byID[c.id] = c
 	s.wg.Add(1)
 	connectionsGauge.Inc()
 	return c
@@ -393,6 +428,9 @@ func refuseConn(nc net.Conn) {
 func (s *Server) removeConn(c *clientConn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.byID[c.id] == c {
+		delete(s.byID, c.id)
+	}
 	s.mu.Unlock()
 	connectionsGauge.Dec()
 	s.wg.Done()

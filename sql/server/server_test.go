@@ -25,16 +25,18 @@ import (
 type testServer struct {
 	addr  string
 	store *nodeStorage
+	srv   *server.Server
 }
 
 // testSchemaLease keeps schema changes fast: each test server is the only
 // SQL node on its store, so no other node's cache needs the time.
 const testSchemaLease = 20 * time.Millisecond
 
-func startServer(t testing.TB) *testServer {
+// startServer starts a server on a test store; opts change its Config.
+func startServer(t testing.TB, opts ...func(*server.Config)) *testServer {
 	t.Helper()
 	store := newTestStore(t)
-	srv, err := server.New(server.Config{
+	cfg := server.Config{
 		Addr:            "127.0.0.1:0",
 		Store:           store,
 		Users:           map[string]string{"root": "", "alice": "s3cret"},
@@ -44,7 +46,11 @@ func startServer(t testing.TB) *testServer {
 		// put (TestAutoAnalyze turns it on).
 		NoAutoAnalyze: true,
 		SchemaLease:   testSchemaLease,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -59,7 +65,7 @@ func startServer(t testing.TB) *testServer {
 		cancel()
 		require.NoError(t, <-done)
 	})
-	return &testServer{addr: srv.Addr().String(), store: store}
+	return &testServer{addr: srv.Addr().String(), store: store, srv: srv}
 }
 
 func (ts *testServer) dsn(user, pass, db string, params string) string {

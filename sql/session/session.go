@@ -81,6 +81,10 @@ type Session struct {
 
 	privs sessPrivs // privs.go
 	procs Processes // process.go
+	// extraWarnings are warnings raised outside the executor during the
+	// running statement (CLUSTER_PROCESSLIST's unreachable nodes); Execute
+	// adds them to the statement's result.
+	extraWarnings []executor.Warning
 
 	mem      *memory.Statement // memvars.go
 	memDepth int               // nesting of Execute
@@ -294,6 +298,12 @@ func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	s.stmtDone = ctx.Done()
 	res, err := s.checkedExecute(ctx, stmt)
 	end()
+	if top && len(s.extraWarnings) > 0 {
+		if err == nil {
+			res.Warnings = append(res.Warnings, s.extraWarnings...)
+		}
+		s.extraWarnings = nil
+	}
 	if err != nil {
 		var e *errno.Error
 		if !errors.As(err, &e) {
