@@ -11,6 +11,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kv/execdetails"
+	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
@@ -156,6 +157,35 @@ func implicitDefault(c *model.ColumnInfo) (datum, bool) {
 	return d, err == nil
 }
 
+// fillGenerated computes the generated columns of row (after its
+// assignments, in dependency order) with the statement's conversion
+// policy: a value that does not fit is an error in strict mode and a
+// warning outside it, as for a value given.
+func fillGenerated(tbl *model.TableInfo, row []datum, rowNum int, cv *conv) error {
+	if !tbl.HasGenerated() {
+		return nil
+	}
+	return tbl.FillGenerated(row, func(c *model.ColumnInfo, v datum) (datum, error) {
+		return convertColumn(tbl, c, v, rowNum, cv)
+	})
+}
+
+// errGeneratedValue is ERROR 3105: a statement gave generated column c a
+// value other than DEFAULT.
+func errGeneratedValue(tbl *model.TableInfo, c *model.ColumnInfo) error {
+	return errno.New(ddl.ErrNonDefaultForGenerated, "The value specified for generated column '%s' in table '%s' is not allowed.", c.Name, tbl.Name)
+}
+
+// hasOnUpdate reports whether tbl has ON UPDATE CURRENT_TIMESTAMP columns.
+func hasOnUpdate(tbl *model.TableInfo) bool {
+	for _, c := range tbl.Columns {
+		if c.OnUpdateNow {
+			return true
+		}
+	}
+	return false
+}
+
 func defaultValue(c *model.ColumnInfo, env expr.Env, rowNum int) (datum, error) {
 	switch {
 	case c.DefaultNow:
@@ -236,6 +266,9 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		clear(given)
 		if selected != nil {
 			for vi, v := range selected[ri] {
+				if c := tbl.Columns[offs[vi]]; c.IsGenerated() {
+					return nil, errGeneratedValue(tbl, c)
+				}
 				row[offs[vi]] = v
 				given[offs[vi]] = true
 			}
@@ -250,7 +283,14 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		for vi, n := range list {
 			c := tbl.Columns[offs[vi]]
 			var v datum
-			if _, isDef := n.(*ast.DefaultExpr); isDef {
+			_, isDef := n.(*ast.DefaultExpr)
+			if c.IsGenerated() {
+				if !isDef {
+					return nil, errGeneratedValue(tbl, c)
+				}
+				continue // computed below
+			}
+			if isDef {
 				if v, err = defaultValue(c, env, rowNum); err != nil {
 					return nil, err
 				}
@@ -267,6 +307,9 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 			given[offs[vi]] = true
 		}
 		for i, c := range tbl.Columns {
+			if c.IsGenerated() {
+				continue // computed below
+			}
 			if !given[i] {
 				if row[i], err = defaultValue(c, env, rowNum); err != nil {
 					return nil, err
@@ -283,6 +326,11 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 			if c.AutoIncrement {
 				explicitMax = max(explicitMax, autoIncValue(row[i]))
 			}
+		}
+		// No generated column reads the AUTO_INCREMENT column (3109),
+		// which gets its values below.
+		if err := fillGenerated(tbl, row, rowNum, cv); err != nil {
+			return nil, err
 		}
 	}
 	if explicitMax > 0 {
@@ -569,6 +617,9 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 		if err := assignRow(as, tbl, env, newRow, ri+1, cv); err != nil {
 			return nil, err
 		}
+		if err := fillGenerated(tbl, newRow, ri+1, cv); err != nil {
+			return nil, err
+		}
 		if sameRow(r, newRow, ncols) {
 			continue
 		}
@@ -636,7 +687,14 @@ func compileAssignments(list []*ast.Assignment, src *planner.Source, ectx *expr.
 		if off < 0 {
 			return nil, errno.New(errno.ErrBadField, "Unknown column '%s' in 'field list'", a.Column.Name.O)
 		}
-		if _, isDef := a.Expr.(*ast.DefaultExpr); isDef {
+		_, isDef := a.Expr.(*ast.DefaultExpr)
+		if c := src.Table.Columns[off]; c.IsGenerated() {
+			if !isDef {
+				return nil, errGeneratedValue(src.Table, c)
+			}
+			continue // recomputed from the row (fillGenerated)
+		}
+		if isDef {
 			as = append(as, assign{off: off, def: true})
 			continue
 		}
@@ -684,6 +742,10 @@ func touchOnUpdate(tbl *model.TableInfo, assigned func(off int) bool, env expr.E
 			return err
 		}
 		row[i] = v
+	}
+	if hasOnUpdate(tbl) {
+		// Generated columns may read the time just set.
+		return fillGenerated(tbl, row, rowNum, cv)
 	}
 	return nil
 }
