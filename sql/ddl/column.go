@@ -75,7 +75,7 @@ func NewColumns(t *model.TableInfo, defs []*ast.ColumnDef, pos []*ast.ColumnPosi
 	cols := make([]*model.ColumnInfo, 0, len(defs))
 	poss := make([]ColumnPosition, 0, len(defs))
 	for i, cd := range defs {
-		c, o, err := buildColumn(cd, id+int64(i), TableCollation(t), env)
+		c, o, err := buildColumn(cd, t.Name, id+int64(i), TableCollation(t), env)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -273,7 +273,7 @@ func ModifyColumn(t *model.TableInfo, old string, cd *ast.ColumnDef, env expr.En
 		return nil, errUnknownColumn(old, t.Name)
 	}
 	oc := t.Columns[off]
-	nc, o, err := buildColumn(cd, oc.ID, TableCollation(t), env)
+	nc, o, err := buildColumn(cd, t.Name, oc.ID, TableCollation(t), env)
 	if err != nil {
 		return nil, err
 	}

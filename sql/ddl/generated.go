@@ -48,9 +48,9 @@ var disallowedFuncs = map[string]bool{
 // genChecker walks a generated column's expression: the columns it reads
 // and the first construct it may not contain.
 type genChecker struct {
-	col  string
-	deps []string
-	err  error
+	col, table string
+	deps       []string
+	err        error
 }
 
 func (g *genChecker) Enter(n ast.Node) (ast.Node, bool) {
@@ -59,6 +59,13 @@ func (g *genChecker) Enter(n ast.Node) (ast.Node, bool) {
 	}
 	switch x := n.(type) {
 	case *ast.ColumnNameExpr:
+		// A qualifier may name the table itself only; it is dropped, so
+		// RENAME TABLE leaves the expression valid.
+		if q := x.Name.Table.L; q != "" && q != strings.ToLower(g.table) {
+			g.err = errno.New(errno.ErrBadField, "Unknown column '%s.%s' in 'generated column function'", x.Name.Table.O, x.Name.Name.O)
+			return n, true
+		}
+		x.Name.Schema, x.Name.Table = ast.CIStr{}, ast.CIStr{}
 		name := x.Name.Name.L
 		if !slices.Contains(g.deps, name) {
 			g.deps = append(g.deps, name)
@@ -77,10 +84,10 @@ func (g *genChecker) Enter(n ast.Node) (ast.Node, bool) {
 
 func (g *genChecker) Leave(n ast.Node) (ast.Node, bool) { return n, g.err == nil }
 
-// buildGenerated checks the expression of column name and returns its
-// GeneratedInfo (the restored text and the columns it reads).
-func buildGenerated(name string, n ast.ExprNode, stored bool) (*model.GeneratedInfo, error) {
-	g := &genChecker{col: name}
+// buildGenerated checks the expression of column name of table and
+// returns its GeneratedInfo (the restored text and the columns it reads).
+func buildGenerated(name, table string, n ast.ExprNode, stored bool) (*model.GeneratedInfo, error) {
+	g := &genChecker{col: name, table: table}
 	n.Accept(g)
 	if g.err != nil {
 		return nil, g.err

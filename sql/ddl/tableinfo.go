@@ -152,7 +152,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation
 			return nil, errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", name)
 		}
 		names[strings.ToLower(name)] = true
-		c, o, err := buildColumn(cd, int64(i+1), tcoll, env)
+		c, o, err := buildColumn(cd, t.Name, int64(i+1), tcoll, env)
 		if err != nil {
 			return nil, err
 		}
@@ -243,10 +243,10 @@ type columnOpts struct {
 	null   bool // NULL given explicitly (last of NULL / NOT NULL)
 }
 
-// buildColumn validates a column definition and converts it to a
+// buildColumn validates a column definition of table and converts it to a
 // ColumnInfo with the given id (CREATE TABLE, ADD / CHANGE / MODIFY
 // COLUMN).
-func buildColumn(cd *ast.ColumnDef, id int64, tcoll *collate.Collation, env expr.Env) (*model.ColumnInfo, columnOpts, error) {
+func buildColumn(cd *ast.ColumnDef, table string, id int64, tcoll *collate.Collation, env expr.Env) (*model.ColumnInfo, columnOpts, error) {
 	var o columnOpts
 	name := cd.Name.Name.O
 	if strings.EqualFold(name, model.HandleColumnName) {
@@ -296,7 +296,7 @@ func buildColumn(cd *ast.ColumnDef, id int64, tcoll *collate.Collation, env expr
 			}
 			onUpdate = true
 		case ast.ColumnOptionGenerated:
-			if c.Generated, err = buildGenerated(name, opt.Expr, opt.Stored); err != nil {
+			if c.Generated, err = buildGenerated(name, table, opt.Expr, opt.Stored); err != nil {
 				return nil, o, err
 			}
 		case ast.ColumnOptionCheck:
