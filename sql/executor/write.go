@@ -176,6 +176,36 @@ func errGeneratedValue(tbl *model.TableInfo, c *model.ColumnInfo) error {
 	return errno.New(ddl.ErrNonDefaultForGenerated, "The value specified for generated column '%s' in table '%s' is not allowed.", c.Name, tbl.Name)
 }
 
+// givenValue is a value an INSERT gave generated column off.
+type givenValue struct {
+	off int
+	v   datum
+}
+
+// checkGivenGenerated refuses (3105) a value an INSERT gave a generated
+// column unless it is the value the column computes for the row. MySQL 8
+// refuses every value but DEFAULT; accepting the one value that changes
+// nothing is what lets a dump of MariaDB's mysqldump reload, whose INSERTs
+// list every column with the values it read, generated ones included
+// (MariaDB ignores them with warning 1906).
+func checkGivenGenerated(tbl *model.TableInfo, row []datum, gv []givenValue) error {
+	for _, g := range gv {
+		c := tbl.Columns[g.off]
+		got := row[g.off]
+		if g.v.IsNull() || got.IsNull() {
+			if g.v.IsNull() != got.IsNull() {
+				return errGeneratedValue(tbl, c)
+			}
+			continue
+		}
+		d, err := c.Type.Convert(g.v)
+		if err != nil || expr.CompareAs(d, got, c.Type) != 0 {
+			return errGeneratedValue(tbl, c)
+		}
+	}
+	return nil
+}
+
 // hasOnUpdate reports whether tbl has ON UPDATE CURRENT_TIMESTAMP columns.
 func hasOnUpdate(tbl *model.TableInfo) bool {
 	for _, c := range tbl.Columns {
@@ -260,14 +290,17 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	var explicitMax int64 // the largest value given for the AUTO_INCREMENT column
 	needRowID := !tbl.PKIsHandle
 	constCtx := &expr.Ctx{Env: env, Clause: "field list"}
+	var genGiven []givenValue // the row's values for generated columns
 	for ri := range nrows {
 		rowNum := ri + 1
 		row := slab[ri*ncols : (ri+1)*ncols : (ri+1)*ncols]
 		clear(given)
+		genGiven = genGiven[:0]
 		if selected != nil {
 			for vi, v := range selected[ri] {
-				if c := tbl.Columns[offs[vi]]; c.IsGenerated() {
-					return nil, errGeneratedValue(tbl, c)
+				if tbl.Columns[offs[vi]].IsGenerated() {
+					genGiven = append(genGiven, givenValue{offs[vi], v})
+					continue
 				}
 				row[offs[vi]] = v
 				given[offs[vi]] = true
@@ -284,10 +317,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 			c := tbl.Columns[offs[vi]]
 			var v datum
 			_, isDef := n.(*ast.DefaultExpr)
-			if c.IsGenerated() {
-				if !isDef {
-					return nil, errGeneratedValue(tbl, c)
-				}
+			if c.IsGenerated() && isDef {
 				continue // computed below
 			}
 			if isDef {
@@ -302,6 +332,10 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 				if v, err = ve.Eval(nil); err != nil {
 					return nil, err
 				}
+			}
+			if c.IsGenerated() {
+				genGiven = append(genGiven, givenValue{offs[vi], v})
+				continue
 			}
 			row[offs[vi]] = v
 			given[offs[vi]] = true
@@ -330,6 +364,9 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		// No generated column reads the AUTO_INCREMENT column (3109),
 		// which gets its values below.
 		if err := fillGenerated(tbl, row, rowNum, cv); err != nil {
+			return nil, err
+		}
+		if err := checkGivenGenerated(tbl, row, genGiven); err != nil {
 			return nil, err
 		}
 	}
