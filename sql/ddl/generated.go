@@ -23,6 +23,8 @@ const (
 	ErrDependentByGenerated        uint16 = 3108 // Column '%s' has a generated column dependency.
 	ErrGeneratedRefAutoInc         uint16 = 3109 // Generated column '%s' cannot refer to auto-increment column.
 	ErrGeneratedNamedFunction      uint16 = 3763 // Expression of generated column '%s' contains a disallowed function: %s.
+	ErrWrongFKOptionForGenerated   uint16 = 3104 // Cannot define foreign key with %s clause on a generated column.
+	ErrFKCannotUseVirtualColumn    uint16 = 3733 // Foreign key '%s' uses virtual column '%s' which is not supported.
 )
 
 // UnsupportedOnGenerated is ERROR 3106 for what.
@@ -178,4 +180,29 @@ func CheckGeneratedChange(t *model.TableInfo, oc, nc *model.ColumnInfo) error {
 func sameType(oc, nc *model.ColumnInfo) bool {
 	a, b := oc.Type, nc.Type
 	return a.Tp == b.Tp && a.Flen == b.Flen && a.Decimal == b.Decimal && a.Unsigned() == b.Unsigned() && a.Collation() == b.Collation()
+}
+
+// checkFKGenerated applies MySQL's rules to a FOREIGN KEY of t over
+// generated columns: none may be VIRTUAL (3733), and a STORED one cannot
+// be set by the key's actions (3104: ON UPDATE CASCADE, SET NULL).
+func checkFKGenerated(t *model.TableInfo, fk *model.FKInfo) error {
+	for _, col := range fk.Cols {
+		c := t.Columns[t.FindColumn(col)]
+		switch {
+		case c.IsVirtual():
+			return errFKVirtual(fkDisplayName(t, fk), c.Name)
+		case !c.IsGenerated():
+		case fk.OnUpdate == model.FKCascade:
+			return errno.New(ErrWrongFKOptionForGenerated, "Cannot define foreign key with ON UPDATE CASCADE clause on a generated column.")
+		case fk.OnUpdate == model.FKSetNull:
+			return errno.New(ErrWrongFKOptionForGenerated, "Cannot define foreign key with ON UPDATE SET NULL clause on a generated column.")
+		case fk.OnDelete == model.FKSetNull:
+			return errno.New(ErrWrongFKOptionForGenerated, "Cannot define foreign key with ON DELETE SET NULL clause on a generated column.")
+		}
+	}
+	return nil
+}
+
+func errFKVirtual(fk, col string) error {
+	return errno.New(ErrFKCannotUseVirtualColumn, "Foreign key '%s' uses virtual column '%s' which is not supported.", fk, col)
 }
