@@ -80,7 +80,7 @@ func TestMysqldumpRoundTrip(t *testing.T) {
 	// MariaDB's mysqldump lists generated columns' values in its INSERTs
 	// (MariaDB ignores them with a warning); the values are the computed
 	// ones, which Strata accepts (any other value is 3105, as MySQL).
-	for _, want := range []string{"`total` decimal(12,2) GENERATED ALWAYS AS (`qty`*`price`) STORED NOT NULL,",
+	for _, want := range []string{"`total` decimal(12,2) GENERATED ALWAYS AS ((`qty` * `price`)) STORED NOT NULL,",
 		"`label` varchar(40) GENERATED ALWAYS AS (concat(`qty`, _utf8mb4' x ', `price`)) VIRTUAL,",
 		"(1,2,9.99,19.98,'2 x 9.99')"} {
 		require.Contains(t, dump, want)

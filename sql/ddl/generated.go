@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/pingcap/tidb/pkg/parser/format"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
 )
@@ -61,13 +60,12 @@ func (g *genChecker) Enter(n ast.Node) (ast.Node, bool) {
 	}
 	switch x := n.(type) {
 	case *ast.ColumnNameExpr:
-		// A qualifier may name the table itself only; it is dropped, so
-		// RENAME TABLE leaves the expression valid.
+		// A qualifier may name the table itself only; the text leaves it
+		// out (GeneratedText), so RENAME TABLE keeps the expression valid.
 		if q := x.Name.Table.L; q != "" && q != strings.ToLower(g.table) {
 			g.err = errno.New(errno.ErrBadField, "Unknown column '%s.%s' in 'generated column function'", x.Name.Table.O, x.Name.Name.O)
 			return n, true
 		}
-		x.Name.Schema, x.Name.Table = ast.CIStr{}, ast.CIStr{}
 		name := x.Name.Name.L
 		if !slices.Contains(g.deps, name) {
 			g.deps = append(g.deps, name)
@@ -94,12 +92,13 @@ func buildGenerated(name, table string, n ast.ExprNode, stored bool) (*model.Gen
 	if g.err != nil {
 		return nil, g.err
 	}
-	var sb strings.Builder
-	if err := n.Restore(format.NewRestoreCtx(format.RestoreStringSingleQuotes|format.RestoreKeyWordLowercase|format.RestoreNameBackQuotes, &sb)); err != nil {
+	text, err := model.GeneratedText(n)
+	if err != nil {
 		return nil, errno.New(ErrGeneratedFunctionNotAllowed, "Expression of generated column '%s' contains a disallowed function.", name)
 	}
-	return &model.GeneratedInfo{Expr: sb.String(), Stored: stored, Deps: g.deps}, nil
+	return &model.GeneratedInfo{Expr: text, Stored: stored, Deps: g.deps}, nil
 }
+
 
 // CheckGenerated checks the generated columns of t (its columns in their
 // final order, Init run) against the table: each reads existing columns

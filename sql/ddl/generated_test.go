@@ -20,11 +20,13 @@ func TestBuildGenerated(t *testing.T) {
 		stored bool
 		deps   []string
 	}{
-		{"c INT AS (a+b)", "`a`+`b`", false, []string{"a", "b"}},
-		{"c INT GENERATED ALWAYS AS (A * 2) STORED NOT NULL", "`A`*2", true, []string{"a"}},
+		{"c INT AS (a+b)", "(`a` + `b`)", false, []string{"a", "b"}},
+		{"c INT GENERATED ALWAYS AS (A * 2 - b) STORED NOT NULL", "((`A` * 2) - `b`)", true, []string{"a", "b"}},
 		{"c VARCHAR(9) AS (concat(a, 'x''y', b)) VIRTUAL", "concat(`a`, _utf8mb4'x''y', `b`)", false, []string{"a", "b"}},
-		{"c INT AS (CASE WHEN a > 0 THEN b ELSE -b END)", "case when `a`>0 then `b` else -`b` end", false, []string{"a", "b"}},
-		{"c INT AS (t.a + test.t.b)", "`a`+`b`", false, []string{"a", "b"}},
+		{"c INT AS (CASE WHEN a > 0 THEN b ELSE -b END)", "case when (`a` > 0) then `b` else -`b` end", false, []string{"a", "b"}},
+		{"c INT AS (((a + (b))))", "(`a` + (`b`))", false, []string{"a", "b"}},
+		{"c INT AS (-(a - b) * 2)", "(-(`a` - `b`) * 2)", false, []string{"a", "b"}},
+		{"c INT AS (t.a + test.t.b)", "(`a` + `b`)", false, []string{"a", "b"}},
 	} {
 		stmt, err := parser.New().ParseOneStmt("CREATE TABLE t (a INT, b INT, "+tc.def+")", "", "")
 		require.NoError(t, err, tc.def)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/format"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -68,6 +69,61 @@ func ParseGeneratedExpr(text string) (ast.ExprNode, error) {
 		return nil, fmt.Errorf("model: %q is not one expression", text)
 	}
 	return sel.Fields.Fields[0].Expr, nil
+}
+
+// GeneratedText is the canonical text of expression n, which a generated
+// column keeps: the TiDB parser's restoring with lower-case keywords,
+// backquoted names without their table and database, single-quoted
+// strings, and every binary operation spaced and parenthesized once, as
+// MySQL 8 prints them ("(`a` + (`b` * 2))"). The text of its own parse is
+// itself, so SHOW CREATE TABLE, a dump and its reload agree. The planner
+// puts a query's expression in the same form to find the generated column
+// it stands for; n is not modified.
+func GeneratedText(n ast.ExprNode) (string, error) {
+	text, err := restoreGenerated(n)
+	if err != nil {
+		return "", err
+	}
+	// Parentheses the text already has around a binary operation would
+	// be doubled by the next restoring: drop them from a fresh parse.
+	again, err := ParseGeneratedExpr(text)
+	if err != nil {
+		return "", err
+	}
+	stripped, _ := again.Accept(parenStripper{})
+	return restoreGenerated(stripped.(ast.ExprNode))
+}
+
+func restoreGenerated(n ast.ExprNode) (string, error) {
+	var sb strings.Builder
+	flags := format.RestoreStringSingleQuotes | format.RestoreKeyWordLowercase | format.RestoreNameBackQuotes |
+		format.RestoreSpacesAroundBinaryOperation | format.RestoreBracketAroundBinaryOperation |
+		format.RestoreWithoutTableName | format.RestoreWithoutSchemaName
+	if err := n.Restore(format.NewRestoreCtx(flags, &sb)); err != nil {
+		return "", err
+	}
+	return sb.String(), nil
+}
+
+// parenStripper replaces parentheses around a binary operation by the
+// operation (restoring brackets every binary operation).
+type parenStripper struct{}
+
+func (parenStripper) Enter(n ast.Node) (ast.Node, bool) { return n, false }
+
+func (parenStripper) Leave(n ast.Node) (ast.Node, bool) {
+	for {
+		p, ok := n.(*ast.ParenthesesExpr)
+		if !ok {
+			return n, true
+		}
+		if _, bin := p.Expr.(*ast.BinaryOperationExpr); !bin {
+			if _, inner := p.Expr.(*ast.ParenthesesExpr); !inner {
+				return n, true
+			}
+		}
+		n = p.Expr
+	}
 }
 
 // GeneratedOrder returns the offsets of cols' generated columns in an
