@@ -99,7 +99,6 @@ func buildGenerated(name, table string, n ast.ExprNode, stored bool) (*model.Gen
 	return &model.GeneratedInfo{Expr: text, Stored: stored, Deps: g.deps}, nil
 }
 
-
 // CheckGenerated checks the generated columns of t (its columns in their
 // final order, Init run) against the table: each reads existing columns
 // only (1054), a generated column only if defined before it (3107), no
