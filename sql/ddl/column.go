@@ -75,7 +75,7 @@ func NewColumns(t *model.TableInfo, defs []*ast.ColumnDef, pos []*ast.ColumnPosi
 	cols := make([]*model.ColumnInfo, 0, len(defs))
 	poss := make([]ColumnPosition, 0, len(defs))
 	for i, cd := range defs {
-		c, o, err := buildColumn(cd, id+int64(i), TableCollation(t), env)
+		c, o, err := buildColumn(cd, t.Name, id+int64(i), TableCollation(t), env)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -86,6 +86,9 @@ func NewColumns(t *model.TableInfo, defs []*ast.ColumnDef, pos []*ast.ColumnPosi
 			return nil, nil, errno.NotSupported("ADD COLUMN ... UNIQUE (add the column, then ADD UNIQUE INDEX)")
 		case c.AutoIncrement:
 			return nil, nil, errno.NotSupported("ADD COLUMN ... AUTO_INCREMENT")
+		case c.IsGenerated() && c.Generated.Stored:
+			// MySQL rebuilds the table; TiDB refuses, as here.
+			return nil, nil, UnsupportedOnGenerated("Adding generated stored column through ALTER TABLE")
 		}
 		if names[strings.ToLower(c.Name)] {
 			return nil, nil, errDupColumn(c.Name)
@@ -99,7 +102,9 @@ func NewColumns(t *model.TableInfo, defs []*ast.ColumnDef, pos []*ast.ColumnPosi
 		if c.DefaultNow {
 			now = env.Now()
 		}
-		c.Origin = originOf(c, now)
+		if !c.IsGenerated() {
+			c.Origin = originOf(c, now) // a virtual column is computed, never stored
+		}
 		cols, poss = append(cols, c), append(poss, p)
 	}
 	return cols, poss, nil
@@ -160,6 +165,9 @@ func CheckDropColumn(t *model.TableInfo, name string) error {
 	if c.IsPrimaryKey() {
 		return errno.NotSupported("dropping a column of the PRIMARY KEY")
 	}
+	if err := checkDependents(t, c.Name); err != nil {
+		return err
+	}
 	for _, ix := range t.Indices {
 		for _, ic := range ix.Columns {
 			if ic.Offset == off && len(ix.Columns) > 1 {
@@ -191,6 +199,9 @@ func AlterDefault(t *model.TableInfo, cd *ast.ColumnDef, env expr.Env) (*model.C
 		return nil, errUnknownColumn(cd.Name.Name.O, t.Name)
 	}
 	c := *t.Columns[off]
+	if c.IsGenerated() && len(cd.Options) > 0 && cd.Options[0].Expr != nil {
+		return nil, UnsupportedOnGenerated("Specified a default value")
+	}
 	c.HasDefault, c.DefaultNull, c.Default, c.DefaultNow = false, false, "", false
 	// The parser gives SET DEFAULT's value as an option without a type
 	// (TiDB reads Options[0]); DROP DEFAULT has none.
@@ -263,7 +274,7 @@ func ModifyColumn(t *model.TableInfo, old string, cd *ast.ColumnDef, env expr.En
 		return nil, errUnknownColumn(old, t.Name)
 	}
 	oc := t.Columns[off]
-	nc, o, err := buildColumn(cd, oc.ID, TableCollation(t), env)
+	nc, o, err := buildColumn(cd, t.Name, oc.ID, TableCollation(t), env)
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +290,9 @@ func ModifyColumn(t *model.TableInfo, old string, cd *ast.ColumnDef, env expr.En
 	}
 	if nc.AutoIncrement != oc.AutoIncrement {
 		return nil, errno.NotSupported("changing AUTO_INCREMENT with CHANGE / MODIFY COLUMN")
+	}
+	if err := CheckGeneratedChange(t, oc, nc); err != nil {
+		return nil, err
 	}
 	// The key flags stay: the column keeps its place in keys.
 	keep := oc.Type.Flag & (mysql.PriKeyFlag | mysql.AutoIncrementFlag)

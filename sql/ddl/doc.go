@@ -101,6 +101,27 @@
 // Concurrency: a DDL is safe for concurrent use; Run is one goroutine that
 // both campaigns and runs jobs.
 //
+// # Generated columns
+//
+// `col type [GENERATED ALWAYS] AS (expr) [VIRTUAL | STORED]` (generated.go)
+// keeps the expression as the TiDB parser restores it (qualifiers naming
+// the table dropped, so RENAME TABLE leaves it valid), whether it is
+// stored, and the columns it reads (model.GeneratedInfo), with MySQL 8's
+// errors: 1054 for an unknown column, 3107 for a generated column defined
+// after it, 3109 for the AUTO_INCREMENT column, 3763 for a function whose
+// value is not a function of the row (RAND, NOW, UUID, ...), 3102 for
+// subqueries and variables, 3103 for a VIRTUAL PRIMARY KEY, 3106 for a
+// default. ALTER TABLE follows TiDB: ADD COLUMN ... VIRTUAL is an
+// ordinary (instant) ADD COLUMN job, since no row holds the value; ADD
+// ... STORED is 3106 (MySQL rebuilds the table); DROP or RENAME of a
+// column a generated column reads is 3108, a type change of one 3106;
+// CHANGE / MODIFY keeps a generated column generated with its storage,
+// and only a VIRTUAL one outside every index may change its expression
+// (CheckGeneratedChange). An index on a generated column is an ordinary
+// index: its backfill decodes rows, which computes virtual values. A
+// FOREIGN KEY may not use a VIRTUAL column (3733) nor set a STORED one
+// (3104).
+//
 // # Foreign keys
 //
 // A FOREIGN KEY of CREATE TABLE is validated by NewFKInfo and AddFK

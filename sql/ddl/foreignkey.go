@@ -67,6 +67,9 @@ func NewFKInfo(t *model.TableInfo, c *ast.Constraint, db string) (*model.FKInfo,
 			return nil, err
 		}
 	}
+	if err := checkFKGenerated(t, fk); err != nil {
+		return nil, err
+	}
 	if fk.OnDelete == model.FKSetNull || fk.OnUpdate == model.FKSetNull {
 		for _, col := range fk.Cols {
 			if t.Columns[t.FindColumn(col)].Type.NotNull() {
@@ -170,6 +173,9 @@ func CheckFKParent(child *model.TableInfo, fk *model.FKInfo, parent *model.Table
 		}
 		offs[i] = off
 		cc := child.Columns[child.FindColumn(fk.Cols[i])]
+		if pc := parent.Columns[off]; pc.IsVirtual() {
+			return errFKVirtual(fk.Name, pc.Name)
+		}
 		if !FKCompatible(&cc.Type, &parent.Columns[off].Type) {
 			return errno.New(errno.ErrFKIncompatibleColumns, "Referencing column '%s' and referenced column '%s' in foreign key constraint '%s' are incompatible.", cc.Name, parent.Columns[off].Name, fk.Name)
 		}

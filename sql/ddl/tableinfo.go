@@ -152,7 +152,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation
 			return nil, errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", name)
 		}
 		names[strings.ToLower(name)] = true
-		c, o, err := buildColumn(cd, int64(i+1), tcoll, env)
+		c, o, err := buildColumn(cd, t.Name, int64(i+1), tcoll, env)
 		if err != nil {
 			return nil, err
 		}
@@ -178,6 +178,9 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation
 	}
 	t.MaxColumnID = int64(len(t.Columns))
 	t.Init() // name lookups for the constraints; Init runs again below
+	if err := CheckGenerated(t); err != nil {
+		return nil, err
+	}
 	var fks []*ast.Constraint
 	for _, con := range x.Constraints {
 		switch con.Tp {
@@ -240,10 +243,10 @@ type columnOpts struct {
 	null   bool // NULL given explicitly (last of NULL / NOT NULL)
 }
 
-// buildColumn validates a column definition and converts it to a
+// buildColumn validates a column definition of table and converts it to a
 // ColumnInfo with the given id (CREATE TABLE, ADD / CHANGE / MODIFY
 // COLUMN).
-func buildColumn(cd *ast.ColumnDef, id int64, tcoll *collate.Collation, env expr.Env) (*model.ColumnInfo, columnOpts, error) {
+func buildColumn(cd *ast.ColumnDef, table string, id int64, tcoll *collate.Collation, env expr.Env) (*model.ColumnInfo, columnOpts, error) {
 	var o columnOpts
 	name := cd.Name.Name.O
 	if strings.EqualFold(name, model.HandleColumnName) {
@@ -264,6 +267,7 @@ func buildColumn(cd *ast.ColumnDef, id int64, tcoll *collate.Collation, env expr
 	}
 	c := &model.ColumnInfo{ID: id, Name: name, Type: ft}
 	var defExpr ast.ExprNode
+	var onUpdate bool
 	for _, opt := range cd.Options {
 		switch opt.Tp {
 		case ast.ColumnOptionPrimaryKey:
@@ -290,12 +294,27 @@ func buildColumn(cd *ast.ColumnDef, id int64, tcoll *collate.Collation, env expr
 			if err := setOnUpdate(c, opt.Expr); err != nil {
 				return nil, o, err
 			}
+			onUpdate = true
 		case ast.ColumnOptionGenerated:
-			return nil, o, errno.NotSupported("generated columns")
+			if c.Generated, err = buildGenerated(name, table, opt.Expr, opt.Stored); err != nil {
+				return nil, o, err
+			}
 		case ast.ColumnOptionCheck:
 			return nil, o, errno.NotSupported("CHECK constraints")
 		default:
 			return nil, o, errno.NotSupported("this column option")
+		}
+	}
+	if c.IsGenerated() {
+		switch {
+		case defExpr != nil:
+			return nil, o, UnsupportedOnGenerated("Specified a default value")
+		case c.AutoIncrement:
+			return nil, o, UnsupportedOnGenerated("AUTO_INCREMENT")
+		case onUpdate:
+			return nil, o, UnsupportedOnGenerated("ON UPDATE")
+		case o.pk && c.IsVirtual():
+			return nil, o, errno.New(ErrPrimaryKeyOnVirtual, "Defining a virtual generated column as primary key is not supported.")
 		}
 	}
 	if defExpr != nil {
@@ -322,6 +341,9 @@ func setPrimaryKey(t *model.TableInfo, parts []*ast.IndexPartSpecification, null
 			return errno.New(errKeyColumnNotExist, "Key column '%s' doesn't exist in table", p.Column.Name.O)
 		}
 		c := t.Columns[off]
+		if c.IsVirtual() {
+			return errno.New(ErrPrimaryKeyOnVirtual, "Defining a virtual generated column as primary key is not supported.")
+		}
 		if nullable[off] {
 			return errno.New(errPrimaryCantHaveNull, "All parts of a PRIMARY KEY must be NOT NULL; if you need NULL in a key, use UNIQUE instead")
 		}

@@ -494,7 +494,26 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 			return errno.NotSupported("this ALTER TABLE clause")
 		}
 	}
+	if sim.HasGenerated() || hasGeneratedDef(x) {
+		sim.Init()
+		return ddl.CheckGenerated(sim)
+	}
 	return nil
+}
+
+// hasGeneratedDef reports whether an ALTER TABLE defines a generated
+// column.
+func hasGeneratedDef(x *ast.AlterTableStmt) bool {
+	for _, sp := range x.Specs {
+		for _, cd := range sp.NewColumns {
+			for _, o := range cd.Options {
+				if o.Tp == ast.ColumnOptionGenerated {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // addColumns runs ADD COLUMN clauses as one ADD COLUMN job (package ddl:
@@ -596,6 +615,9 @@ func columnChange(t *model.TableInfo, sp *ast.AlterTableSpec, env StmtEnv) (stri
 			return "", nil, nil, errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", c.Name)
 		}
 		if err := ddl.CheckColumnName(c.Name); err != nil {
+			return "", nil, nil, err
+		}
+		if err := ddl.CheckGeneratedChange(t, t.Columns[off], &c); err != nil {
 			return "", nil, nil, err
 		}
 		return t.Columns[off].Name, &c, nil, nil

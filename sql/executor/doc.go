@@ -50,6 +50,17 @@
 // unique key, with warning 1062 (upsert.go); UPDATE IGNORE leaves a row
 // whose new values another row holds as it is, with the same warning
 // (updateConflict), its rows updated one by one so each sees the others.
+// Generated columns are computed by every write from the row after its
+// assignments (fillGenerated: in dependency order, converted like a value
+// given, so strictness applies): INSERT, REPLACE, ON DUPLICATE KEY
+// UPDATE, UPDATE, multi-table UPDATE, LOAD DATA (an INSERT) and a
+// cascading foreign key. A value given for one is 3105 unless it is
+// DEFAULT or, in INSERT, the value the column computes
+// (checkGivenGenerated: MySQL 8 refuses that too, but MariaDB's mysqldump
+// lists every column's value, and accepting the one value that changes
+// nothing lets its dumps reload). STORED values go into the row value;
+// VIRTUAL ones are computed by model.TableInfo.DecodeRow wherever a row
+// is decoded, so reads need nothing here.
 // INSERT buffers Txn.Insert (a duplicate key is ERROR 1062, found when the
 // key is locked or at commit); REPLACE and INSERT ... ON DUPLICATE KEY
 // UPDATE first read (and in pessimistic mode lock) the rows a new row

@@ -313,6 +313,13 @@ func (c *fkChecker) onParentChange(ctx context.Context, ref catalog.FKRef, ovals
 			}
 		}
 	}
+	for i := range newRows {
+		// Generated columns reading the key follow it (strictly: a value
+		// that does not fit fails the parent's statement).
+		if err := fillGenerated(tw, newRows[i], i+1, nil); err != nil {
+			return err
+		}
+	}
 	return w.UpdateRecords(ctx, handles, rows, handles, newRows)
 }
 

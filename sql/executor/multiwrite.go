@@ -340,7 +340,14 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 			targets = append(targets, &multiLeaf{src: leaf, base: bases[li]})
 		}
 		ma := multiAssign{t: ti, a: assign{off: off}}
-		if _, isDef := a.Expr.(*ast.DefaultExpr); isDef {
+		_, isDef := a.Expr.(*ast.DefaultExpr)
+		if c := leaf.Table.Columns[off]; c.IsGenerated() {
+			if !isDef {
+				return nil, errGeneratedValue(leaf.Table, c)
+			}
+			continue // recomputed from the row (fillGenerated)
+		}
+		if isDef {
 			ma.a.def = true
 		} else {
 			ae, err := expr.Compile(a.Expr, ectx)
@@ -433,7 +440,10 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 	var writes []*tableWrite
 	byTable := map[int64]*tableWrite{}
 	changed := 0
-	for _, c := range changes {
+	for i, c := range changes {
+		if err := fillGenerated(c.tbl, c.new, i+1, cv); err != nil {
+			return nil, err
+		}
 		if sameRow(c.old, c.new, len(c.tbl.Columns)) {
 			continue
 		}

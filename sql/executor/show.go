@@ -120,7 +120,7 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 			if c.AutoIncrement {
 				extra = "auto_increment"
 			}
-			extra = strings.TrimSpace(extra + " " + c.OnUpdateExtra())
+			extra = strings.TrimSpace(extra + " " + c.OnUpdateExtra() + " " + c.GeneratedExtra())
 			row := StringRow(c.Name, c.Type.SQLName(), null, key, "", extra)
 			switch {
 			case c.DefaultNow:
@@ -311,6 +311,18 @@ func FilterShow(res *Result, x *ast.ShowStmt, env expr.Env) (*Result, error) {
 // carries the column's fractional seconds precision.
 func columnNullDefault(c *model.ColumnInfo) string {
 	var b strings.Builder
+	if c.IsGenerated() {
+		// MySQL 8: the generation clause, then NOT NULL; no default.
+		kind := " VIRTUAL"
+		if c.Generated.Stored {
+			kind = " STORED"
+		}
+		b.WriteString(" GENERATED ALWAYS AS (" + c.Generated.Expr + ")" + kind)
+		if c.Type.NotNull() {
+			b.WriteString(" NOT NULL")
+		}
+		return b.String()
+	}
 	switch {
 	case c.Type.NotNull():
 		b.WriteString(" NOT NULL")

@@ -93,6 +93,9 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 			return nil, err
 		}
 		newRow := evalRow[:len(src.Cols):len(src.Cols)]
+		if err := fillGenerated(tbl, newRow, ri+1, cv); err != nil {
+			return nil, err
+		}
 		if sameRow(old, newRow, len(tbl.Columns)) {
 			res.FoundRows++
 			continue

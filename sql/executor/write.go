@@ -11,6 +11,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv"
 	"github.com/stratadb/strata/kv/execdetails"
+	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
@@ -156,6 +157,65 @@ func implicitDefault(c *model.ColumnInfo) (datum, bool) {
 	return d, err == nil
 }
 
+// fillGenerated computes the generated columns of row (after its
+// assignments, in dependency order) with the statement's conversion
+// policy: a value that does not fit is an error in strict mode and a
+// warning outside it, as for a value given.
+func fillGenerated(tbl *model.TableInfo, row []datum, rowNum int, cv *conv) error {
+	if !tbl.HasGenerated() {
+		return nil
+	}
+	return tbl.FillGenerated(row, func(c *model.ColumnInfo, v datum) (datum, error) {
+		return convertColumn(tbl, c, v, rowNum, cv)
+	})
+}
+
+// errGeneratedValue is ERROR 3105: a statement gave generated column c a
+// value other than DEFAULT.
+func errGeneratedValue(tbl *model.TableInfo, c *model.ColumnInfo) error {
+	return errno.New(ddl.ErrNonDefaultForGenerated, "The value specified for generated column '%s' in table '%s' is not allowed.", c.Name, tbl.Name)
+}
+
+// givenValue is a value an INSERT gave generated column off.
+type givenValue struct {
+	off int
+	v   datum
+}
+
+// checkGivenGenerated refuses (3105) a value an INSERT gave a generated
+// column unless it is the value the column computes for the row. MySQL 8
+// refuses every value but DEFAULT; accepting the one value that changes
+// nothing is what lets a dump of MariaDB's mysqldump reload, whose INSERTs
+// list every column with the values it read, generated ones included
+// (MariaDB ignores them with warning 1906).
+func checkGivenGenerated(tbl *model.TableInfo, row []datum, gv []givenValue) error {
+	for _, g := range gv {
+		c := tbl.Columns[g.off]
+		got := row[g.off]
+		if g.v.IsNull() || got.IsNull() {
+			if g.v.IsNull() != got.IsNull() {
+				return errGeneratedValue(tbl, c)
+			}
+			continue
+		}
+		d, err := c.Type.Convert(g.v)
+		if err != nil || expr.CompareAs(d, got, c.Type) != 0 {
+			return errGeneratedValue(tbl, c)
+		}
+	}
+	return nil
+}
+
+// hasOnUpdate reports whether tbl has ON UPDATE CURRENT_TIMESTAMP columns.
+func hasOnUpdate(tbl *model.TableInfo) bool {
+	for _, c := range tbl.Columns {
+		if c.OnUpdateNow {
+			return true
+		}
+	}
+	return false
+}
+
 func defaultValue(c *model.ColumnInfo, env expr.Env, rowNum int) (datum, error) {
 	switch {
 	case c.DefaultNow:
@@ -230,12 +290,18 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	var explicitMax int64 // the largest value given for the AUTO_INCREMENT column
 	needRowID := !tbl.PKIsHandle
 	constCtx := &expr.Ctx{Env: env, Clause: "field list"}
+	var genGiven []givenValue // the row's values for generated columns
 	for ri := range nrows {
 		rowNum := ri + 1
 		row := slab[ri*ncols : (ri+1)*ncols : (ri+1)*ncols]
 		clear(given)
+		genGiven = genGiven[:0]
 		if selected != nil {
 			for vi, v := range selected[ri] {
+				if tbl.Columns[offs[vi]].IsGenerated() {
+					genGiven = append(genGiven, givenValue{offs[vi], v})
+					continue
+				}
 				row[offs[vi]] = v
 				given[offs[vi]] = true
 			}
@@ -250,7 +316,11 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		for vi, n := range list {
 			c := tbl.Columns[offs[vi]]
 			var v datum
-			if _, isDef := n.(*ast.DefaultExpr); isDef {
+			_, isDef := n.(*ast.DefaultExpr)
+			if c.IsGenerated() && isDef {
+				continue // computed below
+			}
+			if isDef {
 				if v, err = defaultValue(c, env, rowNum); err != nil {
 					return nil, err
 				}
@@ -263,10 +333,17 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 					return nil, err
 				}
 			}
+			if c.IsGenerated() {
+				genGiven = append(genGiven, givenValue{offs[vi], v})
+				continue
+			}
 			row[offs[vi]] = v
 			given[offs[vi]] = true
 		}
 		for i, c := range tbl.Columns {
+			if c.IsGenerated() {
+				continue // computed below
+			}
 			if !given[i] {
 				if row[i], err = defaultValue(c, env, rowNum); err != nil {
 					return nil, err
@@ -283,6 +360,14 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 			if c.AutoIncrement {
 				explicitMax = max(explicitMax, autoIncValue(row[i]))
 			}
+		}
+		// No generated column reads the AUTO_INCREMENT column (3109),
+		// which gets its values below.
+		if err := fillGenerated(tbl, row, rowNum, cv); err != nil {
+			return nil, err
+		}
+		if err := checkGivenGenerated(tbl, row, genGiven); err != nil {
+			return nil, err
 		}
 	}
 	if explicitMax > 0 {
@@ -569,6 +654,9 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 		if err := assignRow(as, tbl, env, newRow, ri+1, cv); err != nil {
 			return nil, err
 		}
+		if err := fillGenerated(tbl, newRow, ri+1, cv); err != nil {
+			return nil, err
+		}
 		if sameRow(r, newRow, ncols) {
 			continue
 		}
@@ -636,7 +724,14 @@ func compileAssignments(list []*ast.Assignment, src *planner.Source, ectx *expr.
 		if off < 0 {
 			return nil, errno.New(errno.ErrBadField, "Unknown column '%s' in 'field list'", a.Column.Name.O)
 		}
-		if _, isDef := a.Expr.(*ast.DefaultExpr); isDef {
+		_, isDef := a.Expr.(*ast.DefaultExpr)
+		if c := src.Table.Columns[off]; c.IsGenerated() {
+			if !isDef {
+				return nil, errGeneratedValue(src.Table, c)
+			}
+			continue // recomputed from the row (fillGenerated)
+		}
+		if isDef {
 			as = append(as, assign{off: off, def: true})
 			continue
 		}
@@ -684,6 +779,10 @@ func touchOnUpdate(tbl *model.TableInfo, assigned func(off int) bool, env expr.E
 			return err
 		}
 		row[i] = v
+	}
+	if hasOnUpdate(tbl) {
+		// Generated columns may read the time just set.
+		return fillGenerated(tbl, row, rowNum, cv)
 	}
 	return nil
 }

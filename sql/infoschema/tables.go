@@ -261,11 +261,15 @@ func (s *Schema) columns(ctx context.Context, v Viewer) ([][]datum, error) {
 			} else if c.DefaultNow {
 				extra = "DEFAULT_GENERATED"
 			}
-			extra = strings.TrimSpace(extra + " " + c.OnUpdateExtra())
+			extra = strings.TrimSpace(extra + " " + c.OnUpdateExtra() + " " + c.GeneratedExtra())
+			genExpr := ""
+			if c.IsGenerated() {
+				genExpr = c.Generated.Expr
+			}
 			charLen, octLen, prec, scale, dtPrec, cs, coll := typeFacts(ft)
 			rows = append(rows, []datum{str("def"), str(db), str(t.Name), str(c.Name), unum(uint64(i + 1)), def, str(nullable),
 				str(dataType(ft)), charLen, octLen, prec, scale, dtPrec, cs, coll, str(ft.SQLName()),
-				str(keyOf(t, i)), str(extra), str("select,insert,update,references"), str(""), str(""), null})
+				str(keyOf(t, i)), str(extra), str("select,insert,update,references"), str(""), str(genExpr), null})
 		}
 		return nil
 	})

@@ -3,8 +3,26 @@
 // states of an index being built. Both sides use it: the SQL node's catalog persists and caches it
 // (sql/catalog), and the stores' coprocessor decodes rows by the TableInfo
 // a request carries (store/coprocessor), so it depends on nothing but the
-// shared codec and evaluator (sql/types, sql/tablecodec, sql/expr).
+// shared codec and evaluator (sql/types, sql/tablecodec, sql/expr) and the
+// TiDB parser (for generated columns' expressions).
 //
 // A TableInfo is immutable once published (Clone before changing it);
-// Init computes its derived fields after decoding.
+// Init computes its derived fields after decoding, among them the
+// compiled expressions of its generated columns (generated.go), parsed
+// from their text in dependency order.
+//
+// # Virtual generated columns
+//
+// A VIRTUAL column is not in the row value; DecodeRow computes it from
+// the decoded row. Evaluating on decode rather than on the SQL node alone
+// is the choice that keeps one path for every reader: the stores'
+// coprocessor decodes rows with the TableInfo a request carries, so a
+// Selection, TopN, Projection or aggregate over a virtual column is pushed
+// down and evaluated there with the same sql/expr code, and a point get,
+// an index lookup, ADMIN CHECK, ANALYZE, CHECKSUM TABLE and the index
+// backfill see the same values; no plan has to avoid the column. A value
+// that does not fit the column type is stored adjusted on read (as
+// outside strict mode), and one that fails to evaluate reads as NULL: a
+// read never fails on it (writes, which compute the same expression with
+// the statement's strictness, refuse such rows in strict mode).
 package model

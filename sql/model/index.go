@@ -114,6 +114,11 @@ func (t *TableInfo) Clone() *TableInfo {
 				p := *c.Pending
 				cc.Pending = &p
 			}
+			if c.Generated != nil {
+				g := *c.Generated
+				g.Deps = slices.Clone(c.Generated.Deps)
+				cc.Generated = &g
+			}
 			out[i] = &cc
 		}
 		return out

@@ -55,6 +55,9 @@ type ColumnInfo struct {
 	// refuses (TiDB's PreventNullInsertFlag, for types too) until the job
 	// has checked every row.
 	Pending *types.FieldType `json:"pending_type,omitempty"`
+	// Generated, when set, makes the column a generated column; a VIRTUAL
+	// one is not stored in the row value (GeneratedInfo).
+	Generated *GeneratedInfo `json:"generated,omitempty"`
 }
 
 // OriginDefault is a column's origin default: NULL, or a value in the
@@ -114,6 +117,8 @@ type TableInfo struct {
 	schema    []expr.SchemaColumn
 	npub      int        // public columns: Columns[:npub]
 	write     *TableInfo // ForWrite's table (nil: t itself)
+	gen       []genCol   // generated columns in dependency order
+	genErr    error      // why they could not be compiled
 }
 
 // CollationName is the database's default collation.
@@ -157,7 +162,7 @@ func (t *TableInfo) Init() {
 			t.npub = i + 1
 			t.byName[strings.ToLower(c.Name)] = i
 		}
-		if (t.PKIsHandle && i == t.HandleOffset) || c.State == StateDeleteOnly {
+		if (t.PKIsHandle && i == t.HandleOffset) || c.State == StateDeleteOnly || c.IsVirtual() {
 			continue
 		}
 		t.storedIDs = append(t.storedIDs, c.ID)
@@ -171,6 +176,7 @@ func (t *TableInfo) Init() {
 		}
 	}
 	t.decoder = tablecodec.NewRowDecoder(ids)
+	t.initGenerated()
 	t.schema = t.BuildSchema(strings.ToLower(t.Name))
 	t.write = nil
 	if len(t.NonPublic) > 0 {
@@ -282,6 +288,9 @@ func (t *TableInfo) DecodeRow(key, value []byte, out []types.Datum) error {
 		}
 	}
 	out[len(t.Columns)] = hd
+	if len(t.gen) > 0 {
+		t.fillVirtual(out)
+	}
 	return nil
 }
 

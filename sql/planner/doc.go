@@ -67,7 +67,10 @@
 // text is built only then.
 //
 // Ranges (ranger.go) follow TiDB's pkg/util/ranger: for each index column
-// in order, the conjuncts on that column alone (=, IN, <, <=, >, >=,
+// in order, the conjuncts on that column alone (or, for a generated
+// column, on its expression, as MySQL 8 matches them: same canonical text,
+// model.GeneratedText, and type class; such a conjunct narrows the index
+// and stays in the Selection) (=, IN, <, <=, >, >=,
 // BETWEEN, IS [NOT] NULL, and OR / AND of those) become a union of
 // intervals; while every interval is a point the next column extends the
 // ranges, the first non-point column ends them. Conditions are access

@@ -205,6 +205,16 @@ func domainOf(ft types.FieldType) colDomain {
 type ranger struct {
 	src *Source
 	env expr.Env
+	// exprs memoizes the canonical text and type of the expressions
+	// compared with a generated column (text "" when they have none).
+	exprs map[ast.ExprNode]genExpr
+}
+
+// genExpr is an expression of a condition as a generated column would
+// keep it (model.GeneratedText) and its type.
+type genExpr struct {
+	text string
+	ft   types.FieldType
 }
 
 // isColumn reports whether n is a reference to column off of the source.
@@ -214,6 +224,66 @@ func (r *ranger) isColumn(n ast.ExprNode, off int) bool {
 		return false
 	}
 	return r.src.columnOffset(cn.Name) == off
+}
+
+// matches reports whether n stands for column off of the source: a
+// reference to it, or (gen) an expression that is generated column off's
+// own, as MySQL 8 lets an index on a generated column serve its
+// expression. The expression must have the column's type class (and
+// collation, for strings): then the index holds its values as the column
+// converts them. Conditions found through it are never exact (the
+// Selection keeps them), so a value the column stored adjusted outside
+// strict mode is still filtered right.
+func (r *ranger) matches(n ast.ExprNode, off int) (ok, gen bool) {
+	if r.isColumn(n, off) {
+		return true, false
+	}
+	t := r.src.Table
+	if r.src.Join != nil || t == nil || off >= len(t.Columns) || !t.Columns[off].IsGenerated() {
+		return false, false
+	}
+	switch unparen(n).(type) {
+	case *ast.ColumnNameExpr, ast.ValueExpr:
+		return false, false
+	}
+	g, seen := r.exprs[n]
+	if !seen {
+		g = r.genExprOf(n)
+		if r.exprs == nil {
+			r.exprs = map[ast.ExprNode]genExpr{}
+		}
+		r.exprs[n] = g
+	}
+	c := t.Columns[off]
+	if g.text == "" || g.text != c.Generated.Expr || g.ft.Class() != c.Type.Class() ||
+		(c.Type.Class() == types.ClassString && g.ft.Collation() != c.Type.Collation()) {
+		return false, true
+	}
+	return true, true
+}
+
+// genExprOf is n's canonical text and type when every column n reads is
+// the source's (text "" otherwise).
+func (r *ranger) genExprOf(n ast.ExprNode) genExpr {
+	own := true
+	contains(n, func(x ast.Node) bool {
+		if cn, ok := x.(*ast.ColumnNameExpr); ok && r.src.columnOffset(cn.Name) < 0 {
+			own = false
+		}
+		return false
+	})
+	if !own {
+		return genExpr{}
+	}
+	e, err := expr.Compile(n, &expr.Ctx{Columns: r.src.Cols, Env: r.env})
+	if err != nil {
+		return genExpr{}
+	}
+	text, err := model.GeneratedText(n)
+	if err != nil {
+		return genExpr{}
+	}
+	return genExpr{text: text, ft: e.Type()}
 }
 
 // constant evaluates n when it is foldable.
@@ -315,22 +385,25 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 			return union(append(slices.Clip(a), b...)), ea && eb, true
 		case opcode.EQ, opcode.LT, opcode.LE, opcode.GT, opcode.GE:
 			op, other := x.Op, x.R
-			switch {
-			case r.isColumn(x.L, off):
-			case r.isColumn(x.R, off):
-				other = x.L
+			var gen bool
+			if ok, g := r.matches(x.L, off); ok {
+				gen = g
+			} else if ok, g := r.matches(x.R, off); ok {
+				other, gen = x.L, g
 				op = expr.FlipCompare(op)
-			default:
+			} else {
 				return nil, false, false
 			}
 			v, ft, ok := r.constant(other)
 			if !ok {
 				return nil, false, false
 			}
-			return cmpInterval(col, op, v, ft)
+			ivs, exact, ok := cmpInterval(col, op, v, ft)
+			return ivs, exact && !gen, ok
 		}
 	case *ast.BetweenExpr:
-		if x.Not || !r.isColumn(x.Expr, off) {
+		ok, gen := r.matches(x.Expr, off)
+		if x.Not || !ok {
 			return nil, false, false
 		}
 		lv, lft, ok1 := r.constant(x.Left)
@@ -343,12 +416,13 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 		if !oka || !okb {
 			return nil, false, false
 		}
-		return intersect(a, b), ea && eb, true
+		return intersect(a, b), ea && eb && !gen, true
 	case *ast.PatternInExpr:
-		if x.Not || x.Sel != nil || !r.isColumn(x.Expr, off) {
+		ok, gen := r.matches(x.Expr, off)
+		if x.Not || x.Sel != nil || !ok {
 			return nil, false, false
 		}
-		exact = true
+		exact = !gen
 		for _, item := range x.List {
 			v, ft, ok := r.constant(item)
 			if !ok {
@@ -363,14 +437,15 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 		}
 		return union(ivs), exact, true
 	case *ast.IsNullExpr:
-		if !r.isColumn(x.Expr, off) {
+		ok, gen := r.matches(x.Expr, off)
+		if !ok {
 			return nil, false, false
 		}
 		if x.Not {
-			return []interval{notNull}, true, true
+			return []interval{notNull}, !gen, true
 		}
 		null := bound{v: types.NullDatum}
-		return []interval{{lo: null, hi: null}}, true, true
+		return []interval{{lo: null, hi: null}}, !gen, true
 	}
 	return nil, false, false
 }

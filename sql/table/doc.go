@@ -26,6 +26,11 @@
 //     so: the entry holds the sort key (model.IndexDatum), so 'a@x.com'
 //     collides with 'A@x.com' under utf8mb4_general_ci, and the error
 //     names the values the Writer wrote.
+//   - Generated columns: rows passed in hold their computed values (the
+//     executor fills them); a VIRTUAL one is left out of the row value
+//     (model.TableInfo.EncodeRow) but its index entries hold the value,
+//     and an old row read through DecodeRow has it recomputed, so the
+//     entries UpdateRecords deletes are the ones written.
 //
 // # Locking
 //

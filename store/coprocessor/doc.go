@@ -18,7 +18,9 @@
 // (descending with desc, ranges visited last to first). With the table's
 // schema (TableScan.table_info) each row is decoded by model.TableInfo's
 // DecodeRow into the SQL node's row layout (a column added after the row
-// was written decodes as its origin default), and Selection, TopN,
+// was written decodes as its origin default; a VIRTUAL generated column,
+// which no row value holds, is computed from the row there, so conditions,
+// orderings and aggregates over it are evaluated here too), and Selection, TopN,
 // Projection and the aggregate arguments are sql/expr trees rebuilt with
 // expr.FromPB: the stores evaluate exactly the code the SQL node does (one
 // implementation of MySQL semantics). Strings compare, sort and group

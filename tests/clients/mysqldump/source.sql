@@ -1,7 +1,7 @@
 -- The database TestMysqldumpRoundTrip dumps with mysqldump and reloads into
 -- a second cluster: foreign keys (CASCADE, RESTRICT, a composite primary
 -- key), JSON, column, table and database collations, defaults, ON UPDATE
--- CURRENT_TIMESTAMP, a view.
+-- CURRENT_TIMESTAMP, a view, generated columns (VIRTUAL and STORED, indexed).
 CREATE DATABASE dumpdb CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;
 USE dumpdb;
 CREATE TABLE customers (
@@ -61,3 +61,14 @@ CREATE TABLE flags (
   ts TIMESTAMP NULL DEFAULT NULL
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci;
 INSERT INTO flags VALUES (1, FALSE, '-838:59:59', 2024, b'11111', 4294967295, X'DEADBEEF', '2024-02-29 23:59:59'), (2, DEFAULT, DEFAULT, NULL, DEFAULT, 0, '', NULL);
+CREATE TABLE line_items (
+  id INT PRIMARY KEY,
+  qty INT NOT NULL,
+  price DECIMAL(10,2) NOT NULL,
+  total DECIMAL(12,2) GENERATED ALWAYS AS (qty * price) STORED NOT NULL,
+  label VARCHAR(40) AS (concat(qty, ' x ', price)) VIRTUAL,
+  KEY idx_total (total),
+  KEY idx_label (label)
+);
+INSERT INTO line_items (id, qty, price) VALUES (1, 2, 9.99), (2, 10, 0.50);
+INSERT INTO line_items VALUES (3, 1, 100.00, DEFAULT, DEFAULT);
