@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -26,6 +27,7 @@ func main() {
 	dsn := flag.String("dsn", "root:@tcp(127.0.0.1:4000)/", "server DSN (no database)")
 	dir := flag.String("dir", "../shared/suites/integrationtest", "suite directory holding t/ and r/")
 	show := flag.Int("show", 5, "mismatches to print per file")
+	flag.DurationVar(&stmtTimeout, "stmt-timeout", time.Minute, "a statement running longer is stopped with KILL QUERY (its output is then the kill's error)")
 	flag.Parse()
 	for _, name := range flag.Args() {
 		ok, total, fails, err := runFile(*dsn, *dir, name)
@@ -80,6 +82,11 @@ func runFile(dsn, dir, name string) (ok, total int, fails []string, err error) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
+	var connID int64
+	if err := db.QueryRow("SELECT CONNECTION_ID()").Scan(&connID); err != nil {
+		return 0, 0, nil, err
+	}
+	killer := func() { _, _ = admin.Exec(fmt.Sprintf("KILL QUERY %d", connID)) }
 	expected := string(want)
 	cursor := 0
 	var d directives
@@ -104,7 +111,9 @@ func runFile(dsn, dir, name string) (ok, total int, fails []string, err error) {
 		echo := strings.Join(stmt, "\n")
 		q := strings.TrimSuffix(echo, ";")
 		stmt = nil
+		stop := time.AfterFunc(stmtTimeout, killer)
 		out := run(db, q, echo, &d)
+		stop.Stop()
 		d0 := d
 		d = directives{}
 		total++
@@ -167,6 +176,10 @@ func (d *directives) apply(dir string) {
 		}
 	}
 }
+
+// stmtTimeout bounds each statement (a test may run one that never ends
+// here, e.g. a cross join TiDB stops by its memory quota).
+var stmtTimeout time.Duration
 
 // run executes q and renders it as the .result format does.
 func run(db *sql.DB, q, echo string, d *directives) string {
