@@ -10,7 +10,6 @@ import (
 	"github.com/stratadb/strata/store/mvcc"
 )
 
-
 // TestGetAllocs keeps the point get's allocations where they are: the hot
 // path of point_select.
 func TestGetAllocs(t *testing.T) {
