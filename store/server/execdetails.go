@@ -153,23 +153,16 @@ type CopTimer struct{ txn.ReadTimer }
 // ReadIndex is done (now).
 func StartCopTimer(start time.Time) CopTimer {
 	c := CopTimer{txn.StartRead(start)}
-	c.D.TimeDetail.ReadIndexWaitNs = c.Lap()
+	c.ReadIndexDone()
 	return c
 }
-
-// Checked ends the concurrency manager's check.
-func (c *CopTimer) Checked() { c.D.TimeDetail.ConcurrencyManagerWaitNs = c.Lap() }
-
-// Slotted ends the wait for a coprocessor slot.
-func (c *CopTimer) Slotted() { c.D.TimeDetail.WaitWallTimeNs = c.Lap() }
 
 // Done ends the run, which answered resp and err, and attaches the
 // details to resp. The engine reads are interleaved with evaluation: both
 // are processing (kv_read_wall_time is not split out).
 func (c *CopTimer) Done(resp *kvrpcpb.CoprocessorResponse, err error) (*kvrpcpb.CoprocessorResponse, error) {
 	if resp != nil {
-		c.D.TimeDetail.ProcessWallTimeNs = c.Lap()
-		resp.ExecDetails = c.D
+		resp.ExecDetails = c.Details(0, 0)
 	}
 	return resp, err
 }

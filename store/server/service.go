@@ -388,7 +388,7 @@ func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, 
 	// checks that make it valid (leadership, epoch, applied index, in-flight
 	// writes): a request that queues still reads the region as it was then,
 	// even if the region's data left this store while it waited.
-	ct.Checked()
+	ct.CMDone()
 	snap := readView(s.store.Engine())
 	defer snap.Close()
 	if rerr := check.Gone(); rerr != nil {
@@ -398,7 +398,7 @@ func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, 
 		return nil, err
 	}
 	defer s.cop.Release()
-	ct.Slotted()
+	ct.WaitDone()
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(rctx, startTS))
 	defer sr.Close()
 	var rows coprocessor.RowReader

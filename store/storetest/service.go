@@ -277,7 +277,7 @@ func (sv *service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest,
 	if rerr != nil {
 		return &kvrpcpb.CoprocessorResponse{RegionError: rerr}, nil
 	}
-	ct.Checked()
+	ct.CMDone()
 	snap := eng.Snapshot()
 	defer snap.Close()
 	if rerr := check.Gone(); rerr != nil {
@@ -289,7 +289,7 @@ func (sv *service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest,
 	if execs := dag.GetExecutors(); len(execs) > 1 && execs[1].GetTp() == coprocessorpb.ExecType_TypeIndexLookUp {
 		rows = &rowLookup{sv: sv, ctx: ctx, rctx: rctx, ts: startTS}
 	}
-	ct.Slotted() // no slots here
+	ct.WaitDone() // no slots here
 	return ct.Done(server.CopResponse(coprocessor.ExecuteLookUp(sr, rows, dag, ranges)))
 }
 

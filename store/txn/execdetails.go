@@ -33,17 +33,17 @@ func NewWriteDetails() *kvrpcpb.ExecDetails {
 
 // ReadTimer splits a read's time into its stages with one clock reading
 // per stage boundary: begin, after the ReadIndex (or lease check), after
-// the concurrency manager's check, after the engine reads, at the end.
-// store/server's coprocessor uses it too.
+// the concurrency manager's check, after the engine reads, at the end. It
+// allocates only when the read answers (Details). store/server's
+// coprocessor uses it too.
 type ReadTimer struct {
-	D    *kvrpcpb.ExecDetails // NewReadDetails
 	last time.Time
+	// the stages so far, in nanoseconds
+	readIndex, cm, wait, kvRead uint64
 }
 
 // StartRead starts timing a read that began at start.
-func StartRead(start time.Time) ReadTimer {
-	return ReadTimer{D: NewReadDetails(), last: start}
-}
+func StartRead(start time.Time) ReadTimer { return ReadTimer{last: start} }
 
 // Lap returns the nanoseconds since the previous boundary and moves it
 // to now.
@@ -54,17 +54,27 @@ func (r *ReadTimer) Lap() uint64 {
 	return uint64(d)
 }
 
-func (r *ReadTimer) readIndexDone() { r.D.TimeDetail.ReadIndexWaitNs = r.Lap() }
-func (r *ReadTimer) cmDone()        { r.D.TimeDetail.ConcurrencyManagerWaitNs = r.Lap() }
-func (r *ReadTimer) kvReadDone()    { r.D.TimeDetail.KvReadWallTimeNs = r.Lap() }
+// ReadIndexDone ends the ReadIndex (or lease check).
+func (r *ReadTimer) ReadIndexDone() { r.readIndex = r.Lap() }
 
-// done ends the read: what followed the engine reads (building the
-// response) is processing too; versions read are the keys returned and
-// size their bytes.
-func (r *ReadTimer) done(versions, size int) *kvrpcpb.ExecDetails {
-	t := r.D.TimeDetail
-	t.ProcessWallTimeNs = t.KvReadWallTimeNs + r.Lap()
-	r.D.ScanDetail.ProcessedVersions = uint64(versions)
-	r.D.ScanDetail.ProcessedVersionsSize = uint64(size)
-	return r.D
+// CMDone ends the concurrency manager's check.
+func (r *ReadTimer) CMDone() { r.cm = r.Lap() }
+
+// WaitDone ends a wait in a queue (a coprocessor slot).
+func (r *ReadTimer) WaitDone() { r.wait = r.Lap() }
+
+func (r *ReadTimer) kvReadDone() { r.kvRead = r.Lap() }
+
+// Details ends the read: what followed the last boundary is processing
+// (with the engine reads when they were timed apart); versions read are
+// the keys returned and size their bytes.
+func (r *ReadTimer) Details(versions, size int) *kvrpcpb.ExecDetails {
+	d := NewReadDetails()
+	t := d.TimeDetail
+	t.ReadIndexWaitNs, t.ConcurrencyManagerWaitNs, t.WaitWallTimeNs = r.readIndex, r.cm, r.wait
+	t.KvReadWallTimeNs = r.kvRead
+	t.ProcessWallTimeNs = r.kvRead + r.Lap()
+	d.ScanDetail.ProcessedVersions = uint64(versions)
+	d.ScanDetail.ProcessedVersionsSize = uint64(size)
+	return d
 }

@@ -498,7 +498,7 @@ func (s *Storage) get(ctx context.Context, req *kvrpcpb.GetRequest, local bool) 
 		return &kvrpcpb.GetResponse{RegionError: rerr}, true, nil
 	}
 	rt := StartRead(start)
-	rt.readIndexDone()
+	rt.ReadIndexDone()
 	if local {
 		if !s.cm.TryReadKey(req.GetKey(), req.GetVersion()) {
 			return nil, false, nil
@@ -506,7 +506,7 @@ func (s *Storage) get(ctx context.Context, req *kvrpcpb.GetRequest, local bool) 
 	} else if err := s.cm.ReadKey(ctx, req.GetKey(), req.GetVersion()); err != nil {
 		return nil, true, err
 	}
-	rt.cmDone()
+	rt.CMDone()
 	snap := s.engine.Snapshot()
 	defer snap.Close()
 	if rerr := check.Gone(); rerr != nil {
@@ -517,7 +517,7 @@ func (s *Storage) get(ctx context.Context, req *kvrpcpb.GetRequest, local bool) 
 	v, found, err := sr.Get(req.GetKey())
 	rt.kvReadDone()
 	if ke, ok := toKeyError(err); ok {
-		return &kvrpcpb.GetResponse{Error: ke, ExecDetails: rt.done(0, 0)}, true, nil
+		return &kvrpcpb.GetResponse{Error: ke, ExecDetails: rt.Details(0, 0)}, true, nil
 	}
 	if err != nil {
 		return nil, true, err
@@ -526,7 +526,7 @@ func (s *Storage) get(ctx context.Context, req *kvrpcpb.GetRequest, local bool) 
 	if found {
 		n = 1
 	}
-	return &kvrpcpb.GetResponse{Value: v, NotFound: !found, ExecDetails: rt.done(n, len(req.GetKey())+len(v))}, true, nil
+	return &kvrpcpb.GetResponse{Value: v, NotFound: !found, ExecDetails: rt.Details(n, len(req.GetKey())+len(v))}, true, nil
 }
 
 // BatchGet serves a BatchGetRequest.
@@ -547,13 +547,13 @@ func (s *Storage) BatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*
 		return &kvrpcpb.BatchGetResponse{RegionError: rerr}, nil
 	}
 	rt := StartRead(start)
-	rt.readIndexDone()
+	rt.ReadIndexDone()
 	for _, k := range req.GetKeys() {
 		if err := s.cm.ReadKey(ctx, k, req.GetVersion()); err != nil {
 			return nil, err
 		}
 	}
-	rt.cmDone()
+	rt.CMDone()
 	snap := s.engine.Snapshot()
 	defer snap.Close()
 	if rerr := check.Gone(); rerr != nil {
@@ -575,7 +575,7 @@ func (s *Storage) BatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*
 			resp.Pairs[i].Error = kv.Err.Err
 		}
 	}
-	resp.ExecDetails = rt.done(len(kvs), size)
+	resp.ExecDetails = rt.Details(len(kvs), size)
 	return resp, nil
 }
 
@@ -604,11 +604,11 @@ func (s *Storage) Scan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.
 	}
 	end = regionkeys.ClampEnd(end, region)
 	rt := StartRead(begun)
-	rt.readIndexDone()
+	rt.ReadIndexDone()
 	if err := s.cm.ReadRange(ctx, start, end, req.GetVersion()); err != nil {
 		return nil, err
 	}
-	rt.cmDone()
+	rt.CMDone()
 	snap := s.engine.Snapshot()
 	defer snap.Close()
 	if rerr := check.Gone(); rerr != nil {
@@ -631,13 +631,13 @@ func (s *Storage) Scan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.
 	rt.kvReadDone()
 	if ke, ok := toKeyError(err); ok {
 		resp.Error = ke
-		resp.ExecDetails = rt.done(len(resp.Pairs), size)
+		resp.ExecDetails = rt.Details(len(resp.Pairs), size)
 		return resp, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	resp.ExecDetails = rt.done(len(resp.Pairs), size)
+	resp.ExecDetails = rt.Details(len(resp.Pairs), size)
 	return resp, nil
 }
 
