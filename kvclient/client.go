@@ -185,7 +185,15 @@ func (c *Client) sendToRegion(ctx context.Context, bo *backoffer, r *locate.Regi
 	if !kind.isWrite() {
 		stage = execdetails.KVRead
 	}
-	execdetails.From(ctx).RPC(stage, kindNames[kind], r.ID(), p.StoreId, start, took, bo.retries(), err != nil || rerr != nil)
+	details := execdetails.From(ctx)
+	details.RPC(stage, kindNames[kind], r.ID(), p.StoreId, start, took, bo.retries(), err != nil || rerr != nil)
+	if details != nil && err == nil {
+		if ed := responseExecDetails(resp); ed != nil {
+			var st execdetails.StoreTimes
+			storeTimes(ed, &st)
+			details.Store(start, took, &st)
+		}
+	}
 	switch {
 	case err != nil:
 		rpcErr[kind].Observe(elapsed)

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/kvclient/locate"
 	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
@@ -359,4 +360,47 @@ func responseRegionError(resp *Response) *errorpb.Error {
 		return nil
 	}
 	return m.GetRegionError()
+}
+
+// responseExecDetails returns the store's side of resp (nil when its kind
+// carries none, or an older store sent none).
+func responseExecDetails(resp *Response) *kvrpcpb.ExecDetails {
+	switch c := resp.Cmd.(type) {
+	case *storepb.BatchCommandsResponse_Response_Get:
+		return c.Get.GetExecDetails()
+	case *storepb.BatchCommandsResponse_Response_BatchGet:
+		return c.BatchGet.GetExecDetails()
+	case *storepb.BatchCommandsResponse_Response_Scan:
+		return c.Scan.GetExecDetails()
+	case *storepb.BatchCommandsResponse_Response_Coprocessor:
+		return c.Coprocessor.GetExecDetails()
+	case *storepb.BatchCommandsResponse_Response_Prewrite:
+		return c.Prewrite.GetExecDetails()
+	case *storepb.BatchCommandsResponse_Response_Commit:
+		return c.Commit.GetExecDetails()
+	case *storepb.BatchCommandsResponse_Response_PessimisticLock:
+		return c.PessimisticLock.GetExecDetails()
+	}
+	return nil
+}
+
+// storeTimes maps the store's ExecDetails to the statement's store
+// stages (kv/execdetails).
+func storeTimes(ed *kvrpcpb.ExecDetails, st *execdetails.StoreTimes) {
+	ns := func(v uint64) time.Duration { return time.Duration(v) }
+	if t := ed.GetTimeDetail(); t != nil {
+		st.Total = ns(t.GetTotalRpcWallTimeNs())
+		st.Set(execdetails.StoreWait, ns(t.GetWaitWallTimeNs()))
+		st.Set(execdetails.StoreProcess, ns(t.GetProcessWallTimeNs()))
+		st.Set(execdetails.StoreReadIndex, ns(t.GetReadIndexWaitNs()))
+		st.Set(execdetails.StoreCMWait, ns(t.GetConcurrencyManagerWaitNs()))
+		st.Set(execdetails.StoreKVRead, ns(t.GetKvReadWallTimeNs()))
+	}
+	if w := ed.GetWriteDetail(); w != nil {
+		st.Set(execdetails.StoreLatchWait, ns(w.GetLatchWaitNanos()))
+		st.Set(execdetails.RaftPropose, ns(w.GetProposeSendWaitNanos()))
+		st.Set(execdetails.RaftPersistLog, ns(w.GetPersistLogNanos()))
+		st.Set(execdetails.RaftCommitLog, ns(w.GetCommitLogNanos()))
+		st.Set(execdetails.RaftApply, ns(w.GetApplyLogNanos()))
+	}
 }

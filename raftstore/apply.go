@@ -289,6 +289,7 @@ func (s *Store) apply(readies []peerReady, persistedOnly bool) {
 	}
 	applySeconds.Observe(time.Since(start).Seconds())
 	for _, ap := range res.answers {
+		ap.pr.committed = start
 		switch {
 		case ap.stale:
 			ap.pr.respond(ap.resp, nil, "stale")

@@ -240,7 +240,7 @@ func (s *Store) CheckConsistency(ctx context.Context, regionID uint64) (HashReco
 			AdminRequest: req,
 		}
 	}
-	resp, err := s.proposeAndWait(ctx, adminCmd(&raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_ComputeHash}), 0)
+	resp, _, err := s.proposeAndWait(ctx, adminCmd(&raft_cmdpb.AdminRequest{CmdType: raft_cmdpb.AdminCmdType_ComputeHash}), 0)
 	if err != nil || resp.GetRegionError() != nil {
 		return HashRecord{}, resp.GetRegionError(), err
 	}
@@ -249,7 +249,7 @@ func (s *Store) CheckConsistency(ctx context.Context, regionID uint64) (HashReco
 	if err != nil {
 		return HashRecord{}, nil, err
 	}
-	resp, err = s.proposeAndWait(ctx, adminCmd(&raft_cmdpb.AdminRequest{
+	resp, _, err = s.proposeAndWait(ctx, adminCmd(&raft_cmdpb.AdminRequest{
 		CmdType:    raft_cmdpb.AdminCmdType_VerifyHash,
 		VerifyHash: &raft_cmdpb.VerifyHashRequest{Index: index, Hash: h},
 	}), 0)

@@ -145,6 +145,10 @@
 // progress (too many uncommitted bytes) answers ServerIsBusy. The answer
 // comes after the apply batch is committed, so a caller that releases its
 // latches once Propose returns orders later evaluations after the write.
+// ProposeTimed also answers where the proposal's time went (ProposeTiming:
+// the inbox until raft took it, then to the leader's fsync, to the apply
+// round that applied it, and that round), from timestamps the loop takes
+// anyway; store/server returns them in the write's kvrpcpb.WriteDetail.
 //
 // Apply re-checks each command's epoch against the region at that index
 // (the same on every replica): a data command needs the current version, an

@@ -58,7 +58,7 @@ func (e *txnEngine) LeaderGeneration() uint64 { return e.s.LeaderGeneration() }
 
 func (e *txnEngine) LeaderTerm(regionID uint64) uint64 { return e.s.LeaderTerm(regionID) }
 
-func (e *txnEngine) Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, gen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error) {
+func (e *txnEngine) Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, gen uint64, reqs []*raft_cmdpb.Request, _ *kvrpcpb.WriteDetail) (*errorpb.Error, error) {
 	cmd := &raft_cmdpb.RaftCmdRequest{
 		Header:   &raft_cmdpb.RaftRequestHeader{RegionId: region.GetId(), Peer: rctx.GetPeer(), RegionEpoch: region.GetRegionEpoch()},
 		Requests: reqs,

@@ -36,6 +36,10 @@ type proposal struct {
 	// proposed is when the entry was handed to raft (before any MsgApp
 	// carrying it was sent): its commit renews the lease from there.
 	proposed time.Time
+	// appended is when the entry was fsynced in this (the leader's) log
+	// (trackProposals); committed when the apply round that applies it
+	// began (Store.apply): the write's stages (ProposeTiming).
+	appended, committed time.Time
 	// cb, when set, receives the outcome instead of done (handover writes).
 	cb func(*raft_cmdpb.RaftCmdResponse, error)
 	// overwritten is when a persisted Ready replaced the entry in the local
@@ -45,20 +49,67 @@ type proposal struct {
 }
 
 type proposalResult struct {
-	resp *raft_cmdpb.RaftCmdResponse
-	err  error
+	resp   *raft_cmdpb.RaftCmdResponse
+	err    error
+	timing ProposeTiming
+}
+
+// ProposeTiming is where a proposal's time went, from its arrival at the
+// store to its answer (the store's side of a write, kvrpcpb.WriteDetail).
+// A stage the proposal did not reach is 0.
+type ProposeTiming struct {
+	// SendWait is from Propose to raft taking the entry (the Ready loop's
+	// inbox, parking during a leader transfer).
+	SendWait time.Duration
+	// PersistLog is from raft taking it to the entry being fsynced in the
+	// leader's log.
+	PersistLog time.Duration
+	// CommitLog is from raft taking it to the apply round that applies it
+	// (a quorum stored it).
+	CommitLog time.Duration
+	// ApplyLog is from the start of that apply round to the answer.
+	ApplyLog time.Duration
+}
+
+// FillWriteDetail adds t to d's raft stages (d may be nil).
+func (t ProposeTiming) FillWriteDetail(d *kvrpcpb.WriteDetail) {
+	if d == nil {
+		return
+	}
+	d.ProposeSendWaitNanos += uint64(t.SendWait)
+	d.PersistLogNanos += uint64(t.PersistLog)
+	d.CommitLogNanos += uint64(t.CommitLog)
+	d.ApplyLogNanos += uint64(t.ApplyLog)
+}
+
+// timing is p's stages as of now (its answer).
+func (p *proposal) timing(now time.Time) ProposeTiming {
+	var t ProposeTiming
+	if p.proposed.IsZero() {
+		return t
+	}
+	t.SendWait = p.proposed.Sub(p.start)
+	if !p.appended.IsZero() {
+		t.PersistLog = p.appended.Sub(p.proposed)
+	}
+	if !p.committed.IsZero() {
+		t.CommitLog = p.committed.Sub(p.proposed)
+		t.ApplyLog = now.Sub(p.committed)
+	}
+	return t
 }
 
 func (p *proposal) regionID() uint64 { return p.cmd.GetHeader().GetRegionId() }
 
 func (p *proposal) respond(resp *raft_cmdpb.RaftCmdResponse, err error, outcome string) {
 	proposals.WithLabelValues(outcome).Inc()
-	proposeSeconds.Observe(time.Since(p.start).Seconds())
+	now := time.Now()
+	proposeSeconds.Observe(now.Sub(p.start).Seconds())
 	if p.cb != nil {
 		p.cb(resp, err)
 		return
 	}
-	p.done <- proposalResult{resp: resp, err: err}
+	p.done <- proposalResult{resp: resp, err: err, timing: p.timing(now)}
 }
 
 func (p *proposal) regionError(e *errorpb.Error, outcome string) {
@@ -381,7 +432,8 @@ func (p *peer) trackProposals(ents []*raftpb.Entry, now time.Time) {
 		if pr, ok := p.unassigned[id]; ok {
 			delete(p.unassigned, id)
 			pr.index, pr.term = e.GetIndex(), e.GetTerm()
-			proposalAppendSeconds.Observe(time.Since(pr.start).Seconds())
+			pr.appended = now
+			proposalAppendSeconds.Observe(now.Sub(pr.start).Seconds())
 			if n := len(p.pending); n > 0 && p.pending[n-1].index > pr.index {
 				sorted = false // below a pending proposal that was overwritten
 			}

@@ -50,28 +50,38 @@ func (s *Store) Propose(ctx context.Context, cmd *raft_cmdpb.RaftCmdRequest, lea
 	if cmd.GetAdminRequest() != nil {
 		return nil, ErrAdminNotSupported
 	}
+	resp, _, err := s.proposeAndWait(ctx, cmd, leaderGen)
+	return resp, err
+}
+
+// ProposeTimed is Propose that also returns where the proposal's time went
+// (zero stages when it was refused before raft took it).
+func (s *Store) ProposeTimed(ctx context.Context, cmd *raft_cmdpb.RaftCmdRequest, leaderGen uint64) (*raft_cmdpb.RaftCmdResponse, ProposeTiming, error) {
+	if cmd.GetAdminRequest() != nil {
+		return nil, ProposeTiming{}, ErrAdminNotSupported
+	}
 	return s.proposeAndWait(ctx, cmd, leaderGen)
 }
 
 // proposeAndWait is Propose without the admin check (SplitRegion proposes
 // admin commands through it).
-func (s *Store) proposeAndWait(ctx context.Context, cmd *raft_cmdpb.RaftCmdRequest, leaderGen uint64) (*raft_cmdpb.RaftCmdResponse, error) {
+func (s *Store) proposeAndWait(ctx context.Context, cmd *raft_cmdpb.RaftCmdRequest, leaderGen uint64) (*raft_cmdpb.RaftCmdResponse, ProposeTiming, error) {
 	pr := &proposal{cmd: cmd, leaderGen: leaderGen, start: time.Now(), done: make(chan proposalResult, 1)}
 	if resp := s.queueProposal(pr); resp != nil {
-		return resp, nil
+		return resp, ProposeTiming{}, nil
 	}
 	select {
 	case res := <-pr.done:
-		return res.resp, res.err
+		return res.resp, res.timing, res.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, ProposeTiming{}, ctx.Err()
 	case <-s.done:
 		// The loop answered everything it held before exiting.
 		select {
 		case res := <-pr.done:
-			return res.resp, res.err
+			return res.resp, res.timing, res.err
 		default:
-			return nil, fmt.Errorf("%w: %w", ErrUndetermined, ErrStopped)
+			return nil, ProposeTiming{}, fmt.Errorf("%w: %w", ErrUndetermined, ErrStopped)
 		}
 	}
 }

@@ -96,7 +96,7 @@ func (s *Store) SplitRegion(ctx context.Context, regionID uint64, epoch *metapb.
 	// log ahead of the split (queued first, so applied first).
 	s.handover(region, s.queueHandover)
 	start := time.Now()
-	resp, err := s.proposeAndWait(ctx, cmd, 0)
+	resp, _, err := s.proposeAndWait(ctx, cmd, 0)
 	if err != nil {
 		splitsTotal.WithLabelValues("undetermined").Inc()
 		return nil, nil, err

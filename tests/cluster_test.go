@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 type clusterOpts struct {
 	pds, stores, sqlNodes int
 	storeArgs             []string // extra flags for every store node
+	storeEnv              []string // extra environment of every store node ("K=V": STRATA_FAILPOINTS)
 	sqlArgs               []string // extra flags for every SQL node
 	// autoAnalyze: the SQL nodes run auto-analyze. Off by default, as in
 	// TiDB's tests: plans asserted on pseudo statistics must not change
@@ -64,6 +65,9 @@ func startCluster(t testing.TB, o clusterOpts) *localcluster.Cluster {
 		TLS:       o.tls, PDTokenFile: o.pdTokenFile,
 	})
 	require.NoError(t, err)
+	for _, s := range c.Stores {
+		s.Env = append(s.Env, o.storeEnv...)
+	}
 	t.Cleanup(func() {
 		c.Kill()
 		if t.Failed() {

@@ -16,7 +16,21 @@
 // When its owner turned tracing on (Begin), a Details also records each
 // stage interval and each KV RPC (region, store, method, retries) as a
 // Span, the raw material of tail-based trace sampling (sql/trace): the
-// statement's spans are kept only when it ends slow. The span buffer
+// statement's spans are kept only when it ends slow.
+//
+// # The store's side
+//
+// Every KV response carries the store's side of the request
+// (kvrpcpb.ExecDetails, after TiKV's ExecDetailsV2): the kvclient adds it
+// with Store as the store stages (StoreWait to RaftApply), summed over
+// the statement's RPCs. They lie inside the client stage that sent the
+// RPC (kv_read, lock_keys, commit) and say where on the store it waited:
+// queued, on the lease or a ReadIndex round, on the concurrency manager,
+// in Pebble, on latches, or in the raft round of a write (propose,
+// persist, commit, apply). When tracing, they become spans nested in the
+// RPC's span, laid out in the order the store runs them (the store
+// reports durations, not start times). Slowest names the stage an
+// operator should look at first. The span buffer
 // belongs to the Details, which a connection reuses for every statement,
 // so recording allocates nothing once the buffer has grown; a statement
 // records at most MaxSpans spans and counts the rest as dropped.
@@ -41,10 +55,27 @@ const (
 	Commit                   // the commit protocol (prewrite, commit ts, commit)
 	Backoff                  // sleeping before a retry (region errors, unreachable stores, locks not yet resolvable)
 	ResolveLock              // resolving other transactions' locks met on the way
+
+	// The store's side of the RPCs (kvrpcpb.ExecDetails), summed over them.
+	StoreWait      // queued on the store before processing (a stream worker, a coprocessor slot): TiDB's Wait_time
+	StoreProcess   // processing on the store (evaluation, engine reads): TiDB's Process_time
+	StoreReadIndex // the lease check or ReadIndex round that made a region readable
+	StoreCMWait    // waiting for in-flight async-commit / 1PC writes (the concurrency manager)
+	StoreKVRead    // reading Pebble (a part of StoreProcess)
+	StoreLatchWait // a write waiting for its keys' latches
+	RaftPropose    // a write's proposal waiting for raft to take it
+	RaftPersistLog // from raft taking it to the leader's log fsync
+	RaftCommitLog  // from raft taking it to a quorum storing it (the persist included)
+	RaftApply      // from commit to apply on the leader
 	NumStages
 )
 
-var names = [NumStages]string{"parse", "compile", "tso_wait", "kv_read", "lock_keys", "commit", "backoff", "resolve_lock"}
+// FirstStoreStage is the first of the store's stages; they run to NumStages.
+const FirstStoreStage = StoreWait
+
+var names = [NumStages]string{"parse", "compile", "tso_wait", "kv_read", "lock_keys", "commit", "backoff", "resolve_lock",
+	"store_wait", "store_process", "store_read_index", "store_cm_wait", "store_kv_read", "store_latch_wait",
+	"raft_propose", "raft_persist_log", "raft_commit_log", "raft_apply"}
 
 func (s Stage) String() string { return names[s] }
 

@@ -1312,6 +1312,315 @@ func (x *LockWaitTimeout) GetLockTs() uint64 {
 	return 0
 }
 
+// ExecDetails is the store's side of one request, as TiKV's ExecDetailsV2:
+// where the request's time went on the store. Every KV response that
+// carries it fills only what applies (a read has no write_detail). The
+// SQL node adds it to the statement's stages (kv/execdetails). Times are
+// wall-clock nanoseconds measured on the store; stages can overlap (a
+// Pebble read is inside processing) but each is counted once.
+type ExecDetails struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TimeDetail    *TimeDetail            `protobuf:"bytes,1,opt,name=time_detail,json=timeDetail,proto3" json:"time_detail,omitempty"`
+	ScanDetail    *ScanDetail            `protobuf:"bytes,2,opt,name=scan_detail,json=scanDetail,proto3" json:"scan_detail,omitempty"`
+	WriteDetail   *WriteDetail           `protobuf:"bytes,3,opt,name=write_detail,json=writeDetail,proto3" json:"write_detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecDetails) Reset() {
+	*x = ExecDetails{}
+	mi := &file_kvrpcpb_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecDetails) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecDetails) ProtoMessage() {}
+
+func (x *ExecDetails) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecDetails.ProtoReflect.Descriptor instead.
+func (*ExecDetails) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ExecDetails) GetTimeDetail() *TimeDetail {
+	if x != nil {
+		return x.TimeDetail
+	}
+	return nil
+}
+
+func (x *ExecDetails) GetScanDetail() *ScanDetail {
+	if x != nil {
+		return x.ScanDetail
+	}
+	return nil
+}
+
+func (x *ExecDetails) GetWriteDetail() *WriteDetail {
+	if x != nil {
+		return x.WriteDetail
+	}
+	return nil
+}
+
+// TimeDetail is TiKV's TimeDetailV2 plus the waits of a linearizable read.
+type TimeDetail struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Queued before the request was processed: a BatchCommands stream's
+	// worker queue, a coprocessor slot, a write's key latches.
+	WaitWallTimeNs uint64 `protobuf:"varint,1,opt,name=wait_wall_time_ns,json=waitWallTimeNs,proto3" json:"wait_wall_time_ns,omitempty"`
+	// Evaluating the request once it left the queue and the waits below:
+	// MVCC reads, Percolator checks, building the response.
+	ProcessWallTimeNs uint64 `protobuf:"varint,2,opt,name=process_wall_time_ns,json=processWallTimeNs,proto3" json:"process_wall_time_ns,omitempty"`
+	// Reading the engine (Pebble), a part of process_wall_time_ns.
+	KvReadWallTimeNs uint64 `protobuf:"varint,3,opt,name=kv_read_wall_time_ns,json=kvReadWallTimeNs,proto3" json:"kv_read_wall_time_ns,omitempty"`
+	// The whole request on the store, from its arrival to its answer.
+	TotalRpcWallTimeNs uint64 `protobuf:"varint,4,opt,name=total_rpc_wall_time_ns,json=totalRpcWallTimeNs,proto3" json:"total_rpc_wall_time_ns,omitempty"`
+	// The lease check or ReadIndex round (and the wait for the applied
+	// index) that made the region readable here.
+	ReadIndexWaitNs uint64 `protobuf:"varint,5,opt,name=read_index_wait_ns,json=readIndexWaitNs,proto3" json:"read_index_wait_ns,omitempty"`
+	// Waiting for in-flight async-commit / 1PC writes the read must see
+	// (store/concurrency).
+	ConcurrencyManagerWaitNs uint64 `protobuf:"varint,6,opt,name=concurrency_manager_wait_ns,json=concurrencyManagerWaitNs,proto3" json:"concurrency_manager_wait_ns,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
+}
+
+func (x *TimeDetail) Reset() {
+	*x = TimeDetail{}
+	mi := &file_kvrpcpb_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimeDetail) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimeDetail) ProtoMessage() {}
+
+func (x *TimeDetail) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimeDetail.ProtoReflect.Descriptor instead.
+func (*TimeDetail) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *TimeDetail) GetWaitWallTimeNs() uint64 {
+	if x != nil {
+		return x.WaitWallTimeNs
+	}
+	return 0
+}
+
+func (x *TimeDetail) GetProcessWallTimeNs() uint64 {
+	if x != nil {
+		return x.ProcessWallTimeNs
+	}
+	return 0
+}
+
+func (x *TimeDetail) GetKvReadWallTimeNs() uint64 {
+	if x != nil {
+		return x.KvReadWallTimeNs
+	}
+	return 0
+}
+
+func (x *TimeDetail) GetTotalRpcWallTimeNs() uint64 {
+	if x != nil {
+		return x.TotalRpcWallTimeNs
+	}
+	return 0
+}
+
+func (x *TimeDetail) GetReadIndexWaitNs() uint64 {
+	if x != nil {
+		return x.ReadIndexWaitNs
+	}
+	return 0
+}
+
+func (x *TimeDetail) GetConcurrencyManagerWaitNs() uint64 {
+	if x != nil {
+		return x.ConcurrencyManagerWaitNs
+	}
+	return 0
+}
+
+// ScanDetail counts the MVCC versions a read touched (TiKV's
+// ScanDetailV2).
+type ScanDetail struct {
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	ProcessedVersions     uint64                 `protobuf:"varint,1,opt,name=processed_versions,json=processedVersions,proto3" json:"processed_versions,omitempty"`               // versions returned (keys read)
+	ProcessedVersionsSize uint64                 `protobuf:"varint,2,opt,name=processed_versions_size,json=processedVersionsSize,proto3" json:"processed_versions_size,omitempty"` // their bytes (keys and values)
+	TotalVersions         uint64                 `protobuf:"varint,3,opt,name=total_versions,json=totalVersions,proto3" json:"total_versions,omitempty"`                           // versions and locks the reads stepped over
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *ScanDetail) Reset() {
+	*x = ScanDetail{}
+	mi := &file_kvrpcpb_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanDetail) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanDetail) ProtoMessage() {}
+
+func (x *ScanDetail) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanDetail.ProtoReflect.Descriptor instead.
+func (*ScanDetail) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ScanDetail) GetProcessedVersions() uint64 {
+	if x != nil {
+		return x.ProcessedVersions
+	}
+	return 0
+}
+
+func (x *ScanDetail) GetProcessedVersionsSize() uint64 {
+	if x != nil {
+		return x.ProcessedVersionsSize
+	}
+	return 0
+}
+
+func (x *ScanDetail) GetTotalVersions() uint64 {
+	if x != nil {
+		return x.TotalVersions
+	}
+	return 0
+}
+
+// WriteDetail is where a write's time went (TiKV's WriteDetail): the raft
+// round of its proposal, from the store's receipt of it to its apply here.
+type WriteDetail struct {
+	state                    protoimpl.MessageState `protogen:"open.v1"`
+	LatchWaitNanos           uint64                 `protobuf:"varint,1,opt,name=latch_wait_nanos,json=latchWaitNanos,proto3" json:"latch_wait_nanos,omitempty"`                                 // waiting for the keys' latches
+	ProposeSendWaitNanos     uint64                 `protobuf:"varint,2,opt,name=propose_send_wait_nanos,json=proposeSendWaitNanos,proto3" json:"propose_send_wait_nanos,omitempty"`             // from the proposal's arrival at raftstore to raft taking it
+	PersistLogNanos          uint64                 `protobuf:"varint,3,opt,name=persist_log_nanos,json=persistLogNanos,proto3" json:"persist_log_nanos,omitempty"`                              // from raft taking it to its entry being fsynced in the leader's log
+	CommitLogNanos           uint64                 `protobuf:"varint,4,opt,name=commit_log_nanos,json=commitLogNanos,proto3" json:"commit_log_nanos,omitempty"`                                 // from raft taking it to its entry being committed (a quorum stored it)
+	ApplyLogNanos            uint64                 `protobuf:"varint,5,opt,name=apply_log_nanos,json=applyLogNanos,proto3" json:"apply_log_nanos,omitempty"`                                    // from commit to apply here (the apply round and its answer)
+	PessimisticLockWaitNanos uint64                 `protobuf:"varint,6,opt,name=pessimistic_lock_wait_nanos,json=pessimisticLockWaitNanos,proto3" json:"pessimistic_lock_wait_nanos,omitempty"` // waiting for another transaction's lock
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
+}
+
+func (x *WriteDetail) Reset() {
+	*x = WriteDetail{}
+	mi := &file_kvrpcpb_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteDetail) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteDetail) ProtoMessage() {}
+
+func (x *WriteDetail) ProtoReflect() protoreflect.Message {
+	mi := &file_kvrpcpb_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteDetail.ProtoReflect.Descriptor instead.
+func (*WriteDetail) Descriptor() ([]byte, []int) {
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *WriteDetail) GetLatchWaitNanos() uint64 {
+	if x != nil {
+		return x.LatchWaitNanos
+	}
+	return 0
+}
+
+func (x *WriteDetail) GetProposeSendWaitNanos() uint64 {
+	if x != nil {
+		return x.ProposeSendWaitNanos
+	}
+	return 0
+}
+
+func (x *WriteDetail) GetPersistLogNanos() uint64 {
+	if x != nil {
+		return x.PersistLogNanos
+	}
+	return 0
+}
+
+func (x *WriteDetail) GetCommitLogNanos() uint64 {
+	if x != nil {
+		return x.CommitLogNanos
+	}
+	return 0
+}
+
+func (x *WriteDetail) GetApplyLogNanos() uint64 {
+	if x != nil {
+		return x.ApplyLogNanos
+	}
+	return 0
+}
+
+func (x *WriteDetail) GetPessimisticLockWaitNanos() uint64 {
+	if x != nil {
+		return x.PessimisticLockWaitNanos
+	}
+	return 0
+}
+
 // GetRequest reads the newest version of key with commit_ts <= version;
 // a lock of another transaction with lock_version <= version gives
 // KeyError.locked (not for RC). version = max uint64 reads the latest
@@ -1327,7 +1636,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[14]
+	mi := &file_kvrpcpb_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1648,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[14]
+	mi := &file_kvrpcpb_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1661,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{14}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetRequest) GetContext() *Context {
@@ -1382,13 +1691,14 @@ type GetResponse struct {
 	Error         *KeyError              `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
 	NotFound      bool                   `protobuf:"varint,4,opt,name=not_found,json=notFound,proto3" json:"not_found,omitempty"`
+	ExecDetails   *ExecDetails           `protobuf:"bytes,5,opt,name=exec_details,json=execDetails,proto3" json:"exec_details,omitempty"` // the store's side of the request (issue 29)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[15]
+	mi := &file_kvrpcpb_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1710,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[15]
+	mi := &file_kvrpcpb_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1723,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{15}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetResponse) GetRegionError() *errorpb.Error {
@@ -1444,6 +1754,13 @@ func (x *GetResponse) GetNotFound() bool {
 	return false
 }
 
+func (x *GetResponse) GetExecDetails() *ExecDetails {
+	if x != nil {
+		return x.ExecDetails
+	}
+	return nil
+}
+
 type BatchGetRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
@@ -1455,7 +1772,7 @@ type BatchGetRequest struct {
 
 func (x *BatchGetRequest) Reset() {
 	*x = BatchGetRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[16]
+	mi := &file_kvrpcpb_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1784,7 @@ func (x *BatchGetRequest) String() string {
 func (*BatchGetRequest) ProtoMessage() {}
 
 func (x *BatchGetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[16]
+	mi := &file_kvrpcpb_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1797,7 @@ func (x *BatchGetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchGetRequest.ProtoReflect.Descriptor instead.
 func (*BatchGetRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{16}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BatchGetRequest) GetContext() *Context {
@@ -1509,13 +1826,14 @@ type BatchGetResponse struct {
 	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
 	Pairs         []*KvPair              `protobuf:"bytes,2,rep,name=pairs,proto3" json:"pairs,omitempty"` // found keys; a pair with error is a lock
 	Error         *KeyError              `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	ExecDetails   *ExecDetails           `protobuf:"bytes,4,opt,name=exec_details,json=execDetails,proto3" json:"exec_details,omitempty"` // the store's side of the request (issue 29)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchGetResponse) Reset() {
 	*x = BatchGetResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[17]
+	mi := &file_kvrpcpb_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1527,7 +1845,7 @@ func (x *BatchGetResponse) String() string {
 func (*BatchGetResponse) ProtoMessage() {}
 
 func (x *BatchGetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[17]
+	mi := &file_kvrpcpb_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1540,7 +1858,7 @@ func (x *BatchGetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchGetResponse.ProtoReflect.Descriptor instead.
 func (*BatchGetResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{17}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BatchGetResponse) GetRegionError() *errorpb.Error {
@@ -1564,6 +1882,13 @@ func (x *BatchGetResponse) GetError() *KeyError {
 	return nil
 }
 
+func (x *BatchGetResponse) GetExecDetails() *ExecDetails {
+	if x != nil {
+		return x.ExecDetails
+	}
+	return nil
+}
+
 // ScanRequest reads keys in [start_key, end_key) at version, at most limit
 // pairs (0 = no limit). end_key empty means the region's end. A reverse
 // scan returns keys below end_key (the region's end when empty) down to
@@ -1583,7 +1908,7 @@ type ScanRequest struct {
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[18]
+	mi := &file_kvrpcpb_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1595,7 +1920,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[18]
+	mi := &file_kvrpcpb_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1608,7 +1933,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{18}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ScanRequest) GetContext() *Context {
@@ -1664,14 +1989,15 @@ type ScanResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
 	Pairs         []*KvPair              `protobuf:"bytes,2,rep,name=pairs,proto3" json:"pairs,omitempty"`
-	Error         *KeyError              `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"` // first lock met; pairs before it are valid
+	Error         *KeyError              `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`                                // first lock met; pairs before it are valid
+	ExecDetails   *ExecDetails           `protobuf:"bytes,4,opt,name=exec_details,json=execDetails,proto3" json:"exec_details,omitempty"` // the store's side of the request (issue 29)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[19]
+	mi := &file_kvrpcpb_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +2009,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[19]
+	mi := &file_kvrpcpb_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +2022,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{19}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ScanResponse) GetRegionError() *errorpb.Error {
@@ -1716,6 +2042,13 @@ func (x *ScanResponse) GetPairs() []*KvPair {
 func (x *ScanResponse) GetError() *KeyError {
 	if x != nil {
 		return x.Error
+	}
+	return nil
+}
+
+func (x *ScanResponse) GetExecDetails() *ExecDetails {
+	if x != nil {
+		return x.ExecDetails
 	}
 	return nil
 }
@@ -1742,7 +2075,7 @@ type PrewriteRequest struct {
 
 func (x *PrewriteRequest) Reset() {
 	*x = PrewriteRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[20]
+	mi := &file_kvrpcpb_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +2087,7 @@ func (x *PrewriteRequest) String() string {
 func (*PrewriteRequest) ProtoMessage() {}
 
 func (x *PrewriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[20]
+	mi := &file_kvrpcpb_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +2100,7 @@ func (x *PrewriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrewriteRequest.ProtoReflect.Descriptor instead.
 func (*PrewriteRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{20}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PrewriteRequest) GetContext() *Context {
@@ -1876,14 +2209,15 @@ type PrewriteResponse struct {
 	// (max of min_commit_ts and the store's max read ts + 1).
 	MinCommitTs uint64 `protobuf:"varint,3,opt,name=min_commit_ts,json=minCommitTs,proto3" json:"min_commit_ts,omitempty"`
 	// set when try_one_pc succeeded: committed at this ts.
-	OnePcCommitTs uint64 `protobuf:"varint,4,opt,name=one_pc_commit_ts,json=onePcCommitTs,proto3" json:"one_pc_commit_ts,omitempty"`
+	OnePcCommitTs uint64       `protobuf:"varint,4,opt,name=one_pc_commit_ts,json=onePcCommitTs,proto3" json:"one_pc_commit_ts,omitempty"`
+	ExecDetails   *ExecDetails `protobuf:"bytes,5,opt,name=exec_details,json=execDetails,proto3" json:"exec_details,omitempty"` // the store's side of the request (issue 29)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PrewriteResponse) Reset() {
 	*x = PrewriteResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[21]
+	mi := &file_kvrpcpb_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1895,7 +2229,7 @@ func (x *PrewriteResponse) String() string {
 func (*PrewriteResponse) ProtoMessage() {}
 
 func (x *PrewriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[21]
+	mi := &file_kvrpcpb_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1908,7 +2242,7 @@ func (x *PrewriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrewriteResponse.ProtoReflect.Descriptor instead.
 func (*PrewriteResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{21}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PrewriteResponse) GetRegionError() *errorpb.Error {
@@ -1939,6 +2273,13 @@ func (x *PrewriteResponse) GetOnePcCommitTs() uint64 {
 	return 0
 }
 
+func (x *PrewriteResponse) GetExecDetails() *ExecDetails {
+	if x != nil {
+		return x.ExecDetails
+	}
+	return nil
+}
+
 type CommitRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
@@ -1951,7 +2292,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[22]
+	mi := &file_kvrpcpb_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2304,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[22]
+	mi := &file_kvrpcpb_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2317,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{22}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CommitRequest) GetContext() *Context {
@@ -2012,13 +2353,14 @@ type CommitResponse struct {
 	RegionError   *errorpb.Error         `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
 	Error         *KeyError              `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	CommitVersion uint64                 `protobuf:"varint,3,opt,name=commit_version,json=commitVersion,proto3" json:"commit_version,omitempty"`
+	ExecDetails   *ExecDetails           `protobuf:"bytes,4,opt,name=exec_details,json=execDetails,proto3" json:"exec_details,omitempty"` // the store's side of the request (issue 29)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[23]
+	mi := &file_kvrpcpb_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2030,7 +2372,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[23]
+	mi := &file_kvrpcpb_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2043,7 +2385,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{23}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CommitResponse) GetRegionError() *errorpb.Error {
@@ -2067,6 +2409,13 @@ func (x *CommitResponse) GetCommitVersion() uint64 {
 	return 0
 }
 
+func (x *CommitResponse) GetExecDetails() *ExecDetails {
+	if x != nil {
+		return x.ExecDetails
+	}
+	return nil
+}
+
 type BatchRollbackRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
@@ -2078,7 +2427,7 @@ type BatchRollbackRequest struct {
 
 func (x *BatchRollbackRequest) Reset() {
 	*x = BatchRollbackRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[24]
+	mi := &file_kvrpcpb_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2090,7 +2439,7 @@ func (x *BatchRollbackRequest) String() string {
 func (*BatchRollbackRequest) ProtoMessage() {}
 
 func (x *BatchRollbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[24]
+	mi := &file_kvrpcpb_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2103,7 +2452,7 @@ func (x *BatchRollbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRollbackRequest.ProtoReflect.Descriptor instead.
 func (*BatchRollbackRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{24}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BatchRollbackRequest) GetContext() *Context {
@@ -2137,7 +2486,7 @@ type BatchRollbackResponse struct {
 
 func (x *BatchRollbackResponse) Reset() {
 	*x = BatchRollbackResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[25]
+	mi := &file_kvrpcpb_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2149,7 +2498,7 @@ func (x *BatchRollbackResponse) String() string {
 func (*BatchRollbackResponse) ProtoMessage() {}
 
 func (x *BatchRollbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[25]
+	mi := &file_kvrpcpb_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2162,7 +2511,7 @@ func (x *BatchRollbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRollbackResponse.ProtoReflect.Descriptor instead.
 func (*BatchRollbackResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{25}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BatchRollbackResponse) GetRegionError() *errorpb.Error {
@@ -2193,7 +2542,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[26]
+	mi := &file_kvrpcpb_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2205,7 +2554,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[26]
+	mi := &file_kvrpcpb_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2218,7 +2567,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{26}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CleanupRequest) GetContext() *Context {
@@ -2260,7 +2609,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[27]
+	mi := &file_kvrpcpb_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2272,7 +2621,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[27]
+	mi := &file_kvrpcpb_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2285,7 +2634,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{27}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CleanupResponse) GetRegionError() *errorpb.Error {
@@ -2328,7 +2677,7 @@ type CheckTxnStatusRequest struct {
 
 func (x *CheckTxnStatusRequest) Reset() {
 	*x = CheckTxnStatusRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[28]
+	mi := &file_kvrpcpb_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2340,7 +2689,7 @@ func (x *CheckTxnStatusRequest) String() string {
 func (*CheckTxnStatusRequest) ProtoMessage() {}
 
 func (x *CheckTxnStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[28]
+	mi := &file_kvrpcpb_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2353,7 +2702,7 @@ func (x *CheckTxnStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckTxnStatusRequest.ProtoReflect.Descriptor instead.
 func (*CheckTxnStatusRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{28}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CheckTxnStatusRequest) GetContext() *Context {
@@ -2426,7 +2775,7 @@ type CheckTxnStatusResponse struct {
 
 func (x *CheckTxnStatusResponse) Reset() {
 	*x = CheckTxnStatusResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[29]
+	mi := &file_kvrpcpb_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +2787,7 @@ func (x *CheckTxnStatusResponse) String() string {
 func (*CheckTxnStatusResponse) ProtoMessage() {}
 
 func (x *CheckTxnStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[29]
+	mi := &file_kvrpcpb_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +2800,7 @@ func (x *CheckTxnStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckTxnStatusResponse.ProtoReflect.Descriptor instead.
 func (*CheckTxnStatusResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{29}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CheckTxnStatusResponse) GetRegionError() *errorpb.Error {
@@ -2507,7 +2856,7 @@ type CheckSecondaryLocksRequest struct {
 
 func (x *CheckSecondaryLocksRequest) Reset() {
 	*x = CheckSecondaryLocksRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[30]
+	mi := &file_kvrpcpb_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2519,7 +2868,7 @@ func (x *CheckSecondaryLocksRequest) String() string {
 func (*CheckSecondaryLocksRequest) ProtoMessage() {}
 
 func (x *CheckSecondaryLocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[30]
+	mi := &file_kvrpcpb_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2532,7 +2881,7 @@ func (x *CheckSecondaryLocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckSecondaryLocksRequest.ProtoReflect.Descriptor instead.
 func (*CheckSecondaryLocksRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{30}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CheckSecondaryLocksRequest) GetContext() *Context {
@@ -2568,7 +2917,7 @@ type CheckSecondaryLocksResponse struct {
 
 func (x *CheckSecondaryLocksResponse) Reset() {
 	*x = CheckSecondaryLocksResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[31]
+	mi := &file_kvrpcpb_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2580,7 +2929,7 @@ func (x *CheckSecondaryLocksResponse) String() string {
 func (*CheckSecondaryLocksResponse) ProtoMessage() {}
 
 func (x *CheckSecondaryLocksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[31]
+	mi := &file_kvrpcpb_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2593,7 +2942,7 @@ func (x *CheckSecondaryLocksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckSecondaryLocksResponse.ProtoReflect.Descriptor instead.
 func (*CheckSecondaryLocksResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{31}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CheckSecondaryLocksResponse) GetRegionError() *errorpb.Error {
@@ -2634,7 +2983,7 @@ type TxnInfo struct {
 
 func (x *TxnInfo) Reset() {
 	*x = TxnInfo{}
-	mi := &file_kvrpcpb_proto_msgTypes[32]
+	mi := &file_kvrpcpb_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2646,7 +2995,7 @@ func (x *TxnInfo) String() string {
 func (*TxnInfo) ProtoMessage() {}
 
 func (x *TxnInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[32]
+	mi := &file_kvrpcpb_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2659,7 +3008,7 @@ func (x *TxnInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnInfo.ProtoReflect.Descriptor instead.
 func (*TxnInfo) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{32}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TxnInfo) GetTxn() uint64 {
@@ -2691,7 +3040,7 @@ type ResolveLockRequest struct {
 
 func (x *ResolveLockRequest) Reset() {
 	*x = ResolveLockRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[33]
+	mi := &file_kvrpcpb_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2703,7 +3052,7 @@ func (x *ResolveLockRequest) String() string {
 func (*ResolveLockRequest) ProtoMessage() {}
 
 func (x *ResolveLockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[33]
+	mi := &file_kvrpcpb_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2716,7 +3065,7 @@ func (x *ResolveLockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveLockRequest.ProtoReflect.Descriptor instead.
 func (*ResolveLockRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{33}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ResolveLockRequest) GetContext() *Context {
@@ -2764,7 +3113,7 @@ type ResolveLockResponse struct {
 
 func (x *ResolveLockResponse) Reset() {
 	*x = ResolveLockResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[34]
+	mi := &file_kvrpcpb_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2776,7 +3125,7 @@ func (x *ResolveLockResponse) String() string {
 func (*ResolveLockResponse) ProtoMessage() {}
 
 func (x *ResolveLockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[34]
+	mi := &file_kvrpcpb_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2789,7 +3138,7 @@ func (x *ResolveLockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveLockResponse.ProtoReflect.Descriptor instead.
 func (*ResolveLockResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{34}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ResolveLockResponse) GetRegionError() *errorpb.Error {
@@ -2818,7 +3167,7 @@ type TxnHeartBeatRequest struct {
 
 func (x *TxnHeartBeatRequest) Reset() {
 	*x = TxnHeartBeatRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[35]
+	mi := &file_kvrpcpb_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2830,7 +3179,7 @@ func (x *TxnHeartBeatRequest) String() string {
 func (*TxnHeartBeatRequest) ProtoMessage() {}
 
 func (x *TxnHeartBeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[35]
+	mi := &file_kvrpcpb_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2843,7 +3192,7 @@ func (x *TxnHeartBeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnHeartBeatRequest.ProtoReflect.Descriptor instead.
 func (*TxnHeartBeatRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{35}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TxnHeartBeatRequest) GetContext() *Context {
@@ -2885,7 +3234,7 @@ type TxnHeartBeatResponse struct {
 
 func (x *TxnHeartBeatResponse) Reset() {
 	*x = TxnHeartBeatResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[36]
+	mi := &file_kvrpcpb_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2897,7 +3246,7 @@ func (x *TxnHeartBeatResponse) String() string {
 func (*TxnHeartBeatResponse) ProtoMessage() {}
 
 func (x *TxnHeartBeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[36]
+	mi := &file_kvrpcpb_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2910,7 +3259,7 @@ func (x *TxnHeartBeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnHeartBeatResponse.ProtoReflect.Descriptor instead.
 func (*TxnHeartBeatResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{36}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *TxnHeartBeatResponse) GetRegionError() *errorpb.Error {
@@ -2956,7 +3305,7 @@ type PessimisticLockRequest struct {
 
 func (x *PessimisticLockRequest) Reset() {
 	*x = PessimisticLockRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[37]
+	mi := &file_kvrpcpb_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2968,7 +3317,7 @@ func (x *PessimisticLockRequest) String() string {
 func (*PessimisticLockRequest) ProtoMessage() {}
 
 func (x *PessimisticLockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[37]
+	mi := &file_kvrpcpb_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2981,7 +3330,7 @@ func (x *PessimisticLockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PessimisticLockRequest.ProtoReflect.Descriptor instead.
 func (*PessimisticLockRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{37}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PessimisticLockRequest) GetContext() *Context {
@@ -3074,13 +3423,14 @@ type PessimisticLockResponse struct {
 	Errors        []*KeyError            `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
 	Values        [][]byte               `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`                                // return_values, one per mutation
 	NotFounds     []bool                 `protobuf:"varint,4,rep,packed,name=not_founds,json=notFounds,proto3" json:"not_founds,omitempty"` // return_values / check_existence
+	ExecDetails   *ExecDetails           `protobuf:"bytes,5,opt,name=exec_details,json=execDetails,proto3" json:"exec_details,omitempty"`   // the store's side of the request (issue 29)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PessimisticLockResponse) Reset() {
 	*x = PessimisticLockResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[38]
+	mi := &file_kvrpcpb_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3092,7 +3442,7 @@ func (x *PessimisticLockResponse) String() string {
 func (*PessimisticLockResponse) ProtoMessage() {}
 
 func (x *PessimisticLockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[38]
+	mi := &file_kvrpcpb_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3105,7 +3455,7 @@ func (x *PessimisticLockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PessimisticLockResponse.ProtoReflect.Descriptor instead.
 func (*PessimisticLockResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{38}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PessimisticLockResponse) GetRegionError() *errorpb.Error {
@@ -3136,6 +3486,13 @@ func (x *PessimisticLockResponse) GetNotFounds() []bool {
 	return nil
 }
 
+func (x *PessimisticLockResponse) GetExecDetails() *ExecDetails {
+	if x != nil {
+		return x.ExecDetails
+	}
+	return nil
+}
+
 type PessimisticRollbackRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
@@ -3148,7 +3505,7 @@ type PessimisticRollbackRequest struct {
 
 func (x *PessimisticRollbackRequest) Reset() {
 	*x = PessimisticRollbackRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[39]
+	mi := &file_kvrpcpb_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3160,7 +3517,7 @@ func (x *PessimisticRollbackRequest) String() string {
 func (*PessimisticRollbackRequest) ProtoMessage() {}
 
 func (x *PessimisticRollbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[39]
+	mi := &file_kvrpcpb_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3173,7 +3530,7 @@ func (x *PessimisticRollbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PessimisticRollbackRequest.ProtoReflect.Descriptor instead.
 func (*PessimisticRollbackRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{39}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PessimisticRollbackRequest) GetContext() *Context {
@@ -3214,7 +3571,7 @@ type PessimisticRollbackResponse struct {
 
 func (x *PessimisticRollbackResponse) Reset() {
 	*x = PessimisticRollbackResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[40]
+	mi := &file_kvrpcpb_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3226,7 +3583,7 @@ func (x *PessimisticRollbackResponse) String() string {
 func (*PessimisticRollbackResponse) ProtoMessage() {}
 
 func (x *PessimisticRollbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[40]
+	mi := &file_kvrpcpb_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3239,7 +3596,7 @@ func (x *PessimisticRollbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PessimisticRollbackResponse.ProtoReflect.Descriptor instead.
 func (*PessimisticRollbackResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{40}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PessimisticRollbackResponse) GetRegionError() *errorpb.Error {
@@ -3270,7 +3627,7 @@ type ScanLockRequest struct {
 
 func (x *ScanLockRequest) Reset() {
 	*x = ScanLockRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[41]
+	mi := &file_kvrpcpb_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3282,7 +3639,7 @@ func (x *ScanLockRequest) String() string {
 func (*ScanLockRequest) ProtoMessage() {}
 
 func (x *ScanLockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[41]
+	mi := &file_kvrpcpb_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3295,7 +3652,7 @@ func (x *ScanLockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanLockRequest.ProtoReflect.Descriptor instead.
 func (*ScanLockRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{41}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ScanLockRequest) GetContext() *Context {
@@ -3344,7 +3701,7 @@ type ScanLockResponse struct {
 
 func (x *ScanLockResponse) Reset() {
 	*x = ScanLockResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[42]
+	mi := &file_kvrpcpb_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3356,7 +3713,7 @@ func (x *ScanLockResponse) String() string {
 func (*ScanLockResponse) ProtoMessage() {}
 
 func (x *ScanLockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[42]
+	mi := &file_kvrpcpb_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3369,7 +3726,7 @@ func (x *ScanLockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanLockResponse.ProtoReflect.Descriptor instead.
 func (*ScanLockResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{42}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ScanLockResponse) GetRegionError() *errorpb.Error {
@@ -3413,7 +3770,7 @@ type DeleteRangeRequest struct {
 
 func (x *DeleteRangeRequest) Reset() {
 	*x = DeleteRangeRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[43]
+	mi := &file_kvrpcpb_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3425,7 +3782,7 @@ func (x *DeleteRangeRequest) String() string {
 func (*DeleteRangeRequest) ProtoMessage() {}
 
 func (x *DeleteRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[43]
+	mi := &file_kvrpcpb_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3438,7 +3795,7 @@ func (x *DeleteRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRangeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRangeRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{43}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DeleteRangeRequest) GetContext() *Context {
@@ -3483,7 +3840,7 @@ type DeleteRangeResponse struct {
 
 func (x *DeleteRangeResponse) Reset() {
 	*x = DeleteRangeResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[44]
+	mi := &file_kvrpcpb_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3495,7 +3852,7 @@ func (x *DeleteRangeResponse) String() string {
 func (*DeleteRangeResponse) ProtoMessage() {}
 
 func (x *DeleteRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[44]
+	mi := &file_kvrpcpb_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3508,7 +3865,7 @@ func (x *DeleteRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRangeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteRangeResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{44}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DeleteRangeResponse) GetRegionError() *errorpb.Error {
@@ -3559,7 +3916,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[45]
+	mi := &file_kvrpcpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3571,7 +3928,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[45]
+	mi := &file_kvrpcpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3584,7 +3941,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{45}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ExportRequest) GetContext() *Context {
@@ -3655,7 +4012,7 @@ type ExportResponse struct {
 
 func (x *ExportResponse) Reset() {
 	*x = ExportResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[46]
+	mi := &file_kvrpcpb_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3667,7 +4024,7 @@ func (x *ExportResponse) String() string {
 func (*ExportResponse) ProtoMessage() {}
 
 func (x *ExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[46]
+	mi := &file_kvrpcpb_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3680,7 +4037,7 @@ func (x *ExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
 func (*ExportResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{46}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ExportResponse) GetRegionError() *errorpb.Error {
@@ -3776,7 +4133,7 @@ type IngestRequest struct {
 
 func (x *IngestRequest) Reset() {
 	*x = IngestRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[47]
+	mi := &file_kvrpcpb_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3788,7 +4145,7 @@ func (x *IngestRequest) String() string {
 func (*IngestRequest) ProtoMessage() {}
 
 func (x *IngestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[47]
+	mi := &file_kvrpcpb_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3801,7 +4158,7 @@ func (x *IngestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestRequest.ProtoReflect.Descriptor instead.
 func (*IngestRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{47}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *IngestRequest) GetContext() *Context {
@@ -3858,7 +4215,7 @@ type IngestResponse struct {
 
 func (x *IngestResponse) Reset() {
 	*x = IngestResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[48]
+	mi := &file_kvrpcpb_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3870,7 +4227,7 @@ func (x *IngestResponse) String() string {
 func (*IngestResponse) ProtoMessage() {}
 
 func (x *IngestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[48]
+	mi := &file_kvrpcpb_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3883,7 +4240,7 @@ func (x *IngestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestResponse.ProtoReflect.Descriptor instead.
 func (*IngestResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{48}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *IngestResponse) GetRegionError() *errorpb.Error {
@@ -3924,7 +4281,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_kvrpcpb_proto_msgTypes[49]
+	mi := &file_kvrpcpb_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3936,7 +4293,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[49]
+	mi := &file_kvrpcpb_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3949,7 +4306,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{49}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *KeyRange) GetStart() []byte {
@@ -3988,7 +4345,7 @@ type CoprocessorRequest struct {
 
 func (x *CoprocessorRequest) Reset() {
 	*x = CoprocessorRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[50]
+	mi := &file_kvrpcpb_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4000,7 +4357,7 @@ func (x *CoprocessorRequest) String() string {
 func (*CoprocessorRequest) ProtoMessage() {}
 
 func (x *CoprocessorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[50]
+	mi := &file_kvrpcpb_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4013,7 +4370,7 @@ func (x *CoprocessorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoprocessorRequest.ProtoReflect.Descriptor instead.
 func (*CoprocessorRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{50}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CoprocessorRequest) GetContext() *Context {
@@ -4064,7 +4421,7 @@ type StoreBatchTask struct {
 
 func (x *StoreBatchTask) Reset() {
 	*x = StoreBatchTask{}
-	mi := &file_kvrpcpb_proto_msgTypes[51]
+	mi := &file_kvrpcpb_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4076,7 +4433,7 @@ func (x *StoreBatchTask) String() string {
 func (*StoreBatchTask) ProtoMessage() {}
 
 func (x *StoreBatchTask) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[51]
+	mi := &file_kvrpcpb_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4089,7 +4446,7 @@ func (x *StoreBatchTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchTask.ProtoReflect.Descriptor instead.
 func (*StoreBatchTask) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{51}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *StoreBatchTask) GetRegionId() uint64 {
@@ -4134,7 +4491,7 @@ type StoreBatchTaskResponse struct {
 
 func (x *StoreBatchTaskResponse) Reset() {
 	*x = StoreBatchTaskResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[52]
+	mi := &file_kvrpcpb_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4146,7 +4503,7 @@ func (x *StoreBatchTaskResponse) String() string {
 func (*StoreBatchTaskResponse) ProtoMessage() {}
 
 func (x *StoreBatchTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[52]
+	mi := &file_kvrpcpb_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4159,7 +4516,7 @@ func (x *StoreBatchTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchTaskResponse.ProtoReflect.Descriptor instead.
 func (*StoreBatchTaskResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{52}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *StoreBatchTaskResponse) GetRegionError() *errorpb.Error {
@@ -4197,13 +4554,14 @@ type CoprocessorResponse struct {
 	OtherError     string                    `protobuf:"bytes,3,opt,name=other_error,json=otherError,proto3" json:"other_error,omitempty"`
 	Data           []byte                    `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`                                           // coprocessorpb.SelectResponse, marshalled
 	BatchResponses []*StoreBatchTaskResponse `protobuf:"bytes,5,rep,name=batch_responses,json=batchResponses,proto3" json:"batch_responses,omitempty"` // one per request task
+	ExecDetails    *ExecDetails              `protobuf:"bytes,6,opt,name=exec_details,json=execDetails,proto3" json:"exec_details,omitempty"`          // the store's side of the request (issue 29)
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CoprocessorResponse) Reset() {
 	*x = CoprocessorResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[53]
+	mi := &file_kvrpcpb_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4215,7 +4573,7 @@ func (x *CoprocessorResponse) String() string {
 func (*CoprocessorResponse) ProtoMessage() {}
 
 func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[53]
+	mi := &file_kvrpcpb_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4228,7 +4586,7 @@ func (x *CoprocessorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoprocessorResponse.ProtoReflect.Descriptor instead.
 func (*CoprocessorResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{53}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *CoprocessorResponse) GetRegionError() *errorpb.Error {
@@ -4266,6 +4624,13 @@ func (x *CoprocessorResponse) GetBatchResponses() []*StoreBatchTaskResponse {
 	return nil
 }
 
+func (x *CoprocessorResponse) GetExecDetails() *ExecDetails {
+	if x != nil {
+		return x.ExecDetails
+	}
+	return nil
+}
+
 type SplitRegionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
@@ -4276,7 +4641,7 @@ type SplitRegionRequest struct {
 
 func (x *SplitRegionRequest) Reset() {
 	*x = SplitRegionRequest{}
-	mi := &file_kvrpcpb_proto_msgTypes[54]
+	mi := &file_kvrpcpb_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4288,7 +4653,7 @@ func (x *SplitRegionRequest) String() string {
 func (*SplitRegionRequest) ProtoMessage() {}
 
 func (x *SplitRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[54]
+	mi := &file_kvrpcpb_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4301,7 +4666,7 @@ func (x *SplitRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRegionRequest.ProtoReflect.Descriptor instead.
 func (*SplitRegionRequest) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{54}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *SplitRegionRequest) GetContext() *Context {
@@ -4330,7 +4695,7 @@ type SplitRegionResponse struct {
 
 func (x *SplitRegionResponse) Reset() {
 	*x = SplitRegionResponse{}
-	mi := &file_kvrpcpb_proto_msgTypes[55]
+	mi := &file_kvrpcpb_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4342,7 +4707,7 @@ func (x *SplitRegionResponse) String() string {
 func (*SplitRegionResponse) ProtoMessage() {}
 
 func (x *SplitRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvrpcpb_proto_msgTypes[55]
+	mi := &file_kvrpcpb_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4355,7 +4720,7 @@ func (x *SplitRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRegionResponse.ProtoReflect.Descriptor instead.
 func (*SplitRegionResponse) Descriptor() ([]byte, []int) {
-	return file_kvrpcpb_proto_rawDescGZIP(), []int{55}
+	return file_kvrpcpb_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SplitRegionResponse) GetRegionError() *errorpb.Error {
@@ -4470,25 +4835,53 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\rmin_commit_ts\x18\x04 \x01(\x04R\vminCommitTs\"<\n" +
 	"\x0fLockWaitTimeout\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x17\n" +
-	"\alock_ts\x18\x02 \x01(\x04R\x06lockTs\"d\n" +
+	"\alock_ts\x18\x02 \x01(\x04R\x06lockTs\"\xb2\x01\n" +
+	"\vExecDetails\x124\n" +
+	"\vtime_detail\x18\x01 \x01(\v2\x13.kvrpcpb.TimeDetailR\n" +
+	"timeDetail\x124\n" +
+	"\vscan_detail\x18\x02 \x01(\v2\x13.kvrpcpb.ScanDetailR\n" +
+	"scanDetail\x127\n" +
+	"\fwrite_detail\x18\x03 \x01(\v2\x14.kvrpcpb.WriteDetailR\vwriteDetail\"\xb8\x02\n" +
+	"\n" +
+	"TimeDetail\x12)\n" +
+	"\x11wait_wall_time_ns\x18\x01 \x01(\x04R\x0ewaitWallTimeNs\x12/\n" +
+	"\x14process_wall_time_ns\x18\x02 \x01(\x04R\x11processWallTimeNs\x12.\n" +
+	"\x14kv_read_wall_time_ns\x18\x03 \x01(\x04R\x10kvReadWallTimeNs\x122\n" +
+	"\x16total_rpc_wall_time_ns\x18\x04 \x01(\x04R\x12totalRpcWallTimeNs\x12+\n" +
+	"\x12read_index_wait_ns\x18\x05 \x01(\x04R\x0freadIndexWaitNs\x12=\n" +
+	"\x1bconcurrency_manager_wait_ns\x18\x06 \x01(\x04R\x18concurrencyManagerWaitNs\"\x9a\x01\n" +
+	"\n" +
+	"ScanDetail\x12-\n" +
+	"\x12processed_versions\x18\x01 \x01(\x04R\x11processedVersions\x126\n" +
+	"\x17processed_versions_size\x18\x02 \x01(\x04R\x15processedVersionsSize\x12%\n" +
+	"\x0etotal_versions\x18\x03 \x01(\x04R\rtotalVersions\"\xab\x02\n" +
+	"\vWriteDetail\x12(\n" +
+	"\x10latch_wait_nanos\x18\x01 \x01(\x04R\x0elatchWaitNanos\x125\n" +
+	"\x17propose_send_wait_nanos\x18\x02 \x01(\x04R\x14proposeSendWaitNanos\x12*\n" +
+	"\x11persist_log_nanos\x18\x03 \x01(\x04R\x0fpersistLogNanos\x12(\n" +
+	"\x10commit_log_nanos\x18\x04 \x01(\x04R\x0ecommitLogNanos\x12&\n" +
+	"\x0fapply_log_nanos\x18\x05 \x01(\x04R\rapplyLogNanos\x12=\n" +
+	"\x1bpessimistic_lock_wait_nanos\x18\x06 \x01(\x04R\x18pessimisticLockWaitNanos\"d\n" +
 	"\n" +
 	"GetRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x18\n" +
-	"\aversion\x18\x03 \x01(\x04R\aversion\"\x9c\x01\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\"\xd5\x01\n" +
 	"\vGetResponse\x121\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
 	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x12\x14\n" +
 	"\x05value\x18\x03 \x01(\fR\x05value\x12\x1b\n" +
-	"\tnot_found\x18\x04 \x01(\bR\bnotFound\"k\n" +
+	"\tnot_found\x18\x04 \x01(\bR\bnotFound\x127\n" +
+	"\fexec_details\x18\x05 \x01(\v2\x14.kvrpcpb.ExecDetailsR\vexecDetails\"k\n" +
 	"\x0fBatchGetRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x12\n" +
 	"\x04keys\x18\x02 \x03(\fR\x04keys\x12\x18\n" +
-	"\aversion\x18\x03 \x01(\x04R\aversion\"\x95\x01\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\"\xce\x01\n" +
 	"\x10BatchGetResponse\x121\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12%\n" +
 	"\x05pairs\x18\x02 \x03(\v2\x0f.kvrpcpb.KvPairR\x05pairs\x12'\n" +
-	"\x05error\x18\x03 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\"\xd4\x01\n" +
+	"\x05error\x18\x03 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x127\n" +
+	"\fexec_details\x18\x04 \x01(\v2\x14.kvrpcpb.ExecDetailsR\vexecDetails\"\xd4\x01\n" +
 	"\vScanRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x1b\n" +
 	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
@@ -4496,11 +4889,12 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x18\n" +
 	"\aversion\x18\x05 \x01(\x04R\aversion\x12\x19\n" +
 	"\bkey_only\x18\x06 \x01(\bR\akeyOnly\x12\x18\n" +
-	"\areverse\x18\a \x01(\bR\areverse\"\x91\x01\n" +
+	"\areverse\x18\a \x01(\bR\areverse\"\xca\x01\n" +
 	"\fScanResponse\x121\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12%\n" +
 	"\x05pairs\x18\x02 \x03(\v2\x0f.kvrpcpb.KvPairR\x05pairs\x12'\n" +
-	"\x05error\x18\x03 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\"\xc3\x04\n" +
+	"\x05error\x18\x03 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x127\n" +
+	"\fexec_details\x18\x04 \x01(\v2\x14.kvrpcpb.ExecDetailsR\vexecDetails\"\xc3\x04\n" +
 	"\x0fPrewriteRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12/\n" +
 	"\tmutations\x18\x02 \x03(\v2\x11.kvrpcpb.MutationR\tmutations\x12!\n" +
@@ -4517,21 +4911,23 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\vsecondaries\x18\f \x03(\fR\vsecondaries\x12\x1c\n" +
 	"\n" +
 	"try_one_pc\x18\r \x01(\bR\btryOnePc\x12\"\n" +
-	"\rmax_commit_ts\x18\x0e \x01(\x04R\vmaxCommitTs\"\xbd\x01\n" +
+	"\rmax_commit_ts\x18\x0e \x01(\x04R\vmaxCommitTs\"\xf6\x01\n" +
 	"\x10PrewriteResponse\x121\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12)\n" +
 	"\x06errors\x18\x02 \x03(\v2\x11.kvrpcpb.KeyErrorR\x06errors\x12\"\n" +
 	"\rmin_commit_ts\x18\x03 \x01(\x04R\vminCommitTs\x12'\n" +
-	"\x10one_pc_commit_ts\x18\x04 \x01(\x04R\ronePcCommitTs\"\x9b\x01\n" +
+	"\x10one_pc_commit_ts\x18\x04 \x01(\x04R\ronePcCommitTs\x127\n" +
+	"\fexec_details\x18\x05 \x01(\v2\x14.kvrpcpb.ExecDetailsR\vexecDetails\"\x9b\x01\n" +
 	"\rCommitRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12#\n" +
 	"\rstart_version\x18\x02 \x01(\x04R\fstartVersion\x12\x12\n" +
 	"\x04keys\x18\x03 \x03(\fR\x04keys\x12%\n" +
-	"\x0ecommit_version\x18\x04 \x01(\x04R\rcommitVersion\"\x93\x01\n" +
+	"\x0ecommit_version\x18\x04 \x01(\x04R\rcommitVersion\"\xcc\x01\n" +
 	"\x0eCommitResponse\x121\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12'\n" +
 	"\x05error\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x05error\x12%\n" +
-	"\x0ecommit_version\x18\x03 \x01(\x04R\rcommitVersion\"{\n" +
+	"\x0ecommit_version\x18\x03 \x01(\x04R\rcommitVersion\x127\n" +
+	"\fexec_details\x18\x04 \x01(\v2\x14.kvrpcpb.ExecDetailsR\vexecDetails\"{\n" +
 	"\x14BatchRollbackRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12#\n" +
 	"\rstart_version\x18\x02 \x01(\x04R\fstartVersion\x12\x12\n" +
@@ -4610,13 +5006,14 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\rmin_commit_ts\x18\n" +
 	" \x01(\x04R\vminCommitTs\x12'\n" +
 	"\x0fcheck_existence\x18\v \x01(\bR\x0echeckExistence\x12-\n" +
-	"\x13lock_only_if_exists\x18\f \x01(\bR\x10lockOnlyIfExists\"\xae\x01\n" +
+	"\x13lock_only_if_exists\x18\f \x01(\bR\x10lockOnlyIfExists\"\xe7\x01\n" +
 	"\x17PessimisticLockResponse\x121\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12)\n" +
 	"\x06errors\x18\x02 \x03(\v2\x11.kvrpcpb.KeyErrorR\x06errors\x12\x16\n" +
 	"\x06values\x18\x03 \x03(\fR\x06values\x12\x1d\n" +
 	"\n" +
-	"not_founds\x18\x04 \x03(\bR\tnotFounds\"\xa5\x01\n" +
+	"not_founds\x18\x04 \x03(\bR\tnotFounds\x127\n" +
+	"\fexec_details\x18\x05 \x01(\v2\x14.kvrpcpb.ExecDetailsR\vexecDetails\"\xa5\x01\n" +
 	"\x1aPessimisticRollbackRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12#\n" +
 	"\rstart_version\x18\x02 \x01(\x04R\fstartVersion\x12\"\n" +
@@ -4697,14 +5094,15 @@ const file_kvrpcpb_proto_rawDesc = "" +
 	"\x06locked\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x06locked\x12\x1f\n" +
 	"\vother_error\x18\x03 \x01(\tR\n" +
 	"otherError\x12\x12\n" +
-	"\x04data\x18\x04 \x01(\fR\x04data\"\xf2\x01\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\"\xab\x02\n" +
 	"\x13CoprocessorResponse\x121\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x0e.errorpb.ErrorR\vregionError\x12)\n" +
 	"\x06locked\x18\x02 \x01(\v2\x11.kvrpcpb.KeyErrorR\x06locked\x12\x1f\n" +
 	"\vother_error\x18\x03 \x01(\tR\n" +
 	"otherError\x12\x12\n" +
 	"\x04data\x18\x04 \x01(\fR\x04data\x12H\n" +
-	"\x0fbatch_responses\x18\x05 \x03(\v2\x1f.kvrpcpb.StoreBatchTaskResponseR\x0ebatchResponses\"_\n" +
+	"\x0fbatch_responses\x18\x05 \x03(\v2\x1f.kvrpcpb.StoreBatchTaskResponseR\x0ebatchResponses\x127\n" +
+	"\fexec_details\x18\x06 \x01(\v2\x14.kvrpcpb.ExecDetailsR\vexecDetails\"_\n" +
 	"\x12SplitRegionRequest\x12*\n" +
 	"\acontext\x18\x01 \x01(\v2\x10.kvrpcpb.ContextR\acontext\x12\x1d\n" +
 	"\n" +
@@ -4749,7 +5147,7 @@ func file_kvrpcpb_proto_rawDescGZIP() []byte {
 }
 
 var file_kvrpcpb_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_kvrpcpb_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_kvrpcpb_proto_goTypes = []any{
 	(IsolationLevel)(0),                 // 0: kvrpcpb.IsolationLevel
 	(Op)(0),                             // 1: kvrpcpb.Op
@@ -4770,149 +5168,163 @@ var file_kvrpcpb_proto_goTypes = []any{
 	(*TxnLockNotFound)(nil),             // 16: kvrpcpb.TxnLockNotFound
 	(*CommitTsExpired)(nil),             // 17: kvrpcpb.CommitTsExpired
 	(*LockWaitTimeout)(nil),             // 18: kvrpcpb.LockWaitTimeout
-	(*GetRequest)(nil),                  // 19: kvrpcpb.GetRequest
-	(*GetResponse)(nil),                 // 20: kvrpcpb.GetResponse
-	(*BatchGetRequest)(nil),             // 21: kvrpcpb.BatchGetRequest
-	(*BatchGetResponse)(nil),            // 22: kvrpcpb.BatchGetResponse
-	(*ScanRequest)(nil),                 // 23: kvrpcpb.ScanRequest
-	(*ScanResponse)(nil),                // 24: kvrpcpb.ScanResponse
-	(*PrewriteRequest)(nil),             // 25: kvrpcpb.PrewriteRequest
-	(*PrewriteResponse)(nil),            // 26: kvrpcpb.PrewriteResponse
-	(*CommitRequest)(nil),               // 27: kvrpcpb.CommitRequest
-	(*CommitResponse)(nil),              // 28: kvrpcpb.CommitResponse
-	(*BatchRollbackRequest)(nil),        // 29: kvrpcpb.BatchRollbackRequest
-	(*BatchRollbackResponse)(nil),       // 30: kvrpcpb.BatchRollbackResponse
-	(*CleanupRequest)(nil),              // 31: kvrpcpb.CleanupRequest
-	(*CleanupResponse)(nil),             // 32: kvrpcpb.CleanupResponse
-	(*CheckTxnStatusRequest)(nil),       // 33: kvrpcpb.CheckTxnStatusRequest
-	(*CheckTxnStatusResponse)(nil),      // 34: kvrpcpb.CheckTxnStatusResponse
-	(*CheckSecondaryLocksRequest)(nil),  // 35: kvrpcpb.CheckSecondaryLocksRequest
-	(*CheckSecondaryLocksResponse)(nil), // 36: kvrpcpb.CheckSecondaryLocksResponse
-	(*TxnInfo)(nil),                     // 37: kvrpcpb.TxnInfo
-	(*ResolveLockRequest)(nil),          // 38: kvrpcpb.ResolveLockRequest
-	(*ResolveLockResponse)(nil),         // 39: kvrpcpb.ResolveLockResponse
-	(*TxnHeartBeatRequest)(nil),         // 40: kvrpcpb.TxnHeartBeatRequest
-	(*TxnHeartBeatResponse)(nil),        // 41: kvrpcpb.TxnHeartBeatResponse
-	(*PessimisticLockRequest)(nil),      // 42: kvrpcpb.PessimisticLockRequest
-	(*PessimisticLockResponse)(nil),     // 43: kvrpcpb.PessimisticLockResponse
-	(*PessimisticRollbackRequest)(nil),  // 44: kvrpcpb.PessimisticRollbackRequest
-	(*PessimisticRollbackResponse)(nil), // 45: kvrpcpb.PessimisticRollbackResponse
-	(*ScanLockRequest)(nil),             // 46: kvrpcpb.ScanLockRequest
-	(*ScanLockResponse)(nil),            // 47: kvrpcpb.ScanLockResponse
-	(*DeleteRangeRequest)(nil),          // 48: kvrpcpb.DeleteRangeRequest
-	(*DeleteRangeResponse)(nil),         // 49: kvrpcpb.DeleteRangeResponse
-	(*ExportRequest)(nil),               // 50: kvrpcpb.ExportRequest
-	(*ExportResponse)(nil),              // 51: kvrpcpb.ExportResponse
-	(*IngestRequest)(nil),               // 52: kvrpcpb.IngestRequest
-	(*IngestResponse)(nil),              // 53: kvrpcpb.IngestResponse
-	(*KeyRange)(nil),                    // 54: kvrpcpb.KeyRange
-	(*CoprocessorRequest)(nil),          // 55: kvrpcpb.CoprocessorRequest
-	(*StoreBatchTask)(nil),              // 56: kvrpcpb.StoreBatchTask
-	(*StoreBatchTaskResponse)(nil),      // 57: kvrpcpb.StoreBatchTaskResponse
-	(*CoprocessorResponse)(nil),         // 58: kvrpcpb.CoprocessorResponse
-	(*SplitRegionRequest)(nil),          // 59: kvrpcpb.SplitRegionRequest
-	(*SplitRegionResponse)(nil),         // 60: kvrpcpb.SplitRegionResponse
-	(*metapb.RegionEpoch)(nil),          // 61: metapb.RegionEpoch
-	(*metapb.Peer)(nil),                 // 62: metapb.Peer
-	(*errorpb.Error)(nil),               // 63: errorpb.Error
-	(*metapb.Region)(nil),               // 64: metapb.Region
+	(*ExecDetails)(nil),                 // 19: kvrpcpb.ExecDetails
+	(*TimeDetail)(nil),                  // 20: kvrpcpb.TimeDetail
+	(*ScanDetail)(nil),                  // 21: kvrpcpb.ScanDetail
+	(*WriteDetail)(nil),                 // 22: kvrpcpb.WriteDetail
+	(*GetRequest)(nil),                  // 23: kvrpcpb.GetRequest
+	(*GetResponse)(nil),                 // 24: kvrpcpb.GetResponse
+	(*BatchGetRequest)(nil),             // 25: kvrpcpb.BatchGetRequest
+	(*BatchGetResponse)(nil),            // 26: kvrpcpb.BatchGetResponse
+	(*ScanRequest)(nil),                 // 27: kvrpcpb.ScanRequest
+	(*ScanResponse)(nil),                // 28: kvrpcpb.ScanResponse
+	(*PrewriteRequest)(nil),             // 29: kvrpcpb.PrewriteRequest
+	(*PrewriteResponse)(nil),            // 30: kvrpcpb.PrewriteResponse
+	(*CommitRequest)(nil),               // 31: kvrpcpb.CommitRequest
+	(*CommitResponse)(nil),              // 32: kvrpcpb.CommitResponse
+	(*BatchRollbackRequest)(nil),        // 33: kvrpcpb.BatchRollbackRequest
+	(*BatchRollbackResponse)(nil),       // 34: kvrpcpb.BatchRollbackResponse
+	(*CleanupRequest)(nil),              // 35: kvrpcpb.CleanupRequest
+	(*CleanupResponse)(nil),             // 36: kvrpcpb.CleanupResponse
+	(*CheckTxnStatusRequest)(nil),       // 37: kvrpcpb.CheckTxnStatusRequest
+	(*CheckTxnStatusResponse)(nil),      // 38: kvrpcpb.CheckTxnStatusResponse
+	(*CheckSecondaryLocksRequest)(nil),  // 39: kvrpcpb.CheckSecondaryLocksRequest
+	(*CheckSecondaryLocksResponse)(nil), // 40: kvrpcpb.CheckSecondaryLocksResponse
+	(*TxnInfo)(nil),                     // 41: kvrpcpb.TxnInfo
+	(*ResolveLockRequest)(nil),          // 42: kvrpcpb.ResolveLockRequest
+	(*ResolveLockResponse)(nil),         // 43: kvrpcpb.ResolveLockResponse
+	(*TxnHeartBeatRequest)(nil),         // 44: kvrpcpb.TxnHeartBeatRequest
+	(*TxnHeartBeatResponse)(nil),        // 45: kvrpcpb.TxnHeartBeatResponse
+	(*PessimisticLockRequest)(nil),      // 46: kvrpcpb.PessimisticLockRequest
+	(*PessimisticLockResponse)(nil),     // 47: kvrpcpb.PessimisticLockResponse
+	(*PessimisticRollbackRequest)(nil),  // 48: kvrpcpb.PessimisticRollbackRequest
+	(*PessimisticRollbackResponse)(nil), // 49: kvrpcpb.PessimisticRollbackResponse
+	(*ScanLockRequest)(nil),             // 50: kvrpcpb.ScanLockRequest
+	(*ScanLockResponse)(nil),            // 51: kvrpcpb.ScanLockResponse
+	(*DeleteRangeRequest)(nil),          // 52: kvrpcpb.DeleteRangeRequest
+	(*DeleteRangeResponse)(nil),         // 53: kvrpcpb.DeleteRangeResponse
+	(*ExportRequest)(nil),               // 54: kvrpcpb.ExportRequest
+	(*ExportResponse)(nil),              // 55: kvrpcpb.ExportResponse
+	(*IngestRequest)(nil),               // 56: kvrpcpb.IngestRequest
+	(*IngestResponse)(nil),              // 57: kvrpcpb.IngestResponse
+	(*KeyRange)(nil),                    // 58: kvrpcpb.KeyRange
+	(*CoprocessorRequest)(nil),          // 59: kvrpcpb.CoprocessorRequest
+	(*StoreBatchTask)(nil),              // 60: kvrpcpb.StoreBatchTask
+	(*StoreBatchTaskResponse)(nil),      // 61: kvrpcpb.StoreBatchTaskResponse
+	(*CoprocessorResponse)(nil),         // 62: kvrpcpb.CoprocessorResponse
+	(*SplitRegionRequest)(nil),          // 63: kvrpcpb.SplitRegionRequest
+	(*SplitRegionResponse)(nil),         // 64: kvrpcpb.SplitRegionResponse
+	(*metapb.RegionEpoch)(nil),          // 65: metapb.RegionEpoch
+	(*metapb.Peer)(nil),                 // 66: metapb.Peer
+	(*errorpb.Error)(nil),               // 67: errorpb.Error
+	(*metapb.Region)(nil),               // 68: metapb.Region
 }
 var file_kvrpcpb_proto_depIdxs = []int32{
-	61, // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
-	62, // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
-	0,  // 2: kvrpcpb.Context.isolation_level:type_name -> kvrpcpb.IsolationLevel
-	9,  // 3: kvrpcpb.KvPair.error:type_name -> kvrpcpb.KeyError
-	1,  // 4: kvrpcpb.Mutation.op:type_name -> kvrpcpb.Op
-	1,  // 5: kvrpcpb.LockInfo.lock_type:type_name -> kvrpcpb.Op
-	11, // 6: kvrpcpb.KeyError.already_exist:type_name -> kvrpcpb.AlreadyExist
-	12, // 7: kvrpcpb.KeyError.conflict:type_name -> kvrpcpb.WriteConflict
-	8,  // 8: kvrpcpb.KeyError.locked:type_name -> kvrpcpb.LockInfo
-	14, // 9: kvrpcpb.KeyError.deadlock:type_name -> kvrpcpb.Deadlock
-	15, // 10: kvrpcpb.KeyError.txn_not_found:type_name -> kvrpcpb.TxnNotFound
-	17, // 11: kvrpcpb.KeyError.commit_ts_expired:type_name -> kvrpcpb.CommitTsExpired
-	16, // 12: kvrpcpb.KeyError.txn_lock_not_found:type_name -> kvrpcpb.TxnLockNotFound
-	18, // 13: kvrpcpb.KeyError.lock_wait_timeout:type_name -> kvrpcpb.LockWaitTimeout
-	10, // 14: kvrpcpb.KeyError.gc_too_early:type_name -> kvrpcpb.GCTooEarly
-	4,  // 15: kvrpcpb.WriteConflict.reason:type_name -> kvrpcpb.WriteConflict.Reason
-	13, // 16: kvrpcpb.Deadlock.wait_chain:type_name -> kvrpcpb.WaitForEntry
-	5,  // 17: kvrpcpb.GetRequest.context:type_name -> kvrpcpb.Context
-	63, // 18: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
-	9,  // 19: kvrpcpb.GetResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 20: kvrpcpb.BatchGetRequest.context:type_name -> kvrpcpb.Context
-	63, // 21: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
-	6,  // 22: kvrpcpb.BatchGetResponse.pairs:type_name -> kvrpcpb.KvPair
-	9,  // 23: kvrpcpb.BatchGetResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 24: kvrpcpb.ScanRequest.context:type_name -> kvrpcpb.Context
-	63, // 25: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
-	6,  // 26: kvrpcpb.ScanResponse.pairs:type_name -> kvrpcpb.KvPair
-	9,  // 27: kvrpcpb.ScanResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 28: kvrpcpb.PrewriteRequest.context:type_name -> kvrpcpb.Context
-	7,  // 29: kvrpcpb.PrewriteRequest.mutations:type_name -> kvrpcpb.Mutation
-	2,  // 30: kvrpcpb.PrewriteRequest.pessimistic_actions:type_name -> kvrpcpb.PessimisticAction
-	63, // 31: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
-	9,  // 32: kvrpcpb.PrewriteResponse.errors:type_name -> kvrpcpb.KeyError
-	5,  // 33: kvrpcpb.CommitRequest.context:type_name -> kvrpcpb.Context
-	63, // 34: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
-	9,  // 35: kvrpcpb.CommitResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 36: kvrpcpb.BatchRollbackRequest.context:type_name -> kvrpcpb.Context
-	63, // 37: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
-	9,  // 38: kvrpcpb.BatchRollbackResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 39: kvrpcpb.CleanupRequest.context:type_name -> kvrpcpb.Context
-	63, // 40: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
-	9,  // 41: kvrpcpb.CleanupResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 42: kvrpcpb.CheckTxnStatusRequest.context:type_name -> kvrpcpb.Context
-	63, // 43: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
-	9,  // 44: kvrpcpb.CheckTxnStatusResponse.error:type_name -> kvrpcpb.KeyError
-	3,  // 45: kvrpcpb.CheckTxnStatusResponse.action:type_name -> kvrpcpb.Action
-	8,  // 46: kvrpcpb.CheckTxnStatusResponse.lock_info:type_name -> kvrpcpb.LockInfo
-	5,  // 47: kvrpcpb.CheckSecondaryLocksRequest.context:type_name -> kvrpcpb.Context
-	63, // 48: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
-	9,  // 49: kvrpcpb.CheckSecondaryLocksResponse.error:type_name -> kvrpcpb.KeyError
-	8,  // 50: kvrpcpb.CheckSecondaryLocksResponse.locks:type_name -> kvrpcpb.LockInfo
-	5,  // 51: kvrpcpb.ResolveLockRequest.context:type_name -> kvrpcpb.Context
-	37, // 52: kvrpcpb.ResolveLockRequest.txn_infos:type_name -> kvrpcpb.TxnInfo
-	63, // 53: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
-	9,  // 54: kvrpcpb.ResolveLockResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 55: kvrpcpb.TxnHeartBeatRequest.context:type_name -> kvrpcpb.Context
-	63, // 56: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
-	9,  // 57: kvrpcpb.TxnHeartBeatResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 58: kvrpcpb.PessimisticLockRequest.context:type_name -> kvrpcpb.Context
-	7,  // 59: kvrpcpb.PessimisticLockRequest.mutations:type_name -> kvrpcpb.Mutation
-	63, // 60: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
-	9,  // 61: kvrpcpb.PessimisticLockResponse.errors:type_name -> kvrpcpb.KeyError
-	5,  // 62: kvrpcpb.PessimisticRollbackRequest.context:type_name -> kvrpcpb.Context
-	63, // 63: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
-	9,  // 64: kvrpcpb.PessimisticRollbackResponse.errors:type_name -> kvrpcpb.KeyError
-	5,  // 65: kvrpcpb.ScanLockRequest.context:type_name -> kvrpcpb.Context
-	63, // 66: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
-	9,  // 67: kvrpcpb.ScanLockResponse.error:type_name -> kvrpcpb.KeyError
-	8,  // 68: kvrpcpb.ScanLockResponse.locks:type_name -> kvrpcpb.LockInfo
-	5,  // 69: kvrpcpb.DeleteRangeRequest.context:type_name -> kvrpcpb.Context
-	63, // 70: kvrpcpb.DeleteRangeResponse.region_error:type_name -> errorpb.Error
-	5,  // 71: kvrpcpb.ExportRequest.context:type_name -> kvrpcpb.Context
-	63, // 72: kvrpcpb.ExportResponse.region_error:type_name -> errorpb.Error
-	9,  // 73: kvrpcpb.ExportResponse.error:type_name -> kvrpcpb.KeyError
-	5,  // 74: kvrpcpb.IngestRequest.context:type_name -> kvrpcpb.Context
-	63, // 75: kvrpcpb.IngestResponse.region_error:type_name -> errorpb.Error
-	5,  // 76: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
-	54, // 77: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
-	56, // 78: kvrpcpb.CoprocessorRequest.tasks:type_name -> kvrpcpb.StoreBatchTask
-	61, // 79: kvrpcpb.StoreBatchTask.region_epoch:type_name -> metapb.RegionEpoch
-	62, // 80: kvrpcpb.StoreBatchTask.peer:type_name -> metapb.Peer
-	54, // 81: kvrpcpb.StoreBatchTask.ranges:type_name -> kvrpcpb.KeyRange
-	63, // 82: kvrpcpb.StoreBatchTaskResponse.region_error:type_name -> errorpb.Error
-	9,  // 83: kvrpcpb.StoreBatchTaskResponse.locked:type_name -> kvrpcpb.KeyError
-	63, // 84: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
-	9,  // 85: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
-	57, // 86: kvrpcpb.CoprocessorResponse.batch_responses:type_name -> kvrpcpb.StoreBatchTaskResponse
-	5,  // 87: kvrpcpb.SplitRegionRequest.context:type_name -> kvrpcpb.Context
-	63, // 88: kvrpcpb.SplitRegionResponse.region_error:type_name -> errorpb.Error
-	64, // 89: kvrpcpb.SplitRegionResponse.regions:type_name -> metapb.Region
-	90, // [90:90] is the sub-list for method output_type
-	90, // [90:90] is the sub-list for method input_type
-	90, // [90:90] is the sub-list for extension type_name
-	90, // [90:90] is the sub-list for extension extendee
-	0,  // [0:90] is the sub-list for field type_name
+	65,  // 0: kvrpcpb.Context.region_epoch:type_name -> metapb.RegionEpoch
+	66,  // 1: kvrpcpb.Context.peer:type_name -> metapb.Peer
+	0,   // 2: kvrpcpb.Context.isolation_level:type_name -> kvrpcpb.IsolationLevel
+	9,   // 3: kvrpcpb.KvPair.error:type_name -> kvrpcpb.KeyError
+	1,   // 4: kvrpcpb.Mutation.op:type_name -> kvrpcpb.Op
+	1,   // 5: kvrpcpb.LockInfo.lock_type:type_name -> kvrpcpb.Op
+	11,  // 6: kvrpcpb.KeyError.already_exist:type_name -> kvrpcpb.AlreadyExist
+	12,  // 7: kvrpcpb.KeyError.conflict:type_name -> kvrpcpb.WriteConflict
+	8,   // 8: kvrpcpb.KeyError.locked:type_name -> kvrpcpb.LockInfo
+	14,  // 9: kvrpcpb.KeyError.deadlock:type_name -> kvrpcpb.Deadlock
+	15,  // 10: kvrpcpb.KeyError.txn_not_found:type_name -> kvrpcpb.TxnNotFound
+	17,  // 11: kvrpcpb.KeyError.commit_ts_expired:type_name -> kvrpcpb.CommitTsExpired
+	16,  // 12: kvrpcpb.KeyError.txn_lock_not_found:type_name -> kvrpcpb.TxnLockNotFound
+	18,  // 13: kvrpcpb.KeyError.lock_wait_timeout:type_name -> kvrpcpb.LockWaitTimeout
+	10,  // 14: kvrpcpb.KeyError.gc_too_early:type_name -> kvrpcpb.GCTooEarly
+	4,   // 15: kvrpcpb.WriteConflict.reason:type_name -> kvrpcpb.WriteConflict.Reason
+	13,  // 16: kvrpcpb.Deadlock.wait_chain:type_name -> kvrpcpb.WaitForEntry
+	20,  // 17: kvrpcpb.ExecDetails.time_detail:type_name -> kvrpcpb.TimeDetail
+	21,  // 18: kvrpcpb.ExecDetails.scan_detail:type_name -> kvrpcpb.ScanDetail
+	22,  // 19: kvrpcpb.ExecDetails.write_detail:type_name -> kvrpcpb.WriteDetail
+	5,   // 20: kvrpcpb.GetRequest.context:type_name -> kvrpcpb.Context
+	67,  // 21: kvrpcpb.GetResponse.region_error:type_name -> errorpb.Error
+	9,   // 22: kvrpcpb.GetResponse.error:type_name -> kvrpcpb.KeyError
+	19,  // 23: kvrpcpb.GetResponse.exec_details:type_name -> kvrpcpb.ExecDetails
+	5,   // 24: kvrpcpb.BatchGetRequest.context:type_name -> kvrpcpb.Context
+	67,  // 25: kvrpcpb.BatchGetResponse.region_error:type_name -> errorpb.Error
+	6,   // 26: kvrpcpb.BatchGetResponse.pairs:type_name -> kvrpcpb.KvPair
+	9,   // 27: kvrpcpb.BatchGetResponse.error:type_name -> kvrpcpb.KeyError
+	19,  // 28: kvrpcpb.BatchGetResponse.exec_details:type_name -> kvrpcpb.ExecDetails
+	5,   // 29: kvrpcpb.ScanRequest.context:type_name -> kvrpcpb.Context
+	67,  // 30: kvrpcpb.ScanResponse.region_error:type_name -> errorpb.Error
+	6,   // 31: kvrpcpb.ScanResponse.pairs:type_name -> kvrpcpb.KvPair
+	9,   // 32: kvrpcpb.ScanResponse.error:type_name -> kvrpcpb.KeyError
+	19,  // 33: kvrpcpb.ScanResponse.exec_details:type_name -> kvrpcpb.ExecDetails
+	5,   // 34: kvrpcpb.PrewriteRequest.context:type_name -> kvrpcpb.Context
+	7,   // 35: kvrpcpb.PrewriteRequest.mutations:type_name -> kvrpcpb.Mutation
+	2,   // 36: kvrpcpb.PrewriteRequest.pessimistic_actions:type_name -> kvrpcpb.PessimisticAction
+	67,  // 37: kvrpcpb.PrewriteResponse.region_error:type_name -> errorpb.Error
+	9,   // 38: kvrpcpb.PrewriteResponse.errors:type_name -> kvrpcpb.KeyError
+	19,  // 39: kvrpcpb.PrewriteResponse.exec_details:type_name -> kvrpcpb.ExecDetails
+	5,   // 40: kvrpcpb.CommitRequest.context:type_name -> kvrpcpb.Context
+	67,  // 41: kvrpcpb.CommitResponse.region_error:type_name -> errorpb.Error
+	9,   // 42: kvrpcpb.CommitResponse.error:type_name -> kvrpcpb.KeyError
+	19,  // 43: kvrpcpb.CommitResponse.exec_details:type_name -> kvrpcpb.ExecDetails
+	5,   // 44: kvrpcpb.BatchRollbackRequest.context:type_name -> kvrpcpb.Context
+	67,  // 45: kvrpcpb.BatchRollbackResponse.region_error:type_name -> errorpb.Error
+	9,   // 46: kvrpcpb.BatchRollbackResponse.error:type_name -> kvrpcpb.KeyError
+	5,   // 47: kvrpcpb.CleanupRequest.context:type_name -> kvrpcpb.Context
+	67,  // 48: kvrpcpb.CleanupResponse.region_error:type_name -> errorpb.Error
+	9,   // 49: kvrpcpb.CleanupResponse.error:type_name -> kvrpcpb.KeyError
+	5,   // 50: kvrpcpb.CheckTxnStatusRequest.context:type_name -> kvrpcpb.Context
+	67,  // 51: kvrpcpb.CheckTxnStatusResponse.region_error:type_name -> errorpb.Error
+	9,   // 52: kvrpcpb.CheckTxnStatusResponse.error:type_name -> kvrpcpb.KeyError
+	3,   // 53: kvrpcpb.CheckTxnStatusResponse.action:type_name -> kvrpcpb.Action
+	8,   // 54: kvrpcpb.CheckTxnStatusResponse.lock_info:type_name -> kvrpcpb.LockInfo
+	5,   // 55: kvrpcpb.CheckSecondaryLocksRequest.context:type_name -> kvrpcpb.Context
+	67,  // 56: kvrpcpb.CheckSecondaryLocksResponse.region_error:type_name -> errorpb.Error
+	9,   // 57: kvrpcpb.CheckSecondaryLocksResponse.error:type_name -> kvrpcpb.KeyError
+	8,   // 58: kvrpcpb.CheckSecondaryLocksResponse.locks:type_name -> kvrpcpb.LockInfo
+	5,   // 59: kvrpcpb.ResolveLockRequest.context:type_name -> kvrpcpb.Context
+	41,  // 60: kvrpcpb.ResolveLockRequest.txn_infos:type_name -> kvrpcpb.TxnInfo
+	67,  // 61: kvrpcpb.ResolveLockResponse.region_error:type_name -> errorpb.Error
+	9,   // 62: kvrpcpb.ResolveLockResponse.error:type_name -> kvrpcpb.KeyError
+	5,   // 63: kvrpcpb.TxnHeartBeatRequest.context:type_name -> kvrpcpb.Context
+	67,  // 64: kvrpcpb.TxnHeartBeatResponse.region_error:type_name -> errorpb.Error
+	9,   // 65: kvrpcpb.TxnHeartBeatResponse.error:type_name -> kvrpcpb.KeyError
+	5,   // 66: kvrpcpb.PessimisticLockRequest.context:type_name -> kvrpcpb.Context
+	7,   // 67: kvrpcpb.PessimisticLockRequest.mutations:type_name -> kvrpcpb.Mutation
+	67,  // 68: kvrpcpb.PessimisticLockResponse.region_error:type_name -> errorpb.Error
+	9,   // 69: kvrpcpb.PessimisticLockResponse.errors:type_name -> kvrpcpb.KeyError
+	19,  // 70: kvrpcpb.PessimisticLockResponse.exec_details:type_name -> kvrpcpb.ExecDetails
+	5,   // 71: kvrpcpb.PessimisticRollbackRequest.context:type_name -> kvrpcpb.Context
+	67,  // 72: kvrpcpb.PessimisticRollbackResponse.region_error:type_name -> errorpb.Error
+	9,   // 73: kvrpcpb.PessimisticRollbackResponse.errors:type_name -> kvrpcpb.KeyError
+	5,   // 74: kvrpcpb.ScanLockRequest.context:type_name -> kvrpcpb.Context
+	67,  // 75: kvrpcpb.ScanLockResponse.region_error:type_name -> errorpb.Error
+	9,   // 76: kvrpcpb.ScanLockResponse.error:type_name -> kvrpcpb.KeyError
+	8,   // 77: kvrpcpb.ScanLockResponse.locks:type_name -> kvrpcpb.LockInfo
+	5,   // 78: kvrpcpb.DeleteRangeRequest.context:type_name -> kvrpcpb.Context
+	67,  // 79: kvrpcpb.DeleteRangeResponse.region_error:type_name -> errorpb.Error
+	5,   // 80: kvrpcpb.ExportRequest.context:type_name -> kvrpcpb.Context
+	67,  // 81: kvrpcpb.ExportResponse.region_error:type_name -> errorpb.Error
+	9,   // 82: kvrpcpb.ExportResponse.error:type_name -> kvrpcpb.KeyError
+	5,   // 83: kvrpcpb.IngestRequest.context:type_name -> kvrpcpb.Context
+	67,  // 84: kvrpcpb.IngestResponse.region_error:type_name -> errorpb.Error
+	5,   // 85: kvrpcpb.CoprocessorRequest.context:type_name -> kvrpcpb.Context
+	58,  // 86: kvrpcpb.CoprocessorRequest.ranges:type_name -> kvrpcpb.KeyRange
+	60,  // 87: kvrpcpb.CoprocessorRequest.tasks:type_name -> kvrpcpb.StoreBatchTask
+	65,  // 88: kvrpcpb.StoreBatchTask.region_epoch:type_name -> metapb.RegionEpoch
+	66,  // 89: kvrpcpb.StoreBatchTask.peer:type_name -> metapb.Peer
+	58,  // 90: kvrpcpb.StoreBatchTask.ranges:type_name -> kvrpcpb.KeyRange
+	67,  // 91: kvrpcpb.StoreBatchTaskResponse.region_error:type_name -> errorpb.Error
+	9,   // 92: kvrpcpb.StoreBatchTaskResponse.locked:type_name -> kvrpcpb.KeyError
+	67,  // 93: kvrpcpb.CoprocessorResponse.region_error:type_name -> errorpb.Error
+	9,   // 94: kvrpcpb.CoprocessorResponse.locked:type_name -> kvrpcpb.KeyError
+	61,  // 95: kvrpcpb.CoprocessorResponse.batch_responses:type_name -> kvrpcpb.StoreBatchTaskResponse
+	19,  // 96: kvrpcpb.CoprocessorResponse.exec_details:type_name -> kvrpcpb.ExecDetails
+	5,   // 97: kvrpcpb.SplitRegionRequest.context:type_name -> kvrpcpb.Context
+	67,  // 98: kvrpcpb.SplitRegionResponse.region_error:type_name -> errorpb.Error
+	68,  // 99: kvrpcpb.SplitRegionResponse.regions:type_name -> metapb.Region
+	100, // [100:100] is the sub-list for method output_type
+	100, // [100:100] is the sub-list for method input_type
+	100, // [100:100] is the sub-list for extension type_name
+	100, // [100:100] is the sub-list for extension extendee
+	0,   // [0:100] is the sub-list for field type_name
 }
 
 func init() { file_kvrpcpb_proto_init() }
@@ -4926,7 +5338,7 @@ func file_kvrpcpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvrpcpb_proto_rawDesc), len(file_kvrpcpb_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   56,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

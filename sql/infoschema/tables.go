@@ -121,7 +121,9 @@ func stmtsSummary(name string, history bool) *memTable {
 // stageColumns names, in execdetails stage order, the columns of
 // SLOW_QUERY (seconds) and STATEMENTS_SUMMARY[_HISTORY] (averages, in
 // nanoseconds) that hold a statement's time per stage (TiDB's names
-// where it has the stage).
+// where it has the stage: Process_time and Wait_time are the store's
+// processing and queueing summed over the statement's RPCs, as TiDB's
+// coprocessor ones; the raft stages are named after TiKV's WriteDetail).
 var stageColumns = [execdetails.NumStages][2]string{
 	execdetails.Parse:       {"Parse_time", "AVG_PARSE_LATENCY"},
 	execdetails.Compile:     {"Compile_time", "AVG_COMPILE_LATENCY"},
@@ -131,6 +133,17 @@ var stageColumns = [execdetails.NumStages][2]string{
 	execdetails.Commit:      {"Commit_time", "AVG_COMMIT_TIME"},
 	execdetails.Backoff:     {"Backoff_time", "AVG_BACKOFF_TIME"},
 	execdetails.ResolveLock: {"Resolve_lock_time", "AVG_RESOLVE_LOCK_TIME"},
+
+	execdetails.StoreWait:      {"Wait_time", "AVG_WAIT_TIME"},
+	execdetails.StoreProcess:   {"Process_time", "AVG_PROCESS_TIME"},
+	execdetails.StoreReadIndex: {"Read_index_time", "AVG_READ_INDEX_TIME"},
+	execdetails.StoreCMWait:    {"CM_wait_time", "AVG_CM_WAIT_TIME"},
+	execdetails.StoreKVRead:    {"KV_read_wall_time", "AVG_KV_READ_WALL_TIME"},
+	execdetails.StoreLatchWait: {"Latch_wait_time", "AVG_LATCH_WAIT_TIME"},
+	execdetails.RaftPropose:    {"Propose_send_wait_time", "AVG_PROPOSE_SEND_WAIT_TIME"},
+	execdetails.RaftPersistLog: {"Persist_log_time", "AVG_PERSIST_LOG_TIME"},
+	execdetails.RaftCommitLog:  {"Commit_log_time", "AVG_COMMIT_LOG_TIME"},
+	execdetails.RaftApply:      {"Apply_log_time", "AVG_APPLY_LOG_TIME"},
 }
 
 // stageCols are the stage columns of SLOW_QUERY (which 0) or of the

@@ -537,15 +537,12 @@ func (c *clientConn) observe(label, query string, prepared bool, start time.Time
 		}
 	}
 	var stages [execdetails.NumStages]time.Duration
-	slowest := execdetails.NumStages
 	for st := range execdetails.NumStages {
 		if stages[st] = c.details.Get(st); stages[st] > 0 {
 			stageSeconds[st].Observe(stages[st].Seconds())
-			if slowest == execdetails.NumStages || stages[st] > stages[slowest] {
-				slowest = st
-			}
 		}
 	}
+	slowest := execdetails.Slowest(&stages)
 	dg := c.srv.digests.get(query)
 	db := c.sess.CurrentDB()
 	p95, warm := c.srv.summary.add(now, db, label, dg, query, prepared, d, rows, res == nil, &stages)

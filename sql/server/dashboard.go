@@ -98,7 +98,6 @@ func (s *Server) topStatements() []dashStmt {
 	for _, r := range rows {
 		n := time.Duration(max(r.ExecCount, 1))
 		d := dashStmt{StmtSummary: r, Avg: r.SumLatency / n, P99: r.P99Latency}
-		var worst time.Duration
 		for st, sum := range r.SumStages {
 			if sum <= 0 {
 				continue
@@ -106,9 +105,11 @@ func (s *Server) topStatements() []dashStmt {
 			avg := sum / n
 			d.Stages = append(d.Stages, dashStage{Name: execdetails.Stage(st).String(), Avg: avg,
 				Share: min(100, 100*avg.Seconds()/max(d.Avg.Seconds(), 1e-9))})
-			if avg > worst {
-				worst, d.Slowest = avg, execdetails.Stage(st).String()
-			}
+		}
+		// As the slow log names it (the sums order the stages as their
+		// averages do).
+		if st := execdetails.Slowest(&r.SumStages); st < execdetails.NumStages {
+			d.Slowest = st.String()
 		}
 		out = append(out, d)
 	}

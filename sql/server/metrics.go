@@ -67,7 +67,7 @@ var observers sync.Map // string -> prometheus.Observer
 var stageSeconds = func() (out [execdetails.NumStages]prometheus.Observer) {
 	h := promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "sql", Name: "stage_seconds",
-		Help:    "Time statements spent per stage (parse, compile, tso_wait, kv_read, lock_keys, commit, backoff, resolve_lock), observed for the stages a statement spent time in; stages overlap (a backoff within a read) and need not add up to its latency.",
+		Help:    "Time statements spent per stage (parse, compile, tso_wait, kv_read, lock_keys, commit, backoff, resolve_lock; and the store's side of their RPCs: store_wait, store_process, store_read_index, store_cm_wait, store_kv_read, store_latch_wait, raft_propose, raft_persist_log, raft_commit_log, raft_apply), observed for the stages a statement spent time in; stages overlap (a backoff within a read, the store's stages within the RPC's stage) and need not add up to its latency.",
 		Buckets: prometheus.ExponentialBuckets(10e-6, 2, 22),
 	}, []string{"stage"})
 	for st := range execdetails.NumStages {

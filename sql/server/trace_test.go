@@ -52,10 +52,17 @@ func TestTraceSampling(t *testing.T) {
 	joined := strings.Join(ops, "\n")
 	require.Regexp(t, `(?m)^  ├─compile$`, joined)
 	require.Regexp(t, `(?m)^ +├─rpc\.get region=\d+ store=\d+$`, joined)
+	// The store's side of the get, nested under its RPC (one level deeper).
+	requireChild(t, ops, `rpc.get region=`, "store_process")
 	rows = queryStrings(t, db, "TRACE FORMAT='row' UPDATE tr SET v = v + 1 WHERE id = 2")
 	t.Logf("TRACE UPDATE:\n%s", rowsOps(rows))
 	require.Regexp(t, `(?m)├─commit$`, rowsOps(rows))
 	require.Regexp(t, `(?m)^ {4,}├─rpc\.(prewrite|commit) region=\d+ store=\d+`, rowsOps(rows), "an RPC inside commit")
+	ops = ops[:0]
+	for _, r := range rows {
+		ops = append(ops, r[0])
+	}
+	requireChild(t, ops, "rpc.prewrite region=", "raft_apply")
 	var v int
 	require.NoError(t, db.QueryRow("SELECT v FROM tr WHERE id = 2").Scan(&v))
 	require.Equal(t, 3, v, "TRACE ran the UPDATE")
@@ -206,4 +213,28 @@ func httpGet(t *testing.T, url string) string {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", url, b)
 	return string(b)
+}
+
+// requireChild asserts that among TRACE's operations a span named child
+// is nested directly under one whose label starts with parent.
+func requireChild(t *testing.T, ops []string, parent, child string) {
+	t.Helper()
+	for i, op := range ops {
+		label := strings.TrimLeft(op, " ")
+		if !strings.HasPrefix(label, "├─"+parent) {
+			continue
+		}
+		indent := len(op) - len(label)
+		for _, next := range ops[i+1:] {
+			nl := strings.TrimLeft(next, " ")
+			in := len(next) - len(nl)
+			if in <= indent {
+				break // past parent's children
+			}
+			if in == indent+2 && nl == "├─"+child {
+				return
+			}
+		}
+	}
+	require.Failf(t, "span not nested", "no %s directly under %s in:\n%s", child, parent, strings.Join(ops, "\n"))
 }

@@ -1,6 +1,7 @@
 // Package trace is the SQL node's tail-based trace sampling (issue 29).
 //
-// Every statement records its spans (stage intervals and KV RPCs) into
+// Every statement records its spans (stage intervals, KV RPCs and, inside
+// each RPC's interval, the store's stages its response reported) into
 // its connection's execdetails.Details, a buffer reused statement after
 // statement. When the statement ends, its trace is kept only if it is
 // worth reading: it took longer than the running p95 of its statement
@@ -17,7 +18,7 @@
 //
 // Tree arranges a trace's spans by time containment for TRACE <stmt>
 // (TiDB's row format: operation | startTS | duration) and the /dashboard
-// waterfalls.
+// waterfalls: the store's stages of an RPC land one level under it.
 //
 // Metrics: strata_sql_traces_total{outcome="kept"|"dropped"},
 // strata_sql_trace_spans_total and strata_sql_trace_spans_overflow_total

@@ -42,8 +42,9 @@ var batchSize = promauto.NewHistogramVec(prometheus.HistogramOpts{
 var batchRecvSize, batchSendSize = batchSize.WithLabelValues("recv"), batchSize.WithLabelValues("send")
 
 type batchTask struct {
-	id  uint64
-	req *storepb.BatchCommandsRequest_Request
+	id     uint64
+	req    *storepb.BatchCommandsRequest_Request
+	queued time.Time // when it was received: its wait for a worker is the store's queue wait
 }
 
 type batchResult struct {
@@ -77,7 +78,10 @@ func ServeBatchCommands(stream storepb.Store_BatchCommandsServer, h storepb.Stor
 		go func() {
 			defer wg.Done()
 			for t := range tasks {
-				results <- batchResult{id: t.id, resp: dispatch(ctx, h, t.req)}
+				waited := time.Since(t.queued)
+				out := dispatch(ctx, h, t.req)
+				addStreamWait(out, waited)
+				results <- batchResult{id: t.id, resp: out}
 			}
 		}()
 	}
@@ -122,6 +126,7 @@ recv:
 				}
 				continue
 			}
+			t.queued = time.Now()
 			select {
 			case tasks <- t:
 			case <-ctx.Done():

@@ -38,6 +38,15 @@
 // what a read at a backup ts sees of its range as one SST file into a
 // shared directory (paced by one rate limiter per store), and reads such a
 // file back into raft as committed versions, in ~1 MiB commands.
+// Every read and write response carries the store's side of the request
+// (kvrpcpb.ExecDetails, execdetails.go, after TiKV's ExecDetailsV2): the
+// queue wait (a stream's worker, a coprocessor slot), the ReadIndex or
+// lease wait, the concurrency manager's wait, Pebble reads and
+// processing, and for a write its latch wait and the raft round of its
+// proposal (raftstore.ProposeTimed: propose wait, persist, commit,
+// apply); strata_store_request_stage_seconds observes the same stages.
+// They are measured with one clock reading per stage boundary and cost
+// one allocation per response (store/txn's NewReadDetails).
 // Region problems come back as errorpb.Error in the response's
 // region_error, per-key problems as kvrpcpb.KeyError; gRPC status errors
 // are only used for a stopped store, a cancelled request, or a write whose

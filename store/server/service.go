@@ -110,8 +110,9 @@ func (e raftEngine) LeaderGeneration() uint64 { return e.s.LeaderGeneration() }
 
 func (e raftEngine) LeaderTerm(regionID uint64) uint64 { return e.s.LeaderTerm(regionID) }
 
-func (e raftEngine) Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, gen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error) {
-	resp, err := e.s.Propose(ctx, raftCmd(rctx, region, reqs), gen)
+func (e raftEngine) Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, gen uint64, reqs []*raft_cmdpb.Request, wd *kvrpcpb.WriteDetail) (*errorpb.Error, error) {
+	resp, timing, err := e.s.ProposeTimed(ctx, raftCmd(rctx, region, reqs), gen)
+	timing.FillWriteDetail(wd)
 	if err != nil {
 		return nil, err
 	}
@@ -180,11 +181,13 @@ func call[Req, Resp any](ctx context.Context, method string, req Req, fn func(co
 // called is call's end: it records the latency of a command that started
 // at start and maps its error to a gRPC status error.
 func called[Resp any](method string, start time.Time, resp Resp, err error) (Resp, error) {
-	rpcSeconds.WithLabelValues(method, resultOf(resp, err)).Observe(time.Since(start).Seconds())
+	now := time.Now()
+	rpcSeconds.WithLabelValues(method, resultOf(resp, err)).Observe(now.Sub(start).Seconds())
 	if err != nil {
 		var zero Resp
 		return zero, GRPCError(err)
 	}
+	finishDetails(method, resp, start, now)
 	return resp, nil
 }
 
@@ -350,6 +353,7 @@ func ServeCoprocessor(ctx context.Context, req *kvrpcpb.CoprocessorRequest, regi
 // because the region left this peer), read at startTS under a coprocessor
 // slot.
 func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, rctx *kvrpcpb.Context, kranges []*kvrpcpb.KeyRange, startTS uint64) (*kvrpcpb.CoprocessorResponse, error) {
+	start := time.Now()
 	var (
 		region *metapb.Region
 		rerr   *errorpb.Error
@@ -372,6 +376,7 @@ func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, 
 	if rerr != nil {
 		return &kvrpcpb.CoprocessorResponse{RegionError: rerr}, nil
 	}
+	ct := StartCopTimer(start)
 	ranges, rerr, err := CopRanges(ctx, s.cm, region, kranges, startTS)
 	if err != nil {
 		return nil, err
@@ -383,6 +388,7 @@ func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, 
 	// checks that make it valid (leadership, epoch, applied index, in-flight
 	// writes): a request that queues still reads the region as it was then,
 	// even if the region's data left this store while it waited.
+	ct.CMDone()
 	snap := readView(s.store.Engine())
 	defer snap.Close()
 	if rerr := check.Gone(); rerr != nil {
@@ -392,13 +398,14 @@ func (s *Service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, 
 		return nil, err
 	}
 	defer s.cop.Release()
+	ct.WaitDone()
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(rctx, startTS))
 	defer sr.Close()
 	var rows coprocessor.RowReader
 	if execs := dag.GetExecutors(); len(execs) > 1 && execs[1].GetTp() == coprocessorpb.ExecType_TypeIndexLookUp {
 		rows = &rowLookup{s: s, ctx: ctx, rctx: rctx, ts: startTS}
 	}
-	return CopResponse(coprocessor.ExecuteLookUp(sr, rows, dag, ranges))
+	return ct.Done(CopResponse(coprocessor.ExecuteLookUp(sr, rows, dag, ranges)))
 }
 
 // CopRanges checks a coprocessor request's ranges against region (a

@@ -199,6 +199,11 @@ func TestClusterBatchCommands(t *testing.T) {
 	}))
 	require.Equal(t, "v0", string(recvUntil(3).GetGet().GetValue()), "a pessimistic lock does not block reads")
 	require.Empty(t, recvUntil(4).GetPrewrite().GetErrors())
+	// A stream's responses carry the store's side too, its queue wait
+	// counted in the total.
+	pd := got[4].GetPrewrite().GetExecDetails()
+	require.Positive(t, pd.GetWriteDetail().GetApplyLogNanos())
+	require.GreaterOrEqual(t, pd.GetTimeDetail().GetTotalRpcWallTimeNs(), pd.GetTimeDetail().GetWaitWallTimeNs()+pd.GetWriteDetail().GetApplyLogNanos())
 	commitTS := holder + 10
 	send(5, &storepb.BatchCommandsRequest_Request{Cmd: &storepb.BatchCommandsRequest_Request_Commit{Commit: &kvrpcpb.CommitRequest{
 		Context: c.reqCtx(), StartVersion: holder, Keys: bkeys("k"), CommitVersion: commitTS,

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -258,6 +259,7 @@ func (s *Store) shortPages(req *kvrpcpb.CoprocessorRequest) *kvrpcpb.Coprocessor
 // and clamped to the region, max_ts raised and in-memory locks waited
 // for, one snapshot, the leadership checked again, then the read.
 func (sv *service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest, rctx *kvrpcpb.Context, kranges []*kvrpcpb.KeyRange, startTS uint64) (*kvrpcpb.CoprocessorResponse, error) {
+	start := time.Now()
 	eng := sv.s.eng
 	check := txn.NewReadCheck(eng, nil, rctx.GetRegionId())
 	region, rerr, err := eng.ReadIndex(ctx, rctx)
@@ -267,6 +269,7 @@ func (sv *service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest,
 	if rerr != nil {
 		return &kvrpcpb.CoprocessorResponse{RegionError: rerr}, nil
 	}
+	ct := server.StartCopTimer(start)
 	ranges, rerr, err := server.CopRanges(ctx, sv.s.cm, region, kranges, startTS)
 	if err != nil {
 		return nil, err
@@ -274,6 +277,7 @@ func (sv *service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest,
 	if rerr != nil {
 		return &kvrpcpb.CoprocessorResponse{RegionError: rerr}, nil
 	}
+	ct.CMDone()
 	snap := eng.Snapshot()
 	defer snap.Close()
 	if rerr := check.Gone(); rerr != nil {
@@ -285,7 +289,8 @@ func (sv *service) copRegion(ctx context.Context, dag *coprocessorpb.DAGRequest,
 	if execs := dag.GetExecutors(); len(execs) > 1 && execs[1].GetTp() == coprocessorpb.ExecType_TypeIndexLookUp {
 		rows = &rowLookup{sv: sv, ctx: ctx, rctx: rctx, ts: startTS}
 	}
-	return server.CopResponse(coprocessor.ExecuteLookUp(sr, rows, dag, ranges))
+	ct.WaitDone() // no slots here
+	return ct.Done(server.CopResponse(coprocessor.ExecuteLookUp(sr, rows, dag, ranges)))
 }
 
 // rowLookup is the coprocessor.RowReader of an IndexLookUp: it reads the

@@ -105,6 +105,7 @@ func (s *Storage) Prewrite(ctx context.Context, req *kvrpcpb.PrewriteRequest) (*
 		}
 	}
 	if len(resp.Errors) > 0 {
+		resp.ExecDetails = c.det
 		return resp, nil // locked: write nothing
 	}
 	if p.onePC && req.GetMaxCommitTs() > 0 && finalMin > req.GetMaxCommitTs() {
@@ -142,9 +143,10 @@ func (s *Storage) Prewrite(ctx context.Context, req *kvrpcpb.PrewriteRequest) (*
 		return nil, err
 	}
 	if rerr != nil {
-		return &kvrpcpb.PrewriteResponse{RegionError: rerr}, nil
+		return &kvrpcpb.PrewriteResponse{RegionError: rerr, ExecDetails: c.det}, nil
 	}
 	s.wake(c)
+	resp.ExecDetails = c.det
 	return resp, nil
 }
 
@@ -177,7 +179,11 @@ func (s *Storage) Commit(ctx context.Context, req *kvrpcpb.CommitRequest) (*kvrp
 	if rerr == nil && ke == nil {
 		s.wake(c0)
 	}
-	return &kvrpcpb.CommitResponse{RegionError: rerr, Error: ke, CommitVersion: req.GetCommitVersion()}, nil
+	resp := &kvrpcpb.CommitResponse{RegionError: rerr, Error: ke, CommitVersion: req.GetCommitVersion()}
+	if c0 != nil {
+		resp.ExecDetails = c0.det
+	}
+	return resp, nil
 }
 
 // BatchRollback serves a BatchRollbackRequest: the transaction's locks on

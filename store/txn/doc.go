@@ -117,4 +117,13 @@
 // goroutine. Responses carry region errors (retry elsewhere) and key errors
 // (kvrpcpb.KeyError); a returned error means the command did not run or,
 // for a write, that its outcome is unknown.
+//
+// # Execution details
+//
+// Get, BatchGet, Scan, Prewrite, Commit and PessimisticLock answer with
+// their side of the request (kvrpcpb.ExecDetails, execdetails.go): a
+// read's ReadIndex, concurrency-manager and Pebble times and the versions
+// it returned (ReadTimer), a write's latch wait, ReadIndex, evaluation
+// and the raft stages Engine.Write reports, and a pessimistic lock's wait
+// for another transaction. One allocation per response holds them all.
 package txn

@@ -108,7 +108,7 @@ func TestMemLockHandover(t *testing.T) {
 	require.Len(t, reqs, 2)
 	// The flush is in the log ahead of anything later (raftstore
 	// guarantees it); apply it first here.
-	_, err := h.e.Write(bg, nil, h.e.RegionByID(1), 0, reqs)
+	_, err := h.e.Write(bg, nil, h.e.RegionByID(1), 0, reqs, nil)
 	require.NoError(t, err)
 
 	// While frozen a new lock is written through raft, and a write of a
@@ -150,7 +150,7 @@ func TestMemLockHandoverRefused(t *testing.T) {
 	var reqs []*raft_cmdpb.Request
 	h.s.Handover(h.e.RegionByID(1), func(r []*raft_cmdpb.Request, d func(error)) { reqs, done = r, d })
 	require.Len(t, reqs, 2, "proposed again")
-	_, err := h.e.Write(bg, nil, h.e.RegionByID(1), 0, reqs)
+	_, err := h.e.Write(bg, nil, h.e.RegionByID(1), 0, reqs, nil)
 	require.NoError(t, err)
 	done(nil)
 	require.Empty(t, h.prewritePessimistic(t, 10, 10, "a", "v").Errors)

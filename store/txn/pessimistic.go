@@ -45,7 +45,11 @@ func (s *Storage) PessimisticLock(ctx context.Context, req *kvrpcpb.PessimisticL
 				}
 			}
 			if waited {
-				lockWaitSeconds.WithLabelValues("acquired").Observe(time.Since(start).Seconds())
+				waitedFor := time.Since(start)
+				lockWaitSeconds.WithLabelValues("acquired").Observe(waitedFor.Seconds())
+				if wd := resp.GetExecDetails().GetWriteDetail(); wd != nil {
+					wd.PessimisticLockWaitNanos = uint64(waitedFor)
+				}
 			}
 			return resp, err
 		}
@@ -174,8 +178,9 @@ func (s *Storage) tryPessimisticLock(ctx context.Context, req *kvrpcpb.Pessimist
 		return nil, nil, err
 	}
 	if rerr != nil {
-		return &kvrpcpb.PessimisticLockResponse{RegionError: rerr}, nil, nil
+		return &kvrpcpb.PessimisticLockResponse{RegionError: rerr, ExecDetails: c.det}, nil, nil
 	}
+	resp.ExecDetails = c.det
 	return resp, nil, nil
 }
 

@@ -51,8 +51,9 @@ type Engine interface {
 	// it refuses (region error, nothing written) when the store's leader
 	// generation moved past leaderGen. A region error means nothing was
 	// written; an error means the outcome is unknown. reqs are retained
-	// until it returns.
-	Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, leaderGen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error)
+	// until it returns. It adds the raft stages of the write to wd when
+	// wd is not nil (the caller owns wd; not retained).
+	Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, leaderGen uint64, reqs []*raft_cmdpb.Request, wd *kvrpcpb.WriteDetail) (*errorpb.Error, error)
 }
 
 // LocalReader is an Engine that serves some leader reads without waiting
@@ -320,6 +321,10 @@ type command struct {
 	memRelease func()
 	// released are the locks the command removes (wakes their waiters).
 	released []releasedLock
+	// det is the command's side of its response (latch wait, ReadIndex,
+	// evaluation, the raft write); evaluated is when its evaluation began.
+	det       *kvrpcpb.ExecDetails
+	evaluated time.Time
 }
 
 type releasedLock struct {
@@ -344,7 +349,8 @@ func (s *Storage) begin(ctx context.Context, kind string, rctx *kvrpcpb.Context,
 	latched := time.Now()
 	latchWaitSeconds.Observe(latched.Sub(start).Seconds())
 	region, rerr, err := s.engine.ReadIndex(ctx, rctx)
-	writeReadIndexSeconds.Observe(time.Since(latched).Seconds())
+	evaluated := time.Now()
+	writeReadIndexSeconds.Observe(evaluated.Sub(latched).Seconds())
 	if err == nil && rerr == nil {
 		for _, k := range keys {
 			if rerr = regionkeys.CheckKey(k, region); rerr != nil {
@@ -361,7 +367,10 @@ func (s *Storage) begin(ctx context.Context, kind string, rctx *kvrpcpb.Context,
 		table = s.mem.table(region.GetId())
 		table.syncVersion(region.GetRegionEpoch().GetVersion())
 	}
-	c := &command{s: s, kind: kind, gen: gen, guard: guard, region: region, start: start, memTable: table, memChanges: changes}
+	c := &command{s: s, kind: kind, gen: gen, guard: guard, region: region, start: start, memTable: table, memChanges: changes,
+		det: NewWriteDetails(), evaluated: evaluated}
+	c.det.WriteDetail.LatchWaitNanos = uint64(latched.Sub(start))
+	c.det.TimeDetail.ReadIndexWaitNs = uint64(evaluated.Sub(latched))
 	c.snap = s.engine.Snapshot()
 	c.r = s.newReader(c.snap, region.GetId())
 	return c, nil, nil
@@ -380,10 +389,11 @@ func (c *command) write(ctx context.Context, rctx *kvrpcpb.Context) (*errorpb.Er
 	// The reader is done: release its iterators and snapshot before the
 	// raft round trip.
 	c.closeReader()
+	c.det.TimeDetail.ProcessWallTimeNs = uint64(time.Since(c.evaluated))
 	if c.t.Len() == 0 {
 		return nil, nil
 	}
-	return c.s.engine.Write(context.WithoutCancel(ctx), rctx, c.region, c.gen, c.t.Writes())
+	return c.s.engine.Write(context.WithoutCancel(ctx), rctx, c.region, c.gen, c.t.Writes(), c.det.WriteDetail)
 }
 
 func (c *command) closeReader() {
@@ -457,7 +467,8 @@ func (s *Storage) GetLocal(ctx context.Context, req *kvrpcpb.GetRequest) (resp *
 // the ReadIndex or an in-flight write. Each get passes one lease (or
 // ReadIndex) check and one concurrency-manager check.
 func (s *Storage) get(ctx context.Context, req *kvrpcpb.GetRequest, local bool) (*kvrpcpb.GetResponse, bool, error) {
-	defer observeSince("get", time.Now())
+	start := time.Now()
+	defer observeSince("get", start)
 	rctx := req.GetContext()
 	var (
 		check  ReadCheck
@@ -486,6 +497,8 @@ func (s *Storage) get(ctx context.Context, req *kvrpcpb.GetRequest, local bool) 
 	if rerr != nil {
 		return &kvrpcpb.GetResponse{RegionError: rerr}, true, nil
 	}
+	rt := StartRead(start)
+	rt.ReadIndexDone()
 	if local {
 		if !s.cm.TryReadKey(req.GetKey(), req.GetVersion()) {
 			return nil, false, nil
@@ -493,6 +506,7 @@ func (s *Storage) get(ctx context.Context, req *kvrpcpb.GetRequest, local bool) 
 	} else if err := s.cm.ReadKey(ctx, req.GetKey(), req.GetVersion()); err != nil {
 		return nil, true, err
 	}
+	rt.CMDone()
 	snap := s.engine.Snapshot()
 	defer snap.Close()
 	if rerr := check.Gone(); rerr != nil {
@@ -501,18 +515,24 @@ func (s *Storage) get(ctx context.Context, req *kvrpcpb.GetRequest, local bool) 
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(rctx, req.GetVersion()))
 	defer sr.Close()
 	v, found, err := sr.Get(req.GetKey())
+	rt.kvReadDone()
 	if ke, ok := toKeyError(err); ok {
-		return &kvrpcpb.GetResponse{Error: ke}, true, nil
+		return &kvrpcpb.GetResponse{Error: ke, ExecDetails: rt.Details(0, 0)}, true, nil
 	}
 	if err != nil {
 		return nil, true, err
 	}
-	return &kvrpcpb.GetResponse{Value: v, NotFound: !found}, true, nil
+	n := 0
+	if found {
+		n = 1
+	}
+	return &kvrpcpb.GetResponse{Value: v, NotFound: !found, ExecDetails: rt.Details(n, len(req.GetKey())+len(v))}, true, nil
 }
 
 // BatchGet serves a BatchGetRequest.
 func (s *Storage) BatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*kvrpcpb.BatchGetResponse, error) {
-	defer observeSince("batch_get", time.Now())
+	start := time.Now()
+	defer observeSince("batch_get", start)
 	check, region, rerr, err := s.readIndex(ctx, req.GetContext(), req.GetVersion())
 	if err != nil {
 		return nil, err
@@ -526,11 +546,14 @@ func (s *Storage) BatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*
 	if rerr != nil {
 		return &kvrpcpb.BatchGetResponse{RegionError: rerr}, nil
 	}
+	rt := StartRead(start)
+	rt.ReadIndexDone()
 	for _, k := range req.GetKeys() {
 		if err := s.cm.ReadKey(ctx, k, req.GetVersion()); err != nil {
 			return nil, err
 		}
 	}
+	rt.CMDone()
 	snap := s.engine.Snapshot()
 	defer snap.Close()
 	if rerr := check.Gone(); rerr != nil {
@@ -539,22 +562,27 @@ func (s *Storage) BatchGet(ctx context.Context, req *kvrpcpb.BatchGetRequest) (*
 	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetVersion()))
 	defer sr.Close()
 	kvs, err := sr.BatchGet(req.GetKeys())
+	rt.kvReadDone()
 	if err != nil {
 		return nil, err
 	}
 	resp := &kvrpcpb.BatchGetResponse{Pairs: make([]*kvrpcpb.KvPair, len(kvs))}
+	size := 0
 	for i, kv := range kvs {
 		resp.Pairs[i] = &kvrpcpb.KvPair{Key: kv.Key, Value: kv.Value}
+		size += len(kv.Key) + len(kv.Value)
 		if kv.Err != nil {
 			resp.Pairs[i].Error = kv.Err.Err
 		}
 	}
+	resp.ExecDetails = rt.Details(len(kvs), size)
 	return resp, nil
 }
 
 // Scan serves a ScanRequest; the range is clamped to the region.
 func (s *Storage) Scan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.ScanResponse, error) {
-	defer observeSince("scan", time.Now())
+	begun := time.Now()
+	defer observeSince("scan", begun)
 	check, region, rerr, err := s.readIndex(ctx, req.GetContext(), req.GetVersion())
 	if err != nil {
 		return nil, err
@@ -575,9 +603,12 @@ func (s *Storage) Scan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.
 		return &kvrpcpb.ScanResponse{RegionError: rerr}, nil
 	}
 	end = regionkeys.ClampEnd(end, region)
+	rt := StartRead(begun)
+	rt.ReadIndexDone()
 	if err := s.cm.ReadRange(ctx, start, end, req.GetVersion()); err != nil {
 		return nil, err
 	}
+	rt.CMDone()
 	snap := s.engine.Snapshot()
 	defer snap.Close()
 	if rerr := check.Gone(); rerr != nil {
@@ -587,21 +618,26 @@ func (s *Storage) Scan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvrpcpb.
 	defer sr.Close()
 	resp := &kvrpcpb.ScanResponse{}
 	limit := int(req.GetLimit())
+	size := 0
 	err = sr.Scan(start, end, req.GetKeyOnly(), req.GetReverse(), func(k, v []byte) bool {
 		p := &kvrpcpb.KvPair{Key: bytes.Clone(k)}
 		if !req.GetKeyOnly() {
 			p.Value = bytes.Clone(v)
 		}
+		size += len(p.Key) + len(p.Value)
 		resp.Pairs = append(resp.Pairs, p)
 		return limit <= 0 || len(resp.Pairs) < limit
 	})
+	rt.kvReadDone()
 	if ke, ok := toKeyError(err); ok {
 		resp.Error = ke
+		resp.ExecDetails = rt.Details(len(resp.Pairs), size)
 		return resp, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	resp.ExecDetails = rt.Details(len(resp.Pairs), size)
 	return resp, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -65,7 +66,7 @@ type Engine struct {
 	handover func(region *metapb.Region, propose func([]*raft_cmdpb.Request, func(error)))
 	// beforeWrite, when set, runs before each write is applied, without
 	// the lock held.
-	beforeWrite func()
+	beforeWrite atomic.Pointer[func()]
 	// snapshot, when set, replaces the default view (benchmarks).
 	snapshot func() Snapshot
 }
@@ -120,8 +121,15 @@ func (e *Engine) DB() *pebble.DB { return e.db }
 func (e *Engine) Writes() int64 { return e.writes.Load() }
 
 // SetBeforeWrite installs fn to run before each write is applied (nil
-// removes it). Not safe to call while writes run.
-func (e *Engine) SetBeforeWrite(fn func()) { e.beforeWrite = fn }
+// removes it). Safe while writes run: a write runs the fn installed when
+// it began.
+func (e *Engine) SetBeforeWrite(fn func()) {
+	if fn == nil {
+		e.beforeWrite.Store(nil)
+		return
+	}
+	e.beforeWrite.Store(&fn)
+}
 
 // SetSnapshot replaces the view Snapshot returns (nil: the default
 // mvcc.View). Not safe to call while reads run.
@@ -296,13 +304,17 @@ func (e *Engine) LeaderTerm(regionID uint64) uint64 {
 // Write implements store/txn's Engine: reqs are applied at once if region's
 // epoch is still current (as raftstore checks at apply; a split in between
 // makes it EpochNotMatch, nothing written) and leaderGen, when not zero, is
-// the current generation (else StaleCommand).
-func (e *Engine) Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, leaderGen uint64, reqs []*raft_cmdpb.Request) (*errorpb.Error, error) {
+// the current generation (else StaleCommand). There is no raft round: the
+// whole write (beforeWrite included) is its apply in wd.
+func (e *Engine) Write(ctx context.Context, rctx *kvrpcpb.Context, region *metapb.Region, leaderGen uint64, reqs []*raft_cmdpb.Request, wd *kvrpcpb.WriteDetail) (*errorpb.Error, error) {
 	if leaderGen != 0 && leaderGen != e.gen.Load() {
 		return &errorpb.Error{Message: "leader changed", StaleCommand: &errorpb.StaleCommand{}}, nil
 	}
-	if e.beforeWrite != nil {
-		e.beforeWrite()
+	if wd != nil {
+		defer func(start time.Time) { wd.ApplyLogNanos += uint64(time.Since(start)) }(time.Now())
+	}
+	if fn := e.beforeWrite.Load(); fn != nil {
+		(*fn)()
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -24,7 +24,7 @@ func putWrite(t *testing.T, e *Engine, region *metapb.Region, k string, ts uint6
 	t.Helper()
 	rerr, err := e.Write(context.Background(), nil, region, 0, []*raft_cmdpb.Request{{
 		CmdType: raft_cmdpb.CmdType_Put, Cf: raft_cmdpb.CF_WRITE, Key: keys.EncodeVersioned(nil, []byte(k), ts), Value: []byte{'P'},
-	}})
+	}}, nil)
 	require.NoError(t, err)
 	require.Nil(t, rerr)
 }
@@ -44,7 +44,7 @@ func TestSplitEpochs(t *testing.T) {
 	_, rerr, err := e.ReadIndex(ctx, &kvrpcpb.Context{RegionId: 1, RegionEpoch: old.GetRegionEpoch()})
 	require.NoError(t, err)
 	require.Len(t, rerr.GetEpochNotMatch().GetCurrentRegions(), 3)
-	rerr, err = e.Write(ctx, nil, old, 0, nil)
+	rerr, err = e.Write(ctx, nil, old, 0, nil, nil)
 	require.NoError(t, err)
 	require.NotNil(t, rerr.GetEpochNotMatch(), "a write evaluated before the split is refused")
 	_, rerr, err = e.ReadIndex(ctx, &kvrpcpb.Context{RegionId: 99})
