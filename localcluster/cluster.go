@@ -233,7 +233,7 @@ func (c *Cluster) Start() error {
 
 // WaitReady waits until SQL node i answers a statement that reads the
 // catalog from the stores (so PD, a region leader and the SQL node are all
-// serving), or ctx ends.
+// serving) and database test exists, or ctx ends.
 func (c *Cluster) WaitReady(ctx context.Context, i int) error {
 	db, err := sql.Open("mysql", c.DSN(i, ""))
 	if err != nil {
@@ -245,11 +245,11 @@ func (c *Cluster) WaitReady(ctx context.Context, i int) error {
 		if err := c.exitedEarly(); err != nil {
 			return err
 		}
+		// Ready once database test exists: the SQL node creates it just
+		// after it starts listening, and clients connect to it.
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		rows, err := db.QueryContext(qctx, "SHOW DATABASES")
-		if err == nil {
-			err = rows.Close()
-		}
+		var name string
+		err := db.QueryRowContext(qctx, "SHOW DATABASES LIKE 'test'").Scan(&name)
 		cancel()
 		if err == nil {
 			return nil
