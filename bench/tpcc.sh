@@ -76,14 +76,7 @@ start_strata() {
   fi
   mkdir -p "$dir/bin"
   cp "$ROOT"/bin/{pd,storenode,sqlnode,playground} "$dir/bin/"
-  "$dir/bin/playground" --bin-dir "$dir/bin" --data-dir "$dir/data" --free-ports >"$dir/playground.log" 2>&1 &
-  PIDS+=($!)
-  for _ in $(seq 600); do
-    grep -q "Strata is ready" "$dir/playground.log" && break
-    sleep 0.2
-  done
-  grep -q "Strata is ready" "$dir/playground.log" || { cat "$dir/playground.log" >&2; return 1; }
-  PORT=$(grep -o -- '-P [0-9]*' "$dir/playground.log" | head -1 | cut -d' ' -f2)
+  start_playground "$dir/bin" "$dir" || return 1
   SQLPID=$(pgrep -f -- "$dir/bin/sqlnode" | head -1)
   VERSION="Strata $(git -C "$ROOT" rev-parse --short HEAD)"
 }
