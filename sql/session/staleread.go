@@ -99,12 +99,14 @@ func (s *Session) stmtAsOf(ctx context.Context, n ast.Node, readOnly bool) (uint
 // TSO), anything else must give a datetime, in the session's time zone
 // (physical milliseconds << 18).
 func (s *Session) evalAsOf(ctx context.Context, c *ast.AsOfClause) (uint64, error) {
-	if fn, ok := c.TsExpr.(*ast.FuncCallExpr); ok && fn.FnName.L == "tidb_bounded_staleness" {
-		return 0, errno.NotSupported("AS OF TIMESTAMP TIDB_BOUNDED_STALENESS(); give a datetime or TIDB_PARSE_TSO(tso)")
-	}
 	arg, tso := c.TsExpr, false
-	if fn, ok := c.TsExpr.(*ast.FuncCallExpr); ok && fn.FnName.L == "tidb_parse_tso" && len(fn.Args) == 1 {
-		arg, tso = fn.Args[0], true
+	if fn, ok := c.TsExpr.(*ast.FuncCallExpr); ok {
+		switch {
+		case fn.FnName.L == "tidb_bounded_staleness":
+			return 0, errno.NotSupported("AS OF TIMESTAMP TIDB_BOUNDED_STALENESS(); give a datetime or TIDB_PARSE_TSO(tso)")
+		case fn.FnName.L == "tidb_parse_tso" && len(fn.Args) == 1:
+			arg, tso = fn.Args[0], true
+		}
 	}
 	e, err := expr.Compile(arg, &expr.Ctx{Env: s})
 	if err != nil {
@@ -115,15 +117,13 @@ func (s *Session) evalAsOf(ctx context.Context, c *ast.AsOfClause) (uint64, erro
 		return 0, err
 	}
 	raw := string(types.AppendText(nil, d, nil))
+	var ts uint64
 	if tso {
-		ts, perr := strconv.ParseUint(strings.TrimSpace(raw), 10, 64)
-		if perr != nil || ts == 0 {
+		var perr error
+		if ts, perr = strconv.ParseUint(strings.TrimSpace(raw), 10, 64); perr != nil || ts == 0 {
 			return 0, errAsOf("'" + raw + "' is not a TSO")
 		}
-		return s.notFuture(ctx, ts, errAsOf("cannot set read timestamp to a future time"))
-	}
-	ts, err := datetimeTS(raw, errAsOf)
-	if err != nil {
+	} else if ts, err = datetimeTS(raw, errAsOf); err != nil {
 		return 0, err
 	}
 	return s.notFuture(ctx, ts, errAsOf("cannot set read timestamp to a future time"))
