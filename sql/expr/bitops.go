@@ -28,7 +28,7 @@ func (e *bitExpr) Eval(row []types.Datum) (types.Datum, error) {
 	if err != nil || a.IsNull() {
 		return types.NullDatum, err
 	}
-	x := bitOperand(a)
+	x := toUint64(a)
 	if e.op == opcode.BitNeg {
 		return types.NewUint(^x), nil
 	}
@@ -36,7 +36,7 @@ func (e *bitExpr) Eval(row []types.Datum) (types.Datum, error) {
 	if err != nil || b.IsNull() {
 		return types.NullDatum, err
 	}
-	y := bitOperand(b)
+	y := toUint64(b)
 	switch e.op {
 	case opcode.And:
 		x &= y
@@ -57,9 +57,9 @@ func (e *bitExpr) Eval(row []types.Datum) (types.Datum, error) {
 	return types.NewUint(x), nil
 }
 
-// bitOperand converts d to the unsigned 64-bit integer a bit operator
-// works on.
-func bitOperand(d types.Datum) uint64 {
+// toUint64 converts d to the unsigned 64-bit integer a bit operator or
+// HEX(number) works on.
+func toUint64(d types.Datum) uint64 {
 	switch d.Kind() {
 	case types.KindInt64:
 		return uint64(d.Int64())

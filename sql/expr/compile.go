@@ -813,15 +813,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 				return types.NullDatum, nil
 			}
 			if numeric || a[0].Kind() != types.KindBytes {
-				var v uint64
-				switch a[0].Kind() {
-				case types.KindInt64, types.KindUint64:
-					v = a[0].Uint64()
-				default:
-					f, _ := types.ToFloat(a[0])
-					v = uint64(int64(math.Round(f)))
-				}
-				return types.NewString(strings.ToUpper(strconv.FormatUint(v, 16))), nil
+				return types.NewString(strings.ToUpper(strconv.FormatUint(toUint64(a[0]), 16))), nil
 			}
 			return types.NewString(strings.ToUpper(hex.EncodeToString(a[0].Bytes()))), nil
 		}}, nil
