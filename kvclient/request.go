@@ -313,73 +313,65 @@ func callUnary(ctx context.Context, sc storepb.StoreClient, req *Request, opts .
 	return &out, nil
 }
 
-// responseRegionError returns resp's region error, if any.
-func responseRegionError(resp *Response) *errorpb.Error {
-	type regionErrorer interface{ GetRegionError() *errorpb.Error }
-	var m regionErrorer
+// responseMessage returns the store's answer inside resp (nil for a kind
+// this client does not send).
+func responseMessage(resp *Response) any {
 	switch c := resp.Cmd.(type) {
 	case *storepb.BatchCommandsResponse_Response_Get:
-		m = c.Get
+		return c.Get
 	case *storepb.BatchCommandsResponse_Response_BatchGet:
-		m = c.BatchGet
+		return c.BatchGet
 	case *storepb.BatchCommandsResponse_Response_Scan:
-		m = c.Scan
+		return c.Scan
 	case *storepb.BatchCommandsResponse_Response_Prewrite:
-		m = c.Prewrite
+		return c.Prewrite
 	case *storepb.BatchCommandsResponse_Response_Commit:
-		m = c.Commit
+		return c.Commit
 	case *storepb.BatchCommandsResponse_Response_BatchRollback:
-		m = c.BatchRollback
+		return c.BatchRollback
 	case *storepb.BatchCommandsResponse_Response_Cleanup:
-		m = c.Cleanup
+		return c.Cleanup
 	case *storepb.BatchCommandsResponse_Response_CheckTxnStatus:
-		m = c.CheckTxnStatus
+		return c.CheckTxnStatus
 	case *storepb.BatchCommandsResponse_Response_CheckSecondaryLocks:
-		m = c.CheckSecondaryLocks
+		return c.CheckSecondaryLocks
 	case *storepb.BatchCommandsResponse_Response_ResolveLock:
-		m = c.ResolveLock
+		return c.ResolveLock
 	case *storepb.BatchCommandsResponse_Response_TxnHeartBeat:
-		m = c.TxnHeartBeat
+		return c.TxnHeartBeat
 	case *storepb.BatchCommandsResponse_Response_PessimisticLock:
-		m = c.PessimisticLock
+		return c.PessimisticLock
 	case *storepb.BatchCommandsResponse_Response_PessimisticRollback:
-		m = c.PessimisticRollback
+		return c.PessimisticRollback
 	case *storepb.BatchCommandsResponse_Response_ScanLock:
-		m = c.ScanLock
+		return c.ScanLock
 	case *storepb.BatchCommandsResponse_Response_Coprocessor:
-		m = c.Coprocessor
+		return c.Coprocessor
 	case *storepb.BatchCommandsResponse_Response_SplitRegion:
-		m = c.SplitRegion
+		return c.SplitRegion
 	case *storepb.BatchCommandsResponse_Response_DeleteRange:
-		m = c.DeleteRange
+		return c.DeleteRange
 	case *storepb.BatchCommandsResponse_Response_Export:
-		m = c.Export
+		return c.Export
 	case *storepb.BatchCommandsResponse_Response_Ingest:
-		m = c.Ingest
-	default:
-		return nil
+		return c.Ingest
 	}
-	return m.GetRegionError()
+	return nil
+}
+
+// responseRegionError returns resp's region error, if any.
+func responseRegionError(resp *Response) *errorpb.Error {
+	if m, ok := responseMessage(resp).(interface{ GetRegionError() *errorpb.Error }); ok {
+		return m.GetRegionError()
+	}
+	return nil
 }
 
 // responseExecDetails returns the store's side of resp (nil when its kind
 // carries none, or an older store sent none).
 func responseExecDetails(resp *Response) *kvrpcpb.ExecDetails {
-	switch c := resp.Cmd.(type) {
-	case *storepb.BatchCommandsResponse_Response_Get:
-		return c.Get.GetExecDetails()
-	case *storepb.BatchCommandsResponse_Response_BatchGet:
-		return c.BatchGet.GetExecDetails()
-	case *storepb.BatchCommandsResponse_Response_Scan:
-		return c.Scan.GetExecDetails()
-	case *storepb.BatchCommandsResponse_Response_Coprocessor:
-		return c.Coprocessor.GetExecDetails()
-	case *storepb.BatchCommandsResponse_Response_Prewrite:
-		return c.Prewrite.GetExecDetails()
-	case *storepb.BatchCommandsResponse_Response_Commit:
-		return c.Commit.GetExecDetails()
-	case *storepb.BatchCommandsResponse_Response_PessimisticLock:
-		return c.PessimisticLock.GetExecDetails()
+	if m, ok := responseMessage(resp).(interface{ GetExecDetails() *kvrpcpb.ExecDetails }); ok {
+		return m.GetExecDetails()
 	}
 	return nil
 }
