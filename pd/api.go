@@ -571,7 +571,8 @@ func apiSetConfig(r *http.Request, c *cluster) (any, error) {
 }
 
 // Affinity groups (pd/schedule/affinity.go): one per table in the
-// affinity-tables config, with its target stores, phase and regions.
+// affinity-tables config, with its target stores, phase and regions
+// (changed through cluster.updateAffinityTables, affinity.go).
 
 func pathTable(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(r.PathValue("table"), 10, 64)
@@ -605,15 +606,7 @@ func apiAddAffinityGroups(r *http.Request, c *cluster) (any, error) {
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.TableIDs) == 0 {
 		return nil, badRequest("bad affinity group request (want {\"table_ids\": [id, ...]}): %v", err)
 	}
-	cfg := c.model.Config()
-	tables := slices.Clone(cfg.AffinityTables)
-	for _, id := range req.TableIDs {
-		if !slices.Contains(tables, id) {
-			tables = append(tables, id)
-		}
-	}
-	cfg.AffinityTables = tables
-	if err := c.setScheduleConfig(r.Context(), cfg); err != nil {
+	if _, err := c.updateAffinityTables(r.Context(), req.TableIDs, nil); err != nil {
 		return nil, err
 	}
 	return "The affinity groups are created.", nil
@@ -624,13 +617,10 @@ func apiRemoveAffinityGroup(r *http.Request, c *cluster) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := c.model.Config()
-	i := slices.Index(cfg.AffinityTables, id)
-	if i < 0 {
+	if !slices.Contains(c.model.Config().AffinityTables, id) {
 		return nil, notFound("table %d has no affinity group", id)
 	}
-	cfg.AffinityTables = slices.Delete(slices.Clone(cfg.AffinityTables), i, i+1)
-	if err := c.setScheduleConfig(r.Context(), cfg); err != nil {
+	if _, err := c.updateAffinityTables(r.Context(), nil, []int64{id}); err != nil {
 		return nil, err
 	}
 	return "The affinity group is removed.", nil

@@ -34,6 +34,9 @@ type cluster struct {
 	coord *schedule.Coordinator
 
 	writeMu sync.Mutex // serialises persisting updates (stores, regions, bootstrap, config)
+	// affinityMu serialises read-modify-write changes of the affinity
+	// tables (affinity.go).
+	affinityMu sync.Mutex
 
 	mu           sync.RWMutex
 	clusterID    uint64

@@ -20,6 +20,8 @@ type PD interface {
 	AllocID(ctx context.Context, count uint32) (uint64, error)
 	SetGCConfig(ctx context.Context, lifeTime, runInterval time.Duration) (*pdpb.GCConfig, error)
 	ScanRegions(ctx context.Context, start, end []byte, limit int) ([]*pdpb.RegionStat, error)
+	SetAffinityTables(ctx context.Context, add, remove []int64) ([]int64, error)
+	AffinityGroups(ctx context.Context, tableIDs []int64) ([]*pdpb.AffinityGroup, error)
 }
 
 var _ PD = (*pdclient.Client)(nil)
@@ -125,6 +127,29 @@ func (s *Storage) ScanRegions(ctx context.Context, start, end []byte) ([]kv.Regi
 			info.PeerIDs = append(info.PeerIDs, p.GetId())
 		}
 		out = append(out, info)
+	}
+	return out, nil
+}
+
+var _ kv.AffinityAdmin = (*Storage)(nil)
+
+func (s *Storage) SetAffinityTables(ctx context.Context, add, remove []int64) error {
+	_, err := s.pd.SetAffinityTables(ctx, add, remove)
+	return mapErr(err)
+}
+
+func (s *Storage) AffinityGroups(ctx context.Context, tableIDs []int64) ([]kv.AffinityGroup, error) {
+	gs, err := s.pd.AffinityGroups(ctx, tableIDs)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]kv.AffinityGroup, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, kv.AffinityGroup{
+			TableID: g.GetTableId(), Configured: g.GetConfigured(),
+			LeaderStoreID: g.GetLeaderStoreId(), VoterStoreIDs: g.GetVoterStoreIds(), Phase: g.GetPhase(),
+			RegionCount: int(g.GetRegionCount()), AffinityRegionCount: int(g.GetAffinityRegionCount()),
+		})
 	}
 	return out, nil
 }

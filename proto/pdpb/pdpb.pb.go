@@ -2722,6 +2722,316 @@ func (x *SetGCConfigResponse) GetConfig() *GCConfig {
 	return nil
 }
 
+type SetAffinityTablesRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Header         *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	AddTableIds    []int64                `protobuf:"varint,2,rep,packed,name=add_table_ids,json=addTableIds,proto3" json:"add_table_ids,omitempty"`
+	RemoveTableIds []int64                `protobuf:"varint,3,rep,packed,name=remove_table_ids,json=removeTableIds,proto3" json:"remove_table_ids,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SetAffinityTablesRequest) Reset() {
+	*x = SetAffinityTablesRequest{}
+	mi := &file_pdpb_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAffinityTablesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAffinityTablesRequest) ProtoMessage() {}
+
+func (x *SetAffinityTablesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAffinityTablesRequest.ProtoReflect.Descriptor instead.
+func (*SetAffinityTablesRequest) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *SetAffinityTablesRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *SetAffinityTablesRequest) GetAddTableIds() []int64 {
+	if x != nil {
+		return x.AddTableIds
+	}
+	return nil
+}
+
+func (x *SetAffinityTablesRequest) GetRemoveTableIds() []int64 {
+	if x != nil {
+		return x.RemoveTableIds
+	}
+	return nil
+}
+
+type SetAffinityTablesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	TableIds      []int64                `protobuf:"varint,2,rep,packed,name=table_ids,json=tableIds,proto3" json:"table_ids,omitempty"` // configured after the change
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetAffinityTablesResponse) Reset() {
+	*x = SetAffinityTablesResponse{}
+	mi := &file_pdpb_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAffinityTablesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAffinityTablesResponse) ProtoMessage() {}
+
+func (x *SetAffinityTablesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAffinityTablesResponse.ProtoReflect.Descriptor instead.
+func (*SetAffinityTablesResponse) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *SetAffinityTablesResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *SetAffinityTablesResponse) GetTableIds() []int64 {
+	if x != nil {
+		return x.TableIds
+	}
+	return nil
+}
+
+type GetAffinityGroupsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	TableIds      []int64                `protobuf:"varint,2,rep,packed,name=table_ids,json=tableIds,proto3" json:"table_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAffinityGroupsRequest) Reset() {
+	*x = GetAffinityGroupsRequest{}
+	mi := &file_pdpb_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAffinityGroupsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAffinityGroupsRequest) ProtoMessage() {}
+
+func (x *GetAffinityGroupsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAffinityGroupsRequest.ProtoReflect.Descriptor instead.
+func (*GetAffinityGroupsRequest) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *GetAffinityGroupsRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GetAffinityGroupsRequest) GetTableIds() []int64 {
+	if x != nil {
+		return x.TableIds
+	}
+	return nil
+}
+
+// AffinityGroup is one table's group: its target stores (0 / empty while
+// no target is chosen), phase (pending, preparing, stable) and regions.
+type AffinityGroup struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	TableId             int64                  `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Configured          bool                   `protobuf:"varint,2,opt,name=configured,proto3" json:"configured,omitempty"`
+	LeaderStoreId       uint64                 `protobuf:"varint,3,opt,name=leader_store_id,json=leaderStoreId,proto3" json:"leader_store_id,omitempty"`
+	VoterStoreIds       []uint64               `protobuf:"varint,4,rep,packed,name=voter_store_ids,json=voterStoreIds,proto3" json:"voter_store_ids,omitempty"`
+	Phase               string                 `protobuf:"bytes,5,opt,name=phase,proto3" json:"phase,omitempty"`
+	RegionCount         uint32                 `protobuf:"varint,6,opt,name=region_count,json=regionCount,proto3" json:"region_count,omitempty"`
+	AffinityRegionCount uint32                 `protobuf:"varint,7,opt,name=affinity_region_count,json=affinityRegionCount,proto3" json:"affinity_region_count,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *AffinityGroup) Reset() {
+	*x = AffinityGroup{}
+	mi := &file_pdpb_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AffinityGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AffinityGroup) ProtoMessage() {}
+
+func (x *AffinityGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AffinityGroup.ProtoReflect.Descriptor instead.
+func (*AffinityGroup) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *AffinityGroup) GetTableId() int64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *AffinityGroup) GetConfigured() bool {
+	if x != nil {
+		return x.Configured
+	}
+	return false
+}
+
+func (x *AffinityGroup) GetLeaderStoreId() uint64 {
+	if x != nil {
+		return x.LeaderStoreId
+	}
+	return 0
+}
+
+func (x *AffinityGroup) GetVoterStoreIds() []uint64 {
+	if x != nil {
+		return x.VoterStoreIds
+	}
+	return nil
+}
+
+func (x *AffinityGroup) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *AffinityGroup) GetRegionCount() uint32 {
+	if x != nil {
+		return x.RegionCount
+	}
+	return 0
+}
+
+func (x *AffinityGroup) GetAffinityRegionCount() uint32 {
+	if x != nil {
+		return x.AffinityRegionCount
+	}
+	return 0
+}
+
+type GetAffinityGroupsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Groups        []*AffinityGroup       `protobuf:"bytes,2,rep,name=groups,proto3" json:"groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAffinityGroupsResponse) Reset() {
+	*x = GetAffinityGroupsResponse{}
+	mi := &file_pdpb_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAffinityGroupsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAffinityGroupsResponse) ProtoMessage() {}
+
+func (x *GetAffinityGroupsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pdpb_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAffinityGroupsResponse.ProtoReflect.Descriptor instead.
+func (*GetAffinityGroupsResponse) Descriptor() ([]byte, []int) {
+	return file_pdpb_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *GetAffinityGroupsResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GetAffinityGroupsResponse) GetGroups() []*AffinityGroup {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
 type AskBatchSplitRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Header        *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
@@ -2733,7 +3043,7 @@ type AskBatchSplitRequest struct {
 
 func (x *AskBatchSplitRequest) Reset() {
 	*x = AskBatchSplitRequest{}
-	mi := &file_pdpb_proto_msgTypes[44]
+	mi := &file_pdpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2745,7 +3055,7 @@ func (x *AskBatchSplitRequest) String() string {
 func (*AskBatchSplitRequest) ProtoMessage() {}
 
 func (x *AskBatchSplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[44]
+	mi := &file_pdpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2758,7 +3068,7 @@ func (x *AskBatchSplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskBatchSplitRequest.ProtoReflect.Descriptor instead.
 func (*AskBatchSplitRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{44}
+	return file_pdpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AskBatchSplitRequest) GetHeader() *RequestHeader {
@@ -2792,7 +3102,7 @@ type SplitID struct {
 
 func (x *SplitID) Reset() {
 	*x = SplitID{}
-	mi := &file_pdpb_proto_msgTypes[45]
+	mi := &file_pdpb_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2804,7 +3114,7 @@ func (x *SplitID) String() string {
 func (*SplitID) ProtoMessage() {}
 
 func (x *SplitID) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[45]
+	mi := &file_pdpb_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2817,7 +3127,7 @@ func (x *SplitID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitID.ProtoReflect.Descriptor instead.
 func (*SplitID) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{45}
+	return file_pdpb_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SplitID) GetNewRegionId() uint64 {
@@ -2844,7 +3154,7 @@ type AskBatchSplitResponse struct {
 
 func (x *AskBatchSplitResponse) Reset() {
 	*x = AskBatchSplitResponse{}
-	mi := &file_pdpb_proto_msgTypes[46]
+	mi := &file_pdpb_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2856,7 +3166,7 @@ func (x *AskBatchSplitResponse) String() string {
 func (*AskBatchSplitResponse) ProtoMessage() {}
 
 func (x *AskBatchSplitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[46]
+	mi := &file_pdpb_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2869,7 +3179,7 @@ func (x *AskBatchSplitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskBatchSplitResponse.ProtoReflect.Descriptor instead.
 func (*AskBatchSplitResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{46}
+	return file_pdpb_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AskBatchSplitResponse) GetHeader() *ResponseHeader {
@@ -2898,7 +3208,7 @@ type ReportBatchSplitRequest struct {
 
 func (x *ReportBatchSplitRequest) Reset() {
 	*x = ReportBatchSplitRequest{}
-	mi := &file_pdpb_proto_msgTypes[47]
+	mi := &file_pdpb_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2910,7 +3220,7 @@ func (x *ReportBatchSplitRequest) String() string {
 func (*ReportBatchSplitRequest) ProtoMessage() {}
 
 func (x *ReportBatchSplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[47]
+	mi := &file_pdpb_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2923,7 +3233,7 @@ func (x *ReportBatchSplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBatchSplitRequest.ProtoReflect.Descriptor instead.
 func (*ReportBatchSplitRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{47}
+	return file_pdpb_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReportBatchSplitRequest) GetHeader() *RequestHeader {
@@ -2949,7 +3259,7 @@ type ReportBatchSplitResponse struct {
 
 func (x *ReportBatchSplitResponse) Reset() {
 	*x = ReportBatchSplitResponse{}
-	mi := &file_pdpb_proto_msgTypes[48]
+	mi := &file_pdpb_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2961,7 +3271,7 @@ func (x *ReportBatchSplitResponse) String() string {
 func (*ReportBatchSplitResponse) ProtoMessage() {}
 
 func (x *ReportBatchSplitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[48]
+	mi := &file_pdpb_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2974,7 +3284,7 @@ func (x *ReportBatchSplitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBatchSplitResponse.ProtoReflect.Descriptor instead.
 func (*ReportBatchSplitResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{48}
+	return file_pdpb_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReportBatchSplitResponse) GetHeader() *ResponseHeader {
@@ -2996,7 +3306,7 @@ type ScanRegionsRequest struct {
 
 func (x *ScanRegionsRequest) Reset() {
 	*x = ScanRegionsRequest{}
-	mi := &file_pdpb_proto_msgTypes[49]
+	mi := &file_pdpb_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3008,7 +3318,7 @@ func (x *ScanRegionsRequest) String() string {
 func (*ScanRegionsRequest) ProtoMessage() {}
 
 func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[49]
+	mi := &file_pdpb_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3021,7 +3331,7 @@ func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRegionsRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{49}
+	return file_pdpb_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ScanRegionsRequest) GetHeader() *RequestHeader {
@@ -3066,7 +3376,7 @@ type RegionStat struct {
 
 func (x *RegionStat) Reset() {
 	*x = RegionStat{}
-	mi := &file_pdpb_proto_msgTypes[50]
+	mi := &file_pdpb_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3078,7 +3388,7 @@ func (x *RegionStat) String() string {
 func (*RegionStat) ProtoMessage() {}
 
 func (x *RegionStat) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[50]
+	mi := &file_pdpb_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3091,7 +3401,7 @@ func (x *RegionStat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionStat.ProtoReflect.Descriptor instead.
 func (*RegionStat) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{50}
+	return file_pdpb_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RegionStat) GetRegion() *metapb.Region {
@@ -3146,7 +3456,7 @@ type ScanRegionsResponse struct {
 
 func (x *ScanRegionsResponse) Reset() {
 	*x = ScanRegionsResponse{}
-	mi := &file_pdpb_proto_msgTypes[51]
+	mi := &file_pdpb_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3158,7 +3468,7 @@ func (x *ScanRegionsResponse) String() string {
 func (*ScanRegionsResponse) ProtoMessage() {}
 
 func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[51]
+	mi := &file_pdpb_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3171,7 +3481,7 @@ func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRegionsResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{51}
+	return file_pdpb_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ScanRegionsResponse) GetHeader() *ResponseHeader {
@@ -3201,7 +3511,7 @@ type SQLNode struct {
 
 func (x *SQLNode) Reset() {
 	*x = SQLNode{}
-	mi := &file_pdpb_proto_msgTypes[52]
+	mi := &file_pdpb_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3213,7 +3523,7 @@ func (x *SQLNode) String() string {
 func (*SQLNode) ProtoMessage() {}
 
 func (x *SQLNode) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[52]
+	mi := &file_pdpb_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3226,7 +3536,7 @@ func (x *SQLNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SQLNode.ProtoReflect.Descriptor instead.
 func (*SQLNode) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{52}
+	return file_pdpb_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *SQLNode) GetServerId() uint64 {
@@ -3264,7 +3574,7 @@ type SQLNodeHeartbeatRequest struct {
 
 func (x *SQLNodeHeartbeatRequest) Reset() {
 	*x = SQLNodeHeartbeatRequest{}
-	mi := &file_pdpb_proto_msgTypes[53]
+	mi := &file_pdpb_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3276,7 +3586,7 @@ func (x *SQLNodeHeartbeatRequest) String() string {
 func (*SQLNodeHeartbeatRequest) ProtoMessage() {}
 
 func (x *SQLNodeHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[53]
+	mi := &file_pdpb_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3289,7 +3599,7 @@ func (x *SQLNodeHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SQLNodeHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*SQLNodeHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{53}
+	return file_pdpb_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *SQLNodeHeartbeatRequest) GetHeader() *RequestHeader {
@@ -3333,7 +3643,7 @@ type SQLNodeHeartbeatResponse struct {
 
 func (x *SQLNodeHeartbeatResponse) Reset() {
 	*x = SQLNodeHeartbeatResponse{}
-	mi := &file_pdpb_proto_msgTypes[54]
+	mi := &file_pdpb_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3345,7 +3655,7 @@ func (x *SQLNodeHeartbeatResponse) String() string {
 func (*SQLNodeHeartbeatResponse) ProtoMessage() {}
 
 func (x *SQLNodeHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[54]
+	mi := &file_pdpb_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3358,7 +3668,7 @@ func (x *SQLNodeHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SQLNodeHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*SQLNodeHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{54}
+	return file_pdpb_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SQLNodeHeartbeatResponse) GetHeader() *ResponseHeader {
@@ -3391,7 +3701,7 @@ type GetSQLNodesRequest struct {
 
 func (x *GetSQLNodesRequest) Reset() {
 	*x = GetSQLNodesRequest{}
-	mi := &file_pdpb_proto_msgTypes[55]
+	mi := &file_pdpb_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3403,7 +3713,7 @@ func (x *GetSQLNodesRequest) String() string {
 func (*GetSQLNodesRequest) ProtoMessage() {}
 
 func (x *GetSQLNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[55]
+	mi := &file_pdpb_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3416,7 +3726,7 @@ func (x *GetSQLNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSQLNodesRequest.ProtoReflect.Descriptor instead.
 func (*GetSQLNodesRequest) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{55}
+	return file_pdpb_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetSQLNodesRequest) GetHeader() *RequestHeader {
@@ -3436,7 +3746,7 @@ type GetSQLNodesResponse struct {
 
 func (x *GetSQLNodesResponse) Reset() {
 	*x = GetSQLNodesResponse{}
-	mi := &file_pdpb_proto_msgTypes[56]
+	mi := &file_pdpb_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3448,7 +3758,7 @@ func (x *GetSQLNodesResponse) String() string {
 func (*GetSQLNodesResponse) ProtoMessage() {}
 
 func (x *GetSQLNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pdpb_proto_msgTypes[56]
+	mi := &file_pdpb_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3461,7 +3771,7 @@ func (x *GetSQLNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSQLNodesResponse.ProtoReflect.Descriptor instead.
 func (*GetSQLNodesResponse) Descriptor() ([]byte, []int) {
-	return file_pdpb_proto_rawDescGZIP(), []int{56}
+	return file_pdpb_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetSQLNodesResponse) GetHeader() *ResponseHeader {
@@ -3678,7 +3988,30 @@ const file_pdpb_proto_rawDesc = "" +
 	"\x06config\x18\x02 \x01(\v2\x0e.pdpb.GCConfigR\x06config\"k\n" +
 	"\x13SetGCConfigResponse\x12,\n" +
 	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12&\n" +
-	"\x06config\x18\x02 \x01(\v2\x0e.pdpb.GCConfigR\x06config\"\x8c\x01\n" +
+	"\x06config\x18\x02 \x01(\v2\x0e.pdpb.GCConfigR\x06config\"\x95\x01\n" +
+	"\x18SetAffinityTablesRequest\x12+\n" +
+	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12\"\n" +
+	"\radd_table_ids\x18\x02 \x03(\x03R\vaddTableIds\x12(\n" +
+	"\x10remove_table_ids\x18\x03 \x03(\x03R\x0eremoveTableIds\"f\n" +
+	"\x19SetAffinityTablesResponse\x12,\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12\x1b\n" +
+	"\ttable_ids\x18\x02 \x03(\x03R\btableIds\"d\n" +
+	"\x18GetAffinityGroupsRequest\x12+\n" +
+	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12\x1b\n" +
+	"\ttable_ids\x18\x02 \x03(\x03R\btableIds\"\x87\x02\n" +
+	"\rAffinityGroup\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x03R\atableId\x12\x1e\n" +
+	"\n" +
+	"configured\x18\x02 \x01(\bR\n" +
+	"configured\x12&\n" +
+	"\x0fleader_store_id\x18\x03 \x01(\x04R\rleaderStoreId\x12&\n" +
+	"\x0fvoter_store_ids\x18\x04 \x03(\x04R\rvoterStoreIds\x12\x14\n" +
+	"\x05phase\x18\x05 \x01(\tR\x05phase\x12!\n" +
+	"\fregion_count\x18\x06 \x01(\rR\vregionCount\x122\n" +
+	"\x15affinity_region_count\x18\a \x01(\rR\x13affinityRegionCount\"v\n" +
+	"\x19GetAffinityGroupsResponse\x12,\n" +
+	"\x06header\x18\x01 \x01(\v2\x14.pdpb.ResponseHeaderR\x06header\x12+\n" +
+	"\x06groups\x18\x02 \x03(\v2\x13.pdpb.AffinityGroupR\x06groups\"\x8c\x01\n" +
 	"\x14AskBatchSplitRequest\x12+\n" +
 	"\x06header\x18\x01 \x01(\v2\x13.pdpb.RequestHeaderR\x06header\x12&\n" +
 	"\x06region\x18\x02 \x01(\v2\x0e.metapb.RegionR\x06region\x12\x1f\n" +
@@ -3745,7 +4078,7 @@ const file_pdpb_proto_rawDesc = "" +
 	"\aAddNode\x10\x00\x12\x0e\n" +
 	"\n" +
 	"RemoveNode\x10\x01\x12\x12\n" +
-	"\x0eAddLearnerNode\x10\x022\xf1\f\n" +
+	"\x0eAddLearnerNode\x10\x022\xa1\x0e\n" +
 	"\x02PD\x120\n" +
 	"\x03Tso\x12\x10.pdpb.TsoRequest\x1a\x11.pdpb.TsoResponse\"\x00(\x010\x01\x128\n" +
 	"\aAllocID\x12\x14.pdpb.AllocIDRequest\x1a\x15.pdpb.AllocIDResponse\"\x00\x12;\n" +
@@ -3769,7 +4102,9 @@ const file_pdpb_proto_rawDesc = "" +
 	"\vGetSQLNodes\x12\x18.pdpb.GetSQLNodesRequest\x1a\x19.pdpb.GetSQLNodesResponse\"\x00\x12J\n" +
 	"\rAskBatchSplit\x12\x1a.pdpb.AskBatchSplitRequest\x1a\x1b.pdpb.AskBatchSplitResponse\"\x00\x12S\n" +
 	"\x10ReportBatchSplit\x12\x1d.pdpb.ReportBatchSplitRequest\x1a\x1e.pdpb.ReportBatchSplitResponse\"\x00\x12D\n" +
-	"\vScanRegions\x12\x18.pdpb.ScanRegionsRequest\x1a\x19.pdpb.ScanRegionsResponse\"\x00B'Z%github.com/stratadb/strata/proto/pdpbb\x06proto3"
+	"\vScanRegions\x12\x18.pdpb.ScanRegionsRequest\x1a\x19.pdpb.ScanRegionsResponse\"\x00\x12V\n" +
+	"\x11SetAffinityTables\x12\x1e.pdpb.SetAffinityTablesRequest\x1a\x1f.pdpb.SetAffinityTablesResponse\"\x00\x12V\n" +
+	"\x11GetAffinityGroups\x12\x1e.pdpb.GetAffinityGroupsRequest\x1a\x1f.pdpb.GetAffinityGroupsResponse\"\x00B'Z%github.com/stratadb/strata/proto/pdpbb\x06proto3"
 
 var (
 	file_pdpb_proto_rawDescOnce sync.Once
@@ -3784,7 +4119,7 @@ func file_pdpb_proto_rawDescGZIP() []byte {
 }
 
 var file_pdpb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_pdpb_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_pdpb_proto_goTypes = []any{
 	(ErrorType)(0),                           // 0: pdpb.ErrorType
 	(ConfChangeType)(0),                      // 1: pdpb.ConfChangeType
@@ -3832,23 +4167,28 @@ var file_pdpb_proto_goTypes = []any{
 	(*GCNodeHeartbeatResponse)(nil),          // 43: pdpb.GCNodeHeartbeatResponse
 	(*SetGCConfigRequest)(nil),               // 44: pdpb.SetGCConfigRequest
 	(*SetGCConfigResponse)(nil),              // 45: pdpb.SetGCConfigResponse
-	(*AskBatchSplitRequest)(nil),             // 46: pdpb.AskBatchSplitRequest
-	(*SplitID)(nil),                          // 47: pdpb.SplitID
-	(*AskBatchSplitResponse)(nil),            // 48: pdpb.AskBatchSplitResponse
-	(*ReportBatchSplitRequest)(nil),          // 49: pdpb.ReportBatchSplitRequest
-	(*ReportBatchSplitResponse)(nil),         // 50: pdpb.ReportBatchSplitResponse
-	(*ScanRegionsRequest)(nil),               // 51: pdpb.ScanRegionsRequest
-	(*RegionStat)(nil),                       // 52: pdpb.RegionStat
-	(*ScanRegionsResponse)(nil),              // 53: pdpb.ScanRegionsResponse
-	(*SQLNode)(nil),                          // 54: pdpb.SQLNode
-	(*SQLNodeHeartbeatRequest)(nil),          // 55: pdpb.SQLNodeHeartbeatRequest
-	(*SQLNodeHeartbeatResponse)(nil),         // 56: pdpb.SQLNodeHeartbeatResponse
-	(*GetSQLNodesRequest)(nil),               // 57: pdpb.GetSQLNodesRequest
-	(*GetSQLNodesResponse)(nil),              // 58: pdpb.GetSQLNodesResponse
-	(*metapb.Store)(nil),                     // 59: metapb.Store
-	(*metapb.Region)(nil),                    // 60: metapb.Region
-	(*metapb.Peer)(nil),                      // 61: metapb.Peer
-	(*metapb.RegionEpoch)(nil),               // 62: metapb.RegionEpoch
+	(*SetAffinityTablesRequest)(nil),         // 46: pdpb.SetAffinityTablesRequest
+	(*SetAffinityTablesResponse)(nil),        // 47: pdpb.SetAffinityTablesResponse
+	(*GetAffinityGroupsRequest)(nil),         // 48: pdpb.GetAffinityGroupsRequest
+	(*AffinityGroup)(nil),                    // 49: pdpb.AffinityGroup
+	(*GetAffinityGroupsResponse)(nil),        // 50: pdpb.GetAffinityGroupsResponse
+	(*AskBatchSplitRequest)(nil),             // 51: pdpb.AskBatchSplitRequest
+	(*SplitID)(nil),                          // 52: pdpb.SplitID
+	(*AskBatchSplitResponse)(nil),            // 53: pdpb.AskBatchSplitResponse
+	(*ReportBatchSplitRequest)(nil),          // 54: pdpb.ReportBatchSplitRequest
+	(*ReportBatchSplitResponse)(nil),         // 55: pdpb.ReportBatchSplitResponse
+	(*ScanRegionsRequest)(nil),               // 56: pdpb.ScanRegionsRequest
+	(*RegionStat)(nil),                       // 57: pdpb.RegionStat
+	(*ScanRegionsResponse)(nil),              // 58: pdpb.ScanRegionsResponse
+	(*SQLNode)(nil),                          // 59: pdpb.SQLNode
+	(*SQLNodeHeartbeatRequest)(nil),          // 60: pdpb.SQLNodeHeartbeatRequest
+	(*SQLNodeHeartbeatResponse)(nil),         // 61: pdpb.SQLNodeHeartbeatResponse
+	(*GetSQLNodesRequest)(nil),               // 62: pdpb.GetSQLNodesRequest
+	(*GetSQLNodesResponse)(nil),              // 63: pdpb.GetSQLNodesResponse
+	(*metapb.Store)(nil),                     // 64: metapb.Store
+	(*metapb.Region)(nil),                    // 65: metapb.Region
+	(*metapb.Peer)(nil),                      // 66: metapb.Peer
+	(*metapb.RegionEpoch)(nil),               // 67: metapb.RegionEpoch
 }
 var file_pdpb_proto_depIdxs = []int32{
 	4,   // 0: pdpb.ResponseHeader.error:type_name -> pdpb.Error
@@ -3859,41 +4199,41 @@ var file_pdpb_proto_depIdxs = []int32{
 	2,   // 5: pdpb.AllocIDRequest.header:type_name -> pdpb.RequestHeader
 	3,   // 6: pdpb.AllocIDResponse.header:type_name -> pdpb.ResponseHeader
 	2,   // 7: pdpb.PutStoreRequest.header:type_name -> pdpb.RequestHeader
-	59,  // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
+	64,  // 8: pdpb.PutStoreRequest.store:type_name -> metapb.Store
 	3,   // 9: pdpb.PutStoreResponse.header:type_name -> pdpb.ResponseHeader
 	2,   // 10: pdpb.GetStoreRequest.header:type_name -> pdpb.RequestHeader
 	3,   // 11: pdpb.GetStoreResponse.header:type_name -> pdpb.ResponseHeader
-	59,  // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
+	64,  // 12: pdpb.GetStoreResponse.store:type_name -> metapb.Store
 	2,   // 13: pdpb.GetAllStoresRequest.header:type_name -> pdpb.RequestHeader
 	3,   // 14: pdpb.GetAllStoresResponse.header:type_name -> pdpb.ResponseHeader
-	59,  // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
+	64,  // 15: pdpb.GetAllStoresResponse.stores:type_name -> metapb.Store
 	2,   // 16: pdpb.StoreHeartbeatRequest.header:type_name -> pdpb.RequestHeader
 	16,  // 17: pdpb.StoreHeartbeatRequest.stats:type_name -> pdpb.StoreStats
 	3,   // 18: pdpb.StoreHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	60,  // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
-	61,  // 20: pdpb.PeerStats.peer:type_name -> metapb.Peer
+	65,  // 19: pdpb.StoreHeartbeatResponse.create_regions:type_name -> metapb.Region
+	66,  // 20: pdpb.PeerStats.peer:type_name -> metapb.Peer
 	2,   // 21: pdpb.RegionHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	60,  // 22: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
-	61,  // 23: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
+	65,  // 22: pdpb.RegionHeartbeatRequest.region:type_name -> metapb.Region
+	66,  // 23: pdpb.RegionHeartbeatRequest.leader:type_name -> metapb.Peer
 	19,  // 24: pdpb.RegionHeartbeatRequest.down_peers:type_name -> pdpb.PeerStats
-	61,  // 25: pdpb.RegionHeartbeatRequest.pending_peers:type_name -> metapb.Peer
-	61,  // 26: pdpb.ChangePeer.peer:type_name -> metapb.Peer
+	66,  // 25: pdpb.RegionHeartbeatRequest.pending_peers:type_name -> metapb.Peer
+	66,  // 26: pdpb.ChangePeer.peer:type_name -> metapb.Peer
 	1,   // 27: pdpb.ChangePeer.change_type:type_name -> pdpb.ConfChangeType
-	61,  // 28: pdpb.TransferLeader.peer:type_name -> metapb.Peer
+	66,  // 28: pdpb.TransferLeader.peer:type_name -> metapb.Peer
 	2,   // 29: pdpb.RegionHeartbeatsRequest.header:type_name -> pdpb.RequestHeader
 	20,  // 30: pdpb.RegionHeartbeatsRequest.heartbeats:type_name -> pdpb.RegionHeartbeatRequest
 	3,   // 31: pdpb.RegionHeartbeatsResponse.header:type_name -> pdpb.ResponseHeader
 	26,  // 32: pdpb.RegionHeartbeatsResponse.responses:type_name -> pdpb.RegionHeartbeatResponse
 	3,   // 33: pdpb.RegionHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	62,  // 34: pdpb.RegionHeartbeatResponse.region_epoch:type_name -> metapb.RegionEpoch
+	67,  // 34: pdpb.RegionHeartbeatResponse.region_epoch:type_name -> metapb.RegionEpoch
 	21,  // 35: pdpb.RegionHeartbeatResponse.change_peer:type_name -> pdpb.ChangePeer
 	22,  // 36: pdpb.RegionHeartbeatResponse.transfer_leader:type_name -> pdpb.TransferLeader
 	23,  // 37: pdpb.RegionHeartbeatResponse.split_region:type_name -> pdpb.SplitRegion
 	2,   // 38: pdpb.GetRegionRequest.header:type_name -> pdpb.RequestHeader
 	2,   // 39: pdpb.GetRegionByIDRequest.header:type_name -> pdpb.RequestHeader
 	3,   // 40: pdpb.GetRegionResponse.header:type_name -> pdpb.ResponseHeader
-	60,  // 41: pdpb.GetRegionResponse.region:type_name -> metapb.Region
-	61,  // 42: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
+	65,  // 41: pdpb.GetRegionResponse.region:type_name -> metapb.Region
+	66,  // 42: pdpb.GetRegionResponse.leader:type_name -> metapb.Peer
 	2,   // 43: pdpb.IsBootstrappedRequest.header:type_name -> pdpb.RequestHeader
 	3,   // 44: pdpb.IsBootstrappedResponse.header:type_name -> pdpb.ResponseHeader
 	2,   // 45: pdpb.GetMembersRequest.header:type_name -> pdpb.RequestHeader
@@ -3913,73 +4253,82 @@ var file_pdpb_proto_depIdxs = []int32{
 	41,  // 59: pdpb.SetGCConfigRequest.config:type_name -> pdpb.GCConfig
 	3,   // 60: pdpb.SetGCConfigResponse.header:type_name -> pdpb.ResponseHeader
 	41,  // 61: pdpb.SetGCConfigResponse.config:type_name -> pdpb.GCConfig
-	2,   // 62: pdpb.AskBatchSplitRequest.header:type_name -> pdpb.RequestHeader
-	60,  // 63: pdpb.AskBatchSplitRequest.region:type_name -> metapb.Region
-	3,   // 64: pdpb.AskBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
-	47,  // 65: pdpb.AskBatchSplitResponse.ids:type_name -> pdpb.SplitID
-	2,   // 66: pdpb.ReportBatchSplitRequest.header:type_name -> pdpb.RequestHeader
-	60,  // 67: pdpb.ReportBatchSplitRequest.regions:type_name -> metapb.Region
-	3,   // 68: pdpb.ReportBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
-	2,   // 69: pdpb.ScanRegionsRequest.header:type_name -> pdpb.RequestHeader
-	60,  // 70: pdpb.RegionStat.region:type_name -> metapb.Region
-	61,  // 71: pdpb.RegionStat.leader:type_name -> metapb.Peer
-	3,   // 72: pdpb.ScanRegionsResponse.header:type_name -> pdpb.ResponseHeader
-	52,  // 73: pdpb.ScanRegionsResponse.regions:type_name -> pdpb.RegionStat
-	2,   // 74: pdpb.SQLNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
-	54,  // 75: pdpb.SQLNodeHeartbeatRequest.node:type_name -> pdpb.SQLNode
-	3,   // 76: pdpb.SQLNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
-	2,   // 77: pdpb.GetSQLNodesRequest.header:type_name -> pdpb.RequestHeader
-	3,   // 78: pdpb.GetSQLNodesResponse.header:type_name -> pdpb.ResponseHeader
-	54,  // 79: pdpb.GetSQLNodesResponse.nodes:type_name -> pdpb.SQLNode
-	6,   // 80: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
-	8,   // 81: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
-	10,  // 82: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
-	12,  // 83: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
-	14,  // 84: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
-	17,  // 85: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
-	20,  // 86: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
-	24,  // 87: pdpb.PD.RegionHeartbeats:input_type -> pdpb.RegionHeartbeatsRequest
-	27,  // 88: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
-	28,  // 89: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
-	30,  // 90: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
-	33,  // 91: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
-	35,  // 92: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
-	37,  // 93: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
-	39,  // 94: pdpb.PD.UpdateServiceGCSafePoint:input_type -> pdpb.UpdateServiceGCSafePointRequest
-	42,  // 95: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
-	44,  // 96: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
-	55,  // 97: pdpb.PD.SQLNodeHeartbeat:input_type -> pdpb.SQLNodeHeartbeatRequest
-	57,  // 98: pdpb.PD.GetSQLNodes:input_type -> pdpb.GetSQLNodesRequest
-	46,  // 99: pdpb.PD.AskBatchSplit:input_type -> pdpb.AskBatchSplitRequest
-	49,  // 100: pdpb.PD.ReportBatchSplit:input_type -> pdpb.ReportBatchSplitRequest
-	51,  // 101: pdpb.PD.ScanRegions:input_type -> pdpb.ScanRegionsRequest
-	7,   // 102: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
-	9,   // 103: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
-	11,  // 104: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
-	13,  // 105: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
-	15,  // 106: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
-	18,  // 107: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
-	26,  // 108: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
-	25,  // 109: pdpb.PD.RegionHeartbeats:output_type -> pdpb.RegionHeartbeatsResponse
-	29,  // 110: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
-	29,  // 111: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
-	31,  // 112: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
-	34,  // 113: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
-	36,  // 114: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
-	38,  // 115: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
-	40,  // 116: pdpb.PD.UpdateServiceGCSafePoint:output_type -> pdpb.UpdateServiceGCSafePointResponse
-	43,  // 117: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
-	45,  // 118: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
-	56,  // 119: pdpb.PD.SQLNodeHeartbeat:output_type -> pdpb.SQLNodeHeartbeatResponse
-	58,  // 120: pdpb.PD.GetSQLNodes:output_type -> pdpb.GetSQLNodesResponse
-	48,  // 121: pdpb.PD.AskBatchSplit:output_type -> pdpb.AskBatchSplitResponse
-	50,  // 122: pdpb.PD.ReportBatchSplit:output_type -> pdpb.ReportBatchSplitResponse
-	53,  // 123: pdpb.PD.ScanRegions:output_type -> pdpb.ScanRegionsResponse
-	102, // [102:124] is the sub-list for method output_type
-	80,  // [80:102] is the sub-list for method input_type
-	80,  // [80:80] is the sub-list for extension type_name
-	80,  // [80:80] is the sub-list for extension extendee
-	0,   // [0:80] is the sub-list for field type_name
+	2,   // 62: pdpb.SetAffinityTablesRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 63: pdpb.SetAffinityTablesResponse.header:type_name -> pdpb.ResponseHeader
+	2,   // 64: pdpb.GetAffinityGroupsRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 65: pdpb.GetAffinityGroupsResponse.header:type_name -> pdpb.ResponseHeader
+	49,  // 66: pdpb.GetAffinityGroupsResponse.groups:type_name -> pdpb.AffinityGroup
+	2,   // 67: pdpb.AskBatchSplitRequest.header:type_name -> pdpb.RequestHeader
+	65,  // 68: pdpb.AskBatchSplitRequest.region:type_name -> metapb.Region
+	3,   // 69: pdpb.AskBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
+	52,  // 70: pdpb.AskBatchSplitResponse.ids:type_name -> pdpb.SplitID
+	2,   // 71: pdpb.ReportBatchSplitRequest.header:type_name -> pdpb.RequestHeader
+	65,  // 72: pdpb.ReportBatchSplitRequest.regions:type_name -> metapb.Region
+	3,   // 73: pdpb.ReportBatchSplitResponse.header:type_name -> pdpb.ResponseHeader
+	2,   // 74: pdpb.ScanRegionsRequest.header:type_name -> pdpb.RequestHeader
+	65,  // 75: pdpb.RegionStat.region:type_name -> metapb.Region
+	66,  // 76: pdpb.RegionStat.leader:type_name -> metapb.Peer
+	3,   // 77: pdpb.ScanRegionsResponse.header:type_name -> pdpb.ResponseHeader
+	57,  // 78: pdpb.ScanRegionsResponse.regions:type_name -> pdpb.RegionStat
+	2,   // 79: pdpb.SQLNodeHeartbeatRequest.header:type_name -> pdpb.RequestHeader
+	59,  // 80: pdpb.SQLNodeHeartbeatRequest.node:type_name -> pdpb.SQLNode
+	3,   // 81: pdpb.SQLNodeHeartbeatResponse.header:type_name -> pdpb.ResponseHeader
+	2,   // 82: pdpb.GetSQLNodesRequest.header:type_name -> pdpb.RequestHeader
+	3,   // 83: pdpb.GetSQLNodesResponse.header:type_name -> pdpb.ResponseHeader
+	59,  // 84: pdpb.GetSQLNodesResponse.nodes:type_name -> pdpb.SQLNode
+	6,   // 85: pdpb.PD.Tso:input_type -> pdpb.TsoRequest
+	8,   // 86: pdpb.PD.AllocID:input_type -> pdpb.AllocIDRequest
+	10,  // 87: pdpb.PD.PutStore:input_type -> pdpb.PutStoreRequest
+	12,  // 88: pdpb.PD.GetStore:input_type -> pdpb.GetStoreRequest
+	14,  // 89: pdpb.PD.GetAllStores:input_type -> pdpb.GetAllStoresRequest
+	17,  // 90: pdpb.PD.StoreHeartbeat:input_type -> pdpb.StoreHeartbeatRequest
+	20,  // 91: pdpb.PD.RegionHeartbeat:input_type -> pdpb.RegionHeartbeatRequest
+	24,  // 92: pdpb.PD.RegionHeartbeats:input_type -> pdpb.RegionHeartbeatsRequest
+	27,  // 93: pdpb.PD.GetRegion:input_type -> pdpb.GetRegionRequest
+	28,  // 94: pdpb.PD.GetRegionByID:input_type -> pdpb.GetRegionByIDRequest
+	30,  // 95: pdpb.PD.IsBootstrapped:input_type -> pdpb.IsBootstrappedRequest
+	33,  // 96: pdpb.PD.GetMembers:input_type -> pdpb.GetMembersRequest
+	35,  // 97: pdpb.PD.GetGCSafePoint:input_type -> pdpb.GetGCSafePointRequest
+	37,  // 98: pdpb.PD.UpdateGCSafePoint:input_type -> pdpb.UpdateGCSafePointRequest
+	39,  // 99: pdpb.PD.UpdateServiceGCSafePoint:input_type -> pdpb.UpdateServiceGCSafePointRequest
+	42,  // 100: pdpb.PD.GCNodeHeartbeat:input_type -> pdpb.GCNodeHeartbeatRequest
+	44,  // 101: pdpb.PD.SetGCConfig:input_type -> pdpb.SetGCConfigRequest
+	60,  // 102: pdpb.PD.SQLNodeHeartbeat:input_type -> pdpb.SQLNodeHeartbeatRequest
+	62,  // 103: pdpb.PD.GetSQLNodes:input_type -> pdpb.GetSQLNodesRequest
+	51,  // 104: pdpb.PD.AskBatchSplit:input_type -> pdpb.AskBatchSplitRequest
+	54,  // 105: pdpb.PD.ReportBatchSplit:input_type -> pdpb.ReportBatchSplitRequest
+	56,  // 106: pdpb.PD.ScanRegions:input_type -> pdpb.ScanRegionsRequest
+	46,  // 107: pdpb.PD.SetAffinityTables:input_type -> pdpb.SetAffinityTablesRequest
+	48,  // 108: pdpb.PD.GetAffinityGroups:input_type -> pdpb.GetAffinityGroupsRequest
+	7,   // 109: pdpb.PD.Tso:output_type -> pdpb.TsoResponse
+	9,   // 110: pdpb.PD.AllocID:output_type -> pdpb.AllocIDResponse
+	11,  // 111: pdpb.PD.PutStore:output_type -> pdpb.PutStoreResponse
+	13,  // 112: pdpb.PD.GetStore:output_type -> pdpb.GetStoreResponse
+	15,  // 113: pdpb.PD.GetAllStores:output_type -> pdpb.GetAllStoresResponse
+	18,  // 114: pdpb.PD.StoreHeartbeat:output_type -> pdpb.StoreHeartbeatResponse
+	26,  // 115: pdpb.PD.RegionHeartbeat:output_type -> pdpb.RegionHeartbeatResponse
+	25,  // 116: pdpb.PD.RegionHeartbeats:output_type -> pdpb.RegionHeartbeatsResponse
+	29,  // 117: pdpb.PD.GetRegion:output_type -> pdpb.GetRegionResponse
+	29,  // 118: pdpb.PD.GetRegionByID:output_type -> pdpb.GetRegionResponse
+	31,  // 119: pdpb.PD.IsBootstrapped:output_type -> pdpb.IsBootstrappedResponse
+	34,  // 120: pdpb.PD.GetMembers:output_type -> pdpb.GetMembersResponse
+	36,  // 121: pdpb.PD.GetGCSafePoint:output_type -> pdpb.GetGCSafePointResponse
+	38,  // 122: pdpb.PD.UpdateGCSafePoint:output_type -> pdpb.UpdateGCSafePointResponse
+	40,  // 123: pdpb.PD.UpdateServiceGCSafePoint:output_type -> pdpb.UpdateServiceGCSafePointResponse
+	43,  // 124: pdpb.PD.GCNodeHeartbeat:output_type -> pdpb.GCNodeHeartbeatResponse
+	45,  // 125: pdpb.PD.SetGCConfig:output_type -> pdpb.SetGCConfigResponse
+	61,  // 126: pdpb.PD.SQLNodeHeartbeat:output_type -> pdpb.SQLNodeHeartbeatResponse
+	63,  // 127: pdpb.PD.GetSQLNodes:output_type -> pdpb.GetSQLNodesResponse
+	53,  // 128: pdpb.PD.AskBatchSplit:output_type -> pdpb.AskBatchSplitResponse
+	55,  // 129: pdpb.PD.ReportBatchSplit:output_type -> pdpb.ReportBatchSplitResponse
+	58,  // 130: pdpb.PD.ScanRegions:output_type -> pdpb.ScanRegionsResponse
+	47,  // 131: pdpb.PD.SetAffinityTables:output_type -> pdpb.SetAffinityTablesResponse
+	50,  // 132: pdpb.PD.GetAffinityGroups:output_type -> pdpb.GetAffinityGroupsResponse
+	109, // [109:133] is the sub-list for method output_type
+	85,  // [85:109] is the sub-list for method input_type
+	85,  // [85:85] is the sub-list for extension type_name
+	85,  // [85:85] is the sub-list for extension extendee
+	0,   // [0:85] is the sub-list for field type_name
 }
 
 func init() { file_pdpb_proto_init() }
@@ -3993,7 +4342,7 @@ func file_pdpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pdpb_proto_rawDesc), len(file_pdpb_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   57,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

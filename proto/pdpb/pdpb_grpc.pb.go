@@ -41,6 +41,8 @@ const (
 	PD_AskBatchSplit_FullMethodName            = "/pdpb.PD/AskBatchSplit"
 	PD_ReportBatchSplit_FullMethodName         = "/pdpb.PD/ReportBatchSplit"
 	PD_ScanRegions_FullMethodName              = "/pdpb.PD/ScanRegions"
+	PD_SetAffinityTables_FullMethodName        = "/pdpb.PD/SetAffinityTables"
+	PD_GetAffinityGroups_FullMethodName        = "/pdpb.PD/GetAffinityGroups"
 )
 
 // PDClient is the client API for PD service.
@@ -116,6 +118,13 @@ type PDClient interface {
 	// order (empty end_key = to the end; limit 0 = no limit), with their
 	// leaders and the statistics of their last heartbeat.
 	ScanRegions(ctx context.Context, in *ScanRegionsRequest, opts ...grpc.CallOption) (*ScanRegionsResponse, error)
+	// Data affinity (pd/schedule/affinity.go): SetAffinityTables adds tables
+	// to and removes them from the affinity-tables schedule config in one
+	// change (the SQL layer's AFFINITY table option); GetAffinityGroups
+	// shows the groups of the given tables (every configured one when
+	// table_ids is empty).
+	SetAffinityTables(ctx context.Context, in *SetAffinityTablesRequest, opts ...grpc.CallOption) (*SetAffinityTablesResponse, error)
+	GetAffinityGroups(ctx context.Context, in *GetAffinityGroupsRequest, opts ...grpc.CallOption) (*GetAffinityGroupsResponse, error)
 }
 
 type pDClient struct {
@@ -349,6 +358,26 @@ func (c *pDClient) ScanRegions(ctx context.Context, in *ScanRegionsRequest, opts
 	return out, nil
 }
 
+func (c *pDClient) SetAffinityTables(ctx context.Context, in *SetAffinityTablesRequest, opts ...grpc.CallOption) (*SetAffinityTablesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetAffinityTablesResponse)
+	err := c.cc.Invoke(ctx, PD_SetAffinityTables_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pDClient) GetAffinityGroups(ctx context.Context, in *GetAffinityGroupsRequest, opts ...grpc.CallOption) (*GetAffinityGroupsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetAffinityGroupsResponse)
+	err := c.cc.Invoke(ctx, PD_GetAffinityGroups_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PDServer is the server API for PD service.
 // All implementations must embed UnimplementedPDServer
 // for forward compatibility.
@@ -422,6 +451,13 @@ type PDServer interface {
 	// order (empty end_key = to the end; limit 0 = no limit), with their
 	// leaders and the statistics of their last heartbeat.
 	ScanRegions(context.Context, *ScanRegionsRequest) (*ScanRegionsResponse, error)
+	// Data affinity (pd/schedule/affinity.go): SetAffinityTables adds tables
+	// to and removes them from the affinity-tables schedule config in one
+	// change (the SQL layer's AFFINITY table option); GetAffinityGroups
+	// shows the groups of the given tables (every configured one when
+	// table_ids is empty).
+	SetAffinityTables(context.Context, *SetAffinityTablesRequest) (*SetAffinityTablesResponse, error)
+	GetAffinityGroups(context.Context, *GetAffinityGroupsRequest) (*GetAffinityGroupsResponse, error)
 	mustEmbedUnimplementedPDServer()
 }
 
@@ -497,6 +533,12 @@ func (UnimplementedPDServer) ReportBatchSplit(context.Context, *ReportBatchSplit
 }
 func (UnimplementedPDServer) ScanRegions(context.Context, *ScanRegionsRequest) (*ScanRegionsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ScanRegions not implemented")
+}
+func (UnimplementedPDServer) SetAffinityTables(context.Context, *SetAffinityTablesRequest) (*SetAffinityTablesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetAffinityTables not implemented")
+}
+func (UnimplementedPDServer) GetAffinityGroups(context.Context, *GetAffinityGroupsRequest) (*GetAffinityGroupsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetAffinityGroups not implemented")
 }
 func (UnimplementedPDServer) mustEmbedUnimplementedPDServer() {}
 func (UnimplementedPDServer) testEmbeddedByValue()            {}
@@ -904,6 +946,42 @@ func _PD_ScanRegions_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PD_SetAffinityTables_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetAffinityTablesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).SetAffinityTables(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_SetAffinityTables_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).SetAffinityTables(ctx, req.(*SetAffinityTablesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PD_GetAffinityGroups_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetAffinityGroupsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).GetAffinityGroups(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_GetAffinityGroups_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).GetAffinityGroups(ctx, req.(*GetAffinityGroupsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PD_ServiceDesc is the grpc.ServiceDesc for PD service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -994,6 +1072,14 @@ var PD_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ScanRegions",
 			Handler:    _PD_ScanRegions_Handler,
+		},
+		{
+			MethodName: "SetAffinityTables",
+			Handler:    _PD_SetAffinityTables_Handler,
+		},
+		{
+			MethodName: "GetAffinityGroups",
+			Handler:    _PD_GetAffinityGroups_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -21,6 +21,10 @@ import (
 )
 
 var (
+	affinitySyncs = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "ddl", Name: "affinity_syncs_total",
+		Help: "Changes of PD's affinity groups the DDL owner made for the AFFINITY table option, by outcome (ok, reconciled, error).",
+	}, []string{"outcome"})
 	jobsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "ddl", Name: "jobs_total",
 		Help: "DDL jobs this node ran to their end as owner, by type and outcome (synced, cancelled, rollback done).",
@@ -395,8 +399,9 @@ func (d *DDL) Run(ctx context.Context) {
 		}
 	}()
 	owner := false
-	var renewed time.Time // when the last campaign that won was sent
-	var stepped time.Time // when this node last ran a job step
+	var renewed time.Time    // when the last campaign that won was sent
+	var stepped time.Time    // when this node last ran a job step
+	var reconciled time.Time // when this owner last reconciled the affinity groups (zero: not yet)
 	for ctx.Err() == nil {
 		if !owner || time.Since(renewed) > d.ttl/3 {
 			sent := time.Now()
@@ -418,6 +423,7 @@ func (d *DDL) Run(ctx context.Context) {
 					isOwner.Set(1)
 					d.owner.Store(true)
 					d.log.Info("ddl: this node is the DDL owner", "node", d.nodeID, "ttl", d.ttl)
+					reconciled = time.Time{}
 				} else {
 					isOwner.Set(0)
 					d.owner.Store(false)
@@ -429,6 +435,12 @@ func (d *DDL) Run(ctx context.Context) {
 				isOwner.Set(0)
 				d.owner.Store(false)
 			}
+		}
+		if owner && time.Since(reconciled) > affinityReconcileInterval {
+			if err := d.reconcileAffinity(ctx); err != nil && ctx.Err() == nil {
+				d.log.Warn("ddl: reconciling PD's affinity groups with the catalog failed; retrying later", "err", err)
+			}
+			reconciled = time.Now()
 		}
 		if owner {
 			worked, err := d.runOne(ctx)

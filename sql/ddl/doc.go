@@ -145,6 +145,17 @@
 // rewrites its children's FKs in the same version (renamedParent), and
 // renaming an FK's own column renames it in the FK (replaceColumn).
 //
+// # Table options and data affinity
+//
+// ALTER TABLE ... COMMENT = / AFFINITY = is one step (alter table
+// options). AFFINITY = 'table' makes the table a data affinity group in PD
+// (affinity.go): the finish step of CREATE TABLE (which then waits for its
+// version like a FOREIGN KEY table), ALTER, TRUNCATE (the group moves to
+// the new id), DROP TABLE and DROP DATABASE tells PD before the job
+// reaches the history, and a PD error retries the step. The owner also
+// reconciles PD's groups with the catalog when it takes the lease and
+// every 5 minutes.
+//
 // # Space of dropped objects
 //
 // The step that makes keys unreachable records their ranges (package

@@ -32,6 +32,8 @@ const (
 	ActionRenameTable   ActionType = "rename table"
 	ActionAddFK         ActionType = "add foreign key"
 	ActionDropFK        ActionType = "drop foreign key"
+	// ActionAlterTableOptions: ALTER TABLE ... COMMENT = / AFFINITY =.
+	ActionAlterTableOptions ActionType = "alter table options"
 )
 
 // JobState is where a job is in its life, as TiDB's STATE column names it.
@@ -104,8 +106,10 @@ type Job struct {
 	NewSchemaID   int64  `json:"new_schema_id,omitempty"`
 	NewSchemaName string `json:"new_schema_name,omitempty"`
 	NewTableName  string `json:"new_table_name,omitempty"`
-	IfExists      bool   `json:"if_exists,omitempty"`
-	IfNotExists   bool   `json:"if_not_exists,omitempty"`
+	// TableOptions: alter table options (affinity.go).
+	TableOptions *TableOptions `json:"table_options,omitempty"`
+	IfExists     bool          `json:"if_exists,omitempty"`
+	IfNotExists  bool          `json:"if_not_exists,omitempty"`
 
 	// ReorgKey is the backfill's checkpoint: the row key the next batch
 	// starts at (an ADD INDEX in write reorganization). It is written in
@@ -310,7 +314,9 @@ func cancelErr(j *Job) error {
 // looking for its children.
 func needsSync(j *Job) bool {
 	if j.Type == ActionCreateTable {
-		return j.Table != nil && len(j.Table.ForeignKeys) > 0
+		// A table with an AFFINITY option also needs its finish step:
+		// it tells PD (syncAffinity).
+		return j.Table != nil && (len(j.Table.ForeignKeys) > 0 || j.Table.Affinity != "")
 	}
 	return j.Type != ActionCreateSchema
 }

@@ -227,8 +227,15 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation
 		return nil, errno.New(errno.ErrWrongAutoKey, "Incorrect table definition; there can be only one auto column and it must be defined as a key")
 	}
 	for _, o := range x.Options {
-		if o.Tp == ast.TableOptionComment {
+		switch o.Tp {
+		case ast.TableOptionComment:
 			t.Comment = o.StrValue
+		case ast.TableOptionAffinity:
+			level, err := Affinity(o.StrValue)
+			if err != nil {
+				return nil, err
+			}
+			t.Affinity = level
 		}
 	}
 	t.Init()

@@ -223,6 +223,9 @@ func (d *DDL) finish(ctx context.Context, j *Job) error {
 			return err
 		}
 	}
+	if err := d.syncAffinity(ctx, j); err != nil {
+		return err
+	}
 	err := d.txn(ctx, func(start uint64) ([]*kvrpcpb.Mutation, error) {
 		f, err := d.fence(ctx, start)
 		if err != nil {
@@ -339,6 +342,8 @@ func (d *DDL) runSingle(ctx context.Context, j *Job) error {
 		err = d.renameTable(ctx, j)
 	case ActionDropFK:
 		err = d.dropFK(ctx, j)
+	case ActionAlterTableOptions:
+		err = d.alterTableOptions(ctx, j)
 	default:
 		return fmt.Errorf("ddl: %v is not a one-step job", j)
 	}

@@ -144,6 +144,7 @@ var sqlStates = map[uint16]string{
 	1280:                        "42000", // wrong index name
 	1066:                        "42000", // not unique table/alias
 	1109:                        "42S02", // unknown table in MULTI DELETE
+	1286:                        "42000", // unknown storage engine
 	1222:                        "21000", // different number of columns
 	1241:                        "21000", // operand should contain n column(s)
 	1242:                        "21000", // subquery returns more than 1 row

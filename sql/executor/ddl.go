@@ -308,6 +308,8 @@ func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 			err = e.modifyColumn(ctx, env, x, sp)
 		case ast.AlterTableRenameTable:
 			rename = sp
+		case ast.AlterTableOption:
+			err = e.alterTableOptions(ctx, env, x, sp) // affinity.go
 		case ast.AlterTableEnableKeys, ast.AlterTableDisableKeys:
 			res.Warnings = append(res.Warnings, Warning{Level: "Note", Code: errIllegalHaCreateOption,
 				Msg: fmt.Sprintf("Table storage engine for '%s' doesn't have this option", x.Table.Name.O)})
@@ -483,6 +485,10 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 		case ast.AlterTableRenameTable:
 			if renames++; renames > 1 {
 				return errno.NotSupported("several RENAME TO clauses in one ALTER TABLE")
+			}
+		case ast.AlterTableOption:
+			if _, err := tableOptions(sp); err != nil {
+				return err
 			}
 		case ast.AlterTableLock, ast.AlterTableAlgorithm:
 			// Accepted: index and column changes are always online here.

@@ -42,6 +42,8 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 	switch x.Tp {
 	case ast.ShowRegions:
 		return e.showRegions(ctx, env, x)
+	case ast.ShowAffinity:
+		return e.showAffinity(ctx, env, x) // affinity.go
 	case ast.ShowStatsMeta, ast.ShowStatsHistograms:
 		return e.showStats(ctx, env, x)
 	case ast.ShowGrants:
@@ -254,8 +256,13 @@ func (e *Executor) showTable(ctx context.Context, env StmtEnv, tn *ast.TableName
 	return e.dom.Catalog().GetTable(ctx, db, tn.Name.O)
 }
 
-// filterShow applies SHOW ... LIKE 'p' (on the first column) and SHOW ... WHERE.
+// FilterShow applies SHOW ... LIKE 'p' (on the first column) and SHOW ... WHERE.
 func FilterShow(res *Result, x *ast.ShowStmt, env expr.Env) (*Result, error) {
+	return filterShowOn(res, x, env, 0)
+}
+
+// filterShowOn is FilterShow with LIKE on column like.
+func filterShowOn(res *Result, x *ast.ShowStmt, env expr.Env, like int) (*Result, error) {
 	if x.Pattern == nil && x.Where == nil {
 		return res, nil
 	}
@@ -266,7 +273,7 @@ func FilterShow(res *Result, x *ast.ShowStmt, env expr.Env) (*Result, error) {
 	var cond expr.Expr
 	var err error
 	if x.Pattern != nil {
-		x.Pattern.Expr = &ast.ColumnNameExpr{Name: &ast.ColumnName{Name: ast.NewCIStr(res.Columns[0].Name)}}
+		x.Pattern.Expr = &ast.ColumnNameExpr{Name: &ast.ColumnName{Name: ast.NewCIStr(res.Columns[like].Name)}}
 		// The names are lowered below; lower the pattern too ('Ssl%').
 		x.Pattern.Pattern = &ast.FuncCallExpr{FnName: ast.NewCIStr("lower"), Args: []ast.ExprNode{x.Pattern.Pattern}}
 		cond, err = expr.Compile(x.Pattern, &expr.Ctx{Columns: cols, Env: env, Clause: "where clause"})
@@ -280,10 +287,10 @@ func FilterShow(res *Result, x *ast.ShowStmt, env expr.Env) (*Result, error) {
 	for _, r := range res.Rows {
 		if x.Pattern != nil {
 			// Names match case-insensitively, like MySQL's SHOW ... LIKE.
-			r0 := r[0]
-			r[0] = types.NewString(strings.ToLower(r0.String()))
+			r0 := r[like]
+			r[like] = types.NewString(strings.ToLower(r0.String()))
 			d, err := cond.Eval(r)
-			r[0] = r0
+			r[like] = r0
 			if err != nil {
 				return nil, err
 			}
@@ -389,6 +396,9 @@ func createTableSQL(t *model.TableInfo, db string) string {
 	b.WriteString(") ENGINE=InnoDB DEFAULT CHARSET=" + tcoll.Charset + " COLLATE=" + tcoll.Name)
 	if t.Comment != "" {
 		b.WriteString(" COMMENT='" + strings.ReplaceAll(t.Comment, "'", "''") + "'")
+	}
+	if t.Affinity != "" {
+		b.WriteString(" /*T![affinity] AFFINITY='" + t.Affinity + "' */")
 	}
 	return b.String()
 }

@@ -84,6 +84,9 @@ type TableInfo struct {
 	HandleOffset  int    `json:"handle_offset"`   // -1 without PKIsHandle
 	AutoIncOffset int    `json:"auto_inc_offset"` // -1 without AUTO_INCREMENT
 	Comment       string `json:"comment,omitempty"`
+	// Affinity is the AFFINITY table option: "table" makes the table an
+	// affinity group in PD (sql/ddl affinity.go); empty is none.
+	Affinity string `json:"affinity,omitempty"`
 	// Collate is the table's default collation (DEFAULT CHARSET /
 	// COLLATE), the one text columns added later get; empty is
 	// utf8mb4_bin. Each column's own is in its type.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,6 +86,7 @@ type Store struct {
 	faults     []*Fault
 	gcLifeTime uint64
 	gcInterval uint64
+	affinity   []int64 // the affinity tables (no scheduling here: groups stay pending)
 }
 
 // node is one simulated store node: an id and a listener.
@@ -279,6 +281,35 @@ func (s *Store) SetGCConfig(_ context.Context, lifeTime, runInterval time.Durati
 		s.gcInterval = uint64(runInterval.Milliseconds())
 	}
 	return &pdpb.GCConfig{LifeTimeMs: s.gcLifeTime, RunIntervalMs: s.gcInterval}, nil
+}
+
+// SetAffinityTables keeps the affinity table list as PD does; this store
+// schedules nothing, so every group stays pending.
+func (s *Store) SetAffinityTables(_ context.Context, add, remove []int64) ([]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range add {
+		if !slices.Contains(s.affinity, id) {
+			s.affinity = append(s.affinity, id)
+		}
+	}
+	s.affinity = slices.DeleteFunc(s.affinity, func(id int64) bool { return slices.Contains(remove, id) })
+	return slices.Clone(s.affinity), nil
+}
+
+// AffinityGroups reports the groups of tableIDs (every configured table
+// when empty), all pending.
+func (s *Store) AffinityGroups(_ context.Context, tableIDs []int64) ([]*pdpb.AffinityGroup, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(tableIDs) == 0 {
+		tableIDs = s.affinity
+	}
+	out := make([]*pdpb.AffinityGroup, 0, len(tableIDs))
+	for _, id := range tableIDs {
+		out = append(out, &pdpb.AffinityGroup{TableId: id, Configured: slices.Contains(s.affinity, id), Phase: "pending"})
+	}
+	return out, nil
 }
 
 // ScanRegions returns the regions overlapping [start, end) (an empty end:

@@ -1,0 +1,148 @@
+package executor
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/sql/ddl"
+	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/model"
+	"github.com/stratadb/strata/sql/types"
+)
+
+// showAffinity answers SHOW AFFINITY [LIKE 'table' | WHERE ...] (TiDB
+// 8.5.5): every visible table with an AFFINITY option and its group as PD
+// reports it: the target leader and voter stores (NULL while PD has chosen
+// none), the status (Pending, Preparing, Stable) and how many of the
+// table's regions are already on the target.
+func (e *Executor) showAffinity(ctx context.Context, env StmtEnv, x *ast.ShowStmt) (*Result, error) {
+	pd, ok := e.dom.Store().(kv.AffinityAdmin)
+	if !ok {
+		return nil, errno.NotSupported("SHOW AFFINITY on this storage")
+	}
+	res := &Result{Columns: []ResultColumn{
+		StringColumn("Db_name", 64), StringColumn("Table_name", 64), StringColumn("Partition_name", 64),
+		IntColumn("Leader_store_id"), StringColumn("Voter_store_ids", 256), StringColumn("Status", 16),
+		IntColumn("Region_count"), IntColumn("Affinity_region_count"),
+	}}
+	dbs, err := e.dom.Catalog().ListDBs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type entry struct {
+		db string
+		t  *model.TableInfo
+	}
+	var tables []entry
+	var ids []int64
+	for _, db := range dbs {
+		if !env.VisibleDB(db.Name) {
+			continue
+		}
+		ts, err := e.dom.Catalog().ListTables(ctx, db)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			if t.Affinity != "" && env.VisibleTable(db.Name, t.Name) {
+				tables = append(tables, entry{db.Name, t})
+				ids = append(ids, t.ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return filterShowOn(res, x, env, 1)
+	}
+	groups, err := pd.AffinityGroups(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]kv.AffinityGroup, len(groups))
+	for _, g := range groups {
+		byID[g.TableID] = g
+	}
+	for _, te := range tables {
+		g := byID[te.t.ID]
+		leader, voters := types.NullDatum, types.NullDatum
+		if g.LeaderStoreID != 0 {
+			leader = types.NewInt(int64(g.LeaderStoreID))
+			vs := make([]string, len(g.VoterStoreIDs))
+			for i, v := range g.VoterStoreIDs {
+				vs[i] = strconv.FormatUint(v, 10)
+			}
+			voters = types.NewString(strings.Join(vs, ","))
+		}
+		status := "Pending"
+		if g.Configured && g.Phase != "" {
+			status = strings.ToUpper(g.Phase[:1]) + g.Phase[1:]
+		}
+		res.Rows = append(res.Rows, []types.Datum{
+			types.NewString(te.db), types.NewString(te.t.Name), types.NullDatum, leader, voters,
+			types.NewString(status), types.NewInt(int64(g.RegionCount)), types.NewInt(int64(g.AffinityRegionCount)),
+		})
+	}
+	return filterShowOn(res, x, env, 1)
+}
+
+// tableOptions are the table options of ALTER TABLE ... <option> [,
+// <option>] that change the table's definition: COMMENT and AFFINITY, run
+// as one job. ENGINE = InnoDB and AUTO_INCREMENT are accepted elsewhere.
+func tableOptions(sp *ast.AlterTableSpec) (*ddl.TableOptions, error) {
+	var o ddl.TableOptions
+	for _, opt := range sp.Options {
+		switch opt.Tp {
+		case ast.TableOptionComment:
+			c := opt.StrValue
+			o.Comment = &c
+		case ast.TableOptionAffinity:
+			level, err := ddl.Affinity(opt.StrValue)
+			if err != nil {
+				return nil, err
+			}
+			o.Affinity = &level
+		case ast.TableOptionEngine:
+			if opt.StrValue != "" && !strings.EqualFold(opt.StrValue, "InnoDB") {
+				return nil, errno.New(errUnknownStorageEngine, "Unknown storage engine '%s'", opt.StrValue)
+			}
+		case ast.TableOptionAutoIncrement:
+		default:
+			return nil, errno.NotSupported("this ALTER TABLE table option")
+		}
+	}
+	return &o, nil
+}
+
+// errUnknownStorageEngine is MySQL's ER_UNKNOWN_STORAGE_ENGINE.
+const errUnknownStorageEngine uint16 = 1286
+
+// alterTableOptions runs an ALTER TABLE ... <table option> clause: the
+// definition's options as one job; AUTO_INCREMENT = N raises the next
+// automatic value to N (never lowers it, as InnoDB).
+func (e *Executor) alterTableOptions(ctx context.Context, env StmtEnv, stmt *ast.AlterTableStmt, sp *ast.AlterTableSpec) error {
+	db, t, err := e.alterTarget(ctx, env, stmt.Table)
+	if err != nil {
+		return err
+	}
+	o, err := tableOptions(sp)
+	if err != nil {
+		return err
+	}
+	if o.Comment != nil || o.Affinity != nil {
+		err := e.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionAlterTableOptions, SchemaID: db.ID, SchemaName: db.Name,
+			TableID: t.ID, TableName: t.Name, TableOptions: o})
+		if err != nil {
+			return err
+		}
+	}
+	for _, opt := range sp.Options {
+		if opt.Tp == ast.TableOptionAutoIncrement && opt.UintValue > 1 && t.AutoIncOffset >= 0 {
+			if err := e.dom.AutoInc().Rebase(ctx, t.ID, int64(min(opt.UintValue-1, 1<<62))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
