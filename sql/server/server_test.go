@@ -799,4 +799,64 @@ func BenchmarkPointSelect(b *testing.B) {
 			}
 		}
 	})
+	// The rest of sysbench's oltp_read_only / oltp_read_write statements.
+	ranged := func(name, q string, want int) {
+		b.Run(name, func(b *testing.B) {
+			stmt, err := db.Prepare(q)
+			require.NoError(b, err)
+			defer stmt.Close()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				lo := i%90 + 1
+				rows, err := stmt.Query(lo, lo+9)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n := 0
+				for rows.Next() {
+					n++
+				}
+				if err := rows.Close(); err != nil || n != want {
+					b.Fatalf("%d rows, %v", n, err)
+				}
+			}
+		})
+	}
+	ranged("sum", "SELECT SUM(k) FROM sbtest WHERE id BETWEEN ? AND ?", 1)
+	ranged("order", "SELECT c FROM sbtest WHERE id BETWEEN ? AND ? ORDER BY c", 10)
+	ranged("distinct", "SELECT DISTINCT c FROM sbtest WHERE id BETWEEN ? AND ? ORDER BY c", 1)
+	b.Run("points", func(b *testing.B) { // select_random_points: an IN list on the secondary index
+		stmt, err := db.Prepare("SELECT id, k, c, pad FROM sbtest WHERE k IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		require.NoError(b, err)
+		defer stmt.Close()
+		b.ReportAllocs()
+		args := make([]any, 10)
+		for i := 0; b.Loop(); i++ {
+			for j := range args {
+				args[j] = ((i+j*13)%100 + 1) * 7
+			}
+			rows, err := stmt.Query(args...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			for rows.Next() {
+				n++
+			}
+			if err := rows.Close(); err != nil || n != 10 {
+				b.Fatalf("%d rows, %v", n, err)
+			}
+		}
+	})
+	b.Run("update", func(b *testing.B) { // UPDATE by primary key (index_updates)
+		stmt, err := db.Prepare("UPDATE sbtest SET k = k + 1 WHERE id = ?")
+		require.NoError(b, err)
+		defer stmt.Close()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if _, err := stmt.Exec(i%100 + 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
