@@ -136,7 +136,8 @@ func (e *Executor) SelectPrepared(ctx context.Context, s *ast.SelectStmt, pc *Pl
 		// Known uncacheable under this key: plan it as Select does.
 		planCacheUncacheable.Inc()
 		pc.LastReason = pe.reason
-		return e.Select(ctx, s, env, tx)
+		res, err := e.Select(ctx, s, env, tx)
+		return skipWarning(res, err, pe.reason)
 	}
 	start := time.Now()
 	pe = newPlanEntry(env)
@@ -157,5 +158,15 @@ func (e *Executor) SelectPrepared(ctx context.Context, s *ast.SelectStmt, pc *Pl
 		pc.entries = map[*ast.SelectStmt]*planEntry{}
 	}
 	pc.entries[s] = pe
-	return e.runSelect(ctx, c.Plan, tx, nil)
+	res, err := e.runSelect(ctx, c.Plan, tx, nil)
+	return skipWarning(res, err, reason)
+}
+
+// skipWarning adds to a result planned without the cache TiDB's warning
+// 1105 "skip prepared plan-cache: <reason>" (nothing when reason is "").
+func skipWarning(res *Result, err error, reason string) (*Result, error) {
+	if err == nil && reason != "" {
+		res.Warn(1105, "skip prepared plan-cache: "+reason)
+	}
+	return res, err
 }

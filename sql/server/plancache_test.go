@@ -233,7 +233,18 @@ func TestPlanCacheInvalidation(t *testing.T) {
 		c.check(byK, "SELECT id, c FROM t WHERE k = ?", []any{20}, 0, what)
 		c.check(byK, "SELECT id, c FROM t WHERE k = ?", []any{10}, 1, what+", again")
 	}
+	before := labeledCounters(t, "strata_sql_plan_cache_total")
 	run("first")
+	limited, err := db.Prepare("SELECT id FROM t WHERE id < ? ORDER BY id LIMIT ?")
+	require.NoError(t, err)
+	for range 2 {
+		c.check(limited, "SELECT id FROM t WHERE id < ? ORDER BY id LIMIT ?", []any{4, 2}, 0, "LIMIT ?")
+	}
+	require.NoError(t, limited.Close())
+	after := labeledCounters(t, "strata_sql_plan_cache_total")
+	for result, n := range map[string]float64{"hit": 2, "miss": 2, "uncacheable": 2} {
+		require.Equal(t, n, after[result]-before[result], "strata_sql_plan_cache_total{result=%q}", result)
+	}
 	steps := []struct {
 		what string
 		d    *sql.DB
