@@ -258,41 +258,22 @@ func (spec *rangeSpec) rebuild(env expr.Env) bool {
 	if spec.fast {
 		return spec.rebuildFast(rg)
 	}
+	cols := spec.cols
 	if spec.index == nil {
-		d := rg.detach(spec.conds, []int{spec.src.HandleOffset()})
-		if !d.sameShape(spec.d) {
-			return false
-		}
-		shape, handles := handleShape(spec.src, d)
-		switch p := spec.plan.(type) {
-		case *TableDual:
-			return shape == shapeDual
-		case *PointGet:
-			if shape != shapePoint {
-				return false
-			}
-			p.Handle = handles[0]
-		case *BatchPointGet:
-			if shape != shapeBatch {
-				return false
-			}
-			p.Handles = handles
-		case *TableScan:
-			if shape == shapeFull {
-				return p.Full
-			}
-			if shape != shapeRanges || p.Full {
-				return false
-			}
-			p.Ranges = handleRanges(d.ranges)
-		}
-		return true
+		cols = []int{spec.src.HandleOffset()}
 	}
-	d := rg.detach(spec.conds, spec.cols)
+	d := rg.detach(spec.conds, cols)
 	if !d.sameShape(spec.d) {
 		return false
 	}
-	shape, points := indexShape(spec.index, spec.cols, d)
+	var shape accessShape
+	var handles []int64
+	var points [][]types.Datum
+	if spec.index == nil {
+		shape, handles = handleShape(spec.src, d)
+	} else {
+		shape, points = indexShape(spec.index, cols, d)
+	}
 	switch p := spec.plan.(type) {
 	case *TableDual:
 		return shape == shapeDual
@@ -300,18 +281,34 @@ func (spec *rangeSpec) rebuild(env expr.Env) bool {
 		if shape != shapePoint {
 			return false
 		}
-		p.Values = points[0]
+		if p.Index == nil {
+			p.Handle = handles[0]
+		} else {
+			p.Values = points[0]
+		}
 	case *BatchPointGet:
 		if shape != shapeBatch {
 			return false
 		}
-		p.Values = points
+		if p.Index == nil {
+			p.Handles = handles
+		} else {
+			p.Values = points
+		}
+	case *TableScan:
+		if shape == shapeFull {
+			return p.Full
+		}
+		if shape != shapeRanges || p.Full {
+			return false
+		}
+		p.Ranges = handleRanges(d.ranges)
 	case *IndexScan:
 		if shape != shapeRanges {
 			return false
 		}
 		if spec.req != nil {
-			if ordered, _ := indexOrdered(spec.req, spec.cols, d, spec.src); ordered != spec.ordered {
+			if ordered, _ := indexOrdered(spec.req, cols, d, spec.src); ordered != spec.ordered {
 				return false
 			}
 		}
