@@ -133,8 +133,10 @@ func hasParam(n ast.ExprNode) bool {
 // be cached, else why not: a statement whose plan would depend on the
 // parameters' values beyond what Rebind rebuilds, or that reads session
 // state planning folds (user and system variables, NOW(), DATABASE(),
-// ...), subqueries, CTEs, window functions, views, system tables and index
-// joins (not cached yet).
+// ...), or has a part Rebind does not rebuild: subqueries, CTEs, window
+// functions, derived tables, views and system tables (not cached yet).
+// Joins are cached, index joins too (their lookup constants come from
+// conditions without parameters: a parameter there is a reason).
 func (pl *Planner) PlanPrepared(ctx context.Context, s *ast.SelectStmt, env expr.Env) (*CachedPlan, string, error) {
 	if reason := uncacheable(s); reason != "" {
 		sp, err := pl.PlanSelect(ctx, s, env, false)
