@@ -169,9 +169,11 @@
 //
 // # Plan cache
 //
-// A prepared point select's plan is cached per session (plancache.go,
-// PlanCache over planner.PointTemplate) and replanned when its table's
-// definition or (for an unqualified table name) the current database
-// changed; @@last_plan_from_cache and strata_sql_plan_cache_total
-// show it.
+// A prepared SELECT's plan is cached per session (plancache.go, PlanCache
+// over planner.CachedPlan), keyed by the current database, the session
+// variables planning reads (PlanVars) and the parameters' kinds, and
+// rebound to each execution's parameters (planner.Rebind); it is planned
+// again when the key changed, a table it reads changed definition, or
+// the values give an access path another shape. @@last_plan_from_cache and
+// strata_sql_plan_cache_total{result=hit|miss|uncacheable} show it.
 package executor

@@ -249,7 +249,7 @@ func buildRand(name string, args []Expr) (Expr, error) {
 		return intOf(d)
 	}
 	if k, ok := args[0].(*Constant); ok {
-		r.seed(seedOf(k.Value))
+		r.seed(seedOf(k.fold().Value))
 		return &funcExpr{name: name, ft: types.DoubleType, fn: func([]types.Datum) (types.Datum, error) {
 			r.mu.Lock()
 			defer r.mu.Unlock()

@@ -55,7 +55,7 @@ func constInt(e Expr) (int64, bool) {
 		return -v, ok
 	}
 	k, ok := e.(*Constant)
-	if !ok || k.Value.IsNull() {
+	if !ok || k.fold().Value.IsNull() {
 		return 0, false
 	}
 	return intOf(k.Value), true

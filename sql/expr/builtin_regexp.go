@@ -126,13 +126,13 @@ type regexpArgs struct {
 func newRegexpArgs(args []Expr, patIdx, mtIdx int) (*regexpArgs, error) {
 	r := &regexpArgs{patIdx: patIdx, mtIdx: mtIdx, bin: binaryString(args[0].Type())}
 	p, ok := args[patIdx].(*Constant)
-	if !ok || p.Value.IsNull() {
+	if !ok || p.fold().Value.IsNull() {
 		return r, nil
 	}
 	var mt []byte
 	if mtIdx >= 0 && mtIdx < len(args) {
 		k, ok := args[mtIdx].(*Constant)
-		if !ok || k.Value.IsNull() {
+		if !ok || k.fold().Value.IsNull() {
 			return r, nil
 		}
 		mt = textOf(k.Value)

@@ -231,7 +231,7 @@ func buildPad(name string, args []Expr) (Expr, error) {
 	bin := binaryString(args[0].Type())
 	left := name == "lpad"
 	flen := -1
-	if k, ok := args[1].(*Constant); ok && !k.Value.IsNull() {
+	if k, ok := args[1].(*Constant); ok && !k.fold().Value.IsNull() {
 		flen = int(max(min(intOf(k.Value), maxStringResult), 0))
 	}
 	return &funcExpr{name: name, args: args, ft: strType(flen), fn: func(a []types.Datum) (types.Datum, error) {

@@ -748,7 +748,7 @@ func buildDateAdd(name string, args []Expr) (Expr, error) {
 	sub := name == "date_sub" || name == "subdate"
 	at := args[0].Type()
 	micro := unit == ast.TimeUnitMicrosecond || unitFields(unit) != "" && unitFields(unit)[len(unitFields(unit))-1] == 'u'
-	if k, ok := args[1].(*Constant); ok && unit == ast.TimeUnitSecond && k.Ft.Class() != types.ClassInt {
+	if k, ok := args[1].(*Constant); ok && unit == ast.TimeUnitSecond && k.fold().Ft.Class() != types.ClassInt {
 		micro = true
 	}
 	var ft types.FieldType
@@ -1242,7 +1242,7 @@ func formatParts(f []byte) (date, clock, frac bool) {
 // DATETIME by the parts a constant format sets (DATETIME otherwise).
 func buildStrToDate(name string, args []Expr) (Expr, error) {
 	ft := datetimeType(6)
-	if k, ok := args[1].(*Constant); ok && !k.Value.IsNull() {
+	if k, ok := args[1].(*Constant); ok && !k.fold().Value.IsNull() {
 		date, clock, frac := formatParts(textOf(k.Value))
 		fsp := 0
 		if frac {
@@ -1293,7 +1293,7 @@ func buildUnixTimestamp(env Env, name string, args []Expr) (Expr, error) {
 		return &Constant{Value: types.NewInt(env.Now().Unix()), Ft: types.Int64Type}, nil
 	}
 	fsp := fspOf(args[0].Type())
-	if k, ok := args[0].(*Constant); ok && k.Value.Kind() == types.KindBytes {
+	if k, ok := args[0].(*Constant); ok && k.fold().Value.Kind() == types.KindBytes {
 		if t, ok := toDateTime(k.Value); ok && t.micro != 0 {
 			fsp = 6
 		}
@@ -1406,7 +1406,7 @@ func buildConvertTZ(name string, args []Expr) (Expr, error) {
 	fsp := fspOf(args[0].Type())
 	if c := args[0].Type().Class(); c == types.ClassString {
 		fsp = 6
-		if k, ok := args[0].(*Constant); ok && k.Value.Kind() == types.KindBytes {
+		if k, ok := args[0].(*Constant); ok && k.fold().Value.Kind() == types.KindBytes {
 			fsp = fracDigits(strings.TrimSpace(string(k.Value.Bytes())))
 		}
 	}

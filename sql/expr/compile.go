@@ -113,6 +113,15 @@ type LastInsertIDSetter interface {
 	SetLastInsertID(id uint64)
 }
 
+// ParamRecorder is implemented by an Env that plans a prepared statement
+// for the plan cache (package planner): Compile hands it the Constant it
+// makes of each parameter marker, which the cache rebinds to each
+// execution's value (Constant.Rebind) unless compilation folded it
+// (Constant.Folded).
+type ParamRecorder interface {
+	RecordParam(order int, k *Constant)
+}
+
 // EnvWrapper is implemented by an Env that wraps another (the planner's
 // per-statement ones): the optional interfaces above are looked up
 // through it.
@@ -176,7 +185,11 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if !ok {
 			return nil, errno.New(1210, "Incorrect arguments to EXECUTE: parameter %d is not bound", x.Order+1)
 		}
-		return &Constant{Value: d, Ft: ParamType(d)}, nil
+		k := &Constant{Value: d, Ft: ParamType(d)}
+		if r, ok := envAs[ParamRecorder](c.Env); ok {
+			r.RecordParam(x.Order, k)
+		}
+		return k, nil
 	case *driver.ValueExpr:
 		return constantFromValue(x)
 	case *ast.ParenthesesExpr:
@@ -562,6 +575,7 @@ func temporalConstant(op opcode.Op, t types.FieldType, e Expr) (opcode.Op, Expr)
 	if cl := c.Ft.Class(); cl != types.ClassString && cl != types.ClassTime {
 		return op, e
 	}
+	c.fold() // the comparison depends on the string's date, even when kept
 	op2, canon, none, ok := TemporalCompare(op, t, string(c.Value.Bytes()))
 	if !ok || none {
 		return op, e
@@ -764,7 +778,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		t := c.Env.Now()
 		fsp := 0
 		if len(args) == 1 {
-			if k, ok := args[0].(*Constant); ok && k.Value.Kind() == types.KindInt64 && k.Value.Int64() >= 0 && k.Value.Int64() <= 6 {
+			if k, ok := args[0].(*Constant); ok && k.fold().Value.Kind() == types.KindInt64 && k.Value.Int64() >= 0 && k.Value.Int64() <= 6 {
 				fsp = int(k.Value.Int64())
 			}
 		}
@@ -1025,6 +1039,7 @@ func temporalLiteral(name string, args []Expr) (Expr, error) {
 	if k == nil {
 		return nil, errno.New(errno.ErrParse, "You have an error in your SQL syntax: a DATE, TIME or TIMESTAMP literal needs a string")
 	}
+	k.fold()
 	s := strings.TrimSpace(string(k.Value.Bytes()))
 	fsp := fracDigits(s)
 	switch name {

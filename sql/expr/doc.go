@@ -37,9 +37,13 @@
 // either.
 //
 // A compiled Expr is safe for concurrent use and immutable but for
-// RAND(N)'s sequence (one per compiled call, under a mutex) and the last
-// pattern a REGEXP with a non-constant pattern compiled; Eval does not
-// retain row. Byte results may alias row or the Expr's constants.
+// RAND(N)'s sequence (one per compiled call, under a mutex), the last
+// pattern a REGEXP with a non-constant pattern compiled, and the constants
+// of parameter markers compiled for a cached plan, which its owner
+// rebinds between executions (ParamRecorder, Constant.Rebind; a
+// constant compilation chose something from is Folded and makes the plan
+// uncacheable); Eval does not retain row. Byte results may alias row or
+// the Expr's constants.
 //
 // # Where functions live
 //

@@ -37,7 +37,24 @@ func boolDatum(b bool) types.Datum {
 type Constant struct {
 	Value types.Datum
 	Ft    types.FieldType
+	// folded: compilation chose something from Value (a canonical form,
+	// a precision, a pattern), so the expression holds only for this
+	// value. A plan that compiled a parameter marker's constant so is not
+	// cached (ParamRecorder).
+	folded bool
 }
+
+// Folded reports whether compilation made a choice from c's value (a
+// parameter's constant folded so cannot be rebound: Rebind).
+func (c *Constant) Folded() bool { return c.folded }
+
+// Rebind gives a parameter marker's constant, compiled for a cached plan,
+// the value of this execution (its type is ParamType's for the value, of
+// the kind the plan was compiled for).
+func (c *Constant) Rebind(v types.Datum) { c.Value, c.Ft = v, ParamType(v) }
+
+// fold marks that compilation chose something from c's value.
+func (c *Constant) fold() *Constant { c.folded = true; return c }
 
 // Eval implements Expr.
 func (c *Constant) Eval([]types.Datum) (types.Datum, error) { return c.Value, nil }

@@ -130,8 +130,11 @@ type SelectPlan struct {
 
 // builder holds one statement's planning state.
 type builder struct {
-	env    expr.Env
-	nextID int
+	env expr.Env
+	// caching: the statement is planned for the plan cache; access paths
+	// keep what rebuilds their ranges (rangeSpec).
+	caching bool
+	nextID  int
 	// hints are the statement's optimizer hints (/*+ ... */).
 	hints []*ast.TableOptimizerHint
 }
@@ -204,7 +207,7 @@ func (pl *Planner) planSelect(ctx context.Context, s *ast.SelectStmt, env expr.E
 	}
 	sp.Columns = lg.cols
 	sp.Lock = lg.lock && lg.src != nil
-	b := &builder{env: env, hints: s.TableHints}
+	b := &builder{env: env, hints: s.TableHints, caching: caching(env)}
 	root, err := b.physical(lg)
 	if err != nil {
 		return nil, err
@@ -451,6 +454,7 @@ func (lg *logical) addWhere(where ast.ExprNode, env expr.Env) error {
 			return err
 		}
 		if k, ok := ce.(*expr.Constant); ok || foldable(c) {
+			skipCache(env, c, "a condition on parameters alone")
 			var v types.Datum
 			if ok {
 				v = k.Value
@@ -637,6 +641,7 @@ func isSourceColumn(cols []expr.SchemaColumn, name string) bool {
 func LimitValue(n ast.ExprNode, env expr.Env) (uint64, error) { return limitValue(n, env) }
 
 func limitValue(n ast.ExprNode, env expr.Env) (uint64, error) {
+	skipCache(env, n, "LIMIT ?")
 	k, err := expr.Compile(n, &expr.Ctx{Env: env})
 	if err != nil {
 		return 0, err

@@ -3,165 +3,411 @@ package planner
 import (
 	"context"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/pingcap/tidb/pkg/parser/opcode"
 	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
 )
 
-// PointTemplate is the cacheable plan of a prepared point select,
-// `SELECT col, ... FROM t WHERE pk = ?` or with `col = ?` on every column of
-// a unique index (TiDB's point-get plan cache): the projection is
-// compiled once, and each execution only binds the parameters to the key
-// (BindPoint). Templates are per session and not safe for concurrent use.
-type PointTemplate struct {
-	Src       *Source
-	Index     *model.IndexInfo // nil: by handle
-	Proj      *Projection
-	Columns   []ResultColumn
-	params    []int // per key column: the parameter's order
-	dbName    string
-	tblName   string
-	qualified bool   // the statement names the database
-	curDB     string // the current database when planned
+// CachedPlan is the plan of a prepared SELECT kept by a session's plan
+// cache (TiDB's prepared plan cache, sql/executor PlanCache): planned once
+// with its parameter markers compiled to constants the cache rebinds at
+// each execution (expr.Constant.Rebind), and the key ranges, point keys
+// and IN-list points of its access paths rebuilt from the bound values
+// (Rebind; TiDB's RebuildPlan4CachedPlan). Per session, not safe for
+// concurrent use: an execution updates the plan in place.
+type CachedPlan struct {
+	Plan *SelectPlan
+	// params holds, per marker order, the constants compiled from it.
+	params [][]*expr.Constant
+	// specs are the access paths whose ranges or keys come from
+	// parameters.
+	specs []*rangeSpec
+	// tables are the tables the plan reads, as the catalog gave them.
+	tables []tableRef
 }
 
-// PointTemplate returns the template of s, or nil when s does not have
-// the shape: one table without hints, plain columns in the select list,
-// WHERE only `col = ?` covering the handle or a public unique index, and
-// no other clause.
-func (pl *Planner) PointTemplate(ctx context.Context, s *ast.SelectStmt, env expr.Env) (*PointTemplate, error) {
-	if s.From == nil || s.Where == nil || s.GroupBy != nil || s.Having != nil || s.OrderBy != nil || s.Limit != nil ||
-		s.Distinct || s.LockInfo != nil || s.With != nil || s.SelectIntoOpt != nil || len(s.WindowSpecs) > 0 || s.TableHints != nil {
-		return nil, nil
-	}
-	for _, f := range s.Fields.Fields {
-		if f.WildCard == nil {
-			if _, ok := f.Expr.(*ast.ColumnNameExpr); !ok {
-				return nil, nil // a constant or variable folded at plan time must not be cached
-			}
-		}
-	}
-	if isJoin(s.From) {
-		return nil, nil
-	}
-	src, err := pl.ResolveTable(ctx, s.From, env, "SELECT")
-	if err != nil || len(src.Hints) > 0 || src.Mem != nil || src.Sub != nil {
-		return nil, err
-	}
-	byCol := map[int]int{} // source offset -> parameter order
-	for _, c := range conjuncts(s.Where, nil) {
-		b, ok := c.(*ast.BinaryOperationExpr)
-		if !ok || b.Op != opcode.EQ {
-			return nil, nil
-		}
-		cn, l := b.L.(*ast.ColumnNameExpr)
-		pm, r := b.R.(*driver.ParamMarkerExpr)
-		if !l || !r {
-			cn, l = b.R.(*ast.ColumnNameExpr)
-			pm, r = b.L.(*driver.ParamMarkerExpr)
-			if !l || !r {
-				return nil, nil
-			}
-		}
-		off := src.columnOffset(cn.Name)
-		if off < 0 {
-			return nil, nil
-		}
-		if _, dup := byCol[off]; dup {
-			return nil, nil
-		}
-		byCol[off] = pm.Order
-	}
-	t := &PointTemplate{Src: src, dbName: src.DB.Name, tblName: src.Table.Name, curDB: env.CurrentDB(),
-		qualified: s.From.TableRefs.Left.(*ast.TableSource).Source.(*ast.TableName).Schema.L != ""}
-	if ord, ok := byCol[src.HandleOffset()]; ok && len(byCol) == 1 {
-		t.params = []int{ord}
-	} else {
-		for _, ix := range src.Table.Indices {
-			if !ix.Unique || !ix.Public() || len(ix.Columns) != len(byCol) {
-				continue
-			}
-			params := make([]int, 0, len(ix.Columns))
-			for _, c := range ix.Columns {
-				if ord, ok := byCol[c.Offset]; ok && domainOf(src.Cols[c.Offset].Type) != domainNone {
-					params = append(params, ord)
-				}
-			}
-			if len(params) == len(ix.Columns) {
-				t.Index, t.params = ix, params
-				break
-			}
-		}
-		if t.params == nil {
-			return nil, nil
-		}
-	}
-	lg := &logical{src: src, width: len(src.Cols)}
-	if err := lg.resolve(s, env, true); err != nil {
-		return nil, err
-	}
-	b := &builder{env: env}
-	t.Proj = &Projection{BasePlan: b.base("Projection", 1, taskRoot), Exprs: lg.fields, exprNodes: exprNodes{Src: src, Nodes: lg.fieldTx}}
-	t.Columns = lg.cols
-	return t, nil
+// tableRef is a table a cached plan reads: the plan holds while the
+// catalog still returns these objects (a schema change, DROP and CREATE
+// load new ones).
+type tableRef struct {
+	db  *model.DBInfo
+	tbl *model.TableInfo
 }
 
-// BindResult is the outcome of BindPoint.
-type BindResult int
+// rangeSpec is how an access path of a cached plan rebuilds its ranges
+// or keys: the conditions it detached and what detaching them gave at
+// planning, which every execution's values must give again for the plan's
+// shape to hold.
+type rangeSpec struct {
+	plan  Plan // the node whose ranges or keys it sets
+	src   *Source
+	conds []ast.ExprNode
+	index *model.IndexInfo // nil: handle ranges
+	cols  []int            // index columns (source offsets)
+	// fast: conds[0] is `handle = constant` (fastPoint).
+	fast bool
+	d    detached
+	// req, ordered: the order the statement wants and whether the index
+	// ranges gave it.
+	req     *orderReq
+	ordered bool
+}
 
-const (
-	// Bound: the PointGet reads the statement's row.
-	Bound BindResult = iota
-	// BoundEmpty: no row can match (a NULL or out-of-range parameter).
-	BoundEmpty
-	// Stale: the table's definition or the current database changed; the
-	// template must be rebuilt.
-	Stale
-	// NotApplicable: a parameter is not a value the key holds exactly
-	// (e.g. a string for an integer key); plan this execution normally.
-	NotApplicable
-)
+// paramEnv is the Env a cacheable statement is planned in: it records the
+// constants Compile makes of parameter markers (expr.ParamRecorder) and
+// why the plan, if it must, holds only for this execution's values.
+type paramEnv struct {
+	expr.Env
+	params [][]*expr.Constant
+	reason string
+}
 
-// BindPoint returns the PointGet of t for the parameters env binds.
-func (pl *Planner) BindPoint(ctx context.Context, t *PointTemplate, env expr.Env) (*PointGet, BindResult) {
-	db, err := pl.Catalog.GetDB(ctx, t.dbName)
-	if err != nil || db != t.Src.DB {
-		return nil, Stale
+// RecordParam implements expr.ParamRecorder.
+func (pe *paramEnv) RecordParam(order int, k *expr.Constant) {
+	for len(pe.params) <= order {
+		pe.params = append(pe.params, nil)
 	}
-	if tbl, err := pl.Catalog.GetTable(ctx, db, t.tblName); err != nil || tbl != t.Src.Table {
-		return nil, Stale
+	pe.params[order] = append(pe.params[order], k)
+}
+
+// Unwrap implements expr.EnvWrapper.
+func (pe *paramEnv) Unwrap() expr.Env { return pe.Env }
+
+// CurrentUser forwards CURRENT_USER() to the session.
+func (pe *paramEnv) CurrentUser() string {
+	if cu, ok := pe.Env.(interface{ CurrentUser() string }); ok {
+		return cu.CurrentUser()
 	}
-	if !t.qualified && env.CurrentDB() != t.curDB {
-		return nil, Stale // the name now means a table of another database
+	return pe.Env.User()
+}
+
+// skipCache records, when env plans a statement for the plan cache, that
+// its plan holds only for this execution's parameter values (TiDB's
+// "skip plan-cache" reasons). n, when not nil, is the expression whose
+// value planning used: without a parameter marker it is no reason.
+func skipCache(env expr.Env, n ast.ExprNode, reason string) {
+	if n != nil && !hasParam(n) {
+		return
 	}
-	pg := &PointGet{BasePlan: BasePlan{ID: 1, Tp: "Point_Get", EstRows: 1, Task: taskRoot}, Src: t.Src, Index: t.Index}
-	if t.Index == nil {
-		v, _ := env.Param(t.params[0])
-		h, ok := handleOf(t.Src, v)
+	for env != nil {
+		if pe, ok := env.(*paramEnv); ok {
+			if pe.reason == "" {
+				pe.reason = reason
+			}
+			return
+		}
+		w, ok := env.(expr.EnvWrapper)
 		if !ok {
-			return nil, NotApplicable
+			return
 		}
-		pg.Handle = h
-		return pg, Bound
+		env = w.Unwrap()
 	}
-	pg.Values = make([]types.Datum, len(t.params))
-	for i, ord := range t.params {
-		v, _ := env.Param(ord)
-		ivs, exact, ok := cmpInterval(t.Src.Cols[t.Index.Columns[i].Offset].Type, opcode.EQ, v, expr.ParamType(v))
-		switch {
-		case !ok || !exact || len(ivs) > 1:
-			return nil, NotApplicable
-		case len(ivs) == 0:
-			return nil, BoundEmpty
-		}
-		pg.Values[i] = ivs[0].lo.v
-	}
-	return pg, Bound
 }
+
+// caching reports whether env plans a statement for the plan cache.
+func caching(env expr.Env) bool {
+	for env != nil {
+		if _, ok := env.(*paramEnv); ok {
+			return true
+		}
+		w, ok := env.(expr.EnvWrapper)
+		if !ok {
+			return false
+		}
+		env = w.Unwrap()
+	}
+	return false
+}
+
+func hasParam(n ast.ExprNode) bool {
+	return contains(n, func(n ast.Node) bool { _, ok := n.(*driver.ParamMarkerExpr); return ok })
+}
+
+// PlanPrepared plans s, a prepared SELECT, for the plan cache. The plan is
+// always returned (run it for this execution); reason is empty when it may
+// be cached, else why not: a statement whose plan would depend on the
+// parameters' values beyond what Rebind rebuilds, or that reads session
+// state planning folds (user and system variables, NOW(), DATABASE(),
+// ...), or has a part Rebind does not rebuild: subqueries, CTEs, window
+// functions, derived tables, views and system tables (not cached yet).
+// Joins are cached, index joins too (their lookup constants come from
+// conditions without parameters: a parameter there is a reason).
+func (pl *Planner) PlanPrepared(ctx context.Context, s *ast.SelectStmt, env expr.Env) (*CachedPlan, string, error) {
+	if reason := uncacheable(s); reason != "" {
+		sp, err := pl.PlanSelect(ctx, s, env, false)
+		return &CachedPlan{Plan: sp}, reason, err
+	}
+	pe := &paramEnv{Env: env}
+	sp, err := pl.PlanSelect(ctx, s, pe, false)
+	if err != nil {
+		return nil, "", err
+	}
+	c := &CachedPlan{Plan: sp, params: pe.params}
+	if pe.reason != "" {
+		return c, pe.reason, nil
+	}
+	for _, ks := range pe.params {
+		for _, k := range ks {
+			if k.Folded() {
+				return c, "a parameter's value is folded into an expression", nil
+			}
+		}
+	}
+	if len(sp.Subqueries) > 0 {
+		return c, "subqueries", nil
+	}
+	if reason := c.collect(sp.Root); reason != "" {
+		return c, reason, nil
+	}
+	return c, "", nil
+}
+
+// collect finds the tables and rebuildable access paths of p, or says
+// why a plan holding p is not cached.
+func (c *CachedPlan) collect(p Plan) string {
+	var src *Source
+	var spec *rangeSpec
+	switch x := p.(type) {
+	case *Projection, *Selection, *HashAgg, *Sort, *TopN, *Limit, *Distinct, *TableReader, *IndexReader,
+		*IndexLookUp, *CopIndexLookUp, *SelectLock, *HashJoin, *lookupShow:
+	case *TableDual:
+		spec = x.rebuild
+	case *PointGet:
+		src, spec = x.Src, x.rebuild
+	case *BatchPointGet:
+		src, spec = x.Src, x.rebuild
+	case *TableScan:
+		src, spec = x.Src, x.rebuild
+	case *IndexScan:
+		src, spec = x.Src, x.rebuild
+	case *TableRowIDScan:
+		src = x.Src
+	case *IndexJoin:
+		// Its lookup constants come from conditions without parameters
+		// (constantFilter); its children are the plans EXPLAIN shows.
+		src = x.Inner
+	default:
+		return "the plan has a " + p.Base().Tp
+	}
+	if src != nil {
+		if src.Table == nil || src.DB == nil || src.Mem != nil || src.Sub != nil {
+			return "the plan reads no base table"
+		}
+		ref := tableRef{db: src.DB, tbl: src.Table}
+		if !slices.Contains(c.tables, ref) {
+			c.tables = append(c.tables, ref)
+		}
+	}
+	if spec != nil {
+		spec.plan = p
+		c.specs = append(c.specs, spec)
+	}
+	for _, ch := range p.Base().Children {
+		if r := c.collect(ch); r != "" {
+			return r
+		}
+	}
+	return ""
+}
+
+// Rebind readies c for an execution with env's parameters: every table it
+// reads must still be the catalog's, each parameter's constants take this
+// execution's value, and every access path rebuilds its ranges or keys.
+// It reports false when the plan does not hold for this execution (a table
+// changed, or the values give an access path another shape: a range that
+// became one point, a point that became empty, an IN list with a NULL on
+// a unique index, ...); the caller then plans the statement again.
+func (pl *Planner) Rebind(ctx context.Context, c *CachedPlan, env expr.Env) bool {
+	for _, t := range c.tables {
+		db, err := pl.Catalog.GetDB(ctx, t.db.Name)
+		if err != nil || db != t.db {
+			return false // planning again reports the error
+		}
+		if tbl, err := pl.Catalog.GetTable(ctx, db, t.tbl.Name); err != nil || tbl != t.tbl {
+			return false
+		}
+	}
+	for order, ks := range c.params {
+		v, _ := env.Param(order)
+		for _, k := range ks {
+			k.Rebind(v)
+		}
+	}
+	for _, spec := range c.specs {
+		if !spec.rebuild(env) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameShape reports whether detaching the same conditions for other values
+// gave what d gave: the same conditions represented by the ranges and the
+// same columns bounded.
+func (d detached) sameShape(o detached) bool {
+	return d.eqCols == o.eqCols && d.usedCols == o.usedCols && slices.Equal(d.access, o.access)
+}
+
+// rebuild sets the ranges or keys of the plan node spec belongs to from
+// env's parameters; false when they give the path another shape.
+func (spec *rangeSpec) rebuild(env expr.Env) bool {
+	rg := &ranger{src: spec.src, env: env}
+	if spec.fast {
+		return spec.rebuildFast(rg)
+	}
+	cols := spec.cols
+	if spec.index == nil {
+		cols = []int{spec.src.HandleOffset()}
+	}
+	d := rg.detach(spec.conds, cols)
+	if !d.sameShape(spec.d) {
+		return false
+	}
+	var shape accessShape
+	var handles []int64
+	var points [][]types.Datum
+	if spec.index == nil {
+		shape, handles = handleShape(spec.src, d)
+	} else {
+		shape, points = indexShape(spec.index, cols, d)
+	}
+	switch p := spec.plan.(type) {
+	case *TableDual:
+		return shape == shapeDual
+	case *PointGet:
+		if shape != shapePoint {
+			return false
+		}
+		if p.Index == nil {
+			p.Handle = handles[0]
+		} else {
+			p.Values = points[0]
+		}
+	case *BatchPointGet:
+		if shape != shapeBatch {
+			return false
+		}
+		if p.Index == nil {
+			p.Handles = handles
+		} else {
+			p.Values = points
+		}
+	case *TableScan:
+		if shape == shapeFull {
+			return p.Full
+		}
+		if shape != shapeRanges || p.Full {
+			return false
+		}
+		p.Ranges = handleRanges(d.ranges)
+	case *IndexScan:
+		if shape != shapeRanges {
+			return false
+		}
+		if spec.req != nil {
+			if ordered, _ := indexOrdered(spec.req, cols, d, spec.src); ordered != spec.ordered {
+				return false
+			}
+		}
+		if d.usedCols == 0 {
+			d.ranges = []Range{{}}
+		}
+		p.Ranges = d.ranges
+	}
+	return true
+}
+
+// rebuildFast binds fastPoint's `handle = constant`.
+func (spec *rangeSpec) rebuildFast(rg *ranger) bool {
+	x := spec.conds[0].(*ast.BinaryOperationExpr)
+	other := x.R
+	if !rg.isColumn(x.L, spec.src.HandleOffset()) {
+		other = x.L
+	}
+	v, _, ok := rg.constant(other)
+	if !ok {
+		return false
+	}
+	h, ok := handleOf(spec.src, v)
+	if !ok {
+		return false
+	}
+	spec.plan.(*PointGet).Handle = h
+	return true
+}
+
+// uncacheable says why a statement's plan is never cached ("" when it
+// may be): it reads session state that compiles to constants, or has a
+// part Rebind cannot rebuild.
+func uncacheable(s *ast.SelectStmt) string {
+	if s.With != nil {
+		return "WITH"
+	}
+	if s.SelectIntoOpt != nil {
+		return "SELECT INTO"
+	}
+	if len(s.WindowSpecs) > 0 {
+		return "window functions"
+	}
+	f := &cacheChecker{}
+	s.Accept(f)
+	return f.reason
+}
+
+// uncacheableFuncs are the functions compiled to a constant of the
+// session or the clock (as TiDB's list of functions that make a plan
+// uncacheable), or evaluated per call in ways a reused plan must not
+// share.
+var uncacheableFuncs = map[string]bool{
+	"database": true, "schema": true, "current_user": true, "user": true, "session_user": true, "system_user": true,
+	"connection_id": true, "last_insert_id": true, "row_count": true, "found_rows": true, "version": true,
+	"now": true, "current_timestamp": true, "sysdate": true, "localtime": true, "localtimestamp": true,
+	"curdate": true, "current_date": true, "curtime": true, "current_time": true, "utc_date": true,
+	"utc_time": true, "utc_timestamp": true, "unix_timestamp": true, "rand": true, "uuid": true, "uuid_short": true,
+	"sleep": true, "get_lock": true, "release_lock": true, "release_all_locks": true, "is_free_lock": true,
+	"is_used_lock": true, "benchmark": true, "coercibility": true, "collation": true, "charset": true,
+	"tidb_version": true, "current_role": true, "get_format": true, "nextval": true, "lastval": true, "setval": true,
+}
+
+// cacheChecker walks a statement for what makes it uncacheable.
+type cacheChecker struct{ reason string }
+
+func (f *cacheChecker) Enter(n ast.Node) (ast.Node, bool) {
+	if f.reason != "" {
+		return n, true
+	}
+	switch x := n.(type) {
+	case *ast.VariableExpr:
+		f.reason = "a variable"
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		f.reason = "subqueries"
+	case *ast.WindowFuncExpr:
+		f.reason = "window functions"
+	case *ast.FuncCallExpr:
+		if uncacheableFuncs[x.FnName.L] {
+			f.reason = "function " + strings.ToUpper(x.FnName.O)
+		}
+	case *ast.DefaultExpr:
+		f.reason = "DEFAULT"
+	case *ast.TableSource:
+		if _, ok := x.Source.(*ast.TableName); !ok {
+			f.reason = "a derived table"
+		}
+	case *ast.TableName:
+		switch strings.ToLower(x.Schema.O) {
+		case "information_schema", "mysql", "performance_schema", "metrics_schema":
+			f.reason = "a system table"
+		}
+	}
+	return n, f.reason != ""
+}
+
+func (f *cacheChecker) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // handleOf converts an integer parameter to a handle of src.
 func handleOf(src *Source, v types.Datum) (int64, bool) {

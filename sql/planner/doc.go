@@ -56,10 +56,24 @@
 //
 // Plans are built per execution and are not shared; a plan holds the
 // catalog objects it was built from, which are immutable. The exception is
-// a prepared point select (cache.go): its PointTemplate is built once per
-// session and statement, and BindPoint only checks that the table
-// definition is still the one it was built from and binds the parameters
-// to the key (TiDB's point-get plan cache).
+// a prepared SELECT (cache.go, TiDB's prepared plan cache): PlanPrepared
+// plans it in an Env that records the constants its parameter markers
+// compile to (expr.ParamRecorder), and its access paths keep the
+// conditions their ranges came from (rangeSpec). Rebind then readies the
+// plan for each execution: the tables must still be the catalog's, each
+// marker's constants take the execution's value, and every access path
+// detaches its conditions again for the new values, which must give the
+// same shape (the same conditions turned into ranges, the same columns
+// bounded, still a point, a batch, ranges or nothing); then its handle
+// ranges, index ranges, point key or IN-list points are the new ones.
+// Otherwise the statement is planned again. A statement whose plan would
+// hold only for its values is not cached, with a reason: a condition on
+// parameters alone (folded), LIMIT ?, a parameter folded by compilation
+// (expr.Constant.Folded: a date string's canonical form, a precision),
+// a join key or outer-join simplification from a parameter; so are
+// statements with variables or functions of the session or clock,
+// subqueries, CTEs, window functions, derived tables, views and system
+// tables.
 //
 // EXPLAIN renders a plan with Explain: TiDB's operator names and ids, the
 // tree drawing, estRows, task (root on the SQL node, cop[tikv] for the

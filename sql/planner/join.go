@@ -539,6 +539,7 @@ func nullRejecting(c ast.ExprNode, inner uint64, ji *JoinInfo, cols []expr.Schem
 		return false
 	}
 	if m&^inner == 0 {
+		skipCache(env, c, "an outer join simplified by a parameter's value")
 		e, err := expr.Compile(c, &expr.Ctx{Columns: cols, Env: env})
 		if err != nil {
 			return false
@@ -814,6 +815,7 @@ func (b *builder) constantFilter(n *joinNode, off int) (types.Datum, bool) {
 		if err != nil {
 			continue
 		}
+		skipCache(b.env, k, "a join key equal to a parameter")
 		v, err := ke.Eval(nil)
 		if err != nil || v.IsNull() || ke.Type().Class() != n.leaf.Cols[off].Type.Class() {
 			continue

@@ -136,8 +136,7 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 func (b *builder) selectLock(p, access Plan, src *Source, where expr.Expr, nowait bool) *SelectLock {
 	sl := &SelectLock{BasePlan: b.base("SelectLock", p.Base().EstRows, taskRoot, p), Src: src, Where: where, NoWait: nowait}
 	if pg, ok := access.(*PointGet); ok && pg.Index == nil {
-		h := pg.Handle
-		sl.PointHandle = &h
+		sl.PointHandle = &pg.Handle // a cached plan's rebuild moves both
 	} else if ok {
 		sl.PointIndex = pg
 	}
@@ -356,7 +355,11 @@ func (b *builder) fastPoint(rg *ranger, src *Source, conds []ast.ExprNode) *acce
 	if !ok {
 		return nil
 	}
-	return &accessPath{plan: &PointGet{BasePlan: b.base("Point_Get", 1, taskRoot), Src: src, Handle: h}, cost: 1, filteredRows: 1}
+	pg := &PointGet{BasePlan: b.base("Point_Get", 1, taskRoot), Src: src, Handle: h}
+	if b.caching {
+		pg.rebuild = &rangeSpec{src: src, conds: slices.Clone(conds), fast: true}
+	}
+	return &accessPath{plan: pg, cost: 1, filteredRows: 1}
 }
 
 // residualOf returns the conditions not represented by access.
@@ -429,10 +432,60 @@ func orderCost(cost, rows, filteredRows float64, ordered bool, req *orderReq, li
 func (b *builder) tablePath(rg *ranger, src *Source, conds []ast.ExprNode, req *orderReq, limit uint64) *accessPath {
 	hOff := src.HandleOffset()
 	d := rg.detach(conds, []int{hOff})
-	unsigned := src.Cols[hOff].Type.Unsigned()
+	ap := b.tableAccess(src, d, conds, req, limit)
+	if b.caching {
+		spec := &rangeSpec{src: src, conds: slices.Clone(conds), d: d}
+		switch p := ap.plan.(type) {
+		case *TableDual:
+			p.rebuild = spec
+		case *PointGet:
+			p.rebuild = spec
+		case *BatchPointGet:
+			p.rebuild = spec
+		case *TableReader:
+			p.Scan.rebuild = spec
+		}
+	}
+	return ap
+}
+
+// tableAccess is the path tablePath builds from the handle's ranges d.
+func (b *builder) tableAccess(src *Source, d detached, conds []ast.ExprNode, req *orderReq, limit uint64) *accessPath {
 	residual := residualOf(d.access)
-	if d.usedCols > 0 && len(d.ranges) == 0 {
+	switch shape, handles := handleShape(src, d); shape {
+	case shapeDual:
 		return &accessPath{plan: &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: len(src.Cols)}, residual: residual}
+	case shapePoint:
+		return &accessPath{plan: &PointGet{BasePlan: b.base("Point_Get", 1, taskRoot), Src: src, Handle: handles[0]},
+			residual: residual, filteredRows: b.filtered(src, 1, conds, residual), cost: 1}
+	case shapeBatch:
+		return &accessPath{plan: &BatchPointGet{BasePlan: b.base("Batch_Point_Get", float64(len(handles)), taskRoot), Src: src, Handles: handles},
+			residual: residual, filteredRows: b.filtered(src, float64(len(handles)), conds, residual), cost: float64(len(handles))}
+	case shapeFull:
+		return b.fullScan(src, conds, req, limit)
+	}
+	hOff := src.HandleOffset()
+	return b.tableReader(src, handleRanges(d.ranges), rangeRows(src, []int{hOff}, nil, d.ranges, false), conds, residual, req, limit)
+}
+
+// accessShape is the kind of plan an access path's ranges make: its
+// shape holds for other parameter values only when the ranges they make
+// have the same shape (rebuild).
+type accessShape int8
+
+const (
+	shapeRanges accessShape = iota // a range scan
+	shapeFull                      // a full scan
+	shapeDual                      // no row can match
+	shapePoint                     // one key
+	shapeBatch                     // several keys
+)
+
+// handleShape is the shape of the handle ranges d, with the handles of a
+// point or batch (ascending and distinct for a batch).
+func handleShape(src *Source, d detached) (accessShape, []int64) {
+	if d.usedCols > 0 && len(d.ranges) == 0 {
+		return shapeDual, nil
 	}
 	if d.usedCols > 0 && d.eqCols == 1 {
 		handles := make([]int64, 0, len(d.ranges))
@@ -442,23 +495,42 @@ func (b *builder) tablePath(rg *ranger, src *Source, conds []ast.ExprNode, req *
 			}
 			handles = append(handles, r.Low[0].Int64()) // uint64 handles are stored as their bits
 		}
-		if len(handles) == 0 {
-			return &accessPath{plan: &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: len(src.Cols)}, residual: residual}
-		}
-		rows := float64(len(handles))
-		if len(handles) == 1 {
-			return &accessPath{plan: &PointGet{BasePlan: b.base("Point_Get", 1, taskRoot), Src: src, Handle: handles[0]},
-				residual: residual, filteredRows: b.filtered(src, rows, conds, residual), cost: 1}
+		switch len(handles) {
+		case 0:
+			return shapeDual, nil
+		case 1:
+			return shapePoint, handles
 		}
 		slices.Sort(handles)
-		handles = slices.Compact(handles)
-		return &accessPath{plan: &BatchPointGet{BasePlan: b.base("Batch_Point_Get", float64(len(handles)), taskRoot), Src: src, Handles: handles},
-			residual: residual, filteredRows: b.filtered(src, float64(len(handles)), conds, residual), cost: float64(len(handles))}
+		return shapeBatch, slices.Compact(handles)
 	}
-	if d.usedCols == 0 || unsigned { // unsigned handles: key order is not value order
-		return b.fullScan(src, conds, req, limit)
+	if d.usedCols == 0 || src.Cols[src.HandleOffset()].Type.Unsigned() { // unsigned handles: key order is not value order
+		return shapeFull, nil
 	}
-	return b.tableReader(src, handleRanges(d.ranges), rangeRows(src, []int{hOff}, nil, d.ranges, false), conds, residual, req, limit)
+	return shapeRanges, nil
+}
+
+// indexShape is the shape of the ranges d of index ix (on cols), with the
+// values of a point or batch.
+func indexShape(ix *model.IndexInfo, cols []int, d detached) (accessShape, [][]types.Datum) {
+	if d.usedCols > 0 && len(d.ranges) == 0 {
+		return shapeDual, nil
+	}
+	if ix.Unique && d.usedCols > 0 && d.eqCols == len(cols) {
+		pointRows := make([][]types.Datum, 0, len(d.ranges))
+		for _, r := range d.ranges {
+			if !hasNull(r.Low) {
+				pointRows = append(pointRows, r.Low)
+			}
+		}
+		if len(pointRows) == len(d.ranges) {
+			if len(pointRows) == 1 {
+				return shapePoint, pointRows
+			}
+			return shapeBatch, pointRows
+		}
+	}
+	return shapeRanges, nil
 }
 
 // fullScan reads the whole table, every condition a filter.
@@ -512,35 +584,32 @@ func (b *builder) indexPath(rg *ranger, src *Source, ix *model.IndexInfo, conds 
 	if d.usedCols == 0 && !forced && !ordered {
 		return nil
 	}
-	if d.usedCols > 0 && len(d.ranges) == 0 {
-		return &accessPath{plan: &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: len(src.Cols)}, residual: residual}
+	var spec *rangeSpec
+	if b.caching {
+		spec = &rangeSpec{src: src, conds: slices.Clone(conds), index: ix, cols: cols, d: d, req: req, ordered: ordered}
+	}
+	shape, pointRows := indexShape(ix, cols, d)
+	switch shape {
+	case shapeDual:
+		return &accessPath{plan: &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: len(src.Cols), rebuild: spec}, residual: residual}
+	case shapePoint, shapeBatch:
+		fr := b.filtered(src, float64(len(pointRows)), conds, residual)
+		if shape == shapePoint {
+			return &accessPath{plan: &PointGet{BasePlan: b.base("Point_Get", 1, taskRoot), Src: src, Index: ix, Values: pointRows[0], rebuild: spec},
+				residual: residual, filteredRows: fr, cost: 1.5}
+		}
+		return &accessPath{plan: &BatchPointGet{BasePlan: b.base("Batch_Point_Get", float64(len(pointRows)), taskRoot), Src: src, Index: ix, Values: pointRows, rebuild: spec},
+			residual: residual, filteredRows: fr, cost: 1.5 * float64(len(pointRows))}
 	}
 	if d.usedCols == 0 {
 		d.ranges = []Range{{}}
-	}
-	if ix.Unique && d.eqCols == len(cols) {
-		pointRows := make([][]types.Datum, 0, len(d.ranges))
-		for _, r := range d.ranges {
-			if !hasNull(r.Low) {
-				pointRows = append(pointRows, r.Low)
-			}
-		}
-		if len(pointRows) == len(d.ranges) {
-			fr := b.filtered(src, float64(len(pointRows)), conds, residual)
-			if len(pointRows) == 1 {
-				return &accessPath{plan: &PointGet{BasePlan: b.base("Point_Get", 1, taskRoot), Src: src, Index: ix, Values: pointRows[0]},
-					residual: residual, filteredRows: fr, cost: 1.5}
-			}
-			return &accessPath{plan: &BatchPointGet{BasePlan: b.base("Batch_Point_Get", float64(len(pointRows)), taskRoot), Src: src, Index: ix, Values: pointRows},
-				residual: residual, filteredRows: fr, cost: 1.5 * float64(len(pointRows))}
-		}
 	}
 	rows := rangeRows(src, cols, ix, d.ranges, ix.Unique)
 	if d.usedCols == 0 {
 		rows = tableRows(src)
 	}
 	tp := "IndexRangeScan"
-	scan := &IndexScan{Src: src, Index: ix, Ranges: d.ranges, KeepOrder: ordered, Desc: desc}
+	scan := &IndexScan{Src: src, Index: ix, Ranges: d.ranges, KeepOrder: ordered, Desc: desc, rebuild: spec}
 	if len(residual) == 0 && limit > 0 && (req == nil || ordered) {
 		scan.Limit = limit
 	}

@@ -166,6 +166,7 @@ type SortKey struct {
 type TableDual struct {
 	BasePlan
 	Rows, Width int
+	rebuild     *rangeSpec // a cached plan: the ranges that were empty
 }
 
 // PointGet reads one row by handle, or by the values of a unique index.
@@ -175,6 +176,8 @@ type PointGet struct {
 	Handle int64
 	Index  *model.IndexInfo // nil: by handle
 	Values []types.Datum    // index values
+	// rebuild: a cached plan's key comes from parameters (cache.go).
+	rebuild *rangeSpec
 }
 
 // BatchPointGet reads rows by several handles or unique index values.
@@ -184,6 +187,7 @@ type BatchPointGet struct {
 	Handles []int64 // ascending, distinct
 	Index   *model.IndexInfo
 	Values  [][]types.Datum
+	rebuild *rangeSpec
 }
 
 // TableScan reads row keys in handle ranges (cop task of a TableReader).
@@ -198,6 +202,7 @@ type TableScan struct {
 	Limit uint64
 	// CountOnly: the stores count the rows (COUNT(*) without WHERE).
 	CountOnly bool
+	rebuild   *rangeSpec
 }
 
 // TableReader is the root side of a table scan.
@@ -231,7 +236,8 @@ type IndexScan struct {
 	Desc      bool
 	// Limit, when > 0: at most Limit entries are needed (the first page's
 	// size).
-	Limit uint64
+	Limit   uint64
+	rebuild *rangeSpec
 }
 
 // Full reports whether the scan reads the whole index.

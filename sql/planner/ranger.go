@@ -10,6 +10,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
+	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/tablecodec"
@@ -291,6 +292,10 @@ func (r *ranger) genExprOf(n ast.ExprNode) genExpr {
 // then runs under that collation, not the column's (whose order the
 // index has).
 func (r *ranger) constant(n ast.ExprNode) (types.Datum, types.FieldType, bool) {
+	if pm, ok := n.(*driver.ParamMarkerExpr); ok { // what Compile and Eval give, without either
+		v, ok := r.env.Param(pm.Order)
+		return v, expr.ParamType(v), ok
+	}
 	if !foldable(n) || hasCollate(n) {
 		return types.Datum{}, types.FieldType{}, false
 	}

@@ -146,11 +146,13 @@ func TestIndexPathsMatchFullScan(t *testing.T) {
 	exec("ADMIN CHECK TABLE r")
 }
 
-// TestPreparedPlanCache: a prepared point select is planned at its first
-// execution only (@@last_plan_from_cache, as in TiDB), by handle or by a
-// unique index, and is planned again when the table's definition or the
-// current database changes; a parameter the cached key cannot take
-// exactly is planned normally.
+// TestPreparedPlanCache: a prepared select is planned at its first
+// execution only (@@last_plan_from_cache, as in TiDB), by handle, by a
+// unique index or by a range of an index, and is planned again when the
+// table's definition or the current database changes, or a parameter
+// comes with another kind (a string or NULL after integers: the cache
+// keys plans by the parameters' kinds, as TiDB by their types).
+// plancache_test.go has the rest.
 func TestPreparedPlanCache(t *testing.T) {
 	ts := startServer(t)
 	db := ts.open(t, "test", "")
@@ -202,13 +204,14 @@ func TestPreparedPlanCache(t *testing.T) {
 		{byID, 1, []string{"10"}, 0},
 		{byID, 2, []string{"20"}, 1},
 		{byID, 9, nil, 1},
-		{byID, "2", []string{"20"}, 0}, // a string: planned normally
+		{byID, "2", []string{"20"}, 0}, // a string: another key
+		{byID, "1", []string{"10"}, 1},
 		{byID, nil, nil, 0},
 		{byU, "b", []string{"2"}, 0},
 		{byU, "a", []string{"1"}, 1},
-		{byU, nil, nil, 1}, // NULL matches no unique key
+		{byU, nil, nil, 0}, // NULL matches no unique key
 		{byK, 20, []string{"2", "3"}, 0},
-		{byK, 20, []string{"2", "3"}, 0}, // not a point select: not cached
+		{byK, 10, []string{"1"}, 1}, // an index range
 	}
 	for i, s := range steps {
 		require.Equal(t, s.want, query(s.st, s.arg), "step %d", i)

@@ -765,16 +765,59 @@ func BenchmarkPointSelect(b *testing.B) {
 			}
 		}
 	})
-	// sysbench's simple range (10 rows by primary key) and a lookup by the
-	// secondary index k.
-	b.Run("range", func(b *testing.B) {
-		stmt, err := db.Prepare("SELECT c FROM sbtest WHERE id BETWEEN ? AND ?")
+	// A statement over the range of ids [lo, lo+9] returning want rows:
+	// sysbench's simple range (10 rows by primary key) and the others.
+	ranged := func(name, q string, want int) {
+		b.Run(name, func(b *testing.B) {
+			stmt, err := db.Prepare(q)
+			require.NoError(b, err)
+			defer stmt.Close()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				lo := i%90 + 1
+				rows, err := stmt.Query(lo, lo+9)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n := 0
+				for rows.Next() {
+					n++
+				}
+				if err := rows.Close(); err != nil || n != want {
+					b.Fatalf("%d rows, %v", n, err)
+				}
+			}
+		})
+	}
+	ranged("range", "SELECT c FROM sbtest WHERE id BETWEEN ? AND ?", 10)
+	// A lookup by the secondary index k.
+	b.Run("index", func(b *testing.B) {
+		stmt, err := db.Prepare("SELECT id FROM sbtest WHERE k = ?")
 		require.NoError(b, err)
 		defer stmt.Close()
 		b.ReportAllocs()
+		var id int
 		for i := 0; b.Loop(); i++ {
-			lo := i%90 + 1
-			rows, err := stmt.Query(lo, lo+9)
+			if err := stmt.QueryRow((i%100 + 1) * 7).Scan(&id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The rest of sysbench's oltp_read_only / oltp_read_write statements.
+	ranged("sum", "SELECT SUM(k) FROM sbtest WHERE id BETWEEN ? AND ?", 1)
+	ranged("order", "SELECT c FROM sbtest WHERE id BETWEEN ? AND ? ORDER BY c", 10)
+	ranged("distinct", "SELECT DISTINCT c FROM sbtest WHERE id BETWEEN ? AND ? ORDER BY c", 1)
+	b.Run("points", func(b *testing.B) { // select_random_points: an IN list on the secondary index
+		stmt, err := db.Prepare("SELECT id, k, c, pad FROM sbtest WHERE k IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		require.NoError(b, err)
+		defer stmt.Close()
+		b.ReportAllocs()
+		args := make([]any, 10)
+		for i := 0; b.Loop(); i++ {
+			for j := range args {
+				args[j] = ((i+j*13)%100 + 1) * 7
+			}
+			rows, err := stmt.Query(args...)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -787,14 +830,13 @@ func BenchmarkPointSelect(b *testing.B) {
 			}
 		}
 	})
-	b.Run("index", func(b *testing.B) {
-		stmt, err := db.Prepare("SELECT id FROM sbtest WHERE k = ?")
+	b.Run("update", func(b *testing.B) { // UPDATE by primary key (index_updates)
+		stmt, err := db.Prepare("UPDATE sbtest SET k = k + 1 WHERE id = ?")
 		require.NoError(b, err)
 		defer stmt.Close()
 		b.ReportAllocs()
-		var id int
 		for i := 0; b.Loop(); i++ {
-			if err := stmt.QueryRow((i%100 + 1) * 7).Scan(&id); err != nil {
+			if _, err := stmt.Exec(i%100 + 1); err != nil {
 				b.Fatal(err)
 			}
 		}

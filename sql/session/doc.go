@@ -72,8 +72,11 @@
 // when a table it wrote changed schema under it (8028). An autocommit point
 // SELECT reads the newest committed version (the maximal timestamp: no TSO
 // round trip; the store still checks locks and waits for in-flight writes of
-// the key); inside a transaction reads are at its start_ts. A prepared point
-// select is planned once per session and statement (executor.PlanCache).
+// the key); inside a transaction reads are at its start_ts. A prepared
+// SELECT is planned once per session and statement while its key holds
+// (executor.PlanCache: the current database, the planner's session
+// variables executor.PlanVars, which the session reports through VarValue,
+// and the parameters' kinds).
 //
 // # Prepared statements
 //
@@ -83,7 +86,7 @@
 // found. SQL-level statements are named (case-insensitive), a namespace
 // apart from the binary protocol's ids; EXECUTE name USING @a, ... binds
 // the user variables with their types (unset: NULL) and runs the statement
-// through the binary protocol's path, so a repeated point select runs its
+// through the binary protocol's path, so a repeated SELECT runs its
 // cached plan (@@last_plan_from_cache), and as if sent directly: its
 // privileges are checked again, it runs in the session's transaction (an
 // autocommit write is retried as usual), and it sets ROW_COUNT() and

@@ -90,6 +90,10 @@ func (s *Session) Abort(ctx context.Context) {
 
 func (s *Session) autocommit() bool { return s.varValue("autocommit") == "1" }
 
+// VarValue is a session variable's value as text (executor.SessionVars:
+// the plan cache's key).
+func (s *Session) VarValue(name string) string { return s.varValue(name) }
+
 func (s *Session) varValue(name string) string {
 	if v, ok := s.vars[name]; ok {
 		return v.value
