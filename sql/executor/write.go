@@ -112,28 +112,7 @@ func convertColumn(tbl *model.TableInfo, c *model.ColumnInfo, v datum, rowNum in
 // convError is the MySQL error for a value of column c that err says
 // does not fit.
 func convError(tbl *model.TableInfo, c *model.ColumnInfo, err error, rowNum int) error {
-	var ce *types.ConvError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	switch ce.Kind {
-	case types.ConvOutOfRange:
-		return errno.New(errno.ErrWarnDataOutOfRange, "Out of range value for column '%s' at row %d", c.Name, rowNum)
-	case types.ConvTooLong:
-		return errno.New(errno.ErrDataTooLong, "Data too long for column '%s' at row %d", c.Name, rowNum)
-	case types.ConvTruncated:
-		return errno.New(errno.ErrDataTruncated, "Data truncated for column '%s' at row %d", c.Name, rowNum)
-	case types.ConvInvalidJSON:
-		var se *types.JSONSyntaxError
-		if errors.As(ce.Err, &se) {
-			return errno.New(3140, "Invalid JSON text: \"%s\" at position %d in value for column '%s.%s'.", se.Msg, se.Pos, tbl.Name, c.Name)
-		}
-		return ce.Err
-	}
-	if c.Type.Class() == types.ClassTime {
-		return errno.New(errno.ErrTruncatedWrongValue, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
-	}
-	return errno.New(errno.ErrTruncatedWrongField, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
+	return table.ConvError(tbl, c, err, int64(rowNum))
 }
 
 // implicitDefault is the value MySQL stores for NULL in a NOT NULL column
