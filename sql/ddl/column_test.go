@@ -174,6 +174,7 @@ func TestModifyColumn(t *testing.T) {
 		{"ALTER TABLE t MODIFY id VARCHAR(10)", errUnsupportedDDL},
 		{"ALTER TABLE t MODIFY s VARCHAR(10) COLLATE utf8mb4_general_ci", rewrite}, // indexed: its entries hold sort keys
 		{"ALTER TABLE t MODIFY j TEXT", errno.ErrNotSupportedYet},
+		{"ALTER TABLE t MODIFY b CHAR(4)", errUnsupportedDDL}, // bytes made text
 		{"ALTER TABLE t MODIFY s JSON", errno.ErrNotSupportedYet},
 		{"ALTER TABLE t MODIFY dep VARCHAR(10)", 3106}, // g reads it
 	} {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/deleterange"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
@@ -65,7 +66,8 @@ func NeedsRewrite(t *model.TableInfo, oc, nc *model.ColumnInfo) bool {
 
 // checkRewrite refuses a rewrite TiDB refuses too: a column of the
 // PRIMARY KEY (8200; its values are the row handle or the key of
-// the PRIMARY index), and JSON on either side.
+// the PRIMARY index), binary strings made text (8200), and JSON on
+// either side (1235).
 func checkRewrite(t *model.TableInfo, oc, nc *model.ColumnInfo) error {
 	if oc.IsPrimaryKey() {
 		return errno.New(errUnsupportedDDL, "Unsupported modify column: this column has primary key flag")
@@ -76,6 +78,10 @@ func checkRewrite(t *model.TableInfo, oc, nc *model.ColumnInfo) error {
 				return errno.New(errUnsupportedDDL, "Unsupported modify column: this column has primary key flag")
 			}
 		}
+	}
+	if oc.Type.Class() == types.ClassString && nc.Type.Class() == types.ClassString && oc.Type.Binary() && !nc.Type.Binary() {
+		// TiDB refuses reinterpreting bytes as text (MySQL checks them).
+		return errno.New(errUnsupportedDDL, "Unsupported modify charset from binary to %s", collate.Of(nc.Type.Collation()).Charset)
 	}
 	if oc.Type.Tp == nc.Type.Tp {
 		return nil
