@@ -286,18 +286,7 @@ func (d *DDL) rewriteRows(ctx context.Context, j *Job) error {
 		}
 		return es, warn, nil
 	}
-	err = d.reorgRows(ctx, j, fw, cc.Changing.Name, rewrite)
-	if code(err) == errno.ErrDupEntry {
-		// Name the index the copy replaces.
-		msg := errno.FromError(err).Msg
-		for _, ix := range copies {
-			if orig := t.IndexByID(ix.ChangingOf); orig != nil {
-				msg = strings.Replace(msg, "."+ix.Name+"'", "."+orig.Name+"'", 1)
-			}
-		}
-		return errno.New(errno.ErrDupEntry, "%s", msg)
-	}
-	return err
+	return d.reorgRows(ctx, j, fw, cc.Changing.Name, rewrite)
 }
 
 // swapChanging makes the change public: the changing column replaces the

@@ -101,7 +101,7 @@ func collatedIndex(t *model.TableInfo, ix *model.IndexInfo) bool {
 func (w *Writer) dupKeyError(key []byte) error {
 	if v, ok := w.shown[string(key)]; ok && tablecodec.IsIndexKey(key) {
 		if ix := w.T.IndexByID(tablecodec.IndexIDOf(key)); ix != nil {
-			return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", v, w.T.Name, ix.Name)
+			return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", v, w.T.Name, shownName(w.T, ix))
 		}
 	}
 	return DupKeyError(w.T, key)
@@ -425,17 +425,27 @@ func DupKeyError(t *model.TableInfo, key []byte) error {
 	if t != nil && tablecodec.IsIndexKey(key) {
 		if ix := t.IndexByID(tablecodec.IndexIDOf(key)); ix != nil {
 			if tid, _, vals, _, _, err := tablecodec.DecodeIndexKey(key, len(ix.Columns)); err == nil && tid == t.ID {
+				fw := t.ForWrite() // a changing copy's column is a non-public one
 				for i, c := range ix.Columns {
 					// A sort key, not the value: shown as well as it can be.
-					if coll := expr.Collation(t.Columns[c.Offset].Type); coll != nil && vals[i].Kind() == types.KindBytes {
+					if coll := expr.Collation(fw.Columns[c.Offset].Type); coll != nil && vals[i].Kind() == types.KindBytes {
 						vals[i] = types.NewString(coll.KeyText(vals[i].Bytes()))
 					}
 				}
-				return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", FormatValues(vals), t.Name, ix.Name)
+				return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", FormatValues(vals), t.Name, shownName(t, ix))
 			}
 		}
 	}
 	return &kv.KeyExistsError{Key: key}
+}
+
+// shownName is the name errors give index ix of t: a MODIFY COLUMN's
+// changing copy is named after the index it replaces.
+func shownName(t *model.TableInfo, ix *model.IndexInfo) string {
+	if o := t.IndexByID(ix.ChangingOf); ix.ChangingOf != 0 && o != nil {
+		return o.Name
+	}
+	return ix.Name
 }
 
 // FormatValues renders index values as MySQL's duplicate-key message does:
