@@ -58,6 +58,9 @@ const (
 // new type (compatibleType refuses it), or the column is indexed and its
 // collation changes (the entries hold the old collation's sort keys).
 func NeedsRewrite(t *model.TableInfo, oc, nc *model.ColumnInfo) bool {
+	if oc.IsVirtual() && nc.IsVirtual() && !t.ColumnIndexed(oc.Offset) {
+		return false // no row or entry holds its values
+	}
 	if compatibleType(oc, nc) != nil {
 		return true
 	}
