@@ -71,7 +71,7 @@ func convertColumn(tbl *model.TableInfo, c *model.ColumnInfo, v datum, rowNum in
 		if c.RefusesNull() {
 			err := errno.New(errno.ErrBadNull, "Column '%s' cannot be null", c.Name)
 			if cv != nil && cv.nullDefault {
-				if d, ok := implicitDefault(c); ok {
+				if d, ok := table.ImplicitDefault(c); ok {
 					cv.res.Warn(err.Code, err.Msg)
 					return d, nil
 				}
@@ -113,27 +113,6 @@ func convertColumn(tbl *model.TableInfo, c *model.ColumnInfo, v datum, rowNum in
 // does not fit.
 func convError(tbl *model.TableInfo, c *model.ColumnInfo, err error, rowNum int) error {
 	return table.ConvError(tbl, c, err, int64(rowNum))
-}
-
-// implicitDefault is the value MySQL stores for NULL in a NOT NULL column
-// outside strict mode: 0 for numbers, ” for strings; ok is false for the
-// other types (dates, ENUM, SET, BIT, YEAR), which keep the error.
-func implicitDefault(c *model.ColumnInfo) (datum, bool) {
-	switch c.Type.Tp {
-	case mysql.TypeBit, mysql.TypeYear, mysql.TypeDuration, mysql.TypeEnum, mysql.TypeSet:
-		return types.NullDatum, false
-	}
-	var zero datum
-	switch c.Type.Class() {
-	case types.ClassInt, types.ClassFloat, types.ClassDecimal:
-		zero = types.NewInt(0)
-	case types.ClassString:
-		zero = types.NewString("")
-	default:
-		return types.NullDatum, false
-	}
-	d, err := c.Type.Convert(zero)
-	return d, err == nil
 }
 
 // fillGenerated computes the generated columns of row (after its

@@ -3,6 +3,7 @@ package table
 import (
 	"errors"
 
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
@@ -43,25 +44,29 @@ func ConvError(tbl *model.TableInfo, c *model.ColumnInfo, err error, rowNum int6
 // changes, for its changing column c (row rowNum, 1-based), as ALTER
 // TABLE copies a value in MySQL: types.Convert, or outside strict mode
 // (c.Changing.Lenient) types.ConvertLenient with the refusal returned as
-// warn. err is MySQL's error naming the column by its final name: 1138
-// for NULL into NOT NULL, 1265 for a string cut short (ALTER reports
-// truncation, not 1406), else ConvError's.
+// warn (NULL into NOT NULL becomes ImplicitDefault, warning 1265). err is
+// MySQL's error naming the column by its final name: 1138 for NULL into
+// NOT NULL, 1265 for a string cut short (ALTER reports truncation, not
+// 1406), else ConvError's.
 func ConvertChanging(tbl *model.TableInfo, c *model.ColumnInfo, v types.Datum, rowNum int64) (out types.Datum, warn, err error) {
 	named := *c
 	if c.Changing != nil {
 		named.Name = c.Changing.Name
 	}
+	lenient := c.Changing != nil && c.Changing.Lenient
 	if v.IsNull() {
-		if c.Type.NotNull() {
-			return v, nil, errno.New(errno.ErrInvalidUseOfNull, "Invalid use of NULL value")
+		if !c.Type.NotNull() {
+			return types.NullDatum, nil, nil
 		}
-		return types.NullDatum, nil, nil
+		if d, ok := ImplicitDefault(c); ok && lenient {
+			return d, errno.New(errno.ErrDataTruncated, "Data truncated for column '%s' at row %d", named.Name, rowNum), nil
+		}
+		return v, nil, errno.New(errno.ErrInvalidUseOfNull, "Invalid use of NULL value")
 	}
 	d, cerr := c.Type.Convert(v)
 	if cerr == nil {
 		return d, nil, nil
 	}
-	lenient := c.Changing != nil && c.Changing.Lenient
 	var ce *types.ConvError
 	if errors.As(cerr, &ce) && ce.Kind == types.ConvTooLong {
 		cerr = &types.ConvError{Kind: types.ConvTruncated, Value: ce.Value, What: ce.What}
@@ -78,4 +83,25 @@ func ConvertChanging(tbl *model.TableInfo, c *model.ColumnInfo, v types.Datum, r
 		}
 	}
 	return v, nil, ConvError(tbl, &named, cerr, rowNum)
+}
+
+// ImplicitDefault is the value MySQL stores for NULL in a NOT NULL column
+// outside strict mode: 0 for numbers, ” for strings; ok is false for the
+// other types (dates, ENUM, SET, BIT, YEAR), which keep the error.
+func ImplicitDefault(c *model.ColumnInfo) (types.Datum, bool) {
+	switch c.Type.Tp {
+	case mysql.TypeBit, mysql.TypeYear, mysql.TypeDuration, mysql.TypeEnum, mysql.TypeSet:
+		return types.NullDatum, false
+	}
+	var zero types.Datum
+	switch c.Type.Class() {
+	case types.ClassInt, types.ClassFloat, types.ClassDecimal:
+		zero = types.NewInt(0)
+	case types.ClassString:
+		zero = types.NewString("")
+	default:
+		return types.NullDatum, false
+	}
+	d, err := c.Type.Convert(zero)
+	return d, err == nil
 }
