@@ -109,6 +109,39 @@ func ddlJobOf(t *testing.T, db *sql.DB, typ, table string) (ddlJob, bool) {
 	return ddlJob{}, false
 }
 
+// alterPausedInBackfill runs alter on victim, a connection to SQL node 0
+// (the DDL owner, restarted with the ddl-backfill-batch failpoint), and
+// returns once its backfill paused after its first batch; the channel
+// gets the ALTER's outcome.
+func alterPausedInBackfill(t *testing.T, c *localcluster.Cluster, victim *sql.DB, alter string) <-chan error {
+	t.Helper()
+	conn, err := victim.Conn(context.Background())
+	require.NoError(t, err)
+	logStart := logSize(t, c.SQL[0])
+	alterErr := make(chan error, 1)
+	go func() {
+		_, err := conn.ExecContext(context.Background(), alter)
+		alterErr <- err
+	}()
+	waitLog(t, c.SQL[0], logStart, "failpoint ddl-backfill-batch: pausing")
+	return alterErr
+}
+
+// requireConnLost: the client of an ALTER whose SQL node was killed gets
+// a connection error within 30 s, not a server answer.
+func requireConnLost(t *testing.T, alterErr <-chan error) {
+	t.Helper()
+	select {
+	case err := <-alterErr:
+		require.Error(t, err, "the ALTER's node died: its client must not get an OK")
+		var me *mysql.MySQLError
+		require.False(t, errors.As(err, &me), "a connection error, not a server answer: %v", err)
+		t.Logf("the ALTER's client got: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the ALTER's client got nothing after its node was killed")
+	}
+}
+
 // TestSQLNodeKilledDuringBackfill: the DDL owner is killed -9 in the middle
 // of an ADD INDEX backfill (a failpoint holds it after its first batch).
 // The other SQL node takes the owner lease over, resumes the backfill from
@@ -134,15 +167,7 @@ func TestSQLNodeKilledDuringBackfill(t *testing.T) {
 	makeDDLOwner(t, c, 0)
 	other := openDB(t, c, 1, "")
 
-	conn, err := victim.Conn(context.Background())
-	require.NoError(t, err)
-	logStart := logSize(t, c.SQL[0])
-	alterErr := make(chan error, 1)
-	go func() {
-		_, err := conn.ExecContext(context.Background(), "ALTER TABLE kb.t ADD INDEX c_idx (c)")
-		alterErr <- err
-	}()
-	waitLog(t, c.SQL[0], logStart, "failpoint ddl-backfill-batch: pausing")
+	alterErr := alterPausedInBackfill(t, c, victim, "ALTER TABLE kb.t ADD INDEX c_idx (c)")
 	job, ok := addIndexJob(t, other, "t")
 	require.True(t, ok, "the job is listed on the other node")
 	t.Logf("paused: %+v", job)
@@ -156,16 +181,7 @@ func TestSQLNodeKilledDuringBackfill(t *testing.T) {
 	}
 	require.NoError(t, c.SQL[0].Kill())
 	killed := time.Now()
-
-	select {
-	case err := <-alterErr:
-		require.Error(t, err, "the ALTER's node died: its client must not get an OK")
-		var me *mysql.MySQLError
-		require.False(t, errors.As(err, &me), "a connection error, not a server answer: %v", err)
-		t.Logf("the ALTER's client got: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the ALTER's client got nothing after its node was killed")
-	}
+	requireConnLost(t, alterErr)
 
 	require.Eventually(t, func() bool {
 		j, ok := addIndexJob(t, other, "t")

@@ -377,13 +377,26 @@ func (c *Catalog) TruncateTable(ctx context.Context, db *model.DBInfo, t *model.
 // change must be one F1 state step (compatible with the previous version:
 // transactions that began under it may commit).
 func (c *Catalog) UpdateTable(ctx context.Context, db *model.DBInfo, nt *model.TableInfo, step Step) error {
+	return c.updateTable(ctx, db, nt, true, step)
+}
+
+// ReplaceTable is UpdateTable as an incompatible version: a transaction
+// that began before it and wrote the table fails at COMMIT with 8028 (a
+// MODIFY COLUMN's swap of its changing column: rows written under the
+// previous version carry the old column, which the new one no longer
+// maintains).
+func (c *Catalog) ReplaceTable(ctx context.Context, db *model.DBInfo, nt *model.TableInfo, step Step) error {
+	return c.updateTable(ctx, db, nt, false, step)
+}
+
+func (c *Catalog) updateTable(ctx context.Context, db *model.DBInfo, nt *model.TableInfo, compatible bool, step Step) error {
 	nt.Init()
 	nv, err := json.Marshal(nt)
 	if err != nil {
 		return err
 	}
 	key := tableKey(db.ID, nt.Name)
-	return c.commitDDL(ctx, []int64{nt.ID}, true, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
+	return c.commitDDL(ctx, []int64{nt.ID}, compatible, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
 		v, found, err := kv.GetAt(ctx, c.store, key, start)
 		if err != nil {
 			return nil, fmt.Errorf("catalog: read %q: %w", key, err)

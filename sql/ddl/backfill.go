@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratadb/strata/failpoint"
 	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/table"
 	"github.com/stratadb/strata/sql/tablecodec"
@@ -41,8 +42,38 @@ func (d *DDL) backfill(ctx context.Context, j *Job) error {
 	if ix == nil || !ix.Writable() {
 		return fmt.Errorf("ddl: %v: index %d is not write only before its backfill", j, j.Index.ID)
 	}
+	index := func(key []byte, row []types.Datum, _ int64) ([]reorgEntry, error, error) {
+		k, v, u := table.IndexEntry(nil, t, ix, row, row[len(t.Columns)].Int64())
+		return []reorgEntry{{k, v, u}}, nil, nil
+	}
+	if err := d.reorgRows(ctx, j, t, ix.Name, index); err != nil {
+		return err
+	}
+	return d.setIndexState(ctx, j, model.StatePublic, false, func() { j.State, j.SchemaState = StateDone, SchemaPublic })
+}
+
+// reorgEntry is a key a backfill writes; unique: an index entry that must
+// not exist with another value.
+type reorgEntry struct {
+	key, val []byte
+	unique   bool
+}
+
+// rowReorg is a backfill's work on one row (decoded through the table the
+// backfill got, in its layout; n is its 1-based number in the scan): the
+// keys to write, and a warning for the statement (kept in the job, up to
+// maxJobWarnings). An error from it that is a MySQL error ends the job.
+type rowReorg func(key []byte, row []types.Datum, n int64) (es []reorgEntry, warn, err error)
+
+// reorgRows runs a backfill (ADD INDEX, MODIFY COLUMN's row rewrite) over
+// t's rows from j's checkpoint to the end: one batch of up to
+// BackfillBatch rows per transaction, each writing what fn returns for its
+// rows, the new checkpoint and the owner fence. A batch that conflicts
+// with DML is retried smaller; a new owner resumes from the last
+// committed batch. what names the object for the logs.
+func (d *DDL) reorgRows(ctx context.Context, j *Job, t *model.TableInfo, what string, fn rowReorg) error {
 	if j.RowCount > 0 {
-		d.log.Info("add index: backfill resumes from its checkpoint", "job", j.ID, "table", t.Name, "index", ix.Name, "rows_done", j.RowCount)
+		d.log.Info(string(j.Type)+": backfill resumes from its checkpoint", "job", j.ID, "table", t.Name, "object", what, "rows_done", j.RowCount)
 	}
 	_, end := tablecodec.RecordRange(t.ID)
 	size := BackfillBatch
@@ -53,22 +84,24 @@ func (d *DDL) backfill(ctx context.Context, j *Job) error {
 		}
 		var err error
 		for try := 0; ; try++ {
-			err = d.backfillBatch(ctx, t, ix, j, end, size)
+			err = d.backfillBatch(ctx, t, j, end, size, fn)
 			if err == nil || try >= backfillTries || !retryableBackfill(err) {
 				break
 			}
 			// Rows of the batch changed under it: retry a smaller batch,
 			// which a busy table leaves alone more often.
 			size = max(size/2, 1)
-			d.log.Debug("add index: batch retried", "job", j.ID, "batch", size, "err", err)
+			d.log.Debug(string(j.Type)+": batch retried", "job", j.ID, "batch", size, "err", err)
 		}
 		if err != nil {
 			return err
 		}
 		size = min(size*2, BackfillBatch)
 	}
-	d.log.Info("add index: backfill done", "job", j.ID, "table", t.Name, "index", ix.Name, "rows", j.RowCount, "took", time.Since(begin))
-	return d.setIndexState(ctx, j, model.StatePublic, false, func() { j.State, j.SchemaState = StateDone, SchemaPublic })
+	took := time.Since(begin)
+	backfillSeconds.WithLabelValues(string(j.Type)).Observe(took.Seconds())
+	d.log.Info(string(j.Type)+": backfill done", "job", j.ID, "table", t.Name, "object", what, "rows", j.RowCount, "took", took)
+	return nil
 }
 
 func retryableBackfill(err error) bool {
@@ -78,13 +111,13 @@ func retryableBackfill(err error) bool {
 	return errors.As(err, &wc) || errors.As(err, &ke) || errors.As(err, &dl) || errors.Is(err, kv.ErrLockWaitTimeout)
 }
 
-// backfillBatch indexes up to size rows from j.ReorgKey in one optimistic
-// transaction (one scan, one BatchGet of the unique keys, one commit) that
-// also moves the checkpoint (j.ReorgKey, nil at the end, and RowCount) and
-// renews the owner lease. It checks the job is still running at its
-// snapshot (errJobChanged: cancelled), and writes the job's key, so a
-// cancel committed meanwhile makes it conflict.
-func (d *DDL) backfillBatch(ctx context.Context, t *model.TableInfo, ix *model.IndexInfo, j *Job, end []byte, size int) error {
+// backfillBatch writes fn's keys for up to size rows from j.ReorgKey in
+// one optimistic transaction (one scan, one BatchGet of the unique keys,
+// one commit) that also moves the checkpoint (j.ReorgKey, nil at the end,
+// and RowCount) and renews the owner lease. It checks the job is still
+// running at its snapshot (errJobChanged: cancelled), and writes the
+// job's key, so a cancel committed meanwhile makes it conflict.
+func (d *DDL) backfillBatch(ctx context.Context, t *model.TableInfo, j *Job, end []byte, size int, fn rowReorg) error {
 	began := time.Now()
 	txn, err := d.store.Begin(ctx, kv.TxnOptions{})
 	if err != nil {
@@ -116,24 +149,30 @@ func (d *DDL) backfillBatch(ctx context.Context, t *model.TableInfo, ix *model.I
 	if err != nil {
 		return err
 	}
-	type entry struct {
-		key, val []byte
-		unique   bool
-	}
-	entries := make([]entry, len(pairs))
+	next := *j
+	var entries []reorgEntry
 	rowKeys := make([][]byte, len(pairs))
 	var uniqueKeys [][]byte
 	row := make([]types.Datum, t.RowWidth())
 	for i, kv := range pairs {
 		if err := t.DecodeRow(kv.Key, kv.Value, row); err != nil {
-			return fmt.Errorf("add index: decode row of %s: %w", t.Name, err)
+			return fmt.Errorf("%s: decode row of %s: %w", j.Type, t.Name, err)
 		}
-		k, v, u := table.IndexEntry(nil, t, ix, row, row[len(t.Columns)].Int64())
-		entries[i] = entry{k, v, u}
+		es, warn, err := fn(kv.Key, row, j.RowCount+int64(i)+1)
+		if err != nil {
+			return err
+		}
+		if warn != nil && len(next.Warnings) < maxJobWarnings {
+			e := errno.FromError(warn)
+			next.Warnings = append(next.Warnings, JobWarning{Code: e.Code, Msg: e.Msg})
+		}
+		for _, e := range es {
+			if e.unique {
+				uniqueKeys = append(uniqueKeys, e.key)
+			}
+		}
+		entries = append(entries, es...)
 		rowKeys[i] = kv.Key
-		if u {
-			uniqueKeys = append(uniqueKeys, k)
-		}
 	}
 	var have map[string][]byte
 	if len(uniqueKeys) > 0 {
@@ -165,7 +204,6 @@ func (d *DDL) backfillBatch(ctx context.Context, t *model.TableInfo, ix *model.I
 			return table.DupKeyError(t, e.key)
 		}
 	}
-	next := *j
 	next.RowCount += int64(len(pairs))
 	next.ReorgKey = nil
 	if len(pairs) == size {
@@ -185,7 +223,7 @@ func (d *DDL) backfillBatch(ctx context.Context, t *model.TableInfo, ix *model.I
 	}
 	committed = true
 	*j = next
-	backfillRows.Add(float64(len(pairs)))
-	backfillBatchSeconds.Observe(time.Since(began).Seconds())
+	backfillRows.WithLabelValues(string(j.Type)).Add(float64(len(pairs)))
+	backfillBatchSeconds.WithLabelValues(string(j.Type)).Observe(time.Since(began).Seconds())
 	return nil
 }

@@ -262,12 +262,13 @@ func columnIndexes(t *model.TableInfo, off int) []*model.IndexInfo {
 
 // ModifyColumn validates CHANGE / MODIFY COLUMN (from the column named
 // old to the definition nc) and ALTER COLUMN, and returns the column as it
-// will be. Only changes that need no row rewrite are allowed: a rename,
+// will be. Changes that need no row rewrite are one step: a rename,
 // the default, NULL allowed, a wider VARCHAR/VARBINARY, a CHAR made longer
 // or a VARCHAR, or a wider integer of the same signedness; a narrower
-// integer, VARCHAR or CHAR and
-// NOT NULL on a nullable column are allowed, and the job checks every
-// row (NeedsCheck); other type changes are 1235.
+// integer, VARCHAR or CHAR and NOT NULL on a nullable column have the job
+// check every row (NeedsCheck); other type changes rewrite every row
+// (NeedsRewrite, reorgcolumn.go), refused for a PRIMARY KEY column
+// (8200, as TiDB) and to or from JSON (1235).
 func ModifyColumn(t *model.TableInfo, old string, cd *ast.ColumnDef, env expr.Env) (*model.ColumnInfo, error) {
 	off := t.FindColumn(old)
 	if off < 0 {
@@ -277,10 +278,6 @@ func ModifyColumn(t *model.TableInfo, old string, cd *ast.ColumnDef, env expr.En
 	nc, o, err := buildColumn(cd, t.Name, oc.ID, TableCollation(t), env)
 	if err != nil {
 		return nil, err
-	}
-	if nc.Type.Collation() != oc.Type.Collation() && t.ColumnIndexed(off) {
-		// Its index entries hold the old collation's sort keys.
-		return nil, errno.NotSupported("changing the collation of an indexed column")
 	}
 	if o.pk || o.unique {
 		return nil, errno.NotSupported("CHANGE / MODIFY COLUMN ... PRIMARY KEY / UNIQUE")
@@ -300,8 +297,11 @@ func ModifyColumn(t *model.TableInfo, old string, cd *ast.ColumnDef, env expr.En
 	if oc.IsPrimaryKey() {
 		nc.Type.Flag |= mysql.NotNullFlag
 	}
-	if err := compatibleType(oc, nc); err != nil {
-		return nil, err
+	if NeedsRewrite(t, oc, nc) {
+		// The job rewrites every row (reorgcolumn.go).
+		if err := checkRewrite(t, oc, nc); err != nil {
+			return nil, err
+		}
 	}
 	nc.Origin = oc.Origin
 	return nc, nil
@@ -453,6 +453,12 @@ func removeNonPublic(t *model.TableInfo, ids ...int64) {
 // columnStep publishes a change of the job's table, built by change on a
 // clone, with the job updated by update, as one compatible schema version.
 func (d *DDL) columnStep(ctx context.Context, j *Job, change func(t *model.TableInfo) error, update func()) error {
+	return d.columnStepAs(ctx, j, true, change, update)
+}
+
+// columnStepAs is columnStep, publishing an incompatible version when
+// compatible is false (catalog.ReplaceTable).
+func (d *DDL) columnStepAs(ctx context.Context, j *Job, compatible bool, change func(t *model.TableInfo) error, update func()) error {
 	t, db, err := d.table(ctx, j)
 	if err != nil {
 		return err
@@ -464,7 +470,11 @@ func (d *DDL) columnStep(ctx context.Context, j *Job, change func(t *model.Table
 	j.TableID = t.ID
 	saved := *j
 	update()
-	if err := d.cat.UpdateTable(ctx, db, nt, d.jobStep(ctx, j)); err != nil {
+	publish := d.cat.UpdateTable
+	if !compatible {
+		publish = d.cat.ReplaceTable
+	}
+	if err := publish(ctx, db, nt, d.jobStep(ctx, j)); err != nil {
 		*j = saved
 		return err
 	}

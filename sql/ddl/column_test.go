@@ -142,7 +142,8 @@ func TestCheckDropColumn(t *testing.T) {
 }
 
 func TestModifyColumn(t *testing.T) {
-	tbl := testTable(t, "CREATE TABLE t (id INT PRIMARY KEY, n SMALLINT, u INT UNSIGNED, s VARCHAR(10), nn INT NOT NULL, f DOUBLE, c CHAR(10), b BINARY(4))")
+	tbl := testTable(t, "CREATE TABLE t (id INT PRIMARY KEY, n SMALLINT, u INT UNSIGNED, s VARCHAR(10), nn INT NOT NULL, f DOUBLE, c CHAR(10), b BINARY(4), j JSON, dep INT, g INT AS (dep + 1), KEY ks (s))")
+	const rewrite = 1 // the change is allowed and rewrites every row (NeedsRewrite)
 	for _, tc := range []struct {
 		alter string
 		code  uint16
@@ -151,25 +152,31 @@ func TestModifyColumn(t *testing.T) {
 		{"ALTER TABLE t MODIFY n INT DEFAULT 4", 0},
 		{"ALTER TABLE t MODIFY n SMALLINT", 0},
 		{"ALTER TABLE t MODIFY n TINYINT", 0},
-		{"ALTER TABLE t MODIFY n BIGINT UNSIGNED", errno.ErrNotSupportedYet},
+		{"ALTER TABLE t MODIFY n BIGINT UNSIGNED", rewrite},
 		{"ALTER TABLE t MODIFY u BIGINT UNSIGNED", 0},
 		{"ALTER TABLE t MODIFY s VARCHAR(20)", 0},
 		{"ALTER TABLE t MODIFY s VARCHAR(5)", 0},
 		{"ALTER TABLE t MODIFY s VARCHAR(10) NOT NULL", 0},
-		{"ALTER TABLE t MODIFY s INT", errno.ErrNotSupportedYet},
-		{"ALTER TABLE t MODIFY s CHAR(10)", errno.ErrNotSupportedYet}, // trailing spaces go
+		{"ALTER TABLE t MODIFY s INT", rewrite},
+		{"ALTER TABLE t MODIFY s CHAR(10)", rewrite}, // trailing spaces go
 		{"ALTER TABLE t MODIFY c CHAR(20)", 0},
 		{"ALTER TABLE t MODIFY c CHAR(5)", 0},
 		{"ALTER TABLE t MODIFY c VARCHAR(10)", 0},
-		{"ALTER TABLE t MODIFY c VARBINARY(10)", errno.ErrNotSupportedYet},
-		{"ALTER TABLE t MODIFY b BINARY(8)", errno.ErrNotSupportedYet}, // padded with 0x00 to its length
+		{"ALTER TABLE t MODIFY c VARBINARY(10)", rewrite},
+		{"ALTER TABLE t MODIFY b BINARY(8)", rewrite}, // padded with 0x00 to its length
 		{"ALTER TABLE t MODIFY nn INT NULL", 0},
-		{"ALTER TABLE t MODIFY f FLOAT", errno.ErrNotSupportedYet},
+		{"ALTER TABLE t MODIFY f FLOAT", rewrite},
 		{"ALTER TABLE t CHANGE s n VARCHAR(10)", errno.ErrDupFieldName},
 		{"ALTER TABLE t CHANGE s s2 VARCHAR(10)", 0},
 		{"ALTER TABLE t CHANGE zz s2 VARCHAR(10)", errno.ErrBadField},
 		{"ALTER TABLE t MODIFY id BIGINT", 0},
 		{"ALTER TABLE t MODIFY n INT PRIMARY KEY", errno.ErrNotSupportedYet},
+		{"ALTER TABLE t MODIFY id VARCHAR(10)", errUnsupportedDDL},
+		{"ALTER TABLE t MODIFY s VARCHAR(10) COLLATE utf8mb4_general_ci", rewrite}, // indexed: its entries hold sort keys
+		{"ALTER TABLE t MODIFY j TEXT", errno.ErrNotSupportedYet},
+		{"ALTER TABLE t MODIFY b CHAR(4)", errUnsupportedDDL}, // bytes made text
+		{"ALTER TABLE t MODIFY s JSON", errno.ErrNotSupportedYet},
+		{"ALTER TABLE t MODIFY dep VARCHAR(10)", 3106}, // g reads it
 	} {
 		sp := alterSpecs(t, tc.alter)[0]
 		old := sp.NewColumns[0].Name.Name.O
@@ -177,12 +184,14 @@ func TestModifyColumn(t *testing.T) {
 			old = sp.OldColumnName.Name.O
 		}
 		nc, err := ModifyColumn(tbl, old, sp.NewColumns[0], nil)
-		if tc.code != 0 {
+		if tc.code > rewrite {
 			require.Equal(t, tc.code, errno.FromError(err).Code, "%s: %v", tc.alter, err)
 			continue
 		}
 		require.NoError(t, err, tc.alter)
-		require.Equal(t, tbl.Columns[tbl.FindColumn(old)].ID, nc.ID, tc.alter)
+		oc := tbl.Columns[tbl.FindColumn(old)]
+		require.Equal(t, oc.ID, nc.ID, tc.alter)
+		require.Equal(t, tc.code == rewrite, NeedsRewrite(tbl, oc, nc), tc.alter)
 	}
 	// NOT NULL on a nullable column is checked by the job.
 	sp0 := alterSpecs(t, "ALTER TABLE t MODIFY s VARCHAR(10) NOT NULL")[0]

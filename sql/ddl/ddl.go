@@ -39,15 +39,20 @@ var (
 		Help:    "Time of one DDL job step (one schema state change, or a whole backfill), by step.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 	}, []string{"step"})
-	backfillRows = promauto.NewCounter(prometheus.CounterOpts{
+	backfillRows = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "ddl", Name: "backfill_rows_total",
-		Help: "Rows indexed by ADD INDEX backfill batches this node committed.",
-	})
-	backfillBatchSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Help: "Rows backfill batches this node committed, by job type (add index: rows indexed; modify column: rows rewritten).",
+	}, []string{"type"})
+	backfillBatchSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "ddl", Name: "backfill_batch_seconds",
-		Help:    "Time of one committed backfill batch (scan, index entries, checkpoint, commit).",
+		Help:    "Time of one committed backfill batch (scan, new keys, checkpoint, commit), by job type.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-	})
+	}, []string{"type"})
+	backfillSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "ddl", Name: "backfill_duration_seconds",
+		Help:    "Time of a whole backfill run by this node (from its checkpoint to the last row), by job type.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 18),
+	}, []string{"type"})
 	isOwner = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: "strata", Subsystem: "ddl", Name: "owner",
 		Help: "1 while this SQL node is the DDL owner.",
@@ -170,6 +175,7 @@ func (d *DDL) Submit(ctx context.Context, j *Job) error {
 	if err := d.cat.Load(ctx, done.Version); err != nil {
 		return err
 	}
+	j.RowCount, j.Warnings = done.RowCount, done.Warnings
 	return done.Err()
 }
 

@@ -79,8 +79,8 @@
 // RENAME COLUMN, ALTER COLUMN SET / DROP DEFAULT and CHANGE / MODIFY
 // COLUMN changes that the stored rows decode unchanged under (a rename,
 // NULL allowed, a wider integer or VARCHAR, a move with FIRST / AFTER)
-// are one compatible step; other type changes are 1235 (they would
-// rewrite every row). NOT NULL on a nullable column and a narrower
+// are one compatible step; other type changes rewrite every row (below).
+// NOT NULL on a nullable column and a narrower
 // integer or VARCHAR go none -> write only (DML refuses what the new type
 // refuses: ColumnInfo.Pending) -> write reorganization (a version of its
 // own, so no transaction that could still write such a value can commit)
@@ -88,6 +88,39 @@
 // undone and MySQL's error for the first row that does not fit (1138,
 // 1264, 1265). RENAME TABLE (also to another
 // database) is one step that moves the catalog entry and keeps the id.
+//
+// # MODIFY COLUMN that rewrites rows
+//
+// A type change the stored values do not decode unchanged under (INT <->
+// VARCHAR, DATETIME <-> VARCHAR, a DECIMAL precision, a signedness,
+// VARCHAR -> CHAR, a BINARY length, the collation of an indexed column;
+// NeedsRewrite) is TiDB's modify column with reorg (reorgcolumn.go): a
+// hidden changing column of the new type (model.ChangeInfo, named
+// _Col$_<name>_0) and a changing copy of every index over the column
+// (_Idx$_<index>_0, IndexInfo.ChangingOf) go delete only -> write only
+// (every node's table.Writer stores the old value converted and the
+// copies' entries with every write) -> write reorganization, whose
+// backfill (reorgRows, ADD INDEX's batches and checkpoint) rewrites every
+// row with its converted value and copy entries -> public: one
+// incompatible version (catalog.ReplaceTable: a transaction that began
+// before it fails at COMMIT with 8028, as it would write the old column
+// the new schema no longer maintains) in which the changing column takes
+// the old one's name and place (or CHANGE's name and FIRST / AFTER
+// position) and the copies the old indexes' names and places; the old
+// indexes' ranges are queued for deletion. Values convert as INSERT
+// converts them (table.ConvertChanging over sql/types): in strict mode the
+// first row that does not fit ends the job with MySQL's error for it
+// (1264, 1265, 1366, 1292, 1138; 1062 when converted values collide in a
+// unique copy) and the job rolls back (the changing column and copies
+// removed in one version, the copies' ranges queued); outside strict mode
+// (the ALTER's sql_mode, Job.Lenient) values are adjusted and the
+// statement gets the warnings (Job.Warnings, up to 64). A DML statement
+// that writes a value the new type refuses while the job runs fails with
+// that error. A column of the PRIMARY KEY is 8200, as in TiDB, and so is
+// a binary string made text; JSON on either side is 1235. A node still a
+// version behind the swap reads rows written after it with the old
+// column's origin default until it loads the swap (at most the schema
+// lease window); it cannot write them (8028).
 //
 // # Table info
 //
@@ -189,6 +222,9 @@
 // is NONCLUSTERED, a unique index named PRIMARY over the hidden _tidb_rowid
 // handle, its columns NOT NULL (1171 when declared NULL); dropping it is
 // 1235 (tableinfo.go), and so are index prefix lengths and expression
-// indexes. Tests: tests/ddl_test.go (an owner killed mid-backfill)
+// indexes. Metrics: strata_ddl_jobs_total, job_duration_seconds,
+// step_duration_seconds, owner, and for backfills (by job type: add
+// index, modify column) backfill_rows_total, backfill_batch_seconds and
+// backfill_duration_seconds. Tests: tests/ddl_test.go (an owner killed mid-backfill)
 // and tests/column_test.go (column DDL under writers on two SQL nodes).
 package ddl

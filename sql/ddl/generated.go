@@ -142,9 +142,13 @@ func checkDependents(t *model.TableInfo, name string) error {
 
 // CheckGeneratedChange validates CHANGE / MODIFY / RENAME COLUMN from oc
 // to nc (TiDB's rules): a column generated columns read keeps its name
-// (3108) and its type (their values would go stale); a generated column
-// stays generated with its storage; only a VIRTUAL column outside every
-// index may change its expression (nothing stored holds its values).
+// (3108) and its type (their values would go stale); a stored column (an
+// ordinary or a STORED one) stays stored ("Changing the STORED status"):
+// a STORED column may become an ordinary one, whose values the rows hold;
+// a stored expression cannot change, nor can an ordinary column become
+// STORED ("modifying a stored column"), nor the expression of an indexed
+// VIRTUAL one ("modifying an indexed column"); the type of a STORED or
+// indexed generated column changes only where no row is rewritten.
 func CheckGeneratedChange(t *model.TableInfo, oc, nc *model.ColumnInfo) error {
 	if !strings.EqualFold(oc.Name, nc.Name) {
 		if err := checkDependents(t, oc.Name); err != nil {
@@ -154,22 +158,34 @@ func CheckGeneratedChange(t *model.TableInfo, oc, nc *model.ColumnInfo) error {
 	if len(t.DependentGenerated(oc.Name)) > 0 && !oc.IsGenerated() && !sameType(oc, nc) {
 		return UnsupportedOnGenerated("Changing the type of a column a generated column reads")
 	}
-	switch og, ng := oc.Generated, nc.Generated; {
-	case og == nil && ng == nil:
+	og, ng := oc.Generated, nc.Generated
+	if og == nil && ng == nil {
 		return nil
-	case og == nil || ng == nil:
-		return UnsupportedOnGenerated("Changing a column to or from a generated column")
-	case og.Stored != ng.Stored:
+	}
+	if oc.IsVirtual() != nc.IsVirtual() {
 		return UnsupportedOnGenerated("Changing the STORED status")
-	case og.Expr == ng.Expr:
-		if !sameType(oc, nc) && (og.Stored || t.ColumnIndexed(oc.Offset)) {
+	}
+	var oexpr, nexpr string
+	if og != nil {
+		oexpr = og.Expr
+	}
+	if ng != nil {
+		nexpr = ng.Expr
+	}
+	switch {
+	case oexpr == nexpr:
+		if !sameType(oc, nc) && (!oc.IsVirtual() || t.ColumnIndexed(oc.Offset)) && compatibleType(oc, nc) != nil {
 			return UnsupportedOnGenerated("Changing the type of a stored or indexed generated column")
 		}
-		return nil
-	case og.Stored:
-		return UnsupportedOnGenerated("Changing the expression of a stored generated column")
+	case ng == nil:
+		// A STORED column made ordinary: the rows hold its values.
+		if !sameType(oc, nc) && compatibleType(oc, nc) != nil {
+			return UnsupportedOnGenerated("Changing the type of a stored or indexed generated column")
+		}
+	case !nc.IsVirtual():
+		return UnsupportedOnGenerated("modifying a stored column")
 	case t.ColumnIndexed(oc.Offset):
-		return UnsupportedOnGenerated("Changing the expression of an indexed generated column")
+		return UnsupportedOnGenerated("modifying an indexed column")
 	}
 	return nil
 }

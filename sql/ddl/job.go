@@ -94,10 +94,18 @@ type Job struct {
 	// narrower: DML refuses what the new type refuses (write only), a
 	// version later (write reorganization) no transaction that could
 	// write such a value can commit, and the rows are checked.
-	Columns    []*model.ColumnInfo `json:"columns,omitempty"`
-	CheckRows  bool                `json:"check_rows,omitempty"`
-	Positions  []ColumnPosition    `json:"positions,omitempty"`
-	ColumnName string              `json:"column_name,omitempty"`
+	Columns   []*model.ColumnInfo `json:"columns,omitempty"`
+	CheckRows bool                `json:"check_rows,omitempty"`
+	// Rewrite: a modify column whose type change the stored rows do not
+	// decode unchanged under: a changing column and changing copies of
+	// its indexes are built and every row rewritten (reorgcolumn.go).
+	// Lenient: the ALTER ran outside strict mode (values that do not fit
+	// are stored adjusted, with Warnings, as INSERT does).
+	Rewrite    bool             `json:"rewrite,omitempty"`
+	Lenient    bool             `json:"lenient,omitempty"`
+	Warnings   []JobWarning     `json:"warnings,omitempty"`
+	Positions  []ColumnPosition `json:"positions,omitempty"`
+	ColumnName string           `json:"column_name,omitempty"`
 	// FK: add foreign key (its ID is given by the first step; CheckRows:
 	// the existing rows are checked, foreign_key_checks was on); drop
 	// foreign key (FK.Name only).
@@ -201,23 +209,24 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms) }
 type step int
 
 const (
-	stepNone        step = iota
-	stepRun              // the single step of a one-step job (create/drop/truncate)
-	stepDeleteOnly       // add index: none -> delete only
-	stepWriteOnly        // add index: delete only -> write only; drop index: public -> write only
-	stepReorg            // add index: write only -> write reorganization (checkpoint at the first row)
-	stepBackfill         // add index: backfill from the checkpoint, then public
-	stepRemoveIndex      // drop index: write only -> gone
-	stepRollback         // add index: remove the index again (cancelled or failed)
-	stepCancel           // the job changed nothing yet: it ends cancelled
-	stepFinish           // wait for the last version, move the job to the history
-	stepAddColumn        // add column: none -> delete only -> write only -> public
-	stepDropColumn       // drop column: (indexes write only) -> write only -> delete only -> gone
-	stepCheckRows        // modify column to NOT NULL / narrower: refuse -> reorg -> check the rows, then public
-	stepAddFK            // add foreign key: none -> write only (DML keeps it) -> rows checked -> public, or removed again
+	stepNone          step = iota
+	stepRun                // the single step of a one-step job (create/drop/truncate)
+	stepDeleteOnly         // add index: none -> delete only
+	stepWriteOnly          // add index: delete only -> write only; drop index: public -> write only
+	stepReorg              // add index: write only -> write reorganization (checkpoint at the first row)
+	stepBackfill           // add index: backfill from the checkpoint, then public
+	stepRemoveIndex        // drop index: write only -> gone
+	stepRollback           // add index: remove the index again (cancelled or failed)
+	stepCancel             // the job changed nothing yet: it ends cancelled
+	stepFinish             // wait for the last version, move the job to the history
+	stepAddColumn          // add column: none -> delete only -> write only -> public
+	stepDropColumn         // drop column: (indexes write only) -> write only -> delete only -> gone
+	stepCheckRows          // modify column to NOT NULL / narrower: refuse -> reorg -> check the rows, then public
+	stepAddFK              // add foreign key: none -> write only (DML keeps it) -> rows checked -> public, or removed again
+	stepRewriteColumn      // modify column with rewrite: none -> delete only -> write only -> reorg (rows rewritten) -> public
 )
 
-var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish", "add column", "drop column", "check rows", "add foreign key"}
+var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish", "add column", "drop column", "check rows", "add foreign key", "rewrite column"}
 
 func (s step) String() string { return stepNames[s] }
 
@@ -227,7 +236,7 @@ func nextStep(j *Job) step {
 		return stepFinish
 	}
 	if j.State == StateCancelling || j.State == StateRollingBack {
-		if (j.Type == ActionAddIndex || j.Type == ActionAddColumn) && j.SchemaState != SchemaNone {
+		if rollsBack(j) && j.SchemaState != SchemaNone {
 			return stepRollback
 		}
 		return stepCancel
@@ -239,6 +248,13 @@ func nextStep(j *Job) step {
 			return stepAddColumn
 		}
 	case ActionModifyColumn:
+		if j.Rewrite {
+			switch j.SchemaState {
+			case SchemaNone, SchemaDeleteOnly, SchemaWriteOnly, SchemaReorg:
+				return stepRewriteColumn
+			}
+			return stepNone
+		}
 		if j.CheckRows {
 			switch j.SchemaState {
 			case SchemaNone, SchemaWriteOnly, SchemaReorg:
@@ -295,13 +311,31 @@ func cancelErr(j *Job) error {
 		return errno.New(errno.ErrCancelFinishedDDLJob, "This job:%d is finished, so can't be cancelled", j.ID)
 	case j.State == StateCancelling || j.State == StateRollingBack:
 		return errno.New(errno.ErrCancelFinishedDDLJob, "This job:%d is finished, so can't be cancelled", j.ID)
-	case (j.Type == ActionAddIndex || j.Type == ActionAddColumn) && j.SchemaState != SchemaPublic:
+	case rollsBack(j) && j.SchemaState != SchemaPublic:
 		return nil
 	case j.SchemaState == SchemaNone:
 		return nil
 	}
 	return errno.New(errno.ErrCannotCancelDDLJob, "This job:%d is almost finished, can't be cancelled now", j.ID)
 }
+
+// rollsBack reports whether j, failed or cancelled after its first step,
+// is rolled back (its non-public objects removed again): an ADD INDEX, an
+// ADD COLUMN, a MODIFY COLUMN that rewrites rows.
+func rollsBack(j *Job) bool {
+	return j.Type == ActionAddIndex || j.Type == ActionAddColumn || (j.Type == ActionModifyColumn && j.Rewrite)
+}
+
+// JobWarning is a warning a job's run raised for its statement (a value
+// MODIFY COLUMN stored adjusted outside strict mode).
+type JobWarning struct {
+	Code uint16 `json:"code"`
+	Msg  string `json:"msg"`
+}
+
+// maxJobWarnings bounds a job's warnings, as max_error_count (64) bounds
+// a statement's.
+const maxJobWarnings = 64
 
 // needsSync reports whether a job's last step must be loaded by every node
 // before the statement returns: a change that invalidates what nodes

@@ -114,6 +114,8 @@ func (d *DDL) do(ctx context.Context, j *Job, st step) error {
 		return d.checkStep(ctx, j)
 	case stepAddFK:
 		return d.addFKStep(ctx, j)
+	case stepRewriteColumn:
+		return d.rewriteColumnStep(ctx, j)
 	case stepRemoveIndex:
 		return d.setIndexState(ctx, j, 0, true, func() {
 			j.State, j.SchemaState = StateDone, SchemaNone
@@ -124,9 +126,12 @@ func (d *DDL) do(ctx context.Context, j *Job, st step) error {
 			j.setErr(errCancelled())
 		}
 		var err error
-		if j.Type == ActionAddColumn {
+		switch j.Type {
+		case ActionAddColumn:
 			err = d.rollbackAddColumn(ctx, j)
-		} else {
+		case ActionModifyColumn:
+			err = d.rollbackRewriteColumn(ctx, j)
+		default:
 			err = d.setIndexState(ctx, j, 0, true, func() {
 				j.State, j.SchemaState = StateRollbackDone, SchemaNone
 				// The entries the backfill and DML wrote under the index id.
@@ -253,7 +258,7 @@ func (d *DDL) ended(j *Job) {
 // back first; any other job changed nothing and is cancelled.
 func (d *DDL) failJob(ctx context.Context, j *Job, err error) error {
 	j.setErr(err)
-	if (j.Type == ActionAddIndex || j.Type == ActionAddColumn) && j.SchemaState != SchemaNone {
+	if rollsBack(j) && j.SchemaState != SchemaNone {
 		j.State = StateRollingBack
 		return d.updateJob(ctx, j)
 	}

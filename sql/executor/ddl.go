@@ -305,7 +305,7 @@ func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 		case ast.AlterTableDropColumn:
 			err = e.dropColumn(ctx, env, x, sp)
 		case ast.AlterTableRenameColumn, ast.AlterTableAlterColumn, ast.AlterTableChangeColumn, ast.AlterTableModifyColumn:
-			err = e.modifyColumn(ctx, env, x, sp)
+			err = e.modifyColumn(ctx, env, x, sp, res)
 		case ast.AlterTableRenameTable:
 			rename = sp
 		case ast.AlterTableOption:
@@ -567,11 +567,13 @@ func (e *Executor) dropColumn(ctx context.Context, env StmtEnv, stmt *ast.AlterT
 }
 
 // modifyColumn runs RENAME COLUMN, ALTER COLUMN ... SET / DROP DEFAULT and
-// CHANGE / MODIFY COLUMN as one-step jobs: only changes the stored rows
-// decode unchanged under are allowed (ddl.ModifyColumn). Making a column
-// NOT NULL or narrower is three steps: DML refuses what will not fit,
-// then the rows are checked (MySQL's error for the first that does not).
-func (e *Executor) modifyColumn(ctx context.Context, env StmtEnv, stmt *ast.AlterTableStmt, sp *ast.AlterTableSpec) error {
+// CHANGE / MODIFY COLUMN as one-step jobs when the stored rows decode
+// unchanged under the change (ddl.ModifyColumn). Making a column NOT NULL
+// or narrower is three steps: DML refuses what will not fit, then the
+// rows are checked (MySQL's error for the first that does not). Any other
+// type change rewrites every row online (ddl.NeedsRewrite; a value that
+// does not fit is MySQL's error in strict mode, a warning outside it).
+func (e *Executor) modifyColumn(ctx context.Context, env StmtEnv, stmt *ast.AlterTableStmt, sp *ast.AlterTableSpec, res *Result) error {
 	db, t, err := e.alterTarget(ctx, env, stmt.Table)
 	if err != nil {
 		return err
@@ -585,9 +587,21 @@ func (e *Executor) modifyColumn(ctx context.Context, env StmtEnv, stmt *ast.Alte
 		typ = ddl.ActionSetDefault
 	}
 	oc := t.Columns[t.FindColumn(old)]
-	return e.submitDDL(ctx, stmt, &ddl.Job{Type: typ, SchemaID: db.ID, SchemaName: db.Name,
+	job := &ddl.Job{Type: typ, SchemaID: db.ID, SchemaName: db.Name,
 		TableID: t.ID, TableName: t.Name, ColumnName: oc.Name, Columns: []*model.ColumnInfo{nc},
-		Positions: []ddl.ColumnPosition{ddl.PositionOf(pos)}, CheckRows: ddl.NeedsCheck(oc, nc)})
+		Positions: []ddl.ColumnPosition{ddl.PositionOf(pos)}}
+	if typ == ddl.ActionModifyColumn && ddl.NeedsRewrite(t, oc, nc) {
+		// Every row is rewritten, each value converted as INSERT would
+		// under the statement's sql_mode.
+		job.Rewrite, job.Lenient = true, !SQLMode(env).HasStrictMode()
+	} else {
+		job.CheckRows = ddl.NeedsCheck(oc, nc)
+	}
+	err = e.submitDDL(ctx, stmt, job)
+	for _, w := range job.Warnings {
+		res.Warn(w.Code, w.Msg)
+	}
+	return err
 }
 
 // newColumnDefs returns the columns an ADD COLUMN clause adds to t (IF NOT

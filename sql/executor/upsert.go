@@ -217,7 +217,9 @@ func (e *Executor) keyHolders(ctx context.Context, src *planner.Source, tx TxnSo
 		keys = append(keys, tablecodec.RowKey(tbl.ID, h))
 	}
 	for _, ix := range tbl.Indices {
-		if !ix.Unique || !ix.Writable() {
+		// A changing index (MODIFY COLUMN) holds converted values of a
+		// unique index that is checked here; its own duplicates are 1062.
+		if !ix.Unique || !ix.Writable() || ix.ChangingOf != 0 {
 			continue
 		}
 		if k, _, unique := table.IndexEntry(nil, tbl, ix, row, h); unique {

@@ -71,7 +71,7 @@ func convertColumn(tbl *model.TableInfo, c *model.ColumnInfo, v datum, rowNum in
 		if c.RefusesNull() {
 			err := errno.New(errno.ErrBadNull, "Column '%s' cannot be null", c.Name)
 			if cv != nil && cv.nullDefault {
-				if d, ok := implicitDefault(c); ok {
+				if d, ok := table.ImplicitDefault(c); ok {
 					cv.res.Warn(err.Code, err.Msg)
 					return d, nil
 				}
@@ -112,49 +112,7 @@ func convertColumn(tbl *model.TableInfo, c *model.ColumnInfo, v datum, rowNum in
 // convError is the MySQL error for a value of column c that err says
 // does not fit.
 func convError(tbl *model.TableInfo, c *model.ColumnInfo, err error, rowNum int) error {
-	var ce *types.ConvError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	switch ce.Kind {
-	case types.ConvOutOfRange:
-		return errno.New(errno.ErrWarnDataOutOfRange, "Out of range value for column '%s' at row %d", c.Name, rowNum)
-	case types.ConvTooLong:
-		return errno.New(errno.ErrDataTooLong, "Data too long for column '%s' at row %d", c.Name, rowNum)
-	case types.ConvTruncated:
-		return errno.New(errno.ErrDataTruncated, "Data truncated for column '%s' at row %d", c.Name, rowNum)
-	case types.ConvInvalidJSON:
-		var se *types.JSONSyntaxError
-		if errors.As(ce.Err, &se) {
-			return errno.New(3140, "Invalid JSON text: \"%s\" at position %d in value for column '%s.%s'.", se.Msg, se.Pos, tbl.Name, c.Name)
-		}
-		return ce.Err
-	}
-	if c.Type.Class() == types.ClassTime {
-		return errno.New(errno.ErrTruncatedWrongValue, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
-	}
-	return errno.New(errno.ErrTruncatedWrongField, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
-}
-
-// implicitDefault is the value MySQL stores for NULL in a NOT NULL column
-// outside strict mode: 0 for numbers, ” for strings; ok is false for the
-// other types (dates, ENUM, SET, BIT, YEAR), which keep the error.
-func implicitDefault(c *model.ColumnInfo) (datum, bool) {
-	switch c.Type.Tp {
-	case mysql.TypeBit, mysql.TypeYear, mysql.TypeDuration, mysql.TypeEnum, mysql.TypeSet:
-		return types.NullDatum, false
-	}
-	var zero datum
-	switch c.Type.Class() {
-	case types.ClassInt, types.ClassFloat, types.ClassDecimal:
-		zero = types.NewInt(0)
-	case types.ClassString:
-		zero = types.NewString("")
-	default:
-		return types.NullDatum, false
-	}
-	d, err := c.Type.Convert(zero)
-	return d, err == nil
+	return table.ConvError(tbl, c, err, int64(rowNum))
 }
 
 // fillGenerated computes the generated columns of row (after its

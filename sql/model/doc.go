@@ -6,6 +6,11 @@
 // shared codec and evaluator (sql/types, sql/tablecodec, sql/expr) and the
 // TiDB parser (for generated columns' expressions).
 //
+// While a MODIFY COLUMN rewrites rows, the table holds a hidden changing
+// column (ColumnInfo.Changing) and changing copies of the column's indexes
+// (IndexInfo.ChangingOf), which refer to it by name and resolve to its
+// offset in ForWrite's table only (changing.go).
+//
 // A TableInfo is immutable once published (Clone before changing it);
 // Init computes its derived fields after decoding, among them the
 // compiled expressions of its generated columns (generated.go), parsed

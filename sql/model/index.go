@@ -54,6 +54,10 @@ type IndexInfo struct {
 	Primary bool        `json:"primary,omitempty"`
 	State   SchemaState `json:"state,omitempty"`
 	Comment string      `json:"comment,omitempty"`
+	// ChangingOf, on the copy of an index a MODIFY COLUMN that rewrites
+	// rows builds over its changing column, is the id of the index it
+	// replaces (changing.go).
+	ChangingOf int64 `json:"changing_of,omitempty"`
 }
 
 // Writable reports whether DML must write new entries of the index.

@@ -55,6 +55,10 @@ type ColumnInfo struct {
 	// refuses (TiDB's PreventNullInsertFlag, for types too) until the job
 	// has checked every row.
 	Pending *types.FieldType `json:"pending_type,omitempty"`
+	// Changing, on the hidden column a MODIFY COLUMN that rewrites rows
+	// builds, names the column whose values it holds converted
+	// (changing.go).
+	Changing *ChangeInfo `json:"changing,omitempty"`
 	// Generated, when set, makes the column a generated column; a VIRTUAL
 	// one is not stored in the row value (GeneratedInfo).
 	Generated *GeneratedInfo `json:"generated,omitempty"`
@@ -118,10 +122,11 @@ type TableInfo struct {
 	decoder   *tablecodec.RowDecoder // decodes all columns (by offset)
 	byName    map[string]int
 	schema    []expr.SchemaColumn
-	npub      int        // public columns: Columns[:npub]
-	write     *TableInfo // ForWrite's table (nil: t itself)
-	gen       []genCol   // generated columns in dependency order
-	genErr    error      // why they could not be compiled
+	npub      int           // public columns: Columns[:npub]
+	write     *TableInfo    // ForWrite's table (nil: t itself)
+	gen       []genCol      // generated columns in dependency order
+	changing  []changingCol // ForWrite's table: columns that convert another
+	genErr    error         // why they could not be compiled
 }
 
 // CollationName is the database's default collation.
@@ -175,10 +180,13 @@ func (t *TableInfo) Init() {
 		for _, ic := range ix.Columns {
 			if off, ok := t.byName[strings.ToLower(ic.Name)]; ok {
 				ic.Offset = off // columns added FIRST / AFTER move the others
+			} else if off := t.hiddenColumn(ic.Name); off >= 0 {
+				ic.Offset = off // a changing index's changing column (ForWrite's table)
 			}
 		}
 	}
 	t.decoder = tablecodec.NewRowDecoder(ids)
+	t.initChanging()
 	t.initGenerated()
 	t.schema = t.BuildSchema(strings.ToLower(t.Name))
 	t.write = nil

@@ -19,6 +19,14 @@
 //     UPDATE, whose rows must be read through TableInfo.ForWrite (an
 //     UPDATE through a table without them is refused, never a silent
 //     loss); a delete-only one is not written.
+//   - While a MODIFY COLUMN rewrites rows (model.ChangeInfo), every row
+//     written carries its changing column, computed from the old column
+//     by ConvertChanging (a value it refuses fails the write once the
+//     column is write only), and index entries are computed over
+//     ForWrite's layout, so the changing copies of indexes get theirs;
+//     the entries deleted are computed the same way from the row as read.
+//     ConvError is the MySQL error for a value a column refuses, shared by
+//     INSERT, UPDATE and the rewrite.
 //   - A unique index with no NULL in the entry's values holds one key per
 //     value tuple; a second row with the same values is ERROR 1062
 //     "Duplicate entry '<vals>' for key '<table>.<index>'". Values of a

@@ -69,7 +69,9 @@ func (w *Writer) entry(ix *model.IndexInfo, row []types.Datum, handle int64) (ke
 	if cap(w.vals) < len(ix.Columns) {
 		w.vals = make([]types.Datum, len(ix.Columns))
 	}
-	key, value, unique = indexEntry(nil, w.T, ix, row, handle, w.vals[:len(ix.Columns)])
+	// ForWrite's columns: a changing index's column is a non-public one
+	// (the public ones have the same offsets in both).
+	key, value, unique = indexEntry(nil, w.T.ForWrite(), ix, row, handle, w.vals[:len(ix.Columns)])
 	if unique && collatedIndex(w.T, ix) {
 		orig := make([]types.Datum, len(ix.Columns))
 		for i, c := range ix.Columns {
@@ -99,39 +101,92 @@ func collatedIndex(t *model.TableInfo, ix *model.IndexInfo) bool {
 func (w *Writer) dupKeyError(key []byte) error {
 	if v, ok := w.shown[string(key)]; ok && tablecodec.IsIndexKey(key) {
 		if ix := w.T.IndexByID(tablecodec.IndexIDOf(key)); ix != nil {
-			return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", v, w.T.Name, ix.Name)
+			return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", v, w.T.Name, shownName(w.T, ix))
 		}
 	}
 	return DupKeyError(w.T, key)
 }
 
-// encodeRow encodes row for writing. The table's non-public columns
-// (ForWrite) are written as their state says: a write-only one carries the
-// value in row when the Writer's table is the ForWrite one and row holds
-// it (an UPDATE, which read the row through it), else gets its FillDatum
-// (an INSERT, whose rows hold the public columns); a delete-only one is
-// not written (EncodeRow skips it).
-func (w *Writer) encodeRow(row []types.Datum) ([]byte, error) {
-	full := w.T.ForWrite()
-	n, npub := len(full.Columns), full.PublicColumns()
+// encodeRow encodes row for writing and returns it in ForWrite's layout
+// (full), which index entries are computed from. The table's non-public
+// columns (ForWrite) are written as their state says: a write-only one
+// carries the value in row when the Writer's table is the ForWrite one and
+// row holds it (an UPDATE, which read the row through it), else gets its
+// FillDatum (an INSERT, whose rows hold the public columns); a delete-only
+// one is not written (EncodeRow skips it). A changing column (a MODIFY
+// COLUMN that rewrites rows) always gets its source column's value
+// converted: a value it refuses fails the write (MySQL's error, as the
+// ALTER would give for it).
+func (w *Writer) encodeRow(row []types.Datum) (v []byte, full []types.Datum, err error) {
+	fw := w.T.ForWrite()
+	n, npub := len(fw.Columns), fw.PublicColumns()
 	if cap(w.scratch) < 2*n {
 		w.scratch = make([]types.Datum, 2*n)
 	}
 	var vals []types.Datum
-	if n == npub || (w.T == full && len(row) >= n) {
+	holds := w.T == fw && len(row) >= n
+	switch {
+	case n == npub || (holds && !fw.HasChanging()):
 		vals = row[:n:n]
-	} else {
+	case holds:
+		vals = w.scratch[n : 2*n]
+		copy(vals, row[:n])
+	default:
 		vals = w.scratch[n : 2*n]
 		copy(vals, row[:npub])
 		for i := npub; i < n; i++ {
-			vals[i] = full.Columns[i].FillDatum()
+			vals[i] = fw.Columns[i].FillDatum()
 		}
 	}
-	v := full.EncodeRow(nil, vals, w.scratch[:n])
-	if len(v)+tablecodec.RowKeyLen > MaxEntrySize {
-		return nil, errno.New(errno.ErrEntryTooLarge, "entry too large, the max entry size is %d, the size of data is %d; store large values outside the database or split them", MaxEntrySize, len(v)+tablecodec.RowKeyLen)
+	if err := w.fillChanging(vals, true); err != nil {
+		return nil, nil, err
 	}
-	return v, nil
+	v = fw.EncodeRow(nil, vals, w.scratch[:n])
+	if len(v)+tablecodec.RowKeyLen > MaxEntrySize {
+		return nil, nil, errno.New(errno.ErrEntryTooLarge, "entry too large, the max entry size is %d, the size of data is %d; store large values outside the database or split them", MaxEntrySize, len(v)+tablecodec.RowKeyLen)
+	}
+	return v, vals, nil
+}
+
+// fillChanging computes the changing columns of full (ForWrite's
+// layout). put: the row is being written, and a value a write-only
+// changing column refuses is an error; otherwise (a row being deleted, or
+// a delete-only column) the value is only used to find entries to delete,
+// and none was ever written for a value refused.
+func (w *Writer) fillChanging(full []types.Datum, put bool) error {
+	if !w.T.HasChanging() {
+		return nil
+	}
+	return w.T.FillChanging(full, func(c *model.ColumnInfo, v types.Datum) (types.Datum, error) {
+		d, _, err := ConvertChanging(w.T, c, v, 1)
+		if err != nil && (!put || c.State != model.StateWriteOnly) {
+			return types.NullDatum, nil
+		}
+		return d, err
+	})
+}
+
+// oldFull is row (as read: the public columns, or ForWrite's when the
+// Writer's table is that one) in ForWrite's layout with its changing
+// columns computed, for the entries to delete; row itself when the table
+// has no changing column.
+func (w *Writer) oldFull(row []types.Datum) []types.Datum {
+	if !w.T.HasChanging() {
+		return row
+	}
+	fw := w.T.ForWrite()
+	n, npub := len(fw.Columns), fw.PublicColumns()
+	full := make([]types.Datum, n)
+	if w.T == fw && len(row) >= n {
+		copy(full, row[:n])
+	} else {
+		copy(full, row[:npub])
+		for i := npub; i < n; i++ {
+			full[i] = fw.Columns[i].FillDatum()
+		}
+	}
+	_ = w.fillChanging(full, false)
+	return full
 }
 
 // errNotForWrite: an UPDATE through a table whose non-public columns it
@@ -153,14 +208,14 @@ type put struct {
 func (w *Writer) AddRecords(ctx context.Context, handles []int64, rows [][]types.Datum) error {
 	puts := make([]put, 0, len(rows)*(1+len(w.T.Indices)))
 	for i, row := range rows {
-		v, err := w.encodeRow(row)
+		v, full, err := w.encodeRow(row)
 		if err != nil {
 			return err
 		}
 		puts = append(puts, put{key: tablecodec.RowKey(w.T.ID, handles[i]), value: v, check: true})
 		for _, ix := range w.T.Indices {
 			if ix.Writable() {
-				k, v, u := w.entry(ix, row, handles[i])
+				k, v, u := w.entry(ix, full, handles[i])
 				puts = append(puts, put{key: k, value: v, check: u})
 			}
 		}
@@ -183,9 +238,10 @@ func (w *Writer) RemoveRecords(ctx context.Context, handles []int64, rows [][]ty
 	dels := make([][]byte, 0, len(rows)*(1+len(w.T.Indices)))
 	for i, row := range rows {
 		dels = append(dels, tablecodec.RowKey(w.T.ID, handles[i]))
+		full := w.oldFull(row)
 		for _, ix := range w.T.Indices {
 			if ix.Deletable() {
-				k, _, _ := w.entry(ix, row, handles[i])
+				k, _, _ := w.entry(ix, full, handles[i])
 				dels = append(dels, k)
 			}
 		}
@@ -208,22 +264,23 @@ func (w *Writer) UpdateRecords(ctx context.Context, oldHandles []int64, oldRows 
 	puts := make([]put, 0, len(newRows))
 	for i, nr := range newRows {
 		oh, nh := oldHandles[i], newHandles[i]
-		v, err := w.encodeRow(nr)
+		v, full, err := w.encodeRow(nr)
 		if err != nil {
 			return err
 		}
+		old := w.oldFull(oldRows[i])
 		rk := tablecodec.RowKey(w.T.ID, nh)
 		if oh != nh {
 			dels = append(dels, tablecodec.RowKey(w.T.ID, oh))
 		}
 		puts = append(puts, put{key: rk, value: v, check: oh != nh})
 		for _, ix := range w.T.Indices {
-			ok, ov, _ := w.entry(ix, oldRows[i], oh)
+			ok, ov, _ := w.entry(ix, old, oh)
 			if !ix.Writable() {
 				dels = append(dels, ok)
 				continue
 			}
-			nk, nv, u := w.entry(ix, nr, nh)
+			nk, nv, u := w.entry(ix, full, nh)
 			if string(ok) == string(nk) && string(ov) == string(nv) {
 				continue
 			}
@@ -368,17 +425,27 @@ func DupKeyError(t *model.TableInfo, key []byte) error {
 	if t != nil && tablecodec.IsIndexKey(key) {
 		if ix := t.IndexByID(tablecodec.IndexIDOf(key)); ix != nil {
 			if tid, _, vals, _, _, err := tablecodec.DecodeIndexKey(key, len(ix.Columns)); err == nil && tid == t.ID {
+				fw := t.ForWrite() // a changing copy's column is a non-public one
 				for i, c := range ix.Columns {
 					// A sort key, not the value: shown as well as it can be.
-					if coll := expr.Collation(t.Columns[c.Offset].Type); coll != nil && vals[i].Kind() == types.KindBytes {
+					if coll := expr.Collation(fw.Columns[c.Offset].Type); coll != nil && vals[i].Kind() == types.KindBytes {
 						vals[i] = types.NewString(coll.KeyText(vals[i].Bytes()))
 					}
 				}
-				return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", FormatValues(vals), t.Name, ix.Name)
+				return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", FormatValues(vals), t.Name, shownName(t, ix))
 			}
 		}
 	}
 	return &kv.KeyExistsError{Key: key}
+}
+
+// shownName is the name errors give index ix of t: a MODIFY COLUMN's
+// changing copy is named after the index it replaces.
+func shownName(t *model.TableInfo, ix *model.IndexInfo) string {
+	if o := t.IndexByID(ix.ChangingOf); ix.ChangingOf != 0 && o != nil {
+		return o.Name
+	}
+	return ix.Name
 }
 
 // FormatValues renders index values as MySQL's duplicate-key message does:
