@@ -32,6 +32,9 @@ const (
 	ActionRenameTable   ActionType = "rename table"
 	ActionAddFK         ActionType = "add foreign key"
 	ActionDropFK        ActionType = "drop foreign key"
+	ActionAddCheck      ActionType = "add check constraint"
+	ActionDropCheck     ActionType = "drop check constraint"
+	ActionAlterCheck    ActionType = "alter check constraint"
 )
 
 // JobState is where a job is in its life, as TiDB's STATE column names it.
@@ -100,6 +103,10 @@ type Job struct {
 	// the existing rows are checked, foreign_key_checks was on); drop
 	// foreign key (FK.Name only).
 	FK *model.FKInfo `json:"fk,omitempty"`
+	// Check: add / drop / alter check constraint (the constraint; its
+	// name and the wanted Enforced for an alter, its name for a drop;
+	// CheckRows: the existing rows are validated, constraint.go).
+	Check *model.CheckInfo `json:"check,omitempty"`
 	// Rename table: the new database and name.
 	NewSchemaID   int64  `json:"new_schema_id,omitempty"`
 	NewSchemaName string `json:"new_schema_name,omitempty"`
@@ -197,23 +204,24 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms) }
 type step int
 
 const (
-	stepNone        step = iota
-	stepRun              // the single step of a one-step job (create/drop/truncate)
-	stepDeleteOnly       // add index: none -> delete only
-	stepWriteOnly        // add index: delete only -> write only; drop index: public -> write only
-	stepReorg            // add index: write only -> write reorganization (checkpoint at the first row)
-	stepBackfill         // add index: backfill from the checkpoint, then public
-	stepRemoveIndex      // drop index: write only -> gone
-	stepRollback         // add index: remove the index again (cancelled or failed)
-	stepCancel           // the job changed nothing yet: it ends cancelled
-	stepFinish           // wait for the last version, move the job to the history
-	stepAddColumn        // add column: none -> delete only -> write only -> public
-	stepDropColumn       // drop column: (indexes write only) -> write only -> delete only -> gone
-	stepCheckRows        // modify column to NOT NULL / narrower: refuse -> reorg -> check the rows, then public
-	stepAddFK            // add foreign key: none -> write only (DML keeps it) -> rows checked -> public, or removed again
+	stepNone            step = iota
+	stepRun                  // the single step of a one-step job (create/drop/truncate)
+	stepDeleteOnly           // add index: none -> delete only
+	stepWriteOnly            // add index: delete only -> write only; drop index: public -> write only
+	stepReorg                // add index: write only -> write reorganization (checkpoint at the first row)
+	stepBackfill             // add index: backfill from the checkpoint, then public
+	stepRemoveIndex          // drop index: write only -> gone
+	stepRollback             // add index: remove the index again (cancelled or failed)
+	stepCancel               // the job changed nothing yet: it ends cancelled
+	stepFinish               // wait for the last version, move the job to the history
+	stepAddColumn            // add column: none -> delete only -> write only -> public
+	stepDropColumn           // drop column: (indexes write only) -> write only -> delete only -> gone
+	stepCheckRows            // modify column to NOT NULL / narrower: refuse -> reorg -> check the rows, then public
+	stepAddFK                // add foreign key: none -> write only (DML keeps it) -> rows checked -> public, or removed again
+	stepCheckConstraint      // add / alter / drop check constraint: none -> (write only -> rows checked) -> public
 )
 
-var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish", "add column", "drop column", "check rows", "add foreign key"}
+var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish", "add column", "drop column", "check rows", "add foreign key", "check constraint"}
 
 func (s step) String() string { return stepNames[s] }
 
@@ -254,6 +262,11 @@ func nextStep(j *Job) step {
 		switch j.SchemaState {
 		case SchemaNone, SchemaWriteOnly:
 			return stepAddFK
+		}
+	case ActionAddCheck, ActionAlterCheck, ActionDropCheck:
+		switch j.SchemaState {
+		case SchemaNone, SchemaWriteOnly:
+			return stepCheckConstraint
 		}
 	case ActionAddIndex:
 		switch j.SchemaState {

@@ -114,6 +114,8 @@ func (d *DDL) do(ctx context.Context, j *Job, st step) error {
 		return d.checkStep(ctx, j)
 	case stepAddFK:
 		return d.addFKStep(ctx, j)
+	case stepCheckConstraint:
+		return d.checkConstraintStep(ctx, j)
 	case stepRemoveIndex:
 		return d.setIndexState(ctx, j, 0, true, func() {
 			j.State, j.SchemaState = StateDone, SchemaNone
