@@ -221,8 +221,9 @@ func AlterDefault(t *model.TableInfo, cd *ast.ColumnDef, env expr.Env) (*model.C
 	return &c, nil
 }
 
-// removeColumn removes public column off and its single-column indexes
-// from t (not re-initialised) and returns it.
+// removeColumn removes public column off, its single-column indexes and
+// the CHECK constraints that read it alone from t (not re-initialised)
+// and returns it.
 func removeColumn(t *model.TableInfo, off int) *model.ColumnInfo {
 	c := t.Columns[off]
 	var kept []*model.IndexInfo

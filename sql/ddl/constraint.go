@@ -468,9 +468,26 @@ func elementKinds(text string) []bool {
 }
 
 // firstWord is the first run of letters, digits and _ of s after
-// spaces (a quoted name gives "").
+// spaces and comments (a quoted name gives "").
 func firstWord(s string) string {
-	s = strings.TrimLeft(s, " \t\r\n")
+	for {
+		s = strings.TrimLeft(s, " \t\r\n")
+		switch {
+		case strings.HasPrefix(s, "#"), strings.HasPrefix(s, "-- "):
+			if nl := strings.IndexByte(s, '\n'); nl >= 0 {
+				s = s[nl+1:]
+				continue
+			}
+			return ""
+		case strings.HasPrefix(s, "/*"):
+			if end := strings.Index(s, "*/"); end >= 0 {
+				s = s[end+2:]
+				continue
+			}
+			return ""
+		}
+		break
+	}
 	end := 0
 	for end < len(s) && (s[end] == '_' || s[end] >= 'a' && s[end] <= 'z' || s[end] >= 'A' && s[end] <= 'Z' || s[end] >= '0' && s[end] <= '9') {
 		end++
