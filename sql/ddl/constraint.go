@@ -275,13 +275,14 @@ func dropColumnChecks(t *model.TableInfo, col string) {
 //
 // ADD CHECK of an enforced constraint: none -> write only (the
 // constraint is in the table and every node's DML enforces it once it
-// loaded the version) -> the rows are checked at a fresh snapshot ->
-// public, or the constraint removed again (rollback done) with 3819.
+// loaded the version) -> write reorganization (a version of its own) ->
+// the rows are checked at a fresh snapshot -> public, or the constraint
+// removed again (rollback done) with 3819.
 // ALTER CHECK ... ENFORCED goes the same way, NOT ENFORCED again on a
 // violation. A NOT ENFORCED ADD, ALTER ... NOT ENFORCED and DROP are one
 // step.
 
-// checkStepJob runs the job's next step (Job.Check: the constraint to add,
+// checkConstraintStep runs the job's next step (Job.Check: the constraint to add,
 // or its name and the wanted enforcement for an alter; CheckRows: the
 // rows are validated).
 func (d *DDL) checkConstraintStep(ctx context.Context, j *Job) error {
@@ -325,6 +326,18 @@ func (d *DDL) checkConstraintStep(ctx context.Context, j *Job) error {
 				j.State = StateDone
 			}
 		})
+	}
+	if j.SchemaState == SchemaWriteOnly {
+		// A version of its own, as MODIFY COLUMN's checkStep: once every
+		// node loaded it, no transaction that began before DML enforced
+		// the constraint can commit (catalog.CheckCommit), so the rows
+		// read next are all the rows it must check.
+		return d.columnStep(ctx, j, func(t *model.TableInfo) error {
+			if t.FindCheck(j.Check.Name) == nil {
+				return errConstraintNotFound(j.Check.Name)
+			}
+			return nil
+		}, func() { j.SchemaState = SchemaReorg })
 	}
 	bad, err := d.checkConstraintRows(ctx, j)
 	if err != nil {
@@ -371,15 +384,11 @@ func (d *DDL) checkConstraintRows(ctx context.Context, j *Job) (bad error, err e
 	if err != nil {
 		return nil, err
 	}
-	ts, err := d.store.GetTS(ctx)
+	txn, done, err := d.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	txn, err := d.store.Begin(ctx, kv.TxnOptions{ReadOnly: true, StartTS: ts})
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = txn.Rollback(context.WithoutCancel(ctx)) }()
+	defer done()
 	j.RowCount = 0
 	err = scanRows(ctx, txn, t, func(row []types.Datum) error {
 		j.RowCount++
@@ -539,4 +548,17 @@ func countTrue(bs []bool) int {
 		}
 	}
 	return n
+}
+
+// snapshot begins a read-only transaction at a fresh timestamp; done
+// ends it.
+func (d *DDL) snapshot(ctx context.Context) (txn kv.Txn, done func(), err error) {
+	ts, err := d.store.GetTS(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if txn, err = d.store.Begin(ctx, kv.TxnOptions{ReadOnly: true, StartTS: ts}); err != nil {
+		return nil, nil, err
+	}
+	return txn, func() { _ = txn.Rollback(context.WithoutCancel(ctx)) }, nil
 }

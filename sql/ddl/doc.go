@@ -160,7 +160,9 @@
 // as MySQL's dictionary (SHOW CREATE TABLE, evaluation). ADD CHECK of an
 // enforced constraint and ALTER CHECK ... ENFORCED are none -> write only
 // (the constraint is in the table, every node's DML enforces it once it
-// loaded the version) -> the rows are checked at a fresh snapshot ->
+// loaded the version) -> write reorganization (a version of its own, as
+// MODIFY COLUMN's, so no transaction that began before DML enforced it
+// can still commit) -> the rows are checked at a fresh snapshot ->
 // public, or the change undone (rollback done) with 3819; a NOT ENFORCED
 // ADD, ALTER ... NOT ENFORCED and DROP are one step. DROP COLUMN drops
 // the constraints that read only that column and refuses (3959) one that

@@ -204,21 +204,21 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms) }
 type step int
 
 const (
-	stepNone            step = iota
-	stepRun                  // the single step of a one-step job (create/drop/truncate)
-	stepDeleteOnly           // add index: none -> delete only
-	stepWriteOnly            // add index: delete only -> write only; drop index: public -> write only
-	stepReorg                // add index: write only -> write reorganization (checkpoint at the first row)
-	stepBackfill             // add index: backfill from the checkpoint, then public
-	stepRemoveIndex          // drop index: write only -> gone
-	stepRollback             // add index: remove the index again (cancelled or failed)
-	stepCancel               // the job changed nothing yet: it ends cancelled
-	stepFinish               // wait for the last version, move the job to the history
-	stepAddColumn            // add column: none -> delete only -> write only -> public
-	stepDropColumn           // drop column: (indexes write only) -> write only -> delete only -> gone
-	stepCheckRows            // modify column to NOT NULL / narrower: refuse -> reorg -> check the rows, then public
-	stepAddFK                // add foreign key: none -> write only (DML keeps it) -> rows checked -> public, or removed again
-	stepCheckConstraint      // add / alter / drop check constraint: none -> (write only -> rows checked) -> public
+	stepNone        step = iota
+	stepRun              // the single step of a one-step job (create/drop/truncate)
+	stepDeleteOnly       // add index: none -> delete only
+	stepWriteOnly        // add index: delete only -> write only; drop index: public -> write only
+	stepReorg            // add index: write only -> write reorganization (checkpoint at the first row)
+	stepBackfill         // add index: backfill from the checkpoint, then public
+	stepRemoveIndex      // drop index: write only -> gone
+	stepRollback         // add index: remove the index again (cancelled or failed)
+	stepCancel           // the job changed nothing yet: it ends cancelled
+	stepFinish           // wait for the last version, move the job to the history
+	stepAddColumn        // add column: none -> delete only -> write only -> public
+	stepDropColumn       // drop column: (indexes write only) -> write only -> delete only -> gone
+	stepCheckRows        // modify column to NOT NULL / narrower: refuse -> reorg -> check the rows, then public
+	stepAddFK            // add foreign key: none -> write only (DML keeps it) -> rows checked -> public, or removed again
+	stepCheck            // add / alter / drop check constraint: none -> (write only -> reorg -> rows checked) -> public
 )
 
 var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish", "add column", "drop column", "check rows", "add foreign key", "check constraint"}
@@ -265,8 +265,8 @@ func nextStep(j *Job) step {
 		}
 	case ActionAddCheck, ActionAlterCheck, ActionDropCheck:
 		switch j.SchemaState {
-		case SchemaNone, SchemaWriteOnly:
-			return stepCheckConstraint
+		case SchemaNone, SchemaWriteOnly, SchemaReorg:
+			return stepCheck
 		}
 	case ActionAddIndex:
 		switch j.SchemaState {

@@ -114,7 +114,7 @@ func (d *DDL) do(ctx context.Context, j *Job, st step) error {
 		return d.checkStep(ctx, j)
 	case stepAddFK:
 		return d.addFKStep(ctx, j)
-	case stepCheckConstraint:
+	case stepCheck:
 		return d.checkConstraintStep(ctx, j)
 	case stepRemoveIndex:
 		return d.setIndexState(ctx, j, 0, true, func() {

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -191,17 +192,17 @@ func (e *Executor) simulateCheckClause(ctx context.Context, db *model.DBInfo, si
 	case sp.Tp == ast.AlterTableDropCheck:
 		name := sp.Constraint.Name
 		if sim.FindCheck(name) != nil {
-			sim.Checks = removeCheck(sim.Checks, name)
+			sim.Checks = slices.DeleteFunc(sim.Checks, func(c *model.CheckInfo) bool { return strings.EqualFold(c.Name, name) })
 			sim.Init()
 			return true, nil
 		}
 		if !checkClauseKeyword(x.Text(), name) { // DROP CONSTRAINT of a key
 			if sim.FindFK(name) != nil {
-				sim.ForeignKeys = removeFK(sim.ForeignKeys, name)
+				sim.ForeignKeys = slices.DeleteFunc(sim.ForeignKeys, func(fk *model.FKInfo) bool { return strings.EqualFold(fk.Name, name) })
 				return true, nil
 			}
 			if ix := sim.FindIndex(name); ix != nil && ix.Unique && !ix.Primary {
-				sim.Indices = removeIndex(sim.Indices, ix)
+				sim.Indices = slices.DeleteFunc(sim.Indices, func(x *model.IndexInfo) bool { return x == ix })
 				return true, nil
 			}
 		}
@@ -270,34 +271,4 @@ func isCheckClause(sp *ast.AlterTableSpec) bool {
 		return true
 	}
 	return false
-}
-
-func removeCheck(cs []*model.CheckInfo, name string) []*model.CheckInfo {
-	var out []*model.CheckInfo
-	for _, c := range cs {
-		if !strings.EqualFold(c.Name, name) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func removeFK(fks []*model.FKInfo, name string) []*model.FKInfo {
-	var out []*model.FKInfo
-	for _, fk := range fks {
-		if !strings.EqualFold(fk.Name, name) {
-			out = append(out, fk)
-		}
-	}
-	return out
-}
-
-func removeIndex(ixs []*model.IndexInfo, ix *model.IndexInfo) []*model.IndexInfo {
-	var out []*model.IndexInfo
-	for _, x := range ixs {
-		if x != ix {
-			out = append(out, x)
-		}
-	}
-	return out
 }
