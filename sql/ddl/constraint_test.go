@@ -38,7 +38,7 @@ func TestCreateCheckOrder(t *testing.T) {
 		got[c.Name] = c.Expr
 	}
 	require.Equal(t, map[string]string{
-		"t1_chk_1": "(`c1` != `c2`)", "t1_chk_2": "(`c1` > 10)", "c2_positive": "(`c2` > 0)",
-		"t1_chk_3": "(`c3` < 100)", "c1_nonzero": "(`c1` != 0)", "t1_chk_4": "(`c1` > `c3`)",
+		"t1_chk_1": "(`c1` <> `c2`)", "t1_chk_2": "(`c1` > 10)", "c2_positive": "(`c2` > 0)",
+		"t1_chk_3": "(`c3` < 100)", "c1_nonzero": "(`c1` <> 0)", "t1_chk_4": "(`c1` > `c3`)",
 	}, got)
 }
