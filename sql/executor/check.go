@@ -120,6 +120,64 @@ func withoutCheckClauses(x *ast.AlterTableStmt) (*ast.AlterTableStmt, bool) {
 	return &out, len(out.Specs) != len(x.Specs)
 }
 
+// splitColumnChecks returns x with the CHECK options of the columns its
+// ADD / CHANGE / MODIFY COLUMN clauses define as ADD CHECK clauses of
+// their own (column constraints: they may read their column only), right
+// after the clause: the column change is a job, then the constraint is
+// added (and the rows checked) by its own, as splitColumnKeys does for
+// keys. x is not modified.
+func splitColumnChecks(x *ast.AlterTableStmt) *ast.AlterTableStmt {
+	var out []*ast.AlterTableSpec
+	split := false
+	for _, sp := range x.Specs {
+		switch sp.Tp {
+		case ast.AlterTableAddColumns, ast.AlterTableChangeColumn, ast.AlterTableModifyColumn:
+		default:
+			out = append(out, sp)
+			continue
+		}
+		ns := *sp
+		ns.NewColumns = make([]*ast.ColumnDef, len(sp.NewColumns))
+		var checks []*ast.AlterTableSpec
+		for i, cd := range sp.NewColumns {
+			c := *cd
+			c.Options = nil
+			for _, o := range cd.Options {
+				if o.Tp != ast.ColumnOptionCheck {
+					c.Options = append(c.Options, o)
+					continue
+				}
+				checks = append(checks, &ast.AlterTableSpec{Tp: ast.AlterTableAddConstraint, Constraint: &ast.Constraint{
+					Tp: ast.ConstraintCheck, Name: o.ConstraintName, Expr: o.Expr, Enforced: o.Enforced,
+					InColumn: true, InColumnName: cd.Name.Name.O}})
+			}
+			ns.NewColumns[i] = &c
+		}
+		if len(checks) == 0 {
+			out = append(out, sp)
+			continue
+		}
+		split = true
+		out = append(append(out, &ns), checks...)
+	}
+	if !split {
+		return x
+	}
+	nx := *x
+	nx.Specs = out
+	return &nx
+}
+
+// checkDef is the constraint an ALTER TABLE ADD [CONSTRAINT] CHECK clause
+// (or a column's CHECK, splitColumnChecks) defines.
+func checkDef(c *ast.Constraint) ddl.CheckDef {
+	d := ddl.CheckDef{Name: c.Name, Expr: c.Expr, Enforced: c.Enforced}
+	if c.InColumn {
+		d.Column = c.InColumnName
+	}
+	return d
+}
+
 // checkSchemaNames is ERROR 3822 when another table of db has a CHECK
 // constraint named as one of t's: MySQL's names are unique per database.
 func (e *Executor) checkSchemaNames(ctx context.Context, db *model.DBInfo, t *model.TableInfo, names []string) error {
@@ -178,7 +236,7 @@ func errCheckClauseNotFound(text, name string) error {
 func (e *Executor) simulateCheckClause(ctx context.Context, db *model.DBInfo, sim *model.TableInfo, x *ast.AlterTableStmt, sp *ast.AlterTableSpec) (handled bool, err error) {
 	switch {
 	case sp.Tp == ast.AlterTableAddConstraint && sp.Constraint.Tp == ast.ConstraintCheck:
-		c, err := ddl.NewCheck(sim, ddl.CheckDef{Name: sp.Constraint.Name, Expr: sp.Constraint.Expr, Enforced: sp.Constraint.Enforced}, true)
+		c, err := ddl.NewCheck(sim, checkDef(sp.Constraint), true)
 		if err != nil {
 			return true, err
 		}
@@ -230,7 +288,7 @@ func (e *Executor) runCheckClause(ctx context.Context, env StmtEnv, x *ast.Alter
 	job := &ddl.Job{SchemaID: db.ID, SchemaName: db.Name, TableID: t.ID, TableName: t.Name}
 	switch sp.Tp {
 	case ast.AlterTableAddConstraint:
-		c, err := ddl.NewCheck(t, ddl.CheckDef{Name: sp.Constraint.Name, Expr: sp.Constraint.Expr, Enforced: sp.Constraint.Enforced}, true)
+		c, err := ddl.NewCheck(t, checkDef(sp.Constraint), true)
 		if err != nil {
 			return err
 		}

@@ -285,7 +285,7 @@ func (e *Executor) dropIndexStmt(ctx context.Context, env StmtEnv, x *ast.DropIn
 // leaves the clauses before it done, which MySQL's single rebuild would
 // not.
 func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTableStmt) (*Result, error) {
-	x = splitColumnKeys(x)
+	x = splitColumnChecks(splitColumnKeys(x))
 	res := &Result{}
 	if !checksEnabled(env) {
 		var had bool

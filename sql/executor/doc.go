@@ -70,7 +70,9 @@
 // CHECK or CONSTRAINT; DROP CONSTRAINT also drops a FOREIGN KEY or
 // UNIQUE index of that name) are validated with the others
 // (checkAlter) and submitted as jobs (package ddl); constraint names are
-// unique per database (3822).
+// unique per database (3822). A column's CHECK in ADD / CHANGE / MODIFY
+// COLUMN becomes an ADD CHECK clause after it (splitColumnChecks), as
+// the keys of ADD COLUMN do.
 // INSERT buffers Txn.Insert (a duplicate key is ERROR 1062, found when the
 // key is locked or at commit); REPLACE and INSERT ... ON DUPLICATE KEY
 // UPDATE first read (and in pessimistic mode lock) the rows a new row
