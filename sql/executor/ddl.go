@@ -74,14 +74,14 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 	if err != nil {
 		return nil, err
 	}
-	if err := e.checkSchemaNames(ctx, db, t, checkNames(t.Checks)); err != nil {
-		return nil, err
-	}
 	if _, err := e.dom.Catalog().GetTable(ctx, db, t.Name); err == nil {
 		if x.IfNotExists {
 			return &Result{}, nil
 		}
 		return nil, errno.New(errno.ErrTableExists, "Table '%s' already exists", t.Name)
+	}
+	if err := e.checkSchemaNames(ctx, db, t, checkNames(t.Checks)); err != nil {
+		return nil, err
 	}
 	for _, fk := range t.ForeignKeys {
 		if err := e.checkFKParent(ctx, env, db, t, fk); err != nil {
