@@ -82,29 +82,16 @@ func checkRowIgnore(tbl *model.TableInfo, row []datum, ignore bool, res *Result)
 // off) and whether it had any; x is not modified.
 func stripChecks(x *ast.CreateTableStmt) (*ast.CreateTableStmt, bool) {
 	out := *x
-	had := false
 	out.Cols = make([]*ast.ColumnDef, len(x.Cols))
+	had := false
 	for i, cd := range x.Cols {
 		c := *cd
-		c.Options = nil
-		for _, o := range cd.Options {
-			if o.Tp == ast.ColumnOptionCheck {
-				had = true
-				continue
-			}
-			c.Options = append(c.Options, o)
-		}
+		c.Options = slices.DeleteFunc(slices.Clone(cd.Options), func(o *ast.ColumnOption) bool { return o.Tp == ast.ColumnOptionCheck })
+		had = had || len(c.Options) != len(cd.Options)
 		out.Cols[i] = &c
 	}
-	out.Constraints = nil
-	for _, con := range x.Constraints {
-		if con.Tp == ast.ConstraintCheck {
-			had = true
-			continue
-		}
-		out.Constraints = append(out.Constraints, con)
-	}
-	return &out, had
+	out.Constraints = slices.DeleteFunc(slices.Clone(x.Constraints), func(c *ast.Constraint) bool { return c.Tp == ast.ConstraintCheck })
+	return &out, had || len(out.Constraints) != len(x.Constraints)
 }
 
 // withoutCheckClauses returns x without its CHECK clauses (the switch is
