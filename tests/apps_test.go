@@ -82,7 +82,8 @@ func TestMysqldumpRoundTrip(t *testing.T) {
 	// ones, which Strata accepts (any other value is 3105, as MySQL).
 	for _, want := range []string{"`total` decimal(12,2) GENERATED ALWAYS AS ((`qty` * `price`)) STORED NOT NULL,",
 		"`label` varchar(40) GENERATED ALWAYS AS (concat(`qty`, _utf8mb4' x ', `price`)) VIRTUAL,",
-		"(1,2,9.99,19.98,'2 x 9.99')"} {
+		"(1,2,9.99,19.98,'2 x 9.99')",
+		"CONSTRAINT `qty_positive` CHECK ((`qty` > 0))", "CONSTRAINT `line_items_chk_1` CHECK ((`price` < 1000)) /*!80016 NOT ENFORCED */"} {
 		require.Contains(t, dump, want)
 	}
 	run(dump, mysqlBin, dst.SQLAddrs[0])
@@ -134,6 +135,13 @@ func TestMysqldumpRoundTrip(t *testing.T) {
 	require.NoError(t, dbs["reloaded"].QueryRow("SELECT GROUP_CONCAT(id ORDER BY id) FROM line_items WHERE label = '10 x 0.50' OR total = 100").Scan(&ids))
 	require.Equal(t, "2,3", ids)
 	_, err = dbs["reloaded"].Exec("UPDATE line_items SET qty = qty + 1")
+	require.NoError(t, err)
+	// The reloaded CHECK constraints are enforced as they were.
+	_, err = dbs["reloaded"].Exec("UPDATE line_items SET qty = 0 WHERE id = 1")
+	require.ErrorContains(t, err, "Check constraint 'qty_positive' is violated.")
+	_, err = dbs["reloaded"].Exec("INSERT INTO line_items (id, qty, price) VALUES (4, 1, 5000)")
+	require.NoError(t, err)
+	_, err = dbs["reloaded"].Exec("DELETE FROM line_items WHERE id = 4")
 	require.NoError(t, err)
 	_, err = dbs["reloaded"].Exec("ADMIN CHECK TABLE line_items")
 	require.NoError(t, err)

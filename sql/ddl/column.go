@@ -86,6 +86,8 @@ func NewColumns(t *model.TableInfo, defs []*ast.ColumnDef, pos []*ast.ColumnPosi
 			return nil, nil, errno.NotSupported("ADD COLUMN ... UNIQUE (add the column, then ADD UNIQUE INDEX)")
 		case c.AutoIncrement:
 			return nil, nil, errno.NotSupported("ADD COLUMN ... AUTO_INCREMENT")
+		case len(o.checks) > 0:
+			return nil, nil, errno.NotSupported("ADD COLUMN ... CHECK (add the column, then ADD CHECK)")
 		case c.IsGenerated() && c.Generated.Stored:
 			// MySQL rebuilds the table; TiDB refuses, as here.
 			return nil, nil, UnsupportedOnGenerated("Adding generated stored column through ALTER TABLE")
@@ -168,6 +170,9 @@ func CheckDropColumn(t *model.TableInfo, name string) error {
 	if err := checkDependents(t, c.Name); err != nil {
 		return err
 	}
+	if err := checkDropColumnChecks(t, c.Name, true); err != nil {
+		return err
+	}
 	for _, ix := range t.Indices {
 		for _, ic := range ix.Columns {
 			if ic.Offset == off && len(ix.Columns) > 1 {
@@ -216,8 +221,9 @@ func AlterDefault(t *model.TableInfo, cd *ast.ColumnDef, env expr.Env) (*model.C
 	return &c, nil
 }
 
-// removeColumn removes public column off and its single-column indexes
-// from t (not re-initialised) and returns it.
+// removeColumn removes public column off, its single-column indexes and
+// the CHECK constraints that read it alone from t (not re-initialised)
+// and returns it.
 func removeColumn(t *model.TableInfo, off int) *model.ColumnInfo {
 	c := t.Columns[off]
 	var kept []*model.IndexInfo
@@ -227,6 +233,7 @@ func removeColumn(t *model.TableInfo, off int) *model.ColumnInfo {
 		}
 	}
 	t.Indices = kept
+	dropColumnChecks(t, c.Name) // the ones reading it alone (CheckDropColumn)
 	t.Columns = append(t.Columns[:off:off], t.Columns[off+1:]...)
 	return c
 }
@@ -281,6 +288,9 @@ func ModifyColumn(t *model.TableInfo, old string, cd *ast.ColumnDef, env expr.En
 	}
 	if o.pk || o.unique {
 		return nil, errno.NotSupported("CHANGE / MODIFY COLUMN ... PRIMARY KEY / UNIQUE")
+	}
+	if len(o.checks) > 0 {
+		return nil, errno.NotSupported("CHANGE / MODIFY COLUMN ... CHECK (use ADD CHECK)")
 	}
 	if !strings.EqualFold(nc.Name, oc.Name) && t.FindColumn(nc.Name) >= 0 {
 		return nil, errDupColumn(nc.Name)

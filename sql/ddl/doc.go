@@ -189,6 +189,30 @@
 // reconciles PD's groups with the catalog when it takes the lease and
 // every 5 minutes.
 //
+// # CHECK constraints
+//
+// `[CONSTRAINT [name]] CHECK (expr) [[NOT] ENFORCED]` of a column or the
+// table (constraint.go) is validated by NewCheck with MySQL 8's errors:
+// 3812 not a truth value, 3813 a column constraint reading another
+// column, 3814 / 3815 a disallowed function / subquery, 3816 a variable,
+// 3818 the AUTO_INCREMENT column, 3820 an unknown column (1054 in ALTER),
+// 3822 a duplicate name, 3823 a column a FOREIGN KEY's action writes,
+// 1059 a name over 64 characters. Unnamed ones are <table>_chk_<n>,
+// numbered in the order they appear in CREATE TABLE (the statement's text
+// says how column and table elements interleave: elementKinds), one above
+// the largest such name in ALTER. The table keeps them ordered by name,
+// as MySQL's dictionary (SHOW CREATE TABLE, evaluation). ADD CHECK of an
+// enforced constraint and ALTER CHECK ... ENFORCED are none -> write only
+// (the constraint is in the table, every node's DML enforces it once it
+// loaded the version) -> write reorganization (a version of its own, as
+// MODIFY COLUMN's, so no transaction that began before DML enforced it
+// can still commit) -> the rows are checked at a fresh snapshot ->
+// public, or the change undone (rollback done) with 3819; a NOT ENFORCED
+// ADD, ALTER ... NOT ENFORCED and DROP are one step. DROP COLUMN drops
+// the constraints that read only that column and refuses (3959) one that
+// reads it and another (MySQL 8.0.19+); RENAME / CHANGE of a column a
+// constraint reads is 3959.
+//
 // # Space of dropped objects
 //
 // The step that makes keys unreachable records their ranges (package

@@ -276,15 +276,11 @@ func (d *DDL) checkFKRows(ctx context.Context, j *Job) (bad error, err error) {
 	if !ok1 || !ok2 {
 		return nil, errno.New(errno.ErrUnknown, "the columns of foreign key %s changed during %v", j.FK.Name, j)
 	}
-	ts, err := d.store.GetTS(ctx)
+	txn, done, err := d.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	txn, err := d.store.Begin(ctx, kv.TxnOptions{ReadOnly: true, StartTS: ts})
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = txn.Rollback(context.WithoutCancel(ctx)) }()
+	defer done()
 	keys := map[string]bool{}
 	err = scanRows(ctx, txn, parent, func(row []types.Datum) error {
 		if k, ok := fkKey(row, poffs, nil); ok {

@@ -154,6 +154,9 @@ func CheckGeneratedChange(t *model.TableInfo, oc, nc *model.ColumnInfo) error {
 		if err := checkDependents(t, oc.Name); err != nil {
 			return err
 		}
+		if err := CheckRenameColumn(t, oc.Name); err != nil {
+			return err
+		}
 	}
 	if len(t.DependentGenerated(oc.Name)) > 0 && !oc.IsGenerated() && !sameType(oc, nc) {
 		return UnsupportedOnGenerated("Changing the type of a column a generated column reads")

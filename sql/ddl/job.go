@@ -34,6 +34,9 @@ const (
 	ActionDropFK        ActionType = "drop foreign key"
 	// ActionAlterTableOptions: ALTER TABLE ... COMMENT = / AFFINITY =.
 	ActionAlterTableOptions ActionType = "alter table options"
+	ActionAddCheck          ActionType = "add check constraint"
+	ActionDropCheck         ActionType = "drop check constraint"
+	ActionAlterCheck        ActionType = "alter check constraint"
 )
 
 // JobState is where a job is in its life, as TiDB's STATE column names it.
@@ -110,6 +113,10 @@ type Job struct {
 	// the existing rows are checked, foreign_key_checks was on); drop
 	// foreign key (FK.Name only).
 	FK *model.FKInfo `json:"fk,omitempty"`
+	// Check: add / drop / alter check constraint (the constraint; its
+	// name and the wanted Enforced for an alter, its name for a drop;
+	// CheckRows: the existing rows are validated, constraint.go).
+	Check *model.CheckInfo `json:"check,omitempty"`
 	// Rename table: the new database and name.
 	NewSchemaID   int64  `json:"new_schema_id,omitempty"`
 	NewSchemaName string `json:"new_schema_name,omitempty"`
@@ -224,9 +231,10 @@ const (
 	stepCheckRows          // modify column to NOT NULL / narrower: refuse -> reorg -> check the rows, then public
 	stepAddFK              // add foreign key: none -> write only (DML keeps it) -> rows checked -> public, or removed again
 	stepRewriteColumn      // modify column with rewrite: none -> delete only -> write only -> reorg (rows rewritten) -> public
+	stepCheck              // add / alter / drop check constraint: none -> (write only -> reorg -> rows checked) -> public
 )
 
-var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish", "add column", "drop column", "check rows", "add foreign key", "rewrite column"}
+var stepNames = [...]string{"none", "run", "delete only", "write only", "reorg", "backfill", "remove index", "rollback", "cancel", "finish", "add column", "drop column", "check rows", "add foreign key", "rewrite column", "check constraint"}
 
 func (s step) String() string { return stepNames[s] }
 
@@ -274,6 +282,11 @@ func nextStep(j *Job) step {
 		switch j.SchemaState {
 		case SchemaNone, SchemaWriteOnly:
 			return stepAddFK
+		}
+	case ActionAddCheck, ActionAlterCheck, ActionDropCheck:
+		switch j.SchemaState {
+		case SchemaNone, SchemaWriteOnly, SchemaReorg:
+			return stepCheck
 		}
 	case ActionAddIndex:
 		switch j.SchemaState {

@@ -146,6 +146,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation
 	nullable := map[int]bool{} // columns declared NULL explicitly
 	names := map[string]bool{}
 	var uniqCols []string // columns declared UNIQUE
+	colChecks := make([][]CheckDef, len(x.Cols))
 	for i, cd := range x.Cols {
 		name := cd.Name.Name.O
 		if names[strings.ToLower(name)] {
@@ -168,6 +169,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation
 		if o.unique {
 			uniqCols = append(uniqCols, name)
 		}
+		colChecks[i] = o.checks
 		if c.AutoIncrement {
 			if t.AutoIncOffset >= 0 {
 				return nil, errno.New(errno.ErrWrongAutoKey, "Incorrect table definition; there can be only one auto column and it must be defined as a key")
@@ -189,7 +191,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation
 				return nil, err
 			}
 		case ast.ConstraintCheck:
-			return nil, errno.NotSupported("CHECK constraints")
+			// After the keys (createChecks).
 		case ast.ConstraintForeignKey:
 			fks = append(fks, con) // after the PRIMARY KEY and the other indexes, as MySQL
 		case ast.ConstraintIndex, ast.ConstraintKey, ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
@@ -223,6 +225,13 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation
 			return nil, err
 		}
 	}
+	for _, def := range createChecks(x, colChecks) {
+		c, err := NewCheck(t, def, false)
+		if err != nil {
+			return nil, err
+		}
+		AddCheck(t, c)
+	}
 	if t.AutoIncOffset >= 0 && !isKeyPrefix(t, t.AutoIncOffset) {
 		return nil, errno.New(errno.ErrWrongAutoKey, "Incorrect table definition; there can be only one auto column and it must be defined as a key")
 	}
@@ -248,6 +257,7 @@ type columnOpts struct {
 	pk     bool // PRIMARY KEY
 	unique bool // UNIQUE
 	null   bool // NULL given explicitly (last of NULL / NOT NULL)
+	checks []CheckDef
 }
 
 // buildColumn validates a column definition of table and converts it to a
@@ -307,7 +317,7 @@ func buildColumn(cd *ast.ColumnDef, table string, id int64, tcoll *collate.Colla
 				return nil, o, err
 			}
 		case ast.ColumnOptionCheck:
-			return nil, o, errno.NotSupported("CHECK constraints")
+			o.checks = append(o.checks, CheckDef{Name: opt.ConstraintName, Expr: opt.Expr, Enforced: opt.Enforced, Column: name})
 		default:
 			return nil, o, errno.NotSupported("this column option")
 		}

@@ -116,6 +116,8 @@ func (d *DDL) do(ctx context.Context, j *Job, st step) error {
 		return d.addFKStep(ctx, j)
 	case stepRewriteColumn:
 		return d.rewriteColumnStep(ctx, j)
+	case stepCheck:
+		return d.checkConstraintStep(ctx, j)
 	case stepRemoveIndex:
 		return d.setIndexState(ctx, j, 0, true, func() {
 			j.State, j.SchemaState = StateDone, SchemaNone

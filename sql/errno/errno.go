@@ -133,6 +133,7 @@ var sqlStates = map[uint16]string{
 	ErrWrongFKDef:               "42000",
 	ErrRowIsReferenced2:         "23000",
 	ErrNoReferencedRow2:         "23000",
+	1059:                        "42000", // identifier name too long
 	1061:                        "42000", // duplicate key name
 	1069:                        "42000", // too many keys
 	1070:                        "42000", // too many key parts

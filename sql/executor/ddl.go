@@ -63,6 +63,13 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 	if err != nil {
 		return nil, err
 	}
+	res := &Result{}
+	if !checksEnabled(env) {
+		var had bool
+		if x, had = stripChecks(x); had {
+			res.Warnings = append(res.Warnings, checksOffWarning)
+		}
+	}
 	t, err := ddl.BuildTableInfo(x, db.Name, ddl.DBCollation(db), env)
 	if err != nil {
 		return nil, err
@@ -72,6 +79,9 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 			return &Result{}, nil
 		}
 		return nil, errno.New(errno.ErrTableExists, "Table '%s' already exists", t.Name)
+	}
+	if err := e.checkSchemaNames(ctx, db, t, checkNames(t.Checks)); err != nil {
+		return nil, err
 	}
 	for _, fk := range t.ForeignKeys {
 		if err := e.checkFKParent(ctx, env, db, t, fk); err != nil {
@@ -97,7 +107,7 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 			}
 		}
 	}
-	return &Result{}, nil
+	return res, nil
 }
 
 // submitDDL runs job through the cluster's DDL job queue (package ddl) and
@@ -275,15 +285,27 @@ func (e *Executor) dropIndexStmt(ctx context.Context, env StmtEnv, x *ast.DropIn
 // leaves the clauses before it done, which MySQL's single rebuild would
 // not.
 func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTableStmt) (*Result, error) {
-	x = splitColumnKeys(x)
+	x = splitColumnChecks(splitColumnKeys(x))
+	res := &Result{}
+	if !checksEnabled(env) {
+		var had bool
+		if x, had = withoutCheckClauses(x); had {
+			res.Warnings = append(res.Warnings, checksOffWarning)
+		}
+	}
 	if err := e.checkAlter(ctx, env, x); err != nil {
 		return nil, err
 	}
 	var rename *ast.AlterTableSpec
-	res := &Result{}
 	for i := 0; i < len(x.Specs); i++ {
 		sp := x.Specs[i]
 		var err error
+		if isCheckClause(sp) {
+			if err := e.runCheckClause(ctx, env, x, sp); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		switch sp.Tp {
 		case ast.AlterTableAddConstraint:
 			if sp.Constraint.Tp == ast.ConstraintForeignKey {
@@ -408,6 +430,12 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 		if err := checkAlterFK(sim, refs, sp); err != nil {
 			return err
 		}
+		if handled, err := e.simulateCheckClause(ctx, db, sim, x, sp); handled {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		switch sp.Tp {
 		case ast.AlterTableAddConstraint:
 			c := sp.Constraint
@@ -419,6 +447,9 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 					return err
 				}
 				if _, err := ddl.AddFK(sim, fk); err != nil {
+					return err
+				}
+				if err := ddl.CheckFKActions(sim); err != nil {
 					return err
 				}
 				if err := e.checkFKParent(ctx, env, db, sim, fk); err != nil {

@@ -61,6 +61,18 @@
 // nothing lets its dumps reload). STORED values go into the row value;
 // VIRTUAL ones are computed by model.TableInfo.DecodeRow wherever a row
 // is decoded, so reads need nothing here.
+// CHECK constraints (check.go) are evaluated by the same writes on the
+// row they write, after its generated columns (and ON UPDATE
+// CURRENT_TIMESTAMP): FALSE is ERROR 3819, NULL passes; INSERT / UPDATE
+// IGNORE skip the row with warning 3819 (an INSERT's new row is checked
+// before ON DUPLICATE KEY UPDATE looks for its duplicate, and the updated
+// row again, as MySQL). ALTER TABLE's CHECK clauses (ADD, DROP / ALTER
+// CHECK or CONSTRAINT; DROP CONSTRAINT also drops a FOREIGN KEY or
+// UNIQUE index of that name) are validated with the others
+// (checkAlter) and submitted as jobs (package ddl); constraint names are
+// unique per database (3822). A column's CHECK in ADD / CHANGE / MODIFY
+// COLUMN becomes an ADD CHECK clause after it (splitColumnChecks), as
+// the keys of ADD COLUMN do.
 // INSERT buffers Txn.Insert (a duplicate key is ERROR 1062, found when the
 // key is locked or at commit); REPLACE and INSERT ... ON DUPLICATE KEY
 // UPDATE first read (and in pessimistic mode lock) the rows a new row

@@ -319,6 +319,11 @@ func (c *fkChecker) onParentChange(ctx context.Context, ref catalog.FKRef, ovals
 		if err := fillGenerated(tw, newRows[i], i+1, nil); err != nil {
 			return err
 		}
+		// No constraint reads a column an action writes (3823), but one
+		// may read a generated column that follows it.
+		if err := checkRow(tw, newRows[i]); err != nil {
+			return err
+		}
 	}
 	return w.UpdateRecords(ctx, handles, rows, handles, newRows)
 }

@@ -457,6 +457,11 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 		}, env, c.new, changed+1, cv); err != nil {
 			return nil, err
 		}
+		if skip, err := checkRowIgnore(c.tbl, c.new, s.IgnoreErr, cv.res); err != nil {
+			return nil, err
+		} else if skip {
+			continue
+		}
 		changed++
 		w := byTable[c.tbl.ID]
 		if w == nil {

@@ -386,6 +386,9 @@ func createTableSQL(t *model.TableInfo, db string) string {
 	for _, fk := range t.ForeignKeys {
 		defs = append(defs, "  "+fk.Clause(db))
 	}
+	for _, c := range t.Checks {
+		defs = append(defs, "  "+c.Clause())
+	}
 	if len(defs) == 0 {
 		s := b.String()
 		b.Reset()

@@ -103,6 +103,11 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 		if err := touchOnUpdate(tbl, assignsColumn(as), env, newRow, ri+1, cv); err != nil {
 			return nil, err
 		}
+		if skip, err := checkRowIgnore(tbl, newRow, s.IgnoreErr, res); err != nil {
+			return nil, err
+		} else if skip {
+			continue
+		}
 		newH := oldHs[0]
 		if tbl.PKIsHandle {
 			newH = newRow[tbl.HandleOffset].Int64()

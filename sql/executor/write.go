@@ -248,7 +248,8 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	var explicitMax int64 // the largest value given for the AUTO_INCREMENT column
 	needRowID := !tbl.PKIsHandle
 	constCtx := &expr.Ctx{Env: env, Clause: "field list"}
-	var genGiven []givenValue // the row's values for generated columns
+	var genGiven []givenValue      // the row's values for generated columns
+	skipped := make([]bool, nrows) // rows INSERT IGNORE skips (a CHECK constraint)
 	for ri := range nrows {
 		rowNum := ri + 1
 		row := slab[ri*ncols : (ri+1)*ncols : (ri+1)*ncols]
@@ -327,6 +328,12 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		if err := checkGivenGenerated(tbl, row, genGiven); err != nil {
 			return nil, err
 		}
+		// CHECK constraints read no AUTO_INCREMENT column (3818).
+		if skip, err := checkRowIgnore(tbl, row, s.IgnoreErr, cv.res); err != nil {
+			return nil, err
+		} else if skip {
+			skipped[ri] = true
+		}
 	}
 	if explicitMax > 0 {
 		if err := e.dom.AutoInc().Rebase(ctx, tbl.ID, explicitMax); err != nil {
@@ -354,6 +361,9 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	} else {
 		seen := make(map[int64]struct{}, nrows)
 		for ri := range nrows {
+			if skipped[ri] {
+				continue
+			}
 			h := slab[ri*ncols+tbl.HandleOffset].Int64()
 			if _, dup := seen[h]; dup && !upsert { // REPLACE / ON DUPLICATE: a later row meets the earlier one
 				return nil, dupEntry(src, h)
@@ -367,10 +377,15 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		return nil, err
 	}
 	tx.NoteWrite(tbl)
-	rows := make([][]datum, nrows)
-	for ri := range rows {
-		rows[ri] = slab[ri*ncols : (ri+1)*ncols : (ri+1)*ncols]
+	rows := make([][]datum, 0, nrows)
+	kept := handles[:0]
+	for ri := range nrows {
+		if !skipped[ri] {
+			rows = append(rows, slab[ri*ncols:(ri+1)*ncols:(ri+1)*ncols])
+			kept = append(kept, handles[ri])
+		}
 	}
+	handles = kept
 	var res *Result
 	if upsert {
 		if res, err = e.upsert(ctx, s, src, env, tx, txn, handles, rows, cv); err != nil {
@@ -380,7 +395,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		if err := e.writer(tx, txn, tbl, env).AddRecords(ctx, handles, rows); err != nil {
 			return nil, err
 		}
-		res = &Result{AffectedRows: uint64(nrows)}
+		res = &Result{AffectedRows: uint64(len(rows))}
 	}
 	dups := len(res.Warnings) // INSERT IGNORE's skipped rows (upsert)
 	res.Warnings = append(cv.warnings(), res.Warnings...)
@@ -620,6 +635,11 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 		}
 		if err := touchOnUpdate(tbl, assignsColumn(as), env, newRow, ri+1, cv); err != nil {
 			return nil, err
+		}
+		if skip, err := checkRowIgnore(tbl, newRow, s.IgnoreErr, cv.res); err != nil {
+			return nil, err
+		} else if skip {
+			continue
 		}
 		oldH := r[hOff].Int64()
 		newH := oldH

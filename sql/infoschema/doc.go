@@ -1,6 +1,7 @@
 // Package infoschema serves information_schema: read-only tables computed
 // from the catalog (SCHEMATA, TABLES, COLUMNS, STATISTICS,
-// KEY_COLUMN_USAGE, TABLE_CONSTRAINTS, REFERENTIAL_CONSTRAINTS), the node's
+// KEY_COLUMN_USAGE, TABLE_CONSTRAINTS, REFERENTIAL_CONSTRAINTS,
+// CHECK_CONSTRAINTS), the node's
 // connections (PROCESSLIST) and every live SQL node's (CLUSTER_PROCESSLIST,
 // gathered by sql/server from its peers), slow query log (SLOW_QUERY) and statement
 // digests (STATEMENTS_SUMMARY[_HISTORY]), TiDB's columns where they apply,
@@ -12,7 +13,9 @@
 // (files.go). Foreign keys
 // appear in KEY_COLUMN_USAGE (with their REFERENCED_ columns),
 // TABLE_CONSTRAINTS (FOREIGN KEY) and REFERENTIAL_CONSTRAINTS (rules
-// NO ACTION when none was given, as MySQL 8.0 shows them).
+// NO ACTION when none was given, as MySQL 8.0 shows them). CHECK
+// constraints are in CHECK_CONSTRAINTS and in TABLE_CONSTRAINTS (CHECK,
+// ENFORCED YES or NO; checks.go).
 //
 // The planner reads them as MemTables (planner.SystemSchema): the rows are
 // built when a statement opens the table, then filtered, sorted and limited

@@ -49,6 +49,7 @@ func (s *Schema) defs() []*memTable {
 		table("TABLE_CONSTRAINTS", s.tableConstraints,
 			col{"CONSTRAINT_CATALOG", name64}, col{"CONSTRAINT_SCHEMA", name64}, col{"CONSTRAINT_NAME", varchar(64)},
 			col{"TABLE_SCHEMA", name64}, col{"TABLE_NAME", name64}, col{"CONSTRAINT_TYPE", notNull(varchar(11))}, col{"ENFORCED", notNull(varchar(3))}),
+		checkConstraintsTable(s), // checks.go
 		table("REFERENTIAL_CONSTRAINTS", s.referentialConstraints,
 			col{"CONSTRAINT_CATALOG", name64}, col{"CONSTRAINT_SCHEMA", name64}, col{"CONSTRAINT_NAME", varchar(64)},
 			col{"UNIQUE_CONSTRAINT_CATALOG", name64}, col{"UNIQUE_CONSTRAINT_SCHEMA", name64}, col{"UNIQUE_CONSTRAINT_NAME", varchar(64)},
@@ -471,6 +472,7 @@ func (s *Schema) tableConstraints(ctx context.Context, v Viewer) ([][]datum, err
 		for _, fk := range t.ForeignKeys {
 			rows = append(rows, []datum{str("def"), str(db), str(fk.Name), str(db), str(t.Name), str("FOREIGN KEY"), str("YES")})
 		}
+		rows = append(rows, checkConstraintRows(db, t)...) // checks.go
 		return nil
 	})
 	return rows, err

@@ -1,5 +1,5 @@
 // Package model is the schema model: DBInfo, TableInfo (columns, indexes,
-// views, foreign keys), ColumnInfo, IndexInfo, FKInfo and the F1 schema
+// views, foreign keys, CHECK constraints: constraint.go), ColumnInfo, IndexInfo, FKInfo and the F1 schema
 // states of an index being built. Both sides use it: the SQL node's catalog persists and caches it
 // (sql/catalog), and the stores' coprocessor decodes rows by the TableInfo
 // a request carries (store/coprocessor), so it depends on nothing but the
@@ -14,7 +14,8 @@
 // A TableInfo is immutable once published (Clone before changing it);
 // Init computes its derived fields after decoding, among them the
 // compiled expressions of its generated columns (generated.go), parsed
-// from their text in dependency order.
+// from their text in dependency order, and of its enforced CHECK
+// constraints (constraint.go: ViolatedCheck evaluates them on a row).
 //
 // # Virtual generated columns
 //

@@ -149,6 +149,14 @@ func (t *TableInfo) Clone() *TableInfo {
 			nt.ForeignKeys[i] = &c
 		}
 	}
+	if t.Checks != nil {
+		nt.Checks = make([]*CheckInfo, len(t.Checks))
+		for i, c := range t.Checks {
+			cc := *c
+			cc.Deps = slices.Clone(c.Deps)
+			nt.Checks[i] = &cc
+		}
+	}
 	nt.write = nil
 	return &nt
 }

@@ -115,6 +115,10 @@ type TableInfo struct {
 	// child), in creation order; MaxFKID is the largest FK id given.
 	ForeignKeys []*FKInfo `json:"foreign_keys,omitempty"`
 	MaxFKID     int64     `json:"max_fk_id,omitempty"`
+	// Checks are the table's CHECK constraints, ordered by name
+	// (constraint.go); MaxCheckID is the largest id given.
+	Checks     []*CheckInfo `json:"checks,omitempty"`
+	MaxCheckID int64        `json:"max_check_id,omitempty"`
 
 	// Derived on load.
 	storedIDs []int64                // ids of columns stored in the value, in offset order
@@ -122,11 +126,13 @@ type TableInfo struct {
 	decoder   *tablecodec.RowDecoder // decodes all columns (by offset)
 	byName    map[string]int
 	schema    []expr.SchemaColumn
-	npub      int           // public columns: Columns[:npub]
-	write     *TableInfo    // ForWrite's table (nil: t itself)
-	gen       []genCol      // generated columns in dependency order
-	changing  []changingCol // ForWrite's table: columns that convert another
-	genErr    error         // why they could not be compiled
+	npub      int             // public columns: Columns[:npub]
+	write     *TableInfo      // ForWrite's table (nil: t itself)
+	gen       []genCol        // generated columns in dependency order
+	changing  []changingCol   // ForWrite's table: columns that convert another
+	genErr    error           // why they could not be compiled
+	checks    []compiledCheck // enforced CHECK constraints
+	checkErr  error           // why they could not be compiled
 }
 
 // CollationName is the database's default collation.
@@ -188,6 +194,7 @@ func (t *TableInfo) Init() {
 	t.decoder = tablecodec.NewRowDecoder(ids)
 	t.initChanging()
 	t.initGenerated()
+	t.initChecks()
 	t.schema = t.BuildSchema(strings.ToLower(t.Name))
 	t.write = nil
 	if len(t.NonPublic) > 0 {

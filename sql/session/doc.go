@@ -45,6 +45,9 @@
 // later sessions only (not persisted, not shared with other nodes).
 // foreign_key_checks (ON; SET GLOBAL as above) turns the FOREIGN KEY
 // checks and actions of DML and DDL on or off (sql/executor).
+// tidb_enable_check_constraint (GLOBAL only, this node's, ON unlike
+// TiDB's OFF: checkvars.go) OFF makes DDL ignore CHECK clauses with
+// warning 1105, as TiDB does.
 // strata_allow_pushdown (ON) lets the planner run selections, top-N and
 // partial aggregates on the stores (sql/planner);
 // strata_index_lookup_pushdown (ON) lets the stores read an IndexLookUp's

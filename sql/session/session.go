@@ -175,6 +175,9 @@ func (s *Session) SysVar(name string, global bool) (types.Datum, types.FieldType
 	if d, ft, ok := traceSysVar(name); ok { // this node's, tracevars.go
 		return d, ft, nil
 	}
+	if d, ft, ok := checkSysVar(name); ok { // this node's, checkvars.go
+		return d, ft, nil
+	}
 	if d, ft, ok := s.statsSysVar(name); ok { // cluster-wide, statsvars.go
 		return d, ft, nil
 	}
@@ -595,6 +598,12 @@ func (s *Session) set(ctx context.Context, x *ast.SetStmt) error {
 			continue
 		}
 		if handled, err := setTraceSysVar(name, v.IsGlobal, val); handled { // tracevars.go
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if handled, err := setCheckSysVar(name, v.IsGlobal, val); handled { // checkvars.go
 			if err != nil {
 				return err
 			}

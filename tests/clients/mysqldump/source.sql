@@ -1,7 +1,8 @@
 -- The database TestMysqldumpRoundTrip dumps with mysqldump and reloads into
 -- a second cluster: foreign keys (CASCADE, RESTRICT, a composite primary
 -- key), JSON, column, table and database collations, defaults, ON UPDATE
--- CURRENT_TIMESTAMP, a view, generated columns (VIRTUAL and STORED, indexed).
+-- CURRENT_TIMESTAMP, a view, generated columns (VIRTUAL and STORED, indexed),
+-- CHECK constraints (enforced and not).
 CREATE DATABASE dumpdb CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;
 USE dumpdb;
 CREATE TABLE customers (
@@ -68,7 +69,9 @@ CREATE TABLE line_items (
   total DECIMAL(12,2) GENERATED ALWAYS AS (qty * price) STORED NOT NULL,
   label VARCHAR(40) AS (concat(qty, ' x ', price)) VIRTUAL,
   KEY idx_total (total),
-  KEY idx_label (label)
+  KEY idx_label (label),
+  CONSTRAINT qty_positive CHECK (qty > 0),
+  CHECK (price < 1000) NOT ENFORCED
 );
 INSERT INTO line_items (id, qty, price) VALUES (1, 2, 9.99), (2, 10, 0.50);
 INSERT INTO line_items VALUES (3, 1, 100.00, DEFAULT, DEFAULT);
