@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,15 @@ type Config struct {
 	// PDTokenFile is PD's --http-token-file (empty: none); PDAPI sends the
 	// token.
 	PDTokenFile string
+	// GoMaxProcs is every process's GOMAXPROCS: 0 keeps Go's default (all
+	// the host's cores each), ShareCores gives each process an equal share
+	// of the cores (at least one), N sets it. Processes that share a host's
+	// cores each run as many threads as there are cores by default and
+	// spend CPU waking idle threads on every hand-off between goroutines:
+	// on 2 cores ShareCores costs 10-40 % less server CPU per query, but
+	// oltp_update_non_index's p999 is 1.5x (bench/results/2026-12-07-1130-gomaxprocs).
+	// A GOMAXPROCS in the environment wins.
+	GoMaxProcs int
 }
 
 // Cluster is a running (or stopped) set of processes.
@@ -202,7 +212,25 @@ func New(cfg Config) (*Cluster, error) {
 			Args: append(append([]string{"--pd", pdList, "--addr", addr(qp[0]), "--status-addr", addr(qp[1])}, tlsArgs...), cfg.SQLArgs...),
 		}))
 	}
+	if n := goMaxProcs(cfg.GoMaxProcs, len(c.Procs())); n > 0 && os.Getenv("GOMAXPROCS") == "" {
+		for _, p := range c.Procs() {
+			p.Env = append(p.Env, "GOMAXPROCS="+strconv.Itoa(n))
+		}
+	}
 	return c, nil
+}
+
+// ShareCores is Config.GoMaxProcs that divides the host's cores among the
+// cluster's processes.
+const ShareCores = -1
+
+// goMaxProcs is the GOMAXPROCS of each of procs processes for setting
+// (Config.GoMaxProcs; 0: Go's default).
+func goMaxProcs(setting, procs int) int {
+	if setting != ShareCores {
+		return setting
+	}
+	return max(1, runtime.NumCPU()/max(1, procs))
 }
 
 // PDStatusAddrs are the PD members' HTTP addresses (status and API).

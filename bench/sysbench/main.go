@@ -49,15 +49,19 @@ type config struct {
 	ProfileSec   int      `json:"profile_s"`
 	BinDir       string   `json:"bin_dir"`
 	BaseBinDir   string   `json:"base_bin_dir,omitempty"`
-	Baseline     string   `json:"baseline,omitempty"`
-	ResultsDir   string   `json:"-"`
-	Sysbench     string   `json:"-"`
-	Mariadbd     string   `json:"-"`
-	KeepData     bool     `json:"-"`
-	Label        string   `json:"label,omitempty"`
-	Note         string   `json:"note,omitempty"`
-	ExtraArgs    []string `json:"extra_sysbench_args,omitempty"`
-	StoreArgs    []string `json:"store_args,omitempty"`
+	// GoMaxProcs and BaseGoMaxProcs: localcluster.Config.GoMaxProcs of
+	// the strata targets and of strata-base.
+	GoMaxProcs     int      `json:"gomaxprocs,omitempty"`
+	BaseGoMaxProcs int      `json:"base_gomaxprocs,omitempty"`
+	Baseline       string   `json:"baseline,omitempty"`
+	ResultsDir     string   `json:"-"`
+	Sysbench       string   `json:"-"`
+	Mariadbd       string   `json:"-"`
+	KeepData       bool     `json:"-"`
+	Label          string   `json:"label,omitempty"`
+	Note           string   `json:"note,omitempty"`
+	ExtraArgs      []string `json:"extra_sysbench_args,omitempty"`
+	StoreArgs      []string `json:"store_args,omitempty"`
 	// KillStoreAt, when positive, kills -9 the store leading the most
 	// regions this many seconds into each measured run on a Strata target
 	// (the failover tail; the next run gets a fresh cluster).
@@ -123,6 +127,8 @@ func main() {
 	flag.StringVar(&cfg.Note, "note", "", "free text recorded in the results")
 	flag.StringVar(&extra, "sysbench-args", "", "extra sysbench options for every command, space-separated")
 	flag.StringVar(&storeArgs, "store-args", "", "extra storenode flags, space-separated")
+	flag.IntVar(&cfg.GoMaxProcs, "gomaxprocs", 0, "GOMAXPROCS of each Strata process: 0 is Go's default (every core), -1 shares the cores among the cluster's processes (at least one each), N sets it")
+	flag.IntVar(&cfg.BaseGoMaxProcs, "base-gomaxprocs", 0, "--gomaxprocs of the strata-base target (an A/B of the setting: --base-bin-dir bin --gomaxprocs -1)")
 	flag.IntVar(&cfg.DDLAt, "ddl-at", 0, "run the --ddl statements (then ADMIN CHECK TABLE on every sysbench table) this many seconds into each measured run on Strata targets (0: none)")
 	flag.Func("ddl", "a DDL statement for --ddl-at, in database sbtest (repeat the flag for several, run in order)", func(v string) error {
 		cfg.DDL = append(cfg.DDL, v)
@@ -224,7 +230,11 @@ func run(ctx context.Context, cfg config) error {
 				return err
 			}
 			defer os.RemoveAll(binDir)
-			st := &strataTarget{name: name, binDir: binDir, stores: cfg.Stores, keepData: cfg.KeepData, storeArgs: cfg.StoreArgs, log: logf}
+			st := &strataTarget{name: name, binDir: binDir, stores: cfg.Stores, keepData: cfg.KeepData, storeArgs: cfg.StoreArgs,
+				goMaxProcs: cfg.GoMaxProcs, log: logf}
+			if name == "strata-base" {
+				st.goMaxProcs = cfg.BaseGoMaxProcs
+			}
 			if name == "strata-notrace" { // the A/B of trace sampling's cost
 				st.sqlArgs = []string{"--enable-trace=false"}
 			}

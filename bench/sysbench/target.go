@@ -56,8 +56,10 @@ type strataTarget struct {
 	stores    int
 	keepData  bool
 	storeArgs []string
-	sqlArgs   []string // strata-notrace: --enable-trace=false
-	log       func(format string, args ...any)
+	// goMaxProcs is localcluster.Config.GoMaxProcs.
+	goMaxProcs int
+	sqlArgs    []string // strata-notrace: --enable-trace=false
+	log        func(format string, args ...any)
 
 	dir     string
 	cluster *localcluster.Cluster
@@ -107,7 +109,7 @@ func (s *strataTarget) Setup(ctx context.Context) error {
 	s.dir = dir
 	c, err := localcluster.New(localcluster.Config{
 		BinDir: s.binDir, DataDir: dir, Stores: s.stores, SQLNodes: 1, FreePorts: true,
-		StoreArgs: s.storeArgs, SQLArgs: s.sqlArgs,
+		StoreArgs: s.storeArgs, SQLArgs: s.sqlArgs, GoMaxProcs: s.goMaxProcs,
 	})
 	if err != nil {
 		return err
