@@ -28,30 +28,20 @@ func (e *Executor) showAffinity(ctx context.Context, env StmtEnv, x *ast.ShowStm
 		IntColumn("Leader_store_id"), StringColumn("Voter_store_ids", 256), StringColumn("Status", 16),
 		IntColumn("Region_count"), IntColumn("Affinity_region_count"),
 	}}
-	dbs, err := e.dom.Catalog().ListDBs(ctx)
-	if err != nil {
-		return nil, err
-	}
 	type entry struct {
 		db string
 		t  *model.TableInfo
 	}
 	var tables []entry
 	var ids []int64
-	for _, db := range dbs {
-		if !env.VisibleDB(db.Name) {
-			continue
+	err := e.eachTable(ctx, env, func(db string, t *model.TableInfo) {
+		if t.Affinity != "" && env.VisibleTable(db, t.Name) {
+			tables = append(tables, entry{db, t})
+			ids = append(ids, t.ID)
 		}
-		ts, err := e.dom.Catalog().ListTables(ctx, db)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range ts {
-			if t.Affinity != "" && env.VisibleTable(db.Name, t.Name) {
-				tables = append(tables, entry{db.Name, t})
-				ids = append(ids, t.ID)
-			}
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(ids) == 0 {
 		return filterShowOn(res, x, env, 1)

@@ -48,26 +48,16 @@ type statsTable struct {
 }
 
 func (e *Executor) analyzedTables(ctx context.Context, env StmtEnv) ([]statsTable, error) {
-	dbs, err := e.dom.Catalog().ListDBs(ctx)
+	var out []statsTable
+	err := e.eachTable(ctx, env, func(db string, t *model.TableInfo) {
+		st := e.dom.Stats().Get(t.ID)
+		d, ok := e.dom.Stats().Delta(t.ID)
+		if st != nil || ok {
+			out = append(out, statsTable{db: db, t: t, st: st, delta: d, hasDelta: ok})
+		}
+	})
 	if err != nil {
 		return nil, err
-	}
-	var out []statsTable
-	for _, db := range dbs {
-		if !env.VisibleDB(db.Name) {
-			continue
-		}
-		ts, err := e.dom.Catalog().ListTables(ctx, db)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range ts {
-			st := e.dom.Stats().Get(t.ID)
-			d, ok := e.dom.Stats().Delta(t.ID)
-			if st != nil || ok {
-				out = append(out, statsTable{db: db.Name, t: t, st: st, delta: d, hasDelta: ok})
-			}
-		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].db != out[j].db {

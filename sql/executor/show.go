@@ -256,6 +256,27 @@ func (e *Executor) showTable(ctx context.Context, env StmtEnv, tn *ast.TableName
 	return e.dom.Catalog().GetTable(ctx, db, tn.Name.O)
 }
 
+// eachTable calls fn for every table of every database env may see.
+func (e *Executor) eachTable(ctx context.Context, env StmtEnv, fn func(db string, t *model.TableInfo)) error {
+	dbs, err := e.dom.Catalog().ListDBs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, db := range dbs {
+		if !env.VisibleDB(db.Name) {
+			continue
+		}
+		ts, err := e.dom.Catalog().ListTables(ctx, db)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			fn(db.Name, t)
+		}
+	}
+	return nil
+}
+
 // FilterShow applies SHOW ... LIKE 'p' (on the first column) and SHOW ... WHERE.
 func FilterShow(res *Result, x *ast.ShowStmt, env expr.Env) (*Result, error) {
 	return filterShowOn(res, x, env, 0)
