@@ -202,11 +202,15 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	tbl := src.Table
 	// Map value positions to column offsets.
 	var offs []int
-	if len(s.Columns) == 0 {
+	switch {
+	case len(s.Columns) == 0 && s.Select == nil && len(s.Lists) > 0 && len(s.Lists[0]) == 0:
+		// INSERT INTO t VALUES (): a row of defaults, as MySQL inserts it
+		// (every row must then be empty).
+	case len(s.Columns) == 0:
 		for i := range tbl.Columns {
 			offs = append(offs, i)
 		}
-	} else {
+	default:
 		seen := make(map[int]bool, len(s.Columns))
 		for _, cn := range s.Columns {
 			off := tbl.FindColumn(cn.Name.O)
