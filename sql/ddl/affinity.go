@@ -93,17 +93,21 @@ func (d *DDL) syncAffinity(ctx context.Context, j *Job) error {
 		}
 		d.cat.Reload(db, j.TableName)
 		t, err := d.cat.GetTable(ctx, db, j.TableName)
-		if err != nil {
+		switch {
+		case code(err) == errno.ErrNoSuchTable:
+			// Gone again: nothing to add (the reconciliation removes
+			// what is left).
+		case err != nil:
 			return err
-		}
-		if t.Affinity != "" {
+		case t.Affinity != "":
 			add = []int64{t.ID}
-		} else if j.Type == ActionAlterTableOptions {
-			remove = []int64{t.ID}
-		} else if j.Type == ActionCreateTable {
-			return nil
+		case j.Type == ActionAlterTableOptions:
+			remove = append(remove, t.ID)
 		}
 	default:
+		return nil
+	}
+	if len(add)+len(remove) == 0 {
 		return nil
 	}
 	if err := pd.SetAffinityTables(ctx, add, remove); err != nil {
@@ -111,9 +115,7 @@ func (d *DDL) syncAffinity(ctx context.Context, j *Job) error {
 		return fmt.Errorf("ddl: telling PD the affinity groups of %s.%s: %w", j.SchemaName, j.TableName, err)
 	}
 	affinitySyncs.WithLabelValues("ok").Inc()
-	if len(add)+len(remove) > 0 {
-		d.log.Info("ddl: affinity groups changed", "job", j.ID, "table", j.SchemaName+"."+j.TableName, "add", add, "remove", remove)
-	}
+	d.log.Info("ddl: affinity groups changed", "job", j.ID, "table", j.SchemaName+"."+j.TableName, "add", add, "remove", remove)
 	return nil
 }
 
