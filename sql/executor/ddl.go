@@ -12,6 +12,7 @@ import (
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
+	"github.com/stratadb/strata/sql/privilege"
 )
 
 // errCantDropKey is MySQL's "Can't DROP '%s'; check that column/key exists".
@@ -50,8 +51,6 @@ func (e *Executor) ExecuteDDL(ctx context.Context, stmt ast.StmtNode, env StmtEn
 
 func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTableStmt) (*Result, error) {
 	switch {
-	case x.ReferTable != nil:
-		return nil, errno.NotSupported("CREATE TABLE ... LIKE")
 	case x.Select != nil:
 		return nil, errno.NotSupported("CREATE TABLE ... SELECT")
 	case x.Partition != nil:
@@ -64,13 +63,18 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 		return nil, err
 	}
 	res := &Result{}
-	if !checksEnabled(env) {
-		var had bool
-		if x, had = stripChecks(x); had {
-			res.Warnings = append(res.Warnings, checksOffWarning)
+	var t *model.TableInfo
+	if x.ReferTable != nil {
+		t, err = e.tableLike(ctx, env, x)
+	} else {
+		if !checksEnabled(env) {
+			var had bool
+			if x, had = stripChecks(x); had {
+				res.Warnings = append(res.Warnings, checksOffWarning)
+			}
 		}
+		t, err = ddl.BuildTableInfo(x, db.Name, ddl.DBCollation(db), env)
 	}
-	t, err := ddl.BuildTableInfo(x, db.Name, ddl.DBCollation(db), env)
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +112,47 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 		}
 	}
 	return res, nil
+}
+
+// tableLike is the definition CREATE TABLE ... LIKE copies, as MySQL
+// does: the source's columns, indexes, CHECK constraints (renamed
+// <table>_chk_<n>, as TiDB does: names are unique per database) and table
+// options, without its FOREIGN KEYs, rows or AUTO_INCREMENT position, and
+// without what a DDL job is still adding or changing. The source must be
+// a base table the session may read.
+func (e *Executor) tableLike(ctx context.Context, env StmtEnv, x *ast.CreateTableStmt) (*model.TableInfo, error) {
+	srcDB, err := e.dbFor(ctx, env, x.ReferTable.Schema.O)
+	if err != nil {
+		return nil, err
+	}
+	if !env.VisibleTable(srcDB.Name, x.ReferTable.Name.O) {
+		user, host := env.Account()
+		return nil, privilege.TableDenied("SELECT", user, host, x.ReferTable.Name.O)
+	}
+	src, err := e.dom.Catalog().GetTable(ctx, srcDB, x.ReferTable.Name.O)
+	if err != nil {
+		return nil, err
+	}
+	if src.IsView() {
+		return nil, errno.New(1347, "'%s.%s' is not BASE TABLE", srcDB.Name, src.Name)
+	}
+	if len(x.Table.Name.O) > 64 {
+		return nil, errno.New(1103, "Incorrect table name '%s'", x.Table.Name.O)
+	}
+	t := src.Clone()
+	t.ID, t.Name = 0, x.Table.Name.O
+	t.NonPublic, t.ForeignKeys = nil, nil // columns and index copies of a running DDL are not public
+	for _, c := range t.Columns {
+		c.Pending = nil // a narrowing MODIFY COLUMN still checking the source's rows
+	}
+	t.Indices = slices.DeleteFunc(t.Indices, func(ix *model.IndexInfo) bool { return !ix.Public() || ix.ChangingOf != 0 })
+	t.Checks = slices.DeleteFunc(t.Checks, func(c *model.CheckInfo) bool { return c.State != model.StatePublic })
+	for i, c := range t.Checks {
+		c.Name = fmt.Sprintf("%s_chk_%d", t.Name, i+1)
+	}
+	t.SortChecks()
+	t.Init()
+	return t, nil
 }
 
 // submitDDL runs job through the cluster's DDL job queue (package ddl) and
