@@ -127,9 +127,16 @@ func (e *Executor) alterTableOptions(ctx context.Context, env StmtEnv, stmt *ast
 			return err
 		}
 	}
-	for _, opt := range sp.Options {
-		if opt.Tp == ast.TableOptionAutoIncrement && opt.UintValue > 1 && t.AutoIncOffset >= 0 {
-			if err := e.dom.AutoInc().Rebase(ctx, t.ID, int64(min(opt.UintValue-1, 1<<62))); err != nil {
+	return e.rebaseAutoInc(ctx, t, sp.Options)
+}
+
+// rebaseAutoInc applies an AUTO_INCREMENT = N table option of CREATE or
+// ALTER TABLE: t's next automatic value is at least N (the stored bound is
+// raised to N-1; it is never lowered, as InnoDB).
+func (e *Executor) rebaseAutoInc(ctx context.Context, t *model.TableInfo, opts []*ast.TableOption) error {
+	for _, o := range opts {
+		if o.Tp == ast.TableOptionAutoIncrement && o.UintValue > 1 && t.AutoIncOffset >= 0 {
+			if err := e.dom.AutoInc().Rebase(ctx, t.ID, int64(min(o.UintValue-1, 1<<62))); err != nil {
 				return err
 			}
 		}

@@ -102,14 +102,8 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range x.Options {
-		// AUTO_INCREMENT=N: the first automatic value is N (the table is
-		// new, so the stored bound is raised to N-1 before any insert).
-		if o.Tp == ast.TableOptionAutoIncrement && o.UintValue > 1 && t.AutoIncOffset >= 0 {
-			if err := e.dom.AutoInc().Rebase(ctx, t.ID, int64(min(o.UintValue-1, 1<<62))); err != nil {
-				return nil, err
-			}
-		}
+	if err := e.rebaseAutoInc(ctx, t, x.Options); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
