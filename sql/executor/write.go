@@ -254,6 +254,9 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	constCtx := &expr.Ctx{Env: env, Clause: "field list"}
 	var genGiven []givenValue      // the row's values for generated columns
 	skipped := make([]bool, nrows) // rows INSERT IGNORE skips (a CHECK constraint)
+	// Under NO_AUTO_VALUE_ON_ZERO (mysqldump sets it) only NULL asks for
+	// the next AUTO_INCREMENT value; 0 is stored as given.
+	zeroIsValue := SQLMode(env)&mysql.ModeNoAutoValueOnZero != 0
 	for ri := range nrows {
 		rowNum := ri + 1
 		row := slab[ri*ncols : (ri+1)*ncols : (ri+1)*ncols]
@@ -312,7 +315,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 					return nil, err
 				}
 			}
-			if c.AutoIncrement && (row[i].IsNull() || isZero(row[i])) {
+			if c.AutoIncrement && (row[i].IsNull() || (!zeroIsValue && isZero(row[i]))) {
 				autoRows = append(autoRows, ri)
 				row[i] = types.NullDatum
 				continue
