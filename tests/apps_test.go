@@ -83,7 +83,8 @@ func TestMysqldumpRoundTrip(t *testing.T) {
 	for _, want := range []string{"`total` decimal(12,2) GENERATED ALWAYS AS ((`qty` * `price`)) STORED NOT NULL,",
 		"`label` varchar(40) GENERATED ALWAYS AS (concat(`qty`, _utf8mb4' x ', `price`)) VIRTUAL,",
 		"(1,2,9.99,19.98,'2 x 9.99')",
-		"CONSTRAINT `qty_positive` CHECK ((`qty` > 0))", "CONSTRAINT `line_items_chk_1` CHECK ((`price` < 1000)) /*!80016 NOT ENFORCED */"} {
+		"CONSTRAINT `qty_positive` CHECK ((`qty` > 0))", "CONSTRAINT `line_items_chk_1` CHECK ((`price` < 1000)) /*!80016 NOT ENFORCED */",
+		"NO_AUTO_VALUE_ON_ZERO", "KEY `idx_v` (`v`(3))", "UNIQUE KEY `uk_body` (`body`(8))", "(0,'zero','the zero row')"} {
 		require.Contains(t, dump, want)
 	}
 	run(dump, mysqlBin, dst.SQLAddrs[0])
@@ -120,8 +121,8 @@ func TestMysqldumpRoundTrip(t *testing.T) {
 		return tables, checksums, creates
 	}
 	tables, sums, creates := describe(dbs["source"])
-	require.ElementsMatch(t, []string{"customers", "orders", "order_tags", "empty_t", "flags", "big_orders", "line_items"}, tables)
-	for _, name := range []string{"customers", "orders", "order_tags", "flags"} {
+	require.ElementsMatch(t, []string{"customers", "orders", "order_tags", "empty_t", "flags", "big_orders", "line_items", "seq0"}, tables)
+	for _, name := range []string{"customers", "orders", "order_tags", "flags", "seq0"} {
 		require.NotEqual(t, "0", sums[name], "%s has rows", name)
 	}
 	require.Equal(t, "0", sums["empty_t"])

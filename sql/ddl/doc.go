@@ -245,8 +245,11 @@
 // one integer column (TiDB's tidb_enable_clustered_index=INT_ONLY); any other
 // is NONCLUSTERED, a unique index named PRIMARY over the hidden _tidb_rowid
 // handle, its columns NOT NULL (1171 when declared NULL); dropping it is
-// 1235 (tableinfo.go), and so are index prefix lengths and expression
-// indexes. Metrics: strata_ddl_jobs_total, job_duration_seconds,
+// 1235 (tableinfo.go), and so are expression indexes. A key part may be
+// a prefix (`v(10)`, model.IndexColumn.Length) of a string column only
+// (1089), no longer than the column (1089; as long as a CHAR / VARCHAR /
+// (VAR)BINARY column it is the whole column, as MySQL records it) and of
+// at most 3072 bytes (1071); a BLOB / TEXT key part needs one (1170). Metrics: strata_ddl_jobs_total, job_duration_seconds,
 // step_duration_seconds, owner, and for backfills (by job type: add
 // index, modify column) backfill_rows_total, backfill_batch_seconds and
 // backfill_duration_seconds. Tests: tests/ddl_test.go (an owner killed mid-backfill)

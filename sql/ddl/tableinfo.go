@@ -29,7 +29,13 @@ const (
 	errPrimaryCantHaveNull uint16 = 1171 // All parts of a PRIMARY KEY must be NOT NULL
 	errBlobCantHaveDefault uint16 = 1101 // BLOB, TEXT, GEOMETRY or JSON column can't have a default value
 	errJSONUsedAsKey       uint16 = 3152 // JSON column supports indexing only via generated columns
+	errWrongSubKey         uint16 = 1089 // Incorrect prefix key
+	errTooLongKey          uint16 = 1071 // Specified key was too long
 )
+
+// maxKeyBytes is InnoDB's (DYNAMIC row format) largest key part, as MySQL 8
+// and TiDB limit a prefix.
+const maxKeyBytes = 3072
 
 const (
 	maxIndexes    = 64
@@ -74,12 +80,15 @@ func NewIndexInfo(t *model.TableInfo, name string, parts []*ast.IndexPartSpecifi
 			return nil, errno.New(errKeyColumnNotExist, "Key column '%s' doesn't exist in table", p.Column.Name.O)
 		}
 		c := t.Columns[off]
-		if p.Length > 0 {
-			return nil, errno.NotSupported("index prefix lengths")
+		length, err := keyPartLength(c, p.Length)
+		if err != nil {
+			return nil, err
 		}
 		switch c.Type.Tp {
 		case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
-			return nil, errno.New(errBlobKeyWithoutLen, "BLOB/TEXT column '%s' used in key specification without a key length", c.Name)
+			if length == 0 {
+				return nil, errno.New(errBlobKeyWithoutLen, "BLOB/TEXT column '%s' used in key specification without a key length", c.Name)
+			}
 		case mysql.TypeJSON:
 			return nil, errno.New(errJSONUsedAsKey, "JSON column '%s' supports indexing only via generated columns on a specified JSON path.", c.Name)
 		}
@@ -88,7 +97,7 @@ func NewIndexInfo(t *model.TableInfo, name string, parts []*ast.IndexPartSpecifi
 				return nil, errno.New(errno.ErrDupFieldName, "Duplicate column name '%s'", c.Name)
 			}
 		}
-		ix.Columns = append(ix.Columns, &model.IndexColumn{Name: c.Name, Offset: off})
+		ix.Columns = append(ix.Columns, &model.IndexColumn{Name: c.Name, Offset: off, Length: length})
 	}
 	if name == "" {
 		// MySQL names an unnamed index after its first column, _2, _3... on
@@ -110,6 +119,45 @@ func NewIndexInfo(t *model.TableInfo, name string, parts []*ast.IndexPartSpecifi
 	}
 	ix.Name = name
 	return ix, nil
+}
+
+// keyPartLength checks the prefix length n of a key part over c (`c(n)`,
+// 0 for none) as MySQL 8 does and returns the one the index keeps: a
+// prefix only of a string column, at most the column's length (1089), of
+// at most maxKeyBytes bytes (1071); a prefix as long as a CHAR, VARCHAR,
+// BINARY or VARBINARY column is the whole column (no prefix), as MySQL
+// records it.
+func keyPartLength(c *model.ColumnInfo, n int) (int, error) {
+	if n <= 0 {
+		return 0, nil
+	}
+	ft := c.Type
+	wrong := errno.New(errWrongSubKey, "Incorrect prefix key; the used key part isn't a string, the used length is longer than the key part, or the storage engine doesn't support unique prefix keys")
+	switch ft.Tp {
+	case mysql.TypeString, mysql.TypeVarchar, mysql.TypeVarString:
+		if ft.Flen >= 0 && n > ft.Flen {
+			return 0, wrong
+		}
+		if n == ft.Flen {
+			return 0, nil
+		}
+	case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
+		if ft.Flen > 0 && n > ft.Flen {
+			return 0, wrong
+		}
+	default:
+		return 0, wrong // numbers, temporals, ENUM, SET, JSON, BIT
+	}
+	perChar := 1
+	if !ft.Binary() {
+		if cs := collate.CharsetByName(collate.Of(ft.Collation()).Charset); cs != nil {
+			perChar = cs.Maxlen
+		}
+	}
+	if n*perChar > maxKeyBytes {
+		return 0, errno.New(errTooLongKey, "Specified key was too long; max key length is %d bytes", maxKeyBytes)
+	}
+	return n, nil
 }
 
 // BuildTableInfo validates a CREATE TABLE and converts it to a TableInfo

@@ -137,6 +137,7 @@ var sqlStates = map[uint16]string{
 	1061:                        "42000", // duplicate key name
 	1069:                        "42000", // too many keys
 	1070:                        "42000", // too many key parts
+	1071:                        "42000", // specified key was too long
 	1072:                        "42000", // key column doesn't exist
 	1091:                        "42000", // can't drop key
 	ErrKeyDoesNotExist:          "42000",

@@ -493,7 +493,7 @@ func (e *Executor) showIndex(ctx context.Context, env StmtEnv, x *ast.ShowStmt) 
 		StringColumn("Collation", 1), IntColumn("Cardinality"), IntColumn("Sub_part"), StringColumn("Packed", 10), StringColumn("Null", 3),
 		StringColumn("Index_type", 16), StringColumn("Comment", 16), StringColumn("Index_comment", 1024), StringColumn("Visible", 3), StringColumn("Expression", 64), StringColumn("Clustered", 3),
 	}}
-	add := func(key string, unique bool, seq int, c *model.ColumnInfo, comment string, clustered bool) {
+	add := func(key string, unique bool, seq int, c *model.ColumnInfo, subPart int, comment string, clustered bool) {
 		nonUnique, null, cl := int64(1), "YES", "NO"
 		if unique {
 			nonUnique = 0
@@ -504,21 +504,25 @@ func (e *Executor) showIndex(ctx context.Context, env StmtEnv, x *ast.ShowStmt) 
 		if clustered {
 			cl = "YES"
 		}
+		sub := types.NullDatum
+		if subPart > 0 {
+			sub = types.NewInt(int64(subPart))
+		}
 		res.Rows = append(res.Rows, []types.Datum{
 			types.NewString(t.Name), types.NewInt(nonUnique), types.NewString(key), types.NewInt(int64(seq)), types.NewString(c.Name),
-			types.NewString("A"), types.NewInt(0), types.NullDatum, types.NullDatum, types.NewString(null),
+			types.NewString("A"), types.NewInt(0), sub, types.NullDatum, types.NewString(null),
 			types.NewString("BTREE"), types.NewString(""), types.NewString(comment), types.NewString("YES"), types.NullDatum, types.NewString(cl),
 		})
 	}
 	if t.PKIsHandle {
-		add("PRIMARY", true, 1, t.Columns[t.HandleOffset], "", true)
+		add("PRIMARY", true, 1, t.Columns[t.HandleOffset], 0, "", true)
 	}
 	for _, ix := range t.Indices {
 		if !ix.Public() {
 			continue
 		}
 		for i, c := range ix.Columns {
-			add(ix.Name, ix.Unique, i+1, t.Columns[c.Offset], ix.Comment, false)
+			add(ix.Name, ix.Unique, i+1, t.Columns[c.Offset], c.Length, ix.Comment, false)
 		}
 	}
 	return FilterShow(res, x, env)
@@ -534,6 +538,9 @@ func indexDefs(t *model.TableInfo) []string {
 		cols := make([]string, len(ix.Columns))
 		for i, c := range ix.Columns {
 			cols[i] = "`" + t.Columns[c.Offset].Name + "`"
+			if c.Length > 0 {
+				cols[i] += "(" + strconv.Itoa(c.Length) + ")"
+			}
 		}
 		var line string
 		switch {

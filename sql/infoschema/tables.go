@@ -375,8 +375,12 @@ func (s *Schema) statistics(ctx context.Context, v Viewer) ([][]datum, error) {
 			if c.Type.NotNull() {
 				nullable = ""
 			}
+			subPart := null // a prefix key part's length
+			if ix := t.FindIndex(name); ix != nil && seq <= len(ix.Columns) && ix.Columns[seq-1].Length > 0 {
+				subPart = num(int64(ix.Columns[seq-1].Length))
+			}
 			rows = append(rows, []datum{str("def"), str(db), str(t.Name), num(nonUnique), str(db), str(name), unum(uint64(seq)),
-				str(c.Name), str("A"), num(0), null, null, str(nullable), str("BTREE"), str(""), str(""), str("YES"), null})
+				str(c.Name), str("A"), num(0), subPart, null, str(nullable), str("BTREE"), str(""), str(""), str("YES"), null})
 		})
 		return nil
 	})

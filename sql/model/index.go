@@ -3,6 +3,7 @@ package model
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
@@ -39,6 +40,22 @@ func (s SchemaState) String() string {
 type IndexColumn struct {
 	Name   string `json:"name"`
 	Offset int    `json:"offset"` // column offset in TableInfo.Columns
+	// Length, when > 0, makes the column a prefix key part (`v(10)`): the
+	// entry holds the value's first Length characters (bytes for a binary
+	// string), see IndexColumnDatum. Such an index neither covers the
+	// column nor gives its order, and a unique one is unique over the
+	// prefixes, as in MySQL.
+	Length int `json:"length,omitempty"`
+}
+
+// HasPrefix reports whether some column of ix is a prefix key part.
+func (ix *IndexInfo) HasPrefix() bool {
+	for _, c := range ix.Columns {
+		if c.Length > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // IndexInfo describes a secondary index. Keys are laid out as in
@@ -260,7 +277,7 @@ func (t *TableInfo) FKIndex(offs []int) (ix *IndexInfo, ok bool) {
 		}
 		match := true
 		for i, off := range offs {
-			if cand.Columns[i].Offset != off {
+			if cand.Columns[i].Offset != off || cand.Columns[i].Length > 0 { // no prefix key part, as InnoDB
 				match = false
 				break
 			}
@@ -313,6 +330,34 @@ func writeIdents(b *strings.Builder, names []string) {
 // does; the row keeps the value, and such an index never covers it).
 // Range bounds on such a column are converted alike.
 func IndexDatum(ft types.FieldType, v types.Datum) types.Datum {
+	return IndexColumnDatum(ft, v, 0)
+}
+
+// IndexColumnDatum is IndexDatum for a key part of prefix length n (0:
+// the whole value): the value cut to its first n characters (bytes for a
+// binary string) before the collation's sort key is taken.
+func IndexColumnDatum(ft types.FieldType, v types.Datum, n int) types.Datum {
+	if n > 0 && v.Kind() == types.KindBytes {
+		v = types.NewBytes(PrefixOf(ft, v.Bytes(), n))
+	}
+	return collationKey(ft, v)
+}
+
+// PrefixOf is b's first n characters for a string of type ft (bytes for a
+// binary string; a byte that is not UTF-8 counts as one character).
+func PrefixOf(ft types.FieldType, b []byte, n int) []byte {
+	if ft.Binary() {
+		return b[:min(n, len(b))]
+	}
+	i := 0
+	for ; n > 0 && i < len(b); n-- {
+		_, size := utf8.DecodeRune(b[i:])
+		i += size
+	}
+	return b[:i]
+}
+
+func collationKey(ft types.FieldType, v types.Datum) types.Datum {
 	if ft.Coll == 0 || v.Kind() != types.KindBytes {
 		return v
 	}

@@ -264,7 +264,7 @@ func (spec *rangeSpec) rebuild(env expr.Env) bool {
 	if spec.index == nil {
 		cols = []int{spec.src.HandleOffset()}
 	}
-	d := rg.detach(spec.conds, cols)
+	d := rg.detachIndex(spec.conds, cols, spec.index)
 	if !d.sameShape(spec.d) {
 		return false
 	}

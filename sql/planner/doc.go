@@ -95,7 +95,12 @@
 // non-binary collation holds the collation's sort key
 // (model.IndexDatum): its ranges and point gets are bounded by the
 // constants' sort keys, it never covers the column's value (the row is
-// read), and a constant under COLLATE does not bound it.
+// read), and a constant under COLLATE does not bound it. A prefix key
+// part (`v(3)`) holds the values' first characters: its intervals are over
+// the constants' prefixes with closed bounds (`v < 'abd'` is `prefix <=
+// 'abd'`), never exact (the Selection keeps the condition), the index never
+// covers the column nor gives an order from that column on, and an index
+// join looks up only the columns before it.
 //
 // # Joins
 //

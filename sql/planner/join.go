@@ -1105,8 +1105,8 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 				var consts []types.Datum
 				joined := false
 				for _, ic := range ix.Columns {
-					if !sortable(src.Cols[ic.Offset].Type) {
-						break
+					if !sortable(src.Cols[ic.Offset].Type) || ic.Length > 0 {
+						break // a prefix key part cannot be looked up by value
 					}
 					j := keyOf(ic.Offset)
 					if j < 0 {

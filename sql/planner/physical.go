@@ -574,12 +574,21 @@ func (b *builder) indexPath(rg *ranger, src *Source, ix *model.IndexInfo, conds 
 	for i, c := range ix.Columns {
 		cols[i] = c.Offset
 	}
-	d := rg.detach(conds, cols)
+	d := rg.detachIndex(conds, cols, ix)
 	residual := residualOf(d.access)
 	ordered := false
 	desc := false
 	if req != nil {
-		ordered, desc = indexOrdered(req, cols, d, src)
+		// A prefix key part orders only the prefixes: the index gives
+		// the order of the columns before it.
+		ocols := cols
+		for i, c := range ix.Columns {
+			if c.Length > 0 {
+				ocols = cols[:i]
+				break
+			}
+		}
+		ordered, desc = indexOrdered(req, ocols, d, src)
 	}
 	if d.usedCols == 0 && !forced && !ordered {
 		return nil
@@ -618,10 +627,11 @@ func (b *builder) indexPath(rg *ranger, src *Source, ix *model.IndexInfo, conds 
 	}
 	covering := true
 	inIndex := make([]bool, len(src.Cols))
-	for _, c := range cols {
+	for i, c := range cols {
 		// An index of a column of a non-binary collation holds its sort
-		// key, not its value: it cannot give the value back.
-		inIndex[c] = expr.Collation(src.Cols[c].Type) == nil
+		// key, not its value, and a prefix key part a prefix: neither
+		// can give the value back.
+		inIndex[c] = expr.Collation(src.Cols[c].Type) == nil && ix.Columns[i].Length == 0
 	}
 	inIndex[len(src.Table.Columns)] = true // the handle
 	if src.Table.PKIsHandle {

@@ -209,6 +209,25 @@ type ranger struct {
 	// exprs memoizes the canonical text and type of the expressions
 	// compared with a generated column (text "" when they have none).
 	exprs map[ast.ExprNode]genExpr
+	// prefix: the prefix length of each prefix key part (by source
+	// offset) of the index being detached; set by detachIndex.
+	prefix map[int]int
+}
+
+// detachIndex is detach for the columns of index ix (nil: the handle,
+// cols): a prefix key part bounds its column by the constants' prefixes,
+// never exactly.
+func (r *ranger) detachIndex(conds []ast.ExprNode, cols []int, ix *model.IndexInfo) detached {
+	if ix != nil && ix.HasPrefix() {
+		r.prefix = make(map[int]int, len(ix.Columns))
+		for _, c := range ix.Columns {
+			if c.Length > 0 {
+				r.prefix[c.Offset] = c.Length
+			}
+		}
+		defer func() { r.prefix = nil }()
+	}
+	return r.detach(conds, cols)
 }
 
 // genExpr is an expression of a condition as a generated column would
@@ -369,6 +388,7 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 	if domainOf(col) == domainNone {
 		return nil, false, false
 	}
+	plen := r.prefix[off]
 	switch x := unparen(cond).(type) {
 	case *ast.BinaryOperationExpr:
 		switch x.Op {
@@ -403,7 +423,7 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 			if !ok {
 				return nil, false, false
 			}
-			ivs, exact, ok := cmpInterval(col, op, v, ft)
+			ivs, exact, ok := cmpInterval(col, op, v, ft, plen)
 			return ivs, exact && !gen, ok
 		}
 	case *ast.BetweenExpr:
@@ -416,8 +436,8 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 		if !ok1 || !ok2 {
 			return nil, false, false
 		}
-		a, ea, oka := cmpInterval(col, opcode.GE, lv, lft)
-		b, eb, okb := cmpInterval(col, opcode.LE, hv, hft)
+		a, ea, oka := cmpInterval(col, opcode.GE, lv, lft, plen)
+		b, eb, okb := cmpInterval(col, opcode.LE, hv, hft, plen)
 		if !oka || !okb {
 			return nil, false, false
 		}
@@ -433,7 +453,7 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 			if !ok {
 				return nil, false, false
 			}
-			iv, e, ok := cmpInterval(col, opcode.EQ, v, ft)
+			iv, e, ok := cmpInterval(col, opcode.EQ, v, ft, plen)
 			if !ok {
 				return nil, false, false
 			}
@@ -458,8 +478,11 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 const two63 = 9223372036854775808.0 // 2^63, exactly representable
 
 // cmpInterval returns the values of a column of type col satisfying
-// `col op v` (v of type ft). A comparison with NULL matches nothing.
-func cmpInterval(col types.FieldType, op opcode.Op, v types.Datum, ft types.FieldType) ([]interval, bool, bool) {
+// `col op v` (v of type ft). A comparison with NULL matches nothing. For
+// a prefix key part of plen characters the interval is over prefixes:
+// v's prefix, with the bound closed (`v < 'abd'` holds for a value whose
+// prefix is 'abd'), and never exact.
+func cmpInterval(col types.FieldType, op opcode.Op, v types.Datum, ft types.FieldType, plen int) ([]interval, bool, bool) {
 	if v.IsNull() {
 		return nil, true, true
 	}
@@ -480,6 +503,15 @@ func cmpInterval(col types.FieldType, op opcode.Op, v types.Datum, ft types.Fiel
 		}
 		// The index of a column of a non-binary collation holds sort
 		// keys (table.IndexDatum): bound it by the constant's.
+		if plen > 0 {
+			switch op {
+			case opcode.LT:
+				op = opcode.LE
+			case opcode.GT:
+				op = opcode.GE
+			}
+			return []interval{opInterval(op, model.IndexColumnDatum(col, v, plen))}, false, true
+		}
 		return []interval{opInterval(op, model.IndexDatum(col, v))}, true, true
 	case domainUint:
 		switch v.Kind() {

@@ -33,7 +33,10 @@
 //     column of a non-binary collation are equal when the collation says
 //     so: the entry holds the sort key (model.IndexDatum), so 'a@x.com'
 //     collides with 'A@x.com' under utf8mb4_general_ci, and the error
-//     names the values the Writer wrote.
+//     names the values the Writer wrote. A prefix key part holds the
+//     value's first characters (model.IndexColumnDatum: cut, then the
+//     sort key), so a UNIQUE prefix is unique over the prefixes and the
+//     error names the prefix, as MySQL does.
 //   - Generated columns: rows passed in hold their computed values (the
 //     executor fills them); a VIRTUAL one is left out of the row value
 //     (model.TableInfo.EncodeRow) but its index entries hold the value,

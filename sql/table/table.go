@@ -56,7 +56,7 @@ func IndexEntry(buf []byte, t *model.TableInfo, ix *model.IndexInfo, row []types
 func indexEntry(buf []byte, t *model.TableInfo, ix *model.IndexInfo, row []types.Datum, handle int64, vals []types.Datum) (key, value []byte, unique bool) {
 	unique = ix.Unique
 	for i, c := range ix.Columns {
-		vals[i] = model.IndexDatum(t.Columns[c.Offset].Type, row[c.Offset])
+		vals[i] = model.IndexColumnDatum(t.Columns[c.Offset].Type, row[c.Offset], c.Length)
 		if vals[i].IsNull() {
 			unique = false
 		}
@@ -76,6 +76,9 @@ func (w *Writer) entry(ix *model.IndexInfo, row []types.Datum, handle int64) (ke
 		orig := make([]types.Datum, len(ix.Columns))
 		for i, c := range ix.Columns {
 			orig[i] = row[c.Offset]
+			if c.Length > 0 && orig[i].Kind() == types.KindBytes { // MySQL names the prefix
+				orig[i] = types.NewBytes(model.PrefixOf(w.T.Columns[c.Offset].Type, orig[i].Bytes(), c.Length))
+			}
 		}
 		if w.shown == nil {
 			w.shown = map[string]string{}

@@ -15,7 +15,8 @@
 // with each value memcomparable (a flag byte, then an order-preserving
 // encoding; NULL first). A string column of a non-binary collation
 // (utf8mb4_general_ci, ...) stores its collation's sort key there, not
-// its value (model.IndexDatum); the row keeps the value. A unique index's entry has no handle in its key
+// its value (model.IndexDatum), and a prefix key part (`v(10)`) the value's
+// first characters (model.IndexColumnDatum); the row keeps the value. A unique index's entry has no handle in its key
 // (two rows with the same values collide on one key) and stores the handle
 // as its value; non-unique entries, and unique ones with a NULL value, carry
 // the handle in the key and store "0".

@@ -2,7 +2,7 @@
 -- a second cluster: foreign keys (CASCADE, RESTRICT, a composite primary
 -- key), JSON, column, table and database collations, defaults, ON UPDATE
 -- CURRENT_TIMESTAMP, a view, generated columns (VIRTUAL and STORED, indexed),
--- CHECK constraints (enforced and not).
+-- CHECK constraints (enforced and not), prefix indexes, an id 0.
 CREATE DATABASE dumpdb CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;
 USE dumpdb;
 CREATE TABLE customers (
@@ -75,3 +75,15 @@ CREATE TABLE line_items (
 );
 INSERT INTO line_items (id, qty, price) VALUES (1, 2, 9.99), (2, 10, 0.50);
 INSERT INTO line_items VALUES (3, 1, 100.00, DEFAULT, DEFAULT);
+-- Prefix key parts, and an AUTO_INCREMENT row whose id is 0: the dump sets
+-- NO_AUTO_VALUE_ON_ZERO, so the reload stores 0 rather than a new id.
+SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_AUTO_VALUE_ON_ZERO');
+CREATE TABLE seq0 (
+  id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  v VARCHAR(40),
+  body TEXT,
+  KEY idx_v (v(3)),
+  UNIQUE KEY uk_body (body(8))
+);
+INSERT INTO seq0 VALUES (0, 'zero', 'the zero row'), (NULL, 'one', 'the first row');
+SET SESSION sql_mode = DEFAULT;
