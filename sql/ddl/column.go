@@ -301,6 +301,15 @@ func ModifyColumn(t *model.TableInfo, old string, cd *ast.ColumnDef, env expr.En
 	if err := CheckGeneratedChange(t, oc, nc); err != nil {
 		return nil, err
 	}
+	for _, ix := range t.Indices {
+		for _, ic := range ix.Columns {
+			if ic.Offset == off {
+				if _, err := refitKeyPart(nc, ic.Length); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	// The key flags stay: the column keeps its place in keys.
 	keep := oc.Type.Flag & (mysql.PriKeyFlag | mysql.AutoIncrementFlag)
 	nc.Type.Flag |= keep
@@ -672,6 +681,7 @@ func replaceColumn(t *model.TableInfo, old string, nc *model.ColumnInfo, pos Col
 		for _, ic := range ix.Columns {
 			if strings.EqualFold(ic.Name, oc.Name) {
 				ic.Name = nc.Name
+				ic.Length, _ = refitKeyPart(nc, ic.Length) // ModifyColumn checked it
 			}
 		}
 	}

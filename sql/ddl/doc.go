@@ -249,7 +249,10 @@
 // a prefix (`v(10)`, model.IndexColumn.Length) of a string column only
 // (1089), no longer than the column (1089; as long as a CHAR / VARCHAR /
 // (VAR)BINARY column it is the whole column, as MySQL records it) and of
-// at most 3072 bytes (1071); a BLOB / TEXT key part needs one (1170). Metrics: strata_ddl_jobs_total, job_duration_seconds,
+// at most 3072 bytes (1071); a BLOB / TEXT key part needs one (1170).
+// CHANGE / MODIFY COLUMN refits them (refitKeyPart): a prefix at least as
+// long as the new CHAR / VARCHAR, or of a column no longer a string, is
+// the whole column, as MySQL 8 records it. Metrics: strata_ddl_jobs_total, job_duration_seconds,
 // step_duration_seconds, owner, and for backfills (by job type: add
 // index, modify column) backfill_rows_total, backfill_batch_seconds and
 // backfill_duration_seconds. Tests: tests/ddl_test.go (an owner killed mid-backfill)

@@ -198,6 +198,7 @@ func addChanging(t *model.TableInfo, j *Job) error {
 			c := *ic
 			if ic.Offset == off {
 				c.Name = cc.Name
+				c.Length, _ = refitKeyPart(&cc, ic.Length) // ModifyColumn checked it
 			}
 			cp.Columns[i] = &c
 		}

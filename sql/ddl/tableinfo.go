@@ -160,6 +160,28 @@ func keyPartLength(c *model.ColumnInfo, n int) (int, error) {
 	return n, nil
 }
 
+// refitKeyPart is the prefix length a key part of length n (0: the whole
+// column) keeps when its column becomes c (CHANGE / MODIFY COLUMN), as
+// MySQL 8 does: a prefix of a column that is no longer a string, or whose
+// new CHAR / VARCHAR / (VAR)BINARY length is at most the prefix, becomes
+// the whole column; a whole-column key part of a BLOB / TEXT is 1170, and
+// a prefix of too many bytes for the new character set 1071.
+func refitKeyPart(c *model.ColumnInfo, n int) (int, error) {
+	switch c.Type.Tp {
+	case mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
+		if n == 0 {
+			return 0, errno.New(errBlobKeyWithoutLen, "BLOB/TEXT column '%s' used in key specification without a key length", c.Name)
+		}
+	case mysql.TypeString, mysql.TypeVarchar, mysql.TypeVarString:
+		if n >= c.Type.Flen {
+			return 0, nil
+		}
+	default:
+		return 0, nil
+	}
+	return keyPartLength(c, n)
+}
+
 // BuildTableInfo validates a CREATE TABLE and converts it to a TableInfo
 // (without an id). db is the database it is created in (the parent's of
 // a FOREIGN KEY that names none); its FOREIGN KEYs are checked against
