@@ -6,7 +6,9 @@
 // and information_schema tables (memtable.go), and the reads of UPDATE and
 // DELETE (ScanPlan). A grouped SELECT is checked against sql_mode
 // ONLY_FULL_GROUP_BY (fullgroupby.go: functional dependencies through
-// primary and NOT NULL unique keys and equalities).
+// primary and NOT NULL unique keys and equalities; window functions over
+// the groups included), and so is SELECT DISTINCT ... ORDER BY (3065 for
+// an ORDER BY column neither selected nor dependent on the selection).
 //
 // Its behaviour is pinned by the scripts in testdata/ (EXPLAIN of each
 // access path beside the rows the plan returns); they run through a whole

@@ -13,6 +13,7 @@ import (
 const (
 	errFieldNotInGroupBy  uint16 = 1055 // ER_WRONG_FIELD_WITH_GROUP
 	errMixOfGroupFuncCols uint16 = 1140 // ER_MIX_OF_GROUP_FUNC_AND_FIELDS
+	errOrderNotSelected   uint16 = 3065 // ER_FIELD_IN_ORDER_NOT_SELECT
 )
 
 // onlyFullGroupBy reports whether the session's sql_mode has
@@ -39,12 +40,26 @@ func onlyFullGroupBy(env expr.Env) bool {
 // one of them or to a constant (WHERE and inner join ON equalities), and
 // every column of a table whose primary key or NOT NULL unique key is
 // dependent. With aggregates but no GROUP BY, a bare column is ERROR 1140.
-// Column references in subqueries and window functions are not checked.
+// A window function is evaluated on the groups: its arguments and its
+// PARTITION BY / ORDER BY are checked too (aggregates inside it aside).
+// Column references in subqueries are not checked.
 func (lg *logical) checkFullGroupBy(s *ast.SelectStmt, env expr.Env) error {
-	if lg.src == nil || (len(lg.aggs) == 0 && s.GroupBy == nil) || !onlyFullGroupBy(env) {
+	if lg.src == nil || !onlyFullGroupBy(env) {
 		return nil
 	}
-	dep := lg.dependentColumns(s)
+	if err := lg.checkDistinctOrder(s); err != nil {
+		return err
+	}
+	if len(lg.aggs) == 0 && s.GroupBy == nil {
+		return nil
+	}
+	start := map[int]bool{}
+	for _, g := range lg.groupBy {
+		if c, ok := g.(*expr.Column); ok && c.Offset < lg.width {
+			start[c.Offset] = true
+		}
+	}
+	dep := lg.dependentColumns(s, start)
 	grouped := map[string]bool{}
 	for _, g := range lg.groupTx {
 		grouped[exprKey(g)] = true
@@ -102,15 +117,63 @@ func (lg *logical) checkFullGroupBy(s *ast.SelectStmt, env expr.Env) error {
 	return nil
 }
 
-// dependentColumns is the set of source slots functionally dependent on
-// the GROUP BY columns (see checkFullGroupBy).
-func (lg *logical) dependentColumns(s *ast.SelectStmt) map[int]bool {
-	dep := map[int]bool{}
-	for _, g := range lg.groupBy {
-		if c, ok := g.(*expr.Column); ok && c.Offset < lg.width {
-			dep[c.Offset] = true
+// checkDistinctOrder is ONLY_FULL_GROUP_BY's rule for SELECT DISTINCT
+// ... ORDER BY, as MySQL 5.7.5+: an ORDER BY expression that is not a
+// select list item (by position, alias or the same expression) may use
+// only columns of the select list or functionally dependent on them (as
+// for GROUP BY), else ERROR 3065; aggregates in it are left alone.
+func (lg *logical) checkDistinctOrder(s *ast.SelectStmt) error {
+	if !s.Distinct || s.OrderBy == nil {
+		return nil
+	}
+	start, selected := map[int]bool{}, map[string]bool{}
+	for _, f := range lg.fieldTx {
+		selected[exprKey(f)] = true
+		if off := lg.slotOf(f); off >= 0 {
+			start[off] = true
 		}
 	}
+	var dep map[int]bool
+	for i, item := range s.OrderBy.Items {
+		if _, ok := positionRef(item.Expr); ok || selected[exprKey(item.Expr)] {
+			continue
+		}
+		if cn, ok := unparen(item.Expr).(*ast.ColumnNameExpr); ok && cn.Name.Table.L == "" && selectAlias(s, cn.Name.Name.L) {
+			continue
+		}
+		var refs columnRefs
+		item.Expr.Accept(&refs)
+		for _, cn := range refs.cols {
+			off := lg.src.columnOffset(cn.Name)
+			if off < 0 {
+				continue // an alias or an outer column
+			}
+			if dep == nil {
+				dep = lg.dependentColumns(s, start)
+			}
+			if !dep[off] {
+				return errno.New(errOrderNotSelected, "Expression #%d of ORDER BY clause is not in SELECT list, references column '%s' which is not in SELECT list; this is incompatible with DISTINCT", i+1, lg.src.colName(off))
+			}
+		}
+	}
+	return nil
+}
+
+// selectAlias reports whether a select list item is named name.
+func selectAlias(s *ast.SelectStmt, name string) bool {
+	for _, f := range s.Fields.Fields {
+		if f.Expr != nil && f.AsName.L == name {
+			return true
+		}
+	}
+	return false
+}
+
+// dependentColumns is the set of source slots functionally dependent on
+// the slots in start (the GROUP BY columns, or a DISTINCT select list's;
+// see checkFullGroupBy). start becomes the set.
+func (lg *logical) dependentColumns(s *ast.SelectStmt, start map[int]bool) map[int]bool {
+	dep := start
 	// Equalities that hold on every row of the result: WHERE conjuncts
 	// and the ON conditions of inner joins.
 	var conds []ast.ExprNode
@@ -219,12 +282,13 @@ func (lg *logical) slotOf(n ast.ExprNode) int {
 }
 
 // columnRefs collects the column references of an expression outside
-// aggregates, ANY_VALUE(), window functions and subqueries.
+// aggregates, ANY_VALUE() and subqueries (a window function's arguments
+// and window are walked).
 type columnRefs struct{ cols []*ast.ColumnNameExpr }
 
 func (v *columnRefs) Enter(n ast.Node) (ast.Node, bool) {
 	switch x := n.(type) {
-	case *ast.AggregateFuncExpr, *ast.WindowFuncExpr, *ast.SubqueryExpr:
+	case *ast.AggregateFuncExpr, *ast.SubqueryExpr:
 		return n, true
 	case *ast.FuncCallExpr:
 		if x.FnName.L == "any_value" {
