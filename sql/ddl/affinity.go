@@ -8,6 +8,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
 )
@@ -49,6 +50,10 @@ func Affinity(value string) (string, error) {
 type TableOptions struct {
 	Comment  *string `json:"comment,omitempty"`
 	Affinity *string `json:"affinity,omitempty"`
+	// Collate: the table's default collation ([DEFAULT] CHARACTER SET /
+	// COLLATE), the one columns added later get; existing columns keep
+	// theirs, as in MySQL.
+	Collate *string `json:"collate,omitempty"`
 }
 
 // alterTableOptions is the one step of an ALTER TABLE ... <table option>
@@ -64,6 +69,12 @@ func (d *DDL) alterTableOptions(ctx context.Context, j *Job) error {
 		}
 		if o.Affinity != nil {
 			t.Affinity = *o.Affinity
+		}
+		if o.Collate != nil {
+			t.Collate = *o.Collate
+			if *o.Collate == collate.Default.Name {
+				t.Collate = "" // as CREATE TABLE records the default
+			}
 		}
 		return nil
 	}, func() { j.State, j.SchemaState = StateDone, SchemaPublic })

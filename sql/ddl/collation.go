@@ -70,6 +70,13 @@ func DatabaseCollation(opts []*ast.DatabaseOption) (*collate.Collation, error) {
 	return ResolveCollation(cs, coll, collate.Default)
 }
 
+// TableOptionsCollation resolves the [DEFAULT] CHARACTER SET / COLLATE
+// table options of CREATE or ALTER TABLE against def (the database's
+// default, or the table's).
+func TableOptionsCollation(opts []*ast.TableOption, def *collate.Collation) (*collate.Collation, error) {
+	return tableOptionsCollation(opts, def)
+}
+
 // tableOptionsCollation resolves CREATE TABLE's DEFAULT CHARSET / COLLATE
 // options against the database default.
 func tableOptionsCollation(opts []*ast.TableOption, def *collate.Collation) (*collate.Collation, error) {

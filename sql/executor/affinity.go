@@ -7,6 +7,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/kv"
+	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/model"
@@ -97,6 +98,16 @@ func tableOptions(sp *ast.AlterTableSpec) (*ddl.TableOptions, error) {
 			if opt.StrValue != "" && !strings.EqualFold(opt.StrValue, "InnoDB") {
 				return nil, errno.New(errUnknownStorageEngine, "Unknown storage engine '%s'", opt.StrValue)
 			}
+		case ast.TableOptionCharset, ast.TableOptionCollate:
+			if opt.Tp == ast.TableOptionCharset && opt.UintValue == ast.TableOptionCharsetWithConvertTo {
+				return nil, errno.NotSupported("ALTER TABLE ... CONVERT TO CHARACTER SET")
+			}
+			c, err := ddl.TableOptionsCollation(sp.Options, collate.Default)
+			if err != nil {
+				return nil, err
+			}
+			name := c.Name
+			o.Collate = &name
 		case ast.TableOptionAutoIncrement:
 		default:
 			return nil, errno.NotSupported("this ALTER TABLE table option")
@@ -120,7 +131,7 @@ func (e *Executor) alterTableOptions(ctx context.Context, env StmtEnv, stmt *ast
 	if err != nil {
 		return err
 	}
-	if o.Comment != nil || o.Affinity != nil {
+	if o.Comment != nil || o.Affinity != nil || o.Collate != nil {
 		err := e.submitDDL(ctx, stmt, &ddl.Job{Type: ddl.ActionAlterTableOptions, SchemaID: db.ID, SchemaName: db.Name,
 			TableID: t.ID, TableName: t.Name, TableOptions: o})
 		if err != nil {
