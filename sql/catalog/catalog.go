@@ -209,6 +209,22 @@ func (c *Catalog) CreateDB(ctx context.Context, db *model.DBInfo, ifNotExists bo
 	return err
 }
 
+// UpdateDB replaces the info of database db (ALTER DATABASE: its default
+// collation), found by name and id; ERROR 1049 when it is gone.
+func (c *Catalog) UpdateDB(ctx context.Context, db *model.DBInfo, step Step) error {
+	cur, err := c.GetDB(ctx, db.Name)
+	if err != nil {
+		return err
+	}
+	if cur.ID != db.ID {
+		return errno.New(errno.ErrBadDB, "Unknown database '%s'", db.Name)
+	}
+	v, _ := json.Marshal(db)
+	return c.commitDDL(ctx, nil, true, func(start uint64, version int64) ([]*kvrpcpb.Mutation, error) {
+		return step.add(start, version, []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: dbKey(db.Name), Value: v}})
+	})
+}
+
 // DropDB drops a database and its tables' catalog entries; ERROR 1008 if it
 // does not exist (unless ifExists). Row data of the dropped tables is left
 // for a future GC (ids are never reused, so it is unreachable).

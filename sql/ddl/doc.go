@@ -43,9 +43,10 @@
 // ERROR 8214. An ADD COLUMN is cancelled the same way until it is public. A duplicate found by a UNIQUE
 // index's backfill rolls back the same way with ERROR 1062.
 //
-// DROP INDEX goes write only, then gone. CREATE/DROP DATABASE, CREATE/DROP
-// TABLE and TRUNCATE TABLE are one step; they go through the queue so all
-// schema changes are serialized.
+// DROP INDEX goes write only, then gone. CREATE/DROP DATABASE, ALTER
+// DATABASE ... CHARACTER SET / COLLATE (modify schema charset and collate:
+// catalog.UpdateDB), CREATE/DROP TABLE and TRUNCATE TABLE are one step;
+// they go through the queue so all schema changes are serialized.
 //
 // # Column changes
 //
@@ -180,8 +181,9 @@
 //
 // # Table options and data affinity
 //
-// ALTER TABLE ... COMMENT = / AFFINITY = is one step (alter table
-// options). AFFINITY = 'table' makes the table a data affinity group in PD
+// ALTER TABLE ... COMMENT = / AFFINITY = / [DEFAULT] CHARACTER SET /
+// COLLATE is one step (alter table options; the collation is the one
+// columns added later get). AFFINITY = 'table' makes the table a data affinity group in PD
 // (affinity.go): the finish step of CREATE TABLE (which then waits for its
 // version like a FOREIGN KEY table), ALTER, TRUNCATE (the group moves to
 // the new id), DROP TABLE and DROP DATABASE tells PD before the job

@@ -37,6 +37,8 @@ const (
 	ActionAddCheck          ActionType = "add check constraint"
 	ActionDropCheck         ActionType = "drop check constraint"
 	ActionAlterCheck        ActionType = "alter check constraint"
+	// ActionAlterSchema: ALTER DATABASE ... CHARACTER SET / COLLATE.
+	ActionAlterSchema ActionType = "modify schema charset and collate"
 )
 
 // JobState is where a job is in its life, as TiDB's STATE column names it.

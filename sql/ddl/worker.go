@@ -307,6 +307,8 @@ func (d *DDL) runSingle(ctx context.Context, j *Job) error {
 		if code(err) == errno.ErrDBCreateExists && j.IfNotExists {
 			return d.finish(ctx, j)
 		}
+	case ActionAlterSchema:
+		err = d.cat.UpdateDB(ctx, j.DB, d.jobStep(ctx, j))
 	case ActionDropSchema:
 		j.SchemaState = SchemaNone
 		if j.dropped, err = d.schemaRanges(ctx, j); err != nil {

@@ -29,6 +29,8 @@ func (e *Executor) ExecuteDDL(ctx context.Context, stmt ast.StmtNode, env StmtEn
 		return e.createDatabase(ctx, env, x)
 	case *ast.DropDatabaseStmt:
 		return e.dropDatabase(ctx, env, x)
+	case *ast.AlterDatabaseStmt:
+		return e.alterDatabase(ctx, env, x) // alterdb.go
 	case *ast.CreateTableStmt:
 		return e.createTable(ctx, env, x)
 	case *ast.DropTableStmt:

@@ -96,6 +96,8 @@ func stmtCover(stmt ast.StmtNode) mysql.PrivilegeType {
 		return mysql.CreatePriv
 	case *ast.DropDatabaseStmt, *ast.DropTableStmt, *ast.TruncateTableStmt:
 		return mysql.DropPriv
+	case *ast.AlterDatabaseStmt:
+		return mysql.AlterPriv
 	case *ast.CreateIndexStmt, *ast.DropIndexStmt:
 		return mysql.IndexPriv
 	case *ast.AlterTableStmt:
@@ -162,6 +164,12 @@ func (s *Session) checkPrivileges(ctx context.Context, stmt ast.StmtNode) error 
 		return s.needDB(u, x.Name.O, mysql.CreatePriv)
 	case *ast.DropDatabaseStmt:
 		return s.needDB(u, x.Name.O, mysql.DropPriv)
+	case *ast.AlterDatabaseStmt:
+		name := x.Name.O
+		if x.AlterDefaultDatabase {
+			name = s.db
+		}
+		return s.needDB(u, name, mysql.AlterPriv)
 	case *ast.CreateTableStmt:
 		c.target(x.Table, mysql.CreatePriv)
 		if x.ReferTable != nil {

@@ -404,7 +404,7 @@ func (s *Session) selectCalcFoundRows(ctx context.Context, x *ast.SelectStmt) (*
 func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
 	s.lastPlanFromCache, s.plans.LastHit = s.plans.LastHit, false
 	switch stmt.(type) {
-	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.TruncateTableStmt,
+	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.AlterDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.TruncateTableStmt,
 		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt, *ast.RenameTableStmt,
 		*ast.CreateUserStmt, *ast.AlterUserStmt, *ast.DropUserStmt, *ast.RenameUserStmt, *ast.SetPwdStmt, *ast.GrantStmt, *ast.RevokeStmt:
 		// DDL and account statements commit the open transaction first, as in
@@ -461,7 +461,7 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		return s.releaseSavepoint(x.Name)
 	case *ast.UseStmt:
 		return &executor.Result{}, s.UseDB(ctx, x.DBName)
-	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.CreateViewStmt,
+	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.AlterDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.CreateViewStmt,
 		*ast.TruncateTableStmt, *ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt, *ast.RenameTableStmt:
 		return s.exec.ExecuteDDL(ctx, stmt, s)
 	case *ast.AdminStmt:

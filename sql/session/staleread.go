@@ -206,7 +206,7 @@ func errSnapshotWrite() error {
 // tidb_snapshot; locking reads are refused where they are run).
 func writesData(stmt ast.StmtNode) bool {
 	switch stmt.(type) {
-	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt,
+	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.AlterDatabaseStmt,
 		*ast.CreateTableStmt, *ast.DropTableStmt, *ast.CreateViewStmt, *ast.TruncateTableStmt,
 		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt, *ast.RenameTableStmt:
 		return true
