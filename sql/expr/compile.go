@@ -122,6 +122,15 @@ type ParamRecorder interface {
 	RecordParam(order int, k *Constant)
 }
 
+// DivisionByZero is implemented by an Env that decides what division or
+// modulo by zero does (sql_mode ERROR_FOR_DIVISION_BY_ZERO): nil, the
+// result is NULL (the Env may record warning 1365), or the error that ends
+// the statement (in a strict INSERT or UPDATE). Without it the result is
+// NULL.
+type DivisionByZero interface {
+	DivisionByZero() error
+}
+
 // EnvWrapper is implemented by an Env that wraps another (the planner's
 // per-statement ones): the optional interfaces above are looked up
 // through it.
@@ -212,7 +221,11 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		case opcode.LogicAnd, opcode.LogicOr, opcode.LogicXor:
 			return &logicExpr{op: x.Op, l: l, r: r}, nil
 		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.IntDiv, opcode.Mod:
-			return compileArith(x.Op, l, r), nil
+			e := compileArith(x.Op, l, r)
+			if ae, ok := e.(*arithExpr); ok && (x.Op == opcode.Div || x.Op == opcode.IntDiv || x.Op == opcode.Mod) {
+				ae.zero, _ = envAs[DivisionByZero](c.Env)
+			}
+			return e, nil
 		case opcode.And, opcode.Or, opcode.Xor, opcode.LeftShift, opcode.RightShift:
 			return &bitExpr{op: x.Op, l: l, r: r}, nil // bitops.go
 		}

@@ -7,7 +7,12 @@
 // work: two string/temporal operands compare as strings; anything else
 // compares numerically (exactly for two integers, as float64 otherwise,
 // strings by their numeric prefix as MySQL does). NULL follows SQL
-// three-valued logic.
+// three-valued logic. Division and modulo by zero are NULL; an Env that
+// implements DivisionByZero (the session: sql_mode
+// ERROR_FOR_DIVISION_BY_ZERO) records warning 1365 for each, or fails a
+// strict INSERT / UPDATE with it. Expressions the stores evaluate
+// (pushed down) give NULL and no warning yet: their warnings are not sent
+// back.
 //
 // # Collations
 //

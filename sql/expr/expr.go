@@ -408,7 +408,18 @@ type arithExpr struct {
 	op   opcode.Op
 	l, r Expr
 	ft   types.FieldType
-	dec  bool // evaluate exactly in DECIMAL
+	dec  bool           // evaluate exactly in DECIMAL
+	zero DivisionByZero // what a zero divisor does (nil: NULL)
+}
+
+// byZero is the result of dividing by zero: NULL, or the Env's error.
+func (e *arithExpr) byZero() (types.Datum, error) {
+	if e.zero != nil {
+		if err := e.zero.DivisionByZero(); err != nil {
+			return types.NullDatum, err
+		}
+	}
+	return types.NullDatum, nil
 }
 
 func (e *arithExpr) Type() types.FieldType { return e.ft }
@@ -449,14 +460,14 @@ func (e *arithExpr) Eval(row []types.Datum) (types.Datum, error) {
 				}
 			case opcode.IntDiv:
 				if y == 0 {
-					return types.NullDatum, nil
+					return e.byZero()
 				}
 				if !(x == math.MinInt64 && y == -1) {
 					return types.NewInt(x / y), nil
 				}
 			case opcode.Mod:
 				if y == 0 {
-					return types.NullDatum, nil
+					return e.byZero()
 				}
 				if y == -1 {
 					return types.NewInt(0), nil
@@ -478,12 +489,12 @@ func (e *arithExpr) Eval(row []types.Datum) (types.Datum, error) {
 		r = fa * fb
 	case opcode.Div:
 		if fb == 0 {
-			return types.NullDatum, nil
+			return e.byZero()
 		}
 		r = fa / fb
 	case opcode.IntDiv:
 		if fb == 0 {
-			return types.NullDatum, nil
+			return e.byZero()
 		}
 		q := math.Trunc(fa / fb)
 		if q > math.MaxInt64 || q < math.MinInt64 {
@@ -492,7 +503,7 @@ func (e *arithExpr) Eval(row []types.Datum) (types.Datum, error) {
 		return types.NewInt(int64(q)), nil
 	case opcode.Mod:
 		if fb == 0 {
-			return types.NullDatum, nil
+			return e.byZero()
 		}
 		r = math.Mod(fa, fb)
 	}
@@ -555,8 +566,9 @@ func (e *arithExpr) evalDec(row []types.Datum) (r types.Decimal, null bool, err 
 	case opcode.IntDiv:
 		r, ok = x.IntDiv(y)
 	}
-	if !ok {
-		return r, true, nil // division by zero is NULL
+	if !ok { // division by zero
+		_, err := e.byZero()
+		return r, true, err
 	}
 	r = r.Round(max(e.ft.Decimal, 0))
 	if r.Overflows() {

@@ -132,9 +132,11 @@ func (s *Session) ClusterProcessRows(ctx context.Context) ([][]types.Datum, erro
 	}
 	all := s.CheckGlobal(mysql.ProcessPriv, "PROCESS") == nil
 	procs, warns := s.procs.ClusterList(ctx)
+	s.warnMu.Lock()
 	for _, w := range warns {
 		s.extraWarnings = append(s.extraWarnings, executor.Warning{Level: "Warning", Code: errno.ErrUnknown, Msg: w})
 	}
+	s.warnMu.Unlock()
 	var rows [][]types.Datum
 	for _, p := range procs {
 		if all || p.User == s.user {

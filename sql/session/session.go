@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser"
@@ -85,6 +86,8 @@ type Session struct {
 	// running statement (CLUSTER_PROCESSLIST's unreachable nodes); Execute
 	// adds them to the statement's result.
 	extraWarnings []executor.Warning
+	warnMu        sync.Mutex  // extraWarnings, appended by parallel workers (divzero.go)
+	divZeroErr    atomic.Bool // the running statement fails on division by zero
 
 	mem      *memory.Statement // memvars.go
 	memDepth int               // nesting of Execute
@@ -296,16 +299,19 @@ func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	top := s.memDepth == 0
 	if top {
 		s.lastIDSet, s.calcFound = false, -1
+		s.divZeroErr.Store(s.divZeroErrors(stmt))
 	}
 	end := s.startStatementMemory()
 	s.stmtDone = ctx.Done()
 	res, err := s.checkedExecute(ctx, stmt)
 	end()
-	if top && len(s.extraWarnings) > 0 {
-		if err == nil {
+	if top {
+		s.warnMu.Lock()
+		if err == nil && len(s.extraWarnings) > 0 {
 			res.Warnings = append(res.Warnings, s.extraWarnings...)
 		}
 		s.extraWarnings = nil
+		s.warnMu.Unlock()
 	}
 	if err != nil {
 		var e *errno.Error
