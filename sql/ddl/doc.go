@@ -241,12 +241,18 @@
 // runs them, and ADMIN CHECK TABLE / INDEX: at one snapshot, 8223 for an
 // entry without its row or with another handle, 8003 for a row without its
 // entry). RENAME TABLE is an incompatible version: a transaction that wrote
-// the table fails with 8028. A PRIMARY KEY is the row handle only when it is
-// one integer column (TiDB's tidb_enable_clustered_index=INT_ONLY); any other
-// is NONCLUSTERED, a unique index named PRIMARY over the hidden _tidb_rowid
-// handle, its columns NOT NULL (1171 when declared NULL); dropping it is
-// 1235 (tableinfo.go), and so are index prefix lengths and expression
-// indexes. Metrics: strata_ddl_jobs_total, job_duration_seconds,
+// the table fails with 8028. A PRIMARY KEY is CLUSTERED (the row handle) or
+// NONCLUSTERED (a unique index named PRIMARY over the hidden _tidb_rowid
+// handle) as its keyword says, else as tidb_enable_clustered_index says
+// (clustered.go: ON, TiDB 8.5's default, and INT_ONLY cluster a single
+// integer column; OFF none). Only a single integer column can be the row
+// handle yet: CLUSTERED on any other key is 1235, and without a keyword
+// such a key is NONCLUSTERED even under ON (TiDB would make it a common
+// handle). The choice is kept in the TableInfo (PKIsHandle) and never
+// changes: dropping a clustered key, or ADD PRIMARY KEY ... CLUSTERED, is
+// TiDB's 8200; dropping a NONCLUSTERED one, or adding one, is 1235. The
+// key's columns are NOT NULL (1171 when declared NULL); index prefix
+// lengths and expression indexes are 1235 (tableinfo.go). Metrics: strata_ddl_jobs_total, job_duration_seconds,
 // step_duration_seconds, owner, and for backfills (by job type: add
 // index, modify column) backfill_rows_total, backfill_batch_seconds and
 // backfill_duration_seconds. Tests: tests/ddl_test.go (an owner killed mid-backfill)

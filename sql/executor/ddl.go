@@ -495,6 +495,11 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 					return err
 				}
 				continue
+			case ast.ConstraintPrimaryKey:
+				if err := ddl.CheckAddPrimary(c); err != nil {
+					return err
+				}
+				return errno.NotSupported("ALTER TABLE ADD PRIMARY KEY")
 			default:
 				return errno.NotSupported("ALTER TABLE ADD of this constraint")
 			}
@@ -506,9 +511,16 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 				return err
 			}
 			sim.Indices = append(sim.Indices, ix)
+		case ast.AlterTableDropPrimaryKey:
+			if err := ddl.CheckDropPrimary(sim); err != nil {
+				return err
+			}
+			return errno.NotSupported("dropping a PRIMARY KEY")
 		case ast.AlterTableDropIndex:
 			ix := sim.FindIndex(sp.Name)
 			switch {
+			case ix == nil && strings.EqualFold(sp.Name, "PRIMARY") && sim.PKIsHandle:
+				return ddl.CheckDropPrimary(sim)
 			case ix == nil && sp.IfExists:
 				continue
 			case ix == nil:
@@ -836,6 +848,9 @@ func (e *Executor) dropIndex(ctx context.Context, env StmtEnv, stmt ast.StmtNode
 		return err
 	}
 	ix := t.FindIndex(name)
+	if ix == nil && strings.EqualFold(name, "PRIMARY") && t.PKIsHandle {
+		return ddl.CheckDropPrimary(t)
+	}
 	if ix == nil {
 		if ifExists {
 			return nil
