@@ -2,7 +2,7 @@
 -- a second cluster: foreign keys (CASCADE, RESTRICT, a composite primary
 -- key), JSON, column, table and database collations, defaults, ON UPDATE
 -- CURRENT_TIMESTAMP, a view, generated columns (VIRTUAL and STORED, indexed),
--- CHECK constraints (enforced and not).
+-- CHECK constraints (enforced and not), a NONCLUSTERED integer primary key.
 CREATE DATABASE dumpdb CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;
 USE dumpdb;
 CREATE TABLE customers (
@@ -75,3 +75,9 @@ CREATE TABLE line_items (
 );
 INSERT INTO line_items (id, qty, price) VALUES (1, 2, 9.99), (2, 10, 0.50);
 INSERT INTO line_items VALUES (3, 1, 100.00, DEFAULT, DEFAULT);
+CREATE TABLE sessions (
+  id BIGINT NOT NULL PRIMARY KEY NONCLUSTERED,
+  token VARCHAR(20) NOT NULL,
+  KEY idx_token (token)
+);
+INSERT INTO sessions VALUES (7, 'a'), (3, 'b');
