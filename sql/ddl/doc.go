@@ -252,9 +252,10 @@
 // changes: dropping a clustered key, or ADD PRIMARY KEY ... CLUSTERED, is
 // TiDB's 8200; dropping a NONCLUSTERED one, or adding one, is 1235. The
 // key's columns are NOT NULL (1171 when declared NULL); index prefix
-// lengths and expression indexes are 1235 (tableinfo.go). Metrics: strata_ddl_jobs_total, job_duration_seconds,
-// step_duration_seconds, owner, and for backfills (by job type: add
-// index, modify column) backfill_rows_total, backfill_batch_seconds and
+// lengths and expression indexes are 1235 (tableinfo.go). Metrics:
+// strata_ddl_jobs_total, job_duration_seconds, step_duration_seconds,
+// owner, and for backfills (by job type: add index, modify column)
+// backfill_rows_total, backfill_batch_seconds and
 // backfill_duration_seconds. Tests: tests/ddl_test.go (an owner killed mid-backfill)
 // and tests/column_test.go (column DDL under writers on two SQL nodes).
 package ddl

@@ -175,18 +175,14 @@ func appendDecimal(b []byte, v types.Datum) ([]byte, error) {
 func DecodeCommonHandle(h []byte) ([]types.Datum, error) {
 	var vals []types.Datum
 	for len(h) > 0 {
-		if h[0] != flagDecimal {
-			var d types.Datum
-			var err error
-			if h, d, err = DecodeMemComparable(h); err != nil {
-				return nil, err
-			}
-			vals = append(vals, d)
-			continue
-		}
 		var d types.Datum
 		var err error
-		if h, d, err = decodeDecimal(h[1:]); err != nil {
+		if h[0] == flagDecimal {
+			h, d, err = decodeDecimal(h[1:])
+		} else {
+			h, d, err = DecodeMemComparable(h)
+		}
+		if err != nil {
 			return nil, err
 		}
 		vals = append(vals, d)
