@@ -243,20 +243,29 @@
 // runs them, and ADMIN CHECK TABLE / INDEX: at one snapshot, 8223 for an
 // entry without its row or with another handle, 8003 for a row without its
 // entry). RENAME TABLE is an incompatible version: a transaction that wrote
-// the table fails with 8028. A PRIMARY KEY is the row handle only when it is
-// one integer column (TiDB's tidb_enable_clustered_index=INT_ONLY); any other
-// is NONCLUSTERED, a unique index named PRIMARY over the hidden _tidb_rowid
-// handle, its columns NOT NULL (1171 when declared NULL); dropping it is
-// 1235 (tableinfo.go), and so are expression indexes. A key part may be
-// a prefix (`v(10)`, model.IndexColumn.Length) of a string column only
-// (1089), no longer than the column (1089; as long as a CHAR / VARCHAR /
-// (VAR)BINARY column it is the whole column, as MySQL records it) and of
-// at most 3072 bytes (1071); a BLOB / TEXT key part needs one (1170).
-// CHANGE / MODIFY COLUMN refits them (refitKeyPart): a prefix at least as
-// long as the new CHAR / VARCHAR, or of a column no longer a string, is
-// the whole column, as MySQL 8 records it. Metrics: strata_ddl_jobs_total, job_duration_seconds,
-// step_duration_seconds, owner, and for backfills (by job type: add
-// index, modify column) backfill_rows_total, backfill_batch_seconds and
+// the table fails with 8028. A PRIMARY KEY is CLUSTERED (the row handle) or
+// NONCLUSTERED (a unique index named PRIMARY over the hidden _tidb_rowid
+// handle) as its keyword says, else as tidb_enable_clustered_index says
+// (clustered.go: ON, TiDB 8.5's default, and INT_ONLY cluster a single
+// integer column; OFF none). Only a single integer column can be the row
+// handle yet: CLUSTERED on any other key is stored NONCLUSTERED with
+// warning 1105 (so TiDB's dumps load), and without a keyword such a key is
+// NONCLUSTERED even under ON (TiDB would make it a common handle). The
+// choice is kept in the TableInfo (PKIsHandle) and never changes: dropping
+// a clustered key, or ADD PRIMARY KEY ... CLUSTERED, is TiDB's 8200;
+// dropping a NONCLUSTERED one, or adding one, is 1235. The key's columns
+// are NOT NULL (1171 when declared NULL); expression indexes are 1235
+// (tableinfo.go). A key part may be a prefix (`v(10)`,
+// model.IndexColumn.Length) of a string column only (1089), no longer than
+// the column (1089; as long as a CHAR / VARCHAR / (VAR)BINARY column it is
+// the whole column, as MySQL records it) and of at most 3072 bytes (1071);
+// a BLOB / TEXT key part needs one (1170). CHANGE / MODIFY COLUMN refits
+// them (refitKeyPart): a prefix at least as long as the new CHAR /
+// VARCHAR, or of a column no longer a string, is the whole column, as
+// MySQL 8 records it. Metrics: strata_ddl_jobs_total,
+// job_duration_seconds, step_duration_seconds, owner, and for backfills
+// (by job type: add index, modify column) backfill_rows_total,
+// backfill_batch_seconds and
 // backfill_duration_seconds. Tests: tests/ddl_test.go (an owner killed mid-backfill)
 // and tests/column_test.go (column DDL under writers on two SQL nodes).
 package ddl

@@ -204,13 +204,15 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation
 	if len(t.Name) > 64 {
 		return nil, errno.New(1103, "Incorrect table name '%s'", t.Name)
 	}
-	// pkParts is the PRIMARY KEY, from a column option or a constraint.
+	// pkParts is the PRIMARY KEY, from a column option or a constraint;
+	// pkTp its CLUSTERED / NONCLUSTERED keyword.
 	var pkParts []*ast.IndexPartSpecification
-	setPK := func(parts []*ast.IndexPartSpecification) error {
+	var pkTp ast.PrimaryKeyType
+	setPK := func(parts []*ast.IndexPartSpecification, tp ast.PrimaryKeyType) error {
 		if pkParts != nil {
 			return errno.New(errno.ErrMultiplePriKey, "Multiple primary key defined")
 		}
-		pkParts = parts
+		pkParts, pkTp = parts, tp
 		return nil
 	}
 	nullable := map[int]bool{} // columns declared NULL explicitly
@@ -229,7 +231,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation
 		}
 		c.Offset = i
 		if o.pk {
-			if err := setPK([]*ast.IndexPartSpecification{{Column: cd.Name}}); err != nil {
+			if err := setPK([]*ast.IndexPartSpecification{{Column: cd.Name}}, o.pkTp); err != nil {
 				return nil, err
 			}
 		}
@@ -257,7 +259,11 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation
 	for _, con := range x.Constraints {
 		switch con.Tp {
 		case ast.ConstraintPrimaryKey:
-			if err := setPK(con.Keys); err != nil {
+			var tp ast.PrimaryKeyType
+			if con.Option != nil {
+				tp = con.Option.PrimaryKeyTp
+			}
+			if err := setPK(con.Keys, tp); err != nil {
 				return nil, err
 			}
 		case ast.ConstraintCheck:
@@ -282,7 +288,7 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation
 		}
 	}
 	if pkParts != nil {
-		if err := setPrimaryKey(t, pkParts, nullable); err != nil {
+		if err := setPrimaryKey(t, pkParts, nullable, Clustering(pkTp, env)); err != nil {
 			return nil, err
 		}
 	}
@@ -324,9 +330,10 @@ func BuildTableInfo(x *ast.CreateTableStmt, db string, dbColl *collate.Collation
 // columnOpts are the options of a column definition that are about the
 // table rather than the column.
 type columnOpts struct {
-	pk     bool // PRIMARY KEY
-	unique bool // UNIQUE
-	null   bool // NULL given explicitly (last of NULL / NOT NULL)
+	pk     bool               // PRIMARY KEY
+	pkTp   ast.PrimaryKeyType // its CLUSTERED / NONCLUSTERED keyword
+	unique bool               // UNIQUE
+	null   bool               // NULL given explicitly (last of NULL / NOT NULL)
 	checks []CheckDef
 }
 
@@ -358,7 +365,7 @@ func buildColumn(cd *ast.ColumnDef, table string, id int64, tcoll *collate.Colla
 	for _, opt := range cd.Options {
 		switch opt.Tp {
 		case ast.ColumnOptionPrimaryKey:
-			o.pk = true
+			o.pk, o.pkTp = true, opt.PrimaryKeyTp
 		case ast.ColumnOptionNotNull:
 			c.Type.Flag |= mysql.NotNullFlag
 			o.null = false
@@ -412,12 +419,14 @@ func buildColumn(cd *ast.ColumnDef, table string, id int64, tcoll *collate.Colla
 	return c, o, nil
 }
 
-// setPrimaryKey makes parts t's PRIMARY KEY. With TiDB's default
-// tidb_enable_clustered_index=INT_ONLY a single integer column is the row
-// handle (clustered); any other key is NONCLUSTERED: a unique index named
-// PRIMARY, rows keeping a hidden _tidb_rowid handle. Every key column
-// becomes NOT NULL (1171 when declared NULL, as MySQL).
-func setPrimaryKey(t *model.TableInfo, parts []*ast.IndexPartSpecification, nullable map[int]bool) error {
+// setPrimaryKey makes parts t's PRIMARY KEY, clustered when clustered
+// says so (Clustering): a clustered key is the row handle, which only a
+// single integer column can be yet (CLUSTERED on any other key is stored
+// NONCLUSTERED: ClusteredWarning);
+// any other key is NONCLUSTERED: a unique index named PRIMARY, rows
+// keeping a hidden _tidb_rowid handle. Every key column becomes NOT NULL
+// (1171 when declared NULL, as MySQL).
+func setPrimaryKey(t *model.TableInfo, parts []*ast.IndexPartSpecification, nullable map[int]bool, clustered Clustered) error {
 	offs := make([]int, len(parts))
 	for i, p := range parts {
 		if p.Expr != nil || p.Column == nil {
@@ -439,7 +448,9 @@ func setPrimaryKey(t *model.TableInfo, parts []*ast.IndexPartSpecification, null
 		}
 		offs[i] = off
 	}
-	if len(offs) == 1 && t.Columns[offs[0]].Type.Class() == types.ClassInt && parts[0].Length <= 0 {
+	intKey := len(offs) == 1 && t.Columns[offs[0]].Type.Class() == types.ClassInt && parts[0].Length <= 0
+	switch {
+	case clustered != ClusteredNever && intKey:
 		c := t.Columns[offs[0]]
 		c.Type.Flag |= mysql.PriKeyFlag | mysql.NotNullFlag
 		t.PKIsHandle, t.HandleOffset = true, offs[0]

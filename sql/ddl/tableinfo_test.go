@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/types"
 )
 
 func TestBuildTableInfo(t *testing.T) {
@@ -39,6 +41,16 @@ func TestBuildTableInfo(t *testing.T) {
 		{"CREATE TABLE t (j JSON DEFAULT '{}')", 1101, false, -1},
 		{"CREATE TABLE t (j JSON, KEY (j))", 3152, false, -1},
 		{"CREATE TABLE t (_tidb_rowid INT)", errno.ErrWrongFieldSpec, false, -1},
+		// CLUSTERED / NONCLUSTERED, on the column and on the constraint.
+		{"CREATE TABLE t (id INT PRIMARY KEY CLUSTERED)", 0, true, -1},
+		{"CREATE TABLE t (id INT PRIMARY KEY NONCLUSTERED)", 0, false, -1},
+		{"CREATE TABLE t (id INT KEY /*T![clustered_index] NONCLUSTERED */)", 0, false, -1},
+		{"CREATE TABLE t (id BIGINT AUTO_INCREMENT, PRIMARY KEY (id) NONCLUSTERED)", 0, false, 0},
+		{"CREATE TABLE t (id BIGINT, PRIMARY KEY (id) CLUSTERED)", 0, true, -1},
+		{"CREATE TABLE t (s VARCHAR(5) PRIMARY KEY NONCLUSTERED)", 0, false, -1},
+		// Not a single integer column: stored NONCLUSTERED (ClusteredWarning).
+		{"CREATE TABLE t (s VARCHAR(5) PRIMARY KEY CLUSTERED)", 0, false, -1},
+		{"CREATE TABLE t (a INT, b INT, PRIMARY KEY (a, b) CLUSTERED)", 0, false, -1},
 	}
 	for _, c := range cases {
 		stmt, err := parser.New().ParseOneStmt(c.sql, "", "")
@@ -71,4 +83,45 @@ func TestBuildTableInfo(t *testing.T) {
 			require.Equal(t, int64(i+1), col.ID)
 		}
 	}
+}
+
+// sysVarEnv is an expr.Env with one session variable.
+type sysVarEnv struct {
+	expr.Env
+	name, value string
+}
+
+func (e sysVarEnv) SysVar(name string, global bool) (types.Datum, types.FieldType, error) {
+	if name != e.name {
+		return types.NullDatum, types.FieldType{}, errno.New(1193, "Unknown system variable '%s'", name)
+	}
+	return types.NewString(e.value), types.VarcharType, nil
+}
+
+// TestClustering: the keyword decides; without one,
+// tidb_enable_clustered_index does (OFF: never clustered; ON and INT_ONLY:
+// a single integer column).
+func TestClustering(t *testing.T) {
+	cases := []struct {
+		tp   ast.PrimaryKeyType
+		env  expr.Env
+		want Clustered
+	}{
+		{ast.PrimaryKeyTypeClustered, sysVarEnv{name: ClusteredIndexVar, value: "OFF"}, ClusteredAlways},
+		{ast.PrimaryKeyTypeNonClustered, sysVarEnv{name: ClusteredIndexVar, value: "ON"}, ClusteredNever},
+		{ast.PrimaryKeyTypeDefault, nil, ClusteredIntOnly},
+		{ast.PrimaryKeyTypeDefault, sysVarEnv{name: ClusteredIndexVar, value: "ON"}, ClusteredIntOnly},
+		{ast.PrimaryKeyTypeDefault, sysVarEnv{name: ClusteredIndexVar, value: "INT_ONLY"}, ClusteredIntOnly},
+		{ast.PrimaryKeyTypeDefault, sysVarEnv{name: ClusteredIndexVar, value: "OFF"}, ClusteredNever},
+		{ast.PrimaryKeyTypeDefault, sysVarEnv{name: "other"}, ClusteredIntOnly},
+	}
+	for i, c := range cases {
+		require.Equal(t, c.want, Clustering(c.tp, c.env), "case %d", i)
+	}
+	stmt, err := parser.New().ParseOneStmt("CREATE TABLE t (id INT PRIMARY KEY)", "", "")
+	require.NoError(t, err)
+	ti, err := BuildTableInfo(stmt.(*ast.CreateTableStmt), "test", nil, sysVarEnv{name: ClusteredIndexVar, value: "OFF"})
+	require.NoError(t, err)
+	require.False(t, ti.PKIsHandle)
+	require.NotNil(t, ti.PrimaryIndex())
 }

@@ -76,6 +76,12 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 			}
 		}
 		t, err = ddl.BuildTableInfo(x, db.Name, ddl.DBCollation(db), env)
+		if err == nil {
+			if w := ddl.ClusteredWarning(x, t); w != nil {
+				e := errno.FromError(w)
+				res.Warnings = append(res.Warnings, Warning{Level: "Warning", Code: e.Code, Msg: e.Msg})
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -497,6 +503,11 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 					return err
 				}
 				continue
+			case ast.ConstraintPrimaryKey:
+				if err := ddl.CheckAddPrimary(c); err != nil {
+					return err
+				}
+				return errno.NotSupported("ALTER TABLE ADD PRIMARY KEY")
 			default:
 				return errno.NotSupported("ALTER TABLE ADD of this constraint")
 			}
@@ -508,9 +519,16 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 				return err
 			}
 			sim.Indices = append(sim.Indices, ix)
+		case ast.AlterTableDropPrimaryKey:
+			if err := ddl.CheckDropPrimary(sim); err != nil {
+				return err
+			}
+			return errno.NotSupported("dropping a PRIMARY KEY")
 		case ast.AlterTableDropIndex:
 			ix := sim.FindIndex(sp.Name)
 			switch {
+			case ix == nil && strings.EqualFold(sp.Name, "PRIMARY") && sim.PKIsHandle:
+				return ddl.CheckDropPrimary(sim)
 			case ix == nil && sp.IfExists:
 				continue
 			case ix == nil:
@@ -838,6 +856,9 @@ func (e *Executor) dropIndex(ctx context.Context, env StmtEnv, stmt ast.StmtNode
 		return err
 	}
 	ix := t.FindIndex(name)
+	if ix == nil && strings.EqualFold(name, "PRIMARY") && t.PKIsHandle {
+		return ddl.CheckDropPrimary(t)
+	}
 	if ix == nil {
 		if ifExists {
 			return nil

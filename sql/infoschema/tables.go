@@ -26,7 +26,8 @@ func (s *Schema) defs() []*memTable {
 			col{"AVG_ROW_LENGTH", bigintU}, col{"DATA_LENGTH", bigintU}, col{"MAX_DATA_LENGTH", bigintU}, col{"INDEX_LENGTH", bigintU},
 			col{"DATA_FREE", bigintU}, col{"AUTO_INCREMENT", bigintU}, col{"CREATE_TIME", dt}, col{"UPDATE_TIME", dt},
 			col{"CHECK_TIME", dt}, col{"TABLE_COLLATION", varchar(64)}, col{"CHECKSUM", bigint}, col{"CREATE_OPTIONS", varchar(256)},
-			col{"TABLE_COMMENT", text}, col{"TIDB_TABLE_ID", bigint}),
+			col{"TABLE_COMMENT", text}, col{"TIDB_TABLE_ID", bigint}, col{"TIDB_ROW_ID_SHARDING_INFO", varchar(255)},
+			col{"TIDB_PK_TYPE", varchar(64)}),
 		table("COLUMNS", s.columns,
 			col{"TABLE_CATALOG", name64}, col{"TABLE_SCHEMA", name64}, col{"TABLE_NAME", name64}, col{"COLUMN_NAME", varchar(64)},
 			col{"ORDINAL_POSITION", notNull(intU)}, col{"COLUMN_DEFAULT", text}, col{"IS_NULLABLE", notNull(varchar(3))},
@@ -204,12 +205,12 @@ func (s *Schema) tablesRows(ctx context.Context, v Viewer) ([][]datum, error) {
 	var rows [][]datum
 	for _, n := range s.names {
 		rows = append(rows, []datum{str("def"), str(DBName), str(n), str("SYSTEM VIEW"), null, num(10), null, null,
-			null, null, null, null, null, null, null, null, null, str("utf8mb3_general_ci"), null, str(""), str(""), null})
+			null, null, null, null, null, null, null, null, null, str("utf8mb3_general_ci"), null, str(""), str(""), null, null, null})
 	}
 	err := s.eachTable(ctx, v, func(db string, t *model.TableInfo) error {
 		if t.IsView() { // MySQL: a view has no engine, sizes or collation
 			rows = append(rows, []datum{str("def"), str(db), str(t.Name), str("VIEW"), null, null, null, null,
-				null, null, null, null, null, null, null, null, null, null, null, null, str("VIEW"), num(t.ID)})
+				null, null, null, null, null, null, null, null, null, null, null, null, str("VIEW"), num(t.ID), null, null})
 			return nil
 		}
 		auto := null
@@ -220,8 +221,15 @@ func (s *Schema) tablesRows(ctx context.Context, v Viewer) ([][]datum, error) {
 			}
 			auto = unum(uint64(n))
 		}
+		// TiDB's TIDB_ROW_ID_SHARDING_INFO (no SHARD_ROW_ID_BITS here)
+		// and TIDB_PK_TYPE: whether the PRIMARY KEY is the row handle.
+		sharding, pkType := "NOT_SHARDED", "NONCLUSTERED"
+		if t.PKIsHandle {
+			sharding, pkType = "NOT_SHARDED(PK_IS_HANDLE)", "CLUSTERED"
+		}
 		rows = append(rows, []datum{str("def"), str(db), str(t.Name), str("BASE TABLE"), str("InnoDB"), num(10), str("Dynamic"),
-			unum(0), unum(0), unum(0), unum(0), unum(0), unum(0), auto, null, null, null, str(t.CollationName()), null, str(""), str(t.Comment), num(t.ID)})
+			unum(0), unum(0), unum(0), unum(0), unum(0), unum(0), auto, null, null, null, str(t.CollationName()), null, str(""), str(t.Comment), num(t.ID),
+			str(sharding), str(pkType)})
 		return nil
 	})
 	return rows, err

@@ -51,7 +51,9 @@
 // strata_allow_pushdown (ON) lets the planner run selections, top-N and
 // partial aggregates on the stores (sql/planner);
 // strata_index_lookup_pushdown (ON) lets the stores read an IndexLookUp's
-// rows in the index scan's request.
+// rows in the index scan's request. tidb_enable_clustered_index (ON,
+// OFF, INT_ONLY; 1 and 0 are ON and OFF; SESSION and GLOBAL) is how a new
+// PRIMARY KEY without CLUSTERED / NONCLUSTERED is stored (sql/ddl).
 //
 // A Session belongs to one connection and is not safe for concurrent use.
 // Everything it shares with other sessions (its sql/domain.Domain) is.

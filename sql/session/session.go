@@ -705,6 +705,17 @@ func (s *Session) normalizeSysVar(name, given string, val types.Datum) (string, 
 		return "", wrongValue(given, raw)
 	case "tidb_replica_read":
 		return normalizeReplicaRead(given, raw)
+	case "tidb_enable_clustered_index":
+		// TiDB's enum: 1 and 0 are ON and OFF.
+		switch text {
+		case "ON", "1":
+			return "ON", nil
+		case "OFF", "0":
+			return "OFF", nil
+		case "INT_ONLY":
+			return text, nil
+		}
+		return "", wrongValue(given, raw)
 	case "sql_mode":
 		return normalizeSQLMode(given, raw)
 	case "tidb_txn_mode":

@@ -23,6 +23,26 @@
 // Catalog metadata lives under the single byte prefix 'm' (MetaPrefix), which
 // sorts before every table.
 //
+// # Handles
+//
+// A Handle is an int handle (an integer PRIMARY KEY or _tidb_rowid; the
+// row key above) or a common handle (handle.go), the key of a row of a
+// table clustered by a PRIMARY KEY of another type or of several columns:
+//
+//	't' + EncodeInt(tableID) + "_r" + AppendCommonHandle(key values)
+//
+// where each key value is memcomparable as in index keys (a collation's
+// sort key for a string of a non-binary collation), except a DECIMAL, which
+// is flag 0x06, a sign class (0x00 negative, 0x01 zero, 0x02 positive),
+// then EncodeInt(exponent) and EncodeBytes(significant digits) of its
+// absolute value (0.digits x 10^exponent), inverted bytewise when negative,
+// so the key sorts numerically and 1.5 and 1.50 collide. The encoding is
+// defined and tested (ordering matches SQL's for VARCHAR, DECIMAL,
+// DATETIME and composite keys) but no table writes it yet: sql/ddl stores
+// such keys NONCLUSTERED even when declared CLUSTERED (with a warning), so
+// every stored row key is an int handle's and the format of existing data
+// is unchanged.
+//
 // # Row values
 //
 // A row value is a version byte (RowFormatV1) followed, per stored column, by

@@ -2,7 +2,8 @@
 -- a second cluster: foreign keys (CASCADE, RESTRICT, a composite primary
 -- key), JSON, column, table and database collations, defaults, ON UPDATE
 -- CURRENT_TIMESTAMP, a view, generated columns (VIRTUAL and STORED, indexed),
--- CHECK constraints (enforced and not), prefix indexes, an id 0.
+-- CHECK constraints (enforced and not), prefix indexes, an id 0, a
+-- NONCLUSTERED integer primary key.
 CREATE DATABASE dumpdb CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;
 USE dumpdb;
 CREATE TABLE customers (
@@ -87,3 +88,9 @@ CREATE TABLE seq0 (
 );
 INSERT INTO seq0 VALUES (0, 'zero', 'the zero row'), (NULL, 'one', 'the first row');
 SET SESSION sql_mode = DEFAULT;
+CREATE TABLE sessions (
+  id BIGINT NOT NULL PRIMARY KEY NONCLUSTERED,
+  token VARCHAR(20) NOT NULL,
+  KEY idx_token (token)
+);
+INSERT INTO sessions VALUES (7, 'a'), (3, 'b');
