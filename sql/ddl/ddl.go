@@ -180,20 +180,34 @@ func (d *DDL) Submit(ctx context.Context, j *Job) error {
 }
 
 // drive runs queued jobs while this node can take the owner lease, until
-// the queue is empty.
+// the queue is empty. Two sessions of the node may drive at once: a write
+// conflict on the lease (or in a step, which carries it) means the other
+// one moved; it is tried again after a short backoff, as the owner loop
+// retries a failed step.
 func (d *DDL) drive(ctx context.Context) error {
+	backoff := time.Millisecond
 	for {
 		won, err := d.campaign(ctx)
-		if err != nil || !won {
-			return err
+		if err == nil && won {
+			var worked bool
+			if worked, err = d.runOne(ctx); err == nil && !worked {
+				return nil
+			}
 		}
-		worked, err := d.runOne(ctx)
-		if err != nil && !errors.Is(err, errNotOwner) {
-			return err
-		}
-		if !worked {
+		switch {
+		case err == nil && !won:
 			return nil
+		case err == nil, errors.Is(err, errNotOwner):
+			continue
+		case errno.FromError(err).Code != errno.ErrWriteConflict:
+			return err
 		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 50*time.Millisecond)
 	}
 }
 
