@@ -139,6 +139,13 @@ func (o *hashJoinOp) Close() error {
 
 func (o *hashJoinOp) Next(ctx context.Context, ck *Chunk) error {
 	ck.reset()
+	// A join makes rows without waiting for the cluster, where a killed
+	// statement would otherwise stop (KILL QUERY, max_execution_time, the
+	// client gone): it checks its context once per chunk and per probe
+	// chunk, so a cross join of large inputs stops with 1317.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	for !ck.full() {
 		if o.mpos < len(o.matches) {
 			m := o.matches[o.mpos]
@@ -166,6 +173,9 @@ func (o *hashJoinOp) Next(ctx context.Context, ck *Chunk) error {
 			}
 			if o.in == nil {
 				o.in = newChunk(o.probe.width(), chunkRows)
+			}
+			if err := ctx.Err(); err != nil {
+				return err
 			}
 			if err := o.probeSrc.Next(ctx, o.in); err != nil {
 				return err
