@@ -248,7 +248,7 @@ func (e *Executor) LoadData(ctx context.Context, x *ast.LoadDataStmt, r io.Reade
 			return nil
 		}
 		ins := &ast.InsertStmt{
-			Table:   &ast.TableRefsClause{TableRefs: &ast.Join{Left: &ast.TableSource{Source: x.Table}}},
+			Table:     &ast.TableRefsClause{TableRefs: &ast.Join{Left: &ast.TableSource{Source: x.Table}}},
 			Columns:   cols,
 			Lists:     rows,
 			IsReplace: replace,
