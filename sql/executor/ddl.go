@@ -51,8 +51,8 @@ func (e *Executor) ExecuteDDL(ctx context.Context, stmt ast.StmtNode, env StmtEn
 
 func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTableStmt) (*Result, error) {
 	switch {
-	case x.Select != nil:
-		return nil, errno.NotSupported("CREATE TABLE ... SELECT")
+	case x.Select != nil: // the session runs CreateTableSelect
+		return nil, errno.NotSupported("CREATE TABLE ... SELECT here")
 	case x.Partition != nil:
 		return nil, errno.NotSupported("partitioned tables")
 	case x.TemporaryKeyword != ast.TemporaryNone:
@@ -80,7 +80,7 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 	}
 	if _, err := e.dom.Catalog().GetTable(ctx, db, t.Name); err == nil {
 		if x.IfNotExists {
-			return &Result{}, nil
+			return tableExistsNote(t.Name), nil
 		}
 		return nil, errno.New(errno.ErrTableExists, "Table '%s' already exists", t.Name)
 	}
