@@ -50,7 +50,10 @@
 // a string's numeric prefix) with the error as a warning in
 // Result.Warnings, and NULL for a NOT NULL column becomes 0 or the empty string except
 // in a single-row INSERT (write.go, conv). Dates, ENUM, SET, BIT and YEAR
-// keep the error. INSERT IGNORE skips a row that collides on a primary or
+// keep the error. A zero date, or a zero month or day, that sql_mode's
+// NO_ZERO_DATE / NO_ZERO_IN_DATE refuses is 1292 in strict mode, else
+// warning 1264 (a zero month or day stored as the zero date;
+// checkZeroDate). INSERT IGNORE skips a row that collides on a primary or
 // unique key, with warning 1062 (upsert.go); UPDATE IGNORE leaves a row
 // whose new values another row holds as it is, with the same warning
 // (updateConflict), its rows updated one by one so each sees the others.

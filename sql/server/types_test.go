@@ -68,6 +68,19 @@ func TestTemporalAndBitBinaryProtocol(t *testing.T) {
 		require.NoError(t, db.QueryRow("SELECT CAST(? AS "+c.typ+")", c.in).Scan(&s), c.typ)
 		require.Equal(t, c.out, s, c.typ)
 	}
+	// Zero dates in the binary protocol: the zero date is length 0, zero
+	// months and days are sent as they are (the driver prints them back).
+	plain := ts.open(t, "test", "")
+	for _, c := range []struct{ typ, in, out string }{
+		{"DATE", "0000-00-00", "0000-00-00"},
+		{"DATETIME", "0000-00-00 00:00:00", "0000-00-00 00:00:00"},
+		{"DATETIME(2)", "2020-00-15 01:02:03.5", "2020-00-15 01:02:03.50"},
+		{"DATE", "2020-01-00", "2020-01-00"},
+	} {
+		var s string
+		require.NoError(t, plain.QueryRow("SELECT CAST(? AS "+c.typ+")", c.in).Scan(&s), c.typ)
+		require.Equal(t, c.out, s, c.typ)
+	}
 	// DECIMAL(M,D) is M digits wide (the driver takes the point and the
 	// sign off the column length).
 	rows, err = db.Query("SELECT CAST(1 AS DECIMAL(10,6)), CAST(1 AS DECIMAL(5,0))")
