@@ -275,6 +275,8 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		}
 	}
 	cv := newConv(env, s.IgnoreErr, nrows > 1)
+	cvDefault := *cv
+	cvDefault.noZeroDate, cvDefault.noZeroInDate = false, false
 	ncols := len(tbl.Columns)
 	slab := make([]datum, nrows*ncols)
 	given := make([]bool, ncols)
@@ -349,7 +351,11 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 				row[i] = types.NullDatum
 				continue
 			}
-			if row[i], err = convertColumn(tbl, c, row[i], rowNum, cv); err != nil {
+			cvc := cv
+			if !given[i] {
+				cvc = &cvDefault // a zero default is stored whatever sql_mode says, as MySQL
+			}
+			if row[i], err = convertColumn(tbl, c, row[i], rowNum, cvc); err != nil {
 				return nil, err
 			}
 			if c.AutoIncrement {

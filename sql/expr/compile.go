@@ -1079,15 +1079,21 @@ func refusesZeroParts(env Env, v string) bool {
 	if !zeroDate && !zeroInDate {
 		return false
 	}
-	mode := mysql.ModeNoZeroDate | mysql.ModeNoZeroInDate
+	mode := SQLMode(env)
+	return (zeroDate && mode.HasNoZeroDateMode()) || (zeroInDate && mode.HasNoZeroInDateMode())
+}
+
+// SQLMode is env's sql_mode, or MySQL's default (strict, NO_ZERO_DATE,
+// NO_ZERO_IN_DATE) when env has none.
+func SQLMode(env Env) mysql.SQLMode {
 	if env != nil {
 		if v, _, err := env.SysVar("sql_mode", false); err == nil {
 			if m, err := mysql.GetSQLMode(v.String()); err == nil {
-				mode = m
+				return m
 			}
 		}
 	}
-	return (zeroDate && mode.HasNoZeroDateMode()) || (zeroInDate && mode.HasNoZeroInDateMode())
+	return mysql.ModeStrictTransTables | mysql.ModeNoZeroDate | mysql.ModeNoZeroInDate
 }
 
 // fracDigits is the number of fractional-second digits (at most 6) of a
