@@ -2,7 +2,8 @@
 -- a second cluster: foreign keys (CASCADE, RESTRICT, a composite primary
 -- key), JSON, column, table and database collations, defaults, ON UPDATE
 -- CURRENT_TIMESTAMP, a view, generated columns (VIRTUAL and STORED, indexed),
--- CHECK constraints (enforced and not).
+-- CHECK constraints (enforced and not), zero dates (stored under an empty
+-- sql_mode; the dump sets its own), a table made by CREATE TABLE ... SELECT.
 CREATE DATABASE dumpdb CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;
 USE dumpdb;
 CREATE TABLE customers (
@@ -75,3 +76,8 @@ CREATE TABLE line_items (
 );
 INSERT INTO line_items (id, qty, price) VALUES (1, 2, 9.99), (2, 10, 0.50);
 INSERT INTO line_items VALUES (3, 1, 100.00, DEFAULT, DEFAULT);
+SET sql_mode = '';
+CREATE TABLE legacy (id INT PRIMARY KEY, d DATE NOT NULL DEFAULT '0000-00-00', dt DATETIME, KEY kd (d));
+INSERT INTO legacy VALUES (1, '0000-00-00', '0000-00-00 00:00:00'), (2, '2020-00-15', '2020-01-00 10:00:00'), (3, '2021-03-04', NULL);
+SET sql_mode = DEFAULT;
+CREATE TABLE order_totals (PRIMARY KEY (id)) SELECT id, qty * price AS amount FROM orders;
