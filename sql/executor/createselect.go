@@ -29,11 +29,8 @@ import (
 // (MySQL 8); a TEMPORARY table is not supported.
 func (e *Executor) CreateTableSelect(ctx context.Context, x *ast.CreateTableStmt, env StmtEnv,
 	insert func(context.Context, *ast.InsertStmt) (*Result, error)) (*Result, error) {
-	switch {
-	case x.Partition != nil:
-		return nil, errno.NotSupported("partitioned tables")
-	case x.TemporaryKeyword != ast.TemporaryNone:
-		return nil, errno.NotSupported("temporary tables")
+	if err := unsupportedTable(x); err != nil {
+		return nil, err
 	}
 	db, err := e.dbFor(ctx, env, x.Table.Schema.O)
 	if err != nil {
