@@ -50,14 +50,8 @@ func newConv(env expr.Env, ignore, multiRow bool) *conv {
 		noZeroDate: mode.HasNoZeroDateMode(), noZeroInDate: mode.HasNoZeroInDateMode(), res: &Result{}}
 }
 
-// SQLMode is env's sql_mode (a session's, cached), or MySQL's default
-// when env does not say.
-func SQLMode(env expr.Env) mysql.SQLMode {
-	if m, ok := env.(interface{ SQLMode() mysql.SQLMode }); ok {
-		return m.SQLMode()
-	}
-	return mysql.ModeStrictTransTables | mysql.ModeOnlyFullGroupBy
-}
+// SQLMode is env's sql_mode (expr.SQLMode).
+func SQLMode(env expr.Env) mysql.SQLMode { return expr.SQLMode(env) }
 
 // warnings returns the warnings cv collected (nil for a nil cv).
 func (cv *conv) warnings() []Warning {

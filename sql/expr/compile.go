@@ -1083,9 +1083,12 @@ func refusesZeroParts(env Env, v string) bool {
 	return (zeroDate && mode.HasNoZeroDateMode()) || (zeroInDate && mode.HasNoZeroInDateMode())
 }
 
-// SQLMode is env's sql_mode, or MySQL's default (strict, NO_ZERO_DATE,
-// NO_ZERO_IN_DATE) when env has none.
+// SQLMode is env's sql_mode (a session's cached one, else its sql_mode
+// variable), or MySQL 8's default when env does not say.
 func SQLMode(env Env) mysql.SQLMode {
+	if m, ok := env.(interface{ SQLMode() mysql.SQLMode }); ok {
+		return m.SQLMode()
+	}
 	if env != nil {
 		if v, _, err := env.SysVar("sql_mode", false); err == nil {
 			if m, err := mysql.GetSQLMode(v.String()); err == nil {
@@ -1093,7 +1096,8 @@ func SQLMode(env Env) mysql.SQLMode {
 			}
 		}
 	}
-	return mysql.ModeStrictTransTables | mysql.ModeNoZeroDate | mysql.ModeNoZeroInDate
+	return mysql.ModeOnlyFullGroupBy | mysql.ModeStrictTransTables | mysql.ModeNoZeroInDate | mysql.ModeNoZeroDate |
+		mysql.ModeErrorForDivisionByZero | mysql.ModeNoEngineSubstitution
 }
 
 // fracDigits is the number of fractional-second digits (at most 6) of a
