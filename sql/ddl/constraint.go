@@ -189,7 +189,7 @@ func NewCheck(t *model.TableInfo, d CheckDef, alter bool) (*model.CheckInfo, err
 	if !isBoolExpr(d.Expr) {
 		return nil, errno.New(ErrNonBooleanCheck, "An expression of non-boolean type specified to a check constraint '%s'.", name)
 	}
-	text, err := model.CheckText(d.Expr)
+	text, err := model.GeneratedText(d.Expr)
 	if err != nil {
 		return nil, errno.New(ErrCheckFunction, "An expression of a check constraint '%s' contains disallowed function.", name)
 	}

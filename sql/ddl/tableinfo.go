@@ -562,6 +562,13 @@ func setDefault(c *model.ColumnInfo, n ast.ExprNode, env expr.Env) error {
 	if err != nil {
 		return invalid
 	}
+	if types.IsDateOrDatetime(c.Type) { // a zero date the strict sql_mode refuses, as MySQL
+		mode := expr.SQLMode(env)
+		zeroDate, zeroInDate := types.ZeroParts(d.Bytes())
+		if mode.HasStrictMode() && ((zeroDate && mode.HasNoZeroDateMode()) || (zeroInDate && mode.HasNoZeroInDateMode())) {
+			return invalid
+		}
+	}
 	if c.Type.Class() == types.ClassFloat {
 		c.Default = string(types.AppendFloat(nil, d.Float64(), 64))
 	} else if c.Type.Tp == mysql.TypeBit {

@@ -51,14 +51,24 @@ func (e *Executor) ExecuteDDL(ctx context.Context, stmt ast.StmtNode, env StmtEn
 	return nil, errno.NotSupported(fmt.Sprintf("%T as DDL", stmt))
 }
 
-func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTableStmt) (*Result, error) {
+// unsupportedTable is the error for a CREATE TABLE of a kind not
+// supported yet, or nil.
+func unsupportedTable(x *ast.CreateTableStmt) error {
 	switch {
-	case x.Select != nil:
-		return nil, errno.NotSupported("CREATE TABLE ... SELECT")
 	case x.Partition != nil:
-		return nil, errno.NotSupported("partitioned tables")
+		return errno.NotSupported("partitioned tables")
 	case x.TemporaryKeyword != ast.TemporaryNone:
-		return nil, errno.NotSupported("temporary tables")
+		return errno.NotSupported("temporary tables")
+	}
+	return nil
+}
+
+func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTableStmt) (*Result, error) {
+	if x.Select != nil { // the session runs CreateTableSelect
+		return nil, errno.NotSupported("CREATE TABLE ... SELECT here")
+	}
+	if err := unsupportedTable(x); err != nil {
+		return nil, err
 	}
 	db, err := e.dbFor(ctx, env, x.Table.Schema.O)
 	if err != nil {
@@ -88,7 +98,7 @@ func (e *Executor) createTable(ctx context.Context, env StmtEnv, x *ast.CreateTa
 	}
 	if _, err := e.dom.Catalog().GetTable(ctx, db, t.Name); err == nil {
 		if x.IfNotExists {
-			return &Result{}, nil
+			return tableExistsNote(t.Name), nil
 		}
 		return nil, errno.New(errno.ErrTableExists, "Table '%s' already exists", t.Name)
 	}

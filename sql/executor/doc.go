@@ -3,7 +3,10 @@
 // cte.go, window.go), INSERT / UPDATE / DELETE (write.go, upsert.go,
 // multiwrite.go),
 // EXPLAIN (explain.go), schema changes (ddl.go: databases, tables,
-// indexes; view.go: views; submitted to the DDL job queue, package ddl),
+// indexes; view.go: views; submitted to the DDL job queue, package ddl;
+// createselect.go: CREATE TABLE ... SELECT, the table created by a job,
+// then filled by an INSERT ... SELECT the session runs and dropped again
+// when that fails),
 // SHOW about the schema and cluster (show.go), SPLIT TABLE and SHOW TABLE
 // REGIONS (split.go), ADMIN CHECK / SHOW DDL / CANCEL DDL JOBS (admin.go),
 // ANALYZE TABLE and SHOW STATS_* (analyze.go), LOAD DATA (loaddata.go),
@@ -35,7 +38,8 @@
 // hands over: reads and writes go through kv.Txn only; the executor never
 // fetches a timestamp or commits it. (DDL runs in the job queue's own
 // transactions, ADMIN CHECK in a read-only one of its own, LOAD DATA as
-// INSERTs the session runs.) Point reads use Txn.Get; range reads go to
+// INSERTs (IGNORE / REPLACE as its keywords, or LOCAL, say) and CREATE
+// TABLE ... SELECT as one INSERT ... SELECT the session runs.) Point reads use Txn.Get; range reads go to
 // the coprocessor at the transaction's start_ts, or through Txn.Scan when
 // the transaction has buffered writes in the range (the coprocessor cannot
 // see them) or reads a fresh snapshot per statement (READ-COMMITTED).
@@ -46,7 +50,10 @@
 // a string's numeric prefix) with the error as a warning in
 // Result.Warnings, and NULL for a NOT NULL column becomes 0 or the empty string except
 // in a single-row INSERT (write.go, conv). Dates, ENUM, SET, BIT and YEAR
-// keep the error. INSERT IGNORE skips a row that collides on a primary or
+// keep the error. A zero date, or a zero month or day, that sql_mode's
+// NO_ZERO_DATE / NO_ZERO_IN_DATE refuses is 1292 in strict mode, else
+// warning 1264 (a zero month or day stored as the zero date;
+// checkZeroDate). INSERT IGNORE skips a row that collides on a primary or
 // unique key, with warning 1062 (upsert.go); UPDATE IGNORE leaves a row
 // whose new values another row holds as it is, with the same warning
 // (updateConflict), its rows updated one by one so each sees the others.

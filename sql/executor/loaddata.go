@@ -191,17 +191,18 @@ func (l *loadReader) next(fields []loadField) ([]loadField, error) {
 // LoadData runs LOAD DATA LOCAL INFILE x with the file's content read
 // from r, inserting LoadBatchRows rows per INSERT statement, each run by
 // run, the session's statement runner (so under autocommit each batch
-// commits on its own and memory stays bounded). The
-// result counts the inserted rows; a failing batch (a duplicate key too:
-// IGNORE is not supported) stops the load with its error, earlier batches
-// staying committed under autocommit.
+// commits on its own and memory stays bounded). As in MySQL, REPLACE
+// replaces the rows a line's unique key meets (each batch a REPLACE) and
+// IGNORE, which LOCAL implies, skips them with warning 1062 (each batch
+// an INSERT IGNORE, which also makes a bad value a warning). The result
+// counts the affected rows, and its info the lines read, the rows
+// replaced and skipped and the warnings, as MySQL's; a failing batch
+// stops the load with its error, earlier batches staying committed under
+// autocommit.
 func (e *Executor) LoadData(ctx context.Context, x *ast.LoadDataStmt, r io.Reader, env StmtEnv,
 	run func(context.Context, ast.StmtNode) (*Result, error)) (*Result, error) {
-	if x.OnDuplicate == ast.OnDuplicateKeyHandlingReplace {
-		return nil, errno.NotSupported("LOAD DATA ... REPLACE")
-	}
-	// LOCAL implies IGNORE in MySQL (duplicates skipped with a warning);
-	// without INSERT IGNORE, a duplicate key fails the load with 1062.
+	replace := x.OnDuplicate == ast.OnDuplicateKeyHandlingReplace
+	ignoreDup := !replace && (x.OnDuplicate == ast.OnDuplicateKeyHandlingIgnore || x.FileLocRef == ast.FileLocClient)
 	if len(x.ColumnAssignments) > 0 {
 		return nil, errno.NotSupported("LOAD DATA ... SET")
 	}
@@ -239,6 +240,7 @@ func (e *Executor) LoadData(ctx context.Context, x *ast.LoadDataStmt, r io.Reade
 		ignore = *x.IgnoreLines
 	}
 	total := &Result{}
+	var read, deleted, skipped uint64
 	var fields []loadField
 	rows := make([][]ast.ExprNode, 0, LoadBatchRows)
 	flush := func() error {
@@ -246,15 +248,26 @@ func (e *Executor) LoadData(ctx context.Context, x *ast.LoadDataStmt, r io.Reade
 			return nil
 		}
 		ins := &ast.InsertStmt{
-			Table:   &ast.TableRefsClause{TableRefs: &ast.Join{Left: &ast.TableSource{Source: x.Table}}},
-			Columns: cols,
-			Lists:   rows,
+			Table:     &ast.TableRefsClause{TableRefs: &ast.Join{Left: &ast.TableSource{Source: x.Table}}},
+			Columns:   cols,
+			Lists:     rows,
+			IsReplace: replace,
+			IgnoreErr: ignoreDup,
 		}
 		res, err := run(ctx, ins)
 		if err != nil {
 			return err
 		}
+		n := uint64(len(rows))
+		read += n
+		switch {
+		case replace && res.AffectedRows > n: // a replaced row counts twice
+			deleted += res.AffectedRows - n
+		case ignoreDup && res.AffectedRows < n:
+			skipped += n - res.AffectedRows
+		}
 		total.AffectedRows += res.AffectedRows
+		total.Warnings = append(total.Warnings, res.Warnings...)
 		rows = rows[:0]
 		return nil
 	}
@@ -298,6 +311,6 @@ func (e *Executor) LoadData(ctx context.Context, x *ast.LoadDataStmt, r io.Reade
 	if err := flush(); err != nil {
 		return nil, err
 	}
-	total.Info = fmt.Sprintf("Records: %d  Deleted: 0  Skipped: 0  Warnings: 0", total.AffectedRows)
+	total.Info = fmt.Sprintf("Records: %d  Deleted: %d  Skipped: %d  Warnings: %d", read, deleted, skipped, len(total.Warnings))
 	return total, nil
 }

@@ -31,10 +31,12 @@ const MaxEntrySize = table.MaxEntrySize
 // mode and under IGNORE. nullDefault stores NULL given for a NOT NULL
 // column as the type's implicit default (0, ”), with warning 1048, as
 // MySQL does under IGNORE, in UPDATE and in multi-row INSERT outside
-// strict mode.
+// strict mode. noZeroDate and noZeroInDate are sql_mode's NO_ZERO_DATE
+// and NO_ZERO_IN_DATE (checkZeroDate).
 type conv struct {
-	lenient, nullDefault bool
-	res                  *Result
+	lenient, nullDefault     bool
+	noZeroDate, noZeroInDate bool
+	res                      *Result
 }
 
 // newConv is the conversion policy of a statement: strict is sql_mode's
@@ -42,18 +44,14 @@ type conv struct {
 // multiRow whether NULL may become the implicit default outside strict
 // mode (every statement but a single-row INSERT).
 func newConv(env expr.Env, ignore, multiRow bool) *conv {
-	strict := SQLMode(env).HasStrictMode()
-	return &conv{lenient: ignore || !strict, nullDefault: ignore || (!strict && multiRow), res: &Result{}}
+	mode := SQLMode(env)
+	strict := mode.HasStrictMode()
+	return &conv{lenient: ignore || !strict, nullDefault: ignore || (!strict && multiRow),
+		noZeroDate: mode.HasNoZeroDateMode(), noZeroInDate: mode.HasNoZeroInDateMode(), res: &Result{}}
 }
 
-// SQLMode is env's sql_mode (a session's, cached), or MySQL's default
-// when env does not say.
-func SQLMode(env expr.Env) mysql.SQLMode {
-	if m, ok := env.(interface{ SQLMode() mysql.SQLMode }); ok {
-		return m.SQLMode()
-	}
-	return mysql.ModeStrictTransTables | mysql.ModeOnlyFullGroupBy
-}
+// SQLMode is env's sql_mode (expr.SQLMode).
+func SQLMode(env expr.Env) mysql.SQLMode { return expr.SQLMode(env) }
 
 // warnings returns the warnings cv collected (nil for a nil cv).
 func (cv *conv) warnings() []Warning {
@@ -89,7 +87,7 @@ func convertColumn(tbl *model.TableInfo, c *model.ColumnInfo, v datum, rowNum in
 		}
 	}
 	if err == nil {
-		return d, nil
+		return cv.checkZeroDate(tbl, c, d, v, rowNum)
 	}
 	if cv != nil && cv.lenient {
 		if d, warn, ok := c.Type.ConvertLenient(v); ok {
@@ -107,6 +105,34 @@ func convertColumn(tbl *model.TableInfo, c *model.ColumnInfo, v datum, rowNum in
 		}
 	}
 	return v, convError(tbl, c, err, rowNum)
+}
+
+// checkZeroDate applies NO_ZERO_DATE and NO_ZERO_IN_DATE to d, the
+// DATE / DATETIME / TIMESTAMP value of column c converted from v, as
+// MySQL does: a zero date ('0000-00-00') or one with a zero month or day
+// that the mode refuses is error 1292 in strict mode; outside it or
+// under IGNORE it is warning 1264, and a zero month or day stores the
+// zero date. Without the modes (mysqldump's sql_mode) both are stored.
+func (cv *conv) checkZeroDate(tbl *model.TableInfo, c *model.ColumnInfo, d, v datum, rowNum int) (datum, error) {
+	if cv == nil || (!cv.noZeroDate && !cv.noZeroInDate) || !types.IsDateOrDatetime(c.Type) {
+		return d, nil
+	}
+	zeroDate, zeroInDate := types.ZeroParts(d.Bytes())
+	if !(zeroDate && cv.noZeroDate) && !(zeroInDate && cv.noZeroInDate) {
+		return d, nil
+	}
+	if !cv.lenient {
+		what := "datetime"
+		if types.IsDate(c.Type.Tp) {
+			what = "date"
+		}
+		return v, errno.New(errno.ErrTruncatedWrongValue, "Incorrect %s value: '%s' for column '%s' at row %d", what, v.String(), c.Name, rowNum)
+	}
+	cv.res.Warn(errno.ErrWarnDataOutOfRange, fmt.Sprintf("Out of range value for column '%s' at row %d", c.Name, rowNum))
+	if zeroInDate {
+		return types.ZeroValue(c.Type), nil
+	}
+	return d, nil
 }
 
 // convError is the MySQL error for a value of column c that err says
@@ -243,6 +269,8 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		}
 	}
 	cv := newConv(env, s.IgnoreErr, nrows > 1)
+	cvDefault := *cv
+	cvDefault.noZeroDate, cvDefault.noZeroInDate = false, false
 	ncols := len(tbl.Columns)
 	slab := make([]datum, nrows*ncols)
 	given := make([]bool, ncols)
@@ -320,7 +348,11 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 				row[i] = types.NullDatum
 				continue
 			}
-			if row[i], err = convertColumn(tbl, c, row[i], rowNum, cv); err != nil {
+			cvc := cv
+			if !given[i] {
+				cvc = &cvDefault // a zero default is stored whatever sql_mode says, as MySQL
+			}
+			if row[i], err = convertColumn(tbl, c, row[i], rowNum, cvc); err != nil {
 				return nil, err
 			}
 			if c.AutoIncrement {

@@ -800,8 +800,9 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 	case ast.DateLiteral, ast.TimestampLiteral, ast.TimeLiteral:
 		// DATE 'str', TIMESTAMP 'str' and TIME 'str' (the parser's names for
 		// them): typed constants, the TIMESTAMP one a DATETIME with as many
-		// fractional digits as str has; a str that is none is ERROR 1525.
-		return temporalLiteral(name, args)
+		// fractional digits as str has; a str that is none is ERROR 1525, a
+		// zero date or zero month or day that sql_mode refuses 1292.
+		return temporalLiteral(name, args, c.Env)
 	case "curdate", "current_date":
 		return &Constant{Value: types.NewString(types.FormatTime(c.Env.Now(), mysql.TypeDate, 0)), Ft: dateType}, nil
 	case "concat":
@@ -1044,7 +1045,7 @@ func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
 }
 
 // temporalLiteral compiles DATE 'str', TIMESTAMP 'str' or TIME 'str'.
-func temporalLiteral(name string, args []Expr) (Expr, error) {
+func temporalLiteral(name string, args []Expr, env Env) (Expr, error) {
 	var k *Constant
 	if len(args) == 1 {
 		k, _ = args[0].(*Constant)
@@ -1057,13 +1058,21 @@ func temporalLiteral(name string, args []Expr) (Expr, error) {
 	fsp := fracDigits(s)
 	switch name {
 	case ast.DateLiteral:
-		if t, ok := types.ParseTime(s); ok && !strings.ContainsAny(s, ": ") {
-			return &Constant{Value: types.NewString(types.FormatTime(t, mysql.TypeDate, 0)), Ft: dateType}, nil
+		if p, ok := types.ParseDateParts(s); ok && !strings.ContainsAny(s, ": ") {
+			v := p.Format(mysql.TypeDate, 0)
+			if refusesZeroParts(env, v) {
+				return nil, errno.New(errno.ErrTruncatedWrongValue, "Incorrect date value: '%s'", s)
+			}
+			return &Constant{Value: types.NewString(v), Ft: dateType}, nil
 		}
 		return nil, errno.New(errno.ErrWrongValue, "Incorrect DATE value: '%s'", s)
 	case ast.TimestampLiteral:
-		if t, ok := types.ParseTime(s); ok {
-			return &Constant{Value: types.NewString(types.FormatTime(t, mysql.TypeDatetime, fsp)), Ft: datetimeType(fsp)}, nil
+		if p, ok := types.ParseDateParts(s); ok {
+			v := p.Format(mysql.TypeDatetime, fsp)
+			if refusesZeroParts(env, v) {
+				return nil, errno.New(errno.ErrTruncatedWrongValue, "Incorrect datetime value: '%s'", s)
+			}
+			return &Constant{Value: types.NewString(v), Ft: datetimeType(fsp)}, nil
 		}
 		return nil, errno.New(errno.ErrWrongValue, "Incorrect DATETIME value: '%s'", s)
 	default:
@@ -1072,6 +1081,36 @@ func temporalLiteral(name string, args []Expr) (Expr, error) {
 		}
 		return nil, errno.New(errno.ErrWrongValue, "Incorrect TIME value: '%s'", s)
 	}
+}
+
+// refusesZeroParts reports whether env's sql_mode refuses date text v:
+// the zero date under NO_ZERO_DATE, a zero month or day under
+// NO_ZERO_IN_DATE (a literal is refused whatever the strictness, as TiDB
+// does).
+func refusesZeroParts(env Env, v string) bool {
+	zeroDate, zeroInDate := types.ZeroParts([]byte(v))
+	if !zeroDate && !zeroInDate {
+		return false
+	}
+	mode := SQLMode(env)
+	return (zeroDate && mode.HasNoZeroDateMode()) || (zeroInDate && mode.HasNoZeroInDateMode())
+}
+
+// SQLMode is env's sql_mode (a session's cached one, else its sql_mode
+// variable), or MySQL 8's default when env does not say.
+func SQLMode(env Env) mysql.SQLMode {
+	if m, ok := env.(interface{ SQLMode() mysql.SQLMode }); ok {
+		return m.SQLMode()
+	}
+	if env != nil {
+		if v, _, err := env.SysVar("sql_mode", false); err == nil {
+			if m, err := mysql.GetSQLMode(v.String()); err == nil {
+				return m
+			}
+		}
+	}
+	return mysql.ModeOnlyFullGroupBy | mysql.ModeStrictTransTables | mysql.ModeNoZeroInDate | mysql.ModeNoZeroDate |
+		mysql.ModeErrorForDivisionByZero | mysql.ModeNoEngineSubstitution
 }
 
 // fracDigits is the number of fractional-second digits (at most 6) of a

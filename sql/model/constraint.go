@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -62,39 +61,6 @@ func (t *TableInfo) SortChecks() {
 	slices.SortStableFunc(t.Checks, func(a, b *CheckInfo) int {
 		return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
 	})
-}
-
-// CheckText is the canonical text of a constraint's expression:
-// GeneratedText's, with MySQL's <> for "not equal" (the parser restores
-// it as !=), as MySQL 8 prints it. Its own parse gives it back.
-func CheckText(n ast.ExprNode) (string, error) {
-	text, err := GeneratedText(n)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	for i := 0; i < len(text); i++ {
-		switch c := text[i]; c {
-		case '\'', '"', '`': // copied through to its closing quote
-			j := i + 1
-			for j < len(text) && text[j] != c {
-				if text[j] == '\\' && c != '`' {
-					j++
-				}
-				j++
-			}
-			b.WriteString(text[i:min(j+1, len(text))])
-			i = j
-		default:
-			if strings.HasPrefix(text[i:], " != ") {
-				b.WriteString(" <> ")
-				i += 3
-				continue
-			}
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), nil
 }
 
 // CompileCheck compiles c's expression against the row layout of cols

@@ -72,10 +72,11 @@ func ParseGeneratedExpr(text string) (ast.ExprNode, error) {
 }
 
 // GeneratedText is the canonical text of expression n, which a generated
-// column keeps: the TiDB parser's restoring with lower-case keywords,
-// backquoted names without their table and database, single-quoted
-// strings, and every binary operation spaced and parenthesized once, as
-// MySQL 8 prints them ("(`a` + (`b` * 2))"). The text of its own parse is
+// column and a CHECK constraint keep: the TiDB parser's restoring with
+// lower-case keywords, backquoted names without their table and database,
+// single-quoted strings, every binary operation spaced and parenthesized
+// once, and <> for "not equal" (the parser restores it as !=), as MySQL 8
+// prints them ("(`a` + (`b` * 2))", "(`a` <> 1)"). The text of its own parse is
 // itself, so SHOW CREATE TABLE, a dump and its reload agree. The planner
 // puts a query's expression in the same form to find the generated column
 // it stands for; n is not modified.
@@ -91,7 +92,39 @@ func GeneratedText(n ast.ExprNode) (string, error) {
 		return "", err
 	}
 	stripped, _ := again.Accept(parenStripper{})
-	return restoreGenerated(stripped.(ast.ExprNode))
+	text, err = restoreGenerated(stripped.(ast.ExprNode))
+	if err != nil {
+		return "", err
+	}
+	return mysqlNotEqual(text), nil
+}
+
+// mysqlNotEqual rewrites the restored " != " of text, outside quoted
+// strings and names, as MySQL's " <> ".
+func mysqlNotEqual(text string) string {
+	var b strings.Builder
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; c {
+		case '\'', '"', '`': // copied through to its closing quote
+			j := i + 1
+			for j < len(text) && text[j] != c {
+				if text[j] == '\\' && c != '`' {
+					j++
+				}
+				j++
+			}
+			b.WriteString(text[i:min(j+1, len(text))])
+			i = j
+		default:
+			if strings.HasPrefix(text[i:], " != ") {
+				b.WriteString(" <> ")
+				i += 3
+				continue
+			}
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 func restoreGenerated(n ast.ExprNode) (string, error) {

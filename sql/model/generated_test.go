@@ -110,3 +110,26 @@ func TestGeneratedCompileError(t *testing.T) {
 	require.Equal(t, types.NewInt(1), out[0])
 	require.True(t, out[1].IsNull())
 }
+
+// TestGeneratedTextNotEqual: the text a generated column or CHECK
+// constraint keeps is MySQL's (<> for not equal, outside quoted strings
+// and names), and its own parse gives it back.
+func TestGeneratedTextNotEqual(t *testing.T) {
+	for in, want := range map[string]string{
+		"a <> b":                       "(`a` <> `b`)",
+		"a != 'x != y' AND b <> `c!=`": "((`a` <> _utf8mb4'x != y') and (`b` <> `c!=`))",
+		"(test.t.a > 1)":               "(`a` > 1)",
+		"NOT (a = 3)":                  "not (`a` = 3)",
+	} {
+		n, err := ParseGeneratedExpr(in)
+		require.NoError(t, err)
+		got, err := GeneratedText(n)
+		require.NoError(t, err)
+		require.Equal(t, want, got, in)
+		again, err := ParseGeneratedExpr(got)
+		require.NoError(t, err)
+		got2, err := GeneratedText(again)
+		require.NoError(t, err)
+		require.Equal(t, got, got2, in)
+	}
+}

@@ -346,24 +346,26 @@ func appendBinaryValue(b []byte, d types.Datum, ft types.FieldType) []byte {
 	case mysql.TypeDuration:
 		return appendBinaryDuration(b, d)
 	case mysql.TypeDate, mysql.TypeDatetime, mysql.TypeTimestamp:
-		t, ok := types.ParseTime(string(types.AppendText(nil, d, &ft)))
-		if !ok {
+		// Zero months and days are sent as they are; the zero date is
+		// length 0, as MySQL sends it.
+		t, ok := types.ParseDateParts(string(types.AppendText(nil, d, &ft)))
+		if !ok || t == (types.DateParts{}) {
 			return append(b, 0)
 		}
-		us := t.Nanosecond() / 1000
+		us := t.Micro
 		switch {
 		case us != 0:
 			b = append(b, 11)
-		case t.Hour() != 0 || t.Minute() != 0 || t.Second() != 0:
+		case t.Hour != 0 || t.Minute != 0 || t.Second != 0:
 			b = append(b, 7)
 		default:
 			b = append(b, 4)
 		}
 		n := b[len(b)-1]
-		b = binary.LittleEndian.AppendUint16(b, uint16(t.Year()))
-		b = append(b, byte(t.Month()), byte(t.Day()))
+		b = binary.LittleEndian.AppendUint16(b, uint16(t.Year))
+		b = append(b, byte(t.Month), byte(t.Day))
 		if n >= 7 {
-			b = append(b, byte(t.Hour()), byte(t.Minute()), byte(t.Second()))
+			b = append(b, byte(t.Hour), byte(t.Minute), byte(t.Second))
 		}
 		if n == 11 {
 			b = binary.LittleEndian.AppendUint32(b, uint32(us))

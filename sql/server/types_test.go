@@ -56,16 +56,26 @@ func TestTemporalAndBitBinaryProtocol(t *testing.T) {
 	require.Equal(t, want, got)
 
 	// TIME parameters and results in the binary protocol, as the driver's
-	// own TestDateTime sends them.
-	for _, c := range []struct{ typ, in, out string }{
-		{"TIME", "-12:34:56", "-12:34:56"},
-		{"TIME(1)", "838:59:58.9", "838:59:58.9"},
-		{"TIME(6)", "-838:59:58.999999", "-838:59:58.999999"},
-		{"TIME", "0001-01-01 03:25:45", "03:25:45"},
-		{"TIME", "0000-00-00", "00:00:00"},
+	// own TestDateTime sends them; zero dates (read without parseTime):
+	// the zero date is length 0, zero months and days are sent as they
+	// are (the driver prints them back).
+	plain := ts.open(t, "test", "")
+	for _, c := range []struct {
+		h            *sql.DB
+		typ, in, out string
+	}{
+		{db, "TIME", "-12:34:56", "-12:34:56"},
+		{db, "TIME(1)", "838:59:58.9", "838:59:58.9"},
+		{db, "TIME(6)", "-838:59:58.999999", "-838:59:58.999999"},
+		{db, "TIME", "0001-01-01 03:25:45", "03:25:45"},
+		{db, "TIME", "0000-00-00", "00:00:00"},
+		{plain, "DATE", "0000-00-00", "0000-00-00"},
+		{plain, "DATETIME", "0000-00-00 00:00:00", "0000-00-00 00:00:00"},
+		{plain, "DATETIME(2)", "2020-00-15 01:02:03.5", "2020-00-15 01:02:03.50"},
+		{plain, "DATE", "2020-01-00", "2020-01-00"},
 	} {
 		var s string
-		require.NoError(t, db.QueryRow("SELECT CAST(? AS "+c.typ+")", c.in).Scan(&s), c.typ)
+		require.NoError(t, c.h.QueryRow("SELECT CAST(? AS "+c.typ+")", c.in).Scan(&s), c.typ)
 		require.Equal(t, c.out, s, c.typ)
 	}
 	// DECIMAL(M,D) is M digits wide (the driver takes the point and the

@@ -467,7 +467,12 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		return s.releaseSavepoint(x.Name)
 	case *ast.UseStmt:
 		return &executor.Result{}, s.UseDB(ctx, x.DBName)
-	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.AlterDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt, *ast.CreateViewStmt,
+	case *ast.CreateTableStmt:
+		if x.Select != nil {
+			return s.exec.CreateTableSelect(ctx, x, s, s.insertCommitted)
+		}
+		return s.exec.ExecuteDDL(ctx, stmt, s)
+	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.AlterDatabaseStmt, *ast.DropTableStmt, *ast.CreateViewStmt,
 		*ast.TruncateTableStmt, *ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterTableStmt, *ast.RenameTableStmt:
 		return s.exec.ExecuteDDL(ctx, stmt, s)
 	case *ast.AdminStmt:

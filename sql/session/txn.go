@@ -410,6 +410,13 @@ func (s *Session) runDML(ctx context.Context, writes, dml bool, run func() (*exe
 	return s.autocommitStmt(ctx, opts, writes, run)
 }
 
+// insertCommitted runs ins in a transaction of its own, committed
+// whatever autocommit says: CREATE TABLE ... SELECT's rows, which MySQL
+// commits with the table.
+func (s *Session) insertCommitted(ctx context.Context, ins *ast.InsertStmt) (*executor.Result, error) {
+	return s.autocommitWrite(ctx, s.nextTxnOptions(), false, func() (*executor.Result, error) { return s.exec.Insert(ctx, ins, s, s) })
+}
+
 // runRead runs a SELECT (lock: FOR UPDATE / LOCK IN SHARE MODE): a stale
 // read in a read-only transaction at its AS OF TIMESTAMP, or in the open
 // stale transaction (START TRANSACTION READ ONLY AS OF TIMESTAMP), on any

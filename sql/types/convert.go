@@ -251,6 +251,11 @@ func (ft FieldType) convertTime(d Datum) (Datum, error) {
 	}
 	t, ok := ParseTime(s)
 	if !ok {
+		// A zero date or one with a zero month or day: stored as it is
+		// (the writer checks NO_ZERO_DATE / NO_ZERO_IN_DATE).
+		if p, ok := ParseDateParts(s); ok {
+			return NewString(p.Format(ft.Tp, ft.Decimal)), nil
+		}
 		return d, &ConvError{Kind: ConvBadValue, Value: s, What: what}
 	}
 	if ft.Decimal > 0 {

@@ -1,6 +1,7 @@
 package types
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,7 +31,21 @@ func IsDate(tp byte) bool { return tp == mysql.TypeDate || tp == mysql.TypeNewDa
 func TemporalConstant(ft FieldType, s string) (canon string, exact, ok bool) {
 	t, ok := ParseTime(s)
 	if !ok {
-		return "", false, false
+		p, ok := ParseDateParts(s) // a zero date, or zero month or day
+		if !ok {
+			return "", false, false
+		}
+		q := p
+		if IsDate(ft.Tp) {
+			q.Hour, q.Minute, q.Second, q.Micro = 0, 0, 0, 0
+		} else {
+			unit := 1
+			for range 6 - min(max(ft.Decimal, 0), 6) {
+				unit *= 10
+			}
+			q.Micro -= q.Micro % unit
+		}
+		return q.Format(ft.Tp, ft.Decimal), q == p, true
 	}
 	var tc time.Time
 	if IsDate(ft.Tp) {
@@ -66,4 +81,150 @@ func parseLoose(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// DateParts is a DATE or DATETIME broken down as MySQL keeps it: besides
+// the dates time.Time holds, the zero date (every part 0) and dates with
+// a zero month or day ('2020-00-15', '2020-01-00'), which MySQL stores
+// unless sql_mode's NO_ZERO_DATE / NO_ZERO_IN_DATE refuse them (the
+// caller's check: ZeroParts).
+type DateParts struct {
+	Year, Month, Day, Hour, Minute, Second, Micro int
+}
+
+// ParseDateParts parses s as ParseTime does, and also the dates with
+// zero parts ParseTime refuses: "Y-M-D[ H:M[:S[.frac]]]" (or 'T' before
+// the time) with a zero month or day, "YYYYMMDD", "YYYYMMDDHHMMSS", and
+// "0" (the integer 0 MySQL takes as the zero date).
+func ParseDateParts(s string) (DateParts, bool) {
+	s = strings.TrimSpace(s)
+	if t, ok := ParseTime(s); ok {
+		return DateParts{t.Year(), int(t.Month()), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond() / 1000}, true
+	}
+	var p DateParts
+	if s == "0" {
+		return p, true
+	}
+	if allDigits(s) {
+		switch len(s) {
+		case 8, 14:
+			p.Year, p.Month, p.Day = atoi(s[:4]), atoi(s[4:6]), atoi(s[6:8])
+			if len(s) == 14 {
+				p.Hour, p.Minute, p.Second = atoi(s[8:10]), atoi(s[10:12]), atoi(s[12:14])
+			}
+			return p, p.valid()
+		}
+		return p, false
+	}
+	date, clock := s, ""
+	if i := strings.IndexAny(s, " T"); i >= 0 {
+		date, clock = s[:i], strings.TrimLeft(s[i+1:], " ")
+	}
+	ymd := strings.Split(date, "-")
+	if len(ymd) != 3 || !partOK(ymd[0], 4) || !partOK(ymd[1], 2) || !partOK(ymd[2], 2) {
+		return p, false
+	}
+	p.Year, p.Month, p.Day = atoi(ymd[0]), atoi(ymd[1]), atoi(ymd[2])
+	if clock != "" {
+		frac := ""
+		if i := strings.IndexByte(clock, '.'); i >= 0 {
+			clock, frac = clock[:i], clock[i+1:]
+			if frac == "" || !allDigits(frac) {
+				return p, false
+			}
+		}
+		hms := strings.Split(clock, ":")
+		if len(hms) < 2 || len(hms) > 3 {
+			return p, false
+		}
+		for _, h := range hms {
+			if !partOK(h, 2) {
+				return p, false
+			}
+		}
+		p.Hour, p.Minute = atoi(hms[0]), atoi(hms[1])
+		if len(hms) == 3 {
+			p.Second = atoi(hms[2])
+		}
+		frac = (frac + "000000")[:6]
+		p.Micro = atoi(frac)
+	}
+	return p, p.valid()
+}
+
+func partOK(s string, most int) bool { return s != "" && len(s) <= most && allDigits(s) }
+
+func atoi(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		n = n*10 + int(s[i]-'0')
+	}
+	return n
+}
+
+// valid reports whether p is a date MySQL stores: parts in range, and a
+// day that exists in its month unless the month or day is 0.
+func (p DateParts) valid() bool {
+	if p.Month > 12 || p.Day > 31 || p.Hour > 23 || p.Minute > 59 || p.Second > 59 {
+		return false
+	}
+	if p.Month == 0 || p.Day == 0 {
+		return true
+	}
+	return p.Day <= time.Date(p.Year, time.Month(p.Month)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}
+
+// Format renders p as DATE text, or DATETIME text with fsp fractional
+// digits (p's microseconds cut to them), as FormatTime does.
+func (p DateParts) Format(tp byte, fsp int) string {
+	b := make([]byte, 0, 26)
+	b = appendPadded(b, p.Year, 4)
+	b = appendPadded(append(b, '-'), p.Month, 2)
+	b = appendPadded(append(b, '-'), p.Day, 2)
+	if IsDate(tp) {
+		return string(b)
+	}
+	b = appendPadded(append(b, ' '), p.Hour, 2)
+	b = appendPadded(append(b, ':'), p.Minute, 2)
+	b = appendPadded(append(b, ':'), p.Second, 2)
+	if fsp > 0 {
+		b = append(b, '.')
+		b = append(b, strconv.Itoa(1000000 + p.Micro)[1:1+min(fsp, 6)]...)
+	}
+	return string(b)
+}
+
+// appendPadded appends v with leading zeros to n digits.
+func appendPadded(b []byte, v, n int) []byte {
+	s := strconv.Itoa(v)
+	for range n - len(s) {
+		b = append(b, '0')
+	}
+	return append(b, s...)
+}
+
+// ZeroParts reports whether canonical DATE / DATETIME text b is the zero
+// date (every part 0: what NO_ZERO_DATE refuses) or a date with a zero
+// month or day that is not the zero date (NO_ZERO_IN_DATE's).
+func ZeroParts(b []byte) (zeroDate, zeroInDate bool) {
+	if len(b) < 10 || b[4] != '-' || b[7] != '-' {
+		return false, false
+	}
+	zeroDate = true
+	for _, c := range b {
+		if c >= '1' && c <= '9' {
+			zeroDate = false
+			break
+		}
+	}
+	if zeroDate {
+		return true, false
+	}
+	return false, string(b[5:7]) == "00" || string(b[8:10]) == "00"
+}
+
+// ZeroValue is ft's zero value ('0000-00-00', '0000-00-00 00:00:00[.0…]'):
+// what MySQL stores, outside strict mode, for a date it cannot keep.
+func ZeroValue(ft FieldType) Datum {
+	return NewString(DateParts{}.Format(ft.Tp, ft.Decimal))
 }

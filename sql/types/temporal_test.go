@@ -39,3 +39,61 @@ func TestTemporalConstant(t *testing.T) {
 		}
 	}
 }
+
+// TestDateParts: zero dates and dates with a zero month or day parse,
+// format canonically (so they round-trip through storage and sort before
+// every other date, bytewise), and are told apart for sql_mode's
+// NO_ZERO_DATE / NO_ZERO_IN_DATE.
+func TestDateParts(t *testing.T) {
+	date := FieldType{Tp: mysql.TypeDate}
+	dt := FieldType{Tp: mysql.TypeDatetime}
+	dt2 := FieldType{Tp: mysql.TypeDatetime, Decimal: 2}
+	for _, tc := range []struct {
+		ft                   FieldType
+		in, out              string
+		zeroDate, zeroInDate bool
+	}{
+		{date, "0000-00-00", "0000-00-00", true, false},
+		{date, "0", "0000-00-00", true, false},
+		{date, "00000000", "0000-00-00", true, false},
+		{dt, "0000-00-00 00:00:00", "0000-00-00 00:00:00", true, false},
+		{dt, "0000-00-00", "0000-00-00 00:00:00", true, false},
+		{dt2, "0000-00-00 00:00:00", "0000-00-00 00:00:00.00", true, false},
+		{date, "2020-00-15", "2020-00-15", false, true},
+		{date, "2020-01-00", "2020-01-00", false, true},
+		{date, "2020-1-0", "2020-01-00", false, true},
+		{date, "20200100", "2020-01-00", false, true},
+		{dt, "0000-00-00 01:02:03", "0000-00-00 01:02:03", false, true},
+		{dt2, "2020-00-00T1:2:3.456", "2020-00-00 01:02:03.45", false, true},
+		{dt, "20200015102030", "2020-00-15 10:20:30", false, true},
+		{date, "0000-01-01", "0000-01-01", false, false},
+		{date, "2024-02-29", "2024-02-29", false, false},
+	} {
+		v, err := tc.ft.Convert(NewString(tc.in))
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.out, string(v.Bytes()), tc.in)
+		zd, zin := ZeroParts(v.Bytes())
+		require.Equal(t, tc.zeroDate, zd, tc.in)
+		require.Equal(t, tc.zeroInDate, zin, tc.in)
+	}
+	for _, bad := range []string{"2020-13-00", "2020-00-32", "2023-02-29", "0000-00-00 24:00:00", "2020-00-00 1", "abc", "123"} {
+		_, err := date.Convert(NewString(bad))
+		if bad == "2020-00-00 1" || bad == "0000-00-00 24:00:00" {
+			_, err = dt.Convert(NewString(bad))
+		}
+		require.Error(t, err, bad)
+	}
+	v, err := date.Convert(NewInt(0))
+	require.NoError(t, err)
+	require.Equal(t, "0000-00-00", string(v.Bytes()))
+	require.Equal(t, "0000-00-00 00:00:00.00", string(ZeroValue(dt2).Bytes()))
+
+	canon, exact, ok := TemporalConstant(date, "0000-00-00")
+	require.True(t, ok)
+	require.True(t, exact)
+	require.Equal(t, "0000-00-00", canon)
+	canon, exact, ok = TemporalConstant(dt, "2020-00-00 10:00:00.5")
+	require.True(t, ok)
+	require.False(t, exact)
+	require.Equal(t, "2020-00-00 10:00:00", canon)
+}

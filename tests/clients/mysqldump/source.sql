@@ -3,7 +3,8 @@
 -- key), JSON, column, table and database collations, defaults, ON UPDATE
 -- CURRENT_TIMESTAMP, a view, generated columns (VIRTUAL and STORED, indexed),
 -- CHECK constraints (enforced and not), prefix indexes, an id 0, a
--- NONCLUSTERED integer primary key.
+-- NONCLUSTERED integer primary key, zero dates (stored under an empty
+-- sql_mode; the dump sets its own), a table made by CREATE TABLE ... SELECT.
 CREATE DATABASE dumpdb CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;
 USE dumpdb;
 CREATE TABLE customers (
@@ -94,3 +95,8 @@ CREATE TABLE sessions (
   KEY idx_token (token)
 );
 INSERT INTO sessions VALUES (7, 'a'), (3, 'b');
+SET sql_mode = '';
+CREATE TABLE legacy (id INT PRIMARY KEY, d DATE NOT NULL DEFAULT '0000-00-00', dt DATETIME, KEY kd (d));
+INSERT INTO legacy VALUES (1, '0000-00-00', '0000-00-00 00:00:00'), (2, '2020-00-15', '2020-01-00 10:00:00'), (3, '2021-03-04', NULL);
+SET sql_mode = DEFAULT;
+CREATE TABLE order_totals (PRIMARY KEY (id)) SELECT id, qty * price AS amount FROM orders;
