@@ -269,9 +269,6 @@ func runOp(ctx context.Context, op Operator, each func(*Chunk) error) (err error
 	}()
 	ck := newChunk(op.width(), chunkRows)
 	for {
-		if err := ctx.Err(); err != nil {
-			return err // killed between chunks (1317)
-		}
 		if err := op.Next(ctx, ck); err != nil {
 			return err
 		}
