@@ -43,7 +43,7 @@ func (d *DDL) backfill(ctx context.Context, j *Job) error {
 		return fmt.Errorf("ddl: %v: index %d is not write only before its backfill", j, j.Index.ID)
 	}
 	index := func(key []byte, row []types.Datum, _ int64) ([]reorgEntry, error, error) {
-		k, v, u := table.IndexEntry(nil, t, ix, row, row[len(t.Columns)].Int64())
+		k, v, u := table.IndexEntry(nil, t, ix, row, tablecodec.HandleOfDatum(row[len(t.Columns)]))
 		return []reorgEntry{{k, v, u}}, nil, nil
 	}
 	if err := d.reorgRows(ctx, j, t, ix.Name, index); err != nil {

@@ -12,11 +12,10 @@ import (
 
 // ClusteredIndexVar is TiDB's tidb_enable_clustered_index (SESSION and
 // GLOBAL): how a PRIMARY KEY declared without CLUSTERED or NONCLUSTERED
-// is stored. ON (TiDB 8.5's default) and INT_ONLY cluster a single
-// integer column, the only key a row handle can be yet (a common handle,
-// TiDB's clustered VARCHAR or composite key, is not implemented: under ON
-// such a key is NONCLUSTERED, and SHOW CREATE TABLE says so); OFF makes
-// every key NONCLUSTERED.
+// is stored. ON (TiDB 8.5's default) clusters every key (a single
+// integer column as an int handle, any other key as a common handle);
+// INT_ONLY clusters a single integer column only; OFF makes every key
+// NONCLUSTERED.
 const ClusteredIndexVar = "tidb_enable_clustered_index"
 
 // Clustered is how a new table's PRIMARY KEY is stored.
@@ -49,19 +48,21 @@ func Clustering(tp ast.PrimaryKeyType, env expr.Env) Clustered {
 	if err != nil || v.Kind() != types.KindBytes {
 		return ClusteredIntOnly
 	}
-	if strings.EqualFold(string(v.Bytes()), "OFF") {
+	switch strings.ToUpper(string(v.Bytes())) {
+	case "OFF":
 		return ClusteredNever
+	case "ON":
+		return ClusteredAlways
 	}
 	return ClusteredIntOnly
 }
 
 // ClusteredWarning is the warning of a CREATE TABLE whose CLUSTERED
-// PRIMARY KEY is stored NONCLUSTERED (ClusteredDowngraded), nil when it is
-// stored as declared: only a single integer column can be the row handle
-// yet, and a TiDB dump (which clusters every key under TiDB's default)
-// must load.
+// PRIMARY KEY is stored NONCLUSTERED, nil when it is stored as declared:
+// a key with a prefix part cannot be clustered, and a TiDB dump must
+// load.
 func ClusteredWarning(x *ast.CreateTableStmt, t *model.TableInfo) error {
-	if t.PKIsHandle {
+	if t.PKIsHandle || t.CommonHandle {
 		return nil
 	}
 	clustered := false
@@ -76,7 +77,7 @@ func ClusteredWarning(x *ast.CreateTableStmt, t *model.TableInfo) error {
 	if !clustered {
 		return nil
 	}
-	return errno.New(errno.ErrUnknown, "the CLUSTERED PRIMARY KEY of %s is stored NONCLUSTERED: only a single integer column can be the row handle yet", t.Name)
+	return errno.New(errno.ErrUnknown, "the CLUSTERED PRIMARY KEY of %s is stored NONCLUSTERED: a key with a prefix part cannot be clustered", t.Name)
 }
 
 // ErrUnsupportedDDLOperation is TiDB's 8200, a schema change the table's
@@ -86,7 +87,7 @@ const ErrUnsupportedDDLOperation uint16 = 8200
 // CheckDropPrimary refuses to drop t's PRIMARY KEY when it is clustered:
 // the rows are keyed by it (TiDB's 8200).
 func CheckDropPrimary(t *model.TableInfo) error {
-	if t.PKIsHandle {
+	if t.PKIsHandle || t.CommonHandle {
 		return errno.New(ErrUnsupportedDDLOperation, "Unsupported drop primary key when the table is using clustered index")
 	}
 	return nil

@@ -246,12 +246,14 @@
 // the table fails with 8028. A PRIMARY KEY is CLUSTERED (the row handle) or
 // NONCLUSTERED (a unique index named PRIMARY over the hidden _tidb_rowid
 // handle) as its keyword says, else as tidb_enable_clustered_index says
-// (clustered.go: ON, TiDB 8.5's default, and INT_ONLY cluster a single
-// integer column; OFF none). Only a single integer column can be the row
-// handle yet: CLUSTERED on any other key is stored NONCLUSTERED with
-// warning 1105 (so TiDB's dumps load), and without a keyword such a key is
-// NONCLUSTERED even under ON (TiDB would make it a common handle). The
-// choice is kept in the TableInfo (PKIsHandle) and never changes: dropping
+// (clustered.go: ON, TiDB 8.5's default, clusters every key; INT_ONLY a
+// single integer column; OFF none). A clustered single integer column is
+// an int handle (PKIsHandle); any other clustered key is a common handle
+// (CommonHandle: the rows are keyed by its encoded values, sql/model
+// handle.go), except a key with a prefix part, stored NONCLUSTERED with
+// warning 1105. Tables created before common handles existed keep their
+// NONCLUSTERED layout. The choice is kept in the TableInfo and never
+// changes: dropping
 // a clustered key, or ADD PRIMARY KEY ... CLUSTERED, is TiDB's 8200;
 // dropping a NONCLUSTERED one, or adding one, is 1235. The key's columns
 // are NOT NULL (1171 when declared NULL); expression indexes are 1235

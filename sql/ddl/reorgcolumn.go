@@ -285,7 +285,7 @@ func (d *DDL) rewriteRows(ctx context.Context, j *Job) error {
 		es := make([]reorgEntry, 0, 1+len(copies))
 		es = append(es, reorgEntry{key: key, val: fw.EncodeRow(nil, row[:n], scratch)})
 		for _, ix := range copies {
-			k, v, u := table.IndexEntry(nil, fw, ix, row, row[n].Int64())
+			k, v, u := table.IndexEntry(nil, fw, ix, row, tablecodec.HandleOfDatum(row[n]))
 			es = append(es, reorgEntry{k, v, u})
 		}
 		return es, warn, nil

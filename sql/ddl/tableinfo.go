@@ -420,12 +420,12 @@ func buildColumn(cd *ast.ColumnDef, table string, id int64, tcoll *collate.Colla
 }
 
 // setPrimaryKey makes parts t's PRIMARY KEY, clustered when clustered
-// says so (Clustering): a clustered key is the row handle, which only a
-// single integer column can be yet (CLUSTERED on any other key is stored
-// NONCLUSTERED: ClusteredWarning);
-// any other key is NONCLUSTERED: a unique index named PRIMARY, rows
-// keeping a hidden _tidb_rowid handle. Every key column becomes NOT NULL
-// (1171 when declared NULL, as MySQL).
+// says so (Clustering): a clustered single integer column is the row
+// handle (PKIsHandle), any other clustered key a common handle
+// (CommonHandle; a key with a prefix part is stored NONCLUSTERED:
+// ClusteredWarning); a NONCLUSTERED key is a unique index named PRIMARY,
+// rows keeping a hidden _tidb_rowid handle. Every key column becomes NOT
+// NULL (1171 when declared NULL, as MySQL).
 func setPrimaryKey(t *model.TableInfo, parts []*ast.IndexPartSpecification, nullable map[int]bool, clustered Clustered) error {
 	offs := make([]int, len(parts))
 	for i, p := range parts {
@@ -464,6 +464,9 @@ func setPrimaryKey(t *model.TableInfo, parts []*ast.IndexPartSpecification, null
 		t.Columns[off].Type.Flag |= mysql.PriKeyFlag | mysql.NotNullFlag
 	}
 	ix.Name, ix.Primary = "PRIMARY", true
+	// A clustered key of any other type keys the rows by its values (a
+	// common handle), unless a part is a prefix (ClusteredWarning).
+	t.CommonHandle = clustered == ClusteredAlways && !ix.HasPrefix()
 	t.MaxIndexID++
 	ix.ID = t.MaxIndexID
 	// First, as MySQL lists it in SHOW INDEX and SHOW CREATE TABLE.

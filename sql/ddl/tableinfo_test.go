@@ -99,8 +99,8 @@ func (e sysVarEnv) SysVar(name string, global bool) (types.Datum, types.FieldTyp
 }
 
 // TestClustering: the keyword decides; without one,
-// tidb_enable_clustered_index does (OFF: never clustered; ON and INT_ONLY:
-// a single integer column).
+// tidb_enable_clustered_index does (OFF: never clustered; ON: always;
+// INT_ONLY: a single integer column).
 func TestClustering(t *testing.T) {
 	cases := []struct {
 		tp   ast.PrimaryKeyType
@@ -110,7 +110,7 @@ func TestClustering(t *testing.T) {
 		{ast.PrimaryKeyTypeClustered, sysVarEnv{name: ClusteredIndexVar, value: "OFF"}, ClusteredAlways},
 		{ast.PrimaryKeyTypeNonClustered, sysVarEnv{name: ClusteredIndexVar, value: "ON"}, ClusteredNever},
 		{ast.PrimaryKeyTypeDefault, nil, ClusteredIntOnly},
-		{ast.PrimaryKeyTypeDefault, sysVarEnv{name: ClusteredIndexVar, value: "ON"}, ClusteredIntOnly},
+		{ast.PrimaryKeyTypeDefault, sysVarEnv{name: ClusteredIndexVar, value: "ON"}, ClusteredAlways},
 		{ast.PrimaryKeyTypeDefault, sysVarEnv{name: ClusteredIndexVar, value: "INT_ONLY"}, ClusteredIntOnly},
 		{ast.PrimaryKeyTypeDefault, sysVarEnv{name: ClusteredIndexVar, value: "OFF"}, ClusteredNever},
 		{ast.PrimaryKeyTypeDefault, sysVarEnv{name: "other"}, ClusteredIntOnly},
@@ -124,4 +124,23 @@ func TestClustering(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ti.PKIsHandle)
 	require.NotNil(t, ti.PrimaryIndex())
+
+	// Under ON any other key is a common handle, unless a part is a
+	// prefix; under INT_ONLY it is NONCLUSTERED.
+	for _, c := range []struct {
+		sql, mode string
+		common    bool
+	}{
+		{"CREATE TABLE t (a INT, b VARCHAR(5), PRIMARY KEY (a, b))", "ON", true},
+		{"CREATE TABLE t (a VARCHAR(5) PRIMARY KEY)", "ON", true},
+		{"CREATE TABLE t (a VARCHAR(5), PRIMARY KEY (a(2)))", "ON", false},
+		{"CREATE TABLE t (a VARCHAR(5) PRIMARY KEY)", "INT_ONLY", false},
+		{"CREATE TABLE t (a INT PRIMARY KEY)", "ON", false}, // an int handle
+	} {
+		stmt, err := parser.New().ParseOneStmt(c.sql, "", "")
+		require.NoError(t, err)
+		ti, err := BuildTableInfo(stmt.(*ast.CreateTableStmt), "test", nil, sysVarEnv{name: ClusteredIndexVar, value: c.mode})
+		require.NoError(t, err, c.sql)
+		require.Equal(t, c.common, ti.CommonHandle, "%s under %s", c.sql, c.mode)
+	}
 }

@@ -59,10 +59,12 @@ func (e *Executor) adminCheck(ctx context.Context, env StmtEnv, x *ast.AdminStmt
 			if ix == nil || !ix.Public() {
 				return nil, errno.New(errno.ErrUnknown, "index %s not found in table %s", x.Index, t.Name)
 			}
-			ixs = []*model.IndexInfo{ix}
+			if t.HasEntries(ix) { // a clustered PRIMARY KEY's entries are the rows
+				ixs = []*model.IndexInfo{ix}
+			}
 		} else {
 			for _, ix := range t.Indices {
-				if ix.Public() {
+				if ix.Public() && t.HasEntries(ix) {
 					ixs = append(ixs, ix)
 				}
 			}
@@ -86,12 +88,12 @@ const adminCheckPage = 1024
 // expected is a row's entry in one index.
 type expected struct {
 	value  []byte
-	handle int64
+	handle tablecodec.Handle
 	vals   string
 }
 
 func checkIndexes(ctx context.Context, txn kv.Txn, t *model.TableInfo, ixs []*model.IndexInfo) error {
-	if len(ixs) == 0 {
+	if len(ixs) == 0 && !t.CommonHandle {
 		return nil
 	}
 	want := make([]map[string]expected, len(ixs))
@@ -106,7 +108,10 @@ func checkIndexes(ctx context.Context, txn kv.Txn, t *model.TableInfo, ixs []*mo
 			return fmt.Errorf("admin check: decode row of %s: %w", t.Name, err)
 		}
 		rows++
-		h := row[len(t.Columns)].Int64()
+		h := tablecodec.HandleOfDatum(row[len(t.Columns)]).Clone()
+		if t.CommonHandle && !h.Equal(t.HandleOf(row)) {
+			return errno.New(errDataInconsistent, "data inconsistency in table: %s, the row keyed %s holds the primary key values of %s", t.Name, h, t.HandleOf(row))
+		}
 		for i, ix := range ixs {
 			k, v, _ := table.IndexEntry(nil, t, ix, row, h)
 			vals := make([]types.Datum, len(ix.Columns))
@@ -125,19 +130,19 @@ func checkIndexes(ctx context.Context, txn kv.Txn, t *model.TableInfo, ixs []*mo
 		start, end := tablecodec.IndexRange(t.ID, ix.ID)
 		err := kv.ScanPages(ctx, txn, start, end, adminCheckPage, func(p kv.KvPair) error {
 			entries++
-			_, _, vals, kh, hasH, err := tablecodec.DecodeIndexKey(p.Key, len(ix.Columns))
+			_, _, vals, kh, hasH, err := tablecodec.DecodeIndexKey(p.Key, len(ix.Columns), t.CommonHandle)
 			if err != nil {
 				return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, malformed key %x: %v", t.Name, ix.Name, p.Key, err)
 			}
-			h, herr := tablecodec.DecodeIndexHandle(kh, hasH, p.Value)
+			h, herr := tablecodec.DecodeIndexHandle(kh, hasH, p.Value, t.CommonHandle)
 			e, ok := want[i][string(p.Key)]
 			switch {
 			case herr != nil:
 				return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, index-values:%q has a malformed value %x", t.Name, ix.Name, table.FormatValues(vals), p.Value)
 			case !ok:
-				return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, handle: %d, index-values:%q != record-values:<none>", t.Name, ix.Name, h, table.FormatValues(vals))
+				return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, handle: %s, index-values:%q != record-values:<none>", t.Name, ix.Name, h, table.FormatValues(vals))
 			case !bytes.Equal(e.value, p.Value):
-				return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, handle: %d, index-values:%q (handle %d) != record-values:%q", t.Name, ix.Name, e.handle, table.FormatValues(vals), h, e.vals)
+				return errno.New(errDataInconsistent, "data inconsistency in table: %s, index: %s, handle: %s, index-values:%q (handle %s) != record-values:%q", t.Name, ix.Name, e.handle, table.FormatValues(vals), h, e.vals)
 			}
 			delete(want[i], string(p.Key))
 			return nil
@@ -146,7 +151,7 @@ func checkIndexes(ctx context.Context, txn kv.Txn, t *model.TableInfo, ixs []*mo
 			return err
 		}
 		for _, e := range want[i] {
-			return errno.New(errAdminCheckTable, "admin check table %s failed: index %s has %d entries for %d rows; the row with handle %d (values %q) has no entry", t.Name, ix.Name, entries, rows, e.handle, e.vals)
+			return errno.New(errAdminCheckTable, "admin check table %s failed: index %s has %d entries for %d rows; the row with handle %s (values %q) has no entry", t.Name, ix.Name, entries, rows, e.handle, e.vals)
 		}
 	}
 	return nil

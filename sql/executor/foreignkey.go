@@ -80,7 +80,7 @@ func (e *Executor) writerAt(tx TxnSource, txn kv.Txn, tbl *model.TableInfo, fk *
 }
 
 // AddRecords is table.Writer's, then checks the new rows' parents.
-func (w *rowWriter) AddRecords(ctx context.Context, handles []int64, rows [][]datum) error {
+func (w *rowWriter) AddRecords(ctx context.Context, handles []handle, rows [][]datum) error {
 	if err := w.Writer.AddRecords(ctx, handles, rows); err != nil || w.fk == nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (w *rowWriter) AddRecords(ctx context.Context, handles []int64, rows [][]da
 
 // RemoveRecords is table.Writer's, then acts on the removed rows'
 // children.
-func (w *rowWriter) RemoveRecords(ctx context.Context, handles []int64, rows [][]datum) error {
+func (w *rowWriter) RemoveRecords(ctx context.Context, handles []handle, rows [][]datum) error {
 	if err := w.Writer.RemoveRecords(ctx, handles, rows); err != nil || w.fk == nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func (w *rowWriter) RemoveRecords(ctx context.Context, handles []int64, rows [][
 
 // UpdateRecords is table.Writer's, then checks the parents of changed
 // foreign key values and acts on the children of changed referenced ones.
-func (w *rowWriter) UpdateRecords(ctx context.Context, oldHandles []int64, oldRows [][]datum, newHandles []int64, newRows [][]datum) error {
+func (w *rowWriter) UpdateRecords(ctx context.Context, oldHandles []handle, oldRows [][]datum, newHandles []handle, newRows [][]datum) error {
 	if err := w.Writer.UpdateRecords(ctx, oldHandles, oldRows, newHandles, newRows); err != nil || w.fk == nil {
 		return err
 	}
@@ -282,9 +282,9 @@ func (c *fkChecker) onParentChange(ctx context.Context, ref catalog.FKRef, ovals
 	}
 	tw := child.ForWrite()
 	w := c.e.writerAt(c.tx, c.txn, tw, &fkChecker{e: c.e, tx: c.tx, txn: c.txn, env: c.env, depth: c.depth + 1})
-	handles := make([]int64, len(rows))
+	handles := make([]handle, len(rows))
 	for i, r := range rows {
-		handles[i] = r[len(tw.Columns)].Int64()
+		handles[i] = tablecodec.HandleOfDatum(r[len(tw.Columns)])
 	}
 	if action == model.FKCascade && nvals == nil {
 		return w.RemoveRecords(ctx, handles, rows)
@@ -325,7 +325,14 @@ func (c *fkChecker) onParentChange(ctx context.Context, ref catalog.FKRef, ovals
 			return err
 		}
 	}
-	return w.UpdateRecords(ctx, handles, rows, handles, newRows)
+	newHandles := handles
+	if keyedByPK(tw) { // a key column the action writes moves the row
+		newHandles = make([]handle, len(newRows))
+		for i, nr := range newRows {
+			newHandles[i] = tw.HandleOf(nr)
+		}
+	}
+	return w.UpdateRecords(ctx, handles, rows, newHandles, newRows)
 }
 
 // fkWhere is the part of a 1451 / 1452 message in parentheses: the
@@ -363,23 +370,28 @@ func (e *Executor) dbName(ctx context.Context, id int64) string {
 // locked (pessimistic) and its latest value decides.
 func (c *fkChecker) findRows(ctx context.Context, t *model.TableInfo, offs []int, vals []datum) ([][]datum, error) {
 	pess := c.tx.TxnOptions().Pessimistic
-	var handles []int64
-	seen := map[int64]bool{}
-	add := func(h int64) {
-		if !seen[h] {
-			seen[h] = true
-			handles = append(handles, h)
+	var handles []handle
+	seen := map[string]bool{}
+	add := func(h handle) {
+		if k := string(h.Encoded()); !seen[k] {
+			seen[k] = true
+			handles = append(handles, h.Clone())
 		}
 	}
 	ix, ok := t.FKIndex(offs)
 	if ok && ix == nil {
-		add(vals[0].Int64())
+		add(tablecodec.IntHandle(vals[0].Int64()))
 	} else {
 		var start, end []byte
-		if ix != nil {
-			start = tablecodec.AppendIndexKey(nil, t.ID, ix.ID, indexDatums(t, offs, vals), false, 0)
+		switch {
+		case ix != nil && t.Clustered(ix): // rows whose key begins with vals
+			start = t.CommonHandleKey(tablecodec.AppendRecordPrefix(nil, t.ID), indexDatums(t, offs, vals))
 			end = tablecodec.PrefixNext(start)
-		} else {
+			ix = nil
+		case ix != nil:
+			start = tablecodec.AppendIndexKey(nil, t.ID, ix.ID, indexDatums(t, offs, vals), false, tablecodec.Handle{})
+			end = tablecodec.PrefixNext(start)
+		default:
 			start, end = tablecodec.RecordRange(t.ID)
 		}
 		pairs, err := c.txn.Scan(ctx, start, end, 0, false)
@@ -399,18 +411,18 @@ func (c *fkChecker) findRows(ctx context.Context, t *model.TableInfo, offs []int
 		}
 		for _, p := range pairs {
 			if ix == nil {
-				_, h, err := tablecodec.DecodeRowKey(p.Key)
+				_, h, err := tablecodec.DecodeHandleRowKey(p.Key, t.CommonHandle)
 				if err != nil {
 					return nil, err
 				}
 				add(h)
 				continue
 			}
-			_, _, _, kh, hasHandle, err := tablecodec.DecodeIndexKey(p.Key, len(ix.Columns))
+			_, _, _, kh, hasHandle, err := tablecodec.DecodeIndexKey(p.Key, len(ix.Columns), t.CommonHandle)
 			if err != nil {
 				return nil, err
 			}
-			h, err := tablecodec.DecodeIndexHandle(kh, hasHandle, p.Value)
+			h, err := tablecodec.DecodeIndexHandle(kh, hasHandle, p.Value, t.CommonHandle)
 			if err != nil {
 				return nil, err
 			}
@@ -422,7 +434,7 @@ func (c *fkChecker) findRows(ctx context.Context, t *model.TableInfo, offs []int
 	}
 	keys := make([][]byte, len(handles))
 	for i, h := range handles {
-		keys[i] = tablecodec.RowKey(t.ID, h)
+		keys[i] = tablecodec.AppendHandleRowKey(nil, t.ID, h)
 	}
 	values, _, err := c.e.lockKeys(ctx, c.tx, c.txn, false, keys)
 	if err != nil {

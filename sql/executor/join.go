@@ -1,8 +1,10 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"math"
+	"slices"
 
 	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/expr"
@@ -360,6 +362,16 @@ func (o *indexJoinOp) lookup(ctx context.Context, outer [][]datum) ([][]datum, e
 	switch {
 	case len(handles) > 0:
 		rows, err = drain(ctx, &batchPointGetOp{rc: o.rc, p: &planner.BatchPointGet{Src: p.Inner, Handles: handles}}, nil)
+	case len(ranges) > 0 && p.Inner.Table.Clustered(p.Index):
+		// A clustered PRIMARY KEY: the rows are read by their keys' ranges,
+		// in key order as the stores want them.
+		t := p.Inner.Table
+		slices.SortFunc(ranges, func(a, b planner.Range) int {
+			sa, _ := planner.PKKeyRange(t, a)
+			sb, _ := planner.PKKeyRange(t, b)
+			return bytes.Compare(sa, sb)
+		})
+		rows, err = drain(ctx, &tableReaderOp{rc: o.rc, scan: &planner.TableScan{Src: p.Inner, PKRanges: ranges}}, nil)
 	case len(ranges) > 0:
 		scan := &planner.IndexScan{Src: p.Inner, Index: p.Index, Ranges: ranges}
 		rows, err = drain(ctx, &indexLookUpOp{idx: indexReaderOp{rc: o.rc, scan: scan}}, nil)

@@ -47,12 +47,12 @@ type multiLeaf struct {
 	base int // first slot of its columns in the joined row
 }
 
-func (l *multiLeaf) handle(row []datum) (int64, bool) {
+func (l *multiLeaf) handle(row []datum) (handle, bool) {
 	d := row[l.base+len(l.src.Table.Columns)]
 	if d.IsNull() {
-		return 0, false
+		return handle{}, false
 	}
-	return d.Int64(), true
+	return tablecodec.HandleOfDatum(d), true
 }
 
 func (l *multiLeaf) segment(row []datum) []datum {
@@ -229,7 +229,7 @@ func (e *Executor) multiDelete(ctx context.Context, s *ast.DeleteStmt, env expr.
 	}
 	type group struct {
 		tbl     *model.TableInfo
-		handles []int64
+		handles []handle
 		rows    [][]datum
 	}
 	var groups []*group
@@ -241,7 +241,7 @@ func (e *Executor) multiDelete(ctx context.Context, s *ast.DeleteStmt, env expr.
 			if !ok {
 				continue
 			}
-			id := rowID{t.src.Table.ID, h}
+			id := rowID{t.src.Table.ID, string(h.Encoded())}
 			if seen[id] {
 				continue
 			}
@@ -271,8 +271,11 @@ func (e *Executor) multiDelete(ctx context.Context, s *ast.DeleteStmt, env expr.
 	return &Result{AffectedRows: uint64(len(seen))}, nil
 }
 
-// rowID is a row of a table.
-type rowID struct{ table, handle int64 }
+// rowID is a row of a table (its handle's encoded form).
+type rowID struct {
+	table  int64
+	handle string
+}
 
 func equalFold(a, b string) bool { return ast.NewCIStr(a).L == ast.NewCIStr(b).L }
 
@@ -380,18 +383,19 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 	}
 	var changes []*change
 	byRow := map[rowID]*change{}
-	seen := make([]map[int64]bool, len(targets))
+	seen := make([]map[string]bool, len(targets))
 	for i := range seen {
-		seen[i] = map[int64]bool{}
+		seen[i] = map[string]bool{}
 	}
 	fresh := make([]bool, len(targets))
 	for ri, r := range rows {
 		some := false
 		for ti, t := range targets {
 			h, ok := t.handle(r)
-			fresh[ti] = ok && !seen[ti][h]
+			hk := string(h.Encoded())
+			fresh[ti] = ok && !seen[ti][hk]
 			if fresh[ti] {
-				seen[ti][h], some = true, true
+				seen[ti][hk], some = true, true
 			}
 		}
 		if !some {
@@ -412,7 +416,7 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 				continue
 			}
 			h, _ := t.handle(r)
-			id := rowID{t.src.Table.ID, h}
+			id := rowID{t.src.Table.ID, string(h.Encoded())}
 			newSeg := t.segment(cur)
 			if c := byRow[id]; c != nil {
 				for _, ma := range as {
@@ -434,7 +438,7 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 	// The changed rows, per table, in the table's ForWrite layout.
 	type tableWrite struct {
 		pub, tbl         *model.TableInfo // as read, and its ForWrite table
-		oldHs, newHs     []int64
+		oldHs, newHs     []handle
 		oldRows, newRows [][]datum
 	}
 	var writes []*tableWrite
@@ -469,7 +473,7 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 			byTable[c.tbl.ID] = w
 			writes = append(writes, w)
 		}
-		oldH := c.old[len(c.tbl.Columns)].Int64()
+		oldH := tablecodec.HandleOfDatum(c.old[len(c.tbl.Columns)])
 		w.oldHs, w.oldRows, w.newRows = append(w.oldHs, oldH), append(w.oldRows, c.old), append(w.newRows, c.new)
 	}
 	for _, w := range writes {
@@ -480,8 +484,8 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 		}
 		for i, nr := range w.newRows {
 			newH := w.oldHs[i]
-			if w.tbl.PKIsHandle {
-				newH = nr[w.tbl.HandleOffset].Int64()
+			if keyedByPK(w.tbl) {
+				newH = w.tbl.HandleOf(nr)
 			}
 			w.newHs = append(w.newHs, newH)
 		}
@@ -501,14 +505,14 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 // locks the join took, at a fresh for_update_ts), the new rows taking
 // the public columns' new values: the rewritten rows keep the non-public
 // columns' values.
-func (e *Executor) widenRows(ctx context.Context, tx TxnSource, w *model.TableInfo, hs []int64, oldRows, newRows [][]datum) error {
+func (e *Executor) widenRows(ctx context.Context, tx TxnSource, w *model.TableInfo, hs []handle, oldRows, newRows [][]datum) error {
 	txn, err := tx.Txn(ctx, false)
 	if err != nil {
 		return err
 	}
 	keys := make([][]byte, len(hs))
 	for i, h := range hs {
-		keys[i] = tablecodec.RowKey(w.ID, h)
+		keys[i] = tablecodec.AppendHandleRowKey(nil, w.ID, h)
 	}
 	vals, pess, err := e.lockKeys(ctx, tx, txn, false, keys)
 	if err != nil {

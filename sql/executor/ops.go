@@ -550,18 +550,19 @@ func (o *selectLockOp) Close() error {
 func (o *selectLockOp) width() int { return o.child.width() }
 
 func (o *selectLockOp) Open(ctx context.Context) error {
-	if o.p.PointHandle != nil && o.rc.tx.TxnOptions().Pessimistic && len(o.p.Children) == 1 && pointOnly(o.p.Children[0]) {
-		// A point read by handle: the lock returns the key's latest value,
-		// which is the answer; the snapshot read is skipped (readForWrite).
+	if o.p.PointRow != nil && o.rc.tx.TxnOptions().Pessimistic && len(o.p.Children) == 1 && pointOnly(o.p.Children[0]) {
+		// A point read of a row key: the lock returns the key's latest
+		// value, which is the answer; the snapshot read is skipped
+		// (readForWrite).
 		o.lockOnly = true
-		rows, err := o.rc.lockRows(ctx, o.p.Src, o.p.Where, o.p.PointHandle, o.p.NoWait, nil)
+		rows, err := o.rc.lockRows(ctx, o.p.Src, o.p.Where, o.p.PointRow.Key(), o.p.NoWait, nil)
 		o.out = emitter{rows: rows}
 		return err
 	}
 	if err := o.child.Open(ctx); err != nil {
 		return err
 	}
-	if o.p.Limit > 0 && o.p.PointIndex == nil && o.p.PointHandle == nil {
+	if o.p.Limit > 0 && o.p.PointIndex == nil && o.p.PointRow == nil {
 		rows, err := o.lockFirst(ctx, o.p.Limit)
 		o.out = emitter{rows: rows}
 		return err
@@ -577,7 +578,7 @@ func (o *selectLockOp) Open(ctx context.Context) error {
 			return err
 		}
 	}
-	rows, err := o.rc.lockRows(ctx, o.p.Src, o.p.Where, o.p.PointHandle, o.p.NoWait, rows)
+	rows, err := o.rc.lockRows(ctx, o.p.Src, o.p.Where, pointKey(o.p.PointRow), o.p.NoWait, rows)
 	if err != nil {
 		return err
 	}
@@ -631,7 +632,8 @@ func (o *selectLockOp) lockFirst(ctx context.Context, n uint64) ([][]datum, erro
 // to lock). In optimistic mode the rows read are then locked as usual.
 func (o *selectLockOp) lockUniqueKey(ctx context.Context, rows *[][]datum) (done bool, err error) {
 	pg := o.p.PointIndex
-	vals, pess, err := o.rc.e.lockKeys(ctx, o.rc.tx, o.rc.txn, o.p.NoWait, [][]byte{planner.UniqueKey(pg.Src, pg.Index, pg.Values)})
+	keys := [][]byte{planner.UniqueKey(pg.Src, pg.Index, pg.Values)}
+	vals, pess, err := o.rc.e.lockKeys(ctx, o.rc.tx, o.rc.txn, o.p.NoWait, keys)
 	if err != nil || !pess {
 		return false, err
 	}
@@ -639,11 +641,18 @@ func (o *selectLockOp) lockUniqueKey(ctx context.Context, rows *[][]datum) (done
 	if vals[0] == nil {
 		return true, nil
 	}
-	h, err := tablecodec.DecodeIndexHandle(0, false, vals[0])
+	if pg.Src.Table.Clustered(pg.Index) { // the key locked is the row's
+		if *rows, err = decodeLatest(pg.Src, keys, vals); err != nil || o.p.Where == nil {
+			return true, err
+		}
+		*rows, err = filterRows(o.p.Where, *rows)
+		return true, err
+	}
+	h, err := tablecodec.DecodeIndexHandle(tablecodec.Handle{}, false, vals[0], pg.Src.Table.CommonHandle)
 	if err != nil {
 		return true, err
 	}
-	*rows, err = o.rc.lockRows(ctx, pg.Src, o.p.Where, &h, o.p.NoWait, nil)
+	*rows, err = o.rc.lockRows(ctx, pg.Src, o.p.Where, tablecodec.AppendHandleRowKey(nil, pg.Src.Table.ID, h), o.p.NoWait, nil)
 	return true, err
 }
 
@@ -652,13 +661,21 @@ func (o *selectLockOp) Next(_ context.Context, ck *Chunk) error {
 	return nil
 }
 
-// lockRows locks the row keys of rows read from src (or the key of
-// pointHandle) and, when pessimistic, returns their latest values that
+// pointKey is the row key pg reads (nil: no point read).
+func pointKey(pg *planner.PointGet) []byte {
+	if pg == nil {
+		return nil
+	}
+	return pg.Key()
+}
+
+// lockRows locks the row keys of rows read from src (or pointKey, one
+// row's key) and, when pessimistic, returns their latest values that
 // satisfy where (nil: every row).
-func (rc *runCtx) lockRows(ctx context.Context, src *planner.Source, where expr.Expr, pointHandle *int64, nowait bool, rows [][]datum) ([][]datum, error) {
+func (rc *runCtx) lockRows(ctx context.Context, src *planner.Source, where expr.Expr, pointKey []byte, nowait bool, rows [][]datum) ([][]datum, error) {
 	var keys [][]byte
-	if pointHandle != nil {
-		keys = [][]byte{tablecodec.RowKey(src.Table.ID, *pointHandle)}
+	if pointKey != nil {
+		keys = [][]byte{pointKey}
 	} else {
 		keys = rowKeys(src, rows)
 	}

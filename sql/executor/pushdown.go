@@ -55,11 +55,10 @@ type partialGroup struct {
 
 func (o *partialAggOp) Open(ctx context.Context) error {
 	o.out, o.local = emitter{}, nil
-	tid := o.reader.Scan.Src.Table.ID
 	ranges := make([]*kvrpcpb.KeyRange, 0, len(o.reader.Scan.Ranges))
 	dirty := false
-	for _, r := range o.reader.Scan.Ranges {
-		s, e := r.Keys(tid)
+	for _, r := range o.reader.Scan.KeyRanges() {
+		s, e := r[0], r[1]
 		ranges = append(ranges, &kvrpcpb.KeyRange{Start: s, End: e})
 		dirty = dirty || readDirect(o.rc.tx, o.rc.txn, s, e)
 	}

@@ -186,29 +186,36 @@ func (o *pointGetOp) Next(ctx context.Context, ck *Chunk) error {
 // readPoint reads p's row into row (width len(p.Src.Cols)).
 func (rc *runCtx) readPoint(ctx context.Context, p *planner.PointGet, row []datum) (bool, error) {
 	tbl := p.Src.Table
-	h := p.Handle
-	if p.Index != nil {
-		v, found, err := rc.txn.Get(ctx, planner.UniqueKey(p.Src, p.Index, p.Values))
+	key := p.Key()
+	if !p.ReadsRowKey() {
+		v, found, err := rc.txn.Get(ctx, key)
 		if err != nil || !found {
 			return false, err
 		}
-		if h, err = tablecodec.DecodeIndexHandle(0, false, v); err != nil {
+		h, err := tablecodec.DecodeIndexHandle(tablecodec.Handle{}, false, v, tbl.CommonHandle)
+		if err != nil {
 			return false, err
 		}
+		key = tablecodec.AppendHandleRowKey(nil, tbl.ID, h)
 	}
-	key := tablecodec.RowKey(tbl.ID, h)
 	val, found, err := rc.txn.Get(ctx, key)
 	if err != nil || !found {
-		if err == nil && p.Index != nil {
-			return false, inconsistent(p.Src, h)
+		if err == nil && !p.ReadsRowKey() {
+			return false, inconsistent(p.Src, key)
 		}
 		return false, err
 	}
 	return true, decodeRowInto(p.Src, key, val, row)
 }
 
-func inconsistent(src *planner.Source, h int64) error {
-	return errno.New(8133, "data inconsistency in table %s: an index entry points to row %d, which does not exist; run ADMIN CHECK TABLE", src.Table.Name, h)
+// inconsistent is the error for an index entry whose row (key) is
+// missing.
+func inconsistent(src *planner.Source, key []byte) error {
+	h := "?"
+	if _, hd, err := tablecodec.DecodeHandleRowKey(key, src.Table.CommonHandle); err == nil {
+		h = hd.String()
+	}
+	return errno.New(8133, "data inconsistency in table %s: an index entry points to row %s, which does not exist; run ADMIN CHECK TABLE", src.Table.Name, h)
 }
 
 // batchPointGetOp reads rows by several handles or unique index values in
@@ -228,11 +235,16 @@ func (o *batchPointGetOp) Open(ctx context.Context) error {
 	tbl := o.p.Src.Table
 	o.pos = 0
 	o.keys = o.keys[:0]
-	if o.p.Index == nil {
+	switch {
+	case o.p.Index == nil:
 		for _, h := range o.p.Handles {
 			o.keys = append(o.keys, tablecodec.RowKey(tbl.ID, h))
 		}
-	} else {
+	case tbl.Clustered(o.p.Index): // the values are the rows' keys
+		for _, v := range o.p.Values {
+			o.keys = append(o.keys, planner.UniqueKey(o.p.Src, o.p.Index, v))
+		}
+	default:
 		ikeys := make([][]byte, len(o.p.Values))
 		for i, v := range o.p.Values {
 			ikeys[i] = planner.UniqueKey(o.p.Src, o.p.Index, v)
@@ -246,11 +258,11 @@ func (o *batchPointGetOp) Open(ctx context.Context) error {
 			if !ok {
 				continue
 			}
-			h, err := tablecodec.DecodeIndexHandle(0, false, v)
+			h, err := tablecodec.DecodeIndexHandle(tablecodec.Handle{}, false, v, tbl.CommonHandle)
 			if err != nil {
 				return err
 			}
-			o.keys = append(o.keys, tablecodec.RowKey(tbl.ID, h))
+			o.keys = append(o.keys, tablecodec.AppendHandleRowKey(nil, tbl.ID, h))
 		}
 	}
 	if len(o.keys) == 0 {
@@ -268,9 +280,8 @@ func (o *batchPointGetOp) Next(_ context.Context, ck *Chunk) error {
 		o.pos++
 		v, ok := o.vals[string(k)]
 		if !ok {
-			if o.p.Index != nil {
-				_, h, _ := tablecodec.DecodeRowKey(k)
-				return inconsistent(o.p.Src, h)
+			if o.p.Index != nil && !o.p.Src.Table.Clustered(o.p.Index) {
+				return inconsistent(o.p.Src, k)
 			}
 			continue
 		}
@@ -474,9 +485,9 @@ func (o *tableReaderOp) Open(context.Context) error {
 	o.pager.rc = o.rc
 	o.pager.ranges = o.pager.ranges[:0]
 	dirty := false
-	for _, r := range o.scan.Ranges {
-		s, e := r.Keys(tid)
-		o.pager.ranges = append(o.pager.ranges, [2][]byte{s, e})
+	for _, r := range o.scan.KeyRanges() {
+		s, e := r[0], r[1]
+		o.pager.ranges = append(o.pager.ranges, r)
 		dirty = dirty || readDirect(o.rc.tx, o.rc.txn, s, e)
 	}
 	o.pager.reverse = o.scan.Desc
@@ -684,11 +695,11 @@ func (o *indexReaderOp) Next(ctx context.Context, ck *Chunk) error {
 		if err != nil || !ok {
 			return err
 		}
-		_, _, vals, kh, hasHandle, err := tablecodec.DecodeIndexKey(k, len(ix.Columns))
+		_, _, vals, kh, hasHandle, err := tablecodec.DecodeIndexKey(k, len(ix.Columns), tbl.CommonHandle)
 		if err != nil {
 			return err
 		}
-		h, err := tablecodec.DecodeIndexHandle(kh, hasHandle, v)
+		h, err := tablecodec.DecodeIndexHandle(kh, hasHandle, v, tbl.CommonHandle)
 		if err != nil {
 			return err
 		}
@@ -786,8 +797,7 @@ func (o *indexLookUpOp) fetchRows(ctx context.Context, dst func(i int) []datum) 
 	for i, k := range o.keys {
 		v, ok := vals[string(k)]
 		if !ok {
-			_, h, _ := tablecodec.DecodeRowKey(k)
-			return inconsistent(src, h)
+			return inconsistent(src, k)
 		}
 		if err := decodeRowInto(src, k, v, dst(i)); err != nil {
 			return err
@@ -811,7 +821,7 @@ func (o *indexLookUpOp) Next(ctx context.Context, ck *Chunk) error {
 	hOff := len(src.Table.Columns)
 	o.keys = o.keys[:0]
 	for _, r := range o.hck.rows {
-		o.keys = append(o.keys, tablecodec.RowKey(src.Table.ID, r[hOff].Int64()))
+		o.keys = append(o.keys, tablecodec.AppendHandleRowKey(nil, src.Table.ID, tablecodec.HandleOfDatum(r[hOff])))
 	}
 	return o.fetchRows(ctx, func(int) []datum { return ck.alloc() })
 }

@@ -29,6 +29,9 @@ func New(dom *domain.Domain) *Executor {
 
 type datum = types.Datum
 
+// handle identifies a row of its table (an int or a common handle).
+type handle = tablecodec.Handle
+
 // ResultColumn describes one column of a result set.
 type ResultColumn = planner.ResultColumn
 
@@ -173,7 +176,7 @@ func rowKeys(src *planner.Source, rows [][]datum) [][]byte {
 	hOff := len(src.Table.Columns)
 	keys := make([][]byte, len(rows))
 	for i, r := range rows {
-		keys[i] = tablecodec.RowKey(src.Table.ID, r[hOff].Int64())
+		keys[i] = tablecodec.AppendHandleRowKey(nil, src.Table.ID, tablecodec.HandleOfDatum(r[hOff]))
 	}
 	return keys
 }

@@ -545,7 +545,11 @@ func indexDefs(t *model.TableInfo) []string {
 		var line string
 		switch {
 		case ix.Primary:
-			line = "  PRIMARY KEY (" + strings.Join(cols, ",") + ") /*T![clustered_index] NONCLUSTERED */"
+			layout := "NONCLUSTERED"
+			if t.Clustered(ix) {
+				layout = "CLUSTERED"
+			}
+			line = "  PRIMARY KEY (" + strings.Join(cols, ",") + ") /*T![clustered_index] " + layout + " */"
 		case ix.Unique:
 			line = "  UNIQUE KEY `" + ix.Name + "` (" + strings.Join(cols, ",") + ")"
 		default:

@@ -130,6 +130,9 @@ func (e *Executor) tableSplitKeys(env StmtEnv, t *model.TableInfo, opt *ast.Spli
 	if len(t.Indices) > 0 {
 		keys = append(keys, tablecodec.AppendRecordPrefix(nil, t.ID))
 	}
+	if t.CommonHandle {
+		return e.commonSplitKeys(env, t, opt, keys)
+	}
 	if len(opt.ValueLists) > 0 {
 		for _, list := range opt.ValueLists {
 			h, err := e.handleValue(env, t, list)
@@ -166,6 +169,37 @@ func (e *Executor) tableSplitKeys(env StmtEnv, t *model.TableInfo, opt *ast.Spli
 	return keys, nil
 }
 
+// commonSplitKeys adds to keys the row keys of SPLIT TABLE ... BY on a
+// table keyed by a clustered PRIMARY KEY of any type: each list gives the
+// key's values (or its first ones).
+func (e *Executor) commonSplitKeys(env StmtEnv, t *model.TableInfo, opt *ast.SplitOption, keys [][]byte) ([][]byte, error) {
+	if len(opt.ValueLists) == 0 {
+		return nil, errno.NotSupported("SPLIT TABLE ... BETWEEN on a table with a clustered non-integer PRIMARY KEY (use SPLIT TABLE ... BY)")
+	}
+	pk := t.PrimaryIndex()
+	for _, list := range opt.ValueLists {
+		if len(list) > len(pk.Columns) {
+			return nil, errno.New(errno.ErrInvalidSplitRegionRanges, "Failed to split region ranges: the number of values %d exceeds the %d columns of the PRIMARY KEY", len(list), len(pk.Columns))
+		}
+		cols := make([]types.FieldType, len(list))
+		for i := range list {
+			cols[i] = t.Columns[pk.Columns[i].Offset].Type
+		}
+		vals, err := e.splitValues(env, list, cols, "table `"+t.Name+"`")
+		if err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			if v.IsNull() {
+				return nil, errno.New(errno.ErrInvalidSplitRegionRanges, "Failed to split region ranges: the handle value is NULL")
+			}
+			vals[i] = model.IndexColumnDatum(cols[i], v, pk.Columns[i].Length)
+		}
+		keys = append(keys, t.CommonHandleKey(tablecodec.AppendRecordPrefix(nil, t.ID), vals))
+	}
+	return keys, nil
+}
+
 func checkSplitNum(n int64) error {
 	switch {
 	case n < 1:
@@ -189,7 +223,7 @@ func (e *Executor) indexSplitKeys(env StmtEnv, t *model.TableInfo, ix *model.Ind
 		if err != nil {
 			return nil, err
 		}
-		return tablecodec.AppendIndexKey(nil, t.ID, ix.ID, vals, false, 0), nil
+		return tablecodec.AppendIndexKey(nil, t.ID, ix.ID, vals, false, tablecodec.Handle{}), nil
 	}
 	if len(opt.ValueLists) > 0 {
 		for _, list := range opt.ValueLists {

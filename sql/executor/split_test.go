@@ -10,7 +10,7 @@ import (
 )
 
 func TestRegionKeyString(t *testing.T) {
-	idx := tablecodec.AppendIndexKey(nil, 7, 2, []types.Datum{types.NewInt(5)}, false, 0)
+	idx := tablecodec.AppendIndexKey(nil, 7, 2, []types.Datum{types.NewInt(5)}, false, tablecodec.Handle{})
 	for _, c := range []struct {
 		key  []byte
 		want string

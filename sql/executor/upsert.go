@@ -27,7 +27,7 @@ const valuesTable = "\x00values"
 // In pessimistic mode the keys a row could collide on and the rows found
 // there are locked, and their latest values decide.
 func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.Source, env expr.Env, tx TxnSource, txn kv.Txn,
-	handles []int64, rows [][]datum, cv *conv) (*Result, error) {
+	handles []handle, rows [][]datum, cv *conv) (*Result, error) {
 	src = forWrite(src)
 	tbl := src.Table
 	ncols := tbl.PublicColumns() // rows hold the public columns
@@ -108,11 +108,8 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 		} else if skip {
 			continue
 		}
-		newH := oldHs[0]
-		if tbl.PKIsHandle {
-			newH = newRow[tbl.HandleOffset].Int64()
-		}
-		if err := w.UpdateRecords(ctx, oldHs[:1], oldRows[:1], []int64{newH}, [][]datum{newRow}); err != nil {
+		newH := tbl.HandleOf(newRow)
+		if err := w.UpdateRecords(ctx, oldHs[:1], oldRows[:1], []handle{newH}, [][]datum{newRow}); err != nil {
 			return nil, err
 		}
 		res.AffectedRows += 2
@@ -147,24 +144,24 @@ func dupKeyMessage(tbl *model.TableInfo, key []byte) string {
 // pessimistic mode) of the existing rows row (with handle h) collides with:
 // on the primary key, then on each writable unique index without a NULL,
 // distinct, in that order; and the first key that collided.
-func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSource, txn kv.Txn, row []datum, h int64) ([]int64, [][]datum, []byte, error) {
+func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSource, txn kv.Txn, row []datum, h handle) ([]handle, [][]datum, []byte, error) {
 	tbl := src.Table
-	held, err := e.keyHolders(ctx, src, tx, txn, row, h, tbl.PKIsHandle)
+	held, err := e.keyHolders(ctx, src, tx, txn, row, h, keyedByPK(tbl))
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if len(held) == 0 {
 		return nil, nil, nil, nil
 	}
-	var hs []int64
+	var hs []handle
 	for _, k := range held {
-		if !slices.Contains(hs, k.h) {
+		if !slices.ContainsFunc(hs, k.h.Equal) {
 			hs = append(hs, k.h)
 		}
 	}
 	rowKeys := make([][]byte, len(hs))
 	for i, oh := range hs {
-		rowKeys[i] = tablecodec.RowKey(tbl.ID, oh)
+		rowKeys[i] = tablecodec.AppendHandleRowKey(nil, tbl.ID, oh)
 	}
 	rvals, err := e.latest(ctx, tx, txn, rowKeys)
 	if err != nil {
@@ -191,13 +188,13 @@ func (e *Executor) conflicts(ctx context.Context, src *planner.Source, tx TxnSou
 // row key when the handle changes, then each writable unique index entry
 // without a NULL. nil: none. In pessimistic mode the keys are locked
 // (latest).
-func (e *Executor) updateConflict(ctx context.Context, src *planner.Source, tx TxnSource, txn kv.Txn, row []datum, oldH, h int64) ([]byte, error) {
-	held, err := e.keyHolders(ctx, src, tx, txn, row, h, src.Table.PKIsHandle && h != oldH)
+func (e *Executor) updateConflict(ctx context.Context, src *planner.Source, tx TxnSource, txn kv.Txn, row []datum, oldH, h handle) ([]byte, error) {
+	held, err := e.keyHolders(ctx, src, tx, txn, row, h, keyedByPK(src.Table) && !h.Equal(oldH))
 	if err != nil {
 		return nil, err
 	}
 	for _, k := range held {
-		if k.h != oldH {
+		if !k.h.Equal(oldH) {
 			return k.key, nil
 		}
 	}
@@ -207,24 +204,28 @@ func (e *Executor) updateConflict(ctx context.Context, src *planner.Source, tx T
 // heldKey is a key of a row being written that a row holds: h.
 type heldKey struct {
 	key []byte
-	h   int64
+	h   handle
 }
+
+// keyedByPK reports whether t's rows are keyed by their PRIMARY KEY (an
+// int or a common handle), so a row key can collide.
+func keyedByPK(t *model.TableInfo) bool { return t.PKIsHandle || t.CommonHandle }
 
 // keyHolders reads the keys that row (with handle h) takes and another row
 // may hold — its row key when rowKey, then each writable unique index
 // entry without a NULL — as the statement must see them (latest: locked in
 // pessimistic mode), and returns those that are held, in that order, each
 // with the handle of the row holding it.
-func (e *Executor) keyHolders(ctx context.Context, src *planner.Source, tx TxnSource, txn kv.Txn, row []datum, h int64, rowKey bool) ([]heldKey, error) {
+func (e *Executor) keyHolders(ctx context.Context, src *planner.Source, tx TxnSource, txn kv.Txn, row []datum, h handle, rowKey bool) ([]heldKey, error) {
 	tbl := src.Table
 	var keys [][]byte
 	if rowKey {
-		keys = append(keys, tablecodec.RowKey(tbl.ID, h))
+		keys = append(keys, tablecodec.AppendHandleRowKey(nil, tbl.ID, h))
 	}
 	for _, ix := range tbl.Indices {
 		// A changing index (MODIFY COLUMN) holds converted values of a
 		// unique index that is checked here; its own duplicates are 1062.
-		if !ix.Unique || !ix.Writable() || ix.ChangingOf != 0 {
+		if !ix.Unique || !ix.Writable() || ix.ChangingOf != 0 || !tbl.HasEntries(ix) {
 			continue
 		}
 		if k, _, unique := table.IndexEntry(nil, tbl, ix, row, h); unique {
@@ -242,9 +243,10 @@ func (e *Executor) keyHolders(ctx context.Context, src *planner.Source, tx TxnSo
 		}
 		oh := h
 		if tablecodec.IsIndexKey(keys[i]) {
-			if oh, err = tablecodec.DecodeIndexHandle(0, false, v); err != nil {
+			if oh, err = tablecodec.DecodeIndexHandle(tablecodec.Handle{}, false, v, tbl.CommonHandle); err != nil {
 				return nil, err
 			}
+			oh = oh.Clone()
 		}
 		held = append(held, heldKey{key: keys[i], h: oh})
 	}

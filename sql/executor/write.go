@@ -274,11 +274,11 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	ncols := len(tbl.Columns)
 	slab := make([]datum, nrows*ncols)
 	given := make([]bool, ncols)
-	handles := make([]int64, nrows)
+	handles := make([]handle, nrows)
 	var autoIDs []int64 // rows needing an AUTO_INCREMENT value, by index
 	var autoRows []int
 	var explicitMax int64 // the largest value given for the AUTO_INCREMENT column
-	needRowID := !tbl.PKIsHandle
+	needRowID := !tbl.PKIsHandle && !tbl.CommonHandle
 	constCtx := &expr.Ctx{Env: env, Clause: "field list"}
 	var genGiven []givenValue      // the row's values for generated columns
 	skipped := make([]bool, nrows) // rows INSERT IGNORE skips (a CHECK constraint)
@@ -393,11 +393,21 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 			slab[ri*ncols+tbl.AutoIncOffset] = d
 		}
 	}
-	if needRowID {
-		if err := e.dom.IDs().Alloc(ctx, handles); err != nil {
+	switch {
+	case needRowID:
+		ids := make([]int64, nrows)
+		if err := e.dom.IDs().Alloc(ctx, ids); err != nil {
 			return nil, err
 		}
-	} else {
+		for ri, id := range ids {
+			handles[ri] = tablecodec.IntHandle(id)
+		}
+	case tbl.CommonHandle:
+		// Two rows of the statement with one key: the writer's 1062.
+		for ri := range nrows {
+			handles[ri] = tbl.HandleOf(slab[ri*ncols : (ri+1)*ncols])
+		}
+	default:
 		seen := make(map[int64]struct{}, nrows)
 		for ri := range nrows {
 			if skipped[ri] {
@@ -408,7 +418,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 				return nil, dupEntry(src, h)
 			}
 			seen[h] = struct{}{}
-			handles[ri] = h
+			handles[ri] = tablecodec.IntHandle(h)
 		}
 	}
 	txn, err := tx.Txn(ctx, false)
@@ -498,11 +508,11 @@ func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where 
 	}
 	rc := newRunCtx(e, tx, txn)
 	defer rc.observeRPCs()
-	if sp.PointHandle != nil && tx.TxnOptions().Pessimistic && pointOnly(sp.Root) {
+	if sp.PointRow != nil && tx.TxnOptions().Pessimistic && pointOnly(sp.Root) {
 		// The lock returns the key's latest value, which decides: a read of
 		// the snapshot first would be one more request for nothing (as
 		// TiDB's point get with lock).
-		return rc.lockRows(ctx, src, sp.Where, sp.PointHandle, false, nil)
+		return rc.lockRows(ctx, src, sp.Where, sp.PointRow.Key(), false, nil)
 	}
 	op, err := rc.build(sp.Root, nil)
 	if err != nil {
@@ -512,7 +522,7 @@ func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where 
 	if err != nil || !tx.TxnOptions().Pessimistic {
 		return rows, err
 	}
-	return rc.lockRows(ctx, src, sp.Where, sp.PointHandle, false, rows)
+	return rc.lockRows(ctx, src, sp.Where, pointKey(sp.PointRow), false, rows)
 }
 
 // pointOnly reports whether p reads one handle's row and at most filters
@@ -570,9 +580,9 @@ func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env, 
 	}
 	tx.NoteWrite(src.Table)
 	hOff := len(src.Table.Columns)
-	handles := make([]int64, len(rows))
+	handles := make([]handle, len(rows))
 	for i, r := range rows {
-		handles[i] = r[hOff].Int64()
+		handles[i] = tablecodec.HandleOfDatum(r[hOff])
 	}
 	w := e.writer(tx, txn, src.Table, env)
 	if s.IgnoreErr && w.fk != nil {
@@ -656,7 +666,7 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 	cv := newConv(env, s.IgnoreErr, true)
 	ncols := len(tbl.Columns)
 	hOff := ncols
-	var oldHs, newHs []int64
+	var oldHs, newHs []handle
 	var oldRows, newRows [][]datum
 	w := tbl.RowWidth()
 	slab := make([]datum, len(rows)*w)
@@ -680,10 +690,10 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 		} else if skip {
 			continue
 		}
-		oldH := r[hOff].Int64()
+		oldH := tablecodec.HandleOfDatum(r[hOff])
 		newH := oldH
-		if tbl.PKIsHandle {
-			newH = newRow[tbl.HandleOffset].Int64()
+		if keyedByPK(tbl) {
+			newH = tbl.HandleOf(newRow)
 		}
 		oldHs, newHs = append(oldHs, oldH), append(newHs, newH)
 		oldRows, newRows = append(oldRows, r), append(newRows, newRow)

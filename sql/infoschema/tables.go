@@ -224,8 +224,11 @@ func (s *Schema) tablesRows(ctx context.Context, v Viewer) ([][]datum, error) {
 		// TiDB's TIDB_ROW_ID_SHARDING_INFO (no SHARD_ROW_ID_BITS here)
 		// and TIDB_PK_TYPE: whether the PRIMARY KEY is the row handle.
 		sharding, pkType := "NOT_SHARDED", "NONCLUSTERED"
-		if t.PKIsHandle {
+		switch {
+		case t.PKIsHandle:
 			sharding, pkType = "NOT_SHARDED(PK_IS_HANDLE)", "CLUSTERED"
+		case t.CommonHandle:
+			pkType = "CLUSTERED"
 		}
 		rows = append(rows, []datum{str("def"), str(db), str(t.Name), str("BASE TABLE"), str("InnoDB"), num(10), str("Dynamic"),
 			unum(0), unum(0), unum(0), unum(0), unum(0), unum(0), auto, null, null, null, str(t.CollationName()), null, str(""), str(t.Comment), num(t.ID),

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -182,16 +183,19 @@ func (t *TableInfo) Clone() *TableInfo {
 // are), the columns an entry of ix holds: its values at their columns'
 // offsets and handle h in the handle slot (and in the integer primary
 // key's). The SQL node's index readers and the stores' IndexScan share it.
-func (t *TableInfo) SetIndexRow(ix *IndexInfo, vals []types.Datum, h int64, row []types.Datum) {
+func (t *TableInfo) SetIndexRow(ix *IndexInfo, vals []types.Datum, h tablecodec.Handle, row []types.Datum) {
 	for i, c := range ix.Columns {
 		row[c.Offset] = vals[i]
 	}
-	row[len(t.Columns)] = types.NewInt(h)
+	row[len(t.Columns)] = h.Datum()
+	if t.CommonHandle {
+		t.restoreHandle(h, row)
+	}
 	if t.PKIsHandle {
 		if t.Columns[t.HandleOffset].Type.Unsigned() {
-			row[t.HandleOffset] = types.NewUint(uint64(h))
+			row[t.HandleOffset] = types.NewUint(uint64(h.IntValue()))
 		} else {
-			row[t.HandleOffset] = types.NewInt(h)
+			row[t.HandleOffset] = types.NewInt(h.IntValue())
 		}
 	}
 }

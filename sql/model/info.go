@@ -84,8 +84,12 @@ type TableInfo struct {
 	// PKIsHandle: the single integer PRIMARY KEY column (HandleOffset) is the
 	// row handle and is not stored in the row value. Otherwise rows get a
 	// hidden _tidb_rowid handle from AllocID.
-	PKIsHandle    bool   `json:"pk_is_handle"`
-	HandleOffset  int    `json:"handle_offset"`   // -1 without PKIsHandle
+	PKIsHandle   bool `json:"pk_is_handle"`
+	HandleOffset int  `json:"handle_offset"` // -1 without PKIsHandle
+	// CommonHandle: the PRIMARY KEY (of any other type, or of several
+	// columns) is clustered: the rows are keyed by its encoded values
+	// (handle.go).
+	CommonHandle  bool   `json:"is_common_handle,omitempty"`
 	AutoIncOffset int    `json:"auto_inc_offset"` // -1 without AUTO_INCREMENT
 	Comment       string `json:"comment,omitempty"`
 	// Affinity is the AFFINITY table option: "table" makes the table an
@@ -121,18 +125,22 @@ type TableInfo struct {
 	MaxCheckID int64        `json:"max_check_id,omitempty"`
 
 	// Derived on load.
-	storedIDs []int64                // ids of columns stored in the value, in offset order
-	storedOff []int                  // their offsets
-	decoder   *tablecodec.RowDecoder // decodes all columns (by offset)
-	byName    map[string]int
-	schema    []expr.SchemaColumn
-	npub      int             // public columns: Columns[:npub]
-	write     *TableInfo      // ForWrite's table (nil: t itself)
-	gen       []genCol        // generated columns in dependency order
-	changing  []changingCol   // ForWrite's table: columns that convert another
-	genErr    error           // why they could not be compiled
-	checks    []compiledCheck // enforced CHECK constraints
-	checkErr  error           // why they could not be compiled
+	storedIDs  []int64                // ids of columns stored in the value, in offset order
+	storedOff  []int                  // their offsets
+	decoder    *tablecodec.RowDecoder // decodes all columns (by offset)
+	byName     map[string]int
+	schema     []expr.SchemaColumn
+	npub       int             // public columns: Columns[:npub]
+	write      *TableInfo      // ForWrite's table (nil: t itself)
+	gen        []genCol        // generated columns in dependency order
+	changing   []changingCol   // ForWrite's table: columns that convert another
+	genErr     error           // why they could not be compiled
+	checks     []compiledCheck // enforced CHECK constraints
+	checkErr   error           // why they could not be compiled
+	pk         *IndexInfo      // a CommonHandle table's PRIMARY KEY
+	pkDecimal  []bool          // which of its columns are DECIMAL
+	pkRestore  []bool          // by column offset: HandleRestores
+	anyRestore bool
 }
 
 // CollationName is the database's default collation.
@@ -192,6 +200,7 @@ func (t *TableInfo) Init() {
 		}
 	}
 	t.decoder = tablecodec.NewRowDecoder(ids)
+	t.initHandle()
 	t.initChanging()
 	t.initGenerated()
 	t.initChecks()
@@ -253,6 +262,11 @@ func (t *TableInfo) BuildSchema(alias string) []expr.SchemaColumn {
 		}
 		cols = append(cols, expr.SchemaColumn{Table: alias, Name: c.Name, Type: c.Type})
 	}
+	if t.CommonHandle {
+		// No _tidb_rowid: the slot holds the common handle's bytes, under
+		// no name.
+		return append(cols, expr.SchemaColumn{Table: alias, Type: commonHandleType, Hidden: true})
+	}
 	return append(cols, expr.SchemaColumn{Table: alias, Name: HandleColumnName, Type: types.Int64Type, Hidden: true})
 }
 
@@ -283,8 +297,24 @@ func (t *TableInfo) EncodeRow(buf []byte, row []types.Datum, scratch []types.Dat
 }
 
 // DecodeRow decodes key/value into out (len >= RowWidth): out[i] is column
-// i, out[len(Columns)] is the handle. Byte values alias value.
+// i, out[len(Columns)] is the handle (Handle.Datum). Byte values alias
+// value, and a common handle key.
 func (t *TableInfo) DecodeRow(key, value []byte, out []types.Datum) error {
+	if t.CommonHandle {
+		_, h, err := tablecodec.DecodeHandleRowKey(key, true)
+		if err != nil {
+			return err
+		}
+		if err := t.decoder.Decode(value, out); err != nil {
+			return err
+		}
+		t.fillOrigin(out)
+		out[len(t.Columns)] = h.Datum()
+		if len(t.gen) > 0 {
+			t.fillVirtual(out)
+		}
+		return nil
+	}
 	_, handle, err := tablecodec.DecodeRowKey(key)
 	if err != nil {
 		return err
@@ -292,11 +322,7 @@ func (t *TableInfo) DecodeRow(key, value []byte, out []types.Datum) error {
 	if err := t.decoder.Decode(value, out); err != nil {
 		return err
 	}
-	for i, c := range t.Columns {
-		if out[i].Kind() == types.KindAbsent {
-			out[i] = c.OriginDatum()
-		}
-	}
+	t.fillOrigin(out)
 	hd := types.NewInt(handle)
 	if t.PKIsHandle {
 		if t.Columns[t.HandleOffset].Type.Unsigned() {
@@ -310,6 +336,15 @@ func (t *TableInfo) DecodeRow(key, value []byte, out []types.Datum) error {
 		t.fillVirtual(out)
 	}
 	return nil
+}
+
+// fillOrigin gives the columns a row value lacks their origin defaults.
+func (t *TableInfo) fillOrigin(out []types.Datum) {
+	for i, c := range t.Columns {
+		if out[i].Kind() == types.KindAbsent {
+			out[i] = c.OriginDatum()
+		}
+	}
 }
 
 // DefaultDatum is the stored default (NULL when there is none); DEFAULT

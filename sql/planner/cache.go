@@ -298,6 +298,21 @@ func (spec *rangeSpec) rebuild(env expr.Env) bool {
 			p.Values = points
 		}
 	case *TableScan:
+		if spec.index != nil { // a clustered PRIMARY KEY's ranges (pkReader)
+			if shape != shapeRanges {
+				return false
+			}
+			if spec.req != nil {
+				if ordered, _ := indexOrdered(spec.req, cols, d, spec.src); ordered != spec.ordered {
+					return false
+				}
+			}
+			if d.usedCols == 0 || p.Full {
+				return d.usedCols == 0 && p.Full
+			}
+			p.PKRanges = d.ranges
+			return true
+		}
 		if shape == shapeFull {
 			return p.Full
 		}

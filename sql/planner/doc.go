@@ -37,13 +37,17 @@
 //  3. Access-path selection: PointGet / BatchPointGet (handle or unique
 //     index, every column equal to constants), TableReader over handle
 //     ranges or the full table, IndexReader (covering), IndexLookUp (index
-//     ranges, then batched row gets), compared by a cost from estimated
+//     ranges, then batched row gets; an index of a common-handle table
+//     covers the key's columns its handle gives back), compared by a cost from estimated
 //     row counts (TiDB's pseudo statistics: 10000 rows, 1/1000 for an
 //     equality, 1/40 for a bounded range, 1/3 for a half-open one) and
 //     restricted by USE / FORCE / IGNORE INDEX. Row counts come from
 //     ANALYZE's statistics where a table has them (stats.go). Only public
 //     indexes are read: an index being built (delete-only, write-only)
-//     never is. Joins are HashJoins or IndexJoins (the outer side's keys
+//     never is. A clustered PRIMARY KEY of a common-handle table is the
+//     rows themselves: its points read row keys (PointGet.Key) and its
+//     ranges are a TableReader over row-key ranges (TableScan.PKRanges),
+//     also as an IndexJoin's inner side. Joins are HashJoins or IndexJoins (the outer side's keys
 //     looked up in the inner table's handle or index), inner joins of
 //     three or more tables reordered greedily by estimated size.
 //  4. Store pushdown (strata_allow_pushdown, ON by default), over a

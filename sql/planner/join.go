@@ -1169,7 +1169,7 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 	rng := "range: decided by [" + strings.Join(decided, " ") + "], keep order:false" + statsInfo(src)
 	est := math.Max(1, best.outer.Base().EstRows)
 	var show Plan
-	if ij.HandleKey >= 0 {
+	if ij.HandleKey >= 0 || src.Table.Clustered(ij.Index) { // the rows by their keys
 		scan := &lookupShow{BasePlan: b.base("TableRangeScan", est, taskCop), access: tableObject(src), op: rng}
 		show = &lookupShow{BasePlan: b.base("TableReader", est, taskRoot, scan), op: "data:" + scan.ExplainID()}
 	} else {

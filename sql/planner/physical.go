@@ -135,8 +135,8 @@ func (b *builder) physical(lg *logical) (Plan, error) {
 // against where); a point get's key is locked even when no row has it.
 func (b *builder) selectLock(p, access Plan, src *Source, where expr.Expr, nowait bool) *SelectLock {
 	sl := &SelectLock{BasePlan: b.base("SelectLock", p.Base().EstRows, taskRoot, p), Src: src, Where: where, NoWait: nowait}
-	if pg, ok := access.(*PointGet); ok && pg.Index == nil {
-		sl.PointHandle = &pg.Handle // a cached plan's rebuild moves both
+	if pg, ok := access.(*PointGet); ok && pg.ReadsRowKey() {
+		sl.PointRow = pg // a cached plan's rebuild moves both
 	} else if ok {
 		sl.PointIndex = pg
 	}
@@ -610,6 +610,9 @@ func (b *builder) indexPath(rg *ranger, src *Source, ix *model.IndexInfo, conds 
 		return &accessPath{plan: &BatchPointGet{BasePlan: b.base("Batch_Point_Get", float64(len(pointRows)), taskRoot), Src: src, Index: ix, Values: pointRows, rebuild: spec},
 			residual: residual, filteredRows: fr, cost: 1.5 * float64(len(pointRows))}
 	}
+	if src.Table.Clustered(ix) {
+		return b.pkReader(src, ix, cols, d, conds, residual, req, limit, ordered, desc, spec)
+	}
 	if d.usedCols == 0 {
 		d.ranges = []Range{{}}
 	}
@@ -634,8 +637,8 @@ func (b *builder) indexPath(rg *ranger, src *Source, ix *model.IndexInfo, conds 
 		inIndex[c] = expr.Collation(src.Cols[c].Type) == nil && ix.Columns[i].Length == 0
 	}
 	inIndex[len(src.Table.Columns)] = true // the handle
-	if src.Table.PKIsHandle {
-		inIndex[src.Table.HandleOffset] = true
+	for off := range src.Table.Columns {
+		inIndex[off] = inIndex[off] || src.Table.HandleRestores(off)
 	}
 	for i, n := range needed {
 		if n && !inIndex[i] {
@@ -666,6 +669,30 @@ func (b *builder) indexPath(rg *ranger, src *Source, ix *model.IndexInfo, conds 
 	}
 	cost = orderCost(cost, rows, fr, ordered, req, limit)
 	return &accessPath{plan: p, cost: cost, ordered: ordered, residual: residual, filteredRows: fr}
+}
+
+// pkReader reads the rows of a clustered PRIMARY KEY's ranges d (over
+// cols) directly: its entries are the rows, so a range scan of the key is
+// a range scan of the table, which covers every column.
+func (b *builder) pkReader(src *Source, ix *model.IndexInfo, cols []int, d detached, conds []ast.ExprNode, residual []int, req *orderReq, limit uint64, ordered, desc bool, spec *rangeSpec) *accessPath {
+	scan := &TableScan{Src: src, Full: d.usedCols == 0, KeepOrder: ordered, Desc: desc, rebuild: spec}
+	rows := tableRows(src)
+	tp := "TableFullScan"
+	if scan.Full {
+		scan.Ranges = []HandleRange{FullHandleRange}
+	} else {
+		scan.PKRanges = d.ranges
+		rows = rangeRows(src, cols, ix, d.ranges, true)
+		tp = "TableRangeScan"
+	}
+	if len(residual) == 0 && limit > 0 && (req == nil || ordered) {
+		scan.Limit = limit
+	}
+	scan.BasePlan = b.base(tp, rows, taskCop)
+	reader := &TableReader{BasePlan: b.base("TableReader", rows, taskRoot, scan), Scan: scan}
+	fr := b.filtered(src, rows, conds, residual)
+	cost := orderCost(rows*costTableRow, rows, fr, ordered, req, limit)
+	return &accessPath{plan: reader, cost: cost, ordered: ordered, residual: residual, filteredRows: fr}
 }
 
 // indexOrdered reports whether reading ranges of an index on cols yields
@@ -701,9 +728,9 @@ func indexOrdered(req *orderReq, cols []int, d detached, src *Source) (bool, boo
 type ScanPlan struct {
 	Root  Plan // reader, with a Selection of the conditions it does not apply
 	Where expr.Expr
-	// PointHandle: the plan reads one handle's key (locked even when no
-	// row exists).
-	PointHandle *int64
+	// PointRow: the plan reads one row key (PointGet.RowKey, locked even
+	// when no row exists).
+	PointRow *PointGet
 }
 
 // PlanScan plans the read of an UPDATE or DELETE of src filtered by where
@@ -762,9 +789,8 @@ func (pl *Planner) PlanScan(src *Source, where ast.ExprNode, order *ast.OrderByC
 		return nil, err
 	}
 	var p Plan = ap.plan
-	if pg, ok := ap.plan.(*PointGet); ok && pg.Index == nil {
-		h := pg.Handle
-		sp.PointHandle = &h
+	if pg, ok := ap.plan.(*PointGet); ok && pg.ReadsRowKey() {
+		sp.PointRow = pg
 	}
 	if len(ap.residual) > 0 {
 		sel := &Selection{BasePlan: b.base("Selection", ap.filteredRows, taskRoot, ap.plan), exprNodes: exprNodes{Src: src}}
@@ -896,11 +922,15 @@ func exprText(n ast.ExprNode, src *Source) string {
 
 // keysOfPoint is the unique index key of values.
 func keysOfPoint(src *Source, ix *model.IndexInfo, vals []types.Datum) []byte {
-	return tablecodec.AppendIndexKey(nil, src.Table.ID, ix.ID, vals, false, 0)
+	return tablecodec.AppendIndexKey(nil, src.Table.ID, ix.ID, vals, false, tablecodec.Handle{})
 }
 
-// UniqueKey returns the key of a unique index entry with vals (none NULL).
+// UniqueKey returns the key of a unique index entry with vals (none NULL):
+// the row key of a clustered PRIMARY KEY's.
 func UniqueKey(src *Source, ix *model.IndexInfo, vals []types.Datum) []byte {
+	if src.Table.Clustered(ix) {
+		return src.Table.CommonHandleKey(tablecodec.AppendRecordPrefix(nil, src.Table.ID), vals)
+	}
 	return keysOfPoint(src, ix, vals)
 }
 

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"github.com/stratadb/strata/sql/tablecodec"
 	"strconv"
 	"strings"
 
@@ -180,6 +181,19 @@ type PointGet struct {
 	rebuild *rangeSpec
 }
 
+// ReadsRowKey reports whether p reads its row's key directly: by handle,
+// or by the values of a clustered PRIMARY KEY, the row key's.
+func (p *PointGet) ReadsRowKey() bool { return p.Index == nil || p.Src.Table.Clustered(p.Index) }
+
+// Key is the key p reads first: its row's when ReadsRowKey, else its
+// unique index entry's.
+func (p *PointGet) Key() []byte {
+	if p.Index != nil {
+		return UniqueKey(p.Src, p.Index, p.Values)
+	}
+	return tablecodec.RowKey(p.Src.Table.ID, p.Handle)
+}
+
 // BatchPointGet reads rows by several handles or unique index values.
 type BatchPointGet struct {
 	BasePlan
@@ -193,8 +207,11 @@ type BatchPointGet struct {
 // TableScan reads row keys in handle ranges (cop task of a TableReader).
 type TableScan struct {
 	BasePlan
-	Src       *Source
-	Ranges    []HandleRange
+	Src    *Source
+	Ranges []HandleRange
+	// PKRanges, when set, replace Ranges: ranges over the columns of a
+	// clustered PRIMARY KEY (a common-handle table), the row keys'.
+	PKRanges  []Range
 	Full      bool
 	KeepOrder bool
 	Desc      bool
@@ -203,6 +220,23 @@ type TableScan struct {
 	// CountOnly: the stores count the rows (COUNT(*) without WHERE).
 	CountOnly bool
 	rebuild   *rangeSpec
+}
+
+// KeyRanges are the [start, end) row-key ranges s reads, in key order.
+func (s *TableScan) KeyRanges() [][2][]byte {
+	t := s.Src.Table
+	if s.PKRanges != nil {
+		out := make([][2][]byte, len(s.PKRanges))
+		for i, r := range s.PKRanges {
+			out[i][0], out[i][1] = PKKeyRange(t, r)
+		}
+		return out
+	}
+	out := make([][2][]byte, len(s.Ranges))
+	for i, r := range s.Ranges {
+		out[i][0], out[i][1] = r.Keys(t.ID)
+	}
+	return out
 }
 
 // TableReader is the root side of a table scan.
@@ -364,9 +398,10 @@ type SelectLock struct {
 	Src    *Source
 	Where  expr.Expr
 	NoWait bool
-	// PointHandle: the child is a PointGet by handle; its key is locked
-	// even when no row exists, so a concurrent insert of it waits.
-	PointHandle *int64
+	// PointRow: the child is a PointGet of one row key (RowKey: by handle
+	// or by a clustered PRIMARY KEY); its key is locked even when no row
+	// exists, so a concurrent insert of it waits.
+	PointRow *PointGet
 	// PointIndex: the child is a PointGet by unique index; its index key
 	// is locked (even when absent, as TiDB does) and the row it points to
 	// at for_update_ts is the one read.
@@ -406,7 +441,11 @@ func indexObject(s *Source, ix *model.IndexInfo) string {
 	for i, c := range ix.Columns {
 		cols[i] = c.Name
 	}
-	return tableObject(s) + ", index:" + ix.Name + "(" + strings.Join(cols, ", ") + ")"
+	kind := ", index:"
+	if s.Table.Clustered(ix) {
+		kind = ", clustered index:" // TiDB's name for a common handle's key
+	}
+	return tableObject(s) + kind + ix.Name + "(" + strings.Join(cols, ", ") + ")"
 }
 
 func (p *PointGet) info() (string, string) {
@@ -459,6 +498,13 @@ func (p *TableScan) info() (string, string) {
 	}
 	if p.Full {
 		return tableObject(p.Src), orderInfo(p.Src, p.KeepOrder, p.Desc)
+	}
+	if p.PKRanges != nil {
+		rs := make([]string, len(p.PKRanges))
+		for i, r := range p.PKRanges {
+			rs[i] = formatRange(r)
+		}
+		return tableObject(p.Src), "range:" + strings.Join(rs, ", ") + ", " + orderInfo(p.Src, p.KeepOrder, p.Desc)
 	}
 	rs := make([]string, len(p.Ranges))
 	for i, r := range p.Ranges {

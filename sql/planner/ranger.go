@@ -876,11 +876,27 @@ func (r *ranger) detachCNF(conds []ast.ExprNode, cols []int) detached {
 
 // IndexKeyRange returns the [start, end) keys of r in index ix of table tid.
 func IndexKeyRange(tid, iid int64, r Range) (start, end []byte) {
-	start = tablecodec.AppendIndexKey(nil, tid, iid, r.Low, false, 0)
+	start = tablecodec.AppendIndexKey(nil, tid, iid, r.Low, false, tablecodec.Handle{})
 	if r.LowExcl {
 		start = tablecodec.PrefixNext(start)
 	}
-	end = tablecodec.AppendIndexKey(nil, tid, iid, r.High, false, 0)
+	end = tablecodec.AppendIndexKey(nil, tid, iid, r.High, false, tablecodec.Handle{})
+	if !r.HighExcl {
+		end = tablecodec.PrefixNext(end)
+	}
+	return start, end
+}
+
+// PKKeyRange returns the [start, end) row keys of r, a range over the
+// columns of t's clustered PRIMARY KEY: the keys of the rows whose common
+// handles begin within r.
+func PKKeyRange(t *model.TableInfo, r Range) (start, end []byte) {
+	prefix := tablecodec.AppendRecordPrefix(nil, t.ID)
+	start = t.CommonHandleKey(slices.Clip(prefix), r.Low)
+	if r.LowExcl {
+		start = tablecodec.PrefixNext(start)
+	}
+	end = t.CommonHandleKey(slices.Clip(prefix), r.High)
 	if !r.HighExcl {
 		end = tablecodec.PrefixNext(end)
 	}

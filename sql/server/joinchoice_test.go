@@ -152,7 +152,9 @@ func TestJoinChoice(t *testing.T) {
 			{"filtered big side outer", "SELECT count(*) FROM orders, order_line WHERE " + olOrders + " AND o_w_id = 1 AND ol_d_id = 2 AND ol_o_id BETWEEN 5 AND 6",
 				"IndexJoin order_line orders", ""},
 			{"check 3.3.2.7", carrierMismatch, "HashJoin orders order_line", ""},
-			{"stock level", stockLevel, "IndexJoin order_line stock", ""},
+			// stock's warehouse is one range of its clustered key (250
+			// rows here): read whole, cheaper than 200 lookups.
+			{"stock level", stockLevel, "HashJoin stock order_line", ""},
 			{"whole tables hash", "SELECT count(*) FROM stock s1, stock s2 WHERE s1.s_quantity = s2.s_quantity", "HashJoin s2 s1", ""},
 		})
 	})

@@ -104,10 +104,10 @@ func TestAddColumnAcrossVersions(t *testing.T) {
 
 	txn := &mapTxn{m: map[string][]byte{}}
 	w := func(tbl *model.TableInfo) *Writer { return &Writer{Txn: txn, T: tbl} }
-	require.NoError(t, w(v0).AddRecords(ctx, []int64{1}, [][]types.Datum{ints(1, 1)}))
-	require.NoError(t, w(v1).AddRecords(ctx, []int64{2}, [][]types.Datum{ints(2, 2)}))
-	require.NoError(t, w(v2).AddRecords(ctx, []int64{3}, [][]types.Datum{ints(3, 3)}))
-	require.NoError(t, w(v3).AddRecords(ctx, []int64{4}, [][]types.Datum{ints(4, 4, 42)}))
+	require.NoError(t, w(v0).AddRecords(ctx, []tablecodec.Handle{tablecodec.IntHandle(1)}, [][]types.Datum{ints(1, 1)}))
+	require.NoError(t, w(v1).AddRecords(ctx, []tablecodec.Handle{tablecodec.IntHandle(2)}, [][]types.Datum{ints(2, 2)}))
+	require.NoError(t, w(v2).AddRecords(ctx, []tablecodec.Handle{tablecodec.IntHandle(3)}, [][]types.Datum{ints(3, 3)}))
+	require.NoError(t, w(v3).AddRecords(ctx, []tablecodec.Handle{tablecodec.IntHandle(4)}, [][]types.Datum{ints(4, 4, 42)}))
 	// Every row reads right one version behind and one ahead.
 	require.Equal(t, [][]types.Datum{ints(1, 1), ints(2, 2), ints(3, 3), ints(4, 4)}, txn.rows(t, v2))
 	require.Equal(t, [][]types.Datum{ints(1, 1, 7), ints(2, 2, 7), ints(3, 3, 7), ints(4, 4, 42)}, txn.rows(t, v3))
@@ -117,9 +117,9 @@ func TestAddColumnAcrossVersions(t *testing.T) {
 	require.Equal(t, ints(4, 4, 42), old[:3])
 	nr := append([]types.Datum(nil), old...)
 	nr[1] = types.NewInt(40)
-	require.NoError(t, w(v2.ForWrite()).UpdateRecords(ctx, []int64{4}, [][]types.Datum{old}, []int64{4}, [][]types.Datum{nr}))
+	require.NoError(t, w(v2.ForWrite()).UpdateRecords(ctx, []tablecodec.Handle{tablecodec.IntHandle(4)}, [][]types.Datum{old}, []tablecodec.Handle{tablecodec.IntHandle(4)}, [][]types.Datum{nr}))
 	// Updating through the table without its non-public columns is refused.
-	require.ErrorIs(t, w(v2).UpdateRecords(ctx, []int64{4}, [][]types.Datum{old[:2]}, []int64{4}, [][]types.Datum{nr[:2]}), errNotForWrite)
+	require.ErrorIs(t, w(v2).UpdateRecords(ctx, []tablecodec.Handle{tablecodec.IntHandle(4)}, [][]types.Datum{old[:2]}, []tablecodec.Handle{tablecodec.IntHandle(4)}, [][]types.Datum{nr[:2]}), errNotForWrite)
 
 	// SET DEFAULT does not change what rows without the column read.
 	require.Equal(t, [][]types.Datum{ints(1, 1, 7), ints(2, 2, 7), ints(3, 3, 7), ints(4, 40, 42)}, txn.rows(t, v4))
@@ -145,19 +145,19 @@ func TestDropColumnAcrossVersions(t *testing.T) {
 
 	txn := &mapTxn{m: map[string][]byte{}}
 	w := func(tbl *model.TableInfo) *Writer { return &Writer{Txn: txn, T: tbl} }
-	require.NoError(t, w(p).AddRecords(ctx, []int64{1}, [][]types.Datum{ints(1, 100)}))
-	require.NoError(t, w(w1).AddRecords(ctx, []int64{2}, [][]types.Datum{ints(2)}))
-	require.NoError(t, w(w2).AddRecords(ctx, []int64{3}, [][]types.Datum{ints(3)}))
+	require.NoError(t, w(p).AddRecords(ctx, []tablecodec.Handle{tablecodec.IntHandle(1)}, [][]types.Datum{ints(1, 100)}))
+	require.NoError(t, w(w1).AddRecords(ctx, []tablecodec.Handle{tablecodec.IntHandle(2)}, [][]types.Datum{ints(2)}))
+	require.NoError(t, w(w2).AddRecords(ctx, []tablecodec.Handle{tablecodec.IntHandle(3)}, [][]types.Datum{ints(3)}))
 	// A write-only node updates row 1: b = 100 stays for public nodes.
 	old := txn.readForWrite(t, w1, 1)
 	nr := append([]types.Datum(nil), old...)
 	nr[0] = types.NewInt(10)
-	require.NoError(t, w(w1.ForWrite()).UpdateRecords(ctx, []int64{1}, [][]types.Datum{old}, []int64{1}, [][]types.Datum{nr}))
+	require.NoError(t, w(w1.ForWrite()).UpdateRecords(ctx, []tablecodec.Handle{tablecodec.IntHandle(1)}, [][]types.Datum{old}, []tablecodec.Handle{tablecodec.IntHandle(1)}, [][]types.Datum{nr}))
 	require.Equal(t, [][]types.Datum{ints(10, 100), ints(2, 5), ints(3, 5)}, txn.rows(t, p))
 	require.Equal(t, [][]types.Datum{ints(10), ints(2), ints(3)}, txn.rows(t, gone))
 	// A delete-only node does not write b: the row reads b's origin
 	// default on write-only nodes.
 	old = txn.readForWrite(t, w2, 1)
-	require.NoError(t, w(w2.ForWrite()).UpdateRecords(ctx, []int64{1}, [][]types.Datum{old}, []int64{1}, [][]types.Datum{old}))
+	require.NoError(t, w(w2.ForWrite()).UpdateRecords(ctx, []tablecodec.Handle{tablecodec.IntHandle(1)}, [][]types.Datum{old}, []tablecodec.Handle{tablecodec.IntHandle(1)}, [][]types.Datum{old}))
 	require.Equal(t, ints(10, 5), txn.readForWrite(t, w1, 1)[:2])
 }

@@ -48,12 +48,12 @@ type Writer struct {
 // table's columns by offset; handle is the row's handle) and whether the
 // entry is subject to the unique check (a unique index and no NULL value).
 // The key is appended to buf.
-func IndexEntry(buf []byte, t *model.TableInfo, ix *model.IndexInfo, row []types.Datum, handle int64) (key, value []byte, unique bool) {
+func IndexEntry(buf []byte, t *model.TableInfo, ix *model.IndexInfo, row []types.Datum, handle tablecodec.Handle) (key, value []byte, unique bool) {
 	vals := make([]types.Datum, len(ix.Columns))
 	return indexEntry(buf, t, ix, row, handle, vals)
 }
 
-func indexEntry(buf []byte, t *model.TableInfo, ix *model.IndexInfo, row []types.Datum, handle int64, vals []types.Datum) (key, value []byte, unique bool) {
+func indexEntry(buf []byte, t *model.TableInfo, ix *model.IndexInfo, row []types.Datum, handle tablecodec.Handle, vals []types.Datum) (key, value []byte, unique bool) {
 	unique = ix.Unique
 	for i, c := range ix.Columns {
 		vals[i] = model.IndexColumnDatum(t.Columns[c.Offset].Type, row[c.Offset], c.Length)
@@ -65,27 +65,49 @@ func indexEntry(buf []byte, t *model.TableInfo, ix *model.IndexInfo, row []types
 	return key, tablecodec.IndexValue(!unique, handle), unique
 }
 
-func (w *Writer) entry(ix *model.IndexInfo, row []types.Datum, handle int64) (key, value []byte, unique bool) {
+func (w *Writer) entry(ix *model.IndexInfo, row []types.Datum, handle tablecodec.Handle) (key, value []byte, unique bool) {
 	if cap(w.vals) < len(ix.Columns) {
 		w.vals = make([]types.Datum, len(ix.Columns))
 	}
 	// ForWrite's columns: a changing index's column is a non-public one
 	// (the public ones have the same offsets in both).
 	key, value, unique = indexEntry(nil, w.T.ForWrite(), ix, row, handle, w.vals[:len(ix.Columns)])
-	if unique && collatedIndex(w.T, ix) {
-		orig := make([]types.Datum, len(ix.Columns))
-		for i, c := range ix.Columns {
-			orig[i] = row[c.Offset]
-			if c.Length > 0 && orig[i].Kind() == types.KindBytes { // MySQL names the prefix
-				orig[i] = types.NewBytes(model.PrefixOf(w.T.Columns[c.Offset].Type, orig[i].Bytes(), c.Length))
-			}
-		}
-		if w.shown == nil {
-			w.shown = map[string]string{}
-		}
-		w.shown[string(key)] = FormatValues(orig)
+	if unique {
+		w.remember(key, ix, row)
 	}
 	return key, value, unique
+}
+
+// remember keeps, for a duplicate-key error on key (an entry of ix, or
+// the row key of a clustered PRIMARY KEY), the values of row it was
+// computed from when the key holds sort keys rather than the values.
+func (w *Writer) remember(key []byte, ix *model.IndexInfo, row []types.Datum) {
+	if !collatedIndex(w.T, ix) {
+		return
+	}
+	orig := make([]types.Datum, len(ix.Columns))
+	for i, c := range ix.Columns {
+		orig[i] = row[c.Offset]
+		if c.Length > 0 && orig[i].Kind() == types.KindBytes { // MySQL names the prefix
+			orig[i] = types.NewBytes(model.PrefixOf(w.T.Columns[c.Offset].Type, orig[i].Bytes(), c.Length))
+		}
+	}
+	if w.shown == nil {
+		w.shown = map[string]string{}
+	}
+	w.shown[string(key)] = FormatValues(orig)
+}
+
+// rowKey is the key of the row with handle h; a row of a clustered
+// PRIMARY KEY remembers its values (remember).
+func (w *Writer) rowKey(h tablecodec.Handle, row []types.Datum) []byte {
+	k := tablecodec.AppendHandleRowKey(nil, w.T.ID, h)
+	if w.T.CommonHandle && row != nil {
+		if pk := w.T.PrimaryIndex(); pk != nil {
+			w.remember(k, pk, row)
+		}
+	}
+	return k
 }
 
 // collatedIndex reports whether an index has a column of a non-binary
@@ -102,7 +124,10 @@ func collatedIndex(t *model.TableInfo, ix *model.IndexInfo) bool {
 // dupKeyError is DupKeyError naming the values this Writer wrote for key
 // when its index holds sort keys.
 func (w *Writer) dupKeyError(key []byte) error {
-	if v, ok := w.shown[string(key)]; ok && tablecodec.IsIndexKey(key) {
+	if v, ok := w.shown[string(key)]; ok {
+		if !tablecodec.IsIndexKey(key) {
+			return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.PRIMARY'", v, w.T.Name)
+		}
 		if ix := w.T.IndexByID(tablecodec.IndexIDOf(key)); ix != nil {
 			return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", v, w.T.Name, shownName(w.T, ix))
 		}
@@ -208,16 +233,16 @@ type put struct {
 // ForWrite table and the row holds them) with the given handles, and their index entries. Errors: ERROR
 // 1062 for an existing row handle or unique value (at once in pessimistic
 // mode; from Commit, see DupKeyError, in optimistic mode), lock errors.
-func (w *Writer) AddRecords(ctx context.Context, handles []int64, rows [][]types.Datum) error {
+func (w *Writer) AddRecords(ctx context.Context, handles []tablecodec.Handle, rows [][]types.Datum) error {
 	puts := make([]put, 0, len(rows)*(1+len(w.T.Indices)))
 	for i, row := range rows {
 		v, full, err := w.encodeRow(row)
 		if err != nil {
 			return err
 		}
-		puts = append(puts, put{key: tablecodec.RowKey(w.T.ID, handles[i]), value: v, check: true})
+		puts = append(puts, put{key: w.rowKey(handles[i], full), value: v, check: true})
 		for _, ix := range w.T.Indices {
-			if ix.Writable() {
+			if ix.Writable() && w.T.HasEntries(ix) {
 				k, v, u := w.entry(ix, full, handles[i])
 				puts = append(puts, put{key: k, value: v, check: u})
 			}
@@ -237,13 +262,13 @@ func (w *Writer) counted(err error, added, modified int64) error {
 // RemoveRecords deletes rows (with their handles) and their index entries.
 // The caller has read rows as the transaction must delete them (in
 // pessimistic mode, locked at for_update_ts).
-func (w *Writer) RemoveRecords(ctx context.Context, handles []int64, rows [][]types.Datum) error {
+func (w *Writer) RemoveRecords(ctx context.Context, handles []tablecodec.Handle, rows [][]types.Datum) error {
 	dels := make([][]byte, 0, len(rows)*(1+len(w.T.Indices)))
 	for i, row := range rows {
-		dels = append(dels, tablecodec.RowKey(w.T.ID, handles[i]))
+		dels = append(dels, tablecodec.AppendHandleRowKey(nil, w.T.ID, handles[i]))
 		full := w.oldFull(row)
 		for _, ix := range w.T.Indices {
-			if ix.Deletable() {
+			if ix.Deletable() && w.T.HasEntries(ix) {
 				k, _, _ := w.entry(ix, full, handles[i])
 				dels = append(dels, k)
 			}
@@ -259,7 +284,7 @@ func (w *Writer) RemoveRecords(ctx context.Context, handles []int64, rows [][]ty
 //
 // When the table has non-public columns, w.T must be its ForWrite table
 // and the rows read through it, so their values are carried over.
-func (w *Writer) UpdateRecords(ctx context.Context, oldHandles []int64, oldRows [][]types.Datum, newHandles []int64, newRows [][]types.Datum) error {
+func (w *Writer) UpdateRecords(ctx context.Context, oldHandles []tablecodec.Handle, oldRows [][]types.Datum, newHandles []tablecodec.Handle, newRows [][]types.Datum) error {
 	if w.T.ForWrite() != w.T {
 		return errNotForWrite
 	}
@@ -272,12 +297,16 @@ func (w *Writer) UpdateRecords(ctx context.Context, oldHandles []int64, oldRows 
 			return err
 		}
 		old := w.oldFull(oldRows[i])
-		rk := tablecodec.RowKey(w.T.ID, nh)
-		if oh != nh {
-			dels = append(dels, tablecodec.RowKey(w.T.ID, oh))
+		moved := !oh.Equal(nh)
+		rk := w.rowKey(nh, full)
+		if moved {
+			dels = append(dels, tablecodec.AppendHandleRowKey(nil, w.T.ID, oh))
 		}
-		puts = append(puts, put{key: rk, value: v, check: oh != nh})
+		puts = append(puts, put{key: rk, value: v, check: moved})
 		for _, ix := range w.T.Indices {
+			if !w.T.HasEntries(ix) {
+				continue
+			}
 			ok, ov, _ := w.entry(ix, old, oh)
 			if !ix.Writable() {
 				dels = append(dels, ok)
@@ -415,6 +444,23 @@ func keyEnd(key []byte) []byte {
 // Duplicate entry '<vals>' for key '<table>.<index>'. Any other key gives
 // a *kv.KeyExistsError.
 func DupKeyError(t *model.TableInfo, key []byte) error {
+	if t != nil && t.CommonHandle && !tablecodec.IsIndexKey(key) {
+		if tid, h, err := tablecodec.DecodeHandleRowKey(key, true); err == nil && tid == t.ID {
+			if vals, err := tablecodec.DecodeCommonHandle(h.Encoded()); err == nil {
+				pk := t.PrimaryIndex()
+				for i, c := range pk.Columns {
+					// A DECIMAL comes back as its shortest text: shown in
+					// the column's scale, as MySQL shows it (1.50).
+					if ft := t.Columns[c.Offset].Type; i < len(vals) && ft.Tp == mysql.TypeNewDecimal {
+						if d, err := ft.Convert(vals[i]); err == nil {
+							vals[i] = d
+						}
+					}
+				}
+				return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.PRIMARY'", FormatValues(shownValues(t, pk, vals)), t.Name)
+			}
+		}
+	}
 	if tid, h, err := tablecodec.DecodeRowKey(key); err == nil {
 		if t == nil || t.ID != tid {
 			return errno.New(errno.ErrDupEntry, "Duplicate entry '%d' for key 'PRIMARY'", h)
@@ -427,19 +473,27 @@ func DupKeyError(t *model.TableInfo, key []byte) error {
 	}
 	if t != nil && tablecodec.IsIndexKey(key) {
 		if ix := t.IndexByID(tablecodec.IndexIDOf(key)); ix != nil {
-			if tid, _, vals, _, _, err := tablecodec.DecodeIndexKey(key, len(ix.Columns)); err == nil && tid == t.ID {
-				fw := t.ForWrite() // a changing copy's column is a non-public one
-				for i, c := range ix.Columns {
-					// A sort key, not the value: shown as well as it can be.
-					if coll := expr.Collation(fw.Columns[c.Offset].Type); coll != nil && vals[i].Kind() == types.KindBytes {
-						vals[i] = types.NewString(coll.KeyText(vals[i].Bytes()))
-					}
-				}
-				return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", FormatValues(vals), t.Name, shownName(t, ix))
+			if tid, _, vals, _, _, err := tablecodec.DecodeIndexKey(key, len(ix.Columns), t.CommonHandle); err == nil && tid == t.ID {
+				return errno.New(errno.ErrDupEntry, "Duplicate entry '%s' for key '%s.%s'", FormatValues(shownValues(t, ix, vals)), t.Name, shownName(t, ix))
 			}
 		}
 	}
 	return &kv.KeyExistsError{Key: key}
+}
+
+// shownValues are the values of ix's key vals as an error shows them: a
+// sort key (of a column of a non-binary collation) as well as it can be.
+func shownValues(t *model.TableInfo, ix *model.IndexInfo, vals []types.Datum) []types.Datum {
+	fw := t.ForWrite() // a changing copy's column is a non-public one
+	for i, c := range ix.Columns {
+		if i >= len(vals) {
+			break
+		}
+		if coll := expr.Collation(fw.Columns[c.Offset].Type); coll != nil && vals[i].Kind() == types.KindBytes {
+			vals[i] = types.NewString(coll.KeyText(vals[i].Bytes()))
+		}
+	}
+	return vals
 }
 
 // shownName is the name errors give index ix of t: a MODIFY COLUMN's

@@ -13,7 +13,8 @@
 //	't' + EncodeInt(tableID) + "_i" + EncodeInt(indexID) + values [+ EncodeInt(handle)]
 //
 // with each value memcomparable (a flag byte, then an order-preserving
-// encoding; NULL first). A string column of a non-binary collation
+// encoding; NULL first; a common handle in place of EncodeInt(handle),
+// below). A string column of a non-binary collation
 // (utf8mb4_general_ci, ...) stores its collation's sort key there, not
 // its value (model.IndexDatum), and a prefix key part (`v(10)`) the value's
 // first characters (model.IndexColumnDatum); the row keeps the value. A unique index's entry has no handle in its key
@@ -36,12 +37,13 @@
 // is flag 0x06, a sign class (0x00 negative, 0x01 zero, 0x02 positive),
 // then EncodeInt(exponent) and EncodeBytes(significant digits) of its
 // absolute value (0.digits x 10^exponent), inverted bytewise when negative,
-// so the key sorts numerically and 1.5 and 1.50 collide. The encoding is
-// defined and tested (ordering matches SQL's for VARCHAR, DECIMAL,
-// DATETIME and composite keys) but no table writes it yet: sql/ddl stores
-// such keys NONCLUSTERED even when declared CLUSTERED (with a warning), so
-// every stored row key is an int handle's and the format of existing data
-// is unchanged.
+// so the key sorts numerically and 1.5 and 1.50 collide. sql/model
+// (handle.go) writes it for tables whose TableInfo says CommonHandle:
+// such a table's secondary index entries carry the common handle where
+// an int handle's carry EncodeInt(handle) (at the end of a non-unique
+// entry's key, as a unique entry's value), and its PRIMARY KEY has no
+// entries of its own. DecodeIndexKey, DecodeIndexHandle and
+// DecodeHandleRowKey take the table's layout (common) to tell which.
 //
 // # Row values
 //

@@ -43,6 +43,43 @@ func (h Handle) Encoded() []byte {
 	return codec.EncodeInt(make([]byte, 0, 8), h.i)
 }
 
+// Equal reports whether h and o are the same handle.
+func (h Handle) Equal(o Handle) bool {
+	if h.common == nil || o.common == nil {
+		return h.common == nil && o.common == nil && h.i == o.i
+	}
+	return bytes.Equal(h.common, o.common)
+}
+
+// Datum is h as the hidden handle slot of a decoded row holds it: an int
+// for an int handle, the encoded bytes of a common one.
+func (h Handle) Datum() types.Datum {
+	if h.common != nil {
+		return types.NewBytes(h.common)
+	}
+	return types.NewInt(h.i)
+}
+
+// HandleOfDatum is the handle a row's hidden handle slot holds (Datum's
+// inverse; an unsigned integer key's value is its bits).
+func HandleOfDatum(d types.Datum) Handle {
+	switch d.Kind() {
+	case types.KindBytes:
+		return CommonHandle(d.Bytes())
+	case types.KindUint64:
+		return IntHandle(int64(d.Uint64()))
+	}
+	return IntHandle(d.Int64())
+}
+
+// Clone is h with its own copy of a common handle's bytes.
+func (h Handle) Clone() Handle {
+	if h.common != nil {
+		h.common = bytes.Clone(h.common)
+	}
+	return h
+}
+
 // Compare orders handles as their row keys sort.
 func (h Handle) Compare(o Handle) int {
 	if h.common == nil && o.common == nil {

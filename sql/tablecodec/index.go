@@ -1,6 +1,7 @@
 package tablecodec
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -89,15 +90,19 @@ func DecodeMemComparable(b []byte) ([]byte, types.Datum, error) {
 //
 //	't' + EncodeInt(tableID) + "_i" + EncodeInt(indexID) + values... [+ EncodeInt(handle)]
 //
-// The handle is appended when withHandle (non-unique indexes, and unique
-// ones whose values contain a NULL, which never conflict).
-func AppendIndexKey(b []byte, tableID, indexID int64, values []types.Datum, withHandle bool, handle int64) []byte {
+// The handle (h.Encoded()) is appended when withHandle (non-unique
+// indexes, and unique ones whose values contain a NULL, which never
+// conflict).
+func AppendIndexKey(b []byte, tableID, indexID int64, values []types.Datum, withHandle bool, h Handle) []byte {
 	b = AppendIndexPrefix(b, tableID, indexID)
 	for _, d := range values {
 		b = AppendMemComparable(b, d)
 	}
 	if withHandle {
-		b = codec.EncodeInt(b, handle)
+		if h.common != nil {
+			return append(b, h.common...)
+		}
+		b = codec.EncodeInt(b, h.i)
 	}
 	return b
 }
@@ -109,10 +114,11 @@ func IndexRange(tableID, indexID int64) (start, end []byte) {
 }
 
 // DecodeIndexKey splits an index key into its table id, index id, ncols
-// values and, when the key carries one (hasHandle), the handle.
-func DecodeIndexKey(key []byte, ncols int) (tableID, indexID int64, values []types.Datum, handle int64, hasHandle bool, err error) {
+// values and, when the key carries one (hasHandle), the handle: a common
+// handle (aliasing key) when common, the table's layout says which.
+func DecodeIndexKey(key []byte, ncols int, common bool) (tableID, indexID int64, values []types.Datum, h Handle, hasHandle bool, err error) {
 	if len(key) < indexPrefixLen || key[0] != TablePrefix || key[9] != indexSep[0] || key[10] != indexSep[1] {
-		return 0, 0, nil, 0, false, fmt.Errorf("%w: %x", ErrInvalidIndexKey, key)
+		return 0, 0, nil, Handle{}, false, fmt.Errorf("%w: %x", ErrInvalidIndexKey, key)
 	}
 	_, tableID, _ = codec.DecodeInt(key[1:9])
 	_, indexID, _ = codec.DecodeInt(key[11:19])
@@ -120,18 +126,20 @@ func DecodeIndexKey(key []byte, ncols int) (tableID, indexID int64, values []typ
 	values = make([]types.Datum, ncols)
 	for i := range values {
 		if rest, values[i], err = DecodeMemComparable(rest); err != nil {
-			return 0, 0, nil, 0, false, fmt.Errorf("%w: %x: %v", ErrInvalidIndexKey, key, err)
+			return 0, 0, nil, Handle{}, false, fmt.Errorf("%w: %x: %v", ErrInvalidIndexKey, key, err)
 		}
 	}
-	switch len(rest) {
-	case 0:
-	case 8:
-		_, handle, _ = codec.DecodeInt(rest)
-		hasHandle = true
+	switch {
+	case len(rest) == 0:
+	case common:
+		h, hasHandle = CommonHandle(rest), true
+	case len(rest) == 8:
+		_, i, _ := codec.DecodeInt(rest)
+		h, hasHandle = IntHandle(i), true
 	default:
-		return 0, 0, nil, 0, false, fmt.Errorf("%w: %x: %d trailing bytes", ErrInvalidIndexKey, key, len(rest))
+		return 0, 0, nil, Handle{}, false, fmt.Errorf("%w: %x: %d trailing bytes", ErrInvalidIndexKey, key, len(rest))
 	}
-	return tableID, indexID, values, handle, hasHandle, nil
+	return tableID, indexID, values, h, hasHandle, nil
 }
 
 // IsIndexKey reports whether key lies in an index's key space.
@@ -146,30 +154,41 @@ func IndexIDOf(key []byte) int64 {
 }
 
 // Index entry values. A unique entry without the handle in its key stores
-// the handle (8 bytes, EncodeInt); every other entry stores the single
-// byte '0', as TiDB does (an empty value would read as a delete).
+// the handle (h.Encoded(): 8 bytes for an int handle); every other entry
+// stores the single byte '0', as TiDB does (an empty value would read as
+// a delete).
 var nonUniqueValue = []byte{'0'}
 
 // IndexValue returns the value of an index entry: the handle for a key
 // without it, else a shared constant the caller must not modify.
-func IndexValue(withHandle bool, handle int64) []byte {
+func IndexValue(withHandle bool, h Handle) []byte {
 	if withHandle {
 		return nonUniqueValue
 	}
-	return codec.EncodeInt(make([]byte, 0, 8), handle)
+	if h.common != nil {
+		return bytes.Clone(h.common)
+	}
+	return codec.EncodeInt(make([]byte, 0, 8), h.i)
 }
 
 // DecodeIndexHandle returns the handle of an index entry from its key
-// (when the key carries it) or its value.
-func DecodeIndexHandle(keyHandle int64, hasHandle bool, value []byte) (int64, error) {
+// (when the key carries it) or its value: a common handle (aliasing
+// value) when common.
+func DecodeIndexHandle(keyHandle Handle, hasHandle bool, value []byte, common bool) (Handle, error) {
 	if hasHandle {
 		return keyHandle, nil
 	}
+	if common {
+		if len(value) == 0 {
+			return Handle{}, fmt.Errorf("%w: empty index value", ErrInvalidIndexKey)
+		}
+		return CommonHandle(value), nil
+	}
 	if len(value) != 8 {
-		return 0, fmt.Errorf("%w: index value of %d bytes", ErrInvalidIndexKey, len(value))
+		return Handle{}, fmt.Errorf("%w: index value of %d bytes", ErrInvalidIndexKey, len(value))
 	}
 	_, h, _ := codec.DecodeInt(value)
-	return h, nil
+	return IntHandle(h), nil
 }
 
 // TableIDOf returns the table id of a row or index key, and false for a

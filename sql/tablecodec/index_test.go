@@ -45,14 +45,20 @@ func TestIndexKeyRoundTrip(t *testing.T) {
 	cases := []struct {
 		vals       []types.Datum
 		withHandle bool
-		handle     int64
+		handle     Handle
 	}{
-		{[]types.Datum{types.NewInt(5)}, false, 9},
-		{[]types.Datum{types.NewInt(5)}, true, -9},
-		{[]types.Datum{types.NewString("x"), types.NullDatum, types.NewFloat(1.5)}, true, 1 << 40},
-		{[]types.Datum{types.NewString("abcdefgh"), types.NewUint(7)}, false, 0},
+		{[]types.Datum{types.NewInt(5)}, false, IntHandle(9)},
+		{[]types.Datum{types.NewInt(5)}, true, IntHandle(-9)},
+		{[]types.Datum{types.NewString("x"), types.NullDatum, types.NewFloat(1.5)}, true, IntHandle(1 << 40)},
+		{[]types.Datum{types.NewString("abcdefgh"), types.NewUint(7)}, false, IntHandle(0)},
+		// Common handles: in the key of a non-unique entry, in the value of
+		// a unique one, whatever their length (8 bytes too).
+		{[]types.Datum{types.NewInt(5)}, true, CommonHandle(AppendMemComparable(nil, types.NewString("k")))},
+		{[]types.Datum{types.NewInt(5)}, false, CommonHandle(AppendMemComparable(AppendMemComparable(nil, types.NewInt(1)), types.NewString("kk")))},
+		{[]types.Datum{types.NewString("v")}, true, CommonHandle([]byte{1, 2, 3, 4, 5, 6, 7, 8})},
 	}
 	for _, c := range cases {
+		common := !c.handle.IsInt()
 		key := AppendIndexKey(nil, 42, 3, c.vals, c.withHandle, c.handle)
 		require.True(t, IsIndexKey(key))
 		require.Equal(t, int64(3), IndexIDOf(key))
@@ -61,7 +67,7 @@ func TestIndexKeyRoundTrip(t *testing.T) {
 		require.Equal(t, int64(42), tid)
 		start, end := IndexRange(42, 3)
 		require.True(t, bytes.Compare(start, key) <= 0 && bytes.Compare(key, end) < 0)
-		tid, iid, vals, h, hasH, err := DecodeIndexKey(key, len(c.vals))
+		tid, iid, vals, h, hasH, err := DecodeIndexKey(key, len(c.vals), common)
 		require.NoError(t, err)
 		require.Equal(t, int64(42), tid)
 		require.Equal(t, int64(3), iid)
@@ -69,15 +75,15 @@ func TestIndexKeyRoundTrip(t *testing.T) {
 		for i := range vals {
 			require.Equal(t, c.vals[i].String(), vals[i].String())
 		}
-		got, err := DecodeIndexHandle(h, hasH, IndexValue(c.withHandle, c.handle))
+		got, err := DecodeIndexHandle(h, hasH, IndexValue(c.withHandle, c.handle), common)
 		require.NoError(t, err)
-		require.Equal(t, c.handle, got)
+		require.True(t, c.handle.Equal(got), "%v != %v", c.handle, got)
 	}
 	// Row keys are not index keys, and malformed keys are errors.
 	require.False(t, IsIndexKey(RowKey(42, 1)))
-	_, _, _, _, _, err := DecodeIndexKey(RowKey(42, 1), 1)
+	_, _, _, _, _, err := DecodeIndexKey(RowKey(42, 1), 1, false)
 	require.ErrorIs(t, err, ErrInvalidIndexKey)
-	key := AppendIndexKey(nil, 42, 3, []types.Datum{types.NewInt(1)}, false, 0)
-	_, _, _, _, _, err = DecodeIndexKey(append(key, 1, 2), 1)
+	key := AppendIndexKey(nil, 42, 3, []types.Datum{types.NewInt(1)}, false, IntHandle(0))
+	_, _, _, _, _, err = DecodeIndexKey(append(key, 1, 2), 1, false)
 	require.ErrorIs(t, err, ErrInvalidIndexKey)
 }

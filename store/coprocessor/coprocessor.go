@@ -298,7 +298,7 @@ type run struct {
 	groups   groupTable
 	// IndexLookUp
 	rows    RowReader
-	handle  int64 // the current index entry's handle
+	handle  tablecodec.Handle // the current index entry's handle
 	pending []lookupRow
 	keysBuf [][]byte
 }

@@ -54,14 +54,15 @@ func (p *plan) indexSource(is *coprocessorpb.IndexScan) error {
 // key's slot), NULL elsewhere; x.handle is the entry's handle.
 func (x *run) decodeIndex(k, v []byte) error {
 	t, ix := x.p.tbl, x.p.idx
-	_, _, vals, kh, hasHandle, err := tablecodec.DecodeIndexKey(k, len(ix.Columns))
+	_, _, vals, kh, hasHandle, err := tablecodec.DecodeIndexKey(k, len(ix.Columns), t.CommonHandle)
 	if err != nil {
 		return fmt.Errorf("coprocessor: decode index entry of table %d: %w", t.ID, err)
 	}
-	h, err := tablecodec.DecodeIndexHandle(kh, hasHandle, v)
+	h, err := tablecodec.DecodeIndexHandle(kh, hasHandle, v, t.CommonHandle)
 	if err != nil {
 		return fmt.Errorf("coprocessor: decode index entry of table %d: %w", t.ID, err)
 	}
+	h = h.Clone() // a common handle aliases the scan's key or value
 	clear(x.row)
 	t.SetIndexRow(ix, vals, h, x.row)
 	x.handle = h
@@ -71,7 +72,7 @@ func (x *run) decodeIndex(k, v []byte) error {
 // queueLookup adds index entry k's row to the pending batch, reading the
 // batch when it is full.
 func (x *run) queueLookup(k []byte) error {
-	x.pending = append(x.pending, lookupRow{key: bytes.Clone(k), rowKey: tablecodec.RowKey(x.p.tbl.ID, x.handle)})
+	x.pending = append(x.pending, lookupRow{key: bytes.Clone(k), rowKey: tablecodec.AppendHandleRowKey(nil, x.p.tbl.ID, x.handle)})
 	if len(x.pending) >= lookupBatch {
 		return x.flushLookups()
 	}

@@ -30,8 +30,8 @@ func indexTable(t *testing.T, lockedID int64) (*model.TableInfo, *pebble.DB) {
 		if id%5 == 0 {
 			k = types.NullDatum
 		}
-		key := tablecodec.AppendIndexKey(nil, tbl.ID, 1, []types.Datum{k}, true, id)
-		w.PutWrite(key, 10, &mvcc.Write{Kind: mvcc.WritePut, StartTS: 9, ShortValue: tablecodec.IndexValue(true, id), HasShortValue: true})
+		key := tablecodec.AppendIndexKey(nil, tbl.ID, 1, []types.Datum{k}, true, tablecodec.IntHandle(id))
+		w.PutWrite(key, 10, &mvcc.Write{Kind: mvcc.WritePut, StartTS: 9, ShortValue: tablecodec.IndexValue(true, tablecodec.IntHandle(id)), HasShortValue: true})
 	}
 	if lockedID > 0 {
 		rk := tablecodec.RowKey(tbl.ID, lockedID)
@@ -90,11 +90,11 @@ func TestIndexScanAndLookUp(t *testing.T) {
 		return &cop.Executor{Tp: cop.ExecType_TypeTopN, TopN: &cop.TopN{Limit: n, OrderBy: []*cop.ByItem{{Expr: compileExpr(t, tbl, by), Desc: desc}}}}
 	}
 	ixKey := func(k int64) []byte {
-		return tablecodec.AppendIndexKey(nil, tbl.ID, 1, []types.Datum{types.NewInt(k)}, false, 0)
+		return tablecodec.AppendIndexKey(nil, tbl.ID, 1, []types.Datum{types.NewInt(k)}, false, tablecodec.Handle{})
 	}
 	// k in [2, 4]: ids 2 9 16 (k=2), 3 17 (k=3; 10 is NULL), 4 11 18 (k=4).
 	k24 := []Range{{Start: ixKey(2), End: ixKey(5)}}
-	whole := []Range{{Start: tablecodec.AppendIndexKey(nil, tbl.ID, 1, nil, false, 0), End: tablecodec.AppendIndexKey(nil, tbl.ID, 2, nil, false, 0)}}
+	whole := []Range{{Start: tablecodec.AppendIndexKey(nil, tbl.ID, 1, nil, false, tablecodec.Handle{}), End: tablecodec.AppendIndexKey(nil, tbl.ID, 2, nil, false, tablecodec.Handle{})}}
 	tests := []struct {
 		name    string
 		execs   []*cop.Executor
@@ -137,25 +137,25 @@ func TestIndexScanAndLookUp(t *testing.T) {
 			row := make([]types.Datum, tbl.RowWidth())
 			for _, out := range resp.GetRows() {
 				require.True(t, tablecodec.IsIndexKey(out.GetKey()), "output key is the index key")
-				_, _, vals, h, hasHandle, err := tablecodec.DecodeIndexKey(out.GetKey(), 1)
+				_, _, vals, h, hasHandle, err := tablecodec.DecodeIndexKey(out.GetKey(), 1, false)
 				require.NoError(t, err)
 				require.True(t, hasHandle)
-				ids = append(ids, h)
+				ids = append(ids, h.IntValue())
 				if !lookup {
 					require.Equal(t, tablecodec.IndexValue(true, h), out.GetValue())
 					continue
 				}
-				require.Equal(t, tablecodec.RowKey(tbl.ID, h), out.GetRowKey())
+				require.Equal(t, tablecodec.RowKey(tbl.ID, h.IntValue()), out.GetRowKey())
 				if out.GetRemote() {
 					require.Empty(t, out.GetValue())
-					remote = append(remote, h)
+					remote = append(remote, h.IntValue())
 					continue
 				}
 				// A local row is the stored row: its k is the index entry's.
 				require.NoError(t, tbl.DecodeRow(out.GetRowKey(), out.GetValue(), row))
-				require.Equal(t, h, row[0].Int64())
+				require.Equal(t, h.IntValue(), row[0].Int64())
 				require.Equal(t, vals[0].Int64(), row[1].Int64())
-				require.Equal(t, fmt.Sprintf("c%d", h%4), string(row[2].Bytes()))
+				require.Equal(t, fmt.Sprintf("c%d", h.IntValue()%4), string(row[2].Bytes()))
 			}
 			require.Equal(t, tc.ids, ids)
 			require.Equal(t, tc.remote, remote)
@@ -178,7 +178,7 @@ func TestLookUpLocked(t *testing.T) {
 		{Tp: cop.ExecType_TypeIndexScan, IdxScan: &cop.IndexScan{TableId: tbl.ID, IndexId: 1, TableInfo: info}},
 		{Tp: cop.ExecType_TypeIndexLookUp, IdxLookup: &cop.IndexLookUp{TableId: tbl.ID}},
 	}
-	ranges := []Range{{Start: tablecodec.AppendIndexKey(nil, tbl.ID, 1, nil, false, 0), End: tablecodec.AppendIndexKey(nil, tbl.ID, 2, nil, false, 0)}}
+	ranges := []Range{{Start: tablecodec.AppendIndexKey(nil, tbl.ID, 1, nil, false, tablecodec.Handle{}), End: tablecodec.AppendIndexKey(nil, tbl.ID, 2, nil, false, tablecodec.Handle{})}}
 	r := mvcc.NewSnapshotReader(db, mvcc.ReadOptions{TS: 100})
 	defer r.Close()
 	rows := &fakeRows{r: mvcc.NewSnapshotReader(db, mvcc.ReadOptions{TS: 100})}
@@ -212,8 +212,8 @@ func TestLookUpBatches(t *testing.T) {
 		k := (id * 7919) % n // a permutation: index order is not handle order
 		row := []types.Datum{types.NewInt(id), types.NewInt(k)}
 		w.PutWrite(tablecodec.RowKey(tbl.ID, id), 10, &mvcc.Write{Kind: mvcc.WritePut, StartTS: 9, ShortValue: tbl.EncodeRow(nil, row, scratch), HasShortValue: true})
-		w.PutWrite(tablecodec.AppendIndexKey(nil, tbl.ID, 1, []types.Datum{types.NewInt(k)}, true, id), 10,
-			&mvcc.Write{Kind: mvcc.WritePut, StartTS: 9, ShortValue: tablecodec.IndexValue(true, id), HasShortValue: true})
+		w.PutWrite(tablecodec.AppendIndexKey(nil, tbl.ID, 1, []types.Datum{types.NewInt(k)}, true, tablecodec.IntHandle(id)), 10,
+			&mvcc.Write{Kind: mvcc.WritePut, StartTS: 9, ShortValue: tablecodec.IndexValue(true, tablecodec.IntHandle(id)), HasShortValue: true})
 	}
 	b := db.NewBatch()
 	require.NoError(t, mvcc.ApplyWrites(b, w.Writes()))
@@ -236,7 +236,7 @@ func TestLookUpBatches(t *testing.T) {
 	row := make([]types.Datum, tbl.RowWidth())
 	prev := int64(-1)
 	for _, out := range resp.GetRows() {
-		_, _, vals, _, _, err := tablecodec.DecodeIndexKey(out.GetKey(), 1)
+		_, _, vals, _, _, err := tablecodec.DecodeIndexKey(out.GetKey(), 1, false)
 		require.NoError(t, err)
 		require.Greater(t, vals[0].Int64(), prev)
 		prev = vals[0].Int64()
