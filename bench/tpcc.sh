@@ -3,7 +3,7 @@
 #
 #   make build && bench/tpcc.sh [--warehouses 4] [--threads 16] [--time 5m]
 #                               [--targets strata,mariadb] [--check strata]
-#                               [--kill-store]
+#                               [--kill-store] [--base-bin-dir DIR]
 #                               [--label NAME] [--keep] [--strata-port P]
 #
 # For each target: a fresh server on free loopback ports in a temp dir
@@ -14,7 +14,9 @@
 # check 3.3.2.10's correlated history subquery as a scan per customer,
 # which takes hours at 4 warehouses). --kill-store kills the Strata store leading the most regions
 # with SIGKILL for the middle minute of the run and restarts it with the
-# same command line. --strata-port uses a running Strata whose database
+# same command line. --base-bin-dir adds target strata-base: Strata from
+# the binaries in DIR (a parent commit's build), for an A/B in one run.
+# --strata-port uses a running Strata whose database
 # tpcc already holds the warehouses (no prepare; it is neither started nor
 # stopped). Writes bench/results/<UTC time>-tpcc[-label].md with
 # tpmC, every transaction's count, errors and p50/p99 latency, the prepare
@@ -26,7 +28,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 GOTPC=${GOTPC:-$(command -v go-tpc || echo /root/go/bin/go-tpc)}
 MARIADBD=${MARIADBD:-$(command -v mariadbd || echo /usr/sbin/mariadbd)}
-WAREHOUSES=4 THREADS=16 TIME=5m TARGETS=strata,mariadb KILL=0 LABEL="" KEEP=0 STRATA_PORT="" CHECK=strata
+WAREHOUSES=4 THREADS=16 TIME=5m TARGETS=strata,mariadb KILL=0 LABEL="" KEEP=0 STRATA_PORT="" CHECK=strata,strata-base BASE_BIN=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --warehouses) WAREHOUSES=$2; shift 2 ;;
@@ -38,6 +40,7 @@ while [[ $# -gt 0 ]]; do
     --keep) KEEP=1; shift ;;
     --strata-port) STRATA_PORT=$2; shift 2 ;;
     --check) CHECK=$2; shift 2 ;;
+    --base-bin-dir) BASE_BIN=$2; shift 2 ;;
     *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -64,9 +67,10 @@ secs() { # go duration (5m, 90s, 1h) -> seconds
 }
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# start_strata sets PORT and SQLPID.
+# start_strata BIN NAME starts Strata from the binaries in BIN under
+# $WORK/NAME; it sets PORT and SQLPID.
 start_strata() {
-  local dir=$WORK/strata
+  local bin=$1 dir=$WORK/$2
   mkdir -p "$dir"
   if [[ -n $STRATA_PORT ]]; then
     PORT=$STRATA_PORT
@@ -75,10 +79,11 @@ start_strata() {
     return
   fi
   mkdir -p "$dir/bin"
-  cp "$ROOT"/bin/{pd,storenode,sqlnode,playground} "$dir/bin/"
+  cp "$bin"/{pd,storenode,sqlnode,playground} "$dir/bin/"
   start_playground "$dir/bin" "$dir" || return 1
   SQLPID=$(pgrep -f -- "$dir/bin/sqlnode" | head -1)
   VERSION="Strata $(git -C "$ROOT" rev-parse --short HEAD)"
+  [[ $bin == "$ROOT/bin" ]] || VERSION="Strata from $bin"
 }
 
 start_mariadb() {
@@ -137,7 +142,7 @@ kill_store_middle() {
 # sql_errors prints the Strata SQL node's strata_sql_errors_total series
 # (nothing for MariaDB).
 sql_errors() {
-  [[ $tgt == strata ]] || return 0
+  [[ $tgt == strata* ]] || return 0
   local st
   st=$(tr '\0' '\n' </proc/"$SQLPID"/cmdline | grep -A1 -- '^--status-addr$' | tail -1)
   [[ -n $st ]] && "$PROMGET" "$st" strata_sql_errors_total 2>/dev/null || true
@@ -177,7 +182,8 @@ IFS=, read -ra TGTS <<<"$TARGETS"
 for tgt in "${TGTS[@]}"; do
   log "$tgt: starting"
   case $tgt in
-    strata) start_strata ;;
+    strata) start_strata "$ROOT/bin" strata ;;
+    strata-base) [[ -n $BASE_BIN ]] || { echo "strata-base needs --base-bin-dir" >&2; exit 2; }; start_strata "$BASE_BIN" strata-base ;;
     mariadb) start_mariadb ;;
     *) echo "unknown target $tgt" >&2; exit 2 ;;
   esac
@@ -235,7 +241,7 @@ for tgt in "${TGTS[@]}"; do
     printed=$(grep -cE '^\[[0-9]{4}.*failed, err' "$dir/run.log" || true)
     counted=$(awk '/^\[Summary\] [A-Z_]*_ERR/ { for (i=1;i<=NF;i++) if ($i == "Count:") { v=$(i+1); gsub(/,/, "", v); n += v } } END { print n+0 }' "$dir/run.log")
     echo "- errors: go-tpc counted $counted, printed $printed during the run; the other $(( counted - printed )) were transactions cut off when --time ran out (go-tpc cancels them and counts them without printing)"
-    [[ $tgt == strata ]] && echo "- errors the SQL node returned during the run (strata_sql_errors_total by code): $(error_diff "$errs0" "$errs1" | sed 's/, $//')$([[ -z $(error_diff "$errs0" "$errs1") ]] && echo none)"
+    [[ $tgt == strata* ]] && echo "- errors the SQL node returned during the run (strata_sql_errors_total by code): $(error_diff "$errs0" "$errs1" | sed 's/, $//')$([[ -z $(error_diff "$errs0" "$errs1") ]] && echo none)"
     echo
     errlines=$(grep -E '^\[[0-9]{4}' "$dir/run.log" | grep -i 'error\|failed' | sed -E 's/^\[[^]]*\] //' | sed -E 's/[0-9]+/N/g' | sort | uniq -c | sort -rn | head -10 || true)
     errtimes=$(grep -E '^\[[0-9]{4}.*failed, err' "$dir/run.log" | sed -E 's/^\[[0-9-]+ ([0-9:]+)\].*Error ([0-9]+).*/\1 \2/; s/^\[[0-9-]+ ([0-9:]+)\].*/\1 other/' | tr '\n' ',' | sed 's/,$//; s/,/, /g' || true)

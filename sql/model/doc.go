@@ -11,6 +11,13 @@
 // (IndexInfo.ChangingOf), which refer to it by name and resolve to its
 // offset in ForWrite's table only (changing.go).
 //
+// Rows are keyed by their handle (handle.go): an integer PRIMARY KEY's
+// value (PKIsHandle), the encoded values of any other clustered key (a
+// common handle: CommonHandle, whose PRIMARY index has no entries and
+// whose key columns an index entry gives back where HandleRestores), or
+// a hidden _tidb_rowid. DecodeRow and SetIndexRow put the handle in a
+// row's last slot (Handle.Datum).
+//
 // A TableInfo is immutable once published (Clone before changing it);
 // Init computes its derived fields after decoding, among them the
 // compiled expressions of its generated columns (generated.go), parsed

@@ -9,7 +9,13 @@
 //
 //   - Every row of a table has exactly one entry in each of its indexes
 //     whose state is write-only or public, and no index has an entry
-//     without its row (ADMIN CHECK TABLE verifies both).
+//     without its row (ADMIN CHECK TABLE verifies both). The clustered
+//     PRIMARY KEY of a common-handle table (model.TableInfo.CommonHandle)
+//     has no entries: the row key is made of its values
+//     (TableInfo.HandleOf), so two rows with one key collide on the row
+//     key (1062 naming the values written), and an UPDATE that changes
+//     them moves the row; the other indexes' entries carry the common
+//     handle.
 //   - Entries follow the index's schema state (catalog.SchemaState):
 //     delete-only indexes get their entries deleted but none written;
 //     write-only and public ones are fully maintained.
