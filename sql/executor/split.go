@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -127,7 +128,7 @@ func (e *Executor) handleValue(env StmtEnv, t *model.TableInfo, list []ast.ExprN
 
 func (e *Executor) tableSplitKeys(env StmtEnv, t *model.TableInfo, opt *ast.SplitOption) ([][]byte, error) {
 	var keys [][]byte
-	if len(t.Indices) > 0 {
+	if slices.ContainsFunc(t.Indices, t.HasEntries) { // the rows apart from the index entries
 		keys = append(keys, tablecodec.AppendRecordPrefix(nil, t.ID))
 	}
 	if t.CommonHandle {
@@ -169,15 +170,13 @@ func (e *Executor) tableSplitKeys(env StmtEnv, t *model.TableInfo, opt *ast.Spli
 	return keys, nil
 }
 
-// commonSplitKeys adds to keys the row keys of SPLIT TABLE ... BY on a
-// table keyed by a clustered PRIMARY KEY of any type: each list gives the
-// key's values (or its first ones).
+// commonSplitKeys adds to keys the row keys of SPLIT TABLE on a table
+// keyed by a clustered PRIMARY KEY of any type: each BY list gives the
+// key's values (or its first ones); BETWEEN ... AND ... REGIONS n splits
+// evenly between the two keys' encodings, as for an index.
 func (e *Executor) commonSplitKeys(env StmtEnv, t *model.TableInfo, opt *ast.SplitOption, keys [][]byte) ([][]byte, error) {
-	if len(opt.ValueLists) == 0 {
-		return nil, errno.NotSupported("SPLIT TABLE ... BETWEEN on a table with a clustered non-integer PRIMARY KEY (use SPLIT TABLE ... BY)")
-	}
 	pk := t.PrimaryIndex()
-	for _, list := range opt.ValueLists {
+	key := func(list []ast.ExprNode) ([]byte, error) {
 		if len(list) > len(pk.Columns) {
 			return nil, errno.New(errno.ErrInvalidSplitRegionRanges, "Failed to split region ranges: the number of values %d exceeds the %d columns of the PRIMARY KEY", len(list), len(pk.Columns))
 		}
@@ -195,9 +194,34 @@ func (e *Executor) commonSplitKeys(env StmtEnv, t *model.TableInfo, opt *ast.Spl
 			}
 			vals[i] = model.IndexColumnDatum(cols[i], v, pk.Columns[i].Length)
 		}
-		keys = append(keys, t.CommonHandleKey(tablecodec.AppendRecordPrefix(nil, t.ID), vals))
+		return t.CommonHandleKey(tablecodec.AppendRecordPrefix(nil, t.ID), vals), nil
 	}
-	return keys, nil
+	if len(opt.ValueLists) > 0 {
+		for _, list := range opt.ValueLists {
+			k, err := key(list)
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, k)
+		}
+		return keys, nil
+	}
+	if err := checkSplitNum(opt.Num); err != nil {
+		return nil, err
+	}
+	lo, err := key(opt.Lower)
+	if err != nil {
+		return nil, err
+	}
+	hi, err := key(opt.Upper)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Compare(lo, hi) >= 0 {
+		return nil, errno.New(errno.ErrInvalidSplitRegionRanges,
+			"Failed to split region ranges: Split table `%s` region lower value %s should less than the upper value %s", t.Name, exprList(opt.Lower), exprList(opt.Upper))
+	}
+	return append(keys, interpolateKeys(lo, hi, int(opt.Num))...), nil
 }
 
 func checkSplitNum(n int64) error {
