@@ -70,8 +70,10 @@ func (t *TableInfo) HandleOf(row []types.Datum) tablecodec.Handle {
 // HandleRestores reports whether the handle of t's rows gives back
 // column off's value exactly, so an index entry (which carries the
 // handle) holds the column: an int handle's column, or a common handle's
-// column of an integer type or of a string compared as its bytes, whole
-// (a sort key, a prefix or a DECIMAL's shortest text is not the value).
+// column of an integer, DECIMAL (its text converted back to the column's
+// scale), DATE, DATETIME or TIME type, or a whole string compared as its
+// bytes (a sort key or a prefix is not the value; a TIMESTAMP is left to
+// the row).
 func (t *TableInfo) HandleRestores(off int) bool {
 	if t.PKIsHandle {
 		return off == t.HandleOffset
@@ -90,9 +92,17 @@ func (t *TableInfo) restoreHandle(h tablecodec.Handle, row []types.Datum) {
 		return // the row lookup, if any, gives them
 	}
 	for i, c := range t.pk.Columns {
-		if t.pkRestore[c.Offset] {
-			row[c.Offset] = vals[i]
+		if !t.pkRestore[c.Offset] {
+			continue
 		}
+		if t.pkDecimal[i] { // its shortest text, in the column's scale
+			d, err := t.Columns[c.Offset].Type.Convert(vals[i])
+			if err != nil {
+				continue
+			}
+			vals[i] = d
+		}
+		row[c.Offset] = vals[i]
 	}
 }
 
@@ -111,7 +121,8 @@ func (t *TableInfo) initHandle() {
 		ft := t.Columns[c.Offset].Type
 		t.pkDecimal[i] = ft.Tp == mysql.TypeNewDecimal
 		switch ft.Tp {
-		case mysql.TypeTiny, mysql.TypeShort, mysql.TypeInt24, mysql.TypeLong, mysql.TypeLonglong,
+		case mysql.TypeTiny, mysql.TypeShort, mysql.TypeInt24, mysql.TypeLong, mysql.TypeLonglong, mysql.TypeYear,
+			mysql.TypeDate, mysql.TypeDatetime, mysql.TypeDuration, mysql.TypeNewDecimal,
 			mysql.TypeVarchar, mysql.TypeVarString, mysql.TypeString:
 			if c.Length == 0 && expr.Collation(ft) == nil {
 				t.pkRestore[c.Offset], t.anyRestore = true, true
