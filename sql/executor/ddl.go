@@ -544,6 +544,9 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 			case ix == nil:
 				return errno.New(errCantDropKey, "Can't DROP '%s'; check that column/key exists", sp.Name)
 			case ix.Primary:
+				if err := ddl.CheckDropPrimary(sim); err != nil {
+					return err
+				}
 				return errno.NotSupported("dropping a PRIMARY KEY")
 			}
 			sim.Indices = slices.DeleteFunc(sim.Indices, func(x *model.IndexInfo) bool { return x == ix })
@@ -876,6 +879,9 @@ func (e *Executor) dropIndex(ctx context.Context, env StmtEnv, stmt ast.StmtNode
 		return errno.New(errCantDropKey, "Can't DROP '%s'; check that column/key exists", name)
 	}
 	if ix.Primary {
+		if err := ddl.CheckDropPrimary(t); err != nil {
+			return err
+		}
 		return errno.NotSupported("dropping a PRIMARY KEY")
 	}
 	refs, err := e.dom.Catalog().Referrers(ctx, t)
