@@ -102,7 +102,7 @@ func (w *Writer) remember(key []byte, ix *model.IndexInfo, row []types.Datum) {
 // PRIMARY KEY remembers its values (remember).
 func (w *Writer) rowKey(h tablecodec.Handle, row []types.Datum) []byte {
 	k := tablecodec.AppendHandleRowKey(nil, w.T.ID, h)
-	if w.T.CommonHandle && row != nil {
+	if w.T.CommonHandle {
 		if pk := w.T.PrimaryIndex(); pk != nil {
 			w.remember(k, pk, row)
 		}
