@@ -28,7 +28,10 @@
 // coefficient an int64 when it fits and a big.Int beyond, with MySQL's
 // result scales; a value stored into a column is rounded half away from zero
 // to the column's scale. A value out of a column's range is 1264, a string
-// too long for it 1406 (convert.go).
+// too long for it 1406, a string with a numeric prefix for a number
+// column 1265, one with none 1366 (convert.go). A string read as a number
+// is its numeric prefix (NumericPrefix, IntPrefix: numprefix.go), which
+// also says whether that is all of it (whether MySQL warns).
 //
 // # JSON
 //
