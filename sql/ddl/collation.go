@@ -136,3 +136,60 @@ func setColl(ft *types.FieldType, c *collate.Collation) {
 		ft.Coll = c.ID
 	}
 }
+
+// textTypes are the TEXT types from the smallest, with their byte length.
+var textTypes = []struct {
+	tp   byte
+	flen int
+}{{mysql.TypeTinyBlob, 255}, {mysql.TypeBlob, 65535}, {mysql.TypeMediumBlob, 16777215}, {mysql.TypeLongBlob, 4294967295}}
+
+// ConvertColumn is column oc of t as ALTER TABLE ... CONVERT TO CHARACTER
+// SET gives it collation c, or nil when oc keeps its type (not a text
+// column: numbers, dates, JSON, BINARY / VARBINARY / BLOB; or one that
+// has c already). A TEXT column whose character set takes more bytes
+// per character under c becomes the smallest TEXT type that holds as
+// many characters, as MySQL (TEXT in latin1 becomes MEDIUMTEXT in
+// utf8mb4). Errors are MODIFY COLUMN's for the same change: a key prefix
+// that no longer fits, and a rewrite TiDB refuses (the collation of a
+// PRIMARY KEY column, 8200).
+func ConvertColumn(t *model.TableInfo, oc *model.ColumnInfo, c *collate.Collation) (*model.ColumnInfo, error) {
+	ft := oc.Type
+	if ft.Class() != types.ClassString || ft.Binary() || ft.Tp == mysql.TypeJSON {
+		return nil, nil
+	}
+	old := collate.Of(ft.Collation())
+	if old.ID == c.ID {
+		return nil, nil
+	}
+	nc := *oc
+	setColl(&nc.Type, c)
+	if from, to := collate.CharsetByName(old.Charset), collate.CharsetByName(c.Charset); from != nil && to != nil && to.Maxlen > from.Maxlen {
+		for i, tt := range textTypes {
+			if tt.tp != ft.Tp {
+				continue
+			}
+			need := tt.flen / from.Maxlen * to.Maxlen
+			for _, wider := range textTypes[i:] {
+				if wider.flen >= need || wider.tp == mysql.TypeLongBlob {
+					nc.Type.Tp, nc.Type.Flen = wider.tp, wider.flen
+					break
+				}
+			}
+		}
+	}
+	for _, ix := range t.Indices {
+		for _, ic := range ix.Columns {
+			if ic.Offset == oc.Offset {
+				if _, err := refitKeyPart(&nc, ic.Length); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if NeedsRewrite(t, oc, &nc) {
+		if err := checkRewrite(t, oc, &nc); err != nil {
+			return nil, err
+		}
+	}
+	return &nc, nil
+}

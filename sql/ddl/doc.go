@@ -183,7 +183,11 @@
 //
 // ALTER TABLE ... COMMENT = / AFFINITY = / [DEFAULT] CHARACTER SET /
 // COLLATE is one step (alter table options; the collation is the one
-// columns added later get). AFFINITY = 'table' makes the table a data affinity group in PD
+// columns added later get). ALTER TABLE ... CONVERT TO CHARACTER SET
+// also changes every text column (ConvertColumn: a TEXT type widens to
+// hold as many characters, as MySQL): the executor runs one modify column
+// job per column (a rewrite when the column is indexed) and then the
+// table options job, having checked every column first. AFFINITY = 'table' makes the table a data affinity group in PD
 // (affinity.go): the finish step of CREATE TABLE (which then waits for its
 // version like a FOREIGN KEY table), ALTER, TRUNCATE (the group moves to
 // the new id), DROP TABLE and DROP DATABASE tells PD before the job

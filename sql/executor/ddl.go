@@ -388,7 +388,11 @@ func (e *Executor) alterTable(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 		case ast.AlterTableRenameTable:
 			rename = sp
 		case ast.AlterTableOption:
-			err = e.alterTableOptions(ctx, env, x, sp) // affinity.go
+			if convertTo(sp) != nil {
+				err = e.convertCharset(ctx, env, x, sp, res) // charset.go
+			} else {
+				err = e.alterTableOptions(ctx, env, x, sp) // affinity.go
+			}
 		case ast.AlterTableEnableKeys, ast.AlterTableDisableKeys:
 			res.Warnings = append(res.Warnings, Warning{Level: "Note", Code: errIllegalHaCreateOption,
 				Msg: fmt.Sprintf("Table storage engine for '%s' doesn't have this option", x.Table.Name.O)})
@@ -590,6 +594,18 @@ func (e *Executor) checkAlter(ctx context.Context, env StmtEnv, x *ast.AlterTabl
 				return errno.NotSupported("several RENAME TO clauses in one ALTER TABLE")
 			}
 		case ast.AlterTableOption:
+			if convertTo(sp) != nil {
+				changes, _, err := convertedColumns(db, sim, sp)
+				if err != nil {
+					return err
+				}
+				for _, nc := range changes {
+					if err := ddl.SimulateModifyColumn(sim, nc.Name, nc, ddl.ColumnPosition{}); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			if _, err := tableOptions(sp); err != nil {
 				return err
 			}
@@ -689,7 +705,16 @@ func (e *Executor) modifyColumn(ctx context.Context, env StmtEnv, stmt *ast.Alte
 	if sp.Tp == ast.AlterTableAlterColumn {
 		typ = ddl.ActionSetDefault
 	}
-	oc := t.Columns[t.FindColumn(old)]
+	return e.submitColumnChange(ctx, env, stmt, res, typ, db, t, t.Columns[t.FindColumn(old)], nc, pos)
+}
+
+// submitColumnChange runs the job that makes column oc of t nc (moved to
+// pos; nil: where it is): a modify column (a rewrite of every row when
+// the stored values or index keys change, else a check of the rows when
+// the type narrows) or a set default value. The rewrite's warnings (not
+// strict: adjusted values) go to res.
+func (e *Executor) submitColumnChange(ctx context.Context, env StmtEnv, stmt ast.StmtNode, res *Result, typ ddl.ActionType,
+	db *model.DBInfo, t *model.TableInfo, oc, nc *model.ColumnInfo, pos *ast.ColumnPosition) error {
 	job := &ddl.Job{Type: typ, SchemaID: db.ID, SchemaName: db.Name,
 		TableID: t.ID, TableName: t.Name, ColumnName: oc.Name, Columns: []*model.ColumnInfo{nc},
 		Positions: []ddl.ColumnPosition{ddl.PositionOf(pos)}}
@@ -700,7 +725,7 @@ func (e *Executor) modifyColumn(ctx context.Context, env StmtEnv, stmt *ast.Alte
 	} else {
 		job.CheckRows = ddl.NeedsCheck(oc, nc)
 	}
-	err = e.submitDDL(ctx, stmt, job)
+	err := e.submitDDL(ctx, stmt, job)
 	for _, w := range job.Warnings {
 		res.Warn(w.Code, w.Msg)
 	}

@@ -53,7 +53,9 @@
 // keep the error. A zero date, or a zero month or day, that sql_mode's
 // NO_ZERO_DATE / NO_ZERO_IN_DATE refuses is 1292 in strict mode, else
 // warning 1264 (a zero month or day stored as the zero date;
-// checkZeroDate). INSERT IGNORE skips a row that collides on a primary or
+// checkZeroDate). Under ALLOW_INVALID_DATES a DATE or DATETIME column
+// stores a day its month lacks ('2004-02-31') as it is (invalidDate;
+// not TIMESTAMP). INSERT IGNORE skips a row that collides on a primary or
 // unique key, with warning 1062 (upsert.go); UPDATE IGNORE leaves a row
 // whose new values another row holds as it is, with the same warning
 // (updateConflict), its rows updated one by one so each sees the others.

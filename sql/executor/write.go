@@ -36,6 +36,7 @@ const MaxEntrySize = table.MaxEntrySize
 type conv struct {
 	lenient, nullDefault     bool
 	noZeroDate, noZeroInDate bool
+	allowInvalidDates        bool // sql_mode ALLOW_INVALID_DATES (invalidDate)
 	res                      *Result
 }
 
@@ -47,7 +48,8 @@ func newConv(env expr.Env, ignore, multiRow bool) *conv {
 	mode := SQLMode(env)
 	strict := mode.HasStrictMode()
 	return &conv{lenient: ignore || !strict, nullDefault: ignore || (!strict && multiRow),
-		noZeroDate: mode.HasNoZeroDateMode(), noZeroInDate: mode.HasNoZeroInDateMode(), res: &Result{}}
+		noZeroDate: mode.HasNoZeroDateMode(), noZeroInDate: mode.HasNoZeroInDateMode(),
+		allowInvalidDates: mode.HasAllowInvalidDatesMode(), res: &Result{}}
 }
 
 // SQLMode is env's sql_mode (expr.SQLMode).
@@ -79,6 +81,9 @@ func convertColumn(tbl *model.TableInfo, c *model.ColumnInfo, v datum, rowNum in
 		return types.NullDatum, nil
 	}
 	d, err := c.Type.Convert(v)
+	if err != nil {
+		d, err = cv.invalidDate(c, v, d, err)
+	}
 	if err == nil && c.Pending != nil {
 		// MODIFY COLUMN narrows the column: refuse what will not fit.
 		_, err = c.Pending.Convert(v)
@@ -105,6 +110,24 @@ func convertColumn(tbl *model.TableInfo, c *model.ColumnInfo, v datum, rowNum in
 		}
 	}
 	return v, convError(tbl, c, err, rowNum)
+}
+
+// invalidDate is what a DATE or DATETIME column stores under sql_mode
+// ALLOW_INVALID_DATES for v, which Convert refused (d, err): a date whose
+// day its month does not have ('2004-02-31') as it is, as MySQL; any
+// other value keeps d and err. TIMESTAMP always needs a valid date.
+func (cv *conv) invalidDate(c *model.ColumnInfo, v, d datum, err error) (datum, error) {
+	if cv == nil || !cv.allowInvalidDates || (c.Type.Tp != mysql.TypeDate && c.Type.Tp != mysql.TypeDatetime) {
+		return d, err
+	}
+	if v.Kind() != types.KindBytes && v.Kind() != types.KindInt64 && v.Kind() != types.KindUint64 {
+		return d, err
+	}
+	p, ok := types.ParseInvalidDate(string(types.AppendText(nil, v, nil)))
+	if !ok {
+		return d, err
+	}
+	return types.NewString(p.Format(c.Type.Tp, c.Type.Decimal)), nil
 }
 
 // checkZeroDate applies NO_ZERO_DATE and NO_ZERO_IN_DATE to d, the

@@ -63,12 +63,21 @@ func (c *Ctx) compileBuiltin(x *ast.FuncCallExpr, b builtin) (Expr, error) {
 		return nil, errParamCount(x.FnName.O)
 	}
 	if f, ok := envBuiltins[x.FnName.L]; ok {
-		return f(c.Env, x.FnName.L, args)
+		return c.warnsThrough(f(c.Env, x.FnName.L, args))
 	}
 	e, err := b.build(x.FnName.L, args)
 	var me *errno.Error
 	if errors.As(err, &me) && me.Code == errno.ErrWrongParamCount {
 		return nil, errParamCount(x.FnName.O) // as the query spells it
+	}
+	return c.warnsThrough(e, err)
+}
+
+// warnsThrough gives a compiled function call the Env's Warner, which
+// the Conditions its function raises go to.
+func (c *Ctx) warnsThrough(e Expr, err error) (Expr, error) {
+	if f, ok := e.(*funcExpr); ok && err == nil {
+		f.warn, _ = envAs[Warner](c.Env)
 	}
 	return e, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -16,7 +17,8 @@ import (
 // canonical text ("2006-01-02", "2006-01-02 15:04:05[.ffffff]"), which is
 // parsed without allocating; other text and numbers (20240102) go
 // through types.ParseTime. A value that is no date gives NULL, as MySQL
-// does (with a warning).
+// does; DATE_ADD / DATE_SUB also raise MySQL's warning 1292 for it
+// (invalidDate).
 
 var timeBuiltins = map[string]builtin{
 	"extract":     {2, 2, buildExtract},
@@ -121,6 +123,12 @@ func toDateTime(d types.Datum) (t dateTime, ok bool) {
 	}
 	return dateTime{year: tt.Year(), month: int(tt.Month()), day: tt.Day(), hour: tt.Hour(),
 		minute: tt.Minute(), second: tt.Second(), micro: tt.Nanosecond() / 1000}, true
+}
+
+// invalidDate is warning 1292 for a value a date function cannot read
+// as a date (its result is NULL).
+func invalidDate(d types.Datum) *Condition {
+	return warnf(errno.ErrTruncatedWrongValue, "Incorrect datetime value: '%s'", textOf(d))
 }
 
 func validDate(t dateTime) bool {
@@ -770,7 +778,7 @@ func buildDateAdd(name string, args []Expr) (Expr, error) {
 		}
 		t, ok := toDateTime(a[0])
 		if !ok || zeroDate(t) {
-			return types.NullDatum, nil
+			return types.NullDatum, invalidDate(a[0])
 		}
 		iv, ok := parseInterval(a[1], unit)
 		if !ok {

@@ -122,13 +122,50 @@ type ParamRecorder interface {
 	RecordParam(order int, k *Constant)
 }
 
-// DivisionByZero is implemented by an Env that decides what division or
-// modulo by zero does (sql_mode ERROR_FOR_DIVISION_BY_ZERO): nil, the
-// result is NULL (the Env may record warning 1365), or the error that ends
-// the statement (in a strict INSERT or UPDATE). Without it the result is
-// NULL.
-type DivisionByZero interface {
-	DivisionByZero() error
+// Warner is implemented by an Env that decides what a condition raised
+// while evaluating does: division by zero (1365), a string read as a
+// number or a date that it is not all of (1292 "Truncated incorrect
+// INTEGER value", "Incorrect datetime value", ...). Warn returns nil when
+// the statement goes on with the value the expression gives (the Env
+// recorded a warning, or nothing: without ERROR_FOR_DIVISION_BY_ZERO
+// division by zero says nothing), or the error that ends the statement
+// (a strict INSERT, UPDATE or DELETE, as MySQL's strict mode makes these
+// warnings errors). Without a Warner nothing is said; the stores, which
+// evaluate pushed-down expressions, have none. Safe for concurrent use.
+type Warner interface {
+	Warn(code uint16, msg string) error
+}
+
+// Condition is what a builtin's function returns as its error to raise a
+// warning with its result: funcExpr hands it to the Env's Warner and
+// returns the result, or the Warner's error.
+type Condition struct {
+	Code uint16
+	Msg  string
+}
+
+func (c *Condition) Error() string { return c.Msg }
+
+// warnf is a Condition with a formatted message.
+func warnf(code uint16, format string, a ...any) *Condition {
+	return &Condition{Code: code, Msg: fmt.Sprintf(format, a...)}
+}
+
+// truncatedWarning is 1292 "Truncated incorrect <what> value: '<text>'".
+func truncatedWarning(what string, text []byte) *Condition {
+	return warnf(errno.ErrTruncatedWrongValue, "Truncated incorrect %s value: '%s'", what, text)
+}
+
+// raise reports c through w (nil: nothing is said) and returns d, or the
+// error w ends the statement with.
+func raise(w Warner, d types.Datum, c *Condition) (types.Datum, error) {
+	if w == nil {
+		return d, nil
+	}
+	if err := w.Warn(c.Code, c.Msg); err != nil {
+		return types.NullDatum, err
+	}
+	return d, nil
 }
 
 // EnvWrapper is implemented by an Env that wraps another (the planner's
@@ -222,8 +259,8 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 			return &logicExpr{op: x.Op, l: l, r: r}, nil
 		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.IntDiv, opcode.Mod:
 			e := compileArith(x.Op, l, r)
-			if ae, ok := e.(*arithExpr); ok && (x.Op == opcode.Div || x.Op == opcode.IntDiv || x.Op == opcode.Mod) {
-				ae.zero, _ = envAs[DivisionByZero](c.Env)
+			if ae, ok := e.(*arithExpr); ok {
+				ae.warn, _ = envAs[Warner](c.Env)
 			}
 			return e, nil
 		case opcode.And, opcode.Or, opcode.Xor, opcode.LeftShift, opcode.RightShift:
@@ -359,7 +396,7 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return compileCast(e, x)
+		return c.warnsThrough(compileCast(e, x))
 	case *ast.AggregateFuncExpr:
 		if c.Agg == nil {
 			return nil, errno.New(1111, "Invalid use of group function")
@@ -1018,30 +1055,76 @@ func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
 		return nil, errno.NotSupported("CAST to this type")
 	}
 	return &funcExpr{name: "cast", args: []Expr{e}, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
-		if a[0].IsNull() {
-			return a[0], nil
-		}
-		if a[0].Kind() == types.KindJSON && ft.Class() != types.ClassString {
-			a[0] = types.JSONToDatum(a[0].JSON()) // numbers as numbers, strings unquoted
-		}
-		if ft.Tp == mysql.TypeDuration {
-			d, ok := types.CastDuration(a[0], ft.Decimal)
-			if !ok {
-				return types.NullDatum, nil
-			}
-			return d, nil
-		}
-		if ft.Class() == types.ClassInt && a[0].Kind() == types.KindBytes {
-			// CAST('12abc' AS SIGNED) takes the numeric prefix.
-			f, _ := types.ToFloat(a[0])
-			a[0] = types.NewFloat(f)
-		}
-		d, err := ft.Convert(a[0])
-		if err != nil {
-			return types.NullDatum, nil // MySQL: NULL with a warning
-		}
-		return d, nil
+		return castValue(a[0], ft)
 	}}, nil
+}
+
+// castValue is CAST(d AS ft) for a cast's static type ft. A string that
+// is not all number gives its numeric prefix with warning 1292
+// ("Truncated incorrect INTEGER / DECIMAL / DOUBLE value"), one that is
+// no date or time NULL with warning 1292, as MySQL.
+func castValue(d types.Datum, ft types.FieldType) (types.Datum, error) {
+	if d.IsNull() {
+		return d, nil
+	}
+	if d.Kind() == types.KindJSON && ft.Class() != types.ClassString {
+		d = types.JSONToDatum(d.JSON()) // numbers as numbers, strings unquoted
+	}
+	var cond *Condition
+	if d.Kind() == types.KindBytes {
+		switch ft.Class() {
+		case types.ClassInt:
+			mag, neg, whole := types.IntPrefix(d.Bytes())
+			if !whole {
+				// CAST('12abc' AS SIGNED) is 12; beyond 64 bits it wraps
+				// as MySQL's does.
+				if neg {
+					mag = -mag
+				}
+				v := types.NewUint(mag)
+				if !ft.Unsigned() {
+					v = types.NewInt(int64(mag))
+				}
+				return v, truncatedWarning("INTEGER", d.Bytes())
+			}
+		case types.ClassDecimal:
+			num, whole := types.NumericPrefix(d.Bytes())
+			if !whole || len(num) == 0 {
+				cond = truncatedWarning("DECIMAL", d.Bytes())
+			}
+			if _, ok := types.ParseDecimal(num); ok {
+				d = types.NewBytes(num)
+			} else {
+				f, _ := types.ToFloat(d) // an exponent, or no number: 0
+				d = types.NewFloat(f)
+			}
+		case types.ClassFloat:
+			if _, whole := types.NumericPrefix(d.Bytes()); !whole {
+				cond = truncatedWarning("DOUBLE", d.Bytes())
+			}
+		}
+	}
+	if ft.Tp == mysql.TypeDuration {
+		r, clipped, ok := types.CastDuration(d, ft.Decimal)
+		switch {
+		case !ok:
+			return types.NullDatum, truncatedWarning("time", textOf(d))
+		case clipped:
+			return r, truncatedWarning("time", textOf(d))
+		}
+		return r, nil
+	}
+	r, err := ft.Convert(d)
+	if err != nil {
+		if ft.Class() == types.ClassTime {
+			return types.NullDatum, invalidDate(d)
+		}
+		return types.NullDatum, nil
+	}
+	if cond != nil {
+		return r, cond
+	}
+	return r, nil
 }
 
 // temporalLiteral compiles DATE 'str', TIMESTAMP 'str' or TIME 'str'.
@@ -1076,7 +1159,7 @@ func temporalLiteral(name string, args []Expr, env Env) (Expr, error) {
 		}
 		return nil, errno.New(errno.ErrWrongValue, "Incorrect DATETIME value: '%s'", s)
 	default:
-		if d, ok := types.CastDuration(types.NewString(s), fsp); ok {
+		if d, _, ok := types.CastDuration(types.NewString(s), fsp); ok {
 			return &Constant{Value: d, Ft: durationType(fsp)}, nil
 		}
 		return nil, errno.New(errno.ErrWrongValue, "Incorrect TIME value: '%s'", s)

@@ -7,12 +7,26 @@
 // work: two string/temporal operands compare as strings; anything else
 // compares numerically (exactly for two integers, as float64 otherwise,
 // strings by their numeric prefix as MySQL does). NULL follows SQL
-// three-valued logic. Division and modulo by zero are NULL; an Env that
-// implements DivisionByZero (the session: sql_mode
-// ERROR_FOR_DIVISION_BY_ZERO) records warning 1365 for each, or fails a
-// strict INSERT / UPDATE with it. Expressions the stores evaluate
-// (pushed down) give NULL and no warning yet: their warnings are not sent
-// back.
+// three-valued logic.
+//
+// # Warnings
+//
+// Evaluation raises MySQL's conditions through one hook, an Env that
+// implements Warner (the session), which records each as a warning of
+// the statement or returns the error that ends it (strict writes):
+// division and modulo by zero are NULL with 1365 (under sql_mode
+// ERROR_FOR_DIVISION_BY_ZERO); a string operand of arithmetic that is not
+// all number is its numeric prefix with 1292 "Truncated incorrect DOUBLE
+// value"; CAST to SIGNED / UNSIGNED, DECIMAL and DOUBLE likewise
+// ("INTEGER", "DECIMAL", "DOUBLE"; SIGNED reads integer digits only:
+// CAST('1.5' AS SIGNED) is 1); CAST to DATE / DATETIME and DATE_ADD /
+// DATE_SUB of a string that is no date are NULL with 1292 "Incorrect
+// datetime value", CAST to TIME of no time NULL (or clipped to
+// ±838:59:59) with "Truncated incorrect time value". A builtin's function
+// raises one by returning a *Condition beside its result (funcExpr
+// reports it). Comparisons of a string with a number do not warn yet.
+// Expressions the stores evaluate (pushed down) have no Warner: the same
+// values, no warnings (they are not sent back).
 //
 // # Collations
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/stratadb/strata/sql/collate"
+	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/types"
 )
 
@@ -408,18 +409,28 @@ type arithExpr struct {
 	op   opcode.Op
 	l, r Expr
 	ft   types.FieldType
-	dec  bool           // evaluate exactly in DECIMAL
-	zero DivisionByZero // what a zero divisor does (nil: NULL)
+	dec  bool   // evaluate exactly in DECIMAL
+	warn Warner // division by zero, a string operand that is no number (nil: nothing said)
 }
 
-// byZero is the result of dividing by zero: NULL, or the Env's error.
+// byZero is the result of dividing by zero: NULL (warning 1365), or the
+// Env's error.
 func (e *arithExpr) byZero() (types.Datum, error) {
-	if e.zero != nil {
-		if err := e.zero.DivisionByZero(); err != nil {
-			return types.NullDatum, err
+	return raise(e.warn, types.NullDatum, &Condition{Code: errno.ErrDivisionByZero, Msg: "Division by 0"})
+}
+
+// floatOperand is an operand of a DOUBLE operator as a float64: a string
+// by its numeric prefix, with warning 1292 when that is not all of it.
+func (e *arithExpr) floatOperand(d types.Datum) (float64, error) {
+	f, _ := types.ToFloat(d)
+	if e.warn != nil && d.Kind() == types.KindBytes {
+		if _, whole := types.NumericPrefix(d.Bytes()); !whole {
+			if _, err := raise(e.warn, d, truncatedWarning("DOUBLE", d.Bytes())); err != nil {
+				return 0, err
+			}
 		}
 	}
-	return types.NullDatum, nil
+	return f, nil
 }
 
 func (e *arithExpr) Type() types.FieldType { return e.ft }
@@ -477,8 +488,14 @@ func (e *arithExpr) Eval(row []types.Datum) (types.Datum, error) {
 			return types.NullDatum, outOfRange(e, a, b)
 		}
 	}
-	fa, _ := types.ToFloat(a)
-	fb, _ := types.ToFloat(b)
+	fa, err := e.floatOperand(a)
+	if err != nil {
+		return types.NullDatum, err
+	}
+	fb, err := e.floatOperand(b)
+	if err != nil {
+		return types.NullDatum, err
+	}
 	var r float64
 	switch e.op {
 	case opcode.Plus:
@@ -765,6 +782,8 @@ type funcExpr struct {
 	args []Expr
 	ft   types.FieldType
 	fn   func(args []types.Datum) (types.Datum, error)
+	// warn receives the Conditions fn raises (nil: they say nothing).
+	warn Warner
 }
 
 func (e *funcExpr) Type() types.FieldType { return e.ft }
@@ -779,7 +798,11 @@ func (e *funcExpr) Eval(row []types.Datum) (types.Datum, error) {
 		}
 		vals = append(vals, v)
 	}
-	return e.fn(vals)
+	d, err := e.fn(vals)
+	if c, ok := err.(*Condition); ok {
+		return raise(e.warn, d, c)
+	}
+	return d, err
 }
 
 func concatFn(args []types.Datum) (types.Datum, error) {

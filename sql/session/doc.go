@@ -16,7 +16,11 @@
 // @@warning_count sees the statement before; the OK / EOF packet counts the
 // statement's own (WarningCount). sql_mode (SQLMode, sqlmode.go) is checked
 // by SET (1231 for an unknown mode), sets the parser's modes before every
-// parse and tells the executor whether writes are strict. It checks every statement's privileges at dispatch
+// parse and tells the executor whether writes are strict. As expr.Warner
+// (divzero.go) the session receives the conditions expressions raise
+// while evaluating (division by zero, 1292 truncations): a warning of the
+// statement, or its error in a strict INSERT / REPLACE / UPDATE (and, for
+// truncations, DELETE) without IGNORE, as MySQL's strict mode. It checks every statement's privileges at dispatch
 // (privs.go) and passes itself to the executor as expr.Env,
 // executor.TxnSource and executor.StmtEnv.
 //

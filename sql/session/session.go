@@ -88,6 +88,7 @@ type Session struct {
 	extraWarnings []executor.Warning
 	warnMu        sync.Mutex  // extraWarnings, appended by parallel workers (divzero.go)
 	divZeroErr    atomic.Bool // the running statement fails on division by zero
+	truncErr      atomic.Bool // the running statement fails on a truncated value (1292)
 
 	mem      *memory.Statement // memvars.go
 	memDepth int               // nesting of Execute
@@ -299,7 +300,7 @@ func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	top := s.memDepth == 0
 	if top {
 		s.lastIDSet, s.calcFound = false, -1
-		s.divZeroErr.Store(s.divZeroErrors(stmt))
+		s.decideWarnings(stmt)
 	}
 	end := s.startStatementMemory()
 	s.stmtDone = ctx.Done()

@@ -142,7 +142,7 @@ func (s *Session) sqlExecute(ctx context.Context, x *ast.ExecuteStmt) (*executor
 	// cache hit to last_plan_from_cache; the inner statement's execute
 	// does it again, so give it the same.
 	s.plans.LastHit = s.lastPlanFromCache
-	s.divZeroErr.Store(s.divZeroErrors(p.Stmt)) // Execute decided it for EXECUTE itself
+	s.decideWarnings(p.Stmt) // Execute decided for EXECUTE itself
 	res, err := s.checkedExecute(ctx, p.Stmt)
 	if err != nil {
 		s.plans.LastHit = false // refused before its execute cleared it

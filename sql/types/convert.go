@@ -164,6 +164,10 @@ func (ft FieldType) convertInt(d Datum) (Datum, error) {
 			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
 				return oor()
 			}
+			if num, _ := NumericPrefix(d.Bytes()); len(num) > 0 {
+				// '12abc': MySQL's 1265 "Data truncated", not 1366.
+				return d, &ConvError{Kind: ConvTruncated, Value: d.String(), What: "integer"}
+			}
 			return bad()
 		}
 		return ft.convertInt(NewFloat(f))
@@ -279,26 +283,12 @@ func ToFloat(d Datum) (float64, bool) {
 	case KindJSON:
 		return JSONToFloat(d.JSON())
 	case KindBytes:
-		s := strings.TrimSpace(string(d.Bytes()))
-		if f, err := strconv.ParseFloat(s, 64); err == nil {
-			return f, true
-		}
-		// Longest numeric prefix, as MySQL does for '12abc'.
-		end := 0
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			if (c >= '0' && c <= '9') || c == '.' || ((c == '-' || c == '+') && i == 0) || c == 'e' || c == 'E' {
-				if _, err := strconv.ParseFloat(s[:i+1], 64); err == nil {
-					end = i + 1
-				}
-				continue
-			}
-			break
-		}
-		if end == 0 {
+		// The longest numeric prefix, as MySQL reads '12abc'.
+		num, _ := NumericPrefix(d.Bytes())
+		if len(num) == 0 {
 			return 0, false
 		}
-		f, _ := strconv.ParseFloat(s[:end], 64)
+		f, _ := strconv.ParseFloat(string(num), 64) // ±Inf past the range
 		return f, true
 	}
 	return 0, false

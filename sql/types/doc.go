@@ -9,7 +9,9 @@
 // DATE/DATETIME/TIMESTAMP (canonical text, e.g. "2024-01-02 03:04:05";
 // MySQL's zero date "0000-00-00" and dates with a zero month or day,
 // DateParts, are stored too and sort first, bytewise; sql_mode's
-// NO_ZERO_DATE / NO_ZERO_IN_DATE are the writer's check, ZeroParts), TIME
+// NO_ZERO_DATE / NO_ZERO_IN_DATE are the writer's check, ZeroParts; so
+// is ALLOW_INVALID_DATES, under which ParseInvalidDate reads a day the
+// month lacks, '2004-02-31', stored as it is too), TIME
 // ("-12:34:56.5" with the column's fsp digits) and ENUM/SET (the members'
 // text as the column spells them) are Bytes. Sorting and comparing TIME
 // parses the durations and ENUM sorts by member position (expr.CompareAs);
@@ -28,7 +30,10 @@
 // coefficient an int64 when it fits and a big.Int beyond, with MySQL's
 // result scales; a value stored into a column is rounded half away from zero
 // to the column's scale. A value out of a column's range is 1264, a string
-// too long for it 1406 (convert.go).
+// too long for it 1406, a string with a numeric prefix for a number
+// column 1265, one with none 1366 (convert.go). A string read as a number
+// is its numeric prefix (NumericPrefix, IntPrefix: numprefix.go), which
+// also says whether that is all of it (whether MySQL warns).
 //
 // # JSON
 //

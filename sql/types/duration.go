@@ -184,14 +184,14 @@ func (ft FieldType) convertDuration(d Datum) (Datum, error) {
 }
 
 // CastDuration is CAST(d AS TIME(fsp)): out-of-range values are clipped to
-// ±838:59:59 as MySQL does (with a warning there); ok is false for values
-// that are not times at all (CAST gives NULL).
-func CastDuration(d Datum, fsp int) (Datum, bool) {
+// ±838:59:59 as MySQL does (clipped is true: a warning there); ok is
+// false for values that are not times at all (CAST gives NULL).
+func CastDuration(d Datum, fsp int) (r Datum, clipped, ok bool) {
 	us, ok := durationFromDatum(d)
 	if !ok {
-		return d, false
+		return d, false, false
 	}
 	us = RoundDuration(us, fsp)
-	us = max(min(us, MaxDuration), -MaxDuration)
-	return NewBytes(AppendDuration(nil, us, fsp)), true
+	c := max(min(us, MaxDuration), -MaxDuration)
+	return NewBytes(AppendDuration(nil, c, fsp)), c != us, true
 }

@@ -46,7 +46,12 @@ func TestRoundDuration(t *testing.T) {
 	require.Equal(t, "12:34:57", FormatDuration(RoundDuration(45296_500000, 0), 0))
 	require.Equal(t, "-12:34:57", FormatDuration(RoundDuration(-45296_500000, 0), 0))
 	require.Equal(t, "00:00:00.1", FormatDuration(RoundDuration(149999, 1), 1))
-	d, ok := CastDuration(Datum(NewString("900:00:00")), 0)
+	d, clipped, ok := CastDuration(Datum(NewString("900:00:00")), 0)
 	require.True(t, ok)
+	require.True(t, clipped)
 	require.Equal(t, "838:59:59", string(d.Bytes()))
+	d, clipped, ok = CastDuration(Datum(NewString("-12:00:00")), 0)
+	require.True(t, ok)
+	require.False(t, clipped)
+	require.Equal(t, "-12:00:00", string(d.Bytes()))
 }

@@ -97,6 +97,20 @@ type DateParts struct {
 // the time) with a zero month or day, "YYYYMMDD", "YYYYMMDDHHMMSS", and
 // "0" (the integer 0 MySQL takes as the zero date).
 func ParseDateParts(s string) (DateParts, bool) {
+	p, ok := parseDateParts(s)
+	return p, ok && p.valid()
+}
+
+// ParseInvalidDate parses s as ParseDateParts does, and also accepts a
+// day that its month does not have ('2004-02-31', '2004-04-31'): any
+// month 1–12 and day 1–31, as MySQL stores DATE and DATETIME values
+// under sql_mode ALLOW_INVALID_DATES.
+func ParseInvalidDate(s string) (DateParts, bool) {
+	p, ok := parseDateParts(s)
+	return p, ok && p.inRange()
+}
+
+func parseDateParts(s string) (DateParts, bool) {
 	s = strings.TrimSpace(s)
 	if t, ok := ParseTime(s); ok {
 		return DateParts{t.Year(), int(t.Month()), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond() / 1000}, true
@@ -112,7 +126,7 @@ func ParseDateParts(s string) (DateParts, bool) {
 			if len(s) == 14 {
 				p.Hour, p.Minute, p.Second = atoi(s[8:10]), atoi(s[10:12]), atoi(s[12:14])
 			}
-			return p, p.valid()
+			return p, true
 		}
 		return p, false
 	}
@@ -149,7 +163,7 @@ func ParseDateParts(s string) (DateParts, bool) {
 		frac = (frac + "000000")[:6]
 		p.Micro = atoi(frac)
 	}
-	return p, p.valid()
+	return p, true
 }
 
 func partOK(s string, most int) bool { return s != "" && len(s) <= most && allDigits(s) }
@@ -165,13 +179,19 @@ func atoi(s string) int {
 // valid reports whether p is a date MySQL stores: parts in range, and a
 // day that exists in its month unless the month or day is 0.
 func (p DateParts) valid() bool {
-	if p.Month > 12 || p.Day > 31 || p.Hour > 23 || p.Minute > 59 || p.Second > 59 {
+	if !p.inRange() {
 		return false
 	}
 	if p.Month == 0 || p.Day == 0 {
 		return true
 	}
 	return p.Day <= time.Date(p.Year, time.Month(p.Month)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}
+
+// inRange reports whether every part of p is in its range (a month to
+// 12, a day to 31), whatever days its month has.
+func (p DateParts) inRange() bool {
+	return p.Month <= 12 && p.Day <= 31 && p.Hour <= 23 && p.Minute <= 59 && p.Second <= 59
 }
 
 // Format renders p as DATE text, or DATETIME text with fsp fractional

@@ -97,3 +97,37 @@ func TestDateParts(t *testing.T) {
 	require.False(t, exact)
 	require.Equal(t, "2020-00-00 10:00:00", canon)
 }
+
+// TestParseInvalidDate: ALLOW_INVALID_DATES takes a day its month does
+// not have, never a month past 12 or a day past 31; ParseDateParts keeps
+// refusing them.
+func TestParseInvalidDate(t *testing.T) {
+	for _, c := range []struct {
+		in, want string // want "": refused
+		valid    bool   // ParseDateParts takes it too
+	}{
+		{"2004-02-31", "2004-02-31", false},
+		{"2004-04-31 10:20:30", "2004-04-31 10:20:30", false},
+		{"20050230112233", "2005-02-30 11:22:33", false},
+		{"2004-02-29", "2004-02-29", true},
+		{"2004-00-31", "2004-00-31", true},
+		{"2004-13-01", "", false},
+		{"2004-02-32", "", false},
+		{"2004-02-30 24:00:00", "", false},
+		{"nonsense", "", false},
+	} {
+		p, ok := ParseInvalidDate(c.in)
+		if c.want == "" {
+			require.False(t, ok, c.in)
+			continue
+		}
+		require.True(t, ok, c.in)
+		tp := mysql.TypeDatetime
+		if len(c.want) == 10 {
+			tp = mysql.TypeDate
+		}
+		require.Equal(t, c.want, p.Format(tp, 0), c.in)
+		_, ok = ParseDateParts(c.in)
+		require.Equal(t, c.valid, ok, c.in)
+	}
+}
