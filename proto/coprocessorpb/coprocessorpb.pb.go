@@ -1375,6 +1375,12 @@ type SelectResponse struct {
 	// IndexLookUp: rows read on this store, and rows left to the SQL node.
 	LocalLookups  uint64 `protobuf:"varint,20,opt,name=local_lookups,json=localLookups,proto3" json:"local_lookups,omitempty"`
 	RemoteLookups uint64 `protobuf:"varint,21,opt,name=remote_lookups,json=remoteLookups,proto3" json:"remote_lookups,omitempty"`
+	// warnings are the conditions the pushed-down expressions raised
+	// (division by zero, a string operand that is not all a number), the
+	// first 64 of warning_count; the SQL node hands each to the statement,
+	// whose sql_mode decides (a warning, nothing, or the statement's error).
+	Warnings      []*Error `protobuf:"bytes,22,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	WarningCount  uint64   `protobuf:"varint,23,opt,name=warning_count,json=warningCount,proto3" json:"warning_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1468,6 +1474,20 @@ func (x *SelectResponse) GetLocalLookups() uint64 {
 func (x *SelectResponse) GetRemoteLookups() uint64 {
 	if x != nil {
 		return x.RemoteLookups
+	}
+	return 0
+}
+
+func (x *SelectResponse) GetWarnings() []*Error {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+func (x *SelectResponse) GetWarningCount() uint64 {
+	if x != nil {
+		return x.WarningCount
 	}
 	return 0
 }
@@ -1688,7 +1708,7 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\x0fExecutorSummary\x12*\n" +
 	"\x11num_produced_rows\x18\x01 \x01(\x04R\x0fnumProducedRows\x12%\n" +
 	"\x0enum_iterations\x18\x02 \x01(\x04R\rnumIterations\x12*\n" +
-	"\x11time_processed_ns\x18\x03 \x01(\x04R\x0ftimeProcessedNs\"\xe8\x02\n" +
+	"\x11time_processed_ns\x18\x03 \x01(\x04R\x0ftimeProcessedNs\"\xbf\x03\n" +
 	"\x0eSelectResponse\x12&\n" +
 	"\x04rows\x18\x01 \x03(\v2\x12.coprocessorpb.RowR\x04rows\x12\x1d\n" +
 	"\n" +
@@ -1700,7 +1720,9 @@ const file_coprocessorpb_proto_rawDesc = "" +
 	"\fscanned_rows\x18\x06 \x01(\x04R\vscannedRows\x12*\n" +
 	"\x05error\x18\a \x01(\v2\x14.coprocessorpb.ErrorR\x05error\x12#\n" +
 	"\rlocal_lookups\x18\x14 \x01(\x04R\flocalLookups\x12%\n" +
-	"\x0eremote_lookups\x18\x15 \x01(\x04R\rremoteLookups\"-\n" +
+	"\x0eremote_lookups\x18\x15 \x01(\x04R\rremoteLookups\x120\n" +
+	"\bwarnings\x18\x16 \x03(\v2\x14.coprocessorpb.ErrorR\bwarnings\x12#\n" +
+	"\rwarning_count\x18\x17 \x01(\x04R\fwarningCount\"-\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x10\n" +
 	"\x03msg\x18\x02 \x01(\tR\x03msg\"^\n" +
@@ -1808,11 +1830,12 @@ var file_coprocessorpb_proto_depIdxs = []int32{
 	21, // 23: coprocessorpb.SelectResponse.rows:type_name -> coprocessorpb.Row
 	18, // 24: coprocessorpb.SelectResponse.summaries:type_name -> coprocessorpb.ExecutorSummary
 	20, // 25: coprocessorpb.SelectResponse.error:type_name -> coprocessorpb.Error
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	20, // 26: coprocessorpb.SelectResponse.warnings:type_name -> coprocessorpb.Error
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_coprocessorpb_proto_init() }

@@ -234,7 +234,30 @@ func (rc *runCtx) coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest
 	if cs != nil && err == nil {
 		cs.add(resps, time.Since(start))
 	}
+	if err == nil {
+		err = rc.storeWarnings(resps)
+	}
 	return resps, err
+}
+
+// storeWarnings hands the conditions the stores' expressions raised to
+// the statement, as if the SQL node had evaluated them: its Warner (the
+// session) makes each a warning, nothing, or the statement's error, as
+// sql_mode says; without one they are warnings.
+func (rc *runCtx) storeWarnings(resps []*coprocessorpb.SelectResponse) error {
+	w, _ := rc.tx.(expr.Warner)
+	for _, r := range resps {
+		for _, c := range r.GetWarnings() {
+			if w == nil {
+				rc.warn(uint16(c.GetCode()), c.GetMsg())
+				continue
+			}
+			if err := w.Warn(uint16(c.GetCode()), c.GetMsg()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // copStats are a reader's coprocessor tasks as EXPLAIN ANALYZE shows them

@@ -130,8 +130,9 @@ type ParamRecorder interface {
 // recorded a warning, or nothing: without ERROR_FOR_DIVISION_BY_ZERO
 // division by zero says nothing), or the error that ends the statement
 // (a strict INSERT, UPDATE or DELETE, as MySQL's strict mode makes these
-// warnings errors). Without a Warner nothing is said; the stores, which
-// evaluate pushed-down expressions, have none. Safe for concurrent use.
+// warnings errors). Without a Warner nothing is said; the stores collect
+// what pushed-down expressions raise and send it back (FromPBWarn). Safe
+// for concurrent use.
 type Warner interface {
 	Warn(code uint16, msg string) error
 }

@@ -25,8 +25,11 @@
 // ±838:59:59) with "Truncated incorrect time value". A builtin's function
 // raises one by returning a *Condition beside its result (funcExpr
 // reports it). Comparisons of a string with a number do not warn yet.
-// Expressions the stores evaluate (pushed down) have no Warner: the same
-// values, no warnings (they are not sent back).
+// Expressions the stores evaluate (pushed down, FromPBWarn) raise theirs
+// into a collector of the request; the response carries them (the first
+// 64 of each) and the SQL node hands each to the statement's Warner, so a
+// pushed-down division by zero is the same warning, or strict error, as
+// one the SQL node evaluates.
 //
 // # Collations
 //

@@ -114,13 +114,18 @@ func ToPB(e Expr) (*pb.Expr, error) {
 // FromPB rebuilds the expression ToPB serialized. width is the row width
 // the expression will be evaluated on: a column offset outside it is
 // ErrBadPB (never a panic on a store).
-func FromPB(n *pb.Expr, width int) (Expr, error) {
+func FromPB(n *pb.Expr, width int) (Expr, error) { return FromPBWarn(n, width, nil) }
+
+// FromPBWarn is FromPB whose expressions hand the conditions they raise
+// (division by zero, a string operand that is not all a number) to w
+// (nil: they say nothing): the stores collect them for the SQL node.
+func FromPBWarn(n *pb.Expr, width int, w Warner) (Expr, error) {
 	if n == nil {
 		return nil, fmt.Errorf("%w: missing node", ErrBadPB)
 	}
 	ch := make([]Expr, len(n.Children))
 	for i, c := range n.Children {
-		e, err := FromPB(c, width)
+		e, err := FromPBWarn(c, width, w)
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +203,7 @@ func FromPB(n *pb.Expr, width int) (Expr, error) {
 		if err := arity(2); err != nil {
 			return nil, err
 		}
-		return &arithExpr{op: op, l: ch[0], r: ch[1], ft: FieldTypeFromPB(n.Ft), dec: n.Dec}, nil
+		return &arithExpr{op: op, l: ch[0], r: ch[1], ft: FieldTypeFromPB(n.Ft), dec: n.Dec, warn: w}, nil
 	case pb.ExprType_ExprNeg:
 		if err := arity(1); err != nil {
 			return nil, err

@@ -97,7 +97,7 @@ type plan struct {
 	nexec int
 }
 
-func buildPlan(dag *coprocessorpb.DAGRequest) (plan, error) {
+func buildPlan(dag *coprocessorpb.DAGRequest, w expr.Warner) (plan, error) {
 	var p plan
 	execs := dag.GetExecutors()
 	p.nexec = len(execs)
@@ -129,7 +129,7 @@ func buildPlan(dag *coprocessorpb.DAGRequest) (plan, error) {
 		if p.tbl == nil {
 			return nil, fmt.Errorf("%w: an expression over opaque rows (TableScan without table_info)", ErrUnsupported)
 		}
-		x, err := expr.FromPB(e, width)
+		x, err := expr.FromPBWarn(e, width, w)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
 		}
@@ -315,7 +315,8 @@ func Execute(r Scanner, dag *coprocessorpb.DAGRequest, ranges []Range) (*coproce
 // (nil: every row is left to the SQL node).
 func ExecuteLookUp(r Scanner, rows RowReader, dag *coprocessorpb.DAGRequest, ranges []Range) (*coprocessorpb.SelectResponse, error) {
 	started := time.Now()
-	p, err := buildPlan(dag)
+	warns := &warnings{}
+	p, err := buildPlan(dag, warns)
 	if err != nil {
 		return nil, err
 	}
@@ -361,6 +362,7 @@ func ExecuteLookUp(r Scanner, rows RowReader, dag *coprocessorpb.DAGRequest, ran
 		return nil, err
 	}
 	x.resp.ScannedRows = uint64(x.scanned)
+	x.resp.Warnings, x.resp.WarningCount = warns.list, warns.n
 	observe(dag, x.resp)
 	if dag.GetCollectSummaries() {
 		el := uint64(time.Since(started))
@@ -371,6 +373,29 @@ func ExecuteLookUp(r Scanner, rows RowReader, dag *coprocessorpb.DAGRequest, ran
 		}
 	}
 	return x.resp, nil
+}
+
+// maxWarnings is how many warnings one response carries (all are
+// counted in warning_count).
+const maxWarnings = 64
+
+// warnings collects the conditions a request's expressions raise, for the
+// SQL node's statement (expr.Warner): the stores never decide what they
+// mean, the statement's sql_mode does.
+type warnings struct {
+	mu   sync.Mutex
+	list []*coprocessorpb.Error
+	n    uint64
+}
+
+func (w *warnings) Warn(code uint16, msg string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	if len(w.list) < maxWarnings {
+		w.list = append(w.list, &coprocessorpb.Error{Code: uint32(code), Msg: msg})
+	}
+	return nil
 }
 
 func (x *run) fail(err error) bool {
