@@ -25,6 +25,7 @@ type builtin struct {
 // statement's time); their builtin entry only bounds the arguments.
 var envBuiltins = map[string]func(env Env, name string, args []Expr) (Expr, error){
 	"unix_timestamp": buildUnixTimestamp,
+	"from_unixtime":  buildFromUnixtime,
 }
 
 // builtinTables are the function tables lookupBuiltin searches.

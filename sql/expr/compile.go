@@ -787,24 +787,48 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			return &Constant{Value: types.NewInt(sc.RowCount()), Ft: types.Int64Type}, nil
 		}
 		return &Constant{Value: types.NewInt(int64(sc.FoundRows())), Ft: types.Int64Type}, nil
-	case "now", "current_timestamp", "sysdate", "localtime", "localtimestamp":
-		t := c.Env.Now()
+	case "now", "current_timestamp", "sysdate", "localtime", "localtimestamp", "utc_timestamp",
+		"curtime", "current_time", "utc_time":
+		// The statement's time (Env.Now) in the session time zone, UTC for
+		// the UTC_ ones; an fsp argument from 0 to 6 keeps that many digits.
+		if err := nargs(0, 1); err != nil {
+			return nil, err
+		}
+		t := c.Env.Now().In(SessionZone(c.Env))
+		if strings.HasPrefix(name, "utc_") {
+			t = t.UTC()
+		}
 		fsp := 0
 		if len(args) == 1 {
-			if k, ok := args[0].(*Constant); ok && k.fold().Value.Kind() == types.KindInt64 && k.Value.Int64() >= 0 && k.Value.Int64() <= 6 {
-				fsp = int(k.Value.Int64())
+			k, ok := args[0].(*Constant)
+			if !ok || k.fold().Value.Kind() != types.KindInt64 {
+				return nil, errno.New(errno.ErrParse, "You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near '%s'", x.FnName.O)
 			}
+			if n := k.Value.Int64(); n < 0 || n > 6 {
+				return nil, errno.New(errno.ErrTooBigPrecision, "Too-big precision %d specified for '%s'. Maximum is 6.", n, name)
+			}
+			fsp = int(k.Value.Int64())
 		}
-		ft := types.FieldType{Tp: mysql.TypeDatetime, Flen: 19, Decimal: fsp, Flag: mysql.BinaryFlag}
-		return &Constant{Value: types.NewString(types.FormatTime(t, mysql.TypeDatetime, fsp)), Ft: ft}, nil
+		switch name {
+		case "curtime", "current_time", "utc_time":
+			return &Constant{Value: types.NewString(types.FormatTime(t, mysql.TypeDuration, fsp)), Ft: durationType(fsp)}, nil
+		}
+		return &Constant{Value: types.NewString(types.FormatTime(t, mysql.TypeDatetime, fsp)), Ft: datetimeType(fsp)}, nil
 	case ast.DateLiteral, ast.TimestampLiteral, ast.TimeLiteral:
 		// DATE 'str', TIMESTAMP 'str' and TIME 'str' (the parser's names for
 		// them): typed constants, the TIMESTAMP one a DATETIME with as many
 		// fractional digits as str has; a str that is none is ERROR 1525, a
 		// zero date or zero month or day that sql_mode refuses 1292.
 		return temporalLiteral(name, args, c.Env)
-	case "curdate", "current_date":
-		return &Constant{Value: types.NewString(types.FormatTime(c.Env.Now(), mysql.TypeDate, 0)), Ft: dateType}, nil
+	case "curdate", "current_date", "utc_date":
+		if err := nargs(0, 0); err != nil {
+			return nil, err
+		}
+		t := c.Env.Now().In(SessionZone(c.Env))
+		if name == "utc_date" {
+			t = t.UTC()
+		}
+		return &Constant{Value: types.NewString(types.FormatTime(t, mysql.TypeDate, 0)), Ft: dateType}, nil
 	case "concat":
 		if err := nargs(1, 1<<16); err != nil {
 			return nil, err

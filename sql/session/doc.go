@@ -16,7 +16,14 @@
 // @@warning_count sees the statement before; the OK / EOF packet counts the
 // statement's own (WarningCount). sql_mode (SQLMode, sqlmode.go) is checked
 // by SET (1231 for an unknown mode), sets the parser's modes before every
-// parse and tells the executor whether writes are strict. It checks every statement's privileges at dispatch
+// parse and tells the executor whether writes are strict. time_zone
+// (SYSTEM, '+HH:MM' from -13:59 to +14:00, or an IANA name from Go's
+// embedded tzdata: expr.ParseTimeZone; 1298 otherwise; SET GLOBAL for
+// later sessions) is the session's zone (TimeZone): Now, the statement's
+// start time shared by every clock function of the statement, is in it,
+// and FROM_UNIXTIME / UNIX_TIMESTAMP(d) read it (sql/expr). TIMESTAMP
+// columns are not converted yet: they store the wall clock written. It
+// checks every statement's privileges at dispatch
 // (privs.go) and passes itself to the executor as expr.Env,
 // executor.TxnSource and executor.StmtEnv.
 //
