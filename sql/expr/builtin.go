@@ -63,6 +63,9 @@ func (c *Ctx) compileBuiltin(x *ast.FuncCallExpr, b builtin) (Expr, error) {
 	if len(args) < b.min || (b.max >= 0 && len(args) > b.max) {
 		return nil, errParamCount(x.FnName.O)
 	}
+	if x.FnName.L != "unix_timestamp" { // which reads a TIMESTAMP's instant
+		localTimestamps(args, TimestampZone(c.Env))
+	}
 	if f, ok := envBuiltins[x.FnName.L]; ok {
 		return f(c.Env, x.FnName.L, args)
 	}

@@ -1296,6 +1296,9 @@ func buildUnixTimestamp(env Env, name string, args []Expr) (Expr, error) {
 		return &Constant{Value: types.NewInt(env.Now().Unix()), Ft: types.Int64Type}, nil
 	}
 	zone := SessionZone(env)
+	if args[0].Type().Tp == mysql.TypeTimestamp {
+		zone = time.UTC // a TIMESTAMP is its UTC wall clock (timezone.go)
+	}
 	fsp := fspOf(args[0].Type())
 	if k, ok := args[0].(*Constant); ok && k.fold().Value.Kind() == types.KindBytes {
 		if t, ok := toDateTime(k.Value); ok && t.micro != 0 {

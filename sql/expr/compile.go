@@ -215,11 +215,16 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		loc := TimestampZone(c.Env)
 		switch x.Op {
 		case opcode.EQ, opcode.NE, opcode.LT, opcode.LE, opcode.GT, opcode.GE, opcode.NullEQ:
+			l, r = timestampOperands(l, r, loc)
 			return newCompare(x.Op, l, r)
 		case opcode.LogicAnd, opcode.LogicOr, opcode.LogicXor:
 			return &logicExpr{op: x.Op, l: l, r: r}, nil
+		}
+		l, r = localTimestamp(l, loc), localTimestamp(r, loc) // as numbers
+		switch x.Op {
 		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.IntDiv, opcode.Mod:
 			e := compileArith(x.Op, l, r)
 			if ae, ok := e.(*arithExpr); ok && (x.Op == opcode.Div || x.Op == opcode.IntDiv || x.Op == opcode.Mod) {
@@ -238,6 +243,9 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		switch x.Op {
 		case opcode.Not, opcode.Not2:
 			return &notExpr{e: e}, nil
+		}
+		e = localTimestamp(e, TimestampZone(c.Env))
+		switch x.Op {
 		case opcode.Minus:
 			return &negExpr{e: e}, nil
 		case opcode.Plus:
@@ -272,12 +280,15 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		in := &inExpr{e: e, not: x.Not, byBytes: stringish(e.Type()), dur: e.Type().Tp == mysql.TypeDuration}
-		for _, item := range x.List {
-			ie, err := Compile(item, c)
-			if err != nil {
+		items := make([]Expr, len(x.List))
+		for i, item := range x.List {
+			if items[i], err = Compile(item, c); err != nil {
 				return nil, err
 			}
+		}
+		e, items = timestampList(e, items, TimestampZone(c.Env))
+		in := &inExpr{e: e, not: x.Not, byBytes: stringish(e.Type()), dur: e.Type().Tp == mysql.TypeDuration}
+		for _, ie := range items {
 			if types.IsDateOrDatetime(e.Type()) {
 				_, ie = temporalConstant(opcode.EQ, e.Type(), ie)
 			}
@@ -308,6 +319,12 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		loc := TimestampZone(c.Env)
+		if loc != nil {
+			var lohi []Expr
+			e, lohi = timestampList(e, []Expr{lo, hi}, loc)
+			lo, hi = lohi[0], lohi[1]
+		}
 		ge, err := newCompare(opcode.GE, e, lo)
 		if err != nil {
 			return nil, err
@@ -329,6 +346,8 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		loc := TimestampZone(c.Env)
+		e, p = localTimestamp(e, loc), localTimestamp(p, loc)
 		coll, err := compareCollation("like", e, p)
 		if err != nil {
 			return nil, err
@@ -359,7 +378,7 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return compileCast(e, x)
+		return compileCast(localTimestamp(e, TimestampZone(c.Env)), x)
 	case *ast.AggregateFuncExpr:
 		if c.Agg == nil {
 			return nil, errno.New(1111, "Invalid use of group function")
@@ -500,6 +519,23 @@ func (c *Ctx) compileCase(x *ast.CaseExpr) (Expr, error) {
 			return nil, err
 		}
 		resTypes = append(resTypes, ce.els.Type())
+	}
+	if loc := TimestampZone(c.Env); loc != nil {
+		if ce.value != nil {
+			ce.value, ce.whens = timestampList(ce.value, ce.whens, loc)
+			ce.byBytes = stringish(ce.value.Type())
+			for _, w := range ce.whens {
+				ce.byBytes = ce.byBytes && stringish(w.Type())
+			}
+		}
+		ce.thens, ce.els = localResults(ce.thens, ce.els, loc)
+		resTypes = resTypes[:0]
+		for _, t := range ce.thens {
+			resTypes = append(resTypes, t.Type())
+		}
+		if ce.els != nil {
+			resTypes = append(resTypes, ce.els.Type())
+		}
 	}
 	ce.ft = unify(resTypes)
 	ce.conv = convertsTo(ce.ft, resTypes)
@@ -684,6 +720,14 @@ func unify(ts []types.FieldType) types.FieldType {
 			continue
 		}
 		if res.Class() == t.Class() {
+			if res.Tp == mysql.TypeTimestamp && t.Tp != mysql.TypeTimestamp || res.Tp != mysql.TypeTimestamp && t.Tp == mysql.TypeTimestamp {
+				// A TIMESTAMP with a DATE or DATETIME is a DATETIME, as
+				// MySQL types it (its values are the wall clocks: the
+				// TIMESTAMPs are read in the session zone).
+				d := datetimeType(max(res.Decimal, t.Decimal, 0))
+				res = &d
+				continue
+			}
 			if t.Flen > res.Flen {
 				res.Flen = t.Flen
 			}
@@ -728,6 +772,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		}
 		args = append(args, e)
 	}
+	localTimestamps(args, TimestampZone(c.Env))
 	nargs := func(lo, hi int) error {
 		if len(args) < lo || len(args) > hi {
 			return errParamCount(x.FnName.O)

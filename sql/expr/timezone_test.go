@@ -4,9 +4,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/types"
 )
 
 func TestParseTimeZone(t *testing.T) {
@@ -65,7 +67,7 @@ func TestLocalInstant(t *testing.T) {
 	}
 	for _, c := range []struct {
 		y, mo, d, h, mi, s int
-		want                string // UTC
+		want               string // UTC
 	}{
 		{2024, 1, 1, 1, 0, 0, "2024-01-01 00:00:00"},
 		{2024, 7, 1, 2, 0, 0, "2024-07-01 00:00:00"},
@@ -83,4 +85,96 @@ func TestLocalInstant(t *testing.T) {
 	// A fall-back repeated clock is one of its two instants.
 	got := expr.LocalInstant(2024, 10, 27, 2, 30, 0, 0, berlin).UTC()
 	require.Contains(t, []time.Time{utc("2024-10-27 00:30:00"), utc("2024-10-27 01:30:00")}, got)
+}
+
+// zoned is the test env in a session time zone.
+type zoned struct {
+	env
+	loc *time.Location
+}
+
+func (z zoned) TimeZone() *time.Location { return z.loc }
+
+func TestTimestampConversions(t *testing.T) {
+	kolkata, _, _ := expr.ParseTimeZone("+05:30")
+	berlin, _, _ := expr.ParseTimeZone("Europe/Berlin")
+	for _, c := range []struct {
+		in   types.Datum
+		loc  *time.Location
+		utc  string // TimestampToUTC
+		back string // TimestampToLocal(utc, fsp 3)
+	}{
+		{types.NewString("2024-01-01 05:30:00"), kolkata, "2024-01-01 00:00:00", "2024-01-01 05:30:00.000"},
+		{types.NewString("2024-01-01 05:30:00.25"), kolkata, "2024-01-01 00:00:00.250000", "2024-01-01 05:30:00.250"},
+		{types.NewString("2024-01-01"), kolkata, "2023-12-31 18:30:00", "2024-01-01 00:00:00.000"},
+		{types.NewInt(20240101053000), kolkata, "2024-01-01 00:00:00", "2024-01-01 05:30:00.000"},
+		{types.NewString("2024-07-01 12:00:00"), berlin, "2024-07-01 10:00:00", "2024-07-01 12:00:00.000"},
+		{types.NewString("2024-03-31 02:30:00"), berlin, "2024-03-31 01:00:00", "2024-03-31 03:00:00.000"}, // the gap
+		{types.NewString("0000-00-00 00:00:00"), kolkata, "0000-00-00 00:00:00", "0000-00-00 00:00:00"},
+		{types.NewString("not a date"), kolkata, "not a date", "not a date"},
+		{types.NullDatum, kolkata, "NULL", "NULL"},
+		{types.NewString("2024-01-01 05:30:00"), nil, "2024-01-01 05:30:00", "2024-01-01 05:30:00"},
+	} {
+		utc := expr.TimestampToUTC(c.in, c.loc)
+		require.Equal(t, c.utc, utc.String(), "%v", c.in)
+		require.Equal(t, c.back, expr.TimestampToLocal(utc, c.loc, 3).String(), "%v", c.in)
+	}
+	ts := types.FieldType{Tp: mysql.TypeTimestamp}
+	dt := types.FieldType{Tp: mysql.TypeDatetime}
+	v := types.NewString("2024-01-01 05:30:00")
+	require.Equal(t, "2024-01-01 00:00:00", expr.WriteDatum(v, dt, ts, kolkata).String())
+	require.Equal(t, "2024-01-01 11:00:00", expr.WriteDatum(v, ts, dt, kolkata).String())
+	require.Equal(t, v, expr.WriteDatum(v, ts, ts, kolkata))
+	require.Equal(t, v, expr.WriteDatum(v, dt, dt, kolkata))
+	require.Equal(t, v, expr.WriteDatum(v, dt, ts, nil))
+}
+
+func TestTimestampZone(t *testing.T) {
+	for _, c := range []struct {
+		zone string
+		utc  bool
+	}{{"UTC", true}, {"+00:00", true}, {"-00:00", true}, {"+05:30", false}, {"Europe/London", false}, {"Europe/Berlin", false}} {
+		loc, _, ok := expr.ParseTimeZone(c.zone)
+		require.True(t, ok)
+		require.Equal(t, c.utc, expr.TimestampZone(zoned{loc: loc}) == nil, c.zone)
+	}
+}
+
+// TestTimestampCompile: in a zone that is not UTC, a constant compared
+// with a TIMESTAMP becomes UTC (and the comparison stays pushable), and
+// anything else reading a TIMESTAMP reads it in the zone (not pushable).
+func TestTimestampCompile(t *testing.T) {
+	kolkata, _, _ := expr.ParseTimeZone("+05:30")
+	cols := []expr.SchemaColumn{
+		{Table: "t", Name: "ts", Type: types.FieldType{Tp: mysql.TypeTimestamp, Flen: 19}},
+		{Table: "t", Name: "dt", Type: types.FieldType{Tp: mysql.TypeDatetime, Flen: 19}},
+	}
+	r := []types.Datum{types.NewString("2024-01-01 00:00:00"), types.NewString("2024-01-01 05:30:00")}
+	for _, c := range []struct {
+		expr     string
+		want     string
+		pushable bool
+	}{
+		{"ts = '2024-01-01 05:30:00'", "1", true},
+		{"'2024-01-01 05:30:00' = ts", "1", true},
+		{"ts < '2024-01-01 05:30:01'", "1", true},
+		{"ts BETWEEN '2024-01-01' AND '2024-01-01 05:30:00'", "1", true},
+		{"ts IN ('2024-01-01 00:00:00', '2024-01-01 05:30:00')", "1", true},
+		{"ts = dt", "1", false},
+		{"ts IN (dt, '2024-01-01 00:00:00')", "1", false},
+		{"HOUR(ts)", "5", false},
+		{"CAST(ts AS CHAR)", "2024-01-01 05:30:00", false},
+		{"ts LIKE '%05:30%'", "1", false},
+		{"CASE WHEN 1 THEN ts ELSE dt END", "2024-01-01 05:30:00", false},
+		{"CASE WHEN 1 THEN ts ELSE ts END", "2024-01-01 00:00:00", true}, // a TIMESTAMP: UTC, shown converted
+		{"UNIX_TIMESTAMP(ts)", "1704067200", false},
+		{"UNIX_TIMESTAMP(dt)", "1704067200", false},
+	} {
+		e, err := expr.Compile(parseExpr(t, c.expr), &expr.Ctx{Columns: cols, Env: zoned{loc: kolkata}})
+		require.NoError(t, err, c.expr)
+		d, err := e.Eval(r)
+		require.NoError(t, err, c.expr)
+		require.Equal(t, c.want, d.String(), c.expr)
+		require.Equal(t, c.pushable, expr.Pushable(e), c.expr)
+	}
 }

@@ -21,8 +21,9 @@
 // embedded tzdata: expr.ParseTimeZone; 1298 otherwise; SET GLOBAL for
 // later sessions) is the session's zone (TimeZone): Now, the statement's
 // start time shared by every clock function of the statement, is in it,
-// and FROM_UNIXTIME / UNIX_TIMESTAMP(d) read it (sql/expr). TIMESTAMP
-// columns are not converted yet: they store the wall clock written. It
+// and FROM_UNIXTIME / UNIX_TIMESTAMP(d) read it (sql/expr); a TIMESTAMP
+// is stored as UTC and read and written in it (sql/expr timezone.go;
+// the plan cache keys plans by it, executor.PlanVars). It
 // checks every statement's privileges at dispatch
 // (privs.go) and passes itself to the executor as expr.Env,
 // executor.TxnSource and executor.StmtEnv.

@@ -92,8 +92,9 @@ type Session struct {
 	mem      *memory.Statement // memvars.go
 	memDepth int               // nesting of Execute
 
-	stmtDone <-chan struct{} // StatementDone
-	stmtTime time.Time       // the running top-level statement's start (Now)
+	stmtDone <-chan struct{}             // StatementDone
+	stmtTime time.Time                   // the running top-level statement's start (Now)
+	tz       atomic.Pointer[sessionZone] // TimeZone's last answer
 }
 
 // New returns a session for connection connID of user@host on the node's
@@ -147,10 +148,22 @@ func (s *Session) Now() time.Time {
 // TimeZone implements expr.TimeZoner: the zone @@time_zone names
 // (time.Local for SYSTEM).
 func (s *Session) TimeZone() *time.Location {
-	if loc, _, ok := expr.ParseTimeZone(s.varValue("time_zone")); ok {
-		return loc
+	v := s.varValue("time_zone")
+	if z := s.tz.Load(); z != nil && z.name == v {
+		return z.loc
 	}
-	return time.Local // never: SET checks the value
+	loc, _, ok := expr.ParseTimeZone(v)
+	if !ok {
+		loc = time.Local // never: SET checks the value
+	}
+	s.tz.Store(&sessionZone{name: v, loc: loc})
+	return loc
+}
+
+// sessionZone is a parsed @@time_zone.
+type sessionZone struct {
+	name string
+	loc  *time.Location
 }
 
 // Param implements expr.Env.
