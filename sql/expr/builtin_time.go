@@ -1445,6 +1445,15 @@ func SessionZone(env Env) *time.Location {
 	return time.Local
 }
 
+// sessionNow is env's statement time in its session zone (TimeZoner; as
+// Env.Now gives it without one).
+func sessionNow(env Env) time.Time {
+	if tz, ok := envAs[TimeZoner](env); ok && tz.TimeZone() != nil {
+		return env.Now().In(tz.TimeZone())
+	}
+	return env.Now()
+}
+
 // LocalInstant is the instant whose wall clock in loc is the given one,
 // as MySQL maps a local time to a timestamp: a time in a daylight-saving
 // gap (02:30 on the night clocks jump from 02:00 to 03:00) is the first

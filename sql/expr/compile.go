@@ -839,7 +839,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		if err := nargs(0, 1); err != nil {
 			return nil, err
 		}
-		t := c.Env.Now().In(SessionZone(c.Env))
+		t := sessionNow(c.Env)
 		if strings.HasPrefix(name, "utc_") {
 			t = t.UTC()
 		}
@@ -869,7 +869,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		if err := nargs(0, 0); err != nil {
 			return nil, err
 		}
-		t := c.Env.Now().In(SessionZone(c.Env))
+		t := sessionNow(c.Env)
 		if name == "utc_date" {
 			t = t.UTC()
 		}

@@ -58,8 +58,8 @@
 // d + INTERVAL n unit, DATEDIFF, TIMESTAMPDIFF, DATE_FORMAT, STR_TO_DATE,
 // ...), then handles session functions and a few basics itself. The
 // clock functions (NOW, CURDATE, CURTIME, SYSDATE, LOCALTIME[STAMP]) are
-// constants of Env.Now in the session time zone (TimeZoner, time.Local
-// without one), UTC_TIMESTAMP / UTC_DATE / UTC_TIME of it in UTC;
+// constants of Env.Now in the session time zone (TimeZoner; Now's own
+// zone without one), UTC_TIMESTAMP / UTC_DATE / UTC_TIME of it in UTC;
 // FROM_UNIXTIME and UNIX_TIMESTAMP(d) convert in the session zone, a
 // wall clock in a daylight-saving gap meaning the instant the gap ends
 // (LocalInstant, as MySQL); CONVERT_TZ's 'SYSTEM' is the process's zone.
