@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratadb/strata/localcluster"
 	"github.com/stretchr/testify/require"
 )
 
@@ -76,7 +77,10 @@ func TestMysqldumpRoundTrip(t *testing.T) {
 		"`updated` timestamp(3) NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3)", "`active` tinyint(1) NOT NULL DEFAULT '1'", "`note` text,",
 		"VIEW `big_orders` AS SELECT", "PRIMARY KEY (`id`) /*T![clustered_index] NONCLUSTERED */",
 		"(1,'0000-00-00','0000-00-00 00:00:00'),\n(2,'2020-00-15','2020-01-00 10:00:00')",
-		"`d` date NOT NULL DEFAULT '0000-00-00'"} {
+		"`d` date NOT NULL DEFAULT '0000-00-00'",
+		// TIMESTAMPs as UTC under the dump's SET TIME_ZONE='+00:00'.
+		"SET TIME_ZONE='+00:00'", "`at` timestamp(3) NOT NULL DEFAULT '2024-01-01 00:00:00.000'",
+		"(1,'2024-01-01 00:00:00.500','2024-01-01 05:30:00'),\n(2,'2024-07-01 06:30:00.000','2024-07-01 12:00:00')"} {
 		require.Contains(t, dump, want)
 	}
 	// MariaDB's mysqldump lists generated columns' values in its INSERTs
@@ -127,8 +131,8 @@ func TestMysqldumpRoundTrip(t *testing.T) {
 		return tables, checksums, creates
 	}
 	tables, sums, creates := describe(dbs["source"])
-	require.ElementsMatch(t, []string{"customers", "orders", "order_tags", "empty_t", "flags", "big_orders", "line_items", "seq0", "sessions", "legacy", "order_totals"}, tables)
-	for _, name := range []string{"customers", "orders", "order_tags", "flags", "seq0", "sessions", "legacy", "order_totals"} {
+	require.ElementsMatch(t, []string{"customers", "orders", "order_tags", "empty_t", "flags", "big_orders", "line_items", "seq0", "sessions", "legacy", "order_totals", "events"}, tables)
+	for _, name := range []string{"customers", "orders", "order_tags", "flags", "seq0", "sessions", "legacy", "order_totals", "events"} {
 		require.NotEqual(t, "0", sums[name], "%s has rows", name)
 	}
 	require.Equal(t, "0", sums["empty_t"])
@@ -136,6 +140,17 @@ func TestMysqldumpRoundTrip(t *testing.T) {
 	require.Equal(t, tables, tables2)
 	require.Equal(t, sums, sums2, "CHECKSUM TABLE after the reload")
 	require.Equal(t, creates, creates2, "SHOW CREATE TABLE after the reload")
+
+	// A session in another zone sees the same instants in both clusters
+	// (and finds them through the index on the column).
+	for _, c := range []*localcluster.Cluster{src, dst} {
+		db, err := sql.Open("mysql", c.DSN(0, "dumpdb")+"&time_zone=%27-08%3A00%27")
+		require.NoError(t, err)
+		t.Cleanup(func() { db.Close() })
+		require.Equal(t, [][]string{{"1", "2023-12-31 16:00:00.500", "2024-01-01 05:30:00"}, {"2", "2024-06-30 22:30:00.000", "2024-07-01 12:00:00"}, {"3", "2023-12-31 16:00:00.000", "NULL"}},
+			queryRows(t, db, "SELECT id, at, wall FROM events ORDER BY id"))
+		require.Equal(t, [][]string{{"2"}}, queryRows(t, db, "SELECT id FROM events FORCE INDEX (idx_at) WHERE at = '2024-06-30 22:30:00'"))
+	}
 
 	// The reloaded generated columns are computed, and indexed.
 	var ids string

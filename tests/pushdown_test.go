@@ -204,6 +204,61 @@ func TestPushdownMatchesRoot(t *testing.T) {
 			require.NotContains(t, err.Error(), "coprocessor", q)
 		}
 	}
+
+	// TIMESTAMPs in a session zone that is not UTC: a constant compared
+	// with one is converted to UTC before it reaches the stores (the
+	// Selection stays pushed), a function of one is read in the session
+	// zone on the SQL node (never pushed), and either way the answers are
+	// those of the same session without pushdown, and the instants those
+	// of a UTC session.
+	mustExec(t, on, "CREATE TABLE tz (id BIGINT PRIMARY KEY, ts TIMESTAMP NOT NULL, dt DATETIME NOT NULL)")
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO tz VALUES ")
+	for i := range 600 {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		at := time.Date(2024, 3, 30, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.IntN(72*60)) * time.Minute).Format(time.DateTime)
+		fmt.Fprintf(&sb, "(%d, '%s', '%s')", i*7, at, at)
+	}
+	mustExec(t, on, sb.String()) // a UTC session: the text is the instant
+	require.NoError(t, on.QueryRow("SPLIT TABLE tz BETWEEN (0) AND (4200) REGIONS 4").Scan(&total, &ratio))
+	zoned := func(extra string) *sql.DB {
+		db, err := sql.Open("mysql", c.DSN(0, "pd")+"&time_zone=%27Europe%2FBerlin%27"+extra)
+		require.NoError(t, err)
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	zOn, zOff := zoned(""), zoned("&strata_allow_pushdown=0")
+	for _, tc := range []struct {
+		q, utc string // utc: the same question in UTC (on the UTC session)
+		pushed bool
+	}{
+		{"SELECT id FROM tz WHERE ts > '2024-03-31 03:00:00'", "SELECT id FROM tz WHERE ts > '2024-03-31 01:00:00'", true},
+		{"SELECT id FROM tz WHERE ts BETWEEN '2024-03-30 12:00:00' AND '2024-03-30 13:00:00'", "SELECT id FROM tz WHERE ts BETWEEN '2024-03-30 11:00:00' AND '2024-03-30 12:00:00'", true},
+		{"SELECT id FROM tz WHERE ts IN ('2024-03-30 12:00:00', '2024-04-01 12:00:00')", "SELECT id FROM tz WHERE ts IN ('2024-03-30 11:00:00', '2024-04-01 10:00:00')", true},
+		{"SELECT COUNT(*) FROM tz WHERE ts < '2024-03-31 00:00:00'", "SELECT COUNT(*) FROM tz WHERE ts < '2024-03-30 23:00:00'", true},
+		{"SELECT id FROM tz WHERE HOUR(ts) = 3", "SELECT id FROM tz WHERE HOUR(ts) = 1 AND ts >= '2024-03-31 01:00:00' OR HOUR(ts) = 2 AND ts < '2024-03-31 01:00:00'", false},
+		{"SELECT DATE(ts), COUNT(*) FROM tz GROUP BY DATE(ts)", "", false},
+		{"SELECT id, DATE_FORMAT(ts, '%H:%i') FROM tz WHERE ts = dt", "", false},
+		{"SELECT MIN(ts), MAX(ts), COUNT(*) FROM tz", "", true},
+	} {
+		p := explain(zOn, tc.q)
+		pushed := false
+		for _, l := range strings.Split(p, "\n") {
+			pushed = pushed || ((strings.Contains(l, "Selection") || strings.Contains(l, "HashAgg")) && strings.Contains(l, "cop[tikv]"))
+		}
+		require.Equal(t, tc.pushed, pushed, "%s:\n%s", tc.q, p)
+		got, want := queryRows(t, zOn, tc.q), queryRows(t, zOff, tc.q)
+		sortRows(got)
+		sortRows(want)
+		require.Equal(t, want, got, tc.q)
+		if tc.utc != "" {
+			u := queryRows(t, on, tc.utc)
+			sortRows(u)
+			require.Equal(t, u, got, tc.q)
+		}
+	}
 }
 
 // queryErr runs q and returns its error, from the query or its rows.

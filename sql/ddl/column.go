@@ -102,7 +102,7 @@ func NewColumns(t *model.TableInfo, defs []*ast.ColumnDef, pos []*ast.ColumnPosi
 		names[strings.ToLower(c.Name)] = true
 		var now time.Time
 		if c.DefaultNow {
-			now = env.Now()
+			now = expr.ColumnNow(env, c.Type)
 		}
 		if !c.IsGenerated() {
 			c.Origin = originOf(c, now) // a virtual column is computed, never stored

@@ -115,7 +115,11 @@
 // unique copy) and the job rolls back (the changing column and copies
 // removed in one version, the copies' ranges queued); outside strict mode
 // (the ALTER's sql_mode, Job.Lenient) values are adjusted and the
-// statement gets the warnings (Job.Warnings, up to 64). A DML statement
+// statement gets the warnings (Job.Warnings, up to 64). A change between
+// TIMESTAMP (stored as UTC) and another type converts in the ALTER's
+// time zone when it is not UTC (Job.TimeZone, model.ChangeInfo.TimeZone),
+// as MySQL's ALTER does; a TIMESTAMP's literal DEFAULT is read in the
+// DDL session's zone and stored as UTC. A DML statement
 // that writes a value the new type refuses while the job runs fails with
 // that error. A column of the PRIMARY KEY is 8200, as in TiDB, and so is
 // a binary string made text; JSON on either side is 1235. A node still a

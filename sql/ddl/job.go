@@ -106,8 +106,12 @@ type Job struct {
 	// its indexes are built and every row rewritten (reorgcolumn.go).
 	// Lenient: the ALTER ran outside strict mode (values that do not fit
 	// are stored adjusted, with Warnings, as INSERT does).
+	// TimeZone: the ALTER's @@time_zone when a rewrite changes a column
+	// between TIMESTAMP and another type and that zone is not UTC: values
+	// are converted in it, as INSERT converts them (model.ChangeInfo).
 	Rewrite    bool             `json:"rewrite,omitempty"`
 	Lenient    bool             `json:"lenient,omitempty"`
+	TimeZone   string           `json:"time_zone,omitempty"`
 	Warnings   []JobWarning     `json:"warnings,omitempty"`
 	Positions  []ColumnPosition `json:"positions,omitempty"`
 	ColumnName string           `json:"column_name,omitempty"`

@@ -178,7 +178,7 @@ func addChanging(t *model.TableInfo, j *Job) error {
 	cc.State = model.StateDeleteOnly
 	cc.Origin = nil // every row gets a value before it is public
 	cc.Pending = nil
-	cc.Changing = &model.ChangeInfo{From: oc.ID, Name: nc.Name, Lenient: j.Lenient}
+	cc.Changing = &model.ChangeInfo{From: oc.ID, Name: nc.Name, Lenient: j.Lenient, TimeZone: j.TimeZone}
 	t.NonPublic = append(t.NonPublic, &cc)
 	t.MaxColumnID = max(t.MaxColumnID, cc.ID)
 	for _, ix := range slicesClone(t.Indices) {

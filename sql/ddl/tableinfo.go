@@ -561,7 +561,7 @@ func setDefault(c *model.ColumnInfo, n ast.ExprNode, env expr.Env) error {
 	if c.Type.Tp == mysql.TypeJSON {
 		return errno.New(errBlobCantHaveDefault, "BLOB, TEXT, GEOMETRY or JSON column '%s' can't have a default value", c.Name)
 	}
-	d, err := c.Type.Convert(v)
+	d, err := c.Type.Convert(expr.WriteDatum(v, e.Type(), c.Type, expr.TimestampZone(env)))
 	if err != nil {
 		return invalid
 	}

@@ -84,6 +84,8 @@ const (
 	ErrLockNowait                 uint16 = 3572
 	ErrIsolationLevelNotSupported uint16 = 8048
 	ErrWrongValueForVar           uint16 = 1231
+	ErrUnknownTimeZone            uint16 = 1298 // Unknown or incorrect time zone: 'x'
+	ErrTooBigPrecision            uint16 = 1426 // NOW(7): Too-big precision 7 specified for 'now'
 
 	// Users and privileges.
 	ErrDBAccessDenied          uint16 = 1044
@@ -130,6 +132,7 @@ const (
 )
 
 var sqlStates = map[uint16]string{
+	ErrTooBigPrecision:          "42000",
 	ErrWrongFKDef:               "42000",
 	ErrRowIsReferenced2:         "23000",
 	ErrNoReferencedRow2:         "23000",

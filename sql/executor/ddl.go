@@ -7,10 +7,12 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/sql/catalog"
 	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/privilege"
 )
@@ -722,6 +724,11 @@ func (e *Executor) submitColumnChange(ctx context.Context, env StmtEnv, stmt ast
 		// Every row is rewritten, each value converted as INSERT would
 		// under the statement's sql_mode.
 		job.Rewrite, job.Lenient = true, !SQLMode(env).HasStrictMode()
+		if (oc.Type.Tp == mysql.TypeTimestamp) != (nc.Type.Tp == mysql.TypeTimestamp) && expr.TimestampZone(env) != nil {
+			if tz, _, err := env.SysVar("time_zone", false); err == nil {
+				job.TimeZone = tz.String() // values convert in the ALTER's zone, as MySQL's
+			}
+		}
 	} else {
 		job.CheckRows = ddl.NeedsCheck(oc, nc)
 	}

@@ -55,7 +55,12 @@
 // warning 1264 (a zero month or day stored as the zero date;
 // checkZeroDate). Under ALLOW_INVALID_DATES a DATE or DATETIME column
 // stores a day its month lacks ('2004-02-31') as it is (invalidDate;
-// not TIMESTAMP). INSERT IGNORE skips a row that collides on a primary or
+// not TIMESTAMP). A TIMESTAMP column takes any other value (VALUES, SET,
+// INSERT ... SELECT, LOAD DATA, CURRENT_TIMESTAMP) in the session time
+// zone and stores its UTC (expr.WriteValue, expr.WriteDatum, ColumnNow);
+// a TIMESTAMP written to another column is its wall clock in the zone.
+// SHOW CREATE TABLE and SHOW COLUMNS show a TIMESTAMP's literal DEFAULT
+// (stored as UTC by DDL) in the session zone. INSERT IGNORE skips a row that collides on a primary or
 // unique key, with warning 1062 (upsert.go); UPDATE IGNORE leaves a row
 // whose new values another row holds as it is, with the same warning
 // (updateConflict), its rows updated one by one so each sees the others.

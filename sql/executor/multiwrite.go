@@ -357,7 +357,7 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 			if err != nil {
 				return nil, err
 			}
-			ma.a.e = joinedExpr{e: ae, row: &cur}
+			ma.a.e = joinedExpr{e: expr.WriteValue(ae, leaf.Table.Columns[off].Type, env), row: &cur}
 		}
 		as = append(as, ma)
 	}

@@ -31,7 +31,7 @@ var (
 // only while they keep the values it was planned with (with the current
 // database and the parameters' kinds, the rest of the cache key).
 var PlanVars = [...]string{
-	"sql_mode", "collation_connection", "character_set_connection", "group_concat_max_len",
+	"sql_mode", "collation_connection", "character_set_connection", "group_concat_max_len", "time_zone",
 	planner.AllowPushdownVar, planner.IndexLookupPushdownVar,
 }
 

@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"time"
+
 	"context"
 	"slices"
 	"strconv"
@@ -128,7 +130,7 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 			case c.DefaultNow:
 				row[4] = types.NewString(c.DefaultNowText())
 			case c.HasDefault && !c.DefaultNull:
-				row[4] = types.NewString(defaultText(c))
+				row[4] = types.NewString(defaultText(c, expr.TimestampZone(env)))
 			default:
 				row[4] = types.NullDatum
 			}
@@ -164,7 +166,7 @@ func (e *Executor) Show(ctx context.Context, x *ast.ShowStmt, env StmtEnv) (*Res
 			db = env.CurrentDB()
 		}
 		res = &Result{Columns: []ResultColumn{StringColumn("Table", 64), StringColumn("Create Table", 1024)},
-			Rows: [][]types.Datum{StringRow(t.Name, createTableSQL(t, db))}}
+			Rows: [][]types.Datum{StringRow(t.Name, createTableSQL(t, db, expr.TimestampZone(env)))}}
 	case ast.ShowCollation:
 		res = &Result{Columns: []ResultColumn{StringColumn("Collation", 64), StringColumn("Charset", 64), IntColumn("Id"),
 			StringColumn("Default", 64), StringColumn("Compiled", 64), IntColumn("Sortlen"), StringColumn("Pad_attribute", 9)}}
@@ -337,7 +339,7 @@ func filterShowOn(res *Result, x *ast.ShowStmt, env expr.Env, like int) (*Result
 // TIMESTAMP says NULL (explicit_defaults_for_timestamp), a TEXT or BLOB
 // has no DEFAULT NULL (it cannot have a default), CURRENT_TIMESTAMP
 // carries the column's fractional seconds precision.
-func columnNullDefault(c *model.ColumnInfo) string {
+func columnNullDefault(c *model.ColumnInfo, loc *time.Location) string {
 	var b strings.Builder
 	if c.IsGenerated() {
 		// MySQL 8: the generation clause, then NOT NULL; no default.
@@ -363,9 +365,9 @@ func columnNullDefault(c *model.ColumnInfo) string {
 	case c.HasDefault && c.DefaultNull:
 		b.WriteString(" DEFAULT NULL")
 	case c.HasDefault && c.Type.Tp == mysql.TypeBit:
-		b.WriteString(" DEFAULT " + defaultText(c))
+		b.WriteString(" DEFAULT " + defaultText(c, loc))
 	case c.HasDefault:
-		b.WriteString(" DEFAULT '" + strings.ReplaceAll(c.Default, "'", "''") + "'")
+		b.WriteString(" DEFAULT '" + strings.ReplaceAll(defaultText(c, loc), "'", "''") + "'")
 	case !c.Type.NotNull() && !isBlobType(c.Type.Tp):
 		b.WriteString(" DEFAULT NULL")
 	}
@@ -385,15 +387,16 @@ func isBlobType(tp byte) bool {
 }
 
 // createTableSQL is SHOW CREATE TABLE's statement for table t of database
-// db (its foreign keys name a parent in another database with it).
-func createTableSQL(t *model.TableInfo, db string) string {
+// db (its foreign keys name a parent in another database with it), with
+// TIMESTAMP defaults in zone loc (nil: as stored, UTC).
+func createTableSQL(t *model.TableInfo, db string, loc *time.Location) string {
 	var b strings.Builder
 	b.WriteString("CREATE TABLE `" + t.Name + "` (\n")
 	tcoll := ddl.TableCollation(t)
 	for _, c := range t.Columns {
 		b.WriteString("  `" + c.Name + "` " + c.Type.SQLName())
 		b.WriteString(columnCollation(c.Type, tcoll))
-		b.WriteString(columnNullDefault(c))
+		b.WriteString(columnNullDefault(c, loc))
 		if c.AutoIncrement {
 			b.WriteString(" AUTO_INCREMENT")
 		}
@@ -470,10 +473,14 @@ func (e *Executor) systemTable(env StmtEnv, db, name string) (t *model.TableInfo
 }
 
 // defaultText is a column default as DESCRIBE shows it: BIT defaults as
-// b'101', everything else as stored.
-func defaultText(c *model.ColumnInfo) string {
-	if c.Type.Tp == mysql.TypeBit {
+// b'101', a TIMESTAMP's (stored as UTC) in zone loc (nil: UTC), everything
+// else as stored.
+func defaultText(c *model.ColumnInfo, loc *time.Location) string {
+	switch c.Type.Tp {
+	case mysql.TypeBit:
 		return "b'" + strconv.FormatUint(c.DefaultDatum().Uint64(), 2) + "'"
+	case mysql.TypeTimestamp:
+		return string(expr.TimestampToLocal(types.NewString(c.Default), loc, c.Type.Decimal).Bytes())
 	}
 	return c.Default
 }

@@ -226,7 +226,7 @@ func hasOnUpdate(tbl *model.TableInfo) bool {
 func defaultValue(c *model.ColumnInfo, env expr.Env, rowNum int) (datum, error) {
 	switch {
 	case c.DefaultNow:
-		return types.NewString(types.FormatTime(env.Now(), c.Type.Tp, c.Type.Decimal)), nil
+		return types.NewString(types.FormatTime(expr.ColumnNow(env, c.Type), c.Type.Tp, c.Type.Decimal)), nil
 	case c.HasDefault:
 		return c.DefaultDatum(), nil
 	case c.AutoIncrement:
@@ -290,6 +290,13 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		if nrows == 0 {
 			return &Result{}, nil
 		}
+		if loc := expr.TimestampZone(env); loc != nil {
+			for vi, rc := range res.Columns {
+				for _, r := range selected {
+					r[vi] = expr.WriteDatum(r[vi], rc.Type, tbl.Columns[offs[vi]].Type, loc)
+				}
+			}
+		}
 	}
 	cv := newConv(env, s.IgnoreErr, nrows > 1)
 	cvDefault := *cv
@@ -346,7 +353,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 				if err != nil {
 					return nil, err
 				}
-				if v, err = ve.Eval(nil); err != nil {
+				if v, err = expr.WriteValue(ve, c.Type, env).Eval(nil); err != nil {
 					return nil, err
 				}
 			}
@@ -789,7 +796,7 @@ func compileAssignments(list []*ast.Assignment, src *planner.Source, ectx *expr.
 		if err != nil {
 			return nil, err
 		}
-		as = append(as, assign{off: off, e: ae})
+		as = append(as, assign{off: off, e: expr.WriteValue(ae, src.Table.Columns[off].Type, ectx.Env)})
 	}
 	return as, nil
 }
@@ -824,7 +831,7 @@ func touchOnUpdate(tbl *model.TableInfo, assigned func(off int) bool, env expr.E
 		if !c.OnUpdateNow || assigned(i) {
 			continue
 		}
-		v, err := convertColumn(tbl, c, types.NewString(types.FormatTime(env.Now(), c.Type.Tp, c.Type.Decimal)), rowNum, cv)
+		v, err := convertColumn(tbl, c, types.NewString(types.FormatTime(expr.ColumnNow(env, c.Type), c.Type.Tp, c.Type.Decimal)), rowNum, cv)
 		if err != nil {
 			return err
 		}

@@ -25,6 +25,7 @@ type builtin struct {
 // statement's time); their builtin entry only bounds the arguments.
 var envBuiltins = map[string]func(env Env, name string, args []Expr) (Expr, error){
 	"unix_timestamp": buildUnixTimestamp,
+	"from_unixtime":  buildFromUnixtime,
 }
 
 // builtinTables are the function tables lookupBuiltin searches.
@@ -61,6 +62,9 @@ func (c *Ctx) compileBuiltin(x *ast.FuncCallExpr, b builtin) (Expr, error) {
 	}
 	if len(args) < b.min || (b.max >= 0 && len(args) > b.max) {
 		return nil, errParamCount(x.FnName.O)
+	}
+	if x.FnName.L != "unix_timestamp" { // which reads a TIMESTAMP's instant
+		localTimestamps(args, TimestampZone(c.Env))
 	}
 	if f, ok := envBuiltins[x.FnName.L]; ok {
 		return c.warnsThrough(f(c.Env, x.FnName.L, args))

@@ -174,7 +174,8 @@ func (c *Ctx) compileRegexpOp(x *ast.PatternRegexpExpr) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	like, err := buildRegexpLike("regexp", []Expr{e, p})
+	loc := TimestampZone(c.Env)
+	like, err := buildRegexpLike("regexp", []Expr{localTimestamp(e, loc), localTimestamp(p, loc)})
 	if err != nil || !x.Not {
 		return like, err
 	}

@@ -1,11 +1,12 @@
 package expr
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"sync"
 	"time"
-	_ "time/tzdata" // CONVERT_TZ's named zones without the host's zoneinfo
+	_ "time/tzdata" // named zones (time_zone, CONVERT_TZ) without the host's zoneinfo
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -447,7 +448,7 @@ func init() {
 		"date_format":    {2, 2, buildDateFormat},
 		"str_to_date":    {2, 2, buildStrToDate},
 		"unix_timestamp": {0, 1, nil},
-		"from_unixtime":  {1, 2, buildFromUnixtime},
+		"from_unixtime":  {1, 2, nil},
 		"convert_tz":     {3, 3, buildConvertTZ},
 	} {
 		timeBuiltins[name] = b
@@ -1100,6 +1101,8 @@ func scanName(s []byte, names []string) (idx, n int) {
 	return -1, 0
 }
 
+// bytesEqualFold reports whether b equals the first len(b) bytes of s,
+// ASCII letters folded (the caller checks the lengths).
 func bytesEqualFold(b []byte, s string) bool {
 	for i := range b {
 		x, y := b[i]|0x20, s[i]|0x20
@@ -1293,12 +1296,16 @@ func buildStrToDate(name string, args []Expr) (Expr, error) {
 const maxUnixTime = 32536771199
 
 // buildUnixTimestamp compiles UNIX_TIMESTAMP() (the statement's time) and
-// UNIX_TIMESTAMP(d): d read in the session time zone (the server's), 0
+// UNIX_TIMESTAMP(d): d read in the session time zone (LocalInstant), 0
 // outside the timestamp range; a DECIMAL with the fractional seconds of a
 // DATETIME(fsp) argument.
 func buildUnixTimestamp(env Env, name string, args []Expr) (Expr, error) {
 	if len(args) == 0 {
 		return &Constant{Value: types.NewInt(env.Now().Unix()), Ft: types.Int64Type}, nil
+	}
+	zone := SessionZone(env)
+	if args[0].Type().Tp == mysql.TypeTimestamp {
+		zone = time.UTC // a TIMESTAMP is its UTC wall clock (timezone.go)
 	}
 	fsp := fspOf(args[0].Type())
 	if k, ok := args[0].(*Constant); ok && k.fold().Value.Kind() == types.KindBytes {
@@ -1318,7 +1325,7 @@ func buildUnixTimestamp(env Env, name string, args []Expr) (Expr, error) {
 		if !ok {
 			return types.NullDatum, nil
 		}
-		sec := time.Date(t.year, time.Month(t.month), t.day, t.hour, t.minute, t.second, 0, time.Local).Unix()
+		sec := LocalInstant(t.year, t.month, t.day, t.hour, t.minute, t.second, 0, zone).Unix()
 		if zeroDate(t) || sec < 0 || sec > maxUnixTime {
 			sec, t.micro = 0, 0
 		}
@@ -1332,7 +1339,8 @@ func buildUnixTimestamp(env Env, name string, args []Expr) (Expr, error) {
 
 // buildFromUnixtime compiles FROM_UNIXTIME(n[, format]): the DATETIME of
 // n seconds after the epoch in the session time zone.
-func buildFromUnixtime(name string, args []Expr) (Expr, error) {
+func buildFromUnixtime(env Env, name string, args []Expr) (Expr, error) {
+	zone := SessionZone(env)
 	fsp := 0
 	if at := args[0].Type(); at.Class() == types.ClassDecimal {
 		fsp = min(max(at.Decimal, 0), 6)
@@ -1355,7 +1363,7 @@ func buildFromUnixtime(name string, args []Expr) (Expr, error) {
 		if !ok || us > (maxUnixTime+1)*1e6-1 {
 			return types.NullDatum, nil
 		}
-		tt := time.UnixMicro(us).In(time.Local)
+		tt := time.UnixMicro(us).In(zone)
 		t := dateTime{year: tt.Year(), month: int(tt.Month()), day: tt.Day(), hour: tt.Hour(),
 			minute: tt.Minute(), second: tt.Second(), micro: tt.Nanosecond() / 1000}
 		if len(a) == 2 {
@@ -1365,16 +1373,40 @@ func buildFromUnixtime(name string, args []Expr) (Expr, error) {
 	}}, nil
 }
 
-// tzLocations caches the named zones CONVERT_TZ has loaded.
+// tzLocations caches the named zones ParseTimeZone has loaded.
 var tzLocations sync.Map // string -> *time.Location (nil: unknown)
 
-// timeZone reads a time zone argument: 'SYSTEM' (this process's local
-// zone, which NOW() and FROM_UNIXTIME use), an offset '+HH:MM' from
-// -13:59 to +14:00, or a name of the IANA database ('UTC',
-// 'Europe/Berlin'; Go's embedded copy where MySQL reads its
-// mysql.time_zone tables). ok=false for anything else.
+// ParseTimeZone reads a time zone as time_zone and CONVERT_TZ take it:
+// 'SYSTEM' (any case: this process's local zone, system_time_zone), an
+// offset '+HH:MM' from -13:59 to +14:00 (one or two hour digits), or a
+// name of the IANA database ('UTC', 'Europe/Berlin'; Go's copy, embedded
+// in every binary that links this package (the time/tzdata import), where MySQL reads its mysql.time_zone
+// tables). name is the zone's canonical spelling, the one @@time_zone
+// shows: "SYSTEM", "+05:30" for '+5:30', a name as given. ok=false for
+// anything else.
+func ParseTimeZone(s string) (loc *time.Location, name string, ok bool) {
+	b := []byte(s)
+	loc, ok = timeZone(b)
+	switch {
+	case !ok:
+		return nil, "", false
+	case loc == time.Local:
+		return loc, "SYSTEM", true
+	case b[0] == '+' || b[0] == '-':
+		_, off := time.Time{}.In(loc).Zone()
+		sign := '+'
+		if off < 0 {
+			sign = '-'
+		}
+		name = fmt.Sprintf("%c%02d:%02d", sign, max(off, -off)/3600, max(off, -off)%3600/60)
+		return time.FixedZone(name, off), name, true
+	}
+	return loc, s, true
+}
+
+// timeZone reads a time zone argument (ParseTimeZone).
 func timeZone(s []byte) (*time.Location, bool) {
-	if bytesEqualFold(s, "system") {
+	if len(s) == len("system") && bytesEqualFold(s, "system") {
 		return time.Local, true
 	}
 	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
@@ -1405,6 +1437,48 @@ func timeZone(s []byte) (*time.Location, bool) {
 	return loc, loc != nil
 }
 
+// TimeZoner is implemented by an Env with a session time zone (the
+// session's time_zone); without it the zone is this process's local one.
+type TimeZoner interface {
+	TimeZone() *time.Location
+}
+
+// SessionZone is env's time zone (TimeZoner), time.Local without one.
+func SessionZone(env Env) *time.Location {
+	if tz, ok := envAs[TimeZoner](env); ok {
+		if loc := tz.TimeZone(); loc != nil {
+			return loc
+		}
+	}
+	return time.Local
+}
+
+// sessionNow is env's statement time in its session zone (TimeZoner; as
+// Env.Now gives it without one).
+func sessionNow(env Env) time.Time {
+	if tz, ok := envAs[TimeZoner](env); ok && tz.TimeZone() != nil {
+		return env.Now().In(tz.TimeZone())
+	}
+	return env.Now()
+}
+
+// LocalInstant is the instant whose wall clock in loc is the given one,
+// as MySQL maps a local time to a timestamp: a time in a daylight-saving
+// gap (02:30 on the night clocks jump from 02:00 to 03:00) is the first
+// instant after the gap, the one 03:00 names. A wall clock the fall-back
+// repeats is one of its two instants (Go's choice, as in TiDB).
+func LocalInstant(year, month, day, hour, minute, second, nsec int, loc *time.Location) time.Time {
+	t := time.Date(year, time.Month(month), day, hour, minute, second, nsec, loc)
+	if t.Hour() != hour || t.Minute() != minute || t.Day() != day {
+		// In a gap: Go normalised with the offset before it, so t lies in
+		// the zone period that starts where the gap ends.
+		if start, _ := t.ZoneBounds(); !start.IsZero() {
+			return start
+		}
+	}
+	return t
+}
+
 // buildConvertTZ compiles CONVERT_TZ(dt, from, to): dt read in zone from,
 // as a DATETIME in zone to. NULL when an argument is NULL, dt is no date
 // or a zone is unknown; a dt whose instant lies outside the TIMESTAMP
@@ -1431,7 +1505,7 @@ func buildConvertTZ(name string, args []Expr) (Expr, error) {
 		if !okF || !okT {
 			return types.NullDatum, nil
 		}
-		tt := time.Date(t.year, time.Month(t.month), t.day, t.hour, t.minute, t.second, t.micro*1000, from)
+		tt := LocalInstant(t.year, t.month, t.day, t.hour, t.minute, t.second, t.micro*1000, from)
 		if sec := tt.Unix(); sec >= 0 && sec <= maxUnixTime {
 			tt = tt.In(to)
 			t = dateTime{year: tt.Year(), month: int(tt.Month()), day: tt.Day(), hour: tt.Hour(),

@@ -253,11 +253,16 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		loc := TimestampZone(c.Env)
 		switch x.Op {
 		case opcode.EQ, opcode.NE, opcode.LT, opcode.LE, opcode.GT, opcode.GE, opcode.NullEQ:
+			l, r = timestampOperands(l, r, loc)
 			return newCompare(x.Op, l, r)
 		case opcode.LogicAnd, opcode.LogicOr, opcode.LogicXor:
 			return &logicExpr{op: x.Op, l: l, r: r}, nil
+		}
+		l, r = localTimestamp(l, loc), localTimestamp(r, loc) // as numbers
+		switch x.Op {
 		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.IntDiv, opcode.Mod:
 			e := compileArith(x.Op, l, r)
 			if ae, ok := e.(*arithExpr); ok {
@@ -276,6 +281,9 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		switch x.Op {
 		case opcode.Not, opcode.Not2:
 			return &notExpr{e: e}, nil
+		}
+		e = localTimestamp(e, TimestampZone(c.Env))
+		switch x.Op {
 		case opcode.Minus:
 			return &negExpr{e: e}, nil
 		case opcode.Plus:
@@ -310,12 +318,15 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		in := &inExpr{e: e, not: x.Not, byBytes: stringish(e.Type()), dur: e.Type().Tp == mysql.TypeDuration}
-		for _, item := range x.List {
-			ie, err := Compile(item, c)
-			if err != nil {
+		items := make([]Expr, len(x.List))
+		for i, item := range x.List {
+			if items[i], err = Compile(item, c); err != nil {
 				return nil, err
 			}
+		}
+		e, items = timestampList(e, items, TimestampZone(c.Env))
+		in := &inExpr{e: e, not: x.Not, byBytes: stringish(e.Type()), dur: e.Type().Tp == mysql.TypeDuration}
+		for _, ie := range items {
 			if types.IsDateOrDatetime(e.Type()) {
 				_, ie = temporalConstant(opcode.EQ, e.Type(), ie)
 			}
@@ -346,6 +357,12 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		loc := TimestampZone(c.Env)
+		if loc != nil {
+			var lohi []Expr
+			e, lohi = timestampList(e, []Expr{lo, hi}, loc)
+			lo, hi = lohi[0], lohi[1]
+		}
 		ge, err := newCompare(opcode.GE, e, lo)
 		if err != nil {
 			return nil, err
@@ -367,6 +384,8 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		loc := TimestampZone(c.Env)
+		e, p = localTimestamp(e, loc), localTimestamp(p, loc)
 		coll, err := compareCollation("like", e, p)
 		if err != nil {
 			return nil, err
@@ -397,7 +416,7 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return c.warnsThrough(compileCast(e, x))
+		return c.warnsThrough(compileCast(localTimestamp(e, TimestampZone(c.Env)), x))
 	case *ast.AggregateFuncExpr:
 		if c.Agg == nil {
 			return nil, errno.New(1111, "Invalid use of group function")
@@ -538,6 +557,23 @@ func (c *Ctx) compileCase(x *ast.CaseExpr) (Expr, error) {
 			return nil, err
 		}
 		resTypes = append(resTypes, ce.els.Type())
+	}
+	if loc := TimestampZone(c.Env); loc != nil {
+		if ce.value != nil {
+			ce.value, ce.whens = timestampList(ce.value, ce.whens, loc)
+			ce.byBytes = stringish(ce.value.Type())
+			for _, w := range ce.whens {
+				ce.byBytes = ce.byBytes && stringish(w.Type())
+			}
+		}
+		ce.thens, ce.els = localResults(ce.thens, ce.els, loc)
+		resTypes = resTypes[:0]
+		for _, t := range ce.thens {
+			resTypes = append(resTypes, t.Type())
+		}
+		if ce.els != nil {
+			resTypes = append(resTypes, ce.els.Type())
+		}
 	}
 	ce.ft = unify(resTypes)
 	ce.conv = convertsTo(ce.ft, resTypes)
@@ -722,6 +758,14 @@ func unify(ts []types.FieldType) types.FieldType {
 			continue
 		}
 		if res.Class() == t.Class() {
+			if res.Tp == mysql.TypeTimestamp && t.Tp != mysql.TypeTimestamp || res.Tp != mysql.TypeTimestamp && t.Tp == mysql.TypeTimestamp {
+				// A TIMESTAMP with a DATE or DATETIME is a DATETIME, as
+				// MySQL types it (its values are the wall clocks: the
+				// TIMESTAMPs are read in the session zone).
+				d := datetimeType(max(res.Decimal, t.Decimal, 0))
+				res = &d
+				continue
+			}
 			if t.Flen > res.Flen {
 				res.Flen = t.Flen
 			}
@@ -766,6 +810,7 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		}
 		args = append(args, e)
 	}
+	localTimestamps(args, TimestampZone(c.Env))
 	nargs := func(lo, hi int) error {
 		if len(args) < lo || len(args) > hi {
 			return errParamCount(x.FnName.O)
@@ -825,24 +870,48 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 			return &Constant{Value: types.NewInt(sc.RowCount()), Ft: types.Int64Type}, nil
 		}
 		return &Constant{Value: types.NewInt(int64(sc.FoundRows())), Ft: types.Int64Type}, nil
-	case "now", "current_timestamp", "sysdate", "localtime", "localtimestamp":
-		t := c.Env.Now()
+	case "now", "current_timestamp", "sysdate", "localtime", "localtimestamp", "utc_timestamp",
+		"curtime", "current_time", "utc_time":
+		// The statement's time (Env.Now) in the session time zone, UTC for
+		// the UTC_ ones; an fsp argument from 0 to 6 keeps that many digits.
+		if err := nargs(0, 1); err != nil {
+			return nil, err
+		}
+		t := sessionNow(c.Env)
+		if strings.HasPrefix(name, "utc_") {
+			t = t.UTC()
+		}
 		fsp := 0
 		if len(args) == 1 {
-			if k, ok := args[0].(*Constant); ok && k.fold().Value.Kind() == types.KindInt64 && k.Value.Int64() >= 0 && k.Value.Int64() <= 6 {
-				fsp = int(k.Value.Int64())
+			k, ok := args[0].(*Constant)
+			if !ok || k.fold().Value.Kind() != types.KindInt64 {
+				return nil, errno.New(errno.ErrParse, "You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near '%s'", x.FnName.O)
 			}
+			if n := k.Value.Int64(); n < 0 || n > 6 {
+				return nil, errno.New(errno.ErrTooBigPrecision, "Too-big precision %d specified for '%s'. Maximum is 6.", n, name)
+			}
+			fsp = int(k.Value.Int64())
 		}
-		ft := types.FieldType{Tp: mysql.TypeDatetime, Flen: 19, Decimal: fsp, Flag: mysql.BinaryFlag}
-		return &Constant{Value: types.NewString(types.FormatTime(t, mysql.TypeDatetime, fsp)), Ft: ft}, nil
+		switch name {
+		case "curtime", "current_time", "utc_time":
+			return &Constant{Value: types.NewString(types.FormatTime(t, mysql.TypeDuration, fsp)), Ft: durationType(fsp)}, nil
+		}
+		return &Constant{Value: types.NewString(types.FormatTime(t, mysql.TypeDatetime, fsp)), Ft: datetimeType(fsp)}, nil
 	case ast.DateLiteral, ast.TimestampLiteral, ast.TimeLiteral:
 		// DATE 'str', TIMESTAMP 'str' and TIME 'str' (the parser's names for
 		// them): typed constants, the TIMESTAMP one a DATETIME with as many
 		// fractional digits as str has; a str that is none is ERROR 1525, a
 		// zero date or zero month or day that sql_mode refuses 1292.
 		return temporalLiteral(name, args, c.Env)
-	case "curdate", "current_date":
-		return &Constant{Value: types.NewString(types.FormatTime(c.Env.Now(), mysql.TypeDate, 0)), Ft: dateType}, nil
+	case "curdate", "current_date", "utc_date":
+		if err := nargs(0, 0); err != nil {
+			return nil, err
+		}
+		t := sessionNow(c.Env)
+		if name == "utc_date" {
+			t = t.UTC()
+		}
+		return &Constant{Value: types.NewString(types.FormatTime(t, mysql.TypeDate, 0)), Ft: dateType}, nil
 	case "concat":
 		if err := nargs(1, 1<<16); err != nil {
 			return nil, err

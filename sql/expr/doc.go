@@ -73,7 +73,27 @@
 // (builtin_string.go, builtin_math.go, builtin_time.go, ...: SUBSTRING,
 // TRIM, LOCATE, LPAD, ROUND, TRUNCATE, GREATEST, EXTRACT, DATE_ADD and
 // d + INTERVAL n unit, DATEDIFF, TIMESTAMPDIFF, DATE_FORMAT, STR_TO_DATE,
-// ...), then handles session functions and a few basics itself. ToPB
+// ...), then handles session functions and a few basics itself. The
+// clock functions (NOW, CURDATE, CURTIME, SYSDATE, LOCALTIME[STAMP]) are
+// constants of Env.Now in the session time zone (TimeZoner; Now's own
+// zone without one), UTC_TIMESTAMP / UTC_DATE / UTC_TIME of it in UTC;
+// FROM_UNIXTIME and UNIX_TIMESTAMP(d) convert in the session zone, a
+// wall clock in a daylight-saving gap meaning the instant the gap ends
+// (LocalInstant, as MySQL); CONVERT_TZ's 'SYSTEM' is the process's zone.
+// Zones are parsed by ParseTimeZone (Go's tzdata is embedded).
+//
+// # TIMESTAMP and the session time zone
+//
+// A TIMESTAMP value is its UTC wall clock everywhere below the client
+// (stored, indexed, compared, sorted, pushed to the stores); timezone.go
+// says where the session zone applies: a constant compared with a
+// TIMESTAMP is converted to UTC at compile time (so the comparison stays
+// pushable and index ranges agree, planner.ranger), any other read of a
+// TIMESTAMP as a date, string or number goes through a localTimestamp
+// node (a scalar function: never pushed, so the stores need no zone),
+// writes convert other values to UTC (WriteValue, WriteDatum) and the
+// protocol shows TIMESTAMP columns in the zone (TimestampToLocal). In a
+// UTC session (TimestampZone nil) nothing is compiled differently. ToPB
 // (pb.go) serializes comparisons, logic, IN, arithmetic, LIKE and CASE for
 // the stores; a scalar function or a cast is not pushable (ErrNotPushable).
 //

@@ -8,6 +8,8 @@
 // and fixed server facts (ENGINES, COLLATIONS,
 // CHARACTER_SETS), with MySQL 8.0's column names and types. VIEWS lists
 // the views and PARTITIONS has MySQL's one row per non-partitioned table;
+// COLUMNS shows a TIMESTAMP's literal default (stored as UTC) in the
+// session time zone when the Viewer is an expr.Env (the session);
 // FILES, TRIGGERS, ROUTINES and EVENTS exist for the tools that read them
 // (mysqldump) and are empty: Strata has no tablespaces or stored programs
 // (files.go). Foreign keys

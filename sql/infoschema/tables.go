@@ -5,12 +5,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 
 	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -266,6 +268,10 @@ func keyOf(t *model.TableInfo, off int) string {
 
 func (s *Schema) columns(ctx context.Context, v Viewer) ([][]datum, error) {
 	var rows [][]datum
+	var zone *time.Location // COLUMN_DEFAULT of a TIMESTAMP in the session zone
+	if env, ok := v.(expr.Env); ok {
+		zone = expr.TimestampZone(env)
+	}
 	err := s.eachTable(ctx, v, func(db string, t *model.TableInfo) error {
 		for i, c := range t.Columns {
 			ft := c.Type
@@ -273,6 +279,8 @@ func (s *Schema) columns(ctx context.Context, v Viewer) ([][]datum, error) {
 			switch {
 			case c.DefaultNow:
 				def = str(c.DefaultNowText())
+			case c.HasDefault && !c.DefaultNull && c.Type.Tp == mysql.TypeTimestamp:
+				def = expr.TimestampToLocal(str(c.Default), zone, c.Type.Decimal) // stored as UTC
 			case c.HasDefault && !c.DefaultNull:
 				def = str(c.Default)
 			}

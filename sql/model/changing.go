@@ -22,6 +22,11 @@ type ChangeInfo struct {
 	// not fit is stored adjusted (types.ConvertLenient) instead of
 	// refused.
 	Lenient bool `json:"lenient,omitempty"`
+	// TimeZone is the ALTER's @@time_zone when the change is between
+	// TIMESTAMP (stored as UTC) and another type, and that zone is not
+	// UTC: a DATETIME or string becoming a TIMESTAMP is read in it, a
+	// TIMESTAMP becoming anything else is its wall clock there.
+	TimeZone string `json:"time_zone,omitempty"`
 }
 
 // changingCol is a changing column's offset and its source's, in

@@ -679,6 +679,7 @@ func compileAgg(a *ast.AggregateFuncExpr, src *Source, cols []expr.SchemaColumn,
 		if err != nil {
 			return spec, err
 		}
+		localArgs(args, env)
 		spec.Args, spec.Arg, spec.Ft = args, args[0], types.JSONType
 		return spec, nil
 	case ast.AggFuncCount, ast.AggFuncSum, ast.AggFuncAvg, ast.AggFuncMax, ast.AggFuncMin:
@@ -692,12 +693,24 @@ func compileAgg(a *ast.AggregateFuncExpr, src *Source, cols []expr.SchemaColumn,
 	if err != nil {
 		return spec, err
 	}
+	if fn == ast.AggFuncSum || fn == ast.AggFuncAvg {
+		localArgs(args, env)
+	}
 	out := aggSpec(fn, args[0], a.Distinct)
 	if len(args) > 1 { // COUNT(DISTINCT a, b, ...)
 		out.Args = args
 	}
 	out.Node = a
 	return out, nil
+}
+
+// localArgs reads the TIMESTAMP arguments of an aggregate that takes them
+// as text or numbers (GROUP_CONCAT, SUM, JSON_ARRAYAGG) in the session
+// time zone; MIN, MAX and COUNT keep the instants (expr.LocalTimestamp).
+func localArgs(args []expr.Expr, env expr.Env) {
+	for i, a := range args {
+		args[i] = expr.LocalTimestamp(a, env)
+	}
 }
 
 func compileArgs(ns []ast.ExprNode, c *expr.Ctx) ([]expr.Expr, error) {
@@ -723,6 +736,7 @@ func compileGroupConcat(a *ast.AggregateFuncExpr, c *expr.Ctx) (AggSpec, error) 
 	if err != nil {
 		return spec, err
 	}
+	localArgs(args, c.Env)
 	sep, _ := args[len(args)-1].Eval(nil)
 	spec.Sep = types.AppendText(nil, sep, nil)
 	spec.Args, spec.Arg = args[:len(args)-1], args[0]

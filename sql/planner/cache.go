@@ -383,7 +383,7 @@ var uncacheableFuncs = map[string]bool{
 	"connection_id": true, "last_insert_id": true, "row_count": true, "found_rows": true, "version": true,
 	"now": true, "current_timestamp": true, "sysdate": true, "localtime": true, "localtimestamp": true,
 	"curdate": true, "current_date": true, "curtime": true, "current_time": true, "utc_date": true,
-	"utc_time": true, "utc_timestamp": true, "unix_timestamp": true, "rand": true, "uuid": true, "uuid_short": true,
+	"utc_time": true, "utc_timestamp": true, "unix_timestamp": true, "from_unixtime": true, "rand": true, "uuid": true, "uuid_short": true,
 	"sleep": true, "get_lock": true, "release_lock": true, "release_all_locks": true, "is_free_lock": true,
 	"is_used_lock": true, "benchmark": true, "coercibility": true, "collation": true, "charset": true,
 	"tidb_version": true, "current_role": true, "get_format": true, "nextval": true, "lastval": true, "setval": true,

@@ -96,8 +96,12 @@
 // ranges, the first non-point column ends them. Conditions are access
 // conditions (removed from the Selection) only when their intervals are
 // exact: integer columns compared with numbers, string columns with
-// strings. Decimal and temporal columns are stored as text in index keys,
-// so they are never turned into ranges. An index of a column of a
+// strings. DATE, DATETIME and TIMESTAMP columns are bounded by their
+// canonical text (types.TemporalConstant); a date constant bounding a
+// TIMESTAMP column is read in the session time zone and bounds its UTC
+// values (ranger.utc), as the evaluator compares them (sql/expr
+// timezone.go). DECIMAL, FLOAT and TIME columns are never turned into
+// ranges. An index of a column of a
 // non-binary collation holds the collation's sort key
 // (model.IndexDatum): its ranges and point gets are bounded by the
 // constants' sort keys, it never covers the column's value (the row is

@@ -329,6 +329,17 @@ func (r *ranger) constant(n ast.ExprNode) (types.Datum, types.FieldType, bool) {
 	return v, k.Type(), true
 }
 
+// utc is v, of type ft, compared with a column of type col: a date
+// string or temporal value compared with a TIMESTAMP column is read in
+// the session zone and bounds the column's UTC values (as the evaluator
+// converts it: sql/expr timezone.go).
+func (r *ranger) utc(col types.FieldType, v types.Datum, ft types.FieldType) types.Datum {
+	if col.Tp != mysql.TypeTimestamp || ft.Tp == mysql.TypeDuration || (ft.Class() != types.ClassString && ft.Class() != types.ClassTime) {
+		return v
+	}
+	return expr.TimestampToUTC(v, expr.TimestampZone(r.env))
+}
+
 // foldable reports whether n has one value for the whole statement, which
 // planning may compute once: it references no column and calls no
 // function whose value differs per call (RAND() < 0.5 filters each row).
@@ -423,7 +434,7 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 			if !ok {
 				return nil, false, false
 			}
-			ivs, exact, ok := cmpInterval(col, op, v, ft, plen)
+			ivs, exact, ok := cmpInterval(col, op, r.utc(col, v, ft), ft, plen)
 			return ivs, exact && !gen, ok
 		}
 	case *ast.BetweenExpr:
@@ -436,8 +447,8 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 		if !ok1 || !ok2 {
 			return nil, false, false
 		}
-		a, ea, oka := cmpInterval(col, opcode.GE, lv, lft, plen)
-		b, eb, okb := cmpInterval(col, opcode.LE, hv, hft, plen)
+		a, ea, oka := cmpInterval(col, opcode.GE, r.utc(col, lv, lft), lft, plen)
+		b, eb, okb := cmpInterval(col, opcode.LE, r.utc(col, hv, hft), hft, plen)
 		if !oka || !okb {
 			return nil, false, false
 		}
@@ -453,7 +464,7 @@ func (r *ranger) intervals(cond ast.ExprNode, off int) (ivs []interval, exact, o
 			if !ok {
 				return nil, false, false
 			}
-			iv, e, ok := cmpInterval(col, opcode.EQ, v, ft, plen)
+			iv, e, ok := cmpInterval(col, opcode.EQ, r.utc(col, v, ft), ft, plen)
 			if !ok {
 				return nil, false, false
 			}

@@ -282,7 +282,11 @@ func (b *builder) asText(p Plan, have, want []ResultColumn) Plan {
 	var exprs []expr.Expr
 	for j := range want {
 		ft := have[j].Type
-		if want[j].Type.Class() != types.ClassString || ft.Class() == types.ClassString || ft.Class() == types.ClassNull {
+		// A TIMESTAMP (UTC) in a column of another type is its wall clock
+		// in the session time zone.
+		local := ft.Tp == mysql.TypeTimestamp && want[j].Type.Tp != mysql.TypeTimestamp && expr.TimestampZone(b.env) != nil
+		text := want[j].Type.Class() == types.ClassString && ft.Class() != types.ClassString && ft.Class() != types.ClassNull
+		if !local && !text {
 			continue
 		}
 		if exprs == nil {
@@ -291,7 +295,13 @@ func (b *builder) asText(p Plan, have, want []ResultColumn) Plan {
 				exprs[k] = &expr.Column{Offset: k, Ft: have[k].Type, Name: have[k].Name}
 			}
 		}
-		exprs[j] = textExpr{e: exprs[j], ft: ft}
+		if local {
+			exprs[j] = expr.LocalTimestamp(exprs[j], b.env)
+			ft = exprs[j].Type()
+		}
+		if text {
+			exprs[j] = textExpr{e: exprs[j], ft: ft}
+		}
 	}
 	if exprs == nil {
 		return p

@@ -302,7 +302,19 @@ func (se *subqueryEnv) compare(l ast.ExprNode, sub *ast.SubqueryExpr, c *expr.Ct
 	if err != nil {
 		return nil, err
 	}
-	byBytes := le.Type().Class() == types.ClassString && sq.Plan.Columns[0].Type.Class() == types.ClassString
+	// A TIMESTAMP (UTC) compared with another type: the other side's
+	// values are read in the session time zone (sql/expr timezone.go).
+	if rt := sq.Plan.Columns[0].Type; (le.Type().Tp == mysql.TypeTimestamp) != (rt.Tp == mysql.TypeTimestamp) {
+		if rt.Tp == mysql.TypeTimestamp {
+			le = expr.WriteValue(le, rt, c.Env)
+		} else {
+			le = expr.LocalTimestamp(le, c.Env)
+		}
+	}
+	// Strings, dates and datetimes compare as text (their canonical text
+	// orders as time), as the comparison operators compare them.
+	textual := func(ft types.FieldType) bool { return ft.Class() == types.ClassString || types.IsDateOrDatetime(ft) }
+	byBytes := textual(le.Type()) && textual(sq.Plan.Columns[0].Type)
 	cs := &compareSubquery{l: le, sq: sq, op: op, all: all, not: not, byBytes: byBytes}
 	if byBytes {
 		cs.coll = expr.PairCollation(le.Type(), sq.Plan.Columns[0].Type)

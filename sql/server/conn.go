@@ -21,6 +21,7 @@ import (
 	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
+	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/privilege"
 	"github.com/stratadb/strata/sql/session"
 	"github.com/stratadb/strata/sql/trace"
@@ -766,6 +767,29 @@ func (c *clientConn) writeColumnDef(col *executor.ResultColumn) error {
 	return c.pkt.writePacket(b)
 }
 
+// localTimestamps says which columns of res are TIMESTAMPs the client
+// sees in the session time zone (sql/expr timezone.go): nil when none
+// needs converting.
+func (c *clientConn) localTimestamps(res *executor.Result) (*time.Location, []bool) {
+	if c.sess == nil {
+		return nil, nil
+	}
+	loc := expr.TimestampZone(c.sess)
+	if loc == nil {
+		return nil, nil
+	}
+	var local []bool
+	for j, col := range res.Columns {
+		if col.Type.Tp == mysql.TypeTimestamp {
+			if local == nil {
+				local = make([]bool, len(res.Columns))
+			}
+			local[j] = true
+		}
+	}
+	return loc, local
+}
+
 func (c *clientConn) writeResultSet(res *executor.Result, status uint16) error {
 	if err := c.pkt.writePacket(appendLenEncInt(c.wbuf[:0], uint64(len(res.Columns)))); err != nil {
 		return err
@@ -780,12 +804,16 @@ func (c *clientConn) writeResultSet(res *executor.Result, status uint16) error {
 			return err
 		}
 	}
+	loc, local := c.localTimestamps(res)
 	for _, row := range res.Rows {
 		b := c.wbuf[:0]
 		for j, d := range row {
 			if d.IsNull() {
 				b = append(b, 0xfb)
 				continue
+			}
+			if local != nil && local[j] {
+				d = expr.TimestampToLocal(d, loc, res.Columns[j].Type.Decimal)
 			}
 			// Reserve a 1-byte length and fix it up when the value is longer.
 			start := len(b)

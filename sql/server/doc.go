@@ -38,6 +38,10 @@
 // connection stays usable. Packets larger than 16 MB (split on the wire) are
 // reassembled, up to max_allowed_packet.
 //
+// TIMESTAMP result columns (stored and computed as UTC) are sent in the
+// session time zone, in the text and the binary protocol alike
+// (localTimestamps, expr.TimestampToLocal).
+//
 // Limits: wait_timeout (interactive_timeout for CLIENT_INTERACTIVE) of
 // idleness between commands ends a connection with ERROR 4031;
 // Config.MaxConnections open connections (one more gets ERROR 1040

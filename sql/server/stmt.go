@@ -10,6 +10,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/executor"
+	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/session"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -296,6 +297,7 @@ func (c *clientConn) writeBinaryResultSet(res *executor.Result, status uint16) e
 		}
 	}
 	nullLen := (len(res.Columns) + 7 + 2) / 8
+	loc, local := c.localTimestamps(res)
 	for _, row := range res.Rows {
 		b := append(c.wbuf[:0], 0x00)
 		nullAt := len(b)
@@ -306,6 +308,9 @@ func (c *clientConn) writeBinaryResultSet(res *executor.Result, status uint16) e
 			if d.IsNull() {
 				b[nullAt+(j+2)/8] |= 1 << ((j + 2) % 8)
 				continue
+			}
+			if local != nil && local[j] {
+				d = expr.TimestampToLocal(d, loc, res.Columns[j].Type.Decimal)
 			}
 			b = appendBinaryValue(b, d, res.Columns[j].Type)
 		}

@@ -20,7 +20,15 @@
 // (divzero.go) the session receives the conditions expressions raise
 // while evaluating (division by zero, 1292 truncations): a warning of the
 // statement, or its error in a strict INSERT / REPLACE / UPDATE (and, for
-// truncations, DELETE) without IGNORE, as MySQL's strict mode. It checks every statement's privileges at dispatch
+// truncations, DELETE) without IGNORE, as MySQL's strict mode. time_zone
+// (SYSTEM, '+HH:MM' from -13:59 to +14:00, or an IANA name from Go's
+// embedded tzdata: expr.ParseTimeZone; 1298 otherwise; SET GLOBAL for
+// later sessions) is the session's zone (TimeZone): Now, the statement's
+// start time shared by every clock function of the statement, is in it,
+// and FROM_UNIXTIME / UNIX_TIMESTAMP(d) read it (sql/expr); a TIMESTAMP
+// is stored as UTC and read and written in it (sql/expr timezone.go;
+// the plan cache keys plans by it, executor.PlanVars). It checks every
+// statement's privileges at dispatch
 // (privs.go) and passes itself to the executor as expr.Env,
 // executor.TxnSource and executor.StmtEnv.
 //

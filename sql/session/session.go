@@ -93,7 +93,9 @@ type Session struct {
 	mem      *memory.Statement // memvars.go
 	memDepth int               // nesting of Execute
 
-	stmtDone <-chan struct{} // StatementDone
+	stmtDone <-chan struct{}             // StatementDone
+	stmtTime time.Time                   // the running top-level statement's start (Now)
+	tz       atomic.Pointer[sessionZone] // TimeZone's last answer
 }
 
 // New returns a session for connection connID of user@host on the node's
@@ -132,8 +134,38 @@ func (s *Session) FoundRows() uint64 { return s.foundRows }
 // the current (or last) statement runs under, closed by KILL QUERY.
 func (s *Session) StatementDone() <-chan struct{} { return s.stmtDone }
 
-// Now implements expr.Env.
-func (s *Session) Now() time.Time { return time.Now() }
+// Now implements expr.Env: the time the running top-level statement
+// started (one value for every NOW(), CURDATE() and UTC_TIMESTAMP() of a
+// statement, as MySQL's), in the session time zone; the current time
+// outside a statement.
+func (s *Session) Now() time.Time {
+	t := s.stmtTime
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return t.In(s.TimeZone())
+}
+
+// TimeZone implements expr.TimeZoner: the zone @@time_zone names
+// (time.Local for SYSTEM).
+func (s *Session) TimeZone() *time.Location {
+	v := s.varValue("time_zone")
+	if z := s.tz.Load(); z != nil && z.name == v {
+		return z.loc
+	}
+	loc, _, ok := expr.ParseTimeZone(v)
+	if !ok {
+		loc = time.Local // never: SET checks the value
+	}
+	s.tz.Store(&sessionZone{name: v, loc: loc})
+	return loc
+}
+
+// sessionZone is a parsed @@time_zone.
+type sessionZone struct {
+	name string
+	loc  *time.Location
+}
 
 // Param implements expr.Env.
 func (s *Session) Param(i int) (types.Datum, bool) {
@@ -299,6 +331,8 @@ var stmtLabels sync.Map
 func (s *Session) Execute(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
 	top := s.memDepth == 0
 	if top {
+		s.stmtTime = time.Now()
+		defer func() { s.stmtTime = time.Time{} }()
 		s.lastIDSet, s.calcFound = false, -1
 		s.decideWarnings(stmt)
 	}
@@ -724,6 +758,15 @@ func (s *Session) normalizeSysVar(name, given string, val types.Datum) (string, 
 		return "", wrongValue(given, raw)
 	case "sql_mode":
 		return normalizeSQLMode(given, raw)
+	case "time_zone":
+		if val.IsNull() {
+			return "", wrongValue(given, "NULL")
+		}
+		_, name, ok := expr.ParseTimeZone(raw)
+		if !ok {
+			return "", errno.New(errno.ErrUnknownTimeZone, "Unknown or incorrect time zone: '%s'", raw)
+		}
+		return name, nil
 	case "tidb_txn_mode":
 		switch strings.ToLower(strings.TrimSpace(raw)) {
 		case "pessimistic", "":

@@ -74,6 +74,9 @@ var defaultSysVars = map[string]sysVar{
 	"sql_mode":                        {"ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION", false},
 	"transaction_isolation":           {"REPEATABLE-READ", false},
 	"tx_isolation":                    {"REPEATABLE-READ", false},
+	// time_zone: the session time zone (SYSTEM, '+HH:MM' or an IANA name;
+	// expr.ParseTimeZone) NOW(), CURDATE(), FROM_UNIXTIME and
+	// UNIX_TIMESTAMP(d) read (Session.TimeZone).
 	"time_zone":                       {"SYSTEM", false},
 	"system_time_zone":                {"UTC", false},
 	"license":                         {"Apache-2.0", false},
@@ -132,7 +135,7 @@ var globalSettable = map[string]bool{
 	"innodb_lock_wait_timeout": true, "tidb_skip_isolation_level_check": true, "strata_allow_pushdown": true,
 	"tidb_mem_quota_query": true, "tidb_enable_tmp_storage_on_oom": true,
 	"strata_index_lookup_pushdown": true, "tidb_replica_read": true, "foreign_key_checks": true,
-	"tidb_enable_clustered_index": true,
+	"tidb_enable_clustered_index": true, "time_zone": true,
 }
 
 var globals struct {

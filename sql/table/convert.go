@@ -5,6 +5,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/sql/errno"
+	"github.com/stratadb/strata/sql/expr"
 	"github.com/stratadb/strata/sql/model"
 	"github.com/stratadb/strata/sql/types"
 )
@@ -40,6 +41,21 @@ func ConvError(tbl *model.TableInfo, c *model.ColumnInfo, err error, rowNum int6
 	return errno.New(errno.ErrTruncatedWrongField, "Incorrect %s value: '%s' for column '%s' at row %d", ce.What, ce.Value, c.Name, rowNum)
 }
 
+// changingZone converts v between TIMESTAMP (UTC) and the other type of
+// a MODIFY COLUMN in the ALTER's time zone (model.ChangeInfo.TimeZone).
+func changingZone(tbl *model.TableInfo, c *model.ColumnInfo, v types.Datum) types.Datum {
+	loc, _, ok := expr.ParseTimeZone(c.Changing.TimeZone)
+	if !ok {
+		return v
+	}
+	for _, src := range tbl.Columns {
+		if src.ID == c.Changing.From {
+			return expr.WriteDatum(v, src.Type, c.Type, loc)
+		}
+	}
+	return v
+}
+
 // ConvertChanging converts v, a value of the column a MODIFY COLUMN
 // changes, for its changing column c (row rowNum, 1-based), as ALTER
 // TABLE copies a value in MySQL: types.Convert, or outside strict mode
@@ -62,6 +78,9 @@ func ConvertChanging(tbl *model.TableInfo, c *model.ColumnInfo, v types.Datum, r
 			return d, errno.New(errno.ErrDataTruncated, "Data truncated for column '%s' at row %d", named.Name, rowNum), nil
 		}
 		return v, nil, errno.New(errno.ErrInvalidUseOfNull, "Invalid use of NULL value")
+	}
+	if c.Changing != nil && c.Changing.TimeZone != "" {
+		v = changingZone(tbl, c, v)
 	}
 	d, cerr := c.Type.Convert(v)
 	if cerr == nil {

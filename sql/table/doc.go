@@ -32,7 +32,9 @@
 //     ForWrite's layout, so the changing copies of indexes get theirs;
 //     the entries deleted are computed the same way from the row as read.
 //     ConvError is the MySQL error for a value a column refuses, shared by
-//     INSERT, UPDATE and the rewrite.
+//     INSERT, UPDATE and the rewrite. A change between TIMESTAMP (UTC)
+//     and another type converts in the ALTER's time zone
+//     (ChangeInfo.TimeZone, sql/expr WriteDatum).
 //   - A unique index with no NULL in the entry's values holds one key per
 //     value tuple; a second row with the same values is ERROR 1062
 //     "Duplicate entry '<vals>' for key '<table>.<index>'". Values of a

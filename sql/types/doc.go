@@ -13,7 +13,10 @@
 // is ALLOW_INVALID_DATES, under which ParseInvalidDate reads a day the
 // month lacks, '2004-02-31', stored as it is too), TIME
 // ("-12:34:56.5" with the column's fsp digits) and ENUM/SET (the members'
-// text as the column spells them) are Bytes. Sorting and comparing TIME
+// text as the column spells them) are Bytes. A TIMESTAMP's text is its UTC
+// wall clock (the session time zone is applied by sql/expr, timezone.go;
+// rows written before time_zone was honoured were written with SYSTEM, UTC
+// on Strata's hosts, so they read unchanged). Sorting and comparing TIME
 // parses the durations and ENUM sorts by member position (expr.CompareAs);
 // SET sorts as its text, not by its bit value as in MySQL. JSON is its
 // own kind, KindJSON (below).

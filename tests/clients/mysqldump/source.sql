@@ -4,7 +4,8 @@
 -- CURRENT_TIMESTAMP, a view, generated columns (VIRTUAL and STORED, indexed),
 -- CHECK constraints (enforced and not), prefix indexes, an id 0, a
 -- NONCLUSTERED integer primary key, zero dates (stored under an empty
--- sql_mode; the dump sets its own), a table made by CREATE TABLE ... SELECT.
+-- sql_mode; the dump sets its own), a table made by CREATE TABLE ... SELECT,
+-- TIMESTAMPs written in a session at +05:30 (the dump is at +00:00).
 CREATE DATABASE dumpdb CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;
 USE dumpdb;
 CREATE TABLE customers (
@@ -100,3 +101,15 @@ CREATE TABLE legacy (id INT PRIMARY KEY, d DATE NOT NULL DEFAULT '0000-00-00', d
 INSERT INTO legacy VALUES (1, '0000-00-00', '0000-00-00 00:00:00'), (2, '2020-00-15', '2020-01-00 10:00:00'), (3, '2021-03-04', NULL);
 SET sql_mode = DEFAULT;
 CREATE TABLE order_totals (PRIMARY KEY (id)) SELECT id, qty * price AS amount FROM orders;
+-- TIMESTAMPs are instants: written at +05:30, dumped at +00:00, and the
+-- reload reads them back at +00:00, so every zone sees the same instants.
+SET time_zone = '+05:30';
+CREATE TABLE events (
+  id INT PRIMARY KEY,
+  at TIMESTAMP(3) NOT NULL DEFAULT '2024-01-01 05:30:00',
+  wall DATETIME,
+  KEY idx_at (at)
+);
+INSERT INTO events VALUES (1, '2024-01-01 05:30:00.5', '2024-01-01 05:30:00'), (2, '2024-07-01 12:00:00', '2024-07-01 12:00:00');
+INSERT INTO events (id) VALUES (3);
+SET time_zone = DEFAULT;
