@@ -90,7 +90,9 @@
 // INSERT buffers Txn.Insert (a duplicate key is ERROR 1062, found when the
 // key is locked or at commit); REPLACE and INSERT ... ON DUPLICATE KEY
 // UPDATE first read (and in pessimistic mode lock) the rows a new row
-// collides with on its primary or unique keys (upsert.go). In pessimistic mode UPDATE, DELETE, INSERT
+// collides with on its primary or unique keys (upsert.go); the UPDATE
+// clause of INSERT ... SELECT also reads the SELECT's columns, by their
+// table alias and name (selectedRows). In pessimistic mode UPDATE, DELETE, INSERT
 // and SELECT ... FOR UPDATE / LOCK IN SHARE MODE lock their rows at
 // statement time (LockKeys at a fresh for_update_ts) and UPDATE / DELETE /
 // FOR UPDATE work on the latest committed values the lock returns, with

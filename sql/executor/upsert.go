@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/stratadb/strata/kv"
@@ -27,7 +28,7 @@ const valuesTable = "\x00values"
 // In pessimistic mode the keys a row could collide on and the rows found
 // there are locked, and their latest values decide.
 func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.Source, env expr.Env, tx TxnSource, txn kv.Txn,
-	handles []handle, rows [][]datum, cv *conv) (*Result, error) {
+	handles []handle, rows [][]datum, sel selectedRows, cv *conv) (*Result, error) {
 	src = forWrite(src)
 	tbl := src.Table
 	ncols := tbl.PublicColumns() // rows hold the public columns
@@ -37,10 +38,15 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 		for _, c := range tbl.Columns[:ncols] {
 			cols = append(cols, expr.SchemaColumn{Table: valuesTable, Name: valuesTable + c.Name, Type: c.Type, Hidden: true})
 		}
+		cols = append(cols, sel.schema(src)...)
 		list := make([]*ast.Assignment, len(s.OnDuplicate))
+		vr := &valuesRewriter{tbl: tbl}
 		for i, a := range s.OnDuplicate {
-			n, _ := a.Expr.Accept(valuesRewriter{})
+			n, _ := a.Expr.Accept(vr)
 			list[i] = &ast.Assignment{Column: a.Column, Expr: n.(ast.ExprNode)}
+		}
+		if vr.missing != "" { // VALUES() names the target's columns only
+			return nil, errno.New(errno.ErrBadField, "Unknown column '%s' in 'field list'", vr.missing)
 		}
 		var err error
 		if as, err = compileAssignments(list, src, &expr.Ctx{Columns: cols, Env: env, Clause: "field list"}); err != nil {
@@ -86,9 +92,12 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 		}
 		// ON DUPLICATE KEY UPDATE the first row collided with.
 		old := oldRows[0]
-		evalRow := make([]datum, len(src.Cols)+ncols)
+		evalRow := make([]datum, len(src.Cols)+ncols+len(sel.cols))
 		copy(evalRow, old)
 		copy(evalRow[len(src.Cols):], row[:ncols])
+		if sel.rows != nil {
+			copy(evalRow[len(src.Cols)+ncols:], sel.rows[ri])
+		}
 		if err := assignRow(as, tbl, env, evalRow, ri+1, cv); err != nil {
 			return nil, err
 		}
@@ -118,14 +127,43 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 	return res, nil
 }
 
+// selectedRows are the rows an INSERT ... SELECT selected (nil for VALUES)
+// and their columns, which its ON DUPLICATE KEY UPDATE may read (MySQL:
+// `UPDATE b = t2.b2`, `val = tmp.c`; a name both the target and the
+// SELECT have must be qualified, else 1052).
+type selectedRows struct {
+	cols []ResultColumn
+	rows [][]datum
+}
+
+// schema is the SELECT's columns as the assignments resolve them, by
+// their table alias and name, after the target's: a column of the target
+// table itself (INSERT INTO t SELECT ... FROM t) is left to the target's.
+func (s selectedRows) schema(src *planner.Source) []expr.SchemaColumn {
+	out := make([]expr.SchemaColumn, len(s.cols))
+	for i, c := range s.cols {
+		out[i] = expr.SchemaColumn{Table: strings.ToLower(c.Table), Name: c.Name, Type: c.Type}
+		if strings.EqualFold(c.Table, src.Alias) || c.Table == "" {
+			out[i].Hidden, out[i].Name = true, "" // not resolvable
+		}
+	}
+	return out
+}
+
 // valuesRewriter turns VALUES(col) into a reference to the inserted row's
-// slot of col.
-type valuesRewriter struct{}
+// slot of col; missing is the first col tbl lacks.
+type valuesRewriter struct {
+	tbl     *model.TableInfo
+	missing string
+}
 
-func (valuesRewriter) Enter(n ast.Node) (ast.Node, bool) { return n, false }
+func (*valuesRewriter) Enter(n ast.Node) (ast.Node, bool) { return n, false }
 
-func (valuesRewriter) Leave(n ast.Node) (ast.Node, bool) {
+func (r *valuesRewriter) Leave(n ast.Node) (ast.Node, bool) {
 	if v, ok := n.(*ast.ValuesExpr); ok && v.Column != nil {
+		if r.tbl.FindColumn(v.Column.Name.Name.O) < 0 && r.missing == "" {
+			r.missing = v.Column.Name.Name.O
+		}
 		return &ast.ColumnNameExpr{Name: &ast.ColumnName{Table: ast.NewCIStr(valuesTable), Name: ast.NewCIStr(valuesTable + v.Column.Name.Name.O)}}, true
 	}
 	return n, true

@@ -278,6 +278,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	// is written (as MySQL does when the target is also a source).
 	nrows := len(s.Lists)
 	var selected [][]datum
+	var selCols []ResultColumn
 	if s.Select != nil {
 		res, err := e.Query(ctx, s.Select, env, tx)
 		if err != nil {
@@ -286,7 +287,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		if len(res.Columns) != len(offs) {
 			return nil, errno.New(errno.ErrWrongValueCount, "Column count doesn't match value count at row 1")
 		}
-		selected, nrows = res.Rows, len(res.Rows)
+		selected, selCols, nrows = res.Rows, res.Columns, len(res.Rows)
 		if nrows == 0 {
 			return &Result{}, nil
 		}
@@ -458,16 +459,20 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	tx.NoteWrite(tbl)
 	rows := make([][]datum, 0, nrows)
 	kept := handles[:0]
+	var sel [][]datum // INSERT ... SELECT: the kept rows' selected values
 	for ri := range nrows {
 		if !skipped[ri] {
 			rows = append(rows, slab[ri*ncols:(ri+1)*ncols:(ri+1)*ncols])
 			kept = append(kept, handles[ri])
+			if selected != nil {
+				sel = append(sel, selected[ri])
+			}
 		}
 	}
 	handles = kept
 	var res *Result
 	if upsert {
-		if res, err = e.upsert(ctx, s, src, env, tx, txn, handles, rows, cv); err != nil {
+		if res, err = e.upsert(ctx, s, src, env, tx, txn, handles, rows, selectedRows{selCols, sel}, cv); err != nil {
 			return nil, err
 		}
 	} else {
