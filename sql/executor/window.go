@@ -91,7 +91,9 @@ type windowPart struct {
 	peerStart []int
 	peerEnd   []int
 	peerRank  []int
-	keyBuf    []byte
+	// groupStart is the first row of each peer group (by rank - 1).
+	groupStart []int
+	keyBuf     []byte
 	// nnLo..nnHi are the rows whose (first) order key is not NULL.
 	nnLo, nnHi int
 }
@@ -99,6 +101,7 @@ type windowPart struct {
 func (w *windowPart) compute(rows, okeys [][]datum) error {
 	n := len(rows)
 	w.peerStart, w.peerEnd, w.peerRank = w.peerStart[:0], w.peerEnd[:0], w.peerRank[:0]
+	w.groupStart = w.groupStart[:0]
 	rank := 0
 	for i := 0; i < n; {
 		j := i + 1
@@ -106,6 +109,7 @@ func (w *windowPart) compute(rows, okeys [][]datum) error {
 			j++
 		}
 		rank++
+		w.groupStart = append(w.groupStart, i)
 		for k := i; k < j; k++ {
 			w.peerStart, w.peerEnd, w.peerRank = append(w.peerStart, i), append(w.peerEnd, j-1), append(w.peerRank, rank)
 		}
@@ -209,7 +213,10 @@ func (w *windowPart) frame(i, n int, okeys [][]datum) (int, int) {
 		}
 		return max(pos(fr.Start, true), 0), min(pos(fr.End, false), n-1)
 	}
-	// RANGE: bounds by the (single, numeric) order key's value.
+	if fr.Groups {
+		return w.groupFrame(i, n)
+	}
+	// RANGE: bounds by the (single, numeric or temporal) order key's value.
 	pos := func(b planner.FrameBound, start bool) int {
 		switch {
 		case b.Unbounded && b.Preceding:
@@ -230,36 +237,106 @@ func (w *windowPart) frame(i, n int, okeys [][]datum) (int, int) {
 			return w.peerEnd[i]
 		}
 		desc := w.p.Order[0].Desc
-		// The boundary value: preceding is before in the sort order.
-		x, _ := types.ToFloat(key)
-		off, _ := types.ToFloat(b.Val)
-		if b.Preceding != desc {
-			x -= off
+		// The boundary value: preceding is before in the sort order. cmp
+		// compares an order key with it.
+		var cmp func(y datum) int
+		if b.Interval != nil { // a temporal key moved by the interval
+			x, err := b.Interval.Eval([]datum{key})
+			if err != nil || x.IsNull() { // out of the type's range: no bound on that side
+				if start {
+					return 0
+				}
+				return n - 1
+			}
+			ft := w.p.Order[0].E.Type()
+			cmp = func(y datum) int { return expr.CompareAs(y, x, ft) }
 		} else {
-			x += off
+			x, _ := types.ToFloat(key)
+			off, _ := types.ToFloat(b.Val)
+			if b.Preceding != desc {
+				x -= off
+			} else {
+				x += off
+			}
+			cmp = func(y datum) int {
+				f, _ := types.ToFloat(y)
+				switch {
+				case f < x:
+					return -1
+				case f > x:
+					return 1
+				}
+				return 0
+			}
 		}
 		// Within the partition's non-NULL keys (NULLs sort first ascending,
 		// last descending) the rows at or after the start bound, and at
 		// or before the end bound, are a suffix and a prefix.
 		nnLo, nnHi := w.nnLo, w.nnHi
 		beyond := func(j int) bool { // row j is past the bound in sort order
-			y, _ := types.ToFloat(okeys[j][0])
+			c := cmp(okeys[j][0])
 			if desc {
 				if start {
-					return y <= x
+					return c <= 0
 				}
-				return y < x
+				return c < 0
 			}
 			if start {
-				return y >= x
+				return c >= 0
 			}
-			return y > x
+			return c > 0
 		}
 		k := sort.Search(nnHi-nnLo+1, func(k int) bool { return beyond(nnLo + k) })
 		if start {
 			return nnLo + k
 		}
 		return nnLo + k - 1
+	}
+	return pos(fr.Start, true), pos(fr.End, false)
+}
+
+// groupFrame is row i's GROUPS frame: its bounds count peer groups
+// (rows with equal order keys) from row i's, clamped to the partition.
+func (w *windowPart) groupFrame(i, n int) (int, int) {
+	fr := w.p.Frame
+	g, ng := w.peerRank[i]-1, len(w.groupStart)
+	first := func(gi int) int { // first row of group gi (n past the last)
+		switch {
+		case gi <= 0:
+			return 0
+		case gi >= ng:
+			return n
+		}
+		return w.groupStart[gi]
+	}
+	last := func(gi int) int { // last row of group gi (-1 before the first)
+		switch {
+		case gi < 0:
+			return -1
+		case gi >= ng-1:
+			return n - 1
+		}
+		return w.groupStart[gi+1] - 1
+	}
+	pos := func(b planner.FrameBound, start bool) int {
+		switch {
+		case b.Unbounded && b.Preceding:
+			return 0
+		case b.Unbounded:
+			return n - 1
+		}
+		gi := g
+		if !b.Current {
+			off := int(min(b.N, int64(ng)))
+			if b.Preceding {
+				off = -off
+			}
+			gi += off
+		}
+		if start {
+			return first(gi)
+		}
+		return last(gi)
 	}
 	return pos(fr.Start, true), pos(fr.End, false)
 }

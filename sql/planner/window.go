@@ -26,14 +26,20 @@ type FrameBound struct {
 	Unbounded bool
 	Current   bool
 	Preceding bool        // else following
-	N         int64       // ROWS: the offset in rows
+	N         int64       // ROWS, GROUPS: the offset in rows or peer groups
 	Val       types.Datum // RANGE: the offset in order key units
+	// Interval, for RANGE INTERVAL n unit over a temporal order key, is
+	// the bound's value: DATE_ADD / DATE_SUB of the order key (the only
+	// column of the row it is evaluated on) by the interval, in the
+	// direction of the sort order.
+	Interval expr.Expr
 }
 
 // WindowFrame is a window's frame; Whole: the whole partition (no ORDER
 // BY and no frame).
 type WindowFrame struct {
 	Rows       bool
+	Groups     bool // GROUPS: bounds count peer groups (SQL:2011)
 	Start, End FrameBound
 	Whole      bool
 }
@@ -272,10 +278,23 @@ func compileWindow(w *ast.WindowFuncExpr, named map[string]*ast.WindowSpec, ctx 
 		if sb.Len() > 0 {
 			sb.WriteString(" ")
 		}
-		_ = f.Restore(rc)
+		restoreFrame(f, rc)
 	}
 	it.key = sb.String()
 	return it, nil
+}
+
+// restoreFrame writes f as SQL (the parser's Restore knows no GROUPS):
+// the window's identity, which windows sharing one sort and frame share.
+func restoreFrame(f *ast.FrameClause, rc *format.RestoreCtx) {
+	if f.Type != ast.Groups {
+		_ = f.Restore(rc)
+		return
+	}
+	rc.WriteKeyWord("GROUPS BETWEEN ")
+	_ = f.Extent.Start.Restore(rc)
+	rc.WriteKeyWord(" AND ")
+	_ = f.Extent.End.Restore(rc)
 }
 
 // windowFrame resolves a frame clause (nil: MySQL's default, the whole
@@ -288,17 +307,22 @@ func windowFrame(f *ast.FrameClause, order []SortKey, wname string, env expr.Env
 		}
 		return WindowFrame{Start: FrameBound{Unbounded: true, Preceding: true}, End: FrameBound{Current: true}}, nil
 	}
-	if f.Type == ast.Groups {
-		return WindowFrame{}, errno.NotSupported("GROUPS frames")
-	}
-	fr := WindowFrame{Rows: f.Type == ast.Rows}
+	fr := WindowFrame{Rows: f.Type == ast.Rows, Groups: f.Type == ast.Groups}
+	intervals := 0
 	bound := func(b *ast.FrameBound) (FrameBound, error) {
 		out := FrameBound{Unbounded: b.UnBounded, Current: b.Type == ast.CurrentRow, Preceding: b.Type == ast.Preceding}
 		if b.UnBounded || out.Current {
 			return out, nil
 		}
 		if b.Unit != ast.TimeUnitInvalid {
-			return out, errno.NotSupported("INTERVAL frame bounds")
+			if f.Type != ast.Ranges {
+				return out, errno.New(3596, "Window '%s': INTERVAL can only be used with RANGE frames.", wname)
+			}
+			intervals++
+			if len(order) != 1 || order[0].E.Type().Class() != types.ClassTime {
+				return out, nil // refused below (3587 / 3590)
+			}
+			return out, intervalBound(&out, b, order[0], wname, env)
 		}
 		k, err := expr.Compile(b.Expr, &expr.Ctx{Env: env})
 		if err != nil {
@@ -309,7 +333,7 @@ func windowFrame(f *ast.FrameClause, order []SortKey, wname string, env expr.Env
 			return out, err
 		}
 		f, ok := types.ToFloat(v)
-		if v.IsNull() || !ok || f < 0 || (fr.Rows && k.Type().Class() != types.ClassInt) {
+		if v.IsNull() || !ok || f < 0 || ((fr.Rows || fr.Groups) && k.Type().Class() != types.ClassInt) {
 			return out, errno.New(3586, "Window '%s': frame start or end is negative, NULL or of non-integral type", wname)
 		}
 		out.N, out.Val = int64(f), v
@@ -328,12 +352,47 @@ func windowFrame(f *ast.FrameClause, order []SortKey, wname string, env expr.Env
 	if fr.End.Unbounded && fr.End.Preceding {
 		return fr, errno.New(3585, "Window '%s': frame end cannot be UNBOUNDED PRECEDING.", wname)
 	}
-	if !fr.Rows && (!fr.Start.Unbounded && !fr.Start.Current || !fr.End.Unbounded && !fr.End.Current) {
-		if len(order) != 1 || !numeric(order[0].E.Type()) {
+	if !fr.Rows && !fr.Groups && (!fr.Start.Unbounded && !fr.Start.Current || !fr.End.Unbounded && !fr.End.Current) {
+		temporal := len(order) == 1 && order[0].E.Type().Class() == types.ClassTime
+		switch {
+		case len(order) != 1 || !numeric(order[0].E.Type()) && !temporal:
 			return fr, errno.New(3587, "Window '%s' with RANGE N PRECEDING/FOLLOWING frame requires exactly one ORDER BY expression, of numeric or temporal type", wname)
+		case temporal && (fr.Start.Interval == nil && !fr.Start.Unbounded && !fr.Start.Current || fr.End.Interval == nil && !fr.End.Unbounded && !fr.End.Current):
+			return fr, errno.New(3589, "Window '%s' with RANGE frame has ORDER BY expression of datetime type. Only INTERVAL bound value allowed.", wname)
+		case !temporal && intervals > 0:
+			return fr, errno.New(3590, "Window '%s' with RANGE frame has ORDER BY expression of numeric type, INTERVAL bound value not allowed.", wname)
 		}
 	}
 	return fr, nil
+}
+
+// intervalBound sets out.Interval for a RANGE bound INTERVAL n unit over
+// the temporal order key k: the key moved by the interval toward the
+// frame's side in k's sort order (before it for PRECEDING ascending).
+func intervalBound(out *FrameBound, b *ast.FrameBound, k SortKey, wname string, env expr.Env) error {
+	n, err := expr.Compile(b.Expr, &expr.Ctx{Env: env})
+	if err != nil {
+		return err
+	}
+	v, err := n.Eval(nil)
+	if err != nil {
+		return err
+	}
+	if f, ok := types.ToFloat(v); v.IsNull() || !ok || f < 0 {
+		return errno.New(3586, "Window '%s': frame start or end is negative, NULL or of non-integral type", wname)
+	}
+	fn := "date_add"
+	if out.Preceding != k.Desc {
+		fn = "date_sub"
+	}
+	call := &ast.FuncCallExpr{FnName: ast.NewCIStr(fn), Args: []ast.ExprNode{
+		&ast.ColumnNameExpr{Name: &ast.ColumnName{Name: ast.NewCIStr("k")}}, b.Expr, &ast.TimeUnitExpr{Unit: b.Unit}}}
+	e, err := expr.Compile(call, &expr.Ctx{Columns: []expr.SchemaColumn{{Name: "k", Type: k.E.Type()}}, Env: env})
+	if err != nil {
+		return err
+	}
+	out.Interval = e
+	return nil
 }
 
 func numeric(ft types.FieldType) bool {
