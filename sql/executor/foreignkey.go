@@ -325,12 +325,9 @@ func (c *fkChecker) onParentChange(ctx context.Context, ref catalog.FKRef, ovals
 			return err
 		}
 	}
-	newHandles := handles
-	if keyedByPK(tw) { // a key column the action writes moves the row
-		newHandles = make([]handle, len(newRows))
-		for i, nr := range newRows {
-			newHandles[i] = tw.HandleOf(nr)
-		}
+	newHandles := make([]handle, len(newRows)) // a key column the action writes moves the row
+	for i, nr := range newRows {
+		newHandles[i] = movedHandle(tw, handles[i], nr)
 	}
 	return w.UpdateRecords(ctx, handles, rows, newHandles, newRows)
 }

@@ -365,12 +365,19 @@ func (o *indexJoinOp) lookup(ctx context.Context, outer [][]datum) ([][]datum, e
 	case len(ranges) > 0 && p.Inner.Table.Clustered(p.Index):
 		// A clustered PRIMARY KEY: the rows are read by their keys' ranges,
 		// in key order as the stores want them.
-		t := p.Inner.Table
-		slices.SortFunc(ranges, func(a, b planner.Range) int {
-			sa, _ := planner.PKKeyRange(t, a)
-			sb, _ := planner.PKKeyRange(t, b)
-			return bytes.Compare(sa, sb)
-		})
+		type keyed struct {
+			r     planner.Range
+			start []byte
+		}
+		ks := make([]keyed, len(ranges))
+		for i, r := range ranges {
+			ks[i].r = r
+			ks[i].start, _ = planner.PKKeyRange(p.Inner.Table, r)
+		}
+		slices.SortFunc(ks, func(a, b keyed) int { return bytes.Compare(a.start, b.start) })
+		for i := range ks {
+			ranges[i] = ks[i].r
+		}
 		rows, err = drain(ctx, &tableReaderOp{rc: o.rc, scan: &planner.TableScan{Src: p.Inner, PKRanges: ranges}}, nil)
 	case len(ranges) > 0:
 		scan := &planner.IndexScan{Src: p.Inner, Index: p.Index, Ranges: ranges}

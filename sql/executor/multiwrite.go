@@ -483,11 +483,7 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 			}
 		}
 		for i, nr := range w.newRows {
-			newH := w.oldHs[i]
-			if keyedByPK(w.tbl) {
-				newH = w.tbl.HandleOf(nr)
-			}
-			w.newHs = append(w.newHs, newH)
+			w.newHs = append(w.newHs, movedHandle(w.tbl, w.oldHs[i], nr))
 		}
 		tx.NoteWrite(w.tbl)
 		if err := e.writer(tx, txn, w.tbl, env).UpdateRecords(ctx, w.oldHs, w.oldRows, w.newHs, w.newRows); err != nil {

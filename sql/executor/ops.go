@@ -631,22 +631,14 @@ func (o *selectLockOp) lockFirst(ctx context.Context, n uint64) ([][]datum, erro
 // for_update_ts, locked, if it still satisfies WHERE (done: nothing else
 // to lock). In optimistic mode the rows read are then locked as usual.
 func (o *selectLockOp) lockUniqueKey(ctx context.Context, rows *[][]datum) (done bool, err error) {
-	pg := o.p.PointIndex
-	keys := [][]byte{planner.UniqueKey(pg.Src, pg.Index, pg.Values)}
-	vals, pess, err := o.rc.e.lockKeys(ctx, o.rc.tx, o.rc.txn, o.p.NoWait, keys)
+	pg := o.p.PointIndex // not a clustered key's, whose point is PointRow
+	vals, pess, err := o.rc.e.lockKeys(ctx, o.rc.tx, o.rc.txn, o.p.NoWait, [][]byte{pg.Key()})
 	if err != nil || !pess {
 		return false, err
 	}
 	*rows = nil
 	if vals[0] == nil {
 		return true, nil
-	}
-	if pg.Src.Table.Clustered(pg.Index) { // the key locked is the row's
-		if *rows, err = decodeLatest(pg.Src, keys, vals); err != nil || o.p.Where == nil {
-			return true, err
-		}
-		*rows, err = filterRows(o.p.Where, *rows)
-		return true, err
 	}
 	h, err := tablecodec.DecodeIndexHandle(tablecodec.Handle{}, false, vals[0], pg.Src.Table.CommonHandle)
 	if err != nil {

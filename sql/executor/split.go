@@ -196,6 +196,14 @@ func (e *Executor) commonSplitKeys(env StmtEnv, t *model.TableInfo, opt *ast.Spl
 		}
 		return t.CommonHandleKey(tablecodec.AppendRecordPrefix(nil, t.ID), vals), nil
 	}
+	return splitByKeys(opt, keys, key, "table `"+t.Name+"`")
+}
+
+// splitByKeys adds to keys the split keys of opt, key encoding one list
+// of values: each BY list's, or BETWEEN ... AND ... REGIONS n split
+// evenly between the two keys' encodings. what names the object for the
+// errors ("table `t`", "index `i`").
+func splitByKeys(opt *ast.SplitOption, keys [][]byte, key func([]ast.ExprNode) ([]byte, error), what string) ([][]byte, error) {
 	if len(opt.ValueLists) > 0 {
 		for _, list := range opt.ValueLists {
 			k, err := key(list)
@@ -219,7 +227,7 @@ func (e *Executor) commonSplitKeys(env StmtEnv, t *model.TableInfo, opt *ast.Spl
 	}
 	if bytes.Compare(lo, hi) >= 0 {
 		return nil, errno.New(errno.ErrInvalidSplitRegionRanges,
-			"Failed to split region ranges: Split table `%s` region lower value %s should less than the upper value %s", t.Name, exprList(opt.Lower), exprList(opt.Upper))
+			"Failed to split region ranges: Split %s region lower value %s should less than the upper value %s", what, exprList(opt.Lower), exprList(opt.Upper))
 	}
 	return append(keys, interpolateKeys(lo, hi, int(opt.Num))...), nil
 }
@@ -249,33 +257,7 @@ func (e *Executor) indexSplitKeys(env StmtEnv, t *model.TableInfo, ix *model.Ind
 		}
 		return tablecodec.AppendIndexKey(nil, t.ID, ix.ID, vals, false, tablecodec.Handle{}), nil
 	}
-	if len(opt.ValueLists) > 0 {
-		for _, list := range opt.ValueLists {
-			k, err := key(list)
-			if err != nil {
-				return nil, err
-			}
-			keys = append(keys, k)
-		}
-		return keys, nil
-	}
-	if err := checkSplitNum(opt.Num); err != nil {
-		return nil, err
-	}
-	lo, err := key(opt.Lower)
-	if err != nil {
-		return nil, err
-	}
-	hi, err := key(opt.Upper)
-	if err != nil {
-		return nil, err
-	}
-	if bytes.Compare(lo, hi) >= 0 {
-		return nil, errno.New(errno.ErrInvalidSplitRegionRanges,
-			"Failed to split region ranges: Split index `%s` region lower value %s should less than the upper value %s",
-			ix.Name, exprList(opt.Lower), exprList(opt.Upper))
-	}
-	return append(keys, interpolateKeys(lo, hi, int(opt.Num))...), nil
+	return splitByKeys(opt, keys, key, what)
 }
 
 // interpolateKeys returns n keys from lo, evenly spaced up to hi in the 8

@@ -117,7 +117,7 @@ func (e *Executor) upsert(ctx context.Context, s *ast.InsertStmt, src *planner.S
 		} else if skip {
 			continue
 		}
-		newH := tbl.HandleOf(newRow)
+		newH := movedHandle(tbl, oldHs[0], newRow)
 		if err := w.UpdateRecords(ctx, oldHs[:1], oldRows[:1], []handle{newH}, [][]datum{newRow}); err != nil {
 			return nil, err
 		}
@@ -248,6 +248,16 @@ type heldKey struct {
 // keyedByPK reports whether t's rows are keyed by their PRIMARY KEY (an
 // int or a common handle), so a row key can collide.
 func keyedByPK(t *model.TableInfo) bool { return t.PKIsHandle || t.CommonHandle }
+
+// movedHandle is the handle of a row rewritten to row whose handle was
+// old: its key's when t is keyed by its PRIMARY KEY (new key values move
+// the row), else old (a _tidb_rowid never changes).
+func movedHandle(t *model.TableInfo, old handle, row []datum) handle {
+	if keyedByPK(t) {
+		return t.HandleOf(row)
+	}
+	return old
+}
 
 // keyHolders reads the keys that row (with handle h) takes and another row
 // may hold — its row key when rowKey, then each writable unique index

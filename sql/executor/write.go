@@ -726,11 +726,7 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 			continue
 		}
 		oldH := tablecodec.HandleOfDatum(r[hOff])
-		newH := oldH
-		if keyedByPK(tbl) {
-			newH = tbl.HandleOf(newRow)
-		}
-		oldHs, newHs = append(oldHs, oldH), append(newHs, newH)
+		oldHs, newHs = append(oldHs, oldH), append(newHs, movedHandle(tbl, oldH, newRow))
 		oldRows, newRows = append(oldRows, r), append(newRows, newRow)
 	}
 	changed := len(newRows)

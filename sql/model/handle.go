@@ -67,6 +67,20 @@ func (t *TableInfo) HandleOf(row []types.Datum) tablecodec.Handle {
 	return tablecodec.HandleOfDatum(row[len(t.Columns)])
 }
 
+// setHandle puts h in row's handle slot (Handle.Datum) and an int
+// handle's value in its integer PRIMARY KEY column.
+func (t *TableInfo) setHandle(h tablecodec.Handle, row []types.Datum) {
+	row[len(t.Columns)] = h.Datum()
+	if !t.PKIsHandle {
+		return
+	}
+	if t.Columns[t.HandleOffset].Type.Unsigned() {
+		row[t.HandleOffset] = types.NewUint(uint64(h.IntValue()))
+	} else {
+		row[t.HandleOffset] = types.NewInt(h.IntValue())
+	}
+}
+
 // HandleRestores reports whether the handle of t's rows gives back
 // column off's value exactly, so an index entry (which carries the
 // handle) holds the column: an int handle's column, or a common handle's

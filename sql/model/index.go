@@ -187,16 +187,9 @@ func (t *TableInfo) SetIndexRow(ix *IndexInfo, vals []types.Datum, h tablecodec.
 	for i, c := range ix.Columns {
 		row[c.Offset] = vals[i]
 	}
-	row[len(t.Columns)] = h.Datum()
+	t.setHandle(h, row)
 	if t.CommonHandle {
 		t.restoreHandle(h, row)
-	}
-	if t.PKIsHandle {
-		if t.Columns[t.HandleOffset].Type.Unsigned() {
-			row[t.HandleOffset] = types.NewUint(uint64(h.IntValue()))
-		} else {
-			row[t.HandleOffset] = types.NewInt(h.IntValue())
-		}
 	}
 }
 

@@ -300,51 +300,23 @@ func (t *TableInfo) EncodeRow(buf []byte, row []types.Datum, scratch []types.Dat
 // i, out[len(Columns)] is the handle (Handle.Datum). Byte values alias
 // value, and a common handle key.
 func (t *TableInfo) DecodeRow(key, value []byte, out []types.Datum) error {
-	if t.CommonHandle {
-		_, h, err := tablecodec.DecodeHandleRowKey(key, true)
-		if err != nil {
-			return err
-		}
-		if err := t.decoder.Decode(value, out); err != nil {
-			return err
-		}
-		t.fillOrigin(out)
-		out[len(t.Columns)] = h.Datum()
-		if len(t.gen) > 0 {
-			t.fillVirtual(out)
-		}
-		return nil
-	}
-	_, handle, err := tablecodec.DecodeRowKey(key)
+	_, h, err := tablecodec.DecodeHandleRowKey(key, t.CommonHandle)
 	if err != nil {
 		return err
 	}
 	if err := t.decoder.Decode(value, out); err != nil {
 		return err
 	}
-	t.fillOrigin(out)
-	hd := types.NewInt(handle)
-	if t.PKIsHandle {
-		if t.Columns[t.HandleOffset].Type.Unsigned() {
-			out[t.HandleOffset] = types.NewUint(uint64(handle))
-		} else {
-			out[t.HandleOffset] = hd
-		}
-	}
-	out[len(t.Columns)] = hd
-	if len(t.gen) > 0 {
-		t.fillVirtual(out)
-	}
-	return nil
-}
-
-// fillOrigin gives the columns a row value lacks their origin defaults.
-func (t *TableInfo) fillOrigin(out []types.Datum) {
 	for i, c := range t.Columns {
 		if out[i].Kind() == types.KindAbsent {
 			out[i] = c.OriginDatum()
 		}
 	}
+	t.setHandle(h, out)
+	if len(t.gen) > 0 {
+		t.fillVirtual(out)
+	}
+	return nil
 }
 
 // DefaultDatum is the stored default (NULL when there is none); DEFAULT

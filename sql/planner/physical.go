@@ -549,6 +549,12 @@ func (b *builder) tableReader(src *Source, ranges []HandleRange, rows float64, c
 	if req != nil && len(req.cols) == 1 && req.cols[0] == hOff && !unsigned {
 		scan.KeepOrder, scan.Desc = true, req.desc
 	}
+	return b.readerPath(scan, rows, conds, residual, req, limit)
+}
+
+// readerPath is the TableReader path over scan (its ranges and order
+// set), which yields rows rows.
+func (b *builder) readerPath(scan *TableScan, rows float64, conds []ast.ExprNode, residual []int, req *orderReq, limit uint64) *accessPath {
 	if len(residual) == 0 && limit > 0 && (req == nil || scan.KeepOrder) {
 		scan.Limit = limit
 	}
@@ -558,7 +564,7 @@ func (b *builder) tableReader(src *Source, ranges []HandleRange, rows float64, c
 	}
 	scan.BasePlan = b.base(tp, rows, taskCop)
 	reader := &TableReader{BasePlan: b.base("TableReader", rows, taskRoot, scan), Scan: scan}
-	fr := b.filtered(src, rows, conds, residual)
+	fr := b.filtered(scan.Src, rows, conds, residual)
 	cost := orderCost(rows*costTableRow, rows, fr, scan.KeepOrder, req, limit)
 	return &accessPath{plan: reader, cost: cost, ordered: scan.KeepOrder, residual: residual, filteredRows: fr}
 }
@@ -677,22 +683,13 @@ func (b *builder) indexPath(rg *ranger, src *Source, ix *model.IndexInfo, conds 
 func (b *builder) pkReader(src *Source, ix *model.IndexInfo, cols []int, d detached, conds []ast.ExprNode, residual []int, req *orderReq, limit uint64, ordered, desc bool, spec *rangeSpec) *accessPath {
 	scan := &TableScan{Src: src, Full: d.usedCols == 0, KeepOrder: ordered, Desc: desc, rebuild: spec}
 	rows := tableRows(src)
-	tp := "TableFullScan"
 	if scan.Full {
 		scan.Ranges = []HandleRange{FullHandleRange}
 	} else {
 		scan.PKRanges = d.ranges
 		rows = rangeRows(src, cols, ix, d.ranges, true)
-		tp = "TableRangeScan"
 	}
-	if len(residual) == 0 && limit > 0 && (req == nil || ordered) {
-		scan.Limit = limit
-	}
-	scan.BasePlan = b.base(tp, rows, taskCop)
-	reader := &TableReader{BasePlan: b.base("TableReader", rows, taskRoot, scan), Scan: scan}
-	fr := b.filtered(src, rows, conds, residual)
-	cost := orderCost(rows*costTableRow, rows, fr, ordered, req, limit)
-	return &accessPath{plan: reader, cost: cost, ordered: ordered, residual: residual, filteredRows: fr}
+	return b.readerPath(scan, rows, conds, residual, req, limit)
 }
 
 // indexOrdered reports whether reading ranges of an index on cols yields
