@@ -3,7 +3,8 @@
 # playground cluster: every TiDB integration test pair (statements whose
 # output matches TiDB's .result, per file) and the sqllogictest files
 # (records ok / not ok / skipped, per file). Prints one table per suite;
-# the raw outputs stay in the work directory it names.
+# the raw outputs stay in the work directory it names, with failures.md:
+# every mismatching statement with its reason (bench/tidbtests -failures).
 #
 #   make suites            (builds, then runs this; about 10-20 minutes)
 #   bench/suites.sh [--slt 'select1.test select2.test evidence'] [--it 'ddl/column executor/insert']
@@ -47,10 +48,12 @@ echo
 echo "| file | match | statements |"
 echo "|---|---:|---:|"
 # shellcheck disable=SC2086
-(cd "$ROOT" && go run ./bench/tidbtests -dsn "$DSN" -dir "$SUITES/integrationtest" -show 20 $IT) >"$WORK/integrationtest.txt" 2>&1 || true
+(cd "$ROOT" && go run ./bench/tidbtests -dsn "$DSN" -dir "$SUITES/integrationtest" -show 20 -failures "$WORK/failures.md" $IT) >"$WORK/integrationtest.txt" 2>&1 || true
 sed -n 's#^\([^ ]*\): \([0-9]*\)/\([0-9]*\) statements match$#| \1 | \2 | \3 |#p' "$WORK/integrationtest.txt"
 awk '/statements match$/ { split($2, a, "/"); ok += a[1]; n += a[2] } END { printf "| **all** | **%d** | **%d** |\n", ok, n }' "$WORK/integrationtest.txt"
 grep ': error:' "$WORK/integrationtest.txt" || true
+echo
+echo "Every mismatch with its reason: $WORK/failures.md"
 
 mysql -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE IF NOT EXISTS sqllogictest"
 echo

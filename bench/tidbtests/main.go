@@ -4,6 +4,9 @@
 // .result file holds (TiDB's format: the statement, then its column names
 // and rows tab-separated, or "Error NNNN (SSSSS): message") and the first
 // mismatches. A whole file passes only when every statement does.
+// -failures FILE writes every mismatch with its reason (reason.go) as
+// Markdown: per reason, the count in each file, then every failing
+// statement with what TiDB's result holds and what the server gave.
 //
 //	go run ./bench/tidbtests -dsn 'root:@tcp(127.0.0.1:4000)/' executor/cte executor/window
 package main
@@ -28,7 +31,9 @@ func main() {
 	dir := flag.String("dir", "../shared/suites/integrationtest", "suite directory holding t/ and r/")
 	show := flag.Int("show", 5, "mismatches to print per file")
 	flag.DurationVar(&stmtTimeout, "stmt-timeout", time.Minute, "a statement running longer is stopped with KILL QUERY (its output is then the kill's error)")
+	failures := flag.String("failures", "", "write every mismatch with its reason to this Markdown file")
 	flag.Parse()
+	var all []fileFailures
 	for _, name := range flag.Args() {
 		ok, total, fails, err := runFile(*dsn, *dir, name)
 		if err != nil {
@@ -41,6 +46,13 @@ func main() {
 				break
 			}
 			fmt.Printf("  %s\n", f)
+		}
+		all = append(all, fileFailures{name: name, ok: ok, total: total, fails: fails})
+	}
+	if *failures != "" {
+		if err := os.WriteFile(*failures, []byte(failureReport(all)), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
 		}
 	}
 }
@@ -55,7 +67,49 @@ type directives struct {
 	info         bool
 }
 
-func runFile(dsn, dir, name string) (ok, total int, fails []string, err error) {
+// statement is one statement of a .test file with the directives that
+// precede it.
+type statement struct {
+	echo string // as the .result file echoes it
+	d    directives
+}
+
+// parseTest splits a .test file into its statements.
+func parseTest(test string) []statement {
+	var out []statement
+	var d directives
+	var stmt []string
+	for _, line := range strings.Split(test, "\n") {
+		t := strings.TrimSpace(line)
+		if len(stmt) > 0 && (strings.HasPrefix(t, "#") || strings.HasPrefix(t, "--")) {
+			// A comment or directive ends a statement written without
+			// its ';' (TiDB's mysql-tester runs it alone, as the .result
+			// echoes it).
+			out = append(out, statement{echo: strings.Join(stmt, "\n"), d: d})
+			stmt, d = nil, directives{}
+		}
+		if len(stmt) == 0 {
+			switch {
+			case t == "" || strings.HasPrefix(t, "#"):
+				continue
+			case strings.HasPrefix(t, "--"):
+				d.apply(strings.TrimSpace(strings.TrimPrefix(t, "--")))
+				continue
+			}
+		}
+		if t != "" {
+			stmt = append(stmt, t)
+		}
+		if !strings.HasSuffix(t, ";") {
+			continue
+		}
+		out = append(out, statement{echo: strings.Join(stmt, "\n"), d: d})
+		stmt, d = nil, directives{}
+	}
+	return out
+}
+
+func runFile(dsn, dir, name string) (ok, total int, fails []failure, err error) {
 	test, err := os.ReadFile(filepath.Join(dir, "t", name+".test"))
 	if err != nil {
 		return 0, 0, nil, err
@@ -89,35 +143,15 @@ func runFile(dsn, dir, name string) (ok, total int, fails []string, err error) {
 	killer := func() { _, _ = admin.Exec(fmt.Sprintf("KILL QUERY %d", connID)) }
 	expected := string(want)
 	cursor := 0
-	var d directives
-	var stmt []string
-	for _, line := range strings.Split(string(test), "\n") {
-		t := strings.TrimSpace(line)
-		if len(stmt) == 0 {
-			switch {
-			case t == "" || strings.HasPrefix(t, "#"):
-				continue
-			case strings.HasPrefix(t, "--"):
-				d.apply(strings.TrimSpace(strings.TrimPrefix(t, "--")))
-				continue
-			}
-		}
-		if t != "" {
-			stmt = append(stmt, t)
-		}
-		if !strings.HasSuffix(t, ";") {
-			continue
-		}
-		echo := strings.Join(stmt, "\n")
+	stmts := parseTest(string(test))
+	for i, st := range stmts {
+		echo := st.echo
 		q := strings.TrimSuffix(echo, ";")
-		stmt = nil
 		stop := time.AfterFunc(stmtTimeout, killer)
-		out := run(db, q, echo, &d)
+		out := run(db, q, echo, &st.d)
 		stop.Stop()
-		d0 := d
-		d = directives{}
 		total++
-		if j := strings.Index(expected[cursor:], echo+"\n"); j > 0 && !d0.noQuery {
+		if j := strings.Index(expected[cursor:], echo+"\n"); j > 0 && !st.d.noQuery {
 			cursor += j // the previous statement's expected output
 		}
 		if strings.HasPrefix(expected[cursor:], out) {
@@ -125,16 +159,27 @@ func runFile(dsn, dir, name string) (ok, total int, fails []string, err error) {
 			cursor += len(out)
 			continue
 		}
-		got := out
-		if i := strings.Index(out, "\n"); i >= 0 && i < len(out)-1 {
-			got = strings.ReplaceAll(out[i+1:], "\n", " | ")
-		}
-		fails = append(fails, fmt.Sprintf("%.120s => got %.200s", strings.ReplaceAll(q, "\n", " "), got))
+		f := failure{stmt: q, got: out, echoed: !st.d.noQuery}
 		// Resynchronise: past this statement's echo; the next statement
 		// finds its own echo from there.
 		if j := strings.Index(expected[cursor:], echo+"\n"); j >= 0 {
 			cursor += j + len(echo) + 1
+			f.want, f.wantKnown = expected[cursor:], true
+			// Up to the next statement the .result echoes.
+			for _, next := range stmts[i+1:] {
+				if next.d.noQuery {
+					continue
+				}
+				if k := strings.Index(f.want, next.echo+"\n"); k >= 0 {
+					f.want = f.want[:k]
+				}
+				break
+			}
 		}
+		if f.echoed {
+			f.got = strings.TrimPrefix(f.got, echo+"\n")
+		}
+		fails = append(fails, f)
 	}
 	return ok, total, fails, nil
 }
