@@ -20,10 +20,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/stratadb/strata/sql/types"
 )
 
 func main() {
@@ -222,6 +225,51 @@ func (d *directives) apply(dir string) {
 	}
 }
 
+// floatScales gives, per column, the decimals a FLOAT or DOUBLE column
+// declares (-1: none, so shortest form, as the server writes a float
+// with 0 or 31 decimals; other columns: unused).
+func floatScales(rows *sql.Rows) []int {
+	cts, _ := rows.ColumnTypes()
+	out := make([]int, len(cts))
+	for i, ct := range cts {
+		if _, scale, ok := ct.DecimalSize(); ok && scale > 0 && scale < 31 {
+			out[i] = int(scale)
+		} else {
+			out[i] = -1
+		}
+	}
+	return out
+}
+
+// cellText renders a value as the server sent it. go-sql-driver parses
+// the text of FLOAT and DOUBLE columns into float32 / float64 (and integer
+// columns into int64 / uint64), and database/sql would format those back
+// with Go's 'g' (2.5843386666666665e+06 for the server's
+// 2584338.6666666665, 1.5 for a DOUBLE(5,2)'s 1.50). The server's text is
+// the shortest form of the same float in MySQL's notation, or the column's
+// decimals, so formatting the float that way again gives it back.
+func cellText(v any, scale int) string {
+	switch x := v.(type) {
+	case []byte:
+		return string(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case float32:
+		if scale >= 0 {
+			return strconv.FormatFloat(float64(x), 'f', scale, 32)
+		}
+		return string(types.AppendFloat(nil, float64(x), 32))
+	case float64:
+		if scale >= 0 {
+			return strconv.FormatFloat(x, 'f', scale, 64)
+		}
+		return string(types.AppendFloat(nil, x, 64))
+	}
+	return fmt.Sprint(v)
+}
+
 // stmtTimeout bounds each statement (a test may run one that never ends
 // here, e.g. a cross join TiDB stops by its memory quota).
 var stmtTimeout time.Duration
@@ -251,7 +299,8 @@ func run(db *sql.DB, q, echo string, d *directives) string {
 	}
 	sb.WriteString(strings.Join(cols, "\t") + "\n")
 	var lines []string
-	vals := make([]sql.RawBytes, len(cols))
+	scales := floatScales(rows)
+	vals := make([]any, len(cols))
 	ptrs := make([]any, len(cols))
 	for i := range vals {
 		ptrs[i] = &vals[i]
@@ -268,7 +317,7 @@ func run(db *sql.DB, q, echo string, d *directives) string {
 			case v == nil:
 				cells[i] = "NULL"
 			default:
-				cells[i] = string(v)
+				cells[i] = cellText(v, scales[i])
 			}
 		}
 		line := strings.Join(cells, "\t")
