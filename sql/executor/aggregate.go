@@ -22,6 +22,10 @@ type aggState struct {
 	dec     types.Decimal // of a DECIMAL result
 	v       datum
 	has     bool
+	// variance is VAR_POP's and STDDEV's sum of squared deviations so far
+	// (sumF the values' sum; Youngs and Cramer's update, as TiDB).
+	variance float64
+	bits     uint64 // BIT_AND, BIT_OR, BIT_XOR
 	seen    map[string]struct{}
 	concat  *concatState  // GROUP_CONCAT
 	json    *jsonAggState // JSON_ARRAYAGG, JSON_OBJECTAGG
@@ -180,6 +184,24 @@ func (st *aggState) addValue(spec *planner.AggSpec, v datum) {
 		}
 		f, _ := types.ToFloat(v)
 		st.sumF += f
+	case ast.AggFuncVarPop, ast.AggFuncVarSamp, ast.AggFuncStddevPop, ast.AggFuncStddevSamp:
+		f, _ := types.ToFloat(v)
+		st.sumF += f
+		if st.count > 1 {
+			n := float64(st.count)
+			t := n*f - st.sumF
+			st.variance += t * t / (n * (n - 1))
+		}
+	case ast.AggFuncBitAnd:
+		if st.count == 1 {
+			st.bits = expr.BitUint64(v)
+		} else {
+			st.bits &= expr.BitUint64(v)
+		}
+	case ast.AggFuncBitOr:
+		st.bits |= expr.BitUint64(v)
+	case ast.AggFuncBitXor:
+		st.bits ^= expr.BitUint64(v)
 	case ast.AggFuncMax, ast.AggFuncMin:
 		if !st.has {
 			st.v, st.has = v, true
@@ -255,6 +277,26 @@ func (st *aggState) result(spec *planner.AggSpec) datum {
 		return types.NewJSONDatum(st.json.obj.Build())
 	case ast.AggFuncCount:
 		return types.NewInt(st.count)
+	case ast.AggFuncVarPop, ast.AggFuncVarSamp, ast.AggFuncStddevPop, ast.AggFuncStddevSamp:
+		n := st.count
+		if spec.Fn == ast.AggFuncVarSamp || spec.Fn == ast.AggFuncStddevSamp {
+			n-- // a sample of one row has no variance: NULL
+		}
+		if n <= 0 {
+			return types.NullDatum
+		}
+		r := st.variance / float64(n)
+		if spec.Fn == ast.AggFuncStddevPop || spec.Fn == ast.AggFuncStddevSamp {
+			r = math.Sqrt(r)
+		}
+		return types.NewFloat(r)
+	case ast.AggFuncBitAnd:
+		if st.count == 0 {
+			return types.NewUint(math.MaxUint64)
+		}
+		return types.NewUint(st.bits)
+	case ast.AggFuncBitOr, ast.AggFuncBitXor:
+		return types.NewUint(st.bits)
 	case ast.AggFuncSum:
 		if st.count == 0 {
 			return types.NullDatum

@@ -57,6 +57,10 @@ func (e *bitExpr) Eval(row []types.Datum) (types.Datum, error) {
 	return types.NewUint(x), nil
 }
 
+// BitUint64 is the unsigned 64-bit integer a bit operator or BIT_AND,
+// BIT_OR and BIT_XOR make of d.
+func BitUint64(d types.Datum) uint64 { return toUint64(d) }
+
 // toUint64 converts d to the unsigned 64-bit integer a bit operator or
 // HEX(number) works on.
 func toUint64(d types.Datum) uint64 {

@@ -684,7 +684,9 @@ func compileAgg(a *ast.AggregateFuncExpr, src *Source, cols []expr.SchemaColumn,
 		return spec, nil
 	case ast.AggFuncCount, ast.AggFuncSum, ast.AggFuncAvg, ast.AggFuncMax, ast.AggFuncMin:
 	default:
-		return spec, errno.NotSupported("aggregate function " + strings.ToUpper(fn))
+		if !statAgg(fn) {
+			return spec, errno.NotSupported("aggregate function " + strings.ToUpper(fn))
+		}
 	}
 	if len(a.Args) != 1 && (fn != ast.AggFuncCount || !a.Distinct) {
 		return spec, errno.NotSupported(strings.ToUpper(fn) + " with several arguments")
@@ -786,11 +788,29 @@ func aggSpec(fn string, arg expr.Expr, distinct bool) AggSpec {
 	switch fn {
 	case ast.AggFuncSum, ast.AggFuncAvg:
 		spec.Ft = aggSumAvgType(fn, arg.Type())
+	case ast.AggFuncVarPop, ast.AggFuncVarSamp, ast.AggFuncStddevPop, ast.AggFuncStddevSamp:
+		spec.Ft = types.DoubleType
+	case ast.AggFuncBitAnd, ast.AggFuncBitOr, ast.AggFuncBitXor:
+		spec.Ft = types.Uint64Type
+		spec.Ft.Flag |= mysql.NotNullFlag // an empty set gives all ones or 0
 	default:
 		spec.Ft = arg.Type()
 		spec.Ft.Flag &^= mysql.NotNullFlag | mysql.PriKeyFlag | mysql.AutoIncrementFlag
 	}
 	return spec
+}
+
+// statAgg reports whether fn is one of the aggregates of one numeric
+// argument that the SQL node computes and never pushes down: VAR_POP
+// (VARIANCE), VAR_SAMP, STDDEV_POP (STD, STDDEV), STDDEV_SAMP (DOUBLE
+// results) and BIT_AND, BIT_OR, BIT_XOR (BIGINT UNSIGNED).
+func statAgg(fn string) bool {
+	switch fn {
+	case ast.AggFuncVarPop, ast.AggFuncVarSamp, ast.AggFuncStddevPop, ast.AggFuncStddevSamp,
+		ast.AggFuncBitAnd, ast.AggFuncBitOr, ast.AggFuncBitXor:
+		return true
+	}
+	return false
 }
 
 // aggSumAvgType is MySQL's result type of SUM/AVG: exact arguments give a

@@ -53,8 +53,10 @@
 //  4. Store pushdown (strata_allow_pushdown, ON by default), over a
 //     TableReader: the residual conditions when every one serializes
 //     (expr.ToPB) become a cop[tikv] Selection, an aggregation (with or
-//     without GROUP BY, when every key and argument serializes; not
-//     COUNT(DISTINCT), GROUP_CONCAT, JSON_ARRAYAGG nor JSON_OBJECTAGG, as in TiDB before 5.x) a cop[tikv] HashAgg of partial states merged by the
+//     without GROUP BY, when every key and argument serializes; only
+//     COUNT, SUM, AVG, MIN and MAX without DISTINCT: not GROUP_CONCAT, the
+//     JSON, variance, standard deviation and BIT_* aggregates) a cop[tikv]
+//     HashAgg of partial states merged by the
 //     root HashAgg (PushedPartial), and ORDER BY ... LIMIT a cop[tikv] TopN
 //     of offset+count rows per region under the root TopN. An IndexLookUp's
 //     row lookups run on the stores (strata_index_lookup_pushdown). A LIMIT

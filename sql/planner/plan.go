@@ -137,7 +137,7 @@ func (b *BasePlan) ExplainID() string { return b.Tp + "_" + strconv.Itoa(b.ID) }
 
 // AggSpec is one aggregate function call.
 type AggSpec struct {
-	Fn  string    // count, sum, avg, max, min, group_concat, json_arrayagg, json_objectagg
+	Fn  string    // count, sum, avg, max, min, var_pop, var_samp, stddev_pop, stddev_samp, bit_and, bit_or, bit_xor, group_concat, json_arrayagg, json_objectagg
 	Arg expr.Expr // nil: COUNT(*); the first argument when there are several
 	// Args are every argument of COUNT(DISTINCT a, b, ...) and of
 	// GROUP_CONCAT (nil for the others): a row with a NULL in any of them

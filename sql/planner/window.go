@@ -218,7 +218,9 @@ func compileWindow(w *ast.WindowFuncExpr, named map[string]*ast.WindowSpec, ctx 
 			return nil, errno.New(1210, "Incorrect arguments to nth_value")
 		}
 		it.fn.Args, it.fn.Ft = args[:1], args[0].Type()
-	case ast.AggFuncCount, ast.AggFuncSum, ast.AggFuncAvg, ast.AggFuncMax, ast.AggFuncMin:
+	case ast.AggFuncCount, ast.AggFuncSum, ast.AggFuncAvg, ast.AggFuncMax, ast.AggFuncMin,
+		ast.AggFuncVarPop, ast.AggFuncVarSamp, ast.AggFuncStddevPop, ast.AggFuncStddevSamp,
+		ast.AggFuncBitAnd, ast.AggFuncBitOr, ast.AggFuncBitXor:
 		if w.Distinct {
 			return nil, errno.NotSupported("<window function>(DISTINCT ..)")
 		}
