@@ -67,11 +67,11 @@ func (f failure) reason() (class, detail string) {
 		}
 		return "Strata errors where TiDB succeeds", gotCode + ": " + gotMsg
 	case wantErr && !gotErr:
-		return "TiDB errors " + wantCode + ", Strata succeeds", wantMsg
+		return "TiDB errors, Strata succeeds", wantCode + ": " + wantMsg
 	case wantErr && gotErr && wantCode != gotCode:
 		return "different error code", "TiDB " + wantCode + " (" + wantMsg + "), Strata " + gotCode + " (" + gotMsg + ")"
 	case wantErr && gotErr:
-		return "same error code " + wantCode + ", other message", "TiDB: " + wantMsg + " / Strata: " + gotMsg
+		return "same error code, other message", wantCode + ": TiDB " + wantMsg + " / Strata " + gotMsg
 	}
 	wl, gl := lines(f.want), lines(f.got)
 	if len(wl) > 0 && len(gl) > 0 && wl[0] != gl[0] {
