@@ -27,7 +27,9 @@
 // start time shared by every clock function of the statement, is in it,
 // and FROM_UNIXTIME / UNIX_TIMESTAMP(d) read it (sql/expr); a TIMESTAMP
 // is stored as UTC and read and written in it (sql/expr timezone.go;
-// the plan cache keys plans by it, executor.PlanVars). It checks every
+// the plan cache keys plans by it, executor.PlanVars). SET timestamp = N
+// fixes Now at that instant until SET timestamp = DEFAULT (timestamp.go),
+// as mysqlbinlog's output expects. It checks every
 // statement's privileges at dispatch
 // (privs.go) and passes itself to the executor as expr.Env,
 // executor.TxnSource and executor.StmtEnv.

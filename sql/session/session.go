@@ -95,6 +95,7 @@ type Session struct {
 
 	stmtDone <-chan struct{}             // StatementDone
 	stmtTime time.Time                   // the running top-level statement's start (Now)
+	userTime time.Time                   // SET timestamp's instant (zero: none; timestamp.go)
 	tz       atomic.Pointer[sessionZone] // TimeZone's last answer
 }
 
@@ -137,10 +138,12 @@ func (s *Session) StatementDone() <-chan struct{} { return s.stmtDone }
 // Now implements expr.Env: the time the running top-level statement
 // started (one value for every NOW(), CURDATE() and UTC_TIMESTAMP() of a
 // statement, as MySQL's), in the session time zone; the current time
-// outside a statement.
+// outside a statement; the instant SET timestamp fixed (timestamp.go).
 func (s *Session) Now() time.Time {
 	t := s.stmtTime
-	if t.IsZero() {
+	if !s.userTime.IsZero() {
+		t = s.userTime
+	} else if t.IsZero() {
 		t = time.Now()
 	}
 	return t.In(s.TimeZone())
@@ -191,6 +194,9 @@ func (s *Session) SysVar(name string, global bool) (types.Datum, types.FieldType
 			}
 		}
 		return types.NewInt(int64(n)), types.Int64Type, nil
+	}
+	if name == "timestamp" { // timestamp.go
+		return s.timestampSysVar(global)
 	}
 	if name == "last_plan_from_cache" { // did the previous statement run a cached plan
 		return boolInt(s.lastPlanFromCache), types.Int64Type, nil
@@ -633,6 +639,12 @@ func (s *Session) set(ctx context.Context, x *ast.SetStmt) error {
 		}
 		if handled, err := setPreparedSysVar(name, v.IsGlobal, val); handled { // sqlprepare.go
 			if err != nil {
+				return err
+			}
+			continue
+		}
+		if name == "timestamp" { // timestamp.go
+			if err := s.setTimestamp(v.Name, v.IsGlobal, val); err != nil {
 				return err
 			}
 			continue
