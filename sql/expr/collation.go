@@ -97,8 +97,12 @@ func Coercibility(e Expr) int {
 		// A function's or cast's string result: implicit when it has a
 		// collation of its own (from its arguments) or is binary (BINARY
 		// 'Ann' and CAST(x AS BINARY), so name = BINARY 'Ann' compares
-		// bytewise, as in MySQL), else coercible like a literal.
+		// bytewise, as in MySQL), or is a CAST or CONVERT, else coercible
+		// like a literal.
 		if ft.Class() == types.ClassString && ft.Tp != mysql.TypeNull {
+			if f, ok := e.(*funcExpr); ok && (f.name == "cast" || f.name == "convert") {
+				return CoercibilityImplicit
+			}
 			if ft.Coll != 0 || ft.Binary() {
 				return CoercibilityImplicit
 			}

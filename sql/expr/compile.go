@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -1062,6 +1063,11 @@ func (c *Ctx) compileFunc(x *ast.FuncCallExpr) (Expr, error) {
 		ts := []types.FieldType{args[1].Type(), args[2].Type()}
 		ft := unify(ts)
 		return &caseExpr{whens: args[:1], thens: args[1:2], els: args[2], ft: ft, conv: convertsTo(ft, ts)}, nil
+	case "convert": // CONVERT(e USING charset): the parser's only CONVERT call
+		if err := nargs(2, 2); err != nil {
+			return nil, err
+		}
+		return compileConvertUsing(args[0], args[1])
 	case "nullif":
 		if err := nargs(2, 2); err != nil {
 			return nil, err
@@ -1126,6 +1132,57 @@ func compileCast(e Expr, x *ast.FuncCastExpr) (Expr, error) {
 	}
 	return &funcExpr{name: "cast", args: []Expr{e}, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
 		return castValue(a[0], ft)
+	}}, nil
+}
+
+// compileConvertUsing compiles CONVERT(e USING cs): e's text in
+// character set cs under its default collation (implicit coercibility,
+// as a CAST's). Strata keeps every string as UTF-8, so the conversion
+// replaces what cs cannot hold with '?', as MySQL does: a character past
+// U+00FF for latin1, past U+007F for ascii, past the BMP for utf8
+// (utf8mb3). USING binary gives the bytes as a binary string.
+func compileConvertUsing(e, cs Expr) (Expr, error) {
+	k, ok := cs.(*Constant)
+	if !ok || k.Value.Kind() != types.KindBytes {
+		return nil, errno.New(errno.ErrParse, "CONVERT ... USING needs a character set name")
+	}
+	name := string(k.Value.Bytes())
+	set := collate.CharsetByName(name)
+	if set == nil {
+		return nil, errno.New(1115, "Unknown character set: '%s'", name)
+	}
+	ft := types.VarcharType
+	ft.Flen = -1
+	limit := rune(-1) // the largest character cs holds (-1: any)
+	switch set.Name {
+	case "binary":
+		ft.Flag |= mysql.BinaryFlag
+	case "latin1":
+		limit = 0xFF
+	case "ascii":
+		limit = 0x7F
+	case "utf8":
+		limit = 0xFFFF
+	}
+	if set.Name != "binary" && set.Default.ID != types.CollationUTF8MB4 {
+		ft.Coll = set.Default.ID
+	}
+	return &funcExpr{name: "convert", args: []Expr{e}, ft: ft, fn: func(a []types.Datum) (types.Datum, error) {
+		if a[0].IsNull() {
+			return a[0], nil
+		}
+		b := types.AppendText(nil, a[0], nil)
+		if limit < 0 {
+			return types.NewBytes(b), nil
+		}
+		out := make([]byte, 0, len(b))
+		for _, r := range string(b) {
+			if r > limit {
+				r = '?'
+			}
+			out = utf8.AppendRune(out, r)
+		}
+		return types.NewBytes(out), nil
 	}}, nil
 }
 
