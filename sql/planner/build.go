@@ -663,7 +663,13 @@ func limitValue(n ast.ExprNode, env expr.Env) (uint64, error) {
 
 func compileAgg(a *ast.AggregateFuncExpr, src *Source, cols []expr.SchemaColumn, env expr.Env) (AggSpec, error) {
 	fn := strings.ToLower(a.F)
-	spec := AggSpec{Fn: fn, Distinct: a.Distinct, Node: a}
+	distinct := a.Distinct
+	if fn == ast.AggFuncApproxCountDistinct {
+		// TiDB's estimate of COUNT(DISTINCT ...): the exact count is an
+		// estimate without error (one SQL-node DISTINCT set per group).
+		fn, distinct = ast.AggFuncCount, true
+	}
+	spec := AggSpec{Fn: fn, Distinct: distinct, Node: a}
 	argCtx := &expr.Ctx{Columns: cols, Env: env, Clause: "field list"}
 	switch fn {
 	case ast.AggFuncGroupConcat:
@@ -688,7 +694,7 @@ func compileAgg(a *ast.AggregateFuncExpr, src *Source, cols []expr.SchemaColumn,
 			return spec, errno.NotSupported("aggregate function " + strings.ToUpper(fn))
 		}
 	}
-	if len(a.Args) != 1 && (fn != ast.AggFuncCount || !a.Distinct) {
+	if len(a.Args) != 1 && (fn != ast.AggFuncCount || !distinct) {
 		return spec, errno.NotSupported(strings.ToUpper(fn) + " with several arguments")
 	}
 	args, err := compileArgs(a.Args, argCtx)
@@ -698,7 +704,7 @@ func compileAgg(a *ast.AggregateFuncExpr, src *Source, cols []expr.SchemaColumn,
 	if fn == ast.AggFuncSum || fn == ast.AggFuncAvg {
 		localArgs(args, env)
 	}
-	out := aggSpec(fn, args[0], a.Distinct)
+	out := aggSpec(fn, args[0], distinct)
 	if len(args) > 1 { // COUNT(DISTINCT a, b, ...)
 		out.Args = args
 	}
