@@ -26,9 +26,9 @@ type aggState struct {
 	// (sumF the values' sum; Youngs and Cramer's update, as TiDB).
 	variance float64
 	bits     uint64 // BIT_AND, BIT_OR, BIT_XOR
-	seen    map[string]struct{}
-	concat  *concatState  // GROUP_CONCAT
-	json    *jsonAggState // JSON_ARRAYAGG, JSON_OBJECTAGG
+	seen     map[string]struct{}
+	concat   *concatState  // GROUP_CONCAT
+	json     *jsonAggState // JSON_ARRAYAGG, JSON_OBJECTAGG
 }
 
 // jsonAggState is a JSON_ARRAYAGG's elements or a JSON_OBJECTAGG's

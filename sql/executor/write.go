@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -223,6 +224,32 @@ func hasOnUpdate(tbl *model.TableInfo) bool {
 	return false
 }
 
+// readsColumns reports whether an INSERT value names a column (outside
+// a subquery, whose names are its own tables').
+func readsColumns(n ast.ExprNode) bool {
+	return planner.ContainsOutsideSubqueries(n, func(n ast.Node) bool { _, ok := n.(*ast.ColumnNameExpr); return ok })
+}
+
+// rowSoFar fills buf (width wide: the source's columns and handle) with
+// the INSERT row as a value of it sees it: the values given so far, the
+// defaults of the others (NULL for a generated column, and for a column
+// without a default, as nothing set it yet).
+func rowSoFar(buf []datum, tbl *model.TableInfo, row []datum, given []bool, env expr.Env, rowNum, width int) []datum {
+	buf = slices.Grow(buf[:0], width)[:width]
+	clear(buf)
+	for i, c := range tbl.Columns {
+		switch {
+		case given[i]:
+			buf[i] = row[i]
+		case !c.IsGenerated():
+			if d, err := defaultValue(c, env, rowNum); err == nil {
+				buf[i] = d
+			}
+		}
+	}
+	return buf
+}
+
 func defaultValue(c *model.ColumnInfo, env expr.Env, rowNum int) (datum, error) {
 	switch {
 	case c.DefaultNow:
@@ -311,6 +338,10 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 	var explicitMax int64 // the largest value given for the AUTO_INCREMENT column
 	needRowID := !tbl.PKIsHandle && !tbl.CommonHandle
 	constCtx := &expr.Ctx{Env: env, Clause: "field list"}
+	// A value may read the row's columns (VALUES (1, a * 2), SET b = a):
+	// those set earlier in the list, the others' defaults, as MySQL.
+	rowCtx := &expr.Ctx{Columns: src.Cols, Env: env, Clause: "field list"}
+	var soFar []datum
 	var genGiven []givenValue      // the row's values for generated columns
 	skipped := make([]bool, nrows) // rows INSERT IGNORE skips (a CHECK constraint)
 	// Under NO_AUTO_VALUE_ON_ZERO (mysqldump sets it) only NULL asks for
@@ -347,6 +378,15 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 			}
 			if isDef {
 				if v, err = defaultValue(c, env, rowNum); err != nil {
+					return nil, err
+				}
+			} else if readsColumns(n) {
+				ve, err := expr.Compile(n, rowCtx)
+				if err != nil {
+					return nil, err
+				}
+				soFar = rowSoFar(soFar, tbl, row, given, env, rowNum, len(src.Cols))
+				if v, err = expr.WriteValue(ve, c.Type, env).Eval(soFar); err != nil {
 					return nil, err
 				}
 			} else {

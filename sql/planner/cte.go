@@ -340,22 +340,5 @@ func (v *tableNamer) Leave(n ast.Node) (ast.Node, bool) {
 
 // hasWindow reports whether the select list calls a window function.
 func hasWindow(f *ast.FieldList) bool {
-	v := &windowFinder{}
-	f.Accept(v)
-	return v.found
+	return ContainsOutsideSubqueries(f, func(n ast.Node) bool { _, ok := n.(*ast.WindowFuncExpr); return ok })
 }
-
-type windowFinder struct{ found bool }
-
-func (v *windowFinder) Enter(n ast.Node) (ast.Node, bool) {
-	switch n.(type) {
-	case *ast.WindowFuncExpr:
-		v.found = true
-		return n, true
-	case *ast.SubqueryExpr:
-		return n, true
-	}
-	return n, false
-}
-
-func (v *windowFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }

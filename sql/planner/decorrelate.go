@@ -291,22 +291,5 @@ func (v *innerColumns) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 // hasAggregate reports whether the select list calls an aggregate (not
 // inside a subquery of its own).
 func hasAggregate(f *ast.FieldList) bool {
-	v := &aggFinder{}
-	f.Accept(v)
-	return v.found
+	return ContainsOutsideSubqueries(f, func(n ast.Node) bool { _, ok := n.(*ast.AggregateFuncExpr); return ok })
 }
-
-type aggFinder struct{ found bool }
-
-func (v *aggFinder) Enter(n ast.Node) (ast.Node, bool) {
-	switch n.(type) {
-	case *ast.AggregateFuncExpr:
-		v.found = true
-		return n, true
-	case *ast.SubqueryExpr:
-		return n, true
-	}
-	return n, false
-}
-
-func (v *aggFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }

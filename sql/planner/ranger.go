@@ -376,14 +376,30 @@ func contains(n ast.ExprNode, match func(ast.Node) bool) bool {
 	return v.found
 }
 
+// ContainsOutsideSubqueries reports whether n or a node under it
+// matches, not looking into subqueries (their names are their own
+// tables', their aggregates their own).
+func ContainsOutsideSubqueries(n ast.Node, match func(ast.Node) bool) bool {
+	v := &nodeFinder{match: match, skipSubqueries: true}
+	n.Accept(v)
+	return v.found
+}
+
 type nodeFinder struct {
-	match func(ast.Node) bool
-	found bool
+	match          func(ast.Node) bool
+	skipSubqueries bool
+	found          bool
 }
 
 func (f *nodeFinder) Enter(n ast.Node) (ast.Node, bool) {
+	if f.found {
+		return n, true
+	}
 	if f.match(n) {
 		f.found = true
+		return n, true
+	}
+	if _, ok := n.(*ast.SubqueryExpr); ok && f.skipSubqueries {
 		return n, true
 	}
 	return n, false
