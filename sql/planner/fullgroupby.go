@@ -7,6 +7,7 @@ import (
 
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
+	"github.com/stratadb/strata/sql/model"
 )
 
 // MySQL's errors of sql_mode ONLY_FULL_GROUP_BY.
@@ -37,9 +38,10 @@ func onlyFullGroupBy(env expr.Env) bool {
 // outside an aggregate (or ANY_VALUE) must be a GROUP BY expression or
 // use only columns functionally dependent on the GROUP BY columns, else
 // ERROR 1055. Dependent are the GROUP BY columns, the columns equal to
-// one of them or to a constant (WHERE and inner join ON equalities), and
-// every column of a table whose primary key or NOT NULL unique key is
-// dependent. With aggregates but no GROUP BY, a bare column is ERROR 1140.
+// one of them or to a constant (WHERE and inner join ON equalities; an
+// outer join's ON equalities one way, from the preserved side), generated
+// columns whose inputs are dependent, and every column of a table whose
+// primary key or NOT NULL unique key is dependent. With aggregates but no GROUP BY, a bare column is ERROR 1140.
 // A window function is evaluated on the groups: its arguments and its
 // PARTITION BY / ORDER BY are checked too (aggregates inside it aside).
 // Column references in subqueries are not checked.
@@ -180,6 +182,15 @@ func (lg *logical) dependentColumns(s *ast.SelectStmt, start map[int]bool) map[i
 	if s.Where != nil {
 		conds = conjuncts(s.Where, conds)
 	}
+	// An outer join's ON equalities hold where a row matched: one between
+	// a preserved-side column and an inner-side one makes the inner column
+	// depend on the preserved one (a null-extended row has NULL there),
+	// one between two inner-side columns holds both ways, as MySQL's.
+	type outerOn struct {
+		cond   ast.ExprNode
+		lo, hi int // the inner side's slots
+	}
+	var outer []outerOn
 	leaves, base := []*Source{lg.src}, []int{0}
 	if ji := lg.src.Join; ji != nil {
 		leaves, base = ji.Leaves()
@@ -188,9 +199,20 @@ func (lg *logical) dependentColumns(s *ast.SelectStmt, start map[int]bool) map[i
 			if n == nil || n.leaf != nil {
 				return
 			}
-			if n.tp == InnerJoin {
+			inner := n.right
+			switch n.tp {
+			case InnerJoin:
 				for _, on := range n.on {
 					conds = conjuncts(on, conds)
+				}
+			case RightOuterJoin:
+				inner = n.left
+				fallthrough
+			default:
+				for _, on := range n.on {
+					for _, c := range conjuncts(on, nil) {
+						outer = append(outer, outerOn{c, inner.lo, inner.hi})
+					}
 				}
 			}
 			walk(n.left)
@@ -198,23 +220,46 @@ func (lg *logical) dependentColumns(s *ast.SelectStmt, start map[int]bool) map[i
 		}
 		walk(ji.root)
 	}
-	type pair struct{ a, b int }
+	// pair: a determines b, and b determines a unless oneWay.
+	type pair struct {
+		a, b   int
+		oneWay bool
+	}
 	var eqs []pair
-	for _, c := range conds {
-		b, ok := c.(*ast.BinaryOperationExpr)
-		if !ok || b.Op != opcode.EQ {
-			continue
+	colEq := func(c ast.ExprNode) (l, r int, lconst, rconst, ok bool) {
+		b, isBin := c.(*ast.BinaryOperationExpr)
+		if !isBin || b.Op != opcode.EQ {
+			return -1, -1, false, false, false
 		}
-		l, r := lg.slotOf(b.L), lg.slotOf(b.R)
-		_, lconst := unparen(b.L).(ast.ValueExpr)
-		_, rconst := unparen(b.R).(ast.ValueExpr)
+		_, lconst = unparen(b.L).(ast.ValueExpr)
+		_, rconst = unparen(b.R).(ast.ValueExpr)
+		return lg.slotOf(b.L), lg.slotOf(b.R), lconst, rconst, true
+	}
+	for _, c := range conds {
+		l, r, lconst, rconst, ok := colEq(c)
 		switch {
+		case !ok:
 		case l >= 0 && r >= 0:
-			eqs = append(eqs, pair{l, r})
+			eqs = append(eqs, pair{a: l, b: r})
 		case l >= 0 && rconst:
 			dep[l] = true
 		case r >= 0 && lconst:
 			dep[r] = true
+		}
+	}
+	for _, o := range outer {
+		l, r, _, _, ok := colEq(o.cond)
+		if !ok || l < 0 || r < 0 {
+			continue
+		}
+		lIn, rIn := l >= o.lo && l < o.hi, r >= o.lo && r < o.hi
+		switch {
+		case lIn && rIn:
+			eqs = append(eqs, pair{a: l, b: r})
+		case rIn:
+			eqs = append(eqs, pair{a: l, b: r, oneWay: true})
+		case lIn:
+			eqs = append(eqs, pair{a: r, b: l, oneWay: true})
 		}
 	}
 	for grew := true; grew; {
@@ -228,7 +273,7 @@ func (lg *logical) dependentColumns(s *ast.SelectStmt, start map[int]bool) map[i
 			if dep[e.a] {
 				add(e.b)
 			}
-			if dep[e.b] {
+			if dep[e.b] && !e.oneWay {
 				add(e.a)
 			}
 		}
@@ -240,10 +285,29 @@ func (lg *logical) dependentColumns(s *ast.SelectStmt, start map[int]bool) map[i
 				for off := range leaf.Table.Columns {
 					add(base[i] + off)
 				}
+				continue
+			}
+			// A generated column depends on the columns it reads.
+			for off, c := range leaf.Table.Columns {
+				if c.Generated != nil && !dep[base[i]+off] && generatedDependent(leaf.Table, c, base[i], dep) {
+					add(base[i] + off)
+				}
 			}
 		}
 	}
 	return dep
+}
+
+// generatedDependent reports whether every column generated column c
+// of t reads is in dep.
+func generatedDependent(t *model.TableInfo, c *model.ColumnInfo, base int, dep map[int]bool) bool {
+	for _, name := range c.Generated.Deps {
+		off := t.FindColumn(name)
+		if off < 0 || !dep[base+off] {
+			return false
+		}
+	}
+	return true
 }
 
 // keyDependent reports whether a primary key or NOT NULL unique key of
