@@ -130,6 +130,15 @@ func parseDateParts(s string) (DateParts, bool) {
 		}
 		return p, false
 	}
+	if p, ok := parseDelimited(s); ok {
+		return p, true
+	}
+	return parseRelaxed(s)
+}
+
+// parseDelimited parses "Y-M-D[( |T)H:M[:S[.frac]]]".
+func parseDelimited(s string) (DateParts, bool) {
+	var p DateParts
 	date, clock := s, ""
 	if i := strings.IndexAny(s, " T"); i >= 0 {
 		date, clock = s[:i], strings.TrimLeft(s[i+1:], " ")
@@ -139,6 +148,9 @@ func parseDateParts(s string) (DateParts, bool) {
 		return p, false
 	}
 	p.Year, p.Month, p.Day = atoi(ymd[0]), atoi(ymd[1]), atoi(ymd[2])
+	if len(ymd[0]) == 2 {
+		p.Year = twoDigitYear(p.Year)
+	}
 	if clock != "" {
 		frac := ""
 		if i := strings.IndexByte(clock, '.'); i >= 0 {
@@ -164,6 +176,69 @@ func parseDateParts(s string) (DateParts, bool) {
 		p.Micro = atoi(frac)
 	}
 	return p, true
+}
+
+// parseRelaxed parses MySQL's relaxed date and datetime syntax: any
+// punctuation character delimits the date's parts and the time's
+// ('2020.10-22', '2020-10-22 16-31'), and one ('-', ':', '.', ...), a
+// space or 'T' separates the date from the time ('2020-10-22-16' is 16:00);
+// a fraction follows the seconds after '.'. The year has four digits
+// here (a two-digit one only in 'YY-MM-DD', parseDelimited: '12:00:00'
+// stays no date). A trailing time zone is not taken.
+func parseRelaxed(s string) (DateParts, bool) {
+	var p DateParts
+	var parts [6]int // year, month, day, hour, minute, second
+	n, i := 0, 0
+	for {
+		j := i
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		digits := j - i
+		if digits == 0 || digits > 2 && n > 0 || n == 0 && digits != 4 {
+			return p, false
+		}
+		parts[n] = atoi(s[i:j])
+		n++
+		i = j
+		if i == len(s) || n == 6 {
+			break
+		}
+		switch c := s[i]; {
+		case n == 3 && (c == ' ' || c == 'T'):
+			for i++; i < len(s) && s[i] == ' '; i++ {
+			}
+		case isPunct(c):
+			i++
+		default:
+			return p, false
+		}
+	}
+	if n < 3 {
+		return p, false
+	}
+	if i < len(s) { // only a fraction may follow the seconds
+		if n != 6 || s[i] != '.' || i+1 == len(s) || !allDigits(s[i+1:]) {
+			return p, false
+		}
+		p.Micro = atoi((s[i+1:] + "000000")[:6])
+	}
+	p.Year, p.Month, p.Day, p.Hour, p.Minute, p.Second = parts[0], parts[1], parts[2], parts[3], parts[4], parts[5]
+	return p, true
+}
+
+// twoDigitYear is the year MySQL reads two digits as: 2000-2069 for
+// 00-69, 1970-1999 for 70-99.
+func twoDigitYear(y int) int {
+	if y < 70 {
+		return 2000 + y
+	}
+	return 1900 + y
+}
+
+// isPunct reports whether c is an ASCII punctuation character.
+func isPunct(c byte) bool {
+	return c > ' ' && c < 0x7f && !(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z')
 }
 
 func partOK(s string, most int) bool { return s != "" && len(s) <= most && allDigits(s) }

@@ -66,6 +66,7 @@ func TestDateParts(t *testing.T) {
 		{dt, "0000-00-00 01:02:03", "0000-00-00 01:02:03", false, true},
 		{dt2, "2020-00-00T1:2:3.456", "2020-00-00 01:02:03.45", false, true},
 		{dt, "20200015102030", "2020-00-15 10:20:30", false, true},
+		{dt, "2020-00-00 1", "2020-00-00 01:00:00", false, true}, // an hour alone (relaxed)
 		{date, "0000-01-01", "0000-01-01", false, false},
 		{date, "2024-02-29", "2024-02-29", false, false},
 	} {
@@ -76,9 +77,9 @@ func TestDateParts(t *testing.T) {
 		require.Equal(t, tc.zeroDate, zd, tc.in)
 		require.Equal(t, tc.zeroInDate, zin, tc.in)
 	}
-	for _, bad := range []string{"2020-13-00", "2020-00-32", "2023-02-29", "0000-00-00 24:00:00", "2020-00-00 1", "abc", "123"} {
+	for _, bad := range []string{"2020-13-00", "2020-00-32", "2023-02-29", "0000-00-00 24:00:00", "abc", "123"} {
 		_, err := date.Convert(NewString(bad))
-		if bad == "2020-00-00 1" || bad == "0000-00-00 24:00:00" {
+		if bad == "0000-00-00 24:00:00" {
 			_, err = dt.Convert(NewString(bad))
 		}
 		require.Error(t, err, bad)
@@ -129,5 +130,41 @@ func TestParseInvalidDate(t *testing.T) {
 		require.Equal(t, c.want, p.Format(tp, 0), c.in)
 		_, ok = ParseDateParts(c.in)
 		require.Equal(t, c.valid, ok, c.in)
+	}
+}
+
+// TestParseRelaxed: MySQL's relaxed syntax, any punctuation between the
+// parts and between the date and the time, a fraction only after the
+// seconds; never letters, a trailing delimiter or a time
+// zone.
+func TestParseRelaxed(t *testing.T) {
+	for _, c := range []struct{ in, want string }{ // want "": refused
+		{"2020-10-22-16", "2020-10-22 16:00:00.000000"},
+		{"2020-10-22 16-31", "2020-10-22 16:31:00.000000"},
+		{"2020-10-22 16:31-15", "2020-10-22 16:31:15.000000"},
+		{"2020.10-22", "2020-10-22 00:00:00.000000"},
+		{"2020-10.22-16", "2020-10-22 16:00:00.000000"},
+		{"2020-10-22 16.31-15", "2020-10-22 16:31:15.000000"},
+		{"2020-10:22", "2020-10-22 00:00:00.000000"},
+		{"2020/1/2T3@4#5.25", "2020-01-02 03:04:05.250000"},
+		{"20-10-22", "2020-10-22 00:00:00.000000"},
+		{"99-10-22", "1999-10-22 00:00:00.000000"},
+		{"99^10^22", ""}, // two-digit years only with '-'
+		{"12:00:00", ""}, // a time is no date
+		{"2020-10-22-", ""},
+		{"2020-10", ""},
+		{"2020-10-22 16:31:15-10", ""},
+		{"2020-10-22T16:31:15Z", ""},
+		{"2020-1x-22", ""},
+		{"20201-10-22", ""},
+		{"2020-02-30", ""},
+	} {
+		p, ok := ParseDateParts(c.in)
+		if c.want == "" {
+			require.False(t, ok, c.in)
+			continue
+		}
+		require.True(t, ok, c.in)
+		require.Equal(t, c.want, p.Format(mysql.TypeDatetime, 6), c.in)
 	}
 }
