@@ -197,11 +197,16 @@
 //
 // # Plan cache
 //
-// A prepared SELECT's plan is cached per session (plancache.go, PlanCache
-// over planner.CachedPlan), keyed by the current database, the session
-// variables planning reads (PlanVars) and the parameters' kinds, and
-// rebound to each execution's parameters (planner.Rebind); it is planned
-// again when the key changed, a table it reads changed definition, or
-// the values give an access path another shape. @@last_plan_from_cache and
+// A prepared SELECT's plan, and the read plan of a prepared single-table
+// UPDATE or DELETE (readForWrite through planScan: the rows it changes,
+// by key, range or index, with ORDER BY ... LIMIT; its assignments are
+// compiled at each execution), is cached per session (plancache.go,
+// PlanCache over planner.CachedPlan), keyed by the current database, the
+// session variables planning reads (PlanVars) and the parameters' kinds,
+// and rebound to each execution's parameters (planner.Rebind); it is
+// planned again when the key changed, a table it reads changed
+// definition, a LIMIT or OFFSET parameter has another value, or the
+// values give an access path another shape. A multi-table UPDATE or
+// DELETE is planned at every execution. @@last_plan_from_cache and
 // strata_sql_plan_cache_total{result=hit|miss|uncacheable} show it.
 package executor

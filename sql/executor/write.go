@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stratadb/strata/kv"
-	"github.com/stratadb/strata/kv/execdetails"
 	"github.com/stratadb/strata/sql/ddl"
 	"github.com/stratadb/strata/sql/errno"
 	"github.com/stratadb/strata/sql/expr"
@@ -572,15 +570,21 @@ func DupEntryError(tbl *model.TableInfo, key []byte) error {
 // evaluated on those: the statement never writes over a value it did not
 // see, and it waits for, instead of conflicting with, a concurrent writer.
 // In optimistic mode the snapshot rows are used and conflicts are found at
-// commit.
-func (e *Executor) readForWrite(ctx context.Context, src *planner.Source, where ast.ExprNode, order *ast.OrderByClause, limit *ast.Limit,
-	env expr.Env, tx TxnSource, txn kv.Txn) ([][]datum, error) {
-	start := time.Now()
-	sp, err := e.planner.PlanScan(src, where, order, limit, env)
-	execdetails.From(ctx).Since(execdetails.Compile, start)
+// commit. The read is planned through pc when the statement, stmt, is
+// prepared (pc not nil: planScan); reason is why its plan was not cached.
+func (e *Executor) readForWrite(ctx context.Context, pc *PlanCache, stmt ast.StmtNode, src *planner.Source, where ast.ExprNode,
+	order *ast.OrderByClause, limit *ast.Limit, env expr.Env, tx TxnSource, txn kv.Txn) (rows [][]datum, reason string, err error) {
+	sp, reason, err := e.planScan(ctx, pc, stmt, src, where, order, limit, env)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	rows, err = e.readRows(ctx, sp, src, tx, txn)
+	return rows, reason, err
+}
+
+// readRows reads (and in pessimistic mode locks) the rows sp, the read
+// plan of an UPDATE or DELETE of src, finds.
+func (e *Executor) readRows(ctx context.Context, sp *planner.ScanPlan, src *planner.Source, tx TxnSource, txn kv.Txn) ([][]datum, error) {
 	rc := newRunCtx(e, tx, txn)
 	defer rc.observeRPCs()
 	if sp.PointRow != nil && tx.TxnOptions().Pessimistic && pointOnly(sp.Root) {
@@ -630,10 +634,18 @@ func checkSingleTableDML(with *ast.WithClause) error {
 	return nil
 }
 
-// Delete runs a single-table DELETE in tx's transaction.
+// Delete runs a DELETE in tx's transaction.
 func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env, tx TxnSource) (*Result, error) {
+	return e.DeletePrepared(ctx, s, nil, env, tx)
+}
+
+// DeletePrepared runs a DELETE, prepared when pc is not nil: a
+// single-table one's read plan comes from pc (PlanCache), a multi-table
+// one is planned at each execution.
+func (e *Executor) DeletePrepared(ctx context.Context, s *ast.DeleteStmt, pc *PlanCache, env expr.Env, tx TxnSource) (*Result, error) {
 	if s.IsMultiTable {
-		return e.multiDelete(ctx, s, env, tx)
+		res, err := e.multiDelete(ctx, s, env, tx)
+		return pc.multiTable(res, err, "multi-table DELETE")
 	}
 	if err := checkSingleTableDML(s.With); err != nil {
 		return nil, err
@@ -646,10 +658,16 @@ func (e *Executor) Delete(ctx context.Context, s *ast.DeleteStmt, env expr.Env, 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := e.readForWrite(ctx, src, s.Where, s.Order, s.Limit, env, tx, txn)
+	rows, reason, err := e.readForWrite(ctx, pc, s, src, s.Where, s.Order, s.Limit, env, tx, txn)
 	if err != nil {
 		return nil, err
 	}
+	res, err := e.deleteRows(ctx, s, src, rows, env, tx, txn)
+	return skipWarning(res, err, reason)
+}
+
+// deleteRows removes rows, which a single-table DELETE of src read.
+func (e *Executor) deleteRows(ctx context.Context, s *ast.DeleteStmt, src *planner.Source, rows [][]datum, env expr.Env, tx TxnSource, txn kv.Txn) (*Result, error) {
 	if len(rows) == 0 {
 		return &Result{}, nil
 	}
@@ -709,12 +727,20 @@ func ignoreFKError(txn kv.Txn, res *Result, write func() error) (skipped bool, e
 	return true, nil
 }
 
-// Update runs a single-table UPDATE in tx's transaction. Changing the
-// integer primary key moves the row (delete + insert, failing with 1062 if
-// the new key exists).
+// Update runs an UPDATE in tx's transaction. Changing the integer
+// primary key moves the row (delete + insert, failing with 1062 if the
+// new key exists).
 func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, tx TxnSource) (*Result, error) {
+	return e.UpdatePrepared(ctx, s, nil, env, tx)
+}
+
+// UpdatePrepared runs an UPDATE, prepared when pc is not nil: a
+// single-table one's read plan comes from pc (PlanCache), a multi-table
+// one is planned at each execution.
+func (e *Executor) UpdatePrepared(ctx context.Context, s *ast.UpdateStmt, pc *PlanCache, env expr.Env, tx TxnSource) (*Result, error) {
 	if IsMultiTableUpdate(s) {
-		return e.multiUpdate(ctx, s, env, tx)
+		res, err := e.multiUpdate(ctx, s, env, tx)
+		return pc.multiTable(res, err, "multi-table UPDATE")
 	}
 	if err := checkSingleTableDML(s.With); err != nil {
 		return nil, err
@@ -724,7 +750,6 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 		return nil, err
 	}
 	src = forWrite(src)
-	tbl := src.Table
 	as, err := compileAssignments(s.List, src, &expr.Ctx{Columns: src.Cols, Env: env, Clause: "field list"})
 	if err != nil {
 		return nil, err
@@ -733,10 +758,17 @@ func (e *Executor) Update(ctx context.Context, s *ast.UpdateStmt, env expr.Env, 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := e.readForWrite(ctx, src, s.Where, s.Order, s.Limit, env, tx, txn)
+	rows, reason, err := e.readForWrite(ctx, pc, s, src, s.Where, s.Order, s.Limit, env, tx, txn)
 	if err != nil {
 		return nil, err
 	}
+	res, err := e.updateRows(ctx, s, src, as, rows, env, tx, txn)
+	return skipWarning(res, err, reason)
+}
+
+// updateRows applies as to rows, which a single-table UPDATE of src read.
+func (e *Executor) updateRows(ctx context.Context, s *ast.UpdateStmt, src *planner.Source, as []assign, rows [][]datum, env expr.Env, tx TxnSource, txn kv.Txn) (*Result, error) {
+	tbl := src.Table
 	tx.NoteWrite(tbl)
 	cv := newConv(env, s.IgnoreErr, true)
 	ncols := len(tbl.Columns)

@@ -641,7 +641,7 @@ func isSourceColumn(cols []expr.SchemaColumn, name string) bool {
 func LimitValue(n ast.ExprNode, env expr.Env) (uint64, error) { return limitValue(n, env) }
 
 func limitValue(n ast.ExprNode, env expr.Env) (uint64, error) {
-	skipCache(env, n, "LIMIT ?")
+	fixParam(env, n, "LIMIT ?")
 	k, err := expr.Compile(n, &expr.Ctx{Env: env})
 	if err != nil {
 		return 0, err

@@ -13,22 +13,30 @@ import (
 	"github.com/stratadb/strata/sql/types"
 )
 
-// CachedPlan is the plan of a prepared SELECT kept by a session's plan
-// cache (TiDB's prepared plan cache, sql/executor PlanCache): planned once
+// CachedPlan is the plan of a prepared SELECT, or the read plan of a
+// prepared single-table UPDATE or DELETE, kept by a session's plan cache
+// (TiDB's prepared plan cache, sql/executor PlanCache): planned once
 // with its parameter markers compiled to constants the cache rebinds at
 // each execution (expr.Constant.Rebind), and the key ranges, point keys
 // and IN-list points of its access paths rebuilt from the bound values
 // (Rebind; TiDB's RebuildPlan4CachedPlan). Per session, not safe for
 // concurrent use: an execution updates the plan in place.
 type CachedPlan struct {
-	Plan *SelectPlan
+	Plan *SelectPlan // a SELECT's plan (PlanPrepared)
+	Scan *ScanPlan   // an UPDATE's or DELETE's read (PlanPreparedScan)
 	// params holds, per marker order, the constants compiled from it.
 	params [][]*expr.Constant
+	// fixed are the parameters whose values the plan holds for only
+	// (LIMIT ? and OFFSET ?, as TiDB keys a plan by them).
+	fixed []fixedParam
 	// specs are the access paths whose ranges or keys come from
 	// parameters.
 	specs []*rangeSpec
 	// tables are the tables the plan reads, as the catalog gave them.
 	tables []tableRef
+	// joins are the index joins whose lookup constants come from
+	// parameters.
+	joins []*IndexJoin
 }
 
 // tableRef is a table a cached plan reads: the plan holds while the
@@ -64,7 +72,14 @@ type rangeSpec struct {
 type paramEnv struct {
 	expr.Env
 	params [][]*expr.Constant
+	fixed  []fixedParam
 	reason string
+}
+
+// fixedParam is a parameter a cached plan holds for only with value v.
+type fixedParam struct {
+	order int
+	v     types.Datum
 }
 
 // RecordParam implements expr.ParamRecorder.
@@ -94,34 +109,45 @@ func skipCache(env expr.Env, n ast.ExprNode, reason string) {
 	if n != nil && !hasParam(n) {
 		return
 	}
-	for env != nil {
-		if pe, ok := env.(*paramEnv); ok {
-			if pe.reason == "" {
-				pe.reason = reason
-			}
-			return
-		}
-		w, ok := env.(expr.EnvWrapper)
-		if !ok {
-			return
-		}
-		env = w.Unwrap()
+	if pe := cachingEnv(env); pe != nil && pe.reason == "" {
+		pe.reason = reason
 	}
 }
 
+// fixParam records, when env plans a statement for the plan cache, that
+// its plan holds only while n's value stays the one it has now: n must
+// then be a parameter marker (a LIMIT or OFFSET operand), else reason
+// says why the plan is not cached.
+func fixParam(env expr.Env, n ast.ExprNode, reason string) {
+	pe := cachingEnv(env)
+	if pe == nil || !hasParam(n) {
+		return
+	}
+	pm, ok := n.(*driver.ParamMarkerExpr)
+	if !ok {
+		skipCache(env, n, reason)
+		return
+	}
+	v, _ := env.Param(pm.Order)
+	pe.fixed = append(pe.fixed, fixedParam{order: pm.Order, v: v.Clone()})
+}
+
 // caching reports whether env plans a statement for the plan cache.
-func caching(env expr.Env) bool {
+func caching(env expr.Env) bool { return cachingEnv(env) != nil }
+
+// cachingEnv is the paramEnv env plans a cached statement in (nil: none).
+func cachingEnv(env expr.Env) *paramEnv {
 	for env != nil {
-		if _, ok := env.(*paramEnv); ok {
-			return true
+		if pe, ok := env.(*paramEnv); ok {
+			return pe
 		}
 		w, ok := env.(expr.EnvWrapper)
 		if !ok {
-			return false
+			return nil
 		}
 		env = w.Unwrap()
 	}
-	return false
+	return nil
 }
 
 func hasParam(n ast.ExprNode) bool {
@@ -135,8 +161,9 @@ func hasParam(n ast.ExprNode) bool {
 // state planning folds (user and system variables, NOW(), DATABASE(),
 // ...), or has a part Rebind does not rebuild: subqueries, CTEs, window
 // functions, derived tables, views and system tables (not cached yet).
-// Joins are cached, index joins too (their lookup constants come from
-// conditions without parameters: a parameter there is a reason).
+// Joins are cached, index joins too (a lookup constant from parameters
+// is evaluated again by Rebind). A LIMIT or OFFSET parameter holds the
+// plan to its value.
 func (pl *Planner) PlanPrepared(ctx context.Context, s *ast.SelectStmt, env expr.Env) (*CachedPlan, string, error) {
 	if reason := uncacheable(s); reason != "" {
 		sp, err := pl.PlanSelect(ctx, s, env, false)
@@ -147,24 +174,57 @@ func (pl *Planner) PlanPrepared(ctx context.Context, s *ast.SelectStmt, env expr
 	if err != nil {
 		return nil, "", err
 	}
-	c := &CachedPlan{Plan: sp, params: pe.params}
+	c := &CachedPlan{Plan: sp}
+	return c, c.finish(pe, sp.Root, len(sp.Subqueries) > 0), nil
+}
+
+// PlanPreparedScan plans the read of a prepared single-table UPDATE or
+// DELETE of src (PlanScan's arguments) for the plan cache, with
+// PlanPrepared's rules: the plan is always returned, and reason is empty
+// when it may be cached. The statement's assignments are not part of it
+// (the executor compiles them at each execution).
+func (pl *Planner) PlanPreparedScan(src *Source, where ast.ExprNode, order *ast.OrderByClause, limit *ast.Limit, env expr.Env) (*CachedPlan, string, error) {
+	f := &cacheChecker{}
+	if where != nil {
+		where.Accept(f)
+	}
+	if order != nil {
+		order.Accept(f)
+	}
+	if limit != nil {
+		limit.Accept(f)
+	}
+	if f.reason != "" {
+		sp, err := pl.PlanScan(src, where, order, limit, env)
+		return &CachedPlan{Scan: sp}, f.reason, err
+	}
+	pe := &paramEnv{Env: env}
+	sp, err := pl.PlanScan(src, where, order, limit, pe)
+	if err != nil {
+		return nil, "", err
+	}
+	c := &CachedPlan{Scan: sp}
+	return c, c.finish(pe, sp.Root, false), nil
+}
+
+// finish takes what planning root in pe recorded and says why c is not
+// cached ("" when it is); subqueries: the statement has some.
+func (c *CachedPlan) finish(pe *paramEnv, root Plan, subqueries bool) string {
+	c.params, c.fixed = pe.params, pe.fixed
 	if pe.reason != "" {
-		return c, pe.reason, nil
+		return pe.reason
 	}
 	for _, ks := range pe.params {
 		for _, k := range ks {
 			if k.Folded() {
-				return c, "a parameter's value is folded into an expression", nil
+				return "a parameter's value is folded into an expression"
 			}
 		}
 	}
-	if len(sp.Subqueries) > 0 {
-		return c, "subqueries", nil
+	if subqueries {
+		return "subqueries"
 	}
-	if reason := c.collect(sp.Root); reason != "" {
-		return c, reason, nil
-	}
-	return c, "", nil
+	return c.collect(root)
 }
 
 // collect finds the tables and rebuildable access paths of p, or says
@@ -188,9 +248,12 @@ func (c *CachedPlan) collect(p Plan) string {
 	case *TableRowIDScan:
 		src = x.Src
 	case *IndexJoin:
-		// Its lookup constants come from conditions without parameters
-		// (constantFilter); its children are the plans EXPLAIN shows.
+		// Its lookup constants are evaluated again (rebindJoin); its
+		// children are the plans EXPLAIN shows.
 		src = x.Inner
+		if len(x.constE) > 0 {
+			c.joins = append(c.joins, x)
+		}
 	default:
 		return "the plan has a " + p.Base().Tp
 	}
@@ -215,14 +278,22 @@ func (c *CachedPlan) collect(p Plan) string {
 	return ""
 }
 
-// Rebind readies c for an execution with env's parameters: every table it
-// reads must still be the catalog's, each parameter's constants take this
-// execution's value, and every access path rebuilds its ranges or keys.
-// It reports false when the plan does not hold for this execution (a table
-// changed, or the values give an access path another shape: a range that
-// became one point, a point that became empty, an IN list with a NULL on
-// a unique index, ...); the caller then plans the statement again.
+// Rebind readies c for an execution with env's parameters: a LIMIT or
+// OFFSET parameter must have the value it was planned with, every table
+// it reads must still be the catalog's, each parameter's constants take
+// this execution's value, every access path rebuilds its ranges or keys
+// and every index join its lookup constants. It reports false when the
+// plan does not hold for this execution (another LIMIT, a table changed,
+// or the values give an access path another shape: a range that became
+// one point, a point that became empty, an IN list with a NULL on a
+// unique index, a NULL lookup constant, ...); the caller then plans the
+// statement again.
 func (pl *Planner) Rebind(ctx context.Context, c *CachedPlan, env expr.Env) bool {
+	for _, f := range c.fixed {
+		if v, _ := env.Param(f.order); !sameValue(v, f.v) {
+			return false
+		}
+	}
 	for _, t := range c.tables {
 		db, err := pl.Catalog.GetDB(ctx, t.db.Name)
 		if err != nil || db != t.db {
@@ -243,7 +314,37 @@ func (pl *Planner) Rebind(ctx context.Context, c *CachedPlan, env expr.Env) bool
 			return false
 		}
 	}
+	for _, ij := range c.joins {
+		if !rebindJoin(ij) {
+			return false
+		}
+	}
 	return true
+}
+
+// rebindJoin evaluates the lookup constants of ij for this execution's
+// parameters; false when one is not a value the lookup can use (NULL: as
+// planning, constantFilter, would not have used it).
+func rebindJoin(ij *IndexJoin) bool {
+	for i, e := range ij.constE {
+		v, err := e.Eval(nil)
+		if err != nil || v.IsNull() {
+			return false
+		}
+		ij.Consts[i] = v
+	}
+	return true
+}
+
+// sameValue reports whether a and b are the same value of the same kind.
+func sameValue(a, b types.Datum) bool {
+	if a.Kind() != b.Kind() {
+		return false
+	}
+	if a.IsNull() {
+		return true
+	}
+	return a.Uint64() == b.Uint64() && string(a.Bytes()) == string(b.Bytes())
 }
 
 // sameShape reports whether detaching the same conditions for other values

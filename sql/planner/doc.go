@@ -64,8 +64,10 @@
 //
 // Plans are built per execution and are not shared; a plan holds the
 // catalog objects it was built from, which are immutable. The exception is
-// a prepared SELECT (cache.go, TiDB's prepared plan cache): PlanPrepared
-// plans it in an Env that records the constants its parameter markers
+// a prepared SELECT, and the read of a prepared single-table UPDATE or
+// DELETE (cache.go, TiDB's prepared plan cache): PlanPrepared and
+// PlanPreparedScan plan it in an Env that records the constants its
+// parameter markers
 // compile to (expr.ParamRecorder), and its access paths keep the
 // conditions their ranges came from (rangeSpec). Rebind then readies the
 // plan for each execution: the tables must still be the catalog's, each
@@ -73,12 +75,16 @@
 // detaches its conditions again for the new values, which must give the
 // same shape (the same conditions turned into ranges, the same columns
 // bounded, still a point, a batch, ranges or nothing); then its handle
-// ranges, index ranges, point key or IN-list points are the new ones.
-// Otherwise the statement is planned again. A statement whose plan would
-// hold only for its values is not cached, with a reason: a condition on
-// parameters alone (folded), LIMIT ?, a parameter folded by compilation
+// ranges, index ranges, point key or IN-list points are the new ones, and
+// an index join's lookup constants from parameters are evaluated again
+// (IndexJoin.constE; a NULL plans again). LIMIT ? and OFFSET ? hold the
+// plan to the values it was planned with (fixParam: TiDB keys the plan by
+// them); another value plans again. Otherwise the statement is planned
+// again. A statement whose plan would hold only for its values is not
+// cached, with a reason: a condition on parameters alone (folded), a
+// LIMIT operand other than a marker, a parameter folded by compilation
 // (expr.Constant.Folded: a date string's canonical form, a precision),
-// a join key or outer-join simplification from a parameter; so are
+// an outer-join simplification from a parameter; so are
 // statements with variables or functions of the session or clock,
 // subqueries, CTEs, window functions, derived tables, views and system
 // tables.

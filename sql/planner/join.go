@@ -796,8 +796,9 @@ func (b *builder) equiKey(c ast.ExprNode, n *joinNode, ji *JoinInfo, cols []expr
 }
 
 // constantFilter finds `col = constant` among the conditions pushed to
-// the table of n, for column slot off of its row.
-func (b *builder) constantFilter(n *joinNode, off int) (types.Datum, bool) {
+// the table of n, for column slot off of its row: its value and, for the
+// plan cache, the expression it was evaluated from (IndexJoin.constE).
+func (b *builder) constantFilter(n *joinNode, off int) (types.Datum, expr.Expr, bool) {
 	for _, c := range n.filterN {
 		x, ok := unparen(c).(*ast.BinaryOperationExpr)
 		if !ok || x.Op != opcode.EQ {
@@ -815,14 +816,17 @@ func (b *builder) constantFilter(n *joinNode, off int) (types.Datum, bool) {
 		if err != nil {
 			continue
 		}
-		skipCache(b.env, k, "a join key equal to a parameter")
+		// A value not used leaves the condition to filter the rows looked
+		// up, right for any value: a cached plan need not be planned
+		// again when another value would be used (rebindJoin re-plans
+		// only when a used one stops being usable).
 		v, err := ke.Eval(nil)
 		if err != nil || v.IsNull() || ke.Type().Class() != n.leaf.Cols[off].Type.Class() {
 			continue
 		}
-		return v, true
+		return v, ke, true
 	}
-	return types.Datum{}, false
+	return types.Datum{}, nil, false
 }
 
 // leafPlan reads one table of a join with the conditions pushed to it
@@ -923,6 +927,10 @@ type IndexJoin struct {
 	Lock *SelectLock
 
 	innerMask uint64
+	// constE, in a cached plan, are the expressions Consts were evaluated
+	// from, which the plan cache evaluates again for each execution's
+	// parameters (CachedPlan.Rebind).
+	constE []expr.Expr
 }
 
 func (p *IndexJoin) info() (string, string) {
@@ -1063,6 +1071,7 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 		index      *model.IndexInfo
 		keys       []int
 		consts     []types.Datum
+		constE     []expr.Expr
 		cost       float64
 	}
 	ls, rs := sideOf(n.left, lp), sideOf(n.right, rp)
@@ -1103,6 +1112,7 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 				}
 				var keys []int
 				var consts []types.Datum
+				var constE []expr.Expr
 				joined := false
 				for _, ic := range ix.Columns {
 					if !sortable(src.Cols[ic.Offset].Type) || ic.Length > 0 {
@@ -1110,11 +1120,11 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 					}
 					j := keyOf(ic.Offset)
 					if j < 0 {
-						v, ok := b.constantFilter(inner, ic.Offset)
+						v, e, ok := b.constantFilter(inner, ic.Offset)
 						if !ok {
 							break
 						}
-						consts = append(consts, v)
+						consts, constE = append(consts, v), append(constE, e)
 						j = -len(consts)
 					} else {
 						joined = true
@@ -1122,7 +1132,7 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 					keys = append(keys, j)
 				}
 				if joined && len(keys) > len(c.keys) {
-					c.index, c.keys, c.consts = ix, keys, consts
+					c.index, c.keys, c.consts, c.constE = ix, keys, consts, constE
 				}
 			}
 			if c.index == nil {
@@ -1157,6 +1167,9 @@ func (b *builder) indexJoin(lg *logical, n *joinNode, hj *HashJoin, lp, rp Plan)
 	src := best.inner.leaf
 	ij := &IndexJoin{Join: hj, Inner: src, InnerRight: best.innerRight, HandleKey: best.handleKey, Index: best.index, IndexKeys: best.keys, Consts: best.consts}
 	ij.innerMask = best.inner.mask
+	if b.caching {
+		ij.constE = best.constE
+	}
 	hj.BuildRight = best.innerRight
 	for _, e := range best.inner.filterE {
 		ij.Filters = append(ij.Filters, e)

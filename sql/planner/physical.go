@@ -768,7 +768,7 @@ func (pl *Planner) PlanScan(src *Source, where ast.ExprNode, order *ast.OrderByC
 			}
 		}
 	}
-	b := &builder{env: env}
+	b := &builder{env: env, caching: caching(env)}
 	sp := &ScanPlan{Where: lg.where}
 	if lg.dual {
 		sp.Root = &TableDual{BasePlan: b.base("TableDual", 0, taskRoot), Width: lg.width}

@@ -170,9 +170,19 @@ func TestPlanCacheMatchesText(t *testing.T) {
 		{"SELECT o, n FROM ol WHERE w = ? AND d = ? AND o < ? AND o >= ? ORDER BY o, n", true, [][]any{{1, 1, 3, 1}, {2, 3, 5, 2}, {1, 1, 1, 3}, {1, 1, 2, 2}}},
 		{"SELECT COUNT(DISTINCT i) FROM ol WHERE w = ? AND d = ? AND o < ? AND o >= ?", true, [][]any{{1, 1, 4, 1}, {2, 2, 3, 2}, {1, 1, 1, 1}}},
 		{"SELECT COUNT(DISTINCT ol.i) FROM ol, dist WHERE ol.w = ? AND ol.d = ? AND dist.w = ol.w AND dist.d = ol.d AND ol.qty < ?", true, [][]any{{1, 1, 2}, {2, 3, 4}, {1, 2, 0}}},
+		// LIMIT ? and OFFSET ?: a plan holds for the values it was
+		// planned with (TiDB keys it by them); other values plan again.
+		{"SELECT id FROM sb WHERE id < ? ORDER BY id LIMIT ?", true, [][]any{{5, 2}, {10, 1}, {10, 0}, {3, maxInt}}},
+		{"SELECT id, c FROM sb WHERE k = ? ORDER BY id LIMIT ?, ?", true, [][]any{{3, 1, 2}, {3, 0, 1}, {4, 1, 2}, {2, 5, 5}}},
+		{"SELECT c FROM sb ORDER BY c LIMIT ?", true, [][]any{{3}, {1}, {0}}},
+		// A join whose inner side an index join could look up by a
+		// parameter (go-tpc's new order: customer by warehouse), and one
+		// that does (go-tpc's stock level: IndexJoin, dist looked up by
+		// (w = ?, d = ol.d)): the lookup constant is evaluated again.
+		{"SELECT c.bal, d.name FROM dist d, cust c WHERE d.w = ? AND c.w = d.w AND d.d = ? AND c.id = ?", true, [][]any{{1, 2, 2}, {2, 3, 3}, {1, 1, 9}, {nil, 1, 1}, {1, 1, nil}, {"2", 2, "2"}}},
+		{"SELECT /*+ TIDB_INLJ(ol) */ dist.d, dist.name, ol.o, ol.n FROM dist, ol WHERE dist.w = ? AND ol.w = ? AND ol.d = dist.d AND ol.qty < ?", true, [][]any{{1, 2, 3}, {2, 1, 2}, {2, 2, 4}, {3, 1, 4}, {nil, 1, 4}, {"1", 1, 4}, {1.0, 2, 4}}},
 		// Plans that would depend on the values: planned every time.
 		{"SELECT id FROM sb WHERE ? = 1 AND id < 4", false, [][]any{{1}, {2}, {nil}}},
-		{"SELECT id FROM sb WHERE id < ? ORDER BY id LIMIT ?", false, [][]any{{5, 2}, {10, 1}}},
 		{"SELECT id FROM sb WHERE id = ? AND c = @@version", false, [][]any{{1}}},
 		{"SELECT id FROM sb WHERE id IN (SELECT k FROM sb WHERE id = ?)", false, [][]any{{3}, {10}}},
 	}
@@ -237,12 +247,17 @@ func TestPlanCacheInvalidation(t *testing.T) {
 	run("first")
 	limited, err := db.Prepare("SELECT id FROM t WHERE id < ? ORDER BY id LIMIT ?")
 	require.NoError(t, err)
-	for range 2 {
-		c.check(limited, "SELECT id FROM t WHERE id < ? ORDER BY id LIMIT ?", []any{4, 2}, 0, "LIMIT ?")
-	}
+	c.check(limited, "SELECT id FROM t WHERE id < ? ORDER BY id LIMIT ?", []any{4, 2}, 0, "LIMIT ?")
+	c.check(limited, "SELECT id FROM t WHERE id < ? ORDER BY id LIMIT ?", []any{3, 2}, 1, "LIMIT ?, again")
 	require.NoError(t, limited.Close())
+	variable, err := db.Prepare("SELECT id FROM t WHERE id < ? AND c <> @@version")
+	require.NoError(t, err)
+	for range 2 {
+		c.check(variable, "SELECT id FROM t WHERE id < ? AND c <> @@version", []any{4}, 0, "a variable")
+	}
+	require.NoError(t, variable.Close())
 	after := labeledCounters(t, "strata_sql_plan_cache_total")
-	for result, n := range map[string]float64{"hit": 2, "miss": 2, "uncacheable": 2} {
+	for result, n := range map[string]float64{"hit": 3, "miss": 3, "uncacheable": 2} {
 		require.Equal(t, n, after[result]-before[result], "strata_sql_plan_cache_total{result=%q}", result)
 	}
 	steps := []struct {

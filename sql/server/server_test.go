@@ -731,7 +731,9 @@ func TestPreparedStatements(t *testing.T) {
 	require.Equal(t, uint16(1064), mysqlCode(err))
 }
 
-func BenchmarkPointSelect(b *testing.B) {
+// sbtestSession is one session of a server holding sysbench's table
+// sbtest with ids 1 to 100 (k = id*7).
+func sbtestSession(b *testing.B) *sql.DB {
 	ts := startServer(b)
 	db := ts.open(b, "test", "")
 	db.SetMaxOpenConns(1)
@@ -741,6 +743,11 @@ func BenchmarkPointSelect(b *testing.B) {
 		_, err := db.Exec(fmt.Sprintf("INSERT INTO sbtest VALUES (%d, %d, '%s', '%s')", i, i*7, strings.Repeat("c", 119), strings.Repeat("p", 59)))
 		require.NoError(b, err)
 	}
+	return db
+}
+
+func BenchmarkPointSelect(b *testing.B) {
+	db := sbtestSession(b)
 	queries := make([]string, 100)
 	for i := range queries {
 		queries[i] = fmt.Sprintf("SELECT c FROM sbtest WHERE id = %d", i+1)

@@ -92,7 +92,8 @@
 // SELECT reads the newest committed version (the maximal timestamp: no TSO
 // round trip; the store still checks locks and waits for in-flight writes of
 // the key); inside a transaction reads are at its start_ts. A prepared
-// SELECT is planned once per session and statement while its key holds
+// SELECT, and the read of a prepared single-table UPDATE or DELETE, is
+// planned once per session and statement while its key holds
 // (executor.PlanCache: the current database, the planner's session
 // variables executor.PlanVars, which the session reports through VarValue,
 // and the parameters' kinds).

@@ -448,6 +448,15 @@ func (s *Session) selectCalcFoundRows(ctx context.Context, x *ast.SelectStmt) (*
 	return res, nil
 }
 
+// planCache is the plan cache the statement executing goes through: the
+// session's for a prepared statement, else nil.
+func (s *Session) planCache() *executor.PlanCache {
+	if s.prepared {
+		return &s.plans
+	}
+	return nil
+}
+
 func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
 	s.lastPlanFromCache, s.plans.LastHit = s.plans.LastHit, false
 	switch stmt.(type) {
@@ -493,9 +502,11 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 	case *ast.InsertStmt:
 		return s.runDML(ctx, true, true, func() (*executor.Result, error) { return s.exec.Insert(ctx, x, s, s) })
 	case *ast.UpdateStmt:
-		return s.runDML(ctx, true, true, func() (*executor.Result, error) { return s.exec.Update(ctx, x, s, s) })
+		pc := s.planCache()
+		return s.runDML(ctx, true, true, func() (*executor.Result, error) { return s.exec.UpdatePrepared(ctx, x, pc, s, s) })
 	case *ast.DeleteStmt:
-		return s.runDML(ctx, true, true, func() (*executor.Result, error) { return s.exec.Delete(ctx, x, s, s) })
+		pc := s.planCache()
+		return s.runDML(ctx, true, true, func() (*executor.Result, error) { return s.exec.DeletePrepared(ctx, x, pc, s, s) })
 	case *ast.BeginStmt:
 		return s.begin(ctx, x)
 	case *ast.CommitStmt:
