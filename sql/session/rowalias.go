@@ -389,8 +389,27 @@ func parseRowAliases(p *parser.Parser, sql string, mode mysql.SQLMode) (stmts []
 // resolveRowAlias rewrites ins's ON DUPLICATE KEY UPDATE values for its
 // row alias ra: alias.col, and a bare name of an alias column, become
 // VALUES(col) of the INSERT's column; the table's columns come from the
-// catalog.
+// catalog. It runs before the privilege check, which then sees the
+// columns the statement really reads; its errors but 1066 (MySQL's
+// parser raises that one) yield to the privilege check of the INSERT
+// without its unresolved ON DUPLICATE KEY UPDATE, as MySQL's come after
+// it: an account without access learns nothing of the table.
 func (s *Session) resolveRowAlias(ctx context.Context, ins *ast.InsertStmt, ra *rowAlias) error {
+	err := s.rewriteRowAlias(ctx, ins, ra)
+	if err != nil && s.privs.mgr != nil && errno.FromError(err).Code != 1066 {
+		odku := ins.OnDuplicate
+		ins.OnDuplicate = nil
+		perr := s.checkPrivileges(ctx, ins)
+		ins.OnDuplicate = odku
+		if perr != nil {
+			return perr
+		}
+	}
+	return err
+}
+
+// rewriteRowAlias is resolveRowAlias without the privilege check.
+func (s *Session) rewriteRowAlias(ctx context.Context, ins *ast.InsertStmt, ra *rowAlias) error {
 	tn, err := ra.target(ins)
 	if err != nil {
 		return err
