@@ -26,11 +26,12 @@ import (
 // line numbers and the parser's error positions stay those of the text),
 // and parses the rest with the real parser. Each INSERT that had a clause
 // keeps its original text (Text: logs, slow log, statement summary) and
-// its alias, a rowAlias, which resolve turns into the ValuesExpr
+// its alias, a rowAlias, which resolveRowAlias turns into the ValuesExpr
 // (VALUES(col)) nodes the executor already runs, once the table's columns
 // are known: when the statement runs (Execute) or is prepared, not at
 // parse time, since an earlier statement of the same text may create the
-// table.
+// table. Names inside a subquery of ON DUPLICATE KEY UPDATE are not
+// rewritten (MySQL would resolve new.col there as an outer reference).
 //
 // MySQL's semantics (sql_insert.cc, the alias is a derived table over the
 // inserted row): the alias's columns are the INSERT's columns (its column
