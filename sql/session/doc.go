@@ -2,9 +2,16 @@
 // session and user variables, last insert id, the previous statement's
 // ROW_COUNT() and FOUND_ROWS(), its warnings, the transaction, prepared
 // statements, the user's privileges) and turns query text into results: it
-// parses with the TiDB parser (plus CHECKSUM TABLE, which that parser
-// lacks: checksum.go), dispatches each statement and maps every
-// failure to a MySQL error (sql/errno). Statements execute in sql/executor
+// parses with the TiDB parser, dispatches each statement and maps every
+// failure to a MySQL error (sql/errno). Only when that parser refuses a
+// text does parseSQL try MySQL syntax it lacks: CHECKSUM TABLE
+// (checksum.go) and MySQL 8.0.19's row alias, INSERT ... VALUES / SET ...
+// AS alias [(col, ...)] ON DUPLICATE KEY UPDATE (rowalias.go: a tokenizer
+// that respects quotes, comments and parentheses blanks the clause out,
+// the parser reads the rest, the statement keeps its text as sent, and
+// alias.col becomes VALUES(col) once the table's columns are known, when
+// the statement runs or is prepared); strata_sql_parse_fallback_total
+// counts them. Statements execute in sql/executor
 // (DML, DDL, SHOW about the schema, SPLIT, ADMIN, ANALYZE, LOAD DATA,
 // account statements); the session runs only those about itself:
 // transactions, SET, USE, DO, SHOW VARIABLES / STATUS / WARNINGS /

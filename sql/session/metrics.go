@@ -34,6 +34,14 @@ var (
 		Help:    "Transaction latency from begin to commit or rollback, by mode.",
 		Buckets: prometheus.ExponentialBuckets(100e-6, 2, 20),
 	}, []string{"mode"})
+	// parseFallbacks counts the statements of texts the TiDB parser
+	// refused that parseSQL then read as MySQL syntax it lacks.
+	parseFallbacks = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "parse_fallback_total",
+		Help: "Statements the TiDB parser refused and the SQL node recognised as MySQL syntax that parser lacks, by syntax (checksum_table, row_alias).",
+	}, []string{"syntax"})
+	checksumTableStatements = parseFallbacks.WithLabelValues("checksum_table")
+	rowAliasStatements      = parseFallbacks.WithLabelValues("row_alias")
 )
 
 type txnMetricKey struct {

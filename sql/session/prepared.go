@@ -50,11 +50,11 @@ func (s *Session) Prepare(ctx context.Context, sql string) (*Prepared, error) {
 	if err := s.checkPreparedCount(); err != nil {
 		return nil, err
 	}
-	stmts, err := s.Parse(sql)
+	stmts, aliases, err := s.parseWith(s.parser, sql)
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.prepare(ctx, stmts, false)
+	p, err := s.prepare(ctx, stmts, aliases, false)
 	if err != nil {
 		return nil, err
 	}
@@ -80,13 +80,19 @@ func (s *Session) checkPreparedCount() error {
 // prepare makes the Prepared of a parsed statement text, shared by
 // COM_STMT_PREPARE and SQL-level PREPARE (sqlLevel: only the statements
 // MySQL lets PREPARE prepare; the binary protocol refuses just the
-// prepared-statement statements themselves).
-func (s *Session) prepare(ctx context.Context, stmts []ast.StmtNode, sqlLevel bool) (*Prepared, error) {
+// prepared-statement statements themselves). A row alias (rowalias.go)
+// is resolved here, once, as MySQL resolves it at prepare.
+func (s *Session) prepare(ctx context.Context, stmts []ast.StmtNode, aliases rowAliases, sqlLevel bool) (*Prepared, error) {
 	if len(stmts) != 1 {
 		return nil, errno.New(errno.ErrParse, "You have an error in your SQL syntax; a prepared statement must contain exactly one statement")
 	}
 	if !preparable(stmts[0], sqlLevel) {
 		return nil, errno.New(errno.ErrUnsupportedPS, "This command is not supported in the prepared statement protocol yet")
+	}
+	if ins, ok := stmts[0].(*ast.InsertStmt); ok && aliases[ins] != nil {
+		if err := s.resolveRowAlias(ctx, ins, aliases[ins]); err != nil {
+			return nil, err
+		}
 	}
 	if s.privs.mgr != nil { // as MySQL, at prepare too (the columns would tell)
 		if err := s.checkPrivileges(ctx, stmts[0]); err != nil {

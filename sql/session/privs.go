@@ -122,8 +122,16 @@ func stmtCover(stmt ast.StmtNode) mysql.PrivilegeType {
 	return 0
 }
 
-// checkedExecute runs stmt after its privilege check.
+// checkedExecute runs stmt after its privilege check (and, first, the
+// resolution of its row alias when the last Parse found one: rowalias.go).
 func (s *Session) checkedExecute(ctx context.Context, stmt ast.StmtNode) (*executor.Result, error) {
+	if ins, ok := stmt.(*ast.InsertStmt); ok && s.rowAliases[ins] != nil {
+		ra := s.rowAliases[ins]
+		delete(s.rowAliases, ins)
+		if err := s.resolveRowAlias(ctx, ins, ra); err != nil {
+			return nil, err
+		}
+	}
 	if s.privs.mgr != nil {
 		if err := s.checkPrivileges(ctx, stmt); err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/charset"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
 	"github.com/stratadb/strata/sql/collate"
 	"github.com/stratadb/strata/sql/domain"
@@ -67,6 +68,9 @@ type Session struct {
 	stmts             map[uint32]*Prepared
 	nextStmt          uint32
 	sqlStmts          sqlPrepared // PREPARE / EXECUTE, sqlprepare.go
+	// rowAliases are the row aliases of the statements the last Parse
+	// returned, each resolved (and forgotten) when Execute runs it.
+	rowAliases rowAliases
 
 	txn  *txnState  // open explicit or implicit transaction
 	stmt *stmtState // autocommit statement's transaction while it runs
@@ -284,37 +288,60 @@ func (s *Session) UseDB(ctx context.Context, name string) error {
 	return nil
 }
 
-// Parse splits sql into statements. Syntax errors are ERROR 1064.
-func (s *Session) Parse(sql string) ([]ast.StmtNode, error) { return s.parseWith(s.parser, sql) }
-
-// parseWith parses sql with p under the session's sql_mode.
-func (s *Session) parseWith(p *parser.Parser, sql string) ([]ast.StmtNode, error) {
-	p.SetSQLMode(s.SQLMode())
-	return parseSQL(p, sql)
+// Parse splits sql into statements. Syntax errors are ERROR 1064. The
+// row aliases among them (rowalias.go) are resolved when Execute runs
+// each.
+func (s *Session) Parse(sql string) ([]ast.StmtNode, error) {
+	stmts, aliases, err := s.parseWith(s.parser, sql)
+	s.rowAliases = aliases
+	return stmts, err
 }
 
-func parseSQL(p *parser.Parser, sql string) ([]ast.StmtNode, error) {
+// parseWith parses sql with p under the session's sql_mode.
+func (s *Session) parseWith(p *parser.Parser, sql string) ([]ast.StmtNode, rowAliases, error) {
+	mode := s.SQLMode()
+	p.SetSQLMode(mode)
+	return parseSQL(p, sql, mode)
+}
+
+// parseSQL parses sql with p (set to mode). When p refuses it, sql may
+// still be MySQL syntax the parser lacks: CHECKSUM TABLE (checksum.go),
+// or INSERTs with a row alias (rowalias.go), returned with their aliases.
+func parseSQL(p *parser.Parser, sql string, mode mysql.SQLMode) ([]ast.StmtNode, rowAliases, error) {
 	stmts, _, err := p.ParseSQL(sql)
 	if err != nil {
-		if st, ok := parseChecksumTable(p, sql); ok { // checksum.go: MySQL syntax TiDB's parser lacks
-			return []ast.StmtNode{st}, nil
+		if st, ok := parseChecksumTable(p, sql); ok {
+			checksumTableStatements.Inc()
+			return []ast.StmtNode{st}, nil, nil
 		}
-		msg := err.Error()
-		if i := strings.Index(msg, "]"); strings.HasPrefix(msg, "[") && i > 0 {
-			// The parser checks character set and collation names itself
-			// ("[ddl:1273]Unknown collation: ..."): those keep their code.
-			if _, c, ok := strings.Cut(msg[1:i], ":"); ok {
-				switch c {
-				case "1115", "1253", "1273":
-					code, _ := strconv.Atoi(c)
-					return nil, errno.New(uint16(code), "%s", strings.TrimSpace(msg[i+1:]))
-				}
+		if rs, aliases, ok, rerr := parseRowAliases(p, sql, mode); ok {
+			if rerr == nil {
+				return rs, aliases, nil
 			}
-			msg = msg[i+1:]
+			err = rerr // the rest of the text's error, at the same offsets
 		}
-		return nil, errno.New(errno.ErrParse, "You have an error in your SQL syntax; check the manual that corresponds to your Strata version for the right syntax to use %s", strings.TrimSpace(msg))
+		return nil, nil, parseError(err)
 	}
-	return stmts, nil
+	return stmts, nil, nil
+}
+
+// parseError is the MySQL error of a parser error: ERROR 1064, or the
+// code of a character set or collation name the parser checked.
+func parseError(err error) error {
+	msg := err.Error()
+	if i := strings.Index(msg, "]"); strings.HasPrefix(msg, "[") && i > 0 {
+		// The parser checks character set and collation names itself
+		// ("[ddl:1273]Unknown collation: ..."): those keep their code.
+		if _, c, ok := strings.Cut(msg[1:i], ":"); ok {
+			switch c {
+			case "1115", "1253", "1273":
+				code, _ := strconv.Atoi(c)
+				return errno.New(uint16(code), "%s", strings.TrimSpace(msg[i+1:]))
+			}
+		}
+		msg = msg[i+1:]
+	}
+	return errno.New(errno.ErrParse, "You have an error in your SQL syntax; check the manual that corresponds to your Strata version for the right syntax to use %s", strings.TrimSpace(msg))
 }
 
 // StmtLabel names a statement's type for metrics and logs.

@@ -92,14 +92,14 @@ func (s *Session) sqlPrepare(ctx context.Context, x *ast.PrepareStmt) (*executor
 	if sp.parser == nil {
 		sp.parser = parser.New()
 	}
-	stmts, err := s.parseWith(sp.parser, text)
+	stmts, aliases, err := s.parseWith(sp.parser, text)
 	if err != nil {
 		return nil, err
 	}
 	if len(stmts) == 0 {
 		return nil, errno.New(errno.ErrEmptyQuery, "Query was empty")
 	}
-	p, err := s.prepare(ctx, stmts, true)
+	p, err := s.prepare(ctx, stmts, aliases, true)
 	if err != nil {
 		return nil, err
 	}
