@@ -291,33 +291,44 @@ func (se *subqueryEnv) compare(l ast.ExprNode, sub *ast.SubqueryExpr, c *expr.Ct
 	default:
 		return nil, errno.NotSupported("operator " + op.String() + " with a subquery")
 	}
-	if _, row := unparen(l).(*ast.RowExpr); row {
-		return nil, errno.NotSupported("row subqueries")
-	}
-	le, err := expr.Compile(l, c)
-	if err != nil {
-		return nil, err
-	}
-	sq, err := se.plan(sub, c, true)
-	if err != nil {
-		return nil, err
-	}
-	// A TIMESTAMP (UTC) compared with another type: the other side's
-	// values are read in the session time zone (sql/expr timezone.go).
-	if rt := sq.Plan.Columns[0].Type; (le.Type().Tp == mysql.TypeTimestamp) != (rt.Tp == mysql.TypeTimestamp) {
-		if rt.Tp == mysql.TypeTimestamp {
-			le = expr.WriteValue(le, rt, c.Env)
-		} else {
-			le = expr.LocalTimestamp(le, c.Env)
+	lefts := []ast.ExprNode{l}
+	if r, row := unparen(l).(*ast.RowExpr); row {
+		if op != opcode.EQ && op != opcode.NE {
+			return nil, errno.NotSupported("operator " + op.String() + " between a row and a subquery")
 		}
+		lefts = r.Values
 	}
-	// Strings, dates and datetimes compare as text (their canonical text
-	// orders as time), as the comparison operators compare them.
-	textual := func(ft types.FieldType) bool { return ft.Class() == types.ClassString || types.IsDateOrDatetime(ft) }
-	byBytes := textual(le.Type()) && textual(sq.Plan.Columns[0].Type)
-	cs := &compareSubquery{l: le, sq: sq, op: op, all: all, not: not, byBytes: byBytes}
-	if byBytes {
-		cs.coll = expr.PairCollation(le.Type(), sq.Plan.Columns[0].Type)
+	sq, err := se.plan(sub, c, len(lefts) == 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(sq.Plan.Columns) != len(lefts) {
+		return nil, errno.New(1241, "Operand should contain %d column(s)", len(lefts))
+	}
+	cs := &compareSubquery{sq: sq, op: op, all: all, not: not}
+	for i, ln := range lefts {
+		le, err := expr.Compile(ln, c)
+		if err != nil {
+			return nil, err
+		}
+		// A TIMESTAMP (UTC) compared with another type: the other side's
+		// values are read in the session time zone (sql/expr timezone.go).
+		rt := sq.Plan.Columns[i].Type
+		if (le.Type().Tp == mysql.TypeTimestamp) != (rt.Tp == mysql.TypeTimestamp) {
+			if rt.Tp == mysql.TypeTimestamp {
+				le = expr.WriteValue(le, rt, c.Env)
+			} else {
+				le = expr.LocalTimestamp(le, c.Env)
+			}
+		}
+		// Strings, dates and datetimes compare as text (their canonical
+		// text orders as time), as the comparison operators compare them.
+		textual := func(ft types.FieldType) bool { return ft.Class() == types.ClassString || types.IsDateOrDatetime(ft) }
+		col := subqueryColumn{l: le, byBytes: textual(le.Type()) && textual(rt)}
+		if col.byBytes {
+			col.coll = expr.PairCollation(le.Type(), rt)
+		}
+		cs.cols = append(cs.cols, col)
 	}
 	return cs, nil
 }
@@ -384,13 +395,21 @@ func (s *existsSubquery) Eval(row []types.Datum) (types.Datum, error) {
 // (NOT IN is `NOT (= ANY)`): ANY is true when some comparison is, else
 // NULL when some is NULL, else false (so an empty q gives false); ALL is
 // false when some comparison is, else NULL when some is NULL, else true.
+// compareSubquery is `l op ANY / ALL (subquery)` and [NOT] IN, of one
+// value or of a row (`(a, b) IN (SELECT x, y ...)`: = and <> only).
 type compareSubquery struct {
-	l        expr.Expr
+	cols     []subqueryColumn
 	sq       *Subquery
 	op       opcode.Op
 	all, not bool
-	byBytes  bool
-	coll     *collate.Collation // strings compare under it (nil: bytewise)
+}
+
+// subqueryColumn is one left operand and how it compares with the
+// subquery's column.
+type subqueryColumn struct {
+	l       expr.Expr
+	byBytes bool
+	coll    *collate.Collation // strings compare under it (nil: bytewise)
 }
 
 func (s *compareSubquery) Type() types.FieldType { return boolType }
@@ -403,28 +422,56 @@ func (s *compareSubquery) Eval(row []types.Datum) (types.Datum, error) {
 	if len(rows) == 0 {
 		return boolValue(s.all != s.not), nil
 	}
-	l, err := s.l.Eval(row)
-	if err != nil {
-		return types.NullDatum, err
+	var buf [4]types.Datum
+	ls := buf[:0]
+	for _, c := range s.cols {
+		l, err := c.l.Eval(row)
+		if err != nil {
+			return types.NullDatum, err
+		}
+		ls = append(ls, l)
 	}
-	sawNull := l.IsNull()
-	if !sawNull {
-		for _, r := range rows {
-			v := r[0]
-			if v.IsNull() {
-				sawNull = true
-				continue
-			}
-			t := compareTrue(s.op, expr.CompareWith(l, v, s.byBytes, s.coll))
-			if t != s.all { // ANY: a true one decides; ALL: a false one
-				return boolValue(t != s.not), nil
-			}
+	sawNull := false
+	for _, r := range rows {
+		t, null := s.compareRow(ls, r)
+		if null {
+			sawNull = true
+			continue
+		}
+		if t != s.all { // ANY: a true one decides; ALL: a false one
+			return boolValue(t != s.not), nil
 		}
 	}
 	if sawNull {
 		return types.NullDatum, nil
 	}
 	return boolValue(s.all != s.not), nil
+}
+
+// compareRow compares the left values with a subquery row: one value by
+// op; a row by equality, false as soon as a pair differs, NULL (null
+// true) when none differs and a pair has a NULL, as MySQL's row
+// comparison; <> is its negation.
+func (s *compareSubquery) compareRow(ls, r []types.Datum) (t, null bool) {
+	if len(ls) == 1 {
+		if ls[0].IsNull() || r[0].IsNull() {
+			return false, true
+		}
+		return compareTrue(s.op, expr.CompareWith(ls[0], r[0], s.cols[0].byBytes, s.cols[0].coll)), false
+	}
+	for i, l := range ls {
+		if l.IsNull() || r[i].IsNull() {
+			null = true
+			continue
+		}
+		if expr.CompareWith(l, r[i], s.cols[i].byBytes, s.cols[i].coll) != 0 {
+			return s.op == opcode.NE, false
+		}
+	}
+	if null {
+		return false, true
+	}
+	return s.op == opcode.EQ, false
 }
 
 func compareTrue(op opcode.Op, c int) bool {

@@ -48,7 +48,7 @@ func TestCompareSubquery(t *testing.T) {
 	} {
 		runs := 0
 		sq := &Subquery{Run: func() ([][]types.Datum, error) { runs++; return tc.rows, nil }}
-		e := &compareSubquery{l: &expr.Constant{Value: tc.l, Ft: types.Int64Type}, sq: sq, op: tc.op, all: tc.all, not: tc.not}
+		e := &compareSubquery{cols: []subqueryColumn{{l: &expr.Constant{Value: tc.l, Ft: types.Int64Type}}}, sq: sq, op: tc.op, all: tc.all, not: tc.not}
 		for range 3 {
 			got, err := e.Eval(nil)
 			require.NoError(t, err, tc.name)
