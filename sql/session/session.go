@@ -476,9 +476,10 @@ func (s *Session) selectCalcFoundRows(ctx context.Context, x *ast.SelectStmt) (*
 }
 
 // planCache is the plan cache the statement executing goes through: the
-// session's for a prepared statement, else nil.
+// session's for a prepared statement while tidb_enable_prepared_plan_cache
+// is ON (as TiDB), else nil.
 func (s *Session) planCache() *executor.PlanCache {
-	if s.prepared {
+	if s.prepared && s.varValue("tidb_enable_prepared_plan_cache") == "1" {
 		return &s.plans
 	}
 	return nil
@@ -518,9 +519,9 @@ func (s *Session) execute(ctx context.Context, stmt ast.StmtNode) (*executor.Res
 		}
 		lock := x.LockInfo != nil && x.LockInfo.LockType != ast.SelectLockNone
 		run := func(ctx context.Context) (*executor.Result, error) { return s.exec.Select(ctx, x, s, s) }
-		if s.prepared {
+		if pc := s.planCache(); pc != nil {
 			run = func(ctx context.Context) (*executor.Result, error) {
-				return s.exec.SelectPrepared(ctx, x, &s.plans, s, s)
+				return s.exec.SelectPrepared(ctx, x, pc, s, s)
 			}
 		}
 		return s.runRead(ctx, x, lock, run)
@@ -770,7 +771,7 @@ func (s *Session) normalizeSysVar(name, given string, val types.Datum) (string, 
 	switch name {
 	case "autocommit", "transaction_read_only", "tx_read_only", "tidb_enable_async_commit", "tidb_enable_1pc",
 		"tidb_skip_isolation_level_check", "strata_allow_pushdown", "tidb_enable_tmp_storage_on_oom",
-		"strata_index_lookup_pushdown", "foreign_key_checks":
+		"strata_index_lookup_pushdown", "foreign_key_checks", "tidb_enable_prepared_plan_cache":
 		switch text {
 		case "1", "ON", "TRUE":
 			return "1", nil

@@ -114,6 +114,9 @@ var defaultSysVars = map[string]sysVar{
 	// tidb_enable_clustered_index: how a PRIMARY KEY without CLUSTERED /
 	// NONCLUSTERED is stored (ON, OFF, INT_ONLY; sql/ddl.ClusteredIndexVar).
 	"tidb_enable_clustered_index": {"ON", false},
+	// tidb_enable_prepared_plan_cache: prepared statements' plans are
+	// cached per session (executor.PlanCache; OFF plans every execution).
+	"tidb_enable_prepared_plan_cache": {"1", true},
 }
 
 // sysVarAliases are the pairs MySQL keeps equal (the tx_* names are the
@@ -135,7 +138,7 @@ var globalSettable = map[string]bool{
 	"innodb_lock_wait_timeout": true, "tidb_skip_isolation_level_check": true, "strata_allow_pushdown": true,
 	"tidb_mem_quota_query": true, "tidb_enable_tmp_storage_on_oom": true,
 	"strata_index_lookup_pushdown": true, "tidb_replica_read": true, "foreign_key_checks": true,
-	"tidb_enable_clustered_index": true, "time_zone": true,
+	"tidb_enable_clustered_index": true, "time_zone": true, "tidb_enable_prepared_plan_cache": true,
 }
 
 var globals struct {
