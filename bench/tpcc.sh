@@ -20,8 +20,10 @@
 # tpcc already holds the warehouses (no prepare; it is neither started nor
 # stopped). Writes bench/results/<UTC time>-tpcc[-label].md with
 # tpmC, every transaction's count, errors and p50/p99 latency, the prepare
-# time, the check result (with its time) and the SQL node's peak RSS (VmHWM,
-# reset after the prepare: during the run, then after the check); raw go-tpc
+# time, the check result (with its time), the SQL node's peak RSS (VmHWM,
+# reset after the prepare: during the run, then after the check) and the
+# servers' CPU during the run per committed transaction (all types; by
+# SQL node, stores and PD, or mariadbd; bench/proccpu); raw go-tpc
 # output stays in the temp dir (printed; removed unless --keep).
 set -euo pipefail
 
@@ -50,6 +52,10 @@ WORK=$(mktemp -d /tmp/tpcc-bench-XXXXXX)
 # /metrics are read through the Prometheus text parser (bench/promget).
 PROMGET=$WORK/promget
 (cd "$ROOT" && go build -o "$PROMGET" ./bench/promget)
+# Server CPU from /proc/<pid>/stat, as bench/sysbench accounts it
+# (bench/proccpu: localcluster.CPUSeconds).
+PROCCPU=$WORK/proccpu
+(cd "$ROOT" && go build -o "$PROCCPU" ./bench/proccpu)
 STAMP=$(date -u +%Y-%m-%d-%H%M)
 OUT=$ROOT/bench/results/$STAMP-tpcc$LABEL.md
 # shellcheck source=bench/lib.sh
@@ -139,6 +145,44 @@ kill_store_middle() {
   echo $! >"$WORK/restarted.pid"
 }
 
+# server_pids prints `role pid` for every server process of the target:
+# mariadbd, or the SQL node, the stores and the PD of its cluster (same
+# --pd address).
+server_pids() {
+  if [[ $tgt != strata* ]]; then echo "mariadbd $SQLPID"; return; fi
+  echo "sqlnode $SQLPID"
+  local pd pid
+  pd=$(tr '\0' '\n' </proc/"$SQLPID"/cmdline | grep -A1 -- '^--pd$' | tail -1)
+  [[ -n $pd ]] || return 0
+  for pid in $(pgrep -f -- "storenode .*--pd $pd( |$)"); do echo "store $pid"; done
+  for pid in $(pgrep -f -- "/pd .*--addr $pd( |$)"); do echo "pd $pid"; done
+}
+
+# server_cpu prints `role pid cpu_seconds` for the processes of server_pids.
+server_cpu() {
+  local pids
+  pids=$(server_pids)
+  [[ -n $pids ]] || return 0
+  join -1 2 -2 1 -o 1.1,1.2,2.2 <(echo "$pids" | sort -k2,2) <("$PROCCPU" $(echo "$pids" | awk '{print $2}') | sort -k1,1)
+}
+
+# cpu_report prints the servers' CPU between two server_cpu outputs: in
+# total (and in % of one core over secs), per committed transaction and
+# per role. A process gone by the second (--kill-store) counts its CPU
+# up to the first output only.
+cpu_report() { # before after secs transactions
+  awk -v secs="$3" -v txns="$4" 'NR == FNR { a[$2] = $3; next }
+    { d = $3 - a[$2]; if ($3 == 0) d = 0; if (d < 0) d = 0; cpu[$1] += d; n[$1]++; tot += d }
+    END {
+      if (txns <= 0) txns = 1
+      printf "%.1f s (%.0f%% of one core), %.0f µs per committed transaction (%d): ", tot, 100 * tot / secs, 1e6 * tot / txns, txns
+      sep = ""
+      split("sqlnode store pd mariadbd", order, " ")
+      for (i = 1; i <= 4; i++) { r = order[i]; if (r in cpu) { printf "%s%s %.0f µs%s", sep, r, 1e6 * cpu[r] / txns, (n[r] > 1 ? " (" n[r] " processes)" : ""); sep = ", " } }
+      printf "\n"
+    }' <(echo "$1") <(echo "$2")
+}
+
 # sql_errors prints the Strata SQL node's strata_sql_errors_total series
 # (nothing for MariaDB).
 sql_errors() {
@@ -207,8 +251,13 @@ for tgt in "${TGTS[@]}"; do
   # time. It counts the transactions still running when --time runs out
   # as errors (their context is cancelled) but does not print those.
   errs0=$(sql_errors)
+  cpu0=$(server_cpu)
+  t0run=$(date +%s.%N)
   "$GOTPC" tpcc run "${args[@]}" -T "$THREADS" --time "$TIME" --ignore-error >"$dir/run.log" 2>&1 || true
   errs1=$(sql_errors)
+  cpu1=$(server_cpu)
+  runsecs=$(echo "$(date +%s.%N) - $t0run" | bc)
+  committed=$(awk '/^\[Summary\] [A-Z_]+ - / && $2 !~ /_ERR$/ { for (i=1;i<=NF;i++) if ($i == "Count:") { v=$(i+1); gsub(/,/, "", v); n += v } } END { print n+0 }' "$dir/run.log")
   if [[ $tgt == strata && $KILL == 1 ]]; then
     wait "$killer" || true
     [[ -f $WORK/restarted.pid ]] && PIDS+=("$(cat "$WORK/restarted.pid")")
@@ -232,6 +281,7 @@ for tgt in "${TGTS[@]}"; do
     echo "- $(grep -m1 '^tpmC' "$dir/run.log" || echo 'tpmC: n/a')"
     echo "- prepare: $prep; check: $check"
     echo "- server peak RSS (VmHWM of the SQL node / mariadbd) during the run: $rss"
+    echo "- server CPU during the run (user + system from /proc of every server process, as bench/sysbench counts it): $(cpu_report "$cpu0" "$cpu1" "$runsecs" "$committed")"
     [[ $tgt == strata && $KILL == 1 && -f $WORK/kill.log ]] && sed 's/^/- /' "$WORK/kill.log"
     echo
     echo "| transaction | count | TPM | p50 ms | p99 ms |"

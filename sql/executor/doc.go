@@ -153,7 +153,10 @@
 // request asks for 256 rows (or the pushed-down limit), each next one for
 // twice as many, up to 8192; a page is one request to one region
 // (paging_size; the store returns its resume key), so a scan holds one page
-// and no region is asked for rows it would discard. Backward table scans,
+// and no region is asked for rows it would discard. A reader hands its
+// chunk over at the end of a page instead of asking for the next page to
+// fill it, so a LIMIT 1 whose first page is one row costs one request,
+// not nine (1 + 2 + ... + 256 rows to fill a chunk). Backward table scans,
 // ranges the transaction has written in, and READ-COMMITTED reads go through
 // Txn.Scan instead, which merges the buffer. With index lookup pushdown
 // (strata_index_lookup_pushdown; hints INDEX_LOOKUP_PUSHDOWN and
@@ -179,8 +182,10 @@
 // SelectLock under a LIMIT with nothing reordering below it locks rows as it
 // reads them until LIMIT of them still satisfy WHERE at for_update_ts (a row
 // deleted meanwhile is skipped, as InnoDB does). IndexJoin reads, per
-// 256-row chunk of outer rows, one BatchGet of row keys or one batch of index
-// point ranges for the chunk's distinct keys. A recursive CTE (cte.go) runs
+// 256-row chunk of outer rows, one BatchGet of row keys (by handle, or by
+// every column of a unique key: a clustered key's row keys, else the index
+// entries and then the rows) or one batch of index point ranges for the
+// chunk's distinct keys. A recursive CTE (cte.go) runs
 // its recursive blocks round after round over the previous round's rows
 // until a round adds none; round cte_max_recursion_depth + 1 is ERROR 3636.
 // Window (window.go) materializes its input, finds partitions and peer

@@ -362,6 +362,14 @@ func (o *indexJoinOp) lookup(ctx context.Context, outer [][]datum) ([][]datum, e
 	switch {
 	case len(handles) > 0:
 		rows, err = drain(ctx, &batchPointGetOp{rc: o.rc, p: &planner.BatchPointGet{Src: p.Inner, Handles: handles}}, nil)
+	case len(ranges) > 0 && p.Unique:
+		// Every column of a unique key: one BatchGet of the keys (batched
+		// per region), not a request per key.
+		vals := make([][]types.Datum, len(ranges))
+		for i, r := range ranges {
+			vals[i] = r.Low
+		}
+		rows, err = drain(ctx, &batchPointGetOp{rc: o.rc, p: &planner.BatchPointGet{Src: p.Inner, Index: p.Index, Values: vals}}, nil)
 	case len(ranges) > 0 && p.Inner.Table.Clustered(p.Index):
 		// A clustered PRIMARY KEY: the rows are read by their keys' ranges,
 		// in key order as the stores want them.

@@ -24,7 +24,9 @@ import (
 // Paging of range reads (TiDB's coprocessor paging): the first request
 // asks for minPage rows (or the pushed-down limit), each next one for
 // twice as many, up to maxPage, so a LIMIT stops the scan early and a
-// large scan holds at most maxPage rows of one request in memory. Through
+// large scan holds at most maxPage rows of one request in memory. A
+// reader hands its chunk over at the end of a page rather than asking
+// for the next one to fill it (keyPager.handOver). Through
 // the coprocessor a page is one request to one region (paging_size, the
 // store's resume key), never a page from every region of the range.
 const (
@@ -340,6 +342,24 @@ func (p *keyPager) nextRow(ctx context.Context) (*coprocessorpb.Row, error) {
 	}
 }
 
+// handOver reports whether a reader holding have rows in its chunk
+// should hand them over rather than read on: the page read is used up,
+// so the next row is another request. A consumer that needs only the
+// first rows (a LIMIT, a locking read taking the first rows that still
+// qualify, go-tpc Delivery's ORDER BY no_o_id LIMIT 1 FOR UPDATE) then
+// stops after the pages it needs, where filling the chunk cost a request
+// per page (9 for the first 256 rows of a scan whose first page is one
+// row: 1 + 2 + 4 + ... + 256).
+func (p *keyPager) handOver(have int) bool {
+	if have == 0 {
+		return false
+	}
+	if p.cop != nil {
+		return p.pos >= len(p.rows)
+	}
+	return p.pos >= len(p.pairs)
+}
+
 // next returns the next pair; ok is false at the end.
 func (p *keyPager) next(ctx context.Context) (key, val []byte, ok bool, err error) {
 	for {
@@ -608,7 +628,7 @@ func tableInfoPB(t *model.TableInfo) ([]byte, error) {
 
 func (o *tableReaderOp) Next(ctx context.Context, ck *Chunk) error {
 	ck.reset()
-	for !ck.full() {
+	for !ck.full() && !o.pager.handOver(len(ck.rows)) {
 		k, v, ok, err := o.pager.next(ctx)
 		if err != nil || !ok {
 			return err
@@ -690,7 +710,7 @@ func (o *indexReaderOp) Next(ctx context.Context, ck *Chunk) error {
 	src := o.scan.Src
 	tbl := src.Table
 	ix := o.scan.Index
-	for !ck.full() {
+	for !ck.full() && !o.pager.handOver(len(ck.rows)) {
 		k, v, ok, err := o.pager.next(ctx)
 		if err != nil || !ok {
 			return err
@@ -759,7 +779,7 @@ func (o *indexLookUpOp) Open(ctx context.Context) error {
 func (o *indexLookUpOp) nextPushed(ctx context.Context, ck *Chunk) error {
 	src := o.idx.scan.Src
 	o.keys, o.slots = o.keys[:0], o.slots[:0]
-	for !ck.full() {
+	for !ck.full() && !o.idx.pager.handOver(len(ck.rows)) {
 		r, err := o.idx.pager.nextRow(ctx)
 		if err != nil {
 			return err

@@ -131,7 +131,9 @@
 // join. HashJoin builds on the side with fewer estimated rows (the inner side
 // of an outer join). IndexJoin replaces it when the inner table's handle or
 // an index prefix is among the keys and it costs less, in rows read, than
-// the hash join and the index join the other way round; a pseudo estimate
+// the hash join and the index join the other way round (a lookup by every
+// column of a unique index is a Batch_Point_Get of the keys,
+// IndexJoin.Unique); a pseudo estimate
 // (a table without statistics) weighs 10 times more, so an unanalyzed big
 // table is not trusted as a small outer side. STRAIGHT_JOIN keeps MySQL's
 // meaning: no reorder, the left table first. The greedy reorder of three or

@@ -151,6 +151,7 @@ type asyncResult struct {
 //
 //	exec [conn=NAME]       one statement per line, each answer on a line
 //	connect conn=NAME user=U [pass=P] [db=D]  log in as U ("ok" or the error)
+//	explain-analyze [conn=NAME]  as exec, EXPLAIN ANALYZE's times as <t>, sizes as <b>
 //	exec-async conn=NAME   start one statement without waiting for it
 //	wait-blocked n=N       wait until N transactions wait for row locks
 //	await conn=NAME        the answer of the connection's async statement
@@ -165,6 +166,10 @@ func TestPrivilegeScripts(t *testing.T) { runScripts(t, "testdata/privilege") }
 var (
 	tsInMessage = regexp.MustCompile(`(txnStartTS|conflictStartTS|conflictCommitTS)=[0-9]+`)
 	ddlJobTime  = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}`)
+	// EXPLAIN ANALYZE's durations (time:1.2ms, max: 394µs, 1m2.5s) and
+	// memory (1.5 KB), which differ from run to run.
+	analyzeTime  = regexp.MustCompile(`[0-9][0-9.hm]*(ns|µs|us|ms|s)\b`)
+	analyzeBytes = regexp.MustCompile(`[0-9][0-9.]* (Bytes|KB|MB|GB)\b`)
 )
 
 func runScripts(t *testing.T, dir string) {
@@ -199,6 +204,16 @@ func runScripts(t *testing.T, dir string) {
 						out = ddlJobTime.ReplaceAllString(out, "<time>") // a job's create, start and end times
 					}
 					sb.WriteString(out + "\n")
+				}
+				return sb.String()
+			case "explain-analyze": // like exec, with EXPLAIN ANALYZE's times and sizes as <t> and <b>
+				c := conn(d)
+				var sb strings.Builder
+				for _, q := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+					out, err := c.query(q, 10*time.Second)
+					require.NoError(t, err, q)
+					out = analyzeTime.ReplaceAllString(out, "<t>")
+					sb.WriteString(analyzeBytes.ReplaceAllString(out, "<b>") + "\n")
 				}
 				return sb.String()
 			case "connect": // connect conn=NAME user=U [pass=P] [db=D]: "ok" or the login error
