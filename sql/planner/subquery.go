@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -294,7 +295,9 @@ func (se *subqueryEnv) compare(l ast.ExprNode, sub *ast.SubqueryExpr, c *expr.Ct
 	lefts := []ast.ExprNode{l}
 	if r, row := unparen(l).(*ast.RowExpr); row {
 		if op != opcode.EQ && op != opcode.NE {
-			return nil, errno.NotSupported("operator " + op.String() + " between a row and a subquery")
+			var sb strings.Builder
+			op.Format(&sb)
+			return nil, errno.NotSupported("operator " + sb.String() + " between a row and a subquery")
 		}
 		lefts = r.Values
 	}
