@@ -112,6 +112,30 @@ type fileFailures struct {
 	fails     []failure
 }
 
+var (
+	createTable = regexp.MustCompile("(?i)^create\\s+table\\s+(?:if\\s+not\\s+exists\\s+)?`?(\\w+)`?")
+	noTable     = regexp.MustCompile(`^Table '[^'.]*\.(\w+)' doesn't exist`)
+)
+
+// reason is the reason of failure i in its file: a 1146 on a table whose
+// CREATE TABLE failed earlier in the file follows from that failure, and
+// says which; else failure.reason.
+func (ff *fileFailures) reason(i int) (class, detail string) {
+	class, detail = ff.fails[i].reason()
+	m := noTable.FindStringSubmatch(detail)
+	if m == nil || !strings.HasPrefix(class, "Strata errors 1146") {
+		return class, detail
+	}
+	for j := i - 1; j >= 0; j-- {
+		g := ff.fails[j]
+		if c := createTable.FindStringSubmatch(g.stmt); c != nil && strings.EqualFold(c[1], m[1]) {
+			gc, gd := g.reason()
+			return "table missing: its CREATE TABLE failed", fmt.Sprintf("#%d: %s (%s)", j+1, gc, gd)
+		}
+	}
+	return class, detail
+}
+
 // failureReport renders every failure with its reason as Markdown: the
 // reasons with their counts, per family (the file's first path element),
 // then each file's failures.
@@ -126,8 +150,8 @@ func failureReport(files []fileFailures) string {
 		families[fam] = true
 		famOK[fam] += ff.ok
 		famTotal[fam] += ff.total
-		for _, f := range ff.fails {
-			class, _ := f.reason()
+		for i := range ff.fails {
+			class, _ := ff.reason(i)
 			if counts[class] == nil {
 				counts[class] = map[string]int{}
 			}
@@ -170,7 +194,7 @@ func failureReport(files []fileFailures) string {
 		}
 		fmt.Fprintf(&sb, "\n### %s (%d of %d match)\n\n| # | statement | reason | detail |\n|---:|---|---|---|\n", ff.name, ff.ok, ff.total)
 		for i, f := range ff.fails {
-			class, detail := f.reason()
+			class, detail := ff.reason(i)
 			fmt.Fprintf(&sb, "| %d | `%s` | %s | %s |\n", i+1, cell(f.stmt, 160), class, cell(detail, 240))
 		}
 	}
