@@ -2,6 +2,8 @@ package expr
 
 import (
 	"bytes"
+	"math"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -21,30 +23,33 @@ const maxStringResult = 64 << 20
 var emptyBytes = types.NewBytes([]byte{})
 
 var stringBuiltins = map[string]builtin{
-	"substring":   {2, 3, buildSubstring},
-	"substr":      {2, 3, buildSubstring},
-	"mid":         {3, 3, buildSubstring},
-	"left":        {2, 2, buildLeftRight},
-	"right":       {2, 2, buildLeftRight},
-	"trim":        {1, 3, buildTrim},
-	"ltrim":       {1, 1, buildTrim},
-	"rtrim":       {1, 1, buildTrim},
-	"replace":     {3, 3, buildReplace},
-	"locate":      {2, 3, buildLocate},
-	"position":    {2, 2, buildLocate},
-	"instr":       {2, 2, buildLocate},
-	"lpad":        {3, 3, buildPad},
-	"rpad":        {3, 3, buildPad},
-	"repeat":      {2, 2, buildRepeat},
-	"reverse":     {1, 1, buildReverse},
-	"concat_ws":   {2, -1, buildConcatWS},
-	"ascii":       {1, 1, buildASCII},
-	"space":       {1, 1, buildSpace},
-	"strcmp":      {2, 2, buildStrcmp},
-	"elt":         {2, -1, buildElt},
-	"field":       {2, -1, buildField},
-	"find_in_set": {2, 2, buildFindInSet},
-	"insert_func": {4, 4, buildInsert},
+	"substring":       {2, 3, buildSubstring},
+	"substr":          {2, 3, buildSubstring},
+	"mid":             {3, 3, buildSubstring},
+	"left":            {2, 2, buildLeftRight},
+	"right":           {2, 2, buildLeftRight},
+	"trim":            {1, 3, buildTrim},
+	"ltrim":           {1, 1, buildTrim},
+	"rtrim":           {1, 1, buildTrim},
+	"replace":         {3, 3, buildReplace},
+	"locate":          {2, 3, buildLocate},
+	"position":        {2, 2, buildLocate},
+	"instr":           {2, 2, buildLocate},
+	"lpad":            {3, 3, buildPad},
+	"rpad":            {3, 3, buildPad},
+	"repeat":          {2, 2, buildRepeat},
+	"reverse":         {1, 1, buildReverse},
+	"concat_ws":       {2, -1, buildConcatWS},
+	"ascii":           {1, 1, buildASCII},
+	"space":           {1, 1, buildSpace},
+	"strcmp":          {2, 2, buildStrcmp},
+	"elt":             {2, -1, buildElt},
+	"field":           {2, -1, buildField},
+	"find_in_set":     {2, 2, buildFindInSet},
+	"insert_func":     {4, 4, buildInsert},
+	"substring_index": {3, 3, buildSubstringIndex},
+	"conv":            {3, 3, buildConv},
+	"quote":           {1, 1, buildQuote},
 }
 
 // binaryString reports whether ft's values are byte strings (VARBINARY,
@@ -473,5 +478,121 @@ func buildInsert(name string, args []Expr) (Expr, error) {
 		out := make([]byte, 0, len(s)-(j-i)+len(nw))
 		out = append(append(append(out, s[:i]...), nw...), s[j:]...)
 		return types.NewBytes(out), nil
+	}}, nil
+}
+
+// buildSubstringIndex is SUBSTRING_INDEX(s, delim, count): s up to the
+// count-th delim from the left (count > 0), or after the -count-th from
+// the right; all of s when it has fewer; ” for count 0 or an empty
+// delim. Delimiters match bytewise, as MySQL's.
+func buildSubstringIndex(name string, args []Expr) (Expr, error) {
+	return &funcExpr{name: name, args: args, ft: strType(argFlen(args[0])), fn: func(a []types.Datum) (types.Datum, error) {
+		if anyNull(a) {
+			return types.NullDatum, nil
+		}
+		s, d, n := textOf(a[0]), textOf(a[1]), intOf(a[2])
+		if len(d) == 0 || n == 0 {
+			return emptyBytes, nil
+		}
+		if n > 0 {
+			i := 0
+			for ; n > 0; n-- {
+				j := bytes.Index(s[i:], d)
+				if j < 0 {
+					return types.NewBytes(s), nil
+				}
+				i += j + len(d)
+			}
+			return types.NewBytes(s[:i-len(d)]), nil
+		}
+		end := len(s)
+		for ; n < 0; n++ {
+			j := bytes.LastIndex(s[:end], d)
+			if j < 0 {
+				return types.NewBytes(s), nil
+			}
+			end = j
+		}
+		return types.NewBytes(s[end+len(d):]), nil
+	}}, nil
+}
+
+// buildConv is CONV(n, from_base, to_base): n's text read in base
+// |from_base| (a leading '-' negates, in 64-bit two's complement; reading
+// stops at the first character that is no digit of the base; past 64 bits
+// it is 18446744073709551615), written in base |to_base| with upper-case
+// digits, signed when to_base is negative. NULL for a base outside
+// [2, 36], as MySQL.
+func buildConv(name string, args []Expr) (Expr, error) {
+	return &funcExpr{name: name, args: args, ft: strType(64), fn: func(a []types.Datum) (types.Datum, error) {
+		if anyNull(a) {
+			return types.NullDatum, nil
+		}
+		from, to := intOf(a[1]), intOf(a[2])
+		fb, tb := max(from, -from), max(to, -to)
+		if fb < 2 || fb > 36 || tb < 2 || tb > 36 {
+			return types.NullDatum, nil
+		}
+		s := bytes.TrimLeft(textOf(a[0]), " ")
+		neg := len(s) > 0 && s[0] == '-'
+		if neg {
+			s = s[1:]
+		}
+		var v uint64
+		for _, c := range s {
+			var d uint64
+			switch {
+			case c >= '0' && c <= '9':
+				d = uint64(c - '0')
+			case c >= 'a' && c <= 'z':
+				d = uint64(c-'a') + 10
+			case c >= 'A' && c <= 'Z':
+				d = uint64(c-'A') + 10
+			default:
+				d = 36
+			}
+			if d >= uint64(fb) {
+				break
+			}
+			if v > (math.MaxUint64-d)/uint64(fb) {
+				v = math.MaxUint64
+				break
+			}
+			v = v*uint64(fb) + d
+		}
+		if neg {
+			v = -v
+		}
+		if to < 0 && int64(v) < 0 {
+			return types.NewBytes(append([]byte{'-'}, bytes.ToUpper(strconv.AppendUint(nil, -v, int(tb)))...)), nil
+		}
+		return types.NewBytes(bytes.ToUpper(strconv.AppendUint(nil, v, int(tb)))), nil
+	}}, nil
+}
+
+// buildQuote is QUOTE(s): s in single quotes with backslash, quote, NUL
+// and Control-Z escaped, ready for an SQL statement; NULL gives the word
+// NULL.
+func buildQuote(name string, args []Expr) (Expr, error) {
+	return &funcExpr{name: name, args: args, ft: strType(-1), fn: func(a []types.Datum) (types.Datum, error) {
+		if a[0].IsNull() {
+			return types.NewString("NULL"), nil
+		}
+		s := textOf(a[0])
+		out := make([]byte, 0, len(s)+2)
+		out = append(out, '\'')
+		for _, c := range s {
+			switch c {
+			case '\\', '\'':
+				out = append(out, '\\', c)
+			case 0:
+				out = append(out, '\\', '0')
+			case 0x1a:
+				out = append(out, '\\', 'Z')
+			default:
+				out = append(out, c)
+			}
+		}
+		return types.NewBytes(append(out, '\'')), nil
 	}}, nil
 }
