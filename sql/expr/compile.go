@@ -47,6 +47,16 @@ type SchemaColumn struct {
 	// that an unqualified name resolves to the other side of, so only a
 	// qualified name (t.c) matches it.
 	Redundant bool
+	// Default is a table column's DEFAULT, which DEFAULT(col) reads (nil:
+	// not a table's column).
+	Default *ColumnDefault
+}
+
+// ColumnDefault is a table column's DEFAULT clause.
+type ColumnDefault struct {
+	Value types.Datum // the default (NULL: DEFAULT NULL, or none on a nullable column)
+	Now   bool        // DEFAULT CURRENT_TIMESTAMP: the statement's time
+	None  bool        // no DEFAULT on a NOT NULL column: DEFAULT(col) is ERROR 1364
 }
 
 // Ctx carries what compilation needs.
@@ -429,7 +439,7 @@ func Compile(n ast.ExprNode, c *Ctx) (Expr, error) {
 		}
 		return nil, errno.NotSupported("subqueries")
 	case *ast.DefaultExpr:
-		return nil, errno.NotSupported("DEFAULT outside INSERT VALUES")
+		return c.compileDefault(x)
 	case *ast.RowExpr:
 		return nil, errno.NotSupported("row constructors")
 	case *ast.WindowFuncExpr:
@@ -519,6 +529,37 @@ func (c *Ctx) resolve(n *ast.ColumnName) (Expr, error) {
 	}
 	sc := c.Columns[found]
 	return &Column{Offset: found, Ft: sc.Type, Name: sc.Name}, nil
+}
+
+// compileDefault compiles DEFAULT(col): the column's default value, the
+// statement's time for DEFAULT CURRENT_TIMESTAMP, ERROR 1364 when a NOT
+// NULL column has none, as MySQL. A bare DEFAULT is INSERT's and UPDATE's
+// (they handle it before compiling).
+func (c *Ctx) compileDefault(x *ast.DefaultExpr) (Expr, error) {
+	if x.Name == nil {
+		return nil, errno.NotSupported("DEFAULT outside INSERT VALUES and UPDATE SET")
+	}
+	e, err := c.resolve(x.Name)
+	if err != nil {
+		return nil, err
+	}
+	col, ok := e.(*Column)
+	if !ok || col.Offset >= len(c.Columns) || c.Columns[col.Offset].Default == nil {
+		return nil, errno.NotSupported("DEFAULT() of a column of no table")
+	}
+	sc := c.Columns[col.Offset]
+	ft := sc.Type
+	ft.Flag &^= mysql.PriKeyFlag | mysql.UniqueKeyFlag | mysql.MultipleKeyFlag | mysql.AutoIncrementFlag
+	switch d := sc.Default; {
+	case d.None:
+		return &funcExpr{name: "default", ft: ft, fn: func([]types.Datum) (types.Datum, error) {
+			return types.NullDatum, errno.New(errno.ErrNoDefaultForField, "Field '%s' doesn't have a default value", sc.Name)
+		}}, nil
+	case d.Now:
+		return &Constant{Value: types.NewString(types.FormatTime(ColumnNow(c.Env, sc.Type), sc.Type.Tp, sc.Type.Decimal)), Ft: ft}, nil
+	default:
+		return &Constant{Value: d.Value, Ft: ft}, nil
+	}
 }
 
 func (c *Ctx) clause() string {

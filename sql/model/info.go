@@ -260,7 +260,7 @@ func (t *TableInfo) BuildSchema(alias string) []expr.SchemaColumn {
 			cols = append(cols, expr.SchemaColumn{Table: alias, Type: c.Type, Hidden: true})
 			continue
 		}
-		cols = append(cols, expr.SchemaColumn{Table: alias, Name: c.Name, Type: c.Type})
+		cols = append(cols, expr.SchemaColumn{Table: alias, Name: c.Name, Type: c.Type, Default: c.defaultOf()})
 	}
 	if t.CommonHandle {
 		// No _tidb_rowid: the slot holds the common handle's bytes, under
@@ -330,6 +330,15 @@ func (c *ColumnInfo) DefaultDatum() types.Datum {
 		return types.NullDatum
 	}
 	return d
+}
+
+// defaultOf is c's DEFAULT as DEFAULT(col) reads it.
+func (c *ColumnInfo) defaultOf() *expr.ColumnDefault {
+	return &expr.ColumnDefault{
+		Value: c.DefaultDatum(),
+		Now:   c.DefaultNow,
+		None:  !c.HasDefault && c.Type.NotNull() && !c.AutoIncrement && c.Generated == nil,
+	}
 }
 
 // OriginDatum is the value of the column in a row that lacks it: its
