@@ -343,7 +343,7 @@ func (e *Executor) multiUpdate(ctx context.Context, s *ast.UpdateStmt, env expr.
 			targets = append(targets, &multiLeaf{src: leaf, base: bases[li]})
 		}
 		ma := multiAssign{t: ti, a: assign{off: off}}
-		_, isDef := a.Expr.(*ast.DefaultExpr)
+		isDef := bareDefault(a.Expr)
 		if c := leaf.Table.Columns[off]; c.IsGenerated() {
 			if !isDef {
 				return nil, errGeneratedValue(leaf.Table, c)

@@ -222,10 +222,25 @@ func hasOnUpdate(tbl *model.TableInfo) bool {
 	return false
 }
 
-// readsColumns reports whether an INSERT value names a column (outside
-// a subquery, whose names are its own tables').
+// readsColumns reports whether an INSERT value names a column, also as
+// DEFAULT(col) (outside a subquery, whose names are its own tables').
 func readsColumns(n ast.ExprNode) bool {
-	return planner.ContainsOutsideSubqueries(n, func(n ast.Node) bool { _, ok := n.(*ast.ColumnNameExpr); return ok })
+	return planner.ContainsOutsideSubqueries(n, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.ColumnNameExpr:
+			return true
+		case *ast.DefaultExpr:
+			return x.Name != nil
+		}
+		return false
+	})
+}
+
+// bareDefault reports whether n is DEFAULT, the assigned column's default
+// (DEFAULT(col) is an expression: col's default).
+func bareDefault(n ast.ExprNode) bool {
+	d, ok := n.(*ast.DefaultExpr)
+	return ok && d.Name == nil
 }
 
 // rowSoFar fills buf (width wide: the source's columns and handle) with
@@ -370,7 +385,7 @@ func (e *Executor) Insert(ctx context.Context, s *ast.InsertStmt, env expr.Env, 
 		for vi, n := range list {
 			c := tbl.Columns[offs[vi]]
 			var v datum
-			_, isDef := n.(*ast.DefaultExpr)
+			isDef := bareDefault(n)
 			if c.IsGenerated() && isDef {
 				continue // computed below
 			}
@@ -854,7 +869,7 @@ func compileAssignments(list []*ast.Assignment, src *planner.Source, ectx *expr.
 		if off < 0 {
 			return nil, errno.New(errno.ErrBadField, "Unknown column '%s' in 'field list'", a.Column.Name.O)
 		}
-		_, isDef := a.Expr.(*ast.DefaultExpr)
+		isDef := bareDefault(a.Expr)
 		if c := src.Table.Columns[off]; c.IsGenerated() {
 			if !isDef {
 				return nil, errGeneratedValue(src.Table, c)
