@@ -305,6 +305,9 @@ type keyPager struct {
 	// range, no paging.
 	oneShot bool
 	cs      *copStats // EXPLAIN ANALYZE
+	// limited: the read has a pushed-down LIMIT, so its consumer wants
+	// its first rows soon (handOver).
+	limited bool
 
 	ri       int
 	cur      []byte // forward: next start; reverse: next end
@@ -319,6 +322,7 @@ func (p *keyPager) reset(first int) {
 	p.ri, p.started, p.pos, p.finished = 0, false, 0, false
 	p.pairs, p.rows = p.pairs[:0], p.rows[:0]
 	p.page = minPage
+	p.limited = first > 0
 	if first > 0 {
 		p.page = min(first, maxPage)
 	}
@@ -350,8 +354,13 @@ func (p *keyPager) nextRow(ctx context.Context) (*coprocessorpb.Row, error) {
 // stops after the pages it needs, where filling the chunk cost a request
 // per page (9 for the first 256 rows of a scan whose first page is one
 // row: 1 + 2 + 4 + ... + 256).
+//
+// Only a read with a pushed-down LIMIT hands over early: an unlimited
+// scan's consumers (a join's outer side looking up a batch per chunk, a
+// hash build) pay for small chunks, and TestJoinsMatchNestedLoop ran 10x
+// longer when every reader did.
 func (p *keyPager) handOver(have int) bool {
-	if have == 0 {
+	if have == 0 || !p.limited {
 		return false
 	}
 	if p.cop != nil {
