@@ -153,9 +153,9 @@
 // request asks for 256 rows (or the pushed-down limit), each next one for
 // twice as many, up to 8192; a page is one request to one region
 // (paging_size; the store returns its resume key), so a scan holds one page
-// and no region is asked for rows it would discard. A reader hands its
-// chunk over at the end of a page instead of asking for the next page to
-// fill it, so a LIMIT 1 whose first page is one row costs one request,
+// and no region is asked for rows it would discard. A reader with a
+// pushed-down LIMIT hands its chunk over at the end of a page instead of
+// asking for the next page to fill it, so a LIMIT 1 whose first page is one row costs one request,
 // not nine (1 + 2 + ... + 256 rows to fill a chunk). Backward table scans,
 // ranges the transaction has written in, and READ-COMMITTED reads go through
 // Txn.Scan instead, which merges the buffer. With index lookup pushdown

@@ -25,8 +25,9 @@ import (
 // asks for minPage rows (or the pushed-down limit), each next one for
 // twice as many, up to maxPage, so a LIMIT stops the scan early and a
 // large scan holds at most maxPage rows of one request in memory. A
-// reader hands its chunk over at the end of a page rather than asking
-// for the next one to fill it (keyPager.handOver). Through
+// reader with a pushed-down LIMIT hands its chunk over at the end of a
+// page rather than asking for the next one to fill it
+// (keyPager.handOver). Through
 // the coprocessor a page is one request to one region (paging_size, the
 // store's resume key), never a page from every region of the range.
 const (
