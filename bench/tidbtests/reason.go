@@ -74,8 +74,10 @@ func (f failure) reason() (class, detail string) {
 		return "same error code, other message", wantCode + ": TiDB " + wantMsg + " / Strata " + gotMsg
 	}
 	wl, gl := lines(f.want), lines(f.got)
+	upper := strings.ToUpper(f.stmt)
+	explain := strings.HasPrefix(upper, "EXPLAIN") || strings.HasPrefix(upper, "DESC")
 	if len(wl) > 0 && len(gl) > 0 && wl[0] != gl[0] {
-		if strings.HasPrefix(strings.ToUpper(f.stmt), "EXPLAIN") || strings.HasPrefix(strings.ToUpper(f.stmt), "DESC") {
+		if explain {
 			return "EXPLAIN output differs", "TiDB " + wl[0] + " / Strata " + gl[0]
 		}
 		return "column names differ", "TiDB " + wl[0] + " / Strata " + gl[0]
@@ -85,10 +87,10 @@ func (f failure) reason() (class, detail string) {
 	}
 	for i := range wl {
 		if wl[i] != gl[i] {
-			if strings.HasPrefix(strings.ToUpper(f.stmt), "EXPLAIN") || strings.HasPrefix(strings.ToUpper(f.stmt), "DESC") {
+			if explain {
 				return "EXPLAIN output differs", "row " + fmt.Sprint(i) + ": TiDB " + wl[i] + " / Strata " + gl[i]
 			}
-			if strings.HasPrefix(strings.ToUpper(f.stmt), "SHOW") {
+			if strings.HasPrefix(upper, "SHOW") {
 				return "SHOW output differs", "row " + fmt.Sprint(i) + ": TiDB " + wl[i] + " / Strata " + gl[i]
 			}
 			return "values differ", "row " + fmt.Sprint(i) + ": TiDB " + wl[i] + " / Strata " + gl[i]

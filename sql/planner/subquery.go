@@ -309,6 +309,9 @@ func (se *subqueryEnv) compare(l ast.ExprNode, sub *ast.SubqueryExpr, c *expr.Ct
 		return nil, errno.New(1241, "Operand should contain %d column(s)", len(lefts))
 	}
 	cs := &compareSubquery{sq: sq, op: op, all: all, not: not}
+	// Strings, dates and datetimes compare as text (their canonical text
+	// orders as time), as the comparison operators compare them.
+	textual := func(ft types.FieldType) bool { return ft.Class() == types.ClassString || types.IsDateOrDatetime(ft) }
 	for i, ln := range lefts {
 		le, err := expr.Compile(ln, c)
 		if err != nil {
@@ -324,9 +327,6 @@ func (se *subqueryEnv) compare(l ast.ExprNode, sub *ast.SubqueryExpr, c *expr.Ct
 				le = expr.LocalTimestamp(le, c.Env)
 			}
 		}
-		// Strings, dates and datetimes compare as text (their canonical
-		// text orders as time), as the comparison operators compare them.
-		textual := func(ft types.FieldType) bool { return ft.Class() == types.ClassString || types.IsDateOrDatetime(ft) }
 		col := subqueryColumn{l: le, byBytes: textual(le.Type()) && textual(rt)}
 		if col.byBytes {
 			col.coll = expr.PairCollation(le.Type(), rt)
