@@ -228,6 +228,7 @@ func (a *applier) applyCmd(b *pebble.Batch, p *peer, as *applyState, cmd *raft_c
 func (s *Store) apply(readies []peerReady, persistedOnly bool) {
 	start := time.Now()
 	tasks := s.applyTasks[:0]
+	n := 0 // entries to apply (above each region's applied index)
 	defer func() {
 		clear(tasks)
 		s.applyTasks = tasks[:0]
@@ -257,10 +258,12 @@ func (s *Store) apply(readies []peerReady, persistedOnly bool) {
 			continue
 		}
 		tasks = append(tasks, applyTask{p: r.p, ents: ents})
+		n += int(ents[len(ents)-1].GetIndex() - max(r.p.ps.apply.applied, ents[0].GetIndex()-1))
 	}
 	if len(tasks) == 0 {
 		return
 	}
+	appliedEntries.Observe(float64(n))
 	res := s.applier.apply(tasks)
 	for _, p := range res.written {
 		s.markSplitDirty(p)

@@ -93,10 +93,12 @@
 //
 // Metrics: strata_raftstore_ready_loop_seconds (an iteration with a
 // Ready), loop_iteration_seconds (every iteration), active_peers (peers
-// polled per iteration), hibernated_peers, stores_down_total, ready_regions (peers with a Ready per iteration),
+// polled per iteration), hibernated_peers, stores_down_total,
+// ready_regions (peers with a Ready per iteration),
 // raft_log_fsync_seconds, appended_entries_per_fsync and fsync_regions
-// (group commit width), apply_seconds (one apply batch), and per write on
-// its leader, from its arrival: proposal_append_seconds (fsynced locally),
+// (group commit width), apply_seconds and applied_entries_per_batch (one
+// apply batch), and per write on its leader, from its arrival:
+// proposal_append_seconds (fsynced locally),
 // proposal_commit_seconds (committed) and propose_wait_seconds (applied,
 // answered). An iteration that lasts an election timeout or more logs a
 // warning with the time of each phase (inbox, collect,

@@ -84,12 +84,15 @@ func peerOf(s *Store, regionID uint64) *metapb.Peer {
 func TestHarnessBasic(t *testing.T) {
 	h := newHarness(t, seedOr(t, 1), 3, nil)
 	appends, commits, fsyncs := histCount(t, proposalAppendSeconds), histCount(t, proposalCommitSeconds), histCount(t, fsyncRegions)
+	applied := histSum(t, appliedEntries)
 	h.writeKeys("k", 20)
 	// Every write went through each stage on its leader (other tests in
 	// this process may add more).
 	require.GreaterOrEqual(t, histCount(t, proposalAppendSeconds)-appends, uint64(20))
 	require.GreaterOrEqual(t, histCount(t, proposalCommitSeconds)-commits, uint64(20))
 	require.Greater(t, histCount(t, fsyncRegions), fsyncs)
+	// Each of the three replicas applied every write.
+	require.GreaterOrEqual(t, histSum(t, appliedEntries)-applied, float64(3*20))
 	r := h.regionAt("k000")
 	h.requireConsistent(r.GetId())
 	h.checkHash(r.GetId())
@@ -445,6 +448,12 @@ func histCount(t *testing.T, h prometheus.Histogram) uint64 {
 	var m dto.Metric
 	require.NoError(t, h.Write(&m))
 	return m.GetHistogram().GetSampleCount()
+}
+
+func histSum(t *testing.T, h prometheus.Histogram) float64 {
+	var m dto.Metric
+	require.NoError(t, h.Write(&m))
+	return m.GetHistogram().GetSampleSum()
 }
 
 // TestHarnessCrashRestart: a seeded store (the leader too, sometimes) is

@@ -37,6 +37,11 @@ var (
 		Help:    "Duration of applying one Ready iteration's committed entries (all regions, one batch).",
 		Buckets: latencyBuckets,
 	})
+	appliedEntries = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "applied_entries_per_batch",
+		Help:    "Committed raft log entries applied per apply batch (one engine write for every region of a loop step).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+	})
 	readyRegions = promauto.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "ready_regions",
 		Help:    "Regions with a Ready per loop iteration (group commit width).",
