@@ -36,6 +36,15 @@ type ProcStats struct {
 	ReadIndexCount  float64 `json:"read_index_count,omitempty"`
 	ProposeWaitMs   float64 `json:"propose_wait_mean_ms,omitempty"`
 	ProposeCount    float64 `json:"propose_count,omitempty"`
+	// ProposalAppendMs and ProposalCommitMs: a write on its leader, from
+	// its arrival, until fsynced in the leader's log and until committed
+	// (ProposeWaitMs: until applied and answered).
+	ProposalAppendMs float64 `json:"proposal_append_mean_ms,omitempty"`
+	ProposalCommitMs float64 `json:"proposal_commit_mean_ms,omitempty"`
+	// EntriesPerFsync and EntriesPerApply: mean raft log entries per synced
+	// batch and per apply batch (group commit width).
+	EntriesPerFsync float64 `json:"entries_per_fsync,omitempty"`
+	EntriesPerApply float64 `json:"entries_per_apply,omitempty"`
 	FsyncMs         float64 `json:"raft_fsync_mean_ms,omitempty"`
 	FsyncCount      float64 `json:"raft_fsync_count,omitempty"`
 	SQLQueryMs      float64 `json:"sql_query_mean_ms,omitempty"`
@@ -99,7 +108,17 @@ func procStats(p proc, before, after sample, queries float64, seconds float64) P
 	}
 	st.ReadIndexWaitMs, st.ReadIndexCount = mean("strata_raftstore_read_index_wait_seconds")
 	st.ProposeWaitMs, st.ProposeCount = mean("strata_raftstore_propose_wait_seconds")
+	st.ProposalAppendMs, _ = mean("strata_raftstore_proposal_append_seconds")
+	st.ProposalCommitMs, _ = mean("strata_raftstore_proposal_commit_seconds")
 	st.FsyncMs, st.FsyncCount = mean("strata_raftstore_raft_log_fsync_seconds")
+	per := func(prefix string) float64 {
+		if n := d(prefix + "_count"); n > 0 {
+			return d(prefix+"_sum") / n
+		}
+		return 0
+	}
+	st.EntriesPerFsync = per("strata_raftstore_appended_entries_per_fsync")
+	st.EntriesPerApply = per("strata_raftstore_applied_entries_per_batch")
 	st.SQLQueryMs, _ = mean("strata_sql_query_duration_seconds")
 	st.SQLErrors = d("strata_sql_errors_total")
 	if queries > 0 {

@@ -370,13 +370,13 @@ func (s *session) markdown(cfg config, wl string) string {
 				notes = append(notes, fmt.Sprintf("ReadIndex wait %.3f ms (%.0f)", p.ReadIndexWaitMs, p.ReadIndexCount))
 			}
 			if p.ProposeCount > 0 {
-				notes = append(notes, fmt.Sprintf("propose→apply %.3f ms (%.0f)", p.ProposeWaitMs, p.ProposeCount))
+				notes = append(notes, fmt.Sprintf("write from arrival: fsynced %.3f, committed %.3f, applied %.3f ms (%.0f)", p.ProposalAppendMs, p.ProposalCommitMs, p.ProposeWaitMs, p.ProposeCount))
 			}
 			if p.RaftMsgsPerQuery > 0 {
 				notes = append(notes, fmt.Sprintf("%.2f raft msgs sent/query, %.2f Ready loops/query", p.RaftMsgsPerQuery, p.ReadyLoopsPerQuery))
 			}
 			if p.FsyncCount > 0 {
-				notes = append(notes, fmt.Sprintf("raft fsync %.3f ms (%.0f)", p.FsyncMs, p.FsyncCount))
+				notes = append(notes, fmt.Sprintf("raft fsync %.3f ms (%.0f, %.1f entries each; %.1f entries per apply)", p.FsyncMs, p.FsyncCount, p.EntriesPerFsync, p.EntriesPerApply))
 			}
 			if p.SQLQueryMs > 0 {
 				notes = append(notes, fmt.Sprintf("server-side statement %.3f ms", p.SQLQueryMs))
