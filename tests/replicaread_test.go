@@ -165,6 +165,18 @@ func TestStaleRead(t *testing.T) {
 	require.NoError(t, db.QueryRow("SELECT v FROM sr.t AS OF TIMESTAMP TIDB_PARSE_TSO("+tso+") WHERE id = 1").Scan(&v))
 	require.EqualValues(t, 1, v)
 
+	// Prepared (binary protocol): the clause is found once, at prepare,
+	// and its time bound at each execution.
+	ps, err := db.Prepare("SELECT v FROM sr.t AS OF TIMESTAMP ? WHERE id = ?")
+	require.NoError(t, err)
+	for range 2 {
+		require.NoError(t, ps.QueryRow(t0, 1).Scan(&v))
+		require.EqualValues(t, 1, v)
+	}
+	require.NoError(t, ps.Close())
+	_, err = db.Exec("UPDATE sr.t AS OF TIMESTAMP ? SET v = 5 WHERE id = ?", t0, 1)
+	require.Error(t, err, "a prepared write with AS OF is refused")
+
 	// tidb_snapshot: every read of the session at that time, by datetime
 	// or TSO, until it is cleared; writes and locking reads refused.
 	for _, snapshot := range []string{t0, tso} {

@@ -31,15 +31,23 @@ type Prepared struct {
 	// LongData accumulates COM_STMT_SEND_LONG_DATA chunks per parameter until
 	// the next execute or reset.
 	LongData map[int][]byte
+	// asOf are Stmt's AS OF TIMESTAMP clauses, found once at prepare
+	// (stmtAsOf would walk the statement at every execution).
+	asOf []*ast.AsOfClause
 }
 
-type markerCollector struct{ markers []*driver.ParamMarkerExpr }
+// markerCollector finds a statement's parameter markers and AS OF
+// clauses in one walk.
+type markerCollector struct {
+	markers []*driver.ParamMarkerExpr
+	asOf    asOfFinder
+}
 
 func (m *markerCollector) Enter(n ast.Node) (ast.Node, bool) {
 	if pm, ok := n.(*driver.ParamMarkerExpr); ok {
 		m.markers = append(m.markers, pm)
 	}
-	return n, false
+	return m.asOf.Enter(n)
 }
 
 func (m *markerCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
@@ -105,7 +113,7 @@ func (s *Session) prepare(ctx context.Context, stmts []ast.StmtNode, aliases row
 	for i, m := range mc.markers {
 		m.SetOrder(i)
 	}
-	p := &Prepared{Stmt: stmts[0], NumParams: len(mc.markers)}
+	p := &Prepared{Stmt: stmts[0], NumParams: len(mc.markers), asOf: mc.asOf.clauses}
 	switch q := stmts[0].(type) {
 	case *ast.SelectStmt, *ast.SetOprStmt:
 		params, prepared := s.params, s.prepared
@@ -143,7 +151,7 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *Prepared, params []typ
 	if len(params) != p.NumParams {
 		return nil, errno.New(errno.ErrWrongArguments, "Incorrect arguments to EXECUTE: %d parameters for %d markers", len(params), p.NumParams)
 	}
-	s.params, s.prepared = params, true
-	defer func() { s.params, s.prepared = nil, false }()
+	s.params, s.prepared, s.executing = params, true, p
+	defer func() { s.params, s.prepared, s.executing = nil, false, nil }()
 	return s.Execute(ctx, p.Stmt)
 }

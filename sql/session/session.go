@@ -61,6 +61,7 @@ type Session struct {
 	sqlMode      sqlModeCache  // SQLMode
 	params       []types.Datum // bound while a prepared statement executes
 	prepared     bool          // a prepared statement is executing
+	executing    *Prepared     // the prepared statement executing (nil for a text statement)
 	plans        executor.PlanCache
 	// lastPlanFromCache: the previous statement ran a cached plan
 	// (@@last_plan_from_cache).

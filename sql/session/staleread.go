@@ -70,7 +70,12 @@ func asOfClauses(n ast.Node) []*ast.AsOfClause {
 // clauses (0 when it has none). Every table must name the same time, the
 // statement must read only, and no transaction may be open (TiDB's rules).
 func (s *Session) stmtAsOf(ctx context.Context, n ast.Node, readOnly bool) (uint64, error) {
-	clauses := asOfClauses(n)
+	var clauses []*ast.AsOfClause
+	if p := s.executing; p != nil && ast.Node(p.Stmt) == n {
+		clauses = p.asOf
+	} else {
+		clauses = asOfClauses(n)
+	}
 	if len(clauses) == 0 {
 		return 0, nil
 	}
