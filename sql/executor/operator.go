@@ -36,6 +36,17 @@ func newChunk(width, max int) *Chunk {
 
 func (c *Chunk) reset() { c.rows = c.rows[:0] }
 
+// reserve sizes a chunk's first slab for the n rows its producer knows it
+// will put there (TiDB's InitCap: a point get's one row, a batch point
+// get's keys), instead of firstChunkRows: a one-row read of a wide table
+// would otherwise allocate 32 rows of it. A chunk that already has a slab
+// keeps it.
+func (c *Chunk) reserve(n int) {
+	if c.slab == nil && n > 0 {
+		c.slab = make([]datum, min(n, c.max)*c.width)
+	}
+}
+
 // alloc returns a zeroed row slot appended to c.
 func (c *Chunk) alloc() []datum {
 	i := len(c.rows)

@@ -125,6 +125,7 @@ func (o *projectionOp) Next(ctx context.Context, ck *Chunk) error {
 	if err := o.child.Next(ctx, o.in); err != nil {
 		return err
 	}
+	ck.reserve(len(o.in.rows))
 	for _, r := range o.in.rows {
 		out := ck.alloc()
 		for j, e := range o.exprs {

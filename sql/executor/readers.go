@@ -79,6 +79,7 @@ func (o *rowsOp) Close() error { o.rows = nil; return nil }
 func (o *rowsOp) width() int   { return o.w }
 func (o *rowsOp) Next(ctx context.Context, ck *Chunk) error {
 	ck.reset()
+	ck.reserve(len(o.rows) - o.pos)
 	for o.pos < len(o.rows) && !ck.full() {
 		copy(ck.alloc(), o.rows[o.pos])
 		o.pos++
@@ -178,6 +179,7 @@ func (o *pointGetOp) Next(ctx context.Context, ck *Chunk) error {
 		return nil
 	}
 	o.done = true
+	ck.reserve(1)
 	row := ck.alloc()
 	found, err := o.rc.readPoint(ctx, o.p, row)
 	if !found {
@@ -278,6 +280,7 @@ func (o *batchPointGetOp) Open(ctx context.Context) error {
 
 func (o *batchPointGetOp) Next(_ context.Context, ck *Chunk) error {
 	ck.reset()
+	ck.reserve(len(o.keys) - o.pos)
 	for o.pos < len(o.keys) && !ck.full() {
 		k := o.keys[o.pos]
 		o.pos++
