@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -400,14 +401,20 @@ func TestContextCancelled(t *testing.T) {
 	require.Less(t, time.Since(start), 2*time.Second)
 }
 
-func TestCoprocessorAcrossRegions(t *testing.T) {
+// twoLeaders is two stores holding keys 0..n-1 (committed at 10), split
+// at key at, the region from there led by store 2, and a client.
+func twoLeaders(t *testing.T, n, at int) (*cluster, *Client) {
 	cl := newStores(t, 2)
-	for i := range 20 {
+	for i := range n {
 		cl.put(key(i), "v", 10)
 	}
-	r2 := cl.split(key(10))
+	r2 := cl.split(key(at))
 	cl.SetLeader(r2, 2, true)
-	c := cl.client(Config{})
+	return cl, cl.client(Config{})
+}
+
+func TestCoprocessorAcrossRegions(t *testing.T) {
+	cl, c := twoLeaders(t, 20, 10)
 	ranges := []*kvrpcpb.KeyRange{
 		{Start: []byte(key(18)), End: nil},
 		{Start: []byte(key(0)), End: []byte(key(3))},
@@ -555,13 +562,7 @@ func TestCoprocessorManyRegionsWithSplit(t *testing.T) {
 // region and says where the next starts; following the resume keys reads
 // every row once, asking each region only for the pages it serves.
 func TestCoprocessorPaging(t *testing.T) {
-	cl := newStores(t, 2)
-	for i := range 25 {
-		cl.put(key(i), "v", 10)
-	}
-	r2 := cl.split(key(10))
-	cl.SetLeader(r2, 2, true)
-	c := cl.client(Config{})
+	cl, c := twoLeaders(t, 25, 10)
 	dag := scanDAG()
 	dag.PagingSize = 4
 	start, end := []byte(key(1)), []byte(key(23))
@@ -587,6 +588,69 @@ func TestCoprocessorPaging(t *testing.T) {
 	require.Equal(t, []int{4, 4, 1, 4, 4, 4, 1}, pages)
 	require.Equal(t, 3, cl.NodeCalls(1, "Coprocessor"))
 	require.Equal(t, 4, cl.NodeCalls(2, "Coprocessor"))
+}
+
+// TestCoprocessorPagingRanges: a paging call takes every range of the
+// region it reads in one request, ascending from the first range's start
+// or, with a descending scan, backwards from the last range's end; the
+// resume keys (inside a range, or the next region's edge) lead over every
+// row once, in scan order, with one call per region and page.
+func TestCoprocessorPagingRanges(t *testing.T) {
+	cl, c := twoLeaders(t, 30, 12)
+	// k01..k03, k05, k07..k13 (over the split), nothing in k20..k20\0
+	// (empty), k25..k26.
+	ranges := []*kvrpcpb.KeyRange{
+		{Start: []byte(key(1)), End: []byte(key(4))},
+		{Start: []byte(key(5)), End: []byte(key(6))},
+		{Start: []byte(key(7)), End: []byte(key(14))},
+		{Start: []byte(key(20)), End: []byte(key(20))},
+		{Start: []byte(key(25)), End: []byte(key(27))},
+	}
+	var want []string
+	for _, i := range []int{1, 2, 3, 5, 7, 8, 9, 10, 11, 12, 13, 25, 26} {
+		want = append(want, key(i))
+	}
+	for _, desc := range []bool{false, true} {
+		dag := &coprocessorpb.DAGRequest{PagingSize: 4, Executors: []*coprocessorpb.Executor{
+			{Tp: coprocessorpb.ExecType_TypeTableScan, TblScan: &coprocessorpb.TableScan{Desc: desc}}}}
+		c1, c2 := cl.NodeCalls(1, "Coprocessor"), cl.NodeCalls(2, "Coprocessor")
+		rs := ranges
+		var got []string
+		var pages []int
+		for len(rs) > 0 {
+			resps, err := c.Coprocessor(bg, dag, rs, 20)
+			require.NoError(t, err)
+			require.Len(t, resps, 1)
+			for _, r := range resps[0].Rows {
+				got = append(got, string(r.Key))
+			}
+			pages = append(pages, len(resps[0].Rows))
+			if resps[0].ResumeKey == nil {
+				break
+			}
+			rs = resumeRanges(rs, resps[0].ResumeKey, desc)
+		}
+		w := slices.Clone(want)
+		if desc {
+			slices.Reverse(w)
+		}
+		require.Equal(t, w, got, "desc=%v", desc)
+		if desc {
+			// Region 2 (k12..) answers k26 k25 k13 k12, its last rows
+			// (the page resumes before k12, in region 1); region 1
+			// k11..k08, k07..k02, k01.
+			require.Equal(t, []int{4, 4, 4, 1}, pages)
+			require.Equal(t, 3, cl.NodeCalls(1, "Coprocessor")-c1)
+			require.Equal(t, 1, cl.NodeCalls(2, "Coprocessor")-c2)
+		} else {
+			// Region 1 answers k01..k07, k08..k10 (4 each), then k11 and
+			// is done; region 2 k12 k13 k25 k26, a full page, then
+			// nothing after it.
+			require.Equal(t, []int{4, 4, 1, 4, 0}, pages)
+			require.Equal(t, 3, cl.NodeCalls(1, "Coprocessor")-c1)
+			require.Equal(t, 2, cl.NodeCalls(2, "Coprocessor")-c2)
+		}
+	}
 }
 
 func TestCoprocessorError(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratadb/strata/kvclient/locate"
 	"github.com/stratadb/strata/proto/coprocessorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
@@ -31,11 +32,15 @@ const copConcurrency = 8
 // are not modified). A range with an empty end extends to +infinity.
 //
 // With dag.paging_size set, Coprocessor answers one page instead: it
-// queries only the region holding the first range's start and returns its
-// one response, whose resume_key is where the next page starts (the
-// store's, or the region's end when the region is exhausted and the ranges
-// go on; unset when the ranges are exhausted). The caller resumes with the
-// ranges clipped to start there. So a scan holds one page in memory, and
+// queries only the region holding the first range's start, with every
+// range (part) in that region, and returns its one response, whose
+// resume_key is where the next page starts (the store's, or the region's
+// end when the region is exhausted and the ranges go on; unset when the
+// ranges are exhausted). The caller resumes with the ranges clipped to
+// start there. A descending scan pages from the other end: the region
+// holding the last range's end, resume_key being where the next page
+// ends (exclusive). So a scan holds one page in memory, a read of many
+// ranges costs a request per region and page rather than per range, and
 // no region is asked for rows that would be thrown away.
 func (c *Client) Coprocessor(ctx context.Context, dag *coprocessorpb.DAGRequest, ranges []*kvrpcpb.KeyRange, ts uint64) ([]*coprocessorpb.SelectResponse, error) {
 	return c.CoprocessorResolved(ctx, dag, ranges, ts, nil)
@@ -60,7 +65,7 @@ func (c *Client) CoprocessorResolved(ctx context.Context, dag *coprocessorpb.DAG
 
 	bo := newBackoffer(c.cfg.BackoffBudget)
 	if dag.GetPagingSize() > 0 && len(rs) > 0 {
-		return c.copPage(ctx, &bo, data, ts, resolved, rs)
+		return c.copPage(ctx, &bo, data, ts, resolved, rs, dagDesc(dag))
 	}
 	// Split the ranges by region up front: one task per region.
 	var tasks []copTask
@@ -170,20 +175,35 @@ func (c *Client) copRanges(ctx context.Context, bo *backoffer, cc *copCall, rs [
 }
 
 // copPage runs one page of a paging request: over the part of sorted rs
-// in the region holding rs[0].Start, and returns its response with
-// resume_key set to where the next page starts.
-func (c *Client) copPage(ctx context.Context, bo *backoffer, data []byte, ts uint64, resolved []uint64, rs []*kvrpcpb.KeyRange) ([]*coprocessorpb.SelectResponse, error) {
+// in the region holding rs[0].Start (desc: the region holding the end of
+// the last range, scanned backwards), and returns its response with
+// resume_key set to where the next page starts (desc: where it ends,
+// exclusive).
+func (c *Client) copPage(ctx context.Context, bo *backoffer, data []byte, ts uint64, resolved []uint64, rs []*kvrpcpb.KeyRange, desc bool) ([]*coprocessorpb.SelectResponse, error) {
 	var (
 		rctx = kvrpcpb.Context{ResolvedLocks: resolved}
 		req  = kvrpcpb.CoprocessorRequest{Context: &rctx, Data: data, StartTs: ts}
 		wrap = Request{Cmd: &storepb.BatchCommandsRequest_Request_Coprocessor{Coprocessor: &req}}
 	)
 	for {
-		r, err := c.locate(ctx, bo, rs[0].Start)
+		var (
+			r        *locate.Region
+			err      error
+			in, rest []*kvrpcpb.KeyRange
+		)
+		if desc {
+			r, err = c.locateLast(ctx, bo, rs[len(rs)-1])
+		} else {
+			r, err = c.locate(ctx, bo, rs[0].Start)
+		}
 		if err != nil {
 			return nil, err
 		}
-		in, rest := clipRanges(r.EndKey(), rs)
+		if desc {
+			rest, in = clipRangesBefore(r.StartKey(), rs)
+		} else {
+			in, rest = clipRanges(r.EndKey(), rs)
+		}
 		req.Ranges = in
 		resp, retry, err := c.sendToRegion(ctx, bo, r, &wrap)
 		if err != nil {
@@ -197,10 +217,44 @@ func (c *Client) copPage(ctx context.Context, bo *backoffer, data []byte, ts uin
 			return nil, err
 		}
 		if len(sr.ResumeKey) == 0 && len(rest) > 0 {
-			sr.ResumeKey = rest[0].Start
+			if desc {
+				sr.ResumeKey = rest[len(rest)-1].End
+			} else {
+				sr.ResumeKey = rest[0].Start
+			}
 		}
 		return []*coprocessorpb.SelectResponse{sr}, nil
 	}
+}
+
+// locateLast is the region holding the last keys of range kr: the one
+// holding its start, or after a split a later one, up to the one its end
+// falls in.
+func (c *Client) locateLast(ctx context.Context, bo *backoffer, kr *kvrpcpb.KeyRange) (*locate.Region, error) {
+	r, err := c.locate(ctx, bo, kr.Start)
+	for err == nil && len(r.EndKey()) > 0 && (len(kr.End) == 0 || bytes.Compare(r.EndKey(), kr.End) < 0) {
+		r, err = c.locate(ctx, bo, r.EndKey())
+	}
+	return r, err
+}
+
+// clipRangesBefore splits sorted ranges rs, the last of which ends in a
+// region starting at start, into the parts before start and those inside
+// that region. Like clipRanges it allocates new KeyRanges for a split
+// range and never modifies rs or its elements.
+func clipRangesBefore(start []byte, rs []*kvrpcpb.KeyRange) (before, in []*kvrpcpb.KeyRange) {
+	for i, kr := range rs {
+		if len(kr.End) != 0 && bytes.Compare(kr.End, start) <= 0 {
+			continue
+		}
+		if bytes.Compare(kr.Start, start) >= 0 {
+			return rs[:i:i], rs[i:]
+		}
+		before = append(slices.Clip(rs[:i]), &kvrpcpb.KeyRange{Start: kr.Start, End: start})
+		in = append([]*kvrpcpb.KeyRange{{Start: start, End: kr.End}}, rs[i+1:]...)
+		return before, in
+	}
+	return rs, nil
 }
 
 // clipRanges splits sorted ranges rs, the first of which starts in a region

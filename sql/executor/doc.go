@@ -153,7 +153,12 @@
 // request asks for 256 rows (or the pushed-down limit), each next one for
 // twice as many, up to 8192; a page is one request to one region
 // (paging_size; the store returns its resume key), so a scan holds one page
-// and no region is asked for rows it would discard. A reader with a
+// and no region is asked for rows it would discard. A page carries every
+// range left in its region (up to as many ranges as the page has rows, at
+// least 256), so a read of several ranges (an IN list of tuples, BETWEENs
+// OR-ed together) costs a request per region and page, not per range; a
+// descending index read pages the same way from the last range's end. A
+// reader with a
 // pushed-down LIMIT hands its chunk over at the end of a page instead of
 // asking for the next page to fill it, so a LIMIT 1 whose first page is one row costs one request,
 // not nine (1 + 2 + ... + 256 rows to fill a chunk). Backward table scans,

@@ -112,7 +112,11 @@ func explainResult(root planner.Plan, brief bool, stats map[planner.Plan]*opStat
 					cop = nil
 				}
 			}
-			_, isReader := r.Plan.(*planner.TableReader)
+			isReader := false
+			switch r.Plan.(type) {
+			case *planner.TableReader, *planner.IndexReader, *planner.IndexLookUp:
+				isReader = true
+			}
 			switch {
 			case ok:
 				last = st
@@ -126,14 +130,16 @@ func explainResult(root planner.Plan, brief bool, stats map[planner.Plan]*opStat
 				// sent its requests.
 				n, _ := cop.execInfo(len(cop.execs) - 1)
 				act, info = strconv.FormatInt(n, 10), cop.taskInfo()
-			case r.Plan.Base().Task != "root" && cop != nil:
+			case r.Plan.Base().Task != "root" && cop != nil && copRow < len(cop.execs):
 				// Cop operators are listed top down, the DAG's executors
 				// bottom up.
 				n, ti := cop.execInfo(len(cop.execs) - 1 - copRow)
 				copRow++
 				act, info = strconv.FormatInt(n, 10), ti
 			case r.Plan.Base().Task != "root" && last != nil:
-				act, info = strconv.FormatInt(last.rows, 10), "read by its root reader" // no filter below it
+				// No filter below it (or an IndexLookUp's table side, which
+				// no executor of the DAG stands for).
+				act, info = strconv.FormatInt(last.rows, 10), "read by its root reader"
 			}
 			vals = []string{id, r.EstRows, act, r.Task, r.Access, info, r.Info, "N/A", "N/A"}
 		}

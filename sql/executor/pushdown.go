@@ -332,3 +332,5 @@ type copStatsOp interface{ setCopStats(*copStats) }
 
 func (o *partialAggOp) setCopStats(cs *copStats)  { o.cs = cs }
 func (o *tableReaderOp) setCopStats(cs *copStats) { o.pager.cs = cs }
+func (o *indexReaderOp) setCopStats(cs *copStats) { o.pager.cs = cs }
+func (o *indexLookUpOp) setCopStats(cs *copStats) { o.idx.pager.cs = cs }

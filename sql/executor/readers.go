@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,7 +30,8 @@ import (
 // page rather than asking for the next one to fill it
 // (keyPager.handOver). Through
 // the coprocessor a page is one request to one region (paging_size, the
-// store's resume key), never a page from every region of the range.
+// store's resume key) over every range left in it (keyPager.fetchCop),
+// never a page from every region of the ranges.
 const (
 	minPage = 256
 	maxPage = 8192
@@ -330,6 +332,32 @@ func (p *keyPager) reset(first int) {
 	if first > 0 {
 		p.page = min(first, maxPage)
 	}
+	if p.cop != nil {
+		p.ranges = disjoint(p.ranges)
+	}
+}
+
+// disjoint returns rs in key order with overlapping ranges merged, in
+// place (the planner's ranges already are; an IndexJoin's point ranges
+// are distinct values). A coprocessor page reads several ranges, which a
+// store wants sorted and disjoint, and resumes by key (keyPager.resume).
+func disjoint(rs [][2][]byte) [][2][]byte {
+	if len(rs) < 2 {
+		return rs
+	}
+	slices.SortStableFunc(rs, func(a, b [2][]byte) int { return bytes.Compare(a[0], b[0]) })
+	out := rs[:1]
+	for _, r := range rs[1:] {
+		last := &out[len(out)-1]
+		if len(last[1]) > 0 && bytes.Compare(r[0], last[1]) >= 0 {
+			out = append(out, r)
+			continue
+		}
+		if len(last[1]) > 0 && (len(r[1]) == 0 || bytes.Compare(r[1], last[1]) > 0) {
+			last[1] = r[1]
+		}
+	}
+	return out
 }
 
 // nextRow returns the next row of a coprocessor pager (cop set); nil at
@@ -417,6 +445,11 @@ func (p *keyPager) fetch(ctx context.Context) error {
 		}
 		return nil
 	}
+	page := p.page
+	p.page = min(2*p.page, maxPage)
+	if p.cop != nil {
+		return p.fetchCop(ctx, page)
+	}
 	ri := p.ri
 	if p.reverse {
 		ri = len(p.ranges) - 1 - p.ri
@@ -430,32 +463,6 @@ func (p *keyPager) fetch(ctx context.Context) error {
 		}
 	}
 	p.started = true
-	page := p.page
-	p.page = min(2*p.page, maxPage)
-	if p.cop != nil && p.reverse {
-		return p.fetchBackward(ctx, start, end, page)
-	}
-	if p.cop != nil {
-		// One page from one region (kvclient with paging_size): the
-		// store stops after page rows and says where to go on.
-		p.cop.PagingSize = uint64(page)
-		resps, err := p.rc.coprocessor(ctx, p.cop, []*kvrpcpb.KeyRange{{Start: start, End: end}}, p.cs)
-		if err != nil {
-			return err
-		}
-		var resume []byte
-		for _, r := range resps {
-			p.rows = append(p.rows, r.Rows...)
-			resume = r.ResumeKey
-		}
-		if resume == nil {
-			p.ri++
-			p.started = false
-		} else {
-			p.cur = resume
-		}
-		return nil
-	}
 	pairs, err := p.rc.txn.Scan(ctx, start, end, page, p.reverse)
 	if err != nil {
 		return err
@@ -473,28 +480,73 @@ func (p *keyPager) fetch(ctx context.Context) error {
 	return nil
 }
 
-// fetchBackward reads the last page rows of [start, end) through the
-// coprocessor (paging_size pages go forward only): every region of the
-// range answers its last page rows (a Limit), and the regions are taken
-// last first.
-func (p *keyPager) fetchBackward(ctx context.Context, start, end []byte, page int) error {
-	dag := &coprocessorpb.DAGRequest{Executors: append(slices.Clip(p.cop.Executors),
-		&coprocessorpb.Executor{Tp: coprocessorpb.ExecType_TypeLimit, Limit: &coprocessorpb.Limit{Limit: uint64(page)}})}
-	resps, err := p.rc.coprocessor(ctx, dag, []*kvrpcpb.KeyRange{{Start: start, End: end}}, p.cs)
+// fetchCop reads the next page of at most page rows through the
+// coprocessor: one request to one region (kvclient with paging_size), over
+// every range left in that region, up to max(page, minPage) ranges, so a
+// read of many ranges (an IN list, sysbench's ranges OR-ed together) costs
+// a request per region and page rather than one per range. The store
+// stops after page rows and says where to go on (a descending scan pages
+// from the last range's end backwards).
+func (p *keyPager) fetchCop(ctx context.Context, page int) error {
+	n := min(len(p.ranges)-p.ri, max(page, minPage))
+	lo, hi := p.ri, p.ri+n // the ranges sent, in key order
+	if p.reverse {
+		lo, hi = len(p.ranges)-p.ri-n, len(p.ranges)-p.ri
+	}
+	krs := make([]*kvrpcpb.KeyRange, 0, n)
+	for _, r := range p.ranges[lo:hi] {
+		krs = append(krs, &kvrpcpb.KeyRange{Start: r[0], End: r[1]})
+	}
+	if p.started {
+		if p.reverse {
+			krs[n-1].End = p.cur
+		} else {
+			krs[0].Start = p.cur
+		}
+	}
+	p.cop.PagingSize = uint64(page)
+	resps, err := p.rc.coprocessor(ctx, p.cop, krs, p.cs)
 	if err != nil {
 		return err
 	}
-	for i := len(resps) - 1; i >= 0 && len(p.rows) < page; i-- {
-		rows := resps[i].Rows
-		p.rows = append(p.rows, rows[:min(len(rows), page-len(p.rows))]...)
+	var resume []byte
+	for _, r := range resps {
+		p.rows = append(p.rows, r.Rows...)
+		resume = r.ResumeKey
 	}
-	if n := len(p.rows); n < page {
-		p.ri++
-		p.started = false
-	} else {
-		p.cur = p.rows[n-1].Key
-	}
+	p.resume(resume, lo, hi)
 	return nil
+}
+
+// resume advances a coprocessor pager past the page that read ranges
+// [lo, hi) up to resume (the response's resume_key: ascending, where the
+// next page starts; descending, where it ends, exclusive; nil, every
+// range sent is read).
+func (p *keyPager) resume(resume []byte, lo, hi int) {
+	p.started = false
+	if resume == nil {
+		p.ri += hi - lo
+		return
+	}
+	if p.reverse {
+		i := hi - 1
+		for i >= lo && bytes.Compare(p.ranges[i][0], resume) >= 0 {
+			i-- // wholly at or after the end: read
+		}
+		p.ri = len(p.ranges) - 1 - i
+		if i >= lo && (len(p.ranges[i][1]) == 0 || bytes.Compare(resume, p.ranges[i][1]) < 0) {
+			p.started, p.cur = true, resume
+		}
+		return
+	}
+	i := lo
+	for i < hi && len(p.ranges[i][1]) > 0 && bytes.Compare(p.ranges[i][1], resume) <= 0 {
+		i++ // wholly before the start: read
+	}
+	p.ri = i
+	if i < hi && bytes.Compare(resume, p.ranges[i][0]) > 0 {
+		p.started, p.cur = true, resume
+	}
 }
 
 // tableReaderOp reads rows in handle ranges: through the coprocessor at
