@@ -29,8 +29,12 @@
 // coprocessor, index readers and index lookups paged through Txn.Scan),
 // Selection, HashAgg, HashJoin / IndexJoin, Union, Sort / TopN, Limit,
 // Projection, Distinct and SelectLock; window functions (window.go),
-// recursive CTEs and INTERSECT / EXCEPT (cte.go) compute their rows whole. Rows a chunk holds are valid until its producer's next
-// Next; operators that keep rows (sorts, aggregation, locking) copy them.
+// recursive CTEs and INTERSECT / EXCEPT (cte.go) compute their rows
+// whole. Rows a chunk holds are valid until its producer's next Next;
+// operators that keep rows (sorts, aggregation, locking) copy them. A
+// chunk's storage starts at 32 rows and doubles, unless its producer
+// knows its count first (Chunk.reserve: a point get's one row, a batch
+// point get's keys, a projection's input rows).
 // Projection over a point get by handle, the latency-critical point
 // select, runs without operators.
 //
