@@ -132,19 +132,19 @@ func BenchmarkPointGet(b *testing.B) {
 	// The lease may need a moment after the writes: wait until the get
 	// is served locally.
 	require.Eventually(b, func() bool {
-		_, ok, err := svc.getInline(ctx, req)
-		return ok && err == nil
+		_, pending, err := svc.getInline(ctx, req)
+		return pending == nil && err == nil
 	}, waitFor, time.Millisecond)
 	fallbacks := 0
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		resp, ok, err := svc.getInline(ctx, req)
-		if !ok {
+		resp, pending, err := svc.getInline(ctx, req)
+		if pending != nil {
 			// Not servable on the receiving goroutine now (the lease is
-			// being renewed): the stream hands it to KvGet, as here.
+			// being renewed): the stream hands it to a worker, as here.
 			fallbacks++
-			resp, err = svc.KvGet(ctx, req)
+			resp, err = svc.finishGet(ctx, pending)
 		}
 		if err != nil || resp.GetRegionError() != nil || len(resp.GetValue()) != 190 {
 			b.Fatalf("err=%v resp=%v", err, resp)
