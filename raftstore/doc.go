@@ -331,8 +331,12 @@
 // (readDelegate); Store.ReadIndex serves a read on the caller's goroutine,
 // without a loop iteration, while it is published, the request's epoch
 // matches and at least half of the lease is left (else the loop serves it
-// and renews). Every way the lease ends (step-down, term change, transfer
-// start) and the apply of an admin command withdraw it first. It needs no
+// and renews). Store.LocalRead is that check alone for a caller that must
+// not wait, returning the lease's term with the region (the leader term
+// its reads check again after their snapshot); ReadIndexQueued skips it
+// for a caller whose LocalRead just failed. Every way the lease ends
+// (step-down, term change, transfer start) and the apply of an admin
+// command withdraw it first. It needs no
 // wait for the applied index: a leader answers a write only after applying
 // it, and the lease is published only after an entry of its term applied
 // (so every earlier-term entry did). Metrics: strata_raftstore_reads_total

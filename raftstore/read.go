@@ -21,9 +21,17 @@ import (
 // that point (shared, do not modify) or a region error. The caller then
 // checks keys against the region and reads Engine().
 func (s *Store) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
-	if region := s.localRead(rctx); region != nil {
-		return region, nil, nil
+	if d := s.localRead(rctx); d != nil {
+		return d.region, nil, nil
 	}
+	return s.ReadIndexQueued(ctx, rctx)
+}
+
+// ReadIndexQueued is ReadIndex through the Ready loop, for a caller whose
+// LocalRead just returned nil: the local lease is not checked again (the
+// loop serves the read under its lease when that is valid there, renewing
+// it when half of it is gone, else after a ReadIndex round).
+func (s *Store) ReadIndexQueued(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
 	return s.submitRead(ctx, &readRequest{rctx: rctx, start: time.Now(), done: make(chan readResult, 1)})
 }
 
@@ -40,8 +48,9 @@ func (p *peer) initLease(maxLease time.Duration) {
 // leader here has published a lease (readDelegate) that is valid now, with
 // at least half of it left (else the loop serves the read and renews the
 // lease in the background), and the request's epoch matches. It returns
-// the region, or nil when the read must go through the Ready loop.
-func (s *Store) localRead(rctx *kvrpcpb.Context) *metapb.Region {
+// the lease (its region and term), or nil when the read must go through
+// the Ready loop.
+func (s *Store) localRead(rctx *kvrpcpb.Context) *readDelegate {
 	h := s.leaseHook.Load()
 	var seq uint64
 	if h != nil {
@@ -60,7 +69,7 @@ func (s *Store) localRead(rctx *kvrpcpb.Context) *metapb.Region {
 	if h != nil {
 		(*h)(LeaseEvent{RegionID: d.region.GetId(), Term: d.term, LeaseValid: true, Remaining: rem, Seq: seq})
 	}
-	return d.region
+	return d
 }
 
 // localLease returns the published lease of the region of rctx when a read
@@ -85,10 +94,19 @@ func (s *Store) localLease(rctx *kvrpcpb.Context) (*readDelegate, time.Duration)
 
 // LocalRead is ReadIndex when it is served on the caller's goroutine now,
 // without waiting for the Ready loop (a valid lease): it returns the
-// region (shared, read-only), else nil and the caller must use ReadIndex.
-// A caller that must not block (a stream's receiving goroutine) runs the
-// read itself only then.
-func (s *Store) LocalRead(rctx *kvrpcpb.Context) *metapb.Region { return s.localRead(rctx) }
+// region (shared, read-only) and the term of the leadership the lease
+// belongs to, which is what LeaderTerm returns while that leadership
+// lasts (a delegate is published only after the loop published the
+// term), else nil and the caller must use ReadIndex (or
+// ReadIndexQueued). A caller that must not block (a stream's receiving
+// goroutine) runs the read itself only then.
+func (s *Store) LocalRead(rctx *kvrpcpb.Context) (*metapb.Region, uint64) {
+	d := s.localRead(rctx)
+	if d == nil {
+		return nil, 0
+	}
+	return d.region, d.term
+}
 
 // LeasedRegion returns the region holding key when this store leads it and
 // may serve a read of it on the caller's goroutine now, on localRead's

@@ -45,5 +45,7 @@
 // the DB's state and every further iterator is its clone, cheaper for short
 // reads than a *pebble.Snapshot, which takes the DB mutex twice and runs the
 // compaction picker when closed as the oldest snapshot; store/server falls
-// back to a snapshot when a View cannot be opened.
+// back to a snapshot when a View cannot be opened. A point get takes its
+// SnapshotReader from a pool (AcquireSnapshotReader, Release): the reader
+// and its key buffers are not allocated per request.
 package mvcc

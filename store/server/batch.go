@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/storepb"
+	"github.com/stratadb/strata/store/txn"
 )
 
 const (
@@ -45,6 +46,9 @@ type batchTask struct {
 	id     uint64
 	req    *storepb.BatchCommandsRequest_Request
 	queued time.Time // when it was received: its wait for a worker is the store's queue wait
+	// pending, when set, is the point get req the receiving goroutine
+	// began (InlineGetter): the worker finishes it.
+	pending *txn.PendingGet
 }
 
 type batchResult struct {
@@ -54,18 +58,28 @@ type batchResult struct {
 
 // BatchCommands implements storepb.StoreServer (ServeBatchCommands).
 func (s *Service) BatchCommands(stream storepb.Store_BatchCommandsServer) error {
-	return ServeBatchCommands(stream, s, s.getInline)
+	return ServeBatchCommands(stream, s, s)
+}
+
+// InlineGetter serves a stream's point gets on its receiving goroutine
+// when they need no waiting (the Service).
+type InlineGetter interface {
+	// getInline serves req (pending nil) or returns where it stopped.
+	getInline(ctx context.Context, req *kvrpcpb.GetRequest) (resp *kvrpcpb.GetResponse, pending *txn.PendingGet, err error)
+	// finishGet serves a get getInline stopped, as KvGet would.
+	finishGet(ctx context.Context, p *txn.PendingGet) (*kvrpcpb.GetResponse, error)
 }
 
 // ServeBatchCommands serves one BatchCommands stream with h's unary
 // handlers: requests run on a bounded pool of workers (pessimistic lock
 // requests, which may wait, on their own bounded set of goroutines; point
-// gets that inline, when not nil, serves (ok true) on the receiving
-// goroutine, where it must not wait); responses are sent as they complete, several per
-// message when ready together, matched by request id. The stream ends when
-// the client closes it; requests still running are answered first. It is
+// gets that inline, when not nil, serves on the receiving goroutine,
+// where it must not wait, and otherwise finishes on a worker from where
+// it stopped); responses are sent as they complete, several per message
+// when ready together, matched by request id. The stream ends when the
+// client closes it; requests still running are answered first. It is
 // exported so that store/storetest serves streams as a store node does.
-func ServeBatchCommands(stream storepb.Store_BatchCommandsServer, h storepb.StoreServer, inline func(context.Context, *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, bool, error)) error {
+func ServeBatchCommands(stream storepb.Store_BatchCommandsServer, h storepb.StoreServer, inline InlineGetter) error {
 	ctx := stream.Context()
 	results := make(chan batchResult, maxResponsesPerMessage)
 	sendDone := make(chan error, 1)
@@ -79,7 +93,12 @@ func ServeBatchCommands(stream storepb.Store_BatchCommandsServer, h storepb.Stor
 			defer wg.Done()
 			for t := range tasks {
 				waited := time.Since(t.queued)
-				out := dispatch(ctx, h, t.req)
+				var out *storepb.BatchCommandsResponse_Response
+				if t.pending != nil {
+					out = getResult(inline.finishGet(ctx, t.pending))
+				} else {
+					out = dispatch(ctx, h, t.req)
+				}
 				addStreamWait(out, waited)
 				results <- batchResult{id: t.id, resp: out}
 			}
@@ -106,18 +125,23 @@ recv:
 			if g, ok := r.GetCmd().(*storepb.BatchCommandsRequest_Request_Get); ok && inline != nil {
 				// Served here when it can be: a lease read of one key takes
 				// microseconds, less than waking a worker for it.
-				if resp, ok, err := inline(ctx, g.Get); ok {
+				resp, pending, err := inline.getInline(ctx, g.Get)
+				if pending == nil {
 					results <- batchResult{id: t.id, resp: getResult(resp, err)}
 					continue
 				}
+				t.pending = pending
 			}
 			if _, ok := r.GetCmd().(*storepb.BatchCommandsRequest_Request_PessimisticLock); ok {
 				select {
 				case waiters <- struct{}{}:
 					wg.Add(1)
+					// Its own copies: a t the goroutine captured would be
+					// moved to the heap for every request.
+					id, req := t.id, t.req
 					go func() {
 						defer wg.Done()
-						results <- batchResult{id: t.id, resp: dispatch(ctx, h, t.req)}
+						results <- batchResult{id: id, resp: dispatch(ctx, h, req)}
 						<-waiters
 					}()
 				default:
@@ -147,18 +171,28 @@ recv:
 // getInline serves a point get on the stream's receiving goroutine, as
 // KvGet would, when that needs no waiting (txn.Storage.GetLocal: a leader
 // read under a local lease, no Ready loop round, of a key no in-flight
-// write holds at or below its ts); ok false: nothing was served. Anything
-// else (replica reads, lease renewals, memory locks) goes to a worker, so
-// one slow request never holds up the stream.
-func (s *Service) getInline(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, bool, error) {
+// write holds at or below its ts); otherwise it returns where the get
+// stopped (pending), for a worker's finishGet. Anything else (replica
+// reads, lease renewals, in-flight writes) goes to a worker, so one slow
+// request never holds up the stream.
+func (s *Service) getInline(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, *txn.PendingGet, error) {
 	start := time.Now()
-	resp, ok, err := s.st.GetLocal(ctx, req)
-	if !ok {
-		return nil, false, nil
+	resp, pending, err := s.st.GetLocal(ctx, req)
+	if pending != nil {
+		return nil, pending, nil
 	}
 	resp, err = gcCheck(s.gc, req.GetVersion(), resp, err, refuseGet)
 	resp, err = called("kv_get", start, resp, err)
-	return resp, true, err
+	return resp, nil, err
+}
+
+// finishGet serves a get getInline stopped, as KvGet would, without
+// repeating its lease and concurrency-manager checks (PendingGet.Finish).
+func (s *Service) finishGet(ctx context.Context, p *txn.PendingGet) (*kvrpcpb.GetResponse, error) {
+	start := time.Now()
+	resp, err := p.Finish(ctx)
+	resp, err = gcCheck(s.gc, p.Request().GetVersion(), resp, err, refuseGet)
+	return called("kv_get", start, resp, err)
 }
 
 // sendResults sends results as they come, batching those ready together,
@@ -171,10 +205,7 @@ func sendResults(stream storepb.Store_BatchCommandsServer, results <-chan batchR
 			continue
 		}
 		// A new message each time: gRPC may hold on to a sent one.
-		msg := &storepb.BatchCommandsResponse{
-			Responses:  []*storepb.BatchCommandsResponse_Response{r.resp},
-			RequestIds: []uint64{r.id},
-		}
+		msg := newResponseMessage(r)
 	more:
 		for len(msg.Responses) < maxResponsesPerMessage {
 			select {
@@ -201,9 +232,7 @@ func dispatch(ctx context.Context, s storepb.StoreServer, r *storepb.BatchComman
 	var err error
 	switch c := r.GetCmd().(type) {
 	case *storepb.BatchCommandsRequest_Request_Get:
-		var resp *kvrpcpb.GetResponse
-		resp, err = s.KvGet(ctx, c.Get)
-		out.Cmd = &storepb.BatchCommandsResponse_Response_Get{Get: resp}
+		return getResult(s.KvGet(ctx, c.Get))
 	case *storepb.BatchCommandsRequest_Request_BatchGet:
 		var resp *kvrpcpb.BatchGetResponse
 		resp, err = s.KvBatchGet(ctx, c.BatchGet)
@@ -285,12 +314,38 @@ func dispatch(ctx context.Context, s storepb.StoreServer, r *storepb.BatchComman
 	return out
 }
 
+// responseMessage is a message of the stream with room for a few
+// responses, in one allocation.
+type responseMessage struct {
+	msg  storepb.BatchCommandsResponse
+	resp [4]*storepb.BatchCommandsResponse_Response
+	ids  [4]uint64
+}
+
+// newResponseMessage returns a message carrying r (more may be appended).
+func newResponseMessage(r batchResult) *storepb.BatchCommandsResponse {
+	m := &responseMessage{}
+	m.resp[0], m.ids[0] = r.resp, r.id
+	m.msg.Responses, m.msg.RequestIds = m.resp[:1], m.ids[:1]
+	return &m.msg
+}
+
+// getResponse is the stream's response to a get and its oneof case, in
+// one allocation.
+type getResponse struct {
+	resp storepb.BatchCommandsResponse_Response
+	get  storepb.BatchCommandsResponse_Response_Get
+}
+
 // getResult is the stream's response to a get answered with resp and err.
 func getResult(resp *kvrpcpb.GetResponse, err error) *storepb.BatchCommandsResponse_Response {
 	if err != nil {
 		return errorResult(err)
 	}
-	return &storepb.BatchCommandsResponse_Response{Cmd: &storepb.BatchCommandsResponse_Response_Get{Get: resp}}
+	g := &getResponse{}
+	g.get.Get = resp
+	g.resp.Cmd = &g.get
+	return &g.resp
 }
 
 // errorResult is the stream's response to a request that failed with err:

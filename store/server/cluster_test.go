@@ -28,7 +28,8 @@ import (
 
 const waitFor = 20 * time.Second
 
-// testCluster is a real PD plus three in-process store nodes on loopback.
+// testCluster is a real PD plus in-process store nodes (three unless
+// newTestClusterOf says otherwise) on loopback.
 type testCluster struct {
 	t     testing.TB
 	pd    *pdclient.Client
@@ -49,14 +50,19 @@ type testNode struct {
 }
 
 func newTestCluster(t testing.TB, opts ...func(*Config)) *testCluster {
-	pdAddr := pdtest.Start(t, 3)
+	return newTestClusterOf(t, 3, opts...)
+}
+
+// newTestClusterOf is newTestCluster with n store nodes (n replicas).
+func newTestClusterOf(t testing.TB, n int, opts ...func(*Config)) *testCluster {
+	pdAddr := pdtest.Start(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	pd, err := pdclient.New(ctx, []string{pdAddr})
 	require.NoError(t, err)
 	t.Cleanup(func() { pd.Close() })
 	c := &testCluster{t: t, pd: pd, pdURL: pdAddr, opts: opts}
-	for i := 0; i < 3; i++ {
+	for range n {
 		c.nodes = append(c.nodes, &testNode{dir: t.TempDir()})
 	}
 	t.Cleanup(func() {

@@ -30,7 +30,10 @@
 // point get that needs no waiting, a lease read of a key no in-flight
 // write holds, is served on the receiving goroutine by
 // txn.Storage.GetLocal, with one lease check and one concurrency-manager
-// check like any get, and otherwise goes to a worker). KvDeleteRange
+// check like any get, and otherwise goes to a worker, which finishes it
+// from where it stopped without checking the lease or the concurrency
+// manager again; its response and the message carrying it are one
+// allocation each). KvDeleteRange
 // (deleterange.go) removes a range of one region in all key spaces with one
 // raft command, without latches, for the SQL node's GC leader (the ranges
 // of dropped tables and indexes once the GC safe point passed the drop).

@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/stratadb/strata/proto/kvrpcpb"
+	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/raftstore"
 )
 
@@ -334,4 +337,66 @@ func requireNoStaleReadsWhenCutOff(t *testing.T, c *testCluster, old int, last i
 	oldStore.SetRaftFilterForTest(nil)
 
 	return newLeader
+}
+
+// TestStreamGetServedInlineOnlyUnderTheLease: a stream's point get is
+// served on the receiving goroutine (getInline) only under the leader's
+// valid lease, with the answer KvGet gives (a Percolator lock at or below
+// its version is returned as Locked); a get the lease does not cover (a
+// stale epoch, a store whose leases were withdrawn when it stopped) is
+// left to a worker (finishGet), which answers as KvGet does.
+func TestStreamGetServedInlineOnlyUnderTheLease(t *testing.T) {
+	c := newTestClusterOf(t, 1)
+	c.put("k", "v")
+	n := c.nodes[c.leader()]
+	svc := n.srv.svc.Load()
+	ctx := context.Background()
+	req := func(key string, ts uint64) *kvrpcpb.GetRequest {
+		return &kvrpcpb.GetRequest{Context: c.reqCtx(), Key: []byte(key), Version: ts}
+	}
+	ts := c.nextTS()
+	require.Eventually(t, func() bool {
+		_, pending, err := svc.getInline(ctx, req("k", ts))
+		return pending == nil && err == nil
+	}, waitFor, time.Millisecond, "the get is never served under the lease")
+
+	lockTS := c.nextTS()
+	pre, err := n.client.KvPrewrite(ctx, &kvrpcpb.PrewriteRequest{Context: c.reqCtx(),
+		Mutations:   []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k"), Value: []byte("v2")}},
+		PrimaryLock: []byte("k"), StartVersion: lockTS, LockTtl: 20000})
+	require.NoError(t, err)
+	require.Nil(t, pre.GetRegionError())
+	require.Empty(t, pre.GetErrors())
+	readTS := c.nextTS()
+	var inline *kvrpcpb.GetResponse
+	require.Eventually(t, func() bool {
+		resp, pending, err := svc.getInline(ctx, req("k", readTS))
+		require.NoError(t, err)
+		inline = resp
+		return pending == nil
+	}, waitFor, time.Millisecond, "the get is never served under the lease")
+	require.EqualValues(t, lockTS, inline.GetError().GetLocked().GetLockVersion(), "%v", inline)
+	viaKvGet, err := svc.KvGet(ctx, req("k", readTS))
+	require.NoError(t, err)
+	require.Equal(t, viaKvGet.GetError().String(), inline.GetError().String(), "answered as KvGet answers")
+	require.Equal(t, "v", string(c.get("k", lockTS-1).GetValue()), "below the lock the value is read")
+
+	stale := req("k", readTS)
+	stale.Context.RegionEpoch = &metapb.RegionEpoch{ConfVer: stale.Context.GetRegionEpoch().GetConfVer(),
+		Version: stale.Context.GetRegionEpoch().GetVersion() + 1}
+	resp, pending, err := svc.getInline(ctx, stale)
+	require.NoError(t, err)
+	require.Nil(t, resp)
+	require.NotNil(t, pending, "a stale epoch is not served under the lease")
+	resp, err = svc.finishGet(ctx, pending)
+	require.NoError(t, err)
+	require.NotNil(t, resp.GetRegionError().GetEpochNotMatch(), "%v", resp)
+
+	stopRaft(c)
+	resp, pending, err = svc.getInline(ctx, req("k", lockTS-1))
+	require.NoError(t, err)
+	require.Nil(t, resp)
+	require.NotNil(t, pending, "a stopped store withdrew its leases")
+	_, err = svc.finishGet(ctx, pending)
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
 }

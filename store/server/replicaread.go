@@ -76,7 +76,14 @@ func (e raftEngine) ReadIndex(ctx context.Context, rctx *kvrpcpb.Context) (*meta
 }
 
 // ReadLocal implements txn.LocalReader.
-func (e raftEngine) ReadLocal(rctx *kvrpcpb.Context) *metapb.Region { return e.s.LocalRead(rctx) }
+func (e raftEngine) ReadLocal(rctx *kvrpcpb.Context) (*metapb.Region, uint64) {
+	return e.s.LocalRead(rctx)
+}
+
+// ReadIndexQueued implements txn.LocalReader.
+func (e raftEngine) ReadIndexQueued(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
+	return e.s.ReadIndexQueued(ctx, rctx)
+}
 
 // ReadReplica implements txn.ReplicaReader.
 func (e raftEngine) ReadReplica(ctx context.Context, rctx *kvrpcpb.Context, ts uint64) (*metapb.Region, *errorpb.Error, error) {

@@ -59,9 +59,19 @@
 // entry of that term, so after the write's entry was decided and, if
 // committed, applied. Metric: strata_txn_reads_refused_total{reason}.
 // GetLocal is Get in the same order for a caller that must not wait (a
-// stream's receiving goroutine): a lease read (LocalReader) instead of the
-// ReadIndex, concurrency.TryReadKey instead of the wait; if either would
-// wait it returns without serving, and the caller runs Get.
+// stream's receiving goroutine): a lease read (LocalReader.ReadLocal,
+// which also gives the leader term of the lease, so the term is not
+// loaded apart) instead of the ReadIndex, concurrency.TryReadKey instead
+// of the wait. If either would wait it returns where it stopped
+// (PendingGet) and the caller finishes it where waiting is allowed
+// (PendingGet.Finish): after a failed lease check straight to the
+// engine's queue (LocalReader.ReadIndexQueued: the lease is not checked
+// again on the caller's side), after a blocked TryReadKey by waiting for
+// the write (ReadKey; the read is already recorded) and then reading
+// under the same ReadCheck of the lease's term. A get under no valid
+// lease is never served on the caller's goroutine, and a lock it meets is
+// returned (Locked) exactly as Get returns it: each get passes one lease
+// (or ReadIndex) check and one concurrency-manager check.
 //
 // # Pessimistic lock waiting
 //

@@ -69,7 +69,13 @@ func (r *ReadTimer) kvReadDone() { r.kvRead = r.Lap() }
 // (with the engine reads when they were timed apart); versions read are
 // the keys returned and size their bytes.
 func (r *ReadTimer) Details(versions, size int) *kvrpcpb.ExecDetails {
-	d := NewReadDetails()
+	return r.detailsIn(new(execDetails), versions, size)
+}
+
+// detailsIn is Details in x (zero), which it returns the details of.
+func (r *ReadTimer) detailsIn(x *execDetails, versions, size int) *kvrpcpb.ExecDetails {
+	x.d.TimeDetail, x.d.ScanDetail = &x.t, &x.s
+	d := &x.d
 	t := d.TimeDetail
 	t.ReadIndexWaitNs, t.ConcurrencyManagerWaitNs, t.WaitWallTimeNs = r.readIndex, r.cm, r.wait
 	t.KvReadWallTimeNs = r.kvRead

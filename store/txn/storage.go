@@ -61,9 +61,14 @@ type Engine interface {
 type LocalReader interface {
 	// ReadLocal returns the region of rctx (shared, read-only) when this
 	// store may serve a linearizable read of it on the caller's goroutine
-	// now, as ReadIndex would without waiting; nil when ReadIndex would
-	// have to wait (no valid lease, epoch mismatch, not the leader).
-	ReadLocal(rctx *kvrpcpb.Context) *metapb.Region
+	// now, as ReadIndex would without waiting, and the leader term of the
+	// lease that allows it (what LeaderTerm returns while the peer leads
+	// in that term); nil when ReadIndex would have to wait (no valid
+	// lease, epoch mismatch, not the leader).
+	ReadLocal(rctx *kvrpcpb.Context) (*metapb.Region, uint64)
+	// ReadIndexQueued is ReadIndex for a caller whose ReadLocal of rctx
+	// just returned nil: it does not check the local lease again.
+	ReadIndexQueued(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error)
 }
 
 // ReplicaReader is an Engine whose followers and learners serve reads
@@ -450,83 +455,157 @@ func observeSince(cmd string, start time.Time) {
 // Get serves a GetRequest: the newest version at version, or the lock that
 // blocks it.
 func (s *Storage) Get(ctx context.Context, req *kvrpcpb.GetRequest) (*kvrpcpb.GetResponse, error) {
-	resp, _, err := s.get(ctx, req, false)
-	return resp, err
+	return s.getWaiting(ctx, req, time.Now(), false)
 }
 
-// GetLocal serves req as Get does when that needs no waiting: a leader
-// read the engine serves on the caller's goroutine now (LocalReader) of a
-// key no in-flight write visible at its version holds. Otherwise (ok
-// false) it did nothing the caller must undo, and the caller runs Get,
-// which may wait, where waiting is allowed (a stream's worker).
-func (s *Storage) GetLocal(ctx context.Context, req *kvrpcpb.GetRequest) (resp *kvrpcpb.GetResponse, ok bool, err error) {
-	return s.get(ctx, req, true)
-}
-
-// get is Get; with local it gives up (ok false) instead of waiting for
-// the ReadIndex or an in-flight write. Each get passes one lease (or
-// ReadIndex) check and one concurrency-manager check.
-func (s *Storage) get(ctx context.Context, req *kvrpcpb.GetRequest, local bool) (*kvrpcpb.GetResponse, bool, error) {
-	start := time.Now()
+// getWaiting is Get, begun at start; queued: the caller found no local
+// lease just now (GetLocal), so the ReadIndex goes straight to the
+// engine's queue (LocalReader.ReadIndexQueued) instead of checking the
+// lease a second time.
+func (s *Storage) getWaiting(ctx context.Context, req *kvrpcpb.GetRequest, start time.Time, queued bool) (*kvrpcpb.GetResponse, error) {
 	defer observeSince("get", start)
-	rctx := req.GetContext()
 	var (
 		check  ReadCheck
 		region *metapb.Region
 		rerr   *errorpb.Error
 		err    error
 	)
-	if local {
-		lr, ok := s.engine.(LocalReader)
-		if !ok || rctx.GetReplicaRead() || rctx.GetStaleRead() {
-			return nil, false, nil
-		}
-		check = NewReadCheck(s.engine, nil, rctx.GetRegionId())
-		if region = lr.ReadLocal(rctx); region == nil {
-			return nil, false, nil
-		}
+	if lr, ok := s.engine.(LocalReader); ok && queued {
+		check = NewReadCheck(s.engine, nil, req.GetContext().GetRegionId())
+		region, rerr, err = lr.ReadIndexQueued(ctx, req.GetContext())
 	} else {
-		check, region, rerr, err = s.readIndex(ctx, rctx, req.GetVersion())
-		if err != nil {
-			return nil, true, err
-		}
+		check, region, rerr, err = s.readIndex(ctx, req.GetContext(), req.GetVersion())
+	}
+	if err != nil {
+		return nil, err
 	}
 	if rerr == nil {
 		rerr = regionkeys.CheckKey(req.GetKey(), region)
 	}
 	if rerr != nil {
-		return &kvrpcpb.GetResponse{RegionError: rerr}, true, nil
+		return &kvrpcpb.GetResponse{RegionError: rerr}, nil
 	}
 	rt := StartRead(start)
 	rt.ReadIndexDone()
-	if local {
-		if !s.cm.TryReadKey(req.GetKey(), req.GetVersion()) {
-			return nil, false, nil
-		}
-	} else if err := s.cm.ReadKey(ctx, req.GetKey(), req.GetVersion()); err != nil {
-		return nil, true, err
+	if err := s.cm.ReadKey(ctx, req.GetKey(), req.GetVersion()); err != nil {
+		return nil, err
 	}
 	rt.CMDone()
+	return s.readKey(req, check, &rt)
+}
+
+// GetLocal serves req as Get does when that needs no waiting: a leader
+// read the engine serves on the caller's goroutine now (LocalReader) of a
+// key no in-flight write visible at its version holds. Otherwise it
+// returns where it stopped (pending): the caller finishes the get with
+// pending.Finish where waiting is allowed (a stream's worker), which
+// repeats neither the lease check nor the concurrency manager's check
+// GetLocal made. Each get passes one lease (or ReadIndex) check and one
+// concurrency-manager check (a wait for an in-flight write checks again
+// once it was released, as ReadKey does).
+func (s *Storage) GetLocal(ctx context.Context, req *kvrpcpb.GetRequest) (resp *kvrpcpb.GetResponse, pending *PendingGet, err error) {
+	start := time.Now()
+	rctx := req.GetContext()
+	lr, ok := s.engine.(LocalReader)
+	if !ok || rctx.GetReplicaRead() || rctx.GetStaleRead() {
+		return nil, &PendingGet{s: s, req: req}, nil
+	}
+	region, term := lr.ReadLocal(rctx)
+	if region == nil {
+		return nil, &PendingGet{s: s, req: req, queued: true}, nil
+	}
+	// The lease's term stands for the leader term other reads load before
+	// their ReadIndex: the lease was valid in it, so the peer led in it at
+	// the check, and a peer never leads again in a term it stopped leading
+	// in. ReadCheck.Gone compares it after the snapshot, as for any read.
+	check := ReadCheck{engine: s.engine, regionID: rctx.GetRegionId(), term: term}
+	if rerr := regionkeys.CheckKey(req.GetKey(), region); rerr != nil {
+		observeSince("get", start)
+		return &kvrpcpb.GetResponse{RegionError: rerr}, nil, nil
+	}
+	rt := StartRead(start)
+	rt.ReadIndexDone()
+	if !s.cm.TryReadKey(req.GetKey(), req.GetVersion()) {
+		// The read is recorded (max_ts raised); Finish waits.
+		return nil, &PendingGet{s: s, req: req, leased: true, check: check, rt: rt, start: start}, nil
+	}
+	rt.CMDone()
+	resp, err = s.readKey(req, check, &rt)
+	observeSince("get", start)
+	return resp, nil, err
+}
+
+// PendingGet is a get GetLocal began and could not finish without
+// waiting.
+type PendingGet struct {
+	s   *Storage
+	req *kvrpcpb.GetRequest
+	// queued: the lease check found no local lease (the ReadIndex goes to
+	// the engine's queue). leased: it passed, and the key was held by an
+	// in-flight write; check, rt and start are the get's so far.
+	queued, leased bool
+	check          ReadCheck
+	rt             ReadTimer
+	start          time.Time
+}
+
+// Request is the get's request.
+func (p *PendingGet) Request() *kvrpcpb.GetRequest { return p.req }
+
+// Finish serves the get from where GetLocal stopped, waiting as Get does:
+// for the ReadIndex (no second lease check), or, after the lease check
+// passed, for the in-flight write on the key (ReadKey), then reads as
+// Get does, after the same ReadCheck of the leader term the lease had.
+func (p *PendingGet) Finish(ctx context.Context) (*kvrpcpb.GetResponse, error) {
+	if !p.leased {
+		return p.s.getWaiting(ctx, p.req, time.Now(), p.queued)
+	}
+	defer observeSince("get", p.start)
+	// The time from GetLocal to here was spent queued for a worker, which
+	// the caller accounts for (a stream's wait): not the manager's.
+	p.rt.Lap()
+	if err := p.s.cm.ReadKey(ctx, p.req.GetKey(), p.req.GetVersion()); err != nil {
+		return nil, err
+	}
+	p.rt.CMDone()
+	return p.s.readKey(p.req, p.check, &p.rt)
+}
+
+// getAnswer is a get's response and its execution details in one
+// allocation.
+type getAnswer struct {
+	resp kvrpcpb.GetResponse
+	det  execDetails
+}
+
+// readKey is the end of a get that passed its ReadIndex (or lease) and
+// concurrency-manager checks: it takes the snapshot, checks the leader
+// term (check.Gone) and reads the key with a pooled reader.
+func (s *Storage) readKey(req *kvrpcpb.GetRequest, check ReadCheck, rt *ReadTimer) (*kvrpcpb.GetResponse, error) {
 	snap := s.engine.Snapshot()
 	defer snap.Close()
 	if rerr := check.Gone(); rerr != nil {
-		return &kvrpcpb.GetResponse{RegionError: rerr}, true, nil
+		return &kvrpcpb.GetResponse{RegionError: rerr}, nil
 	}
-	sr := mvcc.NewSnapshotReader(snap, mvcc.ReadOptionsFrom(rctx, req.GetVersion()))
-	defer sr.Close()
+	sr := mvcc.AcquireSnapshotReader(snap, mvcc.ReadOptionsFrom(req.GetContext(), req.GetVersion()))
 	v, found, err := sr.Get(req.GetKey())
+	sr.Release()
 	rt.kvReadDone()
 	if ke, ok := toKeyError(err); ok {
-		return &kvrpcpb.GetResponse{Error: ke, ExecDetails: rt.Details(0, 0)}, true, nil
+		a := &getAnswer{}
+		a.resp.Error, a.resp.ExecDetails = ke, rt.detailsIn(&a.det, 0, 0)
+		return &a.resp, nil
 	}
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	n := 0
 	if found {
 		n = 1
 	}
-	return &kvrpcpb.GetResponse{Value: v, NotFound: !found, ExecDetails: rt.Details(n, len(req.GetKey())+len(v))}, true, nil
+	a := &getAnswer{}
+	a.resp.Value, a.resp.NotFound, a.resp.ExecDetails = v, !found, rt.detailsIn(&a.det, n, len(req.GetKey())+len(v))
+	return &a.resp, nil
 }
 
 // BatchGet serves a BatchGetRequest.

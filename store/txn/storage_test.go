@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stratadb/strata/proto/errorpb"
 	"github.com/stratadb/strata/proto/kvrpcpb"
 	"github.com/stratadb/strata/proto/metapb"
 	"github.com/stratadb/strata/store/concurrency"
@@ -509,27 +510,45 @@ func TestLockWaitersMoveWithTheLeader(t *testing.T) {
 }
 
 // leasedEngine is a memengine whose reads are local (LocalReader) while
-// leased is set.
+// leased is set, under a lease of term leaseTerm (1 unless set), while
+// LeaderTerm answers nowTerm (1 unless set). It counts the lease checks
+// (ReadLocal) and the ReadIndexes that skip them (ReadIndexQueued).
 type leasedEngine struct {
 	*memengine.Engine
-	leased atomic.Bool
+	leased              atomic.Bool
+	leaseTerm, nowTerm  atomic.Uint64
+	leaseChecks, queued atomic.Int32
 }
 
-func (e *leasedEngine) ReadLocal(rctx *kvrpcpb.Context) *metapb.Region {
+func orOne(v uint64) uint64 {
+	if v == 0 {
+		return 1
+	}
+	return v
+}
+
+func (e *leasedEngine) ReadLocal(rctx *kvrpcpb.Context) (*metapb.Region, uint64) {
+	e.leaseChecks.Add(1)
 	if !e.leased.Load() {
-		return nil
+		return nil, 0
 	}
 	region, rerr, err := e.ReadIndex(bg, rctx)
 	if rerr != nil || err != nil {
-		return nil
+		return nil, 0
 	}
-	return region
+	return region, orOne(e.leaseTerm.Load())
 }
 
-// GetLocal serves a get only when nothing would wait: a local read of a
-// key no in-flight write visible at its version holds; otherwise it leaves
-// the get to Get.
-func TestGetLocalServesOnlyWithoutWaiting(t *testing.T) {
+func (e *leasedEngine) ReadIndexQueued(ctx context.Context, rctx *kvrpcpb.Context) (*metapb.Region, *errorpb.Error, error) {
+	e.queued.Add(1)
+	return e.ReadIndex(ctx, rctx)
+}
+
+func (e *leasedEngine) LeaderTerm(uint64) uint64 { return orOne(e.nowTerm.Load()) }
+
+// newLeased returns a Storage over a leasedEngine holding k = "v"
+// committed at 11.
+func newLeased(t *testing.T) (*Storage, *leasedEngine, *concurrency.Manager) {
 	e := &leasedEngine{Engine: newEngine(t)}
 	cm := concurrency.New()
 	s := New(e, cm, &counterTSO{}, Config{})
@@ -542,29 +561,93 @@ func TestGetLocalServesOnlyWithoutWaiting(t *testing.T) {
 	com, err := s.Commit(bg, &kvrpcpb.CommitRequest{StartVersion: 10, Keys: [][]byte{[]byte("k")}, CommitVersion: 11})
 	require.NoError(t, err)
 	require.Nil(t, com.GetError())
+	return s, e, cm
+}
 
-	get := func(rctx *kvrpcpb.Context, ts uint64) (*kvrpcpb.GetResponse, bool) {
-		resp, ok, err := s.GetLocal(bg, &kvrpcpb.GetRequest{Context: rctx, Key: []byte("k"), Version: ts})
+// GetLocal serves a get only when nothing would wait: a local read of a
+// key no in-flight write visible at its version holds; otherwise it
+// returns the get where it stopped, and Finish serves it without a second
+// lease check.
+func TestGetLocalServesOnlyWithoutWaiting(t *testing.T) {
+	s, e, cm := newLeased(t)
+	get := func(rctx *kvrpcpb.Context, ts uint64) (*kvrpcpb.GetResponse, *PendingGet) {
+		resp, pending, err := s.GetLocal(bg, &kvrpcpb.GetRequest{Context: rctx, Key: []byte("k"), Version: ts})
 		require.NoError(t, err)
-		return resp, ok
+		require.True(t, (resp == nil) != (pending == nil), "served or pending: %v %v", resp, pending)
+		return resp, pending
 	}
-	_, ok := get(&kvrpcpb.Context{}, 100)
-	require.False(t, ok, "no lease: the get must wait for a ReadIndex")
+	finish := func(p *PendingGet) *kvrpcpb.GetResponse {
+		resp, err := p.Finish(bg)
+		require.NoError(t, err)
+		return resp
+	}
+	_, p := get(&kvrpcpb.Context{}, 100)
+	require.NotNil(t, p, "no lease: the get must wait for a ReadIndex")
+	require.EqualValues(t, 1, e.leaseChecks.Load())
+	require.Equal(t, "v", string(finish(p).GetValue()))
+	require.EqualValues(t, 1, e.leaseChecks.Load(), "Finish checks no lease again")
+	require.EqualValues(t, 1, e.queued.Load(), "Finish's ReadIndex goes to the queue")
+
 	e.leased.Store(true)
-	resp, ok := get(&kvrpcpb.Context{}, 100)
-	require.True(t, ok)
+	resp, p := get(&kvrpcpb.Context{}, 100)
+	require.Nil(t, p)
 	require.Equal(t, "v", string(resp.GetValue()))
-	_, ok = get(&kvrpcpb.Context{ReplicaRead: true}, 100)
-	require.False(t, ok, "a replica read goes through ReadReplica")
+	require.EqualValues(t, 2, e.leaseChecks.Load(), "one lease check per get")
+	require.Greater(t, resp.GetExecDetails().GetScanDetail().GetProcessedVersions(), uint64(0))
+
+	_, p = get(&kvrpcpb.Context{ReplicaRead: true}, 100)
+	require.NotNil(t, p, "a replica read goes through ReadReplica")
+	require.EqualValues(t, 2, e.leaseChecks.Load(), "a replica read checks no lease")
 
 	commitTS, release, err := cm.LockKeys(bg, [][]byte{[]byte("k")}, 50)
 	require.NoError(t, err)
-	_, ok = get(&kvrpcpb.Context{}, commitTS)
-	require.False(t, ok, "an in-flight write is visible at its commit_ts")
-	resp, ok = get(&kvrpcpb.Context{}, commitTS-1)
-	require.True(t, ok)
+	_, p = get(&kvrpcpb.Context{}, commitTS)
+	require.NotNil(t, p, "an in-flight write is visible at its commit_ts")
+	require.GreaterOrEqual(t, cm.MaxTS(), commitTS, "the read is recorded before it waits")
+	resp, p2 := get(&kvrpcpb.Context{}, commitTS-1)
+	require.Nil(t, p2)
 	require.Equal(t, "v", string(resp.GetValue()))
+	checks := e.leaseChecks.Load()
+	done := make(chan *kvrpcpb.GetResponse, 1)
+	go func() { done <- finish(p) }()
+	waitFor(t, "Finish waits for the in-flight write", func() bool { return cm.WaitingReads() == 1 })
 	release()
-	_, ok = get(&kvrpcpb.Context{}, commitTS)
-	require.True(t, ok)
+	require.Equal(t, "v", string((<-done).GetValue()))
+	require.Equal(t, checks, e.leaseChecks.Load(), "Finish after the manager's check checks no lease again")
+	require.EqualValues(t, 1, e.queued.Load(), "nor does it ReadIndex")
+	resp, p = get(&kvrpcpb.Context{}, commitTS)
+	require.Nil(t, p)
+	require.Equal(t, "v", string(resp.GetValue()))
+}
+
+// A lease get meets Percolator locks as Get does: a lock at or below its
+// version is returned (Locked), one above it is not seen; and it reads
+// only if the peer still leads in the lease's term after the snapshot.
+func TestGetLocalLocksAndTerm(t *testing.T) {
+	s, e, _ := newLeased(t)
+	e.leased.Store(true)
+	pre, err := s.Prewrite(bg, &kvrpcpb.PrewriteRequest{
+		Mutations:   []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Put, Key: []byte("k"), Value: []byte("v2")}},
+		PrimaryLock: []byte("k"), StartVersion: 20, LockTtl: 3000,
+	})
+	require.NoError(t, err)
+	require.Empty(t, pre.GetErrors())
+	get := func(ts uint64) *kvrpcpb.GetResponse {
+		resp, p, err := s.GetLocal(bg, &kvrpcpb.GetRequest{Context: &kvrpcpb.Context{}, Key: []byte("k"), Version: ts})
+		require.NoError(t, err)
+		require.Nil(t, p)
+		return resp
+	}
+	resp := get(30)
+	require.NotNil(t, resp.GetError().GetLocked(), "%v", resp)
+	require.EqualValues(t, 20, resp.GetError().GetLocked().GetLockVersion())
+	want, err := s.Get(bg, &kvrpcpb.GetRequest{Context: &kvrpcpb.Context{}, Key: []byte("k"), Version: 30})
+	require.NoError(t, err)
+	require.Equal(t, want.GetError().String(), resp.GetError().String(), "as Get answers")
+	require.Equal(t, "v", string(get(15).GetValue()))
+
+	e.nowTerm.Store(2) // the peer led again in a later term meanwhile
+	resp = get(15)
+	require.NotNil(t, resp.GetRegionError().GetNotLeader(), "%v", resp)
+	require.Nil(t, resp.GetValue())
 }
