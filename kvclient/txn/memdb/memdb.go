@@ -1,10 +1,8 @@
 package memdb
 
 import (
+	"bytes"
 	"iter"
-	"strings"
-
-	"github.com/RaduBerinde/btreemap"
 
 	"github.com/stratadb/strata/proto/kvrpcpb"
 )
@@ -34,17 +32,19 @@ func (e Entry) HasValue() bool { return e.Op != kvrpcpb.Op_Lock }
 // Deleted: the buffer says the key has no value.
 func (e Entry) Deleted() bool { return e.Op == kvrpcpb.Op_Del || e.Op == kvrpcpb.Op_CheckNotExists }
 
+// undoRec is the state a write replaced (prev.live false: the key was
+// not in the buffer) and the value arena's end before it.
 type undoRec struct {
-	key    string
-	prev   Entry
-	hadKey bool
+	leaf uint32
+	prev state
+	vals addr
 }
 
 // MemDB is the write buffer. The zero value is not usable; use New.
 type MemDB struct {
 	// tree is made by the first write: a read-only transaction (every
 	// autocommit SELECT) never builds one.
-	tree  *btreemap.BTreeMap[string, Entry]
+	tree  *art
 	undo  []undoRec
 	holds int // live checkpoints; undo is recorded while > 0
 	size  int // bytes of keys and values
@@ -58,87 +58,118 @@ func (m *MemDB) Len() int {
 	if m.tree == nil {
 		return 0
 	}
-	return m.tree.Len()
+	return m.tree.live
 }
 
 // Size is the bytes of keys and values in the buffer.
 func (m *MemDB) Size() int { return m.size }
 
 // Get returns key's entry.
-func (m *MemDB) Get(key []byte) (Entry, bool) { return m.get(string(key)) }
-
-func (m *MemDB) get(k string) (Entry, bool) {
+func (m *MemDB) Get(key []byte) (Entry, bool) {
 	if m.tree == nil {
 		return Entry{}, false
 	}
-	_, e, ok := m.tree.Get(k)
-	return e, ok
+	li := m.tree.lookup(key)
+	if li < 0 || !m.tree.leaves[li].st.live {
+		return Entry{}, false
+	}
+	return m.entry(m.tree.leaves[li].st), true
 }
 
-func (m *MemDB) put(k string, e Entry) {
+func (m *MemDB) entry(st state) Entry {
+	return Entry{Op: st.op, Value: m.tree.value(st), Flags: st.flags}
+}
+
+// leaf returns key's leaf (made when the buffer has none) and its entry,
+// zero when the key is not in the buffer.
+func (m *MemDB) leaf(key []byte) (int, Entry, bool) {
 	if m.tree == nil {
-		m.tree = btreemap.New[string, Entry](16, strings.Compare)
+		m.tree = newArt()
+		m.undo = m.tree.undo0[:0]
 	}
-	_, prev, had := m.tree.ReplaceOrInsert(k, e)
+	li := m.tree.insert(key)
+	st := m.tree.leaves[li].st
+	if !st.live {
+		return li, Entry{}, false
+	}
+	return li, m.entry(st), true
+}
+
+// put sets leaf li's entry to op and flags with value (nil: none) copied
+// into the arena, or, when keep, the value the leaf has.
+func (m *MemDB) put(li int, op kvrpcpb.Op, flags Flags, value []byte, keep bool) {
+	t := m.tree
+	l := &t.leaves[li]
+	prev := l.st
 	if m.holds > 0 {
-		m.undo = append(m.undo, undoRec{key: k, prev: prev, hadKey: had})
+		m.undo = append(grow(m.undo), undoRec{leaf: uint32(li), prev: prev, vals: t.vals.pos()})
 	}
-	if had {
-		m.size -= len(k) + len(prev.Value)
+	if prev.live {
+		m.size -= int(l.klen) + int(max(prev.vlen, 0))
+	} else {
+		t.live++
 	}
-	m.size += len(k) + len(e.Value)
+	st := state{op: op, flags: flags, live: true, val: prev.val, vlen: prev.vlen}
+	if !keep {
+		st.vlen = -1
+		if value != nil {
+			st.val, st.vlen = t.vals.alloc(value), int32(len(value))
+		}
+	}
+	l.st = st
+	m.size += int(l.klen) + int(max(st.vlen, 0))
 }
 
 // Set buffers a Put of key. An inserted key stays an Insert (the assertion
 // that it did not exist before the transaction still holds).
 func (m *MemDB) Set(key, value []byte) {
-	k := string(key)
-	prev, had := m.get(k)
+	li, prev, had := m.leaf(key)
 	op := kvrpcpb.Op_Put
 	if had && (prev.Op == kvrpcpb.Op_Insert || prev.Op == kvrpcpb.Op_CheckNotExists) {
 		op = kvrpcpb.Op_Insert
 	}
-	m.put(k, Entry{Op: op, Value: clone(value), Flags: prev.Flags})
+	m.put(li, op, prev.Flags, nonNil(value), false)
 }
 
 // Insert buffers an Insert of key: a Put asserting the key has no live
 // value. The caller checks the buffer first (a key with a buffered value
 // already exists); a key deleted earlier in the transaction is simply put.
 func (m *MemDB) Insert(key, value []byte) {
-	k := string(key)
-	prev, had := m.get(k)
+	li, prev, had := m.leaf(key)
 	op := kvrpcpb.Op_Insert
 	if had && prev.Op == kvrpcpb.Op_Del {
 		op = kvrpcpb.Op_Put
 	}
-	m.put(k, Entry{Op: op, Value: clone(value), Flags: prev.Flags})
+	m.put(li, op, prev.Flags, nonNil(value), false)
 }
 
 // Delete buffers a Del of key. Deleting a key this transaction inserted
 // leaves only the assertion that it did not exist (CheckNotExists).
 func (m *MemDB) Delete(key []byte) {
-	k := string(key)
-	prev, had := m.get(k)
+	li, prev, had := m.leaf(key)
 	op := kvrpcpb.Op_Del
 	if had && (prev.Op == kvrpcpb.Op_Insert || prev.Op == kvrpcpb.Op_CheckNotExists) {
 		op = kvrpcpb.Op_CheckNotExists
 	}
-	m.put(k, Entry{Op: op, Flags: prev.Flags})
+	m.put(li, op, prev.Flags, nil, false)
 }
 
 // Lock marks key as locked by the transaction (adding a Lock entry when the
 // key has none) and ORs flags in.
 func (m *MemDB) Lock(key []byte, flags Flags) {
-	k := string(key)
-	prev, had := m.get(k)
-	if had && prev.Flags&flags == flags {
+	if m.tree != nil {
+		if li := m.tree.lookup(key); li >= 0 {
+			if st := m.tree.leaves[li].st; st.live && st.flags&flags == flags {
+				return
+			}
+		}
+	}
+	li, prev, had := m.leaf(key)
+	if !had {
+		m.put(li, kvrpcpb.Op_Lock, flags, nil, false)
 		return
 	}
-	if !had {
-		prev = Entry{Op: kvrpcpb.Op_Lock}
-	}
-	prev.Flags |= flags
-	m.put(k, prev)
+	m.put(li, prev.Op, prev.Flags|flags, nil, true)
 }
 
 // Checkpoint starts recording changes and returns a handle to revert to.
@@ -155,30 +186,35 @@ func (m *MemDB) Release(cp int) {
 		m.holds--
 	}
 	if m.holds == 0 {
-		clear(m.undo)
 		m.undo = m.undo[:0]
 	}
 }
 
 // RevertTo undoes every change made after cp was taken (the checkpoint
-// stays live). Locked flags are kept.
+// stays live). Locked flags are kept. The values written since are
+// dropped.
 func (m *MemDB) RevertTo(cp int) {
+	if len(m.undo) <= cp {
+		return
+	}
+	defer m.tree.vals.truncate(m.undo[cp].vals)
 	for len(m.undo) > cp {
 		u := m.undo[len(m.undo)-1]
 		m.undo = m.undo[:len(m.undo)-1]
-		_, cur, _ := m.tree.Get(u.key)
-		locked := cur.Flags & Locked
-		m.size -= len(u.key) + len(cur.Value)
+		l := &m.tree.leaves[u.leaf]
+		locked := l.st.flags & Locked
+		m.size -= int(l.klen) + int(max(l.st.vlen, 0))
 		switch {
-		case u.hadKey:
-			u.prev.Flags |= locked
-			m.tree.ReplaceOrInsert(u.key, u.prev)
-			m.size += len(u.key) + len(u.prev.Value)
+		case u.prev.live:
+			u.prev.flags |= locked
+			l.st = u.prev
+			m.size += int(l.klen) + int(max(l.st.vlen, 0))
 		case locked != 0:
-			m.tree.ReplaceOrInsert(u.key, Entry{Op: kvrpcpb.Op_Lock, Flags: locked})
-			m.size += len(u.key)
+			l.st = state{op: kvrpcpb.Op_Lock, flags: locked, vlen: -1, live: true}
+			m.size += int(l.klen)
 		default:
-			m.tree.Delete(u.key)
+			l.st = state{vlen: -1}
+			m.tree.live--
 		}
 	}
 }
@@ -188,31 +224,42 @@ func (m *MemDB) RevertTo(cp int) {
 // during the iteration.
 func (m *MemDB) Iter(start, end []byte, reverse bool) iter.Seq2[[]byte, Entry] {
 	return func(yield func([]byte, Entry) bool) {
-		if m.tree == nil {
+		t := m.tree
+		if t == nil {
 			return
 		}
-		lo := btreemap.GE(string(start))
-		hi := btreemap.Max[string]()
-		if len(end) != 0 {
-			hi = btreemap.LT(string(end))
+		if !reverse {
+			t.ascend(t.root, 0, start, len(start) > 0, func(li int) bool {
+				st := t.leaves[li].st
+				if !st.live {
+					return true
+				}
+				k := t.key(li)
+				if len(end) != 0 && bytes.Compare(k, end) >= 0 {
+					return false
+				}
+				return yield(k, m.entry(st))
+			})
+			return
 		}
-		var seq iter.Seq2[string, Entry]
-		if reverse {
-			seq = m.tree.Descend(hi, lo)
-		} else {
-			seq = m.tree.Ascend(lo, hi)
-		}
-		for k, e := range seq {
-			if !yield([]byte(k), e) {
-				return
+		t.descend(t.root, 0, end, len(end) > 0, func(li int) bool {
+			st := t.leaves[li].st
+			if !st.live {
+				return true
 			}
-		}
+			k := t.key(li)
+			if bytes.Compare(k, start) < 0 {
+				return false
+			}
+			return yield(k, m.entry(st))
+		})
 	}
 }
 
-func clone(b []byte) []byte {
+// nonNil: a Put of a nil value is a Put of the empty value.
+func nonNil(b []byte) []byte {
 	if b == nil {
 		return []byte{}
 	}
-	return append([]byte(nil), b...)
+	return b
 }
