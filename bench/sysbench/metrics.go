@@ -94,12 +94,17 @@ func procStats(p proc, before, after sample, queries float64, seconds float64) P
 		return st
 	}
 	d := func(name string) float64 { return after.metrics[name] - before.metrics[name] }
-	mean := func(prefix string) (ms, n float64) {
-		n = d(prefix + "_count")
-		if n > 0 {
-			ms = 1e3 * d(prefix+"_sum") / n
+	// per is a histogram's mean observation over the run and its count;
+	// mean is per of a seconds histogram, in ms.
+	per := func(prefix string) (avg, n float64) {
+		if n = d(prefix + "_count"); n > 0 {
+			avg = d(prefix+"_sum") / n
 		}
-		return ms, n
+		return avg, n
+	}
+	mean := func(prefix string) (ms, n float64) {
+		avg, n := per(prefix)
+		return 1e3 * avg, n
 	}
 	st.Mallocs = d("go_memstats_mallocs_total")
 	if queries > 0 {
@@ -111,14 +116,8 @@ func procStats(p proc, before, after sample, queries float64, seconds float64) P
 	st.ProposalAppendMs, _ = mean("strata_raftstore_proposal_append_seconds")
 	st.ProposalCommitMs, _ = mean("strata_raftstore_proposal_commit_seconds")
 	st.FsyncMs, st.FsyncCount = mean("strata_raftstore_raft_log_fsync_seconds")
-	per := func(prefix string) float64 {
-		if n := d(prefix + "_count"); n > 0 {
-			return d(prefix+"_sum") / n
-		}
-		return 0
-	}
-	st.EntriesPerFsync = per("strata_raftstore_appended_entries_per_fsync")
-	st.EntriesPerApply = per("strata_raftstore_applied_entries_per_batch")
+	st.EntriesPerFsync, _ = per("strata_raftstore_appended_entries_per_fsync")
+	st.EntriesPerApply, _ = per("strata_raftstore_applied_entries_per_batch")
 	st.SQLQueryMs, _ = mean("strata_sql_query_duration_seconds")
 	st.SQLErrors = d("strata_sql_errors_total")
 	if queries > 0 {
